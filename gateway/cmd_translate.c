@@ -1,0 +1,1 @@
+/* cmd_translate.c - not yet written. */

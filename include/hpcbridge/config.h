@@ -1,0 +1,83 @@
+/*
+ * config.h - the site configuration (config/hpcbridge.yaml).
+ *
+ * Every setting has a name, a type, a default and bounds in one table
+ * (config.c).  A file is validated in full before it is used: an unknown
+ * key, a wrong type or a value out of bounds is an error that names the
+ * key and its line.  A missing file section takes the embedded defaults.
+ */
+#ifndef HPCBRIDGE_CONFIG_H
+#define HPCBRIDGE_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hpcbridge/error.h"
+
+/* key -> value */
+struct hb_kv {
+	const char *key;
+	const char *value;
+};
+
+/* key -> a set of label=value pairs (a nodeSelector) */
+struct hb_selector_map {
+	const char *key;
+	struct hb_kv *labels;
+	uint32_t nlabels;
+};
+
+struct hb_config {
+	/* Kubernetes */
+	const char *namespace;		/* "default" */
+	const char *default_image;	/* image when nothing else maps */
+	struct hb_kv *module_images;	/* module load name -> image */
+	uint32_t nmodule_images;
+	struct hb_kv *partition_images; /* partition -> image */
+	uint32_t npartition_images;
+	struct hb_kv *container_images; /* --container value -> image */
+	uint32_t ncontainer_images;
+	struct hb_kv *partition_queues; /* partition -> Kueue LocalQueue */
+	uint32_t npartition_queues;
+	const char *default_queue;	/* NULL: no queue label */
+	const char *default_mpi;	/* "OpenMPI" | "Intel" | "MPICH" */
+	const char *trainjob_runtime;	/* ClusterTrainingRuntime name */
+	const char *ssh_auth_mount_path; /* MPIJob sshAuthMountPath */
+	const char *gpu_resource;	/* "nvidia.com/gpu" */
+
+	/* Worker pod shape: what one Kubernetes worker node offers. */
+	uint32_t worker_cpus;		/* 0: unbounded */
+	uint64_t worker_mem_mb;		/* 0: unbounded */
+	uint32_t worker_gpus;		/* 0: unbounded */
+
+	/* Launcher pod resources. */
+	uint32_t launcher_cpus;		/* 1 */
+	uint64_t launcher_mem_mb;	/* 1024 */
+
+	struct hb_selector_map *constraint_selectors;
+	uint32_t nconstraint_selectors;
+	struct hb_selector_map *gpu_type_selectors;
+	uint32_t ngpu_type_selectors;
+
+	uint32_t max_array_jobs;	/* cap on MPIJobs from one array */
+
+	void *priv;			/* owned storage */
+};
+
+/* Fill cfg with the embedded defaults.  Caller frees with
+ * hb_config_free(). */
+int hb_config_defaults(struct hb_config *cfg);
+
+/* Parse and validate a YAML config of len bytes named name.  On error cfg
+ * is left empty (nothing half-loaded) and err names the key. */
+int hb_config_parse(const char *buf, size_t len, const char *name,
+		    struct hb_config *cfg, struct hb_err *err);
+
+void hb_config_free(struct hb_config *cfg);
+
+/* Look key up in a map; NULL if absent. */
+const char *hb_kv_get(const struct hb_kv *kv, uint32_t n, const char *key);
+const struct hb_selector_map *hb_selector_get(const struct hb_selector_map *m,
+					      uint32_t n, const char *key);
+
+#endif

@@ -1,0 +1,25 @@
+/*
+ * pbs.h - PBS job scripts, Torque and PBS Pro dialects.
+ */
+#ifndef HPCBRIDGE_PBS_H
+#define HPCBRIDGE_PBS_H
+
+#include <stddef.h>
+
+#include "hpcbridge/error.h"
+#include "hpcbridge/jobspec.h"
+
+/*
+ * Parse a PBS script (directives "#PBS ..." before the first command line)
+ * into spec, which must be freshly initialised.  argv/argc: qsub options
+ * that override the script's, or NULL/0.  The dialect is recognised per
+ * directive: Torque "-l nodes=", PBS Pro "-l select=".
+ */
+int hb_pbs_parse(const char *buf, size_t len, const char *name,
+		 const char *const *argv, int argc, struct hb_jobspec *spec,
+		 struct hb_err *err);
+
+/* True if buf looks like a PBS script (#PBS before any #SBATCH). */
+int hb_pbs_detect(const char *buf, size_t len);
+
+#endif

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package hpcbridge needs to build and test.
+# Idempotent; run as root.
+set -euo pipefail
+
+pkgs=(
+	build-essential cmake pkg-config git
+	clang libclang-rt-14-dev llvm
+	libcmocka-dev libcjson-dev libyaml-dev
+	munge slurm-wlm slurmctld slurmd slurm-client libslurm-dev
+	python3 python3-yaml
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+		missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,1 @@
+/* body.c - not yet written. */

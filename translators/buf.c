@@ -1,0 +1,240 @@
+/*
+ * buf.c - growable buffers with a hard cap, and arenas.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hpcbridge/buf.h"
+#include "hpcbridge/error.h"
+
+void hb_buf_init(struct hb_buf *b, size_t max)
+{
+	b->data = NULL;
+	b->len = 0;
+	b->cap = 0;
+	b->max = max ? max : HB_BUF_DEFAULT_MAX;
+}
+
+void hb_buf_free(struct hb_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = 0;
+	b->cap = 0;
+}
+
+void hb_buf_reset(struct hb_buf *b)
+{
+	b->len = 0;
+	if (b->data)
+		b->data[0] = '\0';
+}
+
+char *hb_buf_steal(struct hb_buf *b)
+{
+	char *p = b->data;
+
+	if (!p)
+		p = calloc(1, 1);
+	b->data = NULL;
+	b->len = 0;
+	b->cap = 0;
+	return p;
+}
+
+/* Make room for n more bytes plus the NUL. */
+static int reserve(struct hb_buf *b, size_t n)
+{
+	size_t need, cap;
+	char *p;
+
+	if (!b->max)
+		b->max = HB_BUF_DEFAULT_MAX;
+	if (n > b->max - b->len)
+		return HB_ETOOBIG;
+	need = b->len + n + 1;
+	if (need <= b->cap)
+		return 0;
+	cap = b->cap ? b->cap : 256;
+	while (cap < need)
+		cap *= 2;
+	if (cap > b->max + 1)
+		cap = b->max + 1;
+	p = realloc(b->data, cap);
+	if (!p)
+		return HB_ENOMEM;
+	b->data = p;
+	b->cap = cap;
+	return 0;
+}
+
+int hb_buf_append(struct hb_buf *b, const void *p, size_t n)
+{
+	int rc = reserve(b, n);
+
+	if (rc)
+		return rc;
+	if (n)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+int hb_buf_puts(struct hb_buf *b, const char *s)
+{
+	return hb_buf_append(b, s, strlen(s));
+}
+
+int hb_buf_putc(struct hb_buf *b, char c)
+{
+	return hb_buf_append(b, &c, 1);
+}
+
+int hb_buf_vprintf(struct hb_buf *b, const char *fmt, va_list ap)
+{
+	va_list ap2;
+	size_t avail;
+	int n, rc;
+
+	if ((rc = reserve(b, 0)))
+		return rc;
+	avail = b->cap - b->len;
+	va_copy(ap2, ap);
+	n = vsnprintf(b->data + b->len, avail, fmt, ap2);
+	va_end(ap2);
+	if (n < 0) {
+		b->data[b->len] = '\0';
+		return HB_EINVAL;
+	}
+	if ((size_t)n >= avail) {
+		if ((rc = reserve(b, (size_t)n))) {
+			b->data[b->len] = '\0';
+			return rc;
+		}
+		vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	}
+	b->len += (size_t)n;
+	return 0;
+}
+
+int hb_buf_printf(struct hb_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = hb_buf_vprintf(b, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* Arena: a list of chunks, newest first; allocations are bump-pointer. */
+struct hb_arena_chunk {
+	struct hb_arena_chunk *next;
+	size_t used, size;
+	_Alignas(16) unsigned char mem[];
+};
+
+#define ARENA_CHUNK 8192
+
+void hb_arena_init(struct hb_arena *a, size_t max)
+{
+	a->head = NULL;
+	a->total = 0;
+	a->max = max ? max : HB_BUF_DEFAULT_MAX;
+}
+
+void hb_arena_free(struct hb_arena *a)
+{
+	struct hb_arena_chunk *c = a->head, *next;
+
+	while (c) {
+		next = c->next;
+		free(c);
+		c = next;
+	}
+	a->head = NULL;
+	a->total = 0;
+}
+
+void *hb_arena_alloc(struct hb_arena *a, size_t n)
+{
+	struct hb_arena_chunk *c = a->head;
+	size_t sz, off;
+
+	if (!a->max)
+		a->max = HB_BUF_DEFAULT_MAX;
+	if (n == 0)
+		n = 1;
+	if (n > a->max - a->total)
+		return NULL;
+	n = (n + 15) & ~(size_t)15;
+	if (!c || c->size - c->used < n) {
+		sz = n > ARENA_CHUNK ? n : ARENA_CHUNK;
+		c = malloc(sizeof(*c) + sz);
+		if (!c)
+			return NULL;
+		c->used = 0;
+		c->size = sz;
+		if (a->head && n > ARENA_CHUNK) {
+			/* A big block goes behind the current chunk so the
+			 * current chunk's free space stays usable. */
+			c->next = a->head->next;
+			a->head->next = c;
+		} else {
+			c->next = a->head;
+			a->head = c;
+		}
+	}
+	off = c->used;
+	c->used += n;
+	a->total += n;
+	memset(c->mem + off, 0, n);
+	return c->mem + off;
+}
+
+char *hb_arena_strndup(struct hb_arena *a, const char *s, size_t n)
+{
+	char *p;
+
+	if (n == SIZE_MAX)
+		return NULL;
+	p = hb_arena_alloc(a, n + 1);
+	if (!p)
+		return NULL;
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+char *hb_arena_strdup(struct hb_arena *a, const char *s)
+{
+	return s ? hb_arena_strndup(a, s, strlen(s)) : NULL;
+}
+
+char *hb_arena_printf(struct hb_arena *a, const char *fmt, ...)
+{
+	va_list ap;
+	char small[256], *p;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return NULL;
+	p = hb_arena_alloc(a, (size_t)n + 1);
+	if (!p)
+		return NULL;
+	if ((size_t)n < sizeof(small)) {
+		memcpy(p, small, (size_t)n + 1);
+	} else {
+		va_start(ap, fmt);
+		vsnprintf(p, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
+	return p;
+}

@@ -1,0 +1,1 @@
+/* doc.c - not yet written. */

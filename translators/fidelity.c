@@ -1,0 +1,1 @@
+/* fidelity.c - not yet written. */

@@ -1,0 +1,343 @@
+/*
+ * jobspec.c - the canonical job model: storage, directives, derived shape.
+ */
+#include <string.h>
+
+#include "hpcbridge/jobspec.h"
+
+static const char *const field_names[HB__F_COUNT] = {
+	[HB_F_NAME] = "name",
+	[HB_F_USER] = "user",
+	[HB_F_ACCOUNT] = "account",
+	[HB_F_PARTITION] = "partition",
+	[HB_F_QOS] = "qos",
+	[HB_F_COMMENT] = "comment",
+	[HB_F_NODES] = "nodes",
+	[HB_F_NTASKS] = "ntasks",
+	[HB_F_NTASKS_PER_NODE] = "ntasks_per_node",
+	[HB_F_CPUS_PER_TASK] = "cpus_per_task",
+	[HB_F_MEM] = "mem",
+	[HB_F_GPUS] = "gpus",
+	[HB_F_LICENSES] = "licenses",
+	[HB_F_EXCLUSIVE] = "exclusive",
+	[HB_F_CONSTRAINT] = "constraint",
+	[HB_F_NODELIST] = "nodelist",
+	[HB_F_EXCLUDE] = "exclude",
+	[HB_F_TIME_LIMIT] = "time_limit",
+	[HB_F_TIME_MIN] = "time_min",
+	[HB_F_BEGIN] = "begin",
+	[HB_F_DEADLINE] = "deadline",
+	[HB_F_SIGNAL] = "signal",
+	[HB_F_OUTPUT] = "output",
+	[HB_F_ERROR] = "error",
+	[HB_F_INPUT] = "input",
+	[HB_F_CHDIR] = "chdir",
+	[HB_F_ARRAY] = "array",
+	[HB_F_DEPENDENCY] = "dependency",
+	[HB_F_MAIL_TYPE] = "mail_type",
+	[HB_F_MAIL_USER] = "mail_user",
+	[HB_F_REQUEUE] = "requeue",
+	[HB_F_EXPORT] = "export",
+	[HB_F_ENV] = "env",
+	[HB_F_MPI] = "mpi",
+	[HB_F_CONTAINER] = "container",
+	[HB_F_CHECKPOINT] = "checkpoint_dir",
+	[HB_F_DATA] = "data",
+	[HB_F_SCRIPT] = "script",
+	[HB_F_KEEP] = "keep",
+	[HB_F_HETEROGENEOUS] = "chunks",
+};
+
+const char *hb_field_name(enum hb_field f)
+{
+	if ((unsigned)f >= HB__F_COUNT)
+		return NULL;
+	return field_names[f];
+}
+
+const char *hb_mpi_impl_name(enum hb_mpi_impl m)
+{
+	switch (m) {
+	case HB_MPI_OPENMPI:
+		return "OpenMPI";
+	case HB_MPI_INTEL:
+		return "Intel";
+	case HB_MPI_MPICH:
+		return "MPICH";
+	case HB_MPI_UNKNOWN:
+		break;
+	}
+	return NULL;
+}
+
+/* Arena cap per job: the script plus everything parsed from it. */
+#define JOBSPEC_ARENA_MAX (64u * 1024 * 1024)
+
+void hb_jobspec_init(struct hb_jobspec *spec, const char *source_name)
+{
+	memset(spec, 0, sizeof(*spec));
+	hb_arena_init(&spec->arena, JOBSPEC_ARENA_MAX);
+	spec->requeue = -1;
+	spec->source_name = hb_arena_strdup(&spec->arena,
+					    source_name ? source_name : "-");
+}
+
+void hb_jobspec_free(struct hb_jobspec *spec)
+{
+	hb_arena_free(&spec->arena);
+	memset(spec, 0, sizeof(*spec));
+	spec->requeue = -1;
+}
+
+char *hb_jobspec_strdup(struct hb_jobspec *spec, const char *s)
+{
+	return hb_arena_strdup(&spec->arena, s);
+}
+
+char *hb_jobspec_strndup(struct hb_jobspec *spec, const char *s, size_t n)
+{
+	return hb_arena_strndup(&spec->arena, s, n);
+}
+
+void hb_jobspec_set_origin(struct hb_jobspec *spec, enum hb_field f,
+			   struct hb_origin o)
+{
+	if ((unsigned)f < HB__F_COUNT)
+		spec->origin[f] = o;
+}
+
+/* Grow an arena-backed array of elem-sized items to hold one more. */
+static void *grow(struct hb_jobspec *spec, void *arr, uint32_t n,
+		  uint32_t *cap, size_t elem)
+{
+	uint32_t ncap;
+	void *p;
+
+	if (n < *cap)
+		return arr;
+	if (*cap > UINT32_MAX / 2)
+		return NULL;
+	ncap = *cap ? *cap * 2 : 8;
+	p = hb_arena_alloc(&spec->arena, (size_t)ncap * elem);
+	if (!p)
+		return NULL;
+	if (n)
+		memcpy(p, arr, (size_t)n * elem);
+	*cap = ncap;
+	return p;
+}
+
+struct hb_directive *hb_jobspec_add_directive(struct hb_jobspec *spec,
+					      enum hb_directive_kind kind,
+					      struct hb_origin origin,
+					      const char *text, size_t len)
+{
+	struct hb_directive *arr, *d;
+	char *t;
+
+	arr = grow(spec, spec->directives, spec->ndirectives,
+		   &spec->cap_directives, sizeof(*arr));
+	if (!arr)
+		return NULL;
+	t = hb_arena_strndup(&spec->arena, text, len);
+	if (!t)
+		return NULL;
+	spec->directives = arr;
+	d = &arr[spec->ndirectives++];
+	memset(d, 0, sizeof(*d));
+	d->kind = (uint8_t)kind;
+	d->origin = origin;
+	d->text = t;
+	return d;
+}
+
+void hb_directive_add_field(struct hb_directive *d, enum hb_field f)
+{
+	for (uint8_t i = 0; i < d->nfields; i++)
+		if (d->fields[i] == f)
+			return;
+	if (d->nfields < HB_DIRECTIVE_MAX_FIELDS)
+		d->fields[d->nfields++] = (uint8_t)f;
+}
+
+/* Lists of strings and env pairs: capacity is the next power of two, so
+ * no separate capacity field is needed. */
+static uint32_t pow2cap(uint32_t n)
+{
+	uint32_t c = 8;
+
+	while (c < n)
+		c *= 2;
+	return c;
+}
+
+static const char **add_str(struct hb_jobspec *spec, const char **arr,
+			    uint32_t *n, const char *s)
+{
+	uint32_t cap = *n ? pow2cap(*n) : 0;
+	const char *copy = hb_arena_strdup(&spec->arena, s);
+
+	if (!copy || *n == UINT32_MAX)
+		return NULL;
+	arr = grow(spec, arr, *n, &cap, sizeof(*arr));
+	if (!arr)
+		return NULL;
+	arr[(*n)++] = copy;
+	return arr;
+}
+
+int hb_jobspec_add_env(struct hb_jobspec *spec, const char *name,
+		       const char *value)
+{
+	uint32_t cap = spec->nenv ? pow2cap(spec->nenv) : 0;
+	struct hb_env *arr;
+	const char *n, *v = NULL;
+
+	/* A later assignment to the same name wins. */
+	for (uint32_t i = 0; i < spec->nenv; i++) {
+		if (strcmp(spec->env[i].name, name) == 0) {
+			v = value ? hb_arena_strdup(&spec->arena, value)
+				  : NULL;
+			if (value && !v)
+				return HB_ENOMEM;
+			spec->env[i].value = v;
+			return 0;
+		}
+	}
+	n = hb_arena_strdup(&spec->arena, name);
+	if (value)
+		v = hb_arena_strdup(&spec->arena, value);
+	if (!n || (value && !v))
+		return HB_ENOMEM;
+	arr = grow(spec, spec->env, spec->nenv, &cap, sizeof(*arr));
+	if (!arr)
+		return HB_ENOMEM;
+	spec->env = arr;
+	arr[spec->nenv].name = n;
+	arr[spec->nenv].value = v;
+	spec->nenv++;
+	return 0;
+}
+
+#define ADD_LIST(fn, arr, n)                                           \
+	int fn(struct hb_jobspec *spec, const char *s)                 \
+	{                                                              \
+		const char **p = add_str(spec, spec->arr, &spec->n, s); \
+		if (!p)                                                \
+			return HB_ENOMEM;                              \
+		spec->arr = p;                                         \
+		return 0;                                              \
+	}
+
+ADD_LIST(hb_jobspec_add_data, data, ndata)
+ADD_LIST(hb_jobspec_add_module, modules, nmodules)
+ADD_LIST(hb_jobspec_add_mpi_line, mpi_lines, nmpi_lines)
+
+static int mul32(uint32_t a, uint32_t b, uint32_t *out)
+{
+	uint64_t p = (uint64_t)a * b;
+
+	if (p > UINT32_MAX)
+		return HB_ERANGE;
+	*out = (uint32_t)p;
+	return 0;
+}
+
+int hb_jobspec_shape(const struct hb_jobspec *spec, struct hb_shape *out)
+{
+	struct hb_shape s = {0};
+	uint64_t tasks;
+
+	s.nodes = spec->nodes_min ? spec->nodes_min : 1;
+	if (spec->ntasks_per_node)
+		s.tasks_per_node = spec->ntasks_per_node;
+	else if (spec->ntasks)
+		s.tasks_per_node = (uint32_t)(((uint64_t)spec->ntasks +
+					       s.nodes - 1) / s.nodes);
+	else
+		s.tasks_per_node = 1;
+	if (spec->ntasks) {
+		s.ntasks = spec->ntasks;
+	} else {
+		tasks = (uint64_t)s.nodes * s.tasks_per_node;
+		if (tasks > UINT32_MAX)
+			return HB_ERANGE;
+		s.ntasks = (uint32_t)tasks;
+	}
+	s.cpus_per_task = spec->cpus_per_task ? spec->cpus_per_task : 1;
+	if (mul32(s.tasks_per_node, s.cpus_per_task, &s.cpus_per_node))
+		return HB_ERANGE;
+
+	switch (spec->gpu_scope) {
+	case HB_GPU_PER_NODE:
+		s.gpus_per_node = spec->gpus;
+		break;
+	case HB_GPU_PER_JOB:
+		s.gpus_per_node = (uint32_t)(((uint64_t)spec->gpus + s.nodes -
+					      1) / s.nodes);
+		break;
+	case HB_GPU_PER_TASK:
+		if (mul32(spec->gpus, s.tasks_per_node, &s.gpus_per_node))
+			return HB_ERANGE;
+		break;
+	}
+
+	switch (spec->mem_kind) {
+	case HB_MEM_PER_NODE:
+		s.mem_per_node_mb = spec->mem_mb;
+		s.whole_node_mem = spec->mem_mb == 0;
+		break;
+	case HB_MEM_PER_CPU:
+		if (spec->mem_mb > UINT64_MAX / s.cpus_per_node)
+			return HB_ERANGE;
+		s.mem_per_node_mb = spec->mem_mb * s.cpus_per_node;
+		break;
+	case HB_MEM_PER_GPU:
+		if (s.gpus_per_node &&
+		    spec->mem_mb > UINT64_MAX / s.gpus_per_node)
+			return HB_ERANGE;
+		s.mem_per_node_mb = spec->mem_mb * s.gpus_per_node;
+		break;
+	case HB_MEM_JOB:
+		s.mem_per_node_mb = (spec->mem_mb + s.nodes - 1) / s.nodes;
+		break;
+	case HB_MEM_PER_PROCESS:
+		if (spec->mem_mb > UINT64_MAX / s.tasks_per_node)
+			return HB_ERANGE;
+		s.mem_per_node_mb = spec->mem_mb * s.tasks_per_node;
+		break;
+	}
+	*out = s;
+	return 0;
+}
+
+uint64_t hb_jobspec_array_count(const struct hb_jobspec *spec)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < spec->narray_ranges; i++) {
+		const struct hb_range *r = &spec->array_ranges[i];
+
+		if (r->step && r->end >= r->start)
+			n += (r->end - r->start) / r->step + 1;
+		if (n > UINT32_MAX)
+			return UINT32_MAX;
+	}
+	return n;
+}
+
+uint32_t hb_jobspec_array_index(const struct hb_jobspec *spec, uint64_t i)
+{
+	for (uint32_t k = 0; k < spec->narray_ranges; k++) {
+		const struct hb_range *r = &spec->array_ranges[k];
+		uint64_t cnt;
+
+		if (!r->step || r->end < r->start)
+			continue;
+		cnt = (r->end - r->start) / r->step + 1;
+		if (i < cnt)
+			return (uint32_t)(r->start + i * r->step);
+		i -= cnt;
+	}
+	return 0;
+}

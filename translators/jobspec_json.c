@@ -1,0 +1,1 @@
+/* jobspec_json.c - not yet written. */

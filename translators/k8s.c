@@ -1,0 +1,1 @@
+/* k8s.c - not yet written. */

@@ -1,0 +1,1 @@
+/* launcher.c - not yet written. */

@@ -1,0 +1,1 @@
+/* mpijob.c - not yet written. */

@@ -1,0 +1,1 @@
+/* pbs.c - not yet written. */

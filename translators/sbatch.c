@@ -1,0 +1,1 @@
+/* sbatch.c - not yet written. */

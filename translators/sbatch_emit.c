@@ -1,0 +1,1 @@
+/* sbatch_emit.c - not yet written. */

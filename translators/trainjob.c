@@ -1,0 +1,1 @@
+/* trainjob.c - not yet written. */

@@ -1,0 +1,1 @@
+/* translate.c - not yet written. */

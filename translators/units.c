@@ -1,0 +1,1 @@
+/* units.c - not yet written. */
