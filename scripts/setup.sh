@@ -8,7 +8,7 @@ pkgs=(
 	clang libclang-rt-14-dev llvm
 	libcmocka-dev libcjson-dev libyaml-dev
 	munge slurm-wlm slurmctld slurmd slurm-client libslurm-dev
-	python3 python3-yaml
+	python3 python3-yaml openmpi-bin libopenmpi-dev
 )
 
 missing=()
