@@ -1,1 +1,323 @@
-/* body.c - not yet written. */
+/*
+ * body.c - what a job script's body tells us: module loads, MPI launch
+ * lines, the MPI implementation, and literal settings of variables that
+ * must reach every rank (NCCL_*, UCX_*, ...).
+ *
+ * The body is read, never changed: the launcher runs it byte for byte.
+ * This scan is a heuristic over shell text, so it records only what it can
+ * read for certain (literal values, plain command words) and leaves the
+ * rest to run as written.
+ */
+#include <string.h>
+
+#include "hpcbridge/jobspec.h"
+
+/* Longest logical line (with continuations) the scan looks at. */
+#define LINE_MAX_SCAN 4096
+
+/* Variable prefixes that tune communication and must reach every rank. */
+static const char *const rank_env_prefixes[] = {
+	"NCCL_", "UCX_", "OMP_", "FI_", "I_MPI_", "OMPI_MCA_", "MPICH_",
+	"PSM2_", "HCOLL_", "CUDA_VISIBLE_DEVICES", NULL,
+};
+
+static int is_space(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static int is_name_char(char c, int first)
+{
+	if (c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'))
+		return 1;
+	return !first && c >= '0' && c <= '9';
+}
+
+static int has_prefix(const char *s, size_t n, const char *p)
+{
+	size_t pl = strlen(p);
+
+	return n >= pl && memcmp(s, p, pl) == 0;
+}
+
+static int word_is(const char *s, size_t n, const char *w)
+{
+	return n == strlen(w) && memcmp(s, w, n) == 0;
+}
+
+/* Next blank-separated word in [*p, end); returns its length, 0 at end. */
+static size_t next_word(const char **p, const char *end, const char **w)
+{
+	const char *s = *p;
+
+	while (s < end && is_space(*s))
+		s++;
+	*w = s;
+	while (s < end && !is_space(*s) && *s != ';' && *s != '&' &&
+	       *s != '|')
+		s++;
+	*p = s;
+	return (size_t)(s - *w);
+}
+
+static enum hb_mpi_impl impl_from_name(const char *s, size_t n)
+{
+	char low[128];
+
+	if (n >= sizeof(low))
+		n = sizeof(low) - 1;
+	for (size_t i = 0; i < n; i++)
+		low[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]);
+	low[n] = '\0';
+	if (strstr(low, "openmpi") || strstr(low, "open-mpi") ||
+	    strncmp(low, "ompi", 4) == 0)
+		return HB_MPI_OPENMPI;
+	if (strstr(low, "impi") || strstr(low, "intel-mpi") ||
+	    strstr(low, "intelmpi") || strstr(low, "intel-oneapi-mpi") ||
+	    strstr(low, "mpi.hydra") || strstr(low, "mpiexec.hydra"))
+		return HB_MPI_INTEL;
+	if (strstr(low, "mpich") || strstr(low, "mvapich"))
+		return HB_MPI_MPICH;
+	return HB_MPI_UNKNOWN;
+}
+
+static int is_rank_env(const char *s, size_t n)
+{
+	for (const char *const *p = rank_env_prefixes; *p; p++)
+		if (has_prefix(s, n, *p))
+			return 1;
+	return 0;
+}
+
+struct scan {
+	struct hb_jobspec *spec;
+	struct hb_err *err;
+	uint32_t line;
+	const char *text; /* the logical line */
+	size_t len;
+	enum hb_mpi_impl module_impl, launch_impl, env_impl;
+};
+
+static int note_directive(struct scan *sc, enum hb_field f,
+			  const char *note)
+{
+	struct hb_origin o = {HB_ORIGIN_FILE, sc->line};
+	struct hb_directive *d;
+	size_t n = sc->len;
+
+	while (n && is_space(sc->text[n - 1]))
+		n--;
+	d = hb_jobspec_add_directive(sc->spec, HB_DIR_SCRIPT, o, sc->text, n);
+	if (!d)
+		return HB_ENOMEM;
+	hb_directive_add_field(d, f);
+	d->note = note;
+	if (!hb_jobspec_has(sc->spec, f))
+		hb_jobspec_set_origin(sc->spec, f, o);
+	return 0;
+}
+
+/* "module load a b/c", "module add ...", "ml a b" */
+static int scan_module(struct scan *sc, const char *p, const char *end)
+{
+	const char *w;
+	size_t n;
+	char name[256];
+	int any = 0, rc;
+
+	while ((n = next_word(&p, end, &w)) > 0) {
+		if (w[0] == '-' || memchr(w, '$', n) || memchr(w, '`', n) ||
+		    n >= sizeof(name))
+			continue;
+		memcpy(name, w, n);
+		name[n] = '\0';
+		if ((rc = hb_jobspec_add_module(sc->spec, name)))
+			return rc;
+		if (sc->module_impl == HB_MPI_UNKNOWN)
+			sc->module_impl = impl_from_name(w, n);
+		any = 1;
+	}
+	if (!any)
+		return 0;
+	return note_directive(sc, HB_F_CONTAINER,
+			      "module load: selects the image");
+}
+
+/* export NAME=VALUE [NAME=VALUE ...] with literal values */
+static int scan_export(struct scan *sc, const char *p, const char *end)
+{
+	const char *w, *eq;
+	size_t n, nl, vl;
+	char name[128], value[1024];
+	int rc, any = 0;
+
+	while ((n = next_word(&p, end, &w)) > 0) {
+		eq = memchr(w, '=', n);
+		if (!eq || eq == w)
+			continue;
+		nl = (size_t)(eq - w);
+		if (!is_rank_env(w, nl) || nl >= sizeof(name))
+			continue;
+		for (size_t i = 0; i < nl; i++)
+			if (!is_name_char(w[i], i == 0))
+				goto next;
+		vl = n - nl - 1;
+		eq++;
+		/* Strip one level of matching quotes around the value. */
+		if (vl >= 2 && (eq[0] == '"' || eq[0] == '\'') &&
+		    eq[vl - 1] == eq[0]) {
+			eq++;
+			vl -= 2;
+		}
+		if (vl >= sizeof(value) || memchr(eq, '$', vl) ||
+		    memchr(eq, '`', vl) || memchr(eq, '"', vl) ||
+		    memchr(eq, '\'', vl) || memchr(eq, '\\', vl))
+			continue;
+		memcpy(name, w, nl);
+		name[nl] = '\0';
+		memcpy(value, eq, vl);
+		value[vl] = '\0';
+		if ((rc = hb_jobspec_add_env(sc->spec, name, value)))
+			return rc;
+		if (has_prefix(name, nl, "I_MPI_"))
+			sc->env_impl = HB_MPI_INTEL;
+		any = 1;
+next:;
+	}
+	if (!any)
+		return 0;
+	return note_directive(sc, HB_F_ENV,
+			      "exported setting: forwarded to every rank");
+}
+
+/* A command line: skip "time", "exec", env assignments, then look at the
+ * command word. */
+static int scan_command(struct scan *sc)
+{
+	const char *p = sc->text, *end = sc->text + sc->len, *w;
+	size_t n;
+	int rc;
+	char line[LINE_MAX_SCAN + 1];
+
+	for (;;) {
+		n = next_word(&p, end, &w);
+		if (!n)
+			return 0;
+		if (word_is(w, n, "time") || word_is(w, n, "exec") ||
+		    word_is(w, n, "command") || word_is(w, n, "nohup"))
+			continue;
+		if (memchr(w, '=', n) && is_name_char(w[0], 1))
+			continue;
+		break;
+	}
+	if (word_is(w, n, "module") || word_is(w, n, "ml")) {
+		const char *q = p, *sub;
+		size_t sn;
+
+		if (word_is(w, n, "ml"))
+			return scan_module(sc, p, end);
+		sn = next_word(&q, end, &sub);
+		if (word_is(sub, sn, "load") || word_is(sub, sn, "add"))
+			return scan_module(sc, q, end);
+		return 0;
+	}
+	if (word_is(w, n, "export"))
+		return scan_export(sc, p, end);
+
+	/* The command word's last path component. */
+	for (const char *s = w + n; s > w; s--) {
+		if (s[-1] == '/') {
+			n -= (size_t)(s - w);
+			w = s;
+			break;
+		}
+	}
+	if (!(word_is(w, n, "srun") || word_is(w, n, "mpirun") ||
+	      word_is(w, n, "mpiexec") || word_is(w, n, "mpiexec.hydra") ||
+	      word_is(w, n, "orterun") || word_is(w, n, "prterun")))
+		return 0;
+	if (sc->launch_impl == HB_MPI_UNKNOWN) {
+		if (word_is(w, n, "mpiexec.hydra"))
+			sc->launch_impl = HB_MPI_INTEL;
+		else if (word_is(w, n, "orterun") || word_is(w, n, "prterun"))
+			sc->launch_impl = HB_MPI_OPENMPI;
+	}
+	n = sc->len;
+	while (n && is_space(sc->text[n - 1]))
+		n--;
+	if (n > LINE_MAX_SCAN)
+		n = LINE_MAX_SCAN;
+	memcpy(line, sc->text, n);
+	line[n] = '\0';
+	if ((rc = hb_jobspec_add_mpi_line(sc->spec, line)))
+		return rc;
+	return note_directive(sc, HB_F_MPI,
+			      "launch line: runs against the MPI hostfile");
+}
+
+int hb_jobspec_scan_body(struct hb_jobspec *spec, struct hb_err *err)
+{
+	const char *p = spec->script, *end;
+	char joined[LINE_MAX_SCAN];
+	uint32_t lineno = 0;
+	struct scan sc = {.spec = spec, .err = err};
+	int rc;
+
+	if (!p)
+		return 0;
+	end = p + spec->script_len;
+	while (p < end) {
+		const char *eol;
+		size_t jl = 0;
+		uint32_t first = lineno + 1;
+
+		/* Join backslash-continued lines into one logical line. */
+		for (;;) {
+			size_t n;
+
+			eol = memchr(p, '\n', (size_t)(end - p));
+			if (!eol)
+				eol = end;
+			lineno++;
+			n = (size_t)(eol - p);
+			if (n && p[n - 1] == '\\') {
+				if (jl + n - 1 < sizeof(joined)) {
+					memcpy(joined + jl, p, n - 1);
+					jl += n - 1;
+				}
+				p = eol < end ? eol + 1 : end;
+				if (p < end)
+					continue;
+				break;
+			}
+			if (jl + n < sizeof(joined)) {
+				memcpy(joined + jl, p, n);
+				jl += n;
+			}
+			p = eol < end ? eol + 1 : end;
+			break;
+		}
+		sc.text = joined;
+		sc.len = jl;
+		sc.line = first;
+		while (sc.len && is_space(*sc.text)) {
+			sc.text++;
+			sc.len--;
+		}
+		if (!sc.len || sc.text[0] == '#')
+			continue;
+		if ((rc = scan_command(&sc)))
+			return hb_err_set(err, rc, spec->source_name, first,
+					  "cannot record the script body");
+	}
+
+	if (spec->mpi == HB_MPI_UNKNOWN) {
+		if (sc.launch_impl)
+			spec->mpi = (uint8_t)sc.launch_impl;
+		else if (sc.module_impl)
+			spec->mpi = (uint8_t)sc.module_impl;
+		else if (sc.env_impl)
+			spec->mpi = (uint8_t)sc.env_impl;
+	}
+	return 0;
+}
