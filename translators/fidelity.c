@@ -1,1 +1,371 @@
-/* fidelity.c - not yet written. */
+/*
+ * fidelity.c - the report of what became of every directive.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "hpcbridge/fidelity.h"
+
+void hb_report_init(struct hb_report *r, const char *target_kind)
+{
+	memset(r, 0, sizeof(*r));
+	hb_arena_init(&r->arena, 0);
+	r->target_kind = target_kind;
+}
+
+void hb_report_free(struct hb_report *r)
+{
+	hb_arena_free(&r->arena);
+	memset(r, 0, sizeof(*r));
+}
+
+const char *hb_fate_name(enum hb_fate_kind k)
+{
+	switch (k) {
+	case HB_FATE_MAPPED:
+		return "mapped";
+	case HB_FATE_CARRIED:
+		return "carried";
+	case HB_FATE_PARTIAL:
+		return "partial";
+	case HB_FATE_DROPPED:
+		return "dropped";
+	case HB_FATE_NONE:
+		break;
+	}
+	return "dropped";
+}
+
+void hb_report_fate(struct hb_report *r, enum hb_field f,
+		    enum hb_fate_kind kind, const char *target,
+		    const char *note_fmt, ...)
+{
+	char note[512];
+	va_list ap;
+
+	if ((unsigned)f >= HB__F_COUNT)
+		return;
+	r->fate[f].kind = (uint8_t)kind;
+	r->fate[f].target = hb_arena_strdup(&r->arena, target);
+	r->fate[f].note = NULL;
+	if (note_fmt) {
+		va_start(ap, note_fmt);
+		vsnprintf(note, sizeof(note), note_fmt, ap);
+		va_end(ap);
+		r->fate[f].note = hb_arena_strdup(&r->arena, note);
+	}
+}
+
+void hb_report_warn(struct hb_report *r, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	const char **arr;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (r->nwarnings == r->capwarnings) {
+		uint32_t cap = r->capwarnings ? r->capwarnings * 2 : 8;
+
+		arr = hb_arena_alloc(&r->arena, cap * sizeof(*arr));
+		if (!arr)
+			return;
+		if (r->nwarnings)
+			memcpy(arr, r->warnings, r->nwarnings * sizeof(*arr));
+		r->warnings = arr;
+		r->capwarnings = cap;
+	}
+	r->warnings[r->nwarnings] = hb_arena_strdup(&r->arena, msg);
+	if (r->warnings[r->nwarnings])
+		r->nwarnings++;
+}
+
+static const char *origin_kind_name(uint8_t k)
+{
+	switch (k) {
+	case HB_ORIGIN_FILE:
+		return "file";
+	case HB_ORIGIN_ENV:
+		return "env";
+	case HB_ORIGIN_CLI:
+		return "cli";
+	case HB_ORIGIN_MANIFEST:
+		return "manifest";
+	case HB_ORIGIN_DERIVED:
+		return "derived";
+	}
+	return "none";
+}
+
+/* "job.sh:5", "env", "argv[3]", "job.yaml" */
+static void where(const struct hb_jobspec *spec, struct hb_origin o,
+		  char *buf, size_t n)
+{
+	switch (o.kind) {
+	case HB_ORIGIN_FILE:
+	case HB_ORIGIN_MANIFEST:
+		if (o.line)
+			snprintf(buf, n, "%s:%u", spec->source_name, o.line);
+		else
+			snprintf(buf, n, "%s", spec->source_name);
+		break;
+	case HB_ORIGIN_ENV:
+		snprintf(buf, n, "environment");
+		break;
+	case HB_ORIGIN_CLI:
+		snprintf(buf, n, "argv[%u]", o.line);
+		break;
+	default:
+		snprintf(buf, n, "%s", origin_kind_name(o.kind));
+	}
+}
+
+static int same_origin(struct hb_origin a, struct hb_origin b)
+{
+	return a.kind == b.kind && a.line == b.line;
+}
+
+/*
+ * The fate of field f as set by directive d: overridden when a later
+ * directive set the field again, otherwise the emitter's recorded fate,
+ * and "dropped: no mapping" when the emitter recorded none.
+ */
+struct verdict {
+	enum hb_fate_kind kind;
+	const char *target;
+	const char *note;
+	char buf[96];
+};
+
+static void judge(const struct hb_jobspec *spec, const struct hb_report *r,
+		  const struct hb_directive *d, enum hb_field f,
+		  struct verdict *v)
+{
+	const struct hb_fate *fate = &r->fate[f];
+
+	memset(v, 0, sizeof(*v));
+	if (!same_origin(spec->origin[f], d->origin) &&
+	    spec->origin[f].kind != HB_ORIGIN_NONE &&
+	    d->kind != HB_DIR_SCRIPT) {
+		char w[64];
+
+		where(spec, spec->origin[f], w, sizeof(w));
+		snprintf(v->buf, sizeof(v->buf), "overridden by %s", w);
+		v->kind = HB_FATE_DROPPED;
+		v->note = v->buf;
+		return;
+	}
+	if (fate->kind == HB_FATE_NONE) {
+		v->kind = HB_FATE_DROPPED;
+		snprintf(v->buf, sizeof(v->buf), "no %s equivalent",
+			 r->target_kind ? r->target_kind : "target");
+		v->note = v->buf;
+		return;
+	}
+	v->kind = (enum hb_fate_kind)fate->kind;
+	v->target = fate->target;
+	v->note = fate->note;
+}
+
+/* Was field f set by any directive? */
+static int set_by_directive(const struct hb_jobspec *spec, enum hb_field f)
+{
+	for (uint32_t i = 0; i < spec->ndirectives; i++) {
+		const struct hb_directive *d = &spec->directives[i];
+
+		for (uint8_t k = 0; k < d->nfields; k++)
+			if (d->fields[k] == f)
+				return 1;
+	}
+	return 0;
+}
+
+/*
+ * One line of the report: a field of a directive (or, for a field no
+ * directive set, the field alone).  first is set on a directive's first
+ * entry, so writers can print the directive once.
+ */
+struct entry {
+	struct hb_origin origin;
+	const char *text; /* the directive, or NULL for a bare field */
+	const char *dnote;
+	int first;
+	const char *field;
+	struct verdict v;
+};
+
+typedef int (*entry_fn)(void *ctx, const struct hb_jobspec *spec,
+			const struct entry *e);
+
+static int walk(const struct hb_jobspec *spec, const struct hb_report *r,
+		entry_fn fn, void *ctx)
+{
+	struct entry e;
+	int rc = 0;
+
+	for (uint32_t i = 0; !rc && i < spec->ndirectives; i++) {
+		const struct hb_directive *d = &spec->directives[i];
+
+		memset(&e, 0, sizeof(e));
+		e.origin = d->origin;
+		e.text = d->text;
+		e.dnote = d->note;
+		e.first = 1;
+		if (d->nfields == 0) {
+			e.field = "-";
+			e.v.kind = HB_FATE_DROPPED;
+			e.v.note = d->note ? d->note : "no equivalent";
+			rc = fn(ctx, spec, &e);
+			continue;
+		}
+		for (uint8_t k = 0; !rc && k < d->nfields; k++) {
+			enum hb_field f = (enum hb_field)d->fields[k];
+
+			judge(spec, r, d, f, &e.v);
+			if (!e.v.note)
+				e.v.note = d->note;
+			e.field = hb_field_name(f);
+			rc = fn(ctx, spec, &e);
+			e.first = 0;
+		}
+	}
+	/* Fields set by no directive: derived values, manifest defaults. */
+	for (int f = 0; !rc && f < HB__F_COUNT; f++) {
+		const struct hb_fate *fate = &r->fate[f];
+
+		if (!hb_jobspec_has(spec, (enum hb_field)f) ||
+		    set_by_directive(spec, (enum hb_field)f))
+			continue;
+		memset(&e, 0, sizeof(e));
+		e.origin = spec->origin[f];
+		e.first = 1;
+		e.field = hb_field_name((enum hb_field)f);
+		e.v.kind = fate->kind ? (enum hb_fate_kind)fate->kind
+				      : HB_FATE_DROPPED;
+		e.v.target = fate->target;
+		e.v.note = fate->note ? fate->note
+				      : (fate->kind ? NULL : "no equivalent");
+		rc = fn(ctx, spec, &e);
+	}
+	return rc;
+}
+
+struct text_ctx {
+	struct hb_buf *out;
+	unsigned counts[5];
+};
+
+static int text_entry(void *ctx, const struct hb_jobspec *spec,
+		      const struct entry *e)
+{
+	struct text_ctx *t = ctx;
+	char w[64];
+	int rc = 0;
+
+	if (e->first) {
+		where(spec, e->origin, w, sizeof(w));
+		if (e->text)
+			rc = hb_buf_printf(t->out, "%-14s %s\n", w, e->text);
+		else
+			rc = hb_buf_printf(t->out, "%-14s (%s)\n", w,
+					   e->field);
+	}
+	t->counts[e->v.kind < 5 ? e->v.kind : HB_FATE_DROPPED]++;
+	if (!rc)
+		rc = hb_buf_printf(t->out, "    %-16s %-8s", e->field,
+				   hb_fate_name(e->v.kind));
+	if (!rc && e->v.target)
+		rc = hb_buf_printf(t->out, " %s", e->v.target);
+	if (!rc && e->v.note)
+		rc = hb_buf_printf(t->out, " (%s)", e->v.note);
+	if (!rc)
+		rc = hb_buf_putc(t->out, '\n');
+	return rc;
+}
+
+int hb_report_write_text(const struct hb_jobspec *spec,
+			 const struct hb_report *r, struct hb_buf *out)
+{
+	struct text_ctx t = {.out = out};
+	int rc;
+
+	rc = hb_buf_printf(out, "# fidelity: %s -> %s\n", spec->source_name,
+			   r->target_kind ? r->target_kind : "?");
+	if (!rc)
+		rc = walk(spec, r, text_entry, &t);
+	for (uint32_t i = 0; !rc && i < r->nwarnings; i++)
+		rc = hb_buf_printf(out, "warning: %s\n", r->warnings[i]);
+	if (!rc)
+		rc = hb_buf_printf(out,
+				   "# %u mapped, %u partial, %u carried, "
+				   "%u dropped\n",
+				   t.counts[HB_FATE_MAPPED],
+				   t.counts[HB_FATE_PARTIAL],
+				   t.counts[HB_FATE_CARRIED],
+				   t.counts[HB_FATE_DROPPED]);
+	return rc;
+}
+
+struct json_ctx {
+	cJSON *entries;
+	cJSON *fields; /* of the current directive */
+};
+
+static int json_entry(void *ctx, const struct hb_jobspec *spec,
+		      const struct entry *e)
+{
+	struct json_ctx *j = ctx;
+	cJSON *o, *f;
+
+	(void)spec;
+	if (e->first) {
+		o = cJSON_CreateObject();
+		if (!o || !cJSON_AddItemToArray(j->entries, o))
+			return HB_ENOMEM;
+		cJSON_AddStringToObject(o, "origin",
+					origin_kind_name(e->origin.kind));
+		cJSON_AddNumberToObject(o, "line", e->origin.line);
+		if (e->text)
+			cJSON_AddStringToObject(o, "text", e->text);
+		if (e->dnote)
+			cJSON_AddStringToObject(o, "note", e->dnote);
+		j->fields = cJSON_AddArrayToObject(o, "fields");
+		if (!j->fields)
+			return HB_ENOMEM;
+	}
+	f = cJSON_CreateObject();
+	if (!f || !cJSON_AddItemToArray(j->fields, f))
+		return HB_ENOMEM;
+	cJSON_AddStringToObject(f, "field", e->field);
+	cJSON_AddStringToObject(f, "fate", hb_fate_name(e->v.kind));
+	if (e->v.target)
+		cJSON_AddStringToObject(f, "target", e->v.target);
+	if (e->v.note)
+		cJSON_AddStringToObject(f, "note", e->v.note);
+	return 0;
+}
+
+cJSON *hb_report_to_json(const struct hb_jobspec *spec,
+			 const struct hb_report *r)
+{
+	struct json_ctx j = {0};
+	cJSON *root = cJSON_CreateObject(), *warns;
+
+	if (!root)
+		return NULL;
+	cJSON_AddStringToObject(root, "source", spec->source_name);
+	cJSON_AddStringToObject(root, "target",
+				r->target_kind ? r->target_kind : "");
+	j.entries = cJSON_AddArrayToObject(root, "entries");
+	warns = cJSON_AddArrayToObject(root, "warnings");
+	if (!j.entries || !warns || walk(spec, r, json_entry, &j)) {
+		cJSON_Delete(root);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < r->nwarnings; i++)
+		cJSON_AddItemToArray(warns, cJSON_CreateString(r->warnings[i]));
+	return root;
+}
