@@ -28,11 +28,23 @@ struct cJSON;
  * A stream of several documents is HB_EINVAL unless it holds exactly one
  * non-empty document.  Caller frees *out with cJSON_Delete().
  * Errors read "NAME:LINE: message".
+ *
+ * Plain scalars are typed by the YAML 1.2 core schema: null, ~ and empty
+ * are null; true/True/TRUE and false/False/FALSE are booleans; decimal,
+ * 0o and 0x integers and floats (.inf, .nan too) are numbers.  Quoted and
+ * block scalars are strings.  The tags !!str, !!int, !!float, !!bool,
+ * !!null, !!map, !!seq and "!" are honoured; any other tag is an error.
+ * Also errors: aliases (anchors alone are ignored), duplicate mapping keys,
+ * non-scalar keys, nesting deeper than HB_DOC_MAX_DEPTH, input larger than
+ * HB_DOC_MAX (HB_ETOOBIG), NUL bytes, and integers beyond 2^53 in
+ * magnitude (HB_ERANGE; they would lose precision as a double).
+ * An empty input (or only empty documents) gives a cJSON null.
  */
 int hb_doc_parse(const char *buf, size_t len, const char *name,
 		 struct cJSON **out, struct hb_err *err);
 
-/* Parse a stream of YAML documents; *out is a cJSON array of them. */
+/* Parse a stream of YAML documents; *out is a cJSON array of them.
+ * Empty (null) documents, as between two "---" lines, are skipped. */
 int hb_doc_parse_stream(const char *buf, size_t len, const char *name,
 			struct cJSON **out, struct hb_err *err);
 
@@ -47,8 +59,24 @@ int hb_doc_write_json(const struct cJSON *doc, struct hb_buf *out);
  */
 int hb_doc_write_yaml(const struct cJSON *doc, struct hb_buf *out);
 
+/*
+ * The 1-based source line of a node read by hb_doc_parse*(), or 0 when
+ * unknown (nodes built in code).  For an object member it is the line of
+ * its key; for a sequence element or a root, the line where it starts.
+ *
+ * Where it lives: cJSON has no spare field, so the line is stashed in a
+ * field cJSON does not use for that node type.  Numbers keep it as a
+ * decimal string in valuestring (freed by cJSON_Delete, copied by
+ * cJSON_Duplicate, ignored by cJSON_Compare and cJSON_Print); every other
+ * type keeps it in valuedouble.  So: read numbers with valuedouble (or
+ * cJSON_GetNumberValue), never test valuestring without cJSON_IsString()
+ * first, and never read valuedouble of a non-number.
+ */
+int hb_doc_line(const struct cJSON *item);
+
 /* Follow a dotted path ("spec.mpiReplicaSpecs.Worker") through objects;
- * NULL if any step is missing. */
+ * NULL if any step is missing.  Keys are case-sensitive and cannot contain
+ * '.'.  "" gives doc itself.  The result is borrowed from doc. */
 struct cJSON *hb_doc_get(const struct cJSON *doc, const char *path);
 
 #endif
