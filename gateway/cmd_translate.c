@@ -1,1 +1,425 @@
-/* cmd_translate.c - not yet written. */
+/*
+ * cmd_translate.c - "hpcbridge translate": scripts and manifests in,
+ * manifests, scripts or the job model out.
+ *
+ * Nothing reaches standard output unless every input translated: output
+ * is built in memory and written at the end, so a bad input never leaves
+ * a half-written stream behind.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "hpcbridge/config.h"
+#include "hpcbridge/doc.h"
+#include "hpcbridge/fidelity.h"
+#include "hpcbridge/mpijob.h"
+#include "hpcbridge/sbatch.h"
+#include "hpcbridge/trainjob.h"
+#include "hpcbridge/translate.h"
+
+extern char **environ;
+
+enum target { TO_MPIJOB, TO_TRAINJOB, TO_SBATCH, TO_JOBSPEC };
+enum format { FMT_YAML, FMT_JSON };
+
+static const char *const target_names[] = {"mpijob", "trainjob", "sbatch",
+					   "jobspec"};
+static const char *const target_kinds[] = {"MPIJob", "TrainJob", "sbatch",
+					   "jobspec"};
+
+/* Largest config file accepted. */
+#define CONFIG_MAX (1u * 1024 * 1024)
+/* Most sbatch/qsub options passed with --option. */
+#define MAX_OPTIONS 256
+
+struct opts {
+	enum target to;
+	enum format format;
+	const char *config;
+	int explain, quiet, use_env;
+	const char *options[MAX_OPTIONS];
+	int noptions;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: hpcbridge translate [OPTIONS] FILE... | -\n"
+		"\n"
+		"Translate sbatch or PBS scripts, or MPIJob/TrainJob "
+		"manifests (YAML or\n"
+		"JSON), into another form.  The kind of each input is "
+		"detected from its\ncontent.\n"
+		"\n"
+		"  -t, --to KIND       mpijob (default), trainjob, sbatch or "
+		"jobspec\n"
+		"  -f, --format FMT    yaml (default) or json\n"
+		"  -c, --config FILE   site configuration (default: built-in "
+		"defaults)\n"
+		"  -e, --explain       print the fidelity report instead: "
+		"every directive\n"
+		"                      with its line and what became of it\n"
+		"  -O, --option OPT    an sbatch (or qsub) command-line "
+		"option, applied\n"
+		"                      after the script's directives and "
+		"SBATCH_* variables;\n"
+		"                      repeatable, e.g. -O --partition=gpu\n"
+		"      --no-env        ignore SBATCH_* environment variables\n"
+		"  -q, --quiet         no summary of dropped directives on "
+		"stderr\n"
+		"  -h, --help          this help\n"
+		"\n"
+		"Several inputs, or a job array, give a YAML stream or a JSON "
+		"array.\n"
+		"Exit status: 0 success, 1 bad input (the message names "
+		"FILE:LINE), 2 usage.\n");
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{"to", required_argument, NULL, 't'},
+		{"format", required_argument, NULL, 'f'},
+		{"config", required_argument, NULL, 'c'},
+		{"explain", no_argument, NULL, 'e'},
+		{"option", required_argument, NULL, 'O'},
+		{"no-env", no_argument, NULL, 'E'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->use_env = 1;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+t:f:c:eO:qh", longopts,
+				NULL)) != -1) {
+		switch (c) {
+		case 't':
+			for (c = 0; c < 4; c++)
+				if (!strcmp(optarg, target_names[c]))
+					break;
+			if (c == 4) {
+				fprintf(stderr,
+					"hpcbridge translate: --to: unknown "
+					"kind '%s' (mpijob, trainjob, sbatch, "
+					"jobspec)\n",
+					optarg);
+				return -1;
+			}
+			o->to = (enum target)c;
+			break;
+		case 'f':
+			if (!strcmp(optarg, "yaml")) {
+				o->format = FMT_YAML;
+			} else if (!strcmp(optarg, "json")) {
+				o->format = FMT_JSON;
+			} else {
+				fprintf(stderr,
+					"hpcbridge translate: --format: "
+					"unknown format '%s' (yaml, json)\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case 'c':
+			o->config = optarg;
+			break;
+		case 'e':
+			o->explain = 1;
+			break;
+		case 'O':
+			if (o->noptions == MAX_OPTIONS) {
+				fprintf(stderr, "hpcbridge translate: more "
+						"than %d --option\n",
+					MAX_OPTIONS);
+				return -1;
+			}
+			o->options[o->noptions++] = optarg;
+			break;
+		case 'E':
+			o->use_env = 0;
+			break;
+		case 'q':
+			o->quiet = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(HB_EXIT_OK);
+		default:
+			return -1;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "hpcbridge translate: no input (give FILE... "
+				"or -)\n");
+		return -1;
+	}
+	return 0;
+}
+
+int hb_cli_read_file(const char *path, size_t max, struct hb_buf *b,
+		     struct hb_err *err)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+	char chunk[65536];
+	size_t n;
+	int rc = 0;
+
+	if (!f)
+		return hb_err_set(err, HB_EIO, path, 0, "cannot open: %s",
+				  strerror(errno));
+	hb_buf_init(b, max);
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+		rc = hb_buf_append(b, chunk, n);
+		if (rc == HB_ETOOBIG) {
+			hb_err_set(err, rc, path, 0,
+				   "larger than %zu bytes", max);
+			break;
+		}
+		if (rc) {
+			hb_err_set(err, rc, path, 0, "%s", hb_strerror(rc));
+			break;
+		}
+	}
+	if (!rc && ferror(f))
+		rc = hb_err_set(err, HB_EIO, path, 0, "read error: %s",
+				strerror(errno));
+	if (f != stdin)
+		fclose(f);
+	if (!rc && !b->data)
+		rc = hb_buf_append(b, "", 0);
+	return rc;
+}
+
+/* Everything produced so far, written out only when all inputs succeed. */
+struct out {
+	cJSON *docs;	     /* manifests, jobspecs or reports (JSON) */
+	struct hb_buf text;  /* an sbatch script or text reports */
+};
+
+static int emit_one(const struct opts *o, const struct hb_config *cfg,
+		    const struct hb_jobspec *spec, int64_t index,
+		    struct out *out, struct hb_report *rep, struct hb_err *err)
+{
+	cJSON *doc = NULL;
+	int rc;
+
+	switch (o->to) {
+	case TO_MPIJOB:
+		rc = hb_mpijob_emit(spec, cfg, index, &doc, rep, err);
+		break;
+	case TO_TRAINJOB:
+		rc = hb_trainjob_emit(spec, cfg, index, &doc, rep, err);
+		break;
+	case TO_JOBSPEC:
+		doc = hb_jobspec_to_json(spec);
+		rc = doc ? 0 : HB_ENOMEM;
+		break;
+	case TO_SBATCH:
+	default:
+		if (!o->explain)
+			return hb_sbatch_emit(spec, &out->text, rep, err);
+		/* The report is wanted, not the script. */
+		struct hb_buf scratch;
+
+		hb_buf_init(&scratch, 0);
+		rc = hb_sbatch_emit(spec, &scratch, rep, err);
+		hb_buf_free(&scratch);
+		return rc;
+	}
+	if (rc)
+		return rc;
+	if (!o->explain && !cJSON_AddItemToArray(out->docs, doc)) {
+		cJSON_Delete(doc);
+		return HB_ENOMEM;
+	}
+	if (o->explain)
+		cJSON_Delete(doc);
+	return 0;
+}
+
+static int translate_one(const struct opts *o, const struct hb_config *cfg,
+			 const char *path, const struct hb_sbatch_opts *sopts,
+			 struct out *out, struct hb_err *err)
+{
+	struct hb_buf in;
+	struct hb_jobspec spec;
+	struct hb_report rep;
+	uint64_t count;
+	int rc;
+
+	hb_jobspec_init(&spec, strcmp(path, "-") ? path : "<stdin>");
+	hb_report_init(&rep, target_kinds[o->to]);
+	rc = hb_cli_read_file(path, HB_SCRIPT_MAX, &in, err);
+	if (rc)
+		goto out;
+	rc = hb_parse_any(in.data, in.len, spec.source_name, sopts, &spec,
+			  err);
+	if (rc)
+		goto out;
+
+	count = hb_jobspec_array_count(&spec);
+	if ((o->to == TO_MPIJOB || o->to == TO_TRAINJOB) && count > 0) {
+		if (count > cfg->max_array_jobs) {
+			rc = hb_err_set(err, HB_ETOOBIG, spec.source_name,
+					spec.origin[HB_F_ARRAY].line,
+					"job array of %llu elements exceeds "
+					"translation.max_array_jobs (%u)",
+					(unsigned long long)count,
+					cfg->max_array_jobs);
+			goto out;
+		}
+		for (uint64_t i = 0; !rc && i < count; i++)
+			rc = emit_one(o, cfg, &spec,
+				      hb_jobspec_array_index(&spec, i), out,
+				      &rep, err);
+	} else {
+		rc = emit_one(o, cfg, &spec, -1, out, &rep, err);
+	}
+	if (rc)
+		goto out;
+
+	if (o->explain) {
+		if (o->format == FMT_JSON) {
+			cJSON *r = hb_report_to_json(&spec, &rep);
+
+			if (!r || !cJSON_AddItemToArray(out->docs, r)) {
+				cJSON_Delete(r);
+				rc = HB_ENOMEM;
+			}
+		} else {
+			rc = hb_report_write_text(&spec, &rep, &out->text);
+		}
+	} else if (!o->quiet && o->to != TO_JOBSPEC) {
+		unsigned c[5];
+
+		hb_report_counts(&spec, &rep, c);
+		if (c[HB_FATE_DROPPED] || c[HB_FATE_PARTIAL])
+			fprintf(stderr,
+				"hpcbridge: %s: %u dropped, %u partial "
+				"(see --explain)\n",
+				spec.source_name, c[HB_FATE_DROPPED],
+				c[HB_FATE_PARTIAL]);
+	}
+	if (rc)
+		hb_err_set(err, rc, spec.source_name, 0, "%s",
+			   hb_strerror(rc));
+out:
+	hb_report_free(&rep);
+	hb_jobspec_free(&spec);
+	hb_buf_free(&in);
+	return rc;
+}
+
+static int load_config(const char *path, struct hb_config *cfg,
+		       struct hb_err *err)
+{
+	struct hb_buf b;
+	int rc;
+
+	if (!path)
+		return hb_config_defaults(cfg);
+	rc = hb_cli_read_file(path, CONFIG_MAX, &b, err);
+	if (!rc)
+		rc = hb_config_parse(b.data, b.len, path, cfg, err);
+	hb_buf_free(&b);
+	return rc;
+}
+
+/* Write the collected output in the requested format. */
+static int write_out(const struct opts *o, struct out *out)
+{
+	struct hb_buf b;
+	int n = cJSON_GetArraySize(out->docs), rc = 0;
+	const cJSON *it;
+
+	hb_buf_init(&b, 0);
+	if (o->format == FMT_JSON && n > 0) {
+		rc = hb_doc_write_json(n == 1 ? cJSON_GetArrayItem(out->docs, 0)
+					      : out->docs,
+				       &b);
+	} else if (n > 0) {
+		cJSON_ArrayForEach(it, out->docs)
+		{
+			if (n > 1 && (rc = hb_buf_puts(&b, "---\n")))
+				break;
+			if ((rc = hb_doc_write_yaml(it, &b)))
+				break;
+		}
+	}
+	if (!rc && b.len && fwrite(b.data, 1, b.len, stdout) != b.len)
+		rc = HB_EIO;
+	if (!rc && out->text.len &&
+	    fwrite(out->text.data, 1, out->text.len, stdout) != out->text.len)
+		rc = HB_EIO;
+	if (!rc && fflush(stdout) != 0)
+		rc = HB_EIO;
+	hb_buf_free(&b);
+	return rc;
+}
+
+int hb_cmd_translate(int argc, char **argv)
+{
+	struct opts o;
+	struct hb_config cfg;
+	struct hb_err err = {0};
+	struct hb_sbatch_opts sopts;
+	struct out out = {0};
+	int rc, status = HB_EXIT_OK;
+
+	if (parse_opts(argc, argv, &o)) {
+		fprintf(stderr, "Run 'hpcbridge translate --help' for "
+				"usage.\n");
+		return HB_EXIT_USAGE;
+	}
+	if (o.to == TO_SBATCH && !o.explain && argc - optind > 1) {
+		fprintf(stderr, "hpcbridge translate: --to sbatch writes one "
+				"script; give one input\n");
+		return HB_EXIT_USAGE;
+	}
+	memset(&cfg, 0, sizeof(cfg));
+	if ((rc = load_config(o.config, &cfg, &err))) {
+		fprintf(stderr, "%s\n", err.msg[0] ? err.msg : hb_strerror(rc));
+		hb_config_free(&cfg);
+		return HB_EXIT_INPUT;
+	}
+	sopts.envp = o.use_env ? (const char *const *)environ : NULL;
+	sopts.argv = o.options;
+	sopts.argc = o.noptions;
+	out.docs = cJSON_CreateArray();
+	hb_buf_init(&out.text, 0);
+	if (!out.docs) {
+		status = HB_EXIT_INPUT;
+		goto done;
+	}
+	for (int i = optind; i < argc; i++) {
+		memset(&err, 0, sizeof(err));
+		rc = translate_one(&o, &cfg, argv[i], &sopts, &out, &err);
+		if (rc) {
+			fprintf(stderr, "%s\n",
+				err.msg[0] ? err.msg : hb_strerror(rc));
+			status = HB_EXIT_INPUT;
+			goto done;
+		}
+	}
+	if (write_out(&o, &out)) {
+		fprintf(stderr, "hpcbridge translate: cannot write output: "
+				"%s\n",
+			strerror(errno));
+		status = HB_EXIT_INPUT;
+	}
+done:
+	cJSON_Delete(out.docs);
+	hb_buf_free(&out.text);
+	hb_config_free(&cfg);
+	return status;
+}

@@ -1,1 +1,56 @@
-int main(void){return 0;}
+/*
+ * hpcbridge.c - the hpcbridge command: dispatch to subcommands.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{"translate", hb_cmd_translate,
+	 "translate sbatch/PBS scripts and MPIJob/TrainJob manifests"},
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: hpcbridge [--help] [--version] COMMAND [ARGS...]\n"
+		   "\n"
+		   "hpcbridge runs unchanged Slurm and PBS jobs on Slurm or on "
+		   "Kubernetes.\n"
+		   "\n"
+		   "commands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(f, "  %-12s %s\n", commands[i].name,
+			commands[i].summary);
+	fprintf(f, "\nRun 'hpcbridge COMMAND --help' for a command's "
+		   "options.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return HB_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return HB_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("hpcbridge %s\n", HB_VERSION);
+		return HB_EXIT_OK;
+	}
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "hpcbridge: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return HB_EXIT_USAGE;
+}

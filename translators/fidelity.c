@@ -253,6 +253,23 @@ static int walk(const struct hb_jobspec *spec, const struct hb_report *r,
 	return rc;
 }
 
+static int count_entry(void *ctx, const struct hb_jobspec *spec,
+		       const struct entry *e)
+{
+	unsigned *counts = ctx;
+
+	(void)spec;
+	counts[e->v.kind < 5 ? e->v.kind : HB_FATE_DROPPED]++;
+	return 0;
+}
+
+void hb_report_counts(const struct hb_jobspec *spec,
+		      const struct hb_report *r, unsigned counts[5])
+{
+	memset(counts, 0, 5 * sizeof(*counts));
+	walk(spec, r, count_entry, counts);
+}
+
 struct text_ctx {
 	struct hb_buf *out;
 	unsigned counts[5];

@@ -56,6 +56,11 @@ const char *hb_fate_name(enum hb_fate_kind k); /* "mapped", ... */
 int hb_report_write_text(const struct hb_jobspec *spec,
 			 const struct hb_report *r, struct hb_buf *out);
 
+/* How many report entries have each fate: counts[HB_FATE_MAPPED] etc.
+ * Entries with no recorded fate count as dropped. */
+void hb_report_counts(const struct hb_jobspec *spec,
+		      const struct hb_report *r, unsigned counts[5]);
+
 /* The same as a cJSON object (caller frees with cJSON_Delete). */
 struct cJSON *hb_report_to_json(const struct hb_jobspec *spec,
 				const struct hb_report *r);

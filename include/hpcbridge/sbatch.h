@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "hpcbridge/error.h"
+#include "hpcbridge/fidelity.h"
 #include "hpcbridge/jobspec.h"
 
 /* Largest script accepted, as Slurm's default max_script_size. */
@@ -44,8 +45,10 @@ int hb_sbatch_detect(const char *buf, size_t len);
  * Write spec as an sbatch script: the interpreter line, one #SBATCH line
  * per field that sbatch can express, then the original body unchanged
  * (without its own #SBATCH/#PBS header lines).
+ * rep (may be NULL) receives each field's fate: MAPPED to its "#SBATCH
+ * --option" when sbatch can express it, DROPPED with the reason when not.
  */
 int hb_sbatch_emit(const struct hb_jobspec *spec, struct hb_buf *out,
-		   struct hb_err *err);
+		   struct hb_report *rep, struct hb_err *err);
 
 #endif

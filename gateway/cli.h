@@ -1,0 +1,25 @@
+/*
+ * cli.h - the hpcbridge command's subcommands and their shared pieces.
+ */
+#ifndef HPCBRIDGE_CLI_H
+#define HPCBRIDGE_CLI_H
+
+#include <stddef.h>
+
+#include "hpcbridge/buf.h"
+#include "hpcbridge/error.h"
+
+/* Exit codes shared by every subcommand. */
+enum {
+	HB_EXIT_OK = 0,
+	HB_EXIT_INPUT = 1, /* bad input: the message names its location */
+	HB_EXIT_USAGE = 2  /* bad command line */
+};
+
+int hb_cmd_translate(int argc, char **argv);
+
+/* Read a whole file ("-" is standard input) of at most max bytes into b. */
+int hb_cli_read_file(const char *path, size_t max, struct hb_buf *b,
+		     struct hb_err *err);
+
+#endif
