@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what the project needs, builds it with AddressSanitizer and
+# UBSan, and runs every test: unit, integration (real Slurm on loopback,
+# real Open MPI) and a bounded run of each fuzz target.
+#
+#   HB_FUZZ_SECONDS   seconds per fuzz target (default 30)
+#   HB_JOBS           build parallelism (default: nproc)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh
+jobs=${HB_JOBS:-$(nproc)}
+
+cmake -S . -B build-asan -DHB_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+cmake --build build-asan -j"$jobs"
+ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE fuzz
+
+cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DHB_FUZZ=ON \
+	-DHB_FUZZ_SECONDS="${HB_FUZZ_SECONDS:-30}"
+cmake --build build-fuzz -j"$jobs"
+ctest --test-dir build-fuzz --output-on-failure -j"$jobs" -L fuzz
