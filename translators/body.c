@@ -53,6 +53,10 @@ static size_t next_word(const char **p, const char *end, const char **w)
 	while (s < end && is_space(*s))
 		s++;
 	*w = s;
+	if (s < end && *s == '#') { /* a comment ends the command */
+		*p = end;
+		return 0;
+	}
 	while (s < end && !is_space(*s) && *s != ';' && *s != '&' &&
 	       *s != '|')
 		s++;

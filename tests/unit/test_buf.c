@@ -1,0 +1,108 @@
+/*
+ * test_buf.c - growable buffers and arenas.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hpcbridge/buf.h"
+#include "hpcbridge/error.h"
+#include "testutil.h"
+
+static void test_append_and_cap(void **state)
+{
+	struct hb_buf b;
+
+	(void)state;
+	hb_buf_init(&b, 10);
+	assert_int_equal(hb_buf_puts(&b, "hello"), 0);
+	assert_int_equal(hb_buf_printf(&b, "-%d", 42), 0);
+	assert_string_equal(b.data, "hello-42");
+	/* Past the cap: refused, contents unchanged. */
+	assert_int_equal(hb_buf_puts(&b, "xyz"), HB_ETOOBIG);
+	assert_string_equal(b.data, "hello-42");
+	assert_int_equal(b.len, 8);
+	assert_int_equal(hb_buf_printf(&b, "%s", "abc"), HB_ETOOBIG);
+	assert_string_equal(b.data, "hello-42");
+	assert_int_equal(hb_buf_putc(&b, '!'), 0);
+	assert_int_equal(hb_buf_putc(&b, '!'), 0);
+	assert_int_equal(hb_buf_putc(&b, '!'), HB_ETOOBIG);
+	assert_int_equal(b.len, 10);
+	hb_buf_free(&b);
+	hb_buf_free(&b); /* twice is harmless */
+}
+
+static void test_printf_grows(void **state)
+{
+	struct hb_buf b;
+	char big[3000];
+
+	(void)state;
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	hb_buf_init(&b, 0);
+	assert_int_equal(hb_buf_printf(&b, "<%s>", big), 0);
+	assert_int_equal(b.len, sizeof(big) + 1);
+	assert_int_equal(b.data[0], '<');
+	assert_int_equal(b.data[b.len - 1], '>');
+	hb_buf_reset(&b);
+	assert_int_equal(b.len, 0);
+	assert_string_equal(b.data, "");
+	char *s = hb_buf_steal(&b);
+	assert_string_equal(s, "");
+	assert_null(b.data);
+	free(s);
+}
+
+static void test_arena(void **state)
+{
+	struct hb_arena a;
+	char *p, *q, *big;
+
+	(void)state;
+	hb_arena_init(&a, 100000);
+	p = hb_arena_strdup(&a, "abc");
+	q = hb_arena_printf(&a, "%s-%d", p, 7);
+	assert_string_equal(p, "abc");
+	assert_string_equal(q, "abc-7");
+	assert_int_equal((uintptr_t)hb_arena_alloc(&a, 3) % 16, 0);
+	big = hb_arena_alloc(&a, 20000); /* bigger than a chunk */
+	assert_non_null(big);
+	memset(big, 1, 20000);
+	/* Small allocations still fit in the current chunk. */
+	assert_non_null(hb_arena_strdup(&a, "more"));
+	assert_null(hb_arena_alloc(&a, 200000)); /* past max */
+	assert_null(hb_arena_strdup(&a, NULL));
+	hb_arena_free(&a);
+	hb_arena_free(&a);
+}
+
+static void test_err(void **state)
+{
+	struct hb_err err = {0};
+
+	(void)state;
+	assert_int_equal(hb_err_set(&err, HB_EINVAL, "job.sh", 7, "bad %s",
+				    "time"),
+			 HB_EINVAL);
+	assert_string_equal(err.msg, "job.sh:7: bad time");
+	/* The first error is kept. */
+	hb_err_set(&err, HB_ERANGE, "other", 1, "later");
+	assert_string_equal(err.msg, "job.sh:7: bad time");
+	assert_int_equal(err.code, HB_EINVAL);
+	memset(&err, 0, sizeof(err));
+	hb_err_set(&err, HB_EIO, "f", 0, "x");
+	assert_string_equal(err.msg, "f: x");
+	assert_string_equal(hb_strerror(HB_ETOOBIG), "too large");
+	assert_string_equal(hb_strerror(12345), "unknown error");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_append_and_cap),
+		cmocka_unit_test(test_printf_grows),
+		cmocka_unit_test(test_arena),
+		cmocka_unit_test(test_err),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
