@@ -1,0 +1,126 @@
+/*
+ * test_fidelity.c - the fidelity report: every directive accounted for,
+ * overrides named, unrecorded fates reported as dropped.
+ */
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "hpcbridge/fidelity.h"
+#include "hpcbridge/translate.h"
+#include "testutil.h"
+
+static struct hb_directive *dir(struct hb_jobspec *s, uint8_t kind,
+				uint32_t line, const char *text,
+				enum hb_field f)
+{
+	struct hb_origin o = {kind, line};
+	struct hb_directive *d =
+		hb_jobspec_add_directive(s, HB_DIR_SBATCH, o, text,
+					 strlen(text));
+
+	assert_non_null(d);
+	if (f != HB__F_COUNT) {
+		hb_directive_add_field(d, f);
+		hb_jobspec_set_origin(s, f, o);
+	}
+	return d;
+}
+
+static void build(struct hb_jobspec *s)
+{
+	hb_jobspec_init(s, "job.sh");
+	dir(s, HB_ORIGIN_FILE, 2, "--nodes=2", HB_F_NODES);
+	dir(s, HB_ORIGIN_FILE, 3, "--partition=debug", HB_F_PARTITION);
+	dir(s, HB_ORIGIN_FILE, 4, "--mail-type=END", HB_F_MAIL_TYPE);
+	dir(s, HB_ORIGIN_FILE, 5, "--nice=5", HB__F_COUNT)->note =
+		"scheduling priority";
+	/* The command line overrides the script's partition. */
+	dir(s, HB_ORIGIN_CLI, 1, "--partition=gpu", HB_F_PARTITION);
+}
+
+static void test_text_report(void **state)
+{
+	struct hb_jobspec s;
+	struct hb_report r;
+	struct hb_buf out;
+	unsigned c[5];
+
+	(void)state;
+	build(&s);
+	hb_report_init(&r, "MPIJob");
+	hb_report_fate(&r, HB_F_NODES, HB_FATE_MAPPED,
+		       "spec.mpiReplicaSpecs.Worker.replicas", NULL);
+	hb_report_fate(&r, HB_F_PARTITION, HB_FATE_CARRIED,
+		       "metadata.annotations[hpcbridge.io/partition]",
+		       "queue %s", "gpu-queue");
+	/* mail_type: no fate recorded -> must still be reported dropped. */
+	hb_report_warn(&r, "heterogeneous %s", "chunks");
+	hb_buf_init(&out, 0);
+	assert_int_equal(hb_report_write_text(&s, &r, &out), 0);
+	assert_non_null(strstr(out.data, "# fidelity: job.sh -> MPIJob\n"));
+	assert_non_null(strstr(out.data, "job.sh:2       --nodes=2\n"
+					 "    nodes            mapped   "
+					 "spec.mpiReplicaSpecs.Worker.replicas\n"));
+	assert_non_null(strstr(out.data, "overridden by argv[1]"));
+	assert_non_null(strstr(out.data, "mail_type        dropped  "
+					 "(no MPIJob equivalent)"));
+	assert_non_null(strstr(out.data, "(scheduling priority)"));
+	assert_non_null(strstr(out.data, "(queue gpu-queue)"));
+	assert_non_null(strstr(out.data, "warning: heterogeneous chunks\n"));
+	assert_non_null(strstr(out.data,
+			       "# 1 mapped, 0 partial, 1 carried, 3 dropped"));
+	hb_report_counts(&s, &r, c);
+	assert_int_equal(c[HB_FATE_MAPPED], 1);
+	assert_int_equal(c[HB_FATE_CARRIED], 1);
+	assert_int_equal(c[HB_FATE_DROPPED], 3);
+	hb_buf_free(&out);
+	hb_report_free(&r);
+	hb_jobspec_free(&s);
+}
+
+static void test_json_report_matches_text(void **state)
+{
+	struct hb_jobspec s;
+	struct hb_report r;
+	cJSON *j, *e, *f;
+	int n = 0;
+
+	(void)state;
+	build(&s);
+	/* A field set by no directive is listed on its own. */
+	s.mpi = HB_MPI_OPENMPI;
+	hb_jobspec_set_origin(&s, HB_F_MPI,
+			      (struct hb_origin){HB_ORIGIN_DERIVED, 0});
+	hb_report_init(&r, "TrainJob");
+	hb_report_fate(&r, HB_F_MPI, HB_FATE_MAPPED, "runtimeRef", NULL);
+	j = hb_report_to_json(&s, &r);
+	assert_non_null(j);
+	assert_string_equal(cJSON_GetObjectItem(j, "target")->valuestring,
+			    "TrainJob");
+	cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "entries"))
+	{
+		n++;
+		f = cJSON_GetArrayItem(cJSON_GetObjectItem(e, "fields"), 0);
+		assert_non_null(cJSON_GetObjectItem(f, "fate"));
+	}
+	assert_int_equal(n, 6); /* five directives and the derived field */
+	e = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "entries"), 5);
+	assert_string_equal(cJSON_GetObjectItem(e, "origin")->valuestring,
+			    "derived");
+	f = cJSON_GetArrayItem(cJSON_GetObjectItem(e, "fields"), 0);
+	assert_string_equal(cJSON_GetObjectItem(f, "fate")->valuestring,
+			    "mapped");
+	cJSON_Delete(j);
+	hb_report_free(&r);
+	hb_jobspec_free(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_text_report),
+		cmocka_unit_test(test_json_report_matches_text),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
