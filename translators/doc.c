@@ -832,16 +832,653 @@ int hb_doc_parse_stream(const char *buf, size_t len, const char *name,
 /* Writers                                                             */
 /* ------------------------------------------------------------------ */
 
+struct wr {
+	struct hb_buf *b;
+	int rc;
+};
+
+static const char spaces[] =
+	"                                                                "
+	"                                                                ";
+
+static void put(struct wr *w, const char *s, size_t n)
+{
+	if (!w->rc && n)
+		w->rc = hb_buf_append(w->b, s, n);
+}
+
+#define PUTS(w, lit) put((w), (lit), sizeof(lit) - 1)
+
+static void putc1(struct wr *w, char c)
+{
+	put(w, &c, 1);
+}
+
+static void indent(struct wr *w, int n)
+{
+	while (n > 0) {
+		int k = n < (int)sizeof(spaces) - 1 ? n : (int)sizeof(spaces) - 1;
+
+		put(w, spaces, (size_t)k);
+		n -= k;
+	}
+}
+
+/*
+ * Decode one UTF-8 sequence at s (n bytes left).  Returns its length and
+ * the code point in *cp, or 0 if the bytes are not valid UTF-8 (overlong,
+ * surrogate, beyond U+10FFFF or truncated).
+ */
+static size_t utf8_dec(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	uint32_t c = s[0];
+	size_t len, i;
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if (c >= 0xC2 && c <= 0xDF) {
+		len = 2;
+		c &= 0x1F;
+	} else if (c >= 0xE0 && c <= 0xEF) {
+		len = 3;
+		c &= 0x0F;
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		len = 4;
+		c &= 0x07;
+	} else {
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		c = (c << 6) | (s[i] & 0x3F);
+	}
+	if ((len == 3 && c < 0x800) || (len == 4 && c < 0x10000) ||
+	    c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+		return 0;
+	*cp = c;
+	return len;
+}
+
+/*
+ * A code point that must be escaped in output: C0/C1 controls, DEL, the
+ * Unicode line and paragraph separators, the BOM and the non-characters
+ * U+FFFE/U+FFFF (YAML readers reject or reinterpret them when raw).
+ */
+static int cp_special(uint32_t c)
+{
+	return c < 0x20 || (c >= 0x7F && c <= 0x9F) || c == 0x2028 ||
+	       c == 0x2029 || c == 0xFEFF || c == 0xFFFE || c == 0xFFFF;
+}
+
+static const char hexdig[] = "0123456789abcdef";
+
+static void put_u4(struct wr *w, uint32_t c)
+{
+	char t[6] = { '\\', 'u', hexdig[(c >> 12) & 15], hexdig[(c >> 8) & 15],
+		      hexdig[(c >> 4) & 15], hexdig[c & 15] };
+
+	put(w, t, sizeof(t));
+}
+
+static void json_string(struct wr *w, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)(str ? str : "");
+	const unsigned char *run = s;
+	size_t n = strlen((const char *)s);
+	const unsigned char *end = s + n;
+	uint32_t cp;
+	size_t k;
+
+	putc1(w, '"');
+	while (s < end) {
+		unsigned char c = *s;
+
+		if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+			s++;
+			continue;
+		}
+		k = c < 0x80 ? 1 : utf8_dec(s, (size_t)(end - s), &cp);
+		if (c < 0x80)
+			cp = c;
+		if (k && !cp_special(cp) && c != '"' && c != '\\') {
+			s += k;
+			continue;
+		}
+		put(w, (const char *)run, (size_t)(s - run));
+		if (!k) {
+			PUTS(w, "\xef\xbf\xbd"); /* U+FFFD for a bad byte */
+			k = 1;
+		} else {
+			switch (cp) {
+			case '"': PUTS(w, "\\\""); break;
+			case '\\': PUTS(w, "\\\\"); break;
+			case '\b': PUTS(w, "\\b"); break;
+			case '\f': PUTS(w, "\\f"); break;
+			case '\n': PUTS(w, "\\n"); break;
+			case '\r': PUTS(w, "\\r"); break;
+			case '\t': PUTS(w, "\\t"); break;
+			default: put_u4(w, cp); break;
+			}
+		}
+		s += k;
+		run = s;
+	}
+	put(w, (const char *)run, (size_t)(s - run));
+	putc1(w, '"');
+}
+
+/* Integer text of v (|v| <= 2^53); returns its length. */
+static size_t fmt_int(double d, char *out)
+{
+	char tmp[24];
+	size_t i = sizeof(tmp), n = 0;
+	uint64_t v;
+	int neg = d < 0;
+
+	v = (uint64_t)(neg ? -d : d);
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	if (neg)
+		out[n++] = '-';
+	memcpy(out + n, tmp + i, sizeof(tmp) - i);
+	return n + sizeof(tmp) - i;
+}
+
+/*
+ * Number text that reads back as the same double: integers as integers,
+ * other values in the shortest of %.15g/%.16g/%.17g that round-trips,
+ * always with a '.' or an exponent so it reads back as a float.
+ * Returns the length, or 0 for NaN and infinities.
+ */
+static size_t fmt_number(double d, char out[40])
+{
+	int prec, n = 0;
+
+	if (isnan(d) || isinf(d))
+		return 0;
+	if (d == trunc(d) && fabs(d) <= (double)INT_LIMIT)
+		return fmt_int(d, out);
+	for (prec = 15; prec <= 17; prec++) {
+		n = snprintf(out, 40, "%.*g", prec, d);
+		if (n <= 0 || n >= 36)
+			return 0;
+		if (strtod(out, NULL) == d)
+			break;
+	}
+	if (!strpbrk(out, ".e")) {
+		out[n++] = '.';
+		out[n++] = '0';
+		out[n] = '\0';
+	}
+	return (size_t)n;
+}
+
+static void json_value(struct wr *w, const cJSON *v, int depth)
+{
+	const cJSON *c;
+	char num[40];
+	size_t n;
+
+	if (w->rc)
+		return;
+	if (depth > HB_DOC_MAX_DEPTH) {
+		w->rc = HB_ETOOBIG;
+		return;
+	}
+	switch (v->type & 0xFF) {
+	case cJSON_False:
+		PUTS(w, "false");
+		return;
+	case cJSON_True:
+		PUTS(w, "true");
+		return;
+	case cJSON_NULL:
+		PUTS(w, "null");
+		return;
+	case cJSON_Number:
+		n = fmt_number(v->valuedouble, num);
+		if (!n) {
+			w->rc = HB_EUNSUP; /* JSON has no NaN or infinity */
+			return;
+		}
+		put(w, num, n);
+		return;
+	case cJSON_String:
+		json_string(w, v->valuestring);
+		return;
+	case cJSON_Array:
+	case cJSON_Object: {
+		int obj = (v->type & 0xFF) == cJSON_Object;
+
+		if (!v->child) {
+			if (obj)
+				PUTS(w, "{}");
+			else
+				PUTS(w, "[]");
+			return;
+		}
+		putc1(w, obj ? '{' : '[');
+		for (c = v->child; c && !w->rc; c = c->next) {
+			putc1(w, '\n');
+			indent(w, 2 * (depth + 1));
+			if (obj) {
+				json_string(w, c->string);
+				PUTS(w, ": ");
+			}
+			json_value(w, c, depth + 1);
+			if (c->next)
+				putc1(w, ',');
+		}
+		putc1(w, '\n');
+		indent(w, 2 * depth);
+		putc1(w, obj ? '}' : ']');
+		return;
+	}
+	default:
+		w->rc = HB_EUNSUP; /* cJSON_Raw or invalid */
+		return;
+	}
+}
+
+static int finish(struct wr *w, size_t start)
+{
+	if (w->rc && w->b->data) {
+		w->b->len = start;
+		w->b->data[start] = '\0';
+	}
+	return w->rc;
+}
+
 int hb_doc_write_json(const cJSON *doc, struct hb_buf *out)
 {
-	(void)doc;
-	(void)out;
-	return HB_EUNSUP;
+	struct wr w = { out, 0 };
+	size_t start = out->len;
+
+	if (!doc)
+		return HB_EINVAL;
+	json_value(&w, doc, 0);
+	putc1(&w, '\n');
+	return finish(&w, start);
+}
+
+/* -- YAML ----------------------------------------------------------- */
+
+static int lower_eq(const char *s, size_t n, const char *word)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		if (c != word[i] || !word[i])
+			return 0;
+	}
+	return word[n] == '\0';
+}
+
+/*
+ * Would this plain text read back as something other than a string, in
+ * YAML 1.2 (core schema) or YAML 1.1 (which kubectl and most tools still
+ * speak: yes/no/on/off, 0b/octal/sexagesimal numbers, dates)?
+ */
+static int looks_typed(const char *s, size_t n)
+{
+	static const char *const words[] = {
+		"y", "n", "yes", "no", "on", "off", "true", "false", "null",
+		"~", "<<", "=", ".inf", "-.inf", "+.inf", ".nan", NULL
+	};
+	size_t i;
+	int k;
+
+	for (k = 0; words[k]; k++)
+		if (lower_eq(s, n, words[k]))
+			return 1;
+	i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
+	if (i >= n || !(is_digit(s[i]) || s[i] == '.'))
+		return 0;
+	/* a digit or '.' first: quote unless it holds a character no
+	 * number, date or time could */
+	for (; i < n; i++) {
+		char c = s[i];
+
+		if (!(is_digit(c) || hexval((unsigned char)c) >= 0 ||
+		      strchr("xXoObB_.:+-", c)))
+			return 0;
+	}
+	return 1;
+}
+
+enum sstyle { S_PLAIN, S_DQUOTE, S_LITERAL };
+
+/* How a string must be written (keys never use literal blocks). */
+static enum sstyle string_style(const char *str, size_t n, int key)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	int plain = 1, literal = 1, nl = 0;
+	size_t i, k;
+	uint32_t cp;
+
+	if (n == 0)
+		return S_DQUOTE;
+	if (s[0] == ' ' || s[n - 1] == ' ')
+		plain = 0;
+	else if (strchr("?:,[]{}#&*!|>'\"%@`", s[0]))
+		plain = 0;
+	else if (s[0] == '-' &&
+		 (n == 1 || !((s[1] >= 'a' && s[1] <= 'z') ||
+			      (s[1] >= 'A' && s[1] <= 'Z') || s[1] == '-')))
+		plain = 0;
+	else if (n >= 3 && (!memcmp(s, "---", 3) || !memcmp(s, "...", 3)))
+		plain = 0;
+	else if (s[n - 1] == ':')
+		plain = 0;
+	for (i = 0; i < n; i += k) {
+		unsigned char c = s[i];
+
+		k = 1;
+		if (c >= 0x20 && c < 0x7F) {
+			if (c == ':' && i + 1 < n && s[i + 1] == ' ')
+				plain = 0;
+			else if (c == '#' && i > 0 && s[i - 1] == ' ')
+				plain = 0;
+			continue;
+		}
+		if (c == '\n') {
+			plain = 0;
+			nl = 1;
+			continue;
+		}
+		if (c < 0x80) {
+			return S_DQUOTE; /* tab, CR, other controls, DEL */
+		}
+		k = utf8_dec(s + i, n - i, &cp);
+		if (!k || cp_special(cp))
+			return S_DQUOTE;
+	}
+	if (plain && !looks_typed(str, n))
+		return key && n > 1000 ? S_DQUOTE : S_PLAIN;
+	if (!nl || key)
+		return S_DQUOTE;
+	/* a literal block: the first non-empty line sets the indentation,
+	 * so it may not start with a space or tab; and there must be one */
+	for (i = 0; i < n && s[i] == '\n'; i++)
+		;
+	if (i == n || s[i] == ' ' || s[i] == '\t')
+		literal = 0;
+	return literal ? S_LITERAL : S_DQUOTE;
+}
+
+static void yaml_dquote(struct wr *w, const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	const unsigned char *end = s + n, *run = s;
+	uint32_t cp;
+	size_t k;
+
+	putc1(w, '"');
+	while (s < end) {
+		unsigned char c = *s;
+
+		if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+			s++;
+			continue;
+		}
+		k = c < 0x80 ? 1 : utf8_dec(s, (size_t)(end - s), &cp);
+		if (c < 0x80)
+			cp = c;
+		if (k && !cp_special(cp) && c != '"' && c != '\\') {
+			s += k;
+			continue;
+		}
+		put(w, (const char *)run, (size_t)(s - run));
+		if (!k) {
+			PUTS(w, "\xef\xbf\xbd");
+			k = 1;
+		} else {
+			char t[4];
+
+			switch (cp) {
+			case '"': PUTS(w, "\\\""); break;
+			case '\\': PUTS(w, "\\\\"); break;
+			case '\t': PUTS(w, "\\t"); break;
+			case '\n': PUTS(w, "\\n"); break;
+			case '\r': PUTS(w, "\\r"); break;
+			case 0x85: PUTS(w, "\\N"); break;
+			case 0x2028: PUTS(w, "\\L"); break;
+			case 0x2029: PUTS(w, "\\P"); break;
+			default:
+				if (cp < 0x100) {
+					t[0] = '\\';
+					t[1] = 'x';
+					t[2] = hexdig[cp >> 4];
+					t[3] = hexdig[cp & 15];
+					put(w, t, 4);
+				} else {
+					put_u4(w, cp);
+				}
+				break;
+			}
+		}
+		s += k;
+		run = s;
+	}
+	put(w, (const char *)run, (size_t)(s - run));
+	putc1(w, '"');
+}
+
+/* A literal block scalar; content lines at column ind.  Ends with '\n'. */
+static void yaml_literal(struct wr *w, const char *s, size_t n, int ind)
+{
+	size_t core = n, trail, i, start;
+
+	while (core > 0 && s[core - 1] == '\n')
+		core--;
+	trail = n - core;
+	if (trail == 0)
+		PUTS(w, "|-\n");
+	else if (trail == 1)
+		PUTS(w, "|\n");
+	else
+		PUTS(w, "|+\n");
+	for (start = 0, i = 0; i <= core; i++) {
+		if (i < core && s[i] != '\n')
+			continue;
+		if (i > start)
+			indent(w, ind);
+		put(w, s + start, i - start);
+		putc1(w, '\n');
+		start = i + 1;
+	}
+	for (i = 1; i < trail; i++)
+		putc1(w, '\n');
+}
+
+/* A scalar and its newline.  ind: column for literal block content. */
+static void yaml_scalar(struct wr *w, const cJSON *v, int ind)
+{
+	char num[40];
+	size_t n;
+
+	switch (v->type & 0xFF) {
+	case cJSON_False:
+		PUTS(w, "false\n");
+		return;
+	case cJSON_True:
+		PUTS(w, "true\n");
+		return;
+	case cJSON_NULL:
+		PUTS(w, "null\n");
+		return;
+	case cJSON_Number:
+		n = fmt_number(v->valuedouble, num);
+		if (n)
+			put(w, num, n);
+		else if (isnan(v->valuedouble))
+			PUTS(w, ".nan");
+		else if (v->valuedouble < 0)
+			PUTS(w, "-.inf");
+		else
+			PUTS(w, ".inf");
+		putc1(w, '\n');
+		return;
+	case cJSON_String: {
+		const char *s = v->valuestring ? v->valuestring : "";
+
+		n = strlen(s);
+		switch (string_style(s, n, 0)) {
+		case S_PLAIN:
+			put(w, s, n);
+			break;
+		case S_DQUOTE:
+			yaml_dquote(w, s, n);
+			break;
+		case S_LITERAL:
+			yaml_literal(w, s, n, ind);
+			return;
+		}
+		putc1(w, '\n');
+		return;
+	}
+	case cJSON_Object:
+		PUTS(w, "{}\n");
+		return;
+	case cJSON_Array:
+		PUTS(w, "[]\n");
+		return;
+	default:
+		w->rc = HB_EUNSUP;
+		return;
+	}
+}
+
+static void yaml_seq(struct wr *w, const cJSON *v, int ind, int inl,
+		     int depth);
+static void yaml_map(struct wr *w, const cJSON *v, int ind, int inl,
+		     int depth);
+
+static int nonempty(const cJSON *v, int type)
+{
+	return (v->type & 0xFF) == type && v->child;
+}
+
+/* What follows "key:" at column ind: the value and its newline(s). */
+static void yaml_member_value(struct wr *w, const cJSON *v, int ind,
+			      int depth)
+{
+	if (nonempty(v, cJSON_Object)) {
+		putc1(w, '\n');
+		yaml_map(w, v, ind + 2, 0, depth + 1);
+	} else if (nonempty(v, cJSON_Array)) {
+		putc1(w, '\n');
+		yaml_seq(w, v, ind, 0, depth + 1); /* kubectl style */
+	} else {
+		putc1(w, ' ');
+		yaml_scalar(w, v, ind + 2);
+	}
+}
+
+/*
+ * A mapping at column ind.  inl: the first key goes right here (after
+ * "- "), the others get indented.
+ */
+static void yaml_map(struct wr *w, const cJSON *v, int ind, int inl,
+		     int depth)
+{
+	const cJSON *c;
+
+	if (depth > HB_DOC_MAX_DEPTH) {
+		w->rc = HB_ETOOBIG;
+		return;
+	}
+	for (c = v->child; c && !w->rc; c = c->next) {
+		const char *k = c->string ? c->string : "";
+		size_t n = strlen(k);
+		enum sstyle st = string_style(k, n, 1);
+
+		if (c != v->child || !inl)
+			indent(w, ind);
+		if (st == S_PLAIN) {
+			put(w, k, n);
+			putc1(w, ':');
+		} else if (n <= 160) {
+			yaml_dquote(w, k, n);
+			putc1(w, ':');
+		} else {
+			/* too long for a simple key: "? key" / ": value" */
+			PUTS(w, "? ");
+			yaml_dquote(w, k, n);
+			putc1(w, '\n');
+			indent(w, ind);
+			putc1(w, ':');
+		}
+		yaml_member_value(w, c, ind, depth);
+	}
+}
+
+/* A sequence at column ind; inl as for yaml_map. */
+static void yaml_seq(struct wr *w, const cJSON *v, int ind, int inl,
+		     int depth)
+{
+	const cJSON *c;
+
+	if (depth > HB_DOC_MAX_DEPTH) {
+		w->rc = HB_ETOOBIG;
+		return;
+	}
+	for (c = v->child; c && !w->rc; c = c->next) {
+		if (c != v->child || !inl)
+			indent(w, ind);
+		PUTS(w, "- ");
+		if (nonempty(c, cJSON_Object))
+			yaml_map(w, c, ind + 2, 1, depth + 1);
+		else if (nonempty(c, cJSON_Array))
+			yaml_seq(w, c, ind + 2, 1, depth + 1);
+		else
+			yaml_scalar(w, c, ind + 2);
+	}
+}
+
+static void yaml_root(struct wr *w, const cJSON *doc)
+{
+	if (nonempty(doc, cJSON_Object))
+		yaml_map(w, doc, 0, 0, 1);
+	else if (nonempty(doc, cJSON_Array))
+		yaml_seq(w, doc, 0, 0, 1);
+	else
+		yaml_scalar(w, doc, 2);
 }
 
 int hb_doc_write_yaml(const cJSON *doc, struct hb_buf *out)
 {
-	(void)doc;
-	(void)out;
-	return HB_EUNSUP;
+	struct wr w = { out, 0 };
+	size_t start = out->len;
+
+	if (!doc)
+		return HB_EINVAL;
+	yaml_root(&w, doc);
+	return finish(&w, start);
+}
+
+int hb_doc_write_yaml_stream(const cJSON *docs, struct hb_buf *out)
+{
+	struct wr w = { out, 0 };
+	size_t start = out->len;
+	const cJSON *c;
+
+	if (!cJSON_IsArray(docs))
+		return HB_EINVAL;
+	for (c = docs->child; c && !w.rc; c = c->next) {
+		PUTS(&w, "---\n");
+		yaml_root(&w, c);
+	}
+	return finish(&w, start);
 }

@@ -48,16 +48,35 @@ int hb_doc_parse(const char *buf, size_t len, const char *name,
 int hb_doc_parse_stream(const char *buf, size_t len, const char *name,
 			struct cJSON **out, struct hb_err *err);
 
-/* Append doc as pretty JSON (2-space indent) with a trailing newline. */
+/*
+ * Append doc as pretty JSON (2-space indent) with a trailing newline: keys
+ * in tree order, integral numbers up to 2^53 as integers, other numbers in
+ * the shortest form that reads back exactly, strings escaped per RFC 8259
+ * (control characters, DEL, U+0080-U+009F, U+2028/9, U+FEFF and
+ * U+FFFE/F as \u escapes; other valid UTF-8 as is; an invalid UTF-8 byte
+ * becomes U+FFFD).  HB_EUNSUP for NaN or infinity (JSON has none) or a
+ * cJSON_Raw node; HB_ETOOBIG past HB_DOC_MAX_DEPTH or the buffer's cap.
+ * On error out is left as it was.  No allocation beyond out growing.
+ */
 int hb_doc_write_json(const struct cJSON *doc, struct hb_buf *out);
 
 /*
- * Append doc as block YAML.  Strings are quoted whenever a plain scalar
- * would read back as anything else (numbers, booleans, null, leading
- * indicators, ": ", " #"); multi-line strings use literal blocks "|".
- * Reading the output back with hb_doc_parse() gives an equal tree.
+ * Append doc as block YAML, 2-space indent, in the kubectl style (a
+ * sequence under a key is not indented; "- key: v" for mappings in
+ * sequences; {} and [] for empty collections).  Strings are double-quoted
+ * whenever a plain scalar would read back as anything else in YAML 1.2 or
+ * 1.1 (numbers, booleans incl. yes/no/on/off, null, ~, dates, leading
+ * indicators, ": ", " #", leading/trailing spaces, empty, special
+ * characters); multi-line strings use literal blocks "|", "|-" or "|+"
+ * when one can carry them.  Reading the output back with hb_doc_parse()
+ * gives an equal tree.  NaN and infinities are written .nan/.inf.
+ * Errors and allocation as for hb_doc_write_json().
  */
 int hb_doc_write_yaml(const struct cJSON *doc, struct hb_buf *out);
+
+/* Append an array of documents as a YAML stream, each one preceded by
+ * "---".  hb_doc_parse_stream() reads it back (null documents aside). */
+int hb_doc_write_yaml_stream(const struct cJSON *docs, struct hb_buf *out);
 
 /*
  * The 1-based source line of a node read by hb_doc_parse*(), or 0 when
