@@ -122,7 +122,7 @@ enum hb_directive_kind {
  * One directive as the user wrote it, e.g. "--mem=4G" at job.sh:5.  A
  * directive that set several fields lists them all.
  */
-#define HB_DIRECTIVE_MAX_FIELDS 8
+#define HB_DIRECTIVE_MAX_FIELDS 12
 struct hb_directive {
 	uint8_t kind;		  /* enum hb_directive_kind */
 	struct hb_origin origin;  /* where it was written */
