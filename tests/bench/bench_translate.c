@@ -1,0 +1,229 @@
+/*
+ * bench_translate.c - translation throughput on one core.
+ *
+ * Loads a corpus of sbatch scripts, then, pinned to one CPU, measures in
+ * the same run:
+ *   read     touching every byte of every script (a checksum): the floor
+ *   parse    sbatch text -> jobspec
+ *   json     sbatch text -> MPIJob written as JSON
+ *   yaml     sbatch text -> MPIJob written as YAML
+ * Each measure is repeated; the median rate is reported, with its ratio to
+ * the read rate.  Peak RSS is printed for two corpus sizes to show that
+ * memory stays flat as the corpus grows (each script is freed before the
+ * next is read).
+ *
+ * usage: bench_translate [-n SCRIPTS] [-r REPEATS] FILE...
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "hpcbridge/config.h"
+#include "hpcbridge/doc.h"
+#include "hpcbridge/fidelity.h"
+#include "hpcbridge/mpijob.h"
+#include "hpcbridge/sbatch.h"
+
+struct script {
+	char *name;
+	char *data;
+	size_t len;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static long peak_rss_kb(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *p;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 ||
+	    fseek(f, 0, SEEK_SET)) {
+		fclose(f);
+		return NULL;
+	}
+	p = malloc((size_t)n + 1);
+	if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
+		free(p);
+		p = NULL;
+	}
+	fclose(f);
+	if (p)
+		p[n] = '\0';
+	*len = (size_t)n;
+	return p;
+}
+
+enum mode { M_READ, M_PARSE, M_JSON, M_YAML };
+static const char *const mode_names[] = {"read", "parse", "json", "yaml"};
+
+static volatile unsigned long sink;
+
+/* One pass over n scripts (cycling through the corpus). */
+static int run(enum mode m, const struct script *c, size_t nc, size_t n,
+	       const struct hb_config *cfg, struct hb_buf *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct script *s = &c[i % nc];
+		struct hb_jobspec spec;
+		struct hb_report rep;
+		struct hb_err err = {0};
+		cJSON *doc = NULL;
+		int rc;
+
+		if (m == M_READ) {
+			unsigned long sum = 0;
+
+			for (size_t k = 0; k < s->len; k++)
+				sum += (unsigned char)s->data[k];
+			sink += sum;
+			continue;
+		}
+		hb_jobspec_init(&spec, s->name);
+		hb_report_init(&rep, "MPIJob");
+		rc = hb_sbatch_parse(s->data, s->len, s->name, NULL, &spec,
+				     &err);
+		if (!rc && m != M_PARSE)
+			rc = hb_mpijob_emit(&spec, cfg, -1, &doc, &rep, &err);
+		if (!rc && m != M_PARSE) {
+			hb_buf_reset(out);
+			rc = m == M_JSON ? hb_doc_write_json(doc, out)
+					 : hb_doc_write_yaml(doc, out);
+			sink += out->len;
+		}
+		cJSON_Delete(doc);
+		hb_report_free(&rep);
+		hb_jobspec_free(&spec);
+		if (rc) {
+			fprintf(stderr, "%s: %s\n", s->name,
+				err.msg[0] ? err.msg : hb_strerror(rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	size_t n = 200000, nc = 0, bytes = 0;
+	int repeats = 7, opt;
+	struct script *c;
+	struct hb_config cfg;
+	struct hb_buf out;
+	double rates[4][64], med[4];
+	cpu_set_t one;
+
+	while ((opt = getopt(argc, argv, "n:r:")) != -1) {
+		if (opt == 'n')
+			n = strtoul(optarg, NULL, 10);
+		else if (opt == 'r')
+			repeats = atoi(optarg) > 0 && atoi(optarg) <= 64
+					  ? atoi(optarg)
+					  : 7;
+		else
+			return 2;
+	}
+	if (optind >= argc || n == 0) {
+		fprintf(stderr,
+			"usage: bench_translate [-n N] [-r R] FILE...\n");
+		return 2;
+	}
+	c = calloc((size_t)(argc - optind), sizeof(*c));
+	for (int i = optind; i < argc; i++) {
+		c[nc].name = argv[i];
+		c[nc].data = slurp(argv[i], &c[nc].len);
+		if (!c[nc].data) {
+			fprintf(stderr, "cannot read %s\n", argv[i]);
+			return 1;
+		}
+		bytes += c[nc].len;
+		nc++;
+	}
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	if (sched_setaffinity(0, sizeof(one), &one) != 0)
+		perror("sched_setaffinity (continuing unpinned)");
+	if (hb_config_defaults(&cfg)) {
+		fprintf(stderr, "cannot load the default configuration\n");
+		return 1;
+	}
+	hb_buf_init(&out, 0);
+
+	/* Warm up, and check every script translates. */
+	for (int m = M_PARSE; m <= M_YAML; m++)
+		if (run((enum mode)m, c, nc, nc, &cfg, &out))
+			return 1;
+	long rss_small = 0;
+
+	/* Interleave the modes so that machine noise hits all alike. */
+	for (int r = 0; r < repeats; r++) {
+		for (int m = M_READ; m <= M_YAML; m++) {
+			double t0 = now(), dt;
+
+			if (run((enum mode)m, c, nc, n, &cfg, &out))
+				return 1;
+			dt = now() - t0;
+			rates[m][r] = (double)n / dt;
+		}
+		if (r == 0)
+			rss_small = peak_rss_kb();
+	}
+	for (int m = M_READ; m <= M_YAML; m++) {
+		qsort(rates[m], (size_t)repeats, sizeof(double), cmp_double);
+		med[m] = rates[m][repeats / 2];
+	}
+	/* Ten times the scripts: peak memory must not grow. */
+	if (run(M_YAML, c, nc, n * 10, &cfg, &out))
+		return 1;
+	long rss_big = peak_rss_kb();
+
+	printf("corpus: %zu scripts, %zu bytes (mean %zu B); %zu "
+	       "translations per run, %d runs, 1 CPU\n",
+	       nc, bytes, bytes / nc, n, repeats);
+	printf("| measure | median scripts/s | MB/s | vs read |\n");
+	printf("|---|---:|---:|---:|\n");
+	for (int m = M_READ; m <= M_YAML; m++)
+		printf("| %s | %.0f | %.1f | %.4f |\n", mode_names[m], med[m],
+		       med[m] * (double)bytes / (double)nc / 1e6,
+		       med[m] / med[M_READ]);
+	printf("peak RSS: %ld KiB after %zu translations, %ld KiB after "
+	       "%zu more\n",
+	       rss_small, n * 4, rss_big, n * 10);
+	hb_buf_free(&out);
+	hb_config_free(&cfg);
+	for (size_t i = 0; i < nc; i++)
+		free(c[i].data);
+	free(c);
+	return 0;
+}
