@@ -710,6 +710,408 @@ static int on_event(struct builder *b, const yaml_event_t *ev, int *done)
 	return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* JSON                                                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A JSON document goes through its own parser: it is faster than libyaml,
+ * reads what YAML cannot (surrogate-pair escapes, keys longer than 1024
+ * characters) and keeps the same checks and source lines.
+ */
+struct jp {
+	struct builder *b;
+	const char *p, *end;
+	unsigned line;
+	int syntax;	/* the error is a syntax error (YAML may do better) */
+};
+
+static int jerr(struct jp *j, const char *what)
+{
+	j->syntax = 1;
+	return berr(j->b, HB_EINVAL, j->line, "JSON: %s", what);
+}
+
+static void jws(struct jp *j)
+{
+	while (j->p < j->end) {
+		char c = *j->p;
+
+		if (c == '\n')
+			j->line++;
+		else if (c != ' ' && c != '\t' && c != '\r')
+			return;
+		j->p++;
+	}
+}
+
+static int hex4(const char *p, uint32_t *out)
+{
+	uint32_t v = 0;
+	int i, d;
+
+	for (i = 0; i < 4; i++) {
+		if ((d = hexval((unsigned char)p[i])) < 0)
+			return -1;
+		v = v << 4 | (uint32_t)d;
+	}
+	*out = v;
+	return 0;
+}
+
+static size_t utf8_enc(uint32_t c, char *o)
+{
+	if (c < 0x80) {
+		o[0] = (char)c;
+		return 1;
+	}
+	if (c < 0x800) {
+		o[0] = (char)(0xC0 | c >> 6);
+		o[1] = (char)(0x80 | (c & 0x3F));
+		return 2;
+	}
+	if (c < 0x10000) {
+		o[0] = (char)(0xE0 | c >> 12);
+		o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+		o[2] = (char)(0x80 | (c & 0x3F));
+		return 3;
+	}
+	o[0] = (char)(0xF0 | c >> 18);
+	o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+	o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+	o[3] = (char)(0x80 | (c & 0x3F));
+	return 4;
+}
+
+static size_t utf8_dec(const unsigned char *s, size_t n, uint32_t *cp);
+
+/* A string at j->p (the opening quote); *out is allocated by cJSON. */
+static int jstring(struct jp *j, char **out)
+{
+	const char *s = j->p + 1, *q;
+	char *o, *d;
+	size_t k;
+	uint32_t cp, lo;
+
+	*out = NULL;
+	for (q = s; q < j->end && *q != '"'; q++)
+		if (*q == '\\' && q + 1 < j->end)
+			q++;
+	if (q >= j->end)
+		return jerr(j, "unterminated string");
+	o = d = cJSON_malloc((size_t)(q - s) + 1);
+	if (!o)
+		return HB_ENOMEM;
+	while (s < q) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c < 0x20) {
+			cJSON_free(o);
+			return jerr(j, "control character in a string");
+		}
+		if (c >= 0x80) {
+			k = utf8_dec((const unsigned char *)s, (size_t)(q - s),
+				     &cp);
+			if (!k) {
+				cJSON_free(o);
+				return jerr(j, "invalid UTF-8 in a string");
+			}
+			memcpy(d, s, k);
+			d += k;
+			s += k;
+			continue;
+		}
+		if (c != '\\') {
+			*d++ = (char)c;
+			s++;
+			continue;
+		}
+		s++;
+		switch (*s++) {
+		case '"': *d++ = '"'; break;
+		case '\\': *d++ = '\\'; break;
+		case '/': *d++ = '/'; break;
+		case 'b': *d++ = '\b'; break;
+		case 'f': *d++ = '\f'; break;
+		case 'n': *d++ = '\n'; break;
+		case 'r': *d++ = '\r'; break;
+		case 't': *d++ = '\t'; break;
+		case 'u':
+			if (q - s < 4 || hex4(s, &cp))
+				goto bad;
+			s += 4;
+			if (cp >= 0xDC00 && cp <= 0xDFFF)
+				goto bad;
+			if (cp >= 0xD800 && cp <= 0xDBFF) {
+				if (q - s < 6 || s[0] != '\\' || s[1] != 'u' ||
+				    hex4(s + 2, &lo) || lo < 0xDC00 ||
+				    lo > 0xDFFF)
+					goto bad;
+				s += 6;
+				cp = 0x10000 + ((cp - 0xD800) << 10) +
+				     (lo - 0xDC00);
+			}
+			if (cp == 0) {
+				cJSON_free(o);
+				return berr(j->b, HB_EINVAL, j->line,
+					    "NUL character in a string is "
+					    "not supported");
+			}
+			d += utf8_enc(cp, d);
+			break;
+		default:
+			goto bad;
+		}
+	}
+	*d = '\0';
+	*out = o;
+	j->p = q + 1;
+	return 0;
+bad:
+	cJSON_free(o);
+	return jerr(j, "invalid escape in a string");
+}
+
+static int jnumber(struct jp *j, cJSON **out)
+{
+	const char *s = j->p, *p = s;
+	int isint = 1;
+	char tmp[512];
+	size_t n;
+	uint64_t mag;
+	int neg;
+	double d;
+
+	if (p < j->end && *p == '-')
+		p++;
+	if (p < j->end && *p == '0') {
+		p++;
+	} else if (p < j->end && is_digit(*p)) {
+		while (p < j->end && is_digit(*p))
+			p++;
+	} else {
+		return jerr(j, "invalid value");
+	}
+	if (p < j->end && *p == '.') {
+		isint = 0;
+		if (++p >= j->end || !is_digit(*p))
+			return jerr(j, "invalid number");
+		while (p < j->end && is_digit(*p))
+			p++;
+	}
+	if (p < j->end && (*p == 'e' || *p == 'E')) {
+		isint = 0;
+		p++;
+		if (p < j->end && (*p == '+' || *p == '-'))
+			p++;
+		if (p >= j->end || !is_digit(*p))
+			return jerr(j, "invalid number");
+		while (p < j->end && is_digit(*p))
+			p++;
+	}
+	n = (size_t)(p - s);
+	j->p = p;
+	if (isint) {
+		num_text(s, n, &mag, &neg);
+		if (mag > INT_LIMIT)
+			return berr(j->b, HB_ERANGE, j->line,
+				    "integer %.*s is too large (beyond 2^53 it "
+				    "would lose precision; quote it if it is "
+				    "a string)", n > 64 ? 64 : (int)n, s);
+		d = (double)mag;
+		*out = cJSON_CreateNumber(neg ? -d : d);
+		return *out ? 0 : HB_ENOMEM;
+	}
+	if (n >= sizeof(tmp))
+		return berr(j->b, HB_ERANGE, j->line,
+			    "number is too long (%zu characters)", n);
+	memcpy(tmp, s, n);
+	tmp[n] = '\0';
+	d = strtod(tmp, NULL);
+	if (isinf(d))
+		return berr(j->b, HB_ERANGE, j->line,
+			    "number %s is out of range", tmp);
+	*out = cJSON_CreateNumber(d);
+	return *out ? 0 : HB_ENOMEM;
+}
+
+static int jword(struct jp *j, const char *w)
+{
+	size_t n = strlen(w);
+
+	if ((size_t)(j->end - j->p) < n || memcmp(j->p, w, n))
+		return 0;
+	j->p += n;
+	return 1;
+}
+
+/* Parse one value and attach it to the open container. */
+static int jvalue(struct jp *j)
+{
+	struct builder *b = j->b;
+	unsigned line;
+	cJSON *node;
+	char *s;
+	int rc, obj;
+
+	jws(j);
+	line = j->line;
+	if (j->p >= j->end)
+		return jerr(j, "unexpected end of input");
+	switch (*j->p) {
+	case '{':
+	case '[':
+		obj = *j->p == '{';
+		if (b->depth >= HB_DOC_MAX_DEPTH)
+			return berr(b, HB_ETOOBIG, line,
+				    "nesting deeper than %d levels",
+				    HB_DOC_MAX_DEPTH);
+		node = obj ? cJSON_CreateObject() : cJSON_CreateArray();
+		if ((rc = attach(b, node, line)))
+			return rc;
+		b->st[b->depth].node = node;
+		b->st[b->depth].tail = NULL;
+		b->st[b->depth].key = NULL;
+		b->st[b->depth].nkeys = 0;
+		b->depth++;
+		j->p++;
+		jws(j);
+		if (j->p < j->end && *j->p == (obj ? '}' : ']')) {
+			j->p++;
+			b->depth--;
+			return 0;
+		}
+		for (;;) {
+			struct frame *f = &b->st[b->depth - 1];
+
+			if (obj) {
+				jws(j);
+				if (j->p >= j->end || *j->p != '"')
+					return jerr(j, "expected a string key");
+				line = j->line;
+				if ((rc = jstring(j, &s)))
+					return rc;
+				f->key = s;
+				f->key_line = line;
+				if ((rc = check_dup(b, f, s, line)))
+					return rc;
+				jws(j);
+				if (j->p >= j->end || *j->p != ':')
+					return jerr(j, "expected ':'");
+				j->p++;
+			}
+			if ((rc = jvalue(j)))
+				return rc;
+			jws(j);
+			if (j->p < j->end && *j->p == ',') {
+				j->p++;
+				continue;
+			}
+			if (j->p < j->end && *j->p == (obj ? '}' : ']')) {
+				j->p++;
+				break;
+			}
+			return jerr(j, obj ? "expected ',' or '}'" :
+					     "expected ',' or ']'");
+		}
+		b->depth--;
+		return 0;
+	case '"':
+		if ((rc = jstring(j, &s)))
+			return rc;
+		node = cJSON_CreateNull();
+		if (!node) {
+			cJSON_free(s);
+			return HB_ENOMEM;
+		}
+		node->type = cJSON_String;
+		node->valuestring = s;
+		return attach(b, node, line);
+	case 't':
+		if (!jword(j, "true"))
+			return jerr(j, "invalid value");
+		node = cJSON_CreateTrue();
+		if (node)
+			node->valueint = 1;
+		return attach(b, node, line);
+	case 'f':
+		if (!jword(j, "false"))
+			return jerr(j, "invalid value");
+		return attach(b, cJSON_CreateFalse(), line);
+	case 'n':
+		if (!jword(j, "null"))
+			return jerr(j, "invalid value");
+		return attach(b, cJSON_CreateNull(), line);
+	default:
+		if ((rc = jnumber(j, &node)))
+			return rc;
+		return attach(b, node, line);
+	}
+}
+
+/*
+ * Parse buf as one JSON value.  Returns 0, a negative error, or 1 when the
+ * input is not JSON (a syntax error; the caller may try YAML).
+ */
+static int parse_json(const char *buf, size_t len, const char *name,
+		      cJSON **out, struct hb_err *err)
+{
+	struct hb_err jerrd = { 0 };
+	struct builder b;
+	struct jp j;
+	int rc;
+
+	memset(&b, 0, sizeof(b));
+	b.name = name;
+	b.buf = buf;
+	b.len = len;
+	b.err = &jerrd;
+	j.b = &b;
+	j.p = buf;
+	j.end = buf + len;
+	j.line = 1;
+	j.syntax = 0;
+	rc = jvalue(&j);
+	if (!rc) {
+		jws(&j);
+		if (j.p < j.end)
+			rc = jerr(&j, "unexpected content after the value");
+	}
+	if (rc) {
+		builder_reset(&b);
+		free(b.tab);
+		if (j.syntax && rc == HB_EINVAL) {
+			*err = jerrd;	/* kept in case YAML fails too */
+			return 1;
+		}
+		if (err && !err->code)
+			*err = jerrd;
+		if (rc == HB_ENOMEM)
+			hb_err_set(err, rc, name, 0, "out of memory");
+		return rc;
+	}
+	*out = b.root;
+	b.root = NULL;
+	builder_reset(&b);
+	free(b.tab);
+	return 0;
+}
+
+static int looks_json(const char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		char c = buf[i];
+
+		if (c == '{' || c == '[')
+			return 1;
+		if (c != ' ' && c != '\t' && c != '\r' && c != '\n')
+			return 0;
+	}
+	return 0;
+}
+
 static int check_input(const char *buf, size_t len, const char *name,
 		       struct hb_err *err)
 {
@@ -806,26 +1208,61 @@ out:
 	return rc;
 }
 
-int hb_doc_parse(const char *buf, size_t len, const char *name,
-		 cJSON **out, struct hb_err *err)
+/*
+ * JSON first when it looks like JSON; if it is not (say, a YAML flow
+ * mapping), YAML, and if YAML fails too the JSON error stands.
+ */
+static int parse_any(const char *buf, size_t len, const char *name,
+		     int stream, cJSON **out, struct hb_err *err)
 {
+	struct hb_err jerr_saved = { 0 };
+	struct hb_err yerr = { 0 };
+	cJSON *doc = NULL, *arr;
 	int rc;
 
 	*out = NULL;
 	if ((rc = check_input(buf, len, name, err)))
 		return rc;
-	return parse_yaml(buf, len, name, 0, out, err);
+	if (!looks_json(buf, len))
+		return parse_yaml(buf, len, name, stream, out, err);
+	rc = parse_json(buf, len, name, &doc, &jerr_saved);
+	if (rc < 0) {
+		if (err && !err->code)
+			*err = jerr_saved;
+		return rc;
+	}
+	if (rc == 1) {
+		rc = parse_yaml(buf, len, name, stream, out, &yerr);
+		if (rc && err && !err->code)
+			*err = jerr_saved;
+		return rc;
+	}
+	if (!stream) {
+		*out = doc;
+		return 0;
+	}
+	if (!(arr = cJSON_CreateArray())) {
+		cJSON_Delete(doc);
+		return hb_err_set(err, HB_ENOMEM, name, 0, "out of memory");
+	}
+	if (cJSON_IsNull(doc))
+		cJSON_Delete(doc);
+	else
+		cJSON_AddItemToArray(arr, doc);
+	*out = arr;
+	return 0;
+}
+
+int hb_doc_parse(const char *buf, size_t len, const char *name,
+		 cJSON **out, struct hb_err *err)
+{
+	return parse_any(buf, len, name, 0, out, err);
 }
 
 int hb_doc_parse_stream(const char *buf, size_t len, const char *name,
 			cJSON **out, struct hb_err *err)
 {
-	int rc;
-
-	*out = NULL;
-	if ((rc = check_input(buf, len, name, err)))
-		return rc;
-	return parse_yaml(buf, len, name, 1, out, err);
+	return parse_any(buf, len, name, 1, out, err);
 }
 
 /* ------------------------------------------------------------------ */
