@@ -659,14 +659,13 @@ static int on_event(struct builder *b, const yaml_event_t *ev, int *done)
 				return berr(b, HB_EINVAL, line,
 					    "NUL character in a mapping key "
 					    "is not supported");
-			if ((rc = check_dup(b, f, s, line)))
-				return rc;
 			f->key = cJSON_malloc(n + 1);
 			if (!f->key)
 				return HB_ENOMEM;
 			memcpy(f->key, s, n + 1);
 			f->key_line = line;
-			return 0;
+			/* the table keeps the copy, which the tree will own */
+			return check_dup(b, f, f->key, line);
 		}
 		if ((rc = scalar_node(b, ev, &node)))
 			return rc;
