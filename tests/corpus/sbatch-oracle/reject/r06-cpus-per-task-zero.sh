@@ -1,0 +1,4 @@
+#!/bin/bash
+# oracle-expect-line: 3
+#SBATCH --cpus-per-task=0
+hostname
