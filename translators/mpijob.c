@@ -1,1 +1,493 @@
-/* mpijob.c - not yet written. */
+/*
+ * mpijob.c - Kubeflow MPIJob (kubeflow.org/v2beta1), both directions.
+ *
+ * A job becomes one MPIJob: N workers (one per node) that run the ssh
+ * daemon, as the operator's examples do, and a launcher that runs the
+ * launcher script, which runs the original script unchanged against the
+ * operator's hostfile.  The shared pieces are in k8s.c; the mapping is
+ * in docs/internals/manifests.md.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "hpcbridge/doc.h"
+#include "hpcbridge/mpijob.h"
+
+#define API_VERSION "kubeflow.org/v2beta1"
+#define WORKER_PATH "spec.mpiReplicaSpecs.Worker.template.spec"
+#define LAUNCHER_PATH "spec.mpiReplicaSpecs.Launcher.template.spec"
+#define INT32_MAXV 2147483647
+
+static const struct hb_k8s_paths paths = {
+	.kind = "MPIJob",
+	.nodes = "spec.mpiReplicaSpecs.Worker.replicas",
+	.slots = "spec.slotsPerWorker",
+	.resources = WORKER_PATH ".containers[0].resources",
+	.deadline = "spec.runPolicy.activeDeadlineSeconds",
+	.image = "spec.mpiReplicaSpecs.*.template.spec.containers[0].image",
+	.env = "spec.mpiReplicaSpecs.*.template.spec.containers[0].env",
+	.script = LAUNCHER_PATH ".containers[0].args[0]",
+	.selector = WORKER_PATH ".nodeSelector",
+	.affinity = WORKER_PATH ".affinity",
+	.role = "worker",
+};
+
+static cJSON *str_array(const char *const *v, int n)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (int i = 0; a && i < n; i++) {
+		cJSON *s = cJSON_CreateString(v[i]);
+
+		if (!s) {
+			cJSON_Delete(a);
+			return NULL;
+		}
+		cJSON_AddItemToArray(a, s);
+	}
+	return a;
+}
+
+static int add(cJSON *o, const char *key, cJSON *v)
+{
+	if (!v)
+		return HB_ENOMEM;
+	cJSON_AddItemToObject(o, key, v);
+	return 0;
+}
+
+/* Duplicate a plan node for a second use; NULL in, NULL out. */
+static int add_copy(cJSON *o, const char *key, const cJSON *v)
+{
+	if (!v)
+		return 0;
+	return add(o, key, cJSON_Duplicate(v, 1));
+}
+
+/* One replica spec with its pod template and single container. */
+static cJSON *replica(const struct hb_k8s_plan *plan, int64_t replicas,
+		      const char *role, const char *container,
+		      const char *const *command, int ncommand,
+		      cJSON *args, const cJSON *resources, bool placement)
+{
+	cJSON *r = cJSON_CreateObject(), *t, *md, *labels, *ps, *cs, *c;
+
+	if (!r)
+		goto fail;
+	if (!cJSON_AddNumberToObject(r, "replicas", (double)replicas) ||
+	    !cJSON_AddStringToObject(r, "restartPolicy", "Never") ||
+	    !(t = cJSON_AddObjectToObject(r, "template")) ||
+	    !(md = cJSON_AddObjectToObject(t, "metadata")) ||
+	    !(labels = cJSON_Duplicate(plan->pod_labels, 1)))
+		goto fail;
+	cJSON_AddItemToObject(md, "labels", labels);
+	if (!cJSON_AddStringToObject(labels, HB_LABEL_ROLE, role) ||
+	    !(ps = cJSON_AddObjectToObject(t, "spec")) ||
+	    !(cs = cJSON_AddArrayToObject(ps, "containers")) ||
+	    !(c = cJSON_CreateObject()))
+		goto fail;
+	cJSON_AddItemToArray(cs, c);
+	if (!cJSON_AddStringToObject(c, "name", container) ||
+	    !cJSON_AddStringToObject(c, "image", plan->image) ||
+	    add(c, "command", str_array(command, ncommand)))
+		goto fail;
+	if (args) {
+		cJSON_AddItemToObject(c, "args", args);
+		args = NULL;
+	}
+	if (add_copy(c, "env", plan->env) ||
+	    add_copy(c, "resources", resources))
+		goto fail;
+	if (placement && (add_copy(ps, "nodeSelector", plan->node_selector) ||
+			  add_copy(ps, "affinity", plan->affinity)))
+		goto fail;
+	return r;
+fail:
+	cJSON_Delete(args);
+	cJSON_Delete(r);
+	return NULL;
+}
+
+static const char *mpi_name(const struct hb_jobspec *spec,
+			    const struct hb_config *cfg, struct hb_err *err)
+{
+	const char *m = hb_mpi_impl_name((enum hb_mpi_impl)spec->mpi);
+
+	if (m)
+		return m;
+	m = cfg->default_mpi ? cfg->default_mpi : "OpenMPI";
+	if (strcmp(m, "OpenMPI") && strcmp(m, "Intel") && strcmp(m, "MPICH")) {
+		hb_err_set(err, HB_EINVAL, NULL, 0,
+			   "configuration: default_mpi '%.60s' is not OpenMPI, "
+			   "Intel or MPICH",
+			   m);
+		return NULL;
+	}
+	return m;
+}
+
+int hb_mpijob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
+		   int64_t array_index, struct cJSON **out,
+		   struct hb_report *rep, struct hb_err *err)
+{
+	static const char *const launch_cmd[] = {"/bin/sh", "-c"};
+	static const char *const sshd_cmd[] = {"/usr/sbin/sshd"};
+	struct hb_k8s_plan plan;
+	cJSON *root = NULL, *s, *rp, *rs, *r, *args, *md;
+	const char *mpi;
+	int rc;
+
+	if (!spec || !cfg || !out || !rep)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "hb_mpijob_emit: missing argument");
+	*out = NULL;
+	rc = hb_k8s_plan(spec, cfg, array_index, 0, &paths, &plan, rep, err);
+	if (rc)
+		return rc;
+	if (plan.shape.nodes > INT32_MAXV ||
+	    plan.shape.tasks_per_node > INT32_MAXV) {
+		rc = hb_err_set(err, HB_ERANGE, spec->source_name, 0,
+				"%u workers x %u slots do not fit an MPIJob",
+				plan.shape.nodes, plan.shape.tasks_per_node);
+		goto out;
+	}
+	if (!(mpi = mpi_name(spec, cfg, err))) {
+		rc = HB_EINVAL;
+		goto out;
+	}
+	if (spec->mpi)
+		hb_report_fate(rep, HB_F_MPI, HB_FATE_MAPPED,
+			       "spec.mpiImplementation", "%s", mpi);
+	else if (spec->nmpi_lines || hb_jobspec_has(spec, HB_F_MPI))
+		hb_report_fate(rep, HB_F_MPI, HB_FATE_MAPPED,
+			       "spec.mpiImplementation",
+			       "the job names no MPI: the configured default "
+			       "%s; launch lines run against the hostfile",
+			       mpi);
+	md = plan.metadata;
+	if (!spec->mpi &&
+	    !cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(
+					     md, "annotations"),
+				     HB_ANNOTATION_PREFIX "mpi", "default"))
+		goto nomem;
+
+	root = cJSON_CreateObject();
+	if (!root || !cJSON_AddStringToObject(root, "apiVersion", API_VERSION) ||
+	    !cJSON_AddStringToObject(root, "kind", "MPIJob"))
+		goto nomem;
+	cJSON_AddItemToObject(root, "metadata", hb_k8s_take(&plan.metadata));
+	if (!(s = cJSON_AddObjectToObject(root, "spec")) ||
+	    !cJSON_AddNumberToObject(s, "slotsPerWorker",
+				     plan.shape.tasks_per_node) ||
+	    !(rp = cJSON_AddObjectToObject(s, "runPolicy")) ||
+	    !cJSON_AddStringToObject(rp, "cleanPodPolicy", "Running") ||
+	    !cJSON_AddNumberToObject(rp, "backoffLimit", 0))
+		goto nomem;
+	if (plan.deadline &&
+	    !cJSON_AddNumberToObject(rp, "activeDeadlineSeconds",
+				     (double)plan.deadline))
+		goto nomem;
+	if (!cJSON_AddStringToObject(s, "sshAuthMountPath",
+				     cfg->ssh_auth_mount_path
+					     ? cfg->ssh_auth_mount_path
+					     : "/root/.ssh") ||
+	    !cJSON_AddStringToObject(s, "mpiImplementation", mpi) ||
+	    !(rs = cJSON_AddObjectToObject(s, "mpiReplicaSpecs")))
+		goto nomem;
+
+	args = cJSON_CreateArray();
+	if (!args)
+		goto nomem;
+	cJSON_AddItemToArray(args, hb_k8s_take(&plan.script));
+	r = replica(&plan, 1, "launcher", "launcher", launch_cmd, 2, args,
+		    plan.launcher_resources, false);
+	if (!r)
+		goto nomem;
+	cJSON_AddItemToObject(rs, "Launcher", r);
+	args = str_array((const char *const[]){"-De"}, 1);
+	if (!args)
+		goto nomem;
+	r = replica(&plan, plan.shape.nodes, "worker", "worker", sshd_cmd, 1,
+		    args, plan.resources, true);
+	if (!r)
+		goto nomem;
+	cJSON_AddItemToObject(rs, "Worker", r);
+	*out = root;
+	root = NULL;
+	rc = 0;
+	goto out;
+nomem:
+	rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+out:
+	cJSON_Delete(root);
+	hb_k8s_plan_free(&plan);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- */
+/* Reading an MPIJob back                                           */
+/* ---------------------------------------------------------------- */
+
+static unsigned lineof(const cJSON *n)
+{
+	int l = n ? hb_doc_line(n) : 0;
+
+	return l > 0 ? (unsigned)l : 0;
+}
+
+static const cJSON *get(const cJSON *o, const char *k)
+{
+	return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+}
+
+/* A replica's pod spec and its first container. */
+static int pod(struct hb_k8s_reader *rd, const cJSON *replica,
+	       const char *base, const cJSON **ps, const cJSON **c)
+{
+	static const char *const tmpl_known[] = {"metadata", "spec", NULL};
+	const cJSON *t, *cs;
+	char p[256];
+	int rc;
+
+	*ps = *c = NULL;
+	snprintf(p, sizeof(p), "%s.template", base);
+	if ((rc = hb_k8s_get_obj(rd, get(replica, "template"), p, &t)))
+		return rc;
+	snprintf(p, sizeof(p), "%s.template.spec", base);
+	if ((rc = hb_k8s_get_obj(rd, get(t, "spec"), p, ps)))
+		return rc;
+	snprintf(p, sizeof(p), "%s.template.spec.containers", base);
+	if ((rc = hb_k8s_get_arr(rd, get(*ps, "containers"), p, &cs)))
+		return rc;
+	if (!cs || cJSON_GetArraySize(cs) < 1)
+		return hb_err_set(rd->err, HB_EINVAL, rd->spec->source_name,
+				  lineof(cs),
+				  "%s: must list at least one container", p);
+	*c = cJSON_GetArrayItem(cs, 0);
+	snprintf(p, sizeof(p), "%s.template", base);
+	if (!rd->ours &&
+	    (rc = hb_k8s_note_unknown(rd, t, p, tmpl_known,
+				      "not carried: pod metadata")))
+		return rc;
+	if (cJSON_GetArraySize(cs) > 1) {
+		snprintf(p, sizeof(p), "%s.template.spec.containers[1]", base);
+		if ((rc = hb_k8s_note(rd, cJSON_GetArrayItem(cs, 1), p, 0,
+				      NULL,
+				      "not carried: only the first container "
+				      "runs the job")))
+			return rc;
+	}
+	return 0;
+}
+
+int hb_mpijob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
+		    struct hb_err *err)
+{
+	static const char *const spec_known[] = {
+		"slotsPerWorker", "runPolicy", "mpiReplicaSpecs",
+		"mpiImplementation", "runLauncherAsWorker", NULL};
+	static const char *const rp_known[] = {"activeDeadlineSeconds", NULL};
+	static const char *const rs_known[] = {"Launcher", "Worker", NULL};
+	static const char *const replica_known[] = {"replicas", "template",
+						    "restartPolicy", NULL};
+	static const char *const ours_ps[] = {"containers", "nodeSelector",
+					      "affinity", NULL};
+	static const char *const ps_known[] = {"containers", NULL};
+	struct hb_k8s_reader rd;
+	const cJSON *s, *rp, *rs, *launcher, *worker, *lps, *lc, *wps, *wc;
+	const char *mpi;
+	int64_t slots = 1, replicas = 0, v;
+	bool present, as_worker = false;
+	uint32_t nodes;
+	int rc;
+
+	if (!spec)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "hb_mpijob_parse: missing jobspec");
+	rc = hb_k8s_read_begin(&rd, doc, spec, err, API_VERSION, "MPIJob",
+			       HB_SRC_MPIJOB);
+	if (rc)
+		return rc;
+	if ((rc = hb_k8s_get_obj(&rd, get(doc, "spec"), "spec", &s)))
+		return rc;
+	if (!s)
+		return hb_err_set(err, HB_EINVAL, spec->source_name, 0,
+				  "spec: missing");
+
+	/* Slots: tasks per node. */
+	if ((rc = hb_k8s_get_int(&rd, get(s, "slotsPerWorker"),
+				 "spec.slotsPerWorker", 0, INT32_MAXV, &v,
+				 &present)))
+		return rc;
+	if (present && v > 0) {
+		slots = v;
+		spec->ntasks_per_node = (uint32_t)v;
+		if ((rc = hb_k8s_set(&rd, get(s, "slotsPerWorker"),
+				     "spec.slotsPerWorker",
+				     HB_F_NTASKS_PER_NODE, NULL)))
+			return rc;
+	}
+
+	/* Replicas. */
+	if ((rc = hb_k8s_get_obj(&rd, get(s, "mpiReplicaSpecs"),
+				 "spec.mpiReplicaSpecs", &rs)))
+		return rc;
+	if (!rs)
+		return hb_err_set(err, HB_EINVAL, spec->source_name,
+				  lineof(s),
+				  "spec.mpiReplicaSpecs: missing");
+	if ((rc = hb_k8s_get_obj(&rd, get(rs, "Launcher"),
+				 "spec.mpiReplicaSpecs.Launcher",
+				 &launcher)) ||
+	    (rc = hb_k8s_get_obj(&rd, get(rs, "Worker"),
+				 "spec.mpiReplicaSpecs.Worker", &worker)))
+		return rc;
+	if (!launcher)
+		return hb_err_set(err, HB_EINVAL, spec->source_name,
+				  lineof(rs),
+				  "spec.mpiReplicaSpecs.Launcher: missing (an "
+				  "MPIJob needs its launcher)");
+	if ((rc = hb_k8s_get_int(&rd, get(launcher, "replicas"),
+				 "spec.mpiReplicaSpecs.Launcher.replicas", 0,
+				 INT32_MAXV, &v, &present)))
+		return rc;
+	if (present && v != 1)
+		return hb_err_set(err, HB_EINVAL, spec->source_name,
+				  lineof(
+					  get(launcher, "replicas")),
+				  "spec.mpiReplicaSpecs.Launcher.replicas: "
+				  "must be 1");
+	if ((rc = hb_k8s_get_int(&rd, get(worker, "replicas"),
+				 "spec.mpiReplicaSpecs.Worker.replicas", 0,
+				 INT32_MAXV, &replicas, &present)))
+		return rc;
+	if (get(s, "runLauncherAsWorker")) {
+		const cJSON *b = get(s, "runLauncherAsWorker");
+
+		if (!cJSON_IsBool(b) && !cJSON_IsNull(b))
+			return hb_err_set(err, HB_EINVAL, spec->source_name,
+					  lineof(b),
+					  "spec.runLauncherAsWorker: must be "
+					  "true or false");
+		as_worker = cJSON_IsTrue(b);
+	}
+	nodes = (uint32_t)replicas + (as_worker ? 1 : 0);
+	if (nodes == 0)
+		nodes = 1;
+	spec->nodes_min = nodes;
+	rd.m_nodes = nodes;
+	rd.m_slots = (uint32_t)slots;
+	if (worker && present) {
+		if ((rc = hb_k8s_set(&rd, get(worker, "replicas"),
+				     "spec.mpiReplicaSpecs.Worker.replicas",
+				     HB_F_NODES,
+				     as_worker ? "workers, plus the launcher "
+						 "as a worker"
+					       : NULL)))
+			return rc;
+	} else if ((rc = hb_k8s_set(&rd, launcher,
+				    "spec.mpiReplicaSpecs.Launcher", HB_F_NODES,
+				    "no workers: the launcher alone"))) {
+		return rc;
+	}
+
+	/* Time limit. */
+	if ((rc = hb_k8s_get_obj(&rd, get(s, "runPolicy"), "spec.runPolicy",
+				 &rp)) ||
+	    (rc = hb_k8s_get_int(&rd, get(rp, "activeDeadlineSeconds"),
+				 "spec.runPolicy.activeDeadlineSeconds", 1,
+				 1000000000000LL, &v, &present)))
+		return rc;
+	if (present) {
+		spec->time_limit = (uint64_t)v;
+		rd.m_has_deadline = true;
+		if ((rc = hb_k8s_set(&rd, get(rp, "activeDeadlineSeconds"),
+				     "spec.runPolicy.activeDeadlineSeconds",
+				     HB_F_TIME_LIMIT, NULL)))
+			return rc;
+	}
+
+	/* MPI implementation: the operator's default is OpenMPI. */
+	if ((rc = hb_k8s_get_str(&rd, get(s, "mpiImplementation"),
+				 "spec.mpiImplementation", &mpi)))
+		return rc;
+	if (!mpi || strcmp(mpi, "OpenMPI") == 0)
+		spec->mpi = HB_MPI_OPENMPI;
+	else if (strcmp(mpi, "Intel") == 0)
+		spec->mpi = HB_MPI_INTEL;
+	else if (strcmp(mpi, "MPICH") == 0)
+		spec->mpi = HB_MPI_MPICH;
+	else
+		return hb_err_set(err, HB_EINVAL, spec->source_name,
+				  lineof(
+					  get(s, "mpiImplementation")),
+				  "spec.mpiImplementation: '%.60s' is not "
+				  "OpenMPI, Intel or MPICH",
+				  mpi);
+	if ((rc = hb_k8s_set(&rd, mpi ? get(s, "mpiImplementation") : s,
+			     mpi ? "spec.mpiImplementation" : "spec",
+			     HB_F_MPI,
+			     mpi ? NULL : "no mpiImplementation: the "
+					  "operator's default, OpenMPI")))
+		return rc;
+
+	/* The pods. */
+	if ((rc = pod(&rd, launcher, "spec.mpiReplicaSpecs.Launcher", &lps,
+		      &lc)))
+		return rc;
+	wps = wc = NULL;
+	if (worker &&
+	    (rc = pod(&rd, worker, "spec.mpiReplicaSpecs.Worker", &wps, &wc)))
+		return rc;
+	if ((rc = hb_k8s_read_resources(&rd, get(wc ? wc : lc, "resources"),
+					wc ? WORKER_PATH ".containers[0]."
+						       "resources"
+					   : LAUNCHER_PATH ".containers[0]."
+							   "resources",
+					(uint32_t)slots)))
+		return rc;
+	if (wc && !rd.ours &&
+	    (rc = hb_k8s_note(&rd, get(lc, "resources"),
+			      LAUNCHER_PATH ".containers[0].resources", 0,
+			      NULL,
+			      "not carried: the launcher's own resources")))
+		return rc;
+	if ((rc = hb_k8s_read_container(&rd, lc,
+					LAUNCHER_PATH ".containers[0]")))
+		return rc;
+
+	/* What has no sbatch equivalent. */
+	if ((rc = hb_k8s_note_unknown(&rd, s, "spec", spec_known,
+				      "not carried: an MPI Operator "
+				      "setting")) ||
+	    (rc = hb_k8s_note_unknown(&rd, rp, "spec.runPolicy", rp_known,
+				      "not carried: a run policy Slurm "
+				      "does not have")) ||
+	    (rc = hb_k8s_note_unknown(&rd, rs, "spec.mpiReplicaSpecs",
+				      rs_known,
+				      "not carried: not an MPIJob replica")) ||
+	    (rc = hb_k8s_note_unknown(&rd, launcher,
+				      "spec.mpiReplicaSpecs.Launcher",
+				      replica_known, "not carried")) ||
+	    (rc = hb_k8s_note_unknown(&rd, worker,
+				      "spec.mpiReplicaSpecs.Worker",
+				      replica_known, "not carried")) ||
+	    (rc = hb_k8s_note_unknown(&rd, lps, LAUNCHER_PATH,
+				      rd.ours ? ours_ps : ps_known,
+				      "not carried: a pod setting sbatch "
+				      "does not have")) ||
+	    (rc = hb_k8s_note_unknown(&rd, wps, WORKER_PATH,
+				      rd.ours ? ours_ps : ps_known,
+				      "not carried: a pod setting sbatch "
+				      "does not have")))
+		return rc;
+	if (wc && !rd.ours &&
+	    (rc = hb_k8s_note(&rd, wc, WORKER_PATH ".containers[0]", 0, NULL,
+			      "the workers' container: its resources are "
+			      "read; its command (the ssh daemon) and the "
+			      "rest are not carried")))
+		return rc;
+	return hb_k8s_read_end(&rd);
+}

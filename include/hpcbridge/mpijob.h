@@ -1,9 +1,15 @@
 /*
- * mpijob.h - Kubeflow MPIJob (kubeflow.org/v2beta1), both directions.
+ * mpijob.h - Kubeflow MPIJob (kubeflow.org/v2beta1), both directions, and
+ * the pieces the MPIJob and TrainJob translators share (k8s.c).
+ *
+ * The mapping, the annotation carry-over and the reverse direction are
+ * described in docs/internals/manifests.md.
  */
 #ifndef HPCBRIDGE_MPIJOB_H
 #define HPCBRIDGE_MPIJOB_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "hpcbridge/config.h"
@@ -16,6 +22,11 @@ struct cJSON;
 /* Annotation and label keys hpcbridge writes on the objects it makes. */
 #define HB_ANNOTATION_PREFIX "hpcbridge.io/"
 #define HB_LABEL_QUEUE "kueue.x-k8s.io/queue-name"
+#define HB_LABEL_MANAGED_BY "app.kubernetes.io/managed-by"
+#define HB_MANAGED_BY "hpcbridge"
+/* Label on every pod template, for the --exclusive anti-affinity. */
+#define HB_LABEL_JOB HB_ANNOTATION_PREFIX "job-name"
+#define HB_LABEL_ROLE HB_ANNOTATION_PREFIX "role"
 
 /* Longest metadata.name: "<name>-worker-<N-1>" must stay <= 63. */
 #define HB_DNS_LABEL_MAX 63
@@ -32,6 +43,15 @@ int hb_k8s_name(const struct hb_jobspec *spec, int64_t array_index,
 		uint32_t nodes, char out[HB_DNS_LABEL_MAX + 1]);
 
 /*
+ * The same, reserving reserve characters after "<name>[-<index>]" instead
+ * of "-worker-<nodes-1>" (a TrainJob's longest pod host name is
+ * "<name>-launcher-0-0" or "<name>-node-0-<N-1>").  HB_ERANGE when the
+ * reserve leaves no room.
+ */
+int hb_k8s_name_reserve(const struct hb_jobspec *spec, int64_t array_index,
+			size_t reserve, char out[HB_DNS_LABEL_MAX + 1]);
+
+/*
  * Build the MPIJob for spec (array_index >= 0: that element of an array).
  * Records every field's fate in rep.  Caller frees *out with cJSON_Delete.
  */
@@ -44,5 +64,130 @@ int hb_mpijob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
  * path. */
 int hb_mpijob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
 		    struct hb_err *err);
+
+/* ------------------------------------------------------------------ */
+/* Shared by mpijob.c and trainjob.c; implemented in k8s.c.  Not a     */
+/* stable interface for other modules.                                 */
+/* ------------------------------------------------------------------ */
+
+/* Where an emitter puts each mapped field, for the fidelity report. */
+struct hb_k8s_paths {
+	const char *kind;	/* "MPIJob", "TrainJob" */
+	const char *nodes;	/* the worker count */
+	const char *slots;	/* tasks per node */
+	const char *resources;	/* the worker container's resources */
+	const char *deadline;	/* activeDeadlineSeconds */
+	const char *image;
+	const char *env;
+	const char *script;	/* where the launcher script goes */
+	const char *selector;	/* the worker pods' nodeSelector */
+	const char *affinity;	/* the worker pods' affinity */
+	const char *role;	/* HB_LABEL_ROLE of the worker pods */
+};
+
+/* What both emitters derive from a jobspec and the configuration.  The
+ * cJSON members are owned by the plan until an emitter takes them with
+ * hb_k8s_take(); hb_k8s_plan_free() deletes what is left. */
+struct hb_k8s_plan {
+	char name[HB_DNS_LABEL_MAX + 1];
+	struct hb_shape shape;
+	int64_t array_index;	  /* -1: not an array element */
+	const char *image;	  /* borrowed from cfg or spec */
+	uint64_t deadline;	  /* activeDeadlineSeconds; 0: none */
+	struct cJSON *metadata;	  /* name, namespace, labels, annotations */
+	struct cJSON *resources;  /* worker {requests, limits} */
+	struct cJSON *launcher_resources; /* from cfg launcher_*; or NULL */
+	struct cJSON *env;	  /* [{name, value}], or NULL when empty */
+	struct cJSON *script;	  /* string: the launcher script, escaped */
+	struct cJSON *pod_labels; /* labels for the pod templates */
+	struct cJSON *node_selector; /* NULL when empty */
+	struct cJSON *affinity;	  /* NULL when none */
+};
+
+/*
+ * Fill plan for spec: the array check, the shape and the worker-shape
+ * check, the name (reserving name_reserve characters; 0: MPIJob's
+ * "-worker-<N-1>"), image, queue, labels, the annotation carry-over,
+ * resources, env, selectors and the launcher script.  Records the fate
+ * of every field that is set, using paths.  The caller may override a
+ * fate afterwards.  On error the plan is freed.
+ */
+int hb_k8s_plan(const struct hb_jobspec *spec, const struct hb_config *cfg,
+		int64_t array_index, size_t name_reserve,
+		const struct hb_k8s_paths *paths, struct hb_k8s_plan *plan,
+		struct hb_report *rep, struct hb_err *err);
+void hb_k8s_plan_free(struct hb_k8s_plan *plan);
+
+/* Return *slot and set it to NULL (hand a plan's node to a tree). */
+struct cJSON *hb_k8s_take(struct cJSON **slot);
+
+/* Kubernetes expands $(VAR) and turns $$ into $ in command, args and env
+ * values; these write and read text that must reach the shell as is. */
+int hb_k8s_escape(const char *s, size_t n, struct hb_buf *out);
+int hb_k8s_unescape(const char *s, size_t n, struct hb_buf *out);
+
+/* Reading a manifest into a jobspec. */
+struct hb_k8s_reader {
+	struct hb_jobspec *spec;
+	struct hb_err *err;
+	const struct cJSON *doc;
+	const struct cJSON *annotations; /* metadata.annotations or NULL */
+	bool ours;		/* labelled managed-by hpcbridge */
+	const struct cJSON *env; /* the job container's env, for $(VAR) */
+	/* What the manifest itself says, to check hpcbridge.io/request. */
+	uint32_t m_nodes, m_slots, m_gpus;
+	uint64_t m_cpu_milli, m_mem_mb;
+	bool m_has_cpu, m_has_mem, m_has_deadline;
+};
+
+/* Check apiVersion and kind, read metadata (name, labels) and remember
+ * the annotations.  Sets spec->source. */
+int hb_k8s_read_begin(struct hb_k8s_reader *rd, const struct cJSON *doc,
+		      struct hb_jobspec *spec, struct hb_err *err,
+		      const char *api_version, const char *kind,
+		      uint8_t source);
+
+/* Record field f as read from node at path (a directive "path: value"
+ * and the field's origin).  note may be NULL. */
+int hb_k8s_note(struct hb_k8s_reader *rd, const struct cJSON *node,
+		const char *path, int nfields, const uint8_t *fields,
+		const char *note);
+int hb_k8s_set(struct hb_k8s_reader *rd, const struct cJSON *node,
+	       const char *path, enum hb_field f, const char *note);
+
+/* node must be an integer in [min, max]; NULL or JSON null: *present is
+ * false.  Errors name path. */
+int hb_k8s_get_int(struct hb_k8s_reader *rd, const struct cJSON *node,
+		   const char *path, int64_t min, int64_t max, int64_t *out,
+		   bool *present);
+/* node must be a string (or absent/null: *out NULL). */
+int hb_k8s_get_str(struct hb_k8s_reader *rd, const struct cJSON *node,
+		   const char *path, const char **out);
+/* node must be an object (or absent/null: *out NULL). */
+int hb_k8s_get_obj(struct hb_k8s_reader *rd, const struct cJSON *node,
+		   const char *path, const struct cJSON **out);
+/* node must be an array (or absent/null: *out NULL). */
+int hb_k8s_get_arr(struct hb_k8s_reader *rd, const struct cJSON *node,
+		   const char *path, const struct cJSON **out);
+
+/* Per-node resources {requests, limits} at path; tasks_per_node divides
+ * the CPUs into cpus_per_task. */
+int hb_k8s_read_resources(struct hb_k8s_reader *rd, const struct cJSON *res,
+			  const char *path, uint32_t tasks_per_node);
+
+/* The container that runs the job: image, env, and the script from
+ * command and args (ours: the original script; else a synthesised one). */
+int hb_k8s_read_container(struct hb_k8s_reader *rd, const struct cJSON *c,
+			  const char *path);
+
+/* Note the keys of obj that are not in known[] (NULL-terminated) as
+ * directives that set nothing ("not carried: ..."). */
+int hb_k8s_note_unknown(struct hb_k8s_reader *rd, const struct cJSON *obj,
+			const char *path, const char *const *known,
+			const char *why);
+
+/* Restore what hpcbridge kept in annotations, scan the script body, and
+ * fill what the manifest leaves to defaults.  Call last. */
+int hb_k8s_read_end(struct hb_k8s_reader *rd);
 
 #endif
