@@ -2590,10 +2590,6 @@ static int read_env(struct hb_k8s_reader *rd, const cJSON *c,
 int hb_k8s_read_container(struct hb_k8s_reader *rd, const cJSON *c,
 			  const char *path)
 {
-	static const char *const known[] = {"name",	   "image",
-					    "command",	   "args",
-					    "env",	   "resources",
-					    "workingDir", NULL};
 	struct hb_jobspec *s = rd->spec;
 	const char *img, *wd;
 	char p[320];
@@ -2627,11 +2623,9 @@ int hb_k8s_read_container(struct hb_k8s_reader *rd, const cJSON *c,
 				     HB_F_CHDIR, NULL)))
 			return rc;
 	}
-	if ((rc = read_env(rd, c, path)) || (rc = read_script(rd, c, path)))
+	if ((rc = read_env(rd, c, path)))
 		return rc;
-	return hb_k8s_note_unknown(rd, c, path, known,
-				   "not carried: a Kubernetes container "
-				   "setting");
+	return read_script(rd, c, path);
 }
 
 /* ---------------------------------------------------------------- */

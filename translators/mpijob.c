@@ -295,6 +295,9 @@ int hb_mpijob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
 	static const char *const ours_ps[] = {"containers", "nodeSelector",
 					      "affinity", NULL};
 	static const char *const ps_known[] = {"containers", NULL};
+	static const char *const container_known[] = {
+		"name", "image", "command", "args", "env", "resources",
+		"workingDir", NULL};
 	struct hb_k8s_reader rd;
 	const cJSON *s, *rp, *rs, *launcher, *worker, *lps, *lc, *wps, *wc;
 	const char *mpi;
@@ -455,7 +458,11 @@ int hb_mpijob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
 			      "not carried: the launcher's own resources")))
 		return rc;
 	if ((rc = hb_k8s_read_container(&rd, lc,
-					LAUNCHER_PATH ".containers[0]")))
+					LAUNCHER_PATH ".containers[0]")) ||
+	    (rc = hb_k8s_note_unknown(&rd, lc, LAUNCHER_PATH ".containers[0]",
+				      container_known,
+				      "not carried: a container setting "
+				      "sbatch does not have")))
 		return rc;
 
 	/* What has no sbatch equivalent. */

@@ -175,8 +175,9 @@ int hb_k8s_get_arr(struct hb_k8s_reader *rd, const struct cJSON *node,
 int hb_k8s_read_resources(struct hb_k8s_reader *rd, const struct cJSON *res,
 			  const char *path, uint32_t tasks_per_node);
 
-/* The container that runs the job: image, env, and the script from
- * command and args (ours: the original script; else a synthesised one). */
+/* The container that runs the job: image, workingDir, env, and the
+ * script from command and args (ours: the original script; else a
+ * synthesised one).  Other keys are the caller's to note. */
 int hb_k8s_read_container(struct hb_k8s_reader *rd, const struct cJSON *c,
 			  const char *path);
 
