@@ -2,13 +2,19 @@
  * launcher.h - the launcher script that runs an unchanged job script in a
  * Kubernetes launcher pod.
  *
- * The script is a POSIX sh program.  Its preamble reads the MPI Operator's
- * hostfile (/etc/mpi/hostfile), exports the SLURM_* and PBS_* variables job
- * scripts rely on, writes $PBS_NODEFILE, puts srun/mpirun/mpiexec wrappers
- * first on PATH so that launch lines use the hostfile, forwards NCCL_* and
- * similar settings to every rank, then writes the original script,
- * byte for byte, between heredoc markers and runs it with its own
- * interpreter.
+ * The script is a POSIX sh program, meant as the argument of `sh -c` in
+ * the MPIJob's launcher container.  Its preamble reads the MPI Operator's
+ * hostfile (/etc/mpi/hostfile, or $HPCBRIDGE_HOSTFILE), exports the
+ * SLURM_* and PBS_* variables job scripts rely on, writes $PBS_NODEFILE,
+ * puts srun/mpirun/mpiexec (and scontrol, module) wrappers first on PATH so
+ * that launch lines use the hostfile, forwards NCCL_* and similar settings
+ * to every rank, then writes the original script, byte for byte, between
+ * heredoc markers and execs it with its own interpreter, so the launcher's
+ * exit code is the script's.  docs/internals/launcher.md has the details.
+ *
+ * The text contains $(...) command substitutions: a caller that puts it
+ * in a Kubernetes command or args must escape them against Kubernetes'
+ * $(VAR) expansion ($$).
  */
 #ifndef HPCBRIDGE_LAUNCHER_H
 #define HPCBRIDGE_LAUNCHER_H
@@ -20,19 +26,32 @@
 #include "hpcbridge/jobspec.h"
 
 #define HB_LAUNCHER_HOSTFILE "/etc/mpi/hostfile"
-/* Largest launcher script: one exec argument (Linux MAX_ARG_STRLEN). */
+/* Largest launcher script: one exec argument (Linux MAX_ARG_STRLEN).  A
+ * script's length is always below this, so it fits with its NUL. */
 #define HB_LAUNCHER_MAX (128u * 1024)
 
-/* Append the launcher script for spec; job_id names the job in
- * SLURM_JOB_ID/PBS_JOBID.  array_index < 0: not an array element. */
+/*
+ * Append the launcher script for spec to out.  job_id names the job in
+ * SLURM_JOB_ID/PBS_JOBID.  array_index < 0: not an array element; else it
+ * must be one of spec's array indices (any index when spec has none), and
+ * SLURM_ARRAY_* / PBS_ARRAYID / PBS_ARRAY_INDEX are set.
+ *
+ * Errors, with a message in err naming spec->source_name:
+ *   HB_ETOOBIG  the script would reach HB_LAUNCHER_MAX (names the sizes)
+ *   HB_EINVAL   no script or job id, a NUL in the script, an environment
+ *               name a shell cannot set, an index outside the array
+ *   HB_ERANGE   the job's counts overflow (hb_jobspec_shape)
+ * On error out is left as it was.
+ */
 int hb_launcher_script(const struct hb_jobspec *spec, const char *job_id,
 		       int64_t array_index, struct hb_buf *out,
 		       struct hb_err *err);
 
 /*
  * Find the original script inside a launcher script written by
- * hb_launcher_script().  On success *body points into text and *len is
- * its length.  HB_ENOENT if text is not one of ours.
+ * hb_launcher_script() (after any Kubernetes escaping is undone).  On
+ * success *body points into text (borrowed, not NUL-terminated at *len)
+ * and *len is its length.  HB_ENOENT if text is not one of ours.
  */
 int hb_launcher_extract(const char *text, const char **body, size_t *len);
 
