@@ -1075,18 +1075,18 @@ static int or_group(struct ctx *c, const char *s, size_t n,
 				if (!x)
 					return OOM(c);
 				cJSON_AddItemToArray(exprs, x);
-				vals = cJSON_CreateArray();
-				if (!vals)
-					return OOM(c);
-				cJSON_AddItemToObject(x, "values", vals);
 				if (!cJSON_AddStringToObject(x, "key",
 							     m->labels[i].key) ||
 				    !cJSON_AddStringToObject(x, "operator",
-							     "In"))
+							     "In") ||
+				    !(vals = cJSON_AddArrayToObject(x,
+								    "values")))
 					return OOM(c);
 				cJSON_AddItemToArray(
 					vals,
 					cJSON_CreateString(m->labels[i].value));
+				if (cJSON_GetArraySize(vals) != 1)
+					return OOM(c);
 			}
 			(*nmapped)++;
 		}
@@ -1335,12 +1335,9 @@ static int exclusive(struct ctx *c, const char *role)
 	if (!x)
 		return OOM(c);
 	cJSON_AddItemToArray(exprs, x);
-	vals = cJSON_CreateArray();
-	if (!vals)
-		return OOM(c);
-	cJSON_AddItemToObject(x, "values", vals);
 	if (!cJSON_AddStringToObject(x, "key", HB_LABEL_JOB) ||
-	    !cJSON_AddStringToObject(x, "operator", "NotIn"))
+	    !cJSON_AddStringToObject(x, "operator", "NotIn") ||
+	    !(vals = cJSON_AddArrayToObject(x, "values")))
 		return OOM(c);
 	cJSON_AddItemToArray(vals, cJSON_CreateString(c->plan->name));
 	if (cJSON_GetArraySize(vals) != 1)
@@ -1359,9 +1356,22 @@ static int script(struct ctx *c)
 	struct hb_buf raw, esc;
 	int rc;
 
+	struct hb_jobspec orig = *c->spec;
+	const char *kind = provenance(c->spec, "source-kind");
+	const char *file = provenance(c->spec, "source-name");
+
+	/* A job read back from a manifest hpcbridge made runs under the
+	 * name of its original script, as it did the first time. */
+	if (file) {
+		orig.source_name = file;
+		orig.source = kind && strcmp(kind, "pbs") == 0 ? HB_SRC_PBS
+			      : kind && strcmp(kind, "sbatch") == 0
+				      ? HB_SRC_SBATCH
+				      : orig.source;
+	}
 	hb_buf_init(&raw, HB_LAUNCHER_MAX);
 	hb_buf_init(&esc, 0);
-	rc = hb_launcher_script(c->spec, c->plan->name, c->plan->array_index,
+	rc = hb_launcher_script(&orig, c->plan->name, c->plan->array_index,
 				&raw, c->err);
 	if (rc) {
 		if (!c->err->code)
