@@ -20,6 +20,9 @@
 /* ---- helpers ---------------------------------------------------------- */
 
 static char root[PATH_MAX]; /* per-test scratch directory */
+/* The launcher container's shell: /bin/sh, or bash, which is /bin/sh in
+ * some images. */
+static const char *shell = "/bin/sh";
 
 static void mkspec(struct hb_jobspec *s, const char *script)
 {
@@ -159,7 +162,7 @@ static int run_launcher(const char *text, const char *pathvar,
 		for (; extra && *extra; extra++)
 			putenv((char *)*extra);
 		alarm(120);
-		execl("/bin/sh", "sh", "-c", text, (char *)NULL);
+		execl(shell, "sh", "-c", text, (char *)NULL);
 		_exit(126);
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
@@ -190,11 +193,20 @@ static int setup(void **state)
 	return 0;
 }
 
+static int setup_bash(void **state)
+{
+	shell = "/bin/bash";
+	return setup(state);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
+	shell = "/bin/sh";
 	return nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+#define BASH_TEST(f) {#f "_bash", f, setup_bash, teardown, NULL}
 
 /* HPCBRIDGE_HOSTFILE=root/<rel>, as a NULL-terminated extra environment. */
 static const char **hostenv(const char *hostfile_rel)
@@ -1134,6 +1146,10 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_run_scontrol_module,
 						setup, teardown),
+		BASH_TEST(test_run_openmpi_hosts),
+		BASH_TEST(test_run_quoting),
+		BASH_TEST(test_run_bytes_exact),
+		BASH_TEST(test_run_wrappers_openmpi),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
