@@ -56,9 +56,10 @@
 #define NO_DIR UINT32_MAX
 
 /* Caps that keep hostile input linear: items in one list value. */
-#define MAX_ITEMS 1024
-#define MAX_NAME  255
-#define MAX_ENV	  4096
+#define MAX_ITEMS      1024
+#define MAX_NAME       255
+#define MAX_ENV	       4096
+#define MAX_DIRECTIVES 65536
 
 /* A list of distinct short strings (features, hosts), in arena memory. */
 struct strset {
@@ -266,6 +267,9 @@ static int new_dir(struct ctx *c, const char *text, size_t len)
 	struct hb_origin o;
 	struct hb_directive *d;
 
+	if (c->spec->ndirectives >= MAX_DIRECTIVES)
+		return fail(c, HB_ETOOBIG, "more than %d directives",
+			    MAX_DIRECTIVES);
 	o.kind = c->cli ? HB_ORIGIN_CLI : HB_ORIGIN_FILE;
 	o.line = c->loc;
 	d = hb_jobspec_add_directive(c->spec, HB_DIR_PBS, o, text, len);
@@ -2148,11 +2152,17 @@ static int split_line(struct ctx *c, const char *s, size_t n, struct word **out,
 		      size_t *nout)
 {
 	size_t cap = n / 2 + 1, nw = 0, i = 0;
-	struct word *w = hb_arena_alloc(&c->spec->arena, cap * sizeof(*w));
-	char *o = hb_arena_alloc(&c->spec->arena, n + cap + 1);
+	struct word *w;
+	char *o;
 
-	if (!w || !o)
+	/* Scratch memory, freed once the line is read: the words, then
+	 * their unquoted values (at most n bytes plus one NUL each). */
+	w = malloc(cap * sizeof(*w) + n + cap + 1);
+	if (!w)
 		return oom(c);
+	*out = w;
+	*nout = 0;
+	o = (char *)(w + cap);
 	for (;;) {
 		size_t start;
 
@@ -2644,6 +2654,32 @@ static int settle_mem(struct ctx *c)
 	return 0;
 }
 
+static int dir_default(struct ctx *c, uint32_t d, const char **path, char which)
+{
+	const char *p = *path, *n;
+	size_t len;
+
+	if (d == NO_DIR || !p)
+		return 0;
+	len = strlen(p);
+	if (!len || p[len - 1] != '/') {
+		if (strchr(p, '%'))
+			return note_at(c, d,
+				       "'%%' in the path: Slurm reads it "
+				       "as a file name pattern");
+		return 0;
+	}
+	n = hb_arena_printf(&c->spec->arena, "%s%%x.%c%s", p, which,
+			    c->spec->narray_ranges ? "%A.%a" : "%j");
+	if (!n)
+		return oom(c);
+	*path = n;
+	return note_at(c, d,
+		       "a directory: PBS's default name JOB.%cSEQ%s is "
+		       "used, as %s",
+		       which, c->spec->narray_ranges ? ".INDEX" : "", n + len);
+}
+
 static int settle_misc(struct ctx *c)
 {
 	struct hb_jobspec *s = c->spec;
@@ -2719,6 +2755,13 @@ static int settle_misc(struct ctx *c)
 		}
 		set_at(c, c->d_stagein, HB_F_DATA);
 	}
+	/* A directory gets PBS's default file name, JOB.oSEQ / JOB.eSEQ,
+	 * as a Slurm pattern (%x job name, %j job id, %A.%a for arrays). */
+	rc = dir_default(c, c->d_out, &s->output, 'o');
+	if (!rc)
+		rc = dir_default(c, c->d_errp, &s->error, 'e');
+	if (rc)
+		return rc;
 	/* Join. */
 	if (c->d_join != NO_DIR) {
 		uint32_t d = c->d_join;
@@ -2915,11 +2958,12 @@ static int read_header(struct ctx *c, const char *buf, size_t len,
 		c->loc = line;
 		if (plen && n >= plen && memcmp(p, pfx, plen) == 0 &&
 		    (n == plen || is_blank(p[plen]))) {
-			struct word *w;
-			size_t nw;
+			struct word *w = NULL;
+			size_t nw = 0;
 			int rc = split_line(c, p + plen, n - plen, &w, &nw);
 
 			rc = rc ? rc : run_options(c, w, nw);
+			free(w);
 			if (rc)
 				return rc;
 		} else {

@@ -719,6 +719,32 @@ static void test_identity_and_io(void **state)
 	hb_jobspec_free(&s);
 }
 
+static void test_output_dir(void **state)
+{
+	struct hb_jobspec s;
+
+	(void)state;
+	/* a directory takes PBS's default file name, as a Slurm pattern */
+	ok("#PBS -o logs/\n#PBS -e /tmp/e/\ntrue\n", &s);
+	assert_string_equal(s.output, "logs/%x.o%j");
+	assert_string_equal(s.error, "/tmp/e/%x.e%j");
+	assert_note(find_dir(&s, "-o logs/"), "default name JOB.oSEQ");
+	hb_jobspec_free(&s);
+	ok("#PBS -J 1-4\n#PBS -o logs/\ntrue\n", &s);
+	assert_string_equal(s.output, "logs/%x.o%A.%a");
+	hb_jobspec_free(&s);
+	/* -j eo with a directory: both streams in the .e file */
+	ok("#PBS -j eo\n#PBS -e logs/\ntrue\n", &s);
+	assert_string_equal(s.output, "logs/%x.e%j");
+	assert_null(s.error);
+	hb_jobspec_free(&s);
+	/* '%' means something to Slurm: noted */
+	ok("#PBS -o out%1.log\ntrue\n", &s);
+	assert_string_equal(s.output, "out%1.log");
+	assert_note(find_dir(&s, "-o out%1.log"), "pattern");
+	hb_jobspec_free(&s);
+}
+
 static void test_join_keep(void **state)
 {
 	struct hb_jobspec s;
@@ -1200,6 +1226,54 @@ static void test_nul_and_size(void **state)
 	free(big);
 }
 
+/* Big headers: long lines parse, too many directives is a clear error. */
+static void test_big_headers(void **state)
+{
+	const size_t name_len = 1024 * 1024;
+	struct hb_jobspec s;
+	struct hb_err e;
+	char *big;
+	size_t off = 0;
+
+	(void)state;
+	/* four 1 MiB directive lines in a script near the size cap */
+	big = malloc(HB_SCRIPT_MAX);
+	assert_non_null(big);
+	for (int i = 0; i < 3; i++) {
+		memcpy(big + off, "#PBS -M ", 8);
+		off += 8;
+		memset(big + off, 'm', name_len);
+		off += name_len;
+		big[off++] = '\n';
+	}
+	memcpy(big + off, "#PBS -N ", 8);
+	off += 8;
+	memset(big + off, 'n', HB_SCRIPT_MAX - off - 1);
+	big[HB_SCRIPT_MAX - 1] = '\n';
+	hb_jobspec_init(&s, "job.pbs");
+	memset(&e, 0, sizeof(e));
+	if (hb_pbs_parse(big, HB_SCRIPT_MAX, "job.pbs", NULL, 0, &s, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(strlen(s.mail_user), name_len);
+	assert_int_equal(strlen(s.name), HB_SCRIPT_MAX - off - 1);
+	hb_jobspec_free(&s);
+
+	/* 70000 directives: more than the cap */
+	off = 0;
+	for (int i = 0; i < 70000; i++) {
+		memcpy(big + off, "#PBS -r y\n", 10);
+		off += 10;
+	}
+	hb_jobspec_init(&s, "job.pbs");
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(hb_pbs_parse(big, off, "job.pbs", NULL, 0, &s, &e),
+			 HB_ETOOBIG);
+	assert_non_null(strstr(e.msg, "job.pbs:65537: more than 65536 "
+				      "directives"));
+	hb_jobspec_free(&s);
+	free(big);
+}
+
 static void test_detect(void **state)
 {
 	static const struct {
@@ -1308,6 +1382,7 @@ int main(void)
 	    cmocka_unit_test(test_depend),
 	    cmocka_unit_test(test_other_w),
 	    cmocka_unit_test(test_identity_and_io),
+	    cmocka_unit_test(test_output_dir),
 	    cmocka_unit_test(test_join_keep),
 	    cmocka_unit_test(test_mail),
 	    cmocka_unit_test(test_env),
@@ -1320,6 +1395,7 @@ int main(void)
 	    cmocka_unit_test(test_select_nodes_conflict),
 	    cmocka_unit_test(test_errors),
 	    cmocka_unit_test(test_nul_and_size),
+	    cmocka_unit_test(test_big_headers),
 	    cmocka_unit_test(test_detect),
 	    cmocka_unit_test(test_corpus),
 	};
