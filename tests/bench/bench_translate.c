@@ -14,7 +14,6 @@
  *
  * usage: bench_translate [-n SCRIPTS] [-r REPEATS] FILE...
  */
-#define _GNU_SOURCE
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
