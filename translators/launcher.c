@@ -30,14 +30,15 @@
 #include "hpcbridge/launcher.h"
 
 /* First line of every launcher script: hb_launcher_extract() checks it. */
-#define MAGIC "# hpcbridge launcher 1\n"
+#define MAGIC	   "# hpcbridge launcher 1\n"
 #define DELIM_BASE "HPCBRIDGE_EOF"
-#define DELIM_MAX 48
-#define TRAILER "\nhb_run "
+#define DELIM_MAX  48
+#define TRAILER	   "\nhb_run "
 /* Name of the job script file, as $0 sees it (Slurm's own name). */
 #define SCRIPT_NAME "slurm_script"
 
 /* The runtime, written to $hb_dir/lib.sh.  Keep it free of user data. */
+/* clang-format off */
 static const char RUNTIME[] =
 	"hb_fail() { hb_note \"$@\"; exit 1; }\n"
 	"hb_note() { printf 'hpcbridge: %s\\n' \"$*\" >&2; }\n"
@@ -726,8 +727,10 @@ static const char RUNTIME[] =
 	"\t\t    hb_fail \"cannot write $hb_dir/bin/$hb_x\"\n"
 	"\tdone\n"
 	"}\n";
+/* clang-format on */
 
 /* Start of the launcher, up to the runtime's contents. */
+/* clang-format off */
 static const char HEAD[] =
 	MAGIC
 	"# Runs one job script unchanged in the MPIJob launcher pod.\n"
@@ -743,6 +746,7 @@ static const char AFTER_RUNTIME[] =
 	"HPCBRIDGE_LIB\n"
 	". \"$hb_dir/lib.sh\" || exit 1\n"
 	"hb_install\n";
+/* clang-format on */
 
 static bool is_shell_name(const char *s)
 {
@@ -858,8 +862,8 @@ static int check_env(const struct hb_jobspec *spec, struct hb_err *err)
 			return hb_err_set(err, HB_EINVAL, spec->source_name, 0,
 					  "environment variable name '%.64s' "
 					  "cannot be set by a shell",
-					  spec->env[i].name ?
-					  spec->env[i].name : "");
+					  spec->env[i].name ? spec->env[i].name
+							    : "");
 	}
 	return 0;
 }
@@ -1014,8 +1018,8 @@ static int put_job(struct hb_buf *b, const struct hb_jobspec *spec,
 	     (rc = put_assign(b, true, "PBS_O_LOGNAME", spec->user))))
 		return rc;
 	if (spec->cpus_per_task &&
-	    (rc = put_export_u64(b, "SLURM_CPUS_PER_TASK",
-				 spec->cpus_per_task)))
+	    (rc =
+		 put_export_u64(b, "SLURM_CPUS_PER_TASK", spec->cpus_per_task)))
 		return rc;
 	if (spec->time_limit && spec->time_limit != HB_TIME_UNLIMITED &&
 	    (rc = put_export_u64(b, "PBS_WALLTIME", spec->time_limit)))
@@ -1059,8 +1063,8 @@ static int choose_delim(const char *s, size_t n, char out[DELIM_MAX])
  * The script's interpreter, from its "#!" line, split as Linux does: the
  * path, then at most one argument (the rest of the line, trimmed).
  */
-static void shebang(const char *s, size_t n, const char **interp,
-		    size_t *ilen, const char **arg, size_t *alen)
+static void shebang(const char *s, size_t n, const char **interp, size_t *ilen,
+		    const char **arg, size_t *alen)
 {
 	const char *p, *end, *nl;
 
@@ -1102,8 +1106,7 @@ static int put_run(struct hb_buf *b, const struct hb_jobspec *spec,
 		/* "./" keeps a relative path from looking like an option
 		 * or being searched for in CDPATH. */
 		if ((rc = hb_buf_puts(b, "hb_chdir=")) ||
-		    (spec->chdir[0] != '/' &&
-		     (rc = hb_buf_puts(b, "./"))) ||
+		    (spec->chdir[0] != '/' && (rc = hb_buf_puts(b, "./"))) ||
 		    (rc = put_quoted(b, spec->chdir, strlen(spec->chdir))) ||
 		    (rc = hb_buf_putc(b, '\n')))
 			return rc;
@@ -1114,9 +1117,9 @@ static int put_run(struct hb_buf *b, const struct hb_jobspec *spec,
 			 : hb_buf_puts(b, "/bin/sh")) ||
 	    (rc = hb_buf_putc(b, '\n')))
 		return rc;
-	if (arg && ((rc = hb_buf_puts(b, "hb_interp_arg=")) ||
-		    (rc = put_quoted(b, arg, alen)) ||
-		    (rc = hb_buf_putc(b, '\n'))))
+	if (arg &&
+	    ((rc = hb_buf_puts(b, "hb_interp_arg=")) ||
+	     (rc = put_quoted(b, arg, alen)) || (rc = hb_buf_putc(b, '\n'))))
 		return rc;
 	return hb_buf_puts(b, "hb_script=$hb_dir/" SCRIPT_NAME "\n");
 }
@@ -1131,8 +1134,7 @@ static int put_script(struct hb_buf *b, const char *script, size_t len,
 				delim)) ||
 	    (rc = hb_buf_append(b, script, len)) ||
 	    (add_nl && (rc = hb_buf_putc(b, '\n'))) ||
-	    (rc = hb_buf_printf(b, "%s" TRAILER "%d\n", delim,
-				add_nl ? 1 : 0)))
+	    (rc = hb_buf_printf(b, "%s" TRAILER "%d\n", delim, add_nl ? 1 : 0)))
 		return rc;
 	return 0;
 }
@@ -1193,8 +1195,8 @@ int hb_launcher_script(const struct hb_jobspec *spec, const char *job_id,
 	     !in_array(spec, (uint64_t)array_index)))
 		return hb_err_set(err, HB_EINVAL, file, 0,
 				  "launcher: %" PRId64 " is not an index of "
-				  "the job's array '%.64s'", array_index,
-				  spec->array ? spec->array : "");
+				  "the job's array '%.64s'",
+				  array_index, spec->array ? spec->array : "");
 	if ((rc = check_env(spec, err)))
 		return rc;
 	if (hb_jobspec_shape(spec, &sh))
@@ -1276,8 +1278,7 @@ int hb_launcher_extract(const char *text, const char **body, size_t *len)
 	if (dl == text || dlen < sizeof(DELIM_BASE) - 1 || dlen >= DELIM_MAX ||
 	    memcmp(dl, DELIM_BASE, sizeof(DELIM_BASE) - 1) != 0)
 		return HB_ENOENT;
-	k = snprintf(open, sizeof(open), "<<'%.*s' || exit 1\n", (int)dlen,
-		     dl);
+	k = snprintf(open, sizeof(open), "<<'%.*s' || exit 1\n", (int)dlen, dl);
 	if (k < 0 || (size_t)k >= sizeof(open))
 		return HB_ENOENT;
 	op = last_memmem(text, (size_t)(dl - text), open, (size_t)k);

@@ -206,7 +206,9 @@ static int teardown(void **state)
 	return nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* clang-format off */
 #define BASH_TEST(f) {#f "_bash", f, setup_bash, teardown, NULL}
+/* clang-format on */
 
 /* HPCBRIDGE_HOSTFILE=root/<rel>, as a NULL-terminated extra environment. */
 static const char **hostenv(const char *hostfile_rel)
@@ -302,10 +304,12 @@ static void export_line(char *out, size_t cap, const char *name,
  * changed, whatever it holds. */
 static void test_text_quoting(void **state)
 {
+	/* clang-format off */
 	static const char *const nasty[] = {
 		"it's", "$(touch PWNED)", "`touch PWNED`", "a\nb",
 		"'; touch PWNED; '", "\\", "${HOME}", "'\"'\"'", "x",
 	};
+	/* clang-format on */
 	struct hb_jobspec s;
 
 	(void)state;
@@ -362,6 +366,7 @@ static uint64_t next(void)
 
 static void test_extract_roundtrip(void **state)
 {
+	/* clang-format off */
 	static const char *const pieces[] = {
 		"HPCBRIDGE_EOF", "HPCBRIDGE_EOF\n", "\nHPCBRIDGE_EOF\n",
 		"HPCBRIDGE_LIB\n", "hb_run 0\n", "hb_run 1", "<<'", "'",
@@ -369,12 +374,15 @@ static void test_extract_roundtrip(void **state)
 		"# hpcbridge launcher 1\n", "srun ./a\n", "\x01", "\xff",
 		"\xc3\xa9", "EOF", "HPCBRIDGE_EOF_", "|| exit 1\n",
 	};
+	/* clang-format on */
+	/* clang-format off */
 	static const char *const fixed[] = {
 		"", "\n", "x", "HPCBRIDGE_EOF", "HPCBRIDGE_EOF\n",
 		"#!/bin/bash\necho hi\n", "#!/bin/bash\necho hi",
 		"HPCBRIDGE_EOF\nHPCBRIDGE_EOF\nhb_run 0\n",
 		"cat <<'HPCBRIDGE_EOF' || exit 1\nHPCBRIDGE_EOF\n",
 	};
+	/* clang-format on */
 	char buf[4096];
 
 	(void)state;
@@ -384,8 +392,8 @@ static void test_extract_roundtrip(void **state)
 		size_t n = 0, k = next() % 40;
 
 		for (size_t j = 0; j < k; j++) {
-			const char *p = pieces[next() % (sizeof(pieces) /
-							 sizeof(*pieces))];
+			const char *p =
+			    pieces[next() % (sizeof(pieces) / sizeof(*pieces))];
 			size_t pl = strlen(p);
 
 			if (n + pl >= sizeof(buf))
@@ -426,8 +434,9 @@ static void test_extract_rejects(void **state)
 
 	(void)state;
 	assert_int_equal(hb_launcher_extract("", &body, &len), HB_ENOENT);
-	assert_int_equal(hb_launcher_extract("#!/bin/sh\necho hi\n", &body,
-					     &len), HB_ENOENT);
+	assert_int_equal(
+	    hb_launcher_extract("#!/bin/sh\necho hi\n", &body, &len),
+	    HB_ENOENT);
 	mkspec(&s, "echo hi\n");
 	t = gen(&s, "1", -1);
 	n = strlen(t);
@@ -473,8 +482,7 @@ static void test_size_cap(void **state)
 	big[n] = '\0';
 	mkspec(&s, big);
 	hb_buf_init(&b, 0);
-	assert_int_equal(hb_launcher_script(&s, "1", -1, &b, &err),
-			 HB_ETOOBIG);
+	assert_int_equal(hb_launcher_script(&s, "1", -1, &b, &err), HB_ETOOBIG);
 	assert_int_equal(b.len, 0);
 	assert_non_null(strstr(err.msg, "131072 bytes"));
 	hb_buf_free(&b);
@@ -496,8 +504,7 @@ static void test_size_cap_message(void **state)
 	big[HB_LAUNCHER_MAX + 9] = '\0';
 	mkspec(&s, big);
 	hb_buf_init(&b, 0);
-	assert_int_equal(hb_launcher_script(&s, "1", -1, &b, &err),
-			 HB_ETOOBIG);
+	assert_int_equal(hb_launcher_script(&s, "1", -1, &b, &err), HB_ETOOBIG);
 	snprintf(want, sizeof(want), "%u bytes", HB_LAUNCHER_MAX + 9);
 	assert_non_null(strstr(err.msg, want));
 	assert_non_null(strstr(err.msg, "job.sh"));
@@ -509,8 +516,7 @@ static void test_size_cap_message(void **state)
 	big[HB_LAUNCHER_MAX - 50] = '\0';
 	mkspec(&s, big);
 	hb_buf_init(&b, 0);
-	assert_int_equal(hb_launcher_script(&s, "1", -1, &b, &err),
-			 HB_ETOOBIG);
+	assert_int_equal(hb_launcher_script(&s, "1", -1, &b, &err), HB_ETOOBIG);
 	snprintf(want, sizeof(want), "%u-byte job script",
 		 HB_LAUNCHER_MAX - 50);
 	assert_non_null(strstr(err.msg, want));
@@ -528,16 +534,14 @@ static void test_bad_input(void **state)
 	(void)state;
 	hb_buf_init(&b, 0);
 	mkspec(&s, "echo hi\n");
-	assert_int_equal(hb_launcher_script(&s, NULL, -1, &b, &err),
-			 HB_EINVAL);
+	assert_int_equal(hb_launcher_script(&s, NULL, -1, &b, &err), HB_EINVAL);
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(hb_launcher_script(&s, "", -1, &b, &err), HB_EINVAL);
 
 	/* An environment name a shell cannot set. */
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(hb_jobspec_add_env(&s, "A-B", "1"), 0);
-	assert_int_equal(hb_launcher_script(&s, "1", -1, &b, &err),
-			 HB_EINVAL);
+	assert_int_equal(hb_launcher_script(&s, "1", -1, &b, &err), HB_EINVAL);
 	assert_non_null(strstr(err.msg, "A-B"));
 	hb_jobspec_free(&s);
 
@@ -546,16 +550,14 @@ static void test_bad_input(void **state)
 	hb_jobspec_init(&s, "job.sh");
 	s.script = hb_jobspec_strndup(&s, "echo a\0b\n", 9);
 	s.script_len = 9;
-	assert_int_equal(hb_launcher_script(&s, "1", -1, &b, &err),
-			 HB_EINVAL);
+	assert_int_equal(hb_launcher_script(&s, "1", -1, &b, &err), HB_EINVAL);
 	assert_non_null(strstr(err.msg, "NUL"));
 	hb_jobspec_free(&s);
 
 	/* No script; an index outside the array. */
 	memset(&err, 0, sizeof(err));
 	hb_jobspec_init(&s, "job.sh");
-	assert_int_equal(hb_launcher_script(&s, "1", -1, &b, &err),
-			 HB_EINVAL);
+	assert_int_equal(hb_launcher_script(&s, "1", -1, &b, &err), HB_EINVAL);
 	hb_jobspec_free(&s);
 	mkspec(&s, "echo\n");
 	s.array = "1-3";
@@ -765,11 +767,13 @@ static void test_run_quoting(void **state)
 /* The script file the interpreter runs is the original, byte for byte. */
 static void test_run_bytes_exact(void **state)
 {
+	/* clang-format off */
 	static const char *const tails[] = {
 		"", "\n", "no final newline", "HPCBRIDGE_EOF\nHPCBRIDGE_EOF",
 		"\\\n$x `y` 'z' \"w\"\r\n\x01\x7f\xff\xc3\xa9\n\n\n",
 		"HPCBRIDGE_LIB\nhb_run 0\nhb_run 1",
 	};
+	/* clang-format on */
 
 	(void)state;
 	write_str("hosts", "h slots=1\n");
@@ -1047,10 +1051,12 @@ static void test_run_wrappers_hydra(void **state)
  * the task variables; more tasks fail clearly. */
 static void test_run_srun_without_mpi(void **state)
 {
+	/* clang-format off */
 	static const char *const tools[] = {
 		"sh", "mktemp", "cat", "chmod", "mkdir", "uname", "env",
 		"pwd", "cp",
 	};
+	/* clang-format on */
 	struct hb_jobspec s;
 	char *t, *got, dst[PATH_MAX], src[PATH_MAX];
 	const char **extra;
@@ -1115,41 +1121,39 @@ static void test_run_scontrol_module(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_text_properties),
-		cmocka_unit_test(test_text_mpi_flavor),
-		cmocka_unit_test(test_text_quoting),
-		cmocka_unit_test(test_extract_roundtrip),
-		cmocka_unit_test(test_extract_delim_varies),
-		cmocka_unit_test(test_extract_rejects),
-		cmocka_unit_test(test_size_cap),
-		cmocka_unit_test(test_size_cap_message),
-		cmocka_unit_test(test_bad_input),
-		cmocka_unit_test_setup_teardown(test_run_openmpi_hosts, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_run_hydra_hosts_uneven,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_run_array, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_run_quoting, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_run_bytes_exact, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_run_interpreters, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_run_chdir_and_fallback,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_run_wrappers_openmpi,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_run_wrappers_hydra, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_run_srun_without_mpi,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_run_scontrol_module,
-						setup, teardown),
-		BASH_TEST(test_run_openmpi_hosts),
-		BASH_TEST(test_run_quoting),
-		BASH_TEST(test_run_bytes_exact),
-		BASH_TEST(test_run_wrappers_openmpi),
+	    cmocka_unit_test(test_text_properties),
+	    cmocka_unit_test(test_text_mpi_flavor),
+	    cmocka_unit_test(test_text_quoting),
+	    cmocka_unit_test(test_extract_roundtrip),
+	    cmocka_unit_test(test_extract_delim_varies),
+	    cmocka_unit_test(test_extract_rejects),
+	    cmocka_unit_test(test_size_cap),
+	    cmocka_unit_test(test_size_cap_message),
+	    cmocka_unit_test(test_bad_input),
+	    cmocka_unit_test_setup_teardown(test_run_openmpi_hosts, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_run_hydra_hosts_uneven, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_run_array, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_run_quoting, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_run_bytes_exact, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_run_interpreters, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_run_chdir_and_fallback, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_run_wrappers_openmpi, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_run_wrappers_hydra, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_run_srun_without_mpi, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_run_scontrol_module, setup,
+					    teardown),
+	    BASH_TEST(test_run_openmpi_hosts),
+	    BASH_TEST(test_run_quoting),
+	    BASH_TEST(test_run_bytes_exact),
+	    BASH_TEST(test_run_wrappers_openmpi),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
