@@ -349,15 +349,16 @@ static const char *str(const cJSON *o, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* A whole number in the int64 range (no libm: plain conversions). */
+static int whole(double d)
+{
+	return isfinite(d) && d >= -9223372036854775808.0 &&
+	       d < 9223372036854775808.0 && (double)(long long)d == d;
+}
+
 static int is_integral(const cJSON *v)
 {
-	double d;
-
-	if (!cJSON_IsNumber(v))
-		return 0;
-	d = v->valuedouble;
-	return isfinite(d) && d == floor(d) && d >= -9223372036854775808.0 &&
-	       d < 9223372036854775808.0;
+	return cJSON_IsNumber(v) && whole(v->valuedouble);
 }
 
 /* 1 and *out when o.key is an integer. */
@@ -411,7 +412,7 @@ static const char *quote(const char *s, char *buf, size_t cap)
 
 static const char *fmt_number(double d, char *buf, size_t cap)
 {
-	if (isfinite(d) && d == floor(d) && fabs(d) < 1e18)
+	if (whole(d) && d > -1e18 && d < 1e18)
 		snprintf(buf, cap, "%lld", (long long)d);
 	else
 		snprintf(buf, cap, "%.17g", d);
@@ -1699,9 +1700,12 @@ static void validate_number(struct vctx *c, const struct snode *n,
 		       (n->flags & F_EXCL_MAX) ? "" : "or equal to ",
 		       fmt_number(n->maximum, b, sizeof(b)));
 	if (n->flags & F_HAS_MULT) {
-		double q = d / n->multiple_of;
+		double q = d / n->multiple_of, r = 0;
 
-		if (!isfinite(q) || fabs(q - nearbyint(q)) > 1e-9)
+		/* q - round(q); past 2^53 every double is a whole number */
+		if (isfinite(q) && q > -9e15 && q < 9e15)
+			r = q - (double)(long long)(q + (q < 0 ? -0.5 : 0.5));
+		if (!isfinite(q) || r > 1e-9 || r < -1e-9)
 			report(c, V_VALUE,
 			       "Invalid value: %s: must be a multiple of %s",
 			       fmt_number(d, a, sizeof(a)),
@@ -2527,8 +2531,8 @@ static void rules_mpijob(struct vctx *c, const cJSON *obj)
 	const cJSON *spec = get(obj, "spec");
 	const cJSON *specs = has(spec, "mpiReplicaSpecs");
 	const cJSON *worker = has(specs, "Worker"), *rp, *m;
-	const char *name = str(get(obj, "metadata"), "name");
-	char host[96], suffix[40], q[QUOTE_MAX * 2 + 16];
+	char gen[320], host[96], suffix[40], q[QUOTE_MAX * 2 + 16];
+	const char *name = object_name(obj, gen, sizeof(gen));
 	long long replicas = 1, r;
 	size_t old;
 	int n;

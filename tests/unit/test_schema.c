@@ -909,6 +909,174 @@ static void test_many_validations(void **state)
 	cJSON_Delete(doc);
 }
 
+/* ---- keywords the reference CRDs do not use ---- */
+
+static const char widget_crd[] =
+	"apiVersion: apiextensions.k8s.io/v1\n"
+	"kind: CustomResourceDefinition\n"
+	"metadata: {name: widgets.example.com}\n"
+	"spec:\n"
+	"  group: example.com\n"
+	"  scope: Cluster\n"
+	"  names: {kind: Widget, plural: widgets}\n"
+	"  versions:\n"
+	"  - name: v0\n"
+	"    served: false\n"
+	"    storage: false\n"
+	"    schema: {openAPIV3Schema: {type: object}}\n"
+	"  - name: v1\n"
+	"    served: true\n"
+	"    storage: true\n"
+	"    subresources: {status: {}}\n"
+	"    schema:\n"
+	"      openAPIV3Schema:\n"
+	"        type: object\n"
+	"        required: [spec]\n"
+	"        properties:\n"
+	"          apiVersion: {type: string}\n"
+	"          kind: {type: string}\n"
+	"          metadata: {type: object}\n"
+	"          status: {type: object, properties: {n: {type: integer}}}\n"
+	"          spec:\n"
+	"            type: object\n"
+	"            maxProperties: 12\n"
+	"            properties:\n"
+	"              ratio: {type: number, exclusiveMinimum: true,\n"
+	"                      minimum: 0, maximum: 1}\n"
+	"              step: {type: integer, multipleOf: 5}\n"
+	"              note: {type: string, nullable: true}\n"
+	"              when: {type: string, format: date-time}\n"
+	"              code: {type: string, pattern: '^[A-Z]{3}$'}\n"
+	"              size: {type: string, format: email}\n"
+	"              tags: {type: array, uniqueItems: true,\n"
+	"                     items: {type: string}, maxItems: 3}\n"
+	"              free: {type: object,\n"
+	"                     x-kubernetes-preserve-unknown-fields: true}\n"
+	"              open: {type: object, additionalProperties: true}\n"
+	"              closed: {type: object, additionalProperties: false}\n"
+	"              choice:\n"
+	"                oneOf:\n"
+	"                - {required: [a]}\n"
+	"                - {required: [b]}\n"
+	"                type: object\n"
+	"                properties: {a: {type: string}, b: {type: string}}\n"
+	"              notc:\n"
+	"                type: string\n"
+	"                not: {enum: [forbidden]}\n"
+	"                allOf: [{minLength: 2}, {maxLength: 4}]\n"
+	"              inner:\n"
+	"                type: object\n"
+	"                x-kubernetes-embedded-resource: true\n"
+	"                properties: {spec: {type: object}}\n";
+
+static void test_generic_keywords(void **state)
+{
+	struct hb_schema_set *set = hb_schema_set_new();
+	struct hb_buf out;
+	struct hb_err err = { 0 };
+	cJSON *doc;
+	const char *good =
+		"apiVersion: example.com/v1\n"
+		"kind: Widget\n"
+		"metadata: {name: w, generateName: w-}\n"
+		"status: {n: x}\n"
+		"spec:\n"
+		"  ratio: 0.5\n"
+		"  step: 15\n"
+		"  note: null\n"
+		"  when: 2024-02-29T23:59:60.5+05:30\n"
+		"  code: ABC\n"
+		"  size: anything\n"
+		"  tags: [a, b]\n"
+		"  free: {x: {y: [1]}}\n"
+		"  open: {z: 1}\n"
+		"  choice: {a: x}\n"
+		"  notc: abc\n"
+		"  inner:\n"
+		"    apiVersion: v1\n"
+		"    kind: ConfigMap\n"
+		"    metadata: {name: c, labels: {a: b}}\n"
+		"    spec: {}\n";
+	const char *bad =
+		"apiVersion: example.com/v1\n"
+		"kind: Widget\n"
+		"metadata: {name: w, namespace: default}\n"
+		"spec:\n"
+		"  ratio: 0\n"
+		"  step: 7\n"
+		"  when: 2024-13-01T00:00:00Z\n"
+		"  code: abc\n"
+		"  tags: [a, b, a, c]\n"
+		"  closed: {z: 1}\n"
+		"  choice: {a: x, b: y}\n"
+		"  notc: forbidden\n"
+		"  inner: {metadata: {bogus: 1}}\n";
+
+	(void)state;
+	hb_buf_init(&out, 0);
+	assert_non_null(set);
+	if (hb_schema_set_add_crd(set, widget_crd, strlen(widget_crd), "w",
+				  &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(hb_schema_set_unchecked(set, &out), 0);
+	assert_string_equal(out.data, "Widget v1 spec.size: format 'email' "
+				      "(not checked)\n");
+
+	/* on create the status subresource is dropped, else checked */
+	doc = parse_yaml(good);
+	hb_buf_reset(&out);
+	assert_int_equal(hb_schema_validate_all(set, doc, HB_SCHEMA_CREATE,
+						&out, &err),
+			 0);
+	assert_int_equal(hb_schema_validate_all(set, doc, 0, &out, &err),
+			 HB_EINVAL);
+	assert_string_equal(out.data, "status.n: must be of type integer\n");
+	cJSON_Delete(doc);
+
+	doc = parse_yaml(bad);
+	hb_buf_reset(&out);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_schema_validate_all(set, doc, 0, &out, &err),
+			 HB_EINVAL);
+	assert_has_line(&out, "metadata.namespace: Forbidden");
+	assert_has_line(&out, "spec.ratio: Invalid value: 0: must be greater "
+			      "than 0");
+	assert_has_line(&out, "spec.step: Invalid value: 7: must be a "
+			      "multiple of 5");
+	assert_has_line(&out, "spec.when: Invalid value: "
+			      "\"2024-13-01T00:00:00Z\": must be a date-time");
+	assert_has_line(&out, "spec.code: Invalid value: \"abc\": must match "
+			      "'^[A-Z]{3}$'");
+	assert_has_line(&out, "spec.tags: Too many: 4: must have at most 3");
+	assert_has_line(&out, "spec.tags[2]: Duplicate value: \"a\"");
+	assert_has_line(&out, "spec.closed.z: unknown field");
+	assert_has_line(&out, "spec.choice: must match exactly one schema in "
+			      "oneOf, not 2");
+	assert_has_line(&out, "spec.notc: must not match the schema in not");
+	assert_has_line(&out, "spec.notc: must match schema 1 of allOf");
+	assert_has_line(&out, "spec.inner.metadata.bogus: unknown field");
+	assert_has_line(&out, "spec.inner.apiVersion: Required value");
+	assert_has_line(&out, "spec.inner.kind: Required value");
+	assert_int_equal(count_lines(out.data), 14);
+	cJSON_Delete(doc);
+
+	/* v0 is not served */
+	doc = parse_yaml("apiVersion: example.com/v0\nkind: Widget\n"
+			 "metadata: {name: w}\n");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_schema_validate(set, doc, &err), HB_ENOENT);
+	cJSON_Delete(doc);
+	/* required spec; status is not required on create either way */
+	doc = parse_yaml("apiVersion: example.com/v1\nkind: Widget\n"
+			 "metadata: {name: w}\n");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_schema_validate(set, doc, &err), HB_EINVAL);
+	assert_string_equal(err.msg, "spec: Required value");
+	cJSON_Delete(doc);
+	hb_buf_free(&out);
+	hb_schema_set_free(set);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -929,6 +1097,7 @@ int main(void)
 	    cmocka_unit_test(test_trainjob_runtime),
 	    cmocka_unit_test(test_path_quoting),
 	    cmocka_unit_test(test_many_validations),
+	    cmocka_unit_test(test_generic_keywords),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
