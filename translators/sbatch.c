@@ -525,6 +525,10 @@ struct ctx {
 	uint32_t ndinfo;
 	uint32_t mail_bits;
 	bool ignore_pbs;
+	/* sockets per node, cores per socket, threads per core: -1 unset */
+	long topo[3];
+	uint32_t topo_dir;
+	bool extra_set; /* -B given */
 	struct hb_buf text; /* scratch for directive texts */
 };
 
@@ -1567,24 +1571,74 @@ static bool rlimits_ok(const char *v)
 	}
 }
 
-/* -B sockets[:cores[:threads]], each a count, MIN-MAX or '*'. */
-static bool extra_node_info_ok(const char *v)
+/* get_resource_arg_range(): "", "*", N or N-M (k/m suffixes); the minimum,
+ * or -1 for "any". */
+static bool resource_range(const char *v, long *min)
 {
-	int fields = 0;
+	const char *end;
+	long n;
 
-	for (const char *p = v; fields < 3; fields++) {
-		const char *e = p;
-
-		while (*e && *e != ':')
-			e++;
-		for (const char *q = p; q < e; q++)
-			if (!is_digit(*q) && *q != '-' && *q != '*' &&
-			    lower(*q) != 'k' && lower(*q) != 'm')
-				return false;
-		if (!*e)
-			break;
-		p = e + 1;
+	if (*v == '\0' || *v == '*') {
+		*min = -1;
+		return true;
 	}
+	if (c_strtol(v, &n, &end))
+		return false;
+	if (lower(*end) == 'k' || lower(*end) == 'm') {
+		long m = lower(*end) == 'k' ? 1024 : 1048576;
+
+		if (n > INT_MAX / m)
+			return false;
+		n *= m;
+		end++;
+	}
+	if ((*end != '\0' && *end != '-') || n < 0 || n > INT_MAX)
+		return false;
+	*min = n;
+	if (*end == '\0')
+		return true;
+	{
+		const char *p = end + 1;
+		long hi;
+
+		if (c_strtol(p, &hi, &end))
+			return false;
+		if (lower(*end) == 'k' || lower(*end) == 'm') {
+			long m = lower(*end) == 'k' ? 1024 : 1048576;
+
+			if (hi > INT_MAX / m)
+				return false;
+			hi *= m;
+			end++;
+		}
+		if ((*end != '\0' && *end != '-') || hi <= 0 || hi > INT_MAX)
+			return false;
+		if (*min == 1 && hi == INT_MAX)
+			*min = -1;
+	}
+	return true;
+}
+
+/* verify_socket_core_thread_count(): -B S[:C[:T]]. */
+static bool extra_node_info(const char *v, long out[3])
+{
+	char buf[3][48];
+	const char *p = v;
+	int j;
+
+	memset(buf, 0, sizeof(buf));
+	for (j = 0; j < 3; j++) {
+		for (int i = 0; i < 47 && *p && *p != ':'; i++)
+			buf[j][i] = *p++;
+		while (*p && *p != ':')
+			p++; /* Slurm keeps 47 bytes of each */
+		if (!*p)
+			break;
+		p++;
+	}
+	for (j = 0; j < 3; j++)
+		if (!resource_range(buf[j], &out[j]))
+			return false;
 	return true;
 }
 
@@ -1746,12 +1800,11 @@ static int apply(struct ctx *c, int id, const char *arg)
 		return 0;
 	case O_CORE_SPEC:
 		return apply_int(c, id, v, false);
-	case O_CORES_PER_SOCKET: case O_CPUS_PER_GPU: case O_CPUS_PER_TASK:
+	case O_CPUS_PER_GPU: case O_CPUS_PER_TASK:
 	case O_MINCPUS: case O_NTASKS: case O_NTASKS_PER_CORE:
 	case O_NTASKS_PER_GPU: case O_NTASKS_PER_NODE:
 	case O_NTASKS_PER_SOCKET: case O_NTASKS_PER_TRES:
-	case O_SOCKETS_PER_NODE: case O_THREAD_SPEC: case O_THREADS_PER_CORE:
-	case O_SWITCH_REQ:
+	case O_THREAD_SPEC: case O_SWITCH_REQ:
 		return apply_int(c, id, v, true);
 	case O_ACCTG_FREQ:
 		if (!acctg_freq_ok(v))
@@ -1786,10 +1839,27 @@ static int apply(struct ctx *c, int id, const char *arg)
 		store(c, id, NULL);
 		c->slot[O_EXCLUSIVE].a = 1;
 		return 0;
-	case O_EXTRA_NODE_INFO:
-		if (!extra_node_info_ok(v))
+	case O_EXTRA_NODE_INFO: {
+		long t[3];
+
+		if (!extra_node_info(v, t))
 			return bad_value(c, id, v);
 		store(c, id, arg);
+		memcpy(c->topo, t, sizeof(t));
+		c->topo_dir = c->cur;
+		c->extra_set = true;
+		return 0;
+	}
+	case O_SOCKETS_PER_NODE:
+	case O_CORES_PER_SOCKET:
+	case O_THREADS_PER_CORE:
+		rc = apply_int(c, id, v, true);
+		if (rc)
+			return rc;
+		c->topo[id == O_SOCKETS_PER_NODE ? 0
+			: id == O_CORES_PER_SOCKET ? 1
+						   : 2] = (long)c->slot[id].a;
+		c->topo_dir = c->cur;
 		return 0;
 	case O_GET_USER_ENV:
 		if (arg) {
@@ -1848,6 +1918,9 @@ static int apply(struct ctx *c, int id, const char *arg)
 		rc = node_count(c, v, &x, &y);
 		if (rc)
 			return rc;
+		if (x == 0)
+			return fail(c, HB_EUNSUP, "--nodes '%s': a job with no "
+				    "nodes is not supported", shown(c, v));
 		store(c, id, arg);
 		c->slot[id].a = x;
 		c->slot[id].b = y;
@@ -2912,6 +2985,30 @@ static int resolve_counts(struct ctx *c)
 		if (nt->dir != NO_DIR)
 			hb_directive_add_field(dir(c, nt->dir), HB_F_NODES);
 	}
+	/* "1 proc / min_[socket * core * thread] default" */
+	if ((nodes_set || c->extra_set) && (min == max || max == 0) &&
+	    !ntasks_set && (c->topo[0] > 0 || c->topo[1] > 0 ||
+			    c->topo[2] > 0)) {
+		uint64_t n = min ? min : 1;
+
+		for (int k = 0; k < 3; k++)
+			if (c->topo[k] >= 0)
+				n *= (uint64_t)c->topo[k];
+		if (n == 0 || n > INT_MAX)
+			return fail(c, HB_EUNSUP, "the task count sbatch "
+				    "derives from the node topology request "
+				    "(%llu) is not supported",
+				    (unsigned long long)n);
+		sp->ntasks = (uint32_t)n;
+		hb_jobspec_set_origin(sp, HB_F_NTASKS,
+				      (struct hb_origin){HB_ORIGIN_DERIVED,
+							 0});
+		hb_directive_add_field(dir(c, c->topo_dir), HB_F_NTASKS);
+		note(c, c->topo_dir, hb_arena_printf(&sp->arena,
+						     "sbatch derives %llu "
+						     "tasks from it",
+						     (unsigned long long)n));
+	}
 	if (nodes_set && nodes_dir != NO_DIR) {
 		if (min > UINT32_MAX || max > UINT32_MAX)
 			return fail(c, HB_ERANGE, "node count too large");
@@ -3152,6 +3249,7 @@ int hb_sbatch_parse(const char *buf, size_t len, const char *name,
 		c->slot[k].dir = NO_DIR;
 		c->slot[k].reset_by = NO_DIR;
 	}
+	c->topo[0] = c->topo[1] = c->topo[2] = -1;
 	hb_buf_init(&c->text, 0);
 	spec->source = HB_SRC_SBATCH;
 
