@@ -929,7 +929,9 @@ static void fake_mpi(const char *version)
 	mkdir(path("fake"), 0755);
 	n = snprintf(text, sizeof(text),
 		     "#!/bin/sh\n"
-		     "if [ \"$1\" = --version ]; then echo '%s'; exit 0; fi\n"
+		     "if [ \"$1\" = --version ]; then\n"
+		     "  echo VERSION >> \"$FAKE_LOG\"; echo '%s'; exit 0\n"
+		     "fi\n"
 		     "{ echo CALL; for a do printf 'ARG %%s\\n' \"$a\"; done\n"
 		     "  env | grep -E '^(SLURM|PBS_)' | sed 's/^/RM /'\n"
 		     "  printf 'NCCL %%s\\n' \"$NCCL_DEBUG\"\n"
@@ -982,6 +984,8 @@ static void test_run_wrappers_openmpi(void **state)
 	log = run_with_fake("mpirun (Open MPI) 5.0.3", &s,
 			    "n0 slots=4\nn1 slots=4\n", 0);
 	assert_int_equal(count_lines_with(log, "CALL\n"), 6);
+	/* The flavour is asked once per launcher binary, then remembered. */
+	assert_int_equal(count_lines_with(log, "VERSION\n"), 2);
 	/* The hostfile is added, explicitly, unless the caller gave one. */
 	assert_int_equal(count_lines_with(log, "ARG --hostfile\n"), 6);
 	assert_int_equal(count_lines_with(log, "ARG mine\n"), 1);
