@@ -3161,6 +3161,28 @@ static int restore_special(struct hb_k8s_reader *rd, const struct ann *an,
 	return hb_k8s_note(rd, a, path, 1, &fl, NULL);
 }
 
+static void drop_array_env(struct hb_jobspec *s, const char *idx)
+{
+	static const char *const vars[] = {"SLURM_ARRAY_TASK_ID",
+					   "PBS_ARRAYID", "PBS_ARRAY_INDEX"};
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < s->nenv; i++) {
+		bool drop = false;
+
+		for (size_t v = 0; v < NELEM(vars); v++)
+			if (strcmp(s->env[i].name, vars[v]) == 0 &&
+			    s->env[i].value && idx &&
+			    strcmp(s->env[i].value, idx) == 0)
+				drop = true;
+		if (!drop)
+			s->env[k++] = s->env[i];
+	}
+	s->nenv = k;
+	if (!k)
+		unlist(s, HB_F_ENV);
+}
+
 int hb_k8s_read_end(struct hb_k8s_reader *rd)
 {
 	struct hb_jobspec *s = rd->spec;
@@ -3226,6 +3248,11 @@ int hb_k8s_read_end(struct hb_k8s_reader *rd)
 				return rc;
 		}
 	}
+	/* The array variables an element's manifest sets are not the
+	 * job's own. */
+	if (rd->ours && child(rd->annotations, ANN("array-index")))
+		drop_array_env(s, cJSON_GetStringValue(child(
+					  rd->annotations, ANN("array-index"))));
 	/* A manifest hpcbridge made says what the job named; a name it
 	 * made up from the file name is not the job's. */
 	if (rd->ours && !child(rd->annotations, ANN("name")) && s->name) {
