@@ -2,15 +2,23 @@
  * test_schema.c - CRD schema validation and the controllers' rules,
  * against the reference CRDs and examples in shared/reference.
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
 #include "hpcbridge/buf.h"
+#include "hpcbridge/config.h"
 #include "hpcbridge/doc.h"
+#include "hpcbridge/fidelity.h"
+#include "hpcbridge/jobspec.h"
+#include "hpcbridge/mpijob.h"
 #include "hpcbridge/schema.h"
+#include "hpcbridge/trainjob.h"
+#include "hpcbridge/translate.h"
 #include "testutil.h"
 
 static const char *const crd_files[] = {
@@ -912,105 +920,103 @@ static void test_many_validations(void **state)
 /* ---- keywords the reference CRDs do not use ---- */
 
 static const char widget_crd[] =
-	"apiVersion: apiextensions.k8s.io/v1\n"
-	"kind: CustomResourceDefinition\n"
-	"metadata: {name: widgets.example.com}\n"
-	"spec:\n"
-	"  group: example.com\n"
-	"  scope: Cluster\n"
-	"  names: {kind: Widget, plural: widgets}\n"
-	"  versions:\n"
-	"  - name: v0\n"
-	"    served: false\n"
-	"    storage: false\n"
-	"    schema: {openAPIV3Schema: {type: object}}\n"
-	"  - name: v1\n"
-	"    served: true\n"
-	"    storage: true\n"
-	"    subresources: {status: {}}\n"
-	"    schema:\n"
-	"      openAPIV3Schema:\n"
-	"        type: object\n"
-	"        required: [spec]\n"
-	"        properties:\n"
-	"          apiVersion: {type: string}\n"
-	"          kind: {type: string}\n"
-	"          metadata: {type: object}\n"
-	"          status: {type: object, properties: {n: {type: integer}}}\n"
-	"          spec:\n"
-	"            type: object\n"
-	"            maxProperties: 12\n"
-	"            properties:\n"
-	"              ratio: {type: number, exclusiveMinimum: true,\n"
-	"                      minimum: 0, maximum: 1}\n"
-	"              step: {type: integer, multipleOf: 5}\n"
-	"              note: {type: string, nullable: true}\n"
-	"              when: {type: string, format: date-time}\n"
-	"              code: {type: string, pattern: '^[A-Z]{3}$'}\n"
-	"              size: {type: string, format: email}\n"
-	"              tags: {type: array, uniqueItems: true,\n"
-	"                     items: {type: string}, maxItems: 3}\n"
-	"              free: {type: object,\n"
-	"                     x-kubernetes-preserve-unknown-fields: true}\n"
-	"              open: {type: object, additionalProperties: true}\n"
-	"              closed: {type: object, additionalProperties: false}\n"
-	"              choice:\n"
-	"                oneOf:\n"
-	"                - {required: [a]}\n"
-	"                - {required: [b]}\n"
-	"                type: object\n"
-	"                properties: {a: {type: string}, b: {type: string}}\n"
-	"              notc:\n"
-	"                type: string\n"
-	"                not: {enum: [forbidden]}\n"
-	"                allOf: [{minLength: 2}, {maxLength: 4}]\n"
-	"              inner:\n"
-	"                type: object\n"
-	"                x-kubernetes-embedded-resource: true\n"
-	"                properties: {spec: {type: object}}\n";
+    "apiVersion: apiextensions.k8s.io/v1\n"
+    "kind: CustomResourceDefinition\n"
+    "metadata: {name: widgets.example.com}\n"
+    "spec:\n"
+    "  group: example.com\n"
+    "  scope: Cluster\n"
+    "  names: {kind: Widget, plural: widgets}\n"
+    "  versions:\n"
+    "  - name: v0\n"
+    "    served: false\n"
+    "    storage: false\n"
+    "    schema: {openAPIV3Schema: {type: object}}\n"
+    "  - name: v1\n"
+    "    served: true\n"
+    "    storage: true\n"
+    "    subresources: {status: {}}\n"
+    "    schema:\n"
+    "      openAPIV3Schema:\n"
+    "        type: object\n"
+    "        required: [spec]\n"
+    "        properties:\n"
+    "          apiVersion: {type: string}\n"
+    "          kind: {type: string}\n"
+    "          metadata: {type: object}\n"
+    "          status: {type: object, properties: {n: {type: integer}}}\n"
+    "          spec:\n"
+    "            type: object\n"
+    "            maxProperties: 12\n"
+    "            properties:\n"
+    "              ratio: {type: number, exclusiveMinimum: true,\n"
+    "                      minimum: 0, maximum: 1}\n"
+    "              step: {type: integer, multipleOf: 5}\n"
+    "              note: {type: string, nullable: true}\n"
+    "              when: {type: string, format: date-time}\n"
+    "              code: {type: string, pattern: '^[A-Z]{3}$'}\n"
+    "              size: {type: string, format: email}\n"
+    "              tags: {type: array, uniqueItems: true,\n"
+    "                     items: {type: string}, maxItems: 3}\n"
+    "              free: {type: object,\n"
+    "                     x-kubernetes-preserve-unknown-fields: true}\n"
+    "              open: {type: object, additionalProperties: true}\n"
+    "              closed: {type: object, additionalProperties: false}\n"
+    "              choice:\n"
+    "                oneOf:\n"
+    "                - {required: [a]}\n"
+    "                - {required: [b]}\n"
+    "                type: object\n"
+    "                properties: {a: {type: string}, b: {type: string}}\n"
+    "              notc:\n"
+    "                type: string\n"
+    "                not: {enum: [forbidden]}\n"
+    "                allOf: [{minLength: 2}, {maxLength: 4}]\n"
+    "              inner:\n"
+    "                type: object\n"
+    "                x-kubernetes-embedded-resource: true\n"
+    "                properties: {spec: {type: object}}\n";
 
 static void test_generic_keywords(void **state)
 {
 	struct hb_schema_set *set = hb_schema_set_new();
 	struct hb_buf out;
-	struct hb_err err = { 0 };
+	struct hb_err err = {0};
 	cJSON *doc;
-	const char *good =
-		"apiVersion: example.com/v1\n"
-		"kind: Widget\n"
-		"metadata: {name: w, generateName: w-}\n"
-		"status: {n: x}\n"
-		"spec:\n"
-		"  ratio: 0.5\n"
-		"  step: 15\n"
-		"  note: null\n"
-		"  when: 2024-02-29T23:59:60.5+05:30\n"
-		"  code: ABC\n"
-		"  size: anything\n"
-		"  tags: [a, b]\n"
-		"  free: {x: {y: [1]}}\n"
-		"  open: {z: 1}\n"
-		"  choice: {a: x}\n"
-		"  notc: abc\n"
-		"  inner:\n"
-		"    apiVersion: v1\n"
-		"    kind: ConfigMap\n"
-		"    metadata: {name: c, labels: {a: b}}\n"
-		"    spec: {}\n";
-	const char *bad =
-		"apiVersion: example.com/v1\n"
-		"kind: Widget\n"
-		"metadata: {name: w, namespace: default}\n"
-		"spec:\n"
-		"  ratio: 0\n"
-		"  step: 7\n"
-		"  when: 2024-13-01T00:00:00Z\n"
-		"  code: abc\n"
-		"  tags: [a, b, a, c]\n"
-		"  closed: {z: 1}\n"
-		"  choice: {a: x, b: y}\n"
-		"  notc: forbidden\n"
-		"  inner: {metadata: {bogus: 1}}\n";
+	const char *good = "apiVersion: example.com/v1\n"
+			   "kind: Widget\n"
+			   "metadata: {name: w, generateName: w-}\n"
+			   "status: {n: x}\n"
+			   "spec:\n"
+			   "  ratio: 0.5\n"
+			   "  step: 15\n"
+			   "  note: null\n"
+			   "  when: 2024-02-29T23:59:60.5+05:30\n"
+			   "  code: ABC\n"
+			   "  size: anything\n"
+			   "  tags: [a, b]\n"
+			   "  free: {x: {y: [1]}}\n"
+			   "  open: {z: 1}\n"
+			   "  choice: {a: x}\n"
+			   "  notc: abc\n"
+			   "  inner:\n"
+			   "    apiVersion: v1\n"
+			   "    kind: ConfigMap\n"
+			   "    metadata: {name: c, labels: {a: b}}\n"
+			   "    spec: {}\n";
+	const char *bad = "apiVersion: example.com/v1\n"
+			  "kind: Widget\n"
+			  "metadata: {name: w, namespace: default}\n"
+			  "spec:\n"
+			  "  ratio: 0\n"
+			  "  step: 7\n"
+			  "  when: 2024-13-01T00:00:00Z\n"
+			  "  code: abc\n"
+			  "  tags: [a, b, a, c]\n"
+			  "  closed: {z: 1}\n"
+			  "  choice: {a: x, b: y}\n"
+			  "  notc: forbidden\n"
+			  "  inner: {metadata: {bogus: 1}}\n";
 
 	(void)state;
 	hb_buf_init(&out, 0);
@@ -1025,9 +1031,8 @@ static void test_generic_keywords(void **state)
 	/* on create the status subresource is dropped, else checked */
 	doc = parse_yaml(good);
 	hb_buf_reset(&out);
-	assert_int_equal(hb_schema_validate_all(set, doc, HB_SCHEMA_CREATE,
-						&out, &err),
-			 0);
+	assert_int_equal(
+	    hb_schema_validate_all(set, doc, HB_SCHEMA_CREATE, &out, &err), 0);
 	assert_int_equal(hb_schema_validate_all(set, doc, 0, &out, &err),
 			 HB_EINVAL);
 	assert_string_equal(out.data, "status.n: must be of type integer\n");
@@ -1077,6 +1082,136 @@ static void test_generic_keywords(void **state)
 	hb_schema_set_free(set);
 }
 
+/* ---- what the project emits ---- */
+
+/* Validate doc with the rules; on failure append a report to fails. */
+static void check_emitted(void **state, const char *what, const cJSON *doc,
+			  const cJSON *runtime, struct hb_buf *fails)
+{
+	struct hb_buf out;
+	struct hb_err err = {0};
+	int rc;
+
+	hb_buf_init(&out, 0);
+	rc = hb_schema_validate_all(*state, doc, HB_SCHEMA_RULES, &out, &err);
+	if (!rc && runtime)
+		rc = hb_schema_check_trainjob_runtime(doc, runtime, &out, &err);
+	if (rc)
+		hb_buf_printf(fails, "%s:\n%s%s", what,
+			      out.len ? out.data : err.msg,
+			      out.len ? "" : "\n");
+	hb_buf_free(&out);
+}
+
+static size_t translate_dir(void **state, const char *dir,
+			    const struct hb_config *cfg, const cJSON *runtime,
+			    struct hb_buf *fails)
+{
+	struct dirent *de;
+	size_t docs = 0;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char path[4096], what[4200];
+		struct hb_jobspec spec;
+		struct hb_report rep;
+		struct hb_err err = {0};
+		uint64_t count, i;
+		size_t len;
+		char *buf;
+		int to;
+
+		struct stat st;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (stat(path, &st) || !S_ISREG(st.st_mode))
+			continue;
+		buf = hb_test_read_file(path, &len);
+		hb_jobspec_init(&spec, de->d_name);
+		if (hb_parse_any(buf, len, de->d_name, NULL, &spec, &err)) {
+			/* bad inputs belong to the parsers' tests */
+			hb_jobspec_free(&spec);
+			free(buf);
+			continue;
+		}
+		count = hb_jobspec_array_count(&spec);
+		for (to = 0; to < 2; to++) {
+			for (i = 0; i < (count ? count : 1) && i < 3; i++) {
+				int64_t idx =
+				    count ? (int64_t)hb_jobspec_array_index(
+						&spec, i)
+					  : -1;
+				cJSON *doc = NULL;
+				int rc;
+
+				hb_report_init(&rep,
+					       to ? "TrainJob" : "MPIJob");
+				memset(&err, 0, sizeof(err));
+				rc = to ? hb_trainjob_emit(&spec, cfg, idx,
+							   &doc, &rep, &err)
+					: hb_mpijob_emit(&spec, cfg, idx, &doc,
+							 &rep, &err);
+				snprintf(what, sizeof(what), "%s -> %s[%lld]",
+					 path, to ? "TrainJob" : "MPIJob",
+					 (long long)idx);
+				if (!rc) {
+					check_emitted(state, what, doc,
+						      to ? runtime : NULL,
+						      fails);
+					docs++;
+				}
+				cJSON_Delete(doc);
+				hb_report_free(&rep);
+			}
+		}
+		hb_jobspec_free(&spec);
+		free(buf);
+	}
+	closedir(d);
+	return docs;
+}
+
+static void test_emitted_manifests(void **state)
+{
+	static const char *const dirs[] = {
+	    "examples/sbatch",
+	    "examples/pbs",
+	    "tests/corpus/pbs",
+	    "tests/corpus/sbatch-oracle",
+	};
+	struct hb_config cfg;
+	struct hb_buf fails;
+	cJSON *runtime = base_doc("runtime");
+	size_t i, docs = 0;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.namespace = "hpc";
+	cfg.default_image = "registry.example.com/hpc/openmpi:4.1.4";
+	cfg.default_mpi = "OpenMPI";
+	cfg.trainjob_runtime = "mpi-distributed"; /* the reference runtime */
+	cfg.ssh_auth_mount_path = "/home/mpiuser/.ssh";
+	cfg.gpu_resource = "nvidia.com/gpu";
+	cfg.launcher_cpus = 1;
+	cfg.launcher_mem_mb = 1024;
+	cfg.max_array_jobs = 100;
+	hb_buf_init(&fails, 0);
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		docs += translate_dir(state, hb_test_src_path(dirs[i]), &cfg,
+				      runtime, &fails);
+	if (fails.len)
+		fail_msg("emitted manifests the CRDs or controllers reject:\n"
+			 "%s",
+			 fails.data);
+	/* the bundled examples alone give a dozen manifests */
+	assert_true(docs >= 10);
+	cJSON_Delete(runtime);
+	hb_buf_free(&fails);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1098,6 +1233,7 @@ int main(void)
 	    cmocka_unit_test(test_path_quoting),
 	    cmocka_unit_test(test_many_validations),
 	    cmocka_unit_test(test_generic_keywords),
+	    cmocka_unit_test(test_emitted_manifests),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
