@@ -49,9 +49,9 @@ static char *read_file(const char *path, size_t *len)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	static const char *const crds[] = {
-		"kubeflow.org_mpijobs.yaml",
-		"trainer.kubeflow.org_trainjobs.yaml",
-		"trainer.kubeflow.org_clustertrainingruntimes.yaml",
+	    "kubeflow.org_mpijobs.yaml",
+	    "trainer.kubeflow.org_trainjobs.yaml",
+	    "trainer.kubeflow.org_clustertrainingruntimes.yaml",
 	};
 	const char *env = getenv("HB_SHARED_DIR");
 	char dir[4096], path[4200];
@@ -72,7 +72,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (!set)
 		abort();
 	for (i = 0; i < sizeof(crds) / sizeof(crds[0]); i++) {
-		struct hb_err err = { 0 };
+		struct hb_err err = {0};
 		size_t len = 0;
 		char *buf;
 
@@ -100,9 +100,8 @@ static void check_err(int rc, const struct hb_err *err)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const unsigned flags[] = { 0, HB_SCHEMA_CREATE,
-					  HB_SCHEMA_RULES,
-					  HB_SCHEMA_CREATE | HB_SCHEMA_RULES };
+	static const unsigned flags[] = {0, HB_SCHEMA_CREATE, HB_SCHEMA_RULES,
+					 HB_SCHEMA_CREATE | HB_SCHEMA_RULES};
 	struct hb_err err;
 	struct hb_buf out;
 	cJSON *doc = NULL;
@@ -126,13 +125,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&err, 0, sizeof(err));
 	check_err(hb_schema_check_rules(doc, NULL, &err), &err);
 	memset(&err, 0, sizeof(err));
-	check_err(hb_schema_check_trainjob_runtime(doc, doc, NULL, &err),
-		  &err);
+	check_err(hb_schema_check_trainjob_runtime(doc, doc, NULL, &err), &err);
 
-	kind = cJSON_IsObject(doc) && cJSON_IsString(cJSON_GetObjectItem(
-						  doc, "kind"))
-		       ? cJSON_GetObjectItem(doc, "kind")->valuestring
-		       : "";
+	kind = cJSON_IsObject(doc) &&
+		       cJSON_IsString(cJSON_GetObjectItem(doc, "kind"))
+		   ? cJSON_GetObjectItem(doc, "kind")->valuestring
+		   : "";
 	if (!strcmp(kind, "CustomResourceDefinition")) {
 		struct hb_schema_set *own = hb_schema_set_new();
 
