@@ -2196,10 +2196,22 @@ int hb_k8s_read_resources(struct hb_k8s_reader *rd, const cJSON *res,
 			uint64_t v;
 			uint8_t fl;
 
-			if (!key || (pass && child(lim, key)))
+			if (!key)
 				continue;
 			snprintf(p, sizeof(p), "%s.%s.%s", path,
 				 pass ? "requests" : "limits", key);
+			if (pass && child(lim, key)) {
+				/* Requests equal to the limit say nothing
+				 * more; others are listed. */
+				if (!cJSON_Compare(it, child(lim, key), 1) &&
+				    (rc = hb_k8s_note(
+					     rd, it, p, 0, NULL,
+					     "not carried: the limit is used "
+					     "(Slurm allocates what a job may "
+					     "use; it has no burst)")))
+					return rc;
+				continue;
+			}
 			if ((rc = quantity_text(rd, it, p, q)))
 				return rc;
 			if (strcmp(key, "cpu") == 0) {
