@@ -717,8 +717,25 @@ static int r_select(struct ctx *c, const char *v)
 			if (rc)
 				return rc;
 		}
-		if (!ncpus_set)
-			k->ncpus = 1;
+		if (!ncpus_set) {
+			uint64_t want = (uint64_t)(mpi_set ? k->mpiprocs : 1) *
+					(k->ompthreads ? k->ompthreads : 1);
+
+			if (want > UINT32_MAX)
+				return fail(c, HB_ERANGE,
+					    "-l select: chunk %u: CPUs "
+					    "overflow",
+					    p.n);
+			k->ncpus = want ? (uint32_t)want : 1;
+			if (mpi_set || k->ompthreads) {
+				rc = NOTE(c,
+					  "chunk %u: no ncpus; taken as "
+					  "mpiprocs x ompthreads = %u",
+					  p.n, k->ncpus);
+				if (rc)
+					return rc;
+			}
+		}
 		if (!mpi_set)
 			k->mpiprocs = k->ncpus > 0 ? 1 : 0;
 		chunk = plus ? plus + 1 : NULL;

@@ -303,6 +303,19 @@ static void test_select_single(void **state)
 	assert_int_equal(s.cpus_per_task, 4);
 	hb_jobspec_free(&s);
 
+	/* no ncpus: mpiprocs x ompthreads */
+	ok("#PBS -l select=2:mpiprocs=4:ompthreads=2\ntrue\n", &s);
+	assert_int_equal(s.ntasks_per_node, 4);
+	assert_int_equal(s.cpus_per_task, 2);
+	assert_note(find_dir(&s, "-l select=2:mpiprocs=4:ompthreads=2"),
+		    "no ncpus");
+	hb_jobspec_free(&s);
+	ok("#PBS -l select=3\ntrue\n", &s);
+	assert_int_equal(s.nodes_min, 3);
+	assert_int_equal(s.ntasks_per_node, 1);
+	assert_int_equal(s.cpus_per_task, 1);
+	hb_jobspec_free(&s);
+
 	/* not a multiple: noted */
 	ok("#PBS -l select=1:ncpus=10:mpiprocs=3\ntrue\n", &s);
 	assert_int_equal(s.cpus_per_task, 3);
