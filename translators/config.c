@@ -1,1 +1,959 @@
-/* config.c - not yet written. */
+/*
+ * config.c - the site configuration: one table of settings, loaded from
+ * YAML and validated in full.
+ *
+ * Each row of the table names a setting by its dotted YAML path and says
+ * its type, where it lives in struct hb_config, its default (written as it
+ * would be in the file, and validated like it), its bounds, how its value
+ * is checked and whether a reload may change it.  Sections ("kubernetes",
+ * "kubernetes.worker") are implied by the paths.  Adding a setting is
+ * adding a field to struct hb_config and a row here.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "hpcbridge/buf.h"
+#include "hpcbridge/config.h"
+#include "hpcbridge/doc.h"
+#include "hpcbridge/units.h"
+
+/* How a string (or a map key or value) is checked. */
+enum check {
+	C_ANY,		/* non-empty, no whitespace or control characters */
+	C_DNS_LABEL,	/* RFC 1123 label: a namespace */
+	C_DNS_SUBDOMAIN,/* RFC 1123 subdomain: an object name */
+	C_QUEUE,	/* a Kueue LocalQueue name: subdomain and label value */
+	C_IMAGE,	/* a container image reference */
+	C_ABSPATH,	/* an absolute path */
+	C_RESOURCE,	/* an extended resource name: domain/name */
+	C_LABEL_KEY,	/* a Kubernetes label key */
+	C_LABEL_VALUE	/* a Kubernetes label value (may be empty) */
+};
+
+struct setting {
+	const char *path;
+	enum hb_config_type type;
+	size_t off;		/* the field in struct hb_config */
+	size_t count_off;	/* HB_CFG_MAP/SELECTORS: its uint32_t count */
+	const char *def;	/* default, as YAML would say it */
+	uint64_t min, max;
+	const char *const *values;
+	enum check check;	/* strings; map values */
+	enum check key_check;	/* map keys */
+	int nullable;		/* a string that may be null */
+	int reloadable;
+	const char *help;
+};
+
+#define F(field) offsetof(struct hb_config, field)
+#define MIB_MAX (64ull * 1024 * 1024) /* 64 TiB */
+
+static const char *const mpi_values[] = { "OpenMPI", "Intel", "MPICH",
+					  NULL };
+
+static const struct setting table[] = {
+	{ "kubernetes.namespace", HB_CFG_STRING, F(namespace), 0, "default",
+	  0, 0, NULL, C_DNS_LABEL, C_ANY, 0, 0,
+	  "Namespace the gateway creates MPIJobs and TrainJobs in." },
+	{ "kubernetes.default_image", HB_CFG_STRING, F(default_image), 0,
+	  "mpioperator/openmpi:v0.6.0", 0, 0, NULL, C_IMAGE, C_ANY, 0, 1,
+	  "Image for jobs that no module, partition or container entry "
+	  "maps." },
+	{ "kubernetes.mpi_implementation", HB_CFG_ENUM, F(default_mpi), 0,
+	  "OpenMPI", 0, 0, mpi_values, C_ANY, C_ANY, 0, 1,
+	  "MPI implementation when the script does not reveal one." },
+	{ "kubernetes.trainjob_runtime", HB_CFG_STRING, F(trainjob_runtime),
+	  0, "mpi-distributed", 0, 0, NULL, C_DNS_SUBDOMAIN, C_ANY, 0, 1,
+	  "ClusterTrainingRuntime that TrainJobs refer to." },
+	{ "kubernetes.ssh_auth_mount_path", HB_CFG_STRING,
+	  F(ssh_auth_mount_path), 0, "/root/.ssh", 0, 0, NULL, C_ABSPATH,
+	  C_ANY, 0, 1,
+	  "Where the MPI Operator mounts the SSH keys (sshAuthMountPath)." },
+	{ "kubernetes.gpu_resource", HB_CFG_STRING, F(gpu_resource), 0,
+	  "nvidia.com/gpu", 0, 0, NULL, C_RESOURCE, C_ANY, 0, 1,
+	  "Extended resource name GPUs are requested as." },
+	{ "kubernetes.images.modules", HB_CFG_MAP, F(module_images),
+	  F(nmodule_images), NULL, 0, 0, NULL, C_IMAGE, C_ANY, 0, 1,
+	  "'module load' name (or its family before '/') to image." },
+	{ "kubernetes.images.partitions", HB_CFG_MAP, F(partition_images),
+	  F(npartition_images), NULL, 0, 0, NULL, C_IMAGE, C_ANY, 0, 1,
+	  "Slurm partition or PBS queue to image." },
+	{ "kubernetes.images.containers", HB_CFG_MAP, F(container_images),
+	  F(ncontainer_images), NULL, 0, 0, NULL, C_IMAGE, C_ANY, 0, 1,
+	  "sbatch --container value to image." },
+	{ "kubernetes.queues.default", HB_CFG_STRING, F(default_queue), 0,
+	  NULL, 0, 0, NULL, C_QUEUE, C_ANY, 1, 1,
+	  "Kueue LocalQueue for partitions with no entry; null for no "
+	  "queue label." },
+	{ "kubernetes.queues.partitions", HB_CFG_MAP, F(partition_queues),
+	  F(npartition_queues), NULL, 0, 0, NULL, C_QUEUE, C_ANY, 0, 1,
+	  "Slurm partition or PBS queue to Kueue LocalQueue." },
+	{ "kubernetes.worker.cpus", HB_CFG_UINT, F(worker_cpus), 0, "0", 0,
+	  4096, NULL, C_ANY, C_ANY, 0, 1,
+	  "CPUs one worker pod may have (what a node offers); 0: "
+	  "unbounded." },
+	{ "kubernetes.worker.memory", HB_CFG_SIZE, F(worker_mem_mb), 0, "0",
+	  0, MIB_MAX, NULL, C_ANY, C_ANY, 0, 1,
+	  "Memory one worker pod may have; it also replaces --mem=0 (the "
+	  "whole node); 0: unbounded." },
+	{ "kubernetes.worker.gpus", HB_CFG_UINT, F(worker_gpus), 0, "0", 0,
+	  256, NULL, C_ANY, C_ANY, 0, 1,
+	  "GPUs one worker pod may have; 0: unbounded." },
+	{ "kubernetes.launcher.cpus", HB_CFG_UINT, F(launcher_cpus), 0, "1",
+	  0, 4096, NULL, C_ANY, C_ANY, 0, 1,
+	  "CPUs requested for the launcher pod; 0: no request." },
+	{ "kubernetes.launcher.memory", HB_CFG_SIZE, F(launcher_mem_mb), 0,
+	  "1Gi", 0, MIB_MAX, NULL, C_ANY, C_ANY, 0, 1,
+	  "Memory requested for the launcher pod; 0: no request." },
+	{ "kubernetes.node_selectors.constraints", HB_CFG_SELECTORS,
+	  F(constraint_selectors), F(nconstraint_selectors), NULL, 0, 0,
+	  NULL, C_LABEL_VALUE, C_LABEL_KEY, 0, 1,
+	  "--constraint feature to the node labels it stands for." },
+	{ "kubernetes.node_selectors.gpu_types", HB_CFG_SELECTORS,
+	  F(gpu_type_selectors), F(ngpu_type_selectors), NULL, 0, 0, NULL,
+	  C_LABEL_VALUE, C_LABEL_KEY, 0, 1,
+	  "GPU type (--gres=gpu:TYPE:N) to the node labels that select "
+	  "it." },
+	{ "translation.max_array_jobs", HB_CFG_UINT, F(max_array_jobs), 0,
+	  "1000", 1, 100000, NULL, C_ANY, C_ANY, 0, 1,
+	  "Most MPIJobs one job array may become." },
+};
+
+#define NSETTINGS (sizeof(table) / sizeof(table[0]))
+
+int hb_config_key(size_t i, struct hb_config_key *out)
+{
+	const struct setting *s;
+
+	if (i >= NSETTINGS)
+		return HB_ENOENT;
+	s = &table[i];
+	out->path = s->path;
+	out->type = s->type;
+	out->def = s->def;
+	out->min = s->min;
+	out->max = s->max;
+	out->values = s->values;
+	out->reloadable = s->reloadable;
+	out->help = s->help;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Name checks                                                         */
+/* ------------------------------------------------------------------ */
+
+static int lower_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+static int alnum(char c)
+{
+	return lower_alnum(c) || (c >= 'A' && c <= 'Z');
+}
+
+/* RFC 1123 label: [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63. */
+static int dns_label(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || n > 63 || !lower_alnum(s[0]) || !lower_alnum(s[n - 1]))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!lower_alnum(s[i]) && s[i] != '-')
+			return 0;
+	return 1;
+}
+
+/* RFC 1123 subdomain: labels joined by '.', at most 253. */
+static int dns_subdomain(const char *s, size_t n)
+{
+	size_t i, start = 0;
+
+	if (n == 0 || n > 253)
+		return 0;
+	for (i = 0; i <= n; i++) {
+		if (i < n && s[i] != '.')
+			continue;
+		if (!dns_label(s + start, i - start))
+			return 0;
+		start = i + 1;
+	}
+	return 1;
+}
+
+/* Label name part: [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?, at most 63. */
+static int label_name(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || n > 63 || !alnum(s[0]) || !alnum(s[n - 1]))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+			return 0;
+	return 1;
+}
+
+/* [prefix/]name with a DNS subdomain prefix; need_prefix for resources. */
+static int qualified_name(const char *s, int need_prefix)
+{
+	const char *slash = strchr(s, '/');
+
+	if (!slash)
+		return !need_prefix && label_name(s, strlen(s));
+	if (strchr(slash + 1, '/'))
+		return 0;
+	return dns_subdomain(s, (size_t)(slash - s)) &&
+	       label_name(slash + 1, strlen(slash + 1));
+}
+
+static int plain_token(const char *s, size_t max)
+{
+	size_t n = 0;
+
+	for (; *s; s++, n++)
+		if ((unsigned char)*s <= ' ' || *s == 0x7f)
+			return 0;
+	return n > 0 && n <= max;
+}
+
+/* NULL if s passes, else what is wrong with it. */
+static const char *check_string(enum check c, const char *s)
+{
+	size_t n = strlen(s);
+
+	switch (c) {
+	case C_ANY:
+		if (!plain_token(s, 253))
+			return "must be 1 to 253 characters without spaces or "
+			       "control characters";
+		return NULL;
+	case C_DNS_LABEL:
+		if (!dns_label(s, n))
+			return "must be a DNS-1123 label (at most 63 "
+			       "characters: a-z, 0-9 and '-', starting and "
+			       "ending with a letter or digit)";
+		return NULL;
+	case C_DNS_SUBDOMAIN:
+		if (!dns_subdomain(s, n))
+			return "must be a DNS-1123 subdomain (a-z, 0-9, '-' "
+			       "and '.', at most 253 characters)";
+		return NULL;
+	case C_QUEUE:
+		if (!dns_subdomain(s, n) || n > 63)
+			return "must be a valid queue name (a DNS-1123 "
+			       "subdomain of at most 63 characters)";
+		return NULL;
+	case C_IMAGE:
+		if (!plain_token(s, 4096))
+			return "must be a non-empty image reference without "
+			       "whitespace";
+		return NULL;
+	case C_ABSPATH:
+		if (s[0] != '/' || !plain_token(s, 4096))
+			return "must be an absolute path without whitespace";
+		return NULL;
+	case C_RESOURCE:
+		if (!qualified_name(s, 1))
+			return "must be an extended resource name "
+			       "(domain/name, e.g. nvidia.com/gpu)";
+		return NULL;
+	case C_LABEL_KEY:
+		if (!qualified_name(s, 0))
+			return "is not a valid label key ([prefix/]name: the "
+			       "name at most 63 characters of A-Z, a-z, 0-9, "
+			       "'-', '_', '.', the prefix a DNS subdomain)";
+		return NULL;
+	case C_LABEL_VALUE:
+		if (n && !label_name(s, n))
+			return "is not a valid label value (at most 63 "
+			       "characters of A-Z, a-z, 0-9, '-', '_', '.', "
+			       "starting and ending with a letter or digit)";
+		return NULL;
+	}
+	return "cannot be checked";
+}
+
+/* ------------------------------------------------------------------ */
+/* Loading                                                             */
+/* ------------------------------------------------------------------ */
+
+struct priv {
+	struct hb_arena arena;
+};
+
+struct loader {
+	const char *name;
+	struct hb_err *err;
+	struct hb_config *cfg;
+	struct hb_arena *arena;
+	unsigned nerrors;
+	unsigned char seen[NSETTINGS];
+};
+
+static int lerr(struct loader *l, const cJSON *node, const char *path,
+		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int lerr(struct loader *l, const cJSON *node, const char *path,
+		const char *fmt, ...)
+{
+	char msg[HB_ERR_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	l->nerrors++;
+	hb_err_set(l->err, HB_EINVAL, l->name,
+		   node ? (unsigned)hb_doc_line(node) : 0, "%.200s: %s", path,
+		   msg);
+	return HB_EINVAL;
+}
+
+static void *field(struct hb_config *cfg, size_t off)
+{
+	return (char *)cfg + off;
+}
+
+static const char *type_name(const cJSON *v)
+{
+	switch (v->type & 0xFF) {
+	case cJSON_NULL:
+		return "null";
+	case cJSON_True:
+	case cJSON_False:
+		return "a boolean";
+	case cJSON_Number:
+		return "a number";
+	case cJSON_String:
+		return "a string";
+	case cJSON_Array:
+		return "a list";
+	case cJSON_Object:
+		return "a mapping";
+	}
+	return "invalid";
+}
+
+/* A size in MiB: an integer (MiB) or a quantity/size string. */
+static int parse_size(const char *s, uint64_t *mib)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || !(s[0] >= '0' && s[0] <= '9'))
+		return HB_EINVAL;
+	/* binary Kubernetes suffixes (Ki, Mi, Gi, ...) */
+	if (n >= 2 && s[n - 1] == 'i')
+		return hb_parse_k8s_mem(s, mib);
+	/* Slurm: N, NK, NM, NG, NT (binary; no suffix is MiB) */
+	if (hb_parse_slurm_size(s, mib) == 0)
+		return 0;
+	/* the other Kubernetes forms: 1e9, 500k, 1500000000 bytes... */
+	return hb_parse_k8s_mem(s, mib);
+}
+
+static const char *bounds_text(const struct setting *s, char *buf,
+			       size_t n)
+{
+	if (s->type == HB_CFG_SIZE) {
+		char lo[32], hi[32];
+
+		hb_format_k8s_mem(s->min, lo);
+		hb_format_k8s_mem(s->max, hi);
+		snprintf(buf, n, "%s and %s", s->min ? lo : "0", hi);
+	} else {
+		snprintf(buf, n, "%llu and %llu", (unsigned long long)s->min,
+			 (unsigned long long)s->max);
+	}
+	return buf;
+}
+
+/* Store one scalar setting from v (NULL: from the default text). */
+static int load_scalar(struct loader *l, const struct setting *s,
+		       const cJSON *v)
+{
+	const char *text = s->def, *why;
+	void *dst = field(l->cfg, s->off);
+	uint64_t u = 0;
+	char b[96];
+
+	if (v && cJSON_IsNull(v) && s->nullable) {
+		*(const char **)dst = NULL;
+		return 0;
+	}
+	if (!v && !text) {
+		*(const char **)dst = NULL;
+		return 0;
+	}
+	switch (s->type) {
+	case HB_CFG_STRING:
+	case HB_CFG_ENUM:
+		if (v && !cJSON_IsString(v))
+			return lerr(l, v, s->path, "must be a string, not %s%s",
+				    type_name(v),
+				    cJSON_IsNumber(v) || cJSON_IsBool(v)
+					    ? " (put it in quotes)" : "");
+		if (v)
+			text = v->valuestring;
+		if (s->type == HB_CFG_ENUM) {
+			char list[160] = "";
+			size_t i, used = 0;
+			int ok = 0;
+
+			for (i = 0; s->values[i]; i++) {
+				ok |= !strcmp(s->values[i], text);
+				if (used < sizeof(list))
+					used += (size_t)snprintf(
+						list + used,
+						sizeof(list) - used, "%s%s",
+						i ? ", " : "", s->values[i]);
+			}
+			if (!ok)
+				return lerr(l, v, s->path,
+					    "must be one of %s (not '%.60s')",
+					    list, text);
+		} else if ((why = check_string(s->check, text))) {
+			return lerr(l, v, s->path, "'%.80s' %s", text, why);
+		}
+		text = hb_arena_strdup(l->arena, text);
+		if (!text)
+			return HB_ENOMEM;
+		*(const char **)dst = text;
+		return 0;
+	case HB_CFG_UINT:
+	case HB_CFG_SIZE:
+		if (v && cJSON_IsNumber(v)) {
+			double d = v->valuedouble;
+
+			if (d != (double)(int64_t)d)
+				return lerr(l, v, s->path,
+					    "must be a whole number");
+			if (d < (double)s->min || d > (double)s->max)
+				return lerr(l, v, s->path,
+					    "must be between %s",
+					    bounds_text(s, b, sizeof(b)));
+			u = (uint64_t)d;
+		} else if (v && !(s->type == HB_CFG_SIZE &&
+				  cJSON_IsString(v))) {
+			return lerr(l, v, s->path, "must be %s, not %s",
+				    s->type == HB_CFG_SIZE
+					    ? "a size (an integer in MiB, or "
+					      "\"4Gi\", \"512Mi\", \"4G\")"
+					    : "a non-negative integer",
+				    type_name(v));
+		} else {
+			int rc;
+
+			if (v)
+				text = v->valuestring;
+			rc = s->type == HB_CFG_SIZE
+				     ? parse_size(text, &u)
+				     : hb_parse_u64(text, UINT64_MAX, &u);
+			if (rc == HB_ERANGE)
+				return lerr(l, v, s->path,
+					    "must be between %s",
+					    bounds_text(s, b, sizeof(b)));
+			if (rc)
+				return lerr(l, v, s->path,
+					    "'%.60s' is not a size (an integer "
+					    "in MiB, or \"4Gi\", \"512Mi\", "
+					    "\"4G\")", text);
+			if (u < s->min || u > s->max)
+				return lerr(l, v, s->path,
+					    "must be between %s",
+					    bounds_text(s, b, sizeof(b)));
+		}
+		if (s->type == HB_CFG_SIZE)
+			*(uint64_t *)dst = u;
+		else
+			*(uint32_t *)dst = (uint32_t)u;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* A mapping of strings to checked strings, into an arena array. */
+static int load_kv(struct loader *l, const struct setting *s,
+		   const char *path, const cJSON *m, enum check kc,
+		   enum check vc, struct hb_kv **out, uint32_t *nout)
+{
+	const cJSON *c;
+	struct hb_kv *kv;
+	uint32_t n = 0;
+	int bad = 0;
+	const char *why;
+	char sub[320];
+
+	(void)s;
+	*out = NULL;
+	*nout = 0;
+	if (cJSON_IsNull(m))
+		return 0;
+	if (!cJSON_IsObject(m))
+		return lerr(l, m, path, "must be a mapping, not %s",
+			    type_name(m));
+	n = (uint32_t)cJSON_GetArraySize(m);
+	if (n == 0)
+		return 0;
+	kv = hb_arena_alloc(l->arena, n * sizeof(*kv));
+	if (!kv)
+		return HB_ENOMEM;
+	n = 0;
+	for (c = m->child; c; c = c->next) {
+		snprintf(sub, sizeof(sub), "%.200s.%.100s", path, c->string);
+		if ((why = check_string(kc, c->string))) {
+			bad = lerr(l, c, sub, "the key %s", why);
+			continue;
+		}
+		if (!cJSON_IsString(c)) {
+			bad = lerr(l, c, sub, "must be a string, not %s%s",
+				   type_name(c),
+				   cJSON_IsNumber(c) || cJSON_IsBool(c)
+					   ? " (put it in quotes)" : "");
+			continue;
+		}
+		if ((why = check_string(vc, c->valuestring))) {
+			bad = lerr(l, c, sub, "'%.80s' %s", c->valuestring,
+				   why);
+			continue;
+		}
+		kv[n].key = hb_arena_strdup(l->arena, c->string);
+		kv[n].value = hb_arena_strdup(l->arena, c->valuestring);
+		if (!kv[n].key || !kv[n].value)
+			return HB_ENOMEM;
+		n++;
+	}
+	if (bad)
+		return bad;
+	*out = kv;
+	*nout = n;
+	return 0;
+}
+
+static int load_map(struct loader *l, const struct setting *s,
+		    const cJSON *m)
+{
+	struct hb_kv **dst = field(l->cfg, s->off);
+	uint32_t *cnt = field(l->cfg, s->count_off);
+
+	if (!m) {
+		*dst = NULL;
+		*cnt = 0;
+		return 0;
+	}
+	return load_kv(l, s, s->path, m, C_ANY, s->check, dst, cnt);
+}
+
+static int load_selectors(struct loader *l, const struct setting *s,
+			  const cJSON *m)
+{
+	struct hb_selector_map **dst = field(l->cfg, s->off);
+	uint32_t *cnt = field(l->cfg, s->count_off);
+	struct hb_selector_map *sm;
+	const cJSON *c;
+	uint32_t n;
+	int bad = 0, rc;
+	const char *why;
+	char sub[320];
+
+	*dst = NULL;
+	*cnt = 0;
+	if (!m || cJSON_IsNull(m))
+		return 0;
+	if (!cJSON_IsObject(m))
+		return lerr(l, m, s->path, "must be a mapping, not %s",
+			    type_name(m));
+	n = (uint32_t)cJSON_GetArraySize(m);
+	if (n == 0)
+		return 0;
+	sm = hb_arena_alloc(l->arena, n * sizeof(*sm));
+	if (!sm)
+		return HB_ENOMEM;
+	n = 0;
+	for (c = m->child; c; c = c->next) {
+		snprintf(sub, sizeof(sub), "%.200s.%.100s", s->path,
+			 c->string);
+		if ((why = check_string(C_ANY, c->string))) {
+			bad = lerr(l, c, sub, "the key %s", why);
+			continue;
+		}
+		if (!cJSON_IsObject(c) && !cJSON_IsNull(c)) {
+			bad = lerr(l, c, sub,
+				   "must be a mapping of node labels, not %s",
+				   type_name(c));
+			continue;
+		}
+		rc = load_kv(l, s, sub, c, s->key_check, s->check,
+			     &sm[n].labels, &sm[n].nlabels);
+		if (rc == HB_ENOMEM)
+			return rc;
+		if (rc) {
+			bad = rc;
+			continue;
+		}
+		sm[n].key = hb_arena_strdup(l->arena, c->string);
+		if (!sm[n].key)
+			return HB_ENOMEM;
+		n++;
+	}
+	if (bad)
+		return bad;
+	*dst = sm;
+	*cnt = n;
+	return 0;
+}
+
+static int load_setting(struct loader *l, const struct setting *s,
+			const cJSON *v)
+{
+	switch (s->type) {
+	case HB_CFG_MAP:
+		return load_map(l, s, v);
+	case HB_CFG_SELECTORS:
+		return load_selectors(l, s, v);
+	default:
+		return load_scalar(l, s, v);
+	}
+}
+
+/* Levenshtein distance, capped: for "did you mean". */
+static unsigned distance(const char *a, const char *b)
+{
+	unsigned row[64], i, j, prev, tmp;
+	size_t la = strlen(a), lb = strlen(b);
+
+	if (la >= 63 || lb >= 63)
+		return 99;
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		prev = row[0];
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			unsigned best = prev + (a[i - 1] != b[j - 1]);
+
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			tmp = row[j];
+			row[j] = best;
+			prev = tmp;
+		}
+	}
+	return row[lb];
+}
+
+/*
+ * The known name closest to key among the children of section prefix
+ * ("" for the top level); NULL if none is close.
+ */
+static const char *suggest(const char *prefix, const char *key, char *out,
+			   size_t outn)
+{
+	size_t pl = strlen(prefix), i;
+	unsigned best = 3;
+	const char *found = NULL;
+
+	for (i = 0; i < NSETTINGS; i++) {
+		const char *p = table[i].path, *name, *dot;
+		char cand[64];
+		size_t cn;
+		unsigned d;
+
+		if (pl && (strncmp(p, prefix, pl) || p[pl] != '.'))
+			continue;
+		name = pl ? p + pl + 1 : p;
+		dot = strchr(name, '.');
+		cn = dot ? (size_t)(dot - name) : strlen(name);
+		if (cn >= sizeof(cand))
+			continue;
+		memcpy(cand, name, cn);
+		cand[cn] = '\0';
+		d = distance(key, cand);
+		if (d < best) {
+			best = d;
+			snprintf(out, outn, "%s", cand);
+			found = out;
+		}
+	}
+	return found;
+}
+
+static const struct setting *find_setting(const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < NSETTINGS; i++)
+		if (!strcmp(table[i].path, path))
+			return &table[i];
+	return NULL;
+}
+
+static int is_section(const char *path)
+{
+	size_t i, n = strlen(path);
+
+	for (i = 0; i < NSETTINGS; i++)
+		if (!strncmp(table[i].path, path, n) && table[i].path[n] == '.')
+			return 1;
+	return 0;
+}
+
+/* Walk a section of the file. */
+static int load_section(struct loader *l, const char *prefix,
+			const cJSON *m)
+{
+	const cJSON *c;
+	int rc, bad = 0;
+
+	for (c = m->child; c; c = c->next) {
+		char path[256], hint[64];
+		const struct setting *s;
+		int n = snprintf(path, sizeof(path), "%s%s%s", prefix,
+				 *prefix ? "." : "", c->string);
+
+		if (n < 0 || (size_t)n >= sizeof(path) ||
+		    strchr(c->string, '.')) {
+			bad = lerr(l, c, *prefix ? prefix : "(top level)",
+				   "unknown key '%.60s'", c->string);
+			continue;
+		}
+		if ((s = find_setting(path))) {
+			l->seen[s - table] = 1;
+			rc = load_setting(l, s, c);
+		} else if (is_section(path)) {
+			if (cJSON_IsNull(c))
+				continue;
+			if (!cJSON_IsObject(c))
+				rc = lerr(l, c, path,
+					  "must be a mapping, not %s",
+					  type_name(c));
+			else
+				rc = load_section(l, path, c);
+		} else if (suggest(prefix, c->string, hint, sizeof(hint))) {
+			rc = lerr(l, c, path, "unknown key (did you mean '%s'?)",
+				  hint);
+		} else {
+			rc = lerr(l, c, path, "unknown key");
+		}
+		if (rc == HB_ENOMEM)
+			return rc;
+		if (rc)
+			bad = rc;
+	}
+	return bad;
+}
+
+static int load(const cJSON *doc, const char *name, struct hb_config *cfg,
+		struct hb_err *err)
+{
+	struct loader l;
+	struct priv *pv;
+	size_t i;
+	int rc = 0;
+
+	memset(cfg, 0, sizeof(*cfg));
+	pv = calloc(1, sizeof(*pv));
+	if (!pv)
+		return hb_err_set(err, HB_ENOMEM, name, 0, "out of memory");
+	hb_arena_init(&pv->arena, 0);
+	cfg->priv = pv;
+	memset(&l, 0, sizeof(l));
+	l.name = name;
+	l.err = err;
+	l.cfg = cfg;
+	l.arena = &pv->arena;
+	if (doc && !cJSON_IsNull(doc)) {
+		if (!cJSON_IsObject(doc)) {
+			hb_err_set(err, HB_EINVAL, name,
+				   (unsigned)hb_doc_line(doc),
+				   "the configuration must be a mapping, "
+				   "not %s", type_name(doc));
+			rc = HB_EINVAL;
+			goto out;
+		}
+		rc = load_section(&l, "", doc);
+		if (rc == HB_ENOMEM)
+			goto out;
+	}
+	/* defaults for what the file does not say */
+	for (i = 0; i < NSETTINGS; i++) {
+		int r;
+
+		if (l.seen[i])
+			continue;
+		r = load_setting(&l, &table[i], NULL);
+		if (r == HB_ENOMEM) {
+			rc = r;
+			goto out;
+		}
+		if (r && !rc)
+			rc = r;
+	}
+	if (rc == 0 && l.nerrors)
+		rc = HB_EINVAL;
+out:
+	if (rc) {
+		if (rc == HB_ENOMEM)
+			hb_err_set(err, rc, name, 0, "out of memory");
+		else if (l.nerrors > 1 && err) {
+			size_t used = strlen(err->msg);
+
+			snprintf(err->msg + used, sizeof(err->msg) - used,
+				 " (and %u more error%s)", l.nerrors - 1,
+				 l.nerrors > 2 ? "s" : "");
+		}
+		hb_config_free(cfg);
+	}
+	return rc;
+}
+
+int hb_config_defaults(struct hb_config *cfg)
+{
+	struct hb_err err = { 0 };
+
+	return load(NULL, "defaults", cfg, &err);
+}
+
+int hb_config_parse(const char *buf, size_t len, const char *name,
+		    struct hb_config *cfg, struct hb_err *err)
+{
+	cJSON *doc = NULL;
+	int rc;
+
+	memset(cfg, 0, sizeof(*cfg));
+	if ((rc = hb_doc_parse(buf, len, name, &doc, err)))
+		return rc;
+	rc = load(doc, name, cfg, err);
+	cJSON_Delete(doc);
+	return rc;
+}
+
+void hb_config_free(struct hb_config *cfg)
+{
+	struct priv *pv;
+
+	if (!cfg)
+		return;
+	pv = cfg->priv;
+	if (pv) {
+		hb_arena_free(&pv->arena);
+		free(pv);
+	}
+	memset(cfg, 0, sizeof(*cfg));
+}
+
+/* ------------------------------------------------------------------ */
+/* Reload and lookups                                                  */
+/* ------------------------------------------------------------------ */
+
+static int str_eq(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	return !strcmp(a, b);
+}
+
+static int kv_eq(const struct hb_kv *a, uint32_t na, const struct hb_kv *b,
+		 uint32_t nb)
+{
+	uint32_t i;
+
+	if (na != nb)
+		return 0;
+	for (i = 0; i < na; i++)
+		if (!str_eq(a[i].key, b[i].key) ||
+		    !str_eq(a[i].value, b[i].value))
+			return 0;
+	return 1;
+}
+
+static int setting_eq(const struct setting *s, const struct hb_config *a,
+		      const struct hb_config *b)
+{
+	const void *pa = (const char *)a + s->off;
+	const void *pb = (const char *)b + s->off;
+	uint32_t na = 0, nb = 0, i;
+
+	if (s->type == HB_CFG_MAP || s->type == HB_CFG_SELECTORS) {
+		na = *(const uint32_t *)((const char *)a + s->count_off);
+		nb = *(const uint32_t *)((const char *)b + s->count_off);
+	}
+	switch (s->type) {
+	case HB_CFG_STRING:
+	case HB_CFG_ENUM:
+		return str_eq(*(const char *const *)pa,
+			      *(const char *const *)pb);
+	case HB_CFG_UINT:
+		return *(const uint32_t *)pa == *(const uint32_t *)pb;
+	case HB_CFG_SIZE:
+		return *(const uint64_t *)pa == *(const uint64_t *)pb;
+	case HB_CFG_MAP:
+		return kv_eq(*(struct hb_kv *const *)pa, na,
+			     *(struct hb_kv *const *)pb, nb);
+	case HB_CFG_SELECTORS: {
+		const struct hb_selector_map *x =
+			*(struct hb_selector_map *const *)pa;
+		const struct hb_selector_map *y =
+			*(struct hb_selector_map *const *)pb;
+
+		if (na != nb)
+			return 0;
+		for (i = 0; i < na; i++)
+			if (!str_eq(x[i].key, y[i].key) ||
+			    !kv_eq(x[i].labels, x[i].nlabels, y[i].labels,
+				   y[i].nlabels))
+				return 0;
+		return 1;
+	}
+	}
+	return 0;
+}
+
+int hb_config_check_reload(const struct hb_config *cur,
+			   const struct hb_config *next, struct hb_err *err)
+{
+	size_t i;
+
+	for (i = 0; i < NSETTINGS; i++)
+		if (!table[i].reloadable && !setting_eq(&table[i], cur, next))
+			return hb_err_set(err, HB_ECONFLICT, NULL, 0,
+					  "%s: changing it needs a restart",
+					  table[i].path);
+	return 0;
+}
+
+const char *hb_kv_get(const struct hb_kv *kv, uint32_t n, const char *key)
+{
+	uint32_t i;
+
+	if (!kv || !key)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (kv[i].key && !strcmp(kv[i].key, key))
+			return kv[i].value;
+	return NULL;
+}
+
+const struct hb_selector_map *hb_selector_get(const struct hb_selector_map *m,
+					      uint32_t n, const char *key)
+{
+	uint32_t i;
+
+	if (!m || !key)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (m[i].key && !strcmp(m[i].key, key))
+			return &m[i];
+	return NULL;
+}

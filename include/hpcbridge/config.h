@@ -68,12 +68,54 @@ struct hb_config {
  * hb_config_free(). */
 int hb_config_defaults(struct hb_config *cfg);
 
-/* Parse and validate a YAML config of len bytes named name.  On error cfg
- * is left empty (nothing half-loaded) and err names the key. */
+/*
+ * Parse and validate a YAML config of len bytes named name.  Every key of
+ * the file is checked (unknown keys, types, bounds, enum values, names);
+ * the first error is reported as "NAME:LINE: key.path: message", followed
+ * by "(and N more errors)" when there are others.  Keys the file does not
+ * set take their defaults; an empty file gives the defaults.  cfg is
+ * overwritten, not freed: free an earlier configuration first (or parse
+ * into a fresh struct and swap).  On error cfg is left zeroed (nothing
+ * half-loaded; hb_config_free() on it is a no-op).  Caller frees with
+ * hb_config_free().
+ */
 int hb_config_parse(const char *buf, size_t len, const char *name,
 		    struct hb_config *cfg, struct hb_err *err);
 
+/* Free what cfg owns and zero it.  NULL and zeroed structs are fine. */
 void hb_config_free(struct hb_config *cfg);
+
+/*
+ * A reload (SIGHUP) may only change reloadable settings.  0 if next can
+ * replace cur; HB_ECONFLICT naming the first setting that differs and
+ * needs a restart otherwise.
+ */
+int hb_config_check_reload(const struct hb_config *cur,
+			   const struct hb_config *next, struct hb_err *err);
+
+/* The settings table, for documentation and --help. */
+enum hb_config_type {
+	HB_CFG_STRING,	  /* a string (some nullable) */
+	HB_CFG_UINT,	  /* a non-negative integer */
+	HB_CFG_SIZE,	  /* MiB: an integer (MiB), a Kubernetes quantity
+			   * ("512Mi", "4Gi") or a Slurm size ("4G") */
+	HB_CFG_ENUM,	  /* one of a fixed set of strings */
+	HB_CFG_MAP,	  /* a mapping of strings to strings */
+	HB_CFG_SELECTORS  /* a mapping of names to label mappings */
+};
+
+struct hb_config_key {
+	const char *path;		/* "kubernetes.worker.cpus" */
+	enum hb_config_type type;
+	const char *def;		/* default as YAML text; NULL: null/{} */
+	uint64_t min, max;		/* HB_CFG_UINT and HB_CFG_SIZE */
+	const char *const *values;	/* HB_CFG_ENUM, NULL-terminated */
+	int reloadable;
+	const char *help;		/* what it means, one sentence */
+};
+
+/* The i-th setting (0-based) in *out; HB_ENOENT past the last one. */
+int hb_config_key(size_t i, struct hb_config_key *out);
 
 /* Look key up in a map; NULL if absent. */
 const char *hb_kv_get(const struct hb_kv *kv, uint32_t n, const char *key);
