@@ -225,6 +225,20 @@ static int plain_token(const char *s, size_t max)
 	return n > 0 && n <= max;
 }
 
+/* [registry/]repository[:tag][@digest], loosely: the characters an image
+ * reference may hold, no whitespace, a letter or digit first. */
+static int image_ref(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || n > 500 || !alnum(s[0]))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!alnum(s[i]) && !strchr("._/:@-", s[i]))
+			return 0;
+	return 1;
+}
+
 /* NULL if s passes, else what is wrong with it. */
 static const char *check_string(enum check c, const char *s)
 {
@@ -253,9 +267,10 @@ static const char *check_string(enum check c, const char *s)
 			       "subdomain of at most 63 characters)";
 		return NULL;
 	case C_IMAGE:
-		if (!plain_token(s, 4096))
-			return "must be a non-empty image reference without "
-			       "whitespace";
+		if (!image_ref(s, n))
+			return "is not an image reference (at most 500 "
+			       "characters of A-Z, a-z, 0-9 and ._/:@-, "
+			       "starting with a letter or digit)";
 		return NULL;
 	case C_ABSPATH:
 		if (s[0] != '/' || !plain_token(s, 4096))
