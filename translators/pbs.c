@@ -1566,8 +1566,8 @@ static int opt_array(struct ctx *c, char opt, const char *v)
 	r = hb_arena_alloc(&c->spec->arena, n * sizeof(*r));
 	if (!r)
 		return oom(c);
-	for (const char *p = v, *end = v + len; p <= end; k++) {
-		size_t il = strcspn(p, ",%");
+	for (const char *p = v, *end = v + len; p <= end && k < n; k++) {
+		size_t il = strcspn(p, ",");
 		const char *dash, *colon;
 		struct hb_range *x = &r[k];
 

@@ -604,6 +604,12 @@ static void test_arrays(void **state)
 		   "step must be at least 1");
 	expect_err("#PBS -t 1,,2\ntrue\n", NULL, 0, HB_EINVAL,
 		   "malformed index");
+	expect_err("#PBS -t 1%2%3\ntrue\n", NULL, 0, HB_EINVAL,
+		   "-t: malformed number '1%2'");
+	expect_err("#PBS -t 1-2%3,4%5\ntrue\n", NULL, 0, HB_EINVAL,
+		   "malformed number '2%3'");
+	expect_err("#PBS -J 1-9%2%3\ntrue\n", NULL, 0, HB_EINVAL,
+		   "malformed number '9%2'");
 	expect_err("#PBS -t 1-99999999999\ntrue\n", NULL, 0, HB_ERANGE,
 		   "too large");
 }
