@@ -2669,9 +2669,35 @@ static int expand_host(struct hb_arena *a, const char *h, size_t hl,
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
+/* Host names in hostlist order: by prefix, then by numeric suffix. */
+static int cmp_host(const void *pa, const void *pb)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	const char *a = *(char *const *)pa, *b = *(char *const *)pb;
+	size_t la = strlen(a), lb = strlen(b), da = la, db = lb;
+	int r;
+
+	while (da > 0 && is_digit(a[da - 1]))
+		da--;
+	while (db > 0 && is_digit(b[db - 1]))
+		db--;
+	r = strncmp(a, b, da < db ? da : db);
+	if (r || da != db)
+		return r ? r : (da < db ? -1 : 1);
+	/* same prefix: compare the numbers, then their widths */
+	{
+		const char *x = a + da, *y = b + db;
+
+		while (*x == '0' && x[1])
+			x++;
+		while (*y == '0' && y[1])
+			y++;
+		if (strlen(x) != strlen(y))
+			return strlen(x) < strlen(y) ? -1 : 1;
+		r = strcmp(x, y);
+		if (r)
+			return r;
+	}
+	return strcmp(a, b);
 }
 
 /*
@@ -2679,7 +2705,8 @@ static int cmp_str(const void *a, const void *b)
  * hostlist_uniq).  Returns 0 and *count, or HB_EINVAL when the list is a
  * file name or not understood.
  */
-static int count_nodes(struct ctx *c, const char *list, uint64_t *count)
+static int count_nodes(struct ctx *c, const char *list, uint64_t *count,
+		       uint64_t keep, const char **kept)
 {
 	struct hb_arena a;
 	struct names nm = {0};
@@ -2714,11 +2741,27 @@ static int count_nodes(struct ctx *c, const char *list, uint64_t *count)
 	if (!rc) {
 		size_t u = 0;
 
-		qsort(nm.v, nm.n, sizeof(*nm.v), cmp_str);
+		qsort(nm.v, nm.n, sizeof(*nm.v), cmp_host);
 		for (size_t i = 0; i < nm.n; i++)
 			if (i == 0 || strcmp(nm.v[i], nm.v[i - 1]))
-				u++;
+				nm.v[u++] = nm.v[i];
 		*count = u;
+		/* the first keep nodes, as hostlist_pop() leaves them */
+		if (kept && keep && keep < u) {
+			struct hb_buf b;
+
+			hb_buf_init(&b, 0);
+			for (size_t i = 0; i < keep && !rc; i++)
+				if (hb_buf_printf(&b, "%s%s", i ? "," : "",
+						  nm.v[i]))
+					rc = HB_ENOMEM;
+			if (!rc) {
+				*kept = hb_jobspec_strdup(c->spec, b.data);
+				if (!*kept)
+					rc = HB_ENOMEM;
+			}
+			hb_buf_free(&b);
+		}
 	}
 	free(nm.v);
 	hb_arena_free(&a);
@@ -2954,7 +2997,7 @@ static int resolve_counts(struct ctx *c)
 	if (nl->set && nl->dir != NO_DIR &&
 	    c->dinfo[nl->dir] == O_NODELIST) {
 		uint64_t cnt;
-		int rc = count_nodes(c, nl->val, &cnt);
+		int rc = count_nodes(c, nl->val, &cnt, 0, NULL);
 
 		if (rc == HB_ENOMEM)
 			return rc;
@@ -2976,7 +3019,23 @@ static int resolve_counts(struct ctx *c)
 	if (nodes_set && ntasks_set && max > nt->a)
 		max = nt->a;
 	if (nodes_set && ntasks_set && nt->a < min) {
+		const char *kept = NULL;
+		uint64_t cnt;
+
 		min = max = nt->a;
+		/* sbatch drops the node list's last nodes to match */
+		if (sp->nodelist &&
+		    count_nodes(c, sp->nodelist, &cnt, min, &kept) ==
+			    HB_ENOMEM)
+			return HB_ENOMEM;
+		if (kept) {
+			sp->nodelist = kept;
+			note(c, nl->dir, hb_arena_printf(&sp->arena,
+							 "sbatch keeps only the "
+							 "first %llu nodes: %s",
+							 (unsigned long long)min,
+							 kept));
+		}
 		note(c, nodes_dir, hb_arena_printf(&sp->arena,
 						   "sbatch sets the node count "
 						   "to %llu: only %llu tasks",

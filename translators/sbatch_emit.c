@@ -285,7 +285,7 @@ static bool deadline_is_ours(const struct hb_jobspec *s)
 
 		for (uint8_t k = 0; k < d->nfields; k++)
 			if (d->fields[k] == HB_F_DEADLINE && d->text &&
-			    strstr(d->text, "hpcbridge-deadline"))
+			    strstr(d->text, "hpcbridge-"))
 				return true;
 	}
 	return false;
