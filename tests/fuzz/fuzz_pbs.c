@@ -48,6 +48,15 @@ static void check_ok(const struct hb_jobspec *s, size_t len)
 	}
 	if (s->narray_ranges && !s->array)
 		abort();
+	if (s->array) {
+		/* never more ranges than the list has items */
+		uint32_t items = 1;
+
+		for (const char *p = s->array; *p && *p != '%'; p++)
+			items += *p == ',';
+		if (s->narray_ranges > items)
+			abort();
+	}
 	if (s->nchunks == 1 || (s->nchunks && !s->chunks))
 		abort();
 	if (s->nchunks) {
