@@ -125,6 +125,17 @@ while read -r kind val; do
 done <<<"$extra"
 [ -z "$lics" ] || conf_lines+="Licenses=$lics"$'\n'
 export HB_SLURM_EXTRA_CONF="$conf_lines"
+# Without slurmdbd the controller drops --qos; this job_submit.lua records
+# what sbatch sent in the admin comment, where scontrol shows it.
+export HB_SLURM_JOB_SUBMIT_LUA='
+function slurm_job_submit(job_desc, part_list, submit_uid)
+	job_desc.admin_comment = "oracle:qos=" .. (job_desc.qos or "")
+	return slurm.SUCCESS
+end
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+	return slurm.SUCCESS
+end'
+
 export HB_SLURM_NODE_FEATURES="$feats"
 
 # 3. Slurm up, the comparison, Slurm down (by the trap).
@@ -142,6 +153,10 @@ rc=0
 held=$(squeue -h -t PD -o '%A %r' | grep -c 'JobHeldUser' || true)
 echo "oracle: $held held jobs in the queue"
 [ "$held" -ge 10 ] || fail "expected the corpus as held jobs, found $held"
+# ... and job_submit.lua saw every one of them (else QOS went unchecked).
+recorded=$(scontrol show job -o | grep -c ' AdminComment=oracle:qos=' || true)
+[ "$recorded" = "$held" ] ||
+	fail "job_submit.lua recorded $recorded of $held jobs"
 
 [ "$rc" = 0 ] || fail "Slurm and hpcbridge disagree (see MISMATCH lines)"
 echo "PASS: slurm_oracle"

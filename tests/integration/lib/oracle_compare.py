@@ -357,7 +357,12 @@ def compare(script_path, slurm, spec, rep):
           ours if ours is not None else "(null)")
     ours = jget(spec, "qos")
     s_qos = slurm.get("QOS", "(null)")
-    if s_qos not in ("(null)", ""):
+    m = re.search(r"oracle:qos=(\S*)", slurm.get("AdminComment", ""))
+    if m:
+        # The test's job_submit.lua recorded the QOS that sbatch sent
+        # (without slurmdbd the controller drops it afterwards).
+        check("QOS", m.group(1) or None, ours, "as sbatch sent it")
+    elif s_qos not in ("(null)", ""):
         check("QOS", s_qos, ours)
     elif ours is not None:
         rep.note(name, "QOS %r not observable (no slurmdbd: Slurm drops it)"
@@ -375,8 +380,13 @@ def compare(script_path, slurm, spec, rep):
             emax = max(ntasks, 0)
             emin = min(emin, emax)
             note = "sbatch clips the node count to ntasks"
-        check("NumNodes", "%s-%s" % (s_min, s_max),
-              "%s-%s" % (emin, emax), note)
+        if s_max is None and nmax is None:
+            # No -N: Slurm counted the nodes itself (--nodelist), as we did.
+            check("NumNodes", s_min, emin,
+                  "derived from the node list, no maximum")
+        else:
+            check("NumNodes", "%s-%s" % (s_min, s_max),
+                  "%s-%s" % (emin, emax), note)
     elif s_max is not None:
         rep.bad(name, "NumNodes", slurm.get("NumNodes"), None,
                 "Slurm has a requested node range; we have no nodes_min")
@@ -470,6 +480,8 @@ def compare(script_path, slurm, spec, rep):
         check("GPUs(%s)" % scopes.get(sc, sc), s_gpus.get(sc), want.get(sc),
               "(type, count) per scope")
 
+    compare_more(name, slurm, spec, check)
+
     # Array
     s_arr = slurm.get("ArrayTaskId")
     arr = spec.get("array")
@@ -492,6 +504,119 @@ def compare(script_path, slurm, spec, rep):
             check("ArrayTaskThrottle", thr or None, mr or None)
     elif s_arr is not None:
         rep.bad(name, "ArrayTaskId", s_arr, None)
+
+
+def expand_hostlist(text):
+    """"hb[1-2,4],node05" -> {"hb1", "hb2", "hb4", "node05"}."""
+    out = set()
+    if not text or text == "(null)":
+        return out
+    for item in re.findall(r"[^,\[]+(?:\[[^\]]*\][^,\[]*)*", text):
+        m = re.fullmatch(r"([^\[]*)\[([^\]]*)\](.*)", item)
+        if not m:
+            out.add(item)
+            continue
+        pre, body, post = m.groups()
+        for part in body.split(","):
+            if "-" in part:
+                a, b = part.split("-", 1)
+                width = len(a) if a.startswith("0") else 0
+                for i in range(int(a), int(b) + 1):
+                    out |= expand_hostlist(pre + str(i).zfill(width) + post)
+            else:
+                out |= expand_hostlist(pre + part + post)
+    return out
+
+
+def dep_set(text):
+    """Dependency "afterok:12:13,singleton" or Slurm's
+    "afterok:12(unfulfilled),afterok:13(unfulfilled)" -> {"afterok:12",
+    "afterok:13", "singleton"} (the ?-separated "any" form likewise)."""
+    out = set()
+    if not text or text == "(null)":
+        return out
+    for item in re.split(r"[,?&]", re.sub(r"\([a-z_]+\)", "", text)):
+        item = item.strip()
+        if not item:
+            continue
+        kind, _, ids = item.partition(":")
+        if not ids:
+            out.add(kind)
+        for i in ids.split(":") if ids else []:
+            out.add("%s:%s" % (kind, i.split("+")[0]))
+    return out
+
+
+def lic_set(text):
+    out = set()
+    if not text or text == "(null)":
+        return out
+    for item in text.split(","):
+        name, _, n = re.split(r"[@]", item)[0].partition(":")
+        out.add("%s:%s" % (name, n or "1"))
+    return out
+
+
+def compare_more(name, slurm, spec, check):
+    """Fields beyond the resource shape that `scontrol show job` also
+    shows; each is compared only in the form both sides can express."""
+    # --exclusive: OverSubscribe=NO.  Without it Slurm shows OK, or YES in
+    # a partition with OverSubscribe=FORCE (burst).
+    ex = jget(spec, "exclusive")
+    s_os = slurm.get("OverSubscribe")
+    if s_os is not None:
+        check("OverSubscribe", s_os == "NO", bool(ex),
+              "--exclusive <-> OverSubscribe=NO")
+    # --requeue / --no-requeue: Requeue=1/0, 1 by default (JobRequeue=1).
+    rq = jget(spec, "requeue")
+    if slurm.get("Requeue") is not None:
+        check("Requeue", slurm.get("Requeue"),
+              "1" if rq is None or rq else "0", "default 1")
+    # --time-min
+    tm = jget(spec, "time_min")
+    s_tm = slurm.get("TimeMin", "N/A")
+    s_tm = None if s_tm in ("N/A", "") else parse_minutes(s_tm)
+    if tm is None:
+        check("TimeMin", s_tm, None)
+    elif tm in ("UNLIMITED", "INFINITE"):
+        check("TimeMin", s_tm, "UNLIMITED")
+    elif to_int(tm) is not None:
+        check("TimeMin", s_tm, math.ceil(to_int(tm) / 60) or None,
+              "minutes, rounded up")
+    # --nodelist / --exclude as sets of node names.
+    check("ReqNodeList", expand_hostlist(slurm.get("ReqNodeList")),
+          expand_hostlist(jget(spec, "nodelist")))
+    check("ExcNodeList", expand_hostlist(slurm.get("ExcNodeList")),
+          expand_hostlist(jget(spec, "exclude")))
+    # --dependency
+    check("Dependency", dep_set(slurm.get("Dependency")),
+          dep_set(jget(spec, "dependency")))
+    # --constraint, --licenses
+    c = jget(spec, "constraint")
+    check("Features", slurm.get("Features", "(null)"),
+          c if c is not None else "(null)")
+    check("Licenses", lic_set(slurm.get("Licenses")),
+          lic_set(jget(spec, "licenses")))
+    # --comment, --mail-user, --mail-type
+    c = jget(spec, "comment")
+    check("Comment", (slurm.get("Comment") or "").strip() or None,
+          c.strip() if isinstance(c, str) and c.strip() else None)
+    mu = jget(spec, "mail_user")
+    s_mu = slurm.get("MailUser")
+    if mu is not None or (s_mu and s_mu != "(null)"):
+        check("MailUser", s_mu, mu)
+    mt = jget(spec, "mail_type")
+    s_mt = slurm.get("MailType")
+    if mt is not None or (s_mt and s_mt not in ("NONE", "(null)")):
+        check("MailType", set((s_mt or "").split(",")) - {""},
+              set((mt or "").upper().split(",")) - {""})
+    # --deadline, when ours is an absolute time (Slurm prints it resolved).
+    dl = jget(spec, "deadline")
+    if isinstance(dl, str) and re.fullmatch(
+            r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}", dl):
+        check("Deadline", slurm.get("Deadline"), dl)
+    elif dl is None:
+        check("Deadline", slurm.get("Deadline", "N/A"), "N/A")
 
 
 # ---------------------------------------------------------------- running
@@ -767,6 +892,17 @@ def selftest():
     r = Report()
     compare("/x/bare.sh", bare, {"qos": "high"}, r)
     expect(not r.mismatches and r.notes, "unobservable QOS is a note")
+    rec_q = dict(bare, AdminComment="oracle:qos=high")
+    r = Report()
+    compare("/x/bare.sh", rec_q, {"qos": "high"}, r)
+    expect(not r.mismatches, "recorded QOS: %r" % r.mismatches)
+    r = Report()
+    compare("/x/bare.sh", rec_q, {}, r)
+    expect({m[1] for m in r.mismatches} == {"QOS"}, "QOS we missed")
+    r = Report()
+    compare("/x/bare.sh", dict(bare, AdminComment="oracle:qos="),
+            {"qos": "high"}, r)
+    expect({m[1] for m in r.mismatches} == {"QOS"}, "QOS sbatch did not see")
 
     # -N 2-4 with ntasks-per-node 8: NumTasks 16, no ntasks.
     rng = parse_scontrol(
@@ -790,6 +926,49 @@ def selftest():
                              "shape": {"ntasks": 32}}, r)
     expect({m[1] for m in r.mismatches} == {"NumTasks"},
            "shape.ntasks is compared: %r" % r.mismatches)
+
+    # Fields beyond the shape.
+    more = parse_scontrol(
+        "JobId=5 JobName=m.sh Account=(null) QOS=(null) Dependency="
+        "afterok:12(unfulfilled),afterany:13(unfulfilled) Requeue=0 "
+        "TimeLimit=02:00:00 TimeMin=01:00:00 Partition=debug "
+        "ReqNodeList=hb[1-2] ExcNodeList=hb4 NumNodes=2 NumTasks=2 "
+        "CPUs/Task=1 NtasksPerN:B:S:C=0:0:*:* MinMemoryNode=0 "
+        "Features=ib&skylake OverSubscribe=NO Licenses=matlab:2 "
+        "Deadline=2035-12-31T23:00:00 Comment=a b, c  StdErr=/x "
+        "MailUser=a@b MailType=BEGIN,END")
+    more_spec = {"nodelist": "hb1,hb2", "exclude": "hb4", "nodes_min": 2,
+                 "dependency": "afterok:12,afterany:13", "requeue": False,
+                 "time_limit": 7200, "time_min": 3600,
+                 "constraint": "ib&skylake", "exclusive": True,
+                 "licenses": "matlab:2", "deadline": "2035-12-31T23:00:00",
+                 "comment": "a b, c", "mail_user": "a@b",
+                 "mail_type": "BEGIN,END"}
+    r = Report()
+    compare("/x/m.sh", more, more_spec, r)
+    expect(not r.mismatches, "more fields: %r" % r.mismatches)
+    for field, change in (
+            ("ReqNodeList", lambda s: s.update(nodelist="hb[1-3]")),
+            ("ExcNodeList", lambda s: s.pop("exclude")),
+            ("Dependency", lambda s: s.update(dependency="afterok:12")),
+            ("Requeue", lambda s: s.pop("requeue")),
+            ("TimeMin", lambda s: s.pop("time_min")),
+            ("Features", lambda s: s.pop("constraint")),
+            ("OverSubscribe", lambda s: s.pop("exclusive")),
+            ("Licenses", lambda s: s.update(licenses="matlab")),
+            ("Deadline", lambda s: s.pop("deadline")),
+            ("Comment", lambda s: s.update(comment="a b")),
+            ("MailUser", lambda s: s.pop("mail_user")),
+            ("MailType", lambda s: s.update(mail_type="END"))):
+        spec = dict(more_spec)
+        change(spec)
+        r = Report()
+        compare("/x/m.sh", more, spec, r)
+        got = {m[1] for m in r.mismatches}
+        expect(field in got, "mutation %s not caught (got %s)"
+               % (field, sorted(got)))
+    expect(expand_hostlist("hb[1-2,4],n[08-10]x") ==
+           {"hb1", "hb2", "hb4", "n08x", "n09x", "n10x"}, "hostlist")
 
     # Reject checks.
     r = Report()

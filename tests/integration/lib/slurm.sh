@@ -3,63 +3,99 @@
 #
 # Source this file, then:
 #
-#   slurm_up DIR        start munged, slurmctld and one slurmd, all of whose
-#                       files live in DIR; wait until the node is idle.
-#                       Exports SLURM_CONF and the HB_SLURM_* outputs below.
-#   slurm_down DIR      cancel every job, stop slurmd, then slurmctld, then
-#                       munged (SIGTERM, then SIGKILL by PID), and SIGKILL any
-#                       slurmstepd that slurmd left behind.  Only PIDs this
-#                       library recorded are signalled.  Removes nothing.
-#   slurm_purge DIR     after slurm_down: remove exactly what slurm_up
-#                       created in DIR (and DIR itself if slurm_up made it).
-#   slurm_logs DIR      print the tail of every log (used on failure).
+#   slurm_up DIR        start munged, slurmctld and one slurmd per real node,
+#                       all of whose files live in DIR; wait until every real
+#                       node is idle.  Exports SLURM_CONF and the HB_SLURM_*
+#                       outputs below.  On failure: prints the logs, tears
+#                       down what it started, returns 1.
+#   slurm_down DIR      cancel every job, stop each slurmd, then slurmctld,
+#                       then munged (SIGTERM, then SIGKILL, by PID), and
+#                       SIGKILL any slurmstepd this instance left behind.
+#                       Only PIDs this library recorded or can tie to DIR are
+#                       signalled.  Removes nothing.  Safe to call twice, and
+#                       from another shell (the PIDs are kept in DIR).
+#   slurm_purge DIR     slurm_down, then remove exactly what slurm_up created
+#                       in DIR (and DIR itself if slurm_up made it).
+#   slurm_logs DIR      print the tail of every log (on failure).
 #   slurm_env DIR       print `export ...` lines for another shell.
-#   slurm_is_up DIR     0 if the controller answers and the node is usable.
+#   slurm_is_up DIR     0 if the controller answers and every real node is
+#                       usable.
 #
-# Everything is idempotent enough for `trap 'slurm_down "$d"' EXIT`.
-# Works as root (munged as the munge user, SlurmUser=root, jobs may run as
-# any user).  As another user everything runs as that user, which is enough
-# for held jobs and for jobs of that same user.
+# Typical use in a test:
+#
+#   . "$src/tests/integration/lib/slurm.sh"
+#   tmp=$(mktemp -d); trap 'slurm_down "$tmp/slurm"; rm -rf "$tmp"' EXIT
+#   slurm_up "$tmp/slurm"
+#   sbatch --wrap=hostname ...
+#
+# Runs as root in CI: munged runs as the munge user, SlurmUser=root, jobs may
+# run as any user.  As another user everything runs as that user, which is
+# enough for held jobs and for that user's own jobs.
+#
+# Node records.  Slurm needs a record per node a job asks for, so there are
+# HB_SLURM_NODES records (hb1..hbN, each with CPUs/RealMemory/GPUs from the
+# variables below; slurmd registers the configured sizes, not the machine's,
+# thanks to SlurmdParameters=config_overrides).  The first
+# HB_SLURM_REAL_NODES of them get a slurmd each; the others are DOWN with a
+# reason.  Every record has its own port, so a record without a slurmd is
+# never answered by another record's slurmd (one slurmd answers pings for any
+# name, and slurmctld would then mark a phantom node idle and schedule onto
+# it).  Held jobs of up to HB_SLURM_NODES nodes are accepted, and so are
+# running jobs that fit the real nodes; two real nodes run 2-node srun jobs.
 #
 # Inputs (environment variables, all optional):
-#   HB_SLURM_CLUSTER        cluster name                      [hbsandbox]
-#   HB_SLURM_NODE_PREFIX    node names are PREFIX1..PREFIXN   [hb]
-#   HB_SLURM_NODES          node records (only PREFIX1 is real) [4]
-#   HB_SLURM_CPUS           CPUs per node record              [64]
-#   HB_SLURM_MEM_MB         RealMemory per node record, MB    [512000]
-#   HB_SLURM_GPUS           GPUs per node, "type:count ..."   [a100:4 h100:4]
+#   HB_SLURM_CLUSTER        cluster name                        [hbsandbox]
+#   HB_SLURM_NODE_PREFIX    node names are PREFIX1..PREFIXN     [hb]
+#   HB_SLURM_NODES          node records                        [4]
+#   HB_SLURM_REAL_NODES     how many of them get a slurmd       [1]
+#   HB_SLURM_PHANTOM_STATE  State= of the others: DOWN, DRAIN, FUTURE [DOWN]
+#   HB_SLURM_CPUS           CPUs per node record                [64]
+#   HB_SLURM_MEM_MB         RealMemory per node record, MB      [512000]
+#   HB_SLURM_GPUS           GPUs per node, "type:count ..."     [a100:4 h100:4]
+#                           ("" for none)
 #   HB_SLURM_NODE_FEATURES  Features= of every node record (comma list)
-#   HB_SLURM_BURST_OVERSUBSCRIBE  OverSubscribe of `burst`    [FORCE:8]
+#   HB_SLURM_BURST_NODE     1: add a real node PREFIXburst, with its own
+#                           slurmd, that only the `burst` partition uses, so
+#                           that proxies never wait behind real work that
+#                           fills the other nodes' CPUs                [0]
+#   HB_SLURM_BURST_NODES    nodes of the `burst` partition
+#                           [PREFIXburst with HB_SLURM_BURST_NODE=1, else
+#                           the real nodes]
+#   HB_SLURM_BURST_OVERSUBSCRIBE  OverSubscribe= of `burst`     [FORCE:8]
 #   HB_SLURM_PLUGIN_DIR     extra plugin directories (colon-separated),
-#                           searched before Slurm's own
+#                           searched before Slurm's own (PluginDir=)
 #   HB_SLURM_JOB_SUBMIT_PLUGINS   JobSubmitPlugins= value, e.g. hpcbridge
-#   HB_SLURM_PLUGSTACK      lines for plugstack.conf (SPANK plugins)
-#   HB_SLURM_EXTRA_CONF     lines appended to slurm.conf (later keys win)
-#   HB_SLURM_DEBUG          SlurmctldDebug/SlurmdDebug level   [info]
-#   HB_SLURM_READY_TIMEOUT  seconds to wait for readiness      [30]
+#   HB_SLURM_JOB_SUBMIT_LUA the text of a job_submit.lua, written next to
+#                           slurm.conf; adds "lua" to JobSubmitPlugins
+#   HB_SLURM_PLUGSTACK      the lines of plugstack.conf (SPANK plugins)
+#   HB_SLURM_EXTRA_CONF     lines appended to slurm.conf (a later key wins
+#                           over an earlier one)
+#   HB_SLURM_DEBUG          SlurmctldDebug/SlurmdDebug level      [info]
+#   HB_SLURM_READY_TIMEOUT  seconds to wait for readiness         [30]
 #   HB_SLURM_DETACH         1: start the daemons in their own session, so
-#                           they outlive the calling shell and its process
-#                           group (for `hpcbridge sandbox up`)    [0]
+#                           they outlive the calling shell's process group
+#                           (for `hpcbridge sandbox up`)          [0]
 #   HB_SLURM_FIX_HOSTS      1: allow adding "127.0.1.1 $(hostname)" to
-#                           /etc/hosts when the host name does not resolve
-#                           to 127.x (only as root; also allowed when CI
-#                           is set).  Said on stderr when done.
+#                           /etc/hosts when the host name does not resolve to
+#                           127.x (only as root; also allowed when CI is
+#                           set).  Said on stderr when done.
 #
-# Outputs (exported by slurm_up):
-#   SLURM_CONF, HB_SLURM_DIR, HB_SLURM_NODE (the real node), HB_SLURM_NODES_ALL
-#   (hostlist of every record), HB_SLURM_CTLD_PORT, HB_SLURM_SLURMD_PORT,
+# Outputs (exported by slurm_up, and written by slurm_env):
+#   SLURM_CONF, HB_SLURM_DIR, HB_SLURM_NODE (the first real node),
+#   HB_SLURM_NODES_ALL (hostlist of every record), HB_SLURM_REAL_NODES_LIST,
+#   HB_SLURM_CTLD_PORT, HB_SLURM_SLURMD_PORT (the first node's),
 #   HB_SLURM_MUNGE_SOCKET.
 #
 # Layout of DIR (all created by slurm_up, listed in DIR/.hbslurm/created):
-#   slurm.conf gres.conf plugstack.conf  configuration
+#   slurm.conf gres.conf plugstack.conf [job_submit.lua]   configuration
 #   munge/     key, socket, pid, log, seed (owned by the munge user)
 #   state/     StateSaveLocation
 #   spool/N/   SlurmdSpoolDir per node
-#   log/       slurmctld.log slurmd-N.log and the daemons' stdout/stderr
+#   log/       slurmctld.log, slurmd-N.log, and each daemon's stdout/stderr
 #   run/       pid files written by the daemons
-#   dev/       gpuN -> /dev/null: gres.conf needs a character device per
-#              GPU (file-less GPUs are dropped by slurmd 22.05)
-#   .hbslurm/  this library's records: pids, created, ports
+#   dev/       gpuN -> /dev/null: slurmd 22.05 drops a GPU without File=,
+#              and File= must be a character device
+#   .hbslurm/  this library's records: pids/, created, ports, real_nodes
 
 # ---------------------------------------------------------------- helpers
 
@@ -77,31 +113,35 @@ _hbs_plugin_dir() {
 	return 1
 }
 
-# _hbs_port_free PORT: 0 if nothing listens on 127.0.0.1:PORT (or *:PORT).
+# _hbs_port_free PORT: 0 if nothing listens on PORT.
 _hbs_port_free() {
 	local p=$1
 	if command -v ss >/dev/null 2>&1; then
-		! ss -Htln "sport = :$p" 2>/dev/null | grep -q .
+		! ss -Htan "sport = :$p" 2>/dev/null | grep -q .
 	else
 		! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null
 	fi
 }
 
-# _hbs_pick_ports: prints two free consecutive ports below the ephemeral
-# range, so that a port is not taken by an outgoing connection meanwhile.
+# _hbs_pick_ports N: the first of N free consecutive ports below the
+# ephemeral range (so that no outgoing connection takes one meanwhile).
 _hbs_pick_ports() {
-	local i base
+	local n=${1:-2} i j base ok
 	for i in $(seq 1 200); do
-		base=$((20000 + (RANDOM % 6000) * 2))
-		if _hbs_port_free "$base" && _hbs_port_free $((base + 1)); then
-			printf '%s %s\n' "$base" $((base + 1))
+		base=$((20000 + (RANDOM % 600) * 20))
+		ok=1
+		for j in $(seq 0 $((n - 1))); do
+			_hbs_port_free $((base + j)) || { ok=0; break; }
+		done
+		if [ "$ok" = 1 ]; then
+			printf '%s\n' "$base"
 			return 0
 		fi
 	done
 	return 1
 }
 
-# _hbs_bin NAME: the real file of the program NAME (Debian installs
+# _hbs_bin NAME: the real file of program NAME (Debian installs
 # /usr/sbin/slurmd as an alternatives link to slurmd-wlm).
 _hbs_bin() {
 	local p
@@ -109,7 +149,7 @@ _hbs_bin() {
 	readlink -f "$p" 2>/dev/null || printf '%s\n' "$p"
 }
 
-# _hbs_pid_is PID NAME: the process PID exists and runs the program NAME.
+# _hbs_pid_is PID NAME: process PID exists (not a zombie) and runs NAME.
 _hbs_pid_is() {
 	local pid=$1 name=$2 exe want
 	[ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
@@ -119,7 +159,7 @@ _hbs_pid_is() {
 	[ "$exe" = "$want" ] || [ "${exe##*/}" = "${want##*/}" ]
 }
 
-_hbs_pid_of() { # DIR NAME -> recorded pid
+_hbs_pid_of() { # DIR RECORD -> recorded pid
 	local f="$1/.hbslurm/pids/$2"
 	[ -r "$f" ] && head -n1 "$f"
 }
@@ -150,31 +190,34 @@ _hbs_children_named() {
 		p=${p#/proc/}
 		stat=$(cat "/proc/$p/stat" 2>/dev/null) || continue
 		rest=${stat##*) }
+		# shellcheck disable=SC2086
 		set -- $rest
 		[ "${2:-}" = "$ppid" ] && _hbs_pid_is "$p" "$name" && echo "$p"
 	done
+	return 0
 }
 
-# _hbs_stepds DIR: slurmstepd processes that belong to this instance.
-# A slurmstepd is recognised by its binary and by the SLURM_CONF of this
-# instance in its environment (slurmd passes its own environment on), or
-# by running as a child of our slurmd.
+# _hbs_stepds DIR: the slurmstepd processes of this instance.  slurmd hands
+# its environment, with this instance's SLURM_CONF, to every slurmstepd;
+# a slurmstepd that is still a child of one of our slurmds counts too.
 _hbs_stepds() {
-	local dir=$1 conf="$1/slurm.conf" slurmd_pid p
-	slurmd_pid=$(_hbs_pid_of "$dir" slurmd)
+	local dir=$1 conf="$1/slurm.conf" p f kids=""
+	for f in "$dir"/.hbslurm/pids/slurmd.*; do
+		[ -e "$f" ] || continue
+		kids="$kids $(_hbs_children_named "$(head -n1 "$f")" slurmstepd |
+			tr '\n' ' ')"
+	done
 	for p in /proc/[0-9]*; do
 		p=${p#/proc/}
 		_hbs_pid_is "$p" slurmstepd || continue
 		if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null |
 			grep -qxF "SLURM_CONF=$conf"; then
 			echo "$p"
-			continue
-		fi
-		if [ -n "$slurmd_pid" ] &&
-			_hbs_children_named "$slurmd_pid" slurmstepd | grep -qx "$p"; then
+		elif case " $kids " in *" $p "*) true ;; *) false ;; esac then
 			echo "$p"
 		fi
 	done
+	return 0
 }
 
 _hbs_check_hostname() {
@@ -203,45 +246,51 @@ _hbs_check_hostname() {
 # _hbs_created DIR NAME: record that slurm_up created DIR/NAME.
 _hbs_created() { printf '%s\n' "$2" >>"$1/.hbslurm/created"; }
 
-_hbs_mkdir() { # DIR NAME [mode]
+_hbs_mkdir() { # DIR NAME
 	if [ ! -e "$1/$2" ]; then
 		mkdir -p "$1/$2" && _hbs_created "$1" "$2"
 	fi
-	[ -z "${3:-}" ] || chmod "$3" "$1/$2"
 }
 
-# _hbs_start DIR NAME LOG CMD...: start CMD in the background, record its pid.
+# _hbs_start DIR RECORD LOG CMD...: start CMD in the background, record its
+# pid under RECORD.
 _hbs_start() {
-	local dir=$1 name=$2 logf=$3 pid
+	local dir=$1 rec=$2 logf=$3
 	shift 3
 	if [ "${HB_SLURM_DETACH:-0}" = 1 ]; then
 		# Not a process-group leader in a non-interactive shell, so setsid
-		# does not fork and $! is the daemon itself (checked below).
+		# does not fork and $! is the daemon itself (checked afterwards).
 		setsid "$@" </dev/null >>"$logf" 2>&1 &
 	else
 		"$@" </dev/null >>"$logf" 2>&1 &
 	fi
-	pid=$!
-	printf '%s\n' "$pid" >"$dir/.hbslurm/pids/$name"
+	printf '%s\n' "$!" >"$dir/.hbslurm/pids/$rec"
 }
 
-# _hbs_verify_pid DIR NAME PIDFILE: make sure the recorded pid is the daemon;
-# fall back to the daemon's own pid file (e.g. if setsid had to fork).
+# _hbs_verify_pid DIR RECORD PROGRAM PIDFILE: make sure the recorded pid is
+# the daemon; else take the daemon's own pid file (if setsid had to fork).
 _hbs_verify_pid() {
-	local dir=$1 name=$2 pidfile=$3 pid i
+	local dir=$1 rec=$2 prog=$3 pidfile=$4 pid i
 	for i in $(seq 1 50); do
-		pid=$(_hbs_pid_of "$dir" "$name")
-		_hbs_pid_is "$pid" "$name" && return 0
+		pid=$(_hbs_pid_of "$dir" "$rec")
+		_hbs_pid_is "$pid" "$prog" && return 0
 		if [ -r "$pidfile" ]; then
 			pid=$(head -n1 "$pidfile" 2>/dev/null)
-			if _hbs_pid_is "$pid" "$name"; then
-				printf '%s\n' "$pid" >"$dir/.hbslurm/pids/$name"
+			if _hbs_pid_is "$pid" "$prog"; then
+				printf '%s\n' "$pid" >"$dir/.hbslurm/pids/$rec"
 				return 0
 			fi
 		fi
 		sleep 0.1
 	done
-	_hbs_log "$name did not start"
+	return 1
+}
+
+# _hbs_fail DIR MESSAGE: print the logs, tear down, return 1.
+_hbs_fail() {
+	_hbs_log "$2"
+	slurm_logs "$1"
+	slurm_down "$1"
 	return 1
 }
 
@@ -251,8 +300,8 @@ slurm_logs() {
 	local dir=${1:?slurm_logs DIR} f
 	for f in "$dir"/log/* "$dir"/munge/munged.log; do
 		[ -f "$f" ] || continue
-		printf '===== %s (last 60 lines) =====\n' "$f" >&2
-		tail -n 60 "$f" >&2
+		printf '===== %s (last 40 lines) =====\n' "$f" >&2
+		tail -n 40 "$f" >&2
 	done
 }
 
@@ -264,29 +313,40 @@ slurm_env() {
 
 slurm_is_up() {
 	local dir=${1:?slurm_is_up DIR} node st
-	node=$(cat "$dir/.hbslurm/node" 2>/dev/null) || return 1
+	[ -r "$dir/.hbslurm/real_nodes" ] || return 1
 	SLURM_CONF="$dir/slurm.conf" timeout 10 scontrol ping 2>/dev/null |
 		grep -q 'is UP' || return 1
-	st=$(SLURM_CONF="$dir/slurm.conf" timeout 10 sinfo -h -N -n "$node" \
-		-o '%T' 2>/dev/null | head -n1)
-	case "$st" in
-	idle | mixed | allocated | completing) return 0 ;;
-	esac
-	return 1
+	for node in $(cat "$dir/.hbslurm/real_nodes"); do
+		st=$(SLURM_CONF="$dir/slurm.conf" timeout 10 sinfo -h -N \
+			-n "$node" -o '%T' 2>/dev/null | head -n1)
+		case "$st" in
+		idle | mixed | allocated | completing) ;;
+		*) return 1 ;;
+		esac
+	done
+	return 0
 }
 
 slurm_up() {
-	local dir=${1:?slurm_up DIR} made_dir=0 plugdir ports ctld_port slurmd_port
+	local dir=${1:?slurm_up DIR} made_dir=0 plugdir ctld_port slurmd_port
 	local prefix=${HB_SLURM_NODE_PREFIX:-hb} n=${HB_SLURM_NODES:-4}
+	local real=${HB_SLURM_REAL_NODES:-1}
 	local cpus=${HB_SLURM_CPUS:-64} mem=${HB_SLURM_MEM_MB:-512000}
-	local gpus=${HB_SLURM_GPUS:-a100:4 h100:4} debug=${HB_SLURM_DEBUG:-info}
+	local gpus=${HB_SLURM_GPUS-a100:4 h100:4} debug=${HB_SLURM_DEBUG:-info}
 	local timeout=${HB_SLURM_READY_TIMEOUT:-30}
-	local host user munge_user node nodes gres gtype gcount i g topo
-	local t0 st
+	local phantom_state=${HB_SLURM_PHANTOM_STATE:-DOWN}
+	local host user munge_user node nodes real_nodes gres gtype gcount
+	local i g topo t0 st first files node_lines reason rec
 
 	case "$n" in '' | *[!0-9]* | 0) _hbs_log "bad HB_SLURM_NODES"; return 1 ;; esac
+	case "$real" in '' | *[!0-9]* | 0) _hbs_log "bad HB_SLURM_REAL_NODES"; return 1 ;; esac
 	case "$cpus" in '' | *[!0-9]* | 0) _hbs_log "bad HB_SLURM_CPUS"; return 1 ;; esac
-	for i in slurmctld slurmd munged scontrol sinfo; do
+	case "$phantom_state" in
+	DOWN | DRAIN | FUTURE | UNKNOWN) ;;
+	*) _hbs_log "bad HB_SLURM_PHANTOM_STATE"; return 1 ;;
+	esac
+	[ "$real" -le "$n" ] || n=$real
+	for i in slurmctld slurmd munged scontrol sinfo squeue scancel; do
 		command -v "$i" >/dev/null 2>&1 ||
 			{ _hbs_log "$i not found (run scripts/setup.sh)"; return 1; }
 	done
@@ -313,7 +373,7 @@ slurm_up() {
 	if [ "$(id -u)" = 0 ] && getent passwd munge >/dev/null; then
 		munge_user=munge
 	fi
-	# munged checks that its socket directory is reachable by everyone.
+	# munged insists that everyone can reach its socket directory.
 	if [ "$munge_user" != "$user" ] &&
 		! setpriv --reuid="$munge_user" --regid="$munge_user" \
 			--init-groups test -x "$dir"; then
@@ -326,18 +386,42 @@ slurm_up() {
 		fi
 	fi
 
-	ports=$(_hbs_pick_ports) || { _hbs_log "no free ports"; return 1; }
-	ctld_port=${ports% *}
-	slurmd_port=${ports#* }
+	# Ports: slurmctld's, then one per node record.
+	ctld_port=$(_hbs_pick_ports $((n + 2))) ||
+		{ _hbs_log "no free ports"; return 1; }
+	slurmd_port=$((ctld_port + 1))
 	printf '%s %s\n' "$ctld_port" "$slurmd_port" >"$dir/.hbslurm/ports"
 
 	host=$(hostname -s)
 	node="${prefix}1"
 	if [ "$n" = 1 ]; then nodes="$node"; else nodes="${prefix}[1-$n]"; fi
+	if [ "$real" = 1 ]; then real_nodes="$node"
+	else real_nodes="${prefix}[1-$real]"; fi
 	printf '%s\n' "$node" >"$dir/.hbslurm/node"
+	: >"$dir/.hbslurm/real_nodes"
+	node_lines=""
+	reason="no slurmd: a record for multi-node requests"
+	for i in $(seq 1 "$n"); do
+		st="NodeName=${prefix}$i NodeAddr=127.0.0.1 Port=$((slurmd_port + i - 1))"
+		if [ "$i" -le "$real" ]; then
+			printf '%s\n' "${prefix}$i" >>"$dir/.hbslurm/real_nodes"
+			st="$st State=UNKNOWN"
+		elif [ "$phantom_state" = DOWN ] || [ "$phantom_state" = DRAIN ]; then
+			st="$st State=$phantom_state Reason=\"$reason\""
+		else
+			st="$st State=$phantom_state"
+		fi
+		node_lines+="$st"$'\n'
+	done
+	local burst_nodes=${HB_SLURM_BURST_NODES:-$real_nodes}
+	if [ "${HB_SLURM_BURST_NODE:-0}" = 1 ]; then
+		printf '%s\n' "${prefix}burst" >>"$dir/.hbslurm/real_nodes"
+		node_lines+="NodeName=${prefix}burst NodeAddr=127.0.0.1 Port=$((slurmd_port + n)) State=UNKNOWN"$'\n'
+		burst_nodes=${HB_SLURM_BURST_NODES:-${prefix}burst}
+	fi
 
 	for i in munge state spool log run dev; do _hbs_mkdir "$dir" "$i"; done
-	for i in $(seq 1 "$n"); do mkdir -p "$dir/spool/${prefix}$i"; done
+	for i in $(cat "$dir/.hbslurm/real_nodes"); do mkdir -p "$dir/spool/$i"; done
 	chmod 0755 "$dir/munge"
 
 	# --- munge: a private key and socket.
@@ -360,17 +444,25 @@ slurm_up() {
 		gtype=${i%%:*}
 		gcount=${i#*:}
 		[ "$gcount" -gt 0 ] 2>/dev/null || continue
-		local first=$g files
+		first=$g
 		for _ in $(seq 1 "$gcount"); do
 			ln -sfn /dev/null "$dir/dev/gpu$g"
 			g=$((g + 1))
 		done
 		if [ "$gcount" = 1 ]; then files="$dir/dev/gpu$first"
 		else files="$dir/dev/gpu[$first-$((g - 1))]"; fi
-		printf 'NodeName=%s Name=gpu Type=%s File=%s\n' \
-			"$nodes" "$gtype" "$files" >>"$dir/gres.conf"
+		printf 'Name=gpu Type=%s File=%s\n' \
+			"$gtype" "$files" >>"$dir/gres.conf"
 		gres="${gres:+$gres,}gpu:$gtype:$gcount"
 	done
+
+	# --- job_submit.lua (read from slurm.conf's directory).
+	local jsp=${HB_SLURM_JOB_SUBMIT_PLUGINS:-}
+	if [ -n "${HB_SLURM_JOB_SUBMIT_LUA:-}" ]; then
+		printf '%s\n' "$HB_SLURM_JOB_SUBMIT_LUA" >"$dir/job_submit.lua"
+		_hbs_created "$dir" job_submit.lua
+		jsp="${jsp:+$jsp,}lua"
+	fi
 
 	# --- plugstack.conf: ours, so /etc/slurm/plugstack.conf.d is not read.
 	printf '%s\n' "${HB_SLURM_PLUGSTACK:-}" >"$dir/plugstack.conf"
@@ -382,73 +474,84 @@ slurm_up() {
 		topo="Boards=1 SocketsPerBoard=1 CoresPerSocket=$cpus ThreadsPerCore=1"
 	fi
 
-	cat >"$dir/slurm.conf" <<EOF
-# Generated by tests/integration/lib/slurm.sh: a private Slurm on loopback.
-ClusterName=${HB_SLURM_CLUSTER:-hbsandbox}
-SlurmctldHost=$host(127.0.0.1)
-SlurmUser=$user
-SlurmdUser=$user
-SlurmctldPort=$ctld_port
-SlurmdPort=$slurmd_port
-CommunicationParameters=NoCtldInAddrAny,NoInAddrAny
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$dir/munge/munge.socket
-PluginDir=${HB_SLURM_PLUGIN_DIR:+$HB_SLURM_PLUGIN_DIR:}$plugdir
-PlugStackConfig=$dir/plugstack.conf
-StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool/%n
-SlurmctldPidFile=$dir/run/slurmctld.pid
-SlurmdPidFile=$dir/run/slurmd-%n.pid
-SlurmctldLogFile=$dir/log/slurmctld.log
-SlurmdLogFile=$dir/log/slurmd-%n.log
-SlurmctldDebug=$debug
-SlurmdDebug=$debug
-MailProg=/bin/true
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-MpiDefault=none
-SchedulerType=sched/backfill
-SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core_Memory
-SlurmdParameters=config_overrides
-GresTypes=gpu
-ReturnToService=2
-SlurmdTimeout=300
-InactiveLimit=0
-KillWait=5
-MinJobAge=300
-${HB_SLURM_JOB_SUBMIT_PLUGINS:+JobSubmitPlugins=$HB_SLURM_JOB_SUBMIT_PLUGINS}
-NodeName=$nodes NodeAddr=127.0.0.1 CPUs=$cpus $topo RealMemory=$mem${gres:+ Gres=$gres}${HB_SLURM_NODE_FEATURES:+ Features=$HB_SLURM_NODE_FEATURES} State=UNKNOWN
-PartitionName=debug Nodes=$nodes Default=YES MaxTime=INFINITE State=UP
-PartitionName=gpu Nodes=$nodes MaxTime=INFINITE State=UP
-PartitionName=long Nodes=$nodes MaxTime=INFINITE State=UP
-PartitionName=burst Nodes=$node MaxTime=INFINITE State=UP OverSubscribe=${HB_SLURM_BURST_OVERSUBSCRIBE:-FORCE:8}
-EOF
+	{
+		cat <<-CONF
+		# Generated by tests/integration/lib/slurm.sh: a private Slurm on loopback.
+		ClusterName=${HB_SLURM_CLUSTER:-hbsandbox}
+		SlurmctldHost=$host(127.0.0.1)
+		SlurmUser=$user
+		SlurmdUser=$user
+		SlurmctldPort=$ctld_port
+		SlurmdPort=$slurmd_port
+		CommunicationParameters=NoCtldInAddrAny,NoInAddrAny
+		AuthType=auth/munge
+		CredType=cred/munge
+		AuthInfo=socket=$dir/munge/munge.socket
+		PluginDir=${HB_SLURM_PLUGIN_DIR:+$HB_SLURM_PLUGIN_DIR:}$plugdir
+		PlugStackConfig=$dir/plugstack.conf
+		StateSaveLocation=$dir/state
+		SlurmdSpoolDir=$dir/spool/%n
+		SlurmctldPidFile=$dir/run/slurmctld.pid
+		SlurmdPidFile=$dir/run/slurmd-%n.pid
+		SlurmctldLogFile=$dir/log/slurmctld.log
+		SlurmdLogFile=$dir/log/slurmd-%n.log
+		SlurmctldDebug=$debug
+		SlurmdDebug=$debug
+		MailProg=/bin/true
+		ProctrackType=proctrack/linuxproc
+		TaskPlugin=task/none
+		JobAcctGatherType=jobacct_gather/none
+		AccountingStorageType=accounting_storage/none
+		JobCompType=jobcomp/none
+		MpiDefault=none
+		SchedulerType=sched/backfill
+		SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
+		SelectType=select/cons_tres
+		SelectTypeParameters=CR_Core
+		SlurmdParameters=config_overrides
+		GresTypes=gpu
+		ReturnToService=2
+		SlurmdTimeout=300
+		InactiveLimit=0
+		KillWait=5
+		MinJobAge=300
+		CONF
+		if [ -n "$jsp" ]; then
+			printf 'JobSubmitPlugins=%s\n' "$jsp"
+		fi
+		printf 'NodeName=DEFAULT CPUs=%s %s RealMemory=%s' "$cpus" "$topo" "$mem"
+		[ -z "$gres" ] || printf ' Gres=%s' "$gres"
+		[ -z "${HB_SLURM_NODE_FEATURES:-}" ] ||
+			printf ' Features=%s' "$HB_SLURM_NODE_FEATURES"
+		printf '\n%s' "$node_lines"
+		printf 'PartitionName=debug Nodes=%s Default=YES MaxTime=INFINITE State=UP\n' "$nodes"
+		printf 'PartitionName=gpu Nodes=%s MaxTime=INFINITE State=UP\n' "$nodes"
+		printf 'PartitionName=long Nodes=%s MaxTime=INFINITE State=UP\n' "$nodes"
+		printf 'PartitionName=burst Nodes=%s MaxTime=INFINITE State=UP OverSubscribe=%s\n' \
+			"$burst_nodes" \
+			"${HB_SLURM_BURST_OVERSUBSCRIBE:-FORCE:8}"
+		if [ -n "${HB_SLURM_EXTRA_CONF:-}" ]; then
+			printf '# HB_SLURM_EXTRA_CONF\n%s\n' "$HB_SLURM_EXTRA_CONF"
+		fi
+	} >"$dir/slurm.conf"
 	_hbs_created "$dir" slurm.conf
-	if [ -n "${HB_SLURM_EXTRA_CONF:-}" ]; then
-		printf '# HB_SLURM_EXTRA_CONF\n%s\n' "$HB_SLURM_EXTRA_CONF" \
-			>>"$dir/slurm.conf"
-	fi
 
 	export SLURM_CONF="$dir/slurm.conf"
-	export HB_SLURM_DIR="$dir" HB_SLURM_NODE="$node" HB_SLURM_NODES_ALL="$nodes"
+	export HB_SLURM_DIR="$dir" HB_SLURM_NODE="$node"
+	export HB_SLURM_NODES_ALL="$nodes" HB_SLURM_REAL_NODES_LIST="$real_nodes"
 	export HB_SLURM_CTLD_PORT="$ctld_port" HB_SLURM_SLURMD_PORT="$slurmd_port"
 	export HB_SLURM_MUNGE_SOCKET="$dir/munge/munge.socket"
 	{
 		printf 'export HB_SLURM_DIR=%q\n' "$dir"
 		printf 'export HB_SLURM_NODE=%q\n' "$node"
 		printf 'export HB_SLURM_NODES_ALL=%q\n' "$nodes"
+		printf 'export HB_SLURM_REAL_NODES_LIST=%q\n' "$real_nodes"
 		printf 'export HB_SLURM_CTLD_PORT=%q\n' "$ctld_port"
 		printf 'export HB_SLURM_SLURMD_PORT=%q\n' "$slurmd_port"
 		printf 'export HB_SLURM_MUNGE_SOCKET=%q\n' "$dir/munge/munge.socket"
 	} >"$dir/.hbslurm/env"
 
-	# --- start munged, slurmctld, slurmd.
+	# --- munged.
 	local mcmd=(munged -F --key-file="$dir/munge/munge.key"
 		--socket="$dir/munge/munge.socket"
 		--pid-file="$dir/munge/munged.pid"
@@ -459,64 +562,57 @@ EOF
 			--init-groups "${mcmd[@]}")
 	fi
 	_hbs_start "$dir" munged "$dir/log/munged.out" "${mcmd[@]}"
-	if ! _hbs_verify_pid "$dir" munged "$dir/munge/munged.pid"; then
-		slurm_logs "$dir"
-		slurm_down "$dir"
-		return 1
-	fi
+	_hbs_verify_pid "$dir" munged munged "$dir/munge/munged.pid" ||
+		{ _hbs_fail "$dir" "munged did not start"; return 1; }
 	for i in $(seq 1 50); do
 		[ -S "$dir/munge/munge.socket" ] && break
 		sleep 0.1
 	done
-	if [ ! -S "$dir/munge/munge.socket" ]; then
-		_hbs_log "munged did not create its socket"
-		slurm_logs "$dir"
-		slurm_down "$dir"
-		return 1
-	fi
+	[ -S "$dir/munge/munge.socket" ] ||
+		{ _hbs_fail "$dir" "munged did not create its socket"; return 1; }
 
+	# --- slurmctld, then one slurmd per real node.
 	_hbs_start "$dir" slurmctld "$dir/log/slurmctld.out" \
 		slurmctld -D -f "$dir/slurm.conf"
-	_hbs_start "$dir" slurmd "$dir/log/slurmd.out" \
-		slurmd -D -N "$node" -f "$dir/slurm.conf"
-	if ! _hbs_verify_pid "$dir" slurmctld "$dir/run/slurmctld.pid" ||
-		! _hbs_verify_pid "$dir" slurmd "$dir/run/slurmd-$node.pid"; then
-		slurm_logs "$dir"
-		slurm_down "$dir"
-		return 1
-	fi
+	for node in $(cat "$dir/.hbslurm/real_nodes"); do
+		_hbs_start "$dir" "slurmd.$node" "$dir/log/slurmd-$node.out" \
+			slurmd -D -N "$node" -f "$dir/slurm.conf"
+	done
+	node="${prefix}1"
+	_hbs_verify_pid "$dir" slurmctld slurmctld "$dir/run/slurmctld.pid" ||
+		{ _hbs_fail "$dir" "slurmctld did not start"; return 1; }
+	for i in $(cat "$dir/.hbslurm/real_nodes"); do
+		_hbs_verify_pid "$dir" "slurmd.$i" slurmd "$dir/run/slurmd-$i.pid" ||
+			{ _hbs_fail "$dir" "slurmd $i did not start"; return 1; }
+	done
 
-	# --- wait for readiness.
+	# --- wait until the controller answers and the real nodes are idle.
 	t0=$SECONDS
-	while :; do
-		if slurm_is_up "$dir"; then
-			return 0
-		fi
-		for i in slurmctld slurmd munged; do
-			if ! _hbs_pid_is "$(_hbs_pid_of "$dir" "$i")" "$i"; then
-				_hbs_log "$i exited during start-up"
-				slurm_logs "$dir"
-				slurm_down "$dir"
-				return 1
-			fi
+	while ! slurm_is_up "$dir"; do
+		for i in "$dir"/.hbslurm/pids/*; do
+			rec=${i##*/}
+			_hbs_pid_is "$(head -n1 "$i")" "${rec%%.*}" ||
+				{ _hbs_fail "$dir" "$rec exited during start-up"; return 1; }
 		done
 		if [ $((SECONDS - t0)) -ge "$timeout" ]; then
-			st=$(sinfo -h -N -o '%N %T %E' 2>&1 | head -n 5)
-			_hbs_log "Slurm not ready after ${timeout}s; sinfo: $st"
-			slurm_logs "$dir"
-			slurm_down "$dir"
+			st=$(sinfo -h -N -o '%N %T %E' 2>&1 | sort -u | head -n 5 |
+				tr '\n' ';')
+			_hbs_fail "$dir" "Slurm not ready after ${timeout}s; sinfo: $st"
 			return 1
 		fi
-		sleep 0.2
+		sleep 0.1
 	done
+	return 0
 }
 
 slurm_down() {
-	local dir=${1:?slurm_down DIR} conf pid p stepds="" jobs i
+	local dir=${1:?slurm_down DIR} conf pid p f stepds jobs i scriptd=""
 	[ -d "$dir/.hbslurm/pids" ] || return 0
 	conf="$dir/slurm.conf"
 
-	# 1. Cancel every job while slurmctld and slurmd are still there.
+	# 1. Cancel every job while slurmctld and slurmd are still there, and
+	# give running ones a moment to end (a slurmstepd whose slurmd is gone
+	# lingers).
 	pid=$(_hbs_pid_of "$dir" slurmctld)
 	if _hbs_pid_is "$pid" slurmctld; then
 		jobs=$(SLURM_CONF="$conf" timeout 10 squeue -h -o '%A' 2>/dev/null |
@@ -532,13 +628,15 @@ slurm_down() {
 		fi
 	fi
 
-	# 2. slurmstepd of this instance, before slurmd goes.
+	# 2. The slurmstepd of this instance, found while slurmd is there.
 	stepds=$(_hbs_stepds "$dir" | tr '\n' ' ')
 
-	# 3. slurmd, then slurmctld (and its slurmscriptd), then munged.
-	_hbs_stop "$(_hbs_pid_of "$dir" slurmd)" slurmd 10
+	# 3. Every slurmd, then slurmctld (and its slurmscriptd), then munged.
+	for f in "$dir"/.hbslurm/pids/slurmd.*; do
+		[ -e "$f" ] || continue
+		_hbs_stop "$(head -n1 "$f")" slurmd 10
+	done
 	pid=$(_hbs_pid_of "$dir" slurmctld)
-	local scriptd=""
 	if _hbs_pid_is "$pid" slurmctld; then
 		scriptd=$(_hbs_children_named "$pid" slurmctld | tr '\n' ' ')
 	fi
@@ -564,8 +662,7 @@ slurm_purge() {
 	slurm_down "$dir"
 	[ -e "$dir/.hbslurm/made_dir" ] && made=1
 	while IFS= read -r name; do
-		case "$name" in '' | */* | . | ..) continue ;; esac
-		[ "$name" = .hbslurm ] && continue
+		case "$name" in '' | */* | . | .. | .hbslurm) continue ;; esac
 		rm -rf -- "${dir:?}/$name"
 	done <"$dir/.hbslurm/created"
 	rm -rf -- "${dir:?}/.hbslurm"
