@@ -448,13 +448,13 @@ static int load_scalar(struct loader *l, const struct setting *s,
 		if (v && cJSON_IsNumber(v)) {
 			double d = v->valuedouble;
 
-			if (d != (double)(int64_t)d)
-				return lerr(l, v, s->path,
-					    "must be a whole number");
-			if (d < (double)s->min || d > (double)s->max)
+			if (!(d >= (double)s->min && d <= (double)s->max))
 				return lerr(l, v, s->path,
 					    "must be between %s",
 					    bounds_text(s, b, sizeof(b)));
+			if (d != (double)(uint64_t)d)
+				return lerr(l, v, s->path,
+					    "must be a whole number");
 			u = (uint64_t)d;
 		} else if (v && !(s->type == HB_CFG_SIZE &&
 				  cJSON_IsString(v))) {

@@ -1275,12 +1275,26 @@ struct wr {
 
 static const char spaces[] =
 	"                                                                "
+	"                                                                "
+	"                                                                "
 	"                                                                ";
 
-static void put(struct wr *w, const char *s, size_t n)
+/*
+ * Append n bytes.  The fast path copies straight into spare capacity and
+ * leaves the terminating NUL to finish(); hb_buf_append() grows the
+ * buffer (and enforces its cap) when there is no room.
+ */
+static inline void put(struct wr *w, const char *s, size_t n)
 {
+	struct hb_buf *b = w->b;
+
+	if (n < b->cap - b->len && n <= b->max - b->len && !w->rc) {
+		memcpy(b->data + b->len, s, n);
+		b->len += n;
+		return;
+	}
 	if (!w->rc && n)
-		w->rc = hb_buf_append(w->b, s, n);
+		w->rc = hb_buf_append(b, s, n);
 }
 
 #define PUTS(w, lit) put((w), (lit), sizeof(lit) - 1)
@@ -1290,8 +1304,12 @@ static void putc1(struct wr *w, char c)
 	put(w, &c, 1);
 }
 
-static void indent(struct wr *w, int n)
+static inline void indent(struct wr *w, int n)
 {
+	if (n > 0 && n < (int)sizeof(spaces)) {
+		put(w, spaces, (size_t)n);
+		return;
+	}
 	while (n > 0) {
 		int k = n < (int)sizeof(spaces) - 1 ? n : (int)sizeof(spaces) - 1;
 
@@ -1351,6 +1369,27 @@ static int cp_special(uint32_t c)
 	       c == 0x2029 || c == 0xFEFF || c == 0xFFFE || c == 0xFFFF;
 }
 
+/*
+ * Byte classes for the string scanners: B_PLAIN and B_INDICATOR bytes are
+ * copied as they are into JSON and double-quoted YAML; B_INDICATOR bytes
+ * matter to plain YAML scalars; B_QUOTE bytes are escaped in quotes;
+ * B_OTHER is a control byte, DEL or part of a UTF-8 sequence.
+ */
+enum { B_PLAIN, B_INDICATOR, B_QUOTE, B_OTHER };
+
+static const unsigned char bclass[256] = {
+	[0 ... 0x1f] = B_OTHER,
+	[0x20 ... 0x21] = B_PLAIN,
+	['"'] = B_QUOTE,
+	['#'] = B_INDICATOR,
+	[0x24 ... 0x39] = B_PLAIN,
+	[':'] = B_INDICATOR,
+	[0x3b ... 0x5b] = B_PLAIN,
+	['\\'] = B_QUOTE,
+	[0x5d ... 0x7e] = B_PLAIN,
+	[0x7f ... 0xff] = B_OTHER,
+};
+
 static const char hexdig[] = "0123456789abcdef";
 
 static void put_u4(struct wr *w, uint32_t c)
@@ -1374,7 +1413,7 @@ static void json_string(struct wr *w, const char *str)
 	while (s < end) {
 		unsigned char c = *s;
 
-		if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+		if (bclass[c] <= B_INDICATOR) {
 			s++;
 			continue;
 		}
@@ -1525,10 +1564,10 @@ static void json_value(struct wr *w, const cJSON *v, int depth)
 
 static int finish(struct wr *w, size_t start)
 {
-	if (w->rc && w->b->data) {
+	if (w->rc && w->b->data)
 		w->b->len = start;
-		w->b->data[start] = '\0';
-	}
+	if (w->b->data)
+		w->b->data[w->b->len] = '\0';
 	return w->rc;
 }
 
@@ -1575,9 +1614,10 @@ static int looks_typed(const char *s, size_t n)
 	size_t i;
 	int k;
 
-	for (k = 0; words[k]; k++)
-		if (lower_eq(s, n, words[k]))
-			return 1;
+	if (n <= 5 && strchr("yYnNoOtTfF~<=.+-", s[0]))
+		for (k = 0; words[k]; k++)
+			if (lower_eq(s, n, words[k]))
+				return 1;
 	i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
 	if (i >= n || !(is_digit(s[i]) || s[i] == '.'))
 		return 0;
@@ -1595,6 +1635,14 @@ static int looks_typed(const char *s, size_t n)
 
 enum sstyle { S_PLAIN, S_DQUOTE, S_LITERAL };
 
+
+/* Characters a plain scalar may not start with. */
+static const unsigned char lead_indicator[256] = {
+	['?'] = 1, [':'] = 1, [','] = 1, ['['] = 1, [']'] = 1, ['{'] = 1,
+	['}'] = 1, ['#'] = 1, ['&'] = 1, ['*'] = 1, ['!'] = 1, ['|'] = 1,
+	['>'] = 1, ['\''] = 1, ['"'] = 1, ['%'] = 1, ['@'] = 1, ['`'] = 1,
+};
+
 /* How a string must be written (keys never use literal blocks). */
 static enum sstyle string_style(const char *str, size_t n, int key)
 {
@@ -1607,7 +1655,7 @@ static enum sstyle string_style(const char *str, size_t n, int key)
 		return S_DQUOTE;
 	if (s[0] == ' ' || s[n - 1] == ' ')
 		plain = 0;
-	else if (strchr("?:,[]{}#&*!|>'\"%@`", s[0]))
+	else if (lead_indicator[s[0]])
 		plain = 0;
 	else if (s[0] == '-' &&
 		 (n == 1 || !((s[1] >= 'a' && s[1] <= 'z') ||
@@ -1621,7 +1669,9 @@ static enum sstyle string_style(const char *str, size_t n, int key)
 		unsigned char c = s[i];
 
 		k = 1;
-		if (c >= 0x20 && c < 0x7F) {
+		if (bclass[c] == B_PLAIN || bclass[c] == B_QUOTE)
+			continue;
+		if (bclass[c] == B_INDICATOR) {
 			if (c == ':' && i + 1 < n && s[i + 1] == ' ')
 				plain = 0;
 			else if (c == '#' && i > 0 && s[i - 1] == ' ')
@@ -1664,7 +1714,7 @@ static void yaml_dquote(struct wr *w, const char *str, size_t n)
 	while (s < end) {
 		unsigned char c = *s;
 
-		if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+		if (bclass[c] <= B_INDICATOR) {
 			s++;
 			continue;
 		}
