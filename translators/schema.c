@@ -1363,10 +1363,12 @@ static void validate_object(struct vctx *c, const struct snode *n,
 
 		if (!p)
 			p = n->addl;
-		if (!p && (n->flags & F_EMBEDDED) &&
-		    (!strcmp(m->string, "apiVersion") ||
-		     !strcmp(m->string, "kind") ||
-		     !strcmp(m->string, "metadata"))) {
+		/* an embedded object's metadata is ObjectMeta, whatever its
+		 * schema says; apiVersion and kind are implied */
+		if ((n->flags & F_EMBEDDED) && !cJSON_IsNull(m) &&
+		    (!strcmp(m->string, "metadata") ||
+		     (!p && (!strcmp(m->string, "apiVersion") ||
+			     !strcmp(m->string, "kind"))))) {
 			old = path_key(&c->path, m->string);
 			if (!strcmp(m->string, "metadata"))
 				validate_objectmeta(c, m, 0);

@@ -975,7 +975,8 @@ static const char widget_crd[] =
     "              inner:\n"
     "                type: object\n"
     "                x-kubernetes-embedded-resource: true\n"
-    "                properties: {spec: {type: object}}\n";
+    "                properties: {spec: {type: object},\n"
+    "                             metadata: {type: object}}\n";
 
 static void test_generic_keywords(void **state)
 {
