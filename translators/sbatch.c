@@ -1169,6 +1169,7 @@ struct gpu_req {
 	uint64_t count;
 	const char *type;  /* NULL: untyped, or several types */
 	bool multi_type;
+	bool typed, untyped; /* items with and without a type */
 	const char *other; /* non-GPU GRES, comma separated, or NULL */
 };
 
@@ -1275,6 +1276,10 @@ static int parse_gpus(struct ctx *c, const char *opt, const char *v,
 		}
 		if (g->count && (!type || !g->type || strcmp(type, g->type)))
 			g->multi_type = true;
+		if (type)
+			g->typed = true;
+		else
+			g->untyped = true;
 		g->type = type ? hb_arena_strdup(&c->spec->arena, type) : NULL;
 		if (type && !g->type) {
 			rc = nomem(c);
@@ -1709,7 +1714,8 @@ static int apply_gpus(struct ctx *c, int id, const char *v)
 		return rc;
 	store(c, id, v);
 	c->slot[id].a = g.count;
-	c->slot[id].b = g.multi_type;
+	c->slot[id].b = (uint64_t)g.multi_type | (uint64_t)g.typed << 1 |
+			(uint64_t)g.untyped << 2;
 	c->slot[id].t = g.type;
 	if (g.other) {
 		const char *n = hb_arena_printf(&c->spec->arena,
@@ -2866,6 +2872,166 @@ static int resolve_mem(struct ctx *c)
 	return 0;
 }
 
+#define UNSET UINT64_MAX
+
+static int gres_fail(struct ctx *c, uint32_t d, int code, const char *msg)
+{
+	const struct hb_directive *x = dir(c, d);
+
+	c->where = x->origin.kind == HB_ORIGIN_FILE  ? c->name
+		   : x->origin.kind == HB_ORIGIN_CLI ? "command line"
+						      : x->text;
+	c->where_line = x->origin.kind == HB_ORIGIN_ENV ? 0 : x->origin.line;
+	return fail(c, code, "%s", msg);
+}
+
+static void derive(struct ctx *c, enum hb_field f, uint32_t d,
+		   const char *what, uint64_t v)
+{
+	hb_jobspec_set_origin(c->spec, f,
+			      (struct hb_origin){HB_ORIGIN_DERIVED, 0});
+	hb_directive_add_field(dir(c, d), f);
+	note(c, d, hb_arena_printf(&c->spec->arena, "sbatch derives %s %llu "
+				   "from it", what, (unsigned long long)v));
+}
+
+/*
+ * The GPU checks sbatch makes before it submits (gres_job_state_validate
+ * and _test_gres_cnt in src/common/gres.c), and the counts they imply.
+ */
+static int validate_gpus(struct ctx *c)
+{
+	struct hb_jobspec *sp = c->spec;
+	const struct slot *job = &c->slot[O_GPUS];
+	const struct slot *gres = &c->slot[O_GRES];
+	const struct slot *pnode = &c->slot[O_GPUS_PER_NODE];
+	const struct slot *task = &c->slot[O_GPUS_PER_TASK];
+	const struct slot *sock = &c->slot[O_GPUS_PER_SOCKET];
+	const struct slot *cpg = &c->slot[O_CPUS_PER_GPU];
+	bool nodes_set = hb_jobspec_has(sp, HB_F_NODES);
+	uint64_t gpj = job->set ? job->a : 0, gpt = task->set ? task->a : 0;
+	uint64_t gpn = gres->set && gres->a ? gres->a
+					     : pnode->set ? pnode->a : 0;
+	uint64_t min = nodes_set ? sp->nodes_min : UNSET;
+	uint64_t max = nodes_set && sp->nodes_max ? sp->nodes_max : UNSET;
+	uint64_t tpn = sp->ntasks_per_node ? sp->ntasks_per_node : UNSET;
+	uint64_t cpt = sp->cpus_per_task ? sp->cpus_per_task : UNSET;
+	uint64_t ntasks = UNSET, omin = nodes_set ? sp->nodes_min : 1;
+	uint64_t omax = nodes_set ? sp->nodes_max : 0;
+	bool any = gpj || gpt || gpn || (sock->set && sock->a);
+	bool ntasks_given = sp->ntasks != 0;
+
+	if (c->slot[O_MEM_PER_GPU].set && !any)
+		return gres_fail(c, c->slot[O_MEM_PER_GPU].dir, HB_EINVAL,
+				 "requested memory per GPU but did not "
+				 "request any GPU");
+	if (!gpj && !gpt && !gpn)
+		return 0;
+	{
+		static const int ids[] = {O_GRES, O_GPUS, O_GPUS_PER_NODE,
+					  O_GPUS_PER_TASK, O_GPUS_PER_SOCKET};
+		bool typed = false, untyped = false;
+		uint32_t last = 0;
+
+		for (size_t k = 0; k < sizeof(ids) / sizeof(ids[0]); k++) {
+			const struct slot *g = &c->slot[ids[k]];
+
+			if (!g->set || !g->a)
+				continue;
+			typed |= (g->b >> 1) & 1;
+			untyped |= (g->b >> 2) & 1;
+			if (g->dir > last || last == 0)
+				last = g->dir;
+		}
+		if (typed && untyped)
+			return gres_fail(c, last, HB_EINVAL,
+					 "invalid GRES specification (GPUs "
+					 "with and without type "
+					 "identification)");
+	}
+	/* the task count sbatch sends */
+	if (sp->ntasks)
+		ntasks = sp->ntasks;
+	else if (sp->ntasks_per_node && (omax == 0 || omin == omax))
+		ntasks = omin * sp->ntasks_per_node;
+	if (gpt && ntasks == UNSET && min != UNSET && min == max) {
+		if (tpn != UNSET)
+			ntasks = min * tpn;
+		else if (cpt == UNSET)
+			ntasks = min;
+	}
+	if (gpt) {
+		if (gpj) {
+			if (gpj % gpt)
+				return gres_fail(c, task->dir, HB_EINVAL,
+						 "--gpus not multiple of "
+						 "--gpus-per-task");
+			if (ntasks == UNSET)
+				ntasks = gpj / gpt;
+			else if (ntasks != gpj / gpt)
+				return gres_fail(c, task->dir, HB_ECONFLICT,
+						 "based on --gpus and "
+						 "--gpus-per-task the number "
+						 "of requested tasks differs "
+						 "from -n/--ntasks");
+		} else if (ntasks == UNSET) {
+			return gres_fail(c, task->dir, HB_EINVAL,
+					 "--gpus-per-task used without either "
+					 "--gpus or -n/--ntasks is not "
+					 "allowed");
+		}
+	}
+	if (gpn && gpt) {
+		if (gpn % gpt)
+			return gres_fail(c, task->dir, HB_EINVAL,
+					 "GPUs per node not multiple of "
+					 "--gpus-per-task");
+		if (tpn == UNSET) {
+			sp->ntasks_per_node = (uint32_t)(gpn / gpt);
+			derive(c, HB_F_NTASKS_PER_NODE, task->dir,
+			       "tasks per node", gpn / gpt);
+		} else if (tpn != gpn / gpt) {
+			return gres_fail(c, task->dir, HB_ECONFLICT,
+					 "based on GPUs per node and "
+					 "--gpus-per-task the number of tasks "
+					 "per node differs from "
+					 "--ntasks-per-node");
+		}
+	}
+	if (cpg->set && gpt) {
+		if (cpt == UNSET) {
+			sp->cpus_per_task = (uint32_t)(cpg->a * gpt);
+			derive(c, HB_F_CPUS_PER_TASK, cpg->dir, "CPUs per task",
+			       sp->cpus_per_task);
+		} else if (cpt != cpg->a * gpt) {
+			return gres_fail(c, cpg->dir, HB_ECONFLICT,
+					 "based on --cpus-per-gpu and "
+					 "--gpus-per-task the number of CPUs "
+					 "differs from -c/--cpus-per-task");
+		}
+	}
+	if (gpj) {
+		if (min != UNSET && gpj < min)
+			return gres_fail(c, job->dir, HB_EINVAL,
+					 "--gpus < -N");
+		if (max != UNSET && gpj < max) {
+			sp->nodes_max = (uint32_t)gpj;
+			note(c, job->dir, hb_arena_printf(&sp->arena,
+							  "sbatch lowers the "
+							  "node maximum to "
+							  "%llu",
+							  (unsigned long long)
+								  gpj));
+		}
+	}
+	if (!ntasks_given && ntasks != UNSET && ntasks <= INT_MAX &&
+	    gpt) {
+		sp->ntasks = (uint32_t)ntasks;
+		derive(c, HB_F_NTASKS, task->dir, "tasks", ntasks);
+	}
+	return 0;
+}
+
 /* One GPU request wins the jobspec's single GPU field. */
 static void resolve_gpus(struct ctx *c)
 {
@@ -2891,7 +3057,7 @@ static void resolve_gpus(struct ctx *c)
 			c->spec->gpus = (uint32_t)s->a;
 			c->spec->gpu_type = s->t;
 			set_field(c, HB_F_GPUS, s->dir);
-			if (s->b)
+			if (s->b & 1)
 				note(c, s->dir, "several GPU types: kept as "
 						"an untyped GPU count");
 			continue;
@@ -3044,6 +3210,10 @@ static int resolve_counts(struct ctx *c)
 		if (nt->dir != NO_DIR)
 			hb_directive_add_field(dir(c, nt->dir), HB_F_NODES);
 	}
+	/* --ntasks-per-node implies the task count first */
+	if (c->slot[O_NTASKS_PER_NODE].set && !ntasks_set &&
+	    (max == 0 || min == max))
+		ntasks_set = true;
 	/* "1 proc / min_[socket * core * thread] default" */
 	if ((nodes_set || c->extra_set) && (min == max || max == 0) &&
 	    !ntasks_set && (c->topo[0] > 0 || c->topo[1] > 0 ||
@@ -3117,6 +3287,9 @@ static int resolve(struct ctx *c)
 		sp->cpus_per_task = (uint32_t)s->a;
 		set_field(c, HB_F_CPUS_PER_TASK, s->dir);
 	}
+	rc = validate_gpus(c);
+	if (rc)
+		return rc;
 	resolve_gpus(c);
 	s = &c->slot[O_EXCLUSIVE];
 	if (s->set) {
@@ -3140,6 +3313,10 @@ static int resolve(struct ctx *c)
 	if (s->set) {
 		sp->time_min = s->a;
 		set_field(c, HB_F_TIME_MIN, s->dir);
+		if (c->slot[O_TIME].set && sp->time_min > sp->time_limit)
+			return gres_fail(c, s->dir, HB_EINVAL,
+					 "invalid --time-min specification "
+					 "(exceeds the job's time limit)");
 	}
 	rc = resolve_array(c);
 	if (rc)

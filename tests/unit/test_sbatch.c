@@ -348,6 +348,11 @@ static void test_times(void **state)
 	bad(SH "#SBATCH --begin=now+\n", HB_EINVAL, "invalid --begin");
 	bad(SH "#SBATCH --deadline=13/01\n", HB_EINVAL, "invalid --deadline");
 	bad(SH "#SBATCH --begin=T\n", HB_EINVAL, "invalid --begin");
+	/* a minimum above the limit is refused, as slurmctld does */
+	bad(SH "#SBATCH -t 10 --time-min=20\n", HB_EINVAL,
+	    "job.sh:2: invalid --time-min specification (exceeds");
+	bad(SH "#SBATCH -t 10 --time-min=0\n", HB_EINVAL, "exceeds");
+	ok(SH "#SBATCH -t 0 --time-min=20\n");
 }
 
 static void test_memory(void **state)
@@ -367,9 +372,11 @@ static void test_memory(void **state)
 	ok(SH "#SBATCH --mem-per-cpu=1500\n");
 	assert_int_equal(spec.mem_kind, HB_MEM_PER_CPU);
 	assert_true(spec.mem_mb == 1500);
-	ok(SH "#SBATCH --mem-per-gpu=40G\n");
+	ok(SH "#SBATCH --mem-per-gpu=40G --gres=gpu:2\n");
 	assert_int_equal(spec.mem_kind, HB_MEM_PER_GPU);
 	assert_true(spec.mem_mb == 40960);
+	bad(SH "#SBATCH --mem-per-gpu=40G\n", HB_EINVAL,
+	    "job.sh:2: requested memory per GPU but did not request any GPU");
 	bad(SH "#SBATCH --mem=4GiB\n", HB_EINVAL, "invalid --mem specification");
 	bad(SH "#SBATCH --mem=-1\n", HB_EINVAL, "invalid --mem");
 	bad(SH "#SBATCH --mem=9999999999999999T\n", HB_ERANGE, "--mem: size");
@@ -493,6 +500,35 @@ static void test_gpus(void **state)
 	bad(SH "#SBATCH --gres=gpu::2\n", HB_EINVAL, "invalid --gres");
 	bad(SH "#SBATCH --gpus=99999999999\n", HB_ERANGE, "too large");
 	bad(SH "#SBATCH --gres=help\n", HB_EINVAL, "submits no job");
+	/* sbatch's own GPU checks, and the counts they imply */
+	bad(SH "#SBATCH --gpus-per-task=1\n", HB_EINVAL,
+	    "job.sh:2: --gpus-per-task used without either --gpus or "
+	    "-n/--ntasks");
+	bad(SH "#SBATCH -N 2-4 --gpus-per-task=1\n", HB_EINVAL,
+	    "--gpus-per-task used without");
+	ok(SH "#SBATCH -N 2 --gpus-per-task=1\n");
+	assert_int_equal(spec.ntasks, 2);
+	ok(SH "#SBATCH --gpus=4 --gpus-per-task=2\n");
+	assert_int_equal(spec.ntasks, 2);
+	assert_int_equal(spec.origin[HB_F_NTASKS].kind, HB_ORIGIN_DERIVED);
+	assert_true(dir_has(find_dir("--gpus-per-task=2"), HB_F_NTASKS));
+	bad(SH "#SBATCH --gpus=4 --gpus-per-task=1 -n 2\n", HB_ECONFLICT,
+	    "differs from -n/--ntasks");
+	bad(SH "#SBATCH --gpus=3 --gpus-per-task=2\n", HB_EINVAL,
+	    "not multiple of --gpus-per-task");
+	ok(SH "#SBATCH -N 2 --gres=gpu:4 --gpus-per-task=2\n");
+	assert_int_equal(spec.ntasks_per_node, 2);
+	assert_int_equal(spec.ntasks, 2);
+	bad(SH "#SBATCH --gres=gpu:4 --gpus-per-task=2 -n 4 "
+	       "--ntasks-per-node=1\n",
+	    HB_ECONFLICT, "differs from --ntasks-per-node");
+	ok(SH "#SBATCH --cpus-per-gpu=6 --gpus-per-task=1 -n 2\n");
+	assert_int_equal(spec.cpus_per_task, 6);
+	bad(SH "#SBATCH --gpus=a100:2 --gpus-per-task=1 -n 2\n", HB_EINVAL,
+	    "with and without type");
+	bad(SH "#SBATCH -N 3 --gpus=2\n", HB_EINVAL, "--gpus < -N");
+	ok(SH "#SBATCH -N 1-4 --gpus=2\n");
+	assert_int_equal(spec.nodes_max, 2);
 }
 
 static void test_arrays(void **state)
@@ -615,7 +651,7 @@ static void test_precedence(void **state)
 	const char *env[] = {"SBATCH_PARTITION=long", "SBATCH_TIMELIMIT=20",
 			     "SBATCH_REQUEUE=no", "SBATCH_EXCLUSIVE=",
 			     "SBATCH_JOB_NAME=envname", "OTHER=1",
-			     "SBATCH_GPUS=a100:2", NULL};
+			     "SBATCH_GPUS=a100:4", NULL};
 	const char *argv[] = {"-p", "debug", "--job-name=cli", "-N3", NULL};
 	const char *env_bad[] = {"SBATCH_TIMELIMIT=bogus", NULL};
 	const char *argv_bad[] = {"-N", "2", "--bogus", NULL};

@@ -401,7 +401,7 @@ static void test_generated(void **state)
 static void test_env_and_cli(void **state)
 {
 	const char *envp[] = {"SBATCH_PARTITION=long", "SBATCH_TIMELIMIT=45",
-			      "SBATCH_GPUS=a100:2", "SBATCH_EXCLUSIVE=",
+			      "SBATCH_GPUS=a100:3", "SBATCH_EXCLUSIVE=",
 			      "SBATCH_MEM_PER_CPU=3G", NULL};
 	const char *argv[] = {"--job-name", "from cli", "-N", "3",
 			      "--mail-type=END", "--array=1-3", NULL};
@@ -416,7 +416,7 @@ static void test_env_and_cli(void **state)
 	assert_non_null(strstr(out, "#SBATCH --time=00:45:00\n"));
 	assert_non_null(strstr(out, "#SBATCH --mail-type=BEGIN,END\n"));
 	assert_non_null(strstr(out, "#SBATCH --mem-per-cpu=3G\n"));
-	assert_non_null(strstr(out, "#SBATCH --gpus=a100:2\n"));
+	assert_non_null(strstr(out, "#SBATCH --gpus=a100:3\n"));
 	assert_non_null(strstr(out, "#SBATCH --exclusive\n"));
 	free(out);
 }
@@ -459,9 +459,12 @@ static void test_layout(void **state)
 	emit_of("#!/bin/sh\n#SBATCH -N 1\nhostname\n");
 	assert_null(strstr(out.data, "--ignore-pbs"));
 	/* sizes and times in sbatch's own forms */
-	emit_of("#!/bin/sh\n#SBATCH --mem=2048 -t 0:30 --time-min=0\n");
+	emit_of("#!/bin/sh\n#SBATCH --mem=2048 -t 0:30 --time-min=0:20\n");
 	assert_non_null(strstr(out.data, "#SBATCH --mem=2G\n"));
 	assert_non_null(strstr(out.data, "#SBATCH --time=00:01:00\n"));
+	assert_non_null(strstr(out.data, "#SBATCH --time-min=00:01:00\n"));
+	emit_of("#!/bin/sh\n#SBATCH -t 0 --time-min=0\n");
+	assert_non_null(strstr(out.data, "#SBATCH --time=UNLIMITED\n"));
 	assert_non_null(strstr(out.data, "#SBATCH --time-min=UNLIMITED\n"));
 	emit_of("#!/bin/sh\n#SBATCH --gpus-per-node=h100:8 -w n[1-3]\n");
 	assert_non_null(strstr(out.data, "#SBATCH --gres=gpu:h100:8\n"));
