@@ -141,22 +141,20 @@ _hbs_pick_ports() {
 	return 1
 }
 
-# _hbs_bin NAME: the real file of program NAME (Debian installs
-# /usr/sbin/slurmd as an alternatives link to slurmd-wlm).
+# _hbs_bin NAME: the file of program NAME (Debian installs /usr/sbin/slurmd
+# as an alternatives link to slurmd-wlm; `-ef` below follows links).
 _hbs_bin() {
-	local p
-	p=$(command -v "$1" 2>/dev/null) || p=/usr/sbin/$1
-	readlink -f "$p" 2>/dev/null || printf '%s\n' "$p"
+	command -v "$1" 2>/dev/null || printf '/usr/sbin/%s\n' "$1"
 }
 
 # _hbs_pid_is PID NAME: process PID exists (not a zombie) and runs NAME.
+# Uses no subprocess, as it runs for every process when scanning /proc.
 _hbs_pid_is() {
-	local pid=$1 name=$2 exe want
-	[ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
-	exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
-	exe=${exe% (deleted)}
-	want=$(_hbs_bin "$name")
-	[ "$exe" = "$want" ] || [ "${exe##*/}" = "${want##*/}" ]
+	local pid=$1 name=$2 var
+	[ -n "$pid" ] && [ -e "/proc/$pid/exe" ] || return 1
+	var="_hbs_bin_${name//[^a-zA-Z0-9]/_}"
+	[ -n "${!var:-}" ] || printf -v "$var" '%s' "$(_hbs_bin "$name")"
+	[ "/proc/$pid/exe" -ef "${!var}" ]
 }
 
 _hbs_pid_of() { # DIR RECORD -> recorded pid
@@ -188,11 +186,10 @@ _hbs_children_named() {
 	local ppid=$1 name=$2 p stat rest
 	for p in /proc/[0-9]*; do
 		p=${p#/proc/}
-		stat=$(cat "/proc/$p/stat" 2>/dev/null) || continue
+		read -r stat <"/proc/$p/stat" 2>/dev/null || continue
 		rest=${stat##*) }
-		# shellcheck disable=SC2086
-		set -- $rest
-		[ "${2:-}" = "$ppid" ] && _hbs_pid_is "$p" "$name" && echo "$p"
+		rest=${rest#* }
+		[ "${rest%% *}" = "$ppid" ] && _hbs_pid_is "$p" "$name" && echo "$p"
 	done
 	return 0
 }
@@ -210,8 +207,7 @@ _hbs_stepds() {
 	for p in /proc/[0-9]*; do
 		p=${p#/proc/}
 		_hbs_pid_is "$p" slurmstepd || continue
-		if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null |
-			grep -qxF "SLURM_CONF=$conf"; then
+		if grep -qzxF "SLURM_CONF=$conf" "/proc/$p/environ" 2>/dev/null; then
 			echo "$p"
 		elif case " $kids " in *" $p "*) true ;; *) false ;; esac then
 			echo "$p"

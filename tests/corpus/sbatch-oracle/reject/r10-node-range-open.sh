@@ -1,0 +1,4 @@
+#!/bin/bash
+# oracle-expect-line: 3
+#SBATCH --nodes=2-
+hostname
