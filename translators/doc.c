@@ -333,10 +333,17 @@ static int tab_insert(struct builder *b, const cJSON *map, const char *key)
 	return 0;
 }
 
+/* Forget every key (a document ended).  A big table is dropped rather
+ * than wiped, so many small documents after a big one stay cheap. */
 static void tab_clear(struct builder *b)
 {
-	if (b->tab)
+	if (b->used && b->cap > 1024) {
+		free(b->tab);
+		b->tab = NULL;
+		b->cap = 0;
+	} else if (b->used) {
 		memset(b->tab, 0, b->cap * sizeof(*b->tab));
+	}
 	b->used = 0;
 }
 
