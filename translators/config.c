@@ -25,104 +25,186 @@
 
 /* How a string (or a map key or value) is checked. */
 enum check {
-	C_ANY,		/* non-empty, no whitespace or control characters */
-	C_DNS_LABEL,	/* RFC 1123 label: a namespace */
-	C_DNS_SUBDOMAIN,/* RFC 1123 subdomain: an object name */
-	C_QUEUE,	/* a Kueue LocalQueue name: subdomain and label value */
-	C_IMAGE,	/* a container image reference */
-	C_ABSPATH,	/* an absolute path */
-	C_RESOURCE,	/* an extended resource name: domain/name */
-	C_LABEL_KEY,	/* a Kubernetes label key */
-	C_LABEL_VALUE	/* a Kubernetes label value (may be empty) */
+	C_ANY,		 /* non-empty, no whitespace or control characters */
+	C_DNS_LABEL,	 /* RFC 1123 label: a namespace */
+	C_DNS_SUBDOMAIN, /* RFC 1123 subdomain: an object name */
+	C_QUEUE,      /* a Kueue LocalQueue name: subdomain and label value */
+	C_IMAGE,      /* a container image reference */
+	C_ABSPATH,    /* an absolute path */
+	C_RESOURCE,   /* an extended resource name: domain/name */
+	C_LABEL_KEY,  /* a Kubernetes label key */
+	C_LABEL_VALUE /* a Kubernetes label value (may be empty) */
 };
 
 struct setting {
 	const char *path;
 	enum hb_config_type type;
-	size_t off;		/* the field in struct hb_config */
-	size_t count_off;	/* HB_CFG_MAP/SELECTORS: its uint32_t count */
-	const char *def;	/* default, as YAML would say it */
+	size_t off;	  /* the field in struct hb_config */
+	size_t count_off; /* HB_CFG_MAP/SELECTORS: its uint32_t count */
+	const char *def;  /* default, as YAML would say it */
 	uint64_t min, max;
 	const char *const *values;
-	enum check check;	/* strings; map values */
-	enum check key_check;	/* map keys */
-	int nullable;		/* a string that may be null */
+	enum check check;     /* strings; map values */
+	enum check key_check; /* map keys */
+	int nullable;	      /* a string that may be null */
 	int reloadable;
 	const char *help;
 };
 
 #define F(field) offsetof(struct hb_config, field)
-#define MIB_MAX (64ull * 1024 * 1024) /* 64 TiB */
+#define MIB_MAX	 (64ull * 1024 * 1024) /* 64 TiB */
 
-static const char *const mpi_values[] = { "OpenMPI", "Intel", "MPICH",
-					  NULL };
+static const char *const mpi_values[] = {"OpenMPI", "Intel", "MPICH", NULL};
 
+/*
+ * The settings.  Unset fields are 0: min 0, max 0 (only UINT/SIZE use
+ * them), check C_ANY, not nullable, not reloadable; each row says
+ * .reloadable explicitly.
+ */
 static const struct setting table[] = {
-	{ "kubernetes.namespace", HB_CFG_STRING, F(namespace), 0, "default",
-	  0, 0, NULL, C_DNS_LABEL, C_ANY, 0, 0,
-	  "Namespace the gateway creates MPIJobs and TrainJobs in." },
-	{ "kubernetes.default_image", HB_CFG_STRING, F(default_image), 0,
-	  "mpioperator/openmpi:v0.6.0", 0, 0, NULL, C_IMAGE, C_ANY, 0, 1,
-	  "Image for jobs that no module, partition or container entry "
-	  "maps." },
-	{ "kubernetes.mpi_implementation", HB_CFG_ENUM, F(default_mpi), 0,
-	  "OpenMPI", 0, 0, mpi_values, C_ANY, C_ANY, 0, 1,
-	  "MPI implementation when the script does not reveal one." },
-	{ "kubernetes.trainjob_runtime", HB_CFG_STRING, F(trainjob_runtime),
-	  0, "mpi-distributed", 0, 0, NULL, C_DNS_SUBDOMAIN, C_ANY, 0, 1,
-	  "ClusterTrainingRuntime that TrainJobs refer to." },
-	{ "kubernetes.ssh_auth_mount_path", HB_CFG_STRING,
-	  F(ssh_auth_mount_path), 0, "/root/.ssh", 0, 0, NULL, C_ABSPATH,
-	  C_ANY, 0, 1,
-	  "Where the MPI Operator mounts the SSH keys (sshAuthMountPath)." },
-	{ "kubernetes.gpu_resource", HB_CFG_STRING, F(gpu_resource), 0,
-	  "nvidia.com/gpu", 0, 0, NULL, C_RESOURCE, C_ANY, 0, 1,
-	  "Extended resource name GPUs are requested as." },
-	{ "kubernetes.images.modules", HB_CFG_MAP, F(module_images),
-	  F(nmodule_images), NULL, 0, 0, NULL, C_IMAGE, C_ANY, 0, 1,
-	  "'module load' name (or its family before '/') to image." },
-	{ "kubernetes.images.partitions", HB_CFG_MAP, F(partition_images),
-	  F(npartition_images), NULL, 0, 0, NULL, C_IMAGE, C_ANY, 0, 1,
-	  "Slurm partition or PBS queue to image." },
-	{ "kubernetes.images.containers", HB_CFG_MAP, F(container_images),
-	  F(ncontainer_images), NULL, 0, 0, NULL, C_IMAGE, C_ANY, 0, 1,
-	  "sbatch --container value to image." },
-	{ "kubernetes.queues.default", HB_CFG_STRING, F(default_queue), 0,
-	  NULL, 0, 0, NULL, C_QUEUE, C_ANY, 1, 1,
-	  "Kueue LocalQueue for partitions with no entry; null for no "
-	  "queue label." },
-	{ "kubernetes.queues.partitions", HB_CFG_MAP, F(partition_queues),
-	  F(npartition_queues), NULL, 0, 0, NULL, C_QUEUE, C_ANY, 0, 1,
-	  "Slurm partition or PBS queue to Kueue LocalQueue." },
-	{ "kubernetes.worker.cpus", HB_CFG_UINT, F(worker_cpus), 0, "0", 0,
-	  4096, NULL, C_ANY, C_ANY, 0, 1,
-	  "CPUs one worker pod may have (what a node offers); 0: "
-	  "unbounded." },
-	{ "kubernetes.worker.memory", HB_CFG_SIZE, F(worker_mem_mb), 0, "0",
-	  0, MIB_MAX, NULL, C_ANY, C_ANY, 0, 1,
-	  "Memory one worker pod may have; it also replaces --mem=0 (the "
-	  "whole node); 0: unbounded." },
-	{ "kubernetes.worker.gpus", HB_CFG_UINT, F(worker_gpus), 0, "0", 0,
-	  256, NULL, C_ANY, C_ANY, 0, 1,
-	  "GPUs one worker pod may have; 0: unbounded." },
-	{ "kubernetes.launcher.cpus", HB_CFG_UINT, F(launcher_cpus), 0, "1",
-	  0, 4096, NULL, C_ANY, C_ANY, 0, 1,
-	  "CPUs requested for the launcher pod; 0: no request." },
-	{ "kubernetes.launcher.memory", HB_CFG_SIZE, F(launcher_mem_mb), 0,
-	  "1Gi", 0, MIB_MAX, NULL, C_ANY, C_ANY, 0, 1,
-	  "Memory requested for the launcher pod; 0: no request." },
-	{ "kubernetes.node_selectors.constraints", HB_CFG_SELECTORS,
-	  F(constraint_selectors), F(nconstraint_selectors), NULL, 0, 0,
-	  NULL, C_LABEL_VALUE, C_LABEL_KEY, 0, 1,
-	  "--constraint feature to the node labels it stands for." },
-	{ "kubernetes.node_selectors.gpu_types", HB_CFG_SELECTORS,
-	  F(gpu_type_selectors), F(ngpu_type_selectors), NULL, 0, 0, NULL,
-	  C_LABEL_VALUE, C_LABEL_KEY, 0, 1,
-	  "GPU type (--gres=gpu:TYPE:N) to the node labels that select "
-	  "it." },
-	{ "translation.max_array_jobs", HB_CFG_UINT, F(max_array_jobs), 0,
-	  "1000", 1, 100000, NULL, C_ANY, C_ANY, 0, 1,
-	  "Most MPIJobs one job array may become." },
+    {.path = "kubernetes.namespace",
+     .type = HB_CFG_STRING,
+     .off = F(namespace),
+     .def = "default",
+     .check = C_DNS_LABEL,
+     .reloadable = 0,
+     .help = "Namespace the gateway creates MPIJobs and TrainJobs in."},
+    {.path = "kubernetes.default_image",
+     .type = HB_CFG_STRING,
+     .off = F(default_image),
+     .def = "mpioperator/openmpi:v0.6.0",
+     .check = C_IMAGE,
+     .reloadable = 1,
+     .help = "Image for jobs that no container, module or partition "
+	     "entry maps."},
+    {.path = "kubernetes.mpi_implementation",
+     .type = HB_CFG_ENUM,
+     .off = F(default_mpi),
+     .def = "OpenMPI",
+     .values = mpi_values,
+     .reloadable = 1,
+     .help = "MPI implementation when the script does not reveal one."},
+    {.path = "kubernetes.trainjob_runtime",
+     .type = HB_CFG_STRING,
+     .off = F(trainjob_runtime),
+     .def = "mpi-distributed",
+     .check = C_DNS_SUBDOMAIN,
+     .reloadable = 1,
+     .help = "ClusterTrainingRuntime that TrainJobs refer to."},
+    {.path = "kubernetes.ssh_auth_mount_path",
+     .type = HB_CFG_STRING,
+     .off = F(ssh_auth_mount_path),
+     .def = "/root/.ssh",
+     .check = C_ABSPATH,
+     .reloadable = 1,
+     .help = "Where the MPI Operator mounts the SSH keys "
+	     "(sshAuthMountPath)."},
+    {.path = "kubernetes.gpu_resource",
+     .type = HB_CFG_STRING,
+     .off = F(gpu_resource),
+     .def = "nvidia.com/gpu",
+     .check = C_RESOURCE,
+     .reloadable = 1,
+     .help = "Extended resource name GPUs are requested as."},
+    {.path = "kubernetes.images.modules",
+     .type = HB_CFG_MAP,
+     .off = F(module_images),
+     .count_off = F(nmodule_images),
+     .check = C_IMAGE,
+     .reloadable = 1,
+     .help = "'module load' name (or its family before '/') to image."},
+    {.path = "kubernetes.images.partitions",
+     .type = HB_CFG_MAP,
+     .off = F(partition_images),
+     .count_off = F(npartition_images),
+     .check = C_IMAGE,
+     .reloadable = 1,
+     .help = "Slurm partition or PBS queue to image."},
+    {.path = "kubernetes.images.containers",
+     .type = HB_CFG_MAP,
+     .off = F(container_images),
+     .count_off = F(ncontainer_images),
+     .check = C_IMAGE,
+     .reloadable = 1,
+     .help = "sbatch --container value to image."},
+    {.path = "kubernetes.queues.default",
+     .type = HB_CFG_STRING,
+     .off = F(default_queue),
+     .def = NULL,
+     .check = C_QUEUE,
+     .nullable = 1,
+     .reloadable = 1,
+     .help = "Kueue LocalQueue for partitions with no entry; null for no "
+	     "queue label."},
+    {.path = "kubernetes.queues.partitions",
+     .type = HB_CFG_MAP,
+     .off = F(partition_queues),
+     .count_off = F(npartition_queues),
+     .check = C_QUEUE,
+     .reloadable = 1,
+     .help = "Slurm partition or PBS queue to Kueue LocalQueue."},
+    {.path = "kubernetes.worker.cpus",
+     .type = HB_CFG_UINT,
+     .off = F(worker_cpus),
+     .def = "0",
+     .max = 4096,
+     .reloadable = 1,
+     .help = "CPUs one worker pod may have (what a node offers); 0: "
+	     "unbounded."},
+    {.path = "kubernetes.worker.memory",
+     .type = HB_CFG_SIZE,
+     .off = F(worker_mem_mb),
+     .def = "0",
+     .max = MIB_MAX,
+     .reloadable = 1,
+     .help = "Memory one worker pod may have; it also replaces --mem=0 "
+	     "(the whole node); 0: unbounded."},
+    {.path = "kubernetes.worker.gpus",
+     .type = HB_CFG_UINT,
+     .off = F(worker_gpus),
+     .def = "0",
+     .max = 256,
+     .reloadable = 1,
+     .help = "GPUs one worker pod may have; 0: unbounded."},
+    {.path = "kubernetes.launcher.cpus",
+     .type = HB_CFG_UINT,
+     .off = F(launcher_cpus),
+     .def = "1",
+     .max = 4096,
+     .reloadable = 1,
+     .help = "CPUs requested for the launcher pod; 0: no request."},
+    {.path = "kubernetes.launcher.memory",
+     .type = HB_CFG_SIZE,
+     .off = F(launcher_mem_mb),
+     .def = "1Gi",
+     .max = MIB_MAX,
+     .reloadable = 1,
+     .help = "Memory requested for the launcher pod; 0: no request."},
+    {.path = "kubernetes.node_selectors.constraints",
+     .type = HB_CFG_SELECTORS,
+     .off = F(constraint_selectors),
+     .count_off = F(nconstraint_selectors),
+     .check = C_LABEL_VALUE,
+     .key_check = C_LABEL_KEY,
+     .reloadable = 1,
+     .help = "--constraint feature to the node labels it stands for."},
+    {.path = "kubernetes.node_selectors.gpu_types",
+     .type = HB_CFG_SELECTORS,
+     .off = F(gpu_type_selectors),
+     .count_off = F(ngpu_type_selectors),
+     .check = C_LABEL_VALUE,
+     .key_check = C_LABEL_KEY,
+     .reloadable = 1,
+     .help = "GPU type (--gres=gpu:TYPE:N) to the node labels that "
+	     "select it."},
+    {.path = "translation.max_array_jobs",
+     .type = HB_CFG_UINT,
+     .off = F(max_array_jobs),
+     .def = "1000",
+     .min = 1,
+     .max = 100000,
+     .reloadable = 1,
+     .help = "Most MPIJobs one job array may become."},
 };
 
 #define NSETTINGS (sizeof(table) / sizeof(table[0]))
@@ -375,8 +457,7 @@ static int parse_size(const char *s, uint64_t *mib)
 	return hb_parse_k8s_mem(s, mib);
 }
 
-static const char *bounds_text(const struct setting *s, char *buf,
-			       size_t n)
+static const char *bounds_text(const struct setting *s, char *buf, size_t n)
 {
 	if (s->type == HB_CFG_SIZE) {
 		char lo[32], hi[32];
@@ -415,7 +496,8 @@ static int load_scalar(struct loader *l, const struct setting *s,
 			return lerr(l, v, s->path, "must be a string, not %s%s",
 				    type_name(v),
 				    cJSON_IsNumber(v) || cJSON_IsBool(v)
-					    ? " (put it in quotes)" : "");
+					? " (put it in quotes)"
+					: "");
 		if (v)
 			text = v->valuestring;
 		if (s->type == HB_CFG_ENUM) {
@@ -427,9 +509,9 @@ static int load_scalar(struct loader *l, const struct setting *s,
 				ok |= !strcmp(s->values[i], text);
 				if (used < sizeof(list))
 					used += (size_t)snprintf(
-						list + used,
-						sizeof(list) - used, "%s%s",
-						i ? ", " : "", s->values[i]);
+					    list + used, sizeof(list) - used,
+					    "%s%s", i ? ", " : "",
+					    s->values[i]);
 			}
 			if (!ok)
 				return lerr(l, v, s->path,
@@ -449,20 +531,19 @@ static int load_scalar(struct loader *l, const struct setting *s,
 			double d = v->valuedouble;
 
 			if (!(d >= (double)s->min && d <= (double)s->max))
-				return lerr(l, v, s->path,
-					    "must be between %s",
+				return lerr(l, v, s->path, "must be between %s",
 					    bounds_text(s, b, sizeof(b)));
 			if (d != (double)(uint64_t)d)
 				return lerr(l, v, s->path,
 					    "must be a whole number");
 			u = (uint64_t)d;
-		} else if (v && !(s->type == HB_CFG_SIZE &&
-				  cJSON_IsString(v))) {
+		} else if (v &&
+			   !(s->type == HB_CFG_SIZE && cJSON_IsString(v))) {
 			return lerr(l, v, s->path, "must be %s, not %s",
 				    s->type == HB_CFG_SIZE
-					    ? "a size (an integer in MiB, or "
-					      "\"4Gi\", \"512Mi\", \"4G\")"
-					    : "a non-negative integer",
+					? "a size (an integer in MiB, or "
+					  "\"4Gi\", \"512Mi\", \"4G\")"
+					: "a non-negative integer",
 				    type_name(v));
 		} else {
 			int rc;
@@ -470,20 +551,19 @@ static int load_scalar(struct loader *l, const struct setting *s,
 			if (v)
 				text = v->valuestring;
 			rc = s->type == HB_CFG_SIZE
-				     ? parse_size(text, &u)
-				     : hb_parse_u64(text, UINT64_MAX, &u);
+				 ? parse_size(text, &u)
+				 : hb_parse_u64(text, UINT64_MAX, &u);
 			if (rc == HB_ERANGE)
-				return lerr(l, v, s->path,
-					    "must be between %s",
+				return lerr(l, v, s->path, "must be between %s",
 					    bounds_text(s, b, sizeof(b)));
 			if (rc)
 				return lerr(l, v, s->path,
 					    "'%.60s' is not a size (an integer "
 					    "in MiB, or \"4Gi\", \"512Mi\", "
-					    "\"4G\")", text);
+					    "\"4G\")",
+					    text);
 			if (u < s->min || u > s->max)
-				return lerr(l, v, s->path,
-					    "must be between %s",
+				return lerr(l, v, s->path, "must be between %s",
 					    bounds_text(s, b, sizeof(b)));
 		}
 		if (s->type == HB_CFG_SIZE)
@@ -497,9 +577,9 @@ static int load_scalar(struct loader *l, const struct setting *s,
 }
 
 /* A mapping of strings to checked strings, into an arena array. */
-static int load_kv(struct loader *l, const struct setting *s,
-		   const char *path, const cJSON *m, enum check kc,
-		   enum check vc, struct hb_kv **out, uint32_t *nout)
+static int load_kv(struct loader *l, const struct setting *s, const char *path,
+		   const cJSON *m, enum check kc, enum check vc,
+		   struct hb_kv **out, uint32_t *nout)
 {
 	const cJSON *c;
 	struct hb_kv *kv;
@@ -533,12 +613,13 @@ static int load_kv(struct loader *l, const struct setting *s,
 			bad = lerr(l, c, sub, "must be a string, not %s%s",
 				   type_name(c),
 				   cJSON_IsNumber(c) || cJSON_IsBool(c)
-					   ? " (put it in quotes)" : "");
+				       ? " (put it in quotes)"
+				       : "");
 			continue;
 		}
 		if ((why = check_string(vc, c->valuestring))) {
-			bad = lerr(l, c, sub, "'%.80s' %s", c->valuestring,
-				   why);
+			bad =
+			    lerr(l, c, sub, "'%.80s' %s", c->valuestring, why);
 			continue;
 		}
 		kv[n].key = hb_arena_strdup(l->arena, c->string);
@@ -554,8 +635,7 @@ static int load_kv(struct loader *l, const struct setting *s,
 	return 0;
 }
 
-static int load_map(struct loader *l, const struct setting *s,
-		    const cJSON *m)
+static int load_map(struct loader *l, const struct setting *s, const cJSON *m)
 {
 	struct hb_kv **dst = field(l->cfg, s->off);
 	uint32_t *cnt = field(l->cfg, s->count_off);
@@ -595,8 +675,7 @@ static int load_selectors(struct loader *l, const struct setting *s,
 		return HB_ENOMEM;
 	n = 0;
 	for (c = m->child; c; c = c->next) {
-		snprintf(sub, sizeof(sub), "%.200s.%.100s", s->path,
-			 c->string);
+		snprintf(sub, sizeof(sub), "%.200s.%.100s", s->path, c->string);
 		if ((why = check_string(C_ANY, c->string))) {
 			bad = lerr(l, c, sub, "the key %s", why);
 			continue;
@@ -725,8 +804,7 @@ static int is_section(const char *path)
 }
 
 /* Walk a section of the file. */
-static int load_section(struct loader *l, const char *prefix,
-			const cJSON *m)
+static int load_section(struct loader *l, const char *prefix, const cJSON *m)
 {
 	const cJSON *c;
 	int rc, bad = 0;
@@ -756,8 +834,8 @@ static int load_section(struct loader *l, const char *prefix,
 			else
 				rc = load_section(l, path, c);
 		} else if (suggest(prefix, c->string, hint, sizeof(hint))) {
-			rc = lerr(l, c, path, "unknown key (did you mean '%s'?)",
-				  hint);
+			rc = lerr(l, c, path,
+				  "unknown key (did you mean '%s'?)", hint);
 		} else {
 			rc = lerr(l, c, path, "unknown key");
 		}
@@ -793,7 +871,8 @@ static int load(const cJSON *doc, const char *name, struct hb_config *cfg,
 			hb_err_set(err, HB_EINVAL, name,
 				   (unsigned)hb_doc_line(doc),
 				   "the configuration must be a mapping, "
-				   "not %s", type_name(doc));
+				   "not %s",
+				   type_name(doc));
 			rc = HB_EINVAL;
 			goto out;
 		}
@@ -835,7 +914,7 @@ out:
 
 int hb_config_defaults(struct hb_config *cfg)
 {
-	struct hb_err err = { 0 };
+	struct hb_err err = {0};
 
 	return load(NULL, "defaults", cfg, &err);
 }
@@ -918,9 +997,9 @@ static int setting_eq(const struct setting *s, const struct hb_config *a,
 			     *(struct hb_kv *const *)pb, nb);
 	case HB_CFG_SELECTORS: {
 		const struct hb_selector_map *x =
-			*(struct hb_selector_map *const *)pa;
+		    *(struct hb_selector_map *const *)pa;
 		const struct hb_selector_map *y =
-			*(struct hb_selector_map *const *)pb;
+		    *(struct hb_selector_map *const *)pb;
 
 		if (na != nb)
 			return 0;

@@ -19,8 +19,8 @@
 
 #include "hpcbridge/doc.h"
 
-#define INT_LIMIT 9007199254740992ull /* 2^53 */
-#define DUP_LINEAR 16		      /* below this many keys, scan */
+#define INT_LIMIT  9007199254740992ull /* 2^53 */
+#define DUP_LINEAR 16		       /* below this many keys, scan */
 
 /* ------------------------------------------------------------------ */
 /* Source lines                                                        */
@@ -197,7 +197,8 @@ static enum numkind num_text(const char *s, size_t n, uint64_t *mag, int *neg)
 		*mag = v > INT_LIMIT ? INT_LIMIT + 1 : v;
 		return NUM_INT;
 	}
-	/* float: [-+]? ( . [0-9]+ | [0-9]+ ( . [0-9]* )? ) ( [eE] [-+]? [0-9]+ )? */
+	/* float: [-+]? ( . [0-9]+ | [0-9]+ ( . [0-9]* )? ) ( [eE] [-+]? [0-9]+
+	 * )? */
 	i += digits;
 	if (i < n && s[i] == '.') {
 		size_t frac = 0;
@@ -262,7 +263,7 @@ struct keyent {
 struct frame {
 	cJSON *node;
 	cJSON *tail;
-	char *key;	  /* pending key of a mapping, or NULL */
+	char *key; /* pending key of a mapping, or NULL */
 	unsigned key_line;
 	unsigned nkeys;
 };
@@ -273,7 +274,7 @@ struct builder {
 	size_t len;
 	struct hb_err *err;
 	struct frame st[HB_DOC_MAX_DEPTH + 1];
-	int depth;	  /* number of open containers */
+	int depth; /* number of open containers */
 	cJSON *root;
 	struct keyent *tab;
 	size_t cap, used;
@@ -303,7 +304,8 @@ static int tab_grow(struct builder *b)
 
 		if (!e->map)
 			continue;
-		for (j = e->hash & (ncap - 1); nt[j].map; j = (j + 1) & (ncap - 1))
+		for (j = e->hash & (ncap - 1); nt[j].map;
+		     j = (j + 1) & (ncap - 1))
 			;
 		nt[j] = *e;
 	}
@@ -475,7 +477,8 @@ static int make_number(struct builder *b, const char *s, size_t n,
 			return berr(b, HB_ERANGE, line,
 				    "integer %.*s is too large (beyond 2^53 it "
 				    "would lose precision; quote it if it is "
-				    "a string)", n > 64 ? 64 : (int)n, s);
+				    "a string)",
+				    n > 64 ? 64 : (int)n, s);
 		d = (double)mag;
 		*out = cJSON_CreateNumber(neg ? -d : d);
 		return *out ? 0 : HB_ENOMEM;
@@ -512,8 +515,7 @@ static int make_number(struct builder *b, const char *s, size_t n,
 }
 
 /* Build the node for a scalar event (as a value). */
-static int scalar_node(struct builder *b, const yaml_event_t *ev,
-		       cJSON **out)
+static int scalar_node(struct builder *b, const yaml_event_t *ev, cJSON **out)
 {
 	const char *s = (const char *)ev->data.scalar.value;
 	size_t n = ev->data.scalar.length;
@@ -569,13 +571,11 @@ static int scalar_node(struct builder *b, const yaml_event_t *ev,
 		rc = make_number(b, s, n, line, out, fl);
 		if (rc != NOT_NUMBER)
 			return rc;
-		return berr(b, HB_EINVAL, line,
-			    "'%.*s' is not a valid !!float",
+		return berr(b, HB_EINVAL, line, "'%.*s' is not a valid !!float",
 			    n > 64 ? 64 : (int)n, s);
 	}
 badtag:
-	return berr(b, HB_EUNSUP, line, "unsupported YAML tag '%.64s'",
-		    tag);
+	return berr(b, HB_EUNSUP, line, "unsupported YAML tag '%.64s'", tag);
 str:
 	*out = cJSON_CreateString(s);
 	return *out ? 0 : HB_ENOMEM;
@@ -658,10 +658,12 @@ static int on_event(struct builder *b, const yaml_event_t *ev, int *done)
 			const char *tag = (const char *)ev->data.scalar.tag;
 			const char *st = short_tag(tag);
 
-			if (tag && strcmp(tag, "!") && (!st || strcmp(st, "str")))
+			if (tag && strcmp(tag, "!") &&
+			    (!st || strcmp(st, "str")))
 				return berr(b, HB_EUNSUP, line,
 					    "unsupported YAML tag '%.64s' on "
-					    "a mapping key", tag);
+					    "a mapping key",
+					    tag);
 			if (memchr(s, '\0', n))
 				return berr(b, HB_EINVAL, line,
 					    "NUL character in a mapping key "
@@ -680,15 +682,14 @@ static int on_event(struct builder *b, const yaml_event_t *ev, int *done)
 	case YAML_SEQUENCE_START_EVENT:
 	case YAML_MAPPING_START_EVENT: {
 		int map = ev->type == YAML_MAPPING_START_EVENT;
-		const char *tag = (const char *)(map ?
-			ev->data.mapping_start.tag :
-			ev->data.sequence_start.tag);
+		const char *tag =
+		    (const char *)(map ? ev->data.mapping_start.tag
+				       : ev->data.sequence_start.tag);
 
 		if (want_key)
 			return berr(b, HB_EUNSUP, line,
 				    "mapping keys must be scalars");
-		if ((rc = collection_tag_ok(b, tag, map ? "map" : "seq",
-					    line)))
+		if ((rc = collection_tag_ok(b, tag, map ? "map" : "seq", line)))
 			return rc;
 		if (b->depth >= HB_DOC_MAX_DEPTH)
 			return berr(b, HB_ETOOBIG, line,
@@ -729,7 +730,7 @@ struct jp {
 	struct builder *b;
 	const char *p, *end;
 	unsigned line;
-	int syntax;	/* the error is a syntax error (YAML may do better) */
+	int syntax; /* the error is a syntax error (YAML may do better) */
 };
 
 static int jerr(struct jp *j, const char *what)
@@ -834,14 +835,30 @@ static int jstring(struct jp *j, char **out)
 		}
 		s++;
 		switch (*s++) {
-		case '"': *d++ = '"'; break;
-		case '\\': *d++ = '\\'; break;
-		case '/': *d++ = '/'; break;
-		case 'b': *d++ = '\b'; break;
-		case 'f': *d++ = '\f'; break;
-		case 'n': *d++ = '\n'; break;
-		case 'r': *d++ = '\r'; break;
-		case 't': *d++ = '\t'; break;
+		case '"':
+			*d++ = '"';
+			break;
+		case '\\':
+			*d++ = '\\';
+			break;
+		case '/':
+			*d++ = '/';
+			break;
+		case 'b':
+			*d++ = '\b';
+			break;
+		case 'f':
+			*d++ = '\f';
+			break;
+		case 'n':
+			*d++ = '\n';
+			break;
+		case 'r':
+			*d++ = '\r';
+			break;
+		case 't':
+			*d++ = '\t';
+			break;
 		case 'u':
 			if (q - s < 4 || hex4(s, &cp))
 				goto bad;
@@ -923,7 +940,8 @@ static int jnumber(struct jp *j, cJSON **out)
 			return berr(j->b, HB_ERANGE, j->line,
 				    "integer %.*s is too large (beyond 2^53 it "
 				    "would lose precision; quote it if it is "
-				    "a string)", n > 64 ? 64 : (int)n, s);
+				    "a string)",
+				    n > 64 ? 64 : (int)n, s);
 		d = (double)mag;
 		*out = cJSON_CreateNumber(neg ? -d : d);
 		return *out ? 0 : HB_ENOMEM;
@@ -1017,8 +1035,8 @@ static int jvalue(struct jp *j)
 				j->p++;
 				break;
 			}
-			return jerr(j, obj ? "expected ',' or '}'" :
-					     "expected ',' or ']'");
+			return jerr(j, obj ? "expected ',' or '}'"
+					   : "expected ',' or ']'");
 		}
 		b->depth--;
 		return 0;
@@ -1062,7 +1080,7 @@ static int jvalue(struct jp *j)
 static int parse_json(const char *buf, size_t len, const char *name,
 		      cJSON **out, struct hb_err *err)
 {
-	struct hb_err jerrd = { 0 };
+	struct hb_err jerrd = {0};
 	struct builder b;
 	struct jp j;
 	int rc;
@@ -1087,7 +1105,7 @@ static int parse_json(const char *buf, size_t len, const char *name,
 		builder_reset(&b);
 		free(b.tab);
 		if (j.syntax && rc == HB_EINVAL) {
-			*err = jerrd;	/* kept in case YAML fails too */
+			*err = jerrd; /* kept in case YAML fails too */
 			return 1;
 		}
 		if (err && !err->code)
@@ -1126,7 +1144,8 @@ static int check_input(const char *buf, size_t len, const char *name,
 	if (len > HB_DOC_MAX)
 		return hb_err_set(err, HB_ETOOBIG, name, 0,
 				  "input is %zu bytes, more than the %u "
-				  "allowed", len, HB_DOC_MAX);
+				  "allowed",
+				  len, HB_DOC_MAX);
 	if (len && !buf)
 		return hb_err_set(err, HB_EINVAL, name, 0, "no input");
 	z = len ? memchr(buf, '\0', len) : NULL;
@@ -1141,8 +1160,8 @@ static int check_input(const char *buf, size_t len, const char *name,
  * Parse buf as a YAML stream.  With stream set, *out is an array of the
  * non-empty documents; otherwise exactly one document (or null).
  */
-static int parse_yaml(const char *buf, size_t len, const char *name,
-		      int stream, cJSON **out, struct hb_err *err)
+static int parse_yaml(const char *buf, size_t len, const char *name, int stream,
+		      cJSON **out, struct hb_err *err)
 {
 	struct builder b;
 	yaml_parser_t p;
@@ -1157,8 +1176,8 @@ static int parse_yaml(const char *buf, size_t len, const char *name,
 	b.err = err;
 	if (!yaml_parser_initialize(&p))
 		return hb_err_set(err, HB_ENOMEM, name, 0, "out of memory");
-	yaml_parser_set_input_string(&p, (const unsigned char *)(buf ? buf : ""),
-				     len);
+	yaml_parser_set_input_string(
+	    &p, (const unsigned char *)(buf ? buf : ""), len);
 	yaml_parser_set_encoding(&p, YAML_UTF8_ENCODING);
 	if (stream && !(docs = cJSON_CreateArray())) {
 		rc = HB_ENOMEM;
@@ -1218,11 +1237,11 @@ out:
  * JSON first when it looks like JSON; if it is not (say, a YAML flow
  * mapping), YAML, and if YAML fails too the JSON error stands.
  */
-static int parse_any(const char *buf, size_t len, const char *name,
-		     int stream, cJSON **out, struct hb_err *err)
+static int parse_any(const char *buf, size_t len, const char *name, int stream,
+		     cJSON **out, struct hb_err *err)
 {
-	struct hb_err jerr_saved = { 0 };
-	struct hb_err yerr = { 0 };
+	struct hb_err jerr_saved = {0};
+	struct hb_err yerr = {0};
 	cJSON *doc = NULL, *arr;
 	int rc;
 
@@ -1259,8 +1278,8 @@ static int parse_any(const char *buf, size_t len, const char *name,
 	return 0;
 }
 
-int hb_doc_parse(const char *buf, size_t len, const char *name,
-		 cJSON **out, struct hb_err *err)
+int hb_doc_parse(const char *buf, size_t len, const char *name, cJSON **out,
+		 struct hb_err *err)
 {
 	return parse_any(buf, len, name, 0, out, err);
 }
@@ -1281,10 +1300,10 @@ struct wr {
 };
 
 static const char spaces[] =
-	"                                                                "
-	"                                                                "
-	"                                                                "
-	"                                                                ";
+    "                                                                "
+    "                                                                "
+    "                                                                "
+    "                                                                ";
 
 /*
  * Append n bytes.  The fast path copies straight into spare capacity and
@@ -1318,7 +1337,8 @@ static inline void indent(struct wr *w, int n)
 		return;
 	}
 	while (n > 0) {
-		int k = n < (int)sizeof(spaces) - 1 ? n : (int)sizeof(spaces) - 1;
+		int k =
+		    n < (int)sizeof(spaces) - 1 ? n : (int)sizeof(spaces) - 1;
 
 		put(w, spaces, (size_t)k);
 		n -= k;
@@ -1385,24 +1405,23 @@ static int cp_special(uint32_t c)
 enum { B_PLAIN, B_INDICATOR, B_QUOTE, B_OTHER };
 
 static const unsigned char bclass[256] = {
-	[0 ... 0x1f] = B_OTHER,
-	[0x20 ... 0x21] = B_PLAIN,
-	['"'] = B_QUOTE,
-	['#'] = B_INDICATOR,
-	[0x24 ... 0x39] = B_PLAIN,
-	[':'] = B_INDICATOR,
-	[0x3b ... 0x5b] = B_PLAIN,
-	['\\'] = B_QUOTE,
-	[0x5d ... 0x7e] = B_PLAIN,
-	[0x7f ... 0xff] = B_OTHER,
+    [0 ... 0x1f] = B_OTHER,    [0x20 ... 0x21] = B_PLAIN,
+    ['"'] = B_QUOTE,	       ['#'] = B_INDICATOR,
+    [0x24 ... 0x39] = B_PLAIN, [':'] = B_INDICATOR,
+    [0x3b ... 0x5b] = B_PLAIN, ['\\'] = B_QUOTE,
+    [0x5d ... 0x7e] = B_PLAIN, [0x7f ... 0xff] = B_OTHER,
 };
 
 static const char hexdig[] = "0123456789abcdef";
 
 static void put_u4(struct wr *w, uint32_t c)
 {
-	char t[6] = { '\\', 'u', hexdig[(c >> 12) & 15], hexdig[(c >> 8) & 15],
-		      hexdig[(c >> 4) & 15], hexdig[c & 15] };
+	char t[6] = {'\\',
+		     'u',
+		     hexdig[(c >> 12) & 15],
+		     hexdig[(c >> 8) & 15],
+		     hexdig[(c >> 4) & 15],
+		     hexdig[c & 15]};
 
 	put(w, t, sizeof(t));
 }
@@ -1437,14 +1456,30 @@ static void json_string(struct wr *w, const char *str)
 			k = 1;
 		} else {
 			switch (cp) {
-			case '"': PUTS(w, "\\\""); break;
-			case '\\': PUTS(w, "\\\\"); break;
-			case '\b': PUTS(w, "\\b"); break;
-			case '\f': PUTS(w, "\\f"); break;
-			case '\n': PUTS(w, "\\n"); break;
-			case '\r': PUTS(w, "\\r"); break;
-			case '\t': PUTS(w, "\\t"); break;
-			default: put_u4(w, cp); break;
+			case '"':
+				PUTS(w, "\\\"");
+				break;
+			case '\\':
+				PUTS(w, "\\\\");
+				break;
+			case '\b':
+				PUTS(w, "\\b");
+				break;
+			case '\f':
+				PUTS(w, "\\f");
+				break;
+			case '\n':
+				PUTS(w, "\\n");
+				break;
+			case '\r':
+				PUTS(w, "\\r");
+				break;
+			case '\t':
+				PUTS(w, "\\t");
+				break;
+			default:
+				put_u4(w, cp);
+				break;
 			}
 		}
 		s += k;
@@ -1580,7 +1615,7 @@ static int finish(struct wr *w, size_t start)
 
 int hb_doc_write_json(const cJSON *doc, struct hb_buf *out)
 {
-	struct wr w = { out, 0 };
+	struct wr w = {out, 0};
 	size_t start = out->len;
 
 	if (!doc)
@@ -1615,9 +1650,8 @@ static int lower_eq(const char *s, size_t n, const char *word)
 static int looks_typed(const char *s, size_t n)
 {
 	static const char *const words[] = {
-		"y", "n", "yes", "no", "on", "off", "true", "false", "null",
-		"~", "<<", "=", ".inf", "-.inf", "+.inf", ".nan", NULL
-	};
+	    "y", "n",  "yes", "no",   "on",    "off",	"true", "false", "null",
+	    "~", "<<", "=",   ".inf", "-.inf", "+.inf", ".nan", NULL};
 	size_t i;
 	int k;
 
@@ -1642,12 +1676,11 @@ static int looks_typed(const char *s, size_t n)
 
 enum sstyle { S_PLAIN, S_DQUOTE, S_LITERAL };
 
-
 /* Characters a plain scalar may not start with. */
 static const unsigned char lead_indicator[256] = {
-	['?'] = 1, [':'] = 1, [','] = 1, ['['] = 1, [']'] = 1, ['{'] = 1,
-	['}'] = 1, ['#'] = 1, ['&'] = 1, ['*'] = 1, ['!'] = 1, ['|'] = 1,
-	['>'] = 1, ['\''] = 1, ['"'] = 1, ['%'] = 1, ['@'] = 1, ['`'] = 1,
+    ['?'] = 1, [':'] = 1,  [','] = 1, ['['] = 1, [']'] = 1, ['{'] = 1,
+    ['}'] = 1, ['#'] = 1,  ['&'] = 1, ['*'] = 1, ['!'] = 1, ['|'] = 1,
+    ['>'] = 1, ['\''] = 1, ['"'] = 1, ['%'] = 1, ['@'] = 1, ['`'] = 1,
 };
 
 /* How a string must be written (keys never use literal blocks). */
@@ -1740,14 +1773,30 @@ static void yaml_dquote(struct wr *w, const char *str, size_t n)
 			char t[4];
 
 			switch (cp) {
-			case '"': PUTS(w, "\\\""); break;
-			case '\\': PUTS(w, "\\\\"); break;
-			case '\t': PUTS(w, "\\t"); break;
-			case '\n': PUTS(w, "\\n"); break;
-			case '\r': PUTS(w, "\\r"); break;
-			case 0x85: PUTS(w, "\\N"); break;
-			case 0x2028: PUTS(w, "\\L"); break;
-			case 0x2029: PUTS(w, "\\P"); break;
+			case '"':
+				PUTS(w, "\\\"");
+				break;
+			case '\\':
+				PUTS(w, "\\\\");
+				break;
+			case '\t':
+				PUTS(w, "\\t");
+				break;
+			case '\n':
+				PUTS(w, "\\n");
+				break;
+			case '\r':
+				PUTS(w, "\\r");
+				break;
+			case 0x85:
+				PUTS(w, "\\N");
+				break;
+			case 0x2028:
+				PUTS(w, "\\L");
+				break;
+			case 0x2029:
+				PUTS(w, "\\P");
+				break;
 			default:
 				if (cp < 0x100) {
 					t[0] = '\\';
@@ -1853,10 +1902,8 @@ static void yaml_scalar(struct wr *w, const cJSON *v, int ind)
 	}
 }
 
-static void yaml_seq(struct wr *w, const cJSON *v, int ind, int inl,
-		     int depth);
-static void yaml_map(struct wr *w, const cJSON *v, int ind, int inl,
-		     int depth);
+static void yaml_seq(struct wr *w, const cJSON *v, int ind, int inl, int depth);
+static void yaml_map(struct wr *w, const cJSON *v, int ind, int inl, int depth);
 
 static int nonempty(const cJSON *v, int type)
 {
@@ -1864,8 +1911,7 @@ static int nonempty(const cJSON *v, int type)
 }
 
 /* What follows "key:" at column ind: the value and its newline(s). */
-static void yaml_member_value(struct wr *w, const cJSON *v, int ind,
-			      int depth)
+static void yaml_member_value(struct wr *w, const cJSON *v, int ind, int depth)
 {
 	if (nonempty(v, cJSON_Object)) {
 		putc1(w, '\n');
@@ -1883,8 +1929,7 @@ static void yaml_member_value(struct wr *w, const cJSON *v, int ind,
  * A mapping at column ind.  inl: the first key goes right here (after
  * "- "), the others get indented.
  */
-static void yaml_map(struct wr *w, const cJSON *v, int ind, int inl,
-		     int depth)
+static void yaml_map(struct wr *w, const cJSON *v, int ind, int inl, int depth)
 {
 	const cJSON *c;
 
@@ -1918,8 +1963,7 @@ static void yaml_map(struct wr *w, const cJSON *v, int ind, int inl,
 }
 
 /* A sequence at column ind; inl as for yaml_map. */
-static void yaml_seq(struct wr *w, const cJSON *v, int ind, int inl,
-		     int depth)
+static void yaml_seq(struct wr *w, const cJSON *v, int ind, int inl, int depth)
 {
 	const cJSON *c;
 
@@ -1952,7 +1996,7 @@ static void yaml_root(struct wr *w, const cJSON *doc)
 
 int hb_doc_write_yaml(const cJSON *doc, struct hb_buf *out)
 {
-	struct wr w = { out, 0 };
+	struct wr w = {out, 0};
 	size_t start = out->len;
 
 	if (!doc)
@@ -1963,7 +2007,7 @@ int hb_doc_write_yaml(const cJSON *doc, struct hb_buf *out)
 
 int hb_doc_write_yaml_stream(const cJSON *docs, struct hb_buf *out)
 {
-	struct wr w = { out, 0 };
+	struct wr w = {out, 0};
 	size_t start = out->len;
 	const cJSON *c;
 

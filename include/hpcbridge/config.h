@@ -29,9 +29,9 @@ struct hb_selector_map {
 
 struct hb_config {
 	/* Kubernetes */
-	const char *namespace;		/* "default" */
-	const char *default_image;	/* image when nothing else maps */
-	struct hb_kv *module_images;	/* module load name -> image */
+	const char *namespace;	     /* "default" */
+	const char *default_image;   /* image when nothing else maps */
+	struct hb_kv *module_images; /* module load name -> image */
 	uint32_t nmodule_images;
 	struct hb_kv *partition_images; /* partition -> image */
 	uint32_t npartition_images;
@@ -39,29 +39,29 @@ struct hb_config {
 	uint32_t ncontainer_images;
 	struct hb_kv *partition_queues; /* partition -> Kueue LocalQueue */
 	uint32_t npartition_queues;
-	const char *default_queue;	/* NULL: no queue label */
-	const char *default_mpi;	/* "OpenMPI" | "Intel" | "MPICH" */
-	const char *trainjob_runtime;	/* ClusterTrainingRuntime name */
+	const char *default_queue;	 /* NULL: no queue label */
+	const char *default_mpi;	 /* "OpenMPI" | "Intel" | "MPICH" */
+	const char *trainjob_runtime;	 /* ClusterTrainingRuntime name */
 	const char *ssh_auth_mount_path; /* MPIJob sshAuthMountPath */
-	const char *gpu_resource;	/* "nvidia.com/gpu" */
+	const char *gpu_resource;	 /* "nvidia.com/gpu" */
 
 	/* Worker pod shape: what one Kubernetes worker node offers. */
-	uint32_t worker_cpus;		/* 0: unbounded */
-	uint64_t worker_mem_mb;		/* 0: unbounded */
-	uint32_t worker_gpus;		/* 0: unbounded */
+	uint32_t worker_cpus;	/* 0: unbounded */
+	uint64_t worker_mem_mb; /* 0: unbounded */
+	uint32_t worker_gpus;	/* 0: unbounded */
 
 	/* Launcher pod resources. */
-	uint32_t launcher_cpus;		/* 1 */
-	uint64_t launcher_mem_mb;	/* 1024 */
+	uint32_t launcher_cpus;	  /* 1 */
+	uint64_t launcher_mem_mb; /* 1024 */
 
 	struct hb_selector_map *constraint_selectors;
 	uint32_t nconstraint_selectors;
 	struct hb_selector_map *gpu_type_selectors;
 	uint32_t ngpu_type_selectors;
 
-	uint32_t max_array_jobs;	/* cap on MPIJobs from one array */
+	uint32_t max_array_jobs; /* cap on MPIJobs from one array */
 
-	void *priv;			/* owned storage */
+	void *priv; /* owned storage */
 };
 
 /* Fill cfg with the embedded defaults.  Caller frees with
@@ -95,23 +95,23 @@ int hb_config_check_reload(const struct hb_config *cur,
 
 /* The settings table, for documentation and --help. */
 enum hb_config_type {
-	HB_CFG_STRING,	  /* a string (some nullable) */
-	HB_CFG_UINT,	  /* a non-negative integer */
-	HB_CFG_SIZE,	  /* MiB: an integer (MiB), a Kubernetes quantity
-			   * ("512Mi", "4Gi") or a Slurm size ("4G") */
-	HB_CFG_ENUM,	  /* one of a fixed set of strings */
-	HB_CFG_MAP,	  /* a mapping of strings to strings */
-	HB_CFG_SELECTORS  /* a mapping of names to label mappings */
+	HB_CFG_STRING,	 /* a string (some nullable) */
+	HB_CFG_UINT,	 /* a non-negative integer */
+	HB_CFG_SIZE,	 /* MiB: an integer (MiB), a Kubernetes quantity
+			  * ("512Mi", "4Gi") or a Slurm size ("4G") */
+	HB_CFG_ENUM,	 /* one of a fixed set of strings */
+	HB_CFG_MAP,	 /* a mapping of strings to strings */
+	HB_CFG_SELECTORS /* a mapping of names to label mappings */
 };
 
 struct hb_config_key {
-	const char *path;		/* "kubernetes.worker.cpus" */
+	const char *path; /* "kubernetes.worker.cpus" */
 	enum hb_config_type type;
-	const char *def;		/* default as YAML text; NULL: null/{} */
-	uint64_t min, max;		/* HB_CFG_UINT and HB_CFG_SIZE */
-	const char *const *values;	/* HB_CFG_ENUM, NULL-terminated */
+	const char *def;	   /* default as YAML text; NULL: null/{} */
+	uint64_t min, max;	   /* HB_CFG_UINT and HB_CFG_SIZE */
+	const char *const *values; /* HB_CFG_ENUM, NULL-terminated */
 	int reloadable;
-	const char *help;		/* what it means, one sentence */
+	const char *help; /* what it means, one sentence */
 };
 
 /* The i-th setting (0-based) in *out; HB_ENOENT past the last one. */

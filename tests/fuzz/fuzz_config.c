@@ -24,13 +24,12 @@ static void check_strings(const struct hb_kv *kv, uint32_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct hb_err err = { 0 };
+	struct hb_err err = {0};
 	struct hb_config cfg, def;
 	uint32_t i;
 	int rc;
 
-	rc = hb_config_parse((const char *)data, size, "fuzz.yaml", &cfg,
-			     &err);
+	rc = hb_config_parse((const char *)data, size, "fuzz.yaml", &cfg, &err);
 	if (rc) {
 		/* an error says something, and nothing is left loaded */
 		if (!err.msg[0] || cfg.priv || cfg.namespace)

@@ -36,7 +36,8 @@ static int same(const cJSON *a, const cJSON *b)
 		return !strcmp(a->valuestring, b->valuestring);
 	case cJSON_Array:
 	case cJSON_Object:
-		for (x = a->child, y = b->child; x && y; x = x->next, y = y->next)
+		for (x = a->child, y = b->child; x && y;
+		     x = x->next, y = y->next)
 			if (!same(x, y))
 				return 0;
 		return !x && !y;
@@ -59,7 +60,7 @@ static int has_nonfinite(const cJSON *a)
 
 static void check(const cJSON *doc, const struct hb_buf *b, const char *what)
 {
-	struct hb_err err = { 0 };
+	struct hb_err err = {0};
 	cJSON *back = NULL;
 
 	if (hb_doc_parse(b->data, b->len, what, &back, &err)) {
@@ -77,7 +78,7 @@ static void check(const cJSON *doc, const struct hb_buf *b, const char *what)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct hb_err err = { 0 };
+	struct hb_err err = {0};
 	struct hb_buf b;
 	cJSON *doc = NULL;
 	int rc;
@@ -101,8 +102,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cJSON_Delete(doc);
 
 	/* the stream reader too */
-	if (hb_doc_parse_stream((const char *)data, size, "fuzz", &doc,
-				&err) == 0)
+	if (hb_doc_parse_stream((const char *)data, size, "fuzz", &doc, &err) ==
+	    0)
 		cJSON_Delete(doc);
 	return 0;
 }

@@ -12,9 +12,9 @@
 
 static void parse_ok(const char *text, struct hb_config *cfg)
 {
-	struct hb_err err = { 0 };
-	int rc = hb_config_parse(text, strlen(text), "hpcbridge.yaml", cfg,
-				 &err);
+	struct hb_err err = {0};
+	int rc =
+	    hb_config_parse(text, strlen(text), "hpcbridge.yaml", cfg, &err);
 
 	if (rc)
 		fail_msg("config failed (%d): %s\n%s", rc, err.msg, text);
@@ -23,7 +23,7 @@ static void parse_ok(const char *text, struct hb_config *cfg)
 /* The parse must fail with exactly msg, and leave cfg zeroed. */
 static void parse_fails(const char *text, const char *msg)
 {
-	struct hb_err err = { 0 };
+	struct hb_err err = {0};
 	struct hb_config cfg;
 	int rc;
 
@@ -98,9 +98,9 @@ static void test_defaults(void **state)
 static void test_shipped_file(void **state)
 {
 	size_t len;
-	char *text = hb_test_read_file(
-		hb_test_src_path("config/hpcbridge.yaml"), &len);
-	struct hb_err err = { 0 };
+	char *text =
+	    hb_test_read_file(hb_test_src_path("config/hpcbridge.yaml"), &len);
+	struct hb_err err = {0};
 	struct hb_config c, d;
 
 	(void)state;
@@ -162,23 +162,24 @@ static void test_full(void **state)
 	assert_string_equal(c.ssh_auth_mount_path, "/home/mpiuser/.ssh");
 	assert_string_equal(c.gpu_resource, "amd.com/gpu");
 	assert_int_equal(c.nmodule_images, 2);
-	assert_string_equal(hb_kv_get(c.module_images, c.nmodule_images,
-				      "openmpi/4.1"),
-			    "ghcr.io/site/openmpi:4.1");
-	assert_string_equal(hb_kv_get(c.module_images, c.nmodule_images,
-				      "intel-mpi"),
-			    "ghcr.io/site/impi@sha256:abcdef0123");
+	assert_string_equal(
+	    hb_kv_get(c.module_images, c.nmodule_images, "openmpi/4.1"),
+	    "ghcr.io/site/openmpi:4.1");
+	assert_string_equal(
+	    hb_kv_get(c.module_images, c.nmodule_images, "intel-mpi"),
+	    "ghcr.io/site/impi@sha256:abcdef0123");
 	assert_null(hb_kv_get(c.module_images, c.nmodule_images, "mpich"));
-	assert_string_equal(hb_kv_get(c.partition_images, c.npartition_images,
-				      "gpu"),
-			    "nvcr.io/nvidia/pytorch:24.01-py3");
+	assert_string_equal(
+	    hb_kv_get(c.partition_images, c.npartition_images, "gpu"),
+	    "nvcr.io/nvidia/pytorch:24.01-py3");
 	assert_string_equal(hb_kv_get(c.container_images, c.ncontainer_images,
 				      "/shared/lammps.sqsh"),
 			    "ghcr.io/site/lammps:2");
 	assert_string_equal(c.default_queue, "batch");
 	assert_int_equal(c.npartition_queues, 2);
-	assert_string_equal(hb_kv_get(c.partition_queues, c.npartition_queues,
-				      "debug"), "debug.q");
+	assert_string_equal(
+	    hb_kv_get(c.partition_queues, c.npartition_queues, "debug"),
+	    "debug.q");
 	assert_int_equal(c.worker_cpus, 64);
 	assert_int_equal(c.worker_mem_mb, 256 * 1024);
 	assert_int_equal(c.worker_gpus, 8);
@@ -204,9 +205,9 @@ static void test_full(void **state)
 				    c.nconstraint_selectors, "nope"));
 	m = hb_selector_get(c.gpu_type_selectors, c.ngpu_type_selectors,
 			    "a100");
-	assert_string_equal(hb_kv_get(m->labels, m->nlabels,
-				      "nvidia.com/gpu.product"),
-			    "NVIDIA-A100-SXM4-80GB");
+	assert_string_equal(
+	    hb_kv_get(m->labels, m->nlabels, "nvidia.com/gpu.product"),
+	    "NVIDIA-A100-SXM4-80GB");
 	assert_int_equal(c.max_array_jobs, 50);
 	hb_config_free(&c);
 	/* lookups are NULL-safe */
@@ -220,11 +221,11 @@ static void test_sizes(void **state)
 		const char *text;
 		uint64_t mib;
 	} sizes[] = {
-		{ "0", 0 },	     { "4096", 4096 },	  { "\"4096\"", 4096 },
-		{ "4Gi", 4096 },     { "512Mi", 512 },	  { "1Ti", 1048576 },
-		{ "1536Ki", 2 },     { "4G", 4096 },	  { "4000M", 4000 },
-		{ "4gb", 4096 },     { "1T", 1048576 },	  { "2048K", 2 },
-		{ "\"1e9\"", 954 }, { "\"500k\"", 1 },	     { "64Ti", 67108864 },
+	    {"0", 0},	      {"4096", 4096},  {"\"4096\"", 4096},
+	    {"4Gi", 4096},    {"512Mi", 512},  {"1Ti", 1048576},
+	    {"1536Ki", 2},    {"4G", 4096},    {"4000M", 4000},
+	    {"4gb", 4096},    {"1T", 1048576}, {"2048K", 2},
+	    {"\"1e9\"", 954}, {"\"500k\"", 1}, {"64Ti", 67108864},
 	};
 	size_t i;
 
@@ -233,8 +234,10 @@ static void test_sizes(void **state)
 		char text[128];
 		struct hb_config c;
 
-		snprintf(text, sizeof(text), "kubernetes:\n  worker:\n"
-					     "    memory: %s\n", sizes[i].text);
+		snprintf(text, sizeof(text),
+			 "kubernetes:\n  worker:\n"
+			 "    memory: %s\n",
+			 sizes[i].text);
 		parse_ok(text, &c);
 		if (c.worker_mem_mb != sizes[i].mib)
 			fail_msg("%s: got %llu MiB, want %llu", sizes[i].text,
@@ -250,163 +253,163 @@ static void test_errors(void **state)
 		const char *text;
 		const char *msg;
 	} cases[] = {
-		/* unknown keys, with a hint when one is close */
-		{ "kubernetes:\n  namespace: a\n  nmespace: b\n",
-		  "hpcbridge.yaml:3: kubernetes.nmespace: unknown key (did "
-		  "you mean 'namespace'?)" },
-		{ "kubernetes:\n  worker:\n    cpu: 4\n",
-		  "hpcbridge.yaml:3: kubernetes.worker.cpu: unknown key (did "
-		  "you mean 'cpus'?)" },
-		{ "translation: {}\nslurm:\n  x: 1\n",
-		  "hpcbridge.yaml:2: slurm: unknown key" },
-		{ "kubernetes:\n  worker.cpus: 4\n",
-		  "hpcbridge.yaml:2: kubernetes: unknown key 'worker.cpus'" },
-		/* wrong types */
-		{ "kubernetes:\n  worker:\n    cpus: four\n",
-		  "hpcbridge.yaml:3: kubernetes.worker.cpus: must be a "
-		  "non-negative integer, not a string" },
-		{ "kubernetes:\n  worker:\n    cpus: 1.5\n",
-		  "hpcbridge.yaml:3: kubernetes.worker.cpus: must be a whole "
-		  "number" },
-		{ "kubernetes:\n  namespace: 123\n",
-		  "hpcbridge.yaml:2: kubernetes.namespace: must be a string, "
-		  "not a number (put it in quotes)" },
-		{ "kubernetes:\n  namespace: ~\n",
-		  "hpcbridge.yaml:2: kubernetes.namespace: must be a string, "
-		  "not null" },
-		{ "kubernetes: [1]\n",
-		  "hpcbridge.yaml:1: kubernetes: must be a mapping, not a "
-		  "list" },
-		{ "kubernetes:\n  worker: 4\n",
-		  "hpcbridge.yaml:2: kubernetes.worker: must be a mapping, "
-		  "not a number" },
-		{ "- a\n",
-		  "hpcbridge.yaml:1: the configuration must be a mapping, not "
-		  "a list" },
-		{ "kubernetes:\n  images:\n    modules: [a]\n",
-		  "hpcbridge.yaml:3: kubernetes.images.modules: must be a "
-		  "mapping, not a list" },
-		{ "kubernetes:\n  images:\n    modules:\n      openmpi: 4\n",
-		  "hpcbridge.yaml:4: kubernetes.images.modules.openmpi: must "
-		  "be a string, not a number (put it in quotes)" },
-		{ "kubernetes:\n  worker:\n    memory: true\n",
-		  "hpcbridge.yaml:3: kubernetes.worker.memory: must be a size "
-		  "(an integer in MiB, or \"4Gi\", \"512Mi\", \"4G\"), not a "
-		  "boolean" },
-		/* bounds */
-		{ "kubernetes:\n  worker:\n    cpus: 5000\n",
-		  "hpcbridge.yaml:3: kubernetes.worker.cpus: must be between "
-		  "0 and 4096" },
-		{ "kubernetes:\n  worker:\n    cpus: -1\n",
-		  "hpcbridge.yaml:3: kubernetes.worker.cpus: must be between "
-		  "0 and 4096" },
-		{ "translation:\n  max_array_jobs: 0\n",
-		  "hpcbridge.yaml:2: translation.max_array_jobs: must be "
-		  "between 1 and 100000" },
-		{ "kubernetes:\n  worker:\n    memory: 65Ti\n",
-		  "hpcbridge.yaml:3: kubernetes.worker.memory: must be between "
-		  "0 and 64Ti" },
-		{ "kubernetes:\n  worker:\n    memory: 99999999999999999999G\n",
-		  "hpcbridge.yaml:3: kubernetes.worker.memory: must be between "
-		  "0 and 64Ti" },
-		{ "kubernetes:\n  launcher:\n    memory: 4 GB\n",
-		  "hpcbridge.yaml:3: kubernetes.launcher.memory: '4 GB' is not "
-		  "a size (an integer in MiB, or \"4Gi\", \"512Mi\", \"4G\")" },
-		{ "kubernetes:\n  launcher:\n    memory: -1Gi\n",
-		  "hpcbridge.yaml:3: kubernetes.launcher.memory: '-1Gi' is not "
-		  "a size (an integer in MiB, or \"4Gi\", \"512Mi\", \"4G\")" },
-		/* enums */
-		{ "kubernetes:\n  mpi_implementation: openmpi\n",
-		  "hpcbridge.yaml:2: kubernetes.mpi_implementation: must be "
-		  "one of OpenMPI, Intel, MPICH (not 'openmpi')" },
-		/* names */
-		{ "kubernetes:\n  namespace: My_NS\n",
-		  "hpcbridge.yaml:2: kubernetes.namespace: 'My_NS' must be a "
-		  "DNS-1123 label (at most 63 characters: a-z, 0-9 and '-', "
-		  "starting and ending with a letter or digit)" },
-		{ "kubernetes:\n  namespace: -ns\n",
-		  "hpcbridge.yaml:2: kubernetes.namespace: '-ns' must be a "
-		  "DNS-1123 label (at most 63 characters: a-z, 0-9 and '-', "
-		  "starting and ending with a letter or digit)" },
-		{ "kubernetes:\n  namespace: "
-		  "a234567890123456789012345678901234567890123456789012345678901"
-		  "234\n",
-		  "hpcbridge.yaml:2: kubernetes.namespace: "
-		  "'a234567890123456789012345678901234567890123456789012345678901"
-		  "234' must be a DNS-1123 label (at most 63 characters: a-z, "
-		  "0-9 and '-', starting and ending with a letter or digit)" },
-		{ "kubernetes:\n  queues:\n    default: Batch\n",
-		  "hpcbridge.yaml:3: kubernetes.queues.default: 'Batch' must "
-		  "be a valid queue name (a DNS-1123 subdomain of at most 63 "
-		  "characters)" },
-		{ "kubernetes:\n  queues:\n    partitions:\n      gpu: a..b\n",
-		  "hpcbridge.yaml:4: kubernetes.queues.partitions.gpu: 'a..b' "
-		  "must be a valid queue name (a DNS-1123 subdomain of at most "
-		  "63 characters)" },
-		{ "kubernetes:\n  default_image: \"\"\n",
-		  "hpcbridge.yaml:2: kubernetes.default_image: '' is not an "
-		  "image reference (at most 500 characters of A-Z, a-z, 0-9 "
-		  "and ._/:@-, starting with a letter or digit)" },
-		{ "kubernetes:\n  images:\n    partitions:\n"
-		  "      gpu: \"my image\"\n",
-		  "hpcbridge.yaml:4: kubernetes.images.partitions.gpu: 'my "
-		  "image' is not an image reference (at most 500 characters "
-		  "of A-Z, a-z, 0-9 and ._/:@-, starting with a letter or "
-		  "digit)" },
-		{ "kubernetes:\n  images:\n    modules:\n"
-		  "      \"open mpi\": ghcr.io/x:1\n",
-		  "hpcbridge.yaml:4: kubernetes.images.modules.open mpi: the "
-		  "key must be 1 to 253 characters without spaces or control "
-		  "characters" },
-		{ "kubernetes:\n  ssh_auth_mount_path: .ssh\n",
-		  "hpcbridge.yaml:2: kubernetes.ssh_auth_mount_path: '.ssh' "
-		  "must be an absolute path without whitespace" },
-		{ "kubernetes:\n  gpu_resource: gpu\n",
-		  "hpcbridge.yaml:2: kubernetes.gpu_resource: 'gpu' must be an "
-		  "extended resource name (domain/name, e.g. nvidia.com/gpu)" },
-		{ "kubernetes:\n  trainjob_runtime: MPI\n",
-		  "hpcbridge.yaml:2: kubernetes.trainjob_runtime: 'MPI' must "
-		  "be a DNS-1123 subdomain (a-z, 0-9, '-' and '.', at most 253 "
-		  "characters)" },
-		/* selectors */
-		{ "kubernetes:\n  node_selectors:\n    constraints:\n"
-		  "      ib:\n        feature/rdma: true\n",
-		  "hpcbridge.yaml:5: "
-		  "kubernetes.node_selectors.constraints.ib.feature/rdma: must "
-		  "be a string, not a boolean (put it in quotes)" },
-		{ "kubernetes:\n  node_selectors:\n    constraints:\n"
-		  "      ib:\n        -bad: \"x\"\n",
-		  "hpcbridge.yaml:5: "
-		  "kubernetes.node_selectors.constraints.ib.-bad: the key is "
-		  "not a valid label key ([prefix/]name: the name at most 63 "
-		  "characters of A-Z, a-z, 0-9, '-', '_', '.', the prefix a "
-		  "DNS subdomain)" },
-		{ "kubernetes:\n  node_selectors:\n    gpu_types:\n"
-		  "      a100:\n        Bad_Prefix/x: \"y\"\n",
-		  "hpcbridge.yaml:5: "
-		  "kubernetes.node_selectors.gpu_types.a100.Bad_Prefix/x: the "
-		  "key is not a valid label key ([prefix/]name: the name at "
-		  "most 63 characters of A-Z, a-z, 0-9, '-', '_', '.', the "
-		  "prefix a DNS subdomain)" },
-		{ "kubernetes:\n  node_selectors:\n    gpu_types:\n"
-		  "      a100:\n        nvidia.com/gpu.product: \"A 100\"\n",
-		  "hpcbridge.yaml:5: "
-		  "kubernetes.node_selectors.gpu_types.a100."
-		  "nvidia.com/gpu.product: 'A 100' is not a valid label value "
-		  "(at most 63 characters of A-Z, a-z, 0-9, '-', '_', '.', "
-		  "starting and ending with a letter or digit)" },
-		{ "kubernetes:\n  node_selectors:\n    gpu_types:\n"
-		  "      a100: nvidia\n",
-		  "hpcbridge.yaml:4: kubernetes.node_selectors.gpu_types.a100: "
-		  "must be a mapping of node labels, not a string" },
-		/* the document itself */
-		{ "kubernetes:\n  namespace: a\n  namespace: b\n",
-		  "hpcbridge.yaml:3: duplicate mapping key \"namespace\"" },
-		{ "kubernetes:\n  worker: &w {cpus: 1}\n  launcher: *w\n",
-		  "hpcbridge.yaml:3: YAML aliases are not supported" },
-		{ "kubernetes:\n\tnamespace: a\n",
-		  "hpcbridge.yaml:2: found character that cannot start any "
-		  "token while scanning for the next token (line 2)" },
+	    /* unknown keys, with a hint when one is close */
+	    {"kubernetes:\n  namespace: a\n  nmespace: b\n",
+	     "hpcbridge.yaml:3: kubernetes.nmespace: unknown key (did "
+	     "you mean 'namespace'?)"},
+	    {"kubernetes:\n  worker:\n    cpu: 4\n",
+	     "hpcbridge.yaml:3: kubernetes.worker.cpu: unknown key (did "
+	     "you mean 'cpus'?)"},
+	    {"translation: {}\nslurm:\n  x: 1\n",
+	     "hpcbridge.yaml:2: slurm: unknown key"},
+	    {"kubernetes:\n  worker.cpus: 4\n",
+	     "hpcbridge.yaml:2: kubernetes: unknown key 'worker.cpus'"},
+	    /* wrong types */
+	    {"kubernetes:\n  worker:\n    cpus: four\n",
+	     "hpcbridge.yaml:3: kubernetes.worker.cpus: must be a "
+	     "non-negative integer, not a string"},
+	    {"kubernetes:\n  worker:\n    cpus: 1.5\n",
+	     "hpcbridge.yaml:3: kubernetes.worker.cpus: must be a whole "
+	     "number"},
+	    {"kubernetes:\n  namespace: 123\n",
+	     "hpcbridge.yaml:2: kubernetes.namespace: must be a string, "
+	     "not a number (put it in quotes)"},
+	    {"kubernetes:\n  namespace: ~\n",
+	     "hpcbridge.yaml:2: kubernetes.namespace: must be a string, "
+	     "not null"},
+	    {"kubernetes: [1]\n",
+	     "hpcbridge.yaml:1: kubernetes: must be a mapping, not a "
+	     "list"},
+	    {"kubernetes:\n  worker: 4\n",
+	     "hpcbridge.yaml:2: kubernetes.worker: must be a mapping, "
+	     "not a number"},
+	    {"- a\n",
+	     "hpcbridge.yaml:1: the configuration must be a mapping, not "
+	     "a list"},
+	    {"kubernetes:\n  images:\n    modules: [a]\n",
+	     "hpcbridge.yaml:3: kubernetes.images.modules: must be a "
+	     "mapping, not a list"},
+	    {"kubernetes:\n  images:\n    modules:\n      openmpi: 4\n",
+	     "hpcbridge.yaml:4: kubernetes.images.modules.openmpi: must "
+	     "be a string, not a number (put it in quotes)"},
+	    {"kubernetes:\n  worker:\n    memory: true\n",
+	     "hpcbridge.yaml:3: kubernetes.worker.memory: must be a size "
+	     "(an integer in MiB, or \"4Gi\", \"512Mi\", \"4G\"), not a "
+	     "boolean"},
+	    /* bounds */
+	    {"kubernetes:\n  worker:\n    cpus: 5000\n",
+	     "hpcbridge.yaml:3: kubernetes.worker.cpus: must be between "
+	     "0 and 4096"},
+	    {"kubernetes:\n  worker:\n    cpus: -1\n",
+	     "hpcbridge.yaml:3: kubernetes.worker.cpus: must be between "
+	     "0 and 4096"},
+	    {"translation:\n  max_array_jobs: 0\n",
+	     "hpcbridge.yaml:2: translation.max_array_jobs: must be "
+	     "between 1 and 100000"},
+	    {"kubernetes:\n  worker:\n    memory: 65Ti\n",
+	     "hpcbridge.yaml:3: kubernetes.worker.memory: must be between "
+	     "0 and 64Ti"},
+	    {"kubernetes:\n  worker:\n    memory: 99999999999999999999G\n",
+	     "hpcbridge.yaml:3: kubernetes.worker.memory: must be between "
+	     "0 and 64Ti"},
+	    {"kubernetes:\n  launcher:\n    memory: 4 GB\n",
+	     "hpcbridge.yaml:3: kubernetes.launcher.memory: '4 GB' is not "
+	     "a size (an integer in MiB, or \"4Gi\", \"512Mi\", \"4G\")"},
+	    {"kubernetes:\n  launcher:\n    memory: -1Gi\n",
+	     "hpcbridge.yaml:3: kubernetes.launcher.memory: '-1Gi' is not "
+	     "a size (an integer in MiB, or \"4Gi\", \"512Mi\", \"4G\")"},
+	    /* enums */
+	    {"kubernetes:\n  mpi_implementation: openmpi\n",
+	     "hpcbridge.yaml:2: kubernetes.mpi_implementation: must be "
+	     "one of OpenMPI, Intel, MPICH (not 'openmpi')"},
+	    /* names */
+	    {"kubernetes:\n  namespace: My_NS\n",
+	     "hpcbridge.yaml:2: kubernetes.namespace: 'My_NS' must be a "
+	     "DNS-1123 label (at most 63 characters: a-z, 0-9 and '-', "
+	     "starting and ending with a letter or digit)"},
+	    {"kubernetes:\n  namespace: -ns\n",
+	     "hpcbridge.yaml:2: kubernetes.namespace: '-ns' must be a "
+	     "DNS-1123 label (at most 63 characters: a-z, 0-9 and '-', "
+	     "starting and ending with a letter or digit)"},
+	    {"kubernetes:\n  namespace: "
+	     "a234567890123456789012345678901234567890123456789012345678901"
+	     "234\n",
+	     "hpcbridge.yaml:2: kubernetes.namespace: "
+	     "'a234567890123456789012345678901234567890123456789012345678901"
+	     "234' must be a DNS-1123 label (at most 63 characters: a-z, "
+	     "0-9 and '-', starting and ending with a letter or digit)"},
+	    {"kubernetes:\n  queues:\n    default: Batch\n",
+	     "hpcbridge.yaml:3: kubernetes.queues.default: 'Batch' must "
+	     "be a valid queue name (a DNS-1123 subdomain of at most 63 "
+	     "characters)"},
+	    {"kubernetes:\n  queues:\n    partitions:\n      gpu: a..b\n",
+	     "hpcbridge.yaml:4: kubernetes.queues.partitions.gpu: 'a..b' "
+	     "must be a valid queue name (a DNS-1123 subdomain of at most "
+	     "63 characters)"},
+	    {"kubernetes:\n  default_image: \"\"\n",
+	     "hpcbridge.yaml:2: kubernetes.default_image: '' is not an "
+	     "image reference (at most 500 characters of A-Z, a-z, 0-9 "
+	     "and ._/:@-, starting with a letter or digit)"},
+	    {"kubernetes:\n  images:\n    partitions:\n"
+	     "      gpu: \"my image\"\n",
+	     "hpcbridge.yaml:4: kubernetes.images.partitions.gpu: 'my "
+	     "image' is not an image reference (at most 500 characters "
+	     "of A-Z, a-z, 0-9 and ._/:@-, starting with a letter or "
+	     "digit)"},
+	    {"kubernetes:\n  images:\n    modules:\n"
+	     "      \"open mpi\": ghcr.io/x:1\n",
+	     "hpcbridge.yaml:4: kubernetes.images.modules.open mpi: the "
+	     "key must be 1 to 253 characters without spaces or control "
+	     "characters"},
+	    {"kubernetes:\n  ssh_auth_mount_path: .ssh\n",
+	     "hpcbridge.yaml:2: kubernetes.ssh_auth_mount_path: '.ssh' "
+	     "must be an absolute path without whitespace"},
+	    {"kubernetes:\n  gpu_resource: gpu\n",
+	     "hpcbridge.yaml:2: kubernetes.gpu_resource: 'gpu' must be an "
+	     "extended resource name (domain/name, e.g. nvidia.com/gpu)"},
+	    {"kubernetes:\n  trainjob_runtime: MPI\n",
+	     "hpcbridge.yaml:2: kubernetes.trainjob_runtime: 'MPI' must "
+	     "be a DNS-1123 subdomain (a-z, 0-9, '-' and '.', at most 253 "
+	     "characters)"},
+	    /* selectors */
+	    {"kubernetes:\n  node_selectors:\n    constraints:\n"
+	     "      ib:\n        feature/rdma: true\n",
+	     "hpcbridge.yaml:5: "
+	     "kubernetes.node_selectors.constraints.ib.feature/rdma: must "
+	     "be a string, not a boolean (put it in quotes)"},
+	    {"kubernetes:\n  node_selectors:\n    constraints:\n"
+	     "      ib:\n        -bad: \"x\"\n",
+	     "hpcbridge.yaml:5: "
+	     "kubernetes.node_selectors.constraints.ib.-bad: the key is "
+	     "not a valid label key ([prefix/]name: the name at most 63 "
+	     "characters of A-Z, a-z, 0-9, '-', '_', '.', the prefix a "
+	     "DNS subdomain)"},
+	    {"kubernetes:\n  node_selectors:\n    gpu_types:\n"
+	     "      a100:\n        Bad_Prefix/x: \"y\"\n",
+	     "hpcbridge.yaml:5: "
+	     "kubernetes.node_selectors.gpu_types.a100.Bad_Prefix/x: the "
+	     "key is not a valid label key ([prefix/]name: the name at "
+	     "most 63 characters of A-Z, a-z, 0-9, '-', '_', '.', the "
+	     "prefix a DNS subdomain)"},
+	    {"kubernetes:\n  node_selectors:\n    gpu_types:\n"
+	     "      a100:\n        nvidia.com/gpu.product: \"A 100\"\n",
+	     "hpcbridge.yaml:5: "
+	     "kubernetes.node_selectors.gpu_types.a100."
+	     "nvidia.com/gpu.product: 'A 100' is not a valid label value "
+	     "(at most 63 characters of A-Z, a-z, 0-9, '-', '_', '.', "
+	     "starting and ending with a letter or digit)"},
+	    {"kubernetes:\n  node_selectors:\n    gpu_types:\n"
+	     "      a100: nvidia\n",
+	     "hpcbridge.yaml:4: kubernetes.node_selectors.gpu_types.a100: "
+	     "must be a mapping of node labels, not a string"},
+	    /* the document itself */
+	    {"kubernetes:\n  namespace: a\n  namespace: b\n",
+	     "hpcbridge.yaml:3: duplicate mapping key \"namespace\""},
+	    {"kubernetes:\n  worker: &w {cpus: 1}\n  launcher: *w\n",
+	     "hpcbridge.yaml:3: YAML aliases are not supported"},
+	    {"kubernetes:\n\tnamespace: a\n",
+	     "hpcbridge.yaml:2: found character that cannot start any "
+	     "token while scanning for the next token (line 2)"},
 	};
 	size_t i;
 
@@ -441,13 +444,14 @@ static void test_all_errors_counted(void **state)
 
 static void test_reload(void **state)
 {
-	struct hb_err err = { 0 };
+	struct hb_err err = {0};
 	struct hb_config a, b;
 
 	(void)state;
 	assert_int_equal(hb_config_defaults(&a), 0);
 	parse_ok("kubernetes:\n  worker: {cpus: 8}\n  queues:\n"
-		 "    partitions: {gpu: q}\n", &b);
+		 "    partitions: {gpu: q}\n",
+		 &b);
 	/* reloadable settings may change */
 	assert_int_equal(hb_config_check_reload(&a, &b, &err), 0);
 	hb_config_free(&b);
@@ -464,10 +468,10 @@ static void test_reload(void **state)
 static void test_table_documented(void **state)
 {
 	size_t dlen, ylen, i;
-	char *doc = hb_test_read_file(
-		hb_test_src_path("docs/configuration.md"), &dlen);
-	char *yaml = hb_test_read_file(
-		hb_test_src_path("config/hpcbridge.yaml"), &ylen);
+	char *doc =
+	    hb_test_read_file(hb_test_src_path("docs/configuration.md"), &dlen);
+	char *yaml =
+	    hb_test_read_file(hb_test_src_path("config/hpcbridge.yaml"), &ylen);
 	struct hb_config_key k;
 
 	(void)state;
@@ -479,8 +483,8 @@ static void test_table_documented(void **state)
 		snprintf(needle, sizeof(needle), "`%s`", k.path);
 		if (!strstr(doc, needle))
 			fail_msg("%s is not in docs/configuration.md", k.path);
-		snprintf(needle, sizeof(needle), " %s:", leaf ? leaf + 1
-							      : k.path);
+		snprintf(needle, sizeof(needle),
+			 " %s:", leaf ? leaf + 1 : k.path);
 		if (!strstr(yaml, needle))
 			fail_msg("%s is not in config/hpcbridge.yaml", k.path);
 		if (k.type == HB_CFG_UINT || k.type == HB_CFG_SIZE)
@@ -497,14 +501,14 @@ static void test_table_documented(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_shipped_file),
-		cmocka_unit_test(test_full),
-		cmocka_unit_test(test_sizes),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_all_errors_counted),
-		cmocka_unit_test(test_reload),
-		cmocka_unit_test(test_table_documented),
+	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_shipped_file),
+	    cmocka_unit_test(test_full),
+	    cmocka_unit_test(test_sizes),
+	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_all_errors_counted),
+	    cmocka_unit_test(test_reload),
+	    cmocka_unit_test(test_table_documented),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,7 +15,7 @@
 
 static cJSON *parse_ok(const char *text)
 {
-	struct hb_err err = { 0 };
+	struct hb_err err = {0};
 	cJSON *doc = NULL;
 	int rc = hb_doc_parse(text, strlen(text), "t.yaml", &doc, &err);
 
@@ -28,7 +28,7 @@ static cJSON *parse_ok(const char *text)
 /* Parse must fail with code and exactly this message. */
 static void parse_fails(const char *text, int code, const char *msg)
 {
-	struct hb_err err = { 0 };
+	struct hb_err err = {0};
 	cJSON *doc = NULL;
 	int rc = hb_doc_parse(text, strlen(text), "t.yaml", &doc, &err);
 
@@ -49,57 +49,57 @@ static const struct {
 	enum kind kind;
 	double num;
 } typing[] = {
-	{ "", K_NULL, 0 },
-	{ "~", K_NULL, 0 },
-	{ "null", K_NULL, 0 },
-	{ "Null", K_NULL, 0 },
-	{ "NULL", K_NULL, 0 },
-	{ "nULL", K_STR, 0 },
-	{ "true", K_TRUE, 0 },
-	{ "True", K_TRUE, 0 },
-	{ "TRUE", K_TRUE, 0 },
-	{ "false", K_FALSE, 0 },
-	{ "False", K_FALSE, 0 },
-	{ "FALSE", K_FALSE, 0 },
-	{ "tRue", K_STR, 0 },
-	{ "yes", K_STR, 0 },
-	{ "no", K_STR, 0 },
-	{ "on", K_STR, 0 },
-	{ "off", K_STR, 0 },
-	{ "y", K_STR, 0 },
-	{ "0", K_NUM, 0 },
-	{ "-0", K_NUM, 0 },
-	{ "42", K_NUM, 42 },
-	{ "+42", K_NUM, 42 },
-	{ "-17", K_NUM, -17 },
-	{ "007", K_NUM, 7 },
-	{ "0o17", K_NUM, 15 },
-	{ "0x1F", K_NUM, 31 },
-	{ "0xff", K_NUM, 255 },
-	{ "0o8", K_STR, 0 },
-	{ "0xg", K_STR, 0 },
-	{ "-0x1F", K_STR, 0 },
-	{ "0b101", K_STR, 0 },
-	{ "1_000", K_STR, 0 },
-	{ "9007199254740992", K_NUM, 9007199254740992.0 },
-	{ "-9007199254740992", K_NUM, -9007199254740992.0 },
-	{ "1.5", K_NUM, 1.5 },
-	{ "-1.5", K_NUM, -1.5 },
-	{ "1.", K_NUM, 1 },
-	{ ".5", K_NUM, 0.5 },
-	{ "+.5", K_NUM, 0.5 },
-	{ "1e3", K_NUM, 1000 },
-	{ "1E-2", K_NUM, 0.01 },
-	{ "2.5e+2", K_NUM, 250 },
-	{ "1e", K_STR, 0 },
-	{ ".", K_STR, 0 },
-	{ "1.2.3", K_STR, 0 },
-	{ "12:30", K_STR, 0 },
-	{ "2024-01-01", K_STR, 0 },
-	{ "4Gi", K_STR, 0 },
-	{ "500m", K_STR, 0 },
-	{ "0x", K_STR, 0 },
-	{ "abc", K_STR, 0 },
+    {"", K_NULL, 0},
+    {"~", K_NULL, 0},
+    {"null", K_NULL, 0},
+    {"Null", K_NULL, 0},
+    {"NULL", K_NULL, 0},
+    {"nULL", K_STR, 0},
+    {"true", K_TRUE, 0},
+    {"True", K_TRUE, 0},
+    {"TRUE", K_TRUE, 0},
+    {"false", K_FALSE, 0},
+    {"False", K_FALSE, 0},
+    {"FALSE", K_FALSE, 0},
+    {"tRue", K_STR, 0},
+    {"yes", K_STR, 0},
+    {"no", K_STR, 0},
+    {"on", K_STR, 0},
+    {"off", K_STR, 0},
+    {"y", K_STR, 0},
+    {"0", K_NUM, 0},
+    {"-0", K_NUM, 0},
+    {"42", K_NUM, 42},
+    {"+42", K_NUM, 42},
+    {"-17", K_NUM, -17},
+    {"007", K_NUM, 7},
+    {"0o17", K_NUM, 15},
+    {"0x1F", K_NUM, 31},
+    {"0xff", K_NUM, 255},
+    {"0o8", K_STR, 0},
+    {"0xg", K_STR, 0},
+    {"-0x1F", K_STR, 0},
+    {"0b101", K_STR, 0},
+    {"1_000", K_STR, 0},
+    {"9007199254740992", K_NUM, 9007199254740992.0},
+    {"-9007199254740992", K_NUM, -9007199254740992.0},
+    {"1.5", K_NUM, 1.5},
+    {"-1.5", K_NUM, -1.5},
+    {"1.", K_NUM, 1},
+    {".5", K_NUM, 0.5},
+    {"+.5", K_NUM, 0.5},
+    {"1e3", K_NUM, 1000},
+    {"1E-2", K_NUM, 0.01},
+    {"2.5e+2", K_NUM, 250},
+    {"1e", K_STR, 0},
+    {".", K_STR, 0},
+    {"1.2.3", K_STR, 0},
+    {"12:30", K_STR, 0},
+    {"2024-01-01", K_STR, 0},
+    {"4Gi", K_STR, 0},
+    {"500m", K_STR, 0},
+    {"0x", K_STR, 0},
+    {"abc", K_STR, 0},
 };
 
 static void test_core_schema(void **state)
@@ -260,18 +260,19 @@ static void test_rejections(void **state)
 
 	/* a NUL byte in the input */
 	{
-		struct hb_err err = { 0 };
+		struct hb_err err = {0};
 		cJSON *doc = NULL;
 		const char text[] = "a: 1\nb: x\0y\n";
 
-		assert_int_equal(hb_doc_parse(text, sizeof(text) - 1, "t.yaml",
-					      &doc, &err), HB_EINVAL);
+		assert_int_equal(
+		    hb_doc_parse(text, sizeof(text) - 1, "t.yaml", &doc, &err),
+		    HB_EINVAL);
 		assert_string_equal(err.msg, "t.yaml:2: NUL byte in input");
 		assert_null(doc);
 	}
 	/* too big */
 	{
-		struct hb_err err = { 0 };
+		struct hb_err err = {0};
 		cJSON *doc = NULL;
 		size_t n = HB_DOC_MAX + 1;
 		char *big = malloc(n);
@@ -366,13 +367,14 @@ static void test_lines(void **state)
 	assert_int_equal(hb_doc_line(list), 7);
 	assert_int_equal(hb_doc_line(cJSON_GetArrayItem(list, 0)), 8);
 	assert_int_equal(hb_doc_line(cJSON_GetArrayItem(list, 1)), 9);
-	assert_int_equal(hb_doc_line(hb_doc_get(cJSON_GetArrayItem(list, 1),
-						"y")), 10);
+	assert_int_equal(
+	    hb_doc_line(hb_doc_get(cJSON_GetArrayItem(list, 1), "y")), 10);
 	assert_int_equal(hb_doc_line(hb_doc_get(doc, "spec.text")), 11);
 	/* the line does not disturb the values */
 	assert_int_equal(hb_doc_get(doc, "spec.replicas")->valueint, 3);
-	assert_true(hb_doc_get(doc, "spec.list")->child->next->child
-		    ->valuedouble == 1.5);
+	assert_true(
+	    hb_doc_get(doc, "spec.list")->child->next->child->valuedouble ==
+	    1.5);
 	/* it survives cJSON_Duplicate, and a copy still compares equal */
 	{
 		cJSON *dup = cJSON_Duplicate(doc, 1);
@@ -450,14 +452,14 @@ static void test_json_input(void **state)
 
 static void test_streams(void **state)
 {
-	struct hb_err err = { 0 };
+	struct hb_err err = {0};
 	const char *text = "---\na: 1\n---\n---\n- x\n...\n--- 3\n";
 	cJSON *docs = NULL, *one = NULL;
 	struct hb_buf b;
 
 	(void)state;
-	assert_int_equal(hb_doc_parse_stream(text, strlen(text), "s.yaml",
-					     &docs, &err), 0);
+	assert_int_equal(
+	    hb_doc_parse_stream(text, strlen(text), "s.yaml", &docs, &err), 0);
 	assert_int_equal(cJSON_GetArraySize(docs), 3);
 	assert_int_equal(hb_doc_line(cJSON_GetArrayItem(docs, 1)), 5);
 	hb_buf_init(&b, 0);
@@ -466,8 +468,8 @@ static void test_streams(void **state)
 	{
 		cJSON *back = NULL;
 
-		assert_int_equal(hb_doc_parse_stream(b.data, b.len, "s",
-						     &back, &err), 0);
+		assert_int_equal(
+		    hb_doc_parse_stream(b.data, b.len, "s", &back, &err), 0);
 		assert_true(cJSON_Compare(docs, back, 1));
 		cJSON_Delete(back);
 	}
@@ -478,16 +480,15 @@ static void test_streams(void **state)
 	assert_int_equal(hb_doc_parse("", 0, "e", &one, &err), 0);
 	assert_true(cJSON_IsNull(one));
 	cJSON_Delete(one);
-	assert_int_equal(hb_doc_parse("# only\n---\n", 11, "e", &one, &err),
-			 0);
+	assert_int_equal(hb_doc_parse("# only\n---\n", 11, "e", &one, &err), 0);
 	assert_true(cJSON_IsNull(one));
 	cJSON_Delete(one);
 	assert_int_equal(hb_doc_parse_stream("", 0, "e", &docs, &err), 0);
 	assert_int_equal(cJSON_GetArraySize(docs), 0);
 	cJSON_Delete(docs);
 	/* a JSON document as a stream */
-	assert_int_equal(hb_doc_parse_stream("{\"a\": 1}", 8, "e", &docs,
-					     &err), 0);
+	assert_int_equal(hb_doc_parse_stream("{\"a\": 1}", 8, "e", &docs, &err),
+			 0);
 	assert_int_equal(cJSON_GetArraySize(docs), 1);
 	cJSON_Delete(docs);
 	/* one real document among empty ones is fine for hb_doc_parse */
@@ -568,7 +569,7 @@ static int equal(const cJSON *a, const cJSON *b)
 
 static void roundtrip(const cJSON *doc)
 {
-	struct hb_err err = { 0 };
+	struct hb_err err = {0};
 	char *y = yaml_of(doc), *j = json_of(doc);
 	cJSON *back = NULL;
 
@@ -587,23 +588,112 @@ static void roundtrip(const cJSON *doc)
 }
 
 static const char *const tricky[] = {
-	"", " ", "yes", "no", "on", "off", "Yes", "NO", "y", "n", "true",
-	"False", "null", "Null", "~", "1e3", "0x1F", "0o17", "0b11", "1_000",
-	"12", "-1", "+1", "1.5", ".5", "1.", ".inf", "-.inf", ".nan", "1:20",
-	"2024-01-01", "- x", "-x", "--mpi=pmix", "-np", "-", "--", "---",
-	"...", "---x", "a: b", "a:b", "a:", ":a", "#x", "a #b", "a#b", "? x",
-	"?x", ",x", "[x]", "{x}", "&x", "*x", "!x", "|x", ">x", "'x", "\"x",
-	"%x", "@x", "`x", " lead", "trail ", "a\tb", "tab\t", "cr\rx", "<<",
-	"=", "multi\nline", "multi\nline\n", "multi\nline\n\n",
-	"multi\nline\n\n\n", "\nleading newline", "\n", "\n\n",
-	"  indented\nfirst", "x\n  more indented\n", "x\n\n  y", "x\n  \n",
-	"x\n \n y", "a\n\tb\n", "\tfirst tab\nx", "x\n  ", "x\r\ny",
-	"ctrl\x01\x7f", "\xc2\x85next line", "line\xe2\x80\xa8sep",
-	"bom\xef\xbb\xbf", "\xef\xbf\xbe", "caf\xc3\xa9", "\xe6\x97\xa5\xe6\x9c\xac",
-	"emoji \xf0\x9f\x98\x80", "quote \" and back \\ slash",
-	"key: value\n- item\n# comment\n", "%YAML 1.2", "!!str x",
-	"a\n---\nb", "a\n...\nb", "nbsp\xc2\xa0", "  ", "x  y",
-	"mpioperator/openmpi:latest", "http://x/y?z#w", "4Gi", "500m",
+    "",
+    " ",
+    "yes",
+    "no",
+    "on",
+    "off",
+    "Yes",
+    "NO",
+    "y",
+    "n",
+    "true",
+    "False",
+    "null",
+    "Null",
+    "~",
+    "1e3",
+    "0x1F",
+    "0o17",
+    "0b11",
+    "1_000",
+    "12",
+    "-1",
+    "+1",
+    "1.5",
+    ".5",
+    "1.",
+    ".inf",
+    "-.inf",
+    ".nan",
+    "1:20",
+    "2024-01-01",
+    "- x",
+    "-x",
+    "--mpi=pmix",
+    "-np",
+    "-",
+    "--",
+    "---",
+    "...",
+    "---x",
+    "a: b",
+    "a:b",
+    "a:",
+    ":a",
+    "#x",
+    "a #b",
+    "a#b",
+    "? x",
+    "?x",
+    ",x",
+    "[x]",
+    "{x}",
+    "&x",
+    "*x",
+    "!x",
+    "|x",
+    ">x",
+    "'x",
+    "\"x",
+    "%x",
+    "@x",
+    "`x",
+    " lead",
+    "trail ",
+    "a\tb",
+    "tab\t",
+    "cr\rx",
+    "<<",
+    "=",
+    "multi\nline",
+    "multi\nline\n",
+    "multi\nline\n\n",
+    "multi\nline\n\n\n",
+    "\nleading newline",
+    "\n",
+    "\n\n",
+    "  indented\nfirst",
+    "x\n  more indented\n",
+    "x\n\n  y",
+    "x\n  \n",
+    "x\n \n y",
+    "a\n\tb\n",
+    "\tfirst tab\nx",
+    "x\n  ",
+    "x\r\ny",
+    "ctrl\x01\x7f",
+    "\xc2\x85next line",
+    "line\xe2\x80\xa8sep",
+    "bom\xef\xbb\xbf",
+    "\xef\xbf\xbe",
+    "caf\xc3\xa9",
+    "\xe6\x97\xa5\xe6\x9c\xac",
+    "emoji \xf0\x9f\x98\x80",
+    "quote \" and back \\ slash",
+    "key: value\n- item\n# comment\n",
+    "%YAML 1.2",
+    "!!str x",
+    "a\n---\nb",
+    "a\n...\nb",
+    "nbsp\xc2\xa0",
+    "  ",
+    "x  y",
+    "mpioperator/openmpi:latest",
+    "http://x/y?z#w",
+    "4Gi",
+    "500m",
 };
 
 static void test_roundtrip_tricky_strings(void **state)
@@ -632,9 +722,24 @@ static void test_roundtrip_tricky_strings(void **state)
 static void test_roundtrip_numbers_and_shapes(void **state)
 {
 	static const double nums[] = {
-		0, 1, -1, 42, 1.5, -0.25, 1e-7, 1e300, -1e300, 0.1, 1.0 / 3,
-		9007199254740992.0, 9007199254740994.0, 1e16, 123456789.125,
-		5e-324, 1.7976931348623157e308, 4294967296.0,
+	    0,
+	    1,
+	    -1,
+	    42,
+	    1.5,
+	    -0.25,
+	    1e-7,
+	    1e300,
+	    -1e300,
+	    0.1,
+	    1.0 / 3,
+	    9007199254740992.0,
+	    9007199254740994.0,
+	    1e16,
+	    123456789.125,
+	    5e-324,
+	    1.7976931348623157e308,
+	    4294967296.0,
 	};
 	cJSON *doc = cJSON_CreateObject(), *arr = cJSON_CreateArray();
 	char *y;
@@ -664,8 +769,9 @@ static void test_roundtrip_numbers_and_shapes(void **state)
 	cJSON_AddStringToObject(doc, longkey, "plain long key");
 	longkey[5] = ':';
 	longkey[6] = ' ';
-	cJSON_AddItemToObject(doc, longkey, cJSON_CreateStringArray(
-					(const char *const[]){ "a" }, 1));
+	cJSON_AddItemToObject(
+	    doc, longkey,
+	    cJSON_CreateStringArray((const char *const[]){"a"}, 1));
 	roundtrip(doc);
 	y = yaml_of(doc);
 	assert_non_null(strstr(y, "\n- 9007199254740994.0\n"));
@@ -690,73 +796,71 @@ static void test_yaml_golden(void **state)
 			      "   \"keep\": \"a\\n\\n\"},"
 			      "   [1, [2, {\"x\": null}]], {}, []],"
 			      "  \"env\": {}}}");
-	const char *want =
-		"apiVersion: kubeflow.org/v2beta1\n"
-		"metadata:\n"
-		"  name: pi\n"
-		"  labels:\n"
-		"    kueue.x-k8s.io/queue-name: q\n"
-		"spec:\n"
-		"  slotsPerWorker: 4\n"
-		"  containers:\n"
-		"  - name: w\n"
-		"    args:\n"
-		"    - -np\n"
-		"    - \"8\"\n"
-		"    - \"true\"\n"
-		"    script: |\n"
-		"      line1\n"
-		"      line2\n"
-		"    strip: |-\n"
-		"      a\n"
-		"      b\n"
-		"    keep: |+\n"
-		"      a\n"
-		"\n"
-		"  - - 1\n"
-		"    - - 2\n"
-		"      - x: null\n"
-		"  - {}\n"
-		"  - []\n"
-		"  env: {}\n";
-	const char *want_json =
-		"{\n"
-		"  \"apiVersion\": \"kubeflow.org/v2beta1\",\n"
-		"  \"metadata\": {\n"
-		"    \"name\": \"pi\",\n"
-		"    \"labels\": {\n"
-		"      \"kueue.x-k8s.io/queue-name\": \"q\"\n"
-		"    }\n"
-		"  },\n"
-		"  \"spec\": {\n"
-		"    \"slotsPerWorker\": 4,\n"
-		"    \"containers\": [\n"
-		"      {\n"
-		"        \"name\": \"w\",\n"
-		"        \"args\": [\n"
-		"          \"-np\",\n"
-		"          \"8\",\n"
-		"          \"true\"\n"
-		"        ],\n"
-		"        \"script\": \"line1\\nline2\\n\",\n"
-		"        \"strip\": \"a\\nb\",\n"
-		"        \"keep\": \"a\\n\\n\"\n"
-		"      },\n"
-		"      [\n"
-		"        1,\n"
-		"        [\n"
-		"          2,\n"
-		"          {\n"
-		"            \"x\": null\n"
-		"          }\n"
-		"        ]\n"
-		"      ],\n"
-		"      {},\n"
-		"      []\n"
-		"    ],\n"
-		"    \"env\": {}\n"
-		"  }\n"
-		"}\n";
+	const char *want = "apiVersion: kubeflow.org/v2beta1\n"
+			   "metadata:\n"
+			   "  name: pi\n"
+			   "  labels:\n"
+			   "    kueue.x-k8s.io/queue-name: q\n"
+			   "spec:\n"
+			   "  slotsPerWorker: 4\n"
+			   "  containers:\n"
+			   "  - name: w\n"
+			   "    args:\n"
+			   "    - -np\n"
+			   "    - \"8\"\n"
+			   "    - \"true\"\n"
+			   "    script: |\n"
+			   "      line1\n"
+			   "      line2\n"
+			   "    strip: |-\n"
+			   "      a\n"
+			   "      b\n"
+			   "    keep: |+\n"
+			   "      a\n"
+			   "\n"
+			   "  - - 1\n"
+			   "    - - 2\n"
+			   "      - x: null\n"
+			   "  - {}\n"
+			   "  - []\n"
+			   "  env: {}\n";
+	const char *want_json = "{\n"
+				"  \"apiVersion\": \"kubeflow.org/v2beta1\",\n"
+				"  \"metadata\": {\n"
+				"    \"name\": \"pi\",\n"
+				"    \"labels\": {\n"
+				"      \"kueue.x-k8s.io/queue-name\": \"q\"\n"
+				"    }\n"
+				"  },\n"
+				"  \"spec\": {\n"
+				"    \"slotsPerWorker\": 4,\n"
+				"    \"containers\": [\n"
+				"      {\n"
+				"        \"name\": \"w\",\n"
+				"        \"args\": [\n"
+				"          \"-np\",\n"
+				"          \"8\",\n"
+				"          \"true\"\n"
+				"        ],\n"
+				"        \"script\": \"line1\\nline2\\n\",\n"
+				"        \"strip\": \"a\\nb\",\n"
+				"        \"keep\": \"a\\n\\n\"\n"
+				"      },\n"
+				"      [\n"
+				"        1,\n"
+				"        [\n"
+				"          2,\n"
+				"          {\n"
+				"            \"x\": null\n"
+				"          }\n"
+				"        ]\n"
+				"      ],\n"
+				"      {},\n"
+				"      []\n"
+				"    ],\n"
+				"    \"env\": {}\n"
+				"  }\n"
+				"}\n";
 	char *y = yaml_of(doc), *j = json_of(doc);
 
 	(void)state;
@@ -837,7 +941,7 @@ static void test_writer_errors(void **state)
 
 static void parse_file(const char *path, int stream)
 {
-	struct hb_err err = { 0 };
+	struct hb_err err = {0};
 	size_t len;
 	char *text = hb_test_read_file(path, &len);
 	cJSON *doc = NULL;
@@ -858,14 +962,14 @@ static void parse_file(const char *path, int stream)
 static void test_reference_files(void **state)
 {
 	static const char *const files[] = {
-		"reference/crds/kubeflow.org_mpijobs.yaml",
-		"reference/crds/trainer.kubeflow.org_trainjobs.yaml",
-		"reference/crds/"
-		"trainer.kubeflow.org_clustertrainingruntimes.yaml",
-		"reference/examples/clustertrainingruntime-mpi-distributed.yaml",
-		"reference/examples/mpijob-pi-intel.yaml",
-		"reference/examples/mpijob-pi-openmpi.yaml",
-		"reference/examples/trainjob-kueue.yaml",
+	    "reference/crds/kubeflow.org_mpijobs.yaml",
+	    "reference/crds/trainer.kubeflow.org_trainjobs.yaml",
+	    "reference/crds/"
+	    "trainer.kubeflow.org_clustertrainingruntimes.yaml",
+	    "reference/examples/clustertrainingruntime-mpi-distributed.yaml",
+	    "reference/examples/mpijob-pi-intel.yaml",
+	    "reference/examples/mpijob-pi-openmpi.yaml",
+	    "reference/examples/trainjob-kueue.yaml",
 	};
 	size_t i;
 
@@ -876,16 +980,17 @@ static void test_reference_files(void **state)
 	}
 	/* something concrete from the MPIJob CRD */
 	{
-		struct hb_err err = { 0 };
+		struct hb_err err = {0};
 		size_t len;
-		char *text = hb_test_read_file(hb_test_shared_path(files[0]),
-					       &len);
+		char *text =
+		    hb_test_read_file(hb_test_shared_path(files[0]), &len);
 		cJSON *doc = NULL;
 
 		assert_int_equal(hb_doc_parse(text, len, "crd", &doc, &err), 0);
-		assert_string_equal(hb_doc_get(doc, "spec.names.kind")
-				    ->valuestring, "MPIJob");
-		assert_true(hb_doc_line(hb_doc_get(doc, "spec.names.kind")) > 1);
+		assert_string_equal(
+		    hb_doc_get(doc, "spec.names.kind")->valuestring, "MPIJob");
+		assert_true(hb_doc_line(hb_doc_get(doc, "spec.names.kind")) >
+			    1);
 		cJSON_Delete(doc);
 		free(text);
 	}
@@ -894,21 +999,21 @@ static void test_reference_files(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_core_schema),
-		cmocka_unit_test(test_special_floats),
-		cmocka_unit_test(test_quoted_block_tags),
-		cmocka_unit_test(test_rejections),
-		cmocka_unit_test(test_many_keys),
-		cmocka_unit_test(test_lines),
-		cmocka_unit_test(test_get),
-		cmocka_unit_test(test_json_input),
-		cmocka_unit_test(test_streams),
-		cmocka_unit_test(test_roundtrip_tricky_strings),
-		cmocka_unit_test(test_roundtrip_numbers_and_shapes),
-		cmocka_unit_test(test_yaml_golden),
-		cmocka_unit_test(test_json_escapes),
-		cmocka_unit_test(test_writer_errors),
-		cmocka_unit_test(test_reference_files),
+	    cmocka_unit_test(test_core_schema),
+	    cmocka_unit_test(test_special_floats),
+	    cmocka_unit_test(test_quoted_block_tags),
+	    cmocka_unit_test(test_rejections),
+	    cmocka_unit_test(test_many_keys),
+	    cmocka_unit_test(test_lines),
+	    cmocka_unit_test(test_get),
+	    cmocka_unit_test(test_json_input),
+	    cmocka_unit_test(test_streams),
+	    cmocka_unit_test(test_roundtrip_tricky_strings),
+	    cmocka_unit_test(test_roundtrip_numbers_and_shapes),
+	    cmocka_unit_test(test_yaml_golden),
+	    cmocka_unit_test(test_json_escapes),
+	    cmocka_unit_test(test_writer_errors),
+	    cmocka_unit_test(test_reference_files),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
