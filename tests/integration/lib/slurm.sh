@@ -186,7 +186,7 @@ _hbs_children_named() {
 	local ppid=$1 name=$2 p stat rest
 	for p in /proc/[0-9]*; do
 		p=${p#/proc/}
-		read -r stat <"/proc/$p/stat" 2>/dev/null || continue
+		read -r stat 2>/dev/null <"/proc/$p/stat" || continue
 		rest=${stat##*) }
 		rest=${rest#* }
 		[ "${rest%% *}" = "$ppid" ] && _hbs_pid_is "$p" "$name" && echo "$p"
