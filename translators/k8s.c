@@ -931,6 +931,7 @@ static int env(struct ctx *c)
 			goto nomem;
 	}
 	if (c->plan->array_index >= 0) {
+		hb_buf_reset(&v);
 		snprintf(idx, sizeof(idx), "%lld",
 			 (long long)c->plan->array_index);
 		for (size_t k = 0; k < NELEM(array_vars); k++) {
@@ -951,7 +952,14 @@ static int env(struct ctx *c)
 						     array_vars[k]) ||
 			    !cJSON_AddStringToObject(o, "value", idx))
 				goto nomem;
+			if ((rc = hb_buf_printf(&v, "%s%s", v.len ? "," : "",
+						array_vars[k])))
+				goto out;
 		}
+		/* What this element adds, so the way back can take it off
+		 * again and keep the job's own. */
+		if (v.len && (rc = annotate(c, "array-env", v.data)))
+			goto out;
 	}
 	if (npass && (rc = annotate(c, "env-passthrough", pass.data)))
 		goto out;
@@ -1910,6 +1918,17 @@ static int render(const cJSON *n, struct hb_buf *b)
 	}
 	if (cJSON_IsArray(n))
 		return hb_buf_printf(b, "[%d items]", cJSON_GetArraySize(n));
+	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(n, "name"))) {
+		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(n, "name");
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(n, "value");
+		int rc = render(nm, b);
+
+		if (!rc && cJSON_IsString(v))
+			rc = hb_buf_putc(b, '=') ? HB_ENOMEM : render(v, b);
+		else if (!rc)
+			rc = hb_buf_puts(b, " {...}");
+		return rc;
+	}
 	return hb_buf_puts(b, "{...}");
 }
 
@@ -2560,7 +2579,7 @@ static int read_env(struct hb_k8s_reader *rd, const cJSON *c,
 		    const char *path)
 {
 	const cJSON *env, *it;
-	struct hb_buf v;
+	struct hb_buf v, list;
 	char p[320];
 	int i = 0, rc;
 
@@ -2569,6 +2588,7 @@ static int read_env(struct hb_k8s_reader *rd, const cJSON *c,
 		return rc;
 	rd->env = env;
 	hb_buf_init(&v, 0);
+	hb_buf_init(&list, 0);
 	cJSON_ArrayForEach(it, env)
 	{
 		const char *name, *value;
@@ -2602,10 +2622,34 @@ static int read_env(struct hb_k8s_reader *rd, const cJSON *c,
 			rc = RD_OOM(rd);
 			break;
 		}
-		if ((rc = hb_k8s_set(rd, it, p, HB_F_ENV, NULL)))
+		if (!list.len)
+			rc = hb_buf_printf(&list, "%s.env: ", path);
+		if (!rc && list.len < 1024)
+			rc = hb_buf_printf(&list, "%s%s=%s",
+					   list.data[list.len - 2] == ':' ? ""
+									  : " ",
+					   name, value ? value : "");
+		if (rc) {
+			rc = RD_OOM(rd);
 			break;
+		}
+	}
+	/* The list is one setting: one directive for all of it. */
+	if (!rc && list.len) {
+		struct hb_origin o = {HB_ORIGIN_MANIFEST, line_of(env)};
+		struct hb_directive *d = hb_jobspec_add_directive(
+			rd->spec, HB_DIR_MANIFEST, o, list.data,
+			list.len > 1100 ? 1100 : list.len);
+
+		if (!d) {
+			rc = RD_OOM(rd);
+		} else {
+			hb_directive_add_field(d, HB_F_ENV);
+			hb_jobspec_set_origin(rd->spec, HB_F_ENV, o);
+		}
 	}
 	hb_buf_free(&v);
+	hb_buf_free(&list);
 	return rc;
 }
 
@@ -2699,6 +2743,7 @@ static const struct ann {
 	{"requeue", HB_F_REQUEUE, A_SPECIAL, 0},
 	{"array", HB_F_ARRAY, A_SPECIAL, 0},
 	{"array-index", HB__F_COUNT, A_SPECIAL, 0},
+	{"array-env", HB__F_COUNT, A_SPECIAL, 0},
 	{"data", HB_F_DATA, A_SPECIAL, 0},
 	{"chunks", HB_F_HETEROGENEOUS, A_SPECIAL, 0},
 	{"mpi", HB_F_MPI, A_SPECIAL, 0},
@@ -3108,6 +3153,10 @@ static int restore_special(struct hb_k8s_reader *rd, const struct ann *an,
 		return hb_k8s_note(rd, a, path, 0, NULL,
 				   "where the job came from; not a job "
 				   "setting");
+	if (strcmp(an->key, "array-env") == 0)
+		return hb_k8s_note(rd, a, path, 0, NULL,
+				   "variables set for this array element; "
+				   "not the job's own");
 	if (strcmp(an->key, "array-index") == 0)
 		return hb_k8s_note(rd, a, path, 0, NULL,
 				   "this manifest is one element of the "
@@ -3173,20 +3222,26 @@ static int restore_special(struct hb_k8s_reader *rd, const struct ann *an,
 	return hb_k8s_note(rd, a, path, 1, &fl, NULL);
 }
 
-static void drop_array_env(struct hb_jobspec *s, const char *idx)
+/* Take off the variables an array element's manifest added ("A,B"). */
+static void drop_array_env(struct hb_jobspec *s, const char *names)
 {
-	static const char *const vars[] = {"SLURM_ARRAY_TASK_ID",
-					   "PBS_ARRAYID", "PBS_ARRAY_INDEX"};
 	uint32_t k = 0;
+	size_t nl;
 
+	if (!names)
+		return;
 	for (uint32_t i = 0; i < s->nenv; i++) {
+		const char *p = names;
 		bool drop = false;
 
-		for (size_t v = 0; v < NELEM(vars); v++)
-			if (strcmp(s->env[i].name, vars[v]) == 0 &&
-			    s->env[i].value && idx &&
-			    strcmp(s->env[i].value, idx) == 0)
-				drop = true;
+		nl = strlen(s->env[i].name);
+		while (*p && !drop) {
+			const char *e = strchr(p, ',');
+			size_t n = e ? (size_t)(e - p) : strlen(p);
+
+			drop = n == nl && memcmp(p, s->env[i].name, n) == 0;
+			p += n + (e ? 1 : 0);
+		}
 		if (!drop)
 			s->env[k++] = s->env[i];
 	}
@@ -3200,6 +3255,8 @@ int hb_k8s_read_end(struct hb_k8s_reader *rd)
 	struct hb_jobspec *s = rd->spec;
 	const cJSON *a;
 	size_t pl = strlen(HB_ANNOTATION_PREFIX);
+	struct hb_origin so;
+	uint32_t before;
 	int rc;
 
 	/* Specials last but one ("request" needs the manifest's values),
@@ -3262,16 +3319,40 @@ int hb_k8s_read_end(struct hb_k8s_reader *rd)
 	}
 	/* The array variables an element's manifest sets are not the
 	 * job's own. */
-	if (rd->ours && child(rd->annotations, ANN("array-index")))
+	if (rd->ours)
 		drop_array_env(s, cJSON_GetStringValue(child(
-					  rd->annotations, ANN("array-index"))));
+					  rd->annotations, ANN("array-env"))));
 	/* A manifest hpcbridge made says what the job named; a name it
 	 * made up from the file name is not the job's. */
 	if (rd->ours && !child(rd->annotations, ANN("name")) && s->name) {
 		s->name = NULL;
 		unlist(s, HB_F_NAME);
 	}
+	before = s->ndirectives;
 	if ((rc = hb_jobspec_scan_body(s, rd->err)))
 		return rc;
+	/* The body's lines are the script's, not the manifest's: place
+	 * what the scan found at the script's field, and say which line. */
+	so.kind = HB_ORIGIN_MANIFEST;
+	so.line = s->origin[HB_F_SCRIPT].line;
+	for (uint32_t i = before; i < s->ndirectives; i++) {
+		struct hb_directive *d = &s->directives[i];
+		char *t;
+
+		if (d->origin.kind != HB_ORIGIN_FILE)
+			continue;
+		t = hb_arena_printf(&s->arena, "script line %u: %s",
+				    d->origin.line, d->text);
+		for (uint8_t k = 0; k < d->nfields; k++) {
+			struct hb_origin *fo = &s->origin[d->fields[k]];
+
+			if (fo->kind == d->origin.kind &&
+			    fo->line == d->origin.line)
+				*fo = so;
+		}
+		d->origin = so;
+		if (t)
+			d->text = t;
+	}
 	return 0;
 }

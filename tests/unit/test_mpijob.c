@@ -848,6 +848,8 @@ static void full_spec(struct hb_jobspec *s)
 	assert_int_equal(hb_jobspec_add_env(s, "OMP_NUM_THREADS", "2"), 0);
 	assert_int_equal(hb_jobspec_add_env(s, "PASS", NULL), 0);
 	assert_int_equal(hb_jobspec_add_env(s, "PRICE", "$5 $(X)"), 0);
+	/* The job's own, not the one an array element adds. */
+	assert_int_equal(hb_jobspec_add_env(s, "PBS_ARRAYID", "job's"), 0);
 	dir(s, HB_F_ENV, "--export=...");
 	s->mpi = HB_MPI_INTEL;
 	dir(s, HB_F_MPI, "mpi");
