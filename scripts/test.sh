@@ -9,6 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
+# The loopback Slurm needs this host's name to resolve to 127.x; as root the
+# test library may add it to /etc/hosts when it does not.
+export HB_SLURM_FIX_HOSTS=${HB_SLURM_FIX_HOSTS:-1}
 jobs=${HB_JOBS:-$(nproc)}
 
 cmake -S . -B build-asan -DHB_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
