@@ -1111,6 +1111,45 @@ static void test_operator_examples(void **state)
 	free(text);
 }
 
+/* The example manifests users are pointed to. */
+static void test_examples(void **state)
+{
+	struct hb_jobspec s;
+	struct hb_err err;
+	size_t len;
+	char *text;
+
+	(void)state;
+	text = hb_test_read_file(
+		hb_test_src_path("examples/manifests/mpijob-wrf.yaml"), &len);
+	if (parse_text(text, "mpijob-wrf.yaml", &s, &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(s.nodes_min, 2);
+	assert_int_equal(s.ntasks_per_node, 8);
+	assert_int_equal(s.cpus_per_task, 2);
+	assert_int_equal(s.mem_mb, 48 * 1024);
+	assert_int_equal(s.time_limit, 21600);
+	assert_string_equal(s.chdir, "/data/conus-12km");
+	assert_string_equal(s.script, "#!/bin/sh\nmpirun --bind-to core "
+				      "/opt/wrf/main/wrf.exe\n");
+	assert_int_equal(s.nenv, 1);
+	hb_jobspec_free(&s);
+	free(text);
+
+	text = hb_test_read_file(
+		hb_test_src_path("examples/manifests/mpijob-shell.yaml"), &len);
+	if (parse_text(text, "mpijob-shell.yaml", &s, &err))
+		fail_msg("%s", err.msg);
+	assert_string_equal(s.interpreter, "/bin/bash");
+	assert_true(strncmp(s.script, "#!/bin/bash\nset -euo pipefail\n",
+			    strlen("#!/bin/bash\nset -euo pipefail\n")) == 0);
+	assert_int_equal(s.gpu_scope, HB_GPU_PER_NODE);
+	assert_int_equal(s.gpus, 1);
+	assert_int_equal(s.nmpi_lines, 1);
+	hb_jobspec_free(&s);
+	free(text);
+}
+
 static const char *const hdr =
 	"apiVersion: kubeflow.org/v2beta1\nkind: MPIJob\nmetadata:\n"
 	"  name: x\n";
@@ -1401,6 +1440,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_edited_manifest),
 		cmocka_unit_test(test_operator_examples),
+		cmocka_unit_test(test_examples),
 		cmocka_unit_test(test_foreign_scripts),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_env_value_from),

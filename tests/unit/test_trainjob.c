@@ -590,6 +590,29 @@ static void test_trainer_example(void **state)
 	free(text);
 }
 
+static void test_example(void **state)
+{
+	struct hb_jobspec s;
+	struct hb_err err;
+	size_t len;
+	char *text = hb_test_read_file(
+		hb_test_src_path("examples/manifests/trainjob-mpi.yaml"), &len);
+
+	(void)state;
+	if (parse_text(text, "trainjob-mpi.yaml", &s, &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(s.nodes_min, 2);
+	assert_int_equal(s.ntasks_per_node, 4);
+	assert_int_equal(s.cpus_per_task, 8);
+	assert_int_equal(s.gpus, 4);
+	assert_int_equal(s.time_limit, 43200);
+	/* $(RUN_ID) is the container's variable: ${RUN_ID} in the shell. */
+	assert_non_null(strstr(s.script, "'/ckpt/run-'\"${RUN_ID}\""));
+	assert_int_equal(s.nenv, 2);
+	hb_jobspec_free(&s);
+	free(text);
+}
+
 static const char *const hdr =
 	"apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
 	"metadata: {name: t}\n";
@@ -739,6 +762,7 @@ int main(void)
 		cmocka_unit_test(test_every_field_has_a_fate),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_trainer_example),
+		cmocka_unit_test(test_example),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_golden),
 	};
