@@ -140,6 +140,22 @@ struct hb_arena_chunk {
 
 #define ARENA_CHUNK 8192
 
+/*
+ * Under AddressSanitizer each allocation gets its own exactly-sized block,
+ * so a write one byte past an arena string or array is caught instead of
+ * landing silently in the chunk's free space.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define ARENA_EXACT 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ARENA_EXACT 1
+#endif
+#endif
+#ifndef ARENA_EXACT
+#define ARENA_EXACT 0
+#endif
+
 void hb_arena_init(struct hb_arena *a, size_t max)
 {
 	a->head = NULL;
@@ -171,6 +187,17 @@ void *hb_arena_alloc(struct hb_arena *a, size_t n)
 		n = 1;
 	if (n > a->max - a->total)
 		return NULL;
+	if (ARENA_EXACT) {
+		c = malloc(sizeof(*c) + n);
+		if (!c)
+			return NULL;
+		c->used = c->size = n;
+		c->next = a->head;
+		a->head = c;
+		a->total += n;
+		memset(c->mem, 0, n);
+		return c->mem;
+	}
 	n = (n + 15) & ~(size_t)15;
 	if (!c || c->size - c->used < n) {
 		sz = n > ARENA_CHUNK ? n : ARENA_CHUNK;
