@@ -171,123 +171,126 @@ enum { NO_ARG, REQ_ARG, OPT_ARG };
 
 struct lopt {
 	const char *name;
+	uint8_t len; /* strlen(name) */
 	uint8_t has_arg;
 	uint8_t id;
 	char shortc;
 };
 
+#define LO(name, has, id, c) {name, sizeof(name) - 1, has, id, c}
+
 /* In Slurm's order (common_options[]), then the SPANK options. */
 static const struct lopt lopts[] = {
-	{"account", REQ_ARG, O_ACCOUNT, 'A'},
-	{"acctg-freq", REQ_ARG, O_ACCTG_FREQ, 0},
-	{"array", REQ_ARG, O_ARRAY, 'a'},
-	{"batch", REQ_ARG, O_BATCH, 0},
-	{"begin", REQ_ARG, O_BEGIN, 'b'},
-	{"bb", REQ_ARG, O_BB, 0},
-	{"bbf", REQ_ARG, O_BBF, 0},
-	{"cluster-constraint", REQ_ARG, O_CLUSTER_CONSTRAINT, 0},
-	{"chdir", REQ_ARG, O_CHDIR, 'D'},
-	{"cluster", REQ_ARG, O_CLUSTER, 0},
-	{"clusters", REQ_ARG, O_CLUSTERS, 'M'},
-	{"comment", REQ_ARG, O_COMMENT, 0},
-	{"container", REQ_ARG, O_CONTAINER, 0},
-	{"context", REQ_ARG, O_CONTEXT, 0},
-	{"contiguous", NO_ARG, O_CONTIGUOUS, 0},
-	{"constraint", REQ_ARG, O_CONSTRAINT, 'C'},
-	{"core-spec", REQ_ARG, O_CORE_SPEC, 'S'},
-	{"cores-per-socket", REQ_ARG, O_CORES_PER_SOCKET, 0},
-	{"cpu-freq", REQ_ARG, O_CPU_FREQ, 0},
-	{"cpus-per-gpu", REQ_ARG, O_CPUS_PER_GPU, 0},
-	{"cpus-per-task", REQ_ARG, O_CPUS_PER_TASK, 'c'},
-	{"deadline", REQ_ARG, O_DEADLINE, 0},
-	{"delay-boot", REQ_ARG, O_DELAY_BOOT, 0},
-	{"dependency", REQ_ARG, O_DEPENDENCY, 'd'},
-	{"distribution", REQ_ARG, O_DISTRIBUTION, 'm'},
-	{"error", REQ_ARG, O_ERROR, 'e'},
-	{"exclude", REQ_ARG, O_EXCLUDE, 'x'},
-	{"exclusive", OPT_ARG, O_EXCLUSIVE, 0},
-	{"export", REQ_ARG, O_EXPORT, 0},
-	{"export-file", REQ_ARG, O_EXPORT_FILE, 0},
-	{"extra-node-info", REQ_ARG, O_EXTRA_NODE_INFO, 'B'},
-	{"get-user-env", OPT_ARG, O_GET_USER_ENV, 0},
-	{"gid", REQ_ARG, O_GID, 0},
-	{"gpu-bind", REQ_ARG, O_GPU_BIND, 0},
-	{"gpu-freq", REQ_ARG, O_GPU_FREQ, 0},
-	{"gpus", REQ_ARG, O_GPUS, 'G'},
-	{"gpus-per-node", REQ_ARG, O_GPUS_PER_NODE, 0},
-	{"gpus-per-socket", REQ_ARG, O_GPUS_PER_SOCKET, 0},
-	{"gpus-per-task", REQ_ARG, O_GPUS_PER_TASK, 0},
-	{"gres", REQ_ARG, O_GRES, 0},
-	{"gres-flags", REQ_ARG, O_GRES_FLAGS, 0},
-	{"help", NO_ARG, O_HELP, 'h'},
-	{"hint", REQ_ARG, O_HINT, 0},
-	{"hold", NO_ARG, O_HOLD, 'H'},
-	{"ignore-pbs", NO_ARG, O_IGNORE_PBS, 0},
-	{"input", REQ_ARG, O_INPUT, 'i'},
-	{"job-name", REQ_ARG, O_JOB_NAME, 'J'},
-	{"kill-on-invalid-dep", REQ_ARG, O_KILL_ON_INVALID_DEP, 0},
-	{"licenses", REQ_ARG, O_LICENSES, 'L'},
-	{"mail-type", REQ_ARG, O_MAIL_TYPE, 0},
-	{"mail-user", REQ_ARG, O_MAIL_USER, 0},
-	{"mcs-label", REQ_ARG, O_MCS_LABEL, 0},
-	{"mem", REQ_ARG, O_MEM, 0},
-	{"mem-bind", REQ_ARG, O_MEM_BIND, 0},
-	{"mem-per-cpu", REQ_ARG, O_MEM_PER_CPU, 0},
-	{"mem-per-gpu", REQ_ARG, O_MEM_PER_GPU, 0},
-	{"mincpus", REQ_ARG, O_MINCPUS, 0},
-	{"network", REQ_ARG, O_NETWORK, 0},
-	{"nice", OPT_ARG, O_NICE, 0},
-	{"no-kill", OPT_ARG, O_NO_KILL, 'k'},
-	{"no-requeue", NO_ARG, O_NO_REQUEUE, 0},
-	{"nodefile", REQ_ARG, O_NODEFILE, 'F'},
-	{"nodelist", REQ_ARG, O_NODELIST, 'w'},
-	{"nodes", REQ_ARG, O_NODES, 'N'},
-	{"ntasks", REQ_ARG, O_NTASKS, 'n'},
-	{"ntasks-per-core", REQ_ARG, O_NTASKS_PER_CORE, 0},
-	{"ntasks-per-gpu", REQ_ARG, O_NTASKS_PER_GPU, 0},
-	{"ntasks-per-node", REQ_ARG, O_NTASKS_PER_NODE, 0},
-	{"ntasks-per-socket", REQ_ARG, O_NTASKS_PER_SOCKET, 0},
-	{"ntasks-per-tres", REQ_ARG, O_NTASKS_PER_TRES, 0},
-	{"open-mode", REQ_ARG, O_OPEN_MODE, 0},
-	{"output", REQ_ARG, O_OUTPUT, 'o'},
-	{"overcommit", NO_ARG, O_OVERCOMMIT, 'O'},
-	{"oversubscribe", NO_ARG, O_OVERSUBSCRIBE, 's'},
-	{"parsable", NO_ARG, O_PARSABLE, 0},
-	{"partition", REQ_ARG, O_PARTITION, 'p'},
-	{"power", REQ_ARG, O_POWER, 0},
-	{"prefer", REQ_ARG, O_PREFER, 0},
-	{"priority", REQ_ARG, O_PRIORITY, 0},
-	{"profile", REQ_ARG, O_PROFILE, 0},
-	{"propagate", OPT_ARG, O_PROPAGATE, 0},
-	{"qos", REQ_ARG, O_QOS, 'q'},
-	{"quiet", NO_ARG, O_QUIET, 'Q'},
-	{"reboot", NO_ARG, O_REBOOT, 0},
-	{"requeue", NO_ARG, O_REQUEUE, 0},
-	{"reservation", REQ_ARG, O_RESERVATION, 0},
-	{"signal", REQ_ARG, O_SIGNAL, 0},
-	{"sockets-per-node", REQ_ARG, O_SOCKETS_PER_NODE, 0},
-	{"spread-job", NO_ARG, O_SPREAD_JOB, 0},
-	{"switches", REQ_ARG, O_SWITCHES, 0},
-	{"tasks-per-node", REQ_ARG, O_NTASKS_PER_NODE, 0},
-	{"test-only", NO_ARG, O_TEST_ONLY, 0},
-	{"thread-spec", REQ_ARG, O_THREAD_SPEC, 0},
-	{"threads-per-core", REQ_ARG, O_THREADS_PER_CORE, 0},
-	{"time", REQ_ARG, O_TIME, 't'},
-	{"time-min", REQ_ARG, O_TIME_MIN, 0},
-	{"tmp", REQ_ARG, O_TMP, 0},
-	{"uid", REQ_ARG, O_UID, 0},
-	{"use-min-nodes", NO_ARG, O_USE_MIN_NODES, 0},
-	{"verbose", NO_ARG, O_VERBOSE, 'v'},
-	{"version", NO_ARG, O_VERSION, 'V'},
-	{"usage", NO_ARG, O_USAGE, 0},
-	{"wait", NO_ARG, O_WAIT, 'W'},
-	{"wait-all-nodes", REQ_ARG, O_WAIT_ALL_NODES, 0},
-	{"wckey", REQ_ARG, O_WCKEY, 0},
-	{"wrap", REQ_ARG, O_WRAP, 0},
-	{"hpcbridge-target", REQ_ARG, O_HB_TARGET, 0},
-	{"hpcbridge-deadline", REQ_ARG, O_HB_DEADLINE, 0},
-	{"hpcbridge-checkpoint", REQ_ARG, O_HB_CHECKPOINT, 0},
-	{"hpcbridge-data", REQ_ARG, O_HB_DATA, 0},
+	LO("account", REQ_ARG, O_ACCOUNT, 'A'),
+	LO("acctg-freq", REQ_ARG, O_ACCTG_FREQ, 0),
+	LO("array", REQ_ARG, O_ARRAY, 'a'),
+	LO("batch", REQ_ARG, O_BATCH, 0),
+	LO("begin", REQ_ARG, O_BEGIN, 'b'),
+	LO("bb", REQ_ARG, O_BB, 0),
+	LO("bbf", REQ_ARG, O_BBF, 0),
+	LO("cluster-constraint", REQ_ARG, O_CLUSTER_CONSTRAINT, 0),
+	LO("chdir", REQ_ARG, O_CHDIR, 'D'),
+	LO("cluster", REQ_ARG, O_CLUSTER, 0),
+	LO("clusters", REQ_ARG, O_CLUSTERS, 'M'),
+	LO("comment", REQ_ARG, O_COMMENT, 0),
+	LO("container", REQ_ARG, O_CONTAINER, 0),
+	LO("context", REQ_ARG, O_CONTEXT, 0),
+	LO("contiguous", NO_ARG, O_CONTIGUOUS, 0),
+	LO("constraint", REQ_ARG, O_CONSTRAINT, 'C'),
+	LO("core-spec", REQ_ARG, O_CORE_SPEC, 'S'),
+	LO("cores-per-socket", REQ_ARG, O_CORES_PER_SOCKET, 0),
+	LO("cpu-freq", REQ_ARG, O_CPU_FREQ, 0),
+	LO("cpus-per-gpu", REQ_ARG, O_CPUS_PER_GPU, 0),
+	LO("cpus-per-task", REQ_ARG, O_CPUS_PER_TASK, 'c'),
+	LO("deadline", REQ_ARG, O_DEADLINE, 0),
+	LO("delay-boot", REQ_ARG, O_DELAY_BOOT, 0),
+	LO("dependency", REQ_ARG, O_DEPENDENCY, 'd'),
+	LO("distribution", REQ_ARG, O_DISTRIBUTION, 'm'),
+	LO("error", REQ_ARG, O_ERROR, 'e'),
+	LO("exclude", REQ_ARG, O_EXCLUDE, 'x'),
+	LO("exclusive", OPT_ARG, O_EXCLUSIVE, 0),
+	LO("export", REQ_ARG, O_EXPORT, 0),
+	LO("export-file", REQ_ARG, O_EXPORT_FILE, 0),
+	LO("extra-node-info", REQ_ARG, O_EXTRA_NODE_INFO, 'B'),
+	LO("get-user-env", OPT_ARG, O_GET_USER_ENV, 0),
+	LO("gid", REQ_ARG, O_GID, 0),
+	LO("gpu-bind", REQ_ARG, O_GPU_BIND, 0),
+	LO("gpu-freq", REQ_ARG, O_GPU_FREQ, 0),
+	LO("gpus", REQ_ARG, O_GPUS, 'G'),
+	LO("gpus-per-node", REQ_ARG, O_GPUS_PER_NODE, 0),
+	LO("gpus-per-socket", REQ_ARG, O_GPUS_PER_SOCKET, 0),
+	LO("gpus-per-task", REQ_ARG, O_GPUS_PER_TASK, 0),
+	LO("gres", REQ_ARG, O_GRES, 0),
+	LO("gres-flags", REQ_ARG, O_GRES_FLAGS, 0),
+	LO("help", NO_ARG, O_HELP, 'h'),
+	LO("hint", REQ_ARG, O_HINT, 0),
+	LO("hold", NO_ARG, O_HOLD, 'H'),
+	LO("ignore-pbs", NO_ARG, O_IGNORE_PBS, 0),
+	LO("input", REQ_ARG, O_INPUT, 'i'),
+	LO("job-name", REQ_ARG, O_JOB_NAME, 'J'),
+	LO("kill-on-invalid-dep", REQ_ARG, O_KILL_ON_INVALID_DEP, 0),
+	LO("licenses", REQ_ARG, O_LICENSES, 'L'),
+	LO("mail-type", REQ_ARG, O_MAIL_TYPE, 0),
+	LO("mail-user", REQ_ARG, O_MAIL_USER, 0),
+	LO("mcs-label", REQ_ARG, O_MCS_LABEL, 0),
+	LO("mem", REQ_ARG, O_MEM, 0),
+	LO("mem-bind", REQ_ARG, O_MEM_BIND, 0),
+	LO("mem-per-cpu", REQ_ARG, O_MEM_PER_CPU, 0),
+	LO("mem-per-gpu", REQ_ARG, O_MEM_PER_GPU, 0),
+	LO("mincpus", REQ_ARG, O_MINCPUS, 0),
+	LO("network", REQ_ARG, O_NETWORK, 0),
+	LO("nice", OPT_ARG, O_NICE, 0),
+	LO("no-kill", OPT_ARG, O_NO_KILL, 'k'),
+	LO("no-requeue", NO_ARG, O_NO_REQUEUE, 0),
+	LO("nodefile", REQ_ARG, O_NODEFILE, 'F'),
+	LO("nodelist", REQ_ARG, O_NODELIST, 'w'),
+	LO("nodes", REQ_ARG, O_NODES, 'N'),
+	LO("ntasks", REQ_ARG, O_NTASKS, 'n'),
+	LO("ntasks-per-core", REQ_ARG, O_NTASKS_PER_CORE, 0),
+	LO("ntasks-per-gpu", REQ_ARG, O_NTASKS_PER_GPU, 0),
+	LO("ntasks-per-node", REQ_ARG, O_NTASKS_PER_NODE, 0),
+	LO("ntasks-per-socket", REQ_ARG, O_NTASKS_PER_SOCKET, 0),
+	LO("ntasks-per-tres", REQ_ARG, O_NTASKS_PER_TRES, 0),
+	LO("open-mode", REQ_ARG, O_OPEN_MODE, 0),
+	LO("output", REQ_ARG, O_OUTPUT, 'o'),
+	LO("overcommit", NO_ARG, O_OVERCOMMIT, 'O'),
+	LO("oversubscribe", NO_ARG, O_OVERSUBSCRIBE, 's'),
+	LO("parsable", NO_ARG, O_PARSABLE, 0),
+	LO("partition", REQ_ARG, O_PARTITION, 'p'),
+	LO("power", REQ_ARG, O_POWER, 0),
+	LO("prefer", REQ_ARG, O_PREFER, 0),
+	LO("priority", REQ_ARG, O_PRIORITY, 0),
+	LO("profile", REQ_ARG, O_PROFILE, 0),
+	LO("propagate", OPT_ARG, O_PROPAGATE, 0),
+	LO("qos", REQ_ARG, O_QOS, 'q'),
+	LO("quiet", NO_ARG, O_QUIET, 'Q'),
+	LO("reboot", NO_ARG, O_REBOOT, 0),
+	LO("requeue", NO_ARG, O_REQUEUE, 0),
+	LO("reservation", REQ_ARG, O_RESERVATION, 0),
+	LO("signal", REQ_ARG, O_SIGNAL, 0),
+	LO("sockets-per-node", REQ_ARG, O_SOCKETS_PER_NODE, 0),
+	LO("spread-job", NO_ARG, O_SPREAD_JOB, 0),
+	LO("switches", REQ_ARG, O_SWITCHES, 0),
+	LO("tasks-per-node", REQ_ARG, O_NTASKS_PER_NODE, 0),
+	LO("test-only", NO_ARG, O_TEST_ONLY, 0),
+	LO("thread-spec", REQ_ARG, O_THREAD_SPEC, 0),
+	LO("threads-per-core", REQ_ARG, O_THREADS_PER_CORE, 0),
+	LO("time", REQ_ARG, O_TIME, 't'),
+	LO("time-min", REQ_ARG, O_TIME_MIN, 0),
+	LO("tmp", REQ_ARG, O_TMP, 0),
+	LO("uid", REQ_ARG, O_UID, 0),
+	LO("use-min-nodes", NO_ARG, O_USE_MIN_NODES, 0),
+	LO("verbose", NO_ARG, O_VERBOSE, 'v'),
+	LO("version", NO_ARG, O_VERSION, 'V'),
+	LO("usage", NO_ARG, O_USAGE, 0),
+	LO("wait", NO_ARG, O_WAIT, 'W'),
+	LO("wait-all-nodes", REQ_ARG, O_WAIT_ALL_NODES, 0),
+	LO("wckey", REQ_ARG, O_WCKEY, 0),
+	LO("wrap", REQ_ARG, O_WRAP, 0),
+	LO("hpcbridge-target", REQ_ARG, O_HB_TARGET, 0),
+	LO("hpcbridge-deadline", REQ_ARG, O_HB_DEADLINE, 0),
+	LO("hpcbridge-checkpoint", REQ_ARG, O_HB_CHECKPOINT, 0),
+	LO("hpcbridge-data", REQ_ARG, O_HB_DATA, 0),
 };
 
 #define NLOPTS (sizeof(lopts) / sizeof(lopts[0]))
@@ -1691,7 +1694,7 @@ static int apply_size(struct ctx *c, int id, const char *v)
 
 static int apply_int(struct ctx *c, int id, const char *v, bool positive)
 {
-	uint64_t n;
+	uint64_t n = 0;
 	int rc = slurm_int(c, opt_name(id), v, positive, &n);
 
 	if (rc)
@@ -1749,7 +1752,7 @@ static int apply(struct ctx *c, int id, const char *arg)
 	const char *v = arg ? arg : "";
 	long n;
 	const char *end;
-	uint64_t x, y;
+	uint64_t x = 0, y = 0;
 	int rc;
 
 	switch (id) {
@@ -2141,12 +2144,13 @@ static int long_option(struct ctx *c, struct toks *ts, size_t *i)
 	int rc;
 
 	for (size_t k = 0; k < NLOPTS && !found; k++)
-		if (strlen(lopts[k].name) == nlen &&
-		    strncmp(lopts[k].name, name, nlen) == 0)
+		if (lopts[k].len == nlen && lopts[k].name[0] == name[0] &&
+		    memcmp(lopts[k].name, name, nlen) == 0)
 			found = &lopts[k];
 	if (!found) {
 		for (size_t k = 0; k < NLOPTS; k++) {
-			if (strncmp(lopts[k].name, name, nlen) != 0)
+			if (lopts[k].len < nlen ||
+			    memcmp(lopts[k].name, name, nlen) != 0)
 				continue;
 			if (!found)
 				found = &lopts[k];
@@ -2439,6 +2443,10 @@ static int wrapper_lines(struct ctx *c)
 {
 	static const char *const magic[] = {"#BSUB", "#PBS"};
 	const char *s = c->spec->script, *end = s + c->spec->script_len;
+
+	/* the first line is "#!...", so such a line follows a newline */
+	if (!strstr(s, "\n#BSUB") && !strstr(s, "\n#PBS"))
+		return 0;
 
 	for (int m = 0; m < 2; m++) {
 		size_t ml = strlen(magic[m]);
@@ -3388,6 +3396,8 @@ static void override_notes(struct ctx *c)
 /* Entry points                                                        */
 /* ------------------------------------------------------------------ */
 
+typedef unsigned char v16 __attribute__((vector_size(16)));
+
 /* The checks sbatch makes on the whole script before reading it. */
 static int check_script(struct ctx *c, const char *buf, size_t len)
 {
@@ -3401,6 +3411,35 @@ static int check_script(struct ctx *c, const char *buf, size_t len)
 	if (len > HB_SCRIPT_MAX)
 		return fail(c, HB_ETOOBIG, "batch script is larger than %u "
 			    "bytes", HB_SCRIPT_MAX);
+	{
+		/* fast path: no byte below 0x20 but tab and newline, no DEL */
+		static const uint8_t bad_byte[256] = {
+			1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1,
+			1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+			[0x7f] = 1};
+		const unsigned char *u = (const unsigned char *)buf;
+		unsigned bad = 0;
+		size_t i = 0;
+		v16 acc = {0};
+
+		/* sixteen bytes at a time with the compiler's vectors */
+		for (; i + 16 <= len; i += 16) {
+			v16 x;
+
+			memcpy(&x, u + i, 16);
+			acc |= (v16)((x < 0x20) & (x != '\t') & (x != '\n')) |
+			       (v16)(x == 0x7f);
+		}
+		for (int k = 0; k < 16; k++)
+			bad |= acc[k];
+		for (; i < len; i++)
+			bad |= bad_byte[u[i]];
+		for (i = 0; i < len && blank; i++)
+			if (!is_space(buf[i]))
+				blank = false;
+		if (!bad)
+			goto checked;
+	}
 	for (size_t i = 0; i < len; i++) {
 		unsigned char ch = (unsigned char)buf[i];
 
@@ -3408,8 +3447,6 @@ static int check_script(struct ctx *c, const char *buf, size_t len)
 			line++;
 			continue;
 		}
-		if (!is_space((char)ch))
-			blank = false;
 		if (ch == '\0') {
 			if (!nul)
 				nul = line;
@@ -3421,6 +3458,7 @@ static int check_script(struct ctx *c, const char *buf, size_t len)
 				ctl = line;
 		}
 	}
+checked:
 	if (blank)
 		return fail(c, HB_EINVAL, "batch script contains only white "
 			    "space");
