@@ -5,8 +5,12 @@
  * in YAML or JSON, and emitters build cJSON trees that are written out as
  * either.  YAML support is the subset Kubernetes manifests use: block and
  * flow collections, plain/quoted/literal/folded scalars, multi-document
- * streams, YAML 1.2 core-schema scalars (no anchors across documents, no
- * custom tags).
+ * streams, YAML 1.2 core-schema scalars (no aliases, no custom tags).
+ * YAML goes through libyaml's event parser; input that starts with '{' or
+ * '[' goes through a JSON reader of its own (faster, and it takes what
+ * YAML cannot: surrogate-pair escapes, keys longer than 1024 characters),
+ * falling back to YAML when it is a YAML flow document rather than JSON.
+ * Both apply the same checks and record the same source lines.
  */
 #ifndef HPCBRIDGE_DOC_H
 #define HPCBRIDGE_DOC_H
@@ -88,8 +92,10 @@ int hb_doc_write_yaml_stream(const struct cJSON *docs, struct hb_buf *out);
  * decimal string in valuestring (freed by cJSON_Delete, copied by
  * cJSON_Duplicate, ignored by cJSON_Compare and cJSON_Print); every other
  * type keeps it in valuedouble.  So: read numbers with valuedouble (or
- * cJSON_GetNumberValue), never test valuestring without cJSON_IsString()
- * first, and never read valuedouble of a non-number.
+ * cJSON_GetNumberValue; valueint is set as cJSON sets it), never test
+ * valuestring without cJSON_IsString() first, and never read valuedouble
+ * of a non-number.  Booleans also have valueint 1 for true, as cJSON's own
+ * parser gives them.
  */
 int hb_doc_line(const struct cJSON *item);
 
