@@ -1393,9 +1393,13 @@ static int array_ranges(struct ctx *c, const uint8_t *bits)
 	uint32_t idx[ARRAY_MAX_SIZE], n = 0, nr = 0, i = 0;
 	struct hb_range *r;
 
-	for (uint32_t k = 0; k < ARRAY_MAX_SIZE; k++)
-		if (bit(bits, k))
-			idx[n++] = k;
+	for (uint32_t byte = 0; byte < (ARRAY_MAX_SIZE + 7) / 8; byte++) {
+		if (!bits[byte])
+			continue;
+		for (uint32_t k = byte * 8; k < byte * 8 + 8; k++)
+			if (bit(bits, k))
+				idx[n++] = k;
+	}
 	r = hb_arena_alloc(&c->spec->arena, (size_t)(n ? n : 1) * sizeof(*r));
 	if (!r)
 		return nomem(c);

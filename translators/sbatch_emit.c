@@ -139,8 +139,13 @@ static int emit_nodes(struct em *e)
 	const struct hb_jobspec *s = e->spec;
 	char buf[48];
 
-	if (!s->nodes_min && !s->nodes_max && !hb_jobspec_has(s, HB_F_NODES))
+	if (!s->nodes_min) {
+		/* sbatch -N 0 asks for no nodes at all: never write it */
+		if (s->nodes_max || hb_jobspec_has(s, HB_F_NODES))
+			fate(e, HB_F_NODES, HB_FATE_DROPPED, NULL,
+			     "no minimum node count to write");
 		return 0;
+	}
 	if (s->nodes_max && s->nodes_max != s->nodes_min) {
 		snprintf(buf, sizeof(buf), "%u-%u", s->nodes_min,
 			 s->nodes_max);
