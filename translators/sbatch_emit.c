@@ -365,8 +365,29 @@ static int emit_directives(struct em *e)
 	TRY(str_line(e, HB_F_QOS, "--qos", s->qos));
 	TRY(str_line(e, HB_F_COMMENT, "--comment", s->comment));
 	TRY(emit_nodes(e));
-	if (s->ntasks)
+	if (s->ntasks && s->nodes_min && s->ntasks < s->nodes_min &&
+	    s->gpu_scope == HB_GPU_PER_TASK && s->gpus &&
+	    (uint64_t)s->ntasks * s->gpus <= UINT32_MAX) {
+		/* fewer tasks than nodes: sbatch keeps that only when the
+		 * task count comes from --gpus / --gpus-per-task */
+		char buf[160];
+
+		snprintf(buf, sizeof(buf), "%s%s%llu",
+			 s->gpu_type ? s->gpu_type : "", s->gpu_type ? ":" : "",
+			 (unsigned long long)s->ntasks * s->gpus);
+		if (s->gpu_type && !writable(s->gpu_type))
+			buf[0] = '\0';
+		if (buf[0])
+			TRY(line(e, HB_F_NTASKS, "--gpus", buf, HB_FATE_MAPPED,
+				 "the task count follows from --gpus and "
+				 "--gpus-per-task"));
+	} else if (s->ntasks) {
+		if (s->nodes_min && s->ntasks < s->nodes_min)
+			fate(e, HB_F_NODES, HB_FATE_PARTIAL, "#SBATCH --nodes",
+			     "fewer tasks than nodes: sbatch lowers the node "
+			     "count to the task count");
 		TRY(num_line(e, HB_F_NTASKS, "--ntasks", s->ntasks));
+	}
 	if (s->ntasks_per_node)
 		TRY(num_line(e, HB_F_NTASKS_PER_NODE, "--ntasks-per-node",
 			     s->ntasks_per_node));
