@@ -76,6 +76,99 @@ static void check(const cJSON *doc, const struct hb_buf *b, const char *what)
 	cJSON_Delete(back);
 }
 
+static int valid_utf8(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		unsigned c = s[i], cp, len, k;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xC2 && c <= 0xDF)
+			len = 2, cp = c & 0x1F;
+		else if (c >= 0xE0 && c <= 0xEF)
+			len = 3, cp = c & 0x0F;
+		else if (c >= 0xF0 && c <= 0xF4)
+			len = 4, cp = c & 0x07;
+		else
+			return 0;
+		if (n - i < len)
+			return 0;
+		for (k = 1; k < len; k++) {
+			if ((s[i + k] & 0xC0) != 0x80)
+				return 0;
+			cp = cp << 6 | (s[i + k] & 0x3F);
+		}
+		if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+		    cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+			return 0;
+		i += len;
+	}
+	return 1;
+}
+
+/*
+ * The writers on a tree built in code from the raw bytes, as emitters
+ * build them from scripts: the bytes (up to a NUL) as a value, a key, a
+ * sequence item and a root.  The output must always read back; it must
+ * read back equal when the bytes are valid UTF-8 (invalid bytes become
+ * U+FFFD).
+ */
+static void strings(const uint8_t *data, size_t size)
+{
+	struct hb_err err = {0};
+	struct hb_buf b;
+	char *s = malloc(size + 1);
+	cJSON *doc, *arr, *back = NULL;
+	int pass, exact;
+
+	if (!s)
+		return;
+	memcpy(s, data, size);
+	s[size] = '\0';
+	exact = valid_utf8((const unsigned char *)s, strlen(s));
+	doc = cJSON_CreateObject();
+	arr = cJSON_CreateArray();
+	cJSON_AddStringToObject(doc, "v", s);
+	cJSON_AddItemToArray(arr, cJSON_CreateString(s));
+	cJSON_AddItemToArray(arr, cJSON_CreateString("after"));
+	cJSON_AddItemToObject(doc, strcmp(s, "v") ? s : "w", arr);
+	hb_buf_init(&b, 0);
+	for (pass = 0; pass < 4; pass++) {
+		const cJSON *t = pass < 2 ? doc : doc->child;
+		int rc;
+
+		hb_buf_reset(&b);
+		rc = pass % 2 ? hb_doc_write_json(t, &b)
+			      : hb_doc_write_yaml(t, &b);
+		if (rc)
+			abort();
+		memset(&err, 0, sizeof(err));
+		if (hb_doc_parse(b.data, b.len, "strings", &back, &err)) {
+			fprintf(stderr,
+				"output does not parse: %s\n---\n%s---\n",
+				err.msg, b.data);
+			abort();
+		}
+		if (exact && !cJSON_Compare(t, back, 1) &&
+		    !(pass >= 2 && cJSON_IsString(back) &&
+		      !strcmp(back->valuestring, t->valuestring))) {
+			fprintf(stderr,
+				"strings round trip differs\n---\n%s---\n",
+				b.data);
+			abort();
+		}
+		cJSON_Delete(back);
+		back = NULL;
+	}
+	hb_buf_free(&b);
+	cJSON_Delete(doc);
+	free(s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct hb_err err = {0};
@@ -83,6 +176,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cJSON *doc = NULL;
 	int rc;
 
+	if (size <= 4096)
+		strings(data, size);
 	if (hb_doc_parse((const char *)data, size, "fuzz", &doc, &err)) {
 		if (!err.msg[0])
 			abort(); /* every error must say something */
