@@ -126,7 +126,7 @@ static const char *field_text(const struct hb_jobspec *spec, enum hb_field f)
 
 static int field_err(const struct hb_jobspec *spec, struct hb_err *err,
 		     int code, enum hb_field f, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
+    __attribute__((format(printf, 5, 6)));
 
 static int field_err(const struct hb_jobspec *spec, struct hb_err *err,
 		     int code, enum hb_field f, const char *fmt, ...)
@@ -158,8 +158,8 @@ static const char *provenance(const struct hb_jobspec *spec, const char *key)
 
 	if (spec->source != HB_SRC_MPIJOB && spec->source != HB_SRC_TRAINJOB)
 		return NULL;
-	n = snprintf(prefix, sizeof(prefix), "metadata.annotations[%s%s]: ",
-		     HB_ANNOTATION_PREFIX, key);
+	n = snprintf(prefix, sizeof(prefix),
+		     "metadata.annotations[%s%s]: ", HB_ANNOTATION_PREFIX, key);
 	if (n < 0 || (size_t)n >= sizeof(prefix))
 		return NULL;
 	pl = (size_t)n;
@@ -449,16 +449,16 @@ static bool is_set(const struct hb_jobspec *s, enum hb_field f)
 }
 
 static const char *const mem_kind_names[] = {
-	[HB_MEM_NONE] = "none",	      [HB_MEM_PER_NODE] = "per-node",
-	[HB_MEM_PER_CPU] = "per-cpu", [HB_MEM_PER_GPU] = "per-gpu",
-	[HB_MEM_JOB] = "job",	      [HB_MEM_PER_PROCESS] = "per-process",
+    [HB_MEM_NONE] = "none",	  [HB_MEM_PER_NODE] = "per-node",
+    [HB_MEM_PER_CPU] = "per-cpu", [HB_MEM_PER_GPU] = "per-gpu",
+    [HB_MEM_JOB] = "job",	  [HB_MEM_PER_PROCESS] = "per-process",
 };
 
 static const char *const gpu_scope_names[] = {
-	[HB_GPU_NONE] = "none",
-	[HB_GPU_PER_JOB] = "per-job",
-	[HB_GPU_PER_NODE] = "per-node",
-	[HB_GPU_PER_TASK] = "per-task",
+    [HB_GPU_NONE] = "none",
+    [HB_GPU_PER_JOB] = "per-job",
+    [HB_GPU_PER_NODE] = "per-node",
+    [HB_GPU_PER_TASK] = "per-task",
 };
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -530,8 +530,8 @@ static int check_shape(struct ctx *c)
 				 "needs %s memory per worker (%llu MiB), "
 				 "more than the worker shape's %s (%llu MiB, "
 				 "worker_mem_mb)",
-				 a, (unsigned long long)sh->mem_per_node_mb,
-				 b, (unsigned long long)cfg->worker_mem_mb);
+				 a, (unsigned long long)sh->mem_per_node_mb, b,
+				 (unsigned long long)cfg->worker_mem_mb);
 	}
 	if (cfg->worker_gpus && sh->gpus_per_node > cfg->worker_gpus)
 		return field_err(s, c->err, HB_EINVAL, HB_F_GPUS,
@@ -552,11 +552,11 @@ static int request_annotation(struct ctx *c)
 	char buf[256];
 	size_t n = 0;
 
-#define PUT(...)                                                       \
-	do {                                                           \
-		int w_ = snprintf(buf + n, sizeof(buf) - n, __VA_ARGS__); \
-		if (w_ > 0 && (size_t)w_ < sizeof(buf) - n)            \
-			n += (size_t)w_;                               \
+#define PUT(...)                                                               \
+	do {                                                                   \
+		int w_ = snprintf(buf + n, sizeof(buf) - n, __VA_ARGS__);      \
+		if (w_ > 0 && (size_t)w_ < sizeof(buf) - n)                    \
+			n += (size_t)w_;                                       \
 	} while (0)
 
 	buf[0] = '\0';
@@ -596,8 +596,8 @@ static int resources(struct ctx *c)
 	const struct hb_shape *sh = &c->plan->shape;
 	const struct hb_config *cfg = c->cfg;
 	const struct hb_k8s_paths *p = c->paths;
-	const char *gres = cfg->gpu_resource ? cfg->gpu_resource
-					     : "nvidia.com/gpu";
+	const char *gres =
+	    cfg->gpu_resource ? cfg->gpu_resource : "nvidia.com/gpu";
 	char cpu[16], mem[32] = "", gpu[16] = "";
 	cJSON *req, *lim;
 	uint64_t mem_mb = sh->mem_per_node_mb;
@@ -654,15 +654,14 @@ static int resources(struct ctx *c)
 				       p->slots, "%u workers x %u slots",
 				       sh->nodes, sh->tasks_per_node);
 		else
-			hb_report_fate(c->rep, HB_F_NTASKS, HB_FATE_PARTIAL,
-				       p->slots,
-				       "%u tasks do not fill %u workers x %u "
-				       "slots evenly: the hostfile offers %llu "
-				       "slots; the task count is kept in "
-				       "annotation " ANN("request"),
-				       sh->ntasks, sh->nodes,
-				       sh->tasks_per_node,
-				       (unsigned long long)slots);
+			hb_report_fate(
+			    c->rep, HB_F_NTASKS, HB_FATE_PARTIAL, p->slots,
+			    "%u tasks do not fill %u workers x %u "
+			    "slots evenly: the hostfile offers %llu "
+			    "slots; the task count is kept in "
+			    "annotation " ANN("request"),
+			    sh->ntasks, sh->nodes, sh->tasks_per_node,
+			    (unsigned long long)slots);
 	}
 	if (is_set(s, HB_F_CPUS_PER_TASK))
 		hb_report_fate(c->rep, HB_F_CPUS_PER_TASK, HB_FATE_MAPPED,
@@ -680,21 +679,19 @@ static int resources(struct ctx *c)
 				       "shape's %s (worker_mem_mb)",
 				       mem);
 		else if (sh->whole_node_mem)
-			hb_report_fate(c->rep, HB_F_MEM, HB_FATE_PARTIAL,
-				       NULL,
-				       "the whole node's memory has no "
-				       "Kubernetes equivalent and no "
-				       "worker_mem_mb is configured: memory "
-				       "left unset; kept in annotation "
-				       ANN("request"));
+			hb_report_fate(
+			    c->rep, HB_F_MEM, HB_FATE_PARTIAL, NULL,
+			    "the whole node's memory has no "
+			    "Kubernetes equivalent and no "
+			    "worker_mem_mb is configured: memory "
+			    "left unset; kept in annotation " ANN("request"));
 		else if (!mem_mb)
-			hb_report_fate(c->rep, HB_F_MEM, HB_FATE_PARTIAL,
-				       NULL,
-				       "%llu MiB %s comes to no memory per "
-				       "node (nothing to multiply by): memory "
-				       "left unset; kept in annotation "
-				       ANN("request"),
-				       v, mem_kind_names[s->mem_kind]);
+			hb_report_fate(
+			    c->rep, HB_F_MEM, HB_FATE_PARTIAL, NULL,
+			    "%llu MiB %s comes to no memory per "
+			    "node (nothing to multiply by): memory "
+			    "left unset; kept in annotation " ANN("request"),
+			    v, mem_kind_names[s->mem_kind]);
 		else if (s->mem_kind == HB_MEM_PER_CPU)
 			hb_report_fate(c->rep, HB_F_MEM, HB_FATE_MAPPED, t,
 				       "%s = %llu MiB per CPU x %u CPUs", mem,
@@ -707,8 +704,7 @@ static int resources(struct ctx *c)
 			hb_report_fate(c->rep, HB_F_MEM,
 				       s->mem_mb % sh->nodes ? HB_FATE_PARTIAL
 							     : HB_FATE_MAPPED,
-				       t,
-				       "%s = job-wide %llu MiB / %u nodes%s",
+				       t, "%s = job-wide %llu MiB / %u nodes%s",
 				       mem, v, sh->nodes,
 				       s->mem_mb % sh->nodes ? ", rounded up"
 							     : "");
@@ -728,15 +724,14 @@ static int resources(struct ctx *c)
 		if (!sh->gpus_per_node)
 			hb_report_fate(c->rep, HB_F_GPUS, HB_FATE_MAPPED, NULL,
 				       "no GPUs");
-		else if (s->gpu_scope == HB_GPU_PER_JOB &&
-			 s->gpus % sh->nodes)
+		else if (s->gpu_scope == HB_GPU_PER_JOB && s->gpus % sh->nodes)
 			hb_report_fate(c->rep, HB_F_GPUS, HB_FATE_PARTIAL, t,
 				       "%u GPUs per job over %u workers: %u "
 				       "per worker, %llu in all; the request "
 				       "is kept in annotation " ANN("request"),
 				       s->gpus, sh->nodes, sh->gpus_per_node,
 				       (unsigned long long)sh->gpus_per_node *
-					       sh->nodes);
+					   sh->nodes);
 		else if (s->gpu_scope == HB_GPU_PER_TASK)
 			hb_report_fate(c->rep, HB_F_GPUS, HB_FATE_MAPPED, t,
 				       "%u = %u per task x %u tasks per node",
@@ -867,8 +862,8 @@ static int image(struct ctx *c)
 		if (rc)
 			return rc;
 		if (cont_note)
-			hb_report_fate(c->rep, HB_F_CONTAINER,
-				       HB_FATE_PARTIAL, c->paths->image,
+			hb_report_fate(c->rep, HB_F_CONTAINER, HB_FATE_PARTIAL,
+				       c->paths->image,
 				       "'%.100s' %s: used %s; kept in "
 				       "annotation " ANN("container"),
 				       s->container, cont_note, why);
@@ -897,7 +892,7 @@ static int env(struct ctx *c)
 	int rc = 0;
 	char idx[24];
 	static const char *const array_vars[] = {
-		"SLURM_ARRAY_TASK_ID", "PBS_ARRAYID", "PBS_ARRAY_INDEX"};
+	    "SLURM_ARRAY_TASK_ID", "PBS_ARRAYID", "PBS_ARRAY_INDEX"};
 
 	hb_buf_init(&v, 0);
 	hb_buf_init(&pass, 0);
@@ -965,19 +960,18 @@ static int env(struct ctx *c)
 		goto out;
 	if (is_set(s, HB_F_ENV)) {
 		if (npass || nbad)
-			hb_report_fate(c->rep, HB_F_ENV, HB_FATE_PARTIAL,
-				       c->paths->env,
-				       "%u variable(s) passed through from the "
-				       "submit environment have no value in "
-				       "the pod (kept in annotation "
-				       ANN("env-passthrough") "); %u invalid "
-				       "name(s) left out",
-				       npass, nbad);
+			hb_report_fate(
+			    c->rep, HB_F_ENV, HB_FATE_PARTIAL, c->paths->env,
+			    "%u variable(s) passed through from the "
+			    "submit environment have no value in "
+			    "the pod (kept in annotation " ANN(
+				"env-passthrough") "); %u invalid "
+						   "name(s) left out",
+			    npass, nbad);
 		else
-			hb_report_fate(c->rep, HB_F_ENV, HB_FATE_MAPPED,
-				       c->paths->env,
-				       "%u variable(s), on every container",
-				       s->nenv);
+			hb_report_fate(
+			    c->rep, HB_F_ENV, HB_FATE_MAPPED, c->paths->env,
+			    "%u variable(s), on every container", s->nenv);
 	}
 	if (cJSON_GetArraySize(arr) > 0) {
 		c->plan->env = arr;
@@ -1052,19 +1046,19 @@ static int or_group(struct ctx *c, const char *s, size_t n,
 		} else {
 			if (!terms) {
 				if (!c->plan->affinity)
-					c->plan->affinity = cJSON_CreateObject();
+					c->plan->affinity =
+					    cJSON_CreateObject();
 				aff = c->plan->affinity;
 				if (!aff)
 					return OOM(c);
 				aff = cJSON_AddObjectToObject(aff,
 							      "nodeAffinity");
 				aff = aff ? cJSON_AddObjectToObject(
-						    aff,
-						    "requiredDuringScheduling"
-						    "IgnoredDuringExecution")
+						aff, "requiredDuringScheduling"
+						     "IgnoredDuringExecution")
 					  : NULL;
 				terms = aff ? cJSON_AddArrayToObject(
-						      aff, "nodeSelectorTerms")
+						  aff, "nodeSelectorTerms")
 					    : NULL;
 				if (!terms)
 					return OOM(c);
@@ -1073,8 +1067,8 @@ static int or_group(struct ctx *c, const char *s, size_t n,
 			if (!term)
 				return OOM(c);
 			cJSON_AddItemToArray(terms, term);
-			exprs = cJSON_AddArrayToObject(term,
-						       "matchExpressions");
+			exprs =
+			    cJSON_AddArrayToObject(term, "matchExpressions");
 			if (!exprs)
 				return OOM(c);
 			for (uint32_t i = 0; i < m->nlabels; i++) {
@@ -1083,16 +1077,16 @@ static int or_group(struct ctx *c, const char *s, size_t n,
 				if (!x)
 					return OOM(c);
 				cJSON_AddItemToArray(exprs, x);
-				if (!cJSON_AddStringToObject(x, "key",
-							     m->labels[i].key) ||
+				if (!cJSON_AddStringToObject(
+					x, "key", m->labels[i].key) ||
 				    !cJSON_AddStringToObject(x, "operator",
 							     "In") ||
-				    !(vals = cJSON_AddArrayToObject(x,
-								    "values")))
+				    !(vals =
+					  cJSON_AddArrayToObject(x, "values")))
 					return OOM(c);
 				cJSON_AddItemToArray(
-					vals,
-					cJSON_CreateString(m->labels[i].value));
+				    vals,
+				    cJSON_CreateString(m->labels[i].value));
 				if (cJSON_GetArraySize(vals) != 1)
 					return OOM(c);
 			}
@@ -1204,24 +1198,23 @@ static int constraint(struct ctx *c)
 				       c->paths->selector,
 				       "through constraint_selectors");
 		else if (nmapped)
-			hb_report_fate(c->rep, HB_F_CONSTRAINT,
-				       HB_FATE_PARTIAL, c->paths->selector,
+			hb_report_fate(c->rep, HB_F_CONSTRAINT, HB_FATE_PARTIAL,
+				       c->paths->selector,
 				       "not mapped: %.200s (no "
 				       "constraint_selectors entry, or a form "
 				       "a nodeSelector cannot express); kept "
 				       "in annotation " ANN("constraint"),
 				       unmapped.data);
 		else
-			hb_report_fate(c->rep, HB_F_CONSTRAINT,
-				       HB_FATE_CARRIED,
-				       "metadata.annotations[" ANN(
-					       "constraint") "]",
-				       "not mapped: %.200s (no "
-				       "constraint_selectors entry, or a form "
-				       "a nodeSelector cannot express); no "
-				       "Kubernetes equivalent; kept in "
-				       "annotation " ANN("constraint"),
-				       unmapped.data);
+			hb_report_fate(
+			    c->rep, HB_F_CONSTRAINT, HB_FATE_CARRIED,
+			    "metadata.annotations[" ANN("constraint") "]",
+			    "not mapped: %.200s (no "
+			    "constraint_selectors entry, or a form "
+			    "a nodeSelector cannot express); no "
+			    "Kubernetes equivalent; kept in "
+			    "annotation " ANN("constraint"),
+			    unmapped.data);
 	}
 	hb_buf_free(&unmapped);
 	return rc;
@@ -1242,37 +1235,36 @@ static int gpu_type(struct ctx *c)
 		    s->gpu_type, strlen(s->gpu_type));
 	if (!m || !m->nlabels) {
 		if (s->gpu_scope == HB_GPU_NONE)
-			hb_report_fate(c->rep, HB_F_GPUS, HB_FATE_CARRIED,
-				       "metadata.annotations[" ANN(
-					       "gpu-type") "]",
-				       "GPU type %.60s has no "
-				       "gpu_type_selectors entry; kept in "
-				       "annotation " ANN("gpu-type"),
-				       s->gpu_type);
+			hb_report_fate(
+			    c->rep, HB_F_GPUS, HB_FATE_CARRIED,
+			    "metadata.annotations[" ANN("gpu-type") "]",
+			    "GPU type %.60s has no "
+			    "gpu_type_selectors entry; kept in "
+			    "annotation " ANN("gpu-type"),
+			    s->gpu_type);
 		else
-			hb_report_fate(c->rep, HB_F_GPUS, HB_FATE_PARTIAL,
-				       c->rep->fate[HB_F_GPUS].target,
-				       "%s; GPU type %.60s has no "
-				       "gpu_type_selectors entry: any GPU "
-				       "model; kept in annotation "
-				       ANN("gpu-type"),
-				       c->rep->fate[HB_F_GPUS].note
-					       ? c->rep->fate[HB_F_GPUS].note
-					       : "GPUs",
-				       s->gpu_type);
+			hb_report_fate(
+			    c->rep, HB_F_GPUS, HB_FATE_PARTIAL,
+			    c->rep->fate[HB_F_GPUS].target,
+			    "%s; GPU type %.60s has no "
+			    "gpu_type_selectors entry: any GPU "
+			    "model; kept in annotation " ANN("gpu-type"),
+			    c->rep->fate[HB_F_GPUS].note
+				? c->rep->fate[HB_F_GPUS].note
+				: "GPUs",
+			    s->gpu_type);
 		return 0;
 	}
 	snprintf(what, sizeof(what), "GPU type %.60s", s->gpu_type);
 	if ((rc = merge_selector(c, m, what)))
 		return rc;
 	if (c->rep->fate[HB_F_GPUS].kind != HB_FATE_PARTIAL)
-		hb_report_fate(c->rep, HB_F_GPUS, HB_FATE_MAPPED,
-			       c->rep->fate[HB_F_GPUS].target,
-			       "%s; type %.60s -> %s",
-			       c->rep->fate[HB_F_GPUS].note
-				       ? c->rep->fate[HB_F_GPUS].note
-				       : "GPUs",
-			       s->gpu_type, c->paths->selector);
+		hb_report_fate(
+		    c->rep, HB_F_GPUS, HB_FATE_MAPPED,
+		    c->rep->fate[HB_F_GPUS].target, "%s; type %.60s -> %s",
+		    c->rep->fate[HB_F_GPUS].note ? c->rep->fate[HB_F_GPUS].note
+						 : "GPUs",
+		    s->gpu_type, c->paths->selector);
 	return 0;
 }
 
@@ -1310,8 +1302,8 @@ static int exclusive(struct ctx *c, const char *role)
 		return OOM(c);
 	anti = cJSON_AddObjectToObject(c->plan->affinity, "podAntiAffinity");
 	req = anti ? cJSON_AddArrayToObject(
-			     anti, "requiredDuringSchedulingIgnoredDuring"
-				   "Execution")
+			 anti, "requiredDuringSchedulingIgnoredDuring"
+			       "Execution")
 		   : NULL;
 	if (!req)
 		return OOM(c);
@@ -1374,15 +1366,15 @@ static int script(struct ctx *c)
 		orig.source_name = file;
 		orig.source = kind && strcmp(kind, "pbs") == 0 ? HB_SRC_PBS
 			      : kind && strcmp(kind, "sbatch") == 0
-				      ? HB_SRC_SBATCH
-				      : orig.source;
+				  ? HB_SRC_SBATCH
+				  : orig.source;
 	}
 	hb_buf_init(&raw, HB_LAUNCHER_MAX);
 	hb_buf_init(&esc, 0);
 	rc = hb_launcher_script(&orig, c->plan->name, c->plan->array_index,
 				&raw, c->err);
 	if (rc) {
-		if (!c->err->code)
+		if (c->err && !c->err->code)
 			hb_err_set(c->err, rc, c->spec->source_name, 0,
 				   "cannot write the launcher script: %s",
 				   hb_strerror(rc));
@@ -1462,14 +1454,13 @@ static int metadata(struct ctx *c)
 			hb_report_fate(c->rep, HB_F_NAME, HB_FATE_MAPPED,
 				       "metadata.name", NULL);
 		else
-			hb_report_fate(c->rep, HB_F_NAME, HB_FATE_PARTIAL,
-				       "metadata.name",
-				       "'%.100s' became '%s' (a DNS-1035 label"
-				       "%s); kept in annotation " ANN("name"),
-				       s->name, c->plan->name,
-				       c->plan->array_index >= 0
-					       ? " with the array index"
-					       : "");
+			hb_report_fate(
+			    c->rep, HB_F_NAME, HB_FATE_PARTIAL, "metadata.name",
+			    "'%.100s' became '%s' (a DNS-1035 label"
+			    "%s); kept in annotation " ANN("name"),
+			    s->name, c->plan->name,
+			    c->plan->array_index >= 0 ? " with the array index"
+						      : "");
 	}
 	if (s->partition) {
 		int rc = annotate(c, "partition", s->partition);
@@ -1482,20 +1473,19 @@ static int metadata(struct ctx *c)
 				       "partition %.100s -> LocalQueue %.100s",
 				       s->partition, queue);
 		else
-			hb_report_fate(c->rep, HB_F_PARTITION,
-				       HB_FATE_CARRIED,
-				       "metadata.annotations[" ANN(
-					       "partition") "]",
-				       "no partition_queues entry%s%.100s; no "
-				       "Kubernetes equivalent; kept in "
-				       "annotation " ANN("partition"),
-				       queue ? ": the default queue " : "",
-				       queue ? queue : "");
+			hb_report_fate(
+			    c->rep, HB_F_PARTITION, HB_FATE_CARRIED,
+			    "metadata.annotations[" ANN("partition") "]",
+			    "no partition_queues entry%s%.100s; no "
+			    "Kubernetes equivalent; kept in "
+			    "annotation " ANN("partition"),
+			    queue ? ": the default queue " : "",
+			    queue ? queue : "");
 	}
 	if (s->user) {
-		int rc = carry(c, HB_F_USER, "user", s->user,
-			       "the pod runs as its image's user; labelled "
-			       ANN("user"));
+		int rc = carry(
+		    c, HB_F_USER, "user", s->user,
+		    "the pod runs as its image's user; labelled " ANN("user"));
 		if (rc)
 			return rc;
 	}
@@ -1638,10 +1628,10 @@ static int carried(struct ctx *c)
 	char num[24];
 	int rc = 0;
 
-#define CARRY(f, key, val, why)                                        \
-	do {                                                           \
-		if ((rc = carry(c, f, key, val, why)))                 \
-			return rc;                                     \
+#define CARRY(f, key, val, why)                                                \
+	do {                                                                   \
+		if ((rc = carry(c, f, key, val, why)))                         \
+			return rc;                                             \
 	} while (0)
 
 	CARRY(HB_F_QOS, "qos", s->qos, NULL);
@@ -1669,12 +1659,12 @@ static int carried(struct ctx *c)
 		if ((rc = annotate(c, "join-output", "true")))
 			return rc;
 		if (!s->error)
-			hb_report_fate(c->rep, HB_F_ERROR, HB_FATE_CARRIED,
-				       "metadata.annotations[" ANN(
-					       "join-output") "]",
-				       "stderr joins stdout in the launcher's "
-				       "log anyway; kept in annotation "
-				       ANN("join-output"));
+			hb_report_fate(
+			    c->rep, HB_F_ERROR, HB_FATE_CARRIED,
+			    "metadata.annotations[" ANN("join-output") "]",
+			    "stderr joins stdout in the launcher's "
+			    "log anyway; kept in annotation " ANN(
+				"join-output"));
 	}
 	CARRY(HB_F_INPUT, "input", s->input, NULL);
 	CARRY(HB_F_CHDIR, "chdir", s->chdir,
@@ -1695,13 +1685,13 @@ static int carried(struct ctx *c)
 		if ((rc = annotate(c, "export-all", "true")))
 			return rc;
 		if (!s->export_spec)
-			hb_report_fate(c->rep, HB_F_EXPORT, HB_FATE_CARRIED,
-				       "metadata.annotations[" ANN(
-					       "export-all") "]",
-				       "the submit host's environment does "
-				       "not exist in the pod; no Kubernetes "
-				       "equivalent; kept in annotation "
-				       ANN("export-all"));
+			hb_report_fate(
+			    c->rep, HB_F_EXPORT, HB_FATE_CARRIED,
+			    "metadata.annotations[" ANN("export-all") "]",
+			    "the submit host's environment does "
+			    "not exist in the pod; no Kubernetes "
+			    "equivalent; kept in annotation " ANN(
+				"export-all"));
 	}
 	CARRY(HB_F_CHECKPOINT, "checkpoint-dir", s->checkpoint_dir,
 	      "the gateway syncs it between the file system and S3");
@@ -1832,11 +1822,10 @@ int hb_k8s_plan(const struct hb_jobspec *spec, const struct hb_config *cfg,
 				"no room for a Kubernetes name");
 		goto fail;
 	}
-	if ((rc = metadata(&c)) || (rc = resources(&c)) ||
-	    (rc = image(&c)) || (rc = env(&c)) || (rc = constraint(&c)) ||
-	    (rc = gpu_type(&c)) || (rc = exclusive(&c, paths->role)) ||
-	    (rc = time_limit(&c)) || (rc = array(&c)) ||
-	    (rc = carried(&c)) || (rc = script(&c)))
+	if ((rc = metadata(&c)) || (rc = resources(&c)) || (rc = image(&c)) ||
+	    (rc = env(&c)) || (rc = constraint(&c)) || (rc = gpu_type(&c)) ||
+	    (rc = exclusive(&c, paths->role)) || (rc = time_limit(&c)) ||
+	    (rc = array(&c)) || (rc = carried(&c)) || (rc = script(&c)))
 		goto fail;
 	plan->pod_labels = cJSON_CreateObject();
 	if (!plan->pod_labels ||
@@ -1850,7 +1839,7 @@ int hb_k8s_plan(const struct hb_jobspec *spec, const struct hb_config *cfg,
 	return 0;
 fail:
 	hb_k8s_plan_free(plan);
-	if (!err->code)
+	if (err && !err->code)
 		hb_err_set(err, rc, spec->source_name, 0, "%s",
 			   hb_strerror(rc));
 	return rc;
@@ -1871,7 +1860,7 @@ static unsigned line_of(const cJSON *n)
 
 static int rd_err(struct hb_k8s_reader *rd, const cJSON *n, int code,
 		  const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
+    __attribute__((format(printf, 5, 6)));
 
 static int rd_err(struct hb_k8s_reader *rd, const cJSON *n, int code,
 		  const char *path, const char *fmt, ...)
@@ -1932,9 +1921,8 @@ static int render(const cJSON *n, struct hb_buf *b)
 	return hb_buf_puts(b, "{...}");
 }
 
-int hb_k8s_note(struct hb_k8s_reader *rd, const cJSON *node,
-		const char *path, int nfields, const uint8_t *fields,
-		const char *note)
+int hb_k8s_note(struct hb_k8s_reader *rd, const cJSON *node, const char *path,
+		int nfields, const uint8_t *fields, const char *note)
 {
 	struct hb_origin o = {HB_ORIGIN_MANIFEST, line_of(node)};
 	struct hb_directive *d;
@@ -1992,8 +1980,8 @@ int hb_k8s_get_int(struct hb_k8s_reader *rd, const cJSON *node,
 		return rd_err(rd, node, HB_EINVAL, path,
 			      "must be an integer \u2265 %lld", (long long)min);
 	if (d > (double)max)
-		return rd_err(rd, node, HB_ERANGE, path,
-			      "must be at most %lld", (long long)max);
+		return rd_err(rd, node, HB_ERANGE, path, "must be at most %lld",
+			      (long long)max);
 	*out = (int64_t)d;
 	*present = true;
 	return 0;
@@ -2050,8 +2038,7 @@ int hb_k8s_note_unknown(struct hb_k8s_reader *rd, const cJSON *obj,
 
 	if (!obj || !cJSON_IsObject(obj))
 		return 0;
-	cJSON_ArrayForEach(it, obj)
-	{
+	cJSON_ArrayForEach (it, obj) {
 		bool k = false;
 
 		for (size_t i = 0; known && known[i]; i++)
@@ -2068,8 +2055,7 @@ int hb_k8s_note_unknown(struct hb_k8s_reader *rd, const cJSON *obj,
 
 int hb_k8s_read_begin(struct hb_k8s_reader *rd, const cJSON *doc,
 		      struct hb_jobspec *spec, struct hb_err *err,
-		      const char *api_version, const char *kind,
-		      uint8_t source)
+		      const char *api_version, const char *kind, uint8_t source)
 {
 	static const char *const md_known[] = {"name", "namespace", "labels",
 					       "annotations", NULL};
@@ -2098,11 +2084,10 @@ int hb_k8s_read_begin(struct hb_k8s_reader *rd, const cJSON *doc,
 		return rd_err(rd, child(doc, "apiVersion"), HB_EINVAL,
 			      "apiVersion", "'%.60s' is not %s",
 			      av ? av : "(missing)", api_version);
-	if ((rc = hb_k8s_get_obj(rd, child(doc, "metadata"), "metadata",
-				 &md)))
+	if ((rc = hb_k8s_get_obj(rd, child(doc, "metadata"), "metadata", &md)))
 		return rc;
-	if ((rc = hb_k8s_get_str(rd, child(md, "name"), "metadata.name",
-				 &name)))
+	if ((rc =
+		 hb_k8s_get_str(rd, child(md, "name"), "metadata.name", &name)))
 		return rc;
 	if (name) {
 		spec->name = hb_jobspec_strdup(spec, name);
@@ -2115,17 +2100,16 @@ int hb_k8s_read_begin(struct hb_k8s_reader *rd, const cJSON *doc,
 	if ((rc = hb_k8s_get_str(rd, child(md, "namespace"),
 				 "metadata.namespace", &ns)))
 		return rc;
-	if (ns && (rc = hb_k8s_note(rd, child(md, "namespace"),
-				    "metadata.namespace", 0, NULL,
-				    "not carried: a Kubernetes namespace")))
+	if (ns &&
+	    (rc = hb_k8s_note(rd, child(md, "namespace"), "metadata.namespace",
+			      0, NULL, "not carried: a Kubernetes namespace")))
 		return rc;
 	if ((rc = hb_k8s_get_obj(rd, child(md, "labels"), "metadata.labels",
 				 &labels)) ||
 	    (rc = hb_k8s_get_obj(rd, child(md, "annotations"),
 				 "metadata.annotations", &ann)))
 		return rc;
-	cJSON_ArrayForEach(it, labels)
-	{
+	cJSON_ArrayForEach (it, labels) {
 		char p[320];
 
 		snprintf(p, sizeof(p), "metadata.labels[%s]", it->string);
@@ -2137,16 +2121,15 @@ int hb_k8s_read_begin(struct hb_k8s_reader *rd, const cJSON *doc,
 		else if (strcmp(it->string, ANN("user")) &&
 			 strcmp(it->string, ANN("account")) &&
 			 (rc = hb_k8s_note(rd, it, p, 0, NULL,
-					   strcmp(it->string,
-						  HB_LABEL_QUEUE) == 0
-						   ? "not carried: a Kueue "
-						     "queue (partitions are "
-						     "the site's)"
-						   : "not carried: a label")))
+					   strcmp(it->string, HB_LABEL_QUEUE) ==
+						   0
+					       ? "not carried: a Kueue "
+						 "queue (partitions are "
+						 "the site's)"
+					       : "not carried: a label")))
 			return rc;
 	}
-	cJSON_ArrayForEach(it, ann)
-	{
+	cJSON_ArrayForEach (it, ann) {
 		if (!cJSON_IsString(it))
 			return rd_err(rd, it, HB_EINVAL, "metadata.annotations",
 				      "%.100s: must be a string", it->string);
@@ -2162,8 +2145,7 @@ static int quantity_text(struct hb_k8s_reader *rd, const cJSON *n,
 {
 	if (cJSON_IsString(n)) {
 		if (strlen(n->valuestring) >= 64)
-			return rd_err(rd, n, HB_EINVAL, path,
-				      "not a quantity");
+			return rd_err(rd, n, HB_EINVAL, path, "not a quantity");
 		memcpy(out, n->valuestring, strlen(n->valuestring) + 1);
 		return 0;
 	}
@@ -2208,8 +2190,7 @@ int hb_k8s_read_resources(struct hb_k8s_reader *rd, const cJSON *res,
 	for (int pass = 0; pass < 2; pass++) {
 		const cJSON *from = pass ? req : lim;
 
-		cJSON_ArrayForEach(it, from)
-		{
+		cJSON_ArrayForEach (it, from) {
 			const char *key = it->string;
 			const char *slash = key ? strrchr(key, '/') : NULL;
 			uint64_t v;
@@ -2224,10 +2205,10 @@ int hb_k8s_read_resources(struct hb_k8s_reader *rd, const cJSON *res,
 				 * more; others are listed. */
 				if (!cJSON_Compare(it, child(lim, key), 1) &&
 				    (rc = hb_k8s_note(
-					     rd, it, p, 0, NULL,
-					     "not carried: the limit is used "
-					     "(Slurm allocates what a job may "
-					     "use; it has no burst)")))
+					 rd, it, p, 0, NULL,
+					 "not carried: the limit is used "
+					 "(Slurm allocates what a job may "
+					 "use; it has no burst)")))
 					return rc;
 				continue;
 			}
@@ -2252,12 +2233,12 @@ int hb_k8s_read_resources(struct hb_k8s_reader *rd, const cJSON *res,
 						      "too many CPUs");
 				s->cpus_per_task = (uint32_t)cpt;
 				if ((rc = hb_k8s_set(
-					     rd, it, p, HB_F_CPUS_PER_TASK,
-					     v % 1000 || cpn % tpn
-						     ? "rounded up to whole "
-						       "CPUs per task"
-						     : "CPUs per node / tasks "
-						       "per node")))
+					 rd, it, p, HB_F_CPUS_PER_TASK,
+					 v % 1000 || cpn % tpn
+					     ? "rounded up to whole "
+					       "CPUs per task"
+					     : "CPUs per node / tasks "
+					       "per node")))
 					return rc;
 			} else if (strcmp(key, "memory") == 0) {
 				if ((rc = hb_parse_k8s_mem(q, &v)))
@@ -2291,11 +2272,10 @@ int hb_k8s_read_resources(struct hb_k8s_reader *rd, const cJSON *res,
 				if ((rc = hb_k8s_note(rd, it, p, 1, &fl,
 						      "GPUs per node")))
 					return rc;
-			} else if ((rc = hb_k8s_note(
-					    rd, it, p, 0, NULL,
-					    "not carried: no sbatch "
-					    "equivalent for this "
-					    "resource"))) {
+			} else if ((rc = hb_k8s_note(rd, it, p, 0, NULL,
+						     "not carried: no sbatch "
+						     "equivalent for this "
+						     "resource"))) {
 				return rc;
 			}
 		}
@@ -2328,8 +2308,7 @@ static bool env_defines(const cJSON *env, const char *name, size_t n)
 {
 	const cJSON *it;
 
-	cJSON_ArrayForEach(it, env)
-	{
+	cJSON_ArrayForEach (it, env) {
 		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(it, "name");
 
 		if (cJSON_IsString(nm) && strlen(nm->valuestring) == n &&
@@ -2397,9 +2376,8 @@ static int k8s_expand(const cJSON *env, const char *s, bool word,
 		    env_defines(env, p + 2, n)) {
 			if (!(rc = flush_seg(&seg, word, out, &any)))
 				rc = hb_buf_printf(out, "%s%.*s%s",
-						   word ? "\"${" : "${",
-						   (int)n, p + 2,
-						   word ? "}\"" : "}");
+						   word ? "\"${" : "${", (int)n,
+						   p + 2, word ? "}\"" : "}");
 			any = true;
 			p = close + 1;
 			continue;
@@ -2417,8 +2395,8 @@ static int k8s_expand(const cJSON *env, const char *s, bool word,
 static bool is_shell(const char *s)
 {
 	const char *b = strrchr(s, '/');
-	static const char *const shells[] = {"sh", "bash", "dash", "ksh",
-					     "zsh", "ash", NULL};
+	static const char *const shells[] = {"sh",  "bash", "dash", "ksh",
+					     "zsh", "ash",  NULL};
 
 	b = b ? b + 1 : s;
 	for (size_t i = 0; shells[i]; i++)
@@ -2435,8 +2413,7 @@ static int str_list(struct hb_k8s_reader *rd, const cJSON *arr,
 	int i = 0;
 
 	*n = 0;
-	cJSON_ArrayForEach(it, arr)
-	{
+	cJSON_ArrayForEach (it, arr) {
 		char p[320];
 
 		snprintf(p, sizeof(p), "%s[%d]", path, i);
@@ -2452,7 +2429,7 @@ static int str_list(struct hb_k8s_reader *rd, const cJSON *arr,
 }
 
 #define SCRIPT_MAX (4u * 1024 * 1024)
-#define WORDS_MAX 4096
+#define WORDS_MAX  4096
 
 static int set_script(struct hb_k8s_reader *rd, const char *text, size_t len,
 		      const cJSON *node, const char *path, const char *note)
@@ -2462,8 +2439,7 @@ static int set_script(struct hb_k8s_reader *rd, const char *text, size_t len,
 
 	if (len > SCRIPT_MAX)
 		return rd_err(rd, node, HB_ETOOBIG, path,
-			      "the script is larger than %u bytes",
-			      SCRIPT_MAX);
+			      "the script is larger than %u bytes", SCRIPT_MAX);
 	copy = hb_jobspec_strndup(s, text, len);
 	if (!copy)
 		return RD_OOM(rd);
@@ -2479,8 +2455,8 @@ static int set_script(struct hb_k8s_reader *rd, const char *text, size_t len,
 		while (*e && *e != ' ' && *e != '\t' && *e != '\n')
 			e++;
 		if (e > p) {
-			s->interpreter = hb_jobspec_strndup(s, p,
-							    (size_t)(e - p));
+			s->interpreter =
+			    hb_jobspec_strndup(s, p, (size_t)(e - p));
 			if (!s->interpreter)
 				return RD_OOM(rd);
 		}
@@ -2537,9 +2513,8 @@ static int read_script(struct hb_k8s_reader *rd, const cJSON *c,
 					"launcher script");
 			goto out;
 		}
-		if ((rc = hb_buf_printf(&b, "#!%s%s\n", w[0][0] == '/' ? ""
-							 : "/bin/",
-					w[0])) ||
+		if ((rc = hb_buf_printf(&b, "#!%s%s\n",
+					w[0][0] == '/' ? "" : "/bin/", w[0])) ||
 		    (rc = hb_buf_append(&b, t.data, t.len)) ||
 		    (t.len && t.data[t.len - 1] != '\n' &&
 		     (rc = hb_buf_putc(&b, '\n'))))
@@ -2565,8 +2540,9 @@ static int read_script(struct hb_k8s_reader *rd, const cJSON *c,
 			       "image is assumed to have no entrypoint)");
 	goto out;
 oom:
-	rc = rc == HB_ETOOBIG ? rd_err(rd, c, rc, path, "the script is too "
-							"large")
+	rc = rc == HB_ETOOBIG ? rd_err(rd, c, rc, path,
+				       "the script is too "
+				       "large")
 			      : RD_OOM(rd);
 out:
 	free(w);
@@ -2575,8 +2551,7 @@ out:
 	return rc;
 }
 
-static int read_env(struct hb_k8s_reader *rd, const cJSON *c,
-		    const char *path)
+static int read_env(struct hb_k8s_reader *rd, const cJSON *c, const char *path)
 {
 	const cJSON *env, *it;
 	struct hb_buf v, list;
@@ -2589,8 +2564,7 @@ static int read_env(struct hb_k8s_reader *rd, const cJSON *c,
 	rd->env = env;
 	hb_buf_init(&v, 0);
 	hb_buf_init(&list, 0);
-	cJSON_ArrayForEach(it, env)
-	{
+	cJSON_ArrayForEach (it, env) {
 		const char *name, *value;
 
 		snprintf(p, sizeof(p), "%s.env[%d]", path, i++);
@@ -2638,8 +2612,8 @@ static int read_env(struct hb_k8s_reader *rd, const cJSON *c,
 	if (!rc && list.len) {
 		struct hb_origin o = {HB_ORIGIN_MANIFEST, line_of(env)};
 		struct hb_directive *d = hb_jobspec_add_directive(
-			rd->spec, HB_DIR_MANIFEST, o, list.data,
-			list.len > 1100 ? 1100 : list.len);
+		    rd->spec, HB_DIR_MANIFEST, o, list.data,
+		    list.len > 1100 ? 1100 : list.len);
 
 		if (!d) {
 			rc = RD_OOM(rd);
@@ -2685,8 +2659,8 @@ int hb_k8s_read_container(struct hb_k8s_reader *rd, const cJSON *c,
 		s->chdir = hb_jobspec_strdup(s, wd);
 		if (!s->chdir)
 			return RD_OOM(rd);
-		if ((rc = hb_k8s_set(rd, child(c, "workingDir"), p,
-				     HB_F_CHDIR, NULL)))
+		if ((rc = hb_k8s_set(rd, child(c, "workingDir"), p, HB_F_CHDIR,
+				     NULL)))
 			return rc;
 	}
 	if ((rc = read_env(rd, c, path)))
@@ -2708,48 +2682,48 @@ static const struct ann {
 	uint8_t type;
 	size_t off; /* A_STR: the string; A_BOOL: the bool */
 } anns[] = {
-	{"name", HB_F_NAME, A_STR, SOFF(name)},
-	{"user", HB_F_USER, A_STR, SOFF(user)},
-	{"account", HB_F_ACCOUNT, A_STR, SOFF(account)},
-	{"partition", HB_F_PARTITION, A_STR, SOFF(partition)},
-	{"qos", HB_F_QOS, A_STR, SOFF(qos)},
-	{"comment", HB_F_COMMENT, A_STR, SOFF(comment)},
-	{"licenses", HB_F_LICENSES, A_STR, SOFF(licenses)},
-	{"constraint", HB_F_CONSTRAINT, A_STR, SOFF(constraint)},
-	{"nodelist", HB_F_NODELIST, A_STR, SOFF(nodelist)},
-	{"exclude", HB_F_EXCLUDE, A_STR, SOFF(exclude)},
-	{"begin", HB_F_BEGIN, A_STR, SOFF(begin)},
-	{"deadline", HB_F_DEADLINE, A_STR, SOFF(deadline)},
-	{"signal", HB_F_SIGNAL, A_STR, SOFF(signal)},
-	{"output", HB_F_OUTPUT, A_STR, SOFF(output)},
-	{"error", HB_F_ERROR, A_STR, SOFF(error)},
-	{"input", HB_F_INPUT, A_STR, SOFF(input)},
-	{"chdir", HB_F_CHDIR, A_STR, SOFF(chdir)},
-	{"keep", HB_F_KEEP, A_STR, SOFF(keep)},
-	{"dependency", HB_F_DEPENDENCY, A_STR, SOFF(dependency)},
-	{"mail-type", HB_F_MAIL_TYPE, A_STR, SOFF(mail_type)},
-	{"mail-user", HB_F_MAIL_USER, A_STR, SOFF(mail_user)},
-	{"export", HB_F_EXPORT, A_STR, SOFF(export_spec)},
-	{"container", HB_F_CONTAINER, A_STR, SOFF(container)},
-	{"checkpoint-dir", HB_F_CHECKPOINT, A_STR, SOFF(checkpoint_dir)},
-	{"gpu-type", HB_F_GPUS, A_STR, SOFF(gpu_type)},
-	{"exclusive", HB_F_EXCLUSIVE, A_BOOL, SOFF(exclusive)},
-	{"join-output", HB_F_ERROR, A_BOOL, SOFF(join_output)},
-	{"export-all", HB_F_EXPORT, A_BOOL, SOFF(export_all)},
-	{"interpreter", HB_F_SCRIPT, A_SPECIAL, 0},
-	{"request", HB__F_COUNT, A_SPECIAL, 0},
-	{"time-limit", HB_F_TIME_LIMIT, A_SPECIAL, 0},
-	{"time-min", HB_F_TIME_MIN, A_SPECIAL, 0},
-	{"requeue", HB_F_REQUEUE, A_SPECIAL, 0},
-	{"array", HB_F_ARRAY, A_SPECIAL, 0},
-	{"array-index", HB__F_COUNT, A_SPECIAL, 0},
-	{"array-env", HB__F_COUNT, A_SPECIAL, 0},
-	{"data", HB_F_DATA, A_SPECIAL, 0},
-	{"chunks", HB_F_HETEROGENEOUS, A_SPECIAL, 0},
-	{"mpi", HB_F_MPI, A_SPECIAL, 0},
-	{"env-passthrough", HB_F_ENV, A_SPECIAL, 0},
-	{"source-kind", HB__F_COUNT, A_SPECIAL, 0},
-	{"source-name", HB__F_COUNT, A_SPECIAL, 0},
+    {"name", HB_F_NAME, A_STR, SOFF(name)},
+    {"user", HB_F_USER, A_STR, SOFF(user)},
+    {"account", HB_F_ACCOUNT, A_STR, SOFF(account)},
+    {"partition", HB_F_PARTITION, A_STR, SOFF(partition)},
+    {"qos", HB_F_QOS, A_STR, SOFF(qos)},
+    {"comment", HB_F_COMMENT, A_STR, SOFF(comment)},
+    {"licenses", HB_F_LICENSES, A_STR, SOFF(licenses)},
+    {"constraint", HB_F_CONSTRAINT, A_STR, SOFF(constraint)},
+    {"nodelist", HB_F_NODELIST, A_STR, SOFF(nodelist)},
+    {"exclude", HB_F_EXCLUDE, A_STR, SOFF(exclude)},
+    {"begin", HB_F_BEGIN, A_STR, SOFF(begin)},
+    {"deadline", HB_F_DEADLINE, A_STR, SOFF(deadline)},
+    {"signal", HB_F_SIGNAL, A_STR, SOFF(signal)},
+    {"output", HB_F_OUTPUT, A_STR, SOFF(output)},
+    {"error", HB_F_ERROR, A_STR, SOFF(error)},
+    {"input", HB_F_INPUT, A_STR, SOFF(input)},
+    {"chdir", HB_F_CHDIR, A_STR, SOFF(chdir)},
+    {"keep", HB_F_KEEP, A_STR, SOFF(keep)},
+    {"dependency", HB_F_DEPENDENCY, A_STR, SOFF(dependency)},
+    {"mail-type", HB_F_MAIL_TYPE, A_STR, SOFF(mail_type)},
+    {"mail-user", HB_F_MAIL_USER, A_STR, SOFF(mail_user)},
+    {"export", HB_F_EXPORT, A_STR, SOFF(export_spec)},
+    {"container", HB_F_CONTAINER, A_STR, SOFF(container)},
+    {"checkpoint-dir", HB_F_CHECKPOINT, A_STR, SOFF(checkpoint_dir)},
+    {"gpu-type", HB_F_GPUS, A_STR, SOFF(gpu_type)},
+    {"exclusive", HB_F_EXCLUSIVE, A_BOOL, SOFF(exclusive)},
+    {"join-output", HB_F_ERROR, A_BOOL, SOFF(join_output)},
+    {"export-all", HB_F_EXPORT, A_BOOL, SOFF(export_all)},
+    {"interpreter", HB_F_SCRIPT, A_SPECIAL, 0},
+    {"request", HB__F_COUNT, A_SPECIAL, 0},
+    {"time-limit", HB_F_TIME_LIMIT, A_SPECIAL, 0},
+    {"time-min", HB_F_TIME_MIN, A_SPECIAL, 0},
+    {"requeue", HB_F_REQUEUE, A_SPECIAL, 0},
+    {"array", HB_F_ARRAY, A_SPECIAL, 0},
+    {"array-index", HB__F_COUNT, A_SPECIAL, 0},
+    {"array-env", HB__F_COUNT, A_SPECIAL, 0},
+    {"data", HB_F_DATA, A_SPECIAL, 0},
+    {"chunks", HB_F_HETEROGENEOUS, A_SPECIAL, 0},
+    {"mpi", HB_F_MPI, A_SPECIAL, 0},
+    {"env-passthrough", HB_F_ENV, A_SPECIAL, 0},
+    {"source-kind", HB__F_COUNT, A_SPECIAL, 0},
+    {"source-name", HB__F_COUNT, A_SPECIAL, 0},
 };
 
 /* Take field f out of the manifest directives: the annotation says it
@@ -2842,7 +2816,8 @@ static int parse_request(const char *s, struct request *r)
 			if (dash) {
 				if (u32_of(v, (size_t)(dash - v),
 					   &r->nodes_min) ||
-				    u32_of(dash + 1, vl - (size_t)(dash - v) - 1,
+				    u32_of(dash + 1,
+					   vl - (size_t)(dash - v) - 1,
 					   &r->nodes_max))
 					return HB_EINVAL;
 			} else if (u32_of(v, vl, &r->nodes_min)) {
@@ -2905,9 +2880,9 @@ static int parse_request(const char *s, struct request *r)
 static int restore_request(struct hb_k8s_reader *rd, const cJSON *a,
 			   const char *path)
 {
-	static const uint8_t fields[6] = {HB_F_NODES,	      HB_F_NTASKS,
-					  HB_F_NTASKS_PER_NODE, HB_F_CPUS_PER_TASK,
-					  HB_F_MEM,	      HB_F_GPUS};
+	static const uint8_t fields[6] = {
+	    HB_F_NODES,		HB_F_NTASKS, HB_F_NTASKS_PER_NODE,
+	    HB_F_CPUS_PER_TASK, HB_F_MEM,    HB_F_GPUS};
 	struct hb_jobspec *s = rd->spec, tmp;
 	struct request r;
 	struct hb_shape sh;
@@ -2994,9 +2969,9 @@ static int restore_array(struct hb_k8s_reader *rd, const char *v)
 		    u32_of(dash + 1, (size_t)((colon ? colon : e) - dash - 1),
 			   &r.end))
 			return HB_EINVAL;
-		if (colon && (u32_of(colon + 1, (size_t)(e - colon - 1),
-				     &r.step) ||
-			      !r.step))
+		if (colon &&
+		    (u32_of(colon + 1, (size_t)(e - colon - 1), &r.step) ||
+		     !r.step))
 			return HB_EINVAL;
 		if (r.end < r.start)
 			return HB_EINVAL;
@@ -3024,8 +2999,7 @@ static int restore_data(struct hb_k8s_reader *rd, const char *v)
 		cJSON_Delete(a);
 		return HB_EINVAL;
 	}
-	cJSON_ArrayForEach(it, a)
-	{
+	cJSON_ArrayForEach (it, a) {
 		if (!cJSON_IsString(it)) {
 			rc = HB_EINVAL;
 			break;
@@ -3033,8 +3007,7 @@ static int restore_data(struct hb_k8s_reader *rd, const char *v)
 	}
 	if (!rc) {
 		rd->spec->ndata = 0;
-		cJSON_ArrayForEach(it, a)
-		{
+		cJSON_ArrayForEach (it, a) {
 			if ((rc = hb_jobspec_add_data(rd->spec,
 						      it->valuestring)))
 				break;
@@ -3046,14 +3019,13 @@ static int restore_data(struct hb_k8s_reader *rd, const char *v)
 
 static int restore_chunks(struct hb_k8s_reader *rd, const char *v)
 {
-	static const char *const keys[] = {"count", "ncpus", "mpiprocs",
+	static const char *const keys[] = {"count",	 "ncpus", "mpiprocs",
 					   "ompthreads", "ngpus", "mem_mb"};
 	cJSON *a = cJSON_Parse(v), *it;
 	struct hb_chunk *ch;
 	int n, i = 0, rc = 0;
 
-	if (!cJSON_IsArray(a) || (n = cJSON_GetArraySize(a)) < 1 ||
-	    n > 1000) {
+	if (!cJSON_IsArray(a) || (n = cJSON_GetArraySize(a)) < 1 || n > 1000) {
 		cJSON_Delete(a);
 		return HB_EINVAL;
 	}
@@ -3062,13 +3034,12 @@ static int restore_chunks(struct hb_k8s_reader *rd, const char *v)
 		cJSON_Delete(a);
 		return HB_ENOMEM;
 	}
-	cJSON_ArrayForEach(it, a)
-	{
+	cJSON_ArrayForEach (it, a) {
 		double d[6];
 
 		for (int k = 0; k < 6; k++) {
-			const cJSON *x = cJSON_GetObjectItemCaseSensitive(
-				it, keys[k]);
+			const cJSON *x =
+			    cJSON_GetObjectItemCaseSensitive(it, keys[k]);
 
 			if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) ||
 			    x->valuedouble < 0 ||
@@ -3262,13 +3233,12 @@ int hb_k8s_read_end(struct hb_k8s_reader *rd)
 	/* Specials last but one ("request" needs the manifest's values),
 	 * pass-through env before the body scan adds its variables. */
 	for (int pass = 0; pass < 2; pass++) {
-		cJSON_ArrayForEach(a, rd->annotations)
-		{
+		cJSON_ArrayForEach (a, rd->annotations) {
 			const struct ann *an = NULL;
 			char path[320];
 
-			snprintf(path, sizeof(path),
-				 "metadata.annotations[%s]", a->string);
+			snprintf(path, sizeof(path), "metadata.annotations[%s]",
+				 a->string);
 			if (strncmp(a->string, HB_ANNOTATION_PREFIX, pl)) {
 				if (pass == 0 &&
 				    (rc = hb_k8s_note(rd, a, path, 0, NULL,
@@ -3295,7 +3265,7 @@ int hb_k8s_read_end(struct hb_k8s_reader *rd)
 				rc = restore_special(rd, an, a, path);
 			} else if (an->type == A_STR) {
 				const char **dst =
-					(const char **)((char *)s + an->off);
+				    (const char **)((char *)s + an->off);
 
 				*dst = hb_jobspec_strdup(s, a->valuestring);
 				rc = *dst ? hb_k8s_set(rd, a, path,
@@ -3321,7 +3291,7 @@ int hb_k8s_read_end(struct hb_k8s_reader *rd)
 	 * job's own. */
 	if (rd->ours)
 		drop_array_env(s, cJSON_GetStringValue(child(
-					  rd->annotations, ANN("array-env"))));
+				      rd->annotations, ANN("array-env"))));
 	/* A manifest hpcbridge made says what the job named; a name it
 	 * made up from the file name is not the job's. */
 	if (rd->ours && !child(rd->annotations, ANN("name")) && s->name) {

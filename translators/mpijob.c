@@ -15,23 +15,23 @@
 #include "hpcbridge/doc.h"
 #include "hpcbridge/mpijob.h"
 
-#define API_VERSION "kubeflow.org/v2beta1"
-#define WORKER_PATH "spec.mpiReplicaSpecs.Worker.template.spec"
+#define API_VERSION   "kubeflow.org/v2beta1"
+#define WORKER_PATH   "spec.mpiReplicaSpecs.Worker.template.spec"
 #define LAUNCHER_PATH "spec.mpiReplicaSpecs.Launcher.template.spec"
-#define INT32_MAXV 2147483647
+#define INT32_MAXV    2147483647
 
 static const struct hb_k8s_paths paths = {
-	.kind = "MPIJob",
-	.nodes = "spec.mpiReplicaSpecs.Worker.replicas",
-	.slots = "spec.slotsPerWorker",
-	.resources = WORKER_PATH ".containers[0].resources",
-	.deadline = "spec.runPolicy.activeDeadlineSeconds",
-	.image = "spec.mpiReplicaSpecs.*.template.spec.containers[0].image",
-	.env = "spec.mpiReplicaSpecs.*.template.spec.containers[0].env",
-	.script = LAUNCHER_PATH ".containers[0].args[0]",
-	.selector = WORKER_PATH ".nodeSelector",
-	.affinity = WORKER_PATH ".affinity",
-	.role = "worker",
+    .kind = "MPIJob",
+    .nodes = "spec.mpiReplicaSpecs.Worker.replicas",
+    .slots = "spec.slotsPerWorker",
+    .resources = WORKER_PATH ".containers[0].resources",
+    .deadline = "spec.runPolicy.activeDeadlineSeconds",
+    .image = "spec.mpiReplicaSpecs.*.template.spec.containers[0].image",
+    .env = "spec.mpiReplicaSpecs.*.template.spec.containers[0].env",
+    .script = LAUNCHER_PATH ".containers[0].args[0]",
+    .selector = WORKER_PATH ".nodeSelector",
+    .affinity = WORKER_PATH ".affinity",
+    .role = "worker",
 };
 
 static cJSON *str_array(const char *const *v, int n)
@@ -69,8 +69,8 @@ static int add_copy(cJSON *o, const char *key, const cJSON *v)
 /* One replica spec with its pod template and single container. */
 static cJSON *replica(const struct hb_k8s_plan *plan, int64_t replicas,
 		      const char *role, const char *container,
-		      const char *const *command, int ncommand,
-		      cJSON *args, const cJSON *resources, bool placement)
+		      const char *const *command, int ncommand, cJSON *args,
+		      const cJSON *resources, bool placement)
 {
 	cJSON *r = cJSON_CreateObject(), *t, *md, *labels, *ps, *cs, *c;
 
@@ -168,13 +168,14 @@ int hb_mpijob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
 			       mpi);
 	md = plan.metadata;
 	if (!spec->mpi &&
-	    !cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(
-					     md, "annotations"),
-				     HB_ANNOTATION_PREFIX "mpi", "default"))
+	    !cJSON_AddStringToObject(
+		cJSON_GetObjectItemCaseSensitive(md, "annotations"),
+		HB_ANNOTATION_PREFIX "mpi", "default"))
 		goto nomem;
 
 	root = cJSON_CreateObject();
-	if (!root || !cJSON_AddStringToObject(root, "apiVersion", API_VERSION) ||
+	if (!root ||
+	    !cJSON_AddStringToObject(root, "apiVersion", API_VERSION) ||
 	    !cJSON_AddStringToObject(root, "kind", "MPIJob"))
 		goto nomem;
 	cJSON_AddItemToObject(root, "metadata", hb_k8s_take(&plan.metadata));
@@ -191,8 +192,8 @@ int hb_mpijob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
 		goto nomem;
 	if (!cJSON_AddStringToObject(s, "sshAuthMountPath",
 				     cfg->ssh_auth_mount_path
-					     ? cfg->ssh_auth_mount_path
-					     : "/root/.ssh") ||
+					 ? cfg->ssh_auth_mount_path
+					 : "/root/.ssh") ||
 	    !cJSON_AddStringToObject(s, "mpiImplementation", mpi) ||
 	    !(rs = cJSON_AddObjectToObject(s, "mpiReplicaSpecs")))
 		goto nomem;
@@ -243,8 +244,8 @@ static const cJSON *get(const cJSON *o, const char *k)
 }
 
 /* A replica's pod spec and its first container. */
-static int pod(struct hb_k8s_reader *rd, const cJSON *replica,
-	       const char *base, const cJSON **ps, const cJSON **c)
+static int pod(struct hb_k8s_reader *rd, const cJSON *replica, const char *base,
+	       const cJSON **ps, const cJSON **c)
 {
 	static const char *const tmpl_known[] = {"metadata", "spec", NULL};
 	const cJSON *t, *cs;
@@ -273,8 +274,7 @@ static int pod(struct hb_k8s_reader *rd, const cJSON *replica,
 		return rc;
 	if (cJSON_GetArraySize(cs) > 1) {
 		snprintf(p, sizeof(p), "%s.template.spec.containers[1]", base);
-		if ((rc = hb_k8s_note(rd, cJSON_GetArrayItem(cs, 1), p, 0,
-				      NULL,
+		if ((rc = hb_k8s_note(rd, cJSON_GetArrayItem(cs, 1), p, 0, NULL,
 				      "not carried: only the first container "
 				      "runs the job")))
 			return rc;
@@ -286,8 +286,8 @@ int hb_mpijob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
 		    struct hb_err *err)
 {
 	static const char *const spec_known[] = {
-		"slotsPerWorker", "runPolicy", "mpiReplicaSpecs",
-		"mpiImplementation", "runLauncherAsWorker", NULL};
+	    "slotsPerWorker",	 "runPolicy",		"mpiReplicaSpecs",
+	    "mpiImplementation", "runLauncherAsWorker", NULL};
 	static const char *const rp_known[] = {"activeDeadlineSeconds", NULL};
 	static const char *const rs_known[] = {"Launcher", "Worker", NULL};
 	static const char *const replica_known[] = {"replicas", "template",
@@ -296,8 +296,8 @@ int hb_mpijob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
 					      "affinity", NULL};
 	static const char *const ps_known[] = {"containers", NULL};
 	static const char *const container_known[] = {
-		"name", "image", "command", "args", "env", "resources",
-		"workingDir", NULL};
+	    "name", "image",	 "command",    "args",
+	    "env",  "resources", "workingDir", NULL};
 	struct hb_k8s_reader rd;
 	const cJSON *s, *rp, *rs, *launcher, *worker, *lps, *lc, *wps, *wc;
 	const char *mpi;
@@ -338,18 +338,15 @@ int hb_mpijob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
 				 "spec.mpiReplicaSpecs", &rs)))
 		return rc;
 	if (!rs)
-		return hb_err_set(err, HB_EINVAL, spec->source_name,
-				  lineof(s),
+		return hb_err_set(err, HB_EINVAL, spec->source_name, lineof(s),
 				  "spec.mpiReplicaSpecs: missing");
 	if ((rc = hb_k8s_get_obj(&rd, get(rs, "Launcher"),
-				 "spec.mpiReplicaSpecs.Launcher",
-				 &launcher)) ||
+				 "spec.mpiReplicaSpecs.Launcher", &launcher)) ||
 	    (rc = hb_k8s_get_obj(&rd, get(rs, "Worker"),
 				 "spec.mpiReplicaSpecs.Worker", &worker)))
 		return rc;
 	if (!launcher)
-		return hb_err_set(err, HB_EINVAL, spec->source_name,
-				  lineof(rs),
+		return hb_err_set(err, HB_EINVAL, spec->source_name, lineof(rs),
 				  "spec.mpiReplicaSpecs.Launcher: missing (an "
 				  "MPIJob needs its launcher)");
 	if ((rc = hb_k8s_get_int(&rd, get(launcher, "replicas"),
@@ -358,8 +355,7 @@ int hb_mpijob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
 		return rc;
 	if (present && v != 1)
 		return hb_err_set(err, HB_EINVAL, spec->source_name,
-				  lineof(
-					  get(launcher, "replicas")),
+				  lineof(get(launcher, "replicas")),
 				  "spec.mpiReplicaSpecs.Launcher.replicas: "
 				  "must be 1");
 	if ((rc = hb_k8s_get_int(&rd, get(worker, "replicas"),
@@ -424,16 +420,15 @@ int hb_mpijob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
 		spec->mpi = HB_MPI_MPICH;
 	else
 		return hb_err_set(err, HB_EINVAL, spec->source_name,
-				  lineof(
-					  get(s, "mpiImplementation")),
+				  lineof(get(s, "mpiImplementation")),
 				  "spec.mpiImplementation: '%.60s' is not "
 				  "OpenMPI, Intel or MPICH",
 				  mpi);
 	if ((rc = hb_k8s_set(&rd, mpi ? get(s, "mpiImplementation") : s,
-			     mpi ? "spec.mpiImplementation" : "spec",
-			     HB_F_MPI,
-			     mpi ? NULL : "no mpiImplementation: the "
-					  "operator's default, OpenMPI")))
+			     mpi ? "spec.mpiImplementation" : "spec", HB_F_MPI,
+			     mpi ? NULL
+				 : "no mpiImplementation: the "
+				   "operator's default, OpenMPI")))
 		return rc;
 
 	/* The pods. */
@@ -446,15 +441,14 @@ int hb_mpijob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
 		return rc;
 	if ((rc = hb_k8s_read_resources(&rd, get(wc ? wc : lc, "resources"),
 					wc ? WORKER_PATH ".containers[0]."
-						       "resources"
+							 "resources"
 					   : LAUNCHER_PATH ".containers[0]."
 							   "resources",
 					(uint32_t)slots)))
 		return rc;
 	if (wc && !rd.ours &&
 	    (rc = hb_k8s_note(&rd, get(lc, "resources"),
-			      LAUNCHER_PATH ".containers[0].resources", 0,
-			      NULL,
+			      LAUNCHER_PATH ".containers[0].resources", 0, NULL,
 			      "not carried: the launcher's own resources")))
 		return rc;
 	if ((rc = hb_k8s_read_container(&rd, lc,
@@ -472,15 +466,14 @@ int hb_mpijob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
 	    (rc = hb_k8s_note_unknown(&rd, rp, "spec.runPolicy", rp_known,
 				      "not carried: a run policy Slurm "
 				      "does not have")) ||
-	    (rc = hb_k8s_note_unknown(&rd, rs, "spec.mpiReplicaSpecs",
-				      rs_known,
+	    (rc = hb_k8s_note_unknown(&rd, rs, "spec.mpiReplicaSpecs", rs_known,
 				      "not carried: not an MPIJob replica")) ||
 	    (rc = hb_k8s_note_unknown(&rd, launcher,
 				      "spec.mpiReplicaSpecs.Launcher",
 				      replica_known, "not carried")) ||
-	    (rc = hb_k8s_note_unknown(&rd, worker,
-				      "spec.mpiReplicaSpecs.Worker",
-				      replica_known, "not carried")) ||
+	    (rc =
+		 hb_k8s_note_unknown(&rd, worker, "spec.mpiReplicaSpecs.Worker",
+				     replica_known, "not carried")) ||
 	    (rc = hb_k8s_note_unknown(&rd, lps, LAUNCHER_PATH,
 				      rd.ours ? ours_ps : ps_known,
 				      "not carried: a pod setting sbatch "

@@ -19,26 +19,26 @@
 #include "hpcbridge/mpijob.h"
 #include "hpcbridge/trainjob.h"
 
-#define API_VERSION "trainer.kubeflow.org/v1alpha1"
-#define API_GROUP "trainer.kubeflow.org"
+#define API_VERSION   "trainer.kubeflow.org/v1alpha1"
+#define API_GROUP     "trainer.kubeflow.org"
 #define PATCH_MANAGER "hpcbridge.io/gateway"
-#define PATCH_PATH                                                    \
-	"spec.runtimePatches[0].trainingRuntimeSpec.template.spec."   \
+#define PATCH_PATH                                                             \
+	"spec.runtimePatches[0].trainingRuntimeSpec.template.spec."            \
 	"replicatedJobs[*].template.spec.template.spec"
 #define INT32_MAXV 2147483647
 
 static const struct hb_k8s_paths paths = {
-	.kind = "TrainJob",
-	.nodes = "spec.trainer.numNodes",
-	.slots = "spec.trainer.numProcPerNode",
-	.resources = "spec.trainer.resourcesPerNode",
-	.deadline = "spec.activeDeadlineSeconds",
-	.image = "spec.trainer.image",
-	.env = "spec.trainer.env",
-	.script = "spec.trainer.args[0]",
-	.selector = PATCH_PATH ".nodeSelector",
-	.affinity = PATCH_PATH ".affinity",
-	.role = "node",
+    .kind = "TrainJob",
+    .nodes = "spec.trainer.numNodes",
+    .slots = "spec.trainer.numProcPerNode",
+    .resources = "spec.trainer.resourcesPerNode",
+    .deadline = "spec.activeDeadlineSeconds",
+    .image = "spec.trainer.image",
+    .env = "spec.trainer.env",
+    .script = "spec.trainer.args[0]",
+    .selector = PATCH_PATH ".nodeSelector",
+    .affinity = PATCH_PATH ".affinity",
+    .role = "node",
 };
 
 static unsigned digits(uint64_t v)
@@ -88,10 +88,9 @@ fail:
 	return NULL;
 }
 
-int hb_trainjob_emit(const struct hb_jobspec *spec,
-		     const struct hb_config *cfg, int64_t array_index,
-		     struct cJSON **out, struct hb_report *rep,
-		     struct hb_err *err)
+int hb_trainjob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
+		     int64_t array_index, struct cJSON **out,
+		     struct hb_report *rep, struct hb_err *err)
 {
 	struct hb_k8s_plan plan;
 	cJSON *root = NULL, *s, *rr, *tr, *a, *patches, *p, *jobs, *x, *ann;
@@ -122,8 +121,8 @@ int hb_trainjob_emit(const struct hb_jobspec *spec,
 				plan.shape.nodes, plan.shape.tasks_per_node);
 		goto out;
 	}
-	runtime = cfg->trainjob_runtime ? cfg->trainjob_runtime
-					: "mpi-distributed";
+	runtime =
+	    cfg->trainjob_runtime ? cfg->trainjob_runtime : "mpi-distributed";
 
 	/* No MPI field: the runtime decides (Trainer runs OpenMPI). */
 	mpi = hb_mpi_impl_name((enum hb_mpi_impl)spec->mpi);
@@ -141,23 +140,24 @@ int hb_trainjob_emit(const struct hb_jobspec *spec,
 			       mpi, runtime);
 	else if (spec->mpi || spec->nmpi_lines ||
 		 hb_jobspec_has(spec, HB_F_MPI))
-		hb_report_fate(rep, HB_F_MPI, HB_FATE_CARRIED,
-			       "metadata.annotations[" HB_ANNOTATION_PREFIX
-			       "mpi]",
-			       "the runtime %s decides the MPI (OpenMPI); no "
-			       "TrainJob field; kept in annotation "
-			       HB_ANNOTATION_PREFIX "mpi",
-			       runtime);
+		hb_report_fate(
+		    rep, HB_F_MPI, HB_FATE_CARRIED,
+		    "metadata.annotations[" HB_ANNOTATION_PREFIX "mpi]",
+		    "the runtime %s decides the MPI (OpenMPI); no "
+		    "TrainJob field; kept in annotation " HB_ANNOTATION_PREFIX
+		    "mpi",
+		    runtime);
 	if (spec->requeue >= 0)
 		hb_report_fate(rep, HB_F_REQUEUE, HB_FATE_CARRIED,
 			       "metadata.annotations[" HB_ANNOTATION_PREFIX
 			       "requeue]",
 			       "the runtime's failure policy decides retries; "
-			       "no TrainJob field; kept in annotation "
-			       HB_ANNOTATION_PREFIX "requeue");
+			       "no TrainJob field; kept in "
+			       "annotation " HB_ANNOTATION_PREFIX "requeue");
 
 	root = cJSON_CreateObject();
-	if (!root || !cJSON_AddStringToObject(root, "apiVersion", API_VERSION) ||
+	if (!root ||
+	    !cJSON_AddStringToObject(root, "apiVersion", API_VERSION) ||
 	    !cJSON_AddStringToObject(root, "kind", "TrainJob"))
 		goto nomem;
 	cJSON_AddItemToObject(root, "metadata", hb_k8s_take(&plan.metadata));
@@ -242,14 +242,19 @@ static unsigned lineof(const cJSON *n)
 int hb_trainjob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
 		      struct hb_err *err)
 {
-	static const char *const spec_known[] = {
-		"runtimeRef", "trainer", "activeDeadlineSeconds", NULL};
+	static const char *const spec_known[] = {"runtimeRef", "trainer",
+						 "activeDeadlineSeconds", NULL};
 	static const char *const ours_spec[] = {"runtimeRef", "trainer",
 						"activeDeadlineSeconds",
 						"runtimePatches", NULL};
-	static const char *const trainer_known[] = {
-		"numNodes", "numProcPerNode", "resourcesPerNode", "image",
-		"command", "args", "env", NULL};
+	static const char *const trainer_known[] = {"numNodes",
+						    "numProcPerNode",
+						    "resourcesPerNode",
+						    "image",
+						    "command",
+						    "args",
+						    "env",
+						    NULL};
 	static const char *const ref_known[] = {"name", NULL};
 	struct hb_k8s_reader rd;
 	const cJSON *s, *ref, *tr;
@@ -272,8 +277,8 @@ int hb_trainjob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
 				  "spec: missing");
 	if ((rc = hb_k8s_get_obj(&rd, get(s, "runtimeRef"), "spec.runtimeRef",
 				 &ref)) ||
-	    (rc = hb_k8s_get_str(&rd, get(ref, "name"),
-				 "spec.runtimeRef.name", &runtime)))
+	    (rc = hb_k8s_get_str(&rd, get(ref, "name"), "spec.runtimeRef.name",
+				 &runtime)))
 		return rc;
 	if (!runtime || !*runtime)
 		return hb_err_set(err, HB_EINVAL, spec->source_name,
@@ -300,9 +305,9 @@ int hb_trainjob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
 	if (present) {
 		spec->nodes_min = (uint32_t)v;
 		rd.m_nodes = (uint32_t)v;
-		if ((rc = hb_k8s_set(&rd, get(tr, "numNodes"),
-				     "spec.trainer.numNodes", HB_F_NODES,
-				     NULL)))
+		if ((rc =
+			 hb_k8s_set(&rd, get(tr, "numNodes"),
+				    "spec.trainer.numNodes", HB_F_NODES, NULL)))
 			return rc;
 	}
 	if ((rc = hb_k8s_get_int(&rd, get(tr, "numProcPerNode"),

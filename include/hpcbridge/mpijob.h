@@ -21,11 +21,11 @@ struct cJSON;
 
 /* Annotation and label keys hpcbridge writes on the objects it makes. */
 #define HB_ANNOTATION_PREFIX "hpcbridge.io/"
-#define HB_LABEL_QUEUE "kueue.x-k8s.io/queue-name"
-#define HB_LABEL_MANAGED_BY "app.kubernetes.io/managed-by"
-#define HB_MANAGED_BY "hpcbridge"
+#define HB_LABEL_QUEUE	     "kueue.x-k8s.io/queue-name"
+#define HB_LABEL_MANAGED_BY  "app.kubernetes.io/managed-by"
+#define HB_MANAGED_BY	     "hpcbridge"
 /* Label on every pod template, for the --exclusive anti-affinity. */
-#define HB_LABEL_JOB HB_ANNOTATION_PREFIX "job-name"
+#define HB_LABEL_JOB  HB_ANNOTATION_PREFIX "job-name"
 #define HB_LABEL_ROLE HB_ANNOTATION_PREFIX "role"
 
 /* Longest metadata.name: "<name>-worker-<N-1>" must stay <= 63. */
@@ -72,17 +72,17 @@ int hb_mpijob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
 
 /* Where an emitter puts each mapped field, for the fidelity report. */
 struct hb_k8s_paths {
-	const char *kind;	/* "MPIJob", "TrainJob" */
-	const char *nodes;	/* the worker count */
-	const char *slots;	/* tasks per node */
-	const char *resources;	/* the worker container's resources */
-	const char *deadline;	/* activeDeadlineSeconds */
+	const char *kind;      /* "MPIJob", "TrainJob" */
+	const char *nodes;     /* the worker count */
+	const char *slots;     /* tasks per node */
+	const char *resources; /* the worker container's resources */
+	const char *deadline;  /* activeDeadlineSeconds */
 	const char *image;
 	const char *env;
-	const char *script;	/* where the launcher script goes */
-	const char *selector;	/* the worker pods' nodeSelector */
-	const char *affinity;	/* the worker pods' affinity */
-	const char *role;	/* HB_LABEL_ROLE of the worker pods */
+	const char *script;   /* where the launcher script goes */
+	const char *selector; /* the worker pods' nodeSelector */
+	const char *affinity; /* the worker pods' affinity */
+	const char *role;     /* HB_LABEL_ROLE of the worker pods */
 };
 
 /* What both emitters derive from a jobspec and the configuration.  The
@@ -91,17 +91,17 @@ struct hb_k8s_paths {
 struct hb_k8s_plan {
 	char name[HB_DNS_LABEL_MAX + 1];
 	struct hb_shape shape;
-	int64_t array_index;	  /* -1: not an array element */
-	const char *image;	  /* borrowed from cfg or spec */
-	uint64_t deadline;	  /* activeDeadlineSeconds; 0: none */
-	struct cJSON *metadata;	  /* name, namespace, labels, annotations */
-	struct cJSON *resources;  /* worker {requests, limits} */
+	int64_t array_index;	 /* -1: not an array element */
+	const char *image;	 /* borrowed from cfg or spec */
+	uint64_t deadline;	 /* activeDeadlineSeconds; 0: none */
+	struct cJSON *metadata;	 /* name, namespace, labels, annotations */
+	struct cJSON *resources; /* worker {requests, limits} */
 	struct cJSON *launcher_resources; /* from cfg launcher_*; or NULL */
-	struct cJSON *env;	  /* [{name, value}], or NULL when empty */
-	struct cJSON *script;	  /* string: the launcher script, escaped */
-	struct cJSON *pod_labels; /* labels for the pod templates */
+	struct cJSON *env;	     /* [{name, value}], or NULL when empty */
+	struct cJSON *script;	     /* string: the launcher script, escaped */
+	struct cJSON *pod_labels;    /* labels for the pod templates */
 	struct cJSON *node_selector; /* NULL when empty */
-	struct cJSON *affinity;	  /* NULL when none */
+	struct cJSON *affinity;	     /* NULL when none */
 };
 
 /*
@@ -132,7 +132,7 @@ struct hb_k8s_reader {
 	struct hb_err *err;
 	const struct cJSON *doc;
 	const struct cJSON *annotations; /* metadata.annotations or NULL */
-	bool ours;		/* labelled managed-by hpcbridge */
+	bool ours;			 /* labelled managed-by hpcbridge */
 	const struct cJSON *env; /* the job container's env, for $(VAR) */
 	/* What the manifest itself says, to check hpcbridge.io/request. */
 	uint32_t m_nodes, m_slots, m_gpus;

@@ -137,8 +137,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (hb_doc_parse((const char *)data, size, "fuzz.yaml", &doc, &err))
 		return 0;
-	kind = cJSON_GetStringValue(
-		cJSON_GetObjectItemCaseSensitive(doc, "kind"));
+	kind =
+	    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "kind"));
 	hb_jobspec_init(&spec, "fuzz.yaml");
 	if (kind && strcmp(kind, "TrainJob") == 0)
 		rc = hb_trainjob_parse(doc, &spec, &err);

@@ -117,9 +117,8 @@ static void test_name_budget(void **state)
 				snprintf(suffix, sizeof(suffix), "-%lld",
 					 (long long)idx[k]);
 				assert_non_null(strstr(n, suffix));
-				assert_string_equal(n + strlen(n) -
-							    strlen(suffix),
-						    suffix);
+				assert_string_equal(
+				    n + strlen(n) - strlen(suffix), suffix);
 			}
 		}
 	}
@@ -154,11 +153,11 @@ static void test_name_reserve(void **state)
 static void test_escape(void **state)
 {
 	static const char *const cases[][2] = {
-		{"echo $$ $(hostname) ${X}", "echo $$$$ $$(hostname) $${X}"},
-		{"no dollars", "no dollars"},
-		{"$", "$$"},
-		{"", ""},
-		{"$(A)$$", "$$(A)$$$$"},
+	    {"echo $$ $(hostname) ${X}", "echo $$$$ $$(hostname) $${X}"},
+	    {"no dollars", "no dollars"},
+	    {"$", "$$"},
+	    {"", ""},
+	    {"$(A)$$", "$$(A)$$$$"},
 	};
 	struct hb_buf e, u;
 
@@ -168,9 +167,8 @@ static void test_escape(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		hb_buf_reset(&e);
 		hb_buf_reset(&u);
-		assert_int_equal(hb_k8s_escape(cases[i][0],
-					       strlen(cases[i][0]), &e),
-				 0);
+		assert_int_equal(
+		    hb_k8s_escape(cases[i][0], strlen(cases[i][0]), &e), 0);
 		assert_string_equal(e.data, cases[i][1]);
 		assert_int_equal(hb_k8s_unescape(e.data, e.len, &u), 0);
 		assert_string_equal(u.data, cases[i][0]);
@@ -188,9 +186,9 @@ static struct hb_kv nvme_labels[] = {{"disk", "nvme"}, {"zone", "a"}};
 static struct hb_kv a100_labels[] = {{"nvidia.com/gpu.product", "A100"}};
 static struct hb_kv clash_labels[] = {{"disk", "ssd"}};
 static struct hb_selector_map cons[] = {
-	{"ib", ib_labels, 1},	    {"skylake", sky_labels, 1},
-	{"icelake", ice_labels, 1}, {"nvme", nvme_labels, 2},
-	{"ssd", clash_labels, 1},
+    {"ib", ib_labels, 1},	{"skylake", sky_labels, 1},
+    {"icelake", ice_labels, 1}, {"nvme", nvme_labels, 2},
+    {"ssd", clash_labels, 1},
 };
 static struct hb_selector_map gsel[] = {{"a100", a100_labels, 1}};
 
@@ -244,11 +242,10 @@ static const cJSON *worker_pod(const cJSON *doc)
 
 static const char *sel(const cJSON *doc, const char *key)
 {
-	const cJSON *ns = cJSON_GetObjectItemCaseSensitive(worker_pod(doc),
-							   "nodeSelector");
+	const cJSON *ns =
+	    cJSON_GetObjectItemCaseSensitive(worker_pod(doc), "nodeSelector");
 
-	return cJSON_GetStringValue(
-		cJSON_GetObjectItemCaseSensitive(ns, key));
+	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ns, key));
 }
 
 static void test_constraint_and(void **state)
@@ -291,20 +288,20 @@ static void test_constraint_or(void **state)
 	assert_non_null(terms);
 	assert_int_equal(cJSON_GetArraySize(terms), 2);
 	t = cJSON_GetArrayItem(
-		cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(terms, 1),
-						 "matchExpressions"),
-		0);
-	assert_string_equal(cJSON_GetStringValue(
-				    cJSON_GetObjectItemCaseSensitive(t, "key")),
-			    "cpu.family");
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(terms, 1),
+					     "matchExpressions"),
+	    0);
 	assert_string_equal(
-		cJSON_GetStringValue(
-			cJSON_GetObjectItemCaseSensitive(t, "operator")),
-		"In");
+	    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "key")),
+	    "cpu.family");
 	assert_string_equal(
-		cJSON_GetStringValue(cJSON_GetArrayItem(
-			cJSON_GetObjectItemCaseSensitive(t, "values"), 0)),
-		"icelake");
+	    cJSON_GetStringValue(
+		cJSON_GetObjectItemCaseSensitive(t, "operator")),
+	    "In");
+	assert_string_equal(
+	    cJSON_GetStringValue(cJSON_GetArrayItem(
+		cJSON_GetObjectItemCaseSensitive(t, "values"), 0)),
+	    "icelake");
 	/* "nosuch" has no selector: partial, named in the note. */
 	assert_int_equal(rep.fate[HB_F_CONSTRAINT].kind, HB_FATE_PARTIAL);
 	assert_non_null(strstr(rep.fate[HB_F_CONSTRAINT].note, "nosuch"));
@@ -345,10 +342,10 @@ static void test_constraint_unmapped(void **state)
 				 HB_FATE_CARRIED);
 		/* Kept for the way back. */
 		assert_string_equal(
-			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-				hb_doc_get(doc, "metadata.annotations"),
-				"hpcbridge.io/constraint")),
-			forms[i]);
+		    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+			hb_doc_get(doc, "metadata.annotations"),
+			"hpcbridge.io/constraint")),
+		    forms[i]);
 		cJSON_Delete(doc);
 		hb_report_free(&rep);
 		hb_jobspec_free(&s);
@@ -384,8 +381,8 @@ static void test_selector_clash_and_gpu_type(void **state)
 	s.gpus = 1;
 	s.gpu_type = hb_jobspec_strdup(&s, "h100");
 	doc = emit(&s, &rep);
-	assert_null(cJSON_GetObjectItemCaseSensitive(worker_pod(doc),
-						     "nodeSelector"));
+	assert_null(
+	    cJSON_GetObjectItemCaseSensitive(worker_pod(doc), "nodeSelector"));
 	assert_int_equal(rep.fate[HB_F_GPUS].kind, HB_FATE_PARTIAL);
 	assert_non_null(strstr(rep.fate[HB_F_GPUS].note, "h100"));
 	cJSON_Delete(doc);
@@ -407,23 +404,22 @@ static void test_label_values(void **state)
 	doc = emit(&s, &rep);
 	labels = hb_doc_get(doc, "metadata.labels");
 	ann = hb_doc_get(doc, "metadata.annotations");
-	assert_string_equal(cJSON_GetStringValue(
-				    cJSON_GetObjectItemCaseSensitive(
-					    labels, "hpcbridge.io/user")),
-			    "alice_example.com");
-	assert_string_equal(cJSON_GetStringValue(
-				    cJSON_GetObjectItemCaseSensitive(
-					    labels, "hpcbridge.io/account")),
-			    "proj_42");
-	assert_string_equal(cJSON_GetStringValue(
-				    cJSON_GetObjectItemCaseSensitive(
-					    ann, "hpcbridge.io/account")),
-			    "--proj/42--");
-	assert_string_equal(cJSON_GetStringValue(
-				    cJSON_GetObjectItemCaseSensitive(
-					    labels,
-					    "app.kubernetes.io/managed-by")),
-			    "hpcbridge");
+	assert_string_equal(
+	    cJSON_GetStringValue(
+		cJSON_GetObjectItemCaseSensitive(labels, "hpcbridge.io/user")),
+	    "alice_example.com");
+	assert_string_equal(
+	    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		labels, "hpcbridge.io/account")),
+	    "proj_42");
+	assert_string_equal(
+	    cJSON_GetStringValue(
+		cJSON_GetObjectItemCaseSensitive(ann, "hpcbridge.io/account")),
+	    "--proj/42--");
+	assert_string_equal(
+	    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		labels, "app.kubernetes.io/managed-by")),
+	    "hpcbridge");
 	cJSON_Delete(doc);
 	hb_report_free(&rep);
 	hb_jobspec_free(&s);
@@ -436,12 +432,12 @@ static void test_label_values(void **state)
 	s.account = hb_jobspec_strdup(&s, "@@@");
 	doc = emit(&s, &rep);
 	labels = hb_doc_get(doc, "metadata.labels");
-	assert_int_equal(strlen(cJSON_GetStringValue(
-				 cJSON_GetObjectItemCaseSensitive(
-					 labels, "hpcbridge.io/user"))),
-			 63);
-	assert_null(cJSON_GetObjectItemCaseSensitive(labels,
-						     "hpcbridge.io/account"));
+	assert_int_equal(
+	    strlen(cJSON_GetStringValue(
+		cJSON_GetObjectItemCaseSensitive(labels, "hpcbridge.io/user"))),
+	    63);
+	assert_null(
+	    cJSON_GetObjectItemCaseSensitive(labels, "hpcbridge.io/account"));
 	cJSON_Delete(doc);
 	hb_report_free(&rep);
 	hb_jobspec_free(&s);
@@ -450,27 +446,27 @@ static void test_label_values(void **state)
 /* ---- Quantities read back ---- */
 
 static const char *const manifest_fmt =
-	"apiVersion: kubeflow.org/v2beta1\n"
-	"kind: MPIJob\n"
-	"metadata: {name: q}\n"
-	"spec:\n"
-	"  slotsPerWorker: %s\n"
-	"  mpiReplicaSpecs:\n"
-	"    Launcher:\n"
-	"      replicas: 1\n"
-	"      template: {spec: {containers: [{name: l, image: i, command: "
-	"[mpirun, ./x]}]}}\n"
-	"    Worker:\n"
-	"      replicas: 2\n"
-	"      template:\n"
-	"        spec:\n"
-	"          containers:\n"
-	"          - name: w\n"
-	"            image: i\n"
-	"            resources: {limits: {%s}}\n";
+    "apiVersion: kubeflow.org/v2beta1\n"
+    "kind: MPIJob\n"
+    "metadata: {name: q}\n"
+    "spec:\n"
+    "  slotsPerWorker: %s\n"
+    "  mpiReplicaSpecs:\n"
+    "    Launcher:\n"
+    "      replicas: 1\n"
+    "      template: {spec: {containers: [{name: l, image: i, command: "
+    "[mpirun, ./x]}]}}\n"
+    "    Worker:\n"
+    "      replicas: 2\n"
+    "      template:\n"
+    "        spec:\n"
+    "          containers:\n"
+    "          - name: w\n"
+    "            image: i\n"
+    "            resources: {limits: {%s}}\n";
 
-static int parse_q(const char *slots, const char *limits,
-		   struct hb_jobspec *s, struct hb_err *err)
+static int parse_q(const char *slots, const char *limits, struct hb_jobspec *s,
+		   struct hb_err *err)
 {
 	char buf[2048];
 	cJSON *doc = NULL;
@@ -493,27 +489,27 @@ static void test_quantities(void **state)
 		uint64_t mem;
 		uint32_t gpus;
 	} ok[] = {
-		{"1", "cpu: 500m", 1, 0, 0},
-		{"4", "cpu: 8, memory: 16Gi", 2, 16384, 0},
-		{"2", "cpu: \"2.5\", memory: 1.5Gi", 2, 1536, 0},
-		{"1", "memory: 1G", 0, 954, 0},
-		{"1", "memory: \"1000000000\"", 0, 954, 0},
-		{"3", "cpu: 7", 3, 0, 0},
-		{"1", "amd.com/gpu: 4, nvidia.com/gpu: 0", 0, 0, 4},
-		{"1", "nvidia.com/gpu: \"2\"", 0, 0, 2},
+	    {"1", "cpu: 500m", 1, 0, 0},
+	    {"4", "cpu: 8, memory: 16Gi", 2, 16384, 0},
+	    {"2", "cpu: \"2.5\", memory: 1.5Gi", 2, 1536, 0},
+	    {"1", "memory: 1G", 0, 954, 0},
+	    {"1", "memory: \"1000000000\"", 0, 954, 0},
+	    {"3", "cpu: 7", 3, 0, 0},
+	    {"1", "amd.com/gpu: 4, nvidia.com/gpu: 0", 0, 0, 4},
+	    {"1", "nvidia.com/gpu: \"2\"", 0, 0, 2},
 	};
 	static const struct {
 		const char *slots, *limits, *want;
 	} bad[] = {
-		{"1", "cpu: abc", "limits.cpu"},
-		{"1", "cpu: -1", "limits.cpu"},
-		{"1", "memory: [1]", "limits.memory"},
-		{"1", "nvidia.com/gpu: 1.5", "nvidia.com/gpu"},
-		{"1", "memory: \"1e400\"", "limits.memory"},
-		{"-1", "cpu: 1", "spec.slotsPerWorker"},
-		{"2.5", "cpu: 1", "spec.slotsPerWorker"},
-		{"\"2\"", "cpu: 1", "spec.slotsPerWorker"},
-		{"3000000000", "cpu: 1", "spec.slotsPerWorker"},
+	    {"1", "cpu: abc", "limits.cpu"},
+	    {"1", "cpu: -1", "limits.cpu"},
+	    {"1", "memory: [1]", "limits.memory"},
+	    {"1", "nvidia.com/gpu: 1.5", "nvidia.com/gpu"},
+	    {"1", "memory: \"1e400\"", "limits.memory"},
+	    {"-1", "cpu: 1", "spec.slotsPerWorker"},
+	    {"2.5", "cpu: 1", "spec.slotsPerWorker"},
+	    {"\"2\"", "cpu: 1", "spec.slotsPerWorker"},
+	    {"3000000000", "cpu: 1", "spec.slotsPerWorker"},
 	};
 	struct hb_jobspec s;
 	struct hb_err err;
@@ -546,18 +542,18 @@ static void test_quantities(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_name_basic),
-		cmocka_unit_test(test_name_digit_and_empty),
-		cmocka_unit_test(test_name_from_file),
-		cmocka_unit_test(test_name_budget),
-		cmocka_unit_test(test_name_reserve),
-		cmocka_unit_test(test_escape),
-		cmocka_unit_test(test_constraint_and),
-		cmocka_unit_test(test_constraint_or),
-		cmocka_unit_test(test_constraint_unmapped),
-		cmocka_unit_test(test_selector_clash_and_gpu_type),
-		cmocka_unit_test(test_label_values),
-		cmocka_unit_test(test_quantities),
+	    cmocka_unit_test(test_name_basic),
+	    cmocka_unit_test(test_name_digit_and_empty),
+	    cmocka_unit_test(test_name_from_file),
+	    cmocka_unit_test(test_name_budget),
+	    cmocka_unit_test(test_name_reserve),
+	    cmocka_unit_test(test_escape),
+	    cmocka_unit_test(test_constraint_and),
+	    cmocka_unit_test(test_constraint_or),
+	    cmocka_unit_test(test_constraint_unmapped),
+	    cmocka_unit_test(test_selector_clash_and_gpu_type),
+	    cmocka_unit_test(test_label_values),
+	    cmocka_unit_test(test_quantities),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,10 +30,10 @@ static struct hb_schema_set *schemas;
 static int load_schemas(void **state)
 {
 	static const char *const crds[] = {
-		"reference/crds/kubeflow.org_mpijobs.yaml",
-		"reference/crds/trainer.kubeflow.org_trainjobs.yaml",
-		"reference/crds/trainer.kubeflow.org_clustertrainingruntimes."
-		"yaml"};
+	    "reference/crds/kubeflow.org_mpijobs.yaml",
+	    "reference/crds/trainer.kubeflow.org_trainjobs.yaml",
+	    "reference/crds/trainer.kubeflow.org_clustertrainingruntimes."
+	    "yaml"};
 	struct hb_err err = {0};
 
 	(void)state;
@@ -41,8 +41,8 @@ static int load_schemas(void **state)
 	assert_non_null(schemas);
 	for (size_t i = 0; i < 3; i++) {
 		size_t len;
-		char *buf = hb_test_read_file(hb_test_shared_path(crds[i]),
-					      &len);
+		char *buf =
+		    hb_test_read_file(hb_test_shared_path(crds[i]), &len);
 
 		if (hb_schema_set_add_crd(schemas, buf, len, crds[i], &err))
 			fail_msg("%s", err.msg);
@@ -66,9 +66,8 @@ static void assert_valid(const cJSON *doc)
 	int rc;
 
 	hb_buf_init(&v, 0);
-	rc = hb_schema_validate_all(schemas, doc,
-				    HB_SCHEMA_CREATE | HB_SCHEMA_RULES, &v,
-				    &err);
+	rc = hb_schema_validate_all(
+	    schemas, doc, HB_SCHEMA_CREATE | HB_SCHEMA_RULES, &v, &err);
 	if (rc)
 		fail_msg("emitted manifest is not valid (%d): %s\n%s", rc,
 			 err.msg, v.data ? v.data : "");
@@ -76,8 +75,8 @@ static void assert_valid(const cJSON *doc)
 }
 
 static struct hb_kv module_images[] = {
-	{"openmpi/4.1.5", "ghcr.io/site/openmpi:4.1.5"},
-	{"intel-oneapi-mpi", "ghcr.io/site/impi:2021"},
+    {"openmpi/4.1.5", "ghcr.io/site/openmpi:4.1.5"},
+    {"intel-oneapi-mpi", "ghcr.io/site/impi:2021"},
 };
 static struct hb_kv partition_images[] = {{"gpu", "ghcr.io/site/cuda:12"}};
 static struct hb_kv container_images[] = {{"lammps", "ghcr.io/site/lammps:2"}};
@@ -121,31 +120,29 @@ static void dir(struct hb_jobspec *s, enum hb_field f, const char *text)
 {
 	struct hb_origin o = {HB_ORIGIN_FILE, ++lineno};
 	struct hb_directive *d =
-		hb_jobspec_add_directive(s, HB_DIR_SBATCH, o, text,
-					 strlen(text));
+	    hb_jobspec_add_directive(s, HB_DIR_SBATCH, o, text, strlen(text));
 
 	assert_non_null(d);
 	hb_directive_add_field(d, f);
 	hb_jobspec_set_origin(s, f, o);
 }
 
-#define SET_STR(s, member, f, v)                                       \
-	do {                                                           \
-		(s)->member = hb_jobspec_strdup((s), (v));             \
-		dir((s), (f), #member "=" v);                          \
+#define SET_STR(s, member, f, v)                                               \
+	do {                                                                   \
+		(s)->member = hb_jobspec_strdup((s), (v));                     \
+		dir((s), (f), #member "=" v);                                  \
 	} while (0)
-#define SET_NUM(s, member, f, v)                                       \
-	do {                                                           \
-		(s)->member = (v);                                     \
-		dir((s), (f), #member "=" #v);                         \
+#define SET_NUM(s, member, f, v)                                               \
+	do {                                                                   \
+		(s)->member = (v);                                             \
+		dir((s), (f), #member "=" #v);                                 \
 	} while (0)
 
-static const char *const body =
-	"#!/bin/bash\n"
-	"module load openmpi/4.1.5\n"
-	"export NCCL_DEBUG=INFO\n"
-	"echo $$ $(hostname) ${SLURM_JOB_ID}\n"
-	"mpirun ./app --in 'it''s'\n";
+static const char *const body = "#!/bin/bash\n"
+				"module load openmpi/4.1.5\n"
+				"export NCCL_DEBUG=INFO\n"
+				"echo $$ $(hostname) ${SLURM_JOB_ID}\n"
+				"mpirun ./app --in 'it''s'\n";
 
 static void new_spec(struct hb_jobspec *s, const char *script)
 {
@@ -161,9 +158,8 @@ static void new_spec(struct hb_jobspec *s, const char *script)
 	assert_int_equal(hb_jobspec_scan_body(s, &err), 0);
 }
 
-static cJSON *emit_idx(const struct hb_jobspec *s,
-		       const struct hb_config *cfg, int64_t idx,
-		       struct hb_report *rep)
+static cJSON *emit_idx(const struct hb_jobspec *s, const struct hb_config *cfg,
+		       int64_t idx, struct hb_report *rep)
 {
 	struct hb_err err = {0};
 	cJSON *doc = NULL;
@@ -224,16 +220,15 @@ static const cJSON *container(const cJSON *doc, const char *replica)
 	snprintf(p, sizeof(p), "spec.mpiReplicaSpecs.%s.template.spec",
 		 replica);
 	return cJSON_GetArrayItem(
-		cJSON_GetObjectItemCaseSensitive(hb_doc_get(doc, p),
-						 "containers"),
-		0);
+	    cJSON_GetObjectItemCaseSensitive(hb_doc_get(doc, p), "containers"),
+	    0);
 }
 
 /* Worker resources: requests equal limits, and the limit of key. */
 static const char *worker_res(const cJSON *doc, const char *key)
 {
 	const cJSON *r = cJSON_GetObjectItemCaseSensitive(
-		container(doc, "Worker"), "resources");
+	    container(doc, "Worker"), "resources");
 	const cJSON *req = cJSON_GetObjectItemCaseSensitive(r, "requests");
 	const cJSON *lim = cJSON_GetObjectItemCaseSensitive(r, "limits");
 	const cJSON *a = cJSON_GetObjectItemCaseSensitive(req, key);
@@ -249,26 +244,25 @@ static const char *worker_res(const cJSON *doc, const char *key)
 static const char *annotation(const cJSON *doc, const char *key)
 {
 	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-		hb_doc_get(doc, "metadata.annotations"), key));
+	    hb_doc_get(doc, "metadata.annotations"), key));
 }
 
 static const char *label(const cJSON *doc, const char *key)
 {
 	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-		hb_doc_get(doc, "metadata.labels"), key));
+	    hb_doc_get(doc, "metadata.labels"), key));
 }
 
 static const char *env_of(const cJSON *c, const char *name)
 {
 	const cJSON *it;
 
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(c, "env"))
-	{
-		if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-				   it, "name")),
+	cJSON_ArrayForEach (it, cJSON_GetObjectItemCaseSensitive(c, "env")) {
+		if (strcmp(cJSON_GetStringValue(
+			       cJSON_GetObjectItemCaseSensitive(it, "name")),
 			   name) == 0)
 			return cJSON_GetStringValue(
-				cJSON_GetObjectItemCaseSensitive(it, "value"));
+			    cJSON_GetObjectItemCaseSensitive(it, "value"));
 	}
 	return NULL;
 }
@@ -330,10 +324,9 @@ static void test_shape(void **state)
 	hb_jobspec_free(&s);
 }
 
-static void mem_case(uint8_t kind, uint64_t mb, uint32_t nodes,
-		     uint32_t tpn, uint32_t cpt, uint8_t gscope,
-		     uint32_t gpus, uint64_t worker_mem, const char *want,
-		     uint8_t want_fate)
+static void mem_case(uint8_t kind, uint64_t mb, uint32_t nodes, uint32_t tpn,
+		     uint32_t cpt, uint8_t gscope, uint32_t gpus,
+		     uint64_t worker_mem, const char *want, uint8_t want_fate)
 {
 	struct hb_jobspec s;
 	struct hb_report rep;
@@ -381,14 +374,13 @@ static void test_memory(void **state)
 	mem_case(HB_MEM_PER_CPU, 2048, 2, 4, 2, 0, 0, 0, "16Gi",
 		 HB_FATE_MAPPED);
 	/* --mem-per-gpu x GPUs per node. */
-	mem_case(HB_MEM_PER_GPU, 10240, 2, 0, 0, HB_GPU_PER_NODE, 2, 0,
-		 "20Gi", HB_FATE_MAPPED);
-	/* Per GPU with GPUs per task: 3 tasks x 1 GPU x 1000 MiB. */
-	mem_case(HB_MEM_PER_GPU, 1000, 1, 3, 0, HB_GPU_PER_TASK, 1, 0,
-		 "3000Mi", HB_FATE_MAPPED);
-	/* Torque job-wide mem / nodes. */
-	mem_case(HB_MEM_JOB, 10000, 4, 0, 0, 0, 0, 0, "2500Mi",
+	mem_case(HB_MEM_PER_GPU, 10240, 2, 0, 0, HB_GPU_PER_NODE, 2, 0, "20Gi",
 		 HB_FATE_MAPPED);
+	/* Per GPU with GPUs per task: 3 tasks x 1 GPU x 1000 MiB. */
+	mem_case(HB_MEM_PER_GPU, 1000, 1, 3, 0, HB_GPU_PER_TASK, 1, 0, "3000Mi",
+		 HB_FATE_MAPPED);
+	/* Torque job-wide mem / nodes. */
+	mem_case(HB_MEM_JOB, 10000, 4, 0, 0, 0, 0, 0, "2500Mi", HB_FATE_MAPPED);
 	/* ... rounded up when it does not divide. */
 	mem_case(HB_MEM_JOB, 10001, 4, 0, 0, 0, 0, 0, "2501Mi",
 		 HB_FATE_PARTIAL);
@@ -401,12 +393,11 @@ static void test_memory(void **state)
 	/* ... else no memory at all, never "0". */
 	mem_case(HB_MEM_PER_NODE, 0, 2, 0, 0, 0, 0, 0, NULL, HB_FATE_PARTIAL);
 	/* Per GPU without GPUs comes to nothing: unset, reported. */
-	mem_case(HB_MEM_PER_GPU, 4096, 1, 0, 0, 0, 0, 0, NULL,
-		 HB_FATE_PARTIAL);
+	mem_case(HB_MEM_PER_GPU, 4096, 1, 0, 0, 0, 0, 0, NULL, HB_FATE_PARTIAL);
 }
 
-static void gpu_case(uint8_t scope, uint32_t gpus, uint32_t nodes,
-		     uint32_t tpn, const char *want, uint8_t want_fate)
+static void gpu_case(uint8_t scope, uint32_t gpus, uint32_t nodes, uint32_t tpn,
+		     const char *want, uint8_t want_fate)
 {
 	struct hb_jobspec s;
 	struct hb_report rep;
@@ -547,10 +538,10 @@ static const char *image_of(struct hb_jobspec *s, struct hb_config *cfg)
 
 	snprintf(img, sizeof(img), "%s",
 		 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-			 container(doc, "Launcher"), "image")));
-	assert_string_equal(img,
-			    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-				    container(doc, "Worker"), "image")));
+		     container(doc, "Launcher"), "image")));
+	assert_string_equal(
+	    img, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		     container(doc, "Worker"), "image")));
 	cJSON_Delete(doc);
 	hb_report_free(&rep);
 	return img;
@@ -623,28 +614,28 @@ static void test_pods(void **state)
 			    "Never");
 	assert_string_equal(str_at(doc, "spec.sshAuthMountPath"),
 			    "/home/mpiuser/.ssh");
-	assert_string_equal(cJSON_GetStringValue(
-				    cJSON_GetObjectItemCaseSensitive(l, "name")),
-			    "launcher");
-	assert_string_equal(cJSON_GetStringValue(
-				    cJSON_GetObjectItemCaseSensitive(w, "name")),
-			    "worker");
 	assert_string_equal(
-		cJSON_GetStringValue(cJSON_GetArrayItem(
-			cJSON_GetObjectItemCaseSensitive(l, "command"), 0)),
-		"/bin/sh");
+	    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(l, "name")),
+	    "launcher");
 	assert_string_equal(
-		cJSON_GetStringValue(cJSON_GetArrayItem(
-			cJSON_GetObjectItemCaseSensitive(l, "command"), 1)),
-		"-c");
+	    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(w, "name")),
+	    "worker");
 	assert_string_equal(
-		cJSON_GetStringValue(cJSON_GetArrayItem(
-			cJSON_GetObjectItemCaseSensitive(w, "command"), 0)),
-		"/usr/sbin/sshd");
+	    cJSON_GetStringValue(cJSON_GetArrayItem(
+		cJSON_GetObjectItemCaseSensitive(l, "command"), 0)),
+	    "/bin/sh");
 	assert_string_equal(
-		cJSON_GetStringValue(cJSON_GetArrayItem(
-			cJSON_GetObjectItemCaseSensitive(w, "args"), 0)),
-		"-De");
+	    cJSON_GetStringValue(cJSON_GetArrayItem(
+		cJSON_GetObjectItemCaseSensitive(l, "command"), 1)),
+	    "-c");
+	assert_string_equal(
+	    cJSON_GetStringValue(cJSON_GetArrayItem(
+		cJSON_GetObjectItemCaseSensitive(w, "command"), 0)),
+	    "/usr/sbin/sshd");
+	assert_string_equal(
+	    cJSON_GetStringValue(cJSON_GetArrayItem(
+		cJSON_GetObjectItemCaseSensitive(w, "args"), 0)),
+	    "-De");
 	/* The launcher's own small resources. */
 	assert_string_equal(str_at(l, "resources.limits.cpu"), "1");
 	assert_string_equal(str_at(l, "resources.limits.memory"), "512Mi");
@@ -655,12 +646,11 @@ static void test_pods(void **state)
 	assert_non_null(strstr(cJSON_GetArrayItem(args, 0)->valuestring,
 			       "echo $$$$ $$(hostname) $${SLURM_JOB_ID}"));
 	hb_buf_init(&un, 0);
-	assert_int_equal(hb_k8s_unescape(cJSON_GetArrayItem(args, 0)
-						 ->valuestring,
-					 strlen(cJSON_GetArrayItem(args, 0)
-							->valuestring),
-					 &un),
-			 0);
+	assert_int_equal(
+	    hb_k8s_unescape(cJSON_GetArrayItem(args, 0)->valuestring,
+			    strlen(cJSON_GetArrayItem(args, 0)->valuestring),
+			    &un),
+	    0);
 	assert_int_equal(hb_launcher_extract(un.data, &b, &blen), 0);
 	assert_int_equal(blen, strlen(body));
 	assert_memory_equal(b, body, blen);
@@ -670,21 +660,21 @@ static void test_pods(void **state)
 	assert_string_equal(env_of(w, "NCCL_DEBUG"), "INFO");
 	/* Placement on the workers only. */
 	assert_string_equal(
-		cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-			hb_doc_get(doc, "spec.mpiReplicaSpecs.Worker.template."
-					"spec.nodeSelector"),
-			"feature.node/ib")),
-		"true");
+	    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		hb_doc_get(doc, "spec.mpiReplicaSpecs.Worker.template."
+				"spec.nodeSelector"),
+		"feature.node/ib")),
+	    "true");
 	assert_null(hb_doc_get(doc, "spec.mpiReplicaSpecs.Launcher.template."
 				    "spec.nodeSelector"));
 	assert_non_null(hb_doc_get(doc, "spec.mpiReplicaSpecs.Worker.template."
 					"spec.affinity.podAntiAffinity"));
 	assert_string_equal(
-		cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-			hb_doc_get(doc, "spec.mpiReplicaSpecs.Worker.template."
-					"metadata.labels"),
-			"hpcbridge.io/role")),
-		"worker");
+	    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		hb_doc_get(doc, "spec.mpiReplicaSpecs.Worker.template."
+				"metadata.labels"),
+		"hpcbridge.io/role")),
+	    "worker");
 	assert_int_equal(rep.fate[HB_F_EXCLUSIVE].kind, HB_FATE_PARTIAL);
 	assert_int_equal(rep.fate[HB_F_SCRIPT].kind, HB_FATE_MAPPED);
 	cJSON_Delete(doc);
@@ -692,9 +682,8 @@ static void test_pods(void **state)
 	hb_jobspec_free(&s);
 }
 
-static void set_array(struct hb_jobspec *s, const char *text,
-		      uint32_t start, uint32_t end, uint32_t step,
-		      uint32_t max)
+static void set_array(struct hb_jobspec *s, const char *text, uint32_t start,
+		      uint32_t end, uint32_t step, uint32_t max)
 {
 	s->array = hb_jobspec_strdup(s, text);
 	s->array_ranges = hb_arena_alloc(&s->arena, sizeof(struct hb_range));
@@ -719,14 +708,12 @@ static void test_array(void **state)
 	set_array(&s, "1-9:2%2", 1, 9, 2, 2);
 	doc = emit_idx(&s, &cfg, 7, &rep);
 	assert_string_equal(str_at(doc, "metadata.name"), "sweep-7");
-	assert_string_equal(env_of(container(doc, "Launcher"),
-				   "SLURM_ARRAY_TASK_ID"),
-			    "7");
+	assert_string_equal(
+	    env_of(container(doc, "Launcher"), "SLURM_ARRAY_TASK_ID"), "7");
 	assert_string_equal(env_of(container(doc, "Worker"), "PBS_ARRAYID"),
 			    "7");
-	assert_string_equal(env_of(container(doc, "Launcher"),
-				   "PBS_ARRAY_INDEX"),
-			    "7");
+	assert_string_equal(
+	    env_of(container(doc, "Launcher"), "PBS_ARRAY_INDEX"), "7");
 	assert_string_equal(annotation(doc, "hpcbridge.io/array"), "1-9:2%2");
 	assert_string_equal(annotation(doc, "hpcbridge.io/array-index"), "7");
 	/* The %2 limit is not Kubernetes's to enforce. */
@@ -926,8 +913,7 @@ static void round_trip(const struct hb_jobspec *a, int64_t idx)
 	doc = emit_idx(a, &cfg, idx, &rep);
 	hb_buf_init(&y, 0);
 	assert_int_equal(hb_doc_write_yaml(doc, &y), 0);
-	assert_int_equal(hb_doc_parse(y.data, y.len, "m.yaml", &back, &err),
-			 0);
+	assert_int_equal(hb_doc_parse(y.data, y.len, "m.yaml", &back, &err), 0);
 	hb_jobspec_init(&b, "m.yaml");
 	if (hb_mpijob_parse(back, &b, &err))
 		fail_msg("parse back: %s", err.msg);
@@ -1008,9 +994,8 @@ static void test_edited_manifest(void **state)
 	SET_NUM(&s, nodes_min, HB_F_NODES, 2);
 	SET_NUM(&s, ntasks_per_node, HB_F_NTASKS_PER_NODE, 4);
 	doc = emit(&s, &rep);
-	cJSON_SetNumberValue(hb_doc_get(doc,
-					"spec.mpiReplicaSpecs.Worker.replicas"),
-			     5);
+	cJSON_SetNumberValue(
+	    hb_doc_get(doc, "spec.mpiReplicaSpecs.Worker.replicas"), 5);
 	hb_jobspec_init(&b, "edited.yaml");
 	assert_int_equal(hb_mpijob_parse(doc, &b, &err), 0);
 	assert_int_equal(b.nodes_min, 5);
@@ -1030,8 +1015,8 @@ static void test_edited_manifest(void **state)
 /* Reading manifests                                                */
 /* ---------------------------------------------------------------- */
 
-static int parse_text(const char *text, const char *name,
-		      struct hb_jobspec *s, struct hb_err *err)
+static int parse_text(const char *text, const char *name, struct hb_jobspec *s,
+		      struct hb_err *err)
 {
 	cJSON *doc = NULL;
 	int rc;
@@ -1050,8 +1035,7 @@ static const struct hb_directive *find_dir(const struct hb_jobspec *s,
 					   const char *prefix)
 {
 	for (uint32_t i = 0; i < s->ndirectives; i++)
-		if (strncmp(s->directives[i].text, prefix, strlen(prefix)) ==
-		    0)
+		if (strncmp(s->directives[i].text, prefix, strlen(prefix)) == 0)
 			return &s->directives[i];
 	return NULL;
 }
@@ -1066,8 +1050,8 @@ static void test_operator_examples(void **state)
 
 	(void)state;
 	text = hb_test_read_file(
-		hb_test_shared_path("reference/examples/mpijob-pi-openmpi.yaml"),
-		&len);
+	    hb_test_shared_path("reference/examples/mpijob-pi-openmpi.yaml"),
+	    &len);
 	if (parse_text(text, "pi.yaml", &s, &err))
 		fail_msg("%s", err.msg);
 	assert_string_equal(s.name, "pi");
@@ -1099,8 +1083,8 @@ static void test_operator_examples(void **state)
 	free(text);
 
 	text = hb_test_read_file(
-		hb_test_shared_path("reference/examples/mpijob-pi-intel.yaml"),
-		&len);
+	    hb_test_shared_path("reference/examples/mpijob-pi-intel.yaml"),
+	    &len);
 	if (parse_text(text, "pi-intel.yaml", &s, &err))
 		fail_msg("%s", err.msg);
 	assert_int_equal(s.mpi, HB_MPI_INTEL);
@@ -1121,7 +1105,7 @@ static void test_examples(void **state)
 
 	(void)state;
 	text = hb_test_read_file(
-		hb_test_src_path("examples/manifests/mpijob-wrf.yaml"), &len);
+	    hb_test_src_path("examples/manifests/mpijob-wrf.yaml"), &len);
 	if (parse_text(text, "mpijob-wrf.yaml", &s, &err))
 		fail_msg("%s", err.msg);
 	assert_int_equal(s.nodes_min, 2);
@@ -1137,7 +1121,7 @@ static void test_examples(void **state)
 	free(text);
 
 	text = hb_test_read_file(
-		hb_test_src_path("examples/manifests/mpijob-shell.yaml"), &len);
+	    hb_test_src_path("examples/manifests/mpijob-shell.yaml"), &len);
 	if (parse_text(text, "mpijob-shell.yaml", &s, &err))
 		fail_msg("%s", err.msg);
 	assert_string_equal(s.interpreter, "/bin/bash");
@@ -1151,24 +1135,24 @@ static void test_examples(void **state)
 }
 
 static const char *const hdr =
-	"apiVersion: kubeflow.org/v2beta1\nkind: MPIJob\nmetadata:\n"
-	"  name: x\n";
+    "apiVersion: kubeflow.org/v2beta1\nkind: MPIJob\nmetadata:\n"
+    "  name: x\n";
 
 static void test_foreign_scripts(void **state)
 {
 	static const struct {
 		const char *launcher, *script;
 	} cases[] = {
-		{"command: [python3, -c, \"print('hi')\"]",
-		 "#!/bin/sh\npython3 -c 'print('\\''hi'\\'')'\n"},
-		{"command: [/bin/bash, -c, \"echo $$HOME; ls\"]",
-		 "#!/bin/bash\necho $HOME; ls\n"},
-		{"command: [sh, -c, 'echo \"$(MY_VAR)\" $(NOPE)']\n"
-		 "                env: [{name: MY_VAR, value: v}]",
-		 "#!/bin/sh\necho \"${MY_VAR}\" $(NOPE)\n"},
-		{"command: [echo]\n                args: [\"a b\", \"$(MY_VAR)x\", "
-		 "\"\", \"$$1\"]\n                env: [{name: MY_VAR, value: v}]",
-		 "#!/bin/sh\necho 'a b' \"${MY_VAR}\"'x' '' '$1'\n"},
+	    {"command: [python3, -c, \"print('hi')\"]",
+	     "#!/bin/sh\npython3 -c 'print('\\''hi'\\'')'\n"},
+	    {"command: [/bin/bash, -c, \"echo $$HOME; ls\"]",
+	     "#!/bin/bash\necho $HOME; ls\n"},
+	    {"command: [sh, -c, 'echo \"$(MY_VAR)\" $(NOPE)']\n"
+	     "                env: [{name: MY_VAR, value: v}]",
+	     "#!/bin/sh\necho \"${MY_VAR}\" $(NOPE)\n"},
+	    {"command: [echo]\n                args: [\"a b\", \"$(MY_VAR)x\", "
+	     "\"\", \"$$1\"]\n                env: [{name: MY_VAR, value: v}]",
+	     "#!/bin/sh\necho 'a b' \"${MY_VAR}\"'x' '' '$1'\n"},
 	};
 	char text[2048];
 	struct hb_jobspec s;
@@ -1194,56 +1178,56 @@ static void test_hostile(void **state)
 	static const struct {
 		const char *spec, *want;
 	} cases[] = {
-		{"spec: 5", "spec: must be a mapping"},
-		{"spec: {}", "spec.mpiReplicaSpecs: missing"},
-		{"spec: {mpiReplicaSpecs: {Worker: {replicas: 1}}}",
-		 "spec.mpiReplicaSpecs.Launcher: missing"},
-		{"spec: {mpiReplicaSpecs: {Launcher: {replicas: 2}}}",
-		 "spec.mpiReplicaSpecs.Launcher.replicas: must be 1"},
-		{"spec: {mpiReplicaSpecs: {Launcher: {replicas: 1}, Worker: "
-		 "{replicas: -1}}}",
-		 "spec.mpiReplicaSpecs.Worker.replicas: must be an integer "
-		 "\u2265 0"},
-		{"spec: {mpiReplicaSpecs: {Launcher: {replicas: 1}, Worker: "
-		 "{replicas: two}}}",
-		 "spec.mpiReplicaSpecs.Worker.replicas: must be an integer"},
-		{"spec: {mpiReplicaSpecs: {Launcher: {replicas: 1}, Worker: "
-		 "{replicas: 1e12}}}",
-		 "spec.mpiReplicaSpecs.Worker.replicas: must be at most"},
-		{"spec: {mpiReplicaSpecs: {Launcher: {replicas: 1, template: "
-		 "{spec: {containers: []}}}}}",
-		 "containers: must list at least one container"},
-		{"spec: {mpiReplicaSpecs: {Launcher: {template: {spec: "
-		 "{containers: x}}}}}",
-		 "containers: must be a list"},
-		{"spec: {mpiReplicaSpecs: {Launcher: {template: {spec: "
-		 "{containers: [x]}}}}}",
-		 "containers[0]: must be a mapping"},
-		{"spec: {mpiReplicaSpecs: {Launcher: {template: {spec: "
-		 "{containers: [{command: [1]}]}}}}}",
-		 "containers[0].command[0]: must be a string"},
-		{"spec: {mpiReplicaSpecs: {Launcher: {template: {spec: "
-		 "{containers: [{command: [a], env: [{value: x}]}]}}}}}",
-		 "env[0]: name must be"},
-		{"spec: {mpiReplicaSpecs: {Launcher: {template: {spec: "
-		 "{containers: [{command: [a], env: 3}]}}}}}",
-		 "env: must be a list"},
-		{"spec: {mpiReplicaSpecs: {Launcher: {template: {spec: "
-		 "{containers: [{image: i}]}}}}}",
-		 "no command or args"},
-		{"spec: {mpiImplementation: LAM, mpiReplicaSpecs: {Launcher: "
-		 "{template: {spec: {containers: [{command: [a]}]}}}}}",
-		 "spec.mpiImplementation: 'LAM' is not"},
-		{"spec: {runPolicy: {activeDeadlineSeconds: 0}, "
-		 "mpiReplicaSpecs: {Launcher: {template: {spec: {containers: "
-		 "[{command: [a]}]}}}}}",
-		 "spec.runPolicy.activeDeadlineSeconds: must be an integer"},
-		{"spec: {slotsPerWorker: 1.5, mpiReplicaSpecs: {}}",
-		 "spec.slotsPerWorker: must be an integer"},
-		{"spec: {mpiReplicaSpecs: {Launcher: {template: {spec: "
-		 "{containers: [{command: [a], resources: {limits: {cpu: "
-		 "[1]}}}]}}}}}",
-		 "resources.limits.cpu: must be a quantity"},
+	    {"spec: 5", "spec: must be a mapping"},
+	    {"spec: {}", "spec.mpiReplicaSpecs: missing"},
+	    {"spec: {mpiReplicaSpecs: {Worker: {replicas: 1}}}",
+	     "spec.mpiReplicaSpecs.Launcher: missing"},
+	    {"spec: {mpiReplicaSpecs: {Launcher: {replicas: 2}}}",
+	     "spec.mpiReplicaSpecs.Launcher.replicas: must be 1"},
+	    {"spec: {mpiReplicaSpecs: {Launcher: {replicas: 1}, Worker: "
+	     "{replicas: -1}}}",
+	     "spec.mpiReplicaSpecs.Worker.replicas: must be an integer "
+	     "\u2265 0"},
+	    {"spec: {mpiReplicaSpecs: {Launcher: {replicas: 1}, Worker: "
+	     "{replicas: two}}}",
+	     "spec.mpiReplicaSpecs.Worker.replicas: must be an integer"},
+	    {"spec: {mpiReplicaSpecs: {Launcher: {replicas: 1}, Worker: "
+	     "{replicas: 1e12}}}",
+	     "spec.mpiReplicaSpecs.Worker.replicas: must be at most"},
+	    {"spec: {mpiReplicaSpecs: {Launcher: {replicas: 1, template: "
+	     "{spec: {containers: []}}}}}",
+	     "containers: must list at least one container"},
+	    {"spec: {mpiReplicaSpecs: {Launcher: {template: {spec: "
+	     "{containers: x}}}}}",
+	     "containers: must be a list"},
+	    {"spec: {mpiReplicaSpecs: {Launcher: {template: {spec: "
+	     "{containers: [x]}}}}}",
+	     "containers[0]: must be a mapping"},
+	    {"spec: {mpiReplicaSpecs: {Launcher: {template: {spec: "
+	     "{containers: [{command: [1]}]}}}}}",
+	     "containers[0].command[0]: must be a string"},
+	    {"spec: {mpiReplicaSpecs: {Launcher: {template: {spec: "
+	     "{containers: [{command: [a], env: [{value: x}]}]}}}}}",
+	     "env[0]: name must be"},
+	    {"spec: {mpiReplicaSpecs: {Launcher: {template: {spec: "
+	     "{containers: [{command: [a], env: 3}]}}}}}",
+	     "env: must be a list"},
+	    {"spec: {mpiReplicaSpecs: {Launcher: {template: {spec: "
+	     "{containers: [{image: i}]}}}}}",
+	     "no command or args"},
+	    {"spec: {mpiImplementation: LAM, mpiReplicaSpecs: {Launcher: "
+	     "{template: {spec: {containers: [{command: [a]}]}}}}}",
+	     "spec.mpiImplementation: 'LAM' is not"},
+	    {"spec: {runPolicy: {activeDeadlineSeconds: 0}, "
+	     "mpiReplicaSpecs: {Launcher: {template: {spec: {containers: "
+	     "[{command: [a]}]}}}}}",
+	     "spec.runPolicy.activeDeadlineSeconds: must be an integer"},
+	    {"spec: {slotsPerWorker: 1.5, mpiReplicaSpecs: {}}",
+	     "spec.slotsPerWorker: must be an integer"},
+	    {"spec: {mpiReplicaSpecs: {Launcher: {template: {spec: "
+	     "{containers: [{command: [a], resources: {limits: {cpu: "
+	     "[1]}}}]}}}}}",
+	     "resources.limits.cpu: must be a quantity"},
 	};
 	char text[2048];
 	struct hb_jobspec s;
@@ -1262,8 +1246,7 @@ static void test_hostile(void **state)
 	}
 
 	/* Wrong kind, version, shape of the document, and labels. */
-	assert_int_not_equal(parse_text("- a\n- b\n", "bad.yaml", &s, &err),
-			     0);
+	assert_int_not_equal(parse_text("- a\n- b\n", "bad.yaml", &s, &err), 0);
 	assert_non_null(strstr(err.msg, "not a Kubernetes object"));
 	hb_jobspec_free(&s);
 	assert_int_not_equal(parse_text("apiVersion: kubeflow.org/v1\n"
@@ -1273,10 +1256,10 @@ static void test_hostile(void **state)
 	assert_non_null(strstr(err.msg, "apiVersion"));
 	hb_jobspec_free(&s);
 	assert_int_not_equal(
-		parse_text("apiVersion: trainer.kubeflow.org/v1alpha1\n"
-			   "kind: TrainJob\n",
-			   "bad.yaml", &s, &err),
-		0);
+	    parse_text("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+		       "kind: TrainJob\n",
+		       "bad.yaml", &s, &err),
+	    0);
 	assert_non_null(strstr(err.msg, "kind"));
 	hb_jobspec_free(&s);
 	snprintf(text, sizeof(text),
@@ -1330,19 +1313,18 @@ static void test_env_value_from(void **state)
 static void shorten_script(cJSON *doc)
 {
 	cJSON *args = cJSON_GetObjectItemCaseSensitive(
-		(cJSON *)container(doc, "Launcher"), "args");
+	    (cJSON *)container(doc, "Launcher"), "args");
 	struct hb_buf un, out;
 	const char *b;
 	size_t blen;
 
 	hb_buf_init(&un, 0);
 	hb_buf_init(&out, 0);
-	assert_int_equal(hb_k8s_unescape(cJSON_GetArrayItem(args, 0)
-						 ->valuestring,
-					 strlen(cJSON_GetArrayItem(args, 0)
-							->valuestring),
-					 &un),
-			 0);
+	assert_int_equal(
+	    hb_k8s_unescape(cJSON_GetArrayItem(args, 0)->valuestring,
+			    strlen(cJSON_GetArrayItem(args, 0)->valuestring),
+			    &un),
+	    0);
 	assert_int_equal(hb_launcher_extract(un.data, &b, &blen), 0);
 	hb_buf_puts(&out, "(the launcher script, running:)\n");
 	hb_buf_append(&out, b, blen);
@@ -1427,24 +1409,24 @@ static void test_golden(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_shape),
-		cmocka_unit_test(test_memory),
-		cmocka_unit_test(test_gpus),
-		cmocka_unit_test(test_time_and_mpi),
-		cmocka_unit_test(test_metadata),
-		cmocka_unit_test(test_image),
-		cmocka_unit_test(test_pods),
-		cmocka_unit_test(test_array),
-		cmocka_unit_test(test_worker_shape),
-		cmocka_unit_test(test_every_field_has_a_fate),
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_edited_manifest),
-		cmocka_unit_test(test_operator_examples),
-		cmocka_unit_test(test_examples),
-		cmocka_unit_test(test_foreign_scripts),
-		cmocka_unit_test(test_hostile),
-		cmocka_unit_test(test_env_value_from),
-		cmocka_unit_test(test_golden),
+	    cmocka_unit_test(test_shape),
+	    cmocka_unit_test(test_memory),
+	    cmocka_unit_test(test_gpus),
+	    cmocka_unit_test(test_time_and_mpi),
+	    cmocka_unit_test(test_metadata),
+	    cmocka_unit_test(test_image),
+	    cmocka_unit_test(test_pods),
+	    cmocka_unit_test(test_array),
+	    cmocka_unit_test(test_worker_shape),
+	    cmocka_unit_test(test_every_field_has_a_fate),
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_edited_manifest),
+	    cmocka_unit_test(test_operator_examples),
+	    cmocka_unit_test(test_examples),
+	    cmocka_unit_test(test_foreign_scripts),
+	    cmocka_unit_test(test_hostile),
+	    cmocka_unit_test(test_env_value_from),
+	    cmocka_unit_test(test_golden),
 	};
 	return cmocka_run_group_tests(tests, load_schemas, free_schemas);
 }

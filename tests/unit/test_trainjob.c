@@ -27,9 +27,9 @@ static struct hb_schema_set *schemas;
 static int load_schemas(void **state)
 {
 	static const char *const crds[] = {
-		"reference/crds/trainer.kubeflow.org_trainjobs.yaml",
-		"reference/crds/trainer.kubeflow.org_clustertrainingruntimes."
-		"yaml"};
+	    "reference/crds/trainer.kubeflow.org_trainjobs.yaml",
+	    "reference/crds/trainer.kubeflow.org_clustertrainingruntimes."
+	    "yaml"};
 	struct hb_err err = {0};
 
 	(void)state;
@@ -37,8 +37,8 @@ static int load_schemas(void **state)
 	assert_non_null(schemas);
 	for (size_t i = 0; i < 2; i++) {
 		size_t len;
-		char *buf = hb_test_read_file(hb_test_shared_path(crds[i]),
-					      &len);
+		char *buf =
+		    hb_test_read_file(hb_test_shared_path(crds[i]), &len);
 
 		if (hb_schema_set_add_crd(schemas, buf, len, crds[i], &err))
 			fail_msg("%s", err.msg);
@@ -61,17 +61,15 @@ static void assert_valid(const cJSON *doc)
 	int rc;
 
 	hb_buf_init(&v, 0);
-	rc = hb_schema_validate_all(schemas, doc,
-				    HB_SCHEMA_CREATE | HB_SCHEMA_RULES, &v,
-				    &err);
+	rc = hb_schema_validate_all(
+	    schemas, doc, HB_SCHEMA_CREATE | HB_SCHEMA_RULES, &v, &err);
 	if (rc)
 		fail_msg("emitted TrainJob is not valid (%d): %s\n%s", rc,
 			 err.msg, v.data ? v.data : "");
 	hb_buf_free(&v);
 }
 
-static struct hb_kv module_images[] = {
-	{"openmpi", "ghcr.io/site/openmpi:4.1"}};
+static struct hb_kv module_images[] = {{"openmpi", "ghcr.io/site/openmpi:4.1"}};
 static struct hb_kv partition_queues[] = {{"gpu", "gpu-queue"}};
 static struct hb_kv ib[] = {{"feature.node/ib", "true"}};
 static struct hb_kv a100[] = {{"nvidia.com/gpu.product", "A100"}};
@@ -103,31 +101,29 @@ static void dir(struct hb_jobspec *s, enum hb_field f, const char *text)
 {
 	struct hb_origin o = {HB_ORIGIN_FILE, ++lineno};
 	struct hb_directive *d =
-		hb_jobspec_add_directive(s, HB_DIR_SBATCH, o, text,
-					 strlen(text));
+	    hb_jobspec_add_directive(s, HB_DIR_SBATCH, o, text, strlen(text));
 
 	assert_non_null(d);
 	hb_directive_add_field(d, f);
 	hb_jobspec_set_origin(s, f, o);
 }
 
-#define SET_STR(s, member, f, v)                                       \
-	do {                                                           \
-		(s)->member = hb_jobspec_strdup((s), (v));             \
-		dir((s), (f), #member "=" v);                          \
+#define SET_STR(s, member, f, v)                                               \
+	do {                                                                   \
+		(s)->member = hb_jobspec_strdup((s), (v));                     \
+		dir((s), (f), #member "=" v);                                  \
 	} while (0)
-#define SET_NUM(s, member, f, v)                                       \
-	do {                                                           \
-		(s)->member = (v);                                     \
-		dir((s), (f), #member "=" #v);                         \
+#define SET_NUM(s, member, f, v)                                               \
+	do {                                                                   \
+		(s)->member = (v);                                             \
+		dir((s), (f), #member "=" #v);                                 \
 	} while (0)
 
-static const char *const body =
-	"#!/bin/bash\n"
-	"module load openmpi/4.1.5\n"
-	"export NCCL_P2P_DISABLE=1\n"
-	"echo $$ $(date)\n"
-	"mpirun python train.py\n";
+static const char *const body = "#!/bin/bash\n"
+				"module load openmpi/4.1.5\n"
+				"export NCCL_P2P_DISABLE=1\n"
+				"echo $$ $(date)\n"
+				"mpirun python train.py\n";
 
 static void new_spec(struct hb_jobspec *s, const char *script)
 {
@@ -143,9 +139,8 @@ static void new_spec(struct hb_jobspec *s, const char *script)
 	assert_int_equal(hb_jobspec_scan_body(s, &err), 0);
 }
 
-static cJSON *emit_cfg(const struct hb_jobspec *s,
-		       const struct hb_config *cfg, int64_t idx,
-		       struct hb_report *rep)
+static cJSON *emit_cfg(const struct hb_jobspec *s, const struct hb_config *cfg,
+		       int64_t idx, struct hb_report *rep)
 {
 	struct hb_err err = {0};
 	cJSON *doc = NULL;
@@ -183,22 +178,19 @@ static double num_at(const cJSON *doc, const char *path)
 	return n->valuedouble;
 }
 
-static const char *key_at(const cJSON *doc, const char *path,
-			  const char *key)
+static const char *key_at(const cJSON *doc, const char *path, const char *key)
 {
 	return cJSON_GetStringValue(
-		cJSON_GetObjectItemCaseSensitive(hb_doc_get(doc, path), key));
+	    cJSON_GetObjectItemCaseSensitive(hb_doc_get(doc, path), key));
 }
 
 /* The pod spec the runtime patch gives replicated job i. */
 static const cJSON *patched_pod(const cJSON *doc, int i, const char *name)
 {
-	const cJSON *jobs = hb_doc_get(cJSON_GetArrayItem(hb_doc_get(
-						       doc,
-						       "spec.runtimePatches"),
-						       0),
-				       "trainingRuntimeSpec.template.spec."
-				       "replicatedJobs");
+	const cJSON *jobs = hb_doc_get(
+	    cJSON_GetArrayItem(hb_doc_get(doc, "spec.runtimePatches"), 0),
+	    "trainingRuntimeSpec.template.spec."
+	    "replicatedJobs");
 	const cJSON *j = cJSON_GetArrayItem(jobs, i);
 
 	assert_string_equal(key_at(j, "", "name"), name);
@@ -237,9 +229,9 @@ static void test_contract(void **state)
 	assert_string_equal(str_at(doc, "kind"), "TrainJob");
 	assert_string_equal(str_at(doc, "metadata.name"), "resnet-train");
 	assert_string_equal(str_at(doc, "metadata.namespace"), "ml");
-	assert_string_equal(key_at(doc, "metadata.labels",
-				   "kueue.x-k8s.io/queue-name"),
-			    "gpu-queue");
+	assert_string_equal(
+	    key_at(doc, "metadata.labels", "kueue.x-k8s.io/queue-name"),
+	    "gpu-queue");
 	assert_string_equal(str_at(doc, "spec.runtimeRef.apiGroup"),
 			    "trainer.kubeflow.org");
 	assert_string_equal(str_at(doc, "spec.runtimeRef.kind"),
@@ -261,28 +253,28 @@ static void test_contract(void **state)
 				   "nvidia.com/gpu"),
 			    "8");
 	assert_true(cJSON_Compare(
-		hb_doc_get(doc, "spec.trainer.resourcesPerNode.limits"),
-		hb_doc_get(doc, "spec.trainer.resourcesPerNode.requests"), 1));
+	    hb_doc_get(doc, "spec.trainer.resourcesPerNode.limits"),
+	    hb_doc_get(doc, "spec.trainer.resourcesPerNode.requests"), 1));
 	assert_string_equal(cJSON_GetArrayItem(hb_doc_get(doc, "spec.trainer."
-							      "command"),
+							       "command"),
 					       0)
-				    ->valuestring,
+				->valuestring,
 			    "/bin/sh");
-	assert_string_equal(key_at(cJSON_GetArrayItem(hb_doc_get(doc,
-								 "spec.trainer."
-								 "env"),
-						      0),
-				   "", "name"),
-			    "NCCL_P2P_DISABLE");
+	assert_string_equal(
+	    key_at(cJSON_GetArrayItem(hb_doc_get(doc, "spec.trainer."
+						      "env"),
+				      0),
+		   "", "name"),
+	    "NCCL_P2P_DISABLE");
 	/* args[0] is the launcher script, escaped, around the job. */
 	args = hb_doc_get(doc, "spec.trainer.args");
 	assert_int_equal(cJSON_GetArraySize(args), 1);
 	hb_buf_init(&un, 0);
 	assert_int_equal(
-		hb_k8s_unescape(cJSON_GetArrayItem(args, 0)->valuestring,
-				strlen(cJSON_GetArrayItem(args, 0)->valuestring),
-				&un),
-		0);
+	    hb_k8s_unescape(cJSON_GetArrayItem(args, 0)->valuestring,
+			    strlen(cJSON_GetArrayItem(args, 0)->valuestring),
+			    &un),
+	    0);
 	assert_int_equal(hb_launcher_extract(un.data, &b, &blen), 0);
 	assert_int_equal(blen, strlen(body));
 	assert_memory_equal(b, body, blen);
@@ -290,28 +282,26 @@ static void test_contract(void **state)
 	/* Placement on both of the runtime's jobs. */
 	for (int i = 0; i < 2; i++) {
 		pod = patched_pod(doc, i, i ? "node" : "launcher");
-		assert_string_equal(key_at(pod, "spec.nodeSelector",
-					   "feature.node/ib"),
-				    "true");
-		assert_string_equal(key_at(pod, "spec.nodeSelector",
-					   "nvidia.com/gpu.product"),
-				    "A100");
+		assert_string_equal(
+		    key_at(pod, "spec.nodeSelector", "feature.node/ib"),
+		    "true");
+		assert_string_equal(
+		    key_at(pod, "spec.nodeSelector", "nvidia.com/gpu.product"),
+		    "A100");
 		assert_non_null(hb_doc_get(pod, "spec.affinity."
 						"podAntiAffinity"));
-		assert_string_equal(key_at(pod, "metadata.labels",
-					   "hpcbridge.io/job-name"),
-				    "resnet-train");
+		assert_string_equal(
+		    key_at(pod, "metadata.labels", "hpcbridge.io/job-name"),
+		    "resnet-train");
 	}
-	assert_string_equal(str_at(cJSON_GetArrayItem(hb_doc_get(
-						      doc,
-						      "spec.runtimePatches"),
-						      0),
-				   "manager"),
-			    "hpcbridge.io/gateway");
+	assert_string_equal(
+	    str_at(
+		cJSON_GetArrayItem(hb_doc_get(doc, "spec.runtimePatches"), 0),
+		"manager"),
+	    "hpcbridge.io/gateway");
 	/* No MPI field: the runtime decides; kept for the way back. */
-	assert_string_equal(key_at(doc, "metadata.annotations",
-				   "hpcbridge.io/mpi"),
-			    "OpenMPI");
+	assert_string_equal(
+	    key_at(doc, "metadata.annotations", "hpcbridge.io/mpi"), "OpenMPI");
 	assert_int_equal(rep.fate[HB_F_MPI].kind, HB_FATE_CARRIED);
 	assert_string_equal(rep.fate[HB_F_NODES].target,
 			    "spec.trainer.numNodes");
@@ -341,9 +331,8 @@ static void test_runtime_and_mpi(void **state)
 	/* Trainer runs Open MPI only: an Intel job is reported. */
 	assert_int_equal(s.mpi, HB_MPI_INTEL);
 	assert_int_equal(rep.fate[HB_F_MPI].kind, HB_FATE_PARTIAL);
-	assert_string_equal(key_at(doc, "metadata.annotations",
-				   "hpcbridge.io/mpi"),
-			    "Intel");
+	assert_string_equal(
+	    key_at(doc, "metadata.annotations", "hpcbridge.io/mpi"), "Intel");
 	/* No deadline, no placement: labels only in the patch. */
 	assert_null(hb_doc_get(doc, "spec.activeDeadlineSeconds"));
 	assert_null(hb_doc_get(patched_pod(doc, 1, "node"), "spec"));
@@ -488,8 +477,7 @@ static void round_trip(const struct hb_jobspec *a, int64_t idx)
 	doc = emit_cfg(a, &cfg, idx, &rep);
 	hb_buf_init(&y, 0);
 	assert_int_equal(hb_doc_write_yaml(doc, &y), 0);
-	assert_int_equal(hb_doc_parse(y.data, y.len, "t.yaml", &back, &err),
-			 0);
+	assert_int_equal(hb_doc_parse(y.data, y.len, "t.yaml", &back, &err), 0);
 	hb_jobspec_init(&b, "t.yaml");
 	if (hb_trainjob_parse(back, &b, &err))
 		fail_msg("parse back: %s", err.msg);
@@ -535,8 +523,8 @@ static void test_round_trip(void **state)
 	hb_jobspec_free(&s);
 }
 
-static int parse_text(const char *text, const char *name,
-		      struct hb_jobspec *s, struct hb_err *err)
+static int parse_text(const char *text, const char *name, struct hb_jobspec *s,
+		      struct hb_err *err)
 {
 	cJSON *doc = NULL;
 	int rc;
@@ -554,8 +542,7 @@ static int parse_text(const char *text, const char *name,
 static bool has_dir(const struct hb_jobspec *s, const char *prefix)
 {
 	for (uint32_t i = 0; i < s->ndirectives; i++)
-		if (strncmp(s->directives[i].text, prefix, strlen(prefix)) ==
-		    0)
+		if (strncmp(s->directives[i].text, prefix, strlen(prefix)) == 0)
 			return true;
 	return false;
 }
@@ -566,8 +553,8 @@ static void test_trainer_example(void **state)
 	struct hb_err err;
 	size_t len;
 	char *text = hb_test_read_file(
-		hb_test_shared_path("reference/examples/trainjob-kueue.yaml"),
-		&len);
+	    hb_test_shared_path("reference/examples/trainjob-kueue.yaml"),
+	    &len);
 
 	(void)state;
 	if (parse_text(text, "kueue.yaml", &s, &err))
@@ -578,8 +565,8 @@ static void test_trainer_example(void **state)
 	assert_int_equal(s.cpus_per_task, 4);
 	assert_int_equal(s.mem_mb, 8192);
 	assert_string_equal(s.container, "python:3.11-slim");
-	assert_true(strncmp(s.script, "#!/bin/sh\npython3 -c 'import time\n",
-			    34) == 0);
+	assert_true(
+	    strncmp(s.script, "#!/bin/sh\npython3 -c 'import time\n", 34) == 0);
 	assert_non_null(strstr(s.script, "print(f\"Step {i + 1}/10\")"));
 	/* The runtime, suspend and the queue are listed, not carried. */
 	assert_true(has_dir(&s, "spec.runtimeRef.name: torch-distributed"));
@@ -596,7 +583,7 @@ static void test_example(void **state)
 	struct hb_err err;
 	size_t len;
 	char *text = hb_test_read_file(
-		hb_test_src_path("examples/manifests/trainjob-mpi.yaml"), &len);
+	    hb_test_src_path("examples/manifests/trainjob-mpi.yaml"), &len);
 
 	(void)state;
 	if (parse_text(text, "trainjob-mpi.yaml", &s, &err))
@@ -614,39 +601,39 @@ static void test_example(void **state)
 }
 
 static const char *const hdr =
-	"apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
-	"metadata: {name: t}\n";
+    "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
+    "metadata: {name: t}\n";
 
 static void test_hostile(void **state)
 {
 	static const struct {
 		const char *spec, *want;
 	} cases[] = {
-		{"spec: {}", "spec.runtimeRef.name: missing"},
-		{"spec: {runtimeRef: {name: 3}}",
-		 "spec.runtimeRef.name: must be a string"},
-		{"spec: {runtimeRef: {name: r}}", "spec.trainer: missing"},
-		{"spec: {runtimeRef: {name: r}, trainer: []}",
-		 "spec.trainer: must be a mapping"},
-		{"spec: {runtimeRef: {name: r}, trainer: {numNodes: 0, "
-		 "command: [a]}}",
-		 "spec.trainer.numNodes: must be an integer \u2265 1"},
-		{"spec: {runtimeRef: {name: r}, trainer: {numProcPerNode: "
-		 "auto, command: [a]}}",
-		 "spec.trainer.numProcPerNode: must be an integer"},
-		{"spec: {runtimeRef: {name: r}, trainer: {numNodes: "
-		 "99999999999, command: [a]}}",
-		 "spec.trainer.numNodes: must be at most"},
-		{"spec: {runtimeRef: {name: r}, trainer: {resourcesPerNode: "
-		 "3, command: [a]}}",
-		 "spec.trainer.resourcesPerNode: must be a mapping"},
-		{"spec: {runtimeRef: {name: r}, trainer: {image: x}}",
-		 "no command or args"},
-		{"spec: {runtimeRef: {name: r}, activeDeadlineSeconds: x, "
-		 "trainer: {command: [a]}}",
-		 "spec.activeDeadlineSeconds: must be an integer"},
-		{"spec: {runtimeRef: {name: r}, trainer: {args: {a: 1}}}",
-		 "spec.trainer.args: must be a list"},
+	    {"spec: {}", "spec.runtimeRef.name: missing"},
+	    {"spec: {runtimeRef: {name: 3}}",
+	     "spec.runtimeRef.name: must be a string"},
+	    {"spec: {runtimeRef: {name: r}}", "spec.trainer: missing"},
+	    {"spec: {runtimeRef: {name: r}, trainer: []}",
+	     "spec.trainer: must be a mapping"},
+	    {"spec: {runtimeRef: {name: r}, trainer: {numNodes: 0, "
+	     "command: [a]}}",
+	     "spec.trainer.numNodes: must be an integer \u2265 1"},
+	    {"spec: {runtimeRef: {name: r}, trainer: {numProcPerNode: "
+	     "auto, command: [a]}}",
+	     "spec.trainer.numProcPerNode: must be an integer"},
+	    {"spec: {runtimeRef: {name: r}, trainer: {numNodes: "
+	     "99999999999, command: [a]}}",
+	     "spec.trainer.numNodes: must be at most"},
+	    {"spec: {runtimeRef: {name: r}, trainer: {resourcesPerNode: "
+	     "3, command: [a]}}",
+	     "spec.trainer.resourcesPerNode: must be a mapping"},
+	    {"spec: {runtimeRef: {name: r}, trainer: {image: x}}",
+	     "no command or args"},
+	    {"spec: {runtimeRef: {name: r}, activeDeadlineSeconds: x, "
+	     "trainer: {command: [a]}}",
+	     "spec.activeDeadlineSeconds: must be an integer"},
+	    {"spec: {runtimeRef: {name: r}, trainer: {args: {a: 1}}}",
+	     "spec.trainer.args: must be a list"},
 	};
 	char text[1024];
 	struct hb_jobspec s;
@@ -683,10 +670,10 @@ static void shorten_script(cJSON *doc)
 	hb_buf_init(&un, 0);
 	hb_buf_init(&out, 0);
 	assert_int_equal(
-		hb_k8s_unescape(cJSON_GetArrayItem(args, 0)->valuestring,
-				strlen(cJSON_GetArrayItem(args, 0)->valuestring),
-				&un),
-		0);
+	    hb_k8s_unescape(cJSON_GetArrayItem(args, 0)->valuestring,
+			    strlen(cJSON_GetArrayItem(args, 0)->valuestring),
+			    &un),
+	    0);
 	assert_int_equal(hb_launcher_extract(un.data, &b, &blen), 0);
 	hb_buf_puts(&out, "(the launcher script, running:)\n");
 	hb_buf_append(&out, b, blen);
@@ -756,15 +743,15 @@ static void test_golden(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_contract),
-		cmocka_unit_test(test_runtime_and_mpi),
-		cmocka_unit_test(test_name_budget),
-		cmocka_unit_test(test_every_field_has_a_fate),
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_trainer_example),
-		cmocka_unit_test(test_example),
-		cmocka_unit_test(test_hostile),
-		cmocka_unit_test(test_golden),
+	    cmocka_unit_test(test_contract),
+	    cmocka_unit_test(test_runtime_and_mpi),
+	    cmocka_unit_test(test_name_budget),
+	    cmocka_unit_test(test_every_field_has_a_fate),
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_trainer_example),
+	    cmocka_unit_test(test_example),
+	    cmocka_unit_test(test_hostile),
+	    cmocka_unit_test(test_golden),
 	};
 	return cmocka_run_group_tests(tests, load_schemas, free_schemas);
 }
