@@ -603,9 +603,20 @@ static int add_dir(struct ctx *c, int id, uint16_t flags, const char *text,
 	return 0;
 }
 
+/* Add a remark to directive d (after any it already has). */
 static void note(struct ctx *c, uint32_t d, const char *text)
 {
-	dir(c, d)->note = text;
+	struct hb_directive *x = dir(c, d);
+	const char *both;
+
+	if (!text)
+		return;
+	if (!x->note || strcmp(x->note, text) == 0) {
+		x->note = text;
+		return;
+	}
+	both = hb_arena_printf(&c->spec->arena, "%s; %s", x->note, text);
+	x->note = both ? both : text;
 }
 
 static const char *where_text(struct ctx *c, uint32_t d)
@@ -2972,6 +2983,51 @@ static int validate_gpus(struct ctx *c)
 		else if (cpt == UNSET)
 			ntasks = min;
 	}
+	/* _test_gres_cnt(), in its order */
+	{
+		uint64_t gps = sock->set ? sock->a : 0;
+		uint32_t d = job->set ? job->dir : task->set ? task->dir
+					       : pnode->set ? pnode->dir
+							    : gres->dir;
+
+		if (gpj && ((gpn && gpn > gpj) || (gpt && gpt > gpj) ||
+			    (gps && gps > gpj)))
+			return gres_fail(c, d, HB_EINVAL,
+					 "failed to ensure --gpus >= "
+					 "--gres=gpu/--gpus-per-node >= "
+					 "--gpus-per-socket");
+		if (gpn && ((gpt && gpt > gpn) || (gps && gps > gpn)))
+			return gres_fail(c, d, HB_EINVAL,
+					 "failed to ensure --gpus >= "
+					 "--gpus-per-task");
+		if (gps && c->topo[0] < 0)
+			return gres_fail(c, sock->dir, HB_EINVAL,
+					 "--gpus-per-socket option requires "
+					 "--sockets-per-node specification");
+	}
+	if (cpg->set && cpt != UNSET)
+		return gres_fail(c, cpg->dir, HB_ECONFLICT,
+				 "--cpus-per-gpu is mutually exclusive with "
+				 "--cpus-per-task");
+	if (gpj && gpn) {
+		uint64_t req;
+
+		if (gpj % gpn)
+			return gres_fail(c, job->dir, HB_EINVAL,
+					 "--gpus is not multiple of "
+					 "--gres=gpu/--gpus-per-node");
+		req = gpj / gpn;
+		if ((min != UNSET && req < min) || (max != UNSET && req > max))
+			return gres_fail(c, job->dir, HB_EINVAL,
+					 "based on --gpus and GPUs per node, "
+					 "the required node count is outside "
+					 "the job's node range");
+		min = max = req;
+		if (req <= UINT32_MAX) {
+			sp->nodes_min = sp->nodes_max = (uint32_t)req;
+			derive(c, HB_F_NODES, job->dir, "nodes", req);
+		}
+	}
 	if (gpt) {
 		if (gpj) {
 			if (gpj % gpt)
@@ -3010,17 +3066,10 @@ static int validate_gpus(struct ctx *c)
 					 "--ntasks-per-node");
 		}
 	}
-	if (cpg->set && gpt) {
-		if (cpt == UNSET) {
-			sp->cpus_per_task = (uint32_t)(cpg->a * gpt);
-			derive(c, HB_F_CPUS_PER_TASK, cpg->dir, "CPUs per task",
-			       sp->cpus_per_task);
-		} else if (cpt != cpg->a * gpt) {
-			return gres_fail(c, cpg->dir, HB_ECONFLICT,
-					 "based on --cpus-per-gpu and "
-					 "--gpus-per-task the number of CPUs "
-					 "differs from -c/--cpus-per-task");
-		}
+	if (cpg->set && gpt && cpt == UNSET) {
+		sp->cpus_per_task = (uint32_t)(cpg->a * gpt);
+		derive(c, HB_F_CPUS_PER_TASK, cpg->dir, "CPUs per task",
+		       sp->cpus_per_task);
 	}
 	if (gpj) {
 		if (min != UNSET && gpj < min)

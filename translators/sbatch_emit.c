@@ -139,6 +139,15 @@ static int emit_nodes(struct em *e)
 	const struct hb_jobspec *s = e->spec;
 	char buf[48];
 
+	if (s->nodes_min && s->ntasks && s->ntasks < s->nodes_min &&
+	    !(s->gpu_scope == HB_GPU_PER_TASK && s->gpus)) {
+		/* sbatch itself lowers the node count to the task count */
+		snprintf(buf, sizeof(buf), "%u", s->ntasks);
+		return line(e, HB_F_NODES, "--nodes", buf, HB_FATE_PARTIAL,
+			    "fewer tasks than nodes: written as sbatch would "
+			    "run it, one node per task");
+	}
+
 	if (!s->nodes_min) {
 		/* sbatch -N 0 asks for no nodes at all: never write it */
 		if (s->nodes_max || hb_jobspec_has(s, HB_F_NODES))
@@ -194,11 +203,21 @@ static int emit_mem(struct em *e)
 	return 0;
 }
 
+/* "[gpu:][type:]count" for a GPU line, in b (no length limit). */
+static int gpu_value(struct hb_buf *b, bool gres, const char *type,
+		     uint64_t count)
+{
+	return hb_buf_printf(b, "%s%s%s%llu", gres ? "gpu:" : "",
+			     type ? type : "", type ? ":" : "",
+			     (unsigned long long)count);
+}
+
 static int emit_gpus(struct em *e)
 {
 	const struct hb_jobspec *s = e->spec;
-	char buf[160];
+	struct hb_buf b;
 	const char *opt;
+	int rc;
 
 	if (s->gpu_scope == HB_GPU_NONE || !s->gpus)
 		return 0;
@@ -211,23 +230,24 @@ static int emit_gpus(struct em *e)
 	switch (s->gpu_scope) {
 	case HB_GPU_PER_NODE:
 		opt = "--gres";
-		snprintf(buf, sizeof(buf), "gpu:%s%s%u",
-			 s->gpu_type ? s->gpu_type : "",
-			 s->gpu_type ? ":" : "", s->gpus);
 		break;
 	case HB_GPU_PER_TASK:
 		opt = "--gpus-per-task";
-		goto typed;
+		break;
 	case HB_GPU_PER_JOB:
 	default:
 		opt = "--gpus";
-typed:
-		snprintf(buf, sizeof(buf), "%s%s%u",
-			 s->gpu_type ? s->gpu_type : "",
-			 s->gpu_type ? ":" : "", s->gpus);
 		break;
 	}
-	return line(e, HB_F_GPUS, opt, buf, HB_FATE_MAPPED, NULL);
+	hb_buf_init(&b, 0);
+	if (gpu_value(&b, s->gpu_scope == HB_GPU_PER_NODE, s->gpu_type,
+		      s->gpus)) {
+		hb_buf_free(&b);
+		return nomem(e);
+	}
+	rc = line(e, HB_F_GPUS, opt, b.data, HB_FATE_MAPPED, NULL);
+	hb_buf_free(&b);
+	return rc;
 }
 
 static int emit_time(struct em *e, enum hb_field f, const char *opt,
@@ -370,22 +390,24 @@ static int emit_directives(struct em *e)
 	    (uint64_t)s->ntasks * s->gpus <= UINT32_MAX) {
 		/* fewer tasks than nodes: sbatch keeps that only when the
 		 * task count comes from --gpus / --gpus-per-task */
-		char buf[160];
+		struct hb_buf b;
 
-		snprintf(buf, sizeof(buf), "%s%s%llu",
-			 s->gpu_type ? s->gpu_type : "", s->gpu_type ? ":" : "",
-			 (unsigned long long)s->ntasks * s->gpus);
-		if (s->gpu_type && !writable(s->gpu_type))
-			buf[0] = '\0';
-		if (buf[0])
-			TRY(line(e, HB_F_NTASKS, "--gpus", buf, HB_FATE_MAPPED,
-				 "the task count follows from --gpus and "
-				 "--gpus-per-task"));
+		hb_buf_init(&b, 0);
+		if (gpu_value(&b, false, s->gpu_type,
+			      (uint64_t)s->ntasks * s->gpus)) {
+			hb_buf_free(&b);
+			return nomem(e);
+		}
+		if (!s->gpu_type || (writable(s->gpu_type) &&
+				     !strpbrk(s->gpu_type, ":,")))
+			rc = line(e, HB_F_NTASKS, "--gpus", b.data,
+				  HB_FATE_MAPPED,
+				  "the task count follows from --gpus and "
+				  "--gpus-per-task");
+		hb_buf_free(&b);
+		if (rc)
+			return rc;
 	} else if (s->ntasks) {
-		if (s->nodes_min && s->ntasks < s->nodes_min)
-			fate(e, HB_F_NODES, HB_FATE_PARTIAL, "#SBATCH --nodes",
-			     "fewer tasks than nodes: sbatch lowers the node "
-			     "count to the task count");
 		TRY(num_line(e, HB_F_NTASKS, "--ntasks", s->ntasks));
 	}
 	if (s->ntasks_per_node)

@@ -494,7 +494,10 @@ static void test_gpus(void **state)
 	ok(SH "#SBATCH --gpus=4 --gpus-per-node=2\n");
 	assert_int_equal(spec.gpu_scope, HB_GPU_PER_NODE);
 	assert_int_equal(spec.gpus, 2);
-	assert_int_equal(find_dir("--gpus=4")->nfields, 0);
+	assert_false(dir_has(find_dir("--gpus=4"), HB_F_GPUS));
+	assert_true(dir_has(find_dir("--gpus=4"), HB_F_NODES));
+	assert_int_equal(spec.nodes_min, 2);
+	assert_non_null(strstr(find_dir("--gpus=4")->note, "derives nodes 2"));
 	assert_non_null(strstr(find_dir("--gpus=4")->note, "not carried"));
 	bad(SH "#SBATCH --gres=gpu:\n", HB_EINVAL, "invalid --gres");
 	bad(SH "#SBATCH --gres=gpu::2\n", HB_EINVAL, "invalid --gres");
@@ -527,6 +530,20 @@ static void test_gpus(void **state)
 	bad(SH "#SBATCH --gpus=a100:2 --gpus-per-task=1 -n 2\n", HB_EINVAL,
 	    "with and without type");
 	bad(SH "#SBATCH -N 3 --gpus=2\n", HB_EINVAL, "--gpus < -N");
+	ok(SH "#SBATCH --gpus=4 --gres=gpu:2\n");
+	assert_int_equal(spec.nodes_min, 2);
+	assert_int_equal(spec.nodes_max, 2);
+	assert_int_equal(spec.origin[HB_F_NODES].kind, HB_ORIGIN_DERIVED);
+	bad(SH "#SBATCH --gpus=4 --gres=gpu:2 -N 3\n", HB_EINVAL,
+	    "outside the job's node range");
+	bad(SH "#SBATCH --gpus=3 --gres=gpu:2\n", HB_EINVAL,
+	    "not multiple of --gres=gpu");
+	bad(SH "#SBATCH --gpus=1 --gpus-per-node=2\n", HB_EINVAL,
+	    "failed to ensure --gpus >=");
+	bad(SH "#SBATCH --cpus-per-gpu=2 -c 2 --gpus=1\n", HB_ECONFLICT,
+	    "mutually exclusive with --cpus-per-task");
+	bad(SH "#SBATCH --gpus-per-socket=1 --gpus=2\n", HB_EINVAL,
+	    "requires --sockets-per-node");
 	ok(SH "#SBATCH -N 1-4 --gpus=2\n");
 	assert_int_equal(spec.nodes_max, 2);
 }
