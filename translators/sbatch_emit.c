@@ -106,11 +106,44 @@ static int line(struct em *e, enum hb_field f, const char *opt,
 	return 0;
 }
 
+/*
+ * Would sbatch take "opt=v" on its own?  Used for the values other
+ * readers hand over as written (times, signals, mail types), which must
+ * be in Slurm's syntax to be written at all.
+ */
+static bool sbatch_accepts(const char *opt, const char *v)
+{
+	struct hb_jobspec t;
+	struct hb_err err = {0};
+	struct hb_buf b;
+	bool ok;
+
+	hb_buf_init(&b, 0);
+	if (hb_buf_printf(&b, "#!/bin/sh\n#SBATCH %s=", opt) ||
+	    put_value(&b, v) || hb_buf_putc(&b, '\n')) {
+		hb_buf_free(&b);
+		return false;
+	}
+	hb_jobspec_init(&t, "check");
+	ok = hb_sbatch_parse(b.data, b.len, "check", NULL, &t, &err) == 0;
+	hb_jobspec_free(&t);
+	hb_buf_free(&b);
+	return ok;
+}
+
 static int str_line(struct em *e, enum hb_field f, const char *opt,
 		    const char *v)
 {
 	if (!v)
 		return 0;
+	if (e->spec->source != HB_SRC_SBATCH &&
+	    (f == HB_F_BEGIN || f == HB_F_DEADLINE || f == HB_F_SIGNAL ||
+	     f == HB_F_MAIL_TYPE) &&
+	    writable(v) && !sbatch_accepts(opt, v)) {
+		fate(e, f, HB_FATE_DROPPED, NULL,
+		     "the value is not in a form sbatch accepts");
+		return 0;
+	}
 	return line(e, f, opt, v, HB_FATE_MAPPED, NULL);
 }
 

@@ -542,6 +542,24 @@ static void test_other_sources(void **state)
 	assert_true(rep.nwarnings >= 1);
 	hb_report_free(&rep);
 
+	/* values handed over in another syntax are dropped, not written
+	 * for sbatch to refuse */
+	s.interpreter = NULL;
+	s.begin = "202401011200";	/* PBS -a form */
+	s.mail_type = "abe";		/* PBS -m form */
+	s.deadline = "2031-01-01";
+	hb_report_init(&rep, "sbatch");
+	hb_buf_reset(&out);
+	assert_int_equal(hb_sbatch_emit(&s, &out, &rep, &err), 0);
+	assert_null(strstr(out.data, "--begin"));
+	assert_null(strstr(out.data, "--mail-type"));
+	assert_non_null(strstr(out.data, "#SBATCH --deadline=2031-01-01\n"));
+	assert_int_equal(rep.fate[HB_F_BEGIN].kind, HB_FATE_DROPPED);
+	assert_int_equal(rep.fate[HB_F_MAIL_TYPE].kind, HB_FATE_DROPPED);
+	assert_int_equal(rep.fate[HB_F_DEADLINE].kind, HB_FATE_MAPPED);
+	hb_report_free(&rep);
+	s.begin = s.mail_type = s.deadline = NULL;
+
 	/* a value no #SBATCH line can hold: refused, nothing written */
 	s.interpreter = NULL;
 	s.name = "two\nlines";
