@@ -1288,6 +1288,22 @@ static int parse_gpus(struct ctx *c, const char *opt, const char *v,
 				  "too large", opt, shown(c, v));
 			break;
 		}
+		if (type) {
+			/* a GRES type is a plain name, as gres.conf has it */
+			for (const char *t = type; *t; t++) {
+				unsigned char ch = (unsigned char)*t;
+
+				if (ch <= ' ' || ch == 0x7f || ch == '=' ||
+				    ch == '"' || ch == '\'' || ch == '\\') {
+					rc = fail(c, HB_EINVAL,
+						  "--%s: invalid GPU type in "
+						  "'%s'", opt, shown(c, v));
+					break;
+				}
+			}
+			if (rc)
+				break;
+		}
 		if (g->count && (!type || !g->type || strcmp(type, g->type)))
 			g->multi_type = true;
 		if (type)

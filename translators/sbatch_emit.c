@@ -24,6 +24,7 @@ struct em {
 	struct hb_report *rep;
 	struct hb_err *err;
 	const char *name;
+	bool gpus_written;
 };
 
 static int nomem(struct em *e)
@@ -216,6 +217,12 @@ static int emit_mem(struct em *e)
 		return line(e, HB_F_MEM, "--mem-per-cpu", buf, HB_FATE_MAPPED,
 			    NULL);
 	case HB_MEM_PER_GPU:
+		if (!e->gpus_written) {
+			fate(e, HB_F_MEM, HB_FATE_DROPPED, NULL,
+			     "memory per GPU without a GPU request that can "
+			     "be written");
+			return 0;
+		}
 		return line(e, HB_F_MEM, "--mem-per-gpu", buf, HB_FATE_MAPPED,
 			    NULL);
 	case HB_MEM_JOB:
@@ -280,6 +287,7 @@ static int emit_gpus(struct em *e)
 	}
 	rc = line(e, HB_F_GPUS, opt, b.data, HB_FATE_MAPPED, NULL);
 	hb_buf_free(&b);
+	e->gpus_written = rc == 0;
 	return rc;
 }
 
@@ -449,8 +457,8 @@ static int emit_directives(struct em *e)
 	if (s->cpus_per_task)
 		TRY(num_line(e, HB_F_CPUS_PER_TASK, "--cpus-per-task",
 			     s->cpus_per_task));
-	TRY(emit_mem(e));
 	TRY(emit_gpus(e));
+	TRY(emit_mem(e));
 	TRY(str_line(e, HB_F_LICENSES, "--licenses", s->licenses));
 	if (s->exclusive)
 		TRY(line(e, HB_F_EXCLUSIVE, "--exclusive", NULL,
@@ -718,7 +726,7 @@ static int put_pbs_block(struct em *e, enum shell sh)
 int hb_sbatch_emit(const struct hb_jobspec *spec, struct hb_buf *out,
 		   struct hb_report *rep, struct hb_err *err)
 {
-	struct em e = {spec, out, rep, err, NULL};
+	struct em e = {spec, out, rep, err, NULL, false};
 	size_t start = out->len;
 	const char *interp = spec->interpreter;
 	struct body b = {0};

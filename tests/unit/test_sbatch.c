@@ -503,6 +503,7 @@ static void test_gpus(void **state)
 	bad(SH "#SBATCH --gres=gpu::2\n", HB_EINVAL, "invalid --gres");
 	bad(SH "#SBATCH --gpus=99999999999\n", HB_ERANGE, "too large");
 	bad(SH "#SBATCH --gres=help\n", HB_EINVAL, "submits no job");
+	bad(SH "#SBATCH --gpus='a 100:2'\n", HB_EINVAL, "invalid GPU type");
 	/* sbatch's own GPU checks, and the counts they imply */
 	bad(SH "#SBATCH --gpus-per-task=1\n", HB_EINVAL,
 	    "job.sh:2: --gpus-per-task used without either --gpus or "
