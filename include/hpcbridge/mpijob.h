@@ -36,8 +36,11 @@ struct cJSON;
  * name without extension) lowercased, each run of characters outside
  * [a-z0-9] turned into one '-', trimmed of '-', and cut so that
  * "<name>[-<array_index>]-worker-<nodes-1>" fits in 63 characters.  A name
- * that comes out empty or starting with a digit is prefixed "job-".
- * array_index < 0: not an array element.  out: HB_DNS_LABEL_MAX + 1 bytes.
+ * that comes out empty or starting with a digit is prefixed "job-" (an
+ * empty one becomes "job").  The result is a DNS-1035 label.  A jobspec
+ * read back from one of hpcbridge's manifests uses the original script's
+ * file name (hpcbridge.io/source-name).  array_index < 0: not an array
+ * element; nodes 0 counts as 1.  out: HB_DNS_LABEL_MAX + 1 bytes.
  */
 int hb_k8s_name(const struct hb_jobspec *spec, int64_t array_index,
 		uint32_t nodes, char out[HB_DNS_LABEL_MAX + 1]);
