@@ -3226,6 +3226,66 @@ static int resolve_export(struct ctx *c)
 
 /* The checks and adjustments of sbatch's _opt_verify() that change
  * what the job asks for. */
+/*
+ * validate_hint_option() and verify_hint(): --hint wins over, or yields
+ * to, the node topology options, and sets some of them itself.
+ */
+static void resolve_hint(struct ctx *c)
+{
+	static const int topo_ids[] = {O_NTASKS_PER_CORE, O_THREADS_PER_CORE,
+				       O_EXTRA_NODE_INFO};
+	const struct slot *h = &c->slot[O_HINT];
+	bool cli = false, env = false;
+	const char *p;
+
+	if (!h->set || !h->val)
+		return;
+	for (size_t k = 0; k < sizeof(topo_ids) / sizeof(topo_ids[0]); k++) {
+		const struct slot *t = &c->slot[topo_ids[k]];
+
+		if (t->set && !t->by_env)
+			cli = true;
+		else if (t->set)
+			env = true;
+	}
+	if (cli || (h->by_env && env)) {
+		note(c, h->dir, "ignored: sbatch drops --hint when "
+				"--ntasks-per-core, --threads-per-core or -B "
+				"is given");
+		return;
+	}
+	if (!h->by_env) {
+		/* the hint replaces any topology request */
+		c->topo[0] = c->topo[1] = c->topo[2] = -1;
+		c->extra_set = false;
+	}
+	for (p = h->val; *p;) {
+		const char *e = p;
+		char tok[32];
+		size_t n;
+
+		while (*e && !(*e == ';' || (*e == ',' && !is_digit(e[1]))))
+			e++;
+		n = (size_t)(e - p);
+		if (n < sizeof(tok)) {
+			memcpy(tok, p, n);
+			tok[n] = '\0';
+			if (ieq(tok, "compute_bound")) {
+				c->topo[0] = c->topo[1] = -1;
+				c->topo[2] = 1;
+			} else if (ieq(tok, "memory_bound")) {
+				c->topo[1] = c->topo[2] = 1;
+			} else if (ieq(tok, "multithread")) {
+				c->topo[2] = -1;
+			} else if (ieq(tok, "nomultithread")) {
+				c->topo[2] = 1;
+			}
+		}
+		p = *e ? e + 1 : e;
+	}
+	c->topo_dir = h->dir;
+}
+
 static int resolve_counts(struct ctx *c)
 {
 	struct hb_jobspec *sp = c->spec;
@@ -3237,6 +3297,7 @@ static int resolve_counts(struct ctx *c)
 	uint64_t max = nodes->set ? nodes->b : 0;
 	uint32_t nodes_dir = nodes->set ? nodes->dir : NO_DIR;
 
+	resolve_hint(c);
 	if (nl->set && nl->dir != NO_DIR &&
 	    c->dinfo[nl->dir] == O_NODELIST) {
 		uint64_t cnt;

@@ -446,6 +446,13 @@ static void test_counts(void **state)
 	assert_int_equal(spec.ntasks, 16);
 	ok(SH "#SBATCH --sockets-per-node=2\n");
 	assert_int_equal(spec.ntasks, 0); /* no -N, no -B: nothing derived */
+	/* --hint replaces the topology request, or yields to -B */
+	ok(SH "#SBATCH -N 4 --hint=nomultithread --cores-per-socket=4\n");
+	assert_int_equal(spec.ntasks, 4);
+	ok(SH "#SBATCH -N 2 --hint=memory_bound -B 2:4\n");
+	assert_int_equal(spec.ntasks, 16);
+	assert_non_null(strstr(find_dir("--hint=memory_bound")->note,
+			       "ignored"));
 	/* integers as parse_int() reads them */
 	ok(SH "#SBATCH -n +4 -c ' 2'\n");
 	assert_int_equal(spec.ntasks, 4);
