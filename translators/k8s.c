@@ -1762,6 +1762,32 @@ static int carried(struct ctx *c)
 	return 0;
 }
 
+/* The API server refuses more than 256 KiB of annotations. */
+#define ANNOTATIONS_MAX (256u * 1024)
+
+static int annotation_budget(struct ctx *c)
+{
+	const cJSON *a, *big = NULL;
+	size_t total = 0, bigsz = 0;
+
+	cJSON_ArrayForEach (a, c->annotations) {
+		size_t n = strlen(a->string) + strlen(a->valuestring);
+
+		total += n;
+		if (n > bigsz) {
+			bigsz = n;
+			big = a;
+		}
+	}
+	if (total <= ANNOTATIONS_MAX)
+		return 0;
+	return hb_err_set(c->err, HB_ETOOBIG, c->spec->source_name, 0,
+			  "the fields kept in annotations take %zu bytes, more "
+			  "than Kubernetes' %u; the largest is %s (%zu bytes)",
+			  total, ANNOTATIONS_MAX, big ? big->string : "?",
+			  bigsz);
+}
+
 void hb_k8s_plan_free(struct hb_k8s_plan *plan)
 {
 	cJSON_Delete(plan->metadata);
@@ -1826,6 +1852,8 @@ int hb_k8s_plan(const struct hb_jobspec *spec, const struct hb_config *cfg,
 	    (rc = env(&c)) || (rc = constraint(&c)) || (rc = gpu_type(&c)) ||
 	    (rc = exclusive(&c, paths->role)) || (rc = time_limit(&c)) ||
 	    (rc = array(&c)) || (rc = carried(&c)) || (rc = script(&c)))
+		goto fail;
+	if ((rc = annotation_budget(&c)))
 		goto fail;
 	plan->pod_labels = cJSON_CreateObject();
 	if (!plan->pod_labels ||

@@ -729,6 +729,20 @@ static void test_array(void **state)
 	assert_int_equal(emit_err(&s, &cfg, 3, &err), HB_ETOOBIG);
 	assert_non_null(strstr(err.msg, "max_array_jobs"));
 	assert_non_null(strstr(err.msg, "100"));
+	s.array_ranges[0] = (struct hb_range){1, 9, 2};
+
+	/* Kubernetes takes at most 256 KiB of annotations. */
+	{
+		char *big = malloc(300 * 1024);
+
+		assert_non_null(big);
+		memset(big, 'c', 300 * 1024 - 1);
+		big[300 * 1024 - 1] = '\0';
+		s.comment = hb_jobspec_strdup(&s, big);
+		free(big);
+		assert_int_equal(emit_err(&s, &cfg, 3, &err), HB_ETOOBIG);
+		assert_non_null(strstr(err.msg, "hpcbridge.io/comment"));
+	}
 	hb_jobspec_free(&s);
 
 	/* An index for a job that is no array. */
