@@ -691,11 +691,12 @@ static int str_to_nodes(const char *s, long *n, const char **left)
 	if (*end == 'k' || *end == 'K') {
 		if (*n > INT_MAX / 1024 || *n < -(INT_MAX / 1024))
 			ovf = true;
-		*n *= 1024;
+		else
+			*n *= 1024;
 		end++;
 	}
 	if (*end == 'm' || *end == 'M') {
-		if (*n > INT_MAX / (1024 * 1024) ||
+		if (ovf || *n > INT_MAX / (1024 * 1024) ||
 		    *n < -(INT_MAX / (1024 * 1024)))
 			ovf = true;
 		else
@@ -1626,7 +1627,7 @@ static bool resource_range(const char *v, long *min)
 	if (lower(*end) == 'k' || lower(*end) == 'm') {
 		long m = lower(*end) == 'k' ? 1024 : 1048576;
 
-		if (n > INT_MAX / m)
+		if (n < 0 || n > INT_MAX / m)
 			return false;
 		n *= m;
 		end++;
@@ -1645,7 +1646,7 @@ static bool resource_range(const char *v, long *min)
 		if (lower(*end) == 'k' || lower(*end) == 'm') {
 			long m = lower(*end) == 'k' ? 1024 : 1048576;
 
-			if (hi > INT_MAX / m)
+			if (hi < 0 || hi > INT_MAX / m)
 				return false;
 			hi *= m;
 			end++;
@@ -3083,6 +3084,10 @@ static int validate_gpus(struct ctx *c)
 		}
 	}
 	if (cpg->set && gpt && cpt == UNSET) {
+		if (cpg->a * gpt > INT_MAX)
+			return gres_fail(c, cpg->dir, HB_ERANGE,
+					 "CPUs per task from --cpus-per-gpu "
+					 "and --gpus-per-task are too many");
 		sp->cpus_per_task = (uint32_t)(cpg->a * gpt);
 		derive(c, HB_F_CPUS_PER_TASK, cpg->dir, "CPUs per task",
 		       sp->cpus_per_task);
@@ -3358,9 +3363,14 @@ static int resolve_counts(struct ctx *c)
 			    c->topo[2] > 0)) {
 		uint64_t n = min ? min : 1;
 
-		for (int k = 0; k < 3; k++)
-			if (c->topo[k] >= 0)
+		for (int k = 0; k < 3; k++) {
+			if (c->topo[k] < 0)
+				continue;
+			if (c->topo[k] && n > INT_MAX / (uint64_t)c->topo[k])
+				n = (uint64_t)INT_MAX + 1; /* refused below */
+			else
 				n *= (uint64_t)c->topo[k];
+		}
 		if (n == 0 || n > INT_MAX)
 			return fail(c, HB_EUNSUP, "the task count sbatch "
 				    "derives from the node topology request "

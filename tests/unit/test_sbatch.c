@@ -426,6 +426,11 @@ static void test_counts(void **state)
 	bad(SH "#SBATCH -N 2x\n", HB_EINVAL, "not a valid node count");
 	bad(SH "#SBATCH -N 0\n", HB_EUNSUP, "no nodes");
 	bad(SH "#SBATCH -N 9999999999\n", HB_ERANGE, "too large");
+	bad(SH "#SBATCH -N 99999999999999999999999k\n", HB_ERANGE, "too large");
+	bad(SH "#SBATCH -N 3000000k\n", HB_ERANGE, "too large");
+	bad(SH "#SBATCH -B -99999999999999k\n", HB_EINVAL, "extra-node-info");
+	bad(SH "#SBATCH -N 2 -B 2147483647:2147483647:2147483647\n",
+	    HB_EUNSUP, "task count");
 	/* fewer tasks than nodes: sbatch shrinks the node count */
 	ok(SH "#SBATCH -N 4 -n 2\n");
 	assert_int_equal(spec.nodes_min, 2);
