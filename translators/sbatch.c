@@ -126,8 +126,7 @@ static bool c_strtol(const char *s, long *out, const char **end)
 	if (ovf)
 		*out = neg ? LONG_MIN : LONG_MAX;
 	else if (neg)
-		*out = v == (unsigned long)LONG_MAX + 1 ? LONG_MIN
-							 : -(long)v;
+		*out = v == (unsigned long)LONG_MAX + 1 ? LONG_MIN : -(long)v;
 	else
 		*out = (long)v;
 	return ovf;
@@ -138,32 +137,119 @@ static bool c_strtol(const char *s, long *out, const char **end)
 /* ------------------------------------------------------------------ */
 
 enum oid {
-	O_ACCOUNT, O_ACCTG_FREQ, O_ARRAY, O_BATCH, O_BEGIN, O_BB, O_BBF,
-	O_CLUSTER_CONSTRAINT, O_CHDIR, O_CLUSTER, O_CLUSTERS, O_COMMENT,
-	O_CONTAINER, O_CONTEXT, O_CONTIGUOUS, O_CONSTRAINT, O_CORE_SPEC,
-	O_CORES_PER_SOCKET, O_CPU_FREQ, O_CPUS_PER_GPU, O_CPUS_PER_TASK,
-	O_DEADLINE, O_DELAY_BOOT, O_DEPENDENCY, O_DISTRIBUTION, O_ERROR,
-	O_EXCLUDE, O_EXCLUSIVE, O_EXPORT, O_EXPORT_FILE, O_EXTRA_NODE_INFO,
-	O_GET_USER_ENV, O_GID, O_GPU_BIND, O_GPU_FREQ, O_GPUS,
-	O_GPUS_PER_NODE, O_GPUS_PER_SOCKET, O_GPUS_PER_TASK, O_GRES,
-	O_GRES_FLAGS, O_HELP, O_HINT, O_HOLD, O_IGNORE_PBS, O_INPUT,
-	O_JOB_NAME, O_KILL_ON_INVALID_DEP, O_LICENSES, O_MAIL_TYPE,
-	O_MAIL_USER, O_MCS_LABEL, O_MEM, O_MEM_BIND, O_MEM_PER_CPU,
-	O_MEM_PER_GPU, O_MINCPUS, O_NETWORK, O_NICE, O_NO_KILL,
-	O_NO_REQUEUE, O_NODEFILE, O_NODELIST, O_NODES, O_NTASKS,
-	O_NTASKS_PER_CORE, O_NTASKS_PER_GPU, O_NTASKS_PER_NODE,
-	O_NTASKS_PER_SOCKET, O_NTASKS_PER_TRES, O_OPEN_MODE, O_OUTPUT,
-	O_OVERCOMMIT, O_OVERSUBSCRIBE, O_PARSABLE, O_PARTITION, O_POWER,
-	O_PREFER, O_PRIORITY, O_PROFILE, O_PROPAGATE, O_QOS, O_QUIET,
-	O_REBOOT, O_REQUEUE, O_RESERVATION, O_SIGNAL, O_SOCKETS_PER_NODE,
-	O_SPREAD_JOB, O_SWITCHES, O_TEST_ONLY, O_THREAD_SPEC,
-	O_THREADS_PER_CORE, O_TIME, O_TIME_MIN, O_TMP, O_UID,
-	O_USE_MIN_NODES, O_VERBOSE, O_VERSION, O_USAGE, O_WAIT,
-	O_WAIT_ALL_NODES, O_WCKEY, O_WRAP,
+	O_ACCOUNT,
+	O_ACCTG_FREQ,
+	O_ARRAY,
+	O_BATCH,
+	O_BEGIN,
+	O_BB,
+	O_BBF,
+	O_CLUSTER_CONSTRAINT,
+	O_CHDIR,
+	O_CLUSTER,
+	O_CLUSTERS,
+	O_COMMENT,
+	O_CONTAINER,
+	O_CONTEXT,
+	O_CONTIGUOUS,
+	O_CONSTRAINT,
+	O_CORE_SPEC,
+	O_CORES_PER_SOCKET,
+	O_CPU_FREQ,
+	O_CPUS_PER_GPU,
+	O_CPUS_PER_TASK,
+	O_DEADLINE,
+	O_DELAY_BOOT,
+	O_DEPENDENCY,
+	O_DISTRIBUTION,
+	O_ERROR,
+	O_EXCLUDE,
+	O_EXCLUSIVE,
+	O_EXPORT,
+	O_EXPORT_FILE,
+	O_EXTRA_NODE_INFO,
+	O_GET_USER_ENV,
+	O_GID,
+	O_GPU_BIND,
+	O_GPU_FREQ,
+	O_GPUS,
+	O_GPUS_PER_NODE,
+	O_GPUS_PER_SOCKET,
+	O_GPUS_PER_TASK,
+	O_GRES,
+	O_GRES_FLAGS,
+	O_HELP,
+	O_HINT,
+	O_HOLD,
+	O_IGNORE_PBS,
+	O_INPUT,
+	O_JOB_NAME,
+	O_KILL_ON_INVALID_DEP,
+	O_LICENSES,
+	O_MAIL_TYPE,
+	O_MAIL_USER,
+	O_MCS_LABEL,
+	O_MEM,
+	O_MEM_BIND,
+	O_MEM_PER_CPU,
+	O_MEM_PER_GPU,
+	O_MINCPUS,
+	O_NETWORK,
+	O_NICE,
+	O_NO_KILL,
+	O_NO_REQUEUE,
+	O_NODEFILE,
+	O_NODELIST,
+	O_NODES,
+	O_NTASKS,
+	O_NTASKS_PER_CORE,
+	O_NTASKS_PER_GPU,
+	O_NTASKS_PER_NODE,
+	O_NTASKS_PER_SOCKET,
+	O_NTASKS_PER_TRES,
+	O_OPEN_MODE,
+	O_OUTPUT,
+	O_OVERCOMMIT,
+	O_OVERSUBSCRIBE,
+	O_PARSABLE,
+	O_PARTITION,
+	O_POWER,
+	O_PREFER,
+	O_PRIORITY,
+	O_PROFILE,
+	O_PROPAGATE,
+	O_QOS,
+	O_QUIET,
+	O_REBOOT,
+	O_REQUEUE,
+	O_RESERVATION,
+	O_SIGNAL,
+	O_SOCKETS_PER_NODE,
+	O_SPREAD_JOB,
+	O_SWITCHES,
+	O_TEST_ONLY,
+	O_THREAD_SPEC,
+	O_THREADS_PER_CORE,
+	O_TIME,
+	O_TIME_MIN,
+	O_TMP,
+	O_UID,
+	O_USE_MIN_NODES,
+	O_VERBOSE,
+	O_VERSION,
+	O_USAGE,
+	O_WAIT,
+	O_WAIT_ALL_NODES,
+	O_WCKEY,
+	O_WRAP,
 	/* only as environment variables */
-	O_SWITCH_REQ, O_SWITCH_WAIT,
+	O_SWITCH_REQ,
+	O_SWITCH_WAIT,
 	/* the project's own SPANK options */
-	O_HB_TARGET, O_HB_DEADLINE, O_HB_CHECKPOINT, O_HB_DATA,
+	O_HB_TARGET,
+	O_HB_DEADLINE,
+	O_HB_CHECKPOINT,
+	O_HB_DATA,
 	O__COUNT
 };
 
@@ -177,120 +263,123 @@ struct lopt {
 	char shortc;
 };
 
-#define LO(name, has, id, c) {name, sizeof(name) - 1, has, id, c}
+#define LO(name, has, id, c)                                                   \
+	{                                                                      \
+		name, sizeof(name) - 1, has, id, c                             \
+	}
 
 /* In Slurm's order (common_options[]), then the SPANK options. */
 static const struct lopt lopts[] = {
-	LO("account", REQ_ARG, O_ACCOUNT, 'A'),
-	LO("acctg-freq", REQ_ARG, O_ACCTG_FREQ, 0),
-	LO("array", REQ_ARG, O_ARRAY, 'a'),
-	LO("batch", REQ_ARG, O_BATCH, 0),
-	LO("begin", REQ_ARG, O_BEGIN, 'b'),
-	LO("bb", REQ_ARG, O_BB, 0),
-	LO("bbf", REQ_ARG, O_BBF, 0),
-	LO("cluster-constraint", REQ_ARG, O_CLUSTER_CONSTRAINT, 0),
-	LO("chdir", REQ_ARG, O_CHDIR, 'D'),
-	LO("cluster", REQ_ARG, O_CLUSTER, 0),
-	LO("clusters", REQ_ARG, O_CLUSTERS, 'M'),
-	LO("comment", REQ_ARG, O_COMMENT, 0),
-	LO("container", REQ_ARG, O_CONTAINER, 0),
-	LO("context", REQ_ARG, O_CONTEXT, 0),
-	LO("contiguous", NO_ARG, O_CONTIGUOUS, 0),
-	LO("constraint", REQ_ARG, O_CONSTRAINT, 'C'),
-	LO("core-spec", REQ_ARG, O_CORE_SPEC, 'S'),
-	LO("cores-per-socket", REQ_ARG, O_CORES_PER_SOCKET, 0),
-	LO("cpu-freq", REQ_ARG, O_CPU_FREQ, 0),
-	LO("cpus-per-gpu", REQ_ARG, O_CPUS_PER_GPU, 0),
-	LO("cpus-per-task", REQ_ARG, O_CPUS_PER_TASK, 'c'),
-	LO("deadline", REQ_ARG, O_DEADLINE, 0),
-	LO("delay-boot", REQ_ARG, O_DELAY_BOOT, 0),
-	LO("dependency", REQ_ARG, O_DEPENDENCY, 'd'),
-	LO("distribution", REQ_ARG, O_DISTRIBUTION, 'm'),
-	LO("error", REQ_ARG, O_ERROR, 'e'),
-	LO("exclude", REQ_ARG, O_EXCLUDE, 'x'),
-	LO("exclusive", OPT_ARG, O_EXCLUSIVE, 0),
-	LO("export", REQ_ARG, O_EXPORT, 0),
-	LO("export-file", REQ_ARG, O_EXPORT_FILE, 0),
-	LO("extra-node-info", REQ_ARG, O_EXTRA_NODE_INFO, 'B'),
-	LO("get-user-env", OPT_ARG, O_GET_USER_ENV, 0),
-	LO("gid", REQ_ARG, O_GID, 0),
-	LO("gpu-bind", REQ_ARG, O_GPU_BIND, 0),
-	LO("gpu-freq", REQ_ARG, O_GPU_FREQ, 0),
-	LO("gpus", REQ_ARG, O_GPUS, 'G'),
-	LO("gpus-per-node", REQ_ARG, O_GPUS_PER_NODE, 0),
-	LO("gpus-per-socket", REQ_ARG, O_GPUS_PER_SOCKET, 0),
-	LO("gpus-per-task", REQ_ARG, O_GPUS_PER_TASK, 0),
-	LO("gres", REQ_ARG, O_GRES, 0),
-	LO("gres-flags", REQ_ARG, O_GRES_FLAGS, 0),
-	LO("help", NO_ARG, O_HELP, 'h'),
-	LO("hint", REQ_ARG, O_HINT, 0),
-	LO("hold", NO_ARG, O_HOLD, 'H'),
-	LO("ignore-pbs", NO_ARG, O_IGNORE_PBS, 0),
-	LO("input", REQ_ARG, O_INPUT, 'i'),
-	LO("job-name", REQ_ARG, O_JOB_NAME, 'J'),
-	LO("kill-on-invalid-dep", REQ_ARG, O_KILL_ON_INVALID_DEP, 0),
-	LO("licenses", REQ_ARG, O_LICENSES, 'L'),
-	LO("mail-type", REQ_ARG, O_MAIL_TYPE, 0),
-	LO("mail-user", REQ_ARG, O_MAIL_USER, 0),
-	LO("mcs-label", REQ_ARG, O_MCS_LABEL, 0),
-	LO("mem", REQ_ARG, O_MEM, 0),
-	LO("mem-bind", REQ_ARG, O_MEM_BIND, 0),
-	LO("mem-per-cpu", REQ_ARG, O_MEM_PER_CPU, 0),
-	LO("mem-per-gpu", REQ_ARG, O_MEM_PER_GPU, 0),
-	LO("mincpus", REQ_ARG, O_MINCPUS, 0),
-	LO("network", REQ_ARG, O_NETWORK, 0),
-	LO("nice", OPT_ARG, O_NICE, 0),
-	LO("no-kill", OPT_ARG, O_NO_KILL, 'k'),
-	LO("no-requeue", NO_ARG, O_NO_REQUEUE, 0),
-	LO("nodefile", REQ_ARG, O_NODEFILE, 'F'),
-	LO("nodelist", REQ_ARG, O_NODELIST, 'w'),
-	LO("nodes", REQ_ARG, O_NODES, 'N'),
-	LO("ntasks", REQ_ARG, O_NTASKS, 'n'),
-	LO("ntasks-per-core", REQ_ARG, O_NTASKS_PER_CORE, 0),
-	LO("ntasks-per-gpu", REQ_ARG, O_NTASKS_PER_GPU, 0),
-	LO("ntasks-per-node", REQ_ARG, O_NTASKS_PER_NODE, 0),
-	LO("ntasks-per-socket", REQ_ARG, O_NTASKS_PER_SOCKET, 0),
-	LO("ntasks-per-tres", REQ_ARG, O_NTASKS_PER_TRES, 0),
-	LO("open-mode", REQ_ARG, O_OPEN_MODE, 0),
-	LO("output", REQ_ARG, O_OUTPUT, 'o'),
-	LO("overcommit", NO_ARG, O_OVERCOMMIT, 'O'),
-	LO("oversubscribe", NO_ARG, O_OVERSUBSCRIBE, 's'),
-	LO("parsable", NO_ARG, O_PARSABLE, 0),
-	LO("partition", REQ_ARG, O_PARTITION, 'p'),
-	LO("power", REQ_ARG, O_POWER, 0),
-	LO("prefer", REQ_ARG, O_PREFER, 0),
-	LO("priority", REQ_ARG, O_PRIORITY, 0),
-	LO("profile", REQ_ARG, O_PROFILE, 0),
-	LO("propagate", OPT_ARG, O_PROPAGATE, 0),
-	LO("qos", REQ_ARG, O_QOS, 'q'),
-	LO("quiet", NO_ARG, O_QUIET, 'Q'),
-	LO("reboot", NO_ARG, O_REBOOT, 0),
-	LO("requeue", NO_ARG, O_REQUEUE, 0),
-	LO("reservation", REQ_ARG, O_RESERVATION, 0),
-	LO("signal", REQ_ARG, O_SIGNAL, 0),
-	LO("sockets-per-node", REQ_ARG, O_SOCKETS_PER_NODE, 0),
-	LO("spread-job", NO_ARG, O_SPREAD_JOB, 0),
-	LO("switches", REQ_ARG, O_SWITCHES, 0),
-	LO("tasks-per-node", REQ_ARG, O_NTASKS_PER_NODE, 0),
-	LO("test-only", NO_ARG, O_TEST_ONLY, 0),
-	LO("thread-spec", REQ_ARG, O_THREAD_SPEC, 0),
-	LO("threads-per-core", REQ_ARG, O_THREADS_PER_CORE, 0),
-	LO("time", REQ_ARG, O_TIME, 't'),
-	LO("time-min", REQ_ARG, O_TIME_MIN, 0),
-	LO("tmp", REQ_ARG, O_TMP, 0),
-	LO("uid", REQ_ARG, O_UID, 0),
-	LO("use-min-nodes", NO_ARG, O_USE_MIN_NODES, 0),
-	LO("verbose", NO_ARG, O_VERBOSE, 'v'),
-	LO("version", NO_ARG, O_VERSION, 'V'),
-	LO("usage", NO_ARG, O_USAGE, 0),
-	LO("wait", NO_ARG, O_WAIT, 'W'),
-	LO("wait-all-nodes", REQ_ARG, O_WAIT_ALL_NODES, 0),
-	LO("wckey", REQ_ARG, O_WCKEY, 0),
-	LO("wrap", REQ_ARG, O_WRAP, 0),
-	LO("hpcbridge-target", REQ_ARG, O_HB_TARGET, 0),
-	LO("hpcbridge-deadline", REQ_ARG, O_HB_DEADLINE, 0),
-	LO("hpcbridge-checkpoint", REQ_ARG, O_HB_CHECKPOINT, 0),
-	LO("hpcbridge-data", REQ_ARG, O_HB_DATA, 0),
+    LO("account", REQ_ARG, O_ACCOUNT, 'A'),
+    LO("acctg-freq", REQ_ARG, O_ACCTG_FREQ, 0),
+    LO("array", REQ_ARG, O_ARRAY, 'a'),
+    LO("batch", REQ_ARG, O_BATCH, 0),
+    LO("begin", REQ_ARG, O_BEGIN, 'b'),
+    LO("bb", REQ_ARG, O_BB, 0),
+    LO("bbf", REQ_ARG, O_BBF, 0),
+    LO("cluster-constraint", REQ_ARG, O_CLUSTER_CONSTRAINT, 0),
+    LO("chdir", REQ_ARG, O_CHDIR, 'D'),
+    LO("cluster", REQ_ARG, O_CLUSTER, 0),
+    LO("clusters", REQ_ARG, O_CLUSTERS, 'M'),
+    LO("comment", REQ_ARG, O_COMMENT, 0),
+    LO("container", REQ_ARG, O_CONTAINER, 0),
+    LO("context", REQ_ARG, O_CONTEXT, 0),
+    LO("contiguous", NO_ARG, O_CONTIGUOUS, 0),
+    LO("constraint", REQ_ARG, O_CONSTRAINT, 'C'),
+    LO("core-spec", REQ_ARG, O_CORE_SPEC, 'S'),
+    LO("cores-per-socket", REQ_ARG, O_CORES_PER_SOCKET, 0),
+    LO("cpu-freq", REQ_ARG, O_CPU_FREQ, 0),
+    LO("cpus-per-gpu", REQ_ARG, O_CPUS_PER_GPU, 0),
+    LO("cpus-per-task", REQ_ARG, O_CPUS_PER_TASK, 'c'),
+    LO("deadline", REQ_ARG, O_DEADLINE, 0),
+    LO("delay-boot", REQ_ARG, O_DELAY_BOOT, 0),
+    LO("dependency", REQ_ARG, O_DEPENDENCY, 'd'),
+    LO("distribution", REQ_ARG, O_DISTRIBUTION, 'm'),
+    LO("error", REQ_ARG, O_ERROR, 'e'),
+    LO("exclude", REQ_ARG, O_EXCLUDE, 'x'),
+    LO("exclusive", OPT_ARG, O_EXCLUSIVE, 0),
+    LO("export", REQ_ARG, O_EXPORT, 0),
+    LO("export-file", REQ_ARG, O_EXPORT_FILE, 0),
+    LO("extra-node-info", REQ_ARG, O_EXTRA_NODE_INFO, 'B'),
+    LO("get-user-env", OPT_ARG, O_GET_USER_ENV, 0),
+    LO("gid", REQ_ARG, O_GID, 0),
+    LO("gpu-bind", REQ_ARG, O_GPU_BIND, 0),
+    LO("gpu-freq", REQ_ARG, O_GPU_FREQ, 0),
+    LO("gpus", REQ_ARG, O_GPUS, 'G'),
+    LO("gpus-per-node", REQ_ARG, O_GPUS_PER_NODE, 0),
+    LO("gpus-per-socket", REQ_ARG, O_GPUS_PER_SOCKET, 0),
+    LO("gpus-per-task", REQ_ARG, O_GPUS_PER_TASK, 0),
+    LO("gres", REQ_ARG, O_GRES, 0),
+    LO("gres-flags", REQ_ARG, O_GRES_FLAGS, 0),
+    LO("help", NO_ARG, O_HELP, 'h'),
+    LO("hint", REQ_ARG, O_HINT, 0),
+    LO("hold", NO_ARG, O_HOLD, 'H'),
+    LO("ignore-pbs", NO_ARG, O_IGNORE_PBS, 0),
+    LO("input", REQ_ARG, O_INPUT, 'i'),
+    LO("job-name", REQ_ARG, O_JOB_NAME, 'J'),
+    LO("kill-on-invalid-dep", REQ_ARG, O_KILL_ON_INVALID_DEP, 0),
+    LO("licenses", REQ_ARG, O_LICENSES, 'L'),
+    LO("mail-type", REQ_ARG, O_MAIL_TYPE, 0),
+    LO("mail-user", REQ_ARG, O_MAIL_USER, 0),
+    LO("mcs-label", REQ_ARG, O_MCS_LABEL, 0),
+    LO("mem", REQ_ARG, O_MEM, 0),
+    LO("mem-bind", REQ_ARG, O_MEM_BIND, 0),
+    LO("mem-per-cpu", REQ_ARG, O_MEM_PER_CPU, 0),
+    LO("mem-per-gpu", REQ_ARG, O_MEM_PER_GPU, 0),
+    LO("mincpus", REQ_ARG, O_MINCPUS, 0),
+    LO("network", REQ_ARG, O_NETWORK, 0),
+    LO("nice", OPT_ARG, O_NICE, 0),
+    LO("no-kill", OPT_ARG, O_NO_KILL, 'k'),
+    LO("no-requeue", NO_ARG, O_NO_REQUEUE, 0),
+    LO("nodefile", REQ_ARG, O_NODEFILE, 'F'),
+    LO("nodelist", REQ_ARG, O_NODELIST, 'w'),
+    LO("nodes", REQ_ARG, O_NODES, 'N'),
+    LO("ntasks", REQ_ARG, O_NTASKS, 'n'),
+    LO("ntasks-per-core", REQ_ARG, O_NTASKS_PER_CORE, 0),
+    LO("ntasks-per-gpu", REQ_ARG, O_NTASKS_PER_GPU, 0),
+    LO("ntasks-per-node", REQ_ARG, O_NTASKS_PER_NODE, 0),
+    LO("ntasks-per-socket", REQ_ARG, O_NTASKS_PER_SOCKET, 0),
+    LO("ntasks-per-tres", REQ_ARG, O_NTASKS_PER_TRES, 0),
+    LO("open-mode", REQ_ARG, O_OPEN_MODE, 0),
+    LO("output", REQ_ARG, O_OUTPUT, 'o'),
+    LO("overcommit", NO_ARG, O_OVERCOMMIT, 'O'),
+    LO("oversubscribe", NO_ARG, O_OVERSUBSCRIBE, 's'),
+    LO("parsable", NO_ARG, O_PARSABLE, 0),
+    LO("partition", REQ_ARG, O_PARTITION, 'p'),
+    LO("power", REQ_ARG, O_POWER, 0),
+    LO("prefer", REQ_ARG, O_PREFER, 0),
+    LO("priority", REQ_ARG, O_PRIORITY, 0),
+    LO("profile", REQ_ARG, O_PROFILE, 0),
+    LO("propagate", OPT_ARG, O_PROPAGATE, 0),
+    LO("qos", REQ_ARG, O_QOS, 'q'),
+    LO("quiet", NO_ARG, O_QUIET, 'Q'),
+    LO("reboot", NO_ARG, O_REBOOT, 0),
+    LO("requeue", NO_ARG, O_REQUEUE, 0),
+    LO("reservation", REQ_ARG, O_RESERVATION, 0),
+    LO("signal", REQ_ARG, O_SIGNAL, 0),
+    LO("sockets-per-node", REQ_ARG, O_SOCKETS_PER_NODE, 0),
+    LO("spread-job", NO_ARG, O_SPREAD_JOB, 0),
+    LO("switches", REQ_ARG, O_SWITCHES, 0),
+    LO("tasks-per-node", REQ_ARG, O_NTASKS_PER_NODE, 0),
+    LO("test-only", NO_ARG, O_TEST_ONLY, 0),
+    LO("thread-spec", REQ_ARG, O_THREAD_SPEC, 0),
+    LO("threads-per-core", REQ_ARG, O_THREADS_PER_CORE, 0),
+    LO("time", REQ_ARG, O_TIME, 't'),
+    LO("time-min", REQ_ARG, O_TIME_MIN, 0),
+    LO("tmp", REQ_ARG, O_TMP, 0),
+    LO("uid", REQ_ARG, O_UID, 0),
+    LO("use-min-nodes", NO_ARG, O_USE_MIN_NODES, 0),
+    LO("verbose", NO_ARG, O_VERBOSE, 'v'),
+    LO("version", NO_ARG, O_VERSION, 'V'),
+    LO("usage", NO_ARG, O_USAGE, 0),
+    LO("wait", NO_ARG, O_WAIT, 'W'),
+    LO("wait-all-nodes", REQ_ARG, O_WAIT_ALL_NODES, 0),
+    LO("wckey", REQ_ARG, O_WCKEY, 0),
+    LO("wrap", REQ_ARG, O_WRAP, 0),
+    LO("hpcbridge-target", REQ_ARG, O_HB_TARGET, 0),
+    LO("hpcbridge-deadline", REQ_ARG, O_HB_DEADLINE, 0),
+    LO("hpcbridge-checkpoint", REQ_ARG, O_HB_CHECKPOINT, 0),
+    LO("hpcbridge-data", REQ_ARG, O_HB_DATA, 0),
 };
 
 #define NLOPTS (sizeof(lopts) / sizeof(lopts[0]))
@@ -300,146 +389,146 @@ static const struct envopt {
 	const char *var;
 	uint8_t id;
 } envopts[] = {
-	{"SBATCH_IGNORE_PBS", O_IGNORE_PBS},
-	{"SBATCH_ACCOUNT", O_ACCOUNT},
-	{"SBATCH_ARRAY_INX", O_ARRAY},
-	{"SBATCH_ACCTG_FREQ", O_ACCTG_FREQ},
-	{"SBATCH_BATCH", O_BATCH},
-	{"SBATCH_BURST_BUFFER", O_BB},
-	{"SBATCH_CLUSTER_CONSTRAINT", O_CLUSTER_CONSTRAINT},
-	{"SBATCH_CLUSTERS", O_CLUSTERS},
-	{"SLURM_CLUSTERS", O_CLUSTERS},
-	{"SBATCH_CONTAINER", O_CONTAINER},
-	{"SBATCH_CONSTRAINT", O_CONSTRAINT},
-	{"SBATCH_CORE_SPEC", O_CORE_SPEC},
-	{"SBATCH_CPU_FREQ_REQ", O_CPU_FREQ},
-	{"SBATCH_CPUS_PER_GPU", O_CPUS_PER_GPU},
-	{"SBATCH_DEBUG", O_VERBOSE},
-	{"SBATCH_DELAY_BOOT", O_DELAY_BOOT},
-	{"SBATCH_DISTRIBUTION", O_DISTRIBUTION},
-	{"SBATCH_EXCLUSIVE", O_EXCLUSIVE},
-	{"SBATCH_EXPORT", O_EXPORT},
-	{"SBATCH_GET_USER_ENV", O_GET_USER_ENV},
-	{"SBATCH_GRES", O_GRES},
-	{"SBATCH_GRES_FLAGS", O_GRES_FLAGS},
-	{"SBATCH_GPUS", O_GPUS},
-	{"SBATCH_GPU_BIND", O_GPU_BIND},
-	{"SBATCH_GPU_FREQ", O_GPU_FREQ},
-	{"SBATCH_GPUS_PER_NODE", O_GPUS_PER_NODE},
-	{"SBATCH_GPUS_PER_SOCKET", O_GPUS_PER_SOCKET},
-	{"SBATCH_GPUS_PER_TASK", O_GPUS_PER_TASK},
-	{"SLURM_HINT", O_HINT},
-	{"SBATCH_HINT", O_HINT},
-	{"SBATCH_JOB_NAME", O_JOB_NAME},
-	{"SBATCH_MEM_BIND", O_MEM_BIND},
-	{"SBATCH_MEM_PER_CPU", O_MEM_PER_CPU},
-	{"SBATCH_MEM_PER_GPU", O_MEM_PER_GPU},
-	{"SBATCH_MEM_PER_NODE", O_MEM},
-	{"SBATCH_NETWORK", O_NETWORK},
-	{"SBATCH_NO_KILL", O_NO_KILL},
-	{"SBATCH_NO_REQUEUE", O_NO_REQUEUE},
-	{"SBATCH_OPEN_MODE", O_OPEN_MODE},
-	{"SBATCH_OVERCOMMIT", O_OVERCOMMIT},
-	{"SBATCH_PARTITION", O_PARTITION},
-	{"SBATCH_POWER", O_POWER},
-	{"SBATCH_PROFILE", O_PROFILE},
-	{"SBATCH_QOS", O_QOS},
-	{"SBATCH_REQ_SWITCH", O_SWITCH_REQ},
-	{"SBATCH_REQUEUE", O_REQUEUE},
-	{"SBATCH_RESERVATION", O_RESERVATION},
-	{"SBATCH_SIGNAL", O_SIGNAL},
-	{"SBATCH_SPREAD_JOB", O_SPREAD_JOB},
-	{"SBATCH_THREAD_SPEC", O_THREAD_SPEC},
-	{"SBATCH_THREADS_PER_CORE", O_THREADS_PER_CORE},
-	{"SBATCH_TIMELIMIT", O_TIME},
-	{"SBATCH_USE_MIN_NODES", O_USE_MIN_NODES},
-	{"SBATCH_WAIT", O_WAIT},
-	{"SBATCH_WAIT_ALL_NODES", O_WAIT_ALL_NODES},
-	{"SBATCH_WAIT4SWITCH", O_SWITCH_WAIT},
-	{"SBATCH_WCKEY", O_WCKEY},
-	{"SBATCH_ERROR", O_ERROR},
-	{"SBATCH_INPUT", O_INPUT},
-	{"SBATCH_OUTPUT", O_OUTPUT},
+    {"SBATCH_IGNORE_PBS", O_IGNORE_PBS},
+    {"SBATCH_ACCOUNT", O_ACCOUNT},
+    {"SBATCH_ARRAY_INX", O_ARRAY},
+    {"SBATCH_ACCTG_FREQ", O_ACCTG_FREQ},
+    {"SBATCH_BATCH", O_BATCH},
+    {"SBATCH_BURST_BUFFER", O_BB},
+    {"SBATCH_CLUSTER_CONSTRAINT", O_CLUSTER_CONSTRAINT},
+    {"SBATCH_CLUSTERS", O_CLUSTERS},
+    {"SLURM_CLUSTERS", O_CLUSTERS},
+    {"SBATCH_CONTAINER", O_CONTAINER},
+    {"SBATCH_CONSTRAINT", O_CONSTRAINT},
+    {"SBATCH_CORE_SPEC", O_CORE_SPEC},
+    {"SBATCH_CPU_FREQ_REQ", O_CPU_FREQ},
+    {"SBATCH_CPUS_PER_GPU", O_CPUS_PER_GPU},
+    {"SBATCH_DEBUG", O_VERBOSE},
+    {"SBATCH_DELAY_BOOT", O_DELAY_BOOT},
+    {"SBATCH_DISTRIBUTION", O_DISTRIBUTION},
+    {"SBATCH_EXCLUSIVE", O_EXCLUSIVE},
+    {"SBATCH_EXPORT", O_EXPORT},
+    {"SBATCH_GET_USER_ENV", O_GET_USER_ENV},
+    {"SBATCH_GRES", O_GRES},
+    {"SBATCH_GRES_FLAGS", O_GRES_FLAGS},
+    {"SBATCH_GPUS", O_GPUS},
+    {"SBATCH_GPU_BIND", O_GPU_BIND},
+    {"SBATCH_GPU_FREQ", O_GPU_FREQ},
+    {"SBATCH_GPUS_PER_NODE", O_GPUS_PER_NODE},
+    {"SBATCH_GPUS_PER_SOCKET", O_GPUS_PER_SOCKET},
+    {"SBATCH_GPUS_PER_TASK", O_GPUS_PER_TASK},
+    {"SLURM_HINT", O_HINT},
+    {"SBATCH_HINT", O_HINT},
+    {"SBATCH_JOB_NAME", O_JOB_NAME},
+    {"SBATCH_MEM_BIND", O_MEM_BIND},
+    {"SBATCH_MEM_PER_CPU", O_MEM_PER_CPU},
+    {"SBATCH_MEM_PER_GPU", O_MEM_PER_GPU},
+    {"SBATCH_MEM_PER_NODE", O_MEM},
+    {"SBATCH_NETWORK", O_NETWORK},
+    {"SBATCH_NO_KILL", O_NO_KILL},
+    {"SBATCH_NO_REQUEUE", O_NO_REQUEUE},
+    {"SBATCH_OPEN_MODE", O_OPEN_MODE},
+    {"SBATCH_OVERCOMMIT", O_OVERCOMMIT},
+    {"SBATCH_PARTITION", O_PARTITION},
+    {"SBATCH_POWER", O_POWER},
+    {"SBATCH_PROFILE", O_PROFILE},
+    {"SBATCH_QOS", O_QOS},
+    {"SBATCH_REQ_SWITCH", O_SWITCH_REQ},
+    {"SBATCH_REQUEUE", O_REQUEUE},
+    {"SBATCH_RESERVATION", O_RESERVATION},
+    {"SBATCH_SIGNAL", O_SIGNAL},
+    {"SBATCH_SPREAD_JOB", O_SPREAD_JOB},
+    {"SBATCH_THREAD_SPEC", O_THREAD_SPEC},
+    {"SBATCH_THREADS_PER_CORE", O_THREADS_PER_CORE},
+    {"SBATCH_TIMELIMIT", O_TIME},
+    {"SBATCH_USE_MIN_NODES", O_USE_MIN_NODES},
+    {"SBATCH_WAIT", O_WAIT},
+    {"SBATCH_WAIT_ALL_NODES", O_WAIT_ALL_NODES},
+    {"SBATCH_WAIT4SWITCH", O_SWITCH_WAIT},
+    {"SBATCH_WCKEY", O_WCKEY},
+    {"SBATCH_ERROR", O_ERROR},
+    {"SBATCH_INPUT", O_INPUT},
+    {"SBATCH_OUTPUT", O_OUTPUT},
 };
 
 #define NENVOPTS (sizeof(envopts) / sizeof(envopts[0]))
 
 /* What an option with no jobspec field is, for the fidelity report. */
 static const char *const unmapped_note[O__COUNT] = {
-	[O_ACCTG_FREQ] = "accounting sampling interval; no jobspec field",
-	[O_BATCH] = "batch host features; no jobspec field",
-	[O_BB] = "burst buffer request; no jobspec field",
-	[O_BBF] = "burst buffer file, read by sbatch on the submit host",
-	[O_CLUSTER_CONSTRAINT] = "federation cluster features; no jobspec "
-				 "field",
-	[O_CLUSTER] = "cluster selection; no jobspec field",
-	[O_CLUSTERS] = "cluster selection; no jobspec field",
-	[O_CONTEXT] = "SELinux context; no jobspec field",
-	[O_CONTIGUOUS] = "contiguous nodes; no jobspec field",
-	[O_CORE_SPEC] = "specialized cores; no jobspec field",
-	[O_CORES_PER_SOCKET] = "node topology request; no jobspec field",
-	[O_CPU_FREQ] = "CPU frequency; no jobspec field",
-	[O_CPUS_PER_GPU] = "CPUs per GPU; no jobspec field",
-	[O_DELAY_BOOT] = "node reboot delay; no jobspec field",
-	[O_DISTRIBUTION] = "task distribution; no jobspec field",
-	[O_EXPORT_FILE] = "environment file, read by sbatch on the submit "
-			  "host",
-	[O_EXTRA_NODE_INFO] = "node topology request; no jobspec field",
-	[O_GET_USER_ENV] = "login environment; no jobspec field",
-	[O_GID] = "group to run as; no jobspec field",
-	[O_GPU_BIND] = "GPU binding; no jobspec field",
-	[O_GPU_FREQ] = "GPU frequency; no jobspec field",
-	[O_GPUS_PER_SOCKET] = "GPUs per socket; no jobspec field",
-	[O_GRES_FLAGS] = "GRES binding policy; no jobspec field",
-	[O_HELP] = "sbatch reads --help only on its own command line; "
-		   "ignored here",
-	[O_HINT] = "task placement hint; no jobspec field",
-	[O_HOLD] = "submit held; no jobspec field",
-	[O_IGNORE_PBS] = "makes sbatch ignore #PBS/#BSUB lines",
-	[O_KILL_ON_INVALID_DEP] = "dependency failure policy; no jobspec "
-				  "field",
-	[O_MCS_LABEL] = "MCS label; no jobspec field",
-	[O_MEM_BIND] = "memory binding; no jobspec field",
-	[O_MINCPUS] = "minimum CPUs per node; no jobspec field",
-	[O_NETWORK] = "network request; no jobspec field",
-	[O_NICE] = "scheduling nice value; no jobspec field",
-	[O_NO_KILL] = "keep running on node failure; no jobspec field",
-	[O_NODEFILE] = "node list file, read by sbatch on the submit host",
-	[O_NTASKS_PER_CORE] = "tasks per core; no jobspec field",
-	[O_NTASKS_PER_GPU] = "tasks per GPU; no jobspec field",
-	[O_NTASKS_PER_SOCKET] = "tasks per socket; no jobspec field",
-	[O_NTASKS_PER_TRES] = "tasks per GPU; no jobspec field",
-	[O_OPEN_MODE] = "output file open mode; no jobspec field",
-	[O_OVERCOMMIT] = "overcommit CPUs; no jobspec field",
-	[O_PARSABLE] = "sbatch output format; no effect on the job",
-	[O_POWER] = "power management; no jobspec field",
-	[O_PREFER] = "preferred node features; no jobspec field",
-	[O_PRIORITY] = "job priority; no jobspec field",
-	[O_PROFILE] = "profiling; no jobspec field",
-	[O_PROPAGATE] = "resource limits to propagate; no jobspec field",
-	[O_QUIET] = "sbatch output verbosity; no effect on the job",
-	[O_REBOOT] = "reboot nodes first; no jobspec field",
-	[O_RESERVATION] = "reservation; no jobspec field",
-	[O_SOCKETS_PER_NODE] = "node topology request; no jobspec field",
-	[O_SPREAD_JOB] = "spread over nodes; no jobspec field",
-	[O_SWITCHES] = "network switch count; no jobspec field",
-	[O_TEST_ONLY] = "sbatch --test-only submits nothing",
-	[O_THREAD_SPEC] = "specialized threads; no jobspec field",
-	[O_THREADS_PER_CORE] = "threads per core; no jobspec field",
-	[O_TMP] = "temporary disk space; no jobspec field",
-	[O_USE_MIN_NODES] = "prefer the minimum node count; no jobspec field",
-	[O_VERBOSE] = "sbatch output verbosity; no effect on the job",
-	[O_VERSION] = "sbatch reads --version only on its own command line; "
-		      "ignored here",
-	[O_USAGE] = "sbatch reads --usage only on its own command line; "
-		    "ignored here",
-	[O_WAIT] = "sbatch waits for the job; no effect on the job",
-	[O_WAIT_ALL_NODES] = "wait for all nodes to boot; no jobspec field",
-	[O_WCKEY] = "workload characterization key; no jobspec field",
-	[O_WRAP] = "sbatch reads --wrap only on its own command line; "
-		   "ignored here",
-	[O_SWITCH_REQ] = "network switch count; no jobspec field",
-	[O_SWITCH_WAIT] = "network switch wait; no jobspec field",
+    [O_ACCTG_FREQ] = "accounting sampling interval; no jobspec field",
+    [O_BATCH] = "batch host features; no jobspec field",
+    [O_BB] = "burst buffer request; no jobspec field",
+    [O_BBF] = "burst buffer file, read by sbatch on the submit host",
+    [O_CLUSTER_CONSTRAINT] = "federation cluster features; no jobspec "
+			     "field",
+    [O_CLUSTER] = "cluster selection; no jobspec field",
+    [O_CLUSTERS] = "cluster selection; no jobspec field",
+    [O_CONTEXT] = "SELinux context; no jobspec field",
+    [O_CONTIGUOUS] = "contiguous nodes; no jobspec field",
+    [O_CORE_SPEC] = "specialized cores; no jobspec field",
+    [O_CORES_PER_SOCKET] = "node topology request; no jobspec field",
+    [O_CPU_FREQ] = "CPU frequency; no jobspec field",
+    [O_CPUS_PER_GPU] = "CPUs per GPU; no jobspec field",
+    [O_DELAY_BOOT] = "node reboot delay; no jobspec field",
+    [O_DISTRIBUTION] = "task distribution; no jobspec field",
+    [O_EXPORT_FILE] = "environment file, read by sbatch on the submit "
+		      "host",
+    [O_EXTRA_NODE_INFO] = "node topology request; no jobspec field",
+    [O_GET_USER_ENV] = "login environment; no jobspec field",
+    [O_GID] = "group to run as; no jobspec field",
+    [O_GPU_BIND] = "GPU binding; no jobspec field",
+    [O_GPU_FREQ] = "GPU frequency; no jobspec field",
+    [O_GPUS_PER_SOCKET] = "GPUs per socket; no jobspec field",
+    [O_GRES_FLAGS] = "GRES binding policy; no jobspec field",
+    [O_HELP] = "sbatch reads --help only on its own command line; "
+	       "ignored here",
+    [O_HINT] = "task placement hint; no jobspec field",
+    [O_HOLD] = "submit held; no jobspec field",
+    [O_IGNORE_PBS] = "makes sbatch ignore #PBS/#BSUB lines",
+    [O_KILL_ON_INVALID_DEP] = "dependency failure policy; no jobspec "
+			      "field",
+    [O_MCS_LABEL] = "MCS label; no jobspec field",
+    [O_MEM_BIND] = "memory binding; no jobspec field",
+    [O_MINCPUS] = "minimum CPUs per node; no jobspec field",
+    [O_NETWORK] = "network request; no jobspec field",
+    [O_NICE] = "scheduling nice value; no jobspec field",
+    [O_NO_KILL] = "keep running on node failure; no jobspec field",
+    [O_NODEFILE] = "node list file, read by sbatch on the submit host",
+    [O_NTASKS_PER_CORE] = "tasks per core; no jobspec field",
+    [O_NTASKS_PER_GPU] = "tasks per GPU; no jobspec field",
+    [O_NTASKS_PER_SOCKET] = "tasks per socket; no jobspec field",
+    [O_NTASKS_PER_TRES] = "tasks per GPU; no jobspec field",
+    [O_OPEN_MODE] = "output file open mode; no jobspec field",
+    [O_OVERCOMMIT] = "overcommit CPUs; no jobspec field",
+    [O_PARSABLE] = "sbatch output format; no effect on the job",
+    [O_POWER] = "power management; no jobspec field",
+    [O_PREFER] = "preferred node features; no jobspec field",
+    [O_PRIORITY] = "job priority; no jobspec field",
+    [O_PROFILE] = "profiling; no jobspec field",
+    [O_PROPAGATE] = "resource limits to propagate; no jobspec field",
+    [O_QUIET] = "sbatch output verbosity; no effect on the job",
+    [O_REBOOT] = "reboot nodes first; no jobspec field",
+    [O_RESERVATION] = "reservation; no jobspec field",
+    [O_SOCKETS_PER_NODE] = "node topology request; no jobspec field",
+    [O_SPREAD_JOB] = "spread over nodes; no jobspec field",
+    [O_SWITCHES] = "network switch count; no jobspec field",
+    [O_TEST_ONLY] = "sbatch --test-only submits nothing",
+    [O_THREAD_SPEC] = "specialized threads; no jobspec field",
+    [O_THREADS_PER_CORE] = "threads per core; no jobspec field",
+    [O_TMP] = "temporary disk space; no jobspec field",
+    [O_USE_MIN_NODES] = "prefer the minimum node count; no jobspec field",
+    [O_VERBOSE] = "sbatch output verbosity; no effect on the job",
+    [O_VERSION] = "sbatch reads --version only on its own command line; "
+		  "ignored here",
+    [O_USAGE] = "sbatch reads --usage only on its own command line; "
+		"ignored here",
+    [O_WAIT] = "sbatch waits for the job; no effect on the job",
+    [O_WAIT_ALL_NODES] = "wait for all nodes to boot; no jobspec field",
+    [O_WCKEY] = "workload characterization key; no jobspec field",
+    [O_WRAP] = "sbatch reads --wrap only on its own command line; "
+	       "ignored here",
+    [O_SWITCH_REQ] = "network switch count; no jobspec field",
+    [O_SWITCH_WAIT] = "network switch wait; no jobspec field",
 };
 
 /* Options sbatch reads in its first pass only (sbatch_early_pass). */
@@ -531,12 +620,12 @@ struct ctx {
 	/* sockets per node, cores per socket, threads per core: -1 unset */
 	long topo[3];
 	uint32_t topo_dir;
-	bool extra_set; /* -B given */
+	bool extra_set;	    /* -B given */
 	struct hb_buf text; /* scratch for directive texts */
 };
 
 static int fail(struct ctx *c, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static int fail(struct ctx *c, int code, const char *fmt, ...)
 {
@@ -716,8 +805,8 @@ static int node_count(struct ctx *c, const char *v, uint64_t *min,
 	int rc;
 
 	if (dash) {
-		char *lo_s = hb_arena_strndup(&c->spec->arena, v,
-					      (size_t)(dash - v));
+		char *lo_s =
+		    hb_arena_strndup(&c->spec->arena, v, (size_t)(dash - v));
 
 		if (!lo_s)
 			return nomem(c);
@@ -750,11 +839,15 @@ static int node_count(struct ctx *c, const char *v, uint64_t *min,
 	*max = (uint64_t)hi;
 	return 0;
 bad:
-	return fail(c, HB_EINVAL, "invalid --nodes: '%s' is not a valid node "
-		    "count", shown(c, v));
+	return fail(c, HB_EINVAL,
+		    "invalid --nodes: '%s' is not a valid node "
+		    "count",
+		    shown(c, v));
 range:
-	return fail(c, HB_ERANGE, "invalid --nodes: node count '%s' is too "
-		    "large", shown(c, v));
+	return fail(c, HB_ERANGE,
+		    "invalid --nodes: node count '%s' is too "
+		    "large",
+		    shown(c, v));
 }
 
 /* sig_name2num() */
@@ -764,10 +857,10 @@ static long sig_num(const char *s)
 		const char *name;
 		int num;
 	} sigs[] = {
-		{"HUP", 1},   {"INT", 2},   {"QUIT", 3},  {"ABRT", 6},
-		{"KILL", 9},  {"ALRM", 14}, {"TERM", 15}, {"USR1", 10},
-		{"USR2", 12}, {"URG", 23},  {"CONT", 18}, {"STOP", 19},
-		{"TSTP", 20}, {"TTIN", 21}, {"TTOU", 22}, {"XCPU", 24},
+	    {"HUP", 1},	  {"INT", 2},	{"QUIT", 3},  {"ABRT", 6},
+	    {"KILL", 9},  {"ALRM", 14}, {"TERM", 15}, {"USR1", 10},
+	    {"USR2", 12}, {"URG", 23},	{"CONT", 18}, {"STOP", 19},
+	    {"TSTP", 20}, {"TTIN", 21}, {"TTOU", 22}, {"XCPU", 24},
 	};
 	const char *end;
 	long n;
@@ -840,18 +933,18 @@ static const struct {
 	const char *name;
 	uint32_t bits;
 } mail_names[] = {
-	/* print_mail_type() order */
-	{"ARRAY_TASKS", M_ARRAY_TASKS},
-	{"INVALID_DEPEND", M_INVALID_DEPEND},
-	{"BEGIN", M_BEGIN},
-	{"END", M_END},
-	{"FAIL", M_FAIL},
-	{"REQUEUE", M_REQUEUE},
-	{"STAGE_OUT", M_STAGE_OUT},
-	{"TIME_LIMIT_50", M_TIME50},
-	{"TIME_LIMIT_80", M_TIME80},
-	{"TIME_LIMIT_90", M_TIME90},
-	{"TIME_LIMIT", M_TIME100},
+    /* print_mail_type() order */
+    {"ARRAY_TASKS", M_ARRAY_TASKS},
+    {"INVALID_DEPEND", M_INVALID_DEPEND},
+    {"BEGIN", M_BEGIN},
+    {"END", M_END},
+    {"FAIL", M_FAIL},
+    {"REQUEUE", M_REQUEUE},
+    {"STAGE_OUT", M_STAGE_OUT},
+    {"TIME_LIMIT_50", M_TIME50},
+    {"TIME_LIMIT_80", M_TIME80},
+    {"TIME_LIMIT_90", M_TIME90},
+    {"TIME_LIMIT", M_TIME100},
 };
 
 static long mail_type(const char *v)
@@ -876,8 +969,9 @@ static long mail_type(const char *v)
 				bits |= M_INVALID_DEPEND | M_BEGIN | M_END |
 					M_FAIL | M_REQUEUE | M_STAGE_OUT;
 			} else {
-				for (size_t i = 0; i < sizeof(mail_names) /
-						       sizeof(mail_names[0]);
+				for (size_t i = 0;
+				     i <
+				     sizeof(mail_names) / sizeof(mail_names[0]);
 				     i++)
 					if (ieq(tok, mail_names[i].name))
 						bits |= mail_names[i].bits;
@@ -924,13 +1018,12 @@ static char at(const char *s, size_t len, size_t i)
 static bool pt_delta(const char *s, size_t len, size_t *pos)
 {
 	static const char *const units[] = {
-		"seconds", "second", "minutes", "minute", "hours",
-		"hour",	   "days",   "day",	"weeks",  "week"};
+	    "seconds", "second", "minutes", "minute", "hours",
+	    "hour",    "days",	 "day",	    "weeks",  "week"};
 	size_t off;
 	int ndig = 0;
 
-	for (off = *pos + 1; at(s, len, off) != '\0' && s[off] != '\n';
-	     off++) {
+	for (off = *pos + 1; at(s, len, off) != '\0' && s[off] != '\n'; off++) {
 		size_t u;
 
 		if (is_space(s[off]))
@@ -1135,22 +1228,22 @@ static int gres_count(const char *s, uint64_t *out)
 		const char *sfx;
 		uint64_t mult;
 	} sfx[] = {
-		{"", 1},
-		{"k", 1024},
-		{"kib", 1024},
-		{"kb", 1000},
-		{"m", 1024 * 1024},
-		{"mib", 1024 * 1024},
-		{"mb", 1000 * 1000},
-		{"g", 1024ull * 1024 * 1024},
-		{"gib", 1024ull * 1024 * 1024},
-		{"gb", 1000ull * 1000 * 1000},
-		{"t", 1024ull * 1024 * 1024 * 1024},
-		{"tib", 1024ull * 1024 * 1024 * 1024},
-		{"tb", 1000ull * 1000 * 1000 * 1000},
-		{"p", 1024ull * 1024 * 1024 * 1024 * 1024},
-		{"pib", 1024ull * 1024 * 1024 * 1024 * 1024},
-		{"pb", 1000ull * 1000 * 1000 * 1000 * 1000},
+	    {"", 1},
+	    {"k", 1024},
+	    {"kib", 1024},
+	    {"kb", 1000},
+	    {"m", 1024 * 1024},
+	    {"mib", 1024 * 1024},
+	    {"mb", 1000 * 1000},
+	    {"g", 1024ull * 1024 * 1024},
+	    {"gib", 1024ull * 1024 * 1024},
+	    {"gb", 1000ull * 1000 * 1000},
+	    {"t", 1024ull * 1024 * 1024 * 1024},
+	    {"tib", 1024ull * 1024 * 1024 * 1024},
+	    {"tb", 1000ull * 1000 * 1000 * 1000},
+	    {"p", 1024ull * 1024 * 1024 * 1024 * 1024},
+	    {"pib", 1024ull * 1024 * 1024 * 1024 * 1024},
+	    {"pb", 1000ull * 1000 * 1000 * 1000 * 1000},
 	};
 	const char *p = s;
 	uint64_t v = 0;
@@ -1182,10 +1275,10 @@ static int gres_count(const char *s, uint64_t *out)
 /* GPUs asked for by a --gres or --gpus* value. */
 struct gpu_req {
 	uint64_t count;
-	const char *type;  /* NULL: untyped, or several types */
+	const char *type; /* NULL: untyped, or several types */
 	bool multi_type;
 	bool typed, untyped; /* items with and without a type */
-	const char *other; /* non-GPU GRES, comma separated, or NULL */
+	const char *other;   /* non-GPU GRES, comma separated, or NULL */
 };
 
 /*
@@ -1257,8 +1350,8 @@ static int parse_gpus(struct ctx *c, const char *opt, const char *v,
 			break;
 		}
 		if (gpu_only) {
-			char *full = hb_arena_printf(&c->spec->arena, "gpu:%s",
-						     p);
+			char *full =
+			    hb_arena_printf(&c->spec->arena, "gpu:%s", p);
 
 			if (!full) {
 				rc = nomem(c);
@@ -1270,8 +1363,8 @@ static int parse_gpus(struct ctx *c, const char *opt, const char *v,
 		}
 		rc = gres_item(c, name, &type, &n);
 		if (rc) {
-			rc = fail(c, rc, "invalid --%s specification '%s'",
-				  opt, shown(c, v));
+			rc = fail(c, rc, "invalid --%s specification '%s'", opt,
+				  shown(c, v));
 			break;
 		}
 		if (n == 0)
@@ -1285,8 +1378,10 @@ static int parse_gpus(struct ctx *c, const char *opt, const char *v,
 			continue;
 		}
 		if (n > UINT32_MAX || g->count + n > UINT32_MAX) {
-			rc = fail(c, HB_ERANGE, "--%s: GPU count in '%s' is "
-				  "too large", opt, shown(c, v));
+			rc = fail(c, HB_ERANGE,
+				  "--%s: GPU count in '%s' is "
+				  "too large",
+				  opt, shown(c, v));
 			break;
 		}
 		if (type) {
@@ -1298,7 +1393,8 @@ static int parse_gpus(struct ctx *c, const char *opt, const char *v,
 				    ch == '"' || ch == '\'' || ch == '\\') {
 					rc = fail(c, HB_EINVAL,
 						  "--%s: invalid GPU type in "
-						  "'%s'", opt, shown(c, v));
+						  "'%s'",
+						  opt, shown(c, v));
 					break;
 				}
 			}
@@ -1330,8 +1426,7 @@ static int parse_gpus(struct ctx *c, const char *opt, const char *v,
 }
 
 /* _valid_array_inx() / _parse_array_tok() of slurmctld, into a bitmap. */
-static int parse_array(const char *v, uint8_t *bits, uint32_t *limit,
-		       bool *any)
+static int parse_array(const char *v, uint8_t *bits, uint32_t *limit, bool *any)
 {
 	const char *p = v, *pct;
 	long first, last, step;
@@ -1460,18 +1555,34 @@ static int array_ranges(struct ctx *c, const uint8_t *bits)
 /* _parse_dist_base() / _parse_plane_dist() of proc_args.c. */
 static bool dist_ok(const char *v)
 {
-	static const char *const bases[] = {
-		"cyclic", "block", "arbitrary", "hostfile", "cyclic:cyclic",
-		"cyclic:block", "block:block", "block:cyclic", "block:fcyclic",
-		"cyclic:fcyclic", "cyclic:cyclic:cyclic", "cyclic:cyclic:block",
-		"cyclic:cyclic:fcyclic", "cyclic:block:cyclic",
-		"cyclic:block:block", "cyclic:block:fcyclic",
-		"cyclic:fcyclic:cyclic", "cyclic:fcyclic:block",
-		"cyclic:fcyclic:fcyclic", "block:cyclic:cyclic",
-		"block:cyclic:block", "block:cyclic:fcyclic",
-		"block:block:cyclic", "block:block:block",
-		"block:block:fcyclic", "block:fcyclic:cyclic",
-		"block:fcyclic:block", "block:fcyclic:fcyclic"};
+	static const char *const bases[] = {"cyclic",
+					    "block",
+					    "arbitrary",
+					    "hostfile",
+					    "cyclic:cyclic",
+					    "cyclic:block",
+					    "block:block",
+					    "block:cyclic",
+					    "block:fcyclic",
+					    "cyclic:fcyclic",
+					    "cyclic:cyclic:cyclic",
+					    "cyclic:cyclic:block",
+					    "cyclic:cyclic:fcyclic",
+					    "cyclic:block:cyclic",
+					    "cyclic:block:block",
+					    "cyclic:block:fcyclic",
+					    "cyclic:fcyclic:cyclic",
+					    "cyclic:fcyclic:block",
+					    "cyclic:fcyclic:fcyclic",
+					    "block:cyclic:cyclic",
+					    "block:cyclic:block",
+					    "block:cyclic:fcyclic",
+					    "block:block:cyclic",
+					    "block:block:block",
+					    "block:block:fcyclic",
+					    "block:fcyclic:cyclic",
+					    "block:fcyclic:block",
+					    "block:fcyclic:fcyclic"};
 	char base[128], out[128];
 	const char *comma, *flag = NULL, *sock = NULL;
 	size_t n, o = 0;
@@ -1511,8 +1622,9 @@ static bool dist_ok(const char *v)
 		if (lvl > 2)
 			return false;
 		if (strcmp(tok, "*") == 0)
-			w = lvl == 0 ? "block" : lvl == 1 ? "cyclic"
-					 : (sock ? sock : "");
+			w = lvl == 0   ? "block"
+			    : lvl == 1 ? "cyclic"
+				       : (sock ? sock : "");
 		else
 			w = tok;
 		if (lvl == 1)
@@ -1563,8 +1675,8 @@ static bool hint_ok(const char *v)
 /* validate_acctg_freq(): "N" or "type=N", comma separated. */
 static bool acctg_freq_ok(const char *v)
 {
-	static const char *const types[] = {"task=", "energy=", "network=",
-					    "filesystem="};
+	static const char *const types[] = {
+	    "task=", "energy=", "network=", "filesystem="};
 	const char *p = v;
 
 	while (*p) {
@@ -1591,8 +1703,8 @@ static bool acctg_freq_ok(const char *v)
 static bool rlimits_ok(const char *v)
 {
 	static const char *const names[] = {
-		"ALL",	  "NONE",    "AS",     "CORE",	"CPU",	 "DATA",
-		"FSIZE", "MEMLOCK", "NOFILE", "NPROC", "RSS",	 "STACK"};
+	    "ALL",   "NONE",	"AS",	  "CORE",  "CPU", "DATA",
+	    "FSIZE", "MEMLOCK", "NOFILE", "NPROC", "RSS", "STACK"};
 	const char *p = v;
 
 	while (1) {
@@ -1698,8 +1810,8 @@ static int apply_time(struct ctx *c, int id, const char *v)
 	int rc = hb_parse_slurm_time(v, &s);
 
 	if (rc == HB_ERANGE)
-		return fail(c, rc, "--%s: time '%s' is too large",
-			    opt_name(id), shown(c, v));
+		return fail(c, rc, "--%s: time '%s' is too large", opt_name(id),
+			    shown(c, v));
 	if (rc)
 		return bad_value(c, id, v);
 	if (s == 0) /* sbatch: a zero limit means no limit */
@@ -1715,8 +1827,8 @@ static int apply_size(struct ctx *c, int id, const char *v)
 	int rc = hb_parse_slurm_size(v, &mb);
 
 	if (rc == HB_ERANGE)
-		return fail(c, rc, "--%s: size '%s' is too large",
-			    opt_name(id), shown(c, v));
+		return fail(c, rc, "--%s: size '%s' is too large", opt_name(id),
+			    shown(c, v));
 	if (rc)
 		return bad_value(c, id, v);
 	store(c, id, v);
@@ -1742,8 +1854,10 @@ static int apply_gpus(struct ctx *c, int id, const char *v)
 	int rc;
 
 	if (id == O_GRES && (ieq(v, "help") || ieq(v, "list")))
-		return fail(c, HB_EINVAL, "--gres=%s lists GRES and submits no "
-			    "job", shown(c, v));
+		return fail(c, HB_EINVAL,
+			    "--gres=%s lists GRES and submits no "
+			    "job",
+			    shown(c, v));
 	rc = parse_gpus(c, opt_name(id), v, id != O_GRES, &g);
 	if (rc)
 		return rc;
@@ -1753,9 +1867,8 @@ static int apply_gpus(struct ctx *c, int id, const char *v)
 			(uint64_t)g.untyped << 2;
 	c->slot[id].t = g.type;
 	if (g.other) {
-		const char *n = hb_arena_printf(&c->spec->arena,
-						"non-GPU GRES dropped: %s",
-						g.other);
+		const char *n = hb_arena_printf(
+		    &c->spec->arena, "non-GPU GRES dropped: %s", g.other);
 		if (!n)
 			return nomem(c);
 		note(c, c->cur, n);
@@ -1767,10 +1880,11 @@ static int apply_hb_data(struct ctx *c, const char *v)
 {
 	if (!*v)
 		return bad_value(c, O_HB_DATA, v);
-	if (strncmp(v, "s3://", 5) == 0 &&
-	    (v[5] == '\0' || v[5] == '/'))
-		return fail(c, HB_EINVAL, "--hpcbridge-data: '%s' names no "
-			    "bucket", shown(c, v));
+	if (strncmp(v, "s3://", 5) == 0 && (v[5] == '\0' || v[5] == '/'))
+		return fail(c, HB_EINVAL,
+			    "--hpcbridge-data: '%s' names no "
+			    "bucket",
+			    shown(c, v));
 	store(c, O_HB_DATA, v);
 	if (hb_jobspec_add_data(c->spec, v))
 		return nomem(c);
@@ -1789,23 +1903,57 @@ static int apply(struct ctx *c, int id, const char *arg)
 
 	switch (id) {
 	/* strings that map to a field, or that need no checking */
-	case O_ACCOUNT: case O_BATCH: case O_BB: case O_BBF:
-	case O_CLUSTER_CONSTRAINT: case O_CLUSTER: case O_CLUSTERS:
-	case O_COMMENT: case O_CONTAINER: case O_CONTEXT: case O_CONSTRAINT:
-	case O_DEPENDENCY: case O_EXCLUDE: case O_EXPORT: case O_EXPORT_FILE:
-	case O_GPU_BIND: case O_GPU_FREQ: case O_JOB_NAME: case O_LICENSES:
-	case O_MAIL_USER: case O_MCS_LABEL: case O_MEM_BIND: case O_NETWORK:
-	case O_NODEFILE: case O_NODELIST: case O_PARTITION: case O_POWER:
-	case O_PREFER: case O_QOS: case O_RESERVATION: case O_WCKEY:
-	case O_CHDIR: case O_ERROR: case O_INPUT: case O_OUTPUT: case O_GID:
-	case O_UID: case O_CPU_FREQ:
+	case O_ACCOUNT:
+	case O_BATCH:
+	case O_BB:
+	case O_BBF:
+	case O_CLUSTER_CONSTRAINT:
+	case O_CLUSTER:
+	case O_CLUSTERS:
+	case O_COMMENT:
+	case O_CONTAINER:
+	case O_CONTEXT:
+	case O_CONSTRAINT:
+	case O_DEPENDENCY:
+	case O_EXCLUDE:
+	case O_EXPORT:
+	case O_EXPORT_FILE:
+	case O_GPU_BIND:
+	case O_GPU_FREQ:
+	case O_JOB_NAME:
+	case O_LICENSES:
+	case O_MAIL_USER:
+	case O_MCS_LABEL:
+	case O_MEM_BIND:
+	case O_NETWORK:
+	case O_NODEFILE:
+	case O_NODELIST:
+	case O_PARTITION:
+	case O_POWER:
+	case O_PREFER:
+	case O_QOS:
+	case O_RESERVATION:
+	case O_WCKEY:
+	case O_CHDIR:
+	case O_ERROR:
+	case O_INPUT:
+	case O_OUTPUT:
+	case O_GID:
+	case O_UID:
+	case O_CPU_FREQ:
 		if ((id == O_UID || id == O_GID) && !*v)
 			return bad_value(c, id, v);
 		store(c, id, arg);
 		return 0;
-	case O_CONTIGUOUS: case O_HOLD: case O_OVERCOMMIT: case O_PARSABLE:
-	case O_REBOOT: case O_SPREAD_JOB: case O_TEST_ONLY:
-	case O_USE_MIN_NODES: case O_WAIT:
+	case O_CONTIGUOUS:
+	case O_HOLD:
+	case O_OVERCOMMIT:
+	case O_PARSABLE:
+	case O_REBOOT:
+	case O_SPREAD_JOB:
+	case O_TEST_ONLY:
+	case O_USE_MIN_NODES:
+	case O_WAIT:
 		store(c, id, NULL);
 		return 0;
 	case O_IGNORE_PBS:
@@ -1824,7 +1972,8 @@ static int apply(struct ctx *c, int id, const char *arg)
 
 		rc = parse_array(v, bits, &lim, &any);
 		if (rc == HB_ERANGE)
-			return fail(c, rc, "invalid --array specification "
+			return fail(c, rc,
+				    "invalid --array specification "
 				    "'%s': indices run from 0 to %d",
 				    shown(c, v), ARRAY_MAX_SIZE - 1);
 		if (rc)
@@ -1841,11 +1990,17 @@ static int apply(struct ctx *c, int id, const char *arg)
 		return 0;
 	case O_CORE_SPEC:
 		return apply_int(c, id, v, false);
-	case O_CPUS_PER_GPU: case O_CPUS_PER_TASK:
-	case O_MINCPUS: case O_NTASKS: case O_NTASKS_PER_CORE:
-	case O_NTASKS_PER_GPU: case O_NTASKS_PER_NODE:
-	case O_NTASKS_PER_SOCKET: case O_NTASKS_PER_TRES:
-	case O_THREAD_SPEC: case O_SWITCH_REQ:
+	case O_CPUS_PER_GPU:
+	case O_CPUS_PER_TASK:
+	case O_MINCPUS:
+	case O_NTASKS:
+	case O_NTASKS_PER_CORE:
+	case O_NTASKS_PER_GPU:
+	case O_NTASKS_PER_NODE:
+	case O_NTASKS_PER_SOCKET:
+	case O_NTASKS_PER_TRES:
+	case O_THREAD_SPEC:
+	case O_SWITCH_REQ:
 		return apply_int(c, id, v, true);
 	case O_ACCTG_FREQ:
 		if (!acctg_freq_ok(v))
@@ -1897,7 +2052,7 @@ static int apply(struct ctx *c, int id, const char *arg)
 		rc = apply_int(c, id, v, true);
 		if (rc)
 			return rc;
-		c->topo[id == O_SOCKETS_PER_NODE ? 0
+		c->topo[id == O_SOCKETS_PER_NODE   ? 0
 			: id == O_CORES_PER_SOCKET ? 1
 						   : 2] = (long)c->slot[id].a;
 		c->topo_dir = c->cur;
@@ -1910,8 +2065,11 @@ static int apply(struct ctx *c, int id, const char *arg)
 		}
 		store(c, id, arg);
 		return 0;
-	case O_GPUS: case O_GPUS_PER_NODE: case O_GPUS_PER_SOCKET:
-	case O_GPUS_PER_TASK: case O_GRES:
+	case O_GPUS:
+	case O_GPUS_PER_NODE:
+	case O_GPUS_PER_SOCKET:
+	case O_GPUS_PER_TASK:
+	case O_GRES:
 		return apply_gpus(c, id, v);
 	case O_GRES_FLAGS:
 		if (!ieq(v, "disable-binding") && !ieq(v, "enforce-binding"))
@@ -1935,7 +2093,10 @@ static int apply(struct ctx *c, int id, const char *arg)
 		store(c, id, arg);
 		c->mail_bits |= (uint32_t)n;
 		return 0;
-	case O_MEM: case O_MEM_PER_CPU: case O_MEM_PER_GPU: case O_TMP:
+	case O_MEM:
+	case O_MEM_PER_CPU:
+	case O_MEM_PER_GPU:
+	case O_TMP:
 		return apply_size(c, id, v);
 	case O_NICE:
 		if (arg) {
@@ -1960,8 +2121,10 @@ static int apply(struct ctx *c, int id, const char *arg)
 		if (rc)
 			return rc;
 		if (x == 0)
-			return fail(c, HB_EUNSUP, "--nodes '%s': a job with no "
-				    "nodes is not supported", shown(c, v));
+			return fail(c, HB_EUNSUP,
+				    "--nodes '%s': a job with no "
+				    "nodes is not supported",
+				    shown(c, v));
 		store(c, id, arg);
 		c->slot[id].a = x;
 		c->slot[id].b = y;
@@ -1978,11 +2141,13 @@ static int apply(struct ctx *c, int id, const char *arg)
 			if (n < 0)
 				return fail(c, HB_EINVAL,
 					    "--priority '%s': priority must be "
-					    ">= 0", shown(c, v));
+					    ">= 0",
+					    shown(c, v));
 			if (ovf || n >= 0xfffffffeL)
 				return fail(c, HB_ERANGE,
 					    "--priority '%s': priority must be "
-					    "< 4294967294", shown(c, v));
+					    "< 4294967294",
+					    shown(c, v));
 		}
 		store(c, id, arg);
 		return 0;
@@ -2008,9 +2173,8 @@ static int apply(struct ctx *c, int id, const char *arg)
 		return 0;
 	case O_SWITCHES: {
 		const char *atp = strchr(v, '@');
-		char *cnt = hb_arena_strndup(&c->spec->arena, v,
-					     atp ? (size_t)(atp - v)
-						 : strlen(v));
+		char *cnt = hb_arena_strndup(
+		    &c->spec->arena, v, atp ? (size_t)(atp - v) : strlen(v));
 
 		if (!cnt)
 			return nomem(c);
@@ -2042,7 +2206,8 @@ static int apply(struct ctx *c, int id, const char *arg)
 	case O_HB_TARGET:
 		if (!ieq(v, "auto") && !ieq(v, "slurm") &&
 		    !ieq(v, "kubernetes"))
-			return fail(c, HB_EINVAL, "invalid --hpcbridge-target "
+			return fail(c, HB_EINVAL,
+				    "invalid --hpcbridge-target "
 				    "'%s': want auto, slurm or kubernetes",
 				    shown(c, v));
 		store(c, id, arg);
@@ -2095,8 +2260,10 @@ static int option(struct ctx *c, int id, const char *arg, const char *text,
 		note(c, c->cur, unmapped_note[id]);
 		if (c->origin.kind == HB_ORIGIN_CLI && id != O_VERBOSE &&
 		    id != O_QUIET)
-			return fail(c, HB_EINVAL, "--%s makes sbatch %s, not "
-				    "submit this script", opt_name(id),
+			return fail(c, HB_EINVAL,
+				    "--%s makes sbatch %s, not "
+				    "submit this script",
+				    opt_name(id),
 				    id == O_WRAP ? "submit its own command"
 						 : "print and exit");
 		return 0;
@@ -2263,8 +2430,10 @@ static int short_options(struct ctx *c, struct toks *ts, size_t *i)
 				u = &ts->v[++*i];
 				arg = u->val;
 			} else {
-				return fail(c, HB_EINVAL, "option requires an "
-					    "argument -- '%c'", o->shortc);
+				return fail(c, HB_EINVAL,
+					    "option requires an "
+					    "argument -- '%c'",
+					    o->shortc);
 			}
 			p += strlen(p);
 		} else if (o->has_arg == OPT_ARG && *p) {
@@ -2307,10 +2476,12 @@ static int getopt_all(struct ctx *c, struct toks *ts)
 			if (c->origin.kind == HB_ORIGIN_FILE)
 				return fail(c, HB_EINVAL,
 					    "invalid directive found in batch "
-					    "script: %s", shown(c, a));
+					    "script: %s",
+					    shown(c, a));
 			return fail(c, HB_EINVAL,
 				    "unexpected argument '%s' (only sbatch "
-				    "options are expected)", shown(c, a));
+				    "options are expected)",
+				    shown(c, a));
 		}
 		if (strcmp(a, "--") == 0) {
 			if (i + 1 < ts->n) {
@@ -2337,7 +2508,8 @@ static int getopt_all(struct ctx *c, struct toks *ts)
 /* "hetjob"/"packjob" at p, followed by white space or the line's end. */
 static bool het_word(const char *p, const char *e)
 {
-	if (e - p >= 7 && iprefix(p, "packjob") && (p + 7 == e || is_space(p[7])))
+	if (e - p >= 7 && iprefix(p, "packjob") &&
+	    (p + 7 == e || is_space(p[7])))
 		return true;
 	return e - p >= 6 && iprefix(p, "hetjob") &&
 	       (p + 6 == e || is_space(p[6]));
@@ -2441,7 +2613,8 @@ static int read_header(struct ctx *c, struct toks *ts)
 		while (q < le && is_space(*q))
 			q++;
 		if (het_word(q, le)) {
-			rc = fail(c, HB_EUNSUP, "heterogeneous job components "
+			rc = fail(c, HB_EUNSUP,
+				  "heterogeneous job components "
 				  "(#SBATCH hetjob) are not supported");
 			break;
 		}
@@ -2504,10 +2677,10 @@ static int wrapper_lines(struct ctx *c)
 					return rc;
 				note(c, c->cur,
 				     c->ignore_pbs
-					     ? "ignored, as sbatch does with "
-					       "--ignore-pbs"
-					     : "sbatch would translate this "
-					       "line itself; not read");
+					 ? "ignored, as sbatch does with "
+					   "--ignore-pbs"
+					 : "sbatch would translate this "
+					   "line itself; not read");
 			} else if (*p != '#') {
 				if (++noncomment > 100)
 					break;
@@ -2569,8 +2742,9 @@ static int env_option(struct ctx *c, const char *var, int id, const char *val)
 		if (rc)
 			return rc;
 		reset(c, id);
-		note(c, c->cur, hb_arena_printf(&c->spec->arena, "resets --%s",
-						opt_name(id)));
+		note(c, c->cur,
+		     hb_arena_printf(&c->spec->arena, "resets --%s",
+				     opt_name(id)));
 		return 0;
 	}
 	rc = add_dir(c, id, 0, text, strlen(text), HB_DIR_SBATCH);
@@ -2696,10 +2870,9 @@ static int expand_host(struct hb_arena *a, const char *h, size_t hl,
 		if (hi < lo)
 			return HB_EINVAL;
 		for (unsigned long k = lo; k <= hi; k++) {
-			int n = snprintf(buf, sizeof(buf), "%.*s%0*lu%.*s",
-					 (int)(lb - h), h, width, k,
-					 (int)(hl - (size_t)(rb + 1 - h)),
-					 rb + 1);
+			int n = snprintf(
+			    buf, sizeof(buf), "%.*s%0*lu%.*s", (int)(lb - h), h,
+			    width, k, (int)(hl - (size_t)(rb + 1 - h)), rb + 1);
 			int rc;
 
 			if (n < 0 || (size_t)n >= sizeof(buf))
@@ -2823,30 +2996,28 @@ static const struct str_map {
 	uint8_t field;
 	size_t off;
 } str_map[] = {
-	{O_JOB_NAME, HB_F_NAME, offsetof(struct hb_jobspec, name)},
-	{O_UID, HB_F_USER, offsetof(struct hb_jobspec, user)},
-	{O_ACCOUNT, HB_F_ACCOUNT, offsetof(struct hb_jobspec, account)},
-	{O_PARTITION, HB_F_PARTITION, offsetof(struct hb_jobspec, partition)},
-	{O_QOS, HB_F_QOS, offsetof(struct hb_jobspec, qos)},
-	{O_COMMENT, HB_F_COMMENT, offsetof(struct hb_jobspec, comment)},
-	{O_LICENSES, HB_F_LICENSES, offsetof(struct hb_jobspec, licenses)},
-	{O_CONSTRAINT, HB_F_CONSTRAINT,
-	 offsetof(struct hb_jobspec, constraint)},
-	{O_EXCLUDE, HB_F_EXCLUDE, offsetof(struct hb_jobspec, exclude)},
-	{O_BEGIN, HB_F_BEGIN, offsetof(struct hb_jobspec, begin)},
-	{O_DEADLINE, HB_F_DEADLINE, offsetof(struct hb_jobspec, deadline)},
-	{O_SIGNAL, HB_F_SIGNAL, offsetof(struct hb_jobspec, signal)},
-	{O_OUTPUT, HB_F_OUTPUT, offsetof(struct hb_jobspec, output)},
-	{O_ERROR, HB_F_ERROR, offsetof(struct hb_jobspec, error)},
-	{O_INPUT, HB_F_INPUT, offsetof(struct hb_jobspec, input)},
-	{O_CHDIR, HB_F_CHDIR, offsetof(struct hb_jobspec, chdir)},
-	{O_DEPENDENCY, HB_F_DEPENDENCY,
-	 offsetof(struct hb_jobspec, dependency)},
-	{O_MAIL_USER, HB_F_MAIL_USER, offsetof(struct hb_jobspec, mail_user)},
-	{O_CONTAINER, HB_F_CONTAINER, offsetof(struct hb_jobspec, container)},
-	{O_EXPORT, HB_F_EXPORT, offsetof(struct hb_jobspec, export_spec)},
-	{O_HB_CHECKPOINT, HB_F_CHECKPOINT,
-	 offsetof(struct hb_jobspec, checkpoint_dir)},
+    {O_JOB_NAME, HB_F_NAME, offsetof(struct hb_jobspec, name)},
+    {O_UID, HB_F_USER, offsetof(struct hb_jobspec, user)},
+    {O_ACCOUNT, HB_F_ACCOUNT, offsetof(struct hb_jobspec, account)},
+    {O_PARTITION, HB_F_PARTITION, offsetof(struct hb_jobspec, partition)},
+    {O_QOS, HB_F_QOS, offsetof(struct hb_jobspec, qos)},
+    {O_COMMENT, HB_F_COMMENT, offsetof(struct hb_jobspec, comment)},
+    {O_LICENSES, HB_F_LICENSES, offsetof(struct hb_jobspec, licenses)},
+    {O_CONSTRAINT, HB_F_CONSTRAINT, offsetof(struct hb_jobspec, constraint)},
+    {O_EXCLUDE, HB_F_EXCLUDE, offsetof(struct hb_jobspec, exclude)},
+    {O_BEGIN, HB_F_BEGIN, offsetof(struct hb_jobspec, begin)},
+    {O_DEADLINE, HB_F_DEADLINE, offsetof(struct hb_jobspec, deadline)},
+    {O_SIGNAL, HB_F_SIGNAL, offsetof(struct hb_jobspec, signal)},
+    {O_OUTPUT, HB_F_OUTPUT, offsetof(struct hb_jobspec, output)},
+    {O_ERROR, HB_F_ERROR, offsetof(struct hb_jobspec, error)},
+    {O_INPUT, HB_F_INPUT, offsetof(struct hb_jobspec, input)},
+    {O_CHDIR, HB_F_CHDIR, offsetof(struct hb_jobspec, chdir)},
+    {O_DEPENDENCY, HB_F_DEPENDENCY, offsetof(struct hb_jobspec, dependency)},
+    {O_MAIL_USER, HB_F_MAIL_USER, offsetof(struct hb_jobspec, mail_user)},
+    {O_CONTAINER, HB_F_CONTAINER, offsetof(struct hb_jobspec, container)},
+    {O_EXPORT, HB_F_EXPORT, offsetof(struct hb_jobspec, export_spec)},
+    {O_HB_CHECKPOINT, HB_F_CHECKPOINT,
+     offsetof(struct hb_jobspec, checkpoint_dir)},
 };
 
 /* _validate_memory_options() */
@@ -2875,10 +3046,11 @@ static int resolve_mem(struct ctx *c)
 		const struct hb_directive *d = dir(c, c->slot[ids[last]].dir);
 
 		c->origin = d->origin;
-		c->where = d->origin.kind == HB_ORIGIN_FILE ? c->name
-							    : "command line";
+		c->where =
+		    d->origin.kind == HB_ORIGIN_FILE ? c->name : "command line";
 		c->where_line = d->origin.line;
-		return fail(c, HB_ECONFLICT, "--mem, --mem-per-cpu, and "
+		return fail(c, HB_ECONFLICT,
+			    "--mem, --mem-per-cpu, and "
 			    "--mem-per-gpu are mutually exclusive.");
 	}
 	if (ncli == 1) {
@@ -2896,7 +3068,8 @@ static int resolve_mem(struct ctx *c)
 
 		c->where = d->text;
 		c->where_line = 0;
-		return fail(c, HB_ECONFLICT, "SBATCH_MEM_PER_NODE, "
+		return fail(c, HB_ECONFLICT,
+			    "SBATCH_MEM_PER_NODE, "
 			    "SBATCH_MEM_PER_CPU and SBATCH_MEM_PER_GPU are "
 			    "mutually exclusive");
 	}
@@ -2920,19 +3093,22 @@ static int gres_fail(struct ctx *c, uint32_t d, int code, const char *msg)
 
 	c->where = x->origin.kind == HB_ORIGIN_FILE  ? c->name
 		   : x->origin.kind == HB_ORIGIN_CLI ? "command line"
-						      : x->text;
+						     : x->text;
 	c->where_line = x->origin.kind == HB_ORIGIN_ENV ? 0 : x->origin.line;
 	return fail(c, code, "%s", msg);
 }
 
-static void derive(struct ctx *c, enum hb_field f, uint32_t d,
-		   const char *what, uint64_t v)
+static void derive(struct ctx *c, enum hb_field f, uint32_t d, const char *what,
+		   uint64_t v)
 {
 	hb_jobspec_set_origin(c->spec, f,
 			      (struct hb_origin){HB_ORIGIN_DERIVED, 0});
 	hb_directive_add_field(dir(c, d), f);
-	note(c, d, hb_arena_printf(&c->spec->arena, "sbatch derives %s %llu "
-				   "from it", what, (unsigned long long)v));
+	note(c, d,
+	     hb_arena_printf(&c->spec->arena,
+			     "sbatch derives %s %llu "
+			     "from it",
+			     what, (unsigned long long)v));
 }
 
 /*
@@ -2951,7 +3127,8 @@ static int validate_gpus(struct ctx *c)
 	bool nodes_set = hb_jobspec_has(sp, HB_F_NODES);
 	uint64_t gpj = job->set ? job->a : 0, gpt = task->set ? task->a : 0;
 	uint64_t gpn = gres->set && gres->a ? gres->a
-					     : pnode->set ? pnode->a : 0;
+		       : pnode->set	    ? pnode->a
+					    : 0;
 	uint64_t min = nodes_set ? sp->nodes_min : UNSET;
 	uint64_t max = nodes_set && sp->nodes_max ? sp->nodes_max : UNSET;
 	uint64_t tpn = sp->ntasks_per_node ? sp->ntasks_per_node : UNSET;
@@ -3003,9 +3180,10 @@ static int validate_gpus(struct ctx *c)
 	/* _test_gres_cnt(), in its order */
 	{
 		uint64_t gps = sock->set ? sock->a : 0;
-		uint32_t d = job->set ? job->dir : task->set ? task->dir
-					       : pnode->set ? pnode->dir
-							    : gres->dir;
+		uint32_t d = job->set	  ? job->dir
+			     : task->set  ? task->dir
+			     : pnode->set ? pnode->dir
+					  : gres->dir;
 
 		if (gpj && ((gpn && gpn > gpj) || (gpt && gpt > gpj) ||
 			    (gps && gps > gpj)))
@@ -3094,20 +3272,18 @@ static int validate_gpus(struct ctx *c)
 	}
 	if (gpj) {
 		if (min != UNSET && gpj < min)
-			return gres_fail(c, job->dir, HB_EINVAL,
-					 "--gpus < -N");
+			return gres_fail(c, job->dir, HB_EINVAL, "--gpus < -N");
 		if (max != UNSET && gpj < max) {
 			sp->nodes_max = (uint32_t)gpj;
-			note(c, job->dir, hb_arena_printf(&sp->arena,
-							  "sbatch lowers the "
-							  "node maximum to "
-							  "%llu",
-							  (unsigned long long)
-								  gpj));
+			note(c, job->dir,
+			     hb_arena_printf(&sp->arena,
+					     "sbatch lowers the "
+					     "node maximum to "
+					     "%llu",
+					     (unsigned long long)gpj));
 		}
 	}
-	if (!ntasks_given && ntasks != UNSET && ntasks <= INT_MAX &&
-	    gpt) {
+	if (!ntasks_given && ntasks != UNSET && ntasks <= INT_MAX && gpt) {
 		sp->ntasks = (uint32_t)ntasks;
 		derive(c, HB_F_NTASKS, task->dir, "tasks", ntasks);
 	}
@@ -3121,10 +3297,10 @@ static void resolve_gpus(struct ctx *c)
 		int id;
 		uint8_t scope;
 	} order[] = {
-		{O_GPUS_PER_NODE, HB_GPU_PER_NODE},
-		{O_GRES, HB_GPU_PER_NODE},
-		{O_GPUS_PER_TASK, HB_GPU_PER_TASK},
-		{O_GPUS, HB_GPU_PER_JOB},
+	    {O_GPUS_PER_NODE, HB_GPU_PER_NODE},
+	    {O_GRES, HB_GPU_PER_NODE},
+	    {O_GPUS_PER_TASK, HB_GPU_PER_TASK},
+	    {O_GPUS, HB_GPU_PER_JOB},
 	};
 	int win = -1;
 
@@ -3140,14 +3316,16 @@ static void resolve_gpus(struct ctx *c)
 			c->spec->gpu_type = s->t;
 			set_field(c, HB_F_GPUS, s->dir);
 			if (s->b & 1)
-				note(c, s->dir, "several GPU types: kept as "
-						"an untyped GPU count");
+				note(c, s->dir,
+				     "several GPU types: kept as "
+				     "an untyped GPU count");
 			continue;
 		}
-		note(c, s->dir, hb_arena_printf(&c->spec->arena,
-						"not carried: the job's GPUs "
-						"are taken from --%s",
-						opt_name(order[win].id)));
+		note(c, s->dir,
+		     hb_arena_printf(&c->spec->arena,
+				     "not carried: the job's GPUs "
+				     "are taken from --%s",
+				     opt_name(order[win].id)));
 	}
 	if (c->slot[O_GPUS_PER_SOCKET].set && c->slot[O_GPUS_PER_SOCKET].a)
 		note(c, c->slot[O_GPUS_PER_SOCKET].dir,
@@ -3254,9 +3432,10 @@ static void resolve_hint(struct ctx *c)
 			env = true;
 	}
 	if (cli || (h->by_env && env)) {
-		note(c, h->dir, "ignored: sbatch drops --hint when "
-				"--ntasks-per-core, --threads-per-core or -B "
-				"is given");
+		note(c, h->dir,
+		     "ignored: sbatch drops --hint when "
+		     "--ntasks-per-core, --threads-per-core or -B "
+		     "is given");
 		return;
 	}
 	if (!h->by_env) {
@@ -3303,8 +3482,7 @@ static int resolve_counts(struct ctx *c)
 	uint32_t nodes_dir = nodes->set ? nodes->dir : NO_DIR;
 
 	resolve_hint(c);
-	if (nl->set && nl->dir != NO_DIR &&
-	    c->dinfo[nl->dir] == O_NODELIST) {
+	if (nl->set && nl->dir != NO_DIR && c->dinfo[nl->dir] == O_NODELIST) {
 		uint64_t cnt;
 		int rc = count_nodes(c, nl->val, &cnt, 0, NULL);
 
@@ -3317,14 +3495,16 @@ static int resolve_counts(struct ctx *c)
 			}
 			nodes_set = true;
 		} else {
-			note(c, nl->dir, "node list not expanded: the node "
-					 "count is not derived from it");
+			note(c, nl->dir,
+			     "node list not expanded: the node "
+			     "count is not derived from it");
 		}
 	}
 	if (max && min > max)
-		return fail(c, HB_EINVAL, "invalid number of nodes (-N "
-			    "%llu-%llu)", (unsigned long long)min,
-			    (unsigned long long)max);
+		return fail(c, HB_EINVAL,
+			    "invalid number of nodes (-N "
+			    "%llu-%llu)",
+			    (unsigned long long)min, (unsigned long long)max);
 	if (nodes_set && ntasks_set && max > nt->a)
 		max = nt->a;
 	if (nodes_set && ntasks_set && nt->a < min) {
@@ -3334,22 +3514,22 @@ static int resolve_counts(struct ctx *c)
 		min = max = nt->a;
 		/* sbatch drops the node list's last nodes to match */
 		if (sp->nodelist &&
-		    count_nodes(c, sp->nodelist, &cnt, min, &kept) ==
-			    HB_ENOMEM)
+		    count_nodes(c, sp->nodelist, &cnt, min, &kept) == HB_ENOMEM)
 			return HB_ENOMEM;
 		if (kept) {
 			sp->nodelist = kept;
-			note(c, nl->dir, hb_arena_printf(&sp->arena,
-							 "sbatch keeps only the "
-							 "first %llu nodes: %s",
-							 (unsigned long long)min,
-							 kept));
+			note(c, nl->dir,
+			     hb_arena_printf(&sp->arena,
+					     "sbatch keeps only the "
+					     "first %llu nodes: %s",
+					     (unsigned long long)min, kept));
 		}
-		note(c, nodes_dir, hb_arena_printf(&sp->arena,
-						   "sbatch sets the node count "
-						   "to %llu: only %llu tasks",
-						   (unsigned long long)min,
-						   (unsigned long long)nt->a));
+		note(c, nodes_dir,
+		     hb_arena_printf(&sp->arena,
+				     "sbatch sets the node count "
+				     "to %llu: only %llu tasks",
+				     (unsigned long long)min,
+				     (unsigned long long)nt->a));
 		if (nt->dir != NO_DIR)
 			hb_directive_add_field(dir(c, nt->dir), HB_F_NODES);
 	}
@@ -3359,8 +3539,8 @@ static int resolve_counts(struct ctx *c)
 		ntasks_set = true;
 	/* "1 proc / min_[socket * core * thread] default" */
 	if ((nodes_set || c->extra_set) && (min == max || max == 0) &&
-	    !ntasks_set && (c->topo[0] > 0 || c->topo[1] > 0 ||
-			    c->topo[2] > 0)) {
+	    !ntasks_set &&
+	    (c->topo[0] > 0 || c->topo[1] > 0 || c->topo[2] > 0)) {
 		uint64_t n = min ? min : 1;
 
 		for (int k = 0; k < 3; k++) {
@@ -3372,19 +3552,20 @@ static int resolve_counts(struct ctx *c)
 				n *= (uint64_t)c->topo[k];
 		}
 		if (n == 0 || n > INT_MAX)
-			return fail(c, HB_EUNSUP, "the task count sbatch "
+			return fail(c, HB_EUNSUP,
+				    "the task count sbatch "
 				    "derives from the node topology request "
 				    "(%llu) is not supported",
 				    (unsigned long long)n);
 		sp->ntasks = (uint32_t)n;
 		hb_jobspec_set_origin(sp, HB_F_NTASKS,
-				      (struct hb_origin){HB_ORIGIN_DERIVED,
-							 0});
+				      (struct hb_origin){HB_ORIGIN_DERIVED, 0});
 		hb_directive_add_field(dir(c, c->topo_dir), HB_F_NTASKS);
-		note(c, c->topo_dir, hb_arena_printf(&sp->arena,
-						     "sbatch derives %llu "
-						     "tasks from it",
-						     (unsigned long long)n));
+		note(c, c->topo_dir,
+		     hb_arena_printf(&sp->arena,
+				     "sbatch derives %llu "
+				     "tasks from it",
+				     (unsigned long long)n));
 	}
 	if (nodes_set && nodes_dir != NO_DIR) {
 		if (min > UINT32_MAX || max > UINT32_MAX)
@@ -3445,11 +3626,11 @@ static int resolve(struct ctx *c)
 			sp->exclusive = s->a == 0;
 			set_field(c, HB_F_EXCLUSIVE, s->dir);
 		} else {
-			note(c, s->dir, s->a == 2
-					    ? "nodes shared only with the "
-					      "user's jobs; no jobspec field"
-					    : "nodes shared only within the "
-					      "MCS label; no jobspec field");
+			note(c, s->dir,
+			     s->a == 2 ? "nodes shared only with the "
+					 "user's jobs; no jobspec field"
+				       : "nodes shared only within the "
+					 "MCS label; no jobspec field");
 		}
 	}
 	s = &c->slot[O_TIME];
@@ -3503,9 +3684,9 @@ static int resolve_hpcbridge(struct ctx *c)
 	}
 	s = &c->slot[O_HB_TARGET];
 	if (s->set)
-		note(c, s->dir, hb_arena_printf(&sp->arena,
-						"placement target: %s",
-						s->val));
+		note(c, s->dir,
+		     hb_arena_printf(&sp->arena, "placement target: %s",
+				     s->val));
 	return 0;
 }
 
@@ -3525,9 +3706,9 @@ static void override_notes(struct ctx *c)
 		by = s->dir != NO_DIR ? s->dir : s->reset_by;
 		if (by == NO_DIR || by == d)
 			continue;
-		note(c, d, hb_arena_printf(&c->spec->arena,
-					   "overridden by %s",
-					   where_text(c, by)));
+		note(c, d,
+		     hb_arena_printf(&c->spec->arena, "overridden by %s",
+				     where_text(c, by)));
 		dir(c, d)->nfields = 0;
 	}
 }
@@ -3549,14 +3730,15 @@ static int check_script(struct ctx *c, const char *buf, size_t len)
 	if (len == 0)
 		return fail(c, HB_EINVAL, "batch script is empty");
 	if (len > HB_SCRIPT_MAX)
-		return fail(c, HB_ETOOBIG, "batch script is larger than %u "
-			    "bytes", HB_SCRIPT_MAX);
+		return fail(c, HB_ETOOBIG,
+			    "batch script is larger than %u "
+			    "bytes",
+			    HB_SCRIPT_MAX);
 	{
 		/* fast path: no byte below 0x20 but tab and newline, no DEL */
 		static const uint8_t bad_byte[256] = {
-			1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1,
-			1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-			[0x7f] = 1};
+		    1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1,	    1,
+		    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, [0x7f] = 1};
 		const unsigned char *u = (const unsigned char *)buf;
 		unsigned bad = 0;
 		size_t i = 0;
@@ -3600,28 +3782,33 @@ static int check_script(struct ctx *c, const char *buf, size_t len)
 	}
 checked:
 	if (blank)
-		return fail(c, HB_EINVAL, "batch script contains only white "
+		return fail(c, HB_EINVAL,
+			    "batch script contains only white "
 			    "space");
 	if (len < 2 || buf[0] != '#' || buf[1] != '!') {
 		c->where_line = 1;
-		return fail(c, HB_EINVAL, "this does not look like a batch "
+		return fail(c, HB_EINVAL,
+			    "this does not look like a batch "
 			    "script: the first line must start with #! "
 			    "followed by the path to an interpreter");
 	}
 	if (nul) {
 		c->where_line = nul;
-		return fail(c, HB_EINVAL, "batch script contains a NUL "
+		return fail(c, HB_EINVAL,
+			    "batch script contains a NUL "
 			    "character");
 	}
 	if (dos) {
 		c->where_line = dos;
-		return fail(c, HB_EINVAL, "batch script contains DOS line "
+		return fail(c, HB_EINVAL,
+			    "batch script contains DOS line "
 			    "breaks (\\r\\n) instead of UNIX line breaks "
 			    "(\\n)");
 	}
 	if (ctl) {
 		c->where_line = ctl;
-		return fail(c, HB_EINVAL, "batch script contains a control "
+		return fail(c, HB_EINVAL,
+			    "batch script contains a control "
 			    "character");
 	}
 	return 0;
@@ -3639,8 +3826,7 @@ static int set_interpreter(struct ctx *c)
 		e--;
 	if (e == s)
 		return 0;
-	c->spec->interpreter = hb_jobspec_strndup(c->spec, s,
-						  (size_t)(e - s));
+	c->spec->interpreter = hb_jobspec_strndup(c->spec, s, (size_t)(e - s));
 	return c->spec->interpreter ? 0 : nomem(c);
 }
 

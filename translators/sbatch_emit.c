@@ -88,7 +88,8 @@ static int line(struct em *e, enum hb_field f, const char *opt,
 		     "#SBATCH line cannot carry");
 		return hb_err_set(e->err, HB_EUNSUP, e->name, 0,
 				  "%s: the value of %s cannot be written on an "
-				  "#SBATCH line", hb_field_name(f), opt);
+				  "#SBATCH line",
+				  hb_field_name(f), opt);
 	}
 	rc = hb_buf_printf(e->out, "#SBATCH %s", opt);
 	if (!rc && value) {
@@ -148,8 +149,7 @@ static int str_line(struct em *e, enum hb_field f, const char *opt,
 	return line(e, f, opt, v, HB_FATE_MAPPED, NULL);
 }
 
-static int num_line(struct em *e, enum hb_field f, const char *opt,
-		    uint64_t v)
+static int num_line(struct em *e, enum hb_field f, const char *opt, uint64_t v)
 {
 	char buf[32];
 
@@ -190,8 +190,7 @@ static int emit_nodes(struct em *e)
 		return 0;
 	}
 	if (s->nodes_max && s->nodes_max != s->nodes_min) {
-		snprintf(buf, sizeof(buf), "%u-%u", s->nodes_min,
-			 s->nodes_max);
+		snprintf(buf, sizeof(buf), "%u-%u", s->nodes_min, s->nodes_max);
 	} else if (!s->nodes_max && s->nodelist) {
 		/* the node list alone gives sbatch the count */
 		fate(e, HB_F_NODES, HB_FATE_MAPPED, "#SBATCH --nodelist",
@@ -233,10 +232,10 @@ static int emit_mem(struct em *e)
 			return 0;
 		}
 		size_str(sh.mem_per_node_mb, buf);
-		snprintf(note, sizeof(note), "%s memory written per node "
+		snprintf(note, sizeof(note),
+			 "%s memory written per node "
 			 "(%llu MiB)",
-			 s->mem_kind == HB_MEM_JOB ? "job-wide"
-						   : "per-process",
+			 s->mem_kind == HB_MEM_JOB ? "job-wide" : "per-process",
 			 (unsigned long long)sh.mem_per_node_mb);
 		return line(e, HB_F_MEM, "--mem", buf, HB_FATE_PARTIAL, note);
 	}
@@ -261,8 +260,8 @@ static int emit_gpus(struct em *e)
 
 	if (s->gpu_scope == HB_GPU_NONE || !s->gpus)
 		return 0;
-	if (s->gpu_type && (!writable(s->gpu_type) ||
-			    strpbrk(s->gpu_type, ":,"))) {
+	if (s->gpu_type &&
+	    (!writable(s->gpu_type) || strpbrk(s->gpu_type, ":,"))) {
 		fate(e, HB_F_GPUS, HB_FATE_DROPPED, NULL,
 		     "the GPU type cannot be written as a GRES type");
 		return 0;
@@ -395,7 +394,7 @@ static int emit_env_export(struct em *e)
 		rc = line(e, HB_F_ENV, "--export", b.data,
 			  n < s->nenv ? HB_FATE_PARTIAL : HB_FATE_MAPPED,
 			  n < s->nenv ? "variables whose value cannot be "
-				        "written are left out"
+					"written are left out"
 				      : NULL);
 	hb_buf_free(&b);
 	return rc;
@@ -406,10 +405,10 @@ static int emit_directives(struct em *e)
 	const struct hb_jobspec *s = e->spec;
 	int rc = 0;
 
-#define TRY(x)                     \
-	do {                       \
-		if ((rc = (x)))    \
-			return rc; \
+#define TRY(x)                                                                 \
+	do {                                                                   \
+		if ((rc = (x)))                                                \
+			return rc;                                             \
 	} while (0)
 
 	TRY(str_line(e, HB_F_NAME, "--job-name", s->name));
@@ -439,8 +438,8 @@ static int emit_directives(struct em *e)
 			hb_buf_free(&b);
 			return nomem(e);
 		}
-		if (!s->gpu_type || (writable(s->gpu_type) &&
-				     !strpbrk(s->gpu_type, ":,")))
+		if (!s->gpu_type ||
+		    (writable(s->gpu_type) && !strpbrk(s->gpu_type, ":,")))
 			rc = line(e, HB_F_NTASKS, "--gpus", b.data,
 				  HB_FATE_MAPPED,
 				  "the task count follows from --gpus and "
@@ -461,8 +460,8 @@ static int emit_directives(struct em *e)
 	TRY(emit_mem(e));
 	TRY(str_line(e, HB_F_LICENSES, "--licenses", s->licenses));
 	if (s->exclusive)
-		TRY(line(e, HB_F_EXCLUSIVE, "--exclusive", NULL,
-			 HB_FATE_MAPPED, NULL));
+		TRY(line(e, HB_F_EXCLUSIVE, "--exclusive", NULL, HB_FATE_MAPPED,
+			 NULL));
 	else if (hb_jobspec_has(s, HB_F_EXCLUSIVE))
 		TRY(line(e, HB_F_EXCLUSIVE, "--oversubscribe", NULL,
 			 HB_FATE_MAPPED, NULL));
@@ -559,7 +558,7 @@ static bool is_command(const char *p, const char *e)
  * which starts at the first command line. */
 struct body {
 	const char *script, *end;
-	const char *rest; /* first command line, or end */
+	const char *rest;   /* first command line, or end */
 	bool wrapper_lines; /* #PBS/#BSUB lines in the rest */
 };
 
@@ -657,55 +656,55 @@ static enum shell shell_of(const char *interp)
 /* PBS_NODEFILE lists each node once per task on it, as Torque does;
  * SLURM_TASKS_PER_NODE reads like "4(x2),3". */
 static const char nodefile_awk[] =
-	"awk -v t=\"$SLURM_TASKS_PER_NODE\" 'BEGIN { n = split(t, a, \",\"); "
-	"k = 0; for (i = 1; i <= n; i++) { c = a[i]; r = 1; "
-	"if (match(c, /\\(x[0-9]+\\)/)) { r = substr(c, RSTART + 2, "
-	"RLENGTH - 3); c = substr(c, 1, RSTART - 1) } "
-	"for (j = 0; j < r; j++) m[k++] = c + 0 } } "
-	"{ x = (NR - 1 < k) ? m[NR - 1] : 1; if (x < 1) x = 1; "
-	"for (j = 0; j < x; j++) print }'";
+    "awk -v t=\"$SLURM_TASKS_PER_NODE\" 'BEGIN { n = split(t, a, \",\"); "
+    "k = 0; for (i = 1; i <= n; i++) { c = a[i]; r = 1; "
+    "if (match(c, /\\(x[0-9]+\\)/)) { r = substr(c, RSTART + 2, "
+    "RLENGTH - 3); c = substr(c, 1, RSTART - 1) } "
+    "for (j = 0; j < r; j++) m[k++] = c + 0 } } "
+    "{ x = (NR - 1 < k) ? m[NR - 1] : 1; if (x < 1) x = 1; "
+    "for (j = 0; j < x; j++) print }'";
 
 static const char pbs_sh[] =
-	"# PBS variables, from Slurm's\n"
-	"export PBS_ENVIRONMENT=PBS_BATCH\n"
-	"export PBS_O_WORKDIR=\"${SLURM_SUBMIT_DIR:-$PWD}\"\n"
-	"export PBS_O_HOST=\"${SLURM_SUBMIT_HOST:-}\"\n"
-	"export PBS_JOBID=\"${SLURM_JOB_ID:-}\"\n"
-	"export PBS_JOBNAME=\"${SLURM_JOB_NAME:-}\"\n"
-	"export PBS_QUEUE=\"${SLURM_JOB_PARTITION:-}\"\n"
-	"export PBS_O_QUEUE=\"$PBS_QUEUE\"\n"
-	"export PBS_ARRAYID=\"${SLURM_ARRAY_TASK_ID:-}\"\n"
-	"export PBS_ARRAY_INDEX=\"$PBS_ARRAYID\"\n"
-	"export PBS_NUM_NODES=\"${SLURM_JOB_NUM_NODES:-1}\"\n"
-	"PBS_NUM_PPN=\"${SLURM_TASKS_PER_NODE:-1}\"\n"
-	"export PBS_NUM_PPN=\"${PBS_NUM_PPN%%%%[(,]*}\"\n"
-	"export PBS_NODEFILE=\"${TMPDIR:-/tmp}/pbs_nodefile."
-	"${SLURM_JOB_ID:-$$}\"\n"
-	"scontrol show hostnames \"${SLURM_JOB_NODELIST:-$(hostname)}\" | "
-	"%s > \"$PBS_NODEFILE\"\n"
-	"export PBS_NP=\"$(($(wc -l < \"$PBS_NODEFILE\")))\"\n"
-	"export PBS_TASKNUM=1\n";
+    "# PBS variables, from Slurm's\n"
+    "export PBS_ENVIRONMENT=PBS_BATCH\n"
+    "export PBS_O_WORKDIR=\"${SLURM_SUBMIT_DIR:-$PWD}\"\n"
+    "export PBS_O_HOST=\"${SLURM_SUBMIT_HOST:-}\"\n"
+    "export PBS_JOBID=\"${SLURM_JOB_ID:-}\"\n"
+    "export PBS_JOBNAME=\"${SLURM_JOB_NAME:-}\"\n"
+    "export PBS_QUEUE=\"${SLURM_JOB_PARTITION:-}\"\n"
+    "export PBS_O_QUEUE=\"$PBS_QUEUE\"\n"
+    "export PBS_ARRAYID=\"${SLURM_ARRAY_TASK_ID:-}\"\n"
+    "export PBS_ARRAY_INDEX=\"$PBS_ARRAYID\"\n"
+    "export PBS_NUM_NODES=\"${SLURM_JOB_NUM_NODES:-1}\"\n"
+    "PBS_NUM_PPN=\"${SLURM_TASKS_PER_NODE:-1}\"\n"
+    "export PBS_NUM_PPN=\"${PBS_NUM_PPN%%%%[(,]*}\"\n"
+    "export PBS_NODEFILE=\"${TMPDIR:-/tmp}/pbs_nodefile."
+    "${SLURM_JOB_ID:-$$}\"\n"
+    "scontrol show hostnames \"${SLURM_JOB_NODELIST:-$(hostname)}\" | "
+    "%s > \"$PBS_NODEFILE\"\n"
+    "export PBS_NP=\"$(($(wc -l < \"$PBS_NODEFILE\")))\"\n"
+    "export PBS_TASKNUM=1\n";
 
 static const char pbs_csh[] =
-	"# PBS variables, from Slurm's\n"
-	"setenv PBS_ENVIRONMENT PBS_BATCH\n"
-	"setenv PBS_O_WORKDIR \"$SLURM_SUBMIT_DIR\"\n"
-	"setenv PBS_JOBID \"$SLURM_JOB_ID\"\n"
-	"setenv PBS_JOBNAME \"$SLURM_JOB_NAME\"\n"
-	"setenv PBS_QUEUE \"$SLURM_JOB_PARTITION\"\n"
-	"setenv PBS_O_QUEUE \"$SLURM_JOB_PARTITION\"\n"
-	"setenv PBS_ARRAYID \"\"\n"
-	"if ($?SLURM_ARRAY_TASK_ID) setenv PBS_ARRAYID "
-	"\"$SLURM_ARRAY_TASK_ID\"\n"
-	"setenv PBS_ARRAY_INDEX \"$PBS_ARRAYID\"\n"
-	"setenv PBS_NUM_NODES \"$SLURM_JOB_NUM_NODES\"\n"
-	"setenv PBS_NUM_PPN `echo \"$SLURM_TASKS_PER_NODE\" | "
-	"sed 's/[(,].*//'`\n"
-	"setenv PBS_NODEFILE \"/tmp/pbs_nodefile.$SLURM_JOB_ID\"\n"
-	"scontrol show hostnames \"$SLURM_JOB_NODELIST\" | %s > "
-	"\"$PBS_NODEFILE\"\n"
-	"setenv PBS_NP `wc -l < \"$PBS_NODEFILE\"`\n"
-	"setenv PBS_TASKNUM 1\n";
+    "# PBS variables, from Slurm's\n"
+    "setenv PBS_ENVIRONMENT PBS_BATCH\n"
+    "setenv PBS_O_WORKDIR \"$SLURM_SUBMIT_DIR\"\n"
+    "setenv PBS_JOBID \"$SLURM_JOB_ID\"\n"
+    "setenv PBS_JOBNAME \"$SLURM_JOB_NAME\"\n"
+    "setenv PBS_QUEUE \"$SLURM_JOB_PARTITION\"\n"
+    "setenv PBS_O_QUEUE \"$SLURM_JOB_PARTITION\"\n"
+    "setenv PBS_ARRAYID \"\"\n"
+    "if ($?SLURM_ARRAY_TASK_ID) setenv PBS_ARRAYID "
+    "\"$SLURM_ARRAY_TASK_ID\"\n"
+    "setenv PBS_ARRAY_INDEX \"$PBS_ARRAYID\"\n"
+    "setenv PBS_NUM_NODES \"$SLURM_JOB_NUM_NODES\"\n"
+    "setenv PBS_NUM_PPN `echo \"$SLURM_TASKS_PER_NODE\" | "
+    "sed 's/[(,].*//'`\n"
+    "setenv PBS_NODEFILE \"/tmp/pbs_nodefile.$SLURM_JOB_ID\"\n"
+    "scontrol show hostnames \"$SLURM_JOB_NODELIST\" | %s > "
+    "\"$PBS_NODEFILE\"\n"
+    "setenv PBS_NP `wc -l < \"$PBS_NODEFILE\"`\n"
+    "setenv PBS_TASKNUM 1\n";
 
 static int put_pbs_block(struct em *e, enum shell sh)
 {
@@ -713,7 +712,8 @@ static int put_pbs_block(struct em *e, enum shell sh)
 
 	if (sh == SH_NONE) {
 		if (e->rep)
-			hb_report_warn(e->rep, "the PBS_* variables are not "
+			hb_report_warn(e->rep,
+				       "the PBS_* variables are not "
 				       "defined: the interpreter is not a "
 				       "shell");
 		return 0;
@@ -748,8 +748,7 @@ int hb_sbatch_emit(const struct hb_jobspec *spec, struct hb_buf *out,
 	rc = emit_directives(&e);
 	if (rc)
 		goto fail;
-	if (b.wrapper_lines &&
-	    hb_buf_puts(out, "#SBATCH --ignore-pbs\n")) {
+	if (b.wrapper_lines && hb_buf_puts(out, "#SBATCH --ignore-pbs\n")) {
 		rc = nomem(&e);
 		goto fail;
 	}

@@ -41,8 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 		memcpy(words, nul + 1, rest);
 		words[rest] = '\0';
-		for (char *w = words; w < words + rest + 1 &&
-				      nenv + nargv < MAX_WORDS;
+		for (char *w = words;
+		     w < words + rest + 1 && nenv + nargv < MAX_WORDS;
 		     w += strlen(w) + 1) {
 			if (!strncmp(w, "SBATCH_", 7) && strchr(w, '='))
 				envp[nenv++] = w;

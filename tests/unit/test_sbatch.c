@@ -304,9 +304,9 @@ static void test_script_checks(void **state)
 		hb_jobspec_free(&spec);
 		hb_jobspec_init(&spec, "job.sh");
 		memset(&err, 0, sizeof(err));
-		assert_int_equal(hb_sbatch_parse(s, n, "job.sh", NULL, &spec,
-						 &err),
-				 HB_ETOOBIG);
+		assert_int_equal(
+		    hb_sbatch_parse(s, n, "job.sh", NULL, &spec, &err),
+		    HB_ETOOBIG);
 		free(s);
 	}
 	/* the interpreter line */
@@ -377,7 +377,8 @@ static void test_memory(void **state)
 	assert_true(spec.mem_mb == 40960);
 	bad(SH "#SBATCH --mem-per-gpu=40G\n", HB_EINVAL,
 	    "job.sh:2: requested memory per GPU but did not request any GPU");
-	bad(SH "#SBATCH --mem=4GiB\n", HB_EINVAL, "invalid --mem specification");
+	bad(SH "#SBATCH --mem=4GiB\n", HB_EINVAL,
+	    "invalid --mem specification");
 	bad(SH "#SBATCH --mem=-1\n", HB_EINVAL, "invalid --mem");
 	bad(SH "#SBATCH --mem=9999999999999999T\n", HB_ERANGE, "--mem: size");
 	/* two of them in the script, or script and command line: Slurm's
@@ -395,9 +396,8 @@ static void test_memory(void **state)
 	assert_non_null(strstr(find_dir("SBATCH_MEM_PER_CPU=1G")->note,
 			       "overridden by '--mem=4G' at line 2"));
 	/* ... and overrides the same kind */
-	assert_int_equal(parse_opts(SH "#SBATCH --mem-per-cpu=4G\n", env_cpu,
-				    NULL),
-			 0);
+	assert_int_equal(
+	    parse_opts(SH "#SBATCH --mem-per-cpu=4G\n", env_cpu, NULL), 0);
 	assert_true(spec.mem_mb == 1024);
 	assert_int_equal(spec.origin[HB_F_MEM].kind, HB_ORIGIN_ENV);
 	/* two kinds in the environment conflict */
@@ -429,8 +429,8 @@ static void test_counts(void **state)
 	bad(SH "#SBATCH -N 99999999999999999999999k\n", HB_ERANGE, "too large");
 	bad(SH "#SBATCH -N 3000000k\n", HB_ERANGE, "too large");
 	bad(SH "#SBATCH -B -99999999999999k\n", HB_EINVAL, "extra-node-info");
-	bad(SH "#SBATCH -N 2 -B 2147483647:2147483647:2147483647\n",
-	    HB_EUNSUP, "task count");
+	bad(SH "#SBATCH -N 2 -B 2147483647:2147483647:2147483647\n", HB_EUNSUP,
+	    "task count");
 	/* fewer tasks than nodes: sbatch shrinks the node count */
 	ok(SH "#SBATCH -N 4 -n 2\n");
 	assert_int_equal(spec.nodes_min, 2);
@@ -456,8 +456,8 @@ static void test_counts(void **state)
 	assert_int_equal(spec.ntasks, 4);
 	ok(SH "#SBATCH -N 2 --hint=memory_bound -B 2:4\n");
 	assert_int_equal(spec.ntasks, 16);
-	assert_non_null(strstr(find_dir("--hint=memory_bound")->note,
-			       "ignored"));
+	assert_non_null(
+	    strstr(find_dir("--hint=memory_bound")->note, "ignored"));
 	/* integers as parse_int() reads them */
 	ok(SH "#SBATCH -n +4 -c ' 2'\n");
 	assert_int_equal(spec.ntasks, 4);
@@ -678,10 +678,10 @@ static void test_unmapped(void **state)
 
 static void test_precedence(void **state)
 {
-	const char *env[] = {"SBATCH_PARTITION=long", "SBATCH_TIMELIMIT=20",
-			     "SBATCH_REQUEUE=no", "SBATCH_EXCLUSIVE=",
+	const char *env[] = {"SBATCH_PARTITION=long",	"SBATCH_TIMELIMIT=20",
+			     "SBATCH_REQUEUE=no",	"SBATCH_EXCLUSIVE=",
 			     "SBATCH_JOB_NAME=envname", "OTHER=1",
-			     "SBATCH_GPUS=a100:4", NULL};
+			     "SBATCH_GPUS=a100:4",	NULL};
 	const char *argv[] = {"-p", "debug", "--job-name=cli", "-N3", NULL};
 	const char *env_bad[] = {"SBATCH_TIMELIMIT=bogus", NULL};
 	const char *argv_bad[] = {"-N", "2", "--bogus", NULL};
@@ -705,12 +705,12 @@ static void test_precedence(void **state)
 	assert_int_equal(spec.origin[HB_F_NODES].line, 4);
 	assert_int_equal(spec.gpu_scope, HB_GPU_PER_JOB);
 	/* every source is listed, the losers say who won */
-	assert_non_null(strstr(find_dir("-p gpu")->note,
-			       "'-p debug' on the command line"));
+	assert_non_null(
+	    strstr(find_dir("-p gpu")->note, "'-p debug' on the command line"));
 	assert_non_null(strstr(find_dir("SBATCH_PARTITION=long")->note,
 			       "'-p debug' on the command line"));
-	assert_non_null(strstr(find_dir("--requeue")->note,
-			       "SBATCH_REQUEUE=no"));
+	assert_non_null(
+	    strstr(find_dir("--requeue")->note, "SBATCH_REQUEUE=no"));
 	assert_int_equal(find_dir("SBATCH_JOB_NAME=envname")->origin.kind,
 			 HB_ORIGIN_ENV);
 	assert_int_equal(find_dir("-p debug")->origin.kind, HB_ORIGIN_CLI);
@@ -737,8 +737,9 @@ static void test_hpcbridge_options(void **state)
 	      "#SBATCH --hpcbridge-checkpoint=/ckpt/run1\n"
 	      "#SBATCH --hpcbridge-data=s3://bucket/in --hpcbridge-data=/d\n");
 	assert_string_equal(spec.deadline, "2030-06-01T12:00:00");
-	assert_true(dir_has(find_dir("--hpcbridge-deadline=2030-06-01T12:00:00"),
-			    HB_F_DEADLINE));
+	assert_true(
+	    dir_has(find_dir("--hpcbridge-deadline=2030-06-01T12:00:00"),
+		    HB_F_DEADLINE));
 	assert_string_equal(spec.checkpoint_dir, "/ckpt/run1");
 	assert_int_equal(spec.ndata, 2);
 	assert_string_equal(spec.data[0], "s3://bucket/in");
@@ -746,11 +747,13 @@ static void test_hpcbridge_options(void **state)
 	assert_non_null(strstr(find_dir("--hpcbridge-target=kubernetes")->note,
 			       "kubernetes"));
 	/* --deadline wins over ours */
-	ok(SH "#SBATCH --hpcbridge-deadline=2030-06-01 --deadline=2031-01-01\n");
+	ok(SH
+	   "#SBATCH --hpcbridge-deadline=2030-06-01 --deadline=2031-01-01\n");
 	assert_string_equal(spec.deadline, "2031-01-01");
 	bad(SH "#SBATCH --hpcbridge-target=mars\n", HB_EINVAL,
 	    "want auto, slurm or kubernetes");
-	bad(SH "#SBATCH --hpcbridge-data=s3://\n", HB_EINVAL, "names no bucket");
+	bad(SH "#SBATCH --hpcbridge-data=s3://\n", HB_EINVAL,
+	    "names no bucket");
 	bad(SH "#SBATCH --hpcbridge-deadline=soon\n", HB_EINVAL,
 	    "invalid --hpcbridge-deadline");
 	bad(SH "#SBATCH --hpcbridge-d=x\n", HB_EINVAL, "ambiguous");
@@ -820,22 +823,22 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_basic_fields),
-		cmocka_unit_test(test_tokenizer),
-		cmocka_unit_test(test_scan_stops),
-		cmocka_unit_test(test_getopt),
-		cmocka_unit_test(test_script_checks),
-		cmocka_unit_test(test_times),
-		cmocka_unit_test(test_memory),
-		cmocka_unit_test(test_counts),
-		cmocka_unit_test(test_gpus),
-		cmocka_unit_test(test_arrays),
-		cmocka_unit_test(test_mail_signal_flags),
-		cmocka_unit_test(test_unmapped),
-		cmocka_unit_test(test_precedence),
-		cmocka_unit_test(test_hpcbridge_options),
-		cmocka_unit_test(test_export),
-		cmocka_unit_test(test_corpus),
+	    cmocka_unit_test(test_basic_fields),
+	    cmocka_unit_test(test_tokenizer),
+	    cmocka_unit_test(test_scan_stops),
+	    cmocka_unit_test(test_getopt),
+	    cmocka_unit_test(test_script_checks),
+	    cmocka_unit_test(test_times),
+	    cmocka_unit_test(test_memory),
+	    cmocka_unit_test(test_counts),
+	    cmocka_unit_test(test_gpus),
+	    cmocka_unit_test(test_arrays),
+	    cmocka_unit_test(test_mail_signal_flags),
+	    cmocka_unit_test(test_unmapped),
+	    cmocka_unit_test(test_precedence),
+	    cmocka_unit_test(test_hpcbridge_options),
+	    cmocka_unit_test(test_export),
+	    cmocka_unit_test(test_corpus),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, teardown);

@@ -92,7 +92,8 @@ static char *round_trip(const char *script, size_t len,
 			if (!strncmp(p + 1, "#PBS", 4) ||
 			    !strncmp(p + 1, "#SLURM", 6) ||
 			    !strncmp(p + 1, "#BSUB", 5))
-				fail_msg("%s: header keeps '%.20s'", what, p + 1);
+				fail_msg("%s: header keeps '%.20s'", what,
+					 p + 1);
 		}
 	}
 	cJSON_Delete(va);
@@ -184,71 +185,71 @@ static void put_quoted(struct hb_buf *b, const char *v)
 }
 
 static const char *const strs[] = {
-	"plain", "with space", "hash#inside", "q\"uote", "it's", "back\\slash",
-	"tab\there", "-dashed", "a=b,c", "%x-%j.out", "x",
-	"Big Run #2", "UPPER_lower-09"};
+    "plain",	   "with space", "hash#inside",	  "q\"uote", "it's",
+    "back\\slash", "tab\there",	 "-dashed",	  "a=b,c",   "%x-%j.out",
+    "x",	   "Big Run #2", "UPPER_lower-09"};
 
 struct gen_opt {
-	const char *opt;  /* long option */
+	const char *opt; /* long option */
 	const char *const *vals;
-	size_t nvals;	  /* 0: strings from strs[] */
+	size_t nvals; /* 0: strings from strs[] */
 };
 
-#define V(...) (const char *const[]){__VA_ARGS__}, \
-	sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)
+#define V(...)                                                                 \
+	(const char *const[]){__VA_ARGS__},                                    \
+	    sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)
 
 static const struct gen_opt gen_opts[] = {
-	{"--job-name", NULL, 0},
-	{"--account", NULL, 0},
-	{"--comment", NULL, 0},
-	{"--partition", V("debug", "gpu", "long")},
-	{"--qos", V("normal", "high")},
-	{"--nodes", V("1", "2", "4", "2-4", "1-8", "3k", "-2")},
-	{"--ntasks", V("1", "4", "16", "+8")},
-	{"--ntasks-per-node", V("1", "8", "64")},
-	{"--cpus-per-task", V("1", "2", "8")},
-	{"--mem", V("0", "4G", "1500", "1025K", "2T", "512MB")},
-	{"--mem-per-cpu", V("2G", "500M")},
-	{"--mem-per-gpu", V("40G", "80000")},
-	{"--gres", V("gpu:2", "gpu:a100:4", "gpu", "gpu:h100",
-		     "gpu:1,shard:2", "none", "shard:1")},
-	{"--gpus", V("4", "a100:2", "a100:1,h100:1")},
-	{"--gpus-per-node", V("h100:8", "2")},
-	{"--gpus-per-task", V("1", "a100:1")},
-	{"--licenses", V("matlab:1", "fluent:2,abaqus:4")},
-	{"--exclusive", V("", "=user", "=oversubscribe", "=exclusive")},
-	{"--oversubscribe", V("")},
-	{"--constraint", V("ib", "ib&haswell", "[rack1|rack2]")},
-	{"--nodelist", V("n[1-4]", "a1,b2", "x[01-03,07]", "/etc/hosts")},
-	{"--exclude", V("n9", "n[7-8]")},
-	{"--time", V("30", "1:30", "02:00:00", "1-0", "2-12:30",
-		     "3-01:02:03", "UNLIMITED", "0", "0:30", "5-")},
-	{"--time-min", V("20", "1:00:00")},
-	{"--begin", V("now+1hour", "2030-01-01T08:00:00", "16:00",
-		      "tomorrow")},
-	{"--deadline", V("2035-01-01", "12/25/31")},
-	{"--signal", V("B:USR1@120", "SIGTERM", "10", "R:USR2@30")},
-	{"--output", NULL, 0},
-	{"--error", NULL, 0},
-	{"--input", V("/dev/null", "in.txt")},
-	{"--chdir", NULL, 0},
-	{"--array", V("0-9", "1-10:2,20%4", "5,1-3", "[0-15]%3", "0-1000")},
-	{"--dependency", V("singleton", "afterok:123", "afterany:1:2")},
-	{"--mail-type", V("END", "BEGIN,END,FAIL", "ALL", "NONE",
-			  "TIME_LIMIT_80,ARRAY_TASKS")},
-	{"--mail-user", NULL, 0},
-	{"--requeue", V("")},
-	{"--no-requeue", V("")},
-	{"--export", V("ALL", "NONE", "ALL,A=1,B", "ALL,'C=x,y'")},
-	{"--container", V("/ctr/bundle")},
-	{"--uid", V("alice", "1000")},
-	{"--hpcbridge-checkpoint", V("/ckpt/a", "/shared/ckpt dir")},
-	{"--hpcbridge-data", V("s3://b/k", "/data/x")},
-	{"--hpcbridge-deadline", V("2031-05-05")},
-	{"--nice", V("10", "")},
-	{"--hint", V("nomultithread")},
-	{"--sockets-per-node", V("2")},
-	{"--extra-node-info", V("2:4:1", "1:*:*")},
+    {"--job-name", NULL, 0},
+    {"--account", NULL, 0},
+    {"--comment", NULL, 0},
+    {"--partition", V("debug", "gpu", "long")},
+    {"--qos", V("normal", "high")},
+    {"--nodes", V("1", "2", "4", "2-4", "1-8", "3k", "-2")},
+    {"--ntasks", V("1", "4", "16", "+8")},
+    {"--ntasks-per-node", V("1", "8", "64")},
+    {"--cpus-per-task", V("1", "2", "8")},
+    {"--mem", V("0", "4G", "1500", "1025K", "2T", "512MB")},
+    {"--mem-per-cpu", V("2G", "500M")},
+    {"--mem-per-gpu", V("40G", "80000")},
+    {"--gres", V("gpu:2", "gpu:a100:4", "gpu", "gpu:h100", "gpu:1,shard:2",
+		 "none", "shard:1")},
+    {"--gpus", V("4", "a100:2", "a100:1,h100:1")},
+    {"--gpus-per-node", V("h100:8", "2")},
+    {"--gpus-per-task", V("1", "a100:1")},
+    {"--licenses", V("matlab:1", "fluent:2,abaqus:4")},
+    {"--exclusive", V("", "=user", "=oversubscribe", "=exclusive")},
+    {"--oversubscribe", V("")},
+    {"--constraint", V("ib", "ib&haswell", "[rack1|rack2]")},
+    {"--nodelist", V("n[1-4]", "a1,b2", "x[01-03,07]", "/etc/hosts")},
+    {"--exclude", V("n9", "n[7-8]")},
+    {"--time", V("30", "1:30", "02:00:00", "1-0", "2-12:30", "3-01:02:03",
+		 "UNLIMITED", "0", "0:30", "5-")},
+    {"--time-min", V("20", "1:00:00")},
+    {"--begin", V("now+1hour", "2030-01-01T08:00:00", "16:00", "tomorrow")},
+    {"--deadline", V("2035-01-01", "12/25/31")},
+    {"--signal", V("B:USR1@120", "SIGTERM", "10", "R:USR2@30")},
+    {"--output", NULL, 0},
+    {"--error", NULL, 0},
+    {"--input", V("/dev/null", "in.txt")},
+    {"--chdir", NULL, 0},
+    {"--array", V("0-9", "1-10:2,20%4", "5,1-3", "[0-15]%3", "0-1000")},
+    {"--dependency", V("singleton", "afterok:123", "afterany:1:2")},
+    {"--mail-type",
+     V("END", "BEGIN,END,FAIL", "ALL", "NONE", "TIME_LIMIT_80,ARRAY_TASKS")},
+    {"--mail-user", NULL, 0},
+    {"--requeue", V("")},
+    {"--no-requeue", V("")},
+    {"--export", V("ALL", "NONE", "ALL,A=1,B", "ALL,'C=x,y'")},
+    {"--container", V("/ctr/bundle")},
+    {"--uid", V("alice", "1000")},
+    {"--hpcbridge-checkpoint", V("/ckpt/a", "/shared/ckpt dir")},
+    {"--hpcbridge-data", V("s3://b/k", "/data/x")},
+    {"--hpcbridge-deadline", V("2031-05-05")},
+    {"--nice", V("10", "")},
+    {"--hint", V("nomultithread")},
+    {"--sockets-per-node", V("2")},
+    {"--extra-node-info", V("2:4:1", "1:*:*")},
 };
 
 /* One option, written the way users do: long, abbreviated, short. */
@@ -257,8 +258,8 @@ static void put_opt(struct hb_buf *b, const struct gen_opt *o, const char *v)
 	static const struct {
 		const char *lng;
 		char shrt;
-	} shorts[] = {{"--job-name", 'J'}, {"--account", 'A'},
-		      {"--partition", 'p'}, {"--nodes", 'N'},
+	} shorts[] = {{"--job-name", 'J'},   {"--account", 'A'},
+		      {"--partition", 'p'},  {"--nodes", 'N'},
 		      {"--ntasks", 'n'},     {"--cpus-per-task", 'c'},
 		      {"--time", 't'},	     {"--output", 'o'},
 		      {"--array", 'a'},	     {"--chdir", 'D'},
@@ -311,11 +312,11 @@ static void gen_script(struct hb_buf *b)
 					       "#!/usr/bin/env bash",
 					       "#! /bin/bash -l"};
 	static const char *const bodies[] = {
-		"srun ./a.out\n",
-		"module load openmpi/4.1.5\nmpirun -np $SLURM_NTASKS ./b\n",
-		"export NCCL_DEBUG=INFO\n\nsrun python t.py\n#PBS -N later\n",
-		"echo \"#SBATCH -N 99\"\n#SBATCH --bogus\n",
-		"cat <<EOF\n#PBS -l nodes=2\nEOF\n",
+	    "srun ./a.out\n",
+	    "module load openmpi/4.1.5\nmpirun -np $SLURM_NTASKS ./b\n",
+	    "export NCCL_DEBUG=INFO\n\nsrun python t.py\n#PBS -N later\n",
+	    "echo \"#SBATCH -N 99\"\n#SBATCH --bogus\n",
+	    "cat <<EOF\n#PBS -l nodes=2\nEOF\n",
 	};
 	uint32_t n = 1 + rnd(14);
 	bool mem = false;
@@ -326,8 +327,8 @@ static void gen_script(struct hb_buf *b)
 		hb_buf_puts(b, "# generated test job\n\n");
 	for (uint32_t i = 0; i < n; i++) {
 		const struct gen_opt *o = &PICK(gen_opts);
-		const char *v = o->nvals ? o->vals[rnd((uint32_t)o->nvals)]
-					 : PICK(strs);
+		const char *v =
+		    o->nvals ? o->vals[rnd((uint32_t)o->nvals)] : PICK(strs);
 
 		if (!strncmp(o->opt, "--mem", 5)) {
 			if (mem)
@@ -340,9 +341,9 @@ static void gen_script(struct hb_buf *b)
 		put_opt(b, o, v);
 		if (rnd(3) == 0) {
 			const struct gen_opt *o2 = &PICK(gen_opts);
-			const char *v2 = o2->nvals
-						 ? o2->vals[rnd((uint32_t)o2->nvals)]
-						 : PICK(strs);
+			const char *v2 =
+			    o2->nvals ? o2->vals[rnd((uint32_t)o2->nvals)]
+				      : PICK(strs);
 
 			if (!strncmp(o2->opt, "--mem", 5)) {
 				v2 = NULL;
@@ -405,9 +406,9 @@ static void test_generated(void **state)
 static void test_env_and_cli(void **state)
 {
 	const char *envp[] = {"SBATCH_PARTITION=long", "SBATCH_TIMELIMIT=45",
-			      "SBATCH_GPUS=a100:3", "SBATCH_EXCLUSIVE=",
+			      "SBATCH_GPUS=a100:3",    "SBATCH_EXCLUSIVE=",
 			      "SBATCH_MEM_PER_CPU=3G", NULL};
-	const char *argv[] = {"--job-name", "from cli", "-N", "3",
+	const char *argv[] = {"--job-name",	 "from cli",	"-N", "3",
 			      "--mail-type=END", "--array=1-3", NULL};
 	struct hb_sbatch_opts o = {envp, argv, 6};
 	const char *script = "#!/bin/bash\n#SBATCH -p debug -J s -t 10\n"
@@ -510,7 +511,8 @@ static void test_other_sources(void **state)
 	assert_non_null(strstr(out.data, "PBS_NODEFILE"));
 	assert_non_null(strstr(out.data, "scontrol show hostnames"));
 	assert_non_null(strstr(out.data, "PBS_ARRAYID"));
-	assert_non_null(strstr(out.data, "PBS_NUM_PPN=\"${PBS_NUM_PPN%%[(,]*}"));
+	assert_non_null(
+	    strstr(out.data, "PBS_NUM_PPN=\"${PBS_NUM_PPN%%[(,]*}"));
 	assert_non_null(strstr(out.data, "cd $PBS_O_WORKDIR\nmpirun"));
 	assert_int_equal(rep.fate[HB_F_MEM].kind, HB_FATE_PARTIAL);
 	assert_int_equal(rep.fate[HB_F_ERROR].kind, HB_FATE_DROPPED);
@@ -522,9 +524,9 @@ static void test_other_sources(void **state)
 		struct hb_jobspec b;
 
 		hb_jobspec_init(&b, "b.sh");
-		assert_int_equal(hb_sbatch_parse(out.data, out.len, "b.sh",
-						 NULL, &b, &err),
-				 0);
+		assert_int_equal(
+		    hb_sbatch_parse(out.data, out.len, "b.sh", NULL, &b, &err),
+		    0);
 		assert_int_equal(b.nodes_min, 2);
 		assert_true(b.mem_mb == 4096);
 		assert_string_equal(b.name, "pbsjob");
@@ -545,8 +547,8 @@ static void test_other_sources(void **state)
 	/* values handed over in another syntax are dropped, not written
 	 * for sbatch to refuse */
 	s.interpreter = NULL;
-	s.begin = "202401011200";	/* PBS -a form */
-	s.mail_type = "abe";		/* PBS -m form */
+	s.begin = "202401011200"; /* PBS -a form */
+	s.mail_type = "abe";	  /* PBS -m form */
 	s.deadline = "2031-01-01";
 	hb_report_init(&rep, "sbatch");
 	hb_buf_reset(&out);
@@ -592,9 +594,9 @@ static void test_other_sources(void **state)
 		struct hb_jobspec b;
 
 		hb_jobspec_init(&b, "b.sh");
-		assert_int_equal(hb_sbatch_parse(out.data, out.len, "b.sh",
-						 NULL, &b, &err),
-				 0);
+		assert_int_equal(
+		    hb_sbatch_parse(out.data, out.len, "b.sh", NULL, &b, &err),
+		    0);
 		assert_int_equal(b.nenv, 2);
 		assert_string_equal(b.env[1].value, "a,b");
 		hb_jobspec_free(&b);
@@ -613,11 +615,11 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_corpus),
-		cmocka_unit_test(test_generated),
-		cmocka_unit_test(test_env_and_cli),
-		cmocka_unit_test(test_layout),
-		cmocka_unit_test(test_other_sources),
+	    cmocka_unit_test(test_corpus),
+	    cmocka_unit_test(test_generated),
+	    cmocka_unit_test(test_env_and_cli),
+	    cmocka_unit_test(test_layout),
+	    cmocka_unit_test(test_other_sources),
 	};
 
 	hb_buf_init(&out, 0);

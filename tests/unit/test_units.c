@@ -22,20 +22,20 @@ struct tcase {
 static void test_u64(void **state)
 {
 	static const struct tcase cases[] = {
-		{"0", 0, 0},
-		{"42", 0, 42},
-		{"007", 0, 7},
-		{"18446744073709551615", 0, UINT64_MAX},
-		{"18446744073709551616", HB_ERANGE, 0},
-		{"99999999999999999999999", HB_ERANGE, 0},
-		{"99999999999999999999999x", HB_EINVAL, 0},
-		{"", HB_EINVAL, 0},
-		{"-1", HB_EINVAL, 0},
-		{"+1", HB_EINVAL, 0},
-		{" 1", HB_EINVAL, 0},
-		{"1 ", HB_EINVAL, 0},
-		{"1x", HB_EINVAL, 0},
-		{"0x10", HB_EINVAL, 0},
+	    {"0", 0, 0},
+	    {"42", 0, 42},
+	    {"007", 0, 7},
+	    {"18446744073709551615", 0, UINT64_MAX},
+	    {"18446744073709551616", HB_ERANGE, 0},
+	    {"99999999999999999999999", HB_ERANGE, 0},
+	    {"99999999999999999999999x", HB_EINVAL, 0},
+	    {"", HB_EINVAL, 0},
+	    {"-1", HB_EINVAL, 0},
+	    {"+1", HB_EINVAL, 0},
+	    {" 1", HB_EINVAL, 0},
+	    {"1 ", HB_EINVAL, 0},
+	    {"1x", HB_EINVAL, 0},
+	    {"0x10", HB_EINVAL, 0},
 	};
 	uint64_t v;
 	uint32_t v32;
@@ -62,58 +62,58 @@ static void test_u64(void **state)
 static void test_slurm_time(void **state)
 {
 	static const struct tcase cases[] = {
-		/* minutes */
-		{"10", 0, 600},
-		{"0", 0, 0},
-		{"007", 0, 420},
-		/* minutes:seconds, rounded up to whole minutes */
-		{"10:30", 0, 660},
-		{"0:30", 0, 60},
-		{"0:0", 0, 0},
-		{"1:00", 0, 60},
-		{"0:60", 0, 60},
-		/* hours:minutes:seconds */
-		{"1:00:00", 0, 3600},
-		{"2:30:15", 0, 2 * 3600 + 31 * 60},
-		{"0:0:1", 0, 60},
-		/* days-hours[:minutes[:seconds]] */
-		{"1-0", 0, 86400},
-		{"2-12", 0, 2 * 86400 + 12 * 3600},
-		{"1-2:30", 0, 86400 + 2 * 3600 + 30 * 60},
-		{"1-2:30:45", 0, 86400 + 2 * 3600 + 31 * 60},
-		{"5-", 0, 5 * 86400}, /* sbatch takes "5-" as five days */
-		{"-0", 0, 0},
-		/* unlimited */
-		{"UNLIMITED", 0, HB_TIME_UNLIMITED},
-		{"unlimited", 0, HB_TIME_UNLIMITED},
-		{"Infinite", 0, HB_TIME_UNLIMITED},
-		{"-1", 0, HB_TIME_UNLIMITED},
-		/* malformed, as _is_valid_timespec() rejects */
-		{"", HB_EINVAL, 0},
-		{"abc", HB_EINVAL, 0},
-		{"1h", HB_EINVAL, 0},
-		{" 10", HB_EINVAL, 0},
-		{"+10", HB_EINVAL, 0},
-		{"1:", HB_EINVAL, 0},
-		{":1", HB_EINVAL, 0},
-		{"1::2", HB_EINVAL, 0},
-		{"1:2:3:4", HB_EINVAL, 0},
-		{"1-2-3", HB_EINVAL, 0},
-		{"1:2-3", HB_EINVAL, 0},
-		{"1-:2", HB_EINVAL, 0},
-		{"1-2:", HB_EINVAL, 0},
-		{"1-2:3:", HB_EINVAL, 0},
-		{"-", HB_EINVAL, 0},
-		{"-2", HB_EINVAL, 0},
-		{"1.5", HB_EINVAL, 0},
-		{"UNLIMITEDX", HB_EINVAL, 0},
-		/* overflow of Slurm's int arithmetic */
-		{"2147483648", HB_ERANGE, 0},
-		{"99999999999999999999", HB_ERANGE, 0},
-		{"35791393", 0, 35791393ull * 60},
-		{"35791395", HB_ERANGE, 0},
-		{"24855-0", 0, 24855ull * 86400},
-		{"24856-0", HB_ERANGE, 0},
+	    /* minutes */
+	    {"10", 0, 600},
+	    {"0", 0, 0},
+	    {"007", 0, 420},
+	    /* minutes:seconds, rounded up to whole minutes */
+	    {"10:30", 0, 660},
+	    {"0:30", 0, 60},
+	    {"0:0", 0, 0},
+	    {"1:00", 0, 60},
+	    {"0:60", 0, 60},
+	    /* hours:minutes:seconds */
+	    {"1:00:00", 0, 3600},
+	    {"2:30:15", 0, 2 * 3600 + 31 * 60},
+	    {"0:0:1", 0, 60},
+	    /* days-hours[:minutes[:seconds]] */
+	    {"1-0", 0, 86400},
+	    {"2-12", 0, 2 * 86400 + 12 * 3600},
+	    {"1-2:30", 0, 86400 + 2 * 3600 + 30 * 60},
+	    {"1-2:30:45", 0, 86400 + 2 * 3600 + 31 * 60},
+	    {"5-", 0, 5 * 86400}, /* sbatch takes "5-" as five days */
+	    {"-0", 0, 0},
+	    /* unlimited */
+	    {"UNLIMITED", 0, HB_TIME_UNLIMITED},
+	    {"unlimited", 0, HB_TIME_UNLIMITED},
+	    {"Infinite", 0, HB_TIME_UNLIMITED},
+	    {"-1", 0, HB_TIME_UNLIMITED},
+	    /* malformed, as _is_valid_timespec() rejects */
+	    {"", HB_EINVAL, 0},
+	    {"abc", HB_EINVAL, 0},
+	    {"1h", HB_EINVAL, 0},
+	    {" 10", HB_EINVAL, 0},
+	    {"+10", HB_EINVAL, 0},
+	    {"1:", HB_EINVAL, 0},
+	    {":1", HB_EINVAL, 0},
+	    {"1::2", HB_EINVAL, 0},
+	    {"1:2:3:4", HB_EINVAL, 0},
+	    {"1-2-3", HB_EINVAL, 0},
+	    {"1:2-3", HB_EINVAL, 0},
+	    {"1-:2", HB_EINVAL, 0},
+	    {"1-2:", HB_EINVAL, 0},
+	    {"1-2:3:", HB_EINVAL, 0},
+	    {"-", HB_EINVAL, 0},
+	    {"-2", HB_EINVAL, 0},
+	    {"1.5", HB_EINVAL, 0},
+	    {"UNLIMITEDX", HB_EINVAL, 0},
+	    /* overflow of Slurm's int arithmetic */
+	    {"2147483648", HB_ERANGE, 0},
+	    {"99999999999999999999", HB_ERANGE, 0},
+	    {"35791393", 0, 35791393ull * 60},
+	    {"35791395", HB_ERANGE, 0},
+	    {"24855-0", 0, 24855ull * 86400},
+	    {"24856-0", HB_ERANGE, 0},
 	};
 	uint64_t v;
 
@@ -137,24 +137,24 @@ static void test_slurm_time(void **state)
 static void test_pbs_time(void **state)
 {
 	static const struct tcase cases[] = {
-		{"3600", 0, 3600}, /* a bare number is seconds */
-		{"0", 0, 0},
-		{"10:00", 0, 600},
-		{"01:00:00", 0, 3600},
-		{"100:00:00", 0, 360000},
-		{"1:30:15", 0, 5415},
-		{"1:30:15.75", 0, 5415},
-		{"45.5", 0, 45},
-		{"", HB_EINVAL, 0},
-		{"1:2:3:4", HB_EINVAL, 0},
-		{"1:", HB_EINVAL, 0},
-		{":5", HB_EINVAL, 0},
-		{"5.", HB_EINVAL, 0},
-		{"1.5:00", HB_EINVAL, 0},
-		{"-5", HB_EINVAL, 0},
-		{"5s", HB_EINVAL, 0},
-		{"99999999999999999999", HB_ERANGE, 0},
-		{"5124095576030432:00:00", HB_ERANGE, 0},
+	    {"3600", 0, 3600}, /* a bare number is seconds */
+	    {"0", 0, 0},
+	    {"10:00", 0, 600},
+	    {"01:00:00", 0, 3600},
+	    {"100:00:00", 0, 360000},
+	    {"1:30:15", 0, 5415},
+	    {"1:30:15.75", 0, 5415},
+	    {"45.5", 0, 45},
+	    {"", HB_EINVAL, 0},
+	    {"1:2:3:4", HB_EINVAL, 0},
+	    {"1:", HB_EINVAL, 0},
+	    {":5", HB_EINVAL, 0},
+	    {"5.", HB_EINVAL, 0},
+	    {"1.5:00", HB_EINVAL, 0},
+	    {"-5", HB_EINVAL, 0},
+	    {"5s", HB_EINVAL, 0},
+	    {"99999999999999999999", HB_ERANGE, 0},
+	    {"5124095576030432:00:00", HB_ERANGE, 0},
 	};
 	uint64_t v;
 
@@ -176,38 +176,38 @@ static void test_pbs_time(void **state)
 static void test_slurm_size(void **state)
 {
 	static const struct tcase cases[] = {
-		{"100", 0, 100}, /* MiB by default */
-		{"0", 0, 0},
-		{"100M", 0, 100},
-		{"100m", 0, 100},
-		{"100MB", 0, 100},
-		{"100mb", 0, 100},
-		{"4G", 0, 4096},
-		{"4g", 0, 4096},
-		{"4GB", 0, 4096},
-		{"2T", 0, 2 * 1024 * 1024},
-		{"1K", 0, 1}, /* K rounds up */
-		{"1024K", 0, 1},
-		{"1025K", 0, 2},
-		{"0K", 0, 0},
-		/* strtoll() leniency that sbatch has */
-		{" 4G", 0, 4096},
-		{"+4G", 0, 4096},
-		{"-0", 0, 0},
-		{"", HB_EINVAL, 0},
-		{"G", HB_EINVAL, 0},
-		{"-1", HB_EINVAL, 0},
-		{"4B", HB_EINVAL, 0},
-		{"4P", HB_EINVAL, 0},
-		{"4GiB", HB_EINVAL, 0},
-		{"4 G", HB_EINVAL, 0},
-		{"4G ", HB_EINVAL, 0},
-		{"4.5G", HB_EINVAL, 0},
-		{"9223372036854775807", 0, 9223372036854775807ull},
-		{"9223372036854775808", HB_ERANGE, 0},
-		{"9007199254740992G", HB_ERANGE, 0},
-		{"9007199254740991G", 0, 9007199254740991ull * 1024},
-		{"8796093022208T", HB_ERANGE, 0},
+	    {"100", 0, 100}, /* MiB by default */
+	    {"0", 0, 0},
+	    {"100M", 0, 100},
+	    {"100m", 0, 100},
+	    {"100MB", 0, 100},
+	    {"100mb", 0, 100},
+	    {"4G", 0, 4096},
+	    {"4g", 0, 4096},
+	    {"4GB", 0, 4096},
+	    {"2T", 0, 2 * 1024 * 1024},
+	    {"1K", 0, 1}, /* K rounds up */
+	    {"1024K", 0, 1},
+	    {"1025K", 0, 2},
+	    {"0K", 0, 0},
+	    /* strtoll() leniency that sbatch has */
+	    {" 4G", 0, 4096},
+	    {"+4G", 0, 4096},
+	    {"-0", 0, 0},
+	    {"", HB_EINVAL, 0},
+	    {"G", HB_EINVAL, 0},
+	    {"-1", HB_EINVAL, 0},
+	    {"4B", HB_EINVAL, 0},
+	    {"4P", HB_EINVAL, 0},
+	    {"4GiB", HB_EINVAL, 0},
+	    {"4 G", HB_EINVAL, 0},
+	    {"4G ", HB_EINVAL, 0},
+	    {"4.5G", HB_EINVAL, 0},
+	    {"9223372036854775807", 0, 9223372036854775807ull},
+	    {"9223372036854775808", HB_ERANGE, 0},
+	    {"9007199254740992G", HB_ERANGE, 0},
+	    {"9007199254740991G", 0, 9007199254740991ull * 1024},
+	    {"8796093022208T", HB_ERANGE, 0},
 	};
 	uint64_t v;
 
@@ -229,28 +229,28 @@ static void test_slurm_size(void **state)
 static void test_pbs_size(void **state)
 {
 	static const struct tcase cases[] = {
-		{"100", 0, 100}, /* bytes by default */
-		{"100b", 0, 100},
-		{"100B", 0, 100},
-		{"2w", 0, 16},
-		{"1kb", 0, 1024},
-		{"1k", 0, 1024},
-		{"1KB", 0, 1024},
-		{"1kw", 0, 8192},
-		{"4mb", 0, 4ull << 20},
-		{"4gb", 0, 4ull << 30},
-		{"4GB", 0, 4ull << 30},
-		{"2tb", 0, 2ull << 40},
-		{"1pb", 0, 1ull << 50},
-		{"", HB_EINVAL, 0},
-		{"gb", HB_EINVAL, 0},
-		{"4xb", HB_EINVAL, 0},
-		{"4gbx", HB_EINVAL, 0},
-		{"4bb", HB_EINVAL, 0},
-		{"-4gb", HB_EINVAL, 0},
-		{"4 gb", HB_EINVAL, 0},
-		{"16384pb", HB_ERANGE, 0},
-		{"18446744073709551616", HB_ERANGE, 0},
+	    {"100", 0, 100}, /* bytes by default */
+	    {"100b", 0, 100},
+	    {"100B", 0, 100},
+	    {"2w", 0, 16},
+	    {"1kb", 0, 1024},
+	    {"1k", 0, 1024},
+	    {"1KB", 0, 1024},
+	    {"1kw", 0, 8192},
+	    {"4mb", 0, 4ull << 20},
+	    {"4gb", 0, 4ull << 30},
+	    {"4GB", 0, 4ull << 30},
+	    {"2tb", 0, 2ull << 40},
+	    {"1pb", 0, 1ull << 50},
+	    {"", HB_EINVAL, 0},
+	    {"gb", HB_EINVAL, 0},
+	    {"4xb", HB_EINVAL, 0},
+	    {"4gbx", HB_EINVAL, 0},
+	    {"4bb", HB_EINVAL, 0},
+	    {"-4gb", HB_EINVAL, 0},
+	    {"4 gb", HB_EINVAL, 0},
+	    {"16384pb", HB_ERANGE, 0},
+	    {"18446744073709551616", HB_ERANGE, 0},
 	};
 	uint64_t v;
 
@@ -309,40 +309,40 @@ static void test_format_time(void **state)
 static void test_k8s_mem(void **state)
 {
 	static const struct tcase cases[] = {
-		{"512Mi", 0, 512},
-		{"4Gi", 0, 4096},
-		{"1Ti", 0, 1024 * 1024},
-		{"1Ki", 0, 1},
-		{"1024Ki", 0, 1},
-		{"1025Ki", 0, 2},
-		{"1048576", 0, 1},
-		{"1048577", 0, 2},
-		{"1M", 0, 1},	  /* 10^6 bytes: rounds up */
-		{"1G", 0, 954},	  /* 10^9 / 2^20 = 953.67 */
-		{"1.5Gi", 0, 1536},
-		{"0.5Gi", 0, 512},
-		{".5Gi", 0, 512},
-		{"1e9", 0, 954},
-		{"1E9", 0, 954},
-		{"1e+9", 0, 954},
-		{"1E", 0, 953674316407ull}, /* exa */
-		{"1Ei", 0, 1ull << 40},
-		{"100m", 0, 1},	  /* 0.1 byte */
-		{"0", 0, 0},
-		{"0Gi", 0, 0},
-		{"+1Gi", 0, 1024},
-		{"", HB_EINVAL, 0},
-		{"Gi", HB_EINVAL, 0},
-		{"-1Gi", HB_EINVAL, 0},
-		{"1gi", HB_EINVAL, 0},
-		{"1KB", HB_EINVAL, 0},
-		{"1 Gi", HB_EINVAL, 0},
-		{"1e", HB_EINVAL, 0},
-		{"1e+", HB_EINVAL, 0},
-		{"1.2.3", HB_EINVAL, 0},
-		{"1Xi", HB_EINVAL, 0},
-		{"100000000000Ei", HB_ERANGE, 0},
-		{"1e1001", HB_ERANGE, 0},
+	    {"512Mi", 0, 512},
+	    {"4Gi", 0, 4096},
+	    {"1Ti", 0, 1024 * 1024},
+	    {"1Ki", 0, 1},
+	    {"1024Ki", 0, 1},
+	    {"1025Ki", 0, 2},
+	    {"1048576", 0, 1},
+	    {"1048577", 0, 2},
+	    {"1M", 0, 1},   /* 10^6 bytes: rounds up */
+	    {"1G", 0, 954}, /* 10^9 / 2^20 = 953.67 */
+	    {"1.5Gi", 0, 1536},
+	    {"0.5Gi", 0, 512},
+	    {".5Gi", 0, 512},
+	    {"1e9", 0, 954},
+	    {"1E9", 0, 954},
+	    {"1e+9", 0, 954},
+	    {"1E", 0, 953674316407ull}, /* exa */
+	    {"1Ei", 0, 1ull << 40},
+	    {"100m", 0, 1}, /* 0.1 byte */
+	    {"0", 0, 0},
+	    {"0Gi", 0, 0},
+	    {"+1Gi", 0, 1024},
+	    {"", HB_EINVAL, 0},
+	    {"Gi", HB_EINVAL, 0},
+	    {"-1Gi", HB_EINVAL, 0},
+	    {"1gi", HB_EINVAL, 0},
+	    {"1KB", HB_EINVAL, 0},
+	    {"1 Gi", HB_EINVAL, 0},
+	    {"1e", HB_EINVAL, 0},
+	    {"1e+", HB_EINVAL, 0},
+	    {"1.2.3", HB_EINVAL, 0},
+	    {"1Xi", HB_EINVAL, 0},
+	    {"100000000000Ei", HB_ERANGE, 0},
+	    {"1e1001", HB_ERANGE, 0},
 	};
 	uint64_t v;
 	char out[32];
@@ -385,21 +385,21 @@ static void test_k8s_mem(void **state)
 static void test_k8s_cpu(void **state)
 {
 	static const struct tcase cases[] = {
-		{"1", 0, 1000},
-		{"2", 0, 2000},
-		{"500m", 0, 500},
-		{"0.5", 0, 500},
-		{"1.0001", 0, 1001}, /* rounds up to a millicore */
-		{"250000u", 0, 250},
-		{"1k", 0, 1000000},
-		{"0", 0, 0},
-		{"1e-3", 0, 1},
-		{"", HB_EINVAL, 0},
-		{"m", HB_EINVAL, 0},
-		{"-1", HB_EINVAL, 0},
-		{"1 m", HB_EINVAL, 0},
-		{"1core", HB_EINVAL, 0},
-		{"1E18", HB_ERANGE, 0},
+	    {"1", 0, 1000},
+	    {"2", 0, 2000},
+	    {"500m", 0, 500},
+	    {"0.5", 0, 500},
+	    {"1.0001", 0, 1001}, /* rounds up to a millicore */
+	    {"250000u", 0, 250},
+	    {"1k", 0, 1000000},
+	    {"0", 0, 0},
+	    {"1e-3", 0, 1},
+	    {"", HB_EINVAL, 0},
+	    {"m", HB_EINVAL, 0},
+	    {"-1", HB_EINVAL, 0},
+	    {"1 m", HB_EINVAL, 0},
+	    {"1core", HB_EINVAL, 0},
+	    {"1E18", HB_ERANGE, 0},
 	};
 	uint64_t v;
 
@@ -421,14 +421,10 @@ static void test_k8s_cpu(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_u64),
-		cmocka_unit_test(test_slurm_time),
-		cmocka_unit_test(test_pbs_time),
-		cmocka_unit_test(test_slurm_size),
-		cmocka_unit_test(test_pbs_size),
-		cmocka_unit_test(test_format_time),
-		cmocka_unit_test(test_k8s_mem),
-		cmocka_unit_test(test_k8s_cpu),
+	    cmocka_unit_test(test_u64),	     cmocka_unit_test(test_slurm_time),
+	    cmocka_unit_test(test_pbs_time), cmocka_unit_test(test_slurm_size),
+	    cmocka_unit_test(test_pbs_size), cmocka_unit_test(test_format_time),
+	    cmocka_unit_test(test_k8s_mem),  cmocka_unit_test(test_k8s_cpu),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
