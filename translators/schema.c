@@ -1078,7 +1078,7 @@ static int compile_kw(struct cctx *cc, const cJSON *kw, int depth,
 		      struct snode *n)
 {
 	const char *k = kw->string;
-	int b, rc = 0;
+	int b = 0, rc = 0;
 
 	if (!strcmp(k, "type"))
 		return compile_type(cc, kw, n);
