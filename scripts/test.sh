@@ -14,7 +14,7 @@ bash scripts/setup.sh
 export HB_SLURM_FIX_HOSTS=${HB_SLURM_FIX_HOSTS:-1}
 jobs=${HB_JOBS:-$(nproc)}
 
-cmake -S . -B build-asan -DHB_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+cmake -S . -B build-asan -DHB_SANITIZE=ON
 cmake --build build-asan -j"$jobs"
 ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE fuzz
 
