@@ -95,13 +95,30 @@ static void gen_script(struct hb_buf *b)
 	}
 	if (rnd(2))
 		hb_buf_printf(b, "#SBATCH --cpus-per-task=%u\n", 1 + rnd(8));
-	if (rnd(4))
-		hb_buf_printf(b, "#SBATCH %s\n", PICK(mems));
-	if (rnd(2))
-		hb_buf_printf(b, "#SBATCH %s\n", PICK(gpus));
-	if (rnd(4))
-		hb_buf_printf(b, "#SBATCH --time=%s\n", PICK(times));
-	if (rnd(5) == 0)
+	int has_gpus = rnd(2);
+	const char *mem = PICK(mems);
+
+	if (has_gpus) {
+		const char *g = PICK(gpus);
+
+		/* sbatch wants at least one GPU per node for --gpus. */
+		if (!strcmp(g, "--gpus=4"))
+			hb_buf_printf(b, "#SBATCH --gpus=%u\n", 2 * nodes);
+		else if (!strcmp(g, "--gpus-per-task=1") && !strstr(b->data, "--ntasks="))
+			/* ... and a task count for --gpus-per-task. */
+			hb_buf_printf(b, "#SBATCH --ntasks=%u %s\n", nodes, g);
+		else
+			hb_buf_printf(b, "#SBATCH %s\n", g);
+	}
+	/* sbatch refuses memory per GPU without a GPU request. */
+	if (rnd(4) && (has_gpus || strstr(mem, "per-gpu") == NULL))
+		hb_buf_printf(b, "#SBATCH %s\n", mem);
+	const char *t = rnd(4) ? PICK(times) : NULL;
+
+	if (t)
+		hb_buf_printf(b, "#SBATCH --time=%s\n", t);
+	/* --time-min may not exceed the time limit. */
+	if (rnd(5) == 0 && !(t && !strcmp(t, "1:30")))
 		hb_buf_puts(b, "#SBATCH --time-min=20\n");
 	if (rnd(4) == 0)
 		hb_buf_puts(b, "#SBATCH --constraint=ib\n");
