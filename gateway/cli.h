@@ -18,7 +18,9 @@ enum {
 
 int hb_cmd_translate(int argc, char **argv);
 
-/* Read a whole file ("-" is standard input) of at most max bytes into b. */
+/* Read a whole file ("-" is standard input) of at most max bytes into b,
+ * which this initialises; the caller frees it with hb_buf_free() whatever
+ * the result. */
 int hb_cli_read_file(const char *path, size_t max, struct hb_buf *b,
 		     struct hb_err *err);
 

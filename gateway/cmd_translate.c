@@ -169,15 +169,16 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 int hb_cli_read_file(const char *path, size_t max, struct hb_buf *b,
 		     struct hb_err *err)
 {
-	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+	FILE *f;
 	char chunk[65536];
 	size_t n;
 	int rc = 0;
 
+	hb_buf_init(b, max);
+	f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
 	if (!f)
 		return hb_err_set(err, HB_EIO, path, 0, "cannot open: %s",
 				  strerror(errno));
-	hb_buf_init(b, max);
 	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
 		rc = hb_buf_append(b, chunk, n);
 		if (rc == HB_ETOOBIG) {
