@@ -964,8 +964,8 @@ static void test_reference_files(void **state)
 	static const char *const files[] = {
 	    "reference/crds/kubeflow.org_mpijobs.yaml",
 	    "reference/crds/trainer.kubeflow.org_trainjobs.yaml",
-	    "reference/crds/"
-	    "trainer.kubeflow.org_clustertrainingruntimes.yaml",
+	    ("reference/crds/"
+	     "trainer.kubeflow.org_clustertrainingruntimes.yaml"),
 	    "reference/examples/clustertrainingruntime-mpi-distributed.yaml",
 	    "reference/examples/mpijob-pi-intel.yaml",
 	    "reference/examples/mpijob-pi-openmpi.yaml",
