@@ -32,8 +32,8 @@ static int load_schemas(void **state)
 	static const char *const crds[] = {
 	    "reference/crds/kubeflow.org_mpijobs.yaml",
 	    "reference/crds/trainer.kubeflow.org_trainjobs.yaml",
-	    "reference/crds/trainer.kubeflow.org_clustertrainingruntimes."
-	    "yaml"};
+	    ("reference/crds/trainer.kubeflow.org_clustertrainingruntimes."
+	     "yaml")};
 	struct hb_err err = {0};
 
 	(void)state;
