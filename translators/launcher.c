@@ -748,10 +748,19 @@ static const char HEAD[] =
 	"hb_workdir=${HPCBRIDGE_SUBMIT_DIR:-$(pwd)}\n"
 	"cat >\"$hb_dir/lib.sh\" <<'HPCBRIDGE_LIB' || exit 1\n";
 
-static const char AFTER_RUNTIME[] =
-	"HPCBRIDGE_LIB\n"
-	". \"$hb_dir/lib.sh\" || exit 1\n"
-	"hb_install\n";
+static const char END_LIB[] = "HPCBRIDGE_LIB\n";
+
+/* Mounted runtime: appended to the settings written above. */
+#define RUNTIME_CAT                                                        \
+	"cat \"${HPCBRIDGE_RUNTIME:-" HB_LAUNCHER_RUNTIME_DIR "/"           \
+	HB_LAUNCHER_RUNTIME_KEY "}\" >>\"$hb_dir/lib.sh\" || {\n"          \
+	"\techo 'hpcbridge: cannot read the launcher runtime (is the "      \
+	"ConfigMap mounted?)' >&2\n"                                        \
+	"\texit 1\n"                                                        \
+	"}\n"
+
+static const char SOURCE_LIB[] = ". \"$hb_dir/lib.sh\" || exit 1\n"
+				 "hb_install\n";
 /* clang-format on */
 
 static bool is_shell_name(const char *s)
@@ -836,9 +845,9 @@ static const char *default_flavor(uint8_t mpi)
 	}
 }
 
-/* Runtime settings that go inside the runtime's heredoc: fixed words and
- * validated names only. */
-static int put_runtime(struct hb_buf *b, const struct hb_jobspec *spec)
+/* Runtime settings that go inside the runtime's heredoc, before the
+ * runtime itself: fixed words and validated names only. */
+static int put_settings(struct hb_buf *b, const struct hb_jobspec *spec)
 {
 	int rc;
 	bool first = true;
@@ -855,10 +864,24 @@ static int put_runtime(struct hb_buf *b, const struct hb_jobspec *spec)
 			return rc;
 		first = false;
 	}
-	if ((rc = hb_buf_puts(b, "'\n")))
-		return rc;
-	return hb_buf_append(b, RUNTIME, sizeof(RUNTIME) - 1);
+	return hb_buf_puts(b, "'\n");
 }
+
+/* The runtime, inline in the heredoc or read from the mounted file. */
+static int put_runtime(struct hb_buf *b, bool mounted)
+{
+	int rc;
+
+	if (mounted) {
+		if ((rc = hb_buf_puts(b, END_LIB)))
+			return rc;
+		return hb_buf_puts(b, RUNTIME_CAT);
+	}
+	if ((rc = hb_buf_append(b, RUNTIME, sizeof(RUNTIME) - 1)))
+		return rc;
+	return hb_buf_puts(b, END_LIB);
+}
+
 
 /* Check spec->env: every name must be a shell variable name. */
 static int check_env(const struct hb_jobspec *spec, struct hb_err *err)
@@ -1146,14 +1169,15 @@ static int put_script(struct hb_buf *b, const char *script, size_t len,
 }
 
 static int build(struct hb_buf *b, const struct hb_jobspec *spec,
-		 const char *job_id, int64_t array_index,
+		 const char *job_id, int64_t array_index, bool mounted,
 		 const struct hb_shape *sh, const char *script, size_t len,
 		 const char *delim)
 {
 	int rc;
 
-	if ((rc = hb_buf_puts(b, HEAD)) || (rc = put_runtime(b, spec)) ||
-	    (rc = hb_buf_puts(b, AFTER_RUNTIME)) || (rc = put_env(b, spec)) ||
+	if ((rc = hb_buf_puts(b, HEAD)) || (rc = put_settings(b, spec)) ||
+	    (rc = put_runtime(b, mounted)) ||
+	    (rc = hb_buf_puts(b, SOURCE_LIB)) || (rc = put_env(b, spec)) ||
 	    (rc = hb_buf_printf(b,
 				"hb_ntasks_req=%" PRIu32 " hb_ntpn=%" PRIu32
 				" hb_cpt=%" PRIu32 " hb_fallback=%" PRIu32
@@ -1170,6 +1194,14 @@ static int build(struct hb_buf *b, const struct hb_jobspec *spec,
 int hb_launcher_script(const struct hb_jobspec *spec, const char *job_id,
 		       int64_t array_index, struct hb_buf *out,
 		       struct hb_err *err)
+{
+	return hb_launcher_script_ex(spec, job_id, array_index, false, out,
+				     err);
+}
+
+int hb_launcher_script_ex(const struct hb_jobspec *spec, const char *job_id,
+			  int64_t array_index, bool mounted,
+			  struct hb_buf *out, struct hb_err *err)
 {
 	const char *file = spec ? spec->source_name : NULL;
 	char delim[DELIM_MAX];
@@ -1217,7 +1249,8 @@ int hb_launcher_script(const struct hb_jobspec *spec, const char *job_id,
 	/* Build without a cap, so that the error can say how big the
 	 * launcher would have been; the script is already capped. */
 	hb_buf_init(&b, 0);
-	rc = build(&b, spec, job_id, array_index, &sh, script, len, delim);
+	rc = build(&b, spec, job_id, array_index, mounted, &sh, script, len,
+		   delim);
 	if (rc == HB_ENOMEM) {
 		rc = hb_err_set(err, rc, file, 0, "launcher: out of memory");
 		goto out;
@@ -1302,4 +1335,24 @@ int hb_launcher_extract(const char *text, const char **body, size_t *len)
 	*body = start;
 	*len = n;
 	return 0;
+}
+
+const char *hb_launcher_runtime(size_t *len)
+{
+	if (len)
+		*len = sizeof(RUNTIME) - 1;
+	return RUNTIME;
+}
+
+const char *hb_launcher_runtime_name(void)
+{
+	static char name[32];
+
+	/* Written once; the text is a constant, so every call agrees. */
+	if (!name[0])
+		snprintf(name, sizeof(name), "hpcbridge-launcher-%08" PRIx32,
+			 (uint32_t)(fnv1a(RUNTIME, sizeof(RUNTIME) - 1,
+					  14695981039346656037ULL) &
+				    0xffffffffu));
+	return name;
 }

@@ -19,6 +19,7 @@
 #ifndef HPCBRIDGE_LAUNCHER_H
 #define HPCBRIDGE_LAUNCHER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "hpcbridge/buf.h"
@@ -46,6 +47,33 @@
 int hb_launcher_script(const struct hb_jobspec *spec, const char *job_id,
 		       int64_t array_index, struct hb_buf *out,
 		       struct hb_err *err);
+
+/*
+ * The runtime: the fixed part of every launcher script (hostfile parsing,
+ * the SLURM_* and PBS_* variables, the srun, mpirun and mpiexec wrappers).
+ * It can travel inline in each launcher script, or once per namespace in a
+ * ConfigMap named hb_launcher_runtime_name() whose key
+ * HB_LAUNCHER_RUNTIME_KEY is mounted at HB_LAUNCHER_RUNTIME_DIR in the
+ * launcher pod.  The name carries a hash of the text, so a new release's
+ * runtime never replaces the one running jobs read.
+ */
+#define HB_LAUNCHER_RUNTIME_DIR "/opt/hpcbridge/launcher"
+#define HB_LAUNCHER_RUNTIME_KEY "runtime.sh"
+
+/* The runtime's text (static; *len gets its length). */
+const char *hb_launcher_runtime(size_t *len);
+/* "hpcbridge-launcher-<8 hex digits>" (static). */
+const char *hb_launcher_runtime_name(void);
+
+/*
+ * As hb_launcher_script(), which is hb_launcher_script_ex(..., false, ...).
+ * mounted: read the runtime from the mounted ConfigMap instead of carrying
+ * it inline (${HPCBRIDGE_RUNTIME} overrides the path, for tests).  A
+ * mounted launcher script is about 19 KiB smaller.
+ */
+int hb_launcher_script_ex(const struct hb_jobspec *spec, const char *job_id,
+			  int64_t array_index, bool mounted,
+			  struct hb_buf *out, struct hb_err *err);
 
 /*
  * Find the original script inside a launcher script written by

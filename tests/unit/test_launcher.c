@@ -23,6 +23,10 @@ static char root[PATH_MAX]; /* per-test scratch directory */
 /* The launcher container's shell: /bin/sh, or bash, which is /bin/sh in
  * some images. */
 static const char *shell = "/bin/sh";
+/* Read the runtime from a mounted file (root/runtime.sh) instead of
+ * carrying it inline. */
+static bool mounted;
+static char runtime_path[PATH_MAX];
 
 static void mkspec(struct hb_jobspec *s, const char *script)
 {
@@ -39,7 +43,7 @@ static char *gen(const struct hb_jobspec *s, const char *id, int64_t idx)
 	int rc;
 
 	hb_buf_init(&b, 0);
-	rc = hb_launcher_script(s, id, idx, &b, &err);
+	rc = hb_launcher_script_ex(s, id, idx, mounted, &b, &err);
 	if (rc)
 		fail_msg("hb_launcher_script: %d %s", rc, err.msg);
 	return hb_buf_steal(&b);
@@ -159,6 +163,8 @@ static int run_launcher(const char *text, const char *pathvar,
 		setenv("PATH", pathvar ? pathvar : "/usr/bin:/bin", 1);
 		setenv("HOME", root, 1);
 		setenv("TMPDIR", root, 1);
+		if (mounted)
+			setenv("HPCBRIDGE_RUNTIME", runtime_path, 1);
 		for (; extra && *extra; extra++)
 			putenv((char *)*extra);
 		alarm(120);
@@ -199,15 +205,38 @@ static int setup_bash(void **state)
 	return setup(state);
 }
 
+/* The runtime as a ConfigMap would mount it. */
+static int setup_mounted(void **state)
+{
+	size_t len;
+	const char *rt = hb_launcher_runtime(&len);
+	FILE *f;
+	int n;
+
+	if (setup(state))
+		return -1;
+	mounted = true;
+	n = snprintf(runtime_path, sizeof(runtime_path), "%s/runtime.sh",
+		     root);
+	if (n < 0 || (size_t)n >= sizeof(runtime_path))
+		return -1;
+	f = fopen(runtime_path, "w");
+	if (!f || fwrite(rt, 1, len, f) != len || fclose(f) != 0)
+		return -1;
+	return 0;
+}
+
 static int teardown(void **state)
 {
 	(void)state;
 	shell = "/bin/sh";
+	mounted = false;
 	return nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* clang-format off */
 #define BASH_TEST(f) {#f "_bash", f, setup_bash, teardown, NULL}
+#define MOUNTED_TEST(f) {#f "_mounted", f, setup_mounted, teardown, NULL}
 /* clang-format on */
 
 /* HPCBRIDGE_HOSTFILE=root/<rel>, as a NULL-terminated extra environment. */
@@ -1122,6 +1151,45 @@ static void test_run_scontrol_module(void **state)
 	hb_jobspec_free(&s);
 }
 
+/* A mounted launcher carries only the job: small, with no runtime inside,
+ * and it fails clearly when the runtime is not mounted. */
+static void test_mounted_small_and_needs_runtime(void **state)
+{
+	struct hb_jobspec s;
+	size_t rlen;
+	const char *rt = hb_launcher_runtime(&rlen);
+	char *t, *out;
+
+	/* The runtime's own code is what a mounted launcher leaves out. */
+	assert_non_null(strstr(rt, "hb_cmd_srun"));
+
+	(void)state;
+	mkspec(&s, "#!/bin/sh\necho ran\n");
+	t = gen(&s, "7", -1);
+	assert_true(strlen(t) < 2048);
+	assert_true(rlen > 8192);
+	assert_null(strstr(t, "hb_cmd_srun"));
+	assert_non_null(strstr(t, "/opt/hpcbridge/launcher/runtime.sh"));
+	assert_int_equal(run_launcher(t, NULL, NULL), 0);
+	out = read_rel("out", NULL);
+	assert_string_equal(out, "ran\n");
+	free(out);
+	/* Without the runtime file the launcher stops, and says why. */
+	assert_int_equal(remove(runtime_path), 0);
+	assert_int_equal(run_launcher(t, NULL, NULL), 1);
+	out = read_rel("err", NULL);
+	assert_non_null(strstr(out, "cannot read the launcher runtime"));
+	free(out);
+	out = read_rel("out", NULL);
+	assert_string_equal(out, "");
+	free(out);
+	assert_true(strncmp(hb_launcher_runtime_name(), "hpcbridge-launcher-",
+			    19) == 0);
+	assert_int_equal(strlen(hb_launcher_runtime_name()), 19 + 8);
+	free(t);
+	hb_jobspec_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1154,6 +1222,14 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_run_scontrol_module, setup,
 					    teardown),
+	    MOUNTED_TEST(test_run_openmpi_hosts),
+	    MOUNTED_TEST(test_run_array),
+	    MOUNTED_TEST(test_run_bytes_exact),
+	    MOUNTED_TEST(test_run_wrappers_openmpi),
+	    MOUNTED_TEST(test_run_wrappers_hydra),
+	    MOUNTED_TEST(test_extract_roundtrip),
+	    cmocka_unit_test_setup_teardown(test_mounted_small_and_needs_runtime,
+					    setup_mounted, teardown),
 	    BASH_TEST(test_run_openmpi_hosts),
 	    BASH_TEST(test_run_quoting),
 	    BASH_TEST(test_run_bytes_exact),
