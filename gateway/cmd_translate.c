@@ -43,7 +43,7 @@ struct opts {
 	enum target to;
 	enum format format;
 	const char *config;
-	int explain, quiet, use_env;
+	int explain, quiet, use_env, with_runtime;
 	const char *options[MAX_OPTIONS];
 	int noptions;
 };
@@ -72,6 +72,10 @@ static void usage(FILE *f)
 		"SBATCH_* variables;\n"
 		"                      repeatable, e.g. -O --partition=gpu\n"
 		"      --no-env        ignore SBATCH_* environment variables\n"
+		"      --with-runtime  put the launcher runtime's ConfigMap "
+		"first in the\n"
+		"                      output (MPIJobs mount it; apply it once "
+		"per namespace)\n"
 		"  -q, --quiet         no summary of dropped directives on "
 		"stderr\n"
 		"  -h, --help          this help\n"
@@ -91,6 +95,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"explain", no_argument, NULL, 'e'},
 		{"option", required_argument, NULL, 'O'},
 		{"no-env", no_argument, NULL, 'E'},
+		{"with-runtime", no_argument, NULL, 'R'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -147,6 +152,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'E':
 			o->use_env = 0;
+			break;
+		case 'R':
+			o->with_runtime = 1;
 			break;
 		case 'q':
 			o->quiet = 1;
@@ -401,6 +409,24 @@ int hb_cmd_translate(int argc, char **argv)
 	if (!out.docs) {
 		status = HB_EXIT_INPUT;
 		goto done;
+	}
+	if (o.with_runtime && o.to == TO_MPIJOB && !o.explain) {
+		cJSON *cm = NULL;
+
+		if (!cfg.launcher_runtime ||
+		    strcmp(cfg.launcher_runtime, "configmap")) {
+			fprintf(stderr, "hpcbridge translate: --with-runtime: "
+					"kubernetes.launcher.runtime is not "
+					"configmap; the MPIJobs carry the "
+					"runtime themselves\n");
+		} else if (hb_k8s_runtime_configmap(&cfg, &cm, &err) ||
+			   !cJSON_AddItemToArray(out.docs, cm)) {
+			cJSON_Delete(cm);
+			fprintf(stderr, "hpcbridge translate: %s\n",
+				err.msg[0] ? err.msg : "out of memory");
+			status = HB_EXIT_INPUT;
+			goto done;
+		}
 	}
 	for (int i = optind; i < argc; i++) {
 		memset(&err, 0, sizeof(err));

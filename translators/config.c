@@ -55,6 +55,7 @@ struct setting {
 #define MIB_MAX	 (64ull * 1024 * 1024) /* 64 TiB */
 
 static const char *const mpi_values[] = {"OpenMPI", "Intel", "MPICH", NULL};
+static const char *const runtime_values[] = {"configmap", "inline", NULL};
 
 /*
  * The settings.  Unset fields are 0: min 0, max 0 (only UINT/SIZE use
@@ -180,6 +181,15 @@ static const struct setting table[] = {
      .max = MIB_MAX,
      .reloadable = 1,
      .help = "Memory requested for the launcher pod; 0: no request."},
+    {.path = "kubernetes.launcher.runtime",
+     .type = HB_CFG_ENUM,
+     .off = F(launcher_runtime),
+     .def = "configmap",
+     .values = runtime_values,
+     .reloadable = 1,
+     .help = "Where MPIJob launchers find the launcher runtime: "
+	     "configmap (mounted, once per namespace) or inline (in every "
+	     "manifest)."},
     {.path = "kubernetes.node_selectors.constraints",
      .type = HB_CFG_SELECTORS,
      .off = F(constraint_selectors),

@@ -1723,8 +1723,14 @@ static enum sstyle string_style(const char *str, size_t n, int key)
 			nl = 1;
 			continue;
 		}
+		if (c == '\t') {
+			/* Content may hold tabs after a block's indentation;
+			 * a plain scalar may not. */
+			plain = 0;
+			continue;
+		}
 		if (c < 0x80) {
-			return S_DQUOTE; /* tab, CR, other controls, DEL */
+			return S_DQUOTE; /* CR, other controls, DEL */
 		}
 		k = utf8_dec(s + i, n - i, &cp);
 		if (!k || cp_special(cp))

@@ -1371,8 +1371,8 @@ static int script(struct ctx *c)
 	}
 	hb_buf_init(&raw, HB_LAUNCHER_MAX);
 	hb_buf_init(&esc, 0);
-	rc = hb_launcher_script(&orig, c->plan->name, c->plan->array_index,
-				&raw, c->err);
+	rc = hb_launcher_script_ex(&orig, c->plan->name, c->plan->array_index,
+				   c->plan->runtime_mounted, &raw, c->err);
 	if (rc) {
 		if (c->err && !c->err->code)
 			hb_err_set(c->err, rc, c->spec->source_name, 0,
@@ -1391,7 +1391,11 @@ static int script(struct ctx *c)
 		hb_report_fate(c->rep, HB_F_SCRIPT, HB_FATE_MAPPED,
 			       c->paths->script,
 			       "run unchanged by the launcher script, with "
-			       "SLURM_*/PBS_* variables from the hostfile");
+			       "SLURM_*/PBS_* variables from the hostfile%s",
+			       c->plan->runtime_mounted
+				       ? "; the launcher runtime is mounted "
+					 "from the ConfigMap"
+				       : "");
 out:
 	hb_buf_free(&raw);
 	hb_buf_free(&esc);
@@ -1824,6 +1828,10 @@ int hb_k8s_plan(const struct hb_jobspec *spec, const struct hb_config *cfg,
 
 	memset(plan, 0, sizeof(*plan));
 	plan->array_index = array_index < 0 ? -1 : array_index;
+	/* Only an MPIJob's launcher pod has a volume to mount it into. */
+	plan->runtime_mounted = !strcmp(paths->kind, "MPIJob") &&
+				cfg->launcher_runtime &&
+				!strcmp(cfg->launcher_runtime, "configmap");
 	if (!spec->script) {
 		rc = hb_err_set(err, HB_EINVAL, spec->source_name, 0,
 				"the job has no script to run");
@@ -3352,5 +3360,32 @@ int hb_k8s_read_end(struct hb_k8s_reader *rd)
 		if (t)
 			d->text = t;
 	}
+	return 0;
+}
+
+int hb_k8s_runtime_configmap(const struct hb_config *cfg, cJSON **out,
+			     struct hb_err *err)
+{
+	const char *rt = hb_launcher_runtime(NULL);
+	cJSON *cm = cJSON_CreateObject(), *md, *labels, *data;
+
+	*out = NULL;
+	if (!cm || !cJSON_AddStringToObject(cm, "apiVersion", "v1") ||
+	    !cJSON_AddStringToObject(cm, "kind", "ConfigMap") ||
+	    !(md = cJSON_AddObjectToObject(cm, "metadata")) ||
+	    !cJSON_AddStringToObject(md, "name", hb_launcher_runtime_name()) ||
+	    (cfg->namespace &&
+	     !cJSON_AddStringToObject(md, "namespace", cfg->namespace)) ||
+	    !(labels = cJSON_AddObjectToObject(md, "labels")) ||
+	    !cJSON_AddStringToObject(labels, HB_LABEL_MANAGED_BY,
+				     HB_MANAGED_BY) ||
+	    !(data = cJSON_AddObjectToObject(cm, "data")) ||
+	    !cJSON_AddItemToObject(data, HB_LAUNCHER_RUNTIME_KEY,
+				   cJSON_CreateString(rt)) ||
+	    !cJSON_AddTrueToObject(cm, "immutable")) {
+		cJSON_Delete(cm);
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	}
+	*out = cm;
 	return 0;
 }

@@ -13,12 +13,15 @@
 #include <cjson/cJSON.h>
 
 #include "hpcbridge/doc.h"
+#include "hpcbridge/launcher.h"
 #include "hpcbridge/mpijob.h"
 
 #define API_VERSION   "kubeflow.org/v2beta1"
 #define WORKER_PATH   "spec.mpiReplicaSpecs.Worker.template.spec"
 #define LAUNCHER_PATH "spec.mpiReplicaSpecs.Launcher.template.spec"
 #define INT32_MAXV    2147483647
+/* The launcher pod's volume holding the runtime ConfigMap. */
+#define RUNTIME_VOLUME "hpcbridge-launcher"
 
 static const struct hb_k8s_paths paths = {
     .kind = "MPIJob",
@@ -108,6 +111,28 @@ fail:
 	cJSON_Delete(args);
 	cJSON_Delete(r);
 	return NULL;
+}
+
+/* Mount the launcher runtime's ConfigMap into a launcher replica. */
+static int mount_runtime(cJSON *replica_spec)
+{
+	cJSON *ps = hb_doc_get(replica_spec, "template.spec");
+	cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(ps, "containers"), 0);
+	cJSON *vols, *v, *cm, *mounts, *m;
+
+	if (!ps || !c || !(vols = cJSON_AddArrayToObject(ps, "volumes")) ||
+	    !(v = cJSON_CreateObject()) || !cJSON_AddItemToArray(vols, v) ||
+	    !cJSON_AddStringToObject(v, "name", RUNTIME_VOLUME) ||
+	    !(cm = cJSON_AddObjectToObject(v, "configMap")) ||
+	    !cJSON_AddStringToObject(cm, "name", hb_launcher_runtime_name()) ||
+	    !(mounts = cJSON_AddArrayToObject(c, "volumeMounts")) ||
+	    !(m = cJSON_CreateObject()) || !cJSON_AddItemToArray(mounts, m) ||
+	    !cJSON_AddStringToObject(m, "name", RUNTIME_VOLUME) ||
+	    !cJSON_AddStringToObject(m, "mountPath",
+				     HB_LAUNCHER_RUNTIME_DIR) ||
+	    !cJSON_AddTrueToObject(m, "readOnly"))
+		return HB_ENOMEM;
+	return 0;
 }
 
 static const char *mpi_name(const struct hb_jobspec *spec,
@@ -204,7 +229,7 @@ int hb_mpijob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
 	cJSON_AddItemToArray(args, hb_k8s_take(&plan.script));
 	r = replica(&plan, 1, "launcher", "launcher", launch_cmd, 2, args,
 		    plan.launcher_resources, false);
-	if (!r)
+	if (!r || (plan.runtime_mounted && mount_runtime(r)))
 		goto nomem;
 	cJSON_AddItemToObject(rs, "Launcher", r);
 	args = str_array((const char *const[]){"-De"}, 1);

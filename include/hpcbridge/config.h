@@ -53,6 +53,10 @@ struct hb_config {
 	/* Launcher pod resources. */
 	uint32_t launcher_cpus;	  /* 1 */
 	uint64_t launcher_mem_mb; /* 1024 */
+	/* Where an MPIJob launcher finds its runtime: "configmap" (mounted
+	 * from the ConfigMap hb_launcher_runtime_name()) or "inline" (carried
+	 * in every manifest). */
+	const char *launcher_runtime;
 
 	struct hb_selector_map *constraint_selectors;
 	uint32_t nconstraint_selectors;

@@ -105,6 +105,7 @@ struct hb_k8s_plan {
 	struct cJSON *pod_labels;    /* labels for the pod templates */
 	struct cJSON *node_selector; /* NULL when empty */
 	struct cJSON *affinity;	     /* NULL when none */
+	bool runtime_mounted;	     /* launcher runtime from the ConfigMap */
 };
 
 /*
@@ -120,6 +121,15 @@ int hb_k8s_plan(const struct hb_jobspec *spec, const struct hb_config *cfg,
 		const struct hb_k8s_paths *paths, struct hb_k8s_plan *plan,
 		struct hb_report *rep, struct hb_err *err);
 void hb_k8s_plan_free(struct hb_k8s_plan *plan);
+
+/*
+ * The ConfigMap that holds the launcher runtime (launcher.h), in
+ * cfg->namespace, for MPIJobs whose launcher mounts it.  Creating it once
+ * per namespace is enough; the name changes with the runtime.  Caller
+ * frees *out with cJSON_Delete().
+ */
+int hb_k8s_runtime_configmap(const struct hb_config *cfg, struct cJSON **out,
+			     struct hb_err *err);
 
 /* Return *slot and set it to NULL (hand a plan's node to a tree). */
 struct cJSON *hb_k8s_take(struct cJSON **slot);

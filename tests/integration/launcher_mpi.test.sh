@@ -46,12 +46,14 @@ echo "localhost slots=4" >"$tmp/hostfile"
 cli=$build/bin/hpcbridge
 if [ -x "$cli" ] && "$cli" translate --help >/dev/null 2>&1; then
 	via=cli
-	"$cli" translate --to mpijob --format json "$tmp/job.sh" \
-		>"$tmp/mpijob.json" ||
+	"$cli" translate --with-runtime --to mpijob --format json \
+		"$tmp/job.sh" >"$tmp/mpijob.json" ||
 		fail "hpcbridge translate --to mpijob failed"
 	python3 "$data/launcher_argv.py" "$tmp/mpijob.json" \
-		"$tmp/launcher.sh" "$tmp/podenv" ||
+		"$tmp/launcher.sh" "$tmp/podenv" "$tmp/runtime.sh" ||
 		fail "no sh -c launcher in the MPIJob"
+	[ -s "$tmp/runtime.sh" ] ||
+		fail "the launcher does not mount the runtime ConfigMap"
 else
 	via=driver
 	lib=$build/lib/libhbtranslate.a
@@ -78,6 +80,7 @@ done <"$tmp/podenv"
 cd "$tmp"
 env -i "${podenv[@]}" PATH=/usr/local/bin:/usr/bin:/bin HOME="$tmp" \
 	TMPDIR="$tmp" HPCBRIDGE_HOSTFILE="$tmp/hostfile" \
+	HPCBRIDGE_RUNTIME="$tmp/runtime.sh" \
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	OMPI_MCA_rmaps_base_oversubscribe=1 \
 	timeout -k 10 300 /bin/sh -c "$(cat "$tmp/launcher.sh")" \
