@@ -838,6 +838,20 @@ static int image(struct ctx *c)
 			how = "partition";
 		}
 	}
+	if (!img) {
+		/* The job's MPI implementation, else the configured one. */
+		const char *m = hb_mpi_impl_name((enum hb_mpi_impl)s->mpi);
+
+		if (!m)
+			m = cfg->default_mpi ? cfg->default_mpi : "OpenMPI";
+		img = !strcmp(m, "Intel")   ? cfg->intel_image
+		      : !strcmp(m, "MPICH") ? cfg->mpich_image
+					    : cfg->openmpi_image;
+		if (img) {
+			snprintf(why, sizeof(why), "the %s image %s", m, img);
+			how = "mpi";
+		}
+	}
 	if (!img && cfg->default_image) {
 		img = cfg->default_image;
 		how = "default";

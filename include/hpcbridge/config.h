@@ -37,6 +37,9 @@ struct hb_config {
 	uint32_t npartition_images;
 	struct hb_kv *container_images; /* --container value -> image */
 	uint32_t ncontainer_images;
+	/* Image per MPI implementation, after container, module and
+	 * partition, before default_image; NULL: none. */
+	const char *openmpi_image, *intel_image, *mpich_image;
 	struct hb_kv *partition_queues; /* partition -> Kueue LocalQueue */
 	uint32_t npartition_queues;
 	const char *default_queue;	 /* NULL: no queue label */

@@ -128,6 +128,18 @@ for k in ("name", "account", "partition", "nodes_min", "ntasks_per_node",
     assert a.get(k) == b.get(k), (k, a.get(k), b.get(k))
 PY
 
+# The image follows the job's MPI implementation unless a map says more.
+expect 0 "$hb" translate -q --format json "$src/examples/sbatch/param-sweep.sh" &&
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+imgs = {x["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"] for x in d}
+assert imgs == {"mpioperator/intel:v0.6.0"}, imgs' "$tmp/out" && ok ||
+	bad "Intel MPI job gets the Intel image"
+printf 'kubernetes:\n  images:\n    mpi:\n      mpich: null\n' >"$tmp/nompich.yaml"
+expect 0 "$hb" translate -q --config "$tmp/nompich.yaml" \
+	"$src/examples/pbs/torque-mpi.pbs" &&
+	grep -q 'image: mpioperator/openmpi:v0.6.0' "$tmp/out" && ok ||
+	bad "a null MPI image falls through to default_image"
+
 # 6. --explain lists every directive with its line
 expect 0 "$hb" translate --explain "$src/examples/sbatch/mpi-hello.sh" &&
 	grep -q 'mpi-hello.sh:3 .*--job-name=mpi-hello' "$tmp/out" &&
