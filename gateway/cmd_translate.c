@@ -230,6 +230,13 @@ static int emit_one(const struct opts *o, const struct hb_config *cfg,
 		rc = hb_trainjob_emit(spec, cfg, index, &doc, rep, err);
 		break;
 	case TO_JOBSPEC:
+		/* The job model holds every field it was given. */
+		for (int f = 0; f < HB__F_COUNT; f++)
+			if (hb_jobspec_has(spec, (enum hb_field)f))
+				hb_report_fate(rep, (enum hb_field)f,
+					       HB_FATE_MAPPED,
+					       hb_field_name((enum hb_field)f),
+					       NULL);
 		doc = hb_jobspec_to_json(spec);
 		rc = doc ? 0 : HB_ENOMEM;
 		break;
@@ -309,7 +316,7 @@ static int translate_one(const struct opts *o, const struct hb_config *cfg,
 			rc = hb_report_write_text(&spec, &rep, &out->text);
 		}
 	} else if (!o->quiet && o->to != TO_JOBSPEC) {
-		unsigned c[5];
+		unsigned c[HB__FATE_COUNT];
 
 		hb_report_counts(&spec, &rep, c);
 		if (c[HB_FATE_DROPPED] || c[HB_FATE_PARTIAL])

@@ -32,7 +32,10 @@ const char *hb_fate_name(enum hb_fate_kind k)
 		return "partial";
 	case HB_FATE_DROPPED:
 		return "dropped";
+	case HB_FATE_OVERRIDDEN:
+		return "overridden";
 	case HB_FATE_NONE:
+	case HB__FATE_COUNT:
 		break;
 	}
 	return "dropped";
@@ -140,21 +143,33 @@ struct verdict {
 	char buf[96];
 };
 
+/* Fields whose repeated directives add to one another (variables, data
+ * inputs, mail events) instead of the last one winning. */
+static int accumulates(enum hb_field f)
+{
+	return f == HB_F_ENV || f == HB_F_DATA || f == HB_F_MAIL_TYPE;
+}
+
 static void judge(const struct hb_jobspec *spec, const struct hb_report *r,
 		  const struct hb_directive *d, enum hb_field f,
 		  struct verdict *v)
 {
 	const struct hb_fate *fate = &r->fate[f];
 
+	struct hb_origin final = spec->origin[f];
+
 	memset(v, 0, sizeof(*v));
-	if (!same_origin(spec->origin[f], d->origin) &&
-	    spec->origin[f].kind != HB_ORIGIN_NONE &&
-	    d->kind != HB_DIR_SCRIPT) {
+	/* A later directive replaced this one's value.  Not when the final
+	 * value was derived from several directives, nor for fields whose
+	 * directives add up rather than replace each other. */
+	if (final.kind != HB_ORIGIN_NONE && final.kind != HB_ORIGIN_DERIVED &&
+	    !same_origin(final, d->origin) && d->kind != HB_DIR_SCRIPT &&
+	    !accumulates(f)) {
 		char w[64];
 
-		where(spec, spec->origin[f], w, sizeof(w));
-		snprintf(v->buf, sizeof(v->buf), "overridden by %s", w);
-		v->kind = HB_FATE_DROPPED;
+		where(spec, final, w, sizeof(w));
+		snprintf(v->buf, sizeof(v->buf), "by %s", w);
+		v->kind = HB_FATE_OVERRIDDEN;
 		v->note = v->buf;
 		return;
 	}
@@ -225,8 +240,6 @@ static int walk(const struct hb_jobspec *spec, const struct hb_report *r,
 			enum hb_field f = (enum hb_field)d->fields[k];
 
 			judge(spec, r, d, f, &e.v);
-			if (!e.v.note)
-				e.v.note = d->note;
 			e.field = hb_field_name(f);
 			rc = fn(ctx, spec, &e);
 			e.first = 0;
@@ -259,20 +272,21 @@ static int count_entry(void *ctx, const struct hb_jobspec *spec,
 	unsigned *counts = ctx;
 
 	(void)spec;
-	counts[e->v.kind < 5 ? e->v.kind : HB_FATE_DROPPED]++;
+	counts[e->v.kind < HB__FATE_COUNT ? e->v.kind : HB_FATE_DROPPED]++;
 	return 0;
 }
 
 void hb_report_counts(const struct hb_jobspec *spec,
-		      const struct hb_report *r, unsigned counts[5])
+		      const struct hb_report *r,
+		      unsigned counts[HB__FATE_COUNT])
 {
-	memset(counts, 0, 5 * sizeof(*counts));
+	memset(counts, 0, HB__FATE_COUNT * sizeof(*counts));
 	walk(spec, r, count_entry, counts);
 }
 
 struct text_ctx {
 	struct hb_buf *out;
-	unsigned counts[5];
+	unsigned counts[HB__FATE_COUNT];
 };
 
 static int text_entry(void *ctx, const struct hb_jobspec *spec,
@@ -285,12 +299,17 @@ static int text_entry(void *ctx, const struct hb_jobspec *spec,
 	if (e->first) {
 		where(spec, e->origin, w, sizeof(w));
 		if (e->text)
-			rc = hb_buf_printf(t->out, "%-14s %s\n", w, e->text);
+			rc = hb_buf_printf(t->out, "%-14s %s", w, e->text);
 		else
-			rc = hb_buf_printf(t->out, "%-14s (%s)\n", w,
-					   e->field);
+			rc = hb_buf_printf(t->out, "%-14s (%s)", w, e->field);
+		/* The reader's own remark, once, when the fields below do
+		 * not already carry it as their reason. */
+		if (!rc && e->dnote && e->v.note != e->dnote)
+			rc = hb_buf_printf(t->out, "  [%s]", e->dnote);
+		if (!rc)
+			rc = hb_buf_putc(t->out, '\n');
 	}
-	t->counts[e->v.kind < 5 ? e->v.kind : HB_FATE_DROPPED]++;
+	t->counts[e->v.kind < HB__FATE_COUNT ? e->v.kind : HB_FATE_DROPPED]++;
 	if (!rc)
 		rc = hb_buf_printf(t->out, "    %-16s %-8s", e->field,
 				   hb_fate_name(e->v.kind));
@@ -318,11 +337,12 @@ int hb_report_write_text(const struct hb_jobspec *spec,
 	if (!rc)
 		rc = hb_buf_printf(out,
 				   "# %u mapped, %u partial, %u carried, "
-				   "%u dropped\n",
+				   "%u dropped, %u overridden\n",
 				   t.counts[HB_FATE_MAPPED],
 				   t.counts[HB_FATE_PARTIAL],
 				   t.counts[HB_FATE_CARRIED],
-				   t.counts[HB_FATE_DROPPED]);
+				   t.counts[HB_FATE_DROPPED],
+				   t.counts[HB_FATE_OVERRIDDEN]);
 	return rc;
 }
 

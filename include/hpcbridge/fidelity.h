@@ -20,7 +20,10 @@ enum hb_fate_kind {
 	HB_FATE_MAPPED,	   /* carried by a real field of the target */
 	HB_FATE_CARRIED,   /* kept in an annotation/comment; no effect */
 	HB_FATE_PARTIAL,   /* mapped with a loss the note explains */
-	HB_FATE_DROPPED	   /* not carried; the note says why */
+	HB_FATE_DROPPED,   /* not carried; the note says why */
+	HB_FATE_OVERRIDDEN, /* report only: a later directive set the field
+			     * again (Slurm's and qsub's "last one wins") */
+	HB__FATE_COUNT
 };
 
 struct hb_fate {
@@ -59,7 +62,8 @@ int hb_report_write_text(const struct hb_jobspec *spec,
 /* How many report entries have each fate: counts[HB_FATE_MAPPED] etc.
  * Entries with no recorded fate count as dropped. */
 void hb_report_counts(const struct hb_jobspec *spec,
-		      const struct hb_report *r, unsigned counts[5]);
+		      const struct hb_report *r,
+		      unsigned counts[HB__FATE_COUNT]);
 
 /* The same as a cJSON object (caller frees with cJSON_Delete). */
 struct cJSON *hb_report_to_json(const struct hb_jobspec *spec,

@@ -44,7 +44,7 @@ static void test_text_report(void **state)
 	struct hb_jobspec s;
 	struct hb_report r;
 	struct hb_buf out;
-	unsigned c[5];
+	unsigned c[HB__FATE_COUNT];
 
 	(void)state;
 	build(&s);
@@ -62,18 +62,20 @@ static void test_text_report(void **state)
 	assert_non_null(strstr(out.data, "job.sh:2       --nodes=2\n"
 					 "    nodes            mapped   "
 					 "spec.mpiReplicaSpecs.Worker.replicas\n"));
-	assert_non_null(strstr(out.data, "overridden by argv[1]"));
+	assert_non_null(strstr(out.data, "partition        overridden "
+					 "(by argv[1])"));
 	assert_non_null(strstr(out.data, "mail_type        dropped  "
 					 "(no MPIJob equivalent)"));
 	assert_non_null(strstr(out.data, "(scheduling priority)"));
 	assert_non_null(strstr(out.data, "(queue gpu-queue)"));
 	assert_non_null(strstr(out.data, "warning: heterogeneous chunks\n"));
-	assert_non_null(strstr(out.data,
-			       "# 1 mapped, 0 partial, 1 carried, 3 dropped"));
+	assert_non_null(strstr(out.data, "# 1 mapped, 0 partial, 1 carried, "
+					 "2 dropped, 1 overridden"));
 	hb_report_counts(&s, &r, c);
 	assert_int_equal(c[HB_FATE_MAPPED], 1);
 	assert_int_equal(c[HB_FATE_CARRIED], 1);
-	assert_int_equal(c[HB_FATE_DROPPED], 3);
+	assert_int_equal(c[HB_FATE_DROPPED], 2);
+	assert_int_equal(c[HB_FATE_OVERRIDDEN], 1);
 	hb_buf_free(&out);
 	hb_report_free(&r);
 	hb_jobspec_free(&s);
@@ -116,11 +118,52 @@ static void test_json_report_matches_text(void **state)
 	hb_jobspec_free(&s);
 }
 
+/* A value derived from several directives is not an override, repeated
+ * accumulating directives are not overrides, and a reader's note shows on
+ * its directive's line in the text report. */
+static void test_derived_accumulate_and_notes(void **state)
+{
+	struct hb_jobspec s;
+	struct hb_report r;
+	struct hb_buf out;
+	struct hb_directive *d;
+	unsigned c[HB__FATE_COUNT];
+
+	(void)state;
+	hb_jobspec_init(&s, "job.sh");
+	dir(&s, HB_ORIGIN_FILE, 2, "-N 2", HB_F_NODES);
+	dir(&s, HB_ORIGIN_FILE, 3, "--mail-type=BEGIN", HB_F_MAIL_TYPE);
+	dir(&s, HB_ORIGIN_FILE, 4, "--mail-type=END", HB_F_MAIL_TYPE);
+	d = dir(&s, HB_ORIGIN_FILE, 5, "--gres=gpu:2,license_x:1", HB_F_GPUS);
+	d->note = "non-GPU GRES dropped: license_x:1";
+	/* The node count was then worked out from several options. */
+	hb_jobspec_set_origin(&s, HB_F_NODES,
+			      (struct hb_origin){HB_ORIGIN_DERIVED, 0});
+	hb_report_init(&r, "MPIJob");
+	hb_report_fate(&r, HB_F_NODES, HB_FATE_MAPPED, "replicas", NULL);
+	hb_report_fate(&r, HB_F_MAIL_TYPE, HB_FATE_CARRIED, "annotation", NULL);
+	hb_report_fate(&r, HB_F_GPUS, HB_FATE_MAPPED, "limits", NULL);
+	hb_buf_init(&out, 0);
+	assert_int_equal(hb_report_write_text(&s, &r, &out), 0);
+	assert_null(strstr(out.data, "overridden (by"));
+	assert_non_null(strstr(out.data, "--gres=gpu:2,license_x:1  "
+					 "[non-GPU GRES dropped: license_x:1]"));
+	hb_report_counts(&s, &r, c);
+	assert_int_equal(c[HB_FATE_MAPPED], 2);
+	assert_int_equal(c[HB_FATE_CARRIED], 2);
+	assert_int_equal(c[HB_FATE_OVERRIDDEN], 0);
+	assert_int_equal(c[HB_FATE_DROPPED], 0);
+	hb_buf_free(&out);
+	hb_report_free(&r);
+	hb_jobspec_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_text_report),
 		cmocka_unit_test(test_json_report_matches_text),
+		cmocka_unit_test(test_derived_accumulate_and_notes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
