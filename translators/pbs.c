@@ -114,6 +114,7 @@ struct ctx {
 	const char *project, *stagein;
 	struct hb_buf exports;
 	uint32_t nexports;
+	bool w_max_run; /* -W max_run_subjobs gave the array limit */
 };
 
 static int is_blank(char ch)
@@ -1330,8 +1331,10 @@ static int w_item(struct ctx *c, char *item)
 	if (strcasecmp(item, "max_run_subjobs") == 0) {
 		rc = num32(c, "-W max_run_subjobs", v, 1,
 			   &c->spec->array_max_running);
-		if (!rc)
+		if (!rc) {
+			c->w_max_run = true;
 			SET(c, HB_F_ARRAY);
+		}
 		return rc;
 	}
 	if (strcasecmp(item, "umask") == 0) {
@@ -1633,7 +1636,9 @@ static int opt_array(struct ctx *c, char opt, const char *v)
 		return oom(c);
 	c->spec->array_ranges = r;
 	c->spec->narray_ranges = n;
-	c->spec->array_max_running = limit;
+	/* A range without "%N" keeps a limit -W max_run_subjobs gave. */
+	if (limit || !c->w_max_run)
+		c->spec->array_max_running = limit;
 	SET(c, HB_F_ARRAY);
 	return 0;
 }
@@ -2956,6 +2961,21 @@ static const char *cli_prefix(const char *const *argv, int argc,
 	return pfx;
 }
 
+/* An #SBATCH line in a PBS script: listed, so that the report shows it,
+ * but not applied, as qsub would not. */
+static int sbatch_line(struct ctx *c, const char *p, size_t n)
+{
+	struct hb_origin o = {HB_ORIGIN_FILE, c->loc};
+	struct hb_directive *d =
+	    hb_jobspec_add_directive(c->spec, HB_DIR_SBATCH, o, p, n);
+
+	if (!d)
+		return HB_ENOMEM;
+	d->note = "not read: a PBS script's directives are its #PBS lines; "
+		  "translate an sbatch script to use #SBATCH";
+	return 0;
+}
+
 static int read_header(struct ctx *c, const char *buf, size_t len,
 		       const char *pfx)
 {
@@ -2988,6 +3008,9 @@ static int read_header(struct ctx *c, const char *buf, size_t len,
 				k++;
 			if (k < n && p[k] != '#')
 				break;
+			if (n >= 7 && memcmp(p, "#SBATCH", 7) == 0 &&
+			    (n == 7 || is_blank(p[7])) && sbatch_line(c, p, n))
+				return oom(c);
 		}
 		p = eol < end ? eol + 1 : end;
 	}

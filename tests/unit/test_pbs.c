@@ -591,6 +591,13 @@ static void test_arrays(void **state)
 	ok("#PBS -J 1-100\n#PBS -W max_run_subjobs=5\ntrue\n", &s);
 	assert_int_equal(s.array_max_running, 5);
 	hb_jobspec_free(&s);
+	/* ... in either order: a range without %N keeps it. */
+	ok("#PBS -W max_run_subjobs=5\n#PBS -J 1-100\ntrue\n", &s);
+	assert_int_equal(s.array_max_running, 5);
+	hb_jobspec_free(&s);
+	ok("#PBS -W max_run_subjobs=5\n#PBS -t 1-100%3\ntrue\n", &s);
+	assert_int_equal(s.array_max_running, 3);
+	hb_jobspec_free(&s);
 
 	expect_err("#PBS -J 5\ntrue\n", NULL, 0, HB_EINVAL,
 		   "job.pbs:1: -J: '5' is not a range");
@@ -1384,9 +1391,33 @@ static void test_corpus(void **state)
 	assert_true(gpus >= 2);
 }
 
+/* #SBATCH lines in a PBS script are listed with a note, never applied. */
+static void test_sbatch_lines_listed(void **state)
+{
+	struct hb_jobspec s;
+	int found = 0;
+
+	(void)state;
+	ok("#!/bin/sh\n#PBS -N a\n#SBATCH -J b\necho\n", &s);
+	assert_string_equal(s.name, "a");
+	for (uint32_t i = 0; i < s.ndirectives; i++) {
+		const struct hb_directive *d = &s.directives[i];
+
+		if (d->origin.line == 3) {
+			found++;
+			assert_string_equal(d->text, "#SBATCH -J b");
+			assert_int_equal(d->nfields, 0);
+			assert_non_null(strstr(d->note, "not read"));
+		}
+	}
+	assert_int_equal(found, 1);
+	hb_jobspec_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_sbatch_lines_listed),
 	    cmocka_unit_test(test_torque_basic),
 	    cmocka_unit_test(test_mem_job_vs_pmem),
 	    cmocka_unit_test(test_walltime_seconds),
