@@ -1686,8 +1686,8 @@ static int carried(struct ctx *c)
 	}
 	CARRY(HB_F_INPUT, "input", s->input, NULL);
 	CARRY(HB_F_CHDIR, "chdir", s->chdir,
-	      "the cluster's file systems differ; the script runs in the "
-	      "image's working directory");
+	      "the launcher cds there if the pod has the path, else runs in "
+	      "/tmp");
 	CARRY(HB_F_KEEP, "keep", s->keep, NULL);
 	CARRY(HB_F_DEPENDENCY, "dependency", s->dependency,
 	      "Slurm job ids mean nothing to Kubernetes");
