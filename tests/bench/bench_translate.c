@@ -5,6 +5,8 @@
  * the same run:
  *   read     touching every byte of every script (a checksum): the floor
  *   parse    sbatch text -> jobspec
+ *   emit     sbatch text -> MPIJob tree, not written (where json/yaml's
+ *            time goes: building the tree or writing it)
  *   json     sbatch text -> MPIJob written as JSON
  *   yaml     sbatch text -> MPIJob written as YAML
  *   json-inline, yaml-inline
@@ -87,10 +89,20 @@ static char *slurp(const char *path, size_t *len)
 	return p;
 }
 
-enum mode { M_READ, M_PARSE, M_JSON, M_YAML, M_JSON_INLINE, M_YAML_INLINE };
-#define NMODES 6
-static const char *const mode_names[] = {"read", "parse", "json", "yaml",
-					 "json-inline", "yaml-inline"};
+enum mode {
+	M_READ,
+	M_PARSE,
+	M_EMIT,
+	M_JSON,
+	M_YAML,
+	M_JSON_INLINE,
+	M_YAML_INLINE
+};
+#define NMODES 7
+static const char *const mode_names[] = {"read",	"parse",
+					 "emit",	"json",
+					 "yaml",	"json-inline",
+					 "yaml-inline"};
 
 static volatile unsigned long sink;
 
@@ -120,7 +132,7 @@ static int run(enum mode m, const struct script *c, size_t nc, size_t n,
 				     &err);
 		if (!rc && m != M_PARSE)
 			rc = hb_mpijob_emit(&spec, cfg, -1, &doc, &rep, &err);
-		if (!rc && m != M_PARSE) {
+		if (!rc && m != M_PARSE && m != M_EMIT) {
 			hb_buf_reset(out);
 			rc = m == M_JSON || m == M_JSON_INLINE
 				     ? hb_doc_write_json(doc, out)
