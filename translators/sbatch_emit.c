@@ -478,10 +478,14 @@ static int emit_directives(struct em *e)
 			     s->deadline));
 	TRY(str_line(e, HB_F_SIGNAL, "--signal", s->signal));
 	TRY(str_line(e, HB_F_OUTPUT, "--output", s->output));
-	if (s->error && s->join_output)
+	if (s->join_output && s->error)
 		fate(e, HB_F_ERROR, HB_FATE_DROPPED, NULL,
 		     "stderr is joined to stdout, as sbatch does when "
-		     "--error is not given");
+		     "--error is not given; the error path is not used");
+	else if (s->join_output)
+		fate(e, HB_F_ERROR, HB_FATE_MAPPED, "no --error line",
+		     "sbatch joins stderr to stdout when --error is not "
+		     "given");
 	else
 		TRY(str_line(e, HB_F_ERROR, "--error", s->error));
 	TRY(str_line(e, HB_F_INPUT, "--input", s->input));
@@ -506,7 +510,11 @@ static int emit_directives(struct em *e)
 		else
 			TRY(emit_env_export(e));
 	}
-	TRY(str_line(e, HB_F_CONTAINER, "--container", s->container));
+	if (s->container)
+		TRY(str_line(e, HB_F_CONTAINER, "--container", s->container));
+	else if (hb_jobspec_has(s, HB_F_CONTAINER))
+		fate(e, HB_F_CONTAINER, HB_FATE_MAPPED, "script body",
+		     "the module loads run unchanged");
 	TRY(str_line(e, HB_F_CHECKPOINT, "--hpcbridge-checkpoint",
 		     s->checkpoint_dir));
 	for (uint32_t i = 0; i < s->ndata; i++)
@@ -519,7 +527,7 @@ static int emit_directives(struct em *e)
 		fate(e, HB_F_HETEROGENEOUS, HB_FATE_DROPPED, NULL,
 		     "chunks of different shapes have no single sbatch form; "
 		     "the node, task and memory totals are written");
-	if (s->mpi)
+	if (s->mpi || hb_jobspec_has(s, HB_F_MPI))
 		fate(e, HB_F_MPI, HB_FATE_MAPPED, "script body",
 		     "the launch lines run unchanged");
 #undef TRY
