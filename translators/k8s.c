@@ -517,7 +517,7 @@ static int check_shape(struct ctx *c)
 		return field_err(s, c->err, HB_EINVAL, f,
 				 "needs %u CPUs per worker (%u tasks per "
 				 "node x %u CPUs per task), more than the "
-				 "worker shape's %u (worker_cpus)",
+				 "worker shape's %u (kubernetes.worker.cpus)",
 				 sh->cpus_per_node, sh->tasks_per_node,
 				 sh->cpus_per_task, cfg->worker_cpus);
 	}
@@ -529,14 +529,14 @@ static int check_shape(struct ctx *c)
 		return field_err(s, c->err, HB_EINVAL, HB_F_MEM,
 				 "needs %s memory per worker (%llu MiB), "
 				 "more than the worker shape's %s (%llu MiB, "
-				 "worker_mem_mb)",
+				 "kubernetes.worker.memory)",
 				 a, (unsigned long long)sh->mem_per_node_mb, b,
 				 (unsigned long long)cfg->worker_mem_mb);
 	}
 	if (cfg->worker_gpus && sh->gpus_per_node > cfg->worker_gpus)
 		return field_err(s, c->err, HB_EINVAL, HB_F_GPUS,
 				 "needs %u GPUs per worker, more than the "
-				 "worker shape's %u (worker_gpus)",
+				 "worker shape's %u (kubernetes.worker.gpus)",
 				 sh->gpus_per_node, cfg->worker_gpus);
 	if (sh->mem_per_node_mb > MEM_MAX_MB)
 		return field_err(s, c->err, HB_ERANGE, HB_F_MEM,
@@ -676,14 +676,14 @@ static int resources(struct ctx *c)
 		if (sh->whole_node_mem && cfg->worker_mem_mb)
 			hb_report_fate(c->rep, HB_F_MEM, HB_FATE_PARTIAL, t,
 				       "the whole node's memory: the worker "
-				       "shape's %s (worker_mem_mb)",
+				       "shape's %s (kubernetes.worker.memory)",
 				       mem);
 		else if (sh->whole_node_mem)
 			hb_report_fate(
 			    c->rep, HB_F_MEM, HB_FATE_PARTIAL, NULL,
 			    "the whole node's memory has no "
 			    "Kubernetes equivalent and no "
-			    "worker_mem_mb is configured: memory "
+			    "kubernetes.worker.memory is set: memory "
 			    "left unset; kept in annotation " ANN("request"));
 		else if (!mem_mb)
 			hb_report_fate(

@@ -771,7 +771,7 @@ static void test_worker_shape(void **state)
 	assert_non_null(strstr(err.msg, "cpus_per_task=8"));
 	assert_non_null(strstr(err.msg, "64"));
 	assert_non_null(strstr(err.msg, "32"));
-	assert_non_null(strstr(err.msg, "worker_cpus"));
+	assert_non_null(strstr(err.msg, "kubernetes.worker.cpus"));
 	s.cpus_per_task = 4;
 
 	s.mem_kind = HB_MEM_PER_CPU;
@@ -780,14 +780,14 @@ static void test_worker_shape(void **state)
 	assert_non_null(strstr(err.msg, "mem_mb=4096"));
 	assert_non_null(strstr(err.msg, "128Gi"));
 	assert_non_null(strstr(err.msg, "64Gi"));
-	assert_non_null(strstr(err.msg, "worker_mem_mb"));
+	assert_non_null(strstr(err.msg, "kubernetes.worker.memory"));
 	s.mem_mb = 1024;
 
 	s.gpu_scope = HB_GPU_PER_TASK;
 	SET_NUM(&s, gpus, HB_F_GPUS, 1);
 	assert_int_equal(emit_err(&s, &cfg, -1, &err), HB_EINVAL);
 	assert_non_null(strstr(err.msg, "8 GPUs"));
-	assert_non_null(strstr(err.msg, "worker_gpus"));
+	assert_non_null(strstr(err.msg, "kubernetes.worker.gpus"));
 	s.gpu_scope = HB_GPU_PER_NODE;
 	s.gpus = 4;
 	/* At the limits exactly: fine. */
