@@ -81,8 +81,15 @@ enum hb_source_kind hb_detect(const char *buf, size_t len)
 			return k;
 		return HB_SRC_UNKNOWN;
 	}
-	/* Neither a manifest nor a script with '#' first: sbatch will say
-	 * what is wrong with it. */
+	/* A manifest without apiVersion: its reader names what is missing.
+	 * Otherwise neither a manifest nor a script with '#' first: sbatch
+	 * will say what is wrong with it. */
+	{
+		enum hb_source_kind k = manifest_kind(buf + i, len - i);
+
+		if (k != HB_SRC_UNKNOWN)
+			return k;
+	}
 	return HB_SRC_SBATCH;
 }
 

@@ -73,6 +73,11 @@ expect 1 "$hb" translate "$tmp/nonexistent.sh" &&
 expect 1 "$hb" translate "$src/examples/sbatch/mpi-hello.sh" \
 	"$tmp/unknown.sh" && [ ! -s "$tmp/out" ] && ok ||
 	bad "partial output written before a failing input"
+# A manifest without apiVersion is read as a manifest, and says so.
+printf 'kind: MPIJob\nmetadata:\n  name: x\n' >"$tmp/noapi.yaml"
+expect 1 "$hb" translate --to sbatch "$tmp/noapi.yaml" &&
+	grep -q "noapi.yaml: apiVersion: .* is not kubeflow.org/v2beta1" \
+		"$tmp/err" && ok || bad "manifest without apiVersion ($(cat "$tmp/err"))"
 # A bad config names its key.
 printf 'kubernetes:\n  namespace: Bad_Name\n' >"$tmp/bad.yaml"
 expect 1 "$hb" translate --config "$tmp/bad.yaml" \
