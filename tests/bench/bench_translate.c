@@ -17,7 +17,8 @@
  * memory stays flat as the corpus grows (each script is freed before the
  * next is read).
  *
- * usage: bench_translate [-n SCRIPTS] [-r REPEATS] FILE...
+ * usage: bench_translate [-n SCRIPTS] [-r REPEATS] [-m MEASURE] FILE...
+ * -m runs one measure only (for profiling it with perf).
  */
 #include <sched.h>
 #include <stdio.h>
@@ -154,15 +155,24 @@ static int run(enum mode m, const struct script *c, size_t nc, size_t n,
 int main(int argc, char **argv)
 {
 	size_t n = 200000, nc = 0, bytes = 0;
-	int repeats = 7, opt;
+	int repeats = 7, opt, only = -1;
 	struct script *c;
 	struct hb_config cfg, cfg_inline;
 	struct hb_buf out;
 	double rates[NMODES][64], med[NMODES];
 	cpu_set_t one;
 
-	while ((opt = getopt(argc, argv, "n:r:")) != -1) {
-		if (opt == 'n')
+	while ((opt = getopt(argc, argv, "n:r:m:")) != -1) {
+		if (opt == 'm') {
+			for (int m = 0; m < NMODES; m++)
+				if (!strcmp(optarg, mode_names[m]))
+					only = m;
+			if (only < 0) {
+				fprintf(stderr, "unknown measure %s\n",
+					optarg);
+				return 2;
+			}
+		} else if (opt == 'n')
 			n = strtoul(optarg, NULL, 10);
 		else if (opt == 'r')
 			repeats = atoi(optarg) > 0 && atoi(optarg) <= 64
@@ -210,6 +220,10 @@ int main(int argc, char **argv)
 		for (int m = M_READ; m < NMODES; m++) {
 			double t0 = now(), dt;
 
+			if (only >= 0 && m != only) {
+				rates[m][r] = 0;
+				continue;
+			}
 			if (run((enum mode)m, c, nc, n,
 				m >= M_JSON_INLINE ? &cfg_inline : &cfg, &out))
 				return 1;
@@ -236,7 +250,7 @@ int main(int argc, char **argv)
 	for (int m = M_READ; m < NMODES; m++)
 		printf("| %s | %.0f | %.1f | %.4f |\n", mode_names[m], med[m],
 		       med[m] * (double)bytes / (double)nc / 1e6,
-		       med[m] / med[M_READ]);
+		       med[M_READ] > 0 ? med[m] / med[M_READ] : 0.0);
 	printf("peak RSS: %ld KiB after %zu translations, %ld KiB after "
 	       "%zu more\n",
 	       rss_small, n * NMODES, rss_big, n * 10);
