@@ -29,25 +29,8 @@ static struct hb_schema_set *schemas;
 
 static int load_schemas(void **state)
 {
-	static const char *const crds[] = {
-	    "reference/crds/kubeflow.org_mpijobs.yaml",
-	    "reference/crds/trainer.kubeflow.org_trainjobs.yaml",
-	    ("reference/crds/trainer.kubeflow.org_clustertrainingruntimes."
-	     "yaml")};
-	struct hb_err err = {0};
-
 	(void)state;
-	schemas = hb_schema_set_new();
-	assert_non_null(schemas);
-	for (size_t i = 0; i < 3; i++) {
-		size_t len;
-		char *buf =
-		    hb_test_read_file(hb_test_shared_path(crds[i]), &len);
-
-		if (hb_schema_set_add_crd(schemas, buf, len, crds[i], &err))
-			fail_msg("%s", err.msg);
-		free(buf);
-	}
+	schemas = hb_test_load_crds();
 	return 0;
 }
 
@@ -58,20 +41,10 @@ static int free_schemas(void **state)
 	return 0;
 }
 
-/* Strictly valid, and passes the operator's own validation. */
+/* Strictly valid, and passes the controllers' own validation. */
 static void assert_valid(const cJSON *doc)
 {
-	struct hb_buf v;
-	struct hb_err err = {0};
-	int rc;
-
-	hb_buf_init(&v, 0);
-	rc = hb_schema_validate_all(
-	    schemas, doc, HB_SCHEMA_CREATE | HB_SCHEMA_RULES, &v, &err);
-	if (rc)
-		fail_msg("emitted manifest is not valid (%d): %s\n%s", rc,
-			 err.msg, v.data ? v.data : "");
-	hb_buf_free(&v);
+	hb_test_assert_valid(schemas, doc);
 }
 
 static struct hb_kv module_images[] = {
@@ -114,29 +87,6 @@ static void config(struct hb_config *cfg)
 }
 
 /* Building jobspecs as a parser would: each field from a directive. */
-static uint32_t lineno;
-
-static void dir(struct hb_jobspec *s, enum hb_field f, const char *text)
-{
-	struct hb_origin o = {HB_ORIGIN_FILE, ++lineno};
-	struct hb_directive *d =
-	    hb_jobspec_add_directive(s, HB_DIR_SBATCH, o, text, strlen(text));
-
-	assert_non_null(d);
-	hb_directive_add_field(d, f);
-	hb_jobspec_set_origin(s, f, o);
-}
-
-#define SET_STR(s, member, f, v)                                               \
-	do {                                                                   \
-		(s)->member = hb_jobspec_strdup((s), (v));                     \
-		dir((s), (f), #member "=" v);                                  \
-	} while (0)
-#define SET_NUM(s, member, f, v)                                               \
-	do {                                                                   \
-		(s)->member = (v);                                             \
-		dir((s), (f), #member "=" #v);                                 \
-	} while (0)
 
 static const char *const body = "#!/bin/bash\n"
 				"module load openmpi/4.1.5\n"
@@ -150,11 +100,11 @@ static void new_spec(struct hb_jobspec *s, const char *script)
 
 	hb_jobspec_init(s, "job.sh");
 	s->source = HB_SRC_SBATCH;
-	lineno = 0;
+	hb_test_lineno = 0;
 	s->script = hb_jobspec_strdup(s, script ? script : body);
 	s->script_len = (uint32_t)strlen(s->script);
 	s->interpreter = hb_jobspec_strdup(s, "/bin/bash");
-	dir(s, HB_F_SCRIPT, "(script)");
+	hb_test_dir(s, HB_F_SCRIPT, "(script)");
 	assert_int_equal(hb_jobspec_scan_body(s, &err), 0);
 }
 
@@ -279,9 +229,9 @@ static void test_shape(void **state)
 
 	(void)state;
 	new_spec(&s, NULL);
-	SET_NUM(&s, nodes_min, HB_F_NODES, 3);
-	SET_NUM(&s, ntasks_per_node, HB_F_NTASKS_PER_NODE, 4);
-	SET_NUM(&s, cpus_per_task, HB_F_CPUS_PER_TASK, 2);
+	HB_TEST_SET_NUM(&s, nodes_min, HB_F_NODES, 3);
+	HB_TEST_SET_NUM(&s, ntasks_per_node, HB_F_NTASKS_PER_NODE, 4);
+	HB_TEST_SET_NUM(&s, cpus_per_task, HB_F_CPUS_PER_TASK, 2);
 	doc = emit(&s, &rep);
 	assert_int_equal(num_at(doc, "spec.mpiReplicaSpecs.Worker.replicas"),
 			 3);
@@ -299,8 +249,8 @@ static void test_shape(void **state)
 
 	/* --ntasks alone: ceil(ntasks / nodes) slots, the rest reported. */
 	new_spec(&s, NULL);
-	SET_NUM(&s, nodes_min, HB_F_NODES, 3);
-	SET_NUM(&s, ntasks, HB_F_NTASKS, 10);
+	HB_TEST_SET_NUM(&s, nodes_min, HB_F_NODES, 3);
+	HB_TEST_SET_NUM(&s, ntasks, HB_F_NTASKS, 10);
 	doc = emit(&s, &rep);
 	assert_int_equal(num_at(doc, "spec.slotsPerWorker"), 4);
 	assert_string_equal(worker_res(doc, "cpu"), "4");
@@ -336,16 +286,16 @@ static void mem_case(uint8_t kind, uint64_t mb, uint32_t nodes, uint32_t tpn,
 
 	new_spec(&s, NULL);
 	if (nodes)
-		SET_NUM(&s, nodes_min, HB_F_NODES, nodes);
+		HB_TEST_SET_NUM(&s, nodes_min, HB_F_NODES, nodes);
 	if (tpn)
-		SET_NUM(&s, ntasks_per_node, HB_F_NTASKS_PER_NODE, tpn);
+		HB_TEST_SET_NUM(&s, ntasks_per_node, HB_F_NTASKS_PER_NODE, tpn);
 	if (cpt)
-		SET_NUM(&s, cpus_per_task, HB_F_CPUS_PER_TASK, cpt);
+		HB_TEST_SET_NUM(&s, cpus_per_task, HB_F_CPUS_PER_TASK, cpt);
 	s.mem_kind = kind;
-	SET_NUM(&s, mem_mb, HB_F_MEM, mb);
+	HB_TEST_SET_NUM(&s, mem_mb, HB_F_MEM, mb);
 	if (gscope) {
 		s.gpu_scope = gscope;
-		SET_NUM(&s, gpus, HB_F_GPUS, gpus);
+		HB_TEST_SET_NUM(&s, gpus, HB_F_GPUS, gpus);
 	}
 	config(&cfg);
 	cfg.worker_mem_mb = worker_mem;
@@ -405,11 +355,11 @@ static void gpu_case(uint8_t scope, uint32_t gpus, uint32_t nodes, uint32_t tpn,
 	const char *got;
 
 	new_spec(&s, NULL);
-	SET_NUM(&s, nodes_min, HB_F_NODES, nodes);
+	HB_TEST_SET_NUM(&s, nodes_min, HB_F_NODES, nodes);
 	if (tpn)
-		SET_NUM(&s, ntasks_per_node, HB_F_NTASKS_PER_NODE, tpn);
+		HB_TEST_SET_NUM(&s, ntasks_per_node, HB_F_NTASKS_PER_NODE, tpn);
 	s.gpu_scope = scope;
-	SET_NUM(&s, gpus, HB_F_GPUS, gpus);
+	HB_TEST_SET_NUM(&s, gpus, HB_F_GPUS, gpus);
 	doc = emit(&s, &rep);
 	got = worker_res(doc, "nvidia.com/gpu");
 	if (want)
@@ -443,7 +393,7 @@ static void test_time_and_mpi(void **state)
 
 	(void)state;
 	new_spec(&s, "#!/bin/sh\n./serial\n");
-	SET_NUM(&s, time_limit, HB_F_TIME_LIMIT, 5400);
+	HB_TEST_SET_NUM(&s, time_limit, HB_F_TIME_LIMIT, 5400);
 	s.mpi = HB_MPI_INTEL;
 	doc = emit(&s, &rep);
 	assert_int_equal(num_at(doc, "spec.runPolicy.activeDeadlineSeconds"),
@@ -459,7 +409,7 @@ static void test_time_and_mpi(void **state)
 
 	/* UNLIMITED: no deadline; no MPI named: the configured default. */
 	new_spec(&s, "#!/bin/sh\n./serial\n");
-	SET_NUM(&s, time_limit, HB_F_TIME_LIMIT, HB_TIME_UNLIMITED);
+	HB_TEST_SET_NUM(&s, time_limit, HB_F_TIME_LIMIT, HB_TIME_UNLIMITED);
 	config(&cfg);
 	cfg.default_mpi = "MPICH";
 	doc = emit_idx(&s, &cfg, -1, &rep);
@@ -488,10 +438,10 @@ static void test_metadata(void **state)
 
 	(void)state;
 	new_spec(&s, NULL);
-	SET_STR(&s, name, HB_F_NAME, "My Job");
-	SET_STR(&s, partition, HB_F_PARTITION, "debug");
-	SET_STR(&s, user, HB_F_USER, "alice");
-	SET_STR(&s, account, HB_F_ACCOUNT, "proj1");
+	HB_TEST_SET_STR(&s, name, HB_F_NAME, "My Job");
+	HB_TEST_SET_STR(&s, partition, HB_F_PARTITION, "debug");
+	HB_TEST_SET_STR(&s, user, HB_F_USER, "alice");
+	HB_TEST_SET_STR(&s, account, HB_F_ACCOUNT, "proj1");
 	doc = emit(&s, &rep);
 	assert_string_equal(str_at(doc, "metadata.name"), "my-job");
 	assert_string_equal(str_at(doc, "metadata.namespace"), "hpc");
@@ -559,7 +509,7 @@ static void test_image(void **state)
 	new_spec(&s, NULL);
 	assert_string_equal(image_of(&s, &cfg), "ghcr.io/site/openmpi:4.1.5");
 	/* --container beats the module; mapped first... */
-	SET_STR(&s, container, HB_F_CONTAINER, "lammps");
+	HB_TEST_SET_STR(&s, container, HB_F_CONTAINER, "lammps");
 	assert_string_equal(image_of(&s, &cfg), "ghcr.io/site/lammps:2");
 	/* ... else an image reference is used as it is ... */
 	s.container = "quay.io/x/y:1";
@@ -577,7 +527,7 @@ static void test_image(void **state)
 
 	/* The partition, then the default. */
 	new_spec(&s, "#!/bin/sh\n./x\n");
-	SET_STR(&s, partition, HB_F_PARTITION, "gpu");
+	HB_TEST_SET_STR(&s, partition, HB_F_PARTITION, "gpu");
 	assert_string_equal(image_of(&s, &cfg), "ghcr.io/site/cuda:12");
 	s.partition = "cpu";
 	assert_string_equal(image_of(&s, &cfg),
@@ -601,9 +551,9 @@ static void test_pods(void **state)
 
 	(void)state;
 	new_spec(&s, NULL);
-	SET_NUM(&s, nodes_min, HB_F_NODES, 2);
-	SET_NUM(&s, exclusive, HB_F_EXCLUSIVE, true);
-	SET_STR(&s, constraint, HB_F_CONSTRAINT, "ib");
+	HB_TEST_SET_NUM(&s, nodes_min, HB_F_NODES, 2);
+	HB_TEST_SET_NUM(&s, exclusive, HB_F_EXCLUSIVE, true);
+	HB_TEST_SET_STR(&s, constraint, HB_F_CONSTRAINT, "ib");
 	doc = emit(&s, &rep);
 	l = container(doc, "Launcher");
 	w = container(doc, "Worker");
@@ -690,7 +640,7 @@ static void set_array(struct hb_jobspec *s, const char *text, uint32_t start,
 	s->array_ranges[0] = (struct hb_range){start, end, step};
 	s->narray_ranges = 1;
 	s->array_max_running = max;
-	dir(s, HB_F_ARRAY, text);
+	hb_test_dir(s, HB_F_ARRAY, text);
 }
 
 static void test_array(void **state)
@@ -704,7 +654,7 @@ static void test_array(void **state)
 	(void)state;
 	config(&cfg);
 	new_spec(&s, NULL);
-	SET_STR(&s, name, HB_F_NAME, "sweep");
+	HB_TEST_SET_STR(&s, name, HB_F_NAME, "sweep");
 	set_array(&s, "1-9:2%2", 1, 9, 2, 2);
 	doc = emit_idx(&s, &cfg, 7, &rep);
 	assert_string_equal(str_at(doc, "metadata.name"), "sweep-7");
@@ -763,8 +713,8 @@ static void test_worker_shape(void **state)
 	cfg.worker_mem_mb = 65536;
 	cfg.worker_gpus = 4;
 	new_spec(&s, NULL);
-	SET_NUM(&s, ntasks_per_node, HB_F_NTASKS_PER_NODE, 8);
-	SET_NUM(&s, cpus_per_task, HB_F_CPUS_PER_TASK, 8);
+	HB_TEST_SET_NUM(&s, ntasks_per_node, HB_F_NTASKS_PER_NODE, 8);
+	HB_TEST_SET_NUM(&s, cpus_per_task, HB_F_CPUS_PER_TASK, 8);
 	assert_int_equal(emit_err(&s, &cfg, -1, &err), HB_EINVAL);
 	/* Names the field (its directive and line) and both numbers. */
 	assert_non_null(strstr(err.msg, "job.sh:"));
@@ -775,7 +725,7 @@ static void test_worker_shape(void **state)
 	s.cpus_per_task = 4;
 
 	s.mem_kind = HB_MEM_PER_CPU;
-	SET_NUM(&s, mem_mb, HB_F_MEM, 4096);
+	HB_TEST_SET_NUM(&s, mem_mb, HB_F_MEM, 4096);
 	assert_int_equal(emit_err(&s, &cfg, -1, &err), HB_EINVAL);
 	assert_non_null(strstr(err.msg, "mem_mb=4096"));
 	assert_non_null(strstr(err.msg, "128Gi"));
@@ -784,7 +734,7 @@ static void test_worker_shape(void **state)
 	s.mem_mb = 1024;
 
 	s.gpu_scope = HB_GPU_PER_TASK;
-	SET_NUM(&s, gpus, HB_F_GPUS, 1);
+	HB_TEST_SET_NUM(&s, gpus, HB_F_GPUS, 1);
 	assert_int_equal(emit_err(&s, &cfg, -1, &err), HB_EINVAL);
 	assert_non_null(strstr(err.msg, "8 GPUs"));
 	assert_non_null(strstr(err.msg, "kubernetes.worker.gpus"));
@@ -810,63 +760,63 @@ static void test_worker_shape(void **state)
 static void full_spec(struct hb_jobspec *s)
 {
 	new_spec(s, NULL);
-	SET_STR(s, name, HB_F_NAME, "Full Job");
-	SET_STR(s, user, HB_F_USER, "alice");
-	SET_STR(s, account, HB_F_ACCOUNT, "proj1");
-	SET_STR(s, partition, HB_F_PARTITION, "gpu");
-	SET_STR(s, qos, HB_F_QOS, "high");
-	SET_STR(s, comment, HB_F_COMMENT, "a \"quoted\" comment: yes");
+	HB_TEST_SET_STR(s, name, HB_F_NAME, "Full Job");
+	HB_TEST_SET_STR(s, user, HB_F_USER, "alice");
+	HB_TEST_SET_STR(s, account, HB_F_ACCOUNT, "proj1");
+	HB_TEST_SET_STR(s, partition, HB_F_PARTITION, "gpu");
+	HB_TEST_SET_STR(s, qos, HB_F_QOS, "high");
+	HB_TEST_SET_STR(s, comment, HB_F_COMMENT, "a \"quoted\" comment: yes");
 	s->nodes_max = 4;
-	SET_NUM(s, nodes_min, HB_F_NODES, 2);
-	SET_NUM(s, ntasks, HB_F_NTASKS, 6);
-	SET_NUM(s, ntasks_per_node, HB_F_NTASKS_PER_NODE, 3);
-	SET_NUM(s, cpus_per_task, HB_F_CPUS_PER_TASK, 2);
+	HB_TEST_SET_NUM(s, nodes_min, HB_F_NODES, 2);
+	HB_TEST_SET_NUM(s, ntasks, HB_F_NTASKS, 6);
+	HB_TEST_SET_NUM(s, ntasks_per_node, HB_F_NTASKS_PER_NODE, 3);
+	HB_TEST_SET_NUM(s, cpus_per_task, HB_F_CPUS_PER_TASK, 2);
 	s->mem_kind = HB_MEM_PER_CPU;
-	SET_NUM(s, mem_mb, HB_F_MEM, 1024);
+	HB_TEST_SET_NUM(s, mem_mb, HB_F_MEM, 1024);
 	s->gpu_scope = HB_GPU_PER_TASK;
 	s->gpu_type = hb_jobspec_strdup(s, "a100");
-	SET_NUM(s, gpus, HB_F_GPUS, 1);
-	SET_STR(s, licenses, HB_F_LICENSES, "matlab:1");
-	SET_NUM(s, exclusive, HB_F_EXCLUSIVE, true);
-	SET_STR(s, constraint, HB_F_CONSTRAINT, "ib&fast");
-	SET_STR(s, nodelist, HB_F_NODELIST, "n[1-2]");
-	SET_STR(s, exclude, HB_F_EXCLUDE, "n3");
-	SET_NUM(s, time_limit, HB_F_TIME_LIMIT, 3600);
-	SET_NUM(s, time_min, HB_F_TIME_MIN, 600);
-	SET_STR(s, begin, HB_F_BEGIN, "now+1hour");
-	SET_STR(s, deadline, HB_F_DEADLINE, "2027-01-01T00:00:00");
-	SET_STR(s, signal, HB_F_SIGNAL, "B:USR1@60");
-	SET_STR(s, output, HB_F_OUTPUT, "out-%j.log");
-	SET_STR(s, error, HB_F_ERROR, "err-%j.log");
-	SET_STR(s, input, HB_F_INPUT, "in.txt");
-	SET_STR(s, chdir, HB_F_CHDIR, "/scratch/run");
+	HB_TEST_SET_NUM(s, gpus, HB_F_GPUS, 1);
+	HB_TEST_SET_STR(s, licenses, HB_F_LICENSES, "matlab:1");
+	HB_TEST_SET_NUM(s, exclusive, HB_F_EXCLUSIVE, true);
+	HB_TEST_SET_STR(s, constraint, HB_F_CONSTRAINT, "ib&fast");
+	HB_TEST_SET_STR(s, nodelist, HB_F_NODELIST, "n[1-2]");
+	HB_TEST_SET_STR(s, exclude, HB_F_EXCLUDE, "n3");
+	HB_TEST_SET_NUM(s, time_limit, HB_F_TIME_LIMIT, 3600);
+	HB_TEST_SET_NUM(s, time_min, HB_F_TIME_MIN, 600);
+	HB_TEST_SET_STR(s, begin, HB_F_BEGIN, "now+1hour");
+	HB_TEST_SET_STR(s, deadline, HB_F_DEADLINE, "2027-01-01T00:00:00");
+	HB_TEST_SET_STR(s, signal, HB_F_SIGNAL, "B:USR1@60");
+	HB_TEST_SET_STR(s, output, HB_F_OUTPUT, "out-%j.log");
+	HB_TEST_SET_STR(s, error, HB_F_ERROR, "err-%j.log");
+	HB_TEST_SET_STR(s, input, HB_F_INPUT, "in.txt");
+	HB_TEST_SET_STR(s, chdir, HB_F_CHDIR, "/scratch/run");
 	set_array(s, "1-5:2%2", 1, 5, 2, 2);
-	SET_STR(s, dependency, HB_F_DEPENDENCY, "afterok:123");
-	SET_STR(s, mail_type, HB_F_MAIL_TYPE, "END,FAIL");
-	SET_STR(s, mail_user, HB_F_MAIL_USER, "a@example.org");
-	SET_NUM(s, requeue, HB_F_REQUEUE, 1);
-	SET_STR(s, export_spec, HB_F_EXPORT, "ALL,PASS");
+	HB_TEST_SET_STR(s, dependency, HB_F_DEPENDENCY, "afterok:123");
+	HB_TEST_SET_STR(s, mail_type, HB_F_MAIL_TYPE, "END,FAIL");
+	HB_TEST_SET_STR(s, mail_user, HB_F_MAIL_USER, "a@example.org");
+	HB_TEST_SET_NUM(s, requeue, HB_F_REQUEUE, 1);
+	HB_TEST_SET_STR(s, export_spec, HB_F_EXPORT, "ALL,PASS");
 	assert_int_equal(hb_jobspec_add_env(s, "OMP_NUM_THREADS", "2"), 0);
 	assert_int_equal(hb_jobspec_add_env(s, "PASS", NULL), 0);
 	assert_int_equal(hb_jobspec_add_env(s, "PRICE", "$5 $(X)"), 0);
 	/* The job's own, not the one an array element adds. */
 	assert_int_equal(hb_jobspec_add_env(s, "PBS_ARRAYID", "job's"), 0);
-	dir(s, HB_F_ENV, "--export=...");
+	hb_test_dir(s, HB_F_ENV, "--export=...");
 	s->mpi = HB_MPI_INTEL;
-	dir(s, HB_F_MPI, "mpi");
-	SET_STR(s, container, HB_F_CONTAINER, "lammps");
-	SET_STR(s, checkpoint_dir, HB_F_CHECKPOINT, "/ckpt/run");
+	hb_test_dir(s, HB_F_MPI, "mpi");
+	HB_TEST_SET_STR(s, container, HB_F_CONTAINER, "lammps");
+	HB_TEST_SET_STR(s, checkpoint_dir, HB_F_CHECKPOINT, "/ckpt/run");
 	assert_int_equal(hb_jobspec_add_data(s, "s3://bucket/in"), 0);
 	assert_int_equal(hb_jobspec_add_data(s, "/shared/\"odd\" path"), 0);
-	dir(s, HB_F_DATA, "data");
-	SET_STR(s, keep, HB_F_KEEP, "oe");
+	hb_test_dir(s, HB_F_DATA, "data");
+	HB_TEST_SET_STR(s, keep, HB_F_KEEP, "oe");
 	s->join_output = true;
 	s->export_all = true;
 	s->chunks = hb_arena_alloc(&s->arena, 2 * sizeof(struct hb_chunk));
 	s->chunks[0] = (struct hb_chunk){1, 8, 2, 4, 1, 4096};
 	s->chunks[1] = (struct hb_chunk){1, 8, 2, 4, 0, 2048};
 	s->nchunks = 2;
-	dir(s, HB_F_HETEROGENEOUS, "select=...");
+	hb_test_dir(s, HB_F_HETEROGENEOUS, "select=...");
 }
 
 static void test_every_field_has_a_fate(void **state)
@@ -969,27 +919,27 @@ static void test_round_trip(void **state)
 
 	/* Derived values stay derived; an unnamed job keeps no name. */
 	new_spec(&s, "#!/bin/sh\nsrun ./x\n");
-	SET_NUM(&s, ntasks, HB_F_NTASKS, 8);
+	HB_TEST_SET_NUM(&s, ntasks, HB_F_NTASKS, 8);
 	round_trip(&s, -1);
 	hb_jobspec_free(&s);
 
 	/* Whole-node memory, with and without a configured shape. */
 	new_spec(&s, "#!/bin/sh\n./x\n");
 	s.mem_kind = HB_MEM_PER_NODE;
-	SET_NUM(&s, mem_mb, HB_F_MEM, 0);
-	SET_NUM(&s, time_limit, HB_F_TIME_LIMIT, HB_TIME_UNLIMITED);
+	HB_TEST_SET_NUM(&s, mem_mb, HB_F_MEM, 0);
+	HB_TEST_SET_NUM(&s, time_limit, HB_F_TIME_LIMIT, HB_TIME_UNLIMITED);
 	round_trip(&s, -1);
 	hb_jobspec_free(&s);
 
 	/* Torque job-wide memory and GPUs per job over uneven nodes. */
 	new_spec(&s, NULL);
 	s.source = HB_SRC_PBS;
-	SET_NUM(&s, nodes_min, HB_F_NODES, 3);
+	HB_TEST_SET_NUM(&s, nodes_min, HB_F_NODES, 3);
 	s.mem_kind = HB_MEM_JOB;
-	SET_NUM(&s, mem_mb, HB_F_MEM, 10000);
+	HB_TEST_SET_NUM(&s, mem_mb, HB_F_MEM, 10000);
 	s.gpu_scope = HB_GPU_PER_JOB;
-	SET_NUM(&s, gpus, HB_F_GPUS, 5);
-	SET_NUM(&s, requeue, HB_F_REQUEUE, 0);
+	HB_TEST_SET_NUM(&s, gpus, HB_F_GPUS, 5);
+	HB_TEST_SET_NUM(&s, requeue, HB_F_REQUEUE, 0);
 	round_trip(&s, -1);
 	hb_jobspec_free(&s);
 }
@@ -1005,8 +955,8 @@ static void test_edited_manifest(void **state)
 
 	(void)state;
 	new_spec(&s, NULL);
-	SET_NUM(&s, nodes_min, HB_F_NODES, 2);
-	SET_NUM(&s, ntasks_per_node, HB_F_NTASKS_PER_NODE, 4);
+	HB_TEST_SET_NUM(&s, nodes_min, HB_F_NODES, 2);
+	HB_TEST_SET_NUM(&s, ntasks_per_node, HB_F_NTASKS_PER_NODE, 4);
 	doc = emit(&s, &rep);
 	cJSON_SetNumberValue(
 	    hb_doc_get(doc, "spec.mpiReplicaSpecs.Worker.replicas"), 5);
@@ -1397,15 +1347,15 @@ static void test_golden(void **state)
 		     "module load openmpi/4.1.5\n"
 		     "export NCCL_IB_DISABLE=0\n"
 		     "srun python train.py\n");
-	SET_STR(&s, name, HB_F_NAME, "train");
-	SET_STR(&s, partition, HB_F_PARTITION, "gpu");
-	SET_NUM(&s, nodes_min, HB_F_NODES, 4);
+	HB_TEST_SET_STR(&s, name, HB_F_NAME, "train");
+	HB_TEST_SET_STR(&s, partition, HB_F_PARTITION, "gpu");
+	HB_TEST_SET_NUM(&s, nodes_min, HB_F_NODES, 4);
 	s.gpu_scope = HB_GPU_PER_NODE;
 	s.gpu_type = hb_jobspec_strdup(&s, "a100");
-	SET_NUM(&s, gpus, HB_F_GPUS, 4);
+	HB_TEST_SET_NUM(&s, gpus, HB_F_GPUS, 4);
 	s.mem_kind = HB_MEM_PER_GPU;
-	SET_NUM(&s, mem_mb, HB_F_MEM, 40960);
-	SET_NUM(&s, time_limit, HB_F_TIME_LIMIT, 86400);
+	HB_TEST_SET_NUM(&s, mem_mb, HB_F_MEM, 40960);
+	HB_TEST_SET_NUM(&s, time_limit, HB_F_TIME_LIMIT, 86400);
 	doc = emit_idx(&s, &cfg, -1, &rep);
 	golden("mpijob-gpu.yaml", doc);
 	cJSON_Delete(doc);

@@ -26,24 +26,8 @@ static struct hb_schema_set *schemas;
 
 static int load_schemas(void **state)
 {
-	static const char *const crds[] = {
-	    "reference/crds/trainer.kubeflow.org_trainjobs.yaml",
-	    "reference/crds/trainer.kubeflow.org_clustertrainingruntimes."
-	    "yaml"};
-	struct hb_err err = {0};
-
 	(void)state;
-	schemas = hb_schema_set_new();
-	assert_non_null(schemas);
-	for (size_t i = 0; i < 2; i++) {
-		size_t len;
-		char *buf =
-		    hb_test_read_file(hb_test_shared_path(crds[i]), &len);
-
-		if (hb_schema_set_add_crd(schemas, buf, len, crds[i], &err))
-			fail_msg("%s", err.msg);
-		free(buf);
-	}
+	schemas = hb_test_load_crds();
 	return 0;
 }
 
@@ -54,19 +38,10 @@ static int free_schemas(void **state)
 	return 0;
 }
 
+/* Strictly valid, and passes the controllers' own validation. */
 static void assert_valid(const cJSON *doc)
 {
-	struct hb_buf v;
-	struct hb_err err = {0};
-	int rc;
-
-	hb_buf_init(&v, 0);
-	rc = hb_schema_validate_all(
-	    schemas, doc, HB_SCHEMA_CREATE | HB_SCHEMA_RULES, &v, &err);
-	if (rc)
-		fail_msg("emitted TrainJob is not valid (%d): %s\n%s", rc,
-			 err.msg, v.data ? v.data : "");
-	hb_buf_free(&v);
+	hb_test_assert_valid(schemas, doc);
 }
 
 static struct hb_kv module_images[] = {{"openmpi", "ghcr.io/site/openmpi:4.1"}};
@@ -95,29 +70,6 @@ static void config(struct hb_config *cfg)
 	cfg->max_array_jobs = 10;
 }
 
-static uint32_t lineno;
-
-static void dir(struct hb_jobspec *s, enum hb_field f, const char *text)
-{
-	struct hb_origin o = {HB_ORIGIN_FILE, ++lineno};
-	struct hb_directive *d =
-	    hb_jobspec_add_directive(s, HB_DIR_SBATCH, o, text, strlen(text));
-
-	assert_non_null(d);
-	hb_directive_add_field(d, f);
-	hb_jobspec_set_origin(s, f, o);
-}
-
-#define SET_STR(s, member, f, v)                                               \
-	do {                                                                   \
-		(s)->member = hb_jobspec_strdup((s), (v));                     \
-		dir((s), (f), #member "=" v);                                  \
-	} while (0)
-#define SET_NUM(s, member, f, v)                                               \
-	do {                                                                   \
-		(s)->member = (v);                                             \
-		dir((s), (f), #member "=" #v);                                 \
-	} while (0)
 
 static const char *const body = "#!/bin/bash\n"
 				"module load openmpi/4.1.5\n"
@@ -131,11 +83,11 @@ static void new_spec(struct hb_jobspec *s, const char *script)
 
 	hb_jobspec_init(s, "train.sh");
 	s->source = HB_SRC_SBATCH;
-	lineno = 0;
+	hb_test_lineno = 0;
 	s->script = hb_jobspec_strdup(s, script ? script : body);
 	s->script_len = (uint32_t)strlen(s->script);
 	s->interpreter = hb_jobspec_strdup(s, "/bin/bash");
-	dir(s, HB_F_SCRIPT, "(script)");
+	hb_test_dir(s, HB_F_SCRIPT, "(script)");
 	assert_int_equal(hb_jobspec_scan_body(s, &err), 0);
 }
 
@@ -209,19 +161,19 @@ static void test_contract(void **state)
 
 	(void)state;
 	new_spec(&s, NULL);
-	SET_STR(&s, name, HB_F_NAME, "ResNet Train");
-	SET_STR(&s, partition, HB_F_PARTITION, "gpu");
-	SET_NUM(&s, nodes_min, HB_F_NODES, 4);
-	SET_NUM(&s, ntasks_per_node, HB_F_NTASKS_PER_NODE, 8);
-	SET_NUM(&s, cpus_per_task, HB_F_CPUS_PER_TASK, 4);
+	HB_TEST_SET_STR(&s, name, HB_F_NAME, "ResNet Train");
+	HB_TEST_SET_STR(&s, partition, HB_F_PARTITION, "gpu");
+	HB_TEST_SET_NUM(&s, nodes_min, HB_F_NODES, 4);
+	HB_TEST_SET_NUM(&s, ntasks_per_node, HB_F_NTASKS_PER_NODE, 8);
+	HB_TEST_SET_NUM(&s, cpus_per_task, HB_F_CPUS_PER_TASK, 4);
 	s.mem_kind = HB_MEM_PER_GPU;
-	SET_NUM(&s, mem_mb, HB_F_MEM, 16384);
+	HB_TEST_SET_NUM(&s, mem_mb, HB_F_MEM, 16384);
 	s.gpu_scope = HB_GPU_PER_TASK;
 	s.gpu_type = hb_jobspec_strdup(&s, "a100");
-	SET_NUM(&s, gpus, HB_F_GPUS, 1);
-	SET_NUM(&s, time_limit, HB_F_TIME_LIMIT, 7200);
-	SET_STR(&s, constraint, HB_F_CONSTRAINT, "ib");
-	SET_NUM(&s, exclusive, HB_F_EXCLUSIVE, true);
+	HB_TEST_SET_NUM(&s, gpus, HB_F_GPUS, 1);
+	HB_TEST_SET_NUM(&s, time_limit, HB_F_TIME_LIMIT, 7200);
+	HB_TEST_SET_STR(&s, constraint, HB_F_CONSTRAINT, "ib");
+	HB_TEST_SET_NUM(&s, exclusive, HB_F_EXCLUSIVE, true);
 	doc = emit(&s, &rep);
 
 	assert_string_equal(str_at(doc, "apiVersion"),
@@ -375,58 +327,58 @@ static void test_name_budget(void **state)
 static void full_spec(struct hb_jobspec *s)
 {
 	new_spec(s, NULL);
-	SET_STR(s, name, HB_F_NAME, "Full Train");
-	SET_STR(s, user, HB_F_USER, "bob");
-	SET_STR(s, account, HB_F_ACCOUNT, "ml-team");
-	SET_STR(s, partition, HB_F_PARTITION, "gpu");
-	SET_STR(s, qos, HB_F_QOS, "normal");
-	SET_STR(s, comment, HB_F_COMMENT, "nightly");
-	SET_NUM(s, nodes_min, HB_F_NODES, 2);
-	SET_NUM(s, ntasks, HB_F_NTASKS, 16);
-	SET_NUM(s, ntasks_per_node, HB_F_NTASKS_PER_NODE, 8);
-	SET_NUM(s, cpus_per_task, HB_F_CPUS_PER_TASK, 4);
+	HB_TEST_SET_STR(s, name, HB_F_NAME, "Full Train");
+	HB_TEST_SET_STR(s, user, HB_F_USER, "bob");
+	HB_TEST_SET_STR(s, account, HB_F_ACCOUNT, "ml-team");
+	HB_TEST_SET_STR(s, partition, HB_F_PARTITION, "gpu");
+	HB_TEST_SET_STR(s, qos, HB_F_QOS, "normal");
+	HB_TEST_SET_STR(s, comment, HB_F_COMMENT, "nightly");
+	HB_TEST_SET_NUM(s, nodes_min, HB_F_NODES, 2);
+	HB_TEST_SET_NUM(s, ntasks, HB_F_NTASKS, 16);
+	HB_TEST_SET_NUM(s, ntasks_per_node, HB_F_NTASKS_PER_NODE, 8);
+	HB_TEST_SET_NUM(s, cpus_per_task, HB_F_CPUS_PER_TASK, 4);
 	s->mem_kind = HB_MEM_PER_NODE;
-	SET_NUM(s, mem_mb, HB_F_MEM, 262144);
+	HB_TEST_SET_NUM(s, mem_mb, HB_F_MEM, 262144);
 	s->gpu_scope = HB_GPU_PER_NODE;
 	s->gpu_type = hb_jobspec_strdup(s, "a100");
-	SET_NUM(s, gpus, HB_F_GPUS, 8);
-	SET_STR(s, licenses, HB_F_LICENSES, "fluent:4");
-	SET_NUM(s, exclusive, HB_F_EXCLUSIVE, true);
-	SET_STR(s, constraint, HB_F_CONSTRAINT, "ib");
-	SET_STR(s, nodelist, HB_F_NODELIST, "g[01-02]");
-	SET_STR(s, exclude, HB_F_EXCLUDE, "g03");
-	SET_NUM(s, time_limit, HB_F_TIME_LIMIT, 172800);
-	SET_NUM(s, time_min, HB_F_TIME_MIN, 86400);
-	SET_STR(s, begin, HB_F_BEGIN, "2027-02-01T00:00:00");
-	SET_STR(s, deadline, HB_F_DEADLINE, "2027-03-01T00:00:00");
-	SET_STR(s, signal, HB_F_SIGNAL, "USR2@300");
-	SET_STR(s, output, HB_F_OUTPUT, "train-%j.out");
-	SET_STR(s, error, HB_F_ERROR, "train-%j.err");
-	SET_STR(s, input, HB_F_INPUT, "/dev/null");
-	SET_STR(s, chdir, HB_F_CHDIR, "/work/ml");
+	HB_TEST_SET_NUM(s, gpus, HB_F_GPUS, 8);
+	HB_TEST_SET_STR(s, licenses, HB_F_LICENSES, "fluent:4");
+	HB_TEST_SET_NUM(s, exclusive, HB_F_EXCLUSIVE, true);
+	HB_TEST_SET_STR(s, constraint, HB_F_CONSTRAINT, "ib");
+	HB_TEST_SET_STR(s, nodelist, HB_F_NODELIST, "g[01-02]");
+	HB_TEST_SET_STR(s, exclude, HB_F_EXCLUDE, "g03");
+	HB_TEST_SET_NUM(s, time_limit, HB_F_TIME_LIMIT, 172800);
+	HB_TEST_SET_NUM(s, time_min, HB_F_TIME_MIN, 86400);
+	HB_TEST_SET_STR(s, begin, HB_F_BEGIN, "2027-02-01T00:00:00");
+	HB_TEST_SET_STR(s, deadline, HB_F_DEADLINE, "2027-03-01T00:00:00");
+	HB_TEST_SET_STR(s, signal, HB_F_SIGNAL, "USR2@300");
+	HB_TEST_SET_STR(s, output, HB_F_OUTPUT, "train-%j.out");
+	HB_TEST_SET_STR(s, error, HB_F_ERROR, "train-%j.err");
+	HB_TEST_SET_STR(s, input, HB_F_INPUT, "/dev/null");
+	HB_TEST_SET_STR(s, chdir, HB_F_CHDIR, "/work/ml");
 	s->array = hb_jobspec_strdup(s, "0-3");
 	s->array_ranges = hb_arena_alloc(&s->arena, sizeof(struct hb_range));
 	s->array_ranges[0] = (struct hb_range){0, 3, 1};
 	s->narray_ranges = 1;
-	dir(s, HB_F_ARRAY, "--array=0-3");
-	SET_STR(s, dependency, HB_F_DEPENDENCY, "afterany:42");
-	SET_STR(s, mail_type, HB_F_MAIL_TYPE, "ALL");
-	SET_STR(s, mail_user, HB_F_MAIL_USER, "bob@example.org");
-	SET_NUM(s, requeue, HB_F_REQUEUE, 0);
-	SET_STR(s, export_spec, HB_F_EXPORT, "NONE");
+	hb_test_dir(s, HB_F_ARRAY, "--array=0-3");
+	HB_TEST_SET_STR(s, dependency, HB_F_DEPENDENCY, "afterany:42");
+	HB_TEST_SET_STR(s, mail_type, HB_F_MAIL_TYPE, "ALL");
+	HB_TEST_SET_STR(s, mail_user, HB_F_MAIL_USER, "bob@example.org");
+	HB_TEST_SET_NUM(s, requeue, HB_F_REQUEUE, 0);
+	HB_TEST_SET_STR(s, export_spec, HB_F_EXPORT, "NONE");
 	assert_int_equal(hb_jobspec_add_env(s, "WANDB_MODE", "offline"), 0);
-	dir(s, HB_F_ENV, "--export=...");
+	hb_test_dir(s, HB_F_ENV, "--export=...");
 	s->mpi = HB_MPI_OPENMPI;
-	dir(s, HB_F_MPI, "mpi");
-	SET_STR(s, container, HB_F_CONTAINER, "nvcr.io/nvidia/pytorch:24.01");
-	SET_STR(s, checkpoint_dir, HB_F_CHECKPOINT, "/ckpt/train");
+	hb_test_dir(s, HB_F_MPI, "mpi");
+	HB_TEST_SET_STR(s, container, HB_F_CONTAINER, "nvcr.io/nvidia/pytorch:24.01");
+	HB_TEST_SET_STR(s, checkpoint_dir, HB_F_CHECKPOINT, "/ckpt/train");
 	assert_int_equal(hb_jobspec_add_data(s, "s3://datasets/imagenet"), 0);
-	dir(s, HB_F_DATA, "data");
-	SET_STR(s, keep, HB_F_KEEP, "n");
+	hb_test_dir(s, HB_F_DATA, "data");
+	HB_TEST_SET_STR(s, keep, HB_F_KEEP, "n");
 	s->chunks = hb_arena_alloc(&s->arena, sizeof(struct hb_chunk));
 	s->chunks[0] = (struct hb_chunk){2, 32, 8, 4, 8, 262144};
 	s->nchunks = 1;
-	dir(s, HB_F_HETEROGENEOUS, "select=...");
+	hb_test_dir(s, HB_F_HETEROGENEOUS, "select=...");
 }
 
 static void test_every_field_has_a_fate(void **state)
@@ -729,10 +681,10 @@ static void test_golden(void **state)
 	hb_jobspec_free(&s);
 
 	new_spec(&s, NULL);
-	SET_NUM(&s, nodes_min, HB_F_NODES, 2);
-	SET_NUM(&s, ntasks_per_node, HB_F_NTASKS_PER_NODE, 4);
+	HB_TEST_SET_NUM(&s, nodes_min, HB_F_NODES, 2);
+	HB_TEST_SET_NUM(&s, ntasks_per_node, HB_F_NTASKS_PER_NODE, 4);
 	s.gpu_scope = HB_GPU_PER_TASK;
-	SET_NUM(&s, gpus, HB_F_GPUS, 1);
+	HB_TEST_SET_NUM(&s, gpus, HB_F_GPUS, 1);
 	doc = emit_cfg(&s, &cfg, -1, &rep);
 	golden("trainjob-gpu.yaml", doc);
 	cJSON_Delete(doc);

@@ -20,4 +20,37 @@ char *hb_test_read_file(const char *path, size_t *len);
 const char *hb_test_src_path(const char *rel);
 const char *hb_test_shared_path(const char *rel);
 
+/*
+ * Manifest tests.  hb_test_load_crds() loads the three reference CRDs
+ * (MPIJob, TrainJob, ClusterTrainingRuntime); hb_test_assert_valid()
+ * fails the test unless doc passes them strictly, with the controllers'
+ * rules.
+ */
+struct hb_schema_set;
+struct cJSON;
+struct hb_schema_set *hb_test_load_crds(void);
+void hb_test_assert_valid(const struct hb_schema_set *set,
+			  const struct cJSON *doc);
+
+/*
+ * Building jobspecs as a parser would: hb_test_dir() records a directive
+ * that set field f, at the next line (hb_test_lineno, which a test resets
+ * for each new jobspec), and sets f's origin to it.  HB_TEST_SET_STR and
+ * HB_TEST_SET_NUM set a member and record the directive.
+ */
+struct hb_jobspec;
+extern uint32_t hb_test_lineno;
+void hb_test_dir(struct hb_jobspec *s, int f, const char *text);
+
+#define HB_TEST_SET_STR(s, member, f, v)                                       \
+	do {                                                                   \
+		(s)->member = hb_jobspec_strdup((s), (v));                     \
+		hb_test_dir((s), (f), #member "=" v);                          \
+	} while (0)
+#define HB_TEST_SET_NUM(s, member, f, v)                                       \
+	do {                                                                   \
+		(s)->member = (v);                                             \
+		hb_test_dir((s), (f), #member "=" #v);                         \
+	} while (0)
+
 #endif
