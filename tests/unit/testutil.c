@@ -86,9 +86,8 @@ void hb_test_assert_valid(const struct hb_schema_set *set, const cJSON *doc)
 	int rc;
 
 	hb_buf_init(&v, 0);
-	rc = hb_schema_validate_all(set, doc,
-				    HB_SCHEMA_CREATE | HB_SCHEMA_RULES, &v,
-				    &err);
+	rc = hb_schema_validate_all(
+	    set, doc, HB_SCHEMA_CREATE | HB_SCHEMA_RULES, &v, &err);
 	if (rc)
 		fail_msg("emitted manifest is not valid (%d): %s\n%s", rc,
 			 err.msg, v.data ? v.data : "");
