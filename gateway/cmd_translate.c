@@ -29,10 +29,10 @@ extern char **environ;
 enum target { TO_MPIJOB, TO_TRAINJOB, TO_SBATCH, TO_JOBSPEC };
 enum format { FMT_YAML, FMT_JSON };
 
-static const char *const target_names[] = {"mpijob", "trainjob", "sbatch",
-					   "jobspec"};
-static const char *const target_kinds[] = {"MPIJob", "TrainJob", "sbatch",
-					   "jobspec"};
+static const char *const target_names[] = { "mpijob", "trainjob", "sbatch",
+					    "jobspec" };
+static const char *const target_kinds[] = { "MPIJob", "TrainJob", "sbatch",
+					    "jobspec" };
 
 /* Largest config file accepted. */
 #define CONFIG_MAX (1u * 1024 * 1024)
@@ -89,24 +89,24 @@ static void usage(FILE *f)
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
-		{"to", required_argument, NULL, 't'},
-		{"format", required_argument, NULL, 'f'},
-		{"config", required_argument, NULL, 'c'},
-		{"explain", no_argument, NULL, 'e'},
-		{"option", required_argument, NULL, 'O'},
-		{"no-env", no_argument, NULL, 'E'},
-		{"with-runtime", no_argument, NULL, 'R'},
-		{"quiet", no_argument, NULL, 'q'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{ "to", required_argument, NULL, 't' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "explain", no_argument, NULL, 'e' },
+		{ "option", required_argument, NULL, 'O' },
+		{ "no-env", no_argument, NULL, 'E' },
+		{ "with-runtime", no_argument, NULL, 'R' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->use_env = 1;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+t:f:c:eO:qh", longopts,
-				NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+t:f:c:eO:qh", longopts, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 't':
 			for (c = 0; c < 4; c++)
@@ -143,8 +143,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'O':
 			if (o->noptions == MAX_OPTIONS) {
-				fprintf(stderr, "hpcbridge translate: more "
-						"than %d --option\n",
+				fprintf(stderr,
+					"hpcbridge translate: more "
+					"than %d --option\n",
 					MAX_OPTIONS);
 				return -1;
 			}
@@ -190,8 +191,8 @@ int hb_cli_read_file(const char *path, size_t max, struct hb_buf *b,
 	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
 		rc = hb_buf_append(b, chunk, n);
 		if (rc == HB_ETOOBIG) {
-			hb_err_set(err, rc, path, 0,
-				   "larger than %zu bytes", max);
+			hb_err_set(err, rc, path, 0, "larger than %zu bytes",
+				   max);
 			break;
 		}
 		if (rc) {
@@ -211,8 +212,8 @@ int hb_cli_read_file(const char *path, size_t max, struct hb_buf *b,
 
 /* Everything produced so far, written out only when all inputs succeed. */
 struct out {
-	cJSON *docs;	     /* manifests, jobspecs or reports (JSON) */
-	struct hb_buf text;  /* an sbatch script or text reports */
+	cJSON *docs;	    /* manifests, jobspecs or reports (JSON) */
+	struct hb_buf text; /* an sbatch script or text reports */
 };
 
 static int emit_one(const struct opts *o, const struct hb_config *cfg,
@@ -233,10 +234,9 @@ static int emit_one(const struct opts *o, const struct hb_config *cfg,
 		/* The job model holds every field it was given. */
 		for (int f = 0; f < HB__F_COUNT; f++)
 			if (hb_jobspec_has(spec, (enum hb_field)f))
-				hb_report_fate(rep, (enum hb_field)f,
-					       HB_FATE_MAPPED,
-					       hb_field_name((enum hb_field)f),
-					       NULL);
+				hb_report_fate(
+					rep, (enum hb_field)f, HB_FATE_MAPPED,
+					hb_field_name((enum hb_field)f), NULL);
 		doc = hb_jobspec_to_json(spec);
 		rc = doc ? 0 : HB_ENOMEM;
 		break;
@@ -278,8 +278,7 @@ static int translate_one(const struct opts *o, const struct hb_config *cfg,
 	rc = hb_cli_read_file(path, HB_SCRIPT_MAX, &in, err);
 	if (rc)
 		goto out;
-	rc = hb_parse_any(in.data, in.len, spec.source_name, sopts, &spec,
-			  err);
+	rc = hb_parse_any(in.data, in.len, spec.source_name, sopts, &spec, err);
 	if (rc)
 		goto out;
 
@@ -327,8 +326,7 @@ static int translate_one(const struct opts *o, const struct hb_config *cfg,
 				c[HB_FATE_PARTIAL]);
 	}
 	if (rc)
-		hb_err_set(err, rc, spec.source_name, 0, "%s",
-			   hb_strerror(rc));
+		hb_err_set(err, rc, spec.source_name, 0, "%s", hb_strerror(rc));
 out:
 	hb_report_free(&rep);
 	hb_jobspec_free(&spec);
@@ -364,8 +362,7 @@ static int write_out(const struct opts *o, struct out *out)
 					      : out->docs,
 				       &b);
 	} else if (n > 0) {
-		cJSON_ArrayForEach(it, out->docs)
-		{
+		cJSON_ArrayForEach (it, out->docs) {
 			if (n > 1 && (rc = hb_buf_puts(&b, "---\n")))
 				break;
 			if ((rc = hb_doc_write_yaml(it, &b)))
@@ -387,9 +384,9 @@ int hb_cmd_translate(int argc, char **argv)
 {
 	struct opts o;
 	struct hb_config cfg;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_sbatch_opts sopts;
-	struct out out = {0};
+	struct out out = { 0 };
 	int rc, status = HB_EXIT_OK;
 
 	if (parse_opts(argc, argv, &o)) {
@@ -446,8 +443,9 @@ int hb_cmd_translate(int argc, char **argv)
 		}
 	}
 	if (write_out(&o, &out)) {
-		fprintf(stderr, "hpcbridge translate: cannot write output: "
-				"%s\n",
+		fprintf(stderr,
+			"hpcbridge translate: cannot write output: "
+			"%s\n",
 			strerror(errno));
 		status = HB_EXIT_INPUT;
 	}

@@ -11,8 +11,8 @@ static const struct {
 	int (*fn)(int argc, char **argv);
 	const char *summary;
 } commands[] = {
-	{"translate", hb_cmd_translate,
-	 "translate sbatch/PBS scripts and MPIJob/TrainJob manifests"},
+	{ "translate", hb_cmd_translate,
+	  "translate sbatch/PBS scripts and MPIJob/TrainJob manifests" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -17,8 +17,9 @@
 
 /* Variable prefixes that tune communication and must reach every rank. */
 static const char *const rank_env_prefixes[] = {
-	"NCCL_", "UCX_", "OMP_", "FI_", "I_MPI_", "OMPI_MCA_", "MPICH_",
-	"PSM2_", "HCOLL_", "CUDA_VISIBLE_DEVICES", NULL,
+	"NCCL_",     "UCX_",   "OMP_",	"FI_",	  "I_MPI_",
+	"OMPI_MCA_", "MPICH_", "PSM2_", "HCOLL_", "CUDA_VISIBLE_DEVICES",
+	NULL,
 };
 
 static int is_space(char c)
@@ -57,8 +58,7 @@ static size_t next_word(const char **p, const char *end, const char **w)
 		*p = end;
 		return 0;
 	}
-	while (s < end && !is_space(*s) && *s != ';' && *s != '&' &&
-	       *s != '|')
+	while (s < end && !is_space(*s) && *s != ';' && *s != '&' && *s != '|')
 		s++;
 	*p = s;
 	return (size_t)(s - *w);
@@ -102,10 +102,9 @@ struct scan {
 	enum hb_mpi_impl module_impl, launch_impl, env_impl;
 };
 
-static int note_directive(struct scan *sc, enum hb_field f,
-			  const char *note)
+static int note_directive(struct scan *sc, enum hb_field f, const char *note)
 {
-	struct hb_origin o = {HB_ORIGIN_FILE, sc->line};
+	struct hb_origin o = { HB_ORIGIN_FILE, sc->line };
 	struct hb_directive *d;
 	size_t n = sc->len;
 
@@ -186,7 +185,7 @@ static int scan_export(struct scan *sc, const char *p, const char *end)
 		if (has_prefix(name, nl, "I_MPI_"))
 			sc->env_impl = HB_MPI_INTEL;
 		any = 1;
-next:;
+	next:;
 	}
 	if (!any)
 		return 0;
@@ -264,7 +263,7 @@ int hb_jobspec_scan_body(struct hb_jobspec *spec, struct hb_err *err)
 	const char *p = spec->script, *end;
 	char joined[LINE_MAX_SCAN];
 	uint32_t lineno = 0;
-	struct scan sc = {.spec = spec, .err = err};
+	struct scan sc = { .spec = spec, .err = err };
 	int rc;
 
 	if (!p)

@@ -104,8 +104,8 @@ static const char *origin_kind_name(uint8_t k)
 }
 
 /* "job.sh:5", "env", "argv[3]", "job.yaml" */
-static void where(const struct hb_jobspec *spec, struct hb_origin o,
-		  char *buf, size_t n)
+static void where(const struct hb_jobspec *spec, struct hb_origin o, char *buf,
+		  size_t n)
 {
 	switch (o.kind) {
 	case HB_ORIGIN_FILE:
@@ -276,8 +276,7 @@ static int count_entry(void *ctx, const struct hb_jobspec *spec,
 	return 0;
 }
 
-void hb_report_counts(const struct hb_jobspec *spec,
-		      const struct hb_report *r,
+void hb_report_counts(const struct hb_jobspec *spec, const struct hb_report *r,
 		      unsigned counts[HB__FATE_COUNT])
 {
 	memset(counts, 0, HB__FATE_COUNT * sizeof(*counts));
@@ -325,7 +324,7 @@ static int text_entry(void *ctx, const struct hb_jobspec *spec,
 int hb_report_write_text(const struct hb_jobspec *spec,
 			 const struct hb_report *r, struct hb_buf *out)
 {
-	struct text_ctx t = {.out = out};
+	struct text_ctx t = { .out = out };
 	int rc;
 
 	rc = hb_buf_printf(out, "# fidelity: %s -> %s\n", spec->source_name,
@@ -335,14 +334,13 @@ int hb_report_write_text(const struct hb_jobspec *spec,
 	for (uint32_t i = 0; !rc && i < r->nwarnings; i++)
 		rc = hb_buf_printf(out, "warning: %s\n", r->warnings[i]);
 	if (!rc)
-		rc = hb_buf_printf(out,
-				   "# %u mapped, %u partial, %u carried, "
-				   "%u dropped, %u overridden\n",
-				   t.counts[HB_FATE_MAPPED],
-				   t.counts[HB_FATE_PARTIAL],
-				   t.counts[HB_FATE_CARRIED],
-				   t.counts[HB_FATE_DROPPED],
-				   t.counts[HB_FATE_OVERRIDDEN]);
+		rc = hb_buf_printf(
+			out,
+			"# %u mapped, %u partial, %u carried, "
+			"%u dropped, %u overridden\n",
+			t.counts[HB_FATE_MAPPED], t.counts[HB_FATE_PARTIAL],
+			t.counts[HB_FATE_CARRIED], t.counts[HB_FATE_DROPPED],
+			t.counts[HB_FATE_OVERRIDDEN]);
 	return rc;
 }
 
@@ -388,7 +386,7 @@ static int json_entry(void *ctx, const struct hb_jobspec *spec,
 cJSON *hb_report_to_json(const struct hb_jobspec *spec,
 			 const struct hb_report *r)
 {
-	struct json_ctx j = {0};
+	struct json_ctx j = { 0 };
 	cJSON *root = cJSON_CreateObject(), *warns;
 
 	if (!root)

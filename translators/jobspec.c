@@ -78,8 +78,8 @@ void hb_jobspec_init(struct hb_jobspec *spec, const char *source_name)
 	memset(spec, 0, sizeof(*spec));
 	hb_arena_init(&spec->arena, JOBSPEC_ARENA_MAX);
 	spec->requeue = -1;
-	spec->source_name = hb_arena_strdup(&spec->arena,
-					    source_name ? source_name : "-");
+	spec->source_name =
+		hb_arena_strdup(&spec->arena, source_name ? source_name : "-");
 }
 
 void hb_jobspec_free(struct hb_jobspec *spec)
@@ -107,8 +107,8 @@ void hb_jobspec_set_origin(struct hb_jobspec *spec, enum hb_field f,
 }
 
 /* Grow an arena-backed array of elem-sized items to hold one more. */
-static void *grow(struct hb_jobspec *spec, void *arr, uint32_t n,
-		  uint32_t *cap, size_t elem)
+static void *grow(struct hb_jobspec *spec, void *arr, uint32_t n, uint32_t *cap,
+		  size_t elem)
 {
 	uint32_t ncap;
 	void *p;
@@ -196,8 +196,7 @@ int hb_jobspec_add_env(struct hb_jobspec *spec, const char *name,
 	/* A later assignment to the same name wins. */
 	for (uint32_t i = 0; i < spec->nenv; i++) {
 		if (strcmp(spec->env[i].name, name) == 0) {
-			v = value ? hb_arena_strdup(&spec->arena, value)
-				  : NULL;
+			v = value ? hb_arena_strdup(&spec->arena, value) : NULL;
 			if (value && !v)
 				return HB_ENOMEM;
 			spec->env[i].value = v;
@@ -219,14 +218,14 @@ int hb_jobspec_add_env(struct hb_jobspec *spec, const char *name,
 	return 0;
 }
 
-#define ADD_LIST(fn, arr, n)                                           \
-	int fn(struct hb_jobspec *spec, const char *s)                 \
-	{                                                              \
-		const char **p = add_str(spec, spec->arr, &spec->n, s); \
-		if (!p)                                                \
-			return HB_ENOMEM;                              \
-		spec->arr = p;                                         \
-		return 0;                                              \
+#define ADD_LIST(fn, arr, n)                                                   \
+	int fn(struct hb_jobspec *spec, const char *s)                         \
+	{                                                                      \
+		const char **p = add_str(spec, spec->arr, &spec->n, s);        \
+		if (!p)                                                        \
+			return HB_ENOMEM;                                      \
+		spec->arr = p;                                                 \
+		return 0;                                                      \
 	}
 
 ADD_LIST(hb_jobspec_add_data, data, ndata)
@@ -245,15 +244,16 @@ static int mul32(uint32_t a, uint32_t b, uint32_t *out)
 
 int hb_jobspec_shape(const struct hb_jobspec *spec, struct hb_shape *out)
 {
-	struct hb_shape s = {0};
+	struct hb_shape s = { 0 };
 	uint64_t tasks;
 
 	s.nodes = spec->nodes_min ? spec->nodes_min : 1;
 	if (spec->ntasks_per_node)
 		s.tasks_per_node = spec->ntasks_per_node;
 	else if (spec->ntasks)
-		s.tasks_per_node = (uint32_t)(((uint64_t)spec->ntasks +
-					       s.nodes - 1) / s.nodes);
+		s.tasks_per_node =
+			(uint32_t)(((uint64_t)spec->ntasks + s.nodes - 1) /
+				   s.nodes);
 	else
 		s.tasks_per_node = 1;
 	if (spec->ntasks) {
@@ -273,8 +273,9 @@ int hb_jobspec_shape(const struct hb_jobspec *spec, struct hb_shape *out)
 		s.gpus_per_node = spec->gpus;
 		break;
 	case HB_GPU_PER_JOB:
-		s.gpus_per_node = (uint32_t)(((uint64_t)spec->gpus + s.nodes -
-					      1) / s.nodes);
+		s.gpus_per_node =
+			(uint32_t)(((uint64_t)spec->gpus + s.nodes - 1) /
+				   s.nodes);
 		break;
 	case HB_GPU_PER_TASK:
 		if (mul32(spec->gpus, s.tasks_per_node, &s.gpus_per_node))

@@ -14,7 +14,10 @@
 #include "hpcbridge/translate.h"
 #include "hpcbridge/units.h"
 
-#define STR_FIELD(key, member, field) {key, offsetof(struct hb_jobspec, member), field}
+#define STR_FIELD(key, member, field)                                          \
+	{                                                                      \
+		key, offsetof(struct hb_jobspec, member), field                \
+	}
 
 static const struct str_field {
 	const char *key;
@@ -48,7 +51,10 @@ static const struct str_field {
 	STR_FIELD("interpreter", interpreter, HB_F_SCRIPT),
 };
 
-#define U32_FIELD(key, member, field) {key, offsetof(struct hb_jobspec, member), field}
+#define U32_FIELD(key, member, field)                                          \
+	{                                                                      \
+		key, offsetof(struct hb_jobspec, member), field                \
+	}
 
 static const struct u32_field {
 	const char *key;
@@ -63,8 +69,8 @@ static const struct u32_field {
 };
 
 static const char *const source_names[] = {
-	[HB_SRC_UNKNOWN] = "unknown", [HB_SRC_SBATCH] = "sbatch",
-	[HB_SRC_PBS] = "pbs",	      [HB_SRC_MPIJOB] = "mpijob",
+	[HB_SRC_UNKNOWN] = "unknown",	[HB_SRC_SBATCH] = "sbatch",
+	[HB_SRC_PBS] = "pbs",		[HB_SRC_MPIJOB] = "mpijob",
 	[HB_SRC_TRAINJOB] = "trainjob",
 };
 
@@ -75,8 +81,10 @@ static const char *const mem_kinds[] = {
 };
 
 static const char *const gpu_scopes[] = {
-	[HB_GPU_NONE] = "none",	    [HB_GPU_PER_JOB] = "job",
-	[HB_GPU_PER_NODE] = "node", [HB_GPU_PER_TASK] = "task",
+	[HB_GPU_NONE] = "none",
+	[HB_GPU_PER_JOB] = "job",
+	[HB_GPU_PER_NODE] = "node",
+	[HB_GPU_PER_TASK] = "task",
 };
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -121,17 +129,18 @@ cJSON *hb_jobspec_to_json(const struct hb_jobspec *spec)
 	cJSON_AddStringToObject(o, "source_name", spec->source_name);
 	for (size_t i = 0; i < NELEM(str_fields); i++) {
 		const char *v = *(const char *const *)((const char *)spec +
-						      str_fields[i].off);
+						       str_fields[i].off);
 		if (v)
 			cJSON_AddStringToObject(o, str_fields[i].key, v);
 	}
 	for (size_t i = 0; i < NELEM(u32_fields); i++) {
 		uint32_t v = *(const uint32_t *)((const char *)spec +
-						  u32_fields[i].off);
+						 u32_fields[i].off);
 		if (v)
 			cJSON_AddNumberToObject(o, u32_fields[i].key, v);
 	}
-	if (spec->mem_kind != HB_MEM_NONE && spec->mem_kind < NELEM(mem_kinds)) {
+	if (spec->mem_kind != HB_MEM_NONE &&
+	    spec->mem_kind < NELEM(mem_kinds)) {
 		x = cJSON_AddObjectToObject(o, "mem");
 		cJSON_AddStringToObject(x, "kind", mem_kinds[spec->mem_kind]);
 		cJSON_AddNumberToObject(x, "mb", (double)spec->mem_mb);
@@ -207,11 +216,12 @@ cJSON *hb_jobspec_to_json(const struct hb_jobspec *spec)
 	}
 	if (spec->mpi)
 		cJSON_AddStringToObject(
-			o, "mpi", hb_mpi_impl_name((enum hb_mpi_impl)spec->mpi));
+			o, "mpi",
+			hb_mpi_impl_name((enum hb_mpi_impl)spec->mpi));
 	if (spec->nmpi_lines)
-		cJSON_AddItemToObject(o, "mpi_lines",
-				      str_array(spec->mpi_lines,
-						spec->nmpi_lines));
+		cJSON_AddItemToObject(
+			o, "mpi_lines",
+			str_array(spec->mpi_lines, spec->nmpi_lines));
 	if (spec->nmodules)
 		cJSON_AddItemToObject(o, "modules",
 				      str_array(spec->modules, spec->nmodules));
@@ -248,15 +258,15 @@ struct rd {
 	const char *name;
 };
 
-static const struct hb_origin derived = {HB_ORIGIN_DERIVED, 0};
+static const struct hb_origin derived = { HB_ORIGIN_DERIVED, 0 };
 
 static int bad(struct rd *r, const char *key, const char *what)
 {
 	return hb_err_set(r->err, HB_EINVAL, r->name, 0, "%s: %s", key, what);
 }
 
-static int get_uint(struct rd *r, const cJSON *v, const char *key,
-		    uint64_t max, uint64_t *out)
+static int get_uint(struct rd *r, const cJSON *v, const char *key, uint64_t max,
+		    uint64_t *out)
 {
 	double d;
 
@@ -286,8 +296,7 @@ static int get_str_list(struct rd *r, const cJSON *v, const char *key,
 
 	if (!cJSON_IsArray(v))
 		return bad(r, key, "must be an array of strings");
-	cJSON_ArrayForEach(it, v)
-	{
+	cJSON_ArrayForEach (it, v) {
 		if (!cJSON_IsString(it))
 			return bad(r, key, "must be an array of strings");
 		if (add(r->spec, it->valuestring))
@@ -355,14 +364,12 @@ static int read_array(struct rd *r, const cJSON *v)
 		return bad(r, "array", "must be {spec, ranges[, max_running]}");
 	n = (uint32_t)cJSON_GetArraySize(ranges);
 	r->spec->array = hb_jobspec_strdup(r->spec, s->valuestring);
-	r->spec->array_ranges =
-		hb_arena_alloc(&r->spec->arena,
-			       (n ? n : 1) * sizeof(struct hb_range));
+	r->spec->array_ranges = hb_arena_alloc(
+		&r->spec->arena, (n ? n : 1) * sizeof(struct hb_range));
 	if (!r->spec->array || !r->spec->array_ranges)
 		return hb_err_set(r->err, HB_ENOMEM, NULL, 0, "out of memory");
 	n = 0;
-	cJSON_ArrayForEach(it, ranges)
-	{
+	cJSON_ArrayForEach (it, ranges) {
 		uint64_t a, b, c;
 
 		if (cJSON_GetArraySize(it) != 3 ||
@@ -396,13 +403,14 @@ static int read_env(struct rd *r, const cJSON *v)
 
 	if (!cJSON_IsArray(v))
 		return bad(r, "env", "must be an array of {name, value}");
-	cJSON_ArrayForEach(it, v)
-	{
+	cJSON_ArrayForEach (it, v) {
 		const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name");
-		const cJSON *val = cJSON_GetObjectItemCaseSensitive(it, "value");
+		const cJSON *val =
+			cJSON_GetObjectItemCaseSensitive(it, "value");
 
 		if (!cJSON_IsString(n) || (val && !cJSON_IsString(val)))
-			return bad(r, "env", "must be an array of {name, value}");
+			return bad(r, "env",
+				   "must be an array of {name, value}");
 		if (hb_jobspec_add_env(r->spec, n->valuestring,
 				       val ? val->valuestring : NULL))
 			return hb_err_set(r->err, HB_ENOMEM, NULL, 0,
@@ -414,8 +422,8 @@ static int read_env(struct rd *r, const cJSON *v)
 
 static int read_chunks(struct rd *r, const cJSON *v)
 {
-	static const char *const keys[] = {"count", "ncpus", "mpiprocs",
-					   "ompthreads", "ngpus"};
+	static const char *const keys[] = { "count", "ncpus", "mpiprocs",
+					    "ompthreads", "ngpus" };
 	const cJSON *it;
 	uint32_t n, i = 0;
 
@@ -426,16 +434,16 @@ static int read_chunks(struct rd *r, const cJSON *v)
 					 (n ? n : 1) * sizeof(struct hb_chunk));
 	if (!r->spec->chunks)
 		return hb_err_set(r->err, HB_ENOMEM, NULL, 0, "out of memory");
-	cJSON_ArrayForEach(it, v)
-	{
+	cJSON_ArrayForEach (it, v) {
 		struct hb_chunk *c = &r->spec->chunks[i++];
-		uint32_t *dst[] = {&c->count, &c->ncpus, &c->mpiprocs,
-				   &c->ompthreads, &c->ngpus};
+		uint32_t *dst[] = { &c->count, &c->ncpus, &c->mpiprocs,
+				    &c->ompthreads, &c->ngpus };
 		uint64_t x;
 
 		for (size_t k = 0; k < NELEM(keys); k++) {
-			if (get_uint(r, cJSON_GetObjectItemCaseSensitive(it,
-									 keys[k]),
+			if (get_uint(r,
+				     cJSON_GetObjectItemCaseSensitive(it,
+								      keys[k]),
 				     "chunks", UINT32_MAX, &x))
 				return HB_EINVAL;
 			*dst[k] = (uint32_t)x;
@@ -574,15 +582,14 @@ static int read_key(struct rd *r, const cJSON *it)
 int hb_jobspec_from_json(const cJSON *doc, struct hb_jobspec *spec,
 			 struct hb_err *err)
 {
-	struct rd r = {spec, err, spec->source_name};
+	struct rd r = { spec, err, spec->source_name };
 	const cJSON *it;
 	int rc;
 
 	if (!cJSON_IsObject(doc))
 		return hb_err_set(err, HB_EINVAL, r.name, 0,
 				  "a jobspec must be a JSON object");
-	cJSON_ArrayForEach(it, doc)
-	{
+	cJSON_ArrayForEach (it, doc) {
 		if ((rc = read_key(&r, it)))
 			return rc;
 	}

@@ -18,7 +18,8 @@ static enum hb_source_kind manifest_kind(const char *buf, size_t len)
 	static const struct {
 		const char *kind;
 		enum hb_source_kind src;
-	} kinds[] = {{"MPIJob", HB_SRC_MPIJOB}, {"TrainJob", HB_SRC_TRAINJOB}};
+	} kinds[] = { { "MPIJob", HB_SRC_MPIJOB },
+		      { "TrainJob", HB_SRC_TRAINJOB } };
 	const char *p = buf, *end = buf + len;
 
 	while (p < end) {
@@ -45,8 +46,8 @@ static enum hb_source_kind manifest_kind(const char *buf, size_t len)
 				n = strlen(kinds[i].kind);
 				if ((size_t)(eol - v) >= n &&
 				    memcmp(v, kinds[i].kind, n) == 0 &&
-				    (v + n == eol || strchr(" \t\"',\r}#",
-							    v[n])))
+				    (v + n == eol ||
+				     strchr(" \t\"',\r}#", v[n])))
 					return kinds[i].src;
 			}
 		}
@@ -63,7 +64,8 @@ enum hb_source_kind hb_detect(const char *buf, size_t len)
 		i++;
 	if (i == len)
 		return HB_SRC_UNKNOWN;
-	if (buf[i] == '#' && !(len - i >= 3 && memcmp(buf + i, "---", 3) == 0)) {
+	if (buf[i] == '#' &&
+	    !(len - i >= 3 && memcmp(buf + i, "---", 3) == 0)) {
 		/* A script: '#!' or a directive first.  A YAML file may
 		 * also start with a comment, so look for apiVersion. */
 		if (i + 1 < len && buf[i + 1] == '!')
