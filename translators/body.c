@@ -8,6 +8,7 @@
  * read for certain (literal values, plain command words) and leaves the
  * rest to run as written.
  */
+#include <stdbool.h>
 #include <string.h>
 
 #include "hpcbridge/jobspec.h"
@@ -120,6 +121,21 @@ static int note_directive(struct scan *sc, enum hb_field f, const char *note)
 	return 0;
 }
 
+static int is_ml_subcommand(const char *s, size_t n)
+{
+	static const char *const subs[] = {
+		"load",	  "add",    "try-load", "unload", "rm",	    "del",
+		"swap",	  "switch", "purge",	"list",	  "avail",  "av",
+		"spider", "show",   "help",	"save",	  "restore", "use",
+		"unuse",  "reset",  "refresh",	"whatis", "keyword", NULL,
+	};
+
+	for (const char *const *p = subs; *p; p++)
+		if (word_is(s, n, *p))
+			return 1;
+	return 0;
+}
+
 /* "module load a b/c", "module add ...", "ml a b" */
 static int scan_module(struct scan *sc, const char *p, const char *end)
 {
@@ -217,9 +233,12 @@ static int scan_command(struct scan *sc)
 		const char *q = p, *sub;
 		size_t sn;
 
-		if (word_is(w, n, "ml"))
-			return scan_module(sc, p, end);
 		sn = next_word(&q, end, &sub);
+		/* "ml NAME" loads; "ml load|add NAME" too; any other Lmod
+		 * subcommand (unload, purge, swap, list, ...) loads nothing. */
+		if (word_is(w, n, "ml") && sn && sub[0] != '-' &&
+		    !is_ml_subcommand(sub, sn))
+			return scan_module(sc, p, end);
 		if (word_is(sub, sn, "load") || word_is(sub, sn, "add"))
 			return scan_module(sc, q, end);
 		return 0;
@@ -274,32 +293,43 @@ int hb_jobspec_scan_body(struct hb_jobspec *spec, struct hb_err *err)
 		size_t jl = 0;
 		uint32_t first = lineno + 1;
 
-		/* Join backslash-continued lines into one logical line. */
+		/* Join backslash-continued lines into one logical line, as
+		 * the shell does; a comment is never continued.  A logical
+		 * line too long to hold is not scanned at all, rather than
+		 * scanned with a piece missing. */
+		bool too_long = false, comment = false;
+
 		for (;;) {
-			size_t n;
+			size_t n, k = 0;
 
 			eol = memchr(p, '\n', (size_t)(end - p));
 			if (!eol)
 				eol = end;
 			lineno++;
 			n = (size_t)(eol - p);
-			if (n && p[n - 1] == '\\') {
-				if (jl + n - 1 < sizeof(joined)) {
-					memcpy(joined + jl, p, n - 1);
-					jl += n - 1;
-				}
-				p = eol < end ? eol + 1 : end;
-				if (p < end)
-					continue;
-				break;
-			}
-			if (jl + n < sizeof(joined)) {
-				memcpy(joined + jl, p, n);
-				jl += n;
+			if (jl == 0) {
+				while (k < n && is_space(p[k]))
+					k++;
+				comment = k < n && p[k] == '#';
 			}
 			p = eol < end ? eol + 1 : end;
+			bool more = !comment && n && eol[-1] == '\\';
+			const char *seg = eol - n;
+
+			if (more)
+				n--; /* the backslash */
+			if (jl + n < sizeof(joined)) {
+				memcpy(joined + jl, seg, n);
+				jl += n;
+			} else {
+				too_long = true;
+			}
+			if (more && p < end)
+				continue;
 			break;
 		}
+		if (too_long)
+			continue;
 		sc.text = joined;
 		sc.len = jl;
 		sc.line = first;

@@ -185,7 +185,7 @@ void *hb_arena_alloc(struct hb_arena *a, size_t n)
 		a->max = HB_BUF_DEFAULT_MAX;
 	if (n == 0)
 		n = 1;
-	if (n > a->max - a->total)
+	if (a->total >= a->max || n > a->max - a->total)
 		return NULL;
 	if (ARENA_EXACT) {
 		c = malloc(sizeof(*c) + n);
@@ -199,6 +199,8 @@ void *hb_arena_alloc(struct hb_arena *a, size_t n)
 		return c->mem;
 	}
 	n = (n + 15) & ~(size_t)15;
+	if (n > a->max - a->total) /* the rounding must fit the cap too */
+		return NULL;
 	if (!c || c->size - c->used < n) {
 		sz = n > ARENA_CHUNK ? n : ARENA_CHUNK;
 		c = malloc(sizeof(*c) + sz);

@@ -70,6 +70,10 @@ void hb_report_warn(struct hb_report *r, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* Each array element repeats its job's remarks: keep one. */
+	for (uint32_t i = 0; i < r->nwarnings; i++)
+		if (!strcmp(r->warnings[i], msg))
+			return;
 	if (r->nwarnings == r->capwarnings) {
 		uint32_t cap = r->capwarnings ? r->capwarnings * 2 : 8;
 
@@ -102,6 +106,9 @@ static const char *origin_kind_name(uint8_t k)
 	}
 	return "none";
 }
+
+/* Room for any path (PATH_MAX) and ":LINE". */
+#define WHERE_MAX 4128
 
 /* "job.sh:5", "env", "argv[3]", "job.yaml" */
 static void where(const struct hb_jobspec *spec, struct hb_origin o, char *buf,
@@ -140,7 +147,7 @@ struct verdict {
 	enum hb_fate_kind kind;
 	const char *target;
 	const char *note;
-	char buf[96];
+	char buf[WHERE_MAX + 16];
 };
 
 /* Fields whose repeated directives add to one another (variables, data
@@ -165,7 +172,7 @@ static void judge(const struct hb_jobspec *spec, const struct hb_report *r,
 	if (final.kind != HB_ORIGIN_NONE && final.kind != HB_ORIGIN_DERIVED &&
 	    !same_origin(final, d->origin) && d->kind != HB_DIR_SCRIPT &&
 	    !accumulates(f)) {
-		char w[64];
+		char w[WHERE_MAX];
 
 		where(spec, final, w, sizeof(w));
 		snprintf(v->buf, sizeof(v->buf), "by %s", w);
@@ -292,7 +299,7 @@ static int text_entry(void *ctx, const struct hb_jobspec *spec,
 		      const struct entry *e)
 {
 	struct text_ctx *t = ctx;
-	char w[64];
+	char w[WHERE_MAX];
 	int rc = 0;
 
 	if (e->first) {

@@ -320,7 +320,7 @@ uint64_t hb_jobspec_array_count(const struct hb_jobspec *spec)
 		const struct hb_range *r = &spec->array_ranges[i];
 
 		if (r->step && r->end >= r->start)
-			n += (r->end - r->start) / r->step + 1;
+			n += (uint64_t)((r->end - r->start) / r->step) + 1;
 		if (n > UINT32_MAX)
 			return UINT32_MAX;
 	}
@@ -335,7 +335,7 @@ uint32_t hb_jobspec_array_index(const struct hb_jobspec *spec, uint64_t i)
 
 		if (!r->step || r->end < r->start)
 			continue;
-		cnt = (r->end - r->start) / r->step + 1;
+		cnt = (uint64_t)((r->end - r->start) / r->step) + 1;
 		if (i < cnt)
 			return (uint32_t)(r->start + i * r->step);
 		i -= cnt;

@@ -71,6 +71,12 @@ static void test_arena(void **state)
 	/* Small allocations still fit in the current chunk. */
 	assert_non_null(hb_arena_strdup(&a, "more"));
 	assert_null(hb_arena_alloc(&a, 200000)); /* past max */
+	hb_arena_free(&a);
+	/* Rounding up may not carry the total past the cap. */
+	hb_arena_init(&a, 100);
+	assert_non_null(hb_arena_alloc(&a, 99));
+	assert_null(hb_arena_alloc(&a, 1000000));
+	assert_null(hb_arena_alloc(&a, 1000));
 	assert_null(hb_arena_strdup(&a, NULL));
 	hb_arena_free(&a);
 	hb_arena_free(&a);

@@ -56,6 +56,7 @@ static void test_text_report(void **state)
 		       "queue %s", "gpu-queue");
 	/* mail_type: no fate recorded -> must still be reported dropped. */
 	hb_report_warn(&r, "heterogeneous %s", "chunks");
+	hb_report_warn(&r, "heterogeneous chunks"); /* a repeat: kept once */
 	hb_buf_init(&out, 0);
 	assert_int_equal(hb_report_write_text(&s, &r, &out), 0);
 	assert_non_null(strstr(out.data, "# fidelity: job.sh -> MPIJob\n"));
@@ -69,6 +70,7 @@ static void test_text_report(void **state)
 	assert_non_null(strstr(out.data, "(scheduling priority)"));
 	assert_non_null(strstr(out.data, "(queue gpu-queue)"));
 	assert_non_null(strstr(out.data, "warning: heterogeneous chunks\n"));
+	assert_int_equal(r.nwarnings, 1);
 	assert_non_null(strstr(out.data, "# 1 mapped, 0 partial, 1 carried, "
 					 "2 dropped, 1 overridden"));
 	hb_report_counts(&s, &r, c);
@@ -158,12 +160,36 @@ static void test_derived_accumulate_and_notes(void **state)
 	hb_jobspec_free(&s);
 }
 
+/* A long path keeps its line number. */
+static void test_long_path(void **state)
+{
+	struct hb_jobspec s;
+	struct hb_report r;
+	struct hb_buf out;
+	char path[300];
+
+	(void)state;
+	memset(path, 'd', sizeof(path) - 1);
+	path[sizeof(path) - 1] = '\0';
+	path[0] = '/';
+	hb_jobspec_init(&s, path);
+	dir(&s, HB_ORIGIN_FILE, 42, "-N 2", HB_F_NODES);
+	hb_report_init(&r, "MPIJob");
+	hb_buf_init(&out, 0);
+	assert_int_equal(hb_report_write_text(&s, &r, &out), 0);
+	assert_non_null(strstr(out.data, "ddd:42 "));
+	hb_buf_free(&out);
+	hb_report_free(&r);
+	hb_jobspec_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_text_report),
 		cmocka_unit_test(test_json_report_matches_text),
 		cmocka_unit_test(test_derived_accumulate_and_notes),
+		cmocka_unit_test(test_long_path),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -110,6 +110,13 @@ static void test_array_indices(void **state)
 	assert_int_equal(hb_jobspec_array_index(&s, 1), 3);
 	assert_int_equal(hb_jobspec_array_index(&s, 3), 9);
 	assert_int_equal(hb_jobspec_array_index(&s, 5), 21);
+	/* The widest range counts 2^32 indices (capped), not 0. */
+	struct hb_range wide = {0, UINT32_MAX, 1};
+
+	s.array_ranges = &wide;
+	s.narray_ranges = 1;
+	assert_true(hb_jobspec_array_count(&s) == UINT32_MAX);
+	assert_int_equal(hb_jobspec_array_index(&s, UINT32_MAX), UINT32_MAX);
 	s.array_ranges = NULL;
 	s.narray_ranges = 0;
 	hb_jobspec_free(&s);
@@ -202,6 +209,33 @@ static void test_body_scan(void **state)
 	hb_jobspec_init(&s, "t.sh");
 	scan(&s, "#!/bin/sh\nexport I_MPI_PIN=1\nmpiexec.hydra x\n");
 	assert_int_equal(s.mpi, HB_MPI_INTEL);
+	hb_jobspec_free(&s);
+
+	/* A comment does not continue; Lmod subcommands load nothing; a
+	 * logical line too long to hold is skipped, never spliced. */
+	hb_jobspec_init(&s, "t.sh");
+	{
+		static char big[6000];
+		struct hb_buf b;
+
+		memset(big, 'x', sizeof(big) - 1);
+		hb_buf_init(&b, 0);
+		hb_buf_puts(&b, "#!/bin/sh\n# see the wiki \\\nsrun ./a.out\n"
+				"ml unload openmpi\nml purge\nml list\n"
+				"ml gcc/12\nml load mpich/4\n"
+				"mpirun \\\n");
+		hb_buf_puts(&b, big);
+		hb_buf_puts(&b, " \\\n -np 4 ./b.out\n");
+		scan(&s, b.data);
+		assert_int_equal(s.nmpi_lines, 1);
+		assert_string_equal(s.mpi_lines[0], "srun ./a.out");
+		assert_int_equal(s.nmodules, 2);
+		assert_string_equal(s.modules[0], "gcc/12");
+		assert_string_equal(s.modules[1], "mpich/4");
+		assert_int_equal(s.mpi, HB_MPI_MPICH);
+		s.script = NULL;
+		hb_buf_free(&b);
+	}
 	hb_jobspec_free(&s);
 
 	hb_jobspec_init(&s, "t.sh");
