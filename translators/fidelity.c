@@ -177,7 +177,8 @@ static void judge(const struct hb_jobspec *spec, const struct hb_report *r,
 		where(spec, final, w, sizeof(w));
 		snprintf(v->buf, sizeof(v->buf), "by %s", w);
 		v->kind = HB_FATE_OVERRIDDEN;
-		v->note = v->buf;
+		/* The reader's own remark names the winner best. */
+		v->note = d->note ? d->note : v->buf;
 		return;
 	}
 	if (fate->kind == HB_FATE_NONE) {

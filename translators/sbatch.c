@@ -3709,7 +3709,16 @@ static void override_notes(struct ctx *c)
 		note(c, d,
 		     hb_arena_printf(&c->spec->arena, "overridden by %s",
 				     where_text(c, by)));
-		dir(c, d)->nfields = 0;
+		/* Replaced by another directive: it named the same fields as
+		 * the winner, and the report shows it overridden.  Reset to
+		 * nothing: it set nothing. */
+		if (s->dir == NO_DIR) {
+			dir(c, d)->nfields = 0;
+			continue;
+		}
+		for (uint8_t k = 0; k < dir(c, by)->nfields; k++)
+			hb_directive_add_field(dir(c, d),
+					       dir(c, by)->fields[k]);
 	}
 }
 
