@@ -19,6 +19,7 @@
 #include "hpcbridge/config.h"
 #include "hpcbridge/doc.h"
 #include "hpcbridge/fidelity.h"
+#include "hpcbridge/launcher.h"
 #include "hpcbridge/mpijob.h"
 #include "hpcbridge/sbatch.h"
 #include "hpcbridge/trainjob.h"
@@ -172,6 +173,15 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				"or -)\n");
 		return -1;
 	}
+	for (int i = optind, stdin_seen = 0; i < argc; i++) {
+		if (strcmp(argv[i], "-"))
+			continue;
+		if (stdin_seen++) {
+			fprintf(stderr, "hpcbridge translate: '-' (standard "
+					"input) given more than once\n");
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -317,6 +327,9 @@ static int translate_one(const struct opts *o, const struct hb_config *cfg,
 	} else if (!o->quiet && o->to != TO_JOBSPEC) {
 		unsigned c[HB__FATE_COUNT];
 
+		for (uint32_t i = 0; i < rep.nwarnings; i++)
+			fprintf(stderr, "hpcbridge: %s: warning: %s\n",
+				spec.source_name, rep.warnings[i]);
 		hb_report_counts(&spec, &rep, c);
 		if (c[HB_FATE_DROPPED] || c[HB_FATE_PARTIAL])
 			fprintf(stderr,
@@ -349,31 +362,48 @@ static int load_config(const char *path, struct hb_config *cfg,
 	return rc;
 }
 
-/* Write the collected output in the requested format. */
+/* Write one piece of output; HB_EIO when stdout refuses it. */
+static int put(const char *p, size_t n)
+{
+	return n && fwrite(p, 1, n, stdout) != n ? HB_EIO : 0;
+}
+
+/*
+ * Write the collected output in the requested format, one document at a
+ * time, so a long array is not bounded by one buffer's cap.  A YAML
+ * stream separates documents with "---"; several JSON documents form one
+ * array.
+ */
 static int write_out(const struct opts *o, struct out *out)
 {
 	struct hb_buf b;
-	int n = cJSON_GetArraySize(out->docs), rc = 0;
+	int n = cJSON_GetArraySize(out->docs), i = 0, rc = 0;
 	const cJSON *it;
 
 	hb_buf_init(&b, 0);
-	if (o->format == FMT_JSON && n > 0) {
-		rc = hb_doc_write_json(n == 1 ? cJSON_GetArrayItem(out->docs, 0)
-					      : out->docs,
-				       &b);
-	} else if (n > 0) {
-		cJSON_ArrayForEach (it, out->docs) {
-			if (n > 1 && (rc = hb_buf_puts(&b, "---\n")))
-				break;
-			if ((rc = hb_doc_write_yaml(it, &b)))
-				break;
+	if (o->format == FMT_JSON && n > 1)
+		rc = put("[\n", 2);
+	cJSON_ArrayForEach (it, out->docs) {
+		if (rc)
+			break;
+		hb_buf_reset(&b);
+		if (o->format == FMT_JSON) {
+			rc = hb_doc_write_json(it, &b);
+			if (!rc && n > 1 && ++i < n)
+				rc = hb_buf_puts(&b, ",\n");
+		} else {
+			if (n > 1)
+				rc = hb_buf_puts(&b, "---\n");
+			if (!rc)
+				rc = hb_doc_write_yaml(it, &b);
 		}
+		if (!rc)
+			rc = put(b.data, b.len);
 	}
-	if (!rc && b.len && fwrite(b.data, 1, b.len, stdout) != b.len)
-		rc = HB_EIO;
-	if (!rc && out->text.len &&
-	    fwrite(out->text.data, 1, out->text.len, stdout) != out->text.len)
-		rc = HB_EIO;
+	if (!rc && o->format == FMT_JSON && n > 1)
+		rc = put("]\n", 2);
+	if (!rc)
+		rc = put(out->text.data, out->text.len);
 	if (!rc && fflush(stdout) != 0)
 		rc = HB_EIO;
 	hb_buf_free(&b);
@@ -442,12 +472,20 @@ int hb_cmd_translate(int argc, char **argv)
 			goto done;
 		}
 	}
-	if (write_out(&o, &out)) {
-		fprintf(stderr,
-			"hpcbridge translate: cannot write output: "
-			"%s\n",
-			strerror(errno));
+	errno = 0;
+	if ((rc = write_out(&o, &out))) {
+		fprintf(stderr, "hpcbridge translate: cannot write output: %s\n",
+			rc == HB_EIO && errno ? strerror(errno)
+					      : hb_strerror(rc));
 		status = HB_EXIT_INPUT;
+	} else if (!o.quiet && !o.explain && !o.with_runtime &&
+		   o.to == TO_MPIJOB && cfg.launcher_runtime &&
+		   !strcmp(cfg.launcher_runtime, "configmap")) {
+		fprintf(stderr,
+			"hpcbridge: the MPIJobs mount the launcher runtime "
+			"from ConfigMap %s; create it once per namespace "
+			"with --with-runtime\n",
+			hb_launcher_runtime_name());
 	}
 done:
 	cJSON_Delete(out.docs);

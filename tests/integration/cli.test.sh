@@ -46,6 +46,9 @@ expect 2 "$hb" translate --format xml "$src/examples/sbatch/mpi-hello.sh" ||
 	true
 grep -q "unknown format 'xml'" "$tmp/err" && ok || bad "format message"
 
+expect 2 "$hb" translate - - </dev/null &&
+	grep -q "given more than once" "$tmp/err" && ok || bad "'-' twice"
+
 # 3. input errors: exit 1, FILE:LINE on stderr, nothing on stdout
 printf '#!/bin/bash\n#SBATCH -N 2\n#SBATCH --frobnicate=3\nhostname\n' \
 	>"$tmp/unknown.sh"
@@ -160,6 +163,21 @@ expect 0 "$hb" translate --explain --format json \
 fates = [f["fate"] for e in d["entries"] for f in e["fields"]]
 assert "mapped" in fates and all(f in ("mapped","carried","partial","dropped") for f in fates)' \
 	"$tmp/out" && ok || bad "--explain JSON"
+
+# Without --with-runtime, stderr names the ConfigMap the MPIJobs mount.
+expect 0 "$hb" translate "$src/examples/sbatch/mpi-hello.sh" &&
+	grep -q "mount the launcher runtime from ConfigMap hpcbridge-launcher-" \
+		"$tmp/err" && ok || bad "runtime ConfigMap hint"
+expect 0 "$hb" translate --with-runtime --format json \
+	"$src/examples/sbatch/mpi-hello.sh" &&
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+assert [x["kind"] for x in d] == ["ConfigMap", "MPIJob"], d
+cm, job = d
+vol = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["volumes"][0]
+assert vol["configMap"]["name"] == cm["metadata"]["name"], vol
+assert cm["immutable"] is True and "runtime.sh" in cm["data"]' "$tmp/out" &&
+	! grep -q "create it once" "$tmp/err" && ok ||
+	bad "--with-runtime puts the ConfigMap first"
 
 # 7. stdin
 expect 0 "$hb" translate -q --to jobspec --format json - \
