@@ -125,6 +125,9 @@ static int mount_runtime(cJSON *replica_spec)
 	    !cJSON_AddStringToObject(v, "name", RUNTIME_VOLUME) ||
 	    !(cm = cJSON_AddObjectToObject(v, "configMap")) ||
 	    !cJSON_AddStringToObject(cm, "name", hb_launcher_runtime_name()) ||
+	    /* Missing, the pod still starts and the launcher says why it
+	     * cannot run, instead of hanging in ContainerCreating. */
+	    !cJSON_AddTrueToObject(cm, "optional") ||
 	    !(mounts = cJSON_AddArrayToObject(c, "volumeMounts")) ||
 	    !(m = cJSON_CreateObject()) || !cJSON_AddItemToArray(mounts, m) ||
 	    !cJSON_AddStringToObject(m, "name", RUNTIME_VOLUME) ||
@@ -229,8 +232,12 @@ int hb_mpijob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
 	cJSON_AddItemToArray(args, hb_k8s_take(&plan.script));
 	r = replica(&plan, 1, "launcher", "launcher", launch_cmd, 2, args,
 		    plan.launcher_resources, false);
-	if (!r || (plan.runtime_mounted && mount_runtime(r)))
+	if (!r)
 		goto nomem;
+	if (plan.runtime_mounted && mount_runtime(r)) {
+		cJSON_Delete(r);
+		goto nomem;
+	}
 	cJSON_AddItemToObject(rs, "Launcher", r);
 	args = str_array((const char *const[]){"-De"}, 1);
 	if (!args)
