@@ -372,7 +372,7 @@ static int read_array(struct rd *r, const cJSON *v)
 	cJSON_ArrayForEach (it, ranges) {
 		uint64_t a, b, c;
 
-		if (cJSON_GetArraySize(it) != 3 ||
+		if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 3 ||
 		    get_uint(r, cJSON_GetArrayItem(it, 0), "array.ranges",
 			     UINT32_MAX, &a) ||
 		    get_uint(r, cJSON_GetArrayItem(it, 1), "array.ranges",
@@ -408,9 +408,11 @@ static int read_env(struct rd *r, const cJSON *v)
 		const cJSON *val =
 			cJSON_GetObjectItemCaseSensitive(it, "value");
 
-		if (!cJSON_IsString(n) || (val && !cJSON_IsString(val)))
+		if (!cJSON_IsString(n) || !n->valuestring[0] ||
+		    (val && !cJSON_IsString(val)))
 			return bad(r, "env",
-				   "must be an array of {name, value}");
+				   "must be an array of {name, value} with "
+				   "non-empty names");
 		if (hb_jobspec_add_env(r->spec, n->valuestring,
 				       val ? val->valuestring : NULL))
 			return hb_err_set(r->err, HB_ENOMEM, NULL, 0,
@@ -498,9 +500,15 @@ static int read_key(struct rd *r, const cJSON *it)
 		hb_jobspec_set_origin(spec, u32_fields[k].field, derived);
 		return 0;
 	}
-	if (!strcmp(key, "kind") || !strcmp(key, "source_name") ||
-	    !strcmp(key, "shape"))
-		return 0; /* informational or derived */
+	if (!strcmp(key, "kind")) {
+		if (!cJSON_IsString(it) || strcmp(it->valuestring, "jobspec"))
+			return bad(r, key, "must be \"jobspec\"");
+		return 0;
+	}
+	if (!strcmp(key, "source_name"))
+		return cJSON_IsString(it) ? 0 : bad(r, key, "must be a string");
+	if (!strcmp(key, "shape")) /* derived: recomputed, not read */
+		return cJSON_IsObject(it) ? 0 : bad(r, key, "must be an object");
 	if (!strcmp(key, "source")) {
 		if (!cJSON_IsString(it) ||
 		    (i = lookup(source_names, NELEM(source_names),
@@ -590,8 +598,15 @@ int hb_jobspec_from_json(const cJSON *doc, struct hb_jobspec *spec,
 		return hb_err_set(err, HB_EINVAL, r.name, 0,
 				  "a jobspec must be a JSON object");
 	cJSON_ArrayForEach (it, doc) {
+		/* A key given twice is ambiguous: refuse it. */
+		for (const cJSON *p = doc->child; p != it; p = p->next)
+			if (p->string && it->string &&
+			    !strcmp(p->string, it->string))
+				return bad(&r, it->string, "given twice");
 		if ((rc = read_key(&r, it)))
 			return rc;
 	}
+	if (spec->nodes_max && spec->nodes_min > spec->nodes_max)
+		return bad(&r, "nodes_min", "is larger than nodes_max");
 	return 0;
 }

@@ -329,6 +329,15 @@ static void test_json_errors(void **state)
 			  "array.ranges");
 	expect_json_error("{\"mpi\": \"LAM\"}", "mpi");
 	expect_json_error("{\"requeue\": 1}", "requeue");
+	expect_json_error("{\"array\": {\"spec\": \"1-2\", "
+			  "\"ranges\": [{\"a\": 1, \"b\": 2, \"c\": 3}]}}",
+			  "array.ranges");
+	expect_json_error("{\"name\": \"a\", \"name\": \"b\"}",
+			  "name: given twice");
+	expect_json_error("{\"kind\": 7}", "kind");
+	expect_json_error("{\"env\": [{\"name\": \"\"}]}", "env");
+	expect_json_error("{\"nodes_min\": 4, \"nodes_max\": 2}",
+			  "nodes_min: is larger than nodes_max");
 }
 
 int main(void)
