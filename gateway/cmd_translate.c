@@ -441,6 +441,7 @@ int hb_cmd_translate(int argc, char **argv)
 	out.docs = cJSON_CreateArray();
 	hb_buf_init(&out.text, 0);
 	if (!out.docs) {
+		fprintf(stderr, "hpcbridge translate: out of memory\n");
 		status = HB_EXIT_INPUT;
 		goto done;
 	}
