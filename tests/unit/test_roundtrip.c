@@ -162,16 +162,6 @@ static void gen_script(struct hb_buf *b)
 		hb_buf_puts(b, "echo done > result-$SLURM_JOB_ID.txt\n");
 }
 
-/* The jobspec's JSON minus what names its origin. */
-static cJSON *canon(const struct hb_jobspec *s)
-{
-	cJSON *j = hb_jobspec_to_json(s);
-
-	assert_non_null(j);
-	cJSON_DeleteItemFromObject(j, "source");
-	cJSON_DeleteItemFromObject(j, "source_name");
-	return j;
-}
 
 static struct hb_config cfg;
 
@@ -190,52 +180,15 @@ static void fail_with(const char *what, const struct hb_buf *script,
 		 y.data);
 }
 
-/* Through a manifest of kind to (0 MPIJob, 1 TrainJob) and back. */
-static void via_manifest(const struct hb_jobspec *a, int to,
-			 const struct hb_buf *script, const cJSON *want)
+/* Through a manifest of the given kind and back. */
+static void via_manifest(const struct hb_jobspec *a, int kind,
+			 const struct hb_buf *script)
 {
-	struct hb_jobspec b;
-	struct hb_report rep;
-	struct hb_err err = {0};
-	struct hb_buf yaml;
-	cJSON *doc = NULL, *back = NULL, *got;
-	int rc;
+	char context[64 + 8192];
 
-	hb_report_init(&rep, to ? "TrainJob" : "MPIJob");
-	rc = to ? hb_trainjob_emit(a, &cfg, -1, &doc, &rep, &err)
-		: hb_mpijob_emit(a, &cfg, -1, &doc, &rep, &err);
-	if (rc)
-		fail_msg("emit: %s\n%s", err.msg, script->data);
-	/* Through YAML text, as it travels. */
-	hb_buf_init(&yaml, 0);
-	assert_int_equal(hb_doc_write_yaml(doc, &yaml), 0);
-	assert_int_equal(hb_doc_parse(yaml.data, yaml.len, "m.yaml", &back,
-				      &err),
-			 0);
-	hb_jobspec_init(&b, "m.yaml");
-	rc = to ? hb_trainjob_parse(back, &b, &err)
-		: hb_mpijob_parse(back, &b, &err);
-	if (rc)
-		fail_msg("parse back: %s\n%s", err.msg, yaml.data);
-	got = canon(&b);
-	if (!cJSON_Compare(want, got, 1))
-		fail_with(to ? "TrainJob round trip" : "MPIJob round trip",
-			  script, want, got);
-	cJSON_Delete(got);
-	/* Emitting again from what was read gives the same manifest. */
-	got = NULL;
-	rc = to ? hb_trainjob_emit(&b, &cfg, -1, &got, &rep, &err)
-		: hb_mpijob_emit(&b, &cfg, -1, &got, &rep, &err);
-	if (rc)
-		fail_msg("emit again: %s\n%s", err.msg, yaml.data);
-	if (!cJSON_Compare(doc, got, 1))
-		fail_with("manifest re-emitted", script, doc, got);
-	cJSON_Delete(got);
-	cJSON_Delete(doc);
-	cJSON_Delete(back);
-	hb_buf_free(&yaml);
-	hb_jobspec_free(&b);
-	hb_report_free(&rep);
+	snprintf(context, sizeof(context), "seed %llu\n%s",
+		 (unsigned long long)rng_state, script->data);
+	hb_test_manifest_round_trip(a, &cfg, kind, -1, NULL, context);
 }
 
 static void via_sbatch(const struct hb_jobspec *a,
@@ -251,7 +204,7 @@ static void via_sbatch(const struct hb_jobspec *a,
 	hb_jobspec_init(&b, "back.sh");
 	if (hb_sbatch_parse(out.data, out.len, "back.sh", NULL, &b, &err))
 		fail_msg("re-parse: %s\n%s", err.msg, out.data);
-	got = canon(&b);
+	got = hb_test_canon(&b);
 	/* The emitted script has no header lines, so only the script text
 	 * itself may differ: compare it separately. */
 	cJSON_DeleteItemFromObject(got, "script");
@@ -291,9 +244,9 @@ static void test_property(void **state)
 				    &a, &err))
 			fail_msg("generated script rejected: %s\n%s", err.msg,
 				 script.data);
-		want = canon(&a);
-		via_manifest(&a, 0, &script, want);
-		via_manifest(&a, 1, &script, want);
+		want = hb_test_canon(&a);
+		via_manifest(&a, HB_SRC_MPIJOB, &script);
+		via_manifest(&a, HB_SRC_TRAINJOB, &script);
 		via_sbatch(&a, &script, want);
 		cJSON_Delete(want);
 		hb_jobspec_free(&a);

@@ -406,57 +406,15 @@ static void test_every_field_has_a_fate(void **state)
 	hb_jobspec_free(&s);
 }
 
-static cJSON *canon(const struct hb_jobspec *s)
-{
-	cJSON *j = hb_jobspec_to_json(s);
 
-	assert_non_null(j);
-	cJSON_DeleteItemFromObject(j, "source");
-	cJSON_DeleteItemFromObject(j, "source_name");
-	return j;
-}
-
+/* jobspec -> TrainJob -> YAML -> jobspec -> TrainJob, valid throughout. */
 static void round_trip(const struct hb_jobspec *a, int64_t idx)
 {
 	struct hb_config cfg;
-	struct hb_report rep, rep2;
-	struct hb_err err = {0};
-	struct hb_jobspec b;
-	struct hb_buf y, x1, x2;
-	cJSON *doc, *back = NULL, *again = NULL, *ja, *jb;
 
 	config(&cfg);
-	doc = emit_cfg(a, &cfg, idx, &rep);
-	hb_buf_init(&y, 0);
-	assert_int_equal(hb_doc_write_yaml(doc, &y), 0);
-	assert_int_equal(hb_doc_parse(y.data, y.len, "t.yaml", &back, &err), 0);
-	hb_jobspec_init(&b, "t.yaml");
-	if (hb_trainjob_parse(back, &b, &err))
-		fail_msg("parse back: %s", err.msg);
-	assert_int_equal(b.source, HB_SRC_TRAINJOB);
-	ja = canon(a);
-	jb = canon(&b);
-	if (!cJSON_Compare(ja, jb, 1)) {
-		hb_buf_init(&x1, 0);
-		hb_buf_init(&x2, 0);
-		hb_doc_write_json(ja, &x1);
-		hb_doc_write_json(jb, &x2);
-		fail_msg("round trip differs\n--- before\n%s--- after\n%s",
-			 x1.data, x2.data);
-	}
-	hb_report_init(&rep2, "TrainJob");
-	if (hb_trainjob_emit(&b, &cfg, idx, &again, &rep2, &err))
-		fail_msg("emit again: %s", err.msg);
-	assert_true(cJSON_Compare(doc, again, 1));
-	cJSON_Delete(ja);
-	cJSON_Delete(jb);
-	cJSON_Delete(doc);
-	cJSON_Delete(back);
-	cJSON_Delete(again);
-	hb_buf_free(&y);
-	hb_jobspec_free(&b);
-	hb_report_free(&rep);
-	hb_report_free(&rep2);
+	hb_test_manifest_round_trip(a, &cfg, HB_SRC_TRAINJOB, idx, schemas,
+				    NULL);
 }
 
 static void test_round_trip(void **state)

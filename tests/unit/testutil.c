@@ -7,8 +7,14 @@
 
 #include <cjson/cJSON.h>
 
+#include "hpcbridge/config.h"
+#include "hpcbridge/doc.h"
+#include "hpcbridge/fidelity.h"
 #include "hpcbridge/jobspec.h"
+#include "hpcbridge/mpijob.h"
 #include "hpcbridge/schema.h"
+#include "hpcbridge/trainjob.h"
+#include "hpcbridge/translate.h"
 #include "testutil.h"
 
 char *hb_test_read_file(const char *path, size_t *len)
@@ -59,18 +65,19 @@ const char *hb_test_shared_path(const char *rel)
 struct hb_schema_set *hb_test_load_crds(void)
 {
 	static const char *const crds[] = {
-	    "reference/crds/kubeflow.org_mpijobs.yaml",
-	    "reference/crds/trainer.kubeflow.org_trainjobs.yaml",
-	    ("reference/crds/trainer.kubeflow.org_clustertrainingruntimes."
-	     "yaml")};
+		"reference/crds/kubeflow.org_mpijobs.yaml",
+		"reference/crds/trainer.kubeflow.org_trainjobs.yaml",
+		("reference/crds/trainer.kubeflow.org_clustertrainingruntimes."
+		 "yaml")
+	};
 	struct hb_schema_set *set = hb_schema_set_new();
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 
 	assert_non_null(set);
 	for (size_t i = 0; i < sizeof(crds) / sizeof(crds[0]); i++) {
 		size_t len;
 		char *buf =
-		    hb_test_read_file(hb_test_shared_path(crds[i]), &len);
+			hb_test_read_file(hb_test_shared_path(crds[i]), &len);
 
 		if (hb_schema_set_add_crd(set, buf, len, crds[i], &err))
 			fail_msg("%s", err.msg);
@@ -82,12 +89,12 @@ struct hb_schema_set *hb_test_load_crds(void)
 void hb_test_assert_valid(const struct hb_schema_set *set, const cJSON *doc)
 {
 	struct hb_buf v;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	int rc;
 
 	hb_buf_init(&v, 0);
 	rc = hb_schema_validate_all(
-	    set, doc, HB_SCHEMA_CREATE | HB_SCHEMA_RULES, &v, &err);
+		set, doc, HB_SCHEMA_CREATE | HB_SCHEMA_RULES, &v, &err);
 	if (rc)
 		fail_msg("emitted manifest is not valid (%d): %s\n%s", rc,
 			 err.msg, v.data ? v.data : "");
@@ -98,11 +105,91 @@ uint32_t hb_test_lineno;
 
 void hb_test_dir(struct hb_jobspec *s, int f, const char *text)
 {
-	struct hb_origin o = {HB_ORIGIN_FILE, ++hb_test_lineno};
-	struct hb_directive *d =
-	    hb_jobspec_add_directive(s, HB_DIR_SBATCH, o, text, strlen(text));
+	struct hb_origin o = { HB_ORIGIN_FILE, ++hb_test_lineno };
+	struct hb_directive *d = hb_jobspec_add_directive(s, HB_DIR_SBATCH, o,
+							  text, strlen(text));
 
 	assert_non_null(d);
 	hb_directive_add_field(d, (enum hb_field)f);
 	hb_jobspec_set_origin(s, (enum hb_field)f, o);
+}
+
+cJSON *hb_test_canon(const struct hb_jobspec *s)
+{
+	cJSON *j = hb_jobspec_to_json(s);
+
+	assert_non_null(j);
+	cJSON_DeleteItemFromObject(j, "source");
+	cJSON_DeleteItemFromObject(j, "source_name");
+	return j;
+}
+
+static int emit_kind(const struct hb_jobspec *s, const struct hb_config *cfg,
+		     int kind, int64_t idx, cJSON **out, struct hb_report *rep,
+		     struct hb_err *err)
+{
+	return kind == HB_SRC_TRAINJOB
+		       ? hb_trainjob_emit(s, cfg, idx, out, rep, err)
+		       : hb_mpijob_emit(s, cfg, idx, out, rep, err);
+}
+
+static void differs(const char *what, const char *context, const cJSON *a,
+		    const cJSON *b)
+{
+	struct hb_buf x, y;
+
+	hb_buf_init(&x, 0);
+	hb_buf_init(&y, 0);
+	hb_doc_write_json(a, &x);
+	hb_doc_write_json(b, &y);
+	fail_msg("%s differs\n--- context\n%s\n--- before\n%s--- after\n%s",
+		 what, context ? context : "", x.data, y.data);
+}
+
+void hb_test_manifest_round_trip(const struct hb_jobspec *a,
+				 const struct hb_config *cfg, int kind,
+				 int64_t idx, const struct hb_schema_set *set,
+				 const char *context)
+{
+	const char *name = kind == HB_SRC_TRAINJOB ? "TrainJob" : "MPIJob";
+	struct hb_report rep;
+	struct hb_err err = { 0 };
+	struct hb_jobspec b;
+	struct hb_buf yaml;
+	cJSON *doc = NULL, *back = NULL, *again = NULL, *want, *got;
+
+	hb_report_init(&rep, name);
+	if (emit_kind(a, cfg, kind, idx, &doc, &rep, &err))
+		fail_msg("emit: %s\n%s", err.msg, context ? context : "");
+	if (set)
+		hb_test_assert_valid(set, doc);
+	/* Through YAML text, as it travels. */
+	hb_buf_init(&yaml, 0);
+	assert_int_equal(hb_doc_write_yaml(doc, &yaml), 0);
+	assert_int_equal(
+		hb_doc_parse(yaml.data, yaml.len, "m.yaml", &back, &err), 0);
+	hb_jobspec_init(&b, "m.yaml");
+	if ((kind == HB_SRC_TRAINJOB ? hb_trainjob_parse(back, &b, &err)
+				     : hb_mpijob_parse(back, &b, &err)))
+		fail_msg("parse back: %s\n%s", err.msg, yaml.data);
+	assert_int_equal(b.source, kind);
+	want = hb_test_canon(a);
+	got = hb_test_canon(&b);
+	if (!cJSON_Compare(want, got, 1))
+		differs(kind == HB_SRC_TRAINJOB ? "TrainJob round trip"
+						: "MPIJob round trip",
+			context, want, got);
+	/* Emitting again from what was read gives the same manifest. */
+	if (emit_kind(&b, cfg, kind, idx, &again, &rep, &err))
+		fail_msg("emit again: %s\n%s", err.msg, yaml.data);
+	if (!cJSON_Compare(doc, again, 1))
+		differs("manifest re-emitted", context, doc, again);
+	cJSON_Delete(want);
+	cJSON_Delete(got);
+	cJSON_Delete(doc);
+	cJSON_Delete(back);
+	cJSON_Delete(again);
+	hb_buf_free(&yaml);
+	hb_jobspec_free(&b);
+	hb_report_free(&rep);
 }

@@ -26,11 +26,29 @@ const char *hb_test_shared_path(const char *rel);
  * fails the test unless doc passes them strictly, with the controllers'
  * rules.
  */
-struct hb_schema_set;
 struct cJSON;
+struct hb_config;
+struct hb_jobspec;
+struct hb_schema_set;
 struct hb_schema_set *hb_test_load_crds(void);
 void hb_test_assert_valid(const struct hb_schema_set *set,
 			  const struct cJSON *doc);
+
+/* The jobspec's JSON form without where it came from (source,
+ * source_name).  Caller frees with cJSON_Delete(). */
+struct cJSON *hb_test_canon(const struct hb_jobspec *s);
+
+/*
+ * The round trip both manifest kinds owe: jobspec a -> manifest of kind
+ * (HB_SRC_MPIJOB or HB_SRC_TRAINJOB, array element idx, or -1) -> YAML
+ * text -> jobspec gives back a's canonical form, and emitting what was
+ * read gives the same manifest.  set, when not NULL, validates the
+ * manifest.  context (the script, a seed) is printed on failure.
+ */
+void hb_test_manifest_round_trip(const struct hb_jobspec *a,
+				 const struct hb_config *cfg, int kind,
+				 int64_t idx, const struct hb_schema_set *set,
+				 const char *context);
 
 /*
  * Building jobspecs as a parser would: hb_test_dir() records a directive
@@ -38,7 +56,6 @@ void hb_test_assert_valid(const struct hb_schema_set *set,
  * for each new jobspec), and sets f's origin to it.  HB_TEST_SET_STR and
  * HB_TEST_SET_NUM set a member and record the directive.
  */
-struct hb_jobspec;
 extern uint32_t hb_test_lineno;
 void hb_test_dir(struct hb_jobspec *s, int f, const char *text);
 
