@@ -264,12 +264,11 @@ static int emit_one(const struct opts *o, const struct hb_config *cfg,
 	}
 	if (rc)
 		return rc;
-	if (!o->explain && !cJSON_AddItemToArray(out->docs, doc)) {
+	/* With --explain the document was built for its fates only. */
+	if (o->explain || !cJSON_AddItemToArray(out->docs, doc)) {
 		cJSON_Delete(doc);
-		return HB_ENOMEM;
+		return o->explain ? 0 : HB_ENOMEM;
 	}
-	if (o->explain)
-		cJSON_Delete(doc);
 	return 0;
 }
 
