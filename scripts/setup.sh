@@ -6,7 +6,7 @@ set -euo pipefail
 pkgs=(
 	build-essential cmake pkg-config git
 	clang libclang-rt-14-dev llvm
-	libcmocka-dev libcjson-dev libyaml-dev
+	libcmocka-dev libcjson-dev libyaml-dev libsqlite3-dev sqlite3
 	munge slurm-wlm slurmctld slurmd slurm-client libslurm-dev
 	python3 python3-yaml openmpi-bin libopenmpi-dev
 )
