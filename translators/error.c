@@ -3,32 +3,58 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "hpcbridge/error.h"
 
+static const struct {
+	int code;
+	const char *name, *text;
+} codes[] = {
+    {HB_OK, "OK", "success"},
+    {HB_ENOMEM, "ENOMEM", "out of memory"},
+    {HB_EINVAL, "EINVAL", "invalid input"},
+    {HB_ERANGE, "ERANGE", "value out of range"},
+    {HB_ETOOBIG, "ETOOBIG", "too large"},
+    {HB_EUNSUP, "EUNSUP", "not supported"},
+    {HB_ENOENT, "ENOENT", "not found"},
+    {HB_EIO, "EIO", "input/output error"},
+    {HB_ECONFLICT, "ECONFLICT", "conflicting options"},
+    {HB_EAGAIN, "EAGAIN", "incomplete input"},
+    {HB_EPERM, "EPERM", "permission denied"},
+    {HB_ETIMEDOUT, "ETIMEDOUT", "timed out"},
+    {HB_EPROTO, "EPROTO", "protocol error"},
+    {HB_EEXIST, "EEXIST", "already exists"},
+    {HB_ESTORE, "ESTORE", "state store error"},
+    {HB_EUNAVAIL, "EUNAVAIL", "unavailable"},
+    {HB_ESLURM, "ESLURM", "Slurm error"},
+    {HB_ESTATE, "ESTATE", "not possible in the current state"},
+};
+
+#define NCODES (sizeof(codes) / sizeof(codes[0]))
+
 const char *hb_strerror(int code)
 {
-	switch (code) {
-	case HB_OK:
-		return "success";
-	case HB_ENOMEM:
-		return "out of memory";
-	case HB_EINVAL:
-		return "invalid input";
-	case HB_ERANGE:
-		return "value out of range";
-	case HB_ETOOBIG:
-		return "too large";
-	case HB_EUNSUP:
-		return "not supported";
-	case HB_ENOENT:
-		return "not found";
-	case HB_EIO:
-		return "input/output error";
-	case HB_ECONFLICT:
-		return "conflicting options";
-	}
+	for (size_t i = 0; i < NCODES; i++)
+		if (codes[i].code == code)
+			return codes[i].text;
 	return "unknown error";
+}
+
+const char *hb_errname(int code)
+{
+	for (size_t i = 0; i < NCODES; i++)
+		if (codes[i].code == code)
+			return codes[i].name;
+	return NULL;
+}
+
+int hb_errcode(const char *name)
+{
+	for (size_t i = 0; name && i < NCODES; i++)
+		if (!strcmp(codes[i].name, name))
+			return codes[i].code;
+	return HB_EINVAL;
 }
 
 int hb_err_set(struct hb_err *err, int code, const char *file, unsigned line,

@@ -20,8 +20,23 @@ enum {
 	HB_EUNSUP = -5,	  /* valid input we cannot carry */
 	HB_ENOENT = -6,	  /* missing file, key or object */
 	HB_EIO = -7,	  /* read or write failed */
-	HB_ECONFLICT = -8 /* conflicting options */
+	HB_ECONFLICT = -8, /* conflicting options */
+	HB_EAGAIN = -9,	   /* incomplete: more input needed */
+	HB_EPERM = -10,	   /* the caller may not do this */
+	HB_ETIMEDOUT = -11, /* a deadline passed */
+	HB_EPROTO = -12,   /* a malformed or unexpected message */
+	HB_EEXIST = -13,   /* the object already exists */
+	HB_ESTORE = -14,   /* the state store failed (SQLite) */
+	HB_EUNAVAIL = -15, /* a peer (daemon, cluster) is unreachable */
+	HB_ESLURM = -16,   /* Slurm refused or failed a call */
+	HB_ESTATE = -17	   /* not possible in the object's current state */
 };
+
+/* The short name of an HB_E* code ("EINVAL"), as the API sends it; NULL
+ * for an unknown code. */
+const char *hb_errname(int code);
+/* The HB_E* code for a name from hb_errname(); HB_EINVAL if unknown. */
+int hb_errcode(const char *name);
 
 /* Static text for an HB_E* code; never NULL. */
 const char *hb_strerror(int code);
