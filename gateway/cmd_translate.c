@@ -37,6 +37,8 @@ static const char *const target_kinds[] = { "MPIJob", "TrainJob", "sbatch",
 
 /* Largest config file accepted. */
 #define CONFIG_MAX (1u * 1024 * 1024)
+/* Cap on the memory all of one run's document trees may take. */
+#define TREES_MAX (1024u * 1024 * 1024)
 /* Most sbatch/qsub options passed with --option. */
 #define MAX_OPTIONS 256
 
@@ -416,6 +418,7 @@ int hb_cmd_translate(int argc, char **argv)
 	struct hb_err err = { 0 };
 	struct hb_sbatch_opts sopts;
 	struct out out = { 0 };
+	struct hb_arena trees;
 	int rc, status = HB_EXIT_OK;
 
 	if (parse_opts(argc, argv, &o)) {
@@ -437,6 +440,9 @@ int hb_cmd_translate(int argc, char **argv)
 	sopts.envp = o.use_env ? (const char *const *)environ : NULL;
 	sopts.argv = o.options;
 	sopts.argc = o.noptions;
+	/* Every tree of this run lives in one arena, freed at the end. */
+	hb_arena_init(&trees, TREES_MAX);
+	hb_doc_scope_begin(&trees);
 	out.docs = cJSON_CreateArray();
 	hb_buf_init(&out.text, 0);
 	if (!out.docs) {
@@ -489,6 +495,8 @@ int hb_cmd_translate(int argc, char **argv)
 	}
 done:
 	cJSON_Delete(out.docs);
+	hb_doc_scope_end();
+	hb_arena_free(&trees);
 	hb_buf_free(&out.text);
 	hb_config_free(&cfg);
 	return status;

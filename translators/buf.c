@@ -93,6 +93,17 @@ int hb_buf_putc(struct hb_buf *b, char c)
 	return hb_buf_append(b, &c, 1);
 }
 
+int hb_buf_put_u64(struct hb_buf *b, uint64_t v)
+{
+	char t[20], *p = t + sizeof(t);
+
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return hb_buf_append(b, p, (size_t)(t + sizeof(t) - p));
+}
+
 int hb_buf_vprintf(struct hb_buf *b, const char *fmt, va_list ap)
 {
 	va_list ap2;
@@ -159,6 +170,7 @@ struct hb_arena_chunk {
 void hb_arena_init(struct hb_arena *a, size_t max)
 {
 	a->head = NULL;
+	a->spare = NULL;
 	a->total = 0;
 	a->max = max ? max : HB_BUF_DEFAULT_MAX;
 }
@@ -171,9 +183,55 @@ void hb_arena_free(struct hb_arena *a)
 		next = c->next;
 		free(c);
 		c = next;
+		if (!c) {
+			c = a->spare;
+			a->spare = NULL;
+		}
 	}
 	a->head = NULL;
 	a->total = 0;
+}
+
+void hb_arena_reset(struct hb_arena *a)
+{
+	struct hb_arena_chunk *c = a->head;
+	size_t size = 0;
+
+	if (ARENA_EXACT || !c) { /* exact blocks: nothing to reuse */
+		hb_arena_free(a);
+		return;
+	}
+	if (!c->next && !a->spare) {
+		c->used = 0;
+		a->total = 0;
+		return;
+	}
+	/* Several chunks: replace them with one that holds them all, so the
+	 * next round of the same size needs no malloc and one chunk. */
+	for (c = a->head; c; c = c->next)
+		size += c->size;
+	for (c = a->spare; c; c = c->next)
+		size += c->size;
+	hb_arena_free(a);
+	if (size > a->max)
+		size = a->max;
+	c = malloc(sizeof(*c) + size);
+	if (!c)
+		return; /* the next allocation will try again */
+	c->next = NULL;
+	c->used = 0;
+	c->size = size;
+	a->spare = c;
+}
+
+int hb_arena_owns(const struct hb_arena *a, const void *p)
+{
+	const unsigned char *u = p;
+
+	for (const struct hb_arena_chunk *c = a->head; c; c = c->next)
+		if (u >= c->mem && u < c->mem + c->used)
+			return 1;
+	return 0;
 }
 
 void *hb_arena_alloc(struct hb_arena *a, size_t n)
@@ -201,6 +259,15 @@ void *hb_arena_alloc(struct hb_arena *a, size_t n)
 	n = (n + 15) & ~(size_t)15;
 	if (n > a->max - a->total) /* the rounding must fit the cap too */
 		return NULL;
+	if ((!c || c->size - c->used < n) && a->spare &&
+	    a->spare->size >= n) {
+		/* A chunk kept by hb_arena_reset; a spare too small for n is
+		 * left for smaller requests. */
+		c = a->spare;
+		a->spare = c->next;
+		c->next = a->head;
+		a->head = c;
+	}
 	if (!c || c->size - c->used < n) {
 		sz = n > ARENA_CHUNK ? n : ARENA_CHUNK;
 		c = malloc(sizeof(*c) + sz);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,43 @@
 
 #define INT_LIMIT  9007199254740992ull /* 2^53 */
 #define DUP_LINEAR 16		       /* below this many keys, scan */
+
+/* ------------------------------------------------------------------ */
+/* Arena scopes                                                        */
+/* ------------------------------------------------------------------ */
+
+static __thread struct hb_arena *scope;
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+
+static void *scope_malloc(size_t n)
+{
+	return scope ? hb_arena_alloc(scope, n) : malloc(n);
+}
+
+static void scope_free(void *p)
+{
+	if (scope && hb_arena_owns(scope, p))
+		return; /* reclaimed with the arena */
+	free(p);
+}
+
+static void install_hooks(void)
+{
+	cJSON_Hooks h = {.malloc_fn = scope_malloc, .free_fn = scope_free};
+
+	cJSON_InitHooks(&h);
+}
+
+void hb_doc_scope_begin(struct hb_arena *a)
+{
+	pthread_once(&hooks_once, install_hooks);
+	scope = a;
+}
+
+void hb_doc_scope_end(void)
+{
+	scope = NULL;
+}
 
 /* ------------------------------------------------------------------ */
 /* Source lines                                                        */
@@ -1426,6 +1464,24 @@ static void put_u4(struct wr *w, uint32_t c)
 	put(w, t, sizeof(t));
 }
 
+#define ONES 0x0101010101010101ull
+#define HIGH 0x8080808080808080ull
+
+/* Whether none of the eight bytes at s needs care in a JSON or
+ * double-quoted string: no control byte, '"', '\\', DEL or non-ASCII. */
+static inline int plain8(const unsigned char *s)
+{
+	uint64_t x, q, b, d;
+
+	memcpy(&x, s, 8);
+	q = x ^ (ONES * '"');
+	b = x ^ (ONES * '\\');
+	d = x ^ (ONES * 0x7f);
+	return !((x | ((x - ONES * 0x20) & ~x) | ((q - ONES) & ~q) |
+		  ((b - ONES) & ~b) | ((d - ONES) & ~d)) &
+		 HIGH);
+}
+
 static void json_string(struct wr *w, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)(str ? str : "");
@@ -1437,8 +1493,13 @@ static void json_string(struct wr *w, const char *str)
 
 	putc1(w, '"');
 	while (s < end) {
-		unsigned char c = *s;
+		unsigned char c;
 
+		while (end - s >= 8 && plain8(s))
+			s += 8;
+		if (s == end)
+			break;
+		c = *s;
 		if (bclass[c] <= B_INDICATOR) {
 			s++;
 			continue;
@@ -1758,8 +1819,13 @@ static void yaml_dquote(struct wr *w, const char *str, size_t n)
 
 	putc1(w, '"');
 	while (s < end) {
-		unsigned char c = *s;
+		unsigned char c;
 
+		while (end - s >= 8 && plain8(s))
+			s += 8;
+		if (s == end)
+			break;
+		c = *s;
 		if (bclass[c] <= B_INDICATOR) {
 			s++;
 			continue;

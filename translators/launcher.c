@@ -807,7 +807,8 @@ static int put_assign(struct hb_buf *b, bool exp, const char *name,
 {
 	int rc;
 
-	if ((rc = hb_buf_printf(b, "%s%s=", exp ? "export " : "", name)) ||
+	if ((exp && (rc = hb_buf_puts(b, "export "))) ||
+	    (rc = hb_buf_puts(b, name)) || (rc = hb_buf_putc(b, '=')) ||
 	    (rc = put_quoted(b, value, strlen(value))))
 		return rc;
 	return hb_buf_putc(b, '\n');
@@ -815,7 +816,12 @@ static int put_assign(struct hb_buf *b, bool exp, const char *name,
 
 static int put_export_u64(struct hb_buf *b, const char *name, uint64_t v)
 {
-	return hb_buf_printf(b, "export %s=%" PRIu64 "\n", name, v);
+	int rc;
+
+	if ((rc = hb_buf_puts(b, "export ")) || (rc = hb_buf_puts(b, name)) ||
+	    (rc = hb_buf_putc(b, '=')) || (rc = hb_buf_put_u64(b, v)))
+		return rc;
+	return hb_buf_putc(b, '\n');
 }
 
 /* The job's name as Slurm shows it: --job-name, else the script's file
@@ -852,15 +858,17 @@ static int put_settings(struct hb_buf *b, const struct hb_jobspec *spec)
 	int rc;
 	bool first = true;
 
-	if ((rc = hb_buf_printf(b, "hb_default_flavor=%s\nhb_fwd_names='",
-				default_flavor(spec->mpi))))
+	if ((rc = hb_buf_puts(b, "hb_default_flavor=")) ||
+	    (rc = hb_buf_puts(b, default_flavor(spec->mpi))) ||
+	    (rc = hb_buf_puts(b, "\nhb_fwd_names='")))
 		return rc;
 	for (uint32_t i = 0; i < spec->nenv; i++) {
 		const char *n = spec->env[i].name;
 
 		if (is_rm_name(n))
 			continue;
-		if ((rc = hb_buf_printf(b, "%s%s", first ? "" : " ", n)))
+		if ((!first && (rc = hb_buf_putc(b, ' '))) ||
+		    (rc = hb_buf_puts(b, n)))
 			return rc;
 		first = false;
 	}
@@ -1159,11 +1167,13 @@ static int put_script(struct hb_buf *b, const char *script, size_t len,
 	bool add_nl = len && script[len - 1] != '\n';
 	int rc;
 
-	if ((rc = hb_buf_printf(b, "cat >\"$hb_script\" <<'%s' || exit 1\n",
-				delim)) ||
+	if ((rc = hb_buf_puts(b, "cat >\"$hb_script\" <<'")) ||
+	    (rc = hb_buf_puts(b, delim)) ||
+	    (rc = hb_buf_puts(b, "' || exit 1\n")) ||
 	    (rc = hb_buf_append(b, script, len)) ||
 	    (add_nl && (rc = hb_buf_putc(b, '\n'))) ||
-	    (rc = hb_buf_printf(b, "%s" TRAILER "%d\n", delim, add_nl ? 1 : 0)))
+	    (rc = hb_buf_puts(b, delim)) || (rc = hb_buf_puts(b, TRAILER)) ||
+	    (rc = hb_buf_puts(b, add_nl ? "1\n" : "0\n")))
 		return rc;
 	return 0;
 }
@@ -1178,12 +1188,15 @@ static int build(struct hb_buf *b, const struct hb_jobspec *spec,
 	if ((rc = hb_buf_puts(b, HEAD)) || (rc = put_settings(b, spec)) ||
 	    (rc = put_runtime(b, mounted)) ||
 	    (rc = hb_buf_puts(b, SOURCE_LIB)) || (rc = put_env(b, spec)) ||
-	    (rc = hb_buf_printf(b,
-				"hb_ntasks_req=%" PRIu32 " hb_ntpn=%" PRIu32
-				" hb_cpt=%" PRIu32 " hb_fallback=%" PRIu32
-				"\nhb_setup\n",
-				spec->ntasks, spec->ntasks_per_node,
-				spec->cpus_per_task, sh->ntasks)) ||
+	    (rc = hb_buf_puts(b, "hb_ntasks_req=")) ||
+	    (rc = hb_buf_put_u64(b, spec->ntasks)) ||
+	    (rc = hb_buf_puts(b, " hb_ntpn=")) ||
+	    (rc = hb_buf_put_u64(b, spec->ntasks_per_node)) ||
+	    (rc = hb_buf_puts(b, " hb_cpt=")) ||
+	    (rc = hb_buf_put_u64(b, spec->cpus_per_task)) ||
+	    (rc = hb_buf_puts(b, " hb_fallback=")) ||
+	    (rc = hb_buf_put_u64(b, sh->ntasks)) ||
+	    (rc = hb_buf_puts(b, "\nhb_setup\n")) ||
 	    (rc = put_job(b, spec, job_id, array_index, sh)) ||
 	    (rc = put_run(b, spec, script, len)) ||
 	    (rc = put_script(b, script, len, delim)))

@@ -15,6 +15,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct hb_buf {
 	char *data;  /* NUL-terminated; NULL until the first append */
@@ -38,6 +39,8 @@ char *hb_buf_steal(struct hb_buf *b);
 int hb_buf_append(struct hb_buf *b, const void *p, size_t n);
 int hb_buf_puts(struct hb_buf *b, const char *s);
 int hb_buf_putc(struct hb_buf *b, char c);
+/* Append v in decimal (no printf: it is on hot paths). */
+int hb_buf_put_u64(struct hb_buf *b, uint64_t v);
 int hb_buf_printf(struct hb_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int hb_buf_vprintf(struct hb_buf *b, const char *fmt, va_list ap)
@@ -46,6 +49,7 @@ int hb_buf_vprintf(struct hb_buf *b, const char *fmt, va_list ap)
 struct hb_arena_chunk;
 struct hb_arena {
 	struct hb_arena_chunk *head;
+	struct hb_arena_chunk *spare; /* chunks kept by hb_arena_reset */
 	size_t total;  /* bytes handed out so far */
 	size_t max;    /* cap on total; 0 means HB_BUF_DEFAULT_MAX */
 };
@@ -53,6 +57,12 @@ struct hb_arena {
 void hb_arena_init(struct hb_arena *a, size_t max);
 /* Free every allocation made from the arena. */
 void hb_arena_free(struct hb_arena *a);
+/* Forget every allocation but keep the memory: the chunks become one
+ * chunk of their total size, so an arena reset between jobs of similar
+ * size stops calling malloc, and holds one chunk. */
+void hb_arena_reset(struct hb_arena *a);
+/* Whether p points into memory a handed out and has not reset. */
+int hb_arena_owns(const struct hb_arena *a, const void *p);
 /* Zeroed, 16-byte-aligned memory; NULL when out of memory or past max. */
 void *hb_arena_alloc(struct hb_arena *a, size_t n);
 /* Copy n bytes of s and NUL-terminate. */

@@ -99,6 +99,21 @@ int hb_doc_write_yaml_stream(const struct cJSON *docs, struct hb_buf *out);
  */
 int hb_doc_line(const struct cJSON *item);
 
+/*
+ * A scope in which the cJSON nodes (and strings cJSON allocates) made by
+ * this thread come from arena a instead of malloc: building a manifest
+ * then costs a few bump allocations instead of hundreds of mallocs, and
+ * cJSON_Delete() of such a tree is free.  Memory cJSON allocated before
+ * the scope, or on another thread, is still freed normally inside it.
+ * Every tree made in the scope must be dropped (deleted or abandoned)
+ * before hb_doc_scope_end(); after it, hb_arena_reset(a) or
+ * hb_arena_free(a) reclaims the memory.  Scopes do not nest.  The first
+ * call installs cJSON allocation hooks for the process; outside a scope
+ * they behave as malloc and free.
+ */
+void hb_doc_scope_begin(struct hb_arena *a);
+void hb_doc_scope_end(void);
+
 /* Follow a dotted path ("spec.mpiReplicaSpecs.Worker") through objects;
  * NULL if any step is missing.  Keys are case-sensitive and cannot contain
  * '.'.  "" gives doc itself.  The result is borrowed from doc. */

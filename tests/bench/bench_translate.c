@@ -109,7 +109,8 @@ static volatile unsigned long sink;
 
 /* One pass over n scripts (cycling through the corpus). */
 static int run(enum mode m, const struct script *c, size_t nc, size_t n,
-	       const struct hb_config *cfg, struct hb_buf *out)
+	       const struct hb_config *cfg, struct hb_buf *out,
+	       struct hb_arena *trees)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct script *s = &c[i % nc];
@@ -131,6 +132,7 @@ static int run(enum mode m, const struct script *c, size_t nc, size_t n,
 		hb_report_init(&rep, "MPIJob");
 		rc = hb_sbatch_parse(s->data, s->len, s->name, NULL, &spec,
 				     &err);
+		hb_doc_scope_begin(trees);
 		if (!rc && m != M_PARSE)
 			rc = hb_mpijob_emit(&spec, cfg, -1, &doc, &rep, &err);
 		if (!rc && m != M_PARSE && m != M_EMIT) {
@@ -141,6 +143,8 @@ static int run(enum mode m, const struct script *c, size_t nc, size_t n,
 			sink += out->len;
 		}
 		cJSON_Delete(doc);
+		hb_doc_scope_end();
+		hb_arena_reset(trees);
 		hb_report_free(&rep);
 		hb_jobspec_free(&spec);
 		if (rc) {
@@ -159,6 +163,7 @@ int main(int argc, char **argv)
 	struct script *c;
 	struct hb_config cfg, cfg_inline;
 	struct hb_buf out;
+	struct hb_arena trees;
 	double rates[NMODES][64], med[NMODES];
 	cpu_set_t one;
 
@@ -207,11 +212,12 @@ int main(int argc, char **argv)
 	}
 	cfg_inline.launcher_runtime = "inline";
 	hb_buf_init(&out, 0);
+	hb_arena_init(&trees, 0);
 
 	/* Warm up, and check every script translates. */
 	for (int m = M_PARSE; m < NMODES; m++)
 		if (run((enum mode)m, c, nc, nc,
-			m >= M_JSON_INLINE ? &cfg_inline : &cfg, &out))
+			m >= M_JSON_INLINE ? &cfg_inline : &cfg, &out, &trees))
 			return 1;
 	long rss_small = 0;
 
@@ -225,7 +231,8 @@ int main(int argc, char **argv)
 				continue;
 			}
 			if (run((enum mode)m, c, nc, n,
-				m >= M_JSON_INLINE ? &cfg_inline : &cfg, &out))
+				m >= M_JSON_INLINE ? &cfg_inline : &cfg, &out,
+				&trees))
 				return 1;
 			dt = now() - t0;
 			rates[m][r] = (double)n / dt;
@@ -239,7 +246,7 @@ int main(int argc, char **argv)
 	}
 	/* Ten times the scripts: peak memory must not grow.  Not when one
 	 * measure is being profiled. */
-	if (only < 0 && run(M_YAML, c, nc, n * 10, &cfg, &out))
+	if (only < 0 && run(M_YAML, c, nc, n * 10, &cfg, &out, &trees))
 		return 1;
 	long rss_big = peak_rss_kb();
 

@@ -74,12 +74,75 @@ static void test_arena(void **state)
 	hb_arena_free(&a);
 	/* Rounding up may not carry the total past the cap. */
 	hb_arena_init(&a, 100);
-	assert_non_null(hb_arena_alloc(&a, 99));
+	assert_non_null(hb_arena_alloc(&a, 96)); /* 16-byte multiple */
 	assert_null(hb_arena_alloc(&a, 1000000));
 	assert_null(hb_arena_alloc(&a, 1000));
 	assert_null(hb_arena_strdup(&a, NULL));
 	hb_arena_free(&a);
 	hb_arena_free(&a);
+}
+
+static void test_arena_reset(void **state)
+{
+	struct hb_arena a;
+	char *p[64];
+
+	(void)state;
+	hb_arena_init(&a, 0);
+	for (int round = 0; round < 3; round++) {
+		/* Several chunks' worth, then a reset: the memory is kept
+		 * and handed out again; old pointers are no longer owned. */
+		for (int i = 0; i < 64; i++) {
+			p[i] = hb_arena_alloc(&a, 1000);
+			assert_non_null(p[i]);
+			assert_true(hb_arena_owns(&a, p[i]));
+			assert_int_equal(p[i][999], 0); /* zeroed */
+			memset(p[i], 'x', 1000);
+		}
+		/* 1000 bytes each, rounded to 16 unless blocks are exact
+		 * (under the sanitizers) */
+		assert_in_range(a.total, 64 * 1000, 64 * 1008);
+		hb_arena_reset(&a);
+		assert_int_equal(a.total, 0);
+		assert_false(hb_arena_owns(&a, p[0]));
+		assert_false(hb_arena_owns(&a, p[63]));
+	}
+	hb_arena_reset(&a); /* empty: fine */
+	hb_arena_free(&a);
+}
+
+static void test_put_u64(void **state)
+{
+	struct hb_buf b;
+
+	(void)state;
+	hb_buf_init(&b, 0);
+	assert_int_equal(hb_buf_put_u64(&b, 0), 0);
+	assert_int_equal(hb_buf_putc(&b, ' '), 0);
+	assert_int_equal(hb_buf_put_u64(&b, 42), 0);
+	assert_int_equal(hb_buf_putc(&b, ' '), 0);
+	assert_int_equal(hb_buf_put_u64(&b, UINT64_MAX), 0);
+	assert_string_equal(b.data, "0 42 18446744073709551615");
+	hb_buf_free(&b);
+	hb_buf_init(&b, 3); /* the cap holds */
+	assert_int_equal(hb_buf_put_u64(&b, 1234), HB_ETOOBIG);
+	hb_buf_free(&b);
+}
+
+static void test_errnames(void **state)
+{
+	(void)state;
+	for (int c = 0; c >= -17; c--) {
+		const char *n = hb_errname(c);
+
+		assert_non_null(n);
+		assert_int_equal(hb_errcode(n), c);
+		assert_string_not_equal(hb_strerror(c), "unknown error");
+	}
+	assert_string_equal(hb_errname(HB_EPERM), "EPERM");
+	assert_null(hb_errname(-1000));
+	assert_int_equal(hb_errcode("ENOSUCH"), HB_EINVAL);
+	assert_int_equal(hb_errcode(NULL), HB_EINVAL);
 }
 
 static void test_err(void **state)
@@ -108,6 +171,9 @@ int main(void)
 		cmocka_unit_test(test_append_and_cap),
 		cmocka_unit_test(test_printf_grows),
 		cmocka_unit_test(test_arena),
+		cmocka_unit_test(test_arena_reset),
+		cmocka_unit_test(test_put_u64),
+		cmocka_unit_test(test_errnames),
 		cmocka_unit_test(test_err),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

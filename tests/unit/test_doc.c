@@ -890,6 +890,74 @@ static void test_json_escapes(void **state)
 	cJSON_Delete(s);
 }
 
+/* Every special byte at every offset around the 8-byte fast path. */
+static void test_json_escapes_offsets(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} sp[] = {{"\"", "\\\""}, {"\\", "\\\\"}, {"\n", "\\n"},
+		  {"\x01", "\\u0001"}, {"\x7f", "\\u007f"},
+		  {"\xc3\xa9", "\xc3\xa9"}, {"\xff", "\xef\xbf\xbd"}};
+	char in[64], want[96];
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(sp) / sizeof(sp[0]); k++)
+		for (int pre = 0; pre < 20; pre++) {
+			int post = 19 - pre;
+			cJSON *s;
+			char *j;
+
+			snprintf(in, sizeof(in), "%.*s%s%.*s", pre,
+				 "aaaaaaaaaaaaaaaaaaaa", sp[k].in, post,
+				 "bbbbbbbbbbbbbbbbbbbb");
+			snprintf(want, sizeof(want), "\"%.*s%s%.*s\"\n", pre,
+				 "aaaaaaaaaaaaaaaaaaaa", sp[k].out, post,
+				 "bbbbbbbbbbbbbbbbbbbb");
+			s = cJSON_CreateString(in);
+			j = json_of(s);
+			assert_string_equal(j, want);
+			free(j);
+			cJSON_Delete(s);
+		}
+}
+
+/* Trees made in a scope come from its arena and write as any other. */
+static void test_scope(void **state)
+{
+	struct hb_arena a;
+	cJSON *before = cJSON_CreateObject(), *in;
+	char *j1, *j2;
+
+	(void)state;
+	cJSON_AddStringToObject(before, "k", "made before the scope");
+	hb_arena_init(&a, 0);
+	hb_doc_scope_begin(&a);
+	in = cJSON_CreateObject();
+	assert_non_null(in);
+	assert_true(hb_arena_owns(&a, in));
+	assert_non_null(cJSON_AddStringToObject(in, "k",
+						"made before the scope"));
+	assert_true(hb_arena_owns(&a, cJSON_GetObjectItem(in, "k")));
+	assert_false(hb_arena_owns(&a, before));
+	j1 = json_of(in);
+	j2 = json_of(before);
+	assert_string_equal(j1, j2);
+	/* A tree from outside the scope is freed for real inside it (a
+	 * leak or a bad free would show under the sanitizers). */
+	cJSON_Delete(before);
+	cJSON_Delete(in);
+	hb_doc_scope_end();
+	hb_arena_reset(&a);
+	assert_false(hb_arena_owns(&a, in));
+	/* Outside a scope, nodes come from malloc again. */
+	before = cJSON_CreateObject();
+	assert_false(hb_arena_owns(&a, before));
+	cJSON_Delete(before);
+	hb_arena_free(&a);
+	free(j1);
+	free(j2);
+}
+
 static void test_writer_errors(void **state)
 {
 	cJSON *doc = cJSON_CreateObject();
@@ -1012,6 +1080,8 @@ int main(void)
 	    cmocka_unit_test(test_roundtrip_numbers_and_shapes),
 	    cmocka_unit_test(test_yaml_golden),
 	    cmocka_unit_test(test_json_escapes),
+	    cmocka_unit_test(test_json_escapes_offsets),
+	    cmocka_unit_test(test_scope),
 	    cmocka_unit_test(test_writer_errors),
 	    cmocka_unit_test(test_reference_files),
 	};
