@@ -1,0 +1,92 @@
+/*
+ * backend.h - where a burst job runs: the remote side, behind one
+ * interface.
+ *
+ * The daemon starts, watches, reads the output of, and cancels remote jobs
+ * through struct hb_backend.  Every operation is keyed by the gateway id,
+ * and start is idempotent: starting an id that already exists adopts it,
+ * so a retry after a crash never runs a job twice.
+ *
+ * Backends:
+ *   local       runs the job's script on this host, as the job's user, in
+ *               its own session, with its output in a file.  It stands in
+ *               for the cluster in the sandbox and in the tests, until the
+ *               Kubernetes backend exists; it is not a production target.
+ *
+ * A backend is used from one thread at a time.
+ */
+#ifndef HPCBRIDGE_BACKEND_H
+#define HPCBRIDGE_BACKEND_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hpcbridge/buf.h"
+#include "hpcbridge/error.h"
+
+enum hb_remote_phase {
+	HB_REMOTE_PENDING,
+	HB_REMOTE_RUNNING,
+	HB_REMOTE_SUCCEEDED,
+	HB_REMOTE_FAILED,
+	HB_REMOTE_CANCELLED,
+	HB_REMOTE_LOST /* gone without a result */
+};
+
+/* "pending", "running", ...; never NULL. */
+const char *hb_remote_phase_name(enum hb_remote_phase p);
+/* Whether p is final. */
+int hb_remote_phase_done(enum hb_remote_phase p);
+
+/* What a remote job is made of.  Strings are borrowed for the call. */
+struct hb_remote_job {
+	const char *id;	     /* gateway id: [a-z0-9-], at most 63 chars */
+	const char *script;  /* the job's script, run as is */
+	size_t script_len;
+	uid_t uid;	     /* run as */
+	gid_t gid;
+	const char *workdir; /* absolute; NULL: the user's home, else / */
+	const char *const *env; /* "NAME=value", NULL-terminated; may be
+				 * NULL */
+};
+
+struct hb_remote_status {
+	enum hb_remote_phase phase;
+	int exit_code;	  /* final phases: the job's exit code (128+N for
+			   * signal N); -1 when unknown */
+	int64_t start_ms; /* 0: not started */
+	int64_t end_ms;	  /* 0: not finished */
+};
+
+struct hb_backend;
+
+/* Start, or adopt if id exists.  HB_EINVAL for a bad id or job. */
+int hb_backend_start(struct hb_backend *be, const struct hb_remote_job *job,
+		     struct hb_err *err);
+/* HB_ENOENT for an unknown id. */
+int hb_backend_status(struct hb_backend *be, const char *id,
+		      struct hb_remote_status *out, struct hb_err *err);
+/*
+ * Append up to max bytes of the job's output from byte offset to out
+ * (nothing when offset is at the end).  HB_ENOENT for an unknown id.
+ */
+int hb_backend_log(struct hb_backend *be, const char *id, uint64_t offset,
+		   size_t max, struct hb_buf *out, struct hb_err *err);
+/* Stop the job (SIGTERM, then SIGKILL after the grace period) and mark it
+ * cancelled.  A finished job stays as it finished: 0, nothing done. */
+int hb_backend_cancel(struct hb_backend *be, const char *id,
+		      struct hb_err *err);
+/* NULL is fine.  Running jobs keep running. */
+void hb_backend_free(struct hb_backend *be);
+
+/*
+ * The local backend, keeping each job under dir/<id>/ (created 0711 if
+ * missing): the script, its output, its process id and its result.  It
+ * survives a restart of the daemon: a new backend on the same dir sees
+ * the jobs the old one started.  grace_ms: how long cancel waits after
+ * SIGTERM.  Caller frees with hb_backend_free().
+ */
+int hb_backend_local_new(const char *dir, int grace_ms,
+			 struct hb_backend **out, struct hb_err *err);
+
+#endif
