@@ -56,8 +56,12 @@ static void emit_all(const struct hb_jobspec *spec, int64_t index)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	static struct hb_arena trees;
 	struct hb_jobspec spec;
 	struct hb_err err = {0};
+	/* Odd sizes build their trees in an arena scope, as the CLI does;
+	 * even sizes with malloc, as the daemon does. */
+	int scoped = size & 1;
 	cJSON *j;
 
 	if (!cfg_ready) {
@@ -65,6 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		cfg_ready = 1;
 	}
+	if (scoped)
+		hb_doc_scope_begin(&trees);
 	hb_jobspec_init(&spec, "fuzz");
 	if (hb_parse_any((const char *)data, size, "fuzz", NULL, &spec,
 			 &err) == 0) {
@@ -81,5 +87,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort(); /* every failure must say why */
 	}
 	hb_jobspec_free(&spec);
+	if (scoped) {
+		hb_doc_scope_end();
+		hb_arena_reset(&trees);
+	}
 	return 0;
 }
