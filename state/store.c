@@ -94,6 +94,10 @@ static const char schema_v1[] =
 	" BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;"
 	"CREATE TRIGGER events_no_delete BEFORE DELETE ON events"
 	" BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;"
+	/* INSERT OR REPLACE deletes without firing delete triggers. */
+	"CREATE TRIGGER events_no_replace BEFORE INSERT ON events"
+	" WHEN EXISTS (SELECT 1 FROM events WHERE id = NEW.id)"
+	" BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;"
 
 	/* Money is integers; a correction is a new row that reverses one. */
 	"CREATE TABLE ledger ("
@@ -114,6 +118,9 @@ static const char schema_v1[] =
 	"CREATE TRIGGER ledger_no_update BEFORE UPDATE ON ledger"
 	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;"
 	"CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger"
+	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;"
+	"CREATE TRIGGER ledger_no_replace BEFORE INSERT ON ledger"
+	" WHEN EXISTS (SELECT 1 FROM ledger WHERE id = NEW.id)"
 	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;";
 
 static const char *const migrations[] = {schema_v1};
