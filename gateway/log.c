@@ -1,0 +1,264 @@
+/*
+ * log.c - JSON-lines logging with a level filter and a hook.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hpcbridge/error.h"
+#include "hpcbridge/log.h"
+
+static int min_level = HB_LOG_INFO;
+static int log_fd = -1;
+static hb_log_hook_fn log_hook;
+static void *log_hook_arg;
+
+static const char *const names[] = { "debug", "info", "warn", "error" };
+
+void hb_log_set_level(enum hb_log_level level)
+{
+	if (level < HB_LOG_DEBUG)
+		level = HB_LOG_DEBUG;
+	if (level > HB_LOG_ERROR)
+		level = HB_LOG_ERROR;
+	__atomic_store_n(&min_level, (int)level, __ATOMIC_RELAXED);
+}
+
+enum hb_log_level hb_log_get_level(void)
+{
+	return (enum hb_log_level)__atomic_load_n(&min_level, __ATOMIC_RELAXED);
+}
+
+int hb_log_enabled(enum hb_log_level level)
+{
+	return (int)level >= __atomic_load_n(&min_level, __ATOMIC_RELAXED);
+}
+
+int hb_log_level_parse(const char *s, enum hb_log_level *out)
+{
+	for (int i = 0; s && i < 4; i++)
+		if (!strcasecmp(s, names[i])) {
+			*out = (enum hb_log_level)i;
+			return 0;
+		}
+	if (s && !strcasecmp(s, "warning")) {
+		*out = HB_LOG_WARN;
+		return 0;
+	}
+	return HB_EINVAL;
+}
+
+const char *hb_log_level_name(enum hb_log_level level)
+{
+	if (level < HB_LOG_DEBUG || level > HB_LOG_ERROR)
+		return "error";
+	return names[level];
+}
+
+void hb_log_set_fd(int fd)
+{
+	__atomic_store_n(&log_fd, fd, __ATOMIC_RELAXED);
+}
+
+void hb_log_set_hook(hb_log_hook_fn hook, void *arg)
+{
+	log_hook_arg = arg;
+	log_hook = hook;
+}
+
+/* A fixed-size line builder: writes past the end are dropped and noted. */
+struct line {
+	char *p;
+	size_t len, cap;
+	int cut;
+};
+
+static void put(struct line *l, const char *s, size_t n)
+{
+	if (n > l->cap - l->len) {
+		n = l->cap - l->len;
+		l->cut = 1;
+	}
+	memcpy(l->p + l->len, s, n);
+	l->len += n;
+}
+
+static void puts_(struct line *l, const char *s)
+{
+	put(l, s, strlen(s));
+}
+
+/* s as a JSON string body: control characters and invalid bytes escaped
+ * (bytes >= 0x80 are passed through only as whole UTF-8 sequences). */
+static void put_escaped(struct line *l, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *u = (const unsigned char *)s;
+	char esc[6];
+
+	while (*u) {
+		unsigned char c = *u;
+		size_t k = 0;
+
+		if (c == '"' || c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)c;
+			put(l, esc, 2);
+		} else if (c == '\n') {
+			put(l, "\\n", 2);
+		} else if (c == '\t') {
+			put(l, "\\t", 2);
+		} else if (c < 0x20 || c == 0x7f) {
+			esc[0] = '\\';
+			esc[1] = 'u';
+			esc[2] = '0';
+			esc[3] = '0';
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			put(l, esc, 6);
+		} else if (c < 0x80) {
+			put(l, (const char *)u, 1);
+		} else {
+			/* a whole, plausible UTF-8 sequence or U+FFFD */
+			if (c >= 0xc2 && c <= 0xdf)
+				k = 2;
+			else if (c >= 0xe0 && c <= 0xef)
+				k = 3;
+			else if (c >= 0xf0 && c <= 0xf4)
+				k = 4;
+			for (size_t i = 1; i < k; i++)
+				if ((u[i] & 0xc0) != 0x80)
+					k = 0;
+			if (k) {
+				put(l, (const char *)u, k);
+				u += k;
+				continue;
+			}
+			put(l, "\xef\xbf\xbd", 3);
+		}
+		u++;
+	}
+}
+
+static void put_ts(struct line *l)
+{
+	struct timespec ts;
+	struct tm tm;
+	char buf[40];
+	int n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	n = snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ",
+		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		     tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+	if (n > 0 && (size_t)n < sizeof(buf))
+		put(l, buf, (size_t)n);
+}
+
+static void write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+void hb_vlogf(enum hb_log_level level, const struct hb_log_field *f, size_t n,
+	      const char *fmt, va_list ap)
+{
+	char msg[HB_LOG_MSG_MAX + 4];
+	/* room for the message escaped at worst (6 bytes a byte) */
+	char buf[HB_LOG_MSG_MAX * 6 + 4096];
+	struct line l = { .p = buf, .cap = sizeof(buf) - 2 };
+	hb_log_hook_fn hook = log_hook;
+	int m, fd;
+
+	if (!hb_log_enabled(level))
+		return;
+	if (level > HB_LOG_ERROR)
+		level = HB_LOG_ERROR;
+	m = vsnprintf(msg, HB_LOG_MSG_MAX + 1, fmt, ap);
+	if (m < 0)
+		snprintf(msg, sizeof(msg), "(unformattable log message)");
+	else if ((size_t)m > HB_LOG_MSG_MAX)
+		memcpy(msg + HB_LOG_MSG_MAX, "...", 4);
+
+	puts_(&l, "{\"ts\":\"");
+	put_ts(&l);
+	puts_(&l, "\",\"level\":\"");
+	puts_(&l, hb_log_level_name(level));
+	puts_(&l, "\",\"msg\":\"");
+	put_escaped(&l, msg);
+	put(&l, "\"", 1);
+	for (size_t i = 0; f && i < n; i++) {
+		char num[32];
+
+		if (!f[i].key)
+			continue;
+		puts_(&l, ",\"");
+		put_escaped(&l, f[i].key);
+		puts_(&l, "\":");
+		if (f[i].is_num) {
+			snprintf(num, sizeof(num), "%lld", f[i].num);
+			puts_(&l, num);
+		} else if (f[i].str) {
+			put(&l, "\"", 1);
+			put_escaped(&l, f[i].str);
+			put(&l, "\"", 1);
+		} else {
+			puts_(&l, "null");
+		}
+	}
+	if (l.cut) {
+		/* Too long for one line: keep it valid JSON, drop the
+		 * fields. */
+		l.len = 0;
+		l.cut = 0;
+		puts_(&l, "{\"ts\":\"");
+		put_ts(&l);
+		puts_(&l, "\",\"level\":\"");
+		puts_(&l, hb_log_level_name(level));
+		puts_(&l, "\",\"msg\":\"");
+		put_escaped(&l, msg);
+		puts_(&l, "\",\"truncated\":true");
+	}
+	put(&l, "}", 1);
+	buf[l.len] = '\0';
+	if (hook) {
+		hook(level, msg, buf, log_hook_arg);
+		return;
+	}
+	buf[l.len++] = '\n';
+	fd = __atomic_load_n(&log_fd, __ATOMIC_RELAXED);
+	write_all(fd >= 0 ? fd : STDERR_FILENO, buf, l.len);
+}
+
+void hb_logf(enum hb_log_level level, const struct hb_log_field *f, size_t n,
+	     const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	hb_vlogf(level, f, n, fmt, ap);
+	va_end(ap);
+}
+
+void hb_log(enum hb_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	hb_vlogf(level, NULL, 0, fmt, ap);
+	va_end(ap);
+}

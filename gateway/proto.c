@@ -1,0 +1,604 @@
+/*
+ * proto.c - the hpcbridged API protocol: framing, strict JSON payloads and
+ * a one-shot client with one deadline.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "hpcbridge/proto.h"
+
+static const char magic[2] = { 'H', 'B' };
+
+int hb_proto_frame(struct hb_buf *out, enum hb_proto_kind kind,
+		   const char *json, size_t len)
+{
+	unsigned char hdr[HB_PROTO_HDR];
+	size_t old = out->len;
+	int rc;
+
+	if (kind != HB_PROTO_REQUEST && kind != HB_PROTO_REPLY)
+		return HB_EINVAL;
+	if (len > HB_PROTO_MAX_PAYLOAD)
+		return HB_ETOOBIG;
+	if (!out->max)
+		out->max = HB_BUF_DEFAULT_MAX;
+	if (out->len > out->max || HB_PROTO_HDR + len > out->max - out->len)
+		return HB_ETOOBIG;
+	hdr[0] = (unsigned char)magic[0];
+	hdr[1] = (unsigned char)magic[1];
+	hdr[2] = HB_PROTO_VERSION;
+	hdr[3] = (unsigned char)kind;
+	hdr[4] = (unsigned char)(len >> 24);
+	hdr[5] = (unsigned char)(len >> 16);
+	hdr[6] = (unsigned char)(len >> 8);
+	hdr[7] = (unsigned char)len;
+	rc = hb_buf_append(out, hdr, sizeof(hdr));
+	if (rc == 0 && len)
+		rc = hb_buf_append(out, json, len);
+	if (rc) {
+		out->len = old;
+		if (out->data)
+			out->data[old] = '\0';
+	}
+	return rc;
+}
+
+int hb_proto_peek(const void *data, size_t len, size_t max_payload,
+		  enum hb_proto_kind *kind, const char **payload, size_t *plen,
+		  size_t *frame_len, struct hb_err *err)
+{
+	const unsigned char *p = data;
+	uint32_t n;
+
+	if (max_payload == 0 || max_payload > HB_PROTO_MAX_PAYLOAD)
+		max_payload = HB_PROTO_MAX_PAYLOAD;
+	if (len >= 1 && p[0] != (unsigned char)magic[0])
+		goto bad_magic;
+	if (len >= 2 && p[1] != (unsigned char)magic[1])
+		goto bad_magic;
+	if (len >= 3 && p[2] != HB_PROTO_VERSION)
+		return hb_err_set(err, HB_EPROTO, NULL, 0,
+				  "unsupported protocol version %u (this side "
+				  "speaks %d)",
+				  p[2], HB_PROTO_VERSION);
+	if (len >= 4 && p[3] != HB_PROTO_REQUEST && p[3] != HB_PROTO_REPLY)
+		return hb_err_set(err, HB_EPROTO, NULL, 0,
+				  "bad frame kind %u (1 request, 2 reply)",
+				  p[3]);
+	if (len < HB_PROTO_HDR)
+		return HB_EAGAIN;
+	n = (uint32_t)p[4] << 24 | (uint32_t)p[5] << 16 | (uint32_t)p[6] << 8 |
+	    (uint32_t)p[7];
+	if (n > max_payload)
+		return hb_err_set(err, HB_ETOOBIG, NULL, 0,
+				  "frame payload of %u bytes exceeds the "
+				  "limit of %zu",
+				  n, max_payload);
+	if (len - HB_PROTO_HDR < n)
+		return HB_EAGAIN;
+	if (kind)
+		*kind = (enum hb_proto_kind)p[3];
+	if (payload)
+		*payload = (const char *)p + HB_PROTO_HDR;
+	if (plen)
+		*plen = n;
+	if (frame_len)
+		*frame_len = HB_PROTO_HDR + (size_t)n;
+	return 0;
+bad_magic:
+	return hb_err_set(err, HB_EPROTO, NULL, 0,
+			  "bad frame magic (not an hpcbridge API client?)");
+}
+
+/* ------------------------------------------------------------------ */
+/* Payloads                                                            */
+/* ------------------------------------------------------------------ */
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if none. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	uint32_t cp;
+	size_t need, i;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		need = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		need = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		need = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < need)
+		return 0;
+	for (i = 1; i < need; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((need == 3 && cp < 0x800) || (need == 4 && cp < 0x10000) ||
+	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return need;
+}
+
+/*
+ * What cJSON does not check: UTF-8, NUL bytes (raw, or \u0000 which cJSON
+ * would silently cut a string at) and raw control characters in strings.
+ * A lexer-level pass: it tracks only whether it is inside a string.
+ */
+static int scan_text(const char *payload, size_t len, struct hb_err *err)
+{
+	const unsigned char *s = (const unsigned char *)payload;
+	size_t i = 0, k;
+	int in_str = 0;
+
+	while (i < len) {
+		unsigned char c = s[i];
+
+		if (c == 0)
+			return hb_err_set(err, HB_EPROTO, NULL, 0,
+					  "payload byte %zu: NUL byte", i);
+		if (c >= 0x80) {
+			k = utf8_seq(s + i, len - i);
+			if (!k)
+				return hb_err_set(err, HB_EPROTO, NULL, 0,
+						  "payload byte %zu: invalid "
+						  "UTF-8",
+						  i);
+			i += k;
+			continue;
+		}
+		if (!in_str) {
+			if (c == '"')
+				in_str = 1;
+			i++;
+			continue;
+		}
+		if (c < 0x20)
+			return hb_err_set(err, HB_EPROTO, NULL, 0,
+					  "payload byte %zu: control character "
+					  "in a string (escape it)",
+					  i);
+		if (c == '"') {
+			in_str = 0;
+		} else if (c == '\\') {
+			if (i + 1 < len && s[i + 1] == 'u' && i + 5 < len &&
+			    !memcmp(s + i + 2, "0000", 4))
+				return hb_err_set(err, HB_EPROTO, NULL, 0,
+						  "payload byte %zu: \\u0000 "
+						  "in a string",
+						  i);
+			i++; /* skip the escaped character */
+		}
+		i++;
+	}
+	return 0;
+}
+
+static int cmp_keys(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Duplicate keys and depth, over the whole tree. */
+static int check_tree(const cJSON *node, int depth, struct hb_err *err)
+{
+	const cJSON *c, *d;
+	const char **keys;
+	size_t n = 0, i;
+	int rc;
+
+	if (!cJSON_IsObject(node) && !cJSON_IsArray(node))
+		return 0;
+	if (depth > HB_PROTO_MAX_DEPTH)
+		return hb_err_set(err, HB_EPROTO, NULL, 0,
+				  "payload nested deeper than %d levels",
+				  HB_PROTO_MAX_DEPTH);
+	for (c = node->child; c; c = c->next) {
+		if ((rc = check_tree(c, depth + 1, err)))
+			return rc;
+		n++;
+	}
+	if (!cJSON_IsObject(node) || n < 2)
+		return 0;
+	if (n <= 16) {
+		for (c = node->child; c; c = c->next)
+			for (d = c->next; d; d = d->next)
+				if (!strcmp(c->string, d->string))
+					goto dup_small;
+		return 0;
+	}
+	keys = malloc(n * sizeof(*keys));
+	if (!keys)
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	for (i = 0, c = node->child; c; c = c->next)
+		keys[i++] = c->string;
+	qsort(keys, n, sizeof(*keys), cmp_keys);
+	for (i = 1; i < n; i++)
+		if (!strcmp(keys[i - 1], keys[i])) {
+			rc = hb_err_set(err, HB_EPROTO, NULL, 0,
+					"duplicate key \"%.100s\"", keys[i]);
+			free(keys);
+			return rc;
+		}
+	free(keys);
+	return 0;
+dup_small:
+	return hb_err_set(err, HB_EPROTO, NULL, 0, "duplicate key \"%.100s\"",
+			  c->string);
+}
+
+int hb_proto_parse(const char *payload, size_t len, enum hb_proto_kind kind,
+		   cJSON **out, struct hb_err *err)
+{
+	const char *end = NULL;
+	const cJSON *f;
+	cJSON *doc = NULL;
+	size_t i;
+	int rc;
+
+	*out = NULL;
+	if (kind != HB_PROTO_REQUEST && kind != HB_PROTO_REPLY)
+		return hb_err_set(err, HB_EINVAL, NULL, 0, "bad frame kind");
+	if (len > HB_PROTO_MAX_PAYLOAD)
+		return hb_err_set(err, HB_ETOOBIG, NULL, 0,
+				  "payload of %zu bytes is too large", len);
+	if ((rc = scan_text(payload, len, err)))
+		return rc;
+	/* cJSON parses with a length; skip leading whitespace ourselves so
+	 * that an all-blank payload is reported plainly. */
+	for (i = 0; i < len && strchr(" \t\r\n", payload[i]); i++)
+		;
+	if (i == len || payload[i] != '{')
+		return hb_err_set(err, HB_EPROTO, NULL, 0,
+				  "payload is not a JSON object");
+	doc = cJSON_ParseWithLengthOpts(payload, len, &end, 0);
+	if (!doc || !cJSON_IsObject(doc)) {
+		/* On failure cJSON points end at the error. */
+		size_t at = end && end >= payload && end <= payload + len
+				    ? (size_t)(end - payload)
+				    : 0;
+
+		rc = hb_err_set(err, HB_EPROTO, NULL, 0,
+				"payload is not valid JSON (near byte %zu)",
+				at);
+		goto out;
+	}
+	for (i = (size_t)(end - payload); i < len; i++)
+		if (!strchr(" \t\r\n", payload[i])) {
+			rc = hb_err_set(err, HB_EPROTO, NULL, 0,
+					"payload byte %zu: text after the JSON "
+					"object",
+					i);
+			goto out;
+		}
+	if ((rc = check_tree(doc, 1, err)))
+		goto out;
+	if (kind == HB_PROTO_REQUEST) {
+		f = cJSON_GetObjectItemCaseSensitive(doc, "op");
+		if (!cJSON_IsString(f) || !f->valuestring[0]) {
+			rc = hb_err_set(err, HB_EPROTO, NULL, 0,
+					"request has no \"op\" string");
+			goto out;
+		}
+	} else {
+		f = cJSON_GetObjectItemCaseSensitive(doc, "ok");
+		if (!cJSON_IsBool(f)) {
+			rc = hb_err_set(err, HB_EPROTO, NULL, 0,
+					"reply has no \"ok\" boolean");
+			goto out;
+		}
+	}
+	*out = doc;
+	doc = NULL;
+	rc = 0;
+out:
+	cJSON_Delete(doc);
+	return rc;
+}
+
+cJSON *hb_proto_error(int code, const char *message)
+{
+	const char *name = hb_errname(code);
+	cJSON *r = cJSON_CreateObject(), *e;
+
+	if (!name || code == 0)
+		name = "EIO";
+	if (!message)
+		message = hb_strerror(code);
+	if (!r || !cJSON_AddFalseToObject(r, "ok") ||
+	    !(e = cJSON_AddObjectToObject(r, "error")) ||
+	    !cJSON_AddStringToObject(e, "code", name) ||
+	    !cJSON_AddStringToObject(e, "message", message)) {
+		cJSON_Delete(r);
+		return NULL;
+	}
+	return r;
+}
+
+cJSON *hb_proto_ok(void)
+{
+	cJSON *r = cJSON_CreateObject();
+
+	if (r && !cJSON_AddTrueToObject(r, "ok")) {
+		cJSON_Delete(r);
+		return NULL;
+	}
+	return r;
+}
+
+int hb_proto_reply_status(const cJSON *reply, struct hb_err *err)
+{
+	const cJSON *ok = cJSON_GetObjectItemCaseSensitive(reply, "ok");
+	const cJSON *e, *code, *msg;
+	int c;
+
+	if (cJSON_IsTrue(ok))
+		return 0;
+	if (!cJSON_IsFalse(ok))
+		return hb_err_set(err, HB_EPROTO, NULL, 0,
+				  "reply has no \"ok\" boolean");
+	e = cJSON_GetObjectItemCaseSensitive(reply, "error");
+	code = cJSON_GetObjectItemCaseSensitive(e, "code");
+	msg = cJSON_GetObjectItemCaseSensitive(e, "message");
+	if (!cJSON_IsString(code))
+		return hb_err_set(err, HB_EPROTO, NULL, 0,
+				  "error reply has no \"error.code\" string");
+	c = hb_errcode(code->valuestring);
+	if (c == 0)
+		c = HB_EPROTO;
+	return hb_err_set(err, c, NULL, 0, "%s",
+			  cJSON_IsString(msg) ? msg->valuestring
+					      : hb_strerror(c));
+}
+
+/* ------------------------------------------------------------------ */
+/* Client                                                              */
+/* ------------------------------------------------------------------ */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait for events on fd until the deadline: 0, or HB_ETIMEDOUT/HB_EIO. */
+static int wait_fd(int fd, short events, int64_t deadline, struct hb_err *err)
+{
+	struct pollfd pfd = { .fd = fd, .events = events };
+	int64_t left;
+	int n;
+
+	for (;;) {
+		left = deadline - now_ms();
+		if (left <= 0)
+			return hb_err_set(err, HB_ETIMEDOUT, NULL, 0,
+					  "no reply from the daemon in time");
+		n = poll(&pfd, 1, (int)left);
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
+			return hb_err_set(err, HB_EIO, NULL, 0, "poll: %s",
+					  strerror(errno));
+	}
+}
+
+static int connect_unix(const char *path, int64_t deadline, int *fdp,
+			struct hb_err *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t n = strlen(path);
+	socklen_t sl;
+	int fd, rc, e;
+
+	if (n == 0 || n >= sizeof(sa.sun_path))
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "socket path is empty or too long");
+	memcpy(sa.sun_path, path, n);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return hb_err_set(err, HB_EIO, NULL, 0, "socket: %s",
+				  strerror(errno));
+	for (;;) {
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			break;
+		e = errno;
+		if (e == EINTR)
+			continue;
+		if (e == EAGAIN) {
+			/* The listen backlog is full: retry until the
+			 * deadline, a millisecond at a time. */
+			struct timespec ms = { 0, 1000000 };
+
+			if (now_ms() >= deadline) {
+				rc = hb_err_set(err, HB_ETIMEDOUT, NULL, 0,
+						"%s: the daemon's backlog is "
+						"full",
+						path);
+				goto fail;
+			}
+			nanosleep(&ms, NULL);
+			continue;
+		}
+		if (e == EINPROGRESS) {
+			if ((rc = wait_fd(fd, POLLOUT, deadline, err)))
+				goto fail;
+			sl = sizeof(e);
+			if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &sl) < 0)
+				e = errno;
+			if (e == 0)
+				break;
+		}
+		if (e == EACCES || e == EPERM)
+			rc = hb_err_set(err, HB_EPERM, NULL, 0, "%s: %s", path,
+					strerror(e));
+		else if (e == ENOENT || e == ECONNREFUSED || e == ENOTDIR)
+			rc = hb_err_set(err, HB_EUNAVAIL, NULL, 0,
+					"%s: no daemon listens (%s)", path,
+					strerror(e));
+		else
+			rc = hb_err_set(err, HB_EUNAVAIL, NULL, 0,
+					"%s: connect: %s", path, strerror(e));
+		goto fail;
+	}
+	*fdp = fd;
+	return 0;
+fail:
+	close(fd);
+	return rc;
+}
+
+/* Send all of b; EPIPE/ECONNRESET give HB_EUNAVAIL (the caller may still
+ * find a reply waiting). */
+static int send_all(int fd, const struct hb_buf *b, int64_t deadline,
+		    struct hb_err *err)
+{
+	size_t off = 0;
+	ssize_t n;
+	int rc;
+
+	while (off < b->len) {
+		n = send(fd, b->data + off, b->len - off, MSG_NOSIGNAL);
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if ((rc = wait_fd(fd, POLLOUT, deadline, err)))
+				return rc;
+			continue;
+		}
+		return hb_err_set(err, HB_EUNAVAIL, NULL, 0, "send: %s",
+				  strerror(errno));
+	}
+	return 0;
+}
+
+/* Read one reply frame into in; payload and plen point into in. */
+static int recv_frame(int fd, struct hb_buf *in, int64_t deadline,
+		      const char **payload, size_t *plen, struct hb_err *err)
+{
+	enum hb_proto_kind kind;
+	char chunk[16384];
+	ssize_t n;
+	int rc;
+
+	for (;;) {
+		rc = hb_proto_peek(in->data, in->len, HB_PROTO_MAX_PAYLOAD,
+				   &kind, payload, plen, NULL, err);
+		if (rc == 0)
+			break;
+		if (rc != HB_EAGAIN)
+			return rc;
+		n = recv(fd, chunk, sizeof(chunk), 0);
+		if (n > 0) {
+			if ((rc = hb_buf_append(in, chunk, (size_t)n)))
+				return hb_err_set(err, rc, NULL, 0,
+						  "reply too large");
+			continue;
+		}
+		if (n == 0)
+			return hb_err_set(
+				err, in->len ? HB_EPROTO : HB_EUNAVAIL, NULL, 0,
+				in->len ? "the daemon closed the "
+					  "connection mid-reply"
+					: "the daemon closed the "
+					  "connection without a "
+					  "reply");
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			if ((rc = wait_fd(fd, POLLIN, deadline, err)))
+				return rc;
+			continue;
+		}
+		return hb_err_set(err, HB_EUNAVAIL, NULL, 0, "recv: %s",
+				  strerror(errno));
+	}
+	if (kind != HB_PROTO_REPLY)
+		return hb_err_set(err, HB_EPROTO, NULL, 0,
+				  "the daemon sent a request frame, not a "
+				  "reply");
+	return 0;
+}
+
+int hb_proto_call(const char *path, const cJSON *req, int timeout_ms,
+		  cJSON **reply, struct hb_err *err)
+{
+	struct hb_buf out, in;
+	const char *payload;
+	char *json = NULL;
+	int64_t deadline;
+	size_t plen;
+	int fd = -1, rc, sent;
+
+	*reply = NULL;
+	hb_buf_init(&out, HB_PROTO_HDR + HB_PROTO_MAX_PAYLOAD);
+	hb_buf_init(&in, HB_PROTO_HDR + HB_PROTO_MAX_PAYLOAD);
+	if (!path || !req || timeout_ms <= 0) {
+		rc = hb_err_set(err, HB_EINVAL, NULL, 0,
+				"hb_proto_call: bad arguments");
+		goto out;
+	}
+	deadline = now_ms() + timeout_ms;
+	json = cJSON_PrintUnformatted(req);
+	if (!json) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	rc = hb_proto_frame(&out, HB_PROTO_REQUEST, json, strlen(json));
+	if (rc) {
+		hb_err_set(err, rc, NULL, 0, "request of %zu bytes: %s",
+			   strlen(json), hb_strerror(rc));
+		goto out;
+	}
+	if ((rc = connect_unix(path, deadline, &fd, err)))
+		goto out;
+	/* A daemon that refuses the request may reply and close before it
+	 * has read all of it: look for that reply before giving up. */
+	{
+		struct hb_err serr = { 0 };
+
+		sent = send_all(fd, &out, deadline, &serr);
+		if (sent == HB_ETIMEDOUT) {
+			rc = hb_err_set(err, sent, NULL, 0, "%s", serr.msg);
+			goto out;
+		}
+		rc = recv_frame(fd, &in, deadline, &payload, &plen, err);
+		if (rc && sent) {
+			if (err)
+				*err = serr;
+			rc = sent;
+		}
+		if (rc)
+			goto out;
+	}
+	rc = hb_proto_parse(payload, plen, HB_PROTO_REPLY, reply, err);
+out:
+	if (fd >= 0)
+		close(fd);
+	cJSON_free(json);
+	hb_buf_free(&out);
+	hb_buf_free(&in);
+	return rc;
+}

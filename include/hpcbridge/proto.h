@@ -1,0 +1,105 @@
+/*
+ * proto.h - the hpcbridged API protocol (version 1): framing, parsing and a
+ * one-shot client.
+ *
+ * Every message is one frame: an 8-byte header and a JSON payload.
+ *
+ *   byte 0-1  'H' 'B'            magic
+ *   byte 2    HB_PROTO_VERSION
+ *   byte 3    HB_PROTO_REQUEST (1) or HB_PROTO_REPLY (2)
+ *   byte 4-7  payload length, uint32 big-endian
+ *   payload   one UTF-8 JSON object, at most HB_PROTO_MAX_PAYLOAD bytes
+ *
+ * A request is {"op": NAME, ...}; a reply is {"ok": true, ...} or
+ * {"ok": false, "error": {"code": "EPERM", "message": "..."}}, the code
+ * being an hb_errname() name.  docs/internals/protocol.md has the ops.
+ *
+ * This module depends on nothing but cJSON and hb_buf, so the daemon, the
+ * CLI and the Slurm plugins all link it.  It never logs.
+ */
+#ifndef HPCBRIDGE_PROTO_H
+#define HPCBRIDGE_PROTO_H
+
+#include <stddef.h>
+
+#include "hpcbridge/buf.h"
+#include "hpcbridge/error.h"
+
+struct cJSON;
+
+#define HB_PROTO_VERSION     1
+#define HB_PROTO_HDR	     8
+#define HB_PROTO_MAX_PAYLOAD (1u << 20)
+
+enum hb_proto_kind { HB_PROTO_REQUEST = 1, HB_PROTO_REPLY = 2 };
+
+/*
+ * Append one frame (header, then the len bytes of json) to out.
+ * HB_ETOOBIG if len exceeds HB_PROTO_MAX_PAYLOAD or out's cap (out is then
+ * left as it was); HB_EINVAL for a bad kind.
+ */
+int hb_proto_frame(struct hb_buf *out, enum hb_proto_kind kind,
+		   const char *json, size_t len);
+
+/*
+ * Inspect the first len received bytes of data.
+ *   HB_EAGAIN  more bytes are needed (the header so far is valid);
+ *   0          a whole frame is there: *kind, *payload (pointing into
+ *              data), *plen and *frame_len (header + payload) are set;
+ *   HB_EPROTO  bad magic, version or kind (detected as soon as the byte
+ *              arrives, so garbage is refused without waiting for 8 bytes);
+ *   HB_ETOOBIG the announced length exceeds max_payload (0 means
+ *              HB_PROTO_MAX_PAYLOAD; larger values are clamped to it).
+ * err (may be NULL) says why on error.  Output pointers may be NULL.
+ * Reads only data[0..len).
+ */
+int hb_proto_peek(const void *data, size_t len, size_t max_payload,
+		  enum hb_proto_kind *kind, const char **payload, size_t *plen,
+		  size_t *frame_len, struct hb_err *err);
+
+/*
+ * Parse a payload of len bytes (need not be NUL-terminated) into a cJSON
+ * object.  Refused with HB_EPROTO: anything that is not exactly one JSON
+ * object, invalid UTF-8, NUL bytes (raw or as \u0000), raw control
+ * characters in strings, duplicate keys at any depth, nesting deeper than
+ * HB_PROTO_MAX_DEPTH; for a request, a missing or non-string "op"; for a
+ * reply, a missing or non-boolean "ok".  Caller frees *out with
+ * cJSON_Delete(); *out is NULL on error.
+ */
+#define HB_PROTO_MAX_DEPTH 64
+int hb_proto_parse(const char *payload, size_t len, enum hb_proto_kind kind,
+		   struct cJSON **out, struct hb_err *err);
+
+/*
+ * Client: connect to the UNIX socket at path, send req as one request
+ * frame, read one reply, all within timeout_ms in total (poll-based,
+ * non-blocking, no signals: SIGPIPE is never raised).  Returns 0 with the
+ * reply object, whether "ok" is true or false (hb_proto_reply_status()
+ * tells); HB_EUNAVAIL if nobody listens or the peer closed without a
+ * reply; HB_EPERM if the socket may not be opened; HB_ETIMEDOUT past the
+ * deadline; HB_EPROTO on a malformed reply; HB_ETOOBIG if req is too
+ * large; HB_EINVAL for a bad path or timeout (<= 0).  Caller frees *reply
+ * with cJSON_Delete(); *reply is NULL on error.
+ */
+int hb_proto_call(const char *path, const struct cJSON *req, int timeout_ms,
+		  struct cJSON **reply, struct hb_err *err);
+
+/*
+ * Build {"ok":false,"error":{"code":NAME,"message":message}} for an HB_E*
+ * code (an unknown code is sent as "EIO"; a NULL message as
+ * hb_strerror(code)).  Caller frees with cJSON_Delete(); NULL when out of
+ * memory.
+ */
+struct cJSON *hb_proto_error(int code, const char *message);
+
+/* Build {"ok":true}.  Caller frees with cJSON_Delete(); NULL on ENOMEM. */
+struct cJSON *hb_proto_ok(void);
+
+/*
+ * What a reply says: 0 if "ok" is true; the HB_E* code its error names
+ * (HB_EINVAL for an unknown name) with the message in err if it is false;
+ * HB_EPROTO if the reply has neither shape.
+ */
+int hb_proto_reply_status(const struct cJSON *reply, struct hb_err *err);
+
+#endif
