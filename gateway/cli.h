@@ -13,10 +13,15 @@
 enum {
 	HB_EXIT_OK = 0,
 	HB_EXIT_INPUT = 1, /* bad input: the message names its location */
-	HB_EXIT_USAGE = 2  /* bad command line */
+	HB_EXIT_USAGE = 2, /* bad command line */
+	HB_EXIT_REMOTE = 3 /* the daemon refused, or could not be reached */
 };
 
 int hb_cmd_translate(int argc, char **argv);
+int hb_cmd_submit(int argc, char **argv);
+int hb_cmd_jobs(int argc, char **argv);
+int hb_cmd_status(int argc, char **argv);
+int hb_cmd_cancel(int argc, char **argv);
 
 /* Read a whole file ("-" is standard input) of at most max bytes into b,
  * which this initialises; the caller frees it with hb_buf_free() whatever

@@ -13,6 +13,10 @@ static const struct {
 } commands[] = {
 	{ "translate", hb_cmd_translate,
 	  "translate sbatch/PBS scripts and MPIJob/TrainJob manifests" },
+	{ "submit", hb_cmd_submit, "submit a script through hpcbridged" },
+	{ "jobs", hb_cmd_jobs, "list jobs" },
+	{ "status", hb_cmd_status, "show a job, its placement and history" },
+	{ "cancel", hb_cmd_cancel, "cancel a job" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,439 @@
+/*
+ * cmd_jobs.c - hpcbridge submit, jobs, status and cancel: the daemon's
+ * API from the command line.
+ *
+ * Each command sends one request to hpcbridged and prints the reply as a
+ * table (like squeue) or, with --json, as the reply's JSON.  The daemon
+ * knows the caller from the socket (SO_PEERCRED): a user sees and cancels
+ * only their own jobs.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "hpcbridge/config.h"
+#include "hpcbridge/doc.h"
+#include "hpcbridge/proto.h"
+#include "cli.h"
+
+#define SCRIPT_MAX	 (4u * 1024 * 1024)
+#define CONFIG_MAX	 (1u * 1024 * 1024)
+#define DEFAULT_TIMEOUT	 10000
+#define SYSTEM_CONFIG	 "/etc/hpcbridge/hpcbridge.yaml"
+
+extern char **environ;
+
+struct conn {
+	const char *socket; /* --socket */
+	const char *config; /* --config */
+	int timeout_ms;
+	int json;
+	int all;
+};
+
+static const struct option long_opts[] = {
+    {"socket", required_argument, NULL, 's'},
+    {"config", required_argument, NULL, 'c'},
+    {"timeout", required_argument, NULL, 't'},
+    {"json", no_argument, NULL, 'j'},
+    {"all", no_argument, NULL, 'a'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* Parse the shared options; 0, or HB_EXIT_USAGE (message printed), or
+ * -1 for --help (usage printed). */
+static int parse_conn(int argc, char **argv, const char *usage,
+		      int allow_all, struct conn *c)
+{
+	int opt;
+
+	memset(c, 0, sizeof(*c));
+	c->timeout_ms = DEFAULT_TIMEOUT;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+s:c:t:jah", long_opts,
+				  NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			c->socket = optarg;
+			break;
+		case 'c':
+			c->config = optarg;
+			break;
+		case 't': {
+			char *end;
+			long v;
+
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || *end || v <= 0 || v > 600000) {
+				fprintf(stderr,
+					"%s: --timeout: '%s' is not a number "
+					"of milliseconds in 1..600000\n",
+					argv[0], optarg);
+				return HB_EXIT_USAGE;
+			}
+			c->timeout_ms = (int)v;
+			break;
+		}
+		case 'j':
+			c->json = 1;
+			break;
+		case 'a':
+			if (!allow_all)
+				goto bad;
+			c->all = 1;
+			break;
+		case 'h':
+			printf("%s", usage);
+			return -1;
+		default:
+			goto bad;
+		}
+	}
+	return 0;
+bad:
+	fprintf(stderr, "%s", usage);
+	return HB_EXIT_USAGE;
+}
+
+/*
+ * The socket: --socket, else $HPCBRIDGE_SOCKET, else daemon.socket of the
+ * config (--config, $HPCBRIDGE_CONFIG, or the system file if present),
+ * else the built-in default.  Copied into out.
+ */
+static int socket_path(const struct conn *c, char *out, size_t n,
+		       struct hb_err *err)
+{
+	const char *cfgpath = c->config, *env = NULL;
+	struct hb_config cfg;
+	struct hb_buf b;
+	int rc, len;
+
+	if (c->socket || (env = getenv("HPCBRIDGE_SOCKET"))) {
+		len = snprintf(out, n, "%s", c->socket ? c->socket : env);
+		return len > 0 && (size_t)len < n
+			       ? 0
+			       : hb_err_set(err, HB_ETOOBIG, NULL, 0,
+					    "socket path too long");
+	}
+	if (!cfgpath)
+		cfgpath = getenv("HPCBRIDGE_CONFIG");
+	if (!cfgpath && access(SYSTEM_CONFIG, R_OK) == 0)
+		cfgpath = SYSTEM_CONFIG;
+	memset(&cfg, 0, sizeof(cfg));
+	if (cfgpath) {
+		rc = hb_cli_read_file(cfgpath, CONFIG_MAX, &b, err);
+		if (!rc)
+			rc = hb_config_parse(b.data, b.len, cfgpath, &cfg, err);
+		hb_buf_free(&b);
+	} else {
+		rc = hb_config_defaults(&cfg);
+	}
+	if (!rc) {
+		len = snprintf(out, n, "%s", cfg.daemon_socket);
+		if (len <= 0 || (size_t)len >= n)
+			rc = hb_err_set(err, HB_ETOOBIG, NULL, 0,
+					"socket path too long");
+	}
+	hb_config_free(&cfg);
+	return rc;
+}
+
+/* Send req, take the reply; prints the error and returns an exit code
+ * unless the reply says ok (then 0 and *reply is set). */
+static int call(const char *cmd, const struct conn *c, cJSON *req,
+		cJSON **reply)
+{
+	char path[PATH_MAX];
+	struct hb_err err = {0};
+	int rc;
+
+	*reply = NULL;
+	if (!req) {
+		fprintf(stderr, "hpcbridge %s: out of memory\n", cmd);
+		return HB_EXIT_INPUT;
+	}
+	rc = socket_path(c, path, sizeof(path), &err);
+	if (!rc)
+		rc = hb_proto_call(path, req, c->timeout_ms, reply, &err);
+	cJSON_Delete(req);
+	if (rc) {
+		fprintf(stderr, "hpcbridge %s: %s%s\n", cmd,
+			err.msg[0] ? err.msg : hb_strerror(rc),
+			rc == HB_EUNAVAIL ? " (is hpcbridged running?)" : "");
+		return HB_EXIT_REMOTE;
+	}
+	if ((rc = hb_proto_reply_status(*reply, &err))) {
+		if (c->json) {
+			char *text = cJSON_Print(*reply);
+
+			if (text)
+				printf("%s\n", text);
+			cJSON_free(text);
+		}
+		fprintf(stderr, "hpcbridge %s: %s (%s)\n", cmd,
+			err.msg[0] ? err.msg : hb_strerror(rc),
+			hb_errname(rc) ? hb_errname(rc) : "?");
+		cJSON_Delete(*reply);
+		*reply = NULL;
+		return HB_EXIT_REMOTE;
+	}
+	return 0;
+}
+
+static int print_json(const cJSON *v)
+{
+	struct hb_buf b;
+	int rc;
+
+	hb_buf_init(&b, 0);
+	rc = hb_doc_write_json(v, &b);
+	if (!rc && fwrite(b.data, 1, b.len, stdout) != b.len)
+		rc = HB_EIO;
+	hb_buf_free(&b);
+	return rc ? HB_EXIT_INPUT : HB_EXIT_OK;
+}
+
+static const char *str(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(v) ? v->valuestring : "-";
+}
+
+/* A number field as text ("-" when absent or null). */
+static const char *num(const cJSON *o, const char *key, char buf[32])
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (!cJSON_IsNumber(v))
+		return "-";
+	snprintf(buf, 32, "%.0f", v->valuedouble);
+	return buf;
+}
+
+/* Milliseconds since the epoch as local "YYYY-MM-DDTHH:MM:SS". */
+static const char *when(const cJSON *o, const char *key, char buf[32])
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	struct tm tm;
+	time_t t;
+
+	if (!cJSON_IsNumber(v) || v->valuedouble <= 0)
+		return "-";
+	t = (time_t)(v->valuedouble / 1000);
+	if (!localtime_r(&t, &tm) ||
+	    !strftime(buf, 32, "%Y-%m-%dT%H:%M:%S", &tm))
+		return "-";
+	return buf;
+}
+
+static void table_head(void)
+{
+	printf("%-12s %-10s %-10s %-10s %-10s %-8s %-19s %s\n", "ID", "USER",
+	       "TARGET", "STATE", "SLURM_ID", "EXIT", "SUBMITTED", "NAME");
+}
+
+static void table_row(const cJSON *j)
+{
+	char a[32], b[32], c[32];
+
+	printf("%-12s %-10.10s %-10.10s %-10.10s %-10s %-8s %-19s %s\n",
+	       str(j, "id"), str(j, "user"), str(j, "target"), str(j, "state"),
+	       num(j, "slurm_job_id", a), num(j, "exit_code", b),
+	       when(j, "created", c), str(j, "name"));
+}
+
+static const char submit_usage[] =
+    "usage: hpcbridge submit [--socket PATH] [--config FILE] [--timeout MS] "
+    "[--json] FILE\n"
+    "Submit an sbatch or PBS script through hpcbridged, which decides "
+    "where it runs.\n";
+
+int hb_cmd_submit(int argc, char **argv)
+{
+	struct conn c;
+	struct hb_buf script;
+	struct hb_err err = {0};
+	char cwd[PATH_MAX];
+	cJSON *req, *reply, *env;
+	int rc = parse_conn(argc, argv, submit_usage, 0, &c);
+
+	if (rc)
+		return rc < 0 ? HB_EXIT_OK : rc;
+	if (argc - optind != 1) {
+		fprintf(stderr, "%s", submit_usage);
+		return HB_EXIT_USAGE;
+	}
+	if ((rc = hb_cli_read_file(argv[optind], SCRIPT_MAX, &script, &err))) {
+		fprintf(stderr, "%s\n", err.msg[0] ? err.msg : hb_strerror(rc));
+		return HB_EXIT_INPUT;
+	}
+	if (!getcwd(cwd, sizeof(cwd)))
+		snprintf(cwd, sizeof(cwd), "/");
+	req = cJSON_CreateObject();
+	if (req && (!cJSON_AddStringToObject(req, "op", "submit") ||
+		    !cJSON_AddStringToObject(req, "script", script.data) ||
+		    !cJSON_AddStringToObject(req, "name", argv[optind]) ||
+		    !cJSON_AddStringToObject(req, "workdir", cwd) ||
+		    !(env = cJSON_AddArrayToObject(req, "env")))) {
+		cJSON_Delete(req);
+		req = NULL;
+	}
+	for (char **e = environ; req && *e; e++)
+		if (!cJSON_AddItemToArray(env, cJSON_CreateString(*e))) {
+			cJSON_Delete(req);
+			req = NULL;
+		}
+	hb_buf_free(&script);
+	if ((rc = call("submit", &c, req, &reply)))
+		return rc;
+	if (c.json) {
+		rc = print_json(reply);
+	} else {
+		char a[32];
+
+		printf("Submitted %s: %s", str(reply, "id"),
+		       str(reply, "target"));
+		if (strcmp(num(reply, "slurm_job_id", a), "-"))
+			printf(" (Slurm job %s)", a);
+		printf("\n");
+	}
+	cJSON_Delete(reply);
+	return rc;
+}
+
+static const char jobs_usage[] =
+    "usage: hpcbridge jobs [--all] [--socket PATH] [--config FILE] "
+    "[--timeout MS] [--json]\n"
+    "List your jobs (--all: everyone's; root, SlurmUser and admins only).\n";
+
+int hb_cmd_jobs(int argc, char **argv)
+{
+	struct conn c;
+	cJSON *req, *reply;
+	const cJSON *j;
+	int rc = parse_conn(argc, argv, jobs_usage, 1, &c);
+
+	if (rc)
+		return rc < 0 ? HB_EXIT_OK : rc;
+	if (optind != argc) {
+		fprintf(stderr, "%s", jobs_usage);
+		return HB_EXIT_USAGE;
+	}
+	req = cJSON_CreateObject();
+	if (req && (!cJSON_AddStringToObject(req, "op", "jobs") ||
+		    !cJSON_AddBoolToObject(req, "all", c.all))) {
+		cJSON_Delete(req);
+		req = NULL;
+	}
+	if ((rc = call("jobs", &c, req, &reply)))
+		return rc;
+	if (c.json) {
+		rc = print_json(reply);
+	} else {
+		table_head();
+		cJSON_ArrayForEach (j, cJSON_GetObjectItem(reply, "jobs"))
+			table_row(j);
+	}
+	cJSON_Delete(reply);
+	return rc;
+}
+
+/* Build {"op": op, "id": id}. */
+static cJSON *id_request(const char *op, const char *id)
+{
+	cJSON *req = cJSON_CreateObject();
+
+	if (req && (!cJSON_AddStringToObject(req, "op", op) ||
+		    !cJSON_AddStringToObject(req, "id", id))) {
+		cJSON_Delete(req);
+		return NULL;
+	}
+	return req;
+}
+
+static const char status_usage[] =
+    "usage: hpcbridge status [--socket PATH] [--config FILE] [--timeout MS] "
+    "[--json] ID\n"
+    "Show a job, where it was placed and why, and its history.\n";
+
+int hb_cmd_status(int argc, char **argv)
+{
+	struct conn c;
+	cJSON *reply;
+	const cJSON *job, *d, *e;
+	int rc = parse_conn(argc, argv, status_usage, 0, &c);
+
+	if (rc)
+		return rc < 0 ? HB_EXIT_OK : rc;
+	if (argc - optind != 1) {
+		fprintf(stderr, "%s", status_usage);
+		return HB_EXIT_USAGE;
+	}
+	if ((rc = call("status", &c, id_request("status", argv[optind]),
+		       &reply)))
+		return rc;
+	if (c.json) {
+		rc = print_json(reply);
+		cJSON_Delete(reply);
+		return rc;
+	}
+	job = cJSON_GetObjectItem(reply, "job");
+	table_head();
+	table_row(job);
+	d = cJSON_GetObjectItem(job, "decision");
+	if (cJSON_IsObject(d)) {
+		const cJSON *x = cJSON_GetObjectItem(d, "explanation");
+
+		printf("\ndecision: %s\n", str(d, "target"));
+		if (cJSON_IsString(x))
+			printf("  %s\n", x->valuestring);
+	}
+	if (cJSON_GetArraySize(cJSON_GetObjectItem(job, "events")) > 0)
+		printf("\nevents:\n");
+	cJSON_ArrayForEach (e, cJSON_GetObjectItem(job, "events")) {
+		char a[32];
+
+		printf("  %s  %-8s %-10s %s\n", when(e, "at", a),
+		       str(e, "action"), str(e, "actor"), str(e, "detail"));
+	}
+	cJSON_Delete(reply);
+	return HB_EXIT_OK;
+}
+
+static const char cancel_usage[] =
+    "usage: hpcbridge cancel [--socket PATH] [--config FILE] [--timeout MS] "
+    "[--json] ID\n"
+    "Cancel a job, wherever it runs.\n";
+
+int hb_cmd_cancel(int argc, char **argv)
+{
+	struct conn c;
+	cJSON *reply;
+	int rc = parse_conn(argc, argv, cancel_usage, 0, &c);
+
+	if (rc)
+		return rc < 0 ? HB_EXIT_OK : rc;
+	if (argc - optind != 1) {
+		fprintf(stderr, "%s", cancel_usage);
+		return HB_EXIT_USAGE;
+	}
+	if ((rc = call("cancel", &c, id_request("cancel", argv[optind]),
+		       &reply)))
+		return rc;
+	if (c.json)
+		rc = print_json(reply);
+	else
+		printf("%s: %s\n", argv[optind], str(reply, "state"));
+	cJSON_Delete(reply);
+	return rc;
+}
