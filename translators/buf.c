@@ -104,6 +104,86 @@ int hb_buf_put_u64(struct hb_buf *b, uint64_t v)
 	return hb_buf_append(b, p, (size_t)(t + sizeof(t) - p));
 }
 
+static const char b64[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+int hb_buf_base64(struct hb_buf *b, const void *p, size_t n)
+{
+	const unsigned char *u = p;
+	size_t out = (n + 2) / 3 * 4, i;
+	char *d;
+	int rc;
+
+	if (n > SIZE_MAX / 2 || (rc = reserve(b, out)))
+		return n > SIZE_MAX / 2 ? HB_ETOOBIG : rc;
+	d = b->data + b->len;
+	for (i = 0; i + 2 < n; i += 3) {
+		*d++ = b64[u[i] >> 2];
+		*d++ = b64[((u[i] & 3) << 4) | (u[i + 1] >> 4)];
+		*d++ = b64[((u[i + 1] & 15) << 2) | (u[i + 2] >> 6)];
+		*d++ = b64[u[i + 2] & 63];
+	}
+	if (i < n) {
+		*d++ = b64[u[i] >> 2];
+		if (i + 1 < n) {
+			*d++ = b64[((u[i] & 3) << 4) | (u[i + 1] >> 4)];
+			*d++ = b64[(u[i + 1] & 15) << 2];
+		} else {
+			*d++ = b64[(u[i] & 3) << 4];
+			*d++ = '=';
+		}
+		*d++ = '=';
+	}
+	b->len += out;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+static int b64_value(char c)
+{
+	const char *p = c ? memchr(b64, c, 64) : NULL;
+
+	return p ? (int)(p - b64) : -1;
+}
+
+int hb_buf_unbase64(struct hb_buf *b, const char *s, size_t n)
+{
+	size_t start = b->len, i;
+	int rc;
+
+	if (n % 4)
+		return HB_EINVAL;
+	if ((rc = reserve(b, n / 4 * 3)))
+		return rc;
+	for (i = 0; i < n; i += 4) {
+		int v[4], pad = 0;
+		unsigned char *d;
+
+		for (int k = 0; k < 4; k++) {
+			v[k] = b64_value(s[i + k]);
+			if (v[k] < 0) {
+				/* '=' only as the last one or two */
+				if (s[i + k] != '=' || i + 4 != n || k < 2 ||
+				    (k == 2 && s[i + 3] != '='))
+					goto bad;
+				v[k] = 0;
+				pad++;
+			}
+		}
+		d = (unsigned char *)b->data + b->len;
+		d[0] = (unsigned char)(v[0] << 2 | v[1] >> 4);
+		d[1] = (unsigned char)((v[1] & 15) << 4 | v[2] >> 2);
+		d[2] = (unsigned char)((v[2] & 3) << 6 | v[3]);
+		b->len += 3 - (size_t)pad;
+	}
+	b->data[b->len] = '\0';
+	return 0;
+bad:
+	b->len = start;
+	b->data[b->len] = '\0';
+	return HB_EINVAL;
+}
+
 int hb_buf_vprintf(struct hb_buf *b, const char *fmt, va_list ap)
 {
 	va_list ap2;

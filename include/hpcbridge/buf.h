@@ -46,6 +46,12 @@ int hb_buf_printf(struct hb_buf *b, const char *fmt, ...)
 int hb_buf_vprintf(struct hb_buf *b, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
 
+/* Append the standard base64 (RFC 4648, padded) of n bytes of p. */
+int hb_buf_base64(struct hb_buf *b, const void *p, size_t n);
+/* Append the bytes that base64 text s (n chars) encodes: padded, no
+ * whitespace; HB_EINVAL for anything else (b is then left as it was). */
+int hb_buf_unbase64(struct hb_buf *b, const char *s, size_t n);
+
 struct hb_arena_chunk;
 struct hb_arena {
 	struct hb_arena_chunk *head;

@@ -129,6 +129,51 @@ static void test_put_u64(void **state)
 	hb_buf_free(&b);
 }
 
+static void test_base64(void **state)
+{
+	static const struct {
+		const char *raw, *enc;
+	} v[] = {{"", ""},	   {"f", "Zg=="},	{"fo", "Zm8="},
+		 {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="},
+		 {"foobar", "Zm9vYmFy"}};
+	static const char *const bad[] = {"Zg=",  "Zg==Zg==", "Z===", "Zm9v\n",
+					  "Zm!v", "=Zg=",     "Zg=a"};
+	unsigned char all[256];
+	struct hb_buf b, d;
+
+	(void)state;
+	hb_buf_init(&b, 0);
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		hb_buf_reset(&b);
+		assert_int_equal(hb_buf_base64(&b, v[i].raw, strlen(v[i].raw)),
+				 0);
+		assert_string_equal(b.len ? b.data : "", v[i].enc);
+		hb_buf_reset(&b);
+		assert_int_equal(
+		    hb_buf_unbase64(&b, v[i].enc, strlen(v[i].enc)), 0);
+		assert_int_equal(b.len, strlen(v[i].raw));
+		assert_memory_equal(b.len ? b.data : "", v[i].raw, b.len);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		hb_buf_reset(&b);
+		assert_int_equal(hb_buf_puts(&b, "keep"), 0);
+		assert_int_equal(hb_buf_unbase64(&b, bad[i], strlen(bad[i])),
+				 HB_EINVAL);
+		assert_string_equal(b.data, "keep");
+	}
+	/* Every byte value round-trips. */
+	for (int i = 0; i < 256; i++)
+		all[i] = (unsigned char)i;
+	hb_buf_init(&d, 0);
+	hb_buf_reset(&b);
+	assert_int_equal(hb_buf_base64(&b, all, sizeof(all)), 0);
+	assert_int_equal(hb_buf_unbase64(&d, b.data, b.len), 0);
+	assert_int_equal(d.len, sizeof(all));
+	assert_memory_equal(d.data, all, sizeof(all));
+	hb_buf_free(&d);
+	hb_buf_free(&b);
+}
+
 static void test_errnames(void **state)
 {
 	(void)state;
@@ -174,6 +219,7 @@ int main(void)
 		cmocka_unit_test(test_arena_reset),
 		cmocka_unit_test(test_put_u64),
 		cmocka_unit_test(test_errnames),
+		cmocka_unit_test(test_base64),
 		cmocka_unit_test(test_err),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
