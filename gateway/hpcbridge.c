@@ -17,6 +17,7 @@ static const struct {
 	{ "jobs", hb_cmd_jobs, "list jobs" },
 	{ "status", hb_cmd_status, "show a job, its placement and history" },
 	{ "cancel", hb_cmd_cancel, "cancel a job" },
+	{ "shadow", hb_cmd_shadow, "run as a burst job's Slurm proxy" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

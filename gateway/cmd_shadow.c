@@ -1,0 +1,280 @@
+/*
+ * cmd_shadow.c - hpcbridge shadow ID: the process of a burst job's Slurm
+ * proxy.
+ *
+ * The proxy job's script is "exec hpcbridge shadow ID".  The shadow asks
+ * the daemon to start the remote job (idempotent: a requeued or restarted
+ * proxy adopts the job), copies the remote output to its own stdout (the
+ * Slurm job's output file) as it grows, and exits with the remote exit
+ * code.  On SIGTERM or SIGINT (scancel, or the time limit) it asks the
+ * daemon to cancel the remote job and exits 128+signal.
+ *
+ * While the daemon is unreachable (restarting), the shadow retries with a
+ * capped backoff; the remote job keeps running meanwhile.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "hpcbridge/config.h"
+#include "hpcbridge/proto.h"
+#include "cli.h"
+
+#define CALL_TIMEOUT   10000	       /* ms per request */
+#define CHUNK	       (256u * 1024)   /* output bytes per poll */
+#define BACKOFF_MAX_MS 5000
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+
+	/* A signal cuts the sleep short; the caller looks at stop_signal. */
+	nanosleep(&ts, NULL);
+}
+
+static void note(const char *id, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void note(const char *id, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "hpcbridge shadow %s: ", id);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/*
+ * One request; retried while the daemon cannot be reached (HB_EUNAVAIL,
+ * HB_ETIMEDOUT) until a signal arrives.  0 with an ok reply; otherwise
+ * the error (the message in err).
+ */
+static int request(const char *sock, const char *id, cJSON *req,
+		   cJSON **reply, struct hb_err *err)
+{
+	int backoff = 100, rc, said = 0;
+
+	for (;;) {
+		memset(err, 0, sizeof(*err));
+		rc = hb_proto_call(sock, req, CALL_TIMEOUT, reply, err);
+		if (!rc) {
+			rc = hb_proto_reply_status(*reply, err);
+			if (rc) {
+				cJSON_Delete(*reply);
+				*reply = NULL;
+			}
+			return rc;
+		}
+		if ((rc != HB_EUNAVAIL && rc != HB_ETIMEDOUT) || stop_signal)
+			return rc;
+		if (!said++)
+			note(id, "daemon unreachable, retrying: %s", err->msg);
+		sleep_ms(backoff);
+		backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
+						       : backoff * 2;
+	}
+}
+
+static cJSON *make_req(const char *op, const char *id)
+{
+	cJSON *r = cJSON_CreateObject();
+
+	if (r && (!cJSON_AddStringToObject(r, "op", op) ||
+		  !cJSON_AddStringToObject(r, "id", id))) {
+		cJSON_Delete(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* Ask for the remote job's cancellation; best effort, one try. */
+static void cancel_remote(const char *sock, const char *id)
+{
+	cJSON *req = make_req("cancel", id), *reply = NULL;
+	struct hb_err err = {0};
+
+	if (req && hb_proto_call(sock, req, CALL_TIMEOUT, &reply, &err) == 0 &&
+	    hb_proto_reply_status(reply, &err) == 0)
+		note(id, "%s", "cancelled the remote job");
+	else
+		note(id, "could not cancel the remote job: %s",
+		     err.msg[0] ? err.msg : "out of memory");
+	cJSON_Delete(req);
+	cJSON_Delete(reply);
+}
+
+static const char usage[] =
+    "usage: hpcbridge shadow [--socket PATH] [--poll MS] ID\n"
+    "Run as a burst job's Slurm proxy: start the remote job, copy its "
+    "output,\nexit with its exit code; cancel it on SIGTERM.\n";
+
+int hb_cmd_shadow(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"socket", required_argument, NULL, 's'},
+	    {"poll", required_argument, NULL, 'p'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *sock = getenv("HPCBRIDGE_SOCKET"), *id, *slurm_id;
+	struct hb_config cfg;
+	struct sigaction sa;
+	struct hb_err err = {0};
+	struct hb_buf data;
+	cJSON *req, *reply = NULL;
+	double offset = 0;
+	int opt, poll_ms = 200, rc, code = 1;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+s:p:h", opts, NULL)) != -1) {
+		if (opt == 's') {
+			sock = optarg;
+		} else if (opt == 'p') {
+			char *end;
+			long v;
+
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || *end || v < 10 || v > 60000) {
+				fprintf(stderr, "hpcbridge shadow: --poll: "
+						"'%s' is not 10..60000 ms\n",
+					optarg);
+				return HB_EXIT_USAGE;
+			}
+			poll_ms = (int)v;
+		} else if (opt == 'h') {
+			printf("%s", usage);
+			return HB_EXIT_OK;
+		} else {
+			fprintf(stderr, "%s", usage);
+			return HB_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1) {
+		fprintf(stderr, "%s", usage);
+		return HB_EXIT_USAGE;
+	}
+	id = argv[optind];
+	memset(&cfg, 0, sizeof(cfg));
+	if (!sock) {
+		if (hb_config_defaults(&cfg))
+			return HB_EXIT_INPUT;
+		sock = cfg.daemon_socket;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	/* Start, or adopt, the remote job. */
+	req = make_req("remote_start", id);
+	slurm_id = getenv("SLURM_JOB_ID");
+	if (req && slurm_id)
+		cJSON_AddStringToObject(req, "slurm_job_id", slurm_id);
+	rc = req ? request(sock, id, req, &reply, &err) : HB_ENOMEM;
+	cJSON_Delete(req);
+	cJSON_Delete(reply);
+	reply = NULL;
+	if (rc) {
+		if (stop_signal)
+			goto stopped;
+		note(id, "cannot start the remote job: %s",
+		     err.msg[0] ? err.msg : hb_strerror(rc));
+		hb_config_free(&cfg);
+		return 1;
+	}
+
+	hb_buf_init(&data, 0);
+	for (;;) {
+		const cJSON *d, *ph, *ec, *nx;
+		int done;
+
+		if (stop_signal)
+			break;
+		req = make_req("remote_poll", id);
+		if (req && (!cJSON_AddNumberToObject(req, "offset", offset) ||
+			    !cJSON_AddNumberToObject(req, "max", CHUNK))) {
+			cJSON_Delete(req);
+			req = NULL;
+		}
+		rc = req ? request(sock, id, req, &reply, &err) : HB_ENOMEM;
+		cJSON_Delete(req);
+		if (rc) {
+			if (stop_signal)
+				break;
+			note(id, "lost the remote job: %s",
+			     err.msg[0] ? err.msg : hb_strerror(rc));
+			code = 1;
+			goto out;
+		}
+		d = cJSON_GetObjectItem(reply, "data");
+		ph = cJSON_GetObjectItem(reply, "phase");
+		ec = cJSON_GetObjectItem(reply, "exit_code");
+		nx = cJSON_GetObjectItem(reply, "next");
+		hb_buf_reset(&data);
+		if (!cJSON_IsString(ph) || !cJSON_IsNumber(nx) ||
+		    nx->valuedouble < offset ||
+		    (d && (!cJSON_IsString(d) ||
+			   hb_buf_unbase64(&data, d->valuestring,
+					   strlen(d->valuestring))))) {
+			note(id, "%s", "malformed reply from the daemon");
+			code = 1;
+			goto out;
+		}
+		if (data.len && (fwrite(data.data, 1, data.len, stdout) !=
+					 data.len ||
+				 fflush(stdout) != 0)) {
+			note(id, "cannot write the output: %s",
+			     strerror(errno));
+			code = 1;
+			goto out;
+		}
+		offset = nx->valuedouble;
+		done = cJSON_IsTrue(cJSON_GetObjectItem(reply, "done"));
+		if (done) {
+			code = cJSON_IsNumber(ec) && ec->valuedouble >= 0 &&
+					       ec->valuedouble <= 255
+				   ? (int)ec->valuedouble
+				   : 1;
+			if (strcmp(ph->valuestring, "succeeded"))
+				note(id, "the remote job ended %s",
+				     ph->valuestring);
+			goto out;
+		}
+		cJSON_Delete(reply);
+		reply = NULL;
+		if (data.len < CHUNK)
+			sleep_ms(poll_ms);
+	}
+	hb_buf_free(&data);
+stopped:
+	note(id, "stopped by signal %s", stop_signal == SIGINT ? "INT" : "TERM");
+	cancel_remote(sock, id);
+	hb_config_free(&cfg);
+	return 128 + (int)stop_signal;
+out:
+	cJSON_Delete(reply);
+	hb_buf_free(&data);
+	hb_config_free(&cfg);
+	return code;
+}
