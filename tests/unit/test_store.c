@@ -665,8 +665,8 @@ static void test_append_only(void **state)
 		"UPDATE events SET detail = NULL",
 		"DELETE FROM events WHERE id = 1",
 		"DELETE FROM events",
-		"INSERT OR REPLACE INTO events (id, at_ms, actor_uid, action) "
-		"VALUES (1, 0, 0, 'forged')",
+		("INSERT OR REPLACE INTO events (id, at_ms, actor_uid, action) "
+		 "VALUES (1, 0, 0, 'forged')"),
 	};
 	for (size_t i = 0; i < sizeof(bad_events) / sizeof(bad_events[0]);
 	     i++) {
