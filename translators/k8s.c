@@ -220,7 +220,10 @@ int hb_k8s_name_reserve(const struct hb_jobspec *spec, int64_t array_index,
 	if (n == 0 || (buf[0] >= '0' && buf[0] <= '9')) {
 		char tmp[HB_DNS_LABEL_MAX + 1];
 
-		snprintf(tmp, sizeof(tmp), "job%s%s", n ? "-" : "", buf);
+		/* Cut to the label's length on purpose. */
+		if (snprintf(tmp, sizeof(tmp), "job%s%s", n ? "-" : "", buf) <
+		    0)
+			return HB_EINVAL;
 		memcpy(buf, tmp, sizeof(buf));
 		n = strlen(buf);
 	}
@@ -237,10 +240,12 @@ int hb_k8s_name_reserve(const struct hb_jobspec *spec, int64_t array_index,
 	if (n == 0)
 		return HB_ERANGE;
 	buf[n] = '\0';
-	if (array_index >= 0)
-		snprintf(out, HB_DNS_LABEL_MAX + 1, "%s-%lld", buf,
-			 (long long)array_index);
-	else
+	if (array_index >= 0) {
+		/* fits: reserve counted the suffix */
+		if (snprintf(out, HB_DNS_LABEL_MAX + 1, "%s-%lld", buf,
+			     (long long)array_index) > HB_DNS_LABEL_MAX)
+			return HB_ERANGE;
+	} else
 		memcpy(out, buf, n + 1);
 	return 0;
 }

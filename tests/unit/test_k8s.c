@@ -445,25 +445,25 @@ static void test_label_values(void **state)
 
 /* ---- Quantities read back ---- */
 
-static const char *const manifest_fmt =
-    "apiVersion: kubeflow.org/v2beta1\n"
-    "kind: MPIJob\n"
-    "metadata: {name: q}\n"
-    "spec:\n"
-    "  slotsPerWorker: %s\n"
-    "  mpiReplicaSpecs:\n"
-    "    Launcher:\n"
-    "      replicas: 1\n"
-    "      template: {spec: {containers: [{name: l, image: i, command: "
-    "[mpirun, ./x]}]}}\n"
-    "    Worker:\n"
-    "      replicas: 2\n"
-    "      template:\n"
-    "        spec:\n"
-    "          containers:\n"
-    "          - name: w\n"
-    "            image: i\n"
-    "            resources: {limits: {%s}}\n";
+#define MANIFEST_FMT \
+    "apiVersion: kubeflow.org/v2beta1\n" \
+    "kind: MPIJob\n" \
+    "metadata: {name: q}\n" \
+    "spec:\n" \
+    "  slotsPerWorker: %s\n" \
+    "  mpiReplicaSpecs:\n" \
+    "    Launcher:\n" \
+    "      replicas: 1\n" \
+    "      template: {spec: {containers: [{name: l, image: i, command: " \
+    "[mpirun, ./x]}]}}\n" \
+    "    Worker:\n" \
+    "      replicas: 2\n" \
+    "      template:\n" \
+    "        spec:\n" \
+    "          containers:\n" \
+    "          - name: w\n" \
+    "            image: i\n" \
+    "            resources: {limits: {%s}}\n"
 
 static int parse_q(const char *slots, const char *limits, struct hb_jobspec *s,
 		   struct hb_err *err)
@@ -472,7 +472,7 @@ static int parse_q(const char *slots, const char *limits, struct hb_jobspec *s,
 	cJSON *doc = NULL;
 	int rc;
 
-	snprintf(buf, sizeof(buf), manifest_fmt, slots, limits);
+	snprintf(buf, sizeof(buf), MANIFEST_FMT, slots, limits);
 	hb_jobspec_init(s, "q.yaml");
 	rc = hb_doc_parse(buf, strlen(buf), "q.yaml", &doc, err);
 	assert_int_equal(rc, 0);
