@@ -7,6 +7,7 @@ pkgs=(
 	build-essential cmake pkg-config git
 	clang libclang-rt-14-dev llvm
 	libcmocka-dev libcjson-dev libyaml-dev libsqlite3-dev sqlite3
+	libmicrohttpd-dev libcurl4-openssl-dev libssl-dev python3-kubernetes
 	munge slurm-wlm slurmctld slurmd slurm-client libslurm-dev
 	python3 python3-yaml openmpi-bin libopenmpi-dev
 )
