@@ -426,10 +426,11 @@ int hb_slurmc_open(const char *slurm_conf, struct hb_slurmc **out,
 	if (!out)
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "hb_slurmc_open: no output handle");
-	if (!given)
+	if (!given) {
 		given = getenv("SLURM_CONF");
-	if (!given || !*given)
-		given = DEFAULT_CONF;
+		if (!given || !*given)
+			given = DEFAULT_CONF;
+	}
 	if ((rc = check_conf_file(given, err)))
 		return rc;
 	/* One name per file, so that two spellings of it do not conflict. */
@@ -955,7 +956,8 @@ static int poll_table(struct hb_slurmc *c, const job_info_msg_t *resp,
 			goto out;
 		c->stats.jobs_reported++;
 	}
-	qsort(next, n, sizeof(*next), snap_cmp);
+	if (n)
+		qsort(next, n, sizeof(*next), snap_cmp);
 	/* Both sorted: the old ids missing from the new table left it. */
 	for (i = 0, k = 0; i < c->nsnap; i++) {
 		while (k < n && next[k].job_id < c->snap[i].job_id)
