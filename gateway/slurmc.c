@@ -91,6 +91,8 @@ int hb_slurmc_errcode(int e)
 	case ESLURM_JOB_NOT_SUSPENDED:
 	case ESLURM_TRANSITION_STATE_NO_UPDATE:
 		return HB_ESTATE;
+	case ESLURM_PATHNAME_TOO_LONG: /* any string over Slurm's limit */
+		return HB_ETOOBIG;
 	case ETIMEDOUT:
 	case SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT:
 		return HB_ETIMEDOUT;

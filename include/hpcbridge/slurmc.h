@@ -11,6 +11,8 @@
  *   HB_ESTATE     not possible in the job's state (finished, pending, ...)
  *   HB_EUNAVAIL   slurmctld unreachable (connection, send or receive error)
  *   HB_ETIMEDOUT  slurmctld did not answer in time
+ *   HB_ETOOBIG    a string over Slurm's length limit (a comment of 3000
+ *                 bytes was refused; "Pathname ... too long")
  *
  * No Slurm structure escapes: everything libslurm allocates is freed with
  * its own free function before the call returns.  Strings handed to

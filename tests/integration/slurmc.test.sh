@@ -228,8 +228,10 @@ expect_eq "$(line job_held reason)" JobHeldUser "held job: reason"
 expect_eq "$(line job_held admin_comment)" hb:42 "held job: admin comment"
 
 run sub_mem "$probe" submit --hold --nodes 2 --ntasks-per-node 3 \
-	--mem 2048 --workdir "$tmp/work" --output /dev/null --wrap true
-sc=$(scontrol show job -o "$(field sub_mem job)")
+	--mem 2048 --comment to-clear --workdir "$tmp/work" --output /dev/null \
+	--wrap true
+sub_mem_id=$(field sub_mem job)
+sc=$(scontrol show job -o "$sub_mem_id")
 for want in NumNodes=2-2 NumTasks=6 NumCPUs=6 MinMemoryNode=2G; do
 	[[ " $sc " == *" $want "* ]] && ok || bad "per-node job: $want not in: $sc"
 done
@@ -239,6 +241,14 @@ run comment "$probe" set-comment "$id_held" "phase=Running pods=3/4"
 expect_rc comment 0 "set_comment"
 expect_eq "$(squeue -h -o %k -j "$id_held")" "phase=Running pods=3/4" \
 	"set_comment shows in squeue %k"
+run comment_long "$probe" set-comment "$id_held" "$(printf 'x%.0s' $(seq 1 3000))"
+expect_eq "$(field comment_long error)" ETOOBIG "a 3000-byte comment"
+expect_eq "$(squeue -h -o %k -j "$id_held")" "phase=Running pods=3/4" \
+	"a refused comment leaves the old one"
+run comment_clear "$probe" set-comment "$sub_mem_id" ""
+expect_rc comment_clear 0 "set_comment with an empty text"
+expect_eq "$(squeue -h -o '[%k]' -j "$sub_mem_id")" "[]" \
+	"an empty text clears the comment"
 run comment_gone "$probe" set-comment "$id_fail" x
 expect_eq "$(field comment_gone error)" ESTATE "set_comment on an ended job"
 
