@@ -147,7 +147,8 @@ while read -r name avail nnodes nodelist; do
 	[[ "$l" == *" nodes=$nnodes "* ]] && ok || bad "$name: nodes: $l"
 	[[ "$l" == *" list=$nodelist" ]] && ok || bad "$name: list: $l"
 	[[ "$l" == *" max_time=UNLIMITED "* ]] && ok || bad "$name: time: $l"
-	cpus=$(scontrol show partition "$name" | sed -n 's/.*TotalCPUs=\([0-9]*\).*/\1/p')
+	cpus=$(scontrol show partition "$name" |
+		sed -n 's/.*TotalCPUs=\([0-9]*\).*/\1/p')
 	[[ "$l" == *" cpus=$cpus "* ]] && ok || bad "$name: cpus $cpus: $l"
 done < <(sinfo -h -o '%R %a %D %N' | sort -u)
 grep -q '^partition=debug .* default=1 ' "$tmp/parts.out" && ok ||
@@ -173,7 +174,7 @@ grep -q '^node=hb1 state=idle cpus=64 alloc_cpus=0 mem=512000 ' \
 export HB_PROBE_LEAK=from-the-caller
 run sub_ok "$probe" submit --name hb-ok --workdir "$tmp/work" \
 	--output "$tmp/work/ok.out" --time 5 --env HB_PROBE_VAR=given \
-	--wrap 'echo "var=$HB_PROBE_VAR leak=${HB_PROBE_LEAK:-unset}"; sleep 1'
+	--wrap 'echo "var=$HB_PROBE_VAR leak=${HB_PROBE_LEAK:-unset}"; sleep 3'
 unset HB_PROBE_LEAK
 expect_rc sub_ok 0 "submit a short job"
 id_ok=$(field sub_ok job)
@@ -241,7 +242,8 @@ run comment "$probe" set-comment "$id_held" "phase=Running pods=3/4"
 expect_rc comment 0 "set_comment"
 expect_eq "$(squeue -h -o %k -j "$id_held")" "phase=Running pods=3/4" \
 	"set_comment shows in squeue %k"
-run comment_long "$probe" set-comment "$id_held" "$(printf 'x%.0s' $(seq 1 3000))"
+long=$(printf 'x%.0s' $(seq 1 3000))
+run comment_long "$probe" set-comment "$id_held" "$long"
 expect_eq "$(field comment_long error)" ETOOBIG "a 3000-byte comment"
 expect_eq "$(squeue -h -o %k -j "$id_held")" "phase=Running pods=3/4" \
 	"a refused comment leaves the old one"
@@ -259,7 +261,7 @@ run watch_held "$probe" watch "$id_held" 60
 expect_eq "$(field watch_held state)" CANCELLED "held job after cancel"
 run cancel_again "$probe" cancel "$id_held"
 expect_rc cancel_again 0 "cancel an ended job"
-expect_eq "$(field cancel_again result)" done "cancel an ended job: done"
+expect_eq "$(field cancel_again result)" "done" "cancel an ended job: done"
 run cancel_none "$probe" cancel 999999
 expect_rc cancel_none 3 "cancel an unknown job"
 expect_eq "$(field cancel_none error)" ENOENT "cancel an unknown job"
@@ -269,7 +271,7 @@ expect_rc job_none 3 "an unknown job"
 run sub_long "$probe" submit --workdir "$tmp/work" --output /dev/null \
 	--wrap 'sleep 300'
 id_long=$(field sub_long job)
-for _ in $(seq 1 100); do
+for _ in $(seq 1 300); do
 	[ "$(squeue -h -j "$id_long" -o %T)" = RUNNING ] && break
 	sleep 0.1
 done
