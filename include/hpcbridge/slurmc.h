@@ -201,7 +201,8 @@ typedef int (*hb_slurmc_job_cb)(const struct hb_slurmc_job *job, void *arg);
  * job that is new or whose state, exit, times, nodes, comments, hold or
  * reason changed, then once for each job that left the table (removed).
  * The first poll (and the first after hb_slurmc_poll_reset()) reports
- * every job.
+ * every job.  cb may be NULL: the poll then only takes the table, so
+ * that later polls report changes from now on.
  *
  * When cb returns non-zero the poll stops, returns that value, and the
  * handle forgets this poll: the next one reports every change again,
