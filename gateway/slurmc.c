@@ -1,0 +1,1294 @@
+/*
+ * slurmc.c - the gateway's Slurm client over libslurm 22.05.
+ *
+ * Slurm types stay in this file: the header speaks only hb_* and C types.
+ * Every libslurm response is freed with libslurm's own free function before
+ * the function that asked for it returns.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+
+#include "hpcbridge/slurmc.h"
+
+/*
+ * Exported by libslurm 22.05 but not declared in its public headers
+ * (slurm.h names the first as the way to free slurm_job_will_run2()'s
+ * answer; both live in src/common/slurm_protocol_defs.c).
+ */
+extern void slurm_free_will_run_response_msg(will_run_response_msg_t *msg);
+extern char *slurm_job_reason_string(enum job_state_reason inx);
+
+/* Where libslurm looks when neither an argument nor $SLURM_CONF names a
+ * file (Debian's build). */
+#define DEFAULT_CONF "/etc/slurm/slurm.conf"
+/* How long the trial load of slurm.conf in a child may take. */
+#define PROBE_TIMEOUT_MS 10000
+/* Most environment entries a request may carry. */
+#define ENV_MAX 16384
+/* The environment of a request that brings none. */
+#define DEFAULT_PATH "PATH=/usr/local/bin:/usr/bin:/bin"
+
+struct snap {
+	uint32_t job_id;
+	uint64_t fp;
+};
+
+struct hb_slurmc {
+	char *conf;
+	time_t update_time; /* stamp of the last job table, 0: none */
+	struct snap *snap;  /* sorted by job_id */
+	size_t nsnap;
+	struct hb_slurmc_stats stats;
+};
+
+/* libslurm is configured once per process. */
+static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned lib_refs;
+static char *lib_conf;
+
+/* ----------------------------------------------------------- errors */
+
+int hb_slurmc_errcode(int e)
+{
+	switch (e) {
+	case 0:
+		return 0;
+	case ENOMEM:
+		return HB_ENOMEM;
+	case ESLURM_INVALID_JOB_ID:
+	case ESLURM_INVALID_PARTITION_NAME:
+		return HB_ENOENT;
+	case EPERM:
+	case EACCES:
+	case ESLURM_ACCESS_DENIED:
+	case ESLURM_USER_ID_MISSING:
+	case ESLURM_GROUP_ID_MISSING:
+	case ESLURM_JOB_MISSING_REQUIRED_PARTITION_GROUP:
+	case ESLURM_RESERVATION_ACCESS:
+		return HB_EPERM;
+	case ESLURM_ALREADY_DONE:
+	case ESLURM_JOB_FINISHED:
+	case ESLURM_JOB_PENDING:
+	case ESLURM_JOB_NOT_PENDING:
+	case ESLURM_JOB_NOT_RUNNING:
+	case ESLURM_JOB_NOT_PENDING_NOR_RUNNING:
+	case ESLURM_JOB_SUSPENDED:
+	case ESLURM_JOB_NOT_SUSPENDED:
+	case ESLURM_TRANSITION_STATE_NO_UPDATE:
+		return HB_ESTATE;
+	case ESLURM_PATHNAME_TOO_LONG: /* any string over Slurm's limit */
+		return HB_ETOOBIG;
+	case ETIMEDOUT:
+	case SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT:
+		return HB_ETIMEDOUT;
+	case ECONNREFUSED:
+	case ECONNRESET:
+	case ECONNABORTED:
+	case EHOSTUNREACH:
+	case ENETUNREACH:
+	case EPIPE:
+	case SLURM_COMMUNICATIONS_CONNECTION_ERROR:
+	case SLURM_COMMUNICATIONS_SEND_ERROR:
+	case SLURM_COMMUNICATIONS_RECEIVE_ERROR:
+	case SLURM_COMMUNICATIONS_SHUTDOWN_ERROR:
+	case SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR:
+	case SLURMCTLD_COMMUNICATIONS_SEND_ERROR:
+	case SLURMCTLD_COMMUNICATIONS_RECEIVE_ERROR:
+	case SLURMCTLD_COMMUNICATIONS_SHUTDOWN_ERROR:
+	case SLURM_PROTOCOL_SOCKET_IMPL_ZERO_RECV_LENGTH:
+	case SLURM_PROTOCOL_SOCKET_IMPL_NEGATIVE_RECV_LENGTH:
+	case SLURM_PROTOCOL_SOCKET_IMPL_NOT_ALL_DATA_SENT:
+	case SLURM_PROTOCOL_SOCKET_ZERO_BYTES_SENT:
+	case ESLURM_IN_STANDBY_MODE:
+	case ESLURM_AUTH_UNABLE_TO_SIGN: /* munged unreachable */
+		return HB_EUNAVAIL;
+	case SLURM_UNEXPECTED_MSG_ERROR:
+	case SLURM_PROTOCOL_VERSION_ERROR:
+	case SLURM_PROTOCOL_INSANE_MSG_LENGTH:
+	case ESLURM_PROTOCOL_INCOMPLETE_PACKET:
+		return HB_EPROTO;
+	default:
+		return HB_ESLURM;
+	}
+}
+
+/* The Slurm error of a call that returned rc (some calls return the code,
+ * most return SLURM_ERROR and leave it in errno). */
+static int slurm_errno_of(int rc)
+{
+	int e = (rc == SLURM_ERROR) ? slurm_get_errno() : rc;
+
+	return e ? e : SLURM_ERROR;
+}
+
+/* Record Slurm error e of call `what` in err; returns the HB_E* code. */
+static int fail_slurm(struct hb_err *err, int e, const char *what)
+{
+	int code = hb_slurmc_errcode(e);
+	const char *text =
+		(e == SLURM_ERROR) ? "unspecified error" : slurm_strerror(e);
+
+	if (!code)
+		code = HB_ESLURM;
+	return hb_err_set(err, code, NULL, 0, "%s: %s (Slurm error %d)", what,
+			  text ? text : "unknown", e);
+}
+
+/* ----------------------------------------------------- states, exits */
+
+static const char *const state_names[] = {
+	[HB_SLURMC_PENDING] = "PENDING",
+	[HB_SLURMC_RUNNING] = "RUNNING",
+	[HB_SLURMC_SUSPENDED] = "SUSPENDED",
+	[HB_SLURMC_COMPLETE] = "COMPLETED",
+	[HB_SLURMC_CANCELLED] = "CANCELLED",
+	[HB_SLURMC_FAILED] = "FAILED",
+	[HB_SLURMC_TIMEOUT] = "TIMEOUT",
+	[HB_SLURMC_NODE_FAIL] = "NODE_FAIL",
+	[HB_SLURMC_PREEMPTED] = "PREEMPTED",
+	[HB_SLURMC_BOOT_FAIL] = "BOOT_FAIL",
+	[HB_SLURMC_DEADLINE] = "DEADLINE",
+	[HB_SLURMC_OOM] = "OUT_OF_MEMORY",
+	[HB_SLURMC_UNKNOWN] = "UNKNOWN",
+};
+
+const char *hb_slurmc_state_name(enum hb_slurmc_state st)
+{
+	if ((unsigned)st < sizeof(state_names) / sizeof(state_names[0]))
+		return state_names[st];
+	return "UNKNOWN";
+}
+
+bool hb_slurmc_state_final(enum hb_slurmc_state st)
+{
+	switch (st) {
+	case HB_SLURMC_COMPLETE:
+	case HB_SLURMC_CANCELLED:
+	case HB_SLURMC_FAILED:
+	case HB_SLURMC_TIMEOUT:
+	case HB_SLURMC_NODE_FAIL:
+	case HB_SLURMC_PREEMPTED:
+	case HB_SLURMC_BOOT_FAIL:
+	case HB_SLURMC_DEADLINE:
+	case HB_SLURMC_OOM:
+		return true;
+	default:
+		return false;
+	}
+}
+
+enum hb_slurmc_state hb_slurmc_state_from_slurm(uint32_t job_state,
+						bool *completing)
+{
+	if (completing)
+		*completing = (job_state & JOB_COMPLETING) != 0;
+	switch (job_state & JOB_STATE_BASE) {
+	case JOB_PENDING:
+		return HB_SLURMC_PENDING;
+	case JOB_RUNNING:
+		return HB_SLURMC_RUNNING;
+	case JOB_SUSPENDED:
+		return HB_SLURMC_SUSPENDED;
+	case JOB_COMPLETE:
+		return HB_SLURMC_COMPLETE;
+	case JOB_CANCELLED:
+		return HB_SLURMC_CANCELLED;
+	case JOB_FAILED:
+		return HB_SLURMC_FAILED;
+	case JOB_TIMEOUT:
+		return HB_SLURMC_TIMEOUT;
+	case JOB_NODE_FAIL:
+		return HB_SLURMC_NODE_FAIL;
+	case JOB_PREEMPTED:
+		return HB_SLURMC_PREEMPTED;
+	case JOB_BOOT_FAIL:
+		return HB_SLURMC_BOOT_FAIL;
+	case JOB_DEADLINE:
+		return HB_SLURMC_DEADLINE;
+	case JOB_OOM:
+		return HB_SLURMC_OOM;
+	default:
+		return HB_SLURMC_UNKNOWN;
+	}
+}
+
+void hb_slurmc_decode_exit(uint32_t status, int *code, int *sig)
+{
+	int st = (int)status;
+
+	if (status == NO_VAL || status == INFINITE) {
+		*code = 0;
+		*sig = 0;
+	} else if (WIFSIGNALED(st)) {
+		*code = 0;
+		*sig = WTERMSIG(st);
+	} else {
+		*code = WEXITSTATUS(st);
+		*sig = 0;
+	}
+}
+
+static const char *const part_state_names[] = {
+	[HB_SLURMC_PART_UP] = "UP",
+	[HB_SLURMC_PART_DOWN] = "DOWN",
+	[HB_SLURMC_PART_DRAIN] = "DRAIN",
+	[HB_SLURMC_PART_INACTIVE] = "INACTIVE",
+};
+
+const char *hb_slurmc_part_state_name(enum hb_slurmc_part_state st)
+{
+	if ((unsigned)st <
+	    sizeof(part_state_names) / sizeof(part_state_names[0]))
+		return part_state_names[st];
+	return "UNKNOWN";
+}
+
+static const char *const node_state_names[] = {
+	[HB_SLURMC_NODE_UNKNOWN] = "unknown",
+	[HB_SLURMC_NODE_DOWN] = "down",
+	[HB_SLURMC_NODE_IDLE] = "idle",
+	[HB_SLURMC_NODE_ALLOCATED] = "allocated",
+	[HB_SLURMC_NODE_MIXED] = "mixed",
+	[HB_SLURMC_NODE_FUTURE] = "future",
+};
+
+const char *hb_slurmc_node_state_name(enum hb_slurmc_node_state st)
+{
+	if ((unsigned)st <
+	    sizeof(node_state_names) / sizeof(node_state_names[0]))
+		return node_state_names[st];
+	return "unknown";
+}
+
+/* ------------------------------------------------------ open, close */
+
+/* Read what the child wrote on fd until EOF or the deadline. */
+static void read_child(int fd, char *buf, size_t size, int timeout_ms,
+		       bool *timed_out)
+{
+	size_t len = 0;
+	struct timespec t0, t;
+
+	*timed_out = false;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		long spent;
+		ssize_t n;
+		char scratch[256];
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		spent = (t.tv_sec - t0.tv_sec) * 1000 +
+			(t.tv_nsec - t0.tv_nsec) / 1000000;
+		if (spent >= timeout_ms) {
+			*timed_out = true;
+			break;
+		}
+		if (poll(&pfd, 1, (int)(timeout_ms - spent)) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (!pfd.revents)
+			continue;
+		if (len + 1 < size)
+			n = read(fd, buf + len, size - 1 - len);
+		else
+			n = read(fd, scratch, sizeof(scratch));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (len + 1 < size)
+			len += (size_t)n;
+	}
+	buf[len] = '\0';
+}
+
+/* The last non-empty line of text, without its line break. */
+static const char *last_line(char *text)
+{
+	char *end = text + strlen(text), *p;
+
+	while (end > text &&
+	       (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
+		*--end = '\0';
+	p = strrchr(text, '\n');
+	return p ? p + 1 : text;
+}
+
+/*
+ * Load slurm.conf in a child first: libslurm calls exit() when the file
+ * does not parse or a plugin it names does not load, and that must not end
+ * the daemon.  The child's stderr carries libslurm's reason.
+ */
+static int probe_conf(const char *path, struct hb_err *err)
+{
+	int fds[2], status, rc = 0;
+	char out[2048];
+	bool timed_out;
+	pid_t pid, w;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return hb_err_set(err, HB_EIO, path, 0, "pipe: %s",
+				  strerror(errno));
+	fflush(NULL); /* exit() in the child must not flush our buffers */
+	pid = fork();
+	if (pid < 0) {
+		rc = hb_err_set(err, HB_EIO, path, 0, "fork: %s",
+				strerror(errno));
+		close(fds[0]);
+		close(fds[1]);
+		return rc;
+	}
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDWR);
+
+		if (devnull >= 0) {
+			dup2(devnull, STDIN_FILENO);
+			dup2(devnull, STDOUT_FILENO);
+		}
+		dup2(fds[1], STDERR_FILENO);
+		slurm_init(path);
+		_exit(0);
+	}
+	close(fds[1]);
+	read_child(fds[0], out, sizeof(out), PROBE_TIMEOUT_MS, &timed_out);
+	close(fds[0]);
+	if (timed_out)
+		kill(pid, SIGKILL);
+	do
+		w = waitpid(pid, &status, 0);
+	while (w < 0 && errno == EINTR);
+	if (timed_out)
+		return hb_err_set(err, HB_ETIMEDOUT, path, 0,
+				  "libslurm took over %d s to load it",
+				  PROBE_TIMEOUT_MS / 1000);
+	if (w < 0) /* reaped elsewhere (SIGCHLD ignored): judge by output */
+		status = out[0] ? 1 << 8 : 0;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	if (out[0])
+		return hb_err_set(err, HB_EINVAL, path, 0,
+				  "libslurm refuses it: %s", last_line(out));
+	if (WIFSIGNALED(status))
+		return hb_err_set(err, HB_EINVAL, path, 0,
+				  "libslurm died loading it (signal %d)",
+				  WTERMSIG(status));
+	return hb_err_set(err, HB_EINVAL, path, 0,
+			  "libslurm refuses it (exit %d)", WEXITSTATUS(status));
+}
+
+static int check_conf_file(const char *path, struct hb_err *err)
+{
+	struct stat st;
+
+	if (!*path)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "slurm.conf: empty path");
+	if (stat(path, &st) < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return hb_err_set(err, HB_ENOENT, path, 0,
+					  "no such file (slurm.conf)");
+		return hb_err_set(err, HB_EINVAL, path, 0, "%s",
+				  strerror(errno));
+	}
+	if (!S_ISREG(st.st_mode))
+		return hb_err_set(err, HB_EINVAL, path, 0,
+				  "not a regular file (slurm.conf)");
+	if (access(path, R_OK) < 0)
+		return hb_err_set(err, HB_EINVAL, path, 0, "cannot read: %s",
+				  strerror(errno));
+	return 0;
+}
+
+int hb_slurmc_open(const char *slurm_conf, struct hb_slurmc **out,
+		   struct hb_err *err)
+{
+	struct hb_slurmc *c = NULL;
+	const char *given = slurm_conf;
+	char *path = NULL;
+	int rc;
+
+	if (!out)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "hb_slurmc_open: no output handle");
+	if (!given) {
+		given = getenv("SLURM_CONF");
+		if (!given || !*given)
+			given = DEFAULT_CONF;
+	}
+	if ((rc = check_conf_file(given, err)))
+		return rc;
+	/* One name per file, so that two spellings of it do not conflict. */
+	path = realpath(given, NULL);
+	if (!path)
+		return hb_err_set(err, HB_EINVAL, given, 0, "realpath: %s",
+				  strerror(errno));
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+
+	pthread_mutex_lock(&lib_lock);
+	if (lib_refs) {
+		if (strcmp(lib_conf, path)) {
+			rc = hb_err_set(err, HB_ECONFLICT, path, 0,
+					"libslurm already uses %s; one "
+					"slurm.conf per process",
+					lib_conf);
+			pthread_mutex_unlock(&lib_lock);
+			goto out;
+		}
+	} else {
+		char *keep = strdup(path);
+
+		if (!keep) {
+			rc = hb_err_set(err, HB_ENOMEM, NULL, 0,
+					"out of memory");
+			pthread_mutex_unlock(&lib_lock);
+			goto out;
+		}
+		if ((rc = probe_conf(path, err))) {
+			free(keep);
+			pthread_mutex_unlock(&lib_lock);
+			goto out;
+		}
+		slurm_init(path);
+		lib_conf = keep;
+	}
+	lib_refs++;
+	pthread_mutex_unlock(&lib_lock);
+
+	c->conf = path;
+	path = NULL;
+	*out = c;
+	c = NULL;
+out:
+	free(path);
+	free(c);
+	return rc;
+}
+
+void hb_slurmc_close(struct hb_slurmc *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&lib_lock);
+	if (lib_refs && --lib_refs == 0) {
+		slurm_fini();
+		free(lib_conf);
+		lib_conf = NULL;
+	}
+	pthread_mutex_unlock(&lib_lock);
+	free(c->snap);
+	free(c->conf);
+	free(c);
+}
+
+const char *hb_slurmc_conf(const struct hb_slurmc *c)
+{
+	return c ? c->conf : NULL;
+}
+
+/* ------------------------------------------------------- submission */
+
+int hb_slurmc_gres_to_tres(const char *gres, struct hb_buf *out)
+{
+	size_t old = out->len;
+	const char *p = gres, *end;
+	int rc = 0;
+
+	if (!gres || !*gres)
+		return HB_EINVAL;
+	for (;;) {
+		size_t n;
+
+		end = strchr(p, ',');
+		n = end ? (size_t)(end - p) : strlen(p);
+		if (n == 0) {
+			rc = HB_EINVAL;
+			break;
+		}
+		if (p != gres && (rc = hb_buf_putc(out, ',')))
+			break;
+		if (n >= 5 &&
+		    (!strncmp(p, "gres:", 5) || !strncmp(p, "gres/", 5))) {
+			p += 5;
+			n -= 5;
+			if (n == 0 || *p == ',') {
+				rc = HB_EINVAL; /* "gres:" alone */
+				break;
+			}
+		}
+		if ((rc = hb_buf_puts(out, "gres:")) ||
+		    (rc = hb_buf_append(out, p, n)))
+			break;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	if (rc) {
+		out->len = old;
+		if (out->data)
+			out->data[old] = '\0';
+	}
+	return rc;
+}
+
+int hb_slurmc_submit_check(const struct hb_slurmc_submit *req,
+			   struct hb_err *err)
+{
+	size_t i;
+
+	if (!req)
+		return hb_err_set(err, HB_EINVAL, NULL, 0, "no request");
+	if (!req->script || !*req->script)
+		return hb_err_set(err, HB_EINVAL, NULL, 0, "script: missing");
+	if (strncmp(req->script, "#!", 2))
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "script: must start with \"#!\" (an "
+				  "interpreter line)");
+	if (req->as_user && (req->uid >= NO_VAL || req->gid >= NO_VAL))
+		return hb_err_set(err, HB_ERANGE, NULL, 0,
+				  "uid/gid: %u/%u is not a usable id", req->uid,
+				  req->gid);
+	if (req->env) {
+		for (i = 0; req->env[i]; i++) {
+			const char *eq = strchr(req->env[i], '=');
+
+			if (i >= ENV_MAX)
+				return hb_err_set(err, HB_ETOOBIG, NULL, 0,
+						  "env: more than %d entries",
+						  ENV_MAX);
+			if (!eq || eq == req->env[i])
+				return hb_err_set(err, HB_EINVAL, NULL, 0,
+						  "env[%zu]: not NAME=value",
+						  i);
+		}
+	}
+	if (req->time_limit >= NO_VAL && req->time_limit != HB_SLURMC_INFINITE)
+		return hb_err_set(err, HB_ERANGE, NULL, 0,
+				  "time_limit: %u minutes is out of range",
+				  req->time_limit);
+	if (req->nodes >= NO_VAL)
+		return hb_err_set(err, HB_ERANGE, NULL, 0,
+				  "nodes: %u is out of range", req->nodes);
+	if (req->ntasks >= NO_VAL)
+		return hb_err_set(err, HB_ERANGE, NULL, 0,
+				  "ntasks: %u is out of range", req->ntasks);
+	if (req->ntasks_per_node >= NO_VAL16)
+		return hb_err_set(err, HB_ERANGE, NULL, 0,
+				  "ntasks_per_node: %u is out of range",
+				  req->ntasks_per_node);
+	if (req->cpus_per_task >= NO_VAL16)
+		return hb_err_set(err, HB_ERANGE, NULL, 0,
+				  "cpus_per_task: %u is out of range",
+				  req->cpus_per_task);
+	if ((uint64_t)(req->ntasks
+			       ? req->ntasks
+			       : req->nodes * (uint64_t)req->ntasks_per_node) *
+		    (req->cpus_per_task ? req->cpus_per_task : 1) >=
+	    NO_VAL)
+		return hb_err_set(err, HB_ERANGE, NULL, 0,
+				  "ntasks x cpus_per_task: too many CPUs");
+	if (req->mem_per_node_mb && req->mem_per_cpu_mb)
+		return hb_err_set(err, HB_ECONFLICT, NULL, 0,
+				  "mem_per_node_mb and mem_per_cpu_mb: "
+				  "give one");
+	if (req->mem_per_node_mb >= MEM_PER_CPU ||
+	    req->mem_per_cpu_mb >= MEM_PER_CPU)
+		return hb_err_set(err, HB_ERANGE, NULL, 0,
+				  "memory: %llu MB is out of range",
+				  (unsigned long long)(req->mem_per_node_mb |
+						       req->mem_per_cpu_mb));
+	if (req->gres) {
+		struct hb_buf b;
+		int rc;
+
+		hb_buf_init(&b, 0);
+		rc = hb_slurmc_gres_to_tres(req->gres, &b);
+		hb_buf_free(&b);
+		if (rc)
+			return hb_err_set(err, rc, NULL, 0,
+					  "gres: '%s' is not a list of "
+					  "name[:type][:count]",
+					  req->gres);
+	}
+	return 0;
+}
+
+/* What a job_desc_msg_t borrows besides the request's own strings. */
+struct desc_mem {
+	char **env;
+	struct hb_buf tres;
+	char host[256];
+	char cwd[PATH_MAX];
+};
+
+static void desc_mem_free(struct desc_mem *m)
+{
+	free(m->env);
+	hb_buf_free(&m->tres);
+}
+
+/*
+ * Fill d (initialised by slurm_init_job_desc_msg) from req.  d borrows
+ * req's strings and m's memory; nothing in it is Slurm's to free.
+ */
+static int fill_desc(job_desc_msg_t *d, const struct hb_slurmc_submit *req,
+		     struct desc_mem *m, struct hb_err *err)
+{
+	static const char *const default_env[] = { DEFAULT_PATH, NULL };
+	const char *const *env = req->env ? req->env : default_env;
+	size_t n = 0, i;
+	int rc;
+
+	hb_buf_init(&m->tres, 64 * 1024);
+	while (env[n])
+		n++;
+	if (n == 0) {
+		env = default_env;
+		n = 1;
+	}
+	m->env = calloc(n + 1, sizeof(*m->env));
+	if (!m->env)
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	for (i = 0; i < n; i++)
+		m->env[i] = (char *)env[i];
+	d->environment = m->env;
+	d->env_size = (uint32_t)n;
+
+	d->script = (char *)req->script;
+	d->name = (char *)req->name;
+	d->partition = (char *)req->partition;
+	d->account = (char *)req->account;
+	d->comment = (char *)req->comment;
+	d->std_out = (char *)req->output;
+	d->std_err = (char *)req->error;
+	if (req->as_user) {
+		d->user_id = req->uid;
+		d->group_id = req->gid;
+	} else {
+		d->user_id = (uint32_t)getuid();
+		d->group_id = (uint32_t)getgid();
+	}
+	if (req->work_dir) {
+		d->work_dir = (char *)req->work_dir;
+	} else {
+		if (!getcwd(m->cwd, sizeof(m->cwd)))
+			snprintf(m->cwd, sizeof(m->cwd), "/");
+		d->work_dir = m->cwd;
+	}
+	/* The submitting host, which will_run requires (submit sets it
+	 * itself when missing). */
+	if (gethostname(m->host, sizeof(m->host)) == 0) {
+		char *dot;
+
+		m->host[sizeof(m->host) - 1] = '\0';
+		if ((dot = strchr(m->host, '.')))
+			*dot = '\0';
+		if (m->host[0])
+			d->alloc_node = m->host;
+	}
+	if (req->time_limit == HB_SLURMC_INFINITE)
+		d->time_limit = INFINITE;
+	else if (req->time_limit)
+		d->time_limit = req->time_limit;
+	if (req->nodes) {
+		d->min_nodes = req->nodes;
+		d->max_nodes = req->nodes;
+	}
+	if (req->ntasks)
+		d->num_tasks = req->ntasks;
+	else if (req->nodes && req->ntasks_per_node)
+		d->num_tasks = req->nodes * req->ntasks_per_node;
+	if (req->ntasks_per_node)
+		d->ntasks_per_node = req->ntasks_per_node;
+	if (req->cpus_per_task)
+		d->cpus_per_task = req->cpus_per_task;
+	/* As sbatch: the job needs a CPU per task, times cpus_per_task. */
+	d->min_cpus =
+		(d->num_tasks && d->num_tasks != NO_VAL ? d->num_tasks : 1) *
+		(req->cpus_per_task ? req->cpus_per_task : 1);
+	if (req->mem_per_node_mb)
+		d->pn_min_memory = req->mem_per_node_mb;
+	else if (req->mem_per_cpu_mb)
+		d->pn_min_memory = req->mem_per_cpu_mb | MEM_PER_CPU;
+	if (req->gres) {
+		if ((rc = hb_slurmc_gres_to_tres(req->gres, &m->tres)))
+			return hb_err_set(err, rc, NULL, 0, "gres: '%s'",
+					  req->gres);
+		d->tres_per_node = m->tres.data;
+	}
+	if (req->hold)
+		d->priority = 0;
+	return 0;
+}
+
+static int set_admin_comment(uint32_t job_id, const char *text,
+			     struct hb_err *err)
+{
+	job_desc_msg_t d;
+
+	slurm_init_job_desc_msg(&d);
+	d.job_id = job_id;
+	d.admin_comment = (char *)text;
+	if (slurm_update_job(&d) != SLURM_SUCCESS)
+		return fail_slurm(err, slurm_errno_of(SLURM_ERROR),
+				  "slurm_update_job(admin_comment)");
+	return 0;
+}
+
+int hb_slurmc_submit(struct hb_slurmc *c, const struct hb_slurmc_submit *req,
+		     uint32_t *job_id, struct hb_err *err)
+{
+	submit_response_msg_t *resp = NULL;
+	struct desc_mem m = { 0 };
+	job_desc_msg_t d;
+	int rc;
+
+	if (!c || !job_id)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "hb_slurmc_submit: no handle or output");
+	if ((rc = hb_slurmc_submit_check(req, err)))
+		return rc;
+	slurm_init_job_desc_msg(&d);
+	if ((rc = fill_desc(&d, req, &m, err)))
+		goto out;
+	if (slurm_submit_batch_job(&d, &resp) != SLURM_SUCCESS) {
+		rc = fail_slurm(err, slurm_errno_of(SLURM_ERROR),
+				"slurm_submit_batch_job");
+		goto out;
+	}
+	*job_id = resp->job_id;
+	if (req->admin_comment && *req->admin_comment)
+		rc = set_admin_comment(resp->job_id, req->admin_comment, err);
+out:
+	if (resp)
+		slurm_free_submit_response_response_msg(resp);
+	desc_mem_free(&m);
+	return rc;
+}
+
+int hb_slurmc_will_run(struct hb_slurmc *c, const struct hb_slurmc_submit *req,
+		       time_t *start, char *nodes, size_t nodes_size,
+		       struct hb_err *err)
+{
+	will_run_response_msg_t *resp = NULL;
+	struct desc_mem m = { 0 };
+	job_desc_msg_t d;
+	int rc;
+
+	if (!c || !start || (!nodes && nodes_size))
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "hb_slurmc_will_run: bad arguments");
+	if ((rc = hb_slurmc_submit_check(req, err)))
+		return rc;
+	slurm_init_job_desc_msg(&d);
+	if ((rc = fill_desc(&d, req, &m, err)))
+		goto out;
+	d.priority = NO_VAL; /* a held job would never start */
+	if (slurm_job_will_run2(&d, &resp) != SLURM_SUCCESS) {
+		rc = fail_slurm(err, slurm_errno_of(SLURM_ERROR),
+				"slurm_job_will_run2");
+		goto out;
+	}
+	if (!resp) {
+		rc = hb_err_set(err, HB_EPROTO, NULL, 0,
+				"slurm_job_will_run2: no answer");
+		goto out;
+	}
+	*start = resp->start_time;
+	if (nodes_size) {
+		const char *nl = resp->node_list ? resp->node_list : "";
+		int n = snprintf(nodes, nodes_size, "%s", nl);
+
+		if (n < 0 || (size_t)n >= nodes_size)
+			rc = hb_err_set(err, HB_ETOOBIG, NULL, 0,
+					"node list of %zu bytes does not fit "
+					"in %zu",
+					strlen(nl), nodes_size);
+	}
+out:
+	if (resp)
+		slurm_free_will_run_response_msg(resp);
+	desc_mem_free(&m);
+	return rc;
+}
+
+/* ------------------------------------------------------------- jobs */
+
+static const char *str_or_empty(const char *s)
+{
+	return s ? s : "";
+}
+
+/* Our view of one Slurm job record; strings are borrowed from r. */
+static void job_from_slurm(const slurm_job_info_t *r, struct hb_slurmc_job *j)
+{
+	const char *reason;
+
+	memset(j, 0, sizeof(*j));
+	j->job_id = r->job_id;
+	j->state = hb_slurmc_state_from_slurm(r->job_state, &j->completing);
+	j->held = j->state == HB_SLURMC_PENDING && r->priority == 0;
+	j->exit_code = -1;
+	if (hb_slurmc_state_final(j->state))
+		hb_slurmc_decode_exit(r->exit_code, &j->exit_code,
+				      &j->exit_signal);
+	j->user_id = r->user_id;
+	j->submit_time = r->submit_time;
+	j->start_time = r->start_time;
+	j->end_time = r->end_time;
+	j->name = str_or_empty(r->name);
+	j->partition = str_or_empty(r->partition);
+	j->nodes = str_or_empty(r->nodes);
+	j->comment = str_or_empty(r->comment);
+	j->admin_comment = str_or_empty(r->admin_comment);
+	if (r->state_desc && *r->state_desc)
+		reason = r->state_desc;
+	else
+		reason = slurm_job_reason_string(
+			(enum job_state_reason)r->state_reason);
+	j->reason = str_or_empty(reason);
+}
+
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME  0x100000001b3ULL
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= FNV_PRIME;
+	}
+	return h;
+}
+
+static uint64_t fnv_str(uint64_t h, const char *s)
+{
+	return fnv(h, s, strlen(s) + 1);
+}
+
+/* A fingerprint of what a poll reports.  Times a pending job only
+ * expects (start) or a running job only expects (end) are left out, so
+ * the scheduler's estimates do not count as changes. */
+static uint64_t job_fingerprint(const struct hb_slurmc_job *j)
+{
+	uint64_t h = FNV_OFFSET;
+	int32_t v[5] = { (int32_t)j->state, j->completing, j->held,
+			 j->exit_code, j->exit_signal };
+	int64_t t[2] = { 0, 0 };
+
+	if (j->state != HB_SLURMC_PENDING)
+		t[0] = (int64_t)j->start_time;
+	if (hb_slurmc_state_final(j->state))
+		t[1] = (int64_t)j->end_time;
+	h = fnv(h, v, sizeof(v));
+	h = fnv(h, t, sizeof(t));
+	h = fnv_str(h, j->name);
+	h = fnv_str(h, j->partition);
+	h = fnv_str(h, j->nodes);
+	h = fnv_str(h, j->comment);
+	h = fnv_str(h, j->admin_comment);
+	h = fnv_str(h, j->reason);
+	return h;
+}
+
+static int snap_cmp(const void *a, const void *b)
+{
+	const struct snap *x = a, *y = b;
+
+	return (x->job_id > y->job_id) - (x->job_id < y->job_id);
+}
+
+static const struct snap *snap_find(const struct snap *s, size_t n, uint32_t id)
+{
+	struct snap key = { .job_id = id };
+
+	if (!n)
+		return NULL;
+	return bsearch(&key, s, n, sizeof(*s), snap_cmp);
+}
+
+/* Report the jobs of resp that changed, then those that left; on success
+ * the handle takes the new table. */
+static int poll_table(struct hb_slurmc *c, const job_info_msg_t *resp,
+		      hb_slurmc_job_cb cb, void *arg)
+{
+	size_t n = resp->record_count, i, k;
+	struct snap *next = NULL;
+	struct hb_slurmc_job j;
+	int rc = 0;
+
+	if (n) {
+		next = calloc(n, sizeof(*next));
+		if (!next)
+			return HB_ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		const struct snap *old;
+
+		job_from_slurm(&resp->job_array[i], &j);
+		next[i].job_id = j.job_id;
+		next[i].fp = job_fingerprint(&j);
+		old = snap_find(c->snap, c->nsnap, j.job_id);
+		if (old && old->fp == next[i].fp)
+			continue;
+		if (cb && (rc = cb(&j, arg)))
+			goto out;
+		c->stats.jobs_reported++;
+	}
+	if (n)
+		qsort(next, n, sizeof(*next), snap_cmp);
+	/* Both sorted: the old ids missing from the new table left it. */
+	for (i = 0, k = 0; i < c->nsnap; i++) {
+		while (k < n && next[k].job_id < c->snap[i].job_id)
+			k++;
+		if (k < n && next[k].job_id == c->snap[i].job_id)
+			continue;
+		memset(&j, 0, sizeof(j));
+		j.job_id = c->snap[i].job_id;
+		j.state = HB_SLURMC_UNKNOWN;
+		j.removed = true;
+		j.exit_code = -1;
+		j.name = j.partition = j.nodes = "";
+		j.comment = j.admin_comment = j.reason = "";
+		if (cb && (rc = cb(&j, arg)))
+			goto out;
+		c->stats.jobs_removed++;
+	}
+	free(c->snap);
+	c->snap = next;
+	c->nsnap = n;
+	next = NULL;
+	c->update_time = resp->last_update;
+	c->stats.last_update = resp->last_update;
+	c->stats.jobs_tracked = n;
+out:
+	free(next);
+	return rc;
+}
+
+int hb_slurmc_poll(struct hb_slurmc *c, hb_slurmc_job_cb cb, void *arg,
+		   struct hb_err *err)
+{
+	job_info_msg_t *resp = NULL;
+	int rc, e;
+
+	if (!c)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "hb_slurmc_poll: no handle");
+	c->stats.polls++;
+	rc = slurm_load_jobs(c->update_time, &resp, SHOW_ALL);
+	if (rc != SLURM_SUCCESS) {
+		e = slurm_errno_of(rc);
+		if (resp) /* not expected on error, but never leak it */
+			slurm_free_job_info_msg(resp);
+		if (e == SLURM_NO_CHANGE_IN_DATA) {
+			c->stats.polls_unchanged++;
+			return 0;
+		}
+		return fail_slurm(err, e, "slurm_load_jobs");
+	}
+	rc = poll_table(c, resp, cb, arg);
+	slurm_free_job_info_msg(resp);
+	if (rc == HB_ENOMEM)
+		hb_err_set(err, rc, NULL, 0, "out of memory");
+	return rc;
+}
+
+void hb_slurmc_poll_reset(struct hb_slurmc *c)
+{
+	if (!c)
+		return;
+	free(c->snap);
+	c->snap = NULL;
+	c->nsnap = 0;
+	c->update_time = 0;
+	c->stats.jobs_tracked = 0;
+	c->stats.last_update = 0;
+}
+
+void hb_slurmc_get_stats(const struct hb_slurmc *c, struct hb_slurmc_stats *out)
+{
+	if (c)
+		*out = c->stats;
+	else
+		memset(out, 0, sizeof(*out));
+}
+
+void hb_slurmc_job_clear(struct hb_slurmc_job *job)
+{
+	if (!job)
+		return;
+	hb_arena_free(&job->mem);
+	memset(job, 0, sizeof(*job));
+	job->exit_code = -1;
+}
+
+int hb_slurmc_job(struct hb_slurmc *c, uint32_t job_id,
+		  struct hb_slurmc_job *out, struct hb_err *err)
+{
+	job_info_msg_t *resp = NULL;
+	const slurm_job_info_t *r = NULL;
+	struct hb_slurmc_job j;
+	struct hb_arena mem;
+	int rc = 0;
+
+	if (!c || !out)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "hb_slurmc_job: no handle or output");
+	if (slurm_load_job(&resp, job_id, SHOW_ALL) != SLURM_SUCCESS) {
+		int e = slurm_errno_of(SLURM_ERROR);
+
+		if (resp)
+			slurm_free_job_info_msg(resp);
+		return fail_slurm(err, e, "slurm_load_job");
+	}
+	/* An array's id brings all its tasks: take the record of the id. */
+	for (uint32_t i = 0; i < resp->record_count; i++) {
+		if (resp->job_array[i].job_id == job_id) {
+			r = &resp->job_array[i];
+			break;
+		}
+	}
+	if (!r && resp->record_count)
+		r = &resp->job_array[0];
+	if (!r) {
+		rc = hb_err_set(err, HB_ENOENT, NULL, 0, "job %u: not found",
+				job_id);
+		goto out;
+	}
+	job_from_slurm(r, &j);
+	hb_arena_init(&mem, 0);
+	if (!(j.name = hb_arena_strdup(&mem, j.name)) ||
+	    !(j.partition = hb_arena_strdup(&mem, j.partition)) ||
+	    !(j.nodes = hb_arena_strdup(&mem, j.nodes)) ||
+	    !(j.comment = hb_arena_strdup(&mem, j.comment)) ||
+	    !(j.admin_comment = hb_arena_strdup(&mem, j.admin_comment)) ||
+	    !(j.reason = hb_arena_strdup(&mem, j.reason))) {
+		hb_arena_free(&mem);
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	j.mem = mem;
+	*out = j;
+out:
+	slurm_free_job_info_msg(resp);
+	return rc;
+}
+
+int hb_slurmc_cancel(struct hb_slurmc *c, uint32_t job_id, int signal,
+		     struct hb_err *err)
+{
+	uint16_t sig = SIGKILL, flags = 0;
+	int e;
+
+	if (!c)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "hb_slurmc_cancel: no handle");
+	if (signal < 0 || signal > SIGRTMAX)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "signal %d: out of range", signal);
+	if (signal) {
+		sig = (uint16_t)signal;
+		flags = KILL_FULL_JOB;
+	}
+	if (slurm_kill_job(job_id, sig, flags) == SLURM_SUCCESS)
+		return 0;
+	e = slurm_errno_of(SLURM_ERROR);
+	if (e == ESLURM_ALREADY_DONE)
+		return HB_SLURMC_DONE;
+	return fail_slurm(err, e, "slurm_kill_job");
+}
+
+int hb_slurmc_set_comment(struct hb_slurmc *c, uint32_t job_id,
+			  const char *text, struct hb_err *err)
+{
+	job_desc_msg_t d;
+
+	if (!c)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "hb_slurmc_set_comment: no handle");
+	slurm_init_job_desc_msg(&d);
+	d.job_id = job_id;
+	d.comment = (char *)(text ? text : "");
+	if (slurm_update_job(&d) != SLURM_SUCCESS)
+		return fail_slurm(err, slurm_errno_of(SLURM_ERROR),
+				  "slurm_update_job(comment)");
+	return 0;
+}
+
+/* ------------------------------------------------ partitions, nodes */
+
+int hb_slurmc_partitions(struct hb_slurmc *c, hb_slurmc_part_cb cb, void *arg,
+			 struct hb_err *err)
+{
+	partition_info_msg_t *resp = NULL;
+	int rc = 0;
+
+	if (!c || !cb)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "hb_slurmc_partitions: no handle or "
+				  "callback");
+	rc = slurm_load_partitions(0, &resp, SHOW_ALL);
+	if (rc != SLURM_SUCCESS) {
+		int e = slurm_errno_of(rc);
+
+		if (resp)
+			slurm_free_partition_info_msg(resp);
+		return fail_slurm(err, e, "slurm_load_partitions");
+	}
+	for (uint32_t i = 0; i < resp->record_count; i++) {
+		const partition_info_t *r = &resp->partition_array[i];
+		struct hb_slurmc_partition p = { 0 };
+
+		if (!r->name)
+			continue;
+		p.name = r->name;
+		switch (r->state_up) {
+		case PARTITION_UP:
+			p.state = HB_SLURMC_PART_UP;
+			break;
+		case PARTITION_DOWN:
+			p.state = HB_SLURMC_PART_DOWN;
+			break;
+		case PARTITION_DRAIN:
+			p.state = HB_SLURMC_PART_DRAIN;
+			break;
+		default:
+			p.state = HB_SLURMC_PART_INACTIVE;
+			break;
+		}
+		p.is_default = (r->flags & PART_FLAG_DEFAULT) != 0;
+		if (r->max_time == INFINITE || r->max_time == NO_VAL)
+			p.max_time = HB_SLURMC_INFINITE;
+		else
+			p.max_time = r->max_time;
+		p.total_cpus = r->total_cpus;
+		p.total_nodes = r->total_nodes;
+		p.nodes = str_or_empty(r->nodes);
+		if ((rc = cb(&p, arg)))
+			break;
+	}
+	slurm_free_partition_info_msg(resp);
+	return rc;
+}
+
+/* sinfo's %T for a node state word, simplified: the base state, DRAIN
+ * as drained/draining, FAIL as fail/failing, "*" when not responding. */
+static void node_state_text(enum hb_slurmc_node_state base, uint32_t st,
+			    char *out, size_t size)
+{
+	bool busy = base == HB_SLURMC_NODE_ALLOCATED ||
+		    base == HB_SLURMC_NODE_MIXED ||
+		    (st & NODE_STATE_COMPLETING);
+	const char *name;
+
+	if (st & NODE_STATE_DRAIN)
+		name = busy ? "draining" : "drained";
+	else if (st & NODE_STATE_FAIL)
+		name = busy ? "failing" : "fail";
+	else if (base == HB_SLURMC_NODE_IDLE && (st & NODE_STATE_COMPLETING))
+		name = "completing";
+	else
+		name = hb_slurmc_node_state_name(base);
+	snprintf(out, size, "%s%s", name,
+		 (st & NODE_STATE_NO_RESPOND) ? "*" : "");
+}
+
+static enum hb_slurmc_node_state node_base(uint32_t st)
+{
+	switch (st & NODE_STATE_BASE) {
+	case NODE_STATE_DOWN:
+		return HB_SLURMC_NODE_DOWN;
+	case NODE_STATE_IDLE:
+		return HB_SLURMC_NODE_IDLE;
+	case NODE_STATE_ALLOCATED:
+		return HB_SLURMC_NODE_ALLOCATED;
+	case NODE_STATE_MIXED:
+		return HB_SLURMC_NODE_MIXED;
+	case NODE_STATE_FUTURE:
+		return HB_SLURMC_NODE_FUTURE;
+	default:
+		return HB_SLURMC_NODE_UNKNOWN;
+	}
+}
+
+int hb_slurmc_nodes(struct hb_slurmc *c, hb_slurmc_node_cb cb, void *arg,
+		    struct hb_err *err)
+{
+	node_info_msg_t *resp = NULL;
+	int rc;
+
+	if (!c || !cb)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "hb_slurmc_nodes: no handle or callback");
+	rc = slurm_load_node(0, &resp, SHOW_ALL | SHOW_MIXED | SHOW_FUTURE);
+	if (rc != SLURM_SUCCESS) {
+		int e = slurm_errno_of(rc);
+
+		if (resp)
+			slurm_free_node_info_msg(resp);
+		return fail_slurm(err, e, "slurm_load_node");
+	}
+	for (uint32_t i = 0; i < resp->record_count; i++) {
+		const node_info_t *r = &resp->node_array[i];
+		struct hb_slurmc_node n = { 0 };
+		uint16_t alloc_cpus = 0;
+		uint64_t alloc_mem = 0;
+		char text[32];
+
+		if (!r->name)
+			continue;
+		if (r->select_nodeinfo) {
+			slurm_get_select_nodeinfo(
+				r->select_nodeinfo, SELECT_NODEDATA_SUBCNT,
+				NODE_STATE_ALLOCATED, &alloc_cpus);
+			slurm_get_select_nodeinfo(
+				r->select_nodeinfo, SELECT_NODEDATA_MEM_ALLOC,
+				NODE_STATE_ALLOCATED, &alloc_mem);
+		}
+		n.name = r->name;
+		n.state = node_base(r->node_state);
+		/* A node with some CPUs in use is mixed, as sinfo says. */
+		if (n.state == HB_SLURMC_NODE_ALLOCATED && alloc_cpus &&
+		    alloc_cpus < r->cpus)
+			n.state = HB_SLURMC_NODE_MIXED;
+		n.drain = (r->node_state & NODE_STATE_DRAIN) != 0;
+		n.not_responding = (r->node_state & NODE_STATE_NO_RESPOND) != 0;
+		node_state_text(n.state, r->node_state, text, sizeof(text));
+		n.state_text = text;
+		n.cpus = r->cpus;
+		n.alloc_cpus = alloc_cpus;
+		n.real_memory_mb = r->real_memory;
+		n.alloc_memory_mb = alloc_mem;
+		n.gres = str_or_empty(r->gres);
+		n.gres_used = str_or_empty(r->gres_used);
+		n.reason = str_or_empty(r->reason);
+		if ((rc = cb(&n, arg)))
+			break;
+	}
+	slurm_free_node_info_msg(resp);
+	return rc;
+}

@@ -1,0 +1,318 @@
+/*
+ * slurmc.h - the gateway's Slurm client, over libslurm 22.05.
+ *
+ * One opaque handle talks to one Slurm controller through the process's
+ * libslurm.  Every call returns 0 or a negative HB_E* code; Slurm's own
+ * codes never leave this module.  A refusal by Slurm is HB_ESLURM with
+ * slurm_strerror()'s text in err, except for these, which callers act on:
+ *
+ *   HB_ENOENT     no such job (ESLURM_INVALID_JOB_ID), no such partition
+ *   HB_EPERM      access denied, or a user/group the caller may not use
+ *   HB_ESTATE     not possible in the job's state (finished, pending, ...)
+ *   HB_EUNAVAIL   slurmctld unreachable (connection, send or receive error)
+ *   HB_ETIMEDOUT  slurmctld did not answer in time
+ *   HB_ETOOBIG    a string over Slurm's length limit (a comment of 3000
+ *                 bytes was refused; "Pathname ... too long")
+ *
+ * No Slurm structure escapes: everything libslurm allocates is freed with
+ * its own free function before the call returns.  Strings handed to
+ * callbacks are borrowed until the callback returns.
+ *
+ * libslurm holds one configuration per process, so every open handle must
+ * name the same slurm.conf (HB_ECONFLICT otherwise).  A handle is not safe
+ * for concurrent use; give each thread its own, or lock around it.
+ * Callbacks must not call into the handle that called them.
+ *
+ * docs/internals/slurmc.md has the details.
+ */
+#ifndef HPCBRIDGE_SLURMC_H
+#define HPCBRIDGE_SLURMC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "hpcbridge/buf.h"
+#include "hpcbridge/error.h"
+
+struct hb_slurmc;
+
+/* A time limit (minutes) or count with no limit. */
+#define HB_SLURMC_INFINITE UINT32_MAX
+
+/*
+ * Open a client on slurm_conf (NULL: $SLURM_CONF, else Slurm's default
+ * /etc/slurm/slurm.conf).  Never ends the process: libslurm calls exit()
+ * on a missing or malformed configuration, so the file is checked first,
+ * and the first open in a process loads it in a child process before
+ * loading it here.  No controller is contacted.
+ *
+ * Errors: HB_ENOENT (no such file), HB_EINVAL (not a regular readable
+ * file, or libslurm refuses it: err has libslurm's message), HB_ECONFLICT
+ * (another handle uses another slurm.conf), HB_ENOMEM.
+ * *out is set only on success; close it with hb_slurmc_close().
+ */
+int hb_slurmc_open(const char *slurm_conf, struct hb_slurmc **out,
+		   struct hb_err *err);
+/* Close a handle; the last one releases libslurm.  NULL is a no-op. */
+void hb_slurmc_close(struct hb_slurmc *c);
+
+/* The slurm.conf a handle uses (borrowed until close). */
+const char *hb_slurmc_conf(const struct hb_slurmc *c);
+
+/* ------------------------------------------------------------ submission */
+
+/*
+ * A batch job.  Zero-initialise, then set what you need: a zero or NULL
+ * member means Slurm's default.  Strings are borrowed for the call.
+ */
+struct hb_slurmc_submit {
+	const char *script;    /* required: the script text, "#!..." */
+	const char *name;      /* job name */
+	const char *partition; /* partition (comma list allowed) */
+	const char *account;
+	bool as_user; /* submit as uid/gid (root only), else as
+		       * the caller's uid and gid */
+	uint32_t uid, gid;
+	const char *work_dir; /* default: the caller's working directory */
+	/* "NAME=value" strings, NULL-terminated; NULL: only PATH (Slurm
+	 * refuses a batch job without an environment) */
+	const char *const *env;
+	uint32_t time_limit; /* minutes; HB_SLURMC_INFINITE: no limit */
+	uint32_t nodes;	     /* exactly this many nodes */
+	uint32_t ntasks;
+	uint16_t ntasks_per_node;
+	uint16_t cpus_per_task;
+	uint64_t mem_per_node_mb; /* at most one of these two */
+	uint64_t mem_per_cpu_mb;
+	/* sbatch --gres syntax, "gpu:a100:2[,...]"; "gres:" is prepended to
+	 * each item that lacks it, as sbatch does */
+	const char *gres;
+	const char *output; /* stdout path (Slurm patterns such as %j) */
+	const char *error;  /* stderr path */
+	const char *comment;
+	const char *admin_comment; /* set right after submission (Slurm takes
+				    * it from SlurmUser/root only) */
+	bool hold;		   /* submit held (priority 0) */
+};
+
+/*
+ * Check a request without Slurm: script present and starting with "#!",
+ * environment entries "NAME=value", counts Slurm can carry, one memory
+ * kind.  HB_EINVAL, HB_ERANGE or HB_ECONFLICT with a message naming the
+ * member.  hb_slurmc_submit() and hb_slurmc_will_run() call it first.
+ */
+int hb_slurmc_submit_check(const struct hb_slurmc_submit *req,
+			   struct hb_err *err);
+
+/* sbatch --gres text to Slurm's tres_per_node form ("gpu:2,mps:10" ->
+ * "gres:gpu:2,gres:mps:10") appended to out.  HB_EINVAL for an empty
+ * item; out is left as it was on error. */
+int hb_slurmc_gres_to_tres(const char *gres, struct hb_buf *out);
+
+/*
+ * Submit a batch job (slurm_submit_batch_job); *job_id gets its id.
+ * When admin_comment is set and Slurm refuses to set it after the job
+ * was queued, the job stays queued, *job_id is set, and the error is
+ * returned (the caller can cancel).
+ */
+int hb_slurmc_submit(struct hb_slurmc *c, const struct hb_slurmc_submit *req,
+		     uint32_t *job_id, struct hb_err *err);
+
+/*
+ * When and where a job like req would start if submitted now
+ * (slurm_job_will_run2); hold is ignored.  *start gets the expected start
+ * time; nodes (may be NULL when nodes_size is 0) gets the node list,
+ * NUL-terminated.  A job that can never run there is HB_ESLURM (Slurm's
+ * reason in err).  HB_ETOOBIG when the node list does not fit (*start is
+ * still set, nodes holds a truncated list).
+ */
+int hb_slurmc_will_run(struct hb_slurmc *c, const struct hb_slurmc_submit *req,
+		       time_t *start, char *nodes, size_t nodes_size,
+		       struct hb_err *err);
+
+/* ------------------------------------------------------------------ jobs */
+
+enum hb_slurmc_state {
+	HB_SLURMC_PENDING,
+	HB_SLURMC_RUNNING,
+	HB_SLURMC_SUSPENDED,
+	HB_SLURMC_COMPLETE,
+	HB_SLURMC_CANCELLED,
+	HB_SLURMC_FAILED,
+	HB_SLURMC_TIMEOUT,
+	HB_SLURMC_NODE_FAIL,
+	HB_SLURMC_PREEMPTED,
+	HB_SLURMC_BOOT_FAIL,
+	HB_SLURMC_DEADLINE,
+	HB_SLURMC_OOM,
+	HB_SLURMC_UNKNOWN /* a state this build does not know */
+};
+
+/* "PENDING", "RUNNING", ... as squeue -o %T prints them; "UNKNOWN" for
+ * anything else.  Never NULL. */
+const char *hb_slurmc_state_name(enum hb_slurmc_state st);
+/* True for every state a job does not leave (COMPLETE and the failures);
+ * false for PENDING, RUNNING, SUSPENDED and UNKNOWN. */
+bool hb_slurmc_state_final(enum hb_slurmc_state st);
+/* Slurm's job_state word (enum job_states | JOB_* flags) to our state;
+ * *completing (may be NULL) gets the JOB_COMPLETING flag. */
+enum hb_slurmc_state hb_slurmc_state_from_slurm(uint32_t job_state,
+						bool *completing);
+/* A wait() status as Slurm keeps it in exit_code: *code gets
+ * WEXITSTATUS (0 when signalled), *sig WTERMSIG (0 when it exited). */
+void hb_slurmc_decode_exit(uint32_t status, int *code, int *sig);
+
+struct hb_slurmc_job {
+	uint32_t job_id;
+	enum hb_slurmc_state state;
+	bool completing; /* ended, epilog still running */
+	bool held;	 /* pending with priority 0 */
+	bool removed;	 /* poll only: the job left slurmctld's table
+			  * (MinJobAge passed); only job_id is set */
+	int exit_code;	 /* final states: WEXITSTATUS; else -1 */
+	int exit_signal; /* final states: WTERMSIG or 0; else 0 */
+	uint32_t user_id;
+	time_t submit_time;
+	time_t start_time; /* actual, or expected while pending (0:
+			    * unknown) */
+	time_t end_time;   /* actual, or expected while running */
+	const char *name;
+	const char *partition;
+	const char *nodes;   /* allocated nodes ("" while pending) */
+	const char *comment; /* "" when unset, as are the others */
+	const char *admin_comment;
+	/* why it is pending or ended: Slurm's state_desc when it has one,
+	 * else its reason name ("None", "Priority", "JobHeldUser", ...) */
+	const char *reason;
+	struct hb_arena mem; /* hb_slurmc_job() only: owns the strings */
+};
+
+/* Called for each job; a non-zero return stops and is returned. */
+typedef int (*hb_slurmc_job_cb)(const struct hb_slurmc_job *job, void *arg);
+
+/*
+ * Incremental polling.  The handle keeps the time stamp of the last job
+ * table it saw and a fingerprint of each job's reported fields.  A poll
+ * asks slurmctld for the table only if it changed since then
+ * (slurm_load_jobs(update_time)): when Slurm answers "no change", the poll
+ * returns 0 at once and calls nothing.  Otherwise cb is called for each
+ * job that is new or whose state, exit, times, nodes, comments, hold or
+ * reason changed, then once for each job that left the table (removed).
+ * The first poll (and the first after hb_slurmc_poll_reset()) reports
+ * every job.  cb may be NULL: the poll then only takes the table, so
+ * that later polls report changes from now on.
+ *
+ * When cb returns non-zero the poll stops, returns that value, and the
+ * handle forgets this poll: the next one reports every change again,
+ * including those already reported (at-least-once).
+ */
+int hb_slurmc_poll(struct hb_slurmc *c, hb_slurmc_job_cb cb, void *arg,
+		   struct hb_err *err);
+/* Forget the time stamp and fingerprints: the next poll reports all. */
+void hb_slurmc_poll_reset(struct hb_slurmc *c);
+
+struct hb_slurmc_stats {
+	uint64_t polls;		  /* polls that reached slurmctld */
+	uint64_t polls_unchanged; /* ... answered "no change in data" */
+	uint64_t jobs_reported;	  /* callbacks for new or changed jobs */
+	uint64_t jobs_removed;	  /* callbacks for removed jobs */
+	size_t jobs_tracked;	  /* jobs in the last table */
+	time_t last_update;	  /* slurmctld's stamp of that table */
+};
+void hb_slurmc_get_stats(const struct hb_slurmc *c,
+			 struct hb_slurmc_stats *out);
+
+/*
+ * One job (slurm_load_job), into *out; HB_ENOENT when Slurm no longer
+ * knows it.  The strings live in out->mem: release them with
+ * hb_slurmc_job_clear().  out is untouched on error.
+ */
+int hb_slurmc_job(struct hb_slurmc *c, uint32_t job_id,
+		  struct hb_slurmc_job *out, struct hb_err *err);
+void hb_slurmc_job_clear(struct hb_slurmc_job *job);
+
+/* Returned by hb_slurmc_cancel() for a job that had already ended. */
+#define HB_SLURMC_DONE 1
+
+/*
+ * Cancel (signal 0: SIGKILL, the job ends CANCELLED, as scancel does) or
+ * signal a job and all its steps, the batch script included
+ * (KILL_FULL_JOB, as scancel --full).  Returns 0, HB_SLURMC_DONE when the
+ * job had already ended (not an error), HB_ENOENT for an unknown job, or
+ * another error (HB_ESTATE: a pending job cannot take a signal).
+ */
+int hb_slurmc_cancel(struct hb_slurmc *c, uint32_t job_id, int signal,
+		     struct hb_err *err);
+
+/* Set a job's comment (squeue %k), e.g. the phase of a remote run.
+ * NULL or "" clears it.  HB_ESTATE once the job has ended. */
+int hb_slurmc_set_comment(struct hb_slurmc *c, uint32_t job_id,
+			  const char *text, struct hb_err *err);
+
+/* ---------------------------------------------------- partitions, nodes */
+
+enum hb_slurmc_part_state {
+	HB_SLURMC_PART_UP,	 /* takes and starts jobs */
+	HB_SLURMC_PART_DOWN,	 /* takes jobs, starts none */
+	HB_SLURMC_PART_DRAIN,	 /* starts queued jobs, takes no new ones */
+	HB_SLURMC_PART_INACTIVE, /* neither */
+};
+const char *hb_slurmc_part_state_name(enum hb_slurmc_part_state st);
+
+struct hb_slurmc_partition {
+	const char *name;
+	enum hb_slurmc_part_state state;
+	bool is_default;
+	uint32_t max_time; /* minutes, HB_SLURMC_INFINITE: none */
+	uint32_t total_cpus;
+	uint32_t total_nodes;
+	const char *nodes; /* hostlist, "" if none */
+};
+typedef int (*hb_slurmc_part_cb)(const struct hb_slurmc_partition *p,
+				 void *arg);
+/* Call cb for each partition (hidden ones included), in Slurm's order; a
+ * non-zero return from cb stops and is returned. */
+int hb_slurmc_partitions(struct hb_slurmc *c, hb_slurmc_part_cb cb, void *arg,
+			 struct hb_err *err);
+
+enum hb_slurmc_node_state {
+	HB_SLURMC_NODE_UNKNOWN,
+	HB_SLURMC_NODE_DOWN,
+	HB_SLURMC_NODE_IDLE,
+	HB_SLURMC_NODE_ALLOCATED,
+	HB_SLURMC_NODE_MIXED,
+	HB_SLURMC_NODE_FUTURE,
+};
+const char *hb_slurmc_node_state_name(enum hb_slurmc_node_state st);
+
+struct hb_slurmc_node {
+	const char *name;
+	enum hb_slurmc_node_state state; /* the base state */
+	bool drain;			 /* DRAIN flag: no new work */
+	bool not_responding;		 /* NO_RESPOND flag ("*" in sinfo) */
+	/* the state as sinfo -o %T shows it, e.g. "idle", "mixed",
+	 * "down*", "drained", "draining" */
+	const char *state_text;
+	uint32_t cpus;
+	uint32_t alloc_cpus;
+	uint64_t real_memory_mb;
+	uint64_t alloc_memory_mb;
+	const char *gres;      /* configured, "" if none */
+	const char *gres_used; /* "" if none */
+	const char *reason;    /* why down/drained, "" if none */
+};
+typedef int (*hb_slurmc_node_cb)(const struct hb_slurmc_node *n, void *arg);
+/* Call cb for each node; a non-zero return from cb stops and is
+ * returned. */
+int hb_slurmc_nodes(struct hb_slurmc *c, hb_slurmc_node_cb cb, void *arg,
+		    struct hb_err *err);
+
+/* --------------------------------------------------------------- errors */
+
+/* The HB_E* code for a Slurm or system error number (slurm_get_errno()),
+ * as the rest of this module converts it.  0 gives 0. */
+int hb_slurmc_errcode(int slurm_errno);
+
+#endif

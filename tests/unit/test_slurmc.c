@@ -1,0 +1,915 @@
+/*
+ * test_slurmc.c - the Slurm client without a running Slurm: state and
+ * exit-status mapping, error conversion, GRES text, request checks, the
+ * request-to-job_desc conversion, the poll's change detection, node state
+ * text, and opening bad or good slurm.conf files.
+ *
+ * The module's file-local functions (fill_desc, poll_table,
+ * job_from_slurm, node_state_text) are reached by compiling
+ * gateway/slurmc.c into this program; its public functions then come from
+ * here, not from the hbslurmc archive.  tests/integration/slurmc.test.sh
+ * covers the calls that need slurmctld.
+ */
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../gateway/slurmc.c"
+#include "testutil.h"
+
+/* ---------------------------------------------------------- states */
+
+static void test_state_map(void **state)
+{
+	static const struct {
+		uint32_t slurm;
+		enum hb_slurmc_state ours;
+		const char *name;
+		bool final;
+	} cases[] = {
+		{ JOB_PENDING, HB_SLURMC_PENDING, "PENDING", false },
+		{ JOB_RUNNING, HB_SLURMC_RUNNING, "RUNNING", false },
+		{ JOB_SUSPENDED, HB_SLURMC_SUSPENDED, "SUSPENDED", false },
+		{ JOB_COMPLETE, HB_SLURMC_COMPLETE, "COMPLETED", true },
+		{ JOB_CANCELLED, HB_SLURMC_CANCELLED, "CANCELLED", true },
+		{ JOB_FAILED, HB_SLURMC_FAILED, "FAILED", true },
+		{ JOB_TIMEOUT, HB_SLURMC_TIMEOUT, "TIMEOUT", true },
+		{ JOB_NODE_FAIL, HB_SLURMC_NODE_FAIL, "NODE_FAIL", true },
+		{ JOB_PREEMPTED, HB_SLURMC_PREEMPTED, "PREEMPTED", true },
+		{ JOB_BOOT_FAIL, HB_SLURMC_BOOT_FAIL, "BOOT_FAIL", true },
+		{ JOB_DEADLINE, HB_SLURMC_DEADLINE, "DEADLINE", true },
+		{ JOB_OOM, HB_SLURMC_OOM, "OUT_OF_MEMORY", true },
+		{ JOB_END, HB_SLURMC_UNKNOWN, "UNKNOWN", false },
+		{ 0xff, HB_SLURMC_UNKNOWN, "UNKNOWN", false },
+	};
+	bool completing;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		completing = true;
+		assert_int_equal(
+			hb_slurmc_state_from_slurm(cases[i].slurm, &completing),
+			cases[i].ours);
+		assert_false(completing);
+		assert_string_equal(hb_slurmc_state_name(cases[i].ours),
+				    cases[i].name);
+		assert_int_equal(hb_slurmc_state_final(cases[i].ours),
+				 cases[i].final);
+	}
+	/* Flags: COMPLETING is reported, the others do not change the
+	 * state. */
+	assert_int_equal(hb_slurmc_state_from_slurm(
+				 JOB_COMPLETE | JOB_COMPLETING, &completing),
+			 HB_SLURMC_COMPLETE);
+	assert_true(completing);
+	assert_int_equal(
+		hb_slurmc_state_from_slurm(
+			JOB_FAILED | JOB_COMPLETING | JOB_REQUEUE, &completing),
+		HB_SLURMC_FAILED);
+	assert_true(completing);
+	assert_int_equal(
+		hb_slurmc_state_from_slurm(
+			JOB_PENDING | JOB_CONFIGURING | JOB_RESIZING, NULL),
+		HB_SLURMC_PENDING);
+	assert_int_equal(hb_slurmc_state_from_slurm(JOB_RUNNING | JOB_SIGNALING,
+						    &completing),
+			 HB_SLURMC_RUNNING);
+	assert_false(completing);
+	/* Out of range enum values still have a name. */
+	assert_string_equal(hb_slurmc_state_name((enum hb_slurmc_state)99),
+			    "UNKNOWN");
+	assert_string_equal(hb_slurmc_state_name((enum hb_slurmc_state) - 1),
+			    "UNKNOWN");
+	assert_false(hb_slurmc_state_final((enum hb_slurmc_state)99));
+	assert_string_equal(hb_slurmc_part_state_name(HB_SLURMC_PART_DRAIN),
+			    "DRAIN");
+	assert_string_equal(
+		hb_slurmc_part_state_name((enum hb_slurmc_part_state)7),
+		"UNKNOWN");
+	assert_string_equal(hb_slurmc_node_state_name(HB_SLURMC_NODE_MIXED),
+			    "mixed");
+	assert_string_equal(
+		hb_slurmc_node_state_name((enum hb_slurmc_node_state)42),
+		"unknown");
+}
+
+static void test_decode_exit(void **state)
+{
+	int code, sig;
+
+	(void)state;
+	hb_slurmc_decode_exit(0, &code, &sig);
+	assert_int_equal(code, 0);
+	assert_int_equal(sig, 0);
+	hb_slurmc_decode_exit(3 << 8, &code, &sig); /* exit 3 */
+	assert_int_equal(code, 3);
+	assert_int_equal(sig, 0);
+	hb_slurmc_decode_exit(255 << 8, &code, &sig);
+	assert_int_equal(code, 255);
+	assert_int_equal(sig, 0);
+	hb_slurmc_decode_exit(SIGKILL, &code, &sig);
+	assert_int_equal(code, 0);
+	assert_int_equal(sig, SIGKILL);
+	hb_slurmc_decode_exit(SIGSEGV | 0x80, &code, &sig); /* core dumped */
+	assert_int_equal(code, 0);
+	assert_int_equal(sig, SIGSEGV);
+	hb_slurmc_decode_exit(NO_VAL, &code, &sig);
+	assert_int_equal(code, 0);
+	assert_int_equal(sig, 0);
+}
+
+static void test_errcode(void **state)
+{
+	static const struct {
+		int slurm, ours;
+	} cases[] = {
+		{ 0, 0 },
+		{ ESLURM_INVALID_JOB_ID, HB_ENOENT },
+		{ ESLURM_INVALID_PARTITION_NAME, HB_ENOENT },
+		{ ESLURM_ACCESS_DENIED, HB_EPERM },
+		{ ESLURM_USER_ID_MISSING, HB_EPERM },
+		{ ESLURM_GROUP_ID_MISSING, HB_EPERM },
+		{ ESLURM_ALREADY_DONE, HB_ESTATE },
+		{ ESLURM_JOB_FINISHED, HB_ESTATE },
+		{ ESLURM_TRANSITION_STATE_NO_UPDATE, HB_ESTATE },
+		{ ESLURM_JOB_PENDING, HB_ESTATE },
+		{ SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR, HB_EUNAVAIL },
+		{ SLURM_COMMUNICATIONS_RECEIVE_ERROR, HB_EUNAVAIL },
+		{ ECONNREFUSED, HB_EUNAVAIL },
+		{ ESLURM_AUTH_UNABLE_TO_SIGN, HB_EUNAVAIL },
+		{ SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT, HB_ETIMEDOUT },
+		{ ETIMEDOUT, HB_ETIMEDOUT },
+		{ ENOMEM, HB_ENOMEM },
+		{ ESLURM_PATHNAME_TOO_LONG, HB_ETOOBIG },
+		{ SLURM_PROTOCOL_VERSION_ERROR, HB_EPROTO },
+		{ ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, HB_ESLURM },
+		{ ESLURM_INVALID_GRES, HB_ESLURM },
+		{ SLURM_ERROR, HB_ESLURM },
+		{ 123456, HB_ESLURM },
+	};
+	struct hb_err err = { 0 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_int_equal(hb_slurmc_errcode(cases[i].slurm),
+				 cases[i].ours);
+	/* The detail names the call and carries Slurm's text and code. */
+	assert_int_equal(fail_slurm(&err, ESLURM_INVALID_JOB_ID, "slurm_x"),
+			 HB_ENOENT);
+	assert_string_equal(err.msg, "slurm_x: Invalid job id specified "
+				     "(Slurm error 2017)");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(fail_slurm(&err, SLURM_ERROR, "slurm_y"), HB_ESLURM);
+	assert_non_null(strstr(err.msg, "unspecified"));
+	/* A call that reports its code directly, or SLURM_ERROR. */
+	assert_int_equal(slurm_errno_of(ESLURM_INVALID_JOB_ID),
+			 ESLURM_INVALID_JOB_ID);
+	errno = 0;
+	assert_int_equal(slurm_errno_of(SLURM_ERROR), SLURM_ERROR);
+	errno = ESLURM_ACCESS_DENIED;
+	assert_int_equal(slurm_errno_of(SLURM_ERROR), ESLURM_ACCESS_DENIED);
+}
+
+/* ------------------------------------------------------------- GRES */
+
+static void test_gres(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} good[] = {
+		{ "gpu", "gres:gpu" },
+		{ "gpu:2", "gres:gpu:2" },
+		{ "gpu:a100:2", "gres:gpu:a100:2" },
+		{ "gpu:a100:2,mps:10", "gres:gpu:a100:2,gres:mps:10" },
+		{ "gres:gpu:1", "gres:gpu:1" },
+		{ "gres/gpu:1", "gres:gpu:1" },
+		{ "gpu:1,gres:mps:5", "gres:gpu:1,gres:mps:5" },
+	};
+	static const char *const bad[] = {
+		"",	    ",",     "gpu:1,", ",gpu:1",
+		"gpu,,mps", "gres:", "gres/",  "gpu,gres:",
+	};
+	struct hb_buf b;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		hb_buf_init(&b, 0);
+		assert_int_equal(hb_slurmc_gres_to_tres(good[i].in, &b), 0);
+		assert_string_equal(b.data, good[i].out);
+		hb_buf_free(&b);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		hb_buf_init(&b, 0);
+		assert_int_equal(hb_buf_puts(&b, "keep"), 0);
+		assert_int_equal(hb_slurmc_gres_to_tres(bad[i], &b), HB_EINVAL);
+		assert_string_equal(b.data, "keep"); /* left as it was */
+		hb_buf_free(&b);
+	}
+	hb_buf_init(&b, 0);
+	assert_int_equal(hb_slurmc_gres_to_tres(NULL, &b), HB_EINVAL);
+	hb_buf_free(&b);
+	/* The buffer's cap holds, and a failed append changes nothing. */
+	hb_buf_init(&b, 12);
+	assert_int_equal(hb_buf_puts(&b, "x"), 0);
+	assert_int_equal(hb_slurmc_gres_to_tres("gpu:1,gpu:2", &b), HB_ETOOBIG);
+	assert_string_equal(b.data, "x");
+	hb_buf_free(&b);
+}
+
+/* --------------------------------------------------- request checks */
+
+static const char *const good_env[] = { "A=1", "PATH=/bin", "EMPTY=", NULL };
+
+static void good_request(struct hb_slurmc_submit *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->script = "#!/bin/sh\ntrue\n";
+}
+
+static void check_req(const struct hb_slurmc_submit *r, int code,
+		      const char *in_msg)
+{
+	struct hb_err err = { 0 };
+
+	assert_int_equal(hb_slurmc_submit_check(r, &err), code);
+	if (code) {
+		assert_int_equal(err.code, code);
+		if (!strstr(err.msg, in_msg))
+			fail_msg("'%s' not in '%s'", in_msg, err.msg);
+	}
+}
+
+static void test_submit_check(void **state)
+{
+	static const char *const env_noeq[] = { "A=1", "B", NULL };
+	static const char *const env_noname[] = { "=1", NULL };
+	struct hb_slurmc_submit r;
+
+	(void)state;
+	check_req(NULL, HB_EINVAL, "no request");
+	good_request(&r);
+	check_req(&r, 0, NULL);
+	r.env = good_env;
+	r.time_limit = HB_SLURMC_INFINITE;
+	r.nodes = 2;
+	r.ntasks_per_node = 3;
+	r.cpus_per_task = 4;
+	r.mem_per_cpu_mb = 1024;
+	r.gres = "gpu:a100:1";
+	r.as_user = true;
+	r.uid = 1000;
+	r.gid = 1000;
+	check_req(&r, 0, NULL);
+
+	good_request(&r);
+	r.script = NULL;
+	check_req(&r, HB_EINVAL, "script: missing");
+	r.script = "";
+	check_req(&r, HB_EINVAL, "script: missing");
+	r.script = "echo hi\n";
+	check_req(&r, HB_EINVAL, "#!");
+
+	good_request(&r);
+	r.env = env_noeq;
+	check_req(&r, HB_EINVAL, "env[1]");
+	r.env = env_noname;
+	check_req(&r, HB_EINVAL, "env[0]");
+
+	good_request(&r);
+	r.time_limit = NO_VAL;
+	check_req(&r, HB_ERANGE, "time_limit");
+	good_request(&r);
+	r.nodes = NO_VAL;
+	check_req(&r, HB_ERANGE, "nodes");
+	good_request(&r);
+	r.ntasks = UINT32_MAX;
+	check_req(&r, HB_ERANGE, "ntasks");
+	good_request(&r);
+	r.ntasks_per_node = NO_VAL16;
+	check_req(&r, HB_ERANGE, "ntasks_per_node");
+	good_request(&r);
+	r.cpus_per_task = UINT16_MAX;
+	check_req(&r, HB_ERANGE, "cpus_per_task");
+	good_request(&r);
+	r.ntasks = 100000;
+	r.cpus_per_task = 60000; /* 6e9 CPUs */
+	check_req(&r, HB_ERANGE, "too many CPUs");
+	good_request(&r);
+	r.nodes = 1000000;
+	r.ntasks_per_node = 60000;
+	check_req(&r, HB_ERANGE, "too many CPUs");
+
+	good_request(&r);
+	r.mem_per_node_mb = 1;
+	r.mem_per_cpu_mb = 1;
+	check_req(&r, HB_ECONFLICT, "give one");
+	good_request(&r);
+	r.mem_per_cpu_mb = MEM_PER_CPU;
+	check_req(&r, HB_ERANGE, "memory");
+	good_request(&r);
+	r.mem_per_node_mb = UINT64_MAX;
+	check_req(&r, HB_ERANGE, "memory");
+
+	good_request(&r);
+	r.gres = "gpu:1,";
+	check_req(&r, HB_EINVAL, "gres");
+
+	good_request(&r);
+	r.as_user = true;
+	r.uid = NO_VAL;
+	check_req(&r, HB_ERANGE, "uid/gid");
+	r.uid = 5;
+	r.gid = UINT32_MAX;
+	check_req(&r, HB_ERANGE, "uid/gid");
+}
+
+/* ------------------------------------------------- request -> Slurm */
+
+static void test_fill_desc(void **state)
+{
+	struct hb_slurmc_submit r;
+	struct desc_mem m = { 0 };
+	struct hb_err err = { 0 };
+	job_desc_msg_t d;
+
+	(void)state;
+	/* Everything set. */
+	good_request(&r);
+	r.name = "n";
+	r.partition = "gpu";
+	r.account = "acct";
+	r.as_user = true;
+	r.uid = 1234;
+	r.gid = 5678;
+	r.work_dir = "/w";
+	r.env = good_env;
+	r.time_limit = 90;
+	r.nodes = 2;
+	r.ntasks = 8;
+	r.ntasks_per_node = 4;
+	r.cpus_per_task = 3;
+	r.mem_per_cpu_mb = 512;
+	r.gres = "gpu:a100:2";
+	r.output = "o-%j";
+	r.error = "e-%j";
+	r.comment = "c";
+	r.hold = true;
+	slurm_init_job_desc_msg(&d);
+	assert_int_equal(fill_desc(&d, &r, &m, &err), 0);
+	assert_ptr_equal(d.script, r.script);
+	assert_string_equal(d.name, "n");
+	assert_string_equal(d.partition, "gpu");
+	assert_string_equal(d.account, "acct");
+	assert_int_equal(d.user_id, 1234);
+	assert_int_equal(d.group_id, 5678);
+	assert_string_equal(d.work_dir, "/w");
+	assert_int_equal(d.env_size, 3);
+	assert_string_equal(d.environment[0], "A=1");
+	assert_string_equal(d.environment[2], "EMPTY=");
+	assert_null(d.environment[3]);
+	assert_int_equal(d.time_limit, 90);
+	assert_int_equal(d.min_nodes, 2);
+	assert_int_equal(d.max_nodes, 2);
+	assert_int_equal(d.num_tasks, 8);
+	assert_int_equal(d.ntasks_per_node, 4);
+	assert_int_equal(d.cpus_per_task, 3);
+	assert_int_equal(d.min_cpus, 24);
+	assert_true(d.pn_min_memory == (512 | MEM_PER_CPU));
+	assert_string_equal(d.tres_per_node, "gres:gpu:a100:2");
+	assert_string_equal(d.std_out, "o-%j");
+	assert_string_equal(d.std_err, "e-%j");
+	assert_string_equal(d.comment, "c");
+	assert_int_equal(d.priority, 0);
+	assert_non_null(d.alloc_node);
+	assert_null(strchr(d.alloc_node, '.'));
+	desc_mem_free(&m);
+
+	/* Defaults: the caller's ids and directory, PATH only, Slurm's own
+	 * values for everything left unset. */
+	memset(&m, 0, sizeof(m));
+	good_request(&r);
+	slurm_init_job_desc_msg(&d);
+	assert_int_equal(fill_desc(&d, &r, &m, &err), 0);
+	assert_int_equal(d.user_id, getuid());
+	assert_int_equal(d.group_id, getgid());
+	assert_non_null(d.work_dir);
+	assert_true(d.work_dir[0] == '/');
+	assert_int_equal(d.env_size, 1);
+	assert_string_equal(d.environment[0], DEFAULT_PATH);
+	assert_int_equal(d.time_limit, NO_VAL);
+	assert_int_equal(d.min_nodes, NO_VAL);
+	assert_int_equal(d.num_tasks, NO_VAL);
+	assert_int_equal(d.cpus_per_task, NO_VAL16);
+	assert_int_equal(d.min_cpus, 1);
+	assert_true(d.pn_min_memory == NO_VAL64);
+	assert_null(d.tres_per_node);
+	assert_null(d.name);
+	assert_int_equal(d.priority, NO_VAL);
+	desc_mem_free(&m);
+
+	/* An empty environment list is the default one too; no limit is
+	 * INFINITE; memory per node; tasks from nodes x tasks per node. */
+	memset(&m, 0, sizeof(m));
+	good_request(&r);
+	{
+		static const char *const none[] = { NULL };
+
+		r.env = none;
+	}
+	r.time_limit = HB_SLURMC_INFINITE;
+	r.mem_per_node_mb = 2048;
+	r.nodes = 3;
+	r.ntasks_per_node = 2;
+	slurm_init_job_desc_msg(&d);
+	assert_int_equal(fill_desc(&d, &r, &m, &err), 0);
+	assert_int_equal(d.env_size, 1);
+	assert_int_equal(d.time_limit, INFINITE);
+	assert_true(d.pn_min_memory == 2048);
+	assert_int_equal(d.num_tasks, 6);
+	assert_int_equal(d.min_cpus, 6);
+	desc_mem_free(&m);
+}
+
+/* ------------------------------------------------------ job records */
+
+static void test_job_from_slurm(void **state)
+{
+	slurm_job_info_t r;
+	struct hb_slurmc_job j;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.job_id = 7;
+	r.job_state = JOB_PENDING;
+	r.priority = 0;
+	r.state_reason = WAIT_HELD_USER;
+	r.exit_code = 3 << 8; /* ignored while pending */
+	job_from_slurm(&r, &j);
+	assert_int_equal(j.job_id, 7);
+	assert_int_equal(j.state, HB_SLURMC_PENDING);
+	assert_true(j.held);
+	assert_int_equal(j.exit_code, -1);
+	assert_int_equal(j.exit_signal, 0);
+	assert_string_equal(j.reason, "JobHeldUser");
+	assert_string_equal(j.name, "");
+	assert_string_equal(j.nodes, "");
+	assert_string_equal(j.comment, "");
+	assert_string_equal(j.admin_comment, "");
+	assert_false(j.removed);
+
+	r.job_state = JOB_FAILED | JOB_COMPLETING;
+	r.priority = 0; /* not held once it has run */
+	r.state_reason = WAIT_NO_REASON;
+	r.state_desc = "NonZeroExitCode detail";
+	r.name = "n";
+	r.nodes = "hb1";
+	r.comment = "c";
+	r.admin_comment = "a";
+	r.start_time = 100;
+	r.end_time = 200;
+	job_from_slurm(&r, &j);
+	assert_int_equal(j.state, HB_SLURMC_FAILED);
+	assert_true(j.completing);
+	assert_false(j.held);
+	assert_int_equal(j.exit_code, 3);
+	assert_string_equal(j.reason, "NonZeroExitCode detail");
+	assert_string_equal(j.name, "n");
+	assert_string_equal(j.nodes, "hb1");
+	assert_string_equal(j.comment, "c");
+	assert_string_equal(j.admin_comment, "a");
+	assert_int_equal(j.start_time, 100);
+	assert_int_equal(j.end_time, 200);
+
+	r.job_state = JOB_CANCELLED;
+	r.exit_code = SIGTERM;
+	r.state_desc = "";
+	r.state_reason = WAIT_NO_REASON;
+	job_from_slurm(&r, &j);
+	assert_int_equal(j.exit_code, 0);
+	assert_int_equal(j.exit_signal, SIGTERM);
+	assert_string_equal(j.reason, "None");
+}
+
+/* -------------------------------------------------------------- poll */
+
+#define NJOBS 4
+
+struct table {
+	job_info_msg_t msg;
+	slurm_job_info_t jobs[NJOBS];
+};
+
+static void table_set(struct table *t, time_t stamp, size_t n)
+{
+	t->msg.last_update = stamp;
+	t->msg.record_count = (uint32_t)n;
+	t->msg.job_array = t->jobs;
+}
+
+static void job_set(slurm_job_info_t *r, uint32_t id, uint32_t st)
+{
+	memset(r, 0, sizeof(*r));
+	r->job_id = id;
+	r->job_state = st;
+	r->priority = 1;
+}
+
+struct seen {
+	unsigned n, removed;
+	uint32_t ids[16];
+	enum hb_slurmc_state states[16];
+	unsigned fail_at; /* 1-based call that fails; 0: none */
+};
+
+static int seen_cb(const struct hb_slurmc_job *j, void *arg)
+{
+	struct seen *s = arg;
+
+	if (s->fail_at && s->n + 1 == s->fail_at)
+		return -77;
+	assert_true(s->n < 16);
+	s->ids[s->n] = j->job_id;
+	s->states[s->n] = j->state;
+	s->n++;
+	if (j->removed) {
+		s->removed++;
+		assert_int_equal(j->state, HB_SLURMC_UNKNOWN);
+		assert_string_equal(j->name, "");
+		assert_string_equal(j->reason, "");
+	}
+	return 0;
+}
+
+static void test_poll_diff(void **state)
+{
+	struct hb_slurmc c;
+	struct table t;
+	struct seen s;
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	memset(&t, 0, sizeof(t));
+
+	/* First table: every job is new; reported in Slurm's order. */
+	job_set(&t.jobs[0], 30, JOB_PENDING);
+	job_set(&t.jobs[1], 10, JOB_RUNNING);
+	job_set(&t.jobs[2], 20, JOB_COMPLETE);
+	table_set(&t, 1000, 3);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(poll_table(&c, &t.msg, seen_cb, &s), 0);
+	assert_int_equal(s.n, 3);
+	assert_int_equal(s.ids[0], 30);
+	assert_int_equal(s.ids[1], 10);
+	assert_int_equal(s.ids[2], 20);
+	assert_int_equal(c.update_time, 1000);
+	assert_int_equal(c.stats.jobs_tracked, 3);
+	assert_int_equal(c.stats.jobs_reported, 3);
+
+	/* The same table: nothing to say. */
+	memset(&s, 0, sizeof(s));
+	table_set(&t, 1001, 3);
+	assert_int_equal(poll_table(&c, &t.msg, seen_cb, &s), 0);
+	assert_int_equal(s.n, 0);
+	assert_int_equal(c.update_time, 1001);
+
+	/* A scheduler's new estimate for a pending job is no change; a
+	 * state change, a comment, a release from hold are. */
+	t.jobs[0].start_time = 5000;
+	t.jobs[0].end_time = 6000;
+	t.jobs[1].end_time = 7000; /* running: expected end */
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(poll_table(&c, &t.msg, seen_cb, &s), 0);
+	assert_int_equal(s.n, 0);
+	t.jobs[1].job_state = JOB_COMPLETE | JOB_COMPLETING;
+	t.jobs[2].comment = "phase=done";
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(poll_table(&c, &t.msg, seen_cb, &s), 0);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.ids[0], 10);
+	assert_int_equal(s.states[0], HB_SLURMC_COMPLETE);
+	assert_int_equal(s.ids[1], 20);
+	t.jobs[1].job_state = JOB_COMPLETE; /* epilog done */
+	t.jobs[0].priority = 0;		    /* held */
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(poll_table(&c, &t.msg, seen_cb, &s), 0);
+	assert_int_equal(s.n, 2);
+
+	/* Job 20 leaves the table, 40 arrives: 40 first, then 20 removed. */
+	job_set(&t.jobs[2], 40, JOB_PENDING);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(poll_table(&c, &t.msg, seen_cb, &s), 0);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.ids[0], 40);
+	assert_int_equal(s.ids[1], 20);
+	assert_int_equal(s.removed, 1);
+	assert_int_equal(c.stats.jobs_removed, 1);
+	assert_int_equal(c.stats.jobs_tracked, 3);
+
+	/* A failing callback stops the poll, and the handle keeps its old
+	 * table and stamp: the next poll reports again (at least once). */
+	t.jobs[0].job_state = JOB_RUNNING;
+	t.jobs[2].job_state = JOB_RUNNING;
+	table_set(&t, 2000, 3);
+	memset(&s, 0, sizeof(s));
+	s.fail_at = 2;
+	assert_int_equal(poll_table(&c, &t.msg, seen_cb, &s), -77);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(c.update_time, 1001);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(poll_table(&c, &t.msg, seen_cb, &s), 0);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.ids[0], 30);
+	assert_int_equal(s.ids[1], 40);
+	assert_int_equal(c.update_time, 2000);
+
+	/* A failing callback on a removal also keeps the old table. */
+	table_set(&t, 2100, 2); /* 40 leaves */
+	memset(&s, 0, sizeof(s));
+	s.fail_at = 1;
+	assert_int_equal(poll_table(&c, &t.msg, seen_cb, &s), -77);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(poll_table(&c, &t.msg, seen_cb, &s), 0);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.ids[0], 40);
+	assert_int_equal(s.removed, 1);
+
+	/* An empty table removes everything; a reset forgets everything. */
+	table_set(&t, 2200, 0);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(poll_table(&c, &t.msg, seen_cb, &s), 0);
+	assert_int_equal(s.removed, 2);
+	assert_int_equal(c.stats.jobs_tracked, 0);
+	table_set(&t, 2300, 2);
+	assert_int_equal(poll_table(&c, &t.msg, NULL, NULL), 0);
+	hb_slurmc_poll_reset(&c);
+	assert_int_equal(c.update_time, 0);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(poll_table(&c, &t.msg, seen_cb, &s), 0);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.removed, 0);
+	free(c.snap);
+}
+
+/* --------------------------------------------------------- nodes */
+
+static void test_node_state_text(void **state)
+{
+	static const struct {
+		enum hb_slurmc_node_state base;
+		uint32_t flags;
+		const char *text;
+	} cases[] = {
+		{ HB_SLURMC_NODE_IDLE, 0, "idle" },
+		{ HB_SLURMC_NODE_MIXED, 0, "mixed" },
+		{ HB_SLURMC_NODE_ALLOCATED, 0, "allocated" },
+		{ HB_SLURMC_NODE_DOWN, NODE_STATE_NO_RESPOND, "down*" },
+		{ HB_SLURMC_NODE_IDLE, NODE_STATE_DRAIN, "drained" },
+		{ HB_SLURMC_NODE_MIXED, NODE_STATE_DRAIN, "draining" },
+		{ HB_SLURMC_NODE_IDLE, NODE_STATE_DRAIN | NODE_STATE_COMPLETING,
+		  "draining" },
+		{ HB_SLURMC_NODE_IDLE, NODE_STATE_COMPLETING, "completing" },
+		{ HB_SLURMC_NODE_IDLE, NODE_STATE_FAIL, "fail" },
+		{ HB_SLURMC_NODE_ALLOCATED, NODE_STATE_FAIL, "failing" },
+		{ HB_SLURMC_NODE_FUTURE, 0, "future" },
+		{ HB_SLURMC_NODE_UNKNOWN, NODE_STATE_NO_RESPOND, "unknown*" },
+	};
+	char text[32];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		node_state_text(cases[i].base, cases[i].flags, text,
+				sizeof(text));
+		assert_string_equal(text, cases[i].text);
+	}
+	assert_int_equal(node_base(NODE_STATE_MIXED | NODE_STATE_DRAIN),
+			 HB_SLURMC_NODE_MIXED);
+	assert_int_equal(node_base(NODE_STATE_ERROR), HB_SLURMC_NODE_UNKNOWN);
+	assert_int_equal(node_base(NODE_STATE_FUTURE), HB_SLURMC_NODE_FUTURE);
+}
+
+/* -------------------------------------------------------- open */
+
+static char tmpdir[] = "/tmp/hb-test-slurmc.XXXXXX";
+
+static const char *tmp_path(const char *name)
+{
+	static char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	return path;
+}
+
+static void write_file(const char *name, const char *text)
+{
+	FILE *f = fopen(tmp_path(name), "w");
+
+	assert_non_null(f);
+	assert_true(fputs(text, f) >= 0);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* A slurm.conf libslurm loads, for a controller that is not there: port
+ * 1 on loopback refuses connections at once, and MessageTimeout=1 makes
+ * libslurm give up without retrying. */
+static const char conf_text[] = "ClusterName=unit\n"
+				"SlurmctldHost=localhost(127.0.0.1)\n"
+				"SlurmctldPort=1\n"
+				"AuthType=auth/munge\n"
+				"AuthInfo=socket=/nonexistent/munge.socket\n"
+				"MessageTimeout=1\n";
+
+static int setup_dir(void **state)
+{
+	(void)state;
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown_dir(void **state)
+{
+	(void)state;
+	unlink(tmp_path("ok.conf"));
+	unlink(tmp_path("copy.conf"));
+	unlink(tmp_path("bad.conf"));
+	unlink(tmp_path("empty.conf"));
+	rmdir(tmpdir);
+	return 0;
+}
+
+static void expect_open_fails(const char *path, int code, const char *in)
+{
+	struct hb_slurmc *c = (struct hb_slurmc *)0x1;
+	struct hb_err err = { 0 };
+
+	assert_int_equal(hb_slurmc_open(path, &c, &err), code);
+	assert_ptr_equal(c, (struct hb_slurmc *)0x1); /* untouched */
+	if (!strstr(err.msg, in))
+		fail_msg("'%s' not in '%s'", in, err.msg);
+}
+
+static void test_open_errors(void **state)
+{
+	struct hb_err err = { 0 };
+	char *old;
+
+	(void)state;
+	expect_open_fails(tmp_path("none.conf"), HB_ENOENT, "no such file");
+	expect_open_fails(tmp_path("none/x.conf"), HB_ENOENT, "no such file");
+	expect_open_fails(tmpdir, HB_EINVAL, "not a regular file");
+	expect_open_fails("", HB_EINVAL, "empty path");
+	/* libslurm would exit() on these two: the process lives on. */
+	write_file("bad.conf", "ClusterName=x\nthis is not a key ===\n");
+	expect_open_fails(tmp_path("bad.conf"), HB_EINVAL,
+			  "libslurm refuses it");
+	write_file("empty.conf", "");
+	expect_open_fails(tmp_path("empty.conf"), HB_EINVAL,
+			  "libslurm refuses it");
+	/* NULL: $SLURM_CONF. */
+	old = getenv("SLURM_CONF") ? strdup(getenv("SLURM_CONF")) : NULL;
+	setenv("SLURM_CONF", tmp_path("none.conf"), 1);
+	expect_open_fails(NULL, HB_ENOENT, "none.conf");
+	if (old)
+		setenv("SLURM_CONF", old, 1);
+	else
+		unsetenv("SLURM_CONF");
+	free(old);
+	assert_int_equal(hb_slurmc_open(tmp_path("bad.conf"), NULL, &err),
+			 HB_EINVAL);
+	hb_slurmc_close(NULL);
+	assert_null(hb_slurmc_conf(NULL));
+}
+
+static int no_part(const struct hb_slurmc_partition *p, void *arg)
+{
+	(void)p;
+	(void)arg;
+	fail_msg("no partition expected");
+	return 0;
+}
+
+static int no_node(const struct hb_slurmc_node *n, void *arg)
+{
+	(void)n;
+	(void)arg;
+	fail_msg("no node expected");
+	return 0;
+}
+
+static void test_open_no_controller(void **state)
+{
+	struct hb_slurmc *c = NULL, *c2 = NULL, *c3 = NULL;
+	struct hb_slurmc_submit r;
+	struct hb_slurmc_stats st;
+	struct hb_slurmc_job j;
+	struct hb_err err = { 0 };
+	uint32_t id = 0;
+	time_t start;
+
+	(void)state;
+	write_file("ok.conf", conf_text);
+	write_file("copy.conf", conf_text);
+	assert_int_equal(hb_slurmc_open(tmp_path("ok.conf"), &c, &err), 0);
+	assert_non_null(c);
+	assert_non_null(strstr(hb_slurmc_conf(c), "ok.conf"));
+
+	/* One slurm.conf per process: the same file (another spelling) is
+	 * fine, another file is not. */
+	{
+		char other[PATH_MAX];
+
+		snprintf(other, sizeof(other), "%s/../%s/ok.conf", tmpdir,
+			 strrchr(tmpdir, '/') + 1);
+		assert_int_equal(hb_slurmc_open(other, &c2, &err), 0);
+		assert_string_equal(hb_slurmc_conf(c2), hb_slurmc_conf(c));
+	}
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_slurmc_open(tmp_path("copy.conf"), &c3, &err),
+			 HB_ECONFLICT);
+	assert_null(c3);
+	assert_non_null(strstr(err.msg, "one slurm.conf per process"));
+	hb_slurmc_close(c2);
+
+	/* Every call reaches for slurmctld and says it is unavailable. */
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_slurmc_partitions(c, no_part, NULL, &err),
+			 HB_EUNAVAIL);
+	assert_non_null(strstr(err.msg, "slurm_load_partitions"));
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_slurmc_nodes(c, no_node, NULL, &err), HB_EUNAVAIL);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_slurmc_poll(c, NULL, NULL, &err), HB_EUNAVAIL);
+	hb_slurmc_get_stats(c, &st);
+	assert_int_equal(st.polls, 1);
+	assert_int_equal(st.polls_unchanged, 0);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_slurmc_job(c, 1, &j, &err), HB_EUNAVAIL);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_slurmc_cancel(c, 1, 0, &err), HB_EUNAVAIL);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_slurmc_set_comment(c, 1, "x", &err), HB_EUNAVAIL);
+	good_request(&r);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_slurmc_submit(c, &r, &id, &err), HB_EUNAVAIL);
+	assert_int_equal(id, 0);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_slurmc_will_run(c, &r, &start, NULL, 0, &err),
+			 HB_EUNAVAIL);
+
+	/* Argument checks come before any call to Slurm. */
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_slurmc_cancel(c, 1, -1, &err), HB_EINVAL);
+	assert_int_equal(hb_slurmc_cancel(c, 1, 100000, &err), HB_EINVAL);
+	assert_int_equal(hb_slurmc_cancel(NULL, 1, 0, &err), HB_EINVAL);
+	assert_int_equal(hb_slurmc_partitions(c, NULL, NULL, &err), HB_EINVAL);
+	assert_int_equal(hb_slurmc_nodes(c, NULL, NULL, &err), HB_EINVAL);
+	assert_int_equal(hb_slurmc_job(c, 1, NULL, &err), HB_EINVAL);
+	assert_int_equal(hb_slurmc_poll(NULL, NULL, NULL, &err), HB_EINVAL);
+	assert_int_equal(hb_slurmc_set_comment(NULL, 1, "x", &err), HB_EINVAL);
+	assert_int_equal(hb_slurmc_submit(c, &r, NULL, &err), HB_EINVAL);
+	r.script = "no interpreter";
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_slurmc_submit(c, &r, &id, &err), HB_EINVAL);
+	assert_int_equal(hb_slurmc_will_run(c, &r, &start, NULL, 0, &err),
+			 HB_EINVAL);
+	good_request(&r);
+	assert_int_equal(hb_slurmc_will_run(c, &r, NULL, NULL, 0, &err),
+			 HB_EINVAL);
+	assert_int_equal(hb_slurmc_will_run(c, &r, &start, NULL, 5, &err),
+			 HB_EINVAL);
+	hb_slurmc_close(c);
+
+	/* The last close released libslurm: another file may load now. */
+	c = NULL;
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_slurmc_open(tmp_path("copy.conf"), &c, &err), 0);
+	hb_slurmc_close(c);
+
+	/* Clearing a job record is safe twice. */
+	memset(&j, 0, sizeof(j));
+	hb_slurmc_job_clear(&j);
+	hb_slurmc_job_clear(&j);
+	assert_int_equal(j.exit_code, -1);
+	hb_slurmc_job_clear(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_state_map),
+		cmocka_unit_test(test_decode_exit),
+		cmocka_unit_test(test_errcode),
+		cmocka_unit_test(test_gres),
+		cmocka_unit_test(test_submit_check),
+		cmocka_unit_test(test_fill_desc),
+		cmocka_unit_test(test_job_from_slurm),
+		cmocka_unit_test(test_poll_diff),
+		cmocka_unit_test(test_node_state_text),
+		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_open_no_controller),
+	};
+
+	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+}
