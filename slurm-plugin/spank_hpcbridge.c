@@ -37,11 +37,11 @@ const unsigned int spank_plugin_version = 1;
 
 EXPORT int slurm_spank_init(spank_t sp, int ac, char **av);
 
-static int check_cb(int val, const char *optarg, int remote)
+static int check_cb(int val, const char *arg, int remote)
 {
 	struct hb_err err = { 0 };
 
-	if (hb_opt_check((enum hb_opt)val, optarg, &err) == 0)
+	if (hb_opt_check((enum hb_opt)val, arg, &err) == 0)
 		return 0;
 	/* In sbatch this prints "sbatch: error: hpcbridge: ..." and sbatch
 	 * exits; on the remote side the value was checked already. */
