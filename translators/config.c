@@ -33,14 +33,17 @@ enum check {
 	C_ABSPATH,    /* an absolute path */
 	C_RESOURCE,   /* an extended resource name: domain/name */
 	C_LABEL_KEY,  /* a Kubernetes label key */
-	C_LABEL_VALUE /* a Kubernetes label value (may be empty) */
+	C_LABEL_VALUE, /* a Kubernetes label value (may be empty) */
+	C_USER,	       /* a POSIX user name */
+	C_SOCKET,      /* an absolute path that fits a UNIX socket address */
+	C_TARGET       /* where a job runs: slurm | kubernetes */
 };
 
 struct setting {
 	const char *path;
 	enum hb_config_type type;
 	size_t off;	  /* the field in struct hb_config */
-	size_t count_off; /* HB_CFG_MAP/SELECTORS: its uint32_t count */
+	size_t count_off; /* HB_CFG_MAP/SELECTORS/LIST: its uint32_t count */
 	const char *def;  /* default, as YAML would say it */
 	uint64_t min, max;
 	const char *const *values;
@@ -56,6 +59,9 @@ struct setting {
 
 static const char *const mpi_values[] = {"OpenMPI", "Intel", "MPICH", NULL};
 static const char *const runtime_values[] = {"configmap", "inline", NULL};
+static const char *const level_values[] = {"debug", "info", "warn", "error",
+					   NULL};
+static const char *const target_values[] = {"slurm", "kubernetes", NULL};
 
 /*
  * The settings.  Unset fields are 0: min 0, max 0 (only UINT/SIZE use
@@ -242,6 +248,109 @@ static const struct setting table[] = {
      .max = 100000,
      .reloadable = 1,
      .help = "Most MPIJobs one job array may become."},
+    {.path = "daemon.socket",
+     .type = HB_CFG_STRING,
+     .off = F(daemon_socket),
+     .def = "/run/hpcbridge/hpcbridged.sock",
+     .check = C_SOCKET,
+     .reloadable = 0,
+     .help = "UNIX socket the daemon serves its API on (hpcbridged "
+	     "--socket overrides it)."},
+    {.path = "daemon.state",
+     .type = HB_CFG_STRING,
+     .off = F(daemon_state),
+     .def = "/var/lib/hpcbridge/state.db",
+     .check = C_ABSPATH,
+     .reloadable = 0,
+     .help = "SQLite file holding jobs, decisions and the audit log "
+	     "(hpcbridged --state overrides it)."},
+    {.path = "daemon.admins",
+     .type = HB_CFG_LIST,
+     .off = F(daemon_admins),
+     .count_off = F(ndaemon_admins),
+     .check = C_USER,
+     .reloadable = 1,
+     .help = "User names who may see and cancel every job."},
+    {.path = "daemon.max_request",
+     .type = HB_CFG_UINT,
+     .off = F(daemon_max_request),
+     .def = "1048576",
+     .min = 4096,
+     .max = 1048576,
+     .reloadable = 1,
+     .help = "Largest API request payload accepted, in bytes; larger "
+	     "ones get ETOOBIG."},
+    {.path = "daemon.workers",
+     .type = HB_CFG_UINT,
+     .off = F(daemon_workers),
+     .def = "4",
+     .min = 1,
+     .max = 64,
+     .reloadable = 0,
+     .help = "Threads that make blocking calls to Slurm and Kubernetes."},
+    {.path = "daemon.log_level",
+     .type = HB_CFG_ENUM,
+     .off = F(daemon_log_level),
+     .def = "info",
+     .values = level_values,
+     .reloadable = 1,
+     .help = "Lowest level the daemon logs."},
+    {.path = "slurm.user",
+     .type = HB_CFG_STRING,
+     .off = F(slurm_user),
+     .def = "slurm",
+     .check = C_USER,
+     .reloadable = 1,
+     .help = "SlurmUser: besides root, the one user that may ask for "
+	     "decisions and act for any user."},
+    {.path = "slurm.burst_partition",
+     .type = HB_CFG_STRING,
+     .off = F(burst_partition),
+     .def = "burst",
+     .check = C_ANY,
+     .reloadable = 1,
+     .help = "Partition that proxy jobs of burst jobs run in."},
+    {.path = "slurm.proxy_mem_mb",
+     .type = HB_CFG_UINT,
+     .off = F(proxy_mem_mb),
+     .def = "64",
+     .min = 1,
+     .max = 65536,
+     .reloadable = 1,
+     .help = "Memory of a proxy job, in MiB."},
+    {.path = "slurm.proxy_grace_min",
+     .type = HB_CFG_UINT,
+     .off = F(proxy_grace_min),
+     .def = "5",
+     .max = 1440,
+     .reloadable = 1,
+     .help = "Minutes added to a proxy job's time limit, for staging and "
+	     "cleanup."},
+    {.path = "plugin.timeout_ms",
+     .type = HB_CFG_UINT,
+     .off = F(plugin_timeout_ms),
+     .def = "20",
+     .min = 1,
+     .max = 5000,
+     .reloadable = 1,
+     .help = "The most the job_submit plugin waits for a decision, in "
+	     "milliseconds; past it the job stays on Slurm."},
+    {.path = "placement.default_target",
+     .type = HB_CFG_ENUM,
+     .off = F(default_target),
+     .def = "slurm",
+     .values = target_values,
+     .reloadable = 1,
+     .help = "Where a job runs when neither its --hpcbridge-target nor "
+	     "its partition decides."},
+    {.path = "placement.partitions",
+     .type = HB_CFG_MAP,
+     .off = F(placement_partitions),
+     .count_off = F(nplacement_partitions),
+     .check = C_TARGET,
+     .reloadable = 1,
+     .help = "Slurm partition to where its jobs run (slurm or "
+	     "kubernetes)."},
 };
 
 #define NSETTINGS (sizeof(table) / sizeof(table[0]))
@@ -344,6 +453,21 @@ static int plain_token(const char *s, size_t max)
 	return n > 0 && n <= max;
 }
 
+/* A POSIX user name, as useradd takes it (a trailing '$' for machine
+ * accounts). */
+static int user_name(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || n > 32 || s[0] == '-')
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!alnum(s[i]) && s[i] != '_' && s[i] != '.' &&
+		    s[i] != '-' && !(s[i] == '$' && i == n - 1 && i > 0))
+			return 0;
+	return 1;
+}
+
 /* [registry/]repository[:tag][@digest], loosely: the characters an image
  * reference may hold, no whitespace, a letter or digit first. */
 static int image_ref(const char *s, size_t n)
@@ -411,6 +535,22 @@ static const char *check_string(enum check c, const char *s)
 			return "is not a valid label value (at most 63 "
 			       "characters of A-Z, a-z, 0-9, '-', '_', '.', "
 			       "starting and ending with a letter or digit)";
+		return NULL;
+	case C_USER:
+		if (!user_name(s, n))
+			return "is not a user name (1 to 32 characters of "
+			       "A-Z, a-z, 0-9, '_', '.', '-', not starting "
+			       "with '-')";
+		return NULL;
+	case C_SOCKET:
+		if (s[0] != '/' || !plain_token(s, 107))
+			return "must be an absolute path of at most 107 "
+			       "characters without whitespace (a UNIX "
+			       "socket address)";
+		return NULL;
+	case C_TARGET:
+		if (strcmp(s, "slurm") && strcmp(s, "kubernetes"))
+			return "must be slurm or kubernetes";
 		return NULL;
 	}
 	return "cannot be checked";
@@ -743,10 +883,74 @@ static int load_selectors(struct loader *l, const struct setting *s,
 	return 0;
 }
 
+/* A sequence of distinct checked strings, into an arena array. */
+static int load_list(struct loader *l, const struct setting *s,
+		     const cJSON *v)
+{
+	const char ***dst = field(l->cfg, s->off);
+	uint32_t *cnt = field(l->cfg, s->count_off);
+	const cJSON *c, *d;
+	const char **list, *why;
+	uint32_t n, i = 0;
+	int bad = 0;
+	char sub[320];
+
+	*dst = NULL;
+	*cnt = 0;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsArray(v))
+		return lerr(l, v, s->path, "must be a list, not %s",
+			    type_name(v));
+	n = (uint32_t)cJSON_GetArraySize(v);
+	if (n == 0)
+		return 0;
+	list = hb_arena_alloc(l->arena, n * sizeof(*list));
+	if (!list)
+		return HB_ENOMEM;
+	for (c = v->child; c; c = c->next, i++) {
+		snprintf(sub, sizeof(sub), "%.200s[%u]", s->path, i);
+		if (!cJSON_IsString(c)) {
+			bad = lerr(l, c, sub, "must be a string, not %s%s",
+				   type_name(c),
+				   cJSON_IsNumber(c) || cJSON_IsBool(c)
+				       ? " (put it in quotes)"
+				       : "");
+			continue;
+		}
+		if ((why = check_string(s->check, c->valuestring))) {
+			bad = lerr(l, c, sub, "'%.80s' %s", c->valuestring,
+				   why);
+			continue;
+		}
+		for (d = v->child; d != c; d = d->next)
+			if (cJSON_IsString(d) &&
+			    !strcmp(d->valuestring, c->valuestring))
+				break;
+		if (d != c) {
+			bad = lerr(l, c, sub, "'%.80s' is listed twice",
+				   c->valuestring);
+			continue;
+		}
+		list[*cnt] = hb_arena_strdup(l->arena, c->valuestring);
+		if (!list[*cnt])
+			return HB_ENOMEM;
+		(*cnt)++;
+	}
+	if (bad) {
+		*cnt = 0;
+		return bad;
+	}
+	*dst = list;
+	return 0;
+}
+
 static int load_setting(struct loader *l, const struct setting *s,
 			const cJSON *v)
 {
 	switch (s->type) {
+	case HB_CFG_LIST:
+		return load_list(l, s, v);
 	case HB_CFG_MAP:
 		return load_map(l, s, v);
 	case HB_CFG_SELECTORS:
@@ -1016,7 +1220,8 @@ static int setting_eq(const struct setting *s, const struct hb_config *a,
 	const void *pb = (const char *)b + s->off;
 	uint32_t na = 0, nb = 0, i;
 
-	if (s->type == HB_CFG_MAP || s->type == HB_CFG_SELECTORS) {
+	if (s->type == HB_CFG_MAP || s->type == HB_CFG_SELECTORS ||
+	    s->type == HB_CFG_LIST) {
 		na = *(const uint32_t *)((const char *)a + s->count_off);
 		nb = *(const uint32_t *)((const char *)b + s->count_off);
 	}
@@ -1032,6 +1237,17 @@ static int setting_eq(const struct setting *s, const struct hb_config *a,
 	case HB_CFG_MAP:
 		return kv_eq(*(struct hb_kv *const *)pa, na,
 			     *(struct hb_kv *const *)pb, nb);
+	case HB_CFG_LIST: {
+		const char *const *x = *(const char *const *const *)pa;
+		const char *const *y = *(const char *const *const *)pb;
+
+		if (na != nb)
+			return 0;
+		for (i = 0; i < na; i++)
+			if (!str_eq(x[i], y[i]))
+				return 0;
+		return 1;
+	}
 	case HB_CFG_SELECTORS: {
 		const struct hb_selector_map *x =
 		    *(struct hb_selector_map *const *)pa;
@@ -1061,6 +1277,18 @@ int hb_config_check_reload(const struct hb_config *cur,
 			return hb_err_set(err, HB_ECONFLICT, NULL, 0,
 					  "%s: changing it needs a restart",
 					  table[i].path);
+	return 0;
+}
+
+int hb_list_has(const char *const *list, uint32_t n, const char *s)
+{
+	uint32_t i;
+
+	if (!list || !s)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (list[i] && !strcmp(list[i], s))
+			return 1;
 	return 0;
 }
 

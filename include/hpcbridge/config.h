@@ -68,6 +68,29 @@ struct hb_config {
 
 	uint32_t max_array_jobs; /* cap on MPIJobs from one array */
 
+	/* Daemon (hpcbridged) */
+	const char *daemon_socket;   /* API socket path */
+	const char *daemon_state;    /* SQLite state file */
+	const char **daemon_admins;  /* users who may see/cancel every job */
+	uint32_t ndaemon_admins;
+	uint32_t daemon_max_request; /* bytes of one request payload */
+	uint32_t daemon_workers;     /* threads for blocking remote calls */
+	const char *daemon_log_level; /* "debug" | "info" | "warn" | "error" */
+
+	/* Slurm */
+	const char *slurm_user;	     /* SlurmUser: may act for any user */
+	const char *burst_partition; /* partition proxy jobs run in */
+	uint32_t proxy_mem_mb;	     /* memory of a proxy job */
+	uint32_t proxy_grace_min;    /* added to a proxy's time limit */
+
+	/* job_submit plugin */
+	uint32_t plugin_timeout_ms; /* the most a submission waits */
+
+	/* Placement (the interim rules) */
+	const char *default_target;	  /* "slurm" | "kubernetes" */
+	struct hb_kv *placement_partitions; /* partition -> target */
+	uint32_t nplacement_partitions;
+
 	void *priv; /* owned storage */
 };
 
@@ -108,7 +131,8 @@ enum hb_config_type {
 			  * ("512Mi", "4Gi") or a Slurm size ("4G") */
 	HB_CFG_ENUM,	 /* one of a fixed set of strings */
 	HB_CFG_MAP,	 /* a mapping of strings to strings */
-	HB_CFG_SELECTORS /* a mapping of names to label mappings */
+	HB_CFG_SELECTORS, /* a mapping of names to label mappings */
+	HB_CFG_LIST	  /* a sequence of distinct strings */
 };
 
 struct hb_config_key {
@@ -123,6 +147,9 @@ struct hb_config_key {
 
 /* The i-th setting (0-based) in *out; HB_ENOENT past the last one. */
 int hb_config_key(size_t i, struct hb_config_key *out);
+
+/* Is s one of the n strings of list?  NULL list or s: no. */
+int hb_list_has(const char *const *list, uint32_t n, const char *s);
 
 /* Look key up in a map; NULL if absent. */
 const char *hb_kv_get(const struct hb_kv *kv, uint32_t n, const char *key);

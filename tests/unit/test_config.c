@@ -64,6 +64,20 @@ static void check_defaults(const struct hb_config *c)
 	assert_int_equal(c->nconstraint_selectors, 0);
 	assert_int_equal(c->ngpu_type_selectors, 0);
 	assert_int_equal(c->max_array_jobs, 1000);
+	assert_string_equal(c->daemon_socket, "/run/hpcbridge/hpcbridged.sock");
+	assert_string_equal(c->daemon_state, "/var/lib/hpcbridge/state.db");
+	assert_int_equal(c->ndaemon_admins, 0);
+	assert_null(c->daemon_admins);
+	assert_int_equal(c->daemon_max_request, 1048576);
+	assert_int_equal(c->daemon_workers, 4);
+	assert_string_equal(c->daemon_log_level, "info");
+	assert_string_equal(c->slurm_user, "slurm");
+	assert_string_equal(c->burst_partition, "burst");
+	assert_int_equal(c->proxy_mem_mb, 64);
+	assert_int_equal(c->proxy_grace_min, 5);
+	assert_int_equal(c->plugin_timeout_ms, 20);
+	assert_string_equal(c->default_target, "slurm");
+	assert_int_equal(c->nplacement_partitions, 0);
 }
 
 static void test_defaults(void **state)
@@ -260,8 +274,8 @@ static void test_errors(void **state)
 	    {"kubernetes:\n  worker:\n    cpu: 4\n",
 	     "hpcbridge.yaml:3: kubernetes.worker.cpu: unknown key (did "
 	     "you mean 'cpus'?)"},
-	    {"translation: {}\nslurm:\n  x: 1\n",
-	     "hpcbridge.yaml:2: slurm: unknown key"},
+	    {"translation: {}\ns3:\n  x: 1\n",
+	     "hpcbridge.yaml:2: s3: unknown key"},
 	    {"kubernetes:\n  worker.cpus: 4\n",
 	     "hpcbridge.yaml:2: kubernetes: unknown key 'worker.cpus'"},
 	    /* wrong types */
@@ -464,6 +478,178 @@ static void test_reload(void **state)
 	hb_config_free(&b);
 }
 
+/* The daemon, Slurm, plugin and placement sections. */
+static void test_daemon_keys(void **state)
+{
+	struct hb_err err = {0};
+	struct hb_config a, b;
+
+	(void)state;
+	parse_ok("daemon:\n"
+		 "  socket: /tmp/hb/api.sock\n"
+		 "  state: /tmp/hb/state.db\n"
+		 "  admins: [alice, hpc.ops, svc-1, \"machine$\"]\n"
+		 "  max_request: 4096\n"
+		 "  workers: 64\n"
+		 "  log_level: debug\n"
+		 "slurm:\n"
+		 "  user: slurmadm\n"
+		 "  burst_partition: cloud\n"
+		 "  proxy_mem_mb: 128\n"
+		 "  proxy_grace_min: 0\n"
+		 "plugin:\n"
+		 "  timeout_ms: 5000\n"
+		 "placement:\n"
+		 "  default_target: kubernetes\n"
+		 "  partitions: {gpu: kubernetes, debug: slurm}\n",
+		 &a);
+	assert_string_equal(a.daemon_socket, "/tmp/hb/api.sock");
+	assert_string_equal(a.daemon_state, "/tmp/hb/state.db");
+	assert_int_equal(a.ndaemon_admins, 4);
+	assert_true(hb_list_has(a.daemon_admins, a.ndaemon_admins, "hpc.ops"));
+	assert_true(
+	    hb_list_has(a.daemon_admins, a.ndaemon_admins, "machine$"));
+	assert_false(hb_list_has(a.daemon_admins, a.ndaemon_admins, "bob"));
+	assert_false(hb_list_has(NULL, 0, "bob"));
+	assert_false(hb_list_has(a.daemon_admins, a.ndaemon_admins, NULL));
+	assert_int_equal(a.daemon_max_request, 4096);
+	assert_int_equal(a.daemon_workers, 64);
+	assert_string_equal(a.daemon_log_level, "debug");
+	assert_string_equal(a.slurm_user, "slurmadm");
+	assert_string_equal(a.burst_partition, "cloud");
+	assert_int_equal(a.proxy_mem_mb, 128);
+	assert_int_equal(a.proxy_grace_min, 0);
+	assert_int_equal(a.plugin_timeout_ms, 5000);
+	assert_string_equal(a.default_target, "kubernetes");
+	assert_string_equal(hb_kv_get(a.placement_partitions,
+				      a.nplacement_partitions, "gpu"),
+			    "kubernetes");
+	assert_string_equal(hb_kv_get(a.placement_partitions,
+				      a.nplacement_partitions, "debug"),
+			    "slurm");
+
+	/* reloads: admins, levels, placement may change; the socket, the
+	 * state file and the worker count may not */
+	parse_ok("daemon:\n"
+		 "  socket: /tmp/hb/api.sock\n"
+		 "  state: /tmp/hb/state.db\n"
+		 "  admins: [alice]\n"
+		 "  workers: 64\n"
+		 "placement: {partitions: {gpu: slurm}}\n",
+		 &b);
+	assert_int_equal(hb_config_check_reload(&a, &b, &err), 0);
+	hb_config_free(&b);
+	parse_ok("daemon:\n"
+		 "  socket: /tmp/hb/api.sock\n"
+		 "  state: /tmp/hb/state.db\n"
+		 "  workers: 2\n",
+		 &b);
+	assert_int_equal(hb_config_check_reload(&a, &b, &err), HB_ECONFLICT);
+	assert_string_equal(err.msg,
+			    "daemon.workers: changing it needs a restart");
+	hb_config_free(&b);
+	memset(&err, 0, sizeof(err));
+	parse_ok("daemon: {state: /tmp/hb/state.db, workers: 64}\n", &b);
+	assert_int_equal(hb_config_check_reload(&a, &b, &err), HB_ECONFLICT);
+	assert_string_equal(err.msg,
+			    "daemon.socket: changing it needs a restart");
+	hb_config_free(&b);
+	hb_config_free(&a);
+
+	/* an empty or null list is no admins */
+	parse_ok("daemon:\n  admins:\n", &a);
+	assert_int_equal(a.ndaemon_admins, 0);
+	hb_config_free(&a);
+	parse_ok("daemon: {admins: []}\n", &a);
+	assert_int_equal(a.ndaemon_admins, 0);
+	hb_config_free(&a);
+}
+
+static void test_daemon_key_errors(void **state)
+{
+	static const struct {
+		const char *text;
+		const char *msg;
+	} cases[] = {
+	    {"daemon:\n  socket: relative.sock\n",
+	     "hpcbridge.yaml:2: daemon.socket: 'relative.sock' must be an "
+	     "absolute path of at most 107 characters without whitespace "
+	     "(a UNIX socket address)"},
+	    {"daemon:\n  socket: /aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	     "a\n",
+	     "hpcbridge.yaml:2: daemon.socket: '/aaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' must be "
+	     "an absolute path of at most 107 characters without whitespace "
+	     "(a UNIX socket address)"},
+	    {"daemon:\n  state: state.db\n",
+	     "hpcbridge.yaml:2: daemon.state: 'state.db' must be an absolute "
+	     "path without whitespace"},
+	    {"daemon:\n  admins: alice\n",
+	     "hpcbridge.yaml:2: daemon.admins: must be a list, not a string"},
+	    {"daemon:\n  admins: {alice: 1}\n",
+	     "hpcbridge.yaml:2: daemon.admins: must be a list, not a "
+	     "mapping"},
+	    {"daemon:\n  admins:\n    - alice\n    - 1000\n",
+	     "hpcbridge.yaml:4: daemon.admins[1]: must be a string, not a "
+	     "number (put it in quotes)"},
+	    {"daemon:\n  admins: [alice, -bob]\n",
+	     "hpcbridge.yaml:2: daemon.admins[1]: '-bob' is not a user name "
+	     "(1 to 32 characters of A-Z, a-z, 0-9, '_', '.', '-', not "
+	     "starting with '-')"},
+	    {"daemon:\n  admins: [\"a b\"]\n",
+	     "hpcbridge.yaml:2: daemon.admins[0]: 'a b' is not a user name "
+	     "(1 to 32 characters of A-Z, a-z, 0-9, '_', '.', '-', not "
+	     "starting with '-')"},
+	    {"daemon:\n  admins:\n    - alice\n    - alice\n",
+	     "hpcbridge.yaml:4: daemon.admins[1]: 'alice' is listed twice"},
+	    {"daemon:\n  max_request: 100\n",
+	     "hpcbridge.yaml:2: daemon.max_request: must be between 4096 and "
+	     "1048576"},
+	    {"daemon:\n  max_request: 1048577\n",
+	     "hpcbridge.yaml:2: daemon.max_request: must be between 4096 and "
+	     "1048576"},
+	    {"daemon:\n  workers: 0\n",
+	     "hpcbridge.yaml:2: daemon.workers: must be between 1 and 64"},
+	    {"daemon:\n  log_level: verbose\n",
+	     "hpcbridge.yaml:2: daemon.log_level: must be one of debug, info, "
+	     "warn, error (not 'verbose')"},
+	    {"slurm:\n  user: \"\"\n",
+	     "hpcbridge.yaml:2: slurm.user: '' is not a user name (1 to 32 "
+	     "characters of A-Z, a-z, 0-9, '_', '.', '-', not starting with "
+	     "'-')"},
+	    {"slurm:\n  proxy_mem_mb: 0\n",
+	     "hpcbridge.yaml:2: slurm.proxy_mem_mb: must be between 1 and "
+	     "65536"},
+	    {"slurm:\n  proxy_grace_min: 1441\n",
+	     "hpcbridge.yaml:2: slurm.proxy_grace_min: must be between 0 and "
+	     "1440"},
+	    {"slurm:\n  burst_partition: \"a b\"\n",
+	     "hpcbridge.yaml:2: slurm.burst_partition: 'a b' must be 1 to 253 "
+	     "characters without spaces or control characters"},
+	    {"plugin:\n  timeout_ms: 0\n",
+	     "hpcbridge.yaml:2: plugin.timeout_ms: must be between 1 and "
+	     "5000"},
+	    {"plugin:\n  timeout_ms: 5001\n",
+	     "hpcbridge.yaml:2: plugin.timeout_ms: must be between 1 and "
+	     "5000"},
+	    {"plugin:\n  timout_ms: 5\n",
+	     "hpcbridge.yaml:2: plugin.timout_ms: unknown key (did you mean "
+	     "'timeout_ms'?)"},
+	    {"placement:\n  default_target: auto\n",
+	     "hpcbridge.yaml:2: placement.default_target: must be one of "
+	     "slurm, kubernetes (not 'auto')"},
+	    {"placement:\n  partitions:\n    gpu: k8s\n",
+	     "hpcbridge.yaml:3: placement.partitions.gpu: 'k8s' must be "
+	     "slurm or kubernetes"},
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		parse_fails(cases[i].text, cases[i].msg);
+}
+
 /* Every setting is documented and shipped; the table is sound. */
 static void test_table_documented(void **state)
 {
@@ -508,6 +694,8 @@ int main(void)
 	    cmocka_unit_test(test_errors),
 	    cmocka_unit_test(test_all_errors_counted),
 	    cmocka_unit_test(test_reload),
+	    cmocka_unit_test(test_daemon_keys),
+	    cmocka_unit_test(test_daemon_key_errors),
 	    cmocka_unit_test(test_table_documented),
 	};
 

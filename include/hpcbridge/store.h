@@ -1,0 +1,230 @@
+/*
+ * store.h - the gateway's durable state: jobs, placement decisions, the
+ * audit event log and the cost ledger, in one SQLite file.
+ *
+ * The file runs in WAL mode with synchronous=FULL: when a write function
+ * returns 0 outside hb_store_begin()/hb_store_commit(), or when
+ * hb_store_commit() returns 0, the change is on disk.  Nobody may be told
+ * about a decision or a state change before that.
+ *
+ * All functions return 0 or a negative HB_E* code and, where they take a
+ * struct hb_err, fill it with "PATH: OPERATION: message" (SQLite's own
+ * message when SQLite failed).  Codes: HB_EINVAL (a bad argument, the
+ * message names the field), HB_ETOOBIG (a string over its cap), HB_ENOENT
+ * (no such job), HB_EEXIST (a unique value is taken: slurm_job_id),
+ * HB_ESTATE (a forbidden state transition, or begin/commit out of order),
+ * HB_ENOMEM, HB_ESTORE (anything else SQLite reports, and a file this build
+ * cannot read).
+ *
+ * A handle is used by one thread at a time.  Strings are stored as given
+ * (bound, never interpolated into SQL) and must not contain NUL.
+ */
+#ifndef HPCBRIDGE_STORE_H
+#define HPCBRIDGE_STORE_H
+
+#include <stdint.h>
+
+#include "hpcbridge/error.h"
+
+/* The schema version this build writes (PRAGMA user_version). */
+#define HB_STORE_SCHEMA_VERSION 1
+
+/* PRAGMA application_id of an hpcbridge store ("HBst"). */
+#define HB_STORE_APP_ID 0x48427374
+
+/* How long a write waits for another process's lock, in ms. */
+#define HB_STORE_BUSY_MS 5000
+
+/* Caps on stored strings: names and short fields, and JSON documents. */
+#define HB_STORE_NAME_MAX 1024
+#define HB_STORE_TEXT_MAX (4u << 20)
+
+struct hb_store;
+
+/*
+ * Open (creating it if missing) the store at path and bring its schema to
+ * HB_STORE_SCHEMA_VERSION, one migration per version, each in its own
+ * transaction.  A file whose version is newer than this build's, or whose
+ * application_id is another program's, is refused with HB_ESTORE and left
+ * untouched.  *out gets the handle; caller closes it with hb_store_close().
+ */
+int hb_store_open(const char *path, struct hb_store **out,
+		  struct hb_err *err);
+/* Close; an open transaction is rolled back.  NULL is a no-op. */
+void hb_store_close(struct hb_store *st);
+/* The schema version (user_version) of the open file. */
+int hb_store_version(struct hb_store *st);
+
+/* What the open connection runs with, read back from SQLite (PRAGMAs):
+ * for start-up checks, status output and tests. */
+struct hb_store_info {
+	int version;	     /* user_version */
+	int app_id;	     /* application_id: HB_STORE_APP_ID */
+	char journal_mode[16]; /* "wal" */
+	int synchronous;     /* 2: FULL */
+	int foreign_keys;    /* 1: on */
+	int busy_timeout_ms;
+};
+int hb_store_info(struct hb_store *st, struct hb_store_info *out,
+		  struct hb_err *err);
+
+/* Replace the wall clock (CLOCK_REALTIME, ms) used for timestamps; NULL
+ * restores it.  For tests. */
+void hb_store_set_clock(struct hb_store *st, int64_t (*now_ms)(void *),
+			void *arg);
+
+/*
+ * Group commit: everything between begin and commit is one transaction,
+ * made durable by one sync at commit.  Without begin, each call is its own
+ * transaction.  begin while one is open, or commit without one, is
+ * HB_ESTATE.  A call that fails inside the transaction undoes its own
+ * writes only; the transaction stays open unless SQLite itself abandoned it
+ * (then commit says so with HB_ESTORE).  rollback undoes everything since
+ * begin; without an open transaction it does nothing and returns 0.
+ */
+int hb_store_begin(struct hb_store *st, struct hb_err *err);
+int hb_store_commit(struct hb_store *st, struct hb_err *err);
+int hb_store_rollback(struct hb_store *st);
+
+/*
+ * Job states.  Terminal states (succeeded, failed, cancelled, lost) are
+ * final.  Otherwise a job moves forward along pending -> queued -> running
+ * -> completing -> terminal, skipping steps freely (a status poll can miss
+ * one); the only move back is a requeue, running or completing -> queued.
+ * Setting the state a job already has is allowed (it updates reason and
+ * exit code; for a terminal state it changes nothing).
+ */
+#define HB_JOB_STATES                                                        \
+	"pending, queued, running, completing, succeeded, failed, "         \
+	"cancelled, lost"
+/* 1 if state is a known state name, 0 otherwise. */
+int hb_store_state_valid(const char *state);
+/* 1 if state is a terminal state, 0 otherwise. */
+int hb_store_state_terminal(const char *state);
+/* 1 if a job in state from may be set to state to, 0 otherwise. */
+int hb_store_state_allowed(const char *from, const char *to);
+
+/*
+ * A job.  On input (hb_store_job_add) the strings are borrowed from the
+ * caller and id, created_ms and updated_ms are ignored.  Rows filled by
+ * hb_store_job_get() and hb_store_job_by_slurm_id() own their strings
+ * (one block, in priv): caller frees with hb_job_row_free().  Rows passed
+ * to a hb_store_job_list() callback are borrowed for the call.  A NULL
+ * string is SQL NULL and comes back NULL.
+ *
+ * origin: slurm | cli | kubernetes (required).
+ * target: pending | slurm | kubernetes | rejected (NULL: pending).
+ * state: a state name (NULL: pending).
+ * jobspec: JSON text or NULL.
+ * uid: -1 when unknown.  slurm_job_id, exit_code: -1 when none.
+ */
+struct hb_job_row {
+	char id[32]; /* "hb-000042" */
+	const char *origin, *target, *state, *user, *account, *partition,
+		*name, *reason, *jobspec;
+	int64_t uid, slurm_job_id, exit_code;
+	const char *k8s_namespace, *k8s_name, *k8s_uid;
+	int64_t created_ms, updated_ms;
+	void *priv;
+};
+
+/*
+ * Insert a job.  The store allocates row->id from a sequence that only
+ * grows: ids are unique, increase with every committed job, and are never
+ * handed out again, whatever happens to the rows (an id taken by a
+ * transaction that was rolled back never existed and may come again).
+ * row->created_ms and updated_ms are set.  HB_EEXIST if slurm_job_id is
+ * already some job's.
+ */
+int hb_store_job_add(struct hb_store *st, struct hb_job_row *row,
+		     struct hb_err *err);
+/* The job with this id, or HB_ENOENT. */
+int hb_store_job_get(struct hb_store *st, const char *id,
+		     struct hb_job_row *out, struct hb_err *err);
+/* The job with this Slurm job id, or HB_ENOENT. */
+int hb_store_job_by_slurm_id(struct hb_store *st, int64_t slurm_job_id,
+			     struct hb_job_row *out, struct hb_err *err);
+/* Free what a get filled and zero the row.  NULL is a no-op. */
+void hb_job_row_free(struct hb_job_row *row);
+
+/*
+ * Move a job to state (see above; HB_ESTATE names both states when the
+ * move is forbidden, HB_EINVAL names the field for an unknown state).
+ * exit_code -1 and reason NULL keep the current values.
+ */
+int hb_store_job_set_state(struct hb_store *st, const char *id,
+			   const char *state, int64_t exit_code,
+			   const char *reason, struct hb_err *err);
+/* Record the Slurm job id (> 0); HB_EEXIST if another job has it. */
+int hb_store_job_set_slurm(struct hb_store *st, const char *id,
+			   int64_t slurm_job_id, struct hb_err *err);
+/* Record the Kubernetes object (ns and name required, uid may be NULL). */
+int hb_store_job_set_k8s(struct hb_store *st, const char *id, const char *ns,
+			 const char *name, const char *uid,
+			 struct hb_err *err);
+
+/*
+ * List jobs, newest first: uid < 0 means all users, states NULL means any
+ * state (else a NULL-terminated list of state names, each checked), limit 0
+ * means no limit.  cb gets each row, borrowed for the call; it must not
+ * call hb_store_job_list() itself (HB_ESTATE).  A non-zero return from cb
+ * stops the listing and is returned.
+ */
+int hb_store_job_list(struct hb_store *st, int64_t uid,
+		      const char *const *states, unsigned limit,
+		      int (*cb)(const struct hb_job_row *, void *), void *arg,
+		      struct hb_err *err);
+
+/*
+ * A placement decision for an existing job (HB_ENOENT otherwise).
+ * target: slurm | kubernetes | rejected; it also becomes the job's target.
+ * inputs_json: JSON or NULL; explanation: text or JSON; policy: the policy
+ * name or NULL.
+ */
+int hb_store_decision_add(struct hb_store *st, const char *job_id,
+			  const char *target, const char *inputs_json,
+			  const char *explanation, const char *policy,
+			  struct hb_err *err);
+
+/* A decision as read back; owns its strings: free with
+ * hb_decision_row_free(). */
+struct hb_decision_row {
+	int64_t id, at_ms;
+	char job_id[32];
+	const char *target, *inputs, *explanation, *policy;
+	void *priv;
+};
+/* The latest decision for a job, or HB_ENOENT. */
+int hb_store_decision_get(struct hb_store *st, const char *job_id,
+			  struct hb_decision_row *out, struct hb_err *err);
+/* NULL is a no-op. */
+void hb_decision_row_free(struct hb_decision_row *row);
+
+/*
+ * Append an audit event.  actor_uid -1 when unknown; actor_user, peer
+ * ("pid 123", "plugin", "daemon"), job_id and detail_json may be NULL;
+ * action (decide, submit, cancel, state, ...) is required.  job_id is not
+ * checked against the jobs table: a refused request about an unknown job
+ * is logged too.  Events can never be changed or deleted.
+ */
+int hb_store_event_add(struct hb_store *st, int64_t actor_uid,
+		       const char *actor_user, const char *peer,
+		       const char *action, const char *job_id,
+		       const char *detail_json, struct hb_err *err);
+
+/* An event as passed to a hb_store_event_list() callback (borrowed). */
+struct hb_event_row {
+	int64_t id, at_ms, actor_uid;
+	const char *actor_user, *peer, *action, *job_id, *detail;
+};
+/*
+ * Events oldest first: those of job_id (NULL: all), with id > after_id
+ * (0: from the start), up to limit (0: no limit).  cb as for
+ * hb_store_job_list().
+ */
+int hb_store_event_list(struct hb_store *st, const char *job_id,
+			int64_t after_id, unsigned limit,
+			int (*cb)(const struct hb_event_row *, void *),
+			void *arg, struct hb_err *err);
+
+#endif

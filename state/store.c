@@ -1,0 +1,1458 @@
+/*
+ * store.c - the SQLite state store: schema and migrations, jobs,
+ * decisions, audit events, and the (append-only) cost ledger.
+ *
+ * One connection per handle, WAL, synchronous=FULL, foreign keys on.
+ * Every statement is prepared once per handle (persistent) and bound; no
+ * value is ever written into SQL text.  Operations made of several
+ * statements run in a transaction of their own, or in a savepoint inside
+ * the caller's group transaction, so a failed call leaves nothing behind.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+#include "hpcbridge/store.h"
+
+/*
+ * Migrations: migrations[v] takes a file from version v to v + 1.  Never
+ * edit one that has shipped; add the next.  Each runs in one transaction
+ * with the user_version update, so a file is always at some version.
+ */
+static const char schema_v1[] =
+	/* The job id sequence: only grows (a trigger says so), so an id is
+	 * never handed out twice, whatever happens to the jobs table. */
+	"CREATE TABLE seq ("
+	" name TEXT PRIMARY KEY NOT NULL,"
+	" value INTEGER NOT NULL"
+	") WITHOUT ROWID, STRICT;"
+	"INSERT INTO seq (name, value) VALUES ('job', 0);"
+	"CREATE TRIGGER seq_grows BEFORE UPDATE ON seq"
+	" WHEN NEW.value <= OLD.value OR NEW.name IS NOT OLD.name"
+	" BEGIN SELECT RAISE(ABORT, 'seq: a sequence only grows'); END;"
+	"CREATE TRIGGER seq_kept BEFORE DELETE ON seq"
+	" BEGIN SELECT RAISE(ABORT, 'seq: a sequence is never deleted'); END;"
+
+	"CREATE TABLE jobs ("
+	" id TEXT PRIMARY KEY NOT NULL,"
+	" seq INTEGER NOT NULL UNIQUE,"
+	" origin TEXT NOT NULL,"
+	" target TEXT NOT NULL,"
+	" state TEXT NOT NULL,"
+	" \"user\" TEXT,"
+	" uid INTEGER NOT NULL,"
+	" account TEXT,"
+	" \"partition\" TEXT,"
+	" name TEXT,"
+	" slurm_job_id INTEGER,"
+	" k8s_namespace TEXT,"
+	" k8s_name TEXT,"
+	" k8s_uid TEXT,"
+	" exit_code INTEGER,"
+	" reason TEXT,"
+	" created_ms INTEGER NOT NULL,"
+	" updated_ms INTEGER NOT NULL,"
+	" jobspec TEXT CONSTRAINT jobspec_json"
+	"  CHECK (jobspec IS NULL OR json_valid(jobspec))"
+	") STRICT;"
+	"CREATE INDEX jobs_uid ON jobs (uid, seq);"
+	"CREATE INDEX jobs_state ON jobs (state, seq);"
+	"CREATE UNIQUE INDEX jobs_slurm_job_id ON jobs (slurm_job_id)"
+	" WHERE slurm_job_id IS NOT NULL;"
+
+	"CREATE TABLE decisions ("
+	" id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" job_id TEXT NOT NULL REFERENCES jobs (id),"
+	" at_ms INTEGER NOT NULL,"
+	" target TEXT NOT NULL,"
+	" inputs TEXT CONSTRAINT inputs_json"
+	"  CHECK (inputs IS NULL OR json_valid(inputs)),"
+	" explanation TEXT,"
+	" policy TEXT"
+	") STRICT;"
+	"CREATE INDEX decisions_job ON decisions (job_id, id);"
+
+	"CREATE TABLE events ("
+	" id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" at_ms INTEGER NOT NULL,"
+	" actor_uid INTEGER NOT NULL,"
+	" actor_user TEXT,"
+	" peer TEXT,"
+	" action TEXT NOT NULL,"
+	" job_id TEXT,"
+	" detail TEXT CONSTRAINT detail_json"
+	"  CHECK (detail IS NULL OR json_valid(detail))"
+	") STRICT;"
+	"CREATE INDEX events_job ON events (job_id, id)"
+	" WHERE job_id IS NOT NULL;"
+	"CREATE TRIGGER events_no_update BEFORE UPDATE ON events"
+	" BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;"
+	"CREATE TRIGGER events_no_delete BEFORE DELETE ON events"
+	" BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;"
+	/* INSERT OR REPLACE deletes without firing delete triggers. */
+	"CREATE TRIGGER events_no_replace BEFORE INSERT ON events"
+	" WHEN EXISTS (SELECT 1 FROM events WHERE id = NEW.id)"
+	" BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;"
+
+	/* Money is integers; a correction is a new row that reverses one. */
+	"CREATE TABLE ledger ("
+	" id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" at_ms INTEGER NOT NULL,"
+	" job_id TEXT REFERENCES jobs (id),"
+	" account TEXT,"
+	" \"user\" TEXT,"
+	" side TEXT NOT NULL,"
+	" kind TEXT NOT NULL,"
+	" quantity INTEGER NOT NULL,"
+	" rate_version TEXT,"
+	" amount_micros INTEGER NOT NULL,"
+	" reverses INTEGER REFERENCES ledger (id)"
+	") STRICT;"
+	"CREATE INDEX ledger_job ON ledger (job_id);"
+	"CREATE INDEX ledger_at ON ledger (at_ms);"
+	"CREATE TRIGGER ledger_no_update BEFORE UPDATE ON ledger"
+	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;"
+	"CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger"
+	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;"
+	"CREATE TRIGGER ledger_no_replace BEFORE INSERT ON ledger"
+	" WHEN EXISTS (SELECT 1 FROM ledger WHERE id = NEW.id)"
+	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;";
+
+static const char *const migrations[] = {schema_v1};
+
+_Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
+		       HB_STORE_SCHEMA_VERSION,
+	       "one migration per schema version");
+
+#define JOB_COLS                                                             \
+	"id, origin, target, state, \"user\", uid, account, \"partition\", "  \
+	"name, slurm_job_id, k8s_namespace, k8s_name, k8s_uid, exit_code, "   \
+	"reason, created_ms, updated_ms, jobspec"
+#define STATES_IN "state IN (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+
+enum stmt_id {
+	S_BEGIN,
+	S_COMMIT,
+	S_ROLLBACK,
+	S_SAVEPOINT,
+	S_RELEASE,
+	S_ROLLBACK_TO,
+	S_SEQ_NEXT,
+	S_JOB_INSERT,
+	S_JOB_GET,
+	S_JOB_BY_SLURM,
+	S_JOB_STATE,
+	S_JOB_SET_STATE,
+	S_JOB_SET_SLURM,
+	S_JOB_SET_K8S,
+	S_JOB_SET_TARGET,
+	S_JOB_LIST,
+	S_JOB_LIST_UID,
+	S_JOB_LIST_STATES,
+	S_JOB_LIST_UID_STATES,
+	S_DECISION_INSERT,
+	S_DECISION_GET,
+	S_EVENT_INSERT,
+	S_EVENT_LIST,
+	S_EVENT_LIST_JOB,
+	NSTMT
+};
+
+static const char *const stmt_sql[NSTMT] = {
+	[S_BEGIN] = "BEGIN IMMEDIATE",
+	[S_COMMIT] = "COMMIT",
+	[S_ROLLBACK] = "ROLLBACK",
+	[S_SAVEPOINT] = "SAVEPOINT hb_op",
+	[S_RELEASE] = "RELEASE hb_op",
+	[S_ROLLBACK_TO] = "ROLLBACK TO hb_op",
+	[S_SEQ_NEXT] = "UPDATE seq SET value = value + 1 WHERE name = 'job'"
+		       " RETURNING value",
+	[S_JOB_INSERT] =
+		"INSERT INTO jobs (id, seq, origin, target, state, \"user\", "
+		"uid, account, \"partition\", name, slurm_job_id, "
+		"k8s_namespace, k8s_name, k8s_uid, exit_code, reason, "
+		"created_ms, updated_ms, jobspec) VALUES (?1, ?2, ?3, ?4, ?5, "
+		"?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?17, "
+		"?18)",
+	[S_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1",
+	[S_JOB_BY_SLURM] =
+		"SELECT " JOB_COLS " FROM jobs WHERE slurm_job_id = ?1",
+	[S_JOB_STATE] = "SELECT state FROM jobs WHERE id = ?1",
+	[S_JOB_SET_STATE] =
+		"UPDATE jobs SET state = ?2, exit_code = coalesce(?3, "
+		"exit_code), reason = coalesce(?4, reason), updated_ms = ?5 "
+		"WHERE id = ?1",
+	[S_JOB_SET_SLURM] = "UPDATE jobs SET slurm_job_id = ?2, "
+			    "updated_ms = ?3 WHERE id = ?1",
+	[S_JOB_SET_K8S] = "UPDATE jobs SET k8s_namespace = ?2, k8s_name = ?3, "
+			  "k8s_uid = ?4, updated_ms = ?5 WHERE id = ?1",
+	[S_JOB_SET_TARGET] = "UPDATE jobs SET target = ?2, updated_ms = ?3 "
+			     "WHERE id = ?1",
+	[S_JOB_LIST] = "SELECT " JOB_COLS " FROM jobs "
+		       "ORDER BY seq DESC LIMIT ?1",
+	[S_JOB_LIST_UID] = "SELECT " JOB_COLS " FROM jobs WHERE uid = ?10 "
+			   "ORDER BY seq DESC LIMIT ?1",
+	[S_JOB_LIST_STATES] = "SELECT " JOB_COLS " FROM jobs WHERE " STATES_IN
+			      " ORDER BY seq DESC LIMIT ?1",
+	[S_JOB_LIST_UID_STATES] = "SELECT " JOB_COLS
+				  " FROM jobs WHERE uid = ?10 AND " STATES_IN
+				  " ORDER BY seq DESC LIMIT ?1",
+	[S_DECISION_INSERT] = "INSERT INTO decisions (job_id, at_ms, target, "
+			      "inputs, explanation, policy) VALUES (?1, ?2, "
+			      "?3, ?4, ?5, ?6)",
+	[S_DECISION_GET] = "SELECT id, job_id, at_ms, target, inputs, "
+			   "explanation, policy FROM decisions WHERE job_id = "
+			   "?1 ORDER BY id DESC LIMIT 1",
+	[S_EVENT_INSERT] = "INSERT INTO events (at_ms, actor_uid, actor_user, "
+			   "peer, action, job_id, detail) VALUES (?1, ?2, ?3, "
+			   "?4, ?5, ?6, ?7)",
+	[S_EVENT_LIST] = "SELECT id, at_ms, actor_uid, actor_user, peer, "
+			 "action, job_id, detail FROM events WHERE id > ?1 "
+			 "ORDER BY id LIMIT ?2",
+	[S_EVENT_LIST_JOB] = "SELECT id, at_ms, actor_uid, actor_user, peer, "
+			     "action, job_id, detail FROM events WHERE "
+			     "job_id = ?3 AND id > ?1 ORDER BY id LIMIT ?2",
+};
+
+struct hb_store {
+	sqlite3 *db;
+	char *path;
+	int version;
+	/* An explicit (group) transaction is open; lost: SQLite abandoned
+	 * it after an error, so everything until commit/rollback fails. */
+	int in_tx, tx_lost;
+	int64_t (*now_ms)(void *);
+	void *clock_arg;
+	sqlite3_stmt *stmt[NSTMT];
+};
+
+/* --- names ------------------------------------------------------------ */
+
+enum {
+	ST_PENDING,
+	ST_QUEUED,
+	ST_RUNNING,
+	ST_COMPLETING,
+	ST_SUCCEEDED,
+	ST_FAILED,
+	ST_CANCELLED,
+	ST_LOST,
+	NSTATES
+};
+
+static const char *const state_names[NSTATES] = {
+	"pending",   "queued", "running",   "completing",
+	"succeeded", "failed", "cancelled", "lost"};
+
+static const char *const origin_names[] = {"slurm", "cli", "kubernetes",
+					   NULL};
+static const char *const target_names[] = {"pending", "slurm", "kubernetes",
+					   "rejected", NULL};
+/* A decision places a job: "pending" is not one. */
+static const char *const decision_targets[] = {"slurm", "kubernetes",
+					       "rejected", NULL};
+
+static int state_index(const char *s)
+{
+	for (int i = 0; s && i < NSTATES; i++)
+		if (!strcmp(state_names[i], s))
+			return i;
+	return -1;
+}
+
+static int in_list(const char *const *list, const char *s)
+{
+	for (size_t i = 0; s && list[i]; i++)
+		if (!strcmp(list[i], s))
+			return 1;
+	return 0;
+}
+
+static int terminal(int s)
+{
+	return s >= ST_SUCCEEDED;
+}
+
+/* Forward along pending < queued < running < completing < terminal. */
+static int rank(int s)
+{
+	return terminal(s) ? ST_SUCCEEDED : s;
+}
+
+static int allowed(int from, int to)
+{
+	if (from == to)
+		return 1;
+	if (terminal(from))
+		return 0;
+	if (rank(to) > rank(from))
+		return 1;
+	/* A requeue. */
+	return to == ST_QUEUED && (from == ST_RUNNING || from == ST_COMPLETING);
+}
+
+int hb_store_state_valid(const char *state)
+{
+	return state_index(state) >= 0;
+}
+
+int hb_store_state_terminal(const char *state)
+{
+	int s = state_index(state);
+
+	return s >= 0 && terminal(s);
+}
+
+int hb_store_state_allowed(const char *from, const char *to)
+{
+	int f = state_index(from), t = state_index(to);
+
+	return f >= 0 && t >= 0 && allowed(f, t);
+}
+
+/* --- errors ----------------------------------------------------------- */
+
+static int map_sqlite(int xrc)
+{
+	switch (xrc) {
+	case SQLITE_NOMEM:
+		return HB_ENOMEM;
+	case SQLITE_TOOBIG:
+		return HB_ETOOBIG;
+	case SQLITE_CONSTRAINT_UNIQUE:
+	case SQLITE_CONSTRAINT_PRIMARYKEY:
+		return HB_EEXIST;
+	case SQLITE_CONSTRAINT_FOREIGNKEY:
+		return HB_ENOENT;
+	case SQLITE_CONSTRAINT_CHECK:
+	case SQLITE_CONSTRAINT_NOTNULL:
+	case SQLITE_CONSTRAINT_DATATYPE:
+		return HB_EINVAL;
+	case SQLITE_CONSTRAINT_TRIGGER:
+		return HB_EPERM;
+	default:
+		return HB_ESTORE;
+	}
+}
+
+/* Record SQLite's last error on st for operation op. */
+static int db_fail(struct hb_store *st, const char *op, struct hb_err *err)
+{
+	int xrc = sqlite3_extended_errcode(st->db);
+	int code = map_sqlite(xrc);
+
+	hb_err_set(err, code, st->path, 0, "%s: %s (%s)", op,
+		   sqlite3_errmsg(st->db), sqlite3_errstr(xrc));
+	return code;
+}
+
+static int fail(struct hb_store *st, struct hb_err *err, int code,
+		const char *op, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static int fail(struct hb_store *st, struct hb_err *err, int code,
+		const char *op, const char *fmt, ...)
+{
+	char msg[HB_ERR_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return hb_err_set(err, code, st ? st->path : NULL, 0, "%s: %s", op,
+			  msg);
+}
+
+/* A string argument: required ones non-empty, all within max bytes. */
+static int check_str(struct hb_store *st, struct hb_err *err, const char *op,
+		     const char *field, const char *s, size_t max,
+		     int required)
+{
+	if (!s)
+		return required ? fail(st, err, HB_EINVAL, op,
+				       "%s: required", field)
+				: 0;
+	if (required && !*s)
+		return fail(st, err, HB_EINVAL, op, "%s: empty", field);
+	if (strnlen(s, max + 1) > max)
+		return fail(st, err, HB_ETOOBIG, op,
+			    "%s: longer than %zu bytes", field, max);
+	return 0;
+}
+
+/* A required string from a closed set (what lists it). */
+static int check_name(struct hb_store *st, struct hb_err *err, const char *op,
+		      const char *field, const char *s,
+		      const char *const *list, const char *what)
+{
+	if (!s)
+		return fail(st, err, HB_EINVAL, op, "%s: required (%s)", field,
+			    what);
+	if (!in_list(list, s))
+		return fail(st, err, HB_EINVAL, op, "%s: unknown value '%.64s'"
+			    " (%s)", field, s, what);
+	return 0;
+}
+
+static int check_state(struct hb_store *st, struct hb_err *err,
+		       const char *op, const char *field, const char *s)
+{
+	if (!s)
+		return fail(st, err, HB_EINVAL, op, "%s: required (%s)", field,
+			    HB_JOB_STATES);
+	if (state_index(s) < 0)
+		return fail(st, err, HB_EINVAL, op,
+			    "%s: unknown state '%.64s' (%s)", field, s,
+			    HB_JOB_STATES);
+	return 0;
+}
+
+/* --- statements ------------------------------------------------------- */
+
+/* The cached statement id, prepared on first use.  A statement still being
+ * stepped (a callback calling back into a listing) is HB_ESTATE. */
+static int prep(struct hb_store *st, enum stmt_id id, sqlite3_stmt **out,
+		const char *op, struct hb_err *err)
+{
+	sqlite3_stmt *s = st->stmt[id];
+
+	if (st->tx_lost && id != S_ROLLBACK)
+		return fail(st, err, HB_ESTORE, op,
+			    "the transaction was abandoned after an earlier "
+			    "error; roll it back");
+	if (!s) {
+		if (sqlite3_prepare_v3(st->db, stmt_sql[id], -1,
+				       SQLITE_PREPARE_PERSISTENT, &s, NULL))
+			return db_fail(st, op, err);
+		st->stmt[id] = s;
+	} else if (sqlite3_stmt_busy(s)) {
+		return fail(st, err, HB_ESTATE, op,
+			    "called again from its own callback");
+	}
+	*out = s;
+	return 0;
+}
+
+/*
+ * Bind values in order from index 1: 't' text (NULL binds NULL), 'i'
+ * int64_t, 'n' int64_t that binds NULL when negative, '-' skips an index.
+ */
+static int bind(struct hb_store *st, sqlite3_stmt *s, const char *op,
+		struct hb_err *err, const char *fmt, ...)
+{
+	va_list ap;
+	int rc = SQLITE_OK, idx = 1;
+
+	va_start(ap, fmt);
+	for (const char *f = fmt; *f && rc == SQLITE_OK; f++, idx++) {
+		const char *t;
+		int64_t v;
+
+		switch (*f) {
+		case 't':
+			t = va_arg(ap, const char *);
+			rc = t ? sqlite3_bind_text(s, idx, t, -1, SQLITE_STATIC)
+			       : sqlite3_bind_null(s, idx);
+			break;
+		case 'i':
+			v = va_arg(ap, int64_t);
+			rc = sqlite3_bind_int64(s, idx, v);
+			break;
+		case 'n':
+			v = va_arg(ap, int64_t);
+			rc = v < 0 ? sqlite3_bind_null(s, idx)
+				   : sqlite3_bind_int64(s, idx, v);
+			break;
+		default:
+			break;
+		}
+	}
+	va_end(ap);
+	if (rc != SQLITE_OK) {
+		sqlite3_reset(s);
+		return db_fail(st, op, err);
+	}
+	return 0;
+}
+
+/* Step; SQLITE_ROW and SQLITE_DONE come back, an error becomes HB_E*. */
+static int step(struct hb_store *st, sqlite3_stmt *s, const char *op,
+		struct hb_err *err)
+{
+	int rc = sqlite3_step(s);
+
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		return rc;
+	rc = db_fail(st, op, err);
+	sqlite3_reset(s);
+	/* Some errors (I/O, full disk, busy) make SQLite roll back the
+	 * whole transaction: the group is gone, say so until it ends. */
+	if (st->in_tx && sqlite3_get_autocommit(st->db))
+		st->tx_lost = 1;
+	return rc;
+}
+
+/* Run a statement without results to its end and reset it. */
+static int run(struct hb_store *st, sqlite3_stmt *s, const char *op,
+	       struct hb_err *err)
+{
+	int rc = step(st, s, op, err);
+
+	if (rc < 0)
+		return rc;
+	sqlite3_reset(s);
+	return 0;
+}
+
+static int exec_stmt(struct hb_store *st, enum stmt_id id, const char *op,
+		     struct hb_err *err)
+{
+	sqlite3_stmt *s;
+	int rc = prep(st, id, &s, op, err);
+
+	return rc ? rc : run(st, s, op, err);
+}
+
+static const char *col_text(sqlite3_stmt *s, int i)
+{
+	return (const char *)sqlite3_column_text(s, i);
+}
+
+static void copy_id(char *dst, size_t size, const char *src)
+{
+	snprintf(dst, size, "%s", src ? src : "");
+}
+
+static int64_t col_opt(sqlite3_stmt *s, int i)
+{
+	return sqlite3_column_type(s, i) == SQLITE_NULL
+		       ? -1
+		       : sqlite3_column_int64(s, i);
+}
+
+static int64_t now(struct hb_store *st)
+{
+	struct timespec ts;
+
+	if (st->now_ms)
+		return st->now_ms(st->clock_arg);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* --- transactions ----------------------------------------------------- */
+
+/* Make one API call atomic: its own transaction, or a savepoint inside
+ * the caller's group. */
+static int op_begin(struct hb_store *st, const char *op, struct hb_err *err)
+{
+	return exec_stmt(st, st->in_tx ? S_SAVEPOINT : S_BEGIN, op, err);
+}
+
+/* End what op_begin started: keep it when rc is 0, else undo it.  Returns
+ * rc, or the commit's error. */
+static int op_end(struct hb_store *st, int rc, const char *op,
+		  struct hb_err *err)
+{
+	if (st->in_tx) {
+		if (st->tx_lost)
+			return rc;
+		if (rc)
+			exec_stmt(st, S_ROLLBACK_TO, op, NULL);
+		int r = exec_stmt(st, S_RELEASE, op, err);
+		return rc ? rc : r;
+	}
+	if (!rc) {
+		rc = exec_stmt(st, S_COMMIT, op, err);
+		if (!rc)
+			return 0;
+	}
+	if (!sqlite3_get_autocommit(st->db))
+		exec_stmt(st, S_ROLLBACK, op, NULL);
+	return rc;
+}
+
+int hb_store_begin(struct hb_store *st, struct hb_err *err)
+{
+	int rc;
+
+	if (st->in_tx)
+		return fail(st, err, HB_ESTATE, "begin",
+			    "a transaction is already open");
+	rc = exec_stmt(st, S_BEGIN, "begin", err);
+	if (!rc)
+		st->in_tx = 1;
+	return rc;
+}
+
+int hb_store_commit(struct hb_store *st, struct hb_err *err)
+{
+	int rc;
+
+	if (!st->in_tx)
+		return fail(st, err, HB_ESTATE, "commit",
+			    "no transaction is open");
+	if (st->tx_lost) {
+		st->in_tx = st->tx_lost = 0;
+		return fail(st, err, HB_ESTORE, "commit",
+			    "the transaction was abandoned after an earlier "
+			    "error; nothing was kept");
+	}
+	rc = exec_stmt(st, S_COMMIT, "commit", err);
+	/* A failed commit keeps nothing: the caller told nobody yet. */
+	if (rc && !sqlite3_get_autocommit(st->db))
+		exec_stmt(st, S_ROLLBACK, "commit", NULL);
+	st->in_tx = 0;
+	return rc;
+}
+
+int hb_store_rollback(struct hb_store *st)
+{
+	int rc = 0;
+
+	if (!st->in_tx)
+		return 0;
+	st->tx_lost = 0;
+	if (!sqlite3_get_autocommit(st->db))
+		rc = exec_stmt(st, S_ROLLBACK, "rollback", NULL);
+	st->in_tx = 0;
+	return rc;
+}
+
+/* --- open, migrate, close -------------------------------------------- */
+
+/* The integer a PRAGMA query returns. */
+static int pragma_int(struct hb_store *st, const char *sql, int *val,
+		      const char *op, struct hb_err *err)
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL))
+		return db_fail(st, op, err);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*val = sqlite3_column_int(s, 0);
+		rc = 0;
+	} else {
+		rc = db_fail(st, op, err);
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static int exec_sql(struct hb_store *st, const char *sql, const char *op,
+		    struct hb_err *err)
+{
+	if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		return db_fail(st, op, err);
+	return 0;
+}
+
+static int set_wal(struct hb_store *st, struct hb_err *err)
+{
+	sqlite3_stmt *s = NULL;
+	const char *mode;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &s,
+			       NULL))
+		return db_fail(st, "open: journal_mode", err);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW) {
+		rc = db_fail(st, "open: journal_mode", err);
+	} else {
+		mode = col_text(s, 0);
+		rc = 0;
+		if (!mode || strcmp(mode, "wal"))
+			rc = fail(st, err, HB_ESTORE, "open",
+				  "cannot use WAL (journal_mode stays "
+				  "'%.32s'); the store needs a local "
+				  "filesystem",
+				  mode ? mode : "?");
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* Apply migrations[from..] one transaction each. */
+static int migrate(struct hb_store *st, struct hb_err *err)
+{
+	char sql[64], op[64];
+	int v, rc = 0;
+
+	for (v = st->version; v < HB_STORE_SCHEMA_VERSION; v++) {
+		snprintf(op, sizeof(op), "migration to schema version %d",
+			 v + 1);
+		rc = exec_sql(st, "BEGIN IMMEDIATE", op, err);
+		if (rc)
+			return rc;
+		/* Another process may have migrated while we waited. */
+		rc = pragma_int(st, "PRAGMA user_version", &st->version, op,
+				err);
+		if (rc)
+			goto out;
+		if (st->version > v) {
+			rc = exec_sql(st, "COMMIT", op, err);
+			if (rc)
+				goto out;
+			v = st->version - 1;
+			continue;
+		}
+		rc = exec_sql(st, migrations[v], op, err);
+		if (rc)
+			goto out;
+		/* PRAGMA takes no parameters: the version is our own
+		 * integer. */
+		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", v + 1);
+		rc = exec_sql(st, sql, op, err);
+		if (!rc && v == 0) {
+			snprintf(sql, sizeof(sql), "PRAGMA application_id = %d",
+				 HB_STORE_APP_ID);
+			rc = exec_sql(st, sql, op, err);
+		}
+		if (!rc)
+			rc = exec_sql(st, "COMMIT", op, err);
+		if (rc)
+			goto out;
+		st->version = v + 1;
+	}
+	return 0;
+out:
+	if (!sqlite3_get_autocommit(st->db))
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+int hb_store_open(const char *path, struct hb_store **out, struct hb_err *err)
+{
+	struct hb_store *st = NULL;
+	int rc, appid = 0;
+
+	*out = NULL;
+	if (!path || !*path)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "store open: path: required");
+	st = calloc(1, sizeof(*st));
+	if (!st || !(st->path = strdup(path))) {
+		rc = hb_err_set(err, HB_ENOMEM, path, 0, "open: out of memory");
+		goto out;
+	}
+	rc = sqlite3_open_v2(path, &st->db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+				     SQLITE_OPEN_NOMUTEX |
+				     SQLITE_OPEN_EXRESCODE,
+			     NULL);
+	if (rc != SQLITE_OK) {
+		if (!st->db) {
+			rc = hb_err_set(err, HB_ENOMEM, path, 0,
+					"open: out of memory");
+			goto out;
+		}
+		rc = db_fail(st, "open", err);
+		goto out;
+	}
+	sqlite3_extended_result_codes(st->db, 1);
+	sqlite3_busy_timeout(st->db, HB_STORE_BUSY_MS);
+
+	/* Read before writing anything: a file we cannot understand is
+	 * left exactly as it was. */
+	rc = pragma_int(st, "PRAGMA application_id", &appid, "open", err);
+	if (!rc)
+		rc = pragma_int(st, "PRAGMA user_version", &st->version,
+				"open", err);
+	if (rc)
+		goto out;
+	if (appid != 0 && appid != HB_STORE_APP_ID) {
+		rc = fail(st, err, HB_ESTORE, "open",
+			  "not an hpcbridge store (application_id 0x%08x)",
+			  (unsigned)appid);
+		goto out;
+	}
+	if (st->version < 0) {
+		rc = fail(st, err, HB_ESTORE, "open",
+			  "schema version %d is not one of hpcbridge's",
+			  st->version);
+		goto out;
+	}
+	if (st->version > HB_STORE_SCHEMA_VERSION) {
+		rc = fail(st, err, HB_ESTORE, "open",
+			  "schema version %d is newer than this build's (%d): "
+			  "refusing to open it; run a newer hpcbridge",
+			  st->version, HB_STORE_SCHEMA_VERSION);
+		goto out;
+	}
+	rc = set_wal(st, err);
+	if (!rc)
+		rc = exec_sql(st, "PRAGMA synchronous = FULL", "open", err);
+	if (!rc)
+		rc = exec_sql(st, "PRAGMA foreign_keys = ON", "open", err);
+	if (!rc)
+		rc = migrate(st, err);
+	if (rc)
+		goto out;
+	*out = st;
+	return 0;
+out:
+	hb_store_close(st);
+	return rc;
+}
+
+void hb_store_close(struct hb_store *st)
+{
+	if (!st)
+		return;
+	if (st->db && !sqlite3_get_autocommit(st->db))
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	for (int i = 0; i < NSTMT; i++)
+		sqlite3_finalize(st->stmt[i]);
+	sqlite3_close(st->db);
+	free(st->path);
+	free(st);
+}
+
+int hb_store_version(struct hb_store *st)
+{
+	return st->version;
+}
+
+int hb_store_info(struct hb_store *st, struct hb_store_info *out,
+		  struct hb_err *err)
+{
+	static const char op[] = "info";
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = pragma_int(st, "PRAGMA user_version", &out->version, op, err);
+	if (!rc)
+		rc = pragma_int(st, "PRAGMA application_id", &out->app_id, op,
+				err);
+	if (!rc)
+		rc = pragma_int(st, "PRAGMA synchronous", &out->synchronous,
+				op, err);
+	if (!rc)
+		rc = pragma_int(st, "PRAGMA foreign_keys", &out->foreign_keys,
+				op, err);
+	if (!rc)
+		rc = pragma_int(st, "PRAGMA busy_timeout",
+				&out->busy_timeout_ms, op, err);
+	if (rc)
+		return rc;
+	if (sqlite3_prepare_v2(st->db, "PRAGMA journal_mode", -1, &s, NULL))
+		return db_fail(st, op, err);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		copy_id(out->journal_mode, sizeof(out->journal_mode),
+			col_text(s, 0));
+	else
+		rc = db_fail(st, op, err);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+void hb_store_set_clock(struct hb_store *st, int64_t (*now_ms)(void *),
+			void *arg)
+{
+	st->now_ms = now_ms;
+	st->clock_arg = now_ms ? arg : NULL;
+}
+
+/* --- rows ------------------------------------------------------------- */
+
+/* Copy the n strings *f[i] (NULL stays NULL) into one block, which *priv
+ * gets, and point them into it. */
+static int own_strings(const char **f[], size_t n, void **priv)
+{
+	size_t total = 1, len;
+	char *p;
+
+	for (size_t i = 0; i < n; i++)
+		if (*f[i])
+			total += strlen(*f[i]) + 1;
+	p = malloc(total);
+	if (!p)
+		return HB_ENOMEM;
+	*priv = p;
+	for (size_t i = 0; i < n; i++) {
+		if (!*f[i])
+			continue;
+		len = strlen(*f[i]) + 1;
+		memcpy(p, *f[i], len);
+		*f[i] = p;
+		p += len;
+	}
+	return 0;
+}
+
+/* The current row of a JOB_COLS query, borrowed from s. */
+static void job_from_stmt(sqlite3_stmt *s, struct hb_job_row *r)
+{
+	memset(r, 0, sizeof(*r));
+	copy_id(r->id, sizeof(r->id), col_text(s, 0));
+	r->origin = col_text(s, 1);
+	r->target = col_text(s, 2);
+	r->state = col_text(s, 3);
+	r->user = col_text(s, 4);
+	r->uid = sqlite3_column_int64(s, 5);
+	r->account = col_text(s, 6);
+	r->partition = col_text(s, 7);
+	r->name = col_text(s, 8);
+	r->slurm_job_id = col_opt(s, 9);
+	r->k8s_namespace = col_text(s, 10);
+	r->k8s_name = col_text(s, 11);
+	r->k8s_uid = col_text(s, 12);
+	r->exit_code = col_opt(s, 13);
+	r->reason = col_text(s, 14);
+	r->created_ms = sqlite3_column_int64(s, 15);
+	r->updated_ms = sqlite3_column_int64(s, 16);
+	r->jobspec = col_text(s, 17);
+}
+
+void hb_job_row_free(struct hb_job_row *row)
+{
+	if (!row)
+		return;
+	free(row->priv);
+	memset(row, 0, sizeof(*row));
+}
+
+void hb_decision_row_free(struct hb_decision_row *row)
+{
+	if (!row)
+		return;
+	free(row->priv);
+	memset(row, 0, sizeof(*row));
+}
+
+/* Run a JOB_COLS query expected to give one row into out (owned). */
+static int job_fetch_one(struct hb_store *st, sqlite3_stmt *s,
+			 struct hb_job_row *out, const char *op,
+			 const char *what, struct hb_err *err)
+{
+	int rc = step(st, s, op, err);
+
+	if (rc < 0)
+		return rc;
+	if (rc == SQLITE_DONE) {
+		sqlite3_reset(s);
+		return fail(st, err, HB_ENOENT, op, "no job %s", what);
+	}
+	job_from_stmt(s, out);
+	const char **f[] = {&out->origin,	 &out->target,	 &out->state,
+			    &out->user,		 &out->account,	 &out->partition,
+			    &out->name,		 &out->reason,	 &out->jobspec,
+			    &out->k8s_namespace, &out->k8s_name, &out->k8s_uid};
+	rc = own_strings(f, sizeof(f) / sizeof(f[0]), &out->priv);
+	sqlite3_reset(s);
+	if (rc) {
+		memset(out, 0, sizeof(*out));
+		return fail(st, err, rc, op, "out of memory");
+	}
+	return 0;
+}
+
+/* --- jobs ------------------------------------------------------------- */
+
+static int check_job(struct hb_store *st, const struct hb_job_row *r,
+		     struct hb_err *err)
+{
+	static const char op[] = "job_add";
+	int rc;
+
+	rc = check_name(st, err, op, "origin", r->origin, origin_names,
+			"slurm, cli, kubernetes");
+	if (!rc && r->target)
+		rc = check_name(st, err, op, "target", r->target,
+				target_names,
+				"pending, slurm, kubernetes, rejected");
+	if (!rc && r->state)
+		rc = check_state(st, err, op, "state", r->state);
+	if (rc)
+		return rc;
+	const struct {
+		const char *field, *val;
+		size_t max;
+	} strs[] = {
+		{"user", r->user, HB_STORE_NAME_MAX},
+		{"account", r->account, HB_STORE_NAME_MAX},
+		{"partition", r->partition, HB_STORE_NAME_MAX},
+		{"name", r->name, HB_STORE_NAME_MAX},
+		{"k8s_namespace", r->k8s_namespace, HB_STORE_NAME_MAX},
+		{"k8s_name", r->k8s_name, HB_STORE_NAME_MAX},
+		{"k8s_uid", r->k8s_uid, HB_STORE_NAME_MAX},
+		{"reason", r->reason, HB_STORE_TEXT_MAX},
+		{"jobspec", r->jobspec, HB_STORE_TEXT_MAX},
+	};
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
+		rc = check_str(st, err, op, strs[i].field, strs[i].val,
+			       strs[i].max, 0);
+		if (rc)
+			return rc;
+	}
+	if (r->uid < -1)
+		return fail(st, err, HB_EINVAL, op,
+			    "uid: %" PRId64 " (-1 when unknown)", r->uid);
+	if (r->slurm_job_id == 0 || r->slurm_job_id < -1)
+		return fail(st, err, HB_EINVAL, op,
+			    "slurm_job_id: %" PRId64 " (> 0, or -1 for none)",
+			    r->slurm_job_id);
+	if (r->exit_code < -1)
+		return fail(st, err, HB_EINVAL, op,
+			    "exit_code: %" PRId64 " (-1 for none)",
+			    r->exit_code);
+	return 0;
+}
+
+int hb_store_job_add(struct hb_store *st, struct hb_job_row *row,
+		     struct hb_err *err)
+{
+	static const char op[] = "job_add";
+	sqlite3_stmt *s;
+	int64_t seq = 0, t;
+	int rc;
+
+	row->id[0] = '\0';
+	rc = check_job(st, row, err);
+	if (rc)
+		return rc;
+	t = now(st);
+	rc = op_begin(st, op, err);
+	if (rc)
+		return rc;
+	rc = prep(st, S_SEQ_NEXT, &s, op, err);
+	if (rc)
+		goto out;
+	rc = step(st, s, op, err);
+	if (rc < 0)
+		goto out;
+	if (rc == SQLITE_ROW)
+		seq = sqlite3_column_int64(s, 0);
+	while (rc == SQLITE_ROW)
+		rc = step(st, s, op, err);
+	if (rc < 0)
+		goto out;
+	sqlite3_reset(s);
+	if (seq <= 0) {
+		rc = fail(st, err, HB_ESTORE, op, "the job id sequence is "
+			  "missing");
+		goto out;
+	}
+	snprintf(row->id, sizeof(row->id), "hb-%06" PRId64, seq);
+	rc = prep(st, S_JOB_INSERT, &s, op, err);
+	if (!rc)
+		rc = bind(st, s, op, err, "tittttitttntttntit", row->id, seq,
+			  row->origin, row->target ? row->target : "pending",
+			  row->state ? row->state : "pending", row->user,
+			  row->uid, row->account, row->partition, row->name,
+			  row->slurm_job_id, row->k8s_namespace, row->k8s_name,
+			  row->k8s_uid, row->exit_code, row->reason, t,
+			  row->jobspec);
+	if (!rc)
+		rc = run(st, s, op, err);
+out:
+	rc = op_end(st, rc, op, err);
+	if (rc) {
+		row->id[0] = '\0';
+		return rc;
+	}
+	row->created_ms = row->updated_ms = t;
+	return 0;
+}
+
+int hb_store_job_get(struct hb_store *st, const char *id,
+		     struct hb_job_row *out, struct hb_err *err)
+{
+	static const char op[] = "job_get";
+	sqlite3_stmt *s;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = check_str(st, err, op, "id", id, HB_STORE_NAME_MAX, 1);
+	if (!rc)
+		rc = prep(st, S_JOB_GET, &s, op, err);
+	if (!rc)
+		rc = bind(st, s, op, err, "t", id);
+	if (rc)
+		return rc;
+	return job_fetch_one(st, s, out, op, id, err);
+}
+
+int hb_store_job_by_slurm_id(struct hb_store *st, int64_t slurm_job_id,
+			     struct hb_job_row *out, struct hb_err *err)
+{
+	static const char op[] = "job_by_slurm_id";
+	char what[48];
+	sqlite3_stmt *s;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (slurm_job_id <= 0)
+		return fail(st, err, HB_EINVAL, op,
+			    "slurm_job_id: %" PRId64 " (> 0)", slurm_job_id);
+	rc = prep(st, S_JOB_BY_SLURM, &s, op, err);
+	if (!rc)
+		rc = bind(st, s, op, err, "i", slurm_job_id);
+	if (rc)
+		return rc;
+	snprintf(what, sizeof(what), "with Slurm job id %" PRId64,
+		 slurm_job_id);
+	return job_fetch_one(st, s, out, op, what, err);
+}
+
+int hb_store_job_set_state(struct hb_store *st, const char *id,
+			   const char *state, int64_t exit_code,
+			   const char *reason, struct hb_err *err)
+{
+	static const char op[] = "job_set_state";
+	sqlite3_stmt *s;
+	int rc, from = -1, to;
+
+	rc = check_str(st, err, op, "id", id, HB_STORE_NAME_MAX, 1);
+	if (!rc)
+		rc = check_state(st, err, op, "state", state);
+	if (!rc)
+		rc = check_str(st, err, op, "reason", reason,
+			       HB_STORE_TEXT_MAX, 0);
+	if (!rc && exit_code < -1)
+		rc = fail(st, err, HB_EINVAL, op,
+			  "exit_code: %" PRId64 " (-1 to keep)", exit_code);
+	if (rc)
+		return rc;
+	to = state_index(state);
+	rc = op_begin(st, op, err);
+	if (rc)
+		return rc;
+	rc = prep(st, S_JOB_STATE, &s, op, err);
+	if (!rc)
+		rc = bind(st, s, op, err, "t", id);
+	if (rc)
+		goto out;
+	rc = step(st, s, op, err);
+	if (rc < 0)
+		goto out;
+	if (rc == SQLITE_DONE) {
+		rc = fail(st, err, HB_ENOENT, op, "no job %s", id);
+	} else {
+		const char *cur = col_text(s, 0);
+
+		from = state_index(cur);
+		rc = 0;
+		if (from < 0)
+			rc = fail(st, err, HB_ESTORE, op,
+				  "%s has an unknown state '%.64s'", id,
+				  cur ? cur : "");
+		else if (!allowed(from, to))
+			rc = fail(st, err, HB_ESTATE, op,
+				  "%s: %s -> %s is not allowed%s", id,
+				  state_names[from], state_names[to],
+				  terminal(from) ? " (a final state)" : "");
+	}
+	sqlite3_reset(s);
+	/* A final state is set once: setting it again changes nothing. */
+	if (rc || (terminal(from) && from == to))
+		goto out;
+	rc = prep(st, S_JOB_SET_STATE, &s, op, err);
+	if (!rc)
+		rc = bind(st, s, op, err, "ttnti", id, state, exit_code, reason,
+			  now(st));
+	if (!rc)
+		rc = run(st, s, op, err);
+out:
+	return op_end(st, rc, op, err);
+}
+
+/* Run an UPDATE of one job; HB_ENOENT when no row matched. */
+static int update_job(struct hb_store *st, sqlite3_stmt *s, const char *op,
+		      const char *id, struct hb_err *err)
+{
+	int rc = run(st, s, op, err);
+
+	if (!rc && sqlite3_changes(st->db) == 0)
+		rc = fail(st, err, HB_ENOENT, op, "no job %s", id);
+	return rc;
+}
+
+int hb_store_job_set_slurm(struct hb_store *st, const char *id,
+			   int64_t slurm_job_id, struct hb_err *err)
+{
+	static const char op[] = "job_set_slurm";
+	sqlite3_stmt *s;
+	int rc;
+
+	rc = check_str(st, err, op, "id", id, HB_STORE_NAME_MAX, 1);
+	if (!rc && slurm_job_id <= 0)
+		rc = fail(st, err, HB_EINVAL, op,
+			  "slurm_job_id: %" PRId64 " (> 0)", slurm_job_id);
+	if (!rc)
+		rc = prep(st, S_JOB_SET_SLURM, &s, op, err);
+	if (!rc)
+		rc = bind(st, s, op, err, "tii", id, slurm_job_id, now(st));
+	if (!rc)
+		rc = update_job(st, s, op, id, err);
+	return rc;
+}
+
+int hb_store_job_set_k8s(struct hb_store *st, const char *id, const char *ns,
+			 const char *name, const char *uid,
+			 struct hb_err *err)
+{
+	static const char op[] = "job_set_k8s";
+	sqlite3_stmt *s;
+	int rc;
+
+	rc = check_str(st, err, op, "id", id, HB_STORE_NAME_MAX, 1);
+	if (!rc)
+		rc = check_str(st, err, op, "k8s_namespace", ns,
+			       HB_STORE_NAME_MAX, 1);
+	if (!rc)
+		rc = check_str(st, err, op, "k8s_name", name,
+			       HB_STORE_NAME_MAX, 1);
+	if (!rc)
+		rc = check_str(st, err, op, "k8s_uid", uid, HB_STORE_NAME_MAX,
+			       0);
+	if (!rc)
+		rc = prep(st, S_JOB_SET_K8S, &s, op, err);
+	if (!rc)
+		rc = bind(st, s, op, err, "tttti", id, ns, name, uid, now(st));
+	if (!rc)
+		rc = update_job(st, s, op, id, err);
+	return rc;
+}
+
+int hb_store_job_list(struct hb_store *st, int64_t uid,
+		      const char *const *states, unsigned limit,
+		      int (*cb)(const struct hb_job_row *, void *), void *arg,
+		      struct hb_err *err)
+{
+	static const char op[] = "job_list";
+	const char *pick[NSTATES] = {NULL};
+	enum stmt_id id;
+	sqlite3_stmt *s;
+	char field[32];
+	int rc;
+
+	if (!cb)
+		return fail(st, err, HB_EINVAL, op, "callback: required");
+	if (states) {
+		size_t n = 0;
+
+		for (size_t i = 0; states[i]; i++) {
+			snprintf(field, sizeof(field), "states[%zu]", i);
+			rc = check_state(st, err, op, field, states[i]);
+			if (rc)
+				return rc;
+			pick[state_index(states[i])] = states[i];
+			n++;
+		}
+		if (!n)
+			return 0; /* no state wanted: nothing matches */
+		id = uid < 0 ? S_JOB_LIST_STATES : S_JOB_LIST_UID_STATES;
+	} else {
+		id = uid < 0 ? S_JOB_LIST : S_JOB_LIST_UID;
+	}
+	rc = prep(st, id, &s, op, err);
+	if (rc)
+		return rc;
+	/* ?1 limit, ?2..?9 the wanted states (NULL matches nothing), ?10
+	 * uid; a statement that lacks one ignores its binding. */
+	rc = sqlite3_bind_int64(s, 1, limit ? (int64_t)limit : -1);
+	for (int i = 0; !rc && states && i < NSTATES; i++)
+		rc = pick[i] ? sqlite3_bind_text(s, 2 + i, pick[i], -1,
+						 SQLITE_STATIC)
+			     : sqlite3_bind_null(s, 2 + i);
+	if (!rc && uid >= 0)
+		rc = sqlite3_bind_int64(s, 10, uid);
+	if (rc) {
+		sqlite3_reset(s);
+		return db_fail(st, op, err);
+	}
+	while ((rc = step(st, s, op, err)) == SQLITE_ROW) {
+		struct hb_job_row row;
+
+		job_from_stmt(s, &row);
+		rc = cb(&row, arg);
+		if (rc) {
+			sqlite3_reset(s);
+			return rc;
+		}
+	}
+	if (rc < 0)
+		return rc;
+	sqlite3_reset(s);
+	return 0;
+}
+
+/* --- decisions -------------------------------------------------------- */
+
+int hb_store_decision_add(struct hb_store *st, const char *job_id,
+			  const char *target, const char *inputs_json,
+			  const char *explanation, const char *policy,
+			  struct hb_err *err)
+{
+	static const char op[] = "decision_add";
+	sqlite3_stmt *s;
+	int64_t t;
+	int rc;
+
+	rc = check_str(st, err, op, "job_id", job_id, HB_STORE_NAME_MAX, 1);
+	if (!rc)
+		rc = check_name(st, err, op, "target", target, decision_targets,
+				"slurm, kubernetes, rejected");
+	if (!rc)
+		rc = check_str(st, err, op, "inputs", inputs_json,
+			       HB_STORE_TEXT_MAX, 0);
+	if (!rc)
+		rc = check_str(st, err, op, "explanation", explanation,
+			       HB_STORE_TEXT_MAX, 0);
+	if (!rc)
+		rc = check_str(st, err, op, "policy", policy,
+			       HB_STORE_NAME_MAX, 0);
+	if (rc)
+		return rc;
+	t = now(st);
+	rc = op_begin(st, op, err);
+	if (rc)
+		return rc;
+	rc = prep(st, S_JOB_SET_TARGET, &s, op, err);
+	if (!rc)
+		rc = bind(st, s, op, err, "tti", job_id, target, t);
+	if (!rc)
+		rc = update_job(st, s, op, job_id, err);
+	if (!rc)
+		rc = prep(st, S_DECISION_INSERT, &s, op, err);
+	if (!rc)
+		rc = bind(st, s, op, err, "titttt", job_id, t, target,
+			  inputs_json, explanation, policy);
+	if (!rc)
+		rc = run(st, s, op, err);
+	return op_end(st, rc, op, err);
+}
+
+int hb_store_decision_get(struct hb_store *st, const char *job_id,
+			  struct hb_decision_row *out, struct hb_err *err)
+{
+	static const char op[] = "decision_get";
+	sqlite3_stmt *s;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = check_str(st, err, op, "job_id", job_id, HB_STORE_NAME_MAX, 1);
+	if (!rc)
+		rc = prep(st, S_DECISION_GET, &s, op, err);
+	if (!rc)
+		rc = bind(st, s, op, err, "t", job_id);
+	if (rc)
+		return rc;
+	rc = step(st, s, op, err);
+	if (rc < 0)
+		return rc;
+	if (rc == SQLITE_DONE) {
+		sqlite3_reset(s);
+		return fail(st, err, HB_ENOENT, op, "no decision for job %s",
+			    job_id);
+	}
+	out->id = sqlite3_column_int64(s, 0);
+	copy_id(out->job_id, sizeof(out->job_id), col_text(s, 1));
+	out->at_ms = sqlite3_column_int64(s, 2);
+	out->target = col_text(s, 3);
+	out->inputs = col_text(s, 4);
+	out->explanation = col_text(s, 5);
+	out->policy = col_text(s, 6);
+	const char **f[] = {&out->target, &out->inputs, &out->explanation,
+			    &out->policy};
+	rc = own_strings(f, sizeof(f) / sizeof(f[0]), &out->priv);
+	sqlite3_reset(s);
+	if (rc) {
+		memset(out, 0, sizeof(*out));
+		return fail(st, err, rc, op, "out of memory");
+	}
+	return 0;
+}
+
+/* --- events ----------------------------------------------------------- */
+
+int hb_store_event_add(struct hb_store *st, int64_t actor_uid,
+		       const char *actor_user, const char *peer,
+		       const char *action, const char *job_id,
+		       const char *detail_json, struct hb_err *err)
+{
+	static const char op[] = "event_add";
+	sqlite3_stmt *s;
+	int rc;
+
+	rc = check_str(st, err, op, "action", action, HB_STORE_NAME_MAX, 1);
+	if (!rc)
+		rc = check_str(st, err, op, "actor_user", actor_user,
+			       HB_STORE_NAME_MAX, 0);
+	if (!rc)
+		rc = check_str(st, err, op, "peer", peer, HB_STORE_NAME_MAX,
+			       0);
+	if (!rc)
+		rc = check_str(st, err, op, "job_id", job_id,
+			       HB_STORE_NAME_MAX, 0);
+	if (!rc)
+		rc = check_str(st, err, op, "detail", detail_json,
+			       HB_STORE_TEXT_MAX, 0);
+	if (!rc && actor_uid < -1)
+		rc = fail(st, err, HB_EINVAL, op,
+			  "actor_uid: %" PRId64 " (-1 when unknown)",
+			  actor_uid);
+	if (!rc)
+		rc = prep(st, S_EVENT_INSERT, &s, op, err);
+	if (!rc)
+		rc = bind(st, s, op, err, "iittttt", now(st), actor_uid,
+			  actor_user, peer, action, job_id, detail_json);
+	if (!rc)
+		rc = run(st, s, op, err);
+	return rc;
+}
+
+int hb_store_event_list(struct hb_store *st, const char *job_id,
+			int64_t after_id, unsigned limit,
+			int (*cb)(const struct hb_event_row *, void *),
+			void *arg, struct hb_err *err)
+{
+	static const char op[] = "event_list";
+	sqlite3_stmt *s;
+	int rc;
+
+	if (!cb)
+		return fail(st, err, HB_EINVAL, op, "callback: required");
+	rc = check_str(st, err, op, "job_id", job_id, HB_STORE_NAME_MAX, 0);
+	if (!rc)
+		rc = prep(st, job_id ? S_EVENT_LIST_JOB : S_EVENT_LIST, &s, op,
+			  err);
+	if (!rc)
+		rc = bind(st, s, op, err, job_id ? "iit" : "ii",
+			  after_id < 0 ? (int64_t)0 : after_id,
+			  limit ? (int64_t)limit : (int64_t)-1, job_id);
+	if (rc)
+		return rc;
+	while ((rc = step(st, s, op, err)) == SQLITE_ROW) {
+		struct hb_event_row ev = {
+			.id = sqlite3_column_int64(s, 0),
+			.at_ms = sqlite3_column_int64(s, 1),
+			.actor_uid = sqlite3_column_int64(s, 2),
+			.actor_user = col_text(s, 3),
+			.peer = col_text(s, 4),
+			.action = col_text(s, 5),
+			.job_id = col_text(s, 6),
+			.detail = col_text(s, 7),
+		};
+
+		rc = cb(&ev, arg);
+		if (rc) {
+			sqlite3_reset(s);
+			return rc;
+		}
+	}
+	if (rc < 0)
+		return rc;
+	sqlite3_reset(s);
+	return 0;
+}

@@ -1,0 +1,1432 @@
+/*
+ * test_store.c - the SQLite state store: schema versions, ids, state
+ * rules, append-only tables, binding, group commit, listing, errors.
+ *
+ * Each test gets its own temporary directory, removed afterwards.  Checks
+ * on the file itself go through a second, raw sqlite3 connection.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "hpcbridge/error.h"
+#include "hpcbridge/store.h"
+#include "testutil.h"
+
+struct fx {
+	char dir[64];
+	char path[128];
+};
+
+static int setup(void **state)
+{
+	struct fx *fx = calloc(1, sizeof(*fx));
+
+	if (!fx)
+		return -1;
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/hb-store-test.XXXXXX");
+	if (!mkdtemp(fx->dir)) {
+		free(fx);
+		return -1;
+	}
+	snprintf(fx->path, sizeof(fx->path), "%s/state.db", fx->dir);
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *fx = *state;
+	struct dirent *de;
+	char p[512];
+	DIR *d = opendir(fx->dir);
+
+	while (d && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", fx->dir, de->d_name);
+		unlink(p);
+	}
+	if (d)
+		closedir(d);
+	rmdir(fx->dir);
+	free(fx);
+	return 0;
+}
+
+/* --- helpers ---------------------------------------------------------- */
+
+static struct hb_store *open_ok(const char *path)
+{
+	struct hb_err err = {0};
+	struct hb_store *st = NULL;
+	int rc = hb_store_open(path, &st, &err);
+
+	if (rc)
+		fail_msg("open %s: %s", path, err.msg);
+	return st;
+}
+
+static sqlite3 *raw_open(const char *path)
+{
+	sqlite3 *db = NULL;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	return db;
+}
+
+/* The integer the query's first row gives (-999 for no row). */
+static int64_t raw_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *s = NULL;
+	int64_t v = -999;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL))
+		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+/* The text of the query's first row, malloc'd ("" for NULL/no row). */
+static char *raw_text(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *s = NULL;
+	const char *t = NULL;
+	char *r;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL))
+		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+	if (sqlite3_step(s) == SQLITE_ROW)
+		t = (const char *)sqlite3_column_text(s, 0);
+	r = strdup(t ? t : "");
+	sqlite3_finalize(s);
+	return r;
+}
+
+static void raw_exec_ok(sqlite3 *db, const char *sql)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("%s: %s", sql, msg ? msg : "?");
+}
+
+/* sqlite3_exec that must fail; returns SQLite's message (malloc'd). */
+static char *raw_exec_fails(sqlite3 *db, const char *sql)
+{
+	char *msg = NULL, *r;
+
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK)
+		fail_msg("succeeded but should not: %s", sql);
+	r = strdup(msg ? msg : "");
+	sqlite3_free(msg);
+	return r;
+}
+
+static int64_t count(const char *path, const char *table)
+{
+	char sql[128];
+	sqlite3 *db = raw_open(path);
+	int64_t n;
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
+	n = raw_int(db, sql);
+	sqlite3_close(db);
+	return n;
+}
+
+static void assert_contains(const char *hay, const char *needle)
+{
+	if (!strstr(hay, needle))
+		fail_msg("'%s' does not contain '%s'", hay, needle);
+}
+
+/* Add a job with the usual fields; its id goes to id. */
+static void add_job(struct hb_store *st, int64_t uid, const char *state,
+		    char *id, size_t idsize)
+{
+	struct hb_job_row r = {
+		.origin = "slurm",
+		.user = "alice",
+		.uid = uid,
+		.account = "physics",
+		.partition = "batch",
+		.name = "hello",
+		.state = state,
+		.jobspec = "{\"name\":\"hello\"}",
+		.slurm_job_id = -1,
+		.exit_code = -1,
+	};
+	struct hb_err err = {0};
+
+	if (hb_store_job_add(st, &r, &err))
+		fail_msg("job_add: %s", err.msg);
+	assert_true(strlen(r.id) > 3);
+	if (id)
+		snprintf(id, idsize, "%s", r.id);
+}
+
+static int64_t fixed_ms = 1700000000000;
+
+static int64_t fixed_clock(void *arg)
+{
+	int64_t *t = arg;
+
+	return (*t)++;
+}
+
+/* --- open and schema versions ----------------------------------------- */
+
+static void test_open_creates(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_store_info info;
+	struct hb_err err = {0};
+	struct hb_store *st;
+	struct stat sb;
+	sqlite3 *db;
+	char *mode;
+
+	assert_int_not_equal(stat(fx->path, &sb), 0);
+	st = open_ok(fx->path);
+	assert_int_equal(stat(fx->path, &sb), 0);
+	assert_int_equal(hb_store_version(st), HB_STORE_SCHEMA_VERSION);
+	/* The live connection's settings. */
+	assert_int_equal(hb_store_info(st, &info, &err), 0);
+	assert_string_equal(info.journal_mode, "wal");
+	assert_int_equal(info.synchronous, 2); /* FULL */
+	assert_int_equal(info.foreign_keys, 1);
+	assert_int_equal(info.busy_timeout_ms, HB_STORE_BUSY_MS);
+	assert_int_equal(info.version, HB_STORE_SCHEMA_VERSION);
+	assert_int_equal(info.app_id, HB_STORE_APP_ID);
+	hb_store_close(st);
+
+	/* And the file's, seen from another connection. */
+	db = raw_open(fx->path);
+	mode = raw_text(db, "PRAGMA journal_mode");
+	assert_string_equal(mode, "wal");
+	free(mode);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"),
+			 HB_STORE_SCHEMA_VERSION);
+	assert_int_equal(raw_int(db, "PRAGMA application_id"),
+			 HB_STORE_APP_ID);
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
+				     "WHERE type = 'table' AND name IN "
+				     "('jobs', 'decisions', 'events', "
+				     "'ledger', 'seq')"),
+			 5);
+	mode = raw_text(db, "PRAGMA integrity_check");
+	assert_string_equal(mode, "ok");
+	free(mode);
+	sqlite3_close(db);
+	hb_store_close(NULL); /* no-op */
+}
+
+static void test_reopen_noop(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_job_row row;
+	struct hb_err err = {0};
+	struct hb_store *st;
+	char id[32], *schema1, *schema2;
+	sqlite3 *db;
+
+	st = open_ok(fx->path);
+	add_job(st, 1000, NULL, id, sizeof(id));
+	hb_store_close(st);
+	db = raw_open(fx->path);
+	schema1 = raw_text(db, "SELECT group_concat(sql, ';') FROM "
+			       "(SELECT sql FROM sqlite_master ORDER BY name)");
+	sqlite3_close(db);
+
+	st = open_ok(fx->path);
+	assert_int_equal(hb_store_version(st), HB_STORE_SCHEMA_VERSION);
+	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
+	assert_string_equal(row.id, id);
+	hb_job_row_free(&row);
+	hb_store_close(st);
+
+	db = raw_open(fx->path);
+	schema2 = raw_text(db, "SELECT group_concat(sql, ';') FROM "
+			       "(SELECT sql FROM sqlite_master ORDER BY name)");
+	assert_int_equal(raw_int(db, "PRAGMA user_version"),
+			 HB_STORE_SCHEMA_VERSION);
+	assert_int_equal(raw_int(db, "SELECT value FROM seq"), 1);
+	sqlite3_close(db);
+	assert_true(strlen(schema1) > 100);
+	assert_string_equal(schema1, schema2);
+	free(schema1);
+	free(schema2);
+}
+
+static void test_newer_refused(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_err err = {0};
+	struct hb_store *st = (struct hb_store *)1;
+	char sql[64];
+	sqlite3 *db;
+
+	hb_store_close(open_ok(fx->path));
+	db = raw_open(fx->path);
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d",
+		 HB_STORE_SCHEMA_VERSION + 1);
+	raw_exec_ok(db, sql);
+	sqlite3_close(db);
+
+	assert_int_equal(hb_store_open(fx->path, &st, &err), HB_ESTORE);
+	assert_null(st);
+	assert_int_equal(err.code, HB_ESTORE);
+	assert_contains(err.msg, fx->path);
+	assert_contains(err.msg, "open: schema version 2 is newer than this "
+				 "build's (1)");
+	/* Left as it was. */
+	db = raw_open(fx->path);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"),
+			 HB_STORE_SCHEMA_VERSION + 1);
+	sqlite3_close(db);
+}
+
+static void test_foreign_files_refused(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_err err = {0};
+	struct hb_store *st = NULL;
+	sqlite3 *db;
+	int fd;
+
+	/* Another program's SQLite file. */
+	db = raw_open(fx->path);
+	raw_exec_ok(db, "PRAGMA application_id = 1234; "
+			"CREATE TABLE t (x); INSERT INTO t VALUES (1)");
+	sqlite3_close(db);
+	assert_int_equal(hb_store_open(fx->path, &st, &err), HB_ESTORE);
+	assert_null(st);
+	assert_contains(err.msg, "not an hpcbridge store");
+	assert_int_equal(count(fx->path, "t"), 1);
+	assert_int_equal(count(fx->path, "sqlite_master"), 1);
+	unlink(fx->path);
+
+	/* Not SQLite at all: SQLite's own message, the file untouched. */
+	fd = open(fx->path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(write(fd, "not a database, just text.\n", 27),
+				 27);
+	close(fd);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_open(fx->path, &st, &err), HB_ESTORE);
+	assert_contains(err.msg, "open: file is not a database");
+	size_t len;
+	char *back = hb_test_read_file(fx->path, &len);
+	assert_int_equal(len, 64 * 27);
+	assert_memory_equal(back, "not a database, just text.\n", 27);
+	free(back);
+
+	/* A directory that does not exist. */
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_open("/nonexistent-hb/dir/state.db", &st,
+				       &err),
+			 HB_ESTORE);
+	assert_contains(err.msg, "/nonexistent-hb/dir/state.db: open: ");
+	assert_contains(err.msg, "unable to open database file");
+
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_open("", &st, &err), HB_EINVAL);
+	assert_contains(err.msg, "path");
+}
+
+/*
+ * Fixtures for every schema version before the current one, written by
+ * hand (never by the store), each with a user row where the version can
+ * hold one.  Adding a schema version without a fixture for the one before
+ * it does not compile.
+ */
+static void fixture_v0(const char *path)
+{
+	sqlite3 *db = raw_open(path);
+
+	/* What an installer leaves: an empty database, rollback journal,
+	 * a small page size, version 0. */
+	raw_exec_ok(db, "PRAGMA page_size = 1024; PRAGMA journal_mode = "
+			"DELETE; PRAGMA user_version = 0; VACUUM");
+	sqlite3_close(db);
+}
+
+static void (*const fixtures[])(const char *) = {fixture_v0};
+
+_Static_assert(sizeof(fixtures) / sizeof(fixtures[0]) ==
+		       HB_STORE_SCHEMA_VERSION,
+	       "a hand-written fixture for every older schema version");
+
+static void test_upgrade_in_place(void **state)
+{
+	struct fx *fx = *state;
+	struct stat before, after;
+	struct hb_store_info info;
+	struct hb_err err = {0};
+	struct hb_store *st;
+	sqlite3 *db;
+	char *mode;
+	char id[32];
+
+	for (size_t v = 0; v < sizeof(fixtures) / sizeof(fixtures[0]); v++) {
+		unlink(fx->path);
+		fixtures[v](fx->path);
+		db = raw_open(fx->path);
+		assert_int_equal(raw_int(db, "PRAGMA user_version"),
+				 (int64_t)v);
+		mode = raw_text(db, "PRAGMA journal_mode");
+		assert_string_equal(mode, "delete");
+		free(mode);
+		sqlite3_close(db);
+		assert_int_equal(stat(fx->path, &before), 0);
+
+		st = open_ok(fx->path);
+		assert_int_equal(hb_store_version(st),
+				 HB_STORE_SCHEMA_VERSION);
+		assert_int_equal(hb_store_info(st, &info, &err), 0);
+		assert_string_equal(info.journal_mode, "wal");
+		assert_int_equal(info.synchronous, 2);
+		add_job(st, 7, NULL, id, sizeof(id));
+		assert_string_equal(id, "hb-000001");
+		hb_store_close(st);
+
+		/* The same file, upgraded where it lies. */
+		assert_int_equal(stat(fx->path, &after), 0);
+		assert_int_equal(before.st_ino, after.st_ino);
+		db = raw_open(fx->path);
+		assert_int_equal(raw_int(db, "PRAGMA user_version"),
+				 HB_STORE_SCHEMA_VERSION);
+		assert_int_equal(raw_int(db, "PRAGMA page_size"), 1024);
+		assert_int_equal(raw_int(db, "SELECT count(*) FROM jobs"), 1);
+		sqlite3_close(db);
+	}
+
+	/* An empty file (touched, never written) is version 0 too. */
+	unlink(fx->path);
+	int fd = open(fx->path, O_WRONLY | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	st = open_ok(fx->path);
+	assert_int_equal(hb_store_version(st), HB_STORE_SCHEMA_VERSION);
+	hb_store_close(st);
+}
+
+static void test_partial_schema_rolls_back(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_err err = {0};
+	struct hb_store *st = NULL;
+	sqlite3 *db;
+
+	/* Version 0 with a stray half of a schema: the migration fails on
+	 * it and leaves nothing of its own behind. */
+	db = raw_open(fx->path);
+	raw_exec_ok(db, "CREATE TABLE jobs (id TEXT); "
+			"INSERT INTO jobs VALUES ('old')");
+	sqlite3_close(db);
+	assert_int_equal(hb_store_open(fx->path, &st, &err), HB_ESTORE);
+	assert_null(st);
+	assert_contains(err.msg, "migration to schema version 1: ");
+	assert_contains(err.msg, "table jobs already exists");
+	db = raw_open(fx->path);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 0);
+	assert_int_equal(raw_int(db, "PRAGMA application_id"), 0);
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
+				     "WHERE name IN ('seq', 'decisions', "
+				     "'events', 'ledger')"),
+			 0);
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM jobs"), 1);
+	sqlite3_close(db);
+}
+
+/* --- ids -------------------------------------------------------------- */
+
+static void test_ids_never_reused(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_job_row bad = {.origin = "cli", .state = "nonsense"};
+	struct hb_err err = {0};
+	struct hb_store *st;
+	char id[32], *msg;
+	sqlite3 *db;
+
+	st = open_ok(fx->path);
+	add_job(st, 1, NULL, id, sizeof(id));
+	assert_string_equal(id, "hb-000001");
+	add_job(st, 1, NULL, id, sizeof(id));
+	assert_string_equal(id, "hb-000002");
+	add_job(st, 1, NULL, id, sizeof(id));
+	assert_string_equal(id, "hb-000003");
+	/* A refused add takes no id. */
+	assert_int_equal(hb_store_job_add(st, &bad, &err), HB_EINVAL);
+	assert_string_equal(bad.id, "");
+
+	/* Delete the newest rows behind the store's back, and try to wind
+	 * the sequence back. */
+	db = raw_open(fx->path);
+	raw_exec_ok(db, "DELETE FROM jobs WHERE id IN ('hb-000002', "
+			"'hb-000003')");
+	msg = raw_exec_fails(db, "UPDATE seq SET value = 1");
+	assert_contains(msg, "a sequence only grows");
+	free(msg);
+	msg = raw_exec_fails(db, "DELETE FROM seq");
+	assert_contains(msg, "never deleted");
+	free(msg);
+	sqlite3_close(db);
+
+	add_job(st, 1, NULL, id, sizeof(id));
+	assert_string_equal(id, "hb-000004");
+	hb_store_close(st);
+
+	st = open_ok(fx->path);
+	add_job(st, 1, NULL, id, sizeof(id));
+	assert_string_equal(id, "hb-000005");
+	/* Increasing as text too, while the width holds. */
+	assert_true(strcmp("hb-000004", id) < 0);
+	hb_store_close(st);
+
+	/* Even with the whole table emptied. */
+	db = raw_open(fx->path);
+	raw_exec_ok(db, "DELETE FROM jobs");
+	sqlite3_close(db);
+	st = open_ok(fx->path);
+	add_job(st, 1, NULL, id, sizeof(id));
+	assert_string_equal(id, "hb-000006");
+	hb_store_close(st);
+}
+
+/* --- states ----------------------------------------------------------- */
+
+static void test_state_rules(void **state)
+{
+	static const char *const names[] = {
+		"pending",   "queued", "running",   "completing",
+		"succeeded", "failed", "cancelled", "lost"};
+	/* allowed[from][to] */
+	static const int expect[8][8] = {
+		/* pending */ {1, 1, 1, 1, 1, 1, 1, 1},
+		/* queued */ {0, 1, 1, 1, 1, 1, 1, 1},
+		/* running */ {0, 1, 1, 1, 1, 1, 1, 1},
+		/* completing */ {0, 1, 0, 1, 1, 1, 1, 1},
+		/* succeeded */ {0, 0, 0, 0, 1, 0, 0, 0},
+		/* failed */ {0, 0, 0, 0, 0, 1, 0, 0},
+		/* cancelled */ {0, 0, 0, 0, 0, 0, 1, 0},
+		/* lost */ {0, 0, 0, 0, 0, 0, 0, 1},
+	};
+
+	(void)state;
+	for (int f = 0; f < 8; f++) {
+		assert_true(hb_store_state_valid(names[f]));
+		assert_int_equal(hb_store_state_terminal(names[f]), f >= 4);
+		for (int t = 0; t < 8; t++)
+			if (hb_store_state_allowed(names[f], names[t]) !=
+			    expect[f][t])
+				fail_msg("%s -> %s", names[f], names[t]);
+	}
+	assert_false(hb_store_state_valid("done"));
+	assert_false(hb_store_state_valid(NULL));
+	assert_false(hb_store_state_valid("Running"));
+	assert_false(hb_store_state_allowed("done", "running"));
+	assert_false(hb_store_state_terminal("done"));
+}
+
+static void test_set_state(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_job_row row, bad = {.origin = "slurm", .state = "done"};
+	struct hb_err err = {0};
+	struct hb_store *st;
+	int64_t clock = fixed_ms;
+	char id[32];
+
+	st = open_ok(fx->path);
+	hb_store_set_clock(st, fixed_clock, &clock);
+	add_job(st, 1000, NULL, id, sizeof(id));
+	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
+	assert_string_equal(row.state, "pending");
+	assert_string_equal(row.target, "pending");
+	hb_job_row_free(&row);
+
+	assert_int_equal(hb_store_job_set_state(st, id, "running", -1,
+						"started", &err),
+			 0);
+	/* A requeue goes back to queued; anything else back is refused. */
+	assert_int_equal(hb_store_job_set_state(st, id, "queued", -1, NULL,
+						&err),
+			 0);
+	assert_int_equal(hb_store_job_set_state(st, id, "pending", -1, NULL,
+						&err),
+			 HB_ESTATE);
+	assert_contains(err.msg, "job_set_state: hb-000001: queued -> "
+				 "pending is not allowed");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_job_set_state(st, id, "running", -1, NULL,
+						&err),
+			 0);
+	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
+	assert_string_equal(row.state, "running");
+	assert_string_equal(row.reason, "started"); /* NULL kept it */
+	assert_int_equal(row.exit_code, -1);
+	hb_job_row_free(&row);
+
+	assert_int_equal(hb_store_job_set_state(st, id, "succeeded", 0,
+						"exit 0", &err),
+			 0);
+	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
+	int64_t updated = row.updated_ms;
+	assert_string_equal(row.state, "succeeded");
+	assert_int_equal(row.exit_code, 0);
+	assert_true(row.updated_ms > row.created_ms);
+	hb_job_row_free(&row);
+
+	/* Final. */
+	assert_int_equal(hb_store_job_set_state(st, id, "running", -1, NULL,
+						&err),
+			 HB_ESTATE);
+	assert_contains(err.msg, "succeeded -> running is not allowed (a "
+				 "final state)");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_job_set_state(st, id, "failed", 1, NULL,
+						&err),
+			 HB_ESTATE);
+	memset(&err, 0, sizeof(err));
+	/* The same final state again is accepted and changes nothing. */
+	assert_int_equal(hb_store_job_set_state(st, id, "succeeded", 7,
+						"again", &err),
+			 0);
+	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
+	assert_string_equal(row.state, "succeeded");
+	assert_int_equal(row.exit_code, 0);
+	assert_string_equal(row.reason, "exit 0");
+	assert_int_equal(row.updated_ms, updated);
+	hb_job_row_free(&row);
+
+	/* Unknown names, and unknown jobs. */
+	assert_int_equal(hb_store_job_set_state(st, id, "done", -1, NULL,
+						&err),
+			 HB_EINVAL);
+	assert_contains(err.msg, "job_set_state: state: unknown state 'done'");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_job_set_state(st, id, NULL, -1, NULL, &err),
+			 HB_EINVAL);
+	assert_contains(err.msg, "state: required");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_job_set_state(st, "hb-999999", "running",
+						-1, NULL, &err),
+			 HB_ENOENT);
+	assert_contains(err.msg, "no job hb-999999");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_job_add(st, &bad, &err), HB_EINVAL);
+	assert_contains(err.msg, "job_add: state: unknown state 'done'");
+	memset(&err, 0, sizeof(err));
+	bad.state = NULL;
+	bad.origin = "pbs";
+	assert_int_equal(hb_store_job_add(st, &bad, &err), HB_EINVAL);
+	assert_contains(err.msg, "job_add: origin: unknown value 'pbs'");
+	memset(&err, 0, sizeof(err));
+	bad.origin = "cli";
+	bad.target = "cloud";
+	assert_int_equal(hb_store_job_add(st, &bad, &err), HB_EINVAL);
+	assert_contains(err.msg, "job_add: target: unknown value 'cloud'");
+	assert_int_equal(count(fx->path, "jobs"), 1);
+	hb_store_close(st);
+}
+
+/* --- append-only ------------------------------------------------------ */
+
+static void test_append_only(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_err err = {0};
+	struct hb_store *st;
+	char id[32], *msg;
+	sqlite3 *db;
+
+	st = open_ok(fx->path);
+	add_job(st, 1, NULL, id, sizeof(id));
+	assert_int_equal(hb_store_event_add(st, 1, "alice", "pid 42",
+					    "submit", id, "{\"a\":1}", &err),
+			 0);
+	assert_int_equal(hb_store_event_add(st, 0, "root", "daemon", "start",
+					    NULL, NULL, &err),
+			 0);
+
+	db = raw_open(fx->path);
+	static const char *const bad_events[] = {
+		"UPDATE events SET action = 'cancel' WHERE id = 1",
+		"UPDATE events SET detail = NULL",
+		"DELETE FROM events WHERE id = 1",
+		"DELETE FROM events",
+		"INSERT OR REPLACE INTO events (id, at_ms, actor_uid, action) "
+		"VALUES (1, 0, 0, 'forged')",
+	};
+	for (size_t i = 0; i < sizeof(bad_events) / sizeof(bad_events[0]);
+	     i++) {
+		msg = raw_exec_fails(db, bad_events[i]);
+		if (!strstr(msg, "events are append-only"))
+			fail_msg("%s: %s", bad_events[i], msg);
+		free(msg);
+	}
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM events"), 2);
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM events WHERE "
+				     "action = 'submit' AND id = 1"),
+			 1);
+
+	/* The ledger: appends work, changes do not. */
+	raw_exec_ok(db, "PRAGMA foreign_keys = ON");
+	raw_exec_ok(db, "INSERT INTO ledger (at_ms, job_id, account, \"user\", "
+			"side, kind, quantity, rate_version, amount_micros) "
+			"VALUES (1, 'hb-000001', 'physics', 'alice', 'slurm', "
+			"'cpu_s', 3600, 'v1', 1500000)");
+	raw_exec_ok(db, "INSERT INTO ledger (at_ms, job_id, side, kind, "
+			"quantity, amount_micros, reverses) VALUES (2, "
+			"'hb-000001', 'slurm', 'cpu_s', -3600, -1500000, 1)");
+	msg = raw_exec_fails(db, "UPDATE ledger SET amount_micros = 0");
+	assert_contains(msg, "ledger is append-only");
+	free(msg);
+	msg = raw_exec_fails(db, "DELETE FROM ledger WHERE id = 2");
+	assert_contains(msg, "ledger is append-only");
+	free(msg);
+	msg = raw_exec_fails(db, "REPLACE INTO ledger (id, at_ms, side, kind, "
+				 "quantity, amount_micros) VALUES (1, 3, "
+				 "'slurm', 'cpu_s', 0, 0)");
+	assert_contains(msg, "ledger is append-only");
+	free(msg);
+	/* A reversal must point at a real entry. */
+	msg = raw_exec_fails(db, "INSERT INTO ledger (at_ms, side, kind, "
+				 "quantity, amount_micros, reverses) VALUES "
+				 "(3, 'slurm', 'cpu_s', 1, 1, 99)");
+	assert_contains(msg, "FOREIGN KEY constraint failed");
+	free(msg);
+	/* Money is integers. */
+	msg = raw_exec_fails(db, "INSERT INTO ledger (at_ms, side, kind, "
+				 "quantity, amount_micros) VALUES (3, 'slurm', "
+				 "'cpu_s', 1, 1.5)");
+	assert_contains(msg, "cannot store REAL value in INTEGER column");
+	free(msg);
+	assert_int_equal(raw_int(db, "SELECT sum(amount_micros) FROM ledger"),
+			 0);
+	sqlite3_close(db);
+	hb_store_close(st);
+}
+
+/* --- binding ---------------------------------------------------------- */
+
+static const char *const nasty[] = {
+	"'); DROP TABLE jobs;--",
+	"O'Brien said \"hi\" \\ and ''quoted''",
+	"Robert'); DELETE FROM events; SELECT ('",
+	"h\xc3\xa9llo w\xc3\xb6rld \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x9a\x80",
+	"tab\there\nnewline\r\x01\x02\x1f\x7f",
+	"%s %d %n ?1 :name @x $y",
+};
+
+static void test_strings_round_trip(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_decision_row d;
+	struct hb_job_row in, out;
+	struct hb_err err = {0};
+	struct hb_store *st;
+	char bytes[256], json[128];
+
+	/* Every byte but NUL. */
+	for (int i = 1; i < 256; i++)
+		bytes[i - 1] = (char)i;
+	bytes[255] = '\0';
+
+	st = open_ok(fx->path);
+	for (size_t i = 0; i <= sizeof(nasty) / sizeof(nasty[0]); i++) {
+		const char *s = i < sizeof(nasty) / sizeof(nasty[0]) ? nasty[i]
+								     : bytes;
+
+		snprintf(json, sizeof(json), "{\"k\":\"%s\"}",
+			 i == 0 ? "'); DROP TABLE jobs;--" : "x");
+		memset(&in, 0, sizeof(in));
+		in.origin = "cli";
+		in.user = s;
+		in.account = s;
+		in.partition = s;
+		in.name = s;
+		in.reason = s;
+		in.k8s_namespace = s;
+		in.k8s_name = s;
+		in.k8s_uid = s;
+		in.jobspec = json;
+		in.uid = 5;
+		in.slurm_job_id = -1;
+		in.exit_code = -1;
+		if (hb_store_job_add(st, &in, &err))
+			fail_msg("job_add: %s", err.msg);
+		assert_int_equal(hb_store_job_get(st, in.id, &out, &err), 0);
+		assert_string_equal(out.user, s);
+		assert_string_equal(out.account, s);
+		assert_string_equal(out.partition, s);
+		assert_string_equal(out.name, s);
+		assert_string_equal(out.reason, s);
+		assert_string_equal(out.k8s_namespace, s);
+		assert_string_equal(out.k8s_name, s);
+		assert_string_equal(out.k8s_uid, s);
+		assert_string_equal(out.jobspec, json);
+		hb_job_row_free(&out);
+		assert_null(out.priv);
+
+		/* As a job id to look up, too: nothing, no harm. */
+		assert_int_equal(hb_store_job_get(st, s, &out, &err),
+				 HB_ENOENT);
+		memset(&err, 0, sizeof(err));
+
+		assert_int_equal(hb_store_decision_add(st, in.id, "slurm",
+						       json, s, s, &err),
+				 0);
+		assert_int_equal(hb_store_decision_get(st, in.id, &d, &err),
+				 0);
+		assert_string_equal(d.explanation, s);
+		assert_string_equal(d.policy, s);
+		assert_string_equal(d.inputs, json);
+		hb_decision_row_free(&d);
+		assert_int_equal(hb_store_event_add(st, 5, s, s, s, s, json,
+						    &err),
+				 0);
+	}
+	hb_store_close(st);
+
+	/* The tables are all still there, with every row. */
+	assert_int_equal(count(fx->path, "jobs"), 7);
+	assert_int_equal(count(fx->path, "decisions"), 7);
+	assert_int_equal(count(fx->path, "events"), 7);
+	/* Stored as text, byte for byte. */
+	sqlite3 *db = raw_open(fx->path);
+	assert_int_equal(raw_int(db, "SELECT length(CAST(name AS BLOB)) "
+				     "FROM jobs WHERE id = 'hb-000007'"),
+			 255);
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM jobs WHERE "
+				     "typeof(name) != 'text'"),
+			 0);
+	sqlite3_close(db);
+}
+
+/* JSON columns hold JSON, and strings are capped. */
+static void test_json_and_caps(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_job_row r = {.origin = "cli", .jobspec = "{not json",
+			       .slurm_job_id = -1, .exit_code = -1};
+	struct hb_err err = {0};
+	struct hb_store *st;
+	char *big;
+	char id[32];
+
+	st = open_ok(fx->path);
+	assert_int_equal(hb_store_job_add(st, &r, &err), HB_EINVAL);
+	assert_contains(err.msg, fx->path);
+	assert_contains(err.msg, "job_add: CHECK constraint failed: "
+				 "jobspec_json");
+	assert_string_equal(r.id, "");
+	memset(&err, 0, sizeof(err));
+	add_job(st, 1, NULL, id, sizeof(id));
+	/* The failed add took no id. */
+	assert_string_equal(id, "hb-000001");
+	assert_int_equal(hb_store_decision_add(st, id, "slurm", "[1,", NULL,
+					       NULL, &err),
+			 HB_EINVAL);
+	assert_contains(err.msg, "decision_add: CHECK constraint failed: "
+				 "inputs_json");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_event_add(st, 1, NULL, NULL, "x", NULL,
+					    "nope", &err),
+			 HB_EINVAL);
+	assert_contains(err.msg, "event_add: CHECK constraint failed: "
+				 "detail_json");
+	memset(&err, 0, sizeof(err));
+
+	big = malloc(HB_STORE_NAME_MAX + 2);
+	memset(big, 'u', HB_STORE_NAME_MAX + 1);
+	big[HB_STORE_NAME_MAX + 1] = '\0';
+	r.jobspec = NULL;
+	r.user = big;
+	assert_int_equal(hb_store_job_add(st, &r, &err), HB_ETOOBIG);
+	assert_contains(err.msg, "job_add: user: longer than 1024 bytes");
+	memset(&err, 0, sizeof(err));
+	big[HB_STORE_NAME_MAX] = '\0';
+	assert_int_equal(hb_store_job_add(st, &r, &err), 0);
+	free(big);
+
+	/* Other bad arguments name their field. */
+	r.user = NULL;
+	r.uid = -2;
+	assert_int_equal(hb_store_job_add(st, &r, &err), HB_EINVAL);
+	assert_contains(err.msg, "uid");
+	memset(&err, 0, sizeof(err));
+	r.uid = 0;
+	r.slurm_job_id = 0;
+	assert_int_equal(hb_store_job_add(st, &r, &err), HB_EINVAL);
+	assert_contains(err.msg, "slurm_job_id");
+	memset(&err, 0, sizeof(err));
+	r.slurm_job_id = -1;
+	r.origin = NULL;
+	assert_int_equal(hb_store_job_add(st, &r, &err), HB_EINVAL);
+	assert_contains(err.msg, "origin: required");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_event_add(st, 1, NULL, NULL, "", NULL, NULL,
+					    &err),
+			 HB_EINVAL);
+	assert_contains(err.msg, "event_add: action: empty");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_decision_add(st, id, "pending", NULL, NULL,
+					       NULL, &err),
+			 HB_EINVAL);
+	assert_contains(err.msg, "decision_add: target: unknown value");
+	hb_store_close(st);
+}
+
+/* --- group commit ----------------------------------------------------- */
+
+static void add_decision(struct hb_store *st, int64_t uid, char *id,
+			 size_t idsize)
+{
+	struct hb_err err = {0};
+
+	add_job(st, uid, NULL, id, idsize);
+	if (hb_store_decision_add(st, id, "kubernetes", "{\"cost\":1}",
+				  "cheaper", "burst", &err) ||
+	    hb_store_event_add(st, uid, "alice", "plugin", "decide", id,
+			       "{\"target\":\"kubernetes\"}", &err))
+		fail_msg("%s", err.msg);
+}
+
+static void test_group_commit(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_job_row row;
+	struct hb_err err = {0};
+	struct hb_store *st;
+	char id[32];
+
+	st = open_ok(fx->path);
+	assert_int_equal(hb_store_commit(st, &err), HB_ESTATE);
+	assert_contains(err.msg, "commit: no transaction is open");
+	assert_int_equal(hb_store_rollback(st), 0); /* none: no-op */
+
+	/* Rolled back: nothing stays, and the ids come again. */
+	assert_int_equal(hb_store_begin(st, &err), 0);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_begin(st, &err), HB_ESTATE);
+	assert_contains(err.msg, "already open");
+	for (int i = 0; i < 5; i++)
+		add_decision(st, 1, id, sizeof(id));
+	assert_string_equal(id, "hb-000005");
+	assert_int_equal(hb_store_rollback(st), 0);
+	assert_int_equal(hb_store_job_get(st, "hb-000001", &row, &err),
+			 HB_ENOENT);
+	assert_int_equal(count(fx->path, "jobs"), 0);
+	assert_int_equal(count(fx->path, "decisions"), 0);
+	assert_int_equal(count(fx->path, "events"), 0);
+
+	/* Committed: all of it, in one go. */
+	assert_int_equal(hb_store_begin(st, &err), 0);
+	for (int i = 0; i < 10; i++)
+		add_decision(st, 1, id, sizeof(id));
+	assert_string_equal(id, "hb-000010");
+	/* Not visible to others before the commit. */
+	assert_int_equal(count(fx->path, "jobs"), 0);
+	assert_int_equal(hb_store_commit(st, &err), 0);
+	assert_int_equal(count(fx->path, "jobs"), 10);
+	assert_int_equal(count(fx->path, "decisions"), 10);
+	assert_int_equal(count(fx->path, "events"), 10);
+
+	/* A call that fails inside a group undoes only itself. */
+	assert_int_equal(hb_store_job_set_slurm(st, "hb-000001", 500, &err),
+			 0);
+	assert_int_equal(hb_store_begin(st, &err), 0);
+	add_decision(st, 2, id, sizeof(id));
+	struct hb_job_row dup = {.origin = "slurm", .slurm_job_id = 500,
+				 .exit_code = -1};
+	assert_int_equal(hb_store_job_add(st, &dup, &err), HB_EEXIST);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_decision_add(st, "hb-424242", "slurm", NULL,
+					       NULL, NULL, &err),
+			 HB_ENOENT);
+	memset(&err, 0, sizeof(err));
+	add_decision(st, 2, id, sizeof(id));
+	assert_string_equal(id, "hb-000012"); /* the failed add took none */
+	assert_int_equal(hb_store_commit(st, &err), 0);
+	assert_int_equal(count(fx->path, "jobs"), 12);
+	assert_int_equal(count(fx->path, "decisions"), 12);
+
+	/* Closed without a commit: gone on reopen. */
+	assert_int_equal(hb_store_begin(st, &err), 0);
+	add_decision(st, 3, id, sizeof(id));
+	hb_store_close(st);
+	st = open_ok(fx->path);
+	assert_int_equal(hb_store_job_get(st, id, &row, &err), HB_ENOENT);
+	assert_int_equal(count(fx->path, "jobs"), 12);
+	assert_int_equal(count(fx->path, "events"), 12);
+	hb_store_close(st);
+}
+
+/* A process that dies without closing: what it committed is there, what it
+ * had not is not. */
+static void test_crash(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_job_row row;
+	struct hb_err err = {0};
+	struct hb_store *st;
+	int status;
+	pid_t pid;
+
+	hb_store_close(open_ok(fx->path));
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct hb_store *c = NULL;
+		char id[32];
+
+		if (hb_store_open(fx->path, &c, &err))
+			_exit(10);
+		add_decision(c, 1, id, sizeof(id)); /* hb-000001, alone */
+		if (hb_store_begin(c, &err))
+			_exit(11);
+		for (int i = 0; i < 3; i++)
+			add_decision(c, 1, id, sizeof(id)); /* 2..4 */
+		if (hb_store_commit(c, &err))
+			_exit(12);
+		if (hb_store_begin(c, &err))
+			_exit(13);
+		for (int i = 0; i < 50; i++)
+			add_decision(c, 1, id, sizeof(id)); /* 5..54 */
+		_exit(0); /* no commit, no close */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+
+	st = open_ok(fx->path);
+	assert_int_equal(hb_store_job_get(st, "hb-000004", &row, &err), 0);
+	hb_job_row_free(&row);
+	assert_int_equal(hb_store_job_get(st, "hb-000005", &row, &err),
+			 HB_ENOENT);
+	char id[32];
+	add_job(st, 1, NULL, id, sizeof(id));
+	assert_string_equal(id, "hb-000005");
+	hb_store_close(st);
+	assert_int_equal(count(fx->path, "jobs"), 5);
+	assert_int_equal(count(fx->path, "decisions"), 4);
+	assert_int_equal(count(fx->path, "events"), 4);
+}
+
+/* --- listing and lookups ---------------------------------------------- */
+
+struct seen {
+	int n, stop_at;
+	char ids[16][32];
+};
+
+static int collect(const struct hb_job_row *r, void *arg)
+{
+	struct seen *s = arg;
+
+	assert_non_null(r->origin);
+	assert_null(r->priv);
+	if (s->n < 16)
+		snprintf(s->ids[s->n], sizeof(s->ids[0]), "%s", r->id);
+	s->n++;
+	return s->stop_at && s->n == s->stop_at ? 42 : 0;
+}
+
+static void list(struct hb_store *st, int64_t uid, const char *const *states,
+		 unsigned limit, struct seen *s)
+{
+	struct hb_err err = {0};
+
+	memset(s, 0, sizeof(*s));
+	if (hb_store_job_list(st, uid, states, limit, collect, s, &err))
+		fail_msg("job_list: %s", err.msg);
+}
+
+static struct hb_store *reenter_st;
+
+static int reenter(const struct hb_job_row *r, void *arg)
+{
+	struct hb_err err = {0};
+	struct seen s = {0};
+	struct hb_job_row row;
+
+	(void)arg;
+	/* Other calls are fine from a callback ... */
+	assert_int_equal(hb_store_job_get(reenter_st, r->id, &row, &err), 0);
+	hb_job_row_free(&row);
+	/* ... a listing inside a listing is not. */
+	assert_int_equal(hb_store_job_list(reenter_st, -1, NULL, 0, collect,
+					   &s, &err),
+			 HB_ESTATE);
+	assert_contains(err.msg, "job_list: called again from its own "
+				 "callback");
+	return 1;
+}
+
+static void test_list(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_err err = {0};
+	struct hb_store *st;
+	struct seen s;
+	char id[32];
+
+	st = open_ok(fx->path);
+	/* 1: 1000 pending, 2: 1001 running, 3: 1000 running,
+	 * 4: 1000 succeeded, 5: 1001 pending, 6: 1000 queued */
+	add_job(st, 1000, NULL, id, sizeof(id));
+	add_job(st, 1001, "running", id, sizeof(id));
+	add_job(st, 1000, "running", id, sizeof(id));
+	add_job(st, 1000, "succeeded", id, sizeof(id));
+	add_job(st, 1001, NULL, id, sizeof(id));
+	add_job(st, 1000, "queued", id, sizeof(id));
+
+	list(st, -1, NULL, 0, &s);
+	assert_int_equal(s.n, 6);
+	for (int i = 0; i < 6; i++) {
+		char want[32];
+
+		snprintf(want, sizeof(want), "hb-%06d", 6 - i);
+		assert_string_equal(s.ids[i], want);
+	}
+	list(st, 1000, NULL, 0, &s);
+	assert_int_equal(s.n, 4);
+	assert_string_equal(s.ids[0], "hb-000006");
+	assert_string_equal(s.ids[3], "hb-000001");
+	list(st, 1001, NULL, 1, &s);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.ids[0], "hb-000005");
+	list(st, 4242, NULL, 0, &s);
+	assert_int_equal(s.n, 0);
+
+	const char *const active[] = {"pending", "queued", "running", NULL};
+	list(st, -1, active, 0, &s);
+	assert_int_equal(s.n, 5);
+	assert_string_equal(s.ids[0], "hb-000006");
+	assert_string_equal(s.ids[4], "hb-000001");
+	list(st, 1000, active, 2, &s);
+	assert_int_equal(s.n, 2);
+	assert_string_equal(s.ids[0], "hb-000006");
+	assert_string_equal(s.ids[1], "hb-000003");
+	const char *const running[] = {"running", "running", NULL};
+	list(st, 1001, running, 0, &s);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.ids[0], "hb-000002");
+	const char *const none[] = {NULL};
+	list(st, -1, none, 0, &s);
+	assert_int_equal(s.n, 0);
+	const char *const done[] = {"succeeded", "failed", NULL};
+	list(st, -1, done, 0, &s);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.ids[0], "hb-000004");
+
+	/* A callback's non-zero return stops the listing and comes back. */
+	memset(&s, 0, sizeof(s));
+	s.stop_at = 2;
+	assert_int_equal(hb_store_job_list(st, -1, NULL, 0, collect, &s,
+					   &err),
+			 42);
+	assert_int_equal(s.n, 2);
+	/* And the statement is reusable after it. */
+	list(st, -1, NULL, 0, &s);
+	assert_int_equal(s.n, 6);
+
+	const char *const bad[] = {"running", "Running", NULL};
+	assert_int_equal(hb_store_job_list(st, -1, bad, 0, collect, &s, &err),
+			 HB_EINVAL);
+	assert_contains(err.msg, "job_list: states[1]: unknown state "
+				 "'Running'");
+
+	reenter_st = st;
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_job_list(st, -1, NULL, 0, reenter, NULL,
+					   &err),
+			 1);
+	hb_store_close(st);
+}
+
+static void test_slurm_and_k8s(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_job_row row, with = {.origin = "slurm", .slurm_job_id = 77,
+				       .exit_code = -1, .uid = 3};
+	struct hb_err err = {0};
+	struct hb_store *st;
+	char a[32], b[32];
+
+	st = open_ok(fx->path);
+	add_job(st, 1, NULL, a, sizeof(a));
+	add_job(st, 1, NULL, b, sizeof(b));
+	assert_int_equal(hb_store_job_by_slurm_id(st, 1234, &row, &err),
+			 HB_ENOENT);
+	assert_contains(err.msg, "job_by_slurm_id: no job with Slurm job id "
+				 "1234");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_job_set_slurm(st, a, 1234, &err), 0);
+	assert_int_equal(hb_store_job_by_slurm_id(st, 1234, &row, &err), 0);
+	assert_string_equal(row.id, a);
+	assert_int_equal(row.slurm_job_id, 1234);
+	hb_job_row_free(&row);
+
+	/* One Slurm job, one gateway job. */
+	assert_int_equal(hb_store_job_set_slurm(st, b, 1234, &err), HB_EEXIST);
+	assert_contains(err.msg, fx->path);
+	assert_contains(err.msg, "job_set_slurm: UNIQUE constraint failed: "
+				 "jobs.slurm_job_id");
+	memset(&err, 0, sizeof(err));
+	with.slurm_job_id = 1234;
+	assert_int_equal(hb_store_job_add(st, &with, &err), HB_EEXIST);
+	assert_contains(err.msg, "job_add: UNIQUE constraint failed: "
+				 "jobs.slurm_job_id");
+	memset(&err, 0, sizeof(err));
+	with.slurm_job_id = 77;
+	assert_int_equal(hb_store_job_add(st, &with, &err), 0);
+	assert_int_equal(hb_store_job_by_slurm_id(st, 77, &row, &err), 0);
+	assert_string_equal(row.id, with.id);
+	assert_int_equal(row.uid, 3);
+	assert_null(row.user); /* NULL in, NULL out */
+	assert_null(row.jobspec);
+	assert_null(row.k8s_name);
+	hb_job_row_free(&row);
+	/* Moving to another Slurm id frees the old one. */
+	assert_int_equal(hb_store_job_set_slurm(st, a, 1235, &err), 0);
+	assert_int_equal(hb_store_job_set_slurm(st, b, 1234, &err), 0);
+	assert_int_equal(hb_store_job_set_slurm(st, b, 0, &err), HB_EINVAL);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_job_set_slurm(st, "hb-999", 9, &err),
+			 HB_ENOENT);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_job_by_slurm_id(st, -1, &row, &err),
+			 HB_EINVAL);
+	memset(&err, 0, sizeof(err));
+
+	assert_int_equal(hb_store_job_set_k8s(st, a, "team-a", "hb-000001",
+					      "5f1c-uid", &err),
+			 0);
+	assert_int_equal(hb_store_job_get(st, a, &row, &err), 0);
+	assert_string_equal(row.k8s_namespace, "team-a");
+	assert_string_equal(row.k8s_name, "hb-000001");
+	assert_string_equal(row.k8s_uid, "5f1c-uid");
+	hb_job_row_free(&row);
+	assert_int_equal(hb_store_job_set_k8s(st, a, "team-a", NULL, NULL,
+					      &err),
+			 HB_EINVAL);
+	assert_contains(err.msg, "job_set_k8s: k8s_name: required");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_job_set_k8s(st, "hb-999", "ns", "n", NULL,
+					      &err),
+			 HB_ENOENT);
+	hb_store_close(st);
+}
+
+static void test_decisions(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_decision_row d;
+	struct hb_job_row row;
+	struct hb_err err = {0};
+	struct hb_store *st;
+	int64_t clock = fixed_ms;
+	char id[32];
+
+	st = open_ok(fx->path);
+	hb_store_set_clock(st, fixed_clock, &clock);
+	add_job(st, 1, NULL, id, sizeof(id));
+	assert_int_equal(hb_store_decision_get(st, id, &d, &err), HB_ENOENT);
+	assert_contains(err.msg, "decision_get: no decision for job");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_decision_add(st, id, "kubernetes",
+					       "{\"cost\":3}", "cheaper",
+					       "burst-v1", &err),
+			 0);
+	assert_int_equal(hb_store_decision_add(st, id, "slurm", NULL,
+					       "{\"why\":\"deadline\"}", NULL,
+					       &err),
+			 0);
+	assert_int_equal(hb_store_decision_get(st, id, &d, &err), 0);
+	assert_string_equal(d.job_id, id);
+	assert_string_equal(d.target, "slurm");
+	assert_null(d.inputs);
+	assert_null(d.policy);
+	assert_string_equal(d.explanation, "{\"why\":\"deadline\"}");
+	assert_int_equal(d.at_ms, fixed_ms + 2);
+	assert_int_equal(d.id, 2);
+	hb_decision_row_free(&d);
+	hb_decision_row_free(NULL);
+	/* The latest decision is the job's target. */
+	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
+	assert_string_equal(row.target, "slurm");
+	assert_int_equal(row.created_ms, fixed_ms);
+	assert_int_equal(row.updated_ms, fixed_ms + 2);
+	hb_job_row_free(&row);
+	hb_job_row_free(NULL);
+
+	assert_int_equal(hb_store_decision_add(st, "hb-000404", "slurm", NULL,
+					       NULL, NULL, &err),
+			 HB_ENOENT);
+	assert_contains(err.msg, "decision_add: no job hb-000404");
+	assert_int_equal(count(fx->path, "decisions"), 2);
+
+	/* A job with decisions cannot be deleted from under them. */
+	sqlite3 *db = raw_open(fx->path);
+	raw_exec_ok(db, "PRAGMA foreign_keys = ON");
+	char *msg = raw_exec_fails(db, "DELETE FROM jobs");
+	assert_contains(msg, "FOREIGN KEY constraint failed");
+	free(msg);
+	sqlite3_close(db);
+	hb_store_close(st);
+}
+
+struct evs {
+	int n;
+	int64_t ids[16];
+	char actions[16][16];
+};
+
+static int collect_ev(const struct hb_event_row *e, void *arg)
+{
+	struct evs *v = arg;
+
+	if (v->n < 16) {
+		v->ids[v->n] = e->id;
+		snprintf(v->actions[v->n], sizeof(v->actions[0]), "%s",
+			 e->action);
+	}
+	v->n++;
+	return 0;
+}
+
+static void test_events(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_err err = {0};
+	struct hb_store *st;
+	int64_t clock = fixed_ms;
+	struct evs v;
+	char a[32], b[32];
+
+	st = open_ok(fx->path);
+	hb_store_set_clock(st, fixed_clock, &clock);
+	add_job(st, 1, NULL, a, sizeof(a));
+	add_job(st, 2, NULL, b, sizeof(b));
+	assert_int_equal(hb_store_event_add(st, 1, "alice", "plugin",
+					    "decide", a, NULL, &err),
+			 0);
+	assert_int_equal(hb_store_event_add(st, 2, "bob", "pid 7", "submit",
+					    b, NULL, &err),
+			 0);
+	assert_int_equal(hb_store_event_add(st, 1, "alice", "pid 9", "cancel",
+					    a, "{\"signal\":9}", &err),
+			 0);
+	/* A refused request about a job that does not exist is logged. */
+	assert_int_equal(hb_store_event_add(st, -1, NULL, "pid 3", "cancel",
+					    "hb-777777", NULL, &err),
+			 0);
+	assert_int_equal(hb_store_event_add(st, -2, NULL, NULL, "x", NULL,
+					    NULL, &err),
+			 HB_EINVAL);
+	assert_contains(err.msg, "event_add: actor_uid");
+	memset(&err, 0, sizeof(err));
+
+	memset(&v, 0, sizeof(v));
+	assert_int_equal(hb_store_event_list(st, a, 0, 0, collect_ev, &v,
+					     &err),
+			 0);
+	assert_int_equal(v.n, 2);
+	assert_string_equal(v.actions[0], "decide");
+	assert_string_equal(v.actions[1], "cancel");
+	assert_true(v.ids[0] < v.ids[1]);
+
+	memset(&v, 0, sizeof(v));
+	assert_int_equal(hb_store_event_list(st, NULL, 0, 0, collect_ev, &v,
+					     &err),
+			 0);
+	assert_int_equal(v.n, 4);
+	memset(&v, 0, sizeof(v));
+	assert_int_equal(hb_store_event_list(st, NULL, 1, 2, collect_ev, &v,
+					     &err),
+			 0);
+	assert_int_equal(v.n, 2);
+	assert_int_equal(v.ids[0], 2);
+	assert_int_equal(v.ids[1], 3);
+	memset(&v, 0, sizeof(v));
+	assert_int_equal(hb_store_event_list(st, "hb-nope", 0, 0, collect_ev,
+					     &v, &err),
+			 0);
+	assert_int_equal(v.n, 0);
+
+	sqlite3 *db = raw_open(fx->path);
+	assert_int_equal(raw_int(db, "SELECT at_ms FROM events WHERE id = 1"),
+			 fixed_ms + 2);
+	assert_int_equal(raw_int(db, "SELECT actor_uid FROM events WHERE "
+				     "id = 4"),
+			 -1);
+	sqlite3_close(db);
+	hb_store_close(st);
+}
+
+/* Two handles on one file: a second opener sees the first's commits and
+ * the migration is not repeated. */
+static void test_two_handles(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_job_row row;
+	struct hb_err err = {0};
+	struct hb_store *a, *b;
+	char id[32];
+
+	a = open_ok(fx->path);
+	b = open_ok(fx->path);
+	add_job(a, 1, NULL, id, sizeof(id));
+	assert_int_equal(hb_store_job_get(b, id, &row, &err), 0);
+	hb_job_row_free(&row);
+	add_job(b, 1, NULL, id, sizeof(id));
+	assert_string_equal(id, "hb-000002");
+	hb_store_close(a);
+	hb_store_close(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+		T(test_open_creates),
+		T(test_reopen_noop),
+		T(test_newer_refused),
+		T(test_foreign_files_refused),
+		T(test_upgrade_in_place),
+		T(test_partial_schema_rolls_back),
+		T(test_ids_never_reused),
+		cmocka_unit_test(test_state_rules),
+		T(test_set_state),
+		T(test_append_only),
+		T(test_strings_round_trip),
+		T(test_json_and_caps),
+		T(test_group_commit),
+		T(test_crash),
+		T(test_list),
+		T(test_slurm_and_k8s),
+		T(test_decisions),
+		T(test_events),
+		T(test_two_handles),
+#undef T
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
