@@ -1,18 +1,19 @@
 /*
- * conf.c - the two settings job_submit/hpcbridge reads from
- * hpcbridge.yaml: daemon.socket and plugin.timeout_ms.
+ * conf.c - the two settings job_submit/hpcbridge uses from hpcbridge.yaml:
+ * daemon.socket and plugin.timeout_ms.  The file is read and validated
+ * with the one configuration table (hb_config_parse), so the plugin and
+ * the daemon agree on what a valid file is.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
-
 #include "hbplugin.h"
-#include "hpcbridge/doc.h"
+#include "hpcbridge/config.h"
 
 void hb_plugin_conf_defaults(struct hb_plugin_conf *conf)
 {
@@ -78,57 +79,12 @@ out:
 	return rc;
 }
 
-static int get_socket(const cJSON *doc, const char *path,
-		      struct hb_plugin_conf *conf, struct hb_err *err)
-{
-	const cJSON *v = hb_doc_get(doc, "daemon.socket");
-	size_t n;
-
-	if (!v || cJSON_IsNull(v))
-		return 0;
-	if (!cJSON_IsString(v))
-		return hb_err_set(err, HB_EINVAL, path, (unsigned)hb_doc_line(v),
-				  "daemon.socket: must be a string");
-	n = strlen(v->valuestring);
-	if (v->valuestring[0] != '/')
-		return hb_err_set(err, HB_EINVAL, path, (unsigned)hb_doc_line(v),
-				  "daemon.socket: must be an absolute path");
-	if (n >= sizeof(conf->socket))
-		return hb_err_set(err, HB_EINVAL, path, (unsigned)hb_doc_line(v),
-				  "daemon.socket: longer than %zu bytes",
-				  sizeof(conf->socket) - 1);
-	memcpy(conf->socket, v->valuestring, n + 1);
-	return 0;
-}
-
-static int get_timeout(const cJSON *doc, const char *path,
-		       struct hb_plugin_conf *conf, struct hb_err *err)
-{
-	const cJSON *v = hb_doc_get(doc, "plugin.timeout_ms");
-	double d;
-
-	if (!v || cJSON_IsNull(v))
-		return 0;
-	if (!cJSON_IsNumber(v))
-		return hb_err_set(err, HB_EINVAL, path, (unsigned)hb_doc_line(v),
-				  "plugin.timeout_ms: must be a number");
-	d = v->valuedouble;
-	if (d < 1 || d > HB_PLUGIN_MAX_TIMEOUT_MS || d != (double)(int)d)
-		return hb_err_set(err, HB_ERANGE, path, (unsigned)hb_doc_line(v),
-				  "plugin.timeout_ms: must be a whole number "
-				  "from 1 to %d",
-				  HB_PLUGIN_MAX_TIMEOUT_MS);
-	conf->timeout_ms = (int)d;
-	return 0;
-}
-
 int hb_plugin_conf_load(const char *path, struct hb_plugin_conf *conf,
 			struct hb_err *err)
 {
-	struct hb_plugin_conf c;
-	cJSON *doc = NULL;
+	struct hb_config cfg = { 0 };
 	char *buf = NULL;
-	size_t len = 0;
+	size_t len = 0, n;
 	int rc;
 
 	hb_plugin_conf_defaults(conf);
@@ -137,21 +93,28 @@ int hb_plugin_conf_load(const char *path, struct hb_plugin_conf *conf,
 	rc = read_file(path, &buf, &len, err);
 	if (rc)
 		goto out;
-	rc = hb_doc_parse(buf, len, path, &doc, err);
+	/* The whole file is validated, as the daemon validates it. */
+	rc = hb_config_parse(buf, len, path, &cfg, err);
 	if (rc)
 		goto out;
-	if (!cJSON_IsNull(doc) && !cJSON_IsObject(doc)) {
-		rc = hb_err_set(err, HB_EINVAL, path, 1, "not a mapping");
+	n = cfg.daemon_socket ? strlen(cfg.daemon_socket) : 0;
+	if (!n || n >= sizeof(conf->socket)) {
+		rc = hb_err_set(err, HB_EINVAL, path, 0,
+				"daemon.socket: empty or longer than %zu bytes",
+				sizeof(conf->socket) - 1);
 		goto out;
 	}
-	hb_plugin_conf_defaults(&c);
-	rc = get_socket(doc, path, &c, err);
-	if (!rc)
-		rc = get_timeout(doc, path, &c, err);
-	if (!rc)
-		*conf = c;
+	if (cfg.plugin_timeout_ms < 1 ||
+	    cfg.plugin_timeout_ms > HB_PLUGIN_MAX_TIMEOUT_MS) {
+		rc = hb_err_set(err, HB_ERANGE, path, 0,
+				"plugin.timeout_ms: not from 1 to %d",
+				HB_PLUGIN_MAX_TIMEOUT_MS);
+		goto out;
+	}
+	memcpy(conf->socket, cfg.daemon_socket, n + 1);
+	conf->timeout_ms = (int)cfg.plugin_timeout_ms;
 out:
-	cJSON_Delete(doc);
+	hb_config_free(&cfg);
 	free(buf);
 	return rc;
 }

@@ -82,7 +82,7 @@ const char *hb_opt_find(enum hb_opt o, char *const *spank_env,
 #define HB_PLUGIN_DEFAULT_CONFIG     "/etc/hpcbridge/hpcbridge.yaml"
 #define HB_PLUGIN_DEFAULT_SOCKET     "/run/hpcbridge/hpcbridged.sock"
 #define HB_PLUGIN_DEFAULT_TIMEOUT_MS 20
-#define HB_PLUGIN_MAX_TIMEOUT_MS     1000
+#define HB_PLUGIN_MAX_TIMEOUT_MS     5000
 #define HB_PLUGIN_CONFIG_MAX	     (1u << 20)
 
 struct hb_plugin_conf {
@@ -94,11 +94,13 @@ struct hb_plugin_conf {
 void hb_plugin_conf_defaults(struct hb_plugin_conf *conf);
 
 /*
- * Read daemon.socket and plugin.timeout_ms from the YAML file at path.
- * conf is filled with the defaults first, so it is usable whatever
- * happens.  HB_ENOENT if the file does not exist (the defaults apply);
- * another HB_E* code with err naming the file, line and key if it cannot
- * be read or a value is wrong (conf then holds the defaults).
+ * Read daemon.socket and plugin.timeout_ms from the hpcbridge.yaml at
+ * path, validated in full by hb_config_parse() (at most
+ * HB_PLUGIN_CONFIG_MAX bytes).  conf is filled with the defaults first, so
+ * it is usable whatever happens.  HB_ENOENT if the file does not exist
+ * (the defaults apply); another HB_E* code with err naming the file, line
+ * and key if it cannot be read or is not valid (conf then holds the
+ * defaults: nothing is half-read).
  */
 int hb_plugin_conf_load(const char *path, struct hb_plugin_conf *conf,
 			struct hb_err *err);

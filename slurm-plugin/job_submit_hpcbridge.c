@@ -110,18 +110,20 @@ void fini(void)
 	hb_log_set_hook(NULL, NULL);
 }
 
-/* The user's name, or NULL (the daemon then has the uid alone). */
+/* The user's name; the uid in decimal when it has no passwd entry (as
+ * Slurm shows such users).  NULL when out of memory. */
 static char *user_name(uid_t uid)
 {
 	struct passwd pw, *res = NULL;
 	size_t len = 16384;
 	char *buf = malloc(len), *name = NULL;
 
-	if (!buf)
-		return NULL;
-	if (getpwuid_r(uid, &pw, buf, len, &res) == 0 && res && pw.pw_name)
+	if (buf && getpwuid_r(uid, &pw, buf, len, &res) == 0 && res &&
+	    pw.pw_name && pw.pw_name[0])
 		name = strdup(pw.pw_name);
 	free(buf);
+	if (!name && asprintf(&name, "%lu", (unsigned long)uid) < 0)
+		name = NULL;
 	return name;
 }
 

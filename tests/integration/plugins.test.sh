@@ -99,11 +99,19 @@ reqlog=$tmp/requests.log
 mode=$tmp/mode
 : >"$reqlog"
 echo slurm >"$mode"
+# One file for the plugin and the daemon, as on a real site.
 cat >"$tmp/hpcbridge.yaml" <<EOF
 daemon:
   socket: $sock
+  state: $tmp/state.db
+slurm:
+  user: root
+  burst_partition: burst
 plugin:
   timeout_ms: $timeout_ms
+placement:
+  partitions:
+    gpu: kubernetes
 EOF
 
 start_fake() {
@@ -389,5 +397,45 @@ id=$(jobid_of out)
 wait_done "$id"
 grep -qx still-running "slurm-$id.out" || fail "output $(cat "slurm-$id.out")"
 ok "without the daemon jobs run on Slurm as before"
+
+# ------------------------------------------------------------ hpcbridged
+# The real daemon, with the interim rules: partition gpu maps to
+# kubernetes, the proxy gets the time limit plus slurm.proxy_grace_min (5).
+hbd=$build/bin/hpcbridged
+hbcall=$build/tests/hbcall
+if [ -x "$hbd" ] && [ -x "$hbcall" ]; then
+	"$hbd" --config "$tmp/hpcbridge.yaml" --foreground 2>"$tmp/hbd.log" &
+	fpid=$!
+	for _ in $(seq 1 100); do
+		"$hbcall" "$sock" '{"op":"ping"}' >/dev/null 2>&1 && break
+		kill -0 "$fpid" 2>/dev/null || fail "hpcbridged: $(cat "$tmp/hbd.log")"
+		sleep 0.05
+	done
+	sbatch --hold -p gpu -t 30 -N 2 --gres=gpu:h100:1 -J real-k8s \
+		--wrap='nvidia-smi' >out 2>err || fail "sbatch: $(cat err)"
+	id=$(jobid_of out)
+	hb=$(sed -n 's/^sbatch: hpcbridge: job \(hb-[0-9a-z-]*\) runs on Kubernetes.*/\1/p' err)
+	[ -n "$hb" ] || fail "hpcbridged: not told of Kubernetes: $(cat err) $(cat "$tmp/hbd.log")"
+	[ "$(field "$id" Partition)" = burst ] || fail "partition $(field "$id" Partition)"
+	[ "$(field "$id" TimeLimit)" = 00:35:00 ] || fail "TimeLimit $(field "$id" TimeLimit)"
+	[ "$(scontrol write batch_script "$id" -)" = "$(printf '#!/bin/sh\nexec hpcbridge shadow %s' "$hb")" ] ||
+		fail "proxy script: $(scontrol write batch_script "$id" -)"
+	line_field "$id" AdminComment | grep -q "^hpcbridge:$hb target=kubernetes orig: partition=gpu nodes=2 " ||
+		fail "admin_comment '$(line_field "$id" AdminComment)'"
+	"$hbcall" "$sock" "{\"op\":\"status\",\"id\":\"$hb\"}" >status.json ||
+		fail "status $hb: $(cat status.json)"
+	grep -q '"target":"kubernetes"' status.json || fail "status: $(cat status.json)"
+	scancel "$id"
+	sbatch --hold -t 5 -J real-slurm --wrap=true >out 2>err || fail "sbatch: $(cat err)"
+	id=$(jobid_of out)
+	[ "$(field "$id" Partition)" = debug ] || fail "partition $(field "$id" Partition)"
+	line_field "$id" AdminComment | grep -q "^hpcbridge:hb-[0-9a-z-]* target=slurm$" ||
+		fail "admin_comment '$(line_field "$id" AdminComment)'"
+	scancel "$id"
+	stop_fake
+	ok "with hpcbridged: gpu becomes a proxy in burst (time limit + grace), the decision is stored; debug stays, tagged"
+else
+	echo "# hpcbridged or hbcall not built: the real-daemon check is skipped"
+fi
 
 echo "plugins.test.sh: $passed checks passed"
