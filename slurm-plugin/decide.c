@@ -150,8 +150,7 @@ static int spec_array(struct hb_jobspec *spec, const char *inx)
  * GPUs from Slurm's TRES strings: "gres:gpu:4", "gres:gpu:a100:4" (22.05)
  * or "gres/gpu:a100:4", among other comma-separated TRES.  1 if found.
  */
-static int tres_gpus(const char *tres, uint32_t *count, char *type,
-		     size_t tlen)
+static int tres_gpus(const char *tres, uint32_t *count, char *type, size_t tlen)
 {
 	const char *p = tres;
 
@@ -209,7 +208,8 @@ static int spec_gpus(struct hb_jobspec *spec, const job_desc_msg_t *jd)
 			continue;
 		spec->gpu_scope = (uint8_t)src[i].scope;
 		spec->gpus = n;
-		if (type[0] && !(spec->gpu_type = hb_jobspec_strdup(spec, type)))
+		if (type[0] &&
+		    !(spec->gpu_type = hb_jobspec_strdup(spec, type)))
 			return HB_ENOMEM;
 		hb_jobspec_set_origin(spec, HB_F_GPUS, from_slurm);
 		return 0;
@@ -268,8 +268,7 @@ static int build_spec(struct hb_jobspec *spec, const job_desc_msg_t *jd,
 	}
 	rc |= spec_gpus(spec, jd);
 	rc |= spec_str(spec, &spec->licenses, jd->licenses, HB_F_LICENSES);
-	rc |= spec_str(spec, &spec->constraint, jd->features,
-		       HB_F_CONSTRAINT);
+	rc |= spec_str(spec, &spec->constraint, jd->features, HB_F_CONSTRAINT);
 	rc |= spec_str(spec, &spec->nodelist, jd->req_nodes, HB_F_NODELIST);
 	rc |= spec_str(spec, &spec->exclude, jd->exc_nodes, HB_F_EXCLUDE);
 	if (jd->shared == JOB_SHARED_NONE) {
@@ -470,8 +469,7 @@ static int get_num(const cJSON *o, const char *key, uint64_t lo, uint64_t hi,
 	if (!cJSON_IsNumber(v))
 		return -1;
 	d = v->valuedouble;
-	if (!(d >= (double)lo && d <= (double)hi) ||
-	    d != (double)(uint64_t)d)
+	if (!(d >= (double)lo && d <= (double)hi) || d != (double)(uint64_t)d)
 		return -1;
 	*out = (uint64_t)d;
 	return 0;
@@ -487,10 +485,10 @@ static int token_ok(const char *s, size_t n)
 	for (i = 0; s[i]; i++) {
 		char c = s[i];
 
-		if (i >= n || !((c >= 'a' && c <= 'z') ||
-				(c >= 'A' && c <= 'Z') ||
-				(c >= '0' && c <= '9') || c == '.' ||
-				c == '_' || c == ':' || c == '-'))
+		if (i >= n ||
+		    !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+		      c == ':' || c == '-'))
 			return 0;
 	}
 	return 1;
@@ -547,14 +545,16 @@ int hb_decision_parse(const cJSON *reply, struct hb_decision *d,
 		goto out;
 	}
 	if (!cJSON_IsTrue(ok)) {
-		const cJSON *e = cJSON_GetObjectItemCaseSensitive(reply,
-								  "error");
+		const cJSON *e =
+			cJSON_GetObjectItemCaseSensitive(reply, "error");
 		const char *code = get_str(e, "code", 32, 0, &bad);
 		const char *msg = get_str(e, "message", 400, 0, &bad);
 
-		rc = hb_err_set(err, code ? hb_errcode(code) : HB_EPROTO, NULL,
-				0, "daemon refused: %s: %s",
-				code ? code : "?", msg ? msg : "no message");
+		rc = code ? hb_errcode(code) : HB_EPROTO;
+		if (rc >= 0) /* "OK" is no error code */
+			rc = HB_EPROTO;
+		hb_err_set(err, rc, NULL, 0, "daemon refused: %s: %s",
+			   code ? code : "?", msg ? msg : "no message");
 		goto out;
 	}
 	d->id = get_str(reply, "id", 64, 0, &bad);
@@ -563,11 +563,11 @@ int hb_decision_parse(const cJSON *reply, struct hb_decision *d,
 		goto out;
 	}
 	d->reason = get_str(reply, "reason", 400, 0, &bad);
-	d->admin_comment = get_str(reply, "admin_comment", HB_COMMENT_MAX, 0,
-				   &bad);
+	d->admin_comment =
+		get_str(reply, "admin_comment", HB_COMMENT_MAX, 0, &bad);
 	if (bad) {
 		rc = perr(err, "reason/admin_comment: not a one-line "
-				     "string");
+			       "string");
 		goto out;
 	}
 	target = get_str(reply, "target", 16, 0, &bad);
@@ -635,11 +635,9 @@ int hb_decision_summary(const job_desc_msg_t *jd, char *buf, size_t len)
 	if (jd->tres_per_job)
 		rc |= hb_buf_printf(&b, " tres_per_job=%s", jd->tres_per_job);
 	if (jd->tres_per_node)
-		rc |= hb_buf_printf(&b, " tres_per_node=%s",
-				    jd->tres_per_node);
+		rc |= hb_buf_printf(&b, " tres_per_node=%s", jd->tres_per_node);
 	if (jd->tres_per_task)
-		rc |= hb_buf_printf(&b, " tres_per_task=%s",
-				    jd->tres_per_task);
+		rc |= hb_buf_printf(&b, " tres_per_task=%s", jd->tres_per_task);
 	if (jd->time_limit == INFINITE)
 		rc |= hb_buf_puts(&b, " time=UNLIMITED");
 	else if (jd->time_limit != NO_VAL)
@@ -716,8 +714,7 @@ static int apply_kubernetes(job_desc_msg_t *jd, const struct hb_decision *d,
 	hb_decision_summary(jd, sum, sizeof(sum));
 	snprintf(tag, sizeof(tag), "hpcbridge:%s target=kubernetes", d->id);
 	snprintf(ours, sizeof(ours), "%s %s",
-		 d->admin_comment && *d->admin_comment ? d->admin_comment
-						       : tag,
+		 d->admin_comment && *d->admin_comment ? d->admin_comment : tag,
 		 sum);
 	part = a->strdup(d->partition);
 	script = a->strdup(d->script);

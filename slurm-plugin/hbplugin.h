@@ -73,8 +73,8 @@ int hb_opt_env_name(enum hb_opt o, char *buf, size_t len);
  * entries and entries without '=' are skipped.  Returns a pointer into
  * one of the arrays (borrowed), or NULL if not given.
  */
-const char *hb_opt_find(enum hb_opt o, char *const *spank_env,
-			uint32_t nspank, char *const *env, uint32_t nenv);
+const char *hb_opt_find(enum hb_opt o, char *const *spank_env, uint32_t nspank,
+			char *const *env, uint32_t nenv);
 
 /* ------------------------------------------------------------- config */
 

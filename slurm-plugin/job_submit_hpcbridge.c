@@ -150,8 +150,7 @@ static void tell_user(char **err_msg, const struct hb_decision *d)
 	*err_msg = slurm_xstrdup(msg);
 }
 
-int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
-	       char **err_msg)
+int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 {
 	struct hb_err err = { 0 };
 	struct hb_decision d;
@@ -169,8 +168,8 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 	user = user_name((uid_t)job_desc->user_id);
 	req = hb_decide_request(job_desc, user, &err);
 	if (!req) {
-		hb_log(HB_LOG_ERROR, "job '%s' of uid %" PRIu32
-		       " left on Slurm: request: %s",
+		hb_log(HB_LOG_ERROR,
+		       "job '%s' of uid %" PRIu32 " left on Slurm: request: %s",
 		       name, job_desc->user_id, err.msg);
 		goto out;
 	}
@@ -185,15 +184,15 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 	}
 	rc = hb_decision_parse(reply, &d, &err);
 	if (rc) {
-		hb_log(HB_LOG_ERROR, "job '%s' of uid %" PRIu32
-		       " left on Slurm: %s",
-		       name, job_desc->user_id, err.msg);
+		hb_log(HB_LOG_ERROR,
+		       "job '%s' of uid %" PRIu32 " left on Slurm: %s", name,
+		       job_desc->user_id, err.msg);
 		goto out;
 	}
 	rc = hb_decision_apply(job_desc, &d, &slurm_alloc, &err);
 	if (rc) {
-		hb_log(HB_LOG_ERROR, "job '%s' of uid %" PRIu32
-		       " left on Slurm: %s: %s",
+		hb_log(HB_LOG_ERROR,
+		       "job '%s' of uid %" PRIu32 " left on Slurm: %s: %s",
 		       name, job_desc->user_id, d.id, err.msg);
 		goto out;
 	}

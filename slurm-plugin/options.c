@@ -57,8 +57,8 @@ static const char *shown(const char *v, char *buf, size_t len)
 	size_t n = 0, i;
 
 	for (i = 0; v[i] && n + 4 < len; i++)
-		buf[n++] = (unsigned char)v[i] < 0x20 || v[i] == 0x7f ? '?'
-								     : v[i];
+		buf[n++] =
+			(unsigned char)v[i] < 0x20 || v[i] == 0x7f ? '?' : v[i];
 	if (v[i]) {
 		memcpy(buf + n, "...", 3);
 		n += 3;
@@ -250,8 +250,8 @@ static const char *env_get(char *const *env, uint32_t n, const char *name)
 	return NULL;
 }
 
-const char *hb_opt_find(enum hb_opt o, char *const *spank_env,
-			uint32_t nspank, char *const *env, uint32_t nenv)
+const char *hb_opt_find(enum hb_opt o, char *const *spank_env, uint32_t nspank,
+			char *const *env, uint32_t nenv)
 {
 	char name[128];
 	const char *v;

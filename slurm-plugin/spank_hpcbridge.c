@@ -58,8 +58,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 
 	(void)ac;
 	(void)av;
-	if (ctx != S_CTX_ALLOCATOR && ctx != S_CTX_LOCAL &&
-	    ctx != S_CTX_REMOTE)
+	if (ctx != S_CTX_ALLOCATOR && ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE)
 		return 0;
 	for (int i = 0; i < HB__OPT_COUNT; i++) {
 		spank_err_t rc;

@@ -175,7 +175,8 @@ static int serve(int fd, const char *logpath, const char *modepath,
 	if (!strcmp(mode, "hang"))
 		return 1;
 	if (!strcmp(mode, "garbage")) {
-		static const char junk[] = "HTTP/1.0 200 OK\r\n\r\n{\"ok\":true}";
+		static const char junk[] =
+			"HTTP/1.0 200 OK\r\n\r\n{\"ok\":true}";
 
 		write_all(fd, junk, sizeof(junk) - 1);
 		return 0;

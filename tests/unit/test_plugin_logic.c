@@ -81,15 +81,32 @@ static void strv_free(char **v, uint32_t n)
 static void jd_free(job_desc_msg_t *jd)
 {
 	char **fields[] = {
-		&jd->account,	    &jd->admin_comment, &jd->comment,
-		&jd->partition,	    &jd->script,	&jd->name,
-		&jd->tres_per_job,  &jd->tres_per_node, &jd->tres_per_task,
-		&jd->tres_per_socket, &jd->cpus_per_tres, &jd->mem_per_tres,
-		&jd->features,	    &jd->req_nodes,	&jd->exc_nodes,
-		&jd->reservation,   &jd->licenses,	&jd->array_inx,
-		&jd->work_dir,	    &jd->std_out,	&jd->qos,
-		&jd->burst_buffer,  &jd->prefer,	&jd->tres_bind,
-		&jd->tres_freq,	    &jd->cluster_features,
+		&jd->account,
+		&jd->admin_comment,
+		&jd->comment,
+		&jd->partition,
+		&jd->script,
+		&jd->name,
+		&jd->tres_per_job,
+		&jd->tres_per_node,
+		&jd->tres_per_task,
+		&jd->tres_per_socket,
+		&jd->cpus_per_tres,
+		&jd->mem_per_tres,
+		&jd->features,
+		&jd->req_nodes,
+		&jd->exc_nodes,
+		&jd->reservation,
+		&jd->licenses,
+		&jd->array_inx,
+		&jd->work_dir,
+		&jd->std_out,
+		&jd->qos,
+		&jd->burst_buffer,
+		&jd->prefer,
+		&jd->tres_bind,
+		&jd->tres_freq,
+		&jd->cluster_features,
 		&jd->batch_features,
 	};
 
@@ -104,8 +121,8 @@ static void jd_free(job_desc_msg_t *jd)
 /* A GPU training job as sbatch sends it. */
 static void jd_gpu(job_desc_msg_t *jd)
 {
-	static const char *const env[] = { "HOME=/home/alice",
-					   "PATH=/usr/bin", NULL };
+	static const char *const env[] = { "HOME=/home/alice", "PATH=/usr/bin",
+					   NULL };
 	static const char *const spank[] = {
 		"_SLURM_SPANK_OPTION_hpcbridge_hpcbridge_target=Kubernetes",
 		"_SLURM_SPANK_OPTION_hpcbridge_hpcbridge_data=s3://hb-data/in",
@@ -199,8 +216,8 @@ static void test_opt_check(void **state)
 			char want[64];
 
 			assert_int_equal(rc, HB_EINVAL);
-			snprintf(want, sizeof(want), "--%s: ",
-				 hb_opt_name(cases[i].o));
+			snprintf(want, sizeof(want),
+				 "--%s: ", hb_opt_name(cases[i].o));
 			assert_non_null(strstr(err.msg, want));
 			/* A value never brings a newline into the message. */
 			assert_null(strchr(err.msg, '\n'));
@@ -237,26 +254,22 @@ static void test_opt_env(void **state)
 	static const char *const spank[] = {
 		"_SLURM_SPANK_OPTION_hpcbridge_hpcbridge_target2=no",
 		"_SLURM_SPANK_OPTION_hpcbridge_hpcbridge_target",
-		"_SLURM_SPANK_OPTION_hpcbridge_hpcbridge_target=slurm",
-		NULL
+		"_SLURM_SPANK_OPTION_hpcbridge_hpcbridge_target=slurm", NULL
 	};
 	static const char *const env[] = {
 		"_SLURM_SPANK_OPTION_hpcbridge_hpcbridge_target=auto",
 		"SPANK__SLURM_SPANK_OPTION_hpcbridge_hpcbridge_data=/d",
-		"_SLURM_SPANK_OPTION_hpcbridge_hpcbridge_deadline=",
-		NULL
+		"_SLURM_SPANK_OPTION_hpcbridge_hpcbridge_deadline=", NULL
 	};
 	char name[128], small[20];
 	char **s, **e;
 	uint32_t ns, ne;
 
 	(void)state;
-	assert_int_equal(hb_opt_env_name(HB_OPT_TARGET, name, sizeof(name)),
-			 0);
+	assert_int_equal(hb_opt_env_name(HB_OPT_TARGET, name, sizeof(name)), 0);
 	assert_string_equal(name,
 			    "_SLURM_SPANK_OPTION_hpcbridge_hpcbridge_target");
-	assert_int_equal(hb_opt_env_name(HB_OPT_CHECKPOINT, name,
-					 sizeof(name)),
+	assert_int_equal(hb_opt_env_name(HB_OPT_CHECKPOINT, name, sizeof(name)),
 			 0);
 	assert_string_equal(
 		name, "_SLURM_SPANK_OPTION_hpcbridge_hpcbridge_checkpoint");
@@ -266,10 +279,8 @@ static void test_opt_env(void **state)
 	s = strv(spank, &ns);
 	e = strv(env, &ne);
 	/* The SPANK environment first, then the environment. */
-	assert_string_equal(hb_opt_find(HB_OPT_TARGET, s, ns, e, ne),
-			    "slurm");
-	assert_string_equal(hb_opt_find(HB_OPT_TARGET, NULL, 0, e, ne),
-			    "auto");
+	assert_string_equal(hb_opt_find(HB_OPT_TARGET, s, ns, e, ne), "slurm");
+	assert_string_equal(hb_opt_find(HB_OPT_TARGET, NULL, 0, e, ne), "auto");
 	/* The SPANK_ prefix of prolog/epilog environments. */
 	assert_string_equal(hb_opt_find(HB_OPT_DATA, s, ns, e, ne), "/d");
 	assert_string_equal(hb_opt_find(HB_OPT_DEADLINE, s, ns, e, ne), "");
@@ -525,8 +536,8 @@ static int parse_text(const char *json, struct hb_decision *d,
 }
 
 #define K8S_OK                                                                 \
-	"{\"ok\":true,\"id\":\"hb-000042\",\"target\":\"kubernetes\","        \
-	"\"reason\":\"gpu\",\"proxy\":{\"partition\":\"burst\","                \
+	"{\"ok\":true,\"id\":\"hb-000042\",\"target\":\"kubernetes\","         \
+	"\"reason\":\"gpu\",\"proxy\":{\"partition\":\"burst\","               \
 	"\"time_limit_min\":65,\"cpus\":1,\"mem_mb\":64,"                      \
 	"\"script\":\"#!/bin/sh\\nexec hpcbridge shadow hb-000042\\n\","       \
 	"\"comment\":\"hpcbridge:hb-000042 kubernetes\"},"                     \
@@ -544,6 +555,7 @@ static void test_parse(void **state)
 		  "\"message\":\"no\"}}",
 		  HB_EPERM },
 		{ "{\"ok\":false}", HB_EPROTO },
+		{ "{\"ok\":false,\"error\":{\"code\":\"OK\"}}", HB_EPROTO },
 		{ "{\"ok\":true,\"target\":\"slurm\"}", HB_EPROTO },
 		{ "{\"ok\":true,\"id\":\"hb 1\",\"target\":\"slurm\"}",
 		  HB_EPROTO },
@@ -700,8 +712,7 @@ static void test_apply_kubernetes(void **state)
 
 	/* No time limit in the reply: the job's own stays. */
 	cJSON_DeleteItemFromObjectCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(r, "proxy"),
-		"time_limit_min");
+		cJSON_GetObjectItemCaseSensitive(r, "proxy"), "time_limit_min");
 	cJSON_DeleteItemFromObjectCaseSensitive(r, "admin_comment");
 	assert_int_equal(hb_decision_parse(r, &d, &err), 0);
 	jd_gpu(&jd);
@@ -752,8 +763,7 @@ static void test_apply_nomem(void **state)
 		jd_free(&jd);
 	}
 	cJSON_Delete(r);
-	assert_int_equal(hb_decision_apply(NULL, &d, &talloc, NULL),
-			 HB_EINVAL);
+	assert_int_equal(hb_decision_apply(NULL, &d, &talloc, NULL), HB_EINVAL);
 }
 
 static void test_comment_caps(void **state)
