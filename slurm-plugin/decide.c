@@ -494,7 +494,7 @@ static int token_ok(const char *s, size_t n)
 	return 1;
 }
 
-static int parse_proxy(const cJSON *p, struct hb_decision *d,
+static int parse_proxy(const cJSON *p, struct hb_plugin_decision *d,
 		       struct hb_err *err)
 {
 	uint64_t v;
@@ -532,8 +532,8 @@ static int parse_proxy(const cJSON *p, struct hb_decision *d,
 	return 0;
 }
 
-int hb_decision_parse(const cJSON *reply, struct hb_decision *d,
-		      struct hb_err *err)
+int hb_plugin_decision_parse(const cJSON *reply, struct hb_plugin_decision *d,
+			     struct hb_err *err)
 {
 	const cJSON *ok = cJSON_GetObjectItemCaseSensitive(reply, "ok");
 	const char *target;
@@ -572,10 +572,10 @@ int hb_decision_parse(const cJSON *reply, struct hb_decision *d,
 	}
 	target = get_str(reply, "target", 16, 0, &bad);
 	if (target && !strcmp(target, "slurm")) {
-		d->target = HB_TARGET_SLURM;
+		d->target = HB_PLUGIN_SLURM;
 		rc = 0;
 	} else if (target && !strcmp(target, "kubernetes")) {
-		d->target = HB_TARGET_KUBERNETES;
+		d->target = HB_PLUGIN_KUBERNETES;
 		rc = parse_proxy(
 			cJSON_GetObjectItemCaseSensitive(reply, "proxy"), d,
 			err);
@@ -604,7 +604,7 @@ static void cut(struct hb_buf *b, size_t max)
 	b->data[n] = '\0';
 }
 
-int hb_decision_summary(const job_desc_msg_t *jd, char *buf, size_t len)
+int hb_plugin_decision_summary(const job_desc_msg_t *jd, char *buf, size_t len)
 {
 	struct hb_buf b;
 	int rc = 0;
@@ -689,7 +689,7 @@ static void clear(const struct hb_slurm_alloc *a, char **field)
 	*field = NULL;
 }
 
-static int apply_slurm(job_desc_msg_t *jd, const struct hb_decision *d,
+static int apply_slurm(job_desc_msg_t *jd, const struct hb_plugin_decision *d,
 		       const struct hb_slurm_alloc *a, struct hb_err *err)
 {
 	char tag[160];
@@ -705,13 +705,14 @@ static int apply_slurm(job_desc_msg_t *jd, const struct hb_decision *d,
 	return 0;
 }
 
-static int apply_kubernetes(job_desc_msg_t *jd, const struct hb_decision *d,
+static int apply_kubernetes(job_desc_msg_t *jd,
+			    const struct hb_plugin_decision *d,
 			    const struct hb_slurm_alloc *a, struct hb_err *err)
 {
 	char sum[600], tag[160], ours[HB_COMMENT_MAX + 1];
 	char *part = NULL, *script = NULL, *comment = NULL, *ac = NULL;
 
-	hb_decision_summary(jd, sum, sizeof(sum));
+	hb_plugin_decision_summary(jd, sum, sizeof(sum));
 	snprintf(tag, sizeof(tag), "hpcbridge:%s target=kubernetes", d->id);
 	snprintf(ours, sizeof(ours), "%s %s",
 		 d->admin_comment && *d->admin_comment ? d->admin_comment : tag,
@@ -782,14 +783,15 @@ static int apply_kubernetes(job_desc_msg_t *jd, const struct hb_decision *d,
 	return 0;
 }
 
-int hb_decision_apply(job_desc_msg_t *jd, const struct hb_decision *d,
-		      const struct hb_slurm_alloc *a, struct hb_err *err)
+int hb_plugin_decision_apply(job_desc_msg_t *jd,
+			     const struct hb_plugin_decision *d,
+			     const struct hb_slurm_alloc *a, struct hb_err *err)
 {
 	if (!jd || !d || !a || !d->id)
 		return hb_err_set(err, HB_EINVAL, NULL, 0, "bad arguments");
-	if (d->target == HB_TARGET_SLURM)
+	if (d->target == HB_PLUGIN_SLURM)
 		return apply_slurm(jd, d, a, err);
-	if (d->target == HB_TARGET_KUBERNETES)
+	if (d->target == HB_PLUGIN_KUBERNETES)
 		return apply_kubernetes(jd, d, a, err);
 	return hb_err_set(err, HB_EINVAL, NULL, 0, "unknown target");
 }

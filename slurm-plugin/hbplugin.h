@@ -131,11 +131,11 @@ int hb_decide_wanted(const job_desc_msg_t *jd);
 struct cJSON *hb_decide_request(const job_desc_msg_t *jd, const char *user,
 				struct hb_err *err);
 
-enum hb_target { HB_TARGET_SLURM = 1, HB_TARGET_KUBERNETES = 2 };
+enum hb_plugin_target { HB_PLUGIN_SLURM = 1, HB_PLUGIN_KUBERNETES = 2 };
 
 /* The daemon's answer, checked.  Strings are borrowed from the reply. */
-struct hb_decision {
-	enum hb_target target;
+struct hb_plugin_decision {
+	enum hb_plugin_target target;
 	const char *id;		   /* "hb-000042" */
 	const char *reason;	   /* may be NULL */
 	const char *admin_comment; /* may be NULL */
@@ -162,8 +162,8 @@ struct hb_decision {
  * usable proxy, an id that is not a plain token, strings with control
  * characters, numbers out of range).  d is zeroed on error.
  */
-int hb_decision_parse(const struct cJSON *reply, struct hb_decision *d,
-		      struct hb_err *err);
+int hb_plugin_decision_parse(const struct cJSON *reply,
+			     struct hb_plugin_decision *d, struct hb_err *err);
 
 /* How strings given to Slurm are made and freed. */
 struct hb_slurm_alloc {
@@ -178,12 +178,14 @@ struct hb_slurm_alloc {
  * MB per node, the time limit, no GPUs or other TRES, no node, feature or
  * reservation constraints; comment gets the proxy comment (the user's own
  * follows it), admin_comment the gateway id and the original request's
- * shape (hb_decision_summary()).
+ * shape (hb_plugin_decision_summary()).
  * All new strings are made before jd is touched: on error (ENOMEM) jd is
  * left exactly as it was.
  */
-int hb_decision_apply(job_desc_msg_t *jd, const struct hb_decision *d,
-		      const struct hb_slurm_alloc *a, struct hb_err *err);
+int hb_plugin_decision_apply(job_desc_msg_t *jd,
+			     const struct hb_plugin_decision *d,
+			     const struct hb_slurm_alloc *a,
+			     struct hb_err *err);
 
 /*
  * The original request's key fields in one line, for the proxy's
@@ -192,6 +194,6 @@ int hb_decision_apply(job_desc_msg_t *jd, const struct hb_decision *d,
  * out.  Writes at most len bytes with a NUL; returns 0 or HB_ETOOBIG
  * (truncated).
  */
-int hb_decision_summary(const job_desc_msg_t *jd, char *buf, size_t len);
+int hb_plugin_decision_summary(const job_desc_msg_t *jd, char *buf, size_t len);
 
 #endif

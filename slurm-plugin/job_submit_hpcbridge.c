@@ -136,11 +136,11 @@ static int64_t now_ms(void)
 }
 
 /* Tell the user where the job went (sbatch prints it). */
-static void tell_user(char **err_msg, const struct hb_decision *d)
+static void tell_user(char **err_msg, const struct hb_plugin_decision *d)
 {
 	char msg[600];
 
-	if (!err_msg || *err_msg || d->target != HB_TARGET_KUBERNETES)
+	if (!err_msg || *err_msg || d->target != HB_PLUGIN_KUBERNETES)
 		return;
 	snprintf(msg, sizeof(msg),
 		 "hpcbridge: job %s runs on Kubernetes%s%s%s; this Slurm job "
@@ -153,7 +153,7 @@ static void tell_user(char **err_msg, const struct hb_decision *d)
 int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 {
 	struct hb_err err = { 0 };
-	struct hb_decision d;
+	struct hb_plugin_decision d;
 	cJSON *req = NULL, *reply = NULL;
 	char *user = NULL;
 	const char *name;
@@ -182,21 +182,21 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 		       err.msg, now_ms() - t0);
 		goto out;
 	}
-	rc = hb_decision_parse(reply, &d, &err);
+	rc = hb_plugin_decision_parse(reply, &d, &err);
 	if (rc) {
 		hb_log(HB_LOG_ERROR,
 		       "job '%s' of uid %" PRIu32 " left on Slurm: %s", name,
 		       job_desc->user_id, err.msg);
 		goto out;
 	}
-	rc = hb_decision_apply(job_desc, &d, &slurm_alloc, &err);
+	rc = hb_plugin_decision_apply(job_desc, &d, &slurm_alloc, &err);
 	if (rc) {
 		hb_log(HB_LOG_ERROR,
 		       "job '%s' of uid %" PRIu32 " left on Slurm: %s: %s",
 		       name, job_desc->user_id, d.id, err.msg);
 		goto out;
 	}
-	if (d.target == HB_TARGET_KUBERNETES) {
+	if (d.target == HB_PLUGIN_KUBERNETES) {
 		hb_log(HB_LOG_INFO,
 		       "%s: job '%s' of uid %" PRIu32 " runs on Kubernetes; "
 		       "proxy in partition %s (%" PRId64 " ms)",

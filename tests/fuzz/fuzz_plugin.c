@@ -6,7 +6,7 @@
  * every refusal, and what it accepts is what the option promises.
  *
  * Any other input: the bytes of a reply payload from the daemon.  Whatever
- * hb_proto_parse and hb_decision_parse accept is applied to a job_desc,
+ * hb_proto_parse and hb_plugin_decision_parse accept is applied to a job_desc,
  * which then holds exactly what the decision says, with comments within
  * HB_COMMENT_MAX and nothing leaked.
  */
@@ -69,14 +69,14 @@ static void check_option(const uint8_t *data, size_t size)
 static void check_reply(const uint8_t *data, size_t size)
 {
 	struct hb_err err = { 0 };
-	struct hb_decision d;
+	struct hb_plugin_decision d;
 	job_desc_msg_t jd;
 	cJSON *reply = NULL;
 
 	if (hb_proto_parse((const char *)data, size, HB_PROTO_REPLY, &reply,
 			   &err))
 		return;
-	if (hb_decision_parse(reply, &d, &err)) {
+	if (hb_plugin_decision_parse(reply, &d, &err)) {
 		if (!err.msg[0] || d.id)
 			abort();
 		cJSON_Delete(reply);
@@ -91,17 +91,17 @@ static void check_reply(const uint8_t *data, size_t size)
 	jd.script = strdup("#!/bin/sh\nsrun ./a.out\n");
 	jd.comment = strdup("user comment");
 	jd.tres_per_node = strdup("gres:gpu:4");
-	if (hb_decision_apply(&jd, &d, &alloc, &err) == 0) {
+	if (hb_plugin_decision_apply(&jd, &d, &alloc, &err) == 0) {
 		if (!jd.admin_comment ||
 		    strlen(jd.admin_comment) > HB_COMMENT_MAX)
 			abort();
-		if (d.target == HB_TARGET_KUBERNETES &&
+		if (d.target == HB_PLUGIN_KUBERNETES &&
 		    (strcmp(jd.partition, d.partition) ||
 		     strcmp(jd.script, d.script) || jd.min_nodes != 1 ||
 		     jd.tres_per_node || jd.min_cpus != d.cpus ||
 		     strlen(jd.comment) > HB_COMMENT_MAX))
 			abort();
-		if (d.target == HB_TARGET_SLURM &&
+		if (d.target == HB_PLUGIN_SLURM &&
 		    (strcmp(jd.partition, "gpu") || jd.min_nodes != 4))
 			abort();
 	}

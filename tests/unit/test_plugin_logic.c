@@ -523,14 +523,14 @@ static void test_request_caps(void **state)
 
 /* ------------------------------------------------------- reply */
 
-static int parse_text(const char *json, struct hb_decision *d,
+static int parse_text(const char *json, struct hb_plugin_decision *d,
 		      struct hb_err *err, cJSON **keep)
 {
 	cJSON *r = cJSON_Parse(json);
 	int rc;
 
 	assert_non_null(r);
-	rc = hb_decision_parse(r, d, err);
+	rc = hb_plugin_decision_parse(r, d, err);
 	*keep = r;
 	return rc;
 }
@@ -592,13 +592,13 @@ static void test_parse(void **state)
 		  HB_EPROTO },
 		{ "[1]", HB_EPROTO },
 	};
-	struct hb_decision d;
+	struct hb_plugin_decision d;
 	struct hb_err err = { 0 };
 	cJSON *r;
 
 	(void)state;
 	assert_int_equal(parse_text(K8S_OK, &d, &err, &r), 0);
-	assert_int_equal(d.target, HB_TARGET_KUBERNETES);
+	assert_int_equal(d.target, HB_PLUGIN_KUBERNETES);
 	assert_string_equal(d.id, "hb-000042");
 	assert_string_equal(d.partition, "burst");
 	assert_int_equal(d.time_limit_min, 65);
@@ -625,7 +625,7 @@ static void test_parse(void **state)
 				    "\"slurm\"}",
 				    &d, &err, &r),
 			 0);
-	assert_int_equal(d.target, HB_TARGET_SLURM);
+	assert_int_equal(d.target, HB_PLUGIN_SLURM);
 	assert_null(d.admin_comment);
 	cJSON_Delete(r);
 
@@ -647,23 +647,24 @@ static void test_parse(void **state)
 		assert_string_equal(e.msg, "daemon refused: EPERM: no");
 		cJSON_Delete(r);
 	}
-	assert_int_equal(hb_decision_parse(NULL, &d, NULL), HB_EPROTO);
+	assert_int_equal(hb_plugin_decision_parse(NULL, &d, NULL), HB_EPROTO);
 }
 
 /* ------------------------------------------------------- apply */
 
 static void test_apply_slurm(void **state)
 {
-	struct hb_decision d = { .target = HB_TARGET_SLURM, .id = "hb-9" };
+	struct hb_plugin_decision d = { .target = HB_PLUGIN_SLURM,
+					.id = "hb-9" };
 	job_desc_msg_t jd;
 
 	(void)state;
 	jd_gpu(&jd);
-	assert_int_equal(hb_decision_apply(&jd, &d, &talloc, NULL), 0);
+	assert_int_equal(hb_plugin_decision_apply(&jd, &d, &talloc, NULL), 0);
 	assert_string_equal(jd.admin_comment, "hpcbridge:hb-9 target=slurm");
 	/* Appended to one already there; nothing else changes. */
 	d.admin_comment = "hpcbridge:hb-9 again";
-	assert_int_equal(hb_decision_apply(&jd, &d, &talloc, NULL), 0);
+	assert_int_equal(hb_plugin_decision_apply(&jd, &d, &talloc, NULL), 0);
 	assert_string_equal(jd.admin_comment, "hpcbridge:hb-9 target=slurm; "
 					      "hpcbridge:hb-9 again");
 	assert_string_equal(jd.partition, "gpu");
@@ -674,7 +675,7 @@ static void test_apply_slurm(void **state)
 
 static void test_apply_kubernetes(void **state)
 {
-	struct hb_decision d;
+	struct hb_plugin_decision d;
 	struct hb_err err = { 0 };
 	job_desc_msg_t jd;
 	cJSON *r;
@@ -682,7 +683,7 @@ static void test_apply_kubernetes(void **state)
 	(void)state;
 	assert_int_equal(parse_text(K8S_OK, &d, &err, &r), 0);
 	jd_gpu(&jd);
-	assert_int_equal(hb_decision_apply(&jd, &d, &talloc, &err), 0);
+	assert_int_equal(hb_plugin_decision_apply(&jd, &d, &talloc, &err), 0);
 	assert_string_equal(jd.partition, "burst");
 	assert_string_equal(jd.script,
 			    "#!/bin/sh\nexec hpcbridge shadow hb-000042\n");
@@ -714,9 +715,9 @@ static void test_apply_kubernetes(void **state)
 	cJSON_DeleteItemFromObjectCaseSensitive(
 		cJSON_GetObjectItemCaseSensitive(r, "proxy"), "time_limit_min");
 	cJSON_DeleteItemFromObjectCaseSensitive(r, "admin_comment");
-	assert_int_equal(hb_decision_parse(r, &d, &err), 0);
+	assert_int_equal(hb_plugin_decision_parse(r, &d, &err), 0);
 	jd_gpu(&jd);
-	assert_int_equal(hb_decision_apply(&jd, &d, &talloc, &err), 0);
+	assert_int_equal(hb_plugin_decision_apply(&jd, &d, &talloc, &err), 0);
 	assert_int_equal(jd.time_limit, 60);
 	assert_true(strncmp(jd.admin_comment,
 			    "hpcbridge:hb-000042 target=kubernetes orig: ",
@@ -728,7 +729,7 @@ static void test_apply_kubernetes(void **state)
 /* Every allocation that can fail, failing: the job stays as it was. */
 static void test_apply_nomem(void **state)
 {
-	struct hb_decision d;
+	struct hb_plugin_decision d;
 	struct hb_err err = { 0 };
 	cJSON *r;
 
@@ -741,34 +742,38 @@ static void test_apply_nomem(void **state)
 		before = jd;
 		alloc_calls = 0;
 		alloc_fail_at = n;
-		assert_int_equal(hb_decision_apply(&jd, &d, &talloc, &err),
-				 HB_ENOMEM);
+		assert_int_equal(
+			hb_plugin_decision_apply(&jd, &d, &talloc, &err),
+			HB_ENOMEM);
 		alloc_fail_at = -1;
 		assert_memory_equal(&jd, &before, sizeof(jd));
 		jd_free(&jd);
 	}
 	{
-		struct hb_decision s = { .target = HB_TARGET_SLURM,
-					 .id = "hb-1" };
+		struct hb_plugin_decision s = { .target = HB_PLUGIN_SLURM,
+						.id = "hb-1" };
 		job_desc_msg_t jd, before;
 
 		jd_gpu(&jd);
 		before = jd;
 		alloc_calls = 0;
 		alloc_fail_at = 0;
-		assert_int_equal(hb_decision_apply(&jd, &s, &talloc, &err),
-				 HB_ENOMEM);
+		assert_int_equal(
+			hb_plugin_decision_apply(&jd, &s, &talloc, &err),
+			HB_ENOMEM);
 		alloc_fail_at = -1;
 		assert_memory_equal(&jd, &before, sizeof(jd));
 		jd_free(&jd);
 	}
 	cJSON_Delete(r);
-	assert_int_equal(hb_decision_apply(NULL, &d, &talloc, NULL), HB_EINVAL);
+	assert_int_equal(hb_plugin_decision_apply(NULL, &d, &talloc, NULL),
+			 HB_EINVAL);
 }
 
 static void test_comment_caps(void **state)
 {
-	struct hb_decision d = { .target = HB_TARGET_SLURM, .id = "hb-9" };
+	struct hb_plugin_decision d = { .target = HB_PLUGIN_SLURM,
+					.id = "hb-9" };
 	job_desc_msg_t jd;
 	char old[HB_COMMENT_MAX + 2], sum[40];
 
@@ -779,20 +784,20 @@ static void test_comment_caps(void **state)
 	memcpy(old + HB_COMMENT_MAX - 1, "\xc3\xa9", 2);
 	old[HB_COMMENT_MAX + 1] = '\0';
 	jd.admin_comment = strdup(old);
-	assert_int_equal(hb_decision_apply(&jd, &d, &talloc, NULL), 0);
+	assert_int_equal(hb_plugin_decision_apply(&jd, &d, &talloc, NULL), 0);
 	assert_int_equal(strlen(jd.admin_comment), HB_COMMENT_MAX - 1);
 	assert_true(strncmp(jd.admin_comment, old, HB_COMMENT_MAX - 1) == 0);
 	jd_free(&jd);
 
 	/* The summary is cut, not overrun. */
 	jd_gpu(&jd);
-	assert_int_equal(hb_decision_summary(&jd, sum, sizeof(sum)),
+	assert_int_equal(hb_plugin_decision_summary(&jd, sum, sizeof(sum)),
 			 HB_ETOOBIG);
 	assert_int_equal(strlen(sum), sizeof(sum) - 1);
 	assert_true(strncmp(sum, "orig: partition=gpu nodes=2", 27) == 0);
 	jd_free(&jd);
 	jd_init(&jd);
-	assert_int_equal(hb_decision_summary(&jd, sum, sizeof(sum)), 0);
+	assert_int_equal(hb_plugin_decision_summary(&jd, sum, sizeof(sum)), 0);
 	assert_string_equal(sum, "orig:");
 	jd_free(&jd);
 }
