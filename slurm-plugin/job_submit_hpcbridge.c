@@ -51,7 +51,9 @@ EXPORT int init(void);
 EXPORT void fini(void);
 EXPORT int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 		      char **err_msg);
-EXPORT int job_modify(job_desc_msg_t *job_desc, void *job_ptr,
+/* slurmctld's job_record_t, never looked into. */
+struct job_record;
+EXPORT int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr,
 		      uint32_t submit_uid);
 
 static struct hb_plugin_conf conf;
@@ -218,7 +220,8 @@ out:
 
 /* 22.05: job_modify(job_desc, job_record_t *, submit_uid); the record
  * stays opaque.  Modifications are left alone. */
-int job_modify(job_desc_msg_t *job_desc, void *job_ptr, uint32_t submit_uid)
+int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr,
+	       uint32_t submit_uid)
 {
 	(void)job_desc;
 	(void)job_ptr;

@@ -244,6 +244,18 @@ sbatch --export=NONE --hold --hpcbridge-target=slurm --wrap=true >out 2>err ||
 scancel "$(jobid_of out)"
 ok "the values travel in the job's SPANK environment (also with --export=NONE)"
 
+# A legacy script in Latin-1: the request is still valid UTF-8 (the fake
+# daemon parses it as hpcbridged does), the bytes sent as U+FFFD.
+printf '#!/bin/sh\n# r\351sum\351 du calcul\ntrue\n' >latin1.sh
+sbatch --hold -J latin1 latin1.sh >out 2>err || fail "sbatch: $(cat err)"
+id=$(jobid_of out)
+line_field "$id" AdminComment | grep -q "^hpcbridge:hb-[0-9]* target=slurm$" ||
+	fail "Latin-1 script: admin_comment '$(line_field "$id" AdminComment)'"
+[ "$(req_eval 'd["script"].splitlines()[1] == "# r\ufffdsum\ufffd du calcul"')" = True ] ||
+	fail "Latin-1 script sent as: $(req_eval 'ascii(d["script"])')"
+scancel "$id"
+ok "a Latin-1 script still gets a decision (invalid bytes sent as U+FFFD)"
+
 # ------------------------------------------------------------ kubernetes
 cat >gpu.sh <<'EOF'
 #!/bin/bash

@@ -14,6 +14,7 @@
 
 #include "hbplugin.h"
 #include "hpcbridge/error.h"
+#include "hpcbridge/proto.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------- allocator */
@@ -521,6 +522,66 @@ static void test_request_caps(void **state)
 	assert_null(hb_decide_request(NULL, NULL, NULL));
 }
 
+/* Bytes that are not UTF-8 (a Latin-1 script) still make a request the
+ * daemon accepts. */
+static void test_request_utf8(void **state)
+{
+	static const char *const env[] = { "LANG=fr_FR.ISO-8859-1",
+					   "MSG=\xe9t\xe9", "OK=\xc3\xa9",
+					   NULL };
+	static const char *const bad[] = { "\xc0\xaf", "\xed\xa0\x80",
+					   "\xf4\x90\x80\x80", "\xe2\x82",
+					   NULL };
+	job_desc_msg_t jd;
+	cJSON *req, *back = NULL;
+	char *txt;
+
+	(void)state;
+	jd_init(&jd);
+	jd.name = strdup("caf\xe9");
+	jd.script = strdup("#!/bin/sh\n# r\xe9sum\xe9 \xff\n");
+	jd.environment = strv(env, &jd.env_size);
+	req = hb_decide_request(&jd, "alice", NULL);
+	assert_non_null(req);
+	txt = cJSON_PrintUnformatted(req);
+	assert_non_null(txt);
+	assert_int_equal(
+		hb_proto_parse(txt, strlen(txt), HB_PROTO_REQUEST, &back, NULL),
+		0);
+	assert_string_equal(jstr(back, "slurm_job_name"), "caf\xef\xbf\xbd");
+	assert_string_equal(jstr(back, "jobspec.name"), "caf\xef\xbf\xbd");
+	assert_string_equal(jstr(back, "script"),
+			    "#!/bin/sh\n# r\xef\xbf\xbdsum\xef\xbf\xbd "
+			    "\xef\xbf\xbd\n");
+	/* Valid UTF-8 is kept as it is. */
+	assert_string_equal(
+		cJSON_GetArrayItem(
+			cJSON_GetObjectItemCaseSensitive(back, "env"), 2)
+			->valuestring,
+		"OK=\xc3\xa9");
+	cJSON_Delete(back);
+	cJSON_free(txt);
+	cJSON_Delete(req);
+
+	/* Overlong, surrogate, beyond U+10FFFF, truncated: all replaced. */
+	for (int i = 0; bad[i]; i++) {
+		free(jd.name);
+		jd.name = strdup(bad[i]);
+		req = hb_decide_request(&jd, "alice", NULL);
+		assert_non_null(req);
+		txt = cJSON_PrintUnformatted(req);
+		assert_int_equal(hb_proto_parse(txt, strlen(txt),
+						HB_PROTO_REQUEST, &back, NULL),
+				 0);
+		assert_non_null(
+			strstr(jstr(back, "slurm_job_name"), "\xef\xbf\xbd"));
+		cJSON_Delete(back);
+		cJSON_free(txt);
+		cJSON_Delete(req);
+	}
+	jd_free(&jd);
+}
+
 /* ------------------------------------------------------- reply */
 
 static int parse_text(const char *json, struct hb_plugin_decision *d,
@@ -811,6 +872,7 @@ int main(void)
 		cmocka_unit_test(test_wanted),
 		cmocka_unit_test(test_request),
 		cmocka_unit_test(test_request_caps),
+		cmocka_unit_test(test_request_utf8),
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_apply_slurm),
 		cmocka_unit_test(test_apply_kubernetes),
