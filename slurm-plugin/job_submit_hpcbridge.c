@@ -129,6 +129,18 @@ static char *user_name(uid_t uid)
 	return name;
 }
 
+/* The job's name for the log: one line, at most 64 characters. */
+static const char *shown(const char *name, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (; name && *name && n + 1 < len && n < 64; name++)
+		buf[n++] = (unsigned char)*name < 0x20 || *name == 0x7f ? '?'
+									: *name;
+	buf[n] = '\0';
+	return buf;
+}
+
 static int64_t now_ms(void)
 {
 	struct timespec ts;
@@ -158,14 +170,14 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 	struct hb_plugin_decision d;
 	cJSON *req = NULL, *reply = NULL;
 	char *user = NULL;
-	const char *name;
+	char name[72];
 	int64_t t0;
 	int rc;
 
 	(void)submit_uid;
 	if (!hb_decide_wanted(job_desc))
 		return SLURM_SUCCESS;
-	name = job_desc->name ? job_desc->name : "";
+	shown(job_desc->name, name, sizeof(name));
 	t0 = now_ms();
 	user = user_name((uid_t)job_desc->user_id);
 	req = hb_decide_request(job_desc, user, &err);

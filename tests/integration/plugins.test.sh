@@ -403,6 +403,14 @@ grep "'fo-nodaemon'" "$ctld_log" | grep -q "EUNAVAIL" || fail "no daemon not log
 [ "$(calc "$elapsed < 2.0")" = 1 ] || fail "sbatch took ${elapsed}s without a daemon"
 ok "no daemon: sbatch succeeds at once (${elapsed}s), job untouched, one log line"
 
+# A job name cannot split the log line.
+sbatch --hold -J "$(printf 'fo\nsplit')" plain.sh >out 2>err || fail "sbatch: $(cat err)"
+grep -q "job 'fo?split' of uid 0 left on Slurm" "$ctld_log" ||
+	fail "name with a newline: $(grep -A1 "job 'fo" "$ctld_log" | tail -n 2)"
+grep -q "^split' of uid" "$ctld_log" && fail "a job name split the log line"
+scancel "$(jobid_of out)"
+ok "a job name with a newline stays on one log line"
+
 # And Slurm still runs jobs: an unheld job completes.
 sbatch --wrap='echo still-running' >out 2>err || fail "sbatch: $(cat err)"
 id=$(jobid_of out)
