@@ -672,11 +672,13 @@ static void fmt_time(int64_t ms, char *buf, size_t n)
 {
 	time_t s = (time_t)(ms / 1000);
 	struct tm tm;
+	size_t len;
 
+	if (ms < 0)
+		s = 0;
 	gmtime_r(&s, &tm);
-	snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-		 tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+	len = strftime(buf, n, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + len, n - len, ".%03uZ", (unsigned)(ms % 1000) % 1000);
 }
 
 static void add_str_or_null(cJSON *o, const char *k, const char *v)

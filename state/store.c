@@ -38,9 +38,11 @@ static const char schema_v1[] =
 	"CREATE TRIGGER seq_kept BEFORE DELETE ON seq"
 	" BEGIN SELECT RAISE(ABORT, 'seq: a sequence is never deleted'); END;"
 
+	/* seq is the rowid (newest first is a plain backward scan); id, the
+	 * job's name everywhere, is its unique key. */
 	"CREATE TABLE jobs ("
-	" id TEXT PRIMARY KEY NOT NULL,"
-	" seq INTEGER NOT NULL UNIQUE,"
+	" seq INTEGER PRIMARY KEY,"
+	" id TEXT NOT NULL UNIQUE,"
 	" origin TEXT NOT NULL,"
 	" target TEXT NOT NULL,"
 	" state TEXT NOT NULL,"
@@ -60,13 +62,15 @@ static const char schema_v1[] =
 	" jobspec TEXT CONSTRAINT jobspec_json"
 	"  CHECK (jobspec IS NULL OR json_valid(jobspec))"
 	") STRICT;"
-	"CREATE INDEX jobs_uid ON jobs (uid, seq);"
-	"CREATE INDEX jobs_state ON jobs (state, seq);"
+	"CREATE INDEX jobs_uid ON jobs (uid);"
+	"CREATE INDEX jobs_state ON jobs (state);"
 	"CREATE UNIQUE INDEX jobs_slurm_job_id ON jobs (slurm_job_id)"
 	" WHERE slurm_job_id IS NOT NULL;"
 
+	/* No AUTOINCREMENT: nothing refers to a decision's id, and events
+	 * and ledger rows cannot be deleted, so max + 1 never repeats. */
 	"CREATE TABLE decisions ("
-	" id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" id INTEGER PRIMARY KEY,"
 	" job_id TEXT NOT NULL REFERENCES jobs (id),"
 	" at_ms INTEGER NOT NULL,"
 	" target TEXT NOT NULL,"
@@ -78,7 +82,7 @@ static const char schema_v1[] =
 	"CREATE INDEX decisions_job ON decisions (job_id, id);"
 
 	"CREATE TABLE events ("
-	" id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" id INTEGER PRIMARY KEY,"
 	" at_ms INTEGER NOT NULL,"
 	" actor_uid INTEGER NOT NULL,"
 	" actor_user TEXT,"
@@ -101,7 +105,7 @@ static const char schema_v1[] =
 
 	/* Money is integers; a correction is a new row that reverses one. */
 	"CREATE TABLE ledger ("
-	" id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" id INTEGER PRIMARY KEY,"
 	" at_ms INTEGER NOT NULL,"
 	" job_id TEXT REFERENCES jobs (id),"
 	" account TEXT,"
@@ -123,15 +127,15 @@ static const char schema_v1[] =
 	" WHEN EXISTS (SELECT 1 FROM ledger WHERE id = NEW.id)"
 	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;";
 
-static const char *const migrations[] = {schema_v1};
+static const char *const migrations[] = { schema_v1 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
 		       HB_STORE_SCHEMA_VERSION,
 	       "one migration per schema version");
 
-#define JOB_COLS                                                             \
-	"id, origin, target, state, \"user\", uid, account, \"partition\", "  \
-	"name, slurm_job_id, k8s_namespace, k8s_name, k8s_uid, exit_code, "   \
+#define JOB_COLS                                                               \
+	"id, origin, target, state, \"user\", uid, account, \"partition\", "   \
+	"name, slurm_job_id, k8s_namespace, k8s_name, k8s_uid, exit_code, "    \
 	"reason, created_ms, updated_ms, jobspec"
 #define STATES_IN "state IN (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
 
@@ -199,9 +203,9 @@ static const char *const stmt_sql[NSTMT] = {
 			   "ORDER BY seq DESC LIMIT ?1",
 	[S_JOB_LIST_STATES] = "SELECT " JOB_COLS " FROM jobs WHERE " STATES_IN
 			      " ORDER BY seq DESC LIMIT ?1",
-	[S_JOB_LIST_UID_STATES] = "SELECT " JOB_COLS
-				  " FROM jobs WHERE uid = ?10 AND " STATES_IN
-				  " ORDER BY seq DESC LIMIT ?1",
+	[S_JOB_LIST_UID_STATES] =
+		"SELECT " JOB_COLS " FROM jobs WHERE uid = ?10 AND " STATES_IN
+		" ORDER BY seq DESC LIMIT ?1",
 	[S_DECISION_INSERT] = "INSERT INTO decisions (job_id, at_ms, target, "
 			      "inputs, explanation, policy) VALUES (?1, ?2, "
 			      "?3, ?4, ?5, ?6)",
@@ -245,17 +249,18 @@ enum {
 	NSTATES
 };
 
-static const char *const state_names[NSTATES] = {
-	"pending",   "queued", "running",   "completing",
-	"succeeded", "failed", "cancelled", "lost"};
+static const char *const state_names[NSTATES] = { "pending",   "queued",
+						  "running",   "completing",
+						  "succeeded", "failed",
+						  "cancelled", "lost" };
 
-static const char *const origin_names[] = {"slurm", "cli", "kubernetes",
-					   NULL};
-static const char *const target_names[] = {"pending", "slurm", "kubernetes",
-					   "rejected", NULL};
+static const char *const origin_names[] = { "slurm", "cli", "kubernetes",
+					    NULL };
+static const char *const target_names[] = { "pending", "slurm", "kubernetes",
+					    "rejected", NULL };
 /* A decision places a job: "pending" is not one. */
-static const char *const decision_targets[] = {"slurm", "kubernetes",
-					       "rejected", NULL};
+static const char *const decision_targets[] = { "slurm", "kubernetes",
+						"rejected", NULL };
 
 static int state_index(const char *s)
 {
@@ -370,12 +375,11 @@ static int fail(struct hb_store *st, struct hb_err *err, int code,
 
 /* A string argument: required ones non-empty, all within max bytes. */
 static int check_str(struct hb_store *st, struct hb_err *err, const char *op,
-		     const char *field, const char *s, size_t max,
-		     int required)
+		     const char *field, const char *s, size_t max, int required)
 {
 	if (!s)
-		return required ? fail(st, err, HB_EINVAL, op,
-				       "%s: required", field)
+		return required ? fail(st, err, HB_EINVAL, op, "%s: required",
+				       field)
 				: 0;
 	if (required && !*s)
 		return fail(st, err, HB_EINVAL, op, "%s: empty", field);
@@ -387,20 +391,20 @@ static int check_str(struct hb_store *st, struct hb_err *err, const char *op,
 
 /* A required string from a closed set (what lists it). */
 static int check_name(struct hb_store *st, struct hb_err *err, const char *op,
-		      const char *field, const char *s,
-		      const char *const *list, const char *what)
+		      const char *field, const char *s, const char *const *list,
+		      const char *what)
 {
 	if (!s)
 		return fail(st, err, HB_EINVAL, op, "%s: required (%s)", field,
 			    what);
 	if (!in_list(list, s))
-		return fail(st, err, HB_EINVAL, op, "%s: unknown value '%.64s'"
-			    " (%s)", field, s, what);
+		return fail(st, err, HB_EINVAL, op,
+			    "%s: unknown value '%.64s' (%s)", field, s, what);
 	return 0;
 }
 
-static int check_state(struct hb_store *st, struct hb_err *err,
-		       const char *op, const char *field, const char *s)
+static int check_state(struct hb_store *st, struct hb_err *err, const char *op,
+		       const char *field, const char *s)
 {
 	if (!s)
 		return fail(st, err, HB_EINVAL, op, "%s: required (%s)", field,
@@ -764,8 +768,8 @@ int hb_store_open(const char *path, struct hb_store **out, struct hb_err *err)
 	 * left exactly as it was. */
 	rc = pragma_int(st, "PRAGMA application_id", &appid, "open", err);
 	if (!rc)
-		rc = pragma_int(st, "PRAGMA user_version", &st->version,
-				"open", err);
+		rc = pragma_int(st, "PRAGMA user_version", &st->version, "open",
+				err);
 	if (rc)
 		goto out;
 	if (appid != 0 && appid != HB_STORE_APP_ID) {
@@ -834,8 +838,8 @@ int hb_store_info(struct hb_store *st, struct hb_store_info *out,
 		rc = pragma_int(st, "PRAGMA application_id", &out->app_id, op,
 				err);
 	if (!rc)
-		rc = pragma_int(st, "PRAGMA synchronous", &out->synchronous,
-				op, err);
+		rc = pragma_int(st, "PRAGMA synchronous", &out->synchronous, op,
+				err);
 	if (!rc)
 		rc = pragma_int(st, "PRAGMA foreign_keys", &out->foreign_keys,
 				op, err);
@@ -943,10 +947,12 @@ static int job_fetch_one(struct hb_store *st, sqlite3_stmt *s,
 		return fail(st, err, HB_ENOENT, op, "no job %s", what);
 	}
 	job_from_stmt(s, out);
-	const char **f[] = {&out->origin,	 &out->target,	 &out->state,
-			    &out->user,		 &out->account,	 &out->partition,
-			    &out->name,		 &out->reason,	 &out->jobspec,
-			    &out->k8s_namespace, &out->k8s_name, &out->k8s_uid};
+	const char **f[] = { &out->origin,   &out->target,
+			     &out->state,    &out->user,
+			     &out->account,  &out->partition,
+			     &out->name,     &out->reason,
+			     &out->jobspec,  &out->k8s_namespace,
+			     &out->k8s_name, &out->k8s_uid };
 	rc = own_strings(f, sizeof(f) / sizeof(f[0]), &out->priv);
 	sqlite3_reset(s);
 	if (rc) {
@@ -967,8 +973,7 @@ static int check_job(struct hb_store *st, const struct hb_job_row *r,
 	rc = check_name(st, err, op, "origin", r->origin, origin_names,
 			"slurm, cli, kubernetes");
 	if (!rc && r->target)
-		rc = check_name(st, err, op, "target", r->target,
-				target_names,
+		rc = check_name(st, err, op, "target", r->target, target_names,
 				"pending, slurm, kubernetes, rejected");
 	if (!rc && r->state)
 		rc = check_state(st, err, op, "state", r->state);
@@ -978,15 +983,15 @@ static int check_job(struct hb_store *st, const struct hb_job_row *r,
 		const char *field, *val;
 		size_t max;
 	} strs[] = {
-		{"user", r->user, HB_STORE_NAME_MAX},
-		{"account", r->account, HB_STORE_NAME_MAX},
-		{"partition", r->partition, HB_STORE_NAME_MAX},
-		{"name", r->name, HB_STORE_NAME_MAX},
-		{"k8s_namespace", r->k8s_namespace, HB_STORE_NAME_MAX},
-		{"k8s_name", r->k8s_name, HB_STORE_NAME_MAX},
-		{"k8s_uid", r->k8s_uid, HB_STORE_NAME_MAX},
-		{"reason", r->reason, HB_STORE_TEXT_MAX},
-		{"jobspec", r->jobspec, HB_STORE_TEXT_MAX},
+		{ "user", r->user, HB_STORE_NAME_MAX },
+		{ "account", r->account, HB_STORE_NAME_MAX },
+		{ "partition", r->partition, HB_STORE_NAME_MAX },
+		{ "name", r->name, HB_STORE_NAME_MAX },
+		{ "k8s_namespace", r->k8s_namespace, HB_STORE_NAME_MAX },
+		{ "k8s_name", r->k8s_name, HB_STORE_NAME_MAX },
+		{ "k8s_uid", r->k8s_uid, HB_STORE_NAME_MAX },
+		{ "reason", r->reason, HB_STORE_TEXT_MAX },
+		{ "jobspec", r->jobspec, HB_STORE_TEXT_MAX },
 	};
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
 		rc = check_str(st, err, op, strs[i].field, strs[i].val,
@@ -1038,7 +1043,8 @@ int hb_store_job_add(struct hb_store *st, struct hb_job_row *row,
 		goto out;
 	sqlite3_reset(s);
 	if (seq <= 0) {
-		rc = fail(st, err, HB_ESTORE, op, "the job id sequence is "
+		rc = fail(st, err, HB_ESTORE, op,
+			  "the job id sequence is "
 			  "missing");
 		goto out;
 	}
@@ -1116,8 +1122,8 @@ int hb_store_job_set_state(struct hb_store *st, const char *id,
 	if (!rc)
 		rc = check_state(st, err, op, "state", state);
 	if (!rc)
-		rc = check_str(st, err, op, "reason", reason,
-			       HB_STORE_TEXT_MAX, 0);
+		rc = check_str(st, err, op, "reason", reason, HB_STORE_TEXT_MAX,
+			       0);
 	if (!rc && exit_code < -1)
 		rc = fail(st, err, HB_EINVAL, op,
 			  "exit_code: %" PRId64 " (-1 to keep)", exit_code);
@@ -1198,8 +1204,7 @@ int hb_store_job_set_slurm(struct hb_store *st, const char *id,
 }
 
 int hb_store_job_set_k8s(struct hb_store *st, const char *id, const char *ns,
-			 const char *name, const char *uid,
-			 struct hb_err *err)
+			 const char *name, const char *uid, struct hb_err *err)
 {
 	static const char op[] = "job_set_k8s";
 	sqlite3_stmt *s;
@@ -1210,8 +1215,8 @@ int hb_store_job_set_k8s(struct hb_store *st, const char *id, const char *ns,
 		rc = check_str(st, err, op, "k8s_namespace", ns,
 			       HB_STORE_NAME_MAX, 1);
 	if (!rc)
-		rc = check_str(st, err, op, "k8s_name", name,
-			       HB_STORE_NAME_MAX, 1);
+		rc = check_str(st, err, op, "k8s_name", name, HB_STORE_NAME_MAX,
+			       1);
 	if (!rc)
 		rc = check_str(st, err, op, "k8s_uid", uid, HB_STORE_NAME_MAX,
 			       0);
@@ -1230,7 +1235,7 @@ int hb_store_job_list(struct hb_store *st, int64_t uid,
 		      struct hb_err *err)
 {
 	static const char op[] = "job_list";
-	const char *pick[NSTATES] = {NULL};
+	const char *pick[NSTATES] = { NULL };
 	enum stmt_id id;
 	sqlite3_stmt *s;
 	char field[32];
@@ -1310,8 +1315,8 @@ int hb_store_decision_add(struct hb_store *st, const char *job_id,
 		rc = check_str(st, err, op, "explanation", explanation,
 			       HB_STORE_TEXT_MAX, 0);
 	if (!rc)
-		rc = check_str(st, err, op, "policy", policy,
-			       HB_STORE_NAME_MAX, 0);
+		rc = check_str(st, err, op, "policy", policy, HB_STORE_NAME_MAX,
+			       0);
 	if (rc)
 		return rc;
 	t = now(st);
@@ -1363,8 +1368,8 @@ int hb_store_decision_get(struct hb_store *st, const char *job_id,
 	out->inputs = col_text(s, 4);
 	out->explanation = col_text(s, 5);
 	out->policy = col_text(s, 6);
-	const char **f[] = {&out->target, &out->inputs, &out->explanation,
-			    &out->policy};
+	const char **f[] = { &out->target, &out->inputs, &out->explanation,
+			     &out->policy };
 	rc = own_strings(f, sizeof(f) / sizeof(f[0]), &out->priv);
 	sqlite3_reset(s);
 	if (rc) {
@@ -1390,11 +1395,10 @@ int hb_store_event_add(struct hb_store *st, int64_t actor_uid,
 		rc = check_str(st, err, op, "actor_user", actor_user,
 			       HB_STORE_NAME_MAX, 0);
 	if (!rc)
-		rc = check_str(st, err, op, "peer", peer, HB_STORE_NAME_MAX,
-			       0);
+		rc = check_str(st, err, op, "peer", peer, HB_STORE_NAME_MAX, 0);
 	if (!rc)
-		rc = check_str(st, err, op, "job_id", job_id,
-			       HB_STORE_NAME_MAX, 0);
+		rc = check_str(st, err, op, "job_id", job_id, HB_STORE_NAME_MAX,
+			       0);
 	if (!rc)
 		rc = check_str(st, err, op, "detail", detail_json,
 			       HB_STORE_TEXT_MAX, 0);

@@ -48,8 +48,7 @@ struct hb_store;
  * application_id is another program's, is refused with HB_ESTORE and left
  * untouched.  *out gets the handle; caller closes it with hb_store_close().
  */
-int hb_store_open(const char *path, struct hb_store **out,
-		  struct hb_err *err);
+int hb_store_open(const char *path, struct hb_store **out, struct hb_err *err);
 /* Close; an open transaction is rolled back.  NULL is a no-op. */
 void hb_store_close(struct hb_store *st);
 /* The schema version (user_version) of the open file. */
@@ -58,11 +57,11 @@ int hb_store_version(struct hb_store *st);
 /* What the open connection runs with, read back from SQLite (PRAGMAs):
  * for start-up checks, status output and tests. */
 struct hb_store_info {
-	int version;	     /* user_version */
-	int app_id;	     /* application_id: HB_STORE_APP_ID */
+	int version;	       /* user_version */
+	int app_id;	       /* application_id: HB_STORE_APP_ID */
 	char journal_mode[16]; /* "wal" */
-	int synchronous;     /* 2: FULL */
-	int foreign_keys;    /* 1: on */
+	int synchronous;       /* 2: FULL */
+	int foreign_keys;      /* 1: on */
 	int busy_timeout_ms;
 };
 int hb_store_info(struct hb_store *st, struct hb_store_info *out,
@@ -94,8 +93,8 @@ int hb_store_rollback(struct hb_store *st);
  * Setting the state a job already has is allowed (it updates reason and
  * exit code; for a terminal state it changes nothing).
  */
-#define HB_JOB_STATES                                                        \
-	"pending, queued, running, completing, succeeded, failed, "         \
+#define HB_JOB_STATES                                                          \
+	"pending, queued, running, completing, succeeded, failed, "            \
 	"cancelled, lost"
 /* 1 if state is a known state name, 0 otherwise. */
 int hb_store_state_valid(const char *state);
@@ -120,8 +119,8 @@ int hb_store_state_allowed(const char *from, const char *to);
  */
 struct hb_job_row {
 	char id[32]; /* "hb-000042" */
-	const char *origin, *target, *state, *user, *account, *partition,
-		*name, *reason, *jobspec;
+	const char *origin, *target, *state, *user, *account, *partition, *name,
+		*reason, *jobspec;
 	int64_t uid, slurm_job_id, exit_code;
 	const char *k8s_namespace, *k8s_name, *k8s_uid;
 	int64_t created_ms, updated_ms;
@@ -160,8 +159,7 @@ int hb_store_job_set_slurm(struct hb_store *st, const char *id,
 			   int64_t slurm_job_id, struct hb_err *err);
 /* Record the Kubernetes object (ns and name required, uid may be NULL). */
 int hb_store_job_set_k8s(struct hb_store *st, const char *id, const char *ns,
-			 const char *name, const char *uid,
-			 struct hb_err *err);
+			 const char *name, const char *uid, struct hb_err *err);
 
 /*
  * List jobs, newest first: uid < 0 means all users, states NULL means any

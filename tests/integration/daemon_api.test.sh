@@ -440,8 +440,10 @@ grep -q '"msg":"stopped"' "$log" && ok || bad "stop logged"
 
 # a crash leaves a stale socket; the next start replaces it
 start_daemon "$tmp/a.yaml"
-kill -KILL "$pid"
-wait "$pid" 2>/dev/null || true
+{
+	kill -KILL "$pid"
+	wait "$pid" || true
+} 2>/dev/null
 pid=
 [ -S "$sock" ] && ok || bad "a killed daemon leaves its socket"
 start_daemon "$tmp/a.yaml"

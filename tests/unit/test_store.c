@@ -65,7 +65,7 @@ static int teardown(void **state)
 
 static struct hb_store *open_ok(const char *path)
 {
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_store *st = NULL;
 	int rc = hb_store_open(path, &st, &err);
 
@@ -167,7 +167,7 @@ static void add_job(struct hb_store *st, int64_t uid, const char *state,
 		.slurm_job_id = -1,
 		.exit_code = -1,
 	};
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 
 	if (hb_store_job_add(st, &r, &err))
 		fail_msg("job_add: %s", err.msg);
@@ -191,7 +191,7 @@ static void test_open_creates(void **state)
 {
 	struct fx *fx = *state;
 	struct hb_store_info info;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_store *st;
 	struct stat sb;
 	sqlite3 *db;
@@ -218,8 +218,7 @@ static void test_open_creates(void **state)
 	free(mode);
 	assert_int_equal(raw_int(db, "PRAGMA user_version"),
 			 HB_STORE_SCHEMA_VERSION);
-	assert_int_equal(raw_int(db, "PRAGMA application_id"),
-			 HB_STORE_APP_ID);
+	assert_int_equal(raw_int(db, "PRAGMA application_id"), HB_STORE_APP_ID);
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
 				     "WHERE type = 'table' AND name IN "
 				     "('jobs', 'decisions', 'events', "
@@ -236,7 +235,7 @@ static void test_reopen_noop(void **state)
 {
 	struct fx *fx = *state;
 	struct hb_job_row row;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_store *st;
 	char id[32], *schema1, *schema2;
 	sqlite3 *db;
@@ -272,7 +271,7 @@ static void test_reopen_noop(void **state)
 static void test_newer_refused(void **state)
 {
 	struct fx *fx = *state;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_store *st = (struct hb_store *)1;
 	char sql[64];
 	sqlite3 *db;
@@ -300,7 +299,7 @@ static void test_newer_refused(void **state)
 static void test_foreign_files_refused(void **state)
 {
 	struct fx *fx = *state;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_store *st = NULL;
 	sqlite3 *db;
 	int fd;
@@ -335,9 +334,9 @@ static void test_foreign_files_refused(void **state)
 
 	/* A directory that does not exist. */
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_store_open("/nonexistent-hb/dir/state.db", &st,
-				       &err),
-			 HB_ESTORE);
+	assert_int_equal(
+		hb_store_open("/nonexistent-hb/dir/state.db", &st, &err),
+		HB_ESTORE);
 	assert_contains(err.msg, "/nonexistent-hb/dir/state.db: open: ");
 	assert_contains(err.msg, "unable to open database file");
 
@@ -363,7 +362,7 @@ static void fixture_v0(const char *path)
 	sqlite3_close(db);
 }
 
-static void (*const fixtures[])(const char *) = {fixture_v0};
+static void (*const fixtures[])(const char *) = { fixture_v0 };
 
 _Static_assert(sizeof(fixtures) / sizeof(fixtures[0]) ==
 		       HB_STORE_SCHEMA_VERSION,
@@ -374,7 +373,7 @@ static void test_upgrade_in_place(void **state)
 	struct fx *fx = *state;
 	struct stat before, after;
 	struct hb_store_info info;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_store *st;
 	sqlite3 *db;
 	char *mode;
@@ -393,8 +392,7 @@ static void test_upgrade_in_place(void **state)
 		assert_int_equal(stat(fx->path, &before), 0);
 
 		st = open_ok(fx->path);
-		assert_int_equal(hb_store_version(st),
-				 HB_STORE_SCHEMA_VERSION);
+		assert_int_equal(hb_store_version(st), HB_STORE_SCHEMA_VERSION);
 		assert_int_equal(hb_store_info(st, &info, &err), 0);
 		assert_string_equal(info.journal_mode, "wal");
 		assert_int_equal(info.synchronous, 2);
@@ -426,7 +424,7 @@ static void test_upgrade_in_place(void **state)
 static void test_partial_schema_rolls_back(void **state)
 {
 	struct fx *fx = *state;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_store *st = NULL;
 	sqlite3 *db;
 
@@ -456,8 +454,8 @@ static void test_partial_schema_rolls_back(void **state)
 static void test_ids_never_reused(void **state)
 {
 	struct fx *fx = *state;
-	struct hb_job_row bad = {.origin = "cli", .state = "nonsense"};
-	struct hb_err err = {0};
+	struct hb_job_row bad = { .origin = "cli", .state = "nonsense" };
+	struct hb_err err = { 0 };
 	struct hb_store *st;
 	char id[32], *msg;
 	sqlite3 *db;
@@ -511,19 +509,20 @@ static void test_ids_never_reused(void **state)
 
 static void test_state_rules(void **state)
 {
-	static const char *const names[] = {
-		"pending",   "queued", "running",   "completing",
-		"succeeded", "failed", "cancelled", "lost"};
+	static const char *const names[] = { "pending",	  "queued",
+					     "running",	  "completing",
+					     "succeeded", "failed",
+					     "cancelled", "lost" };
 	/* allowed[from][to] */
 	static const int expect[8][8] = {
-		/* pending */ {1, 1, 1, 1, 1, 1, 1, 1},
-		/* queued */ {0, 1, 1, 1, 1, 1, 1, 1},
-		/* running */ {0, 1, 1, 1, 1, 1, 1, 1},
-		/* completing */ {0, 1, 0, 1, 1, 1, 1, 1},
-		/* succeeded */ {0, 0, 0, 0, 1, 0, 0, 0},
-		/* failed */ {0, 0, 0, 0, 0, 1, 0, 0},
-		/* cancelled */ {0, 0, 0, 0, 0, 0, 1, 0},
-		/* lost */ {0, 0, 0, 0, 0, 0, 0, 1},
+		/* pending */ { 1, 1, 1, 1, 1, 1, 1, 1 },
+		/* queued */ { 0, 1, 1, 1, 1, 1, 1, 1 },
+		/* running */ { 0, 1, 1, 1, 1, 1, 1, 1 },
+		/* completing */ { 0, 1, 0, 1, 1, 1, 1, 1 },
+		/* succeeded */ { 0, 0, 0, 0, 1, 0, 0, 0 },
+		/* failed */ { 0, 0, 0, 0, 0, 1, 0, 0 },
+		/* cancelled */ { 0, 0, 0, 0, 0, 0, 1, 0 },
+		/* lost */ { 0, 0, 0, 0, 0, 0, 0, 1 },
 	};
 
 	(void)state;
@@ -545,8 +544,8 @@ static void test_state_rules(void **state)
 static void test_set_state(void **state)
 {
 	struct fx *fx = *state;
-	struct hb_job_row row, bad = {.origin = "slurm", .state = "done"};
-	struct hb_err err = {0};
+	struct hb_job_row row, bad = { .origin = "slurm", .state = "done" };
+	struct hb_err err = { 0 };
 	struct hb_store *st;
 	int64_t clock = fixed_ms;
 	char id[32];
@@ -559,31 +558,29 @@ static void test_set_state(void **state)
 	assert_string_equal(row.target, "pending");
 	hb_job_row_free(&row);
 
-	assert_int_equal(hb_store_job_set_state(st, id, "running", -1,
-						"started", &err),
-			 0);
+	assert_int_equal(
+		hb_store_job_set_state(st, id, "running", -1, "started", &err),
+		0);
 	/* A requeue goes back to queued; anything else back is refused. */
-	assert_int_equal(hb_store_job_set_state(st, id, "queued", -1, NULL,
-						&err),
-			 0);
-	assert_int_equal(hb_store_job_set_state(st, id, "pending", -1, NULL,
-						&err),
-			 HB_ESTATE);
+	assert_int_equal(
+		hb_store_job_set_state(st, id, "queued", -1, NULL, &err), 0);
+	assert_int_equal(
+		hb_store_job_set_state(st, id, "pending", -1, NULL, &err),
+		HB_ESTATE);
 	assert_contains(err.msg, "job_set_state: hb-000001: queued -> "
 				 "pending is not allowed");
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_store_job_set_state(st, id, "running", -1, NULL,
-						&err),
-			 0);
+	assert_int_equal(
+		hb_store_job_set_state(st, id, "running", -1, NULL, &err), 0);
 	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
 	assert_string_equal(row.state, "running");
 	assert_string_equal(row.reason, "started"); /* NULL kept it */
 	assert_int_equal(row.exit_code, -1);
 	hb_job_row_free(&row);
 
-	assert_int_equal(hb_store_job_set_state(st, id, "succeeded", 0,
-						"exit 0", &err),
-			 0);
+	assert_int_equal(
+		hb_store_job_set_state(st, id, "succeeded", 0, "exit 0", &err),
+		0);
 	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
 	int64_t updated = row.updated_ms;
 	assert_string_equal(row.state, "succeeded");
@@ -592,20 +589,20 @@ static void test_set_state(void **state)
 	hb_job_row_free(&row);
 
 	/* Final. */
-	assert_int_equal(hb_store_job_set_state(st, id, "running", -1, NULL,
-						&err),
-			 HB_ESTATE);
+	assert_int_equal(
+		hb_store_job_set_state(st, id, "running", -1, NULL, &err),
+		HB_ESTATE);
 	assert_contains(err.msg, "succeeded -> running is not allowed (a "
 				 "final state)");
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_store_job_set_state(st, id, "failed", 1, NULL,
-						&err),
-			 HB_ESTATE);
+	assert_int_equal(
+		hb_store_job_set_state(st, id, "failed", 1, NULL, &err),
+		HB_ESTATE);
 	memset(&err, 0, sizeof(err));
 	/* The same final state again is accepted and changes nothing. */
-	assert_int_equal(hb_store_job_set_state(st, id, "succeeded", 7,
-						"again", &err),
-			 0);
+	assert_int_equal(
+		hb_store_job_set_state(st, id, "succeeded", 7, "again", &err),
+		0);
 	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
 	assert_string_equal(row.state, "succeeded");
 	assert_int_equal(row.exit_code, 0);
@@ -614,8 +611,7 @@ static void test_set_state(void **state)
 	hb_job_row_free(&row);
 
 	/* Unknown names, and unknown jobs. */
-	assert_int_equal(hb_store_job_set_state(st, id, "done", -1, NULL,
-						&err),
+	assert_int_equal(hb_store_job_set_state(st, id, "done", -1, NULL, &err),
 			 HB_EINVAL);
 	assert_contains(err.msg, "job_set_state: state: unknown state 'done'");
 	memset(&err, 0, sizeof(err));
@@ -623,8 +619,8 @@ static void test_set_state(void **state)
 			 HB_EINVAL);
 	assert_contains(err.msg, "state: required");
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_store_job_set_state(st, "hb-999999", "running",
-						-1, NULL, &err),
+	assert_int_equal(hb_store_job_set_state(st, "hb-999999", "running", -1,
+						NULL, &err),
 			 HB_ENOENT);
 	assert_contains(err.msg, "no job hb-999999");
 	memset(&err, 0, sizeof(err));
@@ -649,15 +645,15 @@ static void test_set_state(void **state)
 static void test_append_only(void **state)
 {
 	struct fx *fx = *state;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_store *st;
 	char id[32], *msg;
 	sqlite3 *db;
 
 	st = open_ok(fx->path);
 	add_job(st, 1, NULL, id, sizeof(id));
-	assert_int_equal(hb_store_event_add(st, 1, "alice", "pid 42",
-					    "submit", id, "{\"a\":1}", &err),
+	assert_int_equal(hb_store_event_add(st, 1, "alice", "pid 42", "submit",
+					    id, "{\"a\":1}", &err),
 			 0);
 	assert_int_equal(hb_store_event_add(st, 0, "root", "daemon", "start",
 					    NULL, NULL, &err),
@@ -669,8 +665,8 @@ static void test_append_only(void **state)
 		"UPDATE events SET detail = NULL",
 		"DELETE FROM events WHERE id = 1",
 		"DELETE FROM events",
-		"INSERT OR REPLACE INTO events (id, at_ms, actor_uid, action) "
-		"VALUES (1, 0, 0, 'forged')",
+		("INSERT OR REPLACE INTO events (id, at_ms, actor_uid, action) "
+		 "VALUES (1, 0, 0, 'forged')"),
 	};
 	for (size_t i = 0; i < sizeof(bad_events) / sizeof(bad_events[0]);
 	     i++) {
@@ -738,7 +734,7 @@ static void test_strings_round_trip(void **state)
 	struct fx *fx = *state;
 	struct hb_decision_row d;
 	struct hb_job_row in, out;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_store *st;
 	char bytes[256], json[128];
 
@@ -749,8 +745,8 @@ static void test_strings_round_trip(void **state)
 
 	st = open_ok(fx->path);
 	for (size_t i = 0; i <= sizeof(nasty) / sizeof(nasty[0]); i++) {
-		const char *s = i < sizeof(nasty) / sizeof(nasty[0]) ? nasty[i]
-								     : bytes;
+		const char *s =
+			i < sizeof(nasty) / sizeof(nasty[0]) ? nasty[i] : bytes;
 
 		snprintf(json, sizeof(json), "{\"k\":\"%s\"}",
 			 i == 0 ? "'); DROP TABLE jobs;--" : "x");
@@ -788,18 +784,16 @@ static void test_strings_round_trip(void **state)
 				 HB_ENOENT);
 		memset(&err, 0, sizeof(err));
 
-		assert_int_equal(hb_store_decision_add(st, in.id, "slurm",
-						       json, s, s, &err),
+		assert_int_equal(hb_store_decision_add(st, in.id, "slurm", json,
+						       s, s, &err),
 				 0);
-		assert_int_equal(hb_store_decision_get(st, in.id, &d, &err),
-				 0);
+		assert_int_equal(hb_store_decision_get(st, in.id, &d, &err), 0);
 		assert_string_equal(d.explanation, s);
 		assert_string_equal(d.policy, s);
 		assert_string_equal(d.inputs, json);
 		hb_decision_row_free(&d);
-		assert_int_equal(hb_store_event_add(st, 5, s, s, s, s, json,
-						    &err),
-				 0);
+		assert_int_equal(
+			hb_store_event_add(st, 5, s, s, s, s, json, &err), 0);
 	}
 	hb_store_close(st);
 
@@ -822,9 +816,11 @@ static void test_strings_round_trip(void **state)
 static void test_json_and_caps(void **state)
 {
 	struct fx *fx = *state;
-	struct hb_job_row r = {.origin = "cli", .jobspec = "{not json",
-			       .slurm_job_id = -1, .exit_code = -1};
-	struct hb_err err = {0};
+	struct hb_job_row r = { .origin = "cli",
+				.jobspec = "{not json",
+				.slurm_job_id = -1,
+				.exit_code = -1 };
+	struct hb_err err = { 0 };
 	struct hb_store *st;
 	char *big;
 	char id[32];
@@ -839,15 +835,15 @@ static void test_json_and_caps(void **state)
 	add_job(st, 1, NULL, id, sizeof(id));
 	/* The failed add took no id. */
 	assert_string_equal(id, "hb-000001");
-	assert_int_equal(hb_store_decision_add(st, id, "slurm", "[1,", NULL,
-					       NULL, &err),
-			 HB_EINVAL);
+	assert_int_equal(
+		hb_store_decision_add(st, id, "slurm", "[1,", NULL, NULL, &err),
+		HB_EINVAL);
 	assert_contains(err.msg, "decision_add: CHECK constraint failed: "
 				 "inputs_json");
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_store_event_add(st, 1, NULL, NULL, "x", NULL,
-					    "nope", &err),
-			 HB_EINVAL);
+	assert_int_equal(
+		hb_store_event_add(st, 1, NULL, NULL, "x", NULL, "nope", &err),
+		HB_EINVAL);
 	assert_contains(err.msg, "event_add: CHECK constraint failed: "
 				 "detail_json");
 	memset(&err, 0, sizeof(err));
@@ -880,9 +876,9 @@ static void test_json_and_caps(void **state)
 	assert_int_equal(hb_store_job_add(st, &r, &err), HB_EINVAL);
 	assert_contains(err.msg, "origin: required");
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_store_event_add(st, 1, NULL, NULL, "", NULL, NULL,
-					    &err),
-			 HB_EINVAL);
+	assert_int_equal(
+		hb_store_event_add(st, 1, NULL, NULL, "", NULL, NULL, &err),
+		HB_EINVAL);
 	assert_contains(err.msg, "event_add: action: empty");
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(hb_store_decision_add(st, id, "pending", NULL, NULL,
@@ -897,7 +893,7 @@ static void test_json_and_caps(void **state)
 static void add_decision(struct hb_store *st, int64_t uid, char *id,
 			 size_t idsize)
 {
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 
 	add_job(st, uid, NULL, id, idsize);
 	if (hb_store_decision_add(st, id, "kubernetes", "{\"cost\":1}",
@@ -911,7 +907,7 @@ static void test_group_commit(void **state)
 {
 	struct fx *fx = *state;
 	struct hb_job_row row;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_store *st;
 	char id[32];
 
@@ -948,12 +944,12 @@ static void test_group_commit(void **state)
 	assert_int_equal(count(fx->path, "events"), 10);
 
 	/* A call that fails inside a group undoes only itself. */
-	assert_int_equal(hb_store_job_set_slurm(st, "hb-000001", 500, &err),
-			 0);
+	assert_int_equal(hb_store_job_set_slurm(st, "hb-000001", 500, &err), 0);
 	assert_int_equal(hb_store_begin(st, &err), 0);
 	add_decision(st, 2, id, sizeof(id));
-	struct hb_job_row dup = {.origin = "slurm", .slurm_job_id = 500,
-				 .exit_code = -1};
+	struct hb_job_row dup = { .origin = "slurm",
+				  .slurm_job_id = 500,
+				  .exit_code = -1 };
 	assert_int_equal(hb_store_job_add(st, &dup, &err), HB_EEXIST);
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(hb_store_decision_add(st, "hb-424242", "slurm", NULL,
@@ -983,7 +979,7 @@ static void test_crash(void **state)
 {
 	struct fx *fx = *state;
 	struct hb_job_row row;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_store *st;
 	int status;
 	pid_t pid;
@@ -1051,7 +1047,7 @@ static int collect(const struct hb_job_row *r, void *arg)
 static void list(struct hb_store *st, int64_t uid, const char *const *states,
 		 unsigned limit, struct seen *s)
 {
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 
 	memset(s, 0, sizeof(*s));
 	if (hb_store_job_list(st, uid, states, limit, collect, s, &err))
@@ -1062,8 +1058,8 @@ static struct hb_store *reenter_st;
 
 static int reenter(const struct hb_job_row *r, void *arg)
 {
-	struct hb_err err = {0};
-	struct seen s = {0};
+	struct hb_err err = { 0 };
+	struct seen s = { 0 };
 	struct hb_job_row row;
 
 	(void)arg;
@@ -1071,9 +1067,9 @@ static int reenter(const struct hb_job_row *r, void *arg)
 	assert_int_equal(hb_store_job_get(reenter_st, r->id, &row, &err), 0);
 	hb_job_row_free(&row);
 	/* ... a listing inside a listing is not. */
-	assert_int_equal(hb_store_job_list(reenter_st, -1, NULL, 0, collect,
-					   &s, &err),
-			 HB_ESTATE);
+	assert_int_equal(
+		hb_store_job_list(reenter_st, -1, NULL, 0, collect, &s, &err),
+		HB_ESTATE);
 	assert_contains(err.msg, "job_list: called again from its own "
 				 "callback");
 	return 1;
@@ -1082,7 +1078,7 @@ static int reenter(const struct hb_job_row *r, void *arg)
 static void test_list(void **state)
 {
 	struct fx *fx = *state;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_store *st;
 	struct seen s;
 	char id[32];
@@ -1115,7 +1111,7 @@ static void test_list(void **state)
 	list(st, 4242, NULL, 0, &s);
 	assert_int_equal(s.n, 0);
 
-	const char *const active[] = {"pending", "queued", "running", NULL};
+	const char *const active[] = { "pending", "queued", "running", NULL };
 	list(st, -1, active, 0, &s);
 	assert_int_equal(s.n, 5);
 	assert_string_equal(s.ids[0], "hb-000006");
@@ -1124,14 +1120,14 @@ static void test_list(void **state)
 	assert_int_equal(s.n, 2);
 	assert_string_equal(s.ids[0], "hb-000006");
 	assert_string_equal(s.ids[1], "hb-000003");
-	const char *const running[] = {"running", "running", NULL};
+	const char *const running[] = { "running", "running", NULL };
 	list(st, 1001, running, 0, &s);
 	assert_int_equal(s.n, 1);
 	assert_string_equal(s.ids[0], "hb-000002");
-	const char *const none[] = {NULL};
+	const char *const none[] = { NULL };
 	list(st, -1, none, 0, &s);
 	assert_int_equal(s.n, 0);
-	const char *const done[] = {"succeeded", "failed", NULL};
+	const char *const done[] = { "succeeded", "failed", NULL };
 	list(st, -1, done, 0, &s);
 	assert_int_equal(s.n, 1);
 	assert_string_equal(s.ids[0], "hb-000004");
@@ -1139,15 +1135,14 @@ static void test_list(void **state)
 	/* A callback's non-zero return stops the listing and comes back. */
 	memset(&s, 0, sizeof(s));
 	s.stop_at = 2;
-	assert_int_equal(hb_store_job_list(st, -1, NULL, 0, collect, &s,
-					   &err),
+	assert_int_equal(hb_store_job_list(st, -1, NULL, 0, collect, &s, &err),
 			 42);
 	assert_int_equal(s.n, 2);
 	/* And the statement is reusable after it. */
 	list(st, -1, NULL, 0, &s);
 	assert_int_equal(s.n, 6);
 
-	const char *const bad[] = {"running", "Running", NULL};
+	const char *const bad[] = { "running", "Running", NULL };
 	assert_int_equal(hb_store_job_list(st, -1, bad, 0, collect, &s, &err),
 			 HB_EINVAL);
 	assert_contains(err.msg, "job_list: states[1]: unknown state "
@@ -1155,18 +1150,18 @@ static void test_list(void **state)
 
 	reenter_st = st;
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_store_job_list(st, -1, NULL, 0, reenter, NULL,
-					   &err),
-			 1);
+	assert_int_equal(
+		hb_store_job_list(st, -1, NULL, 0, reenter, NULL, &err), 1);
 	hb_store_close(st);
 }
 
 static void test_slurm_and_k8s(void **state)
 {
 	struct fx *fx = *state;
-	struct hb_job_row row, with = {.origin = "slurm", .slurm_job_id = 77,
-				       .exit_code = -1, .uid = 3};
-	struct hb_err err = {0};
+	struct hb_job_row row, with = {
+		.origin = "slurm", .slurm_job_id = 77, .exit_code = -1, .uid = 3
+	};
+	struct hb_err err = { 0 };
 	struct hb_store *st;
 	char a[32], b[32];
 
@@ -1224,14 +1219,14 @@ static void test_slurm_and_k8s(void **state)
 	assert_string_equal(row.k8s_name, "hb-000001");
 	assert_string_equal(row.k8s_uid, "5f1c-uid");
 	hb_job_row_free(&row);
-	assert_int_equal(hb_store_job_set_k8s(st, a, "team-a", NULL, NULL,
-					      &err),
-			 HB_EINVAL);
+	assert_int_equal(
+		hb_store_job_set_k8s(st, a, "team-a", NULL, NULL, &err),
+		HB_EINVAL);
 	assert_contains(err.msg, "job_set_k8s: k8s_name: required");
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_store_job_set_k8s(st, "hb-999", "ns", "n", NULL,
-					      &err),
-			 HB_ENOENT);
+	assert_int_equal(
+		hb_store_job_set_k8s(st, "hb-999", "ns", "n", NULL, &err),
+		HB_ENOENT);
 	hb_store_close(st);
 }
 
@@ -1240,7 +1235,7 @@ static void test_decisions(void **state)
 	struct fx *fx = *state;
 	struct hb_decision_row d;
 	struct hb_job_row row;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_store *st;
 	int64_t clock = fixed_ms;
 	char id[32];
@@ -1315,7 +1310,7 @@ static int collect_ev(const struct hb_event_row *e, void *arg)
 static void test_events(void **state)
 {
 	struct fx *fx = *state;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_store *st;
 	int64_t clock = fixed_ms;
 	struct evs v;
@@ -1325,11 +1320,11 @@ static void test_events(void **state)
 	hb_store_set_clock(st, fixed_clock, &clock);
 	add_job(st, 1, NULL, a, sizeof(a));
 	add_job(st, 2, NULL, b, sizeof(b));
-	assert_int_equal(hb_store_event_add(st, 1, "alice", "plugin",
-					    "decide", a, NULL, &err),
+	assert_int_equal(hb_store_event_add(st, 1, "alice", "plugin", "decide",
+					    a, NULL, &err),
 			 0);
-	assert_int_equal(hb_store_event_add(st, 2, "bob", "pid 7", "submit",
-					    b, NULL, &err),
+	assert_int_equal(hb_store_event_add(st, 2, "bob", "pid 7", "submit", b,
+					    NULL, &err),
 			 0);
 	assert_int_equal(hb_store_event_add(st, 1, "alice", "pid 9", "cancel",
 					    a, "{\"signal\":9}", &err),
@@ -1338,15 +1333,14 @@ static void test_events(void **state)
 	assert_int_equal(hb_store_event_add(st, -1, NULL, "pid 3", "cancel",
 					    "hb-777777", NULL, &err),
 			 0);
-	assert_int_equal(hb_store_event_add(st, -2, NULL, NULL, "x", NULL,
-					    NULL, &err),
-			 HB_EINVAL);
+	assert_int_equal(
+		hb_store_event_add(st, -2, NULL, NULL, "x", NULL, NULL, &err),
+		HB_EINVAL);
 	assert_contains(err.msg, "event_add: actor_uid");
 	memset(&err, 0, sizeof(err));
 
 	memset(&v, 0, sizeof(v));
-	assert_int_equal(hb_store_event_list(st, a, 0, 0, collect_ev, &v,
-					     &err),
+	assert_int_equal(hb_store_event_list(st, a, 0, 0, collect_ev, &v, &err),
 			 0);
 	assert_int_equal(v.n, 2);
 	assert_string_equal(v.actions[0], "decide");
@@ -1354,21 +1348,19 @@ static void test_events(void **state)
 	assert_true(v.ids[0] < v.ids[1]);
 
 	memset(&v, 0, sizeof(v));
-	assert_int_equal(hb_store_event_list(st, NULL, 0, 0, collect_ev, &v,
-					     &err),
-			 0);
+	assert_int_equal(
+		hb_store_event_list(st, NULL, 0, 0, collect_ev, &v, &err), 0);
 	assert_int_equal(v.n, 4);
 	memset(&v, 0, sizeof(v));
-	assert_int_equal(hb_store_event_list(st, NULL, 1, 2, collect_ev, &v,
-					     &err),
-			 0);
+	assert_int_equal(
+		hb_store_event_list(st, NULL, 1, 2, collect_ev, &v, &err), 0);
 	assert_int_equal(v.n, 2);
 	assert_int_equal(v.ids[0], 2);
 	assert_int_equal(v.ids[1], 3);
 	memset(&v, 0, sizeof(v));
-	assert_int_equal(hb_store_event_list(st, "hb-nope", 0, 0, collect_ev,
-					     &v, &err),
-			 0);
+	assert_int_equal(
+		hb_store_event_list(st, "hb-nope", 0, 0, collect_ev, &v, &err),
+		0);
 	assert_int_equal(v.n, 0);
 
 	sqlite3 *db = raw_open(fx->path);
@@ -1387,7 +1379,7 @@ static void test_two_handles(void **state)
 {
 	struct fx *fx = *state;
 	struct hb_job_row row;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_store *a, *b;
 	char id[32];
 
