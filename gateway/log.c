@@ -148,16 +148,15 @@ static void put_ts(struct line *l)
 {
 	struct timespec ts;
 	struct tm tm;
-	char buf[40];
-	int n;
+	char buf[64];
+	size_t n;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
-	n = snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ",
-		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-		     tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
-	if (n > 0 && (size_t)n < sizeof(buf))
-		put(l, buf, (size_t)n);
+	n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, sizeof(buf) - n, ".%03uZ",
+		 (unsigned)(ts.tv_nsec / 1000000) % 1000);
+	puts_(l, buf);
 }
 
 static void write_all(int fd, const char *p, size_t n)

@@ -1,0 +1,2204 @@
+/*
+ * daemon.c - hpcbridged's core: one epoll loop over the API socket, the
+ * connections, a signalfd and the worker pool's eventfd.
+ *
+ * An iteration of the loop handles every ready descriptor.  Requests are
+ * answered in the order they arrive on a connection.  Replies are not sent
+ * at once: they are staged, and at the end of the iteration the store
+ * transaction that holds every write of the iteration is committed (one
+ * sync for all of them), and only then are the staged replies queued on
+ * their connections.  When the commit fails, every reply that depended on
+ * it becomes an ESTORE error: nobody is told about a decision that is not
+ * on disk.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "daemon.h"
+#include "hpcbridge/buf.h"
+#include "hpcbridge/log.h"
+#include "hpcbridge/proto.h"
+#include "hpcbridge/rules.h"
+#include "hpcbridge/store.h"
+#include "pool.h"
+
+#ifndef HB_VERSION
+#define HB_VERSION "0.0.0"
+#endif
+
+/* Read at most this much per read(2). */
+#define READ_CHUNK (64u * 1024)
+/* Stop taking requests from a connection whose unsent replies pass this. */
+#define OUT_HIGH (4u * 1024 * 1024)
+/* Largest configuration file read on SIGHUP. */
+#define CONFIG_MAX (4u * 1024 * 1024)
+/* How long a uid -> name lookup is cached. */
+#define PW_CACHE_MS   60000
+#define PW_CACHE_SIZE 256
+
+enum tag { T_LISTEN = 1, T_SIGNAL, T_POOL, T_CONN };
+
+struct watch {
+	enum tag tag;
+};
+
+struct conn {
+	struct watch w; /* first: the epoll tag */
+	struct hb_daemon *d;
+	int fd;
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	char user[64]; /* "" when the uid has no name */
+	char peer[32]; /* "pid 123" */
+	struct hb_buf in, out;
+	size_t in_off;	   /* bytes of in already consumed */
+	size_t out_off;	   /* bytes of out already written */
+	size_t staged_len; /* bytes of replies staged, not yet in out */
+	unsigned nstaged;  /* staged entries pointing here */
+	uint32_t events;   /* epoll interest now */
+	int64_t last_ms;   /* last activity */
+	int busy;	   /* a task runs for it */
+	int eof;	   /* the peer shut its side */
+	int closing;	   /* no more requests; close once flushed */
+	int dead;	   /* fd closed; freed when nothing points here */
+	struct conn *prev, *next;
+};
+
+/* A reply waiting for the commit, or a task waiting to be launched. */
+struct staged {
+	struct conn *c;
+	char *reply; /* framed JSON, malloc'd */
+	size_t len;
+	int needs_commit;
+	int failed;	   /* the commit it needed failed */
+	int close_after;   /* a protocol error: close once sent */
+	struct task *task; /* instead of a reply */
+	struct staged *next;
+};
+
+enum task_kind { TASK_SUBMIT, TASK_CANCEL };
+
+struct task {
+	struct hb_task t; /* first */
+	enum task_kind kind;
+	struct conn *c;
+	char id[32];
+	int64_t slurm_job_id;
+	struct hb_submit_req req;
+	const char **argv, **env; /* owned copies */
+	char *script, *name, *cwd, *user, *admin_comment;
+	int rc;
+	struct hb_err err;
+	/* what the backend is: copied when launched */
+	struct hb_daemon_backend be;
+	uid_t actor_uid;
+	char actor_user[64], peer[32];
+};
+
+struct pw_entry {
+	uid_t uid;
+	int known;
+	int64_t at_ms;
+	char name[64];
+};
+
+struct hb_daemon {
+	struct hb_daemon_opts opts;
+	char *config_path, *socket_path, *state_path;
+	struct hb_config cfg;
+	struct hb_store *st;
+	struct hb_pool *pool;
+	struct hb_daemon_backend be;
+	int epfd, lfd, sfd;
+	struct watch wl, ws, wp;
+	struct conn *conns; /* doubly linked */
+	unsigned nconns;
+	struct conn *graveyard; /* closed, freed at the end of an iteration */
+	/* the iteration's batch */
+	int txn_open;
+	struct staged *staged, **staged_tail;
+	/* SlurmUser */
+	uid_t slurm_uid;
+	int slurm_uid_valid;
+	int stopping;
+	int64_t stop_deadline;
+	int64_t last_scan;
+	struct pw_entry pw[PW_CACHE_SIZE];
+	uint64_t nrequests, ndecisions;
+};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static char *xstrdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Users                                                               */
+/* ------------------------------------------------------------------ */
+
+/* The name of uid (cached); 0 with name set, HB_ENOENT if none. */
+static int uid_name(struct hb_daemon *d, uid_t uid, char *name, size_t n)
+{
+	struct pw_entry *e = &d->pw[uid % PW_CACHE_SIZE];
+	int64_t now = mono_ms();
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+
+	if (e->at_ms && e->uid == uid && now - e->at_ms < PW_CACHE_MS)
+		goto found;
+	e->uid = uid;
+	e->at_ms = now;
+	e->known = 0;
+	e->name[0] = '\0';
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res &&
+	    strlen(res->pw_name) < sizeof(e->name)) {
+		e->known = 1;
+		snprintf(e->name, sizeof(e->name), "%s", res->pw_name);
+	}
+found:
+	if (!e->known)
+		return HB_ENOENT;
+	snprintf(name, n, "%s", e->name);
+	return 0;
+}
+
+static void resolve_slurm_user(struct hb_daemon *d)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+
+	d->slurm_uid_valid = 0;
+	if (getpwnam_r(d->cfg.slurm_user, &pw, buf, sizeof(buf), &res) == 0 &&
+	    res) {
+		d->slurm_uid = res->pw_uid;
+		d->slurm_uid_valid = 1;
+		return;
+	}
+	hb_logf(HB_LOG_WARN,
+		(struct hb_log_field[]){
+			HB_LOG_STR("user", d->cfg.slurm_user) },
+		1, "slurm.user has no passwd entry; only root may decide");
+}
+
+/* root or SlurmUser: may decide and act for anyone */
+static int is_priv(const struct hb_daemon *d, const struct conn *c)
+{
+	return c->uid == 0 || (d->slurm_uid_valid && c->uid == d->slurm_uid);
+}
+
+/* may see and cancel every job */
+static int is_admin(const struct hb_daemon *d, const struct conn *c)
+{
+	return is_priv(d, c) ||
+	       (c->user[0] && hb_list_has(d->cfg.daemon_admins,
+					  d->cfg.ndaemon_admins, c->user));
+}
+
+static int may_see(const struct hb_daemon *d, const struct conn *c,
+		   const struct hb_job_row *j)
+{
+	return is_admin(d, c) || (j->uid >= 0 && (uid_t)j->uid == c->uid);
+}
+
+/* ------------------------------------------------------------------ */
+/* Connections                                                         */
+/* ------------------------------------------------------------------ */
+
+static void conn_free(struct conn *c)
+{
+	hb_buf_free(&c->in);
+	hb_buf_free(&c->out);
+	free(c);
+}
+
+/* Free c if it is closed and nothing points at it any more. */
+static void conn_release(struct conn *c)
+{
+	struct hb_daemon *d = c->d;
+
+	if (!c->dead || c->busy || c->nstaged)
+		return;
+	/* off the live list already; to the graveyard, freed after the
+	 * iteration's events (one may still name it) */
+	c->next = d->graveyard;
+	d->graveyard = c;
+}
+
+static void conn_close(struct conn *c, const char *why)
+{
+	struct hb_daemon *d = c->d;
+
+	if (c->dead)
+		return;
+	hb_logf(HB_LOG_DEBUG,
+		(struct hb_log_field[]){ HB_LOG_INT("uid", c->uid),
+					 HB_LOG_STR("peer", c->peer) },
+		2, "connection closed: %s", why);
+	epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	c->fd = -1;
+	c->dead = 1;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		d->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->prev = c->next = NULL;
+	d->nconns--;
+	conn_release(c);
+}
+
+static size_t out_pending(const struct conn *c)
+{
+	return c->out.len - c->out_off + c->staged_len;
+}
+
+/* Recompute what the loop waits for on c. */
+static void conn_interest(struct conn *c)
+{
+	struct epoll_event ev = { 0 };
+	uint32_t want = 0;
+
+	if (c->dead)
+		return;
+	if (!c->eof && !c->closing && !c->d->stopping &&
+	    c->in.len < c->in.max && out_pending(c) < OUT_HIGH)
+		want |= EPOLLIN;
+	if (c->out.len > c->out_off)
+		want |= EPOLLOUT;
+	if (want == c->events)
+		return;
+	ev.events = want;
+	ev.data.ptr = c;
+	if (epoll_ctl(c->d->epfd, EPOLL_CTL_MOD, c->fd, &ev) == 0)
+		c->events = want;
+}
+
+/* Nothing left to do on c: no task, nothing staged or unsent. */
+static int conn_idle(const struct conn *c)
+{
+	return !c->busy && !c->nstaged && c->out.len == c->out_off;
+}
+
+/* Write what can be written; close when done and asked to. */
+static void conn_flush(struct conn *c)
+{
+	ssize_t n;
+
+	while (!c->dead && c->out.len > c->out_off) {
+		n = send(c->fd, c->out.data + c->out_off,
+			 c->out.len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			c->out_off += (size_t)n;
+			c->last_ms = mono_ms();
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		conn_close(c, n < 0 ? strerror(errno) : "write failed");
+		return;
+	}
+	if (c->out.len == c->out_off) {
+		hb_buf_reset(&c->out);
+		c->out_off = 0;
+	}
+	if (!c->dead && (c->closing || c->eof || c->d->stopping) &&
+	    conn_idle(c)) {
+		conn_close(c, c->closing ? "after an error reply" : "done");
+		return;
+	}
+	conn_interest(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* The batch: one transaction, staged replies                          */
+/* ------------------------------------------------------------------ */
+
+static int txn(struct hb_daemon *d, struct hb_err *err)
+{
+	int rc;
+
+	if (d->txn_open)
+		return 0;
+	rc = hb_store_begin(d->st, err);
+	if (rc == 0)
+		d->txn_open = 1;
+	return rc;
+}
+
+/* A write failed in the middle of a request: undo the whole batch, and
+ * fail every reply that needed it. */
+static void batch_abort(struct hb_daemon *d, const struct hb_err *err)
+{
+	struct staged *s;
+
+	if (!d->txn_open)
+		return;
+	hb_store_rollback(d->st);
+	d->txn_open = 0;
+	for (s = d->staged; s; s = s->next)
+		if (s->needs_commit)
+			s->failed = 1;
+	hb_log(HB_LOG_ERROR, "store write failed, batch rolled back: %s",
+	       err && err->msg[0] ? err->msg : "unknown error");
+}
+
+static struct staged *stage(struct hb_daemon *d, struct conn *c)
+{
+	struct staged *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->c = c;
+	c->nstaged++;
+	*d->staged_tail = s;
+	d->staged_tail = &s->next;
+	return s;
+}
+
+static char *frame_json(const cJSON *reply, size_t *len)
+{
+	struct hb_buf b;
+	char *json = cJSON_PrintUnformatted(reply);
+	int rc;
+
+	if (!json)
+		return NULL;
+	hb_buf_init(&b, HB_PROTO_HDR + HB_PROTO_MAX_PAYLOAD);
+	rc = hb_proto_frame(&b, HB_PROTO_REPLY, json, strlen(json));
+	cJSON_free(json);
+	if (rc) {
+		hb_buf_free(&b);
+		return NULL;
+	}
+	*len = b.len;
+	return hb_buf_steal(&b);
+}
+
+/* A framed error reply, or NULL when out of memory. */
+static char *frame_error(int code, const char *msg, size_t *len)
+{
+	cJSON *r = hb_proto_error(code, msg);
+	char *f = r ? frame_json(r, len) : NULL;
+
+	cJSON_Delete(r);
+	return f;
+}
+
+/* Stage reply (taken) for c.  A reply too large for the protocol becomes
+ * an ETOOBIG error. */
+static void stage_reply(struct hb_daemon *d, struct conn *c, cJSON *reply,
+			int needs_commit, int close_after)
+{
+	struct staged *s = stage(d, c);
+	size_t len = 0;
+	char *f;
+
+	if (!s) {
+		cJSON_Delete(reply);
+		c->closing = 1;
+		return;
+	}
+	f = reply ? frame_json(reply, &len) : NULL;
+	if (!f)
+		f = frame_error(reply ? HB_ETOOBIG : HB_ENOMEM,
+				reply ? "the reply would exceed the protocol's "
+					"1 MiB; ask for less (limit)"
+				      : "out of memory",
+				&len);
+	cJSON_Delete(reply);
+	s->reply = f;
+	s->len = f ? len : 0;
+	s->needs_commit = needs_commit;
+	s->close_after = close_after || !f;
+	c->staged_len += s->len;
+}
+
+static void stage_error(struct hb_daemon *d, struct conn *c, int code,
+			const char *msg, int close_after)
+{
+	stage_reply(d, c, hb_proto_error(code, msg), 0, close_after);
+}
+
+static void process_conn(struct conn *c);
+static void task_launch(struct hb_daemon *d, struct task *t);
+static void task_free(struct task *t);
+
+/* Commit the batch, then deliver what it staged, in order. */
+static void batch_settle(struct hb_daemon *d)
+{
+	struct staged *s, *list;
+	struct hb_err err = { 0 };
+
+	if (d->txn_open) {
+		d->txn_open = 0;
+		if (hb_store_commit(d->st, &err)) {
+			hb_log(HB_LOG_ERROR, "store commit failed: %s",
+			       err.msg);
+			hb_store_rollback(d->st);
+			for (s = d->staged; s; s = s->next)
+				if (s->needs_commit)
+					s->failed = 1;
+		}
+	}
+	list = d->staged;
+	d->staged = NULL;
+	d->staged_tail = &d->staged;
+	while ((s = list)) {
+		struct conn *c = s->c;
+
+		list = s->next;
+		c->nstaged--;
+		c->staged_len -= s->len;
+		if (s->task && s->failed) {
+			/* the job it was for was never recorded */
+			s->task->c = NULL;
+			task_free(s->task);
+			c->busy = 0;
+			s->reply = frame_error(HB_ESTORE,
+					       "the state store failed; "
+					       "nothing was done",
+					       &s->len);
+		} else if (s->task) {
+			task_launch(d, s->task);
+		} else if (s->failed) {
+			free(s->reply);
+			s->reply =
+				frame_error(HB_ESTORE,
+					    "the state store failed; nothing "
+					    "was recorded",
+					    &s->len);
+		}
+		if (s->reply && !c->dead &&
+		    hb_buf_append(&c->out, s->reply, s->len))
+			c->closing = 1;
+		if (!s->task && !s->reply)
+			c->closing = 1; /* out of memory */
+		if (s->close_after)
+			c->closing = 1;
+		free(s->reply);
+		free(s);
+		if (c->dead) {
+			conn_release(c);
+			continue;
+		}
+		conn_flush(c);
+		/* a connection held back by its unsent replies goes on */
+		if (!c->dead && !c->busy)
+			process_conn(c);
+	}
+}
+
+/* End of an iteration: settle until nothing more is staged (delivering
+ * may let held-back connections take more requests). */
+static void batch_end(struct hb_daemon *d)
+{
+	while (d->staged || d->txn_open)
+		batch_settle(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* Request fields                                                      */
+/* ------------------------------------------------------------------ */
+
+struct req_err {
+	int code;
+	char msg[256];
+};
+
+static int rerr(struct req_err *e, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int rerr(struct req_err *e, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (e->code)
+		return e->code;
+	e->code = code;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* An optional string field of at most max bytes; *out NULL if absent or
+ * null. */
+static int get_str(const cJSON *req, const char *key, size_t max, int required,
+		   const char **out, struct req_err *e)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
+
+	*out = NULL;
+	if (!v || cJSON_IsNull(v)) {
+		if (required)
+			return rerr(e, HB_EINVAL, "%s: required", key);
+		return 0;
+	}
+	if (!cJSON_IsString(v))
+		return rerr(e, HB_EINVAL, "%s: must be a string", key);
+	if (strlen(v->valuestring) > max)
+		return rerr(e, HB_EINVAL, "%s: longer than %zu bytes", key,
+			    max);
+	if (required && !v->valuestring[0])
+		return rerr(e, HB_EINVAL, "%s: must not be empty", key);
+	*out = v->valuestring;
+	return 0;
+}
+
+/* An optional integer field in [min, max]; *out = def if absent or null. */
+static int get_int(const cJSON *req, const char *key, int64_t min, int64_t max,
+		   int64_t def, int required, int64_t *out, struct req_err *e)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
+	double x;
+
+	*out = def;
+	if (!v || cJSON_IsNull(v)) {
+		if (required)
+			return rerr(e, HB_EINVAL, "%s: required", key);
+		return 0;
+	}
+	if (!cJSON_IsNumber(v))
+		return rerr(e, HB_EINVAL, "%s: must be an integer", key);
+	x = v->valuedouble;
+	if (!(x >= (double)min && x <= (double)max) || x != (double)(int64_t)x)
+		return rerr(e, HB_EINVAL,
+			    "%s: must be an integer from %" PRId64
+			    " to %" PRId64,
+			    key, min, max);
+	*out = (int64_t)x;
+	return 0;
+}
+
+static int get_bool(const cJSON *req, const char *key, int *out,
+		    struct req_err *e)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
+
+	*out = 0;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsBool(v))
+		return rerr(e, HB_EINVAL, "%s: must be true or false", key);
+	*out = cJSON_IsTrue(v);
+	return 0;
+}
+
+/* An optional array of strings; *out NULL if absent. */
+static int get_strv(const cJSON *req, const char *key, const cJSON **out,
+		    struct req_err *e)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key), *c;
+
+	*out = NULL;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsArray(v))
+		return rerr(e, HB_EINVAL, "%s: must be a list of strings", key);
+	cJSON_ArrayForEach (c, v) {
+		if (!cJSON_IsString(c))
+			return rerr(e, HB_EINVAL,
+				    "%s: must be a list of strings", key);
+	}
+	*out = v;
+	return 0;
+}
+
+static int get_obj(const cJSON *req, const char *key, const cJSON **out,
+		   struct req_err *e)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
+
+	*out = NULL;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsObject(v))
+		return rerr(e, HB_EINVAL, "%s: must be an object", key);
+	*out = v;
+	return 0;
+}
+
+/* Add a copy of item (may be NULL: nothing) to obj. */
+static int add_copy(cJSON *obj, const char *key, const cJSON *item)
+{
+	cJSON *dup;
+
+	if (!item)
+		return 0;
+	dup = cJSON_Duplicate(item, 1);
+	if (!dup || !cJSON_AddItemToObject(obj, key, dup)) {
+		cJSON_Delete(dup);
+		return HB_ENOMEM;
+	}
+	return 0;
+}
+
+static char *print_or_null(const cJSON *j)
+{
+	return j ? cJSON_PrintUnformatted(j) : NULL;
+}
+
+/* "2026-01-31T12:00:00.123Z" for wall-clock ms. */
+static void fmt_time(int64_t ms, char *buf, size_t n)
+{
+	time_t s = (time_t)(ms / 1000);
+	struct tm tm;
+	size_t len;
+
+	if (ms < 0)
+		s = 0;
+	gmtime_r(&s, &tm);
+	len = strftime(buf, n, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + len, n - len, ".%03uZ", (unsigned)(ms % 1000) % 1000);
+}
+
+static void add_str_or_null(cJSON *o, const char *k, const char *v)
+{
+	if (v)
+		cJSON_AddStringToObject(o, k, v);
+	else
+		cJSON_AddNullToObject(o, k);
+}
+
+static void add_int_or_null(cJSON *o, const char *k, int64_t v)
+{
+	if (v >= 0)
+		cJSON_AddNumberToObject(o, k, (double)v);
+	else
+		cJSON_AddNullToObject(o, k);
+}
+
+static cJSON *job_json(const struct hb_job_row *j)
+{
+	cJSON *o = cJSON_CreateObject();
+	char t[40];
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "id", j->id);
+	add_str_or_null(o, "user", j->user);
+	add_int_or_null(o, "uid", j->uid);
+	add_str_or_null(o, "origin", j->origin);
+	add_str_or_null(o, "state", j->state);
+	add_str_or_null(o, "target", j->target);
+	add_int_or_null(o, "slurm_job_id", j->slurm_job_id);
+	add_str_or_null(o, "name", j->name);
+	add_str_or_null(o, "account", j->account);
+	add_str_or_null(o, "partition", j->partition);
+	add_str_or_null(o, "reason", j->reason);
+	add_int_or_null(o, "exit_code", j->exit_code);
+	fmt_time(j->created_ms, t, sizeof(t));
+	cJSON_AddStringToObject(o, "created", t);
+	fmt_time(j->updated_ms, t, sizeof(t));
+	cJSON_AddStringToObject(o, "updated", t);
+	return o;
+}
+
+/* Record an audit event for c (inside the batch). */
+static int audit(struct hb_daemon *d, uid_t uid, const char *user,
+		 const char *peer, const char *action, const char *job_id,
+		 const cJSON *detail, struct hb_err *err)
+{
+	char *text = print_or_null(detail);
+	int rc;
+
+	if (detail && !text)
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	rc = hb_store_event_add(d->st, (int64_t)uid, user[0] ? user : NULL,
+				peer, action, job_id, text, err);
+	cJSON_free(text);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Ops                                                                 */
+/* ------------------------------------------------------------------ */
+
+static void op_ping(struct hb_daemon *d, struct conn *c)
+{
+	cJSON *r = hb_proto_ok();
+
+	if (r) {
+		cJSON_AddStringToObject(r, "version", HB_VERSION);
+		cJSON_AddNumberToObject(r, "proto", HB_PROTO_VERSION);
+	}
+	stage_reply(d, c, r, 0, 0);
+}
+
+/* The job's source as stored: the script and how it was run. */
+static cJSON *job_source(const char *kind, const cJSON *req)
+{
+	cJSON *src = cJSON_CreateObject();
+	static const char *const keys[] = { "script",  "argv",	  "env", "cwd",
+					    "jobspec", "options", NULL };
+
+	if (!src || !cJSON_AddStringToObject(src, "source", kind))
+		goto fail;
+	for (size_t i = 0; keys[i]; i++)
+		if (add_copy(src, keys[i],
+			     cJSON_GetObjectItemCaseSensitive(req, keys[i])))
+			goto fail;
+	return src;
+fail:
+	cJSON_Delete(src);
+	return NULL;
+}
+
+static void op_decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
+{
+	const char *user, *account, *partition, *name, *target, *script;
+	const cJSON *options, *jobspec, *argv, *env;
+	struct hb_rules_input in = { 0 };
+	struct hb_job_row row = { 0 };
+	struct hb_decision dec;
+	struct req_err e = { 0 };
+	struct hb_err err = { 0 };
+	cJSON *inputs = NULL, *src = NULL, *detail = NULL, *r = NULL, *p;
+	char *inputs_s = NULL, *src_s = NULL, script_buf[128], cm[96];
+	int64_t uid, tl;
+	int rc;
+
+	if (!is_priv(d, c)) {
+		hb_logf(HB_LOG_WARN,
+			(struct hb_log_field[]){ HB_LOG_INT("uid", c->uid),
+						 HB_LOG_STR("peer", c->peer) },
+			2, "decide refused: only root and SlurmUser may ask");
+		stage_error(d, c, HB_EPERM,
+			    "only root and SlurmUser may ask for decisions", 0);
+		return;
+	}
+	get_str(req, "user", HB_STORE_NAME_MAX, 1, &user, &e);
+	get_int(req, "uid", 0, 4294967294LL, -1, 1, &uid, &e);
+	get_str(req, "account", HB_STORE_NAME_MAX, 0, &account, &e);
+	get_str(req, "partition", HB_STORE_NAME_MAX, 0, &partition, &e);
+	get_str(req, "slurm_job_name", HB_STORE_NAME_MAX, 0, &name, &e);
+	get_str(req, "target", 32, 0, &target, &e);
+	get_int(req, "time_limit_min", INT64_MIN / 2, INT64_MAX / 2,
+		HB_RULES_NO_LIMIT, 0, &tl, &e);
+	get_obj(req, "options", &options, &e);
+	get_obj(req, "jobspec", &jobspec, &e);
+	get_str(req, "script", HB_PROTO_MAX_PAYLOAD, 0, &script, &e);
+	get_strv(req, "argv", &argv, &e);
+	get_strv(req, "env", &env, &e);
+	if (e.code) {
+		stage_error(d, c, e.code, e.msg, 0);
+		return;
+	}
+	in.partition = partition;
+	in.target = target;
+	in.time_limit_min = hb_rules_time_limit(tl);
+	if ((rc = hb_rules_decide(&d->cfg, &in, &dec, &err))) {
+		stage_error(d, c, rc, err.msg, 0);
+		return;
+	}
+
+	/* what the decision was made from (no script, no environment) */
+	inputs = cJSON_CreateObject();
+	src = job_source("slurm", req);
+	detail = cJSON_CreateObject();
+	if (!inputs || !src || !detail)
+		goto nomem;
+	cJSON_AddStringToObject(inputs, "user", user);
+	cJSON_AddNumberToObject(inputs, "uid", (double)uid);
+	add_str_or_null(inputs, "account", account);
+	add_str_or_null(inputs, "partition", partition);
+	add_str_or_null(inputs, "target", target);
+	add_int_or_null(inputs, "time_limit_min", in.time_limit_min);
+	if (add_copy(inputs, "options", options))
+		goto nomem;
+	cJSON_AddStringToObject(inputs, "rule", dec.rule);
+	inputs_s = cJSON_PrintUnformatted(inputs);
+	src_s = cJSON_PrintUnformatted(src);
+	if (!inputs_s || !src_s)
+		goto nomem;
+
+	if ((rc = txn(d, &err)))
+		goto store_fail;
+	row.origin = "slurm";
+	row.target = dec.target;
+	row.state = "pending";
+	row.user = user;
+	row.uid = uid;
+	row.account = account;
+	row.partition = partition;
+	row.name = name;
+	row.reason = dec.reason;
+	row.jobspec = src_s;
+	row.slurm_job_id = -1;
+	row.exit_code = -1;
+	if ((rc = hb_store_job_add(d->st, &row, &err)))
+		goto store_fail;
+	if ((rc = hb_store_decision_add(d->st, row.id, dec.target, inputs_s,
+					dec.reason, "interim-rules", &err)))
+		goto store_fail;
+	cJSON_AddStringToObject(detail, "target", dec.target);
+	cJSON_AddStringToObject(detail, "rule", dec.rule);
+	cJSON_AddStringToObject(detail, "for_user", user);
+	if ((rc = audit(d, c->uid, c->user, c->peer, "decide", row.id, detail,
+			&err)))
+		goto store_fail;
+
+	r = hb_proto_ok();
+	if (!r)
+		goto nomem;
+	cJSON_AddStringToObject(r, "id", row.id);
+	cJSON_AddStringToObject(r, "target", dec.target);
+	cJSON_AddStringToObject(r, "reason", dec.reason);
+	if (!strcmp(dec.target, "kubernetes")) {
+		p = cJSON_AddObjectToObject(r, "proxy");
+		if (!p)
+			goto nomem;
+		cJSON_AddStringToObject(p, "partition", dec.proxy_partition);
+		if (dec.proxy_time_limit_min != HB_RULES_NO_LIMIT)
+			cJSON_AddNumberToObject(
+				p, "time_limit_min",
+				(double)dec.proxy_time_limit_min);
+		cJSON_AddNumberToObject(p, "cpus", dec.proxy_cpus);
+		cJSON_AddNumberToObject(p, "mem_mb", dec.proxy_mem_mb);
+		hb_rules_proxy_script(row.id, script_buf, sizeof(script_buf));
+		cJSON_AddStringToObject(p, "script", script_buf);
+		snprintf(cm, sizeof(cm), "hpcbridge:%s kubernetes", row.id);
+		cJSON_AddStringToObject(p, "comment", cm);
+	}
+	snprintf(cm, sizeof(cm), "hpcbridge:%s target=%s", row.id, dec.target);
+	cJSON_AddStringToObject(r, "admin_comment", cm);
+	d->ndecisions++;
+	hb_logf(HB_LOG_DEBUG,
+		(struct hb_log_field[]){ HB_LOG_STR("job", row.id),
+					 HB_LOG_STR("target", dec.target),
+					 HB_LOG_STR("user", user) },
+		3, "decided: %s", dec.reason);
+	stage_reply(d, c, r, 1, 0);
+	r = NULL;
+	goto out;
+nomem:
+	stage_error(d, c, HB_ENOMEM, "out of memory", 0);
+	goto out;
+store_fail:
+	batch_abort(d, &err);
+	stage_error(d, c, rc == HB_EINVAL || rc == HB_ETOOBIG ? rc : HB_ESTORE,
+		    err.msg[0] ? err.msg : "the state store failed", 0);
+out:
+	cJSON_Delete(inputs);
+	cJSON_Delete(src);
+	cJSON_Delete(detail);
+	cJSON_Delete(r);
+	cJSON_free(inputs_s);
+	cJSON_free(src_s);
+}
+
+struct list_ctx {
+	cJSON *arr;
+	int rc;
+};
+
+static int list_cb(const struct hb_job_row *j, void *arg)
+{
+	struct list_ctx *l = arg;
+	cJSON *o = job_json(j);
+
+	if (!o || !cJSON_AddItemToArray(l->arr, o)) {
+		cJSON_Delete(o);
+		return l->rc = HB_ENOMEM;
+	}
+	return 0;
+}
+
+static void op_jobs(struct hb_daemon *d, struct conn *c, const cJSON *req)
+{
+	struct req_err e = { 0 };
+	struct hb_err err = { 0 };
+	struct list_ctx l = { 0 };
+	int all, rc;
+	int64_t limit;
+	cJSON *r;
+
+	get_bool(req, "all", &all, &e);
+	get_int(req, "limit", 1, HB_DAEMON_LIST_MAX, HB_DAEMON_LIST_DEFAULT, 0,
+		&limit, &e);
+	if (e.code) {
+		stage_error(d, c, e.code, e.msg, 0);
+		return;
+	}
+	if (all && !is_admin(d, c)) {
+		stage_error(d, c, HB_EPERM,
+			    "only administrators may list every user's jobs",
+			    0);
+		return;
+	}
+	r = hb_proto_ok();
+	l.arr = r ? cJSON_AddArrayToObject(r, "jobs") : NULL;
+	if (!l.arr) {
+		cJSON_Delete(r);
+		stage_error(d, c, HB_ENOMEM, "out of memory", 0);
+		return;
+	}
+	rc = hb_store_job_list(d->st, all ? -1 : (int64_t)c->uid, NULL,
+			       (unsigned)limit, list_cb, &l, &err);
+	if (rc) {
+		cJSON_Delete(r);
+		stage_error(d, c, rc == HB_ENOMEM ? rc : HB_ESTORE,
+			    err.msg[0] ? err.msg : hb_strerror(rc), 0);
+		return;
+	}
+	stage_reply(d, c, r, 0, 0);
+}
+
+static int event_cb(const struct hb_event_row *ev, void *arg)
+{
+	cJSON *arr = arg, *o = cJSON_CreateObject(), *detail;
+	char t[40];
+
+	if (!o || !cJSON_AddItemToArray(arr, o)) {
+		cJSON_Delete(o);
+		return HB_ENOMEM;
+	}
+	fmt_time(ev->at_ms, t, sizeof(t));
+	cJSON_AddStringToObject(o, "at", t);
+	add_str_or_null(o, "action", ev->action);
+	add_str_or_null(o, "actor", ev->actor_user);
+	add_int_or_null(o, "actor_uid", ev->actor_uid);
+	add_str_or_null(o, "peer", ev->peer);
+	detail = ev->detail ? cJSON_Parse(ev->detail) : NULL;
+	if (detail)
+		cJSON_AddItemToObject(o, "detail", detail);
+	return 0;
+}
+
+/* Look up a job c may see: 0 with j filled (caller frees), else staged
+ * an error (ENOENT for a job c may not see: ids do not leak). */
+static int visible_job(struct hb_daemon *d, struct conn *c, const cJSON *req,
+		       struct hb_job_row *j)
+{
+	struct req_err e = { 0 };
+	struct hb_err err = { 0 };
+	const char *id;
+	char msg[128];
+	int rc;
+
+	if (get_str(req, "id", 31, 1, &id, &e)) {
+		stage_error(d, c, e.code, e.msg, 0);
+		return e.code;
+	}
+	rc = hb_store_job_get(d->st, id, j, &err);
+	if (rc == 0 && !may_see(d, c, j)) {
+		hb_job_row_free(j);
+		rc = HB_ENOENT;
+	}
+	if (rc == HB_ENOENT) {
+		snprintf(msg, sizeof(msg), "no job %s", id);
+		stage_error(d, c, HB_ENOENT, msg, 0);
+	} else if (rc) {
+		stage_error(d, c, HB_ESTORE, err.msg, 0);
+	}
+	return rc;
+}
+
+static void op_status(struct hb_daemon *d, struct conn *c, const cJSON *req)
+{
+	struct hb_job_row j = { 0 };
+	struct hb_decision_row dr = { 0 };
+	struct hb_err err = { 0 };
+	cJSON *r = NULL, *job, *o, *ev;
+	char t[40];
+	int rc;
+
+	if (visible_job(d, c, req, &j))
+		return;
+	r = hb_proto_ok();
+	job = r ? job_json(&j) : NULL;
+	if (!job || !cJSON_AddItemToObject(r, "job", job)) {
+		cJSON_Delete(job);
+		goto nomem;
+	}
+	rc = hb_store_decision_get(d->st, j.id, &dr, &err);
+	if (rc == 0) {
+		o = cJSON_AddObjectToObject(job, "decision");
+		if (!o)
+			goto nomem;
+		fmt_time(dr.at_ms, t, sizeof(t));
+		cJSON_AddStringToObject(o, "at", t);
+		add_str_or_null(o, "target", dr.target);
+		add_str_or_null(o, "explanation", dr.explanation);
+		add_str_or_null(o, "policy", dr.policy);
+		if (dr.inputs) {
+			cJSON *in = cJSON_Parse(dr.inputs);
+
+			if (in)
+				cJSON_AddItemToObject(o, "inputs", in);
+		}
+	} else if (rc == HB_ENOENT) {
+		cJSON_AddNullToObject(job, "decision");
+	} else {
+		goto store;
+	}
+	ev = cJSON_AddArrayToObject(job, "events");
+	if (!ev)
+		goto nomem;
+	memset(&err, 0, sizeof(err));
+	rc = hb_store_event_list(d->st, j.id, 0, 200, event_cb, ev, &err);
+	if (rc == HB_ENOMEM)
+		goto nomem;
+	if (rc)
+		goto store;
+	stage_reply(d, c, r, 0, 0);
+	r = NULL;
+	goto out;
+nomem:
+	stage_error(d, c, HB_ENOMEM, "out of memory", 0);
+	goto out;
+store:
+	stage_error(d, c, HB_ESTORE, err.msg, 0);
+out:
+	cJSON_Delete(r);
+	hb_decision_row_free(&dr);
+	hb_job_row_free(&j);
+}
+
+/* ---- tasks ------------------------------------------------------- */
+
+static void task_free(struct task *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; t->argv && t->argv[i]; i++)
+		free((char *)t->argv[i]);
+	for (size_t i = 0; t->env && t->env[i]; i++)
+		free((char *)t->env[i]);
+	free(t->argv);
+	free(t->env);
+	free(t->script);
+	free(t->name);
+	free(t->cwd);
+	free(t->user);
+	free(t->admin_comment);
+	free(t);
+}
+
+/* A NULL-terminated copy of a list of strings (NULL list: empty). */
+static const char **strv_dup(const cJSON *arr)
+{
+	size_t n = arr ? (size_t)cJSON_GetArraySize(arr) : 0, i = 0;
+	const char **v = calloc(n + 1, sizeof(*v));
+	const cJSON *c;
+
+	if (!v)
+		return NULL;
+	cJSON_ArrayForEach (c, arr) {
+		v[i] = strdup(c->valuestring);
+		if (!v[i]) {
+			while (i--)
+				free((char *)v[i]);
+			free(v);
+			return NULL;
+		}
+		i++;
+	}
+	return v;
+}
+
+static void task_run(struct hb_task *ht)
+{
+	struct task *t = (struct task *)ht;
+
+	if (t->kind == TASK_SUBMIT)
+		t->rc = t->be.slurm_submit(t->be.ctx, &t->req, &t->slurm_job_id,
+					   &t->err);
+	else
+		t->rc = t->be.slurm_cancel(t->be.ctx, t->slurm_job_id, &t->err);
+	if (t->rc && !t->err.msg[0])
+		hb_err_set(&t->err, t->rc, NULL, 0, "%s", hb_strerror(t->rc));
+}
+
+static void task_done(struct hb_task *ht);
+
+static void task_launch(struct hb_daemon *d, struct task *t)
+{
+	t->be = d->be;
+	if (!d->pool || hb_pool_submit(d->pool, &t->t)) {
+		/* only after shutdown began: answer now */
+		t->rc = HB_EUNAVAIL;
+		hb_err_set(&t->err, HB_EUNAVAIL, NULL, 0,
+			   "the daemon is stopping");
+		task_done(&t->t);
+	}
+}
+
+static struct task *task_new(struct conn *c, enum task_kind kind,
+			     const char *id)
+{
+	struct task *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->t.run = task_run;
+	t->t.done = task_done;
+	t->kind = kind;
+	t->c = c;
+	snprintf(t->id, sizeof(t->id), "%s", id);
+	t->actor_uid = c->uid;
+	snprintf(t->actor_user, sizeof(t->actor_user), "%s", c->user);
+	snprintf(t->peer, sizeof(t->peer), "%s", c->peer);
+	return t;
+}
+
+/* Stage t to be launched after the commit (needs_commit: only if the
+ * commit succeeds); c waits for it. */
+static void stage_task(struct hb_daemon *d, struct conn *c, struct task *t,
+		       int needs_commit)
+{
+	struct staged *s = stage(d, c);
+
+	if (!s) {
+		task_free(t);
+		c->closing = 1;
+		return;
+	}
+	s->task = t;
+	s->needs_commit = needs_commit;
+	c->busy = 1;
+}
+
+/* The loop side of a finished task: record, then reply. */
+static void task_done(struct hb_task *ht)
+{
+	struct task *t = (struct task *)ht;
+	struct conn *c = t->c;
+	struct hb_daemon *d = c->d;
+	struct hb_err err = { 0 };
+	cJSON *detail = NULL, *r = NULL;
+	int rc;
+
+	c->busy = 0;
+	detail = cJSON_CreateObject();
+	if ((rc = txn(d, &err)))
+		goto store_fail;
+	if (t->kind == TASK_SUBMIT) {
+		if (t->rc == 0) {
+			cJSON_AddNumberToObject(detail, "slurm_job_id",
+						(double)t->slurm_job_id);
+			rc = hb_store_job_set_slurm(d->st, t->id,
+						    t->slurm_job_id, &err);
+			if (!rc)
+				rc = hb_store_job_set_state(
+					d->st, t->id, "queued", -1, NULL, &err);
+			if (!rc)
+				rc = audit(d, t->actor_uid, t->actor_user,
+					   t->peer, "slurm-submit", t->id,
+					   detail, &err);
+			if (rc)
+				goto store_fail;
+			r = hb_proto_ok();
+			if (r) {
+				cJSON_AddStringToObject(r, "id", t->id);
+				cJSON_AddStringToObject(r, "target", "slurm");
+				cJSON_AddNumberToObject(
+					r, "slurm_job_id",
+					(double)t->slurm_job_id);
+			}
+			hb_logf(HB_LOG_INFO,
+				(struct hb_log_field[]){
+					HB_LOG_STR("job", t->id),
+					HB_LOG_INT("slurm_job_id",
+						   t->slurm_job_id),
+					HB_LOG_STR("user", t->user) },
+				3, "submitted to Slurm");
+		} else {
+			cJSON_AddStringToObject(detail, "error",
+						hb_errname(t->rc) ?: "EIO");
+			cJSON_AddStringToObject(detail, "message", t->err.msg);
+			rc = hb_store_job_set_state(d->st, t->id, "failed", -1,
+						    t->err.msg, &err);
+			if (!rc)
+				rc = audit(d, t->actor_uid, t->actor_user,
+					   t->peer, "slurm-submit-failed",
+					   t->id, detail, &err);
+			if (rc)
+				goto store_fail;
+			hb_logf(HB_LOG_WARN,
+				(struct hb_log_field[]){
+					HB_LOG_STR("job", t->id),
+					HB_LOG_STR("user", t->user) },
+				2, "Slurm refused the job: %s", t->err.msg);
+			r = hb_proto_error(t->rc, t->err.msg);
+		}
+	} else {
+		if (t->rc == 0 || t->rc == HB_ENOENT) {
+			char why[128];
+
+			snprintf(why, sizeof(why), "cancelled by %s",
+				 t->actor_user[0] ? t->actor_user : "uid");
+			cJSON_AddNumberToObject(detail, "slurm_job_id",
+						(double)t->slurm_job_id);
+			rc = hb_store_job_set_state(d->st, t->id, "cancelled",
+						    -1, why, &err);
+			if (!rc)
+				rc = audit(d, t->actor_uid, t->actor_user,
+					   t->peer, "cancel", t->id, detail,
+					   &err);
+			if (rc == HB_ESTATE) {
+				/* it ended meanwhile */
+				r = hb_proto_error(rc, err.msg);
+				rc = 0;
+			} else if (rc) {
+				goto store_fail;
+			} else {
+				r = hb_proto_ok();
+				if (r)
+					cJSON_AddStringToObject(r, "state",
+								"cancelled");
+			}
+		} else {
+			r = hb_proto_error(t->rc, t->err.msg);
+		}
+	}
+	if (!c->dead)
+		stage_reply(d, c, r, 1, 0);
+	else
+		cJSON_Delete(r);
+	r = NULL;
+	goto out;
+store_fail:
+	batch_abort(d, &err);
+	if (!c->dead)
+		stage_error(d, c, HB_ESTORE,
+			    err.msg[0] ? err.msg : "the state store failed", 0);
+out:
+	cJSON_Delete(detail);
+	cJSON_Delete(r);
+	task_free(t);
+	if (c->dead) {
+		conn_release(c);
+	} else if (!c->nstaged) {
+		process_conn(c);
+		conn_flush(c);
+	}
+}
+
+static void op_submit(struct hb_daemon *d, struct conn *c, const cJSON *req)
+{
+	const char *script, *name, *cwd;
+	const cJSON *argv, *env;
+	struct req_err e = { 0 };
+	struct hb_err err = { 0 };
+	struct hb_job_row row = { 0 };
+	cJSON *src = NULL, *detail = NULL;
+	char *src_s = NULL, cm[96];
+	struct task *t = NULL;
+	int rc;
+
+	get_str(req, "script", HB_PROTO_MAX_PAYLOAD, 1, &script, &e);
+	get_str(req, "name", HB_STORE_NAME_MAX, 0, &name, &e);
+	get_str(req, "cwd", 4096, 0, &cwd, &e);
+	get_strv(req, "argv", &argv, &e);
+	get_strv(req, "env", &env, &e);
+	if (!e.code && cwd && cwd[0] != '/')
+		rerr(&e, HB_EINVAL, "cwd: must be an absolute path");
+	if (e.code) {
+		stage_error(d, c, e.code, e.msg, 0);
+		return;
+	}
+	if (!d->be.slurm_submit) {
+		stage_error(d, c, HB_EUNSUP,
+			    "this daemon has no Slurm client to submit with",
+			    0);
+		return;
+	}
+	src = job_source("cli", req);
+	detail = cJSON_CreateObject();
+	src_s = src ? cJSON_PrintUnformatted(src) : NULL;
+	if (!src_s || !detail)
+		goto nomem;
+	if ((rc = txn(d, &err)))
+		goto store_fail;
+	row.origin = "cli";
+	row.target = "slurm";
+	row.state = "pending";
+	row.user = c->user;
+	row.uid = c->uid;
+	row.name = name;
+	row.reason = "submitted with hpcbridge submit";
+	row.jobspec = src_s;
+	row.slurm_job_id = -1;
+	row.exit_code = -1;
+	if ((rc = hb_store_job_add(d->st, &row, &err)))
+		goto store_fail;
+	if ((rc = hb_store_decision_add(d->st, row.id, "slurm", NULL,
+					"submitted with hpcbridge submit",
+					"submit", &err)))
+		goto store_fail;
+	add_str_or_null(detail, "name", name);
+	if ((rc = audit(d, c->uid, c->user, c->peer, "submit", row.id, detail,
+			&err)))
+		goto store_fail;
+
+	t = task_new(c, TASK_SUBMIT, row.id);
+	if (!t)
+		goto nomem;
+	snprintf(cm, sizeof(cm), "hpcbridge:%s target=slurm", row.id);
+	t->script = xstrdup(script);
+	t->name = xstrdup(name);
+	t->cwd = xstrdup(cwd);
+	t->user = xstrdup(c->user);
+	t->admin_comment = xstrdup(cm);
+	t->argv = strv_dup(argv);
+	t->env = strv_dup(env);
+	if (!t->script || (name && !t->name) || (cwd && !t->cwd) || !t->user ||
+	    !t->admin_comment || !t->argv || !t->env)
+		goto nomem;
+	t->req.id = t->id;
+	t->req.script = t->script;
+	t->req.name = t->name;
+	t->req.cwd = t->cwd;
+	t->req.user = t->user;
+	t->req.uid = c->uid;
+	t->req.gid = c->gid;
+	t->req.argv = t->argv;
+	t->req.env = t->env;
+	t->req.admin_comment = t->admin_comment;
+	stage_task(d, c, t, 1);
+	t = NULL;
+	goto out;
+nomem:
+	/* the job row may be in the batch: undo it with everything else
+	 * rather than leave a job nobody will submit */
+	err.code = HB_ENOMEM;
+	snprintf(err.msg, sizeof(err.msg), "out of memory");
+	batch_abort(d, &err);
+	stage_error(d, c, HB_ENOMEM, "out of memory", 0);
+	goto out;
+store_fail:
+	batch_abort(d, &err);
+	stage_error(d, c, rc == HB_EINVAL || rc == HB_ETOOBIG ? rc : HB_ESTORE,
+		    err.msg[0] ? err.msg : "the state store failed", 0);
+out:
+	task_free(t);
+	cJSON_Delete(src);
+	cJSON_Delete(detail);
+	cJSON_free(src_s);
+}
+
+static void op_cancel(struct hb_daemon *d, struct conn *c, const cJSON *req)
+{
+	struct hb_job_row j = { 0 };
+	struct hb_err err = { 0 };
+	cJSON *r, *detail = NULL;
+	char msg[160];
+	struct task *t;
+	int rc;
+
+	if (visible_job(d, c, req, &j))
+		return;
+	if (hb_store_state_terminal(j.state)) {
+		if (!strcmp(j.state, "cancelled")) {
+			r = hb_proto_ok();
+			if (r)
+				cJSON_AddStringToObject(r, "state",
+							"cancelled");
+			stage_reply(d, c, r, 0, 0);
+		} else {
+			snprintf(msg, sizeof(msg),
+				 "job %s has already ended (%s)", j.id,
+				 j.state);
+			stage_error(d, c, HB_ESTATE, msg, 0);
+		}
+		goto out;
+	}
+	if (j.slurm_job_id >= 0) {
+		if (!d->be.slurm_cancel) {
+			snprintf(msg, sizeof(msg),
+				 "job %s is Slurm job %" PRId64
+				 ", and this daemon has no Slurm client to "
+				 "cancel it with",
+				 j.id, j.slurm_job_id);
+			stage_error(d, c, HB_EUNAVAIL, msg, 0);
+			goto out;
+		}
+		t = task_new(c, TASK_CANCEL, j.id);
+		if (!t) {
+			stage_error(d, c, HB_ENOMEM, "out of memory", 0);
+			goto out;
+		}
+		t->slurm_job_id = j.slurm_job_id;
+		/* nothing to commit first: launched at the end of the
+		 * iteration all the same, to keep the replies in order */
+		stage_task(d, c, t, 0);
+		goto out;
+	}
+	/* no Slurm job (yet): only the record changes */
+	detail = cJSON_CreateObject();
+	snprintf(msg, sizeof(msg), "cancelled by %s",
+		 c->user[0] ? c->user : "uid");
+	if (!detail) {
+		stage_error(d, c, HB_ENOMEM, "out of memory", 0);
+		goto out;
+	}
+	cJSON_AddStringToObject(detail, "from", j.state);
+	if ((rc = txn(d, &err)) ||
+	    (rc = hb_store_job_set_state(d->st, j.id, "cancelled", -1, msg,
+					 &err)) ||
+	    (rc = audit(d, c->uid, c->user, c->peer, "cancel", j.id, detail,
+			&err))) {
+		if (rc == HB_ESTATE) {
+			stage_error(d, c, rc, err.msg, 0);
+		} else {
+			batch_abort(d, &err);
+			stage_error(d, c, HB_ESTORE, err.msg, 0);
+		}
+		goto out;
+	}
+	hb_logf(HB_LOG_INFO,
+		(struct hb_log_field[]){ HB_LOG_STR("job", j.id),
+					 HB_LOG_STR("by", c->user) },
+		2, "job cancelled");
+	r = hb_proto_ok();
+	if (r)
+		cJSON_AddStringToObject(r, "state", "cancelled");
+	stage_reply(d, c, r, 1, 0);
+out:
+	cJSON_Delete(detail);
+	hb_job_row_free(&j);
+}
+
+static void dispatch(struct hb_daemon *d, struct conn *c, const cJSON *req)
+{
+	const char *op =
+		cJSON_GetObjectItemCaseSensitive(req, "op")->valuestring;
+	char msg[128];
+
+	d->nrequests++;
+	if (!strcmp(op, "ping")) {
+		op_ping(d, c);
+		return;
+	}
+	if (!c->user[0]) {
+		hb_logf(HB_LOG_WARN,
+			(struct hb_log_field[]){ HB_LOG_INT("uid", c->uid),
+						 HB_LOG_STR("op", op) },
+			2, "request from a uid with no user name refused");
+		stage_error(d, c, HB_EPERM, "your uid has no user name", 0);
+		return;
+	}
+	if (!strcmp(op, "decide"))
+		op_decide(d, c, req);
+	else if (!strcmp(op, "submit"))
+		op_submit(d, c, req);
+	else if (!strcmp(op, "jobs"))
+		op_jobs(d, c, req);
+	else if (!strcmp(op, "status"))
+		op_status(d, c, req);
+	else if (!strcmp(op, "cancel"))
+		op_cancel(d, c, req);
+	else {
+		snprintf(msg, sizeof(msg), "unknown op '%.60s'", op);
+		stage_error(d, c, HB_EUNSUP, msg, 0);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Reading and framing                                                 */
+/* ------------------------------------------------------------------ */
+
+/* Take every whole request buffered on c, in order, until one needs a
+ * task, an error closes it, or its replies pile up. */
+static void process_conn(struct conn *c)
+{
+	struct hb_daemon *d = c->d;
+	enum hb_proto_kind kind;
+	const char *payload;
+	size_t plen, flen;
+	cJSON *req;
+	int rc;
+
+	while (!c->dead && !c->busy && !c->closing && !d->stopping &&
+	       out_pending(c) < OUT_HIGH && c->in.len > c->in_off) {
+		struct hb_err err = { 0 };
+
+		rc = hb_proto_peek(c->in.data + c->in_off,
+				   c->in.len - c->in_off,
+				   d->cfg.daemon_max_request, &kind, &payload,
+				   &plen, &flen, &err);
+		if (rc == HB_EAGAIN)
+			break;
+		if (rc == 0 && kind != HB_PROTO_REQUEST)
+			rc = hb_err_set(&err, HB_EPROTO, NULL, 0,
+					"expected a request frame, got a "
+					"reply");
+		if (rc == 0)
+			rc = hb_proto_parse(payload, plen, HB_PROTO_REQUEST,
+					    &req, &err);
+		if (rc) {
+			hb_logf(HB_LOG_WARN,
+				(struct hb_log_field[]){
+					HB_LOG_INT("uid", c->uid),
+					HB_LOG_STR("peer", c->peer) },
+				2, "bad request, closing: %s", err.msg);
+			stage_error(d, c, rc, err.msg, 1);
+			c->closing = 1;
+			break;
+		}
+		c->in_off += flen;
+		dispatch(d, c, req);
+		cJSON_Delete(req);
+	}
+	/* drop what was consumed */
+	if (c->in_off == c->in.len) {
+		hb_buf_reset(&c->in);
+		c->in_off = 0;
+	} else if (c->in_off > 0 && (c->in_off >= READ_CHUNK || c->busy)) {
+		memmove(c->in.data, c->in.data + c->in_off,
+			c->in.len - c->in_off);
+		c->in.len -= c->in_off;
+		c->in.data[c->in.len] = '\0';
+		c->in_off = 0;
+	}
+	conn_interest(c);
+}
+
+static void conn_read(struct conn *c)
+{
+	char buf[READ_CHUNK];
+	size_t room = c->in.max - c->in.len;
+	ssize_t n;
+
+	if (room == 0) {
+		conn_interest(c);
+		return;
+	}
+	n = recv(c->fd, buf, room < sizeof(buf) ? room : sizeof(buf),
+		 MSG_DONTWAIT);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+			return;
+		conn_close(c, strerror(errno));
+		return;
+	}
+	if (n == 0) {
+		c->eof = 1;
+		process_conn(c);
+		if (conn_idle(c))
+			conn_close(c, "the peer closed");
+		else
+			conn_interest(c);
+		return;
+	}
+	c->last_ms = mono_ms();
+	if (hb_buf_append(&c->in, buf, (size_t)n)) {
+		conn_close(c, "out of memory");
+		return;
+	}
+	process_conn(c);
+}
+
+static void conn_event(struct conn *c, uint32_t ev)
+{
+	if (c->dead)
+		return;
+	if (ev & EPOLLIN)
+		conn_read(c);
+	if (!c->dead && (ev & EPOLLOUT))
+		conn_flush(c);
+	if (!c->dead && (ev & (EPOLLERR | EPOLLHUP)) && !(ev & EPOLLIN)) {
+		/* the peer is gone; a task's result has nobody to go to */
+		conn_close(c, "hang-up");
+	}
+}
+
+static void refuse(int fd, const char *msg)
+{
+	size_t len;
+	char *f = frame_error(HB_EUNAVAIL, msg, &len);
+
+	/* best effort: the caller learns why, or sees the close */
+	if (f && send(fd, f, len, MSG_NOSIGNAL | MSG_DONTWAIT) < (ssize_t)len)
+		hb_log(HB_LOG_DEBUG, "could not tell a refused caller why");
+	free(f);
+	close(fd);
+}
+
+static void do_accept(struct hb_daemon *d)
+{
+	struct epoll_event ev = { 0 };
+	struct ucred cr;
+	socklen_t sl;
+	struct conn *c;
+	int fd;
+
+	for (;;) {
+		fd = accept4(d->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				hb_log(HB_LOG_WARN, "accept: %s",
+				       strerror(errno));
+			return;
+		}
+		sl = sizeof(cr);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &sl) < 0) {
+			hb_log(HB_LOG_WARN, "SO_PEERCRED: %s", strerror(errno));
+			close(fd);
+			continue;
+		}
+		if (d->nconns >= d->opts.max_conns) {
+			hb_logf(HB_LOG_WARN,
+				(struct hb_log_field[]){
+					HB_LOG_INT("uid", cr.uid),
+					HB_LOG_INT("connections", d->nconns) },
+				2, "connection refused: too many");
+			refuse(fd, "too many connections; try again");
+			continue;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			refuse(fd, "out of memory");
+			continue;
+		}
+		c->w.tag = T_CONN;
+		c->d = d;
+		c->fd = fd;
+		c->uid = cr.uid;
+		c->gid = cr.gid;
+		c->pid = cr.pid;
+		snprintf(c->peer, sizeof(c->peer), "pid %d", (int)cr.pid);
+		if (uid_name(d, cr.uid, c->user, sizeof(c->user)))
+			c->user[0] = '\0';
+		/* one largest frame and the start of the next */
+		hb_buf_init(&c->in,
+			    HB_PROTO_HDR + HB_PROTO_MAX_PAYLOAD + READ_CHUNK);
+		hb_buf_init(&c->out, 0);
+		c->last_ms = mono_ms();
+		c->events = EPOLLIN;
+		ev.events = EPOLLIN;
+		ev.data.ptr = c;
+		if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			hb_log(HB_LOG_WARN, "epoll_ctl: %s", strerror(errno));
+			close(fd);
+			conn_free(c);
+			continue;
+		}
+		c->next = d->conns;
+		if (d->conns)
+			d->conns->prev = c;
+		d->conns = c;
+		d->nconns++;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Configuration                                                       */
+/* ------------------------------------------------------------------ */
+
+static int read_file(const char *path, struct hb_buf *b, struct hb_err *err)
+{
+	char chunk[16384];
+	ssize_t n;
+	int fd, rc = 0;
+
+	hb_buf_init(b, CONFIG_MAX);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return hb_err_set(err, errno == ENOENT ? HB_ENOENT : HB_EIO,
+				  path, 0, "%s", strerror(errno));
+	for (;;) {
+		n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = hb_err_set(err, HB_EIO, path, 0, "%s",
+					strerror(errno));
+			break;
+		}
+		if (n == 0)
+			break;
+		if ((rc = hb_buf_append(b, chunk, (size_t)n))) {
+			hb_err_set(err, rc, path, 0, "larger than %u bytes",
+				   CONFIG_MAX);
+			break;
+		}
+	}
+	close(fd);
+	return rc;
+}
+
+/* The command line's overrides, applied to a freshly parsed cfg. */
+static void apply_overrides(const struct hb_daemon *d, struct hb_config *cfg)
+{
+	if (d->socket_path)
+		cfg->daemon_socket = d->socket_path;
+	if (d->state_path)
+		cfg->daemon_state = d->state_path;
+}
+
+static void apply_config(struct hb_daemon *d)
+{
+	enum hb_log_level lvl;
+
+	if (hb_log_level_parse(d->cfg.daemon_log_level, &lvl) == 0)
+		hb_log_set_level(lvl);
+	resolve_slurm_user(d);
+}
+
+static void reload(struct hb_daemon *d)
+{
+	struct hb_err err = { 0 };
+	struct hb_config next;
+	struct hb_buf b;
+	int rc;
+
+	if (!d->config_path) {
+		hb_log(HB_LOG_INFO, "SIGHUP: no configuration file to re-read");
+		return;
+	}
+	rc = read_file(d->config_path, &b, &err);
+	if (!rc)
+		rc = hb_config_parse(b.data ? b.data : "", b.len,
+				     d->config_path, &next, &err);
+	hb_buf_free(&b);
+	if (rc) {
+		hb_logf(HB_LOG_ERROR,
+			(struct hb_log_field[]){
+				HB_LOG_STR("config", d->config_path) },
+			1,
+			"reload refused, the running configuration stays: %s",
+			err.msg);
+		return;
+	}
+	apply_overrides(d, &next);
+	if ((rc = hb_config_check_reload(&d->cfg, &next, &err))) {
+		hb_logf(HB_LOG_ERROR,
+			(struct hb_log_field[]){
+				HB_LOG_STR("config", d->config_path) },
+			1,
+			"reload refused, the running configuration stays: %s",
+			err.msg);
+		hb_config_free(&next);
+		return;
+	}
+	hb_config_free(&d->cfg);
+	d->cfg = next;
+	apply_config(d);
+	hb_logf(HB_LOG_INFO,
+		(struct hb_log_field[]){ HB_LOG_STR("config", d->config_path) },
+		1, "configuration reloaded");
+}
+
+/* ------------------------------------------------------------------ */
+/* Socket                                                              */
+/* ------------------------------------------------------------------ */
+
+/* mkdir -p the parent of path, new directories with mode. */
+static int make_parent(const char *path, mode_t mode, struct hb_err *err)
+{
+	char dir[PATH_MAX];
+	char *p;
+	size_t n = strlen(path);
+
+	if (n >= sizeof(dir))
+		return hb_err_set(err, HB_EINVAL, path, 0, "path too long");
+	memcpy(dir, path, n + 1);
+	p = strrchr(dir, '/');
+	if (!p || p == dir)
+		return 0;
+	*p = '\0';
+	for (p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, mode) < 0 && errno != EEXIST)
+			return hb_err_set(err, HB_EIO, dir, 0, "mkdir: %s",
+					  strerror(errno));
+		*p = '/';
+	}
+	if (mkdir(dir, mode) < 0 && errno != EEXIST)
+		return hb_err_set(err, HB_EIO, dir, 0, "mkdir: %s",
+				  strerror(errno));
+	return 0;
+}
+
+static int make_socket(const char *path, struct hb_err *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t n = strlen(path);
+	struct stat sb;
+	int fd, probe, rc;
+
+	if (n == 0 || n >= sizeof(sa.sun_path))
+		return hb_err_set(err, HB_EINVAL, path, 0,
+				  "socket path too long (at most %zu)",
+				  sizeof(sa.sun_path) - 1);
+	memcpy(sa.sun_path, path, n);
+	if ((rc = make_parent(path, 0755, err)))
+		return rc;
+	if (lstat(path, &sb) == 0) {
+		if (!S_ISSOCK(sb.st_mode))
+			return hb_err_set(err, HB_EEXIST, path, 0,
+					  "exists and is not a socket; not "
+					  "replacing it");
+		/* a live daemon answers; a stale socket refuses */
+		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (probe >= 0 &&
+		    connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			close(probe);
+			return hb_err_set(err, HB_EEXIST, path, 0,
+					  "another daemon is listening here");
+		}
+		if (probe >= 0)
+			close(probe);
+		if (unlink(path) < 0)
+			return hb_err_set(err, HB_EIO, path, 0,
+					  "cannot remove the stale socket: %s",
+					  strerror(errno));
+		hb_logf(HB_LOG_INFO,
+			(struct hb_log_field[]){ HB_LOG_STR("socket", path) },
+			1, "replaced a stale socket");
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return hb_err_set(err, HB_EIO, path, 0, "socket: %s",
+				  strerror(errno));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		rc = hb_err_set(err, HB_EIO, path, 0, "bind: %s",
+				strerror(errno));
+		close(fd);
+		return rc;
+	}
+	/* who may call is decided by SO_PEERCRED, per op */
+	if (chmod(path, 0666) < 0 || listen(fd, SOMAXCONN) < 0) {
+		rc = hb_err_set(err, HB_EIO, path, 0, "chmod/listen: %s",
+				strerror(errno));
+		close(fd);
+		unlink(path);
+		return rc;
+	}
+	return fd;
+}
+
+/* ------------------------------------------------------------------ */
+/* Life cycle                                                          */
+/* ------------------------------------------------------------------ */
+
+int hb_daemon_block_signals(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	signal(SIGPIPE, SIG_IGN);
+	return pthread_sigmask(SIG_BLOCK, &set, NULL) ? HB_EIO : 0;
+}
+
+static int add_watch(struct hb_daemon *d, int fd, struct watch *w, enum tag tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	w->tag = tag;
+	ev.data.ptr = w;
+	return epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? HB_EIO : 0;
+}
+
+int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
+		  struct hb_daemon **out, struct hb_err *err)
+{
+	struct hb_daemon *d;
+	sigset_t set;
+	int rc;
+
+	*out = NULL;
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		hb_config_free(cfg);
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	}
+	d->cfg = *cfg;
+	memset(cfg, 0, sizeof(*cfg));
+	d->epfd = d->lfd = d->sfd = -1;
+	d->staged_tail = &d->staged;
+	d->opts = *opts;
+	if (!d->opts.idle_ms)
+		d->opts.idle_ms = HB_DAEMON_IDLE_MS;
+	if (!d->opts.max_conns)
+		d->opts.max_conns = HB_DAEMON_MAX_CONNS;
+	d->config_path = xstrdup(opts->config_path);
+	d->socket_path = xstrdup(opts->socket_path);
+	d->state_path = xstrdup(opts->state_path);
+	if ((opts->config_path && !d->config_path) ||
+	    (opts->socket_path && !d->socket_path) ||
+	    (opts->state_path && !d->state_path)) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto fail;
+	}
+	d->opts.config_path = d->config_path;
+	d->opts.socket_path = d->socket_path;
+	d->opts.state_path = d->state_path;
+	apply_overrides(d, &d->cfg);
+	apply_config(d);
+
+	if ((rc = make_parent(d->cfg.daemon_state, 0750, err)))
+		goto fail;
+	if ((rc = hb_store_open(d->cfg.daemon_state, &d->st, err)))
+		goto fail;
+	d->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (d->epfd < 0) {
+		rc = hb_err_set(err, HB_EIO, NULL, 0, "epoll: %s",
+				strerror(errno));
+		goto fail;
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	d->sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (d->sfd < 0) {
+		rc = hb_err_set(err, HB_EIO, NULL, 0, "signalfd: %s",
+				strerror(errno));
+		goto fail;
+	}
+	if ((rc = hb_pool_new(d->cfg.daemon_workers, &d->pool))) {
+		hb_err_set(err, rc, NULL, 0, "cannot start the workers");
+		goto fail;
+	}
+	rc = make_socket(d->cfg.daemon_socket, err);
+	if (rc < 0)
+		goto fail;
+	d->lfd = rc;
+	if (add_watch(d, d->lfd, &d->wl, T_LISTEN) ||
+	    add_watch(d, d->sfd, &d->ws, T_SIGNAL) ||
+	    add_watch(d, hb_pool_fd(d->pool), &d->wp, T_POOL)) {
+		rc = hb_err_set(err, HB_EIO, NULL, 0, "epoll_ctl: %s",
+				strerror(errno));
+		goto fail;
+	}
+	*out = d;
+	return 0;
+fail:
+	hb_daemon_free(d);
+	return rc;
+}
+
+void hb_daemon_set_backend(struct hb_daemon *d,
+			   const struct hb_daemon_backend *b)
+{
+	if (b)
+		d->be = *b;
+	else
+		memset(&d->be, 0, sizeof(d->be));
+}
+
+const char *hb_daemon_socket(const struct hb_daemon *d)
+{
+	return d->cfg.daemon_socket;
+}
+
+static void start_stop(struct hb_daemon *d, const char *sig)
+{
+	struct conn *c, *next;
+
+	if (d->stopping)
+		return;
+	d->stopping = 1;
+	d->stop_deadline = mono_ms() + HB_DAEMON_STOP_MS;
+	hb_logf(HB_LOG_INFO,
+		(struct hb_log_field[]){
+			HB_LOG_STR("signal", sig),
+			HB_LOG_INT("connections", d->nconns),
+			HB_LOG_INT("in_flight", hb_pool_pending(d->pool)) },
+		3, "stopping: no new connections, finishing requests");
+	/* new callers now fail at once (and the plugin keeps their jobs on
+	 * Slurm) */
+	epoll_ctl(d->epfd, EPOLL_CTL_DEL, d->lfd, NULL);
+	close(d->lfd);
+	d->lfd = -1;
+	unlink(d->cfg.daemon_socket);
+	for (c = d->conns; c; c = next) {
+		next = c->next;
+		if (conn_idle(c))
+			conn_close(c, "stopping");
+		else
+			conn_interest(c);
+	}
+}
+
+static void on_signal(struct hb_daemon *d)
+{
+	struct signalfd_siginfo si;
+
+	while (read(d->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGHUP)
+			reload(d);
+		else if (si.ssi_signo == SIGTERM)
+			start_stop(d, "SIGTERM");
+		else if (si.ssi_signo == SIGINT)
+			start_stop(d, "SIGINT");
+	}
+}
+
+static void idle_scan(struct hb_daemon *d, int64_t now)
+{
+	struct conn *c, *next;
+
+	for (c = d->conns; c; c = next) {
+		next = c->next;
+		if (!c->busy && !c->nstaged &&
+		    now - c->last_ms >= d->opts.idle_ms)
+			conn_close(c, c->in.len > c->in_off
+					      ? "timed out mid-frame"
+					      : "idle");
+	}
+}
+
+static void bury(struct hb_daemon *d)
+{
+	struct conn *c;
+
+	while ((c = d->graveyard)) {
+		d->graveyard = c->next;
+		conn_free(c);
+	}
+}
+
+int hb_daemon_run(struct hb_daemon *d)
+{
+	struct epoll_event evs[256];
+	int64_t now;
+	int n, i, timeout;
+
+	hb_logf(HB_LOG_INFO,
+		(struct hb_log_field[]){
+			HB_LOG_STR("socket", d->cfg.daemon_socket),
+			HB_LOG_STR("state", d->cfg.daemon_state),
+			HB_LOG_INT("pid", getpid()),
+			HB_LOG_INT("workers", d->cfg.daemon_workers),
+			HB_LOG_STR("version", HB_VERSION) },
+		5, "hpcbridged serving");
+	d->last_scan = mono_ms();
+	for (;;) {
+		timeout = 1000;
+		if (d->stopping)
+			timeout = 100;
+		if (d->opts.idle_ms < timeout * 2)
+			timeout = d->opts.idle_ms / 2 + 1;
+		n = epoll_wait(d->epfd, evs, 256, timeout);
+		if (n < 0 && errno != EINTR) {
+			hb_log(HB_LOG_ERROR, "epoll_wait: %s", strerror(errno));
+			return HB_EIO;
+		}
+		for (i = 0; i < n; i++) {
+			struct watch *w = evs[i].data.ptr;
+
+			switch (w->tag) {
+			case T_LISTEN:
+				if (!d->stopping)
+					do_accept(d);
+				break;
+			case T_SIGNAL:
+				on_signal(d);
+				break;
+			case T_POOL:
+				hb_pool_complete(d->pool);
+				break;
+			case T_CONN:
+				conn_event((struct conn *)w, evs[i].events);
+				break;
+			}
+		}
+		batch_end(d);
+		bury(d);
+		now = mono_ms();
+		if (now - d->last_scan >= timeout) {
+			idle_scan(d, now);
+			bury(d);
+			d->last_scan = now;
+		}
+		if (d->stopping) {
+			if (!d->conns && hb_pool_pending(d->pool) == 0)
+				break;
+			if (now >= d->stop_deadline) {
+				hb_logf(HB_LOG_WARN,
+					(struct hb_log_field[]){ HB_LOG_INT(
+						"connections", d->nconns) },
+					1,
+					"stopping: gave up waiting for "
+					"requests in flight");
+				break;
+			}
+		}
+	}
+	hb_logf(HB_LOG_INFO,
+		(struct hb_log_field[]){
+			HB_LOG_INT("requests", d->nrequests),
+			HB_LOG_INT("decisions", d->ndecisions) },
+		2, "stopped");
+	return 0;
+}
+
+void hb_daemon_free(struct hb_daemon *d)
+{
+	struct conn *c, *next;
+
+	if (!d)
+		return;
+	d->stopping = 1; /* no new requests from here on */
+	/* the workers end first; what they finish is recorded */
+	if (d->pool) {
+		hb_pool_free(d->pool);
+		d->pool = NULL;
+		batch_end(d);
+	}
+	for (c = d->conns; c; c = next) {
+		next = c->next;
+		conn_close(c, "daemon exit");
+	}
+	batch_end(d);
+	bury(d);
+	if (d->txn_open) {
+		struct hb_err err = { 0 };
+
+		hb_store_commit(d->st, &err);
+	}
+	if (d->lfd >= 0) {
+		close(d->lfd);
+		unlink(d->cfg.daemon_socket);
+	}
+	if (d->sfd >= 0)
+		close(d->sfd);
+	if (d->epfd >= 0)
+		close(d->epfd);
+	hb_store_close(d->st);
+	hb_config_free(&d->cfg);
+	free(d->config_path);
+	free(d->socket_path);
+	free(d->state_path);
+	free(d);
+}

@@ -1,0 +1,111 @@
+/*
+ * daemon.h - hpcbridged's core: the API socket, one epoll loop, the worker
+ * pool, authorisation and the ops of protocol version 1.
+ *
+ * One thread runs the loop and is the only one that touches the store and
+ * the connections.  Blocking remote calls (Slurm, later Kubernetes) run on
+ * the worker pool and come back to the loop through an eventfd.  Every
+ * write the requests of one loop iteration make is one store transaction
+ * (group commit), committed before any of their replies is sent.
+ *
+ * docs/internals/daemon.md has the design; docs/internals/protocol.md the
+ * ops.
+ */
+#ifndef HPCBRIDGE_DAEMON_H
+#define HPCBRIDGE_DAEMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hpcbridge/config.h"
+#include "hpcbridge/error.h"
+
+/* Defaults of the limits that are not site settings. */
+#define HB_DAEMON_IDLE_MS      60000 /* an idle connection is closed */
+#define HB_DAEMON_MAX_CONNS    1024  /* more are refused with EUNAVAIL */
+#define HB_DAEMON_STOP_MS      30000 /* SIGTERM: the most spent finishing */
+#define HB_DAEMON_LIST_DEFAULT 1000  /* jobs per "jobs" reply, default */
+#define HB_DAEMON_LIST_MAX     5000  /* ... and at most */
+
+struct hb_daemon_opts {
+	const char *config_path; /* re-read on SIGHUP; NULL: defaults */
+	const char *socket_path; /* overrides daemon.socket; NULL: none */
+	const char *state_path;	 /* overrides daemon.state; NULL: none */
+	int idle_ms;		 /* 0: HB_DAEMON_IDLE_MS */
+	unsigned max_conns;	 /* 0: HB_DAEMON_MAX_CONNS */
+};
+
+/* A batch job to submit to Slurm for a user (the "submit" op).  Strings
+ * are borrowed for the call. */
+struct hb_submit_req {
+	const char *id;		   /* "hb-000042" */
+	const char *script;	   /* the script text */
+	const char *name;	   /* job name, or NULL */
+	const char *cwd;	   /* working directory, or NULL */
+	const char *user;	   /* the submitting user */
+	uint32_t uid, gid;	   /* submit as this user (the peer's creds) */
+	const char *const *argv;   /* script arguments, NULL-terminated */
+	const char *const *env;	   /* "K=V", NULL-terminated (may be empty) */
+	const char *admin_comment; /* "hpcbridge:hb-000042 target=slurm" */
+};
+
+/*
+ * What the daemon asks of Slurm.  Both calls run on worker threads, maybe
+ * several at once, so they must be thread-safe (a handle per thread, or a
+ * lock).  A NULL member means the daemon has no such backend: submit is
+ * refused with EUNSUP, cancelling a job that has a Slurm id with
+ * EUNAVAIL.  gateway/slurmc.c provides them (hb_slurmc_submit,
+ * hb_slurmc_cancel); the daemon's main wires them.
+ */
+struct hb_daemon_backend {
+	void *ctx;
+	/* 0 with *slurm_job_id set, or an HB_E* code with err set. */
+	int (*slurm_submit)(void *ctx, const struct hb_submit_req *req,
+			    int64_t *slurm_job_id, struct hb_err *err);
+	/* 0 if cancelled or already ended; HB_ENOENT if Slurm no longer
+	 * knows the job (the daemon then marks it cancelled too); another
+	 * HB_E* code with err set on failure. */
+	int (*slurm_cancel)(void *ctx, int64_t slurm_job_id,
+			    struct hb_err *err);
+};
+
+struct hb_daemon;
+
+/*
+ * Set up everything the loop needs, in this order: take cfg (moved: the
+ * daemon owns it from now on, and cfg is zeroed, whatever the result),
+ * open the store, create the socket (its directory with mode 0755 if
+ * missing; the socket 0666; a stale socket left by a crash replaced; a
+ * live one refused with HB_EEXIST), start the workers and the signalfd.
+ * SIGHUP, SIGTERM and SIGINT must already be blocked in every thread (the
+ * caller blocks them before any thread starts: hb_daemon_block_signals()).
+ * Caller frees with hb_daemon_free().
+ */
+int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
+		  struct hb_daemon **out, struct hb_err *err);
+
+/* Block the signals the loop reads through its signalfd, and ignore
+ * SIGPIPE, in the calling thread (call before starting threads). */
+int hb_daemon_block_signals(void);
+
+/* Use these Slurm calls (copied).  Call before hb_daemon_run(). */
+void hb_daemon_set_backend(struct hb_daemon *d,
+			   const struct hb_daemon_backend *b);
+
+/*
+ * Run until SIGTERM or SIGINT: then stop accepting (the socket is
+ * removed), finish the requests in flight (at most HB_DAEMON_STOP_MS),
+ * commit, and return 0.  SIGHUP re-reads the configuration file: a file
+ * that does not parse, or that changes a setting that is not reloadable,
+ * is refused with a log line saying why, and the running one stays.
+ * Returns HB_E* only if the loop itself fails (epoll).
+ */
+int hb_daemon_run(struct hb_daemon *d);
+
+/* Close everything and remove the socket.  NULL is a no-op. */
+void hb_daemon_free(struct hb_daemon *d);
+
+/* The socket path in use (borrowed). */
+const char *hb_daemon_socket(const struct hb_daemon *d);
+
+#endif

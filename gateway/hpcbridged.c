@@ -1,0 +1,268 @@
+/*
+ * hpcbridged.c - the hpcbridge daemon: options, configuration, start-up
+ * (detached unless --foreground), the pid file, the loop.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "hpcbridge/buf.h"
+#include "hpcbridge/config.h"
+#include "hpcbridge/log.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: hpcbridged --config FILE [--foreground] [--socket "
+		"PATH]\n"
+		"                  [--state PATH] [--pidfile PATH]\n"
+		"                  [--idle-timeout MS] [--max-connections N]\n"
+		"\n"
+		"The hpcbridge daemon: decides where Slurm jobs run, and "
+		"keeps\n"
+		"their state.  Logs are JSON lines on standard error.\n"
+		"\n"
+		"  --config FILE        the site configuration "
+		"(hpcbridge.yaml);\n"
+		"                       re-read on SIGHUP\n"
+		"  --foreground         do not detach\n"
+		"  --socket PATH        API socket (overrides daemon.socket)\n"
+		"  --state PATH         state database (overrides "
+		"daemon.state)\n"
+		"  --pidfile PATH       write the daemon's pid here\n"
+		"  --idle-timeout MS    close idle connections after MS "
+		"(60000)\n"
+		"  --max-connections N  refuse connections past N (1024)\n"
+		"  --check              check the configuration and exit\n");
+}
+
+static int read_config(const char *path, struct hb_config *cfg)
+{
+	struct hb_err err = { 0 };
+	struct hb_buf b;
+	char chunk[16384];
+	ssize_t n;
+	int fd, rc = 0;
+
+	if (!path)
+		return hb_config_defaults(cfg);
+	hb_buf_init(&b, 4u * 1024 * 1024);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "hpcbridged: %s: %s\n", path, strerror(errno));
+		return HB_EIO;
+	}
+	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || hb_buf_append(&b, chunk, (size_t)n)) {
+			fprintf(stderr, "hpcbridged: %s: %s\n", path,
+				n < 0 ? strerror(errno) : "file too large");
+			rc = HB_EIO;
+			break;
+		}
+	}
+	close(fd);
+	if (!rc)
+		rc = hb_config_parse(b.data ? b.data : "", b.len, path, cfg,
+				     &err);
+	if (rc && err.msg[0])
+		fprintf(stderr, "hpcbridged: %s\n", err.msg);
+	hb_buf_free(&b);
+	return rc;
+}
+
+static int parse_num(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return HB_EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int write_pidfile(const char *path)
+{
+	char buf[32];
+	int fd, n;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return HB_EIO;
+	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	if (write(fd, buf, (size_t)n) != n) {
+		close(fd);
+		return HB_EIO;
+	}
+	return close(fd) < 0 ? HB_EIO : 0;
+}
+
+/*
+ * Detach: the parent waits for the child to say it is serving (one byte
+ * on a pipe) so that start-up errors reach the caller's exit status.
+ * Returns in the child with *ready_fd set; the parent exits.
+ */
+static void detach(int *ready_fd)
+{
+	int p[2];
+	pid_t pid;
+	char c = 0;
+	ssize_t n;
+
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		perror("hpcbridged: pipe");
+		exit(1);
+	}
+	pid = fork();
+	if (pid < 0) {
+		perror("hpcbridged: fork");
+		exit(1);
+	}
+	if (pid > 0) {
+		close(p[1]);
+		do
+			n = read(p[0], &c, 1);
+		while (n < 0 && errno == EINTR);
+		exit(n == 1 && c == 'R' ? 0 : 1);
+	}
+	close(p[0]);
+	if (setsid() < 0)
+		perror("hpcbridged: setsid");
+	if (chdir("/") < 0)
+		perror("hpcbridged: chdir");
+	*ready_fd = p[1];
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "state", required_argument, NULL, 'S' },
+		{ "pidfile", required_argument, NULL, 'p' },
+		{ "idle-timeout", required_argument, NULL, 'i' },
+		{ "max-connections", required_argument, NULL, 'm' },
+		{ "check", no_argument, NULL, 'k' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct hb_daemon_opts opts = { 0 };
+	struct hb_err err = { 0 };
+	struct hb_config cfg = { 0 };
+	struct hb_daemon *d = NULL;
+	const char *pidfile = NULL;
+	int foreground = 0, check = 0, ready_fd = -1, opt, rc, devnull;
+	long v;
+
+	while ((opt = getopt_long(argc, argv, "c:fs:S:p:h", longopts, NULL)) !=
+	       -1) {
+		switch (opt) {
+		case 'c':
+			opts.config_path = optarg;
+			break;
+		case 'f':
+			foreground = 1;
+			break;
+		case 's':
+			opts.socket_path = optarg;
+			break;
+		case 'S':
+			opts.state_path = optarg;
+			break;
+		case 'p':
+			pidfile = optarg;
+			break;
+		case 'i':
+			if (parse_num(optarg, 1, 86400000, &v)) {
+				fprintf(stderr, "hpcbridged: --idle-timeout: "
+						"1 to 86400000 ms\n");
+				return 2;
+			}
+			opts.idle_ms = (int)v;
+			break;
+		case 'm':
+			if (parse_num(optarg, 1, 1000000, &v)) {
+				fprintf(stderr,
+					"hpcbridged: --max-connections: "
+					"1 to 1000000\n");
+				return 2;
+			}
+			opts.max_conns = (unsigned)v;
+			break;
+		case 'k':
+			check = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("hpcbridged %s\n", HB_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc || !opts.config_path) {
+		usage(stderr);
+		return 2;
+	}
+	if (read_config(opts.config_path, &cfg))
+		return 1;
+	if (check) {
+		hb_config_free(&cfg);
+		printf("%s: ok\n", opts.config_path);
+		return 0;
+	}
+	if (!foreground)
+		detach(&ready_fd);
+	/* before any thread starts: the loop reads them from a signalfd */
+	if (hb_daemon_block_signals()) {
+		fprintf(stderr, "hpcbridged: cannot block signals\n");
+		return 1;
+	}
+	rc = hb_daemon_new(&opts, &cfg, &d, &err);
+	if (rc) {
+		hb_log(HB_LOG_ERROR, "cannot start: %s",
+		       err.msg[0] ? err.msg : hb_strerror(rc));
+		return 1;
+	}
+	/* The Slurm client is wired here (hb_daemon_set_backend) once
+	 * gateway/slurmc.c provides it; without it, submit is refused and
+	 * cancel works for jobs that have no Slurm job. */
+	if (pidfile && write_pidfile(pidfile)) {
+		hb_log(HB_LOG_ERROR, "cannot write the pid file %s: %s",
+		       pidfile, strerror(errno));
+		hb_daemon_free(d);
+		return 1;
+	}
+	if (ready_fd >= 0) {
+		devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (devnull >= 0) {
+			dup2(devnull, STDIN_FILENO);
+			dup2(devnull, STDOUT_FILENO);
+			close(devnull);
+		}
+		if (write(ready_fd, "R", 1) != 1)
+			hb_log(HB_LOG_WARN, "could not tell the parent");
+		close(ready_fd);
+	}
+	rc = hb_daemon_run(d);
+	hb_daemon_free(d);
+	if (pidfile)
+		unlink(pidfile);
+	return rc ? 1 : 0;
+}

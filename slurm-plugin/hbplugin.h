@@ -1,0 +1,199 @@
+/*
+ * hbplugin.h - the logic of the Slurm plugins, kept apart from Slurm's
+ * plugin glue so that unit tests can drive it without slurmctld.
+ *
+ * Private to slurm-plugin/: compiled into job_submit_hpcbridge.so,
+ * spank_hpcbridge.so and the unit test test_plugin_logic.  Nothing here
+ * calls into Slurm: strings handed to Slurm are made with the allocator
+ * the caller passes (struct hb_slurm_alloc), which is slurm_xstrdup and
+ * slurm_xfree inside slurmctld and plain malloc/free in the tests.
+ */
+#ifndef HPCBRIDGE_SLURM_PLUGIN_H
+#define HPCBRIDGE_SLURM_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <slurm/slurm.h>
+
+#include "hpcbridge/error.h"
+
+struct cJSON;
+
+/* ------------------------------------------------------------ options */
+
+/* The SPANK options, in the order they are registered. */
+enum hb_opt {
+	HB_OPT_TARGET,	   /* --hpcbridge-target=auto|slurm|kubernetes */
+	HB_OPT_DEADLINE,   /* --hpcbridge-deadline=TIME */
+	HB_OPT_CHECKPOINT, /* --hpcbridge-checkpoint=DIR */
+	HB_OPT_DATA,	   /* --hpcbridge-data=PATH|s3://bucket/prefix */
+	HB__OPT_COUNT
+};
+
+/* The SPANK plugin's name: it is part of the variables sbatch forwards. */
+#define HB_SPANK_PLUGIN_NAME "hpcbridge"
+
+/* Longest option value accepted (a path). */
+#define HB_OPT_VALUE_MAX 4095
+
+/* "hpcbridge-target" etc.; NULL past the last option. */
+const char *hb_opt_name(enum hb_opt o);
+/* The key in the decide request: "target", "deadline", "checkpoint",
+ * "data". */
+const char *hb_opt_key(enum hb_opt o);
+/* One word for --help ("auto|slurm|kubernetes"), and one line of usage. */
+const char *hb_opt_arginfo(enum hb_opt o);
+const char *hb_opt_usage(enum hb_opt o);
+
+/*
+ * Check a value of option o.  0 if valid; HB_EINVAL with a message that
+ * names the option and says what is wanted ("--hpcbridge-target: 'x' is
+ * not auto, slurm or kubernetes") otherwise.  A NULL value is invalid.
+ * Deadlines are checked by the project's sbatch reader, which accepts
+ * what Slurm 22.05's parse_time() accepts (now+1hour, 18:00,
+ * 2025-06-30T18:00, tomorrow, ...).
+ */
+int hb_opt_check(enum hb_opt o, const char *value, struct hb_err *err);
+
+/*
+ * The environment variable through which sbatch forwards option o:
+ * "_SLURM_SPANK_OPTION_hpcbridge_hpcbridge_target" (Slurm's
+ * _opt_env_name(): prefix, plugin name, '_', option name, every
+ * character that is not alphanumeric made '_').  Returns 0, or
+ * HB_ETOOBIG if it does not fit in len bytes.
+ */
+int hb_opt_env_name(enum hb_opt o, char *buf, size_t len);
+
+/*
+ * The value of option o as sbatch forwarded it: looked up first in the
+ * job's SPANK environment (job_desc->spank_job_env), then in its
+ * environment (job_desc->environment; absent under --export=NONE).  Also
+ * accepted with the SPANK_ prefix Slurm adds for prolog/epilog.  NULL
+ * entries and entries without '=' are skipped.  Returns a pointer into
+ * one of the arrays (borrowed), or NULL if not given.
+ */
+const char *hb_opt_find(enum hb_opt o, char *const *spank_env, uint32_t nspank,
+			char *const *env, uint32_t nenv);
+
+/* ------------------------------------------------------------- config */
+
+/* The settings the job_submit plugin reads from hpcbridge.yaml. */
+#define HB_PLUGIN_DEFAULT_CONFIG     "/etc/hpcbridge/hpcbridge.yaml"
+#define HB_PLUGIN_DEFAULT_SOCKET     "/run/hpcbridge/hpcbridged.sock"
+#define HB_PLUGIN_DEFAULT_TIMEOUT_MS 20
+#define HB_PLUGIN_MAX_TIMEOUT_MS     5000
+#define HB_PLUGIN_CONFIG_MAX	     (1u << 20)
+
+struct hb_plugin_conf {
+	char socket[108]; /* sun_path: at most 107 bytes and a NUL */
+	int timeout_ms;	  /* 1..HB_PLUGIN_MAX_TIMEOUT_MS */
+};
+
+/* The defaults: HB_PLUGIN_DEFAULT_SOCKET, HB_PLUGIN_DEFAULT_TIMEOUT_MS. */
+void hb_plugin_conf_defaults(struct hb_plugin_conf *conf);
+
+/*
+ * Read daemon.socket and plugin.timeout_ms from the hpcbridge.yaml at
+ * path, validated in full by hb_config_parse() (at most
+ * HB_PLUGIN_CONFIG_MAX bytes).  conf is filled with the defaults first, so
+ * it is usable whatever happens.  HB_ENOENT if the file does not exist
+ * (the defaults apply); another HB_E* code with err naming the file, line
+ * and key if it cannot be read or is not valid (conf then holds the
+ * defaults: nothing is half-read).
+ */
+int hb_plugin_conf_load(const char *path, struct hb_plugin_conf *conf,
+			struct hb_err *err);
+
+/* ------------------------------------------------------------- decide */
+
+/* Caps on what one decide request carries. */
+#define HB_DECIDE_ENV_MAX  (256u * 1024) /* bytes of environment */
+#define HB_DECIDE_ARGV_MAX (64u * 1024)	 /* bytes of script arguments */
+
+/*
+ * Should job_submit ask the daemon about this job at all?  No for jobs
+ * without a batch script (salloc, srun), heterogeneous job components,
+ * and jobs the gateway submitted itself (HPCBRIDGE_JOB_ID in their
+ * environment).  Returns 1 or 0.
+ */
+int hb_decide_wanted(const job_desc_msg_t *jd);
+
+/*
+ * Build the decide request of protocol v1 for jd (see
+ * docs/internals/plugins.md): user (NULL: unknown, left out), uid,
+ * account, partition, slurm_job_name, time_limit_min, target, options,
+ * script, argv, env, and a jobspec built from jd's fields (what Slurm
+ * resolved from the script, SBATCH_* variables and command-line options).
+ * Invalid or absent SPANK values are left out.  Caller frees with
+ * cJSON_Delete(); NULL with err set on failure (ENOMEM).
+ */
+struct cJSON *hb_decide_request(const job_desc_msg_t *jd, const char *user,
+				struct hb_err *err);
+
+enum hb_plugin_target { HB_PLUGIN_SLURM = 1, HB_PLUGIN_KUBERNETES = 2 };
+
+/* The daemon's answer, checked.  Strings are borrowed from the reply. */
+struct hb_plugin_decision {
+	enum hb_plugin_target target;
+	const char *id;		   /* "hb-000042" */
+	const char *reason;	   /* may be NULL */
+	const char *admin_comment; /* may be NULL */
+	/* Kubernetes only: the proxy job. */
+	const char *partition;
+	const char *script;
+	const char *comment;	 /* may be NULL */
+	uint32_t time_limit_min; /* NO_VAL: keep the job's own */
+	uint32_t cpus;		 /* 1 unless the reply says otherwise */
+	uint64_t mem_mb;	 /* per node */
+};
+
+/* Longest comment/admin_comment this plugin writes (slurmctld refuses
+ * longer ones). */
+#define HB_COMMENT_MAX 1000
+/* Largest proxy script accepted in a reply. */
+#define HB_PROXY_SCRIPT_MAX (64u * 1024)
+
+/*
+ * Check a reply and fill d.  0 for {"ok":true} with a well-formed
+ * decision; otherwise an HB_E* code with err saying what is wrong:
+ * the daemon's own error (code and message) for ok:false, HB_EPROTO for
+ * anything malformed (unknown target, a kubernetes answer without a
+ * usable proxy, an id that is not a plain token, strings with control
+ * characters, numbers out of range).  d is zeroed on error.
+ */
+int hb_plugin_decision_parse(const struct cJSON *reply,
+			     struct hb_plugin_decision *d, struct hb_err *err);
+
+/* How strings given to Slurm are made and freed. */
+struct hb_slurm_alloc {
+	char *(*strdup)(const char *s); /* NULL: out of memory */
+	void (*free)(void **p);		/* frees *p and sets it NULL */
+};
+
+/*
+ * Apply a decision to jd.  Slurm: admin_comment gets d->admin_comment
+ * (appended after "; " to one already there).  Kubernetes: jd becomes the
+ * proxy job: partition, script, 1 node, 1 task, d->cpus CPUs, d->mem_mb
+ * MB per node, the time limit, no GPUs or other TRES, no node, feature or
+ * reservation constraints; comment gets the proxy comment (the user's own
+ * follows it), admin_comment the gateway id and the original request's
+ * shape (hb_plugin_decision_summary()).
+ * All new strings are made before jd is touched: on error (ENOMEM) jd is
+ * left exactly as it was.
+ */
+int hb_plugin_decision_apply(job_desc_msg_t *jd,
+			     const struct hb_plugin_decision *d,
+			     const struct hb_slurm_alloc *a,
+			     struct hb_err *err);
+
+/*
+ * The original request's key fields in one line, for the proxy's
+ * admin_comment: "orig: partition=gpu nodes=2 tasks=8 cpus_per_task=4
+ * mem=4096M/node tres=gres:gpu:4 time=60".  Fields not given are left
+ * out.  Writes at most len bytes with a NUL; returns 0 or HB_ETOOBIG
+ * (truncated).
+ */
+int hb_plugin_decision_summary(const job_desc_msg_t *jd, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,242 @@
+/*
+ * job_submit_hpcbridge.c - job_submit/hpcbridge, the slurmctld hook.
+ *
+ * For every batch job, ask hpcbridged where it runs (the "decide" op of
+ * protocol v1) within plugin.timeout_ms, then:
+ *   slurm       leave the job as it is, tag its admin_comment;
+ *   kubernetes  rewrite it into the proxy job the daemon describes.
+ * Anything else - no daemon, a slow one, a malformed or refused reply -
+ * leaves the job untouched and logs one line: slurmctld is never held
+ * hostage, and Slurm behaves as if hpcbridge were not there.
+ *
+ * The hook runs inside slurmctld with its job write lock held.  It does
+ * one connect/write/read on a local socket, bounded by the timeout, and
+ * no other I/O (the configuration is read once, in init()).  It links no
+ * Slurm library: strings given to Slurm are made with slurm_xstrdup (Slurm
+ * frees job_desc fields with xfree), and logging uses slurm_info and
+ * slurm_error, all exported by the slurmctld process.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+#include <slurm/spank.h> /* slurm_info, slurm_error, slurm_verbose */
+
+#include "hbplugin.h"
+#include "hpcbridge/log.h"
+#include "hpcbridge/proto.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Slurm's allocator (src/common/xmalloc.h, xstring.h in 22.05), exported
+ * by libslurmfull, which slurmctld links. */
+extern char *slurm_xstrdup(const char *str);
+extern void slurm_xfree(void **ptr);
+
+EXPORT extern const char plugin_name[];
+EXPORT extern const char plugin_type[];
+EXPORT extern const uint32_t plugin_version;
+const char plugin_name[] = "hpcbridge gateway placement";
+const char plugin_type[] = "job_submit/hpcbridge";
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+EXPORT int init(void);
+EXPORT void fini(void);
+EXPORT int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
+		      char **err_msg);
+/* slurmctld's job_record_t, never looked into. */
+struct job_record;
+EXPORT int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr,
+		      uint32_t submit_uid);
+
+static struct hb_plugin_conf conf;
+
+static const struct hb_slurm_alloc slurm_alloc = {
+	.strdup = slurm_xstrdup,
+	.free = slurm_xfree,
+};
+
+/* hb_log() records go to slurmctld's log, with the plugin's prefix. */
+static void to_slurm(enum hb_log_level level, const char *msg,
+		     const char *json_line, void *arg)
+{
+	(void)json_line;
+	(void)arg;
+	switch (level) {
+	case HB_LOG_ERROR:
+	case HB_LOG_WARN:
+		slurm_error("%s: %s", plugin_type, msg);
+		break;
+	case HB_LOG_INFO:
+		slurm_info("%s: %s", plugin_type, msg);
+		break;
+	default:
+		slurm_verbose("%s: %s", plugin_type, msg);
+		break;
+	}
+}
+
+int init(void)
+{
+	const char *path = getenv("HPCBRIDGE_CONFIG");
+	struct hb_err err = { 0 };
+	int rc;
+
+	hb_log_set_hook(to_slurm, NULL);
+	hb_log_set_level(HB_LOG_DEBUG);
+	if (!path || !*path)
+		path = HB_PLUGIN_DEFAULT_CONFIG;
+	rc = hb_plugin_conf_load(path, &conf, &err);
+	if (rc == 0)
+		hb_log(HB_LOG_INFO, "daemon %s, timeout %d ms (from %s)",
+		       conf.socket, conf.timeout_ms, path);
+	else if (rc == HB_ENOENT)
+		hb_log(HB_LOG_INFO, "daemon %s, timeout %d ms (%s not found)",
+		       conf.socket, conf.timeout_ms, path);
+	else
+		hb_log(HB_LOG_ERROR, "%s; using daemon %s, timeout %d ms",
+		       err.msg, conf.socket, conf.timeout_ms);
+	/* Never fail: slurmctld would not start. */
+	return SLURM_SUCCESS;
+}
+
+void fini(void)
+{
+	hb_log_set_hook(NULL, NULL);
+}
+
+/* The user's name; the uid in decimal when it has no passwd entry (as
+ * Slurm shows such users).  NULL when out of memory. */
+static char *user_name(uid_t uid)
+{
+	struct passwd pw, *res = NULL;
+	size_t len = 16384;
+	char *buf = malloc(len), *name = NULL;
+
+	if (buf && getpwuid_r(uid, &pw, buf, len, &res) == 0 && res &&
+	    pw.pw_name && pw.pw_name[0])
+		name = strdup(pw.pw_name);
+	free(buf);
+	if (!name && asprintf(&name, "%lu", (unsigned long)uid) < 0)
+		name = NULL;
+	return name;
+}
+
+/* The job's name for the log: one line, at most 64 characters. */
+static const char *shown(const char *name, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (; name && *name && n + 1 < len && n < 64; name++)
+		buf[n++] = (unsigned char)*name < 0x20 || *name == 0x7f ? '?'
+									: *name;
+	buf[n] = '\0';
+	return buf;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Tell the user where the job went (sbatch prints it). */
+static void tell_user(char **err_msg, const struct hb_plugin_decision *d)
+{
+	char msg[600];
+
+	if (!err_msg || *err_msg || d->target != HB_PLUGIN_KUBERNETES)
+		return;
+	snprintf(msg, sizeof(msg),
+		 "hpcbridge: job %s runs on Kubernetes%s%s%s; this Slurm job "
+		 "follows it",
+		 d->id, d->reason ? " (" : "", d->reason ? d->reason : "",
+		 d->reason ? ")" : "");
+	*err_msg = slurm_xstrdup(msg);
+}
+
+int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
+{
+	struct hb_err err = { 0 };
+	struct hb_plugin_decision d;
+	cJSON *req = NULL, *reply = NULL;
+	char *user = NULL;
+	char name[72];
+	int64_t t0;
+	int rc;
+
+	(void)submit_uid;
+	if (!hb_decide_wanted(job_desc))
+		return SLURM_SUCCESS;
+	shown(job_desc->name, name, sizeof(name));
+	t0 = now_ms();
+	user = user_name((uid_t)job_desc->user_id);
+	req = hb_decide_request(job_desc, user, &err);
+	if (!req) {
+		hb_log(HB_LOG_ERROR,
+		       "job '%s' of uid %" PRIu32 " left on Slurm: request: %s",
+		       name, job_desc->user_id, err.msg);
+		goto out;
+	}
+	rc = hb_proto_call(conf.socket, req, conf.timeout_ms, &reply, &err);
+	if (rc) {
+		hb_log(HB_LOG_ERROR,
+		       "job '%s' of uid %" PRIu32 " left on Slurm: daemon %s: "
+		       "%s (%s) after %" PRId64 " ms",
+		       name, job_desc->user_id, conf.socket, hb_errname(rc),
+		       err.msg, now_ms() - t0);
+		goto out;
+	}
+	rc = hb_plugin_decision_parse(reply, &d, &err);
+	if (rc) {
+		hb_log(HB_LOG_ERROR,
+		       "job '%s' of uid %" PRIu32 " left on Slurm: %s", name,
+		       job_desc->user_id, err.msg);
+		goto out;
+	}
+	rc = hb_plugin_decision_apply(job_desc, &d, &slurm_alloc, &err);
+	if (rc) {
+		hb_log(HB_LOG_ERROR,
+		       "job '%s' of uid %" PRIu32 " left on Slurm: %s: %s",
+		       name, job_desc->user_id, d.id, err.msg);
+		goto out;
+	}
+	if (d.target == HB_PLUGIN_KUBERNETES) {
+		hb_log(HB_LOG_INFO,
+		       "%s: job '%s' of uid %" PRIu32 " runs on Kubernetes; "
+		       "proxy in partition %s (%" PRId64 " ms)",
+		       d.id, name, job_desc->user_id, d.partition,
+		       now_ms() - t0);
+		tell_user(err_msg, &d);
+	} else {
+		hb_log(HB_LOG_DEBUG,
+		       "%s: job '%s' of uid %" PRIu32 " stays on Slurm "
+		       "(%" PRId64 " ms)",
+		       d.id, name, job_desc->user_id, now_ms() - t0);
+	}
+out:
+	cJSON_Delete(reply);
+	cJSON_Delete(req);
+	free(user);
+	return SLURM_SUCCESS;
+}
+
+/* 22.05: job_modify(job_desc, job_record_t *, submit_uid); the record
+ * stays opaque.  Modifications are left alone. */
+int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr,
+	       uint32_t submit_uid)
+{
+	(void)job_desc;
+	(void)job_ptr;
+	(void)submit_uid;
+	return SLURM_SUCCESS;
+}

@@ -1,0 +1,509 @@
+/*
+ * test_daemon.c - the daemon's loop with a fake Slurm: submit and cancel
+ * through the worker pool, replies in order on one connection, SIGTERM
+ * finishing a request in flight, concurrent callers.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "daemon.h"
+#include "hpcbridge/config.h"
+#include "hpcbridge/log.h"
+#include "hpcbridge/proto.h"
+#include "testutil.h"
+
+/* ---- the fake Slurm ---------------------------------------------- */
+
+static pthread_mutex_t fake_mu = PTHREAD_MUTEX_INITIALIZER;
+static int fake_submit_rc, fake_cancel_rc, fake_delay_ms;
+static int64_t fake_next_id = 4242, fake_cancelled;
+static int fake_submits, fake_cancels;
+static char fake_script[256], fake_comment[96], fake_cwd[64], fake_env0[32],
+	fake_argv1[32];
+static uint32_t fake_uid, fake_gid;
+
+static void nap(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static int fake_submit(void *ctx, const struct hb_submit_req *req, int64_t *id,
+		       struct hb_err *err)
+{
+	int rc;
+
+	(void)ctx;
+	if (fake_delay_ms)
+		nap(fake_delay_ms);
+	pthread_mutex_lock(&fake_mu);
+	fake_submits++;
+	snprintf(fake_script, sizeof(fake_script), "%s", req->script);
+	snprintf(fake_comment, sizeof(fake_comment), "%s", req->admin_comment);
+	snprintf(fake_cwd, sizeof(fake_cwd), "%s", req->cwd ? req->cwd : "");
+	snprintf(fake_env0, sizeof(fake_env0), "%s",
+		 req->env[0] ? req->env[0] : "");
+	snprintf(fake_argv1, sizeof(fake_argv1), "%s",
+		 req->argv[0] && req->argv[1] ? req->argv[1] : "");
+	fake_uid = req->uid;
+	fake_gid = req->gid;
+	rc = fake_submit_rc;
+	if (!rc)
+		*id = fake_next_id++;
+	pthread_mutex_unlock(&fake_mu);
+	if (rc)
+		return hb_err_set(err, rc, NULL, 0,
+				  "Invalid partition name specified");
+	return 0;
+}
+
+static int fake_cancel(void *ctx, int64_t id, struct hb_err *err)
+{
+	int rc;
+
+	(void)ctx;
+	pthread_mutex_lock(&fake_mu);
+	fake_cancels++;
+	fake_cancelled = id;
+	rc = fake_cancel_rc;
+	pthread_mutex_unlock(&fake_mu);
+	if (rc)
+		return hb_err_set(err, rc, NULL, 0, "Access/permission denied");
+	return 0;
+}
+
+/* ---- a daemon per test ------------------------------------------- */
+
+struct fixture {
+	char dir[64], sock[96];
+	struct hb_daemon *d;
+	pthread_t th;
+	int run_rc;
+};
+
+static void *run_thread(void *arg)
+{
+	struct fixture *f = arg;
+
+	f->run_rc = hb_daemon_run(f->d);
+	return NULL;
+}
+
+static int setup(void **state)
+{
+	static const struct hb_daemon_backend be = {
+		.slurm_submit = fake_submit,
+		.slurm_cancel = fake_cancel,
+	};
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct hb_daemon_opts opts = { 0 };
+	struct hb_err err = { 0 };
+	struct hb_config cfg;
+	char text[512], state_path[128];
+
+	assert_non_null(f);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/hb-test-daemon-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->sock, sizeof(f->sock), "%s/api.sock", f->dir);
+	snprintf(state_path, sizeof(state_path), "%s/state.db", f->dir);
+	snprintf(text, sizeof(text),
+		 "daemon:\n  socket: %s\n  state: %s\n  workers: 2\n"
+		 "  log_level: error\n"
+		 "placement:\n  partitions: {gpu: kubernetes}\n",
+		 f->sock, state_path);
+	if (hb_config_parse(text, strlen(text), "test.yaml", &cfg, &err))
+		fail_msg("%s", err.msg);
+	if (hb_daemon_new(&opts, &cfg, &f->d, &err))
+		fail_msg("%s", err.msg);
+	hb_daemon_set_backend(f->d, &be);
+	fake_submit_rc = fake_cancel_rc = fake_delay_ms = 0;
+	fake_submits = fake_cancels = 0;
+	fake_next_id = 4242;
+	assert_int_equal(pthread_create(&f->th, NULL, run_thread, f), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	char path[160];
+
+	if (f->d) {
+		kill(getpid(), SIGTERM);
+		pthread_join(f->th, NULL);
+		hb_daemon_free(f->d);
+	}
+	snprintf(path, sizeof(path), "%s/state.db", f->dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/state.db-wal", f->dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/state.db-shm", f->dir);
+	unlink(path);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+/* One request; the reply, which must be there. */
+static cJSON *call(struct fixture *f, const char *json)
+{
+	struct hb_err err = { 0 };
+	cJSON *req = cJSON_Parse(json), *reply = NULL;
+
+	assert_non_null(req);
+	if (hb_proto_call(f->sock, req, 10000, &reply, &err))
+		fail_msg("%s: %s", json, err.msg);
+	cJSON_Delete(req);
+	return reply;
+}
+
+static const char *str(const cJSON *o, const char *path)
+{
+	const cJSON *v = o;
+	char key[64];
+	const char *p = path, *dot;
+
+	while (v && *p) {
+		dot = strchr(p, '.');
+		snprintf(key, sizeof(key), "%.*s",
+			 (int)(dot ? (size_t)(dot - p) : strlen(p)), p);
+		v = cJSON_GetObjectItemCaseSensitive(v, key);
+		p = dot ? dot + 1 : p + strlen(p);
+	}
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static double num(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+static void expect_ok(const cJSON *r)
+{
+	struct hb_err err = { 0 };
+
+	if (hb_proto_reply_status(r, &err))
+		fail_msg("not ok: %s", err.msg);
+}
+
+/* ---- tests --------------------------------------------------------- */
+
+static void test_submit(void **state)
+{
+	struct fixture *f = *state;
+	cJSON *r, *s;
+	char id[32], req[128];
+
+	r = call(f, "{\"op\":\"submit\",\"script\":\"#!/bin/sh\\necho hi\\n\","
+		    "\"name\":\"hello\",\"cwd\":\"/tmp\",\"argv\":[\"job.sh\","
+		    "\"one\"],\"env\":[\"A=1\"]}");
+	expect_ok(r);
+	assert_int_equal(num(r, "slurm_job_id"), 4242);
+	assert_string_equal(str(r, "target"), "slurm");
+	snprintf(id, sizeof(id), "%s", str(r, "id"));
+	cJSON_Delete(r);
+	/* what Slurm was given */
+	assert_int_equal(fake_submits, 1);
+	assert_string_equal(fake_script, "#!/bin/sh\necho hi\n");
+	assert_string_equal(fake_cwd, "/tmp");
+	assert_string_equal(fake_env0, "A=1");
+	assert_string_equal(fake_argv1, "one");
+	assert_int_equal(fake_uid, getuid());
+	assert_int_equal(fake_gid, getgid());
+	snprintf(req, sizeof(req), "hpcbridge:%s target=slurm", id);
+	assert_string_equal(fake_comment, req);
+	/* recorded: queued, with its Slurm id, audited */
+	snprintf(req, sizeof(req), "{\"op\":\"status\",\"id\":\"%s\"}", id);
+	s = call(f, req);
+	expect_ok(s);
+	assert_string_equal(str(s, "job.state"), "queued");
+	assert_string_equal(str(s, "job.origin"), "cli");
+	assert_string_equal(str(s, "job.name"), "hello");
+	assert_int_equal(num(cJSON_GetObjectItem(s, "job"), "slurm_job_id"),
+			 4242);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(
+				 cJSON_GetObjectItem(s, "job"), "events")),
+			 2); /* submit, slurm-submit */
+	cJSON_Delete(s);
+
+	/* no script: refused before anything is recorded or sent */
+	r = call(f, "{\"op\":\"submit\"}");
+	assert_int_equal(hb_proto_reply_status(r, NULL), HB_EINVAL);
+	cJSON_Delete(r);
+	r = call(f, "{\"op\":\"submit\",\"script\":\"x\",\"cwd\":\"rel\"}");
+	assert_int_equal(hb_proto_reply_status(r, NULL), HB_EINVAL);
+	cJSON_Delete(r);
+	assert_int_equal(fake_submits, 1);
+}
+
+static void test_submit_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct hb_err err = { 0 };
+	cJSON *r, *s;
+	char req[128];
+
+	fake_submit_rc = HB_ESLURM;
+	r = call(f, "{\"op\":\"submit\",\"script\":\"#!/bin/sh\\n\"}");
+	assert_int_equal(hb_proto_reply_status(r, &err), HB_ESLURM);
+	assert_string_equal(err.msg, "Invalid partition name specified");
+	cJSON_Delete(r);
+	/* the job is on record as failed, with Slurm's reason */
+	s = call(f, "{\"op\":\"jobs\"}");
+	expect_ok(s);
+	r = cJSON_GetArrayItem(cJSON_GetObjectItem(s, "jobs"), 0);
+	assert_non_null(r);
+	assert_string_equal(str(r, "state"), "failed");
+	assert_string_equal(str(r, "reason"),
+			    "Invalid partition name specified");
+	snprintf(req, sizeof(req), "{\"op\":\"cancel\",\"id\":\"%s\"}",
+		 str(r, "id"));
+	cJSON_Delete(s);
+	/* an ended job cannot be cancelled */
+	r = call(f, req);
+	assert_int_equal(hb_proto_reply_status(r, NULL), HB_ESTATE);
+	cJSON_Delete(r);
+	assert_int_equal(fake_cancels, 0);
+}
+
+static void test_cancel_slurm_job(void **state)
+{
+	struct fixture *f = *state;
+	struct hb_err err = { 0 };
+	char req[128], st[128];
+	cJSON *r;
+
+	r = call(f, "{\"op\":\"submit\",\"script\":\"#!/bin/sh\\n\"}");
+	expect_ok(r);
+	snprintf(req, sizeof(req), "{\"op\":\"cancel\",\"id\":\"%s\"}",
+		 str(r, "id"));
+	snprintf(st, sizeof(st), "{\"op\":\"status\",\"id\":\"%s\"}",
+		 str(r, "id"));
+	cJSON_Delete(r);
+
+	/* Slurm refuses: the error comes back, the job stays */
+	fake_cancel_rc = HB_EPERM;
+	r = call(f, req);
+	assert_int_equal(hb_proto_reply_status(r, &err), HB_EPERM);
+	cJSON_Delete(r);
+	r = call(f, st);
+	assert_string_equal(str(r, "job.state"), "queued");
+	cJSON_Delete(r);
+
+	/* Slurm cancels it */
+	fake_cancel_rc = 0;
+	r = call(f, req);
+	expect_ok(r);
+	assert_string_equal(str(r, "state"), "cancelled");
+	cJSON_Delete(r);
+	assert_int_equal(fake_cancels, 2);
+	assert_int_equal(fake_cancelled, 4242);
+	r = call(f, st);
+	assert_string_equal(str(r, "job.state"), "cancelled");
+	cJSON_Delete(r);
+	/* again: already cancelled, Slurm is not asked */
+	r = call(f, req);
+	expect_ok(r);
+	cJSON_Delete(r);
+	assert_int_equal(fake_cancels, 2);
+
+	/* a job Slurm has forgotten is cancelled all the same */
+	r = call(f, "{\"op\":\"submit\",\"script\":\"#!/bin/sh\\n\"}");
+	snprintf(req, sizeof(req), "{\"op\":\"cancel\",\"id\":\"%s\"}",
+		 str(r, "id"));
+	cJSON_Delete(r);
+	fake_cancel_rc = HB_ENOENT;
+	r = call(f, req);
+	expect_ok(r);
+	cJSON_Delete(r);
+}
+
+/* Requests sent together on one connection are answered in order, even
+ * when one of them waits for a worker. */
+static void test_in_order(void **state)
+{
+	struct fixture *f = *state;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	static const char *const reqs[] = {
+		"{\"op\":\"ping\"}",
+		"{\"op\":\"submit\",\"script\":\"#!/bin/sh\\n\"}",
+		"{\"op\":\"jobs\"}",
+		"{\"op\":\"nope\"}",
+	};
+	struct hb_buf out, in;
+	const char *payload;
+	size_t plen, flen, off = 0;
+	char buf[4096];
+	ssize_t n;
+	int fd, got = 0;
+	cJSON *r;
+
+	fake_delay_ms = 200;
+	hb_buf_init(&out, 0);
+	hb_buf_init(&in, 0);
+	for (size_t i = 0; i < 4; i++)
+		assert_int_equal(hb_proto_frame(&out, HB_PROTO_REQUEST, reqs[i],
+						strlen(reqs[i])),
+				 0);
+	memcpy(sa.sun_path, f->sock, strlen(f->sock) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(write(fd, out.data, out.len), (ssize_t)out.len);
+	while (got < 4 && (n = read(fd, buf, sizeof(buf))) > 0) {
+		hb_buf_append(&in, buf, (size_t)n);
+		while (hb_proto_peek(in.data + off, in.len - off, 0, NULL,
+				     &payload, &plen, &flen, NULL) == 0) {
+			assert_int_equal(hb_proto_parse(payload, plen,
+							HB_PROTO_REPLY, &r,
+							NULL),
+					 0);
+			switch (got++) {
+			case 0:
+				assert_int_equal(num(r, "proto"), 1);
+				break;
+			case 1:
+				assert_int_equal(num(r, "slurm_job_id"), 4242);
+				break;
+			case 2:
+				/* sees the job the submit made */
+				assert_int_equal(
+					cJSON_GetArraySize(
+						cJSON_GetObjectItem(r, "jobs")),
+					1);
+				break;
+			case 3:
+				assert_int_equal(hb_proto_reply_status(r, NULL),
+						 HB_EUNSUP);
+				break;
+			}
+			cJSON_Delete(r);
+			off += flen;
+		}
+	}
+	assert_int_equal(got, 4);
+	close(fd);
+	hb_buf_free(&out);
+	hb_buf_free(&in);
+}
+
+struct caller {
+	struct fixture *f;
+	const char *json;
+	int rc;
+	int64_t slurm_id;
+	char id[32];
+};
+
+static void *call_thread(void *arg)
+{
+	struct caller *c = arg;
+	cJSON *req = cJSON_Parse(c->json), *reply = NULL;
+
+	c->rc = hb_proto_call(c->f->sock, req, 10000, &reply, NULL);
+	if (!c->rc)
+		c->rc = hb_proto_reply_status(reply, NULL);
+	if (!c->rc) {
+		c->slurm_id = (int64_t)num(reply, "slurm_job_id");
+		snprintf(c->id, sizeof(c->id), "%s", str(reply, "id"));
+	}
+	cJSON_Delete(reply);
+	cJSON_Delete(req);
+	return NULL;
+}
+
+/* SIGTERM while a submit waits for Slurm: the reply still comes, and the
+ * loop ends with 0. */
+static void test_sigterm_finishes(void **state)
+{
+	struct fixture *f = *state;
+	struct caller c = { .f = f,
+			    .json = "{\"op\":\"submit\",\"script\":\"#!/bin/"
+				    "sh\\n\"}" };
+	struct hb_err err = { 0 };
+	cJSON *req, *reply = NULL;
+	pthread_t th;
+
+	fake_delay_ms = 300;
+	assert_int_equal(pthread_create(&th, NULL, call_thread, &c), 0);
+	nap(100);
+	kill(getpid(), SIGTERM);
+	pthread_join(f->th, NULL);
+	assert_int_equal(f->run_rc, 0);
+	pthread_join(th, NULL);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(c.slurm_id, 4242);
+	/* nobody listens any more */
+	req = cJSON_Parse("{\"op\":\"ping\"}");
+	assert_int_equal(hb_proto_call(f->sock, req, 100, &reply, &err),
+			 HB_EUNAVAIL);
+	cJSON_Delete(req);
+	hb_daemon_free(f->d);
+	f->d = NULL;
+}
+
+/* Many callers at once: every decision answered, each with its own id. */
+static void test_concurrent_decides(void **state)
+{
+	struct fixture *f = *state;
+	struct caller c[24];
+	pthread_t th[24];
+	cJSON *r;
+	int i, j;
+
+	if (getuid() != 0)
+		skip(); /* decide is for root and SlurmUser */
+	for (i = 0; i < 24; i++) {
+		c[i].f = f;
+		c[i].json = i % 2 ? "{\"op\":\"decide\",\"user\":\"a\","
+				    "\"uid\":1,\"partition\":\"gpu\"}"
+				  : "{\"op\":\"decide\",\"user\":\"b\","
+				    "\"uid\":2,\"partition\":\"cpu\"}";
+		assert_int_equal(
+			pthread_create(&th[i], NULL, call_thread, &c[i]), 0);
+	}
+	for (i = 0; i < 24; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(c[i].rc, 0);
+		for (j = 0; j < i; j++)
+			assert_string_not_equal(c[i].id, c[j].id);
+	}
+	r = call(f, "{\"op\":\"jobs\",\"all\":true}");
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r, "jobs")),
+			 24);
+	cJSON_Delete(r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_submit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_submit_refused, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_cancel_slurm_job, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_in_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sigterm_finishes, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent_decides, setup,
+						teardown),
+	};
+
+	/* the loop reads SIGTERM from a signalfd: block it everywhere */
+	if (hb_daemon_block_signals())
+		return 1;
+	hb_log_set_level(HB_LOG_ERROR);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
