@@ -90,6 +90,13 @@ def frame(kind, payload):
         payload = payload.encode()
     return b"HB\x01" + bytes([kind]) + struct.pack(">I", len(payload)) + payload
 
+def send(s, data):
+    """Send, tolerating a daemon that already replied and closed."""
+    try:
+        s.sendall(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+
 def conn(path):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(path)
@@ -133,48 +140,48 @@ def replies(s, want, timeout=5.0):
 path, cmd = sys.argv[1], sys.argv[2]
 if cmd == "send":            # send HEX bytes, read N replies
     s = conn(path)
-    s.sendall(bytes.fromhex(sys.argv[3]))
+    send(s, bytes.fromhex(sys.argv[3]))
     replies(s, int(sys.argv[4]))
 elif cmd == "garbage":
     s = conn(path)
-    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    send(s, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
     replies(s, 1)
 elif cmd == "toobig":        # announce a payload of N bytes
     s = conn(path)
-    s.sendall(b"HB\x01\x01" + struct.pack(">I", int(sys.argv[3])) + b"{")
+    send(s, b"HB\x01\x01" + struct.pack(">I", int(sys.argv[3])) + b"{")
     replies(s, 1)
 elif cmd == "notjson":
     s = conn(path)
-    s.sendall(frame(1, "not json at all"))
+    send(s, frame(1, "not json at all"))
     replies(s, 1)
 elif cmd == "array":
     s = conn(path)
-    s.sendall(frame(1, "[1,2]"))
+    send(s, frame(1, "[1,2]"))
     replies(s, 1)
 elif cmd == "replykind":
     s = conn(path)
-    s.sendall(frame(2, '{"ok":true}'))
+    send(s, frame(2, '{"ok":true}'))
     replies(s, 1)
 elif cmd == "pipeline":      # three requests in one write
     s = conn(path)
-    s.sendall(frame(1, '{"op":"ping"}') +
+    send(s, frame(1, '{"op":"ping"}') +
               frame(1, '{"op":"jobs","limit":1}') +
               frame(1, '{"op":"nope"}'))
     replies(s, 3)
 elif cmd == "halfclose":     # a request, then shutdown(SHUT_WR)
     s = conn(path)
-    s.sendall(frame(1, '{"op":"ping"}'))
+    send(s, frame(1, '{"op":"ping"}'))
     s.shutdown(socket.SHUT_WR)
     replies(s, 1)
 elif cmd == "split":         # a request one byte at a time
     s = conn(path)
     for b in frame(1, '{"op":"ping"}'):
-        s.sendall(bytes([b]))
+        send(s, bytes([b]))
         time.sleep(0.002)
     replies(s, 1)
 elif cmd == "half":          # half a frame, then wait SECONDS for the close
     s = conn(path)
-    s.sendall(frame(1, '{"op":"ping"}')[:11])
+    send(s, frame(1, '{"op":"ping"}')[:11])
     s.settimeout(float(sys.argv[3]))
     t0 = time.time()
     try:
@@ -188,7 +195,7 @@ elif cmd == "hold":          # hold N connections open, then run a ping
     held = [conn(path) for _ in range(int(sys.argv[3]))]
     time.sleep(0.3)
     s = conn(path)
-    s.sendall(frame(1, '{"op":"ping"}'))
+    send(s, frame(1, '{"op":"ping"}'))
     replies(s, 1)
     for h in held:
         h.close()
