@@ -77,6 +77,15 @@ start_daemon() { # CONFIG [ARGS...]
 	return 1
 }
 
+# wait_log REGEX: until the daemon's log matches (5 s at most)
+wait_log() {
+	for _ in $(seq 100); do
+		grep -qE -- "$1" "$log" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 alive() { kill -0 "$pid" 2>/dev/null && "$hbcall" "$sock" '{"op":"ping"}' \
 	>/dev/null 2>&1; }
 
@@ -333,7 +342,7 @@ halfpid=$!
 sleep 0.2
 alive && ok || bad "ping while a half frame waits"
 wait "$halfpid" || true
-grep -qE '^EOF (0\.[5-9]|1\.|2\.)' "$tmp/half" && ok ||
+grep -qE '^EOF (0\.[5-9]|[1-4]\.)' "$tmp/half" && ok ||
 	bad "a half frame times out: $(cat "$tmp/half")"
 # the cap on connections (8): the 9th is refused with EUNAVAIL
 raw hold 8
@@ -392,18 +401,16 @@ call_as 59999 59999 '{"op":"ping"}'
 cp "$tmp/a.yaml" "$tmp/a.yaml.orig"
 printf 'placement:\n  partitions: {gpu: slurm}\n  bogus: 1\n' >"$tmp/a.yaml"
 kill -HUP "$pid"
-sleep 0.3
-alive && ok || bad "alive after a bad reload"
-grep -q 'reload refused.*placement.bogus: unknown key' "$log" && ok ||
+wait_log 'reload refused.*placement.bogus: unknown key' && ok ||
 	bad "the bad reload is logged with its reason"
+alive && ok || bad "alive after a bad reload"
 call '{"op":"decide","user":"alice","uid":1000,"partition":"gpu"}'
 has '"target":"kubernetes"' && has '"partition":"cloud"' && ok ||
 	bad "the old configuration stays"
 # a setting that needs a restart is refused too
 sed 's/^daemon:/daemon:\n  workers: 2/' "$tmp/a.yaml.orig" >"$tmp/a.yaml"
 kill -HUP "$pid"
-sleep 0.3
-grep -q 'daemon.workers: changing it needs a restart' "$log" && ok ||
+wait_log 'daemon.workers: changing it needs a restart' && ok ||
 	bad "a non-reloadable change is refused"
 cat >"$tmp/a.yaml" <<EOF
 daemon:
@@ -417,8 +424,7 @@ placement:
     gpu: slurm
 EOF
 kill -HUP "$pid"
-sleep 0.3
-grep -q '"msg":"configuration reloaded"' "$log" && ok || bad "reload logged"
+wait_log '"msg":"configuration reloaded"' && ok || bad "reload logged"
 call '{"op":"decide","user":"alice","uid":1000,"partition":"gpu"}'
 has '"target":"slurm"' && ok || bad "the new map applies: $(cat "$tmp/reply")"
 # the user is an admin now: sees and may cancel everyone's jobs
