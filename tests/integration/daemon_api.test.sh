@@ -285,6 +285,14 @@ call '{"op":"decide","user":"alice","uid":1000,"argv":"x"}'
 [ "$rc" = 1 ] && has 'argv: must be a list' && ok || bad "bad argv"
 njobs=$(sql "SELECT count(*) FROM jobs")
 [ "$njobs" = 4 ] && ok || bad "refused decisions store nothing ($njobs jobs)"
+# a large request under daemon.max_request (64 KiB) is fine, one over not
+big=$(head -c 60000 /dev/zero | tr '\0' x)
+call '{"op":"decide","user":"alice","uid":1000,"script":"'"$big"'"}'
+[ "$rc" = 0 ] && ok || bad "a 60 KB decide: $(head -c 300 "$tmp/reply")"
+big=$(head -c 70000 /dev/zero | tr '\0' x)
+call '{"op":"decide","user":"alice","uid":1000,"script":"'"$big"'"}'
+[ "$rc" = 1 ] && has '"code":"ETOOBIG"' && ok ||
+	bad "a 70 KB decide: $(head -c 300 "$tmp/reply") $(cat "$tmp/call.err")"
 
 call '{"op":"status","id":"'"$kid"'"}'
 [ "$rc" = 0 ] && has '"decision":\{' && has '"events":\[\{' &&
@@ -449,7 +457,7 @@ pid=
 [ "$rc" = 0 ] && ok || bad "SIGTERM exit status $rc"
 [ ! -e "$sock" ] && ok || bad "the socket is removed"
 grep -q '"msg":"stopped"' "$log" && ok || bad "stop logged"
-[ "$(sql "SELECT count(*) FROM jobs")" = 7 ] && ok || bad "jobs kept"
+[ "$(sql "SELECT count(*) FROM jobs")" = 8 ] && ok || bad "jobs kept"
 
 # a crash leaves a stale socket; the next start replaces it
 start_daemon "$tmp/a.yaml"
