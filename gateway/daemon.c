@@ -46,6 +46,8 @@
 #define READ_CHUNK (64u * 1024)
 /* Stop taking requests from a connection whose unsent replies pass this. */
 #define OUT_HIGH (4u * 1024 * 1024)
+/* A connection's buffers larger than this are freed once empty. */
+#define KEEP_BUF (256u * 1024)
 /* Largest configuration file read on SIGHUP. */
 #define CONFIG_MAX (4u * 1024 * 1024)
 /* How long a uid -> name lookup is cached. */
@@ -327,7 +329,11 @@ static void conn_flush(struct conn *c)
 		return;
 	}
 	if (c->out.len == c->out_off) {
-		hb_buf_reset(&c->out);
+		/* give back what a large reply took */
+		if (c->out.cap > KEEP_BUF)
+			hb_buf_free(&c->out);
+		else
+			hb_buf_reset(&c->out);
 		c->out_off = 0;
 	}
 	if (!c->dead && (c->closing || c->eof || c->d->stopping) &&
@@ -1572,7 +1578,10 @@ static void process_conn(struct conn *c)
 	}
 	/* drop what was consumed */
 	if (c->in_off == c->in.len) {
-		hb_buf_reset(&c->in);
+		if (c->in.cap > KEEP_BUF)
+			hb_buf_free(&c->in);
+		else
+			hb_buf_reset(&c->in);
 		c->in_off = 0;
 	} else if (c->in_off > 0 && (c->in_off >= READ_CHUNK || c->busy)) {
 		memmove(c->in.data, c->in.data + c->in_off,

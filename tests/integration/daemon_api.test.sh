@@ -77,6 +77,15 @@ start_daemon() { # CONFIG [ARGS...]
 	return 1
 }
 
+# wait_log REGEX: until the daemon's log matches (5 s at most)
+wait_log() {
+	for _ in $(seq 100); do
+		grep -qE -- "$1" "$log" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 alive() { kill -0 "$pid" 2>/dev/null && "$hbcall" "$sock" '{"op":"ping"}' \
 	>/dev/null 2>&1; }
 
@@ -89,6 +98,13 @@ def frame(kind, payload):
     if isinstance(payload, str):
         payload = payload.encode()
     return b"HB\x01" + bytes([kind]) + struct.pack(">I", len(payload)) + payload
+
+def send(s, data):
+    """Send, tolerating a daemon that already replied and closed."""
+    try:
+        s.sendall(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
 
 def conn(path):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -133,48 +149,48 @@ def replies(s, want, timeout=5.0):
 path, cmd = sys.argv[1], sys.argv[2]
 if cmd == "send":            # send HEX bytes, read N replies
     s = conn(path)
-    s.sendall(bytes.fromhex(sys.argv[3]))
+    send(s, bytes.fromhex(sys.argv[3]))
     replies(s, int(sys.argv[4]))
 elif cmd == "garbage":
     s = conn(path)
-    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    send(s, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
     replies(s, 1)
 elif cmd == "toobig":        # announce a payload of N bytes
     s = conn(path)
-    s.sendall(b"HB\x01\x01" + struct.pack(">I", int(sys.argv[3])) + b"{")
+    send(s, b"HB\x01\x01" + struct.pack(">I", int(sys.argv[3])) + b"{")
     replies(s, 1)
 elif cmd == "notjson":
     s = conn(path)
-    s.sendall(frame(1, "not json at all"))
+    send(s, frame(1, "not json at all"))
     replies(s, 1)
 elif cmd == "array":
     s = conn(path)
-    s.sendall(frame(1, "[1,2]"))
+    send(s, frame(1, "[1,2]"))
     replies(s, 1)
 elif cmd == "replykind":
     s = conn(path)
-    s.sendall(frame(2, '{"ok":true}'))
+    send(s, frame(2, '{"ok":true}'))
     replies(s, 1)
 elif cmd == "pipeline":      # three requests in one write
     s = conn(path)
-    s.sendall(frame(1, '{"op":"ping"}') +
+    send(s, frame(1, '{"op":"ping"}') +
               frame(1, '{"op":"jobs","limit":1}') +
               frame(1, '{"op":"nope"}'))
     replies(s, 3)
 elif cmd == "halfclose":     # a request, then shutdown(SHUT_WR)
     s = conn(path)
-    s.sendall(frame(1, '{"op":"ping"}'))
+    send(s, frame(1, '{"op":"ping"}'))
     s.shutdown(socket.SHUT_WR)
     replies(s, 1)
 elif cmd == "split":         # a request one byte at a time
     s = conn(path)
     for b in frame(1, '{"op":"ping"}'):
-        s.sendall(bytes([b]))
+        send(s, bytes([b]))
         time.sleep(0.002)
     replies(s, 1)
 elif cmd == "half":          # half a frame, then wait SECONDS for the close
     s = conn(path)
-    s.sendall(frame(1, '{"op":"ping"}')[:11])
+    send(s, frame(1, '{"op":"ping"}')[:11])
     s.settimeout(float(sys.argv[3]))
     t0 = time.time()
     try:
@@ -188,7 +204,7 @@ elif cmd == "hold":          # hold N connections open, then run a ping
     held = [conn(path) for _ in range(int(sys.argv[3]))]
     time.sleep(0.3)
     s = conn(path)
-    s.sendall(frame(1, '{"op":"ping"}'))
+    send(s, frame(1, '{"op":"ping"}'))
     replies(s, 1)
     for h in held:
         h.close()
@@ -269,6 +285,14 @@ call '{"op":"decide","user":"alice","uid":1000,"argv":"x"}'
 [ "$rc" = 1 ] && has 'argv: must be a list' && ok || bad "bad argv"
 njobs=$(sql "SELECT count(*) FROM jobs")
 [ "$njobs" = 4 ] && ok || bad "refused decisions store nothing ($njobs jobs)"
+# a large request under daemon.max_request (64 KiB) is fine, one over not
+big=$(head -c 60000 /dev/zero | tr '\0' x)
+call '{"op":"decide","user":"alice","uid":1000,"script":"'"$big"'"}'
+[ "$rc" = 0 ] && ok || bad "a 60 KB decide: $(head -c 300 "$tmp/reply")"
+big=$(head -c 70000 /dev/zero | tr '\0' x)
+call '{"op":"decide","user":"alice","uid":1000,"script":"'"$big"'"}'
+[ "$rc" = 1 ] && has '"code":"ETOOBIG"' && ok ||
+	bad "a 70 KB decide: $(head -c 300 "$tmp/reply") $(cat "$tmp/call.err")"
 
 call '{"op":"status","id":"'"$kid"'"}'
 [ "$rc" = 0 ] && has '"decision":\{' && has '"events":\[\{' &&
@@ -326,7 +350,7 @@ halfpid=$!
 sleep 0.2
 alive && ok || bad "ping while a half frame waits"
 wait "$halfpid" || true
-grep -qE '^EOF (0\.[5-9]|1\.|2\.)' "$tmp/half" && ok ||
+grep -qE '^EOF (0\.[5-9]|[1-4]\.)' "$tmp/half" && ok ||
 	bad "a half frame times out: $(cat "$tmp/half")"
 # the cap on connections (8): the 9th is refused with EUNAVAIL
 raw hold 8
@@ -385,18 +409,16 @@ call_as 59999 59999 '{"op":"ping"}'
 cp "$tmp/a.yaml" "$tmp/a.yaml.orig"
 printf 'placement:\n  partitions: {gpu: slurm}\n  bogus: 1\n' >"$tmp/a.yaml"
 kill -HUP "$pid"
-sleep 0.3
-alive && ok || bad "alive after a bad reload"
-grep -q 'reload refused.*placement.bogus: unknown key' "$log" && ok ||
+wait_log 'reload refused.*placement.bogus: unknown key' && ok ||
 	bad "the bad reload is logged with its reason"
+alive && ok || bad "alive after a bad reload"
 call '{"op":"decide","user":"alice","uid":1000,"partition":"gpu"}'
 has '"target":"kubernetes"' && has '"partition":"cloud"' && ok ||
 	bad "the old configuration stays"
 # a setting that needs a restart is refused too
 sed 's/^daemon:/daemon:\n  workers: 2/' "$tmp/a.yaml.orig" >"$tmp/a.yaml"
 kill -HUP "$pid"
-sleep 0.3
-grep -q 'daemon.workers: changing it needs a restart' "$log" && ok ||
+wait_log 'daemon.workers: changing it needs a restart' && ok ||
 	bad "a non-reloadable change is refused"
 cat >"$tmp/a.yaml" <<EOF
 daemon:
@@ -410,8 +432,7 @@ placement:
     gpu: slurm
 EOF
 kill -HUP "$pid"
-sleep 0.3
-grep -q '"msg":"configuration reloaded"' "$log" && ok || bad "reload logged"
+wait_log '"msg":"configuration reloaded"' && ok || bad "reload logged"
 call '{"op":"decide","user":"alice","uid":1000,"partition":"gpu"}'
 has '"target":"slurm"' && ok || bad "the new map applies: $(cat "$tmp/reply")"
 # the user is an admin now: sees and may cancel everyone's jobs
@@ -436,7 +457,7 @@ pid=
 [ "$rc" = 0 ] && ok || bad "SIGTERM exit status $rc"
 [ ! -e "$sock" ] && ok || bad "the socket is removed"
 grep -q '"msg":"stopped"' "$log" && ok || bad "stop logged"
-[ "$(sql "SELECT count(*) FROM jobs")" = 7 ] && ok || bad "jobs kept"
+[ "$(sql "SELECT count(*) FROM jobs")" = 8 ] && ok || bad "jobs kept"
 
 # a crash leaves a stale socket; the next start replaces it
 start_daemon "$tmp/a.yaml"

@@ -115,6 +115,7 @@ int main(int argc, char **argv)
 	struct timespec t0, t1;
 	pthread_t th[256];
 	long nthreads;
+	char *end;
 	double s;
 
 	if (argc < 4 || argc > 5) {
@@ -123,8 +124,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	sock_path = argv[1];
-	nthreads = strtol(argv[2], NULL, 10);
-	nreq = strtol(argv[3], NULL, 10);
+	errno = 0;
+	nthreads = strtol(argv[2], &end, 10);
+	if (errno || *end)
+		nthreads = 0;
+	nreq = strtol(argv[3], &end, 10);
+	if (errno || *end)
+		nreq = 0;
 	oneshot = argc == 5 && !strcmp(argv[4], "oneshot");
 	if (nthreads < 1 || nthreads > 256 || nreq < 1) {
 		fprintf(stderr, "hbload: 1..256 threads, >= 1 request\n");
