@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "slurm_backend.h"
 #include "hpcbridge/buf.h"
 #include "hpcbridge/config.h"
 #include "hpcbridge/log.h"
@@ -163,6 +164,8 @@ int main(int argc, char **argv)
 	struct hb_err err = { 0 };
 	struct hb_config cfg = { 0 };
 	struct hb_daemon *d = NULL;
+	struct hb_slurm_backend *slurm = NULL;
+	struct hb_daemon_backend backend;
 	const char *pidfile = NULL;
 	int foreground = 0, check = 0, ready_fd = -1, opt, rc, devnull;
 	long v;
@@ -234,19 +237,30 @@ int main(int argc, char **argv)
 		fprintf(stderr, "hpcbridged: cannot block signals\n");
 		return 1;
 	}
+	/* The Slurm side, opened before any thread starts (the Slurm client
+	 * checks slurm.conf in a child process).  Without a slurm.conf the
+	 * daemon still serves decisions; submit is then refused, and cancel
+	 * works for jobs without a Slurm job. */
+	if (hb_slurm_backend_open(NULL, &slurm, &err) == 0)
+		hb_slurm_backend_ops(slurm, &backend);
+	else
+		hb_log(HB_LOG_WARN, "no Slurm client: %s",
+		       err.msg[0] ? err.msg : "unavailable");
+	memset(&err, 0, sizeof(err));
 	rc = hb_daemon_new(&opts, &cfg, &d, &err);
 	if (rc) {
 		hb_log(HB_LOG_ERROR, "cannot start: %s",
 		       err.msg[0] ? err.msg : hb_strerror(rc));
+		hb_slurm_backend_close(slurm);
 		return 1;
 	}
-	/* The Slurm client is wired here (hb_daemon_set_backend) once
-	 * gateway/slurmc.c provides it; without it, submit is refused and
-	 * cancel works for jobs that have no Slurm job. */
+	if (slurm)
+		hb_daemon_set_backend(d, &backend);
 	if (pidfile && write_pidfile(pidfile)) {
 		hb_log(HB_LOG_ERROR, "cannot write the pid file %s: %s",
 		       pidfile, strerror(errno));
 		hb_daemon_free(d);
+		hb_slurm_backend_close(slurm);
 		return 1;
 	}
 	if (ready_fd >= 0) {
@@ -262,6 +276,7 @@ int main(int argc, char **argv)
 	}
 	rc = hb_daemon_run(d);
 	hb_daemon_free(d);
+	hb_slurm_backend_close(slurm);
 	if (pidfile)
 		unlink(pidfile);
 	return rc ? 1 : 0;

@@ -1,0 +1,196 @@
+/*
+ * slurm_backend.c - the daemon's Slurm side: hb_daemon_backend over the
+ * Slurm client (slurmc.h).
+ *
+ * A script submitted through the daemon does not pass through sbatch, so
+ * its #SBATCH (or #PBS) directives are read here with the translators and
+ * carried onto the libslurm request: name, partition, account, nodes,
+ * tasks, CPUs per task, memory, GPUs, time limit, output and error
+ * paths, working directory.  The job's environment gets
+ * HPCBRIDGE_JOB_ID, so the job_submit plugin lets the job through instead
+ * of asking the daemon again.
+ *
+ * The worker pool calls in from several threads; one mutex serialises
+ * them over the one Slurm client handle (libslurm keeps per-process
+ * state, and the handle is not thread-safe).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "slurm_backend.h"
+#include "hpcbridge/slurmc.h"
+#include "hpcbridge/translate.h"
+
+struct hb_slurm_backend {
+	struct hb_slurmc *c;
+	pthread_mutex_t mu;
+};
+
+int hb_slurm_backend_open(const char *slurm_conf, struct hb_slurm_backend **out,
+			  struct hb_err *err)
+{
+	struct hb_slurm_backend *sb = calloc(1, sizeof(*sb));
+	int rc;
+
+	*out = NULL;
+	if (!sb)
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	if ((rc = hb_slurmc_open(slurm_conf, &sb->c, err))) {
+		free(sb);
+		return rc;
+	}
+	pthread_mutex_init(&sb->mu, NULL);
+	*out = sb;
+	return 0;
+}
+
+void hb_slurm_backend_close(struct hb_slurm_backend *sb)
+{
+	if (!sb)
+		return;
+	hb_slurmc_close(sb->c);
+	pthread_mutex_destroy(&sb->mu);
+	free(sb);
+}
+
+/* Seconds to whole minutes, rounding up; 0 stays "not given". */
+static uint32_t minutes(uint64_t s)
+{
+	if (s == HB_TIME_UNLIMITED)
+		return HB_SLURMC_INFINITE;
+	if (s / 60 >= HB_SLURMC_INFINITE - 1)
+		return HB_SLURMC_INFINITE - 1;
+	return (uint32_t)((s + 59) / 60);
+}
+
+/* The request from the job's own directives. */
+static int fill(const struct hb_jobspec *s, struct hb_slurmc_submit *r,
+		char *gres, size_t gsize, struct hb_err *err)
+{
+	if (s->nodes_min)
+		r->nodes = s->nodes_min;
+	r->ntasks = s->ntasks;
+	if (s->ntasks_per_node > UINT16_MAX || s->cpus_per_task > UINT16_MAX)
+		return hb_err_set(err, HB_ERANGE, s->source_name, 0,
+				  "tasks per node or CPUs per task out of "
+				  "Slurm's range");
+	r->ntasks_per_node = (uint16_t)s->ntasks_per_node;
+	r->cpus_per_task = (uint16_t)s->cpus_per_task;
+	if (s->mem_kind == HB_MEM_PER_NODE && s->mem_mb)
+		r->mem_per_node_mb = s->mem_mb;
+	else if (s->mem_kind == HB_MEM_PER_CPU)
+		r->mem_per_cpu_mb = s->mem_mb;
+	if (s->gpus && s->gpu_scope == HB_GPU_PER_NODE) {
+		int n = s->gpu_type
+				? snprintf(gres, gsize, "gpu:%s:%u", s->gpu_type,
+					   s->gpus)
+				: snprintf(gres, gsize, "gpu:%u", s->gpus);
+
+		if (n < 0 || (size_t)n >= gsize)
+			return hb_err_set(err, HB_ETOOBIG, s->source_name, 0,
+					  "GPU type too long");
+		r->gres = gres;
+	} else if (s->gpus) {
+		/* Per job or per task needs --gpus/--gpus-per-task, which the
+		 * Slurm client does not carry yet. */
+		return hb_err_set(err, HB_EUNSUP, s->source_name, 0,
+				  "GPUs per job or per task cannot be "
+				  "submitted through the daemon yet; use "
+				  "--gres=gpu:N or --gpus-per-node");
+	}
+	r->time_limit = minutes(s->time_limit);
+	r->partition = s->partition;
+	r->account = s->account;
+	r->output = s->output;
+	r->error = s->error;
+	return 0;
+}
+
+static int submit(void *ctx, const struct hb_submit_req *req,
+		  int64_t *slurm_job_id, struct hb_err *err)
+{
+	struct hb_slurm_backend *sb = ctx;
+	struct hb_slurmc_submit r = {0};
+	struct hb_jobspec spec;
+	const char **env = NULL;
+	char idvar[80], gres[128];
+	size_t nenv = 0;
+	uint32_t id = 0;
+	int rc;
+
+	hb_jobspec_init(&spec, req->name ? req->name : "-");
+	rc = hb_parse_any(req->script, strlen(req->script),
+			  req->name ? req->name : "-", NULL, &spec, err);
+	if (rc)
+		goto out;
+	if ((rc = fill(&spec, &r, gres, sizeof(gres), err)))
+		goto out;
+	while (req->env && req->env[nenv])
+		nenv++;
+	env = calloc(nenv + 2, sizeof(*env));
+	if (!env) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < nenv; i++)
+		env[i] = req->env[i];
+	snprintf(idvar, sizeof(idvar), "HPCBRIDGE_JOB_ID=%s", req->id);
+	env[nenv] = idvar;
+	r.script = req->script;
+	r.name = spec.name ? spec.name : req->name;
+	r.as_user = true;
+	r.uid = req->uid;
+	r.gid = req->gid;
+	r.work_dir = spec.chdir ? spec.chdir : req->cwd;
+	r.env = env;
+	r.admin_comment = req->admin_comment;
+	pthread_mutex_lock(&sb->mu);
+	rc = hb_slurmc_submit(sb->c, &r, &id, err);
+	pthread_mutex_unlock(&sb->mu);
+	if (!rc)
+		*slurm_job_id = id;
+out:
+	free(env);
+	hb_jobspec_free(&spec);
+	return rc;
+}
+
+static int cancel(void *ctx, int64_t slurm_job_id, struct hb_err *err)
+{
+	struct hb_slurm_backend *sb = ctx;
+	int rc;
+
+	if (slurm_job_id <= 0 || slurm_job_id > UINT32_MAX)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "Slurm job id %lld out of range",
+				  (long long)slurm_job_id);
+	pthread_mutex_lock(&sb->mu);
+	rc = hb_slurmc_cancel(sb->c, (uint32_t)slurm_job_id, 0, err);
+	pthread_mutex_unlock(&sb->mu);
+	return rc == HB_SLURMC_DONE ? 0 : rc;
+}
+
+void hb_slurm_backend_ops(struct hb_slurm_backend *sb,
+			  struct hb_daemon_backend *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->ctx = sb;
+	out->slurm_submit = submit;
+	out->slurm_cancel = cancel;
+}
+
+int hb_slurm_backend_comment(struct hb_slurm_backend *sb,
+			     int64_t slurm_job_id, const char *text,
+			     struct hb_err *err)
+{
+	int rc;
+
+	if (slurm_job_id <= 0 || slurm_job_id > UINT32_MAX)
+		return HB_EINVAL;
+	pthread_mutex_lock(&sb->mu);
+	rc = hb_slurmc_set_comment(sb->c, (uint32_t)slurm_job_id, text, err);
+	pthread_mutex_unlock(&sb->mu);
+	return rc;
+}
