@@ -789,7 +789,8 @@ static void op_decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	struct req_err e = { 0 };
 	struct hb_err err = { 0 };
 	cJSON *inputs = NULL, *src = NULL, *detail = NULL, *r = NULL, *p;
-	char *inputs_s = NULL, *src_s = NULL, script_buf[128], cm[96];
+	char *inputs_s = NULL, *src_s = NULL, script_buf[2 * 4096 + 128];
+	char cm[96];
 	int64_t uid, tl;
 	int rc;
 
@@ -890,7 +891,9 @@ static void op_decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 				(double)dec.proxy_time_limit_min);
 		cJSON_AddNumberToObject(p, "cpus", dec.proxy_cpus);
 		cJSON_AddNumberToObject(p, "mem_mb", dec.proxy_mem_mb);
-		hb_rules_proxy_script(row.id, script_buf, sizeof(script_buf));
+		if (hb_rules_proxy_script(&d->cfg, row.id, script_buf,
+					  sizeof(script_buf)))
+			goto nomem; /* cannot happen: both paths fit PATH_MAX */
 		cJSON_AddStringToObject(p, "script", script_buf);
 		snprintf(cm, sizeof(cm), "hpcbridge:%s kubernetes", row.id);
 		cJSON_AddStringToObject(p, "comment", cm);

@@ -1,6 +1,7 @@
 /*
  * rules.c - the interim placement rules.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -86,12 +87,54 @@ int hb_rules_decide(const struct hb_config *cfg,
 	return 0;
 }
 
-int hb_rules_proxy_script(const char *id, char *buf, size_t size)
+/* Append s single-quoted for sh at buf[*n]; false if it does not fit. */
+static bool put_quoted(char *buf, size_t size, size_t *n, const char *s)
 {
-	int n = snprintf(buf, size, "#!/bin/sh\nexec hpcbridge shadow %s\n",
-			 id);
+	const char *q = "'\\''";
 
-	if (n < 0 || (size_t)n >= size)
+	if (*n + 1 >= size)
+		return false;
+	buf[(*n)++] = '\'';
+	for (; *s; s++) {
+		if (*s == '\'') {
+			size_t k = strlen(q);
+
+			if (*n + k >= size)
+				return false;
+			memcpy(buf + *n, q, k);
+			*n += k;
+		} else {
+			if (*n + 1 >= size)
+				return false;
+			buf[(*n)++] = *s;
+		}
+	}
+	if (*n + 1 >= size)
+		return false;
+	buf[(*n)++] = '\'';
+	buf[*n] = '\0';
+	return true;
+}
+
+int hb_rules_proxy_script(const struct hb_config *cfg, const char *id,
+			  char *buf, size_t size)
+{
+	size_t n;
+	int k = snprintf(buf, size, "#!/bin/sh\nexec ");
+
+	if (k < 0 || (size_t)k >= size)
+		return HB_ETOOBIG;
+	n = (size_t)k;
+	if (!put_quoted(buf, size, &n, cfg->shadow_command))
+		return HB_ETOOBIG;
+	k = snprintf(buf + n, size - n, " shadow --socket ");
+	if (k < 0 || (size_t)k >= size - n)
+		return HB_ETOOBIG;
+	n += (size_t)k;
+	if (!put_quoted(buf, size, &n, cfg->daemon_socket))
+		return HB_ETOOBIG;
+	k = snprintf(buf + n, size - n, " %s\n", id);
+	if (k < 0 || (size_t)k >= size - n)
 		return HB_ETOOBIG;
 	return 0;
 }

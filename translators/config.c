@@ -59,6 +59,7 @@ struct setting {
 
 static const char *const mpi_values[] = {"OpenMPI", "Intel", "MPICH", NULL};
 static const char *const runtime_values[] = {"configmap", "inline", NULL};
+static const char *const backend_values[] = {"local", NULL};
 static const char *const level_values[] = {"debug", "info", "warn", "error",
 					   NULL};
 static const char *const target_values[] = {"slurm", "kubernetes", NULL};
@@ -326,6 +327,30 @@ static const struct setting table[] = {
      .reloadable = 1,
      .help = "Minutes added to a proxy job's time limit, for staging and "
 	     "cleanup."},
+    {.path = "slurm.shadow_command",
+     .type = HB_CFG_STRING,
+     .off = F(shadow_command),
+     .def = "/usr/bin/hpcbridge",
+     .check = C_ABSPATH,
+     .reloadable = 1,
+     .help = "The hpcbridge binary a proxy job runs as 'hpcbridge shadow "
+	     "ID', on the burst partition's nodes."},
+    {.path = "remote.backend",
+     .type = HB_CFG_ENUM,
+     .off = F(remote_backend),
+     .def = "local",
+     .values = backend_values,
+     .reloadable = 0,
+     .help = "Where burst jobs run: local (this host, as the job's user: "
+	     "a stand-in for the cluster, for the sandbox and tests)."},
+    {.path = "remote.local_dir",
+     .type = HB_CFG_STRING,
+     .off = F(remote_local_dir),
+     .def = "/var/lib/hpcbridge/remote",
+     .check = C_ABSPATH,
+     .reloadable = 0,
+     .help = "The local backend's directory: each job's script, output "
+	     "and result."},
     {.path = "plugin.timeout_ms",
      .type = HB_CFG_UINT,
      .off = F(plugin_timeout_ms),

@@ -82,6 +82,11 @@ struct hb_config {
 	const char *burst_partition; /* partition proxy jobs run in */
 	uint32_t proxy_mem_mb;	     /* memory of a proxy job */
 	uint32_t proxy_grace_min;    /* added to a proxy's time limit */
+	const char *shadow_command;  /* hpcbridge binary proxies run */
+
+	/* Remote side of burst jobs */
+	const char *remote_backend;   /* "local" */
+	const char *remote_local_dir; /* the local backend's directory */
 
 	/* job_submit plugin */
 	uint32_t plugin_timeout_ms; /* the most a submission waits */

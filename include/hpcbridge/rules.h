@@ -61,8 +61,10 @@ int hb_rules_decide(const struct hb_config *cfg,
  * become HB_RULES_NO_LIMIT. */
 int64_t hb_rules_time_limit(int64_t minutes);
 
-/* The proxy's script for job id into buf ("#!/bin/sh\nexec hpcbridge
- * shadow ID\n"); HB_ETOOBIG if it does not fit. */
-int hb_rules_proxy_script(const char *id, char *buf, size_t size);
+/* The proxy's script for job id into buf: "#!/bin/sh\nexec
+ * 'SHADOW_COMMAND' shadow --socket 'SOCKET' ID\n" with slurm.shadow_command
+ * and daemon.socket, quoted for sh; HB_ETOOBIG if it does not fit. */
+int hb_rules_proxy_script(const struct hb_config *cfg, const char *id,
+			  char *buf, size_t size);
 
 #endif

@@ -249,7 +249,7 @@ has '"target":"kubernetes"' && has '"reason":"partition gpu maps to kubernetes"'
 	ok || bad "decide gpu target"
 has '"proxy":\{"partition":"cloud","time_limit_min":63,"cpus":1,"mem_mb":80,' &&
 	ok || bad "proxy fields: $(cat "$tmp/reply")"
-has "\"script\":\"#!/bin/sh\\\\nexec hpcbridge shadow $kid\\\\n\"" && ok ||
+has "\"script\":\"#!/bin/sh\\\\nexec '/usr/bin/hpcbridge' shadow --socket '$sock' $kid\\\\n\"" && ok ||
 	bad "proxy script: $(cat "$tmp/reply")"
 has "\"admin_comment\":\"hpcbridge:$kid target=kubernetes\"" && ok ||
 	bad "admin_comment"

@@ -438,7 +438,7 @@ if [ -x "$hbd" ] && [ -x "$hbcall" ]; then
 	[ -n "$hb" ] || fail "hpcbridged: not told of Kubernetes: $(cat err) $(cat "$tmp/hbd.log")"
 	[ "$(field "$id" Partition)" = burst ] || fail "partition $(field "$id" Partition)"
 	[ "$(field "$id" TimeLimit)" = 00:35:00 ] || fail "TimeLimit $(field "$id" TimeLimit)"
-	[ "$(scontrol write batch_script "$id" -)" = "$(printf '#!/bin/sh\nexec hpcbridge shadow %s' "$hb")" ] ||
+	[ "$(scontrol write batch_script "$id" -)" = "$(printf "#!/bin/sh\nexec '/usr/bin/hpcbridge' shadow --socket '%s' %s" "$sock" "$hb")" ] ||
 		fail "proxy script: $(scontrol write batch_script "$id" -)"
 	line_field "$id" AdminComment | grep -q "^hpcbridge:$hb target=kubernetes orig: partition=gpu nodes=2 " ||
 		fail "admin_comment '$(line_field "$id" AdminComment)'"

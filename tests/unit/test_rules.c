@@ -158,15 +158,26 @@ static void test_time_limits(void **state)
 
 static void test_proxy_script(void **state)
 {
-	char buf[64], tiny[16];
+	struct hb_config pc;
+	char buf[256], tiny[40];
 
 	(void)state;
-	assert_int_equal(hb_rules_proxy_script("hb-000042", buf, sizeof(buf)),
-			 0);
-	assert_string_equal(buf,
-			    "#!/bin/sh\nexec hpcbridge shadow hb-000042\n");
-	assert_int_equal(hb_rules_proxy_script("hb-000042", tiny, sizeof(tiny)),
-			 HB_ETOOBIG);
+	assert_int_equal(hb_config_defaults(&pc), 0);
+	assert_int_equal(
+	    hb_rules_proxy_script(&pc, "hb-000042", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "#!/bin/sh\nexec '/usr/bin/hpcbridge' shadow "
+				 "--socket '/run/hpcbridge/hpcbridged.sock' "
+				 "hb-000042\n");
+	/* A quote in a path is quoted for sh. */
+	pc.shadow_command = "/opt/it's/hpcbridge";
+	assert_int_equal(
+	    hb_rules_proxy_script(&pc, "hb-000042", buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, "exec '/opt/it'\\''s/hpcbridge' shadow"));
+	assert_int_equal(
+	    hb_rules_proxy_script(&pc, "hb-000042", tiny, sizeof(tiny)),
+	    HB_ETOOBIG);
+	pc.shadow_command = "/usr/bin/hpcbridge";
+	hb_config_free(&pc);
 }
 
 int main(void)
