@@ -204,9 +204,6 @@ int hb_backend_local_new(const char *dir, int grace_ms,
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "local backend: the directory must be an "
 				  "absolute path");
-	if (mkdir(dir, 0711) != 0 && errno != EEXIST)
-		return hb_err_set(err, HB_EIO, dir, 0, "cannot create: %s",
-				  strerror(errno));
 	be = calloc(1, sizeof(*be));
 	if (!be || !(be->dir = strdup(dir))) {
 		free(be);
@@ -279,6 +276,27 @@ static void run_job(const struct hb_remote_job *job, const char *jdir,
 	_exit(127);
 }
 
+/* mkdir -p dir, each new level 0711. */
+static int make_dirs(const char *dir, struct hb_err *err)
+{
+	char p[PATH_MAX];
+	size_t n = strlen(dir);
+
+	if (n >= sizeof(p))
+		return hb_err_set(err, HB_ETOOBIG, NULL, 0, "path too long");
+	memcpy(p, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (p[i] != '/' && p[i] != '\0')
+			continue;
+		p[i] = '\0';
+		if (mkdir(p, 0711) != 0 && errno != EEXIST)
+			return hb_err_set(err, HB_EIO, p, 0,
+					  "cannot create: %s", strerror(errno));
+		p[i] = i < n ? '/' : '\0';
+	}
+	return 0;
+}
+
 /* Create a file owned by the job's user with the given bytes. */
 static int make_file(const char *path, mode_t mode, const struct hb_remote_job *job,
 		     const char *data, size_t len)
@@ -323,6 +341,8 @@ int hb_backend_start(struct hb_backend *be, const struct hb_remote_job *job,
 		return rc;
 	if (stat(pidfile, &st) == 0)
 		return 0; /* started before: adopt */
+	if ((rc = make_dirs(be->dir, err)))
+		return rc;
 	if (mkdir(jdir, 0700) != 0 && errno != EEXIST)
 		return hb_err_set(err, HB_EIO, jdir, 0, "cannot create: %s",
 				  strerror(errno));

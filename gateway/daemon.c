@@ -33,6 +33,7 @@
 #include "daemon.h"
 #include "hpcbridge/buf.h"
 #include "hpcbridge/log.h"
+#include "hpcbridge/backend.h"
 #include "hpcbridge/proto.h"
 #include "hpcbridge/rules.h"
 #include "hpcbridge/store.h"
@@ -51,6 +52,10 @@
 /* Largest configuration file read on SIGHUP. */
 #define CONFIG_MAX (4u * 1024 * 1024)
 /* How long a uid -> name lookup is cached. */
+/* Remote jobs: output bytes per poll (base64 in the reply), and how long
+ * cancel waits after SIGTERM before SIGKILL. */
+#define REMOTE_CHUNK_MAX (256 * 1024)
+#define REMOTE_GRACE_MS	 5000
 #define PW_CACHE_MS   60000
 #define PW_CACHE_SIZE 256
 
@@ -128,6 +133,7 @@ struct hb_daemon {
 	struct hb_store *st;
 	struct hb_pool *pool;
 	struct hb_daemon_backend be;
+	struct hb_backend *remote; /* where burst jobs run */
 	int epfd, lfd, sfd;
 	struct watch wl, ws, wp;
 	struct conn *conns; /* doubly linked */
@@ -1427,6 +1433,17 @@ static void op_cancel(struct hb_daemon *d, struct conn *c, const cJSON *req)
 
 	if (visible_job(d, c, req, &j))
 		return;
+	if (!strcmp(j.target, "kubernetes") &&
+	    !hb_store_state_terminal(j.state)) {
+		/* The remote side first: SIGTERM now, SIGKILL after the
+		 * grace period (the next look at it sends it). */
+		rc = hb_backend_cancel(d->remote, j.id, &err);
+		if (rc && rc != HB_ENOENT) {
+			stage_error(d, c, rc, err.msg, 0);
+			goto out;
+		}
+		memset(&err, 0, sizeof(err));
+	}
 	if (hb_store_state_terminal(j.state)) {
 		if (!strcmp(j.state, "cancelled")) {
 			r = hb_proto_ok();
@@ -1498,6 +1515,272 @@ out:
 	hb_job_row_free(&j);
 }
 
+
+/* ------------------------------------------------------------------ */
+/* Remote jobs: what the shadow (a burst job's proxy) asks             */
+/* ------------------------------------------------------------------ */
+
+/* The store state for a final remote phase. */
+static const char *remote_state(enum hb_remote_phase p)
+{
+	switch (p) {
+	case HB_REMOTE_SUCCEEDED:
+		return "succeeded";
+	case HB_REMOTE_FAILED:
+		return "failed";
+	case HB_REMOTE_CANCELLED:
+		return "cancelled";
+	case HB_REMOTE_LOST:
+		return "lost";
+	default:
+		return "running";
+	}
+}
+
+/* A job that runs remotely, visible to the caller; 0 or an error staged. */
+static int remote_job(struct hb_daemon *d, struct conn *c, const cJSON *req,
+		      struct hb_job_row *j)
+{
+	char msg[128];
+
+	if (visible_job(d, c, req, j))
+		return -1;
+	if (strcmp(j->target, "kubernetes")) {
+		snprintf(msg, sizeof(msg), "job %s runs on %s, not remotely",
+			 j->id, j->target);
+		stage_error(d, c, HB_ESTATE, msg, 0);
+		hb_job_row_free(j);
+		return -1;
+	}
+	return 0;
+}
+
+/* Record a state change of j (and its audit event) in this iteration's
+ * batch; 0, or an error staged. */
+static int remote_record(struct hb_daemon *d, struct conn *c,
+			 const struct hb_job_row *j, const char *state,
+			 int64_t exit_code, int64_t slurm_job_id,
+			 const char *action)
+{
+	struct hb_err err = { 0 };
+	cJSON *detail = cJSON_CreateObject();
+	int rc;
+
+	if (!detail) {
+		stage_error(d, c, HB_ENOMEM, "out of memory", 0);
+		return HB_ENOMEM;
+	}
+	cJSON_AddStringToObject(detail, "from", j->state);
+	cJSON_AddStringToObject(detail, "to", state);
+	if (exit_code >= 0)
+		cJSON_AddNumberToObject(detail, "exit_code", (double)exit_code);
+	if ((rc = txn(d, &err)) ||
+	    (slurm_job_id > 0 && j->slurm_job_id < 0 &&
+	     (rc = hb_store_job_set_slurm(d->st, j->id, slurm_job_id,
+					  &err))) ||
+	    (strcmp(j->state, state) &&
+	     (rc = hb_store_job_set_state(d->st, j->id, state, exit_code,
+					  NULL, &err))) ||
+	    (rc = audit(d, c->uid, c->user, c->peer, action, j->id, detail,
+			&err))) {
+		if (rc == HB_ESTATE || rc == HB_EEXIST) {
+			stage_error(d, c, rc, err.msg, 0);
+		} else {
+			batch_abort(d, &err);
+			stage_error(d, c, HB_ESTORE, err.msg, 0);
+		}
+	}
+	cJSON_Delete(detail);
+	return rc;
+}
+
+/* The script, environment and directory the job was submitted with. */
+struct source {
+	cJSON *doc;
+	const char *script, *cwd;
+	const char **env; /* NULL-terminated, borrowed from doc */
+};
+
+static int source_of(const struct hb_job_row *j, struct source *s)
+{
+	const cJSON *e, *v;
+	size_t n = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->doc = j->jobspec ? cJSON_Parse(j->jobspec) : NULL;
+	v = cJSON_GetObjectItemCaseSensitive(s->doc, "script");
+	if (!cJSON_IsString(v))
+		return HB_EINVAL;
+	s->script = v->valuestring;
+	v = cJSON_GetObjectItemCaseSensitive(s->doc, "cwd");
+	if (cJSON_IsString(v) && v->valuestring[0] == '/')
+		s->cwd = v->valuestring;
+	e = cJSON_GetObjectItemCaseSensitive(s->doc, "env");
+	s->env = calloc((size_t)cJSON_GetArraySize(e) + 2, sizeof(*s->env));
+	if (!s->env)
+		return HB_ENOMEM;
+	cJSON_ArrayForEach (v, e)
+		if (cJSON_IsString(v) && strchr(v->valuestring, '='))
+			s->env[n++] = v->valuestring;
+	return 0;
+}
+
+static void source_free(struct source *s)
+{
+	cJSON_Delete(s->doc);
+	free(s->env);
+}
+
+static void op_remote_start(struct hb_daemon *d, struct conn *c,
+			    const cJSON *req)
+{
+	struct hb_job_row j = { 0 };
+	struct hb_remote_job rj = { 0 };
+	struct hb_remote_status st;
+	struct hb_err err = { 0 };
+	struct source src;
+	struct req_err e = { 0 };
+	struct passwd pw, *pwp = NULL;
+	char pwbuf[4096], idvar[64], msg[HB_ERR_MAX + 64];
+	const char *sid = NULL;
+	int64_t slurm_id = -1;
+	cJSON *r;
+	int rc;
+
+	get_str(req, "slurm_job_id", 16, 0, &sid, &e);
+	if (e.code) {
+		stage_error(d, c, e.code, e.msg, 0);
+		return;
+	}
+	if (sid) {
+		char *end;
+
+		errno = 0;
+		slurm_id = strtoll(sid, &end, 10);
+		if (errno || *end || end == sid || slurm_id <= 0) {
+			stage_error(d, c, HB_EINVAL,
+				    "slurm_job_id: not a Slurm job id", 0);
+			return;
+		}
+	}
+	if (remote_job(d, c, req, &j))
+		return;
+	if (hb_store_state_terminal(j.state)) {
+		r = hb_proto_ok();
+		if (r)
+			cJSON_AddStringToObject(r, "phase", j.state);
+		stage_reply(d, c, r, 0, 0);
+		goto out;
+	}
+	if ((rc = source_of(&j, &src))) {
+		source_free(&src);
+		stage_error(d, c, rc == HB_ENOMEM ? rc : HB_ESTATE,
+			    rc == HB_ENOMEM ? "out of memory"
+					    : "the job's script was not kept",
+			    0);
+		goto out;
+	}
+	snprintf(idvar, sizeof(idvar), "HPCBRIDGE_JOB_ID=%s", j.id);
+	for (size_t i = 0;; i++)
+		if (!src.env[i]) {
+			src.env[i] = idvar;
+			break;
+		}
+	getpwuid_r((uid_t)j.uid, &pw, pwbuf, sizeof(pwbuf), &pwp);
+	rj.id = j.id;
+	rj.script = src.script;
+	rj.script_len = strlen(src.script);
+	rj.uid = (uid_t)j.uid;
+	rj.gid = pwp ? pwp->pw_gid : (gid_t)j.uid;
+	rj.workdir = src.cwd;
+	rj.env = src.env;
+	rc = hb_backend_start(d->remote, &rj, &err);
+	if (!rc)
+		rc = hb_backend_status(d->remote, j.id, &st, &err);
+	source_free(&src);
+	if (rc) {
+		snprintf(msg, sizeof(msg), "cannot start %s: %s", j.id,
+			 err.msg);
+		stage_error(d, c, rc, msg, 0);
+		goto out;
+	}
+	if (remote_record(d, c, &j,
+			  hb_remote_phase_done(st.phase)
+				  ? remote_state(st.phase)
+				  : "running",
+			  hb_remote_phase_done(st.phase) ? st.exit_code : -1,
+			  slurm_id, "remote_start"))
+		goto out;
+	r = hb_proto_ok();
+	if (r)
+		cJSON_AddStringToObject(r, "phase",
+					hb_remote_phase_name(st.phase));
+	stage_reply(d, c, r, 1, 0);
+out:
+	hb_job_row_free(&j);
+}
+
+static void op_remote_poll(struct hb_daemon *d, struct conn *c,
+			   const cJSON *req)
+{
+	struct hb_job_row j = { 0 };
+	struct hb_remote_status st;
+	struct hb_err err = { 0 };
+	struct req_err e = { 0 };
+	struct hb_buf data, b64;
+	int64_t offset, max;
+	int done, rc, recorded = 0;
+	cJSON *r = NULL;
+
+	get_int(req, "offset", 0, INT64_MAX / 2, 0, 0, &offset, &e);
+	get_int(req, "max", 1, REMOTE_CHUNK_MAX, REMOTE_CHUNK_MAX, 0, &max,
+		&e);
+	if (e.code) {
+		stage_error(d, c, e.code, e.msg, 0);
+		return;
+	}
+	if (remote_job(d, c, req, &j))
+		return;
+	hb_buf_init(&data, (size_t)max + 1);
+	hb_buf_init(&b64, 0);
+	if ((rc = hb_backend_status(d->remote, j.id, &st, &err)) ||
+	    (rc = hb_backend_log(d->remote, j.id, (uint64_t)offset,
+				 (size_t)max, &data, &err))) {
+		stage_error(d, c, rc, err.msg, 0);
+		goto out;
+	}
+	/* Final, and this read did not stop at the cap: nothing more. */
+	done = hb_remote_phase_done(st.phase) && data.len < (size_t)max;
+	if (done && strcmp(j.state, remote_state(st.phase)) &&
+	    !hb_store_state_terminal(j.state)) {
+		if (remote_record(d, c, &j, remote_state(st.phase),
+				  st.exit_code, -1, "remote_end"))
+			goto out;
+		recorded = 1;
+	}
+	if ((rc = hb_buf_base64(&b64, data.data ? data.data : "", data.len))) {
+		stage_error(d, c, rc, "output too large", 0);
+		goto out;
+	}
+	r = hb_proto_ok();
+	if (r && (!cJSON_AddStringToObject(r, "phase",
+					   hb_remote_phase_name(st.phase)) ||
+		  !cJSON_AddNumberToObject(r, "exit_code", st.exit_code) ||
+		  !cJSON_AddStringToObject(r, "data",
+					   b64.data ? b64.data : "") ||
+		  !cJSON_AddNumberToObject(r, "next",
+					   (double)(offset + (int64_t)data.len)) ||
+		  !cJSON_AddBoolToObject(r, "done", done))) {
+		cJSON_Delete(r);
+		r = NULL;
+	}
+	stage_reply(d, c, r, recorded, 0);
+out:
+	hb_buf_free(&data);
+	hb_buf_free(&b64);
+	hb_job_row_free(&j);
+}
+
 static void dispatch(struct hb_daemon *d, struct conn *c, const cJSON *req)
 {
 	const char *op =
@@ -1527,6 +1810,10 @@ static void dispatch(struct hb_daemon *d, struct conn *c, const cJSON *req)
 		op_status(d, c, req);
 	else if (!strcmp(op, "cancel"))
 		op_cancel(d, c, req);
+	else if (!strcmp(op, "remote_start"))
+		op_remote_start(d, c, req);
+	else if (!strcmp(op, "remote_poll"))
+		op_remote_poll(d, c, req);
 	else {
 		snprintf(msg, sizeof(msg), "unknown op '%.60s'", op);
 		stage_error(d, c, HB_EUNSUP, msg, 0);
@@ -1981,6 +2268,9 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 		goto fail;
 	if ((rc = hb_store_open(d->cfg.daemon_state, &d->st, err)))
 		goto fail;
+	if ((rc = hb_backend_local_new(d->cfg.remote_local_dir, REMOTE_GRACE_MS,
+				       &d->remote, err)))
+		goto fail;
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (d->epfd < 0) {
 		rc = hb_err_set(err, HB_EIO, NULL, 0, "epoll: %s",
@@ -2182,6 +2472,8 @@ void hb_daemon_free(struct hb_daemon *d)
 	if (!d)
 		return;
 	d->stopping = 1; /* no new requests from here on */
+	hb_backend_free(d->remote); /* remote jobs keep running */
+	d->remote = NULL;
 	/* the workers end first; what they finish is recorded */
 	if (d->pool) {
 		hb_pool_free(d->pool);

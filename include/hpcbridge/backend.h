@@ -80,8 +80,8 @@ int hb_backend_cancel(struct hb_backend *be, const char *id,
 void hb_backend_free(struct hb_backend *be);
 
 /*
- * The local backend, keeping each job under dir/<id>/ (created 0711 if
- * missing): the script, its output, its process id and its result.  It
+ * The local backend, keeping each job under dir/<id>/ (dir is created,
+ * 0711, when the first job starts): the script, its output, its process id and its result.  It
  * survives a restart of the daemon: a new backend on the same dir sees
  * the jobs the old one started.  grace_ms: how long cancel waits after
  * SIGTERM.  Caller frees with hb_backend_free().
