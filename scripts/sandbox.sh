@@ -57,8 +57,8 @@ write_config() {
 	  user: root
 	  burst_partition: burst
 	  shadow_command: $build/bin/hpcbridge
-	backend:
-	  kind: local
+	remote:
+	  backend: local
 	  local_dir: $dir/remote
 	plugin:
 	  timeout_ms: 200
@@ -88,6 +88,21 @@ up() {
 	write_config "$dir" "$build"
 	mkdir -p "$dir/remote"
 
+	export HPCBRIDGE_CONFIG="$dir/hpcbridge.yaml"
+	export HB_SLURM_PLUGIN_DIR="$build/slurm-plugin"
+	export HB_SLURM_JOB_SUBMIT_PLUGINS=hpcbridge
+	export HB_SLURM_PLUGSTACK="required $build/slurm-plugin/spank_hpcbridge.so"
+	export HB_SLURM_BURST_NODE=1
+	export HB_SLURM_DETACH=1
+	export HB_SLURM_NODES=${HB_SLURM_NODES:-1}
+	export HB_SLURM_CPUS=${HB_SLURM_CPUS:-8}
+	export HB_SLURM_MEM_MB=${HB_SLURM_MEM_MB:-16000}
+	export HB_SLURM_GPUS=${HB_SLURM_GPUS-}
+	if ! slurm_up "$dir/slurm" >&2; then
+		down "$dir"
+		return 1
+	fi
+	# After Slurm: the daemon's Slurm client reads SLURM_CONF.
 	if ! pid_of "$dir/hpcbridged.pid" hpcbridged >/dev/null; then
 		rm -f "$dir/hpcbridged.sock"
 		setsid "$build/bin/hpcbridged" --config "$dir/hpcbridge.yaml" \
@@ -108,20 +123,6 @@ up() {
 		done
 	fi
 
-	export HPCBRIDGE_CONFIG="$dir/hpcbridge.yaml"
-	export HB_SLURM_PLUGIN_DIR="$build/lib/slurm"
-	export HB_SLURM_JOB_SUBMIT_PLUGINS=hpcbridge
-	export HB_SLURM_PLUGSTACK="optional $build/lib/slurm/spank_hpcbridge.so"
-	export HB_SLURM_BURST_NODE=1
-	export HB_SLURM_DETACH=1
-	export HB_SLURM_NODES=${HB_SLURM_NODES:-1}
-	export HB_SLURM_CPUS=${HB_SLURM_CPUS:-8}
-	export HB_SLURM_MEM_MB=${HB_SLURM_MEM_MB:-16000}
-	export HB_SLURM_GPUS=${HB_SLURM_GPUS-}
-	if ! slurm_up "$dir/slurm" >&2; then
-		down "$dir"
-		return 1
-	fi
 	say "up in $dir: Slurm (partitions debug, gpu, long, burst), hpcbridged"
 	print_env "$dir" "$build"
 }

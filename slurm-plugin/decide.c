@@ -469,6 +469,7 @@ cJSON *hb_decide_request(const job_desc_msg_t *jd, const char *user,
 			rc |= add_str(o, hb_opt_key((enum hb_opt)i), vals[i]);
 	}
 	rc |= add_str(req, "script", jd->script);
+	rc |= add_str(req, "cwd", jd->work_dir);
 	x = str_array(jd->argv, jd->argc, HB_DECIDE_ARGV_MAX);
 	if (!x || !cJSON_AddItemToObject(req, "argv", x)) {
 		cJSON_Delete(x);

@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# burst.test.sh - unchanged sbatch scripts through the real Slurm, the
+# plugins and hpcbridged, in the sandbox (hpcbridge sandbox up):
+#
+#   * a job in a partition mapped to Slurm runs on Slurm, tagged;
+#   * a job in the gpu partition (mapped to Kubernetes) becomes a proxy in
+#     the burst partition; its shadow runs it on the remote side (the local
+#     backend, standing in for the cluster), copies its output into the
+#     Slurm output file and ends with its exit code;
+#   * a failing remote job gives a FAILED Slurm job with its exit code;
+#   * scancel of a proxy cancels the remote job: the proxy ends CANCELLED
+#     and nothing of the remote job is left running.
+#
+# usage: burst.test.sh BUILD_DIR SRC_DIR
+set -euo pipefail
+
+build=$(cd "${1:?BUILD_DIR}" && pwd)
+src=$(cd "${2:?SRC_DIR}" && pwd)
+tmp=$(mktemp -d /tmp/hb-burst.XXXXXX)
+chmod 755 "$tmp"
+box=$tmp/box
+fails=0
+
+cleanup() {
+	bash "$src/scripts/sandbox.sh" down "$box" >/dev/null 2>&1 || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+ok() { printf 'ok: %s\n' "$*"; }
+bad() {
+	printf 'FAIL: %s\n' "$*"
+	fails=$((fails + 1))
+}
+die() {
+	printf 'FAIL: %s\n' "$*"
+	tail -n 30 "$box/hpcbridged.log" 2>/dev/null || true
+	exit 1
+}
+
+export HB_SLURM_FIX_HOSTS=${HB_SLURM_FIX_HOSTS:-1}
+bash "$src/scripts/sandbox.sh" up "$box" "$build" >"$tmp/env" 2>"$tmp/up.err" ||
+	die "sandbox up: $(tail -n 20 "$tmp/up.err")"
+# shellcheck disable=SC1090,SC1091
+. "$tmp/env"
+ok "sandbox up"
+
+field() { # JOBID KEY -> value from scontrol show job
+	scontrol show job "$1" 2>/dev/null | tr ' ' '\n' |
+		sed -n "s/^$2=//p" | head -n 1
+}
+
+# Wait until the job's state is final; print it.
+wait_final() {
+	local id=$1 st i
+	for i in $(seq 600); do
+		st=$(field "$id" JobState)
+		case $st in
+		COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY)
+			printf '%s\n' "$st"
+			return 0
+			;;
+		esac
+		sleep 0.2
+	done
+	printf 'TIMEOUT-WAITING(%s)\n' "$st"
+}
+
+submit() { # SCRIPT -> job id
+	(cd "$tmp" && sbatch --parsable "$1" 2>>"$tmp/sbatch.err") |
+		cut -d';' -f1
+}
+
+# 1. Stays on Slurm.
+cat >"$tmp/stay.sh" <<'EOF'
+#!/bin/sh
+#SBATCH --job-name=stay
+#SBATCH --partition=debug
+#SBATCH --output=stay-%j.out
+echo "ran on slurm"
+EOF
+id=$(submit "$tmp/stay.sh")
+[ -n "$id" ] || die "sbatch stay.sh: $(cat "$tmp/sbatch.err")"
+st=$(wait_final "$id")
+[ "$st" = COMPLETED ] && ok "slurm job completed" || bad "slurm job: $st"
+[ "$(field "$id" Partition)" = debug ] && ok "slurm job kept its partition" ||
+	bad "slurm job partition $(field "$id" Partition)"
+scontrol show job "$id" | grep -q "AdminComment=hpcbridge:hb-[0-9]* target=slurm" &&
+	ok "slurm job tagged" || bad "slurm job not tagged: $(scontrol show job "$id" | grep -i comment)"
+grep -qx "ran on slurm" "$tmp/stay-$id.out" && ok "slurm job output" ||
+	bad "slurm job output: $(cat "$tmp/stay-$id.out" 2>&1)"
+
+# 2. Bursts and completes.
+cat >"$tmp/burst.sh" <<'EOF'
+#!/bin/bash
+#SBATCH --job-name=burst
+#SBATCH --partition=gpu
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=4
+#SBATCH --time=10
+#SBATCH --output=burst-%j.out
+echo "remote line 1"
+echo "remote in $PWD"
+echo "remote job $HPCBRIDGE_JOB_ID"
+echo "to stderr" >&2
+EOF
+id=$(submit "$tmp/burst.sh")
+[ -n "$id" ] || die "sbatch burst.sh: $(cat "$tmp/sbatch.err")"
+[ "$(field "$id" Partition)" = burst ] && ok "burst job became a proxy in burst" ||
+	bad "burst job partition $(field "$id" Partition)"
+case $(field "$id" NumCPUs) in 1 | 1-1) true ;; *) false ;; esac && ok "proxy has 1 CPU" ||
+	bad "proxy NumCPUs $(field "$id" NumCPUs)"
+st=$(wait_final "$id")
+[ "$st" = COMPLETED ] && ok "burst job completed" || bad "burst job: $st"
+[ "$(field "$id" ExitCode)" = 0:0 ] && ok "burst exit code 0" ||
+	bad "burst exit code $(field "$id" ExitCode)"
+out=$tmp/burst-$id.out
+grep -qx "remote line 1" "$out" && grep -qx "remote in $tmp" "$out" &&
+	grep -q "^remote job hb-[0-9]*$" "$out" && grep -qx "to stderr" "$out" &&
+	ok "remote output in the Slurm output file" ||
+	bad "burst output: $(cat "$out" 2>&1)"
+hbid=$(sed -n 's/^remote job \(hb-[0-9]*\)$/\1/p' "$out")
+hpcbridge status "$hbid" >"$tmp/status" 2>&1 &&
+	grep -q "succeeded" "$tmp/status" && ok "hpcbridge status: succeeded" ||
+	bad "status: $(cat "$tmp/status")"
+
+# 3. A failing remote job.
+cat >"$tmp/fail.sh" <<'EOF'
+#!/bin/sh
+#SBATCH --partition=gpu
+#SBATCH --output=fail-%j.out
+echo "about to fail"
+exit 7
+EOF
+id=$(submit "$tmp/fail.sh")
+st=$(wait_final "$id")
+[ "$st" = FAILED ] && ok "failing remote job: Slurm job FAILED" ||
+	bad "failing job: $st"
+[ "$(field "$id" ExitCode)" = 7:0 ] && ok "exit code 7 carried" ||
+	bad "fail exit code $(field "$id" ExitCode)"
+grep -qx "about to fail" "$tmp/fail-$id.out" && ok "failing job output" ||
+	bad "fail output: $(cat "$tmp/fail-$id.out" 2>&1)"
+
+# 4. scancel of a proxy cancels the remote job.
+cat >"$tmp/long.sh" <<'EOF'
+#!/bin/sh
+#SBATCH --partition=gpu
+#SBATCH --output=long-%j.out
+echo "long job started"
+sleep 300
+echo "not reached"
+EOF
+id=$(submit "$tmp/long.sh")
+for i in $(seq 300); do
+	grep -q "long job started" "$tmp/long-$id.out" 2>/dev/null && break
+	sleep 0.2
+done
+grep -q "long job started" "$tmp/long-$id.out" && ok "long remote job running" ||
+	bad "long job did not start: $(cat "$tmp/long-$id.out" 2>&1)"
+hbid=$(scontrol show job "$id" | sed -n 's/.*AdminComment=hpcbridge:\(hb-[0-9]*\).*/\1/p')
+pidfile=$box/remote/$hbid/pid
+[ -r "$pidfile" ] && ok "remote job has a pid file" || bad "no $pidfile"
+rpid=$(cut -d' ' -f1 "$pidfile" 2>/dev/null || true)
+scancel "$id"
+st=$(wait_final "$id")
+[ "$st" = CANCELLED ] && ok "scancelled proxy ends CANCELLED" ||
+	bad "scancelled proxy: $st"
+gone=0
+for i in $(seq 100); do
+	if [ -n "$rpid" ] && ! kill -0 -- "-$rpid" 2>/dev/null; then
+		gone=1
+		break
+	fi
+	hpcbridge status "$hbid" >/dev/null 2>&1 || true # lets SIGKILL follow
+	sleep 0.2
+done
+[ "$gone" = 1 ] && ok "remote job's processes are gone" ||
+	bad "remote job $rpid still running"
+hpcbridge status "$hbid" 2>&1 | grep -q cancelled && ok "status: cancelled" ||
+	bad "status after scancel: $(hpcbridge status "$hbid" 2>&1)"
+grep -q "not reached" "$tmp/long-$id.out" && bad "cancelled job ran on" || true
+
+[ "$fails" = 0 ] || {
+	tail -n 30 "$box/hpcbridged.log"
+	exit 1
+}
+echo "all burst checks passed"
