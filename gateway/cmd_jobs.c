@@ -58,7 +58,7 @@ static int parse_conn(int argc, char **argv, const char *usage,
 	memset(c, 0, sizeof(*c));
 	c->timeout_ms = DEFAULT_TIMEOUT;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+s:c:t:jah", long_opts,
+	while ((opt = getopt_long(argc, argv, "s:c:t:jah", long_opts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 's':
@@ -220,19 +220,39 @@ static const char *num(const cJSON *o, const char *key, char buf[32])
 	return buf;
 }
 
-/* Milliseconds since the epoch as local "YYYY-MM-DDTHH:MM:SS". */
+/* A timestamp (RFC 3339 text, as the daemon sends it) to the second. */
 static const char *when(const cJSON *o, const char *key, char buf[32])
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-	struct tm tm;
-	time_t t;
 
-	if (!cJSON_IsNumber(v) || v->valuedouble <= 0)
+	if (!cJSON_IsString(v) || strlen(v->valuestring) < 19)
 		return "-";
-	t = (time_t)(v->valuedouble / 1000);
-	if (!localtime_r(&t, &tm) ||
-	    !strftime(buf, 32, "%Y-%m-%dT%H:%M:%S", &tm))
-		return "-";
+	snprintf(buf, 32, "%.19s", v->valuestring);
+	return buf;
+}
+
+/* An event's detail object as "key=value ..." into buf. */
+static const char *detail_text(const cJSON *o, char *buf, size_t n)
+{
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(o, "detail"), *f;
+	size_t off = 0;
+
+	buf[0] = '\0';
+	cJSON_ArrayForEach (f, d) {
+		int k;
+
+		if (cJSON_IsString(f))
+			k = snprintf(buf + off, n - off, "%s%s=%s",
+				     off ? " " : "", f->string, f->valuestring);
+		else if (cJSON_IsNumber(f))
+			k = snprintf(buf + off, n - off, "%s%s=%.0f",
+				     off ? " " : "", f->string, f->valuedouble);
+		else
+			continue;
+		if (k < 0 || (size_t)k >= n - off)
+			break;
+		off += (size_t)k;
+	}
 	return buf;
 }
 
@@ -401,10 +421,11 @@ int hb_cmd_status(int argc, char **argv)
 	if (cJSON_GetArraySize(cJSON_GetObjectItem(job, "events")) > 0)
 		printf("\nevents:\n");
 	cJSON_ArrayForEach (e, cJSON_GetObjectItem(job, "events")) {
-		char a[32];
+		char a[32], dt[256];
 
-		printf("  %s  %-8s %-10s %s\n", when(e, "at", a),
-		       str(e, "action"), str(e, "actor"), str(e, "detail"));
+		printf("  %s  %-12s %-10s %s\n", when(e, "at", a),
+		       str(e, "action"), str(e, "actor"),
+		       detail_text(e, dt, sizeof(dt)));
 	}
 	cJSON_Delete(reply);
 	return HB_EXIT_OK;

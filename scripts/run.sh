@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the project needs, builds hpcbridge, and runs its main job
 # on the built-in defaults: translate the bundled example scripts to
-# Kubeflow MPIJobs and print what became of every directive.
+# Kubeflow MPIJobs and print what became of every directive; then bring up
+# the sandbox (a real Slurm with hpcbridge's plugins, and hpcbridged) and
+# submit two unchanged sbatch scripts with plain sbatch: one stays on
+# Slurm, one bursts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,3 +24,46 @@ for f in examples/manifests/*.yaml; do
 done
 printf '\n===== examples/sbatch/mpi-hello.sh -> MPIJob\n'
 "$hb" translate examples/sbatch/mpi-hello.sh
+
+# The main job: a real Slurm with hpcbridge's plugins and hpcbridged (the
+# sandbox), and two unchanged sbatch scripts submitted with plain sbatch:
+# one stays on Slurm, one bursts (its remote side runs on the daemon's
+# local backend until the Kubernetes side exists).
+box=${HPCBRIDGE_SANDBOX:-/tmp/hpcbridge-sandbox}
+printf '\n===== sandbox: %s\n' "$box"
+export HB_SLURM_FIX_HOSTS=${HB_SLURM_FIX_HOSTS:-1}
+eval "$("$hb" sandbox up --dir "$box")"
+work=$box/work
+mkdir -p "$work"
+mpicc -O1 -o "$work/hello" examples/sandbox/hello.c
+cp examples/sandbox/mpi-on-slurm.sh examples/sandbox/mpi-burst.sh "$work/"
+if [ "$(id -u)" = 0 ]; then
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+ids=()
+for s in mpi-on-slurm.sh mpi-burst.sh; do
+	printf '$ sbatch %s\n' "$s"
+	id=$(cd "$work" && sbatch --parsable "$s")
+	ids+=("$id")
+done
+printf '\n$ squeue\n'
+squeue
+for _ in $(seq 300); do
+	[ -z "$(squeue -h -j "$(IFS=,; echo "${ids[*]}")" 2>/dev/null)" ] && break
+	sleep 0.2
+done
+printf '\n$ scontrol show job (where each went, how it ended)\n'
+for id in "${ids[@]}"; do
+	scontrol show job "$id" | tr ' ' '\n' |
+		grep -E '^(JobId|JobName|Partition|JobState|ExitCode|AdminComment)=' |
+		paste -sd' '
+done
+printf '\n$ hpcbridge jobs --all\n'
+"$hb" jobs --all
+for id in "${ids[@]}"; do
+	out=$(scontrol show job "$id" | tr ' ' '\n' | sed -n 's/^StdOut=//p')
+	printf '\n===== output of job %s (%s)\n' "$id" "$out"
+	cat "$out"
+done
+printf '\nThe sandbox is still up: eval "$(%s sandbox env --dir %s)" to use it,\n' "$hb" "$box"
+printf '%s sandbox down --dir %s to stop it.\n' "$hb" "$box"
