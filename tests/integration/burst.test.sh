@@ -90,6 +90,28 @@ scontrol show job "$id" | grep -q "AdminComment=hpcbridge:hb-[0-9]* target=slurm
 grep -qx "ran on slurm" "$tmp/stay-$id.out" && ok "slurm job output" ||
 	bad "slurm job output: $(cat "$tmp/stay-$id.out" 2>&1)"
 
+# 1b. The sandbox example: a real Open MPI 2-rank program stays on Slurm,
+# and the same program bursts.
+if [ "$(id -u)" = 0 ]; then
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+mpicc -O1 -o "$tmp/hello" "$src/examples/sandbox/hello.c" ||
+	die "mpicc examples/sandbox/hello.c"
+cp "$src/examples/sandbox/mpi-on-slurm.sh" "$src/examples/sandbox/mpi-burst.sh" "$tmp/"
+for s in mpi-on-slurm mpi-burst; do
+	id=$(submit "$tmp/$s.sh")
+	[ -n "$id" ] || die "sbatch $s.sh: $(cat "$tmp/sbatch.err")"
+	st=$(wait_final "$id")
+	[ "$st" = COMPLETED ] && ok "$s: completed" || bad "$s: $st"
+	n=$(grep -c "^hello from rank [01] of 2 on " "$tmp/$s-$id.out" || true)
+	[ "$n" = 2 ] && ok "$s: two MPI ranks ran" ||
+		bad "$s output: $(cat "$tmp/$s-$id.out" 2>&1)"
+	want=debug
+	[ "$s" = mpi-burst ] && want=burst
+	[ "$(field "$id" Partition)" = "$want" ] && ok "$s: in $want" ||
+		bad "$s partition $(field "$id" Partition)"
+done
+
 # 2. Bursts and completes.
 cat >"$tmp/burst.sh" <<'EOF'
 #!/bin/bash
