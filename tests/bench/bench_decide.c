@@ -1,0 +1,77 @@
+/*
+ * bench_decide.c - the round trip of one decision over hpcbridged's socket,
+ * as job_submit/hpcbridge makes it: connect, send "decide", wait for the
+ * reply (which the daemon sends only after the decision is committed),
+ * close.
+ *
+ *   bench_decide SOCKET [N]
+ *
+ * Sends N (default 2000) decisions one after another and prints the
+ * median, p90, p99 and maximum round trip in microseconds, as a markdown
+ * table row.  The daemon must be running; scripts in tests/bench/ start
+ * one (bench_plugin.sh).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "hpcbridge/proto.h"
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+	long n = argc > 2 ? strtol(argv[2], NULL, 10) : 2000;
+	double *lat;
+	cJSON *req;
+	int fails = 0;
+
+	if (argc < 2 || n <= 0 || n > 10000000) {
+		fprintf(stderr, "usage: bench_decide SOCKET [N]\n");
+		return 2;
+	}
+	lat = calloc((size_t)n, sizeof(*lat));
+	req = cJSON_Parse("{\"op\":\"decide\",\"user\":\"root\",\"uid\":0,"
+			  "\"account\":\"physics\",\"partition\":\"gpu\","
+			  "\"slurm_job_name\":\"bench\",\"time_limit_min\":60,"
+			  "\"script\":\"#!/bin/sh\\n#SBATCH -N 2\\nsrun "
+			  "./a.out\\n\"}");
+	if (!lat || !req)
+		return 1;
+	for (long i = 0; i < n; i++) {
+		struct hb_err err = {0};
+		cJSON *reply = NULL;
+		double t0 = now_us();
+		int rc = hb_proto_call(argv[1], req, 5000, &reply, &err);
+
+		if (!rc)
+			rc = hb_proto_reply_status(reply, &err);
+		lat[i] = now_us() - t0;
+		cJSON_Delete(reply);
+		if (rc && fails++ < 3)
+			fprintf(stderr, "decide: %s\n", err.msg);
+	}
+	qsort(lat, (size_t)n, sizeof(*lat), cmp);
+	printf("| %ld | %.0f | %.0f | %.0f | %.0f | %d |\n", n,
+	       lat[n / 2], lat[n * 9 / 10], lat[n * 99 / 100], lat[n - 1],
+	       fails);
+	cJSON_Delete(req);
+	free(lat);
+	return fails ? 1 : 0;
+}

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# bench_plugin.sh - what job_submit/hpcbridge costs a submission, and how
+# fast the daemon decides.  Side by side, in one run:
+#
+#   none       a private Slurm with no job_submit plugin
+#   hpcbridge  the same with job_submit/hpcbridge and hpcbridged
+#   lua        the same routing rule written for job_submit/lua
+#              (Debian's), the peer an admin would otherwise write
+#
+# Each instance takes N held jobs (`sbatch -H`, so nothing runs) per round;
+# rounds alternate between the instances, R rounds; the medians and the
+# ratios to `none` are printed.  Then the decision round trip
+# (bench_decide) against the daemon, with its state on the disk and on
+# tmpfs, and the throughput with many callers (hbload).
+#
+# usage: bench_plugin.sh BUILD_DIR SRC_DIR [N] [R]
+set -euo pipefail
+
+build=$(cd "${1:?BUILD_DIR}" && pwd)
+src=$(cd "${2:?SRC_DIR}" && pwd)
+n=${3:-500}
+rounds=${4:-3}
+tmp=$(mktemp -d /tmp/hb-bench-plugin.XXXXXX)
+chmod 755 "$tmp"
+# shellcheck source=../integration/lib/slurm.sh
+. "$src/tests/integration/lib/slurm.sh"
+
+daemons=()
+cleanup() {
+	for m in none hpcbridge lua; do
+		slurm_down "$tmp/$m" >/dev/null 2>&1 || true
+	done
+	for p in "${daemons[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+start_daemon() { # DIR STATE -> pid in daemons[]
+	local dir=$1 state=$2
+	mkdir -p "$dir"
+	cat >"$dir/hpcbridge.yaml" <<-YAML
+	daemon:
+	  socket: $dir/hbd.sock
+	  state: $state
+	  log_level: warn
+	slurm:
+	  user: root
+	plugin:
+	  timeout_ms: 200
+	placement:
+	  default_target: slurm
+	  partitions:
+	    gpu: kubernetes
+	YAML
+	"$build/bin/hpcbridged" --config "$dir/hpcbridge.yaml" --foreground \
+		2>>"$dir/hbd.log" &
+	daemons+=("$!")
+	for _ in $(seq 100); do
+		[ -S "$dir/hbd.sock" ] && return 0
+		sleep 0.05
+	done
+	echo "hpcbridged did not start" >&2
+	return 1
+}
+
+lua_rule='
+function slurm_job_submit(job_desc, part_list, submit_uid)
+	if job_desc.partition == "gpu" then
+		job_desc.admin_comment = "lua: target=kubernetes"
+		job_desc.partition = "burst"
+	else
+		job_desc.admin_comment = "lua: target=slurm"
+	end
+	return slurm.SUCCESS
+end
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+	return slurm.SUCCESS
+end
+'
+
+export HB_SLURM_FIX_HOSTS=${HB_SLURM_FIX_HOSTS:-1}
+export HB_SLURM_NODES=1 HB_SLURM_CPUS=8 HB_SLURM_MEM_MB=16000 HB_SLURM_GPUS=
+start_daemon "$tmp/hbd" "$tmp/hbd/state.db"
+for m in none hpcbridge lua; do
+	(
+		unset HB_SLURM_JOB_SUBMIT_PLUGINS HB_SLURM_JOB_SUBMIT_LUA
+		case $m in
+		hpcbridge)
+			export HPCBRIDGE_CONFIG=$tmp/hbd/hpcbridge.yaml
+			export HB_SLURM_PLUGIN_DIR=$build/slurm-plugin
+			export HB_SLURM_JOB_SUBMIT_PLUGINS=hpcbridge
+			;;
+		lua) export HB_SLURM_JOB_SUBMIT_LUA=$lua_rule ;;
+		esac
+		slurm_up "$tmp/$m" >/dev/null
+		slurm_env "$tmp/$m" >"$tmp/$m.env"
+	)
+done
+
+declare -A rates
+for r in $(seq "$rounds"); do
+	for m in none hpcbridge lua; do
+		(
+			# shellcheck disable=SC1090
+			. "$tmp/$m.env"
+			t0=$(date +%s.%N)
+			for i in $(seq "$n"); do
+				sbatch -H -p gpu --wrap=true -o /dev/null >/dev/null 2>&1
+			done
+			t1=$(date +%s.%N)
+			scancel -u root >/dev/null 2>&1 || true
+			echo "$n $t0 $t1" | awk '{ printf "%.1f\n", $1 / ($3 - $2) }'
+		) >"$tmp/rate.$m.$r"
+		rates[$m]="${rates[$m]:-} $(cat "$tmp/rate.$m.$r")"
+	done
+done
+
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+none=$(echo "${rates[none]}" | median)
+echo "sbatch of $n held jobs, $rounds rounds alternating, medians:"
+echo "| Slurm with | sbatch/s (median) | runs | vs none |"
+echo "|---|---:|---|---:|"
+for m in none hpcbridge lua; do
+	med=$(echo "${rates[$m]}" | median)
+	printf '| %s | %s | %s | %.3f |\n' "$m" "$med" "${rates[$m]# }" \
+		"$(echo "$med $none" | awk '{ print $1 / $2 }')"
+done
+# The hpcbridge instance's jobs really went through the plugin.
+(
+	# shellcheck disable=SC1090
+	. "$tmp/hpcbridge.env"
+	id=$(sbatch -H -p gpu --wrap=true --parsable -o /dev/null 2>/dev/null)
+	scontrol show job "$id" | grep -q "Partition=burst" ||
+		echo "WARNING: the hpcbridge instance did not rewrite the job" >&2
+	scancel "$id"
+)
+
+echo
+echo "decision round trip (bench_decide, one caller, connect per request):"
+echo "| state on | decisions | p50 µs | p90 µs | p99 µs | max µs | failures |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
+printf '| disk (%s) ' "$(df --output=fstype "$tmp" | tail -n 1)"
+"$build/bin/bench_decide" "$tmp/hbd/hbd.sock" 2000
+mkdir -p /dev/shm/hb-bench-$$
+start_daemon "$tmp/hbd-shm" "/dev/shm/hb-bench-$$/state.db"
+printf '| tmpfs '
+"$build/bin/bench_decide" "$tmp/hbd-shm/hbd.sock" 2000
+echo
+echo "decisions per second with many callers (hbload, one request in flight each):"
+for t in 1 64 256; do
+	printf '%s callers, state on disk: ' "$t"
+	"$build/tests/hbload" "$tmp/hbd/hbd.sock" "$t" $((20000 / t + 1))
+done
+printf '256 callers, state on tmpfs: '
+"$build/tests/hbload" "$tmp/hbd-shm/hbd.sock" 256 80
+rm -rf "/dev/shm/hb-bench-$$"
