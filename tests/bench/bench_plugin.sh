@@ -4,6 +4,9 @@
 #
 #   none       a private Slurm with no job_submit plugin
 #   hpcbridge  the same with job_submit/hpcbridge and hpcbridged
+#   hpcbridge-tmpfs  the same, the daemon's state on tmpfs: what the
+#              plugin costs without the disk's fsync (not a setup to run:
+#              decisions would not survive a power loss)
 #   lua        the same routing rule written for job_submit/lua
 #              (Debian's), the peer an admin would otherwise write
 #
@@ -27,9 +30,10 @@ chmod 755 "$tmp"
 
 daemons=()
 cleanup() {
-	for m in none hpcbridge lua; do
+	for m in none hpcbridge hpcbridge-tmpfs lua; do
 		slurm_down "$tmp/$m" >/dev/null 2>&1 || true
 	done
+	rm -rf "/dev/shm/hb-bench-$$"
 	for p in "${daemons[@]}"; do
 		kill -TERM "$p" 2>/dev/null || true
 	done
@@ -83,12 +87,16 @@ end
 export HB_SLURM_FIX_HOSTS=${HB_SLURM_FIX_HOSTS:-1}
 export HB_SLURM_NODES=1 HB_SLURM_CPUS=8 HB_SLURM_MEM_MB=16000 HB_SLURM_GPUS=
 start_daemon "$tmp/hbd" "$tmp/hbd/state.db"
-for m in none hpcbridge lua; do
+mkdir -p /dev/shm/hb-bench-$$
+start_daemon "$tmp/hbd-shm" "/dev/shm/hb-bench-$$/state.db"
+for m in none hpcbridge hpcbridge-tmpfs lua; do
 	(
 		unset HB_SLURM_JOB_SUBMIT_PLUGINS HB_SLURM_JOB_SUBMIT_LUA
 		case $m in
-		hpcbridge)
+		hpcbridge | hpcbridge-tmpfs)
 			export HPCBRIDGE_CONFIG=$tmp/hbd/hpcbridge.yaml
+			[ "$m" = hpcbridge ] ||
+				export HPCBRIDGE_CONFIG=$tmp/hbd-shm/hpcbridge.yaml
 			export HB_SLURM_PLUGIN_DIR=$build/slurm-plugin
 			export HB_SLURM_JOB_SUBMIT_PLUGINS=hpcbridge
 			;;
@@ -101,7 +109,7 @@ done
 
 declare -A rates
 for r in $(seq "$rounds"); do
-	for m in none hpcbridge lua; do
+	for m in none hpcbridge hpcbridge-tmpfs lua; do
 		(
 			# shellcheck disable=SC1090
 			. "$tmp/$m.env"
@@ -122,7 +130,7 @@ none=$(echo "${rates[none]}" | median)
 echo "sbatch of $n held jobs, $rounds rounds alternating, medians:"
 echo "| Slurm with | sbatch/s (median) | runs | vs none |"
 echo "|---|---:|---|---:|"
-for m in none hpcbridge lua; do
+for m in none hpcbridge hpcbridge-tmpfs lua; do
 	med=$(echo "${rates[$m]}" | median)
 	printf '| %s | %s | %s | %.3f |\n' "$m" "$med" "${rates[$m]# }" \
 		"$(echo "$med $none" | awk '{ print $1 / $2 }')"
@@ -143,8 +151,6 @@ echo "| state on | decisions | p50 µs | p90 µs | p99 µs | max µs | failures 
 echo "|---|---:|---:|---:|---:|---:|---:|"
 printf '| disk (%s) ' "$(df --output=fstype "$tmp" | tail -n 1)"
 "$build/bin/bench_decide" "$tmp/hbd/hbd.sock" 2000
-mkdir -p /dev/shm/hb-bench-$$
-start_daemon "$tmp/hbd-shm" "/dev/shm/hb-bench-$$/state.db"
 printf '| tmpfs '
 "$build/bin/bench_decide" "$tmp/hbd-shm/hbd.sock" 2000
 echo
@@ -155,4 +161,3 @@ for t in 1 64 256; do
 done
 printf '256 callers, state on tmpfs: '
 "$build/tests/hbload" "$tmp/hbd-shm/hbd.sock" 256 80
-rm -rf "/dev/shm/hb-bench-$$"
