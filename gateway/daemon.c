@@ -56,6 +56,8 @@
  * cancel waits after SIGTERM before SIGKILL. */
 #define REMOTE_CHUNK_MAX (256 * 1024)
 #define REMOTE_GRACE_MS	 5000
+/* How often the reconciler asks Slurm what changed. */
+#define SLURM_POLL_MS 1000
 #define PW_CACHE_MS   60000
 #define PW_CACHE_SIZE 256
 
@@ -148,6 +150,8 @@ struct hb_daemon {
 	int stopping;
 	int64_t stop_deadline;
 	int64_t last_scan;
+	int64_t last_poll; /* the reconciler's last Slurm poll */
+	int polling;	   /* a poll is on a worker */
 	struct pw_entry pw[PW_CACHE_SIZE];
 	uint64_t nrequests, ndecisions;
 };
@@ -1319,6 +1323,139 @@ out:
 	}
 }
 
+
+/* ------------------------------------------------------------------ */
+/* The reconciler: Slurm jobs the plugin tagged, followed from Slurm    */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Every SLURM_POLL_MS a worker asks Slurm which jobs changed (cheap when
+ * nothing did).  For each job tagged "hpcbridge:<id>" the loop binds the
+ * Slurm job id to the gateway job and, for jobs that run on Slurm, mirrors
+ * the state and exit code.  A burst job's state comes from its remote
+ * side; only its proxy's id is bound here.
+ */
+struct poll_task {
+	struct hb_task t; /* first */
+	struct hb_daemon *d;
+	struct hb_daemon_backend be;
+	struct hb_slurm_change *v;
+	size_t n, cap;
+	int rc;
+	struct hb_err err;
+};
+
+static int poll_collect(const struct hb_slurm_change *ch, void *arg)
+{
+	struct poll_task *pt = arg;
+
+	if (pt->n == pt->cap) {
+		size_t cap = pt->cap ? pt->cap * 2 : 64;
+		struct hb_slurm_change *v = realloc(pt->v, cap * sizeof(*v));
+
+		if (!v)
+			return HB_ENOMEM;
+		pt->v = v;
+		pt->cap = cap;
+	}
+	pt->v[pt->n++] = *ch;
+	return 0;
+}
+
+static void poll_run(struct hb_task *ht)
+{
+	struct poll_task *pt = (struct poll_task *)ht;
+
+	pt->rc = pt->be.slurm_poll(pt->be.ctx, poll_collect, pt, &pt->err);
+}
+
+/* Apply one change; a store error is returned (the batch is aborted). */
+static int reconcile_one(struct hb_daemon *d, const struct hb_slurm_change *ch,
+			 struct hb_err *err)
+{
+	struct hb_job_row j = { 0 };
+	cJSON *detail = NULL;
+	int rc = hb_store_job_get(d->st, ch->id, &j, err);
+
+	if (rc == HB_ENOENT) {
+		memset(err, 0, sizeof(*err));
+		return 0; /* not ours, or from another state file */
+	}
+	if (rc)
+		return rc;
+	if ((rc = txn(d, err)))
+		goto out;
+	if (j.slurm_job_id < 0) {
+		rc = hb_store_job_set_slurm(d->st, j.id, ch->slurm_job_id, err);
+		if (rc)
+			goto out;
+	}
+	if (strcmp(j.target, "slurm") || hb_store_state_terminal(j.state) ||
+	    !strcmp(j.state, ch->state) ||
+	    !hb_store_state_allowed(j.state, ch->state))
+		goto out;
+	rc = hb_store_job_set_state(d->st, j.id, ch->state, ch->exit_code,
+				    NULL, err);
+	detail = cJSON_CreateObject();
+	if (!rc && detail) {
+		cJSON_AddNumberToObject(detail, "slurm_job_id",
+					(double)ch->slurm_job_id);
+		cJSON_AddStringToObject(detail, "from", j.state);
+		cJSON_AddStringToObject(detail, "to", ch->state);
+		if (ch->exit_code >= 0)
+			cJSON_AddNumberToObject(detail, "exit_code",
+						(double)ch->exit_code);
+		rc = audit(d, 0, "hpcbridged", "slurm", "slurm-state", j.id,
+			   detail, err);
+	}
+out:
+	cJSON_Delete(detail);
+	hb_job_row_free(&j);
+	return rc;
+}
+
+static void poll_done(struct hb_task *ht)
+{
+	struct poll_task *pt = (struct poll_task *)ht;
+	struct hb_daemon *d = pt->d;
+	struct hb_err err = { 0 };
+
+	d->polling = 0;
+	if (pt->rc)
+		hb_log(HB_LOG_WARN, "Slurm poll: %s", pt->err.msg);
+	for (size_t i = 0; !pt->rc && i < pt->n; i++)
+		if (reconcile_one(d, &pt->v[i], &err)) {
+			hb_log(HB_LOG_ERROR, "reconciling %s: %s", pt->v[i].id,
+			       err.msg);
+			batch_abort(d, &err);
+			break;
+		}
+	free(pt->v);
+	free(pt);
+}
+
+static void poll_slurm(struct hb_daemon *d, int64_t now)
+{
+	struct poll_task *pt;
+
+	if (!d->be.slurm_poll || d->polling || d->stopping || !d->pool ||
+	    now - d->last_poll < SLURM_POLL_MS)
+		return;
+	d->last_poll = now;
+	pt = calloc(1, sizeof(*pt));
+	if (!pt)
+		return;
+	pt->t.run = poll_run;
+	pt->t.done = poll_done;
+	pt->d = d;
+	pt->be = d->be;
+	d->polling = 1;
+	if (hb_pool_submit(d->pool, &pt->t)) {
+		d->polling = 0;
+		free(pt);
+	}
+}
+
 static void op_submit(struct hb_daemon *d, struct conn *c, const cJSON *req)
 {
 	const char *script, *name, *cwd;
@@ -2438,6 +2575,7 @@ int hb_daemon_run(struct hb_daemon *d)
 		batch_end(d);
 		bury(d);
 		now = mono_ms();
+		poll_slurm(d, now);
 		if (now - d->last_scan >= timeout) {
 			idle_scan(d, now);
 			bury(d);

@@ -57,6 +57,16 @@ struct hb_submit_req {
  * EUNAVAIL.  gateway/slurmc.c provides them (hb_slurmc_submit,
  * hb_slurmc_cancel); the daemon's main wires them.
  */
+/* A Slurm job hpcbridge tagged ("hpcbridge:<id>" in its admin comment)
+ * whose state changed, as the reconciler sees it. */
+struct hb_slurm_change {
+	int64_t slurm_job_id;
+	char id[32];	   /* the gateway id */
+	const char *state; /* store state: queued, running, succeeded,
+			    * failed, cancelled (static) */
+	int64_t exit_code; /* final states; -1 otherwise */
+};
+
 struct hb_daemon_backend {
 	void *ctx;
 	/* 0 with *slurm_job_id set, or an HB_E* code with err set. */
@@ -67,6 +77,12 @@ struct hb_daemon_backend {
 	 * HB_E* code with err set on failure. */
 	int (*slurm_cancel)(void *ctx, int64_t slurm_job_id,
 			    struct hb_err *err);
+	/* Report the tagged Slurm jobs that changed since the last call
+	 * (the first call: all of them), one cb call each.  Runs on a worker;
+	 * NULL: the daemon does not follow Slurm jobs. */
+	int (*slurm_poll)(void *ctx,
+			  int (*cb)(const struct hb_slurm_change *, void *),
+			  void *arg, struct hb_err *err);
 };
 
 struct hb_daemon;

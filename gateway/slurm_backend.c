@@ -172,6 +172,68 @@ static int cancel(void *ctx, int64_t slurm_job_id, struct hb_err *err)
 	return rc == HB_SLURMC_DONE ? 0 : rc;
 }
 
+struct poll_ctx {
+	int (*cb)(const struct hb_slurm_change *, void *);
+	void *arg;
+};
+
+/* Slurm's state as the store names it; NULL for one to leave alone. */
+static const char *store_state(const struct hb_slurmc_job *j)
+{
+	switch (j->state) {
+	case HB_SLURMC_PENDING:
+		return "queued";
+	case HB_SLURMC_RUNNING:
+	case HB_SLURMC_SUSPENDED:
+		return "running";
+	case HB_SLURMC_COMPLETE:
+		return "succeeded";
+	case HB_SLURMC_CANCELLED:
+		return "cancelled";
+	case HB_SLURMC_UNKNOWN:
+		return NULL;
+	default: /* failed, timeout, node_fail, preempted, boot_fail, ... */
+		return "failed";
+	}
+}
+
+static int poll_job(const struct hb_slurmc_job *j, void *arg)
+{
+	static const char tag[] = "hpcbridge:";
+	struct poll_ctx *pc = arg;
+	struct hb_slurm_change ch = {0};
+	const char *p;
+	size_t n;
+
+	if (j->removed || !j->admin_comment ||
+	    strncmp(j->admin_comment, tag, sizeof(tag) - 1))
+		return 0;
+	p = j->admin_comment + sizeof(tag) - 1;
+	n = strcspn(p, " ");
+	if (n == 0 || n >= sizeof(ch.id) || !(ch.state = store_state(j)))
+		return 0;
+	memcpy(ch.id, p, n);
+	ch.slurm_job_id = j->job_id;
+	ch.exit_code = -1;
+	if (hb_slurmc_state_final(j->state))
+		ch.exit_code = j->exit_signal ? 128 + j->exit_signal
+					      : j->exit_code;
+	return pc->cb(&ch, pc->arg);
+}
+
+static int poll_changes(void *ctx, int (*cb)(const struct hb_slurm_change *, void *),
+		void *arg, struct hb_err *err)
+{
+	struct hb_slurm_backend *sb = ctx;
+	struct poll_ctx pc = {cb, arg};
+	int rc;
+
+	pthread_mutex_lock(&sb->mu);
+	rc = hb_slurmc_poll(sb->c, poll_job, &pc, err);
+	pthread_mutex_unlock(&sb->mu);
+	return rc;
+}
+
 void hb_slurm_backend_ops(struct hb_slurm_backend *sb,
 			  struct hb_daemon_backend *out)
 {
@@ -179,6 +241,7 @@ void hb_slurm_backend_ops(struct hb_slurm_backend *sb,
 	out->ctx = sb;
 	out->slurm_submit = submit;
 	out->slurm_cancel = cancel;
+	out->slurm_poll = poll_changes;
 }
 
 int hb_slurm_backend_comment(struct hb_slurm_backend *sb,

@@ -90,6 +90,34 @@ scontrol show job "$id" | grep -q "AdminComment=hpcbridge:hb-[0-9]* target=slurm
 grep -qx "ran on slurm" "$tmp/stay-$id.out" && ok "slurm job output" ||
 	bad "slurm job output: $(cat "$tmp/stay-$id.out" 2>&1)"
 
+# The daemon follows jobs kept on Slurm (the reconciler polls Slurm).
+hb_of() { scontrol show job "$1" | sed -n 's/.*AdminComment=hpcbridge:\(hb-[0-9]*\).*/\1/p'; }
+wait_status() { # HBID REGEX
+	local i
+	for i in $(seq 50); do
+		hpcbridge status --json "$1" 2>/dev/null | tr -d ' \n' | grep -qE "$2" && return 0
+		sleep 0.2
+	done
+	return 1
+}
+hb=$(hb_of "$id")
+wait_status "$hb" "\"state\":\"succeeded\",\"target\":\"slurm\",\"slurm_job_id\":$id," &&
+	ok "daemon mirrors the Slurm job: succeeded, Slurm id bound" ||
+	bad "daemon's view of $hb: $(hpcbridge status --json "$hb" 2>&1 | tr -d ' \n' | head -c 400)"
+cat >"$tmp/stayfail.sh" <<'EOF'
+#!/bin/sh
+#SBATCH --partition=debug
+#SBATCH --output=stayfail-%j.out
+exit 3
+EOF
+id=$(submit "$tmp/stayfail.sh")
+st=$(wait_final "$id")
+[ "$st" = FAILED ] && ok "failing slurm job FAILED" || bad "failing slurm job: $st"
+hb=$(hb_of "$id")
+wait_status "$hb" '"state":"failed".*"exit_code":3,' &&
+	ok "daemon mirrors the failure and exit code 3" ||
+	bad "daemon's view of $hb: $(hpcbridge status --json "$hb" 2>&1 | tr -d ' \n' | head -c 400)"
+
 # 1b. The sandbox example: a real Open MPI 2-rank program stays on Slurm,
 # and the same program bursts.
 if [ "$(id -u)" = 0 ]; then
