@@ -16,11 +16,13 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -32,6 +34,8 @@
 #define CALL_TIMEOUT   10000	       /* ms per request */
 #define CHUNK	       (256u * 1024)   /* output bytes per poll */
 #define BACKOFF_MAX_MS 5000
+
+extern char **environ;
 
 static volatile sig_atomic_t stop_signal;
 
@@ -93,6 +97,30 @@ static int request(const char *sock, const char *id, cJSON *req,
 	}
 }
 
+/*
+ * Show the remote phase in the proxy's Slurm comment (squeue -o %k):
+ * "hpcbridge:ID running".  The job's owner may update its comment, so
+ * scontrol does it; a failure only costs the display.
+ */
+static void show_phase(const char *id, const char *phase)
+{
+	const char *job = getenv("SLURM_JOB_ID");
+	char jobarg[64], comment[128];
+	char *argv[] = {"scontrol", "update", jobarg, comment, NULL};
+	pid_t pid;
+	int st;
+
+	if (!job || !*job)
+		return;
+	snprintf(jobarg, sizeof(jobarg), "JobId=%s", job);
+	snprintf(comment, sizeof(comment), "Comment=hpcbridge:%s %s", id,
+		 phase);
+	if (posix_spawnp(&pid, "scontrol", NULL, NULL, argv, environ) != 0)
+		return;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+}
+
 static cJSON *make_req(const char *op, const char *id)
 {
 	cJSON *r = cJSON_CreateObject();
@@ -141,6 +169,7 @@ int hb_cmd_shadow(int argc, char **argv)
 	struct hb_buf data;
 	cJSON *req, *reply = NULL;
 	double offset = 0;
+	char shown[32] = "";
 	int opt, poll_ms = 200, rc, code = 1;
 
 	optind = 1;
@@ -250,6 +279,10 @@ int hb_cmd_shadow(int argc, char **argv)
 			goto out;
 		}
 		offset = nx->valuedouble;
+		if (strcmp(shown, ph->valuestring)) {
+			snprintf(shown, sizeof(shown), "%s", ph->valuestring);
+			show_phase(id, shown);
+		}
 		done = cJSON_IsTrue(cJSON_GetObjectItem(reply, "done"));
 		if (done) {
 			code = cJSON_IsNumber(ec) && ec->valuedouble >= 0 &&

@@ -207,6 +207,9 @@ for i in $(seq 300); do
 done
 grep -q "long job started" "$tmp/long-$id.out" && ok "long remote job running" ||
 	bad "long job did not start: $(cat "$tmp/long-$id.out" 2>&1)"
+squeue -h -o %k -j "$id" | grep -q "^hpcbridge:hb-[0-9]* running$" &&
+	ok "squeue %k shows the remote phase" ||
+	bad "squeue %k: '$(squeue -h -o %k -j "$id")'"
 hbid=$(scontrol show job "$id" | sed -n 's/.*AdminComment=hpcbridge:\(hb-[0-9]*\).*/\1/p')
 pidfile=$box/remote/$hbid/pid
 [ -r "$pidfile" ] && ok "remote job has a pid file" || bad "no $pidfile"
