@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# crash.test.sh - kill -9 hpcbridged at random points of a burst job's life
+# (between the decision and the remote start, while the remote job runs,
+# while its output streams), restart it, and check the job converges:
+# the Slurm proxy ends with the remote exit code, the output arrives whole,
+# and the remote job ran exactly once.
+#
+# usage: crash.test.sh BUILD_DIR SRC_DIR
+set -euo pipefail
+
+build=$(cd "${1:?BUILD_DIR}" && pwd)
+src=$(cd "${2:?SRC_DIR}" && pwd)
+tmp=$(mktemp -d /tmp/hb-crash.XXXXXX)
+chmod 755 "$tmp"
+box=$tmp/box
+fails=0
+rounds=${HB_CRASH_ROUNDS:-4}
+
+cleanup() {
+	bash "$src/scripts/sandbox.sh" down "$box" >/dev/null 2>&1 || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+ok() { printf 'ok: %s\n' "$*"; }
+bad() {
+	printf 'FAIL: %s\n' "$*"
+	fails=$((fails + 1))
+}
+die() {
+	printf 'FAIL: %s\n' "$*"
+	tail -n 30 "$box/hpcbridged.log" 2>/dev/null || true
+	exit 1
+}
+
+export HB_SLURM_FIX_HOSTS=${HB_SLURM_FIX_HOSTS:-1}
+bash "$src/scripts/sandbox.sh" up "$box" "$build" >"$tmp/env" 2>"$tmp/up.err" ||
+	die "sandbox up: $(tail -n 20 "$tmp/up.err")"
+# shellcheck disable=SC1090,SC1091
+. "$tmp/env"
+
+daemon_pid() { head -c 32 "$box/hpcbridged.pid" | tr -dc 0-9; }
+start_daemon() {
+	setsid "$build/bin/hpcbridged" --config "$box/hpcbridge.yaml" \
+		--foreground --pidfile "$box/hpcbridged.pid" \
+		</dev/null >>"$box/hpcbridged.log" 2>&1 &
+	for _ in $(seq 100); do
+		hpcbridge jobs --timeout 300 >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	die "hpcbridged did not restart"
+}
+field() {
+	scontrol show job "$1" 2>/dev/null | tr ' ' '\n' |
+		sed -n "s/^$2=//p" | head -n 1
+}
+
+for r in $(seq "$rounds"); do
+	cat >"$tmp/job$r.sh" <<EOF
+#!/bin/sh
+#SBATCH --partition=gpu
+#SBATCH --output=job$r-%j.out
+echo started >>"$tmp/ran$r"
+i=0
+while [ \$i -lt 20 ]; do echo "line \$i"; i=\$((i + 1)); sleep 0.1; done
+exit $((r + 10))
+EOF
+	id=$( (cd "$tmp" && sbatch --parsable "job$r.sh") 2>>"$tmp/sbatch.err")
+	[ -n "$id" ] || die "sbatch: $(cat "$tmp/sbatch.err")"
+	# A random kill point in the first 3 s: before the proxy starts,
+	# during the remote start, or while the output streams.
+	sleep "$(awk -v s="$RANDOM" 'BEGIN { srand(s); printf "%.2f", rand() * 3 }')"
+	pid=$(daemon_pid)
+	kill -KILL "$pid"
+	while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+	sleep 0.5
+	start_daemon
+	st=
+	for _ in $(seq 300); do
+		st=$(field "$id" JobState)
+		case $st in COMPLETED | FAILED | CANCELLED | TIMEOUT) break ;; esac
+		sleep 0.2
+	done
+	want=$((r + 10)):0
+	[ "$st" = FAILED ] && [ "$(field "$id" ExitCode)" = "$want" ] &&
+		ok "round $r: proxy ended FAILED $want after a kill -9" ||
+		bad "round $r: proxy $st $(field "$id" ExitCode), want FAILED $want"
+	out=$tmp/job$r-$id.out
+	[ "$(grep -c '^line ' "$out" 2>/dev/null)" = 20 ] &&
+		grep -qx 'line 19' "$out" && ok "round $r: whole output, once" ||
+		bad "round $r: output: $(tr '\n' ' ' <"$out" 2>&1)"
+	[ "$(wc -l <"$tmp/ran$r" 2>/dev/null)" = 1 ] &&
+		ok "round $r: the remote job ran exactly once" ||
+		bad "round $r: ran $(wc -l <"$tmp/ran$r" 2>/dev/null) times"
+done
+n=$(hpcbridge jobs --all --json | grep -c '"id": "hb-')
+[ "$n" = "$rounds" ] && ok "one gateway job per submission ($n)" ||
+	bad "$n gateway jobs for $rounds submissions"
+
+[ "$fails" = 0 ] || {
+	tail -n 30 "$box/hpcbridged.log"
+	exit 1
+}
+echo "all crash checks passed"
