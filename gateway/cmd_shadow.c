@@ -163,6 +163,8 @@ int hb_cmd_shadow(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	const char *sock = getenv("HPCBRIDGE_SOCKET"), *id, *slurm_id;
+	const char *task = getenv("SLURM_ARRAY_TASK_ID");
+	long task_id = -1;
 	struct hb_config cfg;
 	struct sigaction sa;
 	struct hb_err err = {0};
@@ -202,6 +204,14 @@ int hb_cmd_shadow(int argc, char **argv)
 		return HB_EXIT_USAGE;
 	}
 	id = argv[optind];
+	if (task && *task) {
+		char *end;
+
+		errno = 0;
+		task_id = strtol(task, &end, 10);
+		if (errno || *end || task_id < 0)
+			task_id = -1;
+	}
 	memset(&cfg, 0, sizeof(cfg));
 	if (!sock) {
 		if (hb_config_defaults(&cfg))
@@ -220,6 +230,9 @@ int hb_cmd_shadow(int argc, char **argv)
 	slurm_id = getenv("SLURM_JOB_ID");
 	if (req && slurm_id)
 		cJSON_AddStringToObject(req, "slurm_job_id", slurm_id);
+	/* Each task of an array has its own proxy and its own remote job. */
+	if (req && task_id >= 0)
+		cJSON_AddNumberToObject(req, "array_task", (double)task_id);
 	rc = req ? request(sock, id, req, &reply, &err) : HB_ENOMEM;
 	cJSON_Delete(req);
 	cJSON_Delete(reply);
@@ -242,7 +255,10 @@ int hb_cmd_shadow(int argc, char **argv)
 			break;
 		req = make_req("remote_poll", id);
 		if (req && (!cJSON_AddNumberToObject(req, "offset", offset) ||
-			    !cJSON_AddNumberToObject(req, "max", CHUNK))) {
+			    !cJSON_AddNumberToObject(req, "max", CHUNK) ||
+			    (task_id >= 0 &&
+			     !cJSON_AddNumberToObject(req, "array_task",
+						      (double)task_id)))) {
 			cJSON_Delete(req);
 			req = NULL;
 		}

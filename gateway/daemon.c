@@ -1731,6 +1731,31 @@ static int remote_record(struct hb_daemon *d, struct conn *c,
 	return rc;
 }
 
+
+/*
+ * The remote job's id: the gateway id, or "<id>-t<N>" for task N of an
+ * array (each array task's proxy runs its own remote job).  0, or an
+ * error staged.
+ */
+static int remote_id(struct hb_daemon *d, struct conn *c, const cJSON *req,
+		     const struct hb_job_row *j, char out[48], int64_t *task)
+{
+	struct req_err e = { 0 };
+
+	get_int(req, "array_task", 0, 4000000, -1, 0, task, &e);
+	if (e.code) {
+		stage_error(d, c, e.code, e.msg, 0);
+		return e.code;
+	}
+	/* ids are at most 31 characters, tasks at most 7 digits */
+	if (snprintf(out, 48, *task >= 0 ? "%s-t%lld" : "%s", j->id,
+		     (long long)*task) >= 48) {
+		stage_error(d, c, HB_ERANGE, "array_task: id too long", 0);
+		return HB_ERANGE;
+	}
+	return 0;
+}
+
 /* The script, environment and directory the job was submitted with. */
 struct source {
 	cJSON *doc;
@@ -1778,9 +1803,10 @@ static void op_remote_start(struct hb_daemon *d, struct conn *c,
 	struct source src;
 	struct req_err e = { 0 };
 	struct passwd pw, *pwp = NULL;
-	char pwbuf[4096], idvar[64], msg[HB_ERR_MAX + 64];
+	char pwbuf[4096], idvar[64], taskvar[48], rid[48];
+	char msg[HB_ERR_MAX + 64];
 	const char *sid = NULL;
-	int64_t slurm_id = -1;
+	int64_t slurm_id = -1, task;
 	cJSON *r;
 	int rc;
 
@@ -1802,7 +1828,9 @@ static void op_remote_start(struct hb_daemon *d, struct conn *c,
 	}
 	if (remote_job(d, c, req, &j))
 		return;
-	if (hb_store_state_terminal(j.state)) {
+	if (remote_id(d, c, req, &j, rid, &task))
+		goto out;
+	if (task < 0 && hb_store_state_terminal(j.state)) {
 		r = hb_proto_ok();
 		if (r)
 			cJSON_AddStringToObject(r, "phase", j.state);
@@ -1818,13 +1846,16 @@ static void op_remote_start(struct hb_daemon *d, struct conn *c,
 		goto out;
 	}
 	snprintf(idvar, sizeof(idvar), "HPCBRIDGE_JOB_ID=%s", j.id);
+	snprintf(taskvar, sizeof(taskvar), "SLURM_ARRAY_TASK_ID=%lld",
+		 (long long)task);
 	for (size_t i = 0;; i++)
 		if (!src.env[i]) {
 			src.env[i] = idvar;
+			src.env[i + 1] = task >= 0 ? taskvar : NULL;
 			break;
 		}
 	getpwuid_r((uid_t)j.uid, &pw, pwbuf, sizeof(pwbuf), &pwp);
-	rj.id = j.id;
+	rj.id = rid;
 	rj.script = src.script;
 	rj.script_len = strlen(src.script);
 	rj.uid = (uid_t)j.uid;
@@ -1833,7 +1864,7 @@ static void op_remote_start(struct hb_daemon *d, struct conn *c,
 	rj.env = src.env;
 	rc = hb_backend_start(d->remote, &rj, &err);
 	if (!rc)
-		rc = hb_backend_status(d->remote, j.id, &st, &err);
+		rc = hb_backend_status(d->remote, rid, &st, &err);
 	source_free(&src);
 	if (rc) {
 		snprintf(msg, sizeof(msg), "cannot start %s: %s", j.id,
@@ -1841,12 +1872,17 @@ static void op_remote_start(struct hb_daemon *d, struct conn *c,
 		stage_error(d, c, rc, msg, 0);
 		goto out;
 	}
+	/* An array's tasks share the gateway job: it is running while any
+	 * runs; their ends are audited, not recorded as the job's end. */
 	if (remote_record(d, c, &j,
-			  hb_remote_phase_done(st.phase)
+			  hb_remote_phase_done(st.phase) && task < 0
 				  ? remote_state(st.phase)
-				  : "running",
-			  hb_remote_phase_done(st.phase) ? st.exit_code : -1,
-			  slurm_id, "remote_start"))
+				  : hb_store_state_terminal(j.state) ? j.state
+								     : "running",
+			  hb_remote_phase_done(st.phase) && task < 0
+				  ? st.exit_code
+				  : -1,
+			  task < 0 ? slurm_id : -1, "remote_start"))
 		goto out;
 	r = hb_proto_ok();
 	if (r)
@@ -1865,7 +1901,8 @@ static void op_remote_poll(struct hb_daemon *d, struct conn *c,
 	struct hb_err err = { 0 };
 	struct req_err e = { 0 };
 	struct hb_buf data, b64;
-	int64_t offset, max;
+	int64_t offset, max, task;
+	char rid[48];
 	int done, rc, recorded = 0;
 	cJSON *r = NULL;
 
@@ -1880,15 +1917,17 @@ static void op_remote_poll(struct hb_daemon *d, struct conn *c,
 		return;
 	hb_buf_init(&data, (size_t)max + 1);
 	hb_buf_init(&b64, 0);
-	if ((rc = hb_backend_status(d->remote, j.id, &st, &err)) ||
-	    (rc = hb_backend_log(d->remote, j.id, (uint64_t)offset,
+	if (remote_id(d, c, req, &j, rid, &task))
+		goto out;
+	if ((rc = hb_backend_status(d->remote, rid, &st, &err)) ||
+	    (rc = hb_backend_log(d->remote, rid, (uint64_t)offset,
 				 (size_t)max, &data, &err))) {
 		stage_error(d, c, rc, err.msg, 0);
 		goto out;
 	}
 	/* Final, and this read did not stop at the cap: nothing more. */
 	done = hb_remote_phase_done(st.phase) && data.len < (size_t)max;
-	if (done && strcmp(j.state, remote_state(st.phase)) &&
+	if (done && task < 0 && strcmp(j.state, remote_state(st.phase)) &&
 	    !hb_store_state_terminal(j.state)) {
 		if (remote_record(d, c, &j, remote_state(st.phase),
 				  st.exit_code, -1, "remote_end"))

@@ -191,6 +191,29 @@ st=$(wait_final "$id")
 grep -qx "about to fail" "$tmp/fail-$id.out" && ok "failing job output" ||
 	bad "fail output: $(cat "$tmp/fail-$id.out" 2>&1)"
 
+# 3b. An array bursts: each task runs its own remote job.
+cat >"$tmp/array.sh" <<'EOF'
+#!/bin/sh
+#SBATCH --partition=gpu
+#SBATCH --array=0-2
+#SBATCH --output=array-%A_%a.out
+echo "task $SLURM_ARRAY_TASK_ID"
+exit $SLURM_ARRAY_TASK_ID
+EOF
+aid=$(submit "$tmp/array.sh")
+[ -n "$aid" ] || die "sbatch array.sh: $(cat "$tmp/sbatch.err")"
+for t in 0 1 2; do
+	st=$(wait_final "${aid}_$t")
+	want=COMPLETED
+	[ "$t" = 0 ] || want=FAILED
+	[ "$st" = "$want" ] && [ "$(field "${aid}_$t" ExitCode)" = "$t:0" ] &&
+		ok "array task $t: $want $t:0" ||
+		bad "array task $t: $st $(field "${aid}_$t" ExitCode)"
+	grep -qx "task $t" "$tmp/array-${aid}_$t.out" &&
+		ok "array task $t: its own output" ||
+		bad "array task $t output: $(cat "$tmp/array-${aid}_$t.out" 2>&1)"
+done
+
 # 4. scancel of a proxy cancels the remote job.
 cat >"$tmp/long.sh" <<'EOF'
 #!/bin/sh
