@@ -18,37 +18,11 @@ build=$(cd "${1:?BUILD_DIR}" && pwd)
 src=$(cd "${2:?SRC_DIR}" && pwd)
 tmp=$(mktemp -d /tmp/hb-burst.XXXXXX)
 chmod 755 "$tmp"
-box=$tmp/box
-fails=0
-
-cleanup() {
-	bash "$src/scripts/sandbox.sh" down "$box" >/dev/null 2>&1 || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-ok() { printf 'ok: %s\n' "$*"; }
-bad() {
-	printf 'FAIL: %s\n' "$*"
-	fails=$((fails + 1))
-}
-die() {
-	printf 'FAIL: %s\n' "$*"
-	tail -n 30 "$box/hpcbridged.log" 2>/dev/null || true
-	exit 1
-}
-
-export HB_SLURM_FIX_HOSTS=${HB_SLURM_FIX_HOSTS:-1}
-bash "$src/scripts/sandbox.sh" up "$box" "$build" >"$tmp/env" 2>"$tmp/up.err" ||
-	die "sandbox up: $(tail -n 20 "$tmp/up.err")"
-# shellcheck disable=SC1090,SC1091
-. "$tmp/env"
+# shellcheck source=lib/sandbox_test.sh
+. "$src/tests/integration/lib/sandbox_test.sh"
+sandbox_test_up
 ok "sandbox up"
 
-field() { # JOBID KEY -> value from scontrol show job
-	scontrol show job "$1" 2>/dev/null | tr ' ' '\n' |
-		sed -n "s/^$2=//p" | head -n 1
-}
 
 # Wait until the job's state is final; print it.
 wait_final() {
@@ -256,8 +230,5 @@ hpcbridge status "$hbid" 2>&1 | grep -q cancelled && ok "status: cancelled" ||
 	bad "status after scancel: $(hpcbridge status "$hbid" 2>&1)"
 grep -q "not reached" "$tmp/long-$id.out" && bad "cancelled job ran on" || true
 
-[ "$fails" = 0 ] || {
-	tail -n 30 "$box/hpcbridged.log"
-	exit 1
-}
+sandbox_test_end
 echo "all burst checks passed"

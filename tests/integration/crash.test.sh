@@ -12,32 +12,10 @@ build=$(cd "${1:?BUILD_DIR}" && pwd)
 src=$(cd "${2:?SRC_DIR}" && pwd)
 tmp=$(mktemp -d /tmp/hb-crash.XXXXXX)
 chmod 755 "$tmp"
-box=$tmp/box
-fails=0
 rounds=${HB_CRASH_ROUNDS:-4}
-
-cleanup() {
-	bash "$src/scripts/sandbox.sh" down "$box" >/dev/null 2>&1 || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-ok() { printf 'ok: %s\n' "$*"; }
-bad() {
-	printf 'FAIL: %s\n' "$*"
-	fails=$((fails + 1))
-}
-die() {
-	printf 'FAIL: %s\n' "$*"
-	tail -n 30 "$box/hpcbridged.log" 2>/dev/null || true
-	exit 1
-}
-
-export HB_SLURM_FIX_HOSTS=${HB_SLURM_FIX_HOSTS:-1}
-bash "$src/scripts/sandbox.sh" up "$box" "$build" >"$tmp/env" 2>"$tmp/up.err" ||
-	die "sandbox up: $(tail -n 20 "$tmp/up.err")"
-# shellcheck disable=SC1090,SC1091
-. "$tmp/env"
+# shellcheck source=lib/sandbox_test.sh
+. "$src/tests/integration/lib/sandbox_test.sh"
+sandbox_test_up
 
 daemon_pid() { head -c 32 "$box/hpcbridged.pid" | tr -dc 0-9; }
 start_daemon() {
@@ -49,10 +27,6 @@ start_daemon() {
 		sleep 0.1
 	done
 	die "hpcbridged did not restart"
-}
-field() {
-	scontrol show job "$1" 2>/dev/null | tr ' ' '\n' |
-		sed -n "s/^$2=//p" | head -n 1
 }
 
 for r in $(seq "$rounds"); do
@@ -97,8 +71,5 @@ n=$(hpcbridge jobs --all --json | grep -c '"id": "hb-')
 [ "$n" = "$rounds" ] && ok "one gateway job per submission ($n)" ||
 	bad "$n gateway jobs for $rounds submissions"
 
-[ "$fails" = 0 ] || {
-	tail -n 30 "$box/hpcbridged.log"
-	exit 1
-}
+sandbox_test_end
 echo "all crash checks passed"

@@ -1,0 +1,50 @@
+# shellcheck shell=bash
+# tests/integration/lib/sandbox_test.sh - what the tests that run in the
+# sandbox (scripts/sandbox.sh) share.  Source it after setting build, src
+# and tmp; then:
+#
+#   ok MSG / bad MSG    report a check (bad counts it in $fails)
+#   die MSG             report, show the daemon's log, exit 1
+#   sandbox_test_up     bring the sandbox up in $tmp/box ($box), load its
+#                       environment, and take it down (by PID) at exit
+#   sandbox_test_end    exit 1 with the daemon's log if a check failed
+#   field JOB KEY       a field of `scontrol show job JOB`
+box=$tmp/box
+fails=0
+
+ok() { printf 'ok: %s\n' "$*"; }
+bad() {
+	printf 'FAIL: %s\n' "$*"
+	fails=$((fails + 1))
+}
+die() {
+	printf 'FAIL: %s\n' "$*"
+	tail -n 30 "$box/hpcbridged.log" 2>/dev/null || true
+	exit 1
+}
+
+_sandbox_test_cleanup() {
+	bash "$src/scripts/sandbox.sh" down "$box" >/dev/null 2>&1 || true
+	rm -rf "$tmp"
+}
+
+sandbox_test_up() {
+	trap _sandbox_test_cleanup EXIT
+	export HB_SLURM_FIX_HOSTS=${HB_SLURM_FIX_HOSTS:-1}
+	bash "$src/scripts/sandbox.sh" up "$box" "$build" >"$tmp/env" \
+		2>"$tmp/up.err" || die "sandbox up: $(tail -n 20 "$tmp/up.err")"
+	# shellcheck disable=SC1090,SC1091
+	. "$tmp/env"
+}
+
+sandbox_test_end() {
+	if [ "$fails" != 0 ]; then
+		tail -n 30 "$box/hpcbridged.log"
+		exit 1
+	fi
+}
+
+field() {
+	scontrol show job "$1" 2>/dev/null | tr ' ' '\n' |
+		sed -n "s/^$2=//p" | head -n 1
+}
