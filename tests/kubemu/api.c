@@ -293,7 +293,7 @@ static int body_is_yaml(const struct km_req *rq)
 /* Check apiVersion, kind, name and namespace of a body against the URL.
  * 0, or HB_EINVAL after replying. */
 static int check_identity(const struct km_req *rq, struct km_resp *rs,
-			  const cJSON *obj)
+			  cJSON *obj)
 {
 	enum km_res r = (enum km_res)rq->res;
 	const char *av = km_str(obj, "apiVersion");
@@ -304,6 +304,17 @@ static int check_identity(const struct km_req *rq, struct km_resp *rs,
 	if (!cJSON_IsObject(obj)) {
 		bad_request(rs, "the body must be a JSON object");
 		return HB_EINVAL;
+	}
+	if (!(km_res[r].flags & KM_CRD) && !kind && !av) {
+		/* Built-in kinds decode into a typed object: the URL gives
+		 * what the body leaves out. */
+		if (km_set_str(obj, "apiVersion", km_res[r].gv) ||
+		    km_set_str(obj, "kind", km_res[r].kind)) {
+			km_resp_status(rs, NULL);
+			return HB_ENOMEM;
+		}
+		av = km_res[r].gv;
+		kind = km_res[r].kind;
 	}
 	if (!kind) {
 		bad_request(rs, "Object 'Kind' is missing in the body");

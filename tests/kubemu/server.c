@@ -331,7 +331,21 @@ static void serve(struct km_ctx *ctx, struct MHD_Connection *c,
 	enum km_fault_act act;
 	int delay, retry;
 	const char *w = conn_arg(c, "watch");
+	char clean[2048];
+	size_t n = strlen(url);
 
+	/* "/version/" is "/version". */
+	while (n > 1 && url[n - 1] == '/')
+		n--;
+	if (n >= sizeof(clean)) {
+		km_resp_status(rs, km_status_plain(414, "RequestURITooLong",
+						   "the request path is too "
+						   "long"));
+		return;
+	}
+	memcpy(clean, url, n);
+	clean[n] = '\0';
+	url = clean;
 	if (!strncmp(url, "/_hb/", 5)) {
 		admin(ctx, cr, method, url, rs);
 		return;
