@@ -111,7 +111,7 @@ port=$(cat "$tmp/port")
 curl -sf --cacert "$tmp/tls/ca.crt" "https://127.0.0.1:$port/version" \
 	>/dev/null || fail "the restarted server's certificate"
 stop_emu
-if grep -q "ERROR: AddressSanitizer\|runtime error:" "$tmp/emu.err"; then
+if grep -q "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:" "$tmp/emu.err"; then
 	cat "$tmp/emu.err" >&2
 	fail "the sanitizers reported errors"
 fi
