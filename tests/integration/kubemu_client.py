@@ -201,7 +201,10 @@ class Suite:
 
     def crud(self):
         name = 'crud-' + RUN
-        obj = self.create(mpijob(name, labels={'app': 'a', 'tier': 'x'}))
+        # Managed elsewhere: the operator's status writes would race the
+        # updates below.
+        obj = self.create(mpijob(name, labels={'app': 'a', 'tier': 'x'},
+                                 managed_by='example.com/other'))
         md = obj['metadata']
         check(md.get('uid') and md.get('resourceVersion') and
               md.get('creationTimestamp'), 'create sets uid, rv, time')

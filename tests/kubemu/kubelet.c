@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,21 @@ struct km_kubelet *km_kubelet_new(struct km_ctx *ctx)
 }
 
 /* ---- paths ---------------------------------------------------------- */
+
+/* snprintf for paths: HB_ETOOBIG rather than a truncated path. */
+static int pathf(char *buf, size_t cap, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int pathf(char *buf, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, cap, fmt, ap);
+	va_end(ap);
+	return n < 0 || (size_t)n >= cap ? HB_ETOOBIG : 0;
+}
 
 static int pod_dir(const struct km_kubelet *k, const char *ns,
 		   const char *name, char *buf, size_t cap)
@@ -428,8 +444,8 @@ static int materialise_cm(struct km_kubelet *k, const char *ns,
 
 			if (!val || !p || strstr(p, ".."))
 				continue;
-			snprintf(path, sizeof(path), "%s/%s", dir, p);
-			if (write_file(path, val, strlen(val), 0644))
+			if (pathf(path, sizeof(path), "%s/%s", dir, p) ||
+			    write_file(path, val, strlen(val), 0644))
 				rc = HB_EIO;
 		}
 	} else {
@@ -439,8 +455,9 @@ static int materialise_cm(struct km_kubelet *k, const char *ns,
 			    !strcmp(kv->string, "..") ||
 			    !strcmp(kv->string, "."))
 				continue;
-			snprintf(path, sizeof(path), "%s/%s", dir, kv->string);
-			if (write_file(path, kv->valuestring,
+			if (pathf(path, sizeof(path), "%s/%s", dir,
+				  kv->string) ||
+			    write_file(path, kv->valuestring,
 				       strlen(kv->valuestring), 0644))
 				rc = HB_EIO;
 		}
@@ -513,16 +530,19 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 		goto out;
 	}
 	if (pod_dir(k, ns, name, dir, sizeof(dir)) || mkdirs(dir)) {
-		snprintf(why, whycap, "cannot make %s", dir);
+		snprintf(why, whycap, "cannot make %.400s", dir);
 		goto out;
 	}
 	/* The operator's /etc/mpi: a hostfile naming this host. */
-	snprintf(path, sizeof(path), "%s/etc-mpi", dir);
-	snprintf(hostfile, sizeof(hostfile), "%s/hostfile", path);
+	if (pathf(path, sizeof(path), "%s/etc-mpi", dir) ||
+	    pathf(hostfile, sizeof(hostfile), "%s/hostfile", path)) {
+		snprintf(why, whycap, "the work directory's path is too long");
+		goto out;
+	}
 	snprintf(tmp, sizeof(tmp), "localhost slots=%d\n",
 		 hostfile_slots(k, pod));
 	if (mkdirs(path) || write_file(hostfile, tmp, strlen(tmp), 0644)) {
-		snprintf(why, whycap, "cannot write %s", hostfile);
+		snprintf(why, whycap, "cannot write %.400s", hostfile);
 		goto out;
 	}
 	/* Volumes. */

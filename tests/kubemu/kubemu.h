@@ -131,6 +131,7 @@ struct km_obj {
 	size_t len;
 	const char *ns;	  /* borrowed from tree; "" if none */
 	const char *name; /* borrowed from tree */
+	struct km_obj *base; /* holds what tree shares (NULL if nothing) */
 };
 
 struct km_obj *km_obj_ref(struct km_obj *o);

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,6 +294,9 @@ int main(int argc, char **argv)
 	char url[128], num[32];
 	int made_workdir = 0, rc = 1, port;
 
+	/* Objects accumulate: grow the heap in large steps. */
+	mallopt(M_TOP_PAD, 16 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	o.host = strdup("127.0.0.1");
 	o.pod_start_ms = 200;
 	o.run_ms = 2000;

@@ -466,6 +466,74 @@ static cJSON *owned_view(const cJSON *obj, const char *sub, int has_status)
 	return v;
 }
 
+/* km_fields_of(owned_view(obj, ...)) without copying obj. */
+static cJSON *fields_of_view(const cJSON *obj, const char *sub,
+			     int has_status)
+{
+	static const char *const meta_skip[] = {
+		"name",		 "namespace",	     "uid",
+		"resourceVersion", "generation",     "creationTimestamp",
+		"managedFields", "deletionTimestamp", "selfLink",
+		"deletionGracePeriodSeconds",	     NULL
+	};
+	int status_sub = sub && !strcmp(sub, "status");
+	cJSON *fs = cJSON_CreateObject();
+	const cJSON *c, *m;
+	char key[320];
+
+	if (!fs)
+		return NULL;
+	cJSON_ArrayForEach(c, obj)
+	{
+		cJSON *sub_fs;
+
+		if (cJSON_IsNull(c))
+			continue;
+		if (status_sub ? strcmp(c->string, "status")
+			       : (!strcmp(c->string, "apiVersion") ||
+				  !strcmp(c->string, "kind") ||
+				  (has_status && !strcmp(c->string, "status"))))
+			continue;
+		if (!status_sub && !strcmp(c->string, "metadata")) {
+			sub_fs = cJSON_CreateObject();
+			cJSON_ArrayForEach(m, c)
+			{
+				size_t i;
+				cJSON *f;
+
+				for (i = 0; meta_skip[i]; i++) {
+					if (!strcmp(m->string, meta_skip[i]))
+						break;
+				}
+				if (meta_skip[i] || cJSON_IsNull(m))
+					continue;
+				snprintf(key, sizeof(key), "f:%s", m->string);
+				f = km_fields_of(m);
+				if (!f || !sub_fs ||
+				    !cJSON_AddItemToObject(sub_fs, key, f)) {
+					cJSON_Delete(f);
+					cJSON_Delete(sub_fs);
+					cJSON_Delete(fs);
+					return NULL;
+				}
+			}
+			if (sub_fs && !cJSON_GetArraySize(sub_fs)) {
+				cJSON_Delete(sub_fs);
+				continue;
+			}
+		} else {
+			sub_fs = km_fields_of(c);
+		}
+		snprintf(key, sizeof(key), "f:%s", c->string);
+		if (!sub_fs || !cJSON_AddItemToObject(fs, key, sub_fs)) {
+			cJSON_Delete(sub_fs);
+			cJSON_Delete(fs);
+			return NULL;
+		}
+	}
+	return fs;
+}
+
 static const char *entry_sub(const cJSON *e)
 {
 	const char *s = km_str(e, "subresource");
@@ -604,8 +672,9 @@ fail:
 	return NULL;
 }
 
-int km_track_update(cJSON *new_obj, const cJSON *old_obj, const char *manager,
-		    const char *sub, int has_status, const char *api_version)
+static int track_change(cJSON *new_obj, const cJSON *old_obj,
+			const char *manager, const char *sub, int has_status,
+			const char *api_version)
 {
 	cJSON *nv = owned_view(new_obj, sub, has_status);
 	cJSON *ov = old_obj ? owned_view(old_obj, sub, has_status) : NULL;
@@ -630,6 +699,36 @@ out:
 	cJSON_Delete(ov);
 	cJSON_Delete(changed);
 	return rc;
+}
+
+
+int km_track_update(cJSON *new_obj, const cJSON *old_obj, const char *manager,
+		    const char *sub, int has_status, const char *api_version)
+{
+	if (!old_obj) {
+		/* A new object: its manager owns everything in it. */
+		cJSON *fs = fields_of_view(new_obj, sub, has_status);
+		cJSON *mf = cJSON_CreateArray(), *e;
+
+		if (!fs || !mf) {
+			cJSON_Delete(fs);
+			cJSON_Delete(mf);
+			return HB_ENOMEM;
+		}
+		if (cJSON_GetArraySize(fs)) {
+			e = new_entry(manager, "Update", sub, api_version, fs);
+			if (!e) {
+				cJSON_Delete(mf);
+				return HB_ENOMEM;
+			}
+			cJSON_AddItemToArray(mf, e);
+		} else {
+			cJSON_Delete(fs);
+		}
+		return set_managed(new_obj, mf);
+	}
+	return track_change(new_obj, old_obj, manager, sub, has_status,
+			    api_version);
 }
 
 /* ---- apply ---------------------------------------------------------- */

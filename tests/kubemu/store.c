@@ -52,6 +52,7 @@ void km_obj_unref(struct km_obj *o)
 		return;
 	cJSON_Delete(o->tree);
 	free(o->json);
+	km_obj_unref(o->base);
 	free(o);
 }
 
@@ -331,6 +332,35 @@ int km_store_update(struct km_store *s, enum km_res r, cJSON *tree,
 	return 0;
 }
 
+/*
+ * A tree for the last version of a deleted object: its own metadata (the
+ * version changes) and references to the other members of old, which the
+ * new version keeps alive through its base.
+ */
+static cJSON *share_tree(const cJSON *old)
+{
+	cJSON *t = cJSON_CreateObject();
+	cJSON *m;
+
+	if (!t)
+		return NULL;
+	cJSON_ArrayForEach(m, old)
+	{
+		int ok;
+
+		if (!strcmp(m->string, "metadata"))
+			ok = cJSON_AddItemToObject(t, m->string,
+						   cJSON_Duplicate(m, 1));
+		else
+			ok = cJSON_AddItemReferenceToObject(t, m->string, m);
+		if (!ok) {
+			cJSON_Delete(t);
+			return NULL;
+		}
+	}
+	return t;
+}
+
 int km_store_delete(struct km_store *s, enum km_res r, const char *ns,
 		    const char *name, uint64_t base_rv, struct km_obj **out)
 {
@@ -350,12 +380,14 @@ int km_store_delete(struct km_store *s, enum km_res r, const char *ns,
 		pthread_mutex_unlock(&s->mu);
 		return HB_ECONFLICT;
 	}
-	tree = cJSON_Duplicate(old->tree, 1);
+	tree = share_tree(old->tree);
 	o = tree ? obj_make(r, tree, s->rv + 1) : NULL;
 	if (!o) {
 		pthread_mutex_unlock(&s->mu);
 		return HB_ENOMEM;
 	}
+	/* Its members other than metadata are old's. */
+	o->base = km_obj_ref(old);
 	s->rv++;
 	table_remove(&s->t[r], at);
 	emit_locked(s, KM_DELETED, km_obj_ref(o), old);
