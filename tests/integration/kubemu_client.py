@@ -680,6 +680,85 @@ class Suite:
         for n in (fname, sname, mname, vname):
             self.delete(n)
 
+    def deletion(self):
+        sel = 'training.kubeflow.org/job-name='
+
+        def pods(n):
+            return self.core.list_namespaced_pod(self.ns,
+                                                 label_selector=sel + n).items
+        long = {'kubemu.hpcbridge.io/run-ms': '60000'}
+        # Foreground: the dependents go first, then the owner.
+        fg = 'fg-' + RUN
+        self.create(mpijob(fg, annotations=long))
+        check(wait_for(lambda: len(pods(fg)) == 2), 'foreground: pods up')
+        r = self.delete(fg, propagation_policy='Foreground')
+        check((r.get('metadata') or {}).get('deletionTimestamp') and
+              'foregroundDeletion' in r['metadata'].get('finalizers', []),
+              'foreground: the owner is marked with its finalizer')
+        gone = wait_for(lambda: not pods(fg) and not self._exists(fg))
+        check(gone, 'foreground: pods, then the MPIJob, are gone')
+        # Orphan: the pods stay.
+        orph = 'orphan-' + RUN
+        self.create(mpijob(orph, annotations=long))
+        check(wait_for(lambda: len(pods(orph)) == 2), 'orphan: pods up')
+        r = self.delete(orph, propagation_policy='Orphan')
+        check(r.get('status') == 'Success', 'orphan: deleted (Status)')
+        time.sleep(0.5)
+        check(len(pods(orph)) == 2, 'orphan: the pods stay')
+        self.core.delete_collection_namespaced_pod(
+            self.ns, label_selector=sel + orph)
+        check(wait_for(lambda: not pods(orph)),
+              'deletecollection of pods by label')
+        # A finalizer holds the object until it is removed.
+        fin = 'fin-' + RUN
+        job = mpijob(fin, managed_by='example.com/other')
+        job['metadata']['finalizers'] = ['example.com/hold']
+        self.create(job)
+        r = self.delete(fin)
+        check(r.get('metadata', {}).get('deletionTimestamp'),
+              'finalizer: delete marks the object')
+        check(self._exists(fin), 'finalizer: the object stays')
+        self.co.patch_namespaced_custom_object(
+            GROUP, VERSION, self.ns, PLURAL, fin,
+            {'metadata': {'finalizers': None}})
+        check(wait_for(lambda: not self._exists(fin), timeout=5),
+              'finalizer: removing it deletes the object')
+        # Preconditions.
+        pre = 'pre-' + RUN
+        made = self.create(mpijob(pre, managed_by='example.com/other'))
+        expect_status(lambda: self.delete(pre, body=client.V1DeleteOptions(
+            preconditions=client.V1Preconditions(uid='not-the-uid'))),
+            409, 'delete with a wrong uid precondition', 'Conflict',
+            'Precondition failed')
+        self.delete(pre, body=client.V1DeleteOptions(
+            preconditions=client.V1Preconditions(
+                uid=made['metadata']['uid'])))
+        check(not self._exists(pre), 'delete with the right uid')
+        if not self.args.admin:
+            return
+        # Eviction of a worker fails the job, as the operator does.
+        ev = 'evict-' + RUN
+        self.create(mpijob(ev, annotations=long))
+        check(wait_for(lambda: cond(self.get(ev), 'Running')),
+              'eviction: the job runs')
+        self.admin('POST', '/_hb/evict', {'namespace': self.ns,
+                                          'name': ev + '-worker-0'})
+        f = wait_for(lambda: cond(self.get(ev), 'Failed'))
+        check(f and f['reason'] == 'MPIJobEvicted' and
+              f['message'] == '1/1 workers are evicted',
+              'eviction: Failed with MPIJobEvicted (%r)' %
+              (f and f['reason']))
+        self.delete(ev)
+
+    def _exists(self, name):
+        try:
+            self.get(name)
+            return True
+        except ApiException as e:
+            if e.status == 404:
+                return False
+            raise
+
     def core_objects(self):
         lease = client.V1Lease(
             metadata=client.V1ObjectMeta(name='lease-' + RUN),
@@ -901,7 +980,8 @@ def main():
     print('python3-kubernetes %s' % kubernetes.__version__)
     s = Suite(args)
     groups = ['discovery', 'crud', 'validation', 'selectors_and_paging',
-              'watches', 'gone', 'apply', 'operator', 'core_objects',
+              'watches', 'gone', 'apply', 'operator', 'deletion',
+              'core_objects',
               'trainjob']
     if args.admin:
         groups += ['auth_and_tls', 'faults']

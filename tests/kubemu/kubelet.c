@@ -1061,13 +1061,6 @@ int km_kubelet_busy(struct km_kubelet *k)
 	return k->nprocs > 0;
 }
 
-void km_kubelet_forget(struct km_kubelet *k, const char *ns, const char *name)
-{
-	int64_t next;
-
-	km_kubelet_sync(k, ns, name, &next);
-}
-
 /* At exit: SIGTERM to every process group, SIGKILL after the grace. */
 static void stop_all(struct km_kubelet *k)
 {
@@ -1110,6 +1103,7 @@ struct km_logstream {
 	int follow;
 	uint64_t limit, sent; /* limit 0: none */
 	int last_read;	      /* the pod has ended: one more read, then EOF */
+	unsigned drop_gen;    /* cut when the faults drop streams */
 };
 
 /* The offset where the last n lines of fd begin. */
@@ -1157,6 +1151,7 @@ struct km_logstream *km_log_open(struct km_ctx *ctx, const char *ns,
 	if (!ls)
 		return NULL;
 	ls->ctx = ctx;
+	ls->drop_gen = atomic_load(&ctx->drop_gen);
 	ls->follow = follow;
 	ls->limit = limit;
 	ls->fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -1211,7 +1206,8 @@ ssize_t km_log_read(void *cls, uint64_t pos, char *buf, size_t max)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		if (!ls->follow || ls->last_read)
 			return MHD_CONTENT_READER_END_OF_STREAM;
-		if (atomic_load(&ls->ctx->stopping))
+		if (atomic_load(&ls->ctx->stopping) ||
+		    atomic_load(&ls->ctx->drop_gen) != ls->drop_gen)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		if (pod_ended(ls)) {
 			ls->last_read = 1;

@@ -372,8 +372,6 @@ void km_kubelet_sync(struct km_kubelet *k, const char *ns, const char *name,
 void km_kubelet_reap(struct km_kubelet *k);
 /* Whether a process is running (the controller then polls). */
 int km_kubelet_busy(struct km_kubelet *k);
-/* A pod was deleted: end its process. */
-void km_kubelet_forget(struct km_kubelet *k, const char *ns, const char *name);
 /* The log file of a pod (NULL if it has none yet); caller frees. */
 char *km_kubelet_log_path(struct km_kubelet *k, const char *ns,
 			  const char *name);

@@ -408,8 +408,11 @@ int main(int argc, char **argv)
 		ms = km_server_refuse_pending();
 		if (!ms)
 			continue;
-		/* Refuse connections: close the listener (and every
-		 * connection), then listen again on the same port. */
+		/* Refuse connections: cut the streams, close the listener
+		 * (and every connection), then listen again on the same
+		 * port. */
+		atomic_fetch_add(&ctx.drop_gen, 1);
+		km_store_kick(ctx.store);
 		km_server_stop(sv);
 		sv = NULL;
 		{

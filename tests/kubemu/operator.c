@@ -855,8 +855,12 @@ static void sync_mpijob(struct km_ctl *c, const char *ns, const char *name)
 	int64_t now = km_now_ms();
 
 	hb_buf_init(&msg, 64 * 1024);
-	if (!obj)
+	snprintf(key, sizeof(key), "%s/%s", ns, name);
+	if (!obj) {
+		/* Gone: forget it. */
+		free(km_map_del(c->jobs, key));
 		goto out;
+	}
 	job = obj->tree;
 	spec = km_get(job, "spec");
 	rp = km_get(spec, "runPolicy");
@@ -867,7 +871,6 @@ static void sync_mpijob(struct km_ctl *c, const char *ns, const char *name)
 		goto out; /* another controller's job */
 	if (km_get(meta, "deletionTimestamp") || !uid)
 		goto out;
-	snprintf(key, sizeof(key), "%s/%s", ns, name);
 	js = jobstate_of(c, key, uid);
 	if (!js)
 		goto out;
@@ -1247,6 +1250,18 @@ static int drop_foreground(void *arg, cJSON *obj)
 	return 1;
 }
 
+static int has_finalizer(const cJSON *meta, const char *name)
+{
+	const cJSON *f;
+
+	cJSON_ArrayForEach(f, km_get(meta, "finalizers"))
+	{
+		if (cJSON_IsString(f) && !strcmp(f->valuestring, name))
+			return 1;
+	}
+	return 0;
+}
+
 /* An owner being deleted in the foreground: dependents first, then the
  * finalizer, then the owner. */
 static void foreground(struct km_ctl *c, const char *which, const char *key)
@@ -1265,7 +1280,8 @@ static void foreground(struct km_ctl *c, const char *which, const char *key)
 	if (!o)
 		return;
 	meta = km_get(o->tree, "metadata");
-	if (km_get(meta, "deletionTimestamp") && km_str(meta, "uid")) {
+	if (km_get(meta, "deletionTimestamp") && km_str(meta, "uid") &&
+	    has_finalizer(meta, "foregroundDeletion")) {
 		if (collect(c->ctx, ns, km_str(meta, "uid")) == 0)
 			km_internal_update(c->ctx, r, ns, slash + 1,
 					   "garbage-collector", NULL,

@@ -469,6 +469,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char msg[1024];
 	size_t n;
