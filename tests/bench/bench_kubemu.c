@@ -94,7 +94,8 @@ static int make_body(char *buf, size_t cap, const char *ns, long i,
 		"{\"apiVersion\":\"kubeflow.org/v2beta1\",\"kind\":\"MPIJob\","
 		"\"metadata\":{\"name\":\"bench-%ld\",\"namespace\":\"%s\","
 		"\"labels\":{\"app.kubernetes.io/managed-by\":\"hpcbridge\","
-		"\"hpcbridge.io/account\":\"physics\",\"hpcbridge.io/gateway-id\":"
+		"\"hpcbridge.io/account\":\"physics\",\"hpcbridge.io/"
+		"gateway-id\":"
 		"\"g%ld\",\"hpcbridge.io/user\":\"alice\"},"
 		"\"annotations\":{\"hpcbridge.io/name\":\"bench\","
 		"\"hpcbridge.io/partition\":\"debug\",\"hpcbridge.io/account\":"
@@ -111,12 +112,15 @@ static int make_body(char *buf, size_t cap, const char *ns, long i,
 		"\"template\":{\"metadata\":{\"labels\":{"
 		"\"app.kubernetes.io/managed-by\":\"hpcbridge\","
 		"\"hpcbridge.io/job-name\":\"bench-%ld\",\"hpcbridge.io/role\":"
-		"\"launcher\"}},\"spec\":{\"containers\":[{\"name\":\"launcher\","
+		"\"launcher\"}},\"spec\":{\"containers\":[{\"name\":"
+		"\"launcher\","
 		"\"image\":\"mpioperator/openmpi:v0.6.0\",\"command\":"
 		"[\"/bin/sh\",\"-c\"],\"args\":[\"%s\"],\"resources\":{"
 		"\"requests\":{\"cpu\":\"1\",\"memory\":\"1Gi\"},\"limits\":{"
-		"\"cpu\":\"1\",\"memory\":\"1Gi\"}},\"volumeMounts\":[{\"name\":"
-		"\"hpcbridge-launcher\",\"mountPath\":\"/opt/hpcbridge/launcher\","
+		"\"cpu\":\"1\",\"memory\":\"1Gi\"}},\"volumeMounts\":[{"
+		"\"name\":"
+		"\"hpcbridge-launcher\",\"mountPath\":\"/opt/hpcbridge/"
+		"launcher\","
 		"\"readOnly\":true}]}],\"volumes\":[{\"name\":"
 		"\"hpcbridge-launcher\",\"configMap\":{\"name\":"
 		"\"hpcbridge-launcher-4b1e2f5c\",\"optional\":true}}]}}},"
@@ -219,7 +223,7 @@ static void delete_all(const char *base, const char *ns)
 }
 
 /* Start hb-kubemu; its port through a port file.  0 or -1. */
-static int start_emu(const char *emu, int operator, pid_t *pid, int *port,
+static int start_emu(const char *emu, int operator, pid_t * pid, int *port,
 		     char *dir, size_t cap)
 {
 	char pf[600], num[32];
@@ -244,8 +248,8 @@ static int start_emu(const char *emu, int operator, pid_t *pid, int *port,
 			      "warn", "--watch-window", "1024", (char *)NULL);
 		else
 			execl(emu, emu, "--port-file", pf, "--log-level",
-			      "warn", "--watch-window", "1024",
-			      "--no-operator", (char *)NULL);
+			      "warn", "--watch-window", "1024", "--no-operator",
+			      (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 100; i++) {
@@ -277,7 +281,7 @@ int main(int argc, char **argv)
 {
 	const char *emu = NULL, *url = NULL;
 	long n = 5000, runs = 5, clients = 1;
-	int operator = 0, opt, port = 0, rc = 1;
+	int operator= 0, opt, port = 0, rc = 1;
 	pid_t pid = 0;
 	char dir[256] = "", base[128], exe[4096], emu_path[4200];
 	double *rates = NULL, *lat = NULL;
@@ -297,8 +301,8 @@ int main(int argc, char **argv)
 		case 'n':
 		case 'r':
 		case 'c':
-			if (parse_long(optarg, 1, opt == 'c' ? MAX_CLIENTS
-							      : 10000000,
+			if (parse_long(optarg, 1,
+				       opt == 'c' ? MAX_CLIENTS : 10000000,
 				       &v)) {
 				usage();
 				return 2;
@@ -311,7 +315,7 @@ int main(int argc, char **argv)
 				clients = v;
 			break;
 		case 'o':
-			operator = 1;
+			operator= 1;
 			break;
 		default:
 			usage();
@@ -333,7 +337,7 @@ int main(int argc, char **argv)
 				 exe);
 			emu = emu_path;
 		}
-		if (start_emu(emu, operator, &pid, &port, dir, sizeof(dir))) {
+		if (start_emu(emu, operator, & pid, &port, dir, sizeof(dir))) {
 			fprintf(stderr, "bench_kubemu: cannot start %s\n", emu);
 			goto out;
 		}
@@ -346,8 +350,8 @@ int main(int argc, char **argv)
 		goto out;
 	printf("bench_kubemu: %ld runs of %ld creates, %ld client%s, "
 	       "operator %s, %s\n",
-	       runs, n, clients, clients == 1 ? "" : "s",
-	       operator ? "on" : "off", url);
+	       runs, n, clients,
+	       clients == 1 ? "" : "s", operator? "on" : "off", url);
 	for (long r = 0; r < runs; r++) {
 		struct client cl[MAX_CLIENTS];
 		char ns[64];
@@ -359,9 +363,8 @@ int main(int argc, char **argv)
 			cl[i].url = url;
 			cl[i].ns = ns;
 			cl[i].first = i * (n / clients);
-			cl[i].count = i == clients - 1
-					      ? n - i * (n / clients)
-					      : n / clients;
+			cl[i].count = i == clients - 1 ? n - i * (n / clients)
+						       : n / clients;
 			cl[i].lat = lat + nlat + (size_t)cl[i].first;
 			cl[i].errors = 0;
 			cl[i].operated = operator;

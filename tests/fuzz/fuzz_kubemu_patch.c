@@ -28,8 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!nul || size > 65536)
 		return 0;
-	doc = cJSON_ParseWithLength((const char *)data,
-				    (size_t)(nul - data));
+	doc = cJSON_ParseWithLength((const char *)data, (size_t)(nul - data));
 	patch = cJSON_ParseWithLength((const char *)nul + 1,
 				      size - (size_t)(nul - data) - 1);
 	if (!cJSON_IsObject(doc) || !patch)
@@ -66,8 +65,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			/* a second manager applies the same */
 			cJSON *again = NULL;
 
-			km_apply(out, patch, "other", "status", 1, !force,
-				 "v1", &again, &err);
+			km_apply(out, patch, "other", "status", 1, !force, "v1",
+				 &again, &err);
 			cJSON_Delete(again);
 		}
 		cJSON_Delete(out);

@@ -59,8 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(s);
 		return 0;
 	}
-	cJSON_ArrayForEach(o, objects)
-	{
+	cJSON_ArrayForEach (o, objects) {
 		const cJSON *labels = km_get(km_get(o, "metadata"), "labels");
 
 		if (!sel && (!km_selector_match(sel, labels) ||

@@ -65,8 +65,8 @@ cJSON *km_status(int code, const char *reason, const char *message,
 	return st;
 }
 
-cJSON *km_statusf(int code, const char *reason, enum km_res r,
-		  const char *name, const char *fmt, ...)
+cJSON *km_statusf(int code, const char *reason, enum km_res r, const char *name,
+		  const char *fmt, ...)
 {
 	char msg[4096];
 	va_list ap;
@@ -162,10 +162,11 @@ static const char *arg(const struct km_req *rq, const char *key)
 /* strconv.ParseBool: 1 t T TRUE true True and their false forms. */
 static int parse_bool(const char *s, int *out)
 {
-	static const char *const t[] = { "1", "t", "T", "TRUE", "true",
-					 "True" };
-	static const char *const f[] = { "0", "f", "F", "FALSE", "false",
-					 "False" };
+	static const char *const t[] = {
+		"1", "t", "T", "TRUE", "true", "True"
+	};
+	static const char *const f[] = { "0",	  "f",	   "F",
+					 "FALSE", "false", "False" };
 
 	for (size_t i = 0; i < 6; i++) {
 		if (!strcmp(s, t[i])) {
@@ -188,8 +189,7 @@ static int bool_arg(const struct km_req *rq, const char *key)
 	return v && !parse_bool(v, &b) && b;
 }
 
-static const char *field_manager(const struct km_req *rq, char *buf,
-				 size_t cap)
+static const char *field_manager(const struct km_req *rq, char *buf, size_t cap)
 {
 	const char *m = arg(rq, "fieldManager");
 	const char *ua;
@@ -244,15 +244,13 @@ static int dry_run(const struct km_req *rq)
 
 /* Parse the request body (JSON, or YAML when yaml); NULL after replying
  * with 400. */
-static cJSON *parse_body(const struct km_req *rq, struct km_resp *rs,
-			 int yaml)
+static cJSON *parse_body(const struct km_req *rq, struct km_resp *rs, int yaml)
 {
 	cJSON *doc = NULL;
 	struct hb_err err = { 0 };
 
 	if (rq->body_len > MAX_BODY) {
-		km_resp_status(rs, km_status_plain(413,
-						   "RequestEntityTooLarge",
+		km_resp_status(rs, km_status_plain(413, "RequestEntityTooLarge",
 						   "the request body is too "
 						   "large"));
 		return NULL;
@@ -354,9 +352,9 @@ static const char *verb_of(const struct km_req *rq)
 	const char *m = rq->method;
 
 	if (!strcmp(m, "GET"))
-		return rq->name ? "get"
+		return rq->name					     ? "get"
 		       : (arg(rq, "watch") && bool_arg(rq, "watch")) ? "watch"
-								       : "list";
+								     : "list";
 	if (!strcmp(m, "POST"))
 		return "create";
 	if (!strcmp(m, "PUT"))
@@ -397,8 +395,8 @@ static int authorize(const struct km_req *rq, struct km_resp *rs)
 					      "cannot %s resource \"%s\" in "
 					      "API group \"%s\" %s",
 					      km_res_qualified(r), rq->user,
-					      verb_of(rq), res,
-					      km_res[r].group, where));
+					      verb_of(rq), res, km_res[r].group,
+					      where));
 	return HB_EPERM;
 }
 
@@ -520,13 +518,11 @@ static int parse_selectors(const struct km_req *rq, struct km_resp *rs,
 	struct hb_err err = { 0 };
 	enum km_res r = (enum km_res)rq->res;
 
-	if (km_selector_parse(arg(rq, "labelSelector"), 0, &f->labels,
-			      &err)) {
+	if (km_selector_parse(arg(rq, "labelSelector"), 0, &f->labels, &err)) {
 		bad_request(rs, "%s", err.msg);
 		return HB_EINVAL;
 	}
-	if (km_selector_parse(arg(rq, "fieldSelector"), 1, &f->fields,
-			      &err) ||
+	if (km_selector_parse(arg(rq, "fieldSelector"), 1, &f->fields, &err) ||
 	    km_fields_check(f->fields, r, &err)) {
 		bad_request(rs, "%s", err.msg);
 		return HB_EINVAL;
@@ -560,8 +556,7 @@ static void do_list(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 		goto out;
 	}
 	if (rvs && match && !strcmp(match, "Exact") &&
-	    !km_parse_u64(rvs, &want) &&
-	    want < km_store_oldest(ctx->store)) {
+	    !km_parse_u64(rvs, &want) && want < km_store_oldest(ctx->store)) {
 		gone(rs, want, km_store_oldest(ctx->store));
 		goto out;
 	}
@@ -571,15 +566,15 @@ static void do_list(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 			goto out;
 		}
 		if (crv < km_store_oldest(ctx->store)) {
-			km_resp_status(rs,
-				       km_status_plain(
-					       410, "Expired",
-					       "The provided continue "
-					       "parameter is too old to "
-					       "display a consistent list "
-					       "result. You can start a new "
-					       "list without the continue "
-					       "parameter."));
+			km_resp_status(
+				rs,
+				km_status_plain(410, "Expired",
+						"The provided continue "
+						"parameter is too old to "
+						"display a consistent list "
+						"result. You can start a new "
+						"list without the continue "
+						"parameter."));
 			goto out;
 		}
 	}
@@ -602,8 +597,9 @@ static void do_list(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 		      km_res[r].gv, km_res[r].list_kind,
 		      (unsigned long long)rv);
 	if (tok)
-		hb_buf_printf(&b, ",\"continue\":\"%s\",\"remainingItemCount\""
-				  ":%zu",
+		hb_buf_printf(&b,
+			      ",\"continue\":\"%s\",\"remainingItemCount\""
+			      ":%zu",
 			      tok, left);
 	hb_buf_puts(&b, "},\"items\":[");
 	for (size_t i = 0; i < n; i++) {
@@ -633,11 +629,9 @@ out:
 
 /* ---- watch ---------------------------------------------------------- */
 
-static void do_watch(struct km_ctx *ctx, struct km_req *rq,
-		     struct km_resp *rs)
+static void do_watch(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 {
-	struct km_watch_opts wo = { .res = (enum km_res)rq->res,
-				    .ns = rq->ns };
+	struct km_watch_opts wo = { .res = (enum km_res)rq->res, .ns = rq->ns };
 	struct list_filter f = { NULL, NULL };
 	const char *rvs = arg(rq, "resourceVersion");
 	const char *to = arg(rq, "timeoutSeconds");
@@ -703,16 +697,14 @@ static int spec_changed(const cJSON *a, const cJSON *b)
 {
 	const cJSON *x;
 
-	cJSON_ArrayForEach(x, a)
-	{
+	cJSON_ArrayForEach (x, a) {
 		if (!strcmp(x->string, "metadata") ||
 		    !strcmp(x->string, "status"))
 			continue;
 		if (!km_equal(x, km_get(b, x->string)))
 			return 1;
 	}
-	cJSON_ArrayForEach(x, b)
-	{
+	cJSON_ArrayForEach (x, b) {
 		if (!strcmp(x->string, "metadata") ||
 		    !strcmp(x->string, "status"))
 			continue;
@@ -746,12 +738,15 @@ static int same_object(const cJSON *a, const cJSON *b)
 /* Copy the members the server owns from old into new's metadata. */
 static int keep_server_meta(cJSON *nobj, const cJSON *old)
 {
-	static const char *const keep[] = {
-		"uid",		 "creationTimestamp", "generation",
-		"deletionTimestamp", "deletionGracePeriodSeconds",
-		"managedFields", "namespace",	      "name",
-		NULL
-	};
+	static const char *const keep[] = { "uid",
+					    "creationTimestamp",
+					    "generation",
+					    "deletionTimestamp",
+					    "deletionGracePeriodSeconds",
+					    "managedFields",
+					    "namespace",
+					    "name",
+					    NULL };
 	const cJSON *om = km_get(old, "metadata");
 	cJSON *nm = km_obj_at(nobj, "metadata");
 
@@ -775,9 +770,9 @@ static int pod_spec_ok(const cJSON *old, const cJSON *nobj)
 	cJSON *c;
 	int ok;
 
-	cJSON_ArrayForEach(c, km_get(a, "containers"))
+	cJSON_ArrayForEach (c, km_get(a, "containers"))
 		km_del(c, "image");
-	cJSON_ArrayForEach(c, km_get(b, "containers"))
+	cJSON_ArrayForEach (c, km_get(b, "containers"))
 		km_del(c, "image");
 	ok = km_equal(a, b) || (!a && !b);
 	cJSON_Delete(a);
@@ -805,8 +800,8 @@ static int prepare_update(struct km_ctx *ctx, struct km_req *rq,
 	*out = NULL;
 	if (status_sub) {
 		/* Only status changes: the rest is the old object. */
-		cJSON *s = cJSON_DetachItemFromObjectCaseSensitive(nobj,
-								   "status");
+		cJSON *s =
+			cJSON_DetachItemFromObjectCaseSensitive(nobj, "status");
 
 		cJSON_Delete(nobj);
 		nobj = cJSON_Duplicate(cur->tree, 1);
@@ -824,8 +819,8 @@ static int prepare_update(struct km_ctx *ctx, struct km_req *rq,
 			const cJSON *os = km_get(cur->tree, "status");
 
 			km_del(nobj, "status");
-			if (os && km_set(nobj, "status",
-					 cJSON_Duplicate(os, 1)))
+			if (os &&
+			    km_set(nobj, "status", cJSON_Duplicate(os, 1)))
 				goto oom_free;
 		}
 		if (r == KM_POD && !pod_spec_ok(cur->tree, nobj)) {
@@ -852,10 +847,9 @@ static int prepare_update(struct km_ctx *ctx, struct km_req *rq,
 		km_resp_status(rs, st);
 		return HB_EINVAL;
 	}
-	if (track &&
-	    km_track_update(nobj, cur->tree, manager,
-			    status_sub ? "status" : NULL, has_status,
-			    km_res[r].gv))
+	if (track && km_track_update(nobj, cur->tree, manager,
+				     status_sub ? "status" : NULL, has_status,
+				     km_res[r].gv))
 		goto oom_free;
 	*out = nobj;
 	return 0;
@@ -961,8 +955,7 @@ static void commit_create(struct km_ctx *ctx, struct km_req *rq,
 	km_obj_unref(o);
 }
 
-static void do_create(struct km_ctx *ctx, struct km_req *rq,
-		      struct km_resp *rs)
+static void do_create(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 {
 	enum km_res r = (enum km_res)rq->res;
 	cJSON *obj, *st = NULL;
@@ -1017,8 +1010,7 @@ out:
 
 /* ---- update --------------------------------------------------------- */
 
-static void do_update(struct km_ctx *ctx, struct km_req *rq,
-		      struct km_resp *rs)
+static void do_update(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 {
 	enum km_res r = (enum km_res)rq->res;
 	cJSON *body;
@@ -1052,8 +1044,8 @@ static void do_update(struct km_ctx *ctx, struct km_req *rq,
 		goto out;
 	}
 	for (int attempt = 0; attempt < MAX_RETRIES; attempt++) {
-		struct km_obj *cur = km_store_get(ctx->store, r, rq->ns,
-						  rq->name);
+		struct km_obj *cur =
+			km_store_get(ctx->store, r, rq->ns, rq->name);
 		struct km_obj *o = NULL;
 		cJSON *nobj;
 		int rc;
@@ -1142,8 +1134,8 @@ static int patch_type(const struct km_req *rq, struct km_resp *rs,
 			 (km_res[r].flags & KM_CRD)
 				 ? ""
 				 : ", application/strategic-merge-patch+json");
-		km_resp_status(rs, km_status_plain(415, "UnsupportedMediaType",
-						   msg));
+		km_resp_status(
+			rs, km_status_plain(415, "UnsupportedMediaType", msg));
 		return HB_EINVAL;
 	}
 	return 0;
@@ -1174,8 +1166,8 @@ static void apply_create(struct km_ctx *ctx, struct km_req *rq,
 			km_get(obj, "metadata"), "managedFields");
 
 		if (stamp_new(r, obj, rq->ns) ||
-		    (mf && km_set(km_get(obj, "metadata"), "managedFields",
-				  mf))) {
+		    (mf &&
+		     km_set(km_get(obj, "metadata"), "managedFields", mf))) {
 			cJSON_Delete(obj);
 			km_resp_status(rs, NULL);
 			return;
@@ -1189,8 +1181,7 @@ static void apply_create(struct km_ctx *ctx, struct km_req *rq,
 	commit_create(ctx, rq, rs, obj);
 }
 
-static void do_patch(struct km_ctx *ctx, struct km_req *rq,
-		     struct km_resp *rs)
+static void do_patch(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 {
 	enum km_res r = (enum km_res)rq->res;
 	int has_status = (km_res[r].flags & KM_STATUS) != 0;
@@ -1225,8 +1216,8 @@ static void do_patch(struct km_ctx *ctx, struct km_req *rq,
 		goto out;
 	}
 	for (int attempt = 0; attempt < MAX_RETRIES; attempt++) {
-		struct km_obj *cur = km_store_get(ctx->store, r, rq->ns,
-						  rq->name);
+		struct km_obj *cur =
+			km_store_get(ctx->store, r, rq->ns, rq->name);
 		struct km_obj *o = NULL;
 		struct hb_err err = { 0 };
 		cJSON *nobj = NULL;
@@ -1246,10 +1237,9 @@ static void do_patch(struct km_ctx *ctx, struct km_req *rq,
 				      has_status, force, km_res[r].gv, &nobj,
 				      &err);
 			if (rc == HB_ECONFLICT) {
-				km_resp_status(rs,
-					       km_statusf(409, "Conflict", r,
-							  rq->name, "%s",
-							  err.msg));
+				km_resp_status(rs, km_statusf(409, "Conflict",
+							      r, rq->name, "%s",
+							      err.msg));
 				km_obj_unref(cur);
 				goto out;
 			}
@@ -1427,25 +1417,26 @@ static int delete_one(struct km_ctx *ctx, enum km_res r, const char *ns,
 		meta = km_get(cur->tree, "metadata");
 		uid = km_str(meta, "uid");
 		if ((d->pre_uid && (!uid || strcmp(d->pre_uid, uid))) ||
-		    (d->pre_rv && strcmp(d->pre_rv,
-					 km_str(meta, "resourceVersion")))) {
+		    (d->pre_rv &&
+		     strcmp(d->pre_rv, km_str(meta, "resourceVersion")))) {
 			if (rs)
 				km_resp_status(
 					rs,
-					km_statusf(409, "Conflict", r, name,
-						   "Precondition failed: %s "
-						   "in precondition: %s, %s "
-						   "in object meta: %s",
-						   d->pre_uid ? "UID"
-							      : "ResourceVersion",
-						   d->pre_uid ? d->pre_uid
-							      : d->pre_rv,
-						   d->pre_uid ? "UID"
-							      : "ResourceVersion",
-						   d->pre_uid
-							   ? (uid ? uid : "")
+					km_statusf(
+						409, "Conflict", r, name,
+						"Precondition failed: %s "
+						"in precondition: %s, %s "
+						"in object meta: %s",
+						d->pre_uid ? "UID"
+							   : "ResourceVersion",
+						d->pre_uid ? d->pre_uid
+							   : d->pre_rv,
+						d->pre_uid ? "UID"
+							   : "ResourceVersion",
+						d->pre_uid ? (uid ? uid : "")
 							   : km_str(meta,
-								    "resourceVersion")));
+								    "resourceVe"
+								    "rsion")));
 			km_obj_unref(cur);
 			return HB_ECONFLICT;
 		}
@@ -1456,8 +1447,8 @@ static int delete_one(struct km_ctx *ctx, enum km_res r, const char *ns,
 			return 0;
 		}
 		phase = km_str(km_get(cur->tree, "status"), "phase");
-		foreground = d->propagation &&
-			     !strcmp(d->propagation, "Foreground");
+		foreground =
+			d->propagation && !strcmp(d->propagation, "Foreground");
 		graceful = r == KM_POD && d->grace != 0 && phase &&
 			   (!strcmp(phase, "Running") ||
 			    (!strcmp(phase, "Pending") &&
@@ -1503,10 +1494,10 @@ static int delete_one(struct km_ctx *ctx, enum km_res r, const char *ns,
 			}
 			if ((km_res[r].flags & KM_CRD) &&
 			    cJSON_IsNumber(km_get(nm, "generation")))
-				km_set_num(nm, "generation",
-					   km_get(nm, "generation")
-							   ->valuedouble +
-						   1);
+				km_set_num(
+					nm, "generation",
+					km_get(nm, "generation")->valuedouble +
+						1);
 			rc = km_store_update(ctx->store, r, nobj, cur->rv, &o);
 		} else {
 			if (d->propagation &&
@@ -1540,8 +1531,7 @@ static int delete_one(struct km_ctx *ctx, enum km_res r, const char *ns,
 	return HB_ECONFLICT;
 }
 
-static void do_delete(struct km_ctx *ctx, struct km_req *rq,
-		      struct km_resp *rs)
+static void do_delete(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 {
 	struct delopts d = { 0 };
 
@@ -1605,8 +1595,7 @@ out:
 
 static void do_log(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 {
-	struct km_obj *pod = km_store_get(ctx->store, KM_POD, rq->ns,
-					  rq->name);
+	struct km_obj *pod = km_store_get(ctx->store, KM_POD, rq->ns, rq->name);
 	const cJSON *cs, *c, *st;
 	const char *want = arg(rq, "container"), *phase;
 	const char *tl = arg(rq, "tailLines"), *lb = arg(rq, "limitBytes");
@@ -1620,17 +1609,16 @@ static void do_log(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 		return;
 	}
 	cs = km_get(km_get(pod->tree, "spec"), "containers");
-	cJSON_ArrayForEach(c, cs)
-	{
+	cJSON_ArrayForEach (c, cs) {
 		n++;
-		if (want && km_str(c, "name") && !strcmp(km_str(c, "name"), want))
+		if (want && km_str(c, "name") &&
+		    !strcmp(km_str(c, "name"), want))
 			cname = want;
 	}
 	if (!want && n == 1)
 		cname = km_str(cJSON_GetArrayItem(cs, 0), "name");
 	if (!want && n > 1) {
-		bad_request(rs,
-			    "a container name must be specified for pod %s",
+		bad_request(rs, "a container name must be specified for pod %s",
 			    rq->name);
 		goto out;
 	}
@@ -1661,9 +1649,9 @@ static void do_log(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 			    cname, rq->name);
 		goto out;
 	}
-	rs->log = km_log_open(ctx, rq->ns, rq->name, path,
-			      bool_arg(rq, "follow"), tl ? tail : UINT64_MAX,
-			      limit);
+	rs->log =
+		km_log_open(ctx, rq->ns, rq->name, path, bool_arg(rq, "follow"),
+			    tl ? tail : UINT64_MAX, limit);
 	if (!rs->log) {
 		km_resp_status(rs, NULL);
 		goto out;
@@ -1695,11 +1683,9 @@ int km_internal_create(struct km_ctx *ctx, enum km_res r, cJSON *tree,
 	st = cJSON_DetachItemFromObjectCaseSensitive(tree, "status");
 	if (km_set_str(meta, "uid", uid) ||
 	    km_set_str(meta, "creationTimestamp", ts) ||
-	    ((km_res[r].flags & KM_CRD) &&
-	     km_set_num(meta, "generation", 1)) ||
+	    ((km_res[r].flags & KM_CRD) && km_set_num(meta, "generation", 1)) ||
 	    km_track_update(tree, NULL, manager, NULL,
-			    (km_res[r].flags & KM_STATUS) != 0,
-			    km_res[r].gv) ||
+			    (km_res[r].flags & KM_STATUS) != 0, km_res[r].gv) ||
 	    (st && km_set(tree, "status", st))) {
 		cJSON_Delete(tree);
 		return HB_ENOMEM;
@@ -1770,15 +1756,16 @@ void km_api_serve(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 	if (authorize(rq, rs))
 		return;
 	if (rq->sub) {
-		int ok = (!strcmp(rq->sub, "status") &&
-			  (km_res[r].flags & KM_STATUS)) ||
-			 (!strcmp(rq->sub, "log") && (km_res[r].flags & KM_LOG));
+		int ok =
+			(!strcmp(rq->sub, "status") &&
+			 (km_res[r].flags & KM_STATUS)) ||
+			(!strcmp(rq->sub, "log") && (km_res[r].flags & KM_LOG));
 
 		if (!ok || !rq->name) {
-			km_resp_status(rs, km_status_plain(
-						   404, "NotFound",
-						   "the server could not find "
-						   "the requested resource"));
+			km_resp_status(
+				rs, km_status_plain(404, "NotFound",
+						    "the server could not find "
+						    "the requested resource"));
 			return;
 		}
 		if (!strcmp(rq->sub, "log")) {

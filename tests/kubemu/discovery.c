@@ -125,8 +125,9 @@ int km_discovery_serve(const char *path, struct km_resp *rs)
 		return 0;
 	}
 	if (!strcmp(path, "/version")) {
-		hb_buf_puts(&b, "{\"major\":\"" KUBE_MAJOR "\",\"minor\":\""
-				KUBE_MINOR "\",\"gitVersion\":\"v" KUBE_MAJOR
+		hb_buf_puts(&b, "{\"major\":\"" KUBE_MAJOR
+				"\",\"minor\":\"" KUBE_MINOR
+				"\",\"gitVersion\":\"v" KUBE_MAJOR
 				"." KUBE_MINOR ".0-hb-kubemu\","
 				"\"gitCommit\":\"hpcbridge-" HB_VERSION "\","
 				"\"gitTreeState\":\"clean\",\"buildDate\":"

@@ -100,8 +100,8 @@ int km_faults_take_gone(struct km_faults *f)
 	return g;
 }
 
-static int int_member(const cJSON *o, const char *key, int *out,
-		      char *err, size_t cap)
+static int int_member(const cJSON *o, const char *key, int *out, char *err,
+		      size_t cap)
 {
 	const cJSON *v = km_get(o, key);
 
@@ -117,8 +117,8 @@ static int int_member(const cJSON *o, const char *key, int *out,
 	return 0;
 }
 
-static int str_member(const cJSON *o, const char *key, char **out,
-		      char *err, size_t cap)
+static int str_member(const cJSON *o, const char *key, char **out, char *err,
+		      size_t cap)
 {
 	const cJSON *v = km_get(o, key);
 
@@ -150,10 +150,10 @@ static char *state_json(struct km_faults *f)
 	km_set_num(o, "error_429", f->n429);
 	km_set_num(o, "retry_after", f->retry_after);
 	km_set_num(o, "gone_next_watch", f->gone);
-	km_set(o, "path", f->path ? cJSON_CreateString(f->path)
-				  : cJSON_CreateNull());
-	km_set(o, "method", f->method ? cJSON_CreateString(f->method)
-				      : cJSON_CreateNull());
+	km_set(o, "path",
+	       f->path ? cJSON_CreateString(f->path) : cJSON_CreateNull());
+	km_set(o, "method",
+	       f->method ? cJSON_CreateString(f->method) : cJSON_CreateNull());
 	km_set_num(o, "injected_500", (double)f->done500);
 	km_set_num(o, "injected_429", (double)f->done429);
 	km_set_num(o, "injected_gone", (double)f->done_gone);
@@ -188,8 +188,9 @@ int km_faults_admin(struct km_faults *f, const char *method, const char *body,
 
 		o = cJSON_ParseWithLength(body ? body : "", len);
 		if (!cJSON_IsObject(o)) {
-			snprintf(err, sizeof(err), "the body must be a JSON "
-						   "object");
+			snprintf(err, sizeof(err),
+				 "the body must be a JSON "
+				 "object");
 			rc = HB_EINVAL;
 			goto out;
 		}

@@ -37,14 +37,14 @@
 #include "kubemu.h"
 
 #define KUBELET "kubelet"
-#define NODE "kubemu-node"
-#define L_ROLE "training.kubeflow.org/job-role"
-#define A_EXIT "kubemu.hpcbridge.io/exit-code"
-#define A_RUN "kubemu.hpcbridge.io/run-ms"
-#define A_LOG "kubemu.hpcbridge.io/log"
+#define NODE	"kubemu-node"
+#define L_ROLE	"training.kubeflow.org/job-role"
+#define A_EXIT	"kubemu.hpcbridge.io/exit-code"
+#define A_RUN	"kubemu.hpcbridge.io/run-ms"
+#define A_LOG	"kubemu.hpcbridge.io/log"
 /* Where the hpcbridge launcher reads its runtime from. */
 #define HB_RUNTIME_DIR "/opt/hpcbridge/launcher"
-#define MAX_ENV 1024
+#define MAX_ENV	       1024
 
 extern char **environ;
 
@@ -103,8 +103,8 @@ static int pathf(char *buf, size_t cap, const char *fmt, ...)
 	return n < 0 || (size_t)n >= cap ? HB_ETOOBIG : 0;
 }
 
-static int pod_dir(const struct km_kubelet *k, const char *ns,
-		   const char *name, char *buf, size_t cap)
+static int pod_dir(const struct km_kubelet *k, const char *ns, const char *name,
+		   char *buf, size_t cap)
 {
 	int n = snprintf(buf, cap, "%s/%s/%s", k->ctx->workdir, ns, name);
 
@@ -228,16 +228,14 @@ static int mark_running(void *arg, cJSON *pod)
 		return HB_ENOMEM;
 	}
 	cJSON_AddItemToArray(ips, ip);
-	cJSON_ArrayForEach(c, km_get(spec, "containers"))
-	{
+	cJSON_ArrayForEach (c, km_get(spec, "containers")) {
 		cJSON *s = cJSON_CreateObject(), *state = cJSON_CreateObject();
 		cJSON *run = cJSON_CreateObject();
 		const char *img = km_str(c, "image");
 
 		if (!s || !state || !run ||
-		    km_set_str(s, "name", km_str(c, "name")
-						  ? km_str(c, "name")
-						  : "") ||
+		    km_set_str(s, "name",
+			       km_str(c, "name") ? km_str(c, "name") : "") ||
 		    km_set_str(run, "startedAt", ts) ||
 		    km_set(state, "running", run) ||
 		    km_set(s, "state", state) ||
@@ -258,8 +256,8 @@ static int mark_running(void *arg, cJSON *pod)
 	if (km_set_str(st, "phase", "Running") ||
 	    set_conditions(st, 1, NULL, ts) ||
 	    km_set_str(st, "hostIP", "127.0.0.1") ||
-	    km_set_str(st, "podIP", "127.0.0.1") ||
-	    km_set(st, "podIPs", ips) || km_set_str(st, "startTime", ts) ||
+	    km_set_str(st, "podIP", "127.0.0.1") || km_set(st, "podIPs", ips) ||
+	    km_set_str(st, "startTime", ts) ||
 	    km_set(st, "containerStatuses", cs)) {
 		return HB_ENOMEM;
 	}
@@ -284,11 +282,10 @@ static int mark_ended(void *arg, cJSON *pod)
 	if (km_set_str(st, "phase", a->code ? "Failed" : "Succeeded") ||
 	    set_conditions(st, 0, "PodCompleted", ts))
 		return HB_ENOMEM;
-	cJSON_ArrayForEach(c, km_get(st, "containerStatuses"))
-	{
+	cJSON_ArrayForEach (c, km_get(st, "containerStatuses")) {
 		cJSON *state = km_obj_at(c, "state"), *t = cJSON_CreateObject();
-		const char *started = km_str(km_get(state, "running"),
-					     "startedAt");
+		const char *started =
+			km_str(km_get(state, "running"), "startedAt");
 
 		if (!t || km_set_num(t, "exitCode", a->code) ||
 		    km_set_str(t, "reason", a->reason) ||
@@ -372,9 +369,9 @@ static char *expand(const char *s, const struct env *e)
 		}
 		if (s[0] == '$' && s[1] == '(') {
 			const char *end = strchr(s + 2, ')');
-			const char *v = end ? env_get(e, s + 2,
-						      (size_t)(end - s - 2))
-					    : NULL;
+			const char *v =
+				end ? env_get(e, s + 2, (size_t)(end - s - 2))
+				    : NULL;
 
 			if (v) {
 				hb_buf_puts(&b, v);
@@ -409,8 +406,8 @@ static char *rewrite(const struct mounts *ms, const char *value)
 
 		if (!strncmp(value, ms->m[i].path, n) &&
 		    (value[n] == '/' || value[n] == '\0')) {
-			if (asprintf(&out, "%s%s", ms->m[i].local,
-				     value + n) < 0)
+			if (asprintf(&out, "%s%s", ms->m[i].local, value + n) <
+			    0)
 				return NULL;
 			return out;
 		}
@@ -424,9 +421,9 @@ static int materialise_cm(struct km_kubelet *k, const char *ns,
 			  const cJSON *src, const char *dir)
 {
 	const char *name = km_str(src, "name");
-	struct km_obj *cm = name ? km_store_get(k->ctx->store, KM_CONFIGMAP,
-						ns, name)
-				 : NULL;
+	struct km_obj *cm =
+		name ? km_store_get(k->ctx->store, KM_CONFIGMAP, ns, name)
+		     : NULL;
 	const cJSON *data, *items, *kv;
 	char path[4096];
 	int rc = 0;
@@ -436,8 +433,7 @@ static int materialise_cm(struct km_kubelet *k, const char *ns,
 	data = km_get(cm->tree, "data");
 	items = km_get(src, "items");
 	if (cJSON_IsArray(items)) {
-		cJSON_ArrayForEach(kv, items)
-		{
+		cJSON_ArrayForEach (kv, items) {
 			const char *key = km_str(kv, "key");
 			const char *p = km_str(kv, "path");
 			const char *val = key ? km_str(data, key) : NULL;
@@ -449,8 +445,7 @@ static int materialise_cm(struct km_kubelet *k, const char *ns,
 				rc = HB_EIO;
 		}
 	} else {
-		cJSON_ArrayForEach(kv, data)
-		{
+		cJSON_ArrayForEach (kv, data) {
 			if (!cJSON_IsString(kv) || strchr(kv->string, '/') ||
 			    !strcmp(kv->string, "..") ||
 			    !strcmp(kv->string, "."))
@@ -475,9 +470,8 @@ static int hostfile_slots(struct km_kubelet *k, const cJSON *pod)
 
 	if (k->ctx->o->hostfile_slots)
 		return k->ctx->o->hostfile_slots;
-	cJSON_ArrayForEach(ref, km_get(km_get(pod, "metadata"),
-				       "ownerReferences"))
-	{
+	cJSON_ArrayForEach (
+		ref, km_get(km_get(pod, "metadata"), "ownerReferences")) {
 		const char *kind = km_str(ref, "kind");
 
 		if (kind && !strcmp(kind, "MPIJob") && km_str(ref, "name"))
@@ -488,9 +482,9 @@ static int hostfile_slots(struct km_kubelet *k, const cJSON *pod)
 	if (job) {
 		const cJSON *spec = km_get(job->tree, "spec");
 		const cJSON *spw = km_get(spec, "slotsPerWorker");
-		const cJSON *w = km_get(km_get(km_get(spec, "mpiReplicaSpecs"),
-					       "Worker"),
-					"replicas");
+		const cJSON *w = km_get(
+			km_get(km_get(spec, "mpiReplicaSpecs"), "Worker"),
+			"replicas");
 
 		if (cJSON_IsNumber(spw) && spw->valueint > 0)
 			slots = spw->valueint;
@@ -546,8 +540,7 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 		goto out;
 	}
 	/* Volumes. */
-	cJSON_ArrayForEach(v, km_get(spec, "volumes"))
-	{
+	cJSON_ArrayForEach (v, km_get(spec, "volumes")) {
 		const char *vn = km_str(v, "name");
 		const cJSON *cm = km_get(v, "configMap");
 		const cJSON *hp = km_get(v, "hostPath");
@@ -576,23 +569,23 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 				rc = HB_EIO;
 			}
 		}
-		cJSON_ArrayForEach(m, km_get(c0, "volumeMounts"))
-		{
+		cJSON_ArrayForEach (m, km_get(c0, "volumeMounts")) {
 			const char *mn = km_str(m, "name");
 			const char *mp = km_str(m, "mountPath");
 
 			if (!mn || !mp || strcmp(mn, vn) ||
 			    ms->n == sizeof(ms->m) / sizeof(ms->m[0]))
 				continue;
-			snprintf(ms->m[ms->n].path, sizeof(ms->m[0].path),
-				 "%s", mp);
+			snprintf(ms->m[ms->n].path, sizeof(ms->m[0].path), "%s",
+				 mp);
 			while (strlen(ms->m[ms->n].path) > 1 &&
 			       ms->m[ms->n].path[strlen(ms->m[ms->n].path) -
 						 1] == '/')
-				ms->m[ms->n].path[strlen(ms->m[ms->n].path) -
-						  1] = '\0';
-			if (snprintf(ms->m[ms->n].local,
-				     sizeof(ms->m[0].local), "%s",
+				ms->m[ms->n]
+					.path[strlen(ms->m[ms->n].path) - 1] =
+					'\0';
+			if (snprintf(ms->m[ms->n].local, sizeof(ms->m[0].local),
+				     "%s",
 				     local) >= (int)sizeof(ms->m[0].local))
 				continue;
 			ms->n++;
@@ -623,8 +616,7 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 			env_set(env, "HPCBRIDGE_RUNTIME", path);
 		}
 	}
-	cJSON_ArrayForEach(e, km_get(c0, "env"))
-	{
+	cJSON_ArrayForEach (e, km_get(c0, "env")) {
 		const char *n = km_str(e, "name");
 		const char *val = km_str(e, "value");
 		const cJSON *from = km_get(e, "valueFrom");
@@ -643,15 +635,17 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 				      ? "127.0.0.1"
 				      : "";
 		} else if (ck) {
-			struct km_obj *cm = km_str(ck, "name")
-					    ? km_store_get(k->ctx->store,
-							   KM_CONFIGMAP, ns,
-							   km_str(ck, "name"))
-					    : NULL;
-			const char *kv = cm && km_str(ck, "key")
-					 ? km_str(km_get(cm->tree, "data"),
-						  km_str(ck, "key"))
-					 : NULL;
+			struct km_obj *cm =
+				km_str(ck, "name")
+					? km_store_get(k->ctx->store,
+						       KM_CONFIGMAP, ns,
+						       km_str(ck, "name"))
+					: NULL;
+			const char *kv =
+				cm && km_str(ck, "key")
+					? km_str(km_get(cm->tree, "data"),
+						 km_str(ck, "key"))
+					: NULL;
 
 			x = kv ? strdup(kv) : NULL;
 			km_obj_unref(cm);
@@ -679,13 +673,11 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 		env_set(env, nm, kv + nl + 1);
 	}
 	/* The command: command + args, $(VAR)-expanded. */
-	cJSON_ArrayForEach(e, km_get(c0, "command"))
-	{
+	cJSON_ArrayForEach (e, km_get(c0, "command")) {
 		if (cJSON_IsString(e) && argc < 255)
 			argv[argc++] = expand(e->valuestring, env);
 	}
-	cJSON_ArrayForEach(e, km_get(c0, "args"))
-	{
+	cJSON_ArrayForEach (e, km_get(c0, "args")) {
 		if (cJSON_IsString(e) && argc < 255)
 			argv[argc++] = expand(e->valuestring, env);
 	}
@@ -725,9 +717,8 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 					      POSIX_SPAWN_SETSIGDEF);
 	if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY,
 					     0) ||
-	    posix_spawn_file_actions_addopen(&fa, 1, path,
-					     O_WRONLY | O_CREAT | O_APPEND,
-					     0644) ||
+	    posix_spawn_file_actions_addopen(
+		    &fa, 1, path, O_WRONLY | O_CREAT | O_APPEND, 0644) ||
 	    posix_spawn_file_actions_adddup2(&fa, 1, 2) ||
 	    posix_spawn_file_actions_addchdir_np(&fa, wd))
 		goto out;
@@ -809,16 +800,16 @@ static const char *annotation(const cJSON *pod, const char *key)
 
 static int is_launcher(const cJSON *pod)
 {
-	const char *role = km_str(km_get(km_get(pod, "metadata"), "labels"),
-				  L_ROLE);
+	const char *role =
+		km_str(km_get(km_get(pod, "metadata"), "labels"), L_ROLE);
 
 	return role && !strcmp(role, "launcher");
 }
 
 /* Signal a process group: SIGTERM first, SIGKILL once the grace period
  * is over.  *next gets when to look again. */
-static void terminate(struct km_kubelet *k, struct podstate *ps,
-		      int64_t now, int64_t *next)
+static void terminate(struct km_kubelet *k, struct podstate *ps, int64_t now,
+		      int64_t *next)
 {
 	int grace = k->ctx->o->kill_grace_ms;
 
@@ -880,8 +871,8 @@ static void start_pod(struct km_kubelet *k, struct km_obj *pod,
 		add_proc(k, ps->pid, key);
 		snprintf(cid, sizeof(cid), "kubemu://%d", (int)ps->pid);
 	} else {
-		const char *text = launcher ? annotation(pod->tree, A_LOG)
-					    : NULL;
+		const char *text =
+			launcher ? annotation(pod->tree, A_LOG) : NULL;
 		char def[600];
 
 		if (launcher && !text) {
@@ -942,8 +933,8 @@ void km_kubelet_sync(struct km_kubelet *k, const char *ns, const char *name,
 	if (!phase)
 		phase = "Pending";
 	terminal = !strcmp(phase, "Succeeded") || !strcmp(phase, "Failed");
-	deleting = km_get(km_get(pod->tree, "metadata"),
-			  "deletionTimestamp") != NULL;
+	deleting = km_get(km_get(pod->tree, "metadata"), "deletionTimestamp") !=
+		   NULL;
 	if (ps->pid && (terminal || deleting)) {
 		/* Evicted, or deleted with grace: end the process; the
 		 * reaper finishes the job. */
@@ -1021,8 +1012,8 @@ static void ended(struct km_kubelet *k, const char *key, struct podstate *ps,
 		return;
 	}
 	{
-		const char *phase = km_str(km_get(pod->tree, "status"),
-					   "phase");
+		const char *phase =
+			km_str(km_get(pod->tree, "status"), "phase");
 
 		/* An evicted pod keeps the status it was given. */
 		if (!phase || strcmp(phase, "Failed"))
@@ -1117,8 +1108,8 @@ static off_t tail_offset(int fd, uint64_t n)
 	if (end <= 0)
 		return 0;
 	while (pos > 0) {
-		size_t chunk = pos > (off_t)sizeof(buf) ? sizeof(buf)
-							: (size_t)pos;
+		size_t chunk =
+			pos > (off_t)sizeof(buf) ? sizeof(buf) : (size_t)pos;
 		ssize_t got;
 
 		pos -= (off_t)chunk;
@@ -1143,8 +1134,8 @@ static off_t tail_offset(int fd, uint64_t n)
 }
 
 struct km_logstream *km_log_open(struct km_ctx *ctx, const char *ns,
-				 const char *name, const char *path,
-				 int follow, uint64_t tail, uint64_t limit)
+				 const char *name, const char *path, int follow,
+				 uint64_t tail, uint64_t limit)
 {
 	struct km_logstream *ls = calloc(1, sizeof(*ls));
 
@@ -1162,24 +1153,25 @@ struct km_logstream *km_log_open(struct km_ctx *ctx, const char *ns,
 		return NULL;
 	}
 	if (tail != UINT64_MAX)
-		lseek(ls->fd, tail == 0 ? lseek(ls->fd, 0, SEEK_END)
-					: tail_offset(ls->fd, tail),
+		lseek(ls->fd,
+		      tail == 0 ? lseek(ls->fd, 0, SEEK_END)
+				: tail_offset(ls->fd, tail),
 		      SEEK_SET);
 	return ls;
 }
 
 static int pod_ended(struct km_logstream *ls)
 {
-	struct km_obj *pod = km_store_get(ls->ctx->store, KM_POD, ls->ns,
-					  ls->name);
+	struct km_obj *pod =
+		km_store_get(ls->ctx->store, KM_POD, ls->ns, ls->name);
 	const char *phase;
 	int done;
 
 	if (!pod)
 		return 1;
 	phase = km_str(km_get(pod->tree, "status"), "phase");
-	done = phase && (!strcmp(phase, "Succeeded") ||
-			 !strcmp(phase, "Failed"));
+	done = phase &&
+	       (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
 	km_obj_unref(pod);
 	return done;
 }

@@ -126,11 +126,11 @@ struct km_obj {
 	atomic_int refs;
 	enum km_res res;
 	uint64_t rv;
-	cJSON *tree;	  /* metadata.resourceVersion is rv */
-	char *json;	  /* tree, serialised compactly */
+	cJSON *tree; /* metadata.resourceVersion is rv */
+	char *json;  /* tree, serialised compactly */
 	size_t len;
-	const char *ns;	  /* borrowed from tree; "" if none */
-	const char *name; /* borrowed from tree */
+	const char *ns;	     /* borrowed from tree; "" if none */
+	const char *name;    /* borrowed from tree */
 	struct km_obj *base; /* holds what tree shares (NULL if nothing) */
 };
 
@@ -165,8 +165,8 @@ uint64_t km_store_rv(struct km_store *s);
 uint64_t km_store_oldest(struct km_store *s);
 
 /* A reference to the current version, or NULL. */
-struct km_obj *km_store_get(struct km_store *s, enum km_res r,
-			    const char *ns, const char *name);
+struct km_obj *km_store_get(struct km_store *s, enum km_res r, const char *ns,
+			    const char *name);
 
 /*
  * Writes.  tree is always taken.  The store sets metadata.resourceVersion
@@ -219,8 +219,8 @@ void km_store_kick(struct km_store *s);
 unsigned km_store_kicks(struct km_store *s);
 
 /* Counts for /_hb/stats. */
-void km_store_stats(struct km_store *s, size_t counts[KM_NRES],
-		    uint64_t *rv, size_t *events);
+void km_store_stats(struct km_store *s, size_t counts[KM_NRES], uint64_t *rv,
+		    size_t *events);
 
 /* ---- selectors ------------------------------------------------------ */
 
@@ -306,9 +306,8 @@ int km_valid_mpijob_rules(const cJSON *mpijob, struct hb_buf *msg);
  * details name the object when name is not NULL.  NULL on ENOMEM. */
 cJSON *km_status(int code, const char *reason, const char *message,
 		 enum km_res r, const char *name);
-cJSON *km_statusf(int code, const char *reason, enum km_res r,
-		  const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
+cJSON *km_statusf(int code, const char *reason, enum km_res r, const char *name,
+		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* The same as a plain failure without details (r ignored). */
 cJSON *km_status_plain(int code, const char *reason, const char *message);
 
@@ -319,11 +318,7 @@ struct km_faults;
 struct km_faults *km_faults_new(void);
 void km_faults_free(struct km_faults *f);
 
-enum km_fault_act {
-	KM_FAULT_NONE,
-	KM_FAULT_500,
-	KM_FAULT_429
-};
+enum km_fault_act { KM_FAULT_NONE, KM_FAULT_500, KM_FAULT_429 };
 
 /*
  * Decide the fault for a request (method, path; watch when it is a
@@ -380,14 +375,14 @@ char *km_kubelet_log_path(struct km_kubelet *k, const char *ns,
 
 struct km_watch_opts {
 	enum km_res res;
-	const char *ns;		      /* NULL: every namespace */
-	struct km_selector *labels;   /* taken */
-	struct km_selector *fields;   /* taken */
-	int has_rv;		      /* resourceVersion given ... */
-	uint64_t rv;		      /* ... and not "0" */
+	const char *ns;		    /* NULL: every namespace */
+	struct km_selector *labels; /* taken */
+	struct km_selector *fields; /* taken */
+	int has_rv;		    /* resourceVersion given ... */
+	uint64_t rv;		    /* ... and not "0" */
 	int bookmarks;
 	int64_t timeout_ms;
-	int gone;		      /* fault: send 410 at once */
+	int gone; /* fault: send 410 at once */
 };
 
 struct km_watch;
@@ -435,9 +430,9 @@ struct km_ctx {
 	struct km_faults *faults;
 	struct km_ctl *ctl;
 	struct km_kubelet *kubelet;
-	char *workdir;		  /* per-pod directories live here */
+	char *workdir; /* per-pod directories live here */
 	atomic_int stopping;
-	atomic_uint drop_gen;	  /* bumped to drop every watch */
+	atomic_uint drop_gen; /* bumped to drop every watch */
 	/* TLS material in PEM (NULL without --tls-dir). */
 	char *tls_key;
 	char *tls_cert;
@@ -469,9 +464,9 @@ struct km_req {
 /* What the API layer answers: a body with a code, or a stream. */
 struct km_resp {
 	int code;
-	char *body;	      /* malloc'd; NULL for streams */
+	char *body; /* malloc'd; NULL for streams */
 	size_t len;
-	const char *ctype;    /* Content-Type */
+	const char *ctype;	/* Content-Type */
 	struct hb_buf warnings; /* Warning header values, one per line */
 	int retry_after;	/* seconds, for a Retry-After header */
 	/* Streams: exactly one of these is set. */
@@ -510,8 +505,8 @@ int km_internal_delete(struct km_ctx *ctx, enum km_res r, const char *ns,
 /* Pod logs. */
 struct km_logstream;
 struct km_logstream *km_log_open(struct km_ctx *ctx, const char *ns,
-				 const char *name, const char *path,
-				 int follow, uint64_t skip, uint64_t limit);
+				 const char *name, const char *path, int follow,
+				 uint64_t skip, uint64_t limit);
 ssize_t km_log_read(void *cls, uint64_t pos, char *buf, size_t max);
 void km_log_free(void *cls);
 
@@ -521,8 +516,8 @@ void km_log_free(void *cls);
  * load them into ctx.  0 or HB_EIO with err set. */
 int km_tls_setup(struct km_ctx *ctx, const char *dir, struct hb_err *err);
 /* Write a kubeconfig for the server at url; 0 or HB_EIO. */
-int km_write_kubeconfig(struct km_ctx *ctx, const char *path,
-			const char *url, struct hb_err *err);
+int km_write_kubeconfig(struct km_ctx *ctx, const char *path, const char *url,
+			struct hb_err *err);
 
 /* ---- server --------------------------------------------------------- */
 

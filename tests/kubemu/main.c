@@ -334,8 +334,8 @@ int main(int argc, char **argv)
 		made_workdir = 1;
 		ctx.workdir = strdup(tmpl);
 	}
-	ctx.valid = km_valid_new(o.crds_dir ? o.crds_dir : HB_KUBEMU_CRDS,
-				 &err);
+	ctx.valid =
+		km_valid_new(o.crds_dir ? o.crds_dir : HB_KUBEMU_CRDS, &err);
 	if (!ctx.valid) {
 		fprintf(stderr, "hb-kubemu: loading CRDs: %s\n", err.msg);
 		goto out;
@@ -431,8 +431,9 @@ int main(int argc, char **argv)
 				usleep(100000);
 		}
 		if (!sv) {
-			fprintf(stderr, "hb-kubemu: cannot listen again on "
-					"port %d\n",
+			fprintf(stderr,
+				"hb-kubemu: cannot listen again on "
+				"port %d\n",
 				o.port);
 			goto out;
 		}

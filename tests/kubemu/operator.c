@@ -30,14 +30,14 @@
 #include "hpcbridge/log.h"
 #include "kubemu.h"
 
-#define OPERATOR "mpi-operator"
+#define OPERATOR       "mpi-operator"
 #define OPERATOR_VALUE "kubeflow.org/mpi-operator"
-#define EVENT_SOURCE "mpi-job-controller"
-#define L_OPERATOR "training.kubeflow.org/operator-name"
-#define L_JOB "training.kubeflow.org/job-name"
-#define L_ROLE "training.kubeflow.org/job-role"
-#define L_INDEX "training.kubeflow.org/replica-index"
-#define ANNOT_PREFIX "kubemu.hpcbridge.io/"
+#define EVENT_SOURCE   "mpi-job-controller"
+#define L_OPERATOR     "training.kubeflow.org/operator-name"
+#define L_JOB	       "training.kubeflow.org/job-name"
+#define L_ROLE	       "training.kubeflow.org/job-role"
+#define L_INDEX	       "training.kubeflow.org/replica-index"
+#define ANNOT_PREFIX   "kubemu.hpcbridge.io/"
 /* The Job controller's default backoffLimit. */
 #define DEFAULT_BACKOFF 6
 
@@ -203,9 +203,8 @@ static const char *controller_job(const cJSON *obj)
 {
 	const cJSON *ref;
 
-	cJSON_ArrayForEach(ref, km_get(km_get(obj, "metadata"),
-				       "ownerReferences"))
-	{
+	cJSON_ArrayForEach (
+		ref, km_get(km_get(obj, "metadata"), "ownerReferences")) {
 		const char *kind = km_str(ref, "kind");
 
 		if (kind && !strcmp(kind, "MPIJob") &&
@@ -267,7 +266,7 @@ static void record(struct km_ctx *ctx, const cJSON *obj, const char *type,
 	cJSON *ev = cJSON_CreateObject(), *meta, *inv, *src;
 	const char *ns = km_meta_str(obj, "namespace");
 	const char *name = km_meta_str(obj, "name");
-	char ename[400], ts[32], mts[40];
+	char ename[400], ts[32];
 	struct timespec now;
 
 	if (!ev || !ns || !name)
@@ -277,35 +276,30 @@ static void record(struct km_ctx *ctx, const cJSON *obj, const char *type,
 		 (unsigned long long)now.tv_sec * 1000000000ull +
 			 (unsigned long long)now.tv_nsec);
 	km_timestamp(ts, sizeof(ts), 0);
-	km_timestamp(mts, sizeof(mts), 1);
+	/* Members made in place: a failure frees them with ev. */
 	meta = km_obj_at(ev, "metadata");
-	inv = cJSON_CreateObject();
-	src = cJSON_CreateObject();
+	inv = km_obj_at(ev, "involvedObject");
+	src = km_obj_at(ev, "source");
 	if (!meta || !inv || !src || km_set_str(ev, "apiVersion", "v1") ||
 	    km_set_str(ev, "kind", "Event") ||
 	    km_set_str(meta, "name", ename) ||
 	    km_set_str(meta, "namespace", ns) ||
 	    km_set_str(inv, "kind", km_str(obj, "kind")) ||
-	    km_set_str(inv, "namespace", ns) ||
-	    km_set_str(inv, "name", name) ||
+	    km_set_str(inv, "namespace", ns) || km_set_str(inv, "name", name) ||
 	    km_set_str(inv, "uid", km_meta_str(obj, "uid")) ||
 	    km_set_str(inv, "apiVersion", km_str(obj, "apiVersion")) ||
 	    km_set_str(inv, "resourceVersion",
 		       km_meta_str(obj, "resourceVersion")) ||
-	    km_set(ev, "involvedObject", inv) ||
 	    km_set_str(ev, "reason", reason) ||
 	    km_set_str(ev, "message", msg) ||
 	    km_set_str(src, "component", EVENT_SOURCE) ||
-	    km_set(ev, "source", src) ||
 	    km_set_str(ev, "firstTimestamp", ts) ||
-	    km_set_str(ev, "lastTimestamp", ts) ||
-	    km_set_num(ev, "count", 1) || km_set_str(ev, "type", type) ||
+	    km_set_str(ev, "lastTimestamp", ts) || km_set_num(ev, "count", 1) ||
+	    km_set_str(ev, "type", type) ||
 	    km_set(ev, "eventTime", cJSON_CreateNull()) ||
 	    km_set_str(ev, "reportingComponent", EVENT_SOURCE) ||
-	    km_set_str(ev, "reportingInstance", "")) {
-		inv = src = NULL;
+	    km_set_str(ev, "reportingInstance", ""))
 		goto fail;
-	}
 	km_internal_create(ctx, KM_EVENT, ev, OPERATOR, NULL);
 	return;
 fail:
@@ -318,8 +312,7 @@ static cJSON *find_cond(const cJSON *status, const char *type)
 {
 	cJSON *c;
 
-	cJSON_ArrayForEach(c, km_get(status, "conditions"))
-	{
+	cJSON_ArrayForEach (c, km_get(status, "conditions")) {
 		const char *t = km_str(c, "type");
 
 		if (t && !strcmp(t, type))
@@ -336,16 +329,17 @@ static int cond_true(const cJSON *status, const char *type)
 }
 
 /* setCondition: returns 1 when the conditions changed. */
-static int set_cond(cJSON *status, const char *type, int on,
-		    const char *reason, const char *msg)
+static int set_cond(cJSON *status, const char *type, int on, const char *reason,
+		    const char *msg)
 {
 	const char *st = on ? "True" : "False";
 	cJSON *cur = find_cond(status, type), *conds, *n, *c, *next;
 	char ts[32], ltt[32];
 	int terminal = !strcmp(type, "Failed") || !strcmp(type, "Succeeded");
 
-	if (cur && km_str(cur, "status") && !strcmp(km_str(cur, "status"), st) &&
-	    km_str(cur, "reason") && !strcmp(km_str(cur, "reason"), reason))
+	if (cur && km_str(cur, "status") &&
+	    !strcmp(km_str(cur, "status"), st) && km_str(cur, "reason") &&
+	    !strcmp(km_str(cur, "reason"), reason))
 		return 0;
 	km_timestamp(ts, sizeof(ts), 0);
 	snprintf(ltt, sizeof(ltt), "%s", ts);
@@ -373,8 +367,7 @@ static int set_cond(cJSON *status, const char *type, int on,
 			cJSON_Delete(cJSON_DetachItemViaPointer(conds, c));
 			continue;
 		}
-		if (terminal &&
-		    (!strcmp(t, "Running") || !strcmp(t, "Failed")))
+		if (terminal && (!strcmp(t, "Running") || !strcmp(t, "Failed")))
 			km_set_str(c, "status", "False");
 	}
 	n = cJSON_CreateObject();
@@ -400,9 +393,8 @@ static int owned_by(const struct km_obj *o, const char *uid)
 {
 	const cJSON *ref;
 
-	cJSON_ArrayForEach(ref, km_get(km_get(o->tree, "metadata"),
-				       "ownerReferences"))
-	{
+	cJSON_ArrayForEach (
+		ref, km_get(km_get(o->tree, "metadata"), "ownerReferences")) {
 		const char *u = km_str(ref, "uid");
 
 		if (u && !strcmp(u, uid))
@@ -445,9 +437,8 @@ static int pod_ready(const struct km_obj *pod)
 {
 	const cJSON *c;
 
-	cJSON_ArrayForEach(c, km_get(km_get(pod->tree, "status"),
-				     "conditions"))
-	{
+	cJSON_ArrayForEach (c,
+			    km_get(km_get(pod->tree, "status"), "conditions")) {
 		const char *t = km_str(c, "type"), *s = km_str(c, "status");
 
 		if (t && s && !strcmp(t, "Ready") && !strcmp(s, "True"))
@@ -509,8 +500,8 @@ static cJSON *owner_refs(const cJSON *job)
 {
 	cJSON *refs = cJSON_CreateArray(), *ref = cJSON_CreateObject();
 
-	if (!refs || !ref || km_set_str(ref, "apiVersion",
-					"kubeflow.org/v2beta1") ||
+	if (!refs || !ref ||
+	    km_set_str(ref, "apiVersion", "kubeflow.org/v2beta1") ||
 	    km_set_str(ref, "kind", "MPIJob") ||
 	    km_set_str(ref, "name", km_meta_str(job, "name")) ||
 	    km_set_str(ref, "uid", km_meta_str(job, "uid")) ||
@@ -607,8 +598,8 @@ static cJSON *new_pod(const cJSON *job, const char *rtype, const char *name,
 	}
 	annots = tmpl_map(tmpl, "annotations");
 	/* The emulator's own knobs, from the MPIJob's annotations. */
-	cJSON_ArrayForEach(ann, km_get(km_get(job, "metadata"), "annotations"))
-	{
+	cJSON_ArrayForEach (ann,
+			    km_get(km_get(job, "metadata"), "annotations")) {
 		if (annots && cJSON_IsString(ann) &&
 		    !strncmp(ann->string, ANNOT_PREFIX, strlen(ANNOT_PREFIX)))
 			km_set_str(annots, ann->string, ann->valuestring);
@@ -640,8 +631,8 @@ static cJSON *new_pod(const cJSON *job, const char *rtype, const char *name,
 		if (!km_get(c0, "command") && !km_get(c0, "args")) {
 			cJSON *cmd = cJSON_CreateArray();
 
-			cJSON_AddItemToArray(cmd, cJSON_CreateString(
-							  "/usr/sbin/sshd"));
+			cJSON_AddItemToArray(
+				cmd, cJSON_CreateString("/usr/sbin/sshd"));
 			cJSON_AddItemToArray(cmd, cJSON_CreateString("-De"));
 			km_set(c0, "command", cmd);
 		}
@@ -706,7 +697,8 @@ static void ensure_config(struct km_ctx *ctx, const cJSON *job, int workers,
 	hb_buf_puts(&host, "");
 	for (int i = 0; i < workers; i++) {
 		if (!impl || !strcmp(impl, "OpenMPI"))
-			hb_buf_printf(&host, "%s-worker-%d.%s.%s.svc slots=%d\n",
+			hb_buf_printf(&host,
+				      "%s-worker-%d.%s.%s.svc slots=%d\n",
 				      jname, i, jname, ns, slots);
 		else
 			hb_buf_printf(&host, "%s-worker-%d.%s.%s.svc:%d\n",
@@ -952,8 +944,8 @@ static void sync_mpijob(struct km_ctl *c, const char *ns, const char *name)
 		const cJSON *ads = km_get(rp, "activeDeadlineSeconds");
 
 		if (cJSON_IsNumber(ads) && js->launcher_start && !succeeded &&
-		    now >= js->launcher_start + (int64_t)(ads->valuedouble *
-							  1000))
+		    now >= js->launcher_start +
+				    (int64_t)(ads->valuedouble * 1000))
 			js->deadline_exceeded = 1;
 		else if (cJSON_IsNumber(ads) && js->launcher_start &&
 			 !succeeded)
@@ -988,17 +980,17 @@ static void sync_mpijob(struct km_ctl *c, const char *ns, const char *name)
 					km_obj_unref(w);
 					continue;
 				}
-				km_internal_create(ctx, KM_POD,
-						   new_pod(job, "Worker",
-							   wname, i),
-						   OPERATOR, NULL);
+				km_internal_create(
+					ctx, KM_POD,
+					new_pod(job, "Worker", wname, i),
+					OPERATOR, NULL);
 			}
 			for (size_t i = 0; i < pods.n; i++) {
-				const char *idx = km_str(
-					km_get(km_get(pods.v[i]->tree,
-						      "metadata"),
-					       "labels"),
-					L_INDEX);
+				const char *idx =
+					km_str(km_get(km_get(pods.v[i]->tree,
+							     "metadata"),
+						      "labels"),
+					       L_INDEX);
 				uint64_t ix;
 
 				if (idx && !km_parse_u64(idx, &ix) &&
@@ -1023,14 +1015,14 @@ static void sync_mpijob(struct km_ctl *c, const char *ns, const char *name)
 				char lname[400], sfx[8];
 
 				km_rand_suffix(sfx, 5);
-				snprintf(lname, sizeof(lname),
-					 "%s-launcher-%s", name, sfx);
+				snprintf(lname, sizeof(lname), "%s-launcher-%s",
+					 name, sfx);
 				if (!js->launcher_start)
 					js->launcher_start = now;
-				km_internal_create(ctx, KM_POD,
-						   new_pod(job, "Launcher",
-							   lname, -1),
-						   OPERATOR, NULL);
+				km_internal_create(
+					ctx, KM_POD,
+					new_pod(job, "Launcher", lname, -1),
+					OPERATOR, NULL);
 			}
 		}
 		if (suspended && active_launcher) {
@@ -1098,8 +1090,8 @@ static void sync_mpijob(struct km_ctl *c, const char *ns, const char *name)
 					 "Job was active longer than "
 					 "specified deadline");
 			} else {
-				const cJSON *pst = km_get(last_failed->tree,
-							  "status");
+				const cJSON *pst =
+					km_get(last_failed->tree, "status");
 				const char *pr = km_str(pst, "reason");
 				const char *pm = km_str(pst, "message");
 
@@ -1180,8 +1172,8 @@ write:
 	if (!km_equal(status, old_status)) {
 		struct status_write w = { status };
 
-		km_internal_update(ctx, KM_MPIJOB, ns, name, OPERATOR,
-				   "status", put_status, &w, NULL);
+		km_internal_update(ctx, KM_MPIJOB, ns, name, OPERATOR, "status",
+				   put_status, &w, NULL);
 	}
 out:
 	jobpods_free(&pods);
@@ -1237,8 +1229,7 @@ static int drop_foreground(void *arg, cJSON *obj)
 	cJSON *fin = km_get(km_get(obj, "metadata"), "finalizers"), *f;
 
 	(void)arg;
-	cJSON_ArrayForEach(f, fin)
-	{
+	cJSON_ArrayForEach (f, fin) {
 		if (cJSON_IsString(f) &&
 		    !strcmp(f->valuestring, "foregroundDeletion")) {
 			cJSON_Delete(cJSON_DetachItemViaPointer(fin, f));
@@ -1254,8 +1245,7 @@ static int has_finalizer(const cJSON *meta, const char *name)
 {
 	const cJSON *f;
 
-	cJSON_ArrayForEach(f, km_get(meta, "finalizers"))
-	{
+	cJSON_ArrayForEach (f, km_get(meta, "finalizers")) {
 		if (cJSON_IsString(f) && !strcmp(f->valuestring, name))
 			return 1;
 	}
@@ -1290,8 +1280,8 @@ static void foreground(struct km_ctl *c, const char *which, const char *key)
 			fin = km_get(km_get(after->tree, "metadata"),
 				     "finalizers");
 			if (!cJSON_GetArraySize(fin))
-				km_store_delete(c->ctx->store, r, ns,
-						slash + 1, after->rv, NULL);
+				km_store_delete(c->ctx->store, r, ns, slash + 1,
+						after->rv, NULL);
 			km_obj_unref(after);
 		}
 	}
@@ -1307,8 +1297,7 @@ static int evict_pod(void *arg, cJSON *pod)
 	(void)arg;
 	if (!st || km_set_str(st, "phase", "Failed") ||
 	    km_set_str(st, "reason", "Evicted") ||
-	    km_set_str(st, "message",
-		       "The node was low on resource: memory. "))
+	    km_set_str(st, "message", "The node was low on resource: memory. "))
 		return HB_ENOMEM;
 	km_del(st, "conditions");
 	return 0;
@@ -1316,8 +1305,8 @@ static int evict_pod(void *arg, cJSON *pod)
 
 int km_ctl_evict(struct km_ctl *c, const char *ns, const char *name)
 {
-	return km_internal_update(c->ctx, KM_POD, ns, name, "kubelet",
-				  "status", evict_pod, NULL, NULL);
+	return km_internal_update(c->ctx, KM_POD, ns, name, "kubelet", "status",
+				  evict_pod, NULL, NULL);
 }
 
 /* ---- the thread ----------------------------------------------------- */

@@ -32,8 +32,7 @@ static cJSON *merge(cJSON *target, const cJSON *patch)
 		if (!target)
 			return NULL;
 	}
-	cJSON_ArrayForEach(p, patch)
-	{
+	cJSON_ArrayForEach (p, patch) {
 		cJSON *cur, *res;
 
 		if (cJSON_IsNull(p)) {
@@ -203,8 +202,7 @@ int km_json_patch(cJSON **doc, const cJSON *ops, struct hb_err *err)
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "a JSON patch must be an array of "
 				  "operations");
-	cJSON_ArrayForEach(op, ops)
-	{
+	cJSON_ArrayForEach (op, ops) {
 		const char *name = km_str(op, "op");
 		const char *path = km_str(op, "path");
 		const char *from = km_str(op, "from");
@@ -214,7 +212,8 @@ int km_json_patch(cJSON **doc, const cJSON *ops, struct hb_err *err)
 		if (!name || !path)
 			return hb_err_set(err, HB_EINVAL, NULL, 0,
 					  "operation %d: op and path are "
-					  "required", i);
+					  "required",
+					  i);
 		if (pointer_split(path, buf[0], sizeof(buf[0]), tok[0],
 				  MAX_DEPTH, &n[0]))
 			return hb_err_set(err, HB_EINVAL, NULL, 0,
@@ -260,9 +259,8 @@ int km_json_patch(cJSON **doc, const cJSON *ops, struct hb_err *err)
 						  "\"%s\"",
 						  path);
 		} else if (!strcmp(name, "move") || !strcmp(name, "copy")) {
-			if (!from || pointer_split(from, buf[1],
-						   sizeof(buf[1]), tok[1],
-						   MAX_DEPTH, &n[1]))
+			if (!from || pointer_split(from, buf[1], sizeof(buf[1]),
+						   tok[1], MAX_DEPTH, &n[1]))
 				return hb_err_set(err, HB_EINVAL, NULL, 0,
 						  "operation %d: bad from", i);
 			if (!strcmp(name, "move"))
@@ -298,8 +296,7 @@ cJSON *km_fields_of(const cJSON *v)
 
 	if (!fs || !cJSON_IsObject(v))
 		return fs;
-	cJSON_ArrayForEach(c, v)
-	{
+	cJSON_ArrayForEach (c, v) {
 		cJSON *sub;
 
 		if (cJSON_IsNull(c))
@@ -324,8 +321,7 @@ static int diff_into(cJSON *fs, const cJSON *a, const cJSON *b, int depth)
 
 	if (depth > MAX_DEPTH)
 		return 0;
-	cJSON_ArrayForEach(c, b)
-	{
+	cJSON_ArrayForEach (c, b) {
 		const cJSON *o = km_get(a, c->string);
 		cJSON *sub;
 
@@ -367,8 +363,7 @@ static int fs_union(cJSON *dst, const cJSON *src)
 {
 	const cJSON *c;
 
-	cJSON_ArrayForEach(c, src)
-	{
+	cJSON_ArrayForEach (c, src) {
 		cJSON *d = km_get(dst, c->string);
 
 		if (!d) {
@@ -391,8 +386,7 @@ static void fs_minus(cJSON *dst, const cJSON *src)
 {
 	const cJSON *c;
 
-	cJSON_ArrayForEach(c, src)
-	{
+	cJSON_ArrayForEach (c, src) {
 		cJSON *d = km_get(dst, c->string);
 
 		if (!d)
@@ -414,18 +408,17 @@ static void fs_prune(cJSON *fs, const cJSON *v)
 
 	while (c) {
 		cJSON *next = c->next;
-		const cJSON *m = cJSON_IsObject(v) && !strncmp(c->string,
-							       "f:", 2)
-					 ? km_get(v, c->string + 2)
-					 : NULL;
+		const cJSON *m =
+			cJSON_IsObject(v) && !strncmp(c->string, "f:", 2)
+				? km_get(v, c->string + 2)
+				: NULL;
 
 		if (!m || cJSON_IsNull(m)) {
 			cJSON_Delete(cJSON_DetachItemViaPointer(fs, c));
 		} else if (cJSON_GetArraySize(c) > 0) {
 			fs_prune(c, m);
 			if (cJSON_GetArraySize(c) == 0)
-				cJSON_Delete(
-					cJSON_DetachItemViaPointer(fs, c));
+				cJSON_Delete(cJSON_DetachItemViaPointer(fs, c));
 		}
 		c = next;
 	}
@@ -434,20 +427,25 @@ static void fs_prune(cJSON *fs, const cJSON *v)
 /* The part of an object that field ownership covers. */
 static cJSON *owned_view(const cJSON *obj, const char *sub, int has_status)
 {
-	static const char *const meta_skip[] = {
-		"name",		 "namespace",	     "uid",
-		"resourceVersion", "generation",     "creationTimestamp",
-		"managedFields", "deletionTimestamp", "selfLink",
-		"deletionGracePeriodSeconds",	     NULL
-	};
+	static const char *const meta_skip[] = { "name",
+						 "namespace",
+						 "uid",
+						 "resourceVersion",
+						 "generation",
+						 "creationTimestamp",
+						 "managedFields",
+						 "deletionTimestamp",
+						 "selfLink",
+						 "deletionGracePeriodSeconds",
+						 NULL };
 	cJSON *v = cJSON_Duplicate(obj, 1);
 	cJSON *meta;
 
 	if (!v)
 		return NULL;
 	if (sub && !strcmp(sub, "status")) {
-		cJSON *st = cJSON_DetachItemFromObjectCaseSensitive(v,
-								    "status");
+		cJSON *st =
+			cJSON_DetachItemFromObjectCaseSensitive(v, "status");
 		cJSON_Delete(v);
 		v = cJSON_CreateObject();
 		if (v && st && !cJSON_AddItemToObject(v, "status", st))
@@ -467,15 +465,19 @@ static cJSON *owned_view(const cJSON *obj, const char *sub, int has_status)
 }
 
 /* km_fields_of(owned_view(obj, ...)) without copying obj. */
-static cJSON *fields_of_view(const cJSON *obj, const char *sub,
-			     int has_status)
+static cJSON *fields_of_view(const cJSON *obj, const char *sub, int has_status)
 {
-	static const char *const meta_skip[] = {
-		"name",		 "namespace",	     "uid",
-		"resourceVersion", "generation",     "creationTimestamp",
-		"managedFields", "deletionTimestamp", "selfLink",
-		"deletionGracePeriodSeconds",	     NULL
-	};
+	static const char *const meta_skip[] = { "name",
+						 "namespace",
+						 "uid",
+						 "resourceVersion",
+						 "generation",
+						 "creationTimestamp",
+						 "managedFields",
+						 "deletionTimestamp",
+						 "selfLink",
+						 "deletionGracePeriodSeconds",
+						 NULL };
 	int status_sub = sub && !strcmp(sub, "status");
 	cJSON *fs = cJSON_CreateObject();
 	const cJSON *c, *m;
@@ -483,8 +485,7 @@ static cJSON *fields_of_view(const cJSON *obj, const char *sub,
 
 	if (!fs)
 		return NULL;
-	cJSON_ArrayForEach(c, obj)
-	{
+	cJSON_ArrayForEach (c, obj) {
 		cJSON *sub_fs;
 
 		if (cJSON_IsNull(c))
@@ -496,8 +497,7 @@ static cJSON *fields_of_view(const cJSON *obj, const char *sub,
 			continue;
 		if (!status_sub && !strcmp(c->string, "metadata")) {
 			sub_fs = cJSON_CreateObject();
-			cJSON_ArrayForEach(m, c)
-			{
+			cJSON_ArrayForEach (m, c) {
 				size_t i;
 				cJSON *f;
 
@@ -590,10 +590,9 @@ static int set_managed(cJSON *obj, cJSON *mf)
  * the entry (manager, op, sub) gets own (taken) added to what it had
  * (when keep_own) or instead of it.
  */
-static cJSON *rebuild(const cJSON *old_mf, const char *manager,
-		      const char *op, const char *sub, const cJSON *taken,
-		      cJSON *own, int keep_own, const cJSON *view,
-		      const char *api_version)
+static cJSON *rebuild(const cJSON *old_mf, const char *manager, const char *op,
+		      const char *sub, const cJSON *taken, cJSON *own,
+		      int keep_own, const cJSON *view, const char *api_version)
 {
 	cJSON *mf = cJSON_CreateArray();
 	const cJSON *e;
@@ -601,8 +600,7 @@ static cJSON *rebuild(const cJSON *old_mf, const char *manager,
 
 	if (!mf)
 		goto fail;
-	cJSON_ArrayForEach(e, old_mf)
-	{
+	cJSON_ArrayForEach (e, old_mf) {
 		const char *m = km_str(e, "manager");
 		const char *o = km_str(e, "operation");
 		cJSON *ne, *fs;
@@ -679,9 +677,9 @@ static int track_change(cJSON *new_obj, const cJSON *old_obj,
 	cJSON *nv = owned_view(new_obj, sub, has_status);
 	cJSON *ov = old_obj ? owned_view(old_obj, sub, has_status) : NULL;
 	cJSON *changed = NULL, *mf = NULL;
-	const cJSON *old_mf = old_obj ? km_get(km_get(old_obj, "metadata"),
-					       "managedFields")
-				      : NULL;
+	const cJSON *old_mf =
+		old_obj ? km_get(km_get(old_obj, "metadata"), "managedFields")
+			: NULL;
 	int rc = HB_ENOMEM;
 
 	if (!nv || (old_obj && !ov))
@@ -700,7 +698,6 @@ out:
 	cJSON_Delete(changed);
 	return rc;
 }
-
 
 int km_track_update(cJSON *new_obj, const cJSON *old_obj, const char *manager,
 		    const char *sub, int has_status, const char *api_version)
@@ -765,8 +762,7 @@ static void find_conflicts(struct conflicts *cf, const char *who,
 
 	if (depth >= MAX_DEPTH)
 		return;
-	cJSON_ArrayForEach(c, mine)
-	{
+	cJSON_ArrayForEach (c, mine) {
 		const cJSON *t = km_get(theirs, c->string);
 		const char *name = c->string + 2;
 		const cJSON *lv = km_get(live, name);
@@ -776,8 +772,7 @@ static void find_conflicts(struct conflicts *cf, const char *who,
 			continue;
 		path[depth] = name;
 		if (cJSON_GetArraySize(c) && cJSON_GetArraySize(t)) {
-			find_conflicts(cf, who, t, c, lv, av, path,
-				       depth + 1);
+			find_conflicts(cf, who, t, c, lv, av, path, depth + 1);
 			continue;
 		}
 		if (lv && av && km_equal(lv, av))
@@ -800,8 +795,7 @@ static void remove_fields(cJSON *obj, const cJSON *gone, int depth)
 
 	if (!cJSON_IsObject(obj) || depth > MAX_DEPTH)
 		return;
-	cJSON_ArrayForEach(c, gone)
-	{
+	cJSON_ArrayForEach (c, gone) {
 		const char *name;
 
 		if (strncmp(c->string, "f:", 2))
@@ -821,9 +815,8 @@ int km_apply(const cJSON *live, const cJSON *applied, const char *manager,
 	cJSON *av = owned_view(applied, sub, has_status);
 	cJSON *mine = NULL, *prev = NULL, *merged = NULL, *mf = NULL;
 	cJSON *others = NULL, *gone = NULL, *lv = NULL;
-	const cJSON *old_mf = live ? km_get(km_get(live, "metadata"),
-					   "managedFields")
-				   : NULL;
+	const cJSON *old_mf =
+		live ? km_get(km_get(live, "metadata"), "managedFields") : NULL;
 	const cJSON *e;
 	struct conflicts cf = { .n = 0 };
 	int rc = HB_ENOMEM;
@@ -831,14 +824,12 @@ int km_apply(const cJSON *live, const cJSON *applied, const char *manager,
 	hb_buf_init(&cf.msg, 64 * 1024);
 	*out = NULL;
 	if (!av || !(mine = km_fields_of(av)) ||
-	    !(prev = cJSON_CreateObject()) ||
-	    !(others = cJSON_CreateObject()))
+	    !(prev = cJSON_CreateObject()) || !(others = cJSON_CreateObject()))
 		goto out;
 	if (live && !(lv = owned_view(live, sub, has_status)))
 		goto out;
 	/* What this manager applied before, what the others own. */
-	cJSON_ArrayForEach(e, old_mf)
-	{
+	cJSON_ArrayForEach (e, old_mf) {
 		const char *m = km_str(e, "manager");
 		const char *o = km_str(e, "operation");
 		const cJSON *fs = km_get(e, "fieldsV1");
@@ -887,9 +878,8 @@ int km_apply(const cJSON *live, const cJSON *applied, const char *manager,
 		if (!nv)
 			goto out;
 		/* With force, the applier takes every field it applied. */
-		mf = rebuild(old_mf, manager, "Apply", sub,
-			     force ? mine : NULL, cJSON_Duplicate(mine, 1), 0,
-			     nv, api_version);
+		mf = rebuild(old_mf, manager, "Apply", sub, force ? mine : NULL,
+			     cJSON_Duplicate(mine, 1), 0, nv, api_version);
 		cJSON_Delete(nv);
 	}
 	if (!mf)

@@ -26,11 +26,19 @@
 #include "kubemu.h"
 
 /* Room for a selector's pieces: input is capped well below this. */
-#define SEL_MAX_LEN (64u * 1024)
+#define SEL_MAX_LEN    (64u * 1024)
 #define SEL_MAX_VALUES 256
 
-enum op { OP_EXISTS, OP_NOT_EXISTS, OP_EQ, OP_NE, OP_IN, OP_NOTIN, OP_GT,
-	  OP_LT };
+enum op {
+	OP_EXISTS,
+	OP_NOT_EXISTS,
+	OP_EQ,
+	OP_NE,
+	OP_IN,
+	OP_NOTIN,
+	OP_GT,
+	OP_LT
+};
 
 struct req {
 	char *key;
@@ -93,8 +101,8 @@ static int subdomain_ok(const char *s, size_t n)
 		    !alnum(s[i - 1]))
 			return 0;
 		for (size_t j = start; j < i; j++) {
-			if (!(isascii(s[j]) && (islower(s[j]) ||
-						isdigit(s[j]))) &&
+			if (!(isascii(s[j]) &&
+			      (islower(s[j]) || isdigit(s[j]))) &&
 			    s[j] != '-')
 				return 0;
 		}
@@ -159,7 +167,8 @@ static char *field_value(struct lex *x)
 		} else if (c == '=' || c == '!') {
 			hb_err_set(x->err, HB_EINVAL, NULL, 0,
 				   "invalid field selector: unescaped '%c' "
-				   "in a value", c);
+				   "in a value",
+				   c);
 			hb_buf_free(&b);
 			return NULL;
 		}
@@ -350,8 +359,7 @@ int km_selector_parse(const char *s, int field, struct km_selector **out,
 	if (!sel)
 		return HB_ENOMEM;
 	for (;;) {
-		struct req *nr = realloc(sel->reqs,
-					 (sel->n + 1) * sizeof(*nr));
+		struct req *nr = realloc(sel->reqs, (sel->n + 1) * sizeof(*nr));
 
 		if (!nr) {
 			rc = HB_ENOMEM;
@@ -482,20 +490,27 @@ int km_fields_check(const struct km_selector *sel, enum km_res r,
 {
 	static const char *const common[] = { "metadata.name",
 					      "metadata.namespace", NULL };
-	static const char *const pods[] = {
-		"spec.nodeName",       "spec.restartPolicy",
-		"spec.schedulerName",  "spec.serviceAccountName",
-		"spec.hostNetwork",    "status.phase",
-		"status.podIP",	       "status.nominatedNodeName", NULL
-	};
-	static const char *const events[] = {
-		"involvedObject.kind",	    "involvedObject.namespace",
-		"involvedObject.name",	    "involvedObject.uid",
-		"involvedObject.apiVersion", "involvedObject.resourceVersion",
-		"involvedObject.fieldPath", "reason",
-		"reportingComponent",	    "source",
-		"type",			    NULL
-	};
+	static const char *const pods[] = { "spec.nodeName",
+					    "spec.restartPolicy",
+					    "spec.schedulerName",
+					    "spec.serviceAccountName",
+					    "spec.hostNetwork",
+					    "status.phase",
+					    "status.podIP",
+					    "status.nominatedNodeName",
+					    NULL };
+	static const char *const events[] = { "involvedObject.kind",
+					      "involvedObject.namespace",
+					      "involvedObject.name",
+					      "involvedObject.uid",
+					      "involvedObject.apiVersion",
+					      "involvedObject.resourceVersion",
+					      "involvedObject.fieldPath",
+					      "reason",
+					      "reportingComponent",
+					      "source",
+					      "type",
+					      NULL };
 	const char *const *extra = r == KM_POD	   ? pods
 				   : r == KM_EVENT ? events
 						   : NULL;

@@ -101,9 +101,9 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct km_resp *rs)
 		if (!resp)
 			km_watch_free(rs->watch);
 	} else if (rs->log) {
-		resp = MHD_create_response_from_callback(
-			MHD_SIZE_UNKNOWN, 64 * 1024, km_log_read, rs->log,
-			km_log_free);
+		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN,
+							 64 * 1024, km_log_read,
+							 rs->log, km_log_free);
 		if (!resp)
 			km_log_free(rs->log);
 	} else {
@@ -205,19 +205,19 @@ static void admin(struct km_ctx *ctx, struct conn_req *cr, const char *method,
 		return;
 	}
 	if (!strcmp(url, "/_hb/evict") && !strcmp(method, "POST")) {
-		cJSON *o = cJSON_ParseWithLength(cr->body.data ? cr->body.data
-							       : "",
-						 cr->body.len);
+		cJSON *o = cJSON_ParseWithLength(
+			cr->body.data ? cr->body.data : "", cr->body.len);
 		const char *ns = km_str(o, "namespace"),
 			   *name = km_str(o, "name");
 		int rc = ns && name ? km_ctl_evict(ctx->ctl, ns, name)
 				    : HB_EINVAL;
 
 		rs->code = rc == 0 ? 200 : rc == HB_ENOENT ? 404 : 400;
-		rs->body = strdup(rc == 0	     ? "{\"evicted\":true}"
-				  : rc == HB_ENOENT ? "{\"error\":\"no such pod\"}"
-						    : "{\"error\":\"want "
-						      "namespace and name\"}");
+		rs->body =
+			strdup(rc == 0		 ? "{\"evicted\":true}"
+			       : rc == HB_ENOENT ? "{\"error\":\"no such pod\"}"
+						 : "{\"error\":\"want "
+						   "namespace and name\"}");
 		rs->len = rs->body ? strlen(rs->body) : 0;
 		cJSON_Delete(o);
 		return;
@@ -398,8 +398,7 @@ static void serve(struct km_ctx *ctx, struct MHD_Connection *c,
 		return;
 	}
 	if (cr->too_big) {
-		km_resp_status(rs, km_status_plain(413,
-						   "RequestEntityTooLarge",
+		km_resp_status(rs, km_status_plain(413, "RequestEntityTooLarge",
 						   "the request body is too "
 						   "large"));
 		return;

@@ -344,8 +344,7 @@ static cJSON *share_tree(const cJSON *old)
 
 	if (!t)
 		return NULL;
-	cJSON_ArrayForEach(m, old)
-	{
+	cJSON_ArrayForEach (m, old) {
 		int ok;
 
 		if (!strcmp(m->string, "metadata"))
@@ -398,8 +397,8 @@ int km_store_delete(struct km_store *s, enum km_res r, const char *ns,
 	return 0;
 }
 
-struct km_obj *km_store_get(struct km_store *s, enum km_res r,
-			    const char *ns, const char *name)
+struct km_obj *km_store_get(struct km_store *s, enum km_res r, const char *ns,
+			    const char *name)
 {
 	struct km_obj *o = NULL;
 	size_t at;
@@ -426,8 +425,7 @@ int km_store_list(struct km_store *s, enum km_res r, const char *ns,
 
 	pthread_mutex_lock(&s->mu);
 	if (after_name) {
-		i = table_find(t, after_ns ? after_ns : "", after_name,
-			       &found);
+		i = table_find(t, after_ns ? after_ns : "", after_name, &found);
 		if (found)
 			i++;
 	} else if (ns) {
@@ -522,8 +520,7 @@ unsigned km_store_wait(struct km_store *s, uint64_t after, int64_t deadline)
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
 		}
-		if (pthread_cond_timedwait(&s->cond, &s->mu, &ts) ==
-		    ETIMEDOUT)
+		if (pthread_cond_timedwait(&s->cond, &s->mu, &ts) == ETIMEDOUT)
 			break;
 	}
 	kicks = s->kicks;
@@ -549,8 +546,8 @@ unsigned km_store_kicks(struct km_store *s)
 	return k;
 }
 
-void km_store_stats(struct km_store *s, size_t counts[KM_NRES],
-		    uint64_t *rv, size_t *events)
+void km_store_stats(struct km_store *s, size_t counts[KM_NRES], uint64_t *rv,
+		    size_t *events)
 {
 	pthread_mutex_lock(&s->mu);
 	for (int r = 0; r < KM_NRES; r++)

@@ -182,8 +182,7 @@ int km_tls_setup(struct km_ctx *ctx, const char *dir, struct hb_err *err)
 	}
 	if (rc == HB_ENOENT) {
 		cak = EVP_EC_gen("P-256");
-		cax = cak ? make_cert(cak, cak, NULL, "hb-kubemu-ca", 1)
-			  : NULL;
+		cax = cak ? make_cert(cak, cak, NULL, "hb-kubemu-ca", 1) : NULL;
 		if (!cax || write_pem(ca_key, cak, NULL) ||
 		    write_pem(ca_crt, NULL, cax)) {
 			rc = hb_err_set(err, HB_EIO, dir, 0,
@@ -214,8 +213,8 @@ out:
 	return rc;
 }
 
-int km_write_kubeconfig(struct km_ctx *ctx, const char *path,
-			const char *url, struct hb_err *err)
+int km_write_kubeconfig(struct km_ctx *ctx, const char *path, const char *url,
+			struct hb_err *err)
 {
 	cJSON *kc = cJSON_CreateObject();
 	cJSON *clusters = cJSON_CreateArray(), *users = cJSON_CreateArray();
@@ -223,8 +222,8 @@ int km_write_kubeconfig(struct km_ctx *ctx, const char *path,
 	cJSON *cl = cJSON_CreateObject(), *c = cJSON_CreateObject();
 	cJSON *u = cJSON_CreateObject(), *uu = cJSON_CreateObject();
 	cJSON *x = cJSON_CreateObject(), *xx = cJSON_CreateObject();
-	const struct km_token *tok = ctx->o->ntokens ? &ctx->o->tokens[0]
-						     : NULL;
+	const struct km_token *tok =
+		ctx->o->ntokens ? &ctx->o->tokens[0] : NULL;
 	struct hb_buf out, b64;
 	char tmp[4096];
 	FILE *f;
@@ -232,8 +231,8 @@ int km_write_kubeconfig(struct km_ctx *ctx, const char *path,
 
 	hb_buf_init(&out, 0);
 	hb_buf_init(&b64, 0);
-	if (!kc || !clusters || !users || !contexts || !cl || !c || !u ||
-	    !uu || !x || !xx)
+	if (!kc || !clusters || !users || !contexts || !cl || !c || !u || !uu ||
+	    !x || !xx)
 		goto fail;
 	km_set_str(c, "server", url);
 	if (ctx->tls_ca) {

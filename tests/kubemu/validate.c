@@ -15,8 +15,8 @@
  * names, containers in pods, string data in ConfigMaps.
  */
 #include <dirent.h>
-#include <stdarg.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,10 +91,9 @@ static int keep_schemas(struct km_valid *v, const cJSON *crd)
 
 	if (!group || !kind)
 		return HB_EINVAL;
-	cJSON_ArrayForEach(ver, km_get(spec, "versions"))
-	{
-		const cJSON *sch = km_get(km_get(ver, "schema"),
-					  "openAPIV3Schema");
+	cJSON_ArrayForEach (ver, km_get(spec, "versions")) {
+		const cJSON *sch =
+			km_get(km_get(ver, "schema"), "openAPIV3Schema");
 		struct version_schema *nv;
 
 		if (!km_str(ver, "name") || !sch)
@@ -119,10 +118,9 @@ static int is_crd_file(const char *name)
 {
 	size_t n = strlen(name);
 
-	return name[0] != '.' &&
-	       ((n > 5 && !strcmp(name + n - 5, ".yaml")) ||
-		(n > 4 && !strcmp(name + n - 4, ".yml")) ||
-		(n > 5 && !strcmp(name + n - 5, ".json")));
+	return name[0] != '.' && ((n > 5 && !strcmp(name + n - 5, ".yaml")) ||
+				  (n > 4 && !strcmp(name + n - 4, ".yml")) ||
+				  (n > 5 && !strcmp(name + n - 5, ".json")));
 }
 
 struct km_valid *km_valid_new(const char *dir, struct hb_err *err)
@@ -201,8 +199,7 @@ static int apply_defaults(const cJSON *schema, cJSON *value, int depth)
 
 		if (!cJSON_IsObject(items))
 			return 0;
-		cJSON_ArrayForEach(m, value)
-		{
+		cJSON_ArrayForEach (m, value) {
 			if (apply_defaults(items, m, depth + 1))
 				return HB_ENOMEM;
 		}
@@ -210,8 +207,7 @@ static int apply_defaults(const cJSON *schema, cJSON *value, int depth)
 	}
 	if (!cJSON_IsObject(value))
 		return 0;
-	cJSON_ArrayForEach(p, props)
-	{
+	cJSON_ArrayForEach (p, props) {
 		const cJSON *def = km_get(p, "default");
 
 		/* metadata is ObjectMeta, whatever the schema says. */
@@ -227,8 +223,7 @@ static int apply_defaults(const cJSON *schema, cJSON *value, int depth)
 			return HB_ENOMEM;
 	}
 	if (cJSON_IsObject(addl)) {
-		cJSON_ArrayForEach(m, value)
-		{
+		cJSON_ArrayForEach (m, value) {
 			if (km_get(props, m->string))
 				continue;
 			if (apply_defaults(addl, m, depth + 1))
@@ -314,8 +309,7 @@ static void prune_path(cJSON *obj, const char *path, int keep_last)
 		cJSON *first = NULL, *c;
 		int count = 0;
 
-		cJSON_ArrayForEach(c, parent)
-		{
+		cJSON_ArrayForEach (c, parent) {
 			if (c->string && !strcmp(c->string, key)) {
 				if (!first)
 					first = c;
@@ -401,8 +395,7 @@ static void check_builtin(enum km_res r, const cJSON *obj, struct causes *c)
 			cause(c, "spec.containers", "Required value");
 			break;
 		}
-		cJSON_ArrayForEach(x, cs)
-		{
+		cJSON_ArrayForEach (x, cs) {
 			char f[64];
 			const char *n = km_str(x, "name");
 
@@ -423,8 +416,7 @@ static void check_builtin(enum km_res r, const cJSON *obj, struct causes *c)
 		break;
 	}
 	case KM_CONFIGMAP:
-		cJSON_ArrayForEach(x, km_get(obj, "data"))
-		{
+		cJSON_ArrayForEach (x, km_get(obj, "data")) {
 			if (!cJSON_IsString(x)) {
 				char f[300];
 
@@ -453,8 +445,7 @@ static void check_builtin(enum km_res r, const cJSON *obj, struct causes *c)
 	}
 }
 
-static cJSON *invalid_status(enum km_res r, const cJSON *obj,
-			     struct causes *c)
+static cJSON *invalid_status(enum km_res r, const cJSON *obj, struct causes *c)
 {
 	const char *name = km_meta_str(obj, "name");
 	char *msg = NULL;
@@ -592,8 +583,8 @@ verdict:
 	}
 out:
 	if (rc == HB_ENOMEM && !*status)
-		*status = km_status_plain(500, "InternalError",
-					  "out of memory");
+		*status =
+			km_status_plain(500, "InternalError", "out of memory");
 	cJSON_Delete(c.arr);
 	hb_buf_free(&c.msg);
 	hb_buf_free(&viol);

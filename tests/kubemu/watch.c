@@ -61,9 +61,8 @@ static int matches(const struct km_watch *w, const struct km_obj *o)
 		return 0;
 	if (w->ns && strcmp(o->ns, w->ns))
 		return 0;
-	return km_selector_match(w->labels,
-				 km_get(km_get(o->tree, "metadata"),
-					"labels")) &&
+	return km_selector_match(w->labels, km_get(km_get(o->tree, "metadata"),
+						   "labels")) &&
 	       km_fields_match(w->fields, o->tree);
 }
 
@@ -152,8 +151,8 @@ struct km_watch *km_watch_new(struct km_ctx *ctx, struct km_watch_opts *o)
 		return w;
 	}
 	/* No version: the current state first, then changes. */
-	if (km_store_list(ctx->store, w->res, w->ns, NULL, NULL, list_filter,
-			  w, 0, &w->initial, &w->ninitial, NULL, &w->cursor))
+	if (km_store_list(ctx->store, w->res, w->ns, NULL, NULL, list_filter, w,
+			  0, &w->initial, &w->ninitial, NULL, &w->cursor))
 		goto fail;
 	return w;
 fail:
