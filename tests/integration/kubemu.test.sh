@@ -19,6 +19,8 @@ set -euo pipefail
 build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
 emu=$build/bin/hb-kubemu
+# The reference CRDs (ctest passes HB_SHARED_DIR).
+crds=${HB_SHARED_DIR:-$src/../shared}/reference/crds
 
 fail() {
 	echo "FAIL: $*" >&2
@@ -48,7 +50,7 @@ trap cleanup EXIT
 # start_emu: run the emulator in the background; waits for its port file.
 start_emu() {
 	rm -f "$tmp/port"
-	"$emu" --listen 127.0.0.1:0 --port-file "$tmp/port" \
+	"$emu" --listen 127.0.0.1:0 --port-file "$tmp/port" --crds "$crds" \
 		--tls-dir "$tmp/tls" --kubeconfig-out "$tmp/kubeconfig" \
 		--token "admin-$$" --token "team-$$:team-a" \
 		--pidfile "$tmp/pid" --watch-window 64 --bookmark-ms 300 \

@@ -16,6 +16,8 @@ set -euo pipefail
 build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
 emu=$build/bin/hb-kubemu
+# The reference CRDs (ctest passes HB_SHARED_DIR).
+crds=${HB_SHARED_DIR:-$src/../shared}/reference/crds
 cli=$build/bin/hpcbridge
 
 fail() {
@@ -48,7 +50,8 @@ trap cleanup EXIT
 
 mpicc -O1 -o "$tmp/hello" "$src/tests/integration/data/launcher/hello.c"
 
-"$emu" --listen 127.0.0.1:0 --port-file "$tmp/port" --token "t-$$" \
+"$emu" --listen 127.0.0.1:0 --port-file "$tmp/port" --crds "$crds" \
+	--token "t-$$" \
 	--kubeconfig-out "$tmp/kubeconfig" --execute --workdir "$tmp/work" \
 	--pod-start-ms 50 --kill-grace-ms 1000 \
 	>"$tmp/emu.out" 2>"$tmp/emu.err" &

@@ -466,7 +466,7 @@ static int hostfile_slots(struct km_kubelet *k, const cJSON *pod)
 {
 	const cJSON *ref;
 	struct km_obj *job = NULL;
-	int slots = 1, workers = 1;
+	int slots = 1, workers = 0;
 
 	if (k->ctx->o->hostfile_slots)
 		return k->ctx->o->hostfile_slots;

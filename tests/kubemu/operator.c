@@ -622,8 +622,10 @@ static cJSON *new_pod(const cJSON *job, const char *rtype, const char *name,
 		 index >= 0 ? "" : "-launcher");
 	km_set_str(ps, "hostname", buf);
 	km_set_str(ps, "subdomain", jname);
-	km_set_str(ps, "restartPolicy",
-		   rp && strcmp(rp, "ExitCode") ? rp : "Never");
+	/* setRestartPolicy, with SetDefaults_MPIJob's defaults. */
+	if (!rp)
+		rp = index >= 0 ? "Never" : "OnFailure";
+	km_set_str(ps, "restartPolicy", strcmp(rp, "ExitCode") ? rp : "Never");
 	snprintf(slots, sizeof(slots), "%d",
 		 cJSON_IsNumber(spw) ? spw->valueint : 1);
 	c0 = cJSON_GetArrayItem(km_get(ps, "containers"), 0);
@@ -769,12 +771,16 @@ static struct jobstate *jobstate_of(struct km_ctl *c, const char *key,
 	return js;
 }
 
+/* The replicas of a replica type, with the operator's defaults: 1
+ * launcher, 0 workers. */
 static int replicas_of(const cJSON *spec, const char *rtype)
 {
 	const cJSON *r = km_get(km_get(km_get(spec, "mpiReplicaSpecs"), rtype),
 				"replicas");
 
-	return cJSON_IsNumber(r) ? r->valueint : 1;
+	if (cJSON_IsNumber(r))
+		return r->valueint;
+	return strcmp(rtype, "Launcher") ? 0 : 1;
 }
 
 /* Delete worker pods as cleanUpWorkerPods does (pending and running
@@ -957,8 +963,6 @@ static void sync_mpijob(struct km_ctl *c, const char *ns, const char *name)
 	job_failed = js->deadline_exceeded || failed > backoff;
 	job_done = succeeded > 0 || job_failed;
 	workers = replicas_of(spec, "Worker");
-	if (!km_get(km_get(spec, "mpiReplicaSpecs"), "Worker"))
-		workers = 0;
 	if (job_done && js->deadline_exceeded && active_launcher) {
 		/* The Job controller ends the active pods. */
 		km_internal_delete(ctx, KM_POD, ns, active_launcher->name);
