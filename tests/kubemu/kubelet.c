@@ -1,0 +1,1223 @@
+/*
+ * kubelet.c - the pods' side: start-up, simulated runs, launchers really
+ * run on this host (--execute), logs, termination and graceful deletion.
+ *
+ * Every pod goes Pending -> Running after --pod-start-ms, on the node
+ * "kubemu-node" with IP 127.0.0.1.  What follows depends on the pod:
+ *   - an MPI launcher (label training.kubeflow.org/job-role=launcher) is
+ *     simulated for --run-ms and ends with exit code 0, or what the
+ *     MPIJob's annotations say (kubemu.hpcbridge.io/run-ms, exit-code,
+ *     log); with --execute its first container's command and args really
+ *     run here, in a session of their own, with the pod's environment,
+ *     its ConfigMap volumes materialised in a per-pod directory and a
+ *     hostfile naming localhost;
+ *   - any other pod (workers, pods of clients) runs until it is deleted.
+ * A pod's output goes to WORKDIR/NAMESPACE/POD/log, which pods/log
+ * serves.  Deleting a running pod sends SIGTERM to its process group,
+ * then SIGKILL after --kill-grace-ms; the pod goes away once the process
+ * has.  All of this runs on the controller thread.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "hpcbridge/log.h"
+#include "kubemu.h"
+
+#define KUBELET "kubelet"
+#define NODE	"kubemu-node"
+#define L_ROLE	"training.kubeflow.org/job-role"
+#define A_EXIT	"kubemu.hpcbridge.io/exit-code"
+#define A_RUN	"kubemu.hpcbridge.io/run-ms"
+#define A_LOG	"kubemu.hpcbridge.io/log"
+/* Where the hpcbridge launcher reads its runtime from. */
+#define HB_RUNTIME_DIR "/opt/hpcbridge/launcher"
+#define MAX_ENV	       1024
+
+extern char **environ;
+
+struct podstate {
+	int64_t seen;	   /* first seen (monotonic ms) */
+	int64_t finish_at; /* simulated launcher: when it ends */
+	int exit_code;	   /* simulated launcher: how */
+	pid_t pid;	   /* executed launcher, 0 if none */
+	int64_t term_sent; /* SIGTERM sent at */
+	int gone;	   /* the pod object is gone */
+	int running;	   /* we set it Running */
+};
+
+/* A launcher process and its pod. */
+struct proc {
+	pid_t pid;
+	char key[600];
+};
+
+struct km_kubelet {
+	struct km_ctx *ctx;
+	struct km_map *pods; /* ns/name -> struct podstate */
+	struct proc *procs;
+	size_t nprocs, capprocs;
+};
+
+struct km_kubelet *km_kubelet_new(struct km_ctx *ctx)
+{
+	struct km_kubelet *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return NULL;
+	k->ctx = ctx;
+	k->pods = km_map_new();
+	if (!k->pods) {
+		free(k);
+		return NULL;
+	}
+	return k;
+}
+
+/* ---- paths ---------------------------------------------------------- */
+
+/* snprintf for paths: HB_ETOOBIG rather than a truncated path. */
+static int pathf(char *buf, size_t cap, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int pathf(char *buf, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, cap, fmt, ap);
+	va_end(ap);
+	return n < 0 || (size_t)n >= cap ? HB_ETOOBIG : 0;
+}
+
+static int pod_dir(const struct km_kubelet *k, const char *ns, const char *name,
+		   char *buf, size_t cap)
+{
+	int n = snprintf(buf, cap, "%s/%s/%s", k->ctx->workdir, ns, name);
+
+	return n < 0 || (size_t)n >= cap ? HB_ETOOBIG : 0;
+}
+
+static int mkdirs(const char *path)
+{
+	char tmp[4096];
+	size_t n = strlen(path);
+
+	if (n >= sizeof(tmp))
+		return HB_ETOOBIG;
+	memcpy(tmp, path, n + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) && errno != EEXIST)
+			return HB_EIO;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0755) && errno != EEXIST)
+		return HB_EIO;
+	return 0;
+}
+
+char *km_kubelet_log_path(struct km_kubelet *k, const char *ns,
+			  const char *name)
+{
+	char dir[4096], path[4200];
+
+	if (pod_dir(k, ns, name, dir, sizeof(dir)))
+		return NULL;
+	snprintf(path, sizeof(path), "%s/log", dir);
+	if (access(path, R_OK))
+		return NULL;
+	return strdup(path);
+}
+
+static int write_file(const char *path, const char *text, size_t len,
+		      mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	ssize_t w;
+
+	if (fd < 0)
+		return HB_EIO;
+	while (len) {
+		w = write(fd, text, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			close(fd);
+			return HB_EIO;
+		}
+		text += w;
+		len -= (size_t)w;
+	}
+	return close(fd) ? HB_EIO : 0;
+}
+
+/* ---- pod status ----------------------------------------------------- */
+
+static cJSON *condition(const char *type, const char *status,
+			const char *reason, const char *ts)
+{
+	cJSON *c = cJSON_CreateObject();
+
+	if (!c || km_set_str(c, "type", type) ||
+	    km_set_str(c, "status", status) ||
+	    km_set(c, "lastProbeTime", cJSON_CreateNull()) ||
+	    km_set_str(c, "lastTransitionTime", ts) ||
+	    (reason && km_set_str(c, "reason", reason))) {
+		cJSON_Delete(c);
+		return NULL;
+	}
+	return c;
+}
+
+static int set_conditions(cJSON *st, int ready, const char *reason,
+			  const char *ts)
+{
+	cJSON *conds = cJSON_CreateArray();
+	const char *r = ready ? "True" : "False";
+
+	if (!conds)
+		return HB_ENOMEM;
+	cJSON_AddItemToArray(conds, condition("Initialized", "True", NULL, ts));
+	cJSON_AddItemToArray(conds, condition("Ready", r, reason, ts));
+	cJSON_AddItemToArray(conds,
+			     condition("ContainersReady", r, reason, ts));
+	cJSON_AddItemToArray(conds,
+			     condition("PodScheduled", "True", NULL, ts));
+	return km_set(st, "conditions", conds);
+}
+
+struct start_arg {
+	const char *container_id;
+};
+
+static int mark_running(void *arg, cJSON *pod)
+{
+	struct start_arg *a = arg;
+	cJSON *spec = km_obj_at(pod, "spec");
+	cJSON *st = km_obj_at(pod, "status"), *cs, *ips, *ip, *c;
+	char ts[32];
+
+	km_timestamp(ts, sizeof(ts), 0);
+	if (!spec || !st)
+		return HB_ENOMEM;
+	if (!km_str(spec, "nodeName") && km_set_str(spec, "nodeName", NODE))
+		return HB_ENOMEM;
+	cs = cJSON_CreateArray();
+	ips = cJSON_CreateArray();
+	ip = cJSON_CreateObject();
+	if (!cs || !ips || !ip || km_set_str(ip, "ip", "127.0.0.1")) {
+		cJSON_Delete(cs);
+		cJSON_Delete(ips);
+		cJSON_Delete(ip);
+		return HB_ENOMEM;
+	}
+	cJSON_AddItemToArray(ips, ip);
+	cJSON_ArrayForEach (c, km_get(spec, "containers")) {
+		cJSON *s = cJSON_CreateObject(), *state = cJSON_CreateObject();
+		cJSON *run = cJSON_CreateObject();
+		const char *img = km_str(c, "image");
+
+		if (!s || !state || !run ||
+		    km_set_str(s, "name",
+			       km_str(c, "name") ? km_str(c, "name") : "") ||
+		    km_set_str(run, "startedAt", ts) ||
+		    km_set(state, "running", run) ||
+		    km_set(s, "state", state) ||
+		    km_set(s, "lastState", cJSON_CreateObject()) ||
+		    km_set(s, "ready", cJSON_CreateTrue()) ||
+		    km_set_num(s, "restartCount", 0) ||
+		    km_set_str(s, "image", img ? img : "") ||
+		    km_set_str(s, "imageID", "") ||
+		    km_set_str(s, "containerID", a->container_id) ||
+		    km_set(s, "started", cJSON_CreateTrue())) {
+			cJSON_Delete(s);
+			cJSON_Delete(cs);
+			cJSON_Delete(ips);
+			return HB_ENOMEM;
+		}
+		cJSON_AddItemToArray(cs, s);
+	}
+	if (km_set_str(st, "phase", "Running") ||
+	    set_conditions(st, 1, NULL, ts) ||
+	    km_set_str(st, "hostIP", "127.0.0.1") ||
+	    km_set_str(st, "podIP", "127.0.0.1") || km_set(st, "podIPs", ips) ||
+	    km_set_str(st, "startTime", ts) ||
+	    km_set(st, "containerStatuses", cs)) {
+		return HB_ENOMEM;
+	}
+	return 0;
+}
+
+struct end_arg {
+	int code;
+	const char *reason;  /* of the container: Completed, Error */
+	const char *message; /* NULL for none */
+};
+
+static int mark_ended(void *arg, cJSON *pod)
+{
+	struct end_arg *a = arg;
+	cJSON *st = km_obj_at(pod, "status"), *c;
+	char ts[32];
+
+	km_timestamp(ts, sizeof(ts), 0);
+	if (!st)
+		return HB_ENOMEM;
+	if (km_set_str(st, "phase", a->code ? "Failed" : "Succeeded") ||
+	    set_conditions(st, 0, "PodCompleted", ts))
+		return HB_ENOMEM;
+	cJSON_ArrayForEach (c, km_get(st, "containerStatuses")) {
+		cJSON *state = km_obj_at(c, "state"), *t = cJSON_CreateObject();
+		const char *started =
+			km_str(km_get(state, "running"), "startedAt");
+
+		if (!t || km_set_num(t, "exitCode", a->code) ||
+		    km_set_str(t, "reason", a->reason) ||
+		    (a->message && km_set_str(t, "message", a->message)) ||
+		    km_set_str(t, "startedAt", started ? started : ts) ||
+		    km_set_str(t, "finishedAt", ts) ||
+		    (km_str(c, "containerID") &&
+		     km_set_str(t, "containerID", km_str(c, "containerID")))) {
+			cJSON_Delete(t);
+			return HB_ENOMEM;
+		}
+		km_del(state, "running");
+		if (km_set(state, "terminated", t) ||
+		    km_set(c, "ready", cJSON_CreateFalse()) ||
+		    km_set(c, "started", cJSON_CreateFalse()))
+			return HB_ENOMEM;
+	}
+	return 0;
+}
+
+/* ---- the launcher's environment ------------------------------------- */
+
+struct env {
+	char *v[MAX_ENV];
+	size_t n;
+};
+
+static void env_free(struct env *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		free(e->v[i]);
+	e->n = 0;
+}
+
+static const char *env_get(const struct env *e, const char *name, size_t nl)
+{
+	for (size_t i = e->n; i-- > 0;) {
+		if (!strncmp(e->v[i], name, nl) && e->v[i][nl] == '=')
+			return e->v[i] + nl + 1;
+	}
+	return NULL;
+}
+
+/* Set NAME=VALUE, replacing an earlier value. */
+static int env_set(struct env *e, const char *name, const char *value)
+{
+	size_t nl = strlen(name);
+	char *kv;
+
+	if (asprintf(&kv, "%s=%s", name, value) < 0)
+		return HB_ENOMEM;
+	for (size_t i = 0; i < e->n; i++) {
+		if (!strncmp(e->v[i], name, nl) && e->v[i][nl] == '=') {
+			free(e->v[i]);
+			e->v[i] = kv;
+			return 0;
+		}
+	}
+	if (e->n == MAX_ENV - 1) {
+		free(kv);
+		return HB_ETOOBIG;
+	}
+	e->v[e->n++] = kv;
+	return 0;
+}
+
+/* Kubernetes' $(VAR) expansion: defined names are replaced, $$ is $,
+ * anything else stays as written. */
+static char *expand(const char *s, const struct env *e)
+{
+	struct hb_buf b;
+	char *out;
+
+	hb_buf_init(&b, 0);
+	hb_buf_puts(&b, "");
+	while (*s) {
+		if (s[0] == '$' && s[1] == '$') {
+			hb_buf_putc(&b, '$');
+			s += 2;
+			continue;
+		}
+		if (s[0] == '$' && s[1] == '(') {
+			const char *end = strchr(s + 2, ')');
+			const char *v =
+				end ? env_get(e, s + 2, (size_t)(end - s - 2))
+				    : NULL;
+
+			if (v) {
+				hb_buf_puts(&b, v);
+				s = end + 1;
+				continue;
+			}
+		}
+		hb_buf_putc(&b, *s++);
+	}
+	out = hb_buf_steal(&b);
+	hb_buf_free(&b);
+	return out;
+}
+
+/* A mounted volume: the pod's path and where it is on this host. */
+struct mount {
+	char path[1024];
+	char local[2048];
+};
+
+struct mounts {
+	struct mount m[64];
+	size_t n;
+};
+
+/* A path under a mount, as it is on this host (value itself if none). */
+static char *rewrite(const struct mounts *ms, const char *value)
+{
+	for (size_t i = 0; i < ms->n; i++) {
+		size_t n = strlen(ms->m[i].path);
+		char *out;
+
+		if (!strncmp(value, ms->m[i].path, n) &&
+		    (value[n] == '/' || value[n] == '\0')) {
+			if (asprintf(&out, "%s%s", ms->m[i].local, value + n) <
+			    0)
+				return NULL;
+			return out;
+		}
+	}
+	return strdup(value);
+}
+
+/* Materialise a ConfigMap's data into dir (items, when given, pick keys
+ * and paths).  HB_EAGAIN when it is missing and not optional. */
+static int materialise_cm(struct km_kubelet *k, const char *ns,
+			  const cJSON *src, const char *dir)
+{
+	const char *name = km_str(src, "name");
+	struct km_obj *cm =
+		name ? km_store_get(k->ctx->store, KM_CONFIGMAP, ns, name)
+		     : NULL;
+	const cJSON *data, *items, *kv;
+	char path[4096];
+	int rc = 0;
+
+	if (!cm)
+		return cJSON_IsTrue(km_get(src, "optional")) ? 0 : HB_EAGAIN;
+	data = km_get(cm->tree, "data");
+	items = km_get(src, "items");
+	if (cJSON_IsArray(items)) {
+		cJSON_ArrayForEach (kv, items) {
+			const char *key = km_str(kv, "key");
+			const char *p = km_str(kv, "path");
+			const char *val = key ? km_str(data, key) : NULL;
+
+			if (!val || !p || strstr(p, ".."))
+				continue;
+			if (pathf(path, sizeof(path), "%s/%s", dir, p) ||
+			    write_file(path, val, strlen(val), 0644))
+				rc = HB_EIO;
+		}
+	} else {
+		cJSON_ArrayForEach (kv, data) {
+			if (!cJSON_IsString(kv) || strchr(kv->string, '/') ||
+			    !strcmp(kv->string, "..") ||
+			    !strcmp(kv->string, "."))
+				continue;
+			if (pathf(path, sizeof(path), "%s/%s", dir,
+				  kv->string) ||
+			    write_file(path, kv->valuestring,
+				       strlen(kv->valuestring), 0644))
+				rc = HB_EIO;
+		}
+	}
+	km_obj_unref(cm);
+	return rc;
+}
+
+/* The hostfile the launcher gets: localhost with the job's slots. */
+static int hostfile_slots(struct km_kubelet *k, const cJSON *pod)
+{
+	const cJSON *ref;
+	struct km_obj *job = NULL;
+	int slots = 1, workers = 0;
+
+	if (k->ctx->o->hostfile_slots)
+		return k->ctx->o->hostfile_slots;
+	cJSON_ArrayForEach (
+		ref, km_get(km_get(pod, "metadata"), "ownerReferences")) {
+		const char *kind = km_str(ref, "kind");
+
+		if (kind && !strcmp(kind, "MPIJob") && km_str(ref, "name"))
+			job = km_store_get(k->ctx->store, KM_MPIJOB,
+					   km_meta_str(pod, "namespace"),
+					   km_str(ref, "name"));
+	}
+	if (job) {
+		const cJSON *spec = km_get(job->tree, "spec");
+		const cJSON *spw = km_get(spec, "slotsPerWorker");
+		const cJSON *w = km_get(
+			km_get(km_get(spec, "mpiReplicaSpecs"), "Worker"),
+			"replicas");
+
+		if (cJSON_IsNumber(spw) && spw->valueint > 0)
+			slots = spw->valueint;
+		if (cJSON_IsNumber(w))
+			workers = w->valueint;
+		km_obj_unref(job);
+	}
+	return workers > 0 ? workers * slots : slots;
+}
+
+/*
+ * Prepare and start the launcher of pod (ns/name): volumes, hostfile,
+ * environment, command.  *pid gets the process.  HB_EAGAIN when a
+ * ConfigMap it needs is missing; *why explains other failures.
+ */
+static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
+		 const char *name, pid_t *pid, char *why, size_t whycap)
+{
+	const cJSON *spec = km_get(pod, "spec");
+	const cJSON *c0 = cJSON_GetArrayItem(km_get(spec, "containers"), 0);
+	const cJSON *v, *m, *e;
+	char dir[4096], path[4200], hostfile[4300], tmp[4200];
+	struct mounts *ms = calloc(1, sizeof(*ms));
+	struct env *env = calloc(1, sizeof(*env));
+	char *argv[256];
+	size_t argc = 0;
+	const char *wd;
+	struct stat sb;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none;
+	int rc = HB_EIO, fa_ok = 0, at_ok = 0;
+
+	*pid = 0;
+	if (!ms || !env) {
+		rc = HB_ENOMEM;
+		goto out;
+	}
+	if (pod_dir(k, ns, name, dir, sizeof(dir)) || mkdirs(dir)) {
+		snprintf(why, whycap, "cannot make %.400s", dir);
+		goto out;
+	}
+	/* The operator's /etc/mpi: a hostfile naming this host. */
+	if (pathf(path, sizeof(path), "%s/etc-mpi", dir) ||
+	    pathf(hostfile, sizeof(hostfile), "%s/hostfile", path)) {
+		snprintf(why, whycap, "the work directory's path is too long");
+		goto out;
+	}
+	snprintf(tmp, sizeof(tmp), "localhost slots=%d\n",
+		 hostfile_slots(k, pod));
+	if (mkdirs(path) || write_file(hostfile, tmp, strlen(tmp), 0644)) {
+		snprintf(why, whycap, "cannot write %.400s", hostfile);
+		goto out;
+	}
+	/* Volumes. */
+	cJSON_ArrayForEach (v, km_get(spec, "volumes")) {
+		const char *vn = km_str(v, "name");
+		const cJSON *cm = km_get(v, "configMap");
+		const cJSON *hp = km_get(v, "hostPath");
+		const char *local = path;
+
+		if (!vn || strchr(vn, '/'))
+			continue;
+		snprintf(path, sizeof(path), "%s/volumes/%s", dir, vn);
+		if (!strcmp(vn, "mpi-job-config")) {
+			snprintf(path, sizeof(path), "%s/etc-mpi", dir);
+		} else if (km_str(hp, "path")) {
+			local = km_str(hp, "path");
+		} else {
+			if (mkdirs(path))
+				goto out;
+			if (cm) {
+				rc = materialise_cm(k, ns, cm, path);
+				if (rc == HB_EAGAIN) {
+					snprintf(why, whycap,
+						 "configmap \"%s\" not found",
+						 km_str(cm, "name")
+							 ? km_str(cm, "name")
+							 : "");
+					goto out;
+				}
+				rc = HB_EIO;
+			}
+		}
+		cJSON_ArrayForEach (m, km_get(c0, "volumeMounts")) {
+			const char *mn = km_str(m, "name");
+			const char *mp = km_str(m, "mountPath");
+
+			if (!mn || !mp || strcmp(mn, vn) ||
+			    ms->n == sizeof(ms->m) / sizeof(ms->m[0]))
+				continue;
+			snprintf(ms->m[ms->n].path, sizeof(ms->m[0].path), "%s",
+				 mp);
+			while (strlen(ms->m[ms->n].path) > 1 &&
+			       ms->m[ms->n].path[strlen(ms->m[ms->n].path) -
+						 1] == '/')
+				ms->m[ms->n]
+					.path[strlen(ms->m[ms->n].path) - 1] =
+					'\0';
+			if (snprintf(ms->m[ms->n].local, sizeof(ms->m[0].local),
+				     "%s",
+				     local) >= (int)sizeof(ms->m[0].local))
+				continue;
+			ms->n++;
+		}
+	}
+	/* The environment: the host's basics, what this machine needs for
+	 * Open MPI, the container's own (mount paths rewritten), and the
+	 * --exec-env additions. */
+	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
+	mkdirs(tmp);
+	env_set(env, "PATH",
+		getenv("PATH") ? getenv("PATH")
+			       : "/usr/local/bin:/usr/bin:/bin");
+	env_set(env, "HOME", dir);
+	env_set(env, "TMPDIR", tmp);
+	env_set(env, "HOSTNAME",
+		km_str(spec, "hostname") ? km_str(spec, "hostname") : name);
+	env_set(env, "HPCBRIDGE_HOSTFILE", hostfile);
+	if (geteuid() == 0) {
+		env_set(env, "OMPI_ALLOW_RUN_AS_ROOT", "1");
+		env_set(env, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+	}
+	env_set(env, "OMPI_MCA_rmaps_base_oversubscribe", "1");
+	for (size_t i = 0; i < ms->n; i++) {
+		if (!strcmp(ms->m[i].path, HB_RUNTIME_DIR)) {
+			snprintf(path, sizeof(path), "%s/runtime.sh",
+				 ms->m[i].local);
+			env_set(env, "HPCBRIDGE_RUNTIME", path);
+		}
+	}
+	cJSON_ArrayForEach (e, km_get(c0, "env")) {
+		const char *n = km_str(e, "name");
+		const char *val = km_str(e, "value");
+		const cJSON *from = km_get(e, "valueFrom");
+		const char *fp = km_str(km_get(from, "fieldRef"), "fieldPath");
+		const cJSON *ck = km_get(from, "configMapKeyRef");
+		char *x = NULL, *y = NULL;
+
+		if (!n)
+			continue;
+		if (fp) {
+			val = !strcmp(fp, "metadata.name")	  ? name
+			      : !strcmp(fp, "metadata.namespace") ? ns
+			      : !strcmp(fp, "spec.nodeName")	  ? NODE
+			      : (!strcmp(fp, "status.podIP") ||
+				 !strcmp(fp, "status.hostIP"))
+				      ? "127.0.0.1"
+				      : "";
+		} else if (ck) {
+			struct km_obj *cm =
+				km_str(ck, "name")
+					? km_store_get(k->ctx->store,
+						       KM_CONFIGMAP, ns,
+						       km_str(ck, "name"))
+					: NULL;
+			const char *kv =
+				cm && km_str(ck, "key")
+					? km_str(km_get(cm->tree, "data"),
+						 km_str(ck, "key"))
+					: NULL;
+
+			x = kv ? strdup(kv) : NULL;
+			km_obj_unref(cm);
+			val = x;
+		}
+		if (!val)
+			val = "";
+		y = expand(val, env);
+		free(x);
+		x = y ? rewrite(ms, y) : NULL;
+		free(y);
+		if (x)
+			env_set(env, n, x);
+		free(x);
+	}
+	for (size_t i = 0; i < k->ctx->o->nexec_env; i++) {
+		const char *kv = k->ctx->o->exec_env[i];
+		char nm[256];
+		size_t nl = (size_t)(strchr(kv, '=') - kv);
+
+		if (nl >= sizeof(nm))
+			continue;
+		memcpy(nm, kv, nl);
+		nm[nl] = '\0';
+		env_set(env, nm, kv + nl + 1);
+	}
+	/* The command: command + args, $(VAR)-expanded. */
+	cJSON_ArrayForEach (e, km_get(c0, "command")) {
+		if (cJSON_IsString(e) && argc < 255)
+			argv[argc++] = expand(e->valuestring, env);
+	}
+	cJSON_ArrayForEach (e, km_get(c0, "args")) {
+		if (cJSON_IsString(e) && argc < 255)
+			argv[argc++] = expand(e->valuestring, env);
+	}
+	argv[argc] = NULL;
+	if (!argc || !argv[0]) {
+		snprintf(why, whycap,
+			 "the container has no command: images are not run "
+			 "here, only commands");
+		rc = HB_EINVAL;
+		goto out;
+	}
+	wd = km_str(c0, "workingDir");
+	if (!wd || stat(wd, &sb) || !S_ISDIR(sb.st_mode))
+		wd = dir;
+	snprintf(path, sizeof(path), "%s/log", dir);
+	env->v[env->n] = NULL;
+	if (posix_spawn_file_actions_init(&fa))
+		goto out;
+	fa_ok = 1;
+	if (posix_spawnattr_init(&at))
+		goto out;
+	at_ok = 1;
+	sigemptyset(&none);
+	{
+		sigset_t def;
+
+		sigemptyset(&def);
+		sigaddset(&def, SIGPIPE);
+		sigaddset(&def, SIGTERM);
+		sigaddset(&def, SIGINT);
+		sigaddset(&def, SIGHUP);
+		posix_spawnattr_setsigdefault(&at, &def);
+	}
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID |
+					      POSIX_SPAWN_SETSIGMASK |
+					      POSIX_SPAWN_SETSIGDEF);
+	if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY,
+					     0) ||
+	    posix_spawn_file_actions_addopen(
+		    &fa, 1, path, O_WRONLY | O_CREAT | O_APPEND, 0644) ||
+	    posix_spawn_file_actions_adddup2(&fa, 1, 2) ||
+	    posix_spawn_file_actions_addchdir_np(&fa, wd))
+		goto out;
+	rc = posix_spawnp(pid, argv[0], &fa, &at, argv, env->v);
+	if (rc) {
+		snprintf(why, whycap, "cannot run %s: %s", argv[0],
+			 strerror(rc));
+		*pid = 0;
+		rc = HB_EIO;
+		goto out;
+	}
+	hb_logf(HB_LOG_INFO,
+		(struct hb_log_field[]){ HB_LOG_STR("pod", name),
+					 HB_LOG_INT("pid", *pid) },
+		2, "kubelet: started the launcher of %s/%s", ns, name);
+	rc = 0;
+out:
+	if (fa_ok)
+		posix_spawn_file_actions_destroy(&fa);
+	if (at_ok)
+		posix_spawnattr_destroy(&at);
+	for (size_t i = 0; i < argc; i++)
+		free(argv[i]);
+	if (env)
+		env_free(env);
+	free(env);
+	free(ms);
+	return rc;
+}
+
+/* ---- the sync ------------------------------------------------------- */
+
+static struct podstate *state_of(struct km_kubelet *k, const char *key)
+{
+	struct podstate *ps = km_map_get(k->pods, key);
+
+	if (ps)
+		return ps;
+	ps = calloc(1, sizeof(*ps));
+	if (!ps)
+		return NULL;
+	ps->seen = km_now_ms();
+	if (km_map_put(k->pods, key, ps, NULL)) {
+		free(ps);
+		return NULL;
+	}
+	return ps;
+}
+
+static void drop_state(struct km_kubelet *k, const char *key)
+{
+	free(km_map_del(k->pods, key));
+}
+
+static void add_proc(struct km_kubelet *k, pid_t pid, const char *key)
+{
+	if (k->nprocs == k->capprocs) {
+		size_t cap = k->capprocs ? k->capprocs * 2 : 16;
+		struct proc *np = realloc(k->procs, cap * sizeof(*np));
+
+		if (!np) {
+			/* Cannot track it: end it rather than lose it. */
+			kill(-pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			return;
+		}
+		k->procs = np;
+		k->capprocs = cap;
+	}
+	k->procs[k->nprocs].pid = pid;
+	snprintf(k->procs[k->nprocs].key, sizeof(k->procs[0].key), "%s", key);
+	k->nprocs++;
+}
+
+static const char *annotation(const cJSON *pod, const char *key)
+{
+	return km_str(km_get(km_get(pod, "metadata"), "annotations"), key);
+}
+
+static int is_launcher(const cJSON *pod)
+{
+	const char *role =
+		km_str(km_get(km_get(pod, "metadata"), "labels"), L_ROLE);
+
+	return role && !strcmp(role, "launcher");
+}
+
+/* Signal a process group: SIGTERM first, SIGKILL once the grace period
+ * is over.  *next gets when to look again. */
+static void terminate(struct km_kubelet *k, struct podstate *ps, int64_t now,
+		      int64_t *next)
+{
+	int grace = k->ctx->o->kill_grace_ms;
+
+	if (!ps->term_sent) {
+		kill(-ps->pid, SIGTERM);
+		ps->term_sent = now;
+		*next = now + grace;
+	} else if (now >= ps->term_sent + grace) {
+		kill(-ps->pid, SIGKILL);
+		*next = now + 200;
+	} else {
+		*next = ps->term_sent + grace;
+	}
+}
+
+static void fail_start(struct km_kubelet *k, const char *ns, const char *name,
+		       const char *why)
+{
+	struct start_arg sa = { "kubemu://none" };
+	struct end_arg ea = { 128, "StartError", why };
+
+	km_internal_update(k->ctx, KM_POD, ns, name, KUBELET, NULL,
+			   mark_running, &sa, NULL);
+	km_internal_update(k->ctx, KM_POD, ns, name, KUBELET, "status",
+			   mark_ended, &ea, NULL);
+}
+
+static void start_pod(struct km_kubelet *k, struct km_obj *pod,
+		      struct podstate *ps, int64_t now, int64_t *next)
+{
+	const char *ns = pod->ns, *name = pod->name;
+	char dir[4096], logp[4200], cid[64], why[512] = "", key[600];
+	struct start_arg sa = { cid };
+	int launcher = is_launcher(pod->tree);
+
+	if (pod_dir(k, ns, name, dir, sizeof(dir)) || mkdirs(dir))
+		return;
+	snprintf(logp, sizeof(logp), "%s/log", dir);
+	if (k->ctx->o->execute && launcher) {
+		int rc = spawn(k, pod->tree, ns, name, &ps->pid, why,
+			       sizeof(why));
+
+		if (rc == HB_EAGAIN) {
+			/* A ConfigMap volume is missing: wait for it. */
+			hb_log(HB_LOG_INFO, "kubelet: %s/%s: %s", ns, name,
+			       why);
+			*next = now + 1000;
+			return;
+		}
+		if (rc) {
+			hb_log(HB_LOG_WARN, "kubelet: %s/%s: %s", ns, name,
+			       why);
+			write_file(logp, why, strlen(why), 0644);
+			ps->running = 1;
+			fail_start(k, ns, name, why);
+			return;
+		}
+		snprintf(key, sizeof(key), "%s/%s", ns, name);
+		add_proc(k, ps->pid, key);
+		snprintf(cid, sizeof(cid), "kubemu://%d", (int)ps->pid);
+	} else {
+		const char *text =
+			launcher ? annotation(pod->tree, A_LOG) : NULL;
+		char def[600];
+
+		if (launcher && !text) {
+			snprintf(def, sizeof(def),
+				 "hb-kubemu: simulated launcher %s/%s\n", ns,
+				 name);
+			text = def;
+		}
+		write_file(logp, text ? text : "", text ? strlen(text) : 0,
+			   0644);
+		if (launcher) {
+			const char *rm = annotation(pod->tree, A_RUN);
+			const char *ec = annotation(pod->tree, A_EXIT);
+			uint64_t v;
+
+			ps->finish_at = now + k->ctx->o->run_ms;
+			if (rm && !km_parse_u64(rm, &v))
+				ps->finish_at = now + (int64_t)v;
+			ps->exit_code = ec && !km_parse_u64(ec, &v) && v < 256
+						? (int)v
+						: 0;
+			*next = ps->finish_at;
+		}
+		km_uuid(cid + snprintf(cid, sizeof(cid), "kubemu://"));
+	}
+	ps->running = 1;
+	km_internal_update(k->ctx, KM_POD, ns, name, KUBELET, NULL,
+			   mark_running, &sa, NULL);
+}
+
+void km_kubelet_sync(struct km_kubelet *k, const char *ns, const char *name,
+		     int64_t *next)
+{
+	struct km_obj *pod = km_store_get(k->ctx->store, KM_POD, ns, name);
+	int64_t now = km_now_ms();
+	struct podstate *ps;
+	const char *phase;
+	char key[600];
+	int deleting, terminal;
+
+	*next = 0;
+	snprintf(key, sizeof(key), "%s/%s", ns, name);
+	ps = km_map_get(k->pods, key);
+	if (!pod) {
+		/* Deleted: end its process, if any. */
+		if (ps && ps->pid) {
+			ps->gone = 1;
+			terminate(k, ps, now, next);
+		} else if (ps) {
+			drop_state(k, key);
+		}
+		return;
+	}
+	ps = state_of(k, key);
+	if (!ps)
+		goto out;
+	phase = km_str(km_get(pod->tree, "status"), "phase");
+	if (!phase)
+		phase = "Pending";
+	terminal = !strcmp(phase, "Succeeded") || !strcmp(phase, "Failed");
+	deleting = km_get(km_get(pod->tree, "metadata"), "deletionTimestamp") !=
+		   NULL;
+	if (ps->pid && (terminal || deleting)) {
+		/* Evicted, or deleted with grace: end the process; the
+		 * reaper finishes the job. */
+		terminate(k, ps, now, next);
+		goto out;
+	}
+	if (deleting) {
+		km_store_delete(k->ctx->store, KM_POD, ns, name, pod->rv, NULL);
+		drop_state(k, key);
+		goto out;
+	}
+	if (terminal)
+		goto out;
+	if (!strcmp(phase, "Pending") && !ps->running) {
+		if (now < ps->seen + k->ctx->o->pod_start_ms) {
+			*next = ps->seen + k->ctx->o->pod_start_ms;
+			goto out;
+		}
+		start_pod(k, pod, ps, now, next);
+		goto out;
+	}
+	if (ps->finish_at && !ps->pid) {
+		if (now >= ps->finish_at) {
+			struct end_arg ea = { ps->exit_code,
+					      ps->exit_code ? "Error"
+							    : "Completed",
+					      NULL };
+
+			ps->finish_at = 0;
+			km_internal_update(k->ctx, KM_POD, ns, name, KUBELET,
+					   "status", mark_ended, &ea, NULL);
+		} else {
+			*next = ps->finish_at;
+		}
+	}
+out:
+	km_obj_unref(pod);
+}
+
+/* A process ended: record how in its pod (or finish its deletion). */
+static void ended(struct km_kubelet *k, const char *key, struct podstate *ps,
+		  int status)
+{
+	char ns[300], name[300];
+	const char *slash = strchr(key, '/');
+	struct km_obj *pod;
+	struct end_arg ea = { 0, "Completed", NULL };
+
+	/* The container's other processes end with it. */
+	kill(-ps->pid, SIGKILL);
+	if (WIFEXITED(status))
+		ea.code = WEXITSTATUS(status);
+	else if (WIFSIGNALED(status))
+		ea.code = 128 + WTERMSIG(status);
+	if (ea.code)
+		ea.reason = "Error";
+	hb_log(HB_LOG_INFO, "kubelet: the launcher of %s ended with %d", key,
+	       ea.code);
+	ps->pid = 0;
+	if (!slash || (size_t)(slash - key) >= sizeof(ns))
+		return;
+	memcpy(ns, key, (size_t)(slash - key));
+	ns[slash - key] = '\0';
+	snprintf(name, sizeof(name), "%s", slash + 1);
+	pod = km_store_get(k->ctx->store, KM_POD, ns, name);
+	if (!pod || ps->gone) {
+		km_obj_unref(pod);
+		drop_state(k, key);
+		return;
+	}
+	if (km_get(km_get(pod->tree, "metadata"), "deletionTimestamp")) {
+		km_store_delete(k->ctx->store, KM_POD, ns, name, 0, NULL);
+		km_obj_unref(pod);
+		drop_state(k, key);
+		return;
+	}
+	{
+		const char *phase =
+			km_str(km_get(pod->tree, "status"), "phase");
+
+		/* An evicted pod keeps the status it was given. */
+		if (!phase || strcmp(phase, "Failed"))
+			km_internal_update(k->ctx, KM_POD, ns, name, KUBELET,
+					   "status", mark_ended, &ea, NULL);
+	}
+	km_obj_unref(pod);
+}
+
+void km_kubelet_reap(struct km_kubelet *k)
+{
+	for (size_t i = 0; i < k->nprocs;) {
+		int status;
+		pid_t pid = waitpid(k->procs[i].pid, &status, WNOHANG);
+		struct proc p;
+		struct podstate *ps;
+
+		if (pid == 0 || (pid < 0 && errno == EINTR)) {
+			i++;
+			continue;
+		}
+		p = k->procs[i];
+		k->procs[i] = k->procs[--k->nprocs];
+		if (pid < 0)
+			status = 0;
+		ps = km_map_get(k->pods, p.key);
+		if (ps && ps->pid == p.pid)
+			ended(k, p.key, ps, status);
+		else
+			kill(-p.pid, SIGKILL);
+	}
+}
+
+int km_kubelet_busy(struct km_kubelet *k)
+{
+	return k->nprocs > 0;
+}
+
+/* At exit: SIGTERM to every process group, SIGKILL after the grace. */
+static void stop_all(struct km_kubelet *k)
+{
+	int64_t until = km_now_ms() + k->ctx->o->kill_grace_ms;
+
+	for (size_t i = 0; i < k->nprocs; i++)
+		kill(-k->procs[i].pid, SIGTERM);
+	while (k->nprocs) {
+		for (size_t i = 0; i < k->nprocs;) {
+			if (waitpid(k->procs[i].pid, NULL, WNOHANG) != 0) {
+				kill(-k->procs[i].pid, SIGKILL);
+				k->procs[i] = k->procs[--k->nprocs];
+				continue;
+			}
+			if (km_now_ms() >= until)
+				kill(-k->procs[i].pid, SIGKILL);
+			i++;
+		}
+		if (k->nprocs)
+			usleep(20000);
+	}
+}
+
+void km_kubelet_free(struct km_kubelet *k)
+{
+	if (!k)
+		return;
+	stop_all(k);
+	free(k->procs);
+	km_map_free(k->pods, free);
+	free(k);
+}
+
+/* ---- log streams ---------------------------------------------------- */
+
+struct km_logstream {
+	struct km_ctx *ctx;
+	int fd;
+	char *ns, *name;
+	int follow;
+	uint64_t limit, sent; /* limit 0: none */
+	int last_read;	      /* the pod has ended: one more read, then EOF */
+	unsigned drop_gen;    /* cut when the faults drop streams */
+};
+
+/* The offset where the last n lines of fd begin. */
+static off_t tail_offset(int fd, uint64_t n)
+{
+	char buf[8192];
+	off_t end = lseek(fd, 0, SEEK_END), pos = end;
+	uint64_t lines = 0;
+	int first = 1;
+
+	if (end <= 0)
+		return 0;
+	while (pos > 0) {
+		size_t chunk =
+			pos > (off_t)sizeof(buf) ? sizeof(buf) : (size_t)pos;
+		ssize_t got;
+
+		pos -= (off_t)chunk;
+		got = pread(fd, buf, chunk, pos);
+		if (got <= 0)
+			return 0;
+		for (ssize_t i = got - 1; i >= 0; i--) {
+			if (buf[i] != '\n')
+				continue;
+			/* A final newline ends the last line, it does not
+			 * start one. */
+			if (first && pos + i == end - 1) {
+				first = 0;
+				continue;
+			}
+			first = 0;
+			if (++lines > n || (n == 0 && lines))
+				return pos + i + 1;
+		}
+	}
+	return 0;
+}
+
+struct km_logstream *km_log_open(struct km_ctx *ctx, const char *ns,
+				 const char *name, const char *path, int follow,
+				 uint64_t tail, uint64_t limit)
+{
+	struct km_logstream *ls = calloc(1, sizeof(*ls));
+
+	if (!ls)
+		return NULL;
+	ls->ctx = ctx;
+	ls->drop_gen = atomic_load(&ctx->drop_gen);
+	ls->follow = follow;
+	ls->limit = limit;
+	ls->fd = open(path, O_RDONLY | O_CLOEXEC);
+	ls->ns = strdup(ns);
+	ls->name = strdup(name);
+	if (ls->fd < 0 || !ls->ns || !ls->name) {
+		km_log_free(ls);
+		return NULL;
+	}
+	if (tail != UINT64_MAX)
+		lseek(ls->fd,
+		      tail == 0 ? lseek(ls->fd, 0, SEEK_END)
+				: tail_offset(ls->fd, tail),
+		      SEEK_SET);
+	return ls;
+}
+
+static int pod_ended(struct km_logstream *ls)
+{
+	struct km_obj *pod =
+		km_store_get(ls->ctx->store, KM_POD, ls->ns, ls->name);
+	const char *phase;
+	int done;
+
+	if (!pod)
+		return 1;
+	phase = km_str(km_get(pod->tree, "status"), "phase");
+	done = phase &&
+	       (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
+	km_obj_unref(pod);
+	return done;
+}
+
+ssize_t km_log_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct km_logstream *ls = cls;
+
+	(void)pos;
+	if (ls->limit && ls->sent >= ls->limit)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (ls->limit && max > ls->limit - ls->sent)
+		max = (size_t)(ls->limit - ls->sent);
+	for (;;) {
+		ssize_t n = read(ls->fd, buf, max);
+
+		if (n > 0) {
+			ls->sent += (uint64_t)n;
+			return n;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (!ls->follow || ls->last_read)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (atomic_load(&ls->ctx->stopping) ||
+		    atomic_load(&ls->ctx->drop_gen) != ls->drop_gen)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (pod_ended(ls)) {
+			ls->last_read = 1;
+			continue;
+		}
+		usleep(50000);
+	}
+}
+
+void km_log_free(void *cls)
+{
+	struct km_logstream *ls = cls;
+
+	if (!ls)
+		return;
+	if (ls->fd >= 0)
+		close(ls->fd);
+	free(ls->ns);
+	free(ls->name);
+	free(ls);
+}
