@@ -182,7 +182,7 @@ static char *field_value(struct lex *x)
 	return out;
 }
 
-static int add_val(struct req *r, char *v)
+static int add_val(struct lex *x, struct req *r, char *v)
 {
 	char **nv;
 
@@ -190,7 +190,10 @@ static int add_val(struct req *r, char *v)
 		return HB_ENOMEM;
 	if (r->nvals == SEL_MAX_VALUES) {
 		free(v);
-		return HB_ETOOBIG;
+		return hb_err_set(x->err, HB_ETOOBIG, NULL, 0,
+				  "unable to parse requirement: more than %d "
+				  "values at offset %zu",
+				  SEL_MAX_VALUES, x->i);
 	}
 	nv = realloc(r->vals, (r->nvals + 1) * sizeof(*nv));
 	if (!nv) {
@@ -286,7 +289,7 @@ static int parse_req(struct lex *x, struct req *r)
 				free(v);
 				return bad(x, "invalid label value");
 			}
-			if ((rc = add_val(r, v)))
+			if ((rc = add_val(x, r, v)))
 				return rc;
 			skip_ws(x);
 			if (x->s[x->i] == ',') {
@@ -307,7 +310,7 @@ static int parse_req(struct lex *x, struct req *r)
 
 		if (!v)
 			return x->err->code ? x->err->code : HB_ENOMEM;
-		return add_val(r, v);
+		return add_val(x, r, v);
 	}
 	skip_ws(x);
 	{
@@ -330,7 +333,7 @@ static int parse_req(struct lex *x, struct req *r)
 					      "an integer");
 			}
 		}
-		if ((rc = add_val(r, v)))
+		if ((rc = add_val(x, r, v)))
 			return rc;
 	}
 	skip_ws(x);
