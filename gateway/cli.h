@@ -31,4 +31,11 @@ int hb_cmd_sandbox(int argc, char **argv);
 int hb_cli_read_file(const char *path, size_t max, struct hb_buf *b,
 		     struct hb_err *err);
 
+/* Load the configuration file at path (at most 1 MiB; NULL: the built-in
+ * defaults) into cfg, which the caller zeroes first and frees with
+ * hb_config_free() whatever the result.  Errors name the file and line. */
+struct hb_config;
+int hb_cli_load_config(const char *path, struct hb_config *cfg,
+		       struct hb_err *err);
+
 #endif

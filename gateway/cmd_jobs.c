@@ -24,7 +24,6 @@
 #include "cli.h"
 
 #define SCRIPT_MAX	 (4u * 1024 * 1024)
-#define CONFIG_MAX	 (1u * 1024 * 1024)
 #define DEFAULT_TIMEOUT	 10000
 #define SYSTEM_CONFIG	 "/etc/hpcbridge/hpcbridge.yaml"
 
@@ -114,7 +113,6 @@ static int socket_path(const struct conn *c, char *out, size_t n,
 {
 	const char *cfgpath = c->config, *env = NULL;
 	struct hb_config cfg;
-	struct hb_buf b;
 	int rc, len;
 
 	if (c->socket || (env = getenv("HPCBRIDGE_SOCKET"))) {
@@ -129,14 +127,7 @@ static int socket_path(const struct conn *c, char *out, size_t n,
 	if (!cfgpath && access(SYSTEM_CONFIG, R_OK) == 0)
 		cfgpath = SYSTEM_CONFIG;
 	memset(&cfg, 0, sizeof(cfg));
-	if (cfgpath) {
-		rc = hb_cli_read_file(cfgpath, CONFIG_MAX, &b, err);
-		if (!rc)
-			rc = hb_config_parse(b.data, b.len, cfgpath, &cfg, err);
-		hb_buf_free(&b);
-	} else {
-		rc = hb_config_defaults(&cfg);
-	}
+	rc = hb_cli_load_config(cfgpath, &cfg, err);
 	if (!rc) {
 		len = snprintf(out, n, "%s", cfg.daemon_socket);
 		if (len <= 0 || (size_t)len >= n)

@@ -348,7 +348,7 @@ out:
 	return rc;
 }
 
-static int load_config(const char *path, struct hb_config *cfg,
+int hb_cli_load_config(const char *path, struct hb_config *cfg,
 		       struct hb_err *err)
 {
 	struct hb_buf b;
@@ -432,7 +432,7 @@ int hb_cmd_translate(int argc, char **argv)
 		return HB_EXIT_USAGE;
 	}
 	memset(&cfg, 0, sizeof(cfg));
-	if ((rc = load_config(o.config, &cfg, &err))) {
+	if ((rc = hb_cli_load_config(o.config, &cfg, &err))) {
 		fprintf(stderr, "%s\n", err.msg[0] ? err.msg : hb_strerror(rc));
 		hb_config_free(&cfg);
 		return HB_EXIT_INPUT;
