@@ -243,17 +243,3 @@ void hb_slurm_backend_ops(struct hb_slurm_backend *sb,
 	out->slurm_cancel = cancel;
 	out->slurm_poll = poll_changes;
 }
-
-int hb_slurm_backend_comment(struct hb_slurm_backend *sb,
-			     int64_t slurm_job_id, const char *text,
-			     struct hb_err *err)
-{
-	int rc;
-
-	if (slurm_job_id <= 0 || slurm_job_id > UINT32_MAX)
-		return HB_EINVAL;
-	pthread_mutex_lock(&sb->mu);
-	rc = hb_slurmc_set_comment(sb->c, (uint32_t)slurm_job_id, text, err);
-	pthread_mutex_unlock(&sb->mu);
-	return rc;
-}

@@ -19,13 +19,8 @@ int hb_slurm_backend_open(const char *slurm_conf, struct hb_slurm_backend **out,
 			  struct hb_err *err);
 void hb_slurm_backend_close(struct hb_slurm_backend *sb); /* NULL ok */
 
-/* The daemon's submit and cancel slots, borrowing sb. */
+/* The daemon's submit, cancel and poll slots, borrowing sb. */
 void hb_slurm_backend_ops(struct hb_slurm_backend *sb,
 			  struct hb_daemon_backend *out);
-
-/* Set a Slurm job's comment (what squeue %k shows). */
-int hb_slurm_backend_comment(struct hb_slurm_backend *sb,
-			     int64_t slurm_job_id, const char *text,
-			     struct hb_err *err);
 
 #endif
