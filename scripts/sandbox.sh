@@ -10,7 +10,8 @@
 # backend (their scripts run on this host as their users): it stands in
 # for the cluster.
 #
-# usage: sandbox.sh up DIR BUILD_DIR     start; print `export` lines
+# usage: sandbox.sh up DIR BUILD_DIR     start what is not running; print
+#                                        `export` lines
 #        sandbox.sh down DIR             stop what `up` started, by PID
 #        sandbox.sh env DIR BUILD_DIR    print the `export` lines again
 #
@@ -98,7 +99,11 @@ up() {
 	export HB_SLURM_CPUS=${HB_SLURM_CPUS:-8}
 	export HB_SLURM_MEM_MB=${HB_SLURM_MEM_MB:-16000}
 	export HB_SLURM_GPUS=${HB_SLURM_GPUS-}
-	if ! slurm_up "$dir/slurm" >&2; then
+	# Start only what is not running: `up` again after the daemon died
+	# restarts the daemon alone.
+	if slurm_is_up "$dir/slurm" 2>/dev/null; then
+		export SLURM_CONF="$dir/slurm/slurm.conf"
+	elif ! slurm_up "$dir/slurm" >&2; then
 		down "$dir"
 		return 1
 	fi

@@ -18,17 +18,11 @@ rounds=${HB_CRASH_ROUNDS:-4}
 sandbox_test_up
 
 daemon_pid() { head -c 32 "$box/hpcbridged.pid" | tr -dc 0-9; }
+# `sandbox.sh up` again starts only what is not running: the daemon.
 start_daemon() {
-	setsid "$build/bin/hpcbridged" --config "$box/hpcbridge.yaml" \
-		--foreground --pidfile "$box/hpcbridged.pid" \
-		</dev/null >>"$box/hpcbridged.log" 2>&1 &
-	for _ in $(seq 100); do
-		hpcbridge jobs --timeout 300 >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	die "hpcbridged did not restart"
+	bash "$src/scripts/sandbox.sh" up "$box" "$build" >/dev/null \
+		2>>"$tmp/up.err" || die "daemon restart: $(tail -n 5 "$tmp/up.err")"
 }
-
 for r in $(seq "$rounds"); do
 	cat >"$tmp/job$r.sh" <<EOF
 #!/bin/sh
