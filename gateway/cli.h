@@ -35,7 +35,12 @@ int hb_cli_read_file(const char *path, size_t max, struct hb_buf *b,
  * defaults) into cfg, which the caller zeroes first and frees with
  * hb_config_free() whatever the result.  Errors name the file and line. */
 struct hb_config;
+struct cJSON;
 int hb_cli_load_config(const char *path, struct hb_config *cfg,
 		       struct hb_err *err);
+
+/* A daemon request {"op": op, "id": id}; NULL when out of memory.  Caller
+ * frees with cJSON_Delete(). */
+struct cJSON *hb_cli_id_request(const char *op, const char *id);
 
 #endif

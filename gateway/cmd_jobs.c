@@ -359,8 +359,7 @@ int hb_cmd_jobs(int argc, char **argv)
 	return rc;
 }
 
-/* Build {"op": op, "id": id}. */
-static cJSON *id_request(const char *op, const char *id)
+cJSON *hb_cli_id_request(const char *op, const char *id)
 {
 	cJSON *req = cJSON_CreateObject();
 
@@ -380,7 +379,7 @@ static const char status_usage[] =
 int hb_cmd_status(int argc, char **argv)
 {
 	struct conn c;
-	cJSON *reply;
+	cJSON *req, *reply;
 	const cJSON *job, *d, *e;
 	int rc = parse_conn(argc, argv, status_usage, 0, &c);
 
@@ -390,8 +389,8 @@ int hb_cmd_status(int argc, char **argv)
 		fprintf(stderr, "%s", status_usage);
 		return HB_EXIT_USAGE;
 	}
-	if ((rc = call("status", &c, id_request("status", argv[optind]),
-		       &reply)))
+	req = hb_cli_id_request("status", argv[optind]);
+	if ((rc = call("status", &c, req, &reply)))
 		return rc;
 	if (c.json) {
 		rc = print_json(reply);
@@ -430,7 +429,7 @@ static const char cancel_usage[] =
 int hb_cmd_cancel(int argc, char **argv)
 {
 	struct conn c;
-	cJSON *reply;
+	cJSON *req, *reply;
 	int rc = parse_conn(argc, argv, cancel_usage, 0, &c);
 
 	if (rc)
@@ -439,8 +438,8 @@ int hb_cmd_cancel(int argc, char **argv)
 		fprintf(stderr, "%s", cancel_usage);
 		return HB_EXIT_USAGE;
 	}
-	if ((rc = call("cancel", &c, id_request("cancel", argv[optind]),
-		       &reply)))
+	req = hb_cli_id_request("cancel", argv[optind]);
+	if ((rc = call("cancel", &c, req, &reply)))
 		return rc;
 	if (c.json)
 		rc = print_json(reply);

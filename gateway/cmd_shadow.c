@@ -121,22 +121,10 @@ static void show_phase(const char *id, const char *phase)
 		;
 }
 
-static cJSON *make_req(const char *op, const char *id)
-{
-	cJSON *r = cJSON_CreateObject();
-
-	if (r && (!cJSON_AddStringToObject(r, "op", op) ||
-		  !cJSON_AddStringToObject(r, "id", id))) {
-		cJSON_Delete(r);
-		return NULL;
-	}
-	return r;
-}
-
 /* Ask for the remote job's cancellation; best effort, one try. */
 static void cancel_remote(const char *sock, const char *id)
 {
-	cJSON *req = make_req("cancel", id), *reply = NULL;
+	cJSON *req = hb_cli_id_request("cancel", id), *reply = NULL;
 	struct hb_err err = {0};
 
 	if (req && hb_proto_call(sock, req, CALL_TIMEOUT, &reply, &err) == 0 &&
@@ -226,7 +214,7 @@ int hb_cmd_shadow(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	/* Start, or adopt, the remote job. */
-	req = make_req("remote_start", id);
+	req = hb_cli_id_request("remote_start", id);
 	slurm_id = getenv("SLURM_JOB_ID");
 	if (req && slurm_id)
 		cJSON_AddStringToObject(req, "slurm_job_id", slurm_id);
@@ -253,7 +241,7 @@ int hb_cmd_shadow(int argc, char **argv)
 
 		if (stop_signal)
 			break;
-		req = make_req("remote_poll", id);
+		req = hb_cli_id_request("remote_poll", id);
 		if (req && (!cJSON_AddNumberToObject(req, "offset", offset) ||
 			    !cJSON_AddNumberToObject(req, "max", CHUNK) ||
 			    (task_id >= 0 &&
