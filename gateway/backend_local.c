@@ -42,8 +42,8 @@ struct hb_backend {
 	int grace_ms;
 };
 
-static const char *const phase_names[] = {
-    "pending", "running", "succeeded", "failed", "cancelled", "lost"};
+static const char *const phase_names[] = { "pending", "running",   "succeeded",
+					   "failed",  "cancelled", "lost" };
 
 const char *hb_remote_phase_name(enum hb_remote_phase p)
 {
@@ -194,8 +194,8 @@ static pid_t live_pid(const char *pidfile)
 	return kill(-(pid_t)pid, 0) == 0 ? (pid_t)pid : 0;
 }
 
-int hb_backend_local_new(const char *dir, int grace_ms,
-			 struct hb_backend **out, struct hb_err *err)
+int hb_backend_local_new(const char *dir, int grace_ms, struct hb_backend **out,
+			 struct hb_err *err)
 {
 	struct hb_backend *be;
 
@@ -229,9 +229,10 @@ static void run_job(const struct hb_remote_job *job, const char *jdir,
 {
 	/* $1: job dir.  The status of "$1/script" is kept in result. */
 	static const char wrapper[] =
-	    "\"$1/script\"; s=$?; "
-	    "printf '%s %s\\n' \"$s\" \"$(date +%s%3N)\" >\"$1/result.tmp\" "
-	    "&& mv -f \"$1/result.tmp\" \"$1/result\"";
+		"\"$1/script\"; s=$?; "
+		"printf '%s %s\\n' \"$s\" \"$(date +%s%3N)\" "
+		">\"$1/result.tmp\" "
+		"&& mv -f \"$1/result.tmp\" \"$1/result\"";
 	char pidtext[64];
 	unsigned long long start;
 	struct passwd pw, *pwp = NULL;
@@ -251,8 +252,9 @@ static void run_job(const struct hb_remote_job *job, const char *jdir,
 		    setgid(job->gid) != 0 || setuid(job->uid) != 0)
 			_exit(126);
 	}
-	if (chdir(job->workdir ? job->workdir
-			       : pwp && pwp->pw_dir ? pwp->pw_dir : "/") != 0 &&
+	if (chdir(job->workdir	       ? job->workdir
+		  : pwp && pwp->pw_dir ? pwp->pw_dir
+				       : "/") != 0 &&
 	    chdir("/") != 0)
 		_exit(126);
 	fd = open("/dev/null", O_RDONLY);
@@ -298,8 +300,9 @@ static int make_dirs(const char *dir, struct hb_err *err)
 }
 
 /* Create a file owned by the job's user with the given bytes. */
-static int make_file(const char *path, mode_t mode, const struct hb_remote_job *job,
-		     const char *data, size_t len)
+static int make_file(const char *path, mode_t mode,
+		     const struct hb_remote_job *job, const char *data,
+		     size_t len)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 	int rc = 0;
@@ -308,8 +311,7 @@ static int make_file(const char *path, mode_t mode, const struct hb_remote_job *
 		return HB_EIO;
 	if (len && write(fd, data, len) != (ssize_t)len)
 		rc = HB_EIO;
-	if (!rc && job->uid != geteuid() &&
-	    fchown(fd, job->uid, job->gid) != 0)
+	if (!rc && job->uid != geteuid() && fchown(fd, job->uid, job->gid) != 0)
 		rc = HB_EPERM;
 	if (!rc && fsync(fd) != 0)
 		rc = HB_EIO;
@@ -417,14 +419,15 @@ int hb_backend_status(struct hb_backend *be, const char *id,
 					  "malformed result");
 		out->exit_code = (int)code;
 		out->end_ms = strtoll(end, NULL, 10);
-		out->phase = cancel_ms   ? HB_REMOTE_CANCELLED
+		out->phase = cancel_ms	 ? HB_REMOTE_CANCELLED
 			     : code == 0 ? HB_REMOTE_SUCCEEDED
 					 : HB_REMOTE_FAILED;
 		return 0;
 	}
 	job_path(be, id, "pid", path, NULL);
 	if (!out->start_ms) {
-		out->phase = cancel_ms ? HB_REMOTE_CANCELLED : HB_REMOTE_PENDING;
+		out->phase =
+			cancel_ms ? HB_REMOTE_CANCELLED : HB_REMOTE_PENDING;
 		return 0;
 	}
 	pid = live_pid(path);
@@ -475,8 +478,7 @@ int hb_backend_log(struct hb_backend *be, const char *id, uint64_t offset,
 	return rc;
 }
 
-int hb_backend_cancel(struct hb_backend *be, const char *id,
-		      struct hb_err *err)
+int hb_backend_cancel(struct hb_backend *be, const char *id, struct hb_err *err)
 {
 	struct hb_remote_status st;
 	char path[PATH_MAX], text[32];

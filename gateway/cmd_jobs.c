@@ -18,14 +18,14 @@
 
 #include <cjson/cJSON.h>
 
+#include "cli.h"
 #include "hpcbridge/config.h"
 #include "hpcbridge/doc.h"
 #include "hpcbridge/proto.h"
-#include "cli.h"
 
-#define SCRIPT_MAX	 (4u * 1024 * 1024)
-#define DEFAULT_TIMEOUT	 10000
-#define SYSTEM_CONFIG	 "/etc/hpcbridge/hpcbridge.yaml"
+#define SCRIPT_MAX	(4u * 1024 * 1024)
+#define DEFAULT_TIMEOUT 10000
+#define SYSTEM_CONFIG	"/etc/hpcbridge/hpcbridge.yaml"
 
 extern char **environ;
 
@@ -38,27 +38,27 @@ struct conn {
 };
 
 static const struct option long_opts[] = {
-    {"socket", required_argument, NULL, 's'},
-    {"config", required_argument, NULL, 'c'},
-    {"timeout", required_argument, NULL, 't'},
-    {"json", no_argument, NULL, 'j'},
-    {"all", no_argument, NULL, 'a'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+	{ "socket", required_argument, NULL, 's' },
+	{ "config", required_argument, NULL, 'c' },
+	{ "timeout", required_argument, NULL, 't' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "all", no_argument, NULL, 'a' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
 };
 
 /* Parse the shared options; 0, or HB_EXIT_USAGE (message printed), or
  * -1 for --help (usage printed). */
-static int parse_conn(int argc, char **argv, const char *usage,
-		      int allow_all, struct conn *c)
+static int parse_conn(int argc, char **argv, const char *usage, int allow_all,
+		      struct conn *c)
 {
 	int opt;
 
 	memset(c, 0, sizeof(*c));
 	c->timeout_ms = DEFAULT_TIMEOUT;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "s:c:t:jah", long_opts,
-				  NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:c:t:jah", long_opts, NULL)) !=
+	       -1) {
 		switch (opt) {
 		case 's':
 			c->socket = optarg;
@@ -144,7 +144,7 @@ static int call(const char *cmd, const struct conn *c, cJSON *req,
 		cJSON **reply)
 {
 	char path[PATH_MAX];
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	int rc;
 
 	*reply = NULL;
@@ -264,16 +264,17 @@ static void table_row(const cJSON *j)
 }
 
 static const char submit_usage[] =
-    "usage: hpcbridge submit [--socket PATH] [--config FILE] [--timeout MS] "
-    "[--json] FILE\n"
-    "Submit an sbatch or PBS script through hpcbridged, which decides "
-    "where it runs.\n";
+	"usage: hpcbridge submit [--socket PATH] [--config FILE] [--timeout "
+	"MS] "
+	"[--json] FILE\n"
+	"Submit an sbatch or PBS script through hpcbridged, which decides "
+	"where it runs.\n";
 
 int hb_cmd_submit(int argc, char **argv)
 {
 	struct conn c;
 	struct hb_buf script;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	char cwd[PATH_MAX];
 	cJSON *req, *reply, *env;
 	int rc = parse_conn(argc, argv, submit_usage, 0, &c);
@@ -323,9 +324,10 @@ int hb_cmd_submit(int argc, char **argv)
 }
 
 static const char jobs_usage[] =
-    "usage: hpcbridge jobs [--all] [--socket PATH] [--config FILE] "
-    "[--timeout MS] [--json]\n"
-    "List your jobs (--all: everyone's; root, SlurmUser and admins only).\n";
+	"usage: hpcbridge jobs [--all] [--socket PATH] [--config FILE] "
+	"[--timeout MS] [--json]\n"
+	"List your jobs (--all: everyone's; root, SlurmUser and admins "
+	"only).\n";
 
 int hb_cmd_jobs(int argc, char **argv)
 {
@@ -372,9 +374,10 @@ cJSON *hb_cli_id_request(const char *op, const char *id)
 }
 
 static const char status_usage[] =
-    "usage: hpcbridge status [--socket PATH] [--config FILE] [--timeout MS] "
-    "[--json] ID\n"
-    "Show a job, where it was placed and why, and its history.\n";
+	"usage: hpcbridge status [--socket PATH] [--config FILE] [--timeout "
+	"MS] "
+	"[--json] ID\n"
+	"Show a job, where it was placed and why, and its history.\n";
 
 int hb_cmd_status(int argc, char **argv)
 {
@@ -421,10 +424,10 @@ int hb_cmd_status(int argc, char **argv)
 	return HB_EXIT_OK;
 }
 
-static const char cancel_usage[] =
-    "usage: hpcbridge cancel [--socket PATH] [--config FILE] [--timeout MS] "
-    "[--json] ID\n"
-    "Cancel a job, wherever it runs.\n";
+static const char cancel_usage[] = "usage: hpcbridge cancel [--socket PATH] "
+				   "[--config FILE] [--timeout MS] "
+				   "[--json] ID\n"
+				   "Cancel a job, wherever it runs.\n";
 
 int hb_cmd_cancel(int argc, char **argv)
 {

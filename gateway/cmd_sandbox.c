@@ -19,12 +19,12 @@
 #define DEFAULT_DIR "/tmp/hpcbridge-sandbox"
 
 static const char usage[] =
-    "usage: hpcbridge sandbox up|down|env [--dir DIR]\n"
-    "  up    start a real single-node Slurm with hpcbridge's plugins and\n"
-    "        hpcbridged in DIR (default " DEFAULT_DIR "), and print\n"
-    "        the environment to use: eval \"$(hpcbridge sandbox up)\"\n"
-    "  down  stop exactly what up started, by PID\n"
-    "  env   print the environment again\n";
+	"usage: hpcbridge sandbox up|down|env [--dir DIR]\n"
+	"  up    start a real single-node Slurm with hpcbridge's plugins and\n"
+	"        hpcbridged in DIR (default " DEFAULT_DIR "), and print\n"
+	"        the environment to use: eval \"$(hpcbridge sandbox up)\"\n"
+	"  down  stop exactly what up started, by PID\n"
+	"  env   print the environment again\n";
 
 int hb_cmd_sandbox(int argc, char **argv)
 {
@@ -63,8 +63,9 @@ int hb_cmd_sandbox(int argc, char **argv)
 	if (!script)
 		script = HB_SOURCE_DIR "/scripts/sandbox.sh";
 	if (access(script, R_OK) != 0) {
-		fprintf(stderr, "hpcbridge sandbox: cannot read %s (set "
-				"HPCBRIDGE_SANDBOX_SCRIPT)\n",
+		fprintf(stderr,
+			"hpcbridge sandbox: cannot read %s (set "
+			"HPCBRIDGE_SANDBOX_SCRIPT)\n",
 			script);
 		return HB_EXIT_INPUT;
 	}

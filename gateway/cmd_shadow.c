@@ -21,18 +21,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
+#include "cli.h"
 #include "hpcbridge/config.h"
 #include "hpcbridge/proto.h"
-#include "cli.h"
 
-#define CALL_TIMEOUT   10000	       /* ms per request */
-#define CHUNK	       (256u * 1024)   /* output bytes per poll */
+#define CALL_TIMEOUT   10000	     /* ms per request */
+#define CHUNK	       (256u * 1024) /* output bytes per poll */
 #define BACKOFF_MAX_MS 5000
 
 extern char **environ;
@@ -46,7 +46,7 @@ static void on_signal(int sig)
 
 static void sleep_ms(int ms)
 {
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
 
 	/* A signal cuts the sleep short; the caller looks at stop_signal. */
 	nanosleep(&ts, NULL);
@@ -71,8 +71,8 @@ static void note(const char *id, const char *fmt, ...)
  * HB_ETIMEDOUT) until a signal arrives.  0 with an ok reply; otherwise
  * the error (the message in err).
  */
-static int request(const char *sock, const char *id, cJSON *req,
-		   cJSON **reply, struct hb_err *err)
+static int request(const char *sock, const char *id, cJSON *req, cJSON **reply,
+		   struct hb_err *err)
 {
 	int backoff = 100, rc, said = 0;
 
@@ -106,7 +106,7 @@ static void show_phase(const char *id, const char *phase)
 {
 	const char *job = getenv("SLURM_JOB_ID");
 	char jobarg[64], comment[128];
-	char *argv[] = {"scontrol", "update", jobarg, comment, NULL};
+	char *argv[] = { "scontrol", "update", jobarg, comment, NULL };
 	pid_t pid;
 	int st;
 
@@ -125,7 +125,7 @@ static void show_phase(const char *id, const char *phase)
 static void cancel_remote(const char *sock, const char *id)
 {
 	cJSON *req = hb_cli_id_request("cancel", id), *reply = NULL;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 
 	if (req && hb_proto_call(sock, req, CALL_TIMEOUT, &reply, &err) == 0 &&
 	    hb_proto_reply_status(reply, &err) == 0)
@@ -138,24 +138,24 @@ static void cancel_remote(const char *sock, const char *id)
 }
 
 static const char usage[] =
-    "usage: hpcbridge shadow [--socket PATH] [--poll MS] ID\n"
-    "Run as a burst job's Slurm proxy: start the remote job, copy its "
-    "output,\nexit with its exit code; cancel it on SIGTERM.\n";
+	"usage: hpcbridge shadow [--socket PATH] [--poll MS] ID\n"
+	"Run as a burst job's Slurm proxy: start the remote job, copy its "
+	"output,\nexit with its exit code; cancel it on SIGTERM.\n";
 
 int hb_cmd_shadow(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"socket", required_argument, NULL, 's'},
-	    {"poll", required_argument, NULL, 'p'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+		{ "socket", required_argument, NULL, 's' },
+		{ "poll", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *sock = getenv("HPCBRIDGE_SOCKET"), *id, *slurm_id;
 	const char *task = getenv("SLURM_ARRAY_TASK_ID");
 	long task_id = -1;
 	struct hb_config cfg;
 	struct sigaction sa;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_buf data;
 	cJSON *req, *reply = NULL;
 	double offset = 0;
@@ -173,8 +173,9 @@ int hb_cmd_shadow(int argc, char **argv)
 			errno = 0;
 			v = strtol(optarg, &end, 10);
 			if (errno || *end || v < 10 || v > 60000) {
-				fprintf(stderr, "hpcbridge shadow: --poll: "
-						"'%s' is not 10..60000 ms\n",
+				fprintf(stderr,
+					"hpcbridge shadow: --poll: "
+					"'%s' is not 10..60000 ms\n",
 					optarg);
 				return HB_EXIT_USAGE;
 			}
@@ -274,9 +275,9 @@ int hb_cmd_shadow(int argc, char **argv)
 			code = 1;
 			goto out;
 		}
-		if (data.len && (fwrite(data.data, 1, data.len, stdout) !=
-					 data.len ||
-				 fflush(stdout) != 0)) {
+		if (data.len &&
+		    (fwrite(data.data, 1, data.len, stdout) != data.len ||
+		     fflush(stdout) != 0)) {
 			note(id, "cannot write the output: %s",
 			     strerror(errno));
 			code = 1;
@@ -291,8 +292,8 @@ int hb_cmd_shadow(int argc, char **argv)
 		if (done) {
 			code = cJSON_IsNumber(ec) && ec->valuedouble >= 0 &&
 					       ec->valuedouble <= 255
-				   ? (int)ec->valuedouble
-				   : 1;
+				       ? (int)ec->valuedouble
+				       : 1;
 			if (strcmp(ph->valuestring, "succeeded"))
 				note(id, "the remote job ended %s",
 				     ph->valuestring);
@@ -305,7 +306,8 @@ int hb_cmd_shadow(int argc, char **argv)
 	}
 	hb_buf_free(&data);
 stopped:
-	note(id, "stopped by signal %s", stop_signal == SIGINT ? "INT" : "TERM");
+	note(id, "stopped by signal %s",
+	     stop_signal == SIGINT ? "INT" : "TERM");
 	cancel_remote(sock, id);
 	hb_config_free(&cfg);
 	return 128 + (int)stop_signal;

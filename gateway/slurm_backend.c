@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "slurm_backend.h"
 #include "hpcbridge/slurmc.h"
 #include "hpcbridge/translate.h"
+#include "slurm_backend.h"
 
 struct hb_slurm_backend {
 	struct hb_slurmc *c;
@@ -83,10 +83,9 @@ static int fill(const struct hb_jobspec *s, struct hb_slurmc_submit *r,
 	else if (s->mem_kind == HB_MEM_PER_CPU)
 		r->mem_per_cpu_mb = s->mem_mb;
 	if (s->gpus && s->gpu_scope == HB_GPU_PER_NODE) {
-		int n = s->gpu_type
-				? snprintf(gres, gsize, "gpu:%s:%u", s->gpu_type,
-					   s->gpus)
-				: snprintf(gres, gsize, "gpu:%u", s->gpus);
+		int n = s->gpu_type ? snprintf(gres, gsize, "gpu:%s:%u",
+					       s->gpu_type, s->gpus)
+				    : snprintf(gres, gsize, "gpu:%u", s->gpus);
 
 		if (n < 0 || (size_t)n >= gsize)
 			return hb_err_set(err, HB_ETOOBIG, s->source_name, 0,
@@ -112,7 +111,7 @@ static int submit(void *ctx, const struct hb_submit_req *req,
 		  int64_t *slurm_job_id, struct hb_err *err)
 {
 	struct hb_slurm_backend *sb = ctx;
-	struct hb_slurmc_submit r = {0};
+	struct hb_slurmc_submit r = { 0 };
 	struct hb_jobspec spec;
 	const char **env = NULL;
 	char idvar[80], gres[128];
@@ -201,7 +200,7 @@ static int poll_job(const struct hb_slurmc_job *j, void *arg)
 {
 	static const char tag[] = "hpcbridge:";
 	struct poll_ctx *pc = arg;
-	struct hb_slurm_change ch = {0};
+	struct hb_slurm_change ch = { 0 };
 	const char *p;
 	size_t n;
 
@@ -216,16 +215,17 @@ static int poll_job(const struct hb_slurmc_job *j, void *arg)
 	ch.slurm_job_id = j->job_id;
 	ch.exit_code = -1;
 	if (hb_slurmc_state_final(j->state))
-		ch.exit_code = j->exit_signal ? 128 + j->exit_signal
-					      : j->exit_code;
+		ch.exit_code =
+			j->exit_signal ? 128 + j->exit_signal : j->exit_code;
 	return pc->cb(&ch, pc->arg);
 }
 
-static int poll_changes(void *ctx, int (*cb)(const struct hb_slurm_change *, void *),
-		void *arg, struct hb_err *err)
+static int poll_changes(void *ctx,
+			int (*cb)(const struct hb_slurm_change *, void *),
+			void *arg, struct hb_err *err)
 {
 	struct hb_slurm_backend *sb = ctx;
-	struct poll_ctx pc = {cb, arg};
+	struct poll_ctx pc = { cb, arg };
 	int rc;
 
 	pthread_mutex_lock(&sb->mu);

@@ -40,12 +40,12 @@ int hb_remote_phase_done(enum hb_remote_phase p);
 
 /* What a remote job is made of.  Strings are borrowed for the call. */
 struct hb_remote_job {
-	const char *id;	     /* gateway id: [a-z0-9-], at most 63 chars */
-	const char *script;  /* the job's script, run as is */
+	const char *id;	    /* gateway id: [a-z0-9-], at most 63 chars */
+	const char *script; /* the job's script, run as is */
 	size_t script_len;
-	uid_t uid;	     /* run as */
+	uid_t uid; /* run as */
 	gid_t gid;
-	const char *workdir; /* absolute; NULL: the user's home, else / */
+	const char *workdir;	/* absolute; NULL: the user's home, else / */
 	const char *const *env; /* "NAME=value", NULL-terminated; may be
 				 * NULL */
 };
@@ -81,12 +81,12 @@ void hb_backend_free(struct hb_backend *be);
 
 /*
  * The local backend, keeping each job under dir/<id>/ (dir is created,
- * 0711, when the first job starts): the script, its output, its process id and its result.  It
- * survives a restart of the daemon: a new backend on the same dir sees
- * the jobs the old one started.  grace_ms: how long cancel waits after
+ * 0711, when the first job starts): the script, its output, its process id and
+ * its result.  It survives a restart of the daemon: a new backend on the same
+ * dir sees the jobs the old one started.  grace_ms: how long cancel waits after
  * SIGTERM.  Caller frees with hb_backend_free().
  */
-int hb_backend_local_new(const char *dir, int grace_ms,
-			 struct hb_backend **out, struct hb_err *err);
+int hb_backend_local_new(const char *dir, int grace_ms, struct hb_backend **out,
+			 struct hb_err *err);
 
 #endif

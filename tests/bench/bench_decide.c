@@ -55,7 +55,7 @@ int main(int argc, char **argv)
 	if (!lat || !req)
 		return 1;
 	for (long i = 0; i < n; i++) {
-		struct hb_err err = {0};
+		struct hb_err err = { 0 };
 		cJSON *reply = NULL;
 		double t0 = now_us();
 		int rc = hb_proto_call(argv[1], req, 5000, &reply, &err);
@@ -68,9 +68,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "decide: %s\n", err.msg);
 	}
 	qsort(lat, (size_t)n, sizeof(*lat), cmp);
-	printf("| %ld | %.0f | %.0f | %.0f | %.0f | %d |\n", n,
-	       lat[n / 2], lat[n * 9 / 10], lat[n * 99 / 100], lat[n - 1],
-	       fails);
+	printf("| %ld | %.0f | %.0f | %.0f | %.0f | %d |\n", n, lat[n / 2],
+	       lat[n * 9 / 10], lat[n * 99 / 100], lat[n - 1], fails);
 	cJSON_Delete(req);
 	free(lat);
 	return fails ? 1 : 0;

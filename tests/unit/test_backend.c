@@ -33,12 +33,12 @@ static int teardown(void **state)
 static struct hb_remote_job job_of(const char *id, const char *script)
 {
 	struct hb_remote_job j = {
-	    .id = id,
-	    .script = script,
-	    .script_len = strlen(script),
-	    .uid = geteuid(),
-	    .gid = getegid(),
-	    .workdir = "/tmp",
+		.id = id,
+		.script = script,
+		.script_len = strlen(script),
+		.uid = geteuid(),
+		.gid = getegid(),
+		.workdir = "/tmp",
 	};
 	return j;
 }
@@ -47,7 +47,7 @@ static struct hb_remote_job job_of(const char *id, const char *script)
 static struct hb_remote_status wait_done(struct hb_backend *be, const char *id)
 {
 	struct hb_remote_status st;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 
 	for (int i = 0; i < 1000; i++) {
 		assert_int_equal(hb_backend_status(be, id, &st, &err), 0);
@@ -62,9 +62,9 @@ static struct hb_remote_status wait_done(struct hb_backend *be, const char *id)
 static void test_run_and_exit_code(void **state)
 {
 	struct hb_backend *be;
-	struct hb_err err = {0};
-	struct hb_remote_job j =
-	    job_of("hb-1", "#!/bin/sh\necho out; echo err >&2; pwd; exit 3\n");
+	struct hb_err err = { 0 };
+	struct hb_remote_job j = job_of(
+		"hb-1", "#!/bin/sh\necho out; echo err >&2; pwd; exit 3\n");
 	struct hb_remote_status st;
 	struct hb_buf log;
 
@@ -99,10 +99,10 @@ static void test_run_and_exit_code(void **state)
 static void test_success_without_shebang(void **state)
 {
 	struct hb_backend *be;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_remote_job j = job_of("hb-2", "echo plain sh script\n");
-	const char *const env[] = {"HB_TEST_VAR=v1", "PATH=/usr/bin:/bin",
-				   NULL};
+	const char *const env[] = { "HB_TEST_VAR=v1", "PATH=/usr/bin:/bin",
+				    NULL };
 	struct hb_buf log;
 
 	(void)state;
@@ -122,10 +122,10 @@ static void test_success_without_shebang(void **state)
 static void test_cancel_and_restart(void **state)
 {
 	struct hb_backend *be, *be2;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_remote_job j =
-	    job_of("hb-3", "#!/bin/sh\ntrap '' TERM\necho started\n"
-			   "sleep 30 & wait; sleep 30\n");
+		job_of("hb-3", "#!/bin/sh\ntrap '' TERM\necho started\n"
+			       "sleep 30 & wait; sleep 30\n");
 	struct hb_remote_status st;
 
 	(void)state;
@@ -163,7 +163,7 @@ static void test_cancel_and_restart(void **state)
 static void test_bad_input(void **state)
 {
 	struct hb_backend *be;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_remote_job j = job_of("../etc", "true\n");
 	struct hb_remote_status st;
 	struct hb_buf log;
@@ -198,10 +198,10 @@ static void test_bad_input(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_run_and_exit_code),
-	    cmocka_unit_test(test_success_without_shebang),
-	    cmocka_unit_test(test_cancel_and_restart),
-	    cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_run_and_exit_code),
+		cmocka_unit_test(test_success_without_shebang),
+		cmocka_unit_test(test_cancel_and_restart),
+		cmocka_unit_test(test_bad_input),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
