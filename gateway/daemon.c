@@ -1778,7 +1778,8 @@ static int source_of(const struct hb_job_row *j, struct source *s)
 	if (cJSON_IsString(v) && v->valuestring[0] == '/')
 		s->cwd = v->valuestring;
 	e = cJSON_GetObjectItemCaseSensitive(s->doc, "env");
-	s->env = calloc((size_t)cJSON_GetArraySize(e) + 2, sizeof(*s->env));
+	/* room for HPCBRIDGE_JOB_ID, SLURM_ARRAY_TASK_ID and the NULL */
+	s->env = calloc((size_t)cJSON_GetArraySize(e) + 3, sizeof(*s->env));
 	if (!s->env)
 		return HB_ENOMEM;
 	cJSON_ArrayForEach (v, e)
