@@ -1482,12 +1482,48 @@ static inline int plain8(const unsigned char *s)
 		 HIGH);
 }
 
-static void json_string(struct wr *w, const char *str)
+/* The JSON escape of code point cp (a control, '"', '\\' or special). */
+static void json_escape(struct wr *w, uint32_t cp)
 {
-	const unsigned char *s = (const unsigned char *)(str ? str : "");
-	const unsigned char *run = s;
-	size_t n = strlen((const char *)s);
-	const unsigned char *end = s + n;
+	switch (cp) {
+	case '"':
+		PUTS(w, "\\\"");
+		break;
+	case '\\':
+		PUTS(w, "\\\\");
+		break;
+	case '\b':
+		PUTS(w, "\\b");
+		break;
+	case '\f':
+		PUTS(w, "\\f");
+		break;
+	case '\n':
+		PUTS(w, "\\n");
+		break;
+	case '\r':
+		PUTS(w, "\\r");
+		break;
+	case '\t':
+		PUTS(w, "\\t");
+		break;
+	default:
+		put_u4(w, cp);
+		break;
+	}
+}
+
+/*
+ * Write n bytes of str double-quoted: plain bytes and valid UTF-8 as they
+ * are, '"', '\\' and special code points through escape(), an invalid
+ * byte as U+FFFD.  JSON strings and YAML double-quoted scalars differ
+ * only in their escapes.
+ */
+static void quoted(struct wr *w, const char *str, size_t n,
+		   void (*escape)(struct wr *, uint32_t))
+{
+	const unsigned char *s = (const unsigned char *)str;
+	const unsigned char *end = s + n, *run = s;
 	uint32_t cp;
 	size_t k;
 
@@ -1516,38 +1552,20 @@ static void json_string(struct wr *w, const char *str)
 			PUTS(w, "\xef\xbf\xbd"); /* U+FFFD for a bad byte */
 			k = 1;
 		} else {
-			switch (cp) {
-			case '"':
-				PUTS(w, "\\\"");
-				break;
-			case '\\':
-				PUTS(w, "\\\\");
-				break;
-			case '\b':
-				PUTS(w, "\\b");
-				break;
-			case '\f':
-				PUTS(w, "\\f");
-				break;
-			case '\n':
-				PUTS(w, "\\n");
-				break;
-			case '\r':
-				PUTS(w, "\\r");
-				break;
-			case '\t':
-				PUTS(w, "\\t");
-				break;
-			default:
-				put_u4(w, cp);
-				break;
-			}
+			escape(w, cp);
 		}
 		s += k;
 		run = s;
 	}
 	put(w, (const char *)run, (size_t)(s - run));
 	putc1(w, '"');
+}
+
+static void json_string(struct wr *w, const char *str)
+{
+	if (!str)
+		str = "";
+	quoted(w, str, strlen(str), json_escape);
 }
 
 /* Integer text of v (|v| <= 2^53); returns its length. */
@@ -1810,83 +1828,53 @@ static enum sstyle string_style(const char *str, size_t n, int key)
 	return literal ? S_LITERAL : S_DQUOTE;
 }
 
+/* The YAML double-quoted escape of code point cp. */
+static void yaml_escape(struct wr *w, uint32_t cp)
+{
+	char t[4];
+
+	switch (cp) {
+	case '"':
+		PUTS(w, "\\\"");
+		break;
+	case '\\':
+		PUTS(w, "\\\\");
+		break;
+	case '\t':
+		PUTS(w, "\\t");
+		break;
+	case '\n':
+		PUTS(w, "\\n");
+		break;
+	case '\r':
+		PUTS(w, "\\r");
+		break;
+	case 0x85:
+		PUTS(w, "\\N");
+		break;
+	case 0x2028:
+		PUTS(w, "\\L");
+		break;
+	case 0x2029:
+		PUTS(w, "\\P");
+		break;
+	default:
+		if (cp < 0x100) {
+			t[0] = '\\';
+			t[1] = 'x';
+			t[2] = hexdig[cp >> 4];
+			t[3] = hexdig[cp & 15];
+			put(w, t, 4);
+		} else {
+			put_u4(w, cp);
+		}
+		break;
+	}
+}
+
 static void yaml_dquote(struct wr *w, const char *str, size_t n)
 {
-	const unsigned char *s = (const unsigned char *)str;
-	const unsigned char *end = s + n, *run = s;
-	uint32_t cp;
-	size_t k;
-
-	putc1(w, '"');
-	while (s < end) {
-		unsigned char c;
-
-		while (end - s >= 8 && plain8(s))
-			s += 8;
-		if (s == end)
-			break;
-		c = *s;
-		if (bclass[c] <= B_INDICATOR) {
-			s++;
-			continue;
-		}
-		k = c < 0x80 ? 1 : utf8_dec(s, (size_t)(end - s), &cp);
-		if (c < 0x80)
-			cp = c;
-		if (k && !cp_special(cp) && c != '"' && c != '\\') {
-			s += k;
-			continue;
-		}
-		put(w, (const char *)run, (size_t)(s - run));
-		if (!k) {
-			PUTS(w, "\xef\xbf\xbd");
-			k = 1;
-		} else {
-			char t[4];
-
-			switch (cp) {
-			case '"':
-				PUTS(w, "\\\"");
-				break;
-			case '\\':
-				PUTS(w, "\\\\");
-				break;
-			case '\t':
-				PUTS(w, "\\t");
-				break;
-			case '\n':
-				PUTS(w, "\\n");
-				break;
-			case '\r':
-				PUTS(w, "\\r");
-				break;
-			case 0x85:
-				PUTS(w, "\\N");
-				break;
-			case 0x2028:
-				PUTS(w, "\\L");
-				break;
-			case 0x2029:
-				PUTS(w, "\\P");
-				break;
-			default:
-				if (cp < 0x100) {
-					t[0] = '\\';
-					t[1] = 'x';
-					t[2] = hexdig[cp >> 4];
-					t[3] = hexdig[cp & 15];
-					put(w, t, 4);
-				} else {
-					put_u4(w, cp);
-				}
-				break;
-			}
-		}
-		s += k;
-		run = s;
-	}
-	put(w, (const char *)run, (size_t)(s - run));
-	putc1(w, '"');
+	quoted(w, str, n, yaml_escape);
 }
 
 /* A literal block scalar; content lines at column ind.  Ends with '\n'. */
