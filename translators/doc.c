@@ -44,7 +44,7 @@ static void scope_free(void *p)
 
 static void install_hooks(void)
 {
-	cJSON_Hooks h = {.malloc_fn = scope_malloc, .free_fn = scope_free};
+	cJSON_Hooks h = { .malloc_fn = scope_malloc, .free_fn = scope_free };
 
 	cJSON_InitHooks(&h);
 }
