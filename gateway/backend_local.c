@@ -37,25 +37,11 @@
 #define ID_MAX	   63
 #define SMALL_FILE 64
 
-struct hb_backend {
+struct local {
+	struct hb_backend be; /* first */
 	char *dir;
 	int grace_ms;
 };
-
-static const char *const phase_names[] = { "pending", "running",   "succeeded",
-					   "failed",  "cancelled", "lost" };
-
-const char *hb_remote_phase_name(enum hb_remote_phase p)
-{
-	return (unsigned)p < sizeof(phase_names) / sizeof(phase_names[0])
-		       ? phase_names[p]
-		       : "unknown";
-}
-
-int hb_remote_phase_done(enum hb_remote_phase p)
-{
-	return p >= HB_REMOTE_SUCCEEDED;
-}
 
 static int64_t now_ms(void)
 {
@@ -79,7 +65,7 @@ static int valid_id(const char *id)
 }
 
 /* DIR/<id>[/name] into p; HB_EINVAL for a bad id. */
-static int job_path(const struct hb_backend *be, const char *id,
+static int job_path(const struct local *be, const char *id,
 		    const char *name, char p[PATH_MAX], struct hb_err *err)
 {
 	int n;
@@ -194,34 +180,6 @@ static pid_t live_pid(const char *pidfile)
 	return kill(-(pid_t)pid, 0) == 0 ? (pid_t)pid : 0;
 }
 
-int hb_backend_local_new(const char *dir, int grace_ms, struct hb_backend **out,
-			 struct hb_err *err)
-{
-	struct hb_backend *be;
-
-	*out = NULL;
-	if (!dir || dir[0] != '/')
-		return hb_err_set(err, HB_EINVAL, NULL, 0,
-				  "local backend: the directory must be an "
-				  "absolute path");
-	be = calloc(1, sizeof(*be));
-	if (!be || !(be->dir = strdup(dir))) {
-		free(be);
-		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
-	}
-	be->grace_ms = grace_ms > 0 ? grace_ms : 0;
-	*out = be;
-	return 0;
-}
-
-void hb_backend_free(struct hb_backend *be)
-{
-	if (!be)
-		return;
-	free(be->dir);
-	free(be);
-}
-
 /* In the job's process: become the user, then run the script through a
  * shell that records its exit status.  Never returns. */
 static void run_job(const struct hb_remote_job *job, const char *jdir,
@@ -319,9 +277,10 @@ static int make_file(const char *path, mode_t mode,
 	return rc;
 }
 
-int hb_backend_start(struct hb_backend *be, const struct hb_remote_job *job,
-		     struct hb_err *err)
+static int local_start(struct hb_backend *b, const struct hb_remote_job *job,
+		       struct hb_err *err)
 {
+	struct local *be = (struct local *)b;
 	char jdir[PATH_MAX], path[PATH_MAX], pidfile[PATH_MAX];
 	struct stat st;
 	pid_t child;
@@ -385,9 +344,10 @@ int hb_backend_start(struct hb_backend *be, const struct hb_remote_job *job,
 	return 0;
 }
 
-int hb_backend_status(struct hb_backend *be, const char *id,
-		      struct hb_remote_status *out, struct hb_err *err)
+static int local_status(struct hb_backend *b, const char *id,
+			struct hb_remote_status *out, struct hb_err *err)
 {
+	struct local *be = (struct local *)b;
 	char path[PATH_MAX], buf[SMALL_FILE], *end;
 	int64_t cancel_ms = 0;
 	struct stat st;
@@ -443,9 +403,10 @@ int hb_backend_status(struct hb_backend *be, const char *id,
 	return 0;
 }
 
-int hb_backend_log(struct hb_backend *be, const char *id, uint64_t offset,
-		   size_t max, struct hb_buf *out, struct hb_err *err)
+static int local_log(struct hb_backend *b, const char *id, uint64_t offset,
+		     size_t max, struct hb_buf *out, struct hb_err *err)
 {
+	struct local *be = (struct local *)b;
 	char path[PATH_MAX], chunk[16384];
 	int fd, rc;
 
@@ -478,14 +439,16 @@ int hb_backend_log(struct hb_backend *be, const char *id, uint64_t offset,
 	return rc;
 }
 
-int hb_backend_cancel(struct hb_backend *be, const char *id, struct hb_err *err)
+static int local_cancel(struct hb_backend *b, const char *id,
+			struct hb_err *err)
 {
+	struct local *be = (struct local *)b;
 	struct hb_remote_status st;
 	char path[PATH_MAX], text[32];
 	pid_t pid;
 	int rc;
 
-	if ((rc = hb_backend_status(be, id, &st, err)))
+	if ((rc = local_status(b, id, &st, err)))
 		return rc;
 	if (hb_remote_phase_done(st.phase))
 		return 0;
@@ -497,5 +460,43 @@ int hb_backend_cancel(struct hb_backend *be, const char *id, struct hb_err *err)
 	pid = live_pid(path);
 	if (pid)
 		kill(-pid, be->grace_ms ? SIGTERM : SIGKILL);
+	return 0;
+}
+
+static void local_free(struct hb_backend *b)
+{
+	struct local *be = (struct local *)b;
+
+	free(be->dir);
+	free(be);
+}
+
+static const struct hb_backend_ops local_ops = {
+	.name = "local",
+	.start = local_start,
+	.status = local_status,
+	.log = local_log,
+	.cancel = local_cancel,
+	.free = local_free,
+};
+
+int hb_backend_local_new(const char *dir, int grace_ms, struct hb_backend **out,
+			 struct hb_err *err)
+{
+	struct local *be;
+
+	*out = NULL;
+	if (!dir || dir[0] != '/')
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "local backend: the directory must be an "
+				  "absolute path");
+	be = calloc(1, sizeof(*be));
+	if (!be || !(be->dir = strdup(dir))) {
+		free(be);
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	}
+	be->be.ops = &local_ops;
+	be->grace_ms = grace_ms > 0 ? grace_ms : 0;
+	*out = &be->be;
 	return 0;
 }

@@ -8,12 +8,14 @@
  * so a retry after a crash never runs a job twice.
  *
  * Backends:
+ *   kubernetes  translates the job's script into an MPIJob and runs it on a
+ *               cluster through the Kubernetes API (backend_kube.c).
  *   local       runs the job's script on this host, as the job's user, in
- *               its own session, with its output in a file.  It stands in
- *               for the cluster in the sandbox and in the tests, until the
- *               Kubernetes backend exists; it is not a production target.
+ *               its own session, with its output in a file.  A stand-in
+ *               for a cluster in tests; not a production target.
  *
- * A backend is used from one thread at a time.
+ * A backend's calls may come from several threads at once (the daemon's
+ * workers); each backend guards its own state.
  */
 #ifndef HPCBRIDGE_BACKEND_H
 #define HPCBRIDGE_BACKEND_H
@@ -78,6 +80,29 @@ int hb_backend_cancel(struct hb_backend *be, const char *id,
 		      struct hb_err *err);
 /* NULL is fine.  Running jobs keep running. */
 void hb_backend_free(struct hb_backend *be);
+/* "local", "kubernetes". */
+const char *hb_backend_name(const struct hb_backend *be);
+
+/*
+ * What a backend implements; hb_backend_* pass each call on.  A backend
+ * embeds struct hb_backend first in its own state.
+ */
+struct hb_backend_ops {
+	const char *name;
+	int (*start)(struct hb_backend *be, const struct hb_remote_job *job,
+		     struct hb_err *err);
+	int (*status)(struct hb_backend *be, const char *id,
+		      struct hb_remote_status *out, struct hb_err *err);
+	int (*log)(struct hb_backend *be, const char *id, uint64_t offset,
+		   size_t max, struct hb_buf *out, struct hb_err *err);
+	int (*cancel)(struct hb_backend *be, const char *id,
+		      struct hb_err *err);
+	void (*free)(struct hb_backend *be);
+};
+
+struct hb_backend {
+	const struct hb_backend_ops *ops;
+};
 
 /*
  * The local backend, keeping each job under dir/<id>/ (dir is created,

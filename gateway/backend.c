@@ -1,0 +1,57 @@
+/*
+ * backend.c - the one face of every backend: phase names and the calls,
+ * passed on to the backend's operations.
+ */
+#include <stddef.h>
+
+#include "hpcbridge/backend.h"
+
+static const char *const phase_names[] = { "pending", "running",   "succeeded",
+					   "failed",  "cancelled", "lost" };
+
+const char *hb_remote_phase_name(enum hb_remote_phase p)
+{
+	return (unsigned)p < sizeof(phase_names) / sizeof(phase_names[0])
+		       ? phase_names[p]
+		       : "unknown";
+}
+
+int hb_remote_phase_done(enum hb_remote_phase p)
+{
+	return p >= HB_REMOTE_SUCCEEDED;
+}
+
+int hb_backend_start(struct hb_backend *be, const struct hb_remote_job *job,
+		     struct hb_err *err)
+{
+	return be->ops->start(be, job, err);
+}
+
+int hb_backend_status(struct hb_backend *be, const char *id,
+		      struct hb_remote_status *out, struct hb_err *err)
+{
+	return be->ops->status(be, id, out, err);
+}
+
+int hb_backend_log(struct hb_backend *be, const char *id, uint64_t offset,
+		   size_t max, struct hb_buf *out, struct hb_err *err)
+{
+	return be->ops->log(be, id, offset, max, out, err);
+}
+
+int hb_backend_cancel(struct hb_backend *be, const char *id,
+		      struct hb_err *err)
+{
+	return be->ops->cancel(be, id, err);
+}
+
+const char *hb_backend_name(const struct hb_backend *be)
+{
+	return be->ops->name;
+}
+
+void hb_backend_free(struct hb_backend *be)
+{
+	if (be)
+		be->ops->free(be);
+}
