@@ -1863,6 +1863,11 @@ static void op_remote_start(struct hb_daemon *d, struct conn *c,
 	rj.gid = pwp ? pwp->pw_gid : (gid_t)j.uid;
 	rj.workdir = src.cwd;
 	rj.env = src.env;
+	rj.name = j.name;
+	rj.user = j.user;
+	rj.account = j.account;
+	rj.array_task = task;
+	rj.cfg = &d->cfg;
 	rc = hb_backend_start(d->remote, &rj, &err);
 	if (!rc)
 		rc = hb_backend_status(d->remote, rid, &st, &err);
@@ -1943,6 +1948,8 @@ static void op_remote_poll(struct hb_daemon *d, struct conn *c,
 	if (r && (!cJSON_AddStringToObject(r, "phase",
 					   hb_remote_phase_name(st.phase)) ||
 		  !cJSON_AddNumberToObject(r, "exit_code", st.exit_code) ||
+		  (st.message[0] &&
+		   !cJSON_AddStringToObject(r, "message", st.message)) ||
 		  !cJSON_AddStringToObject(r, "data",
 					   b64.data ? b64.data : "") ||
 		  !cJSON_AddNumberToObject(r, "next",
@@ -2293,6 +2300,21 @@ static void reload(struct hb_daemon *d)
 /* ------------------------------------------------------------------ */
 
 /* mkdir -p the parent of path, new directories with mode. */
+/* The backend burst jobs run on, as remote.backend says. */
+static int remote_new(struct hb_daemon *d, struct hb_err *err)
+{
+	struct hb_backend_kube_opts ko = { 0 };
+
+	if (strcmp(d->cfg.remote_backend, "kubernetes"))
+		return hb_backend_local_new(d->cfg.remote_local_dir,
+					    REMOTE_GRACE_MS, &d->remote, err);
+	ko.kubeconfig = d->cfg.remote_kubeconfig;
+	ko.context = d->cfg.remote_context;
+	ko.ns = d->cfg.namespace;
+	ko.workers = d->cfg.daemon_workers;
+	return hb_backend_kube_new(&ko, &d->remote, err);
+}
+
 static int make_parent(const char *path, mode_t mode, struct hb_err *err)
 {
 	char dir[PATH_MAX];
@@ -2445,8 +2467,7 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 		goto fail;
 	if ((rc = hb_store_open(d->cfg.daemon_state, &d->st, err)))
 		goto fail;
-	if ((rc = hb_backend_local_new(d->cfg.remote_local_dir, REMOTE_GRACE_MS,
-				       &d->remote, err)))
+	if ((rc = remote_new(d, err)))
 		goto fail;
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (d->epfd < 0) {

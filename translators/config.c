@@ -59,7 +59,7 @@ struct setting {
 
 static const char *const mpi_values[] = {"OpenMPI", "Intel", "MPICH", NULL};
 static const char *const runtime_values[] = {"configmap", "inline", NULL};
-static const char *const backend_values[] = {"local", NULL};
+static const char *const backend_values[] = {"local", "kubernetes", NULL};
 static const char *const level_values[] = {"debug", "info", "warn", "error",
 					   NULL};
 static const char *const target_values[] = {"slurm", "kubernetes", NULL};
@@ -341,8 +341,25 @@ static const struct setting table[] = {
      .def = "local",
      .values = backend_values,
      .reloadable = 0,
-     .help = "Where burst jobs run: local (this host, as the job's user: "
-	     "a stand-in for the cluster, for the sandbox and tests)."},
+     .help = "Where burst jobs run: kubernetes (as MPIJobs, through the "
+	     "cluster of remote.kubeconfig) or local (this host, as the job's "
+	     "user: a stand-in for a cluster, for tests)."},
+    {.path = "remote.kubeconfig",
+     .type = HB_CFG_STRING,
+     .off = F(remote_kubeconfig),
+     .def = NULL,
+     .nullable = 1,
+     .reloadable = 0,
+     .help = "The kubeconfig file(s) of the cluster, colon-separated as "
+	     "$KUBECONFIG; in-cluster for the pod's service account; null "
+	     "for $KUBECONFIG, else ~/.kube/config."},
+    {.path = "remote.context",
+     .type = HB_CFG_STRING,
+     .off = F(remote_context),
+     .def = NULL,
+     .nullable = 1,
+     .reloadable = 0,
+     .help = "The kubeconfig context to use; null for its current-context."},
     {.path = "remote.local_dir",
      .type = HB_CFG_STRING,
      .off = F(remote_local_dir),

@@ -24,6 +24,7 @@
 #include <sys/types.h>
 
 #include "hpcbridge/buf.h"
+#include "hpcbridge/config.h"
 #include "hpcbridge/error.h"
 
 enum hb_remote_phase {
@@ -50,6 +51,14 @@ struct hb_remote_job {
 	const char *workdir;	/* absolute; NULL: the user's home, else / */
 	const char *const *env; /* "NAME=value", NULL-terminated; may be
 				 * NULL */
+	/* For backends that translate the script (kubernetes: its #SBATCH
+	 * lines and the SBATCH_* variables of env shape the MPIJob); the
+	 * local backend ignores them. */
+	const char *name;    /* the script's name; NULL: the id */
+	const char *user;    /* labels; may be NULL */
+	const char *account;
+	int64_t array_task;	     /* the array element, or -1 */
+	const struct hb_config *cfg; /* translation settings */
 };
 
 struct hb_remote_status {
@@ -58,6 +67,7 @@ struct hb_remote_status {
 			   * signal N); -1 when unknown */
 	int64_t start_ms; /* 0: not started */
 	int64_t end_ms;	  /* 0: not finished */
+	char message[256]; /* why, when the backend says ("" if nothing) */
 };
 
 struct hb_backend;
@@ -113,5 +123,26 @@ struct hb_backend {
  */
 int hb_backend_local_new(const char *dir, int grace_ms, struct hb_backend **out,
 			 struct hb_err *err);
+
+/*
+ * The Kubernetes backend: MPIJobs in ns (NULL: the kubeconfig's namespace),
+ * through the cluster of kubeconfig (NULL: $KUBECONFIG, else
+ * ~/.kube/config; "in-cluster": the pod's service account) and context
+ * (NULL: current-context).  It starts a watch thread and workers threads
+ * (0: 4); every call returns without waiting on the network.
+ */
+struct hb_kube_opts;
+struct hb_backend_kube_opts {
+	const char *kubeconfig;
+	const char *context;
+	const char *ns;
+	const char *field_manager; /* NULL: "hpcbridge" */
+	unsigned workers;
+	int log_refresh_ms; /* how stale a running job's log may be (0:
+			       1000) */
+	const struct hb_kube_opts *client; /* NULL: defaults */
+};
+int hb_backend_kube_new(const struct hb_backend_kube_opts *o,
+			struct hb_backend **out, struct hb_err *err);
 
 #endif

@@ -85,8 +85,11 @@ struct hb_config {
 	const char *shadow_command;  /* hpcbridge binary proxies run */
 
 	/* Remote side of burst jobs */
-	const char *remote_backend;   /* "local" */
+	const char *remote_backend;   /* "kubernetes" | "local" */
 	const char *remote_local_dir; /* the local backend's directory */
+	const char *remote_kubeconfig; /* NULL: $KUBECONFIG or ~/.kube/config;
+					  "in-cluster" */
+	const char *remote_context;    /* NULL: current-context */
 
 	/* job_submit plugin */
 	uint32_t plugin_timeout_ms; /* the most a submission waits */

@@ -1,0 +1,914 @@
+/*
+ * backend_kube.c - the Kubernetes backend: a burst job runs as an MPIJob.
+ *
+ * start translates the job's script into an MPIJob named after the gateway
+ * id (so a retry, or a restart, finds the same object), labelled with the
+ * id, the user and the account, and queues its creation.  Nothing here
+ * blocks the caller on the network: worker threads create and delete the
+ * objects, read launcher logs and exit codes; one reflector thread lists
+ * and watches every MPIJob that carries the gateway-id label and keeps a
+ * table of their phases.  status and log answer from that table.
+ *
+ * A job's phase follows its MPIJob's conditions (Succeeded, Failed,
+ * Suspended, Running, else pending).  It is reported final only once the
+ * launcher's exit code and its last log are read, so a reader that sees the
+ * end has seen everything.  An MPIJob deleted by someone else ends its job
+ * as cancelled.
+ *
+ * Locking: one mutex guards the table, the work queue and every job's
+ * fields; the network calls run without it.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "hpcbridge/backend.h"
+#include "hpcbridge/fidelity.h"
+#include "hpcbridge/jobspec.h"
+#include "hpcbridge/kube.h"
+#include "hpcbridge/mpijob.h"
+#include "hpcbridge/translate.h"
+
+#define ID_MAX	     63
+#define NBUCKETS     16384
+#define RETRY_MS     1000  /* after a transient failure */
+#define LOG_KEEP     65536 /* read bytes kept behind the reader */
+#define LABEL_ID     "hpcbridge.io/gateway-id"
+#define LABEL_USER   "hpcbridge.io/user"
+#define LABEL_ACCT   "hpcbridge.io/account"
+#define L_JOB_NAME   "training.kubeflow.org/job-name"
+#define L_JOB_ROLE   "training.kubeflow.org/job-role"
+#define ANNOT_CANCEL "hpcbridge.io/cancelled-by"
+
+enum work {
+	W_CREATE = 1 << 0,
+	W_DELETE = 1 << 1,
+	W_FINISH = 1 << 2, /* read the exit code and the last log */
+	W_LOG = 1 << 3
+};
+
+struct kjob {
+	char id[ID_MAX + 1];
+	struct kjob *hnext; /* hash chain */
+	struct kjob *qnext; /* work queue */
+	/* what the cluster says */
+	enum hb_remote_phase seen; /* from the MPIJob's conditions */
+	int64_t start_ms, end_ms;
+	char message[256];
+	int present; /* the MPIJob exists (as far as we know) */
+	/* what we report */
+	enum hb_remote_phase phase;
+	int exit_code;
+	int cancelled; /* we deleted it */
+	/* work */
+	unsigned want;
+	int queued, busy;
+	int64_t not_before;
+	cJSON *manifest; /* to create; NULL once created */
+	/* the launcher's log: bytes [log_base, log_base + log.len) */
+	struct hb_buf log;
+	uint64_t log_base;
+	int64_t log_at; /* when it was last read from the cluster */
+	char pod[256];	/* the launcher pod, once known */
+};
+
+struct kube_be {
+	struct hb_backend be; /* first */
+	struct hb_kube *k;
+	char *ns, *field_manager;
+	int log_refresh_ms;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct kjob *buckets[NBUCKETS];
+	size_t njobs;
+	struct kjob *qhead, **qtail;
+	int synced; /* the reflector's view is whole */
+	cJSON *runtime_cm; /* the launcher runtime to apply, or NULL */
+	int runtime_done;
+	atomic_int stop;
+	pthread_t reflector, *workers;
+	unsigned nworkers, started;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int valid_id(const char *id)
+{
+	size_t n = id ? strlen(id) : 0;
+
+	if (n == 0 || n > ID_MAX || !(id[0] >= 'a' && id[0] <= 'z') ||
+	    id[n - 1] == '-')
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((id[i] >= 'a' && id[i] <= 'z') ||
+		      (id[i] >= '0' && id[i] <= '9') || id[i] == '-'))
+			return 0;
+	return 1;
+}
+
+static unsigned bucket_of(const char *id)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *id; id++)
+		h = (h ^ (unsigned char)*id) * 16777619u;
+	return h % NBUCKETS;
+}
+
+/* Under mu. */
+static struct kjob *find(struct kube_be *b, const char *id)
+{
+	struct kjob *j = b->buckets[bucket_of(id)];
+
+	while (j && strcmp(j->id, id))
+		j = j->hnext;
+	return j;
+}
+
+/* Under mu.  NULL when out of memory. */
+static struct kjob *find_or_add(struct kube_be *b, const char *id)
+{
+	struct kjob *j = find(b, id);
+	unsigned h;
+
+	if (j)
+		return j;
+	if (!(j = calloc(1, sizeof(*j))))
+		return NULL;
+	snprintf(j->id, sizeof(j->id), "%s", id);
+	j->phase = j->seen = HB_REMOTE_PENDING;
+	j->exit_code = -1;
+	hb_buf_init(&j->log, 0);
+	h = bucket_of(id);
+	j->hnext = b->buckets[h];
+	b->buckets[h] = j;
+	b->njobs++;
+	return j;
+}
+
+/* Under mu: ask for work on j. */
+static void want(struct kube_be *b, struct kjob *j, unsigned w)
+{
+	j->want |= w;
+	if (!j->queued && !j->busy) {
+		j->queued = 1;
+		j->qnext = NULL;
+		*b->qtail = j;
+		b->qtail = &j->qnext;
+		pthread_cond_signal(&b->cv);
+	}
+}
+
+/* Under mu: the first queued job whose time has come, taken off the queue;
+ * NULL (and *wait_ms, the time to the next one, or -1) when none. */
+static struct kjob *take(struct kube_be *b, int64_t now, int64_t *wait_ms)
+{
+	struct kjob **p = &b->qhead, *j;
+
+	*wait_ms = -1;
+	for (; (j = *p); p = &j->qnext) {
+		if (j->not_before <= now) {
+			*p = j->qnext;
+			if (b->qtail == &j->qnext)
+				b->qtail = p;
+			j->queued = 0;
+			return j;
+		}
+		if (*wait_ms < 0 || j->not_before - now < *wait_ms)
+			*wait_ms = j->not_before - now;
+	}
+	return NULL;
+}
+
+/* --- reading the cluster's objects ----------------------------------- */
+
+static const cJSON *field(const cJSON *o, const char *name)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, name);
+}
+
+static const char *str_field(const cJSON *o, const char *name)
+{
+	const cJSON *v = field(o, name);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* RFC 3339 ("2026-11-21T10:00:00Z", with an optional fraction and
+ * offset) to ms since the epoch; 0 when absent or malformed. */
+static int64_t time_ms(const char *s)
+{
+	struct tm tm = { 0 };
+	const char *p;
+	int64_t t, off = 0;
+
+	if (!s || !(p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)))
+		return 0;
+	if (*p == '.')
+		while (*++p >= '0' && *p <= '9')
+			;
+	if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':') {
+		off = ((p[1] - '0') * 10 + (p[2] - '0')) * 3600 +
+		      ((p[4] - '0') * 10 + (p[5] - '0')) * 60;
+		if (*p == '+')
+			off = -off;
+	} else if (strcmp(p, "Z") && strcmp(p, "z")) {
+		return 0;
+	}
+	t = (int64_t)timegm(&tm);
+	return t < 0 ? 0 : (t + off) * 1000;
+}
+
+/* The phase an MPIJob's status says, and the message of the condition
+ * that says it. */
+static enum hb_remote_phase mpijob_phase(const cJSON *status, char *msg,
+					 size_t size)
+{
+	static const struct {
+		const char *type;
+		enum hb_remote_phase phase;
+	} order[] = { { "Succeeded", HB_REMOTE_SUCCEEDED },
+		      { "Failed", HB_REMOTE_FAILED },
+		      { "Suspended", HB_REMOTE_PENDING },
+		      { "Running", HB_REMOTE_RUNNING } };
+	const cJSON *conds = field(status, "conditions"), *c;
+
+	msg[0] = '\0';
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+		cJSON_ArrayForEach (c, conds) {
+			const char *t = str_field(c, "type");
+			const char *s = str_field(c, "status");
+			const char *r = str_field(c, "reason");
+			const char *m = str_field(c, "message");
+
+			if (!t || !s || strcmp(t, order[i].type) ||
+			    strcmp(s, "True"))
+				continue;
+			snprintf(msg, size, "%s%s%s%s%s", t, r ? ": " : "",
+				 r ? r : "", m ? ": " : "", m ? m : "");
+			return order[i].phase;
+		}
+	return HB_REMOTE_PENDING;
+}
+
+/* Under mu: what an ADDED or MODIFIED MPIJob says about its job. */
+static void observe(struct kube_be *b, struct kjob *j, const cJSON *obj)
+{
+	const cJSON *st = field(obj, "status");
+	enum hb_remote_phase p;
+
+	j->present = 1;
+	p = mpijob_phase(st, j->message, sizeof(j->message));
+	j->start_ms = time_ms(str_field(st, "startTime"));
+	j->end_ms = time_ms(str_field(st, "completionTime"));
+	if (hb_remote_phase_done(j->phase))
+		return; /* reported final: it stays so */
+	j->seen = p;
+	if (hb_remote_phase_done(p))
+		want(b, j, W_FINISH); /* reported once the exit code is read */
+	else
+		j->phase = p;
+}
+
+static int on_event(void *ctx, const struct hb_kube_event *ev)
+{
+	struct kube_be *b = ctx;
+	const cJSON *meta;
+	const char *name;
+	struct kjob *j;
+
+	if (ev->type == HB_KUBE_BOOKMARK || ev->type == HB_KUBE_ERROR) {
+		if (ev->type == HB_KUBE_BOOKMARK && !ev->object) {
+			pthread_mutex_lock(&b->mu);
+			b->synced = 1;
+			pthread_mutex_unlock(&b->mu);
+		}
+		return 0;
+	}
+	meta = field(ev->object, "metadata");
+	name = str_field(meta, "name");
+	if (!name || !valid_id(name))
+		return 0;
+	pthread_mutex_lock(&b->mu);
+	j = ev->type == HB_KUBE_DELETED ? find(b, name)
+					 : find_or_add(b, name);
+	if (j && ev->type == HB_KUBE_DELETED) {
+		j->present = 0;
+		if (!hb_remote_phase_done(j->phase) &&
+		    !hb_remote_phase_done(j->seen)) {
+			j->phase = j->seen = HB_REMOTE_CANCELLED;
+			if (!j->end_ms)
+				j->end_ms = now_ms();
+			if (!j->cancelled)
+				snprintf(j->message, sizeof(j->message),
+					 "the MPIJob was deleted in the "
+					 "cluster");
+		}
+	} else if (j) {
+		observe(b, j, ev->object);
+	}
+	pthread_mutex_unlock(&b->mu);
+	return 0;
+}
+
+static void *reflect_main(void *arg)
+{
+	struct kube_be *b = arg;
+	struct hb_kube_reflect_opts o = { .ns = b->ns, .selector = LABEL_ID };
+	struct hb_err err = { 0 };
+
+	if (hb_kube_reflect(b->k, &hb_kube_mpijob, &o, on_event, b, &b->stop,
+			    &err) &&
+	    !atomic_load(&b->stop))
+		fprintf(stderr, "hpcbridged: MPIJob watch ended: %s\n",
+			err.msg);
+	return NULL;
+}
+
+/* --- the workers ------------------------------------------------------ */
+
+/* Whether rc is worth another try later. */
+static int transient(int rc)
+{
+	return rc == HB_EUNAVAIL || rc == HB_ETIMEDOUT || rc == HB_ENOMEM ||
+	       rc == HB_EIO;
+}
+
+static int ensure_runtime(struct kube_be *b, struct hb_err *err)
+{
+	int rc;
+
+	pthread_mutex_lock(&b->mu);
+	rc = !b->runtime_cm || b->runtime_done;
+	pthread_mutex_unlock(&b->mu);
+	if (rc)
+		return 0;
+	static const struct hb_kube_res configmap = { "", "v1", "configmaps",
+						      "ConfigMap" };
+	rc = hb_kube_apply(b->k, &configmap, b->ns, b->runtime_cm,
+			   b->field_manager, 1, 0, NULL, err);
+	if (!rc) {
+		pthread_mutex_lock(&b->mu);
+		b->runtime_done = 1;
+		pthread_mutex_unlock(&b->mu);
+	}
+	return rc;
+}
+
+/* Create the MPIJob, or adopt the one already there if it is this job's. */
+static int do_create(struct kube_be *b, const char *id, cJSON *manifest,
+		     struct hb_err *err)
+{
+	cJSON *have = NULL;
+	const char *owner;
+	int rc;
+
+	if ((rc = ensure_runtime(b, err)))
+		return rc;
+	rc = hb_kube_create(b->k, &hb_kube_mpijob, b->ns, manifest, NULL, err);
+	if (rc != HB_EEXIST)
+		return rc;
+	memset(err, 0, sizeof(*err));
+	if ((rc = hb_kube_get(b->k, &hb_kube_mpijob, b->ns, id, &have, err)))
+		return rc;
+	owner = str_field(field(field(have, "metadata"), "labels"), LABEL_ID);
+	rc = owner && !strcmp(owner, id)
+		     ? 0
+		     : hb_err_set(err, HB_ECONFLICT, NULL, 0,
+				  "an MPIJob named %s already exists in %s "
+				  "and is not this job's",
+				  id, b->ns);
+	cJSON_Delete(have);
+	return rc;
+}
+
+/* The newest launcher pod of job id: its name into pod, its exit code
+ * (when it ended) into *code.  HB_ENOENT when there is none. */
+static int find_launcher(struct kube_be *b, const char *id, char *pod,
+			 size_t size, int *code, struct hb_err *err)
+{
+	char sel[160];
+	cJSON *items = NULL, *it, *best = NULL;
+	const cJSON *cs, *term, *ec;
+	int rc;
+
+	snprintf(sel, sizeof(sel), "%s=%s,%s=launcher", L_JOB_NAME, id,
+		 L_JOB_ROLE);
+	if ((rc = hb_kube_list_all(b->k, &hb_kube_pod, b->ns, sel, 0, &items,
+				   NULL, err)))
+		return rc;
+	cJSON_ArrayForEach (it, items) {
+		const char *t = str_field(field(it, "metadata"),
+					  "creationTimestamp");
+		const char *bt = best ? str_field(field(best, "metadata"),
+						  "creationTimestamp")
+				      : NULL;
+
+		if (!best || (t && (!bt || strcmp(t, bt) >= 0)))
+			best = it;
+	}
+	*code = -1;
+	if (!best) {
+		cJSON_Delete(items);
+		return hb_err_set(err, HB_ENOENT, NULL, 0,
+				  "no launcher pod for %s", id);
+	}
+	snprintf(pod, size, "%s",
+		 str_field(field(best, "metadata"), "name") ?: "");
+	cs = cJSON_GetArrayItem(
+		field(field(best, "status"), "containerStatuses"), 0);
+	term = field(field(cs, "state"), "terminated");
+	ec = field(term, "exitCode");
+	if (cJSON_IsNumber(ec))
+		*code = ec->valueint;
+	cJSON_Delete(items);
+	return 0;
+}
+
+/* Read the launcher's whole log into j->log (the part from log_base). */
+static int read_log(struct kube_be *b, struct kjob *j, const char *pod,
+		    struct hb_err *err)
+{
+	struct hb_buf all;
+	int rc;
+
+	hb_buf_init(&all, 0);
+	rc = hb_kube_log(b->k, b->ns, pod, NULL, 0, &all, err);
+	pthread_mutex_lock(&b->mu);
+	if (!rc && all.len >= j->log_base + j->log.len) {
+		j->log.len = 0;
+		rc = hb_buf_append(&j->log, all.data + j->log_base,
+				all.len - (size_t)j->log_base);
+	}
+	j->log_at = now_ms();
+	pthread_mutex_unlock(&b->mu);
+	hb_buf_free(&all);
+	return rc;
+}
+
+/* One round of work on j, taken off the queue (j->busy set). */
+static void work(struct kube_be *b, struct kjob *j)
+{
+	struct hb_err err = { 0 };
+	unsigned w;
+	cJSON *manifest;
+	char pod[256];
+	int rc = 0, code = -1, retry = 0;
+
+	pthread_mutex_lock(&b->mu);
+	w = j->want;
+	j->want = 0;
+	manifest = (w & W_CREATE) && !j->cancelled ? j->manifest : NULL;
+	snprintf(pod, sizeof(pod), "%s", j->pod);
+	pthread_mutex_unlock(&b->mu);
+
+	if (manifest) {
+		rc = do_create(b, j->id, manifest, &err);
+		pthread_mutex_lock(&b->mu);
+		if (!rc) {
+			cJSON_Delete(j->manifest);
+			j->manifest = NULL;
+			j->present = 1;
+		} else if (transient(rc)) {
+			j->want |= W_CREATE;
+			retry = 1;
+		} else if (!hb_remote_phase_done(j->phase)) {
+			j->phase = j->seen = HB_REMOTE_FAILED;
+			j->end_ms = now_ms();
+			snprintf(j->message, sizeof(j->message),
+				 "the cluster refused the MPIJob: %s",
+				 err.msg);
+		}
+		pthread_mutex_unlock(&b->mu);
+	}
+	if (w & W_DELETE) {
+		memset(&err, 0, sizeof(err));
+		rc = hb_kube_delete(b->k, &hb_kube_mpijob, b->ns, j->id,
+				    "Background", &err);
+		if (rc && rc != HB_ENOENT && transient(rc)) {
+			pthread_mutex_lock(&b->mu);
+			j->want |= W_DELETE;
+			retry = 1;
+			pthread_mutex_unlock(&b->mu);
+		}
+	}
+	if (w & (W_FINISH | W_LOG)) {
+		memset(&err, 0, sizeof(err));
+		rc = find_launcher(b, j->id, pod, sizeof(pod), &code, &err);
+		if (!rc) {
+			pthread_mutex_lock(&b->mu);
+			snprintf(j->pod, sizeof(j->pod), "%s", pod);
+			pthread_mutex_unlock(&b->mu);
+			rc = read_log(b, j, pod, &err);
+		}
+		pthread_mutex_lock(&b->mu);
+		if ((w & W_FINISH) && transient(rc)) {
+			j->want |= W_FINISH;
+			retry = 1;
+		} else if ((w & W_FINISH) &&
+			   !hb_remote_phase_done(j->phase)) {
+			/* With no launcher pod left, a success still says
+			 * the launcher ended with 0. */
+			j->exit_code = code >= 0			 ? code
+				       : j->seen == HB_REMOTE_SUCCEEDED ? 0
+									 : -1;
+			j->phase = j->seen;
+			if (!j->end_ms)
+				j->end_ms = now_ms();
+		}
+		pthread_mutex_unlock(&b->mu);
+	}
+	pthread_mutex_lock(&b->mu);
+	j->busy = 0;
+	if (retry)
+		j->not_before = now_ms() + RETRY_MS;
+	if (j->want)
+		want(b, j, 0);
+	pthread_mutex_unlock(&b->mu);
+	if (retry)
+		fprintf(stderr, "hpcbridged: %s: will retry: %s\n", j->id,
+			err.msg);
+}
+
+static void *worker_main(void *arg)
+{
+	struct kube_be *b = arg;
+	struct kjob *j;
+	int64_t wait_ms;
+
+	pthread_mutex_lock(&b->mu);
+	while (!atomic_load(&b->stop)) {
+		j = take(b, now_ms(), &wait_ms);
+		if (!j) {
+			struct timespec ts;
+
+			if (wait_ms < 0 || wait_ms > 200)
+				wait_ms = 200;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += (long)wait_ms * 1000000L;
+			ts.tv_sec += ts.tv_nsec / 1000000000L;
+			ts.tv_nsec %= 1000000000L;
+			pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+			continue;
+		}
+		j->busy = 1;
+		pthread_mutex_unlock(&b->mu);
+		work(b, j);
+		pthread_mutex_lock(&b->mu);
+	}
+	pthread_mutex_unlock(&b->mu);
+	return NULL;
+}
+
+/* --- the operations --------------------------------------------------- */
+
+/* Label values: at most 63 of [A-Za-z0-9._-], starting and ending with an
+ * alphanumeric; anything else becomes '_' (and the ends are trimmed). */
+static void label_value(const char *in, char out[64])
+{
+	size_t n = 0;
+
+	for (; in && *in && n < 63; in++) {
+		char c = *in;
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			 (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+			 c == '_';
+
+		if (n == 0 && !(ok && c != '.' && c != '-' && c != '_'))
+			continue;
+		out[n++] = ok ? c : '_';
+	}
+	while (n && (out[n - 1] == '.' || out[n - 1] == '-' ||
+		     out[n - 1] == '_'))
+		n--;
+	out[n] = '\0';
+}
+
+static int set_label(cJSON *labels, const char *key, const char *value)
+{
+	char v[64];
+
+	label_value(value, v);
+	if (!v[0])
+		return 0;
+	cJSON_DeleteItemFromObjectCaseSensitive(labels, key);
+	return cJSON_AddStringToObject(labels, key, v) ? 0 : HB_ENOMEM;
+}
+
+/* The MPIJob for job, named after its id. */
+static int build(struct kube_be *b, const struct hb_remote_job *job,
+		 cJSON **out, struct hb_err *err)
+{
+	struct hb_sbatch_opts so = { .envp = job->env };
+	struct hb_jobspec spec;
+	struct hb_report rep;
+	cJSON *doc = NULL, *meta, *labels;
+	int rc;
+
+	*out = NULL;
+	hb_jobspec_init(&spec, job->name ? job->name : job->id);
+	hb_report_init(&rep, "MPIJob");
+	rc = hb_parse_any(job->script, job->script_len, spec.source_name, &so,
+			  &spec, err);
+	if (!rc)
+		rc = hb_mpijob_emit(&spec, job->cfg, job->array_task, &doc,
+				    &rep, err);
+	if (rc)
+		goto out;
+	meta = cJSON_GetObjectItemCaseSensitive(doc, "metadata");
+	labels = cJSON_GetObjectItemCaseSensitive(meta, "labels");
+	if (!labels && meta)
+		labels = cJSON_AddObjectToObject(meta, "labels");
+	if (!meta || !labels) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(meta, "name");
+	cJSON_DeleteItemFromObjectCaseSensitive(meta, "namespace");
+	if (!cJSON_AddStringToObject(meta, "name", job->id) ||
+	    !cJSON_AddStringToObject(meta, "namespace", b->ns) ||
+	    set_label(labels, LABEL_ID, job->id) ||
+	    set_label(labels, LABEL_USER, job->user) ||
+	    set_label(labels, LABEL_ACCT, job->account)) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	*out = doc;
+	doc = NULL;
+out:
+	cJSON_Delete(doc);
+	hb_report_free(&rep);
+	hb_jobspec_free(&spec);
+	return rc;
+}
+
+static int kube_start(struct hb_backend *be, const struct hb_remote_job *job,
+		      struct hb_err *err)
+{
+	struct kube_be *b = (struct kube_be *)be;
+	cJSON *doc = NULL, *cm = NULL;
+	struct kjob *j;
+	int rc;
+
+	if (!valid_id(job->id))
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "kubernetes backend: bad job id '%.80s'",
+				  job->id ? job->id : "");
+	if (!job->cfg)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "kubernetes backend: no translation "
+				  "settings");
+	pthread_mutex_lock(&b->mu);
+	j = find(b, job->id);
+	pthread_mutex_unlock(&b->mu);
+	if (j)
+		return 0; /* known: adopted, whatever state it is in */
+	if ((rc = build(b, job, &doc, err)))
+		return rc;
+	if (job->cfg->launcher_runtime &&
+	    !strcmp(job->cfg->launcher_runtime, "configmap") &&
+	    (rc = hb_k8s_runtime_configmap(job->cfg, &cm, err))) {
+		cJSON_Delete(doc);
+		return rc;
+	}
+	pthread_mutex_lock(&b->mu);
+	if (cm && !b->runtime_cm) {
+		b->runtime_cm = cm;
+		cm = NULL;
+	}
+	j = find(b, job->id);
+	if (!j && (j = find_or_add(b, job->id))) {
+		j->manifest = doc;
+		doc = NULL;
+		want(b, j, W_CREATE);
+	}
+	pthread_mutex_unlock(&b->mu);
+	cJSON_Delete(doc);
+	cJSON_Delete(cm);
+	return j ? 0 : hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+}
+
+/* Under mu: a running job's log is read again once it is older than the
+ * refresh period. */
+static void refresh_log(struct kube_be *b, struct kjob *j)
+{
+	if (j->phase == HB_REMOTE_RUNNING &&
+	    now_ms() - j->log_at >= b->log_refresh_ms)
+		want(b, j, W_LOG);
+}
+
+static int kube_status(struct hb_backend *be, const char *id,
+		       struct hb_remote_status *out, struct hb_err *err)
+{
+	struct kube_be *b = (struct kube_be *)be;
+	struct kjob *j;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->exit_code = -1;
+	pthread_mutex_lock(&b->mu);
+	j = valid_id(id) ? find(b, id) : NULL;
+	if (j) {
+		out->phase = j->phase;
+		out->exit_code = hb_remote_phase_done(j->phase) ? j->exit_code
+								: -1;
+		out->start_ms = j->start_ms;
+		out->end_ms = hb_remote_phase_done(j->phase) ? j->end_ms : 0;
+		snprintf(out->message, sizeof(out->message), "%s",
+			 j->message);
+		refresh_log(b, j);
+	} else if (!b->synced && valid_id(id)) {
+		/* Not seen yet: the watch has not caught up. */
+		out->phase = HB_REMOTE_PENDING;
+		snprintf(out->message, sizeof(out->message),
+			 "waiting for the cluster's view");
+	} else {
+		rc = hb_err_set(err, HB_ENOENT, NULL, 0,
+				"no MPIJob for %.80s", id ? id : "");
+	}
+	pthread_mutex_unlock(&b->mu);
+	return rc;
+}
+
+static int kube_log(struct hb_backend *be, const char *id, uint64_t offset,
+		    size_t max, struct hb_buf *out, struct hb_err *err)
+{
+	struct kube_be *b = (struct kube_be *)be;
+	struct kjob *j;
+	uint64_t end;
+	size_t n;
+	int rc = 0;
+
+	pthread_mutex_lock(&b->mu);
+	j = valid_id(id) ? find(b, id) : NULL;
+	if (!j) {
+		pthread_mutex_unlock(&b->mu);
+		return b->synced ? hb_err_set(err, HB_ENOENT, NULL, 0,
+					      "no MPIJob for %.80s",
+					      id ? id : "")
+				 : 0;
+	}
+	end = j->log_base + j->log.len;
+	if (offset < j->log_base) {
+		rc = hb_err_set(err, HB_ERANGE, NULL, 0,
+				"%s: log bytes before %llu are gone", id,
+				(unsigned long long)j->log_base);
+	} else if (offset < end) {
+		n = (size_t)(end - offset) < max ? (size_t)(end - offset)
+						 : max;
+		rc = hb_buf_append(out, j->log.data + (offset - j->log_base), n);
+		/* The reader never goes back far: drop what it has read. */
+		if (!rc && offset - j->log_base > LOG_KEEP) {
+			size_t drop = (size_t)(offset - j->log_base) -
+				      LOG_KEEP;
+
+			memmove(j->log.data, j->log.data + drop,
+				j->log.len - drop);
+			j->log.len -= drop;
+			j->log_base += drop;
+		}
+	}
+	refresh_log(b, j);
+	pthread_mutex_unlock(&b->mu);
+	return rc;
+}
+
+static int kube_cancel(struct hb_backend *be, const char *id,
+		       struct hb_err *err)
+{
+	struct kube_be *b = (struct kube_be *)be;
+	struct kjob *j;
+
+	if (!valid_id(id))
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "kubernetes backend: bad job id '%.80s'",
+				  id ? id : "");
+	pthread_mutex_lock(&b->mu);
+	j = b->synced ? find(b, id) : find_or_add(b, id);
+	if (!j) {
+		pthread_mutex_unlock(&b->mu);
+		return b->synced ? hb_err_set(err, HB_ENOENT, NULL, 0,
+					      "no MPIJob for %s", id)
+				 : hb_err_set(err, HB_ENOMEM, NULL, 0,
+					      "out of memory");
+	}
+	if (!hb_remote_phase_done(j->phase)) {
+		j->cancelled = 1;
+		j->phase = j->seen = HB_REMOTE_CANCELLED;
+		j->end_ms = now_ms();
+		snprintf(j->message, sizeof(j->message), "cancelled");
+		want(b, j, W_DELETE);
+	}
+	pthread_mutex_unlock(&b->mu);
+	return 0;
+}
+
+static void kube_free(struct hb_backend *be)
+{
+	struct kube_be *b = (struct kube_be *)be;
+
+	atomic_store(&b->stop, 1);
+	pthread_mutex_lock(&b->mu);
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+	if (b->started & 1)
+		pthread_join(b->reflector, NULL);
+	for (unsigned i = 0; i < b->nworkers; i++)
+		pthread_join(b->workers[i], NULL);
+	for (size_t i = 0; i < NBUCKETS; i++)
+		for (struct kjob *j = b->buckets[i], *n; j; j = n) {
+			n = j->hnext;
+			cJSON_Delete(j->manifest);
+			hb_buf_free(&j->log);
+			free(j);
+		}
+	cJSON_Delete(b->runtime_cm);
+	hb_kube_free(b->k);
+	pthread_cond_destroy(&b->cv);
+	pthread_mutex_destroy(&b->mu);
+	free(b->workers);
+	free(b->ns);
+	free(b->field_manager);
+	free(b);
+}
+
+static const struct hb_backend_ops kube_ops = {
+	.name = "kubernetes",
+	.start = kube_start,
+	.status = kube_status,
+	.log = kube_log,
+	.cancel = kube_cancel,
+	.free = kube_free,
+};
+
+int hb_backend_kube_new(const struct hb_backend_kube_opts *o,
+			struct hb_backend **out, struct hb_err *err)
+{
+	struct hb_kube_config *kc = NULL;
+	struct kube_be *b;
+	const char *ns;
+	unsigned nw = o->workers ? o->workers : 4;
+	int rc;
+
+	*out = NULL;
+	rc = o->kubeconfig && !strcmp(o->kubeconfig, "in-cluster")
+		     ? hb_kube_config_incluster(NULL, &kc, err)
+		     : hb_kube_config_load(o->kubeconfig, o->context, &kc,
+					   err);
+	if (rc)
+		return rc;
+	b = calloc(1, sizeof(*b));
+	if (!b) {
+		hb_kube_config_free(kc);
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	}
+	b->be.ops = &kube_ops;
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_cond_init(&b->cv, NULL);
+	b->qtail = &b->qhead;
+	b->log_refresh_ms = o->log_refresh_ms > 0 ? o->log_refresh_ms : 1000;
+	ns = o->ns && o->ns[0] ? o->ns : hb_kube_config_namespace(kc);
+	b->ns = strdup(ns ? ns : "default");
+	b->field_manager = strdup(o->field_manager ? o->field_manager
+						   : "hpcbridge");
+	b->workers = calloc(nw, sizeof(*b->workers));
+	if (!b->ns || !b->field_manager || !b->workers) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto fail;
+	}
+	if ((rc = hb_kube_new(kc, o->client, &b->k, err)))
+		goto fail;
+	hb_kube_config_free(kc);
+	kc = NULL;
+	if (pthread_create(&b->reflector, NULL, reflect_main, b)) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0,
+				"cannot start the watch thread");
+		goto fail;
+	}
+	b->started = 1;
+	for (; b->nworkers < nw; b->nworkers++)
+		if (pthread_create(&b->workers[b->nworkers], NULL,
+				   worker_main, b)) {
+			rc = hb_err_set(err, HB_ENOMEM, NULL, 0,
+					"cannot start the workers");
+			goto fail;
+		}
+	*out = &b->be;
+	return 0;
+fail:
+	hb_kube_config_free(kc);
+	kube_free(&b->be);
+	return rc;
+}
