@@ -4,11 +4,13 @@
 #   * a real single-node Slurm 22.05 (munged, slurmctld, slurmd) with
 #     hpcbridge's job_submit and SPANK plugins loaded, and a `burst`
 #     partition on a node of its own for the proxy jobs;
-#   * hpcbridged, its state and its remote jobs in DIR.
-#
-# Until the Kubernetes side exists, burst jobs run on the daemon's local
-# backend (their scripts run on this host as their users): it stands in
-# for the cluster.
+#   * the Kubernetes API emulator (hb-kubemu, docs/emulator.md) over TLS
+#     with a bearer token, its emulated MPI Operator in execute mode: the
+#     MPIJobs of burst jobs really run their launchers here, with Open MPI;
+#   * hpcbridged, its state in DIR, sending burst jobs to the emulated
+#     cluster through DIR/kubeconfig.  HB_SANDBOX_BACKEND=local runs them
+#     on the daemon's local backend instead (on this host, as their users:
+#     a stand-in some tests use).
 #
 # usage: sandbox.sh up DIR BUILD_DIR     start what is not running; print
 #                                        `export` lines
@@ -17,7 +19,9 @@
 #
 # `hpcbridge sandbox up|down` runs this script.  Everything lives in DIR:
 #   hpcbridge.yaml      the daemon's and the plugins' configuration
-#   hpcbridged.pid .sock .log  state.db  remote/
+#   hpcbridged.pid .sock .log  state.db
+#   kubeconfig          the emulated cluster's (also for kubectl or python)
+#   kube/               the emulator: pid, port, log, TLS CA, pods' dirs
 #   slurm/              the Slurm instance (tests/integration/lib/slurm.sh)
 set -euo pipefail
 
@@ -43,6 +47,7 @@ print_env() {
 	printf 'export SLURM_CONF=%q\n' "$dir/slurm/slurm.conf"
 	printf 'export HPCBRIDGE_CONFIG=%q\n' "$dir/hpcbridge.yaml"
 	printf 'export HPCBRIDGE_SOCKET=%q\n' "$dir/hpcbridged.sock"
+	printf 'export KUBECONFIG=%q\n' "$dir/kubeconfig"
 	printf 'export PATH=%q:"$PATH"\n' "$build/bin"
 }
 
@@ -59,8 +64,11 @@ write_config() {
 	  burst_partition: burst
 	  shadow_command: $build/bin/hpcbridge
 	remote:
-	  backend: local
+	  backend: ${HB_SANDBOX_BACKEND:-kubernetes}
+	  kubeconfig: $dir/kubeconfig
 	  local_dir: $dir/remote
+	kubernetes:
+	  namespace: default
 	plugin:
 	  timeout_ms: 200
 	placement:
@@ -68,6 +76,57 @@ write_config() {
 	  partitions:
 	    gpu: kubernetes
 	YAML
+}
+
+# The emulated cluster, unless it runs: TLS (its CA kept in kube/tls), one
+# token, execute mode.  Waits for its port file (written once serving).
+kube_up() {
+	local dir=$1 build=$2 t=0
+	pid_of "$dir/kube/pid" hb-kubemu >/dev/null && return 0
+	[ -x "$build/bin/hb-kubemu" ] || {
+		say "no $build/bin/hb-kubemu: build first"
+		return 1
+	}
+	rm -f "$dir/kube/port"
+	[ -s "$dir/kube/token" ] ||
+		head -c 18 /dev/urandom | base64 | tr -dc A-Za-z0-9 \
+			>"$dir/kube/token"
+	local -a env=()
+	if [ "$(id -u)" = 0 ]; then
+		env=(--exec-env OMPI_ALLOW_RUN_AS_ROOT=1
+			--exec-env OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
+	fi
+	setsid "$build/bin/hb-kubemu" --listen 127.0.0.1:0 \
+		--port-file "$dir/kube/port" --pidfile "$dir/kube/pid" \
+		--tls-dir "$dir/kube/tls" --token "$(cat "$dir/kube/token")" \
+		--kubeconfig-out "$dir/kubeconfig" --workdir "$dir/kube/work" \
+		--execute --pod-start-ms 100 "${env[@]}" \
+		</dev/null >>"$dir/kube/log" 2>&1 &
+	until [ -s "$dir/kube/port" ]; do
+		t=$((t + 1))
+		if [ "$t" -gt 100 ]; then
+			say "hb-kubemu did not come up; its log:"
+			tail -n 20 "$dir/kube/log" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+	printf 'https://127.0.0.1:%s\n' "$(cat "$dir/kube/port")" \
+		>"$dir/kube/url"
+}
+
+# Stop the process of pidfile FILE running PROGRAM: TERM, then KILL.
+stop_pid() {
+	local file=$1 prog=$2 pid i
+	if pid=$(pid_of "$file" "$prog"); then
+		kill -TERM "$pid" 2>/dev/null || true
+		for i in $(seq 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	rm -f "$file"
 }
 
 up() {
@@ -81,13 +140,14 @@ up() {
 		return 1
 	}
 	if pid=$(pid_of "$dir/hpcbridged.pid" hpcbridged) &&
+		pid_of "$dir/kube/pid" hb-kubemu >/dev/null &&
 		slurm_is_up "$dir/slurm" 2>/dev/null; then
 		say "already up in $dir"
 		print_env "$dir" "$build"
 		return 0
 	fi
 	write_config "$dir" "$build"
-	mkdir -p "$dir/remote"
+	mkdir -p "$dir/kube" "$dir/remote"
 
 	export HPCBRIDGE_CONFIG="$dir/hpcbridge.yaml"
 	export HB_SLURM_PLUGIN_DIR="$build/slurm-plugin"
@@ -104,6 +164,10 @@ up() {
 	if slurm_is_up "$dir/slurm" 2>/dev/null; then
 		export SLURM_CONF="$dir/slurm/slurm.conf"
 	elif ! slurm_up "$dir/slurm" >&2; then
+		down "$dir"
+		return 1
+	fi
+	if ! kube_up "$dir" "$build"; then
 		down "$dir"
 		return 1
 	fi
@@ -128,25 +192,19 @@ up() {
 		done
 	fi
 
-	say "up in $dir: Slurm (partitions debug, gpu, long, burst), hpcbridged"
+	say "up in $dir: Slurm (partitions debug, gpu, long, burst)," \
+		"the emulated cluster ($(cat "$dir/kube/url")), hpcbridged"
 	print_env "$dir" "$build"
 }
 
 down() {
-	local dir=${1:?usage: sandbox.sh down DIR} pid i
+	local dir=${1:?usage: sandbox.sh down DIR}
 	[ -d "$dir" ] || return 0
 	if [ -d "$dir/slurm" ]; then
 		slurm_down "$dir/slurm" >&2 || true
 	fi
-	if pid=$(pid_of "$dir/hpcbridged.pid" hpcbridged); then
-		kill -TERM "$pid" 2>/dev/null || true
-		for i in $(seq 50); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$pid" 2>/dev/null || true
-	fi
-	rm -f "$dir/hpcbridged.pid"
+	stop_pid "$dir/hpcbridged.pid" hpcbridged
+	stop_pid "$dir/kube/pid" hb-kubemu
 	say "down: $dir"
 }
 

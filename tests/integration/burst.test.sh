@@ -18,6 +18,9 @@ build=$(cd "${1:?BUILD_DIR}" && pwd)
 src=$(cd "${2:?SRC_DIR}" && pwd)
 tmp=$(mktemp -d /tmp/hb-burst.XXXXXX)
 chmod 755 "$tmp"
+# The local backend: this test checks the daemon and shadow mechanics
+# (burst_kube.test.sh runs the same path on the emulated cluster).
+export HB_SANDBOX_BACKEND=local
 # shellcheck source=lib/sandbox_test.sh
 . "$src/tests/integration/lib/sandbox_test.sh"
 sandbox_test_up

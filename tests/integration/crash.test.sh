@@ -13,6 +13,9 @@ src=$(cd "${2:?SRC_DIR}" && pwd)
 tmp=$(mktemp -d /tmp/hb-crash.XXXXXX)
 chmod 755 "$tmp"
 rounds=${HB_CRASH_ROUNDS:-4}
+# The local backend: this test checks the daemon and shadow mechanics
+# (burst_kube.test.sh runs the same path on the emulated cluster).
+export HB_SANDBOX_BACKEND=local
 # shellcheck source=lib/sandbox_test.sh
 . "$src/tests/integration/lib/sandbox_test.sh"
 sandbox_test_up
