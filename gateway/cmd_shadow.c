@@ -102,23 +102,45 @@ static int request(const char *sock, const char *id, cJSON *req, cJSON **reply,
  * "hpcbridge:ID running".  The job's owner may update its comment, so
  * scontrol does it; a failure only costs the display.
  */
+/* Run a Slurm command and wait for it; a failure is the caller's to
+ * ignore. */
+static void run_slurm_cmd(char *const argv[])
+{
+	pid_t pid;
+	int st;
+
+	if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ) != 0)
+		return;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+}
+
 static void show_phase(const char *id, const char *phase)
 {
 	const char *job = getenv("SLURM_JOB_ID");
 	char jobarg[64], comment[128];
 	char *argv[] = { "scontrol", "update", jobarg, comment, NULL };
-	pid_t pid;
-	int st;
 
 	if (!job || !*job)
 		return;
 	snprintf(jobarg, sizeof(jobarg), "JobId=%s", job);
 	snprintf(comment, sizeof(comment), "Comment=hpcbridge:%s %s", id,
 		 phase);
-	if (posix_spawnp(&pid, "scontrol", NULL, NULL, argv, environ) != 0)
-		return;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
+	run_slurm_cmd(argv);
+}
+
+/*
+ * The remote job was cancelled on the remote side (its MPIJob deleted
+ * with kubectl): cancel this proxy too, so Slurm says CANCELLED, as for
+ * scancel.  The signal that follows ends the shadow.
+ */
+static void cancel_self(void)
+{
+	const char *job = getenv("SLURM_JOB_ID");
+	char *argv[] = { "scancel", (char *)job, NULL };
+
+	if (job && *job)
+		run_slurm_cmd(argv);
 }
 
 /* Ask for the remote job's cancellation; best effort, one try. */
@@ -294,9 +316,26 @@ int hb_cmd_shadow(int argc, char **argv)
 					       ec->valuedouble <= 255
 				       ? (int)ec->valuedouble
 				       : 1;
-			if (strcmp(ph->valuestring, "succeeded"))
-				note(id, "the remote job ended %s",
-				     ph->valuestring);
+			if (strcmp(ph->valuestring, "succeeded")) {
+				const cJSON *m = cJSON_GetObjectItem(reply,
+								     "message");
+
+				note(id, "the remote job ended %s%s%s",
+				     ph->valuestring,
+				     cJSON_IsString(m) ? ": " : "",
+				     cJSON_IsString(m) ? m->valuestring : "");
+			}
+			if (!strcmp(ph->valuestring, "cancelled")) {
+				cancel_self();
+				/* scancel's signal ends the shadow */
+				for (int i = 0; i < 100 && !stop_signal; i++)
+					sleep_ms(100);
+				if (stop_signal) {
+					cJSON_Delete(reply);
+					hb_buf_free(&data);
+					goto stopped;
+				}
+			}
 			goto out;
 		}
 		cJSON_Delete(reply);
