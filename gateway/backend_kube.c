@@ -607,6 +607,46 @@ static int set_label(cJSON *labels, const char *key, const char *value)
 	return cJSON_AddStringToObject(labels, key, v) ? 0 : HB_ENOMEM;
 }
 
+/* The variables the gateway gives a job (from job->env) that its
+ * launcher gets too. */
+static const char *const passed_env[] = { "HPCBRIDGE_JOB_ID=",
+					  "SLURM_ARRAY_TASK_ID=", NULL };
+
+/* Add the passed variables of env to the environment of the launcher's
+ * first container. */
+static int launcher_env(cJSON *doc, const char *const *env)
+{
+	static const char *const path[] = { "spec",	"mpiReplicaSpecs",
+					    "Launcher", "template",
+					    "spec",	"containers" };
+	cJSON *c = doc, *list, *e;
+
+	for (size_t i = 0; c && i < sizeof(path) / sizeof(path[0]); i++)
+		c = cJSON_GetObjectItemCaseSensitive(c, path[i]);
+	if (!(c = cJSON_GetArrayItem(c, 0)))
+		return 0;
+	for (; env && *env; env++)
+		for (size_t i = 0; passed_env[i]; i++) {
+			size_t n = strlen(passed_env[i]);
+			char name[32];
+
+			if (strncmp(*env, passed_env[i], n))
+				continue;
+			snprintf(name, sizeof(name), "%.*s", (int)n - 1,
+				 passed_env[i]);
+			list = cJSON_GetObjectItemCaseSensitive(c, "env");
+			if (!list && !(list = cJSON_AddArrayToObject(c, "env")))
+				return HB_ENOMEM;
+			if (!(e = cJSON_CreateObject()))
+				return HB_ENOMEM;
+			cJSON_AddItemToArray(list, e);
+			if (!cJSON_AddStringToObject(e, "name", name) ||
+			    !cJSON_AddStringToObject(e, "value", *env + n))
+				return HB_ENOMEM;
+		}
+	return 0;
+}
+
 /* The MPIJob for job, named after its id. */
 static int build(struct kube_be *b, const struct hb_remote_job *job,
 		 cJSON **out, struct hb_err *err)
@@ -622,6 +662,16 @@ static int build(struct kube_be *b, const struct hb_remote_job *job,
 	hb_report_init(&rep, "MPIJob");
 	rc = hb_parse_any(job->script, job->script_len, spec.source_name, &so,
 			  &spec, err);
+	/* sbatch runs a job where it was submitted: so does its launcher,
+	 * on a cluster that mounts the same shared filesystem. */
+	if (!rc && !spec.chdir && job->workdir) {
+		if (!(spec.chdir = hb_jobspec_strdup(&spec, job->workdir)))
+			rc = hb_err_set(err, HB_ENOMEM, NULL, 0,
+					"out of memory");
+		hb_jobspec_set_origin(&spec, HB_F_CHDIR,
+				      (struct hb_origin){ HB_ORIGIN_DERIVED,
+							  0 });
+	}
 	if (!rc)
 		rc = hb_mpijob_emit(&spec, job->cfg, job->array_task, &doc,
 				    &rep, err);
@@ -641,7 +691,8 @@ static int build(struct kube_be *b, const struct hb_remote_job *job,
 	    !cJSON_AddStringToObject(meta, "namespace", b->ns) ||
 	    set_label(labels, LABEL_ID, job->id) ||
 	    set_label(labels, LABEL_USER, job->user) ||
-	    set_label(labels, LABEL_ACCT, job->account)) {
+	    set_label(labels, LABEL_ACCT, job->account) ||
+	    launcher_env(doc, job->env)) {
 		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 		goto out;
 	}
