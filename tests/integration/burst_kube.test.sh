@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# burst_kube.test.sh - the burst path end to end on the real Slurm and the
+# emulated cluster (the sandbox: hb-kubemu in execute mode, hpcbridged with
+# remote.backend kubernetes):
+#
+#   * an unchanged MPI sbatch script in the gpu partition becomes a proxy
+#     on Slurm and one MPIJob, labelled with its gateway id and user, whose
+#     launcher runs the real Open MPI program; its output arrives in the
+#     Slurm output file and the proxy ends COMPLETED;
+#   * a failing launcher gives a FAILED proxy with the launcher's exit code;
+#   * scancel of the proxy deletes the MPIJob;
+#   * deleting the MPIJob in the cluster ends the proxy CANCELLED;
+#   * faults: 500s and 429s on create, a watch dropped mid-job, 410 on the
+#     watch's resume, and hpcbridged killed mid-job and restarted: each job
+#     ends right, with exactly one MPIJob.
+#
+# usage: burst_kube.test.sh BUILD_DIR SRC_DIR
+set -euo pipefail
+
+build=$(cd "${1:?BUILD_DIR}" && pwd)
+src=$(cd "${2:?SRC_DIR}" && pwd)
+tmp=$(mktemp -d /tmp/hb-burstk.XXXXXX)
+chmod 755 "$tmp"
+export HB_SANDBOX_BACKEND=kubernetes
+# shellcheck source=lib/sandbox_test.sh
+. "$src/tests/integration/lib/sandbox_test.sh"
+sandbox_test_up
+ok "sandbox up"
+url=$(cat "$box/kube/url")
+kube() { python3 "$src/tests/integration/lib/kube.py" "$@"; }
+
+wait_final() {
+	local id=$1 st i
+	for i in $(seq 600); do
+		st=$(field "$id" JobState)
+		case $st in
+		COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY)
+			printf '%s\n' "$st"
+			return 0
+			;;
+		esac
+		sleep 0.2
+	done
+	printf 'TIMEOUT-WAITING(%s)\n' "$st"
+}
+
+submit() { # SCRIPT -> job id
+	(cd "$tmp" && sbatch --parsable "$1" 2>>"$tmp/sbatch.err") |
+		cut -d';' -f1
+}
+
+gateway_id() { # SLURM_ID -> hb-...
+	scontrol show job "$1" |
+		sed -n 's/.*AdminComment=hpcbridge:\(hb-[0-9]*\).*/\1/p'
+}
+
+# Exactly one MPIJob carries the gateway id.
+one_mpijob() {
+	local n
+	n=$(kube names "hpcbridge.io/gateway-id=$1" | grep -c . || true)
+	[ "$n" = 1 ] && ok "$2: exactly one MPIJob for $1" ||
+		bad "$2: $n MPIJobs for $1"
+}
+
+# Wait until the proxy's output file holds TEXT.
+wait_output() {
+	local file=$1 text=$2 i
+	for i in $(seq 300); do
+		grep -q "$text" "$file" 2>/dev/null && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+if [ "$(id -u)" = 0 ]; then
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+mpicc -O1 -o "$tmp/hello" "$src/examples/sandbox/hello.c" ||
+	die "mpicc examples/sandbox/hello.c"
+
+# 1. The example MPI script bursts and runs as an MPIJob.
+cp "$src/examples/sandbox/mpi-burst.sh" "$tmp/"
+id=$(submit "$tmp/mpi-burst.sh")
+[ -n "$id" ] || die "sbatch mpi-burst.sh: $(cat "$tmp/sbatch.err")"
+[ "$(field "$id" Partition)" = burst ] && ok "mpi-burst: a proxy in burst" ||
+	bad "mpi-burst partition $(field "$id" Partition)"
+hb=$(gateway_id "$id")
+st=$(wait_final "$id")
+[ "$st" = COMPLETED ] && ok "mpi-burst: COMPLETED" || bad "mpi-burst: $st"
+[ "$(field "$id" ExitCode)" = 0:0 ] && ok "mpi-burst: exit code 0" ||
+	bad "mpi-burst exit code $(field "$id" ExitCode)"
+out=$tmp/mpi-burst-$id.out
+n=$(grep -c "^hello from rank [01] of 2 on " "$out" || true)
+[ "$n" = 2 ] && ok "mpi-burst: two MPI ranks ran in the launcher" ||
+	bad "mpi-burst output: $(cat "$out" 2>&1)"
+grep -qx "job $hb running remotely" "$out" &&
+	ok "mpi-burst: the launcher knew its gateway id" ||
+	bad "mpi-burst: no 'job $hb running remotely' in $(cat "$out" 2>&1)"
+one_mpijob "$hb" mpi-burst
+[ "$(kube phase "$hb")" = Succeeded ] && ok "mpi-burst: MPIJob Succeeded" ||
+	bad "mpi-burst: MPIJob phase $(kube phase "$hb" 2>&1)"
+kube labels "$hb" >"$tmp/labels"
+grep -qx "hpcbridge.io/user=$(id -un)" "$tmp/labels" &&
+	ok "mpi-burst: MPIJob labelled with the user" ||
+	bad "mpi-burst labels: $(cat "$tmp/labels")"
+hpcbridge status "$hb" 2>&1 | grep -q succeeded &&
+	ok "mpi-burst: hpcbridge status succeeded" ||
+	bad "mpi-burst status: $(hpcbridge status "$hb" 2>&1)"
+
+# 2. A failing launcher.
+cat >"$tmp/fail.sh" <<'EOF'
+#!/bin/sh
+#SBATCH --partition=gpu
+#SBATCH --output=fail-%j.out
+echo "about to fail"
+exit 7
+EOF
+id=$(submit "$tmp/fail.sh")
+hb=$(gateway_id "$id")
+st=$(wait_final "$id")
+[ "$st" = FAILED ] && ok "failing launcher: proxy FAILED" ||
+	bad "failing launcher: $st"
+[ "$(field "$id" ExitCode)" = 7:0 ] && ok "failing launcher: exit code 7" ||
+	bad "failing launcher exit code $(field "$id" ExitCode)"
+grep -qx "about to fail" "$tmp/fail-$id.out" &&
+	ok "failing launcher: its output" ||
+	bad "failing launcher output: $(cat "$tmp/fail-$id.out" 2>&1)"
+[ "$(kube phase "$hb")" = Failed ] && ok "failing launcher: MPIJob Failed" ||
+	bad "failing launcher: MPIJob phase $(kube phase "$hb" 2>&1)"
+
+cat >"$tmp/long.sh" <<'EOF'
+#!/bin/sh
+#SBATCH --partition=gpu
+#SBATCH --output=long-%j.out
+echo "long job started"
+sleep 300
+echo "not reached"
+EOF
+
+# 3. scancel of the proxy deletes the MPIJob.
+id=$(submit "$tmp/long.sh")
+hb=$(gateway_id "$id")
+wait_output "$tmp/long-$id.out" "long job started" &&
+	ok "scancel: the remote job runs" ||
+	bad "scancel: did not start: $(cat "$tmp/long-$id.out" 2>&1)"
+scancel "$id"
+st=$(wait_final "$id")
+[ "$st" = CANCELLED ] && ok "scancel: proxy CANCELLED" || bad "scancel: $st"
+gone=0
+for _ in $(seq 100); do
+	rc=0
+	kube get "$hb" >/dev/null 2>&1 || rc=$?
+	[ "$rc" = 3 ] && gone=1 && break
+	sleep 0.2
+done
+[ "$gone" = 1 ] && ok "scancel: the MPIJob is deleted" ||
+	bad "scancel: MPIJob $hb still there"
+grep -q "not reached" "$tmp/long-$id.out" && bad "scancel: the job ran on" || true
+
+# 4. Deleting the MPIJob in the cluster ends the proxy CANCELLED.
+id=$(submit "$tmp/long.sh")
+hb=$(gateway_id "$id")
+wait_output "$tmp/long-$id.out" "long job started" ||
+	bad "kubectl delete: did not start: $(cat "$tmp/long-$id.out" 2>&1)"
+kube delete "$hb" && ok "kubectl delete: MPIJob deleted" ||
+	bad "kubectl delete of $hb failed"
+st=$(wait_final "$id")
+[ "$st" = CANCELLED ] && ok "kubectl delete: proxy CANCELLED" ||
+	bad "kubectl delete: proxy $st"
+hpcbridge status "$hb" 2>&1 | grep -q cancelled &&
+	ok "kubectl delete: hpcbridge status cancelled" ||
+	bad "kubectl delete status: $(hpcbridge status "$hb" 2>&1)"
+
+# 5. 500s and 429s while the MPIJob is created.
+cat >"$tmp/short.sh" <<'EOF'
+#!/bin/sh
+#SBATCH --partition=gpu
+#SBATCH --output=short-%j.out
+echo "short job ran"
+EOF
+kube faults "$url" '{"error_500":2,"error_429":2,"retry_after":1,"path":"/mpijobs","method":"POST"}'
+id=$(submit "$tmp/short.sh")
+hb=$(gateway_id "$id")
+st=$(wait_final "$id")
+[ "$st" = COMPLETED ] && grep -qx "short job ran" "$tmp/short-$id.out" &&
+	ok "500s and 429s on create: the job ran" ||
+	bad "500s and 429s on create: $st, $(cat "$tmp/short-$id.out" 2>&1)"
+kube counts "$url" | python3 -c '
+import json, sys
+c = json.load(sys.stdin)
+sys.exit(0 if c["injected_500"] >= 2 and c["injected_429"] >= 2 else 1)
+' && ok "500s and 429s on create: the faults were injected" ||
+	bad "faults not injected: $(kube counts "$url")"
+kube faults "$url"
+one_mpijob "$hb" "500s and 429s on create"
+
+# 6. The watch dropped mid-job, then 410 Gone when it resumes.
+cat >"$tmp/mid.sh" <<'EOF'
+#!/bin/sh
+#SBATCH --partition=gpu
+#SBATCH --output=mid-%j.out
+echo "mid job started"
+sleep 3
+echo "mid job done"
+exit 4
+EOF
+for fault in '{"drop_watches":true}' '{"gone_next_watch":1,"drop_watches":true}'; do
+	id=$(submit "$tmp/mid.sh")
+	hb=$(gateway_id "$id")
+	wait_output "$tmp/mid-$id.out" "mid job started" ||
+		bad "$fault: did not start"
+	kube faults "$url" "$fault"
+	st=$(wait_final "$id")
+	[ "$st" = FAILED ] && [ "$(field "$id" ExitCode)" = 4:0 ] &&
+		grep -qx "mid job done" "$tmp/mid-$id.out" &&
+		ok "$fault: the job ended with its exit code and output" ||
+		bad "$fault: $st $(field "$id" ExitCode) $(cat "$tmp/mid-$id.out" 2>&1)"
+	kube faults "$url"
+	one_mpijob "$hb" "$fault"
+done
+
+# 7. hpcbridged killed mid-job and restarted.
+id=$(submit "$tmp/mid.sh")
+hb=$(gateway_id "$id")
+wait_output "$tmp/mid-$id.out" "mid job started" || bad "restart: did not start"
+dpid=$(head -c 32 "$box/hpcbridged.pid" | tr -dc 0-9)
+kill -KILL "$dpid"
+sleep 1
+bash "$src/scripts/sandbox.sh" up "$box" "$build" >/dev/null 2>"$tmp/up2.err" ||
+	die "sandbox up after the kill: $(cat "$tmp/up2.err")"
+st=$(wait_final "$id")
+[ "$st" = FAILED ] && [ "$(field "$id" ExitCode)" = 4:0 ] &&
+	grep -qx "mid job done" "$tmp/mid-$id.out" &&
+	ok "restart: the job ended with its exit code and whole output" ||
+	bad "restart: $st $(field "$id" ExitCode) $(cat "$tmp/mid-$id.out" 2>&1)"
+n=$(grep -c "mid job started" "$tmp/mid-$id.out" || true)
+[ "$n" = 1 ] && ok "restart: the output was not repeated" ||
+	bad "restart: 'mid job started' $n times"
+one_mpijob "$hb" restart
+
+sandbox_test_end
+echo "all Kubernetes burst checks passed"
