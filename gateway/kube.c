@@ -1210,7 +1210,7 @@ int hb_kube_list_every(struct hb_kube *k, const struct hb_kube_res *res,
 {
 	cJSON *all = cJSON_CreateArray(), *page = NULL;
 	char *cont = NULL;
-	int rc = 0, first = 1, restarted = 0, n = 0;
+	int rc = 0, first = 1, restarted = 0, n = 0, more;
 
 	*items = NULL;
 	if (rv)
@@ -1275,11 +1275,12 @@ int hb_kube_list_every(struct hb_kube *k, const struct hb_kube_res *res,
 		if (rc)
 			break;
 		c = md_str(page, "continue");
+		more = c && *c;
 		free(cont);
-		cont = c && *c ? strdup(c) : NULL;
+		cont = more ? strdup(c) : NULL;
 		cJSON_Delete(page);
 		page = NULL;
-		if (c && *c && !cont) {
+		if (more && !cont) {
 			rc = hb_err_set(err, HB_ENOMEM, NULL, 0,
 					"out of memory");
 			break;

@@ -1075,6 +1075,9 @@ struct hb_kube_auth {
 	unsigned exec_runs;
 };
 
+static int token_file_check(struct hb_kube_auth *a, int refresh,
+			    struct hb_err *err);
+
 static char **strv_dup(char **v)
 {
 	size_t n = 0;
@@ -1166,6 +1169,12 @@ int hb_kube_auth_new(const struct hb_kube_config *cfg,
 		    !(a->exec_info = exec_info(cfg)))
 			goto nomem;
 		a->exec->cluster_info = cfg->exec->cluster_info;
+	}
+	if (a->token_file) {
+		/* Read now, as client-go does; a failure shows at first use. */
+		struct hb_err e = { 0 };
+
+		token_file_check(a, 1, &e);
 	}
 	*out = a;
 	return 0;
