@@ -573,20 +573,28 @@ static int load_cluster(struct hb_kube_config *c, const struct ent *e,
 	return 0;
 }
 
+/* A list of strings as a NULL-terminated vector after first (owned,
+ * freed here on failure). */
 static int str_list(const struct where *w, const cJSON *obj, const char *key,
-		    char ***out, size_t extra)
+		    char ***out, char *first)
 {
+	size_t extra = 1;
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(obj, key);
 	const cJSON *it;
 	size_t n = 0;
 	int i = 0;
 
-	if (arr && !cJSON_IsNull(arr) && !cJSON_IsArray(arr))
+	if (arr && !cJSON_IsNull(arr) && !cJSON_IsArray(arr)) {
+		free(first);
 		return fail_at(w, arr, HB_EINVAL, key, "must be a list");
+	}
 	n = arr && cJSON_IsArray(arr) ? (size_t)cJSON_GetArraySize(arr) : 0;
 	*out = calloc(n + extra + 1, sizeof(char *));
-	if (!*out)
+	if (!*out) {
+		free(first);
 		return HB_ENOMEM;
+	}
+	(*out)[0] = first;
 	if (!n)
 		return 0;
 	cJSON_ArrayForEach (it, arr) {
@@ -609,6 +617,7 @@ static int load_exec(struct hb_kube_config *c, const struct where *uw,
 {
 	struct where w;
 	const char *cmd, *api, *mode, *hint;
+	char *cmd0 = NULL;
 	const cJSON *env, *it;
 	struct hb_kube_exec *x;
 	int rc, i = 0;
@@ -644,15 +653,15 @@ static int load_exec(struct hb_kube_config *c, const struct where *uw,
 	c->exec = x;
 	if (!(x->api_version = strdup(api)))
 		return HB_ENOMEM;
-	if ((rc = str_list(&w, ex, "args", &x->argv, 1)))
-		return rc;
 	/* A relative command with a '/' is relative to the file. */
 	if (strchr(cmd, '/')) {
-		if ((rc = resolve(&w, cmd, &x->argv[0])))
+		if ((rc = resolve(&w, cmd, &cmd0)))
 			return rc;
-	} else if (!(x->argv[0] = strdup(cmd))) {
+	} else if (!(cmd0 = strdup(cmd))) {
 		return HB_ENOMEM;
 	}
+	if ((rc = str_list(&w, ex, "args", &x->argv, cmd0)))
+		return rc;
 	if ((rc = get_bool(&w, ex, "provideClusterInfo", &x->cluster_info)))
 		return rc;
 	env = cJSON_GetObjectItemCaseSensitive(ex, "env");
