@@ -488,7 +488,7 @@ static void work(struct kube_be *b, struct kjob *j)
 			j->phase = j->seen = HB_REMOTE_FAILED;
 			j->end_ms = now_ms();
 			snprintf(j->message, sizeof(j->message),
-				 "the cluster refused the MPIJob: %s",
+				 "the cluster refused the MPIJob: %.200s",
 				 err.msg);
 		}
 		pthread_mutex_unlock(&b->mu);

@@ -181,10 +181,12 @@ size_t hb_kube_known_count(const struct hb_kube_known *m);
 
 /*
  * The dedup of a reflector: given an event from a watch, what to deliver
- * (the type to give fn) or -1 for nothing; m is updated.  An ADDED for a
+ * (the type to give fn) or HB_KUBE_SAME for nothing (HB_ENOMEM when out
+ * of memory); m is updated.  An ADDED for a
  * known object is a MODIFIED, a MODIFIED for an unknown one an ADDED; a
  * version already seen, or a DELETED of what is unknown, is nothing.
  */
+#define HB_KUBE_SAME (-100)
 int hb_kube_known_apply(struct hb_kube_known *m, const char *key,
 			enum hb_kube_ev_type type, const char *rv);
 

@@ -419,17 +419,17 @@ int hb_kube_known_apply(struct hb_kube_known *m, const char *key,
 	case HB_KUBE_ADDED:
 	case HB_KUBE_MODIFIED:
 		if (old && !strcmp(old, rv ? rv : ""))
-			return -1;
+			return HB_KUBE_SAME;
 		if (hb_kube_known_put(m, key, rv))
 			return HB_ENOMEM;
 		return old ? HB_KUBE_MODIFIED : HB_KUBE_ADDED;
 	case HB_KUBE_DELETED:
 		if (!old)
-			return -1;
+			return HB_KUBE_SAME;
 		hb_kube_known_del(m, key);
 		return HB_KUBE_DELETED;
 	default:
-		return -1;
+		return HB_KUBE_SAME;
 	}
 }
 

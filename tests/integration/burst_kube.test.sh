@@ -27,7 +27,7 @@ export HB_SANDBOX_BACKEND=kubernetes
 sandbox_test_up
 ok "sandbox up"
 url=$(cat "$box/kube/url")
-kube() { python3 "$src/tests/integration/lib/kube.py" "$@"; }
+kube() { /usr/bin/python3 "$src/tests/integration/lib/kube.py" "$@"; }
 
 wait_final() {
 	local id=$1 st i
@@ -185,7 +185,7 @@ st=$(wait_final "$id")
 [ "$st" = COMPLETED ] && grep -qx "short job ran" "$tmp/short-$id.out" &&
 	ok "500s and 429s on create: the job ran" ||
 	bad "500s and 429s on create: $st, $(cat "$tmp/short-$id.out" 2>&1)"
-kube counts "$url" | python3 -c '
+kube counts "$url" | /usr/bin/python3 -c '
 import json, sys
 c = json.load(sys.stdin)
 sys.exit(0 if c["injected_500"] >= 2 and c["injected_429"] >= 2 else 1)
