@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -32,12 +33,14 @@
 #include "hpcbridge/fidelity.h"
 #include "hpcbridge/jobspec.h"
 #include "hpcbridge/kube.h"
+#include "hpcbridge/log.h"
 #include "hpcbridge/mpijob.h"
 #include "hpcbridge/translate.h"
 
 #define ID_MAX	     63
 #define NBUCKETS     16384
 #define RETRY_MS     1000  /* after a transient failure */
+#define WATCH_RESTART_MS 5000 /* after the watch stopped on an error */
 #define LOG_KEEP     65536 /* read bytes kept behind the reader */
 #define LABEL_ID     "hpcbridge.io/gateway-id"
 #define LABEL_USER   "hpcbridge.io/user"
@@ -62,6 +65,7 @@ struct kjob {
 	int64_t start_ms, end_ms;
 	char message[256];
 	int present; /* the MPIJob exists (as far as we know) */
+	unsigned gen; /* the watch generation that last saw it */
 	/* what we report */
 	enum hb_remote_phase phase;
 	int exit_code;
@@ -89,6 +93,8 @@ struct kube_be {
 	size_t njobs;
 	struct kjob *qhead, **qtail;
 	int synced; /* the reflector's view is whole */
+	unsigned gen;  /* bumped each time the watch starts over */
+	int sweep;     /* at the next whole view, what was not seen is gone */
 	cJSON *runtime_cm; /* the launcher runtime to apply, or NULL */
 	int runtime_done;
 	atomic_int stop;
@@ -282,6 +288,31 @@ static void observe(struct kube_be *b, struct kjob *j, const cJSON *obj)
 		j->phase = p;
 }
 
+/* Under mu: j's MPIJob is gone.  Unless it had ended, the job is
+ * cancelled: by us, or by someone deleting it in the cluster. */
+static void gone(struct kjob *j)
+{
+	j->present = 0;
+	if (hb_remote_phase_done(j->phase) || hb_remote_phase_done(j->seen))
+		return;
+	j->phase = j->seen = HB_REMOTE_CANCELLED;
+	if (!j->end_ms)
+		j->end_ms = now_ms();
+	if (!j->cancelled)
+		snprintf(j->message, sizeof(j->message),
+			 "the MPIJob was deleted in the cluster");
+}
+
+/* Under mu, when a new watch has its whole view: the MPIJobs it did not
+ * list went while no watch ran. */
+static void sweep(struct kube_be *b)
+{
+	for (size_t i = 0; i < NBUCKETS; i++)
+		for (struct kjob *j = b->buckets[i]; j; j = j->hnext)
+			if (j->present && j->gen != b->gen && !j->manifest)
+				gone(j);
+}
+
 static int on_event(void *ctx, const struct hb_kube_event *ev)
 {
 	struct kube_be *b = ctx;
@@ -293,6 +324,9 @@ static int on_event(void *ctx, const struct hb_kube_event *ev)
 		if (ev->type == HB_KUBE_BOOKMARK && !ev->object) {
 			pthread_mutex_lock(&b->mu);
 			b->synced = 1;
+			if (b->sweep)
+				sweep(b);
+			b->sweep = 0;
 			pthread_mutex_unlock(&b->mu);
 		}
 		return 0;
@@ -305,35 +339,41 @@ static int on_event(void *ctx, const struct hb_kube_event *ev)
 	j = ev->type == HB_KUBE_DELETED ? find(b, name)
 					 : find_or_add(b, name);
 	if (j && ev->type == HB_KUBE_DELETED) {
-		j->present = 0;
-		if (!hb_remote_phase_done(j->phase) &&
-		    !hb_remote_phase_done(j->seen)) {
-			j->phase = j->seen = HB_REMOTE_CANCELLED;
-			if (!j->end_ms)
-				j->end_ms = now_ms();
-			if (!j->cancelled)
-				snprintf(j->message, sizeof(j->message),
-					 "the MPIJob was deleted in the "
-					 "cluster");
-		}
+		gone(j);
 	} else if (j) {
+		j->gen = b->gen;
 		observe(b, j, ev->object);
 	}
 	pthread_mutex_unlock(&b->mu);
 	return 0;
 }
 
+/* The watch, started over after an error it does not retry itself (a
+ * permission refused, say), with what vanished meanwhile swept. */
 static void *reflect_main(void *arg)
 {
 	struct kube_be *b = arg;
 	struct hb_kube_reflect_opts o = { .ns = b->ns, .selector = LABEL_ID };
-	struct hb_err err = { 0 };
 
-	if (hb_kube_reflect(b->k, &hb_kube_mpijob, &o, on_event, b, &b->stop,
-			    &err) &&
-	    !atomic_load(&b->stop))
-		fprintf(stderr, "hpcbridged: MPIJob watch ended: %s\n",
-			err.msg);
+	while (!atomic_load(&b->stop)) {
+		struct hb_err err = { 0 };
+
+		if (!hb_kube_reflect(b->k, &hb_kube_mpijob, &o, on_event, b,
+				     &b->stop, &err) ||
+		    atomic_load(&b->stop))
+			break;
+		hb_log(HB_LOG_ERROR, "the MPIJob watch stopped: %s; again in "
+				     "%d s",
+		       err.msg, WATCH_RESTART_MS / 1000);
+		for (int i = 0; i < WATCH_RESTART_MS / 100 &&
+				!atomic_load(&b->stop);
+		     i++)
+			usleep(100 * 1000);
+		pthread_mutex_lock(&b->mu);
+		b->gen++;
+		b->sweep = 1;
+		pthread_mutex_unlock(&b->mu);
+	}
 	return NULL;
 }
 
@@ -538,8 +578,7 @@ static void work(struct kube_be *b, struct kjob *j)
 		want(b, j, 0);
 	pthread_mutex_unlock(&b->mu);
 	if (retry)
-		fprintf(stderr, "hpcbridged: %s: will retry: %s\n", j->id,
-			err.msg);
+		hb_log(HB_LOG_WARN, "%s: will retry: %s", j->id, err.msg);
 }
 
 static void *worker_main(void *arg)
