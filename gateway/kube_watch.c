@@ -725,7 +725,7 @@ static int watch_once(struct refl *r, const atomic_int *stop, int *stopped,
 static int permanent(int rc)
 {
 	return rc == HB_EPERM || rc == HB_EINVAL || rc == HB_ENOENT ||
-	       rc == HB_EUNSUP || rc == HB_ENOMEM;
+	       rc == HB_EUNSUP || rc == HB_ENOMEM || rc == HB_ETOOBIG;
 }
 
 /* Back off after a failure; 1 if *stop came meanwhile. */
