@@ -824,7 +824,6 @@ static int curl_fail(struct call *c, CURLcode cc, struct hb_err *e, int *retry)
 		rc = HB_ENOMEM;
 		break;
 	case CURLE_URL_MALFORMAT:
-	case CURLE_UNSUPPORTED_PROTOCOL:
 		rc = HB_EINVAL;
 		break;
 	default:

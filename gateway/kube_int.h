@@ -180,15 +180,15 @@ int hb_kube_known_del(struct hb_kube_known *m, const char *key);
 size_t hb_kube_known_count(const struct hb_kube_known *m);
 
 /*
- * The dedup of a reflector: given an event from a watch, what to deliver
- * (the type to give fn) or HB_KUBE_SAME for nothing (HB_ENOMEM when out
- * of memory); m is updated.  An ADDED for a
- * known object is a MODIFIED, a MODIFIED for an unknown one an ADDED; a
- * version already seen, or a DELETED of what is unknown, is nothing.
+ * The dedup of a reflector: given an event from a watch or a list, what
+ * to deliver: *deliver gets the type to give fn, or -1 for nothing; m is
+ * updated.  An ADDED for a known object is a MODIFIED, a MODIFIED for an
+ * unknown one an ADDED; a version already seen, or a DELETED of what is
+ * unknown, is nothing.  0 or HB_ENOMEM.
  */
-#define HB_KUBE_SAME (-100)
 int hb_kube_known_apply(struct hb_kube_known *m, const char *key,
-			enum hb_kube_ev_type type, const char *rv);
+			enum hb_kube_ev_type type, const char *rv,
+			int *deliver);
 
 /* The "ns/name" key of an object; HB_EPROTO without metadata.name. */
 int hb_kube_obj_key(const cJSON *obj, struct hb_buf *key);

@@ -411,25 +411,30 @@ size_t hb_kube_known_count(const struct hb_kube_known *m)
 }
 
 int hb_kube_known_apply(struct hb_kube_known *m, const char *key,
-			enum hb_kube_ev_type type, const char *rv)
+			enum hb_kube_ev_type type, const char *rv, int *deliver)
 {
 	const char *old = hb_kube_known_get(m, key);
 
+	*deliver = -1;
 	switch (type) {
 	case HB_KUBE_ADDED:
 	case HB_KUBE_MODIFIED:
 		if (old && !strcmp(old, rv ? rv : ""))
-			return HB_KUBE_SAME;
-		if (hb_kube_known_put(m, key, rv))
+			return 0;
+		*deliver = old ? HB_KUBE_MODIFIED : HB_KUBE_ADDED;
+		if (hb_kube_known_put(m, key, rv)) {
+			*deliver = -1;
 			return HB_ENOMEM;
-		return old ? HB_KUBE_MODIFIED : HB_KUBE_ADDED;
+		}
+		return 0;
 	case HB_KUBE_DELETED:
-		if (!old)
-			return HB_KUBE_SAME;
-		hb_kube_known_del(m, key);
-		return HB_KUBE_DELETED;
+		if (old) {
+			hb_kube_known_del(m, key);
+			*deliver = HB_KUBE_DELETED;
+		}
+		return 0;
 	default:
-		return HB_KUBE_SAME;
+		return 0;
 	}
 }
 
@@ -556,9 +561,8 @@ static int relist(struct refl *r, struct hb_err *err)
 			       r->res->plural);
 			continue;
 		}
-		t = hb_kube_known_apply(r->known, r->key.data, HB_KUBE_ADDED,
-					irv);
-		if (t == HB_ENOMEM) {
+		if (hb_kube_known_apply(r->known, r->key.data, HB_KUBE_ADDED,
+					irv, &t)) {
 			rc = hb_err_set(err, HB_ENOMEM, NULL, 0,
 					"out of memory");
 			goto out;
@@ -663,9 +667,8 @@ static int on_watch_data(void *u, const char *data, size_t len)
 				hb_kube_event_clear(&ev);
 				return END_STREAM;
 			}
-			t = hb_kube_known_apply(r->known, r->key.data, ev.type,
-						ev.rv);
-			if (t == HB_ENOMEM) {
+			if (hb_kube_known_apply(r->known, r->key.data, ev.type,
+						ev.rv, &t)) {
 				r->bad = 1;
 				hb_kube_event_clear(&ev);
 				return END_STREAM;
@@ -722,7 +725,7 @@ static int watch_once(struct refl *r, const atomic_int *stop, int *stopped,
 static int permanent(int rc)
 {
 	return rc == HB_EPERM || rc == HB_EINVAL || rc == HB_ENOENT ||
-	       rc == HB_EUNSUP || rc == HB_ENOMEM;
+	       rc == HB_EUNSUP || rc == HB_ENOMEM || rc == HB_ETOOBIG;
 }
 
 /* Back off after a failure; 1 if *stop came meanwhile. */

@@ -32,7 +32,8 @@
  * last response.
  *
  * Threads.  A struct hb_kube may be shared by threads: each call uses its own
- * curl handle.  A struct hb_kube_watch belongs to one thread.
+ * curl handle.  A decoder belongs to one thread; hb_kube_reflect runs in
+ * its caller's thread.
  *
  * Memory.  cJSON objects returned through out-parameters belong to the
  * caller (cJSON_Delete).  Objects passed in are borrowed.
@@ -59,7 +60,7 @@ struct hb_kube_config;
  * $KUBECONFIG; NULL means $KUBECONFIG, else ~/.kube/config.  context: NULL
  * means current-context.  Missing files in a list are skipped, as kubectl
  * does; a list with no readable file is HB_ENOENT.  Errors name the file and
- * the field ("a.yaml: users[0].user.token-file: ...").  Relative paths in a
+ * the field ("a.yaml:12: users[0].user.tokenFile: ...").  Relative paths in a
  * file are resolved against that file's directory.
  */
 int hb_kube_config_load(const char *paths, const char *context,

@@ -298,15 +298,14 @@ static int run_verb(struct hb_kube *k, const char *verb, char **pos, int npos,
 			exit(2);
 		}
 		if (a->for_ms > 0) {
-			struct itimerval it = {
-				.it_value = { a->for_ms / 1000,
-					      (a->for_ms % 1000) * 1000 }
-			};
+			struct itimerval it = { .it_value = { a->for_ms / 1000,
+							      (a->for_ms %
+							       1000) * 1000 } };
 
 			setitimer(ITIMER_REAL, &it, NULL);
 		}
-		rc = hb_kube_reflect(k, resource(pos[0]), &o, print_event,
-				     NULL, &stop, err);
+		rc = hb_kube_reflect(k, resource(pos[0]), &o, print_event, NULL,
+				     &stop, err);
 	} else {
 		usage();
 	}
