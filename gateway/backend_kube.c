@@ -773,6 +773,18 @@ static int kube_start(struct hb_backend *be, const struct hb_remote_job *job,
 		cJSON_Delete(doc);
 		return rc;
 	}
+	/* The runtime goes where the MPIJobs go. */
+	if (cm) {
+		cJSON *m = cJSON_GetObjectItemCaseSensitive(cm, "metadata");
+
+		cJSON_DeleteItemFromObjectCaseSensitive(m, "namespace");
+		if (!m || !cJSON_AddStringToObject(m, "namespace", b->ns)) {
+			cJSON_Delete(doc);
+			cJSON_Delete(cm);
+			return hb_err_set(err, HB_ENOMEM, NULL, 0,
+					  "out of memory");
+		}
+	}
 	pthread_mutex_lock(&b->mu);
 	if (cm && !b->runtime_cm) {
 		b->runtime_cm = cm;
