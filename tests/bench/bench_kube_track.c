@@ -13,10 +13,10 @@
  *    backend to read the launcher's exit code (there is no launcher pod:
  *    the emulator runs without its operator, so that read is one list).
  *    Reported: p50, p99 and max per run, and the median over -r runs.
- * 2. Memory.  The backend then tracks -m jobs (10,000) in all: the VmRSS
- *    and VmHWM of this process (the backend, its client, its threads and
- *    its job table; the daemon's own state is apart) are read once every
- *    job is known.
+ * 2. Memory.  The backend then tracks -m jobs (10,000) in all, started
+ *    -n at a time: the VmRSS and VmHWM of this process (the backend, its
+ *    client, its threads and its job table; the daemon's own state is
+ *    apart) are read once every job is known.
  *
  * usage: bench_kube_track [-e HB_KUBEMU] [-n JOBS] [-r RUNS] [-m TOTAL]
  */
@@ -389,10 +389,17 @@ int main(int argc, char **argv)
 	if ((size_t)total > started) {
 		long before = proc_kb("VmRSS");
 
-		if (start_jobs(be, k, &cfg, ids + started,
-			       (size_t)total - started, started))
-			goto out;
-		started = (size_t)total;
+		/* In batches of n, as shadows start jobs over time rather
+		 * than all at once. */
+		while (started < (size_t)total) {
+			size_t b = (size_t)total - started < (size_t)n
+					   ? (size_t)total - started
+					   : (size_t)n;
+
+			if (start_jobs(be, k, &cfg, ids + started, b, started))
+				goto out;
+			started += b;
+		}
 		printf("\nmemory: VmRSS %ld kB at %zu jobs ", before,
 		       (size_t)(n * runs));
 	} else {
