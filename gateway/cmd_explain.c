@@ -278,9 +278,9 @@ int hb_cmd_explain(int argc, char **argv)
 	sopts.envp = o.use_env ? (const char *const *)environ : NULL;
 	sopts.argv = o.options;
 	sopts.argc = o.noptions;
-	if ((rc = hb_parse_any(script.data, script.len,
-			       strcmp(path, "-") ? path : "<stdin>", &sopts,
-			       &spec, &err)))
+	hb_jobspec_init(&spec, strcmp(path, "-") ? path : "<stdin>");
+	if ((rc = hb_parse_any(script.data, script.len, spec.source_name,
+			       &sopts, &spec, &err)))
 		goto fail;
 	if ((rc = hb_place_input_from_jobspec(&pol, &spec, snap.now,
 					      snap.utc_offset, &in, &err)))

@@ -1343,6 +1343,7 @@ static int read_data(struct rd *r, const cJSON *d, struct hb_policy *pol)
 		return HB_ENOMEM;
 	cJSON_ArrayForEach (e, d) {
 		struct hb_data_loc *l = &pol->data[pol->ndata];
+		char pk[PATH_MAX_];
 		const cJSON *pre, *sz;
 		char *pfx;
 		size_t len;
@@ -1358,12 +1359,12 @@ static int read_data(struct rd *r, const cJSON *d, struct hb_policy *pol)
 		    (pre->valuestring[0] != '/' &&
 		     !strstr(pre->valuestring, "://")) ||
 		    strlen(pre->valuestring) > 1024)
-			return fail(r, pre, join(pe, pe, "prefix"),
+			return fail(r, pre, join(pk, pe, "prefix"),
 				    "expected an absolute path or a URL "
 				    "prefix like s3://bucket/dir");
 		for (const char *c = pre->valuestring; *c; c++)
 			if ((unsigned char)*c < ' ' || *c == 0x7f)
-				return fail(r, pre, join(pe, pe, "prefix"),
+				return fail(r, pre, join(pk, pe, "prefix"),
 					    "control character in prefix");
 		pfx = hb_arena_strdup(&pol->arena, pre->valuestring);
 		if (!pfx)
