@@ -1133,7 +1133,7 @@ static int reason(const struct hb_policy *pol, const struct hb_place_input *in,
 	case HB_PF_GPU_TYPE:
 		if (!in->gpu_type)
 			return hb_buf_puts(b, "no GPUs");
-		return hb_buf_printf(b, "no GPU type that can take a %s "
+		return hb_buf_printf(b, "no GPU type that can take the %s "
 					"request",
 				     f->subject);
 	case HB_PF_MIG:
@@ -1196,6 +1196,13 @@ static const struct hb_data_loc *staged_from(const struct hb_policy *pol,
 	return one;
 }
 
+/* A margin, rounded down to the minute once it is shown in minutes (the
+ * formatter rounds up: a margin must not look larger than it is). */
+static int64_t spare(int64_t s)
+{
+	return s >= 3600 ? s - s % 60 : s;
+}
+
 static int side_line(const struct hb_policy *pol,
 		     const struct hb_place_input *in,
 		     const struct hb_place_result *r, int s, struct hb_buf *b)
@@ -1251,7 +1258,7 @@ static int side_line(const struct hb_policy *pol,
 		rc = hb_buf_printf(b, ", finish in %s", DUR(a->finish - r->now));
 	if (!rc && r->deadline && a->meets_deadline)
 		rc = hb_buf_printf(b, ", meets the deadline with %s to spare",
-				   DUR(r->deadline - a->finish));
+				   DUR(spare(r->deadline - a->finish)));
 	else if (!rc && r->deadline)
 		rc = hb_buf_printf(b, ", misses the deadline (%s) by %s",
 				   DUR(r->deadline - r->now),
