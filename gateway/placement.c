@@ -983,8 +983,21 @@ static void choose(struct ctx *c)
 		o->why = HB_WHY_NO_DEADLINE;
 		return;
 	}
+	/* Late anyway: where it finishes first, unless that costs more
+	 * than the premium above the preferred side (which keeps the
+	 * choice monotone: a side the premium ruled out while it met the
+	 * deadline is not taken once it misses too). */
 	o->target = (uint8_t)earliest(c, cand);
 	o->why = HB_WHY_FALLBACK;
+	if (o->target != base) {
+		int64_t prem = o->alt[other].cost - o->alt[base].cost;
+		int64_t lim = max_premium(ru, o->alt[base].cost);
+
+		if (prem > 0 && lim >= 0 && prem > lim) {
+			factor(c, HB_PF_PREMIUM, other, prem, lim, ru->name);
+			o->target = (uint8_t)base;
+		}
+	}
 }
 
 int hb_place_decide(const struct hb_policy *pol,
@@ -1364,11 +1377,25 @@ static int decision_line(const struct hb_policy *pol,
 			rc = hb_buf_puts(b, "; the rule's fallback is reject");
 		break;
 	case HB_WHY_FALLBACK:
-		rc = hb_buf_printf(b,
-				   "no side meets the deadline; fallback "
-				   "earliest: %s finishes first, %s late",
-				   hb_side_title(t),
-				   DUR(r->alt[t].finish - r->deadline));
+		p = find(r, HB_PF_PREMIUM, other);
+		if (p)
+			rc = hb_buf_printf(
+				b,
+				"no side meets the deadline; %s would finish "
+				"first but costs %s%s more than %s, above "
+				"rule %s's max premium of %s%s; runs on %s, "
+				"%s late",
+				hb_side_title(other), sym, MONEY(p->value),
+				hb_side_title(t), ru->name, sym,
+				MONEY(p->limit), hb_side_title(t),
+				DUR(r->alt[t].finish - r->deadline));
+		else
+			rc = hb_buf_printf(b,
+					   "no side meets the deadline; "
+					   "fallback earliest: %s finishes "
+					   "first, %s late",
+					   hb_side_title(t),
+					   DUR(r->alt[t].finish - r->deadline));
 		break;
 	case HB_WHY_NO_SIDE:
 		rc = hb_buf_puts(b, "no side can run the job, or may take it");

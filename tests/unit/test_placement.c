@@ -764,6 +764,21 @@ static void test_premium(void **state)
 	assert_int_equal(r.target, HB_PLACE_REJECT);
 	assert_int_equal(r.why, HB_WHY_NO_PREMIUM);
 
+	/* both late: Kubernetes would finish first, but the premium rules
+	 * it out there too (else a later Slurm start could move the job
+	 * from Kubernetes back to Slurm) */
+	in.account = NULL;
+	in.deadline = NOW + 9 * H;
+	hb_place_decide(&pol, &snap, &in, &r);
+	assert_int_equal(r.target, HB_PLACE_SLURM);
+	assert_int_equal(r.why, HB_WHY_FALLBACK);
+	assert_true(has_factor(&r, HB_PF_PREMIUM, HB_SIDE_KUBE));
+	assert_has(explain(&pol, &in, &r),
+		   "no side meets the deadline; Kubernetes would finish first "
+		   "but costs $0.80 more than Slurm, above rule defaults's max "
+		   "premium of $0.50; runs on Slurm, 3h00m late");
+	in.deadline = NOW + 11 * H;
+
 	in.account = "flat"; /* $0.80 <= $1.00 */
 	hb_place_decide(&pol, &snap, &in, &r);
 	assert_int_equal(r.target, HB_PLACE_KUBE);
