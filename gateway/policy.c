@@ -542,10 +542,15 @@ static int fail(struct rd *r, const cJSON *at, const char *path,
 	return rc;
 }
 
-/* path + "." + key into buf (truncated quietly: it is for messages). */
+/* path + "." + key into buf; a path too long for messages ends in
+ * "...". */
 static const char *join(char *buf, const char *path, const char *key)
 {
-	snprintf(buf, PATH_MAX_, "%s%s%s", path, *path ? "." : "", key);
+	int n = snprintf(buf, PATH_MAX_, "%s%s%s", path, *path ? "." : "",
+			 key);
+
+	if (n < 0 || n >= PATH_MAX_)
+		memcpy(buf + PATH_MAX_ - 4, "...", 4);
 	return buf;
 }
 
