@@ -524,7 +524,7 @@ static void data(struct ctx *c)
 			in->data[i] ? hb_policy_data(c->pol, in->data[i])
 				    : NULL;
 		const struct hb_snap_data *sd;
-		uint64_t size;
+		uint64_t size, e;
 		bool dup = false;
 		int to;
 
@@ -556,11 +556,14 @@ static void data(struct ctx *c)
 			c->staging[to] = sat_add(
 				c->staging[to],
 				(int64_t)ceil_div(size, l->bandwidth));
-		c->egress[to] = sat_add(
-			c->egress[to],
-			(int64_t)ceil_div((unsigned __int128)size *
-						  (uint64_t)l->egress_per_gb,
-					  1000000000ULL));
+		e = ceil_div((unsigned __int128)size *
+				     (uint64_t)l->egress_per_gb,
+			     1000000000ULL);
+		c->egress[to] += e > (uint64_t)HB_MONEY_MAX
+					 ? HB_MONEY_MAX
+					 : (int64_t)e;
+		if (c->egress[to] > HB_MONEY_MAX)
+			c->egress[to] = HB_MONEY_MAX;
 	}
 	if (unplaced)
 		factor(c, HB_PF_DATA_UNPLACED, -1, unplaced, 0,
@@ -697,9 +700,9 @@ static hb_money compute_cost(const struct ctx *c, int side,
 			   (uint64_t)r->shard_hour * 1024;
 	total = per_node * in->nodes * (uint64_t)a->runtime;
 	v = ceil_div(total, 3600ULL * 1024);
-	if (v > (uint64_t)HB_MONEY_MAX * 1000)
-		v = (uint64_t)HB_MONEY_MAX * 1000;
-	return sat_add((int64_t)v, r->per_job);
+	if (v > (uint64_t)HB_MONEY_MAX)
+		v = (uint64_t)HB_MONEY_MAX;
+	return (int64_t)v + r->per_job; /* both <= HB_MONEY_MAX */
 }
 
 static void slurm_side(struct ctx *c)

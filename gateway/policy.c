@@ -518,6 +518,9 @@ struct rd {
 
 static int failv(struct rd *r, int code, const cJSON *at, const char *path,
 		 const char *fmt, va_list ap)
+	__attribute__((format(printf, 5, 0)));
+static int failv(struct rd *r, int code, const cJSON *at, const char *path,
+		 const char *fmt, va_list ap)
 {
 	char msg[HB_ERR_MAX];
 
@@ -1793,15 +1796,21 @@ static int get_instant(struct rd *r, const cJSON *it, const char *path,
 	const char *t = scalar(it, b, sizeof(b));
 	uint64_t v;
 
-	if (t && cJSON_IsNumber(it) && !hb_parse_u64(t, 1ULL << 40, &v)) {
+	int64_t x;
+
+	if (t && cJSON_IsNumber(it) &&
+	    !hb_parse_u64(t, (uint64_t)HB_INSTANT_MAX, &v)) {
 		*out = (int64_t)v;
 		return 0;
 	}
-	if (t && cJSON_IsString(it) && !hb_parse_instant(t, out))
+	if (t && cJSON_IsString(it) && !hb_parse_instant(t, &x) && x >= 0 &&
+	    x <= HB_INSTANT_MAX) {
+		*out = x;
 		return 0;
+	}
 	return fail(r, it, path,
 		    "expected an instant like 2026-11-21T08:00:00Z or Unix "
-		    "seconds");
+		    "seconds, from 1970 to 9999");
 }
 
 static int snap_entries(struct rd *r, const cJSON *obj, const char *path)
@@ -1862,6 +1871,9 @@ static int read_snap_slurm(struct rd *r, const cJSON *sl,
 					      &t)))
 				return rc;
 			wait = t > s->now ? t - s->now : 0;
+			if (wait > HB_DURATION_MAX)
+				return fail(r, es, pk,
+					    "more than 100 years from now");
 		} else if (es &&
 			   (rc = get_duration(r, e, pp, "expected_start",
 					      &wait))) {

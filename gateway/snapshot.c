@@ -38,6 +38,12 @@ void hb_snapshot_free(struct hb_snapshot *s)
 	memset(s, 0, sizeof(*s));
 }
 
+/* Waits as a snapshot can write them back: 0 .. HB_DURATION_MAX. */
+static int64_t clamp_wait(int64_t w)
+{
+	return w < 0 ? 0 : w > HB_DURATION_MAX ? HB_DURATION_MAX : w;
+}
+
 /* Room for one more element in *v (n used, *cap allocated). */
 static int grow(void **v, uint32_t n, uint32_t *cap, size_t elem)
 {
@@ -122,7 +128,7 @@ int hb_snapshot_set_partition(struct hb_snapshot *s, const char *name,
 			return HB_ENOMEM;
 		s->nparts++;
 	}
-	p->wait = wait < 0 ? 0 : wait;
+	p->wait = clamp_wait(wait);
 	p->wait_known = true;
 	p->pending = pending;
 	p->idle_nodes = idle_nodes;
@@ -148,12 +154,15 @@ int hb_snapshot_set_queue(struct hb_snapshot *s, const char *name,
 			return HB_ENOMEM;
 		s->nqueues++;
 	}
-	q->wait = wait < 0 ? 0 : wait;
+	q->wait = clamp_wait(wait);
 	q->wait_known = true;
 	q->pending = pending;
 	q->free_known = true;
-	q->free_cpus = free_cpus;
-	q->free_mem_mb = free_mem_mb;
+	q->free_cpus = free_cpus > HB_SNAP_MAX_CPUS ? HB_SNAP_MAX_CPUS
+						    : free_cpus;
+	q->free_mem_mb = free_mem_mb > HB_SIZE_MAX / 1048576
+				 ? HB_SIZE_MAX / 1048576
+				 : free_mem_mb;
 	return 0;
 }
 
@@ -172,6 +181,8 @@ int hb_snapshot_set_queue_gpus(struct hb_snapshot *s, const char *queue,
 		q = (struct hb_snap_queue *)hb_snapshot_queue(s, queue);
 		q->wait_known = q->free_known = false;
 	}
+	if (count > HB_SNAP_MAX_GPUS)
+		count = HB_SNAP_MAX_GPUS;
 	for (uint32_t i = 0; i < q->nfree_gpus; i++)
 		if (!strcasecmp(q->free_gpus[i].type, type)) {
 			q->free_gpus[i].count = count;
@@ -210,7 +221,7 @@ int hb_snapshot_set_data(struct hb_snapshot *s, const char *prefix,
 			return HB_ENOMEM;
 		s->ndata++;
 	}
-	d->size = size;
+	d->size = size > HB_SIZE_MAX ? HB_SIZE_MAX : size;
 	return 0;
 }
 
@@ -253,7 +264,8 @@ int hb_snapshot_set_spend(struct hb_snapshot *s, const char *account,
 	e = spend_entry(s, account, period, &rc);
 	if (!e)
 		return rc;
-	e->spent[side] = spent;
+	e->spent[side] = spent < 0 ? 0 : spent > HB_MONEY_MAX ? HB_MONEY_MAX
+							       : spent;
 	return 0;
 }
 
@@ -268,9 +280,9 @@ int hb_snapshot_charge(struct hb_snapshot *s, const char *account,
 	e = spend_entry(s, account, period, &rc);
 	if (!e)
 		return rc;
-	if (amount > 0 && e->spent[side] > INT64_MAX - amount)
-		e->spent[side] = INT64_MAX;
-	else
+	if (amount > 0 && e->spent[side] > HB_MONEY_MAX - amount)
+		e->spent[side] = HB_MONEY_MAX;
+	else if (amount > 0)
 		e->spent[side] += amount;
 	return 0;
 }

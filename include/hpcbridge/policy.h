@@ -51,6 +51,12 @@ typedef int64_t hb_money; /* micro-units of the policy's currency */
 #define HB_DURATION_MAX (100LL * 366 * 86400) /* 100 years */
 #define HB_SIZE_MAX	(1ULL << 62)	      /* 4 EiB */
 
+/* Largest free capacity a snapshot holds (setters clamp to them). */
+#define HB_SNAP_MAX_CPUS (1ULL << 40)
+#define HB_SNAP_MAX_GPUS 1000000u
+/* Instants a snapshot may hold: 1970 to the end of 9999. */
+#define HB_INSTANT_MAX 253402300799LL
+
 /* Most entries of each list in a policy or snapshot. */
 #define HB_POLICY_MAX_ITEMS 1024
 
@@ -325,8 +331,10 @@ struct cJSON *hb_snapshot_to_json(const struct hb_snapshot *s);
 /*
  * Updates, for the daemon that keeps a snapshot warm.  Each finds the
  * entry by name (creating it the first time: names are copied, arrays
- * grow with malloc) and overwrites what it sets.  HB_ENOMEM, or
- * HB_ETOOBIG past HB_POLICY_MAX_ITEMS entries.
+ * grow with malloc) and overwrites what it sets.  Values are clamped to
+ * what a snapshot document can say (waits to HB_DURATION_MAX, sizes to
+ * HB_SIZE_MAX, money to 0..HB_MONEY_MAX), so hb_snapshot_to_json() always
+ * reads back.  HB_ENOMEM, or HB_ETOOBIG past HB_POLICY_MAX_ITEMS entries.
  */
 int hb_snapshot_set_partition(struct hb_snapshot *s, const char *name,
 			      int64_t wait, uint32_t pending,
@@ -341,7 +349,7 @@ int hb_snapshot_set_data(struct hb_snapshot *s, const char *prefix,
 int hb_snapshot_set_spend(struct hb_snapshot *s, const char *account,
 			  int period, int side, hb_money spent);
 /* Add amount to what account has spent on side this period
- * (saturating). */
+ * (saturating at HB_MONEY_MAX; a negative amount adds nothing). */
 int hb_snapshot_charge(struct hb_snapshot *s, const char *account,
 		       int period, int side, hb_money amount);
 

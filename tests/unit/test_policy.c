@@ -579,14 +579,14 @@ static void test_snapshot(void **state)
 	sp = hb_snapshot_spend(&s, "physics", HB_PERIOD_MONTH);
 	assert_int_equal(sp->spent[HB_SIDE_KUBE], 4901000001LL);
 	assert_int_equal(hb_snapshot_charge(&s, "bio", HB_PERIOD_WEEK,
-					    HB_SIDE_SLURM, INT64_MAX),
+					    HB_SIDE_SLURM, HB_MONEY_MAX - 2),
 			 0);
 	assert_int_equal(hb_snapshot_charge(&s, "bio", HB_PERIOD_WEEK,
 					    HB_SIDE_SLURM, 5),
 			 0);
 	assert_int_equal(
 		hb_snapshot_spend(&s, "bio", HB_PERIOD_WEEK)->spent[0],
-		INT64_MAX); /* saturates */
+		HB_MONEY_MAX); /* saturates */
 	assert_int_equal(hb_snapshot_charge(&s, "bio", 9, 0, 1), HB_EINVAL);
 	assert_int_equal(hb_snapshot_charge(&s, "bio", 0, 2, 1), HB_EINVAL);
 	assert_int_equal(hb_snapshot_set_queue_gpus(&s, "fresh", "A100", 3),
