@@ -28,7 +28,7 @@ extern char **environ;
 /* The policy when --policy is not given. */
 #define DEFAULT_POLICY "/etc/hpcbridge/policy.yaml"
 /* Largest policy or snapshot file read. */
-#define DOC_MAX (4u * 1024 * 1024)
+#define DOC_MAX	    (4u * 1024 * 1024)
 #define MAX_OPTIONS 256
 
 struct opts {
@@ -50,8 +50,8 @@ static void usage(FILE *f)
 		"every side's start, finish, cost and feasibility, the "
 		"rule that applied\nand each factor.\n"
 		"\n"
-		"  -p, --policy FILE   placement policy (default " DEFAULT_POLICY
-		")\n"
+		"  -p, --policy FILE   placement policy "
+		"(default " DEFAULT_POLICY ")\n"
 		"  -s, --state FILE    a snapshot of queues, capacity, data "
 		"sizes and spend\n"
 		"                      (docs/placement.md); without it the "
@@ -112,16 +112,18 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'S':
 			if (hb_parse_u64(optarg, UINT64_MAX, &o->seq)) {
-				fprintf(stderr, "hpcbridge explain: --seq: "
-						"'%s' is not a whole number\n",
+				fprintf(stderr,
+					"hpcbridge explain: --seq: "
+					"'%s' is not a whole number\n",
 					optarg);
 				return -1;
 			}
 			break;
 		case 'O':
 			if (o->noptions == MAX_OPTIONS) {
-				fprintf(stderr, "hpcbridge explain: more than "
-						"%d --option\n",
+				fprintf(stderr,
+					"hpcbridge explain: more than "
+					"%d --option\n",
 					MAX_OPTIONS);
 				return -1;
 			}
@@ -340,7 +342,8 @@ int hb_cmd_policy(int argc, char **argv)
 	struct hb_buf out;
 	int rc;
 
-	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+	if (argc == 2 &&
+	    (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		policy_usage(stdout);
 		return HB_EXIT_OK;
 	}
@@ -354,8 +357,8 @@ int hb_cmd_policy(int argc, char **argv)
 	}
 	hb_buf_init(&out, 0);
 	rc = hb_policy_describe(&pol, &out);
-	if (!rc && (fwrite(out.data, 1, out.len, stdout) != out.len ||
-		    fflush(stdout)))
+	if (!rc &&
+	    (fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout)))
 		rc = HB_EIO;
 	if (rc)
 		fprintf(stderr, "hpcbridge policy: %s\n", hb_strerror(rc));

@@ -181,19 +181,19 @@ int hb_place_parse_time(const char *s, int64_t now, int32_t utc_offset,
 	static const struct {
 		const char *w;
 		int64_t mult;
-	} units[] = { { "seconds", 1 },	   { "second", 1 },
-		      { "minutes", 60 },   { "minute", 60 },
-		      { "hours", 3600 },   { "hour", 3600 },
-		      { "days", 86400 },   { "day", 86400 },
-		      { "weeks", 604800 }, { "week", 604800 } };
+	} units[] = { { "seconds", 1 },	 { "second", 1 },   { "minutes", 60 },
+		      { "minute", 60 },	 { "hours", 3600 }, { "hour", 3600 },
+		      { "days", 86400 }, { "day", 86400 },  { "weeks", 604800 },
+		      { "week", 604800 } };
 	static const struct {
 		const char *w;
 		int64_t tod;
 		bool next; /* always the next day */
-	} words[] = { { "today", 0, false },	   { "tomorrow", 0, true },
-		      { "midnight", 0, true },	   { "noon", 12 * 3600, false },
-		      { "fika", 15 * 3600, false }, { "teatime", 16 * 3600,
-						      false } };
+	} words[] = {
+		{ "today", 0, false },	      { "tomorrow", 0, true },
+		{ "midnight", 0, true },      { "noon", 12 * 3600, false },
+		{ "fika", 15 * 3600, false }, { "teatime", 16 * 3600, false }
+	};
 	int64_t local = now + utc_offset, day, tod, v, y, mo, d;
 	const char *p = s;
 
@@ -263,7 +263,8 @@ int hb_place_parse_time(const char *s, int64_t now, int32_t utc_offset,
 		if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 ||
 		    m > 59 || sec > 59)
 			return HB_EINVAL;
-		*out = hb_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
+		*out = hb_days_from_civil(y, (unsigned)mo, (unsigned)d) *
+			       86400 +
 		       h * 3600 + m * 60 + sec - utc_offset;
 		return 0;
 	}
@@ -287,7 +288,8 @@ int hb_place_parse_time(const char *s, int64_t now, int32_t utc_offset,
 
 		hb_civil_from_days(day, &cy, &cm, &cd);
 		y = cy;
-		if (isdigit((unsigned char)q[1]) && isdigit((unsigned char)q[2])) {
+		if (isdigit((unsigned char)q[1]) &&
+		    isdigit((unsigned char)q[2])) {
 			/* MMDD[YY] */
 			mo = (q[0] - '0') * 10 + (q[1] - '0');
 			d = (q[2] - '0') * 10 + (q[3] - '0');
@@ -322,7 +324,8 @@ int hb_place_parse_time(const char *s, int64_t now, int32_t utc_offset,
 		}
 		if (*q || mo < 1 || mo > 12 || d < 1 || d > 31)
 			return HB_EINVAL;
-		*out = hb_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
+		*out = hb_days_from_civil(y, (unsigned)mo, (unsigned)d) *
+			       86400 +
 		       t - utc_offset;
 		return 0;
 	}
@@ -553,21 +556,19 @@ static void data(struct ctx *c)
 			c->pinned[to] = l->prefix;
 		c->moved[to] += size;
 		if (l->bandwidth)
-			c->staging[to] = sat_add(
-				c->staging[to],
-				(int64_t)ceil_div(size, l->bandwidth));
+			c->staging[to] =
+				sat_add(c->staging[to],
+					(int64_t)ceil_div(size, l->bandwidth));
 		e = ceil_div((unsigned __int128)size *
 				     (uint64_t)l->egress_per_gb,
 			     1000000000ULL);
-		c->egress[to] += e > (uint64_t)HB_MONEY_MAX
-					 ? HB_MONEY_MAX
-					 : (int64_t)e;
+		c->egress[to] +=
+			e > (uint64_t)HB_MONEY_MAX ? HB_MONEY_MAX : (int64_t)e;
 		if (c->egress[to] > HB_MONEY_MAX)
 			c->egress[to] = HB_MONEY_MAX;
 	}
 	if (unplaced)
-		factor(c, HB_PF_DATA_UNPLACED, -1, unplaced, 0,
-		       first_unplaced);
+		factor(c, HB_PF_DATA_UNPLACED, -1, unplaced, 0, first_unplaced);
 }
 
 /* The rate of one GPU of type t on a card. */
@@ -600,8 +601,7 @@ static uint32_t free_gpus(const struct hb_snap_queue *q, const char *t)
  * cap NULL: unknown (a partition the policy does not describe): no
  * limits.
  */
-static void capability(struct ctx *c, int side,
-		       const struct hb_capability *cap,
+static void capability(struct ctx *c, int side, const struct hb_capability *cap,
 		       const struct hb_rates *rates,
 		       const struct hb_snap_queue *sq)
 {
@@ -710,16 +710,16 @@ static void slurm_side(struct ctx *c)
 	const struct hb_place_input *in = c->in;
 	struct hb_place_alt *a = &c->out->alt[HB_SIDE_SLURM];
 	const struct hb_snap_partition *sp;
-	const struct hb_rates *rates = c->pt ? &c->pt->rates
-					     : &c->pol->slurm_rates;
+	const struct hb_rates *rates =
+		c->pt ? &c->pt->rates : &c->pol->slurm_rates;
 
 	a->resource = c->pt ? c->pt->name : c->partition;
 	capability(c, HB_SIDE_SLURM, c->pt ? &c->pt->cap : NULL, rates, NULL);
 	sp = hb_snapshot_partition(c->snap, c->partition);
 	if (in->slurm_start > 0) {
 		a->estimated = true;
-		a->wait = in->slurm_start > c->now ? in->slurm_start - c->now
-						   : 0;
+		a->wait =
+			in->slurm_start > c->now ? in->slurm_start - c->now : 0;
 	} else if (sp && sp->idle_known && !sp->pending &&
 		   sp->idle_nodes >= in->nodes) {
 		a->estimated = a->fits_now = true;
@@ -790,9 +790,9 @@ static void kube_side(struct ctx *c)
 		       sq ? sq->pending : 0, a->resource);
 	a->staging = c->staging[HB_SIDE_KUBE];
 	a->moved = c->moved[HB_SIDE_KUBE];
-	a->start = sat_add(c->now + (a->wait > a->staging ? a->wait
-							 : a->staging),
-			   c->pol->kube_startup);
+	a->start =
+		sat_add(c->now + (a->wait > a->staging ? a->wait : a->staging),
+			c->pol->kube_startup);
 	a->finish = sat_add(a->start, a->runtime);
 	a->compute = compute_cost(c, HB_SIDE_KUBE, &c->pol->kube_rates, cap);
 	a->egress = c->egress[HB_SIDE_KUBE];
@@ -824,8 +824,8 @@ static void rules(struct ctx *c, int side)
 				  : 0;
 
 		if (a->staging > allowed)
-			block(c, side, HB_PF_STAGING_SLACK, a->staging,
-			      allowed, ru->name);
+			block(c, side, HB_PF_STAGING_SLACK, a->staging, allowed,
+			      ru->name);
 	}
 	if (ru->budget != HB_UNSET && (ru->budget_sides & (1u << side))) {
 		const struct hb_snap_spend *sp = hb_snapshot_spend(
@@ -924,10 +924,10 @@ static void choose(struct ctx *c)
 		return;
 	}
 	if (ru->pilot_bp > 0) {
-		o->pilot_bucket = (uint32_t)(hb_place_hash(c->in->name,
-							   c->in->user,
-							   c->in->seq) %
-					     10000);
+		o->pilot_bucket =
+			(uint32_t)(hb_place_hash(c->in->name, c->in->user,
+						 c->in->seq) %
+				   10000);
 		o->pilot_selected = o->pilot_bucket < (uint32_t)ru->pilot_bp;
 		factor(c, HB_PF_PILOT, o->pilot_selected ? HB_SIDE_KUBE : -1,
 		       o->pilot_bucket, ru->pilot_bp, ru->name);
@@ -1003,8 +1003,7 @@ static void choose(struct ctx *c)
 	}
 }
 
-int hb_place_decide(const struct hb_policy *pol,
-		    const struct hb_snapshot *snap,
+int hb_place_decide(const struct hb_policy *pol, const struct hb_snapshot *snap,
 		    const struct hb_place_input *in,
 		    struct hb_place_result *out)
 {
@@ -1046,7 +1045,8 @@ int hb_place_decide(const struct hb_policy *pol,
 		       out->deadline_default ? c.partition : NULL);
 	c.mem_per_node = in->mem_per_node_mb;
 	if (!c.mem_per_node) {
-		c.mem_per_node = pol->default_mem_per_cpu_mb * in->cpus_per_node;
+		c.mem_per_node =
+			pol->default_mem_per_cpu_mb * in->cpus_per_node;
 		factor(&c, HB_PF_MEMORY, -1, (int64_t)c.mem_per_node, 0, NULL);
 	}
 	data(&c);
@@ -1061,7 +1061,8 @@ int hb_place_decide(const struct hb_policy *pol,
 		struct hb_place_alt *a = &out->alt[s];
 
 		a->cost = sat_add(a->compute, a->egress);
-		a->meets_deadline = !out->deadline || a->finish <= out->deadline;
+		a->meets_deadline =
+			!out->deadline || a->finish <= out->deadline;
 		if (!a->can_run)
 			continue;
 		if (a->staging)
@@ -1079,8 +1080,7 @@ int hb_place_decide(const struct hb_policy *pol,
 }
 
 int hb_place_commit(const struct hb_place_input *in,
-		    const struct hb_place_result *res,
-		    struct hb_snapshot *snap)
+		    const struct hb_place_result *res, struct hb_snapshot *snap)
 {
 	const struct hb_rule *ru = res->rule;
 
@@ -1137,20 +1137,23 @@ static int reason(const struct hb_policy *pol, const struct hb_place_input *in,
 		return hb_buf_printf(b, "%lld nodes, at most %lld per job",
 				     (long long)f->value, (long long)f->limit);
 	case HB_PF_NODE_CPUS:
-		return hb_buf_printf(b, "%lld CPUs per node; its nodes have %lld",
+		return hb_buf_printf(b,
+				     "%lld CPUs per node; its nodes have %lld",
 				     (long long)f->value, (long long)f->limit);
 	case HB_PF_NODE_MEMORY:
 		return hb_buf_printf(b, "%s per node; its nodes have %s",
 				     mem_text((uint64_t)f->value, m1),
 				     mem_text((uint64_t)f->limit, m2));
 	case HB_PF_NODE_GPUS:
-		return hb_buf_printf(b, "%lld GPUs per node; its nodes have %lld",
+		return hb_buf_printf(b,
+				     "%lld GPUs per node; its nodes have %lld",
 				     (long long)f->value, (long long)f->limit);
 	case HB_PF_GPU_TYPE:
 		if (!in->gpu_type)
 			return hb_buf_puts(b, "no GPUs");
-		return hb_buf_printf(b, "no GPU type that can take the %s "
-					"request",
+		return hb_buf_printf(b,
+				     "no GPU type that can take the %s "
+				     "request",
 				     f->subject);
 	case HB_PF_MIG:
 		return hb_buf_printf(b, "no MIG profile %s", f->subject);
@@ -1181,21 +1184,20 @@ static int reason(const struct hb_policy *pol, const struct hb_place_input *in,
 				     SIZE((uint64_t)f->value), ru->name,
 				     SIZE((uint64_t)f->limit));
 	case HB_PF_STAGING_SLACK:
-		return hb_buf_printf(b,
-				     "staging takes %s; rule %s allows %d.%02d%% "
-				     "of the deadline's slack (%s)",
-				     DUR(f->value), ru->name,
-				     ru->staging_slack_bp / 100,
-				     ru->staging_slack_bp % 100, DUR(f->limit));
+		return hb_buf_printf(
+			b,
+			"staging takes %s; rule %s allows %d.%02d%% "
+			"of the deadline's slack (%s)",
+			DUR(f->value), ru->name, ru->staging_slack_bp / 100,
+			ru->staging_slack_bp % 100, DUR(f->limit));
 	default:
 		return hb_buf_puts(b, hb_place_factor_name(f->kind));
 	}
 }
 
 /* The single data location staged to side s, or NULL (none or several). */
-static const struct hb_data_loc *staged_from(const struct hb_policy *pol,
-					     const struct hb_place_input *in,
-					     int s)
+static const struct hb_data_loc *
+staged_from(const struct hb_policy *pol, const struct hb_place_input *in, int s)
 {
 	const struct hb_data_loc *one = NULL;
 
@@ -1261,17 +1263,18 @@ static int side_line(const struct hb_policy *pol,
 
 		rc = hb_buf_printf(b, ", staging %s", SIZE(a->moved));
 		if (!rc && l && l->bandwidth)
-			rc = hb_buf_printf(
-				b, " at %s",
-				hb_format_bandwidth(l->bandwidth,
-						    (char[32]){ 0 }, 32));
+			rc = hb_buf_printf(b, " at %s",
+					   hb_format_bandwidth(l->bandwidth,
+							       (char[32]){ 0 },
+							       32));
 		if (!rc)
 			rc = hb_buf_printf(b, " takes %s", DUR(a->staging));
 	}
 	if (!rc && s == HB_SIDE_KUBE && pol->kube_startup)
 		rc = hb_buf_printf(b, ", start-up %s", DUR(pol->kube_startup));
 	if (!rc)
-		rc = hb_buf_printf(b, ", finish in %s", DUR(a->finish - r->now));
+		rc = hb_buf_printf(b, ", finish in %s",
+				   DUR(a->finish - r->now));
 	if (!rc && r->deadline && a->meets_deadline)
 		rc = hb_buf_printf(b, ", meets the deadline with %s to spare",
 				   DUR(spare(r->deadline - a->finish)));
@@ -1312,26 +1315,27 @@ static int decision_line(const struct hb_policy *pol,
 	other = t < HB_PLACE_REJECT ? 1 - t : HB_SIDE_KUBE;
 	switch (r->why) {
 	case HB_WHY_REQUESTED:
-		rc = hb_buf_printf(b, "the job asks for %s "
-				      "(--hpcbridge-target)",
+		rc = hb_buf_printf(b,
+				   "the job asks for %s "
+				   "(--hpcbridge-target)",
 				   hb_side_title(t));
 		break;
 	case HB_WHY_PILOT:
 		rc = hb_buf_printf(b,
 				   "chosen by rule %s's migration pilot "
 				   "(bucket %u is below %d.%02d%%)",
-				   ru->name, r->pilot_bucket, ru->pilot_bp / 100,
-				   ru->pilot_bp % 100);
+				   ru->name, r->pilot_bucket,
+				   ru->pilot_bp / 100, ru->pilot_bp % 100);
 		break;
 	case HB_WHY_PREFERRED:
-		rc = hb_buf_printf(b, "rule %s prefers %s%s", ru->name,
-				   hb_side_title(t),
-				   r->deadline ? ", and it meets the deadline"
-					       : "");
+		rc = hb_buf_printf(
+			b, "rule %s prefers %s%s", ru->name, hb_side_title(t),
+			r->deadline ? ", and it meets the deadline" : "");
 		break;
 	case HB_WHY_CHEAPEST:
-		rc = hb_buf_printf(b, "%s is the cheaper side%s (%s%s against "
-				      "%s%s)",
+		rc = hb_buf_printf(b,
+				   "%s is the cheaper side%s (%s%s against "
+				   "%s%s)",
 				   hb_side_title(t),
 				   r->deadline ? " and meets the deadline" : "",
 				   sym, MONEY(r->alt[t].cost), sym,
@@ -1347,9 +1351,9 @@ static int decision_line(const struct hb_policy *pol,
 		rc = hb_buf_printf(b, "%s would miss the deadline; %s meets it",
 				   hb_side_title(other), hb_side_title(t));
 		if (!rc && r->alt[t].cost > r->alt[other].cost)
-			rc = hb_buf_printf(b, " for %s%s more", sym,
-					   MONEY(r->alt[t].cost -
-						 r->alt[other].cost));
+			rc = hb_buf_printf(
+				b, " for %s%s more", sym,
+				MONEY(r->alt[t].cost - r->alt[other].cost));
 		break;
 	case HB_WHY_ONLY:
 		rc = hb_buf_printf(b, "the only side that can take it%s",
@@ -1368,14 +1372,13 @@ static int decision_line(const struct hb_policy *pol,
 			b,
 			"%s would meet the deadline but costs %s%s more than "
 			"%s, above rule %s's max premium of %s%s",
-			hb_side_title(1 - base), sym,
-			MONEY(p ? p->value : 0), hb_side_title(base), ru->name,
-			sym, MONEY(p ? p->limit : 0));
+			hb_side_title(1 - base), sym, MONEY(p ? p->value : 0),
+			hb_side_title(base), ru->name, sym,
+			MONEY(p ? p->limit : 0));
 		if (!rc && r->why == HB_WHY_PREMIUM)
-			rc = hb_buf_printf(b, "; runs on %s, %s late",
-					   hb_side_title(base),
-					   DUR(r->alt[base].finish -
-					       r->deadline));
+			rc = hb_buf_printf(
+				b, "; runs on %s, %s late", hb_side_title(base),
+				DUR(r->alt[base].finish - r->deadline));
 		else if (!rc)
 			rc = hb_buf_puts(b, "; the rule's fallback is reject");
 		break;
@@ -1404,8 +1407,9 @@ static int decision_line(const struct hb_policy *pol,
 		rc = hb_buf_puts(b, "no side can run the job, or may take it");
 		break;
 	case HB_WHY_NO_DEADLINE:
-		rc = hb_buf_printf(b, "no side meets the deadline, and rule "
-				      "%s's fallback is reject",
+		rc = hb_buf_printf(b,
+				   "no side meets the deadline, and rule "
+				   "%s's fallback is reject",
 				   ru->name);
 		break;
 	}
@@ -1431,14 +1435,14 @@ static int rule_line(const struct hb_policy *pol, const struct hb_rule *ru,
 					   ? "reject"
 					   : "earliest");
 	if (!rc && ru->budget != HB_UNSET)
-		rc = hb_buf_printf(
-			b, ", budget %s%s per %s%s", sym, MONEY(ru->budget),
-			hb_period_name(ru->budget_period),
-			ru->budget_sides == (1u << HB_SIDE_KUBE)
-				? " on kubernetes"
-			: ru->budget_sides == (1u << HB_SIDE_SLURM)
-				? " on slurm"
-				: "");
+		rc = hb_buf_printf(b, ", budget %s%s per %s%s", sym,
+				   MONEY(ru->budget),
+				   hb_period_name(ru->budget_period),
+				   ru->budget_sides == (1u << HB_SIDE_KUBE)
+					   ? " on kubernetes"
+				   : ru->budget_sides == (1u << HB_SIDE_SLURM)
+					   ? " on slurm"
+					   : "");
 	if (!rc && ru->premium_bp != HB_UNSET)
 		rc = hb_buf_printf(b, ", max premium %d.%02d%%",
 				   ru->premium_bp / 100, ru->premium_bp % 100);
@@ -1465,14 +1469,12 @@ static int job_line(const struct hb_place_input *in,
 	char m[32];
 	int rc;
 
-	rc = hb_buf_printf(b, "job: %u node%s \xc3\x97 %u CPU%s, %s%s%s",
-			   in->nodes, in->nodes == 1 ? "" : "s",
-			   in->cpus_per_node, in->cpus_per_node == 1 ? "" : "s",
-			   mem_text(mem ? (uint64_t)mem->value
-					: in->mem_per_node_mb,
-				    m),
-			   mem ? " (assumed)" : "",
-			   in->whole_node ? " (whole node)" : "");
+	rc = hb_buf_printf(
+		b, "job: %u node%s \xc3\x97 %u CPU%s, %s%s%s", in->nodes,
+		in->nodes == 1 ? "" : "s", in->cpus_per_node,
+		in->cpus_per_node == 1 ? "" : "s",
+		mem_text(mem ? (uint64_t)mem->value : in->mem_per_node_mb, m),
+		mem ? " (assumed)" : "", in->whole_node ? " (whole node)" : "");
 	if (!rc && in->gpus_per_node)
 		rc = hb_buf_printf(b, ", %u\xc3\x97%s", in->gpus_per_node,
 				   in->gpu_type ? in->gpu_type : "GPU");
@@ -1480,7 +1482,8 @@ static int job_line(const struct hb_place_input *in,
 		rc = hb_buf_printf(b, ", %u shard%s", in->shards_per_node,
 				   in->shards_per_node == 1 ? "" : "s");
 	if (!rc)
-		rc = hb_buf_printf(b, "%s; runs %s%s", in->nodes > 1 ? " each" : "",
+		rc = hb_buf_printf(b, "%s; runs %s%s",
+				   in->nodes > 1 ? " each" : "",
 				   DUR(r->runtime),
 				   find(r, HB_PF_TIME_LIMIT, -1)
 					   ? " (no time limit given: assumed)"
@@ -1490,8 +1493,9 @@ static int job_line(const struct hb_place_input *in,
 	if (!r->deadline)
 		rc = hb_buf_puts(b, "; no deadline");
 	else if (r->deadline_default)
-		rc = hb_buf_printf(b, "; deadline in %s (partition %s's "
-				      "default)",
+		rc = hb_buf_printf(b,
+				   "; deadline in %s (partition %s's "
+				   "default)",
 				   DUR(r->deadline - r->now),
 				   r->alt[HB_SIDE_SLURM].resource);
 	else if (in->deadline_line)
@@ -1618,12 +1622,12 @@ static bool put_num(cJSON *o, const char *k, int64_t v)
 	return put(o, k, cJSON_CreateNumber((double)v));
 }
 
-static bool put_money(cJSON *o, const char *k, const char *kmicro,
-		      hb_money v)
+static bool put_money(cJSON *o, const char *k, const char *kmicro, hb_money v)
 {
 	char b[48];
 
-	return put(o, k, cJSON_CreateString(hb_format_money(v, b, sizeof(b)))) &&
+	return put(o, k,
+		   cJSON_CreateString(hb_format_money(v, b, sizeof(b)))) &&
 	       put_num(o, kmicro, v);
 }
 
@@ -1636,16 +1640,18 @@ static cJSON *alt_json(const struct hb_place_result *r, int s)
 	if (!o)
 		return NULL;
 	ok = put(o, "side", cJSON_CreateString(hb_side_name(s))) &&
-	     put(o, "resource", a->resource ? cJSON_CreateString(a->resource)
-					    : cJSON_CreateNull()) &&
-	     put(o, "gpu_type", a->gpu_type ? cJSON_CreateString(a->gpu_type)
-					    : cJSON_CreateNull()) &&
+	     put(o, "resource",
+		 a->resource ? cJSON_CreateString(a->resource)
+			     : cJSON_CreateNull()) &&
+	     put(o, "gpu_type",
+		 a->gpu_type ? cJSON_CreateString(a->gpu_type)
+			     : cJSON_CreateNull()) &&
 	     put(o, "can_run", cJSON_CreateBool(a->can_run)) &&
 	     put(o, "allowed", cJSON_CreateBool(a->allowed)) &&
 	     put(o, "blocked_by",
-		 a->blocked_by
-			 ? cJSON_CreateString(hb_place_factor_name(a->blocked_by))
-			 : cJSON_CreateNull()) &&
+		 a->blocked_by ? cJSON_CreateString(
+					 hb_place_factor_name(a->blocked_by))
+			       : cJSON_CreateNull()) &&
 	     put(o, "meets_deadline", cJSON_CreateBool(a->meets_deadline)) &&
 	     put(o, "fits_now", cJSON_CreateBool(a->fits_now)) &&
 	     put(o, "estimated", cJSON_CreateBool(a->estimated)) &&
@@ -1674,14 +1680,17 @@ static cJSON *factor_json(const struct hb_place_factor *f)
 
 	if (!o)
 		return NULL;
-	ok = put(o, "factor", cJSON_CreateString(hb_place_factor_name(f->kind))) &&
-	     put(o, "side", f->side >= 0 ? cJSON_CreateString(
-						   hb_side_name(f->side))
-					 : cJSON_CreateNull()) &&
-	     put(o, "rule", cJSON_CreateBool(hb_place_factor_is_rule(f->kind))) &&
+	ok = put(o, "factor",
+		 cJSON_CreateString(hb_place_factor_name(f->kind))) &&
+	     put(o, "side",
+		 f->side >= 0 ? cJSON_CreateString(hb_side_name(f->side))
+			      : cJSON_CreateNull()) &&
+	     put(o, "rule",
+		 cJSON_CreateBool(hb_place_factor_is_rule(f->kind))) &&
 	     put_num(o, "value", f->value) && put_num(o, "limit", f->limit) &&
-	     put(o, "subject", f->subject ? cJSON_CreateString(f->subject)
-					  : cJSON_CreateNull());
+	     put(o, "subject",
+		 f->subject ? cJSON_CreateString(f->subject)
+			    : cJSON_CreateNull());
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
@@ -1715,17 +1724,18 @@ cJSON *hb_place_to_json(const struct hb_policy *pol,
 	     put(o, "policy", cJSON_CreateString(pol->source_name)) &&
 	     put(o, "currency", cJSON_CreateString(pol->currency)) &&
 	     put(o, "now", instant(r->now)) &&
-	     put(o, "deadline", r->deadline ? instant(r->deadline)
-					    : cJSON_CreateNull()) &&
+	     put(o, "deadline",
+		 r->deadline ? instant(r->deadline) : cJSON_CreateNull()) &&
 	     put(o, "deadline_source",
-		 !r->deadline	      ? cJSON_CreateNull()
+		 !r->deadline	       ? cJSON_CreateNull()
 		 : r->deadline_default ? cJSON_CreateString("partition")
 				       : cJSON_CreateString("job")) &&
 	     put_num(o, "runtime_s", r->runtime);
 	if (ok && r->rule->pilot_bp) {
 		cJSON *p = cJSON_CreateObject();
 
-		ok = put(o, "pilot", p) && put_num(p, "bucket", r->pilot_bucket) &&
+		ok = put(o, "pilot", p) &&
+		     put_num(p, "bucket", r->pilot_bucket) &&
 		     put_num(p, "share_bp", r->rule->pilot_bp) &&
 		     put(p, "selected", cJSON_CreateBool(r->pilot_selected));
 	}

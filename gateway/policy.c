@@ -97,8 +97,11 @@ int hb_parse_duration(const char *s, int64_t *out)
 	static const struct {
 		char c;
 		int64_t mult;
-	} units[] = { { 'w', 604800 }, { 'd', 86400 }, { 'h', 3600 },
-		      { 'm', 60 },     { 's', 1 } };
+	} units[] = { { 'w', 604800 },
+		      { 'd', 86400 },
+		      { 'h', 3600 },
+		      { 'm', 60 },
+		      { 's', 1 } };
 	uint64_t total = 0;
 	int last = -1;
 
@@ -428,8 +431,8 @@ char *hb_format_rate(hb_money m, char *buf, size_t size)
 }
 
 /* v in units of 1000 with suffixes sfx[], one decimal below 100. */
-static char *format_si(uint64_t v, const char *const *sfx, int nsfx,
-		       char *buf, size_t size)
+static char *format_si(uint64_t v, const char *const *sfx, int nsfx, char *buf,
+		       size_t size)
 {
 	uint64_t unit = 1;
 	int i = 0;
@@ -498,7 +501,7 @@ const char *hb_side_title(int side)
 }
 
 static const char *const period_names[] = { "day",     "week", "month",
-					     "quarter", "year", NULL };
+					    "quarter", "year", NULL };
 
 const char *hb_period_name(int period)
 {
@@ -525,10 +528,9 @@ static int failv(struct rd *r, int code, const cJSON *at, const char *path,
 	char msg[HB_ERR_MAX];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	return hb_err_set(r->err, code, r->file, at ? (unsigned)hb_doc_line(at)
-						    : 0,
-			  "%s%s%s", path ? path : "", path && *path ? ": " : "",
-			  msg);
+	return hb_err_set(r->err, code, r->file,
+			  at ? (unsigned)hb_doc_line(at) : 0, "%s%s%s",
+			  path ? path : "", path && *path ? ": " : "", msg);
 }
 
 static int fail(struct rd *r, const cJSON *at, const char *path,
@@ -549,8 +551,7 @@ static int fail(struct rd *r, const cJSON *at, const char *path,
  * "...". */
 static const char *join(char *buf, const char *path, const char *key)
 {
-	int n = snprintf(buf, PATH_MAX_, "%s%s%s", path, *path ? "." : "",
-			 key);
+	int n = snprintf(buf, PATH_MAX_, "%s%s%s", path, *path ? "." : "", key);
 
 	if (n < 0 || n >= PATH_MAX_)
 		memcpy(buf + PATH_MAX_ - 4, "...", 4);
@@ -596,10 +597,9 @@ static int mapping(struct rd *r, const cJSON *obj, const char *path,
 
 			known[0] = '\0';
 			for (i = 0; allowed[i] && n < sizeof(known); i++)
-				n += (size_t)snprintf(known + n,
-						      sizeof(known) - n,
-						      "%s%s", i ? ", " : "",
-						      allowed[i]);
+				n += (size_t)snprintf(
+					known + n, sizeof(known) - n, "%s%s",
+					i ? ", " : "", allowed[i]);
 			return fail(r, it, join(p, path, it->string),
 				    "unknown key (known here: %s)", known);
 		}
@@ -797,8 +797,7 @@ static int get_size(struct rd *r, const cJSON *obj, const char *path,
 	t = scalar(it, b, sizeof(b));
 	if (!t)
 		return fail(r, it, join(p, path, key),
-			    "expected a size like 800G, not %s",
-			    type_name(it));
+			    "expected a size like 800G, not %s", type_name(it));
 	if ((rc = hb_parse_size(t, out)))
 		return fail(r, it, join(p, path, key),
 			    "size '%.40s' is %s (like 800G, 1.5TB, 512Mi; a "
@@ -870,8 +869,7 @@ static int get_word(struct rd *r, const cJSON *obj, const char *path,
 				      i ? ", " : "", words[i]);
 	if (cJSON_IsString(it))
 		return fail(r, it, join(p, path, key),
-			    "'%.40s' is not one of: %s", it->valuestring,
-			    list);
+			    "'%.40s' is not one of: %s", it->valuestring, list);
 	return fail(r, it, join(p, path, key), "expected one of: %s, not %s",
 		    list, type_name(it));
 }
@@ -934,9 +932,9 @@ static int get_names(struct rd *r, const cJSON *obj, const char *path,
 
 /* ---- the policy ------------------------------------------------------- */
 
-static const char *const rate_keys[] = { "cpu_hour",   "mem_gb_hour",
-					 "gpu_hour",   "shard_hour",
-					 "per_job",    NULL };
+static const char *const rate_keys[] = { "cpu_hour", "mem_gb_hour",
+					 "gpu_hour", "shard_hour",
+					 "per_job",  NULL };
 
 static int get_rates(struct rd *r, const cJSON *obj, const char *path,
 		     struct hb_rates *out)
@@ -1024,21 +1022,20 @@ static int get_cap(struct rd *r, const cJSON *obj, const char *path,
 	return 0;
 }
 
-static const char *const prefer_words[] = { "slurm", "kubernetes",
-					    "cheapest", "earliest", NULL };
+static const char *const prefer_words[] = { "slurm", "kubernetes", "cheapest",
+					    "earliest", NULL };
 static const char *const fallback_words[] = { "earliest", "reject", NULL };
 static const char *const burst_words[] = { "never", "allowed", NULL };
 static const char *const side_words[] = { "slurm", "kubernetes", NULL };
-static const char *const budget_keys[] = { "amount", "period", "sides",
-					   NULL };
+static const char *const budget_keys[] = { "amount", "period", "sides", NULL };
 
 #define RULE_KEYS                                                              \
-	"burst", "prefer", "fallback", "honour_target", "budget",             \
-		"max_premium", "keep_with_data_over", "max_staging_slack",    \
+	"burst", "prefer", "fallback", "honour_target", "budget",              \
+		"max_premium", "keep_with_data_over", "max_staging_slack",     \
 		"pilot"
 
-static int get_rule_settings(struct rd *r, const cJSON *obj,
-			     const char *path, struct hb_rule *rule)
+static int get_rule_settings(struct rd *r, const cJSON *obj, const char *path,
+			     struct hb_rule *rule)
 {
 	const cJSON *it, *b;
 	char p[PATH_MAX_], pb[PATH_MAX_];
@@ -1113,8 +1110,7 @@ static int get_rule_settings(struct rd *r, const cJSON *obj,
 			uint32_t i = 0;
 
 			join(p, pb, "sides");
-			if (!cJSON_IsArray(sides) ||
-			    !cJSON_GetArraySize(sides))
+			if (!cJSON_IsArray(sides) || !cJSON_GetArraySize(sides))
 				return fail(r, sides, p,
 					    "expected a list of sides "
 					    "(slurm, kubernetes)");
@@ -1144,34 +1140,36 @@ static int get_rule_settings(struct rd *r, const cJSON *obj,
 	return 0;
 }
 
-static const char *const top_keys[] = { "version",    "currency",
-					"defaults",   "slurm",
-					"kubernetes", "data",
-					"gpu_equivalence", "rules",
-					NULL };
-static const char *const defaults_keys[] = { "time_limit",
-					     "mem_per_cpu",
-					     "rdma_features",
-					     "multinode_mpi_needs_rdma",
-					     RULE_KEYS,
-					     NULL };
+static const char *const top_keys[] = {
+	"version", "currency",	      "defaults", "slurm", "kubernetes",
+	"data",	   "gpu_equivalence", "rules",	  NULL
+};
+static const char *const defaults_keys[] = {
+	"time_limit",	 "mem_per_cpu",
+	"rdma_features", "multinode_mpi_needs_rdma",
+	RULE_KEYS,	 NULL
+};
 static const char *const slurm_keys[] = { "default_partition", "default_wait",
 					  "rates", "partitions", NULL };
-static const char *const part_keys[] = { "max_nodes",	     "node",
-					 "gpu_types",	     "mig",
-					 "shards",	     "rdma",
-					 "rates",	     "default_deadline",
-					 "default_time_limit", NULL };
+static const char *const part_keys[] = { "max_nodes",
+					 "node",
+					 "gpu_types",
+					 "mig",
+					 "shards",
+					 "rdma",
+					 "rates",
+					 "default_deadline",
+					 "default_time_limit",
+					 NULL };
 static const char *const kube_keys[] = {
 	"namespace", "default_queue", "queues", "max_nodes", "node",
 	"gpu_types", "mig",	      "shards", "rdma",	     "rates",
 	"startup",   "default_wait",  NULL
 };
 static const char *const queue_keys[] = { "accounts", "partitions", NULL };
-static const char *const data_keys[] = { "prefix",	  "side",
-					 "size",	  "egress_per_gb",
-					 "bandwidth",	  "movable",
-					 NULL };
+static const char *const data_keys[] = {
+	"prefix", "side", "size", "egress_per_gb", "bandwidth", "movable", NULL
+};
 static const char *const rule_keys[] = { "name", "account", "partition",
 					 RULE_KEYS, NULL };
 
@@ -1179,8 +1177,10 @@ static const char *currency_symbol(const char *code)
 {
 	static const struct {
 		const char *code, *sym;
-	} syms[] = { { "USD", "$" }, { "EUR", "\xe2\x82\xac" },
-		     { "GBP", "\xc2\xa3" }, { "JPY", "\xc2\xa5" } };
+	} syms[] = { { "USD", "$" },
+		     { "EUR", "\xe2\x82\xac" },
+		     { "GBP", "\xc2\xa3" },
+		     { "JPY", "\xc2\xa5" } };
 
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)
 		if (!strcmp(code, syms[i].code))
@@ -1339,7 +1339,8 @@ static int read_data(struct rd *r, const cJSON *d, struct hb_policy *pol)
 	int rc, n;
 
 	if (!cJSON_IsArray(d))
-		return fail(r, d, "data", "expected a list of locations, not %s",
+		return fail(r, d, "data",
+			    "expected a list of locations, not %s",
 			    type_name(d));
 	n = cJSON_GetArraySize(d);
 	if (n > HB_POLICY_MAX_ITEMS)
@@ -1385,8 +1386,9 @@ static int read_data(struct rd *r, const cJSON *d, struct hb_policy *pol)
 		l->line = (uint32_t)hb_doc_line(e);
 		l->movable = true;
 		if (!member(e, "side"))
-			return fail(r, e, pe, "side is required (slurm or "
-					      "kubernetes)");
+			return fail(r, e, pe,
+				    "side is required (slurm or "
+				    "kubernetes)");
 		if ((rc = get_word(r, e, pe, "side", side_words, &side)) ||
 		    (rc = get_bool(r, e, pe, "movable", &l->movable)) ||
 		    (rc = get_money(r, e, pe, "egress_per_gb",
@@ -1479,7 +1481,8 @@ static int read_rules(struct rd *r, const cJSON *rules, struct hb_policy *pol)
 	int rc, n;
 
 	if (!cJSON_IsArray(rules))
-		return fail(r, rules, "rules", "expected a list of rules, not %s",
+		return fail(r, rules, "rules",
+			    "expected a list of rules, not %s",
 			    type_name(rules));
 	n = cJSON_GetArraySize(rules);
 	if (n > HB_POLICY_MAX_ITEMS)
@@ -1573,8 +1576,7 @@ static int read_policy(struct rd *r, const cJSON *doc, struct hb_policy *pol)
 		    (rc = get_bool(r, it, "defaults",
 				   "multinode_mpi_needs_rdma",
 				   &pol->multinode_mpi_needs_rdma)) ||
-		    (rc = get_rule_settings(r, it, "defaults",
-					    &pol->defaults)))
+		    (rc = get_rule_settings(r, it, "defaults", &pol->defaults)))
 			return rc;
 		if (!pol->default_time_limit)
 			return fail(r, member(it, "time_limit"),
@@ -1681,8 +1683,7 @@ const struct hb_kqueue *hb_policy_queue(const struct hb_policy *pol,
 }
 
 const struct hb_rule *hb_policy_rule(const struct hb_policy *pol,
-				     const char *account,
-				     const char *partition)
+				     const char *account, const char *partition)
 {
 	for (uint32_t i = 0; i < pol->nrules; i++) {
 		const struct hb_rule *ru = &pol->rules[i];
@@ -1729,8 +1730,7 @@ static const char *mig_profile(const char *t)
 			continue;
 		while (is_digit(*q))
 			q++;
-		if ((*q != 'g' && *q != 'G') || q[1] != '.' ||
-		    !is_digit(q[2]))
+		if ((*q != 'g' && *q != 'G') || q[1] != '.' || !is_digit(q[2]))
 			continue;
 		q += 2;
 		while (is_digit(*q))
@@ -1775,8 +1775,8 @@ bool hb_policy_gpu_ok(const struct hb_policy *pol, const char *want,
 
 /* ---- the snapshot ----------------------------------------------------- */
 
-static const char *const snap_keys[] = { "now",	 "utc_offset", "slurm",
-					 "kubernetes", "data", "spend",
+static const char *const snap_keys[] = { "now",	       "utc_offset", "slurm",
+					 "kubernetes", "data",	     "spend",
 					 NULL };
 static const char *const snap_slurm_keys[] = { "partitions", NULL };
 static const char *const snap_part_keys[] = { "expected_start", "pending",
@@ -1784,8 +1784,7 @@ static const char *const snap_part_keys[] = { "expected_start", "pending",
 static const char *const snap_kube_keys[] = { "queues", NULL };
 static const char *const snap_queue_keys[] = { "expected_wait", "pending",
 					       "free", NULL };
-static const char *const snap_free_keys[] = { "cpus", "memory", "gpus",
-					      NULL };
+static const char *const snap_free_keys[] = { "cpus", "memory", "gpus", NULL };
 static const char *const snap_side_keys[] = { "slurm", "kubernetes", NULL };
 
 /* An instant: a string like 2026-11-21T08:00:00Z or Unix seconds. */
@@ -1823,8 +1822,7 @@ static int snap_entries(struct rd *r, const cJSON *obj, const char *path)
 	return rc;
 }
 
-static int snap_enomem(struct rd *r, int rc, const cJSON *at,
-		       const char *path)
+static int snap_enomem(struct rd *r, int rc, const cJSON *at, const char *path)
 {
 	if (rc == HB_ETOOBIG)
 		return fail(r, at, path, "too many entries");
@@ -1833,8 +1831,7 @@ static int snap_enomem(struct rd *r, int rc, const cJSON *at,
 	return rc;
 }
 
-static int read_snap_slurm(struct rd *r, const cJSON *sl,
-			   struct hb_snapshot *s)
+static int read_snap_slurm(struct rd *r, const cJSON *sl, struct hb_snapshot *s)
 {
 	const cJSON *parts, *e;
 	char pp[PATH_MAX_], pk[PATH_MAX_];
@@ -1857,8 +1854,7 @@ static int read_snap_slurm(struct rd *r, const cJSON *sl,
 		if (!name_ok(e->string))
 			return fail(r, e, pp, "not a partition name");
 		if ((rc = mapping(r, e, pp, snap_part_keys)) ||
-		    (rc = get_u32(r, e, pp, "pending", UINT32_MAX,
-				  &pending)) ||
+		    (rc = get_u32(r, e, pp, "pending", UINT32_MAX, &pending)) ||
 		    (rc = get_u32(r, e, pp, "idle_nodes", UINT32_MAX, &idle)))
 			return rc;
 		es = member(e, "expected_start");
@@ -1874,9 +1870,8 @@ static int read_snap_slurm(struct rd *r, const cJSON *sl,
 			if (wait > HB_DURATION_MAX)
 				return fail(r, es, pk,
 					    "more than 100 years from now");
-		} else if (es &&
-			   (rc = get_duration(r, e, pp, "expected_start",
-					      &wait))) {
+		} else if (es && (rc = get_duration(r, e, pp, "expected_start",
+						    &wait))) {
 			return rc;
 		}
 		rc = hb_snapshot_set_partition(s, e->string, wait, pending,
@@ -1914,16 +1909,15 @@ static int read_snap_kube(struct rd *r, const cJSON *k, struct hb_snapshot *s)
 		if (!name_ok(e->string))
 			return fail(r, e, pq, "not a queue name");
 		if ((rc = mapping(r, e, pq, snap_queue_keys)) ||
-		    (rc = get_u32(r, e, pq, "pending", UINT32_MAX,
-				  &pending)) ||
+		    (rc = get_u32(r, e, pq, "pending", UINT32_MAX, &pending)) ||
 		    (rc = get_duration(r, e, pq, "expected_wait", &wait)))
 			return rc;
 		f = member(e, "free");
 		join(pf, pq, "free");
-		if (f && ((rc = mapping(r, f, pf, snap_free_keys)) ||
-			  (rc = get_uint(r, f, pf, "cpus", 1ULL << 40,
-					 &cpus)) ||
-			  (rc = get_mem_mb(r, f, pf, "memory", &mem))))
+		if (f &&
+		    ((rc = mapping(r, f, pf, snap_free_keys)) ||
+		     (rc = get_uint(r, f, pf, "cpus", 1ULL << 40, &cpus)) ||
+		     (rc = get_mem_mb(r, f, pf, "memory", &mem))))
 			return rc;
 		rc = hb_snapshot_set_queue(s, e->string, wait, pending, cpus,
 					   mem);
@@ -1955,8 +1949,7 @@ static int read_snap_kube(struct rd *r, const cJSON *k, struct hb_snapshot *s)
 	return 0;
 }
 
-static int read_snap_spend(struct rd *r, const cJSON *sp,
-			   struct hb_snapshot *s)
+static int read_snap_spend(struct rd *r, const cJSON *sp, struct hb_snapshot *s)
 {
 	const cJSON *a, *p;
 	char pa[PATH_MAX_], pp[PATH_MAX_];
@@ -2007,8 +2000,9 @@ static int read_snapshot(struct rd *r, const cJSON *doc, struct hb_snapshot *s)
 		return rc;
 	it = member(doc, "now");
 	if (!it)
-		return fail(r, doc, "now", "is required: every estimate is "
-					   "counted from it");
+		return fail(r, doc, "now",
+			    "is required: every estimate is "
+			    "counted from it");
 	if ((rc = get_instant(r, it, "now", &s->now)))
 		return rc;
 	it = member(doc, "utc_offset");
@@ -2081,8 +2075,8 @@ static const char *mem_text(uint64_t mib, char buf[32])
 	hb_format_k8s_mem(mib, buf);
 	return buf;
 }
-#define D_DUR(v)   hb_format_duration((v), (char[32]){ 0 }, 32)
-#define D_SIZE(v)  hb_format_size((v), (char[32]){ 0 }, 32)
+#define D_DUR(v)  hb_format_duration((v), (char[32]){ 0 }, 32)
+#define D_SIZE(v) hb_format_size((v), (char[32]){ 0 }, 32)
 
 static int describe_list(struct hb_buf *b, const char *const *v, uint32_t n)
 {
@@ -2126,12 +2120,12 @@ static int describe_rates(struct hb_buf *b, const struct hb_policy *pol,
 			  const struct hb_rates *r)
 {
 	const char *sym = pol->currency_symbol;
-	int rc = hb_buf_printf(b,
-			       "    costs: %s%s per CPU-hour, %s%s per "
-			       "GiB-hour, %s%s per GPU-hour",
-			       sym, D_RATE(r->cpu_hour), sym,
-			       D_RATE(r->mem_gb_hour), sym,
-			       D_RATE(r->gpu_hour));
+	int rc =
+		hb_buf_printf(b,
+			      "    costs: %s%s per CPU-hour, %s%s per "
+			      "GiB-hour, %s%s per GPU-hour",
+			      sym, D_RATE(r->cpu_hour), sym,
+			      D_RATE(r->mem_gb_hour), sym, D_RATE(r->gpu_hour));
 
 	for (uint32_t i = 0; !rc && i < r->ngpu; i++)
 		rc = hb_buf_printf(b, ", %s %s%s", r->gpu[i].type, sym,
@@ -2174,7 +2168,8 @@ static int describe_rule(struct hb_buf *b, const struct hb_policy *pol,
 	else
 		rc = hb_buf_printf(b, "    a job %s\n", prefer[ru->prefer]);
 	if (!rc)
-		rc = hb_buf_printf(b, "    when no side meets the deadline: %s\n",
+		rc = hb_buf_printf(b,
+				   "    when no side meets the deadline: %s\n",
 				   ru->fallback == HB_FALLBACK_REJECT
 					   ? "reject the job"
 					   : "run where it finishes first");
@@ -2185,12 +2180,11 @@ static int describe_rule(struct hb_buf *b, const struct hb_policy *pol,
 			"would exceed it is not used\n",
 			sym, D_MONEY(ru->budget),
 			hb_period_name(ru->budget_period),
-			ru->budget_sides == (1u << HB_SIDE_KUBE)
-				? "Kubernetes"
-			: ru->budget_sides == (1u << HB_SIDE_SLURM)
-				? "Slurm"
-				: "all");
-	if (!rc && (ru->premium_bp != HB_UNSET || ru->premium_abs != HB_UNSET)) {
+			ru->budget_sides == (1u << HB_SIDE_KUBE) ? "Kubernetes"
+			: ru->budget_sides == (1u << HB_SIDE_SLURM) ? "Slurm"
+								    : "all");
+	if (!rc &&
+	    (ru->premium_bp != HB_UNSET || ru->premium_abs != HB_UNSET)) {
 		rc = hb_buf_puts(b, "    to meet a deadline it pays at most ");
 		if (!rc && ru->premium_bp != HB_UNSET)
 			rc = hb_buf_printf(b, "%d.%02d%%", ru->premium_bp / 100,
@@ -2205,8 +2199,9 @@ static int describe_rule(struct hb_buf *b, const struct hb_policy *pol,
 			rc = hb_buf_puts(b, " more than the preferred side\n");
 	}
 	if (!rc && ru->keep_with_data_over)
-		rc = hb_buf_printf(b, "    a job whose data to move exceeds %s "
-				      "stays with its data\n",
+		rc = hb_buf_printf(b,
+				   "    a job whose data to move exceeds %s "
+				   "stays with its data\n",
 				   D_SIZE(ru->keep_with_data_over));
 	if (!rc && ru->staging_slack_bp != HB_UNSET)
 		rc = hb_buf_printf(b,
@@ -2237,15 +2232,14 @@ int hb_policy_describe(const struct hb_policy *pol, struct hb_buf *b)
 			   D_DUR(pol->default_time_limit),
 			   D_MEM(pol->default_mem_per_cpu_mb));
 	if (!rc)
-		rc = hb_buf_printf(b,
-				   "slurm: %u partition%s, default %s; "
-				   "without an estimate a job waits %s\n",
-				   pol->npartitions,
-				   pol->npartitions == 1 ? "" : "s",
-				   pol->default_partition
-					   ? pol->default_partition
-					   : "(the job's)",
-				   D_DUR(pol->slurm_default_wait));
+		rc = hb_buf_printf(
+			b,
+			"slurm: %u partition%s, default %s; "
+			"without an estimate a job waits %s\n",
+			pol->npartitions, pol->npartitions == 1 ? "" : "s",
+			pol->default_partition ? pol->default_partition
+					       : "(the job's)",
+			D_DUR(pol->slurm_default_wait));
 	if (!rc && !pol->npartitions)
 		rc = describe_rates(b, pol, &pol->slurm_rates);
 	for (uint32_t i = 0; !rc && i < pol->npartitions; i++) {
@@ -2258,8 +2252,9 @@ int hb_policy_describe(const struct hb_policy *pol, struct hb_buf *b)
 		if (!rc)
 			rc = describe_rates(b, pol, &p->rates);
 		if (!rc && p->default_deadline)
-			rc = hb_buf_printf(b, "    default deadline: %s after "
-					      "submission\n",
+			rc = hb_buf_printf(b,
+					   "    default deadline: %s after "
+					   "submission\n",
 					   D_DUR(p->default_deadline));
 		if (!rc && p->default_time_limit)
 			rc = hb_buf_printf(b, "    default run time: %s\n",

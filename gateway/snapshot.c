@@ -136,8 +136,8 @@ int hb_snapshot_set_partition(struct hb_snapshot *s, const char *name,
 	return 0;
 }
 
-int hb_snapshot_set_queue(struct hb_snapshot *s, const char *name,
-			  int64_t wait, uint32_t pending, uint64_t free_cpus,
+int hb_snapshot_set_queue(struct hb_snapshot *s, const char *name, int64_t wait,
+			  uint32_t pending, uint64_t free_cpus,
 			  uint64_t free_mem_mb)
 {
 	struct hb_snap_queue *q =
@@ -158,8 +158,8 @@ int hb_snapshot_set_queue(struct hb_snapshot *s, const char *name,
 	q->wait_known = true;
 	q->pending = pending;
 	q->free_known = true;
-	q->free_cpus = free_cpus > HB_SNAP_MAX_CPUS ? HB_SNAP_MAX_CPUS
-						    : free_cpus;
+	q->free_cpus =
+		free_cpus > HB_SNAP_MAX_CPUS ? HB_SNAP_MAX_CPUS : free_cpus;
 	q->free_mem_mb = free_mem_mb > HB_SIZE_MAX / 1048576
 				 ? HB_SIZE_MAX / 1048576
 				 : free_mem_mb;
@@ -188,8 +188,8 @@ int hb_snapshot_set_queue_gpus(struct hb_snapshot *s, const char *queue,
 			q->free_gpus[i].count = count;
 			return 0;
 		}
-	if ((rc = grow((void **)&q->free_gpus, q->nfree_gpus,
-		       &q->cap_free_gpus, sizeof(*q->free_gpus))))
+	if ((rc = grow((void **)&q->free_gpus, q->nfree_gpus, &q->cap_free_gpus,
+		       sizeof(*q->free_gpus))))
 		return rc;
 	g = &q->free_gpus[q->nfree_gpus];
 	t = hb_arena_strdup(&s->arena, type);
@@ -225,9 +225,8 @@ int hb_snapshot_set_data(struct hb_snapshot *s, const char *prefix,
 	return 0;
 }
 
-static struct hb_snap_spend *spend_entry(struct hb_snapshot *s,
-					 const char *account, int period,
-					 int *rc)
+static struct hb_snap_spend *
+spend_entry(struct hb_snapshot *s, const char *account, int period, int *rc)
 {
 	struct hb_snap_spend *e =
 		(struct hb_snap_spend *)hb_snapshot_spend(s, account, period);
@@ -264,13 +263,14 @@ int hb_snapshot_set_spend(struct hb_snapshot *s, const char *account,
 	e = spend_entry(s, account, period, &rc);
 	if (!e)
 		return rc;
-	e->spent[side] = spent < 0 ? 0 : spent > HB_MONEY_MAX ? HB_MONEY_MAX
-							       : spent;
+	e->spent[side] = spent < 0		? 0
+			 : spent > HB_MONEY_MAX ? HB_MONEY_MAX
+						: spent;
 	return 0;
 }
 
-int hb_snapshot_charge(struct hb_snapshot *s, const char *account,
-		       int period, int side, hb_money amount)
+int hb_snapshot_charge(struct hb_snapshot *s, const char *account, int period,
+		       int side, hb_money amount)
 {
 	struct hb_snap_spend *e;
 	int rc;
@@ -411,8 +411,9 @@ static bool write_kube(const struct hb_snapshot *s, cJSON *doc)
 		if (!f)
 			return false;
 		exact_size(q->free_mem_mb * 1048576, b, sizeof(b));
-		if (q->free_known && (!add_num(f, "cpus", (double)q->free_cpus) ||
-				      !add_str(f, "memory", b)))
+		if (q->free_known &&
+		    (!add_num(f, "cpus", (double)q->free_cpus) ||
+		     !add_str(f, "memory", b)))
 			return false;
 		if (!q->nfree_gpus)
 			continue;
@@ -470,8 +471,7 @@ cJSON *hb_snapshot_to_json(const struct hb_snapshot *s)
 		int32_t o = s->utc_offset < 0 ? -s->utc_offset : s->utc_offset;
 
 		snprintf(b, sizeof(b), "%c%02d:%02d",
-			 s->utc_offset < 0 ? '-' : '+', o / 3600,
-			 o / 60 % 60);
+			 s->utc_offset < 0 ? '-' : '+', o / 3600, o / 60 % 60);
 		if (!add_str(doc, "utc_offset", b))
 			goto fail;
 	}

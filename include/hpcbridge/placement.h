@@ -41,12 +41,12 @@ struct hb_place_input {
 	uint64_t seq;		 /* submission counter, for the pilot hash */
 
 	/* Shape: nodes of cpus_per_node CPUs, memory and GPUs each. */
-	uint32_t nodes;		 /* >= 1 */
-	uint32_t cpus_per_node;	 /* >= 1 */
+	uint32_t nodes;		  /* >= 1 */
+	uint32_t cpus_per_node;	  /* >= 1 */
 	uint64_t mem_per_node_mb; /* 0: not given (policy's mem_per_cpu) */
-	bool whole_node;	 /* --exclusive or --mem=0: charged whole */
+	bool whole_node;	  /* --exclusive or --mem=0: charged whole */
 	uint32_t gpus_per_node;
-	const char *gpu_type;	 /* NULL: any type; may be a MIG profile */
+	const char *gpu_type;	  /* NULL: any type; may be a MIG profile */
 	uint32_t shards_per_node; /* gres shard */
 	bool needs_rdma;
 
@@ -67,19 +67,19 @@ struct hb_place_input {
 enum hb_place_factor_kind {
 	HB_PF_NONE = 0,
 	/* the job */
-	HB_PF_DEADLINE,	      /* value: seconds from now; subject: source */
-	HB_PF_TIME_LIMIT,     /* value: assumed run time (none was given) */
-	HB_PF_MEMORY,	      /* value: assumed MiB per node */
-	HB_PF_DATA_UNPLACED,  /* value: inputs in no data location */
-	HB_PF_DATA_SIZE,      /* subject: prefix with no known size */
+	HB_PF_DEADLINE,	     /* value: seconds from now; subject: source */
+	HB_PF_TIME_LIMIT,    /* value: assumed run time (none was given) */
+	HB_PF_MEMORY,	     /* value: assumed MiB per node */
+	HB_PF_DATA_UNPLACED, /* value: inputs in no data location */
+	HB_PF_DATA_SIZE,     /* subject: prefix with no known size */
 	/* estimates, per side */
-	HB_PF_PARTITION,      /* subject: a partition the policy lacks */
-	HB_PF_NO_ESTIMATE,    /* value: wait assumed; subject: resource */
-	HB_PF_WAIT,	      /* value: wait; limit: jobs pending */
-	HB_PF_FREE_NOW,	      /* fits in the free capacity now */
-	HB_PF_STAGING,	      /* value: seconds; limit: bytes moved */
-	HB_PF_COST,	      /* value: total; limit: egress part */
-	HB_PF_LATE,	      /* value: seconds past the deadline */
+	HB_PF_PARTITION,   /* subject: a partition the policy lacks */
+	HB_PF_NO_ESTIMATE, /* value: wait assumed; subject: resource */
+	HB_PF_WAIT,	   /* value: wait; limit: jobs pending */
+	HB_PF_FREE_NOW,	   /* fits in the free capacity now */
+	HB_PF_STAGING,	   /* value: seconds; limit: bytes moved */
+	HB_PF_COST,	   /* value: total; limit: egress part */
+	HB_PF_LATE,	   /* value: seconds past the deadline */
 	/* capabilities: the side cannot run the job */
 	HB_PF_NOT_CONFIGURED, /* the policy has no such side */
 	HB_PF_NODES,	      /* value: nodes; limit: max */
@@ -91,12 +91,12 @@ enum hb_place_factor_kind {
 	HB_PF_SHARDS,	      /* no GPU shards there */
 	HB_PF_RDMA,	      /* no RDMA fabric there */
 	/* rules: the side is forbidden */
-	HB_PF_BURST_NEVER,    /* subject: rule name */
-	HB_PF_BUDGET,	      /* value: spend after; limit: budget */
-	HB_PF_DATA_PINNED,    /* subject: prefix that may not move */
-	HB_PF_DATA_TOO_BIG,   /* value: bytes to move; limit: rule's */
-	HB_PF_STAGING_SLACK,  /* value: staging s; limit: allowed s */
-	HB_PF_PREMIUM,	      /* value: premium; limit: max premium */
+	HB_PF_BURST_NEVER,   /* subject: rule name */
+	HB_PF_BUDGET,	     /* value: spend after; limit: budget */
+	HB_PF_DATA_PINNED,   /* subject: prefix that may not move */
+	HB_PF_DATA_TOO_BIG,  /* value: bytes to move; limit: rule's */
+	HB_PF_STAGING_SLACK, /* value: staging s; limit: allowed s */
+	HB_PF_PREMIUM,	     /* value: premium; limit: max premium */
 	/* choice */
 	HB_PF_REQUESTED,      /* the job asked for this side */
 	HB_PF_REQUEST_DENIED, /* the side asked for is not possible */
@@ -145,17 +145,17 @@ const char *hb_place_why_name(int why);
 
 /* One side's estimate. */
 struct hb_place_alt {
-	const char *resource; /* partition or queue (borrowed) */
-	const char *gpu_type; /* the type it would run on, or NULL */
-	bool can_run;	      /* the side can run the job at all */
-	bool allowed;	      /* no rule forbids it */
-	bool meets_deadline;  /* true when there is no deadline */
-	bool fits_now;	      /* free capacity now, nobody waiting */
-	bool estimated;	      /* the snapshot had an estimate */
-	uint8_t blocked_by;   /* first factor that ruled it out, or 0 */
-	int64_t wait;	      /* queue wait, seconds */
-	int64_t staging;      /* data staging, seconds */
-	uint64_t moved;	      /* bytes staged */
+	const char *resource;  /* partition or queue (borrowed) */
+	const char *gpu_type;  /* the type it would run on, or NULL */
+	bool can_run;	       /* the side can run the job at all */
+	bool allowed;	       /* no rule forbids it */
+	bool meets_deadline;   /* true when there is no deadline */
+	bool fits_now;	       /* free capacity now, nobody waiting */
+	bool estimated;	       /* the snapshot had an estimate */
+	uint8_t blocked_by;    /* first factor that ruled it out, or 0 */
+	int64_t wait;	       /* queue wait, seconds */
+	int64_t staging;       /* data staging, seconds */
+	uint64_t moved;	       /* bytes staged */
 	int64_t start, finish; /* Unix seconds */
 	int64_t runtime;       /* seconds */
 	hb_money compute, egress, cost; /* cost = compute + egress */
@@ -164,14 +164,14 @@ struct hb_place_alt {
 #define HB_PLACE_MAX_FACTORS 48
 
 struct hb_place_result {
-	uint8_t target; /* enum hb_place_target */
-	uint8_t why;	/* enum hb_place_why */
+	uint8_t target;		    /* enum hb_place_target */
+	uint8_t why;		    /* enum hb_place_why */
 	const struct hb_rule *rule; /* borrowed from the policy */
 	int64_t now;
-	int64_t deadline;	/* 0: none */
-	bool deadline_default;	/* from the partition's default_deadline */
-	int64_t runtime;	/* the time limit used */
-	uint32_t pilot_bucket;	/* 0..9999 */
+	int64_t deadline;      /* 0: none */
+	bool deadline_default; /* from the partition's default_deadline */
+	int64_t runtime;       /* the time limit used */
+	uint32_t pilot_bucket; /* 0..9999 */
 	bool pilot_selected;
 	struct hb_place_alt alt[HB__SIDE_COUNT];
 	struct hb_place_factor factor[HB_PLACE_MAX_FACTORS];
@@ -214,8 +214,7 @@ int hb_place_input_from_jobspec(const struct hb_policy *pol,
  * no nodes or CPUs; every other problem is a decision (reject) with its
  * reason.  No allocation.
  */
-int hb_place_decide(const struct hb_policy *pol,
-		    const struct hb_snapshot *snap,
+int hb_place_decide(const struct hb_policy *pol, const struct hb_snapshot *snap,
 		    const struct hb_place_input *in,
 		    struct hb_place_result *out);
 

@@ -31,11 +31,7 @@
 #include "hpcbridge/error.h"
 
 /* The two sides a job can run on. */
-enum hb_side {
-	HB_SIDE_SLURM = 0,
-	HB_SIDE_KUBE = 1,
-	HB__SIDE_COUNT
-};
+enum hb_side { HB_SIDE_SLURM = 0, HB_SIDE_KUBE = 1, HB__SIDE_COUNT };
 
 /* "slurm" or "kubernetes" (static); NULL for anything else. */
 const char *hb_side_name(int side);
@@ -67,11 +63,11 @@ struct hb_gpu_rate {
 };
 
 struct hb_rates {
-	hb_money cpu_hour;    /* one CPU for an hour */
-	hb_money mem_gb_hour; /* one GiB of memory for an hour */
-	hb_money gpu_hour;    /* a GPU of a type with no rate of its own */
-	hb_money shard_hour;  /* one GPU shard for an hour */
-	hb_money per_job;     /* fixed overhead per job */
+	hb_money cpu_hour;	 /* one CPU for an hour */
+	hb_money mem_gb_hour;	 /* one GiB of memory for an hour */
+	hb_money gpu_hour;	 /* a GPU of a type with no rate of its own */
+	hb_money shard_hour;	 /* one GPU shard for an hour */
+	hb_money per_job;	 /* fixed overhead per job */
 	struct hb_gpu_rate *gpu; /* per type, MIG profiles included */
 	uint32_t ngpu;
 	uint32_t line; /* where the card is written (0: default) */
@@ -95,8 +91,8 @@ struct hb_partition {
 	const char *name;
 	uint32_t line;
 	struct hb_capability cap;
-	struct hb_rates rates;	   /* slurm.rates unless its own */
-	int64_t default_deadline;  /* seconds after submission; 0: none */
+	struct hb_rates rates;	    /* slurm.rates unless its own */
+	int64_t default_deadline;   /* seconds after submission; 0: none */
 	int64_t default_time_limit; /* 0: the policy's */
 };
 
@@ -115,10 +111,10 @@ struct hb_data_loc {
 	const char *prefix; /* "/lustre/era5" or "s3://bucket/prefix" */
 	uint32_t prefix_len;
 	uint32_t line;
-	uint8_t side;	    /* enum hb_side where it lives */
-	bool movable;	    /* false: never leaves its side */
-	bool size_known;    /* size given here (a snapshot may measure it) */
-	uint64_t size;	    /* bytes */
+	uint8_t side;	 /* enum hb_side where it lives */
+	bool movable;	 /* false: never leaves its side */
+	bool size_known; /* size given here (a snapshot may measure it) */
+	uint64_t size;	 /* bytes */
 	hb_money egress_per_gb; /* per 10^9 bytes moved off its side */
 	uint64_t bandwidth;	/* bytes per second when staging */
 };
@@ -176,18 +172,18 @@ struct hb_rule {
 	int32_t premium_bp;    /* max premium, basis points; HB_UNSET */
 	hb_money premium_abs;  /* max premium, money; HB_UNSET */
 	uint64_t keep_with_data_over; /* bytes; 0: no limit */
-	int32_t staging_slack_bp; /* of the deadline's slack; HB_UNSET */
-	int32_t pilot_bp;	  /* share of eligible jobs; 0: none */
+	int32_t staging_slack_bp;     /* of the deadline's slack; HB_UNSET */
+	int32_t pilot_bp;	      /* share of eligible jobs; 0: none */
 };
 
 struct hb_policy {
 	struct hb_arena arena;
-	const char *source_name; /* file name, for messages */
-	const char *currency;	 /* "USD" */
+	const char *source_name;     /* file name, for messages */
+	const char *currency;	     /* "USD" */
 	const char *currency_symbol; /* "$", or "USD " */
 
 	/* job defaults */
-	int64_t default_time_limit;	/* seconds */
+	int64_t default_time_limit;	 /* seconds */
 	uint64_t default_mem_per_cpu_mb; /* when the job gives no memory */
 	const char **rdma_features;	 /* --constraint features asking RDMA */
 	uint32_t nrdma_features;
@@ -262,7 +258,7 @@ int hb_policy_describe(const struct hb_policy *pol, struct hb_buf *out);
 
 struct hb_snap_partition {
 	const char *name;
-	int64_t wait;	     /* expected start, seconds from now */
+	int64_t wait; /* expected start, seconds from now */
 	bool wait_known;
 	uint32_t pending;    /* jobs waiting in the partition */
 	uint32_t idle_nodes; /* nodes free now */
@@ -276,7 +272,7 @@ struct hb_snap_gpus {
 
 struct hb_snap_queue {
 	const char *name;
-	int64_t wait;	  /* expected admission when it does not fit now */
+	int64_t wait; /* expected admission when it does not fit now */
 	bool wait_known;
 	uint32_t pending; /* workloads waiting in the queue */
 	bool free_known;  /* free capacity given */
@@ -339,8 +335,8 @@ struct cJSON *hb_snapshot_to_json(const struct hb_snapshot *s);
 int hb_snapshot_set_partition(struct hb_snapshot *s, const char *name,
 			      int64_t wait, uint32_t pending,
 			      uint32_t idle_nodes);
-int hb_snapshot_set_queue(struct hb_snapshot *s, const char *name,
-			  int64_t wait, uint32_t pending, uint64_t free_cpus,
+int hb_snapshot_set_queue(struct hb_snapshot *s, const char *name, int64_t wait,
+			  uint32_t pending, uint64_t free_cpus,
 			  uint64_t free_mem_mb);
 int hb_snapshot_set_queue_gpus(struct hb_snapshot *s, const char *queue,
 			       const char *type, uint32_t count);
@@ -350,8 +346,8 @@ int hb_snapshot_set_spend(struct hb_snapshot *s, const char *account,
 			  int period, int side, hb_money spent);
 /* Add amount to what account has spent on side this period
  * (saturating at HB_MONEY_MAX; a negative amount adds nothing). */
-int hb_snapshot_charge(struct hb_snapshot *s, const char *account,
-		       int period, int side, hb_money amount);
+int hb_snapshot_charge(struct hb_snapshot *s, const char *account, int period,
+		       int side, hb_money amount);
 
 /* Lookups (no allocation); NULL when absent. */
 const struct hb_snap_partition *

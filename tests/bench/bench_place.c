@@ -119,8 +119,7 @@ static void make_jobs(struct hb_place_input *in, const char **data, int64_t t)
 	static const char *const accounts[] = { "physics", "chemistry",
 						"medical", "climate", NULL };
 	static const char *const parts[] = { "batch", "gpu", NULL };
-	static const char *const types[] = { NULL, "a100", "h100",
-					     "1g.10gb" };
+	static const char *const types[] = { NULL, "a100", "h100", "1g.10gb" };
 	static const char *const paths[] = { "/lustre/era5/2020",
 					     "s3://datasets/imagenet",
 					     "/lustre/medical/x", "/home/u" };
@@ -237,8 +236,7 @@ int main(int argc, char **argv)
 				continue;
 			t0 = now();
 			for (uint64_t i = 0; i < count; i++) {
-				const struct hb_place_input *j =
-					&in[i % NJOBS];
+				const struct hb_place_input *j = &in[i % NJOBS];
 				struct hb_place_result res;
 				cJSON *doc;
 

@@ -19,8 +19,8 @@ static const char *const paths[] = { "/lustre/era5/x", "s3://datasets/y",
 				     "/home/u" };
 
 static void decide(const struct hb_policy *pol, const struct hb_snapshot *s,
-		   const char *account, const char *partition,
-		   const char *gpu, uint32_t gpus, int64_t deadline)
+		   const char *account, const char *partition, const char *gpu,
+		   uint32_t gpus, int64_t deadline)
 {
 	struct hb_place_input in = {
 		.name = "fuzz",

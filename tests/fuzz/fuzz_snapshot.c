@@ -56,8 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		loaded = 1;
 	}
-	rc = hb_snapshot_parse((const char *)data, size, "fuzz.yaml", &s,
-			       &err);
+	rc = hb_snapshot_parse((const char *)data, size, "fuzz.yaml", &s, &err);
 	if (rc) {
 		if (!err.msg[0] || s.parts || s.queues || s.spend)
 			abort();

@@ -94,8 +94,8 @@ static const char *const accounts[] = { "a", "b", "c", NULL };
 static const char *const partitions[] = { "cpu", "gpu", "other", NULL };
 static const char *const gpu_types[] = { NULL, "a100", "h100", "h200",
 					 "1g.10gb" };
-static const char *const paths[] = { "/lustre/a/x", "/lustre/b",
-				     "/lustre/p/q", "s3://k/y", "/home/u" };
+static const char *const paths[] = { "/lustre/a/x", "/lustre/b", "/lustre/p/q",
+				     "s3://k/y", "/home/u" };
 
 static hb_money money(struct rng *g, hb_money max)
 {
@@ -123,12 +123,12 @@ static void random_rule(struct rng *g, struct hb_rule *ru)
 	ru->budget_period = (uint8_t)below(g, HB__PERIOD_COUNT);
 	ru->budget_sides = (uint8_t)(1 + below(g, 3));
 	ru->premium_bp = chance(g, 40) ? (int32_t)below(g, 30000) : HB_UNSET;
-	ru->premium_abs = chance(g, 30) ? money(g, 200 * HB_MONEY_UNIT)
-					: HB_UNSET;
+	ru->premium_abs =
+		chance(g, 30) ? money(g, 200 * HB_MONEY_UNIT) : HB_UNSET;
 	ru->keep_with_data_over =
 		chance(g, 30) ? below(g, 6000000000000ULL) + 1 : 0;
-	ru->staging_slack_bp = chance(g, 30) ? (int32_t)below(g, 10001)
-					     : HB_UNSET;
+	ru->staging_slack_bp =
+		chance(g, 30) ? (int32_t)below(g, 10001) : HB_UNSET;
 	ru->pilot_bp = chance(g, 25) ? (int32_t)below(g, 10001) : 0;
 }
 
@@ -164,12 +164,12 @@ static void random_snapshot(struct rng *g, struct hb_snapshot *s)
 	hb_snapshot_init(s, NOW);
 	for (int i = 0; i < 2; i++)
 		if (!chance(g, 10))
-			assert_int_equal(
-				hb_snapshot_set_partition(
-					s, parts[i], (int64_t)below(g, 2 * 86400),
-					(uint32_t)below(g, 3),
-					(uint32_t)below(g, 20)),
-				0);
+			assert_int_equal(hb_snapshot_set_partition(
+						 s, parts[i],
+						 (int64_t)below(g, 2 * 86400),
+						 (uint32_t)below(g, 3),
+						 (uint32_t)below(g, 20)),
+					 0);
 	for (int i = 0; i < 2; i++) {
 		if (chance(g, 10))
 			continue;
@@ -179,25 +179,25 @@ static void random_snapshot(struct rng *g, struct hb_snapshot *s)
 					 (uint32_t)below(g, 3), below(g, 2000),
 					 below(g, 8u << 20)),
 				 0);
-		assert_int_equal(hb_snapshot_set_queue_gpus(
-					 s, queues[i], "a100",
-					 (uint32_t)below(g, 64)),
-				 0);
-		assert_int_equal(hb_snapshot_set_queue_gpus(
-					 s, queues[i], "h200",
-					 (uint32_t)below(g, 64)),
-				 0);
+		assert_int_equal(
+			hb_snapshot_set_queue_gpus(s, queues[i], "a100",
+						   (uint32_t)below(g, 64)),
+			0);
+		assert_int_equal(
+			hb_snapshot_set_queue_gpus(s, queues[i], "h200",
+						   (uint32_t)below(g, 64)),
+			0);
 	}
 	if (chance(g, 30))
-		hb_snapshot_set_data(s, "/lustre/a", below(g, 3000000000000ULL));
+		hb_snapshot_set_data(s, "/lustre/a",
+				     below(g, 3000000000000ULL));
 	for (int i = 0; i < 3; i++)
 		for (int p = 0; p < HB__PERIOD_COUNT; p++)
 			for (int side = 0; side < HB__SIDE_COUNT; side++)
 				if (chance(g, 50))
 					hb_snapshot_set_spend(
 						s, accounts[i], p, side,
-						money(g,
-						      1500 * HB_MONEY_UNIT));
+						money(g, 1500 * HB_MONEY_UNIT));
 }
 
 static void random_input(struct rng *g, struct hb_place_input *in,
@@ -219,9 +219,9 @@ static void random_input(struct rng *g, struct hb_place_input *in,
 	}
 	in->shards_per_node = chance(g, 5) ? 1 + (uint32_t)below(g, 4) : 0;
 	in->needs_rdma = chance(g, 20);
-	in->time_limit = chance(g, 15) ? 0 : (int64_t)(600 + below(g, 2 * 86400));
-	in->deadline = chance(g, 30) ? 0
-				     : NOW + (int64_t)below(g, 4 * 86400);
+	in->time_limit =
+		chance(g, 15) ? 0 : (int64_t)(600 + below(g, 2 * 86400));
+	in->deadline = chance(g, 30) ? 0 : NOW + (int64_t)below(g, 4 * 86400);
 	in->ndata = 0;
 	for (int i = 0; i < 5; i++)
 		if (chance(g, 20))
@@ -240,10 +240,11 @@ static void describe(const struct hb_policy *pol,
 
 	hb_buf_init(&b, 0);
 	hb_place_explain(pol, in, r, &b);
-	fprintf(stderr, "%s failed: seed %llu, round %ld "
-			"(HB_PLACE_SEED=%llu replays it)\n%s",
-		what, (unsigned long long)seed, round,
-		(unsigned long long)seed, b.data ? b.data : "");
+	fprintf(stderr,
+		"%s failed: seed %llu, round %ld "
+		"(HB_PLACE_SEED=%llu replays it)\n%s",
+		what, (unsigned long long)seed, round, (unsigned long long)seed,
+		b.data ? b.data : "");
 	hb_buf_free(&b);
 }
 
@@ -262,8 +263,8 @@ static void check_sane(const struct hb_policy *pol,
 		return;
 	}
 	a = &r->alt[r->target];
-	if (!a->can_run || !a->allowed || a->cost < 0 ||
-	    a->finish < a->start || a->start < r->now) {
+	if (!a->can_run || !a->allowed || a->cost < 0 || a->finish < a->start ||
+	    a->start < r->now) {
 		describe(pol, in, r, "sane", round);
 		fail();
 	}
@@ -298,10 +299,9 @@ static void test_price(void **state)
 		/* raise one rate on every card of the side */
 		for (uint32_t c = 0; c <= pol.npartitions; c++) {
 			struct hb_rates *rt =
-				side == HB_SIDE_KUBE ? &pol.kube_rates
-				: c < pol.npartitions
-					? &pol.partitions[c].rates
-					: &pol.slurm_rates;
+				side == HB_SIDE_KUBE  ? &pol.kube_rates
+				: c < pol.npartitions ? &pol.partitions[c].rates
+						      : &pol.slurm_rates;
 
 			switch (field) {
 			case 0:
@@ -384,8 +384,8 @@ static void test_queue(void **state)
 			in.slurm_start = 0;
 			hb_place_decide(&pol, &snap, &in, &r1);
 			hb_snapshot_set_partition(
-				&snap, p, r1.alt[HB_SIDE_SLURM].wait + later,
-				5, 0);
+				&snap, p, r1.alt[HB_SIDE_SLURM].wait + later, 5,
+				0);
 		}
 		hb_place_decide(&pol, &snap, &in, &r2);
 		check_sane(&pol, &in, &r2, i);
@@ -461,8 +461,7 @@ static void test_deadline(void **state)
 		/* placed late although the other side is on time */
 		hb_buf_init(&b, 0);
 		assert_int_equal(hb_place_explain(&pol, &in, &r, &b), 0);
-		if (!o->allowed &&
-		    hb_place_factor_is_rule(o->blocked_by)) {
+		if (!o->allowed && hb_place_factor_is_rule(o->blocked_by)) {
 			if (!strstr(b.data, "not allowed: ")) {
 				describe(&pol, &in, &r, "deadline (words)", i);
 				fail();

@@ -15,8 +15,8 @@
 #include "testutil.h"
 
 /* 2026-11-21T08:00:00Z */
-#define NOW 1795248000LL
-#define H   3600LL
+#define NOW  1795248000LL
+#define H    3600LL
 #define UNIT HB_MONEY_UNIT
 
 static void load_policy(const char *rel, struct hb_policy *pol)
@@ -131,12 +131,12 @@ static void test_formulas(void **state)
 	(void)state;
 	policy_text(formula_policy, &pol);
 	hb_snapshot_init(&snap, NOW);
-	assert_int_equal(hb_snapshot_set_partition(&snap, "batch", 6 * H + 600,
-						   42, 0),
-			 0);
-	assert_int_equal(hb_snapshot_set_queue(&snap, "burst", 1800, 0, 512,
-					       4u << 20),
-			 0);
+	assert_int_equal(
+		hb_snapshot_set_partition(&snap, "batch", 6 * H + 600, 42, 0),
+		0);
+	assert_int_equal(
+		hb_snapshot_set_queue(&snap, "burst", 1800, 0, 512, 4u << 20),
+		0);
 	job(&j, &pol, regrid);
 	assert_int_equal(j.in.nodes, 2);
 	assert_int_equal(j.in.cpus_per_node, 32);
@@ -186,9 +186,10 @@ static void test_formulas(void **state)
 
 		memset(&r2, 0xa5, sizeof(r2));
 		hb_place_decide(&pol, &snap, &j.in, &r2);
-		assert_int_equal(memcmp(&r, &r2, offsetof(struct hb_place_result,
-							  factor)),
-				 0);
+		assert_int_equal(
+			memcmp(&r, &r2,
+			       offsetof(struct hb_place_result, factor)),
+			0);
 		assert_int_equal(r.nfactors, r2.nfactors);
 		for (uint32_t i = 0; i < r.nfactors; i++) {
 			assert_int_equal(r.factor[i].kind, r2.factor[i].kind);
@@ -225,15 +226,14 @@ static void test_explanation(void **state)
 	struct job j;
 	struct hb_place_result r;
 	const char *t;
-	static const char script[] =
-		"#!/bin/bash\n"
-		"#SBATCH -J train\n"
-		"#SBATCH -p gpu\n"
-		"#SBATCH --gres=gpu:h100:4\n"
-		"#SBATCH -t 8:00:00\n"
-		"#SBATCH --deadline=now+12hours\n"
-		"#SBATCH --hpcbridge-data=/lustre/era5\n"
-		"python train.py\n";
+	static const char script[] = "#!/bin/bash\n"
+				     "#SBATCH -J train\n"
+				     "#SBATCH -p gpu\n"
+				     "#SBATCH --gres=gpu:h100:4\n"
+				     "#SBATCH -t 8:00:00\n"
+				     "#SBATCH --deadline=now+12hours\n"
+				     "#SBATCH --hpcbridge-data=/lustre/era5\n"
+				     "python train.py\n";
 
 	(void)state;
 	policy_text("slurm:\n"
@@ -357,8 +357,7 @@ static void test_policy_cheaper_burst(void **state)
 
 	/* 16 CPUs for 4 h: Slurm 16 x 4 x 0.05 + 0.50 + memory; Kubernetes
 	 * 16 x 4 x 0.02 + 0.10 + memory: cheaper */
-	job(&j, &pol,
-	    "#!/bin/bash\n#SBATCH -A bio -n 16 -t 4:00:00\nsrun x\n");
+	job(&j, &pol, "#!/bin/bash\n#SBATCH -A bio -n 16 -t 4:00:00\nsrun x\n");
 	hb_place_decide(&pol, &snap, &j.in, &r);
 	assert_int_equal(r.target, HB_PLACE_KUBE);
 	assert_int_equal(r.why, HB_WHY_CHEAPEST);
@@ -814,8 +813,7 @@ static void test_premium(void **state)
 	hb_policy_free(&pol);
 
 	/* ...and not when a rule forbids it */
-	policy_text("rules: [{account: a, burst: never}]\nkubernetes:\n",
-		    &pol);
+	policy_text("rules: [{account: a, burst: never}]\nkubernetes:\n", &pol);
 	hb_snapshot_init(&snap, NOW);
 	in.nodes = 1;
 	in.account = "a";
@@ -883,8 +881,10 @@ static void test_parse_time(void **state)
 		{ "uts1795291200", 0, 12 * H },
 	};
 	static const char *const bad[] = {
-		"", "now+", "now+3fortnights", "later", "2026-13-01",
-		"25:00", "11/32", "uts", "2026-11-21T20:00:00Z", "now*2",
+		"",	 "now+",       "now+3fortnights",
+		"later", "2026-13-01", "25:00",
+		"11/32", "uts",	       "2026-11-21T20:00:00Z",
+		"now*2",
 	};
 	int64_t t;
 
@@ -947,21 +947,21 @@ static void test_input(void **state)
 	assert_true(j.in.needs_rdma);
 	assert_int_equal(j.in.requested, -1);
 	job_free(&j);
-	job(&j, &pol, "#!/bin/bash\n#SBATCH -N 1 -t UNLIMITED\n"
-		      "mpirun ./a.out\n");
+	job(&j, &pol,
+	    "#!/bin/bash\n#SBATCH -N 1 -t UNLIMITED\n"
+	    "mpirun ./a.out\n");
 	assert_false(j.in.needs_rdma);
 	assert_int_equal(j.in.time_limit, 0);
 	job_free(&j);
 
 	/* a deadline placement cannot read names its line */
 	hb_jobspec_init(&spec, "late.sh");
-	assert_int_equal(hb_parse_any(bad, strlen(bad), "late.sh", &o, &spec,
-				      &err),
-			 0);
+	assert_int_equal(
+		hb_parse_any(bad, strlen(bad), "late.sh", &o, &spec, &err), 0);
 	spec.deadline = "1 fortnight";
-	assert_int_equal(hb_place_input_from_jobspec(&pol, &spec, NOW, 0, &in,
-						     &err),
-			 HB_EINVAL);
+	assert_int_equal(
+		hb_place_input_from_jobspec(&pol, &spec, NOW, 0, &in, &err),
+		HB_EINVAL);
 	assert_has(err.msg, "late.sh:4: deadline '1 fortnight': placement "
 			    "reads now+N");
 	hb_jobspec_free(&spec);
@@ -1008,8 +1008,7 @@ static void test_json(void **state)
 			    "41.70");
 	assert_int_equal(cJSON_GetObjectItem(a, "cost_micro")->valuedouble,
 			 41700000);
-	assert_int_equal(cJSON_GetObjectItem(a, "staging_s")->valuedouble,
-			 640);
+	assert_int_equal(cJSON_GetObjectItem(a, "staging_s")->valuedouble, 640);
 	assert_string_equal(cJSON_GetObjectItem(a, "finish")->valuestring,
 			    "2026-11-21T16:12:40Z");
 	a = cJSON_GetArrayItem(alts, 0);
@@ -1021,10 +1020,10 @@ static void test_json(void **state)
 	assert_int_equal(nf, (int)r.nfactors);
 	assert_int_equal(
 		cJSON_GetArraySize(cJSON_GetObjectItem(doc, "explanation")), 5);
-	assert_has(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "explanation"),
-				      0)
-			   ->valuestring,
-		   "decision: kubernetes");
+	assert_has(
+		cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "explanation"), 0)
+			->valuestring,
+		"decision: kubernetes");
 	cJSON_Delete(doc);
 
 	/* every factor and reason has a name */

@@ -163,13 +163,11 @@ static void test_format(void **state)
 	assert_string_equal(hb_format_duration(640, b, sizeof(b)), "10m40s");
 	assert_string_equal(hb_format_duration(22200, b, sizeof(b)), "6h10m");
 	assert_string_equal(hb_format_duration(22201, b, sizeof(b)), "6h11m");
-	assert_string_equal(hb_format_duration(43200, b, sizeof(b)),
-			    "12h00m");
+	assert_string_equal(hb_format_duration(43200, b, sizeof(b)), "12h00m");
 	assert_string_equal(hb_format_duration(86400 + 7200, b, sizeof(b)),
 			    "1d02h00m");
 	assert_string_equal(hb_format_duration(-7800, b, sizeof(b)), "-2h10m");
-	assert_string_equal(hb_format_money(212400000, b, sizeof(b)),
-			    "212.40");
+	assert_string_equal(hb_format_money(212400000, b, sizeof(b)), "212.40");
 	assert_string_equal(hb_format_money(4900000000LL, b, sizeof(b)),
 			    "4,900.00");
 	assert_string_equal(hb_format_money(5000, b, sizeof(b)), "0.01");
@@ -217,8 +215,8 @@ static void test_examples(void **state)
 		struct hb_err err = { 0 };
 		struct hb_buf b;
 		size_t len;
-		char *text = hb_test_read_file(hb_test_src_path(files[i]),
-					       &len);
+		char *text =
+			hb_test_read_file(hb_test_src_path(files[i]), &len);
 
 		if (hb_policy_parse(text, len, files[i], &pol, &err))
 			fail_msg("%s", err.msg);
@@ -339,8 +337,7 @@ static void test_minimal(void **state)
 	parse_ok("kubernetes:\n", &pol);
 	assert_true(pol.kube_enabled);
 	assert_int_equal(pol.nqueues, 1);
-	assert_string_equal(hb_policy_queue(&pol, NULL, NULL)->name,
-			    "default");
+	assert_string_equal(hb_policy_queue(&pol, NULL, NULL)->name, "default");
 	hb_policy_free(&pol);
 
 	/* JSON is YAML too; a rule lifts an inherited budget with null */
@@ -441,7 +438,7 @@ static void test_errors(void **state)
 		{ "data:\n  - prefix: /a\n    side: slurm\n",
 		  "p.yaml:2: data[0]: bandwidth is required" },
 		{ "data:\n  - side: slurm\n", "p.yaml:2: data[0]: prefix is "
-					     "required" },
+					      "required" },
 		{ "data:\n  - prefix: relative/dir\n    side: slurm\n",
 		  "p.yaml:2: data[0].prefix: expected an absolute path" },
 		{ "data:\n  - prefix: /a\n    side: cloud\n",
@@ -522,8 +519,7 @@ static void test_snapshot(void **state)
 	cJSON *doc, *doc2;
 
 	(void)state;
-	if (hb_snapshot_parse(snap_text, strlen(snap_text), "s.yaml", &s,
-			      &err))
+	if (hb_snapshot_parse(snap_text, strlen(snap_text), "s.yaml", &s, &err))
 		fail_msg("%s", err.msg);
 	assert_int_equal(s.now, 1795248000);
 	assert_int_equal(s.utc_offset, 3600);
@@ -581,16 +577,14 @@ static void test_snapshot(void **state)
 	assert_int_equal(hb_snapshot_charge(&s, "bio", HB_PERIOD_WEEK,
 					    HB_SIDE_SLURM, HB_MONEY_MAX - 2),
 			 0);
-	assert_int_equal(hb_snapshot_charge(&s, "bio", HB_PERIOD_WEEK,
-					    HB_SIDE_SLURM, 5),
-			 0);
 	assert_int_equal(
-		hb_snapshot_spend(&s, "bio", HB_PERIOD_WEEK)->spent[0],
-		HB_MONEY_MAX); /* saturates */
+		hb_snapshot_charge(&s, "bio", HB_PERIOD_WEEK, HB_SIDE_SLURM, 5),
+		0);
+	assert_int_equal(hb_snapshot_spend(&s, "bio", HB_PERIOD_WEEK)->spent[0],
+			 HB_MONEY_MAX); /* saturates */
 	assert_int_equal(hb_snapshot_charge(&s, "bio", 9, 0, 1), HB_EINVAL);
 	assert_int_equal(hb_snapshot_charge(&s, "bio", 0, 2, 1), HB_EINVAL);
-	assert_int_equal(hb_snapshot_set_queue_gpus(&s, "fresh", "A100", 3),
-			 0);
+	assert_int_equal(hb_snapshot_set_queue_gpus(&s, "fresh", "A100", 3), 0);
 	q = hb_snapshot_queue(&s, "fresh");
 	assert_false(q->free_known);
 	assert_string_equal(q->free_gpus[0].type, "a100");
@@ -631,7 +625,8 @@ static void test_snapshot_errors(void **state)
 		  "{h100: many}}\n",
 		  "s.yaml:5: kubernetes.queues.q.free.gpus.h100: expected a "
 		  "whole number" },
-		{ "now: 1\ndata:\n  /x: big\n", "s.yaml:3: data./x: size 'big'" },
+		{ "now: 1\ndata:\n  /x: big\n",
+		  "s.yaml:3: data./x: size 'big'" },
 		{ "now: 1\nspend:\n  a:\n    fortnight: {slurm: 1}\n",
 		  "s.yaml:4: spend.a.fortnight: unknown key" },
 		{ "now: 1\nspend:\n  a:\n    month: {cloud: 1}\n",
