@@ -201,40 +201,6 @@ static int live_unavailable(void)
 	return HB_EXIT_REMOTE;
 }
 
-static cJSON *job_json(const struct hb_place_input *in)
-{
-	cJSON *j = cJSON_CreateObject();
-
-	if (!j)
-		return NULL;
-	cJSON_AddStringToObject(j, "source", in->source_name);
-	if (in->name)
-		cJSON_AddStringToObject(j, "name", in->name);
-	if (in->user)
-		cJSON_AddStringToObject(j, "user", in->user);
-	if (in->account)
-		cJSON_AddStringToObject(j, "account", in->account);
-	if (in->partition)
-		cJSON_AddStringToObject(j, "partition", in->partition);
-	cJSON_AddNumberToObject(j, "seq", (double)in->seq);
-	cJSON_AddNumberToObject(j, "nodes", in->nodes);
-	cJSON_AddNumberToObject(j, "cpus_per_node", in->cpus_per_node);
-	cJSON_AddNumberToObject(j, "mem_per_node_mb",
-				(double)in->mem_per_node_mb);
-	cJSON_AddNumberToObject(j, "gpus_per_node", in->gpus_per_node);
-	if (in->gpu_type)
-		cJSON_AddStringToObject(j, "gpu_type", in->gpu_type);
-	if (in->shards_per_node)
-		cJSON_AddNumberToObject(j, "shards_per_node",
-					in->shards_per_node);
-	cJSON_AddBoolToObject(j, "needs_rdma", in->needs_rdma);
-	cJSON_AddNumberToObject(j, "time_limit_s", (double)in->time_limit);
-	if (in->requested >= 0)
-		cJSON_AddStringToObject(j, "requested",
-					hb_side_name(in->requested));
-	return j;
-}
-
 int hb_cmd_explain(int argc, char **argv)
 {
 	struct opts o;
@@ -293,10 +259,6 @@ int hb_cmd_explain(int argc, char **argv)
 
 	if (o.json) {
 		doc = hb_place_to_json(&pol, &in, &res);
-		if (doc && !cJSON_AddItemToObject(doc, "job", job_json(&in))) {
-			cJSON_Delete(doc);
-			doc = NULL;
-		}
 		if (!doc || write_doc(doc, 1)) {
 			fprintf(stderr, "hpcbridge explain: cannot write the "
 					"decision\n");

@@ -334,14 +334,22 @@ int hb_place_parse_time(const char *s, int64_t now, int32_t utc_offset,
 
 /* ---- the input -------------------------------------------------------- */
 
-/* A count after "shard" in a --gres directive ("shard:2",
- * "gres:shard:type:4"); 0 when there is none. */
+/* The shards a --gres directive (or SBATCH_GRES) asks for
+ * ("--gres=shard:2", "--gres gpu:1,shard:type:4"); 0 when none. */
 static uint32_t shards_in(const char *text)
 {
-	const char *p = strstr(text, "shard");
+	const char *p;
 	int64_t v = 0;
 
-	if (!p || !strstr(text, "gres"))
+	if (strncmp(text, "--gres", 6) && strncmp(text, "SBATCH_GRES=", 12))
+		return 0;
+	if (!strncmp(text, "--gres-flags", 12))
+		return 0;
+	for (p = strstr(text, "shard"); p; p = strstr(p + 1, "shard"))
+		if (p[-1] == '=' || p[-1] == ' ' || p[-1] == ',' ||
+		    p[-1] == ':')
+			break;
+	if (!p)
 		return 0;
 	p += 5;
 	while (*p == ':') {
@@ -419,10 +427,11 @@ int hb_place_input_from_jobspec(const struct hb_policy *pol,
 			continue;
 		if (!in->shards_per_node)
 			in->shards_per_node = shards_in(t);
-		v = strstr(t, "hpcbridge-target");
-		if (!v)
+		if (strncmp(t, "--hpcbridge-target", 18))
 			continue;
-		v += strlen("hpcbridge-target");
+		v = t + 18;
+		if (*v != '=' && *v != ' ')
+			continue;
 		while (*v == '=' || *v == ' ')
 			v++;
 		in->requested = !strcmp(v, "slurm")	   ? HB_SIDE_SLURM
@@ -1698,6 +1707,56 @@ static cJSON *factor_json(const struct hb_place_factor *f)
 	return o;
 }
 
+/* What the decision was made from, as far as the job goes. */
+static cJSON *job_json(const struct hb_place_input *in)
+{
+	cJSON *j = cJSON_CreateObject(), *d;
+	bool ok;
+
+	if (!j)
+		return NULL;
+	ok = put(j, "source",
+		 in->source_name ? cJSON_CreateString(in->source_name)
+				 : cJSON_CreateNull()) &&
+	     (!in->name || put(j, "name", cJSON_CreateString(in->name))) &&
+	     (!in->user || put(j, "user", cJSON_CreateString(in->user))) &&
+	     (!in->account ||
+	      put(j, "account", cJSON_CreateString(in->account))) &&
+	     (!in->partition ||
+	      put(j, "partition", cJSON_CreateString(in->partition))) &&
+	     put_num(j, "seq", (int64_t)in->seq) &&
+	     put_num(j, "nodes", in->nodes) &&
+	     put_num(j, "cpus_per_node", in->cpus_per_node) &&
+	     put_num(j, "mem_per_node_mb", (int64_t)in->mem_per_node_mb) &&
+	     put(j, "whole_node", cJSON_CreateBool(in->whole_node)) &&
+	     put_num(j, "gpus_per_node", in->gpus_per_node) &&
+	     (!in->gpu_type ||
+	      put(j, "gpu_type", cJSON_CreateString(in->gpu_type))) &&
+	     put_num(j, "shards_per_node", in->shards_per_node) &&
+	     put(j, "needs_rdma", cJSON_CreateBool(in->needs_rdma)) &&
+	     put_num(j, "time_limit_s", in->time_limit) &&
+	     (in->requested < 0 ||
+	      put(j, "requested",
+		  cJSON_CreateString(hb_side_name(in->requested)))) &&
+	     (!in->slurm_start ||
+	      put(j, "slurm_start", instant(in->slurm_start)));
+	d = ok ? cJSON_CreateArray() : NULL;
+	ok = ok && put(j, "data", d);
+	for (uint32_t i = 0; ok && i < in->ndata; i++) {
+		cJSON *s = in->data[i] ? cJSON_CreateString(in->data[i])
+				       : cJSON_CreateNull();
+
+		ok = s && cJSON_AddItemToArray(d, s);
+		if (!ok)
+			cJSON_Delete(s);
+	}
+	if (!ok) {
+		cJSON_Delete(j);
+		return NULL;
+	}
+	return j;
+}
+
 cJSON *hb_place_to_json(const struct hb_policy *pol,
 			const struct hb_place_input *in,
 			const struct hb_place_result *r)
@@ -1757,8 +1816,10 @@ cJSON *hb_place_to_json(const struct hb_policy *pol,
 		if (!ok)
 			cJSON_Delete(f);
 	}
-	ok = ok && put(o, "factors_truncated",
-		       cJSON_CreateBool(r->factors_truncated));
+	ok = ok &&
+	     put(o, "factors_truncated",
+		 cJSON_CreateBool(r->factors_truncated)) &&
+	     put(o, "job", job_json(in));
 	lines = ok ? cJSON_CreateArray() : NULL;
 	ok = ok && put(o, "explanation", lines) &&
 	     !hb_place_explain(pol, in, r, &text);

@@ -234,8 +234,8 @@ int hb_place_explain(const struct hb_policy *pol,
 		     const struct hb_place_result *res, struct hb_buf *out);
 
 /* The decision as a document: target, why, rule, deadline, every
- * alternative, the factors and the explanation lines.  Caller frees with
- * cJSON_Delete(); NULL when out of memory. */
+ * alternative, the factors, the explanation lines and the job's input
+ * ("job").  Caller frees with cJSON_Delete(); NULL when out of memory. */
 struct cJSON *hb_place_to_json(const struct hb_policy *pol,
 			       const struct hb_place_input *in,
 			       const struct hb_place_result *res);

@@ -942,6 +942,21 @@ static void test_input(void **state)
 	assert_int_equal(j.in.deadline, 0);
 	job_free(&j);
 
+	/* the words inside other options do not count */
+	job(&j, &pol,
+	    "#!/bin/bash\n#SBATCH --comment=hpcbridge-target=kubernetes\n"
+	    "#SBATCH --gres-flags=enforce-binding --comment=shard:4\n"
+	    "srun x\n");
+	assert_int_equal(j.in.requested, -1);
+	assert_int_equal(j.in.shards_per_node, 0);
+	job_free(&j);
+	job(&j, &pol,
+	    "#!/bin/bash\n#SBATCH --hpcbridge-target slurm\n"
+	    "#SBATCH --gres gpu:1,shard:3\nsrun x\n");
+	assert_int_equal(j.in.requested, HB_SIDE_SLURM);
+	assert_int_equal(j.in.shards_per_node, 3);
+	job_free(&j);
+
 	/* multi-node MPI asks for RDMA when the policy says so */
 	job(&j, &pol, "#!/bin/bash\n#SBATCH -N 2\nmpirun ./a.out\n");
 	assert_true(j.in.needs_rdma);
@@ -1024,6 +1039,14 @@ static void test_json(void **state)
 		cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "explanation"), 0)
 			->valuestring,
 		"decision: kubernetes");
+	a = cJSON_GetObjectItem(doc, "job");
+	assert_string_equal(cJSON_GetObjectItem(a, "name")->valuestring,
+			    "era5-regrid");
+	assert_int_equal(cJSON_GetObjectItem(a, "nodes")->valuedouble, 2);
+	assert_string_equal(
+		cJSON_GetArrayItem(cJSON_GetObjectItem(a, "data"), 0)
+			->valuestring,
+		"/lustre/era5/2020");
 	cJSON_Delete(doc);
 
 	/* every factor and reason has a name */
