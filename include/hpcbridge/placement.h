@@ -219,10 +219,11 @@ int hb_place_decide(const struct hb_policy *pol, const struct hb_snapshot *snap,
 		    struct hb_place_result *out);
 
 /*
- * Charge the decision's estimated cost to in->account's spend for every
- * period of the rule's budget (so the next decision sees it).  Nothing
- * for a rejection or a job without an account.  Errors as the
- * hb_snapshot_set_*() functions.
+ * Charge the decision's estimated cost to in->account's spend on the
+ * chosen side, for the period of the rule's budget and every other
+ * period the snapshot tracks for the account (so the next decision sees
+ * it).  Nothing for a rejection or a job without an account.  Errors as
+ * the hb_snapshot_set_*() functions.
  */
 int hb_place_commit(const struct hb_place_input *in,
 		    const struct hb_place_result *res,

@@ -537,6 +537,24 @@ static void test_policy_budget_cap(void **state)
 		assert_true(sp->spent[HB_SIDE_KUBE] <= 2000 * UNIT);
 	}
 	assert_int_equal(nkube, 2);
+	/* a period the snapshot tracks is charged too */
+	{
+		hb_money before, after;
+
+		hb_snapshot_set_spend(&snap, "chem", HB_PERIOD_DAY,
+				      HB_SIDE_SLURM, 0);
+		hb_place_decide(&pol, &snap, &j.in, &r);
+		before = hb_snapshot_spend(&snap, "chem", HB_PERIOD_MONTH)
+				 ->spent[r.target];
+		assert_int_equal(hb_place_commit(&j.in, &r, &snap), 0);
+		after = hb_snapshot_spend(&snap, "chem", HB_PERIOD_MONTH)
+				->spent[r.target];
+		assert_int_equal(after - before, r.alt[r.target].cost);
+		assert_int_equal(hb_snapshot_spend(&snap, "chem", HB_PERIOD_DAY)
+					 ->spent[r.target],
+				 r.alt[r.target].cost);
+		sp = hb_snapshot_spend(&snap, "chem", HB_PERIOD_MONTH);
+	}
 	/* Slurm spend is charged too, but not counted against the cap */
 	assert_true(sp->spent[HB_SIDE_SLURM] > 0);
 	job_free(&j);
