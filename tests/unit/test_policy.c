@@ -227,6 +227,22 @@ static void test_examples(void **state)
 		hb_policy_free(&pol);
 		free(text);
 	}
+	/* and the example snapshots */
+	for (int i = 0; i < 2; i++) {
+		const char *rel = i ? "tests/unit/data/place/idle.yaml"
+				    : "tests/unit/data/place/busy.yaml";
+		struct hb_snapshot s;
+		struct hb_err err = { 0 };
+		size_t len;
+		char *text = hb_test_read_file(hb_test_src_path(rel), &len);
+
+		if (hb_snapshot_parse(text, len, rel, &s, &err))
+			fail_msg("%s", err.msg);
+		assert_int_equal(s.now, 1795248000);
+		assert_int_equal(s.nparts, 2);
+		hb_snapshot_free(&s);
+		free(text);
+	}
 }
 
 static void test_full(void **state)
