@@ -18,6 +18,8 @@ static const struct {
 	{ "status", hb_cmd_status, "show a job, its placement and history" },
 	{ "cancel", hb_cmd_cancel, "cancel a job" },
 	{ "shadow", hb_cmd_shadow, "run as a burst job's Slurm proxy" },
+	{ "explain", hb_cmd_explain, "say where a job would run, and why" },
+	{ "policy", hb_cmd_policy, "check a placement policy" },
 	{ "sandbox", hb_cmd_sandbox,
 	  "a local Slurm with hpcbridge, for pilots and tests" },
 };
