@@ -3,6 +3,8 @@
  * passed on to the backend's operations.
  */
 #include <stddef.h>
+#include <string.h>
+#include <time.h>
 
 #include "hpcbridge/backend.h"
 
@@ -19,6 +21,28 @@ const char *hb_remote_phase_name(enum hb_remote_phase p)
 int hb_remote_phase_done(enum hb_remote_phase p)
 {
 	return p >= HB_REMOTE_SUCCEEDED;
+}
+
+int hb_remote_id_valid(const char *id)
+{
+	size_t n = id ? strlen(id) : 0;
+
+	if (n == 0 || n > HB_REMOTE_ID_MAX || !(id[0] >= 'a' && id[0] <= 'z') ||
+	    id[n - 1] == '-')
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((id[i] >= 'a' && id[i] <= 'z') ||
+		      (id[i] >= '0' && id[i] <= '9') || id[i] == '-'))
+			return 0;
+	return 1;
+}
+
+int64_t hb_remote_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int hb_backend_start(struct hb_backend *be, const struct hb_remote_job *job,

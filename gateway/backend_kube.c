@@ -37,7 +37,6 @@
 #include "hpcbridge/mpijob.h"
 #include "hpcbridge/translate.h"
 
-#define ID_MAX	     63
 #define NBUCKETS     16384
 #define RETRY_MS     1000  /* after a transient failure */
 #define WATCH_RESTART_MS 5000 /* after the watch stopped on an error */
@@ -47,7 +46,6 @@
 #define LABEL_ACCT   "hpcbridge.io/account"
 #define L_JOB_NAME   "training.kubeflow.org/job-name"
 #define L_JOB_ROLE   "training.kubeflow.org/job-role"
-#define ANNOT_CANCEL "hpcbridge.io/cancelled-by"
 
 enum work {
 	W_CREATE = 1 << 0,
@@ -57,7 +55,7 @@ enum work {
 };
 
 struct kjob {
-	char id[ID_MAX + 1];
+	char id[HB_REMOTE_ID_MAX + 1];
 	struct kjob *hnext; /* hash chain */
 	struct kjob *qnext; /* work queue */
 	/* what the cluster says */
@@ -101,28 +99,6 @@ struct kube_be {
 	pthread_t reflector, *workers;
 	unsigned nworkers, started;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int valid_id(const char *id)
-{
-	size_t n = id ? strlen(id) : 0;
-
-	if (n == 0 || n > ID_MAX || !(id[0] >= 'a' && id[0] <= 'z') ||
-	    id[n - 1] == '-')
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!((id[i] >= 'a' && id[i] <= 'z') ||
-		      (id[i] >= '0' && id[i] <= '9') || id[i] == '-'))
-			return 0;
-	return 1;
-}
 
 static unsigned bucket_of(const char *id)
 {
@@ -297,7 +273,7 @@ static void gone(struct kjob *j)
 		return;
 	j->phase = j->seen = HB_REMOTE_CANCELLED;
 	if (!j->end_ms)
-		j->end_ms = now_ms();
+		j->end_ms = hb_remote_now_ms();
 	if (!j->cancelled)
 		snprintf(j->message, sizeof(j->message),
 			 "the MPIJob was deleted in the cluster");
@@ -333,7 +309,7 @@ static int on_event(void *ctx, const struct hb_kube_event *ev)
 	}
 	meta = field(ev->object, "metadata");
 	name = str_field(meta, "name");
-	if (!name || !valid_id(name))
+	if (!name || !hb_remote_id_valid(name))
 		return 0;
 	pthread_mutex_lock(&b->mu);
 	j = ev->type == HB_KUBE_DELETED ? find(b, name)
@@ -492,7 +468,7 @@ static int read_log(struct kube_be *b, struct kjob *j, const char *pod,
 		rc = hb_buf_append(&j->log, all.data + j->log_base,
 				all.len - (size_t)j->log_base);
 	}
-	j->log_at = now_ms();
+	j->log_at = hb_remote_now_ms();
 	pthread_mutex_unlock(&b->mu);
 	hb_buf_free(&all);
 	return rc;
@@ -526,7 +502,7 @@ static void work(struct kube_be *b, struct kjob *j)
 			retry = 1;
 		} else if (!hb_remote_phase_done(j->phase)) {
 			j->phase = j->seen = HB_REMOTE_FAILED;
-			j->end_ms = now_ms();
+			j->end_ms = hb_remote_now_ms();
 			snprintf(j->message, sizeof(j->message),
 				 "the cluster refused the MPIJob: %.200s",
 				 err.msg);
@@ -566,14 +542,14 @@ static void work(struct kube_be *b, struct kjob *j)
 									 : -1;
 			j->phase = j->seen;
 			if (!j->end_ms)
-				j->end_ms = now_ms();
+				j->end_ms = hb_remote_now_ms();
 		}
 		pthread_mutex_unlock(&b->mu);
 	}
 	pthread_mutex_lock(&b->mu);
 	j->busy = 0;
 	if (retry)
-		j->not_before = now_ms() + RETRY_MS;
+		j->not_before = hb_remote_now_ms() + RETRY_MS;
 	if (j->want)
 		want(b, j, 0);
 	pthread_mutex_unlock(&b->mu);
@@ -589,7 +565,7 @@ static void *worker_main(void *arg)
 
 	pthread_mutex_lock(&b->mu);
 	while (!atomic_load(&b->stop)) {
-		j = take(b, now_ms(), &wait_ms);
+		j = take(b, hb_remote_now_ms(), &wait_ms);
 		if (!j) {
 			struct timespec ts;
 
@@ -752,7 +728,7 @@ static int kube_start(struct hb_backend *be, const struct hb_remote_job *job,
 	struct kjob *j;
 	int rc;
 
-	if (!valid_id(job->id))
+	if (!hb_remote_id_valid(job->id))
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "kubernetes backend: bad job id '%.80s'",
 				  job->id ? job->id : "");
@@ -807,7 +783,7 @@ static int kube_start(struct hb_backend *be, const struct hb_remote_job *job,
 static void refresh_log(struct kube_be *b, struct kjob *j)
 {
 	if (j->phase == HB_REMOTE_RUNNING &&
-	    now_ms() - j->log_at >= b->log_refresh_ms)
+	    hb_remote_now_ms() - j->log_at >= b->log_refresh_ms)
 		want(b, j, W_LOG);
 }
 
@@ -821,7 +797,7 @@ static int kube_status(struct hb_backend *be, const char *id,
 	memset(out, 0, sizeof(*out));
 	out->exit_code = -1;
 	pthread_mutex_lock(&b->mu);
-	j = valid_id(id) ? find(b, id) : NULL;
+	j = hb_remote_id_valid(id) ? find(b, id) : NULL;
 	if (j) {
 		out->phase = j->phase;
 		out->exit_code = hb_remote_phase_done(j->phase) ? j->exit_code
@@ -831,7 +807,7 @@ static int kube_status(struct hb_backend *be, const char *id,
 		snprintf(out->message, sizeof(out->message), "%s",
 			 j->message);
 		refresh_log(b, j);
-	} else if (!b->synced && valid_id(id)) {
+	} else if (!b->synced && hb_remote_id_valid(id)) {
 		/* Not seen yet: the watch has not caught up. */
 		out->phase = HB_REMOTE_PENDING;
 		snprintf(out->message, sizeof(out->message),
@@ -854,7 +830,7 @@ static int kube_log(struct hb_backend *be, const char *id, uint64_t offset,
 	int rc = 0;
 
 	pthread_mutex_lock(&b->mu);
-	j = valid_id(id) ? find(b, id) : NULL;
+	j = hb_remote_id_valid(id) ? find(b, id) : NULL;
 	if (!j) {
 		pthread_mutex_unlock(&b->mu);
 		return b->synced ? hb_err_set(err, HB_ENOENT, NULL, 0,
@@ -893,7 +869,7 @@ static int kube_cancel(struct hb_backend *be, const char *id,
 	struct kube_be *b = (struct kube_be *)be;
 	struct kjob *j;
 
-	if (!valid_id(id))
+	if (!hb_remote_id_valid(id))
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "kubernetes backend: bad job id '%.80s'",
 				  id ? id : "");
@@ -909,7 +885,7 @@ static int kube_cancel(struct hb_backend *be, const char *id,
 	if (!hb_remote_phase_done(j->phase)) {
 		j->cancelled = 1;
 		j->phase = j->seen = HB_REMOTE_CANCELLED;
-		j->end_ms = now_ms();
+		j->end_ms = hb_remote_now_ms();
 		snprintf(j->message, sizeof(j->message), "cancelled");
 		want(b, j, W_DELETE);
 	}

@@ -34,7 +34,6 @@
 
 #include "hpcbridge/backend.h"
 
-#define ID_MAX	   63
 #define SMALL_FILE 64
 
 struct local {
@@ -43,34 +42,13 @@ struct local {
 	int grace_ms;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int valid_id(const char *id)
-{
-	size_t n = id ? strlen(id) : 0;
-
-	if (n == 0 || n > ID_MAX || id[0] == '-')
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!((id[i] >= 'a' && id[i] <= 'z') ||
-		      (id[i] >= '0' && id[i] <= '9') || id[i] == '-'))
-			return 0;
-	return 1;
-}
-
 /* DIR/<id>[/name] into p; HB_EINVAL for a bad id. */
 static int job_path(const struct local *be, const char *id,
 		    const char *name, char p[PATH_MAX], struct hb_err *err)
 {
 	int n;
 
-	if (!valid_id(id))
+	if (!hb_remote_id_valid(id))
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "local backend: bad job id '%.80s'",
 				  id ? id : "");
@@ -393,7 +371,7 @@ static int local_status(struct hb_backend *b, const char *id,
 	pid = live_pid(path);
 	if (pid) {
 		out->phase = HB_REMOTE_RUNNING;
-		if (cancel_ms && now_ms() - cancel_ms >= be->grace_ms)
+		if (cancel_ms && hb_remote_now_ms() - cancel_ms >= be->grace_ms)
 			kill(-pid, SIGKILL);
 		return 0;
 	}
@@ -453,7 +431,7 @@ static int local_cancel(struct hb_backend *b, const char *id,
 	if (hb_remote_phase_done(st.phase))
 		return 0;
 	job_path(be, id, "cancelled", path, NULL);
-	snprintf(text, sizeof(text), "%lld\n", (long long)now_ms());
+	snprintf(text, sizeof(text), "%lld\n", (long long)hb_remote_now_ms());
 	if (write_small(path, text))
 		return hb_err_set(err, HB_EIO, path, 0, "cannot write");
 	job_path(be, id, "pid", path, NULL);

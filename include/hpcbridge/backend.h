@@ -36,6 +36,15 @@ enum hb_remote_phase {
 	HB_REMOTE_LOST /* gone without a result */
 };
 
+/* The longest remote id. */
+#define HB_REMOTE_ID_MAX 63
+
+/* Whether id can name a remote job: a DNS-1035 label (a lowercase letter,
+ * then [a-z0-9-], not ending with '-'), as gateway ids are. */
+int hb_remote_id_valid(const char *id);
+/* The wall clock, in ms since the epoch (the times of a remote status). */
+int64_t hb_remote_now_ms(void);
+
 /* "pending", "running", ...; never NULL. */
 const char *hb_remote_phase_name(enum hb_remote_phase p);
 /* Whether p is final. */
@@ -43,7 +52,7 @@ int hb_remote_phase_done(enum hb_remote_phase p);
 
 /* What a remote job is made of.  Strings are borrowed for the call. */
 struct hb_remote_job {
-	const char *id;	    /* gateway id: [a-z0-9-], at most 63 chars */
+	const char *id;	    /* see hb_remote_id_valid() */
 	const char *script; /* the job's script, run as is */
 	size_t script_len;
 	uid_t uid; /* run as */

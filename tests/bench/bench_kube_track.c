@@ -39,48 +39,14 @@
 #include "hpcbridge/kube.h"
 #include "hpcbridge/log.h"
 
+#include "bench.h"
+
 static const char script[] = "#!/bin/sh\n"
 			     "#SBATCH --job-name=track\n"
 			     "#SBATCH --nodes=1\n"
 			     "#SBATCH --ntasks=2\n"
 			     "#SBATCH --time=10\n"
 			     "srun ./a.out\n";
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double pct(const double *sorted, size_t n, double p)
-{
-	size_t i = (size_t)(p * (double)(n - 1) + 0.5);
-
-	return sorted[i < n ? i : n - 1];
-}
-
-static long arg_long(const char *s, long lo, long hi)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || !*s || *end || v < lo || v > hi) {
-		fprintf(stderr, "bench_kube_track: bad number '%s'\n", s);
-		exit(2);
-	}
-	return v;
-}
 
 /* A line "Key:   N kB" of /proc/self/status, in KiB; -1 if missing. */
 static long proc_kb(const char *key)
@@ -310,20 +276,25 @@ int main(int argc, char **argv)
 	int opt, rc = 1;
 
 	while ((opt = getopt(argc, argv, "e:n:r:m:")) != -1) {
+		int bad = 0;
+
 		switch (opt) {
 		case 'e':
 			emu = optarg;
 			break;
 		case 'n':
-			n = arg_long(optarg, 1, 100000);
+			bad = parse_long(optarg, 1, 100000, &n);
 			break;
 		case 'r':
-			runs = arg_long(optarg, 1, 64);
+			bad = parse_long(optarg, 1, 64, &runs);
 			break;
 		case 'm':
-			total = arg_long(optarg, 0, 1000000);
+			bad = parse_long(optarg, 0, 1000000, &total);
 			break;
 		default:
+			bad = 1;
+		}
+		if (bad) {
 			fprintf(stderr, "usage: bench_kube_track [-e HB_KUBEMU] "
 					"[-n JOBS] [-r RUNS] [-m TOTAL]\n");
 			return 2;

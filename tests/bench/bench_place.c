@@ -30,6 +30,8 @@
 #include "hpcbridge/placement.h"
 #include "hpcbridge/units.h"
 
+#include "bench.h"
+
 #define NJOBS 1024
 
 /* Run from the source tree, or give -p. */
@@ -38,21 +40,6 @@
 #else
 #define DEFAULT_POLICY "config/policies/full.yaml"
 #endif
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static char *slurp(const char *path, size_t *len)
 {

@@ -30,42 +30,9 @@
 
 #include "hpcbridge/store.h"
 
+#include "bench.h"
+
 #define MAX_SIZES 16
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double pct(const double *sorted, size_t n, double p)
-{
-	size_t i = (size_t)(p * (double)(n - 1) + 0.5);
-
-	return sorted[i < n ? i : n - 1];
-}
-
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
 
 /* "1,8,64": each 1..1000000, at most MAX_SIZES of them. */
 static int parse_sizes(const char *s, long *sizes, size_t *n)

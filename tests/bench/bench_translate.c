@@ -36,26 +36,13 @@
 #include "hpcbridge/mpijob.h"
 #include "hpcbridge/sbatch.h"
 
+#include "bench.h"
+
 struct script {
 	char *name;
 	char *data;
 	size_t len;
 };
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static long peak_rss_kb(void)
 {

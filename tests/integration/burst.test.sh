@@ -27,27 +27,6 @@ sandbox_test_up
 ok "sandbox up"
 
 
-# Wait until the job's state is final; print it.
-wait_final() {
-	local id=$1 st i
-	for i in $(seq 600); do
-		st=$(field "$id" JobState)
-		case $st in
-		COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY)
-			printf '%s\n' "$st"
-			return 0
-			;;
-		esac
-		sleep 0.2
-	done
-	printf 'TIMEOUT-WAITING(%s)\n' "$st"
-}
-
-submit() { # SCRIPT -> job id
-	(cd "$tmp" && sbatch --parsable "$1" 2>>"$tmp/sbatch.err") |
-		cut -d';' -f1
-}
-
 # 1. Stays on Slurm.
 cat >"$tmp/stay.sh" <<'EOF'
 #!/bin/sh

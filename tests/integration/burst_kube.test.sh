@@ -29,26 +29,6 @@ ok "sandbox up"
 url=$(cat "$box/kube/url")
 kube() { /usr/bin/python3 "$src/tests/integration/lib/kube.py" "$@"; }
 
-wait_final() {
-	local id=$1 st i
-	for i in $(seq 600); do
-		st=$(field "$id" JobState)
-		case $st in
-		COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY)
-			printf '%s\n' "$st"
-			return 0
-			;;
-		esac
-		sleep 0.2
-	done
-	printf 'TIMEOUT-WAITING(%s)\n' "$st"
-}
-
-submit() { # SCRIPT -> job id
-	(cd "$tmp" && sbatch --parsable "$1" 2>>"$tmp/sbatch.err") |
-		cut -d';' -f1
-}
-
 gateway_id() { # SLURM_ID -> hb-...
 	scontrol show job "$1" |
 		sed -n 's/.*AdminComment=hpcbridge:\(hb-[0-9]*\).*/\1/p'

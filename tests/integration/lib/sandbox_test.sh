@@ -9,6 +9,9 @@
 #                       environment, and take it down (by PID) at exit
 #   sandbox_test_end    exit 1 with the daemon's log if a check failed
 #   field JOB KEY       a field of `scontrol show job JOB`
+#   wait_final JOB      wait (up to 2 min) until JOB's state is final;
+#                       print it
+#   submit SCRIPT       sbatch SCRIPT from $tmp; print the job id
 box=$tmp/box
 fails=0
 
@@ -47,4 +50,24 @@ sandbox_test_end() {
 field() {
 	scontrol show job "$1" 2>/dev/null | tr ' ' '\n' |
 		sed -n "s/^$2=//p" | head -n 1
+}
+
+wait_final() {
+	local id=$1 st i
+	for i in $(seq 600); do
+		st=$(field "$id" JobState)
+		case $st in
+		COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY)
+			printf '%s\n' "$st"
+			return 0
+			;;
+		esac
+		sleep 0.2
+	done
+	printf 'TIMEOUT-WAITING(%s)\n' "$st"
+}
+
+submit() {
+	(cd "$tmp" && sbatch --parsable "$1" 2>>"$tmp/sbatch.err") |
+		cut -d';' -f1
 }
