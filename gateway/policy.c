@@ -738,8 +738,46 @@ static int get_u32(struct rd *r, const cJSON *obj, const char *path,
 	return rc;
 }
 
-static int get_money(struct rd *r, const cJSON *obj, const char *path,
-		     const char *key, hb_money *out)
+/* A scalar read by a value parser (units.h style), with the words of its
+ * errors. */
+struct scalar_kind {
+	const char *what; /* "an amount like 0.25" */
+	const char *noun; /* "amount" */
+	const char *hint; /* how a good one looks */
+	int (*parse)(const char *s, void *out);
+};
+
+static int parse_money(const char *s, void *out)
+{
+	return hb_parse_money(s, out);
+}
+
+static int parse_duration(const char *s, void *out)
+{
+	return hb_parse_duration(s, out);
+}
+
+static int parse_size(const char *s, void *out)
+{
+	return hb_parse_size(s, out);
+}
+
+static const struct scalar_kind k_money = {
+	"an amount like 0.25", "amount",
+	"(digits, at most 6 decimals, not negative)", parse_money
+};
+static const struct scalar_kind k_duration = {
+	"a duration like 6h10m", "duration",
+	"(like 90s, 11m, 6h10m, 1d12h; a bare number is seconds)",
+	parse_duration
+};
+static const struct scalar_kind k_size = {
+	"a size like 800G", "size",
+	"(like 800G, 1.5TB, 512Mi; a bare number is bytes)", parse_size
+};
+
+static int get_scalar(struct rd *r, const cJSON *obj, const char *path,
+		      const char *key, const struct scalar_kind *k, void *out)
 {
 	const cJSON *it = member(obj, key);
 	char p[PATH_MAX_], b[64];
@@ -750,60 +788,30 @@ static int get_money(struct rd *r, const cJSON *obj, const char *path,
 		return 0;
 	t = scalar(it, b, sizeof(b));
 	if (!t)
-		return fail(r, it, join(p, path, key),
-			    "expected an amount like 0.25, not %s",
-			    type_name(it));
-	if ((rc = hb_parse_money(t, out)))
-		return fail(r, it, join(p, path, key),
-			    "amount '%.40s' is %s (digits, at most 6 "
-			    "decimals, not negative)",
-			    t, why(rc));
+		return fail(r, it, join(p, path, key), "expected %s, not %s",
+			    k->what, type_name(it));
+	if ((rc = k->parse(t, out)))
+		return fail(r, it, join(p, path, key), "%s '%.40s' is %s %s",
+			    k->noun, t, why(rc), k->hint);
 	return 0;
+}
+
+static int get_money(struct rd *r, const cJSON *obj, const char *path,
+		     const char *key, hb_money *out)
+{
+	return get_scalar(r, obj, path, key, &k_money, out);
 }
 
 static int get_duration(struct rd *r, const cJSON *obj, const char *path,
 			const char *key, int64_t *out)
 {
-	const cJSON *it = member(obj, key);
-	char p[PATH_MAX_], b[64];
-	const char *t;
-	int rc;
-
-	if (!it)
-		return 0;
-	t = scalar(it, b, sizeof(b));
-	if (!t)
-		return fail(r, it, join(p, path, key),
-			    "expected a duration like 6h10m, not %s",
-			    type_name(it));
-	if ((rc = hb_parse_duration(t, out)))
-		return fail(r, it, join(p, path, key),
-			    "duration '%.40s' is %s (like 90s, 11m, 6h10m, "
-			    "1d12h; a bare number is seconds)",
-			    t, why(rc));
-	return 0;
+	return get_scalar(r, obj, path, key, &k_duration, out);
 }
 
 static int get_size(struct rd *r, const cJSON *obj, const char *path,
 		    const char *key, uint64_t *out)
 {
-	const cJSON *it = member(obj, key);
-	char p[PATH_MAX_], b[64];
-	const char *t;
-	int rc;
-
-	if (!it)
-		return 0;
-	t = scalar(it, b, sizeof(b));
-	if (!t)
-		return fail(r, it, join(p, path, key),
-			    "expected a size like 800G, not %s", type_name(it));
-	if ((rc = hb_parse_size(t, out)))
-		return fail(r, it, join(p, path, key),
-			    "size '%.40s' is %s (like 800G, 1.5TB, 512Mi; a "
-			    "bare number is bytes)",
-			    t, why(rc));
-	return 0;
+	return get_scalar(r, obj, path, key, &k_size, out);
 }
 
 static int get_mem_mb(struct rd *r, const cJSON *obj, const char *path,
@@ -830,8 +838,14 @@ static int get_percent(struct rd *r, const cJSON *obj, const char *path,
 	if (!it)
 		return 0;
 	t = scalar(it, b, sizeof(b));
-	if (t && cJSON_IsNumber(it) && strlen(b) + 2 < sizeof(b))
-		t = strcat(b, "%"); /* b holds the number; room checked */
+	if (t && cJSON_IsNumber(it)) {
+		size_t n = strlen(b); /* b holds the number */
+
+		if (n + 2 > sizeof(b))
+			t = NULL;
+		else
+			memcpy(b + n, "%", 2);
+	}
 	if (!t)
 		return fail(r, it, join(p, path, key),
 			    "expected a percentage like 20%%, not %s",
