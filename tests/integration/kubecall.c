@@ -64,7 +64,7 @@ static void on_signal(int sig)
 	atomic_store(&stop, 1);
 }
 
-static void usage(void)
+static __attribute__((noreturn)) void usage(void)
 {
 	fprintf(stderr, "usage: kubecall [options] VERB ARGS... (see the "
 			"source's header)\n");
