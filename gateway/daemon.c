@@ -2376,6 +2376,14 @@ static int origin_submit(struct hb_daemon *d, const struct hb_origin_ev *ev,
 				 "this daemon has no Slurm client");
 		oj.reason = "NoSlurm";
 	}
+	if (bad) { /* the row's reason is "Reason: message" */
+		char m[sizeof(why.msg)];
+
+		memcpy(m, why.msg, sizeof(m));
+		if (snprintf(why.msg, sizeof(why.msg), "%s: %.400s",
+			     oj.reason ? oj.reason : "Rejected", m) < 0)
+			why.msg[0] = '\0';
+	}
 	src = cJSON_CreateObject();
 	if (!src || !detail ||
 	    !cJSON_AddStringToObject(src, "kind", "MPIJob") ||

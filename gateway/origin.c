@@ -160,7 +160,8 @@ static int add_cond(cJSON *conds, const char *type, int status,
 
 /* Why a final job ended, as a condition reason and message. */
 static void final_words(const struct hb_job_row *r, const char *what,
-			const char **reason, char *msg, size_t n)
+			const char **reason, char *msg, size_t n,
+			char rbuf[64])
 {
 	const char *st = r->state;
 	const char *why = r->reason && r->reason[0] ? r->reason : NULL;
@@ -172,7 +173,19 @@ static void final_words(const struct hb_job_row *r, const char *what,
 			 "code 0).",
 			 what, (long long)r->slurm_job_id);
 	} else if (r->target && !strcmp(r->target, "rejected")) {
+		/* the reason is "Reason: message" (the daemon writes it) */
+		size_t k = why ? strspn(why, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					     "abcdefghijklmnopqrstuvwxyz")
+			       : 0;
+
 		*reason = "Rejected";
+		if (k && k < 64 && why[k] == ':' &&
+		    why[k + 1] == ' ') {
+			memcpy(rbuf, why, k);
+			rbuf[k] = '\0';
+			*reason = rbuf;
+			why += k + 2;
+		}
 		snprintf(msg, n, "%s was not submitted to Slurm: %s", what,
 			 why ? why : "refused");
 	} else if (r->slurm_job_id < 0 && !strcmp(st, "cancelled")) {
@@ -210,6 +223,7 @@ cJSON *hb_origin_status_doc(const struct hb_job_row *r, int64_t start_ms)
 	int64_t end_ms = final ? r->updated_ms : 0;
 	char what[400], msg[1024], t[32];
 	const char *reason = "";
+	char rbuf[64];
 	int bad = 0;
 
 	snprintf(what, sizeof(what), "MPIJob %s/%s",
@@ -232,7 +246,7 @@ cJSON *hb_origin_status_doc(const struct hb_job_row *r, int64_t start_ms)
 		bad |= add_cond(conds, "Running", 1, "MPIJobRunning", msg,
 				start_ms);
 	} else if (final) {
-		final_words(r, what, &reason, msg, sizeof(msg));
+		final_words(r, what, &reason, msg, sizeof(msg), rbuf);
 		if (start_ms > 0)
 			bad |= add_cond(conds, "Running", 0, reason, msg,
 					end_ms);
