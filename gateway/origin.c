@@ -179,7 +179,8 @@ static void final_words(const struct hb_job_row *r, const char *what,
 			       : 0;
 
 		*reason = "Rejected";
-		if (k && k < 64 && why[k] == ':' &&
+		if (k && k < 64 && why[0] >= 'A' && why[0] <= 'Z' &&
+		    why[k] == ':' &&
 		    why[k + 1] == ' ') {
 			memcpy(rbuf, why, k);
 			rbuf[k] = '\0';
