@@ -138,8 +138,8 @@ struct hb_daemon {
 	struct hb_store *st;
 	struct hb_pool *pool;
 	struct hb_daemon_backend be;
-	struct hb_backend *remote; /* where burst jobs run */
-	struct hb_kube_origin *origin;  /* managed MPIJobs (origin.c), or NULL */
+	struct hb_backend *remote;     /* where burst jobs run */
+	struct hb_kube_origin *origin; /* managed MPIJobs (origin.c), or NULL */
 	int epfd, lfd, sfd;
 	struct watch wl, ws, wp, wo;
 	struct conn *conns; /* doubly linked */
@@ -2326,7 +2326,6 @@ static int remote_new(struct hb_daemon *d, struct hb_err *err)
 	return hb_backend_kube_new(&ko, &d->remote, err);
 }
 
-
 /* ------------------------------------------------------------------ */
 /* Kubernetes-origin MPIJobs (origin.c): stored and submitted here      */
 /* ------------------------------------------------------------------ */
@@ -2422,10 +2421,10 @@ static int origin_submit(struct hb_daemon *d, const struct hb_origin_ev *ev,
 	}
 	if (bad) {
 		hb_logf(HB_LOG_WARN,
-			(struct hb_log_field[]){ HB_LOG_STR("job", row.id),
-						 HB_LOG_STR("mpijob", ev->name),
-						 HB_LOG_STR("reason",
-							    oj.reason) },
+			(struct hb_log_field[]){
+				HB_LOG_STR("job", row.id),
+				HB_LOG_STR("mpijob", ev->name),
+				HB_LOG_STR("reason", oj.reason) },
 			3, "managed MPIJob not submitted: %s", why.msg);
 		if (!(rc = hb_store_job_set_state(d->st, row.id, "failed", -1,
 						  why.msg, err)))
@@ -2535,8 +2534,7 @@ static void origin_drain(struct hb_daemon *d)
 	int rc = 0;
 
 	for (ev = list; ev && !rc; ev = ev->next) {
-		id = hb_origin_index_find(d->origin, ev->uid, ev->ns,
-					  ev->name);
+		id = hb_origin_index_find(d->origin, ev->uid, ev->ns, ev->name);
 		if (ev->type == HB_ORIGIN_DELETED)
 			rc = id ? origin_cancel(d, id, &tasks, &err) : 0;
 		else if (id && ev->added) /* a restart's list: say it again */
@@ -2552,8 +2550,9 @@ static void origin_drain(struct hb_daemon *d)
 	}
 	if (rc) {
 		batch_abort(d, &err);
-		hb_log(HB_LOG_ERROR, "managed MPIJobs: %s; their jobs were "
-				     "not recorded",
+		hb_log(HB_LOG_ERROR,
+		       "managed MPIJobs: %s; their jobs were "
+		       "not recorded",
 		       err.msg);
 	}
 	while ((t = tasks)) {

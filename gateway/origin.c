@@ -160,8 +160,7 @@ static int add_cond(cJSON *conds, const char *type, int status,
 
 /* Why a final job ended, as a condition reason and message. */
 static void final_words(const struct hb_job_row *r, const char *what,
-			const char **reason, char *msg, size_t n,
-			char rbuf[64])
+			const char **reason, char *msg, size_t n, char rbuf[64])
 {
 	const char *st = r->state;
 	const char *why = r->reason && r->reason[0] ? r->reason : NULL;
@@ -180,8 +179,7 @@ static void final_words(const struct hb_job_row *r, const char *what,
 
 		*reason = "Rejected";
 		if (k && k < 64 && why[0] >= 'A' && why[0] <= 'Z' &&
-		    why[k] == ':' &&
-		    why[k + 1] == ' ') {
+		    why[k] == ':' && why[k + 1] == ' ') {
 			memcpy(rbuf, why, k);
 			rbuf[k] = '\0';
 			*reason = rbuf;
@@ -208,8 +206,9 @@ static void final_words(const struct hb_job_row *r, const char *what,
 			 (long long)r->slurm_job_id, what);
 	} else {
 		*reason = "MPIJobFailed";
-		snprintf(msg, n, "Slurm job %lld of %s failed with exit code "
-				 "%lld.",
+		snprintf(msg, n,
+			 "Slurm job %lld of %s failed with exit code "
+			 "%lld.",
 			 (long long)r->slurm_job_id, what,
 			 (long long)r->exit_code);
 	}
@@ -270,9 +269,9 @@ cJSON *hb_origin_status_doc(const struct hb_job_row *r, int64_t start_ms)
 	bad |= !cJSON_AddNumberToObject(l, "active", running);
 	bad |= !cJSON_AddNumberToObject(l, "succeeded",
 					!strcmp(state, "succeeded"));
-	bad |= !cJSON_AddNumberToObject(
-		l, "failed",
-		final && strcmp(state, "succeeded") && r->slurm_job_id >= 0);
+	bad |= !cJSON_AddNumberToObject(l, "failed",
+					final && strcmp(state, "succeeded") &&
+						r->slurm_job_id >= 0);
 	hb_origin_time(r->updated_ms, t);
 	bad |= !cJSON_AddStringToObject(st, "lastReconcileTime", t);
 	if (bad)
@@ -498,8 +497,8 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&o->mu);
-		rc = hb_kube_patch_status(o->k, &hb_kube_mpijob, p->ns,
-					  p->name, p->doc, NULL, &err);
+		rc = hb_kube_patch_status(o->k, &hb_kube_mpijob, p->ns, p->name,
+					  p->doc, NULL, &err);
 		if (rc && rc != HB_ENOENT)
 			hb_log(transient(rc) ? HB_LOG_WARN : HB_LOG_ERROR,
 			       "status of MPIJob %s/%s: %s%s", p->ns, p->name,
@@ -547,10 +546,9 @@ static unsigned bucket_of(const char *s)
 static int index_key(char *buf, size_t n, const char *uid, const char *ns,
 		     const char *name)
 {
-	int w = uid && uid[0]
-			? snprintf(buf, n, "u:%s", uid)
-			: snprintf(buf, n, "n:%s/%s", ns ? ns : "",
-				   name ? name : "");
+	int w = uid && uid[0] ? snprintf(buf, n, "u:%s", uid)
+			      : snprintf(buf, n, "n:%s/%s", ns ? ns : "",
+					 name ? name : "");
 
 	return w < 0 || (size_t)w >= n ? HB_ETOOBIG : 0;
 }
@@ -594,8 +592,8 @@ const char *hb_origin_index_find(struct hb_kube_origin *o, const char *uid,
 	return e ? e->job_id : NULL;
 }
 
-int hb_origin_index_add(struct hb_kube_origin *o, const char *uid, const char *ns,
-			const char *name, const char *job_id)
+int hb_origin_index_add(struct hb_kube_origin *o, const char *uid,
+			const char *ns, const char *name, const char *job_id)
 {
 	char key[400];
 	int rc = 0;
@@ -682,8 +680,8 @@ out:
 
 /* --- life cycle ------------------------------------------------------ */
 
-int hb_origin_new(const struct hb_origin_opts *opts, struct hb_kube_origin **out,
-		  struct hb_err *err)
+int hb_origin_new(const struct hb_origin_opts *opts,
+		  struct hb_kube_origin **out, struct hb_err *err)
 {
 	struct hb_kube_config *kc = NULL;
 	struct hb_kube_origin *o;
@@ -693,8 +691,8 @@ int hb_origin_new(const struct hb_origin_opts *opts, struct hb_kube_origin **out
 	*out = NULL;
 	rc = opts->kubeconfig && !strcmp(opts->kubeconfig, "in-cluster")
 		     ? hb_kube_config_incluster(NULL, &kc, err)
-		     : hb_kube_config_load(opts->kubeconfig, opts->context,
-					   &kc, err);
+		     : hb_kube_config_load(opts->kubeconfig, opts->context, &kc,
+					   err);
 	if (rc)
 		return rc;
 	if (!(o = calloc(1, sizeof(*o)))) {

@@ -44,10 +44,10 @@ struct hb_origin_job {
 	char user[64];	  /* the hpcbridge.io/user label */
 	char account[64]; /* the hpcbridge.io/account label, or "" */
 	uint32_t uid, gid;
-	char home[512];	    /* the user's home: the default working dir */
+	char home[512];	      /* the user's home: the default working dir */
 	struct hb_buf script; /* the sbatch script (NUL-terminated) */
-	const char *reason; /* on error: the condition reason (static):
-			       MissingUser, UnknownUser, InvalidSpec */
+	const char *reason;   /* on error: the condition reason (static):
+				 MissingUser, UnknownUser, InvalidSpec */
 };
 
 /*
@@ -99,11 +99,11 @@ enum hb_origin_ev_type { HB_ORIGIN_UPSERT, HB_ORIGIN_DELETED };
 
 struct hb_origin_ev {
 	enum hb_origin_ev_type type;
-	int added;	/* UPSERT: an ADDED event (a create, or a (re)list) */
+	int added; /* UPSERT: an ADDED event (a create, or a (re)list) */
 	char ns[64];
 	char name[256];
-	char uid[64];	/* "" for a relist's tombstone */
-	cJSON *obj;	/* UPSERT: the MPIJob; owned by the event */
+	char uid[64]; /* "" for a relist's tombstone */
+	cJSON *obj;   /* UPSERT: the MPIJob; owned by the event */
 	struct hb_origin_ev *next;
 };
 
@@ -117,8 +117,8 @@ void hb_origin_ev_free(struct hb_origin_ev *list);
  * hb_origin_index_add. */
 const char *hb_origin_index_find(struct hb_kube_origin *o, const char *uid,
 				 const char *ns, const char *name);
-int hb_origin_index_add(struct hb_kube_origin *o, const char *uid, const char *ns,
-			const char *name, const char *job_id);
+int hb_origin_index_add(struct hb_kube_origin *o, const char *uid,
+			const char *ns, const char *name, const char *job_id);
 /* Fill the index from the store's kubernetes-origin jobs (at start). */
 int hb_origin_load(struct hb_kube_origin *o, struct hb_store *st,
 		   struct hb_err *err);

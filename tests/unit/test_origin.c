@@ -213,8 +213,7 @@ static void assert_crd_valid(const cJSON *doc)
 		cJSON_GetObjectItem(cJSON_GetObjectItem(j, "spec"),
 				    "runPolicy"),
 		"managedBy");
-	cJSON_AddItemToObject(j, "status",
-			      cJSON_Duplicate(st_of(doc), 1));
+	cJSON_AddItemToObject(j, "status", cJSON_Duplicate(st_of(doc), 1));
 	hb_test_assert_valid(crds, j);
 	cJSON_Delete(j);
 }
@@ -255,8 +254,8 @@ static void test_status_running(void **state)
 	assert_non_null(d);
 	assert_int_equal(nconds(d), 2);
 	assert_string_equal(s_of(cond(d, "Running"), "status"), "True");
-	assert_non_null(strstr(s_of(cond(d, "Running"), "message"),
-			       "Slurm as job 42"));
+	assert_non_null(
+		strstr(s_of(cond(d, "Running"), "message"), "Slurm as job 42"));
 	/* the row's last change is when it started */
 	assert_string_equal(s_of(st_of(d), "startTime"),
 			    "2026-01-01T00:00:05Z");
@@ -305,8 +304,8 @@ static void test_status_failed(void **state)
 	assert_non_null(d);
 	assert_string_equal(s_of(cond(d, "Failed"), "status"), "True");
 	assert_string_equal(s_of(cond(d, "Failed"), "reason"), "MPIJobFailed");
-	assert_non_null(strstr(s_of(cond(d, "Failed"), "message"),
-			       "exit code 3"));
+	assert_non_null(
+		strstr(s_of(cond(d, "Failed"), "message"), "exit code 3"));
 	assert_null(cond(d, "Succeeded"));
 	assert_int_equal(launcher(d, "failed"), 1);
 	assert_int_equal(launcher(d, "succeeded"), 0);
@@ -326,8 +325,8 @@ static void test_status_failed(void **state)
 	d = hb_origin_status_doc(&r, 0);
 	assert_string_equal(s_of(cond(d, "Failed"), "reason"),
 			    "SlurmSubmitFailed");
-	assert_non_null(strstr(s_of(cond(d, "Failed"), "message"),
-			       "Invalid account"));
+	assert_non_null(
+		strstr(s_of(cond(d, "Failed"), "message"), "Invalid account"));
 	assert_null(cond(d, "Running"));
 	assert_null(s_of(st_of(d), "startTime"));
 	assert_non_null(s_of(st_of(d), "completionTime"));
@@ -337,8 +336,8 @@ static void test_status_failed(void **state)
 
 static void test_status_rejected(void **state)
 {
-	struct hb_job_row r = row("failed", -1, -1,
-				  "MissingUser: the MPIJob has no label");
+	struct hb_job_row r =
+		row("failed", -1, -1, "MissingUser: the MPIJob has no label");
 	cJSON *d;
 
 	(void)state;
@@ -349,8 +348,7 @@ static void test_status_rejected(void **state)
 	assert_string_equal(s_of(cond(d, "Failed"), "reason"), "MissingUser");
 	assert_non_null(strstr(s_of(cond(d, "Failed"), "message"),
 			       "the MPIJob has no label"));
-	assert_null(strstr(s_of(cond(d, "Failed"), "message"),
-			   "MissingUser"));
+	assert_null(strstr(s_of(cond(d, "Failed"), "message"), "MissingUser"));
 	assert_crd_valid(d);
 	cJSON_Delete(d);
 	/* a reason without a code keeps a generic one */
