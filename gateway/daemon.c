@@ -1212,6 +1212,9 @@ static void stage_task(struct hb_daemon *d, struct conn *c, struct task *t,
 	c->busy = 1;
 }
 
+static int origin_late_submit(struct hb_daemon *d, const struct task *t,
+			      struct hb_err *err);
+
 /* The loop side of a finished task: record, then reply. */
 static void task_done(struct hb_task *ht)
 {
@@ -1236,6 +1239,8 @@ static void task_done(struct hb_task *ht)
 			if (!rc)
 				rc = hb_store_job_set_state(
 					d->st, t->id, "queued", -1, NULL, &err);
+			if (rc == HB_ESTATE && !c) /* origin hook */
+				rc = origin_late_submit(d, t, &err);
 			if (!rc)
 				rc = audit(d, t->actor_uid, t->actor_user,
 					   t->peer, "slurm-submit", t->id,
@@ -2355,6 +2360,23 @@ static struct task *origin_task(struct hb_daemon *d, enum task_kind kind,
 	snprintf(t->actor_user, sizeof(t->actor_user), "hpcbridged");
 	snprintf(t->peer, sizeof(t->peer), "kubernetes");
 	return t;
+}
+
+/* A managed MPIJob's submit ended after its MPIJob was deleted (the row
+ * is cancelled already): cancel the Slurm job it got. */
+static int origin_late_submit(struct hb_daemon *d, const struct task *t,
+			      struct hb_err *err)
+{
+	struct task *c = origin_task(d, TASK_CANCEL, t->id);
+
+	memset(err, 0, sizeof(*err));
+	if (!c)
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	snprintf(c->actor_user, sizeof(c->actor_user),
+		 "kubernetes (MPIJob deleted)");
+	c->slurm_job_id = t->slurm_job_id;
+	task_launch(d, c);
+	return 0;
 }
 
 /* A new managed MPIJob: store it, and queue its submit (or, when it
