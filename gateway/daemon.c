@@ -37,6 +37,7 @@
 #include "hpcbridge/proto.h"
 #include "hpcbridge/rules.h"
 #include "hpcbridge/store.h"
+#include "origin.h"
 #include "pool.h"
 
 #ifndef HB_VERSION
@@ -61,7 +62,7 @@
 #define PW_CACHE_MS   60000
 #define PW_CACHE_SIZE 256
 
-enum tag { T_LISTEN = 1, T_SIGNAL, T_POOL, T_CONN };
+enum tag { T_LISTEN = 1, T_SIGNAL, T_POOL, T_CONN, T_ORIGIN };
 
 struct watch {
 	enum tag tag;
@@ -107,7 +108,9 @@ enum task_kind { TASK_SUBMIT, TASK_CANCEL };
 struct task {
 	struct hb_task t; /* first */
 	enum task_kind kind;
-	struct conn *c;
+	struct hb_daemon *d;
+	struct conn *c; /* NULL: a Kubernetes-origin job's task (origin.c) */
+	struct task *onext; /* origin tasks waiting for their commit */
 	char id[32];
 	int64_t slurm_job_id;
 	struct hb_submit_req req;
@@ -135,9 +138,10 @@ struct hb_daemon {
 	struct hb_store *st;
 	struct hb_pool *pool;
 	struct hb_daemon_backend be;
-	struct hb_backend *remote; /* where burst jobs run */
+	struct hb_backend *remote;     /* where burst jobs run */
+	struct hb_kube_origin *origin; /* managed MPIJobs (origin.c), or NULL */
 	int epfd, lfd, sfd;
-	struct watch wl, ws, wp;
+	struct watch wl, ws, wp, wo;
 	struct conn *conns; /* doubly linked */
 	unsigned nconns;
 	struct conn *graveyard; /* closed, freed at the end of an iteration */
@@ -1183,6 +1187,7 @@ static struct task *task_new(struct conn *c, enum task_kind kind,
 	t->t.done = task_done;
 	t->kind = kind;
 	t->c = c;
+	t->d = c->d;
 	snprintf(t->id, sizeof(t->id), "%s", id);
 	t->actor_uid = c->uid;
 	snprintf(t->actor_user, sizeof(t->actor_user), "%s", c->user);
@@ -1207,17 +1212,21 @@ static void stage_task(struct hb_daemon *d, struct conn *c, struct task *t,
 	c->busy = 1;
 }
 
+static int origin_late_submit(struct hb_daemon *d, const struct task *t,
+			      struct hb_err *err);
+
 /* The loop side of a finished task: record, then reply. */
 static void task_done(struct hb_task *ht)
 {
 	struct task *t = (struct task *)ht;
 	struct conn *c = t->c;
-	struct hb_daemon *d = c->d;
+	struct hb_daemon *d = t->d;
 	struct hb_err err = { 0 };
 	cJSON *detail = NULL, *r = NULL;
 	int rc;
 
-	c->busy = 0;
+	if (c)
+		c->busy = 0;
 	detail = cJSON_CreateObject();
 	if ((rc = txn(d, &err)))
 		goto store_fail;
@@ -1230,6 +1239,8 @@ static void task_done(struct hb_task *ht)
 			if (!rc)
 				rc = hb_store_job_set_state(
 					d->st, t->id, "queued", -1, NULL, &err);
+			if (rc == HB_ESTATE && !c) /* origin hook */
+				rc = origin_late_submit(d, t, &err);
 			if (!rc)
 				rc = audit(d, t->actor_uid, t->actor_user,
 					   t->peer, "slurm-submit", t->id,
@@ -1300,7 +1311,8 @@ static void task_done(struct hb_task *ht)
 			r = hb_proto_error(t->rc, t->err.msg);
 		}
 	}
-	if (!c->dead)
+	hb_origin_job_changed(d->origin, d->st, t->id); /* origin hook */
+	if (c && !c->dead)
 		stage_reply(d, c, r, 1, 0);
 	else
 		cJSON_Delete(r);
@@ -1308,14 +1320,16 @@ static void task_done(struct hb_task *ht)
 	goto out;
 store_fail:
 	batch_abort(d, &err);
-	if (!c->dead)
+	if (c && !c->dead)
 		stage_error(d, c, HB_ESTORE,
 			    err.msg[0] ? err.msg : "the state store failed", 0);
 out:
 	cJSON_Delete(detail);
 	cJSON_Delete(r);
 	task_free(t);
-	if (c->dead) {
+	if (!c) {
+		/* an origin task: nobody waits for a reply */
+	} else if (c->dead) {
 		conn_release(c);
 	} else if (!c->nstaged) {
 		process_conn(c);
@@ -1408,6 +1422,8 @@ static int reconcile_one(struct hb_daemon *d, const struct hb_slurm_change *ch,
 		rc = audit(d, 0, "hpcbridged", "slurm", "slurm-state", j.id,
 			   detail, err);
 	}
+	if (!rc) /* origin hook: the MPIJob's status follows */
+		hb_origin_job_changed(d->origin, d->st, j.id);
 out:
 	cJSON_Delete(detail);
 	hb_job_row_free(&j);
@@ -2315,6 +2331,278 @@ static int remote_new(struct hb_daemon *d, struct hb_err *err)
 	return hb_backend_kube_new(&ko, &d->remote, err);
 }
 
+/* ------------------------------------------------------------------ */
+/* Kubernetes-origin MPIJobs (origin.c): stored and submitted here      */
+/* ------------------------------------------------------------------ */
+
+/*
+ * An MPIJob with managedBy hpcbridge.io/gateway runs on Slurm as the user
+ * its hpcbridge.io/user label names.  Its events reach the loop through
+ * the module's eventfd; the job is stored (origin kubernetes, target
+ * slurm, its namespace, name and uid) and committed before its submit
+ * task starts, so a restart finds it by uid and never submits it twice.
+ * Its status follows through hb_origin_job_changed() (task_done,
+ * reconcile_one).  Not done yet: placement in the cluster (a twin MPIJob
+ * without managedBy whose status is copied back).
+ */
+static struct task *origin_task(struct hb_daemon *d, enum task_kind kind,
+				const char *id)
+{
+	struct task *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->t.run = task_run;
+	t->t.done = task_done;
+	t->kind = kind;
+	t->d = d;
+	snprintf(t->id, sizeof(t->id), "%s", id);
+	snprintf(t->actor_user, sizeof(t->actor_user), "hpcbridged");
+	snprintf(t->peer, sizeof(t->peer), "kubernetes");
+	return t;
+}
+
+/* A managed MPIJob's submit ended after its MPIJob was deleted (the row
+ * is cancelled already): cancel the Slurm job it got. */
+static int origin_late_submit(struct hb_daemon *d, const struct task *t,
+			      struct hb_err *err)
+{
+	struct task *c = origin_task(d, TASK_CANCEL, t->id);
+
+	memset(err, 0, sizeof(*err));
+	if (!c)
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	snprintf(c->actor_user, sizeof(c->actor_user),
+		 "kubernetes (MPIJob deleted)");
+	c->slurm_job_id = t->slurm_job_id;
+	task_launch(d, c);
+	return 0;
+}
+
+/* A new managed MPIJob: store it, and queue its submit (or, when it
+ * cannot run, store it failed and say why in its status). */
+static int origin_submit(struct hb_daemon *d, const struct hb_origin_ev *ev,
+			 struct task **tasks, struct hb_err *err)
+{
+	struct hb_origin_job oj;
+	struct hb_job_row row = { 0 };
+	struct hb_err why = { 0 };
+	cJSON *src = NULL, *detail = cJSON_CreateObject();
+	char *src_s = NULL, cm[96], home_env[600], user_env[80], logn_env[80];
+	struct task *t = NULL;
+	int bad = hb_origin_prepare(ev->obj, &oj, &why), rc;
+
+	if (!bad && !d->be.slurm_submit) {
+		bad = hb_err_set(&why, HB_EUNSUP, NULL, 0,
+				 "this daemon has no Slurm client");
+		oj.reason = "NoSlurm";
+	}
+	if (bad) { /* the row's reason is "Reason: message" */
+		char m[sizeof(why.msg)];
+
+		memcpy(m, why.msg, sizeof(m));
+		if (snprintf(why.msg, sizeof(why.msg), "%s: %.400s",
+			     oj.reason ? oj.reason : "Rejected", m) < 0)
+			why.msg[0] = '\0';
+	}
+	src = cJSON_CreateObject();
+	if (!src || !detail ||
+	    !cJSON_AddStringToObject(src, "kind", "MPIJob") ||
+	    !cJSON_AddStringToObject(src, "script",
+				     bad ? "" : oj.script.data) ||
+	    !(src_s = cJSON_PrintUnformatted(src))) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	row.origin = "kubernetes";
+	row.target = bad ? "rejected" : "slurm";
+	row.state = "pending";
+	row.user = oj.user[0] ? oj.user : NULL;
+	row.uid = bad ? -1 : (int64_t)oj.uid;
+	row.account = oj.account[0] ? oj.account : NULL;
+	row.name = ev->name;
+	row.reason = bad ? why.msg : "MPIJob managed by " HB_ORIGIN_MANAGED_BY;
+	row.jobspec = src_s;
+	row.slurm_job_id = -1;
+	row.exit_code = -1;
+	cJSON_AddStringToObject(detail, "namespace", ev->ns);
+	cJSON_AddStringToObject(detail, "name", ev->name);
+	cJSON_AddStringToObject(detail, "uid", ev->uid);
+	if ((rc = txn(d, err)) || (rc = hb_store_job_add(d->st, &row, err)) ||
+	    (rc = hb_store_job_set_k8s(d->st, row.id, ev->ns, ev->name,
+				       ev->uid[0] ? ev->uid : NULL, err)) ||
+	    (rc = hb_store_decision_add(d->st, row.id, row.target, NULL,
+					row.reason, "managedBy", err)) ||
+	    (rc = audit(d, 0, "hpcbridged", "kubernetes", "submit", row.id,
+			detail, err)))
+		goto out;
+	if ((rc = hb_origin_index_add(d->origin, ev->uid, ev->ns, ev->name,
+				      row.id))) {
+		hb_err_set(err, rc, NULL, 0, "out of memory");
+		goto out;
+	}
+	if (bad) {
+		hb_logf(HB_LOG_WARN,
+			(struct hb_log_field[]){
+				HB_LOG_STR("job", row.id),
+				HB_LOG_STR("mpijob", ev->name),
+				HB_LOG_STR("reason", oj.reason) },
+			3, "managed MPIJob not submitted: %s", why.msg);
+		if (!(rc = hb_store_job_set_state(d->st, row.id, "failed", -1,
+						  why.msg, err)))
+			hb_origin_job_changed(d->origin, d->st, row.id);
+		goto out;
+	}
+	if (!(t = origin_task(d, TASK_SUBMIT, row.id))) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	snprintf(cm, sizeof(cm), "hpcbridge:%s target=slurm", row.id);
+	snprintf(home_env, sizeof(home_env), "HOME=%s", oj.home);
+	snprintf(user_env, sizeof(user_env), "USER=%s", oj.user);
+	snprintf(logn_env, sizeof(logn_env), "LOGNAME=%s", oj.user);
+	t->script = xstrdup(oj.script.data);
+	t->name = xstrdup(ev->name);
+	t->cwd = xstrdup(oj.home);
+	t->user = xstrdup(oj.user);
+	t->admin_comment = xstrdup(cm);
+	t->argv = calloc(1, sizeof(*t->argv));
+	t->env = calloc(5, sizeof(*t->env));
+	if (t->env) {
+		t->env[0] = xstrdup("PATH=/usr/local/bin:/usr/bin:/bin");
+		t->env[1] = xstrdup(home_env);
+		t->env[2] = xstrdup(user_env);
+		t->env[3] = xstrdup(logn_env);
+	}
+	if (!t->script || !t->name || !t->cwd || !t->user ||
+	    !t->admin_comment || !t->argv || !t->env || !t->env[0] ||
+	    !t->env[1] || !t->env[2] || !t->env[3]) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	t->req.id = t->id;
+	t->req.script = t->script;
+	t->req.name = t->name;
+	t->req.cwd = t->cwd;
+	t->req.user = t->user;
+	t->req.uid = oj.uid;
+	t->req.gid = oj.gid;
+	t->req.argv = t->argv;
+	t->req.env = t->env;
+	t->req.admin_comment = t->admin_comment;
+	t->onext = *tasks;
+	*tasks = t;
+	t = NULL;
+	hb_logf(HB_LOG_INFO,
+		(struct hb_log_field[]){ HB_LOG_STR("job", row.id),
+					 HB_LOG_STR("mpijob", ev->name),
+					 HB_LOG_STR("user", oj.user) },
+		3, "managed MPIJob goes to Slurm");
+out:
+	task_free(t);
+	hb_origin_job_free(&oj);
+	cJSON_Delete(src);
+	cJSON_Delete(detail);
+	cJSON_free(src_s);
+	return rc;
+}
+
+/* A managed MPIJob was deleted: cancel its Slurm job (or, before it has
+ * one, only the record). */
+static int origin_cancel(struct hb_daemon *d, const char *id,
+			 struct task **tasks, struct hb_err *err)
+{
+	struct hb_job_row j = { 0 };
+	struct task *t;
+	int rc = hb_store_job_get(d->st, id, &j, err);
+
+	if (rc || hb_store_state_terminal(j.state))
+		goto out;
+	if (j.slurm_job_id >= 0 && d->be.slurm_cancel) {
+		if (!(t = origin_task(d, TASK_CANCEL, j.id))) {
+			rc = hb_err_set(err, HB_ENOMEM, NULL, 0,
+					"out of memory");
+			goto out;
+		}
+		snprintf(t->actor_user, sizeof(t->actor_user),
+			 "kubernetes (MPIJob deleted)");
+		t->slurm_job_id = j.slurm_job_id;
+		t->onext = *tasks;
+		*tasks = t;
+		goto out;
+	}
+	if (!(rc = txn(d, err)) &&
+	    !(rc = hb_store_job_set_state(d->st, j.id, "cancelled", -1,
+					  "the MPIJob was deleted", err)))
+		rc = audit(d, 0, "hpcbridged", "kubernetes", "cancel", j.id,
+			   NULL, err);
+out:
+	if (rc == HB_ENOENT || rc == HB_ESTATE) {
+		memset(err, 0, sizeof(*err));
+		rc = 0;
+	}
+	hb_job_row_free(&j);
+	return rc;
+}
+
+/* The module's events, after the iteration's batch: their writes are one
+ * transaction, committed here; only then do their Slurm tasks start. */
+static void origin_drain(struct hb_daemon *d)
+{
+	struct hb_origin_ev *list = hb_origin_take(d->origin), *ev;
+	struct task *tasks = NULL, *t;
+	struct hb_err err = { 0 };
+	const char *id;
+	int rc = 0;
+
+	for (ev = list; ev && !rc; ev = ev->next) {
+		id = hb_origin_index_find(d->origin, ev->uid, ev->ns, ev->name);
+		if (ev->type == HB_ORIGIN_DELETED)
+			rc = id ? origin_cancel(d, id, &tasks, &err) : 0;
+		else if (id && ev->added) /* a restart's list: say it again */
+			hb_origin_job_changed(d->origin, d->st, id);
+		else if (!id)
+			rc = origin_submit(d, ev, &tasks, &err);
+	}
+	hb_origin_ev_free(list);
+	if (!rc && d->txn_open) {
+		d->txn_open = 0;
+		if ((rc = hb_store_commit(d->st, &err)))
+			hb_store_rollback(d->st);
+	}
+	if (rc) {
+		batch_abort(d, &err);
+		hb_log(HB_LOG_ERROR,
+		       "managed MPIJobs: %s; their jobs were "
+		       "not recorded",
+		       err.msg);
+	}
+	while ((t = tasks)) {
+		tasks = t->onext;
+		if (rc)
+			task_free(t);
+		else
+			task_launch(d, t);
+	}
+}
+
+static int origin_new(struct hb_daemon *d, struct hb_err *err)
+{
+	struct hb_origin_opts oo = { 0 };
+	int rc;
+
+	if (strcmp(d->cfg.remote_backend, "kubernetes"))
+		return 0;
+	oo.kubeconfig = d->cfg.remote_kubeconfig;
+	oo.context = d->cfg.remote_context;
+	oo.ns = d->cfg.namespace;
+	if ((rc = hb_origin_new(&oo, &d->origin, err)) ||
+	    (rc = hb_origin_load(d->origin, d->st, err)))
+		return rc;
+	d->wo.tag = T_ORIGIN;
+	return 0;
+}
+
 static int make_parent(const char *path, mode_t mode, struct hb_err *err)
 {
 	char dir[PATH_MAX];
@@ -2469,6 +2757,8 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 		goto fail;
 	if ((rc = remote_new(d, err)))
 		goto fail;
+	if ((rc = origin_new(d, err))) /* origin hook */
+		goto fail;
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (d->epfd < 0) {
 		rc = hb_err_set(err, HB_EIO, NULL, 0, "epoll: %s",
@@ -2495,7 +2785,9 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 	d->lfd = rc;
 	if (add_watch(d, d->lfd, &d->wl, T_LISTEN) ||
 	    add_watch(d, d->sfd, &d->ws, T_SIGNAL) ||
-	    add_watch(d, hb_pool_fd(d->pool), &d->wp, T_POOL)) {
+	    add_watch(d, hb_pool_fd(d->pool), &d->wp, T_POOL) ||
+	    (d->origin &&
+	     add_watch(d, hb_origin_fd(d->origin), &d->wo, T_ORIGIN))) {
 		rc = hb_err_set(err, HB_EIO, NULL, 0, "epoll_ctl: %s",
 				strerror(errno));
 		goto fail;
@@ -2592,7 +2884,7 @@ int hb_daemon_run(struct hb_daemon *d)
 {
 	struct epoll_event evs[256];
 	int64_t now;
-	int n, i, timeout;
+	int n, i, timeout, origin_ready;
 
 	hb_logf(HB_LOG_INFO,
 		(struct hb_log_field[]){
@@ -2614,6 +2906,7 @@ int hb_daemon_run(struct hb_daemon *d)
 			hb_log(HB_LOG_ERROR, "epoll_wait: %s", strerror(errno));
 			return HB_EIO;
 		}
+		origin_ready = 0;
 		for (i = 0; i < n; i++) {
 			struct watch *w = evs[i].data.ptr;
 
@@ -2631,9 +2924,16 @@ int hb_daemon_run(struct hb_daemon *d)
 			case T_CONN:
 				conn_event((struct conn *)w, evs[i].events);
 				break;
+			case T_ORIGIN:
+				origin_ready = 1;
+				break;
 			}
 		}
 		batch_end(d);
+		/* origin hooks: managed MPIJobs, then their status patches */
+		if (origin_ready && !d->stopping)
+			origin_drain(d);
+		hb_origin_flush(d->origin);
 		bury(d);
 		now = mono_ms();
 		poll_slurm(d, now);
@@ -2698,6 +2998,7 @@ void hb_daemon_free(struct hb_daemon *d)
 		close(d->sfd);
 	if (d->epfd >= 0)
 		close(d->epfd);
+	hb_origin_free(d->origin); /* after the pool: done() may publish */
 	hb_store_close(d->st);
 	hb_config_free(&d->cfg);
 	free(d->config_path);

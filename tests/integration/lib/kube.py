@@ -6,6 +6,9 @@
                                   Succeeded, Failed), or "none"
   kube.py labels NAME             its labels, KEY=VALUE a line
   kube.py delete NAME             delete it (exit 3 if not found)
+  kube.py create FILE             create the MPIJob in FILE (JSON); print
+                                  its uid
+  kube.py status NAME             its .status as JSON ({} when none)
   kube.py faults URL [JSON]       POST JSON to the emulator's /_hb/faults,
                                   or DELETE them without JSON
   kube.py counts URL              the emulator's injected-fault counts (JSON)
@@ -72,6 +75,16 @@ def main(argv):
                                                    PLURAL, args[0])
             for k, v in sorted((obj['metadata'].get('labels') or {}).items()):
                 print('%s=%s' % (k, v))
+        elif cmd == 'create':
+            with open(args[0]) as f:
+                body = json.load(f)
+            obj = api.create_namespaced_custom_object(GROUP, VERSION, NS,
+                                                      PLURAL, body)
+            print(obj['metadata']['uid'])
+        elif cmd == 'status':
+            obj = api.get_namespaced_custom_object_status(
+                GROUP, VERSION, NS, PLURAL, args[0])
+            print(json.dumps(obj.get('status') or {}, sort_keys=True))
         elif cmd == 'delete':
             api.delete_namespaced_custom_object(GROUP, VERSION, NS, PLURAL,
                                                 args[0])

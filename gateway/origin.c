@@ -1,0 +1,776 @@
+/*
+ * origin.c - Kubernetes-origin MPIJobs (managedBy: hpcbridge.io/gateway)
+ * run on Slurm.  See origin.h and docs/internals/origin.md.
+ *
+ * Threads: the reflector (hb_kube_reflect on the namespace's MPIJobs)
+ * queues events for the loop; the status worker sends the merge patches
+ * the loop hands it.  One mutex guards both queues; no network call runs
+ * under it.  The index (MPIJob -> gateway job) and the staged patches
+ * belong to the loop thread.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hpcbridge/fidelity.h"
+#include "hpcbridge/jobspec.h"
+#include "hpcbridge/log.h"
+#include "hpcbridge/mpijob.h"
+#include "hpcbridge/sbatch.h"
+#include "origin.h"
+
+#define NBUCKETS	 4096
+#define RETRY_MS	 1000 /* a status patch after a transient failure */
+#define WATCH_RESTART_MS 5000
+#define SCRIPT_MAX	 (4u << 20)
+
+/* ------------------------------------------------------------------ */
+/* Pure parts                                                          */
+/* ------------------------------------------------------------------ */
+
+static const cJSON *field(const cJSON *o, const char *name)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, name);
+}
+
+static const char *str_field(const cJSON *o, const char *name)
+{
+	const cJSON *v = field(o, name);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+int hb_origin_managed(const cJSON *mpijob)
+{
+	const char *m = str_field(field(field(mpijob, "spec"), "runPolicy"),
+				  "managedBy");
+
+	return m && !strcmp(m, HB_ORIGIN_MANAGED_BY);
+}
+
+void hb_origin_time(int64_t ms, char out[32])
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (ms <= 0 || !gmtime_r(&t, &tm) ||
+	    !strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(out, 32, "1970-01-01T00:00:00Z");
+}
+
+void hb_origin_job_free(struct hb_origin_job *j)
+{
+	if (j)
+		hb_buf_free(&j->script);
+}
+
+/* A label value of at most n-1 bytes, or NULL (absent, not a string,
+ * empty, too long). */
+static const char *label(const cJSON *obj, const char *key, size_t n)
+{
+	const char *v = str_field(field(field(obj, "metadata"), "labels"), key);
+
+	return v && v[0] && strlen(v) < n ? v : NULL;
+}
+
+int hb_origin_prepare(const cJSON *mpijob, struct hb_origin_job *out,
+		      struct hb_err *err)
+{
+	struct hb_jobspec spec;
+	struct passwd pw, *res = NULL;
+	char pwbuf[4096];
+	const char *user, *acct, *name;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	hb_buf_init(&out->script, SCRIPT_MAX);
+	name = str_field(field(mpijob, "metadata"), "name");
+	hb_jobspec_init(&spec, name ? name : "mpijob");
+	user = label(mpijob, HB_ORIGIN_LABEL_USER, sizeof(out->user));
+	if (!user) {
+		out->reason = "MissingUser";
+		rc = hb_err_set(err, HB_EPERM, NULL, 0,
+				"the MPIJob has no label " HB_ORIGIN_LABEL_USER
+				" naming the Slurm user to run it as");
+		goto out;
+	}
+	snprintf(out->user, sizeof(out->user), "%s", user);
+	rc = getpwnam_r(user, &pw, pwbuf, sizeof(pwbuf), &res);
+	if (rc || !res) {
+		out->reason = "UnknownUser";
+		rc = hb_err_set(err, HB_EPERM, NULL, 0,
+				"no such user on the Slurm side: %s "
+				"(label " HB_ORIGIN_LABEL_USER ")",
+				user);
+		goto out;
+	}
+	out->uid = (uint32_t)pw.pw_uid;
+	out->gid = (uint32_t)pw.pw_gid;
+	snprintf(out->home, sizeof(out->home), "%s",
+		 pw.pw_dir && pw.pw_dir[0] == '/' ? pw.pw_dir : "/");
+	acct = label(mpijob, HB_ORIGIN_LABEL_ACCOUNT, sizeof(out->account));
+	if (acct)
+		snprintf(out->account, sizeof(out->account), "%s", acct);
+	out->reason = "InvalidSpec";
+	if ((rc = hb_mpijob_parse(mpijob, &spec, err)))
+		goto out;
+	if (acct && !(spec.account = hb_jobspec_strdup(&spec, acct))) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	if ((rc = hb_sbatch_emit(&spec, &out->script, NULL, err)))
+		goto out;
+	if ((rc = hb_buf_putc(&out->script, '\0'))) {
+		rc = hb_err_set(err, rc, NULL, 0, "the script is too large");
+		goto out;
+	}
+	out->script.len--;
+	out->reason = NULL;
+out:
+	hb_jobspec_free(&spec);
+	return rc;
+}
+
+static int add_cond(cJSON *conds, const char *type, int status,
+		    const char *reason, const char *msg, int64_t at_ms)
+{
+	cJSON *c = cJSON_CreateObject();
+	char t[32];
+
+	if (!c)
+		return HB_ENOMEM;
+	cJSON_AddItemToArray(conds, c);
+	hb_origin_time(at_ms, t);
+	if (!cJSON_AddStringToObject(c, "type", type) ||
+	    !cJSON_AddStringToObject(c, "status", status ? "True" : "False") ||
+	    !cJSON_AddStringToObject(c, "reason", reason) ||
+	    !cJSON_AddStringToObject(c, "message", msg) ||
+	    !cJSON_AddStringToObject(c, "lastTransitionTime", t) ||
+	    !cJSON_AddStringToObject(c, "lastUpdateTime", t))
+		return HB_ENOMEM;
+	return 0;
+}
+
+/* Why a final job ended, as a condition reason and message. */
+static void final_words(const struct hb_job_row *r, const char *what,
+			const char **reason, char *msg, size_t n, char rbuf[64])
+{
+	const char *st = r->state;
+	const char *why = r->reason && r->reason[0] ? r->reason : NULL;
+
+	if (!strcmp(st, "succeeded")) {
+		*reason = "MPIJobSucceeded";
+		snprintf(msg, n,
+			 "%s successfully completed on Slurm (job %lld, exit "
+			 "code 0).",
+			 what, (long long)r->slurm_job_id);
+	} else if (r->target && !strcmp(r->target, "rejected")) {
+		/* the reason is "Reason: message" (the daemon writes it) */
+		size_t k = why ? strspn(why, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					     "abcdefghijklmnopqrstuvwxyz")
+			       : 0;
+
+		*reason = "Rejected";
+		if (k && k < 64 && why[0] >= 'A' && why[0] <= 'Z' &&
+		    why[k] == ':' && why[k + 1] == ' ') {
+			memcpy(rbuf, why, k);
+			rbuf[k] = '\0';
+			*reason = rbuf;
+			why += k + 2;
+		}
+		snprintf(msg, n, "%s was not submitted to Slurm: %s", what,
+			 why ? why : "refused");
+	} else if (r->slurm_job_id < 0 && !strcmp(st, "cancelled")) {
+		*reason = "Cancelled";
+		snprintf(msg, n, "%s was cancelled before Slurm ran it%s%s",
+			 what, why ? ": " : ".", why ? why : "");
+	} else if (r->slurm_job_id < 0) {
+		*reason = "SlurmSubmitFailed";
+		snprintf(msg, n, "Slurm refused %s: %s", what,
+			 why ? why : "unknown error");
+	} else if (!strcmp(st, "cancelled")) {
+		*reason = "SlurmJobCancelled";
+		snprintf(msg, n, "Slurm job %lld of %s was cancelled%s%s",
+			 (long long)r->slurm_job_id, what, why ? ": " : ".",
+			 why ? why : "");
+	} else if (!strcmp(st, "lost")) {
+		*reason = "SlurmJobLost";
+		snprintf(msg, n, "Slurm job %lld of %s was lost.",
+			 (long long)r->slurm_job_id, what);
+	} else {
+		*reason = "MPIJobFailed";
+		snprintf(msg, n,
+			 "Slurm job %lld of %s failed with exit code "
+			 "%lld.",
+			 (long long)r->slurm_job_id, what,
+			 (long long)r->exit_code);
+	}
+}
+
+cJSON *hb_origin_status_doc(const struct hb_job_row *r, int64_t start_ms)
+{
+	cJSON *doc = cJSON_CreateObject(), *st, *conds, *rs, *l;
+	const char *state = r->state ? r->state : "pending";
+	int final = hb_store_state_terminal(state);
+	int running = !strcmp(state, "running") || !strcmp(state, "completing");
+	int64_t end_ms = final ? r->updated_ms : 0;
+	char what[400], msg[1024], t[32];
+	const char *reason = "";
+	char rbuf[64];
+	int bad = 0;
+
+	snprintf(what, sizeof(what), "MPIJob %s/%s",
+		 r->k8s_namespace ? r->k8s_namespace : "",
+		 r->k8s_name ? r->k8s_name : "");
+	if (running && start_ms <= 0)
+		start_ms = r->updated_ms;
+	if (final && start_ms <= 0 && r->slurm_job_id >= 0)
+		start_ms = end_ms;
+	if (!doc || !(st = cJSON_AddObjectToObject(doc, "status")) ||
+	    !(conds = cJSON_AddArrayToObject(st, "conditions")))
+		goto fail;
+	snprintf(msg, sizeof(msg), "%s is created.", what);
+	bad |= add_cond(conds, "Created", 1, "MPIJobCreated", msg,
+			r->created_ms);
+	if (running) {
+		snprintf(msg, sizeof(msg),
+			 "%s is running on Slurm as job %lld.", what,
+			 (long long)r->slurm_job_id);
+		bad |= add_cond(conds, "Running", 1, "MPIJobRunning", msg,
+				start_ms);
+	} else if (final) {
+		final_words(r, what, &reason, msg, sizeof(msg), rbuf);
+		if (start_ms > 0)
+			bad |= add_cond(conds, "Running", 0, reason, msg,
+					end_ms);
+		bad |= add_cond(conds,
+				!strcmp(state, "succeeded") ? "Succeeded"
+							    : "Failed",
+				1, reason, msg, end_ms);
+	}
+	if (start_ms > 0) {
+		hb_origin_time(start_ms, t);
+		bad |= !cJSON_AddStringToObject(st, "startTime", t);
+	}
+	if (final) {
+		hb_origin_time(end_ms, t);
+		bad |= !cJSON_AddStringToObject(st, "completionTime", t);
+	}
+	if (!(rs = cJSON_AddObjectToObject(st, "replicaStatuses")) ||
+	    !(l = cJSON_AddObjectToObject(rs, "Launcher")))
+		goto fail;
+	bad |= !cJSON_AddNumberToObject(l, "active", running);
+	bad |= !cJSON_AddNumberToObject(l, "succeeded",
+					!strcmp(state, "succeeded"));
+	bad |= !cJSON_AddNumberToObject(l, "failed",
+					final && strcmp(state, "succeeded") &&
+						r->slurm_job_id >= 0);
+	hb_origin_time(r->updated_ms, t);
+	bad |= !cJSON_AddStringToObject(st, "lastReconcileTime", t);
+	if (bad)
+		goto fail;
+	return doc;
+fail:
+	cJSON_Delete(doc);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* The module                                                          */
+/* ------------------------------------------------------------------ */
+
+struct patch {
+	char ns[64], name[256];
+	cJSON *doc;
+	int64_t not_before;
+	struct patch *next;
+};
+
+struct ientry {
+	char *key; /* "u:UID" or "n:NS/NAME" */
+	char job_id[32];
+	struct ientry *next;
+};
+
+struct hb_kube_origin {
+	struct hb_kube *k;
+	char *ns;
+	int efd;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct hb_origin_ev *evs, **evs_tail; /* reflector -> loop */
+	struct patch *todo;		      /* loop -> worker */
+	struct patch *staged;		      /* loop only */
+	struct ientry *index[NBUCKETS];	      /* loop only */
+	atomic_int stop;
+	pthread_t reflector, worker;
+	int started; /* bit 0: reflector, bit 1: worker */
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int hb_origin_fd(const struct hb_kube_origin *o)
+{
+	return o->efd;
+}
+
+/* --- events: the reflector's side ----------------------------------- */
+
+static void push_event(struct hb_kube_origin *o, struct hb_origin_ev *ev)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&o->mu);
+	*o->evs_tail = ev;
+	o->evs_tail = &ev->next;
+	pthread_mutex_unlock(&o->mu);
+	while (write(o->efd, &one, sizeof(one)) < 0 && errno == EINTR)
+		;
+}
+
+static int on_event(void *ctx, const struct hb_kube_event *kev)
+{
+	struct hb_kube_origin *o = ctx;
+	const cJSON *meta;
+	struct hb_origin_ev *ev;
+	const char *name, *ns, *uid;
+	int deleted = kev->type == HB_KUBE_DELETED;
+
+	if (kev->type != HB_KUBE_ADDED && kev->type != HB_KUBE_MODIFIED &&
+	    !deleted)
+		return 0;
+	meta = field(kev->object, "metadata");
+	name = str_field(meta, "name");
+	ns = str_field(meta, "namespace");
+	uid = str_field(meta, "uid");
+	if (!name || strlen(name) >= sizeof(ev->name))
+		return 0;
+	/* A relist's tombstone has no spec: the loop knows whether it was
+	 * ours. */
+	if (!hb_origin_managed(kev->object) &&
+	    !(deleted && !field(kev->object, "spec")))
+		return 0;
+	if (field(meta, "deletionTimestamp"))
+		deleted = 1;
+	if (!(ev = calloc(1, sizeof(*ev))))
+		return 0; /* the next relist brings it again */
+	ev->type = deleted ? HB_ORIGIN_DELETED : HB_ORIGIN_UPSERT;
+	ev->added = kev->type == HB_KUBE_ADDED;
+	snprintf(ev->ns, sizeof(ev->ns), "%s", ns ? ns : o->ns);
+	snprintf(ev->name, sizeof(ev->name), "%s", name);
+	snprintf(ev->uid, sizeof(ev->uid), "%s",
+		 uid && strlen(uid) < sizeof(ev->uid) ? uid : "");
+	if (!deleted && !(ev->obj = cJSON_Duplicate(kev->object, 1))) {
+		free(ev);
+		return 0;
+	}
+	push_event(o, ev);
+	return 0;
+}
+
+static void *reflect_main(void *arg)
+{
+	struct hb_kube_origin *o = arg;
+	struct hb_kube_reflect_opts ro = { .ns = o->ns };
+
+	while (!atomic_load(&o->stop)) {
+		struct hb_err err = { 0 };
+
+		if (!hb_kube_reflect(o->k, &hb_kube_mpijob, &ro, on_event, o,
+				     &o->stop, &err) ||
+		    atomic_load(&o->stop))
+			break;
+		hb_log(HB_LOG_ERROR,
+		       "the watch on managed MPIJobs stopped: %s; again in "
+		       "%d s",
+		       err.msg, WATCH_RESTART_MS / 1000);
+		for (int i = 0;
+		     i < WATCH_RESTART_MS / 100 && !atomic_load(&o->stop); i++)
+			usleep(100 * 1000);
+	}
+	return NULL;
+}
+
+struct hb_origin_ev *hb_origin_take(struct hb_kube_origin *o)
+{
+	struct hb_origin_ev *list;
+	uint64_t n;
+
+	while (read(o->efd, &n, sizeof(n)) < 0 && errno == EINTR)
+		;
+	pthread_mutex_lock(&o->mu);
+	list = o->evs;
+	o->evs = NULL;
+	o->evs_tail = &o->evs;
+	pthread_mutex_unlock(&o->mu);
+	return list;
+}
+
+void hb_origin_ev_free(struct hb_origin_ev *list)
+{
+	struct hb_origin_ev *n;
+
+	for (; list; list = n) {
+		n = list->next;
+		cJSON_Delete(list->obj);
+		free(list);
+	}
+}
+
+/* --- status patches: the worker's side ------------------------------ */
+
+static int transient(int rc)
+{
+	return rc == HB_EUNAVAIL || rc == HB_ETIMEDOUT || rc == HB_ENOMEM ||
+	       rc == HB_EIO;
+}
+
+/* Under mu: p's MPIJob has a patch in todo. */
+static struct patch **find_patch(struct patch **head, const struct patch *p)
+{
+	for (; *head; head = &(*head)->next)
+		if (!strcmp((*head)->ns, p->ns) &&
+		    !strcmp((*head)->name, p->name))
+			return head;
+	return NULL;
+}
+
+/* Queue p, replacing an older patch for the same MPIJob (the newest
+ * status is the whole truth).  Under mu when locked. */
+static void enqueue(struct patch **head, struct patch *p)
+{
+	struct patch **at = find_patch(head, p), *old;
+
+	if (at) {
+		old = *at;
+		p->next = old->next;
+		*at = p;
+		cJSON_Delete(old->doc);
+		free(old);
+		return;
+	}
+	p->next = NULL;
+	while (*head)
+		head = &(*head)->next;
+	*head = p;
+}
+
+static void *worker_main(void *arg)
+{
+	struct hb_kube_origin *o = arg;
+
+	pthread_mutex_lock(&o->mu);
+	while (!atomic_load(&o->stop)) {
+		struct patch **pp, *p = NULL;
+		int64_t now = now_ms(), wait = 200;
+		struct hb_err err = { 0 };
+		struct timespec ts;
+		int rc;
+
+		for (pp = &o->todo; *pp; pp = &(*pp)->next)
+			if ((*pp)->not_before <= now) {
+				p = *pp;
+				*pp = p->next;
+				break;
+			} else if ((*pp)->not_before - now < wait) {
+				wait = (*pp)->not_before - now;
+			}
+		if (!p) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += (long)wait * 1000000L;
+			ts.tv_sec += ts.tv_nsec / 1000000000L;
+			ts.tv_nsec %= 1000000000L;
+			pthread_cond_timedwait(&o->cv, &o->mu, &ts);
+			continue;
+		}
+		pthread_mutex_unlock(&o->mu);
+		rc = hb_kube_patch_status(o->k, &hb_kube_mpijob, p->ns, p->name,
+					  p->doc, NULL, &err);
+		if (rc && rc != HB_ENOENT)
+			hb_log(transient(rc) ? HB_LOG_WARN : HB_LOG_ERROR,
+			       "status of MPIJob %s/%s: %s%s", p->ns, p->name,
+			       err.msg, transient(rc) ? "; will retry" : "");
+		pthread_mutex_lock(&o->mu);
+		if (transient(rc) && !find_patch(&o->todo, p)) {
+			p->not_before = now_ms() + RETRY_MS;
+			enqueue(&o->todo, p);
+		} else {
+			cJSON_Delete(p->doc);
+			free(p);
+		}
+	}
+	pthread_mutex_unlock(&o->mu);
+	return NULL;
+}
+
+void hb_origin_flush(struct hb_kube_origin *o)
+{
+	struct patch *p, *n;
+
+	if (!o || !o->staged)
+		return;
+	pthread_mutex_lock(&o->mu);
+	for (p = o->staged; p; p = n) {
+		n = p->next;
+		enqueue(&o->todo, p);
+	}
+	o->staged = NULL;
+	pthread_cond_signal(&o->cv);
+	pthread_mutex_unlock(&o->mu);
+}
+
+/* --- the index ------------------------------------------------------- */
+
+static unsigned bucket_of(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h % NBUCKETS;
+}
+
+static int index_key(char *buf, size_t n, const char *uid, const char *ns,
+		     const char *name)
+{
+	int w = uid && uid[0] ? snprintf(buf, n, "u:%s", uid)
+			      : snprintf(buf, n, "n:%s/%s", ns ? ns : "",
+					 name ? name : "");
+
+	return w < 0 || (size_t)w >= n ? HB_ETOOBIG : 0;
+}
+
+static struct ientry *index_get(struct hb_kube_origin *o, const char *key)
+{
+	struct ientry *e = o->index[bucket_of(key)];
+
+	while (e && strcmp(e->key, key))
+		e = e->next;
+	return e;
+}
+
+static int index_put(struct hb_kube_origin *o, const char *key, const char *id)
+{
+	struct ientry *e = index_get(o, key);
+	unsigned h;
+
+	if (!e) {
+		if (!(e = calloc(1, sizeof(*e))) || !(e->key = strdup(key))) {
+			free(e);
+			return HB_ENOMEM;
+		}
+		h = bucket_of(key);
+		e->next = o->index[h];
+		o->index[h] = e;
+	}
+	snprintf(e->job_id, sizeof(e->job_id), "%s", id);
+	return 0;
+}
+
+const char *hb_origin_index_find(struct hb_kube_origin *o, const char *uid,
+				 const char *ns, const char *name)
+{
+	char key[400];
+	struct ientry *e;
+
+	if (index_key(key, sizeof(key), uid, ns, name))
+		return NULL;
+	e = index_get(o, key);
+	return e ? e->job_id : NULL;
+}
+
+int hb_origin_index_add(struct hb_kube_origin *o, const char *uid,
+			const char *ns, const char *name, const char *job_id)
+{
+	char key[400];
+	int rc = 0;
+
+	if (uid && uid[0] && !index_key(key, sizeof(key), uid, NULL, NULL))
+		rc = index_put(o, key, job_id);
+	/* the newest MPIJob of a name is the one a tombstone means */
+	if (!rc && !index_key(key, sizeof(key), NULL, ns, name))
+		rc = index_put(o, key, job_id);
+	return rc;
+}
+
+static int load_cb(const struct hb_job_row *r, void *arg)
+{
+	struct hb_kube_origin *o = arg;
+
+	if (!r->origin || strcmp(r->origin, "kubernetes") || !r->k8s_name)
+		return 0;
+	/* newest first: an older job of the same name must not take the
+	 * name's entry */
+	if (r->k8s_uid && r->k8s_uid[0] &&
+	    hb_origin_index_find(o, r->k8s_uid, NULL, NULL))
+		return 0;
+	if (!hb_origin_index_find(o, NULL, r->k8s_namespace, r->k8s_name))
+		return hb_origin_index_add(o, r->k8s_uid, r->k8s_namespace,
+					   r->k8s_name, r->id);
+	return r->k8s_uid && r->k8s_uid[0]
+		       ? hb_origin_index_add(o, r->k8s_uid, NULL, NULL, r->id)
+		       : 0;
+}
+
+int hb_origin_load(struct hb_kube_origin *o, struct hb_store *st,
+		   struct hb_err *err)
+{
+	return hb_store_job_list(st, -1, NULL, 0, load_cb, o, err);
+}
+
+/* --- status from the store ------------------------------------------- */
+
+struct start_ctx {
+	int64_t at_ms;
+};
+
+static int start_cb(const struct hb_event_row *ev, void *arg)
+{
+	struct start_ctx *sc = arg;
+
+	if (!sc->at_ms && ev->action && !strcmp(ev->action, "slurm-state") &&
+	    ev->detail && strstr(ev->detail, "\"to\":\"running\""))
+		sc->at_ms = ev->at_ms;
+	return 0;
+}
+
+void hb_origin_job_changed(struct hb_kube_origin *o, struct hb_store *st,
+			   const char *job_id)
+{
+	struct hb_job_row r = { 0 };
+	struct start_ctx sc = { 0 };
+	struct hb_err err = { 0 };
+	struct patch *p = NULL;
+
+	if (!o || hb_store_job_get(st, job_id, &r, &err))
+		goto out;
+	if (!r.origin || strcmp(r.origin, "kubernetes") || !r.k8s_name ||
+	    !r.k8s_namespace)
+		goto out;
+	if (strcmp(r.state, "pending") && strcmp(r.state, "queued"))
+		hb_store_event_list(st, r.id, 0, 0, start_cb, &sc, &err);
+	if (!(p = calloc(1, sizeof(*p))) ||
+	    !(p->doc = hb_origin_status_doc(&r, sc.at_ms))) {
+		hb_log(HB_LOG_ERROR, "status of %s: out of memory", r.id);
+		goto out;
+	}
+	snprintf(p->ns, sizeof(p->ns), "%s", r.k8s_namespace);
+	snprintf(p->name, sizeof(p->name), "%s", r.k8s_name);
+	enqueue(&o->staged, p);
+	p = NULL;
+out:
+	if (p)
+		cJSON_Delete(p->doc);
+	free(p);
+	hb_job_row_free(&r);
+}
+
+/* --- life cycle ------------------------------------------------------ */
+
+int hb_origin_new(const struct hb_origin_opts *opts,
+		  struct hb_kube_origin **out, struct hb_err *err)
+{
+	struct hb_kube_config *kc = NULL;
+	struct hb_kube_origin *o;
+	const char *ns;
+	int rc;
+
+	*out = NULL;
+	rc = opts->kubeconfig && !strcmp(opts->kubeconfig, "in-cluster")
+		     ? hb_kube_config_incluster(NULL, &kc, err)
+		     : hb_kube_config_load(opts->kubeconfig, opts->context, &kc,
+					   err);
+	if (rc)
+		return rc;
+	if (!(o = calloc(1, sizeof(*o)))) {
+		hb_kube_config_free(kc);
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	}
+	pthread_mutex_init(&o->mu, NULL);
+	pthread_cond_init(&o->cv, NULL);
+	o->evs_tail = &o->evs;
+	o->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ns = opts->ns && opts->ns[0] ? opts->ns : hb_kube_config_namespace(kc);
+	o->ns = strdup(ns ? ns : "default");
+	if (o->efd < 0 || !o->ns) {
+		rc = hb_err_set(err, HB_EIO, NULL, 0, "eventfd: %s",
+				strerror(errno));
+		goto fail;
+	}
+	if ((rc = hb_kube_new(kc, opts->client, &o->k, err)))
+		goto fail;
+	hb_kube_config_free(kc);
+	kc = NULL;
+	if (pthread_create(&o->reflector, NULL, reflect_main, o)) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0,
+				"cannot start the MPIJob watch");
+		goto fail;
+	}
+	o->started |= 1;
+	if (pthread_create(&o->worker, NULL, worker_main, o)) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0,
+				"cannot start the status worker");
+		goto fail;
+	}
+	o->started |= 2;
+	*out = o;
+	return 0;
+fail:
+	hb_kube_config_free(kc);
+	hb_origin_free(o);
+	return rc;
+}
+
+static void patches_free(struct patch *p)
+{
+	struct patch *n;
+
+	for (; p; p = n) {
+		n = p->next;
+		cJSON_Delete(p->doc);
+		free(p);
+	}
+}
+
+void hb_origin_free(struct hb_kube_origin *o)
+{
+	if (!o)
+		return;
+	atomic_store(&o->stop, 1);
+	pthread_mutex_lock(&o->mu);
+	pthread_cond_broadcast(&o->cv);
+	pthread_mutex_unlock(&o->mu);
+	if (o->started & 1)
+		pthread_join(o->reflector, NULL);
+	if (o->started & 2)
+		pthread_join(o->worker, NULL);
+	hb_origin_ev_free(o->evs);
+	patches_free(o->todo);
+	patches_free(o->staged);
+	for (size_t i = 0; i < NBUCKETS; i++)
+		for (struct ientry *e = o->index[i], *n; e; e = n) {
+			n = e->next;
+			free(e->key);
+			free(e);
+		}
+	hb_kube_free(o->k);
+	if (o->efd >= 0)
+		close(o->efd);
+	pthread_cond_destroy(&o->cv);
+	pthread_mutex_destroy(&o->mu);
+	free(o->ns);
+	free(o);
+}

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# origin_kube.test.sh - MPIJobs created by a Kubernetes user with
+# spec.runPolicy.managedBy: hpcbridge.io/gateway run on the real Slurm
+# (the sandbox: hb-kubemu, whose emulated operator leaves them alone, and
+# hpcbridged with remote.backend kubernetes).  Read and written with
+# python3-kubernetes:
+#
+#   * a managed MPIJob labelled hpcbridge.io/user=root becomes one Slurm
+#     job (tagged in its AdminComment, and in `hpcbridge jobs --all` with
+#     target slurm); its status goes Running -> Succeeded with startTime
+#     and completionTime and the Launcher's replica counts; its output is
+#     in the working directory on the Slurm side;
+#   * a failing launcher command ends Failed, the exit code in the message;
+#   * without the user label, or with an unknown user, it ends Failed with
+#     the reason, and no Slurm job;
+#   * deleting a running one cancels its Slurm job (CANCELLED);
+#   * hpcbridged killed while one runs and restarted: still exactly one
+#     Slurm job, and the status ends Succeeded;
+#   * an MPIJob without managedBy is not taken.
+#
+# usage: origin_kube.test.sh BUILD_DIR SRC_DIR
+set -euo pipefail
+
+build=$(cd "${1:?BUILD_DIR}" && pwd)
+src=$(cd "${2:?SRC_DIR}" && pwd)
+tmp=$(mktemp -d /tmp/hb-origin.XXXXXX)
+chmod 755 "$tmp"
+export HB_SANDBOX_BACKEND=kubernetes
+# shellcheck source=lib/sandbox_test.sh
+. "$src/tests/integration/lib/sandbox_test.sh"
+sandbox_test_up
+ok "sandbox up"
+kube() { /usr/bin/python3 "$src/tests/integration/lib/kube.py" "$@"; }
+work=$tmp/work
+mkdir -p "$work"
+
+# mpijob NAME COMMAND [USER|-] [MANAGED(1|0)] > the manifest (JSON)
+mpijob() {
+	/usr/bin/python3 - "$@" "$work" <<'EOF'
+import json, sys
+name, cmd, user, managed, work = sys.argv[1:6]
+labels = {'hpcbridge.io/account': 'physics'}
+if user != '-':
+    labels['hpcbridge.io/user'] = user
+job = {
+    'apiVersion': 'kubeflow.org/v2beta1', 'kind': 'MPIJob',
+    'metadata': {'name': name, 'labels': labels},
+    'spec': {
+        'slotsPerWorker': 1,
+        'runPolicy': {'cleanPodPolicy': 'None'},
+        'mpiReplicaSpecs': {
+            'Launcher': {'replicas': 1, 'template': {'spec': {
+                'containers': [{'name': 'launcher', 'image': 'busybox',
+                                'workingDir': work,
+                                'command': ['/bin/sh', '-c', cmd]}]}}},
+            'Worker': {'replicas': 1, 'template': {'spec': {
+                'containers': [{'name': 'worker',
+                                'image': 'busybox'}]}}}}}}
+if managed == '1':
+    job['spec']['runPolicy']['managedBy'] = 'hpcbridge.io/gateway'
+print(json.dumps(job))
+EOF
+}
+
+create() { # NAME COMMAND [USER] [MANAGED]
+	mpijob "$1" "$2" "${3:-root}" "${4:-1}" >"$tmp/$1.json"
+	kube create "$tmp/$1.json" >/dev/null || die "create MPIJob $1"
+}
+
+# A field of the MPIJob's status, through python3-kubernetes:
+#   cond TYPE -> the condition's "status reason message", "" when absent
+st() { # NAME EXPR(on s, the status)
+	kube status "$1" | /usr/bin/python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+def cond(t):
+    for c in s.get("conditions") or []:
+        if c["type"] == t:
+            return "%s %s %s" % (c["status"], c.get("reason", ""),
+                                 c.get("message", ""))
+    return ""
+print(eval(sys.argv[1]))' "$2"
+}
+
+# Wait until condition TYPE of NAME is True (at most 60 s).
+wait_cond() {
+	local i
+	for i in $(seq 300); do
+		case $(st "$1" "cond('$2')") in "True "*) return 0 ;; esac
+		sleep 0.2
+	done
+	return 1
+}
+
+# The Slurm job ids named NAME (every state Slurm still remembers).
+slurm_ids() {
+	scontrol -o show job 2>/dev/null |
+		sed -n "s/^JobId=\([0-9]*\) JobName=$1 .*/\1/p"
+}
+
+# 1. A managed MPIJob runs on Slurm, Running -> Succeeded.
+create hello 'echo "hello from slurm job $SLURM_JOB_ID"; sleep 4; echo bye'
+wait_cond hello Running && ok "hello: Running" ||
+	bad "hello: not Running: $(kube status hello)"
+sid=$(slurm_ids hello)
+[ "$(printf '%s\n' "$sid" | grep -c .)" = 1 ] &&
+	ok "hello: one Slurm job ($sid)" || bad "hello: Slurm jobs '$sid'"
+hb=$(field "$sid" AdminComment | sed -n 's/^hpcbridge:\(hb-[0-9]*\).*/\1/p')
+[ -n "$hb" ] && ok "hello: tagged $hb" ||
+	bad "hello: AdminComment $(field "$sid" AdminComment)"
+[ "$(field "$sid" UserId | cut -d'(' -f1)" = root ] &&
+	ok "hello: runs as the labelled user" ||
+	bad "hello: UserId $(field "$sid" UserId)"
+[ "$(field "$sid" Account)" = physics ] &&
+	ok "hello: the labelled account" ||
+	bad "hello: Account $(field "$sid" Account)"
+hpcbridge jobs --all 2>&1 | grep -E "^$hb +root +slurm " >/dev/null &&
+	ok "hello: in hpcbridge jobs, target slurm" ||
+	bad "hello: hpcbridge jobs: $(hpcbridge jobs --all 2>&1)"
+[ "$(st hello "'startTime' in s and s['replicaStatuses']['Launcher']['active']")" = 1 ] &&
+	ok "hello: startTime, Launcher active" ||
+	bad "hello: running status $(kube status hello)"
+wait_cond hello Succeeded && ok "hello: Succeeded" ||
+	bad "hello: not Succeeded: $(kube status hello)"
+[ "$(kube phase hello)" = Succeeded ] && ok "hello: last True condition Succeeded" ||
+	bad "hello: phase $(kube phase hello)"
+[ "$(st hello "bool(s.get('startTime')) and bool(s.get('completionTime')) and s['startTime'] <= s['completionTime']")" = True ] &&
+	ok "hello: startTime <= completionTime" ||
+	bad "hello: times $(kube status hello)"
+[ "$(st hello "s['replicaStatuses']['Launcher']")" = "{'active': 0, 'failed': 0, 'succeeded': 1}" ] &&
+	ok "hello: Launcher succeeded 1" || bad "hello: $(kube status hello)"
+case $(st hello "cond('Running')") in "False "*) ok "hello: Running False" ;;
+*) bad "hello: Running $(st hello "cond('Running')")" ;; esac
+[ "$(field "$sid" JobState)" = COMPLETED ] && ok "hello: Slurm COMPLETED" ||
+	bad "hello: Slurm $(field "$sid" JobState)"
+grep -qx "hello from slurm job $sid" "$work/slurm-$sid.out" 2>/dev/null &&
+	grep -qx bye "$work/slurm-$sid.out" &&
+	ok "hello: its output on the Slurm side" ||
+	bad "hello: output: $(cat "$work/slurm-$sid.out" 2>&1)"
+
+# 2. A failing launcher ends Failed with its exit code.
+create failing 'echo about to fail; sleep 1; exit 3'
+wait_cond failing Failed && ok "failing: Failed" ||
+	bad "failing: $(kube status failing)"
+case $(st failing "cond('Failed')") in
+*"exit code 3"*) ok "failing: exit code 3 in the message" ;;
+*) bad "failing: $(st failing "cond('Failed')")" ;;
+esac
+sid=$(slurm_ids failing)
+[ "$(field "$sid" JobState)" = FAILED ] && ok "failing: Slurm FAILED" ||
+	bad "failing: Slurm '$sid' $(field "$sid" JobState)"
+[ "$(st failing "s['replicaStatuses']['Launcher']['failed']")" = 1 ] &&
+	ok "failing: Launcher failed 1" || bad "failing: $(kube status failing)"
+
+# 3. No user label, an unknown user: Failed with the reason, no Slurm job.
+create nouser 'echo never' -
+create nobody-here 'echo never' no-such-user-hb
+for n in nouser:MissingUser nobody-here:UnknownUser; do
+	name=${n%%:*} reason=${n#*:}
+	if wait_cond "$name" Failed; then
+		case $(st "$name" "cond('Failed')") in
+		"True $reason "*) ok "$name: Failed, reason $reason" ;;
+		*) bad "$name: $(st "$name" "cond('Failed')")" ;;
+		esac
+	else
+		bad "$name: not Failed: $(kube status "$name")"
+	fi
+	[ -z "$(slurm_ids "$name")" ] && ok "$name: no Slurm job" ||
+		bad "$name: Slurm job $(slurm_ids "$name")"
+done
+
+# 4. An MPIJob without managedBy is not ours.
+create unmanaged 'echo operator' root 0
+sleep 2
+[ -z "$(slurm_ids unmanaged)" ] && ok "unmanaged: no Slurm job" ||
+	bad "unmanaged: Slurm job $(slurm_ids unmanaged)"
+hpcbridge jobs --all 2>&1 | grep -q " unmanaged$" &&
+	bad "unmanaged: in the gateway's table" || ok "unmanaged: not recorded"
+
+# 5. Deleting a running one cancels its Slurm job.
+create doomed 'echo started; sleep 120; echo not reached'
+wait_cond doomed Running || bad "doomed: not Running: $(kube status doomed)"
+sid=$(slurm_ids doomed)
+kube delete doomed || bad "doomed: delete failed"
+state=""
+for _ in $(seq 100); do
+	state=$(field "$sid" JobState)
+	[ "$state" = CANCELLED ] && break
+	sleep 0.2
+done
+[ "$state" = CANCELLED ] && ok "doomed: deleting the MPIJob cancelled Slurm job $sid" ||
+	bad "doomed: Slurm job '$sid' $state"
+
+# 6. hpcbridged killed while a job runs, and restarted.
+create survivor 'echo up; sleep 6; echo survived'
+wait_cond survivor Running || bad "survivor: not Running"
+dpid=$(head -c 32 "$box/hpcbridged.pid" | tr -dc 0-9)
+kill -KILL "$dpid"
+sleep 1
+bash "$src/scripts/sandbox.sh" up "$box" "$build" >/dev/null 2>"$tmp/up2.err" ||
+	die "sandbox up after the kill: $(cat "$tmp/up2.err")"
+wait_cond survivor Succeeded && ok "survivor: Succeeded after the restart" ||
+	bad "survivor: $(kube status survivor)"
+sleep 2 # a second list after the restart must not submit again
+n=$(slurm_ids survivor | grep -c . || true)
+[ "$n" = 1 ] && ok "survivor: exactly one Slurm job" ||
+	bad "survivor: $n Slurm jobs"
+n=$(slurm_ids hello | grep -c . || true)
+[ "$n" = 1 ] && ok "hello: still one Slurm job after the restart" ||
+	bad "hello: $n Slurm jobs after the restart"
+[ "$(kube phase hello)" = Succeeded ] && ok "hello: still Succeeded" ||
+	bad "hello: phase $(kube phase hello) after the restart"
+
+sandbox_test_end
+echo "all Kubernetes-origin checks passed"

@@ -1,0 +1,375 @@
+/*
+ * test_origin.c - the pure parts of the Kubernetes-origin module: which
+ * MPIJobs are ours, what is submitted for them, and the status document
+ * built from a Slurm state (checked against the real MPIJob CRD).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "hpcbridge/schema.h"
+#include "origin.h"
+#include "testutil.h"
+
+static struct hb_schema_set *crds;
+
+static const char base[] =
+	"{\"apiVersion\":\"kubeflow.org/v2beta1\",\"kind\":\"MPIJob\","
+	"\"metadata\":{\"name\":\"hello\",\"namespace\":\"default\","
+	"\"labels\":{\"hpcbridge.io/user\":\"root\","
+	"\"hpcbridge.io/account\":\"physics\"}},"
+	"\"spec\":{\"slotsPerWorker\":1,\"runPolicy\":{\"managedBy\":"
+	"\"hpcbridge.io/gateway\"},\"mpiReplicaSpecs\":{"
+	"\"Launcher\":{\"replicas\":1,\"template\":{\"spec\":{\"containers\":"
+	"[{\"name\":\"l\",\"image\":\"busybox\",\"workingDir\":\"/srv/w\","
+	"\"command\":[\"/bin/sh\",\"-c\",\"echo hi; exit 0\"]}]}}},"
+	"\"Worker\":{\"replicas\":1,\"template\":{\"spec\":{\"containers\":"
+	"[{\"name\":\"w\",\"image\":\"busybox\"}]}}}}}}";
+
+static cJSON *job(void)
+{
+	cJSON *j = cJSON_Parse(base);
+
+	assert_non_null(j);
+	return j;
+}
+
+static cJSON *labels(cJSON *j)
+{
+	return cJSON_GetObjectItem(cJSON_GetObjectItem(j, "metadata"),
+				   "labels");
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	crds = hb_test_load_crds();
+	return crds ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	hb_schema_set_free(crds);
+	return 0;
+}
+
+static void test_managed(void **state)
+{
+	cJSON *j = job(), *rp;
+
+	(void)state;
+	assert_true(hb_origin_managed(j));
+	rp = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "spec"), "runPolicy");
+	cJSON_ReplaceItemInObject(rp, "managedBy",
+				  cJSON_CreateString("kubeflow.org/"
+						     "mpi-operator"));
+	assert_false(hb_origin_managed(j));
+	cJSON_ReplaceItemInObject(rp, "managedBy", cJSON_CreateNumber(1));
+	assert_false(hb_origin_managed(j));
+	cJSON_DeleteItemFromObject(rp, "managedBy");
+	assert_false(hb_origin_managed(j));
+	assert_false(hb_origin_managed(NULL));
+	cJSON_Delete(j);
+}
+
+static void test_prepare(void **state)
+{
+	struct hb_origin_job oj;
+	struct hb_err err = { 0 };
+	cJSON *j = job();
+
+	(void)state;
+	assert_int_equal(hb_origin_prepare(j, &oj, &err), 0);
+	assert_string_equal(oj.user, "root");
+	assert_string_equal(oj.account, "physics");
+	assert_int_equal(oj.uid, 0);
+	assert_null(oj.reason);
+	assert_non_null(oj.script.data);
+	assert_int_equal(strlen(oj.script.data), oj.script.len);
+	assert_non_null(strstr(oj.script.data, "#SBATCH --account=physics\n"));
+	assert_non_null(strstr(oj.script.data, "#SBATCH --chdir=/srv/w\n"));
+	assert_non_null(strstr(oj.script.data, "#SBATCH --job-name=hello\n"));
+	assert_non_null(strstr(oj.script.data, "echo hi; exit 0"));
+	hb_origin_job_free(&oj);
+
+	/* no user label */
+	cJSON_DeleteItemFromObject(labels(j), "hpcbridge.io/user");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_origin_prepare(j, &oj, &err), HB_EPERM);
+	assert_string_equal(oj.reason, "MissingUser");
+	assert_non_null(strstr(err.msg, "hpcbridge.io/user"));
+	hb_origin_job_free(&oj);
+
+	/* an empty one is no better; an unknown user */
+	cJSON_AddStringToObject(labels(j), "hpcbridge.io/user", "");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_origin_prepare(j, &oj, &err), HB_EPERM);
+	assert_string_equal(oj.reason, "MissingUser");
+	hb_origin_job_free(&oj);
+	cJSON_ReplaceItemInObject(labels(j), "hpcbridge.io/user",
+				  cJSON_CreateString("no-such-user-hb"));
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_origin_prepare(j, &oj, &err), HB_EPERM);
+	assert_string_equal(oj.reason, "UnknownUser");
+	assert_non_null(strstr(err.msg, "no-such-user-hb"));
+	hb_origin_job_free(&oj);
+
+	/* a spec the translator refuses */
+	cJSON_ReplaceItemInObject(labels(j), "hpcbridge.io/user",
+				  cJSON_CreateString("root"));
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(j, "spec"),
+				   "mpiReplicaSpecs");
+	memset(&err, 0, sizeof(err));
+	assert_int_not_equal(hb_origin_prepare(j, &oj, &err), 0);
+	assert_string_equal(oj.reason, "InvalidSpec");
+	hb_origin_job_free(&oj);
+	cJSON_Delete(j);
+}
+
+static void test_time(void **state)
+{
+	char t[32];
+
+	(void)state;
+	hb_origin_time(1767225600123, t); /* 2026-01-01 */
+	assert_string_equal(t, "2026-01-01T00:00:00Z");
+	hb_origin_time(0, t);
+	assert_string_equal(t, "1970-01-01T00:00:00Z");
+}
+
+#define T0 1767225600000 /* created */
+#define T1 1767225605000 /* started */
+#define T2 1767225630000 /* ended */
+
+static struct hb_job_row row(const char *state, int64_t slurm_id,
+			     int64_t exit_code, const char *reason)
+{
+	struct hb_job_row r = { 0 };
+
+	r.origin = "kubernetes";
+	r.target = "slurm";
+	r.state = state;
+	r.reason = reason;
+	r.slurm_job_id = slurm_id;
+	r.exit_code = exit_code;
+	r.k8s_namespace = "default";
+	r.k8s_name = "hello";
+	r.k8s_uid = "u-1";
+	r.created_ms = T0;
+	r.updated_ms = hb_store_state_terminal(state) ? T2 : T1;
+	return r;
+}
+
+static const cJSON *st_of(const cJSON *doc)
+{
+	const cJSON *s = cJSON_GetObjectItem(doc, "status");
+
+	assert_non_null(s);
+	return s;
+}
+
+static const cJSON *cond(const cJSON *doc, const char *type)
+{
+	const cJSON *c;
+
+	cJSON_ArrayForEach (c, cJSON_GetObjectItem(st_of(doc), "conditions"))
+		if (!strcmp(cJSON_GetObjectItem(c, "type")->valuestring, type))
+			return c;
+	return NULL;
+}
+
+static const char *s_of(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItem(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int launcher(const cJSON *doc, const char *k)
+{
+	const cJSON *l = cJSON_GetObjectItem(
+		cJSON_GetObjectItem(st_of(doc), "replicaStatuses"), "Launcher");
+
+	assert_non_null(cJSON_GetObjectItem(l, k));
+	return cJSON_GetObjectItem(l, k)->valueint;
+}
+
+static int nconds(const cJSON *doc)
+{
+	return cJSON_GetArraySize(
+		cJSON_GetObjectItem(st_of(doc), "conditions"));
+}
+
+/* The status as the CRD sees it: on the MPIJob (without managedBy, which
+ * the operator's own rules would refuse). */
+static void assert_crd_valid(const cJSON *doc)
+{
+	cJSON *j = job();
+
+	cJSON_DeleteItemFromObject(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(j, "spec"),
+				    "runPolicy"),
+		"managedBy");
+	cJSON_AddItemToObject(j, "status", cJSON_Duplicate(st_of(doc), 1));
+	hb_test_assert_valid(crds, j);
+	cJSON_Delete(j);
+}
+
+static void test_status_queued(void **state)
+{
+	struct hb_job_row r = row("queued", 42, -1, NULL);
+	cJSON *d = hb_origin_status_doc(&r, 0);
+
+	(void)state;
+	assert_non_null(d);
+	assert_int_equal(nconds(d), 1);
+	assert_string_equal(s_of(cond(d, "Created"), "status"), "True");
+	assert_string_equal(s_of(cond(d, "Created"), "reason"),
+			    "MPIJobCreated");
+	assert_string_equal(s_of(cond(d, "Created"), "lastTransitionTime"),
+			    "2026-01-01T00:00:00Z");
+	assert_null(s_of(st_of(d), "startTime"));
+	assert_null(s_of(st_of(d), "completionTime"));
+	assert_int_equal(launcher(d, "active"), 0);
+	assert_int_equal(launcher(d, "succeeded"), 0);
+	assert_int_equal(launcher(d, "failed"), 0);
+	assert_crd_valid(d);
+	cJSON_Delete(d);
+	/* pending (not submitted yet) looks the same */
+	r = row("pending", -1, -1, NULL);
+	d = hb_origin_status_doc(&r, 0);
+	assert_int_equal(nconds(d), 1);
+	cJSON_Delete(d);
+}
+
+static void test_status_running(void **state)
+{
+	struct hb_job_row r = row("running", 42, -1, NULL);
+	cJSON *d = hb_origin_status_doc(&r, 0);
+
+	(void)state;
+	assert_non_null(d);
+	assert_int_equal(nconds(d), 2);
+	assert_string_equal(s_of(cond(d, "Running"), "status"), "True");
+	assert_non_null(
+		strstr(s_of(cond(d, "Running"), "message"), "Slurm as job 42"));
+	/* the row's last change is when it started */
+	assert_string_equal(s_of(st_of(d), "startTime"),
+			    "2026-01-01T00:00:05Z");
+	assert_null(s_of(st_of(d), "completionTime"));
+	assert_int_equal(launcher(d, "active"), 1);
+	assert_crd_valid(d);
+	cJSON_Delete(d);
+}
+
+static void test_status_succeeded(void **state)
+{
+	struct hb_job_row r = row("succeeded", 42, 0, NULL);
+	cJSON *d = hb_origin_status_doc(&r, T1);
+
+	(void)state;
+	assert_non_null(d);
+	assert_int_equal(nconds(d), 3);
+	assert_string_equal(s_of(cond(d, "Running"), "status"), "False");
+	assert_string_equal(s_of(cond(d, "Succeeded"), "status"), "True");
+	assert_string_equal(s_of(cond(d, "Succeeded"), "reason"),
+			    "MPIJobSucceeded");
+	assert_null(cond(d, "Failed"));
+	assert_string_equal(s_of(st_of(d), "startTime"),
+			    "2026-01-01T00:00:05Z");
+	assert_string_equal(s_of(st_of(d), "completionTime"),
+			    "2026-01-01T00:00:30Z");
+	assert_int_equal(launcher(d, "active"), 0);
+	assert_int_equal(launcher(d, "succeeded"), 1);
+	assert_int_equal(launcher(d, "failed"), 0);
+	assert_crd_valid(d);
+	cJSON_Delete(d);
+	/* never seen running (a short job between two polls): it started
+	 * no later than it ended */
+	d = hb_origin_status_doc(&r, 0);
+	assert_string_equal(s_of(st_of(d), "startTime"),
+			    "2026-01-01T00:00:30Z");
+	cJSON_Delete(d);
+}
+
+static void test_status_failed(void **state)
+{
+	struct hb_job_row r = row("failed", 42, 3, NULL);
+	cJSON *d = hb_origin_status_doc(&r, T1);
+
+	(void)state;
+	assert_non_null(d);
+	assert_string_equal(s_of(cond(d, "Failed"), "status"), "True");
+	assert_string_equal(s_of(cond(d, "Failed"), "reason"), "MPIJobFailed");
+	assert_non_null(
+		strstr(s_of(cond(d, "Failed"), "message"), "exit code 3"));
+	assert_null(cond(d, "Succeeded"));
+	assert_int_equal(launcher(d, "failed"), 1);
+	assert_int_equal(launcher(d, "succeeded"), 0);
+	assert_crd_valid(d);
+	cJSON_Delete(d);
+
+	/* cancelled on Slurm */
+	r = row("cancelled", 42, -1, "cancelled by kubernetes");
+	d = hb_origin_status_doc(&r, T1);
+	assert_string_equal(s_of(cond(d, "Failed"), "reason"),
+			    "SlurmJobCancelled");
+	assert_crd_valid(d);
+	cJSON_Delete(d);
+
+	/* Slurm refused it */
+	r = row("failed", -1, -1, "Invalid account");
+	d = hb_origin_status_doc(&r, 0);
+	assert_string_equal(s_of(cond(d, "Failed"), "reason"),
+			    "SlurmSubmitFailed");
+	assert_non_null(
+		strstr(s_of(cond(d, "Failed"), "message"), "Invalid account"));
+	assert_null(cond(d, "Running"));
+	assert_null(s_of(st_of(d), "startTime"));
+	assert_non_null(s_of(st_of(d), "completionTime"));
+	assert_int_equal(launcher(d, "failed"), 0);
+	cJSON_Delete(d);
+}
+
+static void test_status_rejected(void **state)
+{
+	struct hb_job_row r =
+		row("failed", -1, -1, "MissingUser: the MPIJob has no label");
+	cJSON *d;
+
+	(void)state;
+	r.target = "rejected";
+	d = hb_origin_status_doc(&r, 0);
+	assert_non_null(d);
+	assert_int_equal(nconds(d), 2);
+	assert_string_equal(s_of(cond(d, "Failed"), "reason"), "MissingUser");
+	assert_non_null(strstr(s_of(cond(d, "Failed"), "message"),
+			       "the MPIJob has no label"));
+	assert_null(strstr(s_of(cond(d, "Failed"), "message"), "MissingUser"));
+	assert_crd_valid(d);
+	cJSON_Delete(d);
+	/* a reason without a code keeps a generic one */
+	r.reason = "no: colon code here";
+	d = hb_origin_status_doc(&r, 0);
+	assert_string_equal(s_of(cond(d, "Failed"), "reason"), "Rejected");
+	cJSON_Delete(d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_managed),
+		cmocka_unit_test(test_prepare),
+		cmocka_unit_test(test_time),
+		cmocka_unit_test(test_status_queued),
+		cmocka_unit_test(test_status_running),
+		cmocka_unit_test(test_status_succeeded),
+		cmocka_unit_test(test_status_failed),
+		cmocka_unit_test(test_status_rejected),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
