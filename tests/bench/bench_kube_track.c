@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -84,6 +85,9 @@ static int start_emu(const char *emu)
 		return -1;
 	if (emu_pid == 0) {
 		int fd = open("/dev/null", O_WRONLY);
+
+		/* The emulator goes when the bench does, however it ends. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 
 		if (fd >= 0) {
 			dup2(fd, 1);

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -205,6 +206,9 @@ static int start_emu(const char *emu, int operator, pid_t * pid, int *port,
 		return -1;
 	if (*pid == 0) {
 		int fd = open("/dev/null", O_WRONLY);
+
+		/* The emulator goes when the bench does, however it ends. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 
 		if (fd >= 0) {
 			dup2(fd, 1);
