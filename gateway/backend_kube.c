@@ -30,6 +30,7 @@
 #include <cjson/cJSON.h>
 
 #include "hpcbridge/backend.h"
+#include "hpcbridge/doc.h"
 #include "hpcbridge/fidelity.h"
 #include "hpcbridge/jobspec.h"
 #include "hpcbridge/kube.h"
@@ -176,18 +177,6 @@ static struct kjob *take(struct kube_be *b, int64_t now, int64_t *wait_ms)
 
 /* --- reading the cluster's objects ----------------------------------- */
 
-static const cJSON *field(const cJSON *o, const char *name)
-{
-	return cJSON_GetObjectItemCaseSensitive(o, name);
-}
-
-static const char *str_field(const cJSON *o, const char *name)
-{
-	const cJSON *v = field(o, name);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /* RFC 3339 ("2026-11-21T10:00:00Z", with an optional fraction and
  * offset) to ms since the epoch; 0 when absent or malformed. */
 static int64_t time_ms(const char *s)
@@ -225,15 +214,15 @@ static enum hb_remote_phase mpijob_phase(const cJSON *status, char *msg,
 		      { "Failed", HB_REMOTE_FAILED },
 		      { "Suspended", HB_REMOTE_PENDING },
 		      { "Running", HB_REMOTE_RUNNING } };
-	const cJSON *conds = field(status, "conditions"), *c;
+	const cJSON *conds = hb_doc_get(status, "conditions"), *c;
 
 	msg[0] = '\0';
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
 		cJSON_ArrayForEach (c, conds) {
-			const char *t = str_field(c, "type");
-			const char *s = str_field(c, "status");
-			const char *r = str_field(c, "reason");
-			const char *m = str_field(c, "message");
+			const char *t = hb_doc_str(c, "type");
+			const char *s = hb_doc_str(c, "status");
+			const char *r = hb_doc_str(c, "reason");
+			const char *m = hb_doc_str(c, "message");
 
 			if (!t || !s || strcmp(t, order[i].type) ||
 			    strcmp(s, "True"))
@@ -248,13 +237,13 @@ static enum hb_remote_phase mpijob_phase(const cJSON *status, char *msg,
 /* Under mu: what an ADDED or MODIFIED MPIJob says about its job. */
 static void observe(struct kube_be *b, struct kjob *j, const cJSON *obj)
 {
-	const cJSON *st = field(obj, "status");
+	const cJSON *st = hb_doc_get(obj, "status");
 	enum hb_remote_phase p;
 
 	j->present = 1;
 	p = mpijob_phase(st, j->message, sizeof(j->message));
-	j->start_ms = time_ms(str_field(st, "startTime"));
-	j->end_ms = time_ms(str_field(st, "completionTime"));
+	j->start_ms = time_ms(hb_doc_str(st, "startTime"));
+	j->end_ms = time_ms(hb_doc_str(st, "completionTime"));
 	if (hb_remote_phase_done(j->phase))
 		return; /* reported final: it stays so */
 	j->seen = p;
@@ -307,8 +296,8 @@ static int on_event(void *ctx, const struct hb_kube_event *ev)
 		}
 		return 0;
 	}
-	meta = field(ev->object, "metadata");
-	name = str_field(meta, "name");
+	meta = hb_doc_get(ev->object, "metadata");
+	name = hb_doc_str(meta, "name");
 	if (!name || !hb_remote_id_valid(name))
 		return 0;
 	pthread_mutex_lock(&b->mu);
@@ -355,13 +344,7 @@ static void *reflect_main(void *arg)
 
 /* --- the workers ------------------------------------------------------ */
 
-/* Whether rc is worth another try later. */
-static int transient(int rc)
-{
-	return rc == HB_EUNAVAIL || rc == HB_ETIMEDOUT || rc == HB_ENOMEM ||
-	       rc == HB_EIO;
-}
-
+/* Apply the launcher runtime's ConfigMap, once. */
 static int ensure_runtime(struct kube_be *b, struct hb_err *err)
 {
 	int rc;
@@ -399,7 +382,7 @@ static int do_create(struct kube_be *b, const char *id, cJSON *manifest,
 	memset(err, 0, sizeof(*err));
 	if ((rc = hb_kube_get(b->k, &hb_kube_mpijob, b->ns, id, &have, err)))
 		return rc;
-	owner = str_field(field(field(have, "metadata"), "labels"), LABEL_ID);
+	owner = hb_doc_str(hb_doc_get(have, "metadata.labels"), LABEL_ID);
 	rc = owner && !strcmp(owner, id)
 		     ? 0
 		     : hb_err_set(err, HB_ECONFLICT, NULL, 0,
@@ -426,9 +409,9 @@ static int find_launcher(struct kube_be *b, const char *id, char *pod,
 				   NULL, err)))
 		return rc;
 	cJSON_ArrayForEach (it, items) {
-		const char *t = str_field(field(it, "metadata"),
+		const char *t = hb_doc_str(hb_doc_get(it, "metadata"),
 					  "creationTimestamp");
-		const char *bt = best ? str_field(field(best, "metadata"),
+		const char *bt = best ? hb_doc_str(hb_doc_get(best, "metadata"),
 						  "creationTimestamp")
 				      : NULL;
 
@@ -442,11 +425,11 @@ static int find_launcher(struct kube_be *b, const char *id, char *pod,
 				  "no launcher pod for %s", id);
 	}
 	snprintf(pod, size, "%s",
-		 str_field(field(best, "metadata"), "name") ?: "");
+		 hb_doc_str(hb_doc_get(best, "metadata"), "name") ?: "");
 	cs = cJSON_GetArrayItem(
-		field(field(best, "status"), "containerStatuses"), 0);
-	term = field(field(cs, "state"), "terminated");
-	ec = field(term, "exitCode");
+		hb_doc_get(best, "status.containerStatuses"), 0);
+	term = hb_doc_get(cs, "state.terminated");
+	ec = hb_doc_get(term, "exitCode");
 	if (cJSON_IsNumber(ec))
 		*code = ec->valueint;
 	cJSON_Delete(items);
@@ -497,7 +480,7 @@ static void work(struct kube_be *b, struct kjob *j)
 			cJSON_Delete(j->manifest);
 			j->manifest = NULL;
 			j->present = 1;
-		} else if (transient(rc)) {
+		} else if (hb_kube_retryable(rc)) {
 			j->want |= W_CREATE;
 			retry = 1;
 		} else if (!hb_remote_phase_done(j->phase)) {
@@ -513,7 +496,7 @@ static void work(struct kube_be *b, struct kjob *j)
 		memset(&err, 0, sizeof(err));
 		rc = hb_kube_delete(b->k, &hb_kube_mpijob, b->ns, j->id,
 				    "Background", &err);
-		if (rc && rc != HB_ENOENT && transient(rc)) {
+		if (rc && rc != HB_ENOENT && hb_kube_retryable(rc)) {
 			pthread_mutex_lock(&b->mu);
 			j->want |= W_DELETE;
 			retry = 1;
@@ -530,7 +513,7 @@ static void work(struct kube_be *b, struct kjob *j)
 			rc = read_log(b, j, pod, &err);
 		}
 		pthread_mutex_lock(&b->mu);
-		if ((w & W_FINISH) && transient(rc)) {
+		if ((w & W_FINISH) && hb_kube_retryable(rc)) {
 			j->want |= W_FINISH;
 			retry = 1;
 		} else if ((w & W_FINISH) &&
@@ -631,13 +614,10 @@ static const char *const passed_env[] = { "HPCBRIDGE_JOB_ID=",
  * first container. */
 static int launcher_env(cJSON *doc, const char *const *env)
 {
-	static const char *const path[] = { "spec",	"mpiReplicaSpecs",
-					    "Launcher", "template",
-					    "spec",	"containers" };
-	cJSON *c = doc, *list, *e;
+	cJSON *c = hb_doc_get(
+		doc, "spec.mpiReplicaSpecs.Launcher.template.spec.containers");
+	cJSON *list, *e;
 
-	for (size_t i = 0; c && i < sizeof(path) / sizeof(path[0]); i++)
-		c = cJSON_GetObjectItemCaseSensitive(c, path[i]);
 	if (!(c = cJSON_GetArrayItem(c, 0)))
 		return 0;
 	for (; env && *env; env++)

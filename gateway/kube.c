@@ -297,6 +297,12 @@ static void share_unlock(CURL *h, curl_lock_data data, void *u)
 		pthread_mutex_unlock(&k->locks[data]);
 }
 
+int hb_kube_retryable(int rc)
+{
+	return rc == HB_EUNAVAIL || rc == HB_ETIMEDOUT || rc == HB_ENOMEM ||
+	       rc == HB_EIO;
+}
+
 static int blob_dup(const struct hb_kube_blob *from, struct hb_kube_blob *to)
 {
 	if (!from->data)
@@ -1196,10 +1202,7 @@ int hb_kube_list(struct hb_kube *k, const struct hb_kube_res *res,
 
 static const char *md_str(const cJSON *obj, const char *key)
 {
-	const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(md, key);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
+	return hb_doc_str(hb_doc_get(obj, "metadata"), key);
 }
 
 int hb_kube_list_every(struct hb_kube *k, const struct hb_kube_res *res,

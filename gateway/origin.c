@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hpcbridge/backend.h"
+#include "hpcbridge/doc.h"
 #include "hpcbridge/fidelity.h"
 #include "hpcbridge/jobspec.h"
 #include "hpcbridge/log.h"
@@ -35,21 +37,9 @@
 /* Pure parts                                                          */
 /* ------------------------------------------------------------------ */
 
-static const cJSON *field(const cJSON *o, const char *name)
-{
-	return cJSON_GetObjectItemCaseSensitive(o, name);
-}
-
-static const char *str_field(const cJSON *o, const char *name)
-{
-	const cJSON *v = field(o, name);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 int hb_origin_managed(const cJSON *mpijob)
 {
-	const char *m = str_field(field(field(mpijob, "spec"), "runPolicy"),
+	const char *m = hb_doc_str(hb_doc_get(mpijob, "spec.runPolicy"),
 				  "managedBy");
 
 	return m && !strcmp(m, HB_ORIGIN_MANAGED_BY);
@@ -75,7 +65,7 @@ void hb_origin_job_free(struct hb_origin_job *j)
  * empty, too long). */
 static const char *label(const cJSON *obj, const char *key, size_t n)
 {
-	const char *v = str_field(field(field(obj, "metadata"), "labels"), key);
+	const char *v = hb_doc_str(hb_doc_get(obj, "metadata.labels"), key);
 
 	return v && v[0] && strlen(v) < n ? v : NULL;
 }
@@ -91,7 +81,7 @@ int hb_origin_prepare(const cJSON *mpijob, struct hb_origin_job *out,
 
 	memset(out, 0, sizeof(*out));
 	hb_buf_init(&out->script, SCRIPT_MAX);
-	name = str_field(field(mpijob, "metadata"), "name");
+	name = hb_doc_str(hb_doc_get(mpijob, "metadata"), "name");
 	hb_jobspec_init(&spec, name ? name : "mpijob");
 	user = label(mpijob, HB_ORIGIN_LABEL_USER, sizeof(out->user));
 	if (!user) {
@@ -314,14 +304,6 @@ struct hb_kube_origin {
 	int started; /* bit 0: reflector, bit 1: worker */
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int hb_origin_fd(const struct hb_kube_origin *o)
 {
 	return o->efd;
@@ -352,18 +334,18 @@ static int on_event(void *ctx, const struct hb_kube_event *kev)
 	if (kev->type != HB_KUBE_ADDED && kev->type != HB_KUBE_MODIFIED &&
 	    !deleted)
 		return 0;
-	meta = field(kev->object, "metadata");
-	name = str_field(meta, "name");
-	ns = str_field(meta, "namespace");
-	uid = str_field(meta, "uid");
+	meta = hb_doc_get(kev->object, "metadata");
+	name = hb_doc_str(meta, "name");
+	ns = hb_doc_str(meta, "namespace");
+	uid = hb_doc_str(meta, "uid");
 	if (!name || strlen(name) >= sizeof(ev->name))
 		return 0;
 	/* A relist's tombstone has no spec: the loop knows whether it was
 	 * ours. */
 	if (!hb_origin_managed(kev->object) &&
-	    !(deleted && !field(kev->object, "spec")))
+	    !(deleted && !hb_doc_get(kev->object, "spec")))
 		return 0;
-	if (field(meta, "deletionTimestamp"))
+	if (hb_doc_get(meta, "deletionTimestamp"))
 		deleted = 1;
 	if (!(ev = calloc(1, sizeof(*ev))))
 		return 0; /* the next relist brings it again */
@@ -432,12 +414,6 @@ void hb_origin_ev_free(struct hb_origin_ev *list)
 
 /* --- status patches: the worker's side ------------------------------ */
 
-static int transient(int rc)
-{
-	return rc == HB_EUNAVAIL || rc == HB_ETIMEDOUT || rc == HB_ENOMEM ||
-	       rc == HB_EIO;
-}
-
 /* Under mu: p's MPIJob has a patch in todo. */
 static struct patch **find_patch(struct patch **head, const struct patch *p)
 {
@@ -475,7 +451,7 @@ static void *worker_main(void *arg)
 	pthread_mutex_lock(&o->mu);
 	while (!atomic_load(&o->stop)) {
 		struct patch **pp, *p = NULL;
-		int64_t now = now_ms(), wait = 200;
+		int64_t now = hb_remote_now_ms(), wait = 200;
 		struct hb_err err = { 0 };
 		struct timespec ts;
 		int rc;
@@ -500,12 +476,12 @@ static void *worker_main(void *arg)
 		rc = hb_kube_patch_status(o->k, &hb_kube_mpijob, p->ns, p->name,
 					  p->doc, NULL, &err);
 		if (rc && rc != HB_ENOENT)
-			hb_log(transient(rc) ? HB_LOG_WARN : HB_LOG_ERROR,
+			hb_log(hb_kube_retryable(rc) ? HB_LOG_WARN : HB_LOG_ERROR,
 			       "status of MPIJob %s/%s: %s%s", p->ns, p->name,
-			       err.msg, transient(rc) ? "; will retry" : "");
+			       err.msg, hb_kube_retryable(rc) ? "; will retry" : "");
 		pthread_mutex_lock(&o->mu);
-		if (transient(rc) && !find_patch(&o->todo, p)) {
-			p->not_before = now_ms() + RETRY_MS;
+		if (hb_kube_retryable(rc) && !find_patch(&o->todo, p)) {
+			p->not_before = hb_remote_now_ms() + RETRY_MS;
 			enqueue(&o->todo, p);
 		} else {
 			cJSON_Delete(p->doc);

@@ -145,6 +145,13 @@ cJSON *hb_doc_get(const cJSON *doc, const char *path)
 	}
 }
 
+const char *hb_doc_str(const cJSON *obj, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
 /* ------------------------------------------------------------------ */
 /* Scalar typing: the YAML 1.2 core schema                             */
 /* ------------------------------------------------------------------ */

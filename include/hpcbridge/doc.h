@@ -119,4 +119,9 @@ void hb_doc_scope_end(void);
  * '.'.  "" gives doc itself.  The result is borrowed from doc. */
 struct cJSON *hb_doc_get(const struct cJSON *doc, const char *path);
 
+/* The string member key of obj (a whole key: it may contain '.', as label
+ * keys do), or NULL when obj is not an object, has no such member, or it
+ * is not a string.  Borrowed from obj. */
+const char *hb_doc_str(const struct cJSON *obj, const char *key);
+
 #endif

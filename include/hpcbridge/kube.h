@@ -50,6 +50,10 @@
 #include "hpcbridge/buf.h"
 #include "hpcbridge/error.h"
 
+/* Whether a verb's error is worth another try later, once the client's own
+ * retries are spent: unreachable, 5xx/429, timed out, out of memory, I/O. */
+int hb_kube_retryable(int rc);
+
 /* --- configuration --------------------------------------------------- */
 
 /* A resolved connection: one cluster, one user, one namespace. */

@@ -420,6 +420,18 @@ static void test_get(void **state)
 	assert_null(hb_doc_get(doc, "a."));
 	assert_null(hb_doc_get(NULL, "a"));
 	cJSON_Delete(doc);
+
+	/* hb_doc_str: a whole key, dots and all; strings only */
+	doc = parse_ok("labels: {hpcbridge.io/user: alice, n: 3}\nx: y\n");
+	assert_string_equal(
+		hb_doc_str(hb_doc_get(doc, "labels"), "hpcbridge.io/user"),
+		"alice");
+	assert_string_equal(hb_doc_str(doc, "x"), "y");
+	assert_null(hb_doc_str(hb_doc_get(doc, "labels"), "n"));
+	assert_null(hb_doc_str(doc, "labels"));
+	assert_null(hb_doc_str(doc, "missing"));
+	assert_null(hb_doc_str(NULL, "x"));
+	cJSON_Delete(doc);
 }
 
 /* ---- JSON input ---- */
