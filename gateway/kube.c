@@ -303,27 +303,6 @@ int hb_kube_retryable(int rc)
 	       rc == HB_EIO;
 }
 
-static int blob_dup(const struct hb_kube_blob *from, struct hb_kube_blob *to)
-{
-	if (!from->data)
-		return 0;
-	to->data = malloc(from->len + 1);
-	if (!to->data)
-		return HB_ENOMEM;
-	memcpy(to->data, from->data, from->len);
-	to->data[from->len] = '\0';
-	to->len = from->len;
-	return 0;
-}
-
-static void blob_wipe(struct hb_kube_blob *b)
-{
-	if (b->data)
-		explicit_bzero(b->data, b->len);
-	free(b->data);
-	b->data = NULL;
-}
-
 /*
  * tls-server-name: the URL names the server by that name (so curl checks
  * the certificate against it and sends it as SNI) and CURLOPT_CONNECT_TO
@@ -424,8 +403,8 @@ int hb_kube_new(const struct hb_kube_config *cfg,
 	k->base = strdup(cfg->server);
 	k->ns = strdup(cfg->ns ? cfg->ns : "default");
 	k->insecure = cfg->insecure;
-	if (!k->ua || !k->base || !k->ns || blob_dup(&cfg->ca, &k->ca) ||
-	    blob_dup(&cfg->cert, &k->cert) || blob_dup(&cfg->key, &k->key) ||
+	if (!k->ua || !k->base || !k->ns || hb_kube_blob_dup(&cfg->ca, &k->ca) ||
+	    hb_kube_blob_dup(&cfg->cert, &k->cert) || hb_kube_blob_dup(&cfg->key, &k->key) ||
 	    (cfg->proxy_url && !(k->proxy = strdup(cfg->proxy_url)))) {
 		rc = HB_ENOMEM;
 		goto out;
@@ -476,9 +455,9 @@ void hb_kube_free(struct hb_kube *k)
 	free(k->ua);
 	free(k->connect_to);
 	free(k->proxy);
-	blob_wipe(&k->ca);
-	blob_wipe(&k->cert);
-	blob_wipe(&k->key);
+	hb_kube_blob_free(&k->ca);
+	hb_kube_blob_free(&k->cert);
+	hb_kube_blob_free(&k->key);
 	pthread_mutex_destroy(&k->pool_mu);
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_destroy(&k->locks[i]);

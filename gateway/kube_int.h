@@ -27,6 +27,11 @@ struct hb_kube_blob {
 	char *data;
 	size_t len;
 };
+/* A copy of from into to (NUL-terminated too); nothing when from is unset.
+ * 0 or HB_ENOMEM. */
+int hb_kube_blob_dup(const struct hb_kube_blob *from, struct hb_kube_blob *to);
+/* Wipe (the bytes may be a key), free and unset. */
+void hb_kube_blob_free(struct hb_kube_blob *b);
 
 /* An exec credential plugin (users[].user.exec). */
 struct hb_kube_exec {

@@ -196,13 +196,26 @@ static void exec_free(struct hb_kube_exec *x)
 	free(x);
 }
 
-static void blob_free(struct hb_kube_blob *b)
+void hb_kube_blob_free(struct hb_kube_blob *b)
 {
 	if (b->data)
 		explicit_bzero(b->data, b->len);
 	free(b->data);
 	b->data = NULL;
 	b->len = 0;
+}
+
+int hb_kube_blob_dup(const struct hb_kube_blob *from, struct hb_kube_blob *to)
+{
+	if (!from->data)
+		return 0;
+	to->data = malloc(from->len + 1);
+	if (!to->data)
+		return HB_ENOMEM;
+	memcpy(to->data, from->data, from->len);
+	to->data[from->len] = '\0';
+	to->len = from->len;
+	return 0;
 }
 
 static void str_wipe(char *s)
@@ -221,9 +234,9 @@ void hb_kube_config_free(struct hb_kube_config *cfg)
 	free(cfg->ns);
 	free(cfg->tls_server_name);
 	free(cfg->proxy_url);
-	blob_free(&cfg->ca);
-	blob_free(&cfg->cert);
-	blob_free(&cfg->key);
+	hb_kube_blob_free(&cfg->ca);
+	hb_kube_blob_free(&cfg->cert);
+	hb_kube_blob_free(&cfg->key);
 	str_wipe(cfg->token);
 	free(cfg->token_file);
 	free(cfg->username);
@@ -1205,8 +1218,8 @@ void hb_kube_auth_free(struct hb_kube_auth *a)
 	exec_free(a->exec);
 	free(a->exec_info);
 	str_wipe(a->exec_token);
-	blob_free(&a->exec_cert);
-	blob_free(&a->exec_key);
+	hb_kube_blob_free(&a->exec_cert);
+	hb_kube_blob_free(&a->exec_key);
 	free(a);
 }
 
@@ -1225,8 +1238,8 @@ void hb_kube_creds_clear(struct hb_kube_creds *c)
 	str_wipe(c->token);
 	free(c->username);
 	str_wipe(c->password);
-	blob_free(&c->cert);
-	blob_free(&c->key);
+	hb_kube_blob_free(&c->cert);
+	hb_kube_blob_free(&c->key);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -1540,8 +1553,8 @@ static int exec_refresh(struct hb_kube_auth *a, int64_t deadline,
 		rc = HB_ENOMEM;
 		goto out;
 	}
-	blob_free(&a->exec_cert);
-	blob_free(&a->exec_key);
+	hb_kube_blob_free(&a->exec_cert);
+	hb_kube_blob_free(&a->exec_key);
 	a->exec_cert = cert;
 	a->exec_key = key;
 	cert.data = key.data = NULL;
@@ -1558,8 +1571,8 @@ out:
 			explicit_bzero(t->valuestring, strlen(t->valuestring));
 	}
 	cJSON_Delete(doc);
-	blob_free(&cert);
-	blob_free(&key);
+	hb_kube_blob_free(&cert);
+	hb_kube_blob_free(&key);
 	if (out.data)
 		explicit_bzero(out.data, out.len);
 	hb_buf_free(&out);
@@ -1567,19 +1580,6 @@ out:
 	if (rc == HB_ENOMEM)
 		hb_err_set(err, rc, NULL, 0, "out of memory");
 	return rc;
-}
-
-static int blob_copy(const struct hb_kube_blob *from, struct hb_kube_blob *to)
-{
-	if (!from->data)
-		return 0;
-	to->data = malloc(from->len + 1);
-	if (!to->data)
-		return HB_ENOMEM;
-	memcpy(to->data, from->data, from->len);
-	to->data[from->len] = '\0';
-	to->len = from->len;
-	return 0;
 }
 
 int hb_kube_auth_get(struct hb_kube_auth *a, int refresh, int64_t deadline_ms,
@@ -1612,8 +1612,8 @@ int hb_kube_auth_get(struct hb_kube_auth *a, int refresh, int64_t deadline_ms,
 		}
 		if (a->exec_token)
 			tok = a->exec_token;
-		if ((rc = blob_copy(&a->exec_cert, &out->cert)) ||
-		    (rc = blob_copy(&a->exec_key, &out->key)))
+		if ((rc = hb_kube_blob_dup(&a->exec_cert, &out->cert)) ||
+		    (rc = hb_kube_blob_dup(&a->exec_key, &out->key)))
 			goto out;
 	}
 	if ((tok && !(out->token = strdup(tok))) ||
