@@ -1176,8 +1176,10 @@ static void task_launch(struct hb_daemon *d, struct task *t)
 	}
 }
 
-static struct task *task_new(struct conn *c, enum task_kind kind,
-			     const char *id)
+/* A task for connection c, or, with c NULL, one the daemon starts itself
+ * (for a Kubernetes-origin MPIJob: actor hpcbridged, peer kubernetes). */
+static struct task *task_new(struct hb_daemon *d, struct conn *c,
+			     enum task_kind kind, const char *id)
 {
 	struct task *t = calloc(1, sizeof(*t));
 
@@ -1187,11 +1189,12 @@ static struct task *task_new(struct conn *c, enum task_kind kind,
 	t->t.done = task_done;
 	t->kind = kind;
 	t->c = c;
-	t->d = c->d;
+	t->d = d;
 	snprintf(t->id, sizeof(t->id), "%s", id);
-	t->actor_uid = c->uid;
-	snprintf(t->actor_user, sizeof(t->actor_user), "%s", c->user);
-	snprintf(t->peer, sizeof(t->peer), "%s", c->peer);
+	t->actor_uid = c ? c->uid : 0;
+	snprintf(t->actor_user, sizeof(t->actor_user), "%s",
+		 c ? c->user : "hpcbridged");
+	snprintf(t->peer, sizeof(t->peer), "%s", c ? c->peer : "kubernetes");
 	return t;
 }
 
@@ -1529,7 +1532,7 @@ static void op_submit(struct hb_daemon *d, struct conn *c, const cJSON *req)
 			&err)))
 		goto store_fail;
 
-	t = task_new(c, TASK_SUBMIT, row.id);
+	t = task_new(d, c, TASK_SUBMIT, row.id);
 	if (!t)
 		goto nomem;
 	snprintf(cm, sizeof(cm), "hpcbridge:%s target=slurm", row.id);
@@ -1622,7 +1625,7 @@ static void op_cancel(struct hb_daemon *d, struct conn *c, const cJSON *req)
 			stage_error(d, c, HB_EUNAVAIL, msg, 0);
 			goto out;
 		}
-		t = task_new(c, TASK_CANCEL, j.id);
+		t = task_new(d, c, TASK_CANCEL, j.id);
 		if (!t) {
 			stage_error(d, c, HB_ENOMEM, "out of memory", 0);
 			goto out;
@@ -2345,29 +2348,12 @@ static int remote_new(struct hb_daemon *d, struct hb_err *err)
  * reconcile_one).  Not done yet: placement in the cluster (a twin MPIJob
  * without managedBy whose status is copied back).
  */
-static struct task *origin_task(struct hb_daemon *d, enum task_kind kind,
-				const char *id)
-{
-	struct task *t = calloc(1, sizeof(*t));
-
-	if (!t)
-		return NULL;
-	t->t.run = task_run;
-	t->t.done = task_done;
-	t->kind = kind;
-	t->d = d;
-	snprintf(t->id, sizeof(t->id), "%s", id);
-	snprintf(t->actor_user, sizeof(t->actor_user), "hpcbridged");
-	snprintf(t->peer, sizeof(t->peer), "kubernetes");
-	return t;
-}
-
 /* A managed MPIJob's submit ended after its MPIJob was deleted (the row
  * is cancelled already): cancel the Slurm job it got. */
 static int origin_late_submit(struct hb_daemon *d, const struct task *t,
 			      struct hb_err *err)
 {
-	struct task *c = origin_task(d, TASK_CANCEL, t->id);
+	struct task *c = task_new(d, NULL, TASK_CANCEL, t->id);
 
 	memset(err, 0, sizeof(*err));
 	if (!c)
@@ -2453,7 +2439,7 @@ static int origin_submit(struct hb_daemon *d, const struct hb_origin_ev *ev,
 			hb_origin_job_changed(d->origin, d->st, row.id);
 		goto out;
 	}
-	if (!(t = origin_task(d, TASK_SUBMIT, row.id))) {
+	if (!(t = task_new(d, NULL, TASK_SUBMIT, row.id))) {
 		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 		goto out;
 	}
@@ -2519,7 +2505,7 @@ static int origin_cancel(struct hb_daemon *d, const char *id,
 	if (rc || hb_store_state_terminal(j.state))
 		goto out;
 	if (j.slurm_job_id >= 0 && d->be.slurm_cancel) {
-		if (!(t = origin_task(d, TASK_CANCEL, j.id))) {
+		if (!(t = task_new(d, NULL, TASK_CANCEL, j.id))) {
 			rc = hb_err_set(err, HB_ENOMEM, NULL, 0,
 					"out of memory");
 			goto out;
