@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -49,6 +50,34 @@ static BENCH_UNUSED int parse_long(const char *s, long lo, long hi, long *out)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+/* The whole file at path, NUL-terminated (caller frees), its size in
+ * *len; NULL when it cannot be read. */
+static BENCH_UNUSED char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *p;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 ||
+	    fseek(f, 0, SEEK_SET)) {
+		fclose(f);
+		return NULL;
+	}
+	p = malloc((size_t)n + 1);
+	if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
+		free(p);
+		p = NULL;
+	}
+	fclose(f);
+	if (p) {
+		p[n] = '\0';
+		*len = (size_t)n;
+	}
+	return p;
 }
 
 #endif

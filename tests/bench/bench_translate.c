@@ -52,31 +52,6 @@ static long peak_rss_kb(void)
 	return ru.ru_maxrss;
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *p;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 ||
-	    fseek(f, 0, SEEK_SET)) {
-		fclose(f);
-		return NULL;
-	}
-	p = malloc((size_t)n + 1);
-	if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
-		free(p);
-		p = NULL;
-	}
-	fclose(f);
-	if (p)
-		p[n] = '\0';
-	*len = (size_t)n;
-	return p;
-}
-
 enum mode {
 	M_READ,
 	M_PARSE,
