@@ -2,7 +2,8 @@
  * backend_local.c - the local backend: a burst job's script runs on this
  * host, as the job's user, in a session of its own.
  *
- * It stands in for the Kubernetes cluster in the sandbox and the tests.
+ * It stands in for a cluster in the tests that check the daemon's and the
+ * shadow's mechanics (HB_SANDBOX_BACKEND=local).
  * Each job lives in DIR/<id>/:
  *
  *   script     the job's script, run as is (mode 0700)

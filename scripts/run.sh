@@ -27,8 +27,8 @@ printf '\n===== examples/sbatch/mpi-hello.sh -> MPIJob\n'
 
 # The main job: a real Slurm with hpcbridge's plugins and hpcbridged (the
 # sandbox), and two unchanged sbatch scripts submitted with plain sbatch:
-# one stays on Slurm, one bursts (its remote side runs on the daemon's
-# local backend until the Kubernetes side exists).
+# one stays on Slurm, one bursts: it runs as an MPIJob on the emulated
+# Kubernetes cluster (hb-kubemu), whose launcher runs real Open MPI here.
 box=${HPCBRIDGE_SANDBOX:-/tmp/hpcbridge-sandbox}
 printf '\n===== sandbox: %s\n' "$box"
 export HB_SLURM_FIX_HOSTS=${HB_SLURM_FIX_HOSTS:-1}
