@@ -425,6 +425,7 @@ static int prep(struct hb_store *st, enum stmt_id id, sqlite3_stmt **out,
 {
 	sqlite3_stmt *s = st->stmt[id];
 
+	*out = NULL;
 	if (st->tx_lost && id != S_ROLLBACK)
 		return fail(st, err, HB_ESTORE, op,
 			    "the transaction was abandoned after an earlier "

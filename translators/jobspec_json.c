@@ -358,7 +358,7 @@ static int read_array(struct rd *r, const cJSON *v)
 	const cJSON *mr = cJSON_GetObjectItemCaseSensitive(v, "max_running");
 	const cJSON *it;
 	uint32_t n = 0;
-	uint64_t x;
+	uint64_t x = 0;
 
 	if (!cJSON_IsObject(v) || !cJSON_IsString(s) || !cJSON_IsArray(ranges))
 		return bad(r, "array", "must be {spec, ranges[, max_running]}");
@@ -440,7 +440,7 @@ static int read_chunks(struct rd *r, const cJSON *v)
 		struct hb_chunk *c = &r->spec->chunks[i++];
 		uint32_t *dst[] = { &c->count, &c->ncpus, &c->mpiprocs,
 				    &c->ompthreads, &c->ngpus };
-		uint64_t x;
+		uint64_t x = 0;
 
 		for (size_t k = 0; k < NELEM(keys); k++) {
 			if (get_uint(r,
@@ -474,7 +474,7 @@ static int read_key(struct rd *r, const cJSON *it)
 {
 	const char *key = it->string;
 	struct hb_jobspec *spec = r->spec;
-	uint64_t x;
+	uint64_t x = 0;
 	bool b;
 	int i;
 

@@ -590,7 +590,7 @@ static int chunk_res(struct ctx *c, struct pselect *p, struct hb_chunk *k,
 {
 	char *eq = strchr(e, '=');
 	const char *v;
-	uint64_t mib;
+	uint64_t mib = 0;
 	uint32_t n;
 	int rc;
 
@@ -930,7 +930,7 @@ static int res_item(struct ctx *c, char *item)
 {
 	char *eq = strchr(item, '=');
 	const char *v;
-	uint64_t mib;
+	uint64_t mib = 0;
 	int rc;
 
 	if (!eq) {
