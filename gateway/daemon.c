@@ -32,6 +32,7 @@
 
 #include "daemon.h"
 #include "hpcbridge/buf.h"
+#include "hpcbridge/file.h"
 #include "hpcbridge/log.h"
 #include "hpcbridge/backend.h"
 #include "hpcbridge/proto.h"
@@ -51,7 +52,6 @@
 /* A connection's buffers larger than this are freed once empty. */
 #define KEEP_BUF (256u * 1024)
 /* Largest configuration file read on SIGHUP. */
-#define CONFIG_MAX (4u * 1024 * 1024)
 /* How long a uid -> name lookup is cached. */
 /* Remote jobs: output bytes per poll (base64 in the reply), and how long
  * cancel waits after SIGTERM before SIGKILL. */
@@ -2220,38 +2220,6 @@ static void do_accept(struct hb_daemon *d)
 /* Configuration                                                       */
 /* ------------------------------------------------------------------ */
 
-static int read_file(const char *path, struct hb_buf *b, struct hb_err *err)
-{
-	char chunk[16384];
-	ssize_t n;
-	int fd, rc = 0;
-
-	hb_buf_init(b, CONFIG_MAX);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return hb_err_set(err, errno == ENOENT ? HB_ENOENT : HB_EIO,
-				  path, 0, "%s", strerror(errno));
-	for (;;) {
-		n = read(fd, chunk, sizeof(chunk));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = hb_err_set(err, HB_EIO, path, 0, "%s",
-					strerror(errno));
-			break;
-		}
-		if (n == 0)
-			break;
-		if ((rc = hb_buf_append(b, chunk, (size_t)n))) {
-			hb_err_set(err, rc, path, 0, "larger than %u bytes",
-				   CONFIG_MAX);
-			break;
-		}
-	}
-	close(fd);
-	return rc;
-}
-
 /* The command line's overrides, applied to a freshly parsed cfg. */
 static void apply_overrides(const struct hb_daemon *d, struct hb_config *cfg)
 {
@@ -2281,7 +2249,8 @@ static void reload(struct hb_daemon *d)
 		hb_log(HB_LOG_INFO, "SIGHUP: no configuration file to re-read");
 		return;
 	}
-	rc = read_file(d->config_path, &b, &err);
+	hb_buf_init(&b, HB_CONFIG_FILE_MAX);
+	rc = hb_file_read(d->config_path, HB_CONFIG_FILE_MAX, NULL, &b, &err);
 	if (!rc)
 		rc = hb_config_parse(b.data ? b.data : "", b.len,
 				     d->config_path, &next, &err);

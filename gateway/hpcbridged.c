@@ -16,6 +16,7 @@
 #include "slurm_backend.h"
 #include "hpcbridge/buf.h"
 #include "hpcbridge/config.h"
+#include "hpcbridge/file.h"
 #include "hpcbridge/log.h"
 
 static void usage(FILE *f)
@@ -48,34 +49,18 @@ static int read_config(const char *path, struct hb_config *cfg)
 {
 	struct hb_err err = { 0 };
 	struct hb_buf b;
-	char chunk[16384];
-	ssize_t n;
-	int fd, rc = 0;
+	int rc;
 
 	if (!path)
 		return hb_config_defaults(cfg);
-	hb_buf_init(&b, 4u * 1024 * 1024);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		fprintf(stderr, "hpcbridged: %s: %s\n", path, strerror(errno));
-		return HB_EIO;
-	}
-	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 || hb_buf_append(&b, chunk, (size_t)n)) {
-			fprintf(stderr, "hpcbridged: %s: %s\n", path,
-				n < 0 ? strerror(errno) : "file too large");
-			rc = HB_EIO;
-			break;
-		}
-	}
-	close(fd);
+	hb_buf_init(&b, HB_CONFIG_FILE_MAX);
+	rc = hb_file_read(path, HB_CONFIG_FILE_MAX, NULL, &b, &err);
 	if (!rc)
 		rc = hb_config_parse(b.data ? b.data : "", b.len, path, cfg,
 				     &err);
-	if (rc && err.msg[0])
-		fprintf(stderr, "hpcbridged: %s\n", err.msg);
+	if (rc)
+		fprintf(stderr, "hpcbridged: %s\n",
+			err.msg[0] ? err.msg : hb_strerror(rc));
 	hb_buf_free(&b);
 	return rc;
 }

@@ -78,11 +78,6 @@ int hb_kube_config_parse(const struct hb_kube_src *srcs, size_t n,
 			 const char *context, unsigned flags,
 			 struct hb_kube_config **out, struct hb_err *err);
 
-/* Read a regular file of at most max bytes into out (appended).  Errors
- * are "WHAT: PATH: reason"; what may be NULL. */
-int hb_kube_read_file(const char *path, size_t max, const char *what,
-		      struct hb_buf *out, struct hb_err *err);
-
 /* An RFC 3339 time ("2024-05-01T10:00:00Z", fractions and offsets too)
  * as seconds since the epoch.  HB_EINVAL if it is not one. */
 int hb_kube_parse_time(const char *s, int64_t *out);

@@ -30,6 +30,7 @@
 #include <cjson/cJSON.h>
 
 #include "hpcbridge/doc.h"
+#include "hpcbridge/file.h"
 #include "kube_int.h"
 
 extern char **environ;
@@ -53,68 +54,6 @@ int64_t hb_kube_now_ms(void)
 static char *xstrdup(const char *s)
 {
 	return s ? strdup(s) : NULL;
-}
-
-/* ------------------------------------------------------------ files */
-
-int hb_kube_read_file(const char *path, size_t max, const char *what,
-		      struct hb_buf *out, struct hb_err *err)
-{
-	char tmp[8192];
-	struct stat st;
-	size_t start = out->len, total = 0;
-	int fd, rc = 0;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0) {
-		rc = errno == ENOENT   ? HB_ENOENT
-		     : errno == EACCES ? HB_EPERM
-				       : HB_EIO;
-		return hb_err_set(err, rc, NULL, 0, "%s%s%s: %s",
-				  what ? what : "", what ? ": " : "", path,
-				  strerror(errno));
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		rc = hb_err_set(err, HB_EINVAL, NULL, 0,
-				"%s%s%s: not a regular file", what ? what : "",
-				what ? ": " : "", path);
-		goto out;
-	}
-	for (;;) {
-		ssize_t n = read(fd, tmp, sizeof(tmp));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = hb_err_set(err, HB_EIO, NULL, 0, "%s%s%s: %s",
-					what ? what : "", what ? ": " : "",
-					path, strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		total += (size_t)n;
-		if (total > max) {
-			rc = hb_err_set(err, HB_ETOOBIG, NULL, 0,
-					"%s%s%s: larger than %zu bytes",
-					what ? what : "", what ? ": " : "",
-					path, max);
-			goto out;
-		}
-		rc = hb_buf_append(out, tmp, (size_t)n);
-		if (rc) {
-			hb_err_set(err, rc, NULL, 0, "%s: %s", path,
-				   hb_strerror(rc));
-			goto out;
-		}
-	}
-out:
-	if (rc && out->data) {
-		out->len = start;
-		out->data[start] = '\0';
-	}
-	close(fd);
-	return rc;
 }
 
 /* ------------------------------------------------------------- time */
@@ -381,7 +320,7 @@ static int get_pem(const struct where *w, const cJSON *obj,
 		snprintf(what, sizeof(what), "%s: %s%s%s", w->file, w->path,
 			 w->path[0] ? "." : "", file_key);
 		if (!(w->flags & HB_KUBE_NO_FILES))
-			rc = hb_kube_read_file(path, HB_KUBE_FILE_MAX, what, &b,
+			rc = hb_file_read(path, HB_KUBE_FILE_MAX, what, &b,
 					       w->err);
 		free(path);
 		if (rc)
@@ -781,7 +720,7 @@ static int load_user(struct hb_kube_config *c, const struct ent *e,
 			 w.path);
 		hb_buf_init(&b, HB_KUBE_FILE_MAX);
 		if (!(flags & HB_KUBE_NO_FILES))
-			rc = hb_kube_read_file(c->token_file, HB_KUBE_FILE_MAX,
+			rc = hb_file_read(c->token_file, HB_KUBE_FILE_MAX,
 					       what, &b, err);
 		if (b.data)
 			explicit_bzero(b.data, b.len);
@@ -952,7 +891,7 @@ int hb_kube_config_load(const char *paths, const char *context,
 			goto out;
 		}
 		hb_buf_init(&bufs[n], HB_DOC_MAX);
-		rc = hb_kube_read_file(p, HB_DOC_MAX, NULL, &bufs[n], &e);
+		rc = hb_file_read(p, HB_DOC_MAX, NULL, &bufs[n], &e);
 		if (rc == HB_ENOENT) {
 			hb_buf_free(&bufs[n]);
 			rc = 0;
@@ -994,7 +933,7 @@ static int read_trimmed(const char *path, const char *what, char **out,
 	int rc;
 
 	hb_buf_init(&b, HB_KUBE_FILE_MAX);
-	rc = hb_kube_read_file(path, HB_KUBE_FILE_MAX, what, &b, err);
+	rc = hb_file_read(path, HB_KUBE_FILE_MAX, what, &b, err);
 	if (rc) {
 		hb_buf_free(&b);
 		return rc;
@@ -1043,7 +982,7 @@ int hb_kube_config_incluster(const char *root, struct hb_kube_config **out,
 		goto out;
 	snprintf(path, sizeof(path), "%s/ca.crt", root);
 	hb_buf_init(&b, HB_KUBE_FILE_MAX);
-	if ((rc = hb_kube_read_file(path, HB_KUBE_FILE_MAX,
+	if ((rc = hb_file_read(path, HB_KUBE_FILE_MAX,
 				    "service account CA", &b, err)))
 		goto out;
 	c->ca.len = b.len;

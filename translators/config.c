@@ -377,6 +377,25 @@ static const struct setting table[] = {
      .reloadable = 1,
      .help = "The most the job_submit plugin waits for a decision, in "
 	     "milliseconds; past it the job stays on Slurm."},
+    {.path = "placement.policy",
+     .type = HB_CFG_STRING,
+     .off = F(placement_policy),
+     .def = NULL,
+     .nullable = 1,
+     .check = C_ABSPATH,
+     .reloadable = 1,
+     .help = "The placement policy file (docs/placement.md); null: a "
+	     "policy made from placement.default_target and "
+	     "placement.partitions."},
+    {.path = "placement.refresh_s",
+     .type = HB_CFG_UINT,
+     .off = F(placement_refresh_s),
+     .def = "30",
+     .min = 1,
+     .max = 3600,
+     .reloadable = 1,
+     .help = "How often the daemon asks Slurm for its partitions' "
+	     "expected start times and idle nodes, in seconds."},
     {.path = "placement.default_target",
      .type = HB_CFG_ENUM,
      .off = F(default_target),

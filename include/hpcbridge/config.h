@@ -94,7 +94,9 @@ struct hb_config {
 	/* job_submit plugin */
 	uint32_t plugin_timeout_ms; /* the most a submission waits */
 
-	/* Placement (the interim rules) */
+	/* Placement */
+	const char *placement_policy;	  /* policy file, or NULL */
+	uint32_t placement_refresh_s;	  /* Slurm estimates, seconds */
 	const char *default_target;	  /* "slurm" | "kubernetes" */
 	struct hb_kv *placement_partitions; /* partition -> target */
 	uint32_t nplacement_partitions;
