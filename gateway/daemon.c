@@ -39,6 +39,7 @@
 #include "hpcbridge/rules.h"
 #include "hpcbridge/store.h"
 #include "origin.h"
+#include "decider.h"
 #include "pool.h"
 
 #ifndef HB_VERSION
@@ -140,6 +141,7 @@ struct hb_daemon {
 	struct hb_daemon_backend be;
 	struct hb_backend *remote;     /* where burst jobs run */
 	struct hb_kube_origin *origin; /* managed MPIJobs (origin.c), or NULL */
+	struct hb_decider *dc;	       /* placement (decider.c) */
 	int epfd, lfd, sfd;
 	struct watch wl, ws, wp, wo;
 	struct conn *conns; /* doubly linked */
@@ -797,14 +799,16 @@ static void op_decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 {
 	const char *user, *account, *partition, *name, *target, *script;
 	const cJSON *options, *jobspec, *argv, *env;
-	struct hb_rules_input in = { 0 };
+	struct hb_decider_job job = { 0 };
+	struct hb_decider_out dec = { 0 };
 	struct hb_job_row row = { 0 };
-	struct hb_decision dec;
+	struct hb_proxy proxy;
 	struct req_err e = { 0 };
 	struct hb_err err = { 0 };
 	cJSON *inputs = NULL, *src = NULL, *detail = NULL, *r = NULL, *p;
 	char *inputs_s = NULL, *src_s = NULL, script_buf[2 * 4096 + 128];
 	char cm[96];
+	const char *tname;
 	int64_t uid, tl;
 	int rc;
 
@@ -830,17 +834,32 @@ static void op_decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	get_str(req, "script", HB_PROTO_MAX_PAYLOAD, 0, &script, &e);
 	get_strv(req, "argv", &argv, &e);
 	get_strv(req, "env", &env, &e);
+	if (!e.code && !hb_rules_target_valid(target)) {
+		snprintf(e.msg, sizeof(e.msg),
+			 "target: '%.60s' is not auto, slurm or kubernetes",
+			 target);
+		e.code = HB_EINVAL;
+	}
 	if (e.code) {
 		stage_error(d, c, e.code, e.msg, 0);
 		return;
 	}
-	in.partition = partition;
-	in.target = target;
-	in.time_limit_min = hb_rules_time_limit(tl);
-	if ((rc = hb_rules_decide(&d->cfg, &in, &dec, &err))) {
+	job.user = user;
+	job.account = account;
+	job.partition = partition;
+	job.name = name;
+	job.target = target;
+	job.time_limit_min = hb_rules_time_limit(tl);
+	job.jobspec = jobspec;
+	job.seq = (uint64_t)hb_remote_now_ms(); /* the pilot's sample key */
+	if ((rc = hb_decider_decide(d->dc, &job, job.seq / 1000, &dec,
+				    &err))) {
 		stage_error(d, c, rc, err.msg, 0);
 		return;
 	}
+	tname = dec.target == HB_DECIDE_KUBE	? "kubernetes"
+		: dec.target == HB_DECIDE_SLURM ? "slurm"
+						: "rejected";
 
 	/* what the decision was made from (no script, no environment) */
 	inputs = cJSON_CreateObject();
@@ -853,10 +872,13 @@ static void op_decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	add_str_or_null(inputs, "account", account);
 	add_str_or_null(inputs, "partition", partition);
 	add_str_or_null(inputs, "target", target);
-	add_int_or_null(inputs, "time_limit_min", in.time_limit_min);
+	add_int_or_null(inputs, "time_limit_min", job.time_limit_min);
 	if (add_copy(inputs, "options", options))
 		goto nomem;
 	cJSON_AddStringToObject(inputs, "rule", dec.rule);
+	if (!cJSON_AddItemToObject(inputs, "placement",
+				   cJSON_Parse(dec.doc)))
+		goto nomem;
 	inputs_s = cJSON_PrintUnformatted(inputs);
 	src_s = cJSON_PrintUnformatted(src);
 	if (!inputs_s || !src_s)
@@ -865,8 +887,9 @@ static void op_decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	if ((rc = txn(d, &err)))
 		goto store_fail;
 	row.origin = "slurm";
-	row.target = dec.target;
-	row.state = "pending";
+	row.target = tname;
+	/* a rejected job never reaches Slurm: it ends here */
+	row.state = dec.target == HB_DECIDE_REJECT ? "failed" : "pending";
 	row.user = user;
 	row.uid = uid;
 	row.account = account;
@@ -878,11 +901,13 @@ static void op_decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	row.exit_code = -1;
 	if ((rc = hb_store_job_add(d->st, &row, &err)))
 		goto store_fail;
-	if ((rc = hb_store_decision_add(d->st, row.id, dec.target, inputs_s,
-					dec.reason, "interim-rules", &err)))
+	if ((rc = hb_store_decision_add(d->st, row.id, tname, inputs_s,
+					dec.explanation,
+					hb_decider_policy_name(d->dc), &err)))
 		goto store_fail;
-	cJSON_AddStringToObject(detail, "target", dec.target);
+	cJSON_AddStringToObject(detail, "target", tname);
 	cJSON_AddStringToObject(detail, "rule", dec.rule);
+	cJSON_AddStringToObject(detail, "why", dec.why);
 	cJSON_AddStringToObject(detail, "for_user", user);
 	if ((rc = audit(d, c->uid, c->user, c->peer, "decide", row.id, detail,
 			&err)))
@@ -892,19 +917,19 @@ static void op_decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	if (!r)
 		goto nomem;
 	cJSON_AddStringToObject(r, "id", row.id);
-	cJSON_AddStringToObject(r, "target", dec.target);
+	cJSON_AddStringToObject(r, "target", tname);
 	cJSON_AddStringToObject(r, "reason", dec.reason);
-	if (!strcmp(dec.target, "kubernetes")) {
+	if (dec.target == HB_DECIDE_KUBE) {
+		hb_rules_proxy(&d->cfg, job.time_limit_min, &proxy);
 		p = cJSON_AddObjectToObject(r, "proxy");
 		if (!p)
 			goto nomem;
-		cJSON_AddStringToObject(p, "partition", dec.proxy_partition);
-		if (dec.proxy_time_limit_min != HB_RULES_NO_LIMIT)
-			cJSON_AddNumberToObject(
-				p, "time_limit_min",
-				(double)dec.proxy_time_limit_min);
-		cJSON_AddNumberToObject(p, "cpus", dec.proxy_cpus);
-		cJSON_AddNumberToObject(p, "mem_mb", dec.proxy_mem_mb);
+		cJSON_AddStringToObject(p, "partition", proxy.partition);
+		if (proxy.time_limit_min != HB_RULES_NO_LIMIT)
+			cJSON_AddNumberToObject(p, "time_limit_min",
+						(double)proxy.time_limit_min);
+		cJSON_AddNumberToObject(p, "cpus", proxy.cpus);
+		cJSON_AddNumberToObject(p, "mem_mb", proxy.mem_mb);
 		if (hb_rules_proxy_script(&d->cfg, row.id, script_buf,
 					  sizeof(script_buf)))
 			goto nomem; /* cannot happen: both paths fit PATH_MAX */
@@ -912,12 +937,12 @@ static void op_decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 		snprintf(cm, sizeof(cm), "hpcbridge:%s kubernetes", row.id);
 		cJSON_AddStringToObject(p, "comment", cm);
 	}
-	snprintf(cm, sizeof(cm), "hpcbridge:%s target=%s", row.id, dec.target);
+	snprintf(cm, sizeof(cm), "hpcbridge:%s target=%s", row.id, tname);
 	cJSON_AddStringToObject(r, "admin_comment", cm);
 	d->ndecisions++;
 	hb_logf(HB_LOG_DEBUG,
 		(struct hb_log_field[]){ HB_LOG_STR("job", row.id),
-					 HB_LOG_STR("target", dec.target),
+					 HB_LOG_STR("target", tname),
 					 HB_LOG_STR("user", user) },
 		3, "decided: %s", dec.reason);
 	stage_reply(d, c, r, 1, 0);
@@ -931,6 +956,7 @@ store_fail:
 	stage_error(d, c, rc == HB_EINVAL || rc == HB_ETOOBIG ? rc : HB_ESTORE,
 		    err.msg[0] ? err.msg : "the state store failed", 0);
 out:
+	hb_decider_out_free(&dec);
 	cJSON_Delete(inputs);
 	cJSON_Delete(src);
 	cJSON_Delete(detail);
@@ -2275,6 +2301,16 @@ static void reload(struct hb_daemon *d)
 		hb_config_free(&next);
 		return;
 	}
+	if ((rc = hb_decider_reload(d->dc, &next, &err))) {
+		hb_logf(HB_LOG_ERROR,
+			(struct hb_log_field[]){
+				HB_LOG_STR("config", d->config_path) },
+			1,
+			"reload refused, the running configuration stays: %s",
+			err.msg);
+		hb_config_free(&next);
+		return;
+	}
 	hb_config_free(&d->cfg);
 	d->cfg = next;
 	apply_config(d);
@@ -2708,6 +2744,8 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 
 	if ((rc = make_parent(d->cfg.daemon_state, 0750, err)))
 		goto fail;
+	if ((rc = hb_decider_new(&d->cfg, &d->dc, err)))
+		goto fail;
 	if ((rc = hb_store_open(d->cfg.daemon_state, &d->st, err)))
 		goto fail;
 	if ((rc = remote_new(d, err)))
@@ -2955,6 +2993,7 @@ void hb_daemon_free(struct hb_daemon *d)
 		close(d->epfd);
 	hb_origin_free(d->origin); /* after the pool: done() may publish */
 	hb_store_close(d->st);
+	hb_decider_free(d->dc);
 	hb_config_free(&d->cfg);
 	free(d->config_path);
 	free(d->socket_path);

@@ -637,7 +637,9 @@ static void capability(struct ctx *c, int side, const struct hb_capability *cap,
 	if (want && hb_gpu_is_mig(want)) {
 		for (uint32_t i = 0; i < cap->nmig; i++)
 			if (hb_policy_gpu_ok(c->pol, want, cap->mig[i])) {
-				a->gpu_type = cap->mig[i];
+				a->gpu_type = strcmp(cap->mig[i], HB_GPU_ANY)
+						      ? cap->mig[i]
+						      : want;
 				return;
 			}
 		block(c, side, HB_PF_MIG, in->gpus_per_node, 0, want);
@@ -678,7 +680,7 @@ static void capability(struct ctx *c, int side, const struct hb_capability *cap,
 		if (!best)
 			block(c, side, HB_PF_GPU_TYPE, in->gpus_per_node, 0,
 			      want);
-		a->gpu_type = best;
+		a->gpu_type = best && !strcmp(best, HB_GPU_ANY) ? want : best;
 	}
 }
 

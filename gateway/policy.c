@@ -676,6 +676,10 @@ static int gpu_name(struct rd *r, const cJSON *at, const char *path,
 	size_t n = strlen(s);
 	char *c;
 
+	if (!strcmp(s, HB_GPU_ANY)) { /* any type at all */
+		*out = HB_GPU_ANY;
+		return 0;
+	}
 	for (size_t i = 0; i < n; i++)
 		if (!isalnum((unsigned char)s[i]) && s[i] != '.' &&
 		    s[i] != '_' && s[i] != '-')
@@ -1021,7 +1025,8 @@ static int get_cap(struct rd *r, const cJSON *obj, const char *path,
 	    (rc = get_bool(r, obj, path, "rdma", &cap->rdma)))
 		return rc;
 	for (uint32_t i = 0; i < cap->nmig; i++)
-		if (!hb_gpu_is_mig(cap->mig[i]))
+		if (strcmp(cap->mig[i], HB_GPU_ANY) &&
+		    !hb_gpu_is_mig(cap->mig[i]))
 			return fail(r, member(obj, "mig"), join(p, path, "mig"),
 				    "'%s' is not a MIG profile (like 1g.10gb)",
 				    cap->mig[i]);
@@ -1766,7 +1771,7 @@ bool hb_policy_gpu_ok(const struct hb_policy *pol, const char *want,
 {
 	const char *mw, *mh;
 
-	if (!want)
+	if (!want || !strcmp(have, HB_GPU_ANY))
 		return true;
 	if (!strcasecmp(want, have))
 		return true;

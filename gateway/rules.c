@@ -1,5 +1,5 @@
 /*
- * rules.c - the interim placement rules.
+ * rules.c - the proxy job of a burst job (rules.h).
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -16,75 +16,26 @@ int64_t hb_rules_time_limit(int64_t minutes)
 	return minutes;
 }
 
-static int is_target(const char *s)
+int hb_rules_target_valid(const char *t)
 {
-	return !strcmp(s, "slurm") || !strcmp(s, "kubernetes");
+	return !t || !*t || !strcmp(t, "auto") || !strcmp(t, "slurm") ||
+	       !strcmp(t, "kubernetes");
 }
 
-/* The static spelling of a target, so decisions never borrow input. */
-static const char *target_const(const char *s)
+void hb_rules_proxy(const struct hb_config *cfg, int64_t time_limit_min,
+		    struct hb_proxy *out)
 {
-	return !strcmp(s, "kubernetes") ? "kubernetes" : "slurm";
-}
+	int64_t lim = hb_rules_time_limit(time_limit_min);
 
-int hb_rules_decide(const struct hb_config *cfg,
-		    const struct hb_rules_input *in, struct hb_decision *out,
-		    struct hb_err *err)
-{
-	const char *opt = in->target, *part = in->partition, *mapped;
-	int64_t lim;
-
-	memset(out, 0, sizeof(*out));
-	if (opt && *opt && strcmp(opt, "auto") && !is_target(opt))
-		return hb_err_set(err, HB_EINVAL, NULL, 0,
-				  "target: '%.60s' is not auto, slurm or "
-				  "kubernetes",
-				  opt);
-	if (part && !*part)
-		part = NULL;
-	mapped = part ? hb_kv_get(cfg->placement_partitions,
-				  cfg->nplacement_partitions, part)
-		      : NULL;
-	if (opt && is_target(opt)) {
-		out->target = target_const(opt);
-		out->rule = "option";
-		snprintf(out->reason, sizeof(out->reason),
-			 "the job asks for %s (--hpcbridge-target)",
-			 out->target);
-	} else if (mapped) {
-		out->target = target_const(mapped);
-		out->rule = "partition";
-		snprintf(out->reason, sizeof(out->reason),
-			 "partition %.100s maps to %s", part, out->target);
-	} else {
-		out->target = target_const(
-			cfg->default_target ? cfg->default_target : "slurm");
-		out->rule = "default";
-		if (part)
-			snprintf(out->reason, sizeof(out->reason),
-				 "partition %.100s is not mapped; the default "
-				 "target is %s",
-				 part, out->target);
-		else
-			snprintf(out->reason, sizeof(out->reason),
-				 "no partition given; the default target is "
-				 "%s",
-				 out->target);
-	}
-	out->proxy_time_limit_min = HB_RULES_NO_LIMIT;
-	if (strcmp(out->target, "kubernetes"))
-		return 0;
-	out->proxy_partition = cfg->burst_partition;
-	out->proxy_cpus = 1;
-	out->proxy_mem_mb = cfg->proxy_mem_mb;
-	lim = hb_rules_time_limit(in->time_limit_min);
+	out->partition = cfg->burst_partition;
+	out->cpus = 1;
+	out->mem_mb = cfg->proxy_mem_mb;
 	if (lim != HB_RULES_NO_LIMIT) {
 		lim += cfg->proxy_grace_min;
 		if (lim > HB_RULES_MAX_LIMIT)
 			lim = HB_RULES_MAX_LIMIT;
 	}
-	out->proxy_time_limit_min = lim;
-	return 0;
+	out->time_limit_min = lim;
 }
 
 /* Append s single-quoted for sh at buf[*n]; false if it does not fit. */

@@ -651,6 +651,10 @@ int hb_plugin_decision_parse(const cJSON *reply, struct hb_plugin_decision *d,
 	if (target && !strcmp(target, "slurm")) {
 		d->target = HB_PLUGIN_SLURM;
 		rc = 0;
+	} else if (target && !strcmp(target, "rejected")) {
+		d->target = HB_PLUGIN_REJECTED;
+		rc = d->reason ? 0
+			       : perr(err, "a rejection without a \"reason\"");
 	} else if (target && !strcmp(target, "kubernetes")) {
 		d->target = HB_PLUGIN_KUBERNETES;
 		rc = parse_proxy(

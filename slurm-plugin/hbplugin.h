@@ -131,7 +131,11 @@ int hb_decide_wanted(const job_desc_msg_t *jd);
 struct cJSON *hb_decide_request(const job_desc_msg_t *jd, const char *user,
 				struct hb_err *err);
 
-enum hb_plugin_target { HB_PLUGIN_SLURM = 1, HB_PLUGIN_KUBERNETES = 2 };
+enum hb_plugin_target {
+	HB_PLUGIN_SLURM = 1,
+	HB_PLUGIN_KUBERNETES = 2,
+	HB_PLUGIN_REJECTED = 3 /* the policy refuses the job: reason says why */
+};
 
 /* The daemon's answer, checked.  Strings are borrowed from the reply. */
 struct hb_plugin_decision {

@@ -164,6 +164,18 @@ static void tell_user(char **err_msg, const struct hb_plugin_decision *d)
 	*err_msg = slurm_xstrdup(msg);
 }
 
+/* Tell the user why the policy refused the job (sbatch prints it). */
+static void reject(char **err_msg, const struct hb_plugin_decision *d)
+{
+	char msg[600];
+
+	if (!err_msg || *err_msg)
+		return;
+	snprintf(msg, sizeof(msg), "hpcbridge: job %s rejected: %s", d->id,
+		 d->reason);
+	*err_msg = slurm_xstrdup(msg);
+}
+
 int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 {
 	struct hb_err err = { 0 };
@@ -172,7 +184,7 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 	char *user = NULL;
 	char name[72];
 	int64_t t0;
-	int rc;
+	int rc, ret = SLURM_SUCCESS;
 
 	(void)submit_uid;
 	if (!hb_decide_wanted(job_desc))
@@ -203,6 +215,15 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 		       job_desc->user_id, err.msg);
 		goto out;
 	}
+	if (d.target == HB_PLUGIN_REJECTED) {
+		hb_log(HB_LOG_INFO,
+		       "%s: job '%s' of uid %" PRIu32 " rejected: %s (%" PRId64
+		       " ms)",
+		       d.id, name, job_desc->user_id, d.reason, now_ms() - t0);
+		reject(err_msg, &d);
+		ret = ESLURM_ACCESS_DENIED;
+		goto out;
+	}
 	rc = hb_plugin_decision_apply(job_desc, &d, &slurm_alloc, &err);
 	if (rc) {
 		hb_log(HB_LOG_ERROR,
@@ -227,7 +248,7 @@ out:
 	cJSON_Delete(reply);
 	cJSON_Delete(req);
 	free(user);
-	return SLURM_SUCCESS;
+	return ret;
 }
 
 /* 22.05: job_modify(job_desc, job_record_t *, submit_uid); the record

@@ -74,6 +74,9 @@ struct hb_rates {
 };
 
 /* What a side (or one partition) can run.  0 means "not limited". */
+/* In gpu_types or mig: a side that runs any type ("*"). */
+#define HB_GPU_ANY "*"
+
 struct hb_capability {
 	uint32_t max_nodes;	/* nodes one job may use */
 	uint32_t node_cpus;	/* CPUs of one node */

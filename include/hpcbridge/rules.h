@@ -1,19 +1,12 @@
 /*
- * rules.h - the interim placement rules: where a job submitted to Slurm
- * runs, until cost, deadline and data-locality policies arrive.
+ * rules.h - the proxy job: what a job sent to Kubernetes becomes on
+ * Slurm, shaped by the slurm.* settings: the burst partition, 1 CPU,
+ * slurm.proxy_mem_mb, the job's own time limit plus
+ * slurm.proxy_grace_min, and a script that runs "hpcbridge shadow ID".
+ * Where a job runs is decided by the placement engine (placement.h,
+ * gateway/decider.h).
  *
- * In order:
- *   1. an explicit target from the job (sbatch --hpcbridge-target=slurm or
- *      kubernetes); "auto", "" or none defers to the next rules;
- *   2. the job's partition in placement.partitions;
- *   3. placement.default_target.
- * A job sent to Kubernetes becomes a proxy job on Slurm, shaped by the
- * slurm.* settings: the burst partition, 1 CPU, slurm.proxy_mem_mb, the
- * job's own time limit plus slurm.proxy_grace_min, and a script that runs
- * "hpcbridge shadow ID".
- *
- * Pure: no I/O, no allocation; the same input and configuration always
- * give the same decision.
+ * Pure: no I/O, no allocation.
  */
 #ifndef HPCBRIDGE_RULES_H
 #define HPCBRIDGE_RULES_H
@@ -31,31 +24,22 @@
  * Slurm's NO_VAL). */
 #define HB_RULES_MAX_LIMIT 0xfffffffdLL
 
-struct hb_rules_input {
-	const char *partition;	/* NULL or "": the cluster's default */
-	const char *target;	/* "auto", "slurm", "kubernetes", "" or NULL */
-	int64_t time_limit_min; /* HB_RULES_NO_LIMIT when none */
+/* A burst job's proxy.  partition is borrowed from the configuration. */
+struct hb_proxy {
+	const char *partition;
+	int64_t time_limit_min; /* HB_RULES_NO_LIMIT: none */
+	uint32_t cpus;
+	uint32_t mem_mb;
 };
 
-struct hb_decision {
-	const char *target; /* "slurm" or "kubernetes" (static) */
-	const char *rule;   /* "option", "partition" or "default" (static) */
-	char reason[256];   /* "partition gpu maps to kubernetes" */
-	/* The proxy job, when target is kubernetes.  proxy_partition is
-	 * borrowed from the configuration. */
-	const char *proxy_partition;
-	int64_t proxy_time_limit_min; /* HB_RULES_NO_LIMIT: none */
-	uint32_t proxy_cpus;
-	uint32_t proxy_mem_mb;
-};
+/* The proxy of a job whose time limit is time_limit_min (read with
+ * hb_rules_time_limit()). */
+void hb_rules_proxy(const struct hb_config *cfg, int64_t time_limit_min,
+		    struct hb_proxy *out);
 
-/*
- * Decide for in under cfg.  HB_EINVAL (err names the value) for a target
- * that is none of the accepted words.  out is filled on success.
- */
-int hb_rules_decide(const struct hb_config *cfg,
-		    const struct hb_rules_input *in, struct hb_decision *out,
-		    struct hb_err *err);
+/* Whether a --hpcbridge-target value is one of auto, slurm, kubernetes
+ * (NULL and "" mean auto). */
+int hb_rules_target_valid(const char *target);
 
 /* A job's time limit as it should be read: values that mean "none"
  * become HB_RULES_NO_LIMIT. */

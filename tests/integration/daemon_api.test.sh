@@ -245,7 +245,7 @@ call '{"op":"decide","user":"alice","uid":1000,"account":"physics",
 [ "$rc" = 0 ] && ok || bad "decide gpu: $(cat "$tmp/reply")"
 kid=$(grep -oE '"id":"hb-[0-9]+"' "$tmp/reply" | cut -d'"' -f4)
 [ -n "$kid" ] && ok || bad "decide returns an id"
-has '"target":"kubernetes"' && has '"reason":"partition gpu maps to kubernetes"' &&
+has '"target":"kubernetes"' && has '"reason":"rule placement.partitions\[gpu\] prefers Kubernetes"' &&
 	ok || bad "decide gpu target"
 has '"proxy":\{"partition":"cloud","time_limit_min":63,"cpus":1,"mem_mb":80,' &&
 	ok || bad "proxy fields: $(cat "$tmp/reply")"
@@ -258,7 +258,7 @@ has "\"admin_comment\":\"hpcbridge:$kid target=kubernetes\"" && ok ||
 	"slurm|kubernetes|pending|alice|1000|physics|gpu|train" ] && ok ||
 	bad "job row: $(sql "SELECT * FROM jobs WHERE id='$kid'")"
 [ "$(sql "SELECT target,policy FROM decisions WHERE job_id='$kid'")" = \
-	"kubernetes|interim-rules" ] && ok || bad "decision row"
+	"kubernetes|placement.partitions" ] && ok || bad "decision row"
 [ "$(sql "SELECT action,actor_uid,actor_user FROM events WHERE job_id='$kid'")" = \
 	"decide|0|root" ] && ok || bad "event row"
 sql "SELECT jobspec FROM jobs WHERE id='$kid'" | grep -q 'srun ./a.out' &&

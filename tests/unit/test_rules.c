@@ -1,6 +1,6 @@
 /*
- * test_rules.c - the interim placement rules: option, partition map,
- * default; the proxy's shape and time limit.
+ * test_rules.c - the proxy job: its shape and time limit, its script,
+ * and the --hpcbridge-target values.
  */
 #include <string.h>
 
@@ -17,10 +17,7 @@ static int setup(void **state)
 				   "  proxy_mem_mb: 96\n"
 				   "  proxy_grace_min: 7\n"
 				   "placement:\n"
-				   "  default_target: slurm\n"
-				   "  partitions:\n"
-				   "    gpu: kubernetes\n"
-				   "    cpu: slurm\n";
+				   "  default_target: slurm\n";
 	struct hb_err err = { 0 };
 
 	(void)state;
@@ -36,122 +33,59 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void decide(const char *part, const char *target, int64_t lim,
-		   struct hb_decision *d)
+static void test_proxy_shape(void **state)
 {
-	struct hb_rules_input in = { .partition = part,
-				     .target = target,
-				     .time_limit_min = lim };
-	struct hb_err err = { 0 };
-
-	if (hb_rules_decide(&cfg, &in, d, &err))
-		fail_msg("%s", err.msg);
-}
-
-static void test_partition_map(void **state)
-{
-	struct hb_decision d;
-
-	(void)state;
-	decide("gpu", NULL, 60, &d);
-	assert_string_equal(d.target, "kubernetes");
-	assert_string_equal(d.rule, "partition");
-	assert_string_equal(d.reason, "partition gpu maps to kubernetes");
-	assert_string_equal(d.proxy_partition, "cloud");
-	assert_int_equal(d.proxy_cpus, 1);
-	assert_int_equal(d.proxy_mem_mb, 96);
-	assert_int_equal(d.proxy_time_limit_min, 67);
-
-	decide("cpu", "auto", 60, &d);
-	assert_string_equal(d.target, "slurm");
-	assert_string_equal(d.rule, "partition");
-	assert_string_equal(d.reason, "partition cpu maps to slurm");
-	/* no proxy for Slurm */
-	assert_null(d.proxy_partition);
-	assert_int_equal(d.proxy_mem_mb, 0);
-	assert_int_equal(d.proxy_time_limit_min, HB_RULES_NO_LIMIT);
-}
-
-static void test_option_wins(void **state)
-{
-	struct hb_decision d;
-	struct hb_err err = { 0 };
-	struct hb_rules_input in = { .partition = "gpu", .target = "k8s" };
-
-	(void)state;
-	decide("gpu", "slurm", 60, &d);
-	assert_string_equal(d.target, "slurm");
-	assert_string_equal(d.rule, "option");
-	assert_string_equal(d.reason,
-			    "the job asks for slurm (--hpcbridge-target)");
-	decide("cpu", "kubernetes", 10, &d);
-	assert_string_equal(d.target, "kubernetes");
-	assert_string_equal(d.rule, "option");
-	assert_int_equal(d.proxy_time_limit_min, 17);
-	decide(NULL, "kubernetes", 10, &d);
-	assert_string_equal(d.target, "kubernetes");
-
-	/* anything else is refused, naming it */
-	assert_int_equal(hb_rules_decide(&cfg, &in, &d, &err), HB_EINVAL);
-	assert_string_equal(err.msg,
-			    "target: 'k8s' is not auto, slurm or kubernetes");
-	in.target = "Slurm";
-	assert_int_equal(hb_rules_decide(&cfg, &in, &d, NULL), HB_EINVAL);
-}
-
-static void test_default(void **state)
-{
-	struct hb_decision d;
+	struct hb_proxy p;
 	struct hb_config k;
-	struct hb_rules_input in = { .partition = "batch",
-				     .time_limit_min = 30 };
 	static const char text[] = "placement: {default_target: kubernetes}\n";
 
 	(void)state;
-	decide("batch", NULL, 60, &d);
-	assert_string_equal(d.target, "slurm");
-	assert_string_equal(d.rule, "default");
-	assert_string_equal(d.reason, "partition batch is not mapped; the "
-				      "default target is slurm");
-	decide(NULL, "", 60, &d);
-	assert_string_equal(d.reason,
-			    "no partition given; the default target is slurm");
-	decide("", "auto", 60, &d);
-	assert_string_equal(d.rule, "default");
+	hb_rules_proxy(&cfg, 60, &p);
+	assert_string_equal(p.partition, "cloud");
+	assert_int_equal(p.cpus, 1);
+	assert_int_equal(p.mem_mb, 96);
+	assert_int_equal(p.time_limit_min, 67);
 
+	/* defaults: burst, 64 MiB, 5 minutes of grace */
 	assert_int_equal(
 		hb_config_parse(text, strlen(text), "k.yaml", &k, NULL), 0);
-	assert_int_equal(hb_rules_decide(&k, &in, &d, NULL), 0);
-	assert_string_equal(d.target, "kubernetes");
-	assert_string_equal(d.rule, "default");
-	/* defaults: burst, 64 MiB, 5 minutes of grace */
-	assert_string_equal(d.proxy_partition, "burst");
-	assert_int_equal(d.proxy_mem_mb, 64);
-	assert_int_equal(d.proxy_time_limit_min, 35);
+	hb_rules_proxy(&k, 30, &p);
+	assert_string_equal(p.partition, "burst");
+	assert_int_equal(p.mem_mb, 64);
+	assert_int_equal(p.time_limit_min, 35);
 	hb_config_free(&k);
+}
+
+static void test_targets(void **state)
+{
+	(void)state;
+	assert_true(hb_rules_target_valid(NULL));
+	assert_true(hb_rules_target_valid(""));
+	assert_true(hb_rules_target_valid("auto"));
+	assert_true(hb_rules_target_valid("slurm"));
+	assert_true(hb_rules_target_valid("kubernetes"));
+	assert_false(hb_rules_target_valid("k8s"));
+	assert_false(hb_rules_target_valid("Slurm"));
+	assert_false(hb_rules_target_valid("slurm "));
 }
 
 static void test_time_limits(void **state)
 {
-	struct hb_decision d;
+	static const int64_t none[] = { HB_RULES_NO_LIMIT, 0, -5,
+					0xfffffffeLL, 0xffffffffLL };
+	struct hb_proxy p;
 
 	(void)state;
 	/* none: absent, 0, negative, Slurm's NO_VAL and INFINITE */
-	decide("gpu", NULL, HB_RULES_NO_LIMIT, &d);
-	assert_int_equal(d.proxy_time_limit_min, HB_RULES_NO_LIMIT);
-	decide("gpu", NULL, 0, &d);
-	assert_int_equal(d.proxy_time_limit_min, HB_RULES_NO_LIMIT);
-	decide("gpu", NULL, -5, &d);
-	assert_int_equal(d.proxy_time_limit_min, HB_RULES_NO_LIMIT);
-	decide("gpu", NULL, 0xfffffffeLL, &d);
-	assert_int_equal(d.proxy_time_limit_min, HB_RULES_NO_LIMIT);
-	decide("gpu", NULL, 0xffffffffLL, &d);
-	assert_int_equal(d.proxy_time_limit_min, HB_RULES_NO_LIMIT);
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+		hb_rules_proxy(&cfg, hb_rules_time_limit(none[i]), &p);
+		assert_int_equal(p.time_limit_min, HB_RULES_NO_LIMIT);
+	}
 	/* 1 minute, and a grace that would pass NO_VAL is capped */
-	decide("gpu", NULL, 1, &d);
-	assert_int_equal(d.proxy_time_limit_min, 8);
-	decide("gpu", NULL, HB_RULES_MAX_LIMIT - 1, &d);
-	assert_int_equal(d.proxy_time_limit_min, HB_RULES_MAX_LIMIT);
+	hb_rules_proxy(&cfg, 1, &p);
+	assert_int_equal(p.time_limit_min, 8);
+	hb_rules_proxy(&cfg, HB_RULES_MAX_LIMIT - 1, &p);
+	assert_int_equal(p.time_limit_min, HB_RULES_MAX_LIMIT);
 	assert_int_equal(hb_rules_time_limit(0), HB_RULES_NO_LIMIT);
 	assert_int_equal(hb_rules_time_limit(60), 60);
 }
@@ -183,9 +117,8 @@ static void test_proxy_script(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_partition_map),
-		cmocka_unit_test(test_option_wins),
-		cmocka_unit_test(test_default),
+		cmocka_unit_test(test_proxy_shape),
+		cmocka_unit_test(test_targets),
 		cmocka_unit_test(test_time_limits),
 		cmocka_unit_test(test_proxy_script),
 	};

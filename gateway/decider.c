@@ -1,0 +1,395 @@
+/*
+ * decider.c - the daemon's placement: policy, warm snapshot, and one
+ * engine decision per job.  See decider.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "decider.h"
+#include "hpcbridge/doc.h"
+#include "hpcbridge/file.h"
+#include "hpcbridge/jobspec.h"
+#include "hpcbridge/placement.h"
+#include "hpcbridge/policy.h"
+#include "hpcbridge/rules.h"
+#include "hpcbridge/translate.h"
+
+/* Largest policy file read. */
+#define POLICY_MAX (4u * 1024 * 1024)
+/* Most partitions a refresh looks at. */
+#define MAX_PARTS 256
+/* The name of a policy made from the configuration. */
+#define BUILT_IN "placement.partitions"
+
+/* What a refresh learnt of one partition, kept with its instant so that
+ * a wait can be aged at each decision. */
+struct part_seen {
+	char name[64];
+	bool wait_known, idle_known;
+	int64_t start; /* Unix seconds the probe would start */
+	uint32_t idle_nodes;
+};
+
+struct hb_decider {
+	struct hb_policy pol;
+	char *policy_name;
+	struct hb_snapshot snap;
+	struct part_seen *seen;
+	size_t nseen;
+	/* the partitions a refresh asks about (names owned here) */
+	char *parts[MAX_PARTS];
+	const char *part_view[MAX_PARTS];
+	size_t nparts;
+};
+
+/* ---------------------------------------------------------- policy */
+
+static int add_rule(cJSON *rules, const char *partition, const char *target)
+{
+	char name[160];
+	cJSON *r = cJSON_CreateObject();
+
+	snprintf(name, sizeof(name), BUILT_IN "[%s]", partition);
+	if (!r || !cJSON_AddItemToArray(rules, r)) {
+		cJSON_Delete(r);
+		return HB_ENOMEM;
+	}
+	return cJSON_AddStringToObject(r, "name", name) &&
+			       cJSON_AddStringToObject(r, "partition",
+						       partition) &&
+			       cJSON_AddStringToObject(r, "prefer", target)
+		       ? 0
+		       : HB_ENOMEM;
+}
+
+/*
+ * The policy the simple settings mean: a rule per mapped partition that
+ * prefers its side, defaults that prefer placement.default_target, no
+ * costs and no capacity limits (any GPU type, MIG profile, shards and
+ * RDMA on Kubernetes too), --hpcbridge-target obeyed.
+ */
+static int built_in(const struct hb_config *cfg, struct hb_buf *out)
+{
+	cJSON *p = cJSON_CreateObject(), *defs, *k, *rules;
+	int rc = HB_ENOMEM;
+
+	if (!p || !cJSON_AddNumberToObject(p, "version", 1) ||
+	    !(defs = cJSON_AddObjectToObject(p, "defaults")) ||
+	    !cJSON_AddStringToObject(defs, "prefer", cfg->default_target) ||
+	    !(k = cJSON_AddObjectToObject(p, "kubernetes")) ||
+	    !cJSON_AddStringToObject(k, "namespace",
+				     cfg->namespace ? cfg->namespace
+						    : "default") ||
+	    !cJSON_AddStringToObject(k, "gpu_types", HB_GPU_ANY) ||
+	    !cJSON_AddStringToObject(k, "mig", HB_GPU_ANY) ||
+	    !cJSON_AddTrueToObject(k, "shards") ||
+	    !cJSON_AddTrueToObject(k, "rdma") ||
+	    !(rules = cJSON_AddArrayToObject(p, "rules")))
+		goto out;
+	for (uint32_t i = 0; i < cfg->nplacement_partitions; i++)
+		if (add_rule(rules, cfg->placement_partitions[i].key,
+			     cfg->placement_partitions[i].value))
+			goto out;
+	rc = hb_doc_write_json(p, out);
+out:
+	cJSON_Delete(p);
+	return rc;
+}
+
+static int load_policy(const struct hb_config *cfg, struct hb_policy *pol,
+		       char **name, struct hb_err *err)
+{
+	const char *path = cfg->placement_policy;
+	struct hb_buf b;
+	int rc;
+
+	hb_buf_init(&b, POLICY_MAX);
+	if (path)
+		rc = hb_file_read(path, POLICY_MAX, "placement.policy", &b,
+				  err);
+	else if ((rc = built_in(cfg, &b)))
+		hb_err_set(err, rc, NULL, 0, "placement: %s",
+			   hb_strerror(rc));
+	if (!rc)
+		rc = hb_policy_parse(b.data, b.len, path ? path : BUILT_IN,
+				     pol, err);
+	hb_buf_free(&b);
+	if (!rc && !(*name = strdup(path ? path : BUILT_IN))) {
+		hb_policy_free(pol);
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	}
+	return rc;
+}
+
+/* Remember a partition for the refresh (at most MAX_PARTS). */
+static void want_part(struct hb_decider *dc, const char *name)
+{
+	if (!name || !*name || strlen(name) >= sizeof(dc->seen->name))
+		return;
+	for (size_t i = 0; i < dc->nparts; i++)
+		if (!strcmp(dc->parts[i], name))
+			return;
+	if (dc->nparts == MAX_PARTS)
+		return;
+	if (!(dc->parts[dc->nparts] = strdup(name)))
+		return;
+	dc->part_view[dc->nparts] = dc->parts[dc->nparts];
+	dc->nparts++;
+}
+
+static void forget_parts(struct hb_decider *dc)
+{
+	for (size_t i = 0; i < dc->nparts; i++)
+		free(dc->parts[i]);
+	dc->nparts = 0;
+}
+
+static void want_policy_parts(struct hb_decider *dc)
+{
+	for (uint32_t i = 0; i < dc->pol.npartitions; i++)
+		want_part(dc, dc->pol.partitions[i].name);
+}
+
+int hb_decider_new(const struct hb_config *cfg, struct hb_decider **out,
+		   struct hb_err *err)
+{
+	struct hb_decider *dc = calloc(1, sizeof(*dc));
+	int rc;
+
+	*out = NULL;
+	if (!dc)
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	if ((rc = load_policy(cfg, &dc->pol, &dc->policy_name, err))) {
+		free(dc);
+		return rc;
+	}
+	hb_snapshot_init(&dc->snap, (int64_t)time(NULL));
+	want_policy_parts(dc);
+	*out = dc;
+	return 0;
+}
+
+int hb_decider_reload(struct hb_decider *dc, const struct hb_config *cfg,
+		      struct hb_err *err)
+{
+	struct hb_policy pol = { 0 };
+	char *name = NULL;
+	int rc = load_policy(cfg, &pol, &name, err);
+
+	if (rc)
+		return rc;
+	hb_policy_free(&dc->pol);
+	free(dc->policy_name);
+	dc->pol = pol;
+	dc->policy_name = name;
+	forget_parts(dc);
+	want_policy_parts(dc);
+	for (size_t i = 0; i < dc->nseen; i++)
+		want_part(dc, dc->seen[i].name);
+	return 0;
+}
+
+void hb_decider_free(struct hb_decider *dc)
+{
+	if (!dc)
+		return;
+	hb_policy_free(&dc->pol);
+	hb_snapshot_free(&dc->snap);
+	free(dc->policy_name);
+	free(dc->seen);
+	forget_parts(dc);
+	free(dc);
+}
+
+const char *hb_decider_policy_name(const struct hb_decider *dc)
+{
+	return dc->policy_name;
+}
+
+/* ------------------------------------------------------- snapshot */
+
+int hb_decider_set_slurm(struct hb_decider *dc,
+			 const struct hb_decider_part *parts, size_t n,
+			 int64_t now)
+{
+	struct part_seen *v = n ? calloc(n, sizeof(*v)) : NULL;
+
+	if (n && !v)
+		return HB_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(v[i].name, parts[i].name, sizeof(v[i].name));
+		v[i].name[sizeof(v[i].name) - 1] = '\0';
+		v[i].wait_known = parts[i].wait_known;
+		v[i].start = now + (parts[i].wait > 0 ? parts[i].wait : 0);
+		v[i].idle_known = parts[i].idle_known;
+		v[i].idle_nodes = parts[i].idle_nodes;
+	}
+	free(dc->seen);
+	dc->seen = v;
+	dc->nseen = n;
+	return 0;
+}
+
+/* Bring the snapshot to instant now: each partition's wait is what is
+ * left of it. */
+static int age(struct hb_decider *dc, int64_t now)
+{
+	int rc;
+
+	dc->snap.now = now;
+	for (size_t i = 0; i < dc->nseen; i++) {
+		const struct part_seen *p = &dc->seen[i];
+		struct hb_snap_partition *sp;
+		int64_t wait = p->start > now ? p->start - now : 0;
+
+		if ((rc = hb_snapshot_set_partition(&dc->snap, p->name, wait,
+						    0, p->idle_nodes)))
+			return rc;
+		sp = (struct hb_snap_partition *)hb_snapshot_partition(
+			&dc->snap, p->name);
+		sp->wait_known = p->wait_known;
+		sp->idle_known = p->idle_known;
+	}
+	return 0;
+}
+
+size_t hb_decider_partitions(const struct hb_decider *dc,
+			     const char *const **names)
+{
+	*names = dc->part_view;
+	return dc->nparts;
+}
+
+cJSON *hb_decider_state(struct hb_decider *dc, int64_t now)
+{
+	if (age(dc, now))
+		return NULL;
+	return hb_snapshot_to_json(&dc->snap);
+}
+
+/* ------------------------------------------------------- decisions */
+
+void hb_decider_out_free(struct hb_decider_out *out)
+{
+	free(out->explanation);
+	cJSON_free(out->doc);
+	out->explanation = NULL;
+	out->doc = NULL;
+}
+
+/* The job as the engine sees it: the jobspec Slurm resolved, with the
+ * request's identity over it. */
+static int read_job(const struct hb_decider_job *job, struct hb_jobspec *spec,
+		    struct hb_err *err)
+{
+	int rc;
+
+	if (job->jobspec) {
+		if ((rc = hb_jobspec_from_json(job->jobspec, spec, err)))
+			return rc;
+	} else {
+		spec->nodes_min = spec->nodes_max = 1;
+		spec->ntasks = 1;
+	}
+	if (!spec->time_limit && job->time_limit_min != HB_RULES_NO_LIMIT)
+		spec->time_limit = (uint64_t)job->time_limit_min * 60;
+	return 0;
+}
+
+/* Why, from the explanation's first line ("decision: kubernetes (queue
+ * q): WHY" or "decision: reject: WHY"): the one line a user sees. */
+static void first_line(const char *text, char *out, size_t size)
+{
+	const char *nl = strchr(text, '\n');
+	const char *end = nl ? nl : text + strlen(text);
+	const char *p = text;
+	size_t n;
+
+	if (!strncmp(p, "decision: ", 10)) {
+		const char *colon = memchr(p + 10, ':', (size_t)(end - p - 10));
+
+		p = colon && colon[1] == ' ' ? colon + 2 : p + 10;
+	}
+	n = (size_t)(end - p);
+	if (n >= size)
+		n = size - 1;
+	memcpy(out, p, n);
+	out[n] = '\0';
+}
+
+static int32_t local_offset(int64_t now)
+{
+	time_t t = (time_t)now;
+	struct tm tm;
+
+	return localtime_r(&t, &tm) ? (int32_t)tm.tm_gmtoff : 0;
+}
+
+int hb_decider_decide(struct hb_decider *dc, const struct hb_decider_job *job,
+		      int64_t now, struct hb_decider_out *out,
+		      struct hb_err *err)
+{
+	struct hb_jobspec spec;
+	struct hb_place_input in;
+	struct hb_place_result res;
+	struct hb_buf text;
+	cJSON *doc = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	hb_jobspec_init(&spec, "job_desc");
+	hb_buf_init(&text, 1u << 20);
+	if ((rc = read_job(job, &spec, err)) || (rc = age(dc, now)))
+		goto out;
+	dc->snap.utc_offset = local_offset(now);
+	if ((rc = hb_place_input_from_jobspec(&dc->pol, &spec, now,
+					      dc->snap.utc_offset, &in, err)))
+		goto out;
+	in.user = job->user;
+	in.account = job->account && *job->account ? job->account : NULL;
+	in.partition = job->partition && *job->partition ? job->partition
+							 : in.partition;
+	in.name = job->name;
+	in.seq = job->seq;
+	if (job->target && !strcmp(job->target, "slurm"))
+		in.requested = HB_SIDE_SLURM;
+	else if (job->target && !strcmp(job->target, "kubernetes"))
+		in.requested = HB_SIDE_KUBE;
+	if ((rc = hb_place_decide(&dc->pol, &dc->snap, &in, &res))) {
+		hb_err_set(err, rc, NULL, 0, "the job has no nodes or CPUs");
+		goto out;
+	}
+	rc = HB_ENOMEM;
+	if (hb_place_explain(&dc->pol, &in, &res, &text) ||
+	    !(doc = hb_place_to_json(&dc->pol, &in, &res)) ||
+	    !(out->doc = cJSON_PrintUnformatted(doc)) ||
+	    !(out->explanation = strdup(text.data ? text.data : ""))) {
+		hb_err_set(err, rc, NULL, 0, "out of memory");
+		goto out;
+	}
+	out->target = res.target == HB_PLACE_SLURM  ? HB_DECIDE_SLURM
+		      : res.target == HB_PLACE_KUBE ? HB_DECIDE_KUBE
+						    : HB_DECIDE_REJECT;
+	snprintf(out->why, sizeof(out->why), "%s", hb_place_why_name(res.why));
+	snprintf(out->rule, sizeof(out->rule), "%s", res.rule->name);
+	first_line(out->explanation, out->reason, sizeof(out->reason));
+	want_part(dc, in.partition);
+	/* The spend is counted in memory; a batch whose commit fails leaves
+	 * it counted (an over-estimate, on the safe side of a budget). */
+	if ((rc = hb_place_commit(&in, &res, &dc->snap))) {
+		hb_err_set(err, rc, NULL, 0, "spend: %s", hb_strerror(rc));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (rc)
+		hb_decider_out_free(out);
+	cJSON_Delete(doc);
+	hb_buf_free(&text);
+	hb_jobspec_free(&spec);
+	return rc;
+}

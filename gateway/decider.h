@@ -1,0 +1,103 @@
+/*
+ * decider.h - the daemon's placement: the policy in force, a warm
+ * snapshot of both sides, and one decision per job with the placement
+ * engine (placement.h), the same engine "hpcbridge explain" runs.
+ *
+ * The policy is placement.policy, or, when that is null, one made from
+ * placement.default_target and placement.partitions (a rule per mapped
+ * partition that prefers its side, and defaults that prefer the default
+ * target), so that every decision goes through the engine.
+ *
+ * The snapshot holds what the daemon last learnt: each Slurm partition's
+ * expected start and idle nodes (hb_decider_set_slurm(), from a periodic
+ * refresh on a worker) and what each account has spent, which every
+ * decision adds to (hb_place_commit).  Kubernetes capacity is not
+ * measured yet: the policy's default wait stands for it.
+ *
+ * Loop thread only: nothing here locks.
+ */
+#ifndef HPCBRIDGE_DECIDER_H
+#define HPCBRIDGE_DECIDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hpcbridge/config.h"
+#include "hpcbridge/error.h"
+
+struct cJSON;
+struct hb_decider;
+
+/* Load the policy cfg names (or make one from cfg).  Errors name the
+ * file, line and key of the policy. */
+int hb_decider_new(const struct hb_config *cfg, struct hb_decider **out,
+		   struct hb_err *err);
+/* The same for a reloaded configuration: on error the running policy
+ * stays.  The snapshot is kept. */
+int hb_decider_reload(struct hb_decider *dc, const struct hb_config *cfg,
+		      struct hb_err *err);
+void hb_decider_free(struct hb_decider *dc); /* NULL is fine */
+
+/* The policy's name for humans: its file, or "placement.partitions". */
+const char *hb_decider_policy_name(const struct hb_decider *dc);
+
+/* One job to place.  Strings are borrowed for the call. */
+struct hb_decider_job {
+	const char *user, *account, *partition, *name;
+	const char *target;	     /* "slurm", "kubernetes", "auto" or NULL */
+	int64_t time_limit_min;	     /* HB_RULES_NO_LIMIT: none */
+	const struct cJSON *jobspec; /* what Slurm resolved; NULL: a job
+				      * of one node and one CPU */
+	uint64_t seq;		     /* the job's number, for the pilot */
+};
+
+enum hb_decider_target {
+	HB_DECIDE_SLURM = 0,
+	HB_DECIDE_KUBE = 1,
+	HB_DECIDE_REJECT = 2
+};
+
+struct hb_decider_out {
+	int target;	   /* enum hb_decider_target */
+	char why[32];	   /* hb_place_why_name() */
+	char rule[128];	   /* the rule that applied */
+	char reason[256];  /* one line for the user */
+	char *explanation; /* every line, '\n'-separated (malloc) */
+	char *doc;	   /* hb_place_to_json(), unformatted (malloc) */
+};
+void hb_decider_out_free(struct hb_decider_out *out);
+
+/*
+ * Decide for job at Unix time now, and charge its estimated cost to the
+ * account's spend.  HB_EINVAL (err names the field) for a jobspec that
+ * does not read or a deadline that does not parse; HB_ENOMEM.
+ */
+int hb_decider_decide(struct hb_decider *dc, const struct hb_decider_job *job,
+		      int64_t now, struct hb_decider_out *out,
+		      struct hb_err *err);
+
+/* One Slurm partition as a refresh saw it. */
+struct hb_decider_part {
+	char name[64];
+	bool wait_known;
+	int64_t wait; /* seconds from the refresh to a probe job's start */
+	bool idle_known;
+	uint32_t idle_nodes;
+};
+
+/* Replace the Slurm side of the snapshot (taken at now). */
+int hb_decider_set_slurm(struct hb_decider *dc,
+			 const struct hb_decider_part *parts, size_t n,
+			 int64_t now);
+
+/* The partitions a refresh should look at: the policy's, and those jobs
+ * were submitted to.  Borrowed; valid until the next decide or reload. */
+size_t hb_decider_partitions(const struct hb_decider *dc,
+			     const char *const **names);
+
+/* The snapshot in use, as "hpcbridge explain --state" reads it, with its
+ * instant set to now.  NULL when out of memory. */
+struct cJSON *hb_decider_state(struct hb_decider *dc, int64_t now);
+
+#endif
