@@ -45,4 +45,12 @@ int hb_cli_load_config(const char *path, struct hb_config *cfg,
  * frees with cJSON_Delete(). */
 struct cJSON *hb_cli_id_request(const char *op, const char *id);
 
+/* Send req (taken) to the daemon: its socket from socket, else
+ * $HPCBRIDGE_SOCKET, else the configuration (config, $HPCBRIDGE_CONFIG or
+ * the system file).  0 with *reply set when the reply says ok; otherwise
+ * the error is printed, prefixed "hpcbridge CMD: ", and an exit code is
+ * returned. */
+int hb_cli_call(const char *cmd, const char *socket, const char *config,
+		struct cJSON *req, struct cJSON **reply);
+
 #endif

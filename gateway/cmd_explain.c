@@ -4,8 +4,8 @@
  *
  * explain reads the policy, a snapshot of the world (--state) and the
  * job, and runs the same engine the daemon runs.  Without --state it
- * would ask the live daemon for its snapshot; until the daemon serves
- * one, it says so and stops.
+ * asks the live daemon ("placement" op) for its snapshot and, unless
+ * --policy is given, the policy it decides with.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -32,7 +32,7 @@ extern char **environ;
 #define MAX_OPTIONS 256
 
 struct opts {
-	const char *policy, *state, *user;
+	const char *policy, *state, *user, *socket, *config;
 	int json, dump, use_env;
 	uint64_t seq;
 	const char *options[MAX_OPTIONS];
@@ -43,21 +43,27 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: hpcbridge explain [OPTIONS] SCRIPT|MANIFEST\n"
-		"       hpcbridge explain --state FILE --dump-state\n"
+		"       hpcbridge explain [--state FILE] [--json] "
+		"--dump-state\n"
 		"\n"
 		"Say where a job would run (Slurm, Kubernetes, or "
 		"nowhere) and why:\n"
 		"every side's start, finish, cost and feasibility, the "
 		"rule that applied\nand each factor.\n"
 		"\n"
-		"  -p, --policy FILE   placement policy "
-		"(default " DEFAULT_POLICY ")\n"
+		"  -p, --policy FILE   placement policy (default: the "
+		"daemon's; with --state\n"
+		"                      " DEFAULT_POLICY ")\n"
 		"  -s, --state FILE    a snapshot of queues, capacity, data "
 		"sizes and spend\n"
 		"                      (docs/placement.md); without it the "
 		"live daemon is asked\n"
+		"      --socket PATH   the daemon's socket (default: "
+		"$HPCBRIDGE_SOCKET, else\n"
+		"                      daemon.socket of --config FILE)\n"
 		"  -j, --json          the decision as JSON\n"
-		"      --dump-state    write the snapshot in use and stop\n"
+		"      --dump-state    write the snapshot in use (the "
+		"daemon's, or --state's) and stop\n"
 		"  -u, --user NAME     the submitting user (default: the "
 		"job's, else $USER)\n"
 		"      --seq N         the submission counter, for the "
@@ -84,6 +90,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "seq", required_argument, NULL, 'S' },
 		{ "option", required_argument, NULL, 'O' },
 		{ "no-env", no_argument, NULL, 'E' },
+		{ "socket", required_argument, NULL, 'K' },
+		{ "config", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -131,6 +139,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'E':
 			o->use_env = 0;
+			break;
+		case 'K':
+			o->socket = optarg;
+			break;
+		case 'c':
+			o->config = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -192,13 +206,52 @@ static int write_doc(const cJSON *doc, int json)
 	return rc;
 }
 
-static int live_unavailable(void)
+/*
+ * The live daemon's policy (unless --policy names one) and snapshot, over
+ * its socket.  Prints the error and returns an exit code on failure.
+ */
+static int load_live(const struct opts *o, struct hb_policy *pol,
+		     struct hb_snapshot *snap)
 {
-	fprintf(stderr,
-		"hpcbridge explain: the live mode asks hpcbridged for its "
-		"snapshot, and this daemon does not serve one yet; give "
-		"--state FILE (a snapshot: see docs/placement.md)\n");
-	return HB_EXIT_REMOTE;
+	struct hb_err err = { 0 };
+	cJSON *req = cJSON_CreateObject(), *reply = NULL;
+	const cJSON *state, *name, *text;
+	char *s = NULL;
+	int rc;
+
+	if (req && !cJSON_AddStringToObject(req, "op", "placement")) {
+		cJSON_Delete(req);
+		req = NULL;
+	}
+	if ((rc = hb_cli_call("explain", o->socket, o->config, req, &reply)))
+		return rc;
+	state = cJSON_GetObjectItemCaseSensitive(reply, "state");
+	name = cJSON_GetObjectItemCaseSensitive(reply, "policy");
+	text = cJSON_GetObjectItemCaseSensitive(reply, "policy_text");
+	if (!cJSON_IsObject(state) || !cJSON_IsString(name) ||
+	    !cJSON_IsString(text)) {
+		fprintf(stderr, "hpcbridge explain: the daemon's reply has no "
+				"policy or state\n");
+		rc = HB_EXIT_REMOTE;
+		goto out;
+	}
+	rc = HB_EXIT_INPUT;
+	if (!(s = cJSON_PrintUnformatted(state)) ||
+	    hb_snapshot_parse(s, strlen(s), "hpcbridged", snap, &err))
+		goto fail;
+	if (!o->dump && !o->policy &&
+	    hb_policy_parse(text->valuestring, strlen(text->valuestring),
+			    name->valuestring, pol, &err))
+		goto fail;
+	rc = 0;
+	goto out;
+fail:
+	fprintf(stderr, "hpcbridge explain: %s\n",
+		err.msg[0] ? err.msg : "out of memory");
+out:
+	cJSON_free(s);
+	cJSON_Delete(reply);
+	return rc;
 }
 
 int hb_cmd_explain(int argc, char **argv)
@@ -222,10 +275,14 @@ int hb_cmd_explain(int argc, char **argv)
 		fprintf(stderr, "Run 'hpcbridge explain --help' for usage.\n");
 		return HB_EXIT_USAGE;
 	}
-	if (!o.state)
-		return live_unavailable();
-	if ((rc = load_state(o.state, &snap, &err)))
+	if (!o.state) {
+		if ((rc = load_live(&o, &pol, &snap))) {
+			status = rc;
+			goto out;
+		}
+	} else if ((rc = load_state(o.state, &snap, &err))) {
 		goto fail;
+	}
 	if (o.dump) {
 		doc = hb_snapshot_to_json(&snap);
 		if (!doc || write_doc(doc, o.json)) {
@@ -236,7 +293,8 @@ int hb_cmd_explain(int argc, char **argv)
 		status = HB_EXIT_OK;
 		goto out;
 	}
-	if ((rc = load_policy(o.policy ? o.policy : DEFAULT_POLICY, &pol,
+	if ((o.state || o.policy) &&
+	    (rc = load_policy(o.policy ? o.policy : DEFAULT_POLICY, &pol,
 			      &err)))
 		goto fail;
 

@@ -180,6 +180,16 @@ static int call(const char *cmd, const struct conn *c, cJSON *req,
 	return 0;
 }
 
+int hb_cli_call(const char *cmd, const char *socket, const char *config,
+		cJSON *req, cJSON **reply)
+{
+	struct conn c = { .socket = socket,
+			  .config = config,
+			  .timeout_ms = DEFAULT_TIMEOUT };
+
+	return call(cmd, &c, req, reply);
+}
+
 static int print_json(const cJSON *v)
 {
 	struct hb_buf b;
@@ -407,9 +417,17 @@ int hb_cmd_status(int argc, char **argv)
 	if (cJSON_IsObject(d)) {
 		const cJSON *x = cJSON_GetObjectItem(d, "explanation");
 
-		printf("\ndecision: %s\n", str(d, "target"));
-		if (cJSON_IsString(x))
-			printf("  %s\n", x->valuestring);
+		printf("\ndecision: %s (policy %s)\n", str(d, "target"),
+		       str(d, "policy"));
+		/* the engine's explanation, one point per line */
+		for (const char *p = cJSON_IsString(x) ? x->valuestring : "";
+		     *p;) {
+			const char *nl = strchr(p, '\n');
+			size_t n = nl ? (size_t)(nl - p) : strlen(p);
+
+			printf("  %.*s\n", (int)n, p);
+			p += n + (nl != NULL);
+		}
 	}
 	if (cJSON_GetArraySize(cJSON_GetObjectItem(job, "events")) > 0)
 		printf("\nevents:\n");

@@ -157,6 +157,8 @@ struct hb_daemon {
 	int64_t stop_deadline;
 	int64_t last_scan;
 	int64_t last_poll; /* the reconciler's last Slurm poll */
+	int64_t last_estimate; /* placement's last Slurm estimates */
+	int estimating;	       /* estimates are on a worker */
 	int polling;	   /* a poll is on a worker */
 	struct pw_entry pw[PW_CACHE_SIZE];
 	uint64_t nrequests, ndecisions;
@@ -1501,6 +1503,79 @@ static void poll_slurm(struct hb_daemon *d, int64_t now)
 	}
 }
 
+/*
+ * Every placement.refresh_s a worker asks Slurm, for each partition the
+ * placement knows, when a probe job would start and how many nodes are
+ * idle; the loop folds the answer into the decider's snapshot.
+ */
+struct estimate_task {
+	struct hb_task t; /* first */
+	struct hb_daemon *d;
+	struct hb_daemon_backend be;
+	struct hb_decider_part *v;
+	size_t n;
+	int64_t at; /* Unix seconds the refresh began */
+	int rc;
+	struct hb_err err;
+};
+
+static void estimate_run(struct hb_task *ht)
+{
+	struct estimate_task *et = (struct estimate_task *)ht;
+
+	et->at = hb_remote_now_ms() / 1000;
+	et->rc = et->be.slurm_estimate(et->be.ctx, et->v, et->n, &et->err);
+}
+
+static void estimate_done(struct hb_task *ht)
+{
+	struct estimate_task *et = (struct estimate_task *)ht;
+	struct hb_daemon *d = et->d;
+
+	d->estimating = 0;
+	if (et->rc)
+		hb_log(HB_LOG_WARN, "Slurm estimates: %s", et->err.msg);
+	else if (hb_decider_set_slurm(d->dc, et->v, et->n, et->at))
+		hb_log(HB_LOG_WARN, "Slurm estimates: out of memory");
+	free(et->v);
+	free(et);
+}
+
+static void refresh_estimates(struct hb_daemon *d, int64_t now)
+{
+	const char *const *names;
+	struct estimate_task *et;
+	size_t n;
+
+	if (!d->be.slurm_estimate || d->estimating || d->stopping ||
+	    !d->pool ||
+	    (d->last_estimate &&
+	     now - d->last_estimate <
+		     (int64_t)d->cfg.placement_refresh_s * 1000))
+		return;
+	d->last_estimate = now;
+	n = hb_decider_partitions(d->dc, &names);
+	if (!n || !(et = calloc(1, sizeof(*et))))
+		return;
+	if (!(et->v = calloc(n, sizeof(*et->v)))) {
+		free(et);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		snprintf(et->v[i].name, sizeof(et->v[i].name), "%s", names[i]);
+	et->n = n;
+	et->t.run = estimate_run;
+	et->t.done = estimate_done;
+	et->d = d;
+	et->be = d->be;
+	d->estimating = 1;
+	if (hb_pool_submit(d->pool, &et->t)) {
+		d->estimating = 0;
+		free(et->v);
+		free(et);
+	}
+}
+
 static void op_submit(struct hb_daemon *d, struct conn *c, const cJSON *req)
 {
 	const char *script, *name, *cwd;
@@ -2010,6 +2085,28 @@ out:
 	hb_job_row_free(&j);
 }
 
+/* The placement policy in force and the snapshot decisions are made
+ * from, for "hpcbridge explain" without --state.  What accounts have
+ * spent is for administrators only. */
+static void op_placement(struct hb_daemon *d, struct conn *c)
+{
+	cJSON *r = hb_proto_ok(), *state;
+
+	state = r ? hb_decider_state(d->dc, hb_remote_now_ms() / 1000) : NULL;
+	if (!state || !cJSON_AddItemToObject(r, "state", state)) {
+		cJSON_Delete(state);
+		cJSON_Delete(r);
+		stage_error(d, c, HB_ENOMEM, "out of memory", 0);
+		return;
+	}
+	if (!is_admin(d, c))
+		cJSON_DeleteItemFromObjectCaseSensitive(state, "spend");
+	cJSON_AddStringToObject(r, "policy", hb_decider_policy_name(d->dc));
+	cJSON_AddStringToObject(r, "policy_text",
+				hb_decider_policy_text(d->dc));
+	stage_reply(d, c, r, 0, 0);
+}
+
 static void dispatch(struct hb_daemon *d, struct conn *c, const cJSON *req)
 {
 	const char *op =
@@ -2043,6 +2140,8 @@ static void dispatch(struct hb_daemon *d, struct conn *c, const cJSON *req)
 		op_remote_start(d, c, req);
 	else if (!strcmp(op, "remote_poll"))
 		op_remote_poll(d, c, req);
+	else if (!strcmp(op, "placement"))
+		op_placement(d, c);
 	else {
 		snprintf(msg, sizeof(msg), "unknown op '%.60s'", op);
 		stage_error(d, c, HB_EUNSUP, msg, 0);
@@ -2930,6 +3029,7 @@ int hb_daemon_run(struct hb_daemon *d)
 		bury(d);
 		now = mono_ms();
 		poll_slurm(d, now);
+		refresh_estimates(d, now);
 		if (now - d->last_scan >= timeout) {
 			idle_scan(d, now);
 			bury(d);

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "decider.h"
 #include "hpcbridge/config.h"
 #include "hpcbridge/error.h"
 
@@ -83,6 +84,14 @@ struct hb_daemon_backend {
 	int (*slurm_poll)(void *ctx,
 			  int (*cb)(const struct hb_slurm_change *, void *),
 			  void *arg, struct hb_err *err);
+	/* For placement: fill out[i] (name set by the caller) for each of
+	 * the n partitions: when a probe job of one node would start
+	 * (slurm_job_will_run2) and how many of its nodes are idle.  A
+	 * partition Slurm does not know is left unknown.  Runs on a worker
+	 * every placement.refresh_s; NULL: no estimates (the policy's
+	 * default wait stands). */
+	int (*slurm_estimate)(void *ctx, struct hb_decider_part *out,
+			      size_t n, struct hb_err *err);
 };
 
 struct hb_daemon;

@@ -37,6 +37,7 @@ struct part_seen {
 struct hb_decider {
 	struct hb_policy pol;
 	char *policy_name;
+	struct hb_buf policy_text; /* what pol was read from */
 	struct hb_snapshot snap;
 	struct part_seen *seen;
 	size_t nseen;
@@ -101,27 +102,27 @@ out:
 }
 
 static int load_policy(const struct hb_config *cfg, struct hb_policy *pol,
-		       char **name, struct hb_err *err)
+		       char **name, struct hb_buf *text, struct hb_err *err)
 {
 	const char *path = cfg->placement_policy;
-	struct hb_buf b;
 	int rc;
 
-	hb_buf_init(&b, POLICY_MAX);
+	hb_buf_init(text, POLICY_MAX);
 	if (path)
-		rc = hb_file_read(path, POLICY_MAX, "placement.policy", &b,
+		rc = hb_file_read(path, POLICY_MAX, "placement.policy", text,
 				  err);
-	else if ((rc = built_in(cfg, &b)))
+	else if ((rc = built_in(cfg, text)))
 		hb_err_set(err, rc, NULL, 0, "placement: %s",
 			   hb_strerror(rc));
 	if (!rc)
-		rc = hb_policy_parse(b.data, b.len, path ? path : BUILT_IN,
-				     pol, err);
-	hb_buf_free(&b);
+		rc = hb_policy_parse(text->data, text->len,
+				     path ? path : BUILT_IN, pol, err);
 	if (!rc && !(*name = strdup(path ? path : BUILT_IN))) {
 		hb_policy_free(pol);
 		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 	}
+	if (rc)
+		hb_buf_free(text);
 	return rc;
 }
 
@@ -152,6 +153,8 @@ static void want_policy_parts(struct hb_decider *dc)
 {
 	for (uint32_t i = 0; i < dc->pol.npartitions; i++)
 		want_part(dc, dc->pol.partitions[i].name);
+	for (uint32_t i = 0; i < dc->pol.nrules; i++)
+		want_part(dc, dc->pol.rules[i].partition);
 }
 
 int hb_decider_new(const struct hb_config *cfg, struct hb_decider **out,
@@ -163,7 +166,8 @@ int hb_decider_new(const struct hb_config *cfg, struct hb_decider **out,
 	*out = NULL;
 	if (!dc)
 		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
-	if ((rc = load_policy(cfg, &dc->pol, &dc->policy_name, err))) {
+	if ((rc = load_policy(cfg, &dc->pol, &dc->policy_name,
+			      &dc->policy_text, err))) {
 		free(dc);
 		return rc;
 	}
@@ -177,15 +181,18 @@ int hb_decider_reload(struct hb_decider *dc, const struct hb_config *cfg,
 		      struct hb_err *err)
 {
 	struct hb_policy pol = { 0 };
+	struct hb_buf text;
 	char *name = NULL;
-	int rc = load_policy(cfg, &pol, &name, err);
+	int rc = load_policy(cfg, &pol, &name, &text, err);
 
 	if (rc)
 		return rc;
 	hb_policy_free(&dc->pol);
 	free(dc->policy_name);
+	hb_buf_free(&dc->policy_text);
 	dc->pol = pol;
 	dc->policy_name = name;
+	dc->policy_text = text;
 	forget_parts(dc);
 	want_policy_parts(dc);
 	for (size_t i = 0; i < dc->nseen; i++)
@@ -199,6 +206,7 @@ void hb_decider_free(struct hb_decider *dc)
 		return;
 	hb_policy_free(&dc->pol);
 	hb_snapshot_free(&dc->snap);
+	hb_buf_free(&dc->policy_text);
 	free(dc->policy_name);
 	free(dc->seen);
 	forget_parts(dc);
@@ -208,6 +216,11 @@ void hb_decider_free(struct hb_decider *dc)
 const char *hb_decider_policy_name(const struct hb_decider *dc)
 {
 	return dc->policy_name;
+}
+
+const char *hb_decider_policy_text(const struct hb_decider *dc)
+{
+	return dc->policy_text.data ? dc->policy_text.data : "";
 }
 
 /* ------------------------------------------------------- snapshot */
@@ -321,6 +334,28 @@ static void first_line(const char *text, char *out, size_t size)
 	out[n] = '\0';
 }
 
+/* A rejection says what each side lacks: its explanation lines
+ * ("Slurm (partition p): cannot run the job: ...") follow, after "; ". */
+static void add_sides(const char *text, char *out, size_t size)
+{
+	size_t len = strlen(out);
+
+	for (const char *p = text; p && *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+
+		if ((!strncmp(p, "Slurm (", 7) || !strncmp(p, "Kubernetes (", 12)) &&
+		    len + 2 < size) {
+			int k = snprintf(out + len, size - len, "; %.*s",
+					 (int)n, p);
+
+			len = k < 0 || (size_t)k >= size - len ? size - 1
+							       : len + (size_t)k;
+		}
+		p = nl ? nl + 1 : NULL;
+	}
+}
+
 static int32_t local_offset(int64_t now)
 {
 	time_t t = (time_t)now;
@@ -377,6 +412,8 @@ int hb_decider_decide(struct hb_decider *dc, const struct hb_decider_job *job,
 	snprintf(out->why, sizeof(out->why), "%s", hb_place_why_name(res.why));
 	snprintf(out->rule, sizeof(out->rule), "%s", res.rule->name);
 	first_line(out->explanation, out->reason, sizeof(out->reason));
+	if (out->target == HB_DECIDE_REJECT)
+		add_sides(out->explanation, out->reason, sizeof(out->reason));
 	want_part(dc, in.partition);
 	/* The spend is counted in memory; a batch whose commit fails leaves
 	 * it counted (an over-estimate, on the safe side of a budget). */

@@ -41,6 +41,9 @@ void hb_decider_free(struct hb_decider *dc); /* NULL is fine */
 
 /* The policy's name for humans: its file, or "placement.partitions". */
 const char *hb_decider_policy_name(const struct hb_decider *dc);
+/* The policy's text, as read or made (NUL-terminated; borrowed until the
+ * next reload). */
+const char *hb_decider_policy_text(const struct hb_decider *dc);
 
 /* One job to place.  Strings are borrowed for the call. */
 struct hb_decider_job {
@@ -62,7 +65,8 @@ struct hb_decider_out {
 	int target;	   /* enum hb_decider_target */
 	char why[32];	   /* hb_place_why_name() */
 	char rule[128];	   /* the rule that applied */
-	char reason[256];  /* one line for the user */
+	char reason[400];  /* one line for the user (a rejection says what
+			    * each side lacks) */
 	char *explanation; /* every line, '\n'-separated (malloc) */
 	char *doc;	   /* hb_place_to_json(), unformatted (malloc) */
 };

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hpcbridge/slurmc.h"
 #include "hpcbridge/translate.h"
@@ -234,6 +235,100 @@ static int poll_changes(void *ctx,
 	return rc;
 }
 
+/* Partitions' node lists, for the estimate. */
+struct parts_ctx {
+	struct hb_decider_part *v;
+	size_t n;
+	char **hostlist; /* per v[i], strdup'ed, or NULL */
+	const char **idle;
+	size_t nidle, capidle;
+	int rc;
+};
+
+static int part_cb(const struct hb_slurmc_partition *p, void *arg)
+{
+	struct parts_ctx *pc = arg;
+
+	for (size_t i = 0; i < pc->n; i++)
+		if (!strcmp(pc->v[i].name, p->name) && !pc->hostlist[i] &&
+		    !(pc->hostlist[i] = strdup(p->nodes)))
+			return pc->rc = HB_ENOMEM;
+	return 0;
+}
+
+static int node_cb(const struct hb_slurmc_node *nd, void *arg)
+{
+	struct parts_ctx *pc = arg;
+	const char **v;
+	char *name;
+
+	if (nd->state != HB_SLURMC_NODE_IDLE || nd->drain ||
+	    nd->not_responding)
+		return 0;
+	if (pc->nidle == pc->capidle) {
+		size_t cap = pc->capidle ? pc->capidle * 2 : 64;
+
+		if (!(v = realloc(pc->idle, cap * sizeof(*v))))
+			return pc->rc = HB_ENOMEM;
+		pc->idle = v;
+		pc->capidle = cap;
+	}
+	if (!(name = strdup(nd->name)))
+		return pc->rc = HB_ENOMEM;
+	pc->idle[pc->nidle++] = name;
+	return 0;
+}
+
+static int estimate(void *ctx, struct hb_decider_part *out, size_t n,
+		    struct hb_err *err)
+{
+	static const char probe[] = "#!/bin/sh\ntrue\n";
+	struct hb_slurm_backend *sb = ctx;
+	struct parts_ctx pc = { .v = out, .n = n };
+	time_t now = time(NULL), start;
+	int rc;
+
+	if (!(pc.hostlist = calloc(n ? n : 1, sizeof(*pc.hostlist))))
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	pthread_mutex_lock(&sb->mu);
+	rc = hb_slurmc_partitions(sb->c, part_cb, &pc, err);
+	if (!rc)
+		rc = hb_slurmc_nodes(sb->c, node_cb, &pc, err);
+	for (size_t i = 0; !rc && i < n; i++) {
+		struct hb_slurmc_submit r = { 0 };
+		struct hb_err e = { 0 };
+		long idle;
+
+		if (!pc.hostlist[i])
+			continue; /* Slurm has no such partition */
+		idle = hb_slurmc_hostlist_count(pc.hostlist[i], pc.idle,
+						pc.nidle);
+		out[i].idle_known = idle >= 0;
+		out[i].idle_nodes = idle > 0 ? (uint32_t)idle : 0;
+		r.script = probe;
+		r.partition = out[i].name;
+		r.nodes = 1;
+		r.ntasks = 1;
+		r.time_limit = 1;
+		/* A partition that cannot take the probe (down, or limits)
+		 * keeps no estimate: the policy's default wait stands. */
+		if (hb_slurmc_will_run(sb->c, &r, &start, NULL, 0, &e) == 0) {
+			out[i].wait_known = true;
+			out[i].wait = start > now ? start - now : 0;
+		}
+	}
+	pthread_mutex_unlock(&sb->mu);
+	if (!rc && pc.rc)
+		rc = hb_err_set(err, pc.rc, NULL, 0, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		free(pc.hostlist[i]);
+	for (size_t i = 0; i < pc.nidle; i++)
+		free((char *)pc.idle[i]);
+	free(pc.hostlist);
+	free(pc.idle);
+	return rc;
+}
+
 void hb_slurm_backend_ops(struct hb_slurm_backend *sb,
 			  struct hb_daemon_backend *out)
 {
@@ -242,4 +337,5 @@ void hb_slurm_backend_ops(struct hb_slurm_backend *sb,
 	out->slurm_submit = submit;
 	out->slurm_cancel = cancel;
 	out->slurm_poll = poll_changes;
+	out->slurm_estimate = estimate;
 }

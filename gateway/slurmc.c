@@ -1292,3 +1292,20 @@ int hb_slurmc_nodes(struct hb_slurmc *c, hb_slurmc_node_cb cb, void *arg,
 	slurm_free_node_info_msg(resp);
 	return rc;
 }
+
+long hb_slurmc_hostlist_count(const char *hostlist, const char *const *names,
+			      size_t n)
+{
+	hostlist_t hl;
+	long count = 0;
+
+	if (!hostlist || !*hostlist)
+		return 0;
+	if (!(hl = slurm_hostlist_create(hostlist)))
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (names[i] && slurm_hostlist_find(hl, names[i]) >= 0)
+			count++;
+	slurm_hostlist_destroy(hl);
+	return count;
+}

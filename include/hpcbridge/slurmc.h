@@ -309,6 +309,11 @@ typedef int (*hb_slurmc_node_cb)(const struct hb_slurmc_node *n, void *arg);
 int hb_slurmc_nodes(struct hb_slurmc *c, hb_slurmc_node_cb cb, void *arg,
 		    struct hb_err *err);
 
+/* How many of names[0..n) the hostlist ("hb[1-4],gpu7") holds; -1 when
+ * it does not parse. */
+long hb_slurmc_hostlist_count(const char *hostlist, const char *const *names,
+			      size_t n);
+
 /* --------------------------------------------------------------- errors */
 
 /* The HB_E* code for a Slurm or system error number (slurm_get_errno()),

@@ -124,9 +124,11 @@ expect 2 "$hb" explain --state "$tmp/busy.yaml" --dump-state "$tmp/md.sh" ||
 expect 2 "$hb" explain --seq x --state "$tmp/busy.yaml" "$tmp/md.sh" || true
 [ -s "$tmp/out" ] && bad "usage error wrote to stdout" || ok
 
-# without --state the live daemon would be asked: not served yet
-expect 3 "$hb" explain -p "$pol/full.yaml" "$tmp/md.sh" || true
-has "$tmp/err" "give --state FILE"
+# without --state the live daemon is asked; with none running, exit 3
+# (tests/integration/placement_live.test.sh asks a live one)
+expect 3 "$hb" explain --socket "$tmp/none.sock" -p "$pol/full.yaml" \
+	"$tmp/md.sh" || true
+has "$tmp/err" "is hpcbridged running?"
 [ -s "$tmp/out" ] && bad "live-mode error wrote to stdout" || ok
 
 # --- 2. policy check ------------------------------------------------------
