@@ -1,0 +1,276 @@
+/*
+ * test_decider.c - the daemon's placement: the policy made from
+ * placement.partitions (what the simple settings promise), a policy file
+ * and its errors, Slurm estimates aged to the decision's instant, spend
+ * carried from one decision to the next, and the snapshot served to
+ * "hpcbridge explain".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "decider.h"
+#include "hpcbridge/config.h"
+#include "hpcbridge/policy.h"
+#include "hpcbridge/rules.h"
+#include "testutil.h"
+
+#define T0 1795248000 /* 2026-11-21T08:00:00Z */
+
+static void config(const char *text, struct hb_config *cfg)
+{
+	struct hb_err err = { 0 };
+
+	if (hb_config_parse(text, strlen(text), "test.yaml", cfg, &err))
+		fail_msg("%s", err.msg);
+}
+
+static struct hb_decider *make(const char *cfg_text)
+{
+	struct hb_config cfg;
+	struct hb_decider *dc = NULL;
+	struct hb_err err = { 0 };
+
+	config(cfg_text, &cfg);
+	if (hb_decider_new(&cfg, &dc, &err))
+		fail_msg("%s", err.msg);
+	hb_config_free(&cfg);
+	return dc;
+}
+
+/* A job of nodes nodes, tasks tasks, in partition, asking target. */
+static int decide(struct hb_decider *dc, const char *partition,
+		  const char *target, const char *account, unsigned nodes,
+		  unsigned tasks, int64_t now, struct hb_decider_out *out)
+{
+	char js[256];
+	cJSON *spec;
+	struct hb_decider_job job = { .user = "alice",
+				      .account = account,
+				      .partition = partition,
+				      .name = "job",
+				      .target = target,
+				      .time_limit_min = 60,
+				      .seq = 7 };
+	struct hb_err err = { 0 };
+	int rc;
+
+	snprintf(js, sizeof(js),
+		 "{\"kind\":\"jobspec\",\"nodes_min\":%u,\"nodes_max\":%u,"
+		 "\"ntasks\":%u,\"time_limit\":3600}",
+		 nodes, nodes, tasks);
+	spec = cJSON_Parse(js);
+	assert_non_null(spec);
+	job.jobspec = spec;
+	rc = hb_decider_decide(dc, &job, now, out, &err);
+	cJSON_Delete(spec);
+	if (rc)
+		fail_msg("decide: %s", err.msg);
+	return out->target;
+}
+
+static void test_built_in(void **state)
+{
+	struct hb_decider *dc = make("placement:\n"
+				     "  default_target: slurm\n"
+				     "  partitions: {gpu: kubernetes, cpu: "
+				     "slurm}\n");
+	struct hb_decider_out o;
+
+	(void)state;
+	assert_string_equal(hb_decider_policy_name(dc),
+			    "placement.partitions");
+	assert_int_equal(decide(dc, "gpu", NULL, NULL, 2, 8, T0, &o),
+			 HB_DECIDE_KUBE);
+	assert_string_equal(o.rule, "placement.partitions[gpu]");
+	assert_string_equal(o.reason,
+			    "rule placement.partitions[gpu] prefers "
+			    "Kubernetes");
+	assert_non_null(strstr(o.explanation, "\nSlurm (partition gpu)"));
+	hb_decider_out_free(&o);
+	assert_int_equal(decide(dc, "cpu", "auto", NULL, 1, 1, T0, &o),
+			 HB_DECIDE_SLURM);
+	hb_decider_out_free(&o);
+	/* an unmapped partition takes the default */
+	assert_int_equal(decide(dc, "batch", NULL, NULL, 1, 1, T0, &o),
+			 HB_DECIDE_SLURM);
+	assert_string_equal(o.rule, "defaults");
+	hb_decider_out_free(&o);
+	/* --hpcbridge-target wins both ways */
+	assert_int_equal(decide(dc, "gpu", "slurm", NULL, 1, 1, T0, &o),
+			 HB_DECIDE_SLURM);
+	assert_string_equal(o.why, "requested");
+	hb_decider_out_free(&o);
+	assert_int_equal(decide(dc, "cpu", "kubernetes", NULL, 1, 1, T0, &o),
+			 HB_DECIDE_KUBE);
+	hb_decider_out_free(&o);
+	hb_decider_free(dc);
+
+	/* default_target: kubernetes sends the unmapped ones */
+	dc = make("placement: {default_target: kubernetes}\n");
+	assert_int_equal(decide(dc, "batch", NULL, NULL, 4, 4, T0, &o),
+			 HB_DECIDE_KUBE);
+	hb_decider_out_free(&o);
+	hb_decider_free(dc);
+}
+
+static const char *write_tmp(const char *name, const char *text)
+{
+	static char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/hb-test-decider-%d-%s",
+		 (int)getpid(), name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+static const char policy[] =
+	"version: 1\n"
+	"defaults:\n"
+	"  prefer: slurm\n"
+	"  fallback: reject\n"
+	"  budget: {amount: 1.50, period: month, sides: [kubernetes]}\n"
+	"slurm:\n"
+	"  partitions:\n"
+	"    batch: {max_nodes: 2, node: {cpus: 8, memory: 32Gi}}\n"
+	"kubernetes:\n"
+	"  namespace: hpc\n"
+	"  max_nodes: 4\n"
+	"  node: {cpus: 8, memory: 32Gi}\n"
+	"  startup: 0s\n"
+	"  rates: {cpu_hour: 0.10}\n";
+
+static void test_policy_file(void **state)
+{
+	char text[512];
+	struct hb_config cfg;
+	struct hb_decider *dc = NULL;
+	struct hb_err err = { 0 };
+	struct hb_decider_out o;
+	const char *path = write_tmp("p.yaml", policy);
+
+	(void)state;
+	snprintf(text, sizeof(text), "placement: {policy: %s}\n", path);
+	config(text, &cfg);
+	assert_int_equal(hb_decider_new(&cfg, &dc, &err), 0);
+	assert_string_equal(hb_decider_policy_name(dc), path);
+	assert_non_null(strstr(hb_decider_policy_text(dc), "namespace: hpc"));
+
+	/* too wide for both sides: rejected, saying what each lacks */
+	assert_int_equal(decide(dc, "batch", NULL, "phys", 5, 5, T0, &o),
+			 HB_DECIDE_REJECT);
+	assert_non_null(strstr(o.reason, "; Slurm (partition batch): "));
+	assert_non_null(strstr(o.reason, "; Kubernetes (queue hpc): "));
+	hb_decider_out_free(&o);
+
+	/* 3 nodes: only Kubernetes; 6 CPU-hours at 0.10 = 0.60 each.  Two
+	 * fit the 1.50 budget, the third would pass it. */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(
+			decide(dc, "batch", NULL, "phys", 3, 6, T0, &o),
+			HB_DECIDE_KUBE);
+		hb_decider_out_free(&o);
+	}
+	assert_int_equal(decide(dc, "batch", NULL, "phys", 3, 6, T0, &o),
+			 HB_DECIDE_REJECT);
+	assert_non_null(strstr(o.explanation, "$1.20 spent"));
+	assert_non_null(strstr(o.explanation, "budget"));
+	hb_decider_out_free(&o);
+	/* another account has its own budget */
+	assert_int_equal(decide(dc, "batch", NULL, "chem", 3, 6, T0, &o),
+			 HB_DECIDE_KUBE);
+	assert_non_null(o.doc);
+	assert_non_null(strstr(o.doc, "\"why\":"));
+	hb_decider_out_free(&o);
+	hb_config_free(&cfg);
+
+	/* a reload with a broken policy keeps the running one */
+	path = write_tmp("bad.yaml", "version: 1\ndefaults:\n  prefer: up\n");
+	snprintf(text, sizeof(text), "placement: {policy: %s}\n", path);
+	config(text, &cfg);
+	assert_int_not_equal(hb_decider_reload(dc, &cfg, &err), 0);
+	assert_non_null(strstr(err.msg, "bad.yaml:3: defaults.prefer"));
+	assert_non_null(strstr(hb_decider_policy_text(dc), "namespace: hpc"));
+	hb_config_free(&cfg);
+
+	/* a missing file is an error naming the key */
+	config("placement: {policy: /nonexistent/p.yaml}\n", &cfg);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_decider_reload(dc, &cfg, &err), HB_ENOENT);
+	assert_non_null(strstr(err.msg, "placement.policy: /nonexistent"));
+	hb_config_free(&cfg);
+	hb_decider_free(dc);
+	unlink(write_tmp("p.yaml", ""));
+	unlink(write_tmp("bad.yaml", ""));
+}
+
+static void test_estimates(void **state)
+{
+	char text[512];
+	struct hb_decider *dc;
+	struct hb_decider_out o;
+	struct hb_decider_part p = { .name = "batch",
+				     .wait_known = true,
+				     .wait = 3600,
+				     .idle_known = true,
+				     .idle_nodes = 0 };
+	const char *const *names;
+	const char *path = write_tmp("e.yaml", policy);
+	cJSON *st, *b;
+
+	(void)state;
+	snprintf(text, sizeof(text), "placement: {policy: %s}\n", path);
+	dc = make(text);
+	/* the policy's partitions are what a refresh asks about */
+	assert_int_equal(hb_decider_partitions(dc, &names), 1);
+	assert_string_equal(names[0], "batch");
+	assert_int_equal(hb_decider_set_slurm(dc, &p, 1, T0), 0);
+
+	/* 20 minutes later, 40 minutes of the wait are left */
+	st = hb_decider_state(dc, T0 + 1200);
+	assert_non_null(st);
+	b = cJSON_GetObjectItem(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(st, "slurm"),
+				    "partitions"),
+		"batch");
+	assert_non_null(b);
+	assert_string_equal(
+		cJSON_GetObjectItem(b, "expected_start")->valuestring, "40m");
+	assert_int_equal(cJSON_GetObjectItem(b, "idle_nodes")->valueint, 0);
+	cJSON_Delete(st);
+
+	/* the decision sees the aged wait */
+	decide(dc, "batch", NULL, "x", 1, 1, T0 + 1200, &o);
+	assert_non_null(strstr(o.explanation, "Slurm (partition batch): "
+					      "expected start in 40m"));
+	hb_decider_out_free(&o);
+	/* past the expected start, the wait is 0 */
+	decide(dc, "batch", NULL, "x", 1, 1, T0 + 7200, &o);
+	assert_null(strstr(o.explanation, "expected start in 40m"));
+	hb_decider_out_free(&o);
+	/* partitions jobs went to are asked about too */
+	decide(dc, "debug", NULL, "x", 1, 1, T0, &o);
+	hb_decider_out_free(&o);
+	assert_int_equal(hb_decider_partitions(dc, &names), 2);
+	assert_string_equal(names[1], "debug");
+	hb_decider_free(dc);
+	unlink(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_built_in),
+		cmocka_unit_test(test_policy_file),
+		cmocka_unit_test(test_estimates),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
