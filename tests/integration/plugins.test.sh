@@ -419,7 +419,7 @@ grep -qx still-running "slurm-$id.out" || fail "output $(cat "slurm-$id.out")"
 ok "without the daemon jobs run on Slurm as before"
 
 # ------------------------------------------------------------ hpcbridged
-# The real daemon, with the interim rules: partition gpu maps to
+# The real daemon, with the policy made from placement.partitions: gpu to
 # kubernetes, the proxy gets the time limit plus slurm.proxy_grace_min (5).
 hbd=$build/bin/hpcbridged
 hbcall=$build/tests/hbcall
