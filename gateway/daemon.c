@@ -2366,9 +2366,9 @@ static void apply_config(struct hb_daemon *d)
 static void reload(struct hb_daemon *d)
 {
 	struct hb_err err = { 0 };
-	struct hb_config next;
+	struct hb_config next = { 0 };
 	struct hb_buf b;
-	int rc;
+	int parsed = 0, rc;
 
 	if (!d->config_path) {
 		hb_log(HB_LOG_INFO, "SIGHUP: no configuration file to re-read");
@@ -2380,6 +2380,14 @@ static void reload(struct hb_daemon *d)
 		rc = hb_config_parse(b.data ? b.data : "", b.len,
 				     d->config_path, &next, &err);
 	hb_buf_free(&b);
+	if (!rc) {
+		parsed = 1;
+		apply_overrides(d, &next);
+		rc = hb_config_check_reload(&d->cfg, &next, &err);
+	}
+	/* the policy last: the decider takes it only if all else is good */
+	if (!rc)
+		rc = hb_decider_reload(d->dc, &next, &err);
 	if (rc) {
 		hb_logf(HB_LOG_ERROR,
 			(struct hb_log_field[]){
@@ -2387,27 +2395,8 @@ static void reload(struct hb_daemon *d)
 			1,
 			"reload refused, the running configuration stays: %s",
 			err.msg);
-		return;
-	}
-	apply_overrides(d, &next);
-	if ((rc = hb_config_check_reload(&d->cfg, &next, &err))) {
-		hb_logf(HB_LOG_ERROR,
-			(struct hb_log_field[]){
-				HB_LOG_STR("config", d->config_path) },
-			1,
-			"reload refused, the running configuration stays: %s",
-			err.msg);
-		hb_config_free(&next);
-		return;
-	}
-	if ((rc = hb_decider_reload(d->dc, &next, &err))) {
-		hb_logf(HB_LOG_ERROR,
-			(struct hb_log_field[]){
-				HB_LOG_STR("config", d->config_path) },
-			1,
-			"reload refused, the running configuration stays: %s",
-			err.msg);
-		hb_config_free(&next);
+		if (parsed)
+			hb_config_free(&next);
 		return;
 	}
 	hb_config_free(&d->cfg);
