@@ -878,9 +878,11 @@ static void op_decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	if (add_copy(inputs, "options", options))
 		goto nomem;
 	cJSON_AddStringToObject(inputs, "rule", dec.rule);
-	if (!cJSON_AddItemToObject(inputs, "placement",
-				   cJSON_Parse(dec.doc)))
+	/* its explanation lines are stored once, in the explanation */
+	cJSON_DeleteItemFromObjectCaseSensitive(dec.doc, "explanation");
+	if (!cJSON_AddItemToObject(inputs, "placement", dec.doc))
 		goto nomem;
+	dec.doc = NULL; /* inputs owns it */
 	inputs_s = cJSON_PrintUnformatted(inputs);
 	src_s = cJSON_PrintUnformatted(src);
 	if (!inputs_s || !src_s)

@@ -289,7 +289,7 @@ cJSON *hb_decider_state(struct hb_decider *dc, int64_t now)
 void hb_decider_out_free(struct hb_decider_out *out)
 {
 	free(out->explanation);
-	cJSON_free(out->doc);
+	cJSON_Delete(out->doc);
 	out->explanation = NULL;
 	out->doc = NULL;
 }
@@ -311,6 +311,20 @@ static int read_job(const struct hb_decider_job *job, struct hb_jobspec *spec,
 	if (!spec->time_limit && job->time_limit_min != HB_RULES_NO_LIMIT)
 		spec->time_limit = (uint64_t)job->time_limit_min * 60;
 	return 0;
+}
+
+/* The document's explanation lines, each ending in '\n'. */
+static int join_lines(const cJSON *lines, struct hb_buf *out)
+{
+	const cJSON *l;
+	int rc = 0;
+
+	cJSON_ArrayForEach (l, lines)
+		if (cJSON_IsString(l) &&
+		    ((rc = hb_buf_puts(out, l->valuestring)) ||
+		     (rc = hb_buf_putc(out, '\n'))))
+			return rc;
+	return rc;
 }
 
 /* Why, from the explanation's first line ("decision: kubernetes (queue
@@ -372,7 +386,6 @@ int hb_decider_decide(struct hb_decider *dc, const struct hb_decider_job *job,
 	struct hb_place_input in;
 	struct hb_place_result res;
 	struct hb_buf text;
-	cJSON *doc = NULL;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -399,9 +412,10 @@ int hb_decider_decide(struct hb_decider *dc, const struct hb_decider_job *job,
 		goto out;
 	}
 	rc = HB_ENOMEM;
-	if (hb_place_explain(&dc->pol, &in, &res, &text) ||
-	    !(doc = hb_place_to_json(&dc->pol, &in, &res)) ||
-	    !(out->doc = cJSON_PrintUnformatted(doc)) ||
+	if (!(out->doc = hb_place_to_json(&dc->pol, &in, &res)) ||
+	    join_lines(cJSON_GetObjectItemCaseSensitive(out->doc,
+							"explanation"),
+		       &text) ||
 	    !(out->explanation = strdup(text.data ? text.data : ""))) {
 		hb_err_set(err, rc, NULL, 0, "out of memory");
 		goto out;
@@ -425,7 +439,6 @@ int hb_decider_decide(struct hb_decider *dc, const struct hb_decider_job *job,
 out:
 	if (rc)
 		hb_decider_out_free(out);
-	cJSON_Delete(doc);
 	hb_buf_free(&text);
 	hb_jobspec_free(&spec);
 	return rc;

@@ -67,8 +67,8 @@ struct hb_decider_out {
 	char rule[128];	   /* the rule that applied */
 	char reason[400];  /* one line for the user (a rejection says what
 			    * each side lacks) */
-	char *explanation; /* every line, '\n'-separated (malloc) */
-	char *doc;	   /* hb_place_to_json(), unformatted (malloc) */
+	char *explanation;  /* every line, '\n'-separated (malloc) */
+	struct cJSON *doc;  /* hb_place_to_json(); the caller may take it */
 };
 void hb_decider_out_free(struct hb_decider_out *out);
 
