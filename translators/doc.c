@@ -2086,3 +2086,480 @@ int hb_doc_write_yaml_stream(const cJSON *docs, struct hb_buf *out)
 	}
 	return finish(&w, start);
 }
+
+/* ------------------------------------------------------------------ */
+/* The streaming writer                                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Each back end reproduces its tree writer above byte for byte: what the
+ * tree writers decide by looking at a node's children (whether a
+ * container is empty, whether a member is the first) is decided here when
+ * the first child arrives or the container ends.
+ */
+
+/* Where a container sits in its parent (YAML). */
+enum { AT_ROOT, AT_MEMBER, AT_ITEM };
+
+#define FRAMES (HB_DOC_MAX_DEPTH + 2)
+
+struct efr {
+	cJSON *node;	/* tree back end: the container */
+	uint32_t n;	/* children so far */
+	uint8_t obj;	/* an object (else an array) */
+	uint8_t at;	/* AT_* */
+	uint8_t inl;	/* YAML: first key or item right after "- " */
+	int ind;	/* YAML: column of the children */
+};
+
+struct hb_emit {
+	enum hb_emit_format fmt;
+	struct wr w;	  /* JSON and YAML: the output and the sticky code */
+	size_t start;	  /* out->len when the document began */
+	int depth;	  /* open containers */
+	int began, ended; /* the root value began, and is complete */
+	cJSON *root;	  /* tree back end */
+	struct efr st[FRAMES];
+};
+
+static struct hb_buf no_buf;
+
+struct hb_emit *hb_emit_new(enum hb_emit_format fmt, struct hb_buf *out)
+{
+	struct hb_emit *e;
+
+	if (fmt != HB_EMIT_JSON && fmt != HB_EMIT_YAML && fmt != HB_EMIT_TREE)
+		return NULL;
+	if (fmt != HB_EMIT_TREE && !out)
+		return NULL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->fmt = fmt;
+	e->w.b = out ? out : &no_buf;
+	e->start = e->w.b->len;
+	return e;
+}
+
+void hb_emit_free(struct hb_emit *e)
+{
+	if (!e)
+		return;
+	cJSON_Delete(e->root);
+	free(e);
+}
+
+int hb_emit_status(const struct hb_emit *e)
+{
+	return e ? e->w.rc : HB_EINVAL;
+}
+
+static void fail(struct hb_emit *e, int code)
+{
+	if (!e->w.rc)
+		e->w.rc = code;
+}
+
+/* The frame of the innermost open container, or NULL at the root. */
+static struct efr *top(struct hb_emit *e)
+{
+	return e->depth ? &e->st[e->depth - 1] : NULL;
+}
+
+/* What comes before a value in its parent p (NULL: the root): the
+ * separator, the indentation and the key. */
+static void json_pre(struct hb_emit *e, struct efr *p, const char *key)
+{
+	struct wr *w = &e->w;
+
+	if (!p)
+		return;
+	if (p->n == 0)
+		put(w, p->obj ? "{\n" : "[\n", 2);
+	else
+		PUTS(w, ",\n");
+	indent(w, 2 * e->depth);
+	if (p->obj) {
+		json_string(w, key);
+		PUTS(w, ": ");
+	}
+	if (e->depth > HB_DOC_MAX_DEPTH)
+		fail(e, HB_ETOOBIG);
+}
+
+/* A container's first child: what its parent left for later. */
+static void yaml_open(struct hb_emit *e, struct efr *f)
+{
+	if (f->at == AT_MEMBER)
+		putc1(&e->w, '\n');
+	if (e->depth > HB_DOC_MAX_DEPTH) /* depth == the frame's level */
+		fail(e, HB_ETOOBIG);
+}
+
+/* The key of a mapping member, and the ':' after it (yaml_map). */
+static void yaml_key(struct wr *w, const char *k, int ind)
+{
+	size_t n;
+	enum sstyle st;
+
+	if (!k)
+		k = "";
+	n = strlen(k);
+	st = string_style(k, n, 1);
+	if (st == S_PLAIN) {
+		put(w, k, n);
+		putc1(w, ':');
+	} else if (n <= 160) {
+		yaml_dquote(w, k, n);
+		putc1(w, ':');
+	} else {
+		PUTS(w, "? ");
+		yaml_dquote(w, k, n);
+		putc1(w, '\n');
+		indent(w, ind);
+		putc1(w, ':');
+	}
+}
+
+/* Returns the column for a literal block's content lines. */
+static int yaml_pre(struct hb_emit *e, struct efr *p, const char *key,
+		    int scalar)
+{
+	struct wr *w = &e->w;
+
+	if (!p)
+		return 2;
+	if (p->n == 0)
+		yaml_open(e, p);
+	if (p->n != 0 || !p->inl)
+		indent(w, p->ind);
+	if (p->obj) {
+		yaml_key(w, key, p->ind);
+		if (scalar)
+			putc1(w, ' ');
+	} else {
+		PUTS(w, "- ");
+	}
+	return p->ind + 2;
+}
+
+/* Common to every value: returns the parent frame, or NULL with *ok 0
+ * when the value cannot be written. */
+static struct efr *value_begin(struct hb_emit *e, int *ok)
+{
+	struct efr *p = top(e);
+
+	*ok = 0;
+	if (e->ended || (!p && e->began)) {
+		fail(e, HB_EINVAL); /* a second root value */
+		return NULL;
+	}
+	e->began = 1;
+	if (!p)
+		e->ended = 1; /* a root scalar; a container clears it */
+	if (e->w.rc)
+		return NULL;
+	*ok = 1;
+	return p;
+}
+
+static void tree_add(struct hb_emit *e, struct efr *p, const char *key,
+		     cJSON *node)
+{
+	if (!node) {
+		fail(e, HB_ENOMEM);
+		return;
+	}
+	if (e->fmt == HB_EMIT_TREE && e->depth > HB_DOC_MAX_DEPTH) {
+		cJSON_Delete(node);
+		fail(e, HB_ETOOBIG);
+		return;
+	}
+	if (!p) {
+		e->root = node;
+		return;
+	}
+	if (p->obj ? !cJSON_AddItemToObject(p->node, key ? key : "", node)
+		   : !cJSON_AddItemToArray(p->node, node)) {
+		cJSON_Delete(node);
+		fail(e, HB_ENOMEM);
+	}
+}
+
+static int container(struct hb_emit *e, const char *key, int obj)
+{
+	int ok;
+	struct efr *p = value_begin(e, &ok), *f;
+
+	if (!p)
+		e->ended = 0;
+	if (ok) {
+		cJSON *node = NULL;
+
+		switch (e->fmt) {
+		case HB_EMIT_JSON:
+			json_pre(e, p, key);
+			break;
+		case HB_EMIT_YAML:
+			yaml_pre(e, p, key, 0);
+			break;
+		case HB_EMIT_TREE:
+			node = obj ? cJSON_CreateObject() : cJSON_CreateArray();
+			tree_add(e, p, key, node);
+			break;
+		}
+		if (p)
+			p->n++;
+		if (!e->w.rc && e->depth < FRAMES) {
+			f = &e->st[e->depth];
+			memset(f, 0, sizeof(*f));
+			f->obj = (uint8_t)obj;
+			f->node = node;
+			if (!p) {
+				f->at = AT_ROOT;
+			} else if (p->obj) {
+				f->at = AT_MEMBER;
+				f->ind = obj ? p->ind + 2 : p->ind;
+			} else {
+				f->at = AT_ITEM;
+				f->ind = p->ind + 2;
+				f->inl = 1;
+			}
+		} else {
+			fail(e, HB_ETOOBIG);
+		}
+	}
+	e->depth++;
+	return e->w.rc;
+}
+
+int hb_emit_obj(struct hb_emit *e, const char *key)
+{
+	return container(e, key, 1);
+}
+
+int hb_emit_arr(struct hb_emit *e, const char *key)
+{
+	return container(e, key, 0);
+}
+
+int hb_emit_end(struct hb_emit *e)
+{
+	struct efr *f;
+
+	if (e->depth == 0) {
+		fail(e, HB_EINVAL);
+		return e->w.rc;
+	}
+	e->depth--;
+	if (e->depth == 0)
+		e->ended = 1;
+	if (e->w.rc)
+		return e->w.rc;
+	f = &e->st[e->depth];
+	switch (e->fmt) {
+	case HB_EMIT_JSON:
+		if (!f->n) {
+			put(&e->w, f->obj ? "{}" : "[]", 2);
+		} else {
+			putc1(&e->w, '\n');
+			indent(&e->w, 2 * e->depth);
+			putc1(&e->w, f->obj ? '}' : ']');
+		}
+		break;
+	case HB_EMIT_YAML:
+		if (f->n)
+			break;
+		if (f->at == AT_MEMBER)
+			putc1(&e->w, ' ');
+		put(&e->w, f->obj ? "{}\n" : "[]\n", 3);
+		break;
+	case HB_EMIT_TREE:
+		break;
+	}
+	return e->w.rc;
+}
+
+/* A string of n bytes (no NUL among them). */
+int hb_emit_strn(struct hb_emit *e, const char *key, const char *s, size_t n)
+{
+	int ok, ind;
+	struct efr *p = value_begin(e, &ok);
+	cJSON *node;
+
+	if (!ok)
+		return e->w.rc;
+	if (!s) {
+		s = "";
+		n = 0;
+	}
+	switch (e->fmt) {
+	case HB_EMIT_JSON:
+		json_pre(e, p, key);
+		quoted(&e->w, s, n, json_escape);
+		break;
+	case HB_EMIT_YAML:
+		ind = yaml_pre(e, p, key, 1);
+		switch (string_style(s, n, 0)) {
+		case S_PLAIN:
+			put(&e->w, s, n);
+			break;
+		case S_DQUOTE:
+			yaml_dquote(&e->w, s, n);
+			break;
+		case S_LITERAL:
+			yaml_literal(&e->w, s, n, ind);
+			goto counted;
+		}
+		putc1(&e->w, '\n');
+		break;
+	case HB_EMIT_TREE:
+		node = cJSON_CreateString("");
+		if (node && n) {
+			char *v = cJSON_malloc(n + 1);
+
+			if (!v) {
+				cJSON_Delete(node);
+				node = NULL;
+			} else {
+				memcpy(v, s, n);
+				v[n] = '\0';
+				cJSON_free(node->valuestring);
+				node->valuestring = v;
+			}
+		}
+		tree_add(e, p, key, node);
+		break;
+	}
+counted:
+	if (p)
+		p->n++;
+	return e->w.rc;
+}
+
+int hb_emit_str(struct hb_emit *e, const char *key, const char *s)
+{
+	return hb_emit_strn(e, key, s, s ? strlen(s) : 0);
+}
+
+/* A scalar written as it is: "true", "false", "null" or a number. */
+static int word(struct hb_emit *e, const char *key, const char *text,
+		size_t n, cJSON *node)
+{
+	int ok;
+	struct efr *p = value_begin(e, &ok);
+
+	if (!ok) {
+		cJSON_Delete(node);
+		return e->w.rc;
+	}
+	switch (e->fmt) {
+	case HB_EMIT_JSON:
+		json_pre(e, p, key);
+		if (!n)
+			fail(e, HB_EUNSUP); /* JSON has no NaN or infinity */
+		else
+			put(&e->w, text, n);
+		break;
+	case HB_EMIT_YAML:
+		yaml_pre(e, p, key, 1);
+		put(&e->w, text, n);
+		putc1(&e->w, '\n');
+		break;
+	case HB_EMIT_TREE:
+		tree_add(e, p, key, node);
+		node = NULL;
+		break;
+	}
+	cJSON_Delete(node);
+	if (p)
+		p->n++;
+	return e->w.rc;
+}
+
+int hb_emit_num(struct hb_emit *e, const char *key, double v)
+{
+	char num[40];
+	size_t n = fmt_number(v, num);
+	cJSON *node = e->fmt == HB_EMIT_TREE ? cJSON_CreateNumber(v) : NULL;
+
+	if (!n && e->fmt == HB_EMIT_YAML) {
+		const char *t = isnan(v) ? ".nan" : v < 0 ? "-.inf" : ".inf";
+
+		n = strlen(t);
+		memcpy(num, t, n);
+	}
+	return word(e, key, num, n, node);
+}
+
+int hb_emit_bool(struct hb_emit *e, const char *key, int v)
+{
+	cJSON *node = e->fmt == HB_EMIT_TREE ? cJSON_CreateBool(v) : NULL;
+
+	return v ? word(e, key, "true", 4, node)
+		 : word(e, key, "false", 5, node);
+}
+
+int hb_emit_null(struct hb_emit *e, const char *key)
+{
+	cJSON *node = e->fmt == HB_EMIT_TREE ? cJSON_CreateNull() : NULL;
+
+	return word(e, key, "null", 4, node);
+}
+
+int hb_emit_tree(struct hb_emit *e, const char *key, const cJSON *v)
+{
+	const cJSON *c;
+
+	if (!v) {
+		fail(e, HB_EINVAL);
+		return e->w.rc;
+	}
+	switch (v->type & 0xFF) {
+	case cJSON_False:
+		return hb_emit_bool(e, key, 0);
+	case cJSON_True:
+		return hb_emit_bool(e, key, 1);
+	case cJSON_NULL:
+		return hb_emit_null(e, key);
+	case cJSON_Number:
+		return hb_emit_num(e, key, v->valuedouble);
+	case cJSON_String:
+		return hb_emit_str(e, key, v->valuestring);
+	case cJSON_Array:
+	case cJSON_Object:
+		container(e, key, (v->type & 0xFF) == cJSON_Object);
+		for (c = v->child; c && !e->w.rc; c = c->next)
+			hb_emit_tree(e, c->string ? c->string : "", c);
+		return hb_emit_end(e);
+	default:
+		/* cJSON_Raw or invalid, as the tree writers refuse them */
+		fail(e, HB_EUNSUP);
+		return e->w.rc;
+	}
+}
+
+int hb_emit_done(struct hb_emit *e, cJSON **tree)
+{
+	int rc;
+
+	if (tree)
+		*tree = NULL;
+	if (!e)
+		return HB_EINVAL;
+	if (!e->w.rc && (e->depth || !e->ended))
+		fail(e, HB_EINVAL); /* no value, or one left open */
+	if (e->fmt == HB_EMIT_JSON)
+		putc1(&e->w, '\n');
+	rc = e->fmt == HB_EMIT_TREE ? e->w.rc : finish(&e->w, e->start);
+	if (!rc && tree) {
+		*tree = e->root;
+		e->root = NULL;
+	}
+	cJSON_Delete(e->root);
+	e->root = NULL;
+	e->w.rc = 0;
+	e->depth = e->began = e->ended = 0;
+	e->start = e->w.b->len;
+	return rc;
+}

@@ -1,0 +1,541 @@
+/*
+ * test_emit.c - the streaming writer: for every document, the events of
+ * its tree written as JSON and YAML must be byte for byte what the tree
+ * writers write (or the same error, with the buffer left as it was), and
+ * the tree back end must build an equal tree.  Documents: the project's
+ * manifests, configurations and fuzz seeds, hand-made odd ones, and
+ * seeded random trees of odd strings, numbers and empty containers.
+ */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+
+#include "hpcbridge/doc.h"
+#include "testutil.h"
+
+/* Write doc both ways in fmt after a prefix; they must agree. */
+static void same_as_tree_writer(const cJSON *doc, enum hb_emit_format fmt,
+				const char *what)
+{
+	struct hb_buf a, b;
+	struct hb_emit *e;
+	int ra, rb;
+
+	hb_buf_init(&a, 0);
+	hb_buf_init(&b, 0);
+	assert_int_equal(hb_buf_puts(&a, "prefix\n"), 0);
+	assert_int_equal(hb_buf_puts(&b, "prefix\n"), 0);
+	ra = fmt == HB_EMIT_JSON ? hb_doc_write_json(doc, &a)
+				 : hb_doc_write_yaml(doc, &a);
+	e = hb_emit_new(fmt, &b);
+	assert_non_null(e);
+	hb_emit_tree(e, NULL, doc);
+	rb = hb_emit_done(e, NULL);
+	if (ra != rb || a.len != b.len || memcmp(a.data, b.data, a.len))
+		fail_msg("%s (%s): tree writer %d:\n%s\nstreaming %d:\n%s",
+			 what, fmt == HB_EMIT_JSON ? "json" : "yaml", ra,
+			 a.data, rb, b.data);
+	/* The writer takes a second document after the first. */
+	if (!rb) {
+		size_t one = b.len;
+
+		hb_emit_tree(e, NULL, doc);
+		assert_int_equal(hb_emit_done(e, NULL), 0);
+		assert_int_equal(b.len - one, one - strlen("prefix\n"));
+		assert_memory_equal(b.data + one, b.data + strlen("prefix\n"),
+				    one - strlen("prefix\n"));
+	}
+	hb_emit_free(e);
+	hb_buf_free(&a);
+	hb_buf_free(&b);
+}
+
+static void same_tree(const cJSON *doc, const char *what)
+{
+	struct hb_emit *e = hb_emit_new(HB_EMIT_TREE, NULL);
+	cJSON *t = NULL;
+	int rc;
+
+	assert_non_null(e);
+	hb_emit_tree(e, NULL, doc);
+	rc = hb_emit_done(e, &t);
+	hb_emit_free(e);
+	if (rc) {
+		/* Only what no writer takes fails here too. */
+		struct hb_buf b;
+
+		hb_buf_init(&b, 0);
+		assert_int_not_equal(hb_doc_write_json(doc, &b), 0);
+		assert_null(t);
+		hb_buf_free(&b);
+		return;
+	}
+	/* Equal, in the same order (YAML text, as NaN is not equal to
+	 * itself for cJSON_Compare) */
+	{
+		struct hb_buf a, b;
+
+		hb_buf_init(&a, 0);
+		hb_buf_init(&b, 0);
+		assert_int_equal(hb_doc_write_yaml(doc, &a), 0);
+		assert_int_equal(hb_doc_write_yaml(t, &b), 0);
+		if (strcmp(a.data, b.data))
+			fail_msg("%s: the tree back end built another tree",
+				 what);
+		hb_buf_free(&a);
+		hb_buf_free(&b);
+	}
+	cJSON_Delete(t);
+}
+
+static void check_doc(const cJSON *doc, const char *what)
+{
+	same_as_tree_writer(doc, HB_EMIT_JSON, what);
+	same_as_tree_writer(doc, HB_EMIT_YAML, what);
+	same_tree(doc, what);
+}
+
+/* ---- the project's own documents ---- */
+
+static void check_dir(const char *rel, int *count)
+{
+	const char *dir = hb_test_src_path(rel);
+	char dpath[1024];
+	DIR *d;
+	struct dirent *de;
+
+	snprintf(dpath, sizeof(dpath), "%s", dir);
+	d = opendir(dpath);
+	if (!d)
+		fail_msg("cannot open %s", dpath);
+	while ((de = readdir(d))) {
+		char path[2048];
+		size_t len;
+		char *text;
+		cJSON *doc = NULL;
+		struct hb_err err = { 0 };
+		struct stat st;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dpath, de->d_name);
+		if (stat(path, &st) || !S_ISREG(st.st_mode))
+			continue;
+		text = hb_test_read_file(path, &len);
+		if (hb_doc_parse_stream(text, len, path, &doc, &err) == 0) {
+			const cJSON *c;
+
+			check_doc(doc, path);
+			cJSON_ArrayForEach (c, doc)
+				check_doc(c, path);
+			(*count)++;
+		}
+		cJSON_Delete(doc);
+		free(text);
+	}
+	closedir(d);
+}
+
+static void test_project_documents(void **state)
+{
+	static const char *const dirs[] = {
+		"examples/manifests",
+		"tests/golden",
+		"tests/fuzz/corpus/doc",
+		"tests/fuzz/corpus/manifest",
+		"tests/fuzz/corpus/schema",
+		"tests/fuzz/corpus/config",
+		"tests/fuzz/corpus/snapshot",
+		"config",
+		"config/policies",
+	};
+	int count = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		check_dir(dirs[i], &count);
+	assert_true(count >= 30);
+}
+
+/* ---- odd strings and shapes ---- */
+
+static const char *const odd[] = {
+	"",
+	" ",
+	"plain",
+	"with space",
+	" lead",
+	"trail ",
+	"a: b",
+	"a:b",
+	"end:",
+	"x #y",
+	"x#y",
+	"#lead",
+	"- item",
+	"-",
+	"-x",
+	"--x",
+	"---",
+	"...",
+	"? q",
+	"!tag",
+	"&anchor",
+	"*alias",
+	"|",
+	">",
+	"'sq'",
+	"\"dq\"",
+	"%pct",
+	"@at",
+	"`bt",
+	"{a}",
+	"[a]",
+	",c",
+	"yes",
+	"No",
+	"on",
+	"OFF",
+	"true",
+	"False",
+	"null",
+	"~",
+	"<<",
+	"=",
+	"1",
+	"-1",
+	"+1",
+	"0x1F",
+	"0o17",
+	"0b101",
+	"1_000",
+	"1.5e3",
+	".5",
+	"1:30",
+	"2024-01-01",
+	".inf",
+	"-.inf",
+	".NaN",
+	"12abc",
+	"abc12",
+	"line\nline",
+	"line\n",
+	"line\n\n",
+	"line\n\n\n",
+	"\nlead newline",
+	"\n\n",
+	"\n",
+	" indented\nblock",
+	"\tindented\nblock",
+	"tab\there",
+	"cr\rhere",
+	"nl and cr\r\nhere",
+	"quote \" and \\ backslash",
+	"ctrl \x01\x02\x1f end",
+	"del \x7f end",
+	"bell\a bs\b ff\f vt\v",
+	"caf\xc3\xa9",
+	"\xe2\x82\xac euro",
+	"\xf0\x9f\x98\x80 emoji",
+	"c1 \xc2\x85 nel",
+	"c1 \xc2\x9f",
+	"ls \xe2\x80\xa8 ps \xe2\x80\xa9",
+	"bom \xef\xbb\xbf",
+	"nonchar \xef\xbf\xbe \xef\xbf\xbf",
+	"bad \xff byte",
+	"bad \xc3 truncated",
+	"overlong \xc0\xaf",
+	"surrogate \xed\xa0\x80",
+	"too big \xf4\x90\x80\x80",
+	"trunc4 \xf0\x9f\x98",
+	"$(VAR) $$x ${y}",
+	"multi\nline with: colon\nand # hash\n",
+	"a long string that goes on and on, with commas, colons: and "
+	"more text so that it crosses several eight-byte words of the "
+	"scanner \"quoted\" here and a \\ there and done",
+};
+
+static cJSON *odd_object(void)
+{
+	cJSON *o = cJSON_CreateObject(), *a = cJSON_CreateArray();
+	char longkey[1200];
+
+	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+		cJSON_AddItemToObject(o, odd[i], cJSON_CreateString(odd[i]));
+		cJSON_AddItemToArray(a, cJSON_CreateString(odd[i]));
+	}
+	cJSON_AddItemToObject(o, "all", a);
+	memset(longkey, 'k', sizeof(longkey) - 1);
+	longkey[sizeof(longkey) - 1] = '\0';
+	longkey[170] = '\0'; /* past 160: "? key" */
+	cJSON_AddStringToObject(o, longkey, "v");
+	longkey[170] = 'k'; /* past 1000: quoted */
+	cJSON_AddItemToObject(o, longkey, cJSON_CreateObject());
+	longkey[100] = ' ';
+	cJSON_AddItemToObject(o, longkey, cJSON_CreateArray());
+	return o;
+}
+
+static void test_odd_strings(void **state)
+{
+	cJSON *o = odd_object();
+
+	(void)state;
+	check_doc(o, "odd strings");
+	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+		cJSON *s = cJSON_CreateString(odd[i]);
+
+		check_doc(s, odd[i]); /* a root scalar */
+		cJSON_Delete(s);
+	}
+	cJSON_Delete(o);
+}
+
+static void test_shapes(void **state)
+{
+	static const char *const texts[] = {
+		"{}",
+		"[]",
+		"null",
+		"true",
+		"false",
+		"0",
+		"-0.5",
+		"[[], {}, [[]], [{}], {\"a\": []}, {\"a\": {}}]",
+		"{\"a\": [[1, [2, []]], {\"b\": {\"c\": []}}], \"d\": {}}",
+		"[[[\"x\"]], [{\"k\": [\"v\", {}]}]]",
+		"{\"seq\": [{\"a\": 1, \"b\": [1, 2]}, [3, [4]], "
+		"\"s\\nt\\n\"]}",
+		"{\"n\": [1e300, -1e-300, 0.1, 123456789.125, "
+		"9007199254740993]}",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		cJSON *d = cJSON_Parse(texts[i]);
+
+		assert_non_null(d);
+		check_doc(d, texts[i]);
+		cJSON_Delete(d);
+	}
+	/* NaN and infinities: YAML writes them, JSON refuses */
+	{
+		cJSON *d = cJSON_CreateArray();
+
+		cJSON_AddItemToArray(d, cJSON_CreateNumber(NAN));
+		cJSON_AddItemToArray(d, cJSON_CreateNumber(INFINITY));
+		cJSON_AddItemToArray(d, cJSON_CreateNumber(-INFINITY));
+		check_doc(d, "nan and inf");
+		cJSON_Delete(d);
+		d = cJSON_CreateObject();
+		cJSON_AddItemToObject(d, "raw", cJSON_CreateRaw("1"));
+		check_doc(d, "raw");
+		cJSON_Delete(d);
+	}
+}
+
+/* Nesting right at, and past, the limit, both kinds of container. */
+static void test_depth(void **state)
+{
+	(void)state;
+	for (int depth = HB_DOC_MAX_DEPTH - 2; depth <= HB_DOC_MAX_DEPTH + 3;
+	     depth++) {
+		for (int kind = 0; kind < 4; kind++) {
+			cJSON *root = kind & 1 ? cJSON_CreateObject()
+					       : cJSON_CreateArray();
+			cJSON *cur = root;
+			char what[64];
+
+			for (int i = 1; i < depth; i++) {
+				cJSON *n = (i + kind) & 1 ? cJSON_CreateObject()
+							  : cJSON_CreateArray();
+
+				if (cJSON_IsObject(cur))
+					cJSON_AddItemToObject(cur, "k", n);
+				else
+					cJSON_AddItemToArray(cur, n);
+				cur = n;
+			}
+			/* the innermost one empty, or with a scalar */
+			if (kind & 2) {
+				if (cJSON_IsObject(cur))
+					cJSON_AddStringToObject(cur, "k", "v");
+				else
+					cJSON_AddItemToArray(
+						cur, cJSON_CreateString("v"));
+			}
+			snprintf(what, sizeof(what), "depth %d kind %d", depth,
+				 kind);
+			check_doc(root, what);
+			cJSON_Delete(root);
+		}
+	}
+}
+
+/* ---- random trees ---- */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd(uint32_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng % n);
+}
+
+static cJSON *random_value(int depth)
+{
+	uint32_t k = rnd(depth > 6 ? 6 : 10);
+	cJSON *v;
+
+	switch (k) {
+	case 0:
+		return cJSON_CreateNull();
+	case 1:
+		return cJSON_CreateBool(rnd(2));
+	case 2: {
+		static const double nums[] = { 0,    1,	  -1,	2.5, 1e21,
+					       1e-7, 3e9, -0.0, 100, 0.1 };
+
+		return cJSON_CreateNumber(nums[rnd(10)]);
+	}
+	case 3:
+	case 4:
+	case 5:
+		return cJSON_CreateString(
+			odd[rnd(sizeof(odd) / sizeof(odd[0]))]);
+	case 6:
+	case 7:
+		v = cJSON_CreateArray();
+		for (uint32_t i = 0, n = rnd(4); i < n; i++)
+			cJSON_AddItemToArray(v, random_value(depth + 1));
+		return v;
+	default:
+		v = cJSON_CreateObject();
+		for (uint32_t i = 0, n = rnd(5); i < n; i++)
+			cJSON_AddItemToObject(
+				v, odd[rnd(sizeof(odd) / sizeof(odd[0]))],
+				random_value(depth + 1));
+		return v;
+	}
+}
+
+static void test_random_trees(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 3000; i++) {
+		cJSON *d = random_value(0);
+		char what[32];
+
+		snprintf(what, sizeof(what), "random tree %d", i);
+		check_doc(d, what);
+		cJSON_Delete(d);
+	}
+}
+
+/* ---- events by hand, and misuse ---- */
+
+static void test_events(void **state)
+{
+	struct hb_buf b;
+	struct hb_emit *e;
+	cJSON *t = NULL;
+
+	(void)state;
+	hb_buf_init(&b, 0);
+	e = hb_emit_new(HB_EMIT_YAML, &b);
+	hb_emit_obj(e, NULL);
+	hb_emit_str(e, "name", "x");
+	hb_emit_arr(e, "list");
+	hb_emit_num(e, NULL, 3);
+	hb_emit_obj(e, NULL);
+	hb_emit_bool(e, "on", 1);
+	hb_emit_null(e, "off");
+	hb_emit_end(e);
+	hb_emit_end(e);
+	hb_emit_obj(e, "empty");
+	hb_emit_end(e);
+	hb_emit_strn(e, "script", "echo $$x\nexit 0\nignored", 16);
+	hb_emit_end(e);
+	assert_int_equal(hb_emit_done(e, NULL), 0);
+	assert_string_equal(b.data, "name: x\n"
+				    "list:\n"
+				    "- 3\n"
+				    "- \"on\": true\n"
+				    "  \"off\": null\n"
+				    "empty: {}\n"
+				    "script: |\n"
+				    "  echo $$x\n"
+				    "  exit 0\n");
+	hb_emit_free(e);
+
+	/* misuse: nothing, two roots, one left open, a close too many;
+	 * the buffer is left as it was */
+	hb_buf_reset(&b);
+	hb_buf_puts(&b, "keep");
+	e = hb_emit_new(HB_EMIT_JSON, &b);
+	assert_int_equal(hb_emit_done(e, NULL), HB_EINVAL);
+	hb_emit_str(e, NULL, "a");
+	assert_int_equal(hb_emit_str(e, NULL, "b"), HB_EINVAL);
+	assert_int_equal(hb_emit_done(e, NULL), HB_EINVAL);
+	hb_emit_obj(e, NULL);
+	assert_int_equal(hb_emit_done(e, NULL), HB_EINVAL);
+	assert_int_equal(hb_emit_end(e), HB_EINVAL);
+	assert_int_equal(hb_emit_done(e, NULL), HB_EINVAL);
+	assert_string_equal(b.data, "keep");
+	/* and still works afterwards */
+	hb_emit_arr(e, NULL);
+	hb_emit_end(e);
+	assert_int_equal(hb_emit_done(e, NULL), 0);
+	assert_string_equal(b.data, "keep[]\n");
+	hb_emit_free(e);
+
+	/* a buffer cap: error, buffer as it was */
+	hb_buf_free(&b);
+	hb_buf_init(&b, 8);
+	e = hb_emit_new(HB_EMIT_JSON, &b);
+	hb_emit_str(e, NULL, "more than eight bytes");
+	assert_int_equal(hb_emit_done(e, NULL), HB_ETOOBIG);
+	assert_int_equal(b.len, 0);
+	hb_emit_free(e);
+	hb_buf_free(&b);
+
+	/* the tree back end */
+	e = hb_emit_new(HB_EMIT_TREE, NULL);
+	hb_emit_obj(e, NULL);
+	hb_emit_strn(e, "s", "abcdef", 3);
+	hb_emit_arr(e, "a");
+	hb_emit_end(e);
+	hb_emit_end(e);
+	assert_int_equal(hb_emit_done(e, &t), 0);
+	assert_string_equal(hb_doc_str(t, "s"), "abc");
+	assert_true(cJSON_IsArray(cJSON_GetObjectItem(t, "a")));
+	cJSON_Delete(t);
+	/* an unfinished tree is freed, not handed out */
+	hb_emit_obj(e, NULL);
+	assert_int_equal(hb_emit_done(e, &t), HB_EINVAL);
+	assert_null(t);
+	hb_emit_free(e);
+	hb_emit_free(NULL);
+	assert_null(hb_emit_new(HB_EMIT_JSON, NULL));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_project_documents),
+		cmocka_unit_test(test_odd_strings),
+		cmocka_unit_test(test_shapes),
+		cmocka_unit_test(test_depth),
+		cmocka_unit_test(test_random_trees),
+		cmocka_unit_test(test_events),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
