@@ -2118,7 +2118,8 @@ struct hb_emit {
 	size_t start;	  /* out->len when the document began */
 	int depth;	  /* open containers */
 	int began, ended; /* the root value began, and is complete */
-	cJSON *root;	  /* tree back end */
+	cJSON *root;	  /* tree back end: the document being built */
+	cJSON *tree;	  /* and the last one ended */
 	struct efr st[FRAMES];
 };
 
@@ -2146,6 +2147,7 @@ void hb_emit_free(struct hb_emit *e)
 	if (!e)
 		return;
 	cJSON_Delete(e->root);
+	cJSON_Delete(e->tree);
 	free(e);
 }
 
@@ -2539,12 +2541,10 @@ int hb_emit_tree(struct hb_emit *e, const char *key, const cJSON *v)
 	}
 }
 
-int hb_emit_done(struct hb_emit *e, cJSON **tree)
+int hb_emit_done(struct hb_emit *e)
 {
 	int rc;
 
-	if (tree)
-		*tree = NULL;
 	if (!e)
 		return HB_EINVAL;
 	if (!e->w.rc && (e->depth || !e->ended))
@@ -2552,14 +2552,24 @@ int hb_emit_done(struct hb_emit *e, cJSON **tree)
 	if (e->fmt == HB_EMIT_JSON)
 		putc1(&e->w, '\n');
 	rc = e->fmt == HB_EMIT_TREE ? e->w.rc : finish(&e->w, e->start);
-	if (!rc && tree) {
-		*tree = e->root;
-		e->root = NULL;
-	}
-	cJSON_Delete(e->root);
+	cJSON_Delete(e->tree);
+	e->tree = NULL;
+	if (!rc)
+		e->tree = e->root;
+	else
+		cJSON_Delete(e->root);
 	e->root = NULL;
 	e->w.rc = 0;
 	e->depth = e->began = e->ended = 0;
 	e->start = e->w.b->len;
 	return rc;
+}
+
+int hb_emit_take(struct hb_emit *e, cJSON **tree)
+{
+	*tree = e ? e->tree : NULL;
+	if (!*tree)
+		return HB_EINVAL;
+	e->tree = NULL;
+	return 0;
 }

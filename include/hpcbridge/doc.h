@@ -124,11 +124,15 @@ int hb_emit_status(const struct hb_emit *e);
 /*
  * End the document: it must be exactly one complete value.  JSON gets its
  * trailing newline.  Returns the sticky code; on error the buffer is left
- * as it was before the document's first event.  HB_EMIT_TREE: *tree gets
- * the tree (caller frees with cJSON_Delete()), or NULL on error.  The
- * writer is then ready for another document, appended after this one.
+ * as it was before the document's first event.  The writer is then ready
+ * for another document, appended after this one.
  */
-int hb_emit_done(struct hb_emit *e, struct cJSON **tree);
+int hb_emit_done(struct hb_emit *e);
+/* HB_EMIT_TREE: the tree of the document hb_emit_done() last ended
+ * without error (caller frees with cJSON_Delete()); HB_EINVAL when there
+ * is none.  A tree not taken is freed by the next hb_emit_done() or by
+ * hb_emit_free(). */
+int hb_emit_take(struct hb_emit *e, struct cJSON **tree);
 
 /* Append an array of documents as a YAML stream, each one preceded by
  * "---".  hb_doc_parse_stream() reads it back (null documents aside). */

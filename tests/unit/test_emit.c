@@ -35,7 +35,7 @@ static void same_as_tree_writer(const cJSON *doc, enum hb_emit_format fmt,
 	e = hb_emit_new(fmt, &b);
 	assert_non_null(e);
 	hb_emit_tree(e, NULL, doc);
-	rb = hb_emit_done(e, NULL);
+	rb = hb_emit_done(e);
 	if (ra != rb || a.len != b.len || memcmp(a.data, b.data, a.len))
 		fail_msg("%s (%s): tree writer %d:\n%s\nstreaming %d:\n%s",
 			 what, fmt == HB_EMIT_JSON ? "json" : "yaml", ra,
@@ -45,7 +45,7 @@ static void same_as_tree_writer(const cJSON *doc, enum hb_emit_format fmt,
 		size_t one = b.len;
 
 		hb_emit_tree(e, NULL, doc);
-		assert_int_equal(hb_emit_done(e, NULL), 0);
+		assert_int_equal(hb_emit_done(e), 0);
 		assert_int_equal(b.len - one, one - strlen("prefix\n"));
 		assert_memory_equal(b.data + one, b.data + strlen("prefix\n"),
 				    one - strlen("prefix\n"));
@@ -63,7 +63,9 @@ static void same_tree(const cJSON *doc, const char *what)
 
 	assert_non_null(e);
 	hb_emit_tree(e, NULL, doc);
-	rc = hb_emit_done(e, &t);
+	rc = hb_emit_done(e);
+	if (!rc)
+		assert_int_equal(hb_emit_take(e, &t), 0);
 	hb_emit_free(e);
 	if (rc) {
 		/* Only what no writer takes fails here too. */
@@ -463,7 +465,7 @@ static void test_events(void **state)
 	hb_emit_end(e);
 	hb_emit_strn(e, "script", "echo $$x\nexit 0\nignored", 16);
 	hb_emit_end(e);
-	assert_int_equal(hb_emit_done(e, NULL), 0);
+	assert_int_equal(hb_emit_done(e), 0);
 	assert_string_equal(b.data, "name: x\n"
 				    "list:\n"
 				    "- 3\n"
@@ -480,19 +482,19 @@ static void test_events(void **state)
 	hb_buf_reset(&b);
 	hb_buf_puts(&b, "keep");
 	e = hb_emit_new(HB_EMIT_JSON, &b);
-	assert_int_equal(hb_emit_done(e, NULL), HB_EINVAL);
+	assert_int_equal(hb_emit_done(e), HB_EINVAL);
 	hb_emit_str(e, NULL, "a");
 	assert_int_equal(hb_emit_str(e, NULL, "b"), HB_EINVAL);
-	assert_int_equal(hb_emit_done(e, NULL), HB_EINVAL);
+	assert_int_equal(hb_emit_done(e), HB_EINVAL);
 	hb_emit_obj(e, NULL);
-	assert_int_equal(hb_emit_done(e, NULL), HB_EINVAL);
+	assert_int_equal(hb_emit_done(e), HB_EINVAL);
 	assert_int_equal(hb_emit_end(e), HB_EINVAL);
-	assert_int_equal(hb_emit_done(e, NULL), HB_EINVAL);
+	assert_int_equal(hb_emit_done(e), HB_EINVAL);
 	assert_string_equal(b.data, "keep");
 	/* and still works afterwards */
 	hb_emit_arr(e, NULL);
 	hb_emit_end(e);
-	assert_int_equal(hb_emit_done(e, NULL), 0);
+	assert_int_equal(hb_emit_done(e), 0);
 	assert_string_equal(b.data, "keep[]\n");
 	hb_emit_free(e);
 
@@ -501,7 +503,7 @@ static void test_events(void **state)
 	hb_buf_init(&b, 8);
 	e = hb_emit_new(HB_EMIT_JSON, &b);
 	hb_emit_str(e, NULL, "more than eight bytes");
-	assert_int_equal(hb_emit_done(e, NULL), HB_ETOOBIG);
+	assert_int_equal(hb_emit_done(e), HB_ETOOBIG);
 	assert_int_equal(b.len, 0);
 	hb_emit_free(e);
 	hb_buf_free(&b);
@@ -513,14 +515,19 @@ static void test_events(void **state)
 	hb_emit_arr(e, "a");
 	hb_emit_end(e);
 	hb_emit_end(e);
-	assert_int_equal(hb_emit_done(e, &t), 0);
+	assert_int_equal(hb_emit_done(e), 0);
+	assert_int_equal(hb_emit_take(e, &t), 0);
 	assert_string_equal(hb_doc_str(t, "s"), "abc");
 	assert_true(cJSON_IsArray(cJSON_GetObjectItem(t, "a")));
 	cJSON_Delete(t);
 	/* an unfinished tree is freed, not handed out */
 	hb_emit_obj(e, NULL);
-	assert_int_equal(hb_emit_done(e, &t), HB_EINVAL);
+	assert_int_equal(hb_emit_done(e), HB_EINVAL);
+	assert_int_equal(hb_emit_take(e, &t), HB_EINVAL);
 	assert_null(t);
+	/* a tree not taken is freed with the writer */
+	hb_emit_arr(e, NULL);
+	assert_int_equal(hb_emit_done(e), 0);
 	hb_emit_free(e);
 	hb_emit_free(NULL);
 	assert_null(hb_emit_new(HB_EMIT_JSON, NULL));
