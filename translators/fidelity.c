@@ -53,7 +53,7 @@ void hb_report_fate(struct hb_report *r, enum hb_field f,
 	r->fate[f].kind = (uint8_t)kind;
 	r->fate[f].target = hb_arena_strdup(&r->arena, target);
 	r->fate[f].note = NULL;
-	if (note_fmt) {
+	if (note_fmt && !r->no_notes) {
 		va_start(ap, note_fmt);
 		vsnprintf(note, sizeof(note), note_fmt, ap);
 		va_end(ap);
