@@ -2115,7 +2115,7 @@ struct efr {
 struct hb_emit {
 	enum hb_emit_format fmt;
 	struct wr w;	  /* JSON and YAML: the output and the sticky code */
-	size_t start;	  /* out->len when the document began */
+	size_t start;	  /* out->len at the document's first event */
 	int depth;	  /* open containers */
 	int began, ended; /* the root value began, and is complete */
 	cJSON *root;	  /* tree back end: the document being built */
@@ -2138,7 +2138,6 @@ struct hb_emit *hb_emit_new(enum hb_emit_format fmt, struct hb_buf *out)
 		return NULL;
 	e->fmt = fmt;
 	e->w.b = out ? out : &no_buf;
-	e->start = e->w.b->len;
 	return e;
 }
 
@@ -2256,6 +2255,8 @@ static struct efr *value_begin(struct hb_emit *e, int *ok)
 		fail(e, HB_EINVAL); /* a second root value */
 		return NULL;
 	}
+	if (!e->began)
+		e->start = e->w.b->len; /* what an error rolls back to */
 	e->began = 1;
 	if (!p)
 		e->ended = 1; /* a root scalar; a container clears it */
@@ -2547,6 +2548,8 @@ int hb_emit_done(struct hb_emit *e)
 
 	if (!e)
 		return HB_EINVAL;
+	if (!e->began)
+		e->start = e->w.b->len;
 	if (!e->w.rc && (e->depth || !e->ended))
 		fail(e, HB_EINVAL); /* no value, or one left open */
 	if (e->fmt == HB_EMIT_JSON)
@@ -2561,7 +2564,6 @@ int hb_emit_done(struct hb_emit *e)
 	e->root = NULL;
 	e->w.rc = 0;
 	e->depth = e->began = e->ended = 0;
-	e->start = e->w.b->len;
 	return rc;
 }
 

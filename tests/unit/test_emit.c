@@ -527,6 +527,7 @@ static void test_events(void **state)
 	assert_null(t);
 	/* a tree not taken is freed with the writer */
 	hb_emit_arr(e, NULL);
+	hb_emit_end(e);
 	assert_int_equal(hb_emit_done(e), 0);
 	hb_emit_free(e);
 	hb_emit_free(NULL);
