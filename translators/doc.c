@@ -1474,19 +1474,43 @@ static void put_u4(struct wr *w, uint32_t c)
 #define ONES 0x0101010101010101ull
 #define HIGH 0x8080808080808080ull
 
-/* Whether none of the eight bytes at s needs care in a JSON or
- * double-quoted string: no control byte, '"', '\\', DEL or non-ASCII. */
-static inline int plain8(const unsigned char *s)
+/*
+ * The bytes among the eight at s that need care in a JSON or
+ * double-quoted string (a control byte, '"', '\\', DEL or non-ASCII): the
+ * high bit of each such byte in memory order, little-endian.  A borrow
+ * may also mark a byte after a marked one, never before, so the lowest
+ * mark is exact.  0: all eight are plain.
+ */
+static inline uint64_t care8(const unsigned char *s)
 {
 	uint64_t x, q, b, d;
 
 	memcpy(&x, s, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+#endif
 	q = x ^ (ONES * '"');
 	b = x ^ (ONES * '\\');
 	d = x ^ (ONES * 0x7f);
-	return !((x | ((x - ONES * 0x20) & ~x) | ((q - ONES) & ~q) |
-		  ((b - ONES) & ~b) | ((d - ONES) & ~d)) &
-		 HIGH);
+	return (x | ((x - ONES * 0x20) & ~x) | ((q - ONES) & ~q) |
+		((b - ONES) & ~b) | ((d - ONES) & ~d)) &
+	       HIGH;
+}
+
+/* Index of the lowest marked byte of a nonzero care8() mask. */
+static inline unsigned first_marked(uint64_t m)
+{
+#if defined(__GNUC__) || defined(__clang__)
+	return (unsigned)__builtin_ctzll(m) >> 3;
+#else
+	unsigned i = 0;
+
+	while (!(m & 0x80)) {
+		m >>= 8;
+		i++;
+	}
+	return i;
+#endif
 }
 
 /* The JSON escape of code point cp (a control, '"', '\\' or special). */
@@ -1538,13 +1562,31 @@ static void quoted(struct wr *w, const char *str, size_t n,
 	while (s < end) {
 		unsigned char c;
 
-		while (end - s >= 8 && plain8(s))
+		while (end - s >= 8) {
+			uint64_t m = care8(s);
+
+			if (m) {
+				s += first_marked(m);
+				break;
+			}
 			s += 8;
+		}
 		if (s == end)
 			break;
 		c = *s;
 		if (bclass[c] <= B_INDICATOR) {
 			s++;
+			continue;
+		}
+		/* The escapes JSON and YAML write alike. */
+		if (c == '\n' || c == '"' || c == '\\' || c == '\t') {
+			char t[2] = {'\\', c == '\n'   ? 'n'
+					  : c == '\t' ? 't'
+						      : (char)c};
+
+			put(w, (const char *)run, (size_t)(s - run));
+			put(w, t, 2);
+			run = ++s;
 			continue;
 		}
 		k = c < 0x80 ? 1 : utf8_dec(s, (size_t)(end - s), &cp);
