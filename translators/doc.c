@@ -1811,6 +1811,24 @@ static const unsigned char lead_indicator[256] = {
     ['>'] = 1, ['\''] = 1, ['"'] = 1, ['%'] = 1, ['@'] = 1, ['`'] = 1,
 };
 
+/* As care8(), for what string_style() looks at: control bytes, DEL,
+ * non-ASCII, ':' and '#'. */
+static inline uint64_t yaml_care8(const unsigned char *s)
+{
+	uint64_t x, a, b, d;
+
+	memcpy(&x, s, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+#endif
+	a = x ^ (ONES * ':');
+	b = x ^ (ONES * '#');
+	d = x ^ (ONES * 0x7f);
+	return (x | ((x - ONES * 0x20) & ~x) | ((a - ONES) & ~a) |
+		((b - ONES) & ~b) | ((d - ONES) & ~d)) &
+	       HIGH;
+}
+
 /* How a string must be written (keys never use literal blocks). */
 static enum sstyle string_style(const char *str, size_t n, int key)
 {
@@ -1834,8 +1852,21 @@ static enum sstyle string_style(const char *str, size_t n, int key)
 	else if (s[n - 1] == ':')
 		plain = 0;
 	for (i = 0; i < n; i += k) {
-		unsigned char c = s[i];
+		unsigned char c;
 
+		/* Skip eight bytes at a time while none of them matters. */
+		while (n - i >= 8) {
+			uint64_t m = yaml_care8(s + i);
+
+			if (m) {
+				i += first_marked(m);
+				break;
+			}
+			i += 8;
+		}
+		if (i >= n)
+			break;
+		c = s[i];
 		k = 1;
 		if (bclass[c] == B_PLAIN || bclass[c] == B_QUOTE)
 			continue;
@@ -1940,14 +1971,14 @@ static void yaml_literal(struct wr *w, const char *s, size_t n, int ind)
 		PUTS(w, "|\n");
 	else
 		PUTS(w, "|+\n");
-	for (start = 0, i = 0; i <= core; i++) {
-		if (i < core && s[i] != '\n')
-			continue;
+	for (start = 0; start <= core; start = i + 1) {
+		const char *nl = memchr(s + start, '\n', core - start);
+
+		i = nl ? (size_t)(nl - s) : core;
 		if (i > start)
 			indent(w, ind);
 		put(w, s + start, i - start);
 		putc1(w, '\n');
-		start = i + 1;
 	}
 	for (i = 1; i < trail; i++)
 		putc1(w, '\n');

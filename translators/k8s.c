@@ -280,21 +280,34 @@ int hb_k8s_name(const struct hb_jobspec *spec, int64_t array_index,
 
 int hb_k8s_escape(const char *s, size_t n, struct hb_buf *out)
 {
-	const char *p = s, *end = s + n;
+	const char *p = s, *end = s + n, *d;
+	size_t dollars = 0;
+	char *o;
 	int rc;
 
-	while (p < end) {
-		const char *d = memchr(p, '$', (size_t)(end - p));
-
-		if (!d)
-			return hb_buf_append(out, p, (size_t)(end - p));
-		if ((rc = hb_buf_append(out, p, (size_t)(d - p + 1))) ||
-		    (rc = hb_buf_putc(out, '$')))
-			return rc;
+	/* Count first, then copy into room made once. */
+	while ((d = memchr(p, '$', (size_t)(end - p)))) {
+		dollars++;
 		p = d + 1;
 	}
-	if (!out->data)
-		return hb_buf_append(out, "", 0);
+	if (dollars > SIZE_MAX - n)
+		return HB_ETOOBIG;
+	if ((rc = hb_buf_reserve(out, n + dollars)))
+		return rc;
+	o = out->data + out->len;
+	for (p = s; p < end; p = d + 1) {
+		d = memchr(p, '$', (size_t)(end - p));
+		if (!d) {
+			memcpy(o, p, (size_t)(end - p));
+			o += end - p;
+			break;
+		}
+		memcpy(o, p, (size_t)(d - p + 1));
+		o += d - p + 1;
+		*o++ = '$';
+	}
+	out->len = (size_t)(o - out->data);
+	out->data[out->len] = '\0';
 	return 0;
 }
 
@@ -1405,6 +1418,11 @@ static int script(struct ctx *c)
 				  : orig.source;
 	}
 	hb_buf_init(&raw, HB_LAUNCHER_MAX);
+	/* Room for the script and what the launcher adds, at once (a hint:
+	 * appends still check). */
+	(void)hb_buf_reserve(&raw, (c->spec->script ? strlen(c->spec->script)
+						    : 0) +
+				       4096);
 	esc = &c->plan->script;
 	rc = hb_launcher_script_ex(&orig, c->plan->name, c->plan->array_index,
 				   c->plan->runtime_mounted, &raw, c->err);
