@@ -2246,16 +2246,45 @@ static void json_pre(struct hb_emit *e, struct efr *p, const char *key)
 {
 	struct wr *w = &e->w;
 
+	char t[160];
+	size_t n = 0, kl = 0, ind = 2 * (size_t)e->depth;
+
 	if (!p)
 		return;
-	if (p->n == 0)
-		put(w, p->obj ? "{\n" : "[\n", 2);
-	else
-		PUTS(w, ",\n");
-	indent(w, 2 * e->depth);
 	if (p->obj) {
-		json_string(w, key);
-		PUTS(w, ": ");
+		if (!key)
+			key = "";
+		kl = strlen(key);
+	}
+	/* The usual case in one piece: a short plain key, not too deep. */
+	if (kl <= 64 && ind <= 64) {
+		for (n = 0; n < kl; n++)
+			if (bclass[(unsigned char)key[n]] > B_INDICATOR)
+				break;
+	}
+	if (kl <= 64 && ind <= 64 && n == kl) {
+		t[0] = p->n ? ',' : p->obj ? '{' : '[';
+		t[1] = '\n';
+		memcpy(t + 2, spaces, ind);
+		n = 2 + ind;
+		if (p->obj) {
+			t[n++] = '"';
+			memcpy(t + n, key, kl);
+			n += kl;
+			memcpy(t + n, "\": ", 3);
+			n += 3;
+		}
+		put(w, t, n);
+	} else {
+		if (p->n == 0)
+			put(w, p->obj ? "{\n" : "[\n", 2);
+		else
+			PUTS(w, ",\n");
+		indent(w, (int)ind);
+		if (p->obj) {
+			quoted(w, key, kl, json_escape);
+			PUTS(w, ": ");
+		}
 	}
 	if (e->depth > HB_DOC_MAX_DEPTH)
 		fail(e, HB_ETOOBIG);

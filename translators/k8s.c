@@ -351,8 +351,20 @@ struct ctx {
 /* "<base>.<leaf>" into c->path, for fate targets. */
 static const char *at(struct ctx *c, const char *base, const char *leaf)
 {
-	snprintf(c->path, sizeof(c->path), "%s%s%s", base, leaf ? "." : "",
-		 leaf ? leaf : "");
+	size_t bl = strlen(base), ll = leaf ? strlen(leaf) : 0;
+
+	/* (no printf: every job's fates come here) */
+	if (bl + 1 + ll >= sizeof(c->path)) {
+		snprintf(c->path, sizeof(c->path), "%s%s%s", base,
+			 leaf ? "." : "", leaf ? leaf : "");
+		return c->path;
+	}
+	memcpy(c->path, base, bl);
+	if (leaf) {
+		c->path[bl++] = '.';
+		memcpy(c->path + bl, leaf, ll);
+	}
+	c->path[bl + ll] = '\0';
 	return c->path;
 }
 
