@@ -1829,6 +1829,32 @@ static inline uint64_t yaml_care8(const unsigned char *s)
 	       HIGH;
 }
 
+#define LOW7 (ONES * 0x7f)
+
+/* The high bit of each byte of x equal to c (exact, no borrows). */
+static inline uint64_t eq8(uint64_t x, unsigned char c)
+{
+	uint64_t y = x ^ (ONES * c);
+
+	return ~(((y & LOW7) + LOW7) | y) & HIGH;
+}
+
+/* As yaml_care8(), once a string is known to be neither plain nor free of
+ * newlines: only what forces double quotes is left to find (control
+ * bytes other than newline and tab, DEL, non-ASCII).  Exact per byte. */
+static inline uint64_t rare8(const unsigned char *s)
+{
+	uint64_t x, lt;
+
+	memcpy(&x, s, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+#endif
+	lt = ~((x & LOW7) + ONES * 0x60) & ~x & HIGH; /* below 0x20 */
+	return (x & HIGH) | (lt & ~eq8(x, '\n') & ~eq8(x, '\t')) |
+	       eq8(x, 0x7f);
+}
+
 /* How a string must be written (keys never use literal blocks). */
 static enum sstyle string_style(const char *str, size_t n, int key)
 {
@@ -1856,7 +1882,8 @@ static enum sstyle string_style(const char *str, size_t n, int key)
 
 		/* Skip eight bytes at a time while none of them matters. */
 		while (n - i >= 8) {
-			uint64_t m = yaml_care8(s + i);
+			uint64_t m =
+			    !plain && nl ? rare8(s + i) : yaml_care8(s + i);
 
 			if (m) {
 				i += first_marked(m);
@@ -2299,6 +2326,25 @@ static void yaml_open(struct hb_emit *e, struct efr *f)
 		fail(e, HB_ETOOBIG);
 }
 
+/* A key string_style() would write plain, seen without it: a letter,
+ * then letters, digits and "_./-", and not a word YAML reads as
+ * something else. */
+static int simple_key(const char *k, size_t n)
+{
+	static const unsigned char ok[256] = {
+	    ['a' ... 'z'] = 1, ['A' ... 'Z'] = 1, ['0' ... '9'] = 1,
+	    ['_'] = 1,	       ['.'] = 1,	  ['/'] = 1,
+	    ['-'] = 1,
+	};
+
+	if (!n || !((k[0] >= 'a' && k[0] <= 'z') || (k[0] >= 'A' && k[0] <= 'Z')))
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if (!ok[(unsigned char)k[i]])
+			return 0;
+	return !looks_typed(k, n);
+}
+
 /* The key of a mapping member, and the ':' after it (yaml_map). */
 static void yaml_key(struct wr *w, const char *k, int ind)
 {
@@ -2332,10 +2378,24 @@ static int yaml_pre(struct hb_emit *e, struct efr *p, const char *key,
 
 	if (!p)
 		return 2;
+	size_t ind, kl;
+
 	if (p->n == 0)
 		yaml_open(e, p);
-	if (p->n != 0 || !p->inl)
-		indent(w, p->ind);
+	ind = p->n != 0 || !p->inl ? (size_t)p->ind : 0;
+	if (p->obj && key && ind <= 64 && (kl = strlen(key)) <= 64 &&
+	    simple_key(key, kl)) {
+		/* The usual case in one piece. */
+		char t[160];
+
+		memcpy(t, spaces, ind);
+		memcpy(t + ind, key, kl);
+		t[ind + kl] = ':';
+		t[ind + kl + 1] = ' ';
+		put(w, t, ind + kl + 1 + (scalar != 0));
+		return p->ind + 2;
+	}
+	indent(w, (int)ind);
 	if (p->obj) {
 		yaml_key(w, key, p->ind);
 		if (scalar)

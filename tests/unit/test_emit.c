@@ -534,6 +534,110 @@ static void test_events(void **state)
 	assert_null(hb_emit_new(HB_EMIT_JSON, NULL));
 }
 
+/* ---- YAML string styles against a byte-at-a-time reference ---- */
+
+/*
+ * The rules of doc.c's string_style() for values, one byte at a time as
+ * first written, as an oracle for the word-at-a-time scanner: 'p' plain,
+ * 'q' double-quoted, 'l' literal block.  The writer's choice is read off
+ * its output.
+ */
+static int ref_utf8(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	uint32_t c = s[0];
+	size_t len, i;
+
+	if (c >= 0xC2 && c <= 0xDF)
+		len = 2, c &= 0x1F;
+	else if (c >= 0xE0 && c <= 0xEF)
+		len = 3, c &= 0x0F;
+	else if (c >= 0xF0 && c <= 0xF4)
+		len = 4, c &= 0x07;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		c = (c << 6) | (s[i] & 0x3F);
+	}
+	if ((len == 3 && c < 0x800) || (len == 4 && c < 0x10000) ||
+	    c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+		return 0;
+	*cp = c;
+	return (int)len;
+}
+
+static char ref_style(const unsigned char *s, size_t n)
+{
+	int nl = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t cp;
+		int k;
+
+		if (s[i] == '\n') {
+			nl = 1;
+			continue;
+		}
+		if (s[i] == '\t' || (s[i] >= 0x20 && s[i] < 0x7f))
+			continue;
+		if (s[i] < 0x80)
+			return 'q';
+		k = ref_utf8(s + i, n - i, &cp);
+		if (!k || (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 ||
+		    cp == 0x2029 || cp == 0xFEFF || cp == 0xFFFE ||
+		    cp == 0xFFFF)
+			return 'q';
+		i += (size_t)k - 1;
+	}
+	if (!nl)
+		return 0; /* plain or quoted: decided by the indicators */
+	for (i = 0; i < n && s[i] == '\n'; i++)
+		;
+	return i == n || s[i] == ' ' || s[i] == '\t' ? 'q' : 'l';
+}
+
+static void test_yaml_styles(void **state)
+{
+	static const char alphabet[] = "ab :#\n\t-'\"\\\x01\x7f\xc3\xa9\xff.";
+	struct hb_buf b;
+	struct hb_emit *e;
+
+	(void)state;
+	hb_buf_init(&b, 0);
+	e = hb_emit_new(HB_EMIT_YAML, &b);
+	for (int i = 0; i < 20000; i++) {
+		unsigned char str[48];
+		size_t n = 1 + rnd(sizeof(str) - 1);
+		char want, got;
+
+		for (size_t k = 0; k < n; k++)
+			str[k] = (unsigned char)alphabet[rnd(
+			    sizeof(alphabet) - 1)];
+		/* a leading line with no indicator, half of the time */
+		if (rnd(2))
+			str[0] = 'x';
+		hb_buf_reset(&b);
+		hb_emit_strn(e, NULL, (const char *)str, n);
+		assert_int_equal(hb_emit_done(e), 0);
+		want = ref_style(str, n);
+		got = b.data[0] == '"' ? 'q' : b.data[0] == '|' ? 'l' : 'p';
+		if (want == 'q' || want == 'l') {
+			if (got != want)
+				fail_msg("string %d (%zu bytes): style %c, "
+					 "want %c:\n%s",
+					 i, n, got, want, b.data);
+		} else if (got == 'l') {
+			fail_msg("string %d: literal without a newline", i);
+		}
+	}
+	hb_emit_free(e);
+	hb_buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -543,6 +647,7 @@ int main(void)
 		cmocka_unit_test(test_depth),
 		cmocka_unit_test(test_random_trees),
 		cmocka_unit_test(test_events),
+	    cmocka_unit_test(test_yaml_styles),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
