@@ -1262,6 +1262,9 @@ int hb_launcher_script_ex(const struct hb_jobspec *spec, const char *job_id,
 	/* Build without a cap, so that the error can say how big the
 	 * launcher would have been; the script is already capped. */
 	hb_buf_init(&b, 0);
+	/* Room for the script and the launcher's own lines at once (a
+	 * hint: appends still check). */
+	(void)hb_buf_reserve(&b, len + 4096);
 	rc = build(&b, spec, job_id, array_index, mounted, &sh, script, len,
 		   delim);
 	if (rc == HB_ENOMEM) {
