@@ -2267,42 +2267,114 @@ static struct efr *top(struct hb_emit *e)
 	return e->depth ? &e->st[e->depth - 1] : NULL;
 }
 
+/*
+ * The fast paths write straight into the buffer: room(w, n) is where n
+ * bytes (and the NUL) fit at the end of the output, growing it if need
+ * be, or NULL when they cannot (an error is pending, or the cap is near):
+ * the caller then takes the slow path, which meets the same error.
+ * Filled bytes are counted with used().
+ */
+static inline char *room(struct wr *w, size_t n)
+{
+	struct hb_buf *b = w->b;
+
+	if (w->rc || n > b->max - b->len ||
+	    (n >= b->cap - b->len && hb_buf_reserve(b, n)))
+		return NULL;
+	return b->data + b->len;
+}
+
+static inline void used(struct wr *w, const char *end)
+{
+	w->b->len = (size_t)(end - w->b->data);
+}
+
+/* Whether a key (or short string) of n bytes is written as it is between
+ * JSON quotes: no byte that needs care. */
+static inline int json_plain(const char *k, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)k;
+	size_t i = 0;
+
+	for (; n - i >= 8; i += 8)
+		if (care8(s + i))
+			return 0;
+	for (; i < n; i++)
+		if (bclass[s[i]] > B_INDICATOR)
+			return 0;
+	return 1;
+}
+
+/*
+ * The separator, indentation and plain key of a JSON value in one piece,
+ * followed by v (vn bytes, already known to need no escape, between
+ * quotes) when v is not NULL.  Returns 0 when it is not that simple, and
+ * nothing is written.
+ */
+static int json_fast(struct hb_emit *e, struct efr *p, const char *key,
+		     size_t kl, const char *v, size_t vn)
+{
+	size_t ind = 2 * (size_t)e->depth;
+	char *o;
+
+	if (!p || ind > 64 || e->depth > HB_DOC_MAX_DEPTH)
+		return 0;
+	o = room(&e->w, 2 + ind + (p->obj ? kl + 4 : 0) + (v ? vn + 2 : 0));
+	if (!o)
+		return 0;
+	*o++ = p->n ? ',' : p->obj ? '{' : '[';
+	*o++ = '\n';
+	memcpy(o, spaces, ind);
+	o += ind;
+	if (p->obj) {
+		*o++ = '"';
+		memcpy(o, key, kl);
+		o += kl;
+		memcpy(o, "\": ", 3);
+		o += 3;
+	}
+	if (v) {
+		*o++ = '"';
+		memcpy(o, v, vn);
+		o += vn;
+		*o++ = '"';
+	}
+	used(&e->w, o);
+	return 1;
+}
+
+/* The key of a JSON member, if it is a short plain one: its length, or
+ * (size_t)-1. */
+static size_t json_simple_key(const struct efr *p, const char **key)
+{
+	size_t kl;
+
+	if (!p || !p->obj)
+		return 0;
+	if (!*key)
+		*key = "";
+	kl = strlen(*key);
+	return kl <= 64 && json_plain(*key, kl) ? kl : (size_t)-1;
+}
+
 /* What comes before a value in its parent p (NULL: the root): the
  * separator, the indentation and the key. */
 static void json_pre(struct hb_emit *e, struct efr *p, const char *key)
 {
 	struct wr *w = &e->w;
-
-	char t[160];
-	size_t n = 0, kl = 0, ind = 2 * (size_t)e->depth;
+	size_t kl, ind = 2 * (size_t)e->depth;
 
 	if (!p)
 		return;
-	if (p->obj) {
-		if (!key)
-			key = "";
-		kl = strlen(key);
-	}
-	/* The usual case in one piece: a short plain key, not too deep. */
-	if (kl <= 64 && ind <= 64) {
-		for (n = 0; n < kl; n++)
-			if (bclass[(unsigned char)key[n]] > B_INDICATOR)
-				break;
-	}
-	if (kl <= 64 && ind <= 64 && n == kl) {
-		t[0] = p->n ? ',' : p->obj ? '{' : '[';
-		t[1] = '\n';
-		memcpy(t + 2, spaces, ind);
-		n = 2 + ind;
-		if (p->obj) {
-			t[n++] = '"';
-			memcpy(t + n, key, kl);
-			n += kl;
-			memcpy(t + n, "\": ", 3);
-			n += 3;
-		}
-		put(w, t, n);
+	kl = json_simple_key(p, &key);
+	if (kl != (size_t)-1 && json_fast(e, p, key, kl, NULL, 0)) {
+		/* the usual case, in one piece */
 	} else {
+		if (p->obj) {
+			if (!key)
+				key = "";
+			kl = strlen(key);
+		}
 		if (p->n == 0)
 			put(w, p->obj ? "{\n" : "[\n", 2);
 		else
@@ -2371,29 +2443,43 @@ static void yaml_key(struct wr *w, const char *k, int ind)
 }
 
 /* Returns the column for a literal block's content lines. */
+/*
+ * What comes before a value: indentation, and the key and ':' or "- ".
+ * scalar: a scalar follows on this line (a space after the ':').  When
+ * plain is not NULL it is that scalar, to be written plain with its
+ * newline: done here when the key is simple (returns -1), else left to
+ * the caller.  Returns the column for a literal block's lines.
+ */
 static int yaml_pre(struct hb_emit *e, struct efr *p, const char *key,
-		    int scalar)
+		    int scalar, const char *plain, size_t pn)
 {
 	struct wr *w = &e->w;
+	size_t ind, kl;
+	char *o;
 
 	if (!p)
 		return 2;
-	size_t ind, kl;
-
 	if (p->n == 0)
 		yaml_open(e, p);
 	ind = p->n != 0 || !p->inl ? (size_t)p->ind : 0;
 	if (p->obj && key && ind <= 64 && (kl = strlen(key)) <= 64 &&
-	    simple_key(key, kl)) {
+	    simple_key(key, kl) &&
+	    (o = room(w, ind + kl + 2 + (plain ? pn + 1 : 0)))) {
 		/* The usual case in one piece. */
-		char t[160];
-
-		memcpy(t, spaces, ind);
-		memcpy(t + ind, key, kl);
-		t[ind + kl] = ':';
-		t[ind + kl + 1] = ' ';
-		put(w, t, ind + kl + 1 + (scalar != 0));
-		return p->ind + 2;
+		memcpy(o, spaces, ind);
+		o += ind;
+		memcpy(o, key, kl);
+		o += kl;
+		*o++ = ':';
+		if (scalar)
+			*o++ = ' ';
+		if (plain) {
+			memcpy(o, plain, pn);
+			o += pn;
+			*o++ = '\n';
+		}
+		used(w, o);
+		return plain ? -1 : p->ind + 2;
 	}
 	indent(w, (int)ind);
 	if (p->obj) {
@@ -2466,7 +2552,7 @@ static int container(struct hb_emit *e, const char *key, int obj)
 			json_pre(e, p, key);
 			break;
 		case HB_EMIT_YAML:
-			yaml_pre(e, p, key, 0);
+			yaml_pre(e, p, key, 0, NULL, 0);
 			break;
 		case HB_EMIT_TREE:
 			node = obj ? cJSON_CreateObject() : cJSON_CreateArray();
@@ -2523,15 +2609,25 @@ int hb_emit_end(struct hb_emit *e)
 		return e->w.rc;
 	f = &e->st[e->depth];
 	switch (e->fmt) {
-	case HB_EMIT_JSON:
+	case HB_EMIT_JSON: {
+		size_t ind = 2 * (size_t)e->depth;
+		char *o;
+
 		if (!f->n) {
 			put(&e->w, f->obj ? "{}" : "[]", 2);
+		} else if (ind <= 64 && (o = room(&e->w, ind + 2))) {
+			*o++ = '\n';
+			memcpy(o, spaces, ind);
+			o += ind;
+			*o++ = f->obj ? '}' : ']';
+			used(&e->w, o);
 		} else {
 			putc1(&e->w, '\n');
-			indent(&e->w, 2 * e->depth);
+			indent(&e->w, (int)ind);
 			putc1(&e->w, f->obj ? '}' : ']');
 		}
 		break;
+	}
 	case HB_EMIT_YAML:
 		if (f->n)
 			break;
@@ -2549,6 +2645,7 @@ int hb_emit_end(struct hb_emit *e)
 int hb_emit_strn(struct hb_emit *e, const char *key, const char *s, size_t n)
 {
 	int ok, ind;
+	enum sstyle style;
 	struct efr *p = value_begin(e, &ok);
 	cJSON *node;
 
@@ -2559,13 +2656,22 @@ int hb_emit_strn(struct hb_emit *e, const char *key, const char *s, size_t n)
 		n = 0;
 	}
 	switch (e->fmt) {
-	case HB_EMIT_JSON:
+	case HB_EMIT_JSON: {
+		size_t kl = json_simple_key(p, &key);
+
+		if (kl != (size_t)-1 && n <= 256 && json_plain(s, n) &&
+		    json_fast(e, p, key, kl, s, n))
+			break;
 		json_pre(e, p, key);
 		quoted(&e->w, s, n, json_escape);
 		break;
+	}
 	case HB_EMIT_YAML:
-		ind = yaml_pre(e, p, key, 1);
-		switch (string_style(s, n, 0)) {
+		style = string_style(s, n, 0);
+		ind = yaml_pre(e, p, key, 1, style == S_PLAIN ? s : NULL, n);
+		if (ind < 0)
+			break;
+		switch (style) {
 		case S_PLAIN:
 			put(&e->w, s, n);
 			break;
@@ -2627,7 +2733,7 @@ static int word(struct hb_emit *e, const char *key, const char *text,
 			put(&e->w, text, n);
 		break;
 	case HB_EMIT_YAML:
-		yaml_pre(e, p, key, 1);
+		yaml_pre(e, p, key, 1, NULL, 0);
 		put(&e->w, text, n);
 		putc1(&e->w, '\n');
 		break;
