@@ -1370,6 +1370,29 @@ static inline void put(struct wr *w, const char *s, size_t n)
 
 #define PUTS(w, lit) put((w), (lit), sizeof(lit) - 1)
 
+/*
+ * The fast paths write straight into the buffer: room(w, n) is where n
+ * bytes (and the NUL) fit at the end of the output, growing it if need
+ * be, or NULL when they cannot (an error is pending, or the cap is near):
+ * the caller then takes the slow path, which meets the same error.
+ * Filled bytes are counted with used().
+ */
+static inline char *room(struct wr *w, size_t n)
+{
+	struct hb_buf *b = w->b;
+
+	if (w->rc || n > b->max - b->len ||
+	    (n >= b->cap - b->len && hb_buf_reserve(b, n)))
+		return NULL;
+	return b->data + b->len;
+}
+
+static inline void used(struct wr *w, const char *end)
+{
+	w->b->len = (size_t)(end - w->b->data);
+}
+
+
 static void putc1(struct wr *w, char c)
 {
 	put(w, &c, 1);
@@ -1497,6 +1520,16 @@ static inline uint64_t care8(const unsigned char *s)
 	       HIGH;
 }
 
+#define LOW7 (ONES * 0x7f)
+
+/* The high bit of each byte of x equal to c (exact, no borrows). */
+static inline uint64_t eq8(uint64_t x, unsigned char c)
+{
+	uint64_t y = x ^ (ONES * c);
+
+	return ~(((y & LOW7) + LOW7) | y) & HIGH;
+}
+
 /* Index of the lowest marked byte of a nonzero care8() mask. */
 static inline unsigned first_marked(uint64_t m)
 {
@@ -1545,6 +1578,54 @@ static void json_escape(struct wr *w, uint32_t cp)
 }
 
 /*
+ * quoted() for a string whose only bytes that need care are the escapes
+ * JSON and YAML share (newline, tab, '"', '\\'), written straight into the
+ * buffer.  Returns 0, having written nothing, for anything else (other
+ * controls, DEL, non-ASCII) or when there is no room.
+ */
+static int quoted_fast(struct wr *w, const char *str, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)str, *end = p + n;
+	char *o = n <= SIZE_MAX / 4 ? room(w, 2 * n + 2 + 8) : NULL;
+
+	if (!o)
+		return 0;
+	*o++ = '"';
+	while (p < end) {
+		unsigned char c;
+
+		if (end - p >= 8) {
+			uint64_t m = care8(p);
+
+			memcpy(o, p, 8); /* room has 8 bytes to spare */
+			if (!m) {
+				o += 8;
+				p += 8;
+				continue;
+			}
+			o += first_marked(m);
+			p += first_marked(m);
+		} else if (bclass[*p] <= B_INDICATOR) {
+			*o++ = (char)*p++;
+			continue;
+		}
+		c = *p++;
+		*o++ = '\\';
+		if (c == '\n')
+			*o++ = 'n';
+		else if (c == '\t')
+			*o++ = 't';
+		else if (c == '"' || c == '\\')
+			*o++ = (char)c;
+		else
+			return 0;
+	}
+	*o++ = '"';
+	used(w, o);
+	return 1;
+}
+
+/*
  * Write n bytes of str double-quoted: plain bytes and valid UTF-8 as they
  * are, '"', '\\' and special code points through escape(), an invalid
  * byte as U+FFFD.  JSON strings and YAML double-quoted scalars differ
@@ -1558,6 +1639,8 @@ static void quoted(struct wr *w, const char *str, size_t n,
 	uint32_t cp;
 	size_t k;
 
+	if (n >= 16 && quoted_fast(w, str, n))
+		return;
 	putc1(w, '"');
 	while (s < end) {
 		unsigned char c;
@@ -1829,16 +1912,6 @@ static inline uint64_t yaml_care8(const unsigned char *s)
 	       HIGH;
 }
 
-#define LOW7 (ONES * 0x7f)
-
-/* The high bit of each byte of x equal to c (exact, no borrows). */
-static inline uint64_t eq8(uint64_t x, unsigned char c)
-{
-	uint64_t y = x ^ (ONES * c);
-
-	return ~(((y & LOW7) + LOW7) | y) & HIGH;
-}
-
 /* As yaml_care8(), once a string is known to be neither plain nor free of
  * newlines: only what forces double quotes is left to find (control
  * bytes other than newline and tab, DEL, non-ASCII).  Exact per byte. */
@@ -1985,9 +2058,63 @@ static void yaml_dquote(struct wr *w, const char *str, size_t n)
 }
 
 /* A literal block scalar; content lines at column ind.  Ends with '\n'. */
+/*
+ * The lines of a literal block's first core bytes, each non-empty one
+ * indented by ind, each ended by a newline, written at o (which has room
+ * for them and 8 bytes to spare).  Returns the end.
+ */
+static char *literal_lines(char *o, const char *s, size_t core, size_t ind)
+{
+	const char *p = s, *end = s + core;
+
+	if (p < end && *p != '\n') {
+		memcpy(o, spaces, ind);
+		o += ind;
+	}
+	while (p < end) {
+		if (end - p >= 8) {
+			uint64_t x, m;
+
+			memcpy(&x, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+			x = __builtin_bswap64(x);
+#endif
+			m = eq8(x, '\n');
+			memcpy(o, p, 8);
+			if (!m) {
+				o += 8;
+				p += 8;
+				continue;
+			}
+			o += first_marked(m);
+			p += first_marked(m);
+		} else {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+			if (!nl) {
+				memcpy(o, p, (size_t)(end - p));
+				o += end - p;
+				break;
+			}
+			memcpy(o, p, (size_t)(nl - p));
+			o += nl - p;
+			p = nl;
+		}
+		*o++ = '\n'; /* *p is the newline */
+		p++;
+		if (p < end && *p != '\n') {
+			memcpy(o, spaces, ind);
+			o += ind;
+		}
+	}
+	*o++ = '\n';
+	return o;
+}
+
 static void yaml_literal(struct wr *w, const char *s, size_t n, int ind)
 {
 	size_t core = n, trail, i, start;
+	char *o;
 
 	while (core > 0 && s[core - 1] == '\n')
 		core--;
@@ -1998,6 +2125,14 @@ static void yaml_literal(struct wr *w, const char *s, size_t n, int ind)
 		PUTS(w, "|\n");
 	else
 		PUTS(w, "|+\n");
+	if (ind >= 0 && ind <= 64 && core <= SIZE_MAX / 128 &&
+	    (o = room(w, core + 1 + (core + 1) * (size_t)ind + trail + 8))) {
+		o = literal_lines(o, s, core, (size_t)ind);
+		for (i = 1; i < trail; i++)
+			*o++ = '\n';
+		used(w, o);
+		return;
+	}
 	for (start = 0; start <= core; start = i + 1) {
 		const char *nl = memchr(s + start, '\n', core - start);
 
@@ -2265,28 +2400,6 @@ static void fail(struct hb_emit *e, int code)
 static struct efr *top(struct hb_emit *e)
 {
 	return e->depth ? &e->st[e->depth - 1] : NULL;
-}
-
-/*
- * The fast paths write straight into the buffer: room(w, n) is where n
- * bytes (and the NUL) fit at the end of the output, growing it if need
- * be, or NULL when they cannot (an error is pending, or the cap is near):
- * the caller then takes the slow path, which meets the same error.
- * Filled bytes are counted with used().
- */
-static inline char *room(struct wr *w, size_t n)
-{
-	struct hb_buf *b = w->b;
-
-	if (w->rc || n > b->max - b->len ||
-	    (n >= b->cap - b->len && hb_buf_reserve(b, n)))
-		return NULL;
-	return b->data + b->len;
-}
-
-static inline void used(struct wr *w, const char *end)
-{
-	w->b->len = (size_t)(end - w->b->data);
 }
 
 /* Whether a key (or short string) of n bytes is written as it is between

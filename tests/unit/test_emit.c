@@ -638,6 +638,138 @@ static void test_yaml_styles(void **state)
 	hb_buf_free(&b);
 }
 
+/* ---- JSON escapes and literal blocks against simple references ---- */
+
+/* RFC 8259 escaping as doc.h describes it, one code point at a time. */
+static void ref_json(const unsigned char *s, size_t n, struct hb_buf *b)
+{
+	hb_buf_putc(b, '"');
+	for (size_t i = 0; i < n;) {
+		uint32_t cp;
+		int k = s[i] < 0x80 ? 1 : ref_utf8(s + i, n - i, &cp);
+
+		if (s[i] < 0x80)
+			cp = s[i];
+		if (!k) {
+			hb_buf_puts(b, "\xef\xbf\xbd");
+			i++;
+			continue;
+		}
+		if (cp == '"' || cp == '\\')
+			hb_buf_printf(b, "\\%c", (char)cp);
+		else if (cp == '\n')
+			hb_buf_puts(b, "\\n");
+		else if (cp == '\t')
+			hb_buf_puts(b, "\\t");
+		else if (cp == '\r')
+			hb_buf_puts(b, "\\r");
+		else if (cp == '\b')
+			hb_buf_puts(b, "\\b");
+		else if (cp == '\f')
+			hb_buf_puts(b, "\\f");
+		else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) ||
+			 cp == 0x2028 || cp == 0x2029 || cp == 0xfeff ||
+			 cp == 0xfffe || cp == 0xffff)
+			hb_buf_printf(b, "\\u%04x", cp);
+		else
+			hb_buf_append(b, s + i, (size_t)k);
+		i += (size_t)k;
+	}
+	hb_buf_putc(b, '"');
+}
+
+/* "k: |..." for a string that takes a literal block, as doc.h says. */
+static void ref_literal(const char *s, size_t n, struct hb_buf *b)
+{
+	size_t core = n, start, i;
+
+	while (core && s[core - 1] == '\n')
+		core--;
+	hb_buf_puts(b, n - core == 0 ? "k: |-\n" : n - core == 1 ? "k: |\n"
+							      : "k: |+\n");
+	for (start = 0; start <= core; start = i + 1) {
+		for (i = start; i < core && s[i] != '\n'; i++)
+			;
+		if (i > start)
+			hb_buf_puts(b, "  ");
+		hb_buf_append(b, s + start, i - start);
+		hb_buf_putc(b, '\n');
+	}
+	for (i = 1; i < n - core; i++)
+		hb_buf_putc(b, '\n');
+}
+
+static void test_escapes_and_blocks(void **state)
+{
+	static const char *const pieces[] = {
+	    "a", "bcdefgh", " ", "\n", "\t", "\"", "\\", "$", ":", "#",
+	    "\x01", "\r", "\x7f", "\xc3\xa9", "\xe2\x80\xa8", "\xff",
+	    "\xef\xbb\xbf", "0123456789abcdef",
+	};
+	struct hb_buf got, want;
+	struct hb_emit *j, *y;
+
+	(void)state;
+	hb_buf_init(&got, 0);
+	hb_buf_init(&want, 0);
+	j = hb_emit_new(HB_EMIT_JSON, &got);
+	y = hb_emit_new(HB_EMIT_YAML, &got);
+	for (int i = 0; i < 20000; i++) {
+		char str[256];
+		size_t n = 0, npieces = rnd(24);
+		/* most strings from the escapes both formats share */
+		uint32_t kinds = rnd(3) ? 10 : sizeof(pieces) / sizeof(*pieces);
+
+		for (size_t k = 0; k < npieces; k++) {
+			const char *pc = pieces[rnd(kinds)];
+			size_t l = strlen(pc);
+
+			if (n + l >= sizeof(str))
+				break;
+			memcpy(str + n, pc, l);
+			n += l;
+		}
+		hb_buf_reset(&got);
+		hb_buf_reset(&want);
+		hb_emit_strn(j, NULL, str, n);
+		assert_int_equal(hb_emit_done(j), 0);
+		ref_json((const unsigned char *)str, n, &want);
+		hb_buf_putc(&want, '\n');
+		if (strcmp(got.data, want.data))
+			fail_msg("json %d:\n%s\nwant\n%s", i, got.data,
+				 want.data);
+
+		/* a literal block: a first line of plain text, then lines */
+		if (n && str[0] != ' ' && str[0] != '\t' && str[0] != '\n' &&
+		    memchr(str, '\n', n)) {
+			int lit = 1;
+
+			for (size_t k = 0; k < n; k++)
+				if ((unsigned char)str[k] < 0x20 &&
+				    str[k] != '\n' && str[k] != '\t')
+					lit = 0;
+				else if ((unsigned char)str[k] >= 0x7f)
+					lit = 0;
+			if (!lit)
+				continue;
+			hb_buf_reset(&got);
+			hb_buf_reset(&want);
+			hb_emit_obj(y, NULL);
+			hb_emit_strn(y, "k", str, n);
+			hb_emit_end(y);
+			assert_int_equal(hb_emit_done(y), 0);
+			ref_literal(str, n, &want);
+			if (strcmp(got.data, want.data))
+				fail_msg("yaml %d:\n%s\nwant\n%s", i, got.data,
+					 want.data);
+		}
+	}
+	hb_emit_free(j);
+	hb_emit_free(y);
+	hb_buf_free(&got);
+	hb_buf_free(&want);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -648,6 +780,7 @@ int main(void)
 		cmocka_unit_test(test_random_trees),
 		cmocka_unit_test(test_events),
 	    cmocka_unit_test(test_yaml_styles),
+		cmocka_unit_test(test_escapes_and_blocks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
