@@ -633,41 +633,78 @@ static int check_shape(struct ctx *c)
 }
 
 /* "nodes=2 ntasks=8 mem=per-cpu:2048 ..." as given, for the reverse. */
+/* Text pieces into a fixed buffer, without printf (every job comes
+ * here); the caller sizes the buffer for the worst case. */
+static size_t put_text(char *o, const char *s)
+{
+	size_t n = strlen(s);
+
+	memcpy(o, s, n);
+	return n;
+}
+
+static size_t put_dec(char *o, uint64_t v)
+{
+	char t[20];
+	size_t i = sizeof(t);
+
+	do {
+		t[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	memcpy(o, t + i, sizeof(t) - i);
+	return sizeof(t) - i;
+}
+
+/* "nodes=2 ntasks=8 mem=per-cpu:2048 ..." as given, for the reverse. */
 static int request_annotation(struct ctx *c)
 {
 	const struct hb_jobspec *s = c->spec;
-	char buf[256];
+	char buf[256]; /* the longest: about 160 */
 	size_t n = 0;
 
-#define PUT(...)                                                               \
-	do {                                                                   \
-		int w_ = snprintf(buf + n, sizeof(buf) - n, __VA_ARGS__);      \
-		if (w_ > 0 && (size_t)w_ < sizeof(buf) - n)                    \
-			n += (size_t)w_;                                       \
-	} while (0)
-
-	buf[0] = '\0';
 	if (s->nodes_min || s->nodes_max) {
-		if (s->nodes_max)
-			PUT("nodes=%u-%u ", s->nodes_min, s->nodes_max);
-		else
-			PUT("nodes=%u ", s->nodes_min);
+		n += put_text(buf + n, "nodes=");
+		n += put_dec(buf + n, s->nodes_min);
+		if (s->nodes_max) {
+			buf[n++] = '-';
+			n += put_dec(buf + n, s->nodes_max);
+		}
+		buf[n++] = ' ';
 	}
-	if (s->ntasks)
-		PUT("ntasks=%u ", s->ntasks);
-	if (s->ntasks_per_node)
-		PUT("ntasks-per-node=%u ", s->ntasks_per_node);
-	if (s->cpus_per_task)
-		PUT("cpus-per-task=%u ", s->cpus_per_task);
-	if (s->mem_kind != HB_MEM_NONE && s->mem_kind < NELEM(mem_kind_names))
-		PUT("mem=%s:%llu ", mem_kind_names[s->mem_kind],
-		    (unsigned long long)s->mem_mb);
+	if (s->ntasks) {
+		n += put_text(buf + n, "ntasks=");
+		n += put_dec(buf + n, s->ntasks);
+		buf[n++] = ' ';
+	}
+	if (s->ntasks_per_node) {
+		n += put_text(buf + n, "ntasks-per-node=");
+		n += put_dec(buf + n, s->ntasks_per_node);
+		buf[n++] = ' ';
+	}
+	if (s->cpus_per_task) {
+		n += put_text(buf + n, "cpus-per-task=");
+		n += put_dec(buf + n, s->cpus_per_task);
+		buf[n++] = ' ';
+	}
+	if (s->mem_kind != HB_MEM_NONE && s->mem_kind < NELEM(mem_kind_names)) {
+		n += put_text(buf + n, "mem=");
+		n += put_text(buf + n, mem_kind_names[s->mem_kind]);
+		buf[n++] = ':';
+		n += put_dec(buf + n, s->mem_mb);
+		buf[n++] = ' ';
+	}
 	if (s->gpu_scope != HB_GPU_NONE &&
-	    s->gpu_scope < NELEM(gpu_scope_names))
-		PUT("gpus=%s:%u ", gpu_scope_names[s->gpu_scope], s->gpus);
-#undef PUT
+	    s->gpu_scope < NELEM(gpu_scope_names)) {
+		n += put_text(buf + n, "gpus=");
+		n += put_text(buf + n, gpu_scope_names[s->gpu_scope]);
+		buf[n++] = ':';
+		n += put_dec(buf + n, s->gpus);
+		buf[n++] = ' ';
+	}
 	if (n)
-		buf[--n] = '\0';
+		n--;
+	buf[n] = '\0';
 	return annotate(c, "request", buf);
 }
 
