@@ -37,7 +37,8 @@ static const char *const target_kinds[] = { "MPIJob", "TrainJob", "sbatch",
 
 /* Largest config file accepted. */
 #define CONFIG_MAX (1u * 1024 * 1024)
-/* Cap on the memory all of one run's document trees may take. */
+/* Cap on the memory all of one run's document trees may take, and on
+ * the text of all its documents. */
 #define TREES_MAX (1024u * 1024 * 1024)
 /* Most sbatch/qsub options passed with --option. */
 #define MAX_OPTIONS 256
@@ -222,26 +223,74 @@ int hb_cli_read_file(const char *path, size_t max, struct hb_buf *b,
 	return rc;
 }
 
-/* Everything produced so far, written out only when all inputs succeed. */
+/*
+ * Everything produced so far, written out only when all inputs succeed.
+ * Manifests are written straight into docs as JSON or YAML by the
+ * streaming writer; other documents (jobspecs, reports, the runtime
+ * ConfigMap) are built as trees and written there at once.  write_out()
+ * adds what goes between documents, once their number is known.
+ */
 struct out {
-	cJSON *docs;	    /* manifests, jobspecs or reports (JSON) */
-	struct hb_buf text; /* an sbatch script or text reports */
+	struct hb_buf docs;   /* the documents' text, one after another */
+	size_t *ends;	      /* where each document ends in docs */
+	size_t ndocs, capdocs;
+	struct hb_emit *w;    /* writes into docs in the chosen format */
+	struct hb_buf text;   /* an sbatch script or text reports */
+	struct hb_buf scratch; /* manifests made for --explain only */
+	struct hb_emit *sw;   /* writes into scratch */
 };
+
+/* A document has just been appended to out->docs: remember its end. */
+static int doc_added(struct out *out)
+{
+	if (out->ndocs == out->capdocs) {
+		size_t cap = out->capdocs ? out->capdocs * 2 : 16;
+		size_t *e = realloc(out->ends, cap * sizeof(*e));
+
+		if (!e)
+			return HB_ENOMEM;
+		out->ends = e;
+		out->capdocs = cap;
+	}
+	out->ends[out->ndocs++] = out->docs.len;
+	return 0;
+}
+
+/* Append a document built as a tree (and free it). */
+static int add_tree(const struct opts *o, struct out *out, cJSON *doc)
+{
+	int rc;
+
+	if (!doc)
+		return HB_ENOMEM;
+	rc = o->format == FMT_JSON ? hb_doc_write_json(doc, &out->docs)
+				   : hb_doc_write_yaml(doc, &out->docs);
+	cJSON_Delete(doc);
+	return rc ? rc : doc_added(out);
+}
 
 static int emit_one(const struct opts *o, const struct hb_config *cfg,
 		    const struct hb_jobspec *spec, int64_t index,
 		    struct out *out, struct hb_report *rep, struct hb_err *err)
 {
 	cJSON *doc = NULL;
+	/* With --explain the manifest is made for its fates only. */
+	struct hb_emit *w = o->explain ? out->sw : out->w;
 	int rc;
 
 	switch (o->to) {
 	case TO_MPIJOB:
-		rc = hb_mpijob_emit(spec, cfg, index, &doc, rep, err);
-		break;
 	case TO_TRAINJOB:
-		rc = hb_trainjob_emit(spec, cfg, index, &doc, rep, err);
-		break;
+		rc = o->to == TO_MPIJOB
+			     ? hb_mpijob_write(spec, cfg, index, w, rep, err)
+			     : hb_trainjob_write(spec, cfg, index, w, rep, err);
+		if (rc)
+			return rc;
+		if (o->explain) {
+			hb_buf_reset(&out->scratch);
+			return 0;
+		}
+		return doc_added(out);
 	case TO_JOBSPEC:
 		/* The job model holds every field it was given. */
 		for (int f = 0; f < HB__F_COUNT; f++)
@@ -267,11 +316,11 @@ static int emit_one(const struct opts *o, const struct hb_config *cfg,
 	if (rc)
 		return rc;
 	/* With --explain the document was built for its fates only. */
-	if (o->explain || !cJSON_AddItemToArray(out->docs, doc)) {
+	if (o->explain) {
 		cJSON_Delete(doc);
-		return o->explain ? 0 : HB_ENOMEM;
+		return 0;
 	}
-	return 0;
+	return add_tree(o, out, doc);
 }
 
 static int translate_one(const struct opts *o, const struct hb_config *cfg,
@@ -286,6 +335,8 @@ static int translate_one(const struct opts *o, const struct hb_config *cfg,
 
 	hb_jobspec_init(&spec, strcmp(path, "-") ? path : "<stdin>");
 	hb_report_init(&rep, target_kinds[o->to]);
+	/* Without --explain only the counts of fates are printed. */
+	rep.no_notes = !o->explain;
 	rc = hb_cli_read_file(path, HB_SCRIPT_MAX, &in, err);
 	if (rc)
 		goto out;
@@ -316,12 +367,7 @@ static int translate_one(const struct opts *o, const struct hb_config *cfg,
 
 	if (o->explain) {
 		if (o->format == FMT_JSON) {
-			cJSON *r = hb_report_to_json(&spec, &rep);
-
-			if (!r || !cJSON_AddItemToArray(out->docs, r)) {
-				cJSON_Delete(r);
-				rc = HB_ENOMEM;
-			}
+			rc = add_tree(o, out, hb_report_to_json(&spec, &rep));
 		} else {
 			rc = hb_report_write_text(&spec, &rep, &out->text);
 		}
@@ -370,36 +416,24 @@ static int put(const char *p, size_t n)
 }
 
 /*
- * Write the collected output in the requested format, one document at a
- * time, so a long array is not bounded by one buffer's cap.  A YAML
- * stream separates documents with "---"; several JSON documents form one
- * array.
+ * Write the collected output.  A YAML stream separates documents with
+ * "---"; several JSON documents form one array.
  */
 static int write_out(const struct opts *o, struct out *out)
 {
-	struct hb_buf b;
-	int n = cJSON_GetArraySize(out->docs), i = 0, rc = 0;
-	const cJSON *it;
+	size_t n = out->ndocs, start = 0;
+	int rc = 0;
 
-	hb_buf_init(&b, 0);
 	if (o->format == FMT_JSON && n > 1)
 		rc = put("[\n", 2);
-	cJSON_ArrayForEach (it, out->docs) {
-		if (rc)
-			break;
-		hb_buf_reset(&b);
-		if (o->format == FMT_JSON) {
-			rc = hb_doc_write_json(it, &b);
-			if (!rc && n > 1 && ++i < n)
-				rc = hb_buf_puts(&b, ",\n");
-		} else {
-			if (n > 1)
-				rc = hb_buf_puts(&b, "---\n");
-			if (!rc)
-				rc = hb_doc_write_yaml(it, &b);
-		}
+	for (size_t i = 0; i < n && !rc; i++) {
+		if (o->format == FMT_YAML && n > 1)
+			rc = put("---\n", 4);
 		if (!rc)
-			rc = put(b.data, b.len);
+			rc = put(out->docs.data + start, out->ends[i] - start);
+		if (!rc && o->format == FMT_JSON && n > 1 && i + 1 < n)
+			rc = put(",\n", 2);
+		start = out->ends[i];
 	}
 	if (!rc && o->format == FMT_JSON && n > 1)
 		rc = put("]\n", 2);
@@ -407,7 +441,6 @@ static int write_out(const struct opts *o, struct out *out)
 		rc = put(out->text.data, out->text.len);
 	if (!rc && fflush(stdout) != 0)
 		rc = HB_EIO;
-	hb_buf_free(&b);
 	return rc;
 }
 
@@ -443,9 +476,13 @@ int hb_cmd_translate(int argc, char **argv)
 	/* Every tree of this run lives in one arena, freed at the end. */
 	hb_arena_init(&trees, TREES_MAX);
 	hb_doc_scope_begin(&trees);
-	out.docs = cJSON_CreateArray();
+	hb_buf_init(&out.docs, TREES_MAX);
 	hb_buf_init(&out.text, 0);
-	if (!out.docs) {
+	hb_buf_init(&out.scratch, 0);
+	out.w = hb_emit_new(o.format == FMT_JSON ? HB_EMIT_JSON : HB_EMIT_YAML,
+			    &out.docs);
+	out.sw = hb_emit_new(HB_EMIT_JSON, &out.scratch);
+	if (!out.w || !out.sw) {
 		fprintf(stderr, "hpcbridge translate: out of memory\n");
 		status = HB_EXIT_INPUT;
 		goto done;
@@ -460,8 +497,7 @@ int hb_cmd_translate(int argc, char **argv)
 					"configmap; the MPIJobs carry the "
 					"runtime themselves\n");
 		} else if (hb_k8s_runtime_configmap(&cfg, &cm, &err) ||
-			   !cJSON_AddItemToArray(out.docs, cm)) {
-			cJSON_Delete(cm);
+			   add_tree(&o, &out, cm)) {
 			fprintf(stderr, "hpcbridge translate: %s\n",
 				err.msg[0] ? err.msg : "out of memory");
 			status = HB_EXIT_INPUT;
@@ -494,8 +530,12 @@ int hb_cmd_translate(int argc, char **argv)
 			hb_launcher_runtime_name());
 	}
 done:
-	cJSON_Delete(out.docs);
+	hb_emit_free(out.w);
+	hb_emit_free(out.sw);
 	hb_doc_scope_end();
+	free(out.ends);
+	hb_buf_free(&out.docs);
+	hb_buf_free(&out.scratch);
 	hb_arena_free(&trees);
 	hb_buf_free(&out.text);
 	hb_config_free(&cfg);

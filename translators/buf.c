@@ -70,6 +70,11 @@ static int reserve(struct hb_buf *b, size_t n)
 	return 0;
 }
 
+int hb_buf_reserve(struct hb_buf *b, size_t n)
+{
+	return reserve(b, n);
+}
+
 int hb_buf_append(struct hb_buf *b, const void *p, size_t n)
 {
 	int rc = reserve(b, n);

@@ -1370,6 +1370,29 @@ static inline void put(struct wr *w, const char *s, size_t n)
 
 #define PUTS(w, lit) put((w), (lit), sizeof(lit) - 1)
 
+/*
+ * The fast paths write straight into the buffer: room(w, n) is where n
+ * bytes (and the NUL) fit at the end of the output, growing it if need
+ * be, or NULL when they cannot (an error is pending, or the cap is near):
+ * the caller then takes the slow path, which meets the same error.
+ * Filled bytes are counted with used().
+ */
+static inline char *room(struct wr *w, size_t n)
+{
+	struct hb_buf *b = w->b;
+
+	if (w->rc || n > b->max - b->len ||
+	    (n >= b->cap - b->len && hb_buf_reserve(b, n)))
+		return NULL;
+	return b->data + b->len;
+}
+
+static inline void used(struct wr *w, const char *end)
+{
+	w->b->len = (size_t)(end - w->b->data);
+}
+
+
 static void putc1(struct wr *w, char c)
 {
 	put(w, &c, 1);
@@ -1474,19 +1497,53 @@ static void put_u4(struct wr *w, uint32_t c)
 #define ONES 0x0101010101010101ull
 #define HIGH 0x8080808080808080ull
 
-/* Whether none of the eight bytes at s needs care in a JSON or
- * double-quoted string: no control byte, '"', '\\', DEL or non-ASCII. */
-static inline int plain8(const unsigned char *s)
+/*
+ * The bytes among the eight at s that need care in a JSON or
+ * double-quoted string (a control byte, '"', '\\', DEL or non-ASCII): the
+ * high bit of each such byte in memory order, little-endian.  A borrow
+ * may also mark a byte after a marked one, never before, so the lowest
+ * mark is exact.  0: all eight are plain.
+ */
+static inline uint64_t care8(const unsigned char *s)
 {
 	uint64_t x, q, b, d;
 
 	memcpy(&x, s, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+#endif
 	q = x ^ (ONES * '"');
 	b = x ^ (ONES * '\\');
 	d = x ^ (ONES * 0x7f);
-	return !((x | ((x - ONES * 0x20) & ~x) | ((q - ONES) & ~q) |
-		  ((b - ONES) & ~b) | ((d - ONES) & ~d)) &
-		 HIGH);
+	return (x | ((x - ONES * 0x20) & ~x) | ((q - ONES) & ~q) |
+		((b - ONES) & ~b) | ((d - ONES) & ~d)) &
+	       HIGH;
+}
+
+#define LOW7 (ONES * 0x7f)
+
+/* The high bit of each byte of x equal to c (exact, no borrows). */
+static inline uint64_t eq8(uint64_t x, unsigned char c)
+{
+	uint64_t y = x ^ (ONES * c);
+
+	return ~(((y & LOW7) + LOW7) | y) & HIGH;
+}
+
+/* Index of the lowest marked byte of a nonzero care8() mask. */
+static inline unsigned first_marked(uint64_t m)
+{
+#if defined(__GNUC__) || defined(__clang__)
+	return (unsigned)__builtin_ctzll(m) >> 3;
+#else
+	unsigned i = 0;
+
+	while (!(m & 0x80)) {
+		m >>= 8;
+		i++;
+	}
+	return i;
+#endif
 }
 
 /* The JSON escape of code point cp (a control, '"', '\\' or special). */
@@ -1521,6 +1578,54 @@ static void json_escape(struct wr *w, uint32_t cp)
 }
 
 /*
+ * quoted() for a string whose only bytes that need care are the escapes
+ * JSON and YAML share (newline, tab, '"', '\\'), written straight into the
+ * buffer.  Returns 0, having written nothing, for anything else (other
+ * controls, DEL, non-ASCII) or when there is no room.
+ */
+static int quoted_fast(struct wr *w, const char *str, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)str, *end = p + n;
+	char *o = n <= SIZE_MAX / 4 ? room(w, 2 * n + 2 + 8) : NULL;
+
+	if (!o)
+		return 0;
+	*o++ = '"';
+	while (p < end) {
+		unsigned char c;
+
+		if (end - p >= 8) {
+			uint64_t m = care8(p);
+
+			memcpy(o, p, 8); /* room has 8 bytes to spare */
+			if (!m) {
+				o += 8;
+				p += 8;
+				continue;
+			}
+			o += first_marked(m);
+			p += first_marked(m);
+		} else if (bclass[*p] <= B_INDICATOR) {
+			*o++ = (char)*p++;
+			continue;
+		}
+		c = *p++;
+		*o++ = '\\';
+		if (c == '\n')
+			*o++ = 'n';
+		else if (c == '\t')
+			*o++ = 't';
+		else if (c == '"' || c == '\\')
+			*o++ = (char)c;
+		else
+			return 0;
+	}
+	*o++ = '"';
+	used(w, o);
+	return 1;
+}
+
+/*
  * Write n bytes of str double-quoted: plain bytes and valid UTF-8 as they
  * are, '"', '\\' and special code points through escape(), an invalid
  * byte as U+FFFD.  JSON strings and YAML double-quoted scalars differ
@@ -1534,17 +1639,37 @@ static void quoted(struct wr *w, const char *str, size_t n,
 	uint32_t cp;
 	size_t k;
 
+	if (n >= 16 && quoted_fast(w, str, n))
+		return;
 	putc1(w, '"');
 	while (s < end) {
 		unsigned char c;
 
-		while (end - s >= 8 && plain8(s))
+		while (end - s >= 8) {
+			uint64_t m = care8(s);
+
+			if (m) {
+				s += first_marked(m);
+				break;
+			}
 			s += 8;
+		}
 		if (s == end)
 			break;
 		c = *s;
 		if (bclass[c] <= B_INDICATOR) {
 			s++;
+			continue;
+		}
+		/* The escapes JSON and YAML write alike. */
+		if (c == '\n' || c == '"' || c == '\\' || c == '\t') {
+			char t[2] = {'\\', c == '\n'   ? 'n'
+					  : c == '\t' ? 't'
+						      : (char)c};
+
+			put(w, (const char *)run, (size_t)(s - run));
+			put(w, t, 2);
+			run = ++s;
 			continue;
 		}
 		k = c < 0x80 ? 1 : utf8_dec(s, (size_t)(end - s), &cp);
@@ -1769,6 +1894,40 @@ static const unsigned char lead_indicator[256] = {
     ['>'] = 1, ['\''] = 1, ['"'] = 1, ['%'] = 1, ['@'] = 1, ['`'] = 1,
 };
 
+/* As care8(), for what string_style() looks at: control bytes, DEL,
+ * non-ASCII, ':' and '#'. */
+static inline uint64_t yaml_care8(const unsigned char *s)
+{
+	uint64_t x, a, b, d;
+
+	memcpy(&x, s, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+#endif
+	a = x ^ (ONES * ':');
+	b = x ^ (ONES * '#');
+	d = x ^ (ONES * 0x7f);
+	return (x | ((x - ONES * 0x20) & ~x) | ((a - ONES) & ~a) |
+		((b - ONES) & ~b) | ((d - ONES) & ~d)) &
+	       HIGH;
+}
+
+/* As yaml_care8(), once a string is known to be neither plain nor free of
+ * newlines: only what forces double quotes is left to find (control
+ * bytes other than newline and tab, DEL, non-ASCII).  Exact per byte. */
+static inline uint64_t rare8(const unsigned char *s)
+{
+	uint64_t x, lt;
+
+	memcpy(&x, s, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+#endif
+	lt = ~((x & LOW7) + ONES * 0x60) & ~x & HIGH; /* below 0x20 */
+	return (x & HIGH) | (lt & ~eq8(x, '\n') & ~eq8(x, '\t')) |
+	       eq8(x, 0x7f);
+}
+
 /* How a string must be written (keys never use literal blocks). */
 static enum sstyle string_style(const char *str, size_t n, int key)
 {
@@ -1792,8 +1951,22 @@ static enum sstyle string_style(const char *str, size_t n, int key)
 	else if (s[n - 1] == ':')
 		plain = 0;
 	for (i = 0; i < n; i += k) {
-		unsigned char c = s[i];
+		unsigned char c;
 
+		/* Skip eight bytes at a time while none of them matters. */
+		while (n - i >= 8) {
+			uint64_t m =
+			    !plain && nl ? rare8(s + i) : yaml_care8(s + i);
+
+			if (m) {
+				i += first_marked(m);
+				break;
+			}
+			i += 8;
+		}
+		if (i >= n)
+			break;
+		c = s[i];
 		k = 1;
 		if (bclass[c] == B_PLAIN || bclass[c] == B_QUOTE)
 			continue;
@@ -1885,9 +2058,63 @@ static void yaml_dquote(struct wr *w, const char *str, size_t n)
 }
 
 /* A literal block scalar; content lines at column ind.  Ends with '\n'. */
+/*
+ * The lines of a literal block's first core bytes, each non-empty one
+ * indented by ind, each ended by a newline, written at o (which has room
+ * for them and 8 bytes to spare).  Returns the end.
+ */
+static char *literal_lines(char *o, const char *s, size_t core, size_t ind)
+{
+	const char *p = s, *end = s + core;
+
+	if (p < end && *p != '\n') {
+		memcpy(o, spaces, ind);
+		o += ind;
+	}
+	while (p < end) {
+		if (end - p >= 8) {
+			uint64_t x, m;
+
+			memcpy(&x, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+			x = __builtin_bswap64(x);
+#endif
+			m = eq8(x, '\n');
+			memcpy(o, p, 8);
+			if (!m) {
+				o += 8;
+				p += 8;
+				continue;
+			}
+			o += first_marked(m);
+			p += first_marked(m);
+		} else {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+			if (!nl) {
+				memcpy(o, p, (size_t)(end - p));
+				o += end - p;
+				break;
+			}
+			memcpy(o, p, (size_t)(nl - p));
+			o += nl - p;
+			p = nl;
+		}
+		*o++ = '\n'; /* *p is the newline */
+		p++;
+		if (p < end && *p != '\n') {
+			memcpy(o, spaces, ind);
+			o += ind;
+		}
+	}
+	*o++ = '\n';
+	return o;
+}
+
 static void yaml_literal(struct wr *w, const char *s, size_t n, int ind)
 {
 	size_t core = n, trail, i, start;
+	char *o;
 
 	while (core > 0 && s[core - 1] == '\n')
 		core--;
@@ -1898,14 +2125,22 @@ static void yaml_literal(struct wr *w, const char *s, size_t n, int ind)
 		PUTS(w, "|\n");
 	else
 		PUTS(w, "|+\n");
-	for (start = 0, i = 0; i <= core; i++) {
-		if (i < core && s[i] != '\n')
-			continue;
+	if (ind >= 0 && ind <= 64 && core <= SIZE_MAX / 128 &&
+	    (o = room(w, core + 1 + (core + 1) * (size_t)ind + trail + 8))) {
+		o = literal_lines(o, s, core, (size_t)ind);
+		for (i = 1; i < trail; i++)
+			*o++ = '\n';
+		used(w, o);
+		return;
+	}
+	for (start = 0; start <= core; start = i + 1) {
+		const char *nl = memchr(s + start, '\n', core - start);
+
+		i = nl ? (size_t)(nl - s) : core;
 		if (i > start)
 			indent(w, ind);
 		put(w, s + start, i - start);
 		putc1(w, '\n');
-		start = i + 1;
 	}
 	for (i = 1; i < trail; i++)
 		putc1(w, '\n');
@@ -2085,4 +2320,639 @@ int hb_doc_write_yaml_stream(const cJSON *docs, struct hb_buf *out)
 		yaml_root(&w, c);
 	}
 	return finish(&w, start);
+}
+
+/* ------------------------------------------------------------------ */
+/* The streaming writer                                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Each back end reproduces its tree writer above byte for byte: what the
+ * tree writers decide by looking at a node's children (whether a
+ * container is empty, whether a member is the first) is decided here when
+ * the first child arrives or the container ends.
+ */
+
+/* Where a container sits in its parent (YAML). */
+enum { AT_ROOT, AT_MEMBER, AT_ITEM };
+
+#define FRAMES (HB_DOC_MAX_DEPTH + 2)
+
+struct efr {
+	cJSON *node;	/* tree back end: the container */
+	uint32_t n;	/* children so far */
+	uint8_t obj;	/* an object (else an array) */
+	uint8_t at;	/* AT_* */
+	uint8_t inl;	/* YAML: first key or item right after "- " */
+	int ind;	/* YAML: column of the children */
+};
+
+struct hb_emit {
+	enum hb_emit_format fmt;
+	struct wr w;	  /* JSON and YAML: the output and the sticky code */
+	size_t start;	  /* out->len at the document's first event */
+	int depth;	  /* open containers */
+	int began, ended; /* the root value began, and is complete */
+	cJSON *root;	  /* tree back end: the document being built */
+	cJSON *tree;	  /* and the last one ended */
+	struct efr st[FRAMES];
+};
+
+static struct hb_buf no_buf;
+
+struct hb_emit *hb_emit_new(enum hb_emit_format fmt, struct hb_buf *out)
+{
+	struct hb_emit *e;
+
+	if (fmt != HB_EMIT_JSON && fmt != HB_EMIT_YAML && fmt != HB_EMIT_TREE)
+		return NULL;
+	if (fmt != HB_EMIT_TREE && !out)
+		return NULL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->fmt = fmt;
+	e->w.b = out ? out : &no_buf;
+	return e;
+}
+
+void hb_emit_free(struct hb_emit *e)
+{
+	if (!e)
+		return;
+	cJSON_Delete(e->root);
+	cJSON_Delete(e->tree);
+	free(e);
+}
+
+int hb_emit_status(const struct hb_emit *e)
+{
+	return e ? e->w.rc : HB_EINVAL;
+}
+
+static void fail(struct hb_emit *e, int code)
+{
+	if (!e->w.rc)
+		e->w.rc = code;
+}
+
+/* The frame of the innermost open container, or NULL at the root. */
+static struct efr *top(struct hb_emit *e)
+{
+	return e->depth ? &e->st[e->depth - 1] : NULL;
+}
+
+/* Whether a key (or short string) of n bytes is written as it is between
+ * JSON quotes: no byte that needs care. */
+static inline int json_plain(const char *k, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)k;
+	size_t i = 0;
+
+	for (; n - i >= 8; i += 8)
+		if (care8(s + i))
+			return 0;
+	for (; i < n; i++)
+		if (bclass[s[i]] > B_INDICATOR)
+			return 0;
+	return 1;
+}
+
+/*
+ * The separator, indentation and plain key of a JSON value in one piece,
+ * followed by v (vn bytes, already known to need no escape, between
+ * quotes) when v is not NULL.  Returns 0 when it is not that simple, and
+ * nothing is written.
+ */
+static int json_fast(struct hb_emit *e, struct efr *p, const char *key,
+		     size_t kl, const char *v, size_t vn)
+{
+	size_t ind = 2 * (size_t)e->depth;
+	char *o;
+
+	if (!p || ind > 64 || e->depth > HB_DOC_MAX_DEPTH)
+		return 0;
+	o = room(&e->w, 2 + ind + (p->obj ? kl + 4 : 0) + (v ? vn + 2 : 0));
+	if (!o)
+		return 0;
+	*o++ = p->n ? ',' : p->obj ? '{' : '[';
+	*o++ = '\n';
+	memcpy(o, spaces, ind);
+	o += ind;
+	if (p->obj) {
+		*o++ = '"';
+		memcpy(o, key, kl);
+		o += kl;
+		memcpy(o, "\": ", 3);
+		o += 3;
+	}
+	if (v) {
+		*o++ = '"';
+		memcpy(o, v, vn);
+		o += vn;
+		*o++ = '"';
+	}
+	used(&e->w, o);
+	return 1;
+}
+
+/* The key of a JSON member, if it is a short plain one: its length, or
+ * (size_t)-1. */
+static size_t json_simple_key(const struct efr *p, const char **key)
+{
+	size_t kl;
+
+	if (!p || !p->obj)
+		return 0;
+	if (!*key)
+		*key = "";
+	kl = strlen(*key);
+	return kl <= 64 && json_plain(*key, kl) ? kl : (size_t)-1;
+}
+
+/* What comes before a value in its parent p (NULL: the root): the
+ * separator, the indentation and the key. */
+static void json_pre(struct hb_emit *e, struct efr *p, const char *key)
+{
+	struct wr *w = &e->w;
+	size_t kl, ind = 2 * (size_t)e->depth;
+
+	if (!p)
+		return;
+	kl = json_simple_key(p, &key);
+	if (kl != (size_t)-1 && json_fast(e, p, key, kl, NULL, 0)) {
+		/* the usual case, in one piece */
+	} else {
+		if (p->obj) {
+			if (!key)
+				key = "";
+			kl = strlen(key);
+		}
+		if (p->n == 0)
+			put(w, p->obj ? "{\n" : "[\n", 2);
+		else
+			PUTS(w, ",\n");
+		indent(w, (int)ind);
+		if (p->obj) {
+			quoted(w, key, kl, json_escape);
+			PUTS(w, ": ");
+		}
+	}
+	if (e->depth > HB_DOC_MAX_DEPTH)
+		fail(e, HB_ETOOBIG);
+}
+
+/* A container's first child: what its parent left for later. */
+static void yaml_open(struct hb_emit *e, struct efr *f)
+{
+	if (f->at == AT_MEMBER)
+		putc1(&e->w, '\n');
+	if (e->depth > HB_DOC_MAX_DEPTH) /* depth == the frame's level */
+		fail(e, HB_ETOOBIG);
+}
+
+/* A key string_style() would write plain, seen without it: a letter,
+ * then letters, digits and "_./-", and not a word YAML reads as
+ * something else. */
+static int simple_key(const char *k, size_t n)
+{
+	static const unsigned char ok[256] = {
+	    ['a' ... 'z'] = 1, ['A' ... 'Z'] = 1, ['0' ... '9'] = 1,
+	    ['_'] = 1,	       ['.'] = 1,	  ['/'] = 1,
+	    ['-'] = 1,
+	};
+
+	if (!n || !((k[0] >= 'a' && k[0] <= 'z') || (k[0] >= 'A' && k[0] <= 'Z')))
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if (!ok[(unsigned char)k[i]])
+			return 0;
+	return !looks_typed(k, n);
+}
+
+/* The key of a mapping member, and the ':' after it (yaml_map). */
+static void yaml_key(struct wr *w, const char *k, int ind)
+{
+	size_t n;
+	enum sstyle st;
+
+	if (!k)
+		k = "";
+	n = strlen(k);
+	st = string_style(k, n, 1);
+	if (st == S_PLAIN) {
+		put(w, k, n);
+		putc1(w, ':');
+	} else if (n <= 160) {
+		yaml_dquote(w, k, n);
+		putc1(w, ':');
+	} else {
+		PUTS(w, "? ");
+		yaml_dquote(w, k, n);
+		putc1(w, '\n');
+		indent(w, ind);
+		putc1(w, ':');
+	}
+}
+
+/* Returns the column for a literal block's content lines. */
+/*
+ * What comes before a value: indentation, and the key and ':' or "- ".
+ * scalar: a scalar follows on this line (a space after the ':').  When
+ * plain is not NULL it is that scalar, to be written plain with its
+ * newline: done here when the key is simple (returns -1), else left to
+ * the caller.  Returns the column for a literal block's lines.
+ */
+static int yaml_pre(struct hb_emit *e, struct efr *p, const char *key,
+		    int scalar, const char *plain, size_t pn)
+{
+	struct wr *w = &e->w;
+	size_t ind, kl;
+	char *o;
+
+	if (!p)
+		return 2;
+	if (p->n == 0)
+		yaml_open(e, p);
+	ind = p->n != 0 || !p->inl ? (size_t)p->ind : 0;
+	if (p->obj && key && ind <= 64 && (kl = strlen(key)) <= 64 &&
+	    simple_key(key, kl) &&
+	    (o = room(w, ind + kl + 2 + (plain ? pn + 1 : 0)))) {
+		/* The usual case in one piece. */
+		memcpy(o, spaces, ind);
+		o += ind;
+		memcpy(o, key, kl);
+		o += kl;
+		*o++ = ':';
+		if (scalar)
+			*o++ = ' ';
+		if (plain) {
+			memcpy(o, plain, pn);
+			o += pn;
+			*o++ = '\n';
+		}
+		used(w, o);
+		return plain ? -1 : p->ind + 2;
+	}
+	indent(w, (int)ind);
+	if (p->obj) {
+		yaml_key(w, key, p->ind);
+		if (scalar)
+			putc1(w, ' ');
+	} else {
+		PUTS(w, "- ");
+	}
+	return p->ind + 2;
+}
+
+/* Common to every value: returns the parent frame, or NULL with *ok 0
+ * when the value cannot be written. */
+static struct efr *value_begin(struct hb_emit *e, int *ok)
+{
+	struct efr *p = top(e);
+
+	*ok = 0;
+	if (e->ended || (!p && e->began)) {
+		fail(e, HB_EINVAL); /* a second root value */
+		return NULL;
+	}
+	if (!e->began)
+		e->start = e->w.b->len; /* what an error rolls back to */
+	e->began = 1;
+	if (!p)
+		e->ended = 1; /* a root scalar; a container clears it */
+	if (e->w.rc)
+		return NULL;
+	*ok = 1;
+	return p;
+}
+
+static void tree_add(struct hb_emit *e, struct efr *p, const char *key,
+		     cJSON *node)
+{
+	if (!node) {
+		fail(e, HB_ENOMEM);
+		return;
+	}
+	if (e->fmt == HB_EMIT_TREE && e->depth > HB_DOC_MAX_DEPTH) {
+		cJSON_Delete(node);
+		fail(e, HB_ETOOBIG);
+		return;
+	}
+	if (!p) {
+		e->root = node;
+		return;
+	}
+	if (p->obj ? !cJSON_AddItemToObject(p->node, key ? key : "", node)
+		   : !cJSON_AddItemToArray(p->node, node)) {
+		cJSON_Delete(node);
+		fail(e, HB_ENOMEM);
+	}
+}
+
+static int container(struct hb_emit *e, const char *key, int obj)
+{
+	int ok;
+	struct efr *p = value_begin(e, &ok), *f;
+
+	if (!p)
+		e->ended = 0;
+	if (ok) {
+		cJSON *node = NULL;
+
+		switch (e->fmt) {
+		case HB_EMIT_JSON:
+			json_pre(e, p, key);
+			break;
+		case HB_EMIT_YAML:
+			yaml_pre(e, p, key, 0, NULL, 0);
+			break;
+		case HB_EMIT_TREE:
+			node = obj ? cJSON_CreateObject() : cJSON_CreateArray();
+			tree_add(e, p, key, node);
+			break;
+		}
+		if (p)
+			p->n++;
+		if (!e->w.rc && e->depth < FRAMES) {
+			f = &e->st[e->depth];
+			memset(f, 0, sizeof(*f));
+			f->obj = (uint8_t)obj;
+			f->node = node;
+			if (!p) {
+				f->at = AT_ROOT;
+			} else if (p->obj) {
+				f->at = AT_MEMBER;
+				f->ind = obj ? p->ind + 2 : p->ind;
+			} else {
+				f->at = AT_ITEM;
+				f->ind = p->ind + 2;
+				f->inl = 1;
+			}
+		} else {
+			fail(e, HB_ETOOBIG);
+		}
+	}
+	e->depth++;
+	return e->w.rc;
+}
+
+int hb_emit_obj(struct hb_emit *e, const char *key)
+{
+	return container(e, key, 1);
+}
+
+int hb_emit_arr(struct hb_emit *e, const char *key)
+{
+	return container(e, key, 0);
+}
+
+int hb_emit_end(struct hb_emit *e)
+{
+	struct efr *f;
+
+	if (e->depth == 0) {
+		fail(e, HB_EINVAL);
+		return e->w.rc;
+	}
+	e->depth--;
+	if (e->depth == 0)
+		e->ended = 1;
+	if (e->w.rc)
+		return e->w.rc;
+	f = &e->st[e->depth];
+	switch (e->fmt) {
+	case HB_EMIT_JSON: {
+		size_t ind = 2 * (size_t)e->depth;
+		char *o;
+
+		if (!f->n) {
+			put(&e->w, f->obj ? "{}" : "[]", 2);
+		} else if (ind <= 64 && (o = room(&e->w, ind + 2))) {
+			*o++ = '\n';
+			memcpy(o, spaces, ind);
+			o += ind;
+			*o++ = f->obj ? '}' : ']';
+			used(&e->w, o);
+		} else {
+			putc1(&e->w, '\n');
+			indent(&e->w, (int)ind);
+			putc1(&e->w, f->obj ? '}' : ']');
+		}
+		break;
+	}
+	case HB_EMIT_YAML:
+		if (f->n)
+			break;
+		if (f->at == AT_MEMBER)
+			putc1(&e->w, ' ');
+		put(&e->w, f->obj ? "{}\n" : "[]\n", 3);
+		break;
+	case HB_EMIT_TREE:
+		break;
+	}
+	return e->w.rc;
+}
+
+/* A string of n bytes (no NUL among them). */
+int hb_emit_strn(struct hb_emit *e, const char *key, const char *s, size_t n)
+{
+	int ok, ind;
+	enum sstyle style;
+	struct efr *p = value_begin(e, &ok);
+	cJSON *node;
+
+	if (!ok)
+		return e->w.rc;
+	if (!s) {
+		s = "";
+		n = 0;
+	}
+	switch (e->fmt) {
+	case HB_EMIT_JSON: {
+		size_t kl = json_simple_key(p, &key);
+
+		if (kl != (size_t)-1 && n <= 256 && json_plain(s, n) &&
+		    json_fast(e, p, key, kl, s, n))
+			break;
+		json_pre(e, p, key);
+		quoted(&e->w, s, n, json_escape);
+		break;
+	}
+	case HB_EMIT_YAML:
+		style = string_style(s, n, 0);
+		ind = yaml_pre(e, p, key, 1, style == S_PLAIN ? s : NULL, n);
+		if (ind < 0)
+			break;
+		switch (style) {
+		case S_PLAIN:
+			put(&e->w, s, n);
+			break;
+		case S_DQUOTE:
+			yaml_dquote(&e->w, s, n);
+			break;
+		case S_LITERAL:
+			yaml_literal(&e->w, s, n, ind);
+			goto counted;
+		}
+		putc1(&e->w, '\n');
+		break;
+	case HB_EMIT_TREE:
+		node = cJSON_CreateString("");
+		if (node && n) {
+			char *v = cJSON_malloc(n + 1);
+
+			if (!v) {
+				cJSON_Delete(node);
+				node = NULL;
+			} else {
+				memcpy(v, s, n);
+				v[n] = '\0';
+				cJSON_free(node->valuestring);
+				node->valuestring = v;
+			}
+		}
+		tree_add(e, p, key, node);
+		break;
+	}
+counted:
+	if (p)
+		p->n++;
+	return e->w.rc;
+}
+
+int hb_emit_str(struct hb_emit *e, const char *key, const char *s)
+{
+	return hb_emit_strn(e, key, s, s ? strlen(s) : 0);
+}
+
+/* A scalar written as it is: "true", "false", "null" or a number. */
+static int word(struct hb_emit *e, const char *key, const char *text,
+		size_t n, cJSON *node)
+{
+	int ok;
+	struct efr *p = value_begin(e, &ok);
+
+	if (!ok) {
+		cJSON_Delete(node);
+		return e->w.rc;
+	}
+	switch (e->fmt) {
+	case HB_EMIT_JSON:
+		json_pre(e, p, key);
+		if (!n)
+			fail(e, HB_EUNSUP); /* JSON has no NaN or infinity */
+		else
+			put(&e->w, text, n);
+		break;
+	case HB_EMIT_YAML:
+		yaml_pre(e, p, key, 1, NULL, 0);
+		put(&e->w, text, n);
+		putc1(&e->w, '\n');
+		break;
+	case HB_EMIT_TREE:
+		tree_add(e, p, key, node);
+		node = NULL;
+		break;
+	}
+	cJSON_Delete(node);
+	if (p)
+		p->n++;
+	return e->w.rc;
+}
+
+int hb_emit_num(struct hb_emit *e, const char *key, double v)
+{
+	char num[40];
+	size_t n = fmt_number(v, num);
+	cJSON *node = e->fmt == HB_EMIT_TREE ? cJSON_CreateNumber(v) : NULL;
+
+	if (!n && e->fmt == HB_EMIT_YAML) {
+		const char *t = isnan(v) ? ".nan" : v < 0 ? "-.inf" : ".inf";
+
+		n = strlen(t);
+		memcpy(num, t, n);
+	}
+	return word(e, key, num, n, node);
+}
+
+int hb_emit_bool(struct hb_emit *e, const char *key, int v)
+{
+	cJSON *node = e->fmt == HB_EMIT_TREE ? cJSON_CreateBool(v) : NULL;
+
+	return v ? word(e, key, "true", 4, node)
+		 : word(e, key, "false", 5, node);
+}
+
+int hb_emit_null(struct hb_emit *e, const char *key)
+{
+	cJSON *node = e->fmt == HB_EMIT_TREE ? cJSON_CreateNull() : NULL;
+
+	return word(e, key, "null", 4, node);
+}
+
+int hb_emit_tree(struct hb_emit *e, const char *key, const cJSON *v)
+{
+	const cJSON *c;
+
+	if (!v) {
+		fail(e, HB_EINVAL);
+		return e->w.rc;
+	}
+	switch (v->type & 0xFF) {
+	case cJSON_False:
+		return hb_emit_bool(e, key, 0);
+	case cJSON_True:
+		return hb_emit_bool(e, key, 1);
+	case cJSON_NULL:
+		return hb_emit_null(e, key);
+	case cJSON_Number:
+		return hb_emit_num(e, key, v->valuedouble);
+	case cJSON_String:
+		return hb_emit_str(e, key, v->valuestring);
+	case cJSON_Array:
+	case cJSON_Object:
+		container(e, key, (v->type & 0xFF) == cJSON_Object);
+		for (c = v->child; c && !e->w.rc; c = c->next)
+			hb_emit_tree(e, c->string ? c->string : "", c);
+		return hb_emit_end(e);
+	default:
+		/* cJSON_Raw or invalid, as the tree writers refuse them */
+		fail(e, HB_EUNSUP);
+		return e->w.rc;
+	}
+}
+
+int hb_emit_done(struct hb_emit *e)
+{
+	int rc;
+
+	if (!e)
+		return HB_EINVAL;
+	if (!e->began)
+		e->start = e->w.b->len;
+	if (!e->w.rc && (e->depth || !e->ended))
+		fail(e, HB_EINVAL); /* no value, or one left open */
+	if (e->fmt == HB_EMIT_JSON)
+		putc1(&e->w, '\n');
+	rc = e->fmt == HB_EMIT_TREE ? e->w.rc : finish(&e->w, e->start);
+	cJSON_Delete(e->tree);
+	e->tree = NULL;
+	if (!rc)
+		e->tree = e->root;
+	else
+		cJSON_Delete(e->root);
+	e->root = NULL;
+	e->w.rc = 0;
+	e->depth = e->began = e->ended = 0;
+	return rc;
+}
+
+int hb_emit_take(struct hb_emit *e, cJSON **tree)
+{
+	*tree = e ? e->tree : NULL;
+	if (!*tree)
+		return HB_EINVAL;
+	e->tree = NULL;
+	return 0;
 }

@@ -53,7 +53,7 @@ void hb_report_fate(struct hb_report *r, enum hb_field f,
 	r->fate[f].kind = (uint8_t)kind;
 	r->fate[f].target = hb_arena_strdup(&r->arena, target);
 	r->fate[f].note = NULL;
-	if (note_fmt) {
+	if (note_fmt && !r->no_notes) {
 		va_start(ap, note_fmt);
 		vsnprintf(note, sizeof(note), note_fmt, ap);
 		va_end(ap);
@@ -157,24 +157,47 @@ static int accumulates(enum hb_field f)
 	return f == HB_F_ENV || f == HB_F_DATA || f == HB_F_MAIL_TYPE;
 }
 
+/* A later directive replaced the value directive d gave field f.  Not
+ * when the final value was derived from several directives, nor for
+ * fields whose directives add up rather than replace each other. */
+static int overridden(const struct hb_jobspec *spec,
+		      const struct hb_directive *d, enum hb_field f)
+{
+	struct hb_origin final = spec->origin[f];
+
+	return final.kind != HB_ORIGIN_NONE &&
+	       final.kind != HB_ORIGIN_DERIVED &&
+	       !same_origin(final, d->origin) && d->kind != HB_DIR_SCRIPT &&
+	       !accumulates(f);
+}
+
+/* The kind of judge()'s verdict, without its words. */
+static enum hb_fate_kind verdict_kind(const struct hb_jobspec *spec,
+				      const struct hb_report *r,
+				      const struct hb_directive *d,
+				      enum hb_field f)
+{
+	if (overridden(spec, d, f))
+		return HB_FATE_OVERRIDDEN;
+	if (r->fate[f].kind == HB_FATE_NONE)
+		return HB_FATE_DROPPED;
+	return (enum hb_fate_kind)r->fate[f].kind;
+}
+
 static void judge(const struct hb_jobspec *spec, const struct hb_report *r,
 		  const struct hb_directive *d, enum hb_field f,
 		  struct verdict *v)
 {
 	const struct hb_fate *fate = &r->fate[f];
 
-	struct hb_origin final = spec->origin[f];
-
-	memset(v, 0, sizeof(*v));
-	/* A later directive replaced this one's value.  Not when the final
-	 * value was derived from several directives, nor for fields whose
-	 * directives add up rather than replace each other. */
-	if (final.kind != HB_ORIGIN_NONE && final.kind != HB_ORIGIN_DERIVED &&
-	    !same_origin(final, d->origin) && d->kind != HB_DIR_SCRIPT &&
-	    !accumulates(f)) {
+	v->kind = verdict_kind(spec, r, d, f);
+	v->target = NULL;
+	v->note = NULL;
+	v->buf[0] = '\0';
+	if (v->kind == HB_FATE_OVERRIDDEN) {
 		char w[WHERE_MAX];
 
-		where(spec, final, w, sizeof(w));
+		where(spec, spec->origin[f], w, sizeof(w));
 		snprintf(v->buf, sizeof(v->buf), "by %s", w);
 		v->kind = HB_FATE_OVERRIDDEN;
 		/* The reader's own remark names the winner best. */
@@ -182,28 +205,27 @@ static void judge(const struct hb_jobspec *spec, const struct hb_report *r,
 		return;
 	}
 	if (fate->kind == HB_FATE_NONE) {
-		v->kind = HB_FATE_DROPPED;
 		snprintf(v->buf, sizeof(v->buf), "no %s equivalent",
 			 r->target_kind ? r->target_kind : "target");
 		v->note = v->buf;
 		return;
 	}
-	v->kind = (enum hb_fate_kind)fate->kind;
 	v->target = fate->target;
 	v->note = fate->note;
 }
 
-/* Was field f set by any directive? */
-static int set_by_directive(const struct hb_jobspec *spec, enum hb_field f)
+/* Which fields some directive set: set[f] is 1 for them. */
+static void set_by_directives(const struct hb_jobspec *spec,
+			      unsigned char set[HB__F_COUNT])
 {
+	memset(set, 0, HB__F_COUNT);
 	for (uint32_t i = 0; i < spec->ndirectives; i++) {
 		const struct hb_directive *d = &spec->directives[i];
 
 		for (uint8_t k = 0; k < d->nfields; k++)
-			if (d->fields[k] == f)
-				return 1;
+			if (d->fields[k] < HB__F_COUNT)
+				set[d->fields[k]] = 1;
 	}
-	return 0;
 }
 
 /*
@@ -227,8 +249,10 @@ static int walk(const struct hb_jobspec *spec, const struct hb_report *r,
 		entry_fn fn, void *ctx)
 {
 	struct entry e;
+	unsigned char set[HB__F_COUNT];
 	int rc = 0;
 
+	set_by_directives(spec, set);
 	for (uint32_t i = 0; !rc && i < spec->ndirectives; i++) {
 		const struct hb_directive *d = &spec->directives[i];
 
@@ -257,8 +281,7 @@ static int walk(const struct hb_jobspec *spec, const struct hb_report *r,
 	for (int f = 0; !rc && f < HB__F_COUNT; f++) {
 		const struct hb_fate *fate = &r->fate[f];
 
-		if (!hb_jobspec_has(spec, (enum hb_field)f) ||
-		    set_by_directive(spec, (enum hb_field)f))
+		if (!hb_jobspec_has(spec, (enum hb_field)f) || set[f])
 			continue;
 		memset(&e, 0, sizeof(e));
 		e.origin = spec->origin[f];
@@ -274,21 +297,34 @@ static int walk(const struct hb_jobspec *spec, const struct hb_report *r,
 	return rc;
 }
 
-static int count_entry(void *ctx, const struct hb_jobspec *spec,
-		       const struct entry *e)
-{
-	unsigned *counts = ctx;
-
-	(void)spec;
-	counts[e->v.kind < HB__FATE_COUNT ? e->v.kind : HB_FATE_DROPPED]++;
-	return 0;
-}
-
+/* The kinds walk() gives its entries, counted without their words (the
+ * CLI's summary counts every job's report). */
 void hb_report_counts(const struct hb_jobspec *spec, const struct hb_report *r,
 		      unsigned counts[HB__FATE_COUNT])
 {
+	unsigned char set[HB__F_COUNT];
+
 	memset(counts, 0, HB__FATE_COUNT * sizeof(*counts));
-	walk(spec, r, count_entry, counts);
+	set_by_directives(spec, set);
+	for (uint32_t i = 0; i < spec->ndirectives; i++) {
+		const struct hb_directive *d = &spec->directives[i];
+
+		if (d->nfields == 0)
+			counts[HB_FATE_DROPPED]++;
+		for (uint8_t k = 0; k < d->nfields; k++) {
+			enum hb_fate_kind v = verdict_kind(
+			    spec, r, d, (enum hb_field)d->fields[k]);
+
+			counts[v < HB__FATE_COUNT ? v : HB_FATE_DROPPED]++;
+		}
+	}
+	for (int f = 0; f < HB__F_COUNT; f++) {
+		unsigned k = r->fate[f].kind;
+
+		if (!hb_jobspec_has(spec, (enum hb_field)f) || set[f])
+			continue;
+		counts[k && k < HB__FATE_COUNT ? k : HB_FATE_DROPPED]++;
+	}
 }
 
 struct text_ctx {

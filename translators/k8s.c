@@ -79,6 +79,20 @@ static unsigned digits_u64(uint64_t v)
 
 /* A label value: [A-Za-z0-9] at both ends, [-_.A-Za-z0-9] inside, at
  * most 63 characters; other characters become '_'.  False if empty. */
+/* v in decimal into out (at least 11 bytes). */
+static void put_u32(char *out, uint32_t v)
+{
+	char t[10];
+	size_t i = sizeof(t);
+
+	do {
+		t[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	memcpy(out, t + i, sizeof(t) - i);
+	out[sizeof(t) - i] = '\0';
+}
+
 static bool label_value(const char *s, char out[HB_DNS_LABEL_MAX + 1])
 {
 	size_t n = 0;
@@ -266,21 +280,34 @@ int hb_k8s_name(const struct hb_jobspec *spec, int64_t array_index,
 
 int hb_k8s_escape(const char *s, size_t n, struct hb_buf *out)
 {
-	const char *p = s, *end = s + n;
+	const char *p = s, *end = s + n, *d;
+	size_t dollars = 0;
+	char *o;
 	int rc;
 
-	while (p < end) {
-		const char *d = memchr(p, '$', (size_t)(end - p));
-
-		if (!d)
-			return hb_buf_append(out, p, (size_t)(end - p));
-		if ((rc = hb_buf_append(out, p, (size_t)(d - p + 1))) ||
-		    (rc = hb_buf_putc(out, '$')))
-			return rc;
+	/* Count first, then copy into room made once. */
+	while ((d = memchr(p, '$', (size_t)(end - p)))) {
+		dollars++;
 		p = d + 1;
 	}
-	if (!out->data)
-		return hb_buf_append(out, "", 0);
+	if (dollars > SIZE_MAX - n)
+		return HB_ETOOBIG;
+	if ((rc = hb_buf_reserve(out, n + dollars)))
+		return rc;
+	o = out->data + out->len;
+	for (p = s; p < end; p = d + 1) {
+		d = memchr(p, '$', (size_t)(end - p));
+		if (!d) {
+			memcpy(o, p, (size_t)(end - p));
+			o += end - p;
+			break;
+		}
+		memcpy(o, p, (size_t)(d - p + 1));
+		o += d - p + 1;
+		*o++ = '$';
+	}
+	out->len = (size_t)(o - out->data);
+	out->data[out->len] = '\0';
 	return 0;
 }
 
@@ -316,7 +343,6 @@ struct ctx {
 	struct hb_k8s_plan *plan;
 	struct hb_report *rep;
 	struct hb_err *err;
-	cJSON *labels, *annotations;
 	char path[256];
 };
 
@@ -325,40 +351,96 @@ struct ctx {
 /* "<base>.<leaf>" into c->path, for fate targets. */
 static const char *at(struct ctx *c, const char *base, const char *leaf)
 {
-	snprintf(c->path, sizeof(c->path), "%s%s%s", base, leaf ? "." : "",
-		 leaf ? leaf : "");
+	size_t bl = strlen(base), ll = leaf ? strlen(leaf) : 0;
+
+	/* (no printf: every job's fates come here) */
+	if (bl + 1 + ll >= sizeof(c->path)) {
+		snprintf(c->path, sizeof(c->path), "%s%s%s", base,
+			 leaf ? "." : "", leaf ? leaf : "");
+		return c->path;
+	}
+	memcpy(c->path, base, bl);
+	if (leaf) {
+		c->path[bl++] = '.';
+		memcpy(c->path + bl, leaf, ll);
+	}
+	c->path[bl + ll] = '\0';
 	return c->path;
 }
 
-static int annotate(struct ctx *c, const char *key, const char *value)
+/* Set key (a string the plan may keep) to a copy of value in kv; a key
+ * set before moves to the end with its new value. */
+static int kv_set(struct hb_k8s_plan *plan, struct hb_k8s_kvs *kv,
+		  const char *key, const char *value)
 {
-	char k[128];
+	for (uint32_t i = 0; i < kv->n; i++) {
+		if (strcmp(kv->v[i].key, key))
+			continue;
+		memmove(&kv->v[i], &kv->v[i + 1],
+			(kv->n - i - 1) * sizeof(kv->v[0]));
+		kv->n--;
+		break;
+	}
+	if (kv->n == kv->cap) {
+		uint32_t cap = kv->cap ? kv->cap * 2 : 16;
+		struct hb_k8s_kv *v =
+		    hb_arena_alloc(&plan->arena, cap * sizeof(*v));
 
-	snprintf(k, sizeof(k), "%s%s", HB_ANNOTATION_PREFIX, key);
-	if (cJSON_GetObjectItemCaseSensitive(c->annotations, k))
-		cJSON_DeleteItemFromObjectCaseSensitive(c->annotations, k);
-	if (!cJSON_AddStringToObject(c->annotations, k, value))
-		return OOM(c);
+		if (!v)
+			return HB_ENOMEM;
+		if (kv->n)
+			memcpy(v, kv->v, kv->n * sizeof(*v));
+		kv->v = v;
+		kv->cap = cap;
+	}
+	kv->v[kv->n].key = key;
+	kv->v[kv->n].value = hb_arena_strdup(&plan->arena, value);
+	if (!kv->v[kv->n].value)
+		return HB_ENOMEM;
+	kv->n++;
 	return 0;
 }
 
-/* Field f has no Kubernetes equivalent: keep value in an annotation. */
-static int carry(struct ctx *c, enum hb_field f, const char *key,
-		 const char *value, const char *why)
+static const char *kv_find(const struct hb_k8s_kvs *kv, const char *key)
 {
-	char target[160];
+	for (uint32_t i = 0; i < kv->n; i++)
+		if (!strcmp(kv->v[i].key, key))
+			return kv->v[i].value;
+	return NULL;
+}
+
+int hb_k8s_annotate(struct hb_k8s_plan *plan, const char *key,
+		    const char *value)
+{
+	return kv_set(plan, &plan->annotations, key, value);
+}
+
+/* Annotation hpcbridge.io/<k> (k a string literal). */
+#define annotate(c, k, v) ann_put((c), ANN(k), (v))
+
+static int ann_put(struct ctx *c, const char *key, const char *value)
+{
+	return hb_k8s_annotate(c->plan, key, value) ? OOM(c) : 0;
+}
+
+/* Field f has no Kubernetes equivalent: keep value in an annotation
+ * (hpcbridge.io/<k>, k a string literal). */
+#define carry(c, f, k, value, why)                                             \
+	carry_((c), (f), ANN(k), "metadata.annotations[" ANN(k) "]", (value),  \
+	       (why))
+
+static int carry_(struct ctx *c, enum hb_field f, const char *key,
+		  const char *target, const char *value, const char *why)
+{
 	int rc;
 
 	if (!value)
 		return 0;
-	if ((rc = annotate(c, key, value)))
+	if ((rc = ann_put(c, key, value)))
 		return rc;
-	snprintf(target, sizeof(target), "metadata.annotations[%s%s]",
-		 HB_ANNOTATION_PREFIX, key);
 	hb_report_fate(c->rep, f, HB_FATE_CARRIED, target,
-		       "%s%sno Kubernetes equivalent; kept in annotation %s%s",
-		       why ? why : "", why ? "; " : "", HB_ANNOTATION_PREFIX,
-		       key);
+		       "%s%sno Kubernetes equivalent; kept in annotation %s",
+		       why ? why : "", why ? "; " : "", key);
 	return 0;
 }
 
@@ -551,47 +633,79 @@ static int check_shape(struct ctx *c)
 }
 
 /* "nodes=2 ntasks=8 mem=per-cpu:2048 ..." as given, for the reverse. */
+/* Text pieces into a fixed buffer, without printf (every job comes
+ * here); the caller sizes the buffer for the worst case. */
+static size_t put_text(char *o, const char *s)
+{
+	size_t n = strlen(s);
+
+	memcpy(o, s, n);
+	return n;
+}
+
+static size_t put_dec(char *o, uint64_t v)
+{
+	char t[20];
+	size_t i = sizeof(t);
+
+	do {
+		t[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	memcpy(o, t + i, sizeof(t) - i);
+	return sizeof(t) - i;
+}
+
+/* "nodes=2 ntasks=8 mem=per-cpu:2048 ..." as given, for the reverse. */
 static int request_annotation(struct ctx *c)
 {
 	const struct hb_jobspec *s = c->spec;
-	char buf[256];
+	char buf[256]; /* the longest: about 160 */
 	size_t n = 0;
 
-#define PUT(...)                                                               \
-	do {                                                                   \
-		int w_ = snprintf(buf + n, sizeof(buf) - n, __VA_ARGS__);      \
-		if (w_ > 0 && (size_t)w_ < sizeof(buf) - n)                    \
-			n += (size_t)w_;                                       \
-	} while (0)
-
-	buf[0] = '\0';
 	if (s->nodes_min || s->nodes_max) {
-		if (s->nodes_max)
-			PUT("nodes=%u-%u ", s->nodes_min, s->nodes_max);
-		else
-			PUT("nodes=%u ", s->nodes_min);
+		n += put_text(buf + n, "nodes=");
+		n += put_dec(buf + n, s->nodes_min);
+		if (s->nodes_max) {
+			buf[n++] = '-';
+			n += put_dec(buf + n, s->nodes_max);
+		}
+		buf[n++] = ' ';
 	}
-	if (s->ntasks)
-		PUT("ntasks=%u ", s->ntasks);
-	if (s->ntasks_per_node)
-		PUT("ntasks-per-node=%u ", s->ntasks_per_node);
-	if (s->cpus_per_task)
-		PUT("cpus-per-task=%u ", s->cpus_per_task);
-	if (s->mem_kind != HB_MEM_NONE && s->mem_kind < NELEM(mem_kind_names))
-		PUT("mem=%s:%llu ", mem_kind_names[s->mem_kind],
-		    (unsigned long long)s->mem_mb);
+	if (s->ntasks) {
+		n += put_text(buf + n, "ntasks=");
+		n += put_dec(buf + n, s->ntasks);
+		buf[n++] = ' ';
+	}
+	if (s->ntasks_per_node) {
+		n += put_text(buf + n, "ntasks-per-node=");
+		n += put_dec(buf + n, s->ntasks_per_node);
+		buf[n++] = ' ';
+	}
+	if (s->cpus_per_task) {
+		n += put_text(buf + n, "cpus-per-task=");
+		n += put_dec(buf + n, s->cpus_per_task);
+		buf[n++] = ' ';
+	}
+	if (s->mem_kind != HB_MEM_NONE && s->mem_kind < NELEM(mem_kind_names)) {
+		n += put_text(buf + n, "mem=");
+		n += put_text(buf + n, mem_kind_names[s->mem_kind]);
+		buf[n++] = ':';
+		n += put_dec(buf + n, s->mem_mb);
+		buf[n++] = ' ';
+	}
 	if (s->gpu_scope != HB_GPU_NONE &&
-	    s->gpu_scope < NELEM(gpu_scope_names))
-		PUT("gpus=%s:%u ", gpu_scope_names[s->gpu_scope], s->gpus);
-#undef PUT
+	    s->gpu_scope < NELEM(gpu_scope_names)) {
+		n += put_text(buf + n, "gpus=");
+		n += put_text(buf + n, gpu_scope_names[s->gpu_scope]);
+		buf[n++] = ':';
+		n += put_dec(buf + n, s->gpus);
+		buf[n++] = ' ';
+	}
 	if (n)
-		buf[--n] = '\0';
+		n--;
+	buf[n] = '\0';
 	return annotate(c, "request", buf);
-}
-
-static int add_quantity(cJSON *o, const char *key, const char *v)
-{
-	return cJSON_AddStringToObject(o, key, v) ? 0 : HB_ENOMEM;
 }
 
 /* Worker resources, requests = limits, and the fates of the shape. */
@@ -603,37 +717,20 @@ static int resources(struct ctx *c)
 	const struct hb_k8s_paths *p = c->paths;
 	const char *gres =
 	    cfg->gpu_resource ? cfg->gpu_resource : "nvidia.com/gpu";
-	char cpu[16], mem[32] = "", gpu[16] = "";
-	cJSON *req, *lim;
+	struct hb_k8s_res *r = &c->plan->resources;
+	const char *mem = r->mem;
 	uint64_t mem_mb = sh->mem_per_node_mb;
-	int rc = 0;
 
-	snprintf(cpu, sizeof(cpu), "%u", sh->cpus_per_node);
+	r->set = true;
+	put_u32(r->cpu, sh->cpus_per_node);
 	if (sh->whole_node_mem && cfg->worker_mem_mb)
 		mem_mb = cfg->worker_mem_mb;
 	if (mem_mb)
-		hb_format_k8s_mem(mem_mb, mem);
-	if (sh->gpus_per_node)
-		snprintf(gpu, sizeof(gpu), "%u", sh->gpus_per_node);
-
-	c->plan->resources = cJSON_CreateObject();
-	if (!c->plan->resources)
-		return OOM(c);
-	req = cJSON_AddObjectToObject(c->plan->resources, "requests");
-	lim = cJSON_AddObjectToObject(c->plan->resources, "limits");
-	if (!req || !lim)
-		return OOM(c);
-	for (int i = 0; i < 2 && !rc; i++) {
-		cJSON *o = i ? lim : req;
-
-		rc = add_quantity(o, "cpu", cpu);
-		if (!rc && *mem)
-			rc = add_quantity(o, "memory", mem);
-		if (!rc && *gpu)
-			rc = add_quantity(o, gres, gpu);
+		hb_format_k8s_mem(mem_mb, r->mem);
+	if (sh->gpus_per_node) {
+		put_u32(r->gpu, sh->gpus_per_node);
+		r->gpu_key = gres;
 	}
-	if (rc)
-		return OOM(c);
 
 	/* Fates. */
 	if (is_set(s, HB_F_NODES)) {
@@ -749,29 +846,13 @@ static int resources(struct ctx *c)
 
 	/* The launcher pod's own small request. */
 	if (cfg->launcher_cpus || cfg->launcher_mem_mb) {
-		cJSON *lr = cJSON_CreateObject();
+		struct hb_k8s_res *lr = &c->plan->launcher_resources;
 
-		c->plan->launcher_resources = lr;
-		if (!lr)
-			return OOM(c);
-		req = cJSON_AddObjectToObject(lr, "requests");
-		lim = cJSON_AddObjectToObject(lr, "limits");
-		if (!req || !lim)
-			return OOM(c);
+		lr->set = true;
 		if (cfg->launcher_cpus)
-			snprintf(cpu, sizeof(cpu), "%u", cfg->launcher_cpus);
+			put_u32(lr->cpu, cfg->launcher_cpus);
 		if (cfg->launcher_mem_mb)
-			hb_format_k8s_mem(cfg->launcher_mem_mb, mem);
-		for (int i = 0; i < 2 && !rc; i++) {
-			cJSON *o = i ? lim : req;
-
-			if (cfg->launcher_cpus)
-				rc = add_quantity(o, "cpu", cpu);
-			if (!rc && cfg->launcher_mem_mb)
-				rc = add_quantity(o, "memory", mem);
-		}
-		if (rc)
-			return OOM(c);
+			hb_format_k8s_mem(cfg->launcher_mem_mb, lr->mem);
 	}
 	return request_annotation(c);
 }
@@ -900,13 +981,39 @@ static int image(struct ctx *c)
 	return 0;
 }
 
+/* One {name, value} of the containers' env (name kept, value copied);
+ * names may repeat. */
+static int env_add(struct hb_k8s_plan *plan, const char *name,
+		   const char *value)
+{
+	struct hb_k8s_kvs *kv = &plan->env;
+
+	if (kv->n == kv->cap) {
+		uint32_t cap = kv->cap ? kv->cap * 2 : 16;
+		struct hb_k8s_kv *v =
+		    hb_arena_alloc(&plan->arena, cap * sizeof(*v));
+
+		if (!v)
+			return HB_ENOMEM;
+		if (kv->n)
+			memcpy(v, kv->v, kv->n * sizeof(*v));
+		kv->v = v;
+		kv->cap = cap;
+	}
+	kv->v[kv->n].key = name;
+	kv->v[kv->n].value = hb_arena_strdup(&plan->arena, value);
+	if (!kv->v[kv->n].value)
+		return HB_ENOMEM;
+	kv->n++;
+	return 0;
+}
+
 /* Env for the containers; NULL values (pass-through from the submit
  * host) cannot be given and are listed in an annotation. */
 static int env(struct ctx *c)
 {
 	const struct hb_jobspec *s = c->spec;
 	struct hb_buf v, pass;
-	cJSON *arr = NULL;
 	uint32_t npass = 0, nbad = 0;
 	int rc = 0;
 	char idx[24];
@@ -915,12 +1022,8 @@ static int env(struct ctx *c)
 
 	hb_buf_init(&v, 0);
 	hb_buf_init(&pass, 0);
-	arr = cJSON_CreateArray();
-	if (!arr)
-		goto nomem;
 	for (uint32_t i = 0; i < s->nenv; i++) {
 		const struct hb_env *e = &s->env[i];
-		cJSON *o;
 
 		if (!e->name || !*e->name || strchr(e->name, '=')) {
 			nbad++;
@@ -936,12 +1039,7 @@ static int env(struct ctx *c)
 		hb_buf_reset(&v);
 		if ((rc = hb_k8s_escape(e->value, strlen(e->value), &v)))
 			goto out;
-		o = cJSON_CreateObject();
-		if (!o)
-			goto nomem;
-		cJSON_AddItemToArray(arr, o);
-		if (!cJSON_AddStringToObject(o, "name", e->name) ||
-		    !cJSON_AddStringToObject(o, "value", v.data))
+		if (env_add(c->plan, e->name, v.data))
 			goto nomem;
 	}
 	if (c->plan->array_index >= 0) {
@@ -950,7 +1048,6 @@ static int env(struct ctx *c)
 			 (long long)c->plan->array_index);
 		for (size_t k = 0; k < NELEM(array_vars); k++) {
 			bool dup = false;
-			cJSON *o;
 
 			for (uint32_t i = 0; i < s->nenv; i++)
 				if (s->env[i].name &&
@@ -958,13 +1055,7 @@ static int env(struct ctx *c)
 					dup = true;
 			if (dup)
 				continue;
-			o = cJSON_CreateObject();
-			if (!o)
-				goto nomem;
-			cJSON_AddItemToArray(arr, o);
-			if (!cJSON_AddStringToObject(o, "name",
-						     array_vars[k]) ||
-			    !cJSON_AddStringToObject(o, "value", idx))
+			if (env_add(c->plan, array_vars[k], idx))
 				goto nomem;
 			if ((rc = hb_buf_printf(&v, "%s%s", v.len ? "," : "",
 						array_vars[k])))
@@ -992,15 +1083,10 @@ static int env(struct ctx *c)
 			    c->rep, HB_F_ENV, HB_FATE_MAPPED, c->paths->env,
 			    "%u variable(s), on every container", s->nenv);
 	}
-	if (cJSON_GetArraySize(arr) > 0) {
-		c->plan->env = arr;
-		arr = NULL;
-	}
 	goto out;
 nomem:
 	rc = OOM(c);
 out:
-	cJSON_Delete(arr);
 	hb_buf_free(&v);
 	hb_buf_free(&pass);
 	return rc ? hb_err_set(c->err, rc, NULL, 0, "out of memory") : 0;
@@ -1010,32 +1096,24 @@ out:
 static int merge_selector(struct ctx *c, const struct hb_selector_map *m,
 			  const char *what)
 {
-	if (!c->plan->node_selector) {
-		c->plan->node_selector = cJSON_CreateObject();
-		if (!c->plan->node_selector)
-			return OOM(c);
-	}
+	c->plan->has_node_selector = true;
 	for (uint32_t i = 0; i < m->nlabels; i++) {
 		const struct hb_kv *l = &m->labels[i];
-		const cJSON *old;
+		const char *old;
 
 		if (!l->key || !l->value)
 			continue;
-		old = cJSON_GetObjectItemCaseSensitive(c->plan->node_selector,
-						       l->key);
+		old = kv_find(&c->plan->node_selector, l->key);
 		if (old) {
-			if (strcmp(cJSON_GetStringValue(old), l->value))
+			if (strcmp(old, l->value))
 				hb_report_warn(c->rep,
 					       "nodeSelector %s: %s wants '%s' "
 					       "but '%s' was set first; kept "
 					       "'%s'",
-					       l->key, what, l->value,
-					       cJSON_GetStringValue(old),
-					       cJSON_GetStringValue(old));
+					       l->key, what, l->value, old, old);
 			continue;
 		}
-		if (!cJSON_AddStringToObject(c->plan->node_selector, l->key,
-					     l->value))
+		if (kv_set(c->plan, &c->plan->node_selector, l->key, l->value))
 			return OOM(c);
 	}
 	return 0;
@@ -1372,7 +1450,7 @@ static int exclusive(struct ctx *c, const char *role)
 /* The launcher script, escaped against $(VAR) expansion. */
 static int script(struct ctx *c)
 {
-	struct hb_buf raw, esc;
+	struct hb_buf raw, *esc;
 	int rc;
 
 	struct hb_jobspec orig = *c->spec;
@@ -1389,7 +1467,12 @@ static int script(struct ctx *c)
 				  : orig.source;
 	}
 	hb_buf_init(&raw, HB_LAUNCHER_MAX);
-	hb_buf_init(&esc, 0);
+	/* Room for the script and what the launcher adds, at once (a hint:
+	 * appends still check). */
+	(void)hb_buf_reserve(&raw, (c->spec->script ? strlen(c->spec->script)
+						    : 0) +
+				       4096);
+	esc = &c->plan->script;
 	rc = hb_launcher_script_ex(&orig, c->plan->name, c->plan->array_index,
 				   c->plan->runtime_mounted, &raw, c->err);
 	if (rc) {
@@ -1399,15 +1482,11 @@ static int script(struct ctx *c)
 				   hb_strerror(rc));
 		goto out;
 	}
-	if ((rc = hb_k8s_escape(raw.data ? raw.data : "", raw.len, &esc))) {
+	if ((rc = hb_k8s_escape(raw.data ? raw.data : "", raw.len, esc))) {
 		OOM(c);
 		goto out;
 	}
-	c->plan->script = cJSON_CreateString(esc.data);
-	if (!c->plan->script)
-		rc = OOM(c);
-	else
-		hb_report_fate(c->rep, HB_F_SCRIPT, HB_FATE_MAPPED,
+	hb_report_fate(c->rep, HB_F_SCRIPT, HB_FATE_MAPPED,
 			       c->paths->script,
 			       "run unchanged by the launcher script, with "
 			       "SLURM_*/PBS_* variables from the hostfile%s",
@@ -1417,7 +1496,6 @@ static int script(struct ctx *c)
 				       : "");
 out:
 	hb_buf_free(&raw);
-	hb_buf_free(&esc);
 	return rc;
 }
 
@@ -1425,21 +1503,12 @@ static int metadata(struct ctx *c)
 {
 	const struct hb_jobspec *s = c->spec;
 	const struct hb_config *cfg = c->cfg;
-	cJSON *md;
+	struct hb_k8s_kvs *labels = &c->plan->labels;
 	char v[HB_DNS_LABEL_MAX + 1];
 	const char *queue = NULL, *part = NULL;
 
-	md = c->plan->metadata = cJSON_CreateObject();
-	if (!md || !cJSON_AddStringToObject(md, "name", c->plan->name))
-		return OOM(c);
-	if (cfg->namespace &&
-	    !cJSON_AddStringToObject(md, "namespace", cfg->namespace))
-		return OOM(c);
-	c->labels = cJSON_AddObjectToObject(md, "labels");
-	c->annotations = cJSON_AddObjectToObject(md, "annotations");
-	if (!c->labels || !c->annotations ||
-	    !cJSON_AddStringToObject(c->labels, HB_LABEL_MANAGED_BY,
-				     HB_MANAGED_BY))
+	c->plan->namespace = cfg->namespace;
+	if (kv_set(c->plan, labels, HB_LABEL_MANAGED_BY, HB_MANAGED_BY))
 		return OOM(c);
 
 	/* The Kueue queue: partition map, else the default. */
@@ -1457,14 +1526,14 @@ static int metadata(struct ctx *c)
 					  "configuration: queue '%.100s' is "
 					  "not a valid label value",
 					  queue);
-		if (!cJSON_AddStringToObject(c->labels, HB_LABEL_QUEUE, queue))
+		if (kv_set(c->plan, labels, HB_LABEL_QUEUE, queue))
 			return OOM(c);
 	}
 	if (s->user && label_value(s->user, v) &&
-	    !cJSON_AddStringToObject(c->labels, ANN("user"), v))
+	    kv_set(c->plan, labels, ANN("user"), v))
 		return OOM(c);
 	if (s->account && label_value(s->account, v) &&
-	    !cJSON_AddStringToObject(c->labels, ANN("account"), v))
+	    kv_set(c->plan, labels, ANN("account"), v))
 		return OOM(c);
 
 	/* Fates of identity fields. */
@@ -1623,7 +1692,7 @@ static int annotate_json(struct ctx *c, const char *key, cJSON *v)
 	cJSON_Delete(v);
 	if (!text)
 		return OOM(c);
-	rc = annotate(c, key, text);
+	rc = ann_put(c, key, text);
 	cJSON_free(text);
 	return rc;
 }
@@ -1727,7 +1796,7 @@ static int carried(struct ctx *c)
 			cJSON_Delete(a);
 			a = NULL;
 		}
-		if ((rc = annotate_json(c, "data", a)))
+		if ((rc = annotate_json(c, ANN("data"), a)))
 			return rc;
 		hb_report_fate(c->rep, HB_F_DATA, HB_FATE_CARRIED,
 			       "metadata.annotations[" ANN("data") "]",
@@ -1760,7 +1829,7 @@ static int carried(struct ctx *c)
 				a = NULL;
 			}
 		}
-		if ((rc = annotate_json(c, "chunks", a)))
+		if ((rc = annotate_json(c, ANN("chunks"), a)))
 			return rc;
 		hb_report_fate(c->rep, HB_F_HETEROGENEOUS, HB_FATE_PARTIAL,
 			       c->paths->nodes,
@@ -1790,16 +1859,17 @@ static int carried(struct ctx *c)
 
 static int annotation_budget(struct ctx *c)
 {
-	const cJSON *a, *big = NULL;
+	const struct hb_k8s_kvs *kv = &c->plan->annotations;
+	const struct hb_k8s_kv *big = NULL;
 	size_t total = 0, bigsz = 0;
 
-	cJSON_ArrayForEach (a, c->annotations) {
-		size_t n = strlen(a->string) + strlen(a->valuestring);
+	for (uint32_t i = 0; i < kv->n; i++) {
+		size_t n = strlen(kv->v[i].key) + strlen(kv->v[i].value);
 
 		total += n;
 		if (n > bigsz) {
 			bigsz = n;
-			big = a;
+			big = &kv->v[i];
 		}
 	}
 	if (total <= ANNOTATIONS_MAX)
@@ -1807,29 +1877,102 @@ static int annotation_budget(struct ctx *c)
 	return hb_err_set(c->err, HB_ETOOBIG, c->spec->source_name, 0,
 			  "the fields kept in annotations take %zu bytes, more "
 			  "than Kubernetes' %u; the largest is %s (%zu bytes)",
-			  total, ANNOTATIONS_MAX, big ? big->string : "?",
+			  total, ANNOTATIONS_MAX, big ? big->key : "?",
 			  bigsz);
 }
 
 void hb_k8s_plan_free(struct hb_k8s_plan *plan)
 {
-	cJSON_Delete(plan->metadata);
-	cJSON_Delete(plan->resources);
-	cJSON_Delete(plan->launcher_resources);
-	cJSON_Delete(plan->env);
-	cJSON_Delete(plan->script);
-	cJSON_Delete(plan->pod_labels);
-	cJSON_Delete(plan->node_selector);
 	cJSON_Delete(plan->affinity);
+	hb_buf_free(&plan->script);
+	hb_arena_free(&plan->arena);
 	memset(plan, 0, sizeof(*plan));
 }
 
-struct cJSON *hb_k8s_take(struct cJSON **slot)
-{
-	cJSON *n = *slot;
+/* ---------------------------------------------------------------- */
+/* Writing the plan's pieces                                        */
+/* ---------------------------------------------------------------- */
 
-	*slot = NULL;
-	return n;
+void hb_k8s_write_kvs(struct hb_emit *w, const char *key,
+		      const struct hb_k8s_kvs *kv)
+{
+	hb_emit_obj(w, key);
+	for (uint32_t i = 0; i < kv->n; i++)
+		hb_emit_str(w, kv->v[i].key, kv->v[i].value);
+	hb_emit_end(w);
+}
+
+void hb_k8s_write_metadata(struct hb_emit *w, const struct hb_k8s_plan *plan)
+{
+	hb_emit_obj(w, "metadata");
+	hb_emit_str(w, "name", plan->name);
+	if (plan->namespace)
+		hb_emit_str(w, "namespace", plan->namespace);
+	hb_k8s_write_kvs(w, "labels", &plan->labels);
+	hb_k8s_write_kvs(w, "annotations", &plan->annotations);
+	hb_emit_end(w);
+}
+
+static void quantities(struct hb_emit *w, const char *key,
+		       const struct hb_k8s_res *r)
+{
+	hb_emit_obj(w, key);
+	if (*r->cpu)
+		hb_emit_str(w, "cpu", r->cpu);
+	if (*r->mem)
+		hb_emit_str(w, "memory", r->mem);
+	if (*r->gpu)
+		hb_emit_str(w, r->gpu_key, r->gpu);
+	hb_emit_end(w);
+}
+
+void hb_k8s_write_resources(struct hb_emit *w, const char *key,
+			    const struct hb_k8s_res *r)
+{
+	if (!r->set)
+		return;
+	hb_emit_obj(w, key);
+	quantities(w, "requests", r);
+	quantities(w, "limits", r);
+	hb_emit_end(w);
+}
+
+void hb_k8s_write_env(struct hb_emit *w, const struct hb_k8s_plan *plan)
+{
+	if (!plan->env.n)
+		return;
+	hb_emit_arr(w, "env");
+	for (uint32_t i = 0; i < plan->env.n; i++) {
+		hb_emit_obj(w, NULL);
+		hb_emit_str(w, "name", plan->env.v[i].key);
+		hb_emit_str(w, "value", plan->env.v[i].value);
+		hb_emit_end(w);
+	}
+	hb_emit_end(w);
+}
+
+void hb_k8s_write_pod_labels(struct hb_emit *w,
+			     const struct hb_k8s_plan *plan, const char *role)
+{
+	hb_emit_obj(w, "labels");
+	hb_emit_str(w, HB_LABEL_MANAGED_BY, HB_MANAGED_BY);
+	hb_emit_str(w, HB_LABEL_JOB, plan->name);
+	hb_emit_str(w, HB_LABEL_ROLE, role);
+	hb_emit_end(w);
+}
+
+void hb_k8s_write_placement(struct hb_emit *w, const struct hb_k8s_plan *plan)
+{
+	if (plan->has_node_selector)
+		hb_k8s_write_kvs(w, "nodeSelector", &plan->node_selector);
+	if (plan->affinity)
+		hb_emit_tree(w, "affinity", plan->affinity);
+}
+
+void hb_k8s_write_script(struct hb_emit *w, const struct hb_k8s_plan *plan)
+{
+	hb_emit_strn(w, NULL, plan->script.data ? plan->script.data : "",
+		     plan->script.len);
 }
 
 int hb_k8s_plan(const struct hb_jobspec *spec, const struct hb_config *cfg,
@@ -1846,6 +1989,8 @@ int hb_k8s_plan(const struct hb_jobspec *spec, const struct hb_config *cfg,
 	int rc;
 
 	memset(plan, 0, sizeof(*plan));
+	hb_arena_init(&plan->arena, 0);
+	hb_buf_init(&plan->script, 0);
 	plan->array_index = array_index < 0 ? -1 : array_index;
 	/* Only an MPIJob's launcher pod has a volume to mount it into. */
 	plan->runtime_mounted = !strcmp(paths->kind, "MPIJob") &&
@@ -1882,15 +2027,6 @@ int hb_k8s_plan(const struct hb_jobspec *spec, const struct hb_config *cfg,
 		goto fail;
 	if ((rc = annotation_budget(&c)))
 		goto fail;
-	plan->pod_labels = cJSON_CreateObject();
-	if (!plan->pod_labels ||
-	    !cJSON_AddStringToObject(plan->pod_labels, HB_LABEL_MANAGED_BY,
-				     HB_MANAGED_BY) ||
-	    !cJSON_AddStringToObject(plan->pod_labels, HB_LABEL_JOB,
-				     plan->name)) {
-		rc = OOM(&c);
-		goto fail;
-	}
 	return 0;
 fail:
 	hb_k8s_plan_free(plan);

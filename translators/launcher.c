@@ -805,8 +805,33 @@ static int put_quoted(struct hb_buf *b, const char *s, size_t n)
 static int put_assign(struct hb_buf *b, bool exp, const char *name,
 		      const char *value)
 {
+	size_t nl = strlen(name), vl = strlen(value);
 	int rc;
 
+	/* The usual value, with no quote in it, in one piece. */
+	if (!memchr(value, '\'', vl)) {
+		size_t total = (exp ? 7 : 0) + nl + vl + 4;
+		char *o;
+
+		if ((rc = hb_buf_reserve(b, total)))
+			return rc;
+		o = b->data + b->len;
+		if (exp) {
+			memcpy(o, "export ", 7);
+			o += 7;
+		}
+		memcpy(o, name, nl);
+		o += nl;
+		*o++ = '=';
+		*o++ = '\'';
+		memcpy(o, value, vl);
+		o += vl;
+		*o++ = '\'';
+		*o++ = '\n';
+		b->len += total;
+		b->data[b->len] = '\0';
+		return 0;
+	}
 	if ((exp && (rc = hb_buf_puts(b, "export "))) ||
 	    (rc = hb_buf_puts(b, name)) || (rc = hb_buf_putc(b, '=')) ||
 	    (rc = put_quoted(b, value, strlen(value))))
@@ -1262,6 +1287,9 @@ int hb_launcher_script_ex(const struct hb_jobspec *spec, const char *job_id,
 	/* Build without a cap, so that the error can say how big the
 	 * launcher would have been; the script is already capped. */
 	hb_buf_init(&b, 0);
+	/* Room for the script and the launcher's own lines at once (a
+	 * hint: appends still check). */
+	(void)hb_buf_reserve(&b, len + 4096);
 	rc = build(&b, spec, job_id, array_index, mounted, &sh, script, len,
 		   delim);
 	if (rc == HB_ENOMEM) {

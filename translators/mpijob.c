@@ -37,105 +37,67 @@ static const struct hb_k8s_paths paths = {
     .role = "worker",
 };
 
-static cJSON *str_array(const char *const *v, int n)
-{
-	cJSON *a = cJSON_CreateArray();
-
-	for (int i = 0; a && i < n; i++) {
-		cJSON *s = cJSON_CreateString(v[i]);
-
-		if (!s) {
-			cJSON_Delete(a);
-			return NULL;
-		}
-		cJSON_AddItemToArray(a, s);
-	}
-	return a;
-}
-
-static int add(cJSON *o, const char *key, cJSON *v)
-{
-	if (!v)
-		return HB_ENOMEM;
-	cJSON_AddItemToObject(o, key, v);
-	return 0;
-}
-
-/* Duplicate a plan node for a second use; NULL in, NULL out. */
-static int add_copy(cJSON *o, const char *key, const cJSON *v)
-{
-	if (!v)
-		return 0;
-	return add(o, key, cJSON_Duplicate(v, 1));
-}
-
 /* One replica spec with its pod template and single container. */
-static cJSON *replica(const struct hb_k8s_plan *plan, int64_t replicas,
-		      const char *role, const char *container,
-		      const char *const *command, int ncommand, cJSON *args,
-		      const cJSON *resources, bool placement)
+static void replica(struct hb_emit *w, const struct hb_k8s_plan *plan,
+		    const char *key, int64_t replicas, const char *role,
+		    const char *const *command, int ncommand, bool launcher)
 {
-	cJSON *r = cJSON_CreateObject(), *t, *md, *labels, *ps, *cs, *c;
-
-	if (!r)
-		goto fail;
-	if (!cJSON_AddNumberToObject(r, "replicas", (double)replicas) ||
-	    !cJSON_AddStringToObject(r, "restartPolicy", "Never") ||
-	    !(t = cJSON_AddObjectToObject(r, "template")) ||
-	    !(md = cJSON_AddObjectToObject(t, "metadata")) ||
-	    !(labels = cJSON_Duplicate(plan->pod_labels, 1)))
-		goto fail;
-	cJSON_AddItemToObject(md, "labels", labels);
-	if (!cJSON_AddStringToObject(labels, HB_LABEL_ROLE, role) ||
-	    !(ps = cJSON_AddObjectToObject(t, "spec")) ||
-	    !(cs = cJSON_AddArrayToObject(ps, "containers")) ||
-	    !(c = cJSON_CreateObject()))
-		goto fail;
-	cJSON_AddItemToArray(cs, c);
-	if (!cJSON_AddStringToObject(c, "name", container) ||
-	    !cJSON_AddStringToObject(c, "image", plan->image) ||
-	    add(c, "command", str_array(command, ncommand)))
-		goto fail;
-	if (args) {
-		cJSON_AddItemToObject(c, "args", args);
-		args = NULL;
+	hb_emit_obj(w, key);
+	hb_emit_num(w, "replicas", (double)replicas);
+	hb_emit_str(w, "restartPolicy", "Never");
+	hb_emit_obj(w, "template");
+	hb_emit_obj(w, "metadata");
+	hb_k8s_write_pod_labels(w, plan, role);
+	hb_emit_end(w);
+	hb_emit_obj(w, "spec");
+	hb_emit_arr(w, "containers");
+	hb_emit_obj(w, NULL);
+	hb_emit_str(w, "name", role);
+	hb_emit_str(w, "image", plan->image);
+	hb_emit_arr(w, "command");
+	for (int i = 0; i < ncommand; i++)
+		hb_emit_str(w, NULL, command[i]);
+	hb_emit_end(w);
+	hb_emit_arr(w, "args");
+	if (launcher)
+		hb_k8s_write_script(w, plan);
+	else
+		hb_emit_str(w, NULL, "-De");
+	hb_emit_end(w);
+	hb_k8s_write_env(w, plan);
+	hb_k8s_write_resources(w, "resources",
+			       launcher ? &plan->launcher_resources
+					: &plan->resources);
+	if (launcher && plan->runtime_mounted) {
+		/* The launcher runtime's ConfigMap. */
+		hb_emit_arr(w, "volumeMounts");
+		hb_emit_obj(w, NULL);
+		hb_emit_str(w, "name", RUNTIME_VOLUME);
+		hb_emit_str(w, "mountPath", HB_LAUNCHER_RUNTIME_DIR);
+		hb_emit_bool(w, "readOnly", 1);
+		hb_emit_end(w);
+		hb_emit_end(w);
 	}
-	if (add_copy(c, "env", plan->env) ||
-	    add_copy(c, "resources", resources))
-		goto fail;
-	if (placement && (add_copy(ps, "nodeSelector", plan->node_selector) ||
-			  add_copy(ps, "affinity", plan->affinity)))
-		goto fail;
-	return r;
-fail:
-	cJSON_Delete(args);
-	cJSON_Delete(r);
-	return NULL;
-}
-
-/* Mount the launcher runtime's ConfigMap into a launcher replica. */
-static int mount_runtime(cJSON *replica_spec)
-{
-	cJSON *ps = hb_doc_get(replica_spec, "template.spec");
-	cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(ps, "containers"), 0);
-	cJSON *vols, *v, *cm, *mounts, *m;
-
-	if (!ps || !c || !(vols = cJSON_AddArrayToObject(ps, "volumes")) ||
-	    !(v = cJSON_CreateObject()) || !cJSON_AddItemToArray(vols, v) ||
-	    !cJSON_AddStringToObject(v, "name", RUNTIME_VOLUME) ||
-	    !(cm = cJSON_AddObjectToObject(v, "configMap")) ||
-	    !cJSON_AddStringToObject(cm, "name", hb_launcher_runtime_name()) ||
-	    /* Missing, the pod still starts and the launcher says why it
-	     * cannot run, instead of hanging in ContainerCreating. */
-	    !cJSON_AddTrueToObject(cm, "optional") ||
-	    !(mounts = cJSON_AddArrayToObject(c, "volumeMounts")) ||
-	    !(m = cJSON_CreateObject()) || !cJSON_AddItemToArray(mounts, m) ||
-	    !cJSON_AddStringToObject(m, "name", RUNTIME_VOLUME) ||
-	    !cJSON_AddStringToObject(m, "mountPath",
-				     HB_LAUNCHER_RUNTIME_DIR) ||
-	    !cJSON_AddTrueToObject(m, "readOnly"))
-		return HB_ENOMEM;
-	return 0;
+	hb_emit_end(w); /* the container */
+	hb_emit_end(w); /* containers */
+	if (!launcher)
+		hb_k8s_write_placement(w, plan);
+	if (launcher && plan->runtime_mounted) {
+		hb_emit_arr(w, "volumes");
+		hb_emit_obj(w, NULL);
+		hb_emit_str(w, "name", RUNTIME_VOLUME);
+		hb_emit_obj(w, "configMap");
+		hb_emit_str(w, "name", hb_launcher_runtime_name());
+		/* Missing, the pod still starts and the launcher says why
+		 * it cannot run, instead of hanging in ContainerCreating. */
+		hb_emit_bool(w, "optional", 1);
+		hb_emit_end(w);
+		hb_emit_end(w);
+		hb_emit_end(w);
+	}
+	hb_emit_end(w); /* spec */
+	hb_emit_end(w); /* template */
+	hb_emit_end(w);
 }
 
 static const char *mpi_name(const struct hb_jobspec *spec,
@@ -156,21 +118,20 @@ static const char *mpi_name(const struct hb_jobspec *spec,
 	return m;
 }
 
-int hb_mpijob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
-		   int64_t array_index, struct cJSON **out,
-		   struct hb_report *rep, struct hb_err *err)
+int hb_mpijob_write(const struct hb_jobspec *spec,
+		    const struct hb_config *cfg, int64_t array_index,
+		    struct hb_emit *w, struct hb_report *rep,
+		    struct hb_err *err)
 {
 	static const char *const launch_cmd[] = {"/bin/sh", "-c"};
 	static const char *const sshd_cmd[] = {"/usr/sbin/sshd"};
 	struct hb_k8s_plan plan;
-	cJSON *root = NULL, *s, *rp, *rs, *r, *args, *md;
 	const char *mpi;
 	int rc;
 
-	if (!spec || !cfg || !out || !rep)
+	if (!spec || !cfg || !w || !rep)
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
-				  "hb_mpijob_emit: missing argument");
-	*out = NULL;
+				  "hb_mpijob_write: missing argument");
 	rc = hb_k8s_plan(spec, cfg, array_index, 0, &paths, &plan, rep, err);
 	if (rc)
 		return rc;
@@ -194,68 +155,61 @@ int hb_mpijob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
 			       "the job names no MPI: the configured default "
 			       "%s; launch lines run against the hostfile",
 			       mpi);
-	md = plan.metadata;
 	if (!spec->mpi &&
-	    !cJSON_AddStringToObject(
-		cJSON_GetObjectItemCaseSensitive(md, "annotations"),
-		HB_ANNOTATION_PREFIX "mpi", "default"))
-		goto nomem;
-
-	root = cJSON_CreateObject();
-	if (!root ||
-	    !cJSON_AddStringToObject(root, "apiVersion", API_VERSION) ||
-	    !cJSON_AddStringToObject(root, "kind", "MPIJob"))
-		goto nomem;
-	cJSON_AddItemToObject(root, "metadata", hb_k8s_take(&plan.metadata));
-	if (!(s = cJSON_AddObjectToObject(root, "spec")) ||
-	    !cJSON_AddNumberToObject(s, "slotsPerWorker",
-				     plan.shape.tasks_per_node) ||
-	    !(rp = cJSON_AddObjectToObject(s, "runPolicy")) ||
-	    !cJSON_AddStringToObject(rp, "cleanPodPolicy", "Running") ||
-	    !cJSON_AddNumberToObject(rp, "backoffLimit", 0))
-		goto nomem;
-	if (plan.deadline &&
-	    !cJSON_AddNumberToObject(rp, "activeDeadlineSeconds",
-				     (double)plan.deadline))
-		goto nomem;
-	if (!cJSON_AddStringToObject(s, "sshAuthMountPath",
-				     cfg->ssh_auth_mount_path
-					 ? cfg->ssh_auth_mount_path
-					 : "/root/.ssh") ||
-	    !cJSON_AddStringToObject(s, "mpiImplementation", mpi) ||
-	    !(rs = cJSON_AddObjectToObject(s, "mpiReplicaSpecs")))
-		goto nomem;
-
-	args = cJSON_CreateArray();
-	if (!args)
-		goto nomem;
-	cJSON_AddItemToArray(args, hb_k8s_take(&plan.script));
-	r = replica(&plan, 1, "launcher", "launcher", launch_cmd, 2, args,
-		    plan.launcher_resources, false);
-	if (!r)
-		goto nomem;
-	if (plan.runtime_mounted && mount_runtime(r)) {
-		cJSON_Delete(r);
-		goto nomem;
+	    hb_k8s_annotate(&plan, HB_ANNOTATION_PREFIX "mpi", "default")) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto out;
 	}
-	cJSON_AddItemToObject(rs, "Launcher", r);
-	args = str_array((const char *const[]){"-De"}, 1);
-	if (!args)
-		goto nomem;
-	r = replica(&plan, plan.shape.nodes, "worker", "worker", sshd_cmd, 1,
-		    args, plan.resources, true);
-	if (!r)
-		goto nomem;
-	cJSON_AddItemToObject(rs, "Worker", r);
-	*out = root;
-	root = NULL;
-	rc = 0;
-	goto out;
-nomem:
-	rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+
+	hb_emit_obj(w, NULL);
+	hb_emit_str(w, "apiVersion", API_VERSION);
+	hb_emit_str(w, "kind", "MPIJob");
+	hb_k8s_write_metadata(w, &plan);
+	hb_emit_obj(w, "spec");
+	hb_emit_num(w, "slotsPerWorker", plan.shape.tasks_per_node);
+	hb_emit_obj(w, "runPolicy");
+	hb_emit_str(w, "cleanPodPolicy", "Running");
+	hb_emit_num(w, "backoffLimit", 0);
+	if (plan.deadline)
+		hb_emit_num(w, "activeDeadlineSeconds", (double)plan.deadline);
+	hb_emit_end(w);
+	hb_emit_str(w, "sshAuthMountPath",
+		    cfg->ssh_auth_mount_path ? cfg->ssh_auth_mount_path
+					     : "/root/.ssh");
+	hb_emit_str(w, "mpiImplementation", mpi);
+	hb_emit_obj(w, "mpiReplicaSpecs");
+	replica(w, &plan, "Launcher", 1, "launcher", launch_cmd, 2, true);
+	replica(w, &plan, "Worker", plan.shape.nodes, "worker", sshd_cmd, 1,
+		false);
+	hb_emit_end(w); /* mpiReplicaSpecs */
+	hb_emit_end(w); /* spec */
+	hb_emit_end(w);
+	rc = hb_emit_done(w);
+	if (rc)
+		hb_err_set(err, rc, spec->source_name, 0,
+			   "cannot write the MPIJob: %s", hb_strerror(rc));
 out:
-	cJSON_Delete(root);
 	hb_k8s_plan_free(&plan);
+	return rc;
+}
+
+int hb_mpijob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
+		   int64_t array_index, struct cJSON **out,
+		   struct hb_report *rep, struct hb_err *err)
+{
+	struct hb_emit *w;
+	int rc;
+
+	if (!spec || !cfg || !out || !rep)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "hb_mpijob_emit: missing argument");
+	*out = NULL;
+	if (!(w = hb_emit_new(HB_EMIT_TREE, NULL)))
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	rc = hb_mpijob_write(spec, cfg, array_index, w, rep, err);
+	if (!rc)
+		rc = hb_emit_take(w, out);
+	hb_emit_free(w);
 	return rc;
 }
 

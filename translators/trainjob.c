@@ -54,55 +54,42 @@ static unsigned digits(uint64_t v)
 
 /* A patch for one replicated job of the runtime: pod labels, and the
  * node selector and affinity. */
-static cJSON *patch_job(const struct hb_k8s_plan *plan, const char *name)
+static void patch_job(struct hb_emit *w, const struct hb_k8s_plan *plan,
+		      const char *name)
 {
-	cJSON *j = cJSON_CreateObject(), *t, *ts, *pt, *md, *ps, *x;
-
-	if (!j || !cJSON_AddStringToObject(j, "name", name) ||
-	    !(t = cJSON_AddObjectToObject(j, "template")) ||
-	    !(ts = cJSON_AddObjectToObject(t, "spec")) ||
-	    !(pt = cJSON_AddObjectToObject(ts, "template")) ||
-	    !(md = cJSON_AddObjectToObject(pt, "metadata")) ||
-	    !(x = cJSON_Duplicate(plan->pod_labels, 1)))
-		goto fail;
-	cJSON_AddItemToObject(md, "labels", x);
-	if (!cJSON_AddStringToObject(x, HB_LABEL_ROLE, paths.role))
-		goto fail;
-	if (plan->node_selector || plan->affinity) {
-		if (!(ps = cJSON_AddObjectToObject(pt, "spec")))
-			goto fail;
-		if (plan->node_selector) {
-			if (!(x = cJSON_Duplicate(plan->node_selector, 1)))
-				goto fail;
-			cJSON_AddItemToObject(ps, "nodeSelector", x);
-		}
-		if (plan->affinity) {
-			if (!(x = cJSON_Duplicate(plan->affinity, 1)))
-				goto fail;
-			cJSON_AddItemToObject(ps, "affinity", x);
-		}
+	hb_emit_obj(w, NULL);
+	hb_emit_str(w, "name", name);
+	hb_emit_obj(w, "template");
+	hb_emit_obj(w, "spec");
+	hb_emit_obj(w, "template");
+	hb_emit_obj(w, "metadata");
+	hb_k8s_write_pod_labels(w, plan, paths.role);
+	hb_emit_end(w);
+	if (plan->has_node_selector || plan->affinity) {
+		hb_emit_obj(w, "spec");
+		hb_k8s_write_placement(w, plan);
+		hb_emit_end(w);
 	}
-	return j;
-fail:
-	cJSON_Delete(j);
-	return NULL;
+	hb_emit_end(w); /* template */
+	hb_emit_end(w); /* spec */
+	hb_emit_end(w); /* template */
+	hb_emit_end(w);
 }
 
-int hb_trainjob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
-		     int64_t array_index, struct cJSON **out,
-		     struct hb_report *rep, struct hb_err *err)
+int hb_trainjob_write(const struct hb_jobspec *spec,
+		      const struct hb_config *cfg, int64_t array_index,
+		      struct hb_emit *w, struct hb_report *rep,
+		      struct hb_err *err)
 {
 	struct hb_k8s_plan plan;
-	cJSON *root = NULL, *s, *rr, *tr, *a, *patches, *p, *jobs, *x, *ann;
 	const char *mpi, *runtime;
 	size_t reserve;
 	uint32_t last;
 	int rc;
 
-	if (!spec || !cfg || !out || !rep)
+	if (!spec || !cfg || !w || !rep)
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
-				  "hb_trainjob_emit: missing argument");
-	*out = NULL;
+				  "hb_trainjob_write: missing argument");
 	/* The longest pod host name: <name>-launcher-0-0 or
 	 * <name>-node-0-<N-1>. */
 	last = spec->nodes_min > 1 ? spec->nodes_min - 1 : 0;
@@ -126,10 +113,11 @@ int hb_trainjob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
 
 	/* No MPI field: the runtime decides (Trainer runs OpenMPI). */
 	mpi = hb_mpi_impl_name((enum hb_mpi_impl)spec->mpi);
-	ann = cJSON_GetObjectItemCaseSensitive(plan.metadata, "annotations");
-	if (!cJSON_AddStringToObject(ann, HB_ANNOTATION_PREFIX "mpi",
-				     mpi ? mpi : "default"))
-		goto nomem;
+	if (hb_k8s_annotate(&plan, HB_ANNOTATION_PREFIX "mpi",
+			    mpi ? mpi : "default")) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
 	if (spec->mpi && spec->mpi != HB_MPI_OPENMPI)
 		hb_report_fate(rep, HB_F_MPI, HB_FATE_PARTIAL,
 			       "metadata.annotations[" HB_ANNOTATION_PREFIX
@@ -155,71 +143,78 @@ int hb_trainjob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
 			       "no TrainJob field; kept in "
 			       "annotation " HB_ANNOTATION_PREFIX "requeue");
 
-	root = cJSON_CreateObject();
-	if (!root ||
-	    !cJSON_AddStringToObject(root, "apiVersion", API_VERSION) ||
-	    !cJSON_AddStringToObject(root, "kind", "TrainJob"))
-		goto nomem;
-	cJSON_AddItemToObject(root, "metadata", hb_k8s_take(&plan.metadata));
-	if (!(s = cJSON_AddObjectToObject(root, "spec")) ||
-	    !(rr = cJSON_AddObjectToObject(s, "runtimeRef")) ||
-	    !cJSON_AddStringToObject(rr, "apiGroup", API_GROUP) ||
-	    !cJSON_AddStringToObject(rr, "kind", "ClusterTrainingRuntime") ||
-	    !cJSON_AddStringToObject(rr, "name", runtime))
-		goto nomem;
-	if (plan.deadline &&
-	    !cJSON_AddNumberToObject(s, "activeDeadlineSeconds",
-				     (double)plan.deadline))
-		goto nomem;
-	if (!(tr = cJSON_AddObjectToObject(s, "trainer")) ||
-	    !cJSON_AddNumberToObject(tr, "numNodes", plan.shape.nodes) ||
-	    !cJSON_AddNumberToObject(tr, "numProcPerNode",
-				     plan.shape.tasks_per_node) ||
-	    !cJSON_AddStringToObject(tr, "image", plan.image) ||
-	    !(a = cJSON_AddArrayToObject(tr, "command")))
-		goto nomem;
-	if (!(x = cJSON_CreateString("/bin/sh")))
-		goto nomem;
-	cJSON_AddItemToArray(a, x);
-	if (!(x = cJSON_CreateString("-c")))
-		goto nomem;
-	cJSON_AddItemToArray(a, x);
-	if (!(a = cJSON_AddArrayToObject(tr, "args")))
-		goto nomem;
-	cJSON_AddItemToArray(a, hb_k8s_take(&plan.script));
-	if (plan.env)
-		cJSON_AddItemToObject(tr, "env", hb_k8s_take(&plan.env));
-	cJSON_AddItemToObject(tr, "resourcesPerNode",
-			      hb_k8s_take(&plan.resources));
+	hb_emit_obj(w, NULL);
+	hb_emit_str(w, "apiVersion", API_VERSION);
+	hb_emit_str(w, "kind", "TrainJob");
+	hb_k8s_write_metadata(w, &plan);
+	hb_emit_obj(w, "spec");
+	hb_emit_obj(w, "runtimeRef");
+	hb_emit_str(w, "apiGroup", API_GROUP);
+	hb_emit_str(w, "kind", "ClusterTrainingRuntime");
+	hb_emit_str(w, "name", runtime);
+	hb_emit_end(w);
+	if (plan.deadline)
+		hb_emit_num(w, "activeDeadlineSeconds", (double)plan.deadline);
+	hb_emit_obj(w, "trainer");
+	hb_emit_num(w, "numNodes", plan.shape.nodes);
+	hb_emit_num(w, "numProcPerNode", plan.shape.tasks_per_node);
+	hb_emit_str(w, "image", plan.image);
+	hb_emit_arr(w, "command");
+	hb_emit_str(w, NULL, "/bin/sh");
+	hb_emit_str(w, NULL, "-c");
+	hb_emit_end(w);
+	hb_emit_arr(w, "args");
+	hb_k8s_write_script(w, &plan);
+	hb_emit_end(w);
+	hb_k8s_write_env(w, &plan);
+	hb_k8s_write_resources(w, "resourcesPerNode", &plan.resources);
+	hb_emit_end(w); /* trainer */
 
 	/* Pod labels and placement, patched into the runtime's launcher
 	 * and node jobs (the launcher is a node in the MPI runtime). */
-	if (!(patches = cJSON_AddArrayToObject(s, "runtimePatches")) ||
-	    !(p = cJSON_CreateObject()))
-		goto nomem;
-	cJSON_AddItemToArray(patches, p);
-	if (!cJSON_AddStringToObject(p, "manager", PATCH_MANAGER) ||
-	    !(x = cJSON_AddObjectToObject(p, "trainingRuntimeSpec")) ||
-	    !(x = cJSON_AddObjectToObject(x, "template")) ||
-	    !(x = cJSON_AddObjectToObject(x, "spec")) ||
-	    !(jobs = cJSON_AddArrayToObject(x, "replicatedJobs")))
-		goto nomem;
-	if (!(x = patch_job(&plan, "launcher")))
-		goto nomem;
-	cJSON_AddItemToArray(jobs, x);
-	if (!(x = patch_job(&plan, "node")))
-		goto nomem;
-	cJSON_AddItemToArray(jobs, x);
-
-	*out = root;
-	root = NULL;
-	rc = 0;
-	goto out;
-nomem:
-	rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	hb_emit_arr(w, "runtimePatches");
+	hb_emit_obj(w, NULL);
+	hb_emit_str(w, "manager", PATCH_MANAGER);
+	hb_emit_obj(w, "trainingRuntimeSpec");
+	hb_emit_obj(w, "template");
+	hb_emit_obj(w, "spec");
+	hb_emit_arr(w, "replicatedJobs");
+	patch_job(w, &plan, "launcher");
+	patch_job(w, &plan, "node");
+	hb_emit_end(w); /* replicatedJobs */
+	hb_emit_end(w); /* spec */
+	hb_emit_end(w); /* template */
+	hb_emit_end(w); /* trainingRuntimeSpec */
+	hb_emit_end(w); /* the patch */
+	hb_emit_end(w); /* runtimePatches */
+	hb_emit_end(w); /* spec */
+	hb_emit_end(w);
+	rc = hb_emit_done(w);
+	if (rc)
+		hb_err_set(err, rc, spec->source_name, 0,
+			   "cannot write the TrainJob: %s", hb_strerror(rc));
 out:
-	cJSON_Delete(root);
 	hb_k8s_plan_free(&plan);
+	return rc;
+}
+
+int hb_trainjob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
+		     int64_t array_index, struct cJSON **out,
+		     struct hb_report *rep, struct hb_err *err)
+{
+	struct hb_emit *w;
+	int rc;
+
+	if (!spec || !cfg || !out || !rep)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "hb_trainjob_emit: missing argument");
+	*out = NULL;
+	if (!(w = hb_emit_new(HB_EMIT_TREE, NULL)))
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	rc = hb_trainjob_write(spec, cfg, array_index, w, rep, err);
+	if (!rc)
+		rc = hb_emit_take(w, out);
+	hb_emit_free(w);
 	return rc;
 }
 

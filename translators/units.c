@@ -401,15 +401,26 @@ void hb_format_k8s_mem(uint64_t mib, char out[32])
 	static const char *const unit[] = {"Mi", "Gi", "Ti", "Pi", "Ei"};
 	unsigned i = 0;
 
+	char t[20];
+	size_t k = sizeof(t), n;
+
 	if (mib == 0) {
-		snprintf(out, 32, "0");
+		out[0] = '0';
+		out[1] = '\0';
 		return;
 	}
 	while (i < 4 && mib % 1024 == 0) {
 		mib /= 1024;
 		i++;
 	}
-	snprintf(out, 32, "%llu%s", (unsigned long long)mib, unit[i]);
+	/* (no printf: every translated job comes here) */
+	do {
+		t[--k] = (char)('0' + mib % 10);
+		mib /= 10;
+	} while (mib);
+	n = sizeof(t) - k;
+	memcpy(out, t + k, n);
+	memcpy(out + n, unit[i], 3);
 }
 
 /*

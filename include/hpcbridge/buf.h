@@ -36,6 +36,9 @@ void hb_buf_reset(struct hb_buf *b);
  * Returns an empty allocated string for an empty buffer, NULL on ENOMEM. */
 char *hb_buf_steal(struct hb_buf *b);
 
+/* Make room for n more bytes (and the NUL) so that appends up to them do
+ * not reallocate; HB_ETOOBIG past max, HB_ENOMEM.  Contents unchanged. */
+int hb_buf_reserve(struct hb_buf *b, size_t n);
 int hb_buf_append(struct hb_buf *b, const void *p, size_t n);
 int hb_buf_puts(struct hb_buf *b, const char *s);
 int hb_buf_putc(struct hb_buf *b, char c);

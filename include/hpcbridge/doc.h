@@ -78,6 +78,62 @@ int hb_doc_write_json(const struct cJSON *doc, struct hb_buf *out);
  */
 int hb_doc_write_yaml(const struct cJSON *doc, struct hb_buf *out);
 
+/*
+ * The streaming writer: a document given as events (open an object or an
+ * array, close it, a string, number, boolean or null) is written straight
+ * into a buffer as JSON or YAML, byte for byte what hb_doc_write_json()
+ * and hb_doc_write_yaml() write for the same tree, or built as a cJSON
+ * tree (HB_EMIT_TREE), so one piece of code that emits a document serves
+ * both the text and the tree.
+ *
+ * key names the value inside an object and is ignored elsewhere (NULL
+ * reads as "").  Strings are n bytes with no NUL among them (the tree
+ * keeps C strings).  Every call returns the writer's sticky code: the
+ * first error (HB_ENOMEM, HB_ETOOBIG past HB_DOC_MAX_DEPTH or the
+ * buffer's cap, HB_EUNSUP for NaN or infinity in JSON, HB_EINVAL for
+ * events that do not make one document) stays, and later events do
+ * nothing; callers may check only hb_emit_done().  The writer does no
+ * allocation of its own beyond hb_emit_new() (the buffer grows; the tree
+ * back end allocates through cJSON).
+ */
+enum hb_emit_format { HB_EMIT_JSON, HB_EMIT_YAML, HB_EMIT_TREE };
+struct hb_emit;
+
+/* A writer appending to out (borrowed until hb_emit_free(); NULL for
+ * HB_EMIT_TREE).  NULL when out of memory or given nonsense.  Free with
+ * hb_emit_free(). */
+struct hb_emit *hb_emit_new(enum hb_emit_format fmt, struct hb_buf *out);
+void hb_emit_free(struct hb_emit *e);
+
+int hb_emit_obj(struct hb_emit *e, const char *key);
+int hb_emit_arr(struct hb_emit *e, const char *key);
+/* Close the innermost open object or array. */
+int hb_emit_end(struct hb_emit *e);
+int hb_emit_str(struct hb_emit *e, const char *key, const char *s);
+int hb_emit_strn(struct hb_emit *e, const char *key, const char *s,
+		 size_t n);
+int hb_emit_num(struct hb_emit *e, const char *key, double v);
+int hb_emit_bool(struct hb_emit *e, const char *key, int v);
+int hb_emit_null(struct hb_emit *e, const char *key);
+/* The events of a whole tree (members keep their own keys); v is
+ * borrowed.  cJSON_Raw nodes are HB_EUNSUP, as for the tree writers. */
+int hb_emit_tree(struct hb_emit *e, const char *key, const struct cJSON *v);
+/* The sticky code so far. */
+int hb_emit_status(const struct hb_emit *e);
+
+/*
+ * End the document: it must be exactly one complete value.  JSON gets its
+ * trailing newline.  Returns the sticky code; on error the buffer is left
+ * as it was before the document's first event.  The writer is then ready
+ * for another document, appended after this one.
+ */
+int hb_emit_done(struct hb_emit *e);
+/* HB_EMIT_TREE: the tree of the document hb_emit_done() last ended
+ * without error (caller frees with cJSON_Delete()); HB_EINVAL when there
+ * is none.  A tree not taken is freed by the next hb_emit_done() or by
+ * hb_emit_free(). */
+int hb_emit_take(struct hb_emit *e, struct cJSON **tree);
+
 /* Append an array of documents as a YAML stream, each one preceded by
  * "---".  hb_doc_parse_stream() reads it back (null documents aside). */
 int hb_doc_write_yaml_stream(const struct cJSON *docs, struct hb_buf *out);

@@ -12,6 +12,8 @@
 #ifndef HPCBRIDGE_FIDELITY_H
 #define HPCBRIDGE_FIDELITY_H
 
+#include <stdbool.h>
+
 #include "hpcbridge/buf.h"
 #include "hpcbridge/jobspec.h"
 
@@ -35,6 +37,11 @@ struct hb_fate {
 struct hb_report {
 	struct hb_arena arena;
 	const char *target_kind; /* "MPIJob", "TrainJob", "sbatch" */
+	/* Set after hb_report_init() when the report will not be printed:
+	 * fates then keep their kind and target but no note (none is
+	 * formatted); hb_report_counts() is unaffected.  Warnings are
+	 * always kept. */
+	bool no_notes;
 	struct hb_fate fate[HB__F_COUNT];
 	const char **warnings;	 /* translation-wide remarks */
 	uint32_t nwarnings, capwarnings;
@@ -43,7 +50,8 @@ struct hb_report {
 void hb_report_init(struct hb_report *r, const char *target_kind);
 void hb_report_free(struct hb_report *r);
 
-/* Record field f's fate; strings are copied.  Later calls override. */
+/* Record field f's fate; strings are copied (the note only when the
+ * report keeps notes).  Later calls override. */
 void hb_report_fate(struct hb_report *r, enum hb_field f,
 		    enum hb_fate_kind kind, const char *target,
 		    const char *note_fmt, ...)

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hpcbridge/buf.h"
 #include "hpcbridge/config.h"
 #include "hpcbridge/error.h"
 #include "hpcbridge/fidelity.h"
@@ -62,6 +63,17 @@ int hb_mpijob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
 		   int64_t array_index, struct cJSON **out,
 		   struct hb_report *rep, struct hb_err *err);
 
+/*
+ * The same MPIJob written as one document of w (doc.h: JSON, YAML or a
+ * tree), ended with hb_emit_done().  hb_mpijob_emit() is this with a
+ * tree writer.  On error nothing is left in w's output.
+ */
+struct hb_emit;
+int hb_mpijob_write(const struct hb_jobspec *spec,
+		    const struct hb_config *cfg, int64_t array_index,
+		    struct hb_emit *w, struct hb_report *rep,
+		    struct hb_err *err);
+
 /* Read an MPIJob manifest (already parsed into doc) into spec.  Fields
  * hpcbridge wrote as annotations are recovered.  Errors name the field
  * path. */
@@ -88,24 +100,48 @@ struct hb_k8s_paths {
 	const char *role;     /* HB_LABEL_ROLE of the worker pods */
 };
 
-/* What both emitters derive from a jobspec and the configuration.  The
- * cJSON members are owned by the plan until an emitter takes them with
- * hb_k8s_take(); hb_k8s_plan_free() deletes what is left. */
+/* A key and its value, borrowed from the jobspec, the configuration,
+ * string literals or the plan's arena. */
+struct hb_k8s_kv {
+	const char *key;
+	const char *value;
+};
+struct hb_k8s_kvs {
+	struct hb_k8s_kv *v;
+	uint32_t n, cap;
+};
+
+/* A container's {requests, limits} (the same); empty strings are left
+ * out. */
+struct hb_k8s_res {
+	bool set;
+	char cpu[16];
+	char mem[32];
+	char gpu[16];
+	const char *gpu_key; /* the GPU resource name, with gpu */
+};
+
+/* What both emitters derive from a jobspec and the configuration, written
+ * with the hb_k8s_write_*() functions below.  hb_k8s_plan_free() frees
+ * it. */
 struct hb_k8s_plan {
 	char name[HB_DNS_LABEL_MAX + 1];
 	struct hb_shape shape;
-	int64_t array_index;	 /* -1: not an array element */
-	const char *image;	 /* borrowed from cfg or spec */
-	uint64_t deadline;	 /* activeDeadlineSeconds; 0: none */
-	struct cJSON *metadata;	 /* name, namespace, labels, annotations */
-	struct cJSON *resources; /* worker {requests, limits} */
-	struct cJSON *launcher_resources; /* from cfg launcher_*; or NULL */
-	struct cJSON *env;	     /* [{name, value}], or NULL when empty */
-	struct cJSON *script;	     /* string: the launcher script, escaped */
-	struct cJSON *pod_labels;    /* labels for the pod templates */
-	struct cJSON *node_selector; /* NULL when empty */
+	int64_t array_index;	     /* -1: not an array element */
+	const char *image;	     /* borrowed from cfg or spec */
+	uint64_t deadline;	     /* activeDeadlineSeconds; 0: none */
+	const char *namespace;	     /* metadata.namespace, or NULL */
+	struct hb_k8s_kvs labels;    /* metadata.labels */
+	struct hb_k8s_kvs annotations; /* metadata.annotations */
+	struct hb_k8s_res resources;   /* the worker's */
+	struct hb_k8s_res launcher_resources; /* from cfg launcher_* */
+	struct hb_k8s_kvs env;	     /* name -> value, on every container */
+	struct hb_buf script;	     /* the launcher script, escaped */
+	struct hb_k8s_kvs node_selector; /* with has_node_selector */
+	bool has_node_selector;
 	struct cJSON *affinity;	     /* NULL when none */
 	bool runtime_mounted;	     /* launcher runtime from the ConfigMap */
+	struct hb_arena arena;	     /* the plan's strings and lists */
 };
 
 /*
@@ -131,8 +167,26 @@ void hb_k8s_plan_free(struct hb_k8s_plan *plan);
 int hb_k8s_runtime_configmap(const struct hb_config *cfg, struct cJSON **out,
 			     struct hb_err *err);
 
-/* Return *slot and set it to NULL (hand a plan's node to a tree). */
-struct cJSON *hb_k8s_take(struct cJSON **slot);
+/* Set annotation key (kept: a literal or longer-lived string) to a copy
+ * of value; a key set before moves to the end.  HB_ENOMEM. */
+int hb_k8s_annotate(struct hb_k8s_plan *plan, const char *key,
+		    const char *value);
+
+/* The plan's pieces as events of w (doc.h), each under its usual key:
+ * "metadata"; an object of kv under key; resources r under key (nothing
+ * unless r->set); "env" (nothing when empty); the pod template's
+ * "labels" with HB_LABEL_ROLE role; "nodeSelector" and "affinity" when
+ * there are; the launcher script as an array element. */
+void hb_k8s_write_metadata(struct hb_emit *w, const struct hb_k8s_plan *plan);
+void hb_k8s_write_kvs(struct hb_emit *w, const char *key,
+		      const struct hb_k8s_kvs *kv);
+void hb_k8s_write_resources(struct hb_emit *w, const char *key,
+			    const struct hb_k8s_res *r);
+void hb_k8s_write_env(struct hb_emit *w, const struct hb_k8s_plan *plan);
+void hb_k8s_write_pod_labels(struct hb_emit *w,
+			     const struct hb_k8s_plan *plan, const char *role);
+void hb_k8s_write_placement(struct hb_emit *w, const struct hb_k8s_plan *plan);
+void hb_k8s_write_script(struct hb_emit *w, const struct hb_k8s_plan *plan);
 
 /* Kubernetes expands $(VAR) and turns $$ into $ in command, args and env
  * values; these write and read text that must reach the shell as is. */

@@ -20,6 +20,14 @@ int hb_trainjob_emit(const struct hb_jobspec *spec,
 		     struct cJSON **out, struct hb_report *rep,
 		     struct hb_err *err);
 
+/* The same TrainJob written as one document of w (doc.h), ended with
+ * hb_emit_done(); on error nothing is left in w's output. */
+struct hb_emit;
+int hb_trainjob_write(const struct hb_jobspec *spec,
+		      const struct hb_config *cfg, int64_t array_index,
+		      struct hb_emit *w, struct hb_report *rep,
+		      struct hb_err *err);
+
 int hb_trainjob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
 		      struct hb_err *err);
 

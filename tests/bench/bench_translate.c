@@ -4,14 +4,24 @@
  * Loads a corpus of sbatch scripts, then, pinned to one CPU, measures in
  * the same run:
  *   read     touching every byte of every script (a checksum): the floor
- *   parse    sbatch text -> jobspec
- *   emit     sbatch text -> MPIJob tree, not written (where json/yaml's
- *            time goes: building the tree or writing it)
- *   json     sbatch text -> MPIJob written as JSON
- *   yaml     sbatch text -> MPIJob written as YAML
+ *   parse    script text -> jobspec (hb_parse_any, as the CLI: the kind
+ *            is detected first)
+ *   json     what "hpcbridge translate --format json FILE" does per
+ *            script, once the file is read: parse, write the MPIJob
+ *            straight into the output buffer (hb_mpijob_write with the
+ *            streaming JSON writer; the report keeps fates without
+ *            notes, as without --explain), then the fidelity counts and
+ *            warnings the CLI checks for its stderr summary
+ *   yaml     the same with --format yaml
  *   json-inline, yaml-inline
  *            the same with kubernetes.launcher.runtime: inline (the
  *            launcher runtime carried in every manifest)
+ *   tree     parse, build the MPIJob as a cJSON tree with a full report
+ *            (hb_mpijob_emit, as the gateway's Kubernetes backend does),
+ *            not written
+ *   tree-json, tree-yaml
+ *            the tree written with hb_doc_write_json/yaml: the path the
+ *            CLI took before the streaming writer
  * Each measure is repeated; the median rate is reported, with its ratio to
  * the read rate.  Peak RSS is printed for two corpus sizes to show that
  * memory stays flat as the corpus grows (each script is freed before the
@@ -35,6 +45,7 @@
 #include "hpcbridge/fidelity.h"
 #include "hpcbridge/mpijob.h"
 #include "hpcbridge/sbatch.h"
+#include "hpcbridge/translate.h"
 
 #include "bench.h"
 
@@ -55,24 +66,31 @@ static long peak_rss_kb(void)
 enum mode {
 	M_READ,
 	M_PARSE,
-	M_EMIT,
 	M_JSON,
 	M_YAML,
 	M_JSON_INLINE,
-	M_YAML_INLINE
+	M_YAML_INLINE,
+	M_TREE,
+	M_TREE_JSON,
+	M_TREE_YAML
 };
-#define NMODES 7
-static const char *const mode_names[] = {"read",	"parse",
-					 "emit",	"json",
-					 "yaml",	"json-inline",
-					 "yaml-inline"};
+#define NMODES 9
+static const char *const mode_names[] = {
+    "read",	   "parse", "json",	 "yaml",     "json-inline",
+    "yaml-inline", "tree",  "tree-json", "tree-yaml"};
+
+static int is_inline(int m)
+{
+	return m == M_JSON_INLINE || m == M_YAML_INLINE;
+}
 
 static volatile unsigned long sink;
 
-/* One pass over n scripts (cycling through the corpus). */
+/* One pass over n scripts (cycling through the corpus).  jw and yw write
+ * JSON and YAML into out. */
 static int run(enum mode m, const struct script *c, size_t nc, size_t n,
 	       const struct hb_config *cfg, struct hb_buf *out,
-	       struct hb_arena *trees)
+	       struct hb_emit *jw, struct hb_emit *yw, struct hb_arena *trees)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct script *s = &c[i % nc];
@@ -92,16 +110,30 @@ static int run(enum mode m, const struct script *c, size_t nc, size_t n,
 		}
 		hb_jobspec_init(&spec, s->name);
 		hb_report_init(&rep, "MPIJob");
-		rc = hb_sbatch_parse(s->data, s->len, s->name, NULL, &spec,
-				     &err);
 		hb_doc_scope_begin(trees);
-		if (!rc && m != M_PARSE)
-			rc = hb_mpijob_emit(&spec, cfg, -1, &doc, &rep, &err);
-		if (!rc && m != M_PARSE && m != M_EMIT) {
+		rc = hb_parse_any(s->data, s->len, s->name, NULL, &spec, &err);
+		if (!rc && m >= M_JSON && m <= M_YAML_INLINE) {
+			unsigned counts[HB__FATE_COUNT];
+
+			/* The CLI without --explain. */
+			rep.no_notes = true;
 			hb_buf_reset(out);
-			rc = m == M_JSON || m == M_JSON_INLINE
-				     ? hb_doc_write_json(doc, out)
-				     : hb_doc_write_yaml(doc, out);
+			rc = hb_mpijob_write(
+			    &spec, cfg, -1,
+			    m == M_JSON || m == M_JSON_INLINE ? jw : yw, &rep,
+			    &err);
+			for (uint32_t k = 0; !rc && k < rep.nwarnings; k++)
+				sink += strlen(rep.warnings[k]);
+			if (!rc)
+				hb_report_counts(&spec, &rep, counts);
+			sink += out->len + counts[HB_FATE_DROPPED];
+		} else if (!rc && m >= M_TREE) {
+			rc = hb_mpijob_emit(&spec, cfg, -1, &doc, &rep, &err);
+			hb_buf_reset(out);
+			if (!rc && m == M_TREE_JSON)
+				rc = hb_doc_write_json(doc, out);
+			else if (!rc && m == M_TREE_YAML)
+				rc = hb_doc_write_yaml(doc, out);
 			sink += out->len;
 		}
 		cJSON_Delete(doc);
@@ -125,6 +157,7 @@ int main(int argc, char **argv)
 	struct script *c;
 	struct hb_config cfg, cfg_inline;
 	struct hb_buf out;
+	struct hb_emit *jw, *yw;
 	struct hb_arena trees;
 	double rates[NMODES][64], med[NMODES];
 	cpu_set_t one;
@@ -175,11 +208,16 @@ int main(int argc, char **argv)
 	cfg_inline.launcher_runtime = "inline";
 	hb_buf_init(&out, 0);
 	hb_arena_init(&trees, 0);
+	jw = hb_emit_new(HB_EMIT_JSON, &out);
+	yw = hb_emit_new(HB_EMIT_YAML, &out);
+	if (!jw || !yw)
+		return 1;
 
 	/* Warm up, and check every script translates. */
 	for (int m = M_PARSE; m < NMODES; m++)
 		if (run((enum mode)m, c, nc, nc,
-			m >= M_JSON_INLINE ? &cfg_inline : &cfg, &out, &trees))
+			is_inline(m) ? &cfg_inline : &cfg, &out, jw, yw,
+			&trees))
 			return 1;
 	long rss_small = 0;
 
@@ -193,8 +231,8 @@ int main(int argc, char **argv)
 				continue;
 			}
 			if (run((enum mode)m, c, nc, n,
-				m >= M_JSON_INLINE ? &cfg_inline : &cfg, &out,
-				&trees))
+				is_inline(m) ? &cfg_inline : &cfg, &out, jw,
+				yw, &trees))
 				return 1;
 			dt = now() - t0;
 			rates[m][r] = (double)n / dt;
@@ -208,7 +246,8 @@ int main(int argc, char **argv)
 	}
 	/* Ten times the scripts: peak memory must not grow.  Not when one
 	 * measure is being profiled. */
-	if (only < 0 && run(M_YAML, c, nc, n * 10, &cfg, &out, &trees))
+	if (only < 0 &&
+	    run(M_YAML, c, nc, n * 10, &cfg, &out, jw, yw, &trees))
 		return 1;
 	long rss_big = peak_rss_kb();
 
@@ -225,6 +264,8 @@ int main(int argc, char **argv)
 		printf("peak RSS: %ld KiB after %zu translations, %ld KiB "
 		       "after %zu more\n",
 		       rss_small, n * NMODES, rss_big, n * 10);
+	hb_emit_free(jw);
+	hb_emit_free(yw);
 	hb_buf_free(&out);
 	hb_config_free(&cfg);
 	cfg_inline.launcher_runtime = NULL;

@@ -2,11 +2,15 @@
  * test_fidelity.c - the fidelity report: every directive accounted for,
  * overrides named, unrecorded fates reported as dropped.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
+#include "hpcbridge/config.h"
 #include "hpcbridge/fidelity.h"
+#include "hpcbridge/mpijob.h"
 #include "hpcbridge/translate.h"
 #include "testutil.h"
 
@@ -183,6 +187,84 @@ static void test_long_path(void **state)
 	hb_jobspec_free(&s);
 }
 
+/*
+ * hb_report_counts() counts without the report's words: over the corpus,
+ * its counts are the text report's summary line, and a report that keeps
+ * no notes records the same kinds and targets (and no note).
+ */
+static void test_counts_and_no_notes(void **state)
+{
+	static const char *const files[] = {
+	    "tests/corpus/sbatch/01-openmpi-hello.sh",
+	    "tests/corpus/sbatch/04-pytorch-ddp-a100.sh",
+	    "tests/corpus/sbatch/06-array-param-sweep.sh",
+	    "tests/corpus/sbatch/18-long-checkpoint-requeue.sh",
+	    "tests/corpus/pbs/pbspro_multichunk.pbs",
+	    "tests/corpus/pbs/torque_depend.pbs",
+	    "tests/corpus/pbs/torque_gpu_pmem.pbs",
+	};
+	struct hb_config cfg;
+
+	(void)state;
+	assert_int_equal(hb_config_defaults(&cfg), 0);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		struct hb_jobspec spec;
+		struct hb_report full, bare;
+		struct hb_err err = {0};
+		struct hb_buf text;
+		cJSON *a = NULL, *b = NULL;
+		unsigned c[HB__FATE_COUNT], want[5];
+		size_t len;
+		char *src = hb_test_read_file(hb_test_src_path(files[i]), &len);
+		const char *sum;
+
+		hb_jobspec_init(&spec, files[i]);
+		assert_int_equal(
+		    hb_parse_any(src, len, files[i], NULL, &spec, &err), 0);
+		hb_report_init(&full, "MPIJob");
+		hb_report_init(&bare, "MPIJob");
+		bare.no_notes = true;
+		assert_int_equal(
+		    hb_mpijob_emit(&spec, &cfg, -1, &a, &full, &err), 0);
+		assert_int_equal(
+		    hb_mpijob_emit(&spec, &cfg, -1, &b, &bare, &err), 0);
+		assert_true(cJSON_Compare(a, b, 1));
+		for (int f = 0; f < HB__F_COUNT; f++) {
+			assert_int_equal(full.fate[f].kind, bare.fate[f].kind);
+			assert_null(bare.fate[f].note);
+			if (full.fate[f].target)
+				assert_string_equal(full.fate[f].target,
+						    bare.fate[f].target);
+		}
+		hb_buf_init(&text, 0);
+		assert_int_equal(hb_report_write_text(&spec, &full, &text), 0);
+		sum = strstr(text.data, "\n# ");
+		assert_non_null(sum);
+		assert_int_equal(sscanf(sum, "\n# %u mapped, %u partial, %u "
+					     "carried, %u dropped, %u "
+					     "overridden",
+					&want[0], &want[1], &want[2],
+					&want[3], &want[4]),
+				 5);
+		hb_report_counts(&spec, &bare, c);
+		assert_int_equal(c[HB_FATE_MAPPED], want[0]);
+		assert_int_equal(c[HB_FATE_PARTIAL], want[1]);
+		assert_int_equal(c[HB_FATE_CARRIED], want[2]);
+		assert_int_equal(c[HB_FATE_DROPPED], want[3]);
+		assert_int_equal(c[HB_FATE_OVERRIDDEN], want[4]);
+		assert_int_equal(c[HB_FATE_MAPPED] + c[HB_FATE_CARRIED],
+				 want[0] + want[2]);
+		hb_buf_free(&text);
+		cJSON_Delete(a);
+		cJSON_Delete(b);
+		hb_report_free(&full);
+		hb_report_free(&bare);
+		hb_jobspec_free(&spec);
+		free(src);
+	}
+	hb_config_free(&cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -190,6 +272,7 @@ int main(void)
 		cmocka_unit_test(test_json_report_matches_text),
 		cmocka_unit_test(test_derived_accumulate_and_notes),
 		cmocka_unit_test(test_long_path),
+		cmocka_unit_test(test_counts_and_no_notes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
