@@ -283,6 +283,12 @@ static int estimate(void *ctx, struct hb_decider_part *out, size_t n,
 		    struct hb_err *err)
 {
 	static const char probe[] = "#!/bin/sh\ntrue\n";
+	/* slurmctld runs job_submit for a will_run too: the gateway's
+	 * variable tells job_submit/hpcbridge the probe is the gateway's own,
+	 * as for every job it submits */
+	static const char *const probe_env[] = { "PATH=/usr/bin:/bin",
+						 "HPCBRIDGE_JOB_ID=probe",
+						 NULL };
 	struct hb_slurm_backend *sb = ctx;
 	struct parts_ctx pc = { .v = out, .n = n };
 	time_t now = time(NULL), start;
@@ -306,6 +312,7 @@ static int estimate(void *ctx, struct hb_decider_part *out, size_t n,
 		out[i].idle_known = idle >= 0;
 		out[i].idle_nodes = idle > 0 ? (uint32_t)idle : 0;
 		r.script = probe;
+		r.env = probe_env;
 		r.partition = out[i].name;
 		r.nodes = 1;
 		r.ntasks = 1;

@@ -355,8 +355,10 @@ static const char *at(struct ctx *c, const char *base, const char *leaf)
 
 	/* (no printf: every job's fates come here) */
 	if (bl + 1 + ll >= sizeof(c->path)) {
-		snprintf(c->path, sizeof(c->path), "%s%s%s", base,
-			 leaf ? "." : "", leaf ? leaf : "");
+		/* cut short: the path is only shown */
+		if (snprintf(c->path, sizeof(c->path), "%s%s%s", base,
+			     leaf ? "." : "", leaf ? leaf : "") < 0)
+			c->path[0] = '\0';
 		return c->path;
 	}
 	memcpy(c->path, base, bl);

@@ -66,7 +66,7 @@ EOF
 done
 n=$(hpcbridge jobs --all --json | grep -c '"id": "hb-')
 [ "$n" = "$rounds" ] && ok "one gateway job per submission ($n)" ||
-	bad "$n gateway jobs for $rounds submissions"
+	bad "$n gateway jobs for $rounds submissions: $(hpcbridge jobs --all)"
 
 sandbox_test_end
 echo "all crash checks passed"

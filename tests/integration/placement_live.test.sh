@@ -159,7 +159,10 @@ d = json.load(open(sys.argv[1]))["slurm"]["partitions"]["debug"]
 assert d["expected_start"] == "0s", d
 assert d["idle_nodes"] == 1, d
 EOF
-ok "the daemon's Slurm estimates come from Slurm (start now, 1 idle node)"
+# the probes are the gateway's own: job_submit/hpcbridge leaves them alone
+n=$("$hb" jobs --socket "$sock" --all --json | grep -c '"id": "hb-')
+[ "$n" = 2 ] || fail "$n gateway jobs for 2 submissions: $("$hb" jobs --socket "$sock" --all)"
+ok "the daemon's Slurm estimates come from Slurm (start now, 1 idle node); its probes are not jobs"
 
 # --- 4. explain without --state asks the live daemon --------------------
 printf '#!/bin/bash\n#SBATCH -p debug -N 1 -n 4 -t 30\ntrue\n' >job.sh
