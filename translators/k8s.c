@@ -278,33 +278,56 @@ int hb_k8s_name(const struct hb_jobspec *spec, int64_t array_index,
 /* Escaping for Kubernetes $(VAR) expansion                          */
 /* ---------------------------------------------------------------- */
 
+/* The high bit of each byte of the eight at p that is '$' (exact). */
+static inline uint64_t dollars8(const char *p)
+{
+	const uint64_t ones = 0x0101010101010101ull, low7 = ones * 0x7f;
+	uint64_t x, y;
+
+	memcpy(&x, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+#endif
+	y = x ^ (ones * '$');
+	return ~(((y & low7) + low7) | y) & (ones * 0x80);
+}
+
 int hb_k8s_escape(const char *s, size_t n, struct hb_buf *out)
 {
-	const char *p = s, *end = s + n, *d;
-	size_t dollars = 0;
+	const char *p = s, *end = s + n;
 	char *o;
 	int rc;
 
-	/* Count first, then copy into room made once. */
-	while ((d = memchr(p, '$', (size_t)(end - p)))) {
-		dollars++;
-		p = d + 1;
-	}
-	if (dollars > SIZE_MAX - n)
+	/* Room for the worst case (every byte a '$'), then one pass that
+	 * copies eight bytes at a time and doubles each '$'. */
+	if (n > (SIZE_MAX - 8) / 2)
 		return HB_ETOOBIG;
-	if ((rc = hb_buf_reserve(out, n + dollars)))
+	if ((rc = hb_buf_reserve(out, 2 * n + 8)))
 		return rc;
 	o = out->data + out->len;
-	for (p = s; p < end; p = d + 1) {
-		d = memchr(p, '$', (size_t)(end - p));
-		if (!d) {
-			memcpy(o, p, (size_t)(end - p));
-			o += end - p;
-			break;
+	while (end - p >= 8) {
+		uint64_t m = dollars8(p);
+
+		memcpy(o, p, 8); /* 8 bytes to spare */
+		if (!m) {
+			o += 8;
+			p += 8;
+			continue;
 		}
-		memcpy(o, p, (size_t)(d - p + 1));
-		o += d - p + 1;
+		size_t k = 1;
+
+		while (!(m & 0x80)) { /* to just past the first '$' */
+			m >>= 8;
+			k++;
+		}
+		o += k;
+		p += k;
 		*o++ = '$';
+	}
+	for (; p < end; p++) {
+		*o++ = *p;
+		if (*p == '$')
+			*o++ = '$';
 	}
 	out->len = (size_t)(o - out->data);
 	out->data[out->len] = '\0';
