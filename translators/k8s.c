@@ -1489,12 +1489,9 @@ static int script(struct ctx *c)
 				  ? HB_SRC_SBATCH
 				  : orig.source;
 	}
-	hb_buf_init(&raw, HB_LAUNCHER_MAX);
-	/* Room for the script and what the launcher adds, at once (a hint:
-	 * appends still check). */
-	(void)hb_buf_reserve(&raw, (c->spec->script ? strlen(c->spec->script)
-						    : 0) +
-				       4096);
+	/* No cap of its own: the launcher keeps to HB_LAUNCHER_MAX, and
+	 * builds straight into a buffer that leaves it the room. */
+	hb_buf_init(&raw, 0);
 	esc = &c->plan->script;
 	rc = hb_launcher_script_ex(&orig, c->plan->name, c->plan->array_index,
 				   c->plan->runtime_mounted, &raw, c->err);
