@@ -1863,10 +1863,22 @@ static int looks_typed(const char *s, size_t n)
 	static const char *const words[] = {
 	    "y", "n",  "yes", "no",   "on",    "off",	"true", "false", "null",
 	    "~", "<<", "=",   ".inf", "-.inf", "+.inf", ".nan", NULL};
+	/* The first letters of the words, and what a number, date or time
+	 * may hold besides digits and hex letters (as strchr() would see
+	 * them, the NUL included). */
+	static const unsigned char word_lead[256] = {
+	    [0] = 1,   ['y'] = 1, ['Y'] = 1, ['n'] = 1, ['N'] = 1, ['o'] = 1,
+	    ['O'] = 1, ['t'] = 1, ['T'] = 1, ['f'] = 1, ['F'] = 1, ['~'] = 1,
+	    ['<'] = 1, ['='] = 1, ['.'] = 1, ['+'] = 1, ['-'] = 1,
+	};
+	static const unsigned char num_extra[256] = {
+	    [0] = 1,   ['x'] = 1, ['X'] = 1, ['o'] = 1, ['O'] = 1, ['b'] = 1,
+	    ['B'] = 1, ['_'] = 1, ['.'] = 1, [':'] = 1, ['+'] = 1, ['-'] = 1,
+	};
 	size_t i;
 	int k;
 
-	if (n <= 5 && strchr("yYnNoOtTfF~<=.+-", s[0]))
+	if (n <= 5 && word_lead[(unsigned char)s[0]])
 		for (k = 0; words[k]; k++)
 			if (lower_eq(s, n, words[k]))
 				return 1;
@@ -1879,7 +1891,7 @@ static int looks_typed(const char *s, size_t n)
 		char c = s[i];
 
 		if (!(is_digit(c) || hexval((unsigned char)c) >= 0 ||
-		      strchr("xXoObB_.:+-", c)))
+		      num_extra[(unsigned char)c]))
 			return 0;
 	}
 	return 1;
@@ -2527,7 +2539,8 @@ static int simple_key(const char *k, size_t n)
 	for (size_t i = 1; i < n; i++)
 		if (!ok[(unsigned char)k[i]])
 			return 0;
-	return !looks_typed(k, n);
+	/* letter first: only the short words can look typed */
+	return n > 5 || !looks_typed(k, n);
 }
 
 /* The key of a mapping member, and the ':' after it (yaml_map). */
