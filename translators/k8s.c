@@ -407,7 +407,7 @@ static int kv_set(struct hb_k8s_plan *plan, struct hb_k8s_kvs *kv,
 	if (kv->n == kv->cap) {
 		uint32_t cap = kv->cap ? kv->cap * 2 : 16;
 		struct hb_k8s_kv *v =
-		    hb_arena_alloc(&plan->arena, cap * sizeof(*v));
+			hb_arena_alloc(&plan->arena, cap * sizeof(*v));
 
 		if (!v)
 			return HB_ENOMEM;
@@ -1014,7 +1014,7 @@ static int env_add(struct hb_k8s_plan *plan, const char *name,
 	if (kv->n == kv->cap) {
 		uint32_t cap = kv->cap ? kv->cap * 2 : 16;
 		struct hb_k8s_kv *v =
-		    hb_arena_alloc(&plan->arena, cap * sizeof(*v));
+			hb_arena_alloc(&plan->arena, cap * sizeof(*v));
 
 		if (!v)
 			return HB_ENOMEM;
@@ -1133,7 +1133,8 @@ static int merge_selector(struct ctx *c, const struct hb_selector_map *m,
 					       "nodeSelector %s: %s wants '%s' "
 					       "but '%s' was set first; kept "
 					       "'%s'",
-					       l->key, what, l->value, old, old);
+					       l->key, what, l->value, old,
+					       old);
 			continue;
 		}
 		if (kv_set(c->plan, &c->plan->node_selector, l->key, l->value))
@@ -1506,14 +1507,13 @@ static int script(struct ctx *c)
 		OOM(c);
 		goto out;
 	}
-	hb_report_fate(c->rep, HB_F_SCRIPT, HB_FATE_MAPPED,
-			       c->paths->script,
-			       "run unchanged by the launcher script, with "
-			       "SLURM_*/PBS_* variables from the hostfile%s",
-			       c->plan->runtime_mounted
-				       ? "; the launcher runtime is mounted "
-					 "from the ConfigMap"
-				       : "");
+	hb_report_fate(c->rep, HB_F_SCRIPT, HB_FATE_MAPPED, c->paths->script,
+		       "run unchanged by the launcher script, with "
+		       "SLURM_*/PBS_* variables from the hostfile%s",
+		       c->plan->runtime_mounted
+			       ? "; the launcher runtime is mounted "
+				 "from the ConfigMap"
+			       : "");
 out:
 	hb_buf_free(&raw);
 	return rc;
@@ -1897,8 +1897,7 @@ static int annotation_budget(struct ctx *c)
 	return hb_err_set(c->err, HB_ETOOBIG, c->spec->source_name, 0,
 			  "the fields kept in annotations take %zu bytes, more "
 			  "than Kubernetes' %u; the largest is %s (%zu bytes)",
-			  total, ANNOTATIONS_MAX, big ? big->key : "?",
-			  bigsz);
+			  total, ANNOTATIONS_MAX, big ? big->key : "?", bigsz);
 }
 
 void hb_k8s_plan_free(struct hb_k8s_plan *plan)
@@ -1971,8 +1970,8 @@ void hb_k8s_write_env(struct hb_emit *w, const struct hb_k8s_plan *plan)
 	hb_emit_end(w);
 }
 
-void hb_k8s_write_pod_labels(struct hb_emit *w,
-			     const struct hb_k8s_plan *plan, const char *role)
+void hb_k8s_write_pod_labels(struct hb_emit *w, const struct hb_k8s_plan *plan,
+			     const char *role)
 {
 	hb_emit_obj(w, "labels");
 	hb_emit_str(w, HB_LABEL_MANAGED_BY, HB_MANAGED_BY);

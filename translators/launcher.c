@@ -1291,8 +1291,8 @@ int hb_launcher_script_ex(const struct hb_jobspec *spec, const char *job_id,
 	start = out->len;
 	if (out->max > out->len && out->max - out->len > HB_LAUNCHER_MAX) {
 		(void)hb_buf_reserve(out, len + 4096);
-		rc = build(out, spec, job_id, array_index, mounted, &sh,
-			   script, len, delim);
+		rc = build(out, spec, job_id, array_index, mounted, &sh, script,
+			   len, delim);
 		if (!rc && out->len - start < HB_LAUNCHER_MAX)
 			return 0;
 		out->len = start; /* as it was */

@@ -153,15 +153,16 @@ static void test_name_reserve(void **state)
 static void test_escape(void **state)
 {
 	static const char *const cases[][2] = {
-	    {"echo $$ $(hostname) ${X}", "echo $$$$ $$(hostname) $${X}"},
-	    {"no dollars", "no dollars"},
-	    {"$", "$$"},
-	    {"", ""},
-	    {"$(A)$$", "$$(A)$$$$"},
-	    {"$$$$$$$$$", "$$$$$$$$$$$$$$$$$$"},
-	    {"abcdefgh$abcdefg$abcdefgh", "abcdefgh$$abcdefg$$abcdefgh"},
-	    {"x=${HOME}/path/${USER}:$$PATH and a long tail without any",
-	     "x=$${HOME}/path/$${USER}:$$$$PATH and a long tail without any"},
+		{ "echo $$ $(hostname) ${X}", "echo $$$$ $$(hostname) $${X}" },
+		{ "no dollars", "no dollars" },
+		{ "$", "$$" },
+		{ "", "" },
+		{ "$(A)$$", "$$(A)$$$$" },
+		{ "$$$$$$$$$", "$$$$$$$$$$$$$$$$$$" },
+		{ "abcdefgh$abcdefg$abcdefgh", "abcdefgh$$abcdefg$$abcdefgh" },
+		{ "x=${HOME}/path/${USER}:$$PATH and a long tail without any",
+		  "x=$${HOME}/path/$${USER}:$$$$PATH and a long tail without "
+		  "any" },
 	};
 	struct hb_buf e, u;
 
