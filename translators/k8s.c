@@ -374,20 +374,22 @@ struct ctx {
 /* "<base>.<leaf>" into c->path, for fate targets. */
 static const char *at(struct ctx *c, const char *base, const char *leaf)
 {
-	size_t bl = strlen(base), ll = leaf ? strlen(leaf) : 0;
+	/* (no printf: every job's fates come here); cut to fit, as
+	 * snprintf() would */
+	size_t cap = sizeof(c->path) - 1, n = strlen(base), k;
 
-	/* (no printf: every job's fates come here) */
-	if (bl + 1 + ll >= sizeof(c->path)) {
-		snprintf(c->path, sizeof(c->path), "%s%s%s", base,
-			 leaf ? "." : "", leaf ? leaf : "");
-		return c->path;
+	if (n > cap)
+		n = cap;
+	memcpy(c->path, base, n);
+	if (leaf && n < cap) {
+		c->path[n++] = '.';
+		k = strlen(leaf);
+		if (k > cap - n)
+			k = cap - n;
+		memcpy(c->path + n, leaf, k);
+		n += k;
 	}
-	memcpy(c->path, base, bl);
-	if (leaf) {
-		c->path[bl++] = '.';
-		memcpy(c->path + bl, leaf, ll);
-	}
-	c->path[bl + ll] = '\0';
+	c->path[n] = '\0';
 	return c->path;
 }
 
