@@ -231,13 +231,13 @@ int hb_cli_read_file(const char *path, size_t max, struct hb_buf *b,
  * adds what goes between documents, once their number is known.
  */
 struct out {
-	struct hb_buf docs;   /* the documents' text, one after another */
-	size_t *ends;	      /* where each document ends in docs */
+	struct hb_buf docs; /* the documents' text, one after another */
+	size_t *ends;	    /* where each document ends in docs */
 	size_t ndocs, capdocs;
-	struct hb_emit *w;    /* writes into docs in the chosen format */
-	struct hb_buf text;   /* an sbatch script or text reports */
+	struct hb_emit *w;     /* writes into docs in the chosen format */
+	struct hb_buf text;    /* an sbatch script or text reports */
 	struct hb_buf scratch; /* manifests made for --explain only */
-	struct hb_emit *sw;   /* writes into scratch */
+	struct hb_emit *sw;    /* writes into scratch */
 };
 
 /* A document has just been appended to out->docs: remember its end. */

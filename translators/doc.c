@@ -1392,7 +1392,6 @@ static inline void used(struct wr *w, const char *end)
 	w->b->len = (size_t)(end - w->b->data);
 }
 
-
 static void putc1(struct wr *w, char c)
 {
 	put(w, &c, 1);
@@ -1663,9 +1662,9 @@ static void quoted(struct wr *w, const char *str, size_t n,
 		}
 		/* The escapes JSON and YAML write alike. */
 		if (c == '\n' || c == '"' || c == '\\' || c == '\t') {
-			char t[2] = {'\\', c == '\n'   ? 'n'
-					  : c == '\t' ? 't'
-						      : (char)c};
+			char t[2] = { '\\', c == '\n'	? 'n'
+					    : c == '\t' ? 't'
+							: (char)c };
 
 			put(w, (const char *)run, (size_t)(s - run));
 			put(w, t, 2);
@@ -1863,10 +1862,24 @@ static int looks_typed(const char *s, size_t n)
 	static const char *const words[] = {
 	    "y", "n",  "yes", "no",   "on",    "off",	"true", "false", "null",
 	    "~", "<<", "=",   ".inf", "-.inf", "+.inf", ".nan", NULL};
+	/* The first letters of the words, and what a number, date or time
+	 * may hold besides digits and hex letters (as strchr() would see
+	 * them, the NUL included). */
+	static const unsigned char word_lead[256] = {
+		[0] = 1,   ['y'] = 1, ['Y'] = 1, ['n'] = 1, ['N'] = 1,
+		['o'] = 1, ['O'] = 1, ['t'] = 1, ['T'] = 1, ['f'] = 1,
+		['F'] = 1, ['~'] = 1, ['<'] = 1, ['='] = 1, ['.'] = 1,
+		['+'] = 1, ['-'] = 1,
+	};
+	static const unsigned char num_extra[256] = {
+		[0] = 1,   ['x'] = 1, ['X'] = 1, ['o'] = 1,
+		['O'] = 1, ['b'] = 1, ['B'] = 1, ['_'] = 1,
+		['.'] = 1, [':'] = 1, ['+'] = 1, ['-'] = 1,
+	};
 	size_t i;
 	int k;
 
-	if (n <= 5 && strchr("yYnNoOtTfF~<=.+-", s[0]))
+	if (n <= 5 && word_lead[(unsigned char)s[0]])
 		for (k = 0; words[k]; k++)
 			if (lower_eq(s, n, words[k]))
 				return 1;
@@ -1879,7 +1892,7 @@ static int looks_typed(const char *s, size_t n)
 		char c = s[i];
 
 		if (!(is_digit(c) || hexval((unsigned char)c) >= 0 ||
-		      strchr("xXoObB_.:+-", c)))
+		      num_extra[(unsigned char)c]))
 			return 0;
 	}
 	return 1;
@@ -1924,8 +1937,7 @@ static inline uint64_t rare8(const unsigned char *s)
 	x = __builtin_bswap64(x);
 #endif
 	lt = ~((x & LOW7) + ONES * 0x60) & ~x & HIGH; /* below 0x20 */
-	return (x & HIGH) | (lt & ~eq8(x, '\n') & ~eq8(x, '\t')) |
-	       eq8(x, 0x7f);
+	return (x & HIGH) | (lt & ~eq8(x, '\n') & ~eq8(x, '\t')) | eq8(x, 0x7f);
 }
 
 /* How a string must be written (keys never use literal blocks). */
@@ -1956,7 +1968,7 @@ static enum sstyle string_style(const char *str, size_t n, int key)
 		/* Skip eight bytes at a time while none of them matters. */
 		while (n - i >= 8) {
 			uint64_t m =
-			    !plain && nl ? rare8(s + i) : yaml_care8(s + i);
+				!plain && nl ? rare8(s + i) : yaml_care8(s + i);
 
 			if (m) {
 				i += first_marked(m);
@@ -2339,12 +2351,12 @@ enum { AT_ROOT, AT_MEMBER, AT_ITEM };
 #define FRAMES (HB_DOC_MAX_DEPTH + 2)
 
 struct efr {
-	cJSON *node;	/* tree back end: the container */
-	uint32_t n;	/* children so far */
-	uint8_t obj;	/* an object (else an array) */
-	uint8_t at;	/* AT_* */
-	uint8_t inl;	/* YAML: first key or item right after "- " */
-	int ind;	/* YAML: column of the children */
+	cJSON *node; /* tree back end: the container */
+	uint32_t n;  /* children so far */
+	uint8_t obj; /* an object (else an array) */
+	uint8_t at;  /* AT_* */
+	uint8_t inl; /* YAML: first key or item right after "- " */
+	int ind;     /* YAML: column of the children */
 };
 
 struct hb_emit {
@@ -2517,17 +2529,19 @@ static void yaml_open(struct hb_emit *e, struct efr *f)
 static int simple_key(const char *k, size_t n)
 {
 	static const unsigned char ok[256] = {
-	    ['a' ... 'z'] = 1, ['A' ... 'Z'] = 1, ['0' ... '9'] = 1,
-	    ['_'] = 1,	       ['.'] = 1,	  ['/'] = 1,
-	    ['-'] = 1,
+		['a' ... 'z'] = 1, ['A' ... 'Z'] = 1, ['0' ... '9'] = 1,
+		['_'] = 1,	   ['.'] = 1,	      ['/'] = 1,
+		['-'] = 1,
 	};
 
-	if (!n || !((k[0] >= 'a' && k[0] <= 'z') || (k[0] >= 'A' && k[0] <= 'Z')))
+	if (!n ||
+	    !((k[0] >= 'a' && k[0] <= 'z') || (k[0] >= 'A' && k[0] <= 'Z')))
 		return 0;
 	for (size_t i = 1; i < n; i++)
 		if (!ok[(unsigned char)k[i]])
 			return 0;
-	return !looks_typed(k, n);
+	/* letter first: only the short words can look typed */
+	return n > 5 || !looks_typed(k, n);
 }
 
 /* The key of a mapping member, and the ':' after it (yaml_map). */
@@ -2827,8 +2841,8 @@ int hb_emit_str(struct hb_emit *e, const char *key, const char *s)
 }
 
 /* A scalar written as it is: "true", "false", "null" or a number. */
-static int word(struct hb_emit *e, const char *key, const char *text,
-		size_t n, cJSON *node)
+static int word(struct hb_emit *e, const char *key, const char *text, size_t n,
+		cJSON *node)
 {
 	int ok;
 	struct efr *p = value_begin(e, &ok);

@@ -313,7 +313,7 @@ void hb_report_counts(const struct hb_jobspec *spec, const struct hb_report *r,
 			counts[HB_FATE_DROPPED]++;
 		for (uint8_t k = 0; k < d->nfields; k++) {
 			enum hb_fate_kind v = verdict_kind(
-			    spec, r, d, (enum hb_field)d->fields[k]);
+				spec, r, d, (enum hb_field)d->fields[k]);
 
 			counts[v < HB__FATE_COUNT ? v : HB_FATE_DROPPED]++;
 		}

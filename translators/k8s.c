@@ -278,33 +278,56 @@ int hb_k8s_name(const struct hb_jobspec *spec, int64_t array_index,
 /* Escaping for Kubernetes $(VAR) expansion                          */
 /* ---------------------------------------------------------------- */
 
+/* The high bit of each byte of the eight at p that is '$' (exact). */
+static inline uint64_t dollars8(const char *p)
+{
+	const uint64_t ones = 0x0101010101010101ull, low7 = ones * 0x7f;
+	uint64_t x, y;
+
+	memcpy(&x, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+#endif
+	y = x ^ (ones * '$');
+	return ~(((y & low7) + low7) | y) & (ones * 0x80);
+}
+
 int hb_k8s_escape(const char *s, size_t n, struct hb_buf *out)
 {
-	const char *p = s, *end = s + n, *d;
-	size_t dollars = 0;
+	const char *p = s, *end = s + n;
 	char *o;
 	int rc;
 
-	/* Count first, then copy into room made once. */
-	while ((d = memchr(p, '$', (size_t)(end - p)))) {
-		dollars++;
-		p = d + 1;
-	}
-	if (dollars > SIZE_MAX - n)
+	/* Room for the worst case (every byte a '$'), then one pass that
+	 * copies eight bytes at a time and doubles each '$'. */
+	if (n > (SIZE_MAX - 8) / 2)
 		return HB_ETOOBIG;
-	if ((rc = hb_buf_reserve(out, n + dollars)))
+	if ((rc = hb_buf_reserve(out, 2 * n + 8)))
 		return rc;
 	o = out->data + out->len;
-	for (p = s; p < end; p = d + 1) {
-		d = memchr(p, '$', (size_t)(end - p));
-		if (!d) {
-			memcpy(o, p, (size_t)(end - p));
-			o += end - p;
-			break;
+	while (end - p >= 8) {
+		uint64_t m = dollars8(p);
+
+		memcpy(o, p, 8); /* 8 bytes to spare */
+		if (!m) {
+			o += 8;
+			p += 8;
+			continue;
 		}
-		memcpy(o, p, (size_t)(d - p + 1));
-		o += d - p + 1;
+		size_t k = 1;
+
+		while (!(m & 0x80)) { /* to just past the first '$' */
+			m >>= 8;
+			k++;
+		}
+		o += k;
+		p += k;
 		*o++ = '$';
+	}
+	for (; p < end; p++) {
+		*o++ = *p;
+		if (*p == '$')
+			*o++ = '$';
 	}
 	out->len = (size_t)(o - out->data);
 	out->data[out->len] = '\0';
@@ -351,22 +374,22 @@ struct ctx {
 /* "<base>.<leaf>" into c->path, for fate targets. */
 static const char *at(struct ctx *c, const char *base, const char *leaf)
 {
-	size_t bl = strlen(base), ll = leaf ? strlen(leaf) : 0;
+	/* (no printf: every job's fates come here); cut to fit, as
+	 * snprintf() would */
+	size_t cap = sizeof(c->path) - 1, n = strlen(base), k;
 
-	/* (no printf: every job's fates come here) */
-	if (bl + 1 + ll >= sizeof(c->path)) {
-		/* cut short: the path is only shown */
-		if (snprintf(c->path, sizeof(c->path), "%s%s%s", base,
-			     leaf ? "." : "", leaf ? leaf : "") < 0)
-			c->path[0] = '\0';
-		return c->path;
+	if (n > cap)
+		n = cap;
+	memcpy(c->path, base, n);
+	if (leaf && n < cap) {
+		c->path[n++] = '.';
+		k = strlen(leaf);
+		if (k > cap - n)
+			k = cap - n;
+		memcpy(c->path + n, leaf, k);
+		n += k;
 	}
-	memcpy(c->path, base, bl);
-	if (leaf) {
-		c->path[bl++] = '.';
-		memcpy(c->path + bl, leaf, ll);
-	}
-	c->path[bl + ll] = '\0';
+	c->path[n] = '\0';
 	return c->path;
 }
 
@@ -386,7 +409,7 @@ static int kv_set(struct hb_k8s_plan *plan, struct hb_k8s_kvs *kv,
 	if (kv->n == kv->cap) {
 		uint32_t cap = kv->cap ? kv->cap * 2 : 16;
 		struct hb_k8s_kv *v =
-		    hb_arena_alloc(&plan->arena, cap * sizeof(*v));
+			hb_arena_alloc(&plan->arena, cap * sizeof(*v));
 
 		if (!v)
 			return HB_ENOMEM;
@@ -993,7 +1016,7 @@ static int env_add(struct hb_k8s_plan *plan, const char *name,
 	if (kv->n == kv->cap) {
 		uint32_t cap = kv->cap ? kv->cap * 2 : 16;
 		struct hb_k8s_kv *v =
-		    hb_arena_alloc(&plan->arena, cap * sizeof(*v));
+			hb_arena_alloc(&plan->arena, cap * sizeof(*v));
 
 		if (!v)
 			return HB_ENOMEM;
@@ -1112,7 +1135,8 @@ static int merge_selector(struct ctx *c, const struct hb_selector_map *m,
 					       "nodeSelector %s: %s wants '%s' "
 					       "but '%s' was set first; kept "
 					       "'%s'",
-					       l->key, what, l->value, old, old);
+					       l->key, what, l->value, old,
+					       old);
 			continue;
 		}
 		if (kv_set(c->plan, &c->plan->node_selector, l->key, l->value))
@@ -1468,12 +1492,9 @@ static int script(struct ctx *c)
 				  ? HB_SRC_SBATCH
 				  : orig.source;
 	}
-	hb_buf_init(&raw, HB_LAUNCHER_MAX);
-	/* Room for the script and what the launcher adds, at once (a hint:
-	 * appends still check). */
-	(void)hb_buf_reserve(&raw, (c->spec->script ? strlen(c->spec->script)
-						    : 0) +
-				       4096);
+	/* No cap of its own: the launcher keeps to HB_LAUNCHER_MAX, and
+	 * builds straight into a buffer that leaves it the room. */
+	hb_buf_init(&raw, 0);
 	esc = &c->plan->script;
 	rc = hb_launcher_script_ex(&orig, c->plan->name, c->plan->array_index,
 				   c->plan->runtime_mounted, &raw, c->err);
@@ -1488,14 +1509,13 @@ static int script(struct ctx *c)
 		OOM(c);
 		goto out;
 	}
-	hb_report_fate(c->rep, HB_F_SCRIPT, HB_FATE_MAPPED,
-			       c->paths->script,
-			       "run unchanged by the launcher script, with "
-			       "SLURM_*/PBS_* variables from the hostfile%s",
-			       c->plan->runtime_mounted
-				       ? "; the launcher runtime is mounted "
-					 "from the ConfigMap"
-				       : "");
+	hb_report_fate(c->rep, HB_F_SCRIPT, HB_FATE_MAPPED, c->paths->script,
+		       "run unchanged by the launcher script, with "
+		       "SLURM_*/PBS_* variables from the hostfile%s",
+		       c->plan->runtime_mounted
+			       ? "; the launcher runtime is mounted "
+				 "from the ConfigMap"
+			       : "");
 out:
 	hb_buf_free(&raw);
 	return rc;
@@ -1879,8 +1899,7 @@ static int annotation_budget(struct ctx *c)
 	return hb_err_set(c->err, HB_ETOOBIG, c->spec->source_name, 0,
 			  "the fields kept in annotations take %zu bytes, more "
 			  "than Kubernetes' %u; the largest is %s (%zu bytes)",
-			  total, ANNOTATIONS_MAX, big ? big->key : "?",
-			  bigsz);
+			  total, ANNOTATIONS_MAX, big ? big->key : "?", bigsz);
 }
 
 void hb_k8s_plan_free(struct hb_k8s_plan *plan)
@@ -1953,8 +1972,8 @@ void hb_k8s_write_env(struct hb_emit *w, const struct hb_k8s_plan *plan)
 	hb_emit_end(w);
 }
 
-void hb_k8s_write_pod_labels(struct hb_emit *w,
-			     const struct hb_k8s_plan *plan, const char *role)
+void hb_k8s_write_pod_labels(struct hb_emit *w, const struct hb_k8s_plan *plan,
+			     const char *role)
 {
 	hb_emit_obj(w, "labels");
 	hb_emit_str(w, HB_LABEL_MANAGED_BY, HB_MANAGED_BY);

@@ -1246,7 +1246,7 @@ int hb_launcher_script_ex(const struct hb_jobspec *spec, const char *job_id,
 	struct hb_shape sh;
 	struct hb_buf b;
 	const char *script;
-	size_t len;
+	size_t len, start;
 	int rc;
 
 	if (!spec || !spec->script)
@@ -1284,8 +1284,24 @@ int hb_launcher_script_ex(const struct hb_jobspec *spec, const char *job_id,
 				  "launcher: no heredoc delimiter fits the "
 				  "script");
 
-	/* Build without a cap, so that the error can say how big the
+	/* Straight into out when it has room for any launcher that fits
+	 * (the usual case: no copy).  Otherwise, or when it does not fit,
+	 * build without a cap, so that the error can say how big the
 	 * launcher would have been; the script is already capped. */
+	start = out->len;
+	if (out->max > out->len && out->max - out->len > HB_LAUNCHER_MAX) {
+		(void)hb_buf_reserve(out, len + 4096);
+		rc = build(out, spec, job_id, array_index, mounted, &sh, script,
+			   len, delim);
+		if (!rc && out->len - start < HB_LAUNCHER_MAX)
+			return 0;
+		out->len = start; /* as it was */
+		if (out->data)
+			out->data[start] = '\0';
+		if (rc == HB_ENOMEM)
+			return hb_err_set(err, rc, file, 0,
+					  "launcher: out of memory");
+	}
 	hb_buf_init(&b, 0);
 	/* Room for the script and the launcher's own lines at once (a
 	 * hint: appends still check). */

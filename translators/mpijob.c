@@ -118,10 +118,9 @@ static const char *mpi_name(const struct hb_jobspec *spec,
 	return m;
 }
 
-int hb_mpijob_write(const struct hb_jobspec *spec,
-		    const struct hb_config *cfg, int64_t array_index,
-		    struct hb_emit *w, struct hb_report *rep,
-		    struct hb_err *err)
+int hb_mpijob_write(const struct hb_jobspec *spec, const struct hb_config *cfg,
+		    int64_t array_index, struct hb_emit *w,
+		    struct hb_report *rep, struct hb_err *err)
 {
 	static const char *const launch_cmd[] = {"/bin/sh", "-c"};
 	static const char *const sshd_cmd[] = {"/usr/sbin/sshd"};

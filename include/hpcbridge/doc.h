@@ -110,8 +110,7 @@ int hb_emit_arr(struct hb_emit *e, const char *key);
 /* Close the innermost open object or array. */
 int hb_emit_end(struct hb_emit *e);
 int hb_emit_str(struct hb_emit *e, const char *key, const char *s);
-int hb_emit_strn(struct hb_emit *e, const char *key, const char *s,
-		 size_t n);
+int hb_emit_strn(struct hb_emit *e, const char *key, const char *s, size_t n);
 int hb_emit_num(struct hb_emit *e, const char *key, double v);
 int hb_emit_bool(struct hb_emit *e, const char *key, int v);
 int hb_emit_null(struct hb_emit *e, const char *key);

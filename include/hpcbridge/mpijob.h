@@ -69,10 +69,9 @@ int hb_mpijob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
  * tree writer.  On error nothing is left in w's output.
  */
 struct hb_emit;
-int hb_mpijob_write(const struct hb_jobspec *spec,
-		    const struct hb_config *cfg, int64_t array_index,
-		    struct hb_emit *w, struct hb_report *rep,
-		    struct hb_err *err);
+int hb_mpijob_write(const struct hb_jobspec *spec, const struct hb_config *cfg,
+		    int64_t array_index, struct hb_emit *w,
+		    struct hb_report *rep, struct hb_err *err);
 
 /* Read an MPIJob manifest (already parsed into doc) into spec.  Fields
  * hpcbridge wrote as annotations are recovered.  Errors name the field
@@ -127,16 +126,16 @@ struct hb_k8s_res {
 struct hb_k8s_plan {
 	char name[HB_DNS_LABEL_MAX + 1];
 	struct hb_shape shape;
-	int64_t array_index;	     /* -1: not an array element */
-	const char *image;	     /* borrowed from cfg or spec */
-	uint64_t deadline;	     /* activeDeadlineSeconds; 0: none */
-	const char *namespace;	     /* metadata.namespace, or NULL */
-	struct hb_k8s_kvs labels;    /* metadata.labels */
+	int64_t array_index;	       /* -1: not an array element */
+	const char *image;	       /* borrowed from cfg or spec */
+	uint64_t deadline;	       /* activeDeadlineSeconds; 0: none */
+	const char *namespace;	       /* metadata.namespace, or NULL */
+	struct hb_k8s_kvs labels;      /* metadata.labels */
 	struct hb_k8s_kvs annotations; /* metadata.annotations */
 	struct hb_k8s_res resources;   /* the worker's */
 	struct hb_k8s_res launcher_resources; /* from cfg launcher_* */
-	struct hb_k8s_kvs env;	     /* name -> value, on every container */
-	struct hb_buf script;	     /* the launcher script, escaped */
+	struct hb_k8s_kvs env;		 /* name -> value, on every container */
+	struct hb_buf script;		 /* the launcher script, escaped */
 	struct hb_k8s_kvs node_selector; /* with has_node_selector */
 	bool has_node_selector;
 	struct cJSON *affinity;	     /* NULL when none */
@@ -183,8 +182,8 @@ void hb_k8s_write_kvs(struct hb_emit *w, const char *key,
 void hb_k8s_write_resources(struct hb_emit *w, const char *key,
 			    const struct hb_k8s_res *r);
 void hb_k8s_write_env(struct hb_emit *w, const struct hb_k8s_plan *plan);
-void hb_k8s_write_pod_labels(struct hb_emit *w,
-			     const struct hb_k8s_plan *plan, const char *role);
+void hb_k8s_write_pod_labels(struct hb_emit *w, const struct hb_k8s_plan *plan,
+			     const char *role);
 void hb_k8s_write_placement(struct hb_emit *w, const struct hb_k8s_plan *plan);
 void hb_k8s_write_script(struct hb_emit *w, const struct hb_k8s_plan *plan);
 

@@ -75,9 +75,9 @@ enum mode {
 	M_TREE_YAML
 };
 #define NMODES 9
-static const char *const mode_names[] = {
-    "read",	   "parse", "json",	 "yaml",     "json-inline",
-    "yaml-inline", "tree",  "tree-json", "tree-yaml"};
+static const char *const mode_names[] = { "read", "parse",	 "json",
+					  "yaml", "json-inline", "yaml-inline",
+					  "tree", "tree-json",	 "tree-yaml" };
 
 static int is_inline(int m)
 {
@@ -119,9 +119,9 @@ static int run(enum mode m, const struct script *c, size_t nc, size_t n,
 			rep.no_notes = true;
 			hb_buf_reset(out);
 			rc = hb_mpijob_write(
-			    &spec, cfg, -1,
-			    m == M_JSON || m == M_JSON_INLINE ? jw : yw, &rep,
-			    &err);
+				&spec, cfg, -1,
+				m == M_JSON || m == M_JSON_INLINE ? jw : yw,
+				&rep, &err);
 			for (uint32_t k = 0; !rc && k < rep.nwarnings; k++)
 				sink += strlen(rep.warnings[k]);
 			if (!rc)
@@ -231,8 +231,8 @@ int main(int argc, char **argv)
 				continue;
 			}
 			if (run((enum mode)m, c, nc, n,
-				is_inline(m) ? &cfg_inline : &cfg, &out, jw,
-				yw, &trees))
+				is_inline(m) ? &cfg_inline : &cfg, &out, jw, yw,
+				&trees))
 				return 1;
 			dt = now() - t0;
 			rates[m][r] = (double)n / dt;
@@ -246,8 +246,7 @@ int main(int argc, char **argv)
 	}
 	/* Ten times the scripts: peak memory must not grow.  Not when one
 	 * measure is being profiled. */
-	if (only < 0 &&
-	    run(M_YAML, c, nc, n * 10, &cfg, &out, jw, yw, &trees))
+	if (only < 0 && run(M_YAML, c, nc, n * 10, &cfg, &out, jw, yw, &trees))
 		return 1;
 	long rss_big = peak_rss_kb();
 

@@ -615,8 +615,8 @@ static void test_yaml_styles(void **state)
 		char want, got;
 
 		for (size_t k = 0; k < n; k++)
-			str[k] = (unsigned char)alphabet[rnd(
-			    sizeof(alphabet) - 1)];
+			str[k] = (unsigned char)
+				alphabet[rnd(sizeof(alphabet) - 1)];
 		/* a leading line with no indicator, half of the time */
 		if (rnd(2))
 			str[0] = 'x';
@@ -685,8 +685,9 @@ static void ref_literal(const char *s, size_t n, struct hb_buf *b)
 
 	while (core && s[core - 1] == '\n')
 		core--;
-	hb_buf_puts(b, n - core == 0 ? "k: |-\n" : n - core == 1 ? "k: |\n"
-							      : "k: |+\n");
+	hb_buf_puts(b, n - core == 0   ? "k: |-\n"
+		       : n - core == 1 ? "k: |\n"
+				       : "k: |+\n");
 	for (start = 0; start <= core; start = i + 1) {
 		for (i = start; i < core && s[i] != '\n'; i++)
 			;
@@ -702,9 +703,24 @@ static void ref_literal(const char *s, size_t n, struct hb_buf *b)
 static void test_escapes_and_blocks(void **state)
 {
 	static const char *const pieces[] = {
-	    "a", "bcdefgh", " ", "\n", "\t", "\"", "\\", "$", ":", "#",
-	    "\x01", "\r", "\x7f", "\xc3\xa9", "\xe2\x80\xa8", "\xff",
-	    "\xef\xbb\xbf", "0123456789abcdef",
+		"a",
+		"bcdefgh",
+		" ",
+		"\n",
+		"\t",
+		"\"",
+		"\\",
+		"$",
+		":",
+		"#",
+		"\x01",
+		"\r",
+		"\x7f",
+		"\xc3\xa9",
+		"\xe2\x80\xa8",
+		"\xff",
+		"\xef\xbb\xbf",
+		"0123456789abcdef",
 	};
 	struct hb_buf got, want;
 	struct hb_emit *j, *y;
@@ -779,7 +795,7 @@ int main(void)
 		cmocka_unit_test(test_depth),
 		cmocka_unit_test(test_random_trees),
 		cmocka_unit_test(test_events),
-	    cmocka_unit_test(test_yaml_styles),
+		cmocka_unit_test(test_yaml_styles),
 		cmocka_unit_test(test_escapes_and_blocks),
 	};
 

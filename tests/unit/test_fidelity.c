@@ -195,13 +195,13 @@ static void test_long_path(void **state)
 static void test_counts_and_no_notes(void **state)
 {
 	static const char *const files[] = {
-	    "tests/corpus/sbatch/01-openmpi-hello.sh",
-	    "tests/corpus/sbatch/04-pytorch-ddp-a100.sh",
-	    "tests/corpus/sbatch/06-array-param-sweep.sh",
-	    "tests/corpus/sbatch/18-long-checkpoint-requeue.sh",
-	    "tests/corpus/pbs/pbspro_multichunk.pbs",
-	    "tests/corpus/pbs/torque_depend.pbs",
-	    "tests/corpus/pbs/torque_gpu_pmem.pbs",
+		"tests/corpus/sbatch/01-openmpi-hello.sh",
+		"tests/corpus/sbatch/04-pytorch-ddp-a100.sh",
+		"tests/corpus/sbatch/06-array-param-sweep.sh",
+		"tests/corpus/sbatch/18-long-checkpoint-requeue.sh",
+		"tests/corpus/pbs/pbspro_multichunk.pbs",
+		"tests/corpus/pbs/torque_depend.pbs",
+		"tests/corpus/pbs/torque_gpu_pmem.pbs",
 	};
 	struct hb_config cfg;
 
@@ -210,7 +210,7 @@ static void test_counts_and_no_notes(void **state)
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		struct hb_jobspec spec;
 		struct hb_report full, bare;
-		struct hb_err err = {0};
+		struct hb_err err = { 0 };
 		struct hb_buf text;
 		cJSON *a = NULL, *b = NULL;
 		unsigned c[HB__FATE_COUNT], want[5];
@@ -220,14 +220,14 @@ static void test_counts_and_no_notes(void **state)
 
 		hb_jobspec_init(&spec, files[i]);
 		assert_int_equal(
-		    hb_parse_any(src, len, files[i], NULL, &spec, &err), 0);
+			hb_parse_any(src, len, files[i], NULL, &spec, &err), 0);
 		hb_report_init(&full, "MPIJob");
 		hb_report_init(&bare, "MPIJob");
 		bare.no_notes = true;
 		assert_int_equal(
-		    hb_mpijob_emit(&spec, &cfg, -1, &a, &full, &err), 0);
+			hb_mpijob_emit(&spec, &cfg, -1, &a, &full, &err), 0);
 		assert_int_equal(
-		    hb_mpijob_emit(&spec, &cfg, -1, &b, &bare, &err), 0);
+			hb_mpijob_emit(&spec, &cfg, -1, &b, &bare, &err), 0);
 		assert_true(cJSON_Compare(a, b, 1));
 		for (int f = 0; f < HB__F_COUNT; f++) {
 			assert_int_equal(full.fate[f].kind, bare.fate[f].kind);
@@ -240,11 +240,12 @@ static void test_counts_and_no_notes(void **state)
 		assert_int_equal(hb_report_write_text(&spec, &full, &text), 0);
 		sum = strstr(text.data, "\n# ");
 		assert_non_null(sum);
-		assert_int_equal(sscanf(sum, "\n# %u mapped, %u partial, %u "
-					     "carried, %u dropped, %u "
-					     "overridden",
-					&want[0], &want[1], &want[2],
-					&want[3], &want[4]),
+		assert_int_equal(sscanf(sum,
+					"\n# %u mapped, %u partial, %u "
+					"carried, %u dropped, %u "
+					"overridden",
+					&want[0], &want[1], &want[2], &want[3],
+					&want[4]),
 				 5);
 		hb_report_counts(&spec, &bare, c);
 		assert_int_equal(c[HB_FATE_MAPPED], want[0]);

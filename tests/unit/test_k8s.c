@@ -153,11 +153,16 @@ static void test_name_reserve(void **state)
 static void test_escape(void **state)
 {
 	static const char *const cases[][2] = {
-	    {"echo $$ $(hostname) ${X}", "echo $$$$ $$(hostname) $${X}"},
-	    {"no dollars", "no dollars"},
-	    {"$", "$$"},
-	    {"", ""},
-	    {"$(A)$$", "$$(A)$$$$"},
+		{ "echo $$ $(hostname) ${X}", "echo $$$$ $$(hostname) $${X}" },
+		{ "no dollars", "no dollars" },
+		{ "$", "$$" },
+		{ "", "" },
+		{ "$(A)$$", "$$(A)$$$$" },
+		{ "$$$$$$$$$", "$$$$$$$$$$$$$$$$$$" },
+		{ "abcdefgh$abcdefg$abcdefgh", "abcdefgh$$abcdefg$$abcdefgh" },
+		{ "x=${HOME}/path/${USER}:$$PATH and a long tail without any",
+		  "x=$${HOME}/path/$${USER}:$$$$PATH and a long tail without "
+		  "any" },
 	};
 	struct hb_buf e, u;
 
@@ -172,6 +177,26 @@ static void test_escape(void **state)
 		assert_string_equal(e.data, cases[i][1]);
 		assert_int_equal(hb_k8s_unescape(e.data, e.len, &u), 0);
 		assert_string_equal(u.data, cases[i][0]);
+	}
+	/* every length and place of '$' across the eight-byte words */
+	for (size_t n = 0; n < 40; n++) {
+		for (size_t at = 0; at < n; at += 3) {
+			char in[40], want[80];
+			size_t k = 0;
+
+			for (size_t j = 0; j < n; j++) {
+				in[j] = j == at || j % 11 == 10 ? '$' : 'a';
+				want[k++] = in[j];
+				if (in[j] == '$')
+					want[k++] = '$';
+			}
+			hb_buf_reset(&e);
+			assert_int_equal(hb_buf_puts(&e, "pre"), 0);
+			assert_int_equal(hb_k8s_escape(in, n, &e), 0);
+			assert_int_equal(e.len, 3 + k);
+			assert_memory_equal(e.data + 3, want, k);
+			assert_int_equal(e.data[e.len], '\0');
+		}
 	}
 	hb_buf_free(&e);
 	hb_buf_free(&u);
