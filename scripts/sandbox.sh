@@ -163,9 +163,19 @@ up() {
 	# restarts the daemon alone.
 	if slurm_is_up "$dir/slurm" 2>/dev/null; then
 		export SLURM_CONF="$dir/slurm/slurm.conf"
-	elif ! slurm_up "$dir/slurm" >&2; then
-		down "$dir"
-		return 1
+	else
+		# a stopped instance (`down` keeps its files): start afresh,
+		# and the gateway's state with it (a new Slurm counts its job
+		# ids from 1 again)
+		if [ -e "$dir/slurm/.hbslurm" ]; then
+			slurm_purge "$dir/slurm" >&2 || true
+			rm -f "$dir/state.db" "$dir/state.db-wal" \
+				"$dir/state.db-shm"
+		fi
+		slurm_up "$dir/slurm" >&2 || {
+			down "$dir"
+			return 1
+		}
 	fi
 	if ! kube_up "$dir" "$build"; then
 		down "$dir"
