@@ -393,19 +393,10 @@ static const char *at(struct ctx *c, const char *base, const char *leaf)
 	return c->path;
 }
 
-/* Set key (a string the plan may keep) to a copy of value in kv; a key
- * set before moves to the end with its new value. */
-static int kv_set(struct hb_k8s_plan *plan, struct hb_k8s_kvs *kv,
-		  const char *key, const char *value)
+/* Append key (a string the plan may keep) with a copy of value to kv. */
+static int kv_push(struct hb_k8s_plan *plan, struct hb_k8s_kvs *kv,
+		   const char *key, const char *value)
 {
-	for (uint32_t i = 0; i < kv->n; i++) {
-		if (strcmp(kv->v[i].key, key))
-			continue;
-		memmove(&kv->v[i], &kv->v[i + 1],
-			(kv->n - i - 1) * sizeof(kv->v[0]));
-		kv->n--;
-		break;
-	}
 	if (kv->n == kv->cap) {
 		uint32_t cap = kv->cap ? kv->cap * 2 : 16;
 		struct hb_k8s_kv *v =
@@ -424,6 +415,22 @@ static int kv_set(struct hb_k8s_plan *plan, struct hb_k8s_kvs *kv,
 		return HB_ENOMEM;
 	kv->n++;
 	return 0;
+}
+
+/* Set key to a copy of value in kv; a key set before moves to the end
+ * with its new value. */
+static int kv_set(struct hb_k8s_plan *plan, struct hb_k8s_kvs *kv,
+		  const char *key, const char *value)
+{
+	for (uint32_t i = 0; i < kv->n; i++) {
+		if (strcmp(kv->v[i].key, key))
+			continue;
+		memmove(&kv->v[i], &kv->v[i + 1],
+			(kv->n - i - 1) * sizeof(kv->v[0]));
+		kv->n--;
+		break;
+	}
+	return kv_push(plan, kv, key, value);
 }
 
 static const char *kv_find(const struct hb_k8s_kvs *kv, const char *key)
@@ -1006,33 +1013,6 @@ static int image(struct ctx *c)
 	return 0;
 }
 
-/* One {name, value} of the containers' env (name kept, value copied);
- * names may repeat. */
-static int env_add(struct hb_k8s_plan *plan, const char *name,
-		   const char *value)
-{
-	struct hb_k8s_kvs *kv = &plan->env;
-
-	if (kv->n == kv->cap) {
-		uint32_t cap = kv->cap ? kv->cap * 2 : 16;
-		struct hb_k8s_kv *v =
-			hb_arena_alloc(&plan->arena, cap * sizeof(*v));
-
-		if (!v)
-			return HB_ENOMEM;
-		if (kv->n)
-			memcpy(v, kv->v, kv->n * sizeof(*v));
-		kv->v = v;
-		kv->cap = cap;
-	}
-	kv->v[kv->n].key = name;
-	kv->v[kv->n].value = hb_arena_strdup(&plan->arena, value);
-	if (!kv->v[kv->n].value)
-		return HB_ENOMEM;
-	kv->n++;
-	return 0;
-}
-
 /* Env for the containers; NULL values (pass-through from the submit
  * host) cannot be given and are listed in an annotation. */
 static int env(struct ctx *c)
@@ -1064,7 +1044,7 @@ static int env(struct ctx *c)
 		hb_buf_reset(&v);
 		if ((rc = hb_k8s_escape(e->value, strlen(e->value), &v)))
 			goto out;
-		if (env_add(c->plan, e->name, v.data))
+		if (kv_push(c->plan, &c->plan->env, e->name, v.data))
 			goto nomem;
 	}
 	if (c->plan->array_index >= 0) {
@@ -1080,7 +1060,7 @@ static int env(struct ctx *c)
 					dup = true;
 			if (dup)
 				continue;
-			if (env_add(c->plan, array_vars[k], idx))
+			if (kv_push(c->plan, &c->plan->env, array_vars[k], idx))
 				goto nomem;
 			if ((rc = hb_buf_printf(&v, "%s%s", v.len ? "," : "",
 						array_vars[k])))
