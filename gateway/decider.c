@@ -25,13 +25,12 @@
 /* The name of a policy made from the configuration. */
 #define BUILT_IN "placement.partitions"
 
-/* What a refresh learnt of one partition, kept with its instant so that
- * a wait can be aged at each decision. */
+/* A partition the last refresh reported: its entry in the snapshot, and
+ * the instant its probe would start, so that each decision sees what is
+ * left of the wait. */
 struct part_seen {
-	char name[64];
-	bool wait_known, idle_known;
-	int64_t start; /* Unix seconds the probe would start */
-	uint32_t idle_nodes;
+	size_t idx;    /* in snap.parts (entries are never removed) */
+	int64_t start; /* Unix seconds */
 };
 
 struct hb_decider {
@@ -129,7 +128,8 @@ static int load_policy(const struct hb_config *cfg, struct hb_policy *pol,
 /* Remember a partition for the refresh (at most MAX_PARTS). */
 static void want_part(struct hb_decider *dc, const char *name)
 {
-	if (!name || !*name || strlen(name) >= sizeof(dc->seen->name))
+	if (!name || !*name ||
+	    strlen(name) >= sizeof(((struct hb_decider_part *)0)->name))
 		return;
 	for (size_t i = 0; i < dc->nparts; i++)
 		if (!strcmp(dc->parts[i], name))
@@ -196,7 +196,7 @@ int hb_decider_reload(struct hb_decider *dc, const struct hb_config *cfg,
 	forget_parts(dc);
 	want_policy_parts(dc);
 	for (size_t i = 0; i < dc->nseen; i++)
-		want_part(dc, dc->seen[i].name);
+		want_part(dc, dc->snap.parts[dc->seen[i].idx].name);
 	return 0;
 }
 
@@ -230,16 +230,29 @@ int hb_decider_set_slurm(struct hb_decider *dc,
 			 int64_t now)
 {
 	struct part_seen *v = n ? calloc(n, sizeof(*v)) : NULL;
+	int rc;
 
 	if (n && !v)
 		return HB_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		memcpy(v[i].name, parts[i].name, sizeof(v[i].name));
-		v[i].name[sizeof(v[i].name) - 1] = '\0';
-		v[i].wait_known = parts[i].wait_known;
-		v[i].start = now + (parts[i].wait > 0 ? parts[i].wait : 0);
-		v[i].idle_known = parts[i].idle_known;
-		v[i].idle_nodes = parts[i].idle_nodes;
+		char name[sizeof(parts[i].name)];
+		struct hb_snap_partition *sp;
+
+		memcpy(name, parts[i].name, sizeof(name));
+		name[sizeof(name) - 1] = '\0';
+		if ((rc = hb_snapshot_set_partition(
+			     &dc->snap, name,
+			     parts[i].wait > 0 ? parts[i].wait : 0, 0,
+			     parts[i].idle_nodes))) {
+			free(v);
+			return rc;
+		}
+		sp = (struct hb_snap_partition *)hb_snapshot_partition(
+			&dc->snap, name);
+		sp->wait_known = parts[i].wait_known;
+		sp->idle_known = parts[i].idle_known;
+		v[i].idx = (size_t)(sp - dc->snap.parts);
+		v[i].start = now + sp->wait;
 	}
 	free(dc->seen);
 	dc->seen = v;
@@ -247,27 +260,17 @@ int hb_decider_set_slurm(struct hb_decider *dc,
 	return 0;
 }
 
-/* Bring the snapshot to instant now: each partition's wait is what is
- * left of it. */
-static int age(struct hb_decider *dc, int64_t now)
+/* Bring the snapshot to instant now: each reported partition's wait is
+ * what is left of it. */
+static void age(struct hb_decider *dc, int64_t now)
 {
-	int rc;
-
 	dc->snap.now = now;
 	for (size_t i = 0; i < dc->nseen; i++) {
 		const struct part_seen *p = &dc->seen[i];
-		struct hb_snap_partition *sp;
-		int64_t wait = p->start > now ? p->start - now : 0;
 
-		if ((rc = hb_snapshot_set_partition(&dc->snap, p->name, wait,
-						    0, p->idle_nodes)))
-			return rc;
-		sp = (struct hb_snap_partition *)hb_snapshot_partition(
-			&dc->snap, p->name);
-		sp->wait_known = p->wait_known;
-		sp->idle_known = p->idle_known;
+		dc->snap.parts[p->idx].wait =
+			p->start > now ? p->start - now : 0;
 	}
-	return 0;
 }
 
 size_t hb_decider_partitions(const struct hb_decider *dc,
@@ -279,8 +282,7 @@ size_t hb_decider_partitions(const struct hb_decider *dc,
 
 cJSON *hb_decider_state(struct hb_decider *dc, int64_t now)
 {
-	if (age(dc, now))
-		return NULL;
+	age(dc, now);
 	return hb_snapshot_to_json(&dc->snap);
 }
 
@@ -391,8 +393,9 @@ int hb_decider_decide(struct hb_decider *dc, const struct hb_decider_job *job,
 	memset(out, 0, sizeof(*out));
 	hb_jobspec_init(&spec, "job_desc");
 	hb_buf_init(&text, 1u << 20);
-	if ((rc = read_job(job, &spec, err)) || (rc = age(dc, now)))
+	if ((rc = read_job(job, &spec, err)))
 		goto out;
+	age(dc, now);
 	dc->snap.utc_offset = local_offset(now);
 	if ((rc = hb_place_input_from_jobspec(&dc->pol, &spec, now,
 					      dc->snap.utc_offset, &in, err)))
