@@ -42,7 +42,6 @@ struct hb_decider {
 	size_t nseen;
 	/* the partitions a refresh asks about (names owned here) */
 	char *parts[MAX_PARTS];
-	const char *part_view[MAX_PARTS];
 	size_t nparts;
 };
 
@@ -138,7 +137,6 @@ static void want_part(struct hb_decider *dc, const char *name)
 		return;
 	if (!(dc->parts[dc->nparts] = strdup(name)))
 		return;
-	dc->part_view[dc->nparts] = dc->parts[dc->nparts];
 	dc->nparts++;
 }
 
@@ -276,7 +274,7 @@ static void age(struct hb_decider *dc, int64_t now)
 size_t hb_decider_partitions(const struct hb_decider *dc,
 			     const char *const **names)
 {
-	*names = dc->part_view;
+	*names = (const char *const *)dc->parts;
 	return dc->nparts;
 }
 
