@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 #include <yaml.h>
 
+#include "hpcbridge/bytes.h"
 #include "hpcbridge/doc.h"
 
 #define INT_LIMIT  9007199254740992ull /* 2^53 */
@@ -1493,56 +1494,17 @@ static void put_u4(struct wr *w, uint32_t c)
 	put(w, t, sizeof(t));
 }
 
-#define ONES 0x0101010101010101ull
-#define HIGH 0x8080808080808080ull
-
 /*
- * The bytes among the eight at s that need care in a JSON or
- * double-quoted string (a control byte, '"', '\\', DEL or non-ASCII): the
- * high bit of each such byte in memory order, little-endian.  A borrow
- * may also mark a byte after a marked one, never before, so the lowest
- * mark is exact.  0: all eight are plain.
+ * The bytes among the sixteen at s that need care in a JSON or
+ * double-quoted string (a control byte, '"', '\\', DEL or non-ASCII):
+ * bit i for byte i.  0: all sixteen are plain.
  */
-static inline uint64_t care8(const unsigned char *s)
+static inline unsigned care16(const unsigned char *s)
 {
-	uint64_t x, q, b, d;
+	hb_v16 x = hb_v16_load(s);
 
-	memcpy(&x, s, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	x = __builtin_bswap64(x);
-#endif
-	q = x ^ (ONES * '"');
-	b = x ^ (ONES * '\\');
-	d = x ^ (ONES * 0x7f);
-	return (x | ((x - ONES * 0x20) & ~x) | ((q - ONES) & ~q) |
-		((b - ONES) & ~b) | ((d - ONES) & ~d)) &
-	       HIGH;
-}
-
-#define LOW7 (ONES * 0x7f)
-
-/* The high bit of each byte of x equal to c (exact, no borrows). */
-static inline uint64_t eq8(uint64_t x, unsigned char c)
-{
-	uint64_t y = x ^ (ONES * c);
-
-	return ~(((y & LOW7) + LOW7) | y) & HIGH;
-}
-
-/* Index of the lowest marked byte of a nonzero care8() mask. */
-static inline unsigned first_marked(uint64_t m)
-{
-#if defined(__GNUC__) || defined(__clang__)
-	return (unsigned)__builtin_ctzll(m) >> 3;
-#else
-	unsigned i = 0;
-
-	while (!(m & 0x80)) {
-		m >>= 8;
-		i++;
-	}
-	return i;
-#endif
+	return hb_v16_mask(hb_v16_or(
+		hb_v16_ctl(x), hb_v16_or(hb_v16_eq(x, '"'), hb_v16_eq(x, '\\'))));
 }
 
 /* The JSON escape of code point cp (a control, '"', '\\' or special). */
@@ -1585,7 +1547,7 @@ static void json_escape(struct wr *w, uint32_t cp)
 static int quoted_fast(struct wr *w, const char *str, size_t n)
 {
 	const unsigned char *p = (const unsigned char *)str, *end = p + n;
-	char *o = n <= SIZE_MAX / 4 ? room(w, 2 * n + 2 + 8) : NULL;
+	char *o = n <= SIZE_MAX / 4 ? room(w, 2 * n + 2 + 16) : NULL;
 
 	if (!o)
 		return 0;
@@ -1593,17 +1555,17 @@ static int quoted_fast(struct wr *w, const char *str, size_t n)
 	while (p < end) {
 		unsigned char c;
 
-		if (end - p >= 8) {
-			uint64_t m = care8(p);
+		if (end - p >= 16) {
+			unsigned m = care16(p);
 
-			memcpy(o, p, 8); /* room has 8 bytes to spare */
+			memcpy(o, p, 16); /* room has 16 bytes to spare */
 			if (!m) {
-				o += 8;
-				p += 8;
+				o += 16;
+				p += 16;
 				continue;
 			}
-			o += first_marked(m);
-			p += first_marked(m);
+			o += hb_v16_first(m);
+			p += hb_v16_first(m);
 		} else if (bclass[*p] <= B_INDICATOR) {
 			*o++ = (char)*p++;
 			continue;
@@ -1644,14 +1606,14 @@ static void quoted(struct wr *w, const char *str, size_t n,
 	while (s < end) {
 		unsigned char c;
 
-		while (end - s >= 8) {
-			uint64_t m = care8(s);
+		while (end - s >= 16) {
+			unsigned m = care16(s);
 
 			if (m) {
-				s += first_marked(m);
+				s += hb_v16_first(m);
 				break;
 			}
-			s += 8;
+			s += 16;
 		}
 		if (s == end)
 			break;
@@ -1837,19 +1799,32 @@ int hb_doc_write_json(const cJSON *doc, struct hb_buf *out)
 
 /* -- YAML ----------------------------------------------------------- */
 
-static int lower_eq(const char *s, size_t n, const char *word)
+/*
+ * Whether s (n bytes, n <= 5) is, ignoring ASCII case, one of the words
+ * YAML reads as a boolean, null, infinity, not-a-number or merge key.
+ */
+static int typed_word(const char *s, size_t n)
 {
-	size_t i;
+	char l[5];
 
-	for (i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (c >= 'A' && c <= 'Z')
-			c = (char)(c - 'A' + 'a');
-		if (c != word[i] || !word[i])
-			return 0;
+	for (size_t i = 0; i < n; i++)
+		l[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] - 'A' + 'a'
+							 : s[i]);
+#define IS(w) (!memcmp(l, w, n))
+	switch (n) {
+	case 1:
+		return l[0] == 'y' || l[0] == 'n' || l[0] == '~' || l[0] == '=';
+	case 2:
+		return IS("no") || IS("on") || IS("<<");
+	case 3:
+		return IS("yes") || IS("off");
+	case 4:
+		return IS("true") || IS("null") || IS(".inf") || IS(".nan");
+	case 5:
+		return IS("false") || IS("-.inf") || IS("+.inf");
 	}
-	return word[n] == '\0';
+#undef IS
+	return 0;
 }
 
 /*
@@ -1859,30 +1834,17 @@ static int lower_eq(const char *s, size_t n, const char *word)
  */
 static int looks_typed(const char *s, size_t n)
 {
-	static const char *const words[] = {
-	    "y", "n",  "yes", "no",   "on",    "off",	"true", "false", "null",
-	    "~", "<<", "=",   ".inf", "-.inf", "+.inf", ".nan", NULL};
-	/* The first letters of the words, and what a number, date or time
-	 * may hold besides digits and hex letters (as strchr() would see
-	 * them, the NUL included). */
-	static const unsigned char word_lead[256] = {
-		[0] = 1,   ['y'] = 1, ['Y'] = 1, ['n'] = 1, ['N'] = 1,
-		['o'] = 1, ['O'] = 1, ['t'] = 1, ['T'] = 1, ['f'] = 1,
-		['F'] = 1, ['~'] = 1, ['<'] = 1, ['='] = 1, ['.'] = 1,
-		['+'] = 1, ['-'] = 1,
-	};
+	/* What a number, date or time may hold besides digits and hex
+	 * letters (as strchr() would see them, the NUL included). */
 	static const unsigned char num_extra[256] = {
 		[0] = 1,   ['x'] = 1, ['X'] = 1, ['o'] = 1,
 		['O'] = 1, ['b'] = 1, ['B'] = 1, ['_'] = 1,
 		['.'] = 1, [':'] = 1, ['+'] = 1, ['-'] = 1,
 	};
 	size_t i;
-	int k;
 
-	if (n <= 5 && word_lead[(unsigned char)s[0]])
-		for (k = 0; words[k]; k++)
-			if (lower_eq(s, n, words[k]))
-				return 1;
+	if (n <= 5 && typed_word(s, n))
+		return 1;
 	i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
 	if (i >= n || !(is_digit(s[i]) || s[i] == '.'))
 		return 0;
@@ -1907,37 +1869,25 @@ static const unsigned char lead_indicator[256] = {
     ['>'] = 1, ['\''] = 1, ['"'] = 1, ['%'] = 1, ['@'] = 1, ['`'] = 1,
 };
 
-/* As care8(), for what string_style() looks at: control bytes, DEL,
+/* As care16(), for what string_style() looks at: control bytes, DEL,
  * non-ASCII, ':' and '#'. */
-static inline uint64_t yaml_care8(const unsigned char *s)
+static inline unsigned yaml_care16(const unsigned char *s)
 {
-	uint64_t x, a, b, d;
+	hb_v16 x = hb_v16_load(s);
 
-	memcpy(&x, s, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	x = __builtin_bswap64(x);
-#endif
-	a = x ^ (ONES * ':');
-	b = x ^ (ONES * '#');
-	d = x ^ (ONES * 0x7f);
-	return (x | ((x - ONES * 0x20) & ~x) | ((a - ONES) & ~a) |
-		((b - ONES) & ~b) | ((d - ONES) & ~d)) &
-	       HIGH;
+	return hb_v16_mask(hb_v16_or(
+		hb_v16_ctl(x), hb_v16_or(hb_v16_eq(x, ':'), hb_v16_eq(x, '#'))));
 }
 
-/* As yaml_care8(), once a string is known to be neither plain nor free of
- * newlines: only what forces double quotes is left to find (control
- * bytes other than newline and tab, DEL, non-ASCII).  Exact per byte. */
-static inline uint64_t rare8(const unsigned char *s)
+/* As yaml_care16(), once a string is known to be neither plain nor free
+ * of newlines: only what forces double quotes is left to find (control
+ * bytes other than newline and tab, DEL, non-ASCII). */
+static inline unsigned rare16(const unsigned char *s)
 {
-	uint64_t x, lt;
+	hb_v16 x = hb_v16_load(s);
 
-	memcpy(&x, s, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	x = __builtin_bswap64(x);
-#endif
-	lt = ~((x & LOW7) + ONES * 0x60) & ~x & HIGH; /* below 0x20 */
-	return (x & HIGH) | (lt & ~eq8(x, '\n') & ~eq8(x, '\t')) | eq8(x, 0x7f);
+	return hb_v16_mask(hb_v16_andnot(
+		hb_v16_ctl(x), hb_v16_or(hb_v16_eq(x, '\n'), hb_v16_eq(x, '\t'))));
 }
 
 /* How a string must be written (keys never use literal blocks). */
@@ -1965,16 +1915,16 @@ static enum sstyle string_style(const char *str, size_t n, int key)
 	for (i = 0; i < n; i += k) {
 		unsigned char c;
 
-		/* Skip eight bytes at a time while none of them matters. */
-		while (n - i >= 8) {
-			uint64_t m =
-				!plain && nl ? rare8(s + i) : yaml_care8(s + i);
+		/* Skip sixteen bytes at a time while none of them matters. */
+		while (n - i >= 16) {
+			unsigned m = !plain && nl ? rare16(s + i)
+						  : yaml_care16(s + i);
 
 			if (m) {
-				i += first_marked(m);
+				i += hb_v16_first(m);
 				break;
 			}
-			i += 8;
+			i += 16;
 		}
 		if (i >= n)
 			break;
@@ -2069,11 +2019,10 @@ static void yaml_dquote(struct wr *w, const char *str, size_t n)
 	quoted(w, str, n, yaml_escape);
 }
 
-/* A literal block scalar; content lines at column ind.  Ends with '\n'. */
 /*
  * The lines of a literal block's first core bytes, each non-empty one
  * indented by ind, each ended by a newline, written at o (which has room
- * for them and 8 bytes to spare).  Returns the end.
+ * for them and 16 bytes to spare).  Returns the end.
  */
 static char *literal_lines(char *o, const char *s, size_t core, size_t ind)
 {
@@ -2084,22 +2033,18 @@ static char *literal_lines(char *o, const char *s, size_t core, size_t ind)
 		o += ind;
 	}
 	while (p < end) {
-		if (end - p >= 8) {
-			uint64_t x, m;
+		if (end - p >= 16) {
+			unsigned m =
+				hb_v16_mask(hb_v16_eq(hb_v16_load(p), '\n'));
 
-			memcpy(&x, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-			x = __builtin_bswap64(x);
-#endif
-			m = eq8(x, '\n');
-			memcpy(o, p, 8);
+			memcpy(o, p, 16);
 			if (!m) {
-				o += 8;
-				p += 8;
+				o += 16;
+				p += 16;
 				continue;
 			}
-			o += first_marked(m);
-			p += first_marked(m);
+			o += hb_v16_first(m);
+			p += hb_v16_first(m);
 		} else {
 			const char *nl = memchr(p, '\n', (size_t)(end - p));
 
@@ -2138,7 +2083,7 @@ static void yaml_literal(struct wr *w, const char *s, size_t n, int ind)
 	else
 		PUTS(w, "|+\n");
 	if (ind >= 0 && ind <= 64 && core <= SIZE_MAX / 128 &&
-	    (o = room(w, core + 1 + (core + 1) * (size_t)ind + trail + 8))) {
+	    (o = room(w, core + 1 + (core + 1) * (size_t)ind + trail + 16))) {
 		o = literal_lines(o, s, core, (size_t)ind);
 		for (i = 1; i < trail; i++)
 			*o++ = '\n';
@@ -2421,8 +2366,8 @@ static inline int json_plain(const char *k, size_t n)
 	const unsigned char *s = (const unsigned char *)k;
 	size_t i = 0;
 
-	for (; n - i >= 8; i += 8)
-		if (care8(s + i))
+	for (; n - i >= 16; i += 16)
+		if (care16(s + i))
 			return 0;
 	for (; i < n; i++)
 		if (bclass[s[i]] > B_INDICATOR)
@@ -2472,14 +2417,17 @@ static int json_fast(struct hb_emit *e, struct efr *p, const char *key,
  * (size_t)-1. */
 static size_t json_simple_key(const struct efr *p, const char **key)
 {
-	size_t kl;
+	const unsigned char *k;
+	size_t kl = 0;
 
 	if (!p || !p->obj)
 		return 0;
 	if (!*key)
 		*key = "";
-	kl = strlen(*key);
-	return kl <= 64 && json_plain(*key, kl) ? kl : (size_t)-1;
+	k = (const unsigned char *)*key;
+	while (bclass[k[kl]] <= B_INDICATOR && kl <= 64) /* stops at the NUL */
+		kl++;
+	return k[kl] == '\0' && kl <= 64 ? kl : (size_t)-1;
 }
 
 /* What comes before a value in its parent p (NULL: the root): the
@@ -2523,25 +2471,28 @@ static void yaml_open(struct hb_emit *e, struct efr *f)
 		fail(e, HB_ETOOBIG);
 }
 
-/* A key string_style() would write plain, seen without it: a letter,
- * then letters, digits and "_./-", and not a word YAML reads as
- * something else. */
-static int simple_key(const char *k, size_t n)
+/*
+ * The length of a key string_style() would write plain, seen without it:
+ * a letter, then letters, digits and "_./-", at most 64 bytes, and not a
+ * word YAML reads as something else.  0 when it is not that simple.
+ */
+static size_t simple_key(const char *k)
 {
 	static const unsigned char ok[256] = {
 		['a' ... 'z'] = 1, ['A' ... 'Z'] = 1, ['0' ... '9'] = 1,
 		['_'] = 1,	   ['.'] = 1,	      ['/'] = 1,
 		['-'] = 1,
 	};
+	size_t n = 0;
 
-	if (!n ||
-	    !((k[0] >= 'a' && k[0] <= 'z') || (k[0] >= 'A' && k[0] <= 'Z')))
+	if (!((k[0] >= 'a' && k[0] <= 'z') || (k[0] >= 'A' && k[0] <= 'Z')))
 		return 0;
-	for (size_t i = 1; i < n; i++)
-		if (!ok[(unsigned char)k[i]])
-			return 0;
+	while (ok[(unsigned char)k[n]] && n <= 64)
+		n++;
+	if (k[n] != '\0' || n > 64)
+		return 0;
 	/* letter first: only the short words can look typed */
-	return n > 5 || !looks_typed(k, n);
+	return n > 5 || !typed_word(k, n) ? n : 0;
 }
 
 /* The key of a mapping member, and the ':' after it (yaml_map). */
@@ -2569,7 +2520,6 @@ static void yaml_key(struct wr *w, const char *k, int ind)
 	}
 }
 
-/* Returns the column for a literal block's content lines. */
 /*
  * What comes before a value: indentation, and the key and ':' or "- ".
  * scalar: a scalar follows on this line (a space after the ':').  When
@@ -2589,8 +2539,7 @@ static int yaml_pre(struct hb_emit *e, struct efr *p, const char *key,
 	if (p->n == 0)
 		yaml_open(e, p);
 	ind = p->n != 0 || !p->inl ? (size_t)p->ind : 0;
-	if (p->obj && key && ind <= 64 && (kl = strlen(key)) <= 64 &&
-	    simple_key(key, kl) &&
+	if (p->obj && key && ind <= 64 && (kl = simple_key(key)) &&
 	    (o = room(w, ind + kl + 2 + (plain ? pn + 1 : 0)))) {
 		/* The usual case in one piece. */
 		memcpy(o, spaces, ind);
