@@ -50,6 +50,10 @@ static int word_is(const char *s, size_t n, const char *w)
 /* Next blank-separated word in [*p, end); returns its length, 0 at end. */
 static size_t next_word(const char **p, const char *end, const char **w)
 {
+	/* The bytes that end a word. */
+	static const unsigned char stop[256] = {
+		[' '] = 1, ['\t'] = 1, [';'] = 1, ['&'] = 1, ['|'] = 1,
+	};
 	const char *s = *p;
 
 	while (s < end && is_space(*s))
@@ -59,7 +63,7 @@ static size_t next_word(const char **p, const char *end, const char **w)
 		*p = end;
 		return 0;
 	}
-	while (s < end && !is_space(*s) && *s != ';' && *s != '&' && *s != '|')
+	while (s < end && !stop[(unsigned char)*s])
 		s++;
 	*p = s;
 	return (size_t)(s - *w);
@@ -74,6 +78,10 @@ static enum hb_mpi_impl impl_from_name(const char *s, size_t n)
 	for (size_t i = 0; i < n; i++)
 		low[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]);
 	low[n] = '\0';
+	/* Every name below holds "mpi" but "mvapich": most modules (gcc,
+	 * cuda, hdf5) are told apart by that alone. */
+	if (!strstr(low, "mpi") && !strstr(low, "mvapich"))
+		return HB_MPI_UNKNOWN;
 	if (strstr(low, "openmpi") || strstr(low, "open-mpi") ||
 	    strncmp(low, "ompi", 4) == 0)
 		return HB_MPI_OPENMPI;
@@ -299,6 +307,7 @@ int hb_jobspec_scan_body(struct hb_jobspec *spec, struct hb_err *err)
 		 * scanned with a piece missing. */
 		bool too_long = false, comment = false;
 
+		sc.text = joined;
 		for (;;) {
 			size_t n, k = 0;
 
@@ -318,6 +327,11 @@ int hb_jobspec_scan_body(struct hb_jobspec *spec, struct hb_err *err)
 
 			if (more)
 				n--; /* the backslash */
+			if (jl == 0 && !(more && p < end)) {
+				sc.text = seg; /* one line: read in place */
+				jl = n;
+				break;
+			}
 			if (jl + n < sizeof(joined)) {
 				memcpy(joined + jl, seg, n);
 				jl += n;
@@ -328,9 +342,8 @@ int hb_jobspec_scan_body(struct hb_jobspec *spec, struct hb_err *err)
 				continue;
 			break;
 		}
-		if (too_long)
+		if (too_long || jl >= sizeof(joined))
 			continue;
-		sc.text = joined;
 		sc.len = jl;
 		sc.line = first;
 		while (sc.len && is_space(*sc.text)) {

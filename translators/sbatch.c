@@ -21,6 +21,7 @@
  * a field set it, the others carry a note saying what they were.
  */
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -383,6 +384,49 @@ static const struct lopt lopts[] = {
 };
 
 #define NLOPTS (sizeof(lopts) / sizeof(lopts[0]))
+
+/*
+ * An index of the long options by exact name: open addressing over
+ * LOPT_SLOTS slots, each lopts[] index + 1 (0: empty).  Built once.
+ */
+#define LOPT_SLOTS 512
+static uint16_t lopt_slot[LOPT_SLOTS];
+static pthread_once_t lopt_once = PTHREAD_ONCE_INIT;
+
+static unsigned lopt_hash(const char *name, size_t n)
+{
+	unsigned h = (unsigned)n;
+
+	for (size_t i = 0; i < n; i++)
+		h = h * 31u + (unsigned char)name[i];
+	return h & (LOPT_SLOTS - 1);
+}
+
+static void lopt_index(void)
+{
+	for (size_t k = 0; k < NLOPTS; k++) {
+		unsigned h = lopt_hash(lopts[k].name, lopts[k].len);
+
+		while (lopt_slot[h])
+			h = (h + 1) & (LOPT_SLOTS - 1);
+		lopt_slot[h] = (uint16_t)(k + 1);
+	}
+}
+
+/* The long option spelled exactly name (n bytes), or NULL. */
+static const struct lopt *lopt_exact(const char *name, size_t n)
+{
+	unsigned h = lopt_hash(name, n);
+
+	pthread_once(&lopt_once, lopt_index);
+	for (; lopt_slot[h]; h = (h + 1) & (LOPT_SLOTS - 1)) {
+		const struct lopt *o = &lopts[lopt_slot[h] - 1];
+
+		if (o->len == n && memcmp(o->name, name, n) == 0)
+			return o;
+	}
+	return NULL;
+}
 
 /* The variables sbatch 22.05 reads (src/sbatch/opt.c env_vars[]). */
 static const struct envopt {
@@ -2342,10 +2386,7 @@ static int long_option(struct ctx *c, struct toks *ts, size_t *i)
 	const char *arg = NULL;
 	int rc;
 
-	for (size_t k = 0; k < NLOPTS && !found; k++)
-		if (lopts[k].len == nlen && lopts[k].name[0] == name[0] &&
-		    memcmp(lopts[k].name, name, nlen) == 0)
-			found = &lopts[k];
+	found = lopt_exact(name, nlen);
 	if (!found) {
 		for (size_t k = 0; k < NLOPTS; k++) {
 			if (lopts[k].len < nlen ||
