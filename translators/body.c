@@ -17,11 +17,16 @@
 #define LINE_MAX_SCAN 4096
 
 /* Variable prefixes that tune communication and must reach every rank. */
-static const char *const rank_env_prefixes[] = {
-	"NCCL_",     "UCX_",   "OMP_",	"FI_",	  "I_MPI_",
-	"OMPI_MCA_", "MPICH_", "PSM2_", "HCOLL_", "CUDA_VISIBLE_DEVICES",
-	NULL,
+#define PFX(s) { s, sizeof(s) - 1 }
+static const struct {
+	const char *s;
+	size_t n;
+} rank_env_prefixes[] = {
+	PFX("NCCL_"),	  PFX("UCX_"),	 PFX("OMP_"),  PFX("FI_"),
+	PFX("I_MPI_"),	  PFX("OMPI_MCA_"), PFX("MPICH_"), PFX("PSM2_"),
+	PFX("HCOLL_"),	  PFX("CUDA_VISIBLE_DEVICES"),
 };
+#undef PFX
 
 static int is_space(char c)
 {
@@ -96,8 +101,13 @@ static enum hb_mpi_impl impl_from_name(const char *s, size_t n)
 
 static int is_rank_env(const char *s, size_t n)
 {
-	for (const char *const *p = rank_env_prefixes; *p; p++)
-		if (has_prefix(s, n, *p))
+	for (size_t i = 0; i < sizeof(rank_env_prefixes) /
+				       sizeof(rank_env_prefixes[0]);
+	     i++)
+		if (n >= rank_env_prefixes[i].n &&
+		    s[0] == rank_env_prefixes[i].s[0] &&
+		    memcmp(s, rank_env_prefixes[i].s, rank_env_prefixes[i].n) ==
+			    0)
 			return 1;
 	return 0;
 }

@@ -319,7 +319,8 @@ int hb_arena_owns(const struct hb_arena *a, const void *p)
 	return 0;
 }
 
-void *hb_arena_alloc(struct hb_arena *a, size_t n)
+/* n bytes of the arena, as they were left (hb_arena_alloc zeroes them). */
+static void *take(struct hb_arena *a, size_t n)
 {
 	struct hb_arena_chunk *c = a->head;
 	size_t sz, off;
@@ -338,7 +339,6 @@ void *hb_arena_alloc(struct hb_arena *a, size_t n)
 		c->next = a->head;
 		a->head = c;
 		a->total += n;
-		memset(c->mem, 0, n);
 		return c->mem;
 	}
 	n = (n + 15) & ~(size_t)15;
@@ -373,8 +373,16 @@ void *hb_arena_alloc(struct hb_arena *a, size_t n)
 	off = c->used;
 	c->used += n;
 	a->total += n;
-	memset(c->mem + off, 0, n);
 	return c->mem + off;
+}
+
+void *hb_arena_alloc(struct hb_arena *a, size_t n)
+{
+	void *p = take(a, n);
+
+	if (p)
+		memset(p, 0, n);
+	return p;
 }
 
 char *hb_arena_strndup(struct hb_arena *a, const char *s, size_t n)
@@ -383,7 +391,7 @@ char *hb_arena_strndup(struct hb_arena *a, const char *s, size_t n)
 
 	if (n == SIZE_MAX)
 		return NULL;
-	p = hb_arena_alloc(a, n + 1);
+	p = take(a, n + 1);
 	if (!p)
 		return NULL;
 	memcpy(p, s, n);

@@ -393,12 +393,15 @@ static const struct lopt lopts[] = {
 static uint16_t lopt_slot[LOPT_SLOTS];
 static pthread_once_t lopt_once = PTHREAD_ONCE_INIT;
 
+/* From the length and three letters: no two options collide much. */
 static unsigned lopt_hash(const char *name, size_t n)
 {
-	unsigned h = (unsigned)n;
+	unsigned h = (unsigned)n * 97u;
 
-	for (size_t i = 0; i < n; i++)
-		h = h * 31u + (unsigned char)name[i];
+	if (n)
+		h += (unsigned char)name[0] * 31u +
+		     (unsigned char)name[n / 2] * 7u +
+		     (unsigned char)name[n - 1];
 	return h & (LOPT_SLOTS - 1);
 }
 
@@ -2578,6 +2581,28 @@ static int get_argument(struct ctx *c, const char **pp, const char *e,
 	if (p == e)
 		return 0;
 	start = p;
+	/* The usual argument has no quote, backslash or '#': it is taken as
+	 * it is written. */
+	{
+		static const unsigned char stop[256] = {
+			[' '] = 1,  ['\t'] = 1, ['\n'] = 1, ['\v'] = 1,
+			['\f'] = 1, ['\r'] = 1, ['\\'] = 1, ['"'] = 1,
+			['\''] = 1, ['#'] = 1,
+		};
+		const char *r = p;
+
+		while (r < e && !stop[(unsigned char)*r])
+			r++;
+		if (r == e || is_space(*r)) {
+			t->val = hb_jobspec_strndup(c->spec, p, (size_t)(r - p));
+			if (!t->val)
+				return nomem(c);
+			*pp = r;
+			t->raw = start;
+			t->rawlen = (uint32_t)(r - start);
+			return 1;
+		}
+	}
 	while (p < e && (quoted || !is_space(*p))) {
 		if (esc) {
 			esc = false;
