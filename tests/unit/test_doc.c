@@ -933,6 +933,46 @@ static void test_json_escapes_offsets(void **state)
 		}
 }
 
+/* Many escapes in one sixteen-byte block, and across blocks: strings of
+ * plain letters, quotes, backslashes, newlines and tabs, against a
+ * byte-by-byte escaper. */
+static void test_json_escapes_dense(void **state)
+{
+	static const char alpha[] = "ab\"\\\n\t";
+	char in[80], want[200];
+	uint32_t seed = 7;
+
+	(void)state;
+	for (int round = 0; round < 5000; round++) {
+		size_t n, o = 0;
+		cJSON *s;
+		char *j;
+
+		seed = seed * 1103515245u + 12345u;
+		n = (seed >> 16) % (sizeof(in) - 1);
+		want[o++] = '"';
+		for (size_t i = 0; i < n; i++) {
+			seed = seed * 1103515245u + 12345u;
+			in[i] = alpha[(seed >> 16) % (sizeof(alpha) - 1)];
+			if (in[i] == '\n' || in[i] == '\t') {
+				want[o++] = '\\';
+				want[o++] = in[i] == '\n' ? 'n' : 't';
+			} else {
+				if (in[i] == '"' || in[i] == '\\')
+					want[o++] = '\\';
+				want[o++] = in[i];
+			}
+		}
+		in[n] = '\0';
+		memcpy(want + o, "\"\n", 3);
+		s = cJSON_CreateString(in);
+		j = json_of(s);
+		assert_string_equal(j, want);
+		free(j);
+		cJSON_Delete(s);
+	}
+}
+
 /* Trees made in a scope come from its arena and write as any other. */
 static void test_scope(void **state)
 {
@@ -1093,6 +1133,7 @@ int main(void)
 	    cmocka_unit_test(test_yaml_golden),
 	    cmocka_unit_test(test_json_escapes),
 	    cmocka_unit_test(test_json_escapes_offsets),
+	    cmocka_unit_test(test_json_escapes_dense),
 	    cmocka_unit_test(test_scope),
 	    cmocka_unit_test(test_writer_errors),
 	    cmocka_unit_test(test_reference_files),
