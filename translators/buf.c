@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hpcbridge/buf.h"
+#include "hpcbridge/bytes.h"
 #include "hpcbridge/error.h"
 
 void hb_buf_init(struct hb_buf *b, size_t max)
@@ -81,8 +82,7 @@ int hb_buf_append(struct hb_buf *b, const void *p, size_t n)
 
 	if (rc)
 		return rc;
-	if (n)
-		memcpy(b->data + b->len, p, n);
+	hb_copy(b->data + b->len, p, n);
 	b->len += n;
 	b->data[b->len] = '\0';
 	return 0;
@@ -394,7 +394,7 @@ char *hb_arena_strndup(struct hb_arena *a, const char *s, size_t n)
 	p = take(a, n + 1);
 	if (!p)
 		return NULL;
-	memcpy(p, s, n);
+	hb_copy(p, s, n);
 	p[n] = '\0';
 	return p;
 }

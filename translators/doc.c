@@ -1361,7 +1361,7 @@ static inline void put(struct wr *w, const char *s, size_t n)
 	struct hb_buf *b = w->b;
 
 	if (n < b->cap - b->len && n <= b->max - b->len && !w->rc) {
-		memcpy(b->data + b->len, s, n);
+		hb_copy(b->data + b->len, s, n);
 		b->len += n;
 		return;
 	}
@@ -1495,14 +1495,12 @@ static void put_u4(struct wr *w, uint32_t c)
 }
 
 /*
- * The bytes among the sixteen at s that need care in a JSON or
+ * The bytes of block x that need care in a JSON or
  * double-quoted string (a control byte, '"', '\\', DEL or non-ASCII):
  * bit i for byte i.  0: all sixteen are plain.
  */
-static inline unsigned care16(const unsigned char *s)
+static inline unsigned care16(hb_v16 x)
 {
-	hb_v16 x = hb_v16_load(s);
-
 	return hb_v16_mask(hb_v16_or(
 		hb_v16_ctl(x), hb_v16_or(hb_v16_eq(x, '"'), hb_v16_eq(x, '\\'))));
 }
@@ -1556,7 +1554,7 @@ static int quoted_fast(struct wr *w, const char *str, size_t n)
 		unsigned char c;
 
 		if (end - p >= 16) {
-			unsigned m = care16(p);
+			unsigned m = care16(hb_v16_load(p));
 
 			memcpy(o, p, 16); /* room has 16 bytes to spare */
 			if (!m) {
@@ -1607,7 +1605,7 @@ static void quoted(struct wr *w, const char *str, size_t n,
 		unsigned char c;
 
 		while (end - s >= 16) {
-			unsigned m = care16(s);
+			unsigned m = care16(hb_v16_load(s));
 
 			if (m) {
 				s += hb_v16_first(m);
@@ -1676,7 +1674,7 @@ static size_t fmt_int(double d, char *out)
 	} while (v);
 	if (neg)
 		out[n++] = '-';
-	memcpy(out + n, tmp + i, sizeof(tmp) - i);
+	hb_copy(out + n, tmp + i, sizeof(tmp) - i);
 	return n + sizeof(tmp) - i;
 }
 
@@ -1807,10 +1805,13 @@ static int typed_word(const char *s, size_t n)
 {
 	char l[5];
 
+	if (n > sizeof(l))
+		return 0;
+
 	for (size_t i = 0; i < n; i++)
 		l[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] - 'A' + 'a'
 							 : s[i]);
-#define IS(w) (!memcmp(l, w, n))
+#define IS(w) (!memcmp(l, w, sizeof(w) - 1))
 	switch (n) {
 	case 1:
 		return l[0] == 'y' || l[0] == 'n' || l[0] == '~' || l[0] == '=';
@@ -1871,10 +1872,8 @@ static const unsigned char lead_indicator[256] = {
 
 /* As care16(), for what string_style() looks at: control bytes, DEL,
  * non-ASCII, ':' and '#'. */
-static inline unsigned yaml_care16(const unsigned char *s)
+static inline unsigned yaml_care16(hb_v16 x)
 {
-	hb_v16 x = hb_v16_load(s);
-
 	return hb_v16_mask(hb_v16_or(
 		hb_v16_ctl(x), hb_v16_or(hb_v16_eq(x, ':'), hb_v16_eq(x, '#'))));
 }
@@ -1882,10 +1881,8 @@ static inline unsigned yaml_care16(const unsigned char *s)
 /* As yaml_care16(), once a string is known to be neither plain nor free
  * of newlines: only what forces double quotes is left to find (control
  * bytes other than newline and tab, DEL, non-ASCII). */
-static inline unsigned rare16(const unsigned char *s)
+static inline unsigned rare16(hb_v16 x)
 {
-	hb_v16 x = hb_v16_load(s);
-
 	return hb_v16_mask(hb_v16_andnot(
 		hb_v16_ctl(x), hb_v16_or(hb_v16_eq(x, '\n'), hb_v16_eq(x, '\t'))));
 }
@@ -1895,7 +1892,7 @@ static enum sstyle string_style(const char *str, size_t n, int key)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	int plain = 1, literal = 1, nl = 0;
-	size_t i, k;
+	size_t i, k, done = 0;
 	uint32_t cp;
 
 	if (n == 0)
@@ -1912,50 +1909,45 @@ static enum sstyle string_style(const char *str, size_t n, int key)
 		plain = 0;
 	else if (s[n - 1] == ':')
 		plain = 0;
-	for (i = 0; i < n; i += k) {
-		unsigned char c;
+	/* Sixteen bytes at a time (the last few padded to a block),
+	 * visiting only the bytes that matter.  done: bytes
+	 * before it belong to a character already read. */
+	for (i = 0; i < n; i += 16) {
+		size_t left = n - i;
+		hb_v16 x = left >= 16 ? hb_v16_load(s + i)
+				      : hb_v16_load_tail(s + i, left);
+		unsigned m = !plain && nl ? rare16(x) : yaml_care16(x);
 
-		/* Skip sixteen bytes at a time while none of them matters. */
-		while (n - i >= 16) {
-			unsigned m = !plain && nl ? rare16(s + i)
-						  : yaml_care16(s + i);
+		if (left < 16)
+			m &= (1u << left) - 1;
+		for (; m; m &= m - 1) {
+			size_t at = i + hb_v16_first(m);
+			unsigned char c = s[at];
 
-			if (m) {
-				i += hb_v16_first(m);
-				break;
+			if (at < done)
+				continue;
+			if (c == ':') {
+				if (at + 1 < n && s[at + 1] == ' ')
+					plain = 0;
+			} else if (c == '#') {
+				if (at > 0 && s[at - 1] == ' ')
+					plain = 0;
+			} else if (c == '\n') {
+				plain = 0;
+				nl = 1;
+			} else if (c == '\t') {
+				/* Content may hold tabs after a block's
+				 * indentation; a plain scalar may not. */
+				plain = 0;
+			} else if (c < 0x80) {
+				return S_DQUOTE; /* CR, other controls, DEL */
+			} else {
+				k = utf8_dec(s + at, n - at, &cp);
+				if (!k || cp_special(cp))
+					return S_DQUOTE;
+				done = at + k;
 			}
-			i += 16;
 		}
-		if (i >= n)
-			break;
-		c = s[i];
-		k = 1;
-		if (bclass[c] == B_PLAIN || bclass[c] == B_QUOTE)
-			continue;
-		if (bclass[c] == B_INDICATOR) {
-			if (c == ':' && i + 1 < n && s[i + 1] == ' ')
-				plain = 0;
-			else if (c == '#' && i > 0 && s[i - 1] == ' ')
-				plain = 0;
-			continue;
-		}
-		if (c == '\n') {
-			plain = 0;
-			nl = 1;
-			continue;
-		}
-		if (c == '\t') {
-			/* Content may hold tabs after a block's indentation;
-			 * a plain scalar may not. */
-			plain = 0;
-			continue;
-		}
-		if (c < 0x80) {
-			return S_DQUOTE; /* CR, other controls, DEL */
-		}
-		k = utf8_dec(s + i, n - i, &cp);
-		if (!k || cp_special(cp))
-			return S_DQUOTE;
 	}
 	if (plain && !looks_typed(str, n))
 		return key && n > 1000 ? S_DQUOTE : S_PLAIN;
@@ -2029,7 +2021,7 @@ static char *literal_lines(char *o, const char *s, size_t core, size_t ind)
 	const char *p = s, *end = s + core;
 
 	if (p < end && *p != '\n') {
-		memcpy(o, spaces, ind);
+		hb_copy(o, spaces, ind);
 		o += ind;
 	}
 	while (p < end) {
@@ -2049,18 +2041,18 @@ static char *literal_lines(char *o, const char *s, size_t core, size_t ind)
 			const char *nl = memchr(p, '\n', (size_t)(end - p));
 
 			if (!nl) {
-				memcpy(o, p, (size_t)(end - p));
+				hb_copy(o, p, (size_t)(end - p));
 				o += end - p;
 				break;
 			}
-			memcpy(o, p, (size_t)(nl - p));
+			hb_copy(o, p, (size_t)(nl - p));
 			o += nl - p;
 			p = nl;
 		}
 		*o++ = '\n'; /* *p is the newline */
 		p++;
 		if (p < end && *p != '\n') {
-			memcpy(o, spaces, ind);
+			hb_copy(o, spaces, ind);
 			o += ind;
 		}
 	}
@@ -2367,12 +2359,10 @@ static inline int json_plain(const char *k, size_t n)
 	size_t i = 0;
 
 	for (; n - i >= 16; i += 16)
-		if (care16(s + i))
+		if (care16(hb_v16_load(s + i)))
 			return 0;
-	for (; i < n; i++)
-		if (bclass[s[i]] > B_INDICATOR)
-			return 0;
-	return 1;
+	return i == n ||
+	       !(care16(hb_v16_load_tail(s + i, n - i)) & ((1u << (n - i)) - 1));
 }
 
 /*
@@ -2394,18 +2384,18 @@ static int json_fast(struct hb_emit *e, struct efr *p, const char *key,
 		return 0;
 	*o++ = p->n ? ',' : p->obj ? '{' : '[';
 	*o++ = '\n';
-	memcpy(o, spaces, ind);
+	hb_copy(o, spaces, ind);
 	o += ind;
 	if (p->obj) {
 		*o++ = '"';
-		memcpy(o, key, kl);
+		hb_copy(o, key, kl);
 		o += kl;
 		memcpy(o, "\": ", 3);
 		o += 3;
 	}
 	if (v) {
 		*o++ = '"';
-		memcpy(o, v, vn);
+		hb_copy(o, v, vn);
 		o += vn;
 		*o++ = '"';
 	}
@@ -2417,17 +2407,14 @@ static int json_fast(struct hb_emit *e, struct efr *p, const char *key,
  * (size_t)-1. */
 static size_t json_simple_key(const struct efr *p, const char **key)
 {
-	const unsigned char *k;
-	size_t kl = 0;
+	size_t kl;
 
 	if (!p || !p->obj)
 		return 0;
 	if (!*key)
 		*key = "";
-	k = (const unsigned char *)*key;
-	while (bclass[k[kl]] <= B_INDICATOR && kl <= 64) /* stops at the NUL */
-		kl++;
-	return k[kl] == '\0' && kl <= 64 ? kl : (size_t)-1;
+	kl = strlen(*key);
+	return kl <= 64 && json_plain(*key, kl) ? kl : (size_t)-1;
 }
 
 /* What comes before a value in its parent p (NULL: the root): the
@@ -2478,19 +2465,23 @@ static void yaml_open(struct hb_emit *e, struct efr *f)
  */
 static size_t simple_key(const char *k)
 {
-	static const unsigned char ok[256] = {
-		['a' ... 'z'] = 1, ['A' ... 'Z'] = 1, ['0' ... '9'] = 1,
-		['_'] = 1,	   ['.'] = 1,	      ['/'] = 1,
-		['-'] = 1,
-	};
-	size_t n = 0;
+	size_t n = strlen(k);
 
-	if (!((k[0] >= 'a' && k[0] <= 'z') || (k[0] >= 'A' && k[0] <= 'Z')))
+	if (!n || n > 64 ||
+	    !((k[0] >= 'a' && k[0] <= 'z') || (k[0] >= 'A' && k[0] <= 'Z')))
 		return 0;
-	while (ok[(unsigned char)k[n]] && n <= 64)
-		n++;
-	if (k[n] != '\0' || n > 64)
-		return 0;
+	for (size_t i = 0; i < n; i += 16) {
+		size_t left = n - i;
+		hb_v16 x = left >= 16 ? hb_v16_load(k + i)
+				      : hb_v16_load_tail(k + i, left);
+		unsigned want = left >= 16 ? 0xffffu : (1u << left) - 1;
+		unsigned ok = hb_v16_mask(hb_v16_or(
+			hb_v16_or(hb_v16_alpha(x), hb_v16_range(x, '-', '9')),
+			hb_v16_eq(x, '_')));
+
+		if ((ok & want) != want)
+			return 0;
+	}
 	/* letter first: only the short words can look typed */
 	return n > 5 || !typed_word(k, n) ? n : 0;
 }
@@ -2542,15 +2533,15 @@ static int yaml_pre(struct hb_emit *e, struct efr *p, const char *key,
 	if (p->obj && key && ind <= 64 && (kl = simple_key(key)) &&
 	    (o = room(w, ind + kl + 2 + (plain ? pn + 1 : 0)))) {
 		/* The usual case in one piece. */
-		memcpy(o, spaces, ind);
+		hb_copy(o, spaces, ind);
 		o += ind;
-		memcpy(o, key, kl);
+		hb_copy(o, key, kl);
 		o += kl;
 		*o++ = ':';
 		if (scalar)
 			*o++ = ' ';
 		if (plain) {
-			memcpy(o, plain, pn);
+			hb_copy(o, plain, pn);
 			o += pn;
 			*o++ = '\n';
 		}
@@ -2693,7 +2684,7 @@ int hb_emit_end(struct hb_emit *e)
 			put(&e->w, f->obj ? "{}" : "[]", 2);
 		} else if (ind <= 64 && (o = room(&e->w, ind + 2))) {
 			*o++ = '\n';
-			memcpy(o, spaces, ind);
+			hb_copy(o, spaces, ind);
 			o += ind;
 			*o++ = f->obj ? '}' : ']';
 			used(&e->w, o);

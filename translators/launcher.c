@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hpcbridge/bytes.h"
 #include "hpcbridge/launcher.h"
 
 /* First line of every launcher script: hb_launcher_extract() checks it. */
@@ -820,11 +821,11 @@ static int put_assign(struct hb_buf *b, bool exp, const char *name,
 			memcpy(o, "export ", 7);
 			o += 7;
 		}
-		memcpy(o, name, nl);
+		hb_copy(o, name, nl);
 		o += nl;
 		*o++ = '=';
 		*o++ = '\'';
-		memcpy(o, value, vl);
+		hb_copy(o, value, vl);
 		o += vl;
 		*o++ = '\'';
 		*o++ = '\n';

@@ -42,6 +42,22 @@ static inline hb_v16 hb_v16_ctl(hb_v16 x)
 			    hb_v16_eq(x, 0x7f));
 }
 
+/* Bytes from lo to hi, both included. */
+static inline hb_v16 hb_v16_range(hb_v16 x, unsigned char lo, unsigned char hi)
+{
+	/* x - lo wraps below lo; in range when it is at most hi - lo. */
+	hb_v16 d = _mm_sub_epi8(x, _mm_set1_epi8((char)lo));
+
+	return _mm_cmpeq_epi8(_mm_subs_epu8(d, _mm_set1_epi8((char)(hi - lo))),
+			      _mm_setzero_si128());
+}
+
+/* ASCII letters, either case. */
+static inline hb_v16 hb_v16_alpha(hb_v16 x)
+{
+	return hb_v16_range(_mm_or_si128(x, _mm_set1_epi8(0x20)), 'a', 'z');
+}
+
 static inline hb_v16 hb_v16_or(hb_v16 a, hb_v16 b)
 {
 	return _mm_or_si128(a, b);
@@ -86,6 +102,23 @@ static inline hb_v16 hb_v16_ctl(hb_v16 x)
 	return x;
 }
 
+static inline hb_v16 hb_v16_range(hb_v16 x, unsigned char lo, unsigned char hi)
+{
+	for (int i = 0; i < 16; i++)
+		x.b[i] = x.b[i] >= lo && x.b[i] <= hi ? 0xff : 0;
+	return x;
+}
+
+static inline hb_v16 hb_v16_alpha(hb_v16 x)
+{
+	for (int i = 0; i < 16; i++)
+		x.b[i] = (x.b[i] >= 'a' && x.b[i] <= 'z') ||
+				 (x.b[i] >= 'A' && x.b[i] <= 'Z')
+			 ? 0xff
+			 : 0;
+	return x;
+}
+
 static inline hb_v16 hb_v16_or(hb_v16 a, hb_v16 b)
 {
 	for (int i = 0; i < 16; i++)
@@ -125,6 +158,45 @@ static inline unsigned hb_v16_first(unsigned m)
 	}
 	return i;
 #endif
+}
+
+/*
+ * Copy n bytes from s to o, which do not overlap: short runs inline, as
+ * two overlapping fixed-size moves, the rest through memcpy().  The
+ * writers copy many short keys and values; a call per copy costs more
+ * than the copy.
+ */
+static inline void hb_copy(void *o, const void *s, size_t n)
+{
+	unsigned char *d = o;
+	const unsigned char *p = s;
+
+	if (n > 16) {
+		memcpy(d, p, n);
+	} else if (n >= 8) {
+		memcpy(d, p, 8);
+		memcpy(d + n - 8, p + n - 8, 8);
+	} else if (n >= 4) {
+		memcpy(d, p, 4);
+		memcpy(d + n - 4, p + n - 4, 4);
+	} else if (n) {
+		d[0] = p[0];
+		d[n / 2] = p[n / 2];
+		d[n - 1] = p[n - 1];
+	}
+}
+
+/*
+ * The n bytes at p, n below 16, as a block padded with zero bytes (which
+ * the caller masks off: (1u << n) - 1 keeps the real ones).  Nothing past
+ * p + n is read.
+ */
+static inline hb_v16 hb_v16_load_tail(const void *p, size_t n)
+{
+	unsigned char pad[16] = {0};
+
+	hb_copy(pad, p, n);
+	return hb_v16_load(pad);
 }
 
 #endif /* HPCBRIDGE_BYTES_H */

@@ -39,6 +39,18 @@ static int is_rare(unsigned char c)
 	return is_ctl(c) && c != '\n' && c != '\t';
 }
 
+static int is_key_byte(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '/' ||
+	       c == '-';
+}
+
+static int is_high_range(unsigned char c)
+{
+	return c >= 0xc2 && c <= 0xf4;
+}
+
 /* The combinations the writers use, on one block. */
 static void check_block(const unsigned char *b)
 {
@@ -50,6 +62,13 @@ static void check_block(const unsigned char *b)
 		hb_v16_ctl(x),
 		hb_v16_or(hb_v16_eq(x, '\n'), hb_v16_eq(x, '\t'))));
 
+	unsigned key = hb_v16_mask(hb_v16_or(
+		hb_v16_or(hb_v16_alpha(x), hb_v16_range(x, '-', '9')),
+		hb_v16_eq(x, '_')));
+
+	assert_int_equal(key, ref_mask(b, is_key_byte));
+	assert_int_equal(hb_v16_mask(hb_v16_range(x, 0xc2, 0xf4)),
+			 ref_mask(b, is_high_range));
 	assert_int_equal(hb_v16_mask(hb_v16_eq(x, '$')), ref_mask(b, is_dollar));
 	assert_int_equal(hb_v16_mask(hb_v16_ctl(x)), ref_mask(b, is_ctl));
 	assert_int_equal(care, ref_mask(b, is_quote_care));
