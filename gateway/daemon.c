@@ -37,6 +37,7 @@
 #include "hpcbridge/backend.h"
 #include "hpcbridge/proto.h"
 #include "hpcbridge/rules.h"
+#include "hpcbridge/doc.h"
 #include "hpcbridge/store.h"
 #include "origin.h"
 #include "decider.h"
@@ -48,6 +49,8 @@
 
 /* Read at most this much per read(2). */
 #define READ_CHUNK (64u * 1024)
+/* Most memory one decision's cJSON trees may take (op_decide). */
+#define SCRATCH_MAX (64u * 1024 * 1024)
 /* Stop taking requests from a connection whose unsent replies pass this. */
 #define OUT_HIGH (4u * 1024 * 1024)
 /* A connection's buffers larger than this are freed once empty. */
@@ -142,6 +145,7 @@ struct hb_daemon {
 	struct hb_backend *remote;     /* where burst jobs run */
 	struct hb_kube_origin *origin; /* managed MPIJobs (origin.c), or NULL */
 	struct hb_decider *dc;	       /* placement (decider.c) */
+	struct hb_arena scratch;       /* a decision's cJSON trees */
 	int epfd, lfd, sfd;
 	struct watch wl, ws, wp, wo;
 	struct conn *conns; /* doubly linked */
@@ -686,9 +690,18 @@ static int add_copy(cJSON *obj, const char *key, const cJSON *item)
 	return 0;
 }
 
+/* j as one line of JSON; caller frees with free().  NULL for NULL, or
+ * when out of memory. */
 static char *print_or_null(const cJSON *j)
 {
-	return j ? cJSON_PrintUnformatted(j) : NULL;
+	struct hb_buf b;
+
+	hb_buf_init(&b, HB_PROTO_MAX_PAYLOAD);
+	if (!j || hb_doc_write_json_compact(j, &b)) {
+		hb_buf_free(&b);
+		return NULL;
+	}
+	return hb_buf_steal(&b);
 }
 
 /* "2026-01-31T12:00:00.123Z" for wall-clock ms. */
@@ -759,7 +772,7 @@ static int audit(struct hb_daemon *d, uid_t uid, const char *user,
 		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 	rc = hb_store_event_add(d->st, (int64_t)uid, user[0] ? user : NULL,
 				peer, action, job_id, text, err);
-	cJSON_free(text);
+	free(text);
 	return rc;
 }
 
@@ -797,7 +810,7 @@ fail:
 	return NULL;
 }
 
-static void op_decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
+static void decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 {
 	const char *user, *account, *partition, *name, *target, *script;
 	const cJSON *options, *jobspec, *argv, *env;
@@ -883,8 +896,8 @@ static void op_decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	if (!cJSON_AddItemToObject(inputs, "placement", dec.doc))
 		goto nomem;
 	dec.doc = NULL; /* inputs owns it */
-	inputs_s = cJSON_PrintUnformatted(inputs);
-	src_s = cJSON_PrintUnformatted(src);
+	inputs_s = print_or_null(inputs);
+	src_s = print_or_null(src);
 	if (!inputs_s || !src_s)
 		goto nomem;
 
@@ -965,8 +978,22 @@ out:
 	cJSON_Delete(src);
 	cJSON_Delete(detail);
 	cJSON_Delete(r);
-	cJSON_free(inputs_s);
-	cJSON_free(src_s);
+	free(inputs_s);
+	free(src_s);
+}
+
+/*
+ * A decision builds and drops a few hundred cJSON nodes (the engine's
+ * document, what is stored, the reply); they come from the daemon's
+ * scratch arena, reset after each decision, instead of malloc.  Nothing
+ * made here outlives it: replies are framed into malloc'd buffers.
+ */
+static void op_decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
+{
+	hb_doc_scope_begin(&d->scratch);
+	decide(d, c, req);
+	hb_doc_scope_end();
+	hb_arena_reset(&d->scratch);
 }
 
 struct list_ctx {
@@ -2836,6 +2863,7 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 		goto fail;
 	if ((rc = hb_decider_new(&d->cfg, &d->dc, err)))
 		goto fail;
+	hb_arena_init(&d->scratch, SCRATCH_MAX);
 	if ((rc = hb_store_open(d->cfg.daemon_state, &d->st, err)))
 		goto fail;
 	if ((rc = remote_new(d, err)))
@@ -3085,6 +3113,7 @@ void hb_daemon_free(struct hb_daemon *d)
 	hb_origin_free(d->origin); /* after the pool: done() may publish */
 	hb_store_close(d->st);
 	hb_decider_free(d->dc);
+	hb_arena_free(&d->scratch);
 	hb_config_free(&d->cfg);
 	free(d->config_path);
 	free(d->socket_path);

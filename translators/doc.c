@@ -1343,6 +1343,7 @@ int hb_doc_parse_stream(const char *buf, size_t len, const char *name,
 struct wr {
 	struct hb_buf *b;
 	int rc;
+	int compact; /* JSON with no whitespace */
 };
 
 static const char spaces[] =
@@ -1753,18 +1754,25 @@ static void json_value(struct wr *w, const cJSON *v, int depth)
 		}
 		putc1(w, obj ? '{' : '[');
 		for (c = v->child; c && !w->rc; c = c->next) {
-			putc1(w, '\n');
-			indent(w, 2 * (depth + 1));
+			if (!w->compact) {
+				putc1(w, '\n');
+				indent(w, 2 * (depth + 1));
+			}
 			if (obj) {
 				json_string(w, c->string);
-				PUTS(w, ": ");
+				if (w->compact)
+					putc1(w, ':');
+				else
+					PUTS(w, ": ");
 			}
 			json_value(w, c, depth + 1);
 			if (c->next)
 				putc1(w, ',');
 		}
-		putc1(w, '\n');
-		indent(w, 2 * depth);
+		if (!w->compact) {
+			putc1(w, '\n');
+			indent(w, 2 * depth);
+		}
 		putc1(w, obj ? '}' : ']');
 		return;
 	}
@@ -1785,13 +1793,24 @@ static int finish(struct wr *w, size_t start)
 
 int hb_doc_write_json(const cJSON *doc, struct hb_buf *out)
 {
-	struct wr w = {out, 0};
+	struct wr w = {out, 0, 0};
 	size_t start = out->len;
 
 	if (!doc)
 		return HB_EINVAL;
 	json_value(&w, doc, 0);
 	putc1(&w, '\n');
+	return finish(&w, start);
+}
+
+int hb_doc_write_json_compact(const cJSON *doc, struct hb_buf *out)
+{
+	struct wr w = {out, 0, 1};
+	size_t start = out->len;
+
+	if (!doc)
+		return HB_EINVAL;
+	json_value(&w, doc, 0);
 	return finish(&w, start);
 }
 

@@ -65,6 +65,13 @@ int hb_doc_parse_stream(const char *buf, size_t len, const char *name,
 int hb_doc_write_json(const struct cJSON *doc, struct hb_buf *out);
 
 /*
+ * The same document on one line with no whitespace at all, as
+ * cJSON_PrintUnformatted() lays it out (no trailing newline), but with
+ * this writer's numbers and escapes.  Errors as for hb_doc_write_json().
+ */
+int hb_doc_write_json_compact(const struct cJSON *doc, struct hb_buf *out);
+
+/*
  * Append doc as block YAML, 2-space indent, in the kubectl style (a
  * sequence under a key is not indented; "- key: v" for mappings in
  * sequences; {} and [] for empty collections).  Strings are double-quoted

@@ -579,11 +579,53 @@ static int equal(const cJSON *a, const cJSON *b)
 	return !small(a, 0) || cJSON_Compare(a, b, 1);
 }
 
+/* JSON text with the whitespace outside strings removed. */
+static char *squeeze(const char *j)
+{
+	char *out = malloc(strlen(j) + 1), *o = out;
+	int in_str = 0;
+
+	assert_non_null(out);
+	for (; *j; j++) {
+		if (in_str) {
+			*o++ = *j;
+			if (*j == '\\' && j[1])
+				*o++ = *++j;
+			else if (*j == '"')
+				in_str = 0;
+			continue;
+		}
+		if (*j == '"')
+			in_str = 1;
+		if (*j != ' ' && *j != '\n')
+			*o++ = *j;
+	}
+	*o = '\0';
+	return out;
+}
+
+/* The compact writer: the pretty text without its whitespace, and
+ * nothing else. */
+static void check_compact(const cJSON *doc, const char *pretty)
+{
+	struct hb_buf b;
+	char *want = squeeze(pretty);
+
+	hb_buf_init(&b, 0);
+	assert_int_equal(hb_doc_write_json_compact(doc, &b), 0);
+	if (strcmp(b.data, want))
+		fail_msg("compact JSON differs:\n%s\nwant\n%s", b.data, want);
+	hb_buf_free(&b);
+	free(want);
+}
+
 static void roundtrip(const cJSON *doc)
 {
 	struct hb_err err = {0};
 	char *y = yaml_of(doc), *j = json_of(doc);
 	cJSON *back = NULL;
+
+	check_compact(doc, j);
 
 	if (hb_doc_parse(y, strlen(y), "y", &back, &err))
 		fail_msg("YAML output does not parse: %s\n%s", err.msg, y);
@@ -791,6 +833,32 @@ static void test_roundtrip_numbers_and_shapes(void **state)
 	assert_non_null(strstr(y, "emptymap: {}\nemptylist: []\n"));
 	assert_non_null(strstr(y, "\n? \"kkkkk: "));
 	free(y);
+	cJSON_Delete(doc);
+}
+
+/* Integers, strings and literals come out as cJSON_PrintUnformatted()
+ * lays them out. */
+static void test_json_compact(void **state)
+{
+	cJSON *doc = parse_ok("{\"a\": [1, -2, 4294967296, {}, []],"
+			      " \"b\": {\"c\": \"x y\\\"z\", \"d\": null,"
+			      " \"e\": true, \"f\": false}, \"g\": \"\"}");
+	char *ref = cJSON_PrintUnformatted(doc);
+	struct hb_buf b;
+
+	(void)state;
+	hb_buf_init(&b, 0);
+	assert_int_equal(hb_doc_write_json_compact(doc, &b), 0);
+	assert_string_equal(b.data, ref);
+	assert_int_equal(hb_doc_write_json_compact(NULL, &b), HB_EINVAL);
+	hb_buf_free(&b);
+	/* past the buffer's cap: an error, and the buffer as it was */
+	hb_buf_init(&b, 16);
+	assert_int_equal(hb_buf_puts(&b, "kept"), 0);
+	assert_int_equal(hb_doc_write_json_compact(doc, &b), HB_ETOOBIG);
+	assert_string_equal(b.data, "kept");
+	hb_buf_free(&b);
+	cJSON_free(ref);
 	cJSON_Delete(doc);
 }
 
@@ -1130,6 +1198,7 @@ int main(void)
 	    cmocka_unit_test(test_streams),
 	    cmocka_unit_test(test_roundtrip_tricky_strings),
 	    cmocka_unit_test(test_roundtrip_numbers_and_shapes),
+	    cmocka_unit_test(test_json_compact),
 	    cmocka_unit_test(test_yaml_golden),
 	    cmocka_unit_test(test_json_escapes),
 	    cmocka_unit_test(test_json_escapes_offsets),
