@@ -2392,6 +2392,18 @@ static void apply_config(struct hb_daemon *d)
 	resolve_slurm_user(d);
 }
 
+/* Budgets: what each account has spent this period, loaded again from
+ * the store when a day begins (or always, when forced). */
+static void refresh_spend(struct hb_daemon *d, int force)
+{
+	struct hb_err err = { 0 };
+	int64_t now = hb_remote_now_ms() / 1000;
+
+	if ((force || hb_decider_spend_stale(d->dc, now)) &&
+	    hb_decider_load_spend(d->dc, d->st, now, &err))
+		hb_log(HB_LOG_WARN, "budgets: %s", err.msg);
+}
+
 static void reload(struct hb_daemon *d)
 {
 	struct hb_err err = { 0 };
@@ -2431,6 +2443,7 @@ static void reload(struct hb_daemon *d)
 	hb_config_free(&d->cfg);
 	d->cfg = next;
 	apply_config(d);
+	refresh_spend(d, 1); /* the policy's budget periods may differ */
 	hb_logf(HB_LOG_INFO,
 		(struct hb_log_field[]){ HB_LOG_STR("config", d->config_path) },
 		1, "configuration reloaded");
@@ -2866,6 +2879,9 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 	hb_arena_init(&d->scratch, SCRATCH_MAX);
 	if ((rc = hb_store_open(d->cfg.daemon_state, &d->st, err)))
 		goto fail;
+	if ((rc = hb_decider_load_spend(d->dc, d->st,
+					hb_remote_now_ms() / 1000, err)))
+		goto fail;
 	if ((rc = remote_new(d, err)))
 		goto fail;
 	if ((rc = origin_new(d, err))) /* origin hook */
@@ -3049,6 +3065,7 @@ int hb_daemon_run(struct hb_daemon *d)
 		now = mono_ms();
 		poll_slurm(d, now);
 		refresh_estimates(d, now);
+		refresh_spend(d, 0);
 		if (now - d->last_scan >= timeout) {
 			idle_scan(d, now);
 			bury(d);

@@ -16,6 +16,7 @@
 #include "hpcbridge/placement.h"
 #include "hpcbridge/policy.h"
 #include "hpcbridge/rules.h"
+#include "hpcbridge/store.h"
 #include "hpcbridge/translate.h"
 
 /* Largest policy file read. */
@@ -43,6 +44,7 @@ struct hb_decider {
 	/* the partitions a refresh asks about (names owned here) */
 	char *parts[MAX_PARTS];
 	size_t nparts;
+	int64_t spend_day; /* the day the spend was last loaded for */
 };
 
 /* ---------------------------------------------------------- policy */
@@ -443,4 +445,63 @@ out:
 	hb_buf_free(&text);
 	hb_jobspec_free(&spec);
 	return rc;
+}
+
+/* ----------------------------------------------------------- spend */
+
+struct spend_load {
+	struct hb_snapshot *snap;
+	int64_t start[HB__PERIOD_COUNT]; /* Unix seconds; -1: not tracked */
+	int rc;
+};
+
+static int charge_row(const struct hb_spend_row *r, void *arg)
+{
+	struct spend_load *l = arg;
+	int side = !strcmp(r->side, "slurm")	  ? HB_SIDE_SLURM
+		   : !strcmp(r->side, "kubernetes") ? HB_SIDE_KUBE
+						    : -1;
+
+	if (side < 0 || !r->account || r->cost_micro <= 0)
+		return 0;
+	for (int p = 0; p < HB__PERIOD_COUNT; p++)
+		if (l->start[p] >= 0 && r->at_ms / 1000 >= l->start[p] &&
+		    (l->rc = hb_snapshot_charge(l->snap, r->account, p, side,
+						(hb_money)r->cost_micro)))
+			return l->rc;
+	return 0;
+}
+
+int hb_decider_load_spend(struct hb_decider *dc, struct hb_store *st,
+			  int64_t now, struct hb_err *err)
+{
+	int32_t off = local_offset(now);
+	struct spend_load l = { .snap = &dc->snap };
+	int64_t since = now;
+	int rc;
+
+	for (int p = 0; p < HB__PERIOD_COUNT; p++)
+		l.start[p] = -1;
+	l.start[dc->pol.defaults.budget_period] = 0;
+	for (uint32_t i = 0; i < dc->pol.nrules; i++)
+		l.start[dc->pol.rules[i].budget_period] = 0;
+	for (int p = 0; p < HB__PERIOD_COUNT; p++)
+		if (l.start[p] == 0) {
+			l.start[p] = hb_period_start(p, now, off);
+			if (l.start[p] < since)
+				since = l.start[p];
+		}
+	hb_snapshot_clear_spend(&dc->snap);
+	rc = hb_store_spend_list(st, since * 1000, charge_row, &l, err);
+	if (rc && l.rc)
+		hb_err_set(err, rc, NULL, 0, "spend: %s", hb_strerror(rc));
+	if (!rc)
+		dc->spend_day = hb_period_start(HB_PERIOD_DAY, now, off);
+	return rc;
+}
+
+bool hb_decider_spend_stale(const struct hb_decider *dc, int64_t now)
+{
+	return hb_period_start(HB_PERIOD_DAY, now, local_offset(now)) !=
+	       dc->spend_day;
 }

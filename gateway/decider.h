@@ -10,8 +10,9 @@
  *
  * The snapshot holds what the daemon last learnt: each Slurm partition's
  * expected start and idle nodes (hb_decider_set_slurm(), from a periodic
- * refresh on a worker) and what each account has spent, which every
- * decision adds to (hb_place_commit).  Kubernetes capacity is not
+ * refresh on a worker) and what each account has spent this period:
+ * loaded from the store's decisions (hb_decider_load_spend()), and added
+ * to by every decision (hb_place_commit).  Kubernetes capacity is not
  * measured yet: the policy's default wait stands for it.
  *
  * Loop thread only: nothing here locks.
@@ -103,5 +104,19 @@ size_t hb_decider_partitions(const struct hb_decider *dc,
 /* The snapshot in use, as "hpcbridge explain --state" reads it, with its
  * instant set to now.  NULL when out of memory. */
 struct cJSON *hb_decider_state(struct hb_decider *dc, int64_t now);
+
+/*
+ * What each account has spent in the budget periods the policy uses, as
+ * of instant now: the costs of the decisions st holds since the earliest
+ * such period began (local time), replacing what the snapshot counted.
+ * The daemon loads it at start-up, after a reload, and when a new day
+ * begins (hb_decider_spend_stale()), so budgets survive restarts and
+ * start afresh with each period.  Errors are the store's.
+ */
+struct hb_store;
+int hb_decider_load_spend(struct hb_decider *dc, struct hb_store *st,
+			  int64_t now, struct hb_err *err);
+/* Whether a day has begun since the spend was last loaded. */
+bool hb_decider_spend_stale(const struct hb_decider *dc, int64_t now);
 
 #endif

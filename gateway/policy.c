@@ -509,6 +509,33 @@ const char *hb_period_name(int period)
 							: NULL;
 }
 
+int64_t hb_period_start(int period, int64_t now, int32_t utc_offset)
+{
+	int64_t local = now + utc_offset, y;
+	int64_t days = local >= 0 ? local / 86400 : -((-local + 86399) / 86400);
+	unsigned m, d;
+
+	hb_civil_from_days(days, &y, &m, &d);
+	switch (period) {
+	case HB_PERIOD_DAY:
+		break;
+	case HB_PERIOD_WEEK:
+		/* 1970-01-01 was a Thursday: Monday is 3 days before it */
+		days -= ((days % 7) + 7 + 3) % 7;
+		break;
+	case HB_PERIOD_MONTH:
+		days = hb_days_from_civil(y, m, 1);
+		break;
+	case HB_PERIOD_QUARTER:
+		days = hb_days_from_civil(y, (m - 1) / 3 * 3 + 1, 1);
+		break;
+	default:
+		days = hb_days_from_civil(y, 1, 1);
+		break;
+	}
+	return days * 86400 - utc_offset;
+}
+
 /* ---- document reading ------------------------------------------------- */
 
 struct rd {

@@ -252,6 +252,12 @@ spend_entry(struct hb_snapshot *s, const char *account, int period, int *rc)
 	return e;
 }
 
+void hb_snapshot_clear_spend(struct hb_snapshot *s)
+{
+	for (uint32_t i = 0; i < s->nspend; i++)
+		memset(s->spend[i].spent, 0, sizeof(s->spend[i].spent));
+}
+
 int hb_snapshot_set_spend(struct hb_snapshot *s, const char *account,
 			  int period, int side, hb_money spent)
 {

@@ -164,6 +164,7 @@ enum stmt_id {
 	S_EVENT_INSERT,
 	S_EVENT_LIST,
 	S_EVENT_LIST_JOB,
+	S_SPEND_LIST,
 	NSTMT
 };
 
@@ -221,6 +222,15 @@ static const char *const stmt_sql[NSTMT] = {
 	[S_EVENT_LIST_JOB] = "SELECT id, at_ms, actor_uid, actor_user, peer, "
 			     "action, job_id, detail FROM events WHERE "
 			     "job_id = ?3 AND id > ?1 ORDER BY id LIMIT ?2",
+	/* the cost the placement document estimated for the side chosen */
+	[S_SPEND_LIST] =
+		"SELECT j.account, d.target, d.at_ms, (SELECT "
+		"json_extract(a.value, '$.cost_micro') FROM "
+		"json_each(d.inputs, '$.placement.alternatives') AS a WHERE "
+		"json_extract(a.value, '$.side') = d.target) AS cost "
+		"FROM decisions AS d JOIN jobs AS j ON j.id = d.job_id "
+		"WHERE d.at_ms >= ?1 AND d.target <> 'rejected' AND "
+		"j.account IS NOT NULL AND json_valid(d.inputs) ORDER BY d.id",
 };
 
 struct hb_store {
@@ -1451,6 +1461,47 @@ int hb_store_event_list(struct hb_store *st, const char *job_id,
 		};
 
 		rc = cb(&ev, arg);
+		if (rc) {
+			sqlite3_reset(s);
+			return rc;
+		}
+	}
+	if (rc < 0)
+		return rc;
+	sqlite3_reset(s);
+	return 0;
+}
+
+/* --- spend -------------------------------------------------------------- */
+
+int hb_store_spend_list(struct hb_store *st, int64_t since_ms,
+			int (*cb)(const struct hb_spend_row *, void *),
+			void *arg, struct hb_err *err)
+{
+	static const char op[] = "spend_list";
+	sqlite3_stmt *s;
+	int rc;
+
+	if (!cb)
+		return fail(st, err, HB_EINVAL, op, "callback: required");
+	rc = prep(st, S_SPEND_LIST, &s, op, err);
+	if (!rc)
+		rc = bind(st, s, op, err, "i", since_ms);
+	if (rc)
+		return rc;
+	while ((rc = step(st, s, op, err)) == SQLITE_ROW) {
+		struct hb_spend_row sp = {
+			.account = col_text(s, 0),
+			.side = col_text(s, 1),
+			.at_ms = sqlite3_column_int64(s, 2),
+			.cost_micro = sqlite3_column_int64(s, 3),
+		};
+
+		/* a document without the chosen side's cost charges
+		 * nothing */
+		if (sqlite3_column_type(s, 3) != SQLITE_INTEGER)
+			continue;
+		rc = cb(&sp, arg);
 		if (rc) {
 			sqlite3_reset(s);
 			return rc;

@@ -151,6 +151,10 @@ enum hb_period {
 };
 /* "day", "week", ... (static); NULL if unknown. */
 const char *hb_period_name(int period);
+/* The instant (Unix seconds) the period that holds now began, in the zone
+ * utc_offset seconds east of UTC: midnight, Monday's midnight (ISO weeks),
+ * the 1st of the month, of January/April/July/October, of January. */
+int64_t hb_period_start(int period, int64_t now, int32_t utc_offset);
 
 #define HB_UNSET (-1)
 
@@ -347,6 +351,8 @@ int hb_snapshot_set_data(struct hb_snapshot *s, const char *prefix,
 			 uint64_t size);
 int hb_snapshot_set_spend(struct hb_snapshot *s, const char *account,
 			  int period, int side, hb_money spent);
+/* Every account's spend back to zero (the entries stay). */
+void hb_snapshot_clear_spend(struct hb_snapshot *s);
 /* Add amount to what account has spent on side this period
  * (saturating at HB_MONEY_MAX; a negative amount adds nothing). */
 int hb_snapshot_charge(struct hb_snapshot *s, const char *account, int period,

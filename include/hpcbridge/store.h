@@ -225,4 +225,22 @@ int hb_store_event_list(struct hb_store *st, const char *job_id,
 			int (*cb)(const struct hb_event_row *, void *),
 			void *arg, struct hb_err *err);
 
+/* A decision's charge, as passed to a hb_store_spend_list() callback
+ * (borrowed). */
+struct hb_spend_row {
+	const char *account, *side; /* side: slurm | kubernetes */
+	int64_t at_ms;
+	int64_t cost_micro; /* the placement's estimate for that side */
+};
+/*
+ * Every decision made at or after since_ms (wall-clock ms) that placed a
+ * job with an account on a side, oldest first, with the cost its stored
+ * placement document estimated there; decisions whose document has no
+ * such cost are skipped.  For rebuilding what accounts have spent after a
+ * restart.  cb as for hb_store_job_list().
+ */
+int hb_store_spend_list(struct hb_store *st, int64_t since_ms,
+			int (*cb)(const struct hb_spend_row *, void *),
+			void *arg, struct hb_err *err);
+
 #endif

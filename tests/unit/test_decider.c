@@ -2,8 +2,8 @@
  * test_decider.c - the daemon's placement: the policy made from
  * placement.partitions (what the simple settings promise), a policy file
  * and its errors, Slurm estimates aged to the decision's instant, spend
- * carried from one decision to the next, and the snapshot served to
- * "hpcbridge explain".
+ * carried from one decision to the next and loaded again from the store
+ * after a restart, and the snapshot served to "hpcbridge explain".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,11 +11,14 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <sqlite3.h>
+#include <time.h>
 
 #include "decider.h"
 #include "hpcbridge/config.h"
 #include "hpcbridge/policy.h"
 #include "hpcbridge/rules.h"
+#include "hpcbridge/store.h"
 #include "testutil.h"
 
 #define T0 1795248000 /* 2026-11-21T08:00:00Z */
@@ -212,6 +215,121 @@ static void test_policy_file(void **state)
 	unlink(write_tmp("bad.yaml", ""));
 }
 
+/* Store a decision as the daemon does: a job of account, and the engine's
+ * document under inputs.placement. */
+static void store_decision(struct hb_store *st, const char *account,
+			   const struct hb_decider_out *o)
+{
+	static const char *const names[] = { "slurm", "kubernetes",
+					     "rejected" };
+	struct hb_job_row row = { .origin = "slurm",
+				  .state = "pending",
+				  .user = "alice",
+				  .uid = 1000,
+				  .account = account,
+				  .slurm_job_id = -1,
+				  .exit_code = -1 };
+	struct hb_err err = { 0 };
+	cJSON *inputs = cJSON_CreateObject();
+	char *text;
+
+	row.target = names[o->target];
+	cJSON_AddItemToObject(inputs, "placement", cJSON_Duplicate(o->doc, 1));
+	text = cJSON_PrintUnformatted(inputs);
+	assert_non_null(text);
+	if (hb_store_begin(st, &err) || hb_store_job_add(st, &row, &err) ||
+	    hb_store_decision_add(st, row.id, row.target, text, "", "p",
+				  &err) ||
+	    hb_store_commit(st, &err))
+		fail_msg("store: %s", err.msg);
+	cJSON_free(text);
+	cJSON_Delete(inputs);
+}
+
+/* Move every stored decision days into the past. */
+static void backdate(const char *db, int days)
+{
+	sqlite3 *h = NULL;
+	char sql[128];
+
+	snprintf(sql, sizeof(sql),
+		 "UPDATE decisions SET at_ms = at_ms - %d * 86400000", days);
+	assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+}
+
+/* Budgets survive a restart: the spend is loaded from the decisions the
+ * store holds for the period, and a new period starts afresh. */
+static void test_spend_restart(void **state)
+{
+	char text[512], db[256];
+	struct hb_config cfg;
+	struct hb_decider *dc = NULL;
+	struct hb_store *st = NULL;
+	struct hb_err err = { 0 };
+	struct hb_decider_out o;
+	const char *path = write_tmp("p.yaml", policy);
+	int64_t now = (int64_t)time(NULL);
+
+	(void)state;
+	snprintf(db, sizeof(db), "/tmp/hb-test-decider-%d.db", (int)getpid());
+	unlink(db);
+	assert_int_equal(hb_store_open(db, &st, &err), 0);
+	snprintf(text, sizeof(text), "placement: {policy: %s}\n", path);
+	config(text, &cfg);
+
+	/* the first daemon: two Kubernetes jobs of 0.60, stored; one
+	 * rejection, which costs nothing */
+	assert_int_equal(hb_decider_new(&cfg, &dc, &err), 0);
+	assert_int_equal(hb_decider_load_spend(dc, st, now, &err), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(
+			decide(dc, "batch", NULL, "phys", 3, 6, now, &o),
+			HB_DECIDE_KUBE);
+		store_decision(st, "phys", &o);
+		hb_decider_out_free(&o);
+	}
+	assert_int_equal(decide(dc, "batch", NULL, "phys", 5, 5, now, &o),
+			 HB_DECIDE_REJECT);
+	store_decision(st, "phys", &o);
+	hb_decider_out_free(&o);
+	hb_decider_free(dc);
+
+	/* restarted: without the store the third job would fit... */
+	assert_int_equal(hb_decider_new(&cfg, &dc, &err), 0);
+	assert_int_equal(decide(dc, "batch", NULL, "phys", 3, 6, now, &o),
+			 HB_DECIDE_KUBE);
+	hb_decider_out_free(&o);
+	hb_decider_free(dc);
+	/* ...with it, $1.20 is already spent this month */
+	assert_int_equal(hb_decider_new(&cfg, &dc, &err), 0);
+	assert_int_equal(hb_decider_load_spend(dc, st, now, &err), 0);
+	assert_false(hb_decider_spend_stale(dc, now));
+	assert_true(hb_decider_spend_stale(dc, now + 86400));
+	assert_int_equal(decide(dc, "batch", NULL, "phys", 3, 6, now, &o),
+			 HB_DECIDE_REJECT);
+	assert_non_null(strstr(o.explanation, "$1.20 spent"));
+	hb_decider_out_free(&o);
+	/* another account spent nothing */
+	assert_int_equal(decide(dc, "batch", NULL, "chem", 3, 6, now, &o),
+			 HB_DECIDE_KUBE);
+	hb_decider_out_free(&o);
+
+	/* the decisions are last period's: loading again forgets them, and
+	 * what was counted in memory since (chem's 0.60) too */
+	backdate(db, 40);
+	assert_int_equal(hb_decider_load_spend(dc, st, now, &err), 0);
+	assert_int_equal(decide(dc, "batch", NULL, "phys", 3, 6, now, &o),
+			 HB_DECIDE_KUBE);
+	hb_decider_out_free(&o);
+	hb_decider_free(dc);
+	hb_config_free(&cfg);
+	hb_store_close(st);
+	unlink(db);
+	unlink(path);
+}
+
 static void test_estimates(void **state)
 {
 	char text[512];
@@ -271,6 +389,7 @@ int main(void)
 		cmocka_unit_test(test_built_in),
 		cmocka_unit_test(test_policy_file),
 		cmocka_unit_test(test_estimates),
+		cmocka_unit_test(test_spend_restart),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -667,6 +667,56 @@ static void test_snapshot_errors(void **state)
 	}
 }
 
+static int64_t at(const char *s)
+{
+	int64_t t;
+
+	assert_int_equal(hb_parse_instant(s, &t), 0);
+	return t;
+}
+
+/* Budget periods begin at local midnight, ISO Monday, the 1st of the
+ * month, of the quarter, of the year. */
+static void test_period_start(void **state)
+{
+	int64_t now = at("2026-11-25T11:22:00Z"); /* a Wednesday */
+
+	(void)state;
+	assert_int_equal(hb_period_start(HB_PERIOD_DAY, now, 0),
+			 at("2026-11-25T00:00:00Z"));
+	assert_int_equal(hb_period_start(HB_PERIOD_WEEK, now, 0),
+			 at("2026-11-23T00:00:00Z"));
+	assert_int_equal(hb_period_start(HB_PERIOD_MONTH, now, 0),
+			 at("2026-11-01T00:00:00Z"));
+	assert_int_equal(hb_period_start(HB_PERIOD_QUARTER, now, 0),
+			 at("2026-10-01T00:00:00Z"));
+	assert_int_equal(hb_period_start(HB_PERIOD_YEAR, now, 0),
+			 at("2026-01-01T00:00:00Z"));
+	/* a Monday is its own week's start */
+	assert_int_equal(hb_period_start(HB_PERIOD_WEEK,
+					 at("2026-11-23T00:00:00Z"), 0),
+			 at("2026-11-23T00:00:00Z"));
+	/* one hour east: 23:30 UTC is already December there */
+	now = at("2026-11-30T23:30:00Z");
+	assert_int_equal(hb_period_start(HB_PERIOD_DAY, now, 3600),
+			 at("2026-11-30T23:00:00Z"));
+	assert_int_equal(hb_period_start(HB_PERIOD_MONTH, now, 3600),
+			 at("2026-11-30T23:00:00Z"));
+	assert_int_equal(hb_period_start(HB_PERIOD_QUARTER, now, 3600),
+			 at("2026-09-30T23:00:00Z"));
+	assert_int_equal(hb_period_start(HB_PERIOD_MONTH, now, 0),
+			 at("2026-11-01T00:00:00Z"));
+	/* five hours west: 03:00 UTC on New Year's Day is still last year */
+	now = at("2027-01-01T03:00:00Z");
+	assert_int_equal(hb_period_start(HB_PERIOD_YEAR, now, -5 * 3600),
+			 at("2026-01-01T05:00:00Z"));
+	assert_int_equal(hb_period_start(HB_PERIOD_YEAR, now, 0),
+			 at("2027-01-01T00:00:00Z"));
+	/* before 1970: 1969-12-31 was a Wednesday */
+	assert_int_equal(hb_period_start(HB_PERIOD_DAY, -1, 0), -86400);
+	assert_int_equal(hb_period_start(HB_PERIOD_WEEK, -1, 0), -3 * 86400);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -683,6 +733,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_snapshot),
 		cmocka_unit_test(test_snapshot_errors),
+		cmocka_unit_test(test_period_start),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
