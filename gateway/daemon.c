@@ -161,6 +161,8 @@ struct hb_daemon {
 	int64_t stop_deadline;
 	int64_t last_scan;
 	int64_t last_poll; /* the reconciler's last Slurm poll */
+	int64_t poll_ok_ms; /* wall clock: the last whole poll began */
+	int64_t last_orphan_scan;
 	int64_t last_estimate; /* placement's last Slurm estimates */
 	int estimating;	       /* estimates are on a worker */
 	int polling;	   /* a poll is on a worker */
@@ -1415,6 +1417,7 @@ struct poll_task {
 	struct hb_daemon_backend be;
 	struct hb_slurm_change *v;
 	size_t n, cap;
+	int64_t began_ms; /* wall clock */
 	int rc;
 	struct hb_err err;
 };
@@ -1440,6 +1443,7 @@ static void poll_run(struct hb_task *ht)
 {
 	struct poll_task *pt = (struct poll_task *)ht;
 
+	pt->began_ms = hb_remote_now_ms();
 	pt->rc = pt->be.slurm_poll(pt->be.ctx, poll_collect, pt, &pt->err);
 }
 
@@ -1500,14 +1504,97 @@ static void poll_done(struct hb_task *ht)
 	if (pt->rc)
 		hb_log(HB_LOG_WARN, "Slurm poll: %s", pt->err.msg);
 	for (size_t i = 0; !pt->rc && i < pt->n; i++)
-		if (reconcile_one(d, &pt->v[i], &err)) {
+		if ((pt->rc = reconcile_one(d, &pt->v[i], &err))) {
 			hb_log(HB_LOG_ERROR, "reconciling %s: %s", pt->v[i].id,
 			       err.msg);
 			batch_abort(d, &err);
 			break;
 		}
+	/* every tagged job Slurm had when the poll began is now bound */
+	if (!pt->rc)
+		d->poll_ok_ms = pt->began_ms;
 	free(pt->v);
 	free(pt);
+}
+
+/*
+ * Orphans (HB_DAEMON_ORPHAN_MS): jobs still pending and unbound that long
+ * after they were decided, though a poll that began since then reported
+ * every tagged job, never reached Slurm.  They end "lost", each with an
+ * audit event.  Looked for once a minute.
+ */
+struct orphans {
+	int64_t before_ms; /* decided before this */
+	char (*ids)[32];
+	size_t n, cap;
+};
+
+static int orphan_cb(const struct hb_job_row *j, void *arg)
+{
+	struct orphans *o = arg;
+
+	if (j->slurm_job_id >= 0 || j->created_ms >= o->before_ms ||
+	    (strcmp(j->origin, "slurm") && strcmp(j->origin, "cli")))
+		return 0;
+	if (o->n == o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 16;
+		char(*v)[32] = realloc(o->ids, cap * sizeof(*v));
+
+		if (!v)
+			return HB_ENOMEM;
+		o->ids = v;
+		o->cap = cap;
+	}
+	snprintf(o->ids[o->n++], sizeof(o->ids[0]), "%s", j->id);
+	return 0;
+}
+
+static void expire_orphans(struct hb_daemon *d, int64_t now)
+{
+	static const char *const pending[] = { "pending", NULL };
+	int64_t grace = d->opts.orphan_ms > 0 ? d->opts.orphan_ms
+					      : HB_DAEMON_ORPHAN_MS;
+	struct orphans o = { .before_ms = d->poll_ok_ms - grace };
+	struct hb_err err = { 0 };
+	char reason[160];
+	int rc;
+
+	if (!d->be.slurm_poll || d->poll_ok_ms <= 0 || d->stopping ||
+	    now - d->last_orphan_scan < (grace < 60000 ? grace / 2 : 60000))
+		return;
+	d->last_orphan_scan = now;
+	rc = hb_store_job_list(d->st, -1, pending, 0, orphan_cb, &o, &err);
+	snprintf(reason, sizeof(reason),
+		 "Slurm never queued the job: no job tagged with it %llds "
+		 "after the decision",
+		 (long long)(grace / 1000));
+	for (size_t i = 0; !rc && i < o.n; i++) {
+		cJSON *detail = cJSON_CreateObject();
+
+		if (!detail)
+			rc = hb_err_set(&err, HB_ENOMEM, NULL, 0,
+					"out of memory");
+		else if (!(rc = txn(d, &err)) &&
+			 !(rc = hb_store_job_set_state(d->st, o.ids[i], "lost",
+						       -1, reason, &err))) {
+			cJSON_AddStringToObject(detail, "from", "pending");
+			cJSON_AddStringToObject(detail, "to", "lost");
+			cJSON_AddStringToObject(detail, "reason", reason);
+			rc = audit(d, 0, "hpcbridged", "daemon", "lost",
+				   o.ids[i], detail, &err);
+		}
+		cJSON_Delete(detail);
+		if (!rc)
+			hb_logf(HB_LOG_WARN,
+				(struct hb_log_field[]){
+					HB_LOG_STR("job", o.ids[i]) },
+				1, "lost: %s", reason);
+	}
+	if (rc) {
+		hb_log(HB_LOG_ERROR, "orphaned jobs: %s", err.msg);
+		batch_abort(d, &err);
+	}
+	free(o.ids);
 }
 
 static void poll_slurm(struct hb_daemon *d, int64_t now)
@@ -3064,6 +3151,7 @@ int hb_daemon_run(struct hb_daemon *d)
 		bury(d);
 		now = mono_ms();
 		poll_slurm(d, now);
+		expire_orphans(d, now);
 		refresh_estimates(d, now);
 		refresh_spend(d, 0);
 		if (now - d->last_scan >= timeout) {

@@ -34,7 +34,18 @@ struct hb_daemon_opts {
 	const char *state_path;	 /* overrides daemon.state; NULL: none */
 	int idle_ms;		 /* 0: HB_DAEMON_IDLE_MS */
 	unsigned max_conns;	 /* 0: HB_DAEMON_MAX_CONNS */
+	int orphan_ms;		 /* 0: HB_DAEMON_ORPHAN_MS */
 };
+
+/*
+ * A job decided for Slurm (or submitted for the CLI) that Slurm has not
+ * reported under its tag this long after the decision, while the
+ * reconciler's polls succeed, never reached Slurm's queue: slurmctld
+ * refused it after the decision, the plugin gave up waiting and left the
+ * job untagged, the decision was for a will_run probe (sbatch
+ * --test-only), or the daemon died before submitting it.  It ends "lost".
+ */
+#define HB_DAEMON_ORPHAN_MS (10 * 60 * 1000)
 
 /* A batch job to submit to Slurm for a user (the "submit" op).  Strings
  * are borrowed for the call. */

@@ -1,7 +1,8 @@
 /*
  * test_daemon.c - the daemon's loop with a fake Slurm: submit and cancel
  * through the worker pool, replies in order on one connection, SIGTERM
- * finishing a request in flight, concurrent callers.
+ * finishing a request in flight, concurrent callers, and decided jobs
+ * Slurm never queued given up as lost.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -99,14 +100,35 @@ static void *run_thread(void *arg)
 	return NULL;
 }
 
-static int setup(void **state)
+/* The jobs the fake Slurm reports under their tag (the reconciler). */
+static char fake_seen[4][32];
+static int fake_nseen, fake_polls;
+
+static int fake_poll(void *ctx,
+		     int (*cb)(const struct hb_slurm_change *, void *),
+		     void *arg, struct hb_err *err)
 {
-	static const struct hb_daemon_backend be = {
-		.slurm_submit = fake_submit,
-		.slurm_cancel = fake_cancel,
-	};
+	struct hb_slurm_change ch = { .state = "queued", .exit_code = -1 };
+	int rc = 0;
+
+	(void)ctx;
+	(void)err;
+	pthread_mutex_lock(&fake_mu);
+	fake_polls++;
+	for (int i = 0; !rc && i < fake_nseen; i++) {
+		ch.slurm_job_id = 7000 + i;
+		memcpy(ch.id, fake_seen[i], sizeof(ch.id));
+		rc = cb(&ch, arg);
+	}
+	pthread_mutex_unlock(&fake_mu);
+	return rc;
+}
+
+static int setup_with(void **state, const struct hb_daemon_backend *be,
+		      int orphan_ms)
+{
 	struct fixture *f = calloc(1, sizeof(*f));
-	struct hb_daemon_opts opts = { 0 };
+	struct hb_daemon_opts opts = { .orphan_ms = orphan_ms };
 	struct hb_err err = { 0 };
 	struct hb_config cfg;
 	char text[512], state_path[128];
@@ -125,13 +147,58 @@ static int setup(void **state)
 		fail_msg("%s", err.msg);
 	if (hb_daemon_new(&opts, &cfg, &f->d, &err))
 		fail_msg("%s", err.msg);
-	hb_daemon_set_backend(f->d, &be);
+	hb_daemon_set_backend(f->d, be);
 	fake_submit_rc = fake_cancel_rc = fake_delay_ms = 0;
 	fake_submits = fake_cancels = 0;
 	fake_next_id = 4242;
 	assert_int_equal(pthread_create(&f->th, NULL, run_thread, f), 0);
 	*state = f;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	static const struct hb_daemon_backend be = {
+		.slurm_submit = fake_submit,
+		.slurm_cancel = fake_cancel,
+	};
+
+	return setup_with(state, &be, 0);
+}
+
+/* With the reconciler, and orphans given up after 300 ms. */
+static int setup_poll(void **state)
+{
+	static const struct hb_daemon_backend be = {
+		.slurm_submit = fake_submit,
+		.slurm_cancel = fake_cancel,
+		.slurm_poll = fake_poll,
+	};
+
+	fake_nseen = fake_polls = 0;
+	return setup_with(state, &be, 300);
+}
+
+static int fail_poll(void *ctx,
+		     int (*cb)(const struct hb_slurm_change *, void *),
+		     void *arg, struct hb_err *err)
+{
+	(void)ctx;
+	(void)cb;
+	(void)arg;
+	return hb_err_set(err, HB_EUNAVAIL, NULL, 0, "slurmctld is down");
+}
+
+/* The reconciler's polls all fail (slurmctld down). */
+static int setup_with_failing_poll(void **state)
+{
+	static const struct hb_daemon_backend be = {
+		.slurm_submit = fake_submit,
+		.slurm_cancel = fake_cancel,
+		.slurm_poll = fail_poll,
+	};
+
+	return setup_with(state, &be, 300);
 }
 
 static int teardown(void **state)
@@ -486,6 +553,87 @@ static void test_concurrent_decides(void **state)
 	cJSON_Delete(r);
 }
 
+/* A decided job's state, from the API. */
+static void job_state(struct fixture *f, const char *id, char *out,
+		      size_t size, char *reason, size_t rsize)
+{
+	char req[128];
+	cJSON *r;
+
+	snprintf(req, sizeof(req), "{\"op\":\"status\",\"id\":\"%s\"}", id);
+	r = call(f, req);
+	expect_ok(r);
+	snprintf(out, size, "%s", str(r, "job.state"));
+	if (reason)
+		snprintf(reason, rsize, "%s",
+			 str(r, "job.reason") ? str(r, "job.reason") : "");
+	cJSON_Delete(r);
+}
+
+/* A job Slurm never reports under its tag ends "lost" once the grace has
+ * passed; one it reports is bound and stays. */
+static void test_orphans_lost(void **state)
+{
+	struct fixture *f = *state;
+	char seen[32], orphan[32], st[32], reason[256];
+	cJSON *r;
+	int i;
+
+	if (getuid() != 0)
+		skip(); /* decide is for root and SlurmUser */
+	r = call(f, "{\"op\":\"decide\",\"user\":\"a\",\"uid\":1,"
+		    "\"partition\":\"gpu\"}");
+	expect_ok(r);
+	snprintf(seen, sizeof(seen), "%s", str(r, "id"));
+	cJSON_Delete(r);
+	r = call(f, "{\"op\":\"decide\",\"user\":\"b\",\"uid\":2,"
+		    "\"partition\":\"cpu\"}");
+	expect_ok(r);
+	snprintf(orphan, sizeof(orphan), "%s", str(r, "id"));
+	cJSON_Delete(r);
+	pthread_mutex_lock(&fake_mu);
+	snprintf(fake_seen[0], sizeof(fake_seen[0]), "%s", seen);
+	fake_nseen = 1;
+	pthread_mutex_unlock(&fake_mu);
+
+	for (i = 0; i < 100; i++) {
+		job_state(f, orphan, st, sizeof(st), reason, sizeof(reason));
+		if (!strcmp(st, "lost"))
+			break;
+		nap(50);
+	}
+	assert_string_equal(st, "lost");
+	assert_non_null(strstr(reason, "Slurm never queued the job"));
+	/* the job Slurm has is bound, and not given up */
+	job_state(f, seen, st, sizeof(st), NULL, 0);
+	assert_string_not_equal(st, "lost");
+	r = call(f, "{\"op\":\"jobs\",\"all\":true}");
+	expect_ok(r);
+	cJSON_Delete(r);
+	pthread_mutex_lock(&fake_mu);
+	assert_true(fake_polls > 1);
+	pthread_mutex_unlock(&fake_mu);
+}
+
+/* With no successful poll, nothing is given up. */
+static void test_orphans_need_polls(void **state)
+{
+	struct fixture *f = *state;
+	char id[32], st[32];
+	cJSON *r;
+
+	if (getuid() != 0)
+		skip();
+	r = call(f, "{\"op\":\"decide\",\"user\":\"b\",\"uid\":2,"
+		    "\"partition\":\"cpu\"}");
+	expect_ok(r);
+	snprintf(id, sizeof(id), "%s", str(r, "id"));
+	cJSON_Delete(r);
+	nap(1200); /* four times the grace */
+	job_state(f, id, st, sizeof(st), NULL, 0);
+	assert_string_equal(st, "pending");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -496,6 +644,11 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sigterm_finishes, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_orphans_lost, setup_poll,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_orphans_need_polls,
+						setup_with_failing_poll,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_decides, setup,
 						teardown),
