@@ -242,8 +242,8 @@ int hb_decider_set_slurm(struct hb_decider *dc,
 		name[sizeof(name) - 1] = '\0';
 		if ((rc = hb_snapshot_set_partition(
 			     &dc->snap, name,
-			     parts[i].wait > 0 ? parts[i].wait : 0, 0,
-			     parts[i].idle_nodes))) {
+			     parts[i].wait > 0 ? parts[i].wait : 0,
+			     parts[i].pending, parts[i].idle_nodes))) {
 			free(v);
 			return rc;
 		}

@@ -89,6 +89,7 @@ struct hb_decider_part {
 	int64_t wait; /* seconds from the refresh to a probe job's start */
 	bool idle_known;
 	uint32_t idle_nodes;
+	uint32_t pending; /* jobs waiting there (0 when unknown) */
 };
 
 /* Replace the Slurm side of the snapshot (taken at now). */

@@ -311,6 +311,8 @@ static int estimate(void *ctx, struct hb_decider_part *out, size_t n,
 						pc.nidle);
 		out[i].idle_known = idle >= 0;
 		out[i].idle_nodes = idle > 0 ? (uint32_t)idle : 0;
+		/* the reconciler's last job table (polled every second) */
+		(void)hb_slurmc_pending(sb->c, out[i].name, &out[i].pending);
 		r.script = probe;
 		r.env = probe_env;
 		r.partition = out[i].name;

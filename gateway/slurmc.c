@@ -48,11 +48,19 @@ struct snap {
 	uint64_t fp;
 };
 
+/* Jobs waiting (pending, not held) in one partition of the last table. */
+struct pend {
+	char name[64];
+	uint32_t n;
+};
+
 struct hb_slurmc {
 	char *conf;
 	time_t update_time; /* stamp of the last job table, 0: none */
 	struct snap *snap;  /* sorted by job_id */
 	size_t nsnap;
+	struct pend *pend; /* per partition with waiting jobs */
+	size_t npend;
 	struct hb_slurmc_stats stats;
 };
 
@@ -498,6 +506,7 @@ void hb_slurmc_close(struct hb_slurmc *c)
 	}
 	pthread_mutex_unlock(&lib_lock);
 	free(c->snap);
+	free(c->pend);
 	free(c->conf);
 	free(c);
 }
@@ -930,13 +939,53 @@ static const struct snap *snap_find(const struct snap *s, size_t n, uint32_t id)
 	return bsearch(&key, s, n, sizeof(*s), snap_cmp);
 }
 
+/* Count j in each partition it waits for ("a,b" names two). */
+static int count_pending(const struct hb_slurmc_job *j, struct pend **v,
+			 size_t *n, size_t *cap)
+{
+	const char *p = j->partition;
+
+	if (j->state != HB_SLURMC_PENDING || j->held)
+		return 0;
+	while (*p) {
+		size_t len = strcspn(p, ","), i;
+
+		if (len && len < sizeof((*v)->name)) {
+			for (i = 0; i < *n; i++)
+				if (!strncmp((*v)[i].name, p, len) &&
+				    !(*v)[i].name[len])
+					break;
+			if (i == *n) {
+				if (*n == *cap) {
+					size_t c = *cap ? *cap * 2 : 8;
+					struct pend *nv =
+						realloc(*v, c * sizeof(**v));
+
+					if (!nv)
+						return HB_ENOMEM;
+					*v = nv;
+					*cap = c;
+				}
+				memcpy((*v)[i].name, p, len);
+				(*v)[i].name[len] = '\0';
+				(*v)[i].n = 0;
+				(*n)++;
+			}
+			(*v)[i].n++;
+		}
+		p += len + (p[len] == ',');
+	}
+	return 0;
+}
+
 /* Report the jobs of resp that changed, then those that left; on success
- * the handle takes the new table. */
+ * the handle takes the new table and its pending counts. */
 static int poll_table(struct hb_slurmc *c, const job_info_msg_t *resp,
 		      hb_slurmc_job_cb cb, void *arg)
 {
-	size_t n = resp->record_count, i, k;
+	size_t n = resp->record_count, i, k, npend = 0, cappend = 0;
 	struct snap *next = NULL;
+	struct pend *pend = NULL;
 	struct hb_slurmc_job j;
 	int rc = 0;
 
@@ -949,6 +998,8 @@ static int poll_table(struct hb_slurmc *c, const job_info_msg_t *resp,
 		const struct snap *old;
 
 		job_from_slurm(&resp->job_array[i], &j);
+		if ((rc = count_pending(&j, &pend, &npend, &cappend)))
+			goto out;
 		next[i].job_id = j.job_id;
 		next[i].fp = job_fingerprint(&j);
 		old = snap_find(c->snap, c->nsnap, j.job_id);
@@ -981,12 +1032,31 @@ static int poll_table(struct hb_slurmc *c, const job_info_msg_t *resp,
 	c->snap = next;
 	c->nsnap = n;
 	next = NULL;
+	free(c->pend);
+	c->pend = pend;
+	c->npend = npend;
+	pend = NULL;
 	c->update_time = resp->last_update;
 	c->stats.last_update = resp->last_update;
 	c->stats.jobs_tracked = n;
 out:
 	free(next);
+	free(pend);
 	return rc;
+}
+
+int hb_slurmc_pending(const struct hb_slurmc *c, const char *partition,
+		      uint32_t *out)
+{
+	*out = 0;
+	if (!c || !c->update_time)
+		return HB_ENOENT;
+	for (size_t i = 0; i < c->npend; i++)
+		if (!strcmp(c->pend[i].name, partition)) {
+			*out = c->pend[i].n;
+			break;
+		}
+	return 0;
 }
 
 int hb_slurmc_poll(struct hb_slurmc *c, hb_slurmc_job_cb cb, void *arg,
@@ -1024,6 +1094,9 @@ void hb_slurmc_poll_reset(struct hb_slurmc *c)
 	free(c->snap);
 	c->snap = NULL;
 	c->nsnap = 0;
+	free(c->pend);
+	c->pend = NULL;
+	c->npend = 0;
 	c->update_time = 0;
 	c->stats.jobs_tracked = 0;
 	c->stats.last_update = 0;

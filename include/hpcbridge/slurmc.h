@@ -212,6 +212,13 @@ int hb_slurmc_poll(struct hb_slurmc *c, hb_slurmc_job_cb cb, void *arg,
 		   struct hb_err *err);
 /* Forget the time stamp and fingerprints: the next poll reports all. */
 void hb_slurmc_poll_reset(struct hb_slurmc *c);
+/*
+ * The queue depth the last job table showed: jobs pending (not held) in
+ * partition, a job waiting for several partitions counted in each.  0
+ * with *out set; HB_ENOENT (and *out 0) before any poll has taken a table.
+ */
+int hb_slurmc_pending(const struct hb_slurmc *c, const char *partition,
+		      uint32_t *out);
 
 struct hb_slurmc_stats {
 	uint64_t polls;		  /* polls that reached slurmctld */

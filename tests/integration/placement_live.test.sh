@@ -142,27 +142,49 @@ scancel "$jid"
 ok "a job goes where it is cheaper; its decision, costs and policy are stored"
 
 # --- 3. the live snapshot comes from Slurm ------------------------------
-for _ in $(seq 60); do
-	"$hb" explain --socket "$sock" --dump-state --json >state.json 2>err ||
-		fail "dump-state: $(cat err)"
-	python3 -c '
+snapshot_until() { # PYTHON-CONDITION on d, the debug partition
+	for _ in $(seq 60); do
+		"$hb" explain --socket "$sock" --dump-state --json >state.json \
+			2>err || fail "dump-state: $(cat err)"
+		python3 -c '
 import json, sys
 p = json.load(open(sys.argv[1])).get("slurm", {}).get("partitions", {})
-sys.exit(0 if "expected_start" in p.get("debug", {}) else 1)' state.json &&
-		break
-	sleep 0.5
-done
+d = p.get("debug", {})
+sys.exit(0 if eval(sys.argv[2]) else 1)' state.json "$1" && return 0
+		sleep 0.5
+	done
+	return 1
+}
+snapshot_until '"expected_start" in d'
 python3 - state.json <<'EOF' || fail "live snapshot: $(cat state.json)"
 import json, sys
 d = json.load(open(sys.argv[1]))["slurm"]["partitions"]["debug"]
 # one real idle node: a probe would start now, and one node is idle
 assert d["expected_start"] == "0s", d
 assert d["idle_nodes"] == 1, d
+assert d.get("pending", 0) == 0, d
 EOF
 # the probes are the gateway's own: job_submit/hpcbridge leaves them alone
 n=$("$hb" jobs --socket "$sock" --all --json | grep -c '"id": "hb-')
 [ "$n" = 2 ] || fail "$n gateway jobs for 2 submissions: $("$hb" jobs --socket "$sock" --all)"
 ok "the daemon's Slurm estimates come from Slurm (start now, 1 idle node); its probes are not jobs"
+
+# The queue depth: two jobs wait in debug (not held: they begin in an
+# hour); a held one does not count.
+waiting=()
+for h in "" "" --hold; do
+	# shellcheck disable=SC2086
+	sbatch $h --hpcbridge-target=slurm -p debug -N 1 -n 1 -t 10 \
+		--begin=now+1hour -J waiting --wrap=true >out 2>err ||
+		fail "sbatch: $(cat err)"
+	waiting+=("$(sed -n 's/^Submitted batch job //p' out)")
+done
+snapshot_until 'd.get("pending") == 2' ||
+	fail "queue depth: $(cat state.json)"
+scancel "${waiting[@]}"
+snapshot_until 'd.get("pending", 0) == 0' ||
+	fail "queue depth after scancel: $(cat state.json)"
+ok "the queue depth comes from Slurm: 2 jobs waiting (a held one not counted), then none"
 
 # --- 4. explain without --state asks the live daemon --------------------
 printf '#!/bin/bash\n#SBATCH -p debug -N 1 -n 4 -t 30\ntrue\n' >job.sh
