@@ -1791,27 +1791,27 @@ static int finish(struct wr *w, size_t start)
 	return w->rc;
 }
 
-int hb_doc_write_json(const cJSON *doc, struct hb_buf *out)
+static int write_json(const cJSON *doc, struct hb_buf *out, int compact)
 {
-	struct wr w = {out, 0, 0};
+	struct wr w = {out, 0, compact};
 	size_t start = out->len;
 
 	if (!doc)
 		return HB_EINVAL;
 	json_value(&w, doc, 0);
-	putc1(&w, '\n');
+	if (!compact)
+		putc1(&w, '\n');
 	return finish(&w, start);
+}
+
+int hb_doc_write_json(const cJSON *doc, struct hb_buf *out)
+{
+	return write_json(doc, out, 0);
 }
 
 int hb_doc_write_json_compact(const cJSON *doc, struct hb_buf *out)
 {
-	struct wr w = {out, 0, 1};
-	size_t start = out->len;
-
-	if (!doc)
-		return HB_EINVAL;
-	json_value(&w, doc, 0);
-	return finish(&w, start);
+	return write_json(doc, out, 1);
 }
 
 /* -- YAML ----------------------------------------------------------- */

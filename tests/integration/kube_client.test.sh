@@ -27,17 +27,8 @@ src=$(cd "$2" && pwd)
 emu=$build/bin/hb-kubemu
 kc=$build/tests/kubecall
 crds=${HB_SHARED_DIR:-$src/../shared}/reference/crds
-
-fails=0
-ok() { printf 'ok: %s\n' "$*"; }
-bad() {
-	printf 'FAIL: %s\n' "$*"
-	fails=$((fails + 1))
-}
-die() {
-	printf 'FAIL: %s\n' "$*"
-	exit 1
-}
+# shellcheck source=lib/kubecall.sh
+. "$src/tests/integration/lib/kubecall.sh"
 
 [ -x "$emu" ] || die "$emu not built"
 [ -x "$kc" ] || die "$kc not built"
@@ -86,38 +77,7 @@ stop_last() {
 	unset 'pids[-1]'
 }
 
-# call ARGS...: kubecall; stdout in $tmp/out, stderr in $tmp/err; the
-# status line's fields in rc, http, reason, attempts, ms.
-call() {
-	set +e
-	"$kc" "$@" >"$tmp/out" 2>"$tmp/err"
-	set -e
-	local line
-	line=$(grep '^status ' "$tmp/err" | tail -n 1)
-	rc=$(sed -n 's/.* rc=\([^ ]*\).*/\1/p' <<<"$line")
-	http=$(sed -n 's/.* http=\([^ ]*\).*/\1/p' <<<"$line")
-	reason=$(sed -n 's/.* reason=\([^ ]*\).*/\1/p' <<<"$line")
-	attempts=$(sed -n 's/.* attempts=\([^ ]*\).*/\1/p' <<<"$line")
-	ms=$(sed -n 's/.* ms=\([^ ]*\).*/\1/p' <<<"$line")
-	cat "$tmp/err" >>"$tmp/all.err"
-}
 
-# expect WHAT RC [HTTP]: the last call's outcome.
-expect() {
-	local what=$1 want=$2 wanthttp=${3:-}
-	if [ "$rc" = "$want" ] && { [ -z "$wanthttp" ] || [ "$http" = "$wanthttp" ]; }; then
-		ok "$what ($rc${http:+ $http})"
-	else
-		bad "$what: rc=$rc http=$http, want $want${wanthttp:+ $wanthttp}: $(grep '^error' "$tmp/err" | tail -1)"
-	fi
-}
-
-jget() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$tmp/out" "$1"; }
-
-cm() { # cm NAME VALUE [LABELS]: a ConfigMap manifest in $tmp/NAME.yaml
-	printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  labels: {%s}\ndata:\n  v: "%s"\n' \
-		"$1" "${3:-}" "$2" >"$tmp/$1.yaml"
-}
 
 start_emu "$tmp/e1" --token "admin-$$" --token "other-$$"
 cfg=$tmp/e1/kubeconfig
@@ -235,7 +195,7 @@ kind: MPIJob
 metadata:
   name: run-job
   annotations:
-    kubemu.hpcbridge.io/run-ms: "1500"
+    kubemu.hpcbridge.io/run-ms: "4000"
     kubemu.hpcbridge.io/log: "hello from the launcher\nsecond line\n"
 spec:
   slotsPerWorker: 1

@@ -24,17 +24,9 @@ src=$(cd "$2" && pwd)
 emu=$build/bin/hb-kubemu
 kc=$build/tests/kubecall
 crds=${HB_SHARED_DIR:-$src/../shared}/reference/crds
+# shellcheck source=lib/kubecall.sh
+. "$src/tests/integration/lib/kubecall.sh"
 
-fails=0
-ok() { printf 'ok: %s\n' "$*"; }
-bad() {
-	printf 'FAIL: %s\n' "$*"
-	fails=$((fails + 1))
-}
-die() {
-	printf 'FAIL: %s\n' "$*"
-	exit 1
-}
 [ -x "$emu" ] || die "$emu not built"
 [ -x "$kc" ] || die "$kc not built"
 
@@ -56,85 +48,63 @@ cleanup() {
 }
 trap cleanup EXIT
 
-call() { # kubecall ARGS...: stdout in $tmp/out; rc, http, reason set
-	set +e
-	"$kc" "${K[@]}" "$@" >"$tmp/out" 2>"$tmp/err"
-	set -e
-	local line
-	line=$(grep '^status ' "$tmp/err" | tail -n 1)
-	rc=$(sed -n 's/.* rc=\([^ ]*\).*/\1/p' <<<"$line")
-	http=$(sed -n 's/.* http=\([^ ]*\).*/\1/p' <<<"$line")
-	reason=$(sed -n 's/.* reason=\([^ ]*\).*/\1/p' <<<"$line")
-}
-expect() { # expect WHAT RC [HTTP]
-	if [ "$rc" = "$2" ] && { [ -z "${3:-}" ] || [ "$http" = "$3" ]; }; then
-		ok "$1 ($rc${http:+ $http})"
-	else
-		bad "$1: rc=$rc http=$http, want $2${3:+ $3}: $(grep '^error' "$tmp/err" | tail -1)"
-	fi
-}
-jget() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$tmp/out" "$1"; }
-cm() { # cm NAME VALUE [LABELS]: a ConfigMap manifest in $tmp/NAME.yaml
-	printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  labels: {%s}\ndata:\n  v: "%s"\n' \
-		"$1" "${3:-}" "$2" >"$tmp/$1.yaml"
-}
 
 # checks WHERE: every check against the cluster K names, in namespace $ns
 checks() {
 	local where=$1 p=hb-ct-$$ i n cont
 	echo "--- the C client against $where (namespace $ns)"
 
-	call get configmaps "$p-nope"
+	call "${K[@]}" get configmaps "$p-nope"
 	expect "get of a missing object" ENOENT 404
 	[ "$reason" = NotFound ] && ok "reason NotFound" || bad "reason $reason"
 
 	cm "$p-one" 1 "hb-ct: one-$$"
-	call create configmaps "$tmp/$p-one.yaml"
+	call "${K[@]}" create configmaps "$tmp/$p-one.yaml"
 	expect "create" OK 201
 	made+=("configmaps $p-one")
 	[ -n "$(jget 'd["metadata"]["uid"]')" ] && ok "create returns the object" || bad "no uid"
-	call create configmaps "$tmp/$p-one.yaml"
+	call "${K[@]}" create configmaps "$tmp/$p-one.yaml"
 	expect "create again" EEXIST 409
-	call get configmaps "$p-one"
+	call "${K[@]}" get configmaps "$p-one"
 	[ "$(jget 'd["data"]["v"]')" = 1 ] && ok "get returns the data" || bad "get data"
 
 	for i in 1 2 3 4 5; do
 		cm "$p-page-$i" "$i" "hb-ct-page: 'p$$'"
-		call create configmaps "$tmp/$p-page-$i.yaml"
+		call "${K[@]}" create configmaps "$tmp/$p-page-$i.yaml"
 		made+=("configmaps $p-page-$i")
 	done
-	call list configmaps --selector "hb-ct-page=p$$" --limit 2
+	call "${K[@]}" list configmaps --selector "hb-ct-page=p$$" --limit 2
 	expect "list, one page" OK 200
 	n=$(jget 'len(d["items"])')
 	cont=$(jget 'd["metadata"].get("continue","")')
 	[ "$n" = 2 ] && [ -n "$cont" ] && ok "a page of 2 with a continue token" ||
 		bad "page: $n items, continue '$cont'"
-	call list configmaps --selector "hb-ct-page=p$$" --limit 2 --continue "$cont"
+	call "${K[@]}" list configmaps --selector "hb-ct-page=p$$" --limit 2 --continue "$cont"
 	[ "$(jget 'len(d["items"])')" = 2 ] && ok "the next page" ||
 		bad "next page: $(head -c 300 "$tmp/out")"
-	call list-all configmaps --selector "hb-ct-page=p$$" --limit 2
+	call "${K[@]}" list-all configmaps --selector "hb-ct-page=p$$" --limit 2
 	expect "list-all" OK 200
 	[ "$(jget 'sorted(i["metadata"]["name"][-6:] for i in d["items"])')" = "['page-1', 'page-2', 'page-3', 'page-4', 'page-5']" ] &&
 		ok "list-all: all 5 over 3 pages" || bad "list-all: $(head -c 300 "$tmp/out")"
-	call list configmaps --fields "metadata.name=$p-page-2"
+	call "${K[@]}" list configmaps --fields "metadata.name=$p-page-2"
 	[ "$(jget '[i["metadata"]["name"] for i in d["items"]]')" = "['$p-page-2']" ] &&
 		ok "field selector" || bad "field selector: $(head -c 300 "$tmp/out")"
 
-	call delete configmaps "$p-one"
+	call "${K[@]}" delete configmaps "$p-one"
 	expect "delete" OK 200
-	call get configmaps "$p-one"
+	call "${K[@]}" get configmaps "$p-one"
 	expect "get after delete" ENOENT 404
-	call delete configmaps "$p-one"
+	call "${K[@]}" delete configmaps "$p-one"
 	expect "delete again" ENOENT 404
 
 	cm "$p-ssa" a
-	call apply configmaps "$tmp/$p-ssa.yaml" --manager hb-ct-a
+	call "${K[@]}" apply configmaps "$tmp/$p-ssa.yaml" --manager hb-ct-a
 	expect "server-side apply creates" OK
 	made+=("configmaps $p-ssa")
 	cm "$p-ssa" b
-	call apply configmaps "$tmp/$p-ssa.yaml" --manager hb-ct-b
+	call "${K[@]}" apply configmaps "$tmp/$p-ssa.yaml" --manager hb-ct-b
 	expect "apply of another manager's field" ECONFLICT 409
-	call apply configmaps "$tmp/$p-ssa.yaml" --manager hb-ct-b --force
+	call "${K[@]}" apply configmaps "$tmp/$p-ssa.yaml" --manager hb-ct-b --force
 	expect "apply with force" OK 200
 	[ "$(jget 'd["data"]["v"]')" = b ] && ok "force took the field" || bad "force"
 
@@ -154,16 +124,16 @@ spec:
       replicas: 1
       template: {spec: {containers: [{name: w, image: busybox}]}}
 EOF
-	call create mpijobs "$tmp/job.yaml"
+	call "${K[@]}" create mpijobs "$tmp/job.yaml"
 	expect "create an MPIJob another controller manages" OK 201
 	made+=("mpijobs $p-job")
 	cat >"$tmp/status.json" <<'EOF'
 {"status": {"conditions": [{"type": "Created", "status": "True",
  "reason": "MPIJobCreated", "lastTransitionTime": "2024-01-01T00:00:00Z"}]}}
 EOF
-	call patch-status mpijobs "$p-job" "$tmp/status.json"
+	call "${K[@]}" patch-status mpijobs "$p-job" "$tmp/status.json"
 	expect "merge patch of its status" OK 200
-	call get mpijobs "$p-job"
+	call "${K[@]}" get mpijobs "$p-job"
 	[ "$(jget 'd["status"]["conditions"][0]["reason"]')" = MPIJobCreated ] &&
 		ok "the status is there" || bad "status: $(head -c 300 "$tmp/out")"
 	cat >"$tmp/apply-status.yaml" <<EOF
@@ -175,7 +145,7 @@ status:
   - {type: Running, status: "True", reason: MPIJobRunning,
      lastTransitionTime: "2024-01-01T00:00:01Z"}
 EOF
-	call apply mpijobs "$tmp/apply-status.yaml" --manager hb-ct --status --force
+	call "${K[@]}" apply mpijobs "$tmp/apply-status.yaml" --manager hb-ct --status --force
 	expect "apply to the status subresource" OK 200
 	[ "$(jget '[c["type"] for c in d["status"]["conditions"]][-1]')" = Running ] &&
 		ok "applied status" || bad "applied status: $(head -c 300 "$tmp/out")"
@@ -195,13 +165,13 @@ EOF
 	wait_refl '^BOOKMARK' 1 || bad "the reflector did not list"
 	cm "$p-w1" 1 "hb-ct-w: w$$"
 	cm "$p-w2" 1 "hb-ct-w: w$$"
-	call create configmaps "$tmp/$p-w1.yaml"
+	call "${K[@]}" create configmaps "$tmp/$p-w1.yaml"
 	made+=("configmaps $p-w1")
-	call create configmaps "$tmp/$p-w2.yaml"
+	call "${K[@]}" create configmaps "$tmp/$p-w2.yaml"
 	made+=("configmaps $p-w2")
 	cm "$p-w1" 2 "hb-ct-w: w$$"
-	call apply configmaps "$tmp/$p-w1.yaml" --manager hb-ct --force
-	call delete configmaps "$p-w2"
+	call "${K[@]}" apply configmaps "$tmp/$p-w1.yaml" --manager hb-ct --force
+	call "${K[@]}" delete configmaps "$p-w2"
 	wait_refl "^DELETED $ns/$p-w2" 1 || bad "the reflector missed the delete"
 	kill -TERM "$rpid"
 	wait "$rpid" && ok "the reflector stops on request" || bad "reflector exit $?"
