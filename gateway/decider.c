@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
@@ -263,6 +264,7 @@ static int set_queue(struct hb_snapshot *snap, const char *name,
 		     const struct hb_kcap *cap)
 {
 	struct hb_snap_queue *q;
+	uint32_t kept;
 	int rc;
 
 	if ((rc = hb_snapshot_set_queue(snap, name, 0, cap->pending,
@@ -271,8 +273,19 @@ static int set_queue(struct hb_snapshot *snap, const char *name,
 		return rc;
 	q = (struct hb_snap_queue *)hb_snapshot_queue(snap, name);
 	q->wait_known = false;
-	for (uint32_t i = 0; i < q->nfree_gpus; i++)
-		q->free_gpus[i].count = 0;
+	/* Types no node has any more go (their names stay in the arena:
+	 * a few bytes each time a type disappears). */
+	kept = 0;
+	for (uint32_t i = 0; i < q->nfree_gpus; i++) {
+		uint32_t j = 0;
+
+		while (j < cap->ngpus &&
+		       strcasecmp(cap->gpus[j].type, q->free_gpus[i].type))
+			j++;
+		if (j < cap->ngpus)
+			q->free_gpus[kept++] = q->free_gpus[i];
+	}
+	q->nfree_gpus = kept;
 	for (uint32_t i = 0; i < cap->ngpus; i++) {
 		uint64_t n = cap->gpus[i].free;
 

@@ -102,8 +102,8 @@ int hb_decider_set_slurm(struct hb_decider *dc,
  * measured (kube_capacity.h): every queue of the policy gets the
  * cluster's free CPUs, memory (whole CPUs and MiB, rounded down) and GPUs
  * per type, and the pending jobs; its wait stays unknown.  GPU types seen
- * before and gone now read 0.  Nothing when the policy has no kubernetes
- * side.  0 or HB_ENOMEM.
+ * before and gone now are dropped.  Nothing when the policy has no
+ * kubernetes side.  0 or HB_ENOMEM.
  */
 struct hb_kcap;
 int hb_decider_set_kube(struct hb_decider *dc, const struct hb_kcap *cap);
