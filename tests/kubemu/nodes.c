@@ -323,22 +323,18 @@ static size_t pod_keys(const cJSON *pod, const char **keys)
 		cJSON_ArrayForEach (c, km_get(spec, lists[l])) {
 			const cJSON *res = km_get(c, "resources");
 
-			cJSON_ArrayForEach (r, km_get(res, "requests")) {
-				size_t i = 0;
+			for (int rl = 0; rl < 2; rl++)
+				cJSON_ArrayForEach (
+					r, km_get(res, rl ? "limits"
+							  : "requests")) {
+					size_t i = 0;
 
-				while (i < n && strcmp(keys[i], r->string))
-					i++;
-				if (i == n && n < MAX_KEYS)
-					keys[n++] = r->string;
-			}
-			cJSON_ArrayForEach (r, km_get(res, "limits")) {
-				size_t i = 0;
-
-				while (i < n && strcmp(keys[i], r->string))
-					i++;
-				if (i == n && n < MAX_KEYS)
-					keys[n++] = r->string;
-			}
+					while (i < n &&
+					       strcmp(keys[i], r->string))
+						i++;
+					if (i == n && n < MAX_KEYS)
+						keys[n++] = r->string;
+				}
 		}
 	return n;
 }

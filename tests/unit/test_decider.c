@@ -266,6 +266,14 @@ static void test_estimates(void **state)
 	unlink(path);
 }
 
+static cJSON *queue_default(cJSON *st)
+{
+	return cJSON_GetObjectItem(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(st, "kubernetes"),
+				    "queues"),
+		"default");
+}
+
 /* The cluster's capacity lands in the policy's queue, and decides. */
 static void test_kube(void **state)
 {
@@ -283,10 +291,7 @@ static void test_kube(void **state)
 	cap.gpus[0].free = 3;
 	assert_int_equal(hb_decider_set_kube(dc, &cap), 0);
 	st = hb_decider_state(dc, T0);
-	q = cJSON_GetObjectItem(
-		cJSON_GetObjectItem(cJSON_GetObjectItem(st, "kubernetes"),
-				    "queues"),
-		"default");
+	q = queue_default(st);
 	assert_non_null(q);
 	f = cJSON_GetObjectItem(q, "free");
 	text = cJSON_PrintUnformatted(f);
@@ -307,10 +312,7 @@ static void test_kube(void **state)
 	cap.ngpus = 0;
 	assert_int_equal(hb_decider_set_kube(dc, &cap), 0);
 	st = hb_decider_state(dc, T0);
-	q = cJSON_GetObjectItem(
-		cJSON_GetObjectItem(cJSON_GetObjectItem(st, "kubernetes"),
-				    "queues"),
-		"default");
+	q = queue_default(st);
 	assert_int_equal(cJSON_GetObjectItem(q, "pending")->valueint, 2);
 	assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(q, "free"),
 					"gpus"));

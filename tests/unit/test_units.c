@@ -382,6 +382,23 @@ static void test_k8s_mem(void **state)
 	}
 }
 
+/* Each case through parse: its code, and its value when 0. */
+static void run_cases(const struct tcase *cases, size_t n,
+		      int (*parse)(const char *, uint64_t *))
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = 5;
+		int rc = parse(cases[i].in, &v);
+
+		if (rc != cases[i].rc)
+			fail_msg("'%s': rc %d, want %d", cases[i].in, rc,
+				 cases[i].rc);
+		if (rc == 0 && v != cases[i].out)
+			fail_msg("'%s': %llu", cases[i].in,
+				 (unsigned long long)v);
+	}
+}
+
 static void test_k8s_cpu(void **state)
 {
 	static const struct tcase cases[] = {
@@ -401,21 +418,9 @@ static void test_k8s_cpu(void **state)
 	    {"1core", HB_EINVAL, 0},
 	    {"1E18", HB_ERANGE, 0},
 	};
-	uint64_t v;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int rc;
-
-		v = 5;
-		rc = hb_parse_k8s_cpu(cases[i].in, &v);
-		if (rc != cases[i].rc)
-			fail_msg("'%s': rc %d, want %d", cases[i].in, rc,
-				 cases[i].rc);
-		if (rc == 0 && v != cases[i].out)
-			fail_msg("'%s': %llu", cases[i].in,
-				 (unsigned long long)v);
-	}
+	run_cases(cases, sizeof(cases) / sizeof(cases[0]), hb_parse_k8s_cpu);
 }
 
 static void test_k8s_units(void **state)
@@ -437,17 +442,7 @@ static void test_k8s_units(void **state)
 	};
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		uint64_t v = 5;
-		int rc = hb_parse_k8s_units(cases[i].in, &v);
-
-		if (rc != cases[i].rc)
-			fail_msg("'%s': rc %d, want %d", cases[i].in, rc,
-				 cases[i].rc);
-		if (rc == 0 && v != cases[i].out)
-			fail_msg("'%s': %llu", cases[i].in,
-				 (unsigned long long)v);
-	}
+	run_cases(cases, sizeof(cases) / sizeof(cases[0]), hb_parse_k8s_units);
 }
 
 int main(void)
