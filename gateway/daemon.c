@@ -1656,7 +1656,8 @@ static void kcap_done(struct hb_task *ht)
 /* Whether a refresh last made at last is due again. */
 static int refresh_due(const struct hb_daemon *d, int64_t last, int64_t now)
 {
-	return !last || now - last >= (int64_t)d->cfg.placement_refresh_s * 1000;
+	return !last ||
+	       now - last >= (int64_t)d->cfg.placement_refresh_s * 1000;
 }
 
 static void refresh_capacity(struct hb_daemon *d, int64_t now)

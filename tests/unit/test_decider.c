@@ -277,7 +277,8 @@ static cJSON *queue_default(cJSON *st)
 /* The cluster's capacity lands in the policy's queue, and decides. */
 static void test_kube(void **state)
 {
-	struct hb_decider *dc = make("placement: {default_target: kubernetes}\n");
+	struct hb_decider *dc =
+		make("placement: {default_target: kubernetes}\n");
 	struct hb_kcap cap = { .free_millicpus = 24500,
 			       .free_mem_bytes = 96ull * 1073741824 + 100,
 			       .ngpus = 1,
