@@ -69,6 +69,16 @@ int hb_backend_cancel(struct hb_backend *be, const char *id,
 	return be->ops->cancel(be, id, err);
 }
 
+int hb_backend_capacity(struct hb_backend *be, const struct hb_kcap_opts *opts,
+			struct hb_kcap *out, struct hb_err *err)
+{
+	if (!be->ops->capacity)
+		return hb_err_set(err, HB_EUNSUP, NULL, 0,
+				  "the %s backend has no cluster capacity",
+				  be->ops->name);
+	return be->ops->capacity(be, opts, out, err);
+}
+
 const char *hb_backend_name(const struct hb_backend *be)
 {
 	return be->ops->name;

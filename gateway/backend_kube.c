@@ -34,6 +34,7 @@
 #include "hpcbridge/fidelity.h"
 #include "hpcbridge/jobspec.h"
 #include "hpcbridge/kube.h"
+#include "hpcbridge/kube_capacity.h"
 #include "hpcbridge/log.h"
 #include "hpcbridge/mpijob.h"
 #include "hpcbridge/translate.h"
@@ -873,6 +874,30 @@ static int kube_cancel(struct hb_backend *be, const char *id,
 	return 0;
 }
 
+/* Pods that hold resources: every namespace's, not yet ended. */
+#define LIVE_PODS "status.phase!=Succeeded,status.phase!=Failed"
+#define CAP_PAGE  500
+
+static int kube_capacity(struct hb_backend *be, const struct hb_kcap_opts *o,
+			 struct hb_kcap *out, struct hb_err *err)
+{
+	struct kube_be *b = (struct kube_be *)be;
+	struct hb_kcap_opts opts = *o;
+	cJSON *nodes = NULL, *pods = NULL;
+	int rc;
+
+	if (!opts.ns)
+		opts.ns = b->ns;
+	if (!(rc = hb_kube_list_cluster(b->k, &hb_kube_node, NULL, NULL,
+					CAP_PAGE, &nodes, err)) &&
+	    !(rc = hb_kube_list_cluster(b->k, &hb_kube_pod, NULL, LIVE_PODS,
+					CAP_PAGE, &pods, err)))
+		rc = hb_kube_capacity(nodes, pods, &opts, out, err);
+	cJSON_Delete(nodes);
+	cJSON_Delete(pods);
+	return rc;
+}
+
 static void kube_free(struct hb_backend *be)
 {
 	struct kube_be *b = (struct kube_be *)be;
@@ -908,6 +933,7 @@ static const struct hb_backend_ops kube_ops = {
 	.status = kube_status,
 	.log = kube_log,
 	.cancel = kube_cancel,
+	.capacity = kube_capacity,
 	.free = kube_free,
 };
 

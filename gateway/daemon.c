@@ -33,6 +33,7 @@
 #include "daemon.h"
 #include "hpcbridge/buf.h"
 #include "hpcbridge/file.h"
+#include "hpcbridge/kube_capacity.h"
 #include "hpcbridge/log.h"
 #include "hpcbridge/backend.h"
 #include "hpcbridge/proto.h"
@@ -165,6 +166,9 @@ struct hb_daemon {
 	int64_t last_orphan_scan;
 	int64_t last_estimate; /* placement's last Slurm estimates */
 	int estimating;	       /* estimates are on a worker */
+	int measuring;	       /* Kubernetes capacity is on a worker */
+	int64_t last_kcap;     /* ... last asked for */
+	int kcap_failing;      /* the last capacity read failed */
 	int polling;	   /* a poll is on a worker */
 	struct pw_entry pw[PW_CACHE_SIZE];
 	uint64_t nrequests, ndecisions;
@@ -1657,17 +1661,154 @@ static void estimate_done(struct hb_task *ht)
 	free(et);
 }
 
+/*
+ * Beside it, a worker lists the cluster's nodes and pods through the
+ * remote backend and measures its free capacity (kube_capacity.h); the
+ * loop writes it into the snapshot.  The task carries its own copy of the
+ * GPU settings: a reload may free the configuration meanwhile.
+ */
+struct kcap_task {
+	struct hb_task t; /* first */
+	struct hb_daemon *d;
+	struct hb_kcap_opts o;
+	struct hb_selector_map *maps;
+	struct hb_kv *kvs;
+	char *gpu_resource;
+	struct hb_kcap cap;
+	int rc;
+	struct hb_err err;
+};
+
+static void kcap_free(struct kcap_task *kt)
+{
+	for (uint32_t i = 0; i < kt->o.ngpu_types; i++) {
+		free((char *)kt->maps[i].key);
+		for (uint32_t j = 0; j < kt->maps[i].nlabels; j++) {
+			free((char *)kt->maps[i].labels[j].key);
+			free((char *)kt->maps[i].labels[j].value);
+		}
+	}
+	free(kt->maps);
+	free(kt->kvs);
+	free(kt->gpu_resource);
+	free(kt);
+}
+
+/* kt's copy of the configuration's GPU settings. */
+static int kcap_opts(struct kcap_task *kt, const struct hb_config *cfg)
+{
+	uint32_t n = cfg->ngpu_type_selectors, nkv = 0;
+	const struct hb_selector_map *src = cfg->gpu_type_selectors;
+
+	for (uint32_t i = 0; i < n; i++)
+		nkv += src[i].nlabels;
+	kt->maps = n ? calloc(n, sizeof(*kt->maps)) : NULL;
+	kt->kvs = nkv ? calloc(nkv, sizeof(*kt->kvs)) : NULL;
+	if ((n && !kt->maps) || (nkv && !kt->kvs))
+		return HB_ENOMEM;
+	kt->o.gpu_types = kt->maps;
+	nkv = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct hb_selector_map *m = &kt->maps[i];
+
+		kt->o.ngpu_types = i + 1;
+		m->labels = &kt->kvs[nkv];
+		if (!(m->key = strdup(src[i].key)))
+			return HB_ENOMEM;
+		for (uint32_t j = 0; j < src[i].nlabels; j++, nkv++) {
+			m->nlabels = j + 1;
+			kt->kvs[nkv].key = strdup(src[i].labels[j].key);
+			kt->kvs[nkv].value = strdup(src[i].labels[j].value);
+			if (!kt->kvs[nkv].key || !kt->kvs[nkv].value)
+				return HB_ENOMEM;
+		}
+	}
+	if (cfg->gpu_resource &&
+	    !(kt->gpu_resource = strdup(cfg->gpu_resource)))
+		return HB_ENOMEM;
+	kt->o.gpu_resource = kt->gpu_resource;
+	return 0;
+}
+
+static void kcap_run(struct hb_task *ht)
+{
+	struct kcap_task *kt = (struct kcap_task *)ht;
+
+	kt->rc = hb_backend_capacity(kt->d->remote, &kt->o, &kt->cap,
+				     &kt->err);
+}
+
+static void kcap_done(struct hb_task *ht)
+{
+	struct kcap_task *kt = (struct kcap_task *)ht;
+	struct hb_daemon *d = kt->d;
+
+	d->measuring = 0;
+	if (kt->rc) {
+		/* One warning while it keeps failing; the last values stay. */
+		if (!d->kcap_failing)
+			hb_log(HB_LOG_WARN,
+			       "Kubernetes capacity: %s (the last values stay)",
+			       kt->err.msg);
+		d->kcap_failing = 1;
+	} else if (hb_decider_set_kube(d->dc, &kt->cap)) {
+		hb_log(HB_LOG_WARN, "Kubernetes capacity: out of memory");
+	} else {
+		if (d->kcap_failing)
+			hb_log(HB_LOG_INFO, "Kubernetes capacity: read again");
+		d->kcap_failing = 0;
+		hb_logf(HB_LOG_DEBUG,
+			(struct hb_log_field[]){
+				HB_LOG_INT("nodes", kt->cap.nodes),
+				HB_LOG_INT("millicpus", kt->cap.free_millicpus),
+				HB_LOG_INT("pending", kt->cap.pending) },
+			3, "Kubernetes capacity");
+	}
+	kcap_free(kt);
+}
+
+/* Whether a refresh last made at last is due again. */
+static int refresh_due(const struct hb_daemon *d, int64_t last, int64_t now)
+{
+	return !last ||
+	       now - last >= (int64_t)d->cfg.placement_refresh_s * 1000;
+}
+
+static void refresh_capacity(struct hb_daemon *d, int64_t now)
+{
+	struct kcap_task *kt;
+
+	if (d->measuring || !d->remote || !d->remote->ops->capacity ||
+	    !refresh_due(d, d->last_kcap, now))
+		return;
+	d->last_kcap = now;
+	if (!(kt = calloc(1, sizeof(*kt))))
+		return;
+	kt->t.run = kcap_run;
+	kt->t.done = kcap_done;
+	kt->d = d;
+	if (kcap_opts(kt, &d->cfg)) {
+		kcap_free(kt);
+		return;
+	}
+	d->measuring = 1;
+	if (hb_pool_submit(d->pool, &kt->t)) {
+		d->measuring = 0;
+		kcap_free(kt);
+	}
+}
+
 static void refresh_estimates(struct hb_daemon *d, int64_t now)
 {
 	const char *const *names;
 	struct estimate_task *et;
 	size_t n;
 
-	if (!d->be.slurm_estimate || d->estimating || d->stopping ||
-	    !d->pool ||
-	    (d->last_estimate &&
-	     now - d->last_estimate <
-		     (int64_t)d->cfg.placement_refresh_s * 1000))
+	if (d->stopping || !d->pool)
+		return;
+	refresh_capacity(d, now);
+	if (!d->be.slurm_estimate || d->estimating ||
+	    !refresh_due(d, d->last_estimate, now))
 		return;
 	d->last_estimate = now;
 	n = hb_decider_partitions(d->dc, &names);

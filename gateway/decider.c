@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
@@ -13,6 +14,7 @@
 #include "hpcbridge/doc.h"
 #include "hpcbridge/file.h"
 #include "hpcbridge/jobspec.h"
+#include "hpcbridge/kube_capacity.h"
 #include "hpcbridge/placement.h"
 #include "hpcbridge/policy.h"
 #include "hpcbridge/rules.h"
@@ -257,6 +259,55 @@ int hb_decider_set_slurm(struct hb_decider *dc,
 	free(dc->seen);
 	dc->seen = v;
 	dc->nseen = n;
+	return 0;
+}
+
+static int set_queue(struct hb_snapshot *snap, const char *name,
+		     const struct hb_kcap *cap)
+{
+	struct hb_snap_queue *q;
+	uint32_t kept;
+	int rc;
+
+	if ((rc = hb_snapshot_set_queue(snap, name, 0, cap->pending,
+					cap->free_millicpus / 1000,
+					cap->free_mem_bytes / 1048576)))
+		return rc;
+	q = (struct hb_snap_queue *)hb_snapshot_queue(snap, name);
+	q->wait_known = false;
+	/* Types no node has any more go (their names stay in the arena:
+	 * a few bytes each time a type disappears). */
+	kept = 0;
+	for (uint32_t i = 0; i < q->nfree_gpus; i++) {
+		uint32_t j = 0;
+
+		while (j < cap->ngpus &&
+		       strcasecmp(cap->gpus[j].type, q->free_gpus[i].type))
+			j++;
+		if (j < cap->ngpus)
+			q->free_gpus[kept++] = q->free_gpus[i];
+	}
+	q->nfree_gpus = kept;
+	for (uint32_t i = 0; i < cap->ngpus; i++) {
+		uint64_t n = cap->gpus[i].free;
+
+		if ((rc = hb_snapshot_set_queue_gpus(
+			     snap, name, cap->gpus[i].type,
+			     n > UINT32_MAX ? UINT32_MAX : (uint32_t)n)))
+			return rc;
+	}
+	return 0;
+}
+
+int hb_decider_set_kube(struct hb_decider *dc, const struct hb_kcap *cap)
+{
+	int rc;
+
+	if (!dc->pol.kube_enabled)
+		return 0;
+	for (uint32_t i = 0; i < dc->pol.nqueues; i++)
+		if ((rc = set_queue(&dc->snap, dc->pol.queues[i].name, cap)))
+			return rc;
 	return 0;
 }
 

@@ -10,10 +10,12 @@
  *
  * The snapshot holds what the daemon last learnt: each Slurm partition's
  * expected start and idle nodes (hb_decider_set_slurm(), from a periodic
- * refresh on a worker) and what each account has spent this period:
- * loaded from the store's decisions (hb_decider_load_spend()), and added
- * to by every decision (hb_place_commit).  Kubernetes capacity is not
- * measured yet: the policy's default wait stands for it.
+ * refresh on a worker), the Kubernetes cluster's free capacity and
+ * pending jobs (hb_decider_set_kube(), from the same refresh), and what
+ * each account has spent this period: loaded from the store's decisions
+ * (hb_decider_load_spend()), and added to by every decision
+ * (hb_place_commit).  Kubernetes queue waits are not measured: when a job
+ * does not fit now, the policy's default wait stands for it.
  *
  * Loop thread only: nothing here locks.
  */
@@ -96,6 +98,17 @@ struct hb_decider_part {
 int hb_decider_set_slurm(struct hb_decider *dc,
 			 const struct hb_decider_part *parts, size_t n,
 			 int64_t now);
+
+/*
+ * Replace the Kubernetes side of the snapshot with what a refresh
+ * measured (kube_capacity.h): every queue of the policy gets the
+ * cluster's free CPUs, memory (whole CPUs and MiB, rounded down) and GPUs
+ * per type, and the pending jobs; its wait stays unknown.  GPU types seen
+ * before and gone now are dropped.  Nothing when the policy has no
+ * kubernetes side.  0 or HB_ENOMEM.
+ */
+struct hb_kcap;
+int hb_decider_set_kube(struct hb_decider *dc, const struct hb_kcap *cap);
 
 /* The partitions a refresh should look at: the policy's, and those jobs
  * were submitted to.  Borrowed; valid until the next decide or reload. */

@@ -42,6 +42,7 @@ const struct hb_kube_res hb_kube_trainjob = { "trainer.kubeflow.org",
 					      "TrainJob" };
 const struct hb_kube_res hb_kube_pod = { "", "v1", "pods", "Pod" };
 const struct hb_kube_res hb_kube_event = { "", "v1", "events", "Event" };
+const struct hb_kube_res hb_kube_node = { "", "v1", "nodes", "Node" };
 static const struct hb_kube_res pod_log = { "", "v1", "pods", "Pod" };
 
 struct hb_kube {
@@ -1184,10 +1185,10 @@ static const char *md_str(const cJSON *obj, const char *key)
 	return hb_doc_str(hb_doc_get(obj, "metadata"), key);
 }
 
-int hb_kube_list_every(struct hb_kube *k, const struct hb_kube_res *res,
-		       const char *ns, int all_ns, const char *selector,
-		       int limit, cJSON **items, char rv[32],
-		       struct hb_err *err)
+static int list_every(struct hb_kube *k, const struct hb_kube_res *res,
+		      const char *ns, int all_ns, const char *selector,
+		      const char *fields, int limit, cJSON **items, char rv[32],
+		      struct hb_err *err)
 {
 	cJSON *all = cJSON_CreateArray(), *page = NULL;
 	char *cont = NULL;
@@ -1203,8 +1204,8 @@ int hb_kube_list_every(struct hb_kube *k, const struct hb_kube_res *res,
 		cJSON *arr;
 		const char *c, *v;
 
-		rc = list_page(k, res, ns, all_ns, selector, NULL, limit, cont,
-			       &page, &e);
+		rc = list_page(k, res, ns, all_ns, selector, fields, limit,
+			       cont, &page, &e);
 		if (rc == HB_ESTATE && !first && !restarted) {
 			/* The continue token expired: list again, whole. */
 			hb_log(HB_LOG_INFO,
@@ -1278,12 +1279,29 @@ int hb_kube_list_every(struct hb_kube *k, const struct hb_kube_res *res,
 	return rc;
 }
 
+int hb_kube_list_every(struct hb_kube *k, const struct hb_kube_res *res,
+		       const char *ns, int all_ns, const char *selector,
+		       int limit, cJSON **items, char rv[32],
+		       struct hb_err *err)
+{
+	return list_every(k, res, ns, all_ns, selector, NULL, limit, items, rv,
+			  err);
+}
+
 int hb_kube_list_all(struct hb_kube *k, const struct hb_kube_res *res,
 		     const char *ns, const char *selector, int limit,
 		     cJSON **items, char rv[32], struct hb_err *err)
 {
-	return hb_kube_list_every(k, res, ns, 0, selector, limit, items, rv,
-				  err);
+	return list_every(k, res, ns, 0, selector, NULL, limit, items, rv,
+			  err);
+}
+
+int hb_kube_list_cluster(struct hb_kube *k, const struct hb_kube_res *res,
+			 const char *selector, const char *fields, int limit,
+			 cJSON **items, struct hb_err *err)
+{
+	return list_every(k, res, NULL, 1, selector, fields, limit, items,
+			  NULL, err);
 }
 
 int hb_kube_delete(struct hb_kube *k, const struct hb_kube_res *res,

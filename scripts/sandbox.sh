@@ -10,7 +10,8 @@
 #   * hpcbridged, its state in DIR, sending burst jobs to the emulated
 #     cluster through DIR/kubeconfig.  HB_SANDBOX_BACKEND=local runs them
 #     on the daemon's local backend instead (on this host, as their users:
-#     a stand-in some tests use).
+#     a stand-in some tests use).  HB_SANDBOX_KUBEMU_ARGS adds arguments
+#     to the emulator's (words split at spaces), such as --node specs.
 #
 # usage: sandbox.sh up DIR BUILD_DIR     start what is not running; print
 #                                        `export` lines
@@ -91,7 +92,8 @@ kube_up() {
 	[ -s "$dir/kube/token" ] ||
 		head -c 18 /dev/urandom | base64 | tr -dc A-Za-z0-9 \
 			>"$dir/kube/token"
-	local -a env=()
+	local -a env=() extra=()
+	read -r -a extra <<<"${HB_SANDBOX_KUBEMU_ARGS-}"
 	if [ "$(id -u)" = 0 ]; then
 		env=(--exec-env OMPI_ALLOW_RUN_AS_ROOT=1
 			--exec-env OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
@@ -100,7 +102,7 @@ kube_up() {
 		--port-file "$dir/kube/port" --pidfile "$dir/kube/pid" \
 		--tls-dir "$dir/kube/tls" --token "$(cat "$dir/kube/token")" \
 		--kubeconfig-out "$dir/kubeconfig" --workdir "$dir/kube/work" \
-		--execute --pod-start-ms 100 "${env[@]}" \
+		--execute --pod-start-ms 100 "${env[@]}" "${extra[@]}" \
 		</dev/null >>"$dir/kube/log" 2>&1 &
 	until [ -s "$dir/kube/port" ]; do
 		t=$((t + 1))

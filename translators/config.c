@@ -395,7 +395,8 @@ static const struct setting table[] = {
      .max = 3600,
      .reloadable = 1,
      .help = "How often the daemon asks Slurm for its partitions' "
-	     "expected start times and idle nodes, in seconds."},
+	     "expected start times and idle nodes, and the Kubernetes "
+	     "cluster for its free capacity, in seconds."},
     {.path = "placement.default_target",
      .type = HB_CFG_ENUM,
      .off = F(default_target),

@@ -609,3 +609,13 @@ int hb_parse_k8s_cpu(const char *s, uint64_t *millicpus)
 		return rc;
 	return quantity_ceil(&q, 0, 3, millicpus);
 }
+
+int hb_parse_k8s_units(const char *s, uint64_t *out)
+{
+	struct quantity q;
+	int rc = parse_quantity(s, &q);
+
+	if (rc)
+		return rc;
+	return quantity_ceil(&q, 0, 0, out);
+}

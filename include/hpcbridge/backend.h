@@ -97,6 +97,16 @@ int hb_backend_log(struct hb_backend *be, const char *id, uint64_t offset,
  * cancelled.  A finished job stays as it finished: 0, nothing done. */
 int hb_backend_cancel(struct hb_backend *be, const char *id,
 		      struct hb_err *err);
+/*
+ * The cluster's free capacity and pending work (kube_capacity.h), for
+ * placement; opts->ns NULL: the backend's namespace.  Blocks on the
+ * network: call it from a worker.  HB_EUNSUP for a backend that has no
+ * cluster to measure (local).
+ */
+struct hb_kcap_opts;
+struct hb_kcap;
+int hb_backend_capacity(struct hb_backend *be, const struct hb_kcap_opts *opts,
+			struct hb_kcap *out, struct hb_err *err);
 /* NULL is fine.  Running jobs keep running. */
 void hb_backend_free(struct hb_backend *be);
 /* "local", "kubernetes". */
@@ -116,6 +126,9 @@ struct hb_backend_ops {
 		   size_t max, struct hb_buf *out, struct hb_err *err);
 	int (*cancel)(struct hb_backend *be, const char *id,
 		      struct hb_err *err);
+	/* NULL: no capacity to report */
+	int (*capacity)(struct hb_backend *be, const struct hb_kcap_opts *o,
+			struct hb_kcap *out, struct hb_err *err);
 	void (*free)(struct hb_backend *be);
 };
 

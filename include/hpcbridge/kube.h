@@ -131,6 +131,7 @@ extern const struct hb_kube_res hb_kube_trainjob; /* trainer.kubeflow.org/
 						     v1alpha1 */
 extern const struct hb_kube_res hb_kube_pod;	  /* v1 pods */
 extern const struct hb_kube_res hb_kube_event;	  /* v1 events */
+extern const struct hb_kube_res hb_kube_node;	  /* v1 nodes (cluster) */
 
 /* --- verbs ----------------------------------------------------------- */
 /* ns may be NULL: the configuration's namespace.  out may be NULL. */
@@ -158,6 +159,14 @@ int hb_kube_list(struct hb_kube *k, const struct hb_kube_res *res,
 int hb_kube_list_all(struct hb_kube *k, const struct hb_kube_res *res,
 		     const char *ns, const char *selector, int limit,
 		     cJSON **items, char rv[32], struct hb_err *err);
+
+/*
+ * hb_kube_list_all() at the cluster scope: every namespace's objects, or a
+ * cluster-scoped kind (nodes); fields: a field selector or NULL.
+ */
+int hb_kube_list_cluster(struct hb_kube *k, const struct hb_kube_res *res,
+			 const char *selector, const char *fields, int limit,
+			 cJSON **items, struct hb_err *err);
 
 /* propagation: "Background", "Foreground", "Orphan" or NULL (the server's
  * default).  Deleting what is not there is HB_ENOENT. */

@@ -54,5 +54,8 @@ void hb_format_k8s_mem(uint64_t mib, char out[32]);
  * for CPUs.  Accepts the suffixes Kubernetes does. */
 int hb_parse_k8s_mem(const char *s, uint64_t *mib);
 int hb_parse_k8s_cpu(const char *s, uint64_t *millicpus);
+/* The same quantity in whole units (bytes for memory, a count for
+ * extended resources such as nvidia.com/gpu), rounding up. */
+int hb_parse_k8s_units(const char *s, uint64_t *out);
 
 #endif

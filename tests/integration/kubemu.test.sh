@@ -54,7 +54,7 @@ start_emu() {
 		--tls-dir "$tmp/tls" --kubeconfig-out "$tmp/kubeconfig" \
 		--token "admin-$$" --token "team-$$:team-a" \
 		--pidfile "$tmp/pid" --watch-window 64 --bookmark-ms 300 \
-		--pod-start-ms 100 --run-ms 1000 --kill-grace-ms 1000 \
+		--pod-start-ms 100 --run-ms 1000 --kill-grace-ms 1000 "$@" \
 		>>"$tmp/emu.out" 2>>"$tmp/emu.err" &
 	pid=$!
 	for _ in $(seq 100); do
@@ -103,16 +103,28 @@ if [ "$status" -ne 0 ]; then
 	fail "python3-kubernetes checks failed"
 fi
 
-# A restart keeps the CA: the old kubeconfig's CA still verifies.
+# A restart keeps the CA: the old kubeconfig's CA still verifies.  The
+# restarted emulator has nodes, and schedules pods onto them.
 ca_before=$(sha256sum <"$tmp/tls/ca.crt")
 stop_emu
-start_emu
+start_emu --node cpu-1,cpu=4,memory=16Gi \
+	--node gpu-1,cpu=8,memory=32Gi,nvidia.com/gpu=2,gpu-product=NVIDIA-A100-SXM4-80GB \
+	--node sick-1,cpu=64,memory=256Gi,ready=false
 [ "$(sha256sum <"$tmp/tls/ca.crt")" = "$ca_before" ] ||
 	fail "a restart made a new CA"
 port=$(cat "$tmp/port")
 curl -sf --cacert "$tmp/tls/ca.crt" "https://127.0.0.1:$port/version" \
 	>/dev/null || fail "the restarted server's certificate"
+/usr/bin/python3 "$src/tests/integration/kubemu_client.py" \
+	--kubeconfig "$tmp/kubeconfig" --only nodes ||
+	fail "python3-kubernetes checks of nodes failed"
 stop_emu
+# A bad node spec stops the start, naming the key.
+if "$emu" --crds "$crds" --node 'x,cpu=lots' 2>"$tmp/bad.err"; then
+	fail "a bad --node was accepted"
+fi
+grep -q "cpu=lots: not a quantity" "$tmp/bad.err" ||
+	fail "a bad --node: $(cat "$tmp/bad.err")"
 if grep -q "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:" "$tmp/emu.err"; then
 	cat "$tmp/emu.err" >&2
 	fail "the sanitizers reported errors"

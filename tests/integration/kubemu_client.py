@@ -827,6 +827,82 @@ class Suite:
             'tj-' + RUN)
 
     # -- emulator only --------------------------------------------------
+    def nodes(self):
+        """The nodes kubemu.test.sh gives (cpu-1: 4 CPUs, gpu-1: 8 CPUs
+        and 2 A100s, sick-1: not Ready) and the scheduler's fit."""
+        names = [n.metadata.name for n in self.core.list_node().items]
+        check(names == ['cpu-1', 'gpu-1', 'sick-1'], 'nodes listed: %s'
+              % names)
+        g = self.core.read_node('gpu-1')
+        check(g.status.allocatable.get('nvidia.com/gpu') == '2' and
+              g.status.capacity.get('cpu') == '8' and
+              g.status.allocatable.get('memory') == '32Gi',
+              'a node\'s allocatable and capacity')
+        check(g.metadata.labels.get('nvidia.com/gpu.product') ==
+              'NVIDIA-A100-SXM4-80GB', 'the GPU product label')
+        ready = {n.metadata.name: [c.status for c in n.status.conditions
+                                   if c.type == 'Ready']
+                 for n in self.core.list_node().items}
+        check(ready == {'cpu-1': ['True'], 'gpu-1': ['True'],
+                        'sick-1': ['False']}, 'Ready conditions: %s' % ready)
+        sel = self.core.list_node(label_selector='nvidia.com/gpu.product')
+        check([n.metadata.name for n in sel.items] == ['gpu-1'],
+              'nodes by label selector')
+        w = watch.Watch()
+        seen = [(e['type'], e['object'].metadata.name)
+                for e in w.stream(self.core.list_node, timeout_seconds=1)]
+        check(sorted(seen) == [('ADDED', 'cpu-1'), ('ADDED', 'gpu-1'),
+                               ('ADDED', 'sick-1')], 'a watch of nodes')
+        expect_status(lambda: self.core.delete_node('cpu-1'), 405,
+                      'nodes are read-only', 'MethodNotAllowed')
+        expect_status(lambda: self.core.read_node('nope'), 404,
+                      'a missing node', 'NotFound')
+
+        def pod(name, cpu, gpus=0):
+            req = {'cpu': cpu, 'memory': '1Gi'}
+            if gpus:
+                req['nvidia.com/gpu'] = str(gpus)
+            return client.V1Pod(
+                metadata=client.V1ObjectMeta(name=name + '-' + RUN),
+                spec=client.V1PodSpec(containers=[client.V1Container(
+                    name='c', image='busybox',
+                    resources=client.V1ResourceRequirements(
+                        requests=req))]))
+
+        def node_of(name):
+            return self.core.read_namespaced_pod(name + '-' + RUN,
+                                                 self.ns).spec.node_name
+
+        for name, cpu, gpus in (('a', '3', 0), ('b', '6', 0),
+                                ('c', '3000m', 0), ('d', '500m', 2)):
+            self.core.create_namespaced_pod(self.ns, pod(name, cpu, gpus))
+        check(wait_for(lambda: node_of('a') == 'cpu-1' and
+                       node_of('b') == 'gpu-1' and
+                       node_of('d') == 'gpu-1'),
+              'first fit: a on cpu-1, b and d on gpu-1')
+        c = self.core.read_namespaced_pod('c-' + RUN, self.ns)
+        sc = [x for x in (c.status.conditions or [])
+              if x.type == 'PodScheduled']
+        check(c.spec.node_name is None and c.status.phase == 'Pending' and
+              sc and sc[0].status == 'False' and
+              sc[0].reason == 'Unschedulable' and
+              '0/3 nodes are available: 2 Insufficient cpu' in sc[0].message,
+              'a pod that fits nowhere is Unschedulable: %s'
+              % (sc[0].message if sc else None))
+        on = self.core.list_pod_for_all_namespaces(
+            field_selector='spec.nodeName=gpu-1,'
+            'status.phase!=Succeeded,status.phase!=Failed')
+        check(sorted(p.metadata.name for p in on.items) ==
+              ['b-' + RUN, 'd-' + RUN], 'pods on a node, across namespaces')
+        self.core.delete_namespaced_pod('a-' + RUN, self.ns)
+        check(wait_for(lambda: node_of('c') == 'cpu-1'),
+              'an unschedulable pod is bound once room frees')
+        check(wait_for(lambda: self.core.read_namespaced_pod(
+            'c-' + RUN, self.ns).status.phase == 'Running'),
+            'and then runs')
+        for name in ('b', 'c', 'd'):
+            self.core.delete_namespaced_pod(name + '-' + RUN, self.ns)
+
     def auth_and_tls(self):
         cfg = client.Configuration.get_default_copy()
         anon = client.Configuration.get_default_copy()

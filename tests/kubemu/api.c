@@ -1755,6 +1755,17 @@ void km_api_serve(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 
 	if (authorize(rq, rs))
 		return;
+	if ((km_res[r].flags & KM_CLUSTER) && (strcmp(m, "GET") || rq->sub)) {
+		/* Nodes are made at start-up and only read. */
+		if (rq->sub)
+			km_resp_status(rs, km_status_plain(
+						   404, "NotFound",
+						   "the server could not find "
+						   "the requested resource"));
+		else
+			method_not_allowed(rs);
+		return;
+	}
 	if (rq->sub) {
 		int ok =
 			(!strcmp(rq->sub, "status") &&

@@ -18,6 +18,8 @@ static const char *const verbs_main = "\"create\",\"delete\","
 				      "\"deletecollection\",\"get\",\"list\","
 				      "\"patch\",\"update\",\"watch\"";
 static const char *const verbs_status = "\"get\",\"patch\",\"update\"";
+/* Nodes are defined at start-up: they are only read. */
+static const char *const verbs_read = "\"get\",\"list\",\"watch\"";
 
 static void reply(struct km_resp *rs, struct hb_buf *b, const char *ctype)
 {
@@ -84,10 +86,12 @@ static void resource_list(struct hb_buf *b, const char *group,
 			continue;
 		hb_buf_printf(b,
 			      "%s{\"name\":\"%s\",\"singularName\":\"%s\","
-			      "\"namespaced\":true,\"kind\":\"%s\","
+			      "\"namespaced\":%s,\"kind\":\"%s\","
 			      "\"verbs\":[%s]",
 			      first ? "" : ",", ri->plural, ri->singular,
-			      ri->kind, verbs_main);
+			      ri->flags & KM_CLUSTER ? "false" : "true",
+			      ri->kind,
+			      ri->flags & KM_CLUSTER ? verbs_read : verbs_main);
 		if (ri->short_name)
 			hb_buf_printf(b, ",\"shortNames\":[\"%s\"]",
 				      ri->short_name);

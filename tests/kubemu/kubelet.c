@@ -37,6 +37,8 @@
 #include "kubemu.h"
 
 #define KUBELET "kubelet"
+#define SCHEDULER "default-scheduler"
+#define SCHED_RETRY_MS 250 /* an unschedulable pod is tried again */
 #define NODE	"kubemu-node"
 #define L_ROLE	"training.kubeflow.org/job-role"
 #define A_EXIT	"kubemu.hpcbridge.io/exit-code"
@@ -629,7 +631,9 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 		if (fp) {
 			val = !strcmp(fp, "metadata.name")	  ? name
 			      : !strcmp(fp, "metadata.namespace") ? ns
-			      : !strcmp(fp, "spec.nodeName")	  ? NODE
+			      : !strcmp(fp, "spec.nodeName")
+				      ? (km_str(km_get(pod, "spec"), "nodeName")
+						 ?: NODE)
 			      : (!strcmp(fp, "status.podIP") ||
 				 !strcmp(fp, "status.hostIP"))
 				      ? "127.0.0.1"
@@ -903,6 +907,64 @@ static void start_pod(struct km_kubelet *k, struct km_obj *pod,
 			   mark_running, &sa, NULL);
 }
 
+/* ---- the scheduler -------------------------------------------------- */
+
+static int bind_pod(void *arg, cJSON *pod)
+{
+	cJSON *spec = km_obj_at(pod, "spec");
+
+	if (!spec || km_set_str(spec, "nodeName", arg))
+		return HB_ENOMEM;
+	km_del(km_obj_at(pod, "status"), "conditions");
+	return 0;
+}
+
+static int mark_unschedulable(void *arg, cJSON *pod)
+{
+	cJSON *st = km_obj_at(pod, "status"), *conds, *c;
+	const cJSON *old = cJSON_GetArrayItem(km_get(st, "conditions"), 0);
+	const char *msg = arg;
+	char ts[32];
+
+	if (!st)
+		return HB_ENOMEM;
+	if (km_str(old, "reason") && !strcmp(km_str(old, "reason"),
+					     "Unschedulable") &&
+	    km_str(old, "message") && !strcmp(km_str(old, "message"), msg))
+		return 1; /* said already */
+	km_timestamp(ts, sizeof(ts), 0);
+	conds = cJSON_CreateArray();
+	c = condition("PodScheduled", "False", "Unschedulable", ts);
+	if (!conds || !c || km_set_str(c, "message", msg)) {
+		cJSON_Delete(conds);
+		cJSON_Delete(c);
+		return HB_ENOMEM;
+	}
+	cJSON_AddItemToArray(conds, c);
+	return km_set(st, "conditions", conds);
+}
+
+/* Bind the pod to a node (1), or say why it cannot be (0). */
+static int schedule(struct km_kubelet *k, struct km_obj *pod,
+		    struct podstate *ps, int64_t now)
+{
+	char node[256], why[512];
+
+	if (km_sched_pick(k->ctx, pod->tree, node, sizeof(node), why,
+			  sizeof(why))) {
+		km_internal_update(k->ctx, KM_POD, pod->ns, pod->name,
+				   SCHEDULER, "status", mark_unschedulable,
+				   why, NULL);
+		return 0;
+	}
+	hb_log(HB_LOG_DEBUG, "scheduler: %s/%s bound to %s", pod->ns,
+	       pod->name, node);
+	ps->seen = now; /* it starts pod_start_ms after its binding */
+	km_internal_update(k->ctx, KM_POD, pod->ns, pod->name, SCHEDULER,
+			   NULL, bind_pod, node, NULL);
+	return 1;
+}
+
 void km_kubelet_sync(struct km_kubelet *k, const char *ns, const char *name,
 		     int64_t *next)
 {
@@ -949,6 +1011,14 @@ void km_kubelet_sync(struct km_kubelet *k, const char *ns, const char *name,
 	if (terminal)
 		goto out;
 	if (!strcmp(phase, "Pending") && !ps->running) {
+		if (k->ctx->o->nnodes &&
+		    !km_str(km_get(pod->tree, "spec"), "nodeName")) {
+			/* Not bound yet: the scheduler's turn.  A bound pod
+			 * comes back here through its change. */
+			if (!schedule(k, pod, ps, now))
+				*next = now + SCHED_RETRY_MS;
+			goto out;
+		}
 		if (now < ps->seen + k->ctx->o->pod_start_ms) {
 			*next = ps->seen + k->ctx->o->pod_start_ms;
 			goto out;

@@ -41,13 +41,15 @@ enum km_res {
 	KM_EVENT,
 	KM_LEASE,
 	KM_CONFIGMAP,
+	KM_NODE,
 	KM_NRES
 };
 
 enum {
 	KM_CRD = 1u << 0,    /* a custom resource: schema, generation */
 	KM_STATUS = 1u << 1, /* has the status subresource */
-	KM_LOG = 1u << 2     /* has the log subresource (pods) */
+	KM_LOG = 1u << 2,    /* has the log subresource (pods) */
+	KM_CLUSTER = 1u << 3 /* cluster-scoped and read-only (nodes) */
 };
 
 struct km_resinfo {
@@ -371,6 +373,29 @@ int km_kubelet_busy(struct km_kubelet *k);
 char *km_kubelet_log_path(struct km_kubelet *k, const char *ns,
 			  const char *name);
 
+/* ---- nodes and the scheduler (nodes.c) ------------------------------ */
+
+/*
+ * A Node object from a --node spec, "NAME[,KEY=VALUE]...": cpu, memory,
+ * pods, nvidia.com/gpu (or gpu), gpu-product (the nvidia.com/gpu.product
+ * label), label:KEY (any label), ready, unschedulable.  HB_EINVAL with a
+ * message naming the key.  Caller frees *out with cJSON_Delete().
+ */
+int km_node_from_spec(const char *spec, cJSON **out, struct hb_err *err);
+/* Store the nodes of ctx->o->nodes; 0 or an error with err set. */
+int km_nodes_create(struct km_ctx *ctx, struct hb_err *err);
+
+/*
+ * Pick a node for pod, as kube-scheduler's resource fit would: the first
+ * Ready, schedulable node (in name order) whose allocatable cpu, memory,
+ * pods and extended resources (nvidia.com/gpu) cover the pod's requests
+ * on top of those of the pods bound to it that have not ended.  0 with
+ * node set; HB_EAGAIN with why set ("0/2 nodes are available: 2
+ * Insufficient cpu.") when none fits.  Controller thread only.
+ */
+int km_sched_pick(struct km_ctx *ctx, const cJSON *pod, char *node,
+		  size_t cap, char *why, size_t wcap);
+
 /* ---- watch and log streams ------------------------------------------ */
 
 struct km_watch_opts {
@@ -421,6 +446,8 @@ struct km_opts {
 	char **exec_env; /* NAME=VALUE added to executed containers */
 	size_t nexec_env;
 	int hostfile_slots; /* 0: workers x slotsPerWorker */
+	char **nodes; /* --node specs; none: no scheduling constraints */
+	size_t nnodes;
 };
 
 struct km_ctx {

@@ -31,8 +31,8 @@ static void usage(FILE *f)
 	      "\n"
 	      "A Kubernetes API server emulator for hpcbridge: MPIJobs,\n"
 	      "TrainJobs, pods (and their logs), events, leases and\n"
-	      "ConfigMaps, with the real CRD schemas and an emulated MPI\n"
-	      "Operator.\n"
+	      "ConfigMaps, nodes, with the real CRD schemas and an emulated\n"
+	      "MPI Operator.\n"
 	      "\n"
 	      "  --listen HOST:PORT     address (default 127.0.0.1:0; port 0\n"
 	      "                         picks a free one)\n"
@@ -60,6 +60,11 @@ static void usage(FILE *f)
 	      "  --bookmark-ms N        bookmark interval (default 10000)\n"
 	      "  --watch-timeout S      default watch timeout (1800)\n"
 	      "  --log-level LEVEL      debug, info (default), warn, error\n"
+	      "  --node NAME[,KEY=VALUE]...\n"
+	      "                         a Node (repeatable): cpu, memory,\n"
+	      "                         pods, nvidia.com/gpu, gpu-product,\n"
+	      "                         label:KEY, ready, unschedulable;\n"
+	      "                         with nodes, pods are scheduled\n"
 	      "  -h, --help             this help\n",
 	      f);
 }
@@ -109,6 +114,27 @@ static int add_env(struct km_opts *o, const char *arg)
 	return e[o->nexec_env++] ? 0 : HB_ENOMEM;
 }
 
+/* A --node spec, checked now so that a bad one stops the start. */
+static int add_node(struct km_opts *o, const char *arg)
+{
+	struct hb_err err = { 0 };
+	cJSON *n;
+	char **v;
+	int rc = km_node_from_spec(arg, &n, &err);
+
+	if (rc) {
+		fprintf(stderr, "hb-kubemu: %s\n", err.msg);
+		return rc;
+	}
+	cJSON_Delete(n);
+	v = realloc(o->nodes, (o->nnodes + 1) * sizeof(*v));
+	if (!v)
+		return HB_ENOMEM;
+	o->nodes = v;
+	v[o->nnodes] = strdup(arg);
+	return v[o->nnodes++] ? 0 : HB_ENOMEM;
+}
+
 static int parse_listen(struct km_opts *o, const char *arg)
 {
 	const char *colon = strrchr(arg, ':');
@@ -139,7 +165,8 @@ enum {
 	O_WINDOW,
 	O_BOOKMARK,
 	O_WATCH_TIMEOUT,
-	O_LOG_LEVEL
+	O_LOG_LEVEL,
+	O_NODE
 };
 
 static int parse_args(int argc, char **argv, struct km_opts *o)
@@ -164,6 +191,7 @@ static int parse_args(int argc, char **argv, struct km_opts *o)
 		{ "bookmark-ms", required_argument, NULL, O_BOOKMARK },
 		{ "watch-timeout", required_argument, NULL, O_WATCH_TIMEOUT },
 		{ "log-level", required_argument, NULL, O_LOG_LEVEL },
+		{ "node", required_argument, NULL, O_NODE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -226,6 +254,9 @@ static int parse_args(int argc, char **argv, struct km_opts *o)
 			break;
 		case O_WATCH_TIMEOUT:
 			rc = parse_int(optarg, 1, 86400, &o->watch_timeout_s);
+			break;
+		case O_NODE:
+			rc = add_node(o, optarg);
 			break;
 		case O_LOG_LEVEL:
 			rc = hb_log_level_parse(optarg, &lvl);
@@ -350,6 +381,10 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	km_store_set_hook(ctx.store, km_ctl_hook, ctx.ctl);
+	if (km_nodes_create(&ctx, &err)) {
+		fprintf(stderr, "hb-kubemu: %s\n", err.msg);
+		goto out;
+	}
 	if (o.tls_dir && km_tls_setup(&ctx, o.tls_dir, &err)) {
 		fprintf(stderr, "hb-kubemu: TLS: %s\n", err.msg);
 		goto out;
@@ -467,6 +502,9 @@ out:
 	for (size_t i = 0; i < o.nexec_env; i++)
 		free(o.exec_env[i]);
 	free(o.exec_env);
+	for (size_t i = 0; i < o.nnodes; i++)
+		free(o.nodes[i]);
+	free(o.nodes);
 	free(o.host);
 	return rc;
 }

@@ -514,8 +514,10 @@ int km_fields_check(const struct km_selector *sel, enum km_res r,
 					      "source",
 					      "type",
 					      NULL };
+	static const char *const nodes[] = { "spec.unschedulable", NULL };
 	const char *const *extra = r == KM_POD	   ? pods
 				   : r == KM_EVENT ? events
+				   : r == KM_NODE  ? nodes
 						   : NULL;
 
 	if (!sel)

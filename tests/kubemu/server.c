@@ -9,6 +9,7 @@
  *   /api/v1/namespaces/NS/PLURAL[/NAME[/status|/log]]   (core)
  *   /apis/G/V/namespaces/NS/PLURAL[/NAME[/status]]       (groups)
  *   /api/v1/PLURAL, /apis/G/V/PLURAL                      (all namespaces)
+ *   /api/v1/nodes[/NAME]                                  (cluster scope)
  *   /_hb/faults /_hb/stats /_hb/evict                     (admin, no auth)
  */
 #include <arpa/inet.h>
@@ -316,7 +317,10 @@ static int route(const char *url, struct km_req *rq, char seg[][SEG_MAX])
 		return HB_ENOENT;
 	rq->name = n > i + 1 ? seg[i + 1] : NULL;
 	rq->sub = n > i + 2 ? seg[i + 2] : NULL;
-	/* Objects are namespaced: a name needs a namespace. */
+	/* Cluster-scoped objects have no namespace; the others need one
+	 * when named. */
+	if (km_res[rq->res].flags & KM_CLUSTER)
+		return rq->ns ? HB_ENOENT : 0;
 	if (rq->name && !rq->ns)
 		return HB_ENOENT;
 	return 0;

@@ -26,6 +26,8 @@ const struct km_resinfo km_res[KM_NRES] = {
 		       "leases", "lease", "Lease", "LeaseList", NULL, 0 },
 	[KM_CONFIGMAP] = { "", "v1", "v1", "configmaps", "configmap",
 			   "ConfigMap", "ConfigMapList", "cm", 0 },
+	[KM_NODE] = { "", "v1", "v1", "nodes", "node", "Node", "NodeList",
+		      "no", KM_CLUSTER },
 };
 
 int km_res_find(const char *group, const char *version, const char *plural)
@@ -48,6 +50,7 @@ const char *km_res_qualified(enum km_res r)
 		[KM_EVENT] = "events",
 		[KM_LEASE] = "leases.coordination.k8s.io",
 		[KM_CONFIGMAP] = "configmaps",
+		[KM_NODE] = "nodes",
 	};
 	return names[r];
 }

@@ -16,6 +16,7 @@
 
 #include "decider.h"
 #include "hpcbridge/config.h"
+#include "hpcbridge/kube_capacity.h"
 #include "hpcbridge/policy.h"
 #include "hpcbridge/rules.h"
 #include "hpcbridge/store.h"
@@ -383,6 +384,66 @@ static void test_estimates(void **state)
 	unlink(path);
 }
 
+static cJSON *queue_default(cJSON *st)
+{
+	return cJSON_GetObjectItem(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(st, "kubernetes"),
+				    "queues"),
+		"default");
+}
+
+/* The cluster's capacity lands in the policy's queue, and decides. */
+static void test_kube(void **state)
+{
+	struct hb_decider *dc =
+		make("placement: {default_target: kubernetes}\n");
+	struct hb_kcap cap = { .free_millicpus = 24500,
+			       .free_mem_bytes = 96ull * 1073741824 + 100,
+			       .ngpus = 1,
+			       .pending = 0 };
+	struct hb_decider_out o;
+	cJSON *st, *q, *f;
+	char *text;
+
+	(void)state;
+	snprintf(cap.gpus[0].type, sizeof(cap.gpus[0].type), "NVIDIA-A100");
+	cap.gpus[0].free = 3;
+	assert_int_equal(hb_decider_set_kube(dc, &cap), 0);
+	st = hb_decider_state(dc, T0);
+	q = queue_default(st);
+	assert_non_null(q);
+	f = cJSON_GetObjectItem(q, "free");
+	text = cJSON_PrintUnformatted(f);
+	assert_string_equal(text, "{\"cpus\":24,\"memory\":\"96Gi\","
+				  "\"gpus\":{\"nvidia-a100\":3}}");
+	free(text);
+	assert_null(cJSON_GetObjectItem(q, "expected_wait"));
+	assert_int_equal(cJSON_GetObjectItem(q, "pending")->valueint, 0);
+	cJSON_Delete(st);
+	decide(dc, "batch", "kubernetes", "x", 1, 4, T0, &o);
+	assert_int_equal(o.target, HB_DECIDE_KUBE);
+	assert_non_null(strstr(o.explanation, "Kubernetes (queue default): "
+					      "free capacity now"));
+	hb_decider_out_free(&o);
+
+	/* a job pending, the GPUs gone: nothing fits now, the type goes */
+	cap.pending = 2;
+	cap.ngpus = 0;
+	assert_int_equal(hb_decider_set_kube(dc, &cap), 0);
+	st = hb_decider_state(dc, T0);
+	q = queue_default(st);
+	assert_int_equal(cJSON_GetObjectItem(q, "pending")->valueint, 2);
+	assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(q, "free"),
+					"gpus"));
+	cJSON_Delete(st);
+	decide(dc, "batch", "kubernetes", "x", 1, 4, T0, &o);
+	assert_null(strstr(o.explanation, "free capacity now"));
+	assert_non_null(strstr(o.explanation, "Kubernetes (queue default): "
+					      "no estimate"));
+	hb_decider_out_free(&o);
+	hb_decider_free(dc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -390,6 +451,7 @@ int main(void)
 		cmocka_unit_test(test_policy_file),
 		cmocka_unit_test(test_estimates),
 		cmocka_unit_test(test_spend_restart),
+		cmocka_unit_test(test_kube),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -382,6 +382,23 @@ static void test_k8s_mem(void **state)
 	}
 }
 
+/* Each case through parse: its code, and its value when 0. */
+static void run_cases(const struct tcase *cases, size_t n,
+		      int (*parse)(const char *, uint64_t *))
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = 5;
+		int rc = parse(cases[i].in, &v);
+
+		if (rc != cases[i].rc)
+			fail_msg("'%s': rc %d, want %d", cases[i].in, rc,
+				 cases[i].rc);
+		if (rc == 0 && v != cases[i].out)
+			fail_msg("'%s': %llu", cases[i].in,
+				 (unsigned long long)v);
+	}
+}
+
 static void test_k8s_cpu(void **state)
 {
 	static const struct tcase cases[] = {
@@ -401,21 +418,31 @@ static void test_k8s_cpu(void **state)
 	    {"1core", HB_EINVAL, 0},
 	    {"1E18", HB_ERANGE, 0},
 	};
-	uint64_t v;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int rc;
+	run_cases(cases, sizeof(cases) / sizeof(cases[0]), hb_parse_k8s_cpu);
+}
 
-		v = 5;
-		rc = hb_parse_k8s_cpu(cases[i].in, &v);
-		if (rc != cases[i].rc)
-			fail_msg("'%s': rc %d, want %d", cases[i].in, rc,
-				 cases[i].rc);
-		if (rc == 0 && v != cases[i].out)
-			fail_msg("'%s': %llu", cases[i].in,
-				 (unsigned long long)v);
-	}
+static void test_k8s_units(void **state)
+{
+	static const struct tcase cases[] = {
+	    {"16Gi", 0, 17179869184ull},
+	    {"32803268Ki", 0, 33590546432ull},
+	    {"1e3", 0, 1000},
+	    {"2k", 0, 2000},
+	    {"4", 0, 4},
+	    {"500m", 0, 1}, /* half a unit rounds up */
+	    {"1.5", 0, 2},
+	    {"0", 0, 0},
+	    {"1Ei", 0, 1ull << 60},
+	    {"20E", HB_ERANGE, 0}, /* past 2^64 */
+	    {"", HB_EINVAL, 0},
+	    {"4 GPUs", HB_EINVAL, 0},
+	    {"-1", HB_EINVAL, 0},
+	};
+
+	(void)state;
+	run_cases(cases, sizeof(cases) / sizeof(cases[0]), hb_parse_k8s_units);
 }
 
 int main(void)
@@ -425,6 +452,7 @@ int main(void)
 	    cmocka_unit_test(test_pbs_time), cmocka_unit_test(test_slurm_size),
 	    cmocka_unit_test(test_pbs_size), cmocka_unit_test(test_format_time),
 	    cmocka_unit_test(test_k8s_mem),  cmocka_unit_test(test_k8s_cpu),
+	    cmocka_unit_test(test_k8s_units),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

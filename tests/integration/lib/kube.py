@@ -9,6 +9,8 @@
   kube.py create FILE             create the MPIJob in FILE (JSON); print
                                   its uid
   kube.py status NAME             its .status as JSON ({} when none)
+  kube.py pods SELECTOR           pods in the namespace, "NAME NODE PHASE"
+                                  a line (NODE "-" when unbound)
   kube.py faults URL [JSON]       POST JSON to the emulator's /_hb/faults,
                                   or DELETE them without JSON
   kube.py counts URL              the emulator's injected-fault counts (JSON)
@@ -85,6 +87,12 @@ def main(argv):
             obj = api.get_namespaced_custom_object_status(
                 GROUP, VERSION, NS, PLURAL, args[0])
             print(json.dumps(obj.get('status') or {}, sort_keys=True))
+        elif cmd == 'pods':
+            core = client.CoreV1Api()
+            for p in core.list_namespaced_pod(
+                    NS, label_selector=args[0]).items:
+                print('%s %s %s' % (p.metadata.name, p.spec.node_name or '-',
+                                    p.status.phase))
         elif cmd == 'delete':
             api.delete_namespaced_custom_object(GROUP, VERSION, NS, PLURAL,
                                                 args[0])
