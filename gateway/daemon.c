@@ -167,6 +167,8 @@ struct hb_daemon {
 	int64_t last_estimate; /* placement's last Slurm estimates */
 	int estimating;	       /* estimates are on a worker */
 	int measuring;	       /* Kubernetes capacity is on a worker */
+	int sizing;	       /* data locations are measured on a worker */
+	int64_t last_sizing;
 	int64_t last_kcap;     /* ... last asked for */
 	int kcap_failing;      /* the last capacity read failed */
 	int polling;	   /* a poll is on a worker */
@@ -1798,6 +1800,99 @@ static void refresh_capacity(struct hb_daemon *d, int64_t now)
 	}
 }
 
+/*
+ * The policy's data locations on a file system that give no size are
+ * measured on a worker every placement.data_refresh_s (hb_path_size); a
+ * location that cannot be measured (missing, unreadable, too many files,
+ * too slow) keeps its last size, or none, and the engine says its size is
+ * unknown.  The task owns copies of the paths: a reload may free them.
+ */
+#define DATA_MAX_ENTRIES (10u * 1000 * 1000)
+#define DATA_TIMEOUT_MS	 (5 * 60 * 1000)
+
+struct size_task {
+	struct hb_task t; /* first */
+	struct hb_daemon *d;
+	size_t n;
+	char **paths;
+	uint64_t *bytes;
+	int *rc;
+	struct hb_err *err;
+};
+
+static void size_free(struct size_task *st)
+{
+	for (size_t i = 0; i < st->n; i++)
+		free(st->paths[i]);
+	free(st->paths);
+	free(st->bytes);
+	free(st->rc);
+	free(st->err);
+	free(st);
+}
+
+static void size_run(struct hb_task *ht)
+{
+	struct size_task *st = (struct size_task *)ht;
+
+	for (size_t i = 0; i < st->n; i++)
+		st->rc[i] = hb_path_size(st->paths[i], DATA_MAX_ENTRIES,
+					 DATA_TIMEOUT_MS, &st->bytes[i],
+					 &st->err[i]);
+}
+
+static void size_done(struct hb_task *ht)
+{
+	struct size_task *st = (struct size_task *)ht;
+
+	st->d->sizing = 0;
+	for (size_t i = 0; i < st->n; i++) {
+		if (st->rc[i])
+			hb_log(HB_LOG_WARN, "data size: %s", st->err[i].msg);
+		else if (hb_decider_set_data(st->d->dc, st->paths[i],
+					     st->bytes[i]))
+			hb_log(HB_LOG_WARN, "data size: out of memory");
+	}
+	size_free(st);
+}
+
+static void refresh_data(struct hb_daemon *d, int64_t now)
+{
+	const char **paths;
+	size_t n = hb_decider_data_paths(d->dc, &paths);
+	struct size_task *st;
+
+	if (!n || d->sizing || !d->cfg.placement_data_refresh_s ||
+	    (d->last_sizing &&
+	     now - d->last_sizing <
+		     (int64_t)d->cfg.placement_data_refresh_s * 1000))
+		return;
+	d->last_sizing = now;
+	if (!(st = calloc(1, sizeof(*st))))
+		return;
+	st->paths = calloc(n, sizeof(*st->paths));
+	st->bytes = calloc(n, sizeof(*st->bytes));
+	st->rc = calloc(n, sizeof(*st->rc));
+	st->err = calloc(n, sizeof(*st->err));
+	if (!st->paths || !st->bytes || !st->rc || !st->err) {
+		size_free(st);
+		return;
+	}
+	for (; st->n < n; st->n++)
+		if (!(st->paths[st->n] = strdup(paths[st->n]))) {
+			size_free(st);
+			return;
+		}
+	st->t.run = size_run;
+	st->t.done = size_done;
+	st->d = d;
+	d->sizing = 1;
+	if (hb_pool_submit(d->pool, &st->t)) {
+		d->sizing = 0;
+		size_free(st);
+	}
+}
+
 static void refresh_estimates(struct hb_daemon *d, int64_t now)
 {
 	const char *const *names;
@@ -1807,6 +1902,7 @@ static void refresh_estimates(struct hb_daemon *d, int64_t now)
 	if (d->stopping || !d->pool)
 		return;
 	refresh_capacity(d, now);
+	refresh_data(d, now);
 	if (!d->be.slurm_estimate || d->estimating ||
 	    !refresh_due(d, d->last_estimate, now))
 		return;

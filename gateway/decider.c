@@ -46,6 +46,9 @@ struct hb_decider {
 	/* the partitions a refresh asks about (names owned here) */
 	char *parts[MAX_PARTS];
 	size_t nparts;
+	/* the data locations to measure (borrowed from pol) */
+	const char **data;
+	size_t ndata;
 	int64_t spend_day; /* the day the spend was last loaded for */
 };
 
@@ -151,6 +154,34 @@ static void forget_parts(struct hb_decider *dc)
 	dc->nparts = 0;
 }
 
+/* The policy's unsized data locations on a file system. */
+static void want_data(struct hb_decider *dc)
+{
+	free(dc->data);
+	dc->data = NULL;
+	dc->ndata = 0;
+	if (!dc->pol.ndata ||
+	    !(dc->data = calloc(dc->pol.ndata, sizeof(*dc->data))))
+		return;
+	for (uint32_t i = 0; i < dc->pol.ndata; i++)
+		if (!dc->pol.data[i].size_known &&
+		    dc->pol.data[i].prefix[0] == '/')
+			dc->data[dc->ndata++] = dc->pol.data[i].prefix;
+}
+
+size_t hb_decider_data_paths(const struct hb_decider *dc,
+			     const char ***paths)
+{
+	*paths = dc->data;
+	return dc->ndata;
+}
+
+int hb_decider_set_data(struct hb_decider *dc, const char *prefix,
+			uint64_t bytes)
+{
+	return hb_snapshot_set_data(&dc->snap, prefix, bytes);
+}
+
 static void want_policy_parts(struct hb_decider *dc)
 {
 	for (uint32_t i = 0; i < dc->pol.npartitions; i++)
@@ -175,6 +206,7 @@ int hb_decider_new(const struct hb_config *cfg, struct hb_decider **out,
 	}
 	hb_snapshot_init(&dc->snap, (int64_t)time(NULL));
 	want_policy_parts(dc);
+	want_data(dc);
 	*out = dc;
 	return 0;
 }
@@ -197,6 +229,7 @@ int hb_decider_reload(struct hb_decider *dc, const struct hb_config *cfg,
 	dc->policy_text = text;
 	forget_parts(dc);
 	want_policy_parts(dc);
+	want_data(dc);
 	for (size_t i = 0; i < dc->nseen; i++)
 		want_part(dc, dc->snap.parts[dc->seen[i].idx].name);
 	return 0;
@@ -211,6 +244,7 @@ void hb_decider_free(struct hb_decider *dc)
 	hb_buf_free(&dc->policy_text);
 	free(dc->policy_name);
 	free(dc->seen);
+	free(dc->data);
 	forget_parts(dc);
 	free(dc);
 }

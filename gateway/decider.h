@@ -110,6 +110,18 @@ int hb_decider_set_slurm(struct hb_decider *dc,
 struct hb_kcap;
 int hb_decider_set_kube(struct hb_decider *dc, const struct hb_kcap *cap);
 
+/*
+ * The policy's data locations the daemon measures: path prefixes on a
+ * file system ("/...") whose size the policy does not give.  *paths is
+ * borrowed until the next reload.  hb_decider_set_data() records what
+ * one measured (bytes) into the snapshot, where it overrides nothing the
+ * policy says and is what the engine reads.
+ */
+size_t hb_decider_data_paths(const struct hb_decider *dc,
+			     const char ***paths);
+int hb_decider_set_data(struct hb_decider *dc, const char *prefix,
+			uint64_t bytes);
+
 /* The partitions a refresh should look at: the policy's, and those jobs
  * were submitted to.  Borrowed; valid until the next decide or reload. */
 size_t hb_decider_partitions(const struct hb_decider *dc,

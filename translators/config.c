@@ -397,6 +397,15 @@ static const struct setting table[] = {
      .help = "How often the daemon asks Slurm for its partitions' "
 	     "expected start times and idle nodes, and the Kubernetes "
 	     "cluster for its free capacity, in seconds."},
+    {.path = "placement.data_refresh_s",
+     .type = HB_CFG_UINT,
+     .off = F(placement_data_refresh_s),
+     .def = "600",
+     .min = 0,
+     .max = 86400,
+     .reloadable = 1,
+     .help = "How often the daemon measures the policy's data locations "
+	     "on a file system that give no size, in seconds; 0: never."},
     {.path = "placement.default_target",
      .type = HB_CFG_ENUM,
      .off = F(default_target),

@@ -97,6 +97,7 @@ struct hb_config {
 	/* Placement */
 	const char *placement_policy;	  /* policy file, or NULL */
 	uint32_t placement_refresh_s;	  /* Slurm estimates, seconds */
+	uint32_t placement_data_refresh_s; /* data sizes, seconds; 0: never */
 	const char *default_target;	  /* "slurm" | "kubernetes" */
 	struct hb_kv *placement_partitions; /* partition -> target */
 	uint32_t nplacement_partitions;
