@@ -2537,8 +2537,8 @@ static struct task *twin_delete_task(struct hb_daemon *d, const char *id,
 
 /* A twin task ended (in the batch's transaction).  Created or adopted:
  * the job is queued, and follows the twin's events from now on; but if
- * its MPIJob went meanwhile, the twin goes too.  Refused: the job fails
- * with the server's word.  Deleted: recorded. */
+ * it was cancelled meanwhile (its MPIJob went), the twin goes too.
+ * Refused: the job fails with the server's word.  Deleted: recorded. */
 static int twin_done(struct hb_daemon *d, const struct task *t,
 		     struct hb_err *err)
 {
@@ -2566,8 +2566,9 @@ static int twin_done(struct hb_daemon *d, const struct task *t,
 	}
 	if ((rc = hb_store_job_get(d->st, t->id, &j, err)))
 		goto out;
-	if (!t->rc && hb_store_state_terminal(j.state)) {
-		/* the MPIJob was deleted while its twin was being made */
+	if (!t->rc && !strcmp(j.state, "cancelled")) {
+		/* the MPIJob was deleted while its twin was being made (a
+		 * twin that ended before its adoption returned stays) */
 		if (!(del = twin_delete_task(d, t->id, t->tns, t->tname))) {
 			rc = hb_err_set(err, HB_ENOMEM, NULL, 0,
 					"out of memory");

@@ -170,13 +170,15 @@ static void final_words(const struct hb_job_row *r, const char *what,
 			 "%s successfully completed on Slurm (job %lld, exit "
 			 "code 0).",
 			 what, (long long)r->slurm_job_id);
-	} else if (r->target && !strcmp(r->target, "rejected")) {
+	} else if (r->target && (!strcmp(r->target, "rejected") ||
+				 !strcmp(r->target, "kubernetes"))) {
 		/* the reason is "Reason: message" (the daemon writes it) */
 		size_t k = why ? strspn(why, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 					     "abcdefghijklmnopqrstuvwxyz")
 			       : 0;
+		int twin = !strcmp(r->target, "kubernetes");
 
-		*reason = "Rejected";
+		*reason = twin ? "MPIJobFailed" : "Rejected";
 		if (k && k < 64 && why[0] >= 'A' && why[0] <= 'Z' &&
 		    why[k] == ':' && why[k + 1] == ' ') {
 			memcpy(rbuf, why, k);
@@ -184,8 +186,9 @@ static void final_words(const struct hb_job_row *r, const char *what,
 			*reason = rbuf;
 			why += k + 2;
 		}
-		snprintf(msg, n, "%s was not submitted to Slurm: %s", what,
-			 why ? why : "refused");
+		snprintf(msg, n, "%s %s: %s", what,
+			 twin ? "did not run in the cluster" : "was not run",
+			 why ? why : twin ? st : "refused");
 	} else if (r->slurm_job_id < 0 && !strcmp(st, "cancelled")) {
 		*reason = "Cancelled";
 		snprintf(msg, n, "%s was cancelled before Slurm ran it%s%s",
@@ -415,8 +418,11 @@ cJSON *hb_origin_twin_status(const cJSON *twin)
 	cJSON *doc = cJSON_CreateObject(), *st;
 	int bad = !doc || !(st = cJSON_AddObjectToObject(doc, "status"));
 
+	/* what the twin lacks is removed (null, in a merge patch) */
 	for (size_t i = 0; !bad && i < sizeof(keys) / sizeof(keys[0]); i++)
-		bad |= copy_key(st, from, keys[i]);
+		bad |= cJSON_GetObjectItemCaseSensitive(from, keys[i])
+			       ? copy_key(st, from, keys[i])
+			       : !cJSON_AddNullToObject(st, keys[i]);
 	if (bad) {
 		cJSON_Delete(doc);
 		return NULL;

@@ -110,8 +110,9 @@ const char *hb_origin_twin_state(const cJSON *twin, char *msg, size_t n);
 
 /*
  * The original's status merge patch copied from its twin: conditions,
- * startTime, completionTime, replicaStatuses, lastReconcileTime (each when
- * the twin has it).  NULL when out of memory.  Caller frees.
+ * startTime, completionTime, replicaStatuses, lastReconcileTime (null,
+ * which removes it, when the twin has none).  NULL when out of memory.
+ * Caller frees.
  */
 cJSON *hb_origin_twin_status(const cJSON *twin);
 

@@ -356,6 +356,41 @@ static void test_status_rejected(void **state)
 	d = hb_origin_status_doc(&r, 0);
 	assert_string_equal(s_of(cond(d, "Failed"), "reason"), "Rejected");
 	cJSON_Delete(d);
+	/* the placement refused it */
+	r.reason = "PlacementRejected: no side can run the job";
+	d = hb_origin_status_doc(&r, 0);
+	assert_string_equal(s_of(cond(d, "Failed"), "reason"),
+			    "PlacementRejected");
+	assert_non_null(strstr(s_of(cond(d, "Failed"), "message"),
+			       "was not run: no side can run the job"));
+	cJSON_Delete(d);
+}
+
+/* A job placed in the cluster whose twin could not be made, or went. */
+static void test_status_twin_failed(void **state)
+{
+	struct hb_job_row r =
+		row("failed", -1, -1, "TwinCreateFailed: forbidden");
+	cJSON *d;
+
+	(void)state;
+	r.target = "kubernetes";
+	d = hb_origin_status_doc(&r, 0);
+	assert_non_null(d);
+	assert_string_equal(s_of(cond(d, "Failed"), "reason"),
+			    "TwinCreateFailed");
+	assert_non_null(strstr(s_of(cond(d, "Failed"), "message"),
+			       "did not run in the cluster: forbidden"));
+	assert_null(strstr(s_of(cond(d, "Failed"), "message"), "Slurm"));
+	assert_crd_valid(d);
+	cJSON_Delete(d);
+	r = row("cancelled", -1, -1, "TwinDeleted: its twin was deleted");
+	r.target = "kubernetes";
+	d = hb_origin_status_doc(&r, T1);
+	assert_string_equal(s_of(cond(d, "Failed"), "reason"), "TwinDeleted");
+	assert_string_equal(s_of(cond(d, "Running"), "status"), "False");
+	assert_crd_valid(d);
+	cJSON_Delete(d);
 }
 
 static void test_twin_name(void **state)
@@ -540,10 +575,11 @@ static void test_twin_status(void **state)
 	assert_crd_valid(d);
 	cJSON_Delete(d);
 	cJSON_Delete(t);
-	/* a running twin has no completionTime to copy */
+	/* a running twin has no completionTime: the original's goes */
 	t = twin_with("Created:True,Running:True", 0);
 	d = hb_origin_twin_status(t);
-	assert_null(s_of(st_of(d), "completionTime"));
+	assert_true(cJSON_IsNull(
+		cJSON_GetObjectItem(st_of(d), "completionTime")));
 	assert_int_equal(nconds(d), 2);
 	cJSON_Delete(d);
 	cJSON_Delete(t);
@@ -560,6 +596,7 @@ int main(void)
 		cmocka_unit_test(test_status_succeeded),
 		cmocka_unit_test(test_status_failed),
 		cmocka_unit_test(test_status_rejected),
+		cmocka_unit_test(test_status_twin_failed),
 		cmocka_unit_test(test_twin_name),
 		cmocka_unit_test(test_twin_doc),
 		cmocka_unit_test(test_twin_state),
