@@ -1292,8 +1292,7 @@ static void stage_task(struct hb_daemon *d, struct conn *c, struct task *t,
 
 static int origin_late_submit(struct hb_daemon *d, const struct task *t,
 			      struct hb_err *err);
-static int twin_done(struct hb_daemon *d, const struct task *t,
-		     struct hb_err *err);
+static int twin_done(struct hb_daemon *d, struct task *t, struct hb_err *err);
 
 /* The loop side of a finished task: record, then reply. */
 static void task_done(struct hb_task *ht)
@@ -2538,9 +2537,10 @@ static struct task *twin_delete_task(struct hb_daemon *d, const char *id,
 /* A twin task ended (in the batch's transaction).  Created or adopted:
  * the job is queued, and follows the twin's events from now on; but if
  * it was cancelled meanwhile (its MPIJob went), the twin goes too.
- * Refused: the job fails with the server's word.  Deleted: recorded. */
-static int twin_done(struct hb_daemon *d, const struct task *t,
-		     struct hb_err *err)
+ * Refused: the job fails with the server's word; the API server still
+ * away after the task's tries: it is tried again (a stopping daemon
+ * leaves the job pending, for the next start).  Deleted: recorded. */
+static int twin_done(struct hb_daemon *d, struct task *t, struct hb_err *err)
 {
 	struct hb_job_row j = { 0 };
 	cJSON *detail = cJSON_CreateObject();
@@ -2590,6 +2590,23 @@ static int twin_done(struct hb_daemon *d, const struct task *t,
 	}
 	hb_log(HB_LOG_ERROR, "%s: twin MPIJob %s/%s: %s", t->id, t->tns,
 	       t->tname, t->err.msg);
+	if (hb_kube_retryable(t->rc)) {
+		struct task *again;
+
+		if (d->stopping || strcmp(j.state, "pending"))
+			goto out;
+		if (!(again = task_new(d, NULL, TASK_TWIN_CREATE, t->id))) {
+			rc = hb_err_set(err, HB_ENOMEM, NULL, 0,
+					"out of memory");
+			goto out;
+		}
+		again->twin = t->twin;
+		t->twin = NULL;
+		snprintf(again->tns, sizeof(again->tns), "%s", t->tns);
+		snprintf(again->tname, sizeof(again->tname), "%s", t->tname);
+		task_launch(d, again);
+		goto out;
+	}
 	snprintf(why, sizeof(why), "TwinCreateFailed: %s", t->err.msg);
 	rc = hb_store_job_set_state(d->st, t->id, "failed", -1, why, err);
 	if (!rc)
