@@ -15,8 +15,9 @@
 #   * deleting the original deletes its twin;
 #   * a policy that rejects the job: Failed, reason PlacementRejected;
 #   * hpcbridged killed (failpoints) after storing a job and before its twin
-#     exists, and after creating the twin before recording it: exactly one
-#     twin after the restart, and the job succeeds;
+#     exists, and after creating the twin before recording it, and with
+#     kill -9 while the twin runs: exactly one twin after the restart, and
+#     the job succeeds;
 #   * the same for a job placed on Slurm (killed before the submit, and
 #     after it before recording it): exactly one Slurm job;
 #   * MPIJobs deleted while hpcbridged is stopped: after the restart their
@@ -56,9 +57,10 @@ rules:
 EOF
 # shellcheck source=lib/sandbox_test.sh
 . "$src/tests/integration/lib/sandbox_test.sh"
+# shellcheck source=lib/origin.sh
+. "$src/tests/integration/lib/origin.sh"
 sandbox_test_up
 ok "sandbox up"
-kube() { /usr/bin/python3 "$src/tests/integration/lib/kube.py" "$@"; }
 work=$tmp/work
 mkdir -p "$work"
 db=$box/state.db
@@ -97,44 +99,26 @@ create() {
 	kube create "$tmp/$1.json" || die "create MPIJob $1"
 }
 
-st() { # NAME EXPR(on s, the status; cond(TYPE) -> "status reason msg")
-	kube status "$1" | /usr/bin/python3 -c '
-import json, sys
-s = json.load(sys.stdin)
-def cond(t):
-    for c in s.get("conditions") or []:
-        if c["type"] == t:
-            return "%s %s %s" % (c["status"], c.get("reason", ""),
-                                 c.get("message", ""))
-    return ""
-print(eval(sys.argv[1]))' "$2"
-}
-
-wait_cond() { # NAME TYPE: until the condition is True (60 s)
-	local i
-	for i in $(seq 300); do
-		case $(st "$1" "cond('$2')") in "True "*) return 0 ;; esac
-		sleep 0.2
-	done
-	return 1
-}
-
 twins() { kube names "hpcbridge.io/twin-of=$1"; } # UID
 ntwins() { twins "$1" | grep -c . || true; }
-slurm_ids() {
-	scontrol -o show job 2>/dev/null |
-		sed -n "s/^JobId=\([0-9]*\) JobName=$1 .*/\1/p"
-}
 nslurm() { slurm_ids "$1" | grep -c . || true; }
 sql() { sqlite3 -readonly "$db" "$@"; }
 job_of() { sql "SELECT id FROM jobs WHERE k8s_name = '$1' ORDER BY id DESC LIMIT 1"; }
 
-daemon_pid() { head -c 32 "$box/hpcbridged.pid" | tr -dc 0-9; }
 # Start hpcbridged again (only it: the rest runs), with $1 as its failpoint.
 start_daemon() {
 	HPCBRIDGE_FAILPOINT=${1:-} bash "$src/scripts/sandbox.sh" up "$box" \
 		"$build" >/dev/null 2>>"$tmp/up.err" ||
 		die "daemon restart: $(tail -n 5 "$tmp/up.err")"
+}
+# Wait (20 s) until MPIJob $1 is gone.
+wait_gone() {
+	local i
+	for i in $(seq 100); do
+		kube get "$1" >/dev/null 2>&1 || return 0
+		sleep 0.2
+	done
+	return 1
 }
 # Wait until the daemon (pid $1) is gone: killed by its failpoint.
 wait_dead() {
@@ -220,15 +204,7 @@ wait_cond doomed Running || bad "doomed: not Running: $(kube status doomed)"
 tw=$(twins "$uid")
 [ -n "$tw" ] || bad "doomed: no twin"
 kube delete doomed || bad "doomed: delete failed"
-gone=0
-for _ in $(seq 100); do
-	kube get "$tw" >/dev/null 2>&1 || {
-		gone=1
-		break
-	}
-	sleep 0.2
-done
-[ "$gone" = 1 ] && ok "doomed: deleting the original deleted twin $tw" ||
+wait_gone "$tw" && ok "doomed: deleting the original deleted twin $tw" ||
 	bad "doomed: twin $tw still there"
 [ "$(sql "SELECT state FROM jobs WHERE id = '$(job_of doomed)'")" = cancelled ] &&
 	ok "doomed: cancelled in the store" ||
@@ -270,6 +246,22 @@ for fp in origin-stored origin-twin-created; do
 	[ "$(wc -l <"$work/ran.$name")" = 1 ] && ok "$name: ran once" ||
 		bad "$name: ran $(wc -l <"$work/ran.$name") times"
 done
+
+# kill -9 while the twin runs: picked up where it was.
+uid=$(create tw-survivor 'echo ran >>ran.tw-survivor; sleep 6')
+wait_cond tw-survivor Running || bad "tw-survivor: not Running"
+pid=$(daemon_pid)
+kill -KILL "$pid"
+wait_dead "$pid" || die "hpcbridged survived kill -9"
+start_daemon
+wait_cond tw-survivor Succeeded &&
+	ok "tw-survivor: Succeeded after a kill -9 while it ran" ||
+	bad "tw-survivor: $(kube status tw-survivor)"
+sleep 2
+[ "$(ntwins "$uid")" = 1 ] && ok "tw-survivor: exactly one twin" ||
+	bad "tw-survivor: twins '$(twins "$uid")'"
+[ "$(wc -l <"$work/ran.tw-survivor")" = 1 ] && ok "tw-survivor: ran once" ||
+	bad "tw-survivor: ran $(wc -l <"$work/ran.tw-survivor") times"
 
 # 6. The same on Slurm: killed before the submit, and after it before
 #    recording it (Slurm has the tagged job): one Slurm job.
@@ -321,15 +313,7 @@ done
 [ "$state" = CANCELLED ] &&
 	ok "gone-slurm: Slurm job $sid cancelled after the restart" ||
 	bad "gone-slurm: Slurm job '$sid' $state"
-gone=0
-for _ in $(seq 100); do
-	kube get "$tw" >/dev/null 2>&1 || {
-		gone=1
-		break
-	}
-	sleep 0.2
-done
-[ "$gone" = 1 ] && ok "gone-twin: its twin $tw deleted after the restart" ||
+wait_gone "$tw" && ok "gone-twin: its twin $tw deleted after the restart" ||
 	bad "gone-twin: twin $tw still there"
 for name in gone-slurm gone-twin; do
 	id=$(job_of "$name")
