@@ -3506,7 +3506,8 @@ int hb_daemon_run(struct hb_daemon *d)
 		}
 		batch_end(d);
 		/* origin hooks: managed MPIJobs, then their status patches */
-		if ((origin_ready || d->origin_redo) && !d->stopping) {
+		if (d->origin && (origin_ready || d->origin_redo) &&
+		    !d->stopping) {
 			d->origin_redo = 0;
 			origin_drain(d);
 		}
