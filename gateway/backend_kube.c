@@ -203,10 +203,8 @@ static int64_t time_ms(const char *s)
 	return t < 0 ? 0 : (t + off) * 1000;
 }
 
-/* The phase an MPIJob's status says, and the message of the condition
- * that says it. */
-static enum hb_remote_phase mpijob_phase(const cJSON *status, char *msg,
-					 size_t size)
+enum hb_remote_phase hb_remote_mpijob_phase(const cJSON *status, char *msg,
+					    size_t size)
 {
 	static const struct {
 		const char *type;
@@ -242,7 +240,7 @@ static void observe(struct kube_be *b, struct kjob *j, const cJSON *obj)
 	enum hb_remote_phase p;
 
 	j->present = 1;
-	p = mpijob_phase(st, j->message, sizeof(j->message));
+	p = hb_remote_mpijob_phase(st, j->message, sizeof(j->message));
 	j->start_ms = time_ms(hb_doc_str(st, "startTime"));
 	j->end_ms = time_ms(hb_doc_str(st, "completionTime"));
 	if (hb_remote_phase_done(j->phase))

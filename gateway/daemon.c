@@ -32,6 +32,7 @@
 
 #include "daemon.h"
 #include "hpcbridge/buf.h"
+#include "hpcbridge/doc.h"
 #include "hpcbridge/file.h"
 #include "hpcbridge/kube_capacity.h"
 #include "hpcbridge/log.h"
@@ -64,6 +65,7 @@
 #define REMOTE_GRACE_MS	 5000
 /* How often the reconciler asks Slurm what changed. */
 #define SLURM_POLL_MS 1000
+#define TWIN_TRIES    30 /* a twin create or delete, a second apart */
 #define PW_CACHE_MS   60000
 #define PW_CACHE_SIZE 256
 
@@ -108,7 +110,8 @@ struct staged {
 	struct staged *next;
 };
 
-enum task_kind { TASK_SUBMIT, TASK_CANCEL };
+/* TWIN_*: a Kubernetes-origin job's twin MPIJob (origin.c). */
+enum task_kind { TASK_SUBMIT, TASK_CANCEL, TASK_TWIN_CREATE, TASK_TWIN_DELETE };
 
 struct task {
 	struct hb_task t; /* first */
@@ -121,6 +124,8 @@ struct task {
 	struct hb_submit_req req;
 	const char **argv, **env; /* owned copies */
 	char *script, *name, *cwd, *user, *admin_comment;
+	cJSON *twin;		 /* TWIN_CREATE: the twin */
+	char tns[64], tname[64]; /* TWIN_*: its namespace and name */
 	int rc;
 	struct hb_err err;
 	/* what the backend is: copied when launched */
@@ -145,6 +150,11 @@ struct hb_daemon {
 	struct hb_daemon_backend be;
 	struct hb_backend *remote;     /* where burst jobs run */
 	struct hb_kube_origin *origin; /* managed MPIJobs (origin.c), or NULL */
+	struct hb_origin_ev *origin_wait; /* their events until Slurm is
+					   * seen */
+	int slurm_seen;  /* a whole Slurm poll has been reconciled */
+	int origin_redo; /* origin_wait may go now */
+	const char *failpoint; /* $HPCBRIDGE_FAILPOINT (tests) */
 	struct hb_decider *dc;	       /* placement (decider.c) */
 	struct hb_arena scratch;       /* a decision's cJSON trees */
 	int epfd, lfd, sfd;
@@ -1189,6 +1199,7 @@ static void task_free(struct task *t)
 	free(t->cwd);
 	free(t->user);
 	free(t->admin_comment);
+	cJSON_Delete(t->twin);
 	free(t);
 }
 
@@ -1214,6 +1225,38 @@ static const char **strv_dup(const cJSON *arr)
 	return v;
 }
 
+/* Test hook: with $HPCBRIDGE_FAILPOINT set to name, the daemon dies here
+ * as if killed (crash-recovery tests). */
+static void failpoint(const struct hb_daemon *d, const char *name)
+{
+	if (d->failpoint && !strcmp(d->failpoint, name)) {
+		hb_log(HB_LOG_WARN, "failpoint %s: the daemon kills itself",
+		       name);
+		raise(SIGKILL);
+	}
+}
+
+/* A twin task on a worker: a transient failure (the API server away) is
+ * tried again every second, up to TWIN_TRIES times. */
+static int twin_run(struct task *t)
+{
+	int rc = HB_EUNAVAIL;
+
+	for (int i = 0; i < TWIN_TRIES; i++) {
+		if (i)
+			sleep(1);
+		memset(&t->err, 0, sizeof(t->err));
+		rc = t->kind == TASK_TWIN_CREATE
+			     ? hb_origin_twin_create(t->d->origin, t->twin,
+						     &t->err)
+			     : hb_origin_twin_delete(t->d->origin, t->tns,
+						     t->tname, &t->err);
+		if (!hb_kube_retryable(rc))
+			break;
+	}
+	return rc;
+}
+
 static void task_run(struct hb_task *ht)
 {
 	struct task *t = (struct task *)ht;
@@ -1221,8 +1264,10 @@ static void task_run(struct hb_task *ht)
 	if (t->kind == TASK_SUBMIT)
 		t->rc = t->be.slurm_submit(t->be.ctx, &t->req, &t->slurm_job_id,
 					   &t->err);
-	else
+	else if (t->kind == TASK_CANCEL)
 		t->rc = t->be.slurm_cancel(t->be.ctx, t->slurm_job_id, &t->err);
+	else
+		t->rc = twin_run(t);
 	if (t->rc && !t->err.msg[0])
 		hb_err_set(&t->err, t->rc, NULL, 0, "%s", hb_strerror(t->rc));
 }
@@ -1282,6 +1327,7 @@ static void stage_task(struct hb_daemon *d, struct conn *c, struct task *t,
 
 static int origin_late_submit(struct hb_daemon *d, const struct task *t,
 			      struct hb_err *err);
+static int twin_done(struct hb_daemon *d, struct task *t, struct hb_err *err);
 
 /* The loop side of a finished task: record, then reply. */
 static void task_done(struct hb_task *ht)
@@ -1295,10 +1341,18 @@ static void task_done(struct hb_task *ht)
 
 	if (c)
 		c->busy = 0;
+	if (!c && !t->rc && t->kind == TASK_SUBMIT) /* origin hooks */
+		failpoint(d, "origin-submitted");
+	if (!c && !t->rc && t->kind == TASK_TWIN_CREATE)
+		failpoint(d, "origin-twin-created");
 	detail = cJSON_CreateObject();
 	if ((rc = txn(d, &err)))
 		goto store_fail;
-	if (t->kind == TASK_SUBMIT) {
+	if (t->kind == TASK_TWIN_CREATE || t->kind == TASK_TWIN_DELETE) {
+		if ((rc = twin_done(d, t, &err)))
+			goto store_fail;
+		goto out;
+	} else if (t->kind == TASK_SUBMIT) {
 		if (t->rc == 0) {
 			cJSON_AddNumberToObject(detail, "slurm_job_id",
 						(double)t->slurm_job_id);
@@ -1514,11 +1568,18 @@ static void poll_done(struct hb_task *ht)
 			hb_log(HB_LOG_ERROR, "reconciling %s: %s", pt->v[i].id,
 			       err.msg);
 			batch_abort(d, &err);
+			pt->rc = HB_ESTORE;
 			break;
 		}
 	/* every tagged job Slurm had when the poll began is now bound */
 	if (!pt->rc)
 		d->poll_ok_ms = pt->began_ms;
+	if (!pt->rc && !d->slurm_seen) {
+		/* Slurm's whole table is bound: the origin jobs it holds
+		 * have their ids, the others may be submitted */
+		d->slurm_seen = 1;
+		d->origin_redo = 1;
+	}
 	free(pt->v);
 	free(pt);
 }
@@ -2798,14 +2859,14 @@ static int remote_new(struct hb_daemon *d, struct hb_err *err)
 /* ------------------------------------------------------------------ */
 
 /*
- * An MPIJob with managedBy hpcbridge.io/gateway runs on Slurm as the user
- * its hpcbridge.io/user label names.  Its events reach the loop through
- * the module's eventfd; the job is stored (origin kubernetes, target
- * slurm, its namespace, name and uid) and committed before its submit
- * task starts, so a restart finds it by uid and never submits it twice.
- * Its status follows through hb_origin_job_changed() (task_done,
- * reconcile_one).  Not done yet: placement in the cluster (a twin MPIJob
- * without managedBy whose status is copied back).
+ * An MPIJob with managedBy hpcbridge.io/gateway is placed by the decider
+ * like any job: on Slurm it runs as the user its hpcbridge.io/user label
+ * names; in the cluster as a twin MPIJob without managedBy.  Its events
+ * reach the loop through the module's eventfd; the job is stored (origin
+ * kubernetes, its namespace, name and uid, its decision) and committed
+ * before its submit or twin task starts, so a restart finds it by uid and
+ * never runs it twice.  Its status follows through hb_origin_job_changed()
+ * (task_done, reconcile_one) or, for a twin, is copied from the twin's.
  */
 /* A managed MPIJob's submit ended after its MPIJob was deleted (the row
  * is cancelled already): cancel the Slurm job it got. */
@@ -2824,92 +2885,127 @@ static int origin_late_submit(struct hb_daemon *d, const struct task *t,
 	return 0;
 }
 
-/* A new managed MPIJob: store it, and queue its submit (or, when it
- * cannot run, store it failed and say why in its status). */
-static int origin_submit(struct hb_daemon *d, const struct hb_origin_ev *ev,
-			 struct task **tasks, struct hb_err *err)
+/* A task deleting job id's twin ns/name. */
+static struct task *twin_delete_task(struct hb_daemon *d, const char *id,
+				     const char *ns, const char *name)
 {
-	struct hb_origin_job oj;
-	struct hb_job_row row = { 0 };
-	struct hb_err why = { 0 };
-	cJSON *src = NULL, *detail = cJSON_CreateObject();
-	char *src_s = NULL, cm[96], home_env[600], user_env[80], logn_env[80];
-	struct task *t = NULL;
-	int bad = hb_origin_prepare(ev->obj, &oj, &why), rc;
+	struct task *t = task_new(d, NULL, TASK_TWIN_DELETE, id);
 
-	if (!bad && !d->be.slurm_submit) {
-		bad = hb_err_set(&why, HB_EUNSUP, NULL, 0,
-				 "this daemon has no Slurm client");
-		oj.reason = "NoSlurm";
+	if (t) {
+		snprintf(t->tns, sizeof(t->tns), "%s", ns);
+		snprintf(t->tname, sizeof(t->tname), "%s", name);
 	}
-	if (bad) { /* the row's reason is "Reason: message" */
-		char m[sizeof(why.msg)];
+	return t;
+}
 
-		memcpy(m, why.msg, sizeof(m));
-		if (snprintf(why.msg, sizeof(why.msg), "%s: %.400s",
-			     oj.reason ? oj.reason : "Rejected", m) < 0)
-			why.msg[0] = '\0';
-	}
-	src = cJSON_CreateObject();
-	if (!src || !detail ||
-	    !cJSON_AddStringToObject(src, "kind", "MPIJob") ||
-	    !cJSON_AddStringToObject(src, "script",
-				     bad ? "" : oj.script.data) ||
-	    !(src_s = cJSON_PrintUnformatted(src))) {
-		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+/* A twin task ended (in the batch's transaction).  Created or adopted:
+ * the job is queued, and follows the twin's events from now on; but if
+ * it was cancelled meanwhile (its MPIJob went), the twin goes too.
+ * Refused: the job fails with the server's word; the API server still
+ * away after the task's tries: it is tried again (a stopping daemon
+ * leaves the job pending, for the next start).  Deleted: recorded. */
+static int twin_done(struct hb_daemon *d, struct task *t, struct hb_err *err)
+{
+	struct hb_job_row j = { 0 };
+	cJSON *detail = cJSON_CreateObject();
+	char why[sizeof(t->err.msg) + 32];
+	struct task *del;
+	int rc;
+
+	if (!detail)
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	cJSON_AddStringToObject(detail, "namespace", t->tns);
+	cJSON_AddStringToObject(detail, "twin", t->tname);
+	if (t->rc)
+		cJSON_AddStringToObject(detail, "error", t->err.msg);
+	if (t->kind == TASK_TWIN_DELETE) {
+		if (t->rc)
+			hb_log(HB_LOG_ERROR,
+			       "%s: deleting twin MPIJob %s/%s: %s", t->id,
+			       t->tns, t->tname, t->err.msg);
+		rc = audit(d, 0, "hpcbridged", "kubernetes",
+			   t->rc ? "twin-delete-failed" : "twin-delete", t->id,
+			   detail, err);
 		goto out;
 	}
-	row.origin = "kubernetes";
-	row.target = bad ? "rejected" : "slurm";
-	row.state = "pending";
-	row.user = oj.user[0] ? oj.user : NULL;
-	row.uid = bad ? -1 : (int64_t)oj.uid;
-	row.account = oj.account[0] ? oj.account : NULL;
-	row.name = ev->name;
-	row.reason = bad ? why.msg : "MPIJob managed by " HB_ORIGIN_MANAGED_BY;
-	row.jobspec = src_s;
-	row.slurm_job_id = -1;
-	row.exit_code = -1;
-	cJSON_AddStringToObject(detail, "namespace", ev->ns);
-	cJSON_AddStringToObject(detail, "name", ev->name);
-	cJSON_AddStringToObject(detail, "uid", ev->uid);
-	if ((rc = txn(d, err)) || (rc = hb_store_job_add(d->st, &row, err)) ||
-	    (rc = hb_store_job_set_k8s(d->st, row.id, ev->ns, ev->name,
-				       ev->uid[0] ? ev->uid : NULL, err)) ||
-	    (rc = hb_store_decision_add(d->st, row.id, row.target, NULL,
-					row.reason, "managedBy", err)) ||
-	    (rc = audit(d, 0, "hpcbridged", "kubernetes", "submit", row.id,
-			detail, err)))
+	if ((rc = hb_store_job_get(d->st, t->id, &j, err)))
 		goto out;
-	if ((rc = hb_origin_index_add(d->origin, ev->uid, ev->ns, ev->name,
-				      row.id))) {
-		hb_err_set(err, rc, NULL, 0, "out of memory");
+	if (!t->rc && !strcmp(j.state, "cancelled")) {
+		/* the MPIJob was deleted while its twin was being made (a
+		 * twin that ended before its adoption returned stays) */
+		if (!(del = twin_delete_task(d, t->id, t->tns, t->tname))) {
+			rc = hb_err_set(err, HB_ENOMEM, NULL, 0,
+					"out of memory");
+			goto out;
+		}
+		task_launch(d, del);
 		goto out;
 	}
-	if (bad) {
-		hb_logf(HB_LOG_WARN,
-			(struct hb_log_field[]){
-				HB_LOG_STR("job", row.id),
-				HB_LOG_STR("mpijob", ev->name),
-				HB_LOG_STR("reason", oj.reason) },
-			3, "managed MPIJob not submitted: %s", why.msg);
-		if (!(rc = hb_store_job_set_state(d->st, row.id, "failed", -1,
-						  why.msg, err)))
-			hb_origin_job_changed(d->origin, d->st, row.id);
+	if (!t->rc) {
+		if (!strcmp(j.state, "pending"))
+			rc = hb_store_job_set_state(d->st, t->id, "queued", -1,
+						    NULL, err);
+		if (!rc)
+			rc = audit(d, 0, "hpcbridged", "kubernetes",
+				   "twin-create", t->id, detail, err);
+		hb_log(HB_LOG_INFO, "%s: twin MPIJob %s/%s created", t->id,
+		       t->tns, t->tname);
 		goto out;
 	}
-	if (!(t = task_new(d, NULL, TASK_SUBMIT, row.id))) {
-		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	hb_log(HB_LOG_ERROR, "%s: twin MPIJob %s/%s: %s", t->id, t->tns,
+	       t->tname, t->err.msg);
+	if (hb_kube_retryable(t->rc)) {
+		struct task *again;
+
+		if (d->stopping || strcmp(j.state, "pending"))
+			goto out;
+		if (!(again = task_new(d, NULL, TASK_TWIN_CREATE, t->id))) {
+			rc = hb_err_set(err, HB_ENOMEM, NULL, 0,
+					"out of memory");
+			goto out;
+		}
+		again->twin = t->twin;
+		t->twin = NULL;
+		snprintf(again->tns, sizeof(again->tns), "%s", t->tns);
+		snprintf(again->tname, sizeof(again->tname), "%s", t->tname);
+		task_launch(d, again);
 		goto out;
 	}
-	snprintf(cm, sizeof(cm), "hpcbridge:%s target=slurm", row.id);
-	snprintf(home_env, sizeof(home_env), "HOME=%s", oj.home);
-	snprintf(user_env, sizeof(user_env), "USER=%s", oj.user);
-	snprintf(logn_env, sizeof(logn_env), "LOGNAME=%s", oj.user);
-	t->script = xstrdup(oj.script.data);
-	t->name = xstrdup(ev->name);
-	t->cwd = xstrdup(oj.home);
-	t->user = xstrdup(oj.user);
+	snprintf(why, sizeof(why), "TwinCreateFailed: %s", t->err.msg);
+	rc = hb_store_job_set_state(d->st, t->id, "failed", -1, why, err);
+	if (!rc)
+		rc = audit(d, 0, "hpcbridged", "kubernetes",
+			   "twin-create-failed", t->id, detail, err);
+	if (!rc)
+		hb_origin_job_changed(d->origin, d->st, t->id);
+out:
+	if (rc == HB_ESTATE) { /* it ended meanwhile */
+		memset(err, 0, sizeof(*err));
+		rc = 0;
+	}
+	cJSON_Delete(detail);
+	hb_job_row_free(&j);
+	return rc;
+}
+
+/* The Slurm submit of a managed MPIJob (stored as job id), as its user. */
+static int origin_submit_task(struct hb_daemon *d, const char *id,
+			      const char *name, const struct hb_origin_job *oj,
+			      struct task **tasks, struct hb_err *err)
+{
+	char cm[96], home_env[600], user_env[80], logn_env[80];
+	struct task *t = task_new(d, NULL, TASK_SUBMIT, id);
+
+	if (!t)
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	snprintf(cm, sizeof(cm), "hpcbridge:%s target=slurm", id);
+	snprintf(home_env, sizeof(home_env), "HOME=%s", oj->home);
+	snprintf(user_env, sizeof(user_env), "USER=%s", oj->user);
+	snprintf(logn_env, sizeof(logn_env), "LOGNAME=%s", oj->user);
+	t->script = xstrdup(oj->script.data);
+	t->name = xstrdup(name);
+	t->cwd = xstrdup(oj->home);
+	t->user = xstrdup(oj->user);
 	t->admin_comment = xstrdup(cm);
 	t->argv = calloc(1, sizeof(*t->argv));
 	t->env = calloc(5, sizeof(*t->env));
@@ -2922,46 +3018,295 @@ static int origin_submit(struct hb_daemon *d, const struct hb_origin_ev *ev,
 	if (!t->script || !t->name || !t->cwd || !t->user ||
 	    !t->admin_comment || !t->argv || !t->env || !t->env[0] ||
 	    !t->env[1] || !t->env[2] || !t->env[3]) {
-		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
-		goto out;
+		task_free(t);
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 	}
 	t->req.id = t->id;
 	t->req.script = t->script;
 	t->req.name = t->name;
 	t->req.cwd = t->cwd;
 	t->req.user = t->user;
-	t->req.uid = oj.uid;
-	t->req.gid = oj.gid;
+	t->req.uid = oj->uid;
+	t->req.gid = oj->gid;
 	t->req.argv = t->argv;
 	t->req.env = t->env;
 	t->req.admin_comment = t->admin_comment;
 	t->onext = *tasks;
 	*tasks = t;
-	t = NULL;
+	return 0;
+}
+
+/* The creation of job id's twin (doc taken, whatever happens). */
+static int origin_twin_task(struct hb_daemon *d, const char *id, cJSON *doc,
+			    const char *ns, const char *name,
+			    struct task **tasks, struct hb_err *err)
+{
+	struct task *t = task_new(d, NULL, TASK_TWIN_CREATE, id);
+
+	if (!t) {
+		cJSON_Delete(doc);
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	}
+	t->twin = doc;
+	snprintf(t->tns, sizeof(t->tns), "%s", ns);
+	snprintf(t->tname, sizeof(t->tname), "%s", name);
+	t->onext = *tasks;
+	*tasks = t;
+	return 0;
+}
+
+/* Where a managed MPIJob that can run goes: the placement engine decides,
+ * as for every job.  *inputs gets what the decision was made from. */
+static int origin_place(struct hb_daemon *d, const struct hb_origin_ev *ev,
+			const struct hb_origin_job *oj,
+			struct hb_decider_out *dec, char **inputs,
+			struct hb_err *err)
+{
+	struct hb_decider_job job = { 0 };
+	cJSON *in = NULL;
+	int rc;
+
+	job.user = oj->user;
+	job.account = oj->account[0] ? oj->account : NULL;
+	job.name = ev->name;
+	job.time_limit_min = HB_RULES_NO_LIMIT;
+	job.jobspec = oj->jobspec;
+	job.seq = (uint64_t)hb_remote_now_ms(); /* the pilot's sample key */
+	if ((rc = hb_decider_decide(d->dc, &job, (int64_t)(job.seq / 1000),
+				    dec, err)))
+		return rc;
+	if (!(in = cJSON_CreateObject()) ||
+	    !cJSON_AddStringToObject(in, "user", oj->user) ||
+	    !cJSON_AddStringToObject(in, "namespace", ev->ns) ||
+	    !cJSON_AddStringToObject(in, "mpijob", ev->name) ||
+	    !cJSON_AddStringToObject(in, "rule", dec->rule))
+		goto nomem;
+	add_str_or_null(in, "account", job.account);
+	/* its explanation lines are stored once, in the explanation */
+	cJSON_DeleteItemFromObjectCaseSensitive(dec->doc, "explanation");
+	if (!cJSON_AddItemToObject(in, "placement", dec->doc))
+		goto nomem;
+	dec->doc = NULL; /* in owns it */
+	if (!(*inputs = cJSON_PrintUnformatted(in)))
+		goto nomem;
+	cJSON_Delete(in);
+	return 0;
+nomem:
+	cJSON_Delete(in);
+	return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+}
+
+/* A new managed MPIJob: place it, store it with its decision, and queue
+ * its Slurm submit or its twin's creation (or, when it cannot run, store
+ * it failed and say why in its status). */
+static int origin_submit(struct hb_daemon *d, const struct hb_origin_ev *ev,
+			 struct task **tasks, struct hb_err *err)
+{
+	struct hb_origin_job oj;
+	struct hb_decider_out dec = { 0 };
+	struct hb_job_row row = { 0 };
+	struct hb_err why = { 0 };
+	cJSON *src = NULL, *twin = NULL, *detail = cJSON_CreateObject();
+	char *src_s = NULL, *inputs = NULL, tname[64] = "";
+	int bad = hb_origin_prepare(ev->obj, &oj, &why), rc;
+	int target = HB_DECIDE_REJECT;
+
+	if (!bad && (bad = origin_place(d, ev, &oj, &dec, &inputs, &why)))
+		oj.reason = bad == HB_ENOMEM ? "Rejected" : "InvalidSpec";
+	if (!bad) {
+		target = dec.target;
+		if (target == HB_DECIDE_REJECT) {
+			bad = hb_err_set(&why, HB_EPERM, NULL, 0, "%s",
+					 dec.reason);
+			oj.reason = "PlacementRejected";
+		} else if (target == HB_DECIDE_SLURM && !d->be.slurm_submit) {
+			bad = hb_err_set(&why, HB_EUNSUP, NULL, 0,
+					 "this daemon has no Slurm client");
+			oj.reason = "NoSlurm";
+		} else if (target == HB_DECIDE_KUBE &&
+			   !(twin = hb_origin_twin_doc(ev->obj, tname, &why))) {
+			bad = why.code;
+			oj.reason = "InvalidSpec";
+		}
+	}
+	if (bad) { /* the row's reason is "Reason: message" */
+		char m[sizeof(why.msg)];
+
+		memcpy(m, why.msg, sizeof(m));
+		if (snprintf(why.msg, sizeof(why.msg), "%s: %.400s",
+			     oj.reason ? oj.reason : "Rejected", m) < 0)
+			why.msg[0] = '\0';
+		target = HB_DECIDE_REJECT;
+	}
+	src = cJSON_CreateObject();
+	if (!src || !detail ||
+	    !cJSON_AddStringToObject(src, "kind", "MPIJob") ||
+	    !cJSON_AddStringToObject(src, "script",
+				     bad ? "" : oj.script.data) ||
+	    (twin && !cJSON_AddStringToObject(src, "twin", tname)) ||
+	    !(src_s = cJSON_PrintUnformatted(src))) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	row.origin = "kubernetes";
+	row.target = target == HB_DECIDE_KUBE	 ? "kubernetes"
+		     : target == HB_DECIDE_SLURM ? "slurm"
+						 : "rejected";
+	row.state = "pending";
+	row.user = oj.user[0] ? oj.user : NULL;
+	row.uid = bad ? -1 : (int64_t)oj.uid;
+	row.account = oj.account[0] ? oj.account : NULL;
+	row.partition = bad ? NULL : hb_doc_str(oj.jobspec, "partition");
+	row.name = ev->name;
+	row.reason = bad ? why.msg : dec.reason;
+	row.jobspec = src_s;
+	row.slurm_job_id = -1;
+	row.exit_code = -1;
+	cJSON_AddStringToObject(detail, "namespace", ev->ns);
+	cJSON_AddStringToObject(detail, "name", ev->name);
+	cJSON_AddStringToObject(detail, "uid", ev->uid);
+	cJSON_AddStringToObject(detail, "target", row.target);
+	if (twin)
+		cJSON_AddStringToObject(detail, "twin", tname);
+	if (dec.rule[0])
+		cJSON_AddStringToObject(detail, "rule", dec.rule);
+	if ((rc = txn(d, err)) || (rc = hb_store_job_add(d->st, &row, err)) ||
+	    (rc = hb_store_job_set_k8s(d->st, row.id, ev->ns, ev->name,
+				       ev->uid[0] ? ev->uid : NULL, err)) ||
+	    (rc = hb_store_decision_add(
+		     d->st, row.id, row.target, inputs,
+		     dec.explanation ? dec.explanation : row.reason,
+		     inputs ? hb_decider_policy_name(d->dc) : "managedBy",
+		     err)) ||
+	    (rc = audit(d, 0, "hpcbridged", "kubernetes", "submit", row.id,
+			detail, err)))
+		goto out;
+	if ((rc = hb_origin_index_add(d->origin, ev->uid, ev->ns, ev->name,
+				      row.id)) ||
+	    (twin && (rc = hb_origin_twin_add(d->origin, ev->ns, tname,
+					      row.id)))) {
+		hb_err_set(err, rc, NULL, 0, "out of memory");
+		goto out;
+	}
+	if (bad) {
+		hb_logf(HB_LOG_WARN,
+			(struct hb_log_field[]){
+				HB_LOG_STR("job", row.id),
+				HB_LOG_STR("mpijob", ev->name),
+				HB_LOG_STR("reason", oj.reason) },
+			3, "managed MPIJob not run: %s", why.msg);
+		if (!(rc = hb_store_job_set_state(d->st, row.id, "failed", -1,
+						  why.msg, err)))
+			hb_origin_job_changed(d->origin, d->st, row.id);
+		goto out;
+	}
+	if (twin) {
+		hb_origin_job_changed(d->origin, d->st, row.id); /* Created */
+		rc = origin_twin_task(d, row.id, twin, ev->ns, tname, tasks,
+				      err);
+		twin = NULL;
+	} else {
+		rc = origin_submit_task(d, row.id, ev->name, &oj, tasks, err);
+	}
+	if (rc)
+		goto out;
 	hb_logf(HB_LOG_INFO,
 		(struct hb_log_field[]){ HB_LOG_STR("job", row.id),
 					 HB_LOG_STR("mpijob", ev->name),
-					 HB_LOG_STR("user", oj.user) },
-		3, "managed MPIJob goes to Slurm");
+					 HB_LOG_STR("user", oj.user),
+					 HB_LOG_STR("target", row.target) },
+		4, "managed MPIJob placed: %s", dec.reason);
 out:
-	task_free(t);
+	cJSON_Delete(twin);
 	hb_origin_job_free(&oj);
+	hb_decider_out_free(&dec);
 	cJSON_Delete(src);
 	cJSON_Delete(detail);
 	cJSON_free(src_s);
+	cJSON_free(inputs);
+	return rc;
+}
+
+/*
+ * A managed MPIJob this process has not taken up yet, stored by an
+ * earlier one (seen again by the watch's first list): a job stored but
+ * never submitted is submitted now (Slurm's whole table has been
+ * reconciled first, so a job Slurm got is bound, not submitted twice); a
+ * job whose twin may not exist gets it created (or adopted).  Others only
+ * have their status said again.
+ */
+static int origin_resume(struct hb_daemon *d, const struct hb_origin_ev *ev,
+			 const char *id, struct task **tasks,
+			 struct hb_err *err)
+{
+	struct hb_job_row j = { 0 };
+	struct hb_origin_job oj = { 0 };
+	struct hb_err why = { 0 };
+	char tname[64];
+	cJSON *twin;
+	int rc = hb_store_job_get(d->st, id, &j, err);
+
+	if (rc)
+		goto out;
+	if (strcmp(j.state, "pending") ||
+	    (strcmp(j.target, "slurm") && strcmp(j.target, "kubernetes")) ||
+	    (!strcmp(j.target, "slurm") && j.slurm_job_id >= 0)) {
+		if (strcmp(j.target, "kubernetes")) /* a twin's events say */
+			hb_origin_job_changed(d->origin, d->st, id);
+		goto out;
+	}
+	hb_log(HB_LOG_INFO, "%s: MPIJob %s/%s was stored but not %s: %s now",
+	       id, ev->ns, ev->name,
+	       strcmp(j.target, "slurm") ? "given its twin" : "submitted",
+	       strcmp(j.target, "slurm") ? "creating it" : "submitting");
+	if (!strcmp(j.target, "kubernetes")) {
+		if (!(twin = hb_origin_twin_doc(ev->obj, tname, &why))) {
+			rc = hb_err_set(err, why.code, NULL, 0, "%s", why.msg);
+			goto out;
+		}
+		rc = origin_twin_task(d, id, twin, ev->ns, tname, tasks, err);
+		goto out;
+	}
+	if (!(rc = hb_origin_prepare(ev->obj, &oj, &why))) {
+		rc = origin_submit_task(d, id, ev->name, &oj, tasks, err);
+		goto out;
+	}
+	/* it no longer reads (its user went): it fails */
+	if (!(rc = txn(d, err)) &&
+	    !(rc = hb_store_job_set_state(d->st, id, "failed", -1, why.msg,
+					  err)))
+		hb_origin_job_changed(d->origin, d->st, id);
+out:
+	hb_origin_job_free(&oj);
+	hb_job_row_free(&j);
 	return rc;
 }
 
 /* A managed MPIJob was deleted: cancel its Slurm job (or, before it has
- * one, only the record). */
-static int origin_cancel(struct hb_daemon *d, const char *id,
+ * one, only the record), or delete its twin.  why says how it was seen. */
+static int origin_cancel(struct hb_daemon *d, const char *id, const char *why,
 			 struct task **tasks, struct hb_err *err)
 {
 	struct hb_job_row j = { 0 };
+	cJSON *detail = NULL;
+	char twin[64] = "";
 	struct task *t;
 	int rc = hb_store_job_get(d->st, id, &j, err);
 
-	if (rc || hb_store_state_terminal(j.state))
+	if (rc)
+		goto out;
+	if (!strcmp(j.target, "kubernetes"))
+		hb_origin_row_twin(&j, twin);
+	if (twin[0] && j.k8s_namespace) { /* even if it ended: it goes too */
+		if (!(t = twin_delete_task(d, j.id, j.k8s_namespace, twin))) {
+			rc = hb_err_set(err, HB_ENOMEM, NULL, 0,
+					"out of memory");
+			goto out;
+		}
+		t->onext = *tasks;
+		*tasks = t;
+	}
+	if (hb_store_state_terminal(j.state))
 		goto out;
 	if (j.slurm_job_id >= 0 && d->be.slurm_cancel) {
 		if (!(t = task_new(d, NULL, TASK_CANCEL, j.id))) {
@@ -2976,39 +3321,183 @@ static int origin_cancel(struct hb_daemon *d, const char *id,
 		*tasks = t;
 		goto out;
 	}
+	if ((detail = cJSON_CreateObject()))
+		cJSON_AddStringToObject(detail, "why", why);
 	if (!(rc = txn(d, err)) &&
-	    !(rc = hb_store_job_set_state(d->st, j.id, "cancelled", -1,
-					  "the MPIJob was deleted", err)))
+	    !(rc = hb_store_job_set_state(d->st, j.id, "cancelled", -1, why,
+					  err)))
 		rc = audit(d, 0, "hpcbridged", "kubernetes", "cancel", j.id,
-			   NULL, err);
+			   detail, err);
 out:
 	if (rc == HB_ENOENT || rc == HB_ESTATE) {
 		memset(err, 0, sizeof(*err));
 		rc = 0;
 	}
+	cJSON_Delete(detail);
 	hb_job_row_free(&j);
 	return rc;
 }
 
-/* The module's events, after the iteration's batch: their writes are one
- * transaction, committed here; only then do their Slurm tasks start. */
-static void origin_drain(struct hb_daemon *d)
+/* A twin changed: the job's state follows its conditions (each move an
+ * event), and its status is copied to the original.  A twin deleted by
+ * someone else cancels the job. */
+static int origin_twin_event(struct hb_daemon *d, const struct hb_origin_ev *ev,
+			     const char *id, struct hb_err *err)
 {
-	struct hb_origin_ev *list = hb_origin_take(d->origin), *ev;
-	struct task *tasks = NULL, *t;
-	struct hb_err err = { 0 };
+	struct hb_job_row j = { 0 };
+	cJSON *detail = cJSON_CreateObject();
+	const char *to;
+	char msg[256], why[400];
+	int rc = hb_store_job_get(d->st, id, &j, err);
+
+	if (rc || !detail || strcmp(j.target, "kubernetes") ||
+	    hb_store_state_terminal(j.state) || !j.k8s_name ||
+	    !j.k8s_namespace)
+		goto out;
+	cJSON_AddStringToObject(detail, "twin", ev->name);
+	if (ev->type == HB_ORIGIN_DELETED) {
+		snprintf(why, sizeof(why),
+			 "TwinDeleted: its twin MPIJob %s/%s was deleted",
+			 ev->ns, ev->name);
+		if (!(rc = txn(d, err)) &&
+		    !(rc = hb_store_job_set_state(d->st, id, "cancelled", -1,
+						  why, err)) &&
+		    !(rc = audit(d, 0, "hpcbridged", "kubernetes",
+				 "twin-deleted", id, detail, err)))
+			hb_origin_job_changed(d->origin, d->st, id);
+		goto out;
+	}
+	to = hb_origin_twin_state(ev->obj, msg, sizeof(msg));
+	if (strcmp(j.state, to) && hb_store_state_allowed(j.state, to)) {
+		cJSON_AddStringToObject(detail, "from", j.state);
+		cJSON_AddStringToObject(detail, "to", to);
+		if ((rc = txn(d, err)) ||
+		    (rc = hb_store_job_set_state(
+			     d->st, id, to, !strcmp(to, "succeeded") ? 0 : -1,
+			     msg[0] ? msg : NULL, err)) ||
+		    (rc = audit(d, 0, "hpcbridged", "kubernetes", "twin-state",
+				id, detail, err)))
+			goto out;
+	}
+	if (hb_doc_get(ev->obj, "status"))
+		hb_origin_stage(d->origin, j.k8s_namespace, j.k8s_name,
+				hb_origin_twin_status(ev->obj));
+out:
+	cJSON_Delete(detail);
+	hb_job_row_free(&j);
+	return rc;
+}
+
+/* The watch's first list: collect the live jobs of its namespace it did
+ * not bring. */
+struct sweep_ctx {
+	struct hb_daemon *d;
+	unsigned gen;
+	char (*ids)[32];
+	size_t n, cap;
+};
+
+static int sweep_cb(const struct hb_job_row *r, void *arg)
+{
+	struct sweep_ctx *sc = arg;
+
+	if (!r->origin || strcmp(r->origin, "kubernetes") || !r->k8s_name ||
+	    !r->k8s_namespace ||
+	    strcmp(r->k8s_namespace, hb_origin_ns(sc->d->origin)) ||
+	    hb_origin_index_listed(sc->d->origin, r->k8s_uid, r->k8s_namespace,
+				   r->k8s_name, sc->gen))
+		return 0;
+	if (sc->n == sc->cap) {
+		size_t cap = sc->cap ? sc->cap * 2 : 16;
+		char(*v)[32] = realloc(sc->ids, cap * sizeof(*v));
+
+		if (!v)
+			return HB_ENOMEM;
+		sc->ids = v;
+		sc->cap = cap;
+	}
+	snprintf(sc->ids[sc->n++], 32, "%s", r->id);
+	return 0;
+}
+
+/* MPIJobs deleted while nobody watched (the daemon down, the watch
+ * broken): their jobs are cancelled, their twins deleted. */
+static int origin_sweep(struct hb_daemon *d, unsigned gen, struct task **tasks,
+			struct hb_err *err)
+{
+	static const char *const live[] = { "pending", "queued", "running",
+					    "completing", NULL };
+	struct sweep_ctx sc = { .d = d, .gen = gen };
+	int rc = hb_store_job_list(d->st, -1, live, 0, sweep_cb, &sc, err);
+
+	if (rc == HB_ENOMEM)
+		hb_err_set(err, rc, NULL, 0, "out of memory");
+	for (size_t i = 0; !rc && i < sc.n; i++) {
+		hb_log(HB_LOG_INFO,
+		       "%s: its MPIJob is gone (deleted while the gateway did "
+		       "not watch): cancelled",
+		       sc.ids[i]);
+		rc = origin_cancel(d, sc.ids[i],
+				   "the MPIJob was deleted while the gateway "
+				   "did not watch",
+				   tasks, err);
+	}
+	free(sc.ids);
+	return rc;
+}
+
+/* One event of the module. */
+static int origin_event(struct hb_daemon *d, const struct hb_origin_ev *ev,
+			struct task **tasks, struct hb_err *err)
+{
 	const char *id;
+	char idbuf[32];
 	int rc = 0;
 
-	for (ev = list; ev && !rc; ev = ev->next) {
-		id = hb_origin_index_find(d->origin, ev->uid, ev->ns, ev->name);
-		if (ev->type == HB_ORIGIN_DELETED)
-			rc = id ? origin_cancel(d, id, &tasks, &err) : 0;
-		else if (id && ev->added) /* a restart's list: say it again */
-			hb_origin_job_changed(d->origin, d->st, id);
-		else if (!id)
-			rc = origin_submit(d, ev, &tasks, &err);
+	if (ev->type == HB_ORIGIN_SYNC)
+		return origin_sweep(d, ev->gen, tasks, err);
+	id = ev->twin ? NULL
+		      : hb_origin_index_find(d->origin, ev->uid, ev->ns,
+					     ev->name);
+	if (!id && (ev->twin || ev->type == HB_ORIGIN_DELETED)) {
+		id = hb_origin_twin_find(d->origin, ev->ns, ev->name);
+		if (id || ev->twin)
+			return id ? origin_twin_event(d, ev, id, err) : 0;
 	}
+	if (id) /* borrowed until the index changes */
+		id = memcpy(idbuf, id, strlen(id) + 1);
+	if (ev->type == HB_ORIGIN_DELETED)
+		return id ? origin_cancel(d, id, "the MPIJob was deleted",
+					  tasks, err)
+			  : 0;
+	if (id && hb_origin_index_claim(d->origin, ev->uid, ev->ns, ev->name))
+		rc = origin_resume(d, ev, id, tasks, err);
+	else if (!id)
+		rc = origin_submit(d, ev, tasks, err);
+	hb_origin_index_seen(d->origin, ev->uid, ev->ns, ev->name, ev->gen);
+	return rc;
+}
+
+/* The module's events, after the iteration's batch: their writes are one
+ * transaction, committed here; only then do their tasks start.  Until a
+ * whole Slurm poll has been reconciled they wait, so that a job stored
+ * but not known to be submitted is looked for on Slurm first. */
+static void origin_drain(struct hb_daemon *d)
+{
+	struct hb_origin_ev *list = hb_origin_take(d->origin), *ev, **tail;
+	struct task *tasks = NULL, *t;
+	struct hb_err err = { 0 };
+	int rc = 0;
+
+	for (tail = &d->origin_wait; *tail; tail = &(*tail)->next)
+		;
+	*tail = list;
+	if (!d->slurm_seen && d->be.slurm_poll)
+		return;
+	list = d->origin_wait;
+	d->origin_wait = NULL;
+	for (ev = list; ev && !rc; ev = ev->next)
+		rc = origin_event(d, ev, &tasks, &err);
 	hb_origin_ev_free(list);
 	if (!rc && d->txn_open) {
 		d->txn_open = 0;
@@ -3022,6 +3511,8 @@ static void origin_drain(struct hb_daemon *d)
 		       "not recorded",
 		       err.msg);
 	}
+	if (!rc && tasks)
+		failpoint(d, "origin-stored");
 	while ((t = tasks)) {
 		tasks = t->onext;
 		if (rc)
@@ -3177,6 +3668,7 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 	d->epfd = d->lfd = d->sfd = -1;
 	d->staged_tail = &d->staged;
 	d->opts = *opts;
+	d->failpoint = getenv("HPCBRIDGE_FAILPOINT");
 	if (!d->opts.idle_ms)
 		d->opts.idle_ms = HB_DAEMON_IDLE_MS;
 	if (!d->opts.max_conns)
@@ -3382,8 +3874,11 @@ int hb_daemon_run(struct hb_daemon *d)
 		}
 		batch_end(d);
 		/* origin hooks: managed MPIJobs, then their status patches */
-		if (origin_ready && !d->stopping)
+		if (d->origin && (origin_ready || d->origin_redo) &&
+		    !d->stopping) {
+			d->origin_redo = 0;
 			origin_drain(d);
+		}
 		hb_origin_flush(d->origin);
 		bury(d);
 		now = mono_ms();
@@ -3453,6 +3948,7 @@ void hb_daemon_free(struct hb_daemon *d)
 	if (d->epfd >= 0)
 		close(d->epfd);
 	hb_origin_free(d->origin); /* after the pool: done() may publish */
+	hb_origin_ev_free(d->origin_wait);
 	hb_store_close(d->st);
 	hb_decider_free(d->dc);
 	hb_arena_free(&d->scratch);

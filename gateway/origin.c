@@ -1,6 +1,7 @@
 /*
- * origin.c - Kubernetes-origin MPIJobs (managedBy: hpcbridge.io/gateway)
- * run on Slurm.  See origin.h and docs/internals/origin.md.
+ * origin.c - Kubernetes-origin MPIJobs (managedBy: hpcbridge.io/gateway),
+ * run on Slurm or as a twin MPIJob.  See origin.h and
+ * docs/internals/origin.md.
  *
  * Threads: the reflector (hb_kube_reflect on the namespace's MPIJobs)
  * queues events for the loop; the status worker sends the merge patches
@@ -26,6 +27,7 @@
 #include "hpcbridge/log.h"
 #include "hpcbridge/mpijob.h"
 #include "hpcbridge/sbatch.h"
+#include "hpcbridge/translate.h"
 #include "origin.h"
 
 #define NBUCKETS	 4096
@@ -57,8 +59,11 @@ void hb_origin_time(int64_t ms, char out[32])
 
 void hb_origin_job_free(struct hb_origin_job *j)
 {
-	if (j)
-		hb_buf_free(&j->script);
+	if (!j)
+		return;
+	hb_buf_free(&j->script);
+	cJSON_Delete(j->jobspec);
+	j->jobspec = NULL;
 }
 
 /* A label value of at most n-1 bytes, or NULL (absent, not a string,
@@ -117,6 +122,10 @@ int hb_origin_prepare(const cJSON *mpijob, struct hb_origin_job *out,
 	}
 	if ((rc = hb_sbatch_emit(&spec, &out->script, NULL, err)))
 		goto out;
+	if (!(out->jobspec = hb_jobspec_to_json(&spec))) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
 	if ((rc = hb_buf_putc(&out->script, '\0'))) {
 		rc = hb_err_set(err, rc, NULL, 0, "the script is too large");
 		goto out;
@@ -161,13 +170,15 @@ static void final_words(const struct hb_job_row *r, const char *what,
 			 "%s successfully completed on Slurm (job %lld, exit "
 			 "code 0).",
 			 what, (long long)r->slurm_job_id);
-	} else if (r->target && !strcmp(r->target, "rejected")) {
+	} else if (r->target && (!strcmp(r->target, "rejected") ||
+				 !strcmp(r->target, "kubernetes"))) {
 		/* the reason is "Reason: message" (the daemon writes it) */
 		size_t k = why ? strspn(why, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 					     "abcdefghijklmnopqrstuvwxyz")
 			       : 0;
+		int twin = !strcmp(r->target, "kubernetes");
 
-		*reason = "Rejected";
+		*reason = twin ? "MPIJobFailed" : "Rejected";
 		if (k && k < 64 && why[0] >= 'A' && why[0] <= 'Z' &&
 		    why[k] == ':' && why[k + 1] == ' ') {
 			memcpy(rbuf, why, k);
@@ -175,8 +186,9 @@ static void final_words(const struct hb_job_row *r, const char *what,
 			*reason = rbuf;
 			why += k + 2;
 		}
-		snprintf(msg, n, "%s was not submitted to Slurm: %s", what,
-			 why ? why : "refused");
+		snprintf(msg, n, "%s %s: %s", what,
+			 twin ? "did not run in the cluster" : "was not run",
+			 why ? why : twin ? st : "refused");
 	} else if (r->slurm_job_id < 0 && !strcmp(st, "cancelled")) {
 		*reason = "Cancelled";
 		snprintf(msg, n, "%s was cancelled before Slurm ran it%s%s",
@@ -272,6 +284,152 @@ fail:
 	return NULL;
 }
 
+/* --- the twin ------------------------------------------------------ */
+
+int hb_origin_twin_name(const char *name, const char *uid, uint32_t workers,
+			char out[64])
+{
+	char tag[HB_ORIGIN_TWIN_UID_CHARS + 1], base[HB_DNS_LABEL_MAX + 1];
+	struct hb_jobspec spec;
+	size_t n = 0, reserve = 8; /* "-worker-" */
+	int rc;
+
+	for (; uid && *uid && n < HB_ORIGIN_TWIN_UID_CHARS; uid++)
+		if ((*uid >= '0' && *uid <= '9') ||
+		    (*uid >= 'a' && *uid <= 'z'))
+			tag[n++] = *uid;
+		else if (*uid >= 'A' && *uid <= 'Z')
+			tag[n++] = (char)(*uid - 'A' + 'a');
+	if (n < HB_ORIGIN_TWIN_UID_CHARS)
+		return HB_EINVAL;
+	tag[n] = '\0';
+	for (uint32_t last = workers ? workers - 1 : 0;; last /= 10) {
+		reserve++;
+		if (last < 10)
+			break;
+	}
+	hb_jobspec_init(&spec, "mpijob");
+	spec.name = name;
+	rc = hb_k8s_name_reserve(&spec, -1, reserve + 1 + n, base);
+	spec.name = NULL;
+	hb_jobspec_free(&spec);
+	if (rc)
+		return rc;
+	if (snprintf(out, HB_DNS_LABEL_MAX + 1, "%s-%s", base, tag) >
+	    HB_DNS_LABEL_MAX)
+		return HB_ERANGE;
+	return 0;
+}
+
+/* Copy obj[key] into to (absent: nothing); 1 when out of memory. */
+static int copy_key(cJSON *to, const cJSON *obj, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	cJSON *c;
+
+	if (!v)
+		return 0;
+	if (!(c = cJSON_Duplicate(v, 1)))
+		return 1;
+	cJSON_AddItemToObject(to, key, c);
+	return 0;
+}
+
+cJSON *hb_origin_twin_doc(const cJSON *orig, char name[64],
+			  struct hb_err *err)
+{
+	const cJSON *meta = hb_doc_get(orig, "metadata");
+	const cJSON *w =
+		hb_doc_get(orig, "spec.mpiReplicaSpecs.Worker.replicas");
+	const char *oname = hb_doc_str(meta, "name");
+	const char *uid = hb_doc_str(meta, "uid");
+	cJSON *doc = cJSON_CreateObject(), *m, *l, *refs, *ref, *spec, *rp;
+	uint32_t workers = 1;
+	int bad = 0;
+
+	if (cJSON_IsNumber(w) && w->valuedouble >= 1 &&
+	    w->valuedouble <= 1e6)
+		workers = (uint32_t)w->valuedouble;
+	if (!oname || !uid ||
+	    hb_origin_twin_name(oname, uid, workers, name)) {
+		hb_err_set(err, HB_EINVAL, NULL, 0,
+			   "the MPIJob has no name or uid to name its twin "
+			   "after");
+		cJSON_Delete(doc);
+		return NULL;
+	}
+	if (!doc || !(m = cJSON_AddObjectToObject(doc, "metadata")))
+		goto nomem;
+	bad |= copy_key(doc, orig, "apiVersion");
+	bad |= copy_key(doc, orig, "kind");
+	bad |= !cJSON_AddStringToObject(m, "name", name);
+	bad |= copy_key(m, meta, "namespace");
+	bad |= copy_key(m, meta, "labels");
+	bad |= copy_key(m, meta, "annotations");
+	l = cJSON_GetObjectItemCaseSensitive(m, "labels");
+	if (bad || (!l && !(l = cJSON_AddObjectToObject(m, "labels"))))
+		goto nomem;
+	cJSON_DeleteItemFromObjectCaseSensitive(l, HB_ORIGIN_LABEL_TWIN_OF);
+	bad |= !cJSON_AddStringToObject(l, HB_ORIGIN_LABEL_TWIN_OF, uid);
+	if (bad || !(refs = cJSON_AddArrayToObject(m, "ownerReferences")) ||
+	    !(ref = cJSON_CreateObject()))
+		goto nomem;
+	cJSON_AddItemToArray(refs, ref);
+	bad |= copy_key(ref, orig, "apiVersion");
+	bad |= copy_key(ref, orig, "kind");
+	bad |= !cJSON_AddStringToObject(ref, "name", oname);
+	bad |= !cJSON_AddStringToObject(ref, "uid", uid);
+	bad |= !cJSON_AddFalseToObject(ref, "controller");
+	bad |= !cJSON_AddFalseToObject(ref, "blockOwnerDeletion");
+	bad |= copy_key(doc, orig, "spec");
+	if (bad)
+		goto nomem;
+	spec = cJSON_GetObjectItemCaseSensitive(doc, "spec");
+	rp = cJSON_GetObjectItemCaseSensitive(spec, "runPolicy");
+	cJSON_DeleteItemFromObjectCaseSensitive(rp, "managedBy");
+	return doc;
+nomem:
+	hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	cJSON_Delete(doc);
+	return NULL;
+}
+
+const char *hb_origin_twin_state(const cJSON *twin, char *msg, size_t n)
+{
+	switch (hb_remote_mpijob_phase(hb_doc_get(twin, "status"), msg, n)) {
+	case HB_REMOTE_RUNNING:
+		return "running";
+	case HB_REMOTE_SUCCEEDED:
+		return "succeeded";
+	case HB_REMOTE_FAILED:
+		return "failed";
+	default:
+		return "queued";
+	}
+}
+
+cJSON *hb_origin_twin_status(const cJSON *twin)
+{
+	static const char *const keys[] = { "conditions", "startTime",
+					    "completionTime",
+					    "replicaStatuses",
+					    "lastReconcileTime" };
+	const cJSON *from = hb_doc_get(twin, "status");
+	cJSON *doc = cJSON_CreateObject(), *st;
+	int bad = !doc || !(st = cJSON_AddObjectToObject(doc, "status"));
+
+	/* what the twin lacks is removed (null, in a merge patch) */
+	for (size_t i = 0; !bad && i < sizeof(keys) / sizeof(keys[0]); i++)
+		bad |= cJSON_GetObjectItemCaseSensitive(from, keys[i])
+			       ? copy_key(st, from, keys[i])
+			       : !cJSON_AddNullToObject(st, keys[i]);
+	if (bad) {
+		cJSON_Delete(doc);
+		return NULL;
+	}
+	return doc;
+}
+
 /* ------------------------------------------------------------------ */
 /* The module                                                          */
 /* ------------------------------------------------------------------ */
@@ -284,8 +442,10 @@ struct patch {
 };
 
 struct ientry {
-	char *key; /* "u:UID" or "n:NS/NAME" */
+	char *key; /* "u:UID", "n:NS/NAME", or a twin's "t:NS/NAME" */
 	char job_id[32];
+	unsigned gen; /* the watch start that last listed it */
+	int driven;   /* this process took the job up */
 	struct ientry *next;
 };
 
@@ -300,6 +460,8 @@ struct hb_kube_origin {
 	struct patch *staged;		      /* loop only */
 	struct ientry *index[NBUCKETS];	      /* loop only */
 	atomic_int stop;
+	unsigned gen; /* reflector only: the watch's starts */
+	int synced;   /* reflector only: this start's first list is whole */
 	pthread_t reflector, worker;
 	int started; /* bit 0: reflector, bit 1: worker */
 };
@@ -329,8 +491,19 @@ static int on_event(void *ctx, const struct hb_kube_event *kev)
 	const cJSON *meta;
 	struct hb_origin_ev *ev;
 	const char *name, *ns, *uid;
-	int deleted = kev->type == HB_KUBE_DELETED;
+	int deleted = kev->type == HB_KUBE_DELETED, twin;
 
+	if (kev->type == HB_KUBE_BOOKMARK && !kev->object && !o->synced) {
+		/* the first whole list of this start of the watch */
+		if (!(ev = calloc(1, sizeof(*ev))))
+			return 0; /* the next list event tries again */
+		o->synced = 1;
+		ev->type = HB_ORIGIN_SYNC;
+		ev->gen = o->gen;
+		snprintf(ev->ns, sizeof(ev->ns), "%s", o->ns);
+		push_event(o, ev);
+		return 0;
+	}
 	if (kev->type != HB_KUBE_ADDED && kev->type != HB_KUBE_MODIFIED &&
 	    !deleted)
 		return 0;
@@ -340,9 +513,11 @@ static int on_event(void *ctx, const struct hb_kube_event *kev)
 	uid = hb_doc_str(meta, "uid");
 	if (!name || strlen(name) >= sizeof(ev->name))
 		return 0;
+	twin = !hb_origin_managed(kev->object) &&
+	       hb_doc_str(hb_doc_get(meta, "labels"), HB_ORIGIN_LABEL_TWIN_OF);
 	/* A relist's tombstone has no spec: the loop knows whether it was
 	 * ours. */
-	if (!hb_origin_managed(kev->object) &&
+	if (!hb_origin_managed(kev->object) && !twin &&
 	    !(deleted && !hb_doc_get(kev->object, "spec")))
 		return 0;
 	if (hb_doc_get(meta, "deletionTimestamp"))
@@ -351,6 +526,8 @@ static int on_event(void *ctx, const struct hb_kube_event *kev)
 		return 0; /* the next relist brings it again */
 	ev->type = deleted ? HB_ORIGIN_DELETED : HB_ORIGIN_UPSERT;
 	ev->added = kev->type == HB_KUBE_ADDED;
+	ev->twin = twin;
+	ev->gen = o->gen;
 	snprintf(ev->ns, sizeof(ev->ns), "%s", ns ? ns : o->ns);
 	snprintf(ev->name, sizeof(ev->name), "%s", name);
 	snprintf(ev->uid, sizeof(ev->uid), "%s",
@@ -371,6 +548,10 @@ static void *reflect_main(void *arg)
 	while (!atomic_load(&o->stop)) {
 		struct hb_err err = { 0 };
 
+		/* a new start lists everything again: its first whole list
+		 * shows what went while nobody watched */
+		o->gen++;
+		o->synced = 0;
 		if (!hb_kube_reflect(o->k, &hb_kube_mpijob, &ro, on_event, o,
 				     &o->stop, &err) ||
 		    atomic_load(&o->stop))
@@ -538,7 +719,8 @@ static struct ientry *index_get(struct hb_kube_origin *o, const char *key)
 	return e;
 }
 
-static int index_put(struct hb_kube_origin *o, const char *key, const char *id)
+static int index_put(struct hb_kube_origin *o, const char *key, const char *id,
+		     int driven)
 {
 	struct ientry *e = index_get(o, key);
 	unsigned h;
@@ -553,6 +735,7 @@ static int index_put(struct hb_kube_origin *o, const char *key, const char *id)
 		o->index[h] = e;
 	}
 	snprintf(e->job_id, sizeof(e->job_id), "%s", id);
+	e->driven = driven;
 	return 0;
 }
 
@@ -568,18 +751,104 @@ const char *hb_origin_index_find(struct hb_kube_origin *o, const char *uid,
 	return e ? e->job_id : NULL;
 }
 
-int hb_origin_index_add(struct hb_kube_origin *o, const char *uid,
-			const char *ns, const char *name, const char *job_id)
+static int index_add(struct hb_kube_origin *o, const char *uid,
+		     const char *ns, const char *name, const char *job_id,
+		     int driven)
 {
 	char key[400];
 	int rc = 0;
 
 	if (uid && uid[0] && !index_key(key, sizeof(key), uid, NULL, NULL))
-		rc = index_put(o, key, job_id);
+		rc = index_put(o, key, job_id, driven);
 	/* the newest MPIJob of a name is the one a tombstone means */
-	if (!rc && !index_key(key, sizeof(key), NULL, ns, name))
-		rc = index_put(o, key, job_id);
+	if (!rc && ns && name && !index_key(key, sizeof(key), NULL, ns, name))
+		rc = index_put(o, key, job_id, driven);
 	return rc;
+}
+
+int hb_origin_index_add(struct hb_kube_origin *o, const char *uid,
+			const char *ns, const char *name, const char *job_id)
+{
+	return index_add(o, uid, ns, name, job_id, 1);
+}
+
+static struct ientry *index_entry(struct hb_kube_origin *o, const char *uid,
+				  const char *ns, const char *name)
+{
+	char key[400];
+
+	return index_key(key, sizeof(key), uid, ns, name) ? NULL
+							  : index_get(o, key);
+}
+
+int hb_origin_index_claim(struct hb_kube_origin *o, const char *uid,
+			  const char *ns, const char *name)
+{
+	struct ientry *e = index_entry(o, uid, ns, name);
+
+	if (!e || e->driven)
+		return 0;
+	e->driven = 1;
+	return 1;
+}
+
+void hb_origin_index_seen(struct hb_kube_origin *o, const char *uid,
+			  const char *ns, const char *name, unsigned gen)
+{
+	struct ientry *e = index_entry(o, uid, ns, name);
+
+	if (e)
+		e->gen = gen;
+}
+
+int hb_origin_index_listed(struct hb_kube_origin *o, const char *uid,
+			   const char *ns, const char *name, unsigned gen)
+{
+	struct ientry *e = index_entry(o, uid, ns, name);
+
+	return e && e->gen == gen;
+}
+
+static int twin_key(char *buf, size_t n, const char *ns, const char *name)
+{
+	int w = snprintf(buf, n, "t:%s/%s", ns, name);
+
+	return w < 0 || (size_t)w >= n ? HB_ETOOBIG : 0;
+}
+
+const char *hb_origin_twin_find(struct hb_kube_origin *o, const char *ns,
+				const char *name)
+{
+	char key[400];
+	struct ientry *e;
+
+	if (twin_key(key, sizeof(key), ns, name))
+		return NULL;
+	e = index_get(o, key);
+	return e ? e->job_id : NULL;
+}
+
+int hb_origin_twin_add(struct hb_kube_origin *o, const char *ns,
+		       const char *name, const char *job_id)
+{
+	char key[400];
+	int rc = twin_key(key, sizeof(key), ns, name);
+
+	return rc ? rc : index_put(o, key, job_id, 1);
+}
+
+void hb_origin_row_twin(const struct hb_job_row *r, char out[64])
+{
+	cJSON *src = r->jobspec ? cJSON_Parse(r->jobspec) : NULL;
+	const char *t = hb_doc_str(src, "twin");
+
+	snprintf(out, 64, "%s", t && strlen(t) < 64 ? t : "");
+	cJSON_Delete(src);
+}
+
+const char *hb_origin_ns(const struct hb_kube_origin *o)
+{
+	return o->ns;
 }
 
 static int load_cb(const struct hb_job_row *r, void *arg)
@@ -593,11 +862,20 @@ static int load_cb(const struct hb_job_row *r, void *arg)
 	if (r->k8s_uid && r->k8s_uid[0] &&
 	    hb_origin_index_find(o, r->k8s_uid, NULL, NULL))
 		return 0;
+	if (r->target && !strcmp(r->target, "kubernetes")) {
+		char twin[64];
+		int rc;
+
+		hb_origin_row_twin(r, twin);
+		if (twin[0] && r->k8s_namespace &&
+		    (rc = hb_origin_twin_add(o, r->k8s_namespace, twin, r->id)))
+			return rc;
+	}
 	if (!hb_origin_index_find(o, NULL, r->k8s_namespace, r->k8s_name))
-		return hb_origin_index_add(o, r->k8s_uid, r->k8s_namespace,
-					   r->k8s_name, r->id);
+		return index_add(o, r->k8s_uid, r->k8s_namespace, r->k8s_name,
+				 r->id, 0);
 	return r->k8s_uid && r->k8s_uid[0]
-		       ? hb_origin_index_add(o, r->k8s_uid, NULL, NULL, r->id)
+		       ? index_add(o, r->k8s_uid, NULL, NULL, r->id, 0)
 		       : 0;
 }
 
@@ -629,7 +907,6 @@ void hb_origin_job_changed(struct hb_kube_origin *o, struct hb_store *st,
 	struct hb_job_row r = { 0 };
 	struct start_ctx sc = { 0 };
 	struct hb_err err = { 0 };
-	struct patch *p = NULL;
 
 	if (!o || hb_store_job_get(st, job_id, &r, &err))
 		goto out;
@@ -638,20 +915,71 @@ void hb_origin_job_changed(struct hb_kube_origin *o, struct hb_store *st,
 		goto out;
 	if (strcmp(r.state, "pending") && strcmp(r.state, "queued"))
 		hb_store_event_list(st, r.id, 0, 0, start_cb, &sc, &err);
-	if (!(p = calloc(1, sizeof(*p))) ||
-	    !(p->doc = hb_origin_status_doc(&r, sc.at_ms))) {
-		hb_log(HB_LOG_ERROR, "status of %s: out of memory", r.id);
-		goto out;
-	}
-	snprintf(p->ns, sizeof(p->ns), "%s", r.k8s_namespace);
-	snprintf(p->name, sizeof(p->name), "%s", r.k8s_name);
-	enqueue(&o->staged, p);
-	p = NULL;
+	hb_origin_stage(o, r.k8s_namespace, r.k8s_name,
+			hb_origin_status_doc(&r, sc.at_ms));
 out:
-	if (p)
-		cJSON_Delete(p->doc);
-	free(p);
 	hb_job_row_free(&r);
+}
+
+void hb_origin_stage(struct hb_kube_origin *o, const char *ns,
+		     const char *name, cJSON *doc)
+{
+	struct patch *p = doc ? calloc(1, sizeof(*p)) : NULL;
+
+	if (!p) {
+		hb_log(HB_LOG_ERROR, "status of MPIJob %s/%s: out of memory",
+		       ns, name);
+		cJSON_Delete(doc);
+		return;
+	}
+	p->doc = doc;
+	snprintf(p->ns, sizeof(p->ns), "%s", ns);
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	enqueue(&o->staged, p);
+}
+
+/* --- the twin on the API server (worker threads) --------------------- */
+
+int hb_origin_twin_create(struct hb_kube_origin *o, const cJSON *doc,
+			  struct hb_err *err)
+{
+	const cJSON *meta = hb_doc_get(doc, "metadata");
+	const char *ns = hb_doc_str(meta, "namespace");
+	const char *name = hb_doc_str(meta, "name");
+	const char *want = hb_doc_str(hb_doc_get(meta, "labels"),
+				      HB_ORIGIN_LABEL_TWIN_OF);
+	const char *have;
+	cJSON *got = NULL;
+	int rc = hb_kube_create(o->k, &hb_kube_mpijob, ns, doc, NULL, err);
+
+	if (rc != HB_EEXIST)
+		return rc;
+	memset(err, 0, sizeof(*err));
+	if ((rc = hb_kube_get(o->k, &hb_kube_mpijob, ns, name, &got, err)))
+		return rc;
+	have = hb_doc_str(hb_doc_get(got, "metadata.labels"),
+			  HB_ORIGIN_LABEL_TWIN_OF);
+	if (!want || !have || strcmp(want, have))
+		rc = hb_err_set(err, HB_ECONFLICT, NULL, 0,
+				"an MPIJob named %s is already there and is "
+				"not this job's twin (label "
+				HB_ORIGIN_LABEL_TWIN_OF " %s)",
+				name ? name : "", have ? have : "absent");
+	cJSON_Delete(got);
+	return rc; /* 0: adopted */
+}
+
+int hb_origin_twin_delete(struct hb_kube_origin *o, const char *ns,
+			  const char *name, struct hb_err *err)
+{
+	int rc = hb_kube_delete(o->k, &hb_kube_mpijob, ns, name, "Background",
+				err);
+
+	if (rc == HB_ENOENT) {
+		memset(err, 0, sizeof(*err));
+		rc = 0;
+	}
+	return rc;
 }
 
 /* --- life cycle ------------------------------------------------------ */

@@ -1,6 +1,7 @@
 /*
  * origin.h - MPIJobs created by Kubernetes users with
- * spec.runPolicy.managedBy: hpcbridge.io/gateway, run on Slurm.
+ * spec.runPolicy.managedBy: hpcbridge.io/gateway, placed by the daemon:
+ * run on Slurm, or in the cluster as a twin MPIJob without managedBy.
  *
  * The module owns a Kubernetes client, one reflector thread on the MPIJobs
  * of the configured namespace (no label selector: the jobs are the users',
@@ -33,6 +34,11 @@
 #define HB_ORIGIN_LABEL_USER	"hpcbridge.io/user"
 #define HB_ORIGIN_LABEL_ACCOUNT "hpcbridge.io/account"
 #define HB_ORIGIN_FIELD_MANAGER "hpcbridge"
+/* On a twin: the original's uid. */
+#define HB_ORIGIN_LABEL_TWIN_OF "hpcbridge.io/twin-of"
+/* A twin's name: the original's, cut, then "-" and this many characters
+ * of the original's uid. */
+#define HB_ORIGIN_TWIN_UID_CHARS 8
 
 /* --- pure parts (unit-tested) -------------------------------------- */
 
@@ -46,6 +52,7 @@ struct hb_origin_job {
 	uint32_t uid, gid;
 	char home[512];	      /* the user's home: the default working dir */
 	struct hb_buf script; /* the sbatch script (NUL-terminated) */
+	cJSON *jobspec;	      /* the jobspec as JSON, for the placement */
 	const char *reason;   /* on error: the condition reason (static):
 				 MissingUser, UnknownUser, InvalidSpec */
 };
@@ -74,6 +81,41 @@ cJSON *hb_origin_status_doc(const struct hb_job_row *row, int64_t start_ms);
 /* RFC 3339 UTC ("2026-01-02T03:04:05Z") of ms since the epoch. */
 void hb_origin_time(int64_t ms, char out[32]);
 
+/*
+ * The twin's name for the MPIJob name with this uid and this many workers:
+ * name cut by the translators' rule (hb_k8s_name_reserve: a DNS-1035
+ * label, "<twin>-worker-<workers-1>" within 63 characters), then "-" and
+ * the first HB_ORIGIN_TWIN_UID_CHARS letters and digits of the uid
+ * (lowercased).  HB_EINVAL when the uid has too few.
+ */
+int hb_origin_twin_name(const char *name, const char *uid, uint32_t workers,
+			char out[64]);
+
+/*
+ * The twin of the MPIJob orig: its spec without runPolicy.managedBy, its
+ * labels and annotations, the label HB_ORIGIN_LABEL_TWIN_OF (orig's uid),
+ * and an ownerReference to orig (controller false).  name gets the twin's
+ * name.  NULL with err set for an MPIJob without a uid or a name.  Caller
+ * frees with cJSON_Delete.
+ */
+cJSON *hb_origin_twin_doc(const cJSON *orig, char name[64],
+			  struct hb_err *err);
+
+/*
+ * What a twin's status means for its job: the store state (queued,
+ * running, succeeded, failed) and, in msg, the deciding condition
+ * ("Failed: BackoffLimitExceeded: ...", "" when none).
+ */
+const char *hb_origin_twin_state(const cJSON *twin, char *msg, size_t n);
+
+/*
+ * The original's status merge patch copied from its twin: conditions,
+ * startTime, completionTime, replicaStatuses, lastReconcileTime (null,
+ * which removes it, when the twin has none).  NULL when out of memory.
+ * Caller frees.
+ */
+cJSON *hb_origin_twin_status(const cJSON *twin);
+
 /* --- the module ------------------------------------------------------ */
 
 struct hb_origin_opts {
@@ -95,11 +137,16 @@ void hb_origin_free(struct hb_kube_origin *o);
 /* The eventfd, readable when events are queued. */
 int hb_origin_fd(const struct hb_kube_origin *o);
 
-enum hb_origin_ev_type { HB_ORIGIN_UPSERT, HB_ORIGIN_DELETED };
+/* SYNC: the watch's first list of the namespace is whole (sent once per
+ * start of the watch): a managed MPIJob that list did not bring is gone. */
+enum hb_origin_ev_type { HB_ORIGIN_UPSERT, HB_ORIGIN_DELETED, HB_ORIGIN_SYNC };
 
 struct hb_origin_ev {
 	enum hb_origin_ev_type type;
 	int added; /* UPSERT: an ADDED event (a create, or a (re)list) */
+	int twin;  /* the object is a twin (HB_ORIGIN_LABEL_TWIN_OF); a
+		    * tombstone may be either */
+	unsigned gen; /* the watch's start it came from */
 	char ns[64];
 	char name[256];
 	char uid[64]; /* "" for a relist's tombstone */
@@ -119,6 +166,25 @@ const char *hb_origin_index_find(struct hb_kube_origin *o, const char *uid,
 				 const char *ns, const char *name);
 int hb_origin_index_add(struct hb_kube_origin *o, const char *uid,
 			const char *ns, const char *name, const char *job_id);
+/* 1 the first time it is asked about a job loaded from the store (not
+ * added by this process), 0 otherwise: whether this process must still
+ * take the job up (submit, create its twin, or say its status again). */
+int hb_origin_index_claim(struct hb_kube_origin *o, const char *uid,
+			  const char *ns, const char *name);
+/* Mark the MPIJob as listed by watch start gen; whether it was. */
+void hb_origin_index_seen(struct hb_kube_origin *o, const char *uid,
+			  const char *ns, const char *name, unsigned gen);
+int hb_origin_index_listed(struct hb_kube_origin *o, const char *uid,
+			   const char *ns, const char *name, unsigned gen);
+/* Which job a twin (by namespace and name) belongs to; NULL if none. */
+const char *hb_origin_twin_find(struct hb_kube_origin *o, const char *ns,
+				const char *name);
+int hb_origin_twin_add(struct hb_kube_origin *o, const char *ns,
+		       const char *name, const char *job_id);
+/* The twin name stored in a job row's jobspec ("twin"), or "". */
+void hb_origin_row_twin(const struct hb_job_row *r, char out[64]);
+/* The namespace the module watches. */
+const char *hb_origin_ns(const struct hb_kube_origin *o);
 /* Fill the index from the store's kubernetes-origin jobs (at start). */
 int hb_origin_load(struct hb_kube_origin *o, struct hb_store *st,
 		   struct hb_err *err);
@@ -131,8 +197,24 @@ int hb_origin_load(struct hb_kube_origin *o, struct hb_store *st,
 void hb_origin_job_changed(struct hb_kube_origin *o, struct hb_store *st,
 			   const char *job_id);
 
+/* Loop thread: stage doc (taken, freed whatever happens) as the status
+ * patch of MPIJob ns/name. */
+void hb_origin_stage(struct hb_kube_origin *o, const char *ns,
+		     const char *name, cJSON *doc);
+
 /* Loop thread, after the commit: hand the staged patches to the worker
  * (the newest patch per MPIJob wins). */
 void hb_origin_flush(struct hb_kube_origin *o);
+
+/*
+ * Worker threads (they block on the API server).  Create the twin doc
+ * (hb_origin_twin_doc); an MPIJob of that name already there is adopted
+ * when its HB_ORIGIN_LABEL_TWIN_OF is the same, else HB_ECONFLICT.
+ * Delete a twin (background propagation; one already gone is 0).
+ */
+int hb_origin_twin_create(struct hb_kube_origin *o, const cJSON *doc,
+			  struct hb_err *err);
+int hb_origin_twin_delete(struct hb_kube_origin *o, const char *ns,
+			  const char *name, struct hb_err *err);
 
 #endif

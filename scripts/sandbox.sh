@@ -12,6 +12,8 @@
 #     on the daemon's local backend instead (on this host, as their users:
 #     a stand-in some tests use).  HB_SANDBOX_KUBEMU_ARGS adds arguments
 #     to the emulator's (words split at spaces), such as --node specs.
+#     Placement: partition gpu goes to Kubernetes, the rest stays on Slurm;
+#     HB_SANDBOX_POLICY=FILE uses that policy file instead.
 #
 # usage: sandbox.sh up DIR BUILD_DIR     start what is not running; print
 #                                        `export` lines
@@ -72,11 +74,14 @@ write_config() {
 	  namespace: default
 	plugin:
 	  timeout_ms: 200
-	placement:
-	  default_target: slurm
-	  partitions:
-	    gpu: kubernetes
 	YAML
+	if [ -n "${HB_SANDBOX_POLICY:-}" ]; then
+		printf 'placement:\n  policy: %s\n' "$HB_SANDBOX_POLICY" \
+			>>"$dir/hpcbridge.yaml"
+	else
+		printf 'placement:\n  default_target: slurm\n  partitions:\n    gpu: kubernetes\n' \
+			>>"$dir/hpcbridge.yaml"
+	fi
 }
 
 # The emulated cluster, unless it runs: TLS (its CA kept in kube/tls), one

@@ -50,6 +50,13 @@ const char *hb_remote_phase_name(enum hb_remote_phase p);
 /* Whether p is final. */
 int hb_remote_phase_done(enum hb_remote_phase p);
 
+/* The phase an MPIJob's .status says (its True conditions: Succeeded,
+ * Failed, Suspended, Running, in that order; else pending), and in msg
+ * the condition that says it ("Failed: Reason: message", "" if none). */
+struct cJSON;
+enum hb_remote_phase hb_remote_mpijob_phase(const struct cJSON *status,
+					    char *msg, size_t size);
+
 /* What a remote job is made of.  Strings are borrowed for the call. */
 struct hb_remote_job {
 	const char *id;	    /* see hb_remote_id_valid() */

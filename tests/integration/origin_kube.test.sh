@@ -28,9 +28,10 @@ chmod 755 "$tmp"
 export HB_SANDBOX_BACKEND=kubernetes
 # shellcheck source=lib/sandbox_test.sh
 . "$src/tests/integration/lib/sandbox_test.sh"
+# shellcheck source=lib/origin.sh
+. "$src/tests/integration/lib/origin.sh"
 sandbox_test_up
 ok "sandbox up"
-kube() { /usr/bin/python3 "$src/tests/integration/lib/kube.py" "$@"; }
 work=$tmp/work
 mkdir -p "$work"
 
@@ -65,37 +66,6 @@ EOF
 create() { # NAME COMMAND [USER] [MANAGED]
 	mpijob "$1" "$2" "${3:-root}" "${4:-1}" >"$tmp/$1.json"
 	kube create "$tmp/$1.json" >/dev/null || die "create MPIJob $1"
-}
-
-# A field of the MPIJob's status, through python3-kubernetes:
-#   cond TYPE -> the condition's "status reason message", "" when absent
-st() { # NAME EXPR(on s, the status)
-	kube status "$1" | /usr/bin/python3 -c '
-import json, sys
-s = json.load(sys.stdin)
-def cond(t):
-    for c in s.get("conditions") or []:
-        if c["type"] == t:
-            return "%s %s %s" % (c["status"], c.get("reason", ""),
-                                 c.get("message", ""))
-    return ""
-print(eval(sys.argv[1]))' "$2"
-}
-
-# Wait until condition TYPE of NAME is True (at most 60 s).
-wait_cond() {
-	local i
-	for i in $(seq 300); do
-		case $(st "$1" "cond('$2')") in "True "*) return 0 ;; esac
-		sleep 0.2
-	done
-	return 1
-}
-
-# The Slurm job ids named NAME (every state Slurm still remembers).
-slurm_ids() {
-	scontrol -o show job 2>/dev/null |
-		sed -n "s/^JobId=\([0-9]*\) JobName=$1 .*/\1/p"
 }
 
 # 1. A managed MPIJob runs on Slurm, Running -> Succeeded.
@@ -194,7 +164,7 @@ done
 # 6. hpcbridged killed while a job runs, and restarted.
 create survivor 'echo up; sleep 6; echo survived'
 wait_cond survivor Running || bad "survivor: not Running"
-dpid=$(head -c 32 "$box/hpcbridged.pid" | tr -dc 0-9)
+dpid=$(daemon_pid)
 kill -KILL "$dpid"
 sleep 1
 bash "$src/scripts/sandbox.sh" up "$box" "$build" >/dev/null 2>"$tmp/up2.err" ||

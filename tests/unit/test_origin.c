@@ -356,6 +356,233 @@ static void test_status_rejected(void **state)
 	d = hb_origin_status_doc(&r, 0);
 	assert_string_equal(s_of(cond(d, "Failed"), "reason"), "Rejected");
 	cJSON_Delete(d);
+	/* the placement refused it */
+	r.reason = "PlacementRejected: no side can run the job";
+	d = hb_origin_status_doc(&r, 0);
+	assert_string_equal(s_of(cond(d, "Failed"), "reason"),
+			    "PlacementRejected");
+	assert_non_null(strstr(s_of(cond(d, "Failed"), "message"),
+			       "was not run: no side can run the job"));
+	cJSON_Delete(d);
+}
+
+/* A job placed in the cluster whose twin could not be made, or went. */
+static void test_status_twin_failed(void **state)
+{
+	struct hb_job_row r =
+		row("failed", -1, -1, "TwinCreateFailed: forbidden");
+	cJSON *d;
+
+	(void)state;
+	r.target = "kubernetes";
+	d = hb_origin_status_doc(&r, 0);
+	assert_non_null(d);
+	assert_string_equal(s_of(cond(d, "Failed"), "reason"),
+			    "TwinCreateFailed");
+	assert_non_null(strstr(s_of(cond(d, "Failed"), "message"),
+			       "did not run in the cluster: forbidden"));
+	assert_null(strstr(s_of(cond(d, "Failed"), "message"), "Slurm"));
+	assert_crd_valid(d);
+	cJSON_Delete(d);
+	r = row("cancelled", -1, -1, "TwinDeleted: its twin was deleted");
+	r.target = "kubernetes";
+	d = hb_origin_status_doc(&r, T1);
+	assert_string_equal(s_of(cond(d, "Failed"), "reason"), "TwinDeleted");
+	assert_string_equal(s_of(cond(d, "Running"), "status"), "False");
+	assert_crd_valid(d);
+	cJSON_Delete(d);
+}
+
+static void test_twin_name(void **state)
+{
+	char out[64], longname[80];
+
+	(void)state;
+	assert_int_equal(hb_origin_twin_name("hello", "4C02F7A6-3a00-4b7f", 2,
+					     out),
+			 0);
+	assert_string_equal(out, "hello-4c02f7a6");
+	/* dashes of the uid are skipped, not counted */
+	assert_int_equal(hb_origin_twin_name("a", "12-34-56-78-9a", 1, out),
+			 0);
+	assert_string_equal(out, "a-12345678");
+	/* cut so that "<twin>-worker-<N-1>" fits in 63 */
+	memset(longname, 'x', 70);
+	longname[70] = '\0';
+	assert_int_equal(hb_origin_twin_name(longname, "0123456789", 10, out),
+			 0);
+	assert_int_equal(strlen(out) + strlen("-worker-9"), 63);
+	assert_string_equal(out + strlen(out) - 9, "-01234567");
+	assert_int_equal(hb_origin_twin_name(longname, "0123456789", 11, out),
+			 0);
+	assert_int_equal(strlen(out) + strlen("-worker-10"), 63);
+	/* the translators' rule: lowercase, '.' to '-', a leading digit */
+	assert_int_equal(hb_origin_twin_name("My.Job", "abcdefgh", 1, out), 0);
+	assert_string_equal(out, "my-job-abcdefgh");
+	assert_int_equal(hb_origin_twin_name("7up", "abcdefgh", 1, out), 0);
+	assert_string_equal(out, "job-7up-abcdefgh");
+	/* a uid too short to tell twins apart */
+	assert_int_equal(hb_origin_twin_name("a", "abc-d", 1, out), HB_EINVAL);
+	assert_int_equal(hb_origin_twin_name("a", NULL, 1, out), HB_EINVAL);
+}
+
+static cJSON *with_uid(void)
+{
+	cJSON *j = job();
+
+	cJSON_AddStringToObject(cJSON_GetObjectItem(j, "metadata"), "uid",
+				"4c02f7a6-3a00-4b7f-b37d-1d01952d489e");
+	return j;
+}
+
+static void test_twin_doc(void **state)
+{
+	struct hb_err err = { 0 };
+	cJSON *j = with_uid(), *t, *ref;
+	const cJSON *meta;
+	char name[64];
+
+	(void)state;
+	t = hb_origin_twin_doc(j, name, &err);
+	assert_non_null(t);
+	assert_string_equal(name, "hello-4c02f7a6");
+	meta = cJSON_GetObjectItem(t, "metadata");
+	assert_string_equal(s_of(meta, "name"), name);
+	assert_string_equal(s_of(meta, "namespace"), "default");
+	/* the user's labels, and the link to the original */
+	assert_string_equal(s_of(cJSON_GetObjectItem(meta, "labels"),
+				 "hpcbridge.io/user"),
+			    "root");
+	assert_string_equal(s_of(cJSON_GetObjectItem(meta, "labels"),
+				 HB_ORIGIN_LABEL_TWIN_OF),
+			    "4c02f7a6-3a00-4b7f-b37d-1d01952d489e");
+	ref = cJSON_GetArrayItem(cJSON_GetObjectItem(meta, "ownerReferences"),
+				 0);
+	assert_non_null(ref);
+	assert_string_equal(s_of(ref, "kind"), "MPIJob");
+	assert_string_equal(s_of(ref, "name"), "hello");
+	assert_string_equal(s_of(ref, "uid"),
+			    "4c02f7a6-3a00-4b7f-b37d-1d01952d489e");
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(ref, "controller")));
+	/* not managed: the operator runs it */
+	assert_false(hb_origin_managed(t));
+	assert_null(cJSON_GetObjectItem(meta, "uid"));
+	/* the original is untouched, the spec otherwise the same */
+	assert_true(hb_origin_managed(j));
+	assert_true(cJSON_Compare(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(t, "spec"),
+				    "mpiReplicaSpecs"),
+		cJSON_GetObjectItem(cJSON_GetObjectItem(j, "spec"),
+				    "mpiReplicaSpecs"),
+		1));
+	hb_test_assert_valid(crds, t);
+	cJSON_Delete(t);
+	/* no uid: no twin */
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(j, "metadata"), "uid");
+	assert_null(hb_origin_twin_doc(j, name, &err));
+	assert_int_equal(err.code, HB_EINVAL);
+	cJSON_Delete(j);
+}
+
+/* A twin with these conditions (type:status, ...) and times. */
+static cJSON *twin_with(const char *conds, int finished)
+{
+	cJSON *t = job(), *st = cJSON_AddObjectToObject(t, "status");
+	cJSON *arr = cJSON_AddArrayToObject(st, "conditions");
+	char buf[256], *tok, *next;
+
+	snprintf(buf, sizeof(buf), "%s", conds);
+	for (tok = buf; *tok; tok = next) {
+		cJSON *c = cJSON_CreateObject();
+		char *colon = strchr(tok, ':');
+
+		next = tok + strcspn(tok, ",");
+		if (*next)
+			*next++ = '\0';
+		*colon = '\0';
+		cJSON_AddStringToObject(c, "type", tok);
+		cJSON_AddStringToObject(c, "status", colon + 1);
+		cJSON_AddStringToObject(c, "reason", "R");
+		cJSON_AddStringToObject(c, "message", "m");
+		cJSON_AddStringToObject(c, "lastTransitionTime",
+					"2026-01-01T00:00:00Z");
+		cJSON_AddItemToArray(arr, c);
+	}
+	cJSON_AddStringToObject(st, "startTime", "2026-01-01T00:00:05Z");
+	if (finished)
+		cJSON_AddStringToObject(st, "completionTime",
+					"2026-01-01T00:00:30Z");
+	cJSON_AddItemToObject(
+		st, "replicaStatuses",
+		cJSON_Parse("{\"Launcher\":{\"succeeded\":1},"
+			    "\"Worker\":{\"active\":2}}"));
+	return t;
+}
+
+static void test_twin_state(void **state)
+{
+	static const struct {
+		const char *conds, *want;
+	} cases[] = {
+		{ "", "queued" },
+		{ "Created:True", "queued" },
+		{ "Created:True,Running:True", "running" },
+		{ "Created:True,Running:False,Succeeded:True", "succeeded" },
+		{ "Created:True,Running:False,Failed:True", "failed" },
+		{ "Created:True,Suspended:True", "queued" },
+		{ "Created:True,Running:True,Succeeded:False", "running" },
+	};
+	char msg[128];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cJSON *t = twin_with(cases[i].conds, 0);
+
+		assert_string_equal(hb_origin_twin_state(t, msg, sizeof(msg)),
+				    cases[i].want);
+		cJSON_Delete(t);
+	}
+	/* no status at all */
+	assert_string_equal(hb_origin_twin_state(NULL, msg, sizeof(msg)),
+			    "queued");
+	/* the deciding condition is named */
+	{
+		cJSON *t = twin_with("Created:True,Failed:True", 1);
+
+		hb_origin_twin_state(t, msg, sizeof(msg));
+		assert_string_equal(msg, "Failed: R: m");
+		cJSON_Delete(t);
+	}
+}
+
+static void test_twin_status(void **state)
+{
+	cJSON *t = twin_with("Created:True,Running:False,Succeeded:True", 1);
+	cJSON *d = hb_origin_twin_status(t);
+	const cJSON *st = cJSON_GetObjectItem(t, "status");
+
+	(void)state;
+	assert_non_null(d);
+	assert_true(cJSON_Compare(cJSON_GetObjectItem(st_of(d), "conditions"),
+				  cJSON_GetObjectItem(st, "conditions"), 1));
+	assert_string_equal(s_of(st_of(d), "startTime"),
+			    "2026-01-01T00:00:05Z");
+	assert_string_equal(s_of(st_of(d), "completionTime"),
+			    "2026-01-01T00:00:30Z");
+	assert_int_equal(launcher(d, "succeeded"), 1);
+	assert_non_null(cJSON_GetObjectItem(
+		cJSON_GetObjectItem(st_of(d), "replicaStatuses"), "Worker"));
+	assert_crd_valid(d);
+	cJSON_Delete(d);
+	cJSON_Delete(t);
+	/* a running twin has no completionTime: the original's goes */
+	t = twin_with("Created:True,Running:True", 0);
+	d = hb_origin_twin_status(t);
+	assert_true(cJSON_IsNull(
+		cJSON_GetObjectItem(st_of(d), "completionTime")));
+	assert_int_equal(nconds(d), 2);
+	cJSON_Delete(d);
+	cJSON_Delete(t);
 }
 
 int main(void)
@@ -369,6 +596,11 @@ int main(void)
 		cmocka_unit_test(test_status_succeeded),
 		cmocka_unit_test(test_status_failed),
 		cmocka_unit_test(test_status_rejected),
+		cmocka_unit_test(test_status_twin_failed),
+		cmocka_unit_test(test_twin_name),
+		cmocka_unit_test(test_twin_doc),
+		cmocka_unit_test(test_twin_state),
+		cmocka_unit_test(test_twin_status),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

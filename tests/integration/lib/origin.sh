@@ -1,0 +1,42 @@
+# shellcheck shell=bash
+# tests/integration/lib/origin.sh - what the tests of managed MPIJobs
+# (Kubernetes-origin jobs) share.  Source it after sandbox_test.sh; then:
+#
+#   kube ARGS...        lib/kube.py (python3-kubernetes) on the sandbox
+#   st NAME EXPR        EXPR evaluated on s, the MPIJob's status;
+#                       cond(TYPE) gives the condition's "status reason
+#                       message", "" when absent
+#   wait_cond NAME TYPE wait (60 s) until condition TYPE is True
+#   slurm_ids NAME      the Slurm job ids named NAME (every state Slurm
+#                       still remembers)
+#   daemon_pid          hpcbridged's pid
+kube() { /usr/bin/python3 "$src/tests/integration/lib/kube.py" "$@"; }
+
+st() {
+	kube status "$1" | /usr/bin/python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+def cond(t):
+    for c in s.get("conditions") or []:
+        if c["type"] == t:
+            return "%s %s %s" % (c["status"], c.get("reason", ""),
+                                 c.get("message", ""))
+    return ""
+print(eval(sys.argv[1]))' "$2"
+}
+
+wait_cond() {
+	local i
+	for i in $(seq 300); do
+		case $(st "$1" "cond('$2')") in "True "*) return 0 ;; esac
+		sleep 0.2
+	done
+	return 1
+}
+
+slurm_ids() {
+	scontrol -o show job 2>/dev/null |
+		sed -n "s/^JobId=\([0-9]*\) JobName=$1 .*/\1/p"
+}
+
+daemon_pid() { head -c 32 "$box/hpcbridged.pid" | tr -dc 0-9; }
