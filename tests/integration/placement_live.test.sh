@@ -62,6 +62,14 @@ kubernetes:
   startup: 0s
   rates: {cpu_hour: 0.01}
 EOF
+# Data on the shared file system whose size the policy leaves to the
+# daemon: 3,000 + 5,000 bytes, and a hard link to one of them.
+mkdir -p "$tmp/data/sub"
+head -c 3000 /dev/zero >"$tmp/data/a"
+head -c 5000 /dev/zero >"$tmp/data/sub/b"
+ln "$tmp/data/sub/b" "$tmp/data/b-again"
+printf 'data:\n  - prefix: %s\n    side: slurm\n    bandwidth: 10Gb/s\n' \
+	"$tmp/data" >>"$tmp/policy.yaml"
 # The same, but Slurm is now the cheaper side.
 sed -e 's/cpu_hour: 0.10/cpu_hour: 0.001/' "$tmp/policy.yaml" \
 	>"$tmp/policy2.yaml"
@@ -80,6 +88,7 @@ plugin:
 placement:
   policy: $1
   refresh_s: 1
+  data_refresh_s: 1
 EOF
 }
 write_config "$tmp/policy.yaml"
@@ -185,6 +194,14 @@ scancel "${waiting[@]}"
 snapshot_until 'd.get("pending", 0) == 0' ||
 	fail "queue depth after scancel: $(cat state.json)"
 ok "the queue depth comes from Slurm: 2 jobs waiting (a held one not counted), then none"
+
+# The data location's size, measured by the daemon (the hard link once).
+python3 - state.json "$tmp/data" <<'EOF' || fail "data size: $(cat state.json)"
+import json, sys
+d = json.load(open(sys.argv[1])).get("data", {})
+assert d.get(sys.argv[2]) == "8K", d
+EOF
+ok "the daemon measured the data location: 8 KB"
 
 # --- 4. explain without --state asks the live daemon --------------------
 printf '#!/bin/bash\n#SBATCH -p debug -N 1 -n 4 -t 30\ntrue\n' >job.sh
