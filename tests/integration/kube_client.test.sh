@@ -195,7 +195,7 @@ kind: MPIJob
 metadata:
   name: run-job
   annotations:
-    kubemu.hpcbridge.io/run-ms: "4000"
+    kubemu.hpcbridge.io/run-ms: "6000"
     kubemu.hpcbridge.io/log: "hello from the launcher\nsecond line\n"
 spec:
   slotsPerWorker: 1
@@ -218,15 +218,24 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 [ -n "$launcher" ] || die "no launcher pod"
-for _ in $(seq 50); do
+phase=
+for _ in $(seq 100); do
 	call "${K[@]}" get pods "$launcher"
-	[ "$(jget 'd.get("status",{}).get("phase")')" = Running ] && break
+	phase=$(jget 'd.get("status",{}).get("phase")')
+	[ "$phase" = Pending ] || break
 	sleep 0.1
 done
-call "${K[@]}" follow "$launcher" --follow-timeout-ms 15000
+[ "$phase" = Running ] ||
+	bad "the launcher was $phase, not Running, before the follow"
+call "${K[@]}" follow "$launcher" --follow-timeout-ms 20000
 expect "follow the launcher's log to its end" OK 200
 grep -q "second line" "$tmp/out" && ok "the followed log" || bad "followed log: $(cat "$tmp/out")"
-[ "${ms:-0}" -ge 300 ] && ok "follow waited for the end (${ms} ms)" || bad "follow returned in ${ms} ms"
+fms=$ms
+call "${K[@]}" get pods "$launcher"
+phase=$(jget 'd.get("status",{}).get("phase")')
+[ "$phase" = Succeeded ] && [ "${fms:-0}" -ge 300 ] &&
+	ok "follow waited for the end (${fms} ms; then $phase)" ||
+	bad "follow returned in ${fms} ms with the launcher $phase"
 call "${K[@]}" log "$launcher"
 expect "log" OK 200
 [ "$(head -1 "$tmp/out")" = "hello from the launcher" ] && ok "log text" || bad "log: $(cat "$tmp/out")"
