@@ -39,7 +39,6 @@
 #include "hpcbridge/backend.h"
 #include "hpcbridge/proto.h"
 #include "hpcbridge/rules.h"
-#include "hpcbridge/doc.h"
 #include "hpcbridge/store.h"
 #include "origin.h"
 #include "decider.h"
@@ -179,6 +178,7 @@ struct hb_daemon {
 	int measuring;	       /* Kubernetes capacity is on a worker */
 	int sizing;	       /* data locations are measured on a worker */
 	int64_t last_sizing;
+	int64_t last_spend_check; /* loop time the day was last looked at */
 	int64_t last_kcap;     /* ... last asked for */
 	int kcap_failing;      /* the last capacity read failed */
 	int polling;	   /* a poll is on a worker */
@@ -1830,11 +1830,11 @@ static void kcap_done(struct hb_task *ht)
 	kcap_free(kt);
 }
 
-/* Whether a refresh last made at last is due again. */
-static int refresh_due(const struct hb_daemon *d, int64_t last, int64_t now)
+/* Whether a refresh last made at last (0: never) is due again, every
+ * interval_s seconds. */
+static int refresh_due(int64_t last, int64_t now, uint32_t interval_s)
 {
-	return !last ||
-	       now - last >= (int64_t)d->cfg.placement_refresh_s * 1000;
+	return !last || now - last >= (int64_t)interval_s * 1000;
 }
 
 static void refresh_capacity(struct hb_daemon *d, int64_t now)
@@ -1842,7 +1842,7 @@ static void refresh_capacity(struct hb_daemon *d, int64_t now)
 	struct kcap_task *kt;
 
 	if (d->measuring || !d->remote || !d->remote->ops->capacity ||
-	    !refresh_due(d, d->last_kcap, now))
+	    !refresh_due(d->last_kcap, now, d->cfg.placement_refresh_s))
 		return;
 	d->last_kcap = now;
 	if (!(kt = calloc(1, sizeof(*kt))))
@@ -1924,9 +1924,7 @@ static void refresh_data(struct hb_daemon *d, int64_t now)
 	struct size_task *st;
 
 	if (!n || d->sizing || !d->cfg.placement_data_refresh_s ||
-	    (d->last_sizing &&
-	     now - d->last_sizing <
-		     (int64_t)d->cfg.placement_data_refresh_s * 1000))
+	    !refresh_due(d->last_sizing, now, d->cfg.placement_data_refresh_s))
 		return;
 	d->last_sizing = now;
 	if (!(st = calloc(1, sizeof(*st))))
@@ -1965,7 +1963,7 @@ static void refresh_estimates(struct hb_daemon *d, int64_t now)
 	refresh_capacity(d, now);
 	refresh_data(d, now);
 	if (!d->be.slurm_estimate || d->estimating ||
-	    !refresh_due(d, d->last_estimate, now))
+	    !refresh_due(d->last_estimate, now, d->cfg.placement_refresh_s))
 		return;
 	d->last_estimate = now;
 	n = hb_decider_partitions(d->dc, &names);
@@ -2778,12 +2776,17 @@ static void apply_config(struct hb_daemon *d)
 }
 
 /* Budgets: what each account has spent this period, loaded again from
- * the store when a day begins (or always, when forced). */
-static void refresh_spend(struct hb_daemon *d, int force)
+ * the store when a day begins (looked at once a second, at loop time
+ * mono), or at once when forced. */
+static void refresh_spend(struct hb_daemon *d, int64_t mono, int force)
 {
 	struct hb_err err = { 0 };
-	int64_t now = hb_remote_now_ms() / 1000;
+	int64_t now;
 
+	if (!force && !refresh_due(d->last_spend_check, mono, 1))
+		return;
+	d->last_spend_check = mono;
+	now = hb_remote_now_ms() / 1000;
 	if ((force || hb_decider_spend_stale(d->dc, now)) &&
 	    hb_decider_load_spend(d->dc, d->st, now, &err))
 		hb_log(HB_LOG_WARN, "budgets: %s", err.msg);
@@ -2828,7 +2831,7 @@ static void reload(struct hb_daemon *d)
 	hb_config_free(&d->cfg);
 	d->cfg = next;
 	apply_config(d);
-	refresh_spend(d, 1); /* the policy's budget periods may differ */
+	refresh_spend(d, mono_ms(), 1); /* the budget periods may differ */
 	hb_logf(HB_LOG_INFO,
 		(struct hb_log_field[]){ HB_LOG_STR("config", d->config_path) },
 		1, "configuration reloaded");
@@ -3885,7 +3888,7 @@ int hb_daemon_run(struct hb_daemon *d)
 		poll_slurm(d, now);
 		expire_orphans(d, now);
 		refresh_estimates(d, now);
-		refresh_spend(d, 0);
+		refresh_spend(d, now, 0);
 		if (now - d->last_scan >= timeout) {
 			idle_scan(d, now);
 			bury(d);
