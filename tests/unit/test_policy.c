@@ -187,6 +187,363 @@ static void test_format(void **state)
 			    "2026-11-21T08:00:00Z");
 }
 
+/*
+ * The formatters write their digits by hand; the ref_* below are the
+ * snprintf versions they replaced, kept as the specification.  Each pair
+ * must give the same bytes for every value, and for every buffer size
+ * (snprintf cuts the text to size - 1 bytes and a NUL; size 0 writes
+ * nothing).
+ */
+static char *ref_duration(int64_t sec, char *buf, size_t size)
+{
+	const char *sign = "";
+	uint64_t s, m;
+
+	if (sec < 0) {
+		sign = "-";
+		s = (uint64_t)(-(sec + 1)) + 1;
+	} else {
+		s = (uint64_t)sec;
+	}
+	if (s < 60) {
+		snprintf(buf, size, "%s%llus", sign, (unsigned long long)s);
+	} else if (s < 3600) {
+		snprintf(buf, size, "%s%llum%02llus", sign,
+			 (unsigned long long)(s / 60),
+			 (unsigned long long)(s % 60));
+	} else {
+		m = (s + 59) / 60;
+		if (m < 1440)
+			snprintf(buf, size, "%s%lluh%02llum", sign,
+				 (unsigned long long)(m / 60),
+				 (unsigned long long)(m % 60));
+		else
+			snprintf(buf, size, "%s%llud%02lluh%02llum", sign,
+				 (unsigned long long)(m / 1440),
+				 (unsigned long long)(m / 60 % 24),
+				 (unsigned long long)(m % 60));
+	}
+	return buf;
+}
+
+static char *ref_money(hb_money m, char *buf, size_t size)
+{
+	char digits_[32], grouped[48];
+	uint64_t cents, whole;
+	size_t n, k = 0;
+	bool neg = m < 0;
+
+	cents = neg ? ((uint64_t)(-(m + 1)) + 1 + 5000) / 10000
+		    : ((uint64_t)m + 5000) / 10000;
+	whole = cents / 100;
+	n = (size_t)snprintf(digits_, sizeof(digits_), "%llu",
+			     (unsigned long long)whole);
+	for (size_t i = 0; i < n; i++) {
+		if (i && (n - i) % 3 == 0)
+			grouped[k++] = ',';
+		grouped[k++] = digits_[i];
+	}
+	grouped[k] = '\0';
+	snprintf(buf, size, "%s%s.%02llu", neg ? "-" : "", grouped,
+		 (unsigned long long)(cents % 100));
+	return buf;
+}
+
+/* Undefined for INT64_MIN (-m): that one is checked on its own. */
+static char *ref_rate(hb_money m, char *buf, size_t size)
+{
+	char frac[8];
+	int n;
+
+	if (m < 0 || m % 10000) {
+		n = snprintf(frac, sizeof(frac), "%06lld",
+			     (long long)((m < 0 ? -m : m) % HB_MONEY_UNIT));
+		while (n > 2 && frac[n - 1] == '0')
+			frac[--n] = '\0';
+		snprintf(buf, size, "%s%lld.%s", m < 0 ? "-" : "",
+			 (long long)((m < 0 ? -m : m) / HB_MONEY_UNIT), frac);
+		return buf;
+	}
+	return ref_money(m, buf, size);
+}
+
+static char *ref_si(uint64_t v, const char *const *sfx, int nsfx, char *buf,
+		    size_t size)
+{
+	uint64_t unit = 1;
+	int i = 0;
+
+	while (i + 1 < nsfx && v / unit >= 1000) {
+		unit *= 1000;
+		i++;
+	}
+	if (i == 0 || v % unit == 0 || v / unit >= 100) {
+		snprintf(buf, size, "%llu %s",
+			 (unsigned long long)((v + unit / 2) / unit), sfx[i]);
+	} else {
+		uint64_t tenths = (v * 10 + unit / 2) / unit;
+
+		if (v > UINT64_MAX / 10)
+			tenths = v / (unit / 10);
+		snprintf(buf, size, "%llu.%llu %s",
+			 (unsigned long long)(tenths / 10),
+			 (unsigned long long)(tenths % 10), sfx[i]);
+	}
+	return buf;
+}
+
+static char *ref_size(uint64_t bytes, char *buf, size_t size)
+{
+	static const char *const sfx[] = { "B",	 "KB", "MB", "GB",
+					   "TB", "PB", "EB" };
+
+	return ref_si(bytes, sfx, 7, buf, size);
+}
+
+static char *ref_bandwidth(uint64_t bps, char *buf, size_t size)
+{
+	static const char *const sfx[] = { "b/s",  "Kb/s", "Mb/s",
+					   "Gb/s", "Tb/s", "Pb/s" };
+
+	return ref_si(bps > UINT64_MAX / 8 ? UINT64_MAX : bps * 8, sfx, 6, buf,
+		      size);
+}
+
+/* Undefined below INT64_MIN + 86400 (-t): those are checked on their
+ * own. */
+static char *ref_instant(int64_t t, char *buf, size_t size)
+{
+	int64_t days = t >= 0 ? t / 86400 : -((-t + 86399) / 86400);
+	int64_t rem = t - days * 86400, y;
+	unsigned m, d;
+
+	hb_civil_from_days(days, &y, &m, &d);
+	snprintf(buf, size, "%04lld-%02u-%02uT%02lld:%02lld:%02lldZ",
+		 (long long)y, m, d, (long long)(rem / 3600),
+		 (long long)(rem / 60 % 60), (long long)(rem % 60));
+	return buf;
+}
+
+enum { F_DURATION, F_MONEY, F_RATE, F_SIZE, F_BANDWIDTH, F_INSTANT, F__N };
+
+static const char *const f_names[F__N] = { "duration", "money",	    "rate",
+					   "size",     "bandwidth", "instant" };
+
+/* Formatter f (or its reference) on v. */
+static char *run_format(int f, bool ref, uint64_t v, char *buf, size_t size)
+{
+	int64_t s = (int64_t)v;
+
+	switch (f) {
+	case F_DURATION:
+		return (ref ? ref_duration : hb_format_duration)(s, buf, size);
+	case F_MONEY:
+		return (ref ? ref_money : hb_format_money)(s, buf, size);
+	case F_RATE:
+		return (ref ? ref_rate : hb_format_rate)(s, buf, size);
+	case F_SIZE:
+		return (ref ? ref_size : hb_format_size)(v, buf, size);
+	case F_BANDWIDTH:
+		return (ref ? ref_bandwidth : hb_format_bandwidth)(v, buf,
+								   size);
+	default:
+		return (ref ? ref_instant : hb_format_instant)(s, buf, size);
+	}
+}
+
+/* Whether the reference is defined at v (see ref_rate, ref_instant). */
+static bool ref_defined(int f, uint64_t v)
+{
+	int64_t s = (int64_t)v;
+
+	if (f == F_RATE)
+		return s != INT64_MIN;
+	if (f == F_INSTANT)
+		return s >= INT64_MIN + 86400;
+	return true;
+}
+
+/* Formatter f and its reference give the same bytes for v, into a
+ * buffer of each size from 0 to 33 when all_sizes, else of 32 (the
+ * smallest written in place): what lies past the NUL is compared too. */
+static void same_format(int f, uint64_t v, bool all_sizes)
+{
+	char got[40], want[40];
+	size_t lo = all_sizes ? 0 : 32, hi = all_sizes ? 33 : 32;
+
+	if (!ref_defined(f, v))
+		return;
+	for (size_t size = lo; size <= hi; size++) {
+		memset(got, 0x5a, sizeof(got));
+		memset(want, 0x5a, sizeof(want));
+		run_format(f, false, v, got, size);
+		run_format(f, true, v, want, size);
+		if (memcmp(got, want, sizeof(got)))
+			fail_msg("hb_format_%s(%lld / %llu), size %zu: "
+				 "\"%.*s\", expected \"%.*s\"",
+				 f_names[f], (long long)v,
+				 (unsigned long long)v, size,
+				 (int)strnlen(got, sizeof(got)), got,
+				 (int)strnlen(want, sizeof(want)), want);
+	}
+}
+
+static uint64_t fmt_rng = 20261126;
+
+static uint64_t fmt_next(void)
+{
+	uint64_t z = (fmt_rng += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static void test_format_edges(void **state)
+{
+	/* Where a text changes form, rounds, grows a digit or a comma,
+	 * and the ends of the range. */
+	static const int64_t base[] = {
+		0,
+		1,
+		59,
+		60,
+		3599,
+		3600,
+		3601,
+		3659,
+		3660,
+		86340,
+		86341,
+		86399,
+		86400,
+		86401,
+		4999,
+		5000,
+		9999,
+		10000,
+		14999,
+		15000,
+		999999,
+		1000000,
+		1005000,
+		999995000,
+		1000000000,
+		999999995000LL,
+		1000000000000LL,
+		999999999995000LL,
+		HB_MONEY_MAX,
+		253402300799LL, /* 9999-12-31T23:59:59Z */
+		253402300800LL,
+		-62135596800LL, /* 0001-01-01 */
+		-62135596801LL,
+		-62167219200LL, /* 0000-01-01 */
+		-62167219201LL,
+		-62198755200LL,	 /* -0001-01-01: "%04lld" counts the '-' */
+		-93692592000LL,	 /* -0999-01-01 */
+		-377705116801LL, /* -10000-12-31T23:59:59Z */
+		1795248000,
+		INT32_MAX,
+		(int64_t)UINT32_MAX,
+		999,
+		1000,
+		1049,
+		1050,
+		99949,
+		99950,
+		999499,
+		999500,
+		INT64_MAX / 10,
+		INT64_MAX / 8,
+		INT64_MAX - 86400,
+		INT64_MAX,
+		INT64_MIN + 86400,
+		INT64_MIN + 86401,
+		INT64_MIN + 1,
+		INT64_MIN,
+	};
+	char b[40];
+
+	(void)state;
+	for (int f = 0; f < F__N; f++) {
+		for (size_t i = 0; i < sizeof(base) / sizeof(base[0]); i++) {
+			for (int64_t d = -2; d <= 2; d++) {
+				int64_t v = base[i];
+
+				if ((d > 0 && v > INT64_MAX - d) ||
+				    (d < 0 && v < INT64_MIN - d))
+					continue;
+				same_format(f, (uint64_t)(v + d), true);
+				if (v + d != INT64_MIN)
+					same_format(f, (uint64_t) - (v + d),
+						    true);
+				same_format(f,
+					    (uint64_t)(v + d) + UINT64_MAX / 2,
+					    true);
+			}
+		}
+		for (int k = 0; k < 64; k++) {
+			same_format(f, 1ULL << k, true);
+			same_format(f, (1ULL << k) - 1, true);
+			same_format(f, UINT64_MAX >> k, true);
+		}
+		for (uint64_t p = 1; p <= UINT64_MAX / 10; p *= 10) {
+			same_format(f, p, true);
+			same_format(f, p - 1, true);
+			same_format(f, p * 5, true);
+			same_format(f, p * 5 - 1, true);
+		}
+	}
+	/* Where the snprintf versions were undefined (-INT64_MIN). */
+	assert_string_equal(hb_format_rate(INT64_MIN, b, sizeof(b)),
+			    "-9223372036854.775808");
+	assert_string_equal(hb_format_instant(INT64_MIN, b, sizeof(b)),
+			    "-292277022657-01-27T08:29:52Z");
+	assert_string_equal(hb_format_instant(INT64_MIN + 86399, b, sizeof(b)),
+			    "-292277022657-01-28T08:29:51Z");
+	assert_string_equal(hb_format_instant(INT64_MAX, b, sizeof(b)),
+			    "292277026596-12-04T15:30:07Z");
+	assert_string_equal(hb_format_instant(-1, b, sizeof(b)),
+			    "1969-12-31T23:59:59Z");
+	assert_string_equal(hb_format_instant(253402300800LL, b, sizeof(b)),
+			    "10000-01-01T00:00:00Z");
+	assert_string_equal(hb_format_money(INT64_MIN, b, sizeof(b)),
+			    "-9,223,372,036,854.78");
+	assert_string_equal(hb_format_duration(INT64_MIN, b, sizeof(b)),
+			    "-106751991167300d15h31m");
+	/* The header's promise: 32 bytes are always enough. */
+	for (int f = 0; f < F__N; f++) {
+		assert_true(strlen(run_format(f, false, (uint64_t)INT64_MIN, b,
+					      32)) < 31);
+		assert_true(strlen(run_format(f, false, UINT64_MAX, b, 32)) <
+			    31);
+	}
+}
+
+/* Pseudo-random values (a fixed seed): any size of number, either sign,
+ * and values next to the places where a text changes. */
+static void test_format_random(void **state)
+{
+	static const uint64_t step[] = { 60, 3600, 86400, 10000, 1000000 };
+
+	(void)state;
+	for (int i = 0; i < 1 << 19; i++) {
+		uint64_t r = fmt_next(), v = fmt_next() >> (r & 63);
+
+		if (r & 64)
+			v = -v;
+		if ((r >> 8) % 4 == 0) { /* next to a multiple of a step */
+			uint64_t st = step[(r >> 12) % 5];
+
+			v = v / st * st + (r >> 16) % 5 - 2;
+			if ((r >> 8) % 8 == 0)
+				v += st / 2;
+		}
+		for (int f = 0; f < F__N; f++)
+			same_format(f, v, (i & 1023) == 0);
+	}
+}
+
 /* ---- policies --------------------------------------------------------- */
 
 static void parse_ok(const char *text, struct hb_policy *pol)
@@ -727,6 +1084,8 @@ int main(void)
 		cmocka_unit_test(test_percent_instant),
 		cmocka_unit_test(test_civil),
 		cmocka_unit_test(test_format),
+		cmocka_unit_test(test_format_edges),
+		cmocka_unit_test(test_format_random),
 		cmocka_unit_test(test_examples),
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_minimal),
