@@ -9,6 +9,7 @@
  * decisions someone keeps or reads.
  */
 #include <ctype.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -1117,6 +1118,146 @@ int hb_place_commit(const struct hb_place_input *in,
 
 /* ---- the explanation -------------------------------------------------- */
 
+/*
+ * The explanation is written for every decision the daemon makes, and
+ * vsnprintf's set-up alone costs more than most of its lines.  tell() is
+ * hb_buf_printf() for the conversions these lines use (%s, %d, %u, %lld,
+ * %llu, a '0' flag and a width, %%): the pieces are gathered on the stack
+ * and appended once.  Anything else, a NULL string included, goes to
+ * hb_buf_vprintf() from the start, so the text is printf's either way.
+ */
+static int tell(struct hb_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* What tell() has written and not yet appended to b. */
+struct line {
+	struct hb_buf *b;
+	int rc;
+	size_t n;
+	char t[256];
+};
+
+/* n bytes at p onto the line; when they do not fit, what is there goes
+ * to b first (and p too when it is longer than the line). */
+static void add(struct line *l, const char *p, size_t n)
+{
+	if (n > sizeof(l->t) - l->n) {
+		if (!l->rc && l->n)
+			l->rc = hb_buf_append(l->b, l->t, l->n);
+		l->n = 0;
+		if (n > sizeof(l->t)) {
+			if (!l->rc)
+				l->rc = hb_buf_append(l->b, p, n);
+			return;
+		}
+	}
+	memcpy(l->t + l->n, p, n);
+	l->n += n;
+}
+
+/* An integer as printf writes it with a '0' flag and a width (<= 20). */
+static void add_int(struct line *l, bool neg, uint64_t u, unsigned width)
+{
+	char t[24], *p = t + sizeof(t);
+
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	while ((size_t)(t + sizeof(t) - p) + neg < width)
+		*--p = '0';
+	if (neg)
+		*--p = '-';
+	add(l, p, (size_t)(t + sizeof(t) - p));
+}
+
+static int tell(struct hb_buf *b, const char *fmt, ...)
+{
+	struct line l; /* l.t is not cleared: only what is written is read */
+	size_t mark = b->len;
+	const char *p = fmt, *q, *s;
+	va_list ap, ap0;
+	int rc;
+
+	l.b = b;
+	l.rc = 0;
+	l.n = 0;
+	va_start(ap, fmt);
+	va_copy(ap0, ap);
+	while (*p) {
+		unsigned width = 0, lng = 0;
+		bool zero = false;
+		long long v;
+		unsigned long long u;
+
+		q = strchrnul(p, '%');
+		if (q > p) {
+			add(&l, p, (size_t)(q - p));
+			p = q;
+			continue;
+		}
+		if (*++p == '%') {
+			add(&l, p++, 1);
+			continue;
+		}
+		if (*p == '0') {
+			zero = true;
+			p++;
+		}
+		while (*p >= '0' && *p <= '9' && width < 100)
+			width = width * 10 + (unsigned)(*p++ - '0');
+		while (*p == 'l') {
+			lng++;
+			p++;
+		}
+		if (width > 20 || (width && !zero) || lng > 2)
+			goto slow;
+		switch (*p++) {
+		case 's':
+			s = va_arg(ap, const char *);
+			if (!s || width || lng)
+				goto slow;
+			add(&l, s, strlen(s));
+			break;
+		case 'd':
+			v = lng == 2   ? va_arg(ap, long long)
+			    : lng == 1 ? va_arg(ap, long)
+				       : va_arg(ap, int);
+			u = v < 0 ? 0 - (unsigned long long)v
+				  : (unsigned long long)v;
+			add_int(&l, v < 0, u, width);
+			break;
+		case 'u':
+			u = lng == 2   ? va_arg(ap, unsigned long long)
+			    : lng == 1 ? va_arg(ap, unsigned long)
+				       : va_arg(ap, unsigned);
+			add_int(&l, false, u, width);
+			break;
+		default:
+			goto slow;
+		}
+	}
+	va_end(ap);
+	va_end(ap0);
+	rc = l.rc;
+	if (!rc && l.n)
+		rc = hb_buf_append(b, l.t, l.n);
+	if (rc) { /* as hb_buf_printf() leaves it */
+		b->len = mark;
+		if (b->data)
+			b->data[mark] = '\0';
+	}
+	return rc;
+slow:
+	va_end(ap);
+	b->len = mark;
+	if (b->data)
+		b->data[mark] = '\0';
+	rc = hb_buf_vprintf(b, fmt, ap0);
+	va_end(ap0);
+	return rc;
+}
+
 static const struct hb_place_factor *find(const struct hb_place_result *r,
 					  int kind, int side)
 {
@@ -1159,62 +1300,58 @@ static int reason(const struct hb_policy *pol, const struct hb_place_input *in,
 	case HB_PF_NOT_CONFIGURED:
 		return hb_buf_puts(b, "the policy has no kubernetes section");
 	case HB_PF_NODES:
-		return hb_buf_printf(b, "%lld nodes, at most %lld per job",
-				     (long long)f->value, (long long)f->limit);
+		return tell(b, "%lld nodes, at most %lld per job",
+			    (long long)f->value, (long long)f->limit);
 	case HB_PF_NODE_CPUS:
-		return hb_buf_printf(b,
-				     "%lld CPUs per node; its nodes have %lld",
-				     (long long)f->value, (long long)f->limit);
+		return tell(b, "%lld CPUs per node; its nodes have %lld",
+			    (long long)f->value, (long long)f->limit);
 	case HB_PF_NODE_MEMORY:
-		return hb_buf_printf(b, "%s per node; its nodes have %s",
-				     mem_text((uint64_t)f->value, m1),
-				     mem_text((uint64_t)f->limit, m2));
+		return tell(b, "%s per node; its nodes have %s",
+			    mem_text((uint64_t)f->value, m1),
+			    mem_text((uint64_t)f->limit, m2));
 	case HB_PF_NODE_GPUS:
-		return hb_buf_printf(b,
-				     "%lld GPUs per node; its nodes have %lld",
-				     (long long)f->value, (long long)f->limit);
+		return tell(b, "%lld GPUs per node; its nodes have %lld",
+			    (long long)f->value, (long long)f->limit);
 	case HB_PF_GPU_TYPE:
 		if (!in->gpu_type)
 			return hb_buf_puts(b, "no GPUs");
-		return hb_buf_printf(b,
-				     "no GPU type that can take the %s "
-				     "request",
-				     f->subject);
+		return tell(b,
+			    "no GPU type that can take the %s "
+			    "request",
+			    f->subject);
 	case HB_PF_MIG:
-		return hb_buf_printf(b, "no MIG profile %s", f->subject);
+		return tell(b, "no MIG profile %s", f->subject);
 	case HB_PF_SHARDS:
 		return hb_buf_puts(b, "no GPU shards");
 	case HB_PF_RDMA:
 		return hb_buf_puts(b, "no RDMA fabric for a multi-node job");
 	case HB_PF_BURST_NEVER:
-		return hb_buf_printf(b, "rule %s says burst: never", ru->name);
+		return tell(b, "rule %s says burst: never", ru->name);
 	case HB_PF_BUDGET: {
 		int64_t spent = f->value - r->alt[s].cost;
 
-		return hb_buf_printf(
-			b,
-			"rule %s's budget is %s%s per %s; %s%s spent, this "
-			"job would make it %s%s",
-			ru->name, sym, MONEY(f->limit),
-			hb_period_name(ru->budget_period), sym, MONEY(spent),
-			sym, MONEY(f->value));
+		return tell(b,
+			    "rule %s's budget is %s%s per %s; %s%s spent, this "
+			    "job would make it %s%s",
+			    ru->name, sym, MONEY(f->limit),
+			    hb_period_name(ru->budget_period), sym,
+			    MONEY(spent), sym, MONEY(f->value));
 	}
 	case HB_PF_DATA_PINNED:
-		return hb_buf_printf(b, "data under %s may not leave %s",
-				     f->subject, hb_side_title(1 - s));
+		return tell(b, "data under %s may not leave %s", f->subject,
+			    hb_side_title(1 - s));
 	case HB_PF_DATA_TOO_BIG:
-		return hb_buf_printf(b,
-				     "%s would move; rule %s keeps jobs with "
-				     "their data above %s",
-				     SIZE((uint64_t)f->value), ru->name,
-				     SIZE((uint64_t)f->limit));
+		return tell(b,
+			    "%s would move; rule %s keeps jobs with "
+			    "their data above %s",
+			    SIZE((uint64_t)f->value), ru->name,
+			    SIZE((uint64_t)f->limit));
 	case HB_PF_STAGING_SLACK:
-		return hb_buf_printf(
-			b,
-			"staging takes %s; rule %s allows %d.%02d%% "
-			"of the deadline's slack (%s)",
-			DUR(f->value), ru->name, ru->staging_slack_bp / 100,
-			ru->staging_slack_bp % 100, DUR(f->limit));
+		return tell(b,
+			    "staging takes %s; rule %s allows %d.%02d%% "
+			    "of the deadline's slack (%s)",
+			    DUR(f->value), ru->name, ru->staging_slack_bp / 100,
+			    ru->staging_slack_bp % 100, DUR(f->limit));
 	default:
 		return hb_buf_puts(b, hb_place_factor_name(f->kind));
 	}
@@ -1255,9 +1392,9 @@ static int side_line(const struct hb_policy *pol,
 	const char *sym = pol->currency_symbol;
 	int rc;
 
-	rc = hb_buf_printf(b, "%s (%s %s): ", hb_side_title(s),
-			   s == HB_SIDE_SLURM ? "partition" : "queue",
-			   a->resource ? a->resource : "(none)");
+	rc = tell(b, "%s (%s %s): ", hb_side_title(s),
+		  s == HB_SIDE_SLURM ? "partition" : "queue",
+		  a->resource ? a->resource : "(none)");
 	if (rc)
 		return rc;
 	if (!a->can_run) {
@@ -1267,50 +1404,45 @@ static int side_line(const struct hb_policy *pol,
 		return hb_buf_putc(b, '\n');
 	}
 	if (in->gpus_per_node && a->fits_now)
-		rc = hb_buf_printf(b, "%llu\xc3\x97%s free now",
-				   (unsigned long long)in->gpus_per_node *
-					   in->nodes,
-				   a->gpu_type ? a->gpu_type : "GPU");
+		rc = tell(b, "%llu\xc3\x97%s free now",
+			  (unsigned long long)in->gpus_per_node * in->nodes,
+			  a->gpu_type ? a->gpu_type : "GPU");
 	else if (a->fits_now)
-		rc = hb_buf_printf(b, "%s now",
-				   s == HB_SIDE_SLURM ? "idle nodes"
-						      : "free capacity");
+		rc = tell(b, "%s now",
+			  s == HB_SIDE_SLURM ? "idle nodes" : "free capacity");
 	else if (a->estimated)
-		rc = hb_buf_printf(b, "%s in %s (%lld pending)",
-				   s == HB_SIDE_SLURM ? "expected start"
-						      : "admitted",
-				   DUR(a->wait), w ? (long long)w->limit : 0LL);
+		rc = tell(b, "%s in %s (%lld pending)",
+			  s == HB_SIDE_SLURM ? "expected start" : "admitted",
+			  DUR(a->wait), w ? (long long)w->limit : 0LL);
 	else
-		rc = hb_buf_printf(b, "no estimate, assuming a wait of %s",
-				   DUR(a->wait));
+		rc = tell(b, "no estimate, assuming a wait of %s",
+			  DUR(a->wait));
 	if (!rc && a->moved) {
 		const struct hb_data_loc *l = staged_from(pol, in, s);
 
-		rc = hb_buf_printf(b, ", staging %s", SIZE(a->moved));
+		rc = tell(b, ", staging %s", SIZE(a->moved));
 		if (!rc && l && l->bandwidth)
-			rc = hb_buf_printf(b, " at %s",
-					   hb_format_bandwidth(l->bandwidth,
-							       (char[32]){ 0 },
-							       32));
+			rc = tell(b, " at %s",
+				  hb_format_bandwidth(l->bandwidth,
+						      (char[32]){ 0 }, 32));
 		if (!rc)
-			rc = hb_buf_printf(b, " takes %s", DUR(a->staging));
+			rc = tell(b, " takes %s", DUR(a->staging));
 	}
 	if (!rc && s == HB_SIDE_KUBE && pol->kube_startup)
-		rc = hb_buf_printf(b, ", start-up %s", DUR(pol->kube_startup));
+		rc = tell(b, ", start-up %s", DUR(pol->kube_startup));
 	if (!rc)
-		rc = hb_buf_printf(b, ", finish in %s",
-				   DUR(a->finish - r->now));
+		rc = tell(b, ", finish in %s", DUR(a->finish - r->now));
 	if (!rc && r->deadline && a->meets_deadline)
-		rc = hb_buf_printf(b, ", meets the deadline with %s to spare",
-				   DUR(spare(r->deadline - a->finish)));
+		rc = tell(b, ", meets the deadline with %s to spare",
+			  DUR(spare(r->deadline - a->finish)));
 	else if (!rc && r->deadline)
-		rc = hb_buf_printf(b, ", misses the deadline (%s) by %s",
-				   DUR(r->deadline - r->now),
-				   DUR(a->finish - r->deadline));
+		rc = tell(b, ", misses the deadline (%s) by %s",
+			  DUR(r->deadline - r->now),
+			  DUR(a->finish - r->deadline));
 	if (!rc)
-		rc = hb_buf_printf(b, "; cost %s%s", sym, MONEY(a->cost));
+		rc = tell(b, "; cost %s%s", sym, MONEY(a->cost));
 	if (!rc && a->egress)
-		rc = hb_buf_printf(b, " (+%s%s egress)", sym, MONEY(a->egress));
+		rc = tell(b, " (+%s%s egress)", sym, MONEY(a->egress));
 	if (!rc && !a->allowed) {
 		if ((rc = hb_buf_puts(b, "; not allowed: ")) ||
 		    (rc = reason(pol, in, r, s, b)))
@@ -1331,59 +1463,54 @@ static int decision_line(const struct hb_policy *pol,
 	if (t == HB_PLACE_REJECT)
 		rc = hb_buf_puts(b, "decision: reject: ");
 	else
-		rc = hb_buf_printf(b, "decision: %s (%s %s): ", hb_side_name(t),
-				   t == HB_SIDE_SLURM ? "partition" : "queue",
-				   r->alt[t].resource ? r->alt[t].resource
-						      : "(none)");
+		rc = tell(b, "decision: %s (%s %s): ", hb_side_name(t),
+			  t == HB_SIDE_SLURM ? "partition" : "queue",
+			  r->alt[t].resource ? r->alt[t].resource : "(none)");
 	if (rc)
 		return rc;
 	other = t < HB_PLACE_REJECT ? 1 - t : HB_SIDE_KUBE;
 	switch (r->why) {
 	case HB_WHY_REQUESTED:
-		rc = hb_buf_printf(b,
-				   "the job asks for %s "
-				   "(--hpcbridge-target)",
-				   hb_side_title(t));
+		rc = tell(b,
+			  "the job asks for %s "
+			  "(--hpcbridge-target)",
+			  hb_side_title(t));
 		break;
 	case HB_WHY_PILOT:
-		rc = hb_buf_printf(b,
-				   "chosen by rule %s's migration pilot "
-				   "(bucket %u is below %d.%02d%%)",
-				   ru->name, r->pilot_bucket,
-				   ru->pilot_bp / 100, ru->pilot_bp % 100);
+		rc = tell(b,
+			  "chosen by rule %s's migration pilot "
+			  "(bucket %u is below %d.%02d%%)",
+			  ru->name, r->pilot_bucket, ru->pilot_bp / 100,
+			  ru->pilot_bp % 100);
 		break;
 	case HB_WHY_PREFERRED:
-		rc = hb_buf_printf(
-			b, "rule %s prefers %s%s", ru->name, hb_side_title(t),
-			r->deadline ? ", and it meets the deadline" : "");
+		rc = tell(b, "rule %s prefers %s%s", ru->name, hb_side_title(t),
+			  r->deadline ? ", and it meets the deadline" : "");
 		break;
 	case HB_WHY_CHEAPEST:
-		rc = hb_buf_printf(b,
-				   "%s is the cheaper side%s (%s%s against "
-				   "%s%s)",
-				   hb_side_title(t),
-				   r->deadline ? " and meets the deadline" : "",
-				   sym, MONEY(r->alt[t].cost), sym,
-				   MONEY(r->alt[other].cost));
+		rc = tell(b,
+			  "%s is the cheaper side%s (%s%s against "
+			  "%s%s)",
+			  hb_side_title(t),
+			  r->deadline ? " and meets the deadline" : "", sym,
+			  MONEY(r->alt[t].cost), sym,
+			  MONEY(r->alt[other].cost));
 		break;
 	case HB_WHY_EARLIEST:
-		rc = hb_buf_printf(b, "%s finishes first (in %s against %s)",
-				   hb_side_title(t),
-				   DUR(r->alt[t].finish - r->now),
-				   DUR(r->alt[other].finish - r->now));
+		rc = tell(b, "%s finishes first (in %s against %s)",
+			  hb_side_title(t), DUR(r->alt[t].finish - r->now),
+			  DUR(r->alt[other].finish - r->now));
 		break;
 	case HB_WHY_DEADLINE:
-		rc = hb_buf_printf(b, "%s would miss the deadline; %s meets it",
-				   hb_side_title(other), hb_side_title(t));
+		rc = tell(b, "%s would miss the deadline; %s meets it",
+			  hb_side_title(other), hb_side_title(t));
 		if (!rc && r->alt[t].cost > r->alt[other].cost)
-			rc = hb_buf_printf(
-				b, " for %s%s more", sym,
-				MONEY(r->alt[t].cost - r->alt[other].cost));
+			rc = tell(b, " for %s%s more", sym,
+				  MONEY(r->alt[t].cost - r->alt[other].cost));
 		break;
 	case HB_WHY_ONLY:
-		rc = hb_buf_printf(b, "the only side that can take it%s",
-				   r->deadline ? ", and it meets the deadline"
-					       : "");
+		rc = tell(b, "the only side that can take it%s",
+			  r->deadline ? ", and it meets the deadline" : "");
 		break;
 	case HB_WHY_PREMIUM:
 	case HB_WHY_NO_PREMIUM:
@@ -1393,49 +1520,47 @@ static int decision_line(const struct hb_policy *pol,
 			base = 1 - base;
 			p = find(r, HB_PF_PREMIUM, 1 - base);
 		}
-		rc = hb_buf_printf(
-			b,
-			"%s would meet the deadline but costs %s%s more than "
-			"%s, above rule %s's max premium of %s%s",
-			hb_side_title(1 - base), sym, MONEY(p ? p->value : 0),
-			hb_side_title(base), ru->name, sym,
-			MONEY(p ? p->limit : 0));
+		rc = tell(b,
+			  "%s would meet the deadline but costs %s%s more than "
+			  "%s, above rule %s's max premium of %s%s",
+			  hb_side_title(1 - base), sym, MONEY(p ? p->value : 0),
+			  hb_side_title(base), ru->name, sym,
+			  MONEY(p ? p->limit : 0));
 		if (!rc && r->why == HB_WHY_PREMIUM)
-			rc = hb_buf_printf(
-				b, "; runs on %s, %s late", hb_side_title(base),
-				DUR(r->alt[base].finish - r->deadline));
+			rc = tell(b, "; runs on %s, %s late",
+				  hb_side_title(base),
+				  DUR(r->alt[base].finish - r->deadline));
 		else if (!rc)
 			rc = hb_buf_puts(b, "; the rule's fallback is reject");
 		break;
 	case HB_WHY_FALLBACK:
 		p = find(r, HB_PF_PREMIUM, other);
 		if (p)
-			rc = hb_buf_printf(
-				b,
-				"no side meets the deadline; %s would finish "
-				"first but costs %s%s more than %s, above "
-				"rule %s's max premium of %s%s; runs on %s, "
-				"%s late",
-				hb_side_title(other), sym, MONEY(p->value),
-				hb_side_title(t), ru->name, sym,
-				MONEY(p->limit), hb_side_title(t),
-				DUR(r->alt[t].finish - r->deadline));
+			rc = tell(b,
+				  "no side meets the deadline; %s would finish "
+				  "first but costs %s%s more than %s, above "
+				  "rule %s's max premium of %s%s; runs on %s, "
+				  "%s late",
+				  hb_side_title(other), sym, MONEY(p->value),
+				  hb_side_title(t), ru->name, sym,
+				  MONEY(p->limit), hb_side_title(t),
+				  DUR(r->alt[t].finish - r->deadline));
 		else
-			rc = hb_buf_printf(b,
-					   "no side meets the deadline; "
-					   "fallback earliest: %s finishes "
-					   "first, %s late",
-					   hb_side_title(t),
-					   DUR(r->alt[t].finish - r->deadline));
+			rc = tell(b,
+				  "no side meets the deadline; "
+				  "fallback earliest: %s finishes "
+				  "first, %s late",
+				  hb_side_title(t),
+				  DUR(r->alt[t].finish - r->deadline));
 		break;
 	case HB_WHY_NO_SIDE:
 		rc = hb_buf_puts(b, "no side can run the job, or may take it");
 		break;
 	case HB_WHY_NO_DEADLINE:
-		rc = hb_buf_printf(b,
-				   "no side meets the deadline, and rule "
-				   "%s's fallback is reject",
-				   ru->name);
+		rc = tell(b,
+			  "no side meets the deadline, and rule "
+			  "%s's fallback is reject",
+			  ru->name);
 		break;
 	}
 	return rc ? rc : hb_buf_putc(b, '\n');
@@ -1448,42 +1573,39 @@ static int rule_line(const struct hb_policy *pol, const struct hb_rule *ru,
 	int rc;
 
 	if (ru->index)
-		rc = hb_buf_printf(b, "rule: %s (%s:%u): ", ru->name,
-				   pol->source_name, ru->line);
+		rc = tell(b, "rule: %s (%s:%u): ", ru->name, pol->source_name,
+			  ru->line);
 	else
 		rc = hb_buf_puts(b, "rule: defaults (no rule matches): ");
 	if (!rc)
-		rc = hb_buf_printf(b, "prefer %s, burst %s, fallback %s",
-				   prefer_text(ru->prefer),
-				   ru->burst ? "allowed" : "never",
-				   ru->fallback == HB_FALLBACK_REJECT
-					   ? "reject"
-					   : "earliest");
+		rc = tell(b, "prefer %s, burst %s, fallback %s",
+			  prefer_text(ru->prefer),
+			  ru->burst ? "allowed" : "never",
+			  ru->fallback == HB_FALLBACK_REJECT ? "reject"
+							     : "earliest");
 	if (!rc && ru->budget != HB_UNSET)
-		rc = hb_buf_printf(b, ", budget %s%s per %s%s", sym,
-				   MONEY(ru->budget),
-				   hb_period_name(ru->budget_period),
-				   ru->budget_sides == (1u << HB_SIDE_KUBE)
-					   ? " on kubernetes"
-				   : ru->budget_sides == (1u << HB_SIDE_SLURM)
-					   ? " on slurm"
-					   : "");
+		rc = tell(b, ", budget %s%s per %s%s", sym, MONEY(ru->budget),
+			  hb_period_name(ru->budget_period),
+			  ru->budget_sides == (1u << HB_SIDE_KUBE)
+				  ? " on kubernetes"
+			  : ru->budget_sides == (1u << HB_SIDE_SLURM)
+				  ? " on slurm"
+				  : "");
 	if (!rc && ru->premium_bp != HB_UNSET)
-		rc = hb_buf_printf(b, ", max premium %d.%02d%%",
-				   ru->premium_bp / 100, ru->premium_bp % 100);
+		rc = tell(b, ", max premium %d.%02d%%", ru->premium_bp / 100,
+			  ru->premium_bp % 100);
 	if (!rc && ru->premium_abs != HB_UNSET)
-		rc = hb_buf_printf(b, ", max premium %s%s", sym,
-				   MONEY(ru->premium_abs));
+		rc = tell(b, ", max premium %s%s", sym, MONEY(ru->premium_abs));
 	if (!rc && ru->keep_with_data_over)
-		rc = hb_buf_printf(b, ", keep with data over %s",
-				   SIZE(ru->keep_with_data_over));
+		rc = tell(b, ", keep with data over %s",
+			  SIZE(ru->keep_with_data_over));
 	if (!rc && ru->staging_slack_bp != HB_UNSET)
-		rc = hb_buf_printf(b, ", staging at most %d.%02d%% of slack",
-				   ru->staging_slack_bp / 100,
-				   ru->staging_slack_bp % 100);
+		rc = tell(b, ", staging at most %d.%02d%% of slack",
+			  ru->staging_slack_bp / 100,
+			  ru->staging_slack_bp % 100);
 	if (!rc && ru->pilot_bp)
-		rc = hb_buf_printf(b, ", pilot %d.%02d%% to kubernetes",
-				   ru->pilot_bp / 100, ru->pilot_bp % 100);
+		rc = tell(b, ", pilot %d.%02d%% to kubernetes",
+			  ru->pilot_bp / 100, ru->pilot_bp % 100);
 	return rc ? rc : hb_buf_putc(b, '\n');
 }
 
@@ -1494,43 +1616,41 @@ static int job_line(const struct hb_place_input *in,
 	char m[32];
 	int rc;
 
-	rc = hb_buf_printf(
-		b, "job: %u node%s \xc3\x97 %u CPU%s, %s%s%s", in->nodes,
-		in->nodes == 1 ? "" : "s", in->cpus_per_node,
-		in->cpus_per_node == 1 ? "" : "s",
-		mem_text(mem ? (uint64_t)mem->value : in->mem_per_node_mb, m),
-		mem ? " (assumed)" : "", in->whole_node ? " (whole node)" : "");
+	rc = tell(b, "job: %u node%s \xc3\x97 %u CPU%s, %s%s%s", in->nodes,
+		  in->nodes == 1 ? "" : "s", in->cpus_per_node,
+		  in->cpus_per_node == 1 ? "" : "s",
+		  mem_text(mem ? (uint64_t)mem->value : in->mem_per_node_mb, m),
+		  mem ? " (assumed)" : "",
+		  in->whole_node ? " (whole node)" : "");
 	if (!rc && in->gpus_per_node)
-		rc = hb_buf_printf(b, ", %u\xc3\x97%s", in->gpus_per_node,
-				   in->gpu_type ? in->gpu_type : "GPU");
+		rc = tell(b, ", %u\xc3\x97%s", in->gpus_per_node,
+			  in->gpu_type ? in->gpu_type : "GPU");
 	if (!rc && in->shards_per_node)
-		rc = hb_buf_printf(b, ", %u shard%s", in->shards_per_node,
-				   in->shards_per_node == 1 ? "" : "s");
+		rc = tell(b, ", %u shard%s", in->shards_per_node,
+			  in->shards_per_node == 1 ? "" : "s");
 	if (!rc)
-		rc = hb_buf_printf(b, "%s; runs %s%s",
-				   in->nodes > 1 ? " each" : "",
-				   DUR(r->runtime),
-				   find(r, HB_PF_TIME_LIMIT, -1)
-					   ? " (no time limit given: assumed)"
-					   : " (its time limit)");
+		rc = tell(b, "%s; runs %s%s", in->nodes > 1 ? " each" : "",
+			  DUR(r->runtime),
+			  find(r, HB_PF_TIME_LIMIT, -1)
+				  ? " (no time limit given: assumed)"
+				  : " (its time limit)");
 	if (rc)
 		return rc;
 	if (!r->deadline)
 		rc = hb_buf_puts(b, "; no deadline");
 	else if (r->deadline_default)
-		rc = hb_buf_printf(b,
-				   "; deadline in %s (partition %s's "
-				   "default)",
-				   DUR(r->deadline - r->now),
-				   r->alt[HB_SIDE_SLURM].resource);
+		rc = tell(b,
+			  "; deadline in %s (partition %s's "
+			  "default)",
+			  DUR(r->deadline - r->now),
+			  r->alt[HB_SIDE_SLURM].resource);
 	else if (in->deadline_line)
-		rc = hb_buf_printf(b, "; deadline in %s (%s:%u)",
-				   DUR(r->deadline - r->now),
-				   in->source_name ? in->source_name : "job",
-				   in->deadline_line);
+		rc = tell(b, "; deadline in %s (%s:%u)",
+			  DUR(r->deadline - r->now),
+			  in->source_name ? in->source_name : "job",
+			  in->deadline_line);
 	else
-		rc = hb_buf_printf(b, "; deadline in %s",
-				   DUR(r->deadline - r->now));
+		rc = tell(b, "; deadline in %s", DUR(r->deadline - r->now));
 	return rc ? rc : hb_buf_putc(b, '\n');
 }
 
@@ -1547,48 +1667,47 @@ static int other_lines(const struct hb_policy *pol,
 
 		switch (f->kind) {
 		case HB_PF_PARTITION:
-			rc = hb_buf_printf(b,
-					   "note: partition %s is not in the "
-					   "policy: its limits are unknown, "
-					   "slurm.rates apply\n",
-					   f->subject);
+			rc = tell(b,
+				  "note: partition %s is not in the "
+				  "policy: its limits are unknown, "
+				  "slurm.rates apply\n",
+				  f->subject);
 			break;
 		case HB_PF_DATA_UNPLACED:
-			rc = hb_buf_printf(b,
-					   "note: %lld data input%s in no data "
-					   "location (%s%s): not staged\n",
-					   (long long)f->value,
-					   f->value == 1 ? "" : "s", f->subject,
-					   f->value > 1 ? ", ..." : "");
+			rc = tell(b,
+				  "note: %lld data input%s in no data "
+				  "location (%s%s): not staged\n",
+				  (long long)f->value, f->value == 1 ? "" : "s",
+				  f->subject, f->value > 1 ? ", ..." : "");
 			break;
 		case HB_PF_DATA_SIZE:
-			rc = hb_buf_printf(b,
-					   "note: the size of %s is unknown "
-					   "(not in the policy or the "
-					   "snapshot): counted as 0\n",
-					   f->subject);
+			rc = tell(b,
+				  "note: the size of %s is unknown "
+				  "(not in the policy or the "
+				  "snapshot): counted as 0\n",
+				  f->subject);
 			break;
 		case HB_PF_REQUEST_DENIED:
-			rc = hb_buf_printf(b,
-					   "note: the job asks for %s "
-					   "(--hpcbridge-target), which "
-					   "cannot take it\n",
-					   hb_side_title(f->side));
+			rc = tell(b,
+				  "note: the job asks for %s "
+				  "(--hpcbridge-target), which "
+				  "cannot take it\n",
+				  hb_side_title(f->side));
 			break;
 		case HB_PF_PILOT:
 			if (r->why == HB_WHY_PILOT)
 				break;
-			rc = hb_buf_printf(
-				b, "pilot: bucket %lld, share %d.%02d%%: %s\n",
-				(long long)f->value, ru->pilot_bp / 100,
-				ru->pilot_bp % 100,
-				!r->pilot_selected ? "not selected"
-				: !r->alt[HB_SIDE_KUBE].can_run ||
-						!r->alt[HB_SIDE_KUBE].allowed
-					? "selected, but Kubernetes cannot "
-					  "take it"
-					: "selected, but Kubernetes misses "
-					  "the deadline");
+			rc = tell(b,
+				  "pilot: bucket %lld, share %d.%02d%%: %s\n",
+				  (long long)f->value, ru->pilot_bp / 100,
+				  ru->pilot_bp % 100,
+				  !r->pilot_selected ? "not selected"
+				  : !r->alt[HB_SIDE_KUBE].can_run ||
+						  !r->alt[HB_SIDE_KUBE].allowed
+					  ? "selected, but Kubernetes cannot "
+					    "take it"
+					  : "selected, but Kubernetes misses "
+					    "the deadline");
 			break;
 		default:
 			break;
@@ -1631,11 +1750,13 @@ static cJSON *instant(int64_t t)
 	return cJSON_CreateString(hb_format_instant(t, b, sizeof(b)));
 }
 
+/* v under key k, a string literal: cJSON keeps the pointer instead of a
+ * copy (a document has some 70 keys). */
 static bool put(cJSON *o, const char *k, cJSON *v)
 {
 	if (!v)
 		return false;
-	if (!cJSON_AddItemToObject(o, k, v)) {
+	if (!cJSON_AddItemToObjectCS(o, k, v)) {
 		cJSON_Delete(v);
 		return false;
 	}
@@ -1784,6 +1905,13 @@ cJSON *hb_place_to_json(const struct hb_policy *pol,
 	hb_buf_init(&text, 1u << 20);
 	if (!o)
 		return NULL;
+	/* Room for the explanation at once, not by doubling from 256: 1 KiB
+	 * holds nearly all (99% are under 850 bytes).  Not more: glibc
+	 * serves up to 1,032 bytes from its per-thread cache, and a larger
+	 * block first merges every freed small one, tens of thousands of
+	 * instructions after a document's worth of cJSON frees.  A failure
+	 * here fails hb_place_explain() below. */
+	(void)hb_buf_reserve(&text, 1023);
 	rule = cJSON_CreateObject();
 	ok = put(o, "target",
 		 cJSON_CreateString(hb_place_target_name(r->target))) &&
