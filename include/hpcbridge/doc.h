@@ -47,6 +47,27 @@ struct cJSON;
 int hb_doc_parse(const char *buf, size_t len, const char *name,
 		 struct cJSON **out, struct hb_err *err);
 
+/*
+ * NULL if s[0..n) is exactly one JSON value (RFC 8259), with optional
+ * whitespace around it; otherwise a short static description of the first
+ * problem ("unterminated string", "control character in a string",
+ * "invalid UTF-8 in a string", "invalid escape in a string", "lone
+ * surrogate in a string", "invalid number", "invalid value", "expected a
+ * string key", "expected ':'", "expected ',' or '}'" (or ']'), "trailing
+ * comma", "nesting deeper than 64 levels", "unexpected content after the
+ * value", "unexpected end of input") and *at (when at is not NULL) = its
+ * byte offset.  An empty or all-blank input is "unexpected end of
+ * input" at n (a NULL s with n > 0 is "no input" at 0).
+ *
+ * The grammar is hb_doc_parse()'s JSON reader's, nesting limit included,
+ * but only the syntax: duplicate keys, \u0000, integers beyond 2^53 and
+ * numbers too long or too large for a double pass here (hb_doc_parse()
+ * refuses them).  A NUL byte is an error wherever it is.  No allocation,
+ * and a few instructions per byte, so a store can check every JSON text
+ * it writes.
+ */
+const char *hb_json_check(const char *s, size_t n, size_t *at);
+
 /* Parse a stream of YAML documents; *out is a cJSON array of them.
  * Empty (null) documents, as between two "---" lines, are skipped. */
 int hb_doc_parse_stream(const char *buf, size_t len, const char *name,

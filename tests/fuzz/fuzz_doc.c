@@ -1,7 +1,9 @@
 /*
  * fuzz_doc.c - hb_doc_parse must never crash, and whatever it accepts must
  * survive both writers: write YAML and JSON, read each back, and get the
- * same tree.
+ * same tree.  hb_json_check must take exactly what the JSON reader takes,
+ * but for what the reader refuses for its own reasons (duplicate keys,
+ * \u0000, numbers beyond its range), and whatever the writers write.
  */
 #include <math.h>
 #include <stdint.h>
@@ -146,6 +148,8 @@ static void strings(const uint8_t *data, size_t size)
 			      : hb_doc_write_yaml(t, &b);
 		if (rc)
 			abort();
+		if (pass % 2 && hb_json_check(b.data, b.len, NULL))
+			__builtin_trap(); /* the writer's JSON is JSON */
 		memset(&err, 0, sizeof(err));
 		if (hb_doc_parse(b.data, b.len, "strings", &back, &err)) {
 			fprintf(stderr,
@@ -169,15 +173,121 @@ static void strings(const uint8_t *data, size_t size)
 	free(s);
 }
 
+/* As doc.c's looks_json(): the first non-blank byte is '{' or '['. */
+static int looks_json(const uint8_t *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (s[i] == '{' || s[i] == '[')
+			return 1;
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n')
+			return 0;
+	}
+	return 0;
+}
+
+/* Sixteen digits in a row (2^53 has sixteen), or an exponent: the only
+ * ways to a number the reader refuses as out of its range. */
+static int big_number(const char *s, size_t n)
+{
+	size_t i, run = 0;
+
+	for (i = 0; i < n; i++) {
+		if (s[i] == 'e' || s[i] == 'E')
+			return 1;
+		run = s[i] >= '0' && s[i] <= '9' ? run + 1 : 0;
+		if (run >= 16)
+			return 1;
+	}
+	return 0;
+}
+
+static int has_u0000(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i + 5 <= n; i++)
+		if (!memcmp(s + i, "u0000", 5))
+			return 1;
+	return 0;
+}
+
+/*
+ * hb_json_check() against the JSON reader, both ways.  The reader is
+ * reached through hb_doc_parse() with a tab before the text: JSON takes a
+ * tab as a blank, but YAML refuses one that starts a document, so the
+ * YAML fallback cannot take what the JSON reader refused (checked once,
+ * on the first input).  A text whose first non-blank byte is not '{' or
+ * '[' would never reach the JSON reader, so it goes in as the one element
+ * of an array.
+ */
+static void json_check(const uint8_t *data, size_t size)
+{
+	struct hb_err err = {0};
+	const char *why, *twhy;
+	cJSON *doc = NULL;
+	size_t n, at = 0, tat = 0;
+	char *t = malloc(size + 3);
+	int rc, wrap = !looks_json(data, size);
+
+	if (!t)
+		return;
+	why = hb_json_check((const char *)data, size, &at);
+	if (why && (at > size || (!strcmp(why, "unexpected end of input") &&
+				  at != size)))
+		__builtin_trap();
+	t[0] = '\t';
+	if (wrap)
+		t[1] = '[';
+	memcpy(t + 1 + wrap, data, size);
+	if (wrap)
+		t[size + 2] = ']';
+	n = size + 1 + 2 * (size_t)wrap;
+	twhy = hb_json_check(t, n, &tat);
+	/* a blank before the text moves the problem by one byte */
+	if (!wrap && (!why != !twhy ||
+		      (why && (strcmp(why, twhy) || tat != at + 1))))
+		__builtin_trap();
+	rc = hb_doc_parse(t, n, "fuzz", &doc, &err);
+	cJSON_Delete(doc);
+	if (!rc && twhy) {
+		fprintf(stderr, "the reader takes what the check refuses "
+				"(%s at %zu)\n", twhy, tat);
+		__builtin_trap();
+	}
+	if (rc && !twhy && !(rc == HB_ERANGE && big_number(t, n)) &&
+	    !(rc == HB_EINVAL && strstr(err.msg, "duplicate mapping key")) &&
+	    !(rc == HB_EINVAL && has_u0000(t, n) &&
+	      strstr(err.msg, "NUL character in a string"))) {
+		fprintf(stderr, "the check takes what the reader refuses: %s\n",
+			err.msg);
+		__builtin_trap();
+	}
+	free(t);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct hb_err err = {0};
 	struct hb_buf b;
 	cJSON *doc = NULL;
+	static int once;
 	int rc;
 
+	if (!once) {
+		/* YAML must refuse what json_check() feeds the reader */
+		static const char flow[] = "\t{a: 1}";
+
+		if (hb_doc_parse(flow, sizeof(flow) - 1, "t", &doc, &err) !=
+		    HB_EINVAL)
+			__builtin_trap();
+		memset(&err, 0, sizeof(err));
+		once = 1;
+	}
 	if (size <= 4096)
 		strings(data, size);
+	json_check(data, size);
 	if (hb_doc_parse((const char *)data, size, "fuzz", &doc, &err)) {
 		if (!err.msg[0])
 			abort(); /* every error must say something */
@@ -189,10 +299,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check(doc, &b, "yaml");
 	hb_buf_reset(&b);
 	rc = hb_doc_write_json(doc, &b);
+	if (rc == 0 && hb_json_check(b.data, b.len, NULL))
+		__builtin_trap();
 	if (rc == 0)
 		check(doc, &b, "json");
 	else if (!(rc == HB_EUNSUP && has_nonfinite(doc)))
 		abort();
+	hb_buf_reset(&b);
+	if (hb_doc_write_json_compact(doc, &b) == 0 &&
+	    hb_json_check(b.data, b.len, NULL))
+		__builtin_trap();
 	hb_buf_free(&b);
 	cJSON_Delete(doc);
 

@@ -1,7 +1,7 @@
 /*
  * test_doc.c - YAML/JSON documents: core-schema typing, strict rejections
  * with their lines, source lines of nodes, both writers and round trips,
- * and the real CRDs and examples.
+ * the JSON syntax check, and the real CRDs and examples.
  */
 #include <math.h>
 #include <stdio.h>
@@ -1125,6 +1125,415 @@ static void test_writer_errors(void **state)
 	cJSON_Delete(deep);
 }
 
+/* ---- hb_json_check ---- */
+
+#define JT(lit) lit, sizeof(lit) - 1
+
+/* why NULL: valid.  Texts are byte strings: a NUL among them counts. */
+static const struct {
+	const char *text;
+	size_t len;
+	const char *why;
+	size_t at;
+} jcases[] = {
+    /* valid */
+    {JT("{}"), NULL, 0},
+    {JT("[]"), NULL, 0},
+    {JT(" \t\r\n[ \t\r\n]\r\n"), NULL, 0},
+    {JT("0"), NULL, 0},
+    {JT("-0"), NULL, 0},
+    {JT("-0.0e+0"), NULL, 0},
+    {JT("1E5"), NULL, 0},
+    {JT("1e-5"), NULL, 0},
+    {JT("-123.456E+789"), NULL, 0},
+    {JT("true"), NULL, 0},
+    {JT("false"), NULL, 0},
+    {JT("null"), NULL, 0},
+    {JT("\"\""), NULL, 0},
+    {JT("\"\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u00e9 \\u0041 \\uFFFF\""),
+     NULL, 0},
+    {JT("\"\\ud83d\\ude00\""), NULL, 0},
+    {JT("\"\\uD83D\\uDE00x\\udbff\\udfff\""), NULL, 0},
+    {JT("\"caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf\""),
+     NULL, 0},
+    {JT("\"del \x7f\""), NULL, 0},
+    {JT("[1,[2,{\"a\":[],\"b\":{}}],\"c\",true,false,null,-1.5e3]"), NULL,
+     0},
+    {JT("{\"k\" : \"v\" , \"l\" : [ 1 , 2 ] }"), NULL, 0},
+    /* what the reader refuses for its own reasons is syntax all the same */
+    {JT("\"\\u0000\""), NULL, 0},
+    {JT("{\"a\":1,\"a\":2}"), NULL, 0},
+    {JT("[12345678901234567890, 1e400]"), NULL, 0},
+
+    /* nothing */
+    {JT(""), "unexpected end of input", 0},
+    {JT("  \t\r\n"), "unexpected end of input", 5},
+    /* strings */
+    {JT("\"abc"), "unterminated string", 0},
+    {JT("[\"abc"), "unterminated string", 1},
+    {JT("\"\\"), "unterminated string", 0},
+    {JT("\"\\\""), "unterminated string", 0},
+    {JT("\"a\x01" "b\""), "control character in a string", 2},
+    {JT("\"a\nb\""), "control character in a string", 2},
+    {JT("\"a\tb\""), "control character in a string", 2},
+    {JT("\"\x1f"), "control character in a string", 1},
+    /* NUL, wherever it is */
+    {JT("\"a\0b\""), "control character in a string", 2},
+    {JT("\0"), "invalid value", 0},
+    {JT("[1,\0]"), "invalid value", 3},
+    {JT("1\0"), "unexpected content after the value", 1},
+    {JT("{\"a\":1}\0"), "unexpected content after the value", 7},
+    {JT("{\"a\0\":1}"), "control character in a string", 3},
+    /* UTF-8: overlong, surrogates, beyond U+10FFFF, stray, truncated */
+    {JT("\"\xc0\xaf\""), "invalid UTF-8 in a string", 1},
+    {JT("\"\xc1\xbf\""), "invalid UTF-8 in a string", 1},
+    {JT("\"ab\xe0\x80\xaf\""), "invalid UTF-8 in a string", 3},
+    {JT("\"\xf0\x82\x82\xac\""), "invalid UTF-8 in a string", 1},
+    {JT("\"\xed\xa0\x80\""), "invalid UTF-8 in a string", 1},
+    {JT("\"\xf4\x90\x80\x80\""), "invalid UTF-8 in a string", 1},
+    {JT("\"\xf5\x80\x80\x80\""), "invalid UTF-8 in a string", 1},
+    {JT("\"a\x80\""), "invalid UTF-8 in a string", 2},
+    {JT("\"\xff\""), "invalid UTF-8 in a string", 1},
+    {JT("\"\xc3\""), "invalid UTF-8 in a string", 1},
+    {JT("\"\xc3"), "invalid UTF-8 in a string", 1},
+    {JT("\"\xe6\x97"), "invalid UTF-8 in a string", 1},
+    {JT("\"\xf0\x9f\x98"), "invalid UTF-8 in a string", 1},
+    /* escapes */
+    {JT("\"\\x\""), "invalid escape in a string", 1},
+    {JT("\"ab\\'\""), "invalid escape in a string", 3},
+    {JT("\"\\U0041\""), "invalid escape in a string", 1},
+    {JT("\"\\u12g4\""), "invalid escape in a string", 1},
+    {JT("\"\\u12\""), "invalid escape in a string", 1},
+    {JT("\"\\u12"), "unterminated string", 0},
+    {JT("\"\\\x01\""), "invalid escape in a string", 1},
+    /* lone and mis-ordered surrogates */
+    {JT("\"\\ud800\""), "lone surrogate in a string", 1},
+    {JT("\"\\udc00\""), "lone surrogate in a string", 1},
+    {JT("\"\\ude00\\ud83d\""), "lone surrogate in a string", 1},
+    {JT("\"\\ud83d\\ud83d\""), "lone surrogate in a string", 1},
+    {JT("\"\\ud83d\\u00e9\""), "lone surrogate in a string", 1},
+    {JT("\"\\ud83d\\ue000\""), "lone surrogate in a string", 1},
+    {JT("\"ab\\ud83dx\""), "lone surrogate in a string", 3},
+    {JT("\"\\ud83d\\n\""), "lone surrogate in a string", 1},
+    {JT("\"\\ud83d\\uzzzz\""), "invalid escape in a string", 7},
+    {JT("\"\\ud83d"), "unterminated string", 0},
+    {JT("\"\\ud83d\\"), "unterminated string", 0},
+    {JT("\"\\ud83d\\ude0"), "unterminated string", 0},
+    /* numbers */
+    {JT("01"), "invalid number", 0},
+    {JT("-01"), "invalid number", 0},
+    {JT("[00]"), "invalid number", 1},
+    {JT("1."), "invalid number", 0},
+    {JT("1.e5"), "invalid number", 0},
+    {JT(".5"), "invalid number", 0},
+    {JT("[1, .5]"), "invalid number", 4},
+    {JT("1e"), "invalid number", 0},
+    {JT("1e+"), "invalid number", 0},
+    {JT("1E-x"), "invalid number", 0},
+    {JT("+1"), "invalid number", 0},
+    {JT("-"), "invalid number", 0},
+    {JT("- 1"), "invalid number", 0},
+    {JT("-a"), "invalid number", 0},
+    {JT("0x10"), "unexpected content after the value", 1},
+    {JT("1.5.3"), "unexpected content after the value", 3},
+    {JT("Infinity"), "invalid value", 0},
+    {JT("NaN"), "invalid value", 0},
+    /* literals */
+    {JT("tru"), "invalid value", 0},
+    {JT("True"), "invalid value", 0},
+    {JT("[nul]"), "invalid value", 1},
+    {JT("nulll"), "unexpected content after the value", 4},
+    {JT("[truefalse]"), "expected ',' or ']'", 5},
+    /* structure */
+    {JT("[1,2,]"), "trailing comma", 4},
+    {JT("{\"a\":1,}"), "trailing comma", 6},
+    {JT("[1 , \n]"), "trailing comma", 3},
+    {JT("[,1]"), "invalid value", 1},
+    {JT("[1 2]"), "expected ',' or ']'", 3},
+    {JT("[1}"), "expected ',' or ']'", 2},
+    {JT("{\"a\":1 \"b\":2}"), "expected ',' or '}'", 7},
+    {JT("{\"a\":1]"), "expected ',' or '}'", 6},
+    {JT("{\"a\" 1}"), "expected ':'", 5},
+    {JT("{a:1}"), "expected a string key", 1},
+    {JT("{\"a\":1,2:3}"), "expected a string key", 7},
+    {JT("{\"a\":}"), "invalid value", 5},
+    {JT("]"), "invalid value", 0},
+    {JT("'a'"), "invalid value", 0},
+    {JT("\xef\xbb\xbf{}"), "invalid value", 0},
+    {JT("\f1"), "invalid value", 0},
+    {JT("["), "unexpected end of input", 1},
+    {JT("{"), "unexpected end of input", 1},
+    {JT("[1,2"), "unexpected end of input", 4},
+    {JT("[1,"), "unexpected end of input", 3},
+    {JT("{\"a\""), "unexpected end of input", 4},
+    {JT("{\"a\": "), "unexpected end of input", 6},
+    {JT("{\"a\":1 "), "unexpected end of input", 7},
+    /* trailing garbage */
+    {JT("1 2"), "unexpected content after the value", 2},
+    {JT("{} x"), "unexpected content after the value", 3},
+    {JT("[]]"), "unexpected content after the value", 2},
+    {JT("{}\n{}"), "unexpected content after the value", 3},
+};
+
+static void jcheck(const char *text, size_t len, const char *want,
+		   size_t want_at)
+{
+	size_t at = (size_t)-1;
+	const char *why = hb_json_check(text, len, &at);
+
+	if (!want && why)
+		fail_msg("'%.*s' refused: %s at %zu", (int)len, text, why, at);
+	if (want && !why)
+		fail_msg("'%.*s' accepted, want %s at %zu", (int)len, text,
+			 want, want_at);
+	if (want && (strcmp(why, want) || at != want_at))
+		fail_msg("'%.*s': %s at %zu, want %s at %zu", (int)len, text,
+			 why, at, want, want_at);
+	/* the offset is optional */
+	assert_true(hb_json_check(text, len, NULL) == why);
+}
+
+static void test_json_check(void **state)
+{
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(jcases) / sizeof(jcases[0]); i++)
+		jcheck(jcases[i].text, jcases[i].len, jcases[i].why,
+		       jcases[i].at);
+	jcheck(NULL, 0, "unexpected end of input", 0);
+	jcheck(NULL, 3, "no input", 0);
+	/* only the n bytes count */
+	jcheck("[1]]", 3, NULL, 0);
+	jcheck("\"abc\"", 4, "unterminated string", 0);
+}
+
+/* Nesting: HB_DOC_MAX_DEPTH levels are fine, one more is not, in arrays
+ * and objects alike. */
+static void test_json_check_depth(void **state)
+{
+	char buf[8 * (HB_DOC_MAX_DEPTH + 1) + 8];
+	size_t n;
+	int d, k;
+
+	(void)state;
+	for (d = HB_DOC_MAX_DEPTH; d <= HB_DOC_MAX_DEPTH + 1; d++) {
+		const char *want = d > HB_DOC_MAX_DEPTH
+					   ? "nesting deeper than 64 levels"
+					   : NULL;
+
+		n = 0;
+		for (k = 0; k < d; k++)
+			buf[n++] = '[';
+		for (k = 0; k < d; k++)
+			buf[n++] = ']';
+		jcheck(buf, n, want, HB_DOC_MAX_DEPTH);
+		n = 0;
+		for (k = 0; k < d; k++) {
+			memcpy(buf + n, "{\"a\":", 5);
+			n += 5;
+		}
+		buf[n++] = '1';
+		for (k = 0; k < d; k++)
+			buf[n++] = '}';
+		jcheck(buf, n, want, 5 * HB_DOC_MAX_DEPTH);
+		/* the reader agrees */
+		{
+			struct hb_err err = {0};
+			cJSON *doc = NULL;
+			int rc = hb_doc_parse(buf, n, "t", &doc, &err);
+
+			assert_int_equal(rc, want ? HB_ETOOBIG : 0);
+			cJSON_Delete(doc);
+		}
+	}
+	/* closing and opening again does not add up */
+	n = 0;
+	for (k = 0; k < 2 * HB_DOC_MAX_DEPTH; k++) {
+		memcpy(buf + n, "[]", 2);
+		n += 2;
+	}
+	jcheck(buf, n > 40 ? 40 : n, "unexpected content after the value", 2);
+	buf[0] = '[';
+	memcpy(buf + 1, "[[[]],[[]]]", 11);
+	jcheck(buf, 12, "unexpected end of input", 12);
+}
+
+/*
+ * Long strings: a 10 KB string of every escape, valid; the same with one
+ * escape spoiled near its end; and a bad byte at every offset of a run of
+ * plain bytes, across the sixteen-byte blocks of the fast path.
+ */
+static void test_json_check_long(void **state)
+{
+	static const char unit[] = "\\n\\\"\\\\\\t\\/\\b\\f\\r\\u00e9"
+				   "\\ud83d\\ude00 a \xc3\xa9 \xf0\x9f\x98\x80";
+	static const struct {
+		const char *bad;
+		size_t len;
+		const char *why;
+		int off; /* where the problem is, from the bad bytes */
+	} bad[] = {
+	    {JT("\x01"), "control character in a string", 0},
+	    {JT("\x1f"), "control character in a string", 0},
+	    {JT("\0"), "control character in a string", 0},
+	    {JT("\x80"), "invalid UTF-8 in a string", 0},
+	    {JT("\xc0\xaf"), "invalid UTF-8 in a string", 0},
+	    {JT("\\q"), "invalid escape in a string", 0},
+	    {JT("\\udc00"), "lone surrogate in a string", 0},
+	    {JT("\\ud800x"), "lone surrogate in a string", 0},
+	};
+	size_t cap = 12000, n, i, k;
+	char *buf = malloc(cap);
+
+	(void)state;
+	assert_non_null(buf);
+	n = 0;
+	buf[n++] = '[';
+	buf[n++] = '"';
+	while (n < 10 * 1024)
+		for (i = 0; i + 1 < sizeof(unit); i++)
+			buf[n++] = unit[i];
+	buf[n++] = '"';
+	buf[n++] = ']';
+	jcheck(buf, n, NULL, 0);
+	jcheck(buf, n - 1, "unexpected end of input", n - 1);
+	jcheck(buf, n - 2, "unterminated string", 1);
+	/* spoil the last "\\/" */
+	for (i = n - 1; memcmp(buf + i, "\\/", 2); i--)
+		;
+	buf[i + 1] = 'v';
+	jcheck(buf, n, "invalid escape in a string", i);
+
+	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
+		for (i = 0; i < 40; i++) {
+			n = 0;
+			buf[n++] = '"';
+			memset(buf + n, 'a', i);
+			n += i;
+			memcpy(buf + n, bad[k].bad, bad[k].len);
+			n += bad[k].len;
+			memset(buf + n, 'b', 40 - i);
+			n += 40 - i;
+			buf[n++] = '"';
+			jcheck(buf, n, bad[k].why, 1 + i + (size_t)bad[k].off);
+			/* and as the last bytes of the input */
+			jcheck(buf, 1 + i + bad[k].len, bad[k].why,
+			       1 + i + (size_t)bad[k].off);
+		}
+	/* an escaped quote or backslash at every offset does not end it */
+	for (i = 0; i < 40; i++) {
+		n = 0;
+		buf[n++] = '"';
+		memset(buf + n, 'a', i);
+		n += i;
+		memcpy(buf + n, i % 2 ? "\\\"" : "\\\\", 2);
+		n += 2;
+		memset(buf + n, 'b', 40 - i);
+		n += 40 - i;
+		jcheck(buf, n, "unterminated string", 0);
+		buf[n++] = '"';
+		jcheck(buf, n, NULL, 0);
+	}
+	free(buf);
+}
+
+static void json_check_writes(const cJSON *doc)
+{
+	struct hb_buf b;
+	const char *why;
+	size_t at = 0;
+
+	hb_buf_init(&b, 0);
+	assert_int_equal(hb_doc_write_json(doc, &b), 0);
+	if ((why = hb_json_check(b.data, b.len, &at)))
+		fail_msg("pretty JSON refused: %s at %zu\n%s", why, at, b.data);
+	hb_buf_reset(&b);
+	assert_int_equal(hb_doc_write_json_compact(doc, &b), 0);
+	if ((why = hb_json_check(b.data, b.len, &at)))
+		fail_msg("compact JSON refused: %s at %zu\n%s", why, at,
+			 b.data);
+	hb_buf_free(&b);
+}
+
+/* Whatever the writers write, the check takes: strings of every byte
+ * (escaped, or U+FFFD when not UTF-8), numbers, shapes, depth. */
+static void test_json_check_writers(void **state)
+{
+	char all[256], one[2] = {0, 0}, key[40];
+	cJSON *doc, *arr, *cur;
+	size_t i;
+	int d;
+
+	(void)state;
+	for (i = 1; i < 256; i++)
+		all[i - 1] = (char)i;
+	all[255] = '\0';
+	doc = cJSON_CreateObject();
+	cJSON_AddStringToObject(doc, "all", all);
+	cJSON_AddStringToObject(doc, all, "as a key");
+	arr = cJSON_AddArrayToObject(doc, "each");
+	for (i = 1; i < 256; i++) {
+		one[0] = (char)i;
+		cJSON_AddItemToArray(arr, cJSON_CreateString(one));
+		snprintf(key, sizeof(key), "k%c%c\xc3\xa9%c", (char)i, (char)i,
+			 (char)(i ^ 0x80));
+		cJSON_AddStringToObject(doc, key, one);
+	}
+	for (i = 0; i < sizeof(tricky) / sizeof(tricky[0]); i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(tricky[i]));
+	arr = cJSON_AddArrayToObject(doc, "nums");
+	cJSON_AddItemToArray(arr, cJSON_CreateNumber(0));
+	cJSON_AddItemToArray(arr, cJSON_CreateNumber(-0.0));
+	cJSON_AddItemToArray(arr, cJSON_CreateNumber(-1.5e-300));
+	cJSON_AddItemToArray(arr, cJSON_CreateNumber(1.7976931348623157e308));
+	cJSON_AddItemToArray(arr, cJSON_CreateNumber(5e-324));
+	cJSON_AddItemToArray(arr, cJSON_CreateNumber(9007199254740993.0));
+	cJSON_AddItemToArray(arr, cJSON_CreateNumber(1.0 / 3));
+	cJSON_AddItemToObject(doc, "o", cJSON_CreateObject());
+	cJSON_AddItemToObject(doc, "a", cJSON_CreateArray());
+	cJSON_AddTrueToObject(doc, "t");
+	cJSON_AddFalseToObject(doc, "f");
+	cJSON_AddNullToObject(doc, "n");
+	json_check_writes(doc);
+	for (cur = doc->child; cur; cur = cur->next)
+		json_check_writes(cur);
+	cJSON_Delete(doc);
+
+	/* as deep as the writers go */
+	doc = cJSON_CreateArray();
+	for (cur = doc, d = 1; d < HB_DOC_MAX_DEPTH; d++) {
+		cJSON *n = d % 2 ? cJSON_CreateObject() : cJSON_CreateArray();
+
+		if (cJSON_IsArray(cur))
+			cJSON_AddItemToArray(cur, n);
+		else
+			cJSON_AddItemToObject(cur, "k", n);
+		cur = n;
+	}
+	cJSON_AddItemToObject(cur, "leaf", cJSON_CreateString("x\n"));
+	json_check_writes(doc);
+	cJSON_Delete(doc);
+
+	/* the real manifests */
+	for (i = 0; i < 2; i++) {
+		static const char *const files[] = {
+		    "reference/examples/mpijob-pi-openmpi.yaml",
+		    "reference/crds/kubeflow.org_mpijobs.yaml",
+		};
+		struct hb_err err = {0};
+		size_t len;
+		char *text = hb_test_read_file(
+		    hb_test_shared_path(files[i]), &len);
+
+		doc = NULL;
+		assert_int_equal(hb_doc_parse(text, len, "f", &doc, &err), 0);
+		json_check_writes(doc);
+		cJSON_Delete(doc);
+		free(text);
+	}
+}
+
 /* ---- the real CRDs and examples ---- */
 
 static void parse_file(const char *path, int stream)
@@ -1206,6 +1615,10 @@ int main(void)
 	    cmocka_unit_test(test_scope),
 	    cmocka_unit_test(test_writer_errors),
 	    cmocka_unit_test(test_reference_files),
+	    cmocka_unit_test(test_json_check),
+	    cmocka_unit_test(test_json_check_depth),
+	    cmocka_unit_test(test_json_check_long),
+	    cmocka_unit_test(test_json_check_writers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
