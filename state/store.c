@@ -17,6 +17,7 @@
 
 #include <sqlite3.h>
 
+#include "hpcbridge/doc.h"
 #include "hpcbridge/store.h"
 
 /*
@@ -127,7 +128,89 @@ static const char schema_v1[] =
 	" WHEN EXISTS (SELECT 1 FROM ledger WHERE id = NEW.id)"
 	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;";
 
-static const char *const migrations[] = { schema_v1 };
+/*
+ * Version 2: the JSON columns lose their json_valid() CHECKs.  SQLite's
+ * check parsed every JSON column again on each insert, about a third of a
+ * decision's cost; the store now checks JSON itself before binding
+ * (hb_json_check, same strictness, a fraction of the cost), so nothing
+ * that is not JSON gets in either way.  SQLite cannot drop a constraint:
+ * each table is rebuilt (create, copy, drop, rename) and its indexes and
+ * triggers made again.  Runs with foreign keys off, as SQLite requires for
+ * a rebuild; migrate() checks them before committing.
+ */
+static const char schema_v2[] =
+	"CREATE TABLE jobs_v2 ("
+	" seq INTEGER PRIMARY KEY,"
+	" id TEXT NOT NULL UNIQUE,"
+	" origin TEXT NOT NULL,"
+	" target TEXT NOT NULL,"
+	" state TEXT NOT NULL,"
+	" \"user\" TEXT,"
+	" uid INTEGER NOT NULL,"
+	" account TEXT,"
+	" \"partition\" TEXT,"
+	" name TEXT,"
+	" slurm_job_id INTEGER,"
+	" k8s_namespace TEXT,"
+	" k8s_name TEXT,"
+	" k8s_uid TEXT,"
+	" exit_code INTEGER,"
+	" reason TEXT,"
+	" created_ms INTEGER NOT NULL,"
+	" updated_ms INTEGER NOT NULL,"
+	" jobspec TEXT"
+	") STRICT;"
+	"INSERT INTO jobs_v2 SELECT seq, id, origin, target, state, \"user\","
+	" uid, account, \"partition\", name, slurm_job_id, k8s_namespace,"
+	" k8s_name, k8s_uid, exit_code, reason, created_ms, updated_ms,"
+	" jobspec FROM jobs;"
+	"DROP TABLE jobs;"
+	"ALTER TABLE jobs_v2 RENAME TO jobs;"
+	"CREATE INDEX jobs_uid ON jobs (uid);"
+	"CREATE INDEX jobs_state ON jobs (state);"
+	"CREATE UNIQUE INDEX jobs_slurm_job_id ON jobs (slurm_job_id)"
+	" WHERE slurm_job_id IS NOT NULL;"
+
+	"CREATE TABLE decisions_v2 ("
+	" id INTEGER PRIMARY KEY,"
+	" job_id TEXT NOT NULL REFERENCES jobs (id),"
+	" at_ms INTEGER NOT NULL,"
+	" target TEXT NOT NULL,"
+	" inputs TEXT,"
+	" explanation TEXT,"
+	" policy TEXT"
+	") STRICT;"
+	"INSERT INTO decisions_v2 SELECT id, job_id, at_ms, target, inputs,"
+	" explanation, policy FROM decisions;"
+	"DROP TABLE decisions;"
+	"ALTER TABLE decisions_v2 RENAME TO decisions;"
+	"CREATE INDEX decisions_job ON decisions (job_id, id);"
+
+	"CREATE TABLE events_v2 ("
+	" id INTEGER PRIMARY KEY,"
+	" at_ms INTEGER NOT NULL,"
+	" actor_uid INTEGER NOT NULL,"
+	" actor_user TEXT,"
+	" peer TEXT,"
+	" action TEXT NOT NULL,"
+	" job_id TEXT,"
+	" detail TEXT"
+	") STRICT;"
+	"INSERT INTO events_v2 SELECT id, at_ms, actor_uid, actor_user, peer,"
+	" action, job_id, detail FROM events;"
+	"DROP TABLE events;"
+	"ALTER TABLE events_v2 RENAME TO events;"
+	"CREATE INDEX events_job ON events (job_id, id)"
+	" WHERE job_id IS NOT NULL;"
+	"CREATE TRIGGER events_no_update BEFORE UPDATE ON events"
+	" BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;"
+	"CREATE TRIGGER events_no_delete BEFORE DELETE ON events"
+	" BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;"
+	"CREATE TRIGGER events_no_replace BEFORE INSERT ON events"
+	" WHEN EXISTS (SELECT 1 FROM events WHERE id = NEW.id)"
+	" BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;";
+
+static const char *const migrations[] = { schema_v1, schema_v2 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
 		       HB_STORE_SCHEMA_VERSION,
@@ -242,6 +325,7 @@ struct hb_store {
 	int in_tx, tx_lost;
 	int64_t (*now_ms)(void *);
 	void *clock_arg;
+	int wal_pages, ckpt_pages; /* see hb_store_set_autocheckpoint() */
 	sqlite3_stmt *stmt[NSTMT];
 };
 
@@ -396,6 +480,24 @@ static int check_str(struct hb_store *st, struct hb_err *err, const char *op,
 	if (strnlen(s, max + 1) > max)
 		return fail(st, err, HB_ETOOBIG, op,
 			    "%s: longer than %zu bytes", field, max);
+	return 0;
+}
+
+/* An optional JSON text of at most max bytes. */
+static int check_json(struct hb_store *st, struct hb_err *err,
+		      const char *op, const char *field, const char *s,
+		      size_t max)
+{
+	const char *why;
+	size_t at = 0;
+	int rc = check_str(st, err, op, field, s, max, 0);
+
+	if (rc || !s)
+		return rc;
+	why = hb_json_check(s, strlen(s), &at);
+	if (why)
+		return fail(st, err, HB_EINVAL, op,
+			    "%s: not JSON: %s at byte %zu", field, why, at);
 	return 0;
 }
 
@@ -699,7 +801,7 @@ static int set_wal(struct hb_store *st, struct hb_err *err)
 static int migrate(struct hb_store *st, struct hb_err *err)
 {
 	char sql[64], op[64];
-	int v, rc = 0;
+	int v, bad_fk, rc = 0;
 
 	for (v = st->version; v < HB_STORE_SCHEMA_VERSION; v++) {
 		snprintf(op, sizeof(op), "migration to schema version %d",
@@ -722,6 +824,18 @@ static int migrate(struct hb_store *st, struct hb_err *err)
 		rc = exec_sql(st, migrations[v], op, err);
 		if (rc)
 			goto out;
+		/* Foreign keys are off while migrating (a table rebuild
+		 * needs it): check them all before committing. */
+		rc = pragma_int(st,
+				"SELECT count(*) FROM pragma_foreign_key_check",
+				&bad_fk, op, err);
+		if (!rc && bad_fk)
+			rc = fail(st, err, HB_ESTORE, op,
+				  "%d rows break a foreign key; nothing was "
+				  "changed",
+				  bad_fk);
+		if (rc)
+			goto out;
 		/* PRAGMA takes no parameters: the version is our own
 		 * integer. */
 		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", v + 1);
@@ -742,6 +856,43 @@ out:
 	if (!sqlite3_get_autocommit(st->db))
 		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 	return rc;
+}
+
+/* --- checkpoints ------------------------------------------------------- */
+
+/* After each commit (in place of SQLite's own hook, which does the same
+ * inline checkpoint, at a fixed limit). */
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+	struct hb_store *st = arg;
+
+	st->wal_pages = pages;
+	if (st->ckpt_pages > 0 && pages >= st->ckpt_pages)
+		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE,
+					  NULL, NULL);
+	return SQLITE_OK;
+}
+
+void hb_store_set_autocheckpoint(struct hb_store *st, int pages)
+{
+	st->ckpt_pages = pages > 0 ? pages : 0;
+}
+
+int hb_store_wal_pages(const struct hb_store *st)
+{
+	return st->wal_pages;
+}
+
+int hb_store_checkpoint(struct hb_store *st, int *left, struct hb_err *err)
+{
+	int log = 0, done = 0;
+
+	if (sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+				      &log, &done) != SQLITE_OK)
+		return db_fail(st, "checkpoint", err);
+	if (left)
+		*left = log > done ? log - done : 0;
+	return 0;
 }
 
 int hb_store_open(const char *path, struct hb_store **out, struct hb_err *err)
@@ -774,6 +925,8 @@ int hb_store_open(const char *path, struct hb_store **out, struct hb_err *err)
 	}
 	sqlite3_extended_result_codes(st->db, 1);
 	sqlite3_busy_timeout(st->db, HB_STORE_BUSY_MS);
+	st->ckpt_pages = 1000; /* SQLite's default */
+	sqlite3_wal_hook(st->db, wal_hook, st);
 
 	/* Read before writing anything: a file we cannot understand is
 	 * left exactly as it was. */
@@ -805,10 +958,15 @@ int hb_store_open(const char *path, struct hb_store **out, struct hb_err *err)
 	rc = set_wal(st, err);
 	if (!rc)
 		rc = exec_sql(st, "PRAGMA synchronous = FULL", "open", err);
+	/* A group commit of a few hundred decisions dirties thousands of
+	 * pages; with SQLite's default 2 MiB cache they spill to the WAL
+	 * before the commit and are read back. */
 	if (!rc)
-		rc = exec_sql(st, "PRAGMA foreign_keys = ON", "open", err);
+		rc = exec_sql(st, "PRAGMA cache_size = -65536", "open", err);
 	if (!rc)
 		rc = migrate(st, err);
+	if (!rc)
+		rc = exec_sql(st, "PRAGMA foreign_keys = ON", "open", err);
 	if (rc)
 		goto out;
 	*out = st;
@@ -1002,7 +1160,6 @@ static int check_job(struct hb_store *st, const struct hb_job_row *r,
 		{ "k8s_name", r->k8s_name, HB_STORE_NAME_MAX },
 		{ "k8s_uid", r->k8s_uid, HB_STORE_NAME_MAX },
 		{ "reason", r->reason, HB_STORE_TEXT_MAX },
-		{ "jobspec", r->jobspec, HB_STORE_TEXT_MAX },
 	};
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
 		rc = check_str(st, err, op, strs[i].field, strs[i].val,
@@ -1010,6 +1167,9 @@ static int check_job(struct hb_store *st, const struct hb_job_row *r,
 		if (rc)
 			return rc;
 	}
+	if ((rc = check_json(st, err, op, "jobspec", r->jobspec,
+			     HB_STORE_TEXT_MAX)))
+		return rc;
 	if (r->uid < -1)
 		return fail(st, err, HB_EINVAL, op,
 			    "uid: %" PRId64 " (-1 when unknown)", r->uid);
@@ -1320,8 +1480,8 @@ int hb_store_decision_add(struct hb_store *st, const char *job_id,
 		rc = check_name(st, err, op, "target", target, decision_targets,
 				"slurm, kubernetes, rejected");
 	if (!rc)
-		rc = check_str(st, err, op, "inputs", inputs_json,
-			       HB_STORE_TEXT_MAX, 0);
+		rc = check_json(st, err, op, "inputs", inputs_json,
+				HB_STORE_TEXT_MAX);
 	if (!rc)
 		rc = check_str(st, err, op, "explanation", explanation,
 			       HB_STORE_TEXT_MAX, 0);
@@ -1411,8 +1571,8 @@ int hb_store_event_add(struct hb_store *st, int64_t actor_uid,
 		rc = check_str(st, err, op, "job_id", job_id, HB_STORE_NAME_MAX,
 			       0);
 	if (!rc)
-		rc = check_str(st, err, op, "detail", detail_json,
-			       HB_STORE_TEXT_MAX, 0);
+		rc = check_json(st, err, op, "detail", detail_json,
+				HB_STORE_TEXT_MAX);
 	if (!rc && actor_uid < -1)
 		rc = fail(st, err, HB_EINVAL, op,
 			  "actor_uid: %" PRId64 " (-1 when unknown)",

@@ -27,7 +27,7 @@
 #include "hpcbridge/error.h"
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define HB_STORE_SCHEMA_VERSION 1
+#define HB_STORE_SCHEMA_VERSION 2
 
 /* PRAGMA application_id of an hpcbridge store ("HBst"). */
 #define HB_STORE_APP_ID 0x48427374
@@ -84,6 +84,28 @@ void hb_store_set_clock(struct hb_store *st, int64_t (*now_ms)(void *),
 int hb_store_begin(struct hb_store *st, struct hb_err *err);
 int hb_store_commit(struct hb_store *st, struct hb_err *err);
 int hb_store_rollback(struct hb_store *st);
+
+/*
+ * Checkpoints (copying the write-ahead log into the database file).  By
+ * default SQLite does one inside the commit that takes the WAL past 1,000
+ * pages: two syncs and a thousand page writes in the middle of somebody's
+ * request.  A caller that can checkpoint elsewhere (a second handle on
+ * another thread) sets a higher inline limit, watches hb_store_wal_pages()
+ * after its commits, and calls hb_store_checkpoint() on the other handle.
+ *
+ * hb_store_set_autocheckpoint: checkpoint inline when a commit leaves the
+ * WAL at pages or more; 0 never.  Default 1,000.
+ * hb_store_wal_pages: the WAL's length in pages after this handle's last
+ * commit (0 before its first).
+ * hb_store_checkpoint: copy what the WAL holds into the database without
+ * waiting for readers or writers (SQLite's PASSIVE), syncing both files;
+ * *left gets the pages it could not copy yet (a writer or reader was in
+ * the way), may be NULL.  The next write after a complete checkpoint
+ * starts the WAL again from its beginning, so it stops growing.
+ */
+void hb_store_set_autocheckpoint(struct hb_store *st, int pages);
+int hb_store_wal_pages(const struct hb_store *st);
+int hb_store_checkpoint(struct hb_store *st, int *left, struct hb_err *err);
 
 /*
  * Job states.  Terminal states (succeeded, failed, cancelled, lost) are
