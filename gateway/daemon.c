@@ -182,6 +182,11 @@ struct hb_daemon {
 	int64_t last_kcap;     /* ... last asked for */
 	int kcap_failing;      /* the last capacity read failed */
 	int polling;	   /* a poll is on a worker */
+	struct hb_store *ckpt_st; /* the checkpoint worker's own handle */
+	int ckpt_pages;		  /* a checkpoint goes to a worker ... */
+	int ckpt_mark;		  /* ... this many pages after the last */
+	int checkpointing;	  /* one is on a worker */
+	uint64_t ncheckpoints;	  /* done on a worker */
 	struct pw_entry pw[PW_CACHE_SIZE];
 	uint64_t nrequests, ndecisions;
 };
@@ -430,21 +435,21 @@ static struct staged *stage(struct hb_daemon *d, struct conn *c)
 	return s;
 }
 
+/* The reply framed: the header, filled in once the JSON after it is
+ * written.  NULL if it does not fit the protocol, or out of memory. */
 static char *frame_json(const cJSON *reply, size_t *len)
 {
+	unsigned char hdr[HB_PROTO_HDR] = { 0 };
 	struct hb_buf b;
-	char *json = cJSON_PrintUnformatted(reply);
-	int rc;
 
-	if (!json)
-		return NULL;
 	hb_buf_init(&b, HB_PROTO_HDR + HB_PROTO_MAX_PAYLOAD);
-	rc = hb_proto_frame(&b, HB_PROTO_REPLY, json, strlen(json));
-	cJSON_free(json);
-	if (rc) {
+	if (hb_buf_append(&b, hdr, sizeof(hdr)) ||
+	    hb_doc_write_json_compact(reply, &b) ||
+	    hb_proto_header(hdr, HB_PROTO_REPLY, b.len - HB_PROTO_HDR)) {
 		hb_buf_free(&b);
 		return NULL;
 	}
+	memcpy(b.data, hdr, sizeof(hdr));
 	*len = b.len;
 	return hb_buf_steal(&b);
 }
@@ -498,6 +503,81 @@ static void process_conn(struct conn *c);
 static void task_launch(struct hb_daemon *d, struct task *t);
 static void task_free(struct task *t);
 
+/*
+ * Checkpoints, off the loop.  Left to SQLite, the commit that takes the
+ * WAL past 1,000 pages also copies them into the database and syncs both
+ * files, and the requests of that batch wait for it (the tail of the
+ * decision round trip).  Here a worker does it through a handle of its
+ * own once the WAL reaches ckpt_pages; the loop's handle still checkpoints
+ * inline, but only past CKPT_INLINE_FACTOR times that (the worker cannot
+ * finish one while writes keep coming, so the WAL would otherwise only
+ * grow; by then most of it is copied already).
+ */
+#define CKPT_INLINE_FACTOR 8
+
+struct ckpt_task {
+	struct hb_task t; /* first */
+	struct hb_daemon *d;
+	char *path; /* the state file (the config may be reloaded meanwhile) */
+	int rc, left;
+	struct hb_err err;
+};
+
+static void ckpt_run(struct hb_task *ht)
+{
+	struct ckpt_task *ct = (struct ckpt_task *)ht;
+	struct hb_daemon *d = ct->d;
+
+	/* only one checkpoint task at a time touches ckpt_st */
+	if (!d->ckpt_st)
+		ct->rc = hb_store_open(ct->path, &d->ckpt_st, &ct->err);
+	if (!ct->rc)
+		ct->rc = hb_store_checkpoint(d->ckpt_st, &ct->left, &ct->err);
+}
+
+static void ckpt_done(struct hb_task *ht)
+{
+	struct ckpt_task *ct = (struct ckpt_task *)ht;
+	struct hb_daemon *d = ct->d;
+
+	d->checkpointing = 0;
+	if (ct->rc)
+		hb_log(HB_LOG_WARN, "checkpoint: %s", ct->err.msg);
+	else
+		d->ncheckpoints++;
+	free(ct->path);
+	free(ct);
+}
+
+static void ckpt_maybe(struct hb_daemon *d)
+{
+	int pages = hb_store_wal_pages(d->st);
+	struct ckpt_task *ct;
+
+	if (pages < d->ckpt_mark)
+		d->ckpt_mark = 0; /* the WAL started again */
+	/* every ckpt_pages new pages, as SQLite would: one more right after
+	 * the last would only add syncs */
+	if (d->checkpointing || d->stopping || !d->pool ||
+	    pages < d->ckpt_mark + d->ckpt_pages)
+		return;
+	d->ckpt_mark = pages;
+	if (!(ct = calloc(1, sizeof(*ct))) ||
+	    !(ct->path = strdup(d->cfg.daemon_state))) {
+		free(ct);
+		return; /* the inline checkpoint stays */
+	}
+	ct->t.run = ckpt_run;
+	ct->t.done = ckpt_done;
+	ct->d = d;
+	d->checkpointing = 1;
+	if (hb_pool_submit(d->pool, &ct->t)) {
+		d->checkpointing = 0;
+		free(ct->path);
+		free(ct);
+	}
+}
+
 /* Commit the batch, then deliver what it staged, in order. */
 static void batch_settle(struct hb_daemon *d)
 {
@@ -513,6 +593,8 @@ static void batch_settle(struct hb_daemon *d)
 			for (s = d->staged; s; s = s->next)
 				if (s->needs_commit)
 					s->failed = 1;
+		} else {
+			ckpt_maybe(d);
 		}
 	}
 	list = d->staged;
@@ -805,6 +887,10 @@ static void op_ping(struct hb_daemon *d, struct conn *c)
 	if (r) {
 		cJSON_AddStringToObject(r, "version", HB_VERSION);
 		cJSON_AddNumberToObject(r, "proto", HB_PROTO_VERSION);
+		cJSON_AddNumberToObject(r, "decisions",
+					(double)d->ndecisions);
+		cJSON_AddNumberToObject(r, "checkpoints",
+					(double)d->ncheckpoints);
 	}
 	stage_reply(d, c, r, 0, 0);
 }
@@ -3698,6 +3784,9 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 	hb_arena_init(&d->scratch, SCRATCH_MAX);
 	if ((rc = hb_store_open(d->cfg.daemon_state, &d->st, err)))
 		goto fail;
+	d->ckpt_pages = d->opts.checkpoint_pages > 0 ? d->opts.checkpoint_pages
+						     : HB_DAEMON_CKPT_PAGES;
+	hb_store_set_autocheckpoint(d->st, CKPT_INLINE_FACTOR * d->ckpt_pages);
 	if ((rc = hb_decider_load_spend(d->dc, d->st,
 					hb_remote_now_ms() / 1000, err)))
 		goto fail;
@@ -3952,6 +4041,7 @@ void hb_daemon_free(struct hb_daemon *d)
 		close(d->epfd);
 	hb_origin_free(d->origin); /* after the pool: done() may publish */
 	hb_origin_ev_free(d->origin_wait);
+	hb_store_close(d->ckpt_st); /* after the pool: nothing uses it */
 	hb_store_close(d->st);
 	hb_decider_free(d->dc);
 	hb_arena_free(&d->scratch);

@@ -35,7 +35,12 @@ struct hb_daemon_opts {
 	int idle_ms;		 /* 0: HB_DAEMON_IDLE_MS */
 	unsigned max_conns;	 /* 0: HB_DAEMON_MAX_CONNS */
 	int orphan_ms;		 /* 0: HB_DAEMON_ORPHAN_MS */
+	int checkpoint_pages;	 /* 0: HB_DAEMON_CKPT_PAGES */
 };
+
+/* The state's write-ahead log is copied into the database by a worker
+ * once it holds this many pages (4 MiB), not inside a request's commit. */
+#define HB_DAEMON_CKPT_PAGES 1000
 
 /*
  * A job decided for Slurm (or submitted for the CLI) that Slurm has not

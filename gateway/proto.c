@@ -18,20 +18,12 @@
 
 static const char magic[2] = { 'H', 'B' };
 
-int hb_proto_frame(struct hb_buf *out, enum hb_proto_kind kind,
-		   const char *json, size_t len)
+int hb_proto_header(unsigned char hdr[HB_PROTO_HDR], enum hb_proto_kind kind,
+		    size_t len)
 {
-	unsigned char hdr[HB_PROTO_HDR];
-	size_t old = out->len;
-	int rc;
-
 	if (kind != HB_PROTO_REQUEST && kind != HB_PROTO_REPLY)
 		return HB_EINVAL;
 	if (len > HB_PROTO_MAX_PAYLOAD)
-		return HB_ETOOBIG;
-	if (!out->max)
-		out->max = HB_BUF_DEFAULT_MAX;
-	if (out->len > out->max || HB_PROTO_HDR + len > out->max - out->len)
 		return HB_ETOOBIG;
 	hdr[0] = (unsigned char)magic[0];
 	hdr[1] = (unsigned char)magic[1];
@@ -41,6 +33,22 @@ int hb_proto_frame(struct hb_buf *out, enum hb_proto_kind kind,
 	hdr[5] = (unsigned char)(len >> 16);
 	hdr[6] = (unsigned char)(len >> 8);
 	hdr[7] = (unsigned char)len;
+	return 0;
+}
+
+int hb_proto_frame(struct hb_buf *out, enum hb_proto_kind kind,
+		   const char *json, size_t len)
+{
+	unsigned char hdr[HB_PROTO_HDR];
+	size_t old = out->len;
+	int rc;
+
+	if ((rc = hb_proto_header(hdr, kind, len)))
+		return rc;
+	if (!out->max)
+		out->max = HB_BUF_DEFAULT_MAX;
+	if (out->len > out->max || HB_PROTO_HDR + len > out->max - out->len)
+		return HB_ETOOBIG;
 	rc = hb_buf_append(out, hdr, sizeof(hdr));
 	if (rc == 0 && len)
 		rc = hb_buf_append(out, json, len);

@@ -34,6 +34,15 @@ struct cJSON;
 enum hb_proto_kind { HB_PROTO_REQUEST = 1, HB_PROTO_REPLY = 2 };
 
 /*
+ * Write the header of a frame whose payload is len bytes into hdr: for a
+ * writer that reserves the header, writes the payload after it, then
+ * fills it in.  HB_ETOOBIG past HB_PROTO_MAX_PAYLOAD; HB_EINVAL for a bad
+ * kind.
+ */
+int hb_proto_header(unsigned char hdr[HB_PROTO_HDR], enum hb_proto_kind kind,
+		    size_t len);
+
+/*
  * Append one frame (header, then the len bytes of json) to out.
  * HB_ETOOBIG if len exceeds HB_PROTO_MAX_PAYLOAD or out's cap (out is then
  * left as it was); HB_EINVAL for a bad kind.

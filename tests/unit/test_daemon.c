@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -124,11 +125,14 @@ static int fake_poll(void *ctx,
 	return rc;
 }
 
+static int setup_ckpt_pages; /* hb_daemon_opts.checkpoint_pages */
+
 static int setup_with(void **state, const struct hb_daemon_backend *be,
 		      int orphan_ms)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	struct hb_daemon_opts opts = { .orphan_ms = orphan_ms };
+	struct hb_daemon_opts opts = { .orphan_ms = orphan_ms,
+				       .checkpoint_pages = setup_ckpt_pages };
 	struct hb_err err = { 0 };
 	struct hb_config cfg;
 	char text[512], state_path[128];
@@ -553,6 +557,51 @@ static void test_concurrent_decides(void **state)
 	cJSON_Delete(r);
 }
 
+/* Checkpoints every 8 pages of WAL. */
+static int setup_ckpt(void **state)
+{
+	int rc;
+
+	setup_ckpt_pages = 8;
+	rc = setup(state);
+	setup_ckpt_pages = 0;
+	return rc;
+}
+
+/*
+ * The WAL is copied into the database by a worker, not inside a commit:
+ * the daemon counts the worker's checkpoints.  A passive checkpoint cannot
+ * let the WAL start again while commits keep coming, so the loop's handle
+ * still checkpoints inline past 8 x 8 pages: the WAL never holds much
+ * more than that (a decision writes about a dozen pages; without the limit
+ * these 200 would leave over 2,000).
+ */
+static void test_checkpoints_off_loop(void **state)
+{
+	struct fixture *f = *state;
+	struct stat wal;
+	char path[160];
+	cJSON *r;
+
+	if (getuid() != 0)
+		skip(); /* decide is for root and SlurmUser */
+	for (int i = 0; i < 200; i++) {
+		r = call(f, "{\"op\":\"decide\",\"user\":\"a\",\"uid\":1,"
+			    "\"partition\":\"gpu\"}");
+		expect_ok(r);
+		cJSON_Delete(r);
+	}
+	r = call(f, "{\"op\":\"ping\"}");
+	expect_ok(r);
+	assert_int_equal(num(r, "decisions"), 200);
+	assert_true(num(r, "checkpoints") >= 1);
+	cJSON_Delete(r);
+	snprintf(path, sizeof(path), "%s/state.db-wal", f->dir);
+	assert_int_equal(stat(path, &wal), 0);
+	/* 32-byte header, then frames of a 24-byte header and a page */
+	assert_true(wal.st_size < 32 + (8 * 8 + 32) * (24 + 4096));
+}
+
 /* A decided job's state, from the API. */
 static void job_state(struct fixture *f, const char *id, char *out,
 		      size_t size, char *reason, size_t rsize)
@@ -650,6 +699,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_orphans_need_polls,
 						setup_with_failing_poll,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_checkpoints_off_loop,
+						setup_ckpt, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_decides, setup,
 						teardown),
 	};
