@@ -1921,6 +1921,22 @@ static void quoted(struct wr *w, const char *str, size_t n,
 
 	if (n >= 16 && quoted_fast(w, str, n))
 		return;
+	if (n < 16) {
+		/* Most strings are short keys and words with nothing to
+		 * escape: one pass over the bytes, one copy. */
+		char *o = room(w, n + 2);
+		size_t i = 0;
+
+		while (o && i < n && bclass[s[i]] <= B_INDICATOR)
+			i++;
+		if (o && i == n) {
+			o[0] = '"';
+			memcpy(o + 1, str, n);
+			o[n + 1] = '"';
+			used(w, o + n + 2);
+			return;
+		}
+	}
 	putc1(w, '"');
 	while (s < end) {
 		unsigned char c;
