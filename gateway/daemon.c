@@ -1077,11 +1077,9 @@ store_fail:
 	stage_error(d, c, rc == HB_EINVAL || rc == HB_ETOOBIG ? rc : HB_ESTORE,
 		    err.msg[0] ? err.msg : "the state store failed", 0);
 out:
+	/* inputs, src, detail and r are left to op_decide()'s scratch
+	 * arena: deleting them would walk some 500 nodes to free nothing */
 	hb_decider_out_free(&dec);
-	cJSON_Delete(inputs);
-	cJSON_Delete(src);
-	cJSON_Delete(detail);
-	cJSON_Delete(r);
 	free(inputs_s);
 	free(src_s);
 }
@@ -1091,6 +1089,7 @@ out:
  * document, what is stored, the reply); they come from the daemon's
  * scratch arena, reset after each decision, instead of malloc.  Nothing
  * made here outlives it: replies are framed into malloc'd buffers.
+ * decide() may abandon its trees: only the reset frees them.
  */
 static void op_decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 {

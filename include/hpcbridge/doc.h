@@ -186,7 +186,7 @@ int hb_doc_line(const struct cJSON *item);
  * A scope in which the cJSON nodes (and strings cJSON allocates) made by
  * this thread come from arena a instead of malloc: building a manifest
  * then costs a few bump allocations instead of hundreds of mallocs, and
- * cJSON_Delete() of such a tree is free.  Memory cJSON allocated before
+ * cJSON_Delete() of such a tree frees nothing (it only walks it).  Memory cJSON allocated before
  * the scope, or on another thread, is still freed normally inside it.
  * Every tree made in the scope must be dropped (deleted or abandoned)
  * before hb_doc_scope_end(); after it, hb_arena_reset(a) or
