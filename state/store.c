@@ -9,6 +9,7 @@
  * the caller's group transaction, so a failed call leaves nothing behind.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -895,8 +896,18 @@ int hb_store_checkpoint(struct hb_store *st, int *left, struct hb_err *err)
 	return 0;
 }
 
+/* Before SQLite starts: no global memory statistics, which take a
+ * process-wide mutex on every allocation (nothing here reads them).
+ * Refused (harmlessly) if the process already started SQLite. */
+static void sqlite_setup(void)
+{
+	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 int hb_store_open(const char *path, struct hb_store **out, struct hb_err *err)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
 	struct hb_store *st = NULL;
 	int rc, appid = 0;
 
@@ -904,6 +915,7 @@ int hb_store_open(const char *path, struct hb_store **out, struct hb_err *err)
 	if (!path || !*path)
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "store open: path: required");
+	pthread_once(&once, sqlite_setup);
 	st = calloc(1, sizeof(*st));
 	if (!st || !(st->path = strdup(path))) {
 		rc = hb_err_set(err, HB_ENOMEM, path, 0, "open: out of memory");
