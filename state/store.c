@@ -8,13 +8,17 @@
  * statements run in a transaction of their own, or in a savepoint inside
  * the caller's group transaction, so a failed call leaves nothing behind.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -327,6 +331,8 @@ struct hb_store {
 	int64_t (*now_ms)(void *);
 	void *clock_arg;
 	int wal_pages, ckpt_pages; /* see hb_store_set_autocheckpoint() */
+	int wal_fd; /* deferred sync: a descriptor of the WAL, else -1 */
+	int nosync; /* this commit leaves its sync to hb_store_sync() */
 	sqlite3_stmt *stmt[NSTMT];
 };
 
@@ -868,6 +874,11 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
 	struct hb_store *st = arg;
 
 	st->wal_pages = pages;
+	/* Deferred sync: every commit but hb_store_commit_nosync()'s is
+	 * synced here, so it is as durable on return as with FULL.  An
+	 * error fails the statement that committed. */
+	if (st->wal_fd >= 0 && !st->nosync && fdatasync(st->wal_fd))
+		return SQLITE_IOERR_FSYNC;
 	if (st->ckpt_pages > 0 && pages >= st->ckpt_pages)
 		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE,
 					  NULL, NULL);
@@ -888,7 +899,7 @@ int hb_store_checkpoint(struct hb_store *st, int *left, struct hb_err *err)
 {
 	int log = 0, done = 0;
 
-	if (sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+	if (sqlite3_wal_checkpoint_v2(st->db, "main", SQLITE_CHECKPOINT_PASSIVE,
 				      &log, &done) != SQLITE_OK)
 		return db_fail(st, "checkpoint", err);
 	if (left)
@@ -904,6 +915,54 @@ static void sqlite_setup(void)
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
+int hb_store_defer_sync(struct hb_store *st, struct hb_err *err)
+{
+	char wal[PATH_MAX];
+	int fd, rc;
+
+	if (st->wal_fd >= 0)
+		return 0;
+	if (st->in_tx)
+		return fail(st, err, HB_ESTATE, "defer_sync",
+			    "a transaction is open");
+	if ((size_t)snprintf(wal, sizeof(wal), "%s-wal", st->path) >=
+	    sizeof(wal))
+		return fail(st, err, HB_ETOOBIG, "defer_sync",
+			    "the WAL's path is too long");
+	/* SQLite made the WAL when the connection first read the file; it
+	 * keeps it (same inode) while any connection is open. */
+	fd = open(wal, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(st, err, HB_EIO, "defer_sync", "%s: %s", wal,
+			    strerror(errno));
+	if ((rc = exec_sql(st, "PRAGMA synchronous = NORMAL", "defer_sync",
+			   err))) {
+		close(fd);
+		return rc;
+	}
+	st->wal_fd = fd;
+	return 0;
+}
+
+int hb_store_commit_nosync(struct hb_store *st, struct hb_err *err)
+{
+	int rc;
+
+	st->nosync = st->wal_fd >= 0;
+	rc = hb_store_commit(st, err);
+	st->nosync = 0;
+	return rc;
+}
+
+int hb_store_sync(struct hb_store *st, struct hb_err *err)
+{
+	if (st->wal_fd < 0 || fdatasync(st->wal_fd) == 0)
+		return 0;
+	/* st->path only: another thread may be using the rest of st */
+	return hb_err_set(err, HB_EIO, st->path, 0, "sync: %s",
+			  strerror(errno));
+}
+
 int hb_store_open(const char *path, struct hb_store **out, struct hb_err *err)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -917,6 +976,8 @@ int hb_store_open(const char *path, struct hb_store **out, struct hb_err *err)
 				  "store open: path: required");
 	pthread_once(&once, sqlite_setup);
 	st = calloc(1, sizeof(*st));
+	if (st)
+		st->wal_fd = -1;
 	if (!st || !(st->path = strdup(path))) {
 		rc = hb_err_set(err, HB_ENOMEM, path, 0, "open: out of memory");
 		goto out;
@@ -994,6 +1055,10 @@ void hb_store_close(struct hb_store *st)
 		return;
 	if (st->db && !sqlite3_get_autocommit(st->db))
 		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	if (st->wal_fd >= 0) {
+		fdatasync(st->wal_fd); /* what commit_nosync left */
+		close(st->wal_fd);
+	}
 	for (int i = 0; i < NSTMT; i++)
 		sqlite3_finalize(st->stmt[i]);
 	sqlite3_close(st->db);

@@ -96,7 +96,7 @@ int hb_store_rollback(struct hb_store *st);
  * hb_store_set_autocheckpoint: checkpoint inline when a commit leaves the
  * WAL at pages or more; 0 never.  Default 1,000.
  * hb_store_wal_pages: the WAL's length in pages after this handle's last
- * commit (0 before its first).
+ * commit (creating the schema is one; 0 before any).
  * hb_store_checkpoint: copy what the WAL holds into the database without
  * waiting for readers or writers (SQLite's PASSIVE), syncing both files;
  * *left gets the pages it could not copy yet (a writer or reader was in
@@ -104,6 +104,23 @@ int hb_store_rollback(struct hb_store *st);
  * starts the WAL again from its beginning, so it stops growing.
  */
 void hb_store_set_autocheckpoint(struct hb_store *st, int pages);
+
+/*
+ * Deferred sync, for a caller that commits groups on one thread and can
+ * wait for their sync on another.  After hb_store_defer_sync(), SQLite
+ * writes the WAL without syncing it (synchronous=NORMAL) and the store
+ * syncs it right after each commit, so every call is as durable on return
+ * as before -- except hb_store_commit_nosync(), which returns once the
+ * group is written.  Its caller must call hb_store_sync() before telling
+ * anyone about it; meanwhile it may go on writing.  hb_store_sync() makes
+ * every commit made before it durable (one fdatasync of the WAL); it uses
+ * only a descriptor of its own, so another thread may call it while st is
+ * in use.  Without deferred sync, commit_nosync is commit and sync does
+ * nothing.  hb_store_close() syncs what is left.
+ */
+int hb_store_defer_sync(struct hb_store *st, struct hb_err *err);
+int hb_store_commit_nosync(struct hb_store *st, struct hb_err *err);
+int hb_store_sync(struct hb_store *st, struct hb_err *err);
 int hb_store_wal_pages(const struct hb_store *st);
 int hb_store_checkpoint(struct hb_store *st, int *left, struct hb_err *err);
 

@@ -1470,6 +1470,92 @@ static void test_two_handles(void **state)
 	hb_store_close(b);
 }
 
+/* The WAL grows by commits and starts again after a checkpoint copied
+ * all of it; the inline limit checkpoints within the commit. */
+static void test_checkpoints(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_err err = { 0 };
+	struct hb_store *st, *ck;
+	int left = -1, before;
+	char id[32];
+
+	st = open_ok(fx->path);
+	ck = open_ok(fx->path);
+	hb_store_set_autocheckpoint(st, 0); /* never inline */
+	for (int i = 0; i < 20; i++)
+		add_job(st, 1, NULL, id, sizeof(id));
+	before = hb_store_wal_pages(st);
+	assert_true(before >= 20);
+	/* another handle copies it all: nobody was in the way */
+	assert_int_equal(hb_store_checkpoint(ck, &left, &err), 0);
+	assert_int_equal(left, 0);
+	add_job(st, 1, NULL, id, sizeof(id));
+	assert_true(hb_store_wal_pages(st) < before);
+
+	/* inline: past 8 pages a commit checkpoints itself, so the WAL
+	 * starts again and never gets far past the limit */
+	hb_store_set_autocheckpoint(st, 8);
+	for (int i = 0; i < 40; i++) {
+		add_job(st, 1, NULL, id, sizeof(id));
+		assert_true(hb_store_wal_pages(st) < 8 + 8);
+	}
+	hb_store_close(ck);
+	hb_store_close(st);
+}
+
+/* Deferred sync: SQLite stops syncing (synchronous=NORMAL), the store
+ * syncs; a nosync group commit is visible at once and synced on demand;
+ * plain calls work as before. */
+static void test_deferred_sync(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_store_info info;
+	struct hb_job_row row;
+	struct hb_err err = { 0 };
+	struct hb_store *st, *other;
+	char id[32];
+
+	st = open_ok(fx->path);
+	/* nothing to sync yet: both are no-ops */
+	assert_int_equal(hb_store_sync(st, &err), 0);
+	assert_int_equal(hb_store_begin(st, &err), 0);
+	assert_int_equal(hb_store_defer_sync(st, &err), HB_ESTATE);
+	assert_contains(err.msg, "defer_sync: a transaction is open");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_rollback(st), 0);
+	assert_int_equal(hb_store_defer_sync(st, &err), 0);
+	assert_int_equal(hb_store_defer_sync(st, &err), 0); /* again: kept */
+	assert_int_equal(hb_store_info(st, &info, &err), 0);
+	assert_int_equal(info.synchronous, 1); /* NORMAL */
+
+	add_job(st, 1, NULL, id, sizeof(id)); /* synced by the store */
+	assert_int_equal(hb_store_begin(st, &err), 0);
+	add_job(st, 2, NULL, id, sizeof(id));
+	assert_int_equal(hb_store_commit_nosync(st, &err), 0);
+	/* committed: another handle sees it before the sync */
+	other = open_ok(fx->path);
+	assert_int_equal(hb_store_job_get(other, id, &row, &err), 0);
+	assert_int_equal(row.uid, 2);
+	hb_job_row_free(&row);
+	assert_int_equal(hb_store_sync(st, &err), 0);
+	/* commit_nosync without a transaction is commit's error */
+	assert_int_equal(hb_store_commit_nosync(st, &err), HB_ESTATE);
+	hb_store_close(other);
+	hb_store_close(st);
+
+	/* a handle without deferred sync: nosync is a plain commit */
+	st = open_ok(fx->path);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_begin(st, &err), 0);
+	add_job(st, 3, NULL, id, sizeof(id));
+	assert_int_equal(hb_store_commit_nosync(st, &err), 0);
+	assert_int_equal(hb_store_sync(st, &err), 0);
+	assert_int_equal(hb_store_info(st, &info, &err), 0);
+	assert_int_equal(info.synchronous, 2);
+	hb_store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1493,6 +1579,8 @@ int main(void)
 		T(test_decisions),
 		T(test_events),
 		T(test_two_handles),
+		T(test_checkpoints),
+		T(test_deferred_sync),
 #undef T
 	};
 
