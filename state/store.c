@@ -1031,11 +1031,6 @@ int hb_store_open(const char *path, struct hb_store **out, struct hb_err *err)
 	rc = set_wal(st, err);
 	if (!rc)
 		rc = exec_sql(st, "PRAGMA synchronous = FULL", "open", err);
-	/* A group commit of a few hundred decisions dirties thousands of
-	 * pages; with SQLite's default 2 MiB cache they spill to the WAL
-	 * before the commit and are read back. */
-	if (!rc)
-		rc = exec_sql(st, "PRAGMA cache_size = -65536", "open", err);
 	if (!rc)
 		rc = migrate(st, err);
 	if (!rc)
