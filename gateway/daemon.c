@@ -654,25 +654,22 @@ struct sync_task {
 	struct hb_task t; /* first */
 	struct hb_daemon *d;
 	struct staged *list; /* delivered once synced */
-	int rc;
-	struct hb_err err;
 };
 
 static void sync_kick(struct hb_daemon *d);
 
-static void sync_failed(struct staged *list, const struct hb_err *err)
+/* Nothing committed is waiting for its sync: what the store holds may be
+ * shown to anyone (Kubernetes status patches, decisions read from it). */
+static int all_synced(const struct hb_daemon *d)
 {
-	hb_log(HB_LOG_ERROR, "store sync failed: %s", err->msg);
-	for (struct staged *s = list; s; s = s->next)
-		if (s->needs_commit)
-			s->failed = 1;
+	return !d->sync_busy && !d->waiting;
 }
 
 static void sync_run(struct hb_task *ht)
 {
 	struct sync_task *sy = (struct sync_task *)ht;
 
-	sy->rc = hb_store_sync(sy->d->st, &sy->err);
+	hb_store_sync(sy->d->st); /* a failure stops the process */
 }
 
 static void sync_done(struct hb_task *ht)
@@ -681,12 +678,12 @@ static void sync_done(struct hb_task *ht)
 	struct hb_daemon *d = sy->d;
 	struct staged *list = sy->list;
 
-	if (sy->rc)
-		sync_failed(list, &sy->err);
 	free(sy);
 	d->sync_busy = 0;
 	deliver(d, list);
 	sync_kick(d);
+	if (all_synced(d))
+		hb_origin_flush(d->origin); /* held back until now */
 }
 
 /* Start a sync for what waits, unless one runs; without the sync thread
@@ -694,7 +691,6 @@ static void sync_done(struct hb_task *ht)
 static void sync_kick(struct hb_daemon *d)
 {
 	struct sync_task *sy;
-	struct hb_err err = { 0 };
 	struct staged *list;
 
 	while (!d->sync_busy && d->waiting) {
@@ -712,8 +708,7 @@ static void sync_kick(struct hb_daemon *d)
 			}
 			free(sy);
 		}
-		if (hb_store_sync(d->st, &err))
-			sync_failed(list, &err);
+		hb_store_sync(d->st);
 		deliver(d, list);
 	}
 }
@@ -742,15 +737,19 @@ static void batch_settle(struct hb_daemon *d)
 	list = d->staged;
 	d->staged = NULL;
 	d->staged_tail = &d->staged;
-	if (!list)
+	if (!list) {
+		/* written, and no reply waits for it (the reconciler, a
+		 * task's result): still synced before anything shows it */
+		if (wrote)
+			hb_store_sync(d->st);
 		return;
+	}
 	for (s = list; s->next && n < SYNC_INLINE_MAX; s = s->next)
 		n++;
-	if (!d->sync_busy && !d->waiting &&
-	    (!wrote || n < SYNC_INLINE_MAX)) {
+	if (all_synced(d) && (!wrote || n < SYNC_INLINE_MAX)) {
 		/* nothing unsynced before it; a small batch syncs here */
-		if (wrote && hb_store_sync(d->st, &err))
-			sync_failed(list, &err);
+		if (wrote)
+			hb_store_sync(d->st);
 		deliver(d, list);
 		return;
 	}
@@ -4088,13 +4087,17 @@ int hb_daemon_run(struct hb_daemon *d)
 			}
 		}
 		batch_end(d);
-		/* origin hooks: managed MPIJobs, then their status patches */
+		/* origin hooks: managed MPIJobs, then their status patches;
+		 * both act on what the store says, so they wait while a
+		 * commit waits for its sync (sync_done() flushes) */
 		if (d->origin && (origin_ready || d->origin_redo) &&
 		    !d->stopping) {
-			d->origin_redo = 0;
-			origin_drain(d);
+			d->origin_redo = !all_synced(d);
+			if (!d->origin_redo)
+				origin_drain(d);
 		}
-		hb_origin_flush(d->origin);
+		if (all_synced(d))
+			hb_origin_flush(d->origin);
 		bury(d);
 		now = mono_ms();
 		poll_slurm(d, now);
@@ -4138,7 +4141,14 @@ void hb_daemon_free(struct hb_daemon *d)
 	d->stopping = 1; /* no new requests from here on */
 	hb_backend_free(d->remote); /* remote jobs keep running */
 	d->remote = NULL;
-	/* the workers end first; what they finish is recorded */
+	/* what waits for a sync goes out first, while its tasks can still
+	 * reach the workers; from here on syncs are made in this thread */
+	if (d->syncpool) {
+		hb_pool_free(d->syncpool);
+		d->syncpool = NULL;
+	}
+	sync_kick(d);
+	/* the workers end next; what they finish is recorded */
 	if (d->pool) {
 		hb_pool_free(d->pool);
 		d->pool = NULL;
@@ -4148,14 +4158,6 @@ void hb_daemon_free(struct hb_daemon *d)
 		next = c->next;
 		conn_close(c, "daemon exit");
 	}
-	batch_end(d);
-	/* the last syncs: their lists are delivered (to closed connections)
-	 * and their tasks freed; what is left syncs here */
-	if (d->syncpool) {
-		hb_pool_free(d->syncpool);
-		d->syncpool = NULL;
-	}
-	sync_kick(d);
 	batch_end(d);
 	bury(d);
 	if (d->txn_open) {

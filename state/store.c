@@ -2,7 +2,8 @@
  * store.c - the SQLite state store: schema and migrations, jobs,
  * decisions, audit events, and the (append-only) cost ledger.
  *
- * One connection per handle, WAL, synchronous=FULL, foreign keys on.
+ * One connection per handle, WAL, synchronous=FULL (or deferred sync:
+ * NORMAL, with the WAL synced by the store itself), foreign keys on.
  * Every statement is prepared once per handle (persistent) and bound; no
  * value is ever written into SQL text.  Operations made of several
  * statements run in a transaction of their own, or in a savepoint inside
@@ -11,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -731,7 +731,7 @@ int hb_store_commit(struct hb_store *st, struct hb_err *err)
 	/* A failed commit keeps nothing: the caller told nobody yet. */
 	if (rc && !sqlite3_get_autocommit(st->db))
 		exec_stmt(st, S_ROLLBACK, "commit", NULL);
-	st->in_tx = 0;
+	st->in_tx = st->tx_lost = 0;
 	return rc;
 }
 
@@ -865,20 +865,40 @@ out:
 	return rc;
 }
 
-/* --- checkpoints ------------------------------------------------------- */
+/* --- checkpoints and syncs --------------------------------------------- */
+
+/*
+ * A failed fdatasync of the WAL is the end: Linux may already have marked
+ * the pages it could not write clean, and reports the error once, so no
+ * later sync can say whether a commit is on disk, and committed changes
+ * cannot be taken back.  The process stops (as PostgreSQL does); on the
+ * next start SQLite recovers the WAL up to its last good frame and the
+ * daemon reconciles from there.
+ */
+static void sync_wal(const struct hb_store *st)
+{
+	if (fdatasync(st->wal_fd) == 0)
+		return;
+	fprintf(stderr,
+		"hpcbridge: %s: fdatasync of the write-ahead log failed: %s; "
+		"stopping, as what was committed may not be on disk\n",
+		st->path, strerror(errno));
+	abort();
+}
 
 /* After each commit (in place of SQLite's own hook, which does the same
- * inline checkpoint, at a fixed limit). */
+ * inline checkpoint, at a fixed limit).  Never call
+ * sqlite3_wal_autocheckpoint() or PRAGMA wal_autocheckpoint on a store's
+ * connection: either replaces this hook, and with it the deferred sync. */
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
 {
 	struct hb_store *st = arg;
 
 	st->wal_pages = pages;
 	/* Deferred sync: every commit but hb_store_commit_nosync()'s is
-	 * synced here, so it is as durable on return as with FULL.  An
-	 * error fails the statement that committed. */
-	if (st->wal_fd >= 0 && !st->nosync && fdatasync(st->wal_fd))
-		return SQLITE_IOERR_FSYNC;
+	 * synced here, so it is as durable on return as with FULL. */
+	if (st->wal_fd >= 0 && !st->nosync)
+		sync_wal(st);
 	if (st->ckpt_pages > 0 && pages >= st->ckpt_pages)
 		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE,
 					  NULL, NULL);
@@ -898,9 +918,17 @@ int hb_store_wal_pages(const struct hb_store *st)
 int hb_store_checkpoint(struct hb_store *st, int *left, struct hb_err *err)
 {
 	int log = 0, done = 0;
+	int rc = sqlite3_wal_checkpoint_v2(st->db, "main",
+					   SQLITE_CHECKPOINT_PASSIVE, &log,
+					   &done);
 
-	if (sqlite3_wal_checkpoint_v2(st->db, "main", SQLITE_CHECKPOINT_PASSIVE,
-				      &log, &done) != SQLITE_OK)
+	if (rc == SQLITE_BUSY) {
+		/* another handle is checkpointing: it does the work */
+		if (left)
+			*left = -1;
+		return 0;
+	}
+	if (rc != SQLITE_OK)
 		return db_fail(st, "checkpoint", err);
 	if (left)
 		*left = log > done ? log - done : 0;
@@ -917,7 +945,7 @@ static void sqlite_setup(void)
 
 int hb_store_defer_sync(struct hb_store *st, struct hb_err *err)
 {
-	char wal[PATH_MAX];
+	const char *wal;
 	int fd, rc;
 
 	if (st->wal_fd >= 0)
@@ -925,12 +953,13 @@ int hb_store_defer_sync(struct hb_store *st, struct hb_err *err)
 	if (st->in_tx)
 		return fail(st, err, HB_ESTATE, "defer_sync",
 			    "a transaction is open");
-	if ((size_t)snprintf(wal, sizeof(wal), "%s-wal", st->path) >=
-	    sizeof(wal))
-		return fail(st, err, HB_ETOOBIG, "defer_sync",
-			    "the WAL's path is too long");
-	/* SQLite made the WAL when the connection first read the file; it
-	 * keeps it (same inode) while any connection is open. */
+	/* The WAL SQLite writes: beside the real file when the path is a
+	 * symbolic link.  SQLite made it when the connection first read the
+	 * file, and keeps it (same inode) while any connection is open. */
+	wal = sqlite3_filename_wal(sqlite3_db_filename(st->db, "main"));
+	if (!wal || !*wal)
+		return fail(st, err, HB_ESTORE, "defer_sync",
+			    "SQLite names no write-ahead log");
 	fd = open(wal, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return fail(st, err, HB_EIO, "defer_sync", "%s: %s", wal,
@@ -954,13 +983,11 @@ int hb_store_commit_nosync(struct hb_store *st, struct hb_err *err)
 	return rc;
 }
 
-int hb_store_sync(struct hb_store *st, struct hb_err *err)
+void hb_store_sync(const struct hb_store *st)
 {
-	if (st->wal_fd < 0 || fdatasync(st->wal_fd) == 0)
-		return 0;
-	/* st->path only: another thread may be using the rest of st */
-	return hb_err_set(err, HB_EIO, st->path, 0, "sync: %s",
-			  strerror(errno));
+	/* st->wal_fd only: another thread may be using the rest of st */
+	if (st->wal_fd >= 0)
+		sync_wal(st);
 }
 
 int hb_store_open(const char *path, struct hb_store **out, struct hb_err *err)
@@ -1031,6 +1058,10 @@ int hb_store_open(const char *path, struct hb_store **out, struct hb_err *err)
 	rc = set_wal(st, err);
 	if (!rc)
 		rc = exec_sql(st, "PRAGMA synchronous = FULL", "open", err);
+	/* off while migrating, whatever SQLite's build defaults to: a table
+	 * rebuild needs it (migrate() checks the keys itself) */
+	if (!rc)
+		rc = exec_sql(st, "PRAGMA foreign_keys = OFF", "open", err);
 	if (!rc)
 		rc = migrate(st, err);
 	if (!rc)
@@ -1051,7 +1082,7 @@ void hb_store_close(struct hb_store *st)
 	if (st->db && !sqlite3_get_autocommit(st->db))
 		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 	if (st->wal_fd >= 0) {
-		fdatasync(st->wal_fd); /* what commit_nosync left */
+		sync_wal(st); /* what commit_nosync left */
 		close(st->wal_fd);
 	}
 	for (int i = 0; i < NSTMT; i++)

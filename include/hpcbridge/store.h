@@ -2,10 +2,11 @@
  * store.h - the gateway's durable state: jobs, placement decisions, the
  * audit event log and the cost ledger, in one SQLite file.
  *
- * The file runs in WAL mode with synchronous=FULL: when a write function
- * returns 0 outside hb_store_begin()/hb_store_commit(), or when
- * hb_store_commit() returns 0, the change is on disk.  Nobody may be told
- * about a decision or a state change before that.
+ * The file runs in WAL mode with synchronous=FULL (or deferred sync,
+ * below): when a write function returns 0 outside
+ * hb_store_begin()/hb_store_commit(), or when hb_store_commit() returns 0,
+ * the change is on disk.  Nobody may be told about a decision or a state
+ * change before that.
  *
  * All functions return 0 or a negative HB_E* code and, where they take a
  * struct hb_err, fill it with "PATH: OPERATION: message" (SQLite's own
@@ -100,7 +101,8 @@ int hb_store_rollback(struct hb_store *st);
  * hb_store_checkpoint: copy what the WAL holds into the database without
  * waiting for readers or writers (SQLite's PASSIVE), syncing both files;
  * *left gets the pages it could not copy yet (a writer or reader was in
- * the way), may be NULL.  The next write after a complete checkpoint
+ * the way), or -1 when another handle was checkpointing (then it does
+ * the work, and this returns 0); left may be NULL.  The next write after a complete checkpoint
  * starts the WAL again from its beginning, so it stops growing.
  */
 void hb_store_set_autocheckpoint(struct hb_store *st, int pages);
@@ -117,10 +119,15 @@ void hb_store_set_autocheckpoint(struct hb_store *st, int pages);
  * only a descriptor of its own, so another thread may call it while st is
  * in use.  Without deferred sync, commit_nosync is commit and sync does
  * nothing.  hb_store_close() syncs what is left.
+ *
+ * A failed sync of the WAL stops the process (abort(), after a line on
+ * stderr naming the file and the error): committed changes cannot be
+ * taken back, and after a failed fdatasync Linux cannot say whether they
+ * are on disk.  SQLite recovers the WAL at the next start.
  */
 int hb_store_defer_sync(struct hb_store *st, struct hb_err *err);
 int hb_store_commit_nosync(struct hb_store *st, struct hb_err *err);
-int hb_store_sync(struct hb_store *st, struct hb_err *err);
+void hb_store_sync(const struct hb_store *st);
 int hb_store_wal_pages(const struct hb_store *st);
 int hb_store_checkpoint(struct hb_store *st, int *left, struct hb_err *err);
 
