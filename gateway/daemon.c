@@ -659,10 +659,19 @@ struct sync_task {
 static void sync_kick(struct hb_daemon *d);
 
 /* Nothing committed is waiting for its sync: what the store holds may be
- * shown to anyone (Kubernetes status patches, decisions read from it). */
+ * shown to anyone (decisions read from it, Kubernetes status patches). */
 static int all_synced(const struct hb_daemon *d)
 {
 	return !d->sync_busy && !d->waiting;
+}
+
+/* Before acting on the store outside a reply: make what it holds durable
+ * now, rather than wait behind the lists (under load there always is
+ * one). */
+static void sync_now(struct hb_daemon *d)
+{
+	if (!all_synced(d))
+		hb_store_sync(d->st);
 }
 
 static void sync_run(struct hb_task *ht)
@@ -682,8 +691,6 @@ static void sync_done(struct hb_task *ht)
 	d->sync_busy = 0;
 	deliver(d, list);
 	sync_kick(d);
-	if (all_synced(d))
-		hb_origin_flush(d->origin); /* held back until now */
 }
 
 /* Start a sync for what waits, unless one runs; without the sync thread
@@ -4088,16 +4095,17 @@ int hb_daemon_run(struct hb_daemon *d)
 		}
 		batch_end(d);
 		/* origin hooks: managed MPIJobs, then their status patches;
-		 * both act on what the store says, so they wait while a
-		 * commit waits for its sync (sync_done() flushes) */
+		 * both act on what the store says, so that is synced first */
 		if (d->origin && (origin_ready || d->origin_redo) &&
 		    !d->stopping) {
-			d->origin_redo = !all_synced(d);
-			if (!d->origin_redo)
-				origin_drain(d);
+			d->origin_redo = 0;
+			sync_now(d);
+			origin_drain(d);
 		}
-		if (all_synced(d))
+		if (hb_origin_staged(d->origin)) {
+			sync_now(d);
 			hb_origin_flush(d->origin);
+		}
 		bury(d);
 		now = mono_ms();
 		poll_slurm(d, now);

@@ -673,6 +673,11 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+int hb_origin_staged(const struct hb_kube_origin *o)
+{
+	return o && o->staged;
+}
+
 void hb_origin_flush(struct hb_kube_origin *o)
 {
 	struct patch *p, *n;

@@ -203,8 +203,10 @@ void hb_origin_stage(struct hb_kube_origin *o, const char *ns,
 		     const char *name, cJSON *doc);
 
 /* Loop thread, after the commit: hand the staged patches to the worker
- * (the newest patch per MPIJob wins). */
+ * (the newest patch per MPIJob wins).  hb_origin_staged: some are staged
+ * (0 for NULL). */
 void hb_origin_flush(struct hb_kube_origin *o);
+int hb_origin_staged(const struct hb_kube_origin *o);
 
 /*
  * Worker threads (they block on the API server).  Create the twin doc
