@@ -19,6 +19,24 @@ struct tcase {
 	uint64_t out;
 };
 
+/* Each case through parse: its code, and its value when 0. */
+static void run_cases(const struct tcase *cases, size_t n,
+		      int (*parse)(const char *, uint64_t *))
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = 5;
+		int rc = parse(cases[i].in, &v);
+
+		if (rc != cases[i].rc)
+			fail_msg("'%s': rc %d, want %d", cases[i].in, rc,
+				 cases[i].rc);
+		if (rc == 0 && v != cases[i].out)
+			fail_msg("'%s': %llu, want %llu", cases[i].in,
+				 (unsigned long long)v,
+				 (unsigned long long)cases[i].out);
+	}
+}
+
 static void test_u64(void **state)
 {
 	static const struct tcase cases[] = {
@@ -118,19 +136,7 @@ static void test_slurm_time(void **state)
 	uint64_t v;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int rc;
-
-		v = 777;
-		rc = hb_parse_slurm_time(cases[i].in, &v);
-		if (rc != cases[i].rc)
-			fail_msg("'%s': rc %d, want %d", cases[i].in, rc,
-				 cases[i].rc);
-		if (rc == 0 && v != cases[i].out)
-			fail_msg("'%s': %llu, want %llu", cases[i].in,
-				 (unsigned long long)v,
-				 (unsigned long long)cases[i].out);
-	}
+	run_cases(cases, sizeof(cases) / sizeof(cases[0]), hb_parse_slurm_time);
 	assert_int_equal(hb_parse_slurm_time(NULL, &v), HB_EINVAL);
 }
 
@@ -156,21 +162,9 @@ static void test_pbs_time(void **state)
 	    {"99999999999999999999", HB_ERANGE, 0},
 	    {"5124095576030432:00:00", HB_ERANGE, 0},
 	};
-	uint64_t v;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int rc;
-
-		v = 1;
-		rc = hb_parse_pbs_time(cases[i].in, &v);
-		if (rc != cases[i].rc)
-			fail_msg("'%s': rc %d, want %d", cases[i].in, rc,
-				 cases[i].rc);
-		if (rc == 0 && v != cases[i].out)
-			fail_msg("'%s': %llu", cases[i].in,
-				 (unsigned long long)v);
-	}
+	run_cases(cases, sizeof(cases) / sizeof(cases[0]), hb_parse_pbs_time);
 }
 
 static void test_slurm_size(void **state)
@@ -209,21 +203,9 @@ static void test_slurm_size(void **state)
 	    {"9007199254740991G", 0, 9007199254740991ull * 1024},
 	    {"8796093022208T", HB_ERANGE, 0},
 	};
-	uint64_t v;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int rc;
-
-		v = 5;
-		rc = hb_parse_slurm_size(cases[i].in, &v);
-		if (rc != cases[i].rc)
-			fail_msg("'%s': rc %d, want %d", cases[i].in, rc,
-				 cases[i].rc);
-		if (rc == 0 && v != cases[i].out)
-			fail_msg("'%s': %llu", cases[i].in,
-				 (unsigned long long)v);
-	}
+	run_cases(cases, sizeof(cases) / sizeof(cases[0]), hb_parse_slurm_size);
 }
 
 static void test_pbs_size(void **state)
@@ -252,21 +234,9 @@ static void test_pbs_size(void **state)
 	    {"16384pb", HB_ERANGE, 0},
 	    {"18446744073709551616", HB_ERANGE, 0},
 	};
-	uint64_t v;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int rc;
-
-		v = 5;
-		rc = hb_parse_pbs_size(cases[i].in, &v);
-		if (rc != cases[i].rc)
-			fail_msg("'%s': rc %d, want %d", cases[i].in, rc,
-				 cases[i].rc);
-		if (rc == 0 && v != cases[i].out)
-			fail_msg("'%s': %llu", cases[i].in,
-				 (unsigned long long)v);
-	}
+	run_cases(cases, sizeof(cases) / sizeof(cases[0]), hb_parse_pbs_size);
 	assert_true(hb_bytes_to_mib(0) == 0);
 	assert_true(hb_bytes_to_mib(1) == 1);
 	assert_true(hb_bytes_to_mib(1 << 20) == 1);
@@ -348,18 +318,7 @@ static void test_k8s_mem(void **state)
 	char out[32];
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int rc;
-
-		v = 5;
-		rc = hb_parse_k8s_mem(cases[i].in, &v);
-		if (rc != cases[i].rc)
-			fail_msg("'%s': rc %d, want %d", cases[i].in, rc,
-				 cases[i].rc);
-		if (rc == 0 && v != cases[i].out)
-			fail_msg("'%s': %llu", cases[i].in,
-				 (unsigned long long)v);
-	}
+	run_cases(cases, sizeof(cases) / sizeof(cases[0]), hb_parse_k8s_mem);
 
 	hb_format_k8s_mem(0, out);
 	assert_string_equal(out, "0");
@@ -379,23 +338,6 @@ static void test_k8s_mem(void **state)
 		hb_format_k8s_mem(m, out);
 		assert_int_equal(hb_parse_k8s_mem(out, &v), 0);
 		assert_true(v == m);
-	}
-}
-
-/* Each case through parse: its code, and its value when 0. */
-static void run_cases(const struct tcase *cases, size_t n,
-		      int (*parse)(const char *, uint64_t *))
-{
-	for (size_t i = 0; i < n; i++) {
-		uint64_t v = 5;
-		int rc = parse(cases[i].in, &v);
-
-		if (rc != cases[i].rc)
-			fail_msg("'%s': rc %d, want %d", cases[i].in, rc,
-				 cases[i].rc);
-		if (rc == 0 && v != cases[i].out)
-			fail_msg("'%s': %llu", cases[i].in,
-				 (unsigned long long)v);
 	}
 }
 
