@@ -19,50 +19,20 @@ after=$(cd "$2" && pwd)
 rounds=${3:-7}
 tmp=$(mktemp -d /tmp/hb-ab.XXXXXX)
 shm=$(mktemp -d /dev/shm/hb-ab.XXXXXX)
-pids=()
+# shellcheck source=lib/daemon.sh
+. "$(dirname "$0")/lib/daemon.sh"
 
 cleanup() {
-	for p in "${pids[@]}"; do
-		kill -TERM "$p" 2>/dev/null || true
-	done
-	for p in "${pids[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
+	hb_bench_daemons_stop
 	rm -rf "$tmp" "$shm"
 }
 trap cleanup EXIT
 
-start() { # NAME BUILD STATE
-	local dir=$tmp/$1
-	mkdir -p "$dir"
-	cat >"$dir/hpcbridge.yaml" <<-YAML
-	daemon:
-	  socket: $dir/hbd.sock
-	  state: $3
-	  log_level: warn
-	slurm:
-	  user: root
-	placement:
-	  default_target: slurm
-	  partitions:
-	    gpu: kubernetes
-	YAML
-	"$2/bin/hpcbridged" --config "$dir/hpcbridge.yaml" --foreground \
-		2>>"$dir/hbd.log" &
-	pids+=("$!")
-	for _ in $(seq 100); do
-		[ -S "$dir/hbd.sock" ] && return 0
-		sleep 0.05
-	done
-	echo "hpcbridged ($1) did not start; see $dir/hbd.log" >&2
-	exit 1
-}
-
 names="before-tmpfs after-tmpfs before-disk after-disk"
-start before-tmpfs "$before" "$shm/before.db"
-start after-tmpfs "$after" "$shm/after.db"
-start before-disk "$before" "$tmp/before.db"
-start after-disk "$after" "$tmp/after.db"
+hb_bench_daemon "$before" "$tmp/before-tmpfs" "$shm/before.db"
+hb_bench_daemon "$after" "$tmp/after-tmpfs" "$shm/after.db"
+hb_bench_daemon "$before" "$tmp/before-disk" "$tmp/before.db"
+hb_bench_daemon "$after" "$tmp/after-disk" "$tmp/after.db"
 
 for n in $names; do # warm up
 	"$after/tests/hbload" "$tmp/$n/hbd.sock" 256 20 >/dev/null

@@ -27,47 +27,18 @@ tmp=$(mktemp -d /tmp/hb-bench-plugin.XXXXXX)
 chmod 755 "$tmp"
 # shellcheck source=../integration/lib/slurm.sh
 . "$src/tests/integration/lib/slurm.sh"
+# shellcheck source=lib/daemon.sh
+. "$src/tests/bench/lib/daemon.sh"
 
-daemons=()
 cleanup() {
 	for m in none hpcbridge hpcbridge-tmpfs lua; do
 		slurm_down "$tmp/$m" >/dev/null 2>&1 || true
 	done
+	hb_bench_daemons_stop
 	rm -rf "/dev/shm/hb-bench-$$"
-	for p in "${daemons[@]}"; do
-		kill -TERM "$p" 2>/dev/null || true
-	done
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-start_daemon() { # DIR STATE -> pid in daemons[]
-	local dir=$1 state=$2
-	mkdir -p "$dir"
-	cat >"$dir/hpcbridge.yaml" <<-YAML
-	daemon:
-	  socket: $dir/hbd.sock
-	  state: $state
-	  log_level: warn
-	slurm:
-	  user: root
-	plugin:
-	  timeout_ms: 200
-	placement:
-	  default_target: slurm
-	  partitions:
-	    gpu: kubernetes
-	YAML
-	"$build/bin/hpcbridged" --config "$dir/hpcbridge.yaml" --foreground \
-		2>>"$dir/hbd.log" &
-	daemons+=("$!")
-	for _ in $(seq 100); do
-		[ -S "$dir/hbd.sock" ] && return 0
-		sleep 0.05
-	done
-	echo "hpcbridged did not start" >&2
-	return 1
-}
 
 lua_rule='
 function slurm_job_submit(job_desc, part_list, submit_uid)
@@ -86,9 +57,9 @@ end
 
 export HB_SLURM_FIX_HOSTS=${HB_SLURM_FIX_HOSTS:-1}
 export HB_SLURM_NODES=1 HB_SLURM_CPUS=8 HB_SLURM_MEM_MB=16000 HB_SLURM_GPUS=
-start_daemon "$tmp/hbd" "$tmp/hbd/state.db"
+hb_bench_daemon "$build" "$tmp/hbd" "$tmp/hbd/state.db"
 mkdir -p /dev/shm/hb-bench-$$
-start_daemon "$tmp/hbd-shm" "/dev/shm/hb-bench-$$/state.db"
+hb_bench_daemon "$build" "$tmp/hbd-shm" "/dev/shm/hb-bench-$$/state.db"
 for m in none hpcbridge hpcbridge-tmpfs lua; do
 	(
 		unset HB_SLURM_JOB_SUBMIT_PLUGINS HB_SLURM_JOB_SUBMIT_LUA

@@ -1,0 +1,49 @@
+# daemon.sh - hpcbridged for the benchmarks, sourced.
+#
+#   hb_bench_daemon BUILD DIR STATE
+#       start BUILD/bin/hpcbridged with its socket at DIR/hbd.sock, its
+#       state at STATE, its log at DIR/hbd.log and the benchmarks' rule
+#       (partition gpu goes to Kubernetes, the rest stays on Slurm); wait
+#       for the socket; append its pid to hb_bench_pids.
+#   hb_bench_daemons_stop
+#       SIGTERM every daemon started, by PID, and wait for each.
+
+hb_bench_pids=()
+
+hb_bench_daemon() {
+	local build=$1 dir=$2 state=$3
+	mkdir -p "$dir"
+	cat >"$dir/hpcbridge.yaml" <<-YAML
+	daemon:
+	  socket: $dir/hbd.sock
+	  state: $state
+	  log_level: warn
+	slurm:
+	  user: root
+	plugin:
+	  timeout_ms: 200
+	placement:
+	  default_target: slurm
+	  partitions:
+	    gpu: kubernetes
+	YAML
+	"$build/bin/hpcbridged" --config "$dir/hpcbridge.yaml" --foreground \
+		2>>"$dir/hbd.log" &
+	hb_bench_pids+=("$!")
+	for _ in $(seq 100); do
+		[ -S "$dir/hbd.sock" ] && return 0
+		sleep 0.05
+	done
+	echo "hpcbridged did not start; see $dir/hbd.log" >&2
+	return 1
+}
+
+hb_bench_daemons_stop() {
+	local p
+	for p in "${hb_bench_pids[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	for p in "${hb_bench_pids[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+}
