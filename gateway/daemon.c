@@ -744,26 +744,18 @@ static void batch_settle(struct hb_daemon *d)
 	list = d->staged;
 	d->staged = NULL;
 	d->staged_tail = &d->staged;
-	if (!list) {
-		/* written, and no reply waits for it (the reconciler, a
-		 * task's result): still synced before anything shows it */
-		if (wrote)
-			hb_store_sync(d->st);
-		return;
-	}
-	for (s = list; s->next && n < SYNC_INLINE_MAX; s = s->next)
+	for (s = list; s && s->next; s = s->next)
 		n++;
-	if (all_synced(d) && (!wrote || n < SYNC_INLINE_MAX)) {
-		/* nothing unsynced before it; a small batch syncs here */
+	/* Synced here: a write no reply waits for (the reconciler's, a
+	 * task's result), and a small batch with nothing unsynced before it */
+	if (!list || (all_synced(d) && (!wrote || n < SYNC_INLINE_MAX))) {
 		if (wrote)
 			hb_store_sync(d->st);
 		deliver(d, list);
 		return;
 	}
 	*d->waiting_tail = list;
-	while (list->next)
-		list = list->next;
-	d->waiting_tail = &list->next;
+	d->waiting_tail = &s->next; /* s is the list's last */
 	sync_kick(d);
 }
 
