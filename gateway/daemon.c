@@ -890,20 +890,6 @@ static int get_obj(const cJSON *req, const char *key, const cJSON **out,
 }
 
 /* Add a copy of item (may be NULL: nothing) to obj. */
-static int add_copy(cJSON *obj, const char *key, const cJSON *item)
-{
-	cJSON *dup;
-
-	if (!item)
-		return 0;
-	dup = cJSON_Duplicate(item, 1);
-	if (!dup || !cJSON_AddItemToObject(obj, key, dup)) {
-		cJSON_Delete(dup);
-		return HB_ENOMEM;
-	}
-	return 0;
-}
-
 /* j as one line of JSON; caller frees with free().  NULL for NULL, or
  * when out of memory. */
 static char *print_or_null(const cJSON *j)
@@ -1010,22 +996,103 @@ static void op_ping(struct hb_daemon *d, struct conn *c)
 }
 
 /* The job's source as stored: the script and how it was run. */
-static cJSON *job_source(const char *kind, const cJSON *req)
+/* The document e wrote into b, ended, as a malloc'd string; NULL when it
+ * failed (out of memory).  Frees e and b. */
+static char *emitted(struct hb_emit *e, struct hb_buf *b)
 {
-	cJSON *src = cJSON_CreateObject();
+	char *s = e && !hb_emit_done(e) ? hb_buf_steal(b) : NULL;
+
+	hb_emit_free(e);
+	hb_buf_free(b);
+	return s;
+}
+
+/* What a job was submitted as, compact JSON: its kind, then the
+ * request's script, argv, env, cwd, jobspec and options.  Caller frees;
+ * NULL when out of memory. */
+static char *job_source(const char *kind, const cJSON *req)
+{
 	static const char *const keys[] = { "script",  "argv",	  "env", "cwd",
 					    "jobspec", "options", NULL };
+	struct hb_buf b;
+	struct hb_emit *e;
 
-	if (!src || !cJSON_AddStringToObject(src, "source", kind))
-		goto fail;
-	for (size_t i = 0; keys[i]; i++)
-		if (add_copy(src, keys[i],
-			     cJSON_GetObjectItemCaseSensitive(req, keys[i])))
-			goto fail;
-	return src;
-fail:
-	cJSON_Delete(src);
-	return NULL;
+	hb_buf_init(&b, HB_PROTO_MAX_PAYLOAD);
+	if ((e = hb_emit_new(HB_EMIT_JSON_COMPACT, &b))) {
+		hb_emit_obj(e, NULL);
+		hb_emit_str(e, "source", kind);
+		for (size_t i = 0; keys[i]; i++) {
+			const cJSON *v =
+				cJSON_GetObjectItemCaseSensitive(req, keys[i]);
+
+			if (v)
+				hb_emit_tree(e, keys[i], v);
+		}
+		hb_emit_end(e);
+	}
+	return emitted(e, &b);
+}
+
+/*
+ * What a decision was made from, as compact JSON: an object that the
+ * caller fills between inputs_begin() and inputs_end(), then the engine's
+ * document, already written, as its last member ("placement").
+ */
+static struct hb_emit *inputs_begin(struct hb_buf *b,
+				    const struct hb_decider_out *dec)
+{
+	struct hb_emit *e = NULL;
+
+	hb_buf_init(b, HB_PROTO_MAX_PAYLOAD);
+	if (!hb_buf_reserve(b, strlen(dec->doc_json) + 511) &&
+	    (e = hb_emit_new(HB_EMIT_JSON_COMPACT, b)))
+		hb_emit_obj(e, NULL);
+	return e;
+}
+
+/* The inputs as a malloc'd string; NULL when out of memory.  Frees e
+ * (NULL: inputs_begin() failed) and b. */
+static char *inputs_end(struct hb_emit *e, struct hb_buf *b,
+			const struct hb_decider_out *dec)
+{
+	char *s = NULL;
+
+	if (e && !hb_emit_end(e) && !hb_emit_done(e)) {
+		/* the closing brace makes way for the last member */
+		b->len--;
+		if (!hb_buf_puts(b, ",\"placement\":") &&
+		    !hb_buf_puts(b, dec->doc_json) && !hb_buf_putc(b, '}'))
+			s = hb_buf_steal(b);
+	}
+	hb_emit_free(e);
+	hb_buf_free(b);
+	return s;
+}
+
+/* A job_submit request's inputs (no script, no environment). */
+static char *decision_inputs(const struct hb_decider_job *job, int64_t uid,
+			     const cJSON *options,
+			     const struct hb_decider_out *dec)
+{
+	struct hb_buf b;
+	struct hb_emit *e = inputs_begin(&b, dec);
+
+	if (e) {
+		hb_emit_str(e, "user", job->user);
+		hb_emit_num(e, "uid", (double)uid);
+		hb_emit_str_or_null(e, "account", job->account);
+		hb_emit_str_or_null(e, "partition", job->partition);
+		hb_emit_str_or_null(e, "target", job->target);
+		if (job->time_limit_min >= 0)
+			hb_emit_num(e, "time_limit_min",
+				    (double)job->time_limit_min);
+		else
+			hb_emit_null(e, "time_limit_min");
+		if (options)
+			hb_emit_tree(e, "options", options);
+		hb_emit_str(e, "rule", dec->rule);
+	}
+	return inputs_end(e, &b, dec);
 }
 
 static void decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
@@ -1038,7 +1105,7 @@ static void decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	struct hb_proxy proxy;
 	struct req_err e = { 0 };
 	struct hb_err err = { 0 };
-	cJSON *inputs = NULL, *src = NULL, *detail = NULL, *r = NULL, *p;
+	cJSON *detail = NULL, *r = NULL, *p;
 	char *inputs_s = NULL, *src_s = NULL, script_buf[2 * 4096 + 128];
 	char cm[96];
 	const char *tname;
@@ -1094,29 +1161,10 @@ static void decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 		: dec.target == HB_DECIDE_SLURM ? "slurm"
 						: "rejected";
 
-	/* what the decision was made from (no script, no environment) */
-	inputs = cJSON_CreateObject();
-	src = job_source("slurm", req);
+	inputs_s = decision_inputs(&job, uid, options, &dec);
+	src_s = job_source("slurm", req);
 	detail = cJSON_CreateObject();
-	if (!inputs || !src || !detail)
-		goto nomem;
-	cJSON_AddStringToObject(inputs, "user", user);
-	cJSON_AddNumberToObject(inputs, "uid", (double)uid);
-	add_str_or_null(inputs, "account", account);
-	add_str_or_null(inputs, "partition", partition);
-	add_str_or_null(inputs, "target", target);
-	add_int_or_null(inputs, "time_limit_min", job.time_limit_min);
-	if (add_copy(inputs, "options", options))
-		goto nomem;
-	cJSON_AddStringToObject(inputs, "rule", dec.rule);
-	/* its explanation lines are stored once, in the explanation */
-	cJSON_DeleteItemFromObjectCaseSensitive(dec.doc, "explanation");
-	if (!cJSON_AddItemToObject(inputs, "placement", dec.doc))
-		goto nomem;
-	dec.doc = NULL; /* inputs owns it */
-	inputs_s = print_or_null(inputs);
-	src_s = print_or_null(src);
-	if (!inputs_s || !src_s)
+	if (!inputs_s || !src_s || !detail)
 		goto nomem;
 
 	if ((rc = txn(d, &err)))
@@ -1191,7 +1239,7 @@ store_fail:
 	stage_error(d, c, rc == HB_EINVAL || rc == HB_ETOOBIG ? rc : HB_ESTORE,
 		    err.msg[0] ? err.msg : "the state store failed", 0);
 out:
-	/* inputs, src, detail and r are left to op_decide()'s scratch
+	/* detail and r are left to op_decide()'s scratch
 	 * arena: deleting them would walk some 500 nodes to free nothing */
 	hb_decider_out_free(&dec);
 	free(inputs_s);
@@ -2194,7 +2242,7 @@ static void op_submit(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	struct req_err e = { 0 };
 	struct hb_err err = { 0 };
 	struct hb_job_row row = { 0 };
-	cJSON *src = NULL, *detail = NULL;
+	cJSON *detail = NULL;
 	char *src_s = NULL, cm[96];
 	struct task *t = NULL;
 	int rc;
@@ -2216,9 +2264,8 @@ static void op_submit(struct hb_daemon *d, struct conn *c, const cJSON *req)
 			    0);
 		return;
 	}
-	src = job_source("cli", req);
+	src_s = job_source("cli", req);
 	detail = cJSON_CreateObject();
-	src_s = src ? cJSON_PrintUnformatted(src) : NULL;
 	if (!src_s || !detail)
 		goto nomem;
 	if ((rc = txn(d, &err)))
@@ -2285,9 +2332,8 @@ store_fail:
 		    err.msg[0] ? err.msg : "the state store failed", 0);
 out:
 	task_free(t);
-	cJSON_Delete(src);
 	cJSON_Delete(detail);
-	cJSON_free(src_s);
+	free(src_s);
 }
 
 static void op_cancel(struct hb_daemon *d, struct conn *c, const cJSON *req)
@@ -3265,7 +3311,8 @@ static int origin_place(struct hb_daemon *d, const struct hb_origin_ev *ev,
 			struct hb_err *err)
 {
 	struct hb_decider_job job = { 0 };
-	cJSON *in = NULL;
+	struct hb_buf b;
+	struct hb_emit *e;
 	int rc;
 
 	job.user = oj->user;
@@ -3277,25 +3324,16 @@ static int origin_place(struct hb_daemon *d, const struct hb_origin_ev *ev,
 	if ((rc = hb_decider_decide(d->dc, &job, (int64_t)(job.seq / 1000),
 				    dec, err)))
 		return rc;
-	if (!(in = cJSON_CreateObject()) ||
-	    !cJSON_AddStringToObject(in, "user", oj->user) ||
-	    !cJSON_AddStringToObject(in, "namespace", ev->ns) ||
-	    !cJSON_AddStringToObject(in, "mpijob", ev->name) ||
-	    !cJSON_AddStringToObject(in, "rule", dec->rule))
-		goto nomem;
-	add_str_or_null(in, "account", job.account);
-	/* its explanation lines are stored once, in the explanation */
-	cJSON_DeleteItemFromObjectCaseSensitive(dec->doc, "explanation");
-	if (!cJSON_AddItemToObject(in, "placement", dec->doc))
-		goto nomem;
-	dec->doc = NULL; /* in owns it */
-	if (!(*inputs = cJSON_PrintUnformatted(in)))
-		goto nomem;
-	cJSON_Delete(in);
+	if ((e = inputs_begin(&b, dec))) {
+		hb_emit_str(e, "user", oj->user);
+		hb_emit_str(e, "namespace", ev->ns);
+		hb_emit_str(e, "mpijob", ev->name);
+		hb_emit_str(e, "rule", dec->rule);
+		hb_emit_str_or_null(e, "account", job.account);
+	}
+	if (!(*inputs = inputs_end(e, &b, dec)))
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 	return 0;
-nomem:
-	cJSON_Delete(in);
-	return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 }
 
 /* A new managed MPIJob: place it, store it with its decision, and queue
@@ -3424,8 +3462,8 @@ out:
 	hb_decider_out_free(&dec);
 	cJSON_Delete(src);
 	cJSON_Delete(detail);
-	cJSON_free(src_s);
-	cJSON_free(inputs);
+	free(src_s);
+	free(inputs);
 	return rc;
 }
 

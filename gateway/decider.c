@@ -376,9 +376,9 @@ cJSON *hb_decider_state(struct hb_decider *dc, int64_t now)
 void hb_decider_out_free(struct hb_decider_out *out)
 {
 	free(out->explanation);
-	cJSON_Delete(out->doc);
+	free(out->doc_json);
 	out->explanation = NULL;
-	out->doc = NULL;
+	out->doc_json = NULL;
 }
 
 /* The job as the engine sees it: the jobspec Slurm resolved, with the
@@ -398,20 +398,6 @@ static int read_job(const struct hb_decider_job *job, struct hb_jobspec *spec,
 	if (!spec->time_limit && job->time_limit_min != HB_RULES_NO_LIMIT)
 		spec->time_limit = (uint64_t)job->time_limit_min * 60;
 	return 0;
-}
-
-/* The document's explanation lines, each ending in '\n'. */
-static int join_lines(const cJSON *lines, struct hb_buf *out)
-{
-	const cJSON *l;
-	int rc = 0;
-
-	cJSON_ArrayForEach (l, lines)
-		if (cJSON_IsString(l) &&
-		    ((rc = hb_buf_puts(out, l->valuestring)) ||
-		     (rc = hb_buf_putc(out, '\n'))))
-			return rc;
-	return rc;
 }
 
 /* Why, from the explanation's first line ("decision: kubernetes (queue
@@ -472,12 +458,14 @@ int hb_decider_decide(struct hb_decider *dc, const struct hb_decider_job *job,
 	struct hb_jobspec spec;
 	struct hb_place_input in;
 	struct hb_place_result res;
-	struct hb_buf text;
+	struct hb_buf text, doc;
+	struct hb_emit *e = NULL;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	hb_jobspec_init(&spec, "job_desc");
 	hb_buf_init(&text, 1u << 20);
+	hb_buf_init(&doc, 1u << 20);
 	if ((rc = read_job(job, &spec, err)))
 		goto out;
 	age(dc, now);
@@ -499,13 +487,20 @@ int hb_decider_decide(struct hb_decider *dc, const struct hb_decider_job *job,
 		hb_err_set(err, rc, NULL, 0, "the job has no nodes or CPUs");
 		goto out;
 	}
-	rc = HB_ENOMEM;
-	if (!(out->doc = hb_place_to_json(&dc->pol, &in, &res)) ||
-	    join_lines(cJSON_GetObjectItemCaseSensitive(out->doc,
-							"explanation"),
-		       &text) ||
-	    !(out->explanation = strdup(text.data ? text.data : ""))) {
-		hb_err_set(err, rc, NULL, 0, "out of memory");
+	/* Both are sized for a usual decision at once: the explanation
+	 * nearly always fits 1 KiB, the document 3 KiB. */
+	if (!(e = hb_emit_new(HB_EMIT_JSON_COMPACT, &doc)) ||
+	    hb_buf_reserve(&text, 1023) || hb_buf_reserve(&doc, 3071) ||
+	    (rc = hb_place_explain(&dc->pol, &in, &res, &text)) ||
+	    (rc = hb_place_emit(e, NULL, &dc->pol, &in, &res, NULL)) ||
+	    (rc = hb_emit_done(e)) ||
+	    !(out->explanation = hb_buf_steal(&text)) ||
+	    !(out->doc_json = hb_buf_steal(&doc))) {
+		rc = rc == HB_ETOOBIG ? rc : HB_ENOMEM;
+		hb_err_set(err, rc, NULL, 0,
+			   rc == HB_ENOMEM ? "out of memory"
+					   : "the decision's document is too "
+					     "large");
 		goto out;
 	}
 	out->target = res.target == HB_PLACE_SLURM  ? HB_DECIDE_SLURM
@@ -527,7 +522,9 @@ int hb_decider_decide(struct hb_decider *dc, const struct hb_decider_job *job,
 out:
 	if (rc)
 		hb_decider_out_free(out);
+	hb_emit_free(e);
 	hb_buf_free(&text);
+	hb_buf_free(&doc);
 	hb_jobspec_free(&spec);
 	return rc;
 }

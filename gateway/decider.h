@@ -71,7 +71,8 @@ struct hb_decider_out {
 	char reason[400];  /* one line for the user (a rejection says what
 			    * each side lacks) */
 	char *explanation;  /* every line, '\n'-separated (malloc) */
-	struct cJSON *doc;  /* hb_place_to_json(); the caller may take it */
+	char *doc_json;	    /* hb_place_emit()'s document without the
+			     * explanation, compact JSON (malloc) */
 };
 void hb_decider_out_free(struct hb_decider_out *out);
 

@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "hpcbridge/doc.h"
 #include "hpcbridge/placement.h"
 #include "hpcbridge/units.h"
 
@@ -1743,246 +1744,170 @@ int hb_place_explain(const struct hb_policy *pol,
 
 /* ---- the document ----------------------------------------------------- */
 
-static cJSON *instant(int64_t t)
+static void emit_instant(struct hb_emit *e, const char *k, int64_t t)
 {
 	char b[32];
 
-	return cJSON_CreateString(hb_format_instant(t, b, sizeof(b)));
+	hb_emit_str(e, k, hb_format_instant(t, b, sizeof(b)));
 }
 
-/* v under key k, a string literal: cJSON keeps the pointer instead of a
- * copy (a document has some 70 keys). */
-static bool put(cJSON *o, const char *k, cJSON *v)
-{
-	if (!v)
-		return false;
-	if (!cJSON_AddItemToObjectCS(o, k, v)) {
-		cJSON_Delete(v);
-		return false;
-	}
-	return true;
-}
-
-static bool put_num(cJSON *o, const char *k, int64_t v)
-{
-	return put(o, k, cJSON_CreateNumber((double)v));
-}
-
-static bool put_money(cJSON *o, const char *k, const char *kmicro, hb_money v)
+static void emit_money(struct hb_emit *e, const char *k, const char *kmicro,
+		       hb_money v)
 {
 	char b[48];
 
-	return put(o, k,
-		   cJSON_CreateString(hb_format_money(v, b, sizeof(b)))) &&
-	       put_num(o, kmicro, v);
+	hb_emit_str(e, k, hb_format_money(v, b, sizeof(b)));
+	hb_emit_num(e, kmicro, (double)v);
 }
 
-static cJSON *alt_json(const struct hb_place_result *r, int s)
+static void emit_alt(struct hb_emit *e, const struct hb_place_result *r, int s)
 {
 	const struct hb_place_alt *a = &r->alt[s];
-	cJSON *o = cJSON_CreateObject();
-	bool ok;
 
-	if (!o)
-		return NULL;
-	ok = put(o, "side", cJSON_CreateString(hb_side_name(s))) &&
-	     put(o, "resource",
-		 a->resource ? cJSON_CreateString(a->resource)
-			     : cJSON_CreateNull()) &&
-	     put(o, "gpu_type",
-		 a->gpu_type ? cJSON_CreateString(a->gpu_type)
-			     : cJSON_CreateNull()) &&
-	     put(o, "can_run", cJSON_CreateBool(a->can_run)) &&
-	     put(o, "allowed", cJSON_CreateBool(a->allowed)) &&
-	     put(o, "blocked_by",
-		 a->blocked_by ? cJSON_CreateString(
-					 hb_place_factor_name(a->blocked_by))
-			       : cJSON_CreateNull()) &&
-	     put(o, "meets_deadline", cJSON_CreateBool(a->meets_deadline)) &&
-	     put(o, "fits_now", cJSON_CreateBool(a->fits_now)) &&
-	     put(o, "estimated", cJSON_CreateBool(a->estimated)) &&
-	     put_num(o, "wait_s", a->wait) &&
-	     put_num(o, "staging_s", a->staging) &&
-	     put_num(o, "moved_bytes", (int64_t)a->moved) &&
-	     put_num(o, "runtime_s", a->runtime) &&
-	     put(o, "start", instant(a->start)) &&
-	     put(o, "finish", instant(a->finish)) &&
-	     put_num(o, "start_in_s", a->start - r->now) &&
-	     put_num(o, "finish_in_s", a->finish - r->now) &&
-	     put_money(o, "cost", "cost_micro", a->cost) &&
-	     put_money(o, "compute", "compute_micro", a->compute) &&
-	     put_money(o, "egress", "egress_micro", a->egress);
-	if (!ok) {
-		cJSON_Delete(o);
-		return NULL;
-	}
-	return o;
+	hb_emit_obj(e, NULL);
+	hb_emit_str(e, "side", hb_side_name(s));
+	hb_emit_str_or_null(e, "resource", a->resource);
+	hb_emit_str_or_null(e, "gpu_type", a->gpu_type);
+	hb_emit_bool(e, "can_run", a->can_run);
+	hb_emit_bool(e, "allowed", a->allowed);
+	hb_emit_str_or_null(e, "blocked_by",
+			 a->blocked_by ? hb_place_factor_name(a->blocked_by)
+				       : NULL);
+	hb_emit_bool(e, "meets_deadline", a->meets_deadline);
+	hb_emit_bool(e, "fits_now", a->fits_now);
+	hb_emit_bool(e, "estimated", a->estimated);
+	hb_emit_num(e, "wait_s", (double)a->wait);
+	hb_emit_num(e, "staging_s", (double)a->staging);
+	hb_emit_num(e, "moved_bytes", (double)(int64_t)a->moved);
+	hb_emit_num(e, "runtime_s", (double)a->runtime);
+	emit_instant(e, "start", a->start);
+	emit_instant(e, "finish", a->finish);
+	hb_emit_num(e, "start_in_s", (double)(a->start - r->now));
+	hb_emit_num(e, "finish_in_s", (double)(a->finish - r->now));
+	emit_money(e, "cost", "cost_micro", a->cost);
+	emit_money(e, "compute", "compute_micro", a->compute);
+	emit_money(e, "egress", "egress_micro", a->egress);
+	hb_emit_end(e);
 }
 
-static cJSON *factor_json(const struct hb_place_factor *f)
+static void emit_factor(struct hb_emit *e, const struct hb_place_factor *f)
 {
-	cJSON *o = cJSON_CreateObject();
-	bool ok;
-
-	if (!o)
-		return NULL;
-	ok = put(o, "factor",
-		 cJSON_CreateString(hb_place_factor_name(f->kind))) &&
-	     put(o, "side",
-		 f->side >= 0 ? cJSON_CreateString(hb_side_name(f->side))
-			      : cJSON_CreateNull()) &&
-	     put(o, "rule",
-		 cJSON_CreateBool(hb_place_factor_is_rule(f->kind))) &&
-	     put_num(o, "value", f->value) && put_num(o, "limit", f->limit) &&
-	     put(o, "subject",
-		 f->subject ? cJSON_CreateString(f->subject)
-			    : cJSON_CreateNull());
-	if (!ok) {
-		cJSON_Delete(o);
-		return NULL;
-	}
-	return o;
+	hb_emit_obj(e, NULL);
+	hb_emit_str(e, "factor", hb_place_factor_name(f->kind));
+	hb_emit_str_or_null(e, "side", f->side >= 0 ? hb_side_name(f->side) : NULL);
+	hb_emit_bool(e, "rule", hb_place_factor_is_rule(f->kind));
+	hb_emit_num(e, "value", (double)f->value);
+	hb_emit_num(e, "limit", (double)f->limit);
+	hb_emit_str_or_null(e, "subject", f->subject);
+	hb_emit_end(e);
 }
 
-/* What the decision was made from, as far as the job goes. */
-static cJSON *job_json(const struct hb_place_input *in)
+/* What the decision was made from, as far as the job goes; absent
+ * optional fields are left out. */
+static void emit_job(struct hb_emit *e, const struct hb_place_input *in)
 {
-	cJSON *j = cJSON_CreateObject(), *d;
-	bool ok;
+	hb_emit_obj(e, "job");
+	hb_emit_str_or_null(e, "source", in->source_name);
+	if (in->name)
+		hb_emit_str(e, "name", in->name);
+	if (in->user)
+		hb_emit_str(e, "user", in->user);
+	if (in->account)
+		hb_emit_str(e, "account", in->account);
+	if (in->partition)
+		hb_emit_str(e, "partition", in->partition);
+	hb_emit_num(e, "seq", (double)(int64_t)in->seq);
+	hb_emit_num(e, "nodes", (double)in->nodes);
+	hb_emit_num(e, "cpus_per_node", (double)in->cpus_per_node);
+	hb_emit_num(e, "mem_per_node_mb", (double)(int64_t)in->mem_per_node_mb);
+	hb_emit_bool(e, "whole_node", in->whole_node);
+	hb_emit_num(e, "gpus_per_node", (double)in->gpus_per_node);
+	if (in->gpu_type)
+		hb_emit_str(e, "gpu_type", in->gpu_type);
+	hb_emit_num(e, "shards_per_node", (double)in->shards_per_node);
+	hb_emit_bool(e, "needs_rdma", in->needs_rdma);
+	hb_emit_num(e, "time_limit_s", (double)in->time_limit);
+	if (in->requested >= 0)
+		hb_emit_str(e, "requested", hb_side_name(in->requested));
+	if (in->slurm_start)
+		emit_instant(e, "slurm_start", in->slurm_start);
+	hb_emit_arr(e, "data");
+	for (uint32_t i = 0; i < in->ndata; i++)
+		hb_emit_str_or_null(e, NULL, in->data[i]);
+	hb_emit_end(e);
+	hb_emit_end(e);
+}
 
-	if (!j)
-		return NULL;
-	ok = put(j, "source",
-		 in->source_name ? cJSON_CreateString(in->source_name)
-				 : cJSON_CreateNull()) &&
-	     (!in->name || put(j, "name", cJSON_CreateString(in->name))) &&
-	     (!in->user || put(j, "user", cJSON_CreateString(in->user))) &&
-	     (!in->account ||
-	      put(j, "account", cJSON_CreateString(in->account))) &&
-	     (!in->partition ||
-	      put(j, "partition", cJSON_CreateString(in->partition))) &&
-	     put_num(j, "seq", (int64_t)in->seq) &&
-	     put_num(j, "nodes", in->nodes) &&
-	     put_num(j, "cpus_per_node", in->cpus_per_node) &&
-	     put_num(j, "mem_per_node_mb", (int64_t)in->mem_per_node_mb) &&
-	     put(j, "whole_node", cJSON_CreateBool(in->whole_node)) &&
-	     put_num(j, "gpus_per_node", in->gpus_per_node) &&
-	     (!in->gpu_type ||
-	      put(j, "gpu_type", cJSON_CreateString(in->gpu_type))) &&
-	     put_num(j, "shards_per_node", in->shards_per_node) &&
-	     put(j, "needs_rdma", cJSON_CreateBool(in->needs_rdma)) &&
-	     put_num(j, "time_limit_s", in->time_limit) &&
-	     (in->requested < 0 ||
-	      put(j, "requested",
-		  cJSON_CreateString(hb_side_name(in->requested)))) &&
-	     (!in->slurm_start ||
-	      put(j, "slurm_start", instant(in->slurm_start)));
-	d = ok ? cJSON_CreateArray() : NULL;
-	ok = ok && put(j, "data", d);
-	for (uint32_t i = 0; ok && i < in->ndata; i++) {
-		cJSON *s = in->data[i] ? cJSON_CreateString(in->data[i])
-				       : cJSON_CreateNull();
-
-		ok = s && cJSON_AddItemToArray(d, s);
-		if (!ok)
-			cJSON_Delete(s);
+int hb_place_emit(struct hb_emit *e, const char *key,
+		  const struct hb_policy *pol, const struct hb_place_input *in,
+		  const struct hb_place_result *r, const char *explanation)
+{
+	hb_emit_obj(e, key);
+	hb_emit_str(e, "target", hb_place_target_name(r->target));
+	hb_emit_str(e, "why", hb_place_why_name(r->why));
+	hb_emit_str_or_null(e, "resource",
+			 r->target != HB_PLACE_REJECT
+				 ? r->alt[r->target].resource
+				 : NULL);
+	hb_emit_obj(e, "rule");
+	hb_emit_str(e, "name", r->rule->name);
+	hb_emit_num(e, "index", (double)r->rule->index);
+	hb_emit_num(e, "line", (double)r->rule->line);
+	hb_emit_end(e);
+	hb_emit_str(e, "policy", pol->source_name);
+	hb_emit_str(e, "currency", pol->currency);
+	emit_instant(e, "now", r->now);
+	if (r->deadline) {
+		emit_instant(e, "deadline", r->deadline);
+		hb_emit_str(e, "deadline_source",
+			    r->deadline_default ? "partition" : "job");
+	} else {
+		hb_emit_null(e, "deadline");
+		hb_emit_null(e, "deadline_source");
 	}
-	if (!ok) {
-		cJSON_Delete(j);
-		return NULL;
+	hb_emit_num(e, "runtime_s", (double)r->runtime);
+	if (r->rule->pilot_bp) {
+		hb_emit_obj(e, "pilot");
+		hb_emit_num(e, "bucket", (double)r->pilot_bucket);
+		hb_emit_num(e, "share_bp", (double)r->rule->pilot_bp);
+		hb_emit_bool(e, "selected", r->pilot_selected);
+		hb_emit_end(e);
 	}
-	return j;
+	hb_emit_arr(e, "alternatives");
+	for (int s = 0; s < HB__SIDE_COUNT; s++)
+		emit_alt(e, r, s);
+	hb_emit_end(e);
+	hb_emit_arr(e, "factors");
+	for (uint32_t i = 0; i < r->nfactors; i++)
+		emit_factor(e, &r->factor[i]);
+	hb_emit_end(e);
+	hb_emit_bool(e, "factors_truncated", r->factors_truncated);
+	emit_job(e, in);
+	if (explanation) {
+		hb_emit_arr(e, "explanation");
+		for (const char *p = explanation, *nl;
+		     (nl = strchr(p, '\n')); p = nl + 1)
+			hb_emit_strn(e, NULL, p, (size_t)(nl - p));
+		hb_emit_end(e);
+	}
+	return hb_emit_end(e);
 }
 
 cJSON *hb_place_to_json(const struct hb_policy *pol,
 			const struct hb_place_input *in,
 			const struct hb_place_result *r)
 {
-	cJSON *o = cJSON_CreateObject(), *rule, *arr, *lines;
+	struct hb_emit *e = hb_emit_new(HB_EMIT_TREE, NULL);
 	struct hb_buf text;
-	bool ok;
+	cJSON *doc = NULL;
 
 	hb_buf_init(&text, 1u << 20);
-	if (!o)
-		return NULL;
-	/* Room for the explanation at once, not by doubling from 256: 1 KiB
-	 * holds nearly all (99% are under 850 bytes).  Not more: glibc
-	 * serves up to 1,032 bytes from its per-thread cache, and a larger
-	 * block first merges every freed small one, tens of thousands of
-	 * instructions after a document's worth of cJSON frees.  A failure
-	 * here fails hb_place_explain() below. */
-	(void)hb_buf_reserve(&text, 1023);
-	rule = cJSON_CreateObject();
-	ok = put(o, "target",
-		 cJSON_CreateString(hb_place_target_name(r->target))) &&
-	     put(o, "why", cJSON_CreateString(hb_place_why_name(r->why))) &&
-	     put(o, "resource",
-		 r->target != HB_PLACE_REJECT && r->alt[r->target].resource
-			 ? cJSON_CreateString(r->alt[r->target].resource)
-			 : cJSON_CreateNull()) &&
-	     put(o, "rule", rule) &&
-	     put(rule, "name", cJSON_CreateString(r->rule->name)) &&
-	     put_num(rule, "index", r->rule->index) &&
-	     put_num(rule, "line", r->rule->line) &&
-	     put(o, "policy", cJSON_CreateString(pol->source_name)) &&
-	     put(o, "currency", cJSON_CreateString(pol->currency)) &&
-	     put(o, "now", instant(r->now)) &&
-	     put(o, "deadline",
-		 r->deadline ? instant(r->deadline) : cJSON_CreateNull()) &&
-	     put(o, "deadline_source",
-		 !r->deadline	       ? cJSON_CreateNull()
-		 : r->deadline_default ? cJSON_CreateString("partition")
-				       : cJSON_CreateString("job")) &&
-	     put_num(o, "runtime_s", r->runtime);
-	if (ok && r->rule->pilot_bp) {
-		cJSON *p = cJSON_CreateObject();
-
-		ok = put(o, "pilot", p) &&
-		     put_num(p, "bucket", r->pilot_bucket) &&
-		     put_num(p, "share_bp", r->rule->pilot_bp) &&
-		     put(p, "selected", cJSON_CreateBool(r->pilot_selected));
+	if (e && !hb_place_explain(pol, in, r, &text)) {
+		hb_place_emit(e, NULL, pol, in, r, text.data ? text.data : "");
+		if (!hb_emit_done(e))
+			hb_emit_take(e, &doc);
 	}
-	arr = ok ? cJSON_CreateArray() : NULL;
-	ok = ok && put(o, "alternatives", arr);
-	for (int s = 0; ok && s < HB__SIDE_COUNT; s++) {
-		cJSON *a = alt_json(r, s);
-
-		ok = a && cJSON_AddItemToArray(arr, a);
-		if (!ok)
-			cJSON_Delete(a);
-	}
-	arr = ok ? cJSON_CreateArray() : NULL;
-	ok = ok && put(o, "factors", arr);
-	for (uint32_t i = 0; ok && i < r->nfactors; i++) {
-		cJSON *f = factor_json(&r->factor[i]);
-
-		ok = f && cJSON_AddItemToArray(arr, f);
-		if (!ok)
-			cJSON_Delete(f);
-	}
-	ok = ok &&
-	     put(o, "factors_truncated",
-		 cJSON_CreateBool(r->factors_truncated)) &&
-	     put(o, "job", job_json(in));
-	lines = ok ? cJSON_CreateArray() : NULL;
-	ok = ok && put(o, "explanation", lines) &&
-	     !hb_place_explain(pol, in, r, &text);
-	for (char *p = text.data, *nl; ok && p && *p; p = nl + 1) {
-		cJSON *l;
-
-		nl = strchr(p, '\n');
-		if (!nl)
-			break;
-		*nl = '\0';
-		l = cJSON_CreateString(p);
-		ok = l && cJSON_AddItemToArray(lines, l);
-		if (!ok)
-			cJSON_Delete(l);
-	}
+	hb_emit_free(e);
 	hb_buf_free(&text);
-	if (!ok) {
-		cJSON_Delete(o);
-		return NULL;
-	}
-	return o;
+	return doc;
 }

@@ -2668,7 +2668,8 @@ struct hb_emit *hb_emit_new(enum hb_emit_format fmt, struct hb_buf *out)
 {
 	struct hb_emit *e;
 
-	if (fmt != HB_EMIT_JSON && fmt != HB_EMIT_YAML && fmt != HB_EMIT_TREE)
+	if (fmt != HB_EMIT_JSON && fmt != HB_EMIT_JSON_COMPACT &&
+	    fmt != HB_EMIT_YAML && fmt != HB_EMIT_TREE)
 		return NULL;
 	if (fmt != HB_EMIT_TREE && !out)
 		return NULL;
@@ -2729,7 +2730,8 @@ static inline int json_plain(const char *k, size_t n)
 static int json_fast(struct hb_emit *e, struct efr *p, const char *key,
 		     size_t kl, const char *v, size_t vn)
 {
-	size_t ind = 2 * (size_t)e->depth;
+	int compact = e->fmt == HB_EMIT_JSON_COMPACT;
+	size_t ind = compact ? 0 : 2 * (size_t)e->depth;
 	char *o;
 
 	if (!p || ind > 64 || e->depth > HB_DOC_MAX_DEPTH)
@@ -2738,15 +2740,17 @@ static int json_fast(struct hb_emit *e, struct efr *p, const char *key,
 	if (!o)
 		return 0;
 	*o++ = p->n ? ',' : p->obj ? '{' : '[';
-	*o++ = '\n';
-	hb_copy(o, spaces, ind);
-	o += ind;
+	if (!compact) {
+		*o++ = '\n';
+		hb_copy(o, spaces, ind);
+		o += ind;
+	}
 	if (p->obj) {
 		*o++ = '"';
 		hb_copy(o, key, kl);
 		o += kl;
 		memcpy(o, "\": ", 3);
-		o += 3;
+		o += compact ? 2 : 3;
 	}
 	if (v) {
 		*o++ = '"';
@@ -2790,14 +2794,17 @@ static void json_pre(struct hb_emit *e, struct efr *p, const char *key)
 				key = "";
 			kl = strlen(key);
 		}
+		int compact = e->fmt == HB_EMIT_JSON_COMPACT;
+
 		if (p->n == 0)
-			put(w, p->obj ? "{\n" : "[\n", 2);
+			put(w, p->obj ? "{\n" : "[\n", compact ? 1 : 2);
 		else
-			PUTS(w, ",\n");
-		indent(w, (int)ind);
+			put(w, ",\n", compact ? 1 : 2);
+		if (!compact)
+			indent(w, (int)ind);
 		if (p->obj) {
 			quoted(w, key, kl, json_escape);
-			PUTS(w, ": ");
+			put(w, ": ", compact ? 1 : 2);
 		}
 	}
 	if (e->depth > HB_DOC_MAX_DEPTH)
@@ -2971,6 +2978,7 @@ static int container(struct hb_emit *e, const char *key, int obj)
 
 		switch (e->fmt) {
 		case HB_EMIT_JSON:
+		case HB_EMIT_JSON_COMPACT:
 			json_pre(e, p, key);
 			break;
 		case HB_EMIT_YAML:
@@ -3031,6 +3039,12 @@ int hb_emit_end(struct hb_emit *e)
 		return e->w.rc;
 	f = &e->st[e->depth];
 	switch (e->fmt) {
+	case HB_EMIT_JSON_COMPACT:
+		if (f->n)
+			putc1(&e->w, f->obj ? '}' : ']');
+		else
+			put(&e->w, f->obj ? "{}" : "[]", 2);
+		break;
 	case HB_EMIT_JSON: {
 		size_t ind = 2 * (size_t)e->depth;
 		char *o;
@@ -3078,7 +3092,8 @@ int hb_emit_strn(struct hb_emit *e, const char *key, const char *s, size_t n)
 		n = 0;
 	}
 	switch (e->fmt) {
-	case HB_EMIT_JSON: {
+	case HB_EMIT_JSON:
+	case HB_EMIT_JSON_COMPACT: {
 		size_t kl = json_simple_key(p, &key);
 
 		if (kl != (size_t)-1 && n <= 256 && json_plain(s, n) &&
@@ -3135,6 +3150,11 @@ int hb_emit_str(struct hb_emit *e, const char *key, const char *s)
 	return hb_emit_strn(e, key, s, s ? strlen(s) : 0);
 }
 
+int hb_emit_str_or_null(struct hb_emit *e, const char *key, const char *s)
+{
+	return s ? hb_emit_str(e, key, s) : hb_emit_null(e, key);
+}
+
 /* A scalar written as it is: "true", "false", "null" or a number. */
 static int word(struct hb_emit *e, const char *key, const char *text, size_t n,
 		cJSON *node)
@@ -3148,6 +3168,7 @@ static int word(struct hb_emit *e, const char *key, const char *text, size_t n,
 	}
 	switch (e->fmt) {
 	case HB_EMIT_JSON:
+	case HB_EMIT_JSON_COMPACT:
 		json_pre(e, p, key);
 		if (!n)
 			fail(e, HB_EUNSUP); /* JSON has no NaN or infinity */

@@ -124,7 +124,14 @@ int hb_doc_write_yaml(const struct cJSON *doc, struct hb_buf *out);
  * allocation of its own beyond hb_emit_new() (the buffer grows; the tree
  * back end allocates through cJSON).
  */
-enum hb_emit_format { HB_EMIT_JSON, HB_EMIT_YAML, HB_EMIT_TREE };
+/* HB_EMIT_JSON_COMPACT writes what hb_doc_write_json_compact() writes
+ * (one line, no trailing newline). */
+enum hb_emit_format {
+	HB_EMIT_JSON,
+	HB_EMIT_YAML,
+	HB_EMIT_TREE,
+	HB_EMIT_JSON_COMPACT
+};
 struct hb_emit;
 
 /* A writer appending to out (borrowed until hb_emit_free(); NULL for
@@ -142,6 +149,8 @@ int hb_emit_strn(struct hb_emit *e, const char *key, const char *s, size_t n);
 int hb_emit_num(struct hb_emit *e, const char *key, double v);
 int hb_emit_bool(struct hb_emit *e, const char *key, int v);
 int hb_emit_null(struct hb_emit *e, const char *key);
+/* s as a string, or null when s is NULL. */
+int hb_emit_str_or_null(struct hb_emit *e, const char *key, const char *s);
 /* The events of a whole tree (members keep their own keys); v is
  * borrowed.  cJSON_Raw nodes are HB_EUNSUP, as for the tree writers. */
 int hb_emit_tree(struct hb_emit *e, const char *key, const struct cJSON *v);

@@ -234,9 +234,21 @@ int hb_place_explain(const struct hb_policy *pol,
 		     const struct hb_place_input *in,
 		     const struct hb_place_result *res, struct hb_buf *out);
 
-/* The decision as a document: target, why, rule, deadline, every
- * alternative, the factors, the explanation lines and the job's input
- * ("job").  Caller frees with cJSON_Delete(); NULL when out of memory. */
+/*
+ * The decision as a document: target, why, rule, deadline, every
+ * alternative, the factors, the job's input ("job") and, when explanation
+ * is not NULL, its lines (the text hb_place_explain() wrote, one array
+ * item per '\n'-ended line).  One object, under key inside an object,
+ * through the writer e (doc.h): the stored decision takes it as compact
+ * JSON text, hb_place_to_json() as a tree.  Returns the writer's code.
+ */
+struct hb_emit;
+int hb_place_emit(struct hb_emit *e, const char *key,
+		  const struct hb_policy *pol, const struct hb_place_input *in,
+		  const struct hb_place_result *res, const char *explanation);
+
+/* The same document, explanation included, as a tree.  Caller frees with
+ * cJSON_Delete(); NULL when out of memory. */
 struct cJSON *hb_place_to_json(const struct hb_policy *pol,
 			       const struct hb_place_input *in,
 			       const struct hb_place_result *res);

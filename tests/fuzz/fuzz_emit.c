@@ -37,15 +37,20 @@ static void same(const struct hb_buf *a, int ra, const struct hb_buf *b,
 
 static void writers(const cJSON *doc)
 {
-	for (int f = 0; f < 2; f++) {
+	static const enum hb_emit_format fmts[] = { HB_EMIT_JSON, HB_EMIT_YAML,
+						    HB_EMIT_JSON_COMPACT };
+
+	for (int f = 0; f < 3; f++) {
 		struct hb_buf a, b;
 		struct hb_emit *e;
 		int ra, rb;
 
 		hb_buf_init(&a, 0);
 		hb_buf_init(&b, 0);
-		ra = f ? hb_doc_write_yaml(doc, &a) : hb_doc_write_json(doc, &a);
-		e = hb_emit_new(f ? HB_EMIT_YAML : HB_EMIT_JSON, &b);
+		ra = f == 0   ? hb_doc_write_json(doc, &a)
+		     : f == 1 ? hb_doc_write_yaml(doc, &a)
+			      : hb_doc_write_json_compact(doc, &a);
+		e = hb_emit_new(fmts[f], &b);
 		if (!e)
 			abort();
 		hb_emit_tree(e, NULL, doc);

@@ -190,9 +190,18 @@ static void test_policy_file(void **state)
 	/* another account has its own budget */
 	assert_int_equal(decide(dc, "batch", NULL, "chem", 3, 6, T0, &o),
 			 HB_DECIDE_KUBE);
-	assert_non_null(o.doc);
-	assert_string_equal(
-		cJSON_GetObjectItem(o.doc, "why")->valuestring, "only_side");
+	assert_non_null(o.doc_json);
+	{
+		cJSON *doc = cJSON_Parse(o.doc_json);
+
+		assert_non_null(doc);
+		assert_string_equal(
+			cJSON_GetObjectItem(doc, "why")->valuestring,
+			"only_side");
+		/* the explanation is kept once, beside the document */
+		assert_null(cJSON_GetObjectItem(doc, "explanation"));
+		cJSON_Delete(doc);
+	}
 	hb_decider_out_free(&o);
 	hb_config_free(&cfg);
 
@@ -235,7 +244,7 @@ static void store_decision(struct hb_store *st, const char *account,
 	char *text;
 
 	row.target = names[o->target];
-	cJSON_AddItemToObject(inputs, "placement", cJSON_Duplicate(o->doc, 1));
+	cJSON_AddItemToObject(inputs, "placement", cJSON_Parse(o->doc_json));
 	text = cJSON_PrintUnformatted(inputs);
 	assert_non_null(text);
 	if (hb_store_begin(st, &err) || hb_store_job_add(st, &row, &err) ||

@@ -30,15 +30,20 @@ static void same_as_tree_writer(const cJSON *doc, enum hb_emit_format fmt,
 	hb_buf_init(&b, 0);
 	assert_int_equal(hb_buf_puts(&a, "prefix\n"), 0);
 	assert_int_equal(hb_buf_puts(&b, "prefix\n"), 0);
-	ra = fmt == HB_EMIT_JSON ? hb_doc_write_json(doc, &a)
-				 : hb_doc_write_yaml(doc, &a);
+	ra = fmt == HB_EMIT_JSON	    ? hb_doc_write_json(doc, &a)
+	     : fmt == HB_EMIT_JSON_COMPACT ? hb_doc_write_json_compact(doc, &a)
+					   : hb_doc_write_yaml(doc, &a);
 	e = hb_emit_new(fmt, &b);
 	assert_non_null(e);
 	hb_emit_tree(e, NULL, doc);
 	rb = hb_emit_done(e);
 	if (ra != rb || a.len != b.len || memcmp(a.data, b.data, a.len))
 		fail_msg("%s (%s): tree writer %d:\n%s\nstreaming %d:\n%s",
-			 what, fmt == HB_EMIT_JSON ? "json" : "yaml", ra,
+			 what,
+			 fmt == HB_EMIT_JSON	       ? "json"
+			 : fmt == HB_EMIT_JSON_COMPACT ? "compact json"
+						       : "yaml",
+			 ra,
 			 a.data, rb, b.data);
 	/* The writer takes a second document after the first. */
 	if (!rb) {
@@ -98,6 +103,7 @@ static void same_tree(const cJSON *doc, const char *what)
 static void check_doc(const cJSON *doc, const char *what)
 {
 	same_as_tree_writer(doc, HB_EMIT_JSON, what);
+	same_as_tree_writer(doc, HB_EMIT_JSON_COMPACT, what);
 	same_as_tree_writer(doc, HB_EMIT_YAML, what);
 	same_tree(doc, what);
 }
