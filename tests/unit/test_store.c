@@ -145,6 +145,16 @@ static int64_t count(const char *path, const char *table)
 	return n;
 }
 
+/* The job id sequence as others see it. */
+static int64_t seq_value(const char *path)
+{
+	sqlite3 *db = raw_open(path);
+	int64_t n = raw_int(db, "SELECT value FROM seq WHERE name = 'job'");
+
+	sqlite3_close(db);
+	return n;
+}
+
 static void assert_contains(const char *hay, const char *needle)
 {
 	if (!strstr(hay, needle))
@@ -1034,7 +1044,9 @@ static void test_group_commit(void **state)
 	memset(&err, 0, sizeof(err));
 	add_decision(st, 2, id, sizeof(id));
 	assert_string_equal(id, "hb-000012"); /* the failed add took none */
+	assert_int_equal(seq_value(fx->path), 10); /* written at commit */
 	assert_int_equal(hb_store_commit(st, &err), 0);
+	assert_int_equal(seq_value(fx->path), 12);
 	assert_int_equal(count(fx->path, "jobs"), 12);
 	assert_int_equal(count(fx->path, "decisions"), 12);
 
@@ -1347,12 +1359,22 @@ static void test_decisions(void **state)
 	assert_int_equal(row.updated_ms, fixed_ms + 2);
 	hb_job_row_free(&row);
 	hb_job_row_free(NULL);
+	/* A decision for the target the job has already is recorded, and
+	 * leaves the job as it was. */
+	assert_int_equal(hb_store_decision_add(st, id, "slurm", NULL, "again",
+					       NULL, &err),
+			 0);
+	assert_int_equal(count(fx->path, "decisions"), 3);
+	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
+	assert_string_equal(row.target, "slurm");
+	assert_int_equal(row.updated_ms, fixed_ms + 2);
+	hb_job_row_free(&row);
 
 	assert_int_equal(hb_store_decision_add(st, "hb-000404", "slurm", NULL,
 					       NULL, NULL, &err),
 			 HB_ENOENT);
 	assert_contains(err.msg, "decision_add: no job hb-000404");
-	assert_int_equal(count(fx->path, "decisions"), 2);
+	assert_int_equal(count(fx->path, "decisions"), 3);
 
 	/* A job with decisions cannot be deleted from under them. */
 	sqlite3 *db = raw_open(fx->path);
