@@ -468,33 +468,81 @@ static char *frame_error(int code, const char *msg, size_t *len)
 	return f;
 }
 
-/* Stage reply (taken) for c.  A reply too large for the protocol becomes
- * an ETOOBIG error. */
-static void stage_reply(struct hb_daemon *d, struct conn *c, cJSON *reply,
-			int needs_commit, int close_after)
+/* Stage the framed reply f of len bytes (taken) for c.  NULL: one that
+ * could not be written, too large (too_big) or out of memory, becomes an
+ * error reply. */
+static void stage_frame(struct hb_daemon *d, struct conn *c, char *f,
+			size_t len, int too_big, int needs_commit,
+			int close_after)
 {
 	struct staged *s = stage(d, c);
-	size_t len = 0;
-	char *f;
 
 	if (!s) {
-		cJSON_Delete(reply);
+		free(f);
 		c->closing = 1;
 		return;
 	}
-	f = reply ? frame_json(reply, &len) : NULL;
 	if (!f)
-		f = frame_error(reply ? HB_ETOOBIG : HB_ENOMEM,
-				reply ? "the reply would exceed the protocol's "
-					"1 MiB; ask for less (limit)"
-				      : "out of memory",
+		f = frame_error(too_big ? HB_ETOOBIG : HB_ENOMEM,
+				too_big ? "the reply would exceed the protocol's "
+					  "1 MiB; ask for less (limit)"
+					: "out of memory",
 				&len);
-	cJSON_Delete(reply);
 	s->reply = f;
 	s->len = f ? len : 0;
 	s->needs_commit = needs_commit;
 	s->close_after = close_after || !f;
 	c->staged_len += s->len;
+}
+
+/* Stage reply (taken) for c.  A reply too large for the protocol becomes
+ * an ETOOBIG error. */
+static void stage_reply(struct hb_daemon *d, struct conn *c, cJSON *reply,
+			int needs_commit, int close_after)
+{
+	size_t len = 0;
+	char *f = reply ? frame_json(reply, &len) : NULL;
+
+	cJSON_Delete(reply);
+	stage_frame(d, c, f, len, reply != NULL, needs_commit, close_after);
+}
+
+/*
+ * A reply written with the streaming writer, as frame_json() writes a
+ * tree: reply_begin() reserves the frame's header and opens the object
+ * with "ok":true (NULL, and b freed, when out of memory); reply_end()
+ * closes it, fills in the header and frees e and b.  The framed reply, or
+ * NULL (out of memory, or past the protocol's size).
+ */
+static struct hb_emit *reply_begin(struct hb_buf *b)
+{
+	unsigned char hdr[HB_PROTO_HDR] = { 0 };
+	struct hb_emit *e = NULL;
+
+	hb_buf_init(b, HB_PROTO_HDR + HB_PROTO_MAX_PAYLOAD);
+	if (!hb_buf_reserve(b, 511) && !hb_buf_append(b, hdr, sizeof(hdr)) &&
+	    (e = hb_emit_new(HB_EMIT_JSON_COMPACT, b))) {
+		hb_emit_obj(e, NULL);
+		hb_emit_bool(e, "ok", 1);
+	} else {
+		hb_buf_free(b);
+	}
+	return e;
+}
+
+static char *reply_end(struct hb_emit *e, struct hb_buf *b, size_t *len)
+{
+	char *f = NULL;
+
+	if (e && !hb_emit_end(e) && !hb_emit_done(e) &&
+	    !hb_proto_header((unsigned char *)b->data, HB_PROTO_REPLY,
+			     b->len - HB_PROTO_HDR)) {
+		*len = b->len;
+		f = hb_buf_steal(b);
+	}
+	hb_emit_free(e);
+	hb_buf_free(b);
+	return f;
 }
 
 static void stage_error(struct hb_daemon *d, struct conn *c, int code,
@@ -1105,8 +1153,11 @@ static void decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	struct hb_proxy proxy;
 	struct req_err e = { 0 };
 	struct hb_err err = { 0 };
-	cJSON *detail = NULL, *r = NULL, *p;
-	char *inputs_s = NULL, *src_s = NULL, script_buf[2 * 4096 + 128];
+	cJSON *detail = NULL;
+	struct hb_emit *w;
+	struct hb_buf rb;
+	size_t flen = 0;
+	char *inputs_s = NULL, *src_s = NULL, *f, script_buf[2 * 4096 + 128];
 	char cm[96];
 	const char *tname;
 	int64_t uid, tl;
@@ -1196,40 +1247,40 @@ static void decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 			&err)))
 		goto store_fail;
 
-	r = hb_proto_ok();
-	if (!r)
+	if (!(w = reply_begin(&rb)))
 		goto nomem;
-	cJSON_AddStringToObject(r, "id", row.id);
-	cJSON_AddStringToObject(r, "target", tname);
-	cJSON_AddStringToObject(r, "reason", dec.reason);
+	hb_emit_str(w, "id", row.id);
+	hb_emit_str(w, "target", tname);
+	hb_emit_str(w, "reason", dec.reason);
 	if (dec.target == HB_DECIDE_KUBE) {
 		hb_rules_proxy(&d->cfg, job.time_limit_min, &proxy);
-		p = cJSON_AddObjectToObject(r, "proxy");
-		if (!p)
-			goto nomem;
-		cJSON_AddStringToObject(p, "partition", proxy.partition);
+		hb_emit_obj(w, "proxy");
+		hb_emit_str(w, "partition", proxy.partition);
 		if (proxy.time_limit_min != HB_RULES_NO_LIMIT)
-			cJSON_AddNumberToObject(p, "time_limit_min",
-						(double)proxy.time_limit_min);
-		cJSON_AddNumberToObject(p, "cpus", proxy.cpus);
-		cJSON_AddNumberToObject(p, "mem_mb", proxy.mem_mb);
+			hb_emit_num(w, "time_limit_min",
+				    (double)proxy.time_limit_min);
+		hb_emit_num(w, "cpus", proxy.cpus);
+		hb_emit_num(w, "mem_mb", proxy.mem_mb);
 		if (hb_rules_proxy_script(&d->cfg, row.id, script_buf,
 					  sizeof(script_buf)))
-			goto nomem; /* cannot happen: both paths fit PATH_MAX */
-		cJSON_AddStringToObject(p, "script", script_buf);
+			script_buf[0] = '\0'; /* cannot happen: both paths
+						* fit PATH_MAX */
+		hb_emit_str(w, "script", script_buf);
 		snprintf(cm, sizeof(cm), "hpcbridge:%s kubernetes", row.id);
-		cJSON_AddStringToObject(p, "comment", cm);
+		hb_emit_str(w, "comment", cm);
+		hb_emit_end(w);
 	}
 	snprintf(cm, sizeof(cm), "hpcbridge:%s target=%s", row.id, tname);
-	cJSON_AddStringToObject(r, "admin_comment", cm);
+	hb_emit_str(w, "admin_comment", cm);
+	if (!(f = reply_end(w, &rb, &flen)))
+		goto nomem;
 	d->ndecisions++;
 	hb_logf(HB_LOG_DEBUG,
 		(struct hb_log_field[]){ HB_LOG_STR("job", row.id),
 					 HB_LOG_STR("target", tname),
 					 HB_LOG_STR("user", user) },
 		3, "decided: %s", dec.reason);
-	stage_reply(d, c, r, 1, 0);
-	r = NULL;
+	stage_frame(d, c, f, flen, 0, 1, 0);
 	goto out;
 nomem:
 	stage_error(d, c, HB_ENOMEM, "out of memory", 0);
@@ -1239,8 +1290,8 @@ store_fail:
 	stage_error(d, c, rc == HB_EINVAL || rc == HB_ETOOBIG ? rc : HB_ESTORE,
 		    err.msg[0] ? err.msg : "the state store failed", 0);
 out:
-	/* detail and r are left to op_decide()'s scratch
-	 * arena: deleting them would walk some 500 nodes to free nothing */
+	/* detail is left to op_decide()'s scratch arena: deleting it would
+	 * walk its nodes to free nothing */
 	hb_decider_out_free(&dec);
 	free(inputs_s);
 	free(src_s);
