@@ -3,7 +3,8 @@
  * nothing behind on error, and whatever it accepts must be usable: every
  * lookup answers, policy check describes it, and the engine decides a
  * few fixed jobs with it (a decision that lands on a side that can run
- * the job and may take it), explains them and writes their documents.
+ * the job and may take it), explains them and writes their documents
+ * (the compact text the daemon stores equal to the tree's).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "hpcbridge/doc.h"
 #include "hpcbridge/placement.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -39,7 +41,8 @@ static void decide(const struct hb_policy *pol, const struct hb_snapshot *s,
 		.requested = -1,
 	};
 	struct hb_place_result r;
-	struct hb_buf b;
+	struct hb_buf b, t, c;
+	struct hb_emit *e;
 	cJSON *doc;
 
 	if (hb_place_decide(pol, s, &in, &r))
@@ -52,10 +55,21 @@ static void decide(const struct hb_policy *pol, const struct hb_snapshot *s,
 	hb_buf_init(&b, 0);
 	if (hb_place_explain(pol, &in, &r, &b) || !b.len)
 		abort();
-	hb_buf_free(&b);
 	doc = hb_place_to_json(pol, &in, &r);
 	if (!doc)
 		abort();
+	/* the stored text is the tree's text, byte for byte */
+	hb_buf_init(&t, 0);
+	hb_buf_init(&c, 0);
+	e = hb_emit_new(HB_EMIT_JSON_COMPACT, &c);
+	if (!e || hb_doc_write_json_compact(doc, &t) ||
+	    hb_place_emit(e, NULL, pol, &in, &r, b.data) || hb_emit_done(e) ||
+	    t.len != c.len || memcmp(t.data, c.data, t.len))
+		abort();
+	hb_emit_free(e);
+	hb_buf_free(&t);
+	hb_buf_free(&c);
+	hb_buf_free(&b);
 	cJSON_Delete(doc);
 }
 
