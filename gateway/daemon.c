@@ -570,7 +570,6 @@ static void task_free(struct task *t);
 struct ckpt_task {
 	struct hb_task t; /* first */
 	struct hb_daemon *d;
-	char *path; /* the state file (the config may be reloaded meanwhile) */
 	int rc, left;
 	struct hb_err err;
 };
@@ -580,9 +579,11 @@ static void ckpt_run(struct hb_task *ht)
 	struct ckpt_task *ct = (struct ckpt_task *)ht;
 	struct hb_daemon *d = ct->d;
 
-	/* only one checkpoint task at a time touches ckpt_st */
+	/* only one checkpoint task at a time touches ckpt_st; the loop's
+	 * handle is only read for the file it has open, which never changes
+	 * (a state file moved away is not created again) */
 	if (!d->ckpt_st)
-		ct->rc = hb_store_open(ct->path, &d->ckpt_st, &ct->err);
+		ct->rc = hb_store_reopen(d->st, &d->ckpt_st, &ct->err);
 	if (!ct->rc)
 		ct->rc = hb_store_checkpoint(d->ckpt_st, &ct->left, &ct->err);
 }
@@ -597,7 +598,6 @@ static void ckpt_done(struct hb_task *ht)
 		hb_log(HB_LOG_WARN, "checkpoint: %s", ct->err.msg);
 	else
 		d->ncheckpoints++;
-	free(ct->path);
 	free(ct);
 }
 
@@ -614,18 +614,14 @@ static void ckpt_maybe(struct hb_daemon *d)
 	    pages < d->ckpt_mark + d->ckpt_pages)
 		return;
 	d->ckpt_mark = pages;
-	if (!(ct = calloc(1, sizeof(*ct))) ||
-	    !(ct->path = strdup(d->cfg.daemon_state))) {
-		free(ct);
+	if (!(ct = calloc(1, sizeof(*ct))))
 		return; /* the inline checkpoint stays */
-	}
 	ct->t.run = ckpt_run;
 	ct->t.done = ckpt_done;
 	ct->d = d;
 	d->checkpointing = 1;
 	if (hb_pool_submit(d->pool, &ct->t)) {
 		d->checkpointing = 0;
-		free(ct->path);
 		free(ct);
 	}
 }

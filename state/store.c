@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -340,6 +341,11 @@ struct hb_store {
 	int64_t seq_base, seq_last;
 	int seq_read;
 	int op_savepoint; /* the call under way took a savepoint */
+	/* The file opened, as SQLite resolved its name, and its identity:
+	 * set at open, never changed (hb_store_reopen() reads them). */
+	char *file;
+	dev_t dev;
+	ino_t ino;
 	sqlite3_stmt *stmt[NSTMT];
 };
 
@@ -1024,11 +1030,13 @@ void hb_store_sync(const struct hb_store *st)
 		sync_wal(st);
 }
 
-int hb_store_open(const char *path, struct hb_store **out, struct hb_err *err)
+static int open_store(const char *path, int create, struct hb_store **out,
+		      struct hb_err *err)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 	struct hb_store *st = NULL;
+	struct stat sb;
 	int rc, appid = 0;
 
 	*out = NULL;
@@ -1044,7 +1052,8 @@ int hb_store_open(const char *path, struct hb_store **out, struct hb_err *err)
 		goto out;
 	}
 	rc = sqlite3_open_v2(path, &st->db,
-			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+			     SQLITE_OPEN_READWRITE |
+				     (create ? SQLITE_OPEN_CREATE : 0) |
 				     SQLITE_OPEN_NOMUTEX |
 				     SQLITE_OPEN_EXRESCODE,
 			     NULL);
@@ -1058,6 +1067,17 @@ int hb_store_open(const char *path, struct hb_store **out, struct hb_err *err)
 		goto out;
 	}
 	sqlite3_extended_result_codes(st->db, 1);
+	if (!(st->file = strdup(sqlite3_db_filename(st->db, "main")))) {
+		rc = hb_err_set(err, HB_ENOMEM, path, 0, "open: out of memory");
+		goto out;
+	}
+	if (stat(st->file, &sb)) {
+		rc = fail(st, err, HB_ESTORE, "open", "%s: %s", st->file,
+			  strerror(errno));
+		goto out;
+	}
+	st->dev = sb.st_dev;
+	st->ino = sb.st_ino;
 	sqlite3_busy_timeout(st->db, HB_STORE_BUSY_MS);
 	st->ckpt_pages = 1000; /* SQLite's default */
 	sqlite3_wal_hook(st->db, wal_hook, st);
@@ -1109,6 +1129,39 @@ out:
 	return rc;
 }
 
+int hb_store_open(const char *path, struct hb_store **out, struct hb_err *err)
+{
+	return open_store(path, 1, out, err);
+}
+
+int hb_store_reopen(const struct hb_store *st, struct hb_store **out,
+		    struct hb_err *err)
+{
+	struct hb_store *o = NULL;
+	struct stat sb;
+	int rc;
+
+	*out = NULL;
+	/* Looked at before SQLite reads it (and its WAL), and again after,
+	 * in case it changed in between. */
+	if (stat(st->file, &sb))
+		return hb_err_set(err, HB_ESTORE, st->path, 0,
+				  "reopen: %s: %s (moved since it was opened?)",
+				  st->file, strerror(errno));
+	if (sb.st_dev == st->dev && sb.st_ino == st->ino &&
+	    (rc = open_store(st->file, 0, &o, err)))
+		return rc;
+	if (!o || o->dev != st->dev || o->ino != st->ino) {
+		hb_store_close(o);
+		return hb_err_set(err, HB_ESTORE, st->path, 0,
+				  "reopen: %s is no longer the file the "
+				  "store opened (moved or replaced since)",
+				  st->file);
+	}
+	*out = o;
+	return 0;
+}
+
 void hb_store_close(struct hb_store *st)
 {
 	if (!st)
@@ -1123,6 +1176,7 @@ void hb_store_close(struct hb_store *st)
 		sqlite3_finalize(st->stmt[i]);
 	sqlite3_close(st->db);
 	free(st->path);
+	free(st->file);
 	free(st);
 }
 

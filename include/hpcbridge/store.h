@@ -50,6 +50,14 @@ struct hb_store;
  * untouched.  *out gets the handle; caller closes it with hb_store_close().
  */
 int hb_store_open(const char *path, struct hb_store **out, struct hb_err *err);
+/*
+ * A second handle on the very file st has open (as SQLite resolved its
+ * name at open), never creating one: HB_ESTORE when that name now leads
+ * to another file or to none (moved or replaced since).  Reads only what
+ * st's open set, so another thread may call it while st is in use.
+ */
+int hb_store_reopen(const struct hb_store *st, struct hb_store **out,
+		    struct hb_err *err);
 /* Close; an open transaction is rolled back.  NULL is a no-op. */
 void hb_store_close(struct hb_store *st);
 /* The schema version (user_version) of the open file. */

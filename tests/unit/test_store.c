@@ -1492,6 +1492,59 @@ static void test_two_handles(void **state)
 	hb_store_close(b);
 }
 
+/* hb_store_reopen(): a second handle on the file the first has open,
+ * found by what it is and never created again. */
+static void test_reopen_same_file(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_job_row row;
+	struct hb_err err = { 0 };
+	struct hb_store *a, *b = NULL;
+	char id[32], moved[160], link[160];
+	struct stat sb;
+	int fd;
+
+	a = open_ok(fx->path);
+	add_job(a, 1, NULL, id, sizeof(id));
+	assert_int_equal(hb_store_reopen(a, &b, &err), 0);
+	assert_int_equal(hb_store_job_get(b, id, &row, &err), 0);
+	hb_job_row_free(&row);
+	hb_store_close(b);
+	b = NULL;
+
+	/* opened through a symbolic link: the file, not the link */
+	snprintf(link, sizeof(link), "%s/link.db", fx->dir);
+	assert_int_equal(symlink(fx->path, link), 0);
+	hb_store_close(a);
+	a = open_ok(link);
+	assert_int_equal(hb_store_reopen(a, &b, &err), 0);
+	hb_store_close(b);
+	b = NULL;
+
+	/* moved away: refused, and nothing is created where it was */
+	snprintf(moved, sizeof(moved), "%s/moved.db", fx->dir);
+	assert_int_equal(rename(fx->path, moved), 0);
+	assert_int_not_equal(hb_store_reopen(a, &b, &err), 0);
+	assert_null(b);
+	assert_int_not_equal(stat(fx->path, &sb), 0);
+	memset(&err, 0, sizeof(err));
+
+	/* another file in its place: refused, naming why, and left as it
+	 * was */
+	fd = open(fx->path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "not a store", 11), 11);
+	close(fd);
+	assert_int_equal(hb_store_reopen(a, &b, &err), HB_ESTORE);
+	assert_null(b);
+	assert_contains(err.msg, "no longer the file the store opened");
+	assert_int_equal(stat(fx->path, &sb), 0);
+	assert_int_equal(sb.st_size, 11);
+	hb_store_close(a);
+	unlink(link);
+	unlink(moved);
+}
+
 /* The WAL grows by commits and starts again after a checkpoint copied
  * all of it; the inline limit checkpoints within the commit. */
 static void test_checkpoints(void **state)
@@ -1626,6 +1679,7 @@ int main(void)
 		T(test_decisions),
 		T(test_events),
 		T(test_two_handles),
+		T(test_reopen_same_file),
 		T(test_checkpoints),
 		T(test_deferred_sync),
 #undef T
