@@ -1492,6 +1492,219 @@ static void test_two_handles(void **state)
 	hb_store_close(b);
 }
 
+/*
+ * Faults: a VFS over the default one, made the default, whose WAL writes
+ * fail with SQLITE_FULL while fault_wal is set (a full disk, as SQLite
+ * sees it).  Everything else goes to the real VFS.
+ */
+static sqlite3_vfs *real_vfs;
+static sqlite3_vfs fault_vfs;
+static int fault_wal;
+static sqlite3_io_methods fault_io;
+static const sqlite3_io_methods *real_io;
+
+struct fault_file {
+	sqlite3_file base;
+	int wal;
+	sqlite3_file *real; /* right after this struct */
+};
+
+static int f_close(sqlite3_file *f)
+{
+	struct fault_file *ff = (struct fault_file *)f;
+
+	return ff->real->pMethods->xClose(ff->real);
+}
+
+static int f_read(sqlite3_file *f, void *b, int n, sqlite3_int64 off)
+{
+	struct fault_file *ff = (struct fault_file *)f;
+
+	return ff->real->pMethods->xRead(ff->real, b, n, off);
+}
+
+static int f_write(sqlite3_file *f, const void *b, int n, sqlite3_int64 off)
+{
+	struct fault_file *ff = (struct fault_file *)f;
+
+	if (ff->wal && fault_wal)
+		return SQLITE_FULL;
+	return ff->real->pMethods->xWrite(ff->real, b, n, off);
+}
+
+#define FORWARD(name, args, call)                                            \
+	static int f_##name args                                              \
+	{                                                                     \
+		struct fault_file *ff = (struct fault_file *)f;               \
+		return ff->real->pMethods->x##call;                           \
+	}
+FORWARD(truncate, (sqlite3_file * f, sqlite3_int64 n), Truncate(ff->real, n))
+FORWARD(sync, (sqlite3_file * f, int fl), Sync(ff->real, fl))
+FORWARD(size, (sqlite3_file * f, sqlite3_int64 *n), FileSize(ff->real, n))
+FORWARD(lock, (sqlite3_file * f, int l), Lock(ff->real, l))
+FORWARD(unlock, (sqlite3_file * f, int l), Unlock(ff->real, l))
+FORWARD(reserved, (sqlite3_file * f, int *r),
+	CheckReservedLock(ff->real, r))
+FORWARD(fcntl, (sqlite3_file * f, int op, void *a),
+	FileControl(ff->real, op, a))
+FORWARD(sector, (sqlite3_file * f), SectorSize(ff->real))
+FORWARD(devchar, (sqlite3_file * f), DeviceCharacteristics(ff->real))
+FORWARD(shmmap, (sqlite3_file * f, int i, int sz, int ext, void volatile **p),
+	ShmMap(ff->real, i, sz, ext, p))
+FORWARD(shmlock, (sqlite3_file * f, int o, int n, int fl),
+	ShmLock(ff->real, o, n, fl))
+FORWARD(shmunmap, (sqlite3_file * f, int del), ShmUnmap(ff->real, del))
+#undef FORWARD
+
+static void f_shmbarrier(sqlite3_file *f)
+{
+	struct fault_file *ff = (struct fault_file *)f;
+
+	ff->real->pMethods->xShmBarrier(ff->real);
+}
+
+static int f_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f,
+		  int flags, int *out)
+{
+	struct fault_file *ff = (struct fault_file *)f;
+	int rc;
+
+	(void)vfs;
+	ff->real = (sqlite3_file *)(ff + 1);
+	ff->wal = (flags & SQLITE_OPEN_WAL) != 0;
+	rc = real_vfs->xOpen(real_vfs, name, ff->real, flags, out);
+	if (rc || !ff->real->pMethods) {
+		f->pMethods = NULL;
+		return rc;
+	}
+	real_io = ff->real->pMethods;
+	fault_io = (sqlite3_io_methods){
+		.iVersion = real_io->iVersion < 2 ? real_io->iVersion : 2,
+		.xClose = f_close,
+		.xRead = f_read,
+		.xWrite = f_write,
+		.xTruncate = f_truncate,
+		.xSync = f_sync,
+		.xFileSize = f_size,
+		.xLock = f_lock,
+		.xUnlock = f_unlock,
+		.xCheckReservedLock = f_reserved,
+		.xFileControl = f_fcntl,
+		.xSectorSize = f_sector,
+		.xDeviceCharacteristics = f_devchar,
+		.xShmMap = f_shmmap,
+		.xShmLock = f_shmlock,
+		.xShmBarrier = f_shmbarrier,
+		.xShmUnmap = f_shmunmap,
+	};
+	f->pMethods = &fault_io;
+	return 0;
+}
+
+static void fault_install(void)
+{
+	if (real_vfs)
+		return;
+	real_vfs = sqlite3_vfs_find(NULL);
+	fault_vfs = *real_vfs;
+	fault_vfs.zName = "hb-fault";
+	fault_vfs.szOsFile = (int)sizeof(struct fault_file) +
+			     real_vfs->szOsFile;
+	fault_vfs.xOpen = f_open;
+	assert_int_equal(sqlite3_vfs_register(&fault_vfs, 1), SQLITE_OK);
+}
+
+/* A commit the disk refuses keeps nothing, hands out no job number, and
+ * the handle carries on. */
+static void test_commit_fails(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_err err = { 0 };
+	struct hb_store *st;
+	char id[32];
+
+	fault_install();
+	st = open_ok(fx->path);
+	add_decision(st, 1, id, sizeof(id));
+	assert_int_equal(hb_store_begin(st, &err), 0);
+	for (int i = 0; i < 3; i++)
+		add_decision(st, 1, id, sizeof(id));
+	assert_string_equal(id, "hb-000004");
+	fault_wal = 1;
+	assert_int_not_equal(hb_store_commit(st, &err), 0);
+	fault_wal = 0;
+	assert_contains(err.msg, "commit");
+	assert_int_equal(count(fx->path, "jobs"), 1);
+	assert_int_equal(seq_value(fx->path), 1);
+	memset(&err, 0, sizeof(err));
+	/* the numbers the failed commit took come again */
+	add_decision(st, 1, id, sizeof(id));
+	assert_string_equal(id, "hb-000002");
+	assert_int_equal(count(fx->path, "jobs"), 2);
+	/* a call on its own whose commit fails: the same */
+	fault_wal = 1;
+	{
+		struct hb_job_row r = { .origin = "slurm",
+					.slurm_job_id = -1,
+					.exit_code = -1 };
+
+		assert_int_not_equal(hb_store_job_add(st, &r, &err), 0);
+		assert_string_equal(r.id, "");
+	}
+	fault_wal = 0;
+	memset(&err, 0, sizeof(err));
+	add_decision(st, 1, id, sizeof(id));
+	assert_string_equal(id, "hb-000003");
+	assert_int_equal(seq_value(fx->path), 3);
+	hb_store_close(st);
+}
+
+/* A write the disk refuses in the middle of a group (the page cache
+ * spills to the WAL) makes SQLite abandon the whole transaction: every
+ * call after it fails, the commit says nothing was kept, and the handle
+ * works again after it. */
+static void test_group_abandoned(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_err err = { 0 };
+	struct hb_store *st;
+	size_t big = 256 * 1024;
+	char *json = malloc(big + 16), id[32];
+	int rc = 0, calls;
+
+	assert_non_null(json);
+	memcpy(json, "[\"", 2);
+	memset(json + 2, 'x', big);
+	memcpy(json + 2 + big, "\"]", 3);
+	fault_install();
+	st = open_ok(fx->path);
+	add_decision(st, 1, id, sizeof(id));
+	assert_int_equal(hb_store_begin(st, &err), 0);
+	fault_wal = 1;
+	/* SQLite's default cache is about 2 MB: this spills */
+	for (calls = 0; calls < 40 && !rc; calls++)
+		rc = hb_store_event_add(st, 0, NULL, NULL, "big", NULL, json,
+					&err);
+	assert_int_not_equal(rc, 0);
+	assert_true(calls > 1); /* it took a spill, not the first write */
+	fault_wal = 0;
+	memset(&err, 0, sizeof(err));
+	/* SQLite's pager fails the spill and rolls the transaction back */
+	assert_int_equal(hb_store_event_add(st, 0, NULL, NULL, "after", NULL,
+					    NULL, &err),
+			 HB_ESTORE);
+	assert_contains(err.msg, "event_add: the transaction was abandoned");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_commit(st, &err), HB_ESTORE);
+	assert_contains(err.msg, "nothing was kept");
+	assert_int_equal(count(fx->path, "events"), 1);
+	memset(&err, 0, sizeof(err));
+	add_decision(st, 1, id, sizeof(id));
+	assert_string_equal(id, "hb-000002");
+	hb_store_close(st);
+	free(json);
+}
+
 /* hb_store_reopen(): a second handle on the file the first has open,
  * found by what it is and never created again. */
 static void test_reopen_same_file(void **state)
@@ -1680,6 +1893,8 @@ int main(void)
 		T(test_events),
 		T(test_two_handles),
 		T(test_reopen_same_file),
+		T(test_commit_fails),
+		T(test_group_abandoned),
 		T(test_checkpoints),
 		T(test_deferred_sync),
 #undef T
