@@ -10,8 +10,11 @@
 #
 # Per round and daemon: hbload with 256 callers x 80 decisions, then
 # bench_decide (one caller, a connection per decision) 2,000 times.
-# Prints the decisions/s of every round with their median, and the round
-# trip percentiles of every round.  Needs no Slurm: decisions only.
+# Prints the decisions/s of every round with their median, the CPU time
+# the daemon's loop thread spent per decision during hbload (user +
+# system, from /proc; less at the mercy of the machine's other load than
+# the rate), and the round trip percentiles of every round.  Needs no
+# Slurm: decisions only.
 set -euo pipefail
 
 before=$(cd "$1" && pwd)
@@ -38,22 +41,44 @@ for n in $names; do # warm up
 	"$after/tests/hbload" "$tmp/$n/hbd.sock" 256 20 >/dev/null
 	"$after/bin/bench_decide" "$tmp/$n/hbd.sock" 200 >/dev/null
 done
+# CPU ticks of the loop (the daemon's main thread) so far
+loop_ticks() {
+	awk '{print $14 + $15}' "/proc/$1/task/$1/stat"
+}
+tick_us=$((1000000 / $(getconf CLK_TCK)))
+
 for _ in $(seq "$rounds"); do
+	i=0
 	for n in $names; do
+		pid=${hb_bench_pids[$i]}
+		i=$((i + 1))
+		t0=$(loop_ticks "$pid")
 		"$after/tests/hbload" "$tmp/$n/hbd.sock" 256 80 |
 			sed -n 's/.*: \([0-9]*\)\/s.*/\1/p' >>"$tmp/$n/rate"
+		t1=$(loop_ticks "$pid")
+		awk -v t=$((t1 - t0)) -v us="$tick_us" \
+			'BEGIN {printf "%.1f\n", t * us / 20480}' >>"$tmp/$n/cpu"
 		"$after/bin/bench_decide" "$tmp/$n/hbd.sock" 2000 |
 			tail -1 >>"$tmp/$n/lat"
 	done
 done
 
+median() {
+	sort -n "$1" | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'
+}
+
 echo "decisions/s, hbload 256 callers x 80, $rounds rounds:"
 echo "| daemon | median | runs |"
 echo "|---|---:|---|"
 for n in $names; do
-	echo "| $n | $(sort -n "$tmp/$n/rate" |
-		awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}') |" \
-		"$(tr '\n' ' ' <"$tmp/$n/rate")|"
+	echo "| $n | $(median "$tmp/$n/rate") | $(tr '\n' ' ' <"$tmp/$n/rate")|"
+done
+echo
+echo "the loop thread's CPU per decision during hbload, µs:"
+echo "| daemon | median | runs |"
+echo "|---|---:|---|"
+for n in $names; do
+	echo "| $n | $(median "$tmp/$n/cpu") | $(tr '\n' ' ' <"$tmp/$n/cpu")|"
 done
 echo
 echo "round trip, bench_decide 2,000, one line per round:"

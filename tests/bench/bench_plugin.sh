@@ -10,14 +10,18 @@
 #   lua        the same routing rule written for job_submit/lua
 #              (Debian's), the peer an admin would otherwise write
 #
-# Each instance takes N held jobs (`sbatch -H`, so nothing runs) per round;
-# rounds alternate between the instances, R rounds; the medians and the
-# ratios to `none` are printed.  Then the decision round trip
+# Each instance takes N held jobs (`sbatch -H`, so nothing runs) per round,
+# R rounds.  Within a round the instances take turns job by job, so that
+# whatever else the machine does meanwhile falls on all four alike; each
+# sbatch is timed.  Printed: per instance, the median over the rounds of
+# its throughput (N / the round's summed sbatch times) with the ratio to
+# `none`, and the median time of one sbatch with what it adds to `none`'s.  Then the decision round trip
 # (bench_decide) against the daemon, with its state on the disk and on
 # tmpfs, and the throughput with many callers (hbload).
 #
 # usage: bench_plugin.sh BUILD_DIR SRC_DIR [N] [R]
 set -euo pipefail
+export LC_NUMERIC=C # EPOCHREALTIME with a decimal point
 
 build=$(cd "${1:?BUILD_DIR}" && pwd)
 src=$(cd "${2:?SRC_DIR}" && pwd)
@@ -78,33 +82,40 @@ for m in none hpcbridge hpcbridge-tmpfs lua; do
 	)
 done
 
+modes="none hpcbridge hpcbridge-tmpfs lua"
 declare -A rates
 for r in $(seq "$rounds"); do
-	for m in none hpcbridge hpcbridge-tmpfs lua; do
-		(
-			# shellcheck disable=SC1090
-			. "$tmp/$m.env"
-			t0=$(date +%s.%N)
-			for i in $(seq "$n"); do
-				sbatch -H -p gpu --wrap=true -o /dev/null >/dev/null 2>&1
-			done
-			t1=$(date +%s.%N)
-			scancel -u root >/dev/null 2>&1 || true
-			echo "$n $t0 $t1" | awk '{ printf "%.1f\n", $1 / ($3 - $2) }'
-		) >"$tmp/rate.$m.$r"
-		rates[$m]="${rates[$m]:-} $(cat "$tmp/rate.$m.$r")"
+	for i in $(seq "$n"); do
+		for m in $modes; do
+			t0=$EPOCHREALTIME
+			SLURM_CONF=$tmp/$m/slurm.conf sbatch -H -p gpu --wrap=true \
+				-o /dev/null >/dev/null 2>&1
+			t1=$EPOCHREALTIME
+			echo "$t0 $t1" >>"$tmp/times.$m"
+			echo "$t0 $t1" >>"$tmp/times.$m.$r"
+		done
+	done
+	for m in $modes; do
+		SLURM_CONF=$tmp/$m/slurm.conf scancel -u root >/dev/null 2>&1 || true
+		rates[$m]="${rates[$m]:-} $(awk -v n="$n" '{ t += $2 - $1 }
+			END { printf "%.1f", n / t }' "$tmp/times.$m.$r")"
 	done
 done
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+# the median time of one sbatch, in ms
+one() { awk '{ printf "%.3f\n", ($2 - $1) * 1000 }' "$tmp/times.$1" | median; }
 none=$(echo "${rates[none]}" | median)
-echo "sbatch of $n held jobs, $rounds rounds alternating, medians:"
-echo "| Slurm with | sbatch/s (median) | runs | vs none |"
-echo "|---|---:|---|---:|"
-for m in none hpcbridge hpcbridge-tmpfs lua; do
+none_one=$(one none)
+echo "sbatch of $n held jobs, $rounds rounds, the instances taking turns job by job:"
+echo "| Slurm with | sbatch/s (median) | runs | vs none | one sbatch, median ms | added ms |"
+echo "|---|---:|---|---:|---:|---:|"
+for m in $modes; do
 	med=$(echo "${rates[$m]}" | median)
-	printf '| %s | %s | %s | %.3f |\n' "$m" "$med" "${rates[$m]# }" \
-		"$(echo "$med $none" | awk '{ print $1 / $2 }')"
+	o=$(one "$m")
+	printf '| %s | %s | %s | %.3f | %s | %+.2f |\n' "$m" "$med" \
+		"${rates[$m]# }" "$(echo "$med $none" | awk '{ print $1 / $2 }')" \
+		"$o" "$(echo "$o $none_one" | awk '{ print $1 - $2 }')"
 done
 # The hpcbridge instance's jobs really went through the plugin.
 (
