@@ -4,8 +4,10 @@
  * reply (which the daemon sends only after the decision is committed),
  * close.
  *
- *   bench_decide SOCKET [N]
+ *   bench_decide SOCKET [N] [env]
  *
+ * "env" adds this process's environment to each request, as the plugin
+ * adds the submitter's (sbatch sends it all: some 2-3 KB in a shell).
  * Sends N (default 2000) decisions one after another and prints the
  * median, p90, p99 and maximum round trip in microseconds, as a markdown
  * table row.  The daemon must be running; scripts in tests/bench/ start
@@ -17,6 +19,8 @@
 #include <time.h>
 
 #include <cjson/cJSON.h>
+
+extern char **environ;
 
 #include "hpcbridge/proto.h"
 
@@ -42,8 +46,9 @@ int main(int argc, char **argv)
 	cJSON *req;
 	int fails = 0;
 
-	if (argc < 2 || n <= 0 || n > 10000000) {
-		fprintf(stderr, "usage: bench_decide SOCKET [N]\n");
+	if (argc < 2 || argc > 4 || n <= 0 || n > 10000000 ||
+	    (argc == 4 && strcmp(argv[3], "env"))) {
+		fprintf(stderr, "usage: bench_decide SOCKET [N] [env]\n");
 		return 2;
 	}
 	lat = calloc((size_t)n, sizeof(*lat));
@@ -54,6 +59,14 @@ int main(int argc, char **argv)
 			  "./a.out\\n\"}");
 	if (!lat || !req)
 		return 1;
+	if (argc == 4) {
+		cJSON *env = cJSON_AddArrayToObject(req, "env");
+
+		for (char **e = environ; env && *e; e++)
+			cJSON_AddItemToArray(env, cJSON_CreateString(*e));
+		if (!env)
+			return 1;
+	}
 	for (long i = 0; i < n; i++) {
 		struct hb_err err = { 0 };
 		cJSON *reply = NULL;
