@@ -4,10 +4,13 @@
  * reply (which the daemon sends only after the decision is committed),
  * close.
  *
- *   bench_decide SOCKET [N] [env]
+ *   bench_decide SOCKET [N] [env] [gap=MS]
  *
  * "env" adds this process's environment to each request, as the plugin
  * adds the submitter's (sbatch sends it all: some 2-3 KB in a shell).
+ * "gap=MS" waits MS milliseconds between decisions, as the daemon waits
+ * between the sbatch calls of one user (about 20 ms apart here): what a
+ * decision costs a daemon, and a machine, that were idle.
  * Sends N (default 2000) decisions one after another and prints the
  * median, p90, p99 and maximum round trip in microseconds, as a markdown
  * table row.  The daemon must be running; scripts in tests/bench/ start
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -41,14 +45,26 @@ static int cmp(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	long n = argc > 2 ? strtol(argv[2], NULL, 10) : 2000;
+	long n = argc > 2 ? strtol(argv[2], NULL, 10) : 2000, gap_ms = 0;
 	double *lat;
 	cJSON *req;
-	int fails = 0;
+	int fails = 0, with_env = 0, bad = argc < 2 || n <= 0 || n > 10000000;
 
-	if (argc < 2 || argc > 4 || n <= 0 || n > 10000000 ||
-	    (argc == 4 && strcmp(argv[3], "env"))) {
-		fprintf(stderr, "usage: bench_decide SOCKET [N] [env]\n");
+	for (int i = 3; i < argc; i++) {
+		char *end;
+
+		if (!strcmp(argv[i], "env")) {
+			with_env = 1;
+		} else if (!strncmp(argv[i], "gap=", 4)) {
+			gap_ms = strtol(argv[i] + 4, &end, 10);
+			bad |= *end || gap_ms < 0 || gap_ms > 10000;
+		} else {
+			bad = 1;
+		}
+	}
+	if (bad) {
+		fprintf(stderr, "usage: bench_decide SOCKET [N] [env] "
+				"[gap=MS]\n");
 		return 2;
 	}
 	lat = calloc((size_t)n, sizeof(*lat));
@@ -59,7 +75,7 @@ int main(int argc, char **argv)
 			  "./a.out\\n\"}");
 	if (!lat || !req)
 		return 1;
-	if (argc == 4) {
+	if (with_env) {
 		cJSON *env = cJSON_AddArrayToObject(req, "env");
 
 		for (char **e = environ; env && *e; e++)
@@ -77,6 +93,8 @@ int main(int argc, char **argv)
 			rc = hb_proto_reply_status(reply, &err);
 		lat[i] = now_us() - t0;
 		cJSON_Delete(reply);
+		if (gap_ms)
+			usleep((useconds_t)gap_ms * 1000);
 		if (rc && fails++ < 3)
 			fprintf(stderr, "decide: %s\n", err.msg);
 	}
