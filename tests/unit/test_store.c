@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1795,6 +1796,81 @@ static void test_checkpoints(void **state)
 /* Deferred sync: SQLite stops syncing (synchronous=NORMAL), the store
  * syncs; a nosync group commit is visible at once and synced on demand;
  * plain calls work as before. */
+/*
+ * A sync of the WAL that fails stops the process, saying why: Linux
+ * reports a failed write back once, so no later sync could vouch for the
+ * commit.  The child swaps the store's own descriptor of the WAL (the
+ * read-only one hb_store_defer_sync() opened) for /dev/null, on which
+ * fdatasync() fails.
+ */
+static void test_sync_failure_stops(void **state)
+{
+	struct fx *fx = *state;
+	char log[160], wal[160], text[512] = "";
+	int status, fd;
+	ssize_t n;
+	pid_t pid;
+
+	snprintf(log, sizeof(log), "%s/stderr", fx->dir);
+	snprintf(wal, sizeof(wal), "%s-wal", fx->path);
+	hb_store_close(open_ok(fx->path));
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct hb_err err = { 0 };
+		struct hb_store *c = NULL;
+		struct dirent *de;
+		char link[64], to[256], id[32];
+		int swapped = 0;
+		DIR *d;
+
+		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0 || dup2(fd, 2) < 0)
+			_exit(10);
+		if (hb_store_open(fx->path, &c, &err) ||
+		    hb_store_defer_sync(c, &err))
+			_exit(11);
+		if (!(d = opendir("/proc/self/fd")))
+			_exit(12);
+		while ((de = readdir(d))) {
+			int f = atoi(de->d_name);
+			ssize_t k;
+
+			snprintf(link, sizeof(link), "/proc/self/fd/%d", f);
+			k = readlink(link, to, sizeof(to) - 1);
+			if (k <= 0)
+				continue;
+			to[k] = '\0';
+			if (strcmp(to, wal) ||
+			    (fcntl(f, F_GETFL) & O_ACCMODE) != O_RDONLY)
+				continue;
+			int null = open("/dev/null", O_RDONLY);
+
+			if (null < 0 || dup2(null, f) < 0)
+				_exit(13);
+			swapped = 1;
+		}
+		closedir(d);
+		if (!swapped)
+			_exit(14);
+		add_job(c, 1, NULL, id, sizeof(id)); /* commits, then syncs */
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	fd = open(log, O_RDONLY);
+	assert_true(fd >= 0);
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	text[n > 0 ? n : 0] = '\0';
+	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT)
+		fail_msg("the child was not stopped by SIGABRT (status 0x%x): "
+			 "%s",
+			 status, text);
+	assert_contains(text, "fdatasync of the write-ahead log failed");
+	assert_contains(text, fx->path);
+}
+
 static void test_deferred_sync(void **state)
 {
 	struct fx *fx = *state;
@@ -1897,6 +1973,7 @@ int main(void)
 		T(test_group_abandoned),
 		T(test_checkpoints),
 		T(test_deferred_sync),
+		T(test_sync_failure_stops),
 #undef T
 	};
 
