@@ -112,40 +112,6 @@ bad_magic:
 /* Payloads                                                            */
 /* ------------------------------------------------------------------ */
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if none. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	unsigned c = s[0];
-	uint32_t cp;
-	size_t need, i;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		need = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		need = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		need = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	if (n < need)
-		return 0;
-	for (i = 1; i < need; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((need == 3 && cp < 0x800) || (need == 4 && cp < 0x10000) ||
-	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return need;
-}
-
 /*
  * What cJSON does not check: UTF-8, NUL bytes (raw, or \u0000 which cJSON
  * would silently cut a string at) and raw control characters in strings.
@@ -164,7 +130,7 @@ static int scan_text(const char *payload, size_t len, struct hb_err *err)
 			return hb_err_set(err, HB_EPROTO, NULL, 0,
 					  "payload byte %zu: NUL byte", i);
 		if (c >= 0x80) {
-			k = utf8_seq(s + i, len - i);
+			k = hb_utf8_dec(s + i, len - i, NULL);
 			if (!k)
 				return hb_err_set(err, HB_EPROTO, NULL, 0,
 						  "payload byte %zu: invalid "

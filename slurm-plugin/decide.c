@@ -13,6 +13,7 @@
 
 #include "hbplugin.h"
 #include "hpcbridge/buf.h"
+#include "hpcbridge/doc.h"
 #include "hpcbridge/jobspec.h"
 #include "hpcbridge/proto.h"
 #include "hpcbridge/translate.h"
@@ -338,35 +339,6 @@ static int add_str(cJSON *o, const char *key, const char *v)
 	return cJSON_AddStringToObject(o, key, v) ? 0 : HB_ENOMEM;
 }
 
-/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlong forms,
- * no surrogates, at most U+10FFFF), 0 if there is none. */
-static size_t utf8_seq(const unsigned char *s)
-{
-	unsigned c = s[0];
-	size_t n, i;
-	unsigned cp;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, cp = c & 0x07;
-	else
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-		return 0;
-	return n;
-}
-
 /*
  * The daemon refuses a request that is not valid UTF-8, and scripts,
  * names and environments from Slurm are bytes (Latin-1 comments in old
@@ -382,18 +354,19 @@ static int fix_utf8(cJSON *node, int depth)
 	if (cJSON_IsString(node) && node->valuestring) {
 		const unsigned char *v =
 			(const unsigned char *)node->valuestring;
+		size_t i, k, n = strlen(node->valuestring);
 		struct hb_buf b;
-		size_t i, k;
 		int rc = 0;
 
-		for (i = 0; v[i] && (k = utf8_seq(v + i)); i += k)
+		for (i = 0; i < n && (k = hb_utf8_dec(v + i, n - i, NULL));
+		     i += k)
 			;
-		if (!v[i])
+		if (i == n)
 			return 0;
 		hb_buf_init(&b, 0);
 		rc |= hb_buf_append(&b, v, i);
-		while (v[i]) {
-			k = utf8_seq(v + i);
+		while (i < n) {
+			k = hb_utf8_dec(v + i, n - i, NULL);
 			if (k) {
 				rc |= hb_buf_append(&b, v + i, k);
 				i += k;

@@ -1774,6 +1774,13 @@ static size_t utf8_dec(const unsigned char *s, size_t n, uint32_t *cp)
 	return len;
 }
 
+size_t hb_utf8_dec(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	uint32_t c;
+
+	return n ? utf8_dec(s, n, cp ? cp : &c) : 0;
+}
+
 /*
  * A code point that must be escaped in output: C0/C1 controls, DEL, the
  * Unicode line and paragraph separators, the BOM and the non-characters

@@ -16,6 +16,7 @@
 #define HPCBRIDGE_DOC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "hpcbridge/buf.h"
 #include "hpcbridge/error.h"
@@ -67,6 +68,11 @@ int hb_doc_parse(const char *buf, size_t len, const char *name,
  * it writes.
  */
 const char *hb_json_check(const char *s, size_t n, size_t *at);
+
+/* The valid UTF-8 sequence at s, within n bytes (RFC 3629: no overlong
+ * form, no surrogate, nothing past U+10FFFF): its length, and its code
+ * point in *cp unless cp is NULL; 0 when there is none. */
+size_t hb_utf8_dec(const unsigned char *s, size_t n, uint32_t *cp);
 
 /* Parse a stream of YAML documents; *out is a cJSON array of them.
  * Empty (null) documents, as between two "---" lines, are skipped. */
