@@ -933,7 +933,6 @@ static int get_obj(const cJSON *req, const char *key, const cJSON **out,
 	return 0;
 }
 
-/* Add a copy of item (may be NULL: nothing) to obj. */
 /* j as one line of JSON; caller frees with free().  NULL for NULL, or
  * when out of memory. */
 static char *print_or_null(const cJSON *j)
@@ -1039,7 +1038,6 @@ static void op_ping(struct hb_daemon *d, struct conn *c)
 	stage_reply(d, c, r, 0, 0);
 }
 
-/* The job's source as stored: the script and how it was run. */
 /* The document e wrote into b, ended, as a malloc'd string; NULL when it
  * failed (out of memory).  Frees e and b. */
 static char *emitted(struct hb_emit *e, struct hb_buf *b)
@@ -4196,7 +4194,7 @@ int hb_daemon_run(struct hb_daemon *d)
 		}
 		if (d->stopping) {
 			if (!d->conns && hb_pool_pending(d->pool) == 0 &&
-			    !d->sync_busy && !d->waiting)
+			    all_synced(d))
 				break;
 			if (now >= d->stop_deadline) {
 				hb_logf(HB_LOG_WARN,
