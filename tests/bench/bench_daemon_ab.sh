@@ -63,24 +63,22 @@ for _ in $(seq "$rounds"); do
 	done
 done
 
-median() {
-	sort -n "$1" | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'
+# TITLE FILE: per daemon, the median of its rounds in FILE, and the rounds
+table() {
+	local n
+	echo "$1"
+	echo "| daemon | median | runs |"
+	echo "|---|---:|---|"
+	for n in $names; do
+		echo "| $n | $(sort -n "$tmp/$n/$2" | awk '{a[NR] = $1}
+			END {print a[int((NR + 1) / 2)]}') |" \
+			"$(tr '\n' ' ' <"$tmp/$n/$2")|"
+	done
+	echo
 }
 
-echo "decisions/s, hbload 256 callers x 80, $rounds rounds:"
-echo "| daemon | median | runs |"
-echo "|---|---:|---|"
-for n in $names; do
-	echo "| $n | $(median "$tmp/$n/rate") | $(tr '\n' ' ' <"$tmp/$n/rate")|"
-done
-echo
-echo "the loop thread's CPU per decision during hbload, µs:"
-echo "| daemon | median | runs |"
-echo "|---|---:|---|"
-for n in $names; do
-	echo "| $n | $(median "$tmp/$n/cpu") | $(tr '\n' ' ' <"$tmp/$n/cpu")|"
-done
-echo
+table "decisions/s, hbload 256 callers x 80, $rounds rounds:" rate
+table "the loop thread's CPU per decision during hbload, µs:" cpu
 echo "round trip, bench_decide 2,000, one line per round:"
 echo "| daemon | decisions | p50 µs | p90 µs | p99 µs | max µs | failures |"
 echo "|---|---:|---:|---:|---:|---:|---:|"

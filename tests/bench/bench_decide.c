@@ -24,9 +24,9 @@
 
 #include <cjson/cJSON.h>
 
-extern char **environ;
-
 #include "hpcbridge/proto.h"
+
+extern char **environ;
 
 static double now_us(void)
 {

@@ -15,9 +15,10 @@
 # whatever else the machine does meanwhile falls on all four alike; each
 # sbatch is timed.  Printed: per instance, the median over the rounds of
 # its throughput (N / the round's summed sbatch times) with the ratio to
-# `none`, and the median time of one sbatch with what it adds to `none`'s.  Then the decision round trip
-# (bench_decide) against the daemon, with its state on the disk and on
-# tmpfs, and the throughput with many callers (hbload).
+# `none`, and the median time of one sbatch with what it adds to `none`'s.
+# Then the decision round trip (bench_decide) against the daemon, with its
+# state on the disk and on tmpfs, and the throughput with many callers
+# (hbload).
 #
 # usage: bench_plugin.sh BUILD_DIR SRC_DIR [N] [R]
 set -euo pipefail
