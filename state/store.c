@@ -2,8 +2,9 @@
  * store.c - the SQLite state store: schema and migrations, jobs,
  * decisions, audit events, and the (append-only) cost ledger.
  *
- * One connection per handle, WAL, synchronous=FULL (or deferred sync:
- * NORMAL, with the WAL synced by the store itself), foreign keys on.
+ * One connection per handle, WAL, synchronous=FULL, foreign keys on,
+ * through the store's VFS (walbuf.c), which writes a commit's WAL frames
+ * with one call.
  * Every statement is prepared once per handle (persistent) and bound; no
  * value is ever written into SQL text.  Operations made of several
  * statements run in a transaction of their own, or in a savepoint inside
@@ -25,6 +26,7 @@
 
 #include "hpcbridge/doc.h"
 #include "hpcbridge/store.h"
+#include "walbuf.h"
 
 /*
  * Migrations: migrations[v] takes a file from version v to v + 1.  Never
@@ -712,8 +714,11 @@ static int commit(struct hb_store *st, const char *op, struct hb_err *err)
 		if (!rc)
 			rc = run(st, s, op, err);
 	}
-	if (!rc)
+	if (!rc) {
+		hb_walbuf_begin(st->db, st->nosync);
 		rc = exec_stmt(st, S_COMMIT, op, err);
+		hb_walbuf_end(st->db, rc == 0);
+	}
 	if (rc && !sqlite3_get_autocommit(st->db))
 		exec_stmt(st, S_ROLLBACK, op, NULL);
 	st->seq_read = 0;
@@ -917,28 +922,22 @@ out:
  */
 static void sync_wal(const struct hb_store *st)
 {
-	if (fdatasync(st->wal_fd) == 0)
-		return;
-	fprintf(stderr,
-		"hpcbridge: %s: fdatasync of the write-ahead log failed: %s; "
-		"stopping, as what was committed may not be on disk\n",
-		st->path, strerror(errno));
-	abort();
+	if (fdatasync(st->wal_fd))
+		hb_walbuf_fatal(st->path, "fdatasync", errno);
 }
 
 /* After each commit (in place of SQLite's own hook, which does the same
  * inline checkpoint, at a fixed limit).  Never call
  * sqlite3_wal_autocheckpoint() or PRAGMA wal_autocheckpoint on a store's
- * connection: either replaces this hook, and with it the deferred sync. */
+ * connection: either replaces this hook, and with it the end of a
+ * nosync commit's skipped sync. */
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
 {
 	struct hb_store *st = arg;
 
 	st->wal_pages = pages;
-	/* Deferred sync: every commit but hb_store_commit_nosync()'s is
-	 * synced here, so it is as durable on return as with FULL. */
-	if (st->wal_fd >= 0 && !st->nosync)
-		sync_wal(st);
+	/* The commit is published: a checkpoint's syncs are real ones. */
+	hb_walbuf_end(db, 1);
 	if (st->ckpt_pages > 0 && pages >= st->ckpt_pages)
 		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE,
 					  NULL, NULL);
@@ -986,7 +985,7 @@ static void sqlite_setup(void)
 int hb_store_defer_sync(struct hb_store *st, struct hb_err *err)
 {
 	const char *wal;
-	int fd, rc;
+	int fd;
 
 	if (st->wal_fd >= 0)
 		return 0;
@@ -1004,11 +1003,6 @@ int hb_store_defer_sync(struct hb_store *st, struct hb_err *err)
 	if (fd < 0)
 		return fail(st, err, HB_EIO, "defer_sync", "%s: %s", wal,
 			    strerror(errno));
-	if ((rc = exec_sql(st, "PRAGMA synchronous = NORMAL", "defer_sync",
-			   err))) {
-		close(fd);
-		return rc;
-	}
 	st->wal_fd = fd;
 	return 0;
 }
@@ -1056,7 +1050,7 @@ static int open_store(const char *path, int create, struct hb_store **out,
 				     (create ? SQLITE_OPEN_CREATE : 0) |
 				     SQLITE_OPEN_NOMUTEX |
 				     SQLITE_OPEN_EXRESCODE,
-			     NULL);
+			     hb_walbuf_vfs());
 	if (rc != SQLITE_OK) {
 		if (!st->db) {
 			rc = hb_err_set(err, HB_ENOMEM, path, 0,

@@ -117,11 +117,11 @@ void hb_store_set_autocheckpoint(struct hb_store *st, int pages);
 
 /*
  * Deferred sync, for a caller that commits groups on one thread and can
- * wait for their sync on another.  After hb_store_defer_sync(), SQLite
- * writes the WAL without syncing it (synchronous=NORMAL) and the store
- * syncs it right after each commit, so every call is as durable on return
- * as before -- except hb_store_commit_nosync(), which returns once the
- * group is written.  Its caller must call hb_store_sync() before telling
+ * wait for their sync on another.  After hb_store_defer_sync(), every
+ * call is as durable on return as before (SQLite syncs the WAL at each
+ * commit, before readers see it: synchronous=FULL) -- except
+ * hb_store_commit_nosync(), whose commit is written, and visible, without
+ * that sync.  Its caller must call hb_store_sync() before telling
  * anyone about it; meanwhile it may go on writing.  hb_store_sync() makes
  * every commit made before it durable (one fdatasync of the WAL); it uses
  * only a descriptor of its own, so another thread may call it while st is

@@ -20,6 +20,7 @@
 #include "hpcbridge/error.h"
 #include "hpcbridge/store.h"
 #include "testutil.h"
+#include "walbuf.h" /* state/, private to the store */
 
 struct fx {
 	char dir[64];
@@ -1501,6 +1502,7 @@ static void test_two_handles(void **state)
 static sqlite3_vfs *real_vfs;
 static sqlite3_vfs fault_vfs;
 static int fault_wal;
+static int wal_writes, wal_syncs; /* calls that reached the WAL */
 static sqlite3_io_methods fault_io;
 static const sqlite3_io_methods *real_io;
 
@@ -1530,7 +1532,16 @@ static int f_write(sqlite3_file *f, const void *b, int n, sqlite3_int64 off)
 
 	if (ff->wal && fault_wal)
 		return SQLITE_FULL;
+	wal_writes += ff->wal;
 	return ff->real->pMethods->xWrite(ff->real, b, n, off);
+}
+
+static int f_sync(sqlite3_file *f, int fl)
+{
+	struct fault_file *ff = (struct fault_file *)f;
+
+	wal_syncs += ff->wal;
+	return ff->real->pMethods->xSync(ff->real, fl);
 }
 
 #define FORWARD(name, args, call)                                            \
@@ -1540,7 +1551,6 @@ static int f_write(sqlite3_file *f, const void *b, int n, sqlite3_int64 off)
 		return ff->real->pMethods->x##call;                           \
 	}
 FORWARD(truncate, (sqlite3_file * f, sqlite3_int64 n), Truncate(ff->real, n))
-FORWARD(sync, (sqlite3_file * f, int fl), Sync(ff->real, fl))
 FORWARD(size, (sqlite3_file * f, sqlite3_int64 *n), FileSize(ff->real, n))
 FORWARD(lock, (sqlite3_file * f, int l), Lock(ff->real, l))
 FORWARD(unlock, (sqlite3_file * f, int l), Unlock(ff->real, l))
@@ -1658,6 +1668,103 @@ static void test_commit_fails(void **state)
 	assert_string_equal(id, "hb-000003");
 	assert_int_equal(seq_value(fx->path), 3);
 	hb_store_close(st);
+}
+
+/*
+ * A commit reaches the WAL as one write, whatever number of pages it has
+ * (SQLite writes each frame as two: its header and its page), and SQLite
+ * syncs it, except a nosync group's.  Counted under the store's VFS.
+ */
+static void test_commit_gathered(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_err err = { 0 };
+	struct hb_store *st;
+	char id[32], big[8192 + 8] = "[\"";
+	int pages;
+
+	memset(big + 2, 'x', 8192);
+	memcpy(big + 2 + 8192, "\"]", 3);
+	fault_install();
+	st = open_ok(fx->path);
+	assert_int_equal(hb_store_defer_sync(st, &err), 0);
+	add_decision(st, 1, id, sizeof(id)); /* the WAL's header is written */
+	pages = hb_store_wal_pages(st);
+	wal_writes = wal_syncs = 0;
+	assert_int_equal(hb_store_begin(st, &err), 0);
+	for (int i = 0; i < 5; i++)
+		add_decision(st, 1, id, sizeof(id));
+	assert_int_equal(hb_store_commit(st, &err), 0);
+	assert_true(hb_store_wal_pages(st) - pages >= 5);
+	assert_int_equal(wal_writes, 1);
+	assert_int_equal(wal_syncs, 1);
+
+	wal_writes = wal_syncs = 0;
+	assert_int_equal(hb_store_begin(st, &err), 0);
+	add_decision(st, 1, id, sizeof(id));
+	assert_int_equal(hb_store_commit_nosync(st, &err), 0);
+	assert_int_equal(wal_writes, 1);
+	assert_int_equal(wal_syncs, 0);
+	hb_store_sync(st); /* the store's own descriptor */
+	assert_int_equal(wal_syncs, 0);
+
+	/* a call in a transaction of its own */
+	wal_writes = wal_syncs = 0;
+	add_job(st, 2, NULL, id, sizeof(id));
+	assert_int_equal(wal_writes, 1);
+	assert_int_equal(wal_syncs, 1);
+
+	/* a large group: in pieces of under 128 KiB, SQLite's most per
+	 * write, so more than one, yet far fewer than two per frame */
+	pages = hb_store_wal_pages(st);
+	wal_writes = wal_syncs = 0;
+	assert_int_equal(hb_store_begin(st, &err), 0);
+	for (int i = 0; i < 40; i++)
+		assert_int_equal(hb_store_event_add(st, 0, NULL, NULL, "big",
+						    NULL, big, &err),
+				 0);
+	assert_int_equal(hb_store_commit(st, &err), 0);
+	pages = hb_store_wal_pages(st) - pages;
+	assert_true(pages * 4120 > 128 * 1024);
+	assert_true(wal_writes > 1);
+	assert_true(wal_writes <= pages * 4120 / (124 * 1024) + 1);
+	assert_int_equal(wal_syncs, 1);
+	hb_store_close(st);
+	/* and it is all there, for a plain SQLite connection */
+	assert_int_equal(count(fx->path, "jobs"), 8);
+	assert_int_equal(count(fx->path, "decisions"), 7);
+	assert_int_equal(count(fx->path, "events"), 40 + 7); /* + decisions' */
+}
+
+/* A connection below FULL publishes a commit without syncing it: what
+ * the store's VFS held is written when the commit ends, so another
+ * connection reads it. */
+static void test_held_written_without_sync(void **state)
+{
+	struct fx *fx = *state;
+	sqlite3 *db = NULL;
+	const char *vfs = hb_walbuf_vfs();
+
+	assert_non_null(vfs);
+	assert_int_equal(sqlite3_open_v2(fx->path, &db,
+					 SQLITE_OPEN_READWRITE |
+						 SQLITE_OPEN_CREATE,
+					 vfs),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db,
+				      "PRAGMA journal_mode=WAL;"
+				      "PRAGMA synchronous=NORMAL;"
+				      "CREATE TABLE jobs (x);"
+				      "INSERT INTO jobs VALUES (1);",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	hb_walbuf_begin(db, 0);
+	assert_int_equal(sqlite3_exec(db, "INSERT INTO jobs VALUES (2)", NULL,
+				      NULL, NULL),
+			 SQLITE_OK);
+	hb_walbuf_end(db, 1);
+	assert_int_equal(count(fx->path, "jobs"), 2);
+	sqlite3_close(db);
 }
 
 /* A write the disk refuses in the middle of a group (the page cache
@@ -1793,19 +1900,16 @@ static void test_checkpoints(void **state)
 	hb_store_close(st);
 }
 
-/* Deferred sync: SQLite stops syncing (synchronous=NORMAL), the store
- * syncs; a nosync group commit is visible at once and synced on demand;
- * plain calls work as before. */
 /*
  * A sync of the WAL that fails stops the process, saying why: Linux
  * reports a failed write back once, so no later sync could vouch for the
- * commit.  The child swaps the store's own descriptor of the WAL (the
- * read-only one hb_store_defer_sync() opened) for /dev/null, on which
- * fdatasync() fails.
+ * commit.  A child swaps every descriptor of the WAL (SQLite's, and the
+ * read-only one hb_store_defer_sync() opened) for /dev/null, where writes
+ * succeed and fdatasync() fails, then commits: a plain call, which SQLite
+ * syncs, or a nosync group and then hb_store_sync().
  */
-static void test_sync_failure_stops(void **state)
+static void sync_fails_in_child(struct fx *fx, int nosync)
 {
-	struct fx *fx = *state;
 	char log[160], wal[160], text[512] = "";
 	int status, fd;
 	ssize_t n;
@@ -1834,7 +1938,7 @@ static void test_sync_failure_stops(void **state)
 		if (!(d = opendir("/proc/self/fd")))
 			_exit(12);
 		while ((de = readdir(d))) {
-			int f = atoi(de->d_name);
+			int f = atoi(de->d_name), null;
 			ssize_t k;
 
 			snprintf(link, sizeof(link), "/proc/self/fd/%d", f);
@@ -1842,19 +1946,27 @@ static void test_sync_failure_stops(void **state)
 			if (k <= 0)
 				continue;
 			to[k] = '\0';
-			if (strcmp(to, wal) ||
-			    (fcntl(f, F_GETFL) & O_ACCMODE) != O_RDONLY)
+			if (strcmp(to, wal))
 				continue;
-			int null = open("/dev/null", O_RDONLY);
-
+			null = open("/dev/null", fcntl(f, F_GETFL) & O_ACCMODE);
 			if (null < 0 || dup2(null, f) < 0)
 				_exit(13);
-			swapped = 1;
+			close(null);
+			swapped++;
 		}
 		closedir(d);
-		if (!swapped)
+		if (swapped != 2)
 			_exit(14);
-		add_job(c, 1, NULL, id, sizeof(id)); /* commits, then syncs */
+		if (nosync) {
+			if (hb_store_begin(c, &err))
+				_exit(15);
+			add_job(c, 1, NULL, id, sizeof(id));
+			if (hb_store_commit_nosync(c, &err))
+				_exit(16);
+			hb_store_sync(c);
+		} else {
+			add_job(c, 1, NULL, id, sizeof(id));
+		}
 		_exit(0);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -1871,6 +1983,15 @@ static void test_sync_failure_stops(void **state)
 	assert_contains(text, fx->path);
 }
 
+static void test_sync_failure_stops(void **state)
+{
+	sync_fails_in_child(*state, 0);
+	sync_fails_in_child(*state, 1);
+}
+
+/* Deferred sync: SQLite still syncs every commit (synchronous=FULL) but
+ * a nosync group's, which is visible at once and synced on demand;
+ * plain calls work as before. */
 static void test_deferred_sync(void **state)
 {
 	struct fx *fx = *state;
@@ -1891,7 +2012,7 @@ static void test_deferred_sync(void **state)
 	assert_int_equal(hb_store_defer_sync(st, &err), 0);
 	assert_int_equal(hb_store_defer_sync(st, &err), 0); /* again: kept */
 	assert_int_equal(hb_store_info(st, &info, &err), 0);
-	assert_int_equal(info.synchronous, 1); /* NORMAL */
+	assert_int_equal(info.synchronous, 2); /* FULL */
 
 	add_job(st, 1, NULL, id, sizeof(id)); /* synced by the store */
 	assert_int_equal(hb_store_begin(st, &err), 0);
@@ -1974,6 +2095,8 @@ int main(void)
 		T(test_checkpoints),
 		T(test_deferred_sync),
 		T(test_sync_failure_stops),
+		T(test_commit_gathered),
+		T(test_held_written_without_sync),
 #undef T
 	};
 
