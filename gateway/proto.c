@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -525,15 +526,41 @@ static int recv_frame(int fd, struct hb_buf *in, int64_t deadline,
 	return 0;
 }
 
-int hb_proto_call(const char *path, const cJSON *req, int timeout_ms,
-		  cJSON **reply, struct hb_err *err)
+/* c's connection, if it may carry another call to path. */
+static int reusable(struct hb_proto_conn *c, const char *path)
+{
+	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+
+	if (c->fd < 0)
+		return 0;
+	/* the daemon closed it (POLLIN at EOF, POLLHUP) or said something
+	 * unasked: either way, not for this call */
+	if (strcmp(c->path, path) ||
+	    now_ms() - c->used_ms >= HB_PROTO_REUSE_MS ||
+	    poll(&pfd, 1, 0) != 0) {
+		hb_proto_conn_close(c);
+		return 0;
+	}
+	return 1;
+}
+
+void hb_proto_conn_close(struct hb_proto_conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+}
+
+int hb_proto_call_on(struct hb_proto_conn *c, const char *path,
+		     const cJSON *req, int timeout_ms, cJSON **reply,
+		     struct hb_err *err)
 {
 	struct hb_buf out, in;
 	const char *payload;
 	char *json = NULL;
 	int64_t deadline;
 	size_t plen;
-	int fd = -1, rc, sent;
+	int rc, sent;
 
 	*reply = NULL;
 	hb_buf_init(&out, HB_PROTO_HDR + HB_PROTO_MAX_PAYLOAD);
@@ -555,19 +582,22 @@ int hb_proto_call(const char *path, const cJSON *req, int timeout_ms,
 			   strlen(json), hb_strerror(rc));
 		goto out;
 	}
-	if ((rc = connect_unix(path, deadline, &fd, err)))
-		goto out;
+	if (!reusable(c, path)) {
+		if ((rc = connect_unix(path, deadline, &c->fd, err)))
+			goto out;
+		snprintf(c->path, sizeof(c->path), "%s", path);
+	}
 	/* A daemon that refuses the request may reply and close before it
 	 * has read all of it: look for that reply before giving up. */
 	{
 		struct hb_err serr = { 0 };
 
-		sent = send_all(fd, &out, deadline, &serr);
+		sent = send_all(c->fd, &out, deadline, &serr);
 		if (sent == HB_ETIMEDOUT) {
 			rc = hb_err_set(err, sent, NULL, 0, "%s", serr.msg);
 			goto out;
 		}
-		rc = recv_frame(fd, &in, deadline, &payload, &plen, err);
+		rc = recv_frame(c->fd, &in, deadline, &payload, &plen, err);
 		if (rc && sent) {
 			if (err)
 				*err = serr;
@@ -578,10 +608,22 @@ int hb_proto_call(const char *path, const cJSON *req, int timeout_ms,
 	}
 	rc = hb_proto_parse(payload, plen, HB_PROTO_REPLY, reply, err);
 out:
-	if (fd >= 0)
-		close(fd);
+	if (rc)
+		hb_proto_conn_close(c);
+	else
+		c->used_ms = now_ms();
 	cJSON_free(json);
 	hb_buf_free(&out);
 	hb_buf_free(&in);
+	return rc;
+}
+
+int hb_proto_call(const char *path, const cJSON *req, int timeout_ms,
+		  cJSON **reply, struct hb_err *err)
+{
+	struct hb_proto_conn c = HB_PROTO_CONN_INIT;
+	int rc = hb_proto_call_on(&c, path, req, timeout_ms, reply, err);
+
+	hb_proto_conn_close(&c);
 	return rc;
 }

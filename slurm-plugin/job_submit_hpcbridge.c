@@ -10,14 +10,17 @@
  * hostage, and Slurm behaves as if hpcbridge were not there.
  *
  * The hook runs inside slurmctld with its job write lock held.  It does
- * one connect/write/read on a local socket, bounded by the timeout, and
- * no other I/O (the configuration is read once, in init()).  It links no
+ * one write/read on a local socket, bounded by the timeout, and no other
+ * I/O (the configuration is read once, in init()).  The connection is
+ * kept from one job to the next (hb_proto_call_on()), so a submission
+ * costs neither side a connect, an accept or a close.  It links no
  * Slurm library: strings given to Slurm are made with slurm_xstrdup (Slurm
  * frees job_desc fields with xfree), and logging uses slurm_info and
  * slurm_error, all exported by the slurmctld process.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +60,10 @@ EXPORT int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr,
 		      uint32_t submit_uid);
 
 static struct hb_plugin_conf conf;
+/* The connection to the daemon, kept between jobs; the job write lock
+ * already makes calls one at a time, the mutex says so. */
+static struct hb_proto_conn daemon_conn = HB_PROTO_CONN_INIT;
+static pthread_mutex_t daemon_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static const struct hb_slurm_alloc slurm_alloc = {
 	.strdup = slurm_xstrdup,
@@ -109,6 +116,9 @@ int init(void)
 
 void fini(void)
 {
+	pthread_mutex_lock(&daemon_mu);
+	hb_proto_conn_close(&daemon_conn);
+	pthread_mutex_unlock(&daemon_mu);
 	hb_log_set_hook(NULL, NULL);
 }
 
@@ -199,7 +209,10 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 		       name, job_desc->user_id, err.msg);
 		goto out;
 	}
-	rc = hb_proto_call(conf.socket, req, conf.timeout_ms, &reply, &err);
+	pthread_mutex_lock(&daemon_mu);
+	rc = hb_proto_call_on(&daemon_conn, conf.socket, req, conf.timeout_ms,
+			      &reply, &err);
+	pthread_mutex_unlock(&daemon_mu);
 	if (rc) {
 		hb_log(HB_LOG_ERROR,
 		       "job '%s' of uid %" PRIu32 " left on Slurm: daemon %s: "

@@ -21,6 +21,7 @@
 #define HPCBRIDGE_PROTO_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "hpcbridge/buf.h"
 #include "hpcbridge/error.h"
@@ -92,6 +93,32 @@ int hb_proto_parse(const char *payload, size_t len, enum hb_proto_kind kind,
  */
 int hb_proto_call(const char *path, const struct cJSON *req, int timeout_ms,
 		  struct cJSON **reply, struct hb_err *err);
+
+/*
+ * A connection kept from one call to the next, for a caller that calls
+ * often (the plugin keeps one in slurmctld): no connect, accept and close
+ * per call, on either side.  hb_proto_call_on() reuses c's connection when
+ * it is to the same path, was last used less than HB_PROTO_REUSE_MS ago
+ * (well inside the daemon's idle limit), and the daemon has not closed
+ * it; otherwise it connects anew.  A call that fails closes it.  Results
+ * as hb_proto_call()'s.  One caller at a time; start from
+ * HB_PROTO_CONN_INIT, end with hb_proto_conn_close() (which may be called
+ * any number of times).
+ */
+#define HB_PROTO_REUSE_MS 10000
+struct hb_proto_conn {
+	int fd; /* -1: none */
+	int64_t used_ms;
+	char path[108]; /* sun_path's size */
+};
+#define HB_PROTO_CONN_INIT                                                     \
+	{                                                                      \
+		.fd = -1                                                       \
+	}
+int hb_proto_call_on(struct hb_proto_conn *c, const char *path,
+		     const struct cJSON *req, int timeout_ms,
+		     struct cJSON **reply, struct hb_err *err);
+void hb_proto_conn_close(struct hb_proto_conn *c);
 
 /*
  * Build {"ok":false,"error":{"code":NAME,"message":message}} for an HB_E*

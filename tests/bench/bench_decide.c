@@ -1,11 +1,13 @@
 /*
  * bench_decide.c - the round trip of one decision over hpcbridged's socket,
- * as job_submit/hpcbridge makes it: connect, send "decide", wait for the
- * reply (which the daemon sends only after the decision is committed),
- * close.
+ * as job_submit/hpcbridge makes it: send "decide" on the connection kept
+ * from the last decision, wait for the reply (which the daemon sends only
+ * after the decision is committed).
  *
- *   bench_decide SOCKET [N] [env] [gap=MS]
+ *   bench_decide SOCKET [N] [env] [gap=MS] [oneshot]
  *
+ * "oneshot" connects for each decision and closes after it, as the CLI
+ * does (and as the plugin did before it kept its connection).
  * "env" adds this process's environment to each request, as the plugin
  * adds the submitter's (sbatch sends it all: some 2-3 KB in a shell).
  * "gap=MS" waits MS milliseconds between decisions, as the daemon waits
@@ -48,13 +50,17 @@ int main(int argc, char **argv)
 	long n = argc > 2 ? strtol(argv[2], NULL, 10) : 2000, gap_ms = 0;
 	double *lat;
 	cJSON *req;
-	int fails = 0, with_env = 0, bad = argc < 2 || n <= 0 || n > 10000000;
+	struct hb_proto_conn conn = HB_PROTO_CONN_INIT;
+	int fails = 0, with_env = 0, oneshot = 0;
+	int bad = argc < 2 || n <= 0 || n > 10000000;
 
 	for (int i = 3; i < argc; i++) {
 		char *end;
 
 		if (!strcmp(argv[i], "env")) {
 			with_env = 1;
+		} else if (!strcmp(argv[i], "oneshot")) {
+			oneshot = 1;
 		} else if (!strncmp(argv[i], "gap=", 4)) {
 			gap_ms = strtol(argv[i] + 4, &end, 10);
 			bad |= *end || gap_ms < 0 || gap_ms > 10000;
@@ -64,7 +70,7 @@ int main(int argc, char **argv)
 	}
 	if (bad) {
 		fprintf(stderr, "usage: bench_decide SOCKET [N] [env] "
-				"[gap=MS]\n");
+				"[gap=MS] [oneshot]\n");
 		return 2;
 	}
 	lat = calloc((size_t)n, sizeof(*lat));
@@ -87,8 +93,11 @@ int main(int argc, char **argv)
 		struct hb_err err = { 0 };
 		cJSON *reply = NULL;
 		double t0 = now_us();
-		int rc = hb_proto_call(argv[1], req, 5000, &reply, &err);
+		int rc = hb_proto_call_on(&conn, argv[1], req, 5000, &reply,
+					  &err);
 
+		if (oneshot)
+			hb_proto_conn_close(&conn);
 		if (!rc)
 			rc = hb_proto_reply_status(reply, &err);
 		lat[i] = now_us() - t0;
@@ -101,6 +110,7 @@ int main(int argc, char **argv)
 	qsort(lat, (size_t)n, sizeof(*lat), cmp);
 	printf("| %ld | %.0f | %.0f | %.0f | %.0f | %d |\n", n, lat[n / 2],
 	       lat[n * 9 / 10], lat[n * 99 / 100], lat[n - 1], fails);
+	hb_proto_conn_close(&conn);
 	cJSON_Delete(req);
 	free(lat);
 	return fails ? 1 : 0;

@@ -684,6 +684,79 @@ static void test_orphans_need_polls(void **state)
 	assert_string_equal(st, "pending");
 }
 
+/* The inode of fd's socket: the same connection, or a new one. */
+static ino_t sock_ino(int fd)
+{
+	struct stat sb;
+
+	assert_int_equal(fstat(fd, &sb), 0);
+	return sb.st_ino;
+}
+
+/* One ping on c; it must be answered. */
+static void ping_on(struct fixture *f, struct hb_proto_conn *c)
+{
+	struct hb_err err = { 0 };
+	cJSON *req = cJSON_Parse("{\"op\":\"ping\"}"), *reply = NULL;
+
+	assert_non_null(req);
+	if (hb_proto_call_on(c, f->sock, req, 10000, &reply, &err))
+		fail_msg("ping: %s", err.msg);
+	assert_int_equal(hb_proto_reply_status(reply, NULL), 0);
+	cJSON_Delete(reply);
+	cJSON_Delete(req);
+}
+
+/*
+ * A kept connection (the plugin's) carries call after call; a new one is
+ * made when the daemon closed the old, when the old one has something
+ * unasked to read, when it is too old to trust, or for another socket.
+ */
+static void test_kept_connection(void **state)
+{
+	struct fixture *f = *state;
+	struct hb_proto_conn c = HB_PROTO_CONN_INIT;
+	ino_t ino;
+
+	ping_on(f, &c);
+	assert_true(c.fd >= 0);
+	ino = sock_ino(c.fd);
+	ping_on(f, &c);
+	ping_on(f, &c);
+	assert_int_equal(sock_ino(c.fd), ino);
+
+	/* a bad frame: the daemon replies with an error and closes */
+	assert_int_equal(write(c.fd, "XX\1\1\0\0\0\2{}", 10), 10);
+	nap(100);
+	ping_on(f, &c);
+	assert_int_not_equal(sock_ino(c.fd), ino);
+	ino = sock_ino(c.fd);
+
+	/* last used too long ago */
+	c.used_ms -= HB_PROTO_REUSE_MS;
+	ping_on(f, &c);
+	assert_int_not_equal(sock_ino(c.fd), ino);
+	ino = sock_ino(c.fd);
+
+	/* another path: connects there (here, nobody listens) */
+	{
+		struct hb_err err = { 0 };
+		cJSON *req = cJSON_Parse("{\"op\":\"ping\"}"), *reply = NULL;
+		char other[160];
+
+		snprintf(other, sizeof(other), "%s/none.sock", f->dir);
+		assert_int_equal(hb_proto_call_on(&c, other, req, 1000, &reply,
+						  &err),
+				 HB_EUNAVAIL);
+		assert_int_equal(c.fd, -1); /* a failed call closes it */
+		cJSON_Delete(req);
+	}
+	ping_on(f, &c);
+	hb_proto_conn_close(&c);
+	hb_proto_conn_close(&c); /* twice is fine */
+	assert_int_equal(c.fd, -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -703,6 +776,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_checkpoints_off_loop,
 						setup_ckpt, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_decides, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_kept_connection, setup,
 						teardown),
 	};
 
