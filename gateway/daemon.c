@@ -557,7 +557,7 @@ static void task_free(struct task *t);
 
 /*
  * Checkpoints, off the loop.  Left to SQLite, the commit that takes the
- * WAL past 1,000 pages also copies them into the database and syncs both
+ * WAL past its limit (1,000 pages) also copies them into the database and syncs both
  * files, and the requests of that batch wait for it (the tail of the
  * decision round trip).  Here a worker does it through a handle of its
  * own once the WAL reaches ckpt_pages; the loop's handle still checkpoints
