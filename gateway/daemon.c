@@ -3981,8 +3981,9 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 	hb_arena_init(&d->scratch, SCRATCH_MAX);
 	if ((rc = hb_store_open(d->cfg.daemon_state, &d->st, err)))
 		goto fail;
-	d->ckpt_pages = d->opts.checkpoint_pages > 0 ? d->opts.checkpoint_pages
-						     : HB_DAEMON_CKPT_PAGES;
+	d->ckpt_pages = d->opts.checkpoint_pages > 0
+				? d->opts.checkpoint_pages
+				: (int)d->cfg.daemon_checkpoint_pages;
 	hb_store_set_autocheckpoint(d->st, CKPT_INLINE_FACTOR * d->ckpt_pages);
 	if ((rc = hb_decider_load_spend(d->dc, d->st,
 					hb_remote_now_ms() / 1000, err)))

@@ -35,17 +35,12 @@ struct hb_daemon_opts {
 	int idle_ms;		 /* 0: HB_DAEMON_IDLE_MS */
 	unsigned max_conns;	 /* 0: HB_DAEMON_MAX_CONNS */
 	int orphan_ms;		 /* 0: HB_DAEMON_ORPHAN_MS */
-	int checkpoint_pages;	 /* 0: HB_DAEMON_CKPT_PAGES */
+	int checkpoint_pages;	 /* 0: daemon.checkpoint_pages */
 };
 
 /* The state's write-ahead log is copied into the database by a worker
- * once it holds this many pages (16 MiB), not inside a request's commit.
- * A checkpoint copies each page once however many frames it has in the
- * log, and runs beside the loop on the same cores: 4,000 rather than
- * SQLite's 1,000 puts a quarter as many of them beside requests, and a
- * decision round trip's p99 on tmpfs went from 0.8-1.2 ms to 0.3-0.4 ms
- * (docs/benchmarks.md). */
-#define HB_DAEMON_CKPT_PAGES 4000
+ * once it holds daemon.checkpoint_pages pages (default 1,000: 4 MiB), not
+ * inside a request's commit (docs/internals/daemon.md). */
 
 /*
  * A job decided for Slurm (or submitted for the CLI) that Slurm has not

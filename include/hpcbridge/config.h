@@ -75,6 +75,7 @@ struct hb_config {
 	uint32_t ndaemon_admins;
 	uint32_t daemon_max_request; /* bytes of one request payload */
 	uint32_t daemon_workers;     /* threads for blocking remote calls */
+	uint32_t daemon_checkpoint_pages; /* WAL pages between checkpoints */
 	const char *daemon_log_level; /* "debug" | "info" | "warn" | "error" */
 
 	/* Slurm */

@@ -70,6 +70,7 @@ static void check_defaults(const struct hb_config *c)
 	assert_null(c->daemon_admins);
 	assert_int_equal(c->daemon_max_request, 1048576);
 	assert_int_equal(c->daemon_workers, 4);
+	assert_int_equal(c->daemon_checkpoint_pages, 1000);
 	assert_string_equal(c->daemon_log_level, "info");
 	assert_string_equal(c->slurm_user, "slurm");
 	assert_string_equal(c->burst_partition, "burst");
@@ -611,6 +612,9 @@ static void test_daemon_key_errors(void **state)
 	     "1048576"},
 	    {"daemon:\n  workers: 0\n",
 	     "hpcbridge.yaml:2: daemon.workers: must be between 1 and 64"},
+	    {"daemon:\n  checkpoint_pages: 99\n",
+	     "hpcbridge.yaml:2: daemon.checkpoint_pages: must be between 100 "
+	     "and 100000"},
 	    {"daemon:\n  log_level: verbose\n",
 	     "hpcbridge.yaml:2: daemon.log_level: must be one of debug, info, "
 	     "warn, error (not 'verbose')"},
