@@ -31,31 +31,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# hb_bench_daemon writes the config and starts the daemon at once: write
-# it, stop that daemon, add the interval and start again.
-start() { # NAME STATE PAGES
-	hb_bench_daemon "$build" "$tmp/$1" "$2"
-	kill -TERM "${hb_bench_pids[-1]}"
-	wait "${hb_bench_pids[-1]}" 2>/dev/null || true
-	unset 'hb_bench_pids[-1]'
-	rm -f "$tmp/$1/hbd.sock"
-	sed -i "s|^  log_level: warn|  log_level: warn\n  checkpoint_pages: $3|" \
-		"$tmp/$1/hpcbridge.yaml"
-	"$build/bin/hpcbridged" --config "$tmp/$1/hpcbridge.yaml" \
-		--foreground 2>>"$tmp/$1/hbd.log" &
-	hb_bench_pids+=("$!")
-	for _ in $(seq 100); do
-		[ -S "$tmp/$1/hbd.sock" ] && return 0
-		sleep 0.05
-	done
-	echo "hpcbridged did not start; see $tmp/$1/hbd.log" >&2
-	return 1
-}
-
 names=
 for p in $pages; do
-	start "tmpfs-$p" "$shm/$p.db" "$p"
-	start "disk-$p" "$tmp/$p.db" "$p"
+	hb_bench_daemon "$build" "$tmp/tmpfs-$p" "$shm/$p.db" \
+		"checkpoint_pages: $p"
+	hb_bench_daemon "$build" "$tmp/disk-$p" "$tmp/$p.db" \
+		"checkpoint_pages: $p"
 	names="$names tmpfs-$p disk-$p"
 done
 

@@ -1,24 +1,29 @@
 # daemon.sh - hpcbridged for the benchmarks, sourced.
 #
-#   hb_bench_daemon BUILD DIR STATE
+#   hb_bench_daemon BUILD DIR STATE [KEY: VALUE]...
 #       start BUILD/bin/hpcbridged with its socket at DIR/hbd.sock, its
 #       state at STATE, its log at DIR/hbd.log and the benchmarks' rule
-#       (partition gpu goes to Kubernetes, the rest stays on Slurm); wait
-#       for the socket; append its pid to hb_bench_pids.
+#       (partition gpu goes to Kubernetes, the rest stays on Slurm), and
+#       any further daemon.* settings given ("checkpoint_pages: 4000");
+#       wait for the socket; append its pid to hb_bench_pids.
 #   hb_bench_daemons_stop
 #       SIGTERM every daemon started, by PID, and wait for each.
 
 hb_bench_pids=()
 
 hb_bench_daemon() {
-	local build=$1 dir=$2 state=$3
+	local build=$1 dir=$2 state=$3 extra=
+	shift 3
+	for kv in "$@"; do
+		extra="$extra  $kv"$'\n'
+	done
 	mkdir -p "$dir"
 	cat >"$dir/hpcbridge.yaml" <<-YAML
 	daemon:
 	  socket: $dir/hbd.sock
 	  state: $state
 	  log_level: warn
-	slurm:
+	${extra}slurm:
 	  user: root
 	plugin:
 	  timeout_ms: 200
