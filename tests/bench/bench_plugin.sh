@@ -137,10 +137,12 @@ printf '| disk (%s) ' "$(df --output=fstype "$tmp" | tail -n 1)"
 printf '| tmpfs '
 "$build/bin/bench_decide" "$tmp/hbd-shm/hbd.sock" 2000
 echo
-echo "decisions per second with many callers (hbload, one request in flight each):"
+echo "decisions per second with many callers (hbload, one request in flight each, waiting in poll() as the plugin does):"
 for t in 1 64 256; do
 	printf '%s callers, state on disk: ' "$t"
 	"$build/tests/hbload" "$tmp/hbd/hbd.sock" "$t" $((20000 / t + 1))
 done
 printf '256 callers, state on tmpfs: '
 "$build/tests/hbload" "$tmp/hbd-shm/hbd.sock" 256 80
+printf '256 callers, state on tmpfs, waiting in a blocking recv(): '
+"$build/tests/hbload" "$tmp/hbd-shm/hbd.sock" 256 80 blocking
