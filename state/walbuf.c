@@ -37,6 +37,7 @@ struct wal_file {
 	const char *name;   /* SQLite's, valid while the file is open */
 	int hold;	    /* gather writes (hb_walbuf_begin) */
 	int nosync;	    /* and do not sync them */
+	int header;	    /* held: the log's header, written again */
 	char *buf;	    /* held bytes, for the file at off */
 	size_t len, cap;
 	sqlite3_int64 off;
@@ -102,6 +103,8 @@ static int w_write(sqlite3_file *f, const void *b, int n, sqlite3_int64 off)
 	struct wal_file *w = (struct wal_file *)f;
 	int rc;
 
+	if (w->hold && off == 0)
+		w->header = 1;
 	if (w->hold && n > 0 &&
 	    (!w->len || off == w->off + (sqlite3_int64)w->len)) {
 		if (!room(w, (size_t)n) && (rc = held_write(w)))
@@ -127,17 +130,40 @@ static int w_truncate(sqlite3_file *f, sqlite3_int64 size)
 	return rc ? rc : w->real->pMethods->xTruncate(w->real, size);
 }
 
+/* The errno of the base file's last failed call (EIO if it kept none). */
+static int last_errno(struct wal_file *w)
+{
+	int e = 0;
+
+	w->real->pMethods->xFileControl(w->real, SQLITE_FCNTL_LAST_ERRNO, &e);
+	return e ? e : EIO;
+}
+
+/*
+ * Two syncs can come while held.  When the log starts again, SQLite
+ * writes its header at offset 0 and syncs it before any frame, so that no
+ * new frame can reach the disk before the new salts do (and the first
+ * sync of a new WAL also syncs its directory entry): that sync is always
+ * real, nosync or not, and holding goes on.  The commit's own sync comes
+ * after its last frame: nosync skips it, and holding stops, because what
+ * SQLite writes after it (the rest of a padding frame, without
+ * POWERSAFE_OVERWRITE) is published at once.
+ */
 static int w_sync(sqlite3_file *f, int flags)
 {
 	struct wal_file *w = (struct wal_file *)f;
-	int rc = held_write(w);
+	int rc = held_write(w), header = w->header;
 
-	if (rc || w->nosync)
+	w->header = 0;
+	if (rc)
 		return rc;
-	errno = 0;
+	if (!header)
+		w->hold = 0;
+	if (w->nosync && !header)
+		return SQLITE_OK;
 	rc = w->real->pMethods->xSync(w->real, flags);
 	if (rc != SQLITE_OK)
-		hb_walbuf_fatal(w->name, "fdatasync", errno ? errno : EIO);
+		hb_walbuf_fatal(w->name, "fdatasync", last_errno(w));
 	return rc;
 }
 
@@ -302,6 +328,7 @@ void hb_walbuf_begin(sqlite3 *db, int nosync)
 	if (w) {
 		w->hold = 1;
 		w->nosync = nosync;
+		w->header = 0;
 	}
 }
 
@@ -311,15 +338,14 @@ void hb_walbuf_end(sqlite3 *db, int committed)
 
 	if (!w)
 		return;
-	w->hold = w->nosync = 0;
+	w->hold = w->nosync = w->header = 0;
 	if (!committed || !w->len) {
 		w->len = 0;
 		return;
 	}
 	/* published without a sync (not FULL): the frames must get there */
-	errno = 0;
 	if (held_write(w) != SQLITE_OK)
-		hb_walbuf_fatal(w->name, "write", errno ? errno : EIO);
+		hb_walbuf_fatal(w->name, "write", last_errno(w));
 }
 
 void hb_walbuf_fatal(const char *file, const char *what, int err)

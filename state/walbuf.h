@@ -27,9 +27,11 @@ const char *hb_walbuf_vfs(void);
 /*
  * Around a COMMIT on db, which runs with synchronous=FULL: begin holds the
  * WAL's writes until its next sync (when db's WAL is open through
- * hb_walbuf_vfs(); otherwise nothing happens).  With nosync, that sync,
- * and any other until end, writes the frames but does not sync them: the
- * caller syncs the WAL itself, later.  end stops holding.  What is still
+ * hb_walbuf_vfs(); otherwise nothing happens).  With nosync, the commit's
+ * sync writes the frames but does not sync them: the caller syncs the WAL
+ * itself, later.  (When the log starts again SQLite also syncs its new
+ * header before the frames: that sync is always made.)  end stops
+ * holding.  What is still
  * held then was not synced: if the COMMIT failed (committed 0), SQLite
  * never published it and writes it again, so it is dropped; if it
  * succeeded, SQLite published it without a sync (not FULL), so it is

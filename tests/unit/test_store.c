@@ -1714,6 +1714,23 @@ static void test_commit_gathered(void **state)
 	assert_int_equal(wal_writes, 1);
 	assert_int_equal(wal_syncs, 1);
 
+	/* after a whole checkpoint the log starts again: SQLite writes and
+	 * syncs its new header before any frame, and that sync is made even
+	 * for a nosync group (the frames' is not) */
+	{
+		int left = -1;
+
+		assert_int_equal(hb_store_checkpoint(st, &left, &err), 0);
+		assert_int_equal(left, 0);
+		wal_writes = wal_syncs = 0;
+		assert_int_equal(hb_store_begin(st, &err), 0);
+		add_decision(st, 1, id, sizeof(id));
+		assert_int_equal(hb_store_commit_nosync(st, &err), 0);
+		assert_int_equal(wal_writes, 2); /* the header, the frames */
+		assert_int_equal(wal_syncs, 1);
+		hb_store_sync(st);
+	}
+
 	/* a large group: in pieces of under 128 KiB, SQLite's most per
 	 * write, so more than one, yet far fewer than two per frame */
 	pages = hb_store_wal_pages(st);
@@ -1731,9 +1748,9 @@ static void test_commit_gathered(void **state)
 	assert_int_equal(wal_syncs, 1);
 	hb_store_close(st);
 	/* and it is all there, for a plain SQLite connection */
-	assert_int_equal(count(fx->path, "jobs"), 8);
-	assert_int_equal(count(fx->path, "decisions"), 7);
-	assert_int_equal(count(fx->path, "events"), 40 + 7); /* + decisions' */
+	assert_int_equal(count(fx->path, "jobs"), 9);
+	assert_int_equal(count(fx->path, "decisions"), 8);
+	assert_int_equal(count(fx->path, "events"), 40 + 8); /* + decisions' */
 }
 
 /* A connection below FULL publishes a commit without syncing it: what
