@@ -480,7 +480,8 @@ static int send_all(int fd, const struct hb_buf *b, int64_t deadline,
 
 /* Read one reply frame into in; payload and plen point into in. */
 static int recv_frame(int fd, struct hb_buf *in, int64_t deadline,
-		      const char **payload, size_t *plen, struct hb_err *err)
+		      const char **payload, size_t *plen, size_t *flen,
+		      struct hb_err *err)
 {
 	enum hb_proto_kind kind;
 	char chunk[16384];
@@ -489,7 +490,7 @@ static int recv_frame(int fd, struct hb_buf *in, int64_t deadline,
 
 	for (;;) {
 		rc = hb_proto_peek(in->data, in->len, HB_PROTO_MAX_PAYLOAD,
-				   &kind, payload, plen, NULL, err);
+				   &kind, payload, plen, flen, err);
 		if (rc == 0)
 			break;
 		if (rc != HB_EAGAIN)
@@ -526,6 +527,28 @@ static int recv_frame(int fd, struct hb_buf *in, int64_t deadline,
 	return 0;
 }
 
+/* Send the framed request out on fd and read one reply frame into in. */
+static int exchange(int fd, const struct hb_buf *out, struct hb_buf *in,
+		    int64_t deadline, const char **payload, size_t *plen,
+		    size_t *flen, struct hb_err *err)
+{
+	struct hb_err serr = { 0 };
+	int sent, rc;
+
+	/* A daemon that refuses the request may reply and close before it
+	 * has read all of it: look for that reply before giving up. */
+	sent = send_all(fd, out, deadline, &serr);
+	if (sent == HB_ETIMEDOUT)
+		return hb_err_set(err, sent, NULL, 0, "%s", serr.msg);
+	rc = recv_frame(fd, in, deadline, payload, plen, flen, err);
+	if (rc && sent) {
+		if (err)
+			*err = serr;
+		rc = sent;
+	}
+	return rc;
+}
+
 /* c's connection, if it may carry another call to path. */
 static int reusable(struct hb_proto_conn *c, const char *path)
 {
@@ -559,8 +582,8 @@ int hb_proto_call_on(struct hb_proto_conn *c, const char *path,
 	const char *payload;
 	char *json = NULL;
 	int64_t deadline;
-	size_t plen;
-	int rc, sent;
+	size_t plen, flen = 0;
+	int rc, reused, keep = 1;
 
 	*reply = NULL;
 	hb_buf_init(&out, HB_PROTO_HDR + HB_PROTO_MAX_PAYLOAD);
@@ -582,33 +605,36 @@ int hb_proto_call_on(struct hb_proto_conn *c, const char *path,
 			   strlen(json), hb_strerror(rc));
 		goto out;
 	}
-	if (!reusable(c, path)) {
-		if ((rc = connect_unix(path, deadline, &c->fd, err)))
-			goto out;
-		snprintf(c->path, sizeof(c->path), "%s", path);
-	}
-	/* A daemon that refuses the request may reply and close before it
-	 * has read all of it: look for that reply before giving up. */
-	{
-		struct hb_err serr = { 0 };
-
-		sent = send_all(c->fd, &out, deadline, &serr);
-		if (sent == HB_ETIMEDOUT) {
-			rc = hb_err_set(err, sent, NULL, 0, "%s", serr.msg);
-			goto out;
+	reused = reusable(c, path);
+	for (;;) {
+		if (c->fd < 0) {
+			if ((rc = connect_unix(path, deadline, &c->fd, err)))
+				goto out;
+			snprintf(c->path, sizeof(c->path), "%s", path);
 		}
-		rc = recv_frame(c->fd, &in, deadline, &payload, &plen, err);
-		if (rc && sent) {
-			if (err)
-				*err = serr;
-			rc = sent;
-		}
-		if (rc)
-			goto out;
+		hb_buf_reset(&in);
+		rc = exchange(c->fd, &out, &in, deadline, &payload, &plen,
+			      &flen, err);
+		/* A kept connection closed between our look at it and the
+		 * request (the daemon's idle limit, a stop), so no byte of a
+		 * reply came: once more, on a new connection.  A daemon that
+		 * went away refuses it; one that dropped an idle connection
+		 * answers.  (One that died after reading the request may have
+		 * decided it: its reconciler gives such a decision up as an
+		 * orphan.) */
+		if (rc != HB_EUNAVAIL || !reused || in.len)
+			break;
+		reused = 0;
+		hb_proto_conn_close(c);
 	}
+	if (rc)
+		goto out;
+	/* more than the reply: the stream is no longer in step */
+	if (in.len != flen)
+		keep = 0;
 	rc = hb_proto_parse(payload, plen, HB_PROTO_REPLY, reply, err);
 out:
-	if (rc)
+	if (rc || !keep)
 		hb_proto_conn_close(c);
 	else
 		c->used_ms = now_ms();

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -370,10 +372,77 @@ enum server_mode {
 	SRV_REQUEST, /* reply with a request frame */
 	SRV_EARLY,   /* reply an error before reading, then close */
 	SRV_SPLIT,   /* reply one byte at a time */
-	SRV_NOACCEPT /* listen, never accept */
+	SRV_NOACCEPT, /* listen, never accept */
+	/* for a kept connection: */
+	SRV_KEPT_DROP, /* echo one request, close at the next (read, not
+			* answered), then echo on a new connection */
+	SRV_KEPT_EXTRA /* echo one request with a second reply after it */
 };
 
 static char sock_path[108];
+
+/* Read one frame from fd into in (the child's side; _exit on EOF). */
+static void read_frame(int fd, struct hb_buf *in, const char **payload,
+		       size_t *plen)
+{
+	char buf[65536];
+	ssize_t n;
+
+	while (hb_proto_peek(in->data, in->len, 0, NULL, payload, plen, NULL,
+			     NULL) == HB_EAGAIN) {
+		n = read(fd, buf, sizeof(buf));
+		if (n <= 0)
+			_exit(1);
+		hb_buf_append(in, buf, (size_t)n);
+	}
+}
+
+/* Append {"ok":true,"echo":PAYLOAD} as a reply frame to out. */
+static void echo_frame(struct hb_buf *out, const char *payload, size_t plen)
+{
+	struct hb_buf j;
+
+	hb_buf_init(&j, 0);
+	hb_buf_puts(&j, "{\"ok\":true,\"echo\":");
+	hb_buf_append(&j, payload, plen);
+	hb_buf_puts(&j, "}");
+	hb_proto_frame(out, HB_PROTO_REPLY, j.data, j.len);
+	hb_buf_free(&j);
+}
+
+static void serve_kept(int lfd, enum server_mode mode)
+{
+	struct hb_buf in, out;
+	const char *payload;
+	size_t plen;
+	int fd = accept(lfd, NULL, NULL);
+
+	hb_buf_init(&in, 0);
+	hb_buf_init(&out, 0);
+	if (fd < 0)
+		_exit(1);
+	read_frame(fd, &in, &payload, &plen);
+	echo_frame(&out, payload, plen);
+	if (mode == SRV_KEPT_EXTRA)
+		echo_frame(&out, payload, plen);
+	if (write(fd, out.data, out.len) < 0)
+		_exit(1);
+	if (mode == SRV_KEPT_DROP) {
+		hb_buf_reset(&in);
+		hb_buf_reset(&out);
+		read_frame(fd, &in, &payload, &plen);
+		close(fd);
+		if ((fd = accept(lfd, NULL, NULL)) < 0)
+			_exit(1);
+		hb_buf_reset(&in);
+		read_frame(fd, &in, &payload, &plen);
+		echo_frame(&out, payload, plen);
+		if (write(fd, out.data, out.len) < 0)
+			_exit(1);
+	}
+	pause();
+	_exit(0);
+}
 
 static void serve(int lfd, enum server_mode mode)
 {
@@ -388,6 +457,8 @@ static void serve(int lfd, enum server_mode mode)
 		pause();
 		_exit(0);
 	}
+	if (mode == SRV_KEPT_DROP || mode == SRV_KEPT_EXTRA)
+		serve_kept(lfd, mode);
 	fd = accept(lfd, NULL, NULL);
 	if (fd < 0)
 		_exit(1);
@@ -415,17 +486,7 @@ static void serve(int lfd, enum server_mode mode)
 	switch (mode) {
 	case SRV_ECHO:
 	case SRV_SPLIT:
-		hb_buf_puts(&out, "");
-		{
-			struct hb_buf j;
-
-			hb_buf_init(&j, 0);
-			hb_buf_puts(&j, "{\"ok\":true,\"echo\":");
-			hb_buf_append(&j, payload, plen);
-			hb_buf_puts(&j, "}");
-			hb_proto_frame(&out, HB_PROTO_REPLY, j.data, j.len);
-			hb_buf_free(&j);
-		}
+		echo_frame(&out, payload, plen);
 		if (mode == SRV_ECHO) {
 			if (write(fd, out.data, out.len) < 0)
 				_exit(1);
@@ -479,8 +540,13 @@ static pid_t start_server(enum server_mode mode)
 	assert_int_equal(listen(lfd, 4), 0);
 	pid = fork();
 	assert_true(pid >= 0);
-	if (pid == 0)
+	if (pid == 0) {
+		/* gone with the test, even when an assertion stops it */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(1);
 		serve(lfd, mode);
+	}
 	close(lfd);
 	return pid;
 }
@@ -575,6 +641,46 @@ static void test_call_failures(void **state)
 	cJSON_Delete(req);
 }
 
+/* A kept connection closed at the next request with no reply byte (as
+ * the daemon drops an idle one) is tried once more on a new connection;
+ * a fresh one is not (SRV_CLOSE above).  Bytes after the reply end the
+ * kept connection. */
+static void test_call_kept(void **state)
+{
+	struct hb_proto_conn c = HB_PROTO_CONN_INIT;
+	struct hb_err err = { 0 };
+	cJSON *req = cJSON_Parse("{\"op\":\"ping\"}"), *reply = NULL;
+	struct stat a, b;
+	pid_t pid;
+
+	(void)state;
+	pid = start_server(SRV_KEPT_DROP);
+	assert_int_equal(hb_proto_call_on(&c, sock_path, req, 5000, &reply,
+					  &err),
+			 0);
+	cJSON_Delete(reply);
+	assert_int_equal(fstat(c.fd, &a), 0);
+	assert_int_equal(hb_proto_call_on(&c, sock_path, req, 5000, &reply,
+					  &err),
+			 0);
+	assert_non_null(cJSON_GetObjectItem(reply, "echo"));
+	cJSON_Delete(reply);
+	assert_int_equal(fstat(c.fd, &b), 0);
+	assert_true(a.st_ino != b.st_ino); /* the second connection */
+	hb_proto_conn_close(&c);
+	stop_server(pid);
+
+	pid = start_server(SRV_KEPT_EXTRA);
+	assert_int_equal(hb_proto_call_on(&c, sock_path, req, 5000, &reply,
+					  &err),
+			 0);
+	assert_non_null(cJSON_GetObjectItem(reply, "echo"));
+	cJSON_Delete(reply);
+	assert_int_equal(c.fd, -1);
+	stop_server(pid);
+	cJSON_Delete(req);
+}
+
 static void test_call_early_reply(void **state)
 {
 	struct hb_err err = { 0 };
@@ -623,6 +729,7 @@ int main(void)
 		cmocka_unit_test(test_call),
 		cmocka_unit_test(test_call_failures),
 		cmocka_unit_test(test_call_early_reply),
+		cmocka_unit_test(test_call_kept),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
