@@ -2,8 +2,8 @@
  * store.h - the gateway's durable state: jobs, placement decisions, the
  * audit event log and the cost ledger, in one SQLite file.
  *
- * The file runs in WAL mode with synchronous=FULL (or deferred sync,
- * below): when a write function returns 0 outside
+ * The file runs in WAL mode with synchronous=FULL (deferred sync, below,
+ * makes one exception): when a write function returns 0 outside
  * hb_store_begin()/hb_store_commit(), or when hb_store_commit() returns 0,
  * the change is on disk.  Nobody may be told about a decision or a state
  * change before that.
