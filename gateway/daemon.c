@@ -557,9 +557,9 @@ static void task_free(struct task *t);
 
 /*
  * Checkpoints, off the loop.  Left to SQLite, the commit that takes the
- * WAL past its limit (1,000 pages) also copies them into the database and syncs both
- * files, and the requests of that batch wait for it (the tail of the
- * decision round trip).  Here a worker does it through a handle of its
+ * WAL past its limit (1,000 pages) also copies them into the database and
+ * syncs both files, and the requests of that batch wait for it (the tail
+ * of the decision round trip).  Here a worker does it through a handle of its
  * own once the WAL reaches ckpt_pages; the loop's handle still checkpoints
  * inline, but only past CKPT_INLINE_FACTOR times that (the worker cannot
  * finish one while writes keep coming, so the WAL would otherwise only

@@ -35,12 +35,10 @@ struct hb_daemon_opts {
 	int idle_ms;		 /* 0: HB_DAEMON_IDLE_MS */
 	unsigned max_conns;	 /* 0: HB_DAEMON_MAX_CONNS */
 	int orphan_ms;		 /* 0: HB_DAEMON_ORPHAN_MS */
-	int checkpoint_pages;	 /* 0: daemon.checkpoint_pages */
+	/* WAL pages between a worker's checkpoints, off the loop (0: the
+	 * config's daemon.checkpoint_pages; docs/internals/daemon.md) */
+	int checkpoint_pages;
 };
-
-/* The state's write-ahead log is copied into the database by a worker
- * once it holds daemon.checkpoint_pages pages (default 1,000: 4 MiB), not
- * inside a request's commit (docs/internals/daemon.md). */
 
 /*
  * A job decided for Slurm (or submitted for the CLI) that Slurm has not

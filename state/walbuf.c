@@ -287,12 +287,10 @@ const char *hb_walbuf_vfs(void)
 		struct shim *s = &shims[nshims];
 
 		s->base = base;
-		s->vfs =
-			*base; /* the rest of the base's methods, as they are */
+		/* the rest of the base's methods, as they are */
+		s->vfs = *base;
 		s->vfs.pNext = NULL;
 		s->vfs.szOsFile = (int)REAL_AT + base->szOsFile;
-		if (s->vfs.szOsFile < base->szOsFile)
-			s->vfs.szOsFile = base->szOsFile;
 		s->vfs.xOpen = shim_open;
 		snprintf(s->name, sizeof(s->name),
 			 nshims ? "hb-walbuf-%d" : "hb-walbuf", nshims);
