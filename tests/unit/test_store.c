@@ -1768,17 +1768,12 @@ static void test_held_written_without_sync(void **state)
 						 SQLITE_OPEN_CREATE,
 					 vfs),
 			 SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db,
-				      "PRAGMA journal_mode=WAL;"
-				      "PRAGMA synchronous=NORMAL;"
-				      "CREATE TABLE jobs (x);"
-				      "INSERT INTO jobs VALUES (1);",
-				      NULL, NULL, NULL),
-			 SQLITE_OK);
+	raw_exec_ok(db, "PRAGMA journal_mode=WAL;"
+			"PRAGMA synchronous=NORMAL;"
+			"CREATE TABLE jobs (x);"
+			"INSERT INTO jobs VALUES (1);");
 	hb_walbuf_begin(db, 0);
-	assert_int_equal(sqlite3_exec(db, "INSERT INTO jobs VALUES (2)", NULL,
-				      NULL, NULL),
-			 SQLITE_OK);
+	raw_exec_ok(db, "INSERT INTO jobs VALUES (2)");
 	hb_walbuf_end(db, 1);
 	assert_int_equal(count(fx->path, "jobs"), 2);
 	sqlite3_close(db);
