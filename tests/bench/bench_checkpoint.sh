@@ -20,16 +20,9 @@ build=$(cd "${1:?BUILD}" && pwd)
 rounds=${2:-5}
 shift $(($# < 2 ? $# : 2))
 pages=${*:-1000 4000}
-tmp=$(mktemp -d /tmp/hb-ckpt.XXXXXX)
-shm=$(mktemp -d /dev/shm/hb-ckpt.XXXXXX)
 # shellcheck source=lib/daemon.sh
 . "$(dirname "$0")/lib/daemon.sh"
-
-cleanup() {
-	hb_bench_daemons_stop
-	rm -rf "$tmp" "$shm"
-}
-trap cleanup EXIT
+hb_bench_dirs ckpt
 
 names=
 for p in $pages; do

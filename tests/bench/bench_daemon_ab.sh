@@ -21,16 +21,9 @@ set -euo pipefail
 before=$(cd "$1" && pwd)
 after=$(cd "$2" && pwd)
 rounds=${3:-7}
-tmp=$(mktemp -d /tmp/hb-ab.XXXXXX)
-shm=$(mktemp -d /dev/shm/hb-ab.XXXXXX)
 # shellcheck source=lib/daemon.sh
 . "$(dirname "$0")/lib/daemon.sh"
-
-cleanup() {
-	hb_bench_daemons_stop
-	rm -rf "$tmp" "$shm"
-}
-trap cleanup EXIT
+hb_bench_dirs ab
 
 names="before-tmpfs after-tmpfs before-disk after-disk"
 hb_bench_daemon "$before" "$tmp/before-tmpfs" "$shm/before.db"

@@ -8,6 +8,10 @@
 #       wait for the socket; append its pid to hb_bench_pids.
 #   hb_bench_daemons_stop
 #       SIGTERM every daemon started, by PID, and wait for each.
+#   hb_bench_dirs NAME
+#       make the scratch directories tmp (under /tmp) and shm (under
+#       /dev/shm, for state on tmpfs), and on exit stop every daemon and
+#       remove both.
 
 hb_bench_pids=()
 
@@ -51,4 +55,10 @@ hb_bench_daemons_stop() {
 	for p in "${hb_bench_pids[@]}"; do
 		wait "$p" 2>/dev/null || true
 	done
+}
+
+hb_bench_dirs() {
+	tmp=$(mktemp -d "/tmp/hb-$1.XXXXXX")
+	shm=$(mktemp -d "/dev/shm/hb-$1.XXXXXX")
+	trap 'hb_bench_daemons_stop; rm -rf "$tmp" "$shm"' EXIT
 }
