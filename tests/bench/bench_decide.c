@@ -19,32 +19,15 @@
  * it leaves the job on Slurm), as a markdown table row.  The daemon must be
  * running; scripts in tests/bench/ start one (bench_plugin.sh).
  */
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
+#include "bench.h"
 #include "hpcbridge/proto.h"
 
 extern char **environ;
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv)
 {
@@ -94,7 +77,7 @@ int main(int argc, char **argv)
 	for (long i = 0; i < n; i++) {
 		struct hb_err err = { 0 };
 		cJSON *reply = NULL;
-		double t0 = now_us();
+		double t0 = now();
 		int rc = hb_proto_call_on(&conn, argv[1], req, 5000, &reply,
 					  &err);
 
@@ -102,14 +85,14 @@ int main(int argc, char **argv)
 			hb_proto_conn_close(&conn);
 		if (!rc)
 			rc = hb_proto_reply_status(reply, &err);
-		lat[i] = now_us() - t0;
+		lat[i] = (now() - t0) * 1e6;
 		cJSON_Delete(reply);
 		if (gap_ms)
 			usleep((useconds_t)gap_ms * 1000);
 		if (rc && fails++ < 3)
 			fprintf(stderr, "decide: %s\n", err.msg);
 	}
-	qsort(lat, (size_t)n, sizeof(*lat), cmp);
+	qsort(lat, (size_t)n, sizeof(*lat), cmp_double);
 	for (long i = 0; i < n; i++)
 		slow += lat[i] > 20000.0;
 	printf("| %ld | %.0f | %.0f | %.0f | %.0f | %d | %ld |\n", n,
