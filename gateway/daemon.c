@@ -2649,6 +2649,13 @@ static void op_remote_start(struct hb_daemon *d, struct conn *c,
 			return;
 		}
 	}
+	/* Only root and SlurmUser bind a Slurm job here: a `cancel` acts on
+	 * the bound job with the daemon's own rights, and a user naming
+	 * someone else's job would have it cancelled.  The shadow runs as
+	 * the job's user; its proxy is bound by the reconciler, from the tag
+	 * only the plugin can write (admin_comment). */
+	if (!is_priv(d, c))
+		slurm_id = -1;
 	if (remote_job(d, c, req, &j))
 		return;
 	if (remote_id(d, c, req, &j, rid, &task))

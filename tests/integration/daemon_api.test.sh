@@ -222,6 +222,8 @@ slurm:
   burst_partition: cloud
   proxy_mem_mb: 80
   proxy_grace_min: 3
+remote:
+  local_dir: $tmp/remote
 placement:
   default_target: slurm
   partitions:
@@ -399,6 +401,21 @@ call_as "$uid" "$gid" '{"op":"cancel","id":"'"$uj"'"}'
 	ok || bad "the cancel is audited with its actor"
 call_as "$uid" "$gid" '{"op":"cancel","id":"'"$uj"'"}'
 [ "$rc" = 0 ] && ok || bad "cancelling twice is fine"
+# a user's remote_start does not bind a Slurm job (a cancel would act on
+# it with the daemon's rights); root's does
+call '{"op":"decide","user":"'"$user"'","uid":'"$uid"',"partition":"gpu",
+  "script":"#!/bin/sh\ntrue\n","cwd":"/","env":["A=1"]}'
+ub=$(grep -oE '"id":"hb-[0-9]+"' "$tmp/reply" | cut -d'"' -f4)
+call_as "$uid" "$gid" '{"op":"remote_start","id":"'"$ub"'","slurm_job_id":"777"}'
+[ "$rc" = 0 ] && ok || bad "remote_start as the job's user: $(cat "$tmp/reply")"
+[ "$(sql "SELECT ifnull(slurm_job_id,'none') FROM jobs WHERE id='$ub'")" = none ] &&
+	ok || bad "a user bound Slurm job $(sql "SELECT slurm_job_id FROM jobs WHERE id='$ub'")"
+call '{"op":"decide","user":"'"$user"'","uid":'"$uid"',"partition":"gpu",
+  "script":"#!/bin/sh\ntrue\n","cwd":"/","env":["A=1"]}'
+rb=$(grep -oE '"id":"hb-[0-9]+"' "$tmp/reply" | cut -d'"' -f4)
+call '{"op":"remote_start","id":"'"$rb"'","slurm_job_id":"778"}'
+[ "$rc" = 0 ] && [ "$(sql "SELECT slurm_job_id FROM jobs WHERE id='$rb'")" = 778 ] &&
+	ok || bad "root's remote_start binds: $(cat "$tmp/reply")"
 # a uid with no passwd entry: only ping
 call_as 59999 59999 '{"op":"jobs"}'
 [ "$rc" = 1 ] && has '"code":"EPERM"' && ok || bad "unknown uid: $(cat "$tmp/reply")"
@@ -426,6 +443,8 @@ daemon:
   admins: [$user]
 slurm:
   burst_partition: cloud
+remote:
+  local_dir: $tmp/remote
 placement:
   default_target: slurm
   partitions:
@@ -457,7 +476,7 @@ pid=
 [ "$rc" = 0 ] && ok || bad "SIGTERM exit status $rc"
 [ ! -e "$sock" ] && ok || bad "the socket is removed"
 grep -q '"msg":"stopped"' "$log" && ok || bad "stop logged"
-[ "$(sql "SELECT count(*) FROM jobs")" = 8 ] && ok || bad "jobs kept"
+[ "$(sql "SELECT count(*) FROM jobs")" = 10 ] && ok || bad "jobs kept"
 
 # a crash leaves a stale socket; the next start replaces it
 start_daemon "$tmp/a.yaml"
