@@ -277,8 +277,20 @@ static const char submit_usage[] =
 	"usage: hpcbridge submit [--socket PATH] [--config FILE] [--timeout "
 	"MS] "
 	"[--json] FILE\n"
-	"Submit an sbatch or PBS script through hpcbridged, which decides "
-	"where it runs.\n";
+	"Submit an sbatch or PBS script to Slurm through hpcbridged, as "
+	"yourself,\nfrom the current directory and with your environment.\n";
+
+/* The offset of the first byte of s[0..n) that starts no valid UTF-8
+ * sequence; n when there is none. */
+static size_t utf8_end(const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, k;
+
+	while (i < n && (k = hb_utf8_dec(u + i, n - i, NULL)))
+		i += k;
+	return i;
+}
 
 int hb_cmd_submit(int argc, char **argv)
 {
@@ -287,6 +299,8 @@ int hb_cmd_submit(int argc, char **argv)
 	struct hb_err err = { 0 };
 	char cwd[PATH_MAX];
 	cJSON *req, *reply, *env;
+	const char *nul;
+	size_t bad;
 	int rc = parse_conn(argc, argv, submit_usage, 0, &c);
 
 	if (rc)
@@ -299,22 +313,59 @@ int hb_cmd_submit(int argc, char **argv)
 		fprintf(stderr, "%s\n", err.msg[0] ? err.msg : hb_strerror(rc));
 		return HB_EXIT_INPUT;
 	}
-	if (!getcwd(cwd, sizeof(cwd)))
-		snprintf(cwd, sizeof(cwd), "/");
+	/* The request is JSON text: a script that is not UTF-8 (a Latin-1
+	 * comment) is refused here, where the file and line can be named,
+	 * rather than changed behind the user's back. */
+	bad = utf8_end(script.data, script.len);
+	nul = memchr(script.data, '\0', script.len);
+	if (nul && (size_t)(nul - script.data) < bad)
+		bad = (size_t)(nul - script.data);
+	if (bad < script.len) {
+		size_t line = 1;
+
+		for (size_t i = 0; i < bad; i++)
+			line += script.data[i] == '\n';
+		fprintf(stderr, "%s:%zu: byte %zu %s\n", argv[optind], line,
+			bad + 1,
+			script.data[bad]
+				? "is not UTF-8; hpcbridge submit sends UTF-8 "
+				  "scripts only (convert it, e.g. iconv -f "
+				  "latin1 -t utf-8, or use sbatch)"
+				: "is a NUL byte, which a batch script cannot "
+				  "hold");
+		hb_buf_free(&script);
+		return HB_EXIT_INPUT;
+	}
+	if (!getcwd(cwd, sizeof(cwd))) {
+		fprintf(stderr, "hpcbridge submit: the current directory: %s\n",
+			strerror(errno));
+		hb_buf_free(&script);
+		return HB_EXIT_INPUT;
+	}
 	req = cJSON_CreateObject();
 	if (req && (!cJSON_AddStringToObject(req, "op", "submit") ||
 		    !cJSON_AddStringToObject(req, "script", script.data) ||
 		    !cJSON_AddStringToObject(req, "name", argv[optind]) ||
-		    !cJSON_AddStringToObject(req, "workdir", cwd) ||
+		    !cJSON_AddStringToObject(req, "cwd", cwd) ||
 		    !(env = cJSON_AddArrayToObject(req, "env")))) {
 		cJSON_Delete(req);
 		req = NULL;
 	}
-	for (char **e = environ; req && *e; e++)
+	for (char **e = environ; req && *e; e++) {
+		size_t n = strlen(*e);
+
+		if (utf8_end(*e, n) < n) {
+			fprintf(stderr,
+				"hpcbridge submit: warning: %.*s is not UTF-8 "
+				"and is left out of the job's environment\n",
+				(int)strcspn(*e, "="), *e);
+			continue;
+		}
 		if (!cJSON_AddItemToArray(env, cJSON_CreateString(*e))) {
 			cJSON_Delete(req);
 			req = NULL;
 		}
+	}
 	hb_buf_free(&script);
 	if ((rc = call("submit", &c, req, &reply)))
 		return rc;

@@ -9,7 +9,10 @@
 #     Slurm output file and ends with its exit code;
 #   * a failing remote job gives a FAILED Slurm job with its exit code;
 #   * scancel of a proxy cancels the remote job: the proxy ends CANCELLED
-#     and nothing of the remote job is left running.
+#     and nothing of the remote job is left running;
+#   * hpcbridge submit runs a script on Slurm from the directory it was
+#     submitted in (a Latin-1 script is refused, naming file:line), and
+#     hpcbridge cancel ends it CANCELLED.
 #
 # usage: burst.test.sh BUILD_DIR SRC_DIR
 set -euo pipefail
@@ -211,6 +214,61 @@ done
 hpcbridge status "$hbid" 2>&1 | grep -q cancelled && ok "status: cancelled" ||
 	bad "status after scancel: $(hpcbridge status "$hbid" 2>&1)"
 grep -q "not reached" "$tmp/long-$id.out" && bad "cancelled job ran on" || true
+
+# 5. hpcbridge submit and cancel, for users outside sbatch: the job runs
+# on Slurm from the directory it was submitted in.
+mkdir -p "$tmp/cli"
+cat >"$tmp/cli/here.sh" <<'EOF'
+#!/bin/sh
+#SBATCH --partition=debug
+#SBATCH --output=here-%j.out
+echo "ran in $(pwd)"
+EOF
+# cli_ids OUTPUT: the gateway id and the Slurm job id of a --json reply
+cli_ids() {
+	local o
+	o=$(printf '%s' "$1" | tr -d ' \n')
+	cid=$(printf '%s' "$o" | sed -n 's/.*"id":"\(hb-[0-9]*\)".*/\1/p')
+	sid=$(printf '%s' "$o" | sed -n 's/.*"slurm_job_id":\([0-9]*\).*/\1/p')
+}
+out=$(cd "$tmp/cli" && hpcbridge submit --json here.sh 2>&1) || true
+cli_ids "$out"
+[ -n "$cid" ] && [ -n "$sid" ] && ok "hpcbridge submit: $cid is Slurm job $sid" ||
+	bad "hpcbridge submit here.sh: $out"
+if [ -n "$sid" ]; then
+	st=$(wait_final "$sid")
+	[ "$st" = COMPLETED ] && ok "submitted job completed" || bad "submitted job: $st"
+	grep -qx "ran in $tmp/cli" "$tmp/cli/here-$sid.out" &&
+		ok "submitted job ran in the submit directory" ||
+		bad "submitted job's output: $(ls "$tmp/cli"; cat "$tmp/cli/here-$sid.out" 2>&1)"
+fi
+printf '#!/bin/sh\n# caf\351\nsleep 1\n' >"$tmp/cli/latin1.sh"
+if out=$(hpcbridge submit "$tmp/cli/latin1.sh" 2>&1); then
+	bad "a Latin-1 script was sent: $out"
+elif printf '%s' "$out" | grep -q "latin1.sh:2: byte 16 is not UTF-8"; then
+	ok "a Latin-1 script is refused with its file:line"
+else
+	bad "Latin-1 script: $out"
+fi
+cat >"$tmp/cli/sleep.sh" <<'EOF'
+#!/bin/sh
+#SBATCH --partition=debug
+#SBATCH --output=/dev/null
+sleep 300
+EOF
+out=$(cd "$tmp/cli" && hpcbridge submit --json sleep.sh 2>&1) || true
+cli_ids "$out"
+if [ -n "$cid" ] && [ -n "$sid" ]; then
+	out=$(hpcbridge cancel "$cid" 2>&1) && ok "hpcbridge cancel $cid" ||
+		bad "hpcbridge cancel: $out"
+	st=$(wait_final "$sid")
+	[ "$st" = CANCELLED ] && ok "hpcbridge cancel ends the Slurm job CANCELLED" ||
+		bad "after hpcbridge cancel: $st"
+	hpcbridge status "$cid" 2>&1 | grep -q cancelled && ok "status: cancelled" ||
+		bad "status after hpcbridge cancel: $(hpcbridge status "$cid" 2>&1)"
+else
+	bad "hpcbridge submit sleep.sh: $out"
+fi
 
 sandbox_test_end
 echo "all burst checks passed"
