@@ -143,12 +143,18 @@ static void cancel_self(void)
 		run_slurm_cmd(argv);
 }
 
-/* Ask for the remote job's cancellation; best effort, one try. */
-static void cancel_remote(const char *sock, const char *id)
+/* Ask for the remote job's cancellation (only this task's, for a task
+ * of an array: task >= 0); best effort, one try. */
+static void cancel_remote(const char *sock, const char *id, long task)
 {
 	cJSON *req = hb_cli_id_request("cancel", id), *reply = NULL;
 	struct hb_err err = { 0 };
 
+	if (req && task >= 0 &&
+	    !cJSON_AddNumberToObject(req, "array_task", (double)task)) {
+		cJSON_Delete(req);
+		req = NULL;
+	}
 	if (req && hb_proto_call(sock, req, CALL_TIMEOUT, &reply, &err) == 0 &&
 	    hb_proto_reply_status(reply, &err) == 0)
 		note(id, "%s", "cancelled the remote job");
@@ -347,7 +353,7 @@ int hb_cmd_shadow(int argc, char **argv)
 stopped:
 	note(id, "stopped by signal %s",
 	     stop_signal == SIGINT ? "INT" : "TERM");
-	cancel_remote(sock, id);
+	cancel_remote(sock, id, task_id);
 	hb_config_free(&cfg);
 	return 128 + (int)stop_signal;
 out:

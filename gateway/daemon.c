@@ -2381,8 +2381,12 @@ out:
 	free(src_s);
 }
 
+static void op_cancel_task(struct hb_daemon *d, struct conn *c,
+			   const cJSON *req);
+
 static void op_cancel(struct hb_daemon *d, struct conn *c, const cJSON *req)
 {
+	const cJSON *task = cJSON_GetObjectItemCaseSensitive(req, "array_task");
 	struct hb_job_row j = { 0 };
 	struct hb_err err = { 0 };
 	cJSON *r, *detail = NULL;
@@ -2390,6 +2394,10 @@ static void op_cancel(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	struct task *t;
 	int rc;
 
+	if (task && !cJSON_IsNull(task)) {
+		op_cancel_task(d, c, req);
+		return;
+	}
 	if (visible_job(d, c, req, &j))
 		return;
 	if (!strcmp(j.target, "kubernetes") &&
@@ -2576,6 +2584,62 @@ static int remote_id(struct hb_daemon *d, struct conn *c, const cJSON *req,
 		return HB_ERANGE;
 	}
 	return 0;
+}
+
+/*
+ * cancel {id, array_task}: one task of a burst array, from that task's
+ * shadow (scancel of the task).  Only the task's remote job is stopped:
+ * the other tasks, their Slurm jobs and the gateway job's state are left
+ * alone (the gateway job ends with its tasks).  A task whose remote job
+ * is already gone answers ok all the same.
+ */
+static void op_cancel_task(struct hb_daemon *d, struct conn *c,
+			   const cJSON *req)
+{
+	struct hb_job_row j = { 0 };
+	struct hb_err err = { 0 };
+	cJSON *r, *detail = NULL;
+	char rid[48];
+	int64_t task;
+	int rc;
+
+	if (remote_job(d, c, req, &j))
+		return;
+	if (remote_id(d, c, req, &j, rid, &task))
+		goto out;
+	rc = hb_backend_cancel(d->remote, rid, &err);
+	if (rc && rc != HB_ENOENT) {
+		stage_error(d, c, rc, err.msg, 0);
+		goto out;
+	}
+	detail = cJSON_CreateObject();
+	if (!detail ||
+	    !cJSON_AddNumberToObject(detail, "array_task", (double)task) ||
+	    !cJSON_AddStringToObject(detail, "remote",
+				     rc ? "not found" : "cancelled")) {
+		stage_error(d, c, HB_ENOMEM, "out of memory", 0);
+		goto out;
+	}
+	memset(&err, 0, sizeof(err));
+	if ((rc = txn(d, &err)) ||
+	    (rc = audit(d, c->uid, c->user, c->peer, "cancel-task", j.id,
+			detail, &err))) {
+		batch_abort(d, &err);
+		stage_error(d, c, HB_ESTORE, err.msg, 0);
+		goto out;
+	}
+	hb_logf(HB_LOG_INFO,
+		(struct hb_log_field[]){ HB_LOG_STR("job", j.id),
+					 HB_LOG_INT("array_task", task),
+					 HB_LOG_STR("by", c->user) },
+		3, "array task cancelled");
+	r = hb_proto_ok();
+	if (r)
+		cJSON_AddStringToObject(r, "state", j.state);
+	stage_reply(d, c, r, 1, 0);
+out:
+	cJSON_Delete(detail);
+	hb_job_row_free(&j);
 }
 
 /* The script, environment and directory the job was submitted with. */

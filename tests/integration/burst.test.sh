@@ -9,7 +9,8 @@
 #     Slurm output file and ends with its exit code;
 #   * a failing remote job gives a FAILED Slurm job with its exit code;
 #   * scancel of a proxy cancels the remote job: the proxy ends CANCELLED
-#     and nothing of the remote job is left running;
+#     and nothing of the remote job is left running; scancel of one task
+#     of a burst array stops that task's remote job only;
 #   * hpcbridge submit runs a script on Slurm from the directory it was
 #     submitted in (a Latin-1 script is refused, naming file:line), and
 #     hpcbridge cancel ends it CANCELLED.
@@ -214,6 +215,52 @@ done
 hpcbridge status "$hbid" 2>&1 | grep -q cancelled && ok "status: cancelled" ||
 	bad "status after scancel: $(hpcbridge status "$hbid" 2>&1)"
 grep -q "not reached" "$tmp/long-$id.out" && bad "cancelled job ran on" || true
+
+# 4b. scancel of one task of a burst array cancels that task's remote job
+# only: the other task and the gateway job go on.
+cat >"$tmp/along.sh" <<'EOF'
+#!/bin/sh
+#SBATCH --partition=gpu
+#SBATCH --array=0-1
+#SBATCH --output=along-%A_%a.out
+echo "task $SLURM_ARRAY_TASK_ID started"
+sleep 300
+EOF
+aid=$(submit "$tmp/along.sh")
+[ -n "$aid" ] || die "sbatch along.sh: $(cat "$tmp/sbatch.err")"
+for i in $(seq 300); do
+	grep -qs "task 0 started" "$tmp/along-${aid}_0.out" &&
+		grep -qs "task 1 started" "$tmp/along-${aid}_1.out" && break
+	sleep 0.2
+done
+ahb=$(scontrol show job "${aid}_0" | sed -n 's/.*AdminComment=hpcbridge:\(hb-[0-9]*\).*/\1/p')
+t0=$(cut -d' ' -f1 "$box/remote/$ahb-t0/pid" 2>/dev/null || true)
+t1=$(cut -d' ' -f1 "$box/remote/$ahb-t1/pid" 2>/dev/null || true)
+[ -n "$t0" ] && [ -n "$t1" ] && ok "both array tasks run remotely" ||
+	bad "array tasks' remote jobs: '$t0' '$t1' ($(ls "$box/remote"))"
+scancel "${aid}_0"
+st=$(wait_final "${aid}_0")
+[ "$st" = CANCELLED ] && ok "scancelled task ends CANCELLED" || bad "scancelled task: $st"
+gone=0
+for i in $(seq 100); do
+	if [ -n "$t0" ] && ! kill -0 -- "-$t0" 2>/dev/null; then
+		gone=1
+		break
+	fi
+	hpcbridge status "$ahb" >/dev/null 2>&1 || true # lets SIGKILL follow
+	sleep 0.2
+done
+[ "$gone" = 1 ] && ok "the cancelled task's remote job is gone" ||
+	bad "task 0's remote job $t0 still running"
+[ -n "$t1" ] && kill -0 -- "-$t1" 2>/dev/null && ok "the other task's remote job runs on" ||
+	bad "task 1's remote job $t1 was stopped too"
+[ "$(field "${aid}_1" JobState)" = RUNNING ] && ok "the other task's proxy runs on" ||
+	bad "task 1: $(field "${aid}_1" JobState)"
+hpcbridge status "$ahb" 2>&1 | grep -q running && ok "the array's gateway job runs on" ||
+	bad "gateway job after one task's scancel: $(hpcbridge status "$ahb" 2>&1)"
+scancel "$aid"
+st=$(wait_final "${aid}_1")
+[ "$st" = CANCELLED ] && ok "the rest of the array cancelled" || bad "task 1: $st"
 
 # 5. hpcbridge submit and cancel, for users outside sbatch: the job runs
 # on Slurm from the directory it was submitted in.
