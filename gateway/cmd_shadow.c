@@ -143,15 +143,22 @@ static void cancel_self(void)
 		run_slurm_cmd(argv);
 }
 
-/* Ask for the remote job's cancellation (only this task's, for a task
- * of an array: task >= 0); best effort, one try. */
-static void cancel_remote(const char *sock, const char *id, long task)
+/*
+ * Stop the remote job (only this task's, for a task of an array: task
+ * >= 0); best effort, one try.  why NULL: a cancel (scancel of the
+ * proxy); else the reason the proxy ends failed (remote_abandon, which
+ * leaves the Slurm job to end as it does).
+ */
+static void cancel_remote(const char *sock, const char *id, long task,
+			  const char *why)
 {
-	cJSON *req = hb_cli_id_request("cancel", id), *reply = NULL;
+	cJSON *req = hb_cli_id_request(why ? "remote_abandon" : "cancel", id);
+	cJSON *reply = NULL;
 	struct hb_err err = { 0 };
 
-	if (req && task >= 0 &&
-	    !cJSON_AddNumberToObject(req, "array_task", (double)task)) {
+	if (req && ((task >= 0 && !cJSON_AddNumberToObject(req, "array_task",
+							   (double)task)) ||
+		    (why && !cJSON_AddStringToObject(req, "reason", why)))) {
 		cJSON_Delete(req);
 		req = NULL;
 	}
@@ -187,7 +194,7 @@ int hb_cmd_shadow(int argc, char **argv)
 	struct hb_buf data;
 	cJSON *req, *reply = NULL;
 	double offset = 0;
-	char shown[32] = "";
+	char shown[32] = "", why[HB_ERR_MAX + 64];
 	int opt, poll_ms = 200, rc, code = 1;
 
 	optind = 1;
@@ -284,10 +291,9 @@ int hb_cmd_shadow(int argc, char **argv)
 		if (rc) {
 			if (stop_signal)
 				break;
-			note(id, "lost the remote job: %s",
-			     err.msg[0] ? err.msg : hb_strerror(rc));
-			code = 1;
-			goto out;
+			snprintf(why, sizeof(why), "lost the remote job: %s",
+				 err.msg[0] ? err.msg : hb_strerror(rc));
+			goto abandon;
 		}
 		d = cJSON_GetObjectItem(reply, "data");
 		ph = cJSON_GetObjectItem(reply, "phase");
@@ -299,17 +305,17 @@ int hb_cmd_shadow(int argc, char **argv)
 		    (d && (!cJSON_IsString(d) ||
 			   hb_buf_unbase64(&data, d->valuestring,
 					   strlen(d->valuestring))))) {
-			note(id, "%s", "malformed reply from the daemon");
-			code = 1;
-			goto out;
+			snprintf(why, sizeof(why), "%s",
+				 "malformed reply from the daemon");
+			goto abandon;
 		}
 		if (data.len &&
 		    (fwrite(data.data, 1, data.len, stdout) != data.len ||
 		     fflush(stdout) != 0)) {
-			note(id, "cannot write the output: %s",
-			     strerror(errno));
-			code = 1;
-			goto out;
+			snprintf(why, sizeof(why),
+				 "cannot write the output: %s",
+				 strerror(errno));
+			goto abandon;
 		}
 		offset = nx->valuedouble;
 		if (strcmp(shown, ph->valuestring)) {
@@ -353,9 +359,15 @@ int hb_cmd_shadow(int argc, char **argv)
 stopped:
 	note(id, "stopped by signal %s",
 	     stop_signal == SIGINT ? "INT" : "TERM");
-	cancel_remote(sock, id, task_id);
+	cancel_remote(sock, id, task_id, NULL);
 	hb_config_free(&cfg);
 	return 128 + (int)stop_signal;
+abandon:
+	/* This proxy ends failed: the remote job must not run on with no
+	 * Slurm job to follow it. */
+	note(id, "%s", why);
+	code = 1;
+	cancel_remote(sock, id, task_id, why);
 out:
 	cJSON_Delete(reply);
 	hb_buf_free(&data);

@@ -2381,8 +2381,8 @@ out:
 	free(src_s);
 }
 
-static void op_cancel_task(struct hb_daemon *d, struct conn *c,
-			   const cJSON *req);
+static void remote_stop(struct hb_daemon *d, struct conn *c,
+			const cJSON *req, int abandon);
 
 static void op_cancel(struct hb_daemon *d, struct conn *c, const cJSON *req)
 {
@@ -2395,7 +2395,7 @@ static void op_cancel(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	int rc;
 
 	if (task && !cJSON_IsNull(task)) {
-		op_cancel_task(d, c, req);
+		remote_stop(d, c, req, 0);
 		return;
 	}
 	if (visible_job(d, c, req, &j))
@@ -2587,22 +2587,36 @@ static int remote_id(struct hb_daemon *d, struct conn *c, const cJSON *req,
 }
 
 /*
- * cancel {id, array_task}: one task of a burst array, from that task's
- * shadow (scancel of the task).  Only the task's remote job is stopped:
- * the other tasks, their Slurm jobs and the gateway job's state are left
- * alone (the gateway job ends with its tasks).  A task whose remote job
- * is already gone answers ok all the same.
+ * Stop a burst job's remote side only; its Slurm jobs are left alone.
+ *
+ * - cancel {id, array_task}: one task of an array, from that task's
+ *   shadow (scancel of the task).  The other tasks and the gateway job go
+ *   on (it ends with its tasks).
+ * - remote_abandon {id, [array_task], reason}: the shadow is ending its
+ *   proxy failed (it cannot write the job's output, or lost the daemon):
+ *   the remote job must not run on with nothing to follow it.  The
+ *   gateway job (not an array's) is marked failed with the reason.
+ *
+ * A remote job that is already gone answers ok all the same.
  */
-static void op_cancel_task(struct hb_daemon *d, struct conn *c,
-			   const cJSON *req)
+static void remote_stop(struct hb_daemon *d, struct conn *c,
+			const cJSON *req, int abandon)
 {
 	struct hb_job_row j = { 0 };
 	struct hb_err err = { 0 };
+	struct req_err e = { 0 };
+	const char *why = NULL, *state;
 	cJSON *r, *detail = NULL;
 	char rid[48];
 	int64_t task;
 	int rc;
 
+	if (abandon)
+		get_str(req, "reason", 1024, 1, &why, &e);
+	if (e.code) {
+		stage_error(d, c, e.code, e.msg, 0);
+		return;
+	}
 	if (remote_job(d, c, req, &j))
 		return;
 	if (remote_id(d, c, req, &j, rid, &task))
@@ -2614,28 +2628,44 @@ static void op_cancel_task(struct hb_daemon *d, struct conn *c,
 	}
 	detail = cJSON_CreateObject();
 	if (!detail ||
-	    !cJSON_AddNumberToObject(detail, "array_task", (double)task) ||
+	    (task >= 0 &&
+	     !cJSON_AddNumberToObject(detail, "array_task", (double)task)) ||
 	    !cJSON_AddStringToObject(detail, "remote",
-				     rc ? "not found" : "cancelled")) {
+				     rc ? "not found" : "cancelled") ||
+	    (why && !cJSON_AddStringToObject(detail, "reason", why))) {
 		stage_error(d, c, HB_ENOMEM, "out of memory", 0);
 		goto out;
 	}
+	state = abandon && task < 0 && !hb_store_state_terminal(j.state)
+			? "failed"
+			: j.state;
 	memset(&err, 0, sizeof(err));
 	if ((rc = txn(d, &err)) ||
-	    (rc = audit(d, c->uid, c->user, c->peer, "cancel-task", j.id,
+	    (strcmp(state, j.state) &&
+	     (rc = hb_store_job_set_state(d->st, j.id, state, -1, why,
+					  &err))) ||
+	    (rc = audit(d, c->uid, c->user, c->peer,
+			abandon ? "remote-abandon" : "cancel-task", j.id,
 			detail, &err))) {
-		batch_abort(d, &err);
-		stage_error(d, c, HB_ESTORE, err.msg, 0);
+		if (rc == HB_ESTATE) {
+			stage_error(d, c, rc, err.msg, 0);
+		} else {
+			batch_abort(d, &err);
+			stage_error(d, c, HB_ESTORE, err.msg, 0);
+		}
 		goto out;
 	}
-	hb_logf(HB_LOG_INFO,
+	hb_logf(abandon ? HB_LOG_WARN : HB_LOG_INFO,
 		(struct hb_log_field[]){ HB_LOG_STR("job", j.id),
-					 HB_LOG_INT("array_task", task),
-					 HB_LOG_STR("by", c->user) },
-		3, "array task cancelled");
+					 HB_LOG_STR("remote", rid),
+					 HB_LOG_STR("by", c->user),
+					 HB_LOG_STR("reason", why ? why : "") },
+		4,
+		abandon ? "proxy failed: remote job stopped"
+			: "array task cancelled");
 	r = hb_proto_ok();
 	if (r)
-		cJSON_AddStringToObject(r, "state", j.state);
+		cJSON_AddStringToObject(r, "state", state);
 	stage_reply(d, c, r, 1, 0);
 out:
 	cJSON_Delete(detail);
@@ -2913,6 +2943,8 @@ static void dispatch(struct hb_daemon *d, struct conn *c, const cJSON *req)
 		op_remote_start(d, c, req);
 	else if (!strcmp(op, "remote_poll"))
 		op_remote_poll(d, c, req);
+	else if (!strcmp(op, "remote_abandon"))
+		remote_stop(d, c, req, 1);
 	else if (!strcmp(op, "placement"))
 		op_placement(d, c);
 	else {

@@ -10,7 +10,8 @@
 #   * a failing remote job gives a FAILED Slurm job with its exit code;
 #   * scancel of a proxy cancels the remote job: the proxy ends CANCELLED
 #     and nothing of the remote job is left running; scancel of one task
-#     of a burst array stops that task's remote job only;
+#     of a burst array stops that task's remote job only; a proxy that
+#     cannot write the output ends FAILED and cancels its remote job;
 #   * hpcbridge submit runs a script on Slurm from the directory it was
 #     submitted in (a Latin-1 script is refused, naming file:line), and
 #     hpcbridge cancel ends it CANCELLED.
@@ -261,6 +262,43 @@ hpcbridge status "$ahb" 2>&1 | grep -q running && ok "the array's gateway job ru
 scancel "$aid"
 st=$(wait_final "${aid}_1")
 [ "$st" = CANCELLED ] && ok "the rest of the array cancelled" || bad "task 1: $st"
+
+# 4c. A proxy that cannot write the job's output ends FAILED, and takes
+# its remote job with it.
+cat >"$tmp/full.sh" <<'EOF'
+#!/bin/sh
+#SBATCH --partition=gpu
+#SBATCH --output=/dev/full
+echo "output nobody can keep"
+sleep 300
+EOF
+id=$(submit "$tmp/full.sh")
+[ -n "$id" ] || die "sbatch full.sh: $(cat "$tmp/sbatch.err")"
+fhb=$(scontrol show job "$id" | sed -n 's/.*AdminComment=hpcbridge:\(hb-[0-9]*\).*/\1/p')
+for i in $(seq 300); do
+	[ -s "$box/remote/$fhb/pid" ] && break
+	sleep 0.2
+done
+fpid=$(cut -d' ' -f1 "$box/remote/$fhb/pid" 2>/dev/null || true)
+[ -n "$fpid" ] && ok "the remote job started" || bad "no remote pid for $fhb"
+st=$(wait_final "$id")
+[ "$st" = FAILED ] && ok "a proxy that cannot write its output ends FAILED" ||
+	bad "proxy writing to /dev/full: $st"
+gone=0
+for i in $(seq 100); do
+	if [ -n "$fpid" ] && ! kill -0 -- "-$fpid" 2>/dev/null; then
+		gone=1
+		break
+	fi
+	hpcbridge status "$fhb" >/dev/null 2>&1 || true # lets SIGKILL follow
+	sleep 0.2
+done
+[ "$gone" = 1 ] && ok "its remote job is cancelled" ||
+	bad "the remote job $fpid runs on after its proxy failed"
+hpcbridge status --json "$fhb" 2>&1 | tr -d '\n' |
+	grep -q '"state": *"failed".*cannot write the output' &&
+	ok "the gateway job is failed, with the reason" ||
+	bad "gateway job after its proxy failed: $(hpcbridge status "$fhb" 2>&1)"
 
 # 5. hpcbridge submit and cancel, for users outside sbatch: the job runs
 # on Slurm from the directory it was submitted in.
