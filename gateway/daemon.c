@@ -105,6 +105,7 @@ struct staged {
 	int needs_commit;
 	int failed;	   /* the commit it needed failed */
 	int close_after;   /* a protocol error: close once sent */
+	int burst;	   /* a decision for Kubernetes (failpoints) */
 	struct task *task; /* instead of a reply */
 	struct staged *next;
 };
@@ -470,17 +471,17 @@ static char *frame_error(int code, const char *msg, size_t *len)
 
 /* Stage the framed reply f of len bytes (taken) for c.  NULL: one that
  * could not be written, too large (too_big) or out of memory, becomes an
- * error reply. */
-static void stage_frame(struct hb_daemon *d, struct conn *c, char *f,
-			size_t len, int too_big, int needs_commit,
-			int close_after)
+ * error reply.  The entry, or NULL when out of memory (c then closes). */
+static struct staged *stage_frame(struct hb_daemon *d, struct conn *c,
+				  char *f, size_t len, int too_big,
+				  int needs_commit, int close_after)
 {
 	struct staged *s = stage(d, c);
 
 	if (!s) {
 		free(f);
 		c->closing = 1;
-		return;
+		return NULL;
 	}
 	if (!f)
 		f = frame_error(too_big ? HB_ETOOBIG : HB_ENOMEM,
@@ -493,6 +494,7 @@ static void stage_frame(struct hb_daemon *d, struct conn *c, char *f,
 	s->needs_commit = needs_commit;
 	s->close_after = close_after || !f;
 	c->staged_len += s->len;
+	return s;
 }
 
 /* Stage reply (taken) for c.  A reply too large for the protocol becomes
@@ -626,6 +628,17 @@ static void ckpt_maybe(struct hb_daemon *d)
 	}
 }
 
+/* Test hook: with $HPCBRIDGE_FAILPOINT set to name, the daemon dies here
+ * as if killed (crash-recovery tests). */
+static void failpoint(const struct hb_daemon *d, const char *name)
+{
+	if (d->failpoint && !strcmp(d->failpoint, name)) {
+		hb_log(HB_LOG_WARN, "failpoint %s: the daemon kills itself",
+		       name);
+		raise(SIGKILL);
+	}
+}
+
 /* Deliver a settled list, in order: replies, and tasks launched now
  * that what they need is on disk. */
 static void deliver(struct hb_daemon *d, struct staged *list)
@@ -634,8 +647,11 @@ static void deliver(struct hb_daemon *d, struct staged *list)
 
 	while ((s = list)) {
 		struct conn *c = s->c;
+		int burst = s->burst;
 
 		list = s->next;
+		if (burst) /* committed, synced, not told */
+			failpoint(d, "burst-committed");
 		c->nstaged--;
 		c->staged_len -= s->len;
 		if (s->task && s->failed) {
@@ -671,6 +687,8 @@ static void deliver(struct hb_daemon *d, struct staged *list)
 			continue;
 		}
 		conn_flush(c);
+		if (burst) /* told: the proxy is on its way, nothing remote */
+			failpoint(d, "burst-replied");
 		/* a connection held back by its unsent replies goes on */
 		if (!c->dead && !c->busy)
 			process_conn(c);
@@ -1149,6 +1167,7 @@ static void decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	struct hb_err err = { 0 };
 	cJSON *detail = NULL;
 	struct hb_emit *w;
+	struct staged *s;
 	struct hb_buf rb;
 	size_t flen = 0;
 	char *inputs_s = NULL, *src_s = NULL, *f, script_buf[2 * 4096 + 128];
@@ -1274,7 +1293,8 @@ static void decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 					 HB_LOG_STR("target", tname),
 					 HB_LOG_STR("user", user) },
 		3, "decided: %s", dec.reason);
-	stage_frame(d, c, f, flen, 0, 1, 0);
+	if ((s = stage_frame(d, c, f, flen, 0, 1, 0)))
+		s->burst = dec.target == HB_DECIDE_KUBE;
 	goto out;
 nomem:
 	stage_error(d, c, HB_ENOMEM, "out of memory", 0);
@@ -1515,17 +1535,6 @@ static const char **strv_dup(const cJSON *arr)
 		i++;
 	}
 	return v;
-}
-
-/* Test hook: with $HPCBRIDGE_FAILPOINT set to name, the daemon dies here
- * as if killed (crash-recovery tests). */
-static void failpoint(const struct hb_daemon *d, const char *name)
-{
-	if (d->failpoint && !strcmp(d->failpoint, name)) {
-		hb_log(HB_LOG_WARN, "failpoint %s: the daemon kills itself",
-		       name);
-		raise(SIGKILL);
-	}
 }
 
 /* A twin task on a worker: a transient failure (the API server away) is

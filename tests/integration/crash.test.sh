@@ -3,7 +3,10 @@
 # (between the decision and the remote start, while the remote job runs,
 # while its output streams), restart it, and check the job converges:
 # the Slurm proxy ends with the remote exit code, the output arrives whole,
-# and the remote job ran exactly once.
+# and the remote job ran exactly once.  Then two fixed kill points
+# (failpoints): right after a burst decision is committed, before the
+# plugin hears it (the job stays on Slurm, untouched), and right after it
+# heard it, before anything remote exists (the proxy converges).
 #
 # usage: crash.test.sh BUILD_DIR SRC_DIR
 set -euo pipefail
@@ -26,18 +29,43 @@ start_daemon() {
 	bash "$src/scripts/sandbox.sh" up "$box" "$build" >/dev/null \
 		2>>"$tmp/up.err" || die "daemon restart: $(tail -n 5 "$tmp/up.err")"
 }
-for r in $(seq "$rounds"); do
-	cat >"$tmp/job$r.sh" <<EOF
+# job R: write job R's script; submit it; its Slurm id in $id
+job() {
+	cat >"$tmp/job$1.sh" <<EOF
 #!/bin/sh
 #SBATCH --partition=gpu
-#SBATCH --output=job$r-%j.out
-echo started >>"$tmp/ran$r"
+#SBATCH --output=job$1-%j.out
+echo started >>"$tmp/ran$1"
 i=0
 while [ \$i -lt 20 ]; do echo "line \$i"; i=\$((i + 1)); sleep 0.1; done
-exit $((r + 10))
+exit $(($1 + 10))
 EOF
-	id=$( (cd "$tmp" && sbatch --parsable "job$r.sh") 2>>"$tmp/sbatch.err")
+	id=$( (cd "$tmp" && sbatch --parsable "job$1.sh") 2>>"$tmp/sbatch.err")
 	[ -n "$id" ] || die "sbatch: $(cat "$tmp/sbatch.err")"
+}
+# converged R: job R's Slurm job ended FAILED with exit code R + 10, its
+# whole output once, the script run exactly once
+converged() {
+	local r=$1 st= want out
+	for _ in $(seq 300); do
+		st=$(field "$id" JobState)
+		case $st in COMPLETED | FAILED | CANCELLED | TIMEOUT) break ;; esac
+		sleep 0.2
+	done
+	want=$((r + 10)):0
+	[ "$st" = FAILED ] && [ "$(field "$id" ExitCode)" = "$want" ] &&
+		ok "round $r: job ended FAILED $want after a kill -9" ||
+		bad "round $r: job $st $(field "$id" ExitCode), want FAILED $want"
+	out=$tmp/job$r-$id.out
+	[ "$(grep -c '^line ' "$out" 2>/dev/null)" = 20 ] &&
+		grep -qx 'line 19' "$out" && ok "round $r: whole output, once" ||
+		bad "round $r: output: $(tr '\n' ' ' <"$out" 2>&1)"
+	[ "$(wc -l <"$tmp/ran$r" 2>/dev/null)" = 1 ] &&
+		ok "round $r: the job's script ran exactly once" ||
+		bad "round $r: ran $(wc -l <"$tmp/ran$r" 2>/dev/null) times"
+}
+for r in $(seq "$rounds"); do
+	job "$r"
 	# A random kill point in the first 3 s: before the proxy starts,
 	# during the remote start, or while the output streams.
 	sleep "$(awk -v s="$RANDOM" 'BEGIN { srand(s); printf "%.2f", rand() * 3 }')"
@@ -46,27 +74,59 @@ EOF
 	while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
 	sleep 0.5
 	start_daemon
-	st=
-	for _ in $(seq 300); do
-		st=$(field "$id" JobState)
-		case $st in COMPLETED | FAILED | CANCELLED | TIMEOUT) break ;; esac
-		sleep 0.2
-	done
-	want=$((r + 10)):0
-	[ "$st" = FAILED ] && [ "$(field "$id" ExitCode)" = "$want" ] &&
-		ok "round $r: proxy ended FAILED $want after a kill -9" ||
-		bad "round $r: proxy $st $(field "$id" ExitCode), want FAILED $want"
-	out=$tmp/job$r-$id.out
-	[ "$(grep -c '^line ' "$out" 2>/dev/null)" = 20 ] &&
-		grep -qx 'line 19' "$out" && ok "round $r: whole output, once" ||
-		bad "round $r: output: $(tr '\n' ' ' <"$out" 2>&1)"
-	[ "$(wc -l <"$tmp/ran$r" 2>/dev/null)" = 1 ] &&
-		ok "round $r: the remote job ran exactly once" ||
-		bad "round $r: ran $(wc -l <"$tmp/ran$r" 2>/dev/null) times"
+	converged "$r"
 done
+
+# Two fixed kill points ($HPCBRIDGE_FAILPOINT), each right after a burst
+# decision is committed and synced: before the plugin hears it, and right
+# after, before anything remote exists.
+# killed_at FAILPOINT: restart the daemon armed with it, submit the next
+# job, wait for the daemon to die there, restart it plain
+killed_at() {
+	local pid
+	pid=$(daemon_pid)
+	kill -TERM "$pid"
+	while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+	HPCBRIDGE_FAILPOINT=$1 start_daemon
+	pid=$(daemon_pid)
+	r=$((r + 1))
+	job "$r"
+	for _ in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	! kill -0 "$pid" 2>/dev/null && ok "round $r: the daemon died at $1" ||
+		bad "round $r: the daemon did not reach $1"
+	grep -q "failpoint $1: the daemon kills itself" "$box/hpcbridged.log" ||
+		bad "round $r: no failpoint line in the daemon's log"
+}
+killed_at burst-committed
+# The plugin heard nothing: it failed open, the job runs on Slurm as it
+# was submitted, untagged.
+[ "$(field "$id" Partition)" = gpu ] &&
+	! scontrol show job "$id" | grep -q "AdminComment=hpcbridge" &&
+	ok "round $r: the job stays on Slurm untouched" ||
+	bad "round $r: $(scontrol show job "$id" | grep -E 'Partition|Comment')"
+start_daemon
+converged "$r"
+# Its decision is kept, pending with no Slurm job: the reconciler gives it
+# up as an orphan after 10 minutes (test_daemon: test_orphans_lost).
+orphans=$(hpcbridge jobs --all --json | tr -d ' \n' |
+	grep -o '"state":"pending","target":"kubernetes","slurm_job_id":null' | wc -l)
+[ "$orphans" = 1 ] && ok "round $r: the unheard decision is kept, pending" ||
+	bad "round $r: $orphans pending decisions: $(hpcbridge jobs --all)"
+
+killed_at burst-replied
+# The plugin had its answer: the job became a proxy, whose shadow waits
+# for the daemon, which starts the remote job once back.
+[ "$(field "$id" Partition)" = burst ] && ok "round $r: the job became a proxy" ||
+	bad "round $r: partition $(field "$id" Partition)"
+start_daemon
+converged "$r"
+
 n=$(hpcbridge jobs --all --json | grep -c '"id": "hb-')
-[ "$n" = "$rounds" ] && ok "one gateway job per submission ($n)" ||
-	bad "$n gateway jobs for $rounds submissions: $(hpcbridge jobs --all)"
+[ "$n" = "$r" ] && ok "one gateway job per submission ($n)" ||
+	bad "$n gateway jobs for $r submissions: $(hpcbridge jobs --all)"
 
 sandbox_test_end
 echo "all crash checks passed"
