@@ -6,7 +6,8 @@
 # and the remote job ran exactly once.  Then two fixed kill points
 # (failpoints): right after a burst decision is committed, before the
 # plugin hears it (the job stays on Slurm, untouched), and right after it
-# heard it, before anything remote exists (the proxy converges).
+# heard it, before anything remote exists (the proxy converges).  Last,
+# fail-open with the real daemon hung (SIGSTOP) and not running.
 #
 # usage: crash.test.sh BUILD_DIR SRC_DIR
 set -euo pipefail
@@ -54,7 +55,7 @@ converged() {
 	done
 	want=$((r + 10)):0
 	[ "$st" = FAILED ] && [ "$(field "$id" ExitCode)" = "$want" ] &&
-		ok "round $r: job ended FAILED $want after a kill -9" ||
+		ok "round $r: job ended FAILED $want" ||
 		bad "round $r: job $st $(field "$id" ExitCode), want FAILED $want"
 	out=$tmp/job$r-$id.out
 	[ "$(grep -c '^line ' "$out" 2>/dev/null)" = 20 ] &&
@@ -127,6 +128,39 @@ converged "$r"
 n=$(hpcbridge jobs --all --json | grep -c '"id": "hb-')
 [ "$n" = "$r" ] && ok "one gateway job per submission ($n)" ||
 	bad "$n gateway jobs for $r submissions: $(hpcbridge jobs --all)"
+
+# Fail-open with the real daemon (the sandbox's plugin timeout is 200 ms):
+# hung (SIGSTOP), then not running at all.  sbatch comes back within the
+# timeout plus Slurm's own time, and the job runs on Slurm as submitted.
+now() { date +%s.%N; }
+# stays_on_slurm WHAT SECONDS: the last job untouched, sbatch quick, and it
+# runs to its own end
+stays_on_slurm() {
+	[ "$(field "$id" Partition)" = gpu ] &&
+		! scontrol show job "$id" | grep -q "AdminComment=hpcbridge" &&
+		ok "round $r: $1: the job stays on Slurm untouched" ||
+		bad "round $r: $1: $(scontrol show job "$id" | grep -E 'Partition|Comment')"
+	awk -v t="$2" 'BEGIN { exit !(t < 2.0) }' &&
+		ok "round $r: $1: sbatch took ${2}s (< 2 s)" ||
+		bad "round $r: $1: sbatch took ${2}s"
+	converged "$r"
+}
+pid=$(daemon_pid)
+kill -STOP "$pid"
+r=$((r + 1))
+t0=$(now)
+job "$r"
+t=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }')
+kill -CONT "$pid"
+stays_on_slurm "daemon hung" "$t"
+kill -TERM "$pid"
+while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+r=$((r + 1))
+t0=$(now)
+job "$r"
+t=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }')
+stays_on_slurm "no daemon" "$t"
+start_daemon
 
 sandbox_test_end
 echo "all crash checks passed"
