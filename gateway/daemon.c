@@ -3086,8 +3086,34 @@ static void refuse(int fd, const char *msg)
 	close(fd);
 }
 
+/*
+ * Whether a new connection from uid may be taken; NULL, or why not.  The
+ * cap is shared, so one local user holding every slot (each may buffer a
+ * frame up to daemon.max_request) would make the plugin fail open for
+ * everyone: a user other than root and SlurmUser may hold at most an
+ * eighth of the cap, and the last eighth is kept for those two.
+ */
+static const char *conn_refused(const struct hb_daemon *d, uid_t uid)
+{
+	unsigned share = d->opts.max_conns / 8, n = 0;
+
+	if (d->nconns >= d->opts.max_conns)
+		return "too many connections; try again";
+	if (uid == 0 || (d->slurm_uid_valid && uid == d->slurm_uid))
+		return NULL;
+	if (d->nconns + share >= d->opts.max_conns)
+		return "too many connections (the last ones are kept for "
+		       "root and SlurmUser); try again";
+	for (const struct conn *c = d->conns; c; c = c->next)
+		n += c->uid == uid && !c->dead;
+	if (n >= (share ? share : 1))
+		return "too many connections from your uid; close some";
+	return NULL;
+}
+
 static void do_accept(struct hb_daemon *d)
 {
+	const char *why;
 	struct epoll_event ev = { 0 };
 	struct ucred cr;
 	socklen_t sl;
@@ -3110,13 +3136,13 @@ static void do_accept(struct hb_daemon *d)
 			close(fd);
 			continue;
 		}
-		if (d->nconns >= d->opts.max_conns) {
+		if ((why = conn_refused(d, cr.uid))) {
 			hb_logf(HB_LOG_WARN,
 				(struct hb_log_field[]){
 					HB_LOG_INT("uid", cr.uid),
 					HB_LOG_INT("connections", d->nconns) },
-				2, "connection refused: too many");
-			refuse(fd, "too many connections; try again");
+				2, "connection refused: %s", why);
+			refuse(fd, why);
 			continue;
 		}
 		c = calloc(1, sizeof(*c));

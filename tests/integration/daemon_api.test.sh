@@ -28,7 +28,7 @@ fails=0
 passes=0
 
 cleanup() {
-	for p in $pid $pid2; do
+	for p in $pid $pid2 ${holder:-}; do
 		kill -KILL "$p" 2>/dev/null || true
 	done
 	if [ -s "$tmp/detached.pid" ]; then
@@ -200,6 +200,12 @@ elif cmd == "half":          # half a frame, then wait SECONDS for the close
         print("EOF %.1f" % (time.time() - t0))
     except socket.timeout:
         print("OPEN")
+elif cmd == "hold_for":      # hold N connections open for S seconds
+    held = [conn(path) for _ in range(int(sys.argv[3]))]
+    print("HELD", flush=True)
+    time.sleep(float(sys.argv[4]))
+    for h in held:
+        h.close()
 elif cmd == "hold":          # hold N connections open, then run a ping
     held = [conn(path) for _ in range(int(sys.argv[3]))]
     time.sleep(0.3)
@@ -213,6 +219,16 @@ raw() { "$py" "$tmp/raw.py" "$sock" "$@" >"$tmp/reply" 2>"$tmp/raw.err" || {
 	echo "raw.py $*:" >&2
 	cat "$tmp/raw.err" >&2
 }; }
+# raw_as UID GID ARGS...: raw, as that user
+raw_as() {
+	local u=$1 g=$2
+	shift 2
+	setpriv --reuid="$u" --regid="$g" --clear-groups \
+		"$py" "$tmp/raw.py" "$sock" "$@" >"$tmp/reply" 2>"$tmp/raw.err" || {
+		echo "raw.py as $u $*:" >&2
+		cat "$tmp/raw.err" >&2
+	}
+}
 
 cat >"$tmp/a.yaml" <<EOF
 daemon:
@@ -416,6 +432,21 @@ rb=$(grep -oE '"id":"hb-[0-9]+"' "$tmp/reply" | cut -d'"' -f4)
 call '{"op":"remote_start","id":"'"$rb"'","slurm_job_id":"778"}'
 [ "$rc" = 0 ] && [ "$(sql "SELECT slurm_job_id FROM jobs WHERE id='$rb'")" = 778 ] &&
 	ok || bad "root's remote_start binds: $(cat "$tmp/reply")"
+# connections: a user holds at most an eighth of the cap (here 1 of 8),
+# and the last eighth is kept for root and SlurmUser
+raw_as "$uid" "$gid" hold 1
+grep -q '"code":"EUNAVAIL"' "$tmp/reply" && grep -q 'from your uid' "$tmp/reply" &&
+	ok || bad "a user's second connection: $(cat "$tmp/reply")"
+"$py" "$tmp/raw.py" "$sock" hold_for 7 3 >"$tmp/held" 2>&1 &
+holder=$!
+for _ in $(seq 50); do grep -q HELD "$tmp/held" && break; sleep 0.05; done
+raw_as "$uid" "$gid" hold 0
+grep -q '"code":"EUNAVAIL"' "$tmp/reply" && grep -q 'kept for root' "$tmp/reply" &&
+	ok || bad "a user past the reserve: $(cat "$tmp/reply")"
+raw hold 0
+grep -q '"proto":1' "$tmp/reply" && ok || bad "root in the reserve: $(cat "$tmp/reply")"
+kill "$holder" 2>/dev/null || true
+wait "$holder" 2>/dev/null || true
 # a uid with no passwd entry: only ping
 call_as 59999 59999 '{"op":"jobs"}'
 [ "$rc" = 1 ] && has '"code":"EPERM"' && ok || bad "unknown uid: $(cat "$tmp/reply")"
