@@ -4,7 +4,7 @@
 # Kubeflow MPIJobs and print what became of every directive; then bring up
 # the sandbox (a real Slurm with hpcbridge's plugins, and hpcbridged) and
 # submit two unchanged sbatch scripts with plain sbatch: one stays on
-# Slurm, one bursts.
+# Slurm, one bursts; show squeue, where each went, and sacct.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,7 +58,22 @@ for id in "${ids[@]}"; do
 		grep -E '^(JobId|JobName|Partition|JobState|ExitCode|AdminComment)=' |
 		paste -sd' '
 done
+printf '\n$ sacct (accounting: the proxy is charged 1 CPU in partition burst)\n'
+# slurmdbd has a job's fields and its end a moment after slurmctld
+for _ in $(seq 150); do
+	[ "$(sacct -n -P -X -j "$(IFS=,; echo "${ids[*]}")" -o Partition,State |
+		grep -cE '^[^|]+[|](COMPLETED|FAILED|CANCELLED)')" = "${#ids[@]}" ] &&
+		break
+	sleep 0.2
+done
+sacct -X -j "$(IFS=,; echo "${ids[*]}")" \
+	-o JobID,JobName,Partition,AllocCPUS,State,ExitCode,AdminComment%70
 printf '\n$ hpcbridge jobs --all\n'
+# the daemon mirrors Slurm's job states at its next poll (every second)
+for _ in $(seq 50); do
+	"$hb" jobs --all | grep -qE ' (pending|queued|running) ' || break
+	sleep 0.2
+done
 "$hb" jobs --all
 for id in "${ids[@]}"; do
 	out=$(scontrol show job "$id" | tr ' ' '\n' | sed -n 's/^StdOut=//p')

@@ -3,7 +3,9 @@
 #
 #   * a real single-node Slurm 22.05 (munged, slurmctld, slurmd) with
 #     hpcbridge's job_submit and SPANK plugins loaded, and a `burst`
-#     partition on a node of its own for the proxy jobs;
+#     partition on a node of its own for the proxy jobs; with accounting
+#     (slurmdbd over a private MariaDB), so sacct works
+#     (HB_SLURM_ACCOUNTING=0 leaves it out);
 #   * the Kubernetes API emulator (hb-kubemu, docs/emulator.md) over TLS
 #     with a bearer token, its emulated MPI Operator in execute mode: the
 #     MPIJobs of burst jobs really run their launchers here, with Open MPI;
@@ -162,6 +164,7 @@ up() {
 	export HB_SLURM_PLUGSTACK="required $build/slurm-plugin/spank_hpcbridge.so"
 	export HB_SLURM_BURST_NODE=1
 	export HB_SLURM_DETACH=1
+	export HB_SLURM_ACCOUNTING=${HB_SLURM_ACCOUNTING:-1}
 	export HB_SLURM_NODES=${HB_SLURM_NODES:-1}
 	export HB_SLURM_CPUS=${HB_SLURM_CPUS:-8}
 	export HB_SLURM_MEM_MB=${HB_SLURM_MEM_MB:-16000}

@@ -9,6 +9,7 @@ pkgs=(
 	libcmocka-dev libcjson-dev libyaml-dev libsqlite3-dev sqlite3
 	libmicrohttpd-dev libcurl4-openssl-dev libssl-dev python3-kubernetes
 	munge slurm-wlm slurmctld slurmd slurm-client libslurm-dev
+	slurmdbd mariadb-server
 	python3 python3-yaml openmpi-bin libopenmpi-dev curl openssl
 )
 

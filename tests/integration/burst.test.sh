@@ -3,6 +3,8 @@
 # plugins and hpcbridged, in the sandbox (hpcbridge sandbox up):
 #
 #   * a job in a partition mapped to Slurm runs on Slurm, tagged;
+#   * sacct (slurmdbd) records each job's end as Slurm saw it: the stay
+#     job, and the proxies (1 CPU in burst) with the remote exit code;
 #   * a job in the gpu partition (mapped to Kubernetes) becomes a proxy in
 #     the burst partition; its shadow runs it on the remote side (the local
 #     backend, standing in for the cluster), copies its output into the
@@ -50,6 +52,9 @@ scontrol show job "$id" | grep -q "AdminComment=hpcbridge:hb-[0-9]* target=slurm
 	ok "slurm job tagged" || bad "slurm job not tagged: $(scontrol show job "$id" | grep -i comment)"
 grep -qx "ran on slurm" "$tmp/stay-$id.out" && ok "slurm job output" ||
 	bad "slurm job output: $(cat "$tmp/stay-$id.out" 2>&1)"
+l=$(sacct_line "$id")
+case $l in "debug|1|COMPLETED|0:0|hpcbridge:hb-"*" target=slurm") true ;; *) false ;; esac &&
+	ok "sacct: the job in debug, COMPLETED 0:0, tagged" || bad "sacct: '$l'"
 
 # The daemon follows jobs kept on Slurm (the reconciler polls Slurm).
 hb_of() { scontrol show job "$1" | sed -n 's/.*AdminComment=hpcbridge:\(hb-[0-9]*\).*/\1/p'; }
@@ -131,6 +136,10 @@ grep -qx "remote line 1" "$out" && grep -qx "remote in $tmp" "$out" &&
 	ok "remote output in the Slurm output file" ||
 	bad "burst output: $(cat "$out" 2>&1)"
 hbid=$(sed -n 's/^remote job \(hb-[0-9]*\)$/\1/p' "$out")
+l=$(sacct_line "$id")
+case $l in "burst|1|COMPLETED|0:0|hpcbridge:$hbid target=kubernetes"*) true ;; *) false ;; esac &&
+	ok "sacct: the proxy charged 1 CPU in burst, COMPLETED 0:0, tagged" ||
+	bad "sacct: '$l'"
 hpcbridge status "$hbid" >"$tmp/status" 2>&1 &&
 	grep -q "succeeded" "$tmp/status" && ok "hpcbridge status: succeeded" ||
 	bad "status: $(cat "$tmp/status")"
@@ -151,6 +160,9 @@ st=$(wait_final "$id")
 	bad "fail exit code $(field "$id" ExitCode)"
 grep -qx "about to fail" "$tmp/fail-$id.out" && ok "failing job output" ||
 	bad "fail output: $(cat "$tmp/fail-$id.out" 2>&1)"
+l=$(sacct_line "$id")
+case $l in "burst|1|FAILED|7:0|"*) true ;; *) false ;; esac &&
+	ok "sacct: the failed proxy FAILED 7:0" || bad "sacct: '$l'"
 
 # 3b. An array bursts: each task runs its own remote job.
 cat >"$tmp/array.sh" <<'EOF'
@@ -202,6 +214,9 @@ scancel "$id"
 st=$(wait_final "$id")
 [ "$st" = CANCELLED ] && ok "scancelled proxy ends CANCELLED" ||
 	bad "scancelled proxy: $st"
+l=$(sacct_line "$id")
+case $l in "burst|1|CANCELLED"*) true ;; *) false ;; esac &&
+	ok "sacct: the scancelled proxy CANCELLED" || bad "sacct: '$l'"
 gone=0
 for i in $(seq 100); do
 	if [ -n "$rpid" ] && ! kill -0 -- "-$rpid" 2>/dev/null; then

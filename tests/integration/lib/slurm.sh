@@ -9,7 +9,8 @@
 #                       outputs below.  On failure: prints the logs, tears
 #                       down what it started, returns 1.
 #   slurm_down DIR      cancel every job, stop each slurmd, then slurmctld,
-#                       then munged (SIGTERM, then SIGKILL, by PID), and
+#                       slurmdbd, mariadbd and munged (SIGTERM, then
+#                       SIGKILL, by PID), and
 #                       SIGKILL any slurmstepd this instance left behind.
 #                       Only PIDs this library recorded or can tie to DIR are
 #                       signalled.  Removes nothing.  Safe to call twice, and
@@ -70,6 +71,10 @@
 #   HB_SLURM_PLUGSTACK      the lines of plugstack.conf (SPANK plugins)
 #   HB_SLURM_EXTRA_CONF     lines appended to slurm.conf (a later key wins
 #                           over an earlier one)
+#   HB_SLURM_ACCOUNTING     1: accounting, so that sacct works: a private
+#                           MariaDB (mariadbd on 127.0.0.1, its files in
+#                           DIR/db) and slurmdbd, started before slurmctld,
+#                           the cluster added with sacctmgr           [0]
 #   HB_SLURM_DEBUG          SlurmctldDebug/SlurmdDebug level      [info]
 #   HB_SLURM_READY_TIMEOUT  seconds to wait for readiness         [30]
 #   HB_SLURM_DETACH         1: start the daemons in their own session, so
@@ -93,6 +98,8 @@
 #   spool/N/   SlurmdSpoolDir per node
 #   log/       slurmctld.log, slurmd-N.log, and each daemon's stdout/stderr
 #   run/       pid files written by the daemons
+#   db/        with HB_SLURM_ACCOUNTING=1: MariaDB's data directory and
+#              socket; slurmdbd.conf (mode 0600) next to slurm.conf
 #   dev/       gpuN -> /dev/null: slurmd 22.05 drops a GPU without File=,
 #              and File= must be a character device
 #   .hbslurm/  this library's records: pids/, created, ports, real_nodes
@@ -290,6 +297,78 @@ _hbs_fail() {
 	return 1
 }
 
+# _hbs_accounting DIR CLUSTER USER DB_PORT DBD_PORT: MariaDB and slurmdbd
+# for this instance; 0 once slurmdbd answers and the cluster is added.  SLURM_CONF must name DIR's slurm.conf (slurmdbd reads the
+# slurmdbd.conf beside it).
+_hbs_accounting() {
+	local dir=$1 cluster=$2 user=$3 db_port=$4 dbd_port=$5 pass i
+	for i in mariadb-install-db mariadbd mariadb slurmdbd sacctmgr; do
+		command -v "$i" >/dev/null 2>&1 ||
+			{ _hbs_log "$i not found (run scripts/setup.sh)"; return 1; }
+	done
+	_hbs_mkdir "$dir" db
+	mariadb-install-db --no-defaults --datadir="$dir/db/data" \
+		--user="$user" --auth-root-authentication-method=socket \
+		--skip-test-db >"$dir/log/mariadb-install.log" 2>&1 ||
+		{ _hbs_log "mariadb-install-db failed"; return 1; }
+	_hbs_start "$dir" mariadbd "$dir/log/mariadbd.out" \
+		mariadbd --no-defaults --datadir="$dir/db/data" --user="$user" \
+		--socket="$dir/db/mysql.sock" --port="$db_port" \
+		--bind-address=127.0.0.1 --skip-name-resolve \
+		--pid-file="$dir/run/mariadbd.pid" \
+		--log-error="$dir/log/mariadbd.log" \
+		--innodb-buffer-pool-size=32M
+	_hbs_verify_pid "$dir" mariadbd mariadbd "$dir/run/mariadbd.pid" ||
+		{ _hbs_log "mariadbd did not start"; return 1; }
+	for i in $(seq 1 100); do
+		[ -S "$dir/db/mysql.sock" ] && break
+		sleep 0.1
+	done
+	# slurmdbd's own database user, over TCP on loopback, with a password
+	# made here and kept in slurmdbd.conf (0600).
+	pass=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+	mariadb --no-defaults --socket="$dir/db/mysql.sock" -u root -e \
+		"CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '$pass';
+		 GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';" \
+		>>"$dir/log/mariadb-install.log" 2>&1 ||
+		{ _hbs_log "could not create slurmdbd's database user"; return 1; }
+	(
+		umask 077
+		cat >"$dir/slurmdbd.conf" <<-CONF
+		# Written by tests/integration/lib/slurm.sh.
+		AuthType=auth/munge
+		AuthInfo=socket=$dir/munge/munge.socket
+		DbdAddr=127.0.0.1
+		DbdHost=localhost
+		DbdPort=$dbd_port
+		SlurmUser=$user
+		StorageType=accounting_storage/mysql
+		StorageHost=127.0.0.1
+		StoragePort=$db_port
+		StorageUser=slurm
+		StoragePass=$pass
+		StorageLoc=slurm_acct_db
+		PidFile=$dir/run/slurmdbd.pid
+		LogFile=$dir/log/slurmdbd.log
+		DebugLevel=info
+		CONF
+	)
+	_hbs_created "$dir" slurmdbd.conf
+	_hbs_start "$dir" slurmdbd "$dir/log/slurmdbd.out" slurmdbd -D
+	_hbs_verify_pid "$dir" slurmdbd slurmdbd "$dir/run/slurmdbd.pid" ||
+		{ _hbs_log "slurmdbd did not start"; return 1; }
+	for i in $(seq 1 150); do
+		timeout 10 sacctmgr -i add cluster "$cluster" >/dev/null 2>&1 && return 0
+		timeout 10 sacctmgr -n list cluster format=cluster 2>/dev/null |
+			grep -qw "$cluster" && return 0
+		_hbs_pid_is "$(_hbs_pid_of "$dir" slurmdbd)" slurmdbd ||
+			{ _hbs_log "slurmdbd exited during start-up"; return 1; }
+		sleep 0.2
+	done
+	_hbs_log "slurmdbd did not answer sacctmgr within 30 s"
+	return 1
+}
+
 # ------------------------------------------------------------ public API
 
 slurm_logs() {
@@ -332,7 +411,7 @@ slurm_up() {
 	local timeout=${HB_SLURM_READY_TIMEOUT:-30}
 	local phantom_state=${HB_SLURM_PHANTOM_STATE:-DOWN}
 	local host user munge_user node nodes real_nodes gres gtype gcount
-	local i g topo t0 st first files node_lines reason rec
+	local i g topo t0 st first files node_lines reason rec db_port dbd_port
 
 	case "$n" in '' | *[!0-9]* | 0) _hbs_log "bad HB_SLURM_NODES"; return 1 ;; esac
 	case "$real" in '' | *[!0-9]* | 0) _hbs_log "bad HB_SLURM_REAL_NODES"; return 1 ;; esac
@@ -382,10 +461,13 @@ slurm_up() {
 		fi
 	fi
 
-	# Ports: slurmctld's, then one per node record.
-	ctld_port=$(_hbs_pick_ports $((n + 2))) ||
+	# Ports: slurmctld's, one per node record and the burst node, then
+	# MariaDB's and slurmdbd's.
+	ctld_port=$(_hbs_pick_ports $((n + 4))) ||
 		{ _hbs_log "no free ports"; return 1; }
 	slurmd_port=$((ctld_port + 1))
+	db_port=$((ctld_port + n + 2))
+	dbd_port=$((db_port + 1))
 	printf '%s %s\n' "$ctld_port" "$slurmd_port" >"$dir/.hbslurm/ports"
 
 	host=$(hostname -s)
@@ -497,7 +579,6 @@ slurm_up() {
 		ProctrackType=proctrack/linuxproc
 		TaskPlugin=task/none
 		JobAcctGatherType=jobacct_gather/none
-		AccountingStorageType=accounting_storage/none
 		JobCompType=jobcomp/none
 		MpiDefault=none
 		SchedulerType=sched/backfill
@@ -514,6 +595,15 @@ slurm_up() {
 		CONF
 		if [ -n "$jsp" ]; then
 			printf 'JobSubmitPlugins=%s\n' "$jsp"
+		fi
+		if [ "${HB_SLURM_ACCOUNTING:-0}" = 1 ]; then
+			printf 'AccountingStorageType=accounting_storage/slurmdbd\n'
+			printf 'AccountingStorageHost=127.0.0.1\n'
+			printf 'AccountingStoragePort=%s\n' "$dbd_port"
+			# for slurmdbd, the munge socket its clients use
+			printf 'AccountingStoragePass=%s\n' "$dir/munge/munge.socket"
+		else
+			printf 'AccountingStorageType=accounting_storage/none\n'
 		fi
 		printf 'NodeName=DEFAULT CPUs=%s %s RealMemory=%s' "$cpus" "$topo" "$mem"
 		[ -z "$gres" ] || printf ' Gres=%s' "$gres"
@@ -566,6 +656,13 @@ slurm_up() {
 	done
 	[ -S "$dir/munge/munge.socket" ] ||
 		{ _hbs_fail "$dir" "munged did not create its socket"; return 1; }
+
+	# --- accounting: MariaDB and slurmdbd, before slurmctld.
+	if [ "${HB_SLURM_ACCOUNTING:-0}" = 1 ]; then
+		_hbs_accounting "$dir" "${HB_SLURM_CLUSTER:-hbsandbox}" "$user" \
+			"$db_port" "$dbd_port" ||
+			{ _hbs_fail "$dir" "accounting did not start"; return 1; }
+	fi
 
 	# --- slurmctld, then one slurmd per real node.
 	_hbs_start "$dir" slurmctld "$dir/log/slurmctld.out" \
@@ -638,6 +735,8 @@ slurm_down() {
 	fi
 	_hbs_stop "$pid" slurmctld 15
 	for p in $scriptd; do _hbs_stop "$p" slurmctld 2; done
+	_hbs_stop "$(_hbs_pid_of "$dir" slurmdbd)" slurmdbd 10
+	_hbs_stop "$(_hbs_pid_of "$dir" mariadbd)" mariadbd 30
 
 	# 4. Any slurmstepd still there is orphaned: SIGKILL by pid.
 	stepds="$stepds $(_hbs_stepds "$dir" | tr '\n' ' ')"
