@@ -2390,6 +2390,22 @@ out:
 	free(src_s);
 }
 
+/*
+ * A store call of this batch failed with rc (err says why): a state move
+ * the store refused (HB_ESTATE) or a Slurm id already taken (HB_EEXIST) is
+ * the request's error; anything else aborts the batch.
+ */
+static void store_failed(struct hb_daemon *d, struct conn *c, int rc,
+			 struct hb_err *err)
+{
+	if (rc == HB_ESTATE || rc == HB_EEXIST) {
+		stage_error(d, c, rc, err->msg, 0);
+		return;
+	}
+	batch_abort(d, err);
+	stage_error(d, c, HB_ESTORE, err->msg, 0);
+}
+
 static void remote_stop(struct hb_daemon *d, struct conn *c,
 			const cJSON *req, int abandon);
 
@@ -2470,12 +2486,7 @@ static void op_cancel(struct hb_daemon *d, struct conn *c, const cJSON *req)
 					 &err)) ||
 	    (rc = audit(d, c->uid, c->user, c->peer, "cancel", j.id, detail,
 			&err))) {
-		if (rc == HB_ESTATE) {
-			stage_error(d, c, rc, err.msg, 0);
-		} else {
-			batch_abort(d, &err);
-			stage_error(d, c, HB_ESTORE, err.msg, 0);
-		}
+		store_failed(d, c, rc, &err);
 		goto out;
 	}
 	hb_logf(HB_LOG_INFO,
@@ -2559,12 +2570,7 @@ static int remote_record(struct hb_daemon *d, struct conn *c,
 					  NULL, &err))) ||
 	    (rc = audit(d, c->uid, c->user, c->peer, action, j->id, detail,
 			&err))) {
-		if (rc == HB_ESTATE || rc == HB_EEXIST) {
-			stage_error(d, c, rc, err.msg, 0);
-		} else {
-			batch_abort(d, &err);
-			stage_error(d, c, HB_ESTORE, err.msg, 0);
-		}
+		store_failed(d, c, rc, &err);
 	}
 	cJSON_Delete(detail);
 	return rc;
@@ -2656,12 +2662,7 @@ static void remote_stop(struct hb_daemon *d, struct conn *c,
 	    (rc = audit(d, c->uid, c->user, c->peer,
 			abandon ? "remote-abandon" : "cancel-task", j.id,
 			detail, &err))) {
-		if (rc == HB_ESTATE) {
-			stage_error(d, c, rc, err.msg, 0);
-		} else {
-			batch_abort(d, &err);
-			stage_error(d, c, HB_ESTORE, err.msg, 0);
-		}
+		store_failed(d, c, rc, &err);
 		goto out;
 	}
 	hb_logf(abandon ? HB_LOG_WARN : HB_LOG_INFO,

@@ -58,6 +58,17 @@ case $l in "debug|1|COMPLETED|0:0|hpcbridge:hb-"*" target=slurm") true ;; *) fal
 
 # The daemon follows jobs kept on Slurm (the reconciler polls Slurm).
 hb_of() { scontrol show job "$1" | sed -n 's/.*AdminComment=hpcbridge:\(hb-[0-9]*\).*/\1/p'; }
+# group_gone PGID HBID: 0 once remote process group PGID is gone (20 s at
+# most); asking for HBID's status lets the SIGKILL after the grace follow
+group_gone() {
+	local i
+	for i in $(seq 100); do
+		[ -n "$1" ] && ! kill -0 -- "-$1" 2>/dev/null && return 0
+		hpcbridge status "$2" >/dev/null 2>&1 || true
+		sleep 0.2
+	done
+	return 1
+}
 wait_status() { # HBID REGEX
 	local i
 	for i in $(seq 50); do
@@ -206,7 +217,7 @@ grep -q "long job started" "$tmp/long-$id.out" && ok "long remote job running" |
 squeue -h -o %k -j "$id" | grep -q "^hpcbridge:hb-[0-9]* running$" &&
 	ok "squeue %k shows the remote phase" ||
 	bad "squeue %k: '$(squeue -h -o %k -j "$id")'"
-hbid=$(scontrol show job "$id" | sed -n 's/.*AdminComment=hpcbridge:\(hb-[0-9]*\).*/\1/p')
+hbid=$(hb_of "$id")
 pidfile=$box/remote/$hbid/pid
 [ -r "$pidfile" ] && ok "remote job has a pid file" || bad "no $pidfile"
 rpid=$(cut -d' ' -f1 "$pidfile" 2>/dev/null || true)
@@ -217,16 +228,7 @@ st=$(wait_final "$id")
 l=$(sacct_line "$id")
 case $l in "burst|1|CANCELLED"*) true ;; *) false ;; esac &&
 	ok "sacct: the scancelled proxy CANCELLED" || bad "sacct: '$l'"
-gone=0
-for i in $(seq 100); do
-	if [ -n "$rpid" ] && ! kill -0 -- "-$rpid" 2>/dev/null; then
-		gone=1
-		break
-	fi
-	hpcbridge status "$hbid" >/dev/null 2>&1 || true # lets SIGKILL follow
-	sleep 0.2
-done
-[ "$gone" = 1 ] && ok "remote job's processes are gone" ||
+group_gone "$rpid" "$hbid" && ok "remote job's processes are gone" ||
 	bad "remote job $rpid still running"
 hpcbridge status "$hbid" 2>&1 | grep -q cancelled && ok "status: cancelled" ||
 	bad "status after scancel: $(hpcbridge status "$hbid" 2>&1)"
@@ -249,7 +251,7 @@ for i in $(seq 300); do
 		grep -qs "task 1 started" "$tmp/along-${aid}_1.out" && break
 	sleep 0.2
 done
-ahb=$(scontrol show job "${aid}_0" | sed -n 's/.*AdminComment=hpcbridge:\(hb-[0-9]*\).*/\1/p')
+ahb=$(hb_of "${aid}_0")
 t0=$(cut -d' ' -f1 "$box/remote/$ahb-t0/pid" 2>/dev/null || true)
 t1=$(cut -d' ' -f1 "$box/remote/$ahb-t1/pid" 2>/dev/null || true)
 [ -n "$t0" ] && [ -n "$t1" ] && ok "both array tasks run remotely" ||
@@ -257,16 +259,7 @@ t1=$(cut -d' ' -f1 "$box/remote/$ahb-t1/pid" 2>/dev/null || true)
 scancel "${aid}_0"
 st=$(wait_final "${aid}_0")
 [ "$st" = CANCELLED ] && ok "scancelled task ends CANCELLED" || bad "scancelled task: $st"
-gone=0
-for i in $(seq 100); do
-	if [ -n "$t0" ] && ! kill -0 -- "-$t0" 2>/dev/null; then
-		gone=1
-		break
-	fi
-	hpcbridge status "$ahb" >/dev/null 2>&1 || true # lets SIGKILL follow
-	sleep 0.2
-done
-[ "$gone" = 1 ] && ok "the cancelled task's remote job is gone" ||
+group_gone "$t0" "$ahb" && ok "the cancelled task's remote job is gone" ||
 	bad "task 0's remote job $t0 still running"
 [ -n "$t1" ] && kill -0 -- "-$t1" 2>/dev/null && ok "the other task's remote job runs on" ||
 	bad "task 1's remote job $t1 was stopped too"
@@ -289,7 +282,7 @@ sleep 300
 EOF
 id=$(submit "$tmp/full.sh")
 [ -n "$id" ] || die "sbatch full.sh: $(cat "$tmp/sbatch.err")"
-fhb=$(scontrol show job "$id" | sed -n 's/.*AdminComment=hpcbridge:\(hb-[0-9]*\).*/\1/p')
+fhb=$(hb_of "$id")
 for i in $(seq 300); do
 	[ -s "$box/remote/$fhb/pid" ] && break
 	sleep 0.2
@@ -299,16 +292,7 @@ fpid=$(cut -d' ' -f1 "$box/remote/$fhb/pid" 2>/dev/null || true)
 st=$(wait_final "$id")
 [ "$st" = FAILED ] && ok "a proxy that cannot write its output ends FAILED" ||
 	bad "proxy writing to /dev/full: $st"
-gone=0
-for i in $(seq 100); do
-	if [ -n "$fpid" ] && ! kill -0 -- "-$fpid" 2>/dev/null; then
-		gone=1
-		break
-	fi
-	hpcbridge status "$fhb" >/dev/null 2>&1 || true # lets SIGKILL follow
-	sleep 0.2
-done
-[ "$gone" = 1 ] && ok "its remote job is cancelled" ||
+group_gone "$fpid" "$fhb" && ok "its remote job is cancelled" ||
 	bad "the remote job $fpid runs on after its proxy failed"
 hpcbridge status --json "$fhb" 2>&1 | tr -d '\n' |
 	grep -q '"state": *"failed".*cannot write the output' &&
