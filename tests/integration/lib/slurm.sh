@@ -75,6 +75,10 @@
 #                           MariaDB (mariadbd on 127.0.0.1, its files in
 #                           DIR/db) and slurmdbd, started before slurmctld,
 #                           the cluster added with sacctmgr           [0]
+#   HB_SLURM_ACCOUNTS       with accounting: accounts added, with the user
+#                           in each (a job naming an account the database
+#                           does not know is charged to the user's default)
+#                                                    [physics chemistry]
 #   HB_SLURM_DEBUG          SlurmctldDebug/SlurmdDebug level      [info]
 #   HB_SLURM_READY_TIMEOUT  seconds to wait for readiness         [30]
 #   HB_SLURM_DETACH         1: start the daemons in their own session, so
@@ -358,15 +362,27 @@ _hbs_accounting() {
 	_hbs_verify_pid "$dir" slurmdbd slurmdbd "$dir/run/slurmdbd.pid" ||
 		{ _hbs_log "slurmdbd did not start"; return 1; }
 	for i in $(seq 1 150); do
-		timeout 10 sacctmgr -i add cluster "$cluster" >/dev/null 2>&1 && return 0
+		timeout 10 sacctmgr -i add cluster "$cluster" >/dev/null 2>&1 && break
 		timeout 10 sacctmgr -n list cluster format=cluster 2>/dev/null |
-			grep -qw "$cluster" && return 0
+			grep -qw "$cluster" && break
 		_hbs_pid_is "$(_hbs_pid_of "$dir" slurmdbd)" slurmdbd ||
 			{ _hbs_log "slurmdbd exited during start-up"; return 1; }
 		sleep 0.2
 	done
-	_hbs_log "slurmdbd did not answer sacctmgr within 30 s"
-	return 1
+	[ "$i" -lt 150 ] ||
+		{ _hbs_log "slurmdbd did not answer sacctmgr within 30 s"; return 1; }
+	# Accounts, with this user in each: a job that names an account the
+	# database does not know is charged to the user's default instead.
+	if [ -n "${HB_SLURM_ACCOUNTS-physics chemistry}" ]; then
+		timeout 10 sacctmgr -i add account \
+			"$(printf '%s' "${HB_SLURM_ACCOUNTS-physics chemistry}" | tr ' ' ,)" \
+			>/dev/null 2>&1 &&
+			timeout 10 sacctmgr -i add user "$user" account="$(printf '%s' \
+				"${HB_SLURM_ACCOUNTS-physics chemistry}" | tr ' ' ,)" \
+				>/dev/null 2>&1 ||
+			{ _hbs_log "sacctmgr could not add the accounts"; return 1; }
+	fi
+	return 0
 }
 
 # ------------------------------------------------------------ public API
