@@ -20,6 +20,8 @@
 # usage: sandbox.sh up DIR BUILD_DIR     start what is not running; print
 #                                        `export` lines
 #        sandbox.sh down DIR             stop what `up` started, by PID
+#                                        (and local-backend jobs left
+#                                        running, by their pid files)
 #        sandbox.sh env DIR BUILD_DIR    print the `export` lines again
 #
 # `hpcbridge sandbox up|down` runs this script.  Everything lives in DIR:
@@ -138,6 +140,37 @@ stop_pid() {
 	rm -f "$file"
 }
 
+# stop_remote_jobs DIR: the local backend's jobs still running (their
+# daemon died before it could cancel them), each a process group whose
+# leader DIR/remote/ID/pid names as "PID STARTTIME": SIGTERM to the group,
+# SIGKILL after 5 s.  A pid whose start time differs is another process's
+# now, and is left alone.
+stop_remote_jobs() {
+	local dir=$1 f pid start stat now left=() i
+	for f in "$dir"/remote/*/pid; do
+		[ -r "$f" ] || continue
+		read -r pid start <"$f" || continue
+		case $pid in '' | *[!0-9]*) continue ;; esac
+		stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+		# field 22, counted after the command's closing parenthesis
+		now=$(printf '%s\n' "${stat##*) }" | awk '{ print $20 }')
+		[ "$now" = "$start" ] || continue
+		kill -TERM -- "-$pid" 2>/dev/null && left+=("$pid")
+	done
+	[ "${#left[@]}" -gt 0 ] || return 0
+	for i in $(seq 50); do
+		for pid in "${left[@]}"; do
+			kill -0 -- "-$pid" 2>/dev/null && break
+			pid=
+		done
+		[ -z "$pid" ] && return 0
+		sleep 0.1
+	done
+	for pid in "${left[@]}"; do
+		kill -KILL -- "-$pid" 2>/dev/null || true
+	done
+}
+
 up() {
 	local dir=${1:?usage: sandbox.sh up DIR BUILD_DIR} build=${2:?BUILD_DIR}
 	local t pid
@@ -224,6 +257,7 @@ down() {
 		slurm_down "$dir/slurm" >&2 || true
 	fi
 	stop_pid "$dir/hpcbridged.pid" hpcbridged
+	stop_remote_jobs "$dir"
 	stop_pid "$dir/kube/pid" hb-kubemu
 	say "down: $dir"
 }

@@ -16,7 +16,9 @@
 #     cannot write the output ends FAILED and cancels its remote job;
 #   * hpcbridge submit runs a script on Slurm from the directory it was
 #     submitted in (a Latin-1 script is refused, naming file:line), and
-#     hpcbridge cancel ends it CANCELLED.
+#     hpcbridge cancel ends it CANCELLED;
+#   * sandbox down stops a remote job whose daemon died before it could
+#     cancel it.
 #
 # usage: burst.test.sh BUILD_DIR SRC_DIR
 set -euo pipefail
@@ -353,6 +355,30 @@ if [ -n "$cid" ] && [ -n "$sid" ]; then
 else
 	bad "hpcbridge submit sleep.sh: $out"
 fi
+
+# 6. sandbox down stops a remote job whose daemon died before it could
+# cancel it (the shadow's cancel finds nobody).
+cat >"$tmp/orphan.sh" <<'EOF'
+#!/bin/sh
+#SBATCH --partition=gpu
+#SBATCH --output=/dev/null
+sleep 300
+EOF
+id=$(submit "$tmp/orphan.sh")
+ohb=$(hb_of "$id")
+for i in $(seq 300); do
+	[ -s "$box/remote/$ohb/pid" ] && break
+	sleep 0.2
+done
+opid=$(cut -d' ' -f1 "$box/remote/$ohb/pid" 2>/dev/null || true)
+[ -n "$opid" ] && kill -0 -- "-$opid" 2>/dev/null && ok "a remote job runs" ||
+	bad "no remote job for $ohb"
+kill -KILL "$(head -c 32 "$box/hpcbridged.pid" | tr -dc 0-9)"
+bash "$src/scripts/sandbox.sh" down "$box" >/dev/null 2>&1 ||
+	bad "sandbox down failed"
+[ -n "$opid" ] && ! kill -0 -- "-$opid" 2>/dev/null &&
+	ok "sandbox down stopped the remote job its dead daemon left" ||
+	bad "remote job $opid still runs after sandbox down"
 
 sandbox_test_end
 echo "all burst checks passed"
