@@ -280,18 +280,6 @@ static const char submit_usage[] =
 	"Submit an sbatch or PBS script to Slurm through hpcbridged, as "
 	"yourself,\nfrom the current directory and with your environment.\n";
 
-/* The offset of the first byte of s[0..n) that starts no valid UTF-8
- * sequence; n when there is none. */
-static size_t utf8_end(const char *s, size_t n)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	size_t i = 0, k;
-
-	while (i < n && (k = hb_utf8_dec(u + i, n - i, NULL)))
-		i += k;
-	return i;
-}
-
 int hb_cmd_submit(int argc, char **argv)
 {
 	struct conn c;
@@ -316,7 +304,7 @@ int hb_cmd_submit(int argc, char **argv)
 	/* The request is JSON text: a script that is not UTF-8 (a Latin-1
 	 * comment) is refused here, where the file and line can be named,
 	 * rather than changed behind the user's back. */
-	bad = utf8_end(script.data, script.len);
+	bad = hb_utf8_span(script.data, script.len);
 	nul = memchr(script.data, '\0', script.len);
 	if (nul && (size_t)(nul - script.data) < bad)
 		bad = (size_t)(nul - script.data);
@@ -354,7 +342,7 @@ int hb_cmd_submit(int argc, char **argv)
 	for (char **e = environ; req && *e; e++) {
 		size_t n = strlen(*e);
 
-		if (utf8_end(*e, n) < n) {
+		if (hb_utf8_span(*e, n) < n) {
 			fprintf(stderr,
 				"hpcbridge submit: warning: %.*s is not UTF-8 "
 				"and is left out of the job's environment\n",

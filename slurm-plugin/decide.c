@@ -358,9 +358,7 @@ static int fix_utf8(cJSON *node, int depth)
 		struct hb_buf b;
 		int rc = 0;
 
-		for (i = 0; i < n && (k = hb_utf8_dec(v + i, n - i, NULL));
-		     i += k)
-			;
+		i = hb_utf8_span(node->valuestring, n);
 		if (i == n)
 			return 0;
 		hb_buf_init(&b, 0);

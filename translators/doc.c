@@ -1781,6 +1781,16 @@ size_t hb_utf8_dec(const unsigned char *s, size_t n, uint32_t *cp)
 	return n ? utf8_dec(s, n, cp ? cp : &c) : 0;
 }
 
+size_t hb_utf8_span(const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, k;
+
+	while (i < n && (k = hb_utf8_dec(u + i, n - i, NULL)))
+		i += k;
+	return i;
+}
+
 /*
  * A code point that must be escaped in output: C0/C1 controls, DEL, the
  * Unicode line and paragraph separators, the BOM and the non-characters

@@ -73,6 +73,10 @@ const char *hb_json_check(const char *s, size_t n, size_t *at);
  * form, no surrogate, nothing past U+10FFFF): its length, and its code
  * point in *cp unless cp is NULL; 0 when there is none. */
 size_t hb_utf8_dec(const unsigned char *s, size_t n, uint32_t *cp);
+/* How many of the n bytes at s are valid UTF-8 from the start: n when all
+ * are, else the offset of the first byte that starts no valid sequence.
+ * A NUL byte counts as valid (U+0000). */
+size_t hb_utf8_span(const char *s, size_t n);
 
 /* Parse a stream of YAML documents; *out is a cJSON array of them.
  * Empty (null) documents, as between two "---" lines, are skipped. */

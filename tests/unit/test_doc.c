@@ -1308,6 +1308,21 @@ static void test_json_check(void **state)
 	jcheck("\"abc\"", 4, "unterminated string", 0);
 }
 
+/* hb_utf8_span: the valid prefix, stopping at the first bad byte. */
+static void test_utf8_span(void **state)
+{
+	(void)state;
+	assert_int_equal(hb_utf8_span("", 0), 0);
+	assert_int_equal(hb_utf8_span("abc", 3), 3);
+	assert_int_equal(hb_utf8_span("caf\xc3\xa9", 5), 5);
+	assert_int_equal(hb_utf8_span("# caf\xe9\n", 7), 5); /* Latin-1 */
+	assert_int_equal(hb_utf8_span("ab\xc3", 3), 2); /* truncated */
+	assert_int_equal(hb_utf8_span("a\xed\xa0\x80", 4), 1); /* surrogate */
+	assert_int_equal(hb_utf8_span("a\0b", 3), 3); /* NUL is valid */
+	assert_int_equal(hb_utf8_span("\xe9" "abc", 4), 0); /* at the start */
+	assert_int_equal(hb_utf8_span("ab" "\xe9", 2), 2); /* n bounds it */
+}
+
 /* Nesting: HB_DOC_MAX_DEPTH levels are fine, one more is not, in arrays
  * and objects alike. */
 static void test_json_check_depth(void **state)
@@ -1616,6 +1631,7 @@ int main(void)
 	    cmocka_unit_test(test_writer_errors),
 	    cmocka_unit_test(test_reference_files),
 	    cmocka_unit_test(test_json_check),
+	    cmocka_unit_test(test_utf8_span),
 	    cmocka_unit_test(test_json_check_depth),
 	    cmocka_unit_test(test_json_check_long),
 	    cmocka_unit_test(test_json_check_writers),
