@@ -46,10 +46,11 @@ for s in mpi-on-slurm.sh mpi-burst.sh; do
 	id=$(cd "$work" && sbatch --parsable "$s")
 	ids+=("$id")
 done
+idlist=$(IFS=,; echo "${ids[*]}")
 printf '\n$ squeue\n'
 squeue
 for _ in $(seq 300); do
-	[ -z "$(squeue -h -j "$(IFS=,; echo "${ids[*]}")" 2>/dev/null)" ] && break
+	[ -z "$(squeue -h -j "$idlist" 2>/dev/null)" ] && break
 	sleep 0.2
 done
 printf '\n$ scontrol show job (where each went, how it ended)\n'
@@ -61,12 +62,12 @@ done
 printf '\n$ sacct (accounting: the proxy is charged 1 CPU in partition burst)\n'
 # slurmdbd has a job's fields and its end a moment after slurmctld
 for _ in $(seq 150); do
-	[ "$(sacct -n -P -X -j "$(IFS=,; echo "${ids[*]}")" -o Partition,State |
+	[ "$(sacct -n -P -X -j "$idlist" -o Partition,State |
 		grep -cE '^[^|]+[|](COMPLETED|FAILED|CANCELLED)')" = "${#ids[@]}" ] &&
 		break
 	sleep 0.2
 done
-sacct -X -j "$(IFS=,; echo "${ids[*]}")" \
+sacct -X -j "$idlist" \
 	-o JobID,JobName,Partition,AllocCPUS,State,ExitCode,AdminComment%70
 printf '\n$ hpcbridge jobs --all\n'
 # the daemon mirrors Slurm's job states at its next poll (every second)

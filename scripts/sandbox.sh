@@ -146,27 +146,27 @@ stop_pid() {
 # SIGKILL after 5 s.  A pid whose start time differs is another process's
 # now, and is left alone.
 stop_remote_jobs() {
-	local dir=$1 f pid start stat now left=() i
+	local dir=$1 f pid start stat fields left=() alive i
 	for f in "$dir"/remote/*/pid; do
 		[ -r "$f" ] || continue
 		read -r pid start <"$f" || continue
 		case $pid in '' | *[!0-9]*) continue ;; esac
 		stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
-		# field 22, counted after the command's closing parenthesis
-		now=$(printf '%s\n' "${stat##*) }" | awk '{ print $20 }')
-		[ "$now" = "$start" ] || continue
+		# after the command's closing parenthesis comes field 3, so
+		# the start time (field 22) is the 20th
+		read -ra fields <<<"${stat##*) }"
+		[ "${fields[19]:-}" = "$start" ] || continue
 		kill -TERM -- "-$pid" 2>/dev/null && left+=("$pid")
 	done
-	[ "${#left[@]}" -gt 0 ] || return 0
 	for i in $(seq 50); do
+		alive=()
 		for pid in "${left[@]}"; do
-			kill -0 -- "-$pid" 2>/dev/null && break
-			pid=
+			kill -0 -- "-$pid" 2>/dev/null && alive+=("$pid")
 		done
-		[ -z "$pid" ] && return 0
+		[ "${#alive[@]}" -gt 0 ] || return 0
 		sleep 0.1
 	done
-	for pid in "${left[@]}"; do
+	for pid in "${alive[@]}"; do
 		kill -KILL -- "-$pid" 2>/dev/null || true
 	done
 }

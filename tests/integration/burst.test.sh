@@ -60,6 +60,17 @@ case $l in "debug|1|COMPLETED|0:0|hpcbridge:hb-"*" target=slurm") true ;; *) fal
 
 # The daemon follows jobs kept on Slurm (the reconciler polls Slurm).
 hb_of() { scontrol show job "$1" | sed -n 's/.*AdminComment=hpcbridge:\(hb-[0-9]*\).*/\1/p'; }
+# remote_pgid RID: the process group of local-backend remote job RID, from
+# its pid file ("PID STARTTIME"), once it is there (60 s at most); "" if
+# it never is
+remote_pgid() {
+	local i
+	for i in $(seq 300); do
+		[ -s "$box/remote/$1/pid" ] && break
+		sleep 0.2
+	done
+	cut -d' ' -f1 "$box/remote/$1/pid" 2>/dev/null || true
+}
 # group_gone PGID HBID: 0 once remote process group PGID is gone (20 s at
 # most); asking for HBID's status lets the SIGKILL after the grace follow
 group_gone() {
@@ -220,9 +231,8 @@ squeue -h -o %k -j "$id" | grep -q "^hpcbridge:hb-[0-9]* running$" &&
 	ok "squeue %k shows the remote phase" ||
 	bad "squeue %k: '$(squeue -h -o %k -j "$id")'"
 hbid=$(hb_of "$id")
-pidfile=$box/remote/$hbid/pid
-[ -r "$pidfile" ] && ok "remote job has a pid file" || bad "no $pidfile"
-rpid=$(cut -d' ' -f1 "$pidfile" 2>/dev/null || true)
+rpid=$(remote_pgid "$hbid")
+[ -n "$rpid" ] && ok "remote job has a pid file" || bad "no pid file for $hbid"
 scancel "$id"
 st=$(wait_final "$id")
 [ "$st" = CANCELLED ] && ok "scancelled proxy ends CANCELLED" ||
@@ -254,8 +264,8 @@ for i in $(seq 300); do
 	sleep 0.2
 done
 ahb=$(hb_of "${aid}_0")
-t0=$(cut -d' ' -f1 "$box/remote/$ahb-t0/pid" 2>/dev/null || true)
-t1=$(cut -d' ' -f1 "$box/remote/$ahb-t1/pid" 2>/dev/null || true)
+t0=$(remote_pgid "$ahb-t0")
+t1=$(remote_pgid "$ahb-t1")
 [ -n "$t0" ] && [ -n "$t1" ] && ok "both array tasks run remotely" ||
 	bad "array tasks' remote jobs: '$t0' '$t1' ($(ls "$box/remote"))"
 scancel "${aid}_0"
@@ -285,11 +295,7 @@ EOF
 id=$(submit "$tmp/full.sh")
 [ -n "$id" ] || die "sbatch full.sh: $(cat "$tmp/sbatch.err")"
 fhb=$(hb_of "$id")
-for i in $(seq 300); do
-	[ -s "$box/remote/$fhb/pid" ] && break
-	sleep 0.2
-done
-fpid=$(cut -d' ' -f1 "$box/remote/$fhb/pid" 2>/dev/null || true)
+fpid=$(remote_pgid "$fhb")
 [ -n "$fpid" ] && ok "the remote job started" || bad "no remote pid for $fhb"
 st=$(wait_final "$id")
 [ "$st" = FAILED ] && ok "a proxy that cannot write its output ends FAILED" ||
@@ -366,11 +372,7 @@ sleep 300
 EOF
 id=$(submit "$tmp/orphan.sh")
 ohb=$(hb_of "$id")
-for i in $(seq 300); do
-	[ -s "$box/remote/$ohb/pid" ] && break
-	sleep 0.2
-done
-opid=$(cut -d' ' -f1 "$box/remote/$ohb/pid" 2>/dev/null || true)
+opid=$(remote_pgid "$ohb")
 [ -n "$opid" ] && kill -0 -- "-$opid" 2>/dev/null && ok "a remote job runs" ||
 	bad "no remote job for $ohb"
 kill -KILL "$(head -c 32 "$box/hpcbridged.pid" | tr -dc 0-9)"

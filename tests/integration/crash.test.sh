@@ -132,7 +132,13 @@ n=$(hpcbridge jobs --all --json | grep -c '"id": "hb-')
 # Fail-open with the real daemon (the sandbox's plugin timeout is 200 ms):
 # hung (SIGSTOP), then not running at all.  sbatch comes back within the
 # timeout plus Slurm's own time, and the job runs on Slurm as submitted.
-now() { date +%s.%N; }
+# timed_job R: job R, the seconds its sbatch took in $t
+timed_job() {
+	local t0
+	t0=$(date +%s.%N)
+	job "$1"
+	t=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
+}
 # stays_on_slurm WHAT SECONDS: the last job untouched, sbatch quick, and it
 # runs to its own end
 stays_on_slurm() {
@@ -148,17 +154,13 @@ stays_on_slurm() {
 pid=$(daemon_pid)
 kill -STOP "$pid"
 r=$((r + 1))
-t0=$(now)
-job "$r"
-t=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }')
+timed_job "$r"
 kill -CONT "$pid"
 stays_on_slurm "daemon hung" "$t"
 kill -TERM "$pid"
 while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
 r=$((r + 1))
-t0=$(now)
-job "$r"
-t=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }')
+timed_job "$r"
 stays_on_slurm "no daemon" "$t"
 start_daemon
 

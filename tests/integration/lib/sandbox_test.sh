@@ -13,8 +13,8 @@
 #                       print it
 #   submit SCRIPT       sbatch SCRIPT from $tmp; print the job id
 #   sacct_line JOB      JOB's accounting record once slurmdbd has its end
-#                       and its partition (up to 30 s): "partition|cpus|state|exit code|
-#                       admin comment"
+#                       and its partition (up to 30 s):
+#                       "partition|cpus|state|exit code|admin comment"
 box=$tmp/box
 fails=0
 
@@ -78,7 +78,9 @@ submit() {
 sacct_line() {
 	local l i
 	for i in $(seq 150); do
-		l=$(sacct -n -P -X -j "$1" -o Partition,AllocCPUS,State,ExitCode,AdminComment 2>/dev/null | head -n1)
+		l=$(sacct -n -P -X -j "$1" \
+			-o Partition,AllocCPUS,State,ExitCode,AdminComment \
+			2>/dev/null | head -n1)
 		# the end and the job's fields reach the database apart
 		case $l in \|*) ;; *\|COMPLETED\|* | *\|FAILED\|* | *\|CANCELLED*) break ;; esac
 		sleep 0.2

@@ -302,10 +302,12 @@ _hbs_fail() {
 }
 
 # _hbs_accounting DIR CLUSTER USER DB_PORT DBD_PORT: MariaDB and slurmdbd
-# for this instance; 0 once slurmdbd answers and the cluster is added.  SLURM_CONF must name DIR's slurm.conf (slurmdbd reads the
-# slurmdbd.conf beside it).
+# for this instance; 0 once slurmdbd answers and the cluster and the
+# accounts are added.  SLURM_CONF must name DIR's slurm.conf (slurmdbd
+# reads the slurmdbd.conf beside it).
 _hbs_accounting() {
-	local dir=$1 cluster=$2 user=$3 db_port=$4 dbd_port=$5 pass i
+	local dir=$1 cluster=$2 user=$3 db_port=$4 dbd_port=$5 pass i up=0
+	local accounts=${HB_SLURM_ACCOUNTS-physics chemistry}
 	for i in mariadb-install-db mariadbd mariadb slurmdbd sacctmgr; do
 		command -v "$i" >/dev/null 2>&1 ||
 			{ _hbs_log "$i not found (run scripts/setup.sh)"; return 1; }
@@ -362,27 +364,26 @@ _hbs_accounting() {
 	_hbs_verify_pid "$dir" slurmdbd slurmdbd "$dir/run/slurmdbd.pid" ||
 		{ _hbs_log "slurmdbd did not start"; return 1; }
 	for i in $(seq 1 150); do
-		timeout 10 sacctmgr -i add cluster "$cluster" >/dev/null 2>&1 && break
-		timeout 10 sacctmgr -n list cluster format=cluster 2>/dev/null |
-			grep -qw "$cluster" && break
+		if timeout 10 sacctmgr -i add cluster "$cluster" >/dev/null 2>&1 ||
+			timeout 10 sacctmgr -n list cluster format=cluster \
+				2>/dev/null | grep -qw "$cluster"; then
+			up=1
+			break
+		fi
 		_hbs_pid_is "$(_hbs_pid_of "$dir" slurmdbd)" slurmdbd ||
 			{ _hbs_log "slurmdbd exited during start-up"; return 1; }
 		sleep 0.2
 	done
-	[ "$i" -lt 150 ] ||
+	[ "$up" = 1 ] ||
 		{ _hbs_log "slurmdbd did not answer sacctmgr within 30 s"; return 1; }
 	# Accounts, with this user in each: a job that names an account the
 	# database does not know is charged to the user's default instead.
-	if [ -n "${HB_SLURM_ACCOUNTS-physics chemistry}" ]; then
-		timeout 10 sacctmgr -i add account \
-			"$(printf '%s' "${HB_SLURM_ACCOUNTS-physics chemistry}" | tr ' ' ,)" \
-			>/dev/null 2>&1 &&
-			timeout 10 sacctmgr -i add user "$user" account="$(printf '%s' \
-				"${HB_SLURM_ACCOUNTS-physics chemistry}" | tr ' ' ,)" \
-				>/dev/null 2>&1 ||
-			{ _hbs_log "sacctmgr could not add the accounts"; return 1; }
-	fi
-	return 0
+	accounts=${accounts// /,}
+	[ -z "$accounts" ] ||
+		{ timeout 10 sacctmgr -i add account "$accounts" >/dev/null 2>&1 &&
+			timeout 10 sacctmgr -i add user "$user" \
+				account="$accounts" >/dev/null 2>&1; } ||
+		{ _hbs_log "sacctmgr could not add the accounts"; return 1; }
 }
 
 # ------------------------------------------------------------ public API
