@@ -102,8 +102,8 @@
 #   spool/N/   SlurmdSpoolDir per node
 #   log/       slurmctld.log, slurmd-N.log, and each daemon's stdout/stderr
 #   run/       pid files written by the daemons
-#   db/        with HB_SLURM_ACCOUNTING=1: MariaDB's data directory and
-#              socket; slurmdbd.conf (mode 0600) next to slurm.conf
+#   db/        with HB_SLURM_ACCOUNTING=1: MariaDB's data directory,
+#              its tmpdir and socket; slurmdbd.conf (mode 0600) next to slurm.conf
 #   dev/       gpuN -> /dev/null: slurmd 22.05 drops a GPU without File=,
 #              and File= must be a character device
 #   .hbslurm/  this library's records: pids/, created, ports, real_nodes
@@ -313,13 +313,24 @@ _hbs_accounting() {
 			{ _hbs_log "$i not found (run scripts/setup.sh)"; return 1; }
 	done
 	_hbs_mkdir "$dir" db
+	mkdir -p "$dir/db/tmp" || return 1
+	# A private --tmpdir: mariadbd names its temporary tables in tmpdir
+	# by a counter, and two instances sharing /tmp (tests run in
+	# parallel) can remove each other's, failing the install.
 	mariadb-install-db --no-defaults --datadir="$dir/db/data" \
+		--tmpdir="$dir/db/tmp" \
 		--user="$user" --auth-root-authentication-method=socket \
 		--skip-test-db >"$dir/log/mariadb-install.log" 2>&1 ||
-		{ _hbs_log "mariadb-install-db failed"; return 1; }
+		{
+			_hbs_log "mariadb-install-db failed: $(grep -m3 -E \
+				'ERROR|\[ERROR\]' "$dir/log/mariadb-install.log" |
+				tr '\n' ' ')"
+			return 1
+		}
 	_hbs_start "$dir" mariadbd "$dir/log/mariadbd.out" \
 		mariadbd --no-defaults --datadir="$dir/db/data" --user="$user" \
 		--socket="$dir/db/mysql.sock" --port="$db_port" \
+		--tmpdir="$dir/db/tmp" \
 		--bind-address=127.0.0.1 --skip-name-resolve \
 		--pid-file="$dir/run/mariadbd.pid" \
 		--log-error="$dir/log/mariadbd.log" \
