@@ -136,6 +136,7 @@ struct task {
 
 struct pw_entry {
 	uid_t uid;
+	gid_t gid; /* the primary group */
 	int known;
 	int64_t at_ms;
 	char name[64];
@@ -213,8 +214,11 @@ static char *xstrdup(const char *s)
 /* Users                                                               */
 /* ------------------------------------------------------------------ */
 
-/* The name of uid (cached); 0 with name set, HB_ENOENT if none. */
-static int uid_name(struct hb_daemon *d, uid_t uid, char *name, size_t n)
+/* The name and primary group of uid (cached, so the loop rarely waits
+ * on NSS); 0 with name (if not NULL) and *gid (if not NULL) set,
+ * HB_ENOENT if none. */
+static int uid_name(struct hb_daemon *d, uid_t uid, char *name, size_t n,
+		    gid_t *gid)
 {
 	struct pw_entry *e = &d->pw[uid % PW_CACHE_SIZE];
 	int64_t now = mono_ms();
@@ -230,12 +234,16 @@ static int uid_name(struct hb_daemon *d, uid_t uid, char *name, size_t n)
 	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res &&
 	    strlen(res->pw_name) < sizeof(e->name)) {
 		e->known = 1;
+		e->gid = res->pw_gid;
 		snprintf(e->name, sizeof(e->name), "%s", res->pw_name);
 	}
 found:
 	if (!e->known)
 		return HB_ENOENT;
-	snprintf(name, n, "%s", e->name);
+	if (name)
+		snprintf(name, n, "%s", e->name);
+	if (gid)
+		*gid = e->gid;
 	return 0;
 }
 
@@ -2729,10 +2737,10 @@ static void op_remote_start(struct hb_daemon *d, struct conn *c,
 	struct hb_err err = { 0 };
 	struct source src;
 	struct req_err e = { 0 };
-	struct passwd pw, *pwp = NULL;
-	char pwbuf[4096], idvar[64], taskvar[48], rid[48];
+	char idvar[64], taskvar[48], rid[48];
 	char msg[HB_ERR_MAX + 64];
 	const char *sid = NULL;
+	gid_t gid;
 	int64_t slurm_id = -1, task;
 	cJSON *r;
 	int rc;
@@ -2788,12 +2796,13 @@ static void op_remote_start(struct hb_daemon *d, struct conn *c,
 			src.env[i + 1] = task >= 0 ? taskvar : NULL;
 			break;
 		}
-	getpwuid_r((uid_t)j.uid, &pw, pwbuf, sizeof(pwbuf), &pwp);
+	if (uid_name(d, (uid_t)j.uid, NULL, 0, &gid))
+		gid = (gid_t)j.uid;
 	rj.id = rid;
 	rj.script = src.script;
 	rj.script_len = strlen(src.script);
 	rj.uid = (uid_t)j.uid;
-	rj.gid = pwp ? pwp->pw_gid : (gid_t)j.uid;
+	rj.gid = gid;
 	rj.workdir = src.cwd;
 	rj.env = src.env;
 	rj.name = j.name;
@@ -3158,7 +3167,7 @@ static void do_accept(struct hb_daemon *d)
 		c->gid = cr.gid;
 		c->pid = cr.pid;
 		snprintf(c->peer, sizeof(c->peer), "pid %d", (int)cr.pid);
-		if (uid_name(d, cr.uid, c->user, sizeof(c->user)))
+		if (uid_name(d, cr.uid, c->user, sizeof(c->user), NULL))
 			c->user[0] = '\0';
 		/* one largest frame and the start of the next */
 		hb_buf_init(&c->in,
