@@ -27,6 +27,7 @@ static void usage(FILE *f)
 		"PATH]\n"
 		"                  [--state PATH] [--pidfile PATH]\n"
 		"                  [--idle-timeout MS] [--max-connections N]\n"
+		"       hpcbridged --config FILE --check\n"
 		"\n"
 		"The hpcbridge daemon: decides where Slurm jobs run, and "
 		"keeps\n"
