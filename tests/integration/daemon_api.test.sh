@@ -17,6 +17,9 @@ py=/usr/bin/python3
 tmp=$(mktemp -d)
 # the unprivileged user must reach the socket
 chmod 755 "$tmp"
+# No Slurm for this daemon (submit is refused), even on a host that has
+# one, or inside an allocation.
+export SLURM_CONF=$tmp/no-slurm.conf
 sock=$tmp/run/api.sock
 db=$tmp/state.db
 log=$tmp/daemon.log

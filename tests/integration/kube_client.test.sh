@@ -29,6 +29,9 @@ kc=$build/tests/kubecall
 crds=${HB_SHARED_DIR:-$src/../shared}/reference/crds
 # shellcheck source=lib/kubecall.sh
 . "$src/tests/integration/lib/kubecall.sh"
+# In-cluster settings come only from where a check sets them (a runner
+# that is itself a pod has them in its environment).
+unset KUBERNETES_SERVICE_HOST KUBERNETES_SERVICE_PORT
 
 [ -x "$emu" ] || die "$emu not built"
 [ -x "$kc" ] || die "$kc not built"

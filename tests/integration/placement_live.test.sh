@@ -80,6 +80,8 @@ write_config() { # POLICY
 daemon:
   socket: $sock
   state: $tmp/state.db
+remote:
+  local_dir: $tmp/remote
 slurm:
   user: root
   burst_partition: burst

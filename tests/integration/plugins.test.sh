@@ -104,6 +104,8 @@ cat >"$tmp/hpcbridge.yaml" <<EOF
 daemon:
   socket: $sock
   state: $tmp/state.db
+remote:
+  local_dir: $tmp/remote
 slurm:
   user: root
   burst_partition: burst

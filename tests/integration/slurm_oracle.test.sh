@@ -40,10 +40,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 	fail "oracle_compare.py selftest"
 
 # Only ever bring up a Slurm of our own: never reuse another SLURM_CONF.
-unset SLURM_CONF
-for v in $(compgen -e); do
-	case "$v" in SBATCH_* | SALLOC_* | SLURM_*) unset "$v" ;; esac
-done
+slurm_clean_env
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hb-oracle.XXXXXX")
 chmod 0755 "$tmp"

@@ -34,10 +34,7 @@ bad() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 [ -x "$probe" ] || { echo "FAIL: $probe not built" >&2; exit 1; }
 
 # Only ever talk to a Slurm of our own.
-unset SLURM_CONF
-for v in $(compgen -e); do
-	case "$v" in SBATCH_* | SALLOC_* | SLURM_*) unset "$v" ;; esac
-done
+slurm_clean_env
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hb-slurmc.XXXXXX")
 chmod 0755 "$tmp"

@@ -6,7 +6,10 @@
 #   ok MSG / bad MSG    report a check (bad counts it in $fails)
 #   die MSG             report, show the daemon's log, exit 1
 #   sandbox_test_up     bring the sandbox up in $tmp/box ($box), load its
-#                       environment, and take it down (by PID) at exit
+#                       environment (after clearing any inherited Slurm
+#                       and sbatch settings, and with a TMPDIR of the
+#                       test's own for Open MPI's session directories),
+#                       and take it down (by PID) at exit
 #   sandbox_test_end    exit 1 with the daemon's log if a check failed
 #   field JOB KEY       a field of `scontrol show job JOB`
 #   wait_final JOB      wait (up to 2 min) until JOB's state is final;
@@ -15,6 +18,8 @@
 #   sacct_line JOB      JOB's accounting record once slurmdbd has its end
 #                       and its partition (up to 30 s):
 #                       "partition|cpus|state|exit code|admin comment"
+# shellcheck source=slurm.sh
+. "$src/tests/integration/lib/slurm.sh"
 box=$tmp/box
 fails=0
 
@@ -37,6 +42,11 @@ _sandbox_test_cleanup() {
 sandbox_test_up() {
 	trap _sandbox_test_cleanup EXIT
 	export HB_SLURM_FIX_HOSTS=${HB_SLURM_FIX_HOSTS:-1}
+	slurm_clean_env
+	# Open MPI 4 keeps its session directory under TMPDIR, one per user
+	# and host, and one mpirun can remove it under another's.
+	mkdir -p "$tmp/tmp" && chmod 1777 "$tmp/tmp"
+	export TMPDIR=$tmp/tmp
 	bash "$src/scripts/sandbox.sh" up "$box" "$build" >"$tmp/env" \
 		2>"$tmp/up.err" || die "sandbox up: $(tail -n 20 "$tmp/up.err")"
 	# shellcheck disable=SC1090,SC1091

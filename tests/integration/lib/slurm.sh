@@ -5,8 +5,9 @@
 #
 #   slurm_up DIR        start munged, slurmctld and one slurmd per real node,
 #                       all of whose files live in DIR; wait until every real
-#                       node is idle.  Exports SLURM_CONF and the HB_SLURM_*
-#                       outputs below.  On failure: prints the logs, tears
+#                       node is idle.  Unsets any inherited SLURM_*, SBATCH_*
+#                       and SALLOC_* (slurm_clean_env), then exports
+#                       SLURM_CONF and the HB_SLURM_* outputs below.  On failure: prints the logs, tears
 #                       down what it started, returns 1.
 #   slurm_down DIR      cancel every job, stop each slurmd, then slurmctld,
 #                       slurmdbd, mariadbd and munged (SIGTERM, then
@@ -21,6 +22,7 @@
 #   slurm_env DIR       print `export ...` lines for another shell.
 #   slurm_is_up DIR     0 if the controller answers and every real node is
 #                       usable.
+#   slurm_clean_env     unset SLURM_*, SBATCH_*, SALLOC_* in this shell.
 #
 # Typical use in a test:
 #
@@ -134,22 +136,55 @@ _hbs_port_free() {
 	fi
 }
 
-# _hbs_pick_ports N: the first of N free consecutive ports below the
-# ephemeral range (so that no outgoing connection takes one meanwhile).
+# Port blocks are claimed in this directory, shared by every instance on
+# the host: a block is free for one instance from its claim until
+# slurm_down, though the first daemon binds it only seconds after the pick
+# (after mariadb-install-db, with accounting), so two instances starting
+# at once never pick the same block.  A claim older than
+# _HBS_CLAIM_STALE_MIN minutes whose ports are all free is left from an
+# instance that was never brought down, and is taken over.
+_HBS_CLAIMS=/tmp/hbslurm-ports
+_HBS_CLAIM_STALE_MIN=30
+
+# _hbs_pick_ports DIR N: claim a block of N free consecutive ports below
+# the ephemeral range (so that no outgoing connection takes one
+# meanwhile) for instance DIR; print its first port.
 _hbs_pick_ports() {
-	local n=${1:-2} i j base ok
+	local dir=$1 n=${2:-2} i j base ok claim
+	mkdir -p "$_HBS_CLAIMS" 2>/dev/null && chmod 1777 "$_HBS_CLAIMS" 2>/dev/null
 	for i in $(seq 1 200); do
 		base=$((20000 + (RANDOM % 600) * 20))
+		claim=$_HBS_CLAIMS/$base
+		if [ -d "$claim" ] && [ -n "$(find "$claim" -maxdepth 0 \
+			-mmin +"$_HBS_CLAIM_STALE_MIN" 2>/dev/null)" ]; then
+			rm -rf -- "$claim" 2>/dev/null
+		fi
+		mkdir "$claim" 2>/dev/null || continue # another's: the next
 		ok=1
 		for j in $(seq 0 $((n - 1))); do
 			_hbs_port_free $((base + j)) || { ok=0; break; }
 		done
 		if [ "$ok" = 1 ]; then
+			printf '%s\n' "$dir" >"$claim/owner"
 			printf '%s\n' "$base"
 			return 0
 		fi
+		rm -rf -- "$claim"
 	done
 	return 1
+}
+
+# _hbs_release_ports DIR: drop DIR's claim (its ctld port is the block's
+# first), if it is still DIR's.
+_hbs_release_ports() {
+	local dir base owner
+	dir=$(cd "$1" 2>/dev/null && pwd -P) || return 0 # as slurm_up named it
+	[ -r "$dir/.hbslurm/ports" ] || return 0
+	read -r base _ <"$dir/.hbslurm/ports" || return 0
+	[ -n "$base" ] || return 0
+	owner=$(cat "$_HBS_CLAIMS/$base/owner" 2>/dev/null) || return 0
+	[ "$owner" = "$dir" ] && rm -rf -- "${_HBS_CLAIMS:?}/$base"
+	return 0
 }
 
 # _hbs_bin NAME: the file of program NAME (Debian installs /usr/sbin/slurmd
@@ -399,6 +434,18 @@ _hbs_accounting() {
 
 # ------------------------------------------------------------ public API
 
+# slurm_clean_env: unset what the calling environment could hold of
+# another Slurm (SLURM_CONF, SBATCH_*, SALLOC_*, SLURM_*: a CI runner
+# inside an allocation, a developer's defaults), so that the commands of
+# this shell talk only to an instance of ours, with its own defaults.
+# slurm_up calls it.
+slurm_clean_env() {
+	local v
+	for v in $(compgen -e); do
+		case "$v" in SBATCH_* | SALLOC_* | SLURM_*) unset "$v" ;; esac
+	done
+}
+
 slurm_logs() {
 	local dir=${1:?slurm_logs DIR} f
 	for f in "$dir"/log/* "$dir"/munge/munged.log; do
@@ -449,6 +496,7 @@ slurm_up() {
 	*) _hbs_log "bad HB_SLURM_PHANTOM_STATE"; return 1 ;;
 	esac
 	[ "$real" -le "$n" ] || n=$real
+	slurm_clean_env
 	for i in slurmctld slurmd munged scontrol sinfo squeue scancel; do
 		command -v "$i" >/dev/null 2>&1 ||
 			{ _hbs_log "$i not found (run scripts/setup.sh)"; return 1; }
@@ -491,7 +539,7 @@ slurm_up() {
 
 	# Ports: slurmctld's, one per node record and the burst node, then
 	# MariaDB's and slurmdbd's.
-	ctld_port=$(_hbs_pick_ports $((n + 4))) ||
+	ctld_port=$(_hbs_pick_ports "$dir" $((n + 4))) ||
 		{ _hbs_log "no free ports"; return 1; }
 	slurmd_port=$((ctld_port + 1))
 	db_port=$((ctld_port + n + 2))
@@ -776,6 +824,7 @@ slurm_down() {
 
 	_hbs_stop "$(_hbs_pid_of "$dir" munged)" munged 5
 	rm -f "$dir/.hbslurm/pids/"* 2>/dev/null || true
+	_hbs_release_ports "$dir"
 	return 0
 }
 
