@@ -854,12 +854,22 @@ static void test_client_retries(void **state)
 	assert_true(hb_kube_now_ms() - t0 < 1500);
 	hb_kube_free(k);
 	{
-		int port = f->port;
+		/* Nobody listening: refused, retried, HB_EUNAVAIL.  A port
+		 * bound without listen() refuses connections, and no other
+		 * process (a test running at the same time) can take it. */
+		struct sockaddr_in a = { .sin_family = AF_INET };
+		socklen_t al = sizeof(a);
+		int hold = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 		fake_stop(f);
-		/* Nobody listening: refused, retried, HB_EUNAVAIL. */
+		assert_true(hold >= 0);
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		assert_int_equal(bind(hold, (struct sockaddr *)&a, sizeof(a)),
+				 0);
+		assert_int_equal(getsockname(hold, (struct sockaddr *)&a, &al),
+				 0);
 		o.timeout_ms = 5000;
-		k = client_for(port, &o);
+		k = client_for(ntohs(a.sin_port), &o);
 		memset(&err, 0, sizeof(err));
 		assert_int_equal(
 			hb_kube_get(k, &hb_kube_pod, NULL, "p1", &out, &err),
@@ -868,6 +878,7 @@ static void test_client_retries(void **state)
 		assert_int_equal(last.attempts, 3);
 		assert_int_equal(last.http, 0);
 		hb_kube_free(k);
+		close(hold);
 	}
 	hb_kube_free(NULL);
 }
