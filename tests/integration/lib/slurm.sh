@@ -150,26 +150,32 @@ _HBS_CLAIM_STALE_MIN=30
 # the ephemeral range (so that no outgoing connection takes one
 # meanwhile) for instance DIR; print its first port.
 _hbs_pick_ports() {
-	local dir=$1 n=${2:-2} i j base ok claim
+	local dir=$1 n=${2:-2} i j base ok claim= claims=1
 	mkdir -p "$_HBS_CLAIMS" 2>/dev/null && chmod 1777 "$_HBS_CLAIMS" 2>/dev/null
+	if [ ! -w "$_HBS_CLAIMS" ]; then # another user's, not shared: no claims
+		_hbs_log "cannot claim ports in $_HBS_CLAIMS; checking them only"
+		claims=0
+	fi
 	for i in $(seq 1 200); do
 		base=$((20000 + (RANDOM % 600) * 20))
-		claim=$_HBS_CLAIMS/$base
-		if [ -d "$claim" ] && [ -n "$(find "$claim" -maxdepth 0 \
-			-mmin +"$_HBS_CLAIM_STALE_MIN" 2>/dev/null)" ]; then
-			rm -rf -- "$claim" 2>/dev/null
+		if [ "$claims" = 1 ]; then
+			claim=$_HBS_CLAIMS/$base
+			if [ -d "$claim" ] && [ -n "$(find "$claim" -maxdepth 0 \
+				-mmin +"$_HBS_CLAIM_STALE_MIN" 2>/dev/null)" ]; then
+				rm -rf -- "$claim" 2>/dev/null
+			fi
+			mkdir "$claim" 2>/dev/null || continue # another's: the next
 		fi
-		mkdir "$claim" 2>/dev/null || continue # another's: the next
 		ok=1
 		for j in $(seq 0 $((n - 1))); do
 			_hbs_port_free $((base + j)) || { ok=0; break; }
 		done
 		if [ "$ok" = 1 ]; then
-			printf '%s\n' "$dir" >"$claim/owner"
+			[ -n "$claim" ] && printf '%s\n' "$dir" >"$claim/owner"
 			printf '%s\n' "$base"
 			return 0
 		fi
-		rm -rf -- "$claim"
+		[ -n "$claim" ] && rm -rf -- "$claim"
 	done
 	return 1
 }
