@@ -7,8 +7,9 @@
 #                       all of whose files live in DIR; wait until every real
 #                       node is idle.  Unsets any inherited SLURM_*, SBATCH_*
 #                       and SALLOC_* (slurm_clean_env), then exports
-#                       SLURM_CONF and the HB_SLURM_* outputs below.  On failure: prints the logs, tears
-#                       down what it started, returns 1.
+#                       SLURM_CONF and the HB_SLURM_* outputs below.  On
+#                       failure: prints the logs, tears down what it
+#                       started, returns 1.
 #   slurm_down DIR      cancel every job, stop each slurmd, then slurmctld,
 #                       slurmdbd, mariadbd and munged (SIGTERM, then
 #                       SIGKILL, by PID), and
@@ -105,7 +106,8 @@
 #   log/       slurmctld.log, slurmd-N.log, and each daemon's stdout/stderr
 #   run/       pid files written by the daemons
 #   db/        with HB_SLURM_ACCOUNTING=1: MariaDB's data directory,
-#              its tmpdir and socket; slurmdbd.conf (mode 0600) next to slurm.conf
+#              its tmpdir and socket; slurmdbd.conf (mode 0600) next to
+#              slurm.conf
 #   dev/       gpuN -> /dev/null: slurmd 22.05 drops a GPU without File=,
 #              and File= must be a character device
 #   .hbslurm/  this library's records: pids/, created, ports, real_nodes
