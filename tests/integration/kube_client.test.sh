@@ -488,16 +488,21 @@ openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
 openssl x509 -req -in "$tmp/client.csr" -CA "$tmp/e1/tls/ca.crt" \
 	-CAkey "$tmp/e1/tls/ca.key" -CAcreateserial -days 1 \
 	-out "$tmp/client.crt" 2>/dev/null
-sport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-openssl s_server -accept "127.0.0.1:$sport" -cert "$tmp/e1/tls/server.crt" \
+# Port 0, and the port read from its "ACCEPT 127.0.0.1:PORT" line: a port
+# picked free here and bound by s_server later could be taken meanwhile
+# by a test running at the same time.
+openssl s_server -accept 127.0.0.1:0 -cert "$tmp/e1/tls/server.crt" \
 	-key "$tmp/e1/tls/server.key" -CAfile "$tmp/e1/tls/ca.crt" \
-	-Verify 1 -verify_return_error -www -quiet \
+	-Verify 1 -verify_return_error -www \
 	</dev/null >"$tmp/s_server.out" 2>&1 &
 pids+=($!)
+sport=
 for _ in $(seq 50); do
-	(exec 3<>"/dev/tcp/127.0.0.1/$sport") 2>/dev/null && break
+	sport=$(sed -n 's/^ACCEPT 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$tmp/s_server.out")
+	[ -n "$sport" ] && break
 	sleep 0.1
 done
+[ -n "$sport" ] || die "openssl s_server did not say its port: $(cat "$tmp/s_server.out")"
 certcfg() { # certcfg FILE USER-YAML
 	kubeconfig "$1" "$2"
 	sed -i "s|https://127.0.0.1:$port|https://127.0.0.1:$sport|" "$1"
