@@ -12,16 +12,20 @@
  * fuzz_proto.c, which covers the framing and the JSON reader.
  *
  * A request with "@as": "user" is sent (without that field) on a second
- * connection, made as the user nobody (65534), so the paths of a plain
- * user are explored as well as those of root: the connecting thread
+ * connection, made as the user nobody (65534), and one with "@as":
+ * "admin" on a third, made as the user daemon (1), whom the daemon's
+ * configuration names an admin; so the paths of a plain user and of an
+ * admin are explored as well as those of root.  The connecting thread
  * alone takes that effective uid for the connect, through the raw
  * setresuid system call (glibc's would change every thread's), and the
  * daemon reads it with SO_PEERCRED.  Run as another user than root, every
  * request goes as that user.
  *
  * What must hold: every request gets a well-formed reply within 10 s
- * (hb_proto_call_on checks the reply's shape), and the daemon neither
- * crashes nor trips ASan/UBSan, whatever the fields hold.
+ * (hb_proto_call_on checks the reply's shape), the daemon neither
+ * crashes nor trips ASan/UBSan, whatever the fields hold, the user never
+ * gets ok for another's job, and neither the user nor the admin gets ok
+ * for a decide (only root and SlurmUser decide).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -47,13 +51,20 @@ size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
 #define SEP	   0x1e
 #define REPLY_MS   10000
 #define MAX_PIECES 16
-#define USER_ID	   65534 /* nobody */
+
+/* Who sends a request: its "@as", and the uid it connects as. */
+enum caller { ROOT, USER, ADMIN, NCALLERS };
+static const struct {
+	const char *as;
+	uid_t uid; /* and gid */
+} callers[NCALLERS] = { { NULL, 0 }, { "user", 65534 }, { "admin", 1 } };
 
 static struct hb_daemon *daemon_;
 static pthread_t loop_thread;
 static char dir[64], sock[96];
-static struct hb_proto_conn conn = HB_PROTO_CONN_INIT,
-			    conn_user = HB_PROTO_CONN_INIT;
+static struct hb_proto_conn conns[NCALLERS] = { HB_PROTO_CONN_INIT,
+						HB_PROTO_CONN_INIT,
+						HB_PROTO_CONN_INIT };
 static char last_id[32];
 static int verbose; /* HB_FUZZ_VERBOSE=1: print each request and reply */
 
@@ -114,8 +125,8 @@ static void cleanup_file(const char *name)
 /* At exit: SIGTERM (read by the loop's signalfd), then remove the files. */
 static void stop_daemon(void)
 {
-	hb_proto_conn_close(&conn);
-	hb_proto_conn_close(&conn_user);
+	for (int i = 0; i < NCALLERS; i++)
+		hb_proto_conn_close(&conns[i]);
 	kill(getpid(), SIGTERM);
 	pthread_join(loop_thread, NULL);
 	hb_daemon_free(daemon_);
@@ -170,7 +181,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		die("fclose", kc);
 	snprintf(text, sizeof(text),
 		 "daemon:\n  socket: %s\n  state: %s/state.db\n  workers: 2\n"
-		 "  log_level: error\n"
+		 "  log_level: error\n  admins: [daemon]\n"
 		 "remote:\n  backend: kubernetes\n  kubeconfig: %s\n"
 		 "placement:\n  partitions: {gpu: kubernetes, cpu: slurm}\n",
 		 sock, dir, kc);
@@ -288,12 +299,12 @@ static int mutate_request(cJSON *req, unsigned *r)
 		return v &&
 		       cJSON_ReplaceItemInObjectCaseSensitive(req, "op", v);
 	}
-	if (rand_r(r) % 8 == 0) { /* the other caller */
-		if (cJSON_GetObjectItemCaseSensitive(req, "@as")) {
-			cJSON_DeleteItemFromObjectCaseSensitive(req, "@as");
-			return 1;
-		}
-		return cJSON_AddStringToObject(req, "@as", "user") != NULL;
+	if (rand_r(r) % 8 == 0) { /* another caller: root, user or admin */
+		enum caller who = (enum caller)(rand_r(r) % NCALLERS);
+
+		cJSON_DeleteItemFromObjectCaseSensitive(req, "@as");
+		return who == ROOT ||
+		       cJSON_AddStringToObject(req, "@as", callers[who].as);
 	}
 	/* Half the time only the request's own fields, which the handlers
 	 * read; a decide's jobspec alone can hold dozens of nodes, and has
@@ -409,26 +420,32 @@ static void become(uid_t uid, gid_t gid)
 	}
 }
 
-/* 1 if req is to go as the user ("@as": "user", removed here). */
-static int as_user(cJSON *req)
+/* Who is to send req: its "@as" (removed here); ROOT (this process's
+ * own uid) when that is not root. */
+static enum caller caller_of(cJSON *req)
 {
 	const cJSON *as = cJSON_GetObjectItemCaseSensitive(req, "@as");
-	int user = cJSON_IsString(as) && !strcmp(as->valuestring, "user");
+	enum caller who = ROOT;
 
+	for (int i = USER; i < NCALLERS && cJSON_IsString(as); i++)
+		if (!strcmp(as->valuestring, callers[i].as))
+			who = (enum caller)i;
 	cJSON_DeleteItemFromObjectCaseSensitive(req, "@as");
-	return user && geteuid() == 0;
+	return geteuid() == 0 ? who : ROOT;
 }
 
-/* Send req as root, or as nobody. */
-static int call(const cJSON *req, int user, cJSON **reply, struct hb_err *err)
+/* Send req as who, on who's connection. */
+static int call(const cJSON *req, enum caller who, cJSON **reply,
+		struct hb_err *err)
 {
 	gid_t gid = getegid();
 	int rc;
 
-	if (!user)
-		return hb_proto_call_on(&conn, sock, req, REPLY_MS, reply, err);
-	become(USER_ID, USER_ID);
-	rc = hb_proto_call_on(&conn_user, sock, req, REPLY_MS, reply, err);
+	if (who == ROOT)
+		return hb_proto_call_on(&conns[ROOT], sock, req, REPLY_MS,
+					reply, err);
+	become(callers[who].uid, callers[who].uid);
+	rc = hb_proto_call_on(&conns[who], sock, req, REPLY_MS, reply, err);
 	become(0, gid);
 	return rc;
 }
@@ -477,7 +494,7 @@ static struct {
 } owners[64];
 static unsigned nowners;
 
-static void remember_id(const cJSON *req, int user, const cJSON *reply)
+static void remember_id(const cJSON *req, enum caller who, const cJSON *reply)
 {
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(reply, "id"),
 		    *op = cJSON_GetObjectItemCaseSensitive(req, "op"),
@@ -488,7 +505,7 @@ static void remember_id(const cJSON *req, int user, const cJSON *reply)
 		return;
 	snprintf(last_id, sizeof(last_id), "%s", id->valuestring);
 	if (!strcmp(op->valuestring, "submit"))
-		owner = user ? USER_ID : geteuid();
+		owner = who == ROOT ? geteuid() : callers[who].uid;
 	else if (!strcmp(op->valuestring, "decide") && cJSON_IsNumber(uid))
 		owner = uid->valuedouble;
 	else
@@ -498,7 +515,7 @@ static void remember_id(const cJSON *req, int user, const cJSON *reply)
 	owners[nowners++ % 64].uid = owner;
 }
 
-static void check_owner(const cJSON *req, int user, const cJSON *reply)
+static void check_rules(const cJSON *req, enum caller who, const cJSON *reply)
 {
 	static const char *const job_ops[] = { "status", "cancel",
 					       "remote_start", "remote_poll",
@@ -509,14 +526,17 @@ static void check_owner(const cJSON *req, int user, const cJSON *reply)
 		cJSON_GetObjectItemCaseSensitive(req, "op")->valuestring;
 	size_t i = 0;
 
+	if (who != ROOT && !strcmp(op, "decide") && cJSON_IsTrue(ok))
+		die("a decide from neither root nor SlurmUser was answered",
+		    callers[who].as);
 	while (i < NCOUNT(job_ops) && strcmp(op, job_ops[i]))
 		i++;
-	if (!user || i == NCOUNT(job_ops) || !cJSON_IsString(id) ||
+	if (who != USER || i == NCOUNT(job_ops) || !cJSON_IsString(id) ||
 	    !cJSON_IsTrue(ok))
 		return;
 	for (i = 0; i < 64 && i < nowners; i++)
 		if (!strcmp(owners[i].id, id->valuestring) &&
-		    owners[i].uid != USER_ID)
+		    owners[i].uid != callers[USER].uid)
 			die("the user acted on another's job", id->valuestring);
 }
 
@@ -528,7 +548,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (p <= end && pieces < MAX_PIECES) {
 		struct hb_err err = { 0 };
 		cJSON *req, *reply = NULL;
-		int rc, user;
+		enum caller who;
+		int rc;
 
 		sep = memchr(p, SEP, (size_t)(end - p));
 		if (!sep)
@@ -538,7 +559,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!req)
 			continue;
 		pieces++;
-		user = as_user(req);
+		who = caller_of(req);
 		/* The store grows over a run: a thousand-job reply (the
 		 * default) to every "jobs" slowed a 10-minute run from 128
 		 * inputs/s to 22.  A limit the input gives is kept. */
@@ -547,7 +568,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    "jobs") &&
 		    !cJSON_GetObjectItemCaseSensitive(req, "limit"))
 			cJSON_AddNumberToObject(req, "limit", 20);
-		rc = call(req, user, &reply, &err);
+		rc = call(req, who, &reply, &err);
 		/* A request too large for a frame is refused before it is
 		 * sent; anything else unanswered means the daemon failed. */
 		if (rc == HB_ETOOBIG) {
@@ -565,8 +586,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			cJSON_free(a);
 			cJSON_free(b);
 		}
-		check_owner(req, user, reply);
-		remember_id(req, user, reply);
+		check_rules(req, who, reply);
+		remember_id(req, who, reply);
 		cJSON_Delete(req);
 		cJSON_Delete(reply);
 	}
