@@ -266,9 +266,14 @@ static void resolve_slurm_user(struct hb_daemon *d)
 }
 
 /* root or SlurmUser: may decide and act for anyone */
+static int uid_is_priv(const struct hb_daemon *d, uid_t uid)
+{
+	return uid == 0 || (d->slurm_uid_valid && uid == d->slurm_uid);
+}
+
 static int is_priv(const struct hb_daemon *d, const struct conn *c)
 {
-	return c->uid == 0 || (d->slurm_uid_valid && c->uid == d->slurm_uid);
+	return uid_is_priv(d, c->uid);
 }
 
 /* may see and cancel every job */
@@ -3109,7 +3114,7 @@ static const char *conn_refused(const struct hb_daemon *d, uid_t uid)
 
 	if (d->nconns >= d->opts.max_conns)
 		return "too many connections; try again";
-	if (uid == 0 || (d->slurm_uid_valid && uid == d->slurm_uid))
+	if (uid_is_priv(d, uid))
 		return NULL;
 	if (d->nconns + share >= d->opts.max_conns)
 		return "too many connections (the last ones are kept for "
