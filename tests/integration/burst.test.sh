@@ -58,8 +58,6 @@ l=$(sacct_line "$id")
 case $l in "debug|1|COMPLETED|0:0|hpcbridge:hb-"*" target=slurm") true ;; *) false ;; esac &&
 	ok "sacct: the job in debug, COMPLETED 0:0, tagged" || bad "sacct: '$l'"
 
-# The daemon follows jobs kept on Slurm (the reconciler polls Slurm).
-hb_of() { scontrol show job "$1" | sed -n 's/.*AdminComment=hpcbridge:\(hb-[0-9]*\).*/\1/p'; }
 # remote_pgid RID: the process group of local-backend remote job RID, from
 # its pid file ("PID STARTTIME"), once it is there (60 s at most); "" if
 # it never is
@@ -90,7 +88,9 @@ wait_status() { # HBID REGEX
 	done
 	return 1
 }
-hb=$(hb_of "$id")
+
+# The daemon follows jobs kept on Slurm (the reconciler polls Slurm).
+hb=$(gateway_id "$id")
 wait_status "$hb" "\"state\":\"succeeded\",\"target\":\"slurm\",\"slurm_job_id\":$id," &&
 	ok "daemon mirrors the Slurm job: succeeded, Slurm id bound" ||
 	bad "daemon's view of $hb: $(hpcbridge status --json "$hb" 2>&1 | tr -d ' \n' | head -c 400)"
@@ -103,7 +103,7 @@ EOF
 id=$(submit "$tmp/stayfail.sh")
 st=$(wait_final "$id")
 [ "$st" = FAILED ] && ok "failing slurm job FAILED" || bad "failing slurm job: $st"
-hb=$(hb_of "$id")
+hb=$(gateway_id "$id")
 wait_status "$hb" '"state":"failed".*"exit_code":3,' &&
 	ok "daemon mirrors the failure and exit code 3" ||
 	bad "daemon's view of $hb: $(hpcbridge status --json "$hb" 2>&1 | tr -d ' \n' | head -c 400)"
@@ -230,7 +230,7 @@ grep -q "long job started" "$tmp/long-$id.out" && ok "long remote job running" |
 squeue -h -o %k -j "$id" | grep -q "^hpcbridge:hb-[0-9]* running$" &&
 	ok "squeue %k shows the remote phase" ||
 	bad "squeue %k: '$(squeue -h -o %k -j "$id")'"
-hbid=$(hb_of "$id")
+hbid=$(gateway_id "$id")
 rpid=$(remote_pgid "$hbid")
 [ -n "$rpid" ] && ok "remote job has a pid file" || bad "no pid file for $hbid"
 scancel "$id"
@@ -263,7 +263,7 @@ for i in $(seq 300); do
 		grep -qs "task 1 started" "$tmp/along-${aid}_1.out" && break
 	sleep 0.2
 done
-ahb=$(hb_of "${aid}_0")
+ahb=$(gateway_id "${aid}_0")
 t0=$(remote_pgid "$ahb-t0")
 t1=$(remote_pgid "$ahb-t1")
 [ -n "$t0" ] && [ -n "$t1" ] && ok "both array tasks run remotely" ||
@@ -294,7 +294,7 @@ sleep 300
 EOF
 id=$(submit "$tmp/full.sh")
 [ -n "$id" ] || die "sbatch full.sh: $(cat "$tmp/sbatch.err")"
-fhb=$(hb_of "$id")
+fhb=$(gateway_id "$id")
 fpid=$(remote_pgid "$fhb")
 [ -n "$fpid" ] && ok "the remote job started" || bad "no remote pid for $fhb"
 st=$(wait_final "$id")
@@ -371,7 +371,7 @@ cat >"$tmp/orphan.sh" <<'EOF'
 sleep 300
 EOF
 id=$(submit "$tmp/orphan.sh")
-ohb=$(hb_of "$id")
+ohb=$(gateway_id "$id")
 opid=$(remote_pgid "$ohb")
 [ -n "$opid" ] && kill -0 -- "-$opid" 2>/dev/null && ok "a remote job runs" ||
 	bad "no remote job for $ohb"

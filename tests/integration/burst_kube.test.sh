@@ -29,11 +29,6 @@ ok "sandbox up"
 url=$(cat "$box/kube/url")
 kube() { /usr/bin/python3 "$src/tests/integration/lib/kube.py" "$@"; }
 
-gateway_id() { # SLURM_ID -> hb-...
-	scontrol show job "$1" |
-		sed -n 's/.*AdminComment=hpcbridge:\(hb-[0-9]*\).*/\1/p'
-}
-
 # Exactly one MPIJob carries the gateway id.
 one_mpijob() {
 	local n

@@ -65,6 +65,14 @@ converged() {
 		ok "round $r: the job's script ran exactly once" ||
 		bad "round $r: ran $(wc -l <"$tmp/ran$r" 2>/dev/null) times"
 }
+# untouched WHAT: the last job left on Slurm as it was submitted (its
+# partition, no hpcbridge tag): the plugin failed open
+untouched() {
+	[ "$(field "$id" Partition)" = gpu ] &&
+		! scontrol show job "$id" | grep -q "AdminComment=hpcbridge" &&
+		ok "round $r: $1: the job stays on Slurm untouched" ||
+		bad "round $r: $1: $(scontrol show job "$id" | grep -E 'Partition|Comment')"
+}
 for r in $(seq "$rounds"); do
 	job "$r"
 	# A random kill point in the first 3 s: before the proxy starts,
@@ -104,10 +112,7 @@ killed_at() {
 killed_at burst-committed
 # The plugin heard nothing: it failed open, the job runs on Slurm as it
 # was submitted, untagged.
-[ "$(field "$id" Partition)" = gpu ] &&
-	! scontrol show job "$id" | grep -q "AdminComment=hpcbridge" &&
-	ok "round $r: the job stays on Slurm untouched" ||
-	bad "round $r: $(scontrol show job "$id" | grep -E 'Partition|Comment')"
+untouched "unheard decision"
 start_daemon
 converged "$r"
 # Its decision is kept, pending with no Slurm job: the reconciler gives it
@@ -142,10 +147,7 @@ timed_job() {
 # stays_on_slurm WHAT SECONDS: the last job untouched, sbatch quick, and it
 # runs to its own end
 stays_on_slurm() {
-	[ "$(field "$id" Partition)" = gpu ] &&
-		! scontrol show job "$id" | grep -q "AdminComment=hpcbridge" &&
-		ok "round $r: $1: the job stays on Slurm untouched" ||
-		bad "round $r: $1: $(scontrol show job "$id" | grep -E 'Partition|Comment')"
+	untouched "$1"
 	awk -v t="$2" 'BEGIN { exit !(t < 2.0) }' &&
 		ok "round $r: $1: sbatch took ${2}s (< 2 s)" ||
 		bad "round $r: $1: sbatch took ${2}s"

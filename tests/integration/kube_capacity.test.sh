@@ -33,11 +33,6 @@ ok "sandbox up"
 url=$(cat "$box/kube/url")
 sock=$HPCBRIDGE_SOCKET
 kube() { /usr/bin/python3 "$src/tests/integration/lib/kube.py" "$@"; }
-gateway_id() { # SLURM_ID -> hb-...
-	scontrol show job "$1" |
-		sed -n 's/.*AdminComment=hpcbridge:\(hb-[0-9]*\).*/\1/p'
-}
-
 # A policy whose Kubernetes side takes the gpu partition, the GPU type
 # map, and a refresh every second; loaded with SIGHUP.
 cat >"$tmp/policy.yaml" <<'EOF'

@@ -12,6 +12,7 @@
 #                       and take it down (by PID) at exit
 #   sandbox_test_end    exit 1 with the daemon's log if a check failed
 #   field JOB KEY       a field of `scontrol show job JOB`
+#   gateway_id JOB      the gateway id (hb-...) JOB's admin comment tags
 #   wait_final JOB      wait (up to 2 min) until JOB's state is final;
 #                       print it
 #   submit SCRIPT       sbatch SCRIPT from $tmp; print the job id
@@ -63,6 +64,11 @@ sandbox_test_end() {
 field() {
 	scontrol show job "$1" 2>/dev/null | tr ' ' '\n' |
 		sed -n "s/^$2=//p" | head -n 1
+}
+
+gateway_id() {
+	scontrol show job "$1" |
+		sed -n 's/.*AdminComment=hpcbridge:\(hb-[0-9]*\).*/\1/p'
 }
 
 wait_final() {
