@@ -1,0 +1,155 @@
+# shellcheck shell=bash
+# tests/security/lib.sh - what the attack tests share.  Each attack test
+# runs as root under CTest, starts a real hpcbridged, and acts against it
+# as an unprivileged user (setpriv), the way a hostile local user would.
+# It checks the damage (a root canary unchanged, a root process alive,
+# root's ping answered in time), not only the error.
+#
+# Source it after setting build and src; then:
+#
+#   sec_init            a private $tmp (0755, so users reach the socket),
+#                       the attacker $user ($uid, $gid), cleanup at exit
+#                       of every PID in $pids and of the users made
+#   sec_user NAME       make one more unprivileged user; prints its uid
+#   as_user CMD...      run CMD as the attacker (uid, gid, no groups)
+#   start_daemon CFG [ARGS...]
+#                       hpcbridged in the foreground on $sock / $db,
+#                       logging to $log; waits for its ping; its PID is
+#                       $dpid (and in $pids)
+#   call JSON           one request as root: reply in $tmp/reply, $rc
+#   call_as JSON        one request as the attacker
+#   has REGEX           the last reply matches
+#   canary PATH         make a root-owned 0600 file with random bytes and
+#                       remember its digest, owner and mode
+#   canary_intact PATH  whether PATH still has them
+#   root_proc           start a root process (sleep) in its own process
+#                       group; prints its PID (in $pids)
+#   ping_ms             one root ping; prints its time in ms, or 99999
+#   ok MSG / bad MSG    report a check (bad counts in $fails)
+#   sec_end             exit 1 with the daemon's log if a check failed
+set -uo pipefail
+
+hbd=$build/bin/hpcbridged
+hbcall=$build/tests/hbcall
+fails=0
+pids=
+users=
+dpid=
+
+ok() { printf 'ok: %s\n' "$*"; }
+bad() {
+	printf 'FAIL: %s\n' "$*"
+	fails=$((fails + 1))
+}
+
+_sec_cleanup() {
+	for p in $pids; do
+		kill -KILL "$p" 2>/dev/null || true
+	done
+	for u in $users; do
+		# the attacker's own leftover processes, by uid
+		pkill -KILL -U "$u" 2>/dev/null || true
+		userdel "$u" 2>/dev/null || true
+	done
+	[ -n "${tmp:-}" ] && rm -rf "$tmp"
+}
+
+sec_user() {
+	local name=$1
+	useradd --system --no-create-home --shell /usr/sbin/nologin \
+		"$name" >/dev/null 2>&1 || return 1
+	users="$users $name"
+	id -u "$name"
+}
+
+sec_init() {
+	tmp=$(mktemp -d)
+	chmod 755 "$tmp"
+	trap _sec_cleanup EXIT
+	# no Slurm for the daemon, even on a host that has one
+	export SLURM_CONF=$tmp/no-slurm.conf
+	unset KUBECONFIG
+	sock=$tmp/run/api.sock
+	db=$tmp/state.db
+	log=$tmp/daemon.log
+	user=hbsec$$
+	uid=$(sec_user "$user") || {
+		echo "cannot make user $user" >&2
+		exit 1
+	}
+	gid=$(id -g "$user")
+}
+
+as_user() {
+	setpriv --reuid="$uid" --regid="$gid" --clear-groups -- "$@"
+}
+
+start_daemon() {
+	local cfg=$1
+	shift
+	"$hbd" --config "$cfg" --foreground --socket "$sock" --state "$db" \
+		"$@" 2>>"$log" &
+	dpid=$!
+	pids="$pids $dpid"
+	for _ in $(seq 200); do
+		[ -S "$sock" ] && "$hbcall" "$sock" '{"op":"ping"}' \
+			>/dev/null 2>&1 && return 0
+		kill -0 "$dpid" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "daemon did not start:" >&2
+	cat "$log" >&2
+	return 1
+}
+
+call() {
+	rc=0
+	"$hbcall" "$sock" "$1" >"$tmp/reply" 2>"$tmp/call.err" || rc=$?
+}
+call_as() {
+	rc=0
+	as_user "$hbcall" "$sock" "$1" >"$tmp/reply" 2>"$tmp/call.err" ||
+		rc=$?
+}
+has() { grep -qE -- "$1" "$tmp/reply"; }
+
+canary() {
+	head -c 64 /dev/urandom | base64 >"$1"
+	chown root:root "$1"
+	chmod 600 "$1"
+	sha256sum "$1" | cut -d' ' -f1 >"$1.want"
+	stat -c '%u:%g:%a' "$1" >>"$1.want"
+	chmod 600 "$1.want"
+}
+canary_intact() {
+	[ -f "$1" ] && [ ! -L "$1" ] &&
+		[ "$(sha256sum "$1" | cut -d' ' -f1; stat -c '%u:%g:%a' "$1")" = \
+			"$(cat "$1.want")" ]
+}
+
+root_proc() {
+	setsid sleep 600 >/dev/null 2>&1 </dev/null &
+	local p=$!
+	pids="$pids $p"
+	echo "$p"
+}
+
+ping_ms() {
+	local t0 t1
+	t0=$(date +%s%N)
+	if "$hbcall" --timeout 5000 "$sock" '{"op":"ping"}' >/dev/null 2>&1; then
+		t1=$(date +%s%N)
+		echo $(((t1 - t0) / 1000000))
+	else
+		echo 99999
+	fi
+}
+
+sec_end() {
+	if [ "$fails" != 0 ]; then
+		echo "--- daemon log (last 40 lines)"
+		tail -n 40 "$log" 2>/dev/null || true
+		exit 1
+	fi
+	exit 0
+}
