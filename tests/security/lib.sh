@@ -11,6 +11,8 @@
 #                       the attacker $user ($uid, $gid), cleanup at exit
 #                       of every PID in $pids and of the users made
 #   sec_user NAME       make one more unprivileged user; prints its uid
+#                       (it and root_proc record what they make in files
+#                       under $tmp, so they also work inside $(...))
 #   as_user CMD...      run CMD as the attacker (uid, gid, no groups)
 #   start_daemon CFG [ARGS...]
 #                       hpcbridged in the foreground on $sock / $db,
@@ -43,10 +45,13 @@ bad() {
 }
 
 _sec_cleanup() {
-	for p in $pids; do
+	local made_pids made_users
+	made_pids=$(cat "$tmp/.pids" 2>/dev/null || true)
+	made_users=$(cat "$tmp/.users" 2>/dev/null || true)
+	for p in $pids $made_pids; do
 		kill -KILL "$p" 2>/dev/null || true
 	done
-	for u in $users; do
+	for u in $users $made_users; do
 		# the attacker's own leftover processes, by uid
 		pkill -KILL -U "$u" 2>/dev/null || true
 		userdel "$u" 2>/dev/null || true
@@ -59,6 +64,7 @@ sec_user() {
 	useradd --system --no-create-home --shell /usr/sbin/nologin \
 		"$name" >/dev/null 2>&1 || return 1
 	users="$users $name"
+	echo "$name" >>"$tmp/.users"
 	id -u "$name"
 }
 
@@ -131,6 +137,7 @@ root_proc() {
 	setsid sleep 600 >/dev/null 2>&1 </dev/null &
 	local p=$!
 	pids="$pids $p"
+	echo "$p" >>"$tmp/.pids"
 	echo "$p"
 }
 
