@@ -306,6 +306,20 @@ static int write_state(int jfd, const char *name, const char *text)
 	return renameat(jfd, tmp, jfd, name) == 0 ? 0 : HB_EIO;
 }
 
+/* "N" into p (no NUL); its length. */
+static size_t put_u64(char *p, unsigned long long v)
+{
+	char d[24];
+	size_t n = 0, i;
+
+	do
+		d[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	for (i = 0; i < n; i++)
+		p[i] = d[n - 1 - i];
+	return n;
+}
+
 /* Field 22 (starttime) of /proc/PID/stat, and whether it is a zombie.
  * Async-signal-safe: the job's process calls it between fork and exec. */
 static int proc_start(pid_t pid, unsigned long long *start, int *zombie)
@@ -315,21 +329,10 @@ static int proc_start(pid_t pid, unsigned long long *start, int *zombie)
 	ssize_t n;
 	unsigned long long v = 0;
 
-	/* "/proc/" PID "/stat", without snprintf */
-	{
-		char digits[16];
-		size_t nd = 0, o = 0;
-		unsigned u = (unsigned)pid;
-
-		do
-			digits[nd++] = (char)('0' + u % 10);
-		while ((u /= 10) && nd < sizeof(digits));
-		memcpy(path, "/proc/", 6);
-		o = 6;
-		while (nd)
-			path[o++] = digits[--nd];
-		memcpy(path + o, "/stat", 6);
-	}
+	/* "/proc/PID/stat", without snprintf */
+	memcpy(path, "/proc/", 6);
+	n = 6 + (ssize_t)put_u64(path + 6, (unsigned long long)pid);
+	memcpy(path + n, "/stat", 6);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return HB_ENOENT;
@@ -464,20 +467,6 @@ static void launch_fail(const struct launch *l, int started, const char *what,
 		/* nobody to tell */
 	}
 	_exit(started ? 126 : 127);
-}
-
-/* "N" into p (no NUL); its length. */
-static size_t put_u64(char *p, unsigned long long v)
-{
-	char d[24];
-	size_t n = 0, i;
-
-	do
-		d[n++] = (char)('0' + v % 10);
-	while ((v /= 10) != 0);
-	for (i = 0; i < n; i++)
-		p[i] = d[n - 1 - i];
-	return n;
 }
 
 /*
