@@ -143,20 +143,40 @@ stop_pid() {
 # stop_remote_jobs DIR: the local backend's jobs still running (their
 # daemon died before it could cancel them), each a process group whose
 # leader DIR/remote/ID/pid names as "PID STARTTIME": SIGTERM to the group,
-# SIGKILL after 5 s.  A pid whose start time differs is another process's
-# now, and is left alone.
+# SIGKILL after 5 s.  Only a pid file of the daemon's (owned by this uid,
+# in the daemon's own DIR/remote/ID) is believed; a pid whose start time
+# differs is another process's now, and is left alone.  The signals are
+# sent as the job's user (the owner of DIR/remote/ID/work), so that they
+# can reach nothing else.
 stop_remote_jobs() {
 	local dir=$1 f pid start stat fields left=() alive i
+	local -A work=()
+	# sig_job SIGNAL PID: to the group of PID, as the job's user
+	sig_job() {
+		local u g
+		u=$(stat -c %u "${work[$2]}") && g=$(stat -c %g "${work[$2]}") ||
+			return 1
+		if [ "$(id -u)" = 0 ] && [ "$u" != 0 ]; then
+			setpriv --reuid="$u" --regid="$g" --clear-groups \
+				kill "-$1" -- "-$2" 2>/dev/null
+		else
+			kill "-$1" -- "-$2" 2>/dev/null
+		fi
+	}
 	for f in "$dir"/remote/*/pid; do
-		[ -r "$f" ] || continue
-		read -r pid start <"$f" || continue
+		[ -f "$f" ] && [ ! -L "$f" ] || continue
+		[ "$(stat -c %u "$f")" = "$(id -u)" ] &&
+			[ "$(stat -c %u "${f%/pid}")" = "$(id -u)" ] &&
+			[ -d "${f%/pid}/work" ] || continue
+		read -r pid start _ <"$f" || continue
 		case $pid in '' | *[!0-9]*) continue ;; esac
 		stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
 		# after the command's closing parenthesis comes field 3, so
 		# the start time (field 22) is the 20th
 		read -ra fields <<<"${stat##*) }"
 		[ "${fields[19]:-}" = "$start" ] || continue
-		kill -TERM -- "-$pid" 2>/dev/null && left+=("$pid")
+		work[$pid]=${f%/pid}/work
+		sig_job TERM "$pid" && left+=("$pid")
 	done
 	for i in $(seq 50); do
 		alive=()
@@ -167,7 +187,7 @@ stop_remote_jobs() {
 		sleep 0.1
 	done
 	for pid in "${alive[@]}"; do
-		kill -KILL -- "-$pid" 2>/dev/null || true
+		sig_job KILL "$pid" || true
 	done
 }
 

@@ -144,11 +144,20 @@ struct hb_backend {
 };
 
 /*
- * The local backend, keeping each job under dir/<id>/ (dir is created,
- * 0711, when the first job starts): the script, its output, its process id and
- * its result.  It survives a restart of the daemon: a new backend on the same
- * dir sees the jobs the old one started.  grace_ms: how long cancel waits after
- * SIGTERM.  Caller frees with hb_backend_free().
+ * The local backend.  dir (created 0711 when the first job starts; else
+ * it must be the daemon's, writable by nobody else) holds, per job,
+ * dir/<id>/, the daemon's own state (0711: the pid of the job's session
+ * and its start time, the cancel mark), and dir/<id>/work/, the job's
+ * user's (0700: the script, its output and its result), where the daemon
+ * only reads, through descriptors that follow no link and open nothing
+ * but the user's regular files.  The job writes its pid while still root,
+ * then drops to the user's uid, gid and groups before it opens anything
+ * in work/; signals to it are sent as the user.  A daemon that is not
+ * root runs jobs for its own uid only.  Its calls are safe from several
+ * threads, and from two daemons on one dir: a job runs once.  It survives
+ * a restart of the daemon: a new backend on the same dir sees the jobs the
+ * old one started.  grace_ms: how long cancel waits after SIGTERM.  Caller
+ * frees with hb_backend_free().
  */
 int hb_backend_local_new(const char *dir, int grace_ms, struct hb_backend **out,
 			 struct hb_err *err);
