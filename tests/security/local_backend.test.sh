@@ -19,9 +19,6 @@ src=${2:?SOURCE_DIR}
 # shellcheck source=lib.sh
 . "$src/tests/security/lib.sh"
 sec_init
-# sec_user ran in $(...): its users= is lost, so name the user here for
-# the cleanup (its processes by uid, then userdel)
-users="$users $user"
 # The jobs' process groups, by the pids their pid files name, signalled
 # as the user (a pid file the old layout let the user write cannot make
 # this kill anything of root's); then lib.sh's cleanup.
@@ -133,7 +130,6 @@ canary_intact "$tmp/canary-b" || bad "(b) the root file changed"
 # (c) -------------------------------------------------------------------
 id=$(new_job) || bad "(c) no job"
 rp=$(root_proc)
-pids="$pids $rp" # root_proc's own pids= is lost in $(...)
 sleep 0.1
 read -ra f <<<"$(sed 's/.*) //' "/proc/$rp/stat")"
 rstart=${f[19]}
