@@ -12,10 +12,10 @@
 #     and completionTime and the Launcher's replica counts; its output is
 #     in the working directory on the Slurm side;
 #   * a failing launcher command ends Failed, the exit code in the message;
-#   * without the user label, with an unknown user, with root (even
-#     though the namespace lists it: below origin.min_uid), or with a
-#     user the namespace does not grant, it ends Failed with the reason,
-#     and no Slurm job;
+#   * without the user label (MissingUser), with root (SystemUser, though
+#     the namespace lists it: below origin.min_uid), or with a user the
+#     namespace does not list, known or not (UserNotGranted), it ends
+#     Failed with the reason, and no Slurm job;
 #   * deleting a running one cancels its Slurm job (CANCELLED);
 #   * hpcbridged killed while one runs and restarted: still exactly one
 #     Slurm job, and the status ends Succeeded;
