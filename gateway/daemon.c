@@ -3307,7 +3307,10 @@ static int remote_new(struct hb_daemon *d, struct hb_err *err)
 /*
  * An MPIJob with managedBy hpcbridge.io/gateway is placed by the decider
  * like any job: on Slurm it runs as the user its hpcbridge.io/user label
- * names; in the cluster as a twin MPIJob without managedBy.  Its events
+ * names, once hb_origin_prepare has found that user granted to its
+ * namespace (origin.namespaces, origin.min_uid: refused otherwise, the
+ * reason in its status); in the cluster as a twin MPIJob without
+ * managedBy.  Its events
  * reach the loop through the module's eventfd; the job is stored (origin
  * kubernetes, its namespace, name and uid, its decision) and committed
  * before its submit or twin task starts, so a restart finds it by uid and
@@ -3546,7 +3549,7 @@ static int origin_submit(struct hb_daemon *d, const struct hb_origin_ev *ev,
 	struct hb_err why = { 0 };
 	cJSON *src = NULL, *twin = NULL, *detail = cJSON_CreateObject();
 	char *src_s = NULL, *inputs = NULL, tname[64] = "";
-	int bad = hb_origin_prepare(ev->obj, &oj, &why), rc;
+	int bad = hb_origin_prepare(ev->obj, ev->ns, &d->cfg, &oj, &why), rc;
 	int target = HB_DECIDE_REJECT;
 
 	if (!bad && (bad = origin_place(d, ev, &oj, &dec, &inputs, &why)))
@@ -3680,7 +3683,7 @@ static int origin_resume(struct hb_daemon *d, const struct hb_origin_ev *ev,
 	struct hb_job_row j = { 0 };
 	struct hb_origin_job oj = { 0 };
 	struct hb_err why = { 0 };
-	char tname[64];
+	char tname[64], reason[sizeof(why.msg) + 64];
 	cJSON *twin;
 	int rc = hb_store_job_get(d->st, id, &j, err);
 
@@ -3705,13 +3708,16 @@ static int origin_resume(struct hb_daemon *d, const struct hb_origin_ev *ev,
 		rc = origin_twin_task(d, id, twin, ev->ns, tname, tasks, err);
 		goto out;
 	}
-	if (!(rc = hb_origin_prepare(ev->obj, &oj, &why))) {
+	if (!(rc = hb_origin_prepare(ev->obj, ev->ns, &d->cfg, &oj, &why))) {
 		rc = origin_submit_task(d, id, ev->name, &oj, tasks, err);
 		goto out;
 	}
-	/* it no longer reads (its user went): it fails */
+	/* it no longer reads, or its user is no longer granted (the user
+	 * went, the configuration changed): it fails, "Reason: message" */
+	snprintf(reason, sizeof(reason), "%s: %.400s",
+		 oj.reason ? oj.reason : "InvalidSpec", why.msg);
 	if (!(rc = txn(d, err)) &&
-	    !(rc = hb_store_job_set_state(d->st, id, "failed", -1, why.msg,
+	    !(rc = hb_store_job_set_state(d->st, id, "failed", -1, reason,
 					  err)))
 		hb_origin_job_changed(d->origin, d->st, id);
 out:

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "hpcbridge/backend.h"
+#include "hpcbridge/config.h"
 #include "hpcbridge/doc.h"
 #include "hpcbridge/fidelity.h"
 #include "hpcbridge/jobspec.h"
@@ -75,18 +76,60 @@ static const char *label(const cJSON *obj, const char *key, size_t n)
 	return v && v[0] && strlen(v) < n ? v : NULL;
 }
 
-int hb_origin_prepare(const cJSON *mpijob, struct hb_origin_job *out,
+/* Whether origin.namespaces lets namespace ns's MPIJobs run as user (by
+ * name: the uid floor is checked once the user is looked up).  On refusal
+ * *reason and err say why. */
+static int granted(const struct hb_config *cfg, const char *ns,
+		   const char *user, const char **reason, struct hb_err *err)
+{
+	const struct hb_list_map *m;
+
+	if (!cfg || !cfg->norigin_namespaces) {
+		*reason = "NamespaceNotMapped";
+		return hb_err_set(err, HB_EPERM, NULL, 0,
+				  "origin.namespaces is not set, so no "
+				  "namespace may run managed MPIJobs: an "
+				  "administrator maps namespace %s to the "
+				  "users it may act for",
+				  ns);
+	}
+	m = hb_list_map_get(cfg->origin_namespaces, cfg->norigin_namespaces,
+			    ns);
+	if (!m) {
+		*reason = "NamespaceNotMapped";
+		return hb_err_set(err, HB_EPERM, NULL, 0,
+				  "namespace %s is not in origin.namespaces: "
+				  "its MPIJobs may run as no user",
+				  ns);
+	}
+	if (!hb_list_has(m->values, m->nvalues, user) &&
+	    !hb_list_has(m->values, m->nvalues, "*")) {
+		*reason = "UserNotGranted";
+		return hb_err_set(err, HB_EPERM, NULL, 0,
+				  "user %s is not granted to namespace %s "
+				  "(origin.namespaces.%s lists the users its "
+				  "MPIJobs may run as)",
+				  user, ns, ns);
+	}
+	return 0;
+}
+
+int hb_origin_prepare(const cJSON *mpijob, const char *ns,
+		      const struct hb_config *cfg, struct hb_origin_job *out,
 		      struct hb_err *err)
 {
 	struct hb_jobspec spec;
 	struct passwd pw, *res = NULL;
 	char pwbuf[4096];
 	const char *user, *acct, *name;
+	uint32_t floor = cfg ? cfg->origin_min_uid : HB_ORIGIN_MIN_UID;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	hb_buf_init(&out->script, SCRIPT_MAX);
 	name = hb_doc_str(hb_doc_get(mpijob, "metadata"), "name");
+	if (!ns || !ns[0])
+		ns = hb_doc_str(hb_doc_get(mpijob, "metadata"), "namespace");
 	hb_jobspec_init(&spec, name ? name : "mpijob");
 	user = label(mpijob, HB_ORIGIN_LABEL_USER, sizeof(out->user));
 	if (!user) {
@@ -97,6 +140,8 @@ int hb_origin_prepare(const cJSON *mpijob, struct hb_origin_job *out,
 		goto out;
 	}
 	snprintf(out->user, sizeof(out->user), "%s", user);
+	if ((rc = granted(cfg, ns ? ns : "", user, &out->reason, err)))
+		goto out;
 	rc = getpwnam_r(user, &pw, pwbuf, sizeof(pwbuf), &res);
 	if (rc || !res) {
 		out->reason = "UnknownUser";
@@ -104,6 +149,20 @@ int hb_origin_prepare(const cJSON *mpijob, struct hb_origin_job *out,
 				"no such user on the Slurm side: %s "
 				"(label " HB_ORIGIN_LABEL_USER ")",
 				user);
+		goto out;
+	}
+	if (floor < 1) /* root is never run, whatever the caller says */
+		floor = 1;
+	if ((uint32_t)pw.pw_uid < floor ||
+	    (uint32_t)pw.pw_uid == HB_ORIGIN_OVERFLOW_UID) {
+		out->reason = "SystemUser";
+		rc = hb_err_set(err, HB_EPERM, NULL, 0,
+				"user %s has uid %u, %s: root and system "
+				"users never run managed MPIJobs",
+				user, (unsigned)pw.pw_uid,
+				(uint32_t)pw.pw_uid == HB_ORIGIN_OVERFLOW_UID
+					? "the overflow uid (nobody)"
+					: "below origin.min_uid");
 		goto out;
 	}
 	out->uid = (uint32_t)pw.pw_uid;
@@ -157,12 +216,38 @@ static int add_cond(cJSON *conds, const char *type, int status,
 	return 0;
 }
 
+/* The reasons hb_origin_prepare gives (out->reason). */
+static const char *const refusals[] = { "MissingUser", "NamespaceNotMapped",
+					"UserNotGranted", "UnknownUser",
+					"SystemUser", "InvalidSpec" };
+
+/* If why is "Reason: message" with one of refusals, the reason's length
+ * (and the reason in rbuf); else 0. */
+static size_t refusal(const char *why, char rbuf[64])
+{
+	size_t k;
+
+	if (!why)
+		return 0;
+	for (size_t i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++) {
+		k = strlen(refusals[i]);
+		if (!strncmp(why, refusals[i], k) && why[k] == ':' &&
+		    why[k + 1] == ' ') {
+			memcpy(rbuf, why, k + 1);
+			rbuf[k] = '\0';
+			return k;
+		}
+	}
+	return 0;
+}
+
 /* Why a final job ended, as a condition reason and message. */
 static void final_words(const struct hb_job_row *r, const char *what,
 			const char **reason, char *msg, size_t n, char rbuf[64])
 {
 	const char *st = r->state;
 	const char *why = r->reason && r->reason[0] ? r->reason : NULL;
+	size_t k;
 
 	if (!strcmp(st, "succeeded")) {
 		*reason = "MPIJobSucceeded";
@@ -173,10 +258,11 @@ static void final_words(const struct hb_job_row *r, const char *what,
 	} else if (r->target && (!strcmp(r->target, "rejected") ||
 				 !strcmp(r->target, "kubernetes"))) {
 		/* the reason is "Reason: message" (the daemon writes it) */
-		size_t k = why ? strspn(why, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-					     "abcdefghijklmnopqrstuvwxyz")
-			       : 0;
 		int twin = !strcmp(r->target, "kubernetes");
+
+		k = why ? strspn(why, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				      "abcdefghijklmnopqrstuvwxyz")
+			: 0;
 
 		*reason = twin ? "MPIJobFailed" : "Rejected";
 		if (k && k < 64 && why[0] >= 'A' && why[0] <= 'Z' &&
@@ -193,6 +279,11 @@ static void final_words(const struct hb_job_row *r, const char *what,
 		*reason = "Cancelled";
 		snprintf(msg, n, "%s was cancelled before Slurm ran it%s%s",
 			 what, why ? ": " : ".", why ? why : "");
+	} else if (r->slurm_job_id < 0 && (k = refusal(why, rbuf))) {
+		/* refused before Slurm saw it (origin_resume: the user is
+		 * no longer granted) */
+		*reason = rbuf;
+		snprintf(msg, n, "%s was not run: %s", what, why + k + 2);
 	} else if (r->slurm_job_id < 0) {
 		*reason = "SlurmSubmitFailed";
 		snprintf(msg, n, "Slurm refused %s: %s", what,

@@ -26,6 +26,7 @@
 #include <cjson/cJSON.h>
 
 #include "hpcbridge/buf.h"
+#include "hpcbridge/config.h"
 #include "hpcbridge/error.h"
 #include "hpcbridge/kube.h"
 #include "hpcbridge/store.h"
@@ -36,6 +37,11 @@
 #define HB_ORIGIN_FIELD_MANAGER "hpcbridge"
 /* On a twin: the original's uid. */
 #define HB_ORIGIN_LABEL_TWIN_OF "hpcbridge.io/twin-of"
+/* origin.min_uid's default, used when no configuration is given; a uid
+ * below it is never run (root always is below it). */
+#define HB_ORIGIN_MIN_UID 1000
+/* The kernel's overflow uid (nobody): never run, whatever the floor. */
+#define HB_ORIGIN_OVERFLOW_UID 65534u
 /* A twin's name: the original's, cut, then "-" and this many characters
  * of the original's uid. */
 #define HB_ORIGIN_TWIN_UID_CHARS 8
@@ -54,16 +60,29 @@ struct hb_origin_job {
 	struct hb_buf script; /* the sbatch script (NUL-terminated) */
 	cJSON *jobspec;	      /* the jobspec as JSON, for the placement */
 	const char *reason;   /* on error: the condition reason (static):
-				 MissingUser, UnknownUser, InvalidSpec */
+				 MissingUser, NamespaceNotMapped,
+				 UserNotGranted, UnknownUser, SystemUser,
+				 InvalidSpec */
 };
 
 /*
- * Read an MPIJob: the user (required, looked up in passwd), the account,
- * and the sbatch script (hb_mpijob_parse, the account set from the label,
- * hb_sbatch_emit).  On error out->reason and err say why.  Caller frees
- * with hb_origin_job_free() whatever the result.
+ * Read an MPIJob of namespace ns (NULL or "": its metadata.namespace):
+ * the user, the account, and the sbatch script (hb_mpijob_parse, the
+ * account set from the label, hb_sbatch_emit).
+ *
+ * The user is granted, not claimed: the hpcbridge.io/user label must name
+ * a user that cfg's origin.namespaces lists for ns (or ns lists "*"), who
+ * exists in passwd, and whose uid is at least origin.min_uid and not the
+ * overflow uid.  Else HB_EPERM with out->reason MissingUser,
+ * NamespaceNotMapped (no entry for ns, or no origin.namespaces at all),
+ * UserNotGranted, UnknownUser or SystemUser.  cfg NULL: no namespace is
+ * mapped (every MPIJob is refused).
+ *
+ * On error out->reason and err say why.  Caller frees with
+ * hb_origin_job_free() whatever the result.
  */
-int hb_origin_prepare(const cJSON *mpijob, struct hb_origin_job *out,
+int hb_origin_prepare(const cJSON *mpijob, const char *ns,
+		      const struct hb_config *cfg, struct hb_origin_job *out,
 		      struct hb_err *err);
 void hb_origin_job_free(struct hb_origin_job *j);
 

@@ -10,9 +10,15 @@
  * HPCBRIDGE_JOB_ID, so the job_submit plugin lets the job through instead
  * of asking the daemon again.
  *
+ * A job is submitted as its user (hb_slurmc_submit with as_user: the RPC
+ * is made by a child that has become the user, so Slurm's partition
+ * access, associations, limits and job_submit policies see the user, not
+ * root); the admin comment that tags it is set afterwards as root.
+ *
  * The worker pool calls in from several threads; one mutex serialises
  * them over the one Slurm client handle (libslurm keeps per-process
- * state, and the handle is not thread-safe).
+ * state, and the handle is not thread-safe).  The submission's fork
+ * happens under it too, so no other thread is inside libslurm then.
  */
 #include <pthread.h>
 #include <stdio.h>

@@ -7,13 +7,17 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -42,6 +46,16 @@ extern char *slurm_job_reason_string(enum job_state_reason inx);
 #define ENV_MAX 16384
 /* The environment of a request that brings none. */
 #define DEFAULT_PATH "PATH=/usr/local/bin:/usr/bin:/bin"
+/* The most a submission as another user may take, the child's whole life
+ * (libslurm's own timeouts, MessageTimeout 10 s by default, end it
+ * sooner). */
+#define AS_USER_TIMEOUT_MS 60000
+/* (a variable: the unit test shortens it) */
+static int as_user_timeout_ms = AS_USER_TIMEOUT_MS;
+/* How often the parent looks whether that child was stopped. */
+#define AS_USER_TICK_MS 50
+/* Most supplementary groups taken for a user (Linux's NGROUPS_MAX). */
+#define AS_USER_GROUPS_MAX 65536
 
 struct snap {
 	uint32_t job_id;
@@ -765,12 +779,316 @@ static int set_admin_comment(uint32_t job_id, const char *text,
 	return 0;
 }
 
+/* ------------------------------------------- submission as the user */
+
+/*
+ * A job submitted for another user is submitted by a child process that
+ * has become that user (uid, gid, supplementary groups), so that munge
+ * authenticates the RPC as the user and slurmctld applies RootOnly,
+ * AllowGroups, associations, limits and job_submit policies keyed on
+ * submit_uid to the user, as for the user's own sbatch.  The parent keeps
+ * root for what only root may do afterwards (the admin comment), acting
+ * by job id.
+ */
+
+/* What the child tells the parent, in one write. */
+struct as_user_reply {
+	int32_t stage;	 /* AS_DROP: dropping to the user failed;
+			  * AS_SLURM: Slurm answered */
+	int32_t err;	 /* AS_DROP: errno; AS_SLURM: Slurm's error, 0 */
+	uint32_t job_id; /* AS_SLURM, err 0 */
+	char text[256];	 /* strerror() or slurm_strerror() */
+};
+
+enum { AS_DROP = 1, AS_SLURM = 2 };
+
+/* The user's groups, as initgroups() would set them: gid and the groups
+ * of uid's passwd name (only gid when uid has none).  Caller frees *out
+ * with free(). */
+static int user_groups(uid_t uid, gid_t gid, gid_t **out, int *nout,
+		       struct hb_err *err)
+{
+	struct passwd pw, *res = NULL;
+	char buf[16384];
+	gid_t *g = NULL, *v;
+	int n = 64, want, e;
+
+	*out = NULL;
+	*nout = 0;
+	e = getpwuid_r(uid, &pw, buf, sizeof(buf), &res);
+	if (e || !res) {
+		if (!(g = malloc(sizeof(*g))))
+			return hb_err_set(err, HB_ENOMEM, NULL, 0,
+					  "out of memory");
+		g[0] = gid;
+		*out = g;
+		*nout = 1;
+		return 0;
+	}
+	for (;;) {
+		if (!(v = realloc(g, (size_t)n * sizeof(*g)))) {
+			free(g);
+			return hb_err_set(err, HB_ENOMEM, NULL, 0,
+					  "out of memory");
+		}
+		g = v;
+		want = n;
+		if (getgrouplist(pw.pw_name, gid, g, &want) >= 0) {
+			n = want;
+			break;
+		}
+		if (want <= n || want > AS_USER_GROUPS_MAX) {
+			free(g);
+			return hb_err_set(err, HB_ERANGE, NULL, 0,
+					  "user %s: more than %d groups",
+					  pw.pw_name, AS_USER_GROUPS_MAX);
+		}
+		n = want;
+	}
+	*out = g;
+	*nout = n;
+	return 0;
+}
+
+/* Close every descriptor from 3 up, but keep. */
+static void close_all_but(int keep)
+{
+	long max = sysconf(_SC_OPEN_MAX);
+
+	if ((keep <= 3 || !close_range(3, (unsigned)keep - 1, 0)) &&
+	    !close_range((unsigned)keep + 1, ~0u, 0))
+		return;
+	if (max < 0 || max > 65536)
+		max = 65536;
+	for (long fd = 3; fd < max; fd++)
+		if (fd != keep)
+			close((int)fd);
+}
+
+static void say_parent(int fd, const struct as_user_reply *r)
+{
+	const char *p = (const char *)r;
+	size_t left = sizeof(*r);
+
+	while (left) {
+		ssize_t n = write(fd, p, left);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		p += n;
+		left -= (size_t)n;
+	}
+}
+
+/*
+ * In the child: become uid/gid with the supplementary groups given,
+ * irrevocably, and keep the daemon's memory from the user (no core file;
+ * not dumpable, so no ptrace and no /proc/PID/mem or fd).  0, or -1 with
+ * r->err and r->text set.
+ */
+static int drop_to(uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
+		   struct as_user_reply *r)
+{
+	struct rlimit no_core = { 0, 0 };
+
+	setrlimit(RLIMIT_CORE, &no_core);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (setgroups((size_t)ngroups, groups) < 0 || setgid(gid) < 0 ||
+	    setuid(uid) < 0) {
+		r->err = errno;
+		snprintf(r->text, sizeof(r->text), "%s", strerror(errno));
+		return -1;
+	}
+	if (getuid() != uid || geteuid() != uid || getgid() != gid ||
+	    getegid() != gid || (uid != 0 && setuid(0) == 0)) {
+		r->err = EPERM;
+		snprintf(r->text, sizeof(r->text), "privileges not dropped");
+		return -1;
+	}
+	/* a change of uid resets it to fs.suid_dumpable: again */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	return 0;
+}
+
+/* The child: become the user, then submit; never returns.  It is forked
+ * from a threaded process, so it only drops privileges, makes the one
+ * libslurm call and writes its answer; it does not log. */
+static void as_user_child(int fd, job_desc_msg_t *d, uid_t uid, gid_t gid,
+			  const gid_t *groups, int ngroups)
+{
+	struct as_user_reply r = { .stage = AS_DROP };
+	submit_response_msg_t *resp = NULL;
+
+	close_all_but(fd);
+	if (drop_to(uid, gid, groups, ngroups, &r))
+		goto say;
+	r.stage = AS_SLURM;
+	if (slurm_submit_batch_job(d, &resp) != SLURM_SUCCESS) {
+		const char *t;
+
+		r.err = slurm_errno_of(SLURM_ERROR);
+		t = r.err == SLURM_ERROR ? "unspecified error"
+					 : slurm_strerror(r.err);
+		snprintf(r.text, sizeof(r.text), "%s", t ? t : "unknown");
+	} else if (resp) {
+		r.job_id = resp->job_id;
+	} else {
+		r.err = SLURM_ERROR;
+		snprintf(r.text, sizeof(r.text), "no answer");
+	}
+say:
+	say_parent(fd, &r);
+	_exit(0);
+}
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 +
+	       (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/*
+ * The parent: read the child's answer from fd until it is whole, the
+ * child ends, is stopped (a user may stop a process of theirs: it is
+ * killed at once rather than waited for), or the deadline passes; then
+ * make sure it is gone and reap it.  0 with *r whole, else an error.
+ */
+static int as_user_wait(pid_t pid, int fd, struct as_user_reply *r,
+			uid_t uid, struct hb_err *err)
+{
+	struct timespec t0;
+	size_t len = 0;
+	int status = 0, reaped = 0, stopped = 0, timed_out = 0;
+	pid_t w;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (len < sizeof(*r)) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int n = poll(&pfd, 1, AS_USER_TICK_MS);
+
+		if (n > 0) {
+			ssize_t k = read(fd, (char *)r + len,
+					 sizeof(*r) - len);
+
+			if (k > 0) {
+				len += (size_t)k;
+				continue;
+			}
+			if (k == 0 || (errno != EINTR && errno != EAGAIN))
+				break; /* EOF: the child is gone */
+		} else if (n < 0 && errno != EINTR) {
+			break;
+		} else if (n == 0 && reaped) {
+			break; /* it ended, and said all it will */
+		}
+		if (!reaped) {
+			w = waitpid(pid, &status, WNOHANG | WUNTRACED);
+			if (w == pid && WIFSTOPPED(status)) {
+				stopped = WSTOPSIG(status);
+				break;
+			}
+			if (w == pid || (w < 0 && errno == ECHILD))
+				reaped = 1;
+		}
+		if (ms_since(&t0) >= as_user_timeout_ms) {
+			timed_out = 1;
+			break;
+		}
+	}
+	if (!reaped) {
+		/* done, or given up on: it ends now either way */
+		kill(pid, SIGKILL);
+		while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+			;
+	}
+	if (len == sizeof(*r))
+		return 0;
+	if (stopped)
+		return hb_err_set(err, HB_EIO, NULL, 0,
+				  "the submission as uid %u was stopped "
+				  "(signal %d) and was killed",
+				  (unsigned)uid, stopped);
+	if (timed_out)
+		return hb_err_set(err, HB_ETIMEDOUT, NULL, 0,
+				  "the submission as uid %u took over %d ms "
+				  "and was killed",
+				  (unsigned)uid, as_user_timeout_ms);
+	if (WIFSIGNALED(status))
+		return hb_err_set(err, HB_EIO, NULL, 0,
+				  "the submission as uid %u died (signal %d)",
+				  (unsigned)uid, WTERMSIG(status));
+	return hb_err_set(err, HB_EIO, NULL, 0,
+			  "the submission as uid %u ended without an answer",
+			  (unsigned)uid);
+}
+
+/* slurm_submit_batch_job(d) in a child that has become uid/gid. */
+static int submit_as_user(job_desc_msg_t *d, uid_t uid, gid_t gid,
+			  uint32_t *job_id, struct hb_err *err)
+{
+	struct as_user_reply r = { 0 };
+	gid_t *groups = NULL;
+	int fds[2], ngroups = 0, rc;
+	pid_t pid;
+
+	if ((rc = user_groups(uid, gid, &groups, &ngroups, err)))
+		return rc;
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		rc = hb_err_set(err, HB_EIO, NULL, 0, "pipe: %s",
+				strerror(errno));
+		free(groups);
+		return rc;
+	}
+	pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		as_user_child(fds[1], d, uid, gid, groups, ngroups);
+	}
+	free(groups);
+	close(fds[1]);
+	if (pid < 0) {
+		rc = hb_err_set(err, HB_EIO, NULL, 0, "fork: %s",
+				strerror(errno));
+		close(fds[0]);
+		return rc;
+	}
+	rc = as_user_wait(pid, fds[0], &r, uid, err);
+	close(fds[0]);
+	if (rc)
+		return rc;
+	r.text[sizeof(r.text) - 1] = '\0';
+	if (r.stage == AS_DROP)
+		return hb_err_set(err, HB_EPERM, NULL, 0,
+				  "cannot submit as uid %u gid %u: %s",
+				  (unsigned)uid, (unsigned)gid, r.text);
+	if (r.stage != AS_SLURM)
+		return hb_err_set(err, HB_EPROTO, NULL, 0,
+				  "the submission as uid %u gave no answer",
+				  (unsigned)uid);
+	if (r.err) {
+		int code = hb_slurmc_errcode(r.err);
+
+		return hb_err_set(err, code ? code : HB_ESLURM, NULL, 0,
+				  "slurm_submit_batch_job as uid %u: %s "
+				  "(Slurm error %d)",
+				  (unsigned)uid, r.text, (int)r.err);
+	}
+	*job_id = r.job_id;
+	return 0;
+}
+
 int hb_slurmc_submit(struct hb_slurmc *c, const struct hb_slurmc_submit *req,
 		     uint32_t *job_id, struct hb_err *err)
 {
 	submit_response_msg_t *resp = NULL;
 	struct desc_mem m = { 0 };
 	job_desc_msg_t d;
+	uint32_t id = 0;
 	int rc;
 
 	if (!c || !job_id)
@@ -781,14 +1099,21 @@ int hb_slurmc_submit(struct hb_slurmc *c, const struct hb_slurmc_submit *req,
 	slurm_init_job_desc_msg(&d);
 	if ((rc = fill_desc(&d, req, &m, err)))
 		goto out;
-	if (slurm_submit_batch_job(&d, &resp) != SLURM_SUCCESS) {
+	if (req->as_user && req->uid != (uint32_t)geteuid()) {
+		if ((rc = submit_as_user(&d, (uid_t)req->uid,
+					 (gid_t)req->gid, &id, err)))
+			goto out;
+	} else if (slurm_submit_batch_job(&d, &resp) != SLURM_SUCCESS) {
 		rc = fail_slurm(err, slurm_errno_of(SLURM_ERROR),
 				"slurm_submit_batch_job");
 		goto out;
+	} else {
+		id = resp->job_id;
 	}
-	*job_id = resp->job_id;
+	*job_id = id;
+	/* as root (SlurmUser), by job id: users may not set it */
 	if (req->admin_comment && *req->admin_comment)
-		rc = set_admin_comment(resp->job_id, req->admin_comment, err);
+		rc = set_admin_comment(id, req->admin_comment, err);
 out:
 	if (resp)
 		slurm_free_submit_response_response_msg(resp);

@@ -16,6 +16,9 @@
 #     to the emulator's (words split at spaces), such as --node specs.
 #     Placement: partition gpu goes to Kubernetes, the rest stays on Slurm;
 #     HB_SANDBOX_POLICY=FILE uses that policy file instead.
+#     Managed MPIJobs of namespace default may run as any user whose uid
+#     is 1000 or more (origin.namespaces {default: ["*"]}, never root);
+#     HB_SANDBOX_ORIGIN_NAMESPACES=YAML (a flow mapping) maps others.
 #
 # usage: sandbox.sh up DIR BUILD_DIR     start what is not running; print
 #                                        `export` lines
@@ -60,6 +63,7 @@ print_env() {
 
 write_config() {
 	local dir=$1 build=$2
+	local origin_ns=${HB_SANDBOX_ORIGIN_NAMESPACES:-'{default: ["*"]}'}
 	cat >"$dir/hpcbridge.yaml" <<-YAML
 	# Written by hpcbridge sandbox up.
 	daemon:
@@ -78,6 +82,8 @@ write_config() {
 	  namespace: default
 	plugin:
 	  timeout_ms: 200
+	origin:
+	  namespaces: $origin_ns
 	YAML
 	if [ -n "${HB_SANDBOX_POLICY:-}" ]; then
 		printf 'placement:\n  policy: %s\n' "$HB_SANDBOX_POLICY" \

@@ -36,7 +36,8 @@ enum check {
 	C_LABEL_VALUE, /* a Kubernetes label value (may be empty) */
 	C_USER,	       /* a POSIX user name */
 	C_SOCKET,      /* an absolute path that fits a UNIX socket address */
-	C_TARGET       /* where a job runs: slurm | kubernetes */
+	C_TARGET,      /* where a job runs: slurm | kubernetes */
+	C_GRANTEE      /* a user name, or "*" (any user at the uid floor) */
 };
 
 struct setting {
@@ -431,6 +432,26 @@ static const struct setting table[] = {
      .reloadable = 1,
      .help = "Slurm partition to where its jobs run (slurm or "
 	     "kubernetes)."},
+    {.path = "origin.namespaces",
+     .type = HB_CFG_LIST_MAP,
+     .off = F(origin_namespaces),
+     .count_off = F(norigin_namespaces),
+     .check = C_GRANTEE,
+     .key_check = C_DNS_LABEL,
+     .reloadable = 1,
+     .help = "Namespace to the users its managed MPIJobs may run as (their "
+	     "hpcbridge.io/user label); \"*\" grants any user whose uid is at "
+	     "least origin.min_uid.  An MPIJob of a namespace not listed is "
+	     "refused."},
+    {.path = "origin.min_uid",
+     .type = HB_CFG_UINT,
+     .off = F(origin_min_uid),
+     .def = "1000",
+     .min = 1,
+     .max = 4294967294u,
+     .reloadable = 1,
+     .help = "Lowest uid a managed MPIJob may run as: root and the system "
+	     "users below it are refused, even when a namespace lists them."},
 };
 
 #define NSETTINGS (sizeof(table) / sizeof(table[0]))
@@ -631,6 +652,12 @@ static const char *check_string(enum check c, const char *s)
 	case C_TARGET:
 		if (strcmp(s, "slurm") && strcmp(s, "kubernetes"))
 			return "must be slurm or kubernetes";
+		return NULL;
+	case C_GRANTEE:
+		if (strcmp(s, "*") && !user_name(s, n))
+			return "is neither a user name (1 to 32 characters of "
+			       "A-Z, a-z, 0-9, '_', '.', '-', not starting "
+			       "with '-') nor \"*\"";
 		return NULL;
 	}
 	return "cannot be checked";
@@ -963,65 +990,123 @@ static int load_selectors(struct loader *l, const struct setting *s,
 	return 0;
 }
 
-/* A sequence of distinct checked strings, into an arena array. */
-static int load_list(struct loader *l, const struct setting *s,
-		     const cJSON *v)
+/* A sequence of distinct strings checked by c (v at path), into an arena
+ * array: *out and *nout, left NULL and 0 on error. */
+static int load_strv(struct loader *l, const char *path, const cJSON *v,
+		     enum check c, const char ***out, uint32_t *nout)
 {
-	const char ***dst = field(l->cfg, s->off);
-	uint32_t *cnt = field(l->cfg, s->count_off);
-	const cJSON *c, *d;
+	const cJSON *e, *d;
 	const char **list, *why;
-	uint32_t n, i = 0;
+	uint32_t n, i = 0, cnt = 0;
 	int bad = 0;
 	char sub[320];
 
-	*dst = NULL;
-	*cnt = 0;
+	*out = NULL;
+	*nout = 0;
 	if (!v || cJSON_IsNull(v))
 		return 0;
 	if (!cJSON_IsArray(v))
-		return lerr(l, v, s->path, "must be a list, not %s",
-			    type_name(v));
+		return lerr(l, v, path, "must be a list, not %s", type_name(v));
 	n = (uint32_t)cJSON_GetArraySize(v);
 	if (n == 0)
 		return 0;
 	list = hb_arena_alloc(l->arena, n * sizeof(*list));
 	if (!list)
 		return HB_ENOMEM;
-	for (c = v->child; c; c = c->next, i++) {
-		snprintf(sub, sizeof(sub), "%.200s[%u]", s->path, i);
-		if (!cJSON_IsString(c)) {
-			bad = lerr(l, c, sub, "must be a string, not %s%s",
-				   type_name(c),
-				   cJSON_IsNumber(c) || cJSON_IsBool(c)
+	for (e = v->child; e; e = e->next, i++) {
+		snprintf(sub, sizeof(sub), "%.200s[%u]", path, i);
+		if (!cJSON_IsString(e)) {
+			bad = lerr(l, e, sub, "must be a string, not %s%s",
+				   type_name(e),
+				   cJSON_IsNumber(e) || cJSON_IsBool(e)
 				       ? " (put it in quotes)"
 				       : "");
 			continue;
 		}
-		if ((why = check_string(s->check, c->valuestring))) {
-			bad = lerr(l, c, sub, "'%.80s' %s", c->valuestring,
+		if ((why = check_string(c, e->valuestring))) {
+			bad = lerr(l, e, sub, "'%.80s' %s", e->valuestring,
 				   why);
 			continue;
 		}
-		for (d = v->child; d != c; d = d->next)
+		for (d = v->child; d != e; d = d->next)
 			if (cJSON_IsString(d) &&
-			    !strcmp(d->valuestring, c->valuestring))
+			    !strcmp(d->valuestring, e->valuestring))
 				break;
-		if (d != c) {
-			bad = lerr(l, c, sub, "'%.80s' is listed twice",
-				   c->valuestring);
+		if (d != e) {
+			bad = lerr(l, e, sub, "'%.80s' is listed twice",
+				   e->valuestring);
 			continue;
 		}
-		list[*cnt] = hb_arena_strdup(l->arena, c->valuestring);
-		if (!list[*cnt])
+		list[cnt] = hb_arena_strdup(l->arena, e->valuestring);
+		if (!list[cnt])
 			return HB_ENOMEM;
-		(*cnt)++;
+		cnt++;
 	}
-	if (bad) {
-		*cnt = 0;
+	if (bad)
 		return bad;
+	*out = list;
+	*nout = cnt;
+	return 0;
+}
+
+static int load_list(struct loader *l, const struct setting *s,
+		     const cJSON *v)
+{
+	return load_strv(l, s->path, v, s->check, field(l->cfg, s->off),
+			 field(l->cfg, s->count_off));
+}
+
+/* A mapping of names (checked by key_check) to lists of strings (checked
+ * by check), into an arena array. */
+static int load_list_map(struct loader *l, const struct setting *s,
+			 const cJSON *m)
+{
+	struct hb_list_map **dst = field(l->cfg, s->off);
+	uint32_t *cnt = field(l->cfg, s->count_off);
+	struct hb_list_map *lm;
+	const cJSON *c;
+	uint32_t n;
+	int bad = 0, rc;
+	const char *why;
+	char sub[320];
+
+	*dst = NULL;
+	*cnt = 0;
+	if (!m || cJSON_IsNull(m))
+		return 0;
+	if (!cJSON_IsObject(m))
+		return lerr(l, m, s->path, "must be a mapping, not %s",
+			    type_name(m));
+	n = (uint32_t)cJSON_GetArraySize(m);
+	if (n == 0)
+		return 0;
+	lm = hb_arena_alloc(l->arena, n * sizeof(*lm));
+	if (!lm)
+		return HB_ENOMEM;
+	n = 0;
+	for (c = m->child; c; c = c->next) {
+		snprintf(sub, sizeof(sub), "%.200s.%.100s", s->path, c->string);
+		if ((why = check_string(s->key_check, c->string))) {
+			bad = lerr(l, c, sub, "the key %s", why);
+			continue;
+		}
+		rc = load_strv(l, sub, c, s->check, &lm[n].values,
+			       &lm[n].nvalues);
+		if (rc == HB_ENOMEM)
+			return rc;
+		if (rc) {
+			bad = rc;
+			continue;
+		}
+		lm[n].key = hb_arena_strdup(l->arena, c->string);
+		if (!lm[n].key)
+			return HB_ENOMEM;
+		n++;
 	}
-	*dst = list;
+	if (bad)
+		return bad;
+	*dst = lm;
+	*cnt = n;
 	return 0;
 }
 
@@ -1031,6 +1116,8 @@ static int load_setting(struct loader *l, const struct setting *s,
 	switch (s->type) {
 	case HB_CFG_LIST:
 		return load_list(l, s, v);
+	case HB_CFG_LIST_MAP:
+		return load_list_map(l, s, v);
 	case HB_CFG_MAP:
 		return load_map(l, s, v);
 	case HB_CFG_SELECTORS:
@@ -1293,6 +1380,19 @@ static int kv_eq(const struct hb_kv *a, uint32_t na, const struct hb_kv *b,
 	return 1;
 }
 
+static int strv_eq(const char *const *a, uint32_t na, const char *const *b,
+		   uint32_t nb)
+{
+	uint32_t i;
+
+	if (na != nb)
+		return 0;
+	for (i = 0; i < na; i++)
+		if (!str_eq(a[i], b[i]))
+			return 0;
+	return 1;
+}
+
 static int setting_eq(const struct setting *s, const struct hb_config *a,
 		      const struct hb_config *b)
 {
@@ -1301,7 +1401,7 @@ static int setting_eq(const struct setting *s, const struct hb_config *a,
 	uint32_t na = 0, nb = 0, i;
 
 	if (s->type == HB_CFG_MAP || s->type == HB_CFG_SELECTORS ||
-	    s->type == HB_CFG_LIST) {
+	    s->type == HB_CFG_LIST || s->type == HB_CFG_LIST_MAP) {
 		na = *(const uint32_t *)((const char *)a + s->count_off);
 		nb = *(const uint32_t *)((const char *)b + s->count_off);
 	}
@@ -1317,14 +1417,19 @@ static int setting_eq(const struct setting *s, const struct hb_config *a,
 	case HB_CFG_MAP:
 		return kv_eq(*(struct hb_kv *const *)pa, na,
 			     *(struct hb_kv *const *)pb, nb);
-	case HB_CFG_LIST: {
-		const char *const *x = *(const char *const *const *)pa;
-		const char *const *y = *(const char *const *const *)pb;
+	case HB_CFG_LIST:
+		return strv_eq(*(const char *const *const *)pa, na,
+			       *(const char *const *const *)pb, nb);
+	case HB_CFG_LIST_MAP: {
+		const struct hb_list_map *x = *(struct hb_list_map *const *)pa;
+		const struct hb_list_map *y = *(struct hb_list_map *const *)pb;
 
 		if (na != nb)
 			return 0;
 		for (i = 0; i < na; i++)
-			if (!str_eq(x[i], y[i]))
+			if (!str_eq(x[i].key, y[i].key) ||
+			    !strv_eq(x[i].values, x[i].nvalues, y[i].values,
+				     y[i].nvalues))
 				return 0;
 		return 1;
 	}
@@ -1386,6 +1491,19 @@ const char *hb_kv_get(const struct hb_kv *kv, uint32_t n, const char *key)
 
 const struct hb_selector_map *hb_selector_get(const struct hb_selector_map *m,
 					      uint32_t n, const char *key)
+{
+	uint32_t i;
+
+	if (!m || !key)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (m[i].key && !strcmp(m[i].key, key))
+			return &m[i];
+	return NULL;
+}
+
+const struct hb_list_map *hb_list_map_get(const struct hb_list_map *m,
+					  uint32_t n, const char *key)
 {
 	uint32_t i;
 

@@ -20,6 +20,13 @@ struct hb_kv {
 	const char *value;
 };
 
+/* key -> a list of strings (origin.namespaces: namespace -> users) */
+struct hb_list_map {
+	const char *key;
+	const char **values;
+	uint32_t nvalues;
+};
+
 /* key -> a set of label=value pairs (a nodeSelector) */
 struct hb_selector_map {
 	const char *key;
@@ -103,6 +110,13 @@ struct hb_config {
 	struct hb_kv *placement_partitions; /* partition -> target */
 	uint32_t nplacement_partitions;
 
+	/* Kubernetes-origin MPIJobs (managedBy: hpcbridge.io/gateway) */
+	/* namespace -> the users its MPIJobs may run as; "*": any user whose
+	 * uid is at least origin_min_uid.  Empty: every MPIJob is refused. */
+	struct hb_list_map *origin_namespaces;
+	uint32_t norigin_namespaces;
+	uint32_t origin_min_uid; /* 1000: lower uids are never run */
+
 	void *priv; /* owned storage */
 };
 
@@ -144,7 +158,8 @@ enum hb_config_type {
 	HB_CFG_ENUM,	 /* one of a fixed set of strings */
 	HB_CFG_MAP,	 /* a mapping of strings to strings */
 	HB_CFG_SELECTORS, /* a mapping of names to label mappings */
-	HB_CFG_LIST	  /* a sequence of distinct strings */
+	HB_CFG_LIST,	  /* a sequence of distinct strings */
+	HB_CFG_LIST_MAP	  /* a mapping of names to lists of strings */
 };
 
 struct hb_config_key {
@@ -167,5 +182,7 @@ int hb_list_has(const char *const *list, uint32_t n, const char *s);
 const char *hb_kv_get(const struct hb_kv *kv, uint32_t n, const char *key);
 const struct hb_selector_map *hb_selector_get(const struct hb_selector_map *m,
 					      uint32_t n, const char *key);
+const struct hb_list_map *hb_list_map_get(const struct hb_list_map *m,
+					  uint32_t n, const char *key);
 
 #endif

@@ -72,8 +72,10 @@ struct hb_slurmc_submit {
 	const char *name;      /* job name */
 	const char *partition; /* partition (comma list allowed) */
 	const char *account;
-	bool as_user; /* submit as uid/gid (root only), else as
-		       * the caller's uid and gid */
+	bool as_user; /* submit as uid/gid, else as the caller's uid
+		       * and gid; when uid is not the caller's (root
+		       * only), hb_slurmc_submit authenticates the
+		       * RPC as uid too (see there) */
 	uint32_t uid, gid;
 	const char *work_dir; /* default: the caller's working directory */
 	/* "NAME=value" strings, NULL-terminated; NULL: only PATH (Slurm
@@ -113,9 +115,22 @@ int hb_slurmc_gres_to_tres(const char *gres, struct hb_buf *out);
 
 /*
  * Submit a batch job (slurm_submit_batch_job); *job_id gets its id.
- * When admin_comment is set and Slurm refuses to set it after the job
- * was queued, the job stays queued, *job_id is set, and the error is
- * returned (the caller can cancel).
+ *
+ * as_user for a uid other than the caller's: the RPC is made by a child
+ * process that has become that user (setgroups to the user's groups from
+ * getgrouplist, then setgid, setuid; no core file, not dumpable, no
+ * inherited descriptor but a pipe), so munge authenticates it as the user
+ * and Slurm checks RootOnly, AllowGroups, associations, limits and
+ * job_submit policies (submit_uid) as for the user's own sbatch.  The
+ * child sends the job id or Slurm's error back through the pipe and is
+ * reaped here; one that is stopped is killed at once, one that runs over
+ * 60 s is killed (HB_ETIMEDOUT).  Blocks: call it from a worker thread.
+ * Dropping privileges failing (the caller is not root) is HB_EPERM.
+ *
+ * admin_comment is then set by this process (root), by job id.  When
+ * Slurm refuses to set it after the job was queued, the job stays
+ * queued, *job_id is set, and the error is returned (the caller can
+ * cancel).
  */
 int hb_slurmc_submit(struct hb_slurmc *c, const struct hb_slurmc_submit *req,
 		     uint32_t *job_id, struct hb_err *err);

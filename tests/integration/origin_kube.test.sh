@@ -5,14 +5,17 @@
 # hpcbridged with remote.backend kubernetes).  Read and written with
 # python3-kubernetes:
 #
-#   * a managed MPIJob labelled hpcbridge.io/user=root becomes one Slurm
-#     job (tagged in its AdminComment, and in `hpcbridge jobs --all` with
+#   * a managed MPIJob labelled hpcbridge.io/user=USER, a user that
+#     origin.namespaces grants to its namespace, becomes one Slurm job
+#     (run as USER) (tagged in its AdminComment, and in `hpcbridge jobs --all` with
 #     target slurm); its status goes Running -> Succeeded with startTime
 #     and completionTime and the Launcher's replica counts; its output is
 #     in the working directory on the Slurm side;
 #   * a failing launcher command ends Failed, the exit code in the message;
-#   * without the user label, or with an unknown user, it ends Failed with
-#     the reason, and no Slurm job;
+#   * without the user label (MissingUser), with root (SystemUser, though
+#     the namespace lists it: below origin.min_uid), or with a user the
+#     namespace does not list, known or not (UserNotGranted), it ends
+#     Failed with the reason, and no Slurm job;
 #   * deleting a running one cancels its Slurm job (CANCELLED);
 #   * hpcbridged killed while one runs and restarted: still exactly one
 #     Slurm job, and the status ends Succeeded;
@@ -30,10 +33,18 @@ export HB_SANDBOX_BACKEND=kubernetes
 . "$src/tests/integration/lib/sandbox_test.sh"
 # shellcheck source=lib/origin.sh
 . "$src/tests/integration/lib/origin.sh"
+# The user the MPIJobs run as, granted to namespace default (root too, to
+# show that the uid floor refuses it all the same), and one not granted.
+granted=hbog$$
+other=hbon$$
+export HB_SANDBOX_ORIGIN_NAMESPACES="{default: [$granted, root]}"
 sandbox_test_up
+trap 'origin_users_del; _sandbox_test_cleanup' EXIT
+origin_user "$granted" && origin_user "$other" || die "cannot make users"
 ok "sandbox up"
 work=$tmp/work
 mkdir -p "$work"
+chmod 1777 "$work" # the jobs' working directory: theirs to write
 
 # mpijob NAME COMMAND [USER|-] [MANAGED(1|0)] > the manifest (JSON)
 mpijob() {
@@ -64,7 +75,7 @@ EOF
 }
 
 create() { # NAME COMMAND [USER] [MANAGED]
-	mpijob "$1" "$2" "${3:-root}" "${4:-1}" >"$tmp/$1.json"
+	mpijob "$1" "$2" "${3:-$granted}" "${4:-1}" >"$tmp/$1.json"
 	kube create "$tmp/$1.json" >/dev/null || die "create MPIJob $1"
 }
 
@@ -78,13 +89,13 @@ sid=$(slurm_ids hello)
 hb=$(field "$sid" AdminComment | sed -n 's/^hpcbridge:\(hb-[0-9]*\).*/\1/p')
 [ -n "$hb" ] && ok "hello: tagged $hb" ||
 	bad "hello: AdminComment $(field "$sid" AdminComment)"
-[ "$(field "$sid" UserId | cut -d'(' -f1)" = root ] &&
+[ "$(field "$sid" UserId | cut -d'(' -f1)" = "$granted" ] &&
 	ok "hello: runs as the labelled user" ||
 	bad "hello: UserId $(field "$sid" UserId)"
 [ "$(field "$sid" Account)" = physics ] &&
 	ok "hello: the labelled account" ||
 	bad "hello: Account $(field "$sid" Account)"
-hpcbridge jobs --all 2>&1 | grep -E "^$hb +root +slurm " >/dev/null &&
+hpcbridge jobs --all 2>&1 | grep -E "^$hb +$granted +slurm " >/dev/null &&
 	ok "hello: in hpcbridge jobs, target slurm" ||
 	bad "hello: hpcbridge jobs: $(hpcbridge jobs --all 2>&1)"
 [ "$(st hello "'startTime' in s and s['replicaStatuses']['Launcher']['active']")" = 1 ] &&
@@ -122,10 +133,14 @@ sid=$(slurm_ids failing)
 [ "$(st failing "s['replicaStatuses']['Launcher']['failed']")" = 1 ] &&
 	ok "failing: Launcher failed 1" || bad "failing: $(kube status failing)"
 
-# 3. No user label, an unknown user: Failed with the reason, no Slurm job.
+# 3. No user label, an unknown user, root, a user not granted: Failed
+# with the reason, no Slurm job.
 create nouser 'echo never' -
 create nobody-here 'echo never' no-such-user-hb
-for n in nouser:MissingUser nobody-here:UnknownUser; do
+create rooted 'echo never' root
+create stranger 'echo never' "$other"
+for n in nouser:MissingUser nobody-here:UserNotGranted rooted:SystemUser \
+	stranger:UserNotGranted; do
 	name=${n%%:*} reason=${n#*:}
 	if wait_cond "$name" Failed; then
 		case $(st "$name" "cond('Failed')") in
@@ -140,7 +155,7 @@ for n in nouser:MissingUser nobody-here:UnknownUser; do
 done
 
 # 4. An MPIJob without managedBy is not ours.
-create unmanaged 'echo operator' root 0
+create unmanaged 'echo operator' "$granted" 0
 sleep 2
 [ -z "$(slurm_ids unmanaged)" ] && ok "unmanaged: no Slurm job" ||
 	bad "unmanaged: Slurm job $(slurm_ids unmanaged)"

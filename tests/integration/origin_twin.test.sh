@@ -59,18 +59,24 @@ EOF
 . "$src/tests/integration/lib/sandbox_test.sh"
 # shellcheck source=lib/origin.sh
 . "$src/tests/integration/lib/origin.sh"
+# The user the MPIJobs are labelled with, granted to namespace default.
+export HB_ORIGIN_USER=hbot$$
+export HB_SANDBOX_ORIGIN_NAMESPACES="{default: [$HB_ORIGIN_USER]}"
 sandbox_test_up
+trap 'origin_users_del; _sandbox_test_cleanup' EXIT
+origin_user "$HB_ORIGIN_USER" || die "cannot make user $HB_ORIGIN_USER"
 ok "sandbox up"
 work=$tmp/work
 mkdir -p "$work"
+chmod 1777 "$work" # the Slurm jobs' working directory: theirs to write
 db=$box/state.db
 
 # mpijob NAME COMMAND PARTITION|- WORKERS > the manifest (JSON)
 mpijob() {
 	/usr/bin/python3 - "$@" "$work" <<'EOF'
-import json, sys
+import json, os, sys
 name, cmd, part, workers, work = sys.argv[1:6]
-meta = {'name': name, 'labels': {'hpcbridge.io/user': 'root',
+meta = {'name': name, 'labels': {'hpcbridge.io/user': os.environ['HB_ORIGIN_USER'],
                                  'hpcbridge.io/account': 'physics'}}
 if part != '-':
     meta['annotations'] = {'hpcbridge.io/partition': part}
@@ -152,8 +158,8 @@ assert "managedBy" not in t["spec"]["runPolicy"], t["spec"]["runPolicy"]
 ref = t["metadata"]["ownerReferences"][0]
 assert ref["name"] == "hello" and ref["uid"] == sys.argv[1], ref
 assert ref["controller"] is False, ref
-assert t["metadata"]["labels"]["hpcbridge.io/user"] == "root"
-' "$uid" && ok "hello: twin without managedBy, owned by the original" ||
+assert t["metadata"]["labels"]["hpcbridge.io/user"] == sys.argv[2]
+' "$uid" "$HB_ORIGIN_USER" && ok "hello: twin without managedBy, owned by the original" ||
 	bad "hello: twin $(kube get "$tw")"
 [ "$(st hello "'startTime' in s")" = True ] && ok "hello: startTime" ||
 	bad "hello: running status $(kube status hello)"

@@ -14,7 +14,10 @@
 # and refuses one that cannot; a second poll of a quiet queue is Slurm's
 # "no change" with no callback; set_comment shows in squeue %k; a job
 # submitted for another uid runs as that user, and that user cannot act
-# for root.
+# for root.  A job submitted for a user is submitted as that user (the
+# RPC made by a child that has become the user): a RootOnly partition
+# refuses it, as does one with AllowGroups=root; a job_submit.lua sees
+# the user's uid as submit_uid; root still submits there.
 set -euo pipefail
 
 build=${1:?usage: slurmc.test.sh BUILD_DIR SOURCE_DIR}
@@ -113,6 +116,22 @@ SLURM_CONF="$tmp/no-such.conf" "$probe" open >"$tmp/open_env.out" \
 expect_rc open_env 3 "open(NULL) with SLURM_CONF naming a missing file"
 
 # ------------------------------------------------------------ 2. Slurm up
+# Partitions a user may not submit to (section 11): RootOnly (checked by
+# slurmctld against the submitting uid) and AllowGroups=root (against the
+# job's user); and a site policy that shows the submitting uid it saw.
+export HB_SLURM_EXTRA_CONF="PartitionName=rootonly Nodes=hb1 MaxTime=INFINITE State=UP RootOnly=YES
+PartitionName=admins Nodes=hb1 MaxTime=INFINITE State=UP AllowGroups=root
+PartitionName=policed Nodes=hb1 MaxTime=INFINITE State=UP"
+export HB_SLURM_JOB_SUBMIT_LUA='
+function slurm_job_submit(job_desc, part_list, submit_uid)
+	if job_desc.partition == "policed" then
+		job_desc.comment = "submit_uid=" .. submit_uid
+	end
+	return slurm.SUCCESS
+end
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+	return slurm.SUCCESS
+end'
 HB_SLURM_READY_TIMEOUT=60 slurm_up "$tmp/slurm"
 mkdir -p "$tmp/work"
 chmod 0777 "$tmp/work"
@@ -320,6 +339,49 @@ if [ "$(id -u)" = 0 ]; then
 	as_user() {
 		setpriv --reuid="$user" --regid="$user" --clear-groups "$@"
 	}
+	# Submitted for the user, the RPC is the user's: Slurm's checks on
+	# the submitting uid apply to the user, not to root.
+	run sub_rootonly "$probe" submit --uid "$uid" --gid "$gid" \
+		--partition rootonly --workdir /tmp --output /dev/null \
+		--hold --wrap true
+	expect_rc sub_rootonly 1 "submit for uid $uid into a RootOnly partition"
+	expect_eq "$(field sub_rootonly error)" EPERM \
+		"RootOnly refuses the user (was accepted when root submitted)"
+	grep -q 'as uid '"$uid"'.*Access/permission denied' \
+		"$tmp/sub_rootonly.err" && ok ||
+		{ bad "RootOnly refusal: Slurm's reason"; show sub_rootonly; }
+	expect_eq "$(squeue -h -t all -p rootonly -o %i | wc -l)" 0 \
+		"no job of the user's in the RootOnly partition"
+	run sub_admins "$probe" submit --uid "$uid" --gid "$gid" \
+		--partition admins --workdir /tmp --output /dev/null \
+		--hold --wrap true
+	expect_eq "$(field sub_admins error)" EPERM \
+		"AllowGroups=root refuses the user"
+	run sub_policed "$probe" submit --uid "$uid" --gid "$gid" \
+		--partition policed --workdir /tmp --output /dev/null \
+		--hold --wrap true
+	expect_rc sub_policed 0 "submit for the user into a policed partition"
+	expect_eq "$(squeue -h -j "$(field sub_policed job)" -o '%u %k')" \
+		"$user submit_uid=$uid" \
+		"job_submit.lua sees the user as the submitter"
+	run root_rootonly "$probe" submit --partition rootonly --hold \
+		--workdir /tmp --output /dev/null --admin-comment hb:root \
+		--wrap true
+	expect_rc root_rootonly 0 "root itself submits into RootOnly"
+	expect_eq "$(squeue -h -j "$(field root_rootonly job)" -o '%u %P')" \
+		"root rootonly" "root's job in the RootOnly partition"
+	run sub_tagged "$probe" submit --uid "$uid" --gid "$gid" --hold \
+		--admin-comment hb:user --workdir /tmp --output /dev/null \
+		--wrap true
+	expect_rc sub_tagged 0 "submit for the user with an admin comment"
+	expect_eq "$(scontrol show job -o "$(field sub_tagged job)" |
+		grep -o 'AdminComment=[^ ]*')" AdminComment=hb:user \
+		"the admin comment, set as root after the user's submit"
+	for j in "$(field sub_policed job)" "$(field root_rootonly job)" \
+		"$(field sub_tagged job)"; do
+		[ -n "$j" ] && scancel "$j" 2>/dev/null || true
+	done
+
 	run user_root as_user "$probe" submit --uid 0 --gid 0 --workdir /tmp \
 		--output /dev/null --wrap true
 	expect_eq "$(field user_root error)" EPERM "a user submits as root"

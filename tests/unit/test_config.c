@@ -654,6 +654,96 @@ static void test_daemon_key_errors(void **state)
 		parse_fails(cases[i].text, cases[i].msg);
 }
 
+/* origin.namespaces and origin.min_uid: who managed MPIJobs may run as. */
+static void test_origin_keys(void **state)
+{
+	static const struct {
+		const char *text;
+		const char *msg;
+	} bad[] = {
+	    {"origin:\n  namespaces: [team-a]\n",
+	     "hpcbridge.yaml:2: origin.namespaces: must be a mapping, not a "
+	     "list"},
+	    {"origin:\n  namespaces:\n    Team_A: [alice]\n",
+	     "hpcbridge.yaml:3: origin.namespaces.Team_A: the key must be a "
+	     "DNS-1123 label (at most 63 characters: a-z, 0-9 and '-', "
+	     "starting and ending with a letter or digit)"},
+	    {"origin:\n  namespaces:\n    team-a: alice\n",
+	     "hpcbridge.yaml:3: origin.namespaces.team-a: must be a list, not "
+	     "a string"},
+	    {"origin:\n  namespaces:\n    team-a: [alice, -bob]\n",
+	     "hpcbridge.yaml:3: origin.namespaces.team-a[1]: '-bob' is "
+	     "neither a user name (1 to 32 characters of A-Z, a-z, 0-9, '_', "
+	     "'.', '-', not starting with '-') nor \"*\""},
+	    {"origin:\n  namespaces:\n    team-a: [\"**\"]\n",
+	     "hpcbridge.yaml:3: origin.namespaces.team-a[0]: '**' is "
+	     "neither a user name (1 to 32 characters of A-Z, a-z, 0-9, '_', "
+	     "'.', '-', not starting with '-') nor \"*\""},
+	    {"origin:\n  namespaces:\n    team-a: [1000]\n",
+	     "hpcbridge.yaml:3: origin.namespaces.team-a[0]: must be a "
+	     "string, not a number (put it in quotes)"},
+	    {"origin:\n  namespaces:\n    team-a:\n      - bob\n      - bob\n",
+	     "hpcbridge.yaml:5: origin.namespaces.team-a[1]: 'bob' is listed "
+	     "twice"},
+	    {"origin:\n  min_uid: 0\n",
+	     "hpcbridge.yaml:2: origin.min_uid: must be between 1 and "
+	     "4294967294"},
+	    {"origin:\n  min_uid: -1\n",
+	     "hpcbridge.yaml:2: origin.min_uid: must be between 1 and "
+	     "4294967294"},
+	    {"origin:\n  min_uid: \"1000\"\n",
+	     "hpcbridge.yaml:2: origin.min_uid: must be a non-negative "
+	     "integer, not a string"},
+	    {"origin:\n  namespace: {}\n",
+	     "hpcbridge.yaml:2: origin.namespace: unknown key (did you mean "
+	     "'namespaces'?)"},
+	};
+	struct hb_err err = {0};
+	struct hb_config a, b;
+	const struct hb_list_map *m;
+	size_t i;
+
+	(void)state;
+	/* the default: nothing mapped, the floor at 1000 */
+	assert_int_equal(hb_config_defaults(&a), 0);
+	assert_int_equal(a.norigin_namespaces, 0);
+	assert_null(a.origin_namespaces);
+	assert_int_equal(a.origin_min_uid, 1000);
+	parse_ok("origin:\n"
+		 "  namespaces:\n"
+		 "    team-a: [alice, bob]\n"
+		 "    team-b: [carol]\n"
+		 "    sandbox: [\"*\"]\n"
+		 "    closed: []\n"
+		 "    gone: null\n"
+		 "  min_uid: 5000\n",
+		 &b);
+	assert_int_equal(b.norigin_namespaces, 5);
+	assert_int_equal(b.origin_min_uid, 5000);
+	m = hb_list_map_get(b.origin_namespaces, b.norigin_namespaces,
+			    "team-a");
+	assert_non_null(m);
+	assert_int_equal(m->nvalues, 2);
+	assert_string_equal(m->values[0], "alice");
+	assert_string_equal(m->values[1], "bob");
+	m = hb_list_map_get(b.origin_namespaces, b.norigin_namespaces,
+			    "sandbox");
+	assert_true(hb_list_has(m->values, m->nvalues, "*"));
+	m = hb_list_map_get(b.origin_namespaces, b.norigin_namespaces,
+			    "closed");
+	assert_non_null(m);
+	assert_int_equal(m->nvalues, 0);
+	assert_null(hb_list_map_get(b.origin_namespaces, b.norigin_namespaces,
+				    "team-c"));
+	assert_null(hb_list_map_get(NULL, 0, "team-a"));
+	/* both reload */
+	assert_int_equal(hb_config_check_reload(&a, &b, &err), 0);
+	hb_config_free(&a);
+	hb_config_free(&b);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		parse_fails(bad[i].text, bad[i].msg);
+}
+
 /* Every setting is documented and shipped; the table is sound. */
 static void test_table_documented(void **state)
 {
@@ -700,6 +790,7 @@ int main(void)
 	    cmocka_unit_test(test_reload),
 	    cmocka_unit_test(test_daemon_keys),
 	    cmocka_unit_test(test_daemon_key_errors),
+	    cmocka_unit_test(test_origin_keys),
 	    cmocka_unit_test(test_table_documented),
 	};
 

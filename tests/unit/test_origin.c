@@ -3,12 +3,14 @@
  * MPIJobs are ours, what is submitted for them, and the status document
  * built from a Slurm state (checked against the real MPIJob CRD).
  */
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
+#include "hpcbridge/config.h"
 #include "hpcbridge/schema.h"
 #include "origin.h"
 #include "testutil.h"
@@ -75,17 +77,77 @@ static void test_managed(void **state)
 	cJSON_Delete(j);
 }
 
+/* A configuration from YAML text. */
+static void config(struct hb_config *cfg, const char *yaml)
+{
+	struct hb_err err = { 0 };
+
+	if (hb_config_parse(yaml, strlen(yaml), "test.yaml", cfg, &err))
+		fail_msg("config: %s", err.msg);
+}
+
+/* Prepare j in namespace ns under cfg; the result, with oj freed and
+ * *reason (static) set. */
+static int prepare(const cJSON *j, const char *ns, const struct hb_config *cfg,
+		   const char **reason, char *msg, size_t n)
+{
+	struct hb_origin_job oj;
+	struct hb_err err = { 0 };
+	int rc = hb_origin_prepare(j, ns, cfg, &oj, &err);
+
+	*reason = oj.reason;
+	snprintf(msg, n, "%s", err.msg);
+	if (!rc) {
+		assert_null(oj.reason);
+		assert_true(oj.uid > 0);
+	}
+	hb_origin_job_free(&oj);
+	return rc;
+}
+
+static void set_user(cJSON *j, const char *user)
+{
+	cJSON_DeleteItemFromObject(labels(j), "hpcbridge.io/user");
+	if (user)
+		cJSON_AddStringToObject(labels(j), "hpcbridge.io/user", user);
+}
+
+/* The system user "daemon" (uid 1 on Debian) stands for a granted user:
+ * the floor is lowered to its uid where it must pass. */
 static void test_prepare(void **state)
 {
 	struct hb_origin_job oj;
 	struct hb_err err = { 0 };
+	struct hb_config cfg, dflt, empty;
+	char yaml[512], msg[HB_ERR_MAX];
+	const char *reason;
+	struct passwd *pw = getpwnam("daemon");
 	cJSON *j = job();
 
 	(void)state;
-	assert_int_equal(hb_origin_prepare(j, &oj, &err), 0);
-	assert_string_equal(oj.user, "root");
+	assert_non_null(pw);
+	assert_true(pw->pw_uid > 0 && pw->pw_uid < 1000);
+	snprintf(yaml, sizeof(yaml),
+		 "origin:\n"
+		 "  min_uid: %u\n"
+		 "  namespaces:\n"
+		 "    default: [daemon, root, nobody]\n"
+		 "    open: ['*']\n"
+		 "    closed: []\n",
+		 (unsigned)pw->pw_uid);
+	config(&cfg, yaml);
+	config(&dflt, "origin:\n  namespaces:\n    default: [daemon]\n");
+	config(&empty, "");
+	assert_int_equal(empty.norigin_namespaces, 0);
+	assert_int_equal(empty.origin_min_uid, 1000);
+
+	/* granted: the whole job */
+	set_user(j, "daemon");
+	assert_int_equal(hb_origin_prepare(j, "default", &cfg, &oj, &err), 0);
+	assert_string_equal(oj.user, "daemon");
 	assert_string_equal(oj.account, "physics");
-	assert_int_equal(oj.uid, 0);
+	assert_int_equal(oj.uid, pw->pw_uid);
+	assert_int_equal(oj.gid, pw->pw_gid);
 	assert_null(oj.reason);
 	assert_non_null(oj.script.data);
 	assert_int_equal(strlen(oj.script.data), oj.script.len);
@@ -94,39 +156,105 @@ static void test_prepare(void **state)
 	assert_non_null(strstr(oj.script.data, "#SBATCH --job-name=hello\n"));
 	assert_non_null(strstr(oj.script.data, "echo hi; exit 0"));
 	hb_origin_job_free(&oj);
+	/* no namespace given: the MPIJob's own */
+	assert_int_equal(prepare(j, NULL, &cfg, &reason, msg, sizeof(msg)), 0);
+	/* "*": any user at the floor */
+	assert_int_equal(prepare(j, "open", &cfg, &reason, msg, sizeof(msg)),
+			 0);
 
-	/* no user label */
-	cJSON_DeleteItemFromObject(labels(j), "hpcbridge.io/user");
-	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_origin_prepare(j, &oj, &err), HB_EPERM);
-	assert_string_equal(oj.reason, "MissingUser");
-	assert_non_null(strstr(err.msg, "hpcbridge.io/user"));
-	hb_origin_job_free(&oj);
+	/* root, even listed: below the floor, which is never under 1 */
+	set_user(j, "root");
+	assert_int_equal(prepare(j, "default", &cfg, &reason, msg,
+				 sizeof(msg)),
+			 HB_EPERM);
+	assert_string_equal(reason, "SystemUser");
+	assert_non_null(strstr(msg, "uid 0"));
+	assert_non_null(strstr(msg, "origin.min_uid"));
+	assert_int_equal(prepare(j, "open", &cfg, &reason, msg, sizeof(msg)),
+			 HB_EPERM);
+	assert_string_equal(reason, "SystemUser");
+	/* nobody (the overflow uid), even listed and above the floor */
+	if (getpwnam("nobody") && getpwnam("nobody")->pw_uid == 65534) {
+		set_user(j, "nobody");
+		assert_int_equal(prepare(j, "default", &cfg, &reason, msg,
+					 sizeof(msg)),
+				 HB_EPERM);
+		assert_string_equal(reason, "SystemUser");
+		assert_non_null(strstr(msg, "nobody"));
+	}
+	/* a system user under the default floor (1000) */
+	set_user(j, "daemon");
+	assert_int_equal(prepare(j, "default", &dflt, &reason, msg,
+				 sizeof(msg)),
+			 HB_EPERM);
+	assert_string_equal(reason, "SystemUser");
 
-	/* an empty one is no better; an unknown user */
-	cJSON_AddStringToObject(labels(j), "hpcbridge.io/user", "");
-	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_origin_prepare(j, &oj, &err), HB_EPERM);
-	assert_string_equal(oj.reason, "MissingUser");
-	hb_origin_job_free(&oj);
-	cJSON_ReplaceItemInObject(labels(j), "hpcbridge.io/user",
-				  cJSON_CreateString("no-such-user-hb"));
-	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_origin_prepare(j, &oj, &err), HB_EPERM);
-	assert_string_equal(oj.reason, "UnknownUser");
-	assert_non_null(strstr(err.msg, "no-such-user-hb"));
-	hb_origin_job_free(&oj);
+	/* a user the namespace does not list; an empty list */
+	set_user(j, "bin");
+	assert_int_equal(prepare(j, "default", &cfg, &reason, msg,
+				 sizeof(msg)),
+			 HB_EPERM);
+	assert_string_equal(reason, "UserNotGranted");
+	assert_non_null(strstr(msg, "origin.namespaces.default"));
+	set_user(j, "daemon");
+	assert_int_equal(prepare(j, "closed", &cfg, &reason, msg, sizeof(msg)),
+			 HB_EPERM);
+	assert_string_equal(reason, "UserNotGranted");
+	/* not granted comes before the lookup: no probing of names */
+	set_user(j, "no-such-user-hb");
+	assert_int_equal(prepare(j, "default", &cfg, &reason, msg,
+				 sizeof(msg)),
+			 HB_EPERM);
+	assert_string_equal(reason, "UserNotGranted");
+	/* granted by "*" but unknown */
+	assert_int_equal(prepare(j, "open", &cfg, &reason, msg, sizeof(msg)),
+			 HB_EPERM);
+	assert_string_equal(reason, "UnknownUser");
+	assert_non_null(strstr(msg, "no-such-user-hb"));
+
+	/* a namespace not mapped; no mapping at all (the default); none */
+	set_user(j, "daemon");
+	assert_int_equal(prepare(j, "team-x", &cfg, &reason, msg,
+				 sizeof(msg)),
+			 HB_EPERM);
+	assert_string_equal(reason, "NamespaceNotMapped");
+	assert_non_null(strstr(msg, "namespace team-x"));
+	assert_int_equal(prepare(j, "default", &empty, &reason, msg,
+				 sizeof(msg)),
+			 HB_EPERM);
+	assert_string_equal(reason, "NamespaceNotMapped");
+	assert_non_null(strstr(msg, "origin.namespaces is not set"));
+	assert_int_equal(prepare(j, "default", NULL, &reason, msg,
+				 sizeof(msg)),
+			 HB_EPERM);
+	assert_string_equal(reason, "NamespaceNotMapped");
+
+	/* no user label: said first */
+	set_user(j, NULL);
+	assert_int_equal(prepare(j, "team-x", &cfg, &reason, msg,
+				 sizeof(msg)),
+			 HB_EPERM);
+	assert_string_equal(reason, "MissingUser");
+	assert_non_null(strstr(msg, "hpcbridge.io/user"));
+	/* an empty one is no better */
+	set_user(j, "");
+	assert_int_equal(prepare(j, "default", &cfg, &reason, msg,
+				 sizeof(msg)),
+			 HB_EPERM);
+	assert_string_equal(reason, "MissingUser");
 
 	/* a spec the translator refuses */
-	cJSON_ReplaceItemInObject(labels(j), "hpcbridge.io/user",
-				  cJSON_CreateString("root"));
+	set_user(j, "daemon");
 	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(j, "spec"),
 				   "mpiReplicaSpecs");
-	memset(&err, 0, sizeof(err));
-	assert_int_not_equal(hb_origin_prepare(j, &oj, &err), 0);
-	assert_string_equal(oj.reason, "InvalidSpec");
-	hb_origin_job_free(&oj);
+	assert_int_not_equal(prepare(j, "default", &cfg, &reason, msg,
+				     sizeof(msg)),
+			     0);
+	assert_string_equal(reason, "InvalidSpec");
 	cJSON_Delete(j);
+	hb_config_free(&cfg);
+	hb_config_free(&dflt);
+	hb_config_free(&empty);
 }
 
 static void test_time(void **state)
@@ -363,6 +491,24 @@ static void test_status_rejected(void **state)
 			    "PlacementRejected");
 	assert_non_null(strstr(s_of(cond(d, "Failed"), "message"),
 			       "was not run: no side can run the job"));
+	cJSON_Delete(d);
+	/* placed on Slurm, then refused before its submit (a restart
+	 * found its user no longer granted): the refusal's reason */
+	r.target = "slurm";
+	r.reason = "UserNotGranted: user bob is not granted to namespace x";
+	d = hb_origin_status_doc(&r, 0);
+	assert_string_equal(s_of(cond(d, "Failed"), "reason"),
+			    "UserNotGranted");
+	assert_non_null(strstr(s_of(cond(d, "Failed"), "message"),
+			       "was not run: user bob is not granted"));
+	assert_crd_valid(d);
+	cJSON_Delete(d);
+	/* Slurm's own refusal stays SlurmSubmitFailed */
+	r.reason = "slurm_submit_batch_job as uid 1000: Access/permission "
+		   "denied (Slurm error 2002)";
+	d = hb_origin_status_doc(&r, 0);
+	assert_string_equal(s_of(cond(d, "Failed"), "reason"),
+			    "SlurmSubmitFailed");
 	cJSON_Delete(d);
 }
 

@@ -2,7 +2,9 @@
  * test_slurmc.c - the Slurm client without a running Slurm: state and
  * exit-status mapping, error conversion, GRES text, request checks, the
  * request-to-job_desc conversion, the poll's change detection, node state
- * text, and opening bad or good slurm.conf files.
+ * text, opening bad or good slurm.conf files, and the parts of a
+ * submission as another user: the user's groups, the child's privilege
+ * drop, and the parent's wait (answer, silence, death, stop, deadline).
  *
  * The module's file-local functions (fill_desc, poll_table,
  * job_from_slurm, node_state_text) are reached by compiling
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../gateway/slurmc.c"
@@ -857,6 +860,20 @@ static void test_open_no_controller(void **state)
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(hb_slurmc_will_run(c, &r, &start, NULL, 0, &err),
 			 HB_EUNAVAIL);
+	/* For another user: the child that has become the user makes the
+	 * call, and its error comes back; a caller who is not root cannot
+	 * become anyone. */
+	r.as_user = true;
+	r.uid = geteuid() == 0 ? 65534 : (uint32_t)geteuid() + 1;
+	r.gid = 65534;
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_slurmc_submit(c, &r, &id, &err),
+			 geteuid() == 0 ? HB_EUNAVAIL : HB_EPERM);
+	assert_int_equal(id, 0);
+	if (!strstr(err.msg, geteuid() == 0 ? "as uid 65534"
+					   : "cannot submit as uid"))
+		fail_msg("submit as another uid: %s", err.msg);
+	good_request(&r);
 
 	/* Argument checks come before any call to Slurm. */
 	memset(&err, 0, sizeof(err));
@@ -895,6 +912,160 @@ static void test_open_no_controller(void **state)
 	hb_slurmc_job_clear(NULL);
 }
 
+/* ------------------------------------------------ submission as a user */
+
+static void test_user_groups(void **state)
+{
+	struct hb_err err = { 0 };
+	gid_t *g = NULL;
+	int n = 0, has0 = 0;
+
+	(void)state;
+	assert_int_equal(user_groups(0, 0, &g, &n, &err), 0);
+	assert_true(n >= 1);
+	for (int i = 0; i < n; i++)
+		has0 |= g[i] == 0;
+	assert_true(has0);
+	free(g);
+	/* a uid with no passwd entry: only its group */
+	assert_int_equal(user_groups(3999999999u, 12345, &g, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(g[0], 12345);
+	free(g);
+}
+
+/* A child standing in for the submitting one: what it does. */
+enum fake { F_ANSWER, F_SILENT, F_KILLED, F_STOPPED, F_SLOW };
+
+static int fake_child(enum fake how, struct as_user_reply *r,
+		      struct hb_err *err, long *ms)
+{
+	struct timespec t0;
+	int fds[2], rc;
+	pid_t pid;
+
+	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct as_user_reply a = { .stage = AS_SLURM, .job_id = 42 };
+
+		close(fds[0]);
+		switch (how) {
+		case F_ANSWER:
+			say_parent(fds[1], &a);
+			break;
+		case F_SILENT:
+			break;
+		case F_KILLED:
+			kill(getpid(), SIGKILL);
+			break;
+		case F_STOPPED:
+			raise(SIGSTOP);
+			say_parent(fds[1], &a);
+			break;
+		case F_SLOW:
+			sleep(20);
+			break;
+		}
+		_exit(0);
+	}
+	close(fds[1]);
+	memset(err, 0, sizeof(*err));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = as_user_wait(pid, fds[0], r, 4242, err);
+	*ms = ms_since(&t0);
+	close(fds[0]);
+	/* reaped, whatever happened */
+	assert_int_equal(waitpid(pid, NULL, WNOHANG), -1);
+	return rc;
+}
+
+static void test_as_user_wait(void **state)
+{
+	struct as_user_reply r;
+	struct hb_err err = { 0 };
+	long ms;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(fake_child(F_ANSWER, &r, &err, &ms), 0);
+	assert_int_equal(r.stage, AS_SLURM);
+	assert_int_equal(r.job_id, 42);
+	assert_int_equal(fake_child(F_SILENT, &r, &err, &ms), HB_EIO);
+	assert_non_null(strstr(err.msg, "uid 4242 ended without an answer"));
+	assert_int_equal(fake_child(F_KILLED, &r, &err, &ms), HB_EIO);
+	assert_non_null(strstr(err.msg, "died (signal 9)"));
+	/* a user may stop the process that is theirs: it is killed at once,
+	 * not waited for */
+	assert_int_equal(fake_child(F_STOPPED, &r, &err, &ms), HB_EIO);
+	assert_non_null(strstr(err.msg, "was stopped (signal 19)"));
+	assert_true(ms < 5000);
+	as_user_timeout_ms = 300;
+	assert_int_equal(fake_child(F_SLOW, &r, &err, &ms), HB_ETIMEDOUT);
+	as_user_timeout_ms = AS_USER_TIMEOUT_MS;
+	assert_non_null(strstr(err.msg, "took over 300 ms"));
+	assert_true(ms >= 300 && ms < 5000);
+}
+
+/* What a child sees after drop_to(). */
+struct dropped {
+	int rc;
+	uid_t ruid, euid, suid;
+	gid_t rgid, egid, sgid;
+	int ngroups, dumpable, back_to_root;
+	gid_t group0;
+};
+
+static void test_drop_to(void **state)
+{
+	static const gid_t groups[] = { 65534 };
+	struct dropped got = { 0 };
+	int fds[2], st;
+	pid_t pid;
+
+	(void)state;
+	if (geteuid() != 0) {
+		skip();
+		return;
+	}
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct as_user_reply r = { 0 };
+		struct dropped d = { 0 };
+		gid_t g[8];
+
+		close(fds[0]);
+		d.rc = drop_to(65534, 65534, groups, 1, &r);
+		getresuid(&d.ruid, &d.euid, &d.suid);
+		getresgid(&d.rgid, &d.egid, &d.sgid);
+		d.ngroups = getgroups(8, g);
+		d.group0 = d.ngroups > 0 ? g[0] : 0;
+		d.dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+		d.back_to_root = setuid(0) == 0;
+		if (write(fds[1], &d, sizeof(d)) != sizeof(d))
+			_exit(1);
+		_exit(0);
+	}
+	close(fds[1]);
+	assert_int_equal(read(fds[0], &got, sizeof(got)), sizeof(got));
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(got.rc, 0);
+	assert_int_equal(got.ruid, 65534);
+	assert_int_equal(got.euid, 65534);
+	assert_int_equal(got.suid, 65534);
+	assert_int_equal(got.rgid, 65534);
+	assert_int_equal(got.egid, 65534);
+	assert_int_equal(got.sgid, 65534);
+	assert_int_equal(got.ngroups, 1);
+	assert_int_equal(got.group0, 65534);
+	assert_int_equal(got.dumpable, 0);
+	assert_false(got.back_to_root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -909,6 +1080,9 @@ int main(void)
 		cmocka_unit_test(test_node_state_text),
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_open_no_controller),
+		cmocka_unit_test(test_user_groups),
+		cmocka_unit_test(test_as_user_wait),
+		cmocka_unit_test(test_drop_to),
 	};
 
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

@@ -10,6 +10,30 @@
 #   slurm_ids NAME      the Slurm job ids named NAME (every state Slurm
 #                       still remembers)
 #   daemon_pid          hpcbridged's pid
+#   origin_user NAME    make a user a managed MPIJob may run as (a uid of
+#                       1000 or more, as origin.min_uid wants; no home);
+#                       origin_users_del deletes those made
+#
+# The sandbox maps namespace default to the users its MPIJobs may run as
+# from HB_SANDBOX_ORIGIN_NAMESPACES (origin.namespaces): set it, with the
+# users made, before sandbox_test_up.
+origin_users=
+
+origin_user() {
+	useradd --no-create-home --shell /usr/sbin/nologin "$1" \
+		>/dev/null 2>&1 || return 1
+	origin_users="$origin_users $1"
+	[ "$(id -u "$1")" -ge 1000 ]
+}
+
+origin_users_del() {
+	local u
+	for u in $origin_users; do
+		userdel "$u" >/dev/null 2>&1 || true
+	done
+	origin_users=
+}
+
 kube() { /usr/bin/python3 "$src/tests/integration/lib/kube.py" "$@"; }
 
 st() {
