@@ -52,8 +52,13 @@ _sec_cleanup() {
 		kill -KILL "$p" 2>/dev/null || true
 	done
 	for u in $users $made_users; do
-		# the attacker's own leftover processes, by uid
+		# the attacker's own leftover processes, by uid; userdel
+		# wants none left
 		pkill -KILL -U "$u" 2>/dev/null || true
+		for _ in $(seq 50); do
+			pgrep -U "$u" >/dev/null 2>&1 || break
+			sleep 0.1
+		done
 		userdel "$u" 2>/dev/null || true
 	done
 	[ -n "${tmp:-}" ] && rm -rf "$tmp"

@@ -30,17 +30,8 @@ src=$(cd "${2:?usage: submit_as_user.test.sh BUILD_DIR SOURCE_DIR}" &&
 . "$src/tests/integration/lib/slurm.sh"
 
 sec_init
-# sec_init makes $user in a subshell (uid=$(sec_user ...)), so its own
-# record of the users to delete may lack it
-case " $users " in *" $user "*) ;; *) users="$users $user" ;; esac
 _submit_cleanup() {
 	slurm_down "$tmp/slurm" >/dev/null 2>&1 || true
-	# the user's jobs are gone with Slurm; userdel wants no process left
-	pkill -KILL -U "$uid" 2>/dev/null || true
-	for _ in $(seq 50); do
-		pgrep -U "$uid" >/dev/null 2>&1 || break
-		sleep 0.1
-	done
 	_sec_cleanup
 }
 trap _submit_cleanup EXIT
