@@ -51,6 +51,8 @@ _sec_cleanup() {
 	for p in $pids $made_pids; do
 		kill -KILL "$p" 2>/dev/null || true
 	done
+	# reap our own children quietly (no "Killed" notices)
+	wait 2>/dev/null || true
 	for u in $users $made_users; do
 		# the attacker's own leftover processes, by uid; userdel
 		# wants none left
