@@ -132,6 +132,11 @@ struct ctx {
 	struct hb_buf exports;
 	uint32_t nexports;
 	bool w_max_run; /* -W max_run_subjobs gave the array limit */
+
+	/* The note note_at() grows: its directive, buffer, length, room. */
+	uint32_t note_dir;
+	char *note_buf;
+	size_t note_len, note_cap;
 };
 
 static int is_blank(char ch)
@@ -240,19 +245,44 @@ static int note_at(struct ctx *c, uint32_t d, const char *fmt, ...)
 {
 	struct hb_directive *x = dir_at(c, d);
 	char msg[512];
-	const char *n;
+	size_t ml, len, cap = 0;
+	char *n;
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (x->note)
-		n = hb_arena_printf(&c->spec->arena, "%s; %s", x->note, msg);
-	else
-		n = dup(c, msg);
-	if (!n)
-		return oom(c);
-	x->note = n;
+	ml = strlen(msg);
+	if (!x->note) {
+		n = dupn(c, msg, ml);
+		if (!n)
+			return oom(c);
+		x->note = n;
+		return 0;
+	}
+	/* Remarks on one directive (one per dropped item of a long -l
+	 * list) grow one buffer with room to spare: copying the whole note
+	 * for each made them quadratic. */
+	if (d == c->note_dir && x->note == c->note_buf) {
+		len = c->note_len;
+		cap = c->note_cap;
+	} else {
+		len = strlen(x->note);
+	}
+	if (len + 2 + ml + 1 > cap) {
+		cap = 2 * (len + 2 + ml + 1);
+		n = hb_arena_alloc(&c->spec->arena, cap);
+		if (!n)
+			return oom(c);
+		memcpy(n, x->note, len);
+		x->note = n;
+		c->note_dir = d;
+		c->note_buf = n;
+		c->note_cap = cap;
+	}
+	memcpy(c->note_buf + len, "; ", 2);
+	memcpy(c->note_buf + len + 2, msg, ml + 1);
+	c->note_len = len + 2 + ml;
 	return 0;
 }
 
@@ -3166,6 +3196,7 @@ int hb_pbs_parse(const char *buf, size_t len, const char *name,
 	c.d_feature = c.d_gres = c.d_host = NO_DIR;
 	c.d_join = c.d_out = c.d_errp = c.d_project = NO_DIR;
 	c.d_wx = c.d_stagein = c.d_export = NO_DIR;
+	c.note_dir = NO_DIR;
 	hb_buf_init(&c.exports, 0);
 	spec->source = HB_SRC_PBS;
 
