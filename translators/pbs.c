@@ -1086,14 +1086,15 @@ static int res_item(struct ctx *c, char *item)
 	if (strcasecmp(item, "walltime") == 0 ||
 	    strcasecmp(item, "max_walltime") == 0 ||
 	    strcasecmp(item, "min_walltime") == 0) {
+		const char *what = strcasecmp(item, "walltime") == 0
+				       ? "-l walltime"
+				   : strcasecmp(item, "max_walltime") == 0
+				       ? "-l max_walltime"
+				       : "-l min_walltime";
 		uint64_t sec;
 		uint32_t *slot;
 
-		rc = pbs_time(c, strcasecmp(item, "walltime") == 0 ? "-l walltime"
-				 : strcasecmp(item, "max_walltime") == 0
-				     ? "-l max_walltime"
-				     : "-l min_walltime",
-			      v, &sec);
+		rc = pbs_time(c, what, v, &sec);
 		if (rc)
 			return rc;
 		if (strcasecmp(item, "walltime") == 0) {
@@ -2780,7 +2781,8 @@ static int settle_mem(struct ctx *c)
 
 		if (hb_jobspec_shape(s, &sh)) {
 			at_dir(c, c->d_pmem);
-			return fail(c, HB_ERANGE, "-l pmem: job shape overflows");
+			return fail(c, HB_ERANGE,
+				    "-l pmem: job shape overflows");
 		}
 		job = (c->mem_mb + sh.nodes - 1) / sh.nodes;
 		proc = c->pmem_mb > UINT64_MAX / sh.tasks_per_node
