@@ -2,6 +2,8 @@
  * jobspec.c - the canonical job model: storage, directives, derived shape.
  */
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "hpcbridge/jobspec.h"
 
@@ -186,27 +188,257 @@ static const char **add_str(struct hb_jobspec *spec, const char **arr,
 	return arr;
 }
 
+/*
+ * The index of spec->env's names: open addressing with linear probing, in
+ * the arena, at most half full.  Each slot holds the name's copy, its
+ * position in spec->env and its hash.  The hash is SipHash-1-3 under a key
+ * drawn for each index, so a script cannot choose names that collide (a
+ * fixed hash such as FNV would let one land every name in one chain and
+ * make the check quadratic again).
+ *
+ * Below ENV_INDEX_MIN names a scan is cheaper, and no key is drawn.  The
+ * index trusts itself while spec->env and spec->nenv are the array and
+ * count it last saw and a slot's position still holds its very string;
+ * otherwise (k8s.c reorders and removes entries in place) it is rebuilt,
+ * in O(nenv).  Rebuilding keeps the first of two equal names, the one a
+ * scan would find.
+ */
+#define ENV_INDEX_MIN 16
+
+struct env_slot {
+	const char *name; /* NULL: empty */
+	uint32_t pos;
+	uint32_t hash;
+};
+
+struct hb_env_index {
+	uint64_t k0, k1;
+	const struct hb_env *env; /* spec->env when last in step */
+	uint32_t n;		  /* spec->nenv when last in step */
+	uint32_t used, cap;	  /* slots: cap a power of two */
+	struct env_slot *slot;
+};
+
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                               \
+	do {                                                                   \
+		v0 += v1;                                                      \
+		v1 = ROTL(v1, 13);                                             \
+		v1 ^= v0;                                                      \
+		v0 = ROTL(v0, 32);                                             \
+		v2 += v3;                                                      \
+		v3 = ROTL(v3, 16);                                             \
+		v3 ^= v2;                                                      \
+		v0 += v3;                                                      \
+		v3 = ROTL(v3, 21);                                             \
+		v3 ^= v0;                                                      \
+		v2 += v1;                                                      \
+		v1 = ROTL(v1, 17);                                             \
+		v1 ^= v2;                                                      \
+		v2 = ROTL(v2, 32);                                             \
+	} while (0)
+
+/* SipHash-1-3 of n bytes under (k0, k1). */
+static uint64_t siphash13(uint64_t k0, uint64_t k1, const char *s, size_t n)
+{
+	uint64_t v0 = k0 ^ 0x736f6d6570736575ull;
+	uint64_t v1 = k1 ^ 0x646f72616e646f6dull;
+	uint64_t v2 = k0 ^ 0x6c7967656e657261ull;
+	uint64_t v3 = k1 ^ 0x7465646279746573ull;
+	uint64_t m, b = (uint64_t)n << 56;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&m, s + i, 8); /* little-endian hosts; any order works */
+		v3 ^= m;
+		SIPROUND;
+		v0 ^= m;
+	}
+	for (size_t j = 0; i < n; i++, j++)
+		b |= (uint64_t)(unsigned char)s[i] << (8 * j);
+	v3 ^= b;
+	SIPROUND;
+	v0 ^= b;
+	v2 ^= 0xff;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* A fresh key.  getrandom() does not block once the kernel's pool is
+ * ready; before that (early boot) the clock and addresses stand in. */
+static void index_key(struct hb_env_index *x)
+{
+	uint64_t k[2];
+	struct timespec ts;
+
+	if (getrandom(k, sizeof(k), GRND_NONBLOCK) != (ssize_t)sizeof(k)) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		k[0] = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
+		       (uint64_t)(uintptr_t)x;
+		k[1] = (uint64_t)(uintptr_t)&k ^ 0x9e3779b97f4a7c15ull * k[0];
+	}
+	x->k0 = k[0];
+	x->k1 = k[1];
+}
+
+static uint32_t name_hash(const struct hb_env_index *x, const char *name)
+{
+	return (uint32_t)siphash13(x->k0, x->k1, name, strlen(name));
+}
+
+/* Put (name, pos, hash) in a free slot of a table of cap slots. */
+static void slot_put(struct env_slot *t, uint32_t cap, const char *name,
+		     uint32_t pos, uint32_t hash)
+{
+	uint32_t j = hash & (cap - 1);
+
+	while (t[j].name)
+		j = (j + 1) & (cap - 1);
+	t[j].name = name;
+	t[j].pos = pos;
+	t[j].hash = hash;
+}
+
+/* Room for want names, at most half full. */
+static int index_room(struct hb_jobspec *spec, struct hb_env_index *x,
+		      uint32_t want)
+{
+	struct env_slot *t;
+	uint32_t cap = x->cap ? x->cap : 32;
+
+	while (cap / 2 < want) {
+		if (cap > UINT32_MAX / 2)
+			return HB_ENOMEM;
+		cap *= 2;
+	}
+	if (cap == x->cap)
+		return 0;
+	t = hb_arena_alloc(&spec->arena, (size_t)cap * sizeof(*t));
+	if (!t)
+		return HB_ENOMEM;
+	for (uint32_t i = 0; i < x->cap; i++)
+		if (x->slot[i].name)
+			slot_put(t, cap, x->slot[i].name, x->slot[i].pos,
+				 x->slot[i].hash);
+	x->slot = t;
+	x->cap = cap;
+	return 0;
+}
+
+/* Look name up: its position, or -1; -2 when a slot is out of step with
+ * spec->env (the caller rebuilds). */
+static int64_t index_find(const struct hb_jobspec *spec,
+			  const struct hb_env_index *x, const char *name,
+			  uint32_t hash)
+{
+	for (uint32_t j = hash & (x->cap - 1); x->slot[j].name;
+	     j = (j + 1) & (x->cap - 1)) {
+		const struct env_slot *e = &x->slot[j];
+
+		if (e->hash != hash || strcmp(e->name, name) != 0)
+			continue;
+		if (e->pos >= spec->nenv || spec->env[e->pos].name != e->name)
+			return -2;
+		return e->pos;
+	}
+	return -1;
+}
+
+/* Index every name of spec->env afresh. */
+static int index_build(struct hb_jobspec *spec)
+{
+	struct hb_env_index *x = spec->env_index;
+	int rc;
+
+	if (!x) {
+		x = hb_arena_alloc(&spec->arena, sizeof(*x));
+		if (!x)
+			return HB_ENOMEM;
+		index_key(x);
+		spec->env_index = x;
+	}
+	if (x->cap)
+		memset(x->slot, 0, (size_t)x->cap * sizeof(*x->slot));
+	x->used = 0;
+	x->env = NULL; /* out of step until the end */
+	if ((rc = index_room(spec, x, spec->nenv + 1)))
+		return rc;
+	for (uint32_t i = 0; i < spec->nenv; i++) {
+		const char *n = spec->env[i].name;
+		uint32_t h;
+
+		if (!n)
+			continue;
+		h = name_hash(x, n);
+		if (index_find(spec, x, n, h) >= 0)
+			continue; /* a scan finds the first */
+		slot_put(x->slot, x->cap, n, i, h);
+		x->used++;
+	}
+	x->env = spec->env;
+	x->n = spec->nenv;
+	return 0;
+}
+
+/* Where name is in spec->env: its position, -1 when absent, below -1
+ * when out of memory.  *hash is set when the index is in use. */
+static int64_t env_find(struct hb_jobspec *spec, const char *name,
+			uint32_t *hash)
+{
+	struct hb_env_index *x = spec->env_index;
+	int64_t pos;
+
+	if (spec->nenv < ENV_INDEX_MIN) {
+		for (uint32_t i = 0; i < spec->nenv; i++)
+			if (spec->env[i].name &&
+			    strcmp(spec->env[i].name, name) == 0)
+				return i;
+		return -1;
+	}
+	if (!x || x->env != spec->env || x->n != spec->nenv) {
+		if (index_build(spec))
+			return HB_ENOMEM;
+		x = spec->env_index;
+	}
+	*hash = name_hash(x, name);
+	pos = index_find(spec, x, name, *hash);
+	if (pos == -2) {
+		if (index_build(spec))
+			return HB_ENOMEM;
+		pos = index_find(spec, x, name, *hash);
+	}
+	return pos;
+}
+
 int hb_jobspec_add_env(struct hb_jobspec *spec, const char *name,
 		       const char *value)
 {
-	uint32_t cap = spec->nenv ? pow2cap(spec->nenv) : 0;
+	uint32_t cap = spec->nenv ? pow2cap(spec->nenv) : 0, hash = 0;
+	struct hb_env_index *x;
 	struct hb_env *arr;
 	const char *n, *v = NULL;
+	int64_t pos;
 
-	/* A later assignment to the same name wins. */
-	for (uint32_t i = 0; i < spec->nenv; i++) {
-		if (strcmp(spec->env[i].name, name) == 0) {
-			v = value ? hb_arena_strdup(&spec->arena, value) : NULL;
-			if (value && !v)
-				return HB_ENOMEM;
-			spec->env[i].value = v;
-			return 0;
-		}
+	if (!name || spec->nenv == UINT32_MAX)
+		return HB_EINVAL;
+	pos = env_find(spec, name, &hash);
+	if (pos < -1)
+		return HB_ENOMEM;
+	if (value && !(v = hb_arena_strdup(&spec->arena, value)))
+		return HB_ENOMEM;
+	/* A later assignment to the same name wins, in the first's place. */
+	if (pos >= 0) {
+		spec->env[pos].value = v;
+		return 0;
 	}
+	/* In use only when env_find() just put it in step. */
+	x = spec->nenv >= ENV_INDEX_MIN ? spec->env_index : NULL;
+	if (x && index_room(spec, x, x->used + 1))
+		return HB_ENOMEM;
 	n = hb_arena_strdup(&spec->arena, name);
-	if (value)
-		v = hb_arena_strdup(&spec->arena, value);
-	if (!n || (value && !v))
+	if (!n)
 		return HB_ENOMEM;
 	arr = grow(spec, spec->env, spec->nenv, &cap, sizeof(*arr));
 	if (!arr)
@@ -214,6 +446,12 @@ int hb_jobspec_add_env(struct hb_jobspec *spec, const char *name,
 	spec->env = arr;
 	arr[spec->nenv].name = n;
 	arr[spec->nenv].value = v;
+	if (x) {
+		slot_put(x->slot, x->cap, n, spec->nenv, hash);
+		x->used++;
+		x->env = arr;
+		x->n = spec->nenv + 1;
+	}
 	spec->nenv++;
 	return 0;
 }

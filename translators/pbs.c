@@ -42,6 +42,7 @@
  *  - -P project (PBS Pro) becomes the account when no -A is given, else
  *    the comment "project=NAME".
  */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,22 @@
 #define MAX_NAME       255
 #define MAX_ENV	       4096
 #define MAX_DIRECTIVES 65536
+
+/*
+ * The bounds the sbatch parser applies (docs/internals/sbatch.md, Limits),
+ * so that a PBS job asks for nothing an sbatch script could not: counts of
+ * nodes, tasks and CPUs fit an int (sbatch's parse_int() and
+ * verify_node_count()), and so do the job's tasks and CPUs in all; GPU
+ * counts, per node and in all, fit 32 bits; a time stays below INT_MAX
+ * seconds once rounded up to whole minutes (time_str2mins()); array
+ * indices run from 0 to 1000 (Slurm's default MaxArraySize); memory is at
+ * most LLONG_MAX MiB.
+ */
+#define MAX_COUNT	((uint32_t)INT_MAX)
+#define MAX_GPUS	UINT32_MAX
+#define MAX_TIME	((uint64_t)INT_MAX - 59)
+#define MAX_ARRAY_INDEX 1000
+#define MAX_MEM_MIB	((uint64_t)LLONG_MAX)
 
 /* A list of distinct short strings (features, hosts), in arena memory. */
 struct strset {
@@ -115,6 +132,11 @@ struct ctx {
 	struct hb_buf exports;
 	uint32_t nexports;
 	bool w_max_run; /* -W max_run_subjobs gave the array limit */
+
+	/* The note note_at() grows: its directive, buffer, length, room. */
+	uint32_t note_dir;
+	char *note_buf;
+	size_t note_len, note_cap;
 };
 
 static int is_blank(char ch)
@@ -223,19 +245,44 @@ static int note_at(struct ctx *c, uint32_t d, const char *fmt, ...)
 {
 	struct hb_directive *x = dir_at(c, d);
 	char msg[512];
-	const char *n;
+	size_t ml, len, cap = 0;
+	char *n;
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (x->note)
-		n = hb_arena_printf(&c->spec->arena, "%s; %s", x->note, msg);
-	else
-		n = dup(c, msg);
-	if (!n)
-		return oom(c);
-	x->note = n;
+	ml = strlen(msg);
+	if (!x->note) {
+		n = dupn(c, msg, ml);
+		if (!n)
+			return oom(c);
+		x->note = n;
+		return 0;
+	}
+	/* Remarks on one directive (one per dropped item of a long -l
+	 * list) grow one buffer with room to spare: copying the whole note
+	 * for each made them quadratic. */
+	if (d == c->note_dir && x->note == c->note_buf) {
+		len = c->note_len;
+		cap = c->note_cap;
+	} else {
+		len = strlen(x->note);
+	}
+	if (len + 2 + ml + 1 > cap) {
+		cap = 2 * (len + 2 + ml + 1);
+		n = hb_arena_alloc(&c->spec->arena, cap);
+		if (!n)
+			return oom(c);
+		memcpy(n, x->note, len);
+		x->note = n;
+		c->note_dir = d;
+		c->note_buf = n;
+		c->note_cap = cap;
+	}
+	memcpy(c->note_buf + len, "; ", 2);
+	memcpy(c->note_buf + len + 2, msg, ml + 1);
+	c->note_len = len + 2 + ml;
 	return 0;
 }
 
@@ -278,6 +325,13 @@ static int new_dir(struct ctx *c, const char *text, size_t len)
 		return oom(c);
 	c->cur = (uint32_t)(d - c->spec->directives);
 	return 0;
+}
+
+/* Errors from here on name directive d's place (settling). */
+static void at_dir(struct ctx *c, uint32_t d)
+{
+	c->cli = dir_at(c, d)->origin.kind == HB_ORIGIN_CLI;
+	c->loc = dir_at(c, d)->origin.line;
 }
 
 /* The current directive replaces resource slot *slot. */
@@ -344,19 +398,31 @@ static int set_join(struct ctx *c, const struct strset *s, char sep, char **out)
 
 /* Numbers, sizes and times, with errors naming what and the value. */
 static int num32(struct ctx *c, const char *what, const char *v, uint32_t min,
-		 uint32_t *out)
+		 uint32_t max, uint32_t *out)
 {
 	int rc = hb_parse_u32(v, out);
 
-	if (rc == HB_ERANGE)
-		return fail(c, HB_ERANGE, "%s: number '%s' is too large", what,
-			    v);
+	if (rc == HB_ERANGE || (!rc && *out > max))
+		return fail(c, HB_ERANGE,
+			    "%s: number '%s' is too large (at most %u, as "
+			    "sbatch)",
+			    what, v, max);
 	if (rc)
 		return fail(c, HB_EINVAL, "%s: malformed number '%s'", what, v);
 	if (*out < min)
 		return fail(c, HB_EINVAL, "%s: '%s' must be at least %u", what,
 			    v, min);
 	return 0;
+}
+
+/* A product or a sum of counts against its bound. */
+static int total_ok(struct ctx *c, const char *what, uint64_t n, uint64_t max)
+{
+	if (n <= max)
+		return 0;
+	return fail(c, HB_ERANGE,
+		    "%s: %llu in all is too many (at most %llu, as sbatch)",
+		    what, (unsigned long long)n, (unsigned long long)max);
 }
 
 static int size_mib(struct ctx *c, const char *what, const char *v,
@@ -382,8 +448,11 @@ static int pbs_time(struct ctx *c, const char *what, const char *v,
 {
 	int rc = hb_parse_pbs_time(v, sec);
 
-	if (rc == HB_ERANGE)
-		return fail(c, HB_ERANGE, "%s: time '%s' overflows", what, v);
+	if (rc == HB_ERANGE || (!rc && *sec > MAX_TIME))
+		return fail(c, HB_ERANGE,
+			    "%s: time '%s' is too large (at most %llu "
+			    "seconds, as sbatch)",
+			    what, v, (unsigned long long)MAX_TIME);
 	if (rc)
 		return fail(c, HB_EINVAL,
 			    "%s: malformed time '%s' (seconds, or "
@@ -450,7 +519,7 @@ static int node_spec(struct ctx *c, char *s, struct tnodes *t, bool first,
 				    "-l nodes: empty element in '%s'", s);
 		eq = strchr(e, '=');
 		if (idx == 0 && all_digits(e)) {
-			rc = num32(c, "-l nodes", e, 1, &count);
+			rc = num32(c, "-l nodes", e, 1, MAX_COUNT, &count);
 			if (rc)
 				return rc;
 		} else if (idx == 0) {
@@ -465,15 +534,16 @@ static int node_spec(struct ctx *c, char *s, struct tnodes *t, bool first,
 		} else if (eq) {
 			*eq = '\0';
 			if (strcasecmp(e, "ppn") == 0) {
-				rc = num32(c, "-l nodes: ppn", eq + 1, 1, &ppn);
+				rc = num32(c, "-l nodes: ppn", eq + 1, 1,
+					   MAX_COUNT, &ppn);
 				t->ppn_set = true;
 			} else if (strcasecmp(e, "gpus") == 0) {
 				rc = num32(c, "-l nodes: gpus", eq + 1, 0,
-					   &gpus);
+					   MAX_GPUS, &gpus);
 			} else if (strcasecmp(e, "ncpus") == 0 ||
 				   strcasecmp(e, "cpp") == 0) {
 				rc = num32(c, "-l nodes: ncpus", eq + 1, 1,
-					   &cpn);
+					   MAX_COUNT, &cpn);
 			} else {
 				rc = NOTE(c,
 					  "node attribute %s=%s is not "
@@ -500,12 +570,16 @@ static int node_spec(struct ctx *c, char *s, struct tnodes *t, bool first,
 			break;
 		e = save;
 	}
-	if ((uint64_t)t->nodes + count > UINT32_MAX)
-		return fail(c, HB_ERANGE, "-l nodes: node count overflows");
+	rc = total_ok(c, "-l nodes: nodes", (uint64_t)t->nodes + count,
+		      MAX_COUNT);
+	if (!rc)
+		rc = total_ok(c, "-l nodes: tasks",
+			      t->ntasks + (uint64_t)count * (ppn ? ppn : 1),
+			      MAX_COUNT);
+	if (rc)
+		return rc;
 	t->nodes += count;
 	t->ntasks += (uint64_t)count * (ppn ? ppn : 1);
-	if (t->ntasks > UINT32_MAX)
-		return fail(c, HB_ERANGE, "-l nodes: task count overflows");
 	if (!first && (shape[0] != ppn || shape[1] != gpus || shape[2] != cpn))
 		t->mixed = true;
 	shape[0] = ppn;
@@ -569,6 +643,17 @@ static int r_nodes(struct ctx *c, const char *v)
 		}
 		hash = next;
 	}
+	/* Every node is sized for the largest spec. */
+	rc = total_ok(c, "-l nodes: tasks (ppn x nodes)",
+		      (uint64_t)t.nodes * (t.ppn ? t.ppn : 1), MAX_COUNT);
+	if (!rc)
+		rc = total_ok(c, "-l nodes: CPUs (ncpus x nodes)",
+			      (uint64_t)t.nodes * t.cpn, MAX_COUNT);
+	if (!rc)
+		rc = total_ok(c, "-l nodes: GPUs (gpus x nodes)",
+			      (uint64_t)t.nodes * t.gpus, MAX_GPUS);
+	if (rc)
+		return rc;
 	if (t.mixed) {
 		rc = NOTE(c,
 			  "node specs differ: %u nodes in all, each sized "
@@ -603,17 +688,20 @@ static int chunk_res(struct ctx *c, struct pselect *p, struct hb_chunk *k,
 		return fail(c, HB_EINVAL, "-l select: %s has no value", e);
 	if (strcasecmp(e, "ncpus") == 0) {
 		*ncpus_set = true;
-		return num32(c, "-l select: ncpus", v, 0, &k->ncpus);
+		return num32(c, "-l select: ncpus", v, 0, MAX_COUNT,
+			     &k->ncpus);
 	}
 	if (strcasecmp(e, "mpiprocs") == 0) {
 		*mpi_set = true;
-		return num32(c, "-l select: mpiprocs", v, 0, &k->mpiprocs);
+		return num32(c, "-l select: mpiprocs", v, 0, MAX_COUNT,
+			     &k->mpiprocs);
 	}
 	if (strcasecmp(e, "ompthreads") == 0)
-		return num32(c, "-l select: ompthreads", v, 1, &k->ompthreads);
+		return num32(c, "-l select: ompthreads", v, 1, MAX_COUNT,
+			     &k->ompthreads);
 	if (strcasecmp(e, "ngpus") == 0 ||
 	    strcasecmp(e, "naccelerators") == 0) {
-		rc = num32(c, "-l select: ngpus", v, 0, &n);
+		rc = num32(c, "-l select: ngpus", v, 0, MAX_GPUS, &n);
 		if (!rc && n > k->ngpus)
 			k->ngpus = n;
 		return rc;
@@ -669,9 +757,46 @@ static int chunk_res(struct ctx *c, struct pselect *p, struct hb_chunk *k,
 	return NOTE(c, "site resource %s=%s is not carried", e, v);
 }
 
+/* What the chunks of one select= ask for in all. */
+struct ptotals {
+	uint64_t nodes, tasks, cpus, gpus;
+};
+
+/* Add chunk k to the totals, within sbatch's bounds: the CPUs a chunk's
+ * node needs are its ncpus, or its tasks x threads when more. */
+static int chunk_totals(struct ctx *c, const struct hb_chunk *k,
+			struct ptotals *t)
+{
+	uint64_t per = (uint64_t)(k->mpiprocs ? k->mpiprocs : 1) *
+		       (k->ompthreads ? k->ompthreads : 1);
+	int rc;
+
+	if (per < k->ncpus)
+		per = k->ncpus;
+	t->nodes += k->count;
+	t->tasks += (uint64_t)k->count * k->mpiprocs;
+	t->cpus += (uint64_t)k->count * per;
+	t->gpus += (uint64_t)k->count * k->ngpus;
+	rc = total_ok(c, "-l select: mpiprocs x ompthreads", per, MAX_COUNT);
+	if (!rc)
+		rc = total_ok(c, "-l select: nodes (chunk counts)", t->nodes,
+			      MAX_COUNT);
+	if (!rc)
+		rc = total_ok(c, "-l select: tasks (count x mpiprocs)",
+			      t->tasks, MAX_COUNT);
+	if (!rc)
+		rc = total_ok(c, "-l select: CPUs (count x ncpus)", t->cpus,
+			      MAX_COUNT);
+	if (!rc)
+		rc = total_ok(c, "-l select: GPUs (count x ngpus)", t->gpus,
+			      MAX_GPUS);
+	return rc;
+}
+
 static int r_select(struct ctx *c, const char *v)
 {
 	struct pselect p;
+	struct ptotals tot = {0, 0, 0, 0};
 	char *s = dup(c, v), *chunk;
 	uint32_t n = 1;
 	int rc;
@@ -710,7 +835,7 @@ static int r_select(struct ctx *c, const char *v)
 					    p.n);
 			if (e == chunk && all_digits(e)) {
 				rc = num32(c, "-l select: chunk count", e, 1,
-					   &k->count);
+					   MAX_COUNT, &k->count);
 			} else {
 				rc = chunk_res(c, &p, k, e, &ncpus_set,
 					       &mpi_set);
@@ -722,11 +847,12 @@ static int r_select(struct ctx *c, const char *v)
 			uint64_t want = (uint64_t)(mpi_set ? k->mpiprocs : 1) *
 					(k->ompthreads ? k->ompthreads : 1);
 
-			if (want > UINT32_MAX)
-				return fail(c, HB_ERANGE,
-					    "-l select: chunk %u: CPUs "
-					    "overflow",
-					    p.n);
+			rc = total_ok(c,
+				      "-l select: ncpus (mpiprocs x "
+				      "ompthreads)",
+				      want, MAX_COUNT);
+			if (rc)
+				return rc;
 			k->ncpus = want ? (uint32_t)want : 1;
 			if (mpi_set || k->ompthreads) {
 				rc = NOTE(c,
@@ -739,6 +865,9 @@ static int r_select(struct ctx *c, const char *v)
 		}
 		if (!mpi_set)
 			k->mpiprocs = k->ncpus > 0 ? 1 : 0;
+		rc = chunk_totals(c, k, &tot);
+		if (rc)
+			return rc;
 		chunk = plus ? plus + 1 : NULL;
 	}
 	rc = take_slot(c, &c->d_select);
@@ -866,7 +995,7 @@ static int r_gres(struct ctx *c, const char *v)
 			}
 			memcpy(num, p + nl + 1, dl);
 			num[dl] = '\0';
-			rc = num32(c, "-l gres", num, 1, &cnt);
+			rc = num32(c, "-l gres", num, 1, MAX_GPUS, &cnt);
 			if (rc)
 				goto out;
 		}
@@ -957,10 +1086,15 @@ static int res_item(struct ctx *c, char *item)
 	if (strcasecmp(item, "walltime") == 0 ||
 	    strcasecmp(item, "max_walltime") == 0 ||
 	    strcasecmp(item, "min_walltime") == 0) {
+		const char *what = strcasecmp(item, "walltime") == 0
+				       ? "-l walltime"
+				   : strcasecmp(item, "max_walltime") == 0
+				       ? "-l max_walltime"
+				       : "-l min_walltime";
 		uint64_t sec;
 		uint32_t *slot;
 
-		rc = pbs_time(c, "-l walltime", v, &sec);
+		rc = pbs_time(c, what, v, &sec);
 		if (rc)
 			return rc;
 		if (strcasecmp(item, "walltime") == 0) {
@@ -1005,15 +1139,15 @@ static int res_item(struct ctx *c, char *item)
 				    "equivalent; dropped");
 	}
 	if (strcasecmp(item, "ncpus") == 0) {
-		rc = num32(c, "-l ncpus", v, 1, &c->ncpus);
+		rc = num32(c, "-l ncpus", v, 1, MAX_COUNT, &c->ncpus);
 		return rc ? rc : take_slot(c, &c->d_ncpus);
 	}
 	if (strcasecmp(item, "procs") == 0) {
-		rc = num32(c, "-l procs", v, 1, &c->procs);
+		rc = num32(c, "-l procs", v, 1, MAX_COUNT, &c->procs);
 		return rc ? rc : take_slot(c, &c->d_procs);
 	}
 	if (strcasecmp(item, "ngpus") == 0) {
-		rc = num32(c, "-l ngpus", v, 0, &c->ngpus);
+		rc = num32(c, "-l ngpus", v, 0, MAX_GPUS, &c->ngpus);
 		return rc ? rc : take_slot(c, &c->d_ngpus);
 	}
 	if (strcasecmp(item, "naccesspolicy") == 0) {
@@ -1329,7 +1463,7 @@ static int w_item(struct ctx *c, char *item)
 	if (strcasecmp(item, "stageout") == 0)
 		return w_stage(c, v, false);
 	if (strcasecmp(item, "max_run_subjobs") == 0) {
-		rc = num32(c, "-W max_run_subjobs", v, 1,
+		rc = num32(c, "-W max_run_subjobs", v, 1, MAX_COUNT,
 			   &c->spec->array_max_running);
 		if (!rc) {
 			c->w_max_run = true;
@@ -1535,10 +1669,12 @@ static int array_num(struct ctx *c, const char *opt, const char *s, size_t n,
 			    (int)n, s);
 	memcpy(num, s, n);
 	num[n] = '\0';
-	rc = num32(c, opt, num, 0, out);
-	if (!rc && *out == UINT32_MAX)
-		return fail(c, HB_ERANGE, "%s: index '%s' is too large", opt,
-			    num);
+	rc = num32(c, opt, num, 0, UINT32_MAX, out);
+	if (!rc && *out > MAX_ARRAY_INDEX)
+		return fail(c, HB_ERANGE,
+			    "%s: index '%s' is too large (indices run from 0 "
+			    "to %d, as sbatch)",
+			    opt, num, MAX_ARRAY_INDEX);
 	return rc;
 }
 
@@ -1553,7 +1689,7 @@ static int opt_array(struct ctx *c, char opt, const char *v)
 	int rc;
 
 	if (pct) {
-		rc = num32(c, optname, pct + 1, 1, &limit);
+		rc = num32(c, optname, pct + 1, 1, MAX_COUNT, &limit);
 		if (rc)
 			return rc;
 	}
@@ -2375,6 +2511,7 @@ static int settle_select(struct ctx *c)
 	bool any_mem = false, any_gpu = false;
 	int rc;
 
+	at_dir(c, d);
 	for (uint32_t i = 0; i < p->n; i++) {
 		struct hb_chunk *k = &p->chunks[i];
 		uint64_t k_cpus;
@@ -2430,9 +2567,12 @@ static int settle_select(struct ctx *c)
 			any_gpu = true;
 		if (pack) {
 			if (k->mem_mb &&
-			    k->count > (UINT64_MAX / 2 - mem) / k->mem_mb)
+			    k->count > (MAX_MEM_MIB - mem) / k->mem_mb)
 				return fail(c, HB_ERANGE,
-					    "-l select: memory overflows");
+					    "-l select: mem (count x mem) is "
+					    "too large (at most %llu MiB, as "
+					    "sbatch)",
+					    (unsigned long long)MAX_MEM_MIB);
 			mem += (uint64_t)k->count * k->mem_mb;
 			gpus += (uint64_t)k->count * k->ngpus;
 		} else {
@@ -2443,7 +2583,7 @@ static int settle_select(struct ctx *c)
 		}
 		if (nodes > UINT32_MAX || tasks > UINT32_MAX ||
 		    gpus > UINT32_MAX || cpus > UINT32_MAX ||
-		    mem > UINT64_MAX / 2)
+		    mem > MAX_MEM_MIB)
 			return fail(c, HB_ERANGE, "-l select: totals overflow");
 	}
 	tpn = pack ? (uint32_t)tasks : maxmpi;
@@ -2553,8 +2693,7 @@ static int settle_shape(struct ctx *c)
 		uint32_t other =
 		    later == c->d_select ? c->d_nodes : c->d_select;
 
-		c->cli = dir_at(c, later)->origin.kind == HB_ORIGIN_CLI;
-		c->loc = dir_at(c, later)->origin.line;
+		at_dir(c, later);
 		return fail(c, HB_ECONFLICT,
 			    "-l %s cannot be mixed with -l %s (%s), as in "
 			    "PBS",
@@ -2640,8 +2779,11 @@ static int settle_mem(struct ctx *c)
 	if (mem && pmem) {
 		uint64_t job, proc;
 
-		if (hb_jobspec_shape(s, &sh))
-			return fail(c, HB_ERANGE, "job shape overflows");
+		if (hb_jobspec_shape(s, &sh)) {
+			at_dir(c, c->d_pmem);
+			return fail(c, HB_ERANGE,
+				    "-l pmem: job shape overflows");
+		}
 		job = (c->mem_mb + sh.nodes - 1) / sh.nodes;
 		proc = c->pmem_mb > UINT64_MAX / sh.tasks_per_node
 			   ? UINT64_MAX
@@ -3056,6 +3198,7 @@ int hb_pbs_parse(const char *buf, size_t len, const char *name,
 	c.d_feature = c.d_gres = c.d_host = NO_DIR;
 	c.d_join = c.d_out = c.d_errp = c.d_project = NO_DIR;
 	c.d_wx = c.d_stagein = c.d_export = NO_DIR;
+	c.note_dir = NO_DIR;
 	hb_buf_init(&c.exports, 0);
 	spec->source = HB_SRC_PBS;
 

@@ -159,6 +159,8 @@ struct hb_env {
 
 #define HB_TIME_UNLIMITED UINT64_MAX
 
+struct hb_env_index; /* private to jobspec.c */
+
 struct hb_jobspec {
 	struct hb_arena arena;
 	uint8_t source;		/* enum hb_source_kind */
@@ -206,6 +208,7 @@ struct hb_jobspec {
 	bool export_all;	/* PBS -V */
 	struct hb_env *env;	/* variables the job sets (NCCL_*, -v) */
 	uint32_t nenv;
+	struct hb_env_index *env_index; /* names -> env (jobspec.c only) */
 	uint8_t mpi;		/* enum hb_mpi_impl */
 	const char **mpi_lines; /* srun/mpirun/mpiexec lines in the body */
 	uint32_t nmpi_lines;
@@ -252,9 +255,18 @@ struct hb_directive *hb_jobspec_add_directive(struct hb_jobspec *spec,
 /* Record that directive d set field f. */
 void hb_directive_add_field(struct hb_directive *d, enum hb_field f);
 
-/* Append to the env, data, module and MPI line lists (strings copied). */
+/*
+ * Set variable name to value (NULL: pass it through), strings copied.  A
+ * name already in spec->env keeps its place and takes the new value (a
+ * later assignment wins); a new name is appended.  Linear overall: past a
+ * few names, an index of them in the arena (a keyed hash, so a script
+ * cannot pick colliding names) finds the earlier one.  Callers may reorder
+ * or remove entries of spec->env in place, but not rename them: the index
+ * notices and rebuilds itself.  HB_ENOMEM when the arena is full.
+ */
 int hb_jobspec_add_env(struct hb_jobspec *spec, const char *name,
 		       const char *value);
+/* Append to the data, module and MPI line lists (strings copied). */
 int hb_jobspec_add_data(struct hb_jobspec *spec, const char *path);
 int hb_jobspec_add_module(struct hb_jobspec *spec, const char *name);
 int hb_jobspec_add_mpi_line(struct hb_jobspec *spec, const char *line);

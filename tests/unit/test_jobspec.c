@@ -4,6 +4,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -166,6 +167,138 @@ static void scan(struct hb_jobspec *s, const char *script)
 	s->script = script;
 	s->script_len = (uint32_t)strlen(script);
 	assert_int_equal(hb_jobspec_scan_body(s, &err), 0);
+}
+
+/* A model of hb_jobspec_add_env: the scan the index replaced. */
+struct env_model {
+	char name[64][8];
+	const char *value[64];
+	int n;
+};
+
+static void model_add(struct env_model *m, const char *name,
+		      const char *value)
+{
+	for (int i = 0; i < m->n; i++) {
+		if (strcmp(m->name[i], name) == 0) {
+			m->value[i] = value;
+			return;
+		}
+	}
+	snprintf(m->name[m->n], sizeof(m->name[0]), "%s", name);
+	m->value[m->n++] = value;
+}
+
+static void assert_env_is(const struct hb_jobspec *s,
+			  const struct env_model *m)
+{
+	assert_int_equal(s->nenv, m->n);
+	for (int i = 0; i < m->n; i++) {
+		assert_string_equal(s->env[i].name, m->name[i]);
+		if (m->value[i])
+			assert_string_equal(s->env[i].value, m->value[i]);
+		else
+			assert_null(s->env[i].value);
+	}
+}
+
+/* Later assignment wins in the first one's place, below and above the
+ * size where the index takes over, with values and pass-throughs. */
+static void test_env_later_wins(void **state)
+{
+	static const char *const vals[] = {"a", NULL, "", "c,d", NULL};
+	struct env_model m = {.n = 0};
+	struct hb_jobspec s;
+	unsigned x = 12345;
+	char name[8];
+
+	(void)state;
+	hb_jobspec_init(&s, "t.sh");
+	for (int i = 0; i < 2000; i++) {
+		const char *v = vals[i % 5];
+
+		x = x * 1103515245u + 12345u;
+		snprintf(name, sizeof(name), "N%u", (x >> 16) % 60);
+		assert_int_equal(hb_jobspec_add_env(&s, name, v), 0);
+		model_add(&m, name, v);
+		assert_env_is(&s, &m);
+	}
+	assert_int_equal(s.nenv, 60);
+	assert_int_equal(hb_jobspec_add_env(&s, NULL, "x"), HB_EINVAL);
+	hb_jobspec_free(&s);
+}
+
+/* Callers reorder and remove entries in place (k8s.c restores
+ * pass-through variables at their places and drops an array element's
+ * variables): the next add still finds every name, once. */
+static void test_env_edited_in_place(void **state)
+{
+	struct hb_jobspec s;
+	struct hb_env e;
+	char name[16];
+	uint32_t k = 0;
+
+	(void)state;
+	hb_jobspec_init(&s, "t.sh");
+	for (int i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "V%d", i);
+		assert_int_equal(hb_jobspec_add_env(&s, name, "1"), 0);
+	}
+	/* move the last to the front, as restore_passthrough() does */
+	e = s.env[39];
+	memmove(&s.env[1], &s.env[0], 39 * sizeof(e));
+	s.env[0] = e;
+	assert_int_equal(hb_jobspec_add_env(&s, "V39", "front"), 0);
+	assert_int_equal(hb_jobspec_add_env(&s, "V0", "second"), 0);
+	assert_int_equal(s.nenv, 40);
+	assert_string_equal(s.env[0].name, "V39");
+	assert_string_equal(s.env[0].value, "front");
+	assert_string_equal(s.env[1].value, "second");
+	/* drop the odd ones, as drop_array_env() does */
+	for (uint32_t i = 0; i < s.nenv; i++)
+		if (i % 2 == 0)
+			s.env[k++] = s.env[i];
+	s.nenv = k;
+	for (int i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "V%d", i);
+		assert_int_equal(hb_jobspec_add_env(&s, name, "2"), 0);
+	}
+	assert_int_equal(s.nenv, 40);
+	for (uint32_t i = 0; i < s.nenv; i++) {
+		for (uint32_t j = i + 1; j < s.nenv; j++)
+			assert_string_not_equal(s.env[i].name, s.env[j].name);
+		assert_string_equal(s.env[i].value, "2");
+	}
+	assert_string_equal(s.env[0].name, "V39");
+	hb_jobspec_free(&s);
+}
+
+/* 200,000 names and each again: linear, where the scan took minutes. */
+static void test_env_many_names(void **state)
+{
+	struct hb_jobspec s;
+	char name[16];
+	struct timespec t0, t1;
+
+	(void)state;
+	hb_jobspec_init(&s, "t.sh");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < 200000; i++) {
+			snprintf(name, sizeof(name), "V%d", i);
+			assert_int_equal(
+			    hb_jobspec_add_env(&s, name, pass ? "b" : NULL),
+			    0);
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_int_equal(s.nenv, 200000);
+	assert_string_equal(s.env[0].name, "V0");
+	assert_string_equal(s.env[199999].name, "V199999");
+	assert_string_equal(s.env[123456].value, "b");
+	/* the scan needs about 2e10 comparisons here: minutes */
+	assert_true(t1.tv_sec - t0.tv_sec < 30);
+	hb_jobspec_free(&s);
 }
 
 static void test_body_scan(void **state)
@@ -348,6 +481,9 @@ int main(void)
 		cmocka_unit_test(test_shape_overflow),
 		cmocka_unit_test(test_array_indices),
 		cmocka_unit_test(test_lists_and_directives),
+		cmocka_unit_test(test_env_later_wins),
+		cmocka_unit_test(test_env_edited_in_place),
+		cmocka_unit_test(test_env_many_names),
 		cmocka_unit_test(test_body_scan),
 		cmocka_unit_test(test_json_round_trip),
 		cmocka_unit_test(test_json_errors),

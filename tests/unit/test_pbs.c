@@ -1161,7 +1161,7 @@ static void test_errors(void **state)
 	     "job.pbs:3: -l walltime: malformed time 'abc'"},
 	    {"#PBS -l walltime=99999999999999999999\n", HB_ERANGE,
 	     "job.pbs:1: -l walltime: time '99999999999999999999' "
-	     "overflows"},
+	     "is too large"},
 	    {"#PBS -l mem=12qb\n", HB_EINVAL,
 	     "job.pbs:1: -l mem: malformed size '12qb'"},
 	    {"#PBS -l mem=99999999999pb\n", HB_ERANGE,
@@ -1174,12 +1174,13 @@ static void test_errors(void **state)
 	     "number '99999999999' is too large"},
 	    {"#PBS -l nodes=2::ppn=4\n", HB_EINVAL, "empty element"},
 	    {"#PBS -l nodes=2+\n", HB_EINVAL, "empty node spec"},
-	    {"#PBS -l nodes=4294967295+1\n", HB_ERANGE, "node count overflows"},
+	    {"#PBS -l nodes=2147483647+1\n", HB_ERANGE,
+	     "-l nodes: nodes: 2147483648 in all is too many"},
 	    {"#PBS -l select=2:ncpus\n", HB_EINVAL,
 	     "chunk resource 'ncpus' has no value"},
 	    {"#PBS -l select=2:ncpus=4+\n", HB_EINVAL, "empty chunk"},
-	    {"#PBS -l select=4294967295:mpiprocs=2\n", HB_ERANGE,
-	     "totals overflow"},
+	    {"#PBS -l select=2147483647:mpiprocs=2\n", HB_ERANGE,
+	     "-l select: tasks (count x mpiprocs): 4294967294 in all"},
 	    {"#PBS -l select=2:mem=2zz\n", HB_EINVAL,
 	     "-l select: mem: malformed size '2zz'"},
 	    {"#PBS -l place=everywhere\n", HB_EINVAL,
@@ -1213,6 +1214,160 @@ static void test_errors(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		expect_err(cases[i].script, NULL, 0, cases[i].code,
 			   cases[i].msg);
+}
+
+/* The bounds of the sbatch parser, each one under and one over: counts
+ * fit an int, GPUs 32 bits, times stay below INT_MAX seconds, array
+ * indices run to 1000, and no product of counts overflows.  An error names
+ * the file, the line and the field. */
+static void test_sbatch_bounds(void **state)
+{
+	static const struct {
+		const char *script;
+		int code;
+		const char *msg;
+	} cases[] = {
+	    /* the issue's own: every number 2^32-1 */
+	    {"#PBS -N a\n#PBS -l select=4294967295:ncpus=4294967295\n",
+	     HB_ERANGE,
+	     "job.pbs:2: -l select: chunk count: number '4294967295' is "
+	     "too large (at most 2147483647, as sbatch)"},
+	    {"#PBS -l walltime=4294967295:00:00\n", HB_ERANGE,
+	     "job.pbs:1: -l walltime: time '4294967295:00:00' is too large "
+	     "(at most 2147483588 seconds, as sbatch)"},
+	    /* Torque nodes= */
+	    {"#PBS -l nodes=2147483647\n", 0, NULL},
+	    {"#PBS -l nodes=2147483648\n", HB_ERANGE,
+	     "job.pbs:1: -l nodes: number '2147483648' is too large"},
+	    {"#PBS -l nodes=1:ppn=2147483647\n", 0, NULL},
+	    {"#PBS -l nodes=1:ppn=2147483648\n", HB_ERANGE,
+	     "-l nodes: ppn: number '2147483648' is too large"},
+	    {"#PBS -l nodes=1:ncpus=2147483647\n", 0, NULL},
+	    {"#PBS -l nodes=1:ncpus=2147483648\n", HB_ERANGE,
+	     "-l nodes: ncpus: number '2147483648' is too large"},
+	    {"#PBS -l nodes=1:gpus=4294967295\n", 0, NULL},
+	    {"#PBS -l nodes=1:gpus=4294967296\n", HB_ERANGE,
+	     "-l nodes: gpus: number '4294967296' is too large"},
+	    {"#PBS -l nodes=2:ppn=1073741823\n", 0, NULL},
+	    {"#PBS -l nodes=2:ppn=1073741824\n", HB_ERANGE,
+	     "-l nodes: tasks: 2147483648 in all is too many"},
+	    {"#PBS -l nodes=1:ppn=1073741824+1:ppn=1\n", HB_ERANGE,
+	     "-l nodes: tasks (ppn x nodes): 2147483648 in all"},
+	    {"#PBS -l nodes=2:ncpus=1073741823\n", 0, NULL},
+	    {"#PBS -l nodes=2:ncpus=1073741824\n", HB_ERANGE,
+	     "-l nodes: CPUs (ncpus x nodes): 2147483648 in all"},
+	    {"#PBS -l nodes=2:gpus=2147483647\n", 0, NULL},
+	    {"#PBS -l nodes=2:gpus=2147483648\n", HB_ERANGE,
+	     "-l nodes: GPUs (gpus x nodes): 4294967296 in all"},
+	    /* PBS Pro select= */
+	    {"#PBS -l select=2147483647:ncpus=1\n", 0, NULL},
+	    {"#PBS -l select=2147483648:ncpus=1\n", HB_ERANGE,
+	     "-l select: chunk count: number '2147483648' is too large"},
+	    {"#PBS -l select=1:ncpus=2147483647\n", 0, NULL},
+	    {"#PBS -l select=1:ncpus=2147483648\n", HB_ERANGE,
+	     "-l select: ncpus: number '2147483648' is too large"},
+	    {"#PBS -l select=1:ncpus=1:mpiprocs=2147483647\n", 0, NULL},
+	    {"#PBS -l select=1:ncpus=1:mpiprocs=2147483648\n", HB_ERANGE,
+	     "-l select: mpiprocs: number '2147483648' is too large"},
+	    {"#PBS -l select=1:ncpus=1:ompthreads=2147483647\n", 0, NULL},
+	    {"#PBS -l select=1:ncpus=1:ompthreads=2147483648\n", HB_ERANGE,
+	     "-l select: ompthreads: number '2147483648' is too large"},
+	    {"#PBS -l select=1:ngpus=4294967295\n", 0, NULL},
+	    {"#PBS -l select=1:ngpus=4294967296\n", HB_ERANGE,
+	     "-l select: ngpus: number '4294967296' is too large"},
+	    {"#PBS -l select=2:ncpus=1073741823\n", 0, NULL},
+	    {"#PBS -l select=2:ncpus=1073741824\n", HB_ERANGE,
+	     "job.pbs:1: -l select: CPUs (count x ncpus): 2147483648 in "
+	     "all is too many (at most 2147483647, as sbatch)"},
+	    {"#PBS -l select=2:ncpus=1:mpiprocs=1073741823\n", 0, NULL},
+	    {"#PBS -l select=2:ncpus=1:mpiprocs=1073741824\n", HB_ERANGE,
+	     "-l select: tasks (count x mpiprocs): 2147483648 in all"},
+	    {"#PBS -l select=1:ncpus=1+1:ncpus=2147483646\n", 0, NULL},
+	    {"#PBS -l select=1:ncpus=2+1:ncpus=2147483646\n", HB_ERANGE,
+	     "-l select: CPUs (count x ncpus): 2147483648 in all"},
+	    {"#PBS -l select=2:ngpus=2147483647\n", 0, NULL},
+	    {"#PBS -l select=2:ngpus=2147483648\n", HB_ERANGE,
+	     "-l select: GPUs (count x ngpus): 4294967296 in all"},
+	    {"#PBS -l select=1:mpiprocs=2:ompthreads=1073741823\n", 0, NULL},
+	    {"#PBS -l select=1:mpiprocs=2:ompthreads=1073741824\n", HB_ERANGE,
+	     "-l select: ncpus (mpiprocs x ompthreads): 2147483648 in all"},
+	    {"#PBS -l select=1:ncpus=1:mpiprocs=2:ompthreads=1073741823\n", 0,
+	     NULL},
+	    {"#PBS -l select=1:ncpus=1:mpiprocs=2:ompthreads=1073741824\n",
+	     HB_ERANGE,
+	     "-l select: mpiprocs x ompthreads: 2147483648 in all"},
+	    {"#PBS -l select=536870911:ncpus=1:mem=16pb\n#PBS -l place=pack\n",
+	     0, NULL},
+	    {"#PBS -l select=536870912:ncpus=1:mem=16pb\n#PBS -l place=pack\n",
+	     HB_ERANGE,
+	     "job.pbs:1: -l select: mem (count x mem) is too large (at most "
+	     "9223372036854775807 MiB, as sbatch)"},
+	    /* times */
+	    {"#PBS -l walltime=2147483588\n", 0, NULL},
+	    {"#PBS -l walltime=2147483589\n", HB_ERANGE,
+	     "-l walltime: time '2147483589' is too large"},
+	    {"#PBS -l walltime=596523:13:08\n", 0, NULL},
+	    {"#PBS -l walltime=596523:13:09\n", HB_ERANGE,
+	     "-l walltime: time '596523:13:09' is too large"},
+	    {"#PBS -l max_walltime=2147483588\n", 0, NULL},
+	    {"#PBS -l max_walltime=2147483589\n", HB_ERANGE,
+	     "-l max_walltime: time '2147483589' is too large"},
+	    {"#PBS -l min_walltime=2147483588\n", 0, NULL},
+	    {"#PBS -l min_walltime=2147483589\n", HB_ERANGE,
+	     "-l min_walltime: time '2147483589' is too large"},
+	    /* other counts */
+	    {"#PBS -l ncpus=2147483647\n", 0, NULL},
+	    {"#PBS -l ncpus=2147483648\n", HB_ERANGE,
+	     "-l ncpus: number '2147483648' is too large"},
+	    {"#PBS -l procs=2147483647\n", 0, NULL},
+	    {"#PBS -l procs=2147483648\n", HB_ERANGE,
+	     "-l procs: number '2147483648' is too large"},
+	    {"#PBS -l ngpus=4294967295\n", 0, NULL},
+	    {"#PBS -l ngpus=4294967296\n", HB_ERANGE,
+	     "-l ngpus: number '4294967296' is too large"},
+	    {"#PBS -l gres=gpu:4294967295\n", 0, NULL},
+	    {"#PBS -l gres=gpu:4294967296\n", HB_ERANGE,
+	     "-l gres: number '4294967296' is too large"},
+	    /* arrays */
+	    {"#PBS -t 0-1000\n", 0, NULL},
+	    {"#PBS -t 0-1001\n", HB_ERANGE,
+	     "job.pbs:1: -t: index '1001' is too large (indices run from 0 "
+	     "to 1000, as sbatch)"},
+	    {"#PBS -J 1-1000:999\n", 0, NULL},
+	    {"#PBS -J 1001-1002\n", HB_ERANGE, "-J: index '1001' is too large"},
+	    {"#PBS -t 1-2%2147483647\n", 0, NULL},
+	    {"#PBS -t 1-2%2147483648\n", HB_ERANGE,
+	     "-t: number '2147483648' is too large"},
+	    {"#PBS -J 1-2\n#PBS -W max_run_subjobs=2147483647\n", 0, NULL},
+	    {"#PBS -J 1-2\n#PBS -W max_run_subjobs=2147483648\n", HB_ERANGE,
+	     "job.pbs:2: -W max_run_subjobs: number '2147483648' is too "
+	     "large"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct hb_jobspec s;
+		struct hb_shape sh;
+
+		if (cases[i].code) {
+			expect_err(cases[i].script, NULL, 0, cases[i].code,
+				   cases[i].msg);
+			continue;
+		}
+		ok(cases[i].script, &s);
+		/* what is accepted has a shape every emitter can use */
+		if (hb_jobspec_shape(&s, &sh))
+			fail_msg("no shape for %s", cases[i].script);
+		hb_jobspec_free(&s);
+	}
+	/* the same bounds for qsub options on the command line */
+	{
+		const char *argv[] = {"-l", "select=1:ncpus=2147483648"};
+
+		expect_err("#PBS -N a\n", argv, 2, HB_ERANGE,
+			   "command line argv[0]: -l select: ncpus: number "
+			   "'2147483648' is too large");
+	}
 }
 
 static void test_nul_and_size(void **state)
@@ -1444,6 +1599,7 @@ int main(void)
 	    cmocka_unit_test(test_cli_prefix),
 	    cmocka_unit_test(test_select_nodes_conflict),
 	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_sbatch_bounds),
 	    cmocka_unit_test(test_nul_and_size),
 	    cmocka_unit_test(test_big_headers),
 	    cmocka_unit_test(test_detect),

@@ -1,0 +1,174 @@
+#!/bin/bash
+# tests/security/translate_bounds.test.sh - a user's script, parsed by the
+# root daemon, neither freezes it nor slips past the bounds.
+#
+# How a user's script reaches the daemon's parser: sbatch hands it to the
+# job_submit plugin, whose decide (root only) stores it with the job; the
+# proxy's shadow then sends remote_start as the job's user, and on the
+# kubernetes backend the daemon parses the stored script again and builds
+# the MPIJob (backend_kube.c build()).  Here root plays the plugin (decide
+# for the user, with the user's script) and the attacker sends
+# remote_start.  No cluster is needed: the parse comes before any call to
+# the API server, which points at a closed port.
+#
+#  1. A PBS script with select=4294967295:ncpus=4294967295, and one with a
+#     walltime of 4294967295 hours, are refused with an error that names
+#     the line and the field, as the sbatch parser refuses its own; nothing
+#     reaches the cluster.  `hpcbridge translate`, which runs as the user,
+#     refuses them the same way.
+#  2. A 1 MB script of --export names (about 140k of them; the duplicate
+#     check was quadratic and held the loop for seconds): root's ping,
+#     sent while the daemon works on it, is answered within 100 ms (300 ms
+#     for a sanitizer build, whose parser is about three times slower),
+#     and the daemon lives.  Until remote_start's work moves to the worker
+#     pool the loop still does the (now linear) parse itself; a ping
+#     waits for it, about 45 ms for this script in a plain build.
+#
+# Before the fix: the PBS jobs get as far as the API server ("cannot start
+# ... couldn't connect"), translate prints an MPIJob with 4294967295
+# workers, and root's ping waits for the whole quadratic check.
+build=$(cd "${1:?BUILD_DIR}" && pwd)
+src=$(cd "${2:?SRC_DIR}" && pwd)
+. "$src/tests/security/lib.sh"
+sec_init
+
+hb=$build/bin/hpcbridge
+cat >"$tmp/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: none
+  cluster:
+    server: https://127.0.0.1:1
+    insecure-skip-tls-verify: true
+users:
+- name: u
+  user:
+    token: not-a-token
+contexts:
+- name: c
+  context: {cluster: none, user: u, namespace: default}
+current-context: c
+EOF
+chmod 644 "$tmp/kubeconfig"
+cat >"$tmp/hb.yaml" <<EOF
+daemon:
+  max_request: 1048576
+remote:
+  backend: kubernetes
+  kubeconfig: $tmp/kubeconfig
+  local_dir: $tmp/remote
+placement:
+  default_target: kubernetes
+EOF
+start_daemon "$tmp/hb.yaml" || exit 1
+
+# decide SCRIPT_FILE: root (the plugin) stores a job of the attacker's
+# with that script; prints its id.  The request is sent by a few lines of
+# Python, as hbcall takes it in argv, too small for a 1 MB script.
+cat >"$tmp/decide.py" <<'EOF'
+import json, socket, struct, sys
+sock, user, uid, path = sys.argv[1:5]
+req = json.dumps({"op": "decide", "user": user, "uid": int(uid),
+                  "target": "kubernetes", "cwd": "/tmp",
+                  "script": open(path).read()}).encode()
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sock)
+s.settimeout(60)
+s.sendall(b"HB\x01\x01" + struct.pack(">I", len(req)) + req)
+buf = b""
+while len(buf) < 8 or len(buf) < 8 + struct.unpack(">I", buf[4:8])[0]:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+print(buf[8:].decode(errors="replace"))
+EOF
+decide() {
+	python3 "$tmp/decide.py" "$sock" "$user" "$uid" "$1" >"$tmp/reply" \
+		2>"$tmp/call.err"
+	grep -oE '"id":"hb-[0-9]+"' "$tmp/reply" | cut -d'"' -f4
+}
+
+# 1. PBS bounds ------------------------------------------------------------
+check_pbs() {
+	local what=$1 file=$2 want=$3 id
+	id=$(decide "$file")
+	[ -n "$id" ] || {
+		bad "$what: decide: $(head -c 300 "$tmp/reply")"
+		return
+	}
+	call_as '{"op":"remote_start","id":"'"$id"'"}'
+	if [ "$rc" != 0 ] && grep -qF -- "$want" "$tmp/reply"; then
+		ok "$what: the daemon refuses it: $(grep -oE '"message":"[^"]*"' "$tmp/reply" | head -c 200)"
+	else
+		bad "$what: the daemon's reply does not name the bound: $(head -c 300 "$tmp/reply")"
+	fi
+	rm -f "$tmp/translate.out"
+	if as_user "$hb" translate --to mpijob "$file" >"$tmp/translate.out" \
+		2>"$tmp/translate.err"; then
+		bad "$what: hpcbridge translate (as the user) accepts it: $(grep -m1 -E 'replicas|activeDeadline' "$tmp/translate.out")"
+	elif grep -qF -- "$want" "$tmp/translate.err"; then
+		ok "$what: hpcbridge translate refuses it"
+	else
+		bad "$what: hpcbridge translate: $(head -c 300 "$tmp/translate.err")"
+	fi
+}
+
+printf '#!/bin/bash\n#PBS -N big\n#PBS -l select=4294967295:ncpus=4294967295\nmpirun ./a.out\n' \
+	>"$tmp/select.pbs"
+printf '#!/bin/bash\n#PBS -N long\n#PBS -l walltime=4294967295:00:00\nmpirun ./a.out\n' \
+	>"$tmp/wall.pbs"
+chmod 644 "$tmp/select.pbs" "$tmp/wall.pbs"
+check_pbs "select=4294967295:ncpus=4294967295" "$tmp/select.pbs" \
+	":3: -l select: chunk count: number '4294967295' is too large"
+check_pbs "walltime 4294967295 hours" "$tmp/wall.pbs" \
+	":3: -l walltime: time '4294967295:00:00' is too large"
+
+# 2. a 1 MB --export script ------------------------------------------------
+python3 - "$tmp/export.sh" <<'EOF'
+import sys
+names, n, i = [], 0, 0
+while n < 1000000 - 64:
+    s = "V%d" % i
+    names.append(s)
+    n += len(s) + 1
+    i += 1
+open(sys.argv[1], "w").write("#!/bin/bash\n#SBATCH --export=" +
+                             ",".join(names) + "\nsrun ./a.out\n")
+EOF
+id=$(decide "$tmp/export.sh")
+[ -n "$id" ] && ok "a $(stat -c %s "$tmp/export.sh") byte --export script stored as $id" ||
+	bad "decide of the export script: $(head -c 300 "$tmp/reply")"
+base=$(ping_ms)
+# the attacker's remote_start, and root's pings while it is worked on
+as_user "$hbcall" --timeout 120000 "$sock" \
+	'{"op":"remote_start","id":"'"$id"'"}' >"$tmp/start.reply" 2>&1 &
+spid=$!
+pids="$pids $spid"
+worst=0
+t0=$(date +%s%N)
+while kill -0 "$spid" 2>/dev/null || [ $(($(date +%s%N) - t0)) -lt 1000000000 ]; do
+	ms=$(ping_ms)
+	[ "$ms" -gt "$worst" ] && worst=$ms
+	[ $(($(date +%s%N) - t0)) -gt 60000000000 ] && break
+	sleep 0.01
+done
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+# 100 ms; a sanitizer build runs the parser about three times slower
+limit=100
+case $(ldd "$hbd" 2>/dev/null) in *libasan*) limit=300 ;; esac
+if [ "$worst" -le "$limit" ]; then
+	ok "root's ping while the daemon parsed it: worst ${worst} ms (idle ${base} ms, at most $limit)"
+else
+	bad "root's ping while the daemon parsed the 1 MB --export script: worst ${worst} ms (idle ${base} ms; at most $limit)"
+fi
+kill -0 "$dpid" 2>/dev/null && ok "the daemon is alive" || bad "the daemon died"
+grep -q '"ok":false' "$tmp/start.reply" &&
+	ok "remote_start answered: $(grep -oE '"message":"[^"]*"' "$tmp/start.reply" | head -c 160)" ||
+	ok "remote_start answered: $(head -c 160 "$tmp/start.reply")"
+[ "$(ping_ms)" -le 100 ] && ok "root's ping afterwards" ||
+	bad "root's ping afterwards is slow"
+
+sec_end
