@@ -581,6 +581,11 @@ int hb_proto_daemon_uid(const char *name, uid_t *uid, struct hb_err *err)
 	if (!name || !*name)
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "daemon.user: empty");
+	/* the default needs no lookup (and no NSS round trip in slurmctld) */
+	if (!strcmp(name, "root")) {
+		*uid = 0;
+		return 0;
+	}
 	if (name[0] >= '0' && name[0] <= '9') {
 		errno = 0;
 		v = strtoul(name, &end, 10);

@@ -107,9 +107,9 @@ int hb_proto_check_server(int fd, const char *path, uid_t daemon_uid,
 			  struct hb_err *err);
 
 /*
- * The uid of the daemon user named by name (daemon.user): a user name
- * (looked up with getpwnam_r: call it at start-up, never on a hot path)
- * or a decimal uid.  0 with *uid set; HB_ENOENT (err names the user) if
+ * The uid of the daemon user named by name (daemon.user): "root" (0, no
+ * lookup), a decimal uid (no lookup), or a user name (looked up with
+ * getpwnam_r: call it at start-up, never on a hot path).  0 with *uid set; HB_ENOENT (err names the user) if
  * there is no such user; HB_EINVAL for an empty name.
  */
 int hb_proto_daemon_uid(const char *name, uid_t *uid, struct hb_err *err);
