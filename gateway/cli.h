@@ -5,6 +5,7 @@
 #define HPCBRIDGE_CLI_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "hpcbridge/buf.h"
 #include "hpcbridge/error.h"
@@ -40,6 +41,12 @@ struct hb_config;
 struct cJSON;
 int hb_cli_load_config(const char *path, struct hb_config *cfg,
 		       struct hb_err *err);
+
+/* The uid of daemon.user in the configuration (config, else
+ * $HPCBRIDGE_CONFIG, else the system file if it can be read): the server
+ * check trusts a socket served by it besides root.  0 (root) without a
+ * configuration; an error names the file. */
+int hb_cli_daemon_uid(const char *config, uid_t *uid, struct hb_err *err);
 
 /* A daemon request {"op": op, "id": id}; NULL when out of memory.  Caller
  * frees with cJSON_Delete(). */

@@ -103,29 +103,65 @@ bad:
 	return HB_EXIT_USAGE;
 }
 
+/* The configuration file the CLI reads: config, else $HPCBRIDGE_CONFIG,
+ * else the system file if it can be read; NULL: the built-in defaults. */
+static const char *config_path(const char *config)
+{
+	if (!config)
+		config = getenv("HPCBRIDGE_CONFIG");
+	if (!config && access(SYSTEM_CONFIG, R_OK) == 0)
+		config = SYSTEM_CONFIG;
+	return config;
+}
+
+/* daemon.user of cfg as a uid (into *uid), the error naming the file. */
+static int cfg_daemon_uid(const struct hb_config *cfg, const char *cfgpath,
+			  uid_t *uid, struct hb_err *err)
+{
+	struct hb_err e = { 0 };
+	int rc = hb_proto_daemon_uid(cfg->daemon_user, uid, &e);
+
+	return rc ? hb_err_set(err, rc, cfgpath, 0, "%s", e.msg) : 0;
+}
+
+int hb_cli_daemon_uid(const char *config, uid_t *uid, struct hb_err *err)
+{
+	const char *cfgpath = config_path(config);
+	struct hb_config cfg;
+	int rc;
+
+	*uid = 0;
+	if (!cfgpath)
+		return 0;
+	memset(&cfg, 0, sizeof(cfg));
+	rc = hb_cli_load_config(cfgpath, &cfg, err);
+	if (!rc)
+		rc = cfg_daemon_uid(&cfg, cfgpath, uid, err);
+	hb_config_free(&cfg);
+	return rc;
+}
+
 /*
  * The socket: --socket, else $HPCBRIDGE_SOCKET, else daemon.socket of the
  * config (--config, $HPCBRIDGE_CONFIG, or the system file if present),
- * else the built-in default.  Copied into out.
+ * else the built-in default.  Copied into out.  *uid: daemon.user of the
+ * same config (root without one), whom the server check also trusts.
  */
-static int socket_path(const struct conn *c, char *out, size_t n,
+static int socket_path(const struct conn *c, char *out, size_t n, uid_t *uid,
 		       struct hb_err *err)
 {
-	const char *cfgpath = c->config, *env = NULL;
+	const char *cfgpath = config_path(c->config), *env = NULL;
 	struct hb_config cfg;
 	int rc, len;
 
+	*uid = 0;
 	if (c->socket || (env = getenv("HPCBRIDGE_SOCKET"))) {
 		len = snprintf(out, n, "%s", c->socket ? c->socket : env);
-		return len > 0 && (size_t)len < n
-			       ? 0
-			       : hb_err_set(err, HB_ETOOBIG, NULL, 0,
-					    "socket path too long");
+		if (len <= 0 || (size_t)len >= n)
+			return hb_err_set(err, HB_ETOOBIG, NULL, 0,
+					  "socket path too long");
+		return hb_cli_daemon_uid(c->config, uid, err);
 	}
-	if (!cfgpath)
-		cfgpath = getenv("HPCBRIDGE_CONFIG");
-	if (!cfgpath && access(SYSTEM_CONFIG, R_OK) == 0)
-		cfgpath = SYSTEM_CONFIG;
 	memset(&cfg, 0, sizeof(cfg));
 	rc = hb_cli_load_config(cfgpath, &cfg, err);
 	if (!rc) {
@@ -134,6 +170,8 @@ static int socket_path(const struct conn *c, char *out, size_t n,
 			rc = hb_err_set(err, HB_ETOOBIG, NULL, 0,
 					"socket path too long");
 	}
+	if (!rc && cfgpath)
+		rc = cfg_daemon_uid(&cfg, cfgpath, uid, err);
 	hb_config_free(&cfg);
 	return rc;
 }
@@ -145,6 +183,7 @@ static int call(const char *cmd, const struct conn *c, cJSON *req,
 {
 	char path[PATH_MAX];
 	struct hb_err err = { 0 };
+	uid_t uid;
 	int rc;
 
 	*reply = NULL;
@@ -152,9 +191,10 @@ static int call(const char *cmd, const struct conn *c, cJSON *req,
 		fprintf(stderr, "hpcbridge %s: out of memory\n", cmd);
 		return HB_EXIT_INPUT;
 	}
-	rc = socket_path(c, path, sizeof(path), &err);
+	rc = socket_path(c, path, sizeof(path), &uid, &err);
 	if (!rc)
-		rc = hb_proto_call(path, req, c->timeout_ms, reply, &err);
+		rc = hb_proto_call_uid(path, uid, req, c->timeout_ms, reply,
+				       &err);
 	cJSON_Delete(req);
 	if (rc) {
 		fprintf(stderr, "hpcbridge %s: %s%s\n", cmd,

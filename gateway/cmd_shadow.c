@@ -10,7 +10,10 @@
  * daemon to cancel the remote job and exits 128+signal.
  *
  * While the daemon is unreachable (restarting), the shadow retries with a
- * capped backoff; the remote job keeps running meanwhile.
+ * capped backoff; the remote job keeps running meanwhile.  A socket that
+ * neither root nor daemon.user serves is refused at once, never retried
+ * (hb_proto_check_server()): nothing an impostor sends reaches the job's
+ * output or its exit code.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -38,6 +41,8 @@
 extern char **environ;
 
 static volatile sig_atomic_t stop_signal;
+/* daemon.user: the server check believes a socket served by root or it. */
+static uid_t daemon_uid;
 
 static void on_signal(int sig)
 {
@@ -78,7 +83,8 @@ static int request(const char *sock, const char *id, cJSON *req, cJSON **reply,
 
 	for (;;) {
 		memset(err, 0, sizeof(*err));
-		rc = hb_proto_call(sock, req, CALL_TIMEOUT, reply, err);
+		rc = hb_proto_call_uid(sock, daemon_uid, req, CALL_TIMEOUT,
+				       reply, err);
 		if (!rc) {
 			rc = hb_proto_reply_status(*reply, err);
 			if (rc) {
@@ -162,7 +168,9 @@ static void cancel_remote(const char *sock, const char *id, long task,
 		cJSON_Delete(req);
 		req = NULL;
 	}
-	if (req && hb_proto_call(sock, req, CALL_TIMEOUT, &reply, &err) == 0 &&
+	if (req &&
+	    hb_proto_call_uid(sock, daemon_uid, req, CALL_TIMEOUT, &reply,
+			      &err) == 0 &&
 	    hb_proto_reply_status(reply, &err) == 0)
 		note(id, "%s", "cancelled the remote job");
 	else
@@ -235,6 +243,13 @@ int hb_cmd_shadow(int argc, char **argv)
 		task_id = strtol(task, &end, 10);
 		if (errno || *end || task_id < 0)
 			task_id = -1;
+	}
+	/* Who may answer: root, or daemon.user of $HPCBRIDGE_CONFIG or the
+	 * system file.  An impostor's socket is refused (HB_EPERM, not
+	 * retried): none of its replies is acted on. */
+	if ((rc = hb_cli_daemon_uid(NULL, &daemon_uid, &err))) {
+		note(id, "%s", err.msg[0] ? err.msg : hb_strerror(rc));
+		return HB_EXIT_INPUT;
 	}
 	memset(&cfg, 0, sizeof(cfg));
 	if (!sock) {

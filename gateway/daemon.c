@@ -1184,7 +1184,7 @@ static void decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	struct hb_buf rb;
 	size_t flen = 0;
 	char *inputs_s = NULL, *src_s = NULL, *f, script_buf[2 * 4096 + 128];
-	char cm[96];
+	char cm[96], uname[64];
 	const char *tname;
 	int64_t uid, tl;
 	int rc;
@@ -1198,7 +1198,7 @@ static void decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 			    "only root and SlurmUser may ask for decisions", 0);
 		return;
 	}
-	get_str(req, "user", HB_STORE_NAME_MAX, 1, &user, &e);
+	get_str(req, "user", HB_STORE_NAME_MAX, 0, &user, &e);
 	get_int(req, "uid", 0, 4294967294LL, -1, 1, &uid, &e);
 	get_str(req, "account", HB_STORE_NAME_MAX, 0, &account, &e);
 	get_str(req, "partition", HB_STORE_NAME_MAX, 0, &partition, &e);
@@ -1220,6 +1220,14 @@ static void decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	if (e.code) {
 		stage_error(d, c, e.code, e.msg, 0);
 		return;
+	}
+	/* The plugin sends the uid only: no name lookup under slurmctld's
+	 * lock.  The name is resolved here (cached), the uid in decimal for
+	 * a user without a passwd entry, as Slurm shows one. */
+	if (!user || !*user) {
+		if (uid_name(d, (uid_t)uid, uname, sizeof(uname), NULL))
+			snprintf(uname, sizeof(uname), "%" PRId64, uid);
+		user = uname;
 	}
 	job.user = user;
 	job.account = account;

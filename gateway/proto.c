@@ -4,11 +4,13 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -450,6 +452,161 @@ fail:
 	return rc;
 }
 
+/* ------------------------------------------------------------------ */
+/* The server check                                                    */
+/* ------------------------------------------------------------------ */
+
+static int trusted(uid_t uid, uid_t daemon_uid)
+{
+	return uid == 0 || uid == daemon_uid || uid == geteuid();
+}
+
+/* "uid 0 (root), 991 (daemon.user) or 1000 (this process)" */
+static const char *expected(uid_t daemon_uid, char *buf, size_t n)
+{
+	uid_t me = geteuid();
+	int more = daemon_uid != 0, self = me != 0 && me != daemon_uid;
+
+	if (more && self)
+		snprintf(buf, n, "uid 0 (root), %lu (daemon.user) or %lu "
+			 "(this process)", (unsigned long)daemon_uid,
+			 (unsigned long)me);
+	else if (more)
+		snprintf(buf, n, "uid 0 (root) or %lu (daemon.user)",
+			 (unsigned long)daemon_uid);
+	else if (self)
+		snprintf(buf, n, "uid 0 (root) or %lu (this process)",
+			 (unsigned long)me);
+	else
+		snprintf(buf, n, "uid 0 (root)");
+	return buf;
+}
+
+/* path's directory, and path itself, as a daemon's socket must be. */
+static int check_dir(const char *path, uid_t daemon_uid, struct hb_err *err)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)], want[128];
+	struct stat st;
+	size_t n;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else if ((n = (size_t)(slash - path)) < sizeof(dir))
+		snprintf(dir, sizeof(dir), "%.*s", (int)n, path);
+	else
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "socket path is too long");
+	if (lstat(dir, &st) < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return hb_err_set(err, HB_EUNAVAIL, NULL, 0,
+					  "%s: no daemon listens (%s: %s)",
+					  path, dir, strerror(errno));
+		return hb_err_set(err, HB_EPERM, NULL, 0, "%s: %s: %s", path,
+				  dir, strerror(errno));
+	}
+	if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode))
+		return hb_err_set(err, HB_EPERM, NULL, 0,
+				  "%s: the socket's directory %s is %s, not "
+				  "a directory: refused",
+				  path, dir,
+				  S_ISLNK(st.st_mode) ? "a symlink"
+						      : "not a directory");
+	if (!trusted(st.st_uid, daemon_uid))
+		return hb_err_set(err, HB_EPERM, NULL, 0,
+				  "%s: the socket's directory %s is owned by "
+				  "uid %lu, expected %s: refused",
+				  path, dir, (unsigned long)st.st_uid,
+				  expected(daemon_uid, want, sizeof(want)));
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return hb_err_set(err, HB_EPERM, NULL, 0,
+				  "%s: the socket's directory %s (owner uid "
+				  "%lu, mode %04o) is writable by %s: "
+				  "refused",
+				  path, dir, (unsigned long)st.st_uid,
+				  (unsigned)(st.st_mode & 07777),
+				  st.st_mode & S_IWOTH ? "others" : "its group");
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+		return hb_err_set(err, HB_EPERM, NULL, 0,
+				  "%s: the socket is a symlink: refused", path);
+	return 0;
+}
+
+/* The process listening on fd's other end runs as a trusted uid. */
+static int check_peer(int fd, const char *path, uid_t daemon_uid,
+		      struct hb_err *err)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	char want[128];
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 ||
+	    len != sizeof(cr))
+		return hb_err_set(err, HB_EPERM, NULL, 0,
+				  "%s: cannot tell who serves the socket "
+				  "(SO_PEERCRED: %s): refused",
+				  path, strerror(errno));
+	if (!trusted(cr.uid, daemon_uid))
+		return hb_err_set(err, HB_EPERM, NULL, 0,
+				  "%s: served by uid %lu (pid %ld), expected "
+				  "%s: not the daemon, refused",
+				  path, (unsigned long)cr.uid, (long)cr.pid,
+				  expected(daemon_uid, want, sizeof(want)));
+	return 0;
+}
+
+int hb_proto_check_server(int fd, const char *path, uid_t daemon_uid,
+			  struct hb_err *err)
+{
+	int rc;
+
+	if (!path || !*path)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "socket path is empty");
+	if ((rc = check_dir(path, daemon_uid, err)))
+		return rc;
+	return fd >= 0 ? check_peer(fd, path, daemon_uid, err) : 0;
+}
+
+int hb_proto_daemon_uid(const char *name, uid_t *uid, struct hb_err *err)
+{
+	struct passwd pw, *res = NULL;
+	size_t len = 16384;
+	char *buf, *end;
+	unsigned long v;
+	int e;
+
+	if (!name || !*name)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "daemon.user: empty");
+	/* the default needs no lookup (and no NSS round trip in slurmctld) */
+	if (!strcmp(name, "root")) {
+		*uid = 0;
+		return 0;
+	}
+	if (name[0] >= '0' && name[0] <= '9') {
+		errno = 0;
+		v = strtoul(name, &end, 10);
+		if (!errno && !*end && v < (unsigned long)(uid_t)-1) {
+			*uid = (uid_t)v;
+			return 0;
+		}
+	}
+	if (!(buf = malloc(len)))
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	e = getpwnam_r(name, &pw, buf, len, &res);
+	if (e == 0 && res)
+		*uid = res->pw_uid;
+	free(buf);
+	if (e == 0 && res)
+		return 0;
+	return hb_err_set(err, HB_ENOENT, NULL, 0,
+			  "daemon.user: no user '%.64s'%s%s", name,
+			  e ? ": " : "", e ? strerror(e) : "");
+}
+
 /* Send all of b; EPIPE/ECONNRESET give HB_EUNAVAIL (the caller may still
  * find a reply waiting). */
 static int send_all(int fd, const struct hb_buf *b, int64_t deadline,
@@ -608,7 +765,11 @@ int hb_proto_call_on(struct hb_proto_conn *c, const char *path,
 	reused = reusable(c, path);
 	for (;;) {
 		if (c->fd < 0) {
-			if ((rc = connect_unix(path, deadline, &c->fd, err)))
+			/* the directory before connecting, the listener
+			 * after: nothing is sent to an untrusted server */
+			if ((rc = check_dir(path, c->daemon_uid, err)) ||
+			    (rc = connect_unix(path, deadline, &c->fd, err)) ||
+			    (rc = check_peer(c->fd, path, c->daemon_uid, err)))
 				goto out;
 			snprintf(c->path, sizeof(c->path), "%s", path);
 		}
@@ -644,12 +805,20 @@ out:
 	return rc;
 }
 
+int hb_proto_call_uid(const char *path, uid_t daemon_uid, const cJSON *req,
+		      int timeout_ms, cJSON **reply, struct hb_err *err)
+{
+	struct hb_proto_conn c = HB_PROTO_CONN_INIT;
+	int rc;
+
+	c.daemon_uid = daemon_uid;
+	rc = hb_proto_call_on(&c, path, req, timeout_ms, reply, err);
+	hb_proto_conn_close(&c);
+	return rc;
+}
+
 int hb_proto_call(const char *path, const cJSON *req, int timeout_ms,
 		  cJSON **reply, struct hb_err *err)
 {
-	struct hb_proto_conn c = HB_PROTO_CONN_INIT;
-	int rc = hb_proto_call_on(&c, path, req, timeout_ms, reply, err);
-
-	hb_proto_conn_close(&c);
-	return rc;
+	return hb_proto_call_uid(path, 0, req, timeout_ms, reply, err);
 }

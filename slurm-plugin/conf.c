@@ -1,6 +1,6 @@
 /*
- * conf.c - the two settings job_submit/hpcbridge uses from hpcbridge.yaml:
- * daemon.socket and plugin.timeout_ms.  The file is read and validated
+ * conf.c - the settings job_submit/hpcbridge uses from hpcbridge.yaml:
+ * daemon.socket, daemon.user and plugin.timeout_ms.  The file is read and validated
  * with the one configuration table (hb_config_parse), so the plugin and
  * the daemon agree on what a valid file is.
  */
@@ -14,6 +14,7 @@
 
 #include "hbplugin.h"
 #include "hpcbridge/config.h"
+#include "hpcbridge/proto.h"
 
 void hb_plugin_conf_defaults(struct hb_plugin_conf *conf)
 {
@@ -83,8 +84,10 @@ int hb_plugin_conf_load(const char *path, struct hb_plugin_conf *conf,
 			struct hb_err *err)
 {
 	struct hb_config cfg = { 0 };
+	struct hb_err uerr = { 0 };
 	char *buf = NULL;
 	size_t len = 0, n;
+	uid_t uid = 0;
 	int rc;
 
 	hb_plugin_conf_defaults(conf);
@@ -111,8 +114,13 @@ int hb_plugin_conf_load(const char *path, struct hb_plugin_conf *conf,
 				HB_PLUGIN_MAX_TIMEOUT_MS);
 		goto out;
 	}
+	if ((rc = hb_proto_daemon_uid(cfg.daemon_user, &uid, &uerr))) {
+		hb_err_set(err, rc, path, 0, "%s", uerr.msg);
+		goto out;
+	}
 	memcpy(conf->socket, cfg.daemon_socket, n + 1);
 	conf->timeout_ms = (int)cfg.plugin_timeout_ms;
+	conf->daemon_uid = uid;
 out:
 	hb_config_free(&cfg);
 	free(buf);

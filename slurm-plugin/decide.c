@@ -230,13 +230,12 @@ static void spec_time(struct hb_jobspec *spec, uint64_t *dst, uint32_t min,
 
 /* The jobspec of what Slurm resolved for jd. */
 static int build_spec(struct hb_jobspec *spec, const job_desc_msg_t *jd,
-		      const char *user, const char *const vals[HB__OPT_COUNT])
+		      const char *const vals[HB__OPT_COUNT])
 {
 	int rc = 0;
 
 	spec->source = HB_SRC_SBATCH;
 	rc |= spec_str(spec, &spec->name, jd->name, HB_F_NAME);
-	rc |= spec_str(spec, &spec->user, user, HB_F_USER);
 	rc |= spec_str(spec, &spec->account, jd->account, HB_F_ACCOUNT);
 	rc |= spec_str(spec, &spec->partition, jd->partition, HB_F_PARTITION);
 	rc |= spec_str(spec, &spec->qos, jd->qos, HB_F_QOS);
@@ -384,8 +383,7 @@ static int fix_utf8(cJSON *node, int depth)
 	return 0;
 }
 
-cJSON *hb_decide_request(const job_desc_msg_t *jd, const char *user,
-			 struct hb_err *err)
+cJSON *hb_decide_request(const job_desc_msg_t *jd, struct hb_err *err)
 {
 	const char *vals[HB__OPT_COUNT] = { 0 };
 	struct hb_jobspec spec;
@@ -410,7 +408,8 @@ cJSON *hb_decide_request(const job_desc_msg_t *jd, const char *user,
 	if (!req)
 		goto nomem;
 	rc |= add_str(req, "op", "decide");
-	rc |= add_str(req, "user", user);
+	/* the uid only: the daemon resolves the name (no NSS lookup under
+	 * slurmctld's lock) */
 	if (!cJSON_AddNumberToObject(req, "uid", jd->user_id))
 		rc = HB_ENOMEM;
 	rc |= add_str(req, "account", jd->account);
@@ -451,7 +450,7 @@ cJSON *hb_decide_request(const job_desc_msg_t *jd, const char *user,
 		cJSON_Delete(x);
 		goto nomem;
 	}
-	if (build_spec(&spec, jd, user, vals))
+	if (build_spec(&spec, jd, vals))
 		goto nomem;
 	x = hb_jobspec_to_json(&spec);
 	if (!x || !cJSON_AddItemToObject(req, "jobspec", x)) {

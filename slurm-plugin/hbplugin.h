@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <slurm/slurm.h>
 
@@ -88,14 +89,17 @@ const char *hb_opt_find(enum hb_opt o, char *const *spank_env, uint32_t nspank,
 struct hb_plugin_conf {
 	char socket[108]; /* sun_path: at most 107 bytes and a NUL */
 	int timeout_ms;	  /* 1..HB_PLUGIN_MAX_TIMEOUT_MS */
+	uid_t daemon_uid; /* daemon.user: may serve the socket; 0: root */
 };
 
-/* The defaults: HB_PLUGIN_DEFAULT_SOCKET, HB_PLUGIN_DEFAULT_TIMEOUT_MS. */
+/* The defaults: HB_PLUGIN_DEFAULT_SOCKET, HB_PLUGIN_DEFAULT_TIMEOUT_MS,
+ * a daemon run by root. */
 void hb_plugin_conf_defaults(struct hb_plugin_conf *conf);
 
 /*
- * Read daemon.socket and plugin.timeout_ms from the hpcbridge.yaml at
- * path, validated in full by hb_config_parse() (at most
+ * Read daemon.socket, daemon.user (resolved to a uid here, once, so that
+ * job_submit never looks a name up) and plugin.timeout_ms from the
+ * hpcbridge.yaml at path, validated in full by hb_config_parse() (at most
  * HB_PLUGIN_CONFIG_MAX bytes).  conf is filled with the defaults first, so
  * it is usable whatever happens.  HB_ENOENT if the file does not exist
  * (the defaults apply); another HB_E* code with err naming the file, line
@@ -121,15 +125,15 @@ int hb_decide_wanted(const job_desc_msg_t *jd);
 
 /*
  * Build the decide request of protocol v1 for jd (see
- * docs/internals/plugins.md): user (NULL: unknown, left out), uid,
- * account, partition, slurm_job_name, time_limit_min, target, options,
- * script, argv, env, and a jobspec built from jd's fields (what Slurm
- * resolved from the script, SBATCH_* variables and command-line options).
+ * docs/internals/plugins.md): uid, account, partition, slurm_job_name,
+ * time_limit_min, target, options, script, argv, env, and a jobspec built
+ * from jd's fields (what Slurm resolved from the script, SBATCH_*
+ * variables and command-line options).  No user name: that would take an
+ * NSS lookup under slurmctld's lock; the daemon resolves the uid.
  * Invalid or absent SPANK values are left out.  Caller frees with
  * cJSON_Delete(); NULL with err set on failure (ENOMEM).
  */
-struct cJSON *hb_decide_request(const job_desc_msg_t *jd, const char *user,
-				struct hb_err *err);
+struct cJSON *hb_decide_request(const job_desc_msg_t *jd, struct hb_err *err);
 
 enum hb_plugin_target {
 	HB_PLUGIN_SLURM = 1,

@@ -11,7 +11,11 @@
  *
  * The hook runs inside slurmctld with its job write lock held.  It does
  * one write/read on a local socket, bounded by the timeout, and no other
- * I/O (the configuration is read once, in init()).  The connection is
+ * I/O (the configuration is read once, in init()).  It looks no name up
+ * (no getpwuid: a slow LDAP or SSSD would stall slurmctld): the request
+ * carries the uid, the daemon resolves the name.  A new connection is
+ * believed only if root or daemon.user serves it (two lstat()s and
+ * SO_PEERCRED, no lookup: the user is resolved in init()).  The connection is
  * kept from one job to the next (hb_proto_call_on()), so a submission
  * costs neither side a connect, an accept or a close.  It links no
  * Slurm library: strings given to Slurm are made with slurm_xstrdup (Slurm
@@ -21,7 +25,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -102,14 +105,27 @@ int init(void)
 		path = HB_PLUGIN_DEFAULT_CONFIG;
 	rc = hb_plugin_conf_load(path, &conf, &err);
 	if (rc == 0)
-		hb_log(HB_LOG_INFO, "daemon %s, timeout %d ms (from %s)",
-		       conf.socket, conf.timeout_ms, path);
+		hb_log(HB_LOG_INFO,
+		       "daemon %s, timeout %d ms, daemon uid %lu (from %s)",
+		       conf.socket, conf.timeout_ms,
+		       (unsigned long)conf.daemon_uid, path);
 	else if (rc == HB_ENOENT)
-		hb_log(HB_LOG_INFO, "daemon %s, timeout %d ms (%s not found)",
-		       conf.socket, conf.timeout_ms, path);
+		hb_log(HB_LOG_INFO,
+		       "daemon %s, timeout %d ms, daemon uid %lu (%s not "
+		       "found)",
+		       conf.socket, conf.timeout_ms,
+		       (unsigned long)conf.daemon_uid, path);
 	else
-		hb_log(HB_LOG_ERROR, "%s; using daemon %s, timeout %d ms",
-		       err.msg, conf.socket, conf.timeout_ms);
+		hb_log(HB_LOG_ERROR,
+		       "%s; using daemon %s, timeout %d ms, daemon uid %lu",
+		       err.msg, conf.socket, conf.timeout_ms,
+		       (unsigned long)conf.daemon_uid);
+	/* Only a socket served by root or daemon.user is believed
+	 * (hb_proto_check_server()). */
+	pthread_mutex_lock(&daemon_mu);
+	hb_proto_conn_close(&daemon_conn);
+	daemon_conn.daemon_uid = conf.daemon_uid;
+	pthread_mutex_unlock(&daemon_mu);
 	/* Never fail: slurmctld would not start. */
 	return SLURM_SUCCESS;
 }
@@ -120,23 +136,6 @@ void fini(void)
 	hb_proto_conn_close(&daemon_conn);
 	pthread_mutex_unlock(&daemon_mu);
 	hb_log_set_hook(NULL, NULL);
-}
-
-/* The user's name; the uid in decimal when it has no passwd entry (as
- * Slurm shows such users).  NULL when out of memory. */
-static char *user_name(uid_t uid)
-{
-	struct passwd pw, *res = NULL;
-	size_t len = 16384;
-	char *buf = malloc(len), *name = NULL;
-
-	if (buf && getpwuid_r(uid, &pw, buf, len, &res) == 0 && res &&
-	    pw.pw_name && pw.pw_name[0])
-		name = strdup(pw.pw_name);
-	free(buf);
-	if (!name && asprintf(&name, "%lu", (unsigned long)uid) < 0)
-		name = NULL;
-	return name;
 }
 
 /* The job's name for the log: one line, at most 64 characters. */
@@ -191,7 +190,6 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 	struct hb_err err = { 0 };
 	struct hb_plugin_decision d;
 	cJSON *req = NULL, *reply = NULL;
-	char *user = NULL;
 	char name[72];
 	int64_t t0;
 	int rc, ret = SLURM_SUCCESS;
@@ -201,8 +199,7 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 		return SLURM_SUCCESS;
 	shown(job_desc->name, name, sizeof(name));
 	t0 = now_ms();
-	user = user_name((uid_t)job_desc->user_id);
-	req = hb_decide_request(job_desc, user, &err);
+	req = hb_decide_request(job_desc, &err);
 	if (!req) {
 		hb_log(HB_LOG_ERROR,
 		       "job '%s' of uid %" PRIu32 " left on Slurm: request: %s",
@@ -260,7 +257,6 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 out:
 	cJSON_Delete(reply);
 	cJSON_Delete(req);
-	free(user);
 	return ret;
 }
 

@@ -258,6 +258,15 @@ static const struct setting table[] = {
      .reloadable = 0,
      .help = "UNIX socket the daemon serves its API on (hpcbridged "
 	     "--socket overrides it)."},
+    {.path = "daemon.user",
+     .type = HB_CFG_STRING,
+     .off = F(daemon_user),
+     .def = "root",
+     .check = C_USER,
+     .reloadable = 0,
+     .help = "User hpcbridged runs as: the plugin, the shadow and the CLI "
+	     "talk only to a socket served by root or this user (a name or "
+	     "a uid), in a directory one of them owns."},
     {.path = "daemon.state",
      .type = HB_CFG_STRING,
      .off = F(daemon_state),

@@ -77,6 +77,7 @@ struct hb_config {
 
 	/* Daemon (hpcbridged) */
 	const char *daemon_socket;   /* API socket path */
+	const char *daemon_user;     /* who may serve it, besides root */
 	const char *daemon_state;    /* SQLite state file */
 	const char **daemon_admins;  /* users who may see/cancel every job */
 	uint32_t ndaemon_admins;

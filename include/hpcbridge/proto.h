@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "hpcbridge/buf.h"
 #include "hpcbridge/error.h"
@@ -81,18 +82,58 @@ int hb_proto_parse(const char *payload, size_t len, enum hb_proto_kind kind,
 		   struct cJSON **out, struct hb_err *err);
 
 /*
- * Client: connect to the UNIX socket at path, send req as one request
+ * The server check.  Whoever can bind the socket's path, or swap its
+ * directory, could otherwise answer for the daemon: feed decisions into
+ * slurmctld, or fake output into a job.  So a client believes a server
+ * only when
+ *   - the socket's directory (lstat: a symlink is refused) is a directory
+ *     owned by a trusted uid and writable by neither its group nor others
+ *     (a 1777 directory such as /tmp is refused), and the socket itself is
+ *     not a symlink;
+ *   - the process listening on it (SO_PEERCRED of the connection) runs as
+ *     a trusted uid.
+ * Trusted: root, daemon_uid (the configured daemon.user; 0 adds no one),
+ * and the client's own effective uid (a process that answers as the
+ * caller can do nothing the caller could not do itself).  Every client
+ * call makes the check on each new connection: hb_proto_call() trusts
+ * root, hb_proto_call_uid() and hb_proto_call_on() also c->daemon_uid.
+ *
+ * hb_proto_check_server() checks path's directory and, if fd >= 0, the
+ * peer of the connected socket fd.  0, or HB_EPERM with a message that
+ * names the path, the uid found and the uids expected; HB_EUNAVAIL if the
+ * directory does not exist.
+ */
+int hb_proto_check_server(int fd, const char *path, uid_t daemon_uid,
+			  struct hb_err *err);
+
+/*
+ * The uid of the daemon user named by name (daemon.user): "root" (0, no
+ * lookup), a decimal uid (no lookup), or a user name (looked up with
+ * getpwnam_r: call it at start-up, never on a hot path).  0 with *uid set; HB_ENOENT (err names the user) if
+ * there is no such user; HB_EINVAL for an empty name.
+ */
+int hb_proto_daemon_uid(const char *name, uid_t *uid, struct hb_err *err);
+
+/*
+ * Client: connect to the UNIX socket at path, check the server
+ * (hb_proto_check_server(), trusting root), send req as one request
  * frame, read one reply, all within timeout_ms in total (poll-based,
  * non-blocking, no signals: SIGPIPE is never raised).  Returns 0 with the
  * reply object, whether "ok" is true or false (hb_proto_reply_status()
  * tells); HB_EUNAVAIL if nobody listens or the peer closed without a
- * reply; HB_EPERM if the socket may not be opened; HB_ETIMEDOUT past the
- * deadline; HB_EPROTO on a malformed reply; HB_ETOOBIG if req is too
- * large; HB_EINVAL for a bad path or timeout (<= 0).  Caller frees *reply
- * with cJSON_Delete(); *reply is NULL on error.
+ * reply; HB_EPERM if the socket may not be opened or the server is not
+ * trusted (nothing is sent to it); HB_ETIMEDOUT past the deadline;
+ * HB_EPROTO on a malformed reply; HB_ETOOBIG if req is too large;
+ * HB_EINVAL for a bad path or timeout (<= 0).  Caller frees *reply with
+ * cJSON_Delete(); *reply is NULL on error.
  */
 int hb_proto_call(const char *path, const struct cJSON *req, int timeout_ms,
 		  struct cJSON **reply, struct hb_err *err);
+
+/* hb_proto_call() that also trusts a server run by daemon_uid. */
+int hb_proto_call_uid(const char *path, uid_t daemon_uid,
+		      const struct cJSON *req, int timeout_ms,
+		      struct cJSON **reply, struct hb_err *err);
 
 /*
  * A connection kept from one call to the next, for a caller that calls
@@ -100,7 +141,8 @@ int hb_proto_call(const char *path, const struct cJSON *req, int timeout_ms,
  * per call, on either side.  hb_proto_call_on() reuses c's connection when
  * it is to the same path, was last used less than HB_PROTO_REUSE_MS ago
  * (well inside the daemon's idle limit), and the daemon has not closed
- * it; otherwise it connects anew.  A call that fails closes it.  Results
+ * it; otherwise it connects anew (and checks the new connection's server,
+ * trusting c->daemon_uid too).  A call that fails closes it.  Results
  * as hb_proto_call()'s.  One caller at a time; start from
  * HB_PROTO_CONN_INIT, end with hb_proto_conn_close() (which may be called
  * any number of times).
@@ -109,7 +151,8 @@ int hb_proto_call(const char *path, const struct cJSON *req, int timeout_ms,
 struct hb_proto_conn {
 	int fd; /* -1: none */
 	int64_t used_ms;
-	char path[108]; /* sun_path's size */
+	char path[108];	  /* sun_path's size */
+	uid_t daemon_uid; /* trusted besides root and oneself; 0: none */
 };
 #define HB_PROTO_CONN_INIT                                                     \
 	{                                                                      \

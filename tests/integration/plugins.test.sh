@@ -211,8 +211,10 @@ sbatch --hpcbridge-checkpoint=/scratch/ckpt spank.sh one two >out 2>err ||
 id=$(jobid_of out)
 [ -n "$id" ] || fail "no job id: $(cat out err)"
 [ "$(nreq)" = $((n0 + 1)) ] || fail "the daemon got $(($(nreq) - n0)) requests"
-[ "$(req_eval 'd["op"], d["target"], d["slurm_job_name"], d["user"], d["uid"]')" = \
-	"('decide', 'kubernetes', 'spank-lines', 'root', 0)" ] ||
+# The uid only, no user name: the plugin looks no name up under
+# slurmctld's lock (the daemon resolves it).
+[ "$(req_eval 'd["op"], d["target"], d["slurm_job_name"], d.get("user"), d["uid"], d["jobspec"].get("user")')" = \
+	"('decide', 'kubernetes', 'spank-lines', None, 0, None)" ] ||
 	fail "request: $(last_req | head -c 600)"
 [ "$(req_eval 'd["options"]')" = \
 	"{'deadline': 'now+2hours', 'checkpoint': '/scratch/ckpt', 'data': 's3://hb-data/inputs'}" ] ||
@@ -311,7 +313,7 @@ chmod 644 "$nobody_dir/gpu.sh"
 	env SLURM_CONF="$SLURM_CONF" sbatch --hold gpu.sh) >out 2>err ||
 	fail "sbatch as nobody: $(cat err)"
 id=$(jobid_of out)
-[ "$(req_eval 'd["user"], d["uid"]')" = "('nobody', $(id -u nobody))" ] ||
+[ "$(req_eval 'd.get("user"), d["uid"]')" = "(None, $(id -u nobody))" ] ||
 	fail "nobody's request: $(req_eval 'd.get("user"), d.get("uid")')"
 [ "$(field "$id" Partition)" = burst ] || fail "nobody's job: partition $(field "$id" Partition)"
 line_field "$id" AdminComment | grep -q "^hpcbridge:hb-[0-9]* target=kubernetes orig:" ||
@@ -398,6 +400,62 @@ kill -CONT "$fpid"
 [ "$(calc "$elapsed < 2.0")" = 1 ] || fail "sbatch took ${elapsed}s with a stopped daemon"
 ok "a stopped daemon costs sbatch the timeout (${elapsed}s < 2s), job untouched"
 
+# An impostor: the same fake, answering "kubernetes" at once, but
+# listening as nobody (bound by root in root's directory, so only the
+# listener's SO_PEERCRED uid gives it away).  Nothing it says is acted on
+# and no request reaches it: the job is untouched, one log line names the
+# uid.
+stop_fake
+echo "kubernetes burst 17" >"$mode"
+n0=$(nreq)
+rm -f "$sock"
+nobody_uid=$(id -u nobody)
+python3 - "$sock" "$nobody_uid" "$(id -g nobody)" "$tmp/impostor.log" \
+	>"$tmp/impostor.out" 2>&1 <<'PY' &
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1])
+os.chmod(sys.argv[1], 0o666)
+log = open(sys.argv[4], "a")
+os.setgroups([])
+os.setgid(int(sys.argv[3]))
+os.setuid(int(sys.argv[2]))
+s.listen(8)
+print("ready", flush=True)
+reply = b'{"ok":true,"id":"hb-impostor","target":"kubernetes","reason":"x","proxy":{"partition":"burst","script":"#!/bin/sh\\necho impostor\\n","time_limit_min":1,"cpus":1,"mem_mb":64}}'
+while True:
+    c, _ = s.accept()
+    c.sendall(b"HB\x01\x02" + len(reply).to_bytes(4, "big") + reply)
+    c.settimeout(1)
+    try:
+        got = c.recv(65536)
+    except OSError:
+        got = b""
+    log.write("connection, %d request bytes\n" % len(got))
+    log.flush()
+    c.close()
+PY
+fpid=$!
+for _ in $(seq 1 50); do
+	grep -q ready "$tmp/impostor.out" 2>/dev/null && break
+	sleep 0.1
+done
+grep -q ready "$tmp/impostor.out" || fail "impostor did not start: $(cat "$tmp/impostor.out")"
+untouched fo-impostor
+grep "'fo-impostor'" "$ctld_log" |
+	grep -q "EPERM (.*served by uid $nobody_uid (pid [0-9]*), expected uid 0 (root)" ||
+	fail "impostor not logged with its uid: $(grep "'fo-impostor'" "$ctld_log")"
+grep -q "request bytes" "$tmp/impostor.log" 2>/dev/null &&
+	! grep -q ", 0 request bytes" "$tmp/impostor.log" &&
+	fail "the impostor got a request: $(cat "$tmp/impostor.log")"
+[ "$(nreq)" = "$n0" ] || fail "the request log grew"
+kill -TERM "$fpid" 2>/dev/null || true
+wait "$fpid" 2>/dev/null || true
+fpid=""
+rm -f "$sock"
+echo slurm >"$mode"
+ok "a socket served by another uid (nobody) is refused: job untouched, one log line naming the uid"
+
 # No daemon at all.
 stop_fake
 untouched fo-nodaemon
@@ -447,6 +505,8 @@ if [ -x "$hbd" ] && [ -x "$hbcall" ]; then
 	"$hbcall" "$sock" "{\"op\":\"status\",\"id\":\"$hb\"}" >status.json ||
 		fail "status $hb: $(cat status.json)"
 	grep -q '"target":"kubernetes"' status.json || fail "status: $(cat status.json)"
+	# the plugin sent the uid only; the daemon resolved the name
+	grep -q '"user":"root"' status.json || fail "status: no user: $(cat status.json)"
 	scancel "$id"
 	sbatch --hold -t 5 -J real-slurm --wrap=true >out 2>err || fail "sbatch: $(cat err)"
 	id=$(jobid_of out)

@@ -5,6 +5,7 @@
  * the reply checks, and the job_desc rewrite (with an allocator that
  * fails on demand, to show a failed rewrite leaves the job as it was).
  */
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -367,6 +368,50 @@ static void test_conf(void **state)
 	conf_case("plugin: [1, 2\n", HB_EINVAL, def, dt, NULL);
 }
 
+/* daemon.user, resolved once (in init()) to the uid the server check
+ * trusts besides root. */
+static void uid_case(const char *yaml, int rc, uid_t want, const char *msg)
+{
+	struct hb_plugin_conf c;
+	struct hb_err err = { 0 };
+	char *path = write_tmp(yaml);
+	int got = hb_plugin_conf_load(path, &c, &err);
+
+	if (got != rc)
+		fail_msg("%s: rc %d, want %d (%s)", yaml, got, rc, err.msg);
+	if (c.daemon_uid != want)
+		fail_msg("%s: daemon uid %lu, want %lu", yaml,
+			 (unsigned long)c.daemon_uid, (unsigned long)want);
+	if (msg && !strstr(err.msg, msg))
+		fail_msg("%s: message '%s' lacks '%s'", yaml, err.msg, msg);
+	unlink(path);
+	free(path);
+}
+
+static void test_conf_daemon_user(void **state)
+{
+	struct hb_plugin_conf c;
+	struct passwd *pw = getpwnam("nobody");
+
+	(void)state;
+	hb_plugin_conf_defaults(&c);
+	assert_int_equal(c.daemon_uid, 0);
+	uid_case("", 0, 0, NULL);
+	uid_case("daemon:\n  user: root\n", 0, 0, NULL);
+	uid_case("daemon:\n  user: '4242'\n", 0, 4242, NULL);
+	uid_case("daemon:\n  user: 4243\n", HB_EINVAL, 0,
+		 "daemon.user: must be a string, not a number (put it in "
+		 "quotes)");
+	if (pw)
+		uid_case("daemon:\n  user: nobody\n", 0, pw->pw_uid, NULL);
+	/* An unknown user: an error naming the file and the user, and only
+	 * root is trusted (the default). */
+	uid_case("daemon:\n  user: no-such-user-hb\n", HB_ENOENT, 0,
+		 "daemon.user: no user 'no-such-user-hb'");
+	uid_case("daemon:\n  user: 'bad name'\n", HB_EINVAL, 0,
+		 "daemon.user");
+}
+
 /* ------------------------------------------------------- request */
 
 static void test_wanted(void **state)
@@ -422,10 +467,13 @@ static void test_request(void **state)
 
 	(void)state;
 	jd_gpu(&jd);
-	req = hb_decide_request(&jd, "alice", &err);
+	req = hb_decide_request(&jd, &err);
 	assert_non_null(req);
 	assert_string_equal(jstr(req, "op"), "decide");
-	assert_string_equal(jstr(req, "user"), "alice");
+	/* The uid only: a name would take an NSS lookup under slurmctld's
+	 * lock; the daemon resolves it. */
+	assert_null(cJSON_GetObjectItemCaseSensitive(req, "user"));
+	assert_null(jstr(req, "jobspec.user"));
 	assert_true(jnum(req, "uid") == 1000);
 	assert_string_equal(jstr(req, "account"), "physics");
 	assert_string_equal(jstr(req, "partition"), "gpu");
@@ -466,7 +514,7 @@ static void test_request(void **state)
 	cJSON_free(txt);
 	cJSON_Delete(req);
 
-	/* No user name, unlimited time, memory per CPU, GPUs per task. */
+	/* Unlimited time, memory per CPU, GPUs per task. */
 	jd.time_limit = INFINITE;
 	jd.pn_min_memory = 2048 | MEM_PER_CPU;
 	free(jd.tres_per_node);
@@ -474,9 +522,8 @@ static void test_request(void **state)
 	jd.tres_per_task = strdup("license/x:1,gres/gpu:1");
 	free(jd.array_inx);
 	jd.array_inx = strdup("1-3,bad");
-	req = hb_decide_request(&jd, NULL, &err);
+	req = hb_decide_request(&jd, &err);
 	assert_non_null(req);
-	assert_null(jstr(req, "user"));
 	assert_true(jnum(req, "time_limit_min") == -1);
 	assert_string_equal(jstr(req, "jobspec.time_limit"), "UNLIMITED");
 	assert_string_equal(jstr(req, "jobspec.mem.kind"), "per_cpu");
@@ -506,7 +553,7 @@ static void test_request_caps(void **state)
 	big[sizeof(big) - 1] = '\0';
 	for (uint32_t i = 0; i < jd.env_size; i++)
 		jd.environment[i] = strdup(big);
-	req = hb_decide_request(&jd, "bob", NULL);
+	req = hb_decide_request(&jd, NULL);
 	assert_non_null(req);
 	env = cJSON_GetObjectItemCaseSensitive(req, "env");
 	assert_true(cJSON_GetArraySize(env) > 0);
@@ -519,7 +566,7 @@ static void test_request_caps(void **state)
 	assert_null(cJSON_GetObjectItemCaseSensitive(req, "options"));
 	cJSON_Delete(req);
 	jd_free(&jd);
-	assert_null(hb_decide_request(NULL, NULL, NULL));
+	assert_null(hb_decide_request(NULL, NULL));
 }
 
 /* Bytes that are not UTF-8 (a Latin-1 script) still make a request the
@@ -541,7 +588,7 @@ static void test_request_utf8(void **state)
 	jd.name = strdup("caf\xe9");
 	jd.script = strdup("#!/bin/sh\n# r\xe9sum\xe9 \xff\n");
 	jd.environment = strv(env, &jd.env_size);
-	req = hb_decide_request(&jd, "alice", NULL);
+	req = hb_decide_request(&jd, NULL);
 	assert_non_null(req);
 	txt = cJSON_PrintUnformatted(req);
 	assert_non_null(txt);
@@ -567,7 +614,7 @@ static void test_request_utf8(void **state)
 	for (int i = 0; bad[i]; i++) {
 		free(jd.name);
 		jd.name = strdup(bad[i]);
-		req = hb_decide_request(&jd, "alice", NULL);
+		req = hb_decide_request(&jd, NULL);
 		assert_non_null(req);
 		txt = cJSON_PrintUnformatted(req);
 		assert_int_equal(hb_proto_parse(txt, strlen(txt),
@@ -869,6 +916,7 @@ int main(void)
 		cmocka_unit_test(test_opt_check),
 		cmocka_unit_test(test_opt_env),
 		cmocka_unit_test(test_conf),
+		cmocka_unit_test(test_conf_daemon_user),
 		cmocka_unit_test(test_wanted),
 		cmocka_unit_test(test_request),
 		cmocka_unit_test(test_request_caps),

@@ -2,6 +2,7 @@
  * test_proto.c - API framing, payload checks and the one-shot client.
  */
 #include <errno.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -376,9 +377,13 @@ enum server_mode {
 	/* for a kept connection: */
 	SRV_KEPT_DROP, /* echo one request, close at the next (read, not
 			* answered), then echo on a new connection */
-	SRV_KEPT_EXTRA /* echo one request with a second reply after it */
+	SRV_KEPT_EXTRA, /* echo one request with a second reply after it */
+	SRV_IMPOSTOR	/* accept, answer, exit 3 if a byte came, 0 if not */
 };
 
+/* The socket lives in a private directory (0700, the test's own): the
+ * server check refuses one in /tmp itself (1777). */
+static char sock_dir[64];
 static char sock_path[108];
 
 /* Read one frame from fd into in (the child's side; _exit on EOF). */
@@ -524,20 +529,51 @@ static void serve(int lfd, enum server_mode mode)
 	_exit(0);
 }
 
-static pid_t start_server(enum server_mode mode)
+static void sock_setup(void)
+{
+	if (!sock_dir[0]) {
+		snprintf(sock_dir, sizeof(sock_dir), "/tmp/hb-test-proto-XXXXXX");
+		assert_non_null(mkdtemp(sock_dir));
+	}
+	snprintf(sock_path, sizeof(sock_path), "%s/api.sock", sock_dir);
+}
+
+/* An impostor's answer: whatever the client would act on. */
+static void serve_impostor(int lfd)
+{
+	static const char fake[] = "{\"ok\":true,\"id\":\"hb-fake\","
+				   "\"target\":\"kubernetes\"}";
+	struct hb_buf out;
+	char c;
+	int fd = accept(lfd, NULL, NULL);
+
+	if (fd < 0)
+		_exit(1);
+	hb_buf_init(&out, 0);
+	hb_proto_frame(&out, HB_PROTO_REPLY, fake, strlen(fake));
+	/* fails (EPIPE) when the client has already hung up */
+	if (write(fd, out.data, out.len) < 0)
+		(void)0;
+	/* the client closes without a byte: EOF; a request: 3 */
+	_exit(read(fd, &c, 1) > 0 ? 3 : 0);
+}
+
+/* Start a server in mode, listening (hence seen through SO_PEERCRED) as
+ * uid as, or as the test itself when as is (uid_t)-1. */
+static pid_t start_server_as(enum server_mode mode, uid_t as)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	pid_t pid;
-	int lfd;
+	int lfd, p[2];
+	char c;
 
-	snprintf(sock_path, sizeof(sock_path), "/tmp/hb-test-proto-%d.sock",
-		 (int)getpid());
+	sock_setup();
 	unlink(sock_path);
 	memcpy(sa.sun_path, sock_path, strlen(sock_path) + 1);
 	lfd = socket(AF_UNIX, SOCK_STREAM, 0);
 	assert_true(lfd >= 0);
 	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(lfd, 4), 0);
+	assert_int_equal(pipe(p), 0);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -545,10 +581,30 @@ static pid_t start_server(enum server_mode mode)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() == 1)
 			_exit(1);
+		/* the peer credentials are the listener's, taken at
+		 * listen() */
+		if (as != (uid_t)-1 &&
+		    (setgroups(0, NULL) || setresgid(as, as, as) ||
+		     setresuid(as, as, as)))
+			_exit(1);
+		if (listen(lfd, 4) || write(p[1], "r", 1) != 1)
+			_exit(1);
+		close(p[0]);
+		close(p[1]);
+		if (mode == SRV_IMPOSTOR)
+			serve_impostor(lfd);
 		serve(lfd, mode);
 	}
+	close(p[1]);
+	assert_int_equal(read(p[0], &c, 1), 1);
+	close(p[0]);
 	close(lfd);
 	return pid;
+}
+
+static pid_t start_server(enum server_mode mode)
+{
+	return start_server_as(mode, (uid_t)-1);
 }
 
 static void stop_server(pid_t pid)
@@ -715,6 +771,168 @@ static void test_call_early_reply(void **state)
 	cJSON_Delete(req);
 }
 
+/* ------------------------------------------------------------------ */
+/* The server check                                                    */
+/* ------------------------------------------------------------------ */
+
+static void test_daemon_uid(void **state)
+{
+	struct hb_err err = { 0 };
+	uid_t u = 77;
+
+	(void)state;
+	assert_int_equal(hb_proto_daemon_uid("root", &u, &err), 0);
+	assert_int_equal(u, 0);
+	assert_int_equal(hb_proto_daemon_uid("4242", &u, &err), 0);
+	assert_int_equal(u, 4242);
+	assert_int_equal(hb_proto_daemon_uid("no-such-user-hb", &u, &err),
+			 HB_ENOENT);
+	assert_non_null(strstr(err.msg, "no user 'no-such-user-hb'"));
+	assert_int_equal(hb_proto_daemon_uid("", &u, NULL), HB_EINVAL);
+	assert_int_equal(hb_proto_daemon_uid(NULL, &u, NULL), HB_EINVAL);
+}
+
+/* The directory's checks, which need no second user. */
+static void test_check_dir(void **state)
+{
+	struct hb_err err = { 0 };
+	cJSON *req = cJSON_Parse("{\"op\":\"ping\"}"), *reply = NULL;
+	char link[128], lsock[140];
+	pid_t pid;
+
+	(void)state;
+	pid = start_server(SRV_ECHO);
+	assert_int_equal(hb_proto_check_server(-1, sock_path, 0, &err), 0);
+
+	/* writable by others (as /tmp is), or by the group: refused */
+	assert_int_equal(chmod(sock_dir, 01777), 0);
+	assert_int_equal(hb_proto_check_server(-1, sock_path, 0, &err),
+			 HB_EPERM);
+	assert_non_null(strstr(err.msg, sock_path));
+	assert_non_null(strstr(err.msg, "writable by others"));
+	reply = (cJSON *)1;
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_proto_call(sock_path, req, 5000, &reply, &err),
+			 HB_EPERM);
+	assert_null(reply);
+	assert_int_equal(chmod(sock_dir, 0770), 0);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_proto_check_server(-1, sock_path, 0, &err),
+			 HB_EPERM);
+	assert_non_null(strstr(err.msg, "writable by its group"));
+	assert_int_equal(chmod(sock_dir, 0700), 0);
+
+	/* a symlinked directory, a symlinked socket: refused */
+	snprintf(link, sizeof(link), "%s.link", sock_dir);
+	unlink(link);
+	assert_int_equal(symlink(sock_dir, link), 0);
+	snprintf(lsock, sizeof(lsock), "%s/api.sock", link);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_proto_check_server(-1, lsock, 0, &err), HB_EPERM);
+	assert_non_null(strstr(err.msg, "is a symlink"));
+	unlink(link);
+	snprintf(lsock, sizeof(lsock), "%s/link.sock", sock_dir);
+	assert_int_equal(symlink(sock_path, lsock), 0);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_proto_call(lsock, req, 5000, &reply, &err),
+			 HB_EPERM);
+	assert_non_null(strstr(err.msg, "the socket is a symlink"));
+	unlink(lsock);
+
+	/* the real socket still answers */
+	assert_int_equal(hb_proto_call(sock_path, req, 5000, &reply, &err), 0);
+	cJSON_Delete(reply);
+	stop_server(pid);
+	cJSON_Delete(req);
+}
+
+/* Another uid serves the socket (root only: it takes a second user). */
+static void test_check_peer(void **state)
+{
+	struct hb_proto_conn c = HB_PROTO_CONN_INIT;
+	struct hb_err err = { 0 };
+	cJSON *req = cJSON_Parse("{\"op\":\"ping\"}"), *reply = NULL;
+	uid_t other = 65534;
+	char want[64];
+	pid_t pid;
+	int st;
+
+	(void)state;
+	if (geteuid() != 0) {
+		cJSON_Delete(req);
+		skip();
+	}
+	/* The impostor answers at once; the client must neither send it a
+	 * byte nor take its reply. */
+	pid = start_server_as(SRV_IMPOSTOR, other);
+	reply = (cJSON *)1;
+	assert_int_equal(hb_proto_call(sock_path, req, 5000, &reply, &err),
+			 HB_EPERM);
+	assert_null(reply);
+	snprintf(want, sizeof(want), "served by uid %lu",
+		 (unsigned long)other);
+	assert_non_null(strstr(err.msg, sock_path));
+	assert_non_null(strstr(err.msg, want));
+	assert_non_null(strstr(err.msg, "expected uid 0 (root)"));
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0); /* no byte reached it */
+	unlink(sock_path);
+
+	/* The same through a kept connection (the plugin's). */
+	pid = start_server_as(SRV_IMPOSTOR, other);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_proto_call_on(&c, sock_path, req, 5000, &reply,
+					  &err),
+			 HB_EPERM);
+	assert_int_equal(c.fd, -1);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(WEXITSTATUS(st), 0);
+	unlink(sock_path);
+
+	/* Configured as the daemon user, it is believed. */
+	pid = start_server_as(SRV_ECHO, other);
+	c.daemon_uid = other;
+	assert_int_equal(hb_proto_call_on(&c, sock_path, req, 5000, &reply,
+					  &err),
+			 0);
+	assert_non_null(cJSON_GetObjectItem(reply, "echo"));
+	cJSON_Delete(reply);
+	hb_proto_conn_close(&c);
+	stop_server(pid);
+	pid = start_server_as(SRV_ECHO, other);
+	assert_int_equal(hb_proto_call_uid(sock_path, other, req, 5000,
+					   &reply, &err),
+			 0);
+	cJSON_Delete(reply);
+	stop_server(pid);
+
+	/* A directory another uid owns: refused, unless it is the daemon
+	 * user's. */
+	pid = start_server(SRV_ECHO);
+	assert_int_equal(chown(sock_dir, other, (gid_t)-1), 0);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_proto_check_server(-1, sock_path, 0, &err),
+			 HB_EPERM);
+	snprintf(want, sizeof(want), "is owned by uid %lu",
+		 (unsigned long)other);
+	assert_non_null(strstr(err.msg, want));
+	assert_int_equal(hb_proto_check_server(-1, sock_path, other, NULL), 0);
+	assert_int_equal(chown(sock_dir, 0, (gid_t)-1), 0);
+	stop_server(pid);
+	cJSON_Delete(req);
+}
+
+static int cleanup(void **state)
+{
+	(void)state;
+	if (sock_dir[0]) {
+		unlink(sock_path);
+		rmdir(sock_dir);
+	}
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -730,8 +948,11 @@ int main(void)
 		cmocka_unit_test(test_call_failures),
 		cmocka_unit_test(test_call_early_reply),
 		cmocka_unit_test(test_call_kept),
+		cmocka_unit_test(test_daemon_uid),
+		cmocka_unit_test(test_check_dir),
+		cmocka_unit_test(test_check_peer),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, cleanup);
 }
