@@ -941,17 +941,25 @@ static int load_map(struct loader *l, const struct setting *s, const cJSON *m)
 	return load_kv(l, s, s->path, m, C_ANY, s->check, dst, cnt);
 }
 
-static int load_selectors(struct loader *l, const struct setting *s,
-			  const cJSON *m)
+/*
+ * A mapping of names (checked by key) into an arena array of n elements
+ * of size bytes: entry() loads the value of each (its path is sub) into
+ * its element, with the name already copied to the arena.  Every entry is
+ * checked before the first error is returned.
+ */
+typedef int (*entry_fn)(struct loader *l, const struct setting *s,
+			const char *sub, const cJSON *c, const char *name,
+			void *elem);
+
+static int load_mapping(struct loader *l, const struct setting *s,
+			const cJSON *m, enum check key, size_t size,
+			entry_fn entry, void **dst, uint32_t *cnt)
 {
-	struct hb_selector_map **dst = field(l->cfg, s->off);
-	uint32_t *cnt = field(l->cfg, s->count_off);
-	struct hb_selector_map *sm;
 	const cJSON *c;
+	const char *why, *name;
+	char *arr, sub[320];
 	uint32_t n;
 	int bad = 0, rc;
-	const char *why;
-	char sub[320];
 
 	*dst = NULL;
 	*cnt = 0;
@@ -963,44 +971,57 @@ static int load_selectors(struct loader *l, const struct setting *s,
 	n = (uint32_t)cJSON_GetArraySize(m);
 	if (n == 0)
 		return 0;
-	sm = hb_arena_alloc(l->arena, n * sizeof(*sm));
-	if (!sm)
+	arr = hb_arena_alloc(l->arena, n * size);
+	if (!arr)
 		return HB_ENOMEM;
 	n = 0;
 	for (c = m->child; c; c = c->next) {
 		snprintf(sub, sizeof(sub), "%.200s.%.100s", s->path, c->string);
-		if ((why = check_string(C_ANY, c->string))) {
+		if ((why = check_string(key, c->string))) {
 			bad = lerr(l, c, sub, "the key %s", why);
 			continue;
 		}
-		if (!cJSON_IsObject(c) && !cJSON_IsNull(c)) {
-			bad = lerr(l, c, sub,
-				   "must be a mapping of node labels, not %s",
-				   type_name(c));
-			continue;
-		}
-		rc = load_kv(l, s, sub, c, s->key_check, s->check,
-			     &sm[n].labels, &sm[n].nlabels);
+		if (!(name = hb_arena_strdup(l->arena, c->string)))
+			return HB_ENOMEM;
+		rc = entry(l, s, sub, c, name, arr + n * size);
 		if (rc == HB_ENOMEM)
 			return rc;
 		if (rc) {
 			bad = rc;
 			continue;
 		}
-		sm[n].key = hb_arena_strdup(l->arena, c->string);
-		if (!sm[n].key)
-			return HB_ENOMEM;
 		n++;
 	}
 	if (bad)
 		return bad;
-	*dst = sm;
+	*dst = arr;
 	*cnt = n;
 	return 0;
 }
 
-/* A sequence of distinct strings checked by c (v at path), into an arena
- * array: *out and *nout, left NULL and 0 on error. */
+static int selector_entry(struct loader *l, const struct setting *s,
+			  const char *sub, const cJSON *c, const char *name,
+			  void *elem)
+{
+	struct hb_selector_map *sm = elem;
+
+	if (!cJSON_IsObject(c) && !cJSON_IsNull(c))
+		return lerr(l, c, sub,
+			    "must be a mapping of node labels, not %s",
+			    type_name(c));
+	sm->key = name;
+	return load_kv(l, s, sub, c, s->key_check, s->check, &sm->labels,
+		       &sm->nlabels);
+}
+
+static int load_selectors(struct loader *l, const struct setting *s,
+			  const cJSON *m)
+{
+	return load_mapping(l, s, m, C_ANY, sizeof(struct hb_selector_map),
+			    selector_entry, field(l->cfg, s->off),
+			    field(l->cfg, s->count_off));
+}
+
 static int load_strv(struct loader *l, const char *path, const cJSON *v,
 		     enum check c, const char ***out, uint32_t *nout)
 {
@@ -1065,58 +1086,24 @@ static int load_list(struct loader *l, const struct setting *s,
 			 field(l->cfg, s->count_off));
 }
 
+static int list_entry(struct loader *l, const struct setting *s,
+		      const char *sub, const cJSON *c, const char *name,
+		      void *elem)
+{
+	struct hb_list_map *lm = elem;
+
+	lm->key = name;
+	return load_strv(l, sub, c, s->check, &lm->values, &lm->nvalues);
+}
+
 /* A mapping of names (checked by key_check) to lists of strings (checked
  * by check), into an arena array. */
 static int load_list_map(struct loader *l, const struct setting *s,
 			 const cJSON *m)
 {
-	struct hb_list_map **dst = field(l->cfg, s->off);
-	uint32_t *cnt = field(l->cfg, s->count_off);
-	struct hb_list_map *lm;
-	const cJSON *c;
-	uint32_t n;
-	int bad = 0, rc;
-	const char *why;
-	char sub[320];
-
-	*dst = NULL;
-	*cnt = 0;
-	if (!m || cJSON_IsNull(m))
-		return 0;
-	if (!cJSON_IsObject(m))
-		return lerr(l, m, s->path, "must be a mapping, not %s",
-			    type_name(m));
-	n = (uint32_t)cJSON_GetArraySize(m);
-	if (n == 0)
-		return 0;
-	lm = hb_arena_alloc(l->arena, n * sizeof(*lm));
-	if (!lm)
-		return HB_ENOMEM;
-	n = 0;
-	for (c = m->child; c; c = c->next) {
-		snprintf(sub, sizeof(sub), "%.200s.%.100s", s->path, c->string);
-		if ((why = check_string(s->key_check, c->string))) {
-			bad = lerr(l, c, sub, "the key %s", why);
-			continue;
-		}
-		rc = load_strv(l, sub, c, s->check, &lm[n].values,
-			       &lm[n].nvalues);
-		if (rc == HB_ENOMEM)
-			return rc;
-		if (rc) {
-			bad = rc;
-			continue;
-		}
-		lm[n].key = hb_arena_strdup(l->arena, c->string);
-		if (!lm[n].key)
-			return HB_ENOMEM;
-		n++;
-	}
-	if (bad)
-		return bad;
-	*dst = lm;
-	*cnt = n;
-	return 0;
+	return load_mapping(l, s, m, s->key_check, sizeof(struct hb_list_map),
+			    list_entry, field(l->cfg, s->off),
+			    field(l->cfg, s->count_off));
 }
 
 static int load_setting(struct loader *l, const struct setting *s,
