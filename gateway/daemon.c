@@ -39,6 +39,7 @@
 #include "hpcbridge/backend.h"
 #include "hpcbridge/proto.h"
 #include "hpcbridge/rules.h"
+#include "hpcbridge/sbatch.h"
 #include "hpcbridge/store.h"
 #include "origin.h"
 #include "decider.h"
@@ -62,13 +63,15 @@
  * cancel waits after SIGTERM before SIGKILL. */
 #define REMOTE_CHUNK_MAX (256 * 1024)
 #define REMOTE_GRACE_MS	 5000
+/* Remote jobs' requests in flight, per worker (remote_busy()). */
+#define REMOTE_QUEUE_PER_WORKER 8
 /* How often the reconciler asks Slurm what changed. */
 #define SLURM_POLL_MS 1000
 #define TWIN_TRIES    30 /* a twin create or delete, a second apart */
 #define PW_CACHE_MS   60000
 #define PW_CACHE_SIZE 256
 
-enum tag { T_LISTEN = 1, T_SIGNAL, T_POOL, T_SYNC, T_CONN, T_ORIGIN };
+enum tag { T_LISTEN = 1, T_SIGNAL, T_POOL, T_RPOOL, T_SYNC, T_CONN, T_ORIGIN };
 
 struct watch {
 	enum tag tag;
@@ -110,8 +113,34 @@ struct staged {
 	struct staged *next;
 };
 
-/* TWIN_*: a Kubernetes-origin job's twin MPIJob (origin.c). */
-enum task_kind { TASK_SUBMIT, TASK_CANCEL, TASK_TWIN_CREATE, TASK_TWIN_DELETE };
+/* TWIN_*: a Kubernetes-origin job's twin MPIJob (origin.c); REMOTE_*: a
+ * burst job's remote side (remote_start, remote_poll), on d->rpool. */
+enum task_kind {
+	TASK_SUBMIT,
+	TASK_CANCEL,
+	TASK_TWIN_CREATE,
+	TASK_TWIN_DELETE,
+	TASK_REMOTE_START,
+	TASK_REMOTE_POLL
+};
+
+/* What a TASK_REMOTE_* task carries, and what its worker found. */
+struct rwork {
+	struct hb_backend *be;
+	/* &d->cfg: a reload waits until no rwork is in flight */
+	const struct hb_config *cfg;
+	char rid[48];	  /* the remote id: "<id>" or "<id>-t<N>" */
+	int64_t task;	  /* the array task, or -1 */
+	int64_t slurm_id; /* START: root's binding, or -1 */
+	uid_t uid;	  /* START: the job's user */
+	char *jobspec, *name, *user, *account; /* START: as stored */
+	uint64_t offset;		       /* POLL */
+	size_t max;
+	struct hb_remote_status st;
+	char *frame; /* POLL: the reply, framed on the worker */
+	size_t flen;
+	int done; /* POLL: final, and read to the end */
+};
 
 struct task {
 	struct hb_task t; /* first */
@@ -132,6 +161,8 @@ struct task {
 	struct hb_daemon_backend be;
 	uid_t actor_uid;
 	char actor_user[64], peer[32];
+	struct rwork *rw;	      /* TASK_REMOTE_* */
+	struct task *rprev, *rnext; /* d->rtasks */
 };
 
 struct pw_entry {
@@ -148,6 +179,10 @@ struct hb_daemon {
 	struct hb_config cfg;
 	struct hb_store *st;
 	struct hb_pool *pool;
+	struct hb_pool *rpool;	/* remote jobs' work (TASK_REMOTE_*) */
+	struct task *rtasks;	/* ... staged, queued or running */
+	unsigned nremote, rlimit; /* how many; at most */
+	int reload_wanted;	/* SIGHUP came while rtasks ran */
 	struct hb_daemon_backend be;
 	struct hb_backend *remote;     /* where burst jobs run */
 	struct hb_kube_origin *origin; /* managed MPIJobs (origin.c), or NULL */
@@ -159,7 +194,7 @@ struct hb_daemon {
 	struct hb_decider *dc;	       /* placement (decider.c) */
 	struct hb_arena scratch;       /* a decision's cJSON trees */
 	int epfd, lfd, sfd;
-	struct watch wl, ws, wp, wy, wo;
+	struct watch wl, ws, wp, wr, wy, wo;
 	struct conn *conns; /* doubly linked */
 	unsigned nconns;
 	struct conn *graveyard; /* closed, freed at the end of an iteration */
@@ -1509,10 +1544,33 @@ out:
 
 /* ---- tasks ------------------------------------------------------- */
 
+static void rwork_free(struct rwork *w)
+{
+	if (!w)
+		return;
+	free(w->jobspec);
+	free(w->name);
+	free(w->user);
+	free(w->account);
+	free(w->frame);
+	free(w);
+}
+
 static void task_free(struct task *t)
 {
 	if (!t)
 		return;
+	if (t->rw) {
+		/* off the remote tasks in flight */
+		if (t->rprev)
+			t->rprev->rnext = t->rnext;
+		else
+			t->d->rtasks = t->rnext;
+		if (t->rnext)
+			t->rnext->rprev = t->rprev;
+		t->d->nremote--;
+		rwork_free(t->rw);
+	}
 	for (size_t i = 0; t->argv && t->argv[i]; i++)
 		free((char *)t->argv[i]);
 	for (size_t i = 0; t->env && t->env[i]; i++)
@@ -1571,11 +1629,19 @@ static int twin_run(struct task *t)
 	return rc;
 }
 
+static int rstart_run(struct task *t);
+static int rpoll_run(struct task *t);
+static void remote_done(struct task *t);
+
 static void task_run(struct hb_task *ht)
 {
 	struct task *t = (struct task *)ht;
 
-	if (t->kind == TASK_SUBMIT)
+	if (t->kind == TASK_REMOTE_START)
+		t->rc = rstart_run(t);
+	else if (t->kind == TASK_REMOTE_POLL)
+		t->rc = rpoll_run(t);
+	else if (t->kind == TASK_SUBMIT)
 		t->rc = t->be.slurm_submit(t->be.ctx, &t->req, &t->slurm_job_id,
 					   &t->err);
 	else if (t->kind == TASK_CANCEL)
@@ -1590,8 +1656,10 @@ static void task_done(struct hb_task *ht);
 
 static void task_launch(struct hb_daemon *d, struct task *t)
 {
+	struct hb_pool *p = t->rw ? d->rpool : d->pool;
+
 	t->be = d->be;
-	if (!d->pool || hb_pool_submit(d->pool, &t->t)) {
+	if (!p || hb_pool_submit(p, &t->t)) {
 		/* only after shutdown began: answer now */
 		t->rc = HB_EUNAVAIL;
 		hb_err_set(&t->err, HB_EUNAVAIL, NULL, 0,
@@ -1653,6 +1721,10 @@ static void task_done(struct hb_task *ht)
 	cJSON *detail = NULL, *r = NULL;
 	int rc;
 
+	if (t->rw) {
+		remote_done(t);
+		return;
+	}
 	if (c)
 		c->busy = 0;
 	if (!c && !t->rc && t->kind == TASK_SUBMIT) /* origin hooks */
@@ -2695,6 +2767,81 @@ out:
 	hb_job_row_free(&j);
 }
 
+/*
+ * A remote job's work runs on its own workers (d->rpool), never on the
+ * loop: remote_start parses the stored source (a script of up to 4 MiB),
+ * checks the array task against the job's array, and has the backend
+ * build the manifest or start the process; remote_poll reads the output
+ * and encodes it.  The loop looks the job up and checks who asks before,
+ * and records what happened after (remote_done).  Their own workers, so
+ * that a flood of them never delays Slurm's submits and polls.
+ *
+ * The queue is bounded: at most d->rlimit tasks staged, queued or
+ * running; a uid other than root and SlurmUser at most a quarter of
+ * them, and all such uids together at most three quarters, so root's and
+ * SlurmUser's requests always find room.  Past that the request is
+ * answered EUNAVAIL ("busy, try again"), which the shadow retries.
+ */
+
+/* Why a remote task for c may not be queued now; NULL if it may. */
+static const char *remote_busy(const struct hb_daemon *d,
+			       const struct conn *c)
+{
+	unsigned mine = 0, users = 0, share = d->rlimit / 4;
+
+	if (d->reload_wanted)
+		return "the daemon is reloading its configuration; try again";
+	if (d->nremote >= d->rlimit)
+		return "busy: too many remote jobs' requests in flight; try "
+		       "again";
+	if (uid_is_priv(d, c->uid))
+		return NULL;
+	for (const struct task *t = d->rtasks; t; t = t->rnext) {
+		mine += t->actor_uid == c->uid;
+		users += !uid_is_priv(d, t->actor_uid);
+	}
+	if (mine >= (share ? share : 1))
+		return "busy: too many remote jobs' requests from your uid in "
+		       "flight; try again";
+	if (users >= d->rlimit - share)
+		return "busy: the rest is kept for root and SlurmUser; try "
+		       "again";
+	return NULL;
+}
+
+/* A remote task for c on job j, staged (launched at the end of the
+ * iteration); NULL with an error staged. */
+static struct task *remote_task(struct hb_daemon *d, struct conn *c,
+				enum task_kind kind,
+				const struct hb_job_row *j, const char *rid,
+				int64_t task)
+{
+	const char *why = remote_busy(d, c);
+	struct task *t;
+
+	if (why) {
+		stage_error(d, c, HB_EUNAVAIL, why, 0);
+		return NULL;
+	}
+	t = task_new(d, c, kind, j->id);
+	if (!t || !(t->rw = calloc(1, sizeof(*t->rw)))) {
+		task_free(t);
+		stage_error(d, c, HB_ENOMEM, "out of memory", 0);
+		return NULL;
+	}
+	t->rnext = d->rtasks;
+	if (d->rtasks)
+		d->rtasks->rprev = t;
+	d->rtasks = t;
+	d->nremote++;
+	t->rw->be = d->remote;
+	t->rw->cfg = &d->cfg;
+	t->rw->task = task;
+	t->rw->slurm_id = -1;
+	snprintf(t->rw->rid, sizeof(t->rw->rid), "%s", rid);
+	return t;
+}
+
 /* The script, environment and directory the job was submitted with. */
 struct source {
 	cJSON *doc;
@@ -2702,13 +2849,13 @@ struct source {
 	const char **env; /* NULL-terminated, borrowed from doc */
 };
 
-static int source_of(const struct hb_job_row *j, struct source *s)
+static int source_of(const char *jobspec, struct source *s)
 {
 	const cJSON *e, *v;
 	size_t n = 0;
 
 	memset(s, 0, sizeof(*s));
-	s->doc = j->jobspec ? cJSON_Parse(j->jobspec) : NULL;
+	s->doc = jobspec ? cJSON_Parse(jobspec) : NULL;
 	v = cJSON_GetObjectItemCaseSensitive(s->doc, "script");
 	if (!cJSON_IsString(v))
 		return HB_EINVAL;
@@ -2733,22 +2880,250 @@ static void source_free(struct source *s)
 	free(s->env);
 }
 
+/*
+ * On a worker: whether array task t->rw->task is in the job's array as
+ * Slurm read it: the jobspec the plugin sent (Slurm's array_inx); without
+ * one, the script's #SBATCH --array or the SBATCH_ARRAY it was submitted
+ * with.  A job without an array has no task.  0, or EINVAL in t->err.
+ */
+static int array_check(struct task *t, const struct source *s)
+{
+	const cJSON *js = cJSON_GetObjectItemCaseSensitive(s->doc, "jobspec");
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(js, "array"), "spec");
+	struct hb_sbatch_opts o = { .envp = s->env };
+	struct hb_jobspec spec;
+	struct hb_err perr = { 0 };
+	const char *arr = cJSON_IsString(a) ? a->valuestring : NULL;
+	int rc = 0;
+
+	hb_jobspec_init(&spec, "script");
+	if (!arr && hb_sbatch_parse(s->script, strlen(s->script), "script",
+				    &o, &spec, &perr) == 0)
+		arr = spec.array;
+	if (!arr || !*arr)
+		rc = hb_err_set(&t->err, HB_EINVAL, NULL, 0,
+				"array_task: job %s is not an array job",
+				t->id);
+	else if (!hb_sbatch_array_has(arr, (uint32_t)t->rw->task))
+		rc = hb_err_set(&t->err, HB_EINVAL, NULL, 0,
+				"array_task: %lld is not in job %s's array "
+				"(%.60s)",
+				(long long)t->rw->task, t->id, arr);
+	hb_jobspec_free(&spec);
+	return rc;
+}
+
+/* On a worker: the primary group of uid (the uid itself if none). */
+static gid_t user_gid(uid_t uid)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res)
+		return res->pw_gid;
+	return (gid_t)uid;
+}
+
+/* On a worker: remote_start's work. */
+static int rstart_run(struct task *t)
+{
+	struct rwork *w = t->rw;
+	struct hb_remote_job rj = { 0 };
+	struct hb_err err = { 0 };
+	struct source src;
+	char idvar[64], taskvar[48];
+	int rc;
+
+	if ((rc = source_of(w->jobspec, &src))) {
+		source_free(&src);
+		return hb_err_set(&t->err, rc == HB_ENOMEM ? rc : HB_ESTATE,
+				  NULL, 0, "%s",
+				  rc == HB_ENOMEM ? "out of memory"
+						  : "the job's script was not "
+						    "kept");
+	}
+	if (w->task >= 0 && (rc = array_check(t, &src)))
+		goto out;
+	snprintf(idvar, sizeof(idvar), "HPCBRIDGE_JOB_ID=%s", t->id);
+	snprintf(taskvar, sizeof(taskvar), "SLURM_ARRAY_TASK_ID=%lld",
+		 (long long)w->task);
+	for (size_t i = 0;; i++)
+		if (!src.env[i]) {
+			src.env[i] = idvar;
+			src.env[i + 1] = w->task >= 0 ? taskvar : NULL;
+			break;
+		}
+	rj.id = w->rid;
+	rj.script = src.script;
+	rj.script_len = strlen(src.script);
+	rj.uid = w->uid;
+	rj.gid = user_gid(w->uid);
+	rj.workdir = src.cwd;
+	rj.env = src.env;
+	rj.name = w->name;
+	rj.user = w->user;
+	rj.account = w->account;
+	rj.array_task = w->task;
+	rj.cfg = w->cfg;
+	rc = hb_backend_start(w->be, &rj, &err);
+	if (!rc)
+		rc = hb_backend_status(w->be, w->rid, &w->st, &err);
+	if (rc)
+		hb_err_set(&t->err, rc, NULL, 0, "cannot start %s: %s", t->id,
+			   err.msg[0] ? err.msg : hb_strerror(rc));
+out:
+	source_free(&src);
+	return rc;
+}
+
+/* On a worker: remote_poll's work, down to the framed reply. */
+static int rpoll_run(struct task *t)
+{
+	struct rwork *w = t->rw;
+	struct hb_buf data, b64;
+	cJSON *r = NULL;
+	int rc;
+
+	hb_buf_init(&data, w->max + 1);
+	hb_buf_init(&b64, 0);
+	if ((rc = hb_backend_status(w->be, w->rid, &w->st, &t->err)) ||
+	    (rc = hb_backend_log(w->be, w->rid, w->offset, w->max, &data,
+				 &t->err)))
+		goto out;
+	/* Final, and this read did not stop at the cap: nothing more. */
+	w->done = hb_remote_phase_done(w->st.phase) && data.len < w->max;
+	if ((rc = hb_buf_base64(&b64, data.data ? data.data : "",
+				data.len))) {
+		hb_err_set(&t->err, rc, NULL, 0, "output too large");
+		goto out;
+	}
+	r = hb_proto_ok();
+	if (r && (!cJSON_AddStringToObject(r, "phase",
+					   hb_remote_phase_name(w->st.phase)) ||
+		  !cJSON_AddNumberToObject(r, "exit_code", w->st.exit_code) ||
+		  (w->st.message[0] &&
+		   !cJSON_AddStringToObject(r, "message", w->st.message)) ||
+		  !cJSON_AddStringToObject(r, "data",
+					   b64.data ? b64.data : "") ||
+		  !cJSON_AddNumberToObject(r, "next",
+					   (double)(w->offset + data.len)) ||
+		  !cJSON_AddBoolToObject(r, "done", w->done))) {
+		cJSON_Delete(r);
+		r = NULL;
+	}
+	/* NULL: out of memory, or too big (stage_frame says which) */
+	w->frame = r ? frame_json(r, &w->flen) : NULL;
+	if (!w->frame)
+		w->flen = r != NULL;
+out:
+	cJSON_Delete(r);
+	hb_buf_free(&data);
+	hb_buf_free(&b64);
+	return rc;
+}
+
+/* The loop side of a finished remote_start. */
+static void rstart_done(struct hb_daemon *d, struct conn *c, struct task *t)
+{
+	struct rwork *w = t->rw;
+	struct hb_job_row j = { 0 };
+	struct hb_err err = { 0 };
+	int final = hb_remote_phase_done(w->st.phase) && w->task < 0;
+	int rc;
+	cJSON *r;
+
+	if (t->rc) {
+		stage_error(d, c, t->rc, t->err.msg, 0);
+		return;
+	}
+	/* the job as it is now: it may have moved while the worker ran */
+	if ((rc = hb_store_job_get(d->st, t->id, &j, &err))) {
+		stage_error(d, c, HB_ESTORE, err.msg, 0);
+		return;
+	}
+	/* An array's tasks share the gateway job: it is running while any
+	 * runs; their ends are audited, not recorded as the job's end. */
+	if (remote_record(d, c, &j,
+			  final ? remote_state(w->st.phase)
+			  : hb_store_state_terminal(j.state) ? j.state
+							     : "running",
+			  final ? w->st.exit_code : -1,
+			  w->task < 0 ? w->slurm_id : -1, "remote_start"))
+		goto out;
+	r = hb_proto_ok();
+	if (r)
+		cJSON_AddStringToObject(r, "phase",
+					hb_remote_phase_name(w->st.phase));
+	stage_reply(d, c, r, 1, 0);
+out:
+	hb_job_row_free(&j);
+}
+
+/* The loop side of a finished remote_poll. */
+static void rpoll_done(struct hb_daemon *d, struct conn *c, struct task *t)
+{
+	struct rwork *w = t->rw;
+	struct hb_job_row j = { 0 };
+	struct hb_err err = { 0 };
+	const char *to = remote_state(w->st.phase);
+	int recorded = 0;
+
+	if (t->rc) {
+		stage_error(d, c, t->rc, t->err.msg, 0);
+		return;
+	}
+	if (w->done && w->task < 0) {
+		if (hb_store_job_get(d->st, t->id, &j, &err)) {
+			stage_error(d, c, HB_ESTORE, err.msg, 0);
+			return;
+		}
+		if (strcmp(j.state, to) && !hb_store_state_terminal(j.state)) {
+			if (remote_record(d, c, &j, to, w->st.exit_code, -1,
+					  "remote_end"))
+				goto out;
+			recorded = 1;
+		}
+	}
+	stage_frame(d, c, w->frame, w->frame ? w->flen : 0,
+		    !w->frame && w->flen, recorded, 0);
+	w->frame = NULL;
+out:
+	hb_job_row_free(&j);
+}
+
+/* The loop side of a finished remote task: record, reply, go on. */
+static void remote_done(struct task *t)
+{
+	struct conn *c = t->c;
+	struct hb_daemon *d = t->d;
+
+	c->busy = 0;
+	/* recorded even when the caller has gone: the remote job runs */
+	if (t->kind == TASK_REMOTE_START)
+		rstart_done(d, c, t);
+	else
+		rpoll_done(d, c, t);
+	task_free(t);
+	if (c->dead)
+		conn_release(c);
+	else if (!c->nstaged) {
+		process_conn(c);
+		conn_flush(c);
+	}
+}
+
 static void op_remote_start(struct hb_daemon *d, struct conn *c,
 			    const cJSON *req)
 {
 	struct hb_job_row j = { 0 };
-	struct hb_remote_job rj = { 0 };
-	struct hb_remote_status st;
-	struct hb_err err = { 0 };
-	struct source src;
 	struct req_err e = { 0 };
-	char idvar[64], taskvar[48], rid[48];
-	char msg[HB_ERR_MAX + 64];
+	char rid[48];
 	const char *sid = NULL;
-	gid_t gid;
 	int64_t slurm_id = -1, task;
+	struct task *t;
+	struct rwork *w;
 	cJSON *r;
-	int rc;
 
 	get_str(req, "slurm_job_id", 16, 0, &sid, &e);
 	if (e.code) {
@@ -2784,64 +3159,27 @@ static void op_remote_start(struct hb_daemon *d, struct conn *c,
 		stage_reply(d, c, r, 0, 0);
 		goto out;
 	}
-	if ((rc = source_of(&j, &src))) {
-		source_free(&src);
-		stage_error(d, c, rc == HB_ENOMEM ? rc : HB_ESTATE,
-			    rc == HB_ENOMEM ? "out of memory"
-					    : "the job's script was not kept",
+	if (!j.jobspec) {
+		stage_error(d, c, HB_ESTATE, "the job's script was not kept",
 			    0);
 		goto out;
 	}
-	snprintf(idvar, sizeof(idvar), "HPCBRIDGE_JOB_ID=%s", j.id);
-	snprintf(taskvar, sizeof(taskvar), "SLURM_ARRAY_TASK_ID=%lld",
-		 (long long)task);
-	for (size_t i = 0;; i++)
-		if (!src.env[i]) {
-			src.env[i] = idvar;
-			src.env[i + 1] = task >= 0 ? taskvar : NULL;
-			break;
-		}
-	if (uid_name(d, (uid_t)j.uid, NULL, 0, &gid))
-		gid = (gid_t)j.uid;
-	rj.id = rid;
-	rj.script = src.script;
-	rj.script_len = strlen(src.script);
-	rj.uid = (uid_t)j.uid;
-	rj.gid = gid;
-	rj.workdir = src.cwd;
-	rj.env = src.env;
-	rj.name = j.name;
-	rj.user = j.user;
-	rj.account = j.account;
-	rj.array_task = task;
-	rj.cfg = &d->cfg;
-	rc = hb_backend_start(d->remote, &rj, &err);
-	if (!rc)
-		rc = hb_backend_status(d->remote, rid, &st, &err);
-	source_free(&src);
-	if (rc) {
-		snprintf(msg, sizeof(msg), "cannot start %s: %s", j.id,
-			 err.msg);
-		stage_error(d, c, rc, msg, 0);
+	if (!(t = remote_task(d, c, TASK_REMOTE_START, &j, rid, task)))
+		goto out;
+	w = t->rw;
+	w->slurm_id = slurm_id;
+	w->uid = (uid_t)j.uid;
+	w->jobspec = strdup(j.jobspec);
+	w->name = xstrdup(j.name);
+	w->user = xstrdup(j.user);
+	w->account = xstrdup(j.account);
+	if (!w->jobspec || (j.name && !w->name) || (j.user && !w->user) ||
+	    (j.account && !w->account)) {
+		task_free(t);
+		stage_error(d, c, HB_ENOMEM, "out of memory", 0);
 		goto out;
 	}
-	/* An array's tasks share the gateway job: it is running while any
-	 * runs; their ends are audited, not recorded as the job's end. */
-	if (remote_record(d, c, &j,
-			  hb_remote_phase_done(st.phase) && task < 0
-				  ? remote_state(st.phase)
-				  : hb_store_state_terminal(j.state) ? j.state
-								     : "running",
-			  hb_remote_phase_done(st.phase) && task < 0
-				  ? st.exit_code
-				  : -1,
-			  task < 0 ? slurm_id : -1, "remote_start"))
-		goto out;
-	r = hb_proto_ok();
-	if (r)
-		cJSON_AddStringToObject(r, "phase",
-					hb_remote_phase_name(st.phase));
-	stage_reply(d, c, r, 1, 0);
+	stage_task(d, c, t, 0);
 out:
 	hb_job_row_free(&j);
 }
@@ -2850,14 +3188,10 @@ static void op_remote_poll(struct hb_daemon *d, struct conn *c,
 			   const cJSON *req)
 {
 	struct hb_job_row j = { 0 };
-	struct hb_remote_status st;
-	struct hb_err err = { 0 };
 	struct req_err e = { 0 };
-	struct hb_buf data, b64;
 	int64_t offset, max, task;
 	char rid[48];
-	int done, rc, recorded = 0;
-	cJSON *r = NULL;
+	struct task *t;
 
 	get_int(req, "offset", 0, INT64_MAX / 2, 0, 0, &offset, &e);
 	get_int(req, "max", 1, REMOTE_CHUNK_MAX, REMOTE_CHUNK_MAX, 0, &max,
@@ -2868,47 +3202,14 @@ static void op_remote_poll(struct hb_daemon *d, struct conn *c,
 	}
 	if (remote_job(d, c, req, &j))
 		return;
-	hb_buf_init(&data, (size_t)max + 1);
-	hb_buf_init(&b64, 0);
 	if (remote_id(d, c, req, &j, rid, &task))
 		goto out;
-	if ((rc = hb_backend_status(d->remote, rid, &st, &err)) ||
-	    (rc = hb_backend_log(d->remote, rid, (uint64_t)offset,
-				 (size_t)max, &data, &err))) {
-		stage_error(d, c, rc, err.msg, 0);
+	if (!(t = remote_task(d, c, TASK_REMOTE_POLL, &j, rid, task)))
 		goto out;
-	}
-	/* Final, and this read did not stop at the cap: nothing more. */
-	done = hb_remote_phase_done(st.phase) && data.len < (size_t)max;
-	if (done && task < 0 && strcmp(j.state, remote_state(st.phase)) &&
-	    !hb_store_state_terminal(j.state)) {
-		if (remote_record(d, c, &j, remote_state(st.phase),
-				  st.exit_code, -1, "remote_end"))
-			goto out;
-		recorded = 1;
-	}
-	if ((rc = hb_buf_base64(&b64, data.data ? data.data : "", data.len))) {
-		stage_error(d, c, rc, "output too large", 0);
-		goto out;
-	}
-	r = hb_proto_ok();
-	if (r && (!cJSON_AddStringToObject(r, "phase",
-					   hb_remote_phase_name(st.phase)) ||
-		  !cJSON_AddNumberToObject(r, "exit_code", st.exit_code) ||
-		  (st.message[0] &&
-		   !cJSON_AddStringToObject(r, "message", st.message)) ||
-		  !cJSON_AddStringToObject(r, "data",
-					   b64.data ? b64.data : "") ||
-		  !cJSON_AddNumberToObject(r, "next",
-					   (double)(offset + (int64_t)data.len)) ||
-		  !cJSON_AddBoolToObject(r, "done", done))) {
-		cJSON_Delete(r);
-		r = NULL;
-	}
-	stage_reply(d, c, r, recorded, 0);
+	t->rw->offset = (uint64_t)offset;
+	t->rw->max = (size_t)max;
+	stage_task(d, c, t, 0);
 out:
-	hb_buf_free(&data);
-	hb_buf_free(&b64);
 	hb_job_row_free(&j);
 }
 
@@ -4134,6 +4435,7 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 	hb_arena_init(&d->scratch, SCRATCH_MAX);
 	if ((rc = hb_store_open(d->cfg.daemon_state, &d->st, err)))
 		goto fail;
+	d->rlimit = REMOTE_QUEUE_PER_WORKER * d->cfg.daemon_workers;
 	d->ckpt_pages = d->opts.checkpoint_pages > 0
 				? d->opts.checkpoint_pages
 				: (int)d->cfg.daemon_checkpoint_pages;
@@ -4162,6 +4464,7 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 		goto fail;
 	}
 	if ((rc = hb_pool_new(d->cfg.daemon_workers, &d->pool)) ||
+	    (rc = hb_pool_new(d->cfg.daemon_workers, &d->rpool)) ||
 	    (rc = hb_pool_new(1, &d->syncpool))) {
 		hb_err_set(err, rc, NULL, 0, "cannot start the workers");
 		goto fail;
@@ -4175,6 +4478,7 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 	if (add_watch(d, d->lfd, &d->wl, T_LISTEN) ||
 	    add_watch(d, d->sfd, &d->ws, T_SIGNAL) ||
 	    add_watch(d, hb_pool_fd(d->pool), &d->wp, T_POOL) ||
+	    add_watch(d, hb_pool_fd(d->rpool), &d->wr, T_RPOOL) ||
 	    add_watch(d, hb_pool_fd(d->syncpool), &d->wy, T_SYNC) ||
 	    (d->origin &&
 	     add_watch(d, hb_origin_fd(d->origin), &d->wo, T_ORIGIN))) {
@@ -4237,7 +4541,13 @@ static void on_signal(struct hb_daemon *d)
 	struct signalfd_siginfo si;
 
 	while (read(d->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-		if (si.ssi_signo == SIGHUP)
+		if (si.ssi_signo == SIGHUP && d->nremote) {
+			/* remote tasks read the configuration: it changes
+			 * once they are done (new ones wait meanwhile) */
+			d->reload_wanted = 1;
+			hb_log(HB_LOG_INFO, "SIGHUP: reloading once the remote "
+					    "jobs' requests in flight are done");
+		} else if (si.ssi_signo == SIGHUP)
 			reload(d);
 		else if (si.ssi_signo == SIGTERM)
 			start_stop(d, "SIGTERM");
@@ -4311,6 +4621,9 @@ int hb_daemon_run(struct hb_daemon *d)
 			case T_POOL:
 				hb_pool_complete(d->pool);
 				break;
+			case T_RPOOL:
+				hb_pool_complete(d->rpool);
+				break;
 			case T_SYNC:
 				hb_pool_complete(d->syncpool);
 				break;
@@ -4323,6 +4636,10 @@ int hb_daemon_run(struct hb_daemon *d)
 			}
 		}
 		batch_end(d);
+		if (d->reload_wanted && !d->nremote) {
+			d->reload_wanted = 0;
+			reload(d);
+		}
 		/* origin hooks: managed MPIJobs, then their status patches;
 		 * both act on what the store says, so that is synced first */
 		if (d->origin && (origin_ready || d->origin_redo) &&
@@ -4348,6 +4665,7 @@ int hb_daemon_run(struct hb_daemon *d)
 		}
 		if (d->stopping) {
 			if (!d->conns && hb_pool_pending(d->pool) == 0 &&
+			    hb_pool_pending(d->rpool) == 0 &&
 			    all_synced(d))
 				break;
 			if (now >= d->stop_deadline) {
@@ -4376,6 +4694,11 @@ void hb_daemon_free(struct hb_daemon *d)
 	if (!d)
 		return;
 	d->stopping = 1; /* no new requests from here on */
+	/* the remote tasks first: they use the backend */
+	if (d->rpool) {
+		hb_pool_free(d->rpool);
+		d->rpool = NULL;
+	}
 	hb_backend_free(d->remote); /* remote jobs keep running */
 	d->remote = NULL;
 	/* what waits for a sync goes out first, while its tasks can still
