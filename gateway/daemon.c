@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -70,6 +71,31 @@
 #define TWIN_TRIES    30 /* a twin create or delete, a second apart */
 #define PW_CACHE_MS   60000
 #define PW_CACHE_SIZE 256
+/* A whole frame must arrive within this (or the idle timeout, if less),
+ * however its bytes trickle in. */
+#define FRAME_MS 10000
+/* Connection buffers (input and output) a uid other than root and
+ * SlurmUser may hold, and all such uids together. */
+#define UID_MEM_MAX   (16u * 1024 * 1024)
+#define USERS_MEM_MAX (128u * 1024 * 1024)
+/* Descriptors kept for the daemon's own files beside its connections. */
+#define FD_HEADROOM 32
+/* Out of descriptors: the listening socket rests this long. */
+#define ACCEPT_PAUSE_MS 100
+
+/* One warning a second at most from one place; the rest are counted. */
+struct ratelog {
+	int64_t last_ms;
+	unsigned dropped;
+};
+
+/* Connection memory held by one uid. */
+struct ustat {
+	uid_t uid;
+	unsigned refs; /* its live connections */
+	size_t mem;
+	struct ustat *next;
+};
 
 enum tag { T_LISTEN = 1, T_SIGNAL, T_POOL, T_RPOOL, T_SYNC, T_CONN, T_ORIGIN };
 
@@ -93,6 +119,9 @@ struct conn {
 	unsigned nstaged;  /* staged entries pointing here */
 	uint32_t events;   /* epoll interest now */
 	int64_t last_ms;   /* last activity */
+	int64_t frame_ms;  /* when the partial frame buffered began; 0 */
+	size_t held;	   /* in.cap + out.cap, as counted in us */
+	struct ustat *us;  /* its uid's memory */
 	int busy;	   /* a task runs for it */
 	int eof;	   /* the peer shut its side */
 	int closing;	   /* no more requests; close once flushed */
@@ -121,7 +150,8 @@ enum task_kind {
 	TASK_TWIN_CREATE,
 	TASK_TWIN_DELETE,
 	TASK_REMOTE_START,
-	TASK_REMOTE_POLL
+	TASK_REMOTE_POLL,
+	TASK_LOOKUP /* a uid's name for a decide (lookup_task()) */
 };
 
 /* What a TASK_REMOTE_* task carries, and what its worker found. */
@@ -162,6 +192,8 @@ struct task {
 	uid_t actor_uid;
 	char actor_user[64], peer[32];
 	struct rwork *rw;	      /* TASK_REMOTE_* */
+	uid_t luid; /* TASK_LOOKUP: this uid's name (in user, NULL if none) */
+	gid_t lgid; /* ... and primary group; script: the request */
 	struct task *rprev, *rnext; /* d->rtasks */
 };
 
@@ -198,6 +230,12 @@ struct hb_daemon {
 	struct conn *conns; /* doubly linked */
 	unsigned nconns;
 	struct conn *graveyard; /* closed, freed at the end of an iteration */
+	struct ustat *ustats;	/* per uid with connections */
+	size_t users_mem;	/* held by uids other than root, SlurmUser */
+	int reserve_fd;		/* /dev/null: a descriptor for EMFILE */
+	int accept_paused;	/* the listening socket rests ... */
+	int64_t accept_resume_ms; /* ... until then, or a connection closes */
+	struct ratelog rl_refused, rl_fds, rl_bad, rl_mem, rl_frame, rl_perm;
 	/* the iteration's batch */
 	int txn_open;
 	struct staged *staged, **staged_tail;
@@ -249,30 +287,30 @@ static char *xstrdup(const char *s)
 /* Users                                                               */
 /* ------------------------------------------------------------------ */
 
-/* The name and primary group of uid (cached, so the loop rarely waits
- * on NSS); 0 with name (if not NULL) and *gid (if not NULL) set,
- * HB_ENOENT if none. */
-static int uid_name(struct hb_daemon *d, uid_t uid, char *name, size_t n,
-		    gid_t *gid)
+/* Remember what NSS said of uid: its name and primary group, or (name
+ * NULL) that it has none. */
+static void pw_fill(struct hb_daemon *d, uid_t uid, const char *name,
+		    gid_t gid)
 {
 	struct pw_entry *e = &d->pw[uid % PW_CACHE_SIZE];
-	int64_t now = mono_ms();
-	struct passwd pw, *res = NULL;
-	char buf[4096];
 
-	if (e->at_ms && e->uid == uid && now - e->at_ms < PW_CACHE_MS)
-		goto found;
 	e->uid = uid;
-	e->at_ms = now;
-	e->known = 0;
-	e->name[0] = '\0';
-	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res &&
-	    strlen(res->pw_name) < sizeof(e->name)) {
-		e->known = 1;
-		e->gid = res->pw_gid;
-		snprintf(e->name, sizeof(e->name), "%s", res->pw_name);
-	}
-found:
+	e->at_ms = mono_ms();
+	e->known = name && strlen(name) < sizeof(e->name);
+	e->gid = gid;
+	snprintf(e->name, sizeof(e->name), "%s", e->known ? name : "");
+}
+
+/* What the cache says of uid: 0 with name and *gid set (either may be
+ * NULL), HB_ENOENT if it has no name, HB_EAGAIN if not (freshly)
+ * cached. */
+static int pw_cached(const struct hb_daemon *d, uid_t uid, char *name,
+		     size_t n, gid_t *gid)
+{
+	const struct pw_entry *e = &d->pw[uid % PW_CACHE_SIZE];
+
+	if (!e->at_ms || e->uid != uid || mono_ms() - e->at_ms >= PW_CACHE_MS)
+		return HB_EAGAIN;
 	if (!e->known)
 		return HB_ENOENT;
 	if (name)
@@ -280,6 +318,25 @@ found:
 	if (gid)
 		*gid = e->gid;
 	return 0;
+}
+
+/* The name and primary group of uid (cached, so the loop rarely waits
+ * on NSS; decide() asks a worker instead, see lookup_task()); 0 with
+ * name (if not NULL) and *gid (if not NULL) set, HB_ENOENT if none. */
+static int uid_name(struct hb_daemon *d, uid_t uid, char *name, size_t n,
+		    gid_t *gid)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	int rc = pw_cached(d, uid, name, n, gid);
+
+	if (rc != HB_EAGAIN)
+		return rc;
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res)
+		pw_fill(d, uid, res->pw_name, res->pw_gid);
+	else
+		pw_fill(d, uid, NULL, 0);
+	return pw_cached(d, uid, name, n, gid);
 }
 
 static void resolve_slurm_user(struct hb_daemon *d)
@@ -329,6 +386,68 @@ static int may_see(const struct hb_daemon *d, const struct conn *c,
 /* Connections                                                         */
 /* ------------------------------------------------------------------ */
 
+/* Whether to log now: once a second at most; *dropped: how many were
+ * not since the last. */
+static int rate_ok(struct ratelog *r, unsigned *dropped)
+{
+	int64_t now = mono_ms();
+
+	if (r->last_ms && now - r->last_ms < 1000) {
+		r->dropped++;
+		return 0;
+	}
+	r->last_ms = now;
+	*dropped = r->dropped;
+	r->dropped = 0;
+	return 1;
+}
+
+/* uid's memory count, one more connection on it; NULL if out of
+ * memory. */
+static struct ustat *ustat_get(struct hb_daemon *d, uid_t uid)
+{
+	struct ustat *u;
+
+	for (u = d->ustats; u; u = u->next)
+		if (u->uid == uid)
+			break;
+	if (!u && (u = calloc(1, sizeof(*u)))) {
+		u->uid = uid;
+		u->next = d->ustats;
+		d->ustats = u;
+	}
+	if (u)
+		u->refs++;
+	return u;
+}
+
+static void ustat_put(struct hb_daemon *d, struct ustat *u)
+{
+	struct ustat **pp;
+
+	if (!u || --u->refs)
+		return;
+	for (pp = &d->ustats; *pp; pp = &(*pp)->next)
+		if (*pp == u) {
+			*pp = u->next;
+			break;
+		}
+	free(u);
+}
+
+/* Count what c's buffers hold now against its uid (and all users). */
+static void conn_account(struct conn *c)
+{
+	size_t now = c->dead ? 0 : c->in.cap + c->out.cap;
+
+	if (!c->us || now == c->held)
+		return;
+	c->us->mem = c->us->mem - c->held + now;
+	if (!uid_is_priv(c->d, c->uid))
+		c->d->users_mem = c->d->users_mem - c->held + now;
+	c->held = now;
+}
+
 static void conn_free(struct conn *c)
 {
 	hb_buf_free(&c->in);
@@ -349,6 +468,17 @@ static void conn_release(struct conn *c)
 	d->graveyard = c;
 }
 
+/* Listen again after running out of descriptors (accept_starved()). */
+static void accept_resume(struct hb_daemon *d)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &d->wl };
+
+	if (!d->accept_paused || d->lfd < 0)
+		return;
+	if (epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->lfd, &ev) == 0)
+		d->accept_paused = 0;
+}
+
 static void conn_close(struct conn *c, const char *why)
 {
 	struct hb_daemon *d = c->d;
@@ -363,6 +493,13 @@ static void conn_close(struct conn *c, const char *why)
 	close(c->fd);
 	c->fd = -1;
 	c->dead = 1;
+	conn_account(c);
+	ustat_put(d, c->us);
+	c->us = NULL;
+	/* a descriptor is free: the reserve first, then new callers */
+	if (d->reserve_fd < 0)
+		d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	accept_resume(d);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -434,6 +571,7 @@ static void conn_flush(struct conn *c)
 			hb_buf_reset(&c->out);
 		c->out_off = 0;
 	}
+	conn_account(c);
 	if (!c->dead && (c->closing || c->eof || c->d->stopping) &&
 	    conn_idle(c)) {
 		conn_close(c, c->closing ? "after an error reply" : "done");
@@ -604,6 +742,10 @@ static void stage_error(struct hb_daemon *d, struct conn *c, int code,
 static void process_conn(struct conn *c);
 static void task_launch(struct hb_daemon *d, struct task *t);
 static void task_free(struct task *t);
+static struct task *task_new(struct hb_daemon *d, struct conn *c,
+			     enum task_kind kind, const char *id);
+static void stage_task(struct hb_daemon *d, struct conn *c, struct task *t,
+		       int needs_commit);
 
 /*
  * Checkpoints, off the loop.  Left to SQLite, the commit that takes the
@@ -1203,7 +1345,13 @@ static char *decision_inputs(const struct hb_decider_job *job, int64_t uid,
 	return inputs_end(e, &b, dec);
 }
 
-static void decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
+static void lookup_task(struct hb_daemon *d, struct conn *c,
+			const cJSON *req, uid_t uid);
+
+/* looked_up: the user's name a worker found for the request's uid ("":
+ * none), or NULL (see lookup_task()). */
+static void decide(struct hb_daemon *d, struct conn *c, const cJSON *req,
+		   const char *looked_up)
 {
 	const char *user, *account, *partition, *name, *target, *script;
 	const cJSON *options, *jobspec, *argv, *env;
@@ -1219,22 +1367,47 @@ static void decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	struct hb_buf rb;
 	size_t flen = 0;
 	char *inputs_s = NULL, *src_s = NULL, *f, script_buf[2 * 4096 + 128];
-	char cm[96];
+	char cm[96], uname[64];
 	const char *tname;
 	int64_t uid, tl;
 	int rc;
 
 	if (!is_priv(d, c)) {
-		hb_logf(HB_LOG_WARN,
-			(struct hb_log_field[]){ HB_LOG_INT("uid", c->uid),
-						 HB_LOG_STR("peer", c->peer) },
-			2, "decide refused: only root and SlurmUser may ask");
+		unsigned dropped;
+
+		if (rate_ok(&d->rl_perm, &dropped))
+			hb_logf(HB_LOG_WARN,
+				(struct hb_log_field[]){
+					HB_LOG_INT("uid", c->uid),
+					HB_LOG_STR("peer", c->peer),
+					HB_LOG_INT("not_logged", dropped) },
+				3, "decide refused: only root and SlurmUser "
+				   "may ask");
 		stage_error(d, c, HB_EPERM,
 			    "only root and SlurmUser may ask for decisions", 0);
 		return;
 	}
-	get_str(req, "user", HB_STORE_NAME_MAX, 1, &user, &e);
+	/* the plugin may send the uid only: the name is looked up here, so
+	 * that slurmctld never waits on NSS under its locks */
+	get_str(req, "user", HB_STORE_NAME_MAX, 0, &user, &e);
 	get_int(req, "uid", 0, 4294967294LL, -1, 1, &uid, &e);
+	if (!e.code && !user) {
+		rc = looked_up ? (looked_up[0] ? 0 : HB_ENOENT)
+			       : pw_cached(d, (uid_t)uid, uname,
+					   sizeof(uname), NULL);
+		if (rc == HB_EAGAIN) {
+			lookup_task(d, c, req, (uid_t)uid);
+			return;
+		}
+		if (looked_up && !rc)
+			snprintf(uname, sizeof(uname), "%s", looked_up);
+		if (rc)
+			rerr(&e, HB_EINVAL,
+			     "user: required: uid %lld has no user name",
+			     (long long)uid);
+		else
+			user = uname;
+	}
 	get_str(req, "account", HB_STORE_NAME_MAX, 0, &account, &e);
 	get_str(req, "partition", HB_STORE_NAME_MAX, 0, &partition, &e);
 	get_str(req, "slurm_job_name", HB_STORE_NAME_MAX, 0, &name, &e);
@@ -1369,9 +1542,58 @@ out:
 static void op_decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 {
 	hb_doc_scope_begin(&d->scratch);
-	decide(d, c, req);
+	decide(d, c, req, NULL);
 	hb_doc_scope_end();
 	hb_arena_reset(&d->scratch);
+}
+
+/*
+ * A decide that names only the uid, whose name is not cached: a worker
+ * asks NSS (which may wait on LDAP or SSSD), and the loop goes on with
+ * other callers; c waits (its later requests keep their order), and the
+ * decide runs again when the name is known (lookup_done()).
+ */
+static void lookup_task(struct hb_daemon *d, struct conn *c,
+			const cJSON *req, uid_t uid)
+{
+	struct task *t = task_new(d, c, TASK_LOOKUP, "");
+	char *text = cJSON_PrintUnformatted(req); /* in the scratch arena */
+
+	if (!t || !text || !(t->script = strdup(text))) {
+		task_free(t);
+		stage_error(d, c, HB_ENOMEM, "out of memory", 0);
+		return;
+	}
+	t->luid = uid;
+	stage_task(d, c, t, 0);
+}
+
+static void lookup_done(struct task *t)
+{
+	struct conn *c = t->c;
+	struct hb_daemon *d = t->d;
+	cJSON *req;
+
+	c->busy = 0;
+	pw_fill(d, t->luid, t->user, t->lgid);
+	if (!c->dead) {
+		req = t->script ? cJSON_Parse(t->script) : NULL;
+		hb_doc_scope_begin(&d->scratch);
+		if (req)
+			decide(d, c, req, t->user ? t->user : "");
+		else
+			stage_error(d, c, HB_ENOMEM, "out of memory", 0);
+		hb_doc_scope_end();
+		hb_arena_reset(&d->scratch);
+		cJSON_Delete(req);
+	}
+	task_free(t);
+	if (c->dead)
+		conn_release(c);
+	else if (!c->nstaged) {
+		process_conn(c);
+		conn_flush(c);
+	}
 }
 
 struct list_ctx {
@@ -1637,6 +1859,17 @@ static void task_run(struct hb_task *ht)
 {
 	struct task *t = (struct task *)ht;
 
+	if (t->kind == TASK_LOOKUP) {
+		struct passwd pw, *res = NULL;
+		char buf[4096];
+
+		if (getpwuid_r(t->luid, &pw, buf, sizeof(buf), &res) == 0 &&
+		    res) {
+			t->user = strdup(res->pw_name);
+			t->lgid = res->pw_gid;
+		}
+		return;
+	}
 	if (t->kind == TASK_REMOTE_START)
 		t->rc = rstart_run(t);
 	else if (t->kind == TASK_REMOTE_POLL)
@@ -1653,6 +1886,7 @@ static void task_run(struct hb_task *ht)
 }
 
 static void task_done(struct hb_task *ht);
+static void lookup_done(struct task *t);
 
 static void task_launch(struct hb_daemon *d, struct task *t)
 {
@@ -1723,6 +1957,10 @@ static void task_done(struct hb_task *ht)
 
 	if (t->rw) {
 		remote_done(t);
+		return;
+	}
+	if (t->kind == TASK_LOOKUP) {
+		lookup_done(t);
 		return;
 	}
 	if (c)
@@ -3247,10 +3485,16 @@ static void dispatch(struct hb_daemon *d, struct conn *c, const cJSON *req)
 		return;
 	}
 	if (!c->user[0]) {
-		hb_logf(HB_LOG_WARN,
-			(struct hb_log_field[]){ HB_LOG_INT("uid", c->uid),
-						 HB_LOG_STR("op", op) },
-			2, "request from a uid with no user name refused");
+		unsigned dropped;
+
+		if (rate_ok(&d->rl_perm, &dropped))
+			hb_logf(HB_LOG_WARN,
+				(struct hb_log_field[]){
+					HB_LOG_INT("uid", c->uid),
+					HB_LOG_STR("op", op),
+					HB_LOG_INT("not_logged", dropped) },
+				3, "request from a uid with no user name "
+				   "refused");
 		stage_error(d, c, HB_EPERM, "your uid has no user name", 0);
 		return;
 	}
@@ -3289,7 +3533,8 @@ static void process_conn(struct conn *c)
 	struct hb_daemon *d = c->d;
 	enum hb_proto_kind kind;
 	const char *payload;
-	size_t plen, flen;
+	size_t plen, flen, off0 = c->in_off;
+	unsigned dropped;
 	cJSON *req;
 	int rc;
 
@@ -3311,11 +3556,14 @@ static void process_conn(struct conn *c)
 			rc = hb_proto_parse(payload, plen, HB_PROTO_REQUEST,
 					    &req, &err);
 		if (rc) {
-			hb_logf(HB_LOG_WARN,
-				(struct hb_log_field[]){
-					HB_LOG_INT("uid", c->uid),
-					HB_LOG_STR("peer", c->peer) },
-				2, "bad request, closing: %s", err.msg);
+			if (rate_ok(&d->rl_bad, &dropped))
+				hb_logf(HB_LOG_WARN,
+					(struct hb_log_field[]){
+						HB_LOG_INT("uid", c->uid),
+						HB_LOG_STR("peer", c->peer),
+						HB_LOG_INT("not_logged",
+							   dropped) },
+					3, "bad request, closing: %s", err.msg);
 			stage_error(d, c, rc, err.msg, 1);
 			c->closing = 1;
 			break;
@@ -3324,8 +3572,12 @@ static void process_conn(struct conn *c)
 		dispatch(d, c, req);
 		cJSON_Delete(req);
 	}
+	/* a partial frame left after whole ones began about now */
+	if (c->in_off != off0)
+		c->frame_ms = mono_ms();
 	/* drop what was consumed */
 	if (c->in_off == c->in.len) {
+		c->frame_ms = 0;
 		if (c->in.cap > KEEP_BUF)
 			hb_buf_free(&c->in);
 		else
@@ -3338,7 +3590,30 @@ static void process_conn(struct conn *c)
 		c->in.data[c->in.len] = '\0';
 		c->in_off = 0;
 	}
+	conn_account(c);
 	conn_interest(c);
+}
+
+/* Close c now, telling it why if tell (best effort); the warning
+ * rate-limited by rl. */
+static void conn_kill(struct conn *c, const char *why, struct ratelog *rl,
+		      int tell)
+{
+	unsigned dropped;
+	size_t len;
+	char *f = tell ? frame_error(HB_EUNAVAIL, why, &len) : NULL;
+
+	if (rate_ok(rl, &dropped))
+		hb_logf(HB_LOG_WARN,
+			(struct hb_log_field[]){
+				HB_LOG_INT("uid", c->uid),
+				HB_LOG_STR("peer", c->peer),
+				HB_LOG_INT("not_logged", dropped) },
+			3, "connection closed: %s", why);
+	if (f && send(c->fd, f, len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		hb_log(HB_LOG_DEBUG, "could not tell a closed caller why");
+	free(f);
+	conn_close(c, why);
 }
 
 static void conn_read(struct conn *c)
@@ -3369,8 +3644,21 @@ static void conn_read(struct conn *c)
 		return;
 	}
 	c->last_ms = mono_ms();
+	if (!c->frame_ms)
+		c->frame_ms = c->last_ms;
 	if (hb_buf_append(&c->in, buf, (size_t)n)) {
 		conn_close(c, "out of memory");
+		return;
+	}
+	conn_account(c);
+	if (!uid_is_priv(c->d, c->uid) &&
+	    (c->us->mem > UID_MEM_MAX || c->d->users_mem > USERS_MEM_MAX)) {
+		conn_kill(c, c->us->mem > UID_MEM_MAX
+				     ? "your uid's connections hold too much "
+				       "memory; close some"
+				     : "users' connections hold too much "
+				       "memory; try again",
+			  &c->d->rl_mem, 1);
 		return;
 	}
 	process_conn(c);
@@ -3427,13 +3715,115 @@ static const char *conn_refused(const struct hb_daemon *d, uid_t uid)
 	return NULL;
 }
 
+/* Take fd, a caller with credentials cr, as a connection; 0, or -1 with
+ * fd closed. */
+static int take_conn(struct hb_daemon *d, int fd, const struct ucred *cr)
+{
+	struct epoll_event ev = { 0 };
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (!c || !(c->us = ustat_get(d, cr->uid))) {
+		free(c);
+		refuse(fd, "out of memory");
+		return -1;
+	}
+	c->w.tag = T_CONN;
+	c->d = d;
+	c->fd = fd;
+	c->uid = cr->uid;
+	c->gid = cr->gid;
+	c->pid = cr->pid;
+	snprintf(c->peer, sizeof(c->peer), "pid %d", (int)cr->pid);
+	if (uid_name(d, cr->uid, c->user, sizeof(c->user), NULL))
+		c->user[0] = '\0';
+	/* one largest frame and the start of the next */
+	hb_buf_init(&c->in, HB_PROTO_HDR + HB_PROTO_MAX_PAYLOAD + READ_CHUNK);
+	hb_buf_init(&c->out, 0);
+	c->last_ms = mono_ms();
+	c->events = EPOLLIN;
+	ev.events = EPOLLIN;
+	ev.data.ptr = c;
+	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		hb_log(HB_LOG_WARN, "epoll_ctl: %s", strerror(errno));
+		close(fd);
+		ustat_put(d, c->us);
+		conn_free(c);
+		return -1;
+	}
+	c->next = d->conns;
+	if (d->conns)
+		d->conns->prev = c;
+	d->conns = c;
+	d->nconns++;
+	return 0;
+}
+
+/* The caller's credentials; 0, or -1 with fd closed. */
+static int peer_cred(int fd, struct ucred *cr)
+{
+	socklen_t sl = sizeof(*cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cr, &sl) == 0)
+		return 0;
+	hb_log(HB_LOG_WARN, "SO_PEERCRED: %s", strerror(errno));
+	close(fd);
+	return -1;
+}
+
+/*
+ * accept4() said EMFILE or ENFILE.  Left alone, the listening socket
+ * stays readable and the loop spins on it.  As Redis and libuv do, the
+ * reserve descriptor makes room for one caller at a time: the pending
+ * callers are taken one by one, root and SlurmUser kept (the reserve
+ * comes back when a descriptor frees), anyone else told to try again.
+ * Then the listening socket rests until a connection closes, or
+ * ACCEPT_PAUSE_MS.
+ */
+static void accept_starved(struct hb_daemon *d, int err)
+{
+	struct epoll_event ev = { .events = 0, .data.ptr = &d->wl };
+	unsigned dropped, n = 0;
+	struct ucred cr;
+	int fd;
+
+	if (rate_ok(&d->rl_fds, &dropped))
+		hb_logf(HB_LOG_WARN,
+			(struct hb_log_field[]){
+				HB_LOG_INT("connections", d->nconns),
+				HB_LOG_INT("not_logged", dropped) },
+			2,
+			"accept: %s; refusing callers other than root and "
+			"SlurmUser until a descriptor frees",
+			strerror(err));
+	while (d->reserve_fd >= 0 && n++ < 1024) {
+		close(d->reserve_fd);
+		d->reserve_fd = -1;
+		fd = accept4(d->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			break;
+		if (peer_cred(fd, &cr) == 0) {
+			if (!uid_is_priv(d, cr.uid) ||
+			    d->nconns >= d->opts.max_conns)
+				refuse(fd, "the daemon is out of file "
+					   "descriptors; try again");
+			else if (take_conn(d, fd, &cr) == 0)
+				break; /* it keeps the reserve's room */
+		}
+		d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	if (d->reserve_fd < 0)
+		d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->lfd, &ev) == 0) {
+		d->accept_paused = 1;
+		d->accept_resume_ms = mono_ms() + ACCEPT_PAUSE_MS;
+	}
+}
+
 static void do_accept(struct hb_daemon *d)
 {
 	const char *why;
-	struct epoll_event ev = { 0 };
+	unsigned dropped;
 	struct ucred cr;
-	socklen_t sl;
-	struct conn *c;
 	int fd;
 
 	for (;;) {
@@ -3441,59 +3831,31 @@ static void do_accept(struct hb_daemon *d)
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM)
+				accept_starved(d, errno);
+			else if (errno != EAGAIN && errno != EWOULDBLOCK &&
+				 rate_ok(&d->rl_fds, &dropped))
 				hb_log(HB_LOG_WARN, "accept: %s",
 				       strerror(errno));
 			return;
 		}
-		sl = sizeof(cr);
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &sl) < 0) {
-			hb_log(HB_LOG_WARN, "SO_PEERCRED: %s", strerror(errno));
-			close(fd);
+		if (peer_cred(fd, &cr))
 			continue;
-		}
 		if ((why = conn_refused(d, cr.uid))) {
-			hb_logf(HB_LOG_WARN,
-				(struct hb_log_field[]){
-					HB_LOG_INT("uid", cr.uid),
-					HB_LOG_INT("connections", d->nconns) },
-				2, "connection refused: %s", why);
+			if (rate_ok(&d->rl_refused, &dropped))
+				hb_logf(HB_LOG_WARN,
+					(struct hb_log_field[]){
+						HB_LOG_INT("uid", cr.uid),
+						HB_LOG_INT("connections",
+							   d->nconns),
+						HB_LOG_INT("not_logged",
+							   dropped) },
+					3, "connection refused: %s", why);
 			refuse(fd, why);
 			continue;
 		}
-		c = calloc(1, sizeof(*c));
-		if (!c) {
-			refuse(fd, "out of memory");
-			continue;
-		}
-		c->w.tag = T_CONN;
-		c->d = d;
-		c->fd = fd;
-		c->uid = cr.uid;
-		c->gid = cr.gid;
-		c->pid = cr.pid;
-		snprintf(c->peer, sizeof(c->peer), "pid %d", (int)cr.pid);
-		if (uid_name(d, cr.uid, c->user, sizeof(c->user), NULL))
-			c->user[0] = '\0';
-		/* one largest frame and the start of the next */
-		hb_buf_init(&c->in,
-			    HB_PROTO_HDR + HB_PROTO_MAX_PAYLOAD + READ_CHUNK);
-		hb_buf_init(&c->out, 0);
-		c->last_ms = mono_ms();
-		c->events = EPOLLIN;
-		ev.events = EPOLLIN;
-		ev.data.ptr = c;
-		if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-			hb_log(HB_LOG_WARN, "epoll_ctl: %s", strerror(errno));
-			close(fd);
-			conn_free(c);
-			continue;
-		}
-		c->next = d->conns;
-		if (d->conns)
-			d->conns->prev = c;
-		d->conns = c;
-		d->nconns++;
+		take_conn(d, fd, &cr);
 	}
 }
 
@@ -4306,11 +4668,36 @@ static int make_parent(const char *path, mode_t mode, struct hb_err *err)
 	return 0;
 }
 
+/* The socket's directory should be root's (the daemon's) and writable
+ * by it alone: whoever may write it may replace the socket, and the
+ * plugin and the CLI check who owns it.  A warning, not a refusal. */
+static void socket_dir_check(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	struct stat sb;
+	size_t n = slash ? (size_t)(slash - path) : 0;
+
+	if (!slash || n >= sizeof(dir))
+		return;
+	memcpy(dir, path, n ? n : 1);
+	dir[n ? n : 1] = '\0';
+	if (lstat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) &&
+	    sb.st_uid == geteuid() && !(sb.st_mode & 022))
+		return;
+	hb_logf(HB_LOG_WARN,
+		(struct hb_log_field[]){ HB_LOG_STR("dir", dir) },
+		1,
+		"the socket's directory is not the daemon's own or is "
+		"writable by others: a user could replace the socket");
+}
+
 static int make_socket(const char *path, struct hb_err *err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	size_t n = strlen(path);
 	struct stat sb;
+	mode_t old;
 	int fd, probe, rc;
 
 	if (n == 0 || n >= sizeof(sa.sun_path))
@@ -4343,19 +4730,26 @@ static int make_socket(const char *path, struct hb_err *err)
 			(struct hb_log_field[]){ HB_LOG_STR("socket", path) },
 			1, "replaced a stale socket");
 	}
+	socket_dir_check(path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return hb_err_set(err, HB_EIO, path, 0, "socket: %s",
 				  strerror(errno));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	/* Who may call is decided by SO_PEERCRED, per op: the socket is
+	 * 0666.  bind() gives it that mode through the umask, so no chmod
+	 * ever runs on a path that could have become a symlink meanwhile
+	 * (start-up is single-minded: the workers create no files). */
+	old = umask(0111);
+	rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (rc < 0) {
 		rc = hb_err_set(err, HB_EIO, path, 0, "bind: %s",
 				strerror(errno));
 		close(fd);
 		return rc;
 	}
-	/* who may call is decided by SO_PEERCRED, per op */
-	if (chmod(path, 0666) < 0 || listen(fd, SOMAXCONN) < 0) {
-		rc = hb_err_set(err, HB_EIO, path, 0, "chmod/listen: %s",
+	if (listen(fd, SOMAXCONN) < 0) {
+		rc = hb_err_set(err, HB_EIO, path, 0, "listen: %s",
 				strerror(errno));
 		close(fd);
 		unlink(path);
@@ -4389,6 +4783,29 @@ static int add_watch(struct hb_daemon *d, int fd, struct watch *w, enum tag tag)
 	return epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? HB_EIO : 0;
 }
 
+/* Connections past the descriptors the process may open would only
+ * meet EMFILE: the cap comes down to fit RLIMIT_NOFILE (which
+ * hpcbridged raises to its hard limit first), so that the share per uid
+ * and the reserve for root and SlurmUser (conn_refused()) bite first. */
+static void fit_fd_limit(struct hb_daemon *d)
+{
+	struct rlimit rl;
+	unsigned fit;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur >= (rlim_t)d->opts.max_conns + FD_HEADROOM)
+		return;
+	fit = rl.rlim_cur > FD_HEADROOM + 8 ? (unsigned)rl.rlim_cur -
+						      FD_HEADROOM
+					    : 8;
+	hb_logf(HB_LOG_WARN,
+		(struct hb_log_field[]){
+			HB_LOG_INT("nofile", (int64_t)rl.rlim_cur),
+			HB_LOG_INT("max_connections", fit) },
+		2, "RLIMIT_NOFILE is low: fewer connections taken");
+	d->opts.max_conns = fit;
+}
+
 int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 		  struct hb_daemon **out, struct hb_err *err)
 {
@@ -4404,7 +4821,7 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 	}
 	d->cfg = *cfg;
 	memset(cfg, 0, sizeof(*cfg));
-	d->epfd = d->lfd = d->sfd = -1;
+	d->epfd = d->lfd = d->sfd = d->reserve_fd = -1;
 	d->staged_tail = &d->staged;
 	d->waiting_tail = &d->waiting;
 	d->opts = *opts;
@@ -4413,6 +4830,9 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 		d->opts.idle_ms = HB_DAEMON_IDLE_MS;
 	if (!d->opts.max_conns)
 		d->opts.max_conns = HB_DAEMON_MAX_CONNS;
+	fit_fd_limit(d);
+	/* the room accept_starved() makes when descriptors run out */
+	d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	d->config_path = xstrdup(opts->config_path);
 	d->socket_path = xstrdup(opts->socket_path);
 	d->state_path = xstrdup(opts->state_path);
@@ -4560,10 +4980,18 @@ static void idle_scan(struct hb_daemon *d, int64_t now)
 {
 	struct conn *c, *next;
 
+	int frame_ms = d->opts.idle_ms < FRAME_MS ? d->opts.idle_ms : FRAME_MS;
+
 	for (c = d->conns; c; c = next) {
 		next = c->next;
-		if (!c->busy && !c->nstaged &&
-		    now - c->last_ms >= d->opts.idle_ms)
+		/* slow senders: a frame's bytes trickling in do not keep a
+		 * connection, however often each comes */
+		if (!c->busy && !c->nstaged && c->frame_ms &&
+		    c->in.len > c->in_off && now - c->frame_ms >= frame_ms)
+			conn_kill(c, "a request frame took too long to arrive",
+				  &d->rl_frame, 0);
+		else if (!c->busy && !c->nstaged &&
+			 now - c->last_ms >= d->opts.idle_ms)
 			conn_close(c, c->in.len > c->in_off
 					      ? "timed out mid-frame"
 					      : "idle");
@@ -4597,8 +5025,8 @@ int hb_daemon_run(struct hb_daemon *d)
 	d->last_scan = mono_ms();
 	for (;;) {
 		timeout = 1000;
-		if (d->stopping)
-			timeout = 100;
+		if (d->stopping || d->accept_paused)
+			timeout = ACCEPT_PAUSE_MS;
 		if (d->opts.idle_ms < timeout * 2)
 			timeout = d->opts.idle_ms / 2 + 1;
 		n = epoll_wait(d->epfd, evs, 256, timeout);
@@ -4654,6 +5082,8 @@ int hb_daemon_run(struct hb_daemon *d)
 		}
 		bury(d);
 		now = mono_ms();
+		if (d->accept_paused && now >= d->accept_resume_ms)
+			accept_resume(d);
 		poll_slurm(d, now);
 		expire_orphans(d, now);
 		refresh_estimates(d, now);
@@ -4733,6 +5163,8 @@ void hb_daemon_free(struct hb_daemon *d)
 		close(d->sfd);
 	if (d->epfd >= 0)
 		close(d->epfd);
+	if (d->reserve_fd >= 0)
+		close(d->reserve_fd);
 	hb_origin_free(d->origin); /* after the pool: done() may publish */
 	hb_origin_ev_free(d->origin_wait);
 	hb_store_close(d->ckpt_st); /* after the pool: nothing uses it */
