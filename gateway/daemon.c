@@ -78,6 +78,10 @@
  * SlurmUser may hold, and all such uids together. */
 #define UID_MEM_MAX   (16u * 1024 * 1024)
 #define USERS_MEM_MAX (128u * 1024 * 1024)
+/* Bytes read per loop iteration from a uid other than root and SlurmUser:
+ * one who sends as fast as it can gets its turn, and no more, before
+ * root's requests of the same iteration. */
+#define UID_READ_BUDGET (256u * 1024)
 /* Descriptors kept for the daemon's own files beside its connections. */
 #define FD_HEADROOM 32
 /* Out of descriptors: the listening socket rests this long. */
@@ -94,6 +98,8 @@ struct ustat {
 	uid_t uid;
 	unsigned refs; /* its live connections */
 	size_t mem;
+	uint64_t iter;	/* the loop iteration ... */
+	size_t read;	/* ... and the bytes read from the uid in it */
 	struct ustat *next;
 };
 
@@ -236,6 +242,7 @@ struct hb_daemon {
 	int accept_paused;	/* the listening socket rests ... */
 	int64_t accept_resume_ms; /* ... until then, or a connection closes */
 	struct ratelog rl_refused, rl_fds, rl_bad, rl_mem, rl_frame, rl_perm;
+	uint64_t iter; /* loop iterations (UID_READ_BUDGET) */
 	/* the iteration's batch */
 	int txn_open;
 	struct staged *staged, **staged_tail;
@@ -3620,11 +3627,22 @@ static void conn_read(struct conn *c)
 {
 	char buf[READ_CHUNK];
 	size_t room = c->in.max - c->in.len;
+	struct ustat *u = c->us;
 	ssize_t n;
 
 	if (room == 0) {
 		conn_interest(c);
 		return;
+	}
+	if (u && !uid_is_priv(c->d, c->uid)) {
+		/* its share of this iteration is spent: the next one (the
+		 * socket stays readable) */
+		if (u->iter != c->d->iter) {
+			u->iter = c->d->iter;
+			u->read = 0;
+		}
+		if (u->read >= UID_READ_BUDGET)
+			return;
 	}
 	n = recv(c->fd, buf, room < sizeof(buf) ? room : sizeof(buf),
 		 MSG_DONTWAIT);
@@ -3644,6 +3662,8 @@ static void conn_read(struct conn *c)
 		return;
 	}
 	c->last_ms = mono_ms();
+	if (u)
+		u->read += (size_t)n;
 	if (!c->frame_ms)
 		c->frame_ms = c->last_ms;
 	if (hb_buf_append(&c->in, buf, (size_t)n)) {
@@ -3819,6 +3839,10 @@ static void accept_starved(struct hb_daemon *d, int err)
 	}
 }
 
+/* Callers taken per wake-up: one who connects as fast as the daemon
+ * refuses would otherwise keep the loop here for good. */
+#define ACCEPT_BATCH 32
+
 static void do_accept(struct hb_daemon *d)
 {
 	const char *why;
@@ -3826,7 +3850,7 @@ static void do_accept(struct hb_daemon *d)
 	struct ucred cr;
 	int fd;
 
-	for (;;) {
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		fd = accept4(d->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
@@ -5030,6 +5054,7 @@ int hb_daemon_run(struct hb_daemon *d)
 		if (d->opts.idle_ms < timeout * 2)
 			timeout = d->opts.idle_ms / 2 + 1;
 		n = epoll_wait(d->epfd, evs, 256, timeout);
+		d->iter++;
 		if (n < 0 && errno != EINTR) {
 			hb_log(HB_LOG_ERROR, "epoll_wait: %s", strerror(errno));
 			return HB_EIO;

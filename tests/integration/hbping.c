@@ -56,7 +56,7 @@ int main(int argc, char **argv)
 	const char *ping = "{\"op\":\"ping\"}",
 		   *decide = "{\"op\":\"decide\",\"uid\":0,\"partition\":\"cpu\","
 			     "\"slurm_job_name\":\"hbping\",\"target\":\"slurm\"}";
-	int i = 1, use_decide = 0, reuse = 0, ok = 0;
+	int i = 1, use_decide = 0, reuse = 0, ok = 0, failed = 0;
 	struct hb_proto_conn conn = HB_PROTO_CONN_INIT;
 	long count, interval, timeout = 5000;
 	struct timespec gap;
@@ -101,9 +101,10 @@ int main(int argc, char **argv)
 		lat[k] = now_ms() - t0;
 		if (rc == 0 && hb_proto_reply_status(reply, NULL) == 0)
 			ok++;
-		else if (rc)
-			lat[k] = (double)timeout > lat[k] ? (double)timeout
-							  : lat[k];
+		else if (rc && ++failed <= 5)
+			fprintf(stderr, "hbping: %s after %.0f ms: %s\n",
+				hb_errname(rc) ? hb_errname(rc) : "?", lat[k],
+				err.msg);
 		cJSON_Delete(reply);
 		if (interval)
 			nanosleep(&gap, NULL);
