@@ -853,7 +853,7 @@ static int set_wal(struct hb_store *st, struct hb_err *err)
 static int migrate(struct hb_store *st, struct hb_err *err)
 {
 	char sql[64], op[64];
-	int v, bad_fk, rc = 0;
+	int v, bad_fk = 0, rc = 0;
 
 	for (v = st->version; v < HB_STORE_SCHEMA_VERSION; v++) {
 		snprintf(op, sizeof(op), "migration to schema version %d",
