@@ -84,6 +84,10 @@
 #define UID_READ_BUDGET (256u * 1024)
 /* Descriptors kept for the daemon's own files beside its connections. */
 #define FD_HEADROOM 32
+/* Callers waiting to be accepted.  Not SOMAXCONN (4096): a user who
+ * connects as fast as refusals go keeps the queue full, and root's
+ * connect waits behind all of it (about 10 us each). */
+#define LISTEN_BACKLOG 256
 /* Out of descriptors: the listening socket rests this long. */
 #define ACCEPT_PAUSE_MS 100
 
@@ -4772,7 +4776,7 @@ static int make_socket(const char *path, struct hb_err *err)
 		close(fd);
 		return rc;
 	}
-	if (listen(fd, SOMAXCONN) < 0) {
+	if (listen(fd, LISTEN_BACKLOG) < 0) {
 		rc = hb_err_set(err, HB_EIO, path, 0, "listen: %s",
 				strerror(errno));
 		close(fd);
