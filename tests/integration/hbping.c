@@ -5,9 +5,8 @@
  *   hbping [--decide] [--reuse] [--timeout MS] SOCKET COUNT INTERVAL_MS
  *
  * A "ping" by default; --decide asks a decision as the job_submit plugin
- * does (uid only: the daemon looks the name up).  Each request opens its
- * own connection, as ping_ms in tests/security/lib.sh does; --reuse keeps
- * one, as the plugin does.  Prints one line:
+ * does.  Each request opens its own connection, as ping_ms in
+ * tests/security/lib.sh does; --reuse keeps one, as the plugin does.  Prints one line:
  *
  *   n=100 ok=100 p50=0.21 p99=0.80 max=1.10 ms
  *
@@ -54,7 +53,8 @@ static long num(const char *s, long min, long max)
 int main(int argc, char **argv)
 {
 	const char *ping = "{\"op\":\"ping\"}",
-		   *decide = "{\"op\":\"decide\",\"uid\":0,\"partition\":\"cpu\","
+		   *decide = "{\"op\":\"decide\",\"user\":\"root\",\"uid\":0,"
+			     "\"partition\":\"cpu\","
 			     "\"slurm_job_name\":\"hbping\",\"target\":\"slurm\"}";
 	int i = 1, use_decide = 0, reuse = 0, ok = 0, failed = 0;
 	struct hb_proto_conn conn = HB_PROTO_CONN_INIT;

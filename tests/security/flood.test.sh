@@ -3,10 +3,16 @@
 # $HB_FLOOD_SECONDS (60): connections opened as fast as it can, slow
 # senders (a byte a second), frames past the protocol's limit and frames
 # of almost 1 MiB held one byte short (tests/integration/hbflood.c).
-# Meanwhile root pings (a connection each) and decides (one connection,
-# as the plugin keeps) every 20 ms.  The damage checked:
-#   - root's ping and decide p99 stay under 5 ms ($HB_FLOOD_P99_MS), and
-#     every one of them is answered;
+# Meanwhile root pings and decides every 20 ms on a kept connection (as
+# the job_submit plugin keeps one), and pings on a new connection each.
+# The damage checked:
+#   - every one of root's requests is answered (before the fix the loop
+#     sat in accept() while the user connected: root timed out);
+#   - on kept connections root's ping and decide p99 stay under 5 ms
+#     ($HB_FLOOD_P99_MS; 50 ms in a sanitizer build, which is several
+#     times slower; both on a machine with cores to spare); a new
+#     connection waits behind the user's in the listen backlog (256), so
+#     its p99 only has to stay under a second;
 #   - the daemon's RSS stays flat: from the flood's first quarter to its
 #     end it grows by less than 24 MiB.  What the user may hold is capped
 #     (16 MiB of buffers for its uid, 128 for all users, a share of the
@@ -23,10 +29,15 @@ src=$2
 . "$src/tests/security/lib.sh"
 sec_init
 secs=${HB_FLOOD_SECONDS:-60}
-p99_max=${HB_FLOOD_P99_MS:-5}
+if ldd "$hbd" 2>/dev/null | grep -q 'libasan'; then
+	p99_max=${HB_FLOOD_P99_MS:-50}
+else
+	p99_max=${HB_FLOOD_P99_MS:-5}
+fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=16
-ping=$build/tests/hbping
-flood=$build/tests/hbflood
+tools=${HB_TOOLS:-$build/tests} # the pre-fix build has no hbping, hbflood
+ping=$tools/hbping
+flood=$tools/hbflood
 
 cat >"$tmp/cfg.yaml" <<EOF
 daemon:
@@ -54,11 +65,13 @@ pids="$pids $fpid"
 n=$(((secs - 2) * 1000 / 25))
 [ "$n" -gt 20 ] || n=20
 sleep 1
-"$ping" --timeout 2000 "$sock" "$n" 20 >"$tmp/ping.out" 2>&1 &
+"$ping" --reuse --timeout 2000 "$sock" "$n" 20 >"$tmp/ping.out" 2>&1 &
 p1=$!
 "$ping" --decide --reuse --timeout 2000 "$sock" "$n" 20 >"$tmp/decide.out" 2>&1 &
 p2=$!
-pids="$pids $p1 $p2"
+"$ping" --timeout 2000 "$sock" "$n" 20 >"$tmp/fresh.out" 2>&1 &
+p3=$!
+pids="$pids $p1 $p2 $p3"
 : >"$tmp/rss"
 t=0
 while kill -0 "$fpid" 2>/dev/null; do
@@ -70,9 +83,12 @@ wait "$p1"
 r1=$?
 wait "$p2"
 r2=$?
+wait "$p3"
+r3=$?
 echo "flood: $(cat "$tmp/flood.out")"
 echo "root ping:   $(cat "$tmp/ping.out")"
 echo "root decide: $(cat "$tmp/decide.out")"
+echo "root ping on new connections: $(cat "$tmp/fresh.out")"
 
 p99() { sed -n 's/.* p99=\([0-9.]*\) .*/\1/p' "$1"; }
 under() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 < b + 0) }'; }
@@ -80,6 +96,10 @@ under() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 < b + 0) }'; 
 	bad "root pings failed: $(cat "$tmp/ping.out")"
 [ "$r2" = 0 ] && ok "every root decide answered" ||
 	bad "root decides failed: $(cat "$tmp/decide.out")"
+[ "$r3" = 0 ] && ok "every root ping on a new connection answered" ||
+	bad "root pings on new connections failed: $(cat "$tmp/fresh.out")"
+under "$(p99 "$tmp/fresh.out")" 1000 && ok "new-connection ping p99 under 1 s" ||
+	bad "new-connection ping p99 $(p99 "$tmp/fresh.out") ms"
 under "$(p99 "$tmp/ping.out")" "$p99_max" && ok "ping p99 under $p99_max ms" ||
 	bad "ping p99 $(p99 "$tmp/ping.out") ms (limit $p99_max)"
 under "$(p99 "$tmp/decide.out")" "$p99_max" && ok "decide p99 under $p99_max ms" ||
