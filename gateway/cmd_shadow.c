@@ -72,9 +72,9 @@ static void note(const char *id, const char *fmt, ...)
 }
 
 /*
- * One request; retried while the daemon cannot be reached (HB_EUNAVAIL,
- * HB_ETIMEDOUT) until a signal arrives.  0 with an ok reply; otherwise
- * the error (the message in err).
+ * One request; retried while the daemon cannot be reached or is busy
+ * (HB_EUNAVAIL, HB_ETIMEDOUT) until a signal arrives.  0 with an ok
+ * reply; otherwise the error (the message in err).
  */
 static int request(const char *sock, const char *id, cJSON *req, cJSON **reply,
 		   struct hb_err *err)
@@ -91,12 +91,15 @@ static int request(const char *sock, const char *id, cJSON *req, cJSON **reply,
 				cJSON_Delete(*reply);
 				*reply = NULL;
 			}
-			return rc;
+			/* EUNAVAIL: the daemon is busy; try again */
+			if (rc != HB_EUNAVAIL || stop_signal)
+				return rc;
 		}
 		if ((rc != HB_EUNAVAIL && rc != HB_ETIMEDOUT) || stop_signal)
 			return rc;
 		if (!said++)
-			note(id, "daemon unreachable, retrying: %s", err->msg);
+			note(id, "daemon unreachable or busy, retrying: %s",
+			     err->msg);
 		sleep_ms(backoff);
 		backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
 						       : backoff * 2;

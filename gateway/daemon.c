@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -39,6 +40,7 @@
 #include "hpcbridge/backend.h"
 #include "hpcbridge/proto.h"
 #include "hpcbridge/rules.h"
+#include "hpcbridge/sbatch.h"
 #include "hpcbridge/store.h"
 #include "origin.h"
 #include "decider.h"
@@ -62,13 +64,50 @@
  * cancel waits after SIGTERM before SIGKILL. */
 #define REMOTE_CHUNK_MAX (256 * 1024)
 #define REMOTE_GRACE_MS	 5000
+/* Remote jobs' requests in flight, per worker (remote_busy()). */
+#define REMOTE_QUEUE_PER_WORKER 8
 /* How often the reconciler asks Slurm what changed. */
 #define SLURM_POLL_MS 1000
 #define TWIN_TRIES    30 /* a twin create or delete, a second apart */
 #define PW_CACHE_MS   60000
 #define PW_CACHE_SIZE 256
+/* A whole frame must arrive within this (or the idle timeout, if less),
+ * however its bytes trickle in. */
+#define FRAME_MS 10000
+/* Connection buffers (input and output) a uid other than root and
+ * SlurmUser may hold, and all such uids together. */
+#define UID_MEM_MAX   (16u * 1024 * 1024)
+#define USERS_MEM_MAX (128u * 1024 * 1024)
+/* Bytes read per loop iteration from a uid other than root and SlurmUser:
+ * one who sends as fast as it can gets its turn, and no more, before
+ * root's requests of the same iteration. */
+#define UID_READ_BUDGET (256u * 1024)
+/* Descriptors kept for the daemon's own files beside its connections. */
+#define FD_HEADROOM 32
+/* Callers waiting to be accepted.  Not SOMAXCONN (4096): a user who
+ * connects as fast as refusals go keeps the queue full, and root's
+ * connect waits behind all of it (about 10 us each). */
+#define LISTEN_BACKLOG 256
+/* Out of descriptors: the listening socket rests this long. */
+#define ACCEPT_PAUSE_MS 100
 
-enum tag { T_LISTEN = 1, T_SIGNAL, T_POOL, T_SYNC, T_CONN, T_ORIGIN };
+/* One warning a second at most from one place; the rest are counted. */
+struct ratelog {
+	int64_t last_ms;
+	unsigned dropped;
+};
+
+/* Connection memory held by one uid. */
+struct ustat {
+	uid_t uid;
+	unsigned refs; /* its live connections */
+	size_t mem;
+	uint64_t iter;	/* the loop iteration ... */
+	size_t read;	/* ... and the bytes read from the uid in it */
+	struct ustat *next;
+};
+
+enum tag { T_LISTEN = 1, T_SIGNAL, T_POOL, T_RPOOL, T_SYNC, T_CONN, T_ORIGIN };
 
 struct watch {
 	enum tag tag;
@@ -90,6 +129,9 @@ struct conn {
 	unsigned nstaged;  /* staged entries pointing here */
 	uint32_t events;   /* epoll interest now */
 	int64_t last_ms;   /* last activity */
+	int64_t frame_ms;  /* when the partial frame buffered began; 0 */
+	size_t held;	   /* in.cap + out.cap, as counted in us */
+	struct ustat *us;  /* its uid's memory */
 	int busy;	   /* a task runs for it */
 	int eof;	   /* the peer shut its side */
 	int closing;	   /* no more requests; close once flushed */
@@ -110,8 +152,35 @@ struct staged {
 	struct staged *next;
 };
 
-/* TWIN_*: a Kubernetes-origin job's twin MPIJob (origin.c). */
-enum task_kind { TASK_SUBMIT, TASK_CANCEL, TASK_TWIN_CREATE, TASK_TWIN_DELETE };
+/* TWIN_*: a Kubernetes-origin job's twin MPIJob (origin.c); REMOTE_*: a
+ * burst job's remote side (remote_start, remote_poll), on d->rpool. */
+enum task_kind {
+	TASK_SUBMIT,
+	TASK_CANCEL,
+	TASK_TWIN_CREATE,
+	TASK_TWIN_DELETE,
+	TASK_REMOTE_START,
+	TASK_REMOTE_POLL,
+	TASK_LOOKUP /* a uid's name for a decide (lookup_task()) */
+};
+
+/* What a TASK_REMOTE_* task carries, and what its worker found. */
+struct rwork {
+	struct hb_backend *be;
+	/* &d->cfg: a reload waits until no rwork is in flight */
+	const struct hb_config *cfg;
+	char rid[48];	  /* the remote id: "<id>" or "<id>-t<N>" */
+	int64_t task;	  /* the array task, or -1 */
+	int64_t slurm_id; /* START: root's binding, or -1 */
+	uid_t uid;	  /* START: the job's user */
+	char *jobspec, *name, *user, *account; /* START: as stored */
+	uint64_t offset;		       /* POLL */
+	size_t max;
+	struct hb_remote_status st;
+	char *frame; /* POLL: the reply, framed on the worker */
+	size_t flen;
+	int done; /* POLL: final, and read to the end */
+};
 
 struct task {
 	struct hb_task t; /* first */
@@ -132,6 +201,10 @@ struct task {
 	struct hb_daemon_backend be;
 	uid_t actor_uid;
 	char actor_user[64], peer[32];
+	struct rwork *rw;	      /* TASK_REMOTE_* */
+	uid_t luid; /* TASK_LOOKUP: this uid's name (in user, NULL if none) */
+	gid_t lgid; /* ... and primary group; script: the request */
+	struct task *rprev, *rnext; /* d->rtasks */
 };
 
 struct pw_entry {
@@ -148,6 +221,10 @@ struct hb_daemon {
 	struct hb_config cfg;
 	struct hb_store *st;
 	struct hb_pool *pool;
+	struct hb_pool *rpool;	/* remote jobs' work (TASK_REMOTE_*) */
+	struct task *rtasks;	/* ... staged, queued or running */
+	unsigned nremote, rlimit; /* how many; at most */
+	int reload_wanted;	/* SIGHUP came while rtasks ran */
 	struct hb_daemon_backend be;
 	struct hb_backend *remote;     /* where burst jobs run */
 	struct hb_kube_origin *origin; /* managed MPIJobs (origin.c), or NULL */
@@ -159,10 +236,17 @@ struct hb_daemon {
 	struct hb_decider *dc;	       /* placement (decider.c) */
 	struct hb_arena scratch;       /* a decision's cJSON trees */
 	int epfd, lfd, sfd;
-	struct watch wl, ws, wp, wy, wo;
+	struct watch wl, ws, wp, wr, wy, wo;
 	struct conn *conns; /* doubly linked */
 	unsigned nconns;
 	struct conn *graveyard; /* closed, freed at the end of an iteration */
+	struct ustat *ustats;	/* per uid with connections */
+	size_t users_mem;	/* held by uids other than root, SlurmUser */
+	int reserve_fd;		/* /dev/null: a descriptor for EMFILE */
+	int accept_paused;	/* the listening socket rests ... */
+	int64_t accept_resume_ms; /* ... until then, or a connection closes */
+	struct ratelog rl_refused, rl_fds, rl_bad, rl_mem, rl_frame, rl_perm;
+	uint64_t iter; /* loop iterations (UID_READ_BUDGET) */
 	/* the iteration's batch */
 	int txn_open;
 	struct staged *staged, **staged_tail;
@@ -214,30 +298,30 @@ static char *xstrdup(const char *s)
 /* Users                                                               */
 /* ------------------------------------------------------------------ */
 
-/* The name and primary group of uid (cached, so the loop rarely waits
- * on NSS); 0 with name (if not NULL) and *gid (if not NULL) set,
- * HB_ENOENT if none. */
-static int uid_name(struct hb_daemon *d, uid_t uid, char *name, size_t n,
-		    gid_t *gid)
+/* Remember what NSS said of uid: its name and primary group, or (name
+ * NULL) that it has none. */
+static void pw_fill(struct hb_daemon *d, uid_t uid, const char *name,
+		    gid_t gid)
 {
 	struct pw_entry *e = &d->pw[uid % PW_CACHE_SIZE];
-	int64_t now = mono_ms();
-	struct passwd pw, *res = NULL;
-	char buf[4096];
 
-	if (e->at_ms && e->uid == uid && now - e->at_ms < PW_CACHE_MS)
-		goto found;
 	e->uid = uid;
-	e->at_ms = now;
-	e->known = 0;
-	e->name[0] = '\0';
-	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res &&
-	    strlen(res->pw_name) < sizeof(e->name)) {
-		e->known = 1;
-		e->gid = res->pw_gid;
-		snprintf(e->name, sizeof(e->name), "%s", res->pw_name);
-	}
-found:
+	e->at_ms = mono_ms();
+	e->known = name && strlen(name) < sizeof(e->name);
+	e->gid = gid;
+	snprintf(e->name, sizeof(e->name), "%s", e->known ? name : "");
+}
+
+/* What the cache says of uid: 0 with name and *gid set (either may be
+ * NULL), HB_ENOENT if it has no name, HB_EAGAIN if not (freshly)
+ * cached. */
+static int pw_cached(const struct hb_daemon *d, uid_t uid, char *name,
+		     size_t n, gid_t *gid)
+{
+	const struct pw_entry *e = &d->pw[uid % PW_CACHE_SIZE];
+
+	if (!e->at_ms || e->uid != uid || mono_ms() - e->at_ms >= PW_CACHE_MS)
+		return HB_EAGAIN;
 	if (!e->known)
 		return HB_ENOENT;
 	if (name)
@@ -245,6 +329,25 @@ found:
 	if (gid)
 		*gid = e->gid;
 	return 0;
+}
+
+/* The name and primary group of uid (cached, so the loop rarely waits
+ * on NSS; decide() asks a worker instead, see lookup_task()); 0 with
+ * name (if not NULL) and *gid (if not NULL) set, HB_ENOENT if none. */
+static int uid_name(struct hb_daemon *d, uid_t uid, char *name, size_t n,
+		    gid_t *gid)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	int rc = pw_cached(d, uid, name, n, gid);
+
+	if (rc != HB_EAGAIN)
+		return rc;
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res)
+		pw_fill(d, uid, res->pw_name, res->pw_gid);
+	else
+		pw_fill(d, uid, NULL, 0);
+	return pw_cached(d, uid, name, n, gid);
 }
 
 static void resolve_slurm_user(struct hb_daemon *d)
@@ -294,6 +397,68 @@ static int may_see(const struct hb_daemon *d, const struct conn *c,
 /* Connections                                                         */
 /* ------------------------------------------------------------------ */
 
+/* Whether to log now: once a second at most; *dropped: how many were
+ * not since the last. */
+static int rate_ok(struct ratelog *r, unsigned *dropped)
+{
+	int64_t now = mono_ms();
+
+	if (r->last_ms && now - r->last_ms < 1000) {
+		r->dropped++;
+		return 0;
+	}
+	r->last_ms = now;
+	*dropped = r->dropped;
+	r->dropped = 0;
+	return 1;
+}
+
+/* uid's memory count, one more connection on it; NULL if out of
+ * memory. */
+static struct ustat *ustat_get(struct hb_daemon *d, uid_t uid)
+{
+	struct ustat *u;
+
+	for (u = d->ustats; u; u = u->next)
+		if (u->uid == uid)
+			break;
+	if (!u && (u = calloc(1, sizeof(*u)))) {
+		u->uid = uid;
+		u->next = d->ustats;
+		d->ustats = u;
+	}
+	if (u)
+		u->refs++;
+	return u;
+}
+
+static void ustat_put(struct hb_daemon *d, struct ustat *u)
+{
+	struct ustat **pp;
+
+	if (!u || --u->refs)
+		return;
+	for (pp = &d->ustats; *pp; pp = &(*pp)->next)
+		if (*pp == u) {
+			*pp = u->next;
+			break;
+		}
+	free(u);
+}
+
+/* Count what c's buffers hold now against its uid (and all users). */
+static void conn_account(struct conn *c)
+{
+	size_t now = c->dead ? 0 : c->in.cap + c->out.cap;
+
+	if (!c->us || now == c->held)
+		return;
+	c->us->mem = c->us->mem - c->held + now;
+	if (!uid_is_priv(c->d, c->uid))
+		c->d->users_mem = c->d->users_mem - c->held + now;
+	c->held = now;
+}
+
 static void conn_free(struct conn *c)
 {
 	hb_buf_free(&c->in);
@@ -314,6 +479,17 @@ static void conn_release(struct conn *c)
 	d->graveyard = c;
 }
 
+/* Listen again after running out of descriptors (accept_starved()). */
+static void accept_resume(struct hb_daemon *d)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &d->wl };
+
+	if (!d->accept_paused || d->lfd < 0)
+		return;
+	if (epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->lfd, &ev) == 0)
+		d->accept_paused = 0;
+}
+
 static void conn_close(struct conn *c, const char *why)
 {
 	struct hb_daemon *d = c->d;
@@ -328,6 +504,13 @@ static void conn_close(struct conn *c, const char *why)
 	close(c->fd);
 	c->fd = -1;
 	c->dead = 1;
+	conn_account(c);
+	ustat_put(d, c->us);
+	c->us = NULL;
+	/* a descriptor is free: the reserve first, then new callers */
+	if (d->reserve_fd < 0)
+		d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	accept_resume(d);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -399,6 +582,7 @@ static void conn_flush(struct conn *c)
 			hb_buf_reset(&c->out);
 		c->out_off = 0;
 	}
+	conn_account(c);
 	if (!c->dead && (c->closing || c->eof || c->d->stopping) &&
 	    conn_idle(c)) {
 		conn_close(c, c->closing ? "after an error reply" : "done");
@@ -569,6 +753,10 @@ static void stage_error(struct hb_daemon *d, struct conn *c, int code,
 static void process_conn(struct conn *c);
 static void task_launch(struct hb_daemon *d, struct task *t);
 static void task_free(struct task *t);
+static struct task *task_new(struct hb_daemon *d, struct conn *c,
+			     enum task_kind kind, const char *id);
+static void stage_task(struct hb_daemon *d, struct conn *c, struct task *t,
+		       int needs_commit);
 
 /*
  * Checkpoints, off the loop.  Left to SQLite, the commit that takes the
@@ -1168,7 +1356,13 @@ static char *decision_inputs(const struct hb_decider_job *job, int64_t uid,
 	return inputs_end(e, &b, dec);
 }
 
-static void decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
+static void lookup_task(struct hb_daemon *d, struct conn *c,
+			const cJSON *req, uid_t uid);
+
+/* looked_up: the user's name a worker found for the request's uid ("":
+ * none), or NULL (see lookup_task()). */
+static void decide(struct hb_daemon *d, struct conn *c, const cJSON *req,
+		   const char *looked_up)
 {
 	const char *user, *account, *partition, *name, *target, *script;
 	const cJSON *options, *jobspec, *argv, *env;
@@ -1190,16 +1384,40 @@ static void decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	int rc;
 
 	if (!is_priv(d, c)) {
-		hb_logf(HB_LOG_WARN,
-			(struct hb_log_field[]){ HB_LOG_INT("uid", c->uid),
-						 HB_LOG_STR("peer", c->peer) },
-			2, "decide refused: only root and SlurmUser may ask");
+		unsigned dropped;
+
+		if (rate_ok(&d->rl_perm, &dropped))
+			hb_logf(HB_LOG_WARN,
+				(struct hb_log_field[]){
+					HB_LOG_INT("uid", c->uid),
+					HB_LOG_STR("peer", c->peer),
+					HB_LOG_INT("not_logged", dropped) },
+				3, "decide refused: only root and SlurmUser "
+				   "may ask");
 		stage_error(d, c, HB_EPERM,
 			    "only root and SlurmUser may ask for decisions", 0);
 		return;
 	}
+	/* The plugin sends the uid only, so that slurmctld never waits on
+	 * NSS under its locks: the name is looked up here (cached, a miss
+	 * on a worker), the uid in decimal for a user without a passwd
+	 * entry, as Slurm shows one. */
 	get_str(req, "user", HB_STORE_NAME_MAX, 0, &user, &e);
 	get_int(req, "uid", 0, 4294967294LL, -1, 1, &uid, &e);
+	if (!e.code && (!user || !*user)) {
+		rc = looked_up ? (looked_up[0] ? 0 : HB_ENOENT)
+			       : pw_cached(d, (uid_t)uid, uname,
+					   sizeof(uname), NULL);
+		if (rc == HB_EAGAIN) {
+			lookup_task(d, c, req, (uid_t)uid);
+			return;
+		}
+		if (looked_up && !rc)
+			snprintf(uname, sizeof(uname), "%s", looked_up);
+		if (rc)
+			snprintf(uname, sizeof(uname), "%" PRId64, uid);
+		user = uname;
+	}
 	get_str(req, "account", HB_STORE_NAME_MAX, 0, &account, &e);
 	get_str(req, "partition", HB_STORE_NAME_MAX, 0, &partition, &e);
 	get_str(req, "slurm_job_name", HB_STORE_NAME_MAX, 0, &name, &e);
@@ -1220,14 +1438,6 @@ static void decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	if (e.code) {
 		stage_error(d, c, e.code, e.msg, 0);
 		return;
-	}
-	/* The plugin sends the uid only: no name lookup under slurmctld's
-	 * lock.  The name is resolved here (cached), the uid in decimal for
-	 * a user without a passwd entry, as Slurm shows one. */
-	if (!user || !*user) {
-		if (uid_name(d, (uid_t)uid, uname, sizeof(uname), NULL))
-			snprintf(uname, sizeof(uname), "%" PRId64, uid);
-		user = uname;
 	}
 	job.user = user;
 	job.account = account;
@@ -1342,9 +1552,58 @@ out:
 static void op_decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 {
 	hb_doc_scope_begin(&d->scratch);
-	decide(d, c, req);
+	decide(d, c, req, NULL);
 	hb_doc_scope_end();
 	hb_arena_reset(&d->scratch);
+}
+
+/*
+ * A decide that names only the uid, whose name is not cached: a worker
+ * asks NSS (which may wait on LDAP or SSSD), and the loop goes on with
+ * other callers; c waits (its later requests keep their order), and the
+ * decide runs again when the name is known (lookup_done()).
+ */
+static void lookup_task(struct hb_daemon *d, struct conn *c,
+			const cJSON *req, uid_t uid)
+{
+	struct task *t = task_new(d, c, TASK_LOOKUP, "");
+	char *text = cJSON_PrintUnformatted(req); /* in the scratch arena */
+
+	if (!t || !text || !(t->script = strdup(text))) {
+		task_free(t);
+		stage_error(d, c, HB_ENOMEM, "out of memory", 0);
+		return;
+	}
+	t->luid = uid;
+	stage_task(d, c, t, 0);
+}
+
+static void lookup_done(struct task *t)
+{
+	struct conn *c = t->c;
+	struct hb_daemon *d = t->d;
+	cJSON *req;
+
+	c->busy = 0;
+	pw_fill(d, t->luid, t->user, t->lgid);
+	if (!c->dead) {
+		req = t->script ? cJSON_Parse(t->script) : NULL;
+		hb_doc_scope_begin(&d->scratch);
+		if (req)
+			decide(d, c, req, t->user ? t->user : "");
+		else
+			stage_error(d, c, HB_ENOMEM, "out of memory", 0);
+		hb_doc_scope_end();
+		hb_arena_reset(&d->scratch);
+		cJSON_Delete(req);
+	}
+	task_free(t);
+	if (c->dead)
+		conn_release(c);
+	else if (!c->nstaged) {
+		process_conn(c);
+		conn_flush(c);
+	}
 }
 
 struct list_ctx {
@@ -1517,10 +1776,33 @@ out:
 
 /* ---- tasks ------------------------------------------------------- */
 
+static void rwork_free(struct rwork *w)
+{
+	if (!w)
+		return;
+	free(w->jobspec);
+	free(w->name);
+	free(w->user);
+	free(w->account);
+	free(w->frame);
+	free(w);
+}
+
 static void task_free(struct task *t)
 {
 	if (!t)
 		return;
+	if (t->rw) {
+		/* off the remote tasks in flight */
+		if (t->rprev)
+			t->rprev->rnext = t->rnext;
+		else
+			t->d->rtasks = t->rnext;
+		if (t->rnext)
+			t->rnext->rprev = t->rprev;
+		t->d->nremote--;
+		rwork_free(t->rw);
+	}
 	for (size_t i = 0; t->argv && t->argv[i]; i++)
 		free((char *)t->argv[i]);
 	for (size_t i = 0; t->env && t->env[i]; i++)
@@ -1579,11 +1861,30 @@ static int twin_run(struct task *t)
 	return rc;
 }
 
+static int rstart_run(struct task *t);
+static int rpoll_run(struct task *t);
+static void remote_done(struct task *t);
+
 static void task_run(struct hb_task *ht)
 {
 	struct task *t = (struct task *)ht;
 
-	if (t->kind == TASK_SUBMIT)
+	if (t->kind == TASK_LOOKUP) {
+		struct passwd pw, *res = NULL;
+		char buf[4096];
+
+		if (getpwuid_r(t->luid, &pw, buf, sizeof(buf), &res) == 0 &&
+		    res) {
+			t->user = strdup(res->pw_name);
+			t->lgid = res->pw_gid;
+		}
+		return;
+	}
+	if (t->kind == TASK_REMOTE_START)
+		t->rc = rstart_run(t);
+	else if (t->kind == TASK_REMOTE_POLL)
+		t->rc = rpoll_run(t);
+	else if (t->kind == TASK_SUBMIT)
 		t->rc = t->be.slurm_submit(t->be.ctx, &t->req, &t->slurm_job_id,
 					   &t->err);
 	else if (t->kind == TASK_CANCEL)
@@ -1595,11 +1896,14 @@ static void task_run(struct hb_task *ht)
 }
 
 static void task_done(struct hb_task *ht);
+static void lookup_done(struct task *t);
 
 static void task_launch(struct hb_daemon *d, struct task *t)
 {
+	struct hb_pool *p = t->rw ? d->rpool : d->pool;
+
 	t->be = d->be;
-	if (!d->pool || hb_pool_submit(d->pool, &t->t)) {
+	if (!p || hb_pool_submit(p, &t->t)) {
 		/* only after shutdown began: answer now */
 		t->rc = HB_EUNAVAIL;
 		hb_err_set(&t->err, HB_EUNAVAIL, NULL, 0,
@@ -1661,6 +1965,14 @@ static void task_done(struct hb_task *ht)
 	cJSON *detail = NULL, *r = NULL;
 	int rc;
 
+	if (t->rw) {
+		remote_done(t);
+		return;
+	}
+	if (t->kind == TASK_LOOKUP) {
+		lookup_done(t);
+		return;
+	}
 	if (c)
 		c->busy = 0;
 	if (!c && !t->rc && t->kind == TASK_SUBMIT) /* origin hooks */
@@ -2703,6 +3015,81 @@ out:
 	hb_job_row_free(&j);
 }
 
+/*
+ * A remote job's work runs on its own workers (d->rpool), never on the
+ * loop: remote_start parses the stored source (a script of up to 4 MiB),
+ * checks the array task against the job's array, and has the backend
+ * build the manifest or start the process; remote_poll reads the output
+ * and encodes it.  The loop looks the job up and checks who asks before,
+ * and records what happened after (remote_done).  Their own workers, so
+ * that a flood of them never delays Slurm's submits and polls.
+ *
+ * The queue is bounded: at most d->rlimit tasks staged, queued or
+ * running; a uid other than root and SlurmUser at most a quarter of
+ * them, and all such uids together at most three quarters, so root's and
+ * SlurmUser's requests always find room.  Past that the request is
+ * answered EUNAVAIL ("busy, try again"), which the shadow retries.
+ */
+
+/* Why a remote task for c may not be queued now; NULL if it may. */
+static const char *remote_busy(const struct hb_daemon *d,
+			       const struct conn *c)
+{
+	unsigned mine = 0, users = 0, share = d->rlimit / 4;
+
+	if (d->reload_wanted)
+		return "the daemon is reloading its configuration; try again";
+	if (d->nremote >= d->rlimit)
+		return "busy: too many remote jobs' requests in flight; try "
+		       "again";
+	if (uid_is_priv(d, c->uid))
+		return NULL;
+	for (const struct task *t = d->rtasks; t; t = t->rnext) {
+		mine += t->actor_uid == c->uid;
+		users += !uid_is_priv(d, t->actor_uid);
+	}
+	if (mine >= (share ? share : 1))
+		return "busy: too many remote jobs' requests from your uid in "
+		       "flight; try again";
+	if (users >= d->rlimit - share)
+		return "busy: the rest is kept for root and SlurmUser; try "
+		       "again";
+	return NULL;
+}
+
+/* A remote task for c on job j, staged (launched at the end of the
+ * iteration); NULL with an error staged. */
+static struct task *remote_task(struct hb_daemon *d, struct conn *c,
+				enum task_kind kind,
+				const struct hb_job_row *j, const char *rid,
+				int64_t task)
+{
+	const char *why = remote_busy(d, c);
+	struct task *t;
+
+	if (why) {
+		stage_error(d, c, HB_EUNAVAIL, why, 0);
+		return NULL;
+	}
+	t = task_new(d, c, kind, j->id);
+	if (!t || !(t->rw = calloc(1, sizeof(*t->rw)))) {
+		task_free(t);
+		stage_error(d, c, HB_ENOMEM, "out of memory", 0);
+		return NULL;
+	}
+	t->rnext = d->rtasks;
+	if (d->rtasks)
+		d->rtasks->rprev = t;
+	d->rtasks = t;
+	d->nremote++;
+	t->rw->be = d->remote;
+	t->rw->cfg = &d->cfg;
+	t->rw->task = task;
+	t->rw->slurm_id = -1;
+	snprintf(t->rw->rid, sizeof(t->rw->rid), "%s", rid);
+	return t;
+}
+
 /* The script, environment and directory the job was submitted with. */
 struct source {
 	cJSON *doc;
@@ -2710,13 +3097,13 @@ struct source {
 	const char **env; /* NULL-terminated, borrowed from doc */
 };
 
-static int source_of(const struct hb_job_row *j, struct source *s)
+static int source_of(const char *jobspec, struct source *s)
 {
 	const cJSON *e, *v;
 	size_t n = 0;
 
 	memset(s, 0, sizeof(*s));
-	s->doc = j->jobspec ? cJSON_Parse(j->jobspec) : NULL;
+	s->doc = jobspec ? cJSON_Parse(jobspec) : NULL;
 	v = cJSON_GetObjectItemCaseSensitive(s->doc, "script");
 	if (!cJSON_IsString(v))
 		return HB_EINVAL;
@@ -2741,22 +3128,250 @@ static void source_free(struct source *s)
 	free(s->env);
 }
 
+/*
+ * On a worker: whether array task t->rw->task is in the job's array as
+ * Slurm read it: the jobspec the plugin sent (Slurm's array_inx); without
+ * one, the script's #SBATCH --array or the SBATCH_ARRAY it was submitted
+ * with.  A job without an array has no task.  0, or EINVAL in t->err.
+ */
+static int array_check(struct task *t, const struct source *s)
+{
+	const cJSON *js = cJSON_GetObjectItemCaseSensitive(s->doc, "jobspec");
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(js, "array"), "spec");
+	struct hb_sbatch_opts o = { .envp = s->env };
+	struct hb_jobspec spec;
+	struct hb_err perr = { 0 };
+	const char *arr = cJSON_IsString(a) ? a->valuestring : NULL;
+	int rc = 0;
+
+	hb_jobspec_init(&spec, "script");
+	if (!arr && hb_sbatch_parse(s->script, strlen(s->script), "script",
+				    &o, &spec, &perr) == 0)
+		arr = spec.array;
+	if (!arr || !*arr)
+		rc = hb_err_set(&t->err, HB_EINVAL, NULL, 0,
+				"array_task: job %s is not an array job",
+				t->id);
+	else if (!hb_sbatch_array_has(arr, (uint32_t)t->rw->task))
+		rc = hb_err_set(&t->err, HB_EINVAL, NULL, 0,
+				"array_task: %lld is not in job %s's array "
+				"(%.60s)",
+				(long long)t->rw->task, t->id, arr);
+	hb_jobspec_free(&spec);
+	return rc;
+}
+
+/* On a worker: the primary group of uid (the uid itself if none). */
+static gid_t user_gid(uid_t uid)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res)
+		return res->pw_gid;
+	return (gid_t)uid;
+}
+
+/* On a worker: remote_start's work. */
+static int rstart_run(struct task *t)
+{
+	struct rwork *w = t->rw;
+	struct hb_remote_job rj = { 0 };
+	struct hb_err err = { 0 };
+	struct source src;
+	char idvar[64], taskvar[48];
+	int rc;
+
+	if ((rc = source_of(w->jobspec, &src))) {
+		source_free(&src);
+		return hb_err_set(&t->err, rc == HB_ENOMEM ? rc : HB_ESTATE,
+				  NULL, 0, "%s",
+				  rc == HB_ENOMEM ? "out of memory"
+						  : "the job's script was not "
+						    "kept");
+	}
+	if (w->task >= 0 && (rc = array_check(t, &src)))
+		goto out;
+	snprintf(idvar, sizeof(idvar), "HPCBRIDGE_JOB_ID=%s", t->id);
+	snprintf(taskvar, sizeof(taskvar), "SLURM_ARRAY_TASK_ID=%lld",
+		 (long long)w->task);
+	for (size_t i = 0;; i++)
+		if (!src.env[i]) {
+			src.env[i] = idvar;
+			src.env[i + 1] = w->task >= 0 ? taskvar : NULL;
+			break;
+		}
+	rj.id = w->rid;
+	rj.script = src.script;
+	rj.script_len = strlen(src.script);
+	rj.uid = w->uid;
+	rj.gid = user_gid(w->uid);
+	rj.workdir = src.cwd;
+	rj.env = src.env;
+	rj.name = w->name;
+	rj.user = w->user;
+	rj.account = w->account;
+	rj.array_task = w->task;
+	rj.cfg = w->cfg;
+	rc = hb_backend_start(w->be, &rj, &err);
+	if (!rc)
+		rc = hb_backend_status(w->be, w->rid, &w->st, &err);
+	if (rc)
+		hb_err_set(&t->err, rc, NULL, 0, "cannot start %s: %s", t->id,
+			   err.msg[0] ? err.msg : hb_strerror(rc));
+out:
+	source_free(&src);
+	return rc;
+}
+
+/* On a worker: remote_poll's work, down to the framed reply. */
+static int rpoll_run(struct task *t)
+{
+	struct rwork *w = t->rw;
+	struct hb_buf data, b64;
+	cJSON *r = NULL;
+	int rc;
+
+	hb_buf_init(&data, w->max + 1);
+	hb_buf_init(&b64, 0);
+	if ((rc = hb_backend_status(w->be, w->rid, &w->st, &t->err)) ||
+	    (rc = hb_backend_log(w->be, w->rid, w->offset, w->max, &data,
+				 &t->err)))
+		goto out;
+	/* Final, and this read did not stop at the cap: nothing more. */
+	w->done = hb_remote_phase_done(w->st.phase) && data.len < w->max;
+	if ((rc = hb_buf_base64(&b64, data.data ? data.data : "",
+				data.len))) {
+		hb_err_set(&t->err, rc, NULL, 0, "output too large");
+		goto out;
+	}
+	r = hb_proto_ok();
+	if (r && (!cJSON_AddStringToObject(r, "phase",
+					   hb_remote_phase_name(w->st.phase)) ||
+		  !cJSON_AddNumberToObject(r, "exit_code", w->st.exit_code) ||
+		  (w->st.message[0] &&
+		   !cJSON_AddStringToObject(r, "message", w->st.message)) ||
+		  !cJSON_AddStringToObject(r, "data",
+					   b64.data ? b64.data : "") ||
+		  !cJSON_AddNumberToObject(r, "next",
+					   (double)(w->offset + data.len)) ||
+		  !cJSON_AddBoolToObject(r, "done", w->done))) {
+		cJSON_Delete(r);
+		r = NULL;
+	}
+	/* NULL: out of memory, or too big (stage_frame says which) */
+	w->frame = r ? frame_json(r, &w->flen) : NULL;
+	if (!w->frame)
+		w->flen = r != NULL;
+out:
+	cJSON_Delete(r);
+	hb_buf_free(&data);
+	hb_buf_free(&b64);
+	return rc;
+}
+
+/* The loop side of a finished remote_start. */
+static void rstart_done(struct hb_daemon *d, struct conn *c, struct task *t)
+{
+	struct rwork *w = t->rw;
+	struct hb_job_row j = { 0 };
+	struct hb_err err = { 0 };
+	int final = hb_remote_phase_done(w->st.phase) && w->task < 0;
+	int rc;
+	cJSON *r;
+
+	if (t->rc) {
+		stage_error(d, c, t->rc, t->err.msg, 0);
+		return;
+	}
+	/* the job as it is now: it may have moved while the worker ran */
+	if ((rc = hb_store_job_get(d->st, t->id, &j, &err))) {
+		stage_error(d, c, HB_ESTORE, err.msg, 0);
+		return;
+	}
+	/* An array's tasks share the gateway job: it is running while any
+	 * runs; their ends are audited, not recorded as the job's end. */
+	if (remote_record(d, c, &j,
+			  final ? remote_state(w->st.phase)
+			  : hb_store_state_terminal(j.state) ? j.state
+							     : "running",
+			  final ? w->st.exit_code : -1,
+			  w->task < 0 ? w->slurm_id : -1, "remote_start"))
+		goto out;
+	r = hb_proto_ok();
+	if (r)
+		cJSON_AddStringToObject(r, "phase",
+					hb_remote_phase_name(w->st.phase));
+	stage_reply(d, c, r, 1, 0);
+out:
+	hb_job_row_free(&j);
+}
+
+/* The loop side of a finished remote_poll. */
+static void rpoll_done(struct hb_daemon *d, struct conn *c, struct task *t)
+{
+	struct rwork *w = t->rw;
+	struct hb_job_row j = { 0 };
+	struct hb_err err = { 0 };
+	const char *to = remote_state(w->st.phase);
+	int recorded = 0;
+
+	if (t->rc) {
+		stage_error(d, c, t->rc, t->err.msg, 0);
+		return;
+	}
+	if (w->done && w->task < 0) {
+		if (hb_store_job_get(d->st, t->id, &j, &err)) {
+			stage_error(d, c, HB_ESTORE, err.msg, 0);
+			return;
+		}
+		if (strcmp(j.state, to) && !hb_store_state_terminal(j.state)) {
+			if (remote_record(d, c, &j, to, w->st.exit_code, -1,
+					  "remote_end"))
+				goto out;
+			recorded = 1;
+		}
+	}
+	stage_frame(d, c, w->frame, w->frame ? w->flen : 0,
+		    !w->frame && w->flen, recorded, 0);
+	w->frame = NULL;
+out:
+	hb_job_row_free(&j);
+}
+
+/* The loop side of a finished remote task: record, reply, go on. */
+static void remote_done(struct task *t)
+{
+	struct conn *c = t->c;
+	struct hb_daemon *d = t->d;
+
+	c->busy = 0;
+	/* recorded even when the caller has gone: the remote job runs */
+	if (t->kind == TASK_REMOTE_START)
+		rstart_done(d, c, t);
+	else
+		rpoll_done(d, c, t);
+	task_free(t);
+	if (c->dead)
+		conn_release(c);
+	else if (!c->nstaged) {
+		process_conn(c);
+		conn_flush(c);
+	}
+}
+
 static void op_remote_start(struct hb_daemon *d, struct conn *c,
 			    const cJSON *req)
 {
 	struct hb_job_row j = { 0 };
-	struct hb_remote_job rj = { 0 };
-	struct hb_remote_status st;
-	struct hb_err err = { 0 };
-	struct source src;
 	struct req_err e = { 0 };
-	char idvar[64], taskvar[48], rid[48];
-	char msg[HB_ERR_MAX + 64];
+	char rid[48];
 	const char *sid = NULL;
-	gid_t gid;
 	int64_t slurm_id = -1, task;
+	struct task *t;
+	struct rwork *w;
 	cJSON *r;
-	int rc;
 
 	get_str(req, "slurm_job_id", 16, 0, &sid, &e);
 	if (e.code) {
@@ -2792,64 +3407,27 @@ static void op_remote_start(struct hb_daemon *d, struct conn *c,
 		stage_reply(d, c, r, 0, 0);
 		goto out;
 	}
-	if ((rc = source_of(&j, &src))) {
-		source_free(&src);
-		stage_error(d, c, rc == HB_ENOMEM ? rc : HB_ESTATE,
-			    rc == HB_ENOMEM ? "out of memory"
-					    : "the job's script was not kept",
+	if (!j.jobspec) {
+		stage_error(d, c, HB_ESTATE, "the job's script was not kept",
 			    0);
 		goto out;
 	}
-	snprintf(idvar, sizeof(idvar), "HPCBRIDGE_JOB_ID=%s", j.id);
-	snprintf(taskvar, sizeof(taskvar), "SLURM_ARRAY_TASK_ID=%lld",
-		 (long long)task);
-	for (size_t i = 0;; i++)
-		if (!src.env[i]) {
-			src.env[i] = idvar;
-			src.env[i + 1] = task >= 0 ? taskvar : NULL;
-			break;
-		}
-	if (uid_name(d, (uid_t)j.uid, NULL, 0, &gid))
-		gid = (gid_t)j.uid;
-	rj.id = rid;
-	rj.script = src.script;
-	rj.script_len = strlen(src.script);
-	rj.uid = (uid_t)j.uid;
-	rj.gid = gid;
-	rj.workdir = src.cwd;
-	rj.env = src.env;
-	rj.name = j.name;
-	rj.user = j.user;
-	rj.account = j.account;
-	rj.array_task = task;
-	rj.cfg = &d->cfg;
-	rc = hb_backend_start(d->remote, &rj, &err);
-	if (!rc)
-		rc = hb_backend_status(d->remote, rid, &st, &err);
-	source_free(&src);
-	if (rc) {
-		snprintf(msg, sizeof(msg), "cannot start %s: %s", j.id,
-			 err.msg);
-		stage_error(d, c, rc, msg, 0);
+	if (!(t = remote_task(d, c, TASK_REMOTE_START, &j, rid, task)))
+		goto out;
+	w = t->rw;
+	w->slurm_id = slurm_id;
+	w->uid = (uid_t)j.uid;
+	w->jobspec = strdup(j.jobspec);
+	w->name = xstrdup(j.name);
+	w->user = xstrdup(j.user);
+	w->account = xstrdup(j.account);
+	if (!w->jobspec || (j.name && !w->name) || (j.user && !w->user) ||
+	    (j.account && !w->account)) {
+		task_free(t);
+		stage_error(d, c, HB_ENOMEM, "out of memory", 0);
 		goto out;
 	}
-	/* An array's tasks share the gateway job: it is running while any
-	 * runs; their ends are audited, not recorded as the job's end. */
-	if (remote_record(d, c, &j,
-			  hb_remote_phase_done(st.phase) && task < 0
-				  ? remote_state(st.phase)
-				  : hb_store_state_terminal(j.state) ? j.state
-								     : "running",
-			  hb_remote_phase_done(st.phase) && task < 0
-				  ? st.exit_code
-				  : -1,
-			  task < 0 ? slurm_id : -1, "remote_start"))
-		goto out;
-	r = hb_proto_ok();
-	if (r)
-		cJSON_AddStringToObject(r, "phase",
-					hb_remote_phase_name(st.phase));
-	stage_reply(d, c, r, 1, 0);
+	stage_task(d, c, t, 0);
 out:
 	hb_job_row_free(&j);
 }
@@ -2858,14 +3436,10 @@ static void op_remote_poll(struct hb_daemon *d, struct conn *c,
 			   const cJSON *req)
 {
 	struct hb_job_row j = { 0 };
-	struct hb_remote_status st;
-	struct hb_err err = { 0 };
 	struct req_err e = { 0 };
-	struct hb_buf data, b64;
 	int64_t offset, max, task;
 	char rid[48];
-	int done, rc, recorded = 0;
-	cJSON *r = NULL;
+	struct task *t;
 
 	get_int(req, "offset", 0, INT64_MAX / 2, 0, 0, &offset, &e);
 	get_int(req, "max", 1, REMOTE_CHUNK_MAX, REMOTE_CHUNK_MAX, 0, &max,
@@ -2876,47 +3450,14 @@ static void op_remote_poll(struct hb_daemon *d, struct conn *c,
 	}
 	if (remote_job(d, c, req, &j))
 		return;
-	hb_buf_init(&data, (size_t)max + 1);
-	hb_buf_init(&b64, 0);
 	if (remote_id(d, c, req, &j, rid, &task))
 		goto out;
-	if ((rc = hb_backend_status(d->remote, rid, &st, &err)) ||
-	    (rc = hb_backend_log(d->remote, rid, (uint64_t)offset,
-				 (size_t)max, &data, &err))) {
-		stage_error(d, c, rc, err.msg, 0);
+	if (!(t = remote_task(d, c, TASK_REMOTE_POLL, &j, rid, task)))
 		goto out;
-	}
-	/* Final, and this read did not stop at the cap: nothing more. */
-	done = hb_remote_phase_done(st.phase) && data.len < (size_t)max;
-	if (done && task < 0 && strcmp(j.state, remote_state(st.phase)) &&
-	    !hb_store_state_terminal(j.state)) {
-		if (remote_record(d, c, &j, remote_state(st.phase),
-				  st.exit_code, -1, "remote_end"))
-			goto out;
-		recorded = 1;
-	}
-	if ((rc = hb_buf_base64(&b64, data.data ? data.data : "", data.len))) {
-		stage_error(d, c, rc, "output too large", 0);
-		goto out;
-	}
-	r = hb_proto_ok();
-	if (r && (!cJSON_AddStringToObject(r, "phase",
-					   hb_remote_phase_name(st.phase)) ||
-		  !cJSON_AddNumberToObject(r, "exit_code", st.exit_code) ||
-		  (st.message[0] &&
-		   !cJSON_AddStringToObject(r, "message", st.message)) ||
-		  !cJSON_AddStringToObject(r, "data",
-					   b64.data ? b64.data : "") ||
-		  !cJSON_AddNumberToObject(r, "next",
-					   (double)(offset + (int64_t)data.len)) ||
-		  !cJSON_AddBoolToObject(r, "done", done))) {
-		cJSON_Delete(r);
-		r = NULL;
-	}
-	stage_reply(d, c, r, recorded, 0);
+	t->rw->offset = (uint64_t)offset;
+	t->rw->max = (size_t)max;
+	stage_task(d, c, t, 0);
 out:
-	hb_buf_free(&data);
-	hb_buf_free(&b64);
 	hb_job_row_free(&j);
 }
 
@@ -2954,10 +3495,16 @@ static void dispatch(struct hb_daemon *d, struct conn *c, const cJSON *req)
 		return;
 	}
 	if (!c->user[0]) {
-		hb_logf(HB_LOG_WARN,
-			(struct hb_log_field[]){ HB_LOG_INT("uid", c->uid),
-						 HB_LOG_STR("op", op) },
-			2, "request from a uid with no user name refused");
+		unsigned dropped;
+
+		if (rate_ok(&d->rl_perm, &dropped))
+			hb_logf(HB_LOG_WARN,
+				(struct hb_log_field[]){
+					HB_LOG_INT("uid", c->uid),
+					HB_LOG_STR("op", op),
+					HB_LOG_INT("not_logged", dropped) },
+				3, "request from a uid with no user name "
+				   "refused");
 		stage_error(d, c, HB_EPERM, "your uid has no user name", 0);
 		return;
 	}
@@ -2996,7 +3543,8 @@ static void process_conn(struct conn *c)
 	struct hb_daemon *d = c->d;
 	enum hb_proto_kind kind;
 	const char *payload;
-	size_t plen, flen;
+	size_t plen, flen, off0 = c->in_off;
+	unsigned dropped;
 	cJSON *req;
 	int rc;
 
@@ -3018,11 +3566,14 @@ static void process_conn(struct conn *c)
 			rc = hb_proto_parse(payload, plen, HB_PROTO_REQUEST,
 					    &req, &err);
 		if (rc) {
-			hb_logf(HB_LOG_WARN,
-				(struct hb_log_field[]){
-					HB_LOG_INT("uid", c->uid),
-					HB_LOG_STR("peer", c->peer) },
-				2, "bad request, closing: %s", err.msg);
+			if (rate_ok(&d->rl_bad, &dropped))
+				hb_logf(HB_LOG_WARN,
+					(struct hb_log_field[]){
+						HB_LOG_INT("uid", c->uid),
+						HB_LOG_STR("peer", c->peer),
+						HB_LOG_INT("not_logged",
+							   dropped) },
+					3, "bad request, closing: %s", err.msg);
 			stage_error(d, c, rc, err.msg, 1);
 			c->closing = 1;
 			break;
@@ -3031,8 +3582,12 @@ static void process_conn(struct conn *c)
 		dispatch(d, c, req);
 		cJSON_Delete(req);
 	}
+	/* a partial frame left after whole ones began about now */
+	if (c->in_off != off0)
+		c->frame_ms = mono_ms();
 	/* drop what was consumed */
 	if (c->in_off == c->in.len) {
+		c->frame_ms = 0;
 		if (c->in.cap > KEEP_BUF)
 			hb_buf_free(&c->in);
 		else
@@ -3045,18 +3600,52 @@ static void process_conn(struct conn *c)
 		c->in.data[c->in.len] = '\0';
 		c->in_off = 0;
 	}
+	conn_account(c);
 	conn_interest(c);
+}
+
+/* Close c now, telling it why if tell (best effort); the warning
+ * rate-limited by rl. */
+static void conn_kill(struct conn *c, const char *why, struct ratelog *rl,
+		      int tell)
+{
+	unsigned dropped;
+	size_t len;
+	char *f = tell ? frame_error(HB_EUNAVAIL, why, &len) : NULL;
+
+	if (rate_ok(rl, &dropped))
+		hb_logf(HB_LOG_WARN,
+			(struct hb_log_field[]){
+				HB_LOG_INT("uid", c->uid),
+				HB_LOG_STR("peer", c->peer),
+				HB_LOG_INT("not_logged", dropped) },
+			3, "connection closed: %s", why);
+	if (f && send(c->fd, f, len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		hb_log(HB_LOG_DEBUG, "could not tell a closed caller why");
+	free(f);
+	conn_close(c, why);
 }
 
 static void conn_read(struct conn *c)
 {
 	char buf[READ_CHUNK];
 	size_t room = c->in.max - c->in.len;
+	struct ustat *u = c->us;
 	ssize_t n;
 
 	if (room == 0) {
 		conn_interest(c);
 		return;
+	}
+	if (u && !uid_is_priv(c->d, c->uid)) {
+		/* its share of this iteration is spent: the next one (the
+		 * socket stays readable) */
+		if (u->iter != c->d->iter) {
+			u->iter = c->d->iter;
+			u->read = 0;
+		}
+		if (u->read >= UID_READ_BUDGET)
+			return;
 	}
 	n = recv(c->fd, buf, room < sizeof(buf) ? room : sizeof(buf),
 		 MSG_DONTWAIT);
@@ -3076,8 +3665,23 @@ static void conn_read(struct conn *c)
 		return;
 	}
 	c->last_ms = mono_ms();
+	if (u)
+		u->read += (size_t)n;
+	if (!c->frame_ms)
+		c->frame_ms = c->last_ms;
 	if (hb_buf_append(&c->in, buf, (size_t)n)) {
 		conn_close(c, "out of memory");
+		return;
+	}
+	conn_account(c);
+	if (!uid_is_priv(c->d, c->uid) &&
+	    (c->us->mem > UID_MEM_MAX || c->d->users_mem > USERS_MEM_MAX)) {
+		conn_kill(c, c->us->mem > UID_MEM_MAX
+				     ? "your uid's connections hold too much "
+				       "memory; close some"
+				     : "users' connections hold too much "
+				       "memory; try again",
+			  &c->d->rl_mem, 1);
 		return;
 	}
 	process_conn(c);
@@ -3134,73 +3738,151 @@ static const char *conn_refused(const struct hb_daemon *d, uid_t uid)
 	return NULL;
 }
 
+/* Take fd, a caller with credentials cr, as a connection; 0, or -1 with
+ * fd closed. */
+static int take_conn(struct hb_daemon *d, int fd, const struct ucred *cr)
+{
+	struct epoll_event ev = { 0 };
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (!c || !(c->us = ustat_get(d, cr->uid))) {
+		free(c);
+		refuse(fd, "out of memory");
+		return -1;
+	}
+	c->w.tag = T_CONN;
+	c->d = d;
+	c->fd = fd;
+	c->uid = cr->uid;
+	c->gid = cr->gid;
+	c->pid = cr->pid;
+	snprintf(c->peer, sizeof(c->peer), "pid %d", (int)cr->pid);
+	if (uid_name(d, cr->uid, c->user, sizeof(c->user), NULL))
+		c->user[0] = '\0';
+	/* one largest frame and the start of the next */
+	hb_buf_init(&c->in, HB_PROTO_HDR + HB_PROTO_MAX_PAYLOAD + READ_CHUNK);
+	hb_buf_init(&c->out, 0);
+	c->last_ms = mono_ms();
+	c->events = EPOLLIN;
+	ev.events = EPOLLIN;
+	ev.data.ptr = c;
+	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		hb_log(HB_LOG_WARN, "epoll_ctl: %s", strerror(errno));
+		close(fd);
+		ustat_put(d, c->us);
+		conn_free(c);
+		return -1;
+	}
+	c->next = d->conns;
+	if (d->conns)
+		d->conns->prev = c;
+	d->conns = c;
+	d->nconns++;
+	return 0;
+}
+
+/* The caller's credentials; 0, or -1 with fd closed. */
+static int peer_cred(int fd, struct ucred *cr)
+{
+	socklen_t sl = sizeof(*cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cr, &sl) == 0)
+		return 0;
+	hb_log(HB_LOG_WARN, "SO_PEERCRED: %s", strerror(errno));
+	close(fd);
+	return -1;
+}
+
+/*
+ * accept4() said EMFILE or ENFILE.  Left alone, the listening socket
+ * stays readable and the loop spins on it.  As Redis and libuv do, the
+ * reserve descriptor makes room for one caller at a time: the pending
+ * callers are taken one by one, root and SlurmUser kept (the reserve
+ * comes back when a descriptor frees), anyone else told to try again.
+ * Then the listening socket rests until a connection closes, or
+ * ACCEPT_PAUSE_MS.
+ */
+static void accept_starved(struct hb_daemon *d, int err)
+{
+	struct epoll_event ev = { .events = 0, .data.ptr = &d->wl };
+	unsigned dropped, n = 0;
+	struct ucred cr;
+	int fd;
+
+	if (rate_ok(&d->rl_fds, &dropped))
+		hb_logf(HB_LOG_WARN,
+			(struct hb_log_field[]){
+				HB_LOG_INT("connections", d->nconns),
+				HB_LOG_INT("not_logged", dropped) },
+			2,
+			"accept: %s; refusing callers other than root and "
+			"SlurmUser until a descriptor frees",
+			strerror(err));
+	while (d->reserve_fd >= 0 && n++ < 1024) {
+		close(d->reserve_fd);
+		d->reserve_fd = -1;
+		fd = accept4(d->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			break;
+		if (peer_cred(fd, &cr) == 0) {
+			if (!uid_is_priv(d, cr.uid) ||
+			    d->nconns >= d->opts.max_conns)
+				refuse(fd, "the daemon is out of file "
+					   "descriptors; try again");
+			else if (take_conn(d, fd, &cr) == 0)
+				break; /* it keeps the reserve's room */
+		}
+		d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	if (d->reserve_fd < 0)
+		d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->lfd, &ev) == 0) {
+		d->accept_paused = 1;
+		d->accept_resume_ms = mono_ms() + ACCEPT_PAUSE_MS;
+	}
+}
+
+/* Callers taken per wake-up: one who connects as fast as the daemon
+ * refuses would otherwise keep the loop here for good. */
+#define ACCEPT_BATCH 32
+
 static void do_accept(struct hb_daemon *d)
 {
 	const char *why;
-	struct epoll_event ev = { 0 };
+	unsigned dropped;
 	struct ucred cr;
-	socklen_t sl;
-	struct conn *c;
 	int fd;
 
-	for (;;) {
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		fd = accept4(d->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM)
+				accept_starved(d, errno);
+			else if (errno != EAGAIN && errno != EWOULDBLOCK &&
+				 rate_ok(&d->rl_fds, &dropped))
 				hb_log(HB_LOG_WARN, "accept: %s",
 				       strerror(errno));
 			return;
 		}
-		sl = sizeof(cr);
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &sl) < 0) {
-			hb_log(HB_LOG_WARN, "SO_PEERCRED: %s", strerror(errno));
-			close(fd);
+		if (peer_cred(fd, &cr))
 			continue;
-		}
 		if ((why = conn_refused(d, cr.uid))) {
-			hb_logf(HB_LOG_WARN,
-				(struct hb_log_field[]){
-					HB_LOG_INT("uid", cr.uid),
-					HB_LOG_INT("connections", d->nconns) },
-				2, "connection refused: %s", why);
+			if (rate_ok(&d->rl_refused, &dropped))
+				hb_logf(HB_LOG_WARN,
+					(struct hb_log_field[]){
+						HB_LOG_INT("uid", cr.uid),
+						HB_LOG_INT("connections",
+							   d->nconns),
+						HB_LOG_INT("not_logged",
+							   dropped) },
+					3, "connection refused: %s", why);
 			refuse(fd, why);
 			continue;
 		}
-		c = calloc(1, sizeof(*c));
-		if (!c) {
-			refuse(fd, "out of memory");
-			continue;
-		}
-		c->w.tag = T_CONN;
-		c->d = d;
-		c->fd = fd;
-		c->uid = cr.uid;
-		c->gid = cr.gid;
-		c->pid = cr.pid;
-		snprintf(c->peer, sizeof(c->peer), "pid %d", (int)cr.pid);
-		if (uid_name(d, cr.uid, c->user, sizeof(c->user), NULL))
-			c->user[0] = '\0';
-		/* one largest frame and the start of the next */
-		hb_buf_init(&c->in,
-			    HB_PROTO_HDR + HB_PROTO_MAX_PAYLOAD + READ_CHUNK);
-		hb_buf_init(&c->out, 0);
-		c->last_ms = mono_ms();
-		c->events = EPOLLIN;
-		ev.events = EPOLLIN;
-		ev.data.ptr = c;
-		if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-			hb_log(HB_LOG_WARN, "epoll_ctl: %s", strerror(errno));
-			close(fd);
-			conn_free(c);
-			continue;
-		}
-		c->next = d->conns;
-		if (d->conns)
-			d->conns->prev = c;
-		d->conns = c;
-		d->nconns++;
+		take_conn(d, fd, &cr);
 	}
 }
 
@@ -4019,11 +4701,36 @@ static int make_parent(const char *path, mode_t mode, struct hb_err *err)
 	return 0;
 }
 
+/* The socket's directory should be root's (the daemon's) and writable
+ * by it alone: whoever may write it may replace the socket, and the
+ * plugin and the CLI check who owns it.  A warning, not a refusal. */
+static void socket_dir_check(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	struct stat sb;
+	size_t n = slash ? (size_t)(slash - path) : 0;
+
+	if (!slash || n >= sizeof(dir))
+		return;
+	memcpy(dir, path, n ? n : 1);
+	dir[n ? n : 1] = '\0';
+	if (lstat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) &&
+	    sb.st_uid == geteuid() && !(sb.st_mode & 022))
+		return;
+	hb_logf(HB_LOG_WARN,
+		(struct hb_log_field[]){ HB_LOG_STR("dir", dir) },
+		1,
+		"the socket's directory is not the daemon's own or is "
+		"writable by others: a user could replace the socket");
+}
+
 static int make_socket(const char *path, struct hb_err *err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	size_t n = strlen(path);
 	struct stat sb;
+	mode_t old;
 	int fd, probe, rc;
 
 	if (n == 0 || n >= sizeof(sa.sun_path))
@@ -4056,19 +4763,26 @@ static int make_socket(const char *path, struct hb_err *err)
 			(struct hb_log_field[]){ HB_LOG_STR("socket", path) },
 			1, "replaced a stale socket");
 	}
+	socket_dir_check(path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return hb_err_set(err, HB_EIO, path, 0, "socket: %s",
 				  strerror(errno));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	/* Who may call is decided by SO_PEERCRED, per op: the socket is
+	 * 0666.  bind() gives it that mode through the umask, so no chmod
+	 * ever runs on a path that could have become a symlink meanwhile
+	 * (start-up is single-minded: the workers create no files). */
+	old = umask(0111);
+	rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (rc < 0) {
 		rc = hb_err_set(err, HB_EIO, path, 0, "bind: %s",
 				strerror(errno));
 		close(fd);
 		return rc;
 	}
-	/* who may call is decided by SO_PEERCRED, per op */
-	if (chmod(path, 0666) < 0 || listen(fd, SOMAXCONN) < 0) {
-		rc = hb_err_set(err, HB_EIO, path, 0, "chmod/listen: %s",
+	if (listen(fd, LISTEN_BACKLOG) < 0) {
+		rc = hb_err_set(err, HB_EIO, path, 0, "listen: %s",
 				strerror(errno));
 		close(fd);
 		unlink(path);
@@ -4102,6 +4816,29 @@ static int add_watch(struct hb_daemon *d, int fd, struct watch *w, enum tag tag)
 	return epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? HB_EIO : 0;
 }
 
+/* Connections past the descriptors the process may open would only
+ * meet EMFILE: the cap comes down to fit RLIMIT_NOFILE (which
+ * hpcbridged raises to its hard limit first), so that the share per uid
+ * and the reserve for root and SlurmUser (conn_refused()) bite first. */
+static void fit_fd_limit(struct hb_daemon *d)
+{
+	struct rlimit rl;
+	unsigned fit;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur >= (rlim_t)d->opts.max_conns + FD_HEADROOM)
+		return;
+	fit = rl.rlim_cur > FD_HEADROOM + 8 ? (unsigned)rl.rlim_cur -
+						      FD_HEADROOM
+					    : 8;
+	hb_logf(HB_LOG_WARN,
+		(struct hb_log_field[]){
+			HB_LOG_INT("nofile", (int64_t)rl.rlim_cur),
+			HB_LOG_INT("max_connections", fit) },
+		2, "RLIMIT_NOFILE is low: fewer connections taken");
+	d->opts.max_conns = fit;
+}
+
 int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 		  struct hb_daemon **out, struct hb_err *err)
 {
@@ -4117,7 +4854,7 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 	}
 	d->cfg = *cfg;
 	memset(cfg, 0, sizeof(*cfg));
-	d->epfd = d->lfd = d->sfd = -1;
+	d->epfd = d->lfd = d->sfd = d->reserve_fd = -1;
 	d->staged_tail = &d->staged;
 	d->waiting_tail = &d->waiting;
 	d->opts = *opts;
@@ -4126,6 +4863,9 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 		d->opts.idle_ms = HB_DAEMON_IDLE_MS;
 	if (!d->opts.max_conns)
 		d->opts.max_conns = HB_DAEMON_MAX_CONNS;
+	fit_fd_limit(d);
+	/* the room accept_starved() makes when descriptors run out */
+	d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	d->config_path = xstrdup(opts->config_path);
 	d->socket_path = xstrdup(opts->socket_path);
 	d->state_path = xstrdup(opts->state_path);
@@ -4148,6 +4888,7 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 	hb_arena_init(&d->scratch, SCRATCH_MAX);
 	if ((rc = hb_store_open(d->cfg.daemon_state, &d->st, err)))
 		goto fail;
+	d->rlimit = REMOTE_QUEUE_PER_WORKER * d->cfg.daemon_workers;
 	d->ckpt_pages = d->opts.checkpoint_pages > 0
 				? d->opts.checkpoint_pages
 				: (int)d->cfg.daemon_checkpoint_pages;
@@ -4176,6 +4917,7 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 		goto fail;
 	}
 	if ((rc = hb_pool_new(d->cfg.daemon_workers, &d->pool)) ||
+	    (rc = hb_pool_new(d->cfg.daemon_workers, &d->rpool)) ||
 	    (rc = hb_pool_new(1, &d->syncpool))) {
 		hb_err_set(err, rc, NULL, 0, "cannot start the workers");
 		goto fail;
@@ -4189,6 +4931,7 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 	if (add_watch(d, d->lfd, &d->wl, T_LISTEN) ||
 	    add_watch(d, d->sfd, &d->ws, T_SIGNAL) ||
 	    add_watch(d, hb_pool_fd(d->pool), &d->wp, T_POOL) ||
+	    add_watch(d, hb_pool_fd(d->rpool), &d->wr, T_RPOOL) ||
 	    add_watch(d, hb_pool_fd(d->syncpool), &d->wy, T_SYNC) ||
 	    (d->origin &&
 	     add_watch(d, hb_origin_fd(d->origin), &d->wo, T_ORIGIN))) {
@@ -4251,7 +4994,13 @@ static void on_signal(struct hb_daemon *d)
 	struct signalfd_siginfo si;
 
 	while (read(d->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-		if (si.ssi_signo == SIGHUP)
+		if (si.ssi_signo == SIGHUP && d->nremote) {
+			/* remote tasks read the configuration: it changes
+			 * once they are done (new ones wait meanwhile) */
+			d->reload_wanted = 1;
+			hb_log(HB_LOG_INFO, "SIGHUP: reloading once the remote "
+					    "jobs' requests in flight are done");
+		} else if (si.ssi_signo == SIGHUP)
 			reload(d);
 		else if (si.ssi_signo == SIGTERM)
 			start_stop(d, "SIGTERM");
@@ -4264,10 +5013,18 @@ static void idle_scan(struct hb_daemon *d, int64_t now)
 {
 	struct conn *c, *next;
 
+	int frame_ms = d->opts.idle_ms < FRAME_MS ? d->opts.idle_ms : FRAME_MS;
+
 	for (c = d->conns; c; c = next) {
 		next = c->next;
-		if (!c->busy && !c->nstaged &&
-		    now - c->last_ms >= d->opts.idle_ms)
+		/* slow senders: a frame's bytes trickling in do not keep a
+		 * connection, however often each comes */
+		if (!c->busy && !c->nstaged && c->frame_ms &&
+		    c->in.len > c->in_off && now - c->frame_ms >= frame_ms)
+			conn_kill(c, "a request frame took too long to arrive",
+				  &d->rl_frame, 0);
+		else if (!c->busy && !c->nstaged &&
+			 now - c->last_ms >= d->opts.idle_ms)
 			conn_close(c, c->in.len > c->in_off
 					      ? "timed out mid-frame"
 					      : "idle");
@@ -4301,11 +5058,12 @@ int hb_daemon_run(struct hb_daemon *d)
 	d->last_scan = mono_ms();
 	for (;;) {
 		timeout = 1000;
-		if (d->stopping)
-			timeout = 100;
+		if (d->stopping || d->accept_paused)
+			timeout = ACCEPT_PAUSE_MS;
 		if (d->opts.idle_ms < timeout * 2)
 			timeout = d->opts.idle_ms / 2 + 1;
 		n = epoll_wait(d->epfd, evs, 256, timeout);
+		d->iter++;
 		if (n < 0 && errno != EINTR) {
 			hb_log(HB_LOG_ERROR, "epoll_wait: %s", strerror(errno));
 			return HB_EIO;
@@ -4325,6 +5083,9 @@ int hb_daemon_run(struct hb_daemon *d)
 			case T_POOL:
 				hb_pool_complete(d->pool);
 				break;
+			case T_RPOOL:
+				hb_pool_complete(d->rpool);
+				break;
 			case T_SYNC:
 				hb_pool_complete(d->syncpool);
 				break;
@@ -4337,6 +5098,10 @@ int hb_daemon_run(struct hb_daemon *d)
 			}
 		}
 		batch_end(d);
+		if (d->reload_wanted && !d->nremote) {
+			d->reload_wanted = 0;
+			reload(d);
+		}
 		/* origin hooks: managed MPIJobs, then their status patches;
 		 * both act on what the store says, so that is synced first */
 		if (d->origin && (origin_ready || d->origin_redo) &&
@@ -4351,6 +5116,8 @@ int hb_daemon_run(struct hb_daemon *d)
 		}
 		bury(d);
 		now = mono_ms();
+		if (d->accept_paused && now >= d->accept_resume_ms)
+			accept_resume(d);
 		poll_slurm(d, now);
 		expire_orphans(d, now);
 		refresh_estimates(d, now);
@@ -4362,6 +5129,7 @@ int hb_daemon_run(struct hb_daemon *d)
 		}
 		if (d->stopping) {
 			if (!d->conns && hb_pool_pending(d->pool) == 0 &&
+			    hb_pool_pending(d->rpool) == 0 &&
 			    all_synced(d))
 				break;
 			if (now >= d->stop_deadline) {
@@ -4390,6 +5158,11 @@ void hb_daemon_free(struct hb_daemon *d)
 	if (!d)
 		return;
 	d->stopping = 1; /* no new requests from here on */
+	/* the remote tasks first: they use the backend */
+	if (d->rpool) {
+		hb_pool_free(d->rpool);
+		d->rpool = NULL;
+	}
 	hb_backend_free(d->remote); /* remote jobs keep running */
 	d->remote = NULL;
 	/* what waits for a sync goes out first, while its tasks can still
@@ -4424,6 +5197,8 @@ void hb_daemon_free(struct hb_daemon *d)
 		close(d->sfd);
 	if (d->epfd >= 0)
 		close(d->epfd);
+	if (d->reserve_fd >= 0)
+		close(d->reserve_fd);
 	hb_origin_free(d->origin); /* after the pool: done() may publish */
 	hb_origin_ev_free(d->origin_wait);
 	hb_store_close(d->ckpt_st); /* after the pool: nothing uses it */

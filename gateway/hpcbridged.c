@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -80,20 +81,47 @@ static int parse_num(const char *s, long min, long max, long *out)
 	return 0;
 }
 
+/*
+ * The pid file is not followed through a symlink (O_NOFOLLOW), nor
+ * truncated until it is known to be a plain file of the daemon's own
+ * with one link: a hard link to another file is left alone.
+ */
 static int write_pidfile(const char *path)
 {
+	struct stat sb;
 	char buf[32];
 	int fd, n;
 
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+		  0644);
 	if (fd < 0)
 		return HB_EIO;
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || sb.st_nlink != 1 ||
+	    sb.st_uid != geteuid()) {
+		close(fd);
+		errno = EPERM;
+		return HB_EIO;
+	}
 	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
-	if (write(fd, buf, (size_t)n) != n) {
+	if (ftruncate(fd, 0) || write(fd, buf, (size_t)n) != n) {
 		close(fd);
 		return HB_EIO;
 	}
 	return close(fd) < 0 ? HB_EIO : 0;
+}
+
+/* Take every descriptor the hard limit allows: each connection is one
+ * (the daemon still keeps its own cap, daemon.c's fit_fd_limit()). */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			hb_log(HB_LOG_WARN, "cannot raise RLIMIT_NOFILE: %s",
+			       strerror(errno));
+	}
 }
 
 /*
@@ -233,6 +261,7 @@ int main(int argc, char **argv)
 	}
 	if (!foreground)
 		detach(&ready_fd);
+	raise_nofile();
 	/* before any thread starts: the loop reads them from a signalfd */
 	if (hb_daemon_block_signals()) {
 		fprintf(stderr, "hpcbridged: cannot block signals\n");

@@ -853,7 +853,7 @@ static int set_wal(struct hb_store *st, struct hb_err *err)
 static int migrate(struct hb_store *st, struct hb_err *err)
 {
 	char sql[64], op[64];
-	int v, bad_fk, rc = 0;
+	int v, bad_fk = 0, rc = 0;
 
 	for (v = st->version; v < HB_STORE_SCHEMA_VERSION; v++) {
 		snprintf(op, sizeof(op), "migration to schema version %d",
@@ -1024,6 +1024,53 @@ void hb_store_sync(const struct hb_store *st)
 		sync_wal(st);
 }
 
+/*
+ * The store holds every user's script and environment: its files are
+ * the owner's alone.  SQLite gives the -wal and -shm files the mode of
+ * the database file, so a new database file is made here, 0600 and not
+ * through a symlink (O_EXCL), before SQLite opens it.  An existing one of
+ * ours left readable by others (older versions made it 0644) is
+ * tightened, and so are its -wal and -shm.  Whatever cannot be opened
+ * here is left for SQLite to report.
+ */
+static int private_file(const char *path, int create, struct hb_err *err)
+{
+	struct stat sb;
+	int fd = -1;
+
+	if (create)
+		fd = open(path,
+			  O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			  0600);
+	if (fd < 0)
+		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (sb.st_mode & 077) &&
+	    sb.st_uid == geteuid() && fchmod(fd, sb.st_mode & 0700)) {
+		close(fd);
+		return hb_err_set(err, HB_ESTORE, path, 0, "chmod: %s",
+				  strerror(errno));
+	}
+	close(fd);
+	return 0;
+}
+
+static int private_files(const char *path, struct hb_err *err)
+{
+	static const char *const sfx[] = { "-wal", "-shm" };
+	char side[4096];
+	int rc = private_file(path, 1, err);
+
+	for (size_t i = 0; !rc && i < 2; i++) {
+		if (snprintf(side, sizeof(side), "%s%s", path, sfx[i]) >=
+		    (int)sizeof(side))
+			return 0; /* SQLite says so */
+		rc = private_file(side, 0, err);
+	}
+	return rc;
+}
+
 static int open_store(const char *path, int create, struct hb_store **out,
 		      struct hb_err *err)
 {
@@ -1038,6 +1085,8 @@ static int open_store(const char *path, int create, struct hb_store **out,
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "store open: path: required");
 	pthread_once(&once, sqlite_setup);
+	if (create && (rc = private_files(path, err)))
+		return rc;
 	st = calloc(1, sizeof(*st));
 	if (st)
 		st->wal_fd = -1;

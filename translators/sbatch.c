@@ -4008,3 +4008,15 @@ int hb_sbatch_detect(const char *buf, size_t len)
 	}
 	return 0;
 }
+
+int hb_sbatch_array_has(const char *array_spec, uint32_t task)
+{
+	uint8_t bits[(ARRAY_MAX_SIZE + 7) / 8] = {0};
+	uint32_t lim;
+	bool any;
+
+	if (!array_spec || task >= ARRAY_MAX_SIZE ||
+	    parse_array(array_spec, bits, &lim, &any) || !any)
+		return 0;
+	return bit(bits, task);
+}

@@ -6,6 +6,7 @@
 #define HPCBRIDGE_SBATCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "hpcbridge/error.h"
 #include "hpcbridge/fidelity.h"
@@ -50,5 +51,12 @@ int hb_sbatch_detect(const char *buf, size_t len);
  */
 int hb_sbatch_emit(const struct hb_jobspec *spec, struct hb_buf *out,
 		   struct hb_report *rep, struct hb_err *err);
+
+/*
+ * Whether array task index task is one of array_spec, an --array value
+ * as sbatch reads it ("0-15:2,20%4"; "[1-3]" as slurmctld writes it).
+ * 0 for a spec sbatch would refuse, and for NULL.
+ */
+int hb_sbatch_array_has(const char *array_spec, uint32_t task);
 
 #endif

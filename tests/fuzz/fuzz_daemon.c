@@ -2,14 +2,22 @@
  * fuzz_daemon.c - the daemon's request handlers over untrusted requests.
  *
  * One hpcbridged core (hb_daemon_run) runs in a thread of this process, its
- * state on tmpfs, with a fake Slurm that accepts every submit and cancel
- * and a Kubernetes backend whose API server refuses connections (nothing
- * the input names is ever run).  Each input is a sequence of requests
+ * state on tmpfs, with a fake Slurm that accepts every submit and cancel.
+ * Burst jobs go to the local backend, in a directory of the same tmpfs
+ * (remote.backend local: it runs a job's script as the job's user; the
+ * scripts the mutator writes are "echo hi" and runs of one letter), or,
+ * with HB_FUZZ_BACKEND=kubernetes, to a Kubernetes backend whose API
+ * server refuses connections (nothing is ever run).  Each input is a sequence of requests
  * separated by the byte 0x1E; every piece that is a JSON object with a
  * string "op" is sent, framed, on one kept connection, so a sequence can
  * submit a job and then act on it: the text @ID in a request is replaced
  * by the last "id" a reply gave.  Pieces that are not requests are left to
  * fuzz_proto.c, which covers the framing and the JSON reader.
+ *
+ * The seeds have root decide burst jobs for the user, which the user
+ * then starts, polls, cancels and abandons (remote_start, remote_poll,
+ * cancel with and without an array_task), so the local backend's paths
+ * run for a caller that is not root.
  *
  * A request with "@as": "user" is sent (without that field) on a second
  * connection, made as the user nobody (65534), and one with "@as":
@@ -27,6 +35,7 @@
  * gets ok for another's job, and neither the user nor the admin gets ok
  * for a decide (only root and SlurmUser decide).
  */
+#include <ftw.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -122,6 +131,16 @@ static void cleanup_file(const char *name)
 	unlink(path);
 }
 
+static int rm_entry(const char *path, const struct stat *sb, int type,
+		    struct FTW *ftw)
+{
+	(void)sb;
+	(void)type;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
 /* At exit: SIGTERM (read by the loop's signalfd), then remove the files. */
 static void stop_daemon(void)
 {
@@ -134,7 +153,9 @@ static void stop_daemon(void)
 	cleanup_file("state.db-wal");
 	cleanup_file("state.db-shm");
 	cleanup_file("kubeconfig");
-	rmdir(dir);
+	/* the local backend's jobs (their scripts have ended or go on
+	 * without it) */
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static void die(const char *what, const char *msg)
@@ -153,7 +174,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	struct hb_daemon_opts opts = { 0 };
 	struct hb_err err = { 0 };
 	struct hb_config cfg;
-	char text[1024], kc[160];
+	char text[1024], kc[160], remote[256];
+	const char *backend = getenv("HB_FUZZ_BACKEND");
 	FILE *f;
 
 	(void)argc;
@@ -179,12 +201,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	      f);
 	if (fclose(f))
 		die("fclose", kc);
+	if (backend && !strcmp(backend, "kubernetes"))
+		snprintf(remote, sizeof(remote),
+			 "  backend: kubernetes\n  kubeconfig: %s\n", kc);
+	else
+		snprintf(remote, sizeof(remote),
+			 "  backend: local\n  local_dir: %s/remote\n", dir);
 	snprintf(text, sizeof(text),
 		 "daemon:\n  socket: %s\n  state: %s/state.db\n  workers: 2\n"
 		 "  log_level: error\n  admins: [daemon]\n"
-		 "remote:\n  backend: kubernetes\n  kubeconfig: %s\n"
+		 "remote:\n%s"
 		 "placement:\n  partitions: {gpu: kubernetes, cpu: slurm}\n",
-		 sock, dir, kc);
+		 sock, dir, remote);
 	if (hb_config_parse(text, strlen(text), "fuzz.yaml", &cfg, &err))
 		die("config", err.msg);
 	if (hb_daemon_block_signals())

@@ -318,6 +318,12 @@ big=$(head -c 70000 /dev/zero | tr '\0' x)
 call '{"op":"decide","user":"alice","uid":1000,"script":"'"$big"'"}'
 [ "$rc" = 1 ] && has '"code":"ETOOBIG"' && ok ||
 	bad "a 70 KB decide: $(head -c 300 "$tmp/reply") $(cat "$tmp/call.err")"
+# no user: the daemon looks the uid's name up (the plugin sends the uid
+# only, so that slurmctld never waits on NSS); a uid without one is kept
+# in decimal, as Slurm shows it
+call '{"op":"decide","uid":59999}'
+[ "$rc" = 0 ] && [ "$(sql "SELECT user FROM jobs WHERE uid=59999")" = 59999 ] &&
+	ok || bad "a uid without a name: $(cat "$tmp/reply")"
 
 call '{"op":"status","id":"'"$kid"'"}'
 [ "$rc" = 0 ] && has '"decision":\{' && has '"events":\[\{' &&
@@ -514,7 +520,7 @@ pid=
 [ "$rc" = 0 ] && ok || bad "SIGTERM exit status $rc"
 [ ! -e "$sock" ] && ok || bad "the socket is removed"
 grep -q '"msg":"stopped"' "$log" && ok || bad "stop logged"
-[ "$(sql "SELECT count(*) FROM jobs")" = 11 ] && ok || bad "jobs kept"
+[ "$(sql "SELECT count(*) FROM jobs")" = 12 ] && ok || bad "jobs kept"
 
 # a crash leaves a stale socket; the next start replaces it
 start_daemon "$tmp/a.yaml"

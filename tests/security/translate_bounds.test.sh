@@ -18,11 +18,8 @@
 #     refuses them the same way.
 #  2. A 1 MB script of --export names (about 140k of them; the duplicate
 #     check was quadratic and held the loop for seconds): root's ping,
-#     sent while the daemon works on it, is answered within 100 ms (300 ms
-#     for a sanitizer build, whose parser is about three times slower),
-#     and the daemon lives.  Until remote_start's work moves to the worker
-#     pool the loop still does the (now linear) parse itself; a ping
-#     waits for it, about 45 ms for this script in a plain build.
+#     sent while the daemon works on it (on a worker, not the loop), is
+#     answered within 100 ms, and the daemon lives.
 #
 # Before the fix: the PBS jobs get as far as the API server ("cannot start
 # ... couldn't connect"), translate prints an MPIJob with 4294967295
@@ -140,29 +137,29 @@ EOF
 id=$(decide "$tmp/export.sh")
 [ -n "$id" ] && ok "a $(stat -c %s "$tmp/export.sh") byte --export script stored as $id" ||
 	bad "decide of the export script: $(head -c 300 "$tmp/reply")"
-base=$(ping_ms)
-# the attacker's remote_start, and root's pings while it is worked on
+# root's pings on a kept connection (as the plugin keeps one), every
+# 10 ms for 3 s, while the attacker's remote_start is worked on
+tools=${HB_TOOLS:-$build/tests} # the pre-fix build has no hbping
+"$tools/hbping" --reuse --timeout 5000 "$sock" 300 10 >"$tmp/ping.out" \
+	2>&1 &
+ppid=$!
+pids="$pids $ppid"
+sleep 0.1
 as_user "$hbcall" --timeout 120000 "$sock" \
 	'{"op":"remote_start","id":"'"$id"'"}' >"$tmp/start.reply" 2>&1 &
 spid=$!
 pids="$pids $spid"
-worst=0
-t0=$(date +%s%N)
-while kill -0 "$spid" 2>/dev/null || [ $(($(date +%s%N) - t0)) -lt 1000000000 ]; do
-	ms=$(ping_ms)
-	[ "$ms" -gt "$worst" ] && worst=$ms
-	[ $(($(date +%s%N) - t0)) -gt 60000000000 ] && break
-	sleep 0.01
-done
+wait "$ppid"
 kill "$spid" 2>/dev/null
 wait "$spid" 2>/dev/null
-# 100 ms; a sanitizer build runs the parser about three times slower
-limit=100
-case $(ldd "$hbd" 2>/dev/null) in *libasan*) limit=300 ;; esac
-if [ "$worst" -le "$limit" ]; then
-	ok "root's ping while the daemon parsed it: worst ${worst} ms (idle ${base} ms, at most $limit)"
+# p99 5 ms is the target (docs/benchmarks.md); the test allows for a
+# sanitizer build on a loaded machine, far below the seconds of a loop
+# that parses the script itself
+max=$(sed -n 's/.* max=\([0-9]*\).*/\1/p' "$tmp/ping.out")
+if grep -q 'ok=300 ' "$tmp/ping.out" && [ -n "$max" ] && [ "$max" -lt 100 ]; then
+	ok "root's pings while the daemon parsed it: $(cat "$tmp/ping.out")"
 else
-	bad "root's ping while the daemon parsed the 1 MB --export script: worst ${worst} ms (idle ${base} ms; at most $limit)"
+	bad "root's pings while the daemon parsed the 1 MB --export script: $(cat "$tmp/ping.out") (every one answered, max under 100 ms)"
 fi
 kill -0 "$dpid" 2>/dev/null && ok "the daemon is alive" || bad "the daemon died"
 grep -q '"ok":false' "$tmp/start.reply" &&
