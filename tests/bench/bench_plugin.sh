@@ -20,7 +20,12 @@
 # state on the disk and on tmpfs, and the throughput with many callers
 # (hbload).
 #
-# usage: bench_plugin.sh BUILD_DIR SRC_DIR [N] [R]
+# With HB_BENCH_BASE=OTHER_BUILD_DIR, a fifth instance "base" runs that
+# build's plugin and daemon (state on disk), taking its turns with the
+# others, so that a change is measured against the code before it in the
+# same run; its decision round trip is timed too.
+#
+# usage: [HB_BENCH_BASE=DIR] bench_plugin.sh BUILD_DIR SRC_DIR [N] [R]
 set -euo pipefail
 export LC_NUMERIC=C # EPOCHREALTIME with a decimal point
 
@@ -28,6 +33,9 @@ build=$(cd "${1:?BUILD_DIR}" && pwd)
 src=$(cd "${2:?SRC_DIR}" && pwd)
 n=${3:-500}
 rounds=${4:-3}
+base=
+[ -n "${HB_BENCH_BASE:-}" ] && base=$(cd "$HB_BENCH_BASE" && pwd)
+modes="none hpcbridge hpcbridge-tmpfs lua${base:+ base}"
 tmp=$(mktemp -d /tmp/hb-bench-plugin.XXXXXX)
 chmod 755 "$tmp"
 # shellcheck source=../integration/lib/slurm.sh
@@ -36,7 +44,7 @@ chmod 755 "$tmp"
 . "$src/tests/bench/lib/daemon.sh"
 
 cleanup() {
-	for m in none hpcbridge hpcbridge-tmpfs lua; do
+	for m in $modes; do
 		slurm_down "$tmp/$m" >/dev/null 2>&1 || true
 	done
 	hb_bench_daemons_stop
@@ -65,7 +73,8 @@ export HB_SLURM_NODES=1 HB_SLURM_CPUS=8 HB_SLURM_MEM_MB=16000 HB_SLURM_GPUS=
 hb_bench_daemon "$build" "$tmp/hbd" "$tmp/hbd/state.db"
 mkdir -p /dev/shm/hb-bench-$$
 hb_bench_daemon "$build" "$tmp/hbd-shm" "/dev/shm/hb-bench-$$/state.db"
-for m in none hpcbridge hpcbridge-tmpfs lua; do
+[ -z "$base" ] || hb_bench_daemon "$base" "$tmp/hbd-base" "$tmp/hbd-base/state.db"
+for m in $modes; do
 	(
 		unset HB_SLURM_JOB_SUBMIT_PLUGINS HB_SLURM_JOB_SUBMIT_LUA
 		case $m in
@@ -76,6 +85,11 @@ for m in none hpcbridge hpcbridge-tmpfs lua; do
 			export HB_SLURM_PLUGIN_DIR=$build/slurm-plugin
 			export HB_SLURM_JOB_SUBMIT_PLUGINS=hpcbridge
 			;;
+		base)
+			export HPCBRIDGE_CONFIG=$tmp/hbd-base/hpcbridge.yaml
+			export HB_SLURM_PLUGIN_DIR=$base/slurm-plugin
+			export HB_SLURM_JOB_SUBMIT_PLUGINS=hpcbridge
+			;;
 		lua) export HB_SLURM_JOB_SUBMIT_LUA=$lua_rule ;;
 		esac
 		slurm_up "$tmp/$m" >/dev/null
@@ -83,7 +97,6 @@ for m in none hpcbridge hpcbridge-tmpfs lua; do
 	)
 done
 
-modes="none hpcbridge hpcbridge-tmpfs lua"
 declare -A rates
 for r in $(seq "$rounds"); do
 	for i in $(seq "$n"); do
@@ -136,6 +149,12 @@ printf '| disk (%s) ' "$(df --output=fstype "$tmp" | tail -n 1)"
 "$build/bin/bench_decide" "$tmp/hbd/hbd.sock" 2000
 printf '| tmpfs '
 "$build/bin/bench_decide" "$tmp/hbd-shm/hbd.sock" 2000
+if [ -n "$base" ]; then
+	printf '| disk, base build '
+	"$build/bin/bench_decide" "$tmp/hbd-base/hbd.sock" 2000
+	printf '| disk (again, after base) '
+	"$build/bin/bench_decide" "$tmp/hbd/hbd.sock" 2000
+fi
 echo
 echo "decisions per second with many callers (hbload, one request in flight each, waiting in poll() as the plugin does):"
 for t in 1 64 256; do
