@@ -121,6 +121,7 @@ struct conn {
 	gid_t gid;
 	pid_t pid;
 	char user[64]; /* "" when the uid has no name */
+	int named;     /* user is known ("" or not): see conn_named() */
 	char peer[32]; /* "pid 123" */
 	struct hb_buf in, out;
 	size_t in_off;	   /* bytes of in already consumed */
@@ -161,7 +162,15 @@ enum task_kind {
 	TASK_TWIN_DELETE,
 	TASK_REMOTE_START,
 	TASK_REMOTE_POLL,
-	TASK_LOOKUP /* a uid's name for a decide (lookup_task()) */
+	TASK_REMOTE_CANCEL, /* cancel and remote_abandon (rcancel_done()) */
+	TASK_LOOKUP /* a uid's name (lookup_task()) */
+};
+
+/* What a TASK_REMOTE_CANCEL goes on with on the loop. */
+enum rstop {
+	RSTOP_JOB,	/* cancel of the whole job (op_cancel()) */
+	RSTOP_TASK,	/* cancel of one array task (remote_stop()) */
+	RSTOP_ABANDON	/* remote_abandon (remote_stop()) */
 };
 
 /* What a TASK_REMOTE_* task carries, and what its worker found. */
@@ -180,6 +189,8 @@ struct rwork {
 	char *frame; /* POLL: the reply, framed on the worker */
 	size_t flen;
 	int done; /* POLL: final, and read to the end */
+	enum rstop stop; /* CANCEL: what the loop does next */
+	char *why;	 /* CANCEL: remote_abandon's reason */
 };
 
 struct task {
@@ -204,6 +215,7 @@ struct task {
 	struct rwork *rw;	      /* TASK_REMOTE_* */
 	uid_t luid; /* TASK_LOOKUP: this uid's name (in user, NULL if none) */
 	gid_t lgid; /* ... and primary group; script: the request */
+	int lconn;  /* ... for the connection (c->named), not a decide */
 	struct task *rprev, *rnext; /* d->rtasks */
 };
 
@@ -329,25 +341,6 @@ static int pw_cached(const struct hb_daemon *d, uid_t uid, char *name,
 	if (gid)
 		*gid = e->gid;
 	return 0;
-}
-
-/* The name and primary group of uid (cached, so the loop rarely waits
- * on NSS; decide() asks a worker instead, see lookup_task()); 0 with
- * name (if not NULL) and *gid (if not NULL) set, HB_ENOENT if none. */
-static int uid_name(struct hb_daemon *d, uid_t uid, char *name, size_t n,
-		    gid_t *gid)
-{
-	struct passwd pw, *res = NULL;
-	char buf[4096];
-	int rc = pw_cached(d, uid, name, n, gid);
-
-	if (rc != HB_EAGAIN)
-		return rc;
-	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res)
-		pw_fill(d, uid, res->pw_name, res->pw_gid);
-	else
-		pw_fill(d, uid, NULL, 0);
-	return pw_cached(d, uid, name, n, gid);
 }
 
 static void resolve_slurm_user(struct hb_daemon *d)
@@ -1357,7 +1350,7 @@ static char *decision_inputs(const struct hb_decider_job *job, int64_t uid,
 }
 
 static void lookup_task(struct hb_daemon *d, struct conn *c,
-			const cJSON *req, uid_t uid);
+			const cJSON *req, uid_t uid, int lconn);
 
 /* looked_up: the user's name a worker found for the request's uid ("":
  * none), or NULL (see lookup_task()). */
@@ -1409,7 +1402,7 @@ static void decide(struct hb_daemon *d, struct conn *c, const cJSON *req,
 			       : pw_cached(d, (uid_t)uid, uname,
 					   sizeof(uname), NULL);
 		if (rc == HB_EAGAIN) {
-			lookup_task(d, c, req, (uid_t)uid);
+			lookup_task(d, c, req, (uid_t)uid, 0);
 			return;
 		}
 		if (looked_up && !rc)
@@ -1558,25 +1551,33 @@ static void op_decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
 }
 
 /*
- * A decide that names only the uid, whose name is not cached: a worker
- * asks NSS (which may wait on LDAP or SSSD), and the loop goes on with
- * other callers; c waits (its later requests keep their order), and the
- * decide runs again when the name is known (lookup_done()).
+ * A name that is not cached, for a decide that names only the uid, or
+ * (lconn) for the caller's own uid (conn_named()): a worker asks NSS
+ * (which may wait on LDAP or SSSD), and the loop goes on with other
+ * callers; c waits (its later requests keep their order), and the
+ * request runs again when the name is known (lookup_done()).
  */
 static void lookup_task(struct hb_daemon *d, struct conn *c,
-			const cJSON *req, uid_t uid)
+			const cJSON *req, uid_t uid, int lconn)
 {
 	struct task *t = task_new(d, c, TASK_LOOKUP, "");
-	char *text = cJSON_PrintUnformatted(req); /* in the scratch arena */
+	/* in the scratch arena inside a decide (cJSON_free leaves it) */
+	char *text = cJSON_PrintUnformatted(req);
 
 	if (!t || !text || !(t->script = strdup(text))) {
+		cJSON_free(text);
 		task_free(t);
 		stage_error(d, c, HB_ENOMEM, "out of memory", 0);
 		return;
 	}
+	cJSON_free(text);
 	t->luid = uid;
+	t->lconn = lconn;
 	stage_task(d, c, t, 0);
 }
+
+static void dispatch_named(struct hb_daemon *d, struct conn *c,
+			   const cJSON *req);
 
 static void lookup_done(struct task *t)
 {
@@ -1588,13 +1589,28 @@ static void lookup_done(struct task *t)
 	pw_fill(d, t->luid, t->user, t->lgid);
 	if (!c->dead) {
 		req = t->script ? cJSON_Parse(t->script) : NULL;
-		hb_doc_scope_begin(&d->scratch);
-		if (req)
-			decide(d, c, req, t->user ? t->user : "");
-		else
-			stage_error(d, c, HB_ENOMEM, "out of memory", 0);
-		hb_doc_scope_end();
-		hb_arena_reset(&d->scratch);
+		if (t->lconn) {
+			/* a name too long for the cache is no name, as
+			 * pw_fill() has it */
+			if (pw_cached(d, c->uid, c->user, sizeof(c->user),
+				      NULL))
+				c->user[0] = '\0';
+			c->named = 1;
+			if (req)
+				dispatch_named(d, c, req);
+			else
+				stage_error(d, c, HB_ENOMEM, "out of memory",
+					    0);
+		} else {
+			hb_doc_scope_begin(&d->scratch);
+			if (req)
+				decide(d, c, req, t->user ? t->user : "");
+			else
+				stage_error(d, c, HB_ENOMEM, "out of memory",
+					    0);
+			hb_doc_scope_end();
+			hb_arena_reset(&d->scratch);
+		}
 		cJSON_Delete(req);
 	}
 	task_free(t);
@@ -1785,6 +1801,7 @@ static void rwork_free(struct rwork *w)
 	free(w->user);
 	free(w->account);
 	free(w->frame);
+	free(w->why);
 	free(w);
 }
 
@@ -1884,6 +1901,8 @@ static void task_run(struct hb_task *ht)
 		t->rc = rstart_run(t);
 	else if (t->kind == TASK_REMOTE_POLL)
 		t->rc = rpoll_run(t);
+	else if (t->kind == TASK_REMOTE_CANCEL)
+		t->rc = hb_backend_cancel(t->rw->be, t->rw->rid, &t->err);
 	else if (t->kind == TASK_SUBMIT)
 		t->rc = t->be.slurm_submit(t->be.ctx, &t->req, &t->slurm_job_id,
 					   &t->err);
@@ -2741,16 +2760,18 @@ static void store_failed(struct hb_daemon *d, struct conn *c, int rc,
 
 static void remote_stop(struct hb_daemon *d, struct conn *c,
 			const cJSON *req, int abandon);
+static struct task *remote_task(struct hb_daemon *d, struct conn *c,
+				enum task_kind kind,
+				const struct hb_job_row *j, const char *rid,
+				int64_t task);
+static void cancel_rest(struct hb_daemon *d, struct conn *c,
+			const struct hb_job_row *j);
 
 static void op_cancel(struct hb_daemon *d, struct conn *c, const cJSON *req)
 {
 	const cJSON *task = cJSON_GetObjectItemCaseSensitive(req, "array_task");
 	struct hb_job_row j = { 0 };
-	struct hb_err err = { 0 };
-	cJSON *r, *detail = NULL;
-	char msg[160];
 	struct task *t;
-	int rc;
 
 	if (task && !cJSON_IsNull(task)) {
 		remote_stop(d, c, req, 0);
@@ -2760,17 +2781,35 @@ static void op_cancel(struct hb_daemon *d, struct conn *c, const cJSON *req)
 		return;
 	if (!strcmp(j.target, "kubernetes") &&
 	    !hb_store_state_terminal(j.state)) {
-		/* The remote side first: SIGTERM now, SIGKILL after the
-		 * grace period (the next look at it sends it). */
-		rc = hb_backend_cancel(d->remote, j.id, &err);
-		if (rc && rc != HB_ENOENT) {
-			stage_error(d, c, rc, err.msg, 0);
-			goto out;
+		/* The remote side first, on a worker (the local backend
+		 * writes, syncs and forks): SIGTERM now, SIGKILL after the
+		 * grace period (the next look at it sends it).  The rest
+		 * goes on in rcancel_done(). */
+		t = remote_task(d, c, TASK_REMOTE_CANCEL, &j, j.id, -1);
+		if (t) {
+			t->rw->stop = RSTOP_JOB;
+			stage_task(d, c, t, 0);
 		}
-		memset(&err, 0, sizeof(err));
+		hb_job_row_free(&j);
+		return;
 	}
-	if (hb_store_state_terminal(j.state)) {
-		if (!strcmp(j.state, "cancelled")) {
+	cancel_rest(d, c, &j);
+	hb_job_row_free(&j);
+}
+
+/* op_cancel() once the remote side, if any, is cancelled: the Slurm
+ * job, or only the record. */
+static void cancel_rest(struct hb_daemon *d, struct conn *c,
+			const struct hb_job_row *j)
+{
+	struct hb_err err = { 0 };
+	cJSON *r, *detail = NULL;
+	char msg[160];
+	struct task *t;
+	int rc;
+
+	if (hb_store_state_terminal(j->state)) {
+		if (!strcmp(j->state, "cancelled")) {
 			r = hb_proto_ok();
 			if (r)
 				cJSON_AddStringToObject(r, "state",
@@ -2778,28 +2817,28 @@ static void op_cancel(struct hb_daemon *d, struct conn *c, const cJSON *req)
 			stage_reply(d, c, r, 0, 0);
 		} else {
 			snprintf(msg, sizeof(msg),
-				 "job %s has already ended (%s)", j.id,
-				 j.state);
+				 "job %s has already ended (%s)", j->id,
+				 j->state);
 			stage_error(d, c, HB_ESTATE, msg, 0);
 		}
 		goto out;
 	}
-	if (j.slurm_job_id >= 0) {
+	if (j->slurm_job_id >= 0) {
 		if (!d->be.slurm_cancel) {
 			snprintf(msg, sizeof(msg),
 				 "job %s is Slurm job %" PRId64
 				 ", and this daemon has no Slurm client to "
 				 "cancel it with",
-				 j.id, j.slurm_job_id);
+				 j->id, j->slurm_job_id);
 			stage_error(d, c, HB_EUNAVAIL, msg, 0);
 			goto out;
 		}
-		t = task_new(d, c, TASK_CANCEL, j.id);
+		t = task_new(d, c, TASK_CANCEL, j->id);
 		if (!t) {
 			stage_error(d, c, HB_ENOMEM, "out of memory", 0);
 			goto out;
 		}
-		t->slurm_job_id = j.slurm_job_id;
+		t->slurm_job_id = j->slurm_job_id;
 		/* nothing to commit first: launched at the end of the
 		 * iteration all the same, to keep the replies in order */
 		stage_task(d, c, t, 0);
@@ -2813,17 +2852,17 @@ static void op_cancel(struct hb_daemon *d, struct conn *c, const cJSON *req)
 		stage_error(d, c, HB_ENOMEM, "out of memory", 0);
 		goto out;
 	}
-	cJSON_AddStringToObject(detail, "from", j.state);
+	cJSON_AddStringToObject(detail, "from", j->state);
 	if ((rc = txn(d, &err)) ||
-	    (rc = hb_store_job_set_state(d->st, j.id, "cancelled", -1, msg,
+	    (rc = hb_store_job_set_state(d->st, j->id, "cancelled", -1, msg,
 					 &err)) ||
-	    (rc = audit(d, c->uid, c->user, c->peer, "cancel", j.id, detail,
+	    (rc = audit(d, c->uid, c->user, c->peer, "cancel", j->id, detail,
 			&err))) {
 		store_failed(d, c, rc, &err);
 		goto out;
 	}
 	hb_logf(HB_LOG_INFO,
-		(struct hb_log_field[]){ HB_LOG_STR("job", j.id),
+		(struct hb_log_field[]){ HB_LOG_STR("job", j->id),
 					 HB_LOG_STR("by", c->user) },
 		2, "job cancelled");
 	r = hb_proto_ok();
@@ -2832,7 +2871,6 @@ static void op_cancel(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	stage_reply(d, c, r, 1, 0);
 out:
 	cJSON_Delete(detail);
-	hb_job_row_free(&j);
 }
 
 
@@ -2945,19 +2983,18 @@ static int remote_id(struct hb_daemon *d, struct conn *c, const cJSON *req,
  *   the remote job must not run on with nothing to follow it.  The
  *   gateway job (not an array's) is marked failed with the reason.
  *
- * A remote job that is already gone answers ok all the same.
+ * A remote job that is already gone answers ok all the same.  The
+ * backend's cancel runs on a worker; stop_rest() goes on.
  */
 static void remote_stop(struct hb_daemon *d, struct conn *c,
 			const cJSON *req, int abandon)
 {
 	struct hb_job_row j = { 0 };
-	struct hb_err err = { 0 };
 	struct req_err e = { 0 };
-	const char *why = NULL, *state;
-	cJSON *r, *detail = NULL;
+	const char *why = NULL;
+	struct task *t;
 	char rid[48];
 	int64_t task;
-	int rc;
 
 	if (abandon)
 		get_str(req, "reason", 1024, 1, &why, &e);
@@ -2969,11 +3006,29 @@ static void remote_stop(struct hb_daemon *d, struct conn *c,
 		return;
 	if (remote_id(d, c, req, &j, rid, &task))
 		goto out;
-	rc = hb_backend_cancel(d->remote, rid, &err);
-	if (rc && rc != HB_ENOENT) {
-		stage_error(d, c, rc, err.msg, 0);
+	if (!(t = remote_task(d, c, TASK_REMOTE_CANCEL, &j, rid, task)))
+		goto out;
+	t->rw->stop = abandon ? RSTOP_ABANDON : RSTOP_TASK;
+	if (why && !(t->rw->why = strdup(why))) {
+		task_free(t);
+		stage_error(d, c, HB_ENOMEM, "out of memory", 0);
 		goto out;
 	}
+	stage_task(d, c, t, 0);
+out:
+	hb_job_row_free(&j);
+}
+
+/* remote_stop() once the backend's cancel said rc (0 or HB_ENOENT) for
+ * rid, task of j: the record, the audit event, the reply. */
+static void stop_rest(struct hb_daemon *d, struct conn *c,
+		      const struct hb_job_row *j, const char *rid,
+		      int64_t task, const char *why, int abandon, int rc)
+{
+	struct hb_err err = { 0 };
+	const char *state;
+	cJSON *r, *detail = NULL;
+
 	detail = cJSON_CreateObject();
 	if (!detail ||
 	    (task >= 0 &&
@@ -2984,22 +3039,22 @@ static void remote_stop(struct hb_daemon *d, struct conn *c,
 		stage_error(d, c, HB_ENOMEM, "out of memory", 0);
 		goto out;
 	}
-	state = abandon && task < 0 && !hb_store_state_terminal(j.state)
+	state = abandon && task < 0 && !hb_store_state_terminal(j->state)
 			? "failed"
-			: j.state;
+			: j->state;
 	memset(&err, 0, sizeof(err));
 	if ((rc = txn(d, &err)) ||
-	    (strcmp(state, j.state) &&
-	     (rc = hb_store_job_set_state(d->st, j.id, state, -1, why,
+	    (strcmp(state, j->state) &&
+	     (rc = hb_store_job_set_state(d->st, j->id, state, -1, why,
 					  &err))) ||
 	    (rc = audit(d, c->uid, c->user, c->peer,
-			abandon ? "remote-abandon" : "cancel-task", j.id,
+			abandon ? "remote-abandon" : "cancel-task", j->id,
 			detail, &err))) {
 		store_failed(d, c, rc, &err);
 		goto out;
 	}
 	hb_logf(abandon ? HB_LOG_WARN : HB_LOG_INFO,
-		(struct hb_log_field[]){ HB_LOG_STR("job", j.id),
+		(struct hb_log_field[]){ HB_LOG_STR("job", j->id),
 					 HB_LOG_STR("remote", rid),
 					 HB_LOG_STR("by", c->user),
 					 HB_LOG_STR("reason", why ? why : "") },
@@ -3012,7 +3067,6 @@ static void remote_stop(struct hb_daemon *d, struct conn *c,
 	stage_reply(d, c, r, 1, 0);
 out:
 	cJSON_Delete(detail);
-	hb_job_row_free(&j);
 }
 
 /*
@@ -3020,7 +3074,9 @@ out:
  * loop: remote_start parses the stored source (a script of up to 4 MiB),
  * checks the array task against the job's array, and has the backend
  * build the manifest or start the process; remote_poll reads the output
- * and encodes it.  The loop looks the job up and checks who asks before,
+ * and encodes it; cancel and remote_abandon have the backend cancel (the
+ * local backend writes and syncs a mark and forks a child that signals
+ * as the user).  The loop looks the job up and checks who asks before,
  * and records what happened after (remote_done).  Their own workers, so
  * that a flood of them never delays Slurm's submits and polls.
  *
@@ -3340,6 +3396,31 @@ out:
 	hb_job_row_free(&j);
 }
 
+/* The loop side of a finished cancel or remote_abandon: what op_cancel()
+ * or remote_stop() did after the backend's cancel, on the job as it is
+ * now (it may have moved while the worker ran). */
+static void rcancel_done(struct hb_daemon *d, struct conn *c, struct task *t)
+{
+	struct rwork *w = t->rw;
+	struct hb_job_row j = { 0 };
+	struct hb_err err = { 0 };
+
+	if (t->rc && t->rc != HB_ENOENT) {
+		stage_error(d, c, t->rc, t->err.msg, 0);
+		return;
+	}
+	if (hb_store_job_get(d->st, t->id, &j, &err)) {
+		stage_error(d, c, HB_ESTORE, err.msg, 0);
+		return;
+	}
+	if (w->stop == RSTOP_JOB)
+		cancel_rest(d, c, &j);
+	else
+		stop_rest(d, c, &j, w->rid, w->task, w->why,
+			  w->stop == RSTOP_ABANDON, t->rc);
+	hb_job_row_free(&j);
+}
+
 /* The loop side of a finished remote task: record, reply, go on. */
 static void remote_done(struct task *t)
 {
@@ -3347,11 +3428,14 @@ static void remote_done(struct task *t)
 	struct hb_daemon *d = t->d;
 
 	c->busy = 0;
-	/* recorded even when the caller has gone: the remote job runs */
+	/* recorded even when the caller has gone: the remote job runs (or
+	 * was cancelled) */
 	if (t->kind == TASK_REMOTE_START)
 		rstart_done(d, c, t);
-	else
+	else if (t->kind == TASK_REMOTE_POLL)
 		rpoll_done(d, c, t);
+	else
+		rcancel_done(d, c, t);
 	task_free(t);
 	if (c->dead)
 		conn_release(c);
@@ -3483,17 +3567,49 @@ static void op_placement(struct hb_daemon *d, struct conn *c)
 	stage_reply(d, c, r, 0, 0);
 }
 
+/*
+ * Whether c's user name is known; if not, and not cached either, a
+ * worker looks it up and req runs when it is done (lookup_done()): the
+ * loop never waits on NSS for a new caller.  take_conn() names a
+ * caller whose uid is cached; a ping needs no name.
+ */
+static int conn_named(struct hb_daemon *d, struct conn *c, const cJSON *req)
+{
+	int rc;
+
+	if (c->named)
+		return 1;
+	rc = pw_cached(d, c->uid, c->user, sizeof(c->user), NULL);
+	if (rc == HB_EAGAIN) {
+		lookup_task(d, c, req, c->uid, 1);
+		return 0;
+	}
+	if (rc)
+		c->user[0] = '\0';
+	c->named = 1;
+	return 1;
+}
+
 static void dispatch(struct hb_daemon *d, struct conn *c, const cJSON *req)
+{
+	const char *op =
+		cJSON_GetObjectItemCaseSensitive(req, "op")->valuestring;
+
+	d->nrequests++;
+	if (!strcmp(op, "ping"))
+		op_ping(d, c);
+	else if (conn_named(d, c, req))
+		dispatch_named(d, c, req);
+}
+
+/* A request other than ping, from a caller whose name is known. */
+static void dispatch_named(struct hb_daemon *d, struct conn *c,
+			   const cJSON *req)
 {
 	const char *op =
 		cJSON_GetObjectItemCaseSensitive(req, "op")->valuestring;
 	char msg[128];
 
-	d->nrequests++;
-	if (!strcmp(op, "ping")) {
-		op_ping(d, c);
-		return;
-	}
 	if (!c->user[0]) {
 		unsigned dropped;
 
@@ -3744,6 +3860,7 @@ static int take_conn(struct hb_daemon *d, int fd, const struct ucred *cr)
 {
 	struct epoll_event ev = { 0 };
 	struct conn *c = calloc(1, sizeof(*c));
+	int rc;
 
 	if (!c || !(c->us = ustat_get(d, cr->uid))) {
 		free(c);
@@ -3757,7 +3874,11 @@ static int take_conn(struct hb_daemon *d, int fd, const struct ucred *cr)
 	c->gid = cr->gid;
 	c->pid = cr->pid;
 	snprintf(c->peer, sizeof(c->peer), "pid %d", (int)cr->pid);
-	if (uid_name(d, cr->uid, c->user, sizeof(c->user), NULL))
+	/* the name from the cache; else looked up on a worker when the
+	 * first request that needs it comes (conn_named()) */
+	rc = pw_cached(d, cr->uid, c->user, sizeof(c->user), NULL);
+	c->named = rc != HB_EAGAIN;
+	if (rc)
 		c->user[0] = '\0';
 	/* one largest frame and the start of the next */
 	hb_buf_init(&c->in, HB_PROTO_HDR + HB_PROTO_MAX_PAYLOAD + READ_CHUNK);

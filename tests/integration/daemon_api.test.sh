@@ -180,6 +180,11 @@ elif cmd == "pipeline":      # three requests in one write
               frame(1, '{"op":"jobs","limit":1}') +
               frame(1, '{"op":"nope"}'))
     replies(s, 3)
+elif cmd == "unnamed":       # a caller's first requests, in one write
+    s = conn(path)
+    send(s, frame(1, '{"op":"jobs"}') + frame(1, '{"op":"ping"}') +
+              frame(1, '{"op":"jobs"}'))
+    replies(s, 3)
 elif cmd == "halfclose":     # a request, then shutdown(SHUT_WR)
     s = conn(path)
     send(s, frame(1, '{"op":"ping"}'))
@@ -465,6 +470,33 @@ call_as 59999 59999 '{"op":"jobs"}'
 [ "$rc" = 1 ] && has '"code":"EPERM"' && ok || bad "unknown uid: $(cat "$tmp/reply")"
 call_as 59999 59999 '{"op":"ping"}'
 [ "$rc" = 0 ] && ok || bad "unknown uid may ping"
+# its name is looked up on a worker (the loop never waits on NSS), its
+# requests answered in order meanwhile: refused, ping, refused
+raw_as 59998 59998 unnamed
+[ "$(grep -c '"code":"EPERM"' "$tmp/reply")" = 2 ] &&
+	sed -n 2p "$tmp/reply" | grep -q '"proto":1' && ok ||
+	bad "an unknown uid's pipelined requests: $(cat "$tmp/reply")"
+# a user's burst job cancelled: the backend's cancel runs on a worker,
+# then the record, the audit, the reply; remote_abandon likewise
+call_as "$uid" "$gid" '{"op":"cancel","id":"'"$ub"'"}'
+[ "$rc" = 0 ] && has '"state":"cancelled"' && ok ||
+	bad "cancel of one's burst job: $(cat "$tmp/reply")"
+[ "$(sql "SELECT state FROM jobs WHERE id='$ub'")" = cancelled ] &&
+	[ "$(sql "SELECT count(*) FROM events WHERE job_id='$ub' AND action='cancel'")" = 1 ] &&
+	ok || bad "the burst job's cancel on disk"
+call '{"op":"decide","user":"'"$user"'","uid":'"$uid"',"partition":"gpu",
+  "script":"#!/bin/sh\nsleep 60\n","cwd":"/","env":["A=1"]}'
+ab=$(grep -oE '"id":"hb-[0-9]+"' "$tmp/reply" | cut -d'"' -f4)
+call_as "$uid" "$gid" '{"op":"remote_start","id":"'"$ab"'"}'
+call_as "$uid" "$gid" '{"op":"remote_abandon","id":"'"$ab"'","reason":"no output"}'
+[ "$rc" = 0 ] && has '"state":"failed"' &&
+	[ "$(sql "SELECT state FROM jobs WHERE id='$ab'")" = failed ] &&
+	[ "$(sql "SELECT count(*) FROM events WHERE job_id='$ab' AND action='remote-abandon'")" = 1 ] &&
+	ok || bad "remote_abandon: $(cat "$tmp/reply")"
+call_as "$uid" "$gid" '{"op":"cancel","id":"'"$ab"'","array_task":3}'
+[ "$rc" = 0 ] && has '"state":"failed"' &&
+	[ "$(sql "SELECT count(*) FROM events WHERE job_id='$ab' AND action='cancel-task'")" = 1 ] &&
+	ok || bad "cancel of a task that never ran: $(cat "$tmp/reply")"
 
 # 5. SIGHUP: a bad file keeps the old configuration; a good one applies --
 cp "$tmp/a.yaml" "$tmp/a.yaml.orig"
@@ -520,7 +552,7 @@ pid=
 [ "$rc" = 0 ] && ok || bad "SIGTERM exit status $rc"
 [ ! -e "$sock" ] && ok || bad "the socket is removed"
 grep -q '"msg":"stopped"' "$log" && ok || bad "stop logged"
-[ "$(sql "SELECT count(*) FROM jobs")" = 12 ] && ok || bad "jobs kept"
+[ "$(sql "SELECT count(*) FROM jobs")" = 13 ] && ok || bad "jobs kept"
 
 # a crash leaves a stale socket; the next start replaces it
 start_daemon "$tmp/a.yaml"
