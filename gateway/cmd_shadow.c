@@ -37,6 +37,7 @@
 #define CALL_TIMEOUT   10000	     /* ms per request */
 #define CHUNK	       (256u * 1024) /* output bytes per poll */
 #define BACKOFF_MAX_MS 5000
+#define CANCEL_RETRY_MS 5000 /* how long a busy daemon's cancel is retried */
 
 extern char **environ;
 
@@ -164,6 +165,7 @@ static void cancel_remote(const char *sock, const char *id, long task,
 	cJSON *req = hb_cli_id_request(why ? "remote_abandon" : "cancel", id);
 	cJSON *reply = NULL;
 	struct hb_err err = { 0 };
+	int rc = HB_ENOMEM;
 
 	if (req && ((task >= 0 && !cJSON_AddNumberToObject(req, "array_task",
 							   (double)task)) ||
@@ -171,10 +173,24 @@ static void cancel_remote(const char *sock, const char *id, long task,
 		cJSON_Delete(req);
 		req = NULL;
 	}
-	if (req &&
-	    hb_proto_call_uid(sock, daemon_uid, req, CALL_TIMEOUT, &reply,
-			      &err) == 0 &&
-	    hb_proto_reply_status(reply, &err) == 0)
+	/* A busy daemon (EUNAVAIL: its remote queue is full, or it cannot
+	 * be reached) is asked again for a few seconds, within Slurm's
+	 * KillWait: a cancel given up would leave the remote job running
+	 * with nothing to follow it. */
+	for (int backoff = 100, waited = 0; req; waited += backoff,
+		 backoff = backoff * 2 > 1000 ? 1000 : backoff * 2) {
+		memset(&err, 0, sizeof(err));
+		cJSON_Delete(reply);
+		reply = NULL;
+		rc = hb_proto_call_uid(sock, daemon_uid, req, CALL_TIMEOUT,
+				       &reply, &err);
+		if (!rc)
+			rc = hb_proto_reply_status(reply, &err);
+		if (rc != HB_EUNAVAIL || waited >= CANCEL_RETRY_MS)
+			break;
+		sleep_ms(backoff);
+	}
+	if (!rc)
 		note(id, "%s", "cancelled the remote job");
 	else
 		note(id, "could not cancel the remote job: %s",
