@@ -6,7 +6,6 @@
  * the function that asked for it returns.
  */
 #include <errno.h>
-#include <stddef.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
@@ -14,6 +13,7 @@
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1006,8 +1006,7 @@ static int json_env(const cJSON *v, char ***env, struct hb_err *err)
 	if (!cJSON_IsArray(v))
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "request.env: not an array");
-	cJSON_ArrayForEach(s, v)
-	{
+	cJSON_ArrayForEach (s, v) {
 		if (++n > ENV_MAX)
 			return hb_err_set(err, HB_ETOOBIG, NULL, 0,
 					  "request.env: more than %d entries",
@@ -1016,13 +1015,11 @@ static int json_env(const cJSON *v, char ***env, struct hb_err *err)
 	if (!(e = calloc(n + 1, sizeof(*e))))
 		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 	n = 0;
-	cJSON_ArrayForEach(s, v)
-	{
+	cJSON_ArrayForEach (s, v) {
 		if (!cJSON_IsString(s)) {
 			free(e);
 			return hb_err_set(err, HB_EINVAL, NULL, 0,
-					  "request.env[%zu]: not a string",
-					  n);
+					  "request.env[%zu]: not a string", n);
 		}
 		e[n++] = s->valuestring;
 	}
@@ -1106,8 +1103,7 @@ static int req_from_json(const char *text, size_t len,
 	if (!cJSON_IsObject(*tree))
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "request: not a JSON object");
-	cJSON_ArrayForEach(v, *tree)
-	{
+	cJSON_ArrayForEach (v, *tree) {
 		size_t i = 0;
 
 		while (i < REQ_NFIELDS && strcmp(req_fields[i].name, v->string))
@@ -1200,10 +1196,10 @@ static void say_parent(int fd, const struct as_user_reply *r)
 }
 
 /* Copy a literal into r->text (async-signal-safe). */
-#define REPLY_TEXT(r, lit)                                                   \
-	do {                                                                 \
-		_Static_assert(sizeof(lit) <= sizeof((r)->text), "too long"); \
-		memcpy((r)->text, lit, sizeof(lit));                         \
+#define REPLY_TEXT(r, lit)                                                     \
+	do {                                                                   \
+		_Static_assert(sizeof(lit) <= sizeof((r)->text), "too long");  \
+		memcpy((r)->text, lit, sizeof(lit));                           \
 	} while (0)
 
 /*
@@ -1368,9 +1364,8 @@ static void child_stderr(int fd, char *out, size_t size)
  * with the last line of the child's stderr (errfd; -1: none) when it
  * ended without an answer.
  */
-static int as_user_wait(pid_t pid, int fd, int errfd,
-			struct as_user_reply *r, uid_t uid,
-			struct hb_err *err)
+static int as_user_wait(pid_t pid, int fd, int errfd, struct as_user_reply *r,
+			uid_t uid, struct hb_err *err)
 {
 	struct timespec t0;
 	size_t len = 0;
@@ -1384,8 +1379,7 @@ static int as_user_wait(pid_t pid, int fd, int errfd,
 		int n = poll(&pfd, 1, AS_USER_TICK_MS);
 
 		if (n > 0) {
-			ssize_t k = read(fd, (char *)r + len,
-					 sizeof(*r) - len);
+			ssize_t k = read(fd, (char *)r + len, sizeof(*r) - len);
 
 			if (k > 0) {
 				len += (size_t)k;
@@ -1533,6 +1527,7 @@ static int request_file(const char *text, size_t len, struct hb_err *err)
 {
 	int fd = memfd_create(CHILD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	size_t off = 0;
+	int rc;
 
 	if (fd < 0)
 		return hb_err_set(err, HB_EIO, NULL, 0, "memfd_create: %s",
@@ -1553,14 +1548,10 @@ static int request_file(const char *text, size_t len, struct hb_err *err)
 		goto fail;
 	return fd;
 fail:
-	{
-		int rc = hb_err_set(err, HB_EIO, NULL, 0,
-				    "the request file: %s",
-				    strerror(errno ? errno : EIO));
-
-		close(fd);
-		return rc;
-	}
+	rc = hb_err_set(err, HB_EIO, NULL, 0, "the request file: %s",
+			strerror(errno ? errno : EIO));
+	close(fd);
+	return rc;
 }
 
 static void close_fd(int *fd)
@@ -1610,8 +1601,8 @@ static int submit_as_user(const char *conf, const struct hb_slurmc_submit *req,
 	}
 	pid = fork();
 	if (pid == 0)
-		exec_child(in, out[1], errp[1], uid, gid, groups, ngroups,
-			   argv, envp);
+		exec_child(in, out[1], errp[1], uid, gid, groups, ngroups, argv,
+			   envp);
 	if (pid < 0) {
 		rc = hb_err_set(err, HB_EIO, NULL, 0, "fork: %s",
 				strerror(errno));
@@ -1677,8 +1668,7 @@ static int read_all(int fd, struct hb_buf *b, struct hb_err *err)
 			continue;
 		if (n < 0)
 			return hb_err_set(err, HB_EIO, NULL, 0,
-					  "request: read: %s",
-					  strerror(errno));
+					  "request: read: %s", strerror(errno));
 		if (n == 0)
 			return 0;
 		if ((rc = hb_buf_append(b, chunk, (size_t)n)))

@@ -1069,7 +1069,6 @@ static void test_drop_to(void **state)
 	assert_false(got.back_to_root);
 }
 
-
 /* ------------------------------------------ the request to the child */
 
 static void test_req_json(void **state)
@@ -1173,7 +1172,8 @@ static void bad_json(const char *text, int code, const char *in_msg)
 	cJSON_Delete(tree);
 }
 
-#define REQ_OK "\"script\":\"#!/bin/sh\\n\",\"uid\":5,\"gid\":6,\"work_dir\":\"/\""
+#define REQ_OK                                                                 \
+	"\"script\":\"#!/bin/sh\\n\",\"uid\":5,\"gid\":6,\"work_dir\":\"/\""
 
 static void test_req_json_errors(void **state)
 {
@@ -1183,7 +1183,8 @@ static void test_req_json_errors(void **state)
 	bad_json("[1]", HB_EINVAL, "not a JSON object");
 	bad_json("{" REQ_OK ",\"bogus\":1}", HB_EINVAL,
 		 "unknown member 'bogus'");
-	bad_json("{" REQ_OK ",\"uid\":5}", HB_EINVAL, "request.uid: given twice");
+	bad_json("{" REQ_OK ",\"uid\":5}", HB_EINVAL,
+		 "request.uid: given twice");
 	bad_json("{\"uid\":5,\"gid\":6,\"work_dir\":\"/\"}", HB_EINVAL,
 		 "request.script: missing");
 	bad_json("{\"script\":\"#!/bin/sh\\n\",\"gid\":6,\"work_dir\":\"/\"}",
@@ -1227,9 +1228,8 @@ static void test_req_json_errors(void **state)
 		hb_buf_init(&b, 0);
 		assert_int_equal(hb_buf_puts(&b, "{" REQ_OK ",\"env\":["), 0);
 		for (int i = 0; i <= ENV_MAX; i++)
-			assert_int_equal(hb_buf_puts(&b, i ? ",\"A=1\""
-							   : "\"A=1\""),
-					 0);
+			assert_int_equal(
+				hb_buf_puts(&b, i ? ",\"A=1\"" : "\"A=1\""), 0);
 		assert_int_equal(hb_buf_puts(&b, "]}"), 0);
 		bad_json(b.data, HB_ETOOBIG, "request.env: more than");
 		hb_buf_free(&b);
@@ -1381,7 +1381,7 @@ static void test_submit_no_alloc_after_fork(void **state)
 	assert_int_equal(hb_slurmc_open(tmp_path("ok.conf"), &c, &err), 0);
 #ifdef HAVE_MALLOC_HOOKS
 	assert_int_equal(__sanitizer_install_malloc_and_free_hooks(hook_malloc,
-								     hook_free),
+								   hook_free),
 			 1);
 	hook_pid = getpid();
 #endif
