@@ -20,6 +20,7 @@
 #include "hpcbridge/config.h"
 #include "hpcbridge/file.h"
 #include "hpcbridge/log.h"
+#include "hpcbridge/slurmc.h"
 
 static void usage(FILE *f)
 {
@@ -198,6 +199,7 @@ int main(int argc, char **argv)
 	int foreground = 0, check = 0, ready_fd = -1, opt, rc, devnull;
 	long v;
 
+	hb_slurmc_child_main(argc, argv); /* returns unless it is that child */
 	heap_settings();
 	while ((opt = getopt_long(argc, argv, "c:fs:S:p:h", longopts, NULL)) !=
 	       -1) {

@@ -118,13 +118,20 @@ int hb_slurmc_gres_to_tres(const char *gres, struct hb_buf *out);
  *
  * as_user for a uid other than the caller's: the RPC is made by a child
  * process that has become that user (setgroups to the user's groups from
- * getgrouplist, then setgid, setuid; no core file, not dumpable, no
- * inherited descriptor but a pipe), so munge authenticates it as the user
+ * getgrouplist, then setgid, setuid; no core file, not dumpable, only
+ * stdin, stdout and stderr open) and then re-executes the calling program
+ * (/proc/self/exe HB_SLURMC_CHILD_ARG, with only SLURM_CONF and the
+ * sanitizer options in its environment), so that no libslurm call is made
+ * in a process forked from a threaded one.  That program must call
+ * hb_slurmc_child_main() first thing in main().  It reads the request as
+ * JSON on stdin and submits it, so munge authenticates the RPC as the user
  * and Slurm checks RootOnly, AllowGroups, associations, limits and
  * job_submit policies (submit_uid) as for the user's own sbatch.  The
- * child sends the job id or Slurm's error back through the pipe and is
+ * child sends the job id or Slurm's error back on its stdout and is
  * reaped here; one that is stopped is killed at once, one that runs over
- * 60 s is killed (HB_ETIMEDOUT).  Blocks: call it from a worker thread.
+ * 60 s is killed (HB_ETIMEDOUT).  The job id it answers is accepted only
+ * when Slurm shows that job as uid's (HB_EPERM otherwise: the user could
+ * have taken the child over).  Blocks: call it from a worker thread.
  * Dropping privileges failing (the caller is not root) is HB_EPERM.
  *
  * admin_comment is then set by this process (root), by job id.  When
@@ -134,6 +141,21 @@ int hb_slurmc_gres_to_tres(const char *gres, struct hb_buf *out);
  */
 int hb_slurmc_submit(struct hb_slurmc *c, const struct hb_slurmc_submit *req,
 		     uint32_t *job_id, struct hb_err *err);
+
+/* The one argument with which hb_slurmc_submit() runs the program again
+ * for a submission as another user. */
+#define HB_SLURMC_CHILD_ARG "--hb-slurm-submit-child"
+
+/*
+ * Call first thing in main() of every program that submits as another
+ * user (hb_slurmc_submit() with as_user): -1 when argv is not
+ * { any, HB_SLURMC_CHILD_ARG }; otherwise this process is that child:
+ * it refuses to run unless its real and effective uid and gid are the
+ * request's, reads the request (JSON, at most 32 MiB) on stdin, loads
+ * $SLURM_CONF, submits, writes the answer on stdout and ends with
+ * _exit() (no atexit handler, no leak check): it does not return.
+ */
+int hb_slurmc_child_main(int argc, char **argv);
 
 /*
  * When and where a job like req would start if submitted now

@@ -660,6 +660,7 @@ int main(int argc, char **argv)
 	const char *cmd;
 	int rc;
 
+	hb_slurmc_child_main(argc, argv); /* returns unless it is that child */
 	if (argc < 2)
 		return usage();
 	cmd = argv[1];

@@ -13,6 +13,7 @@
  * covers the calls that need slurmctld.
  */
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -728,7 +729,9 @@ static const char conf_text[] = "ClusterName=unit\n"
 static int setup_dir(void **state)
 {
 	(void)state;
-	return mkdtemp(tmpdir) ? 0 : -1;
+	/* searchable: a submission as another user reads slurm.conf as that
+	 * user */
+	return mkdtemp(tmpdir) && chmod(tmpdir, 0755) == 0 ? 0 : -1;
 }
 
 static int teardown_dir(void **state)
@@ -973,7 +976,7 @@ static int fake_child(enum fake how, struct as_user_reply *r,
 	close(fds[1]);
 	memset(err, 0, sizeof(*err));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	rc = as_user_wait(pid, fds[0], r, 4242, err);
+	rc = as_user_wait(pid, fds[0], -1, r, 4242, err);
 	*ms = ms_since(&t0);
 	close(fds[0]);
 	/* reaped, whatever happened */
@@ -1066,7 +1069,352 @@ static void test_drop_to(void **state)
 	assert_false(got.back_to_root);
 }
 
-int main(void)
+/* ------------------------------------------ the request to the child */
+
+static void test_req_json(void **state)
+{
+	static const char *const env[] = { "A=1", "B=caf\xc3\xa9 \"q\"\n\x01",
+					   "C=", NULL };
+	struct hb_slurmc_submit r, got;
+	struct hb_err err = { 0 };
+	cJSON *tree = NULL;
+	char *text = NULL, **genv = NULL;
+	size_t len = 0;
+
+	(void)state;
+	/* Every member fill_desc() reads survives the trip, bytes as they
+	 * were. */
+	memset(&r, 0, sizeof(r));
+	r.script = "#!/bin/sh\n\xff\xfe raw bytes\techo \"$A\" \\\n";
+	r.name = "n";
+	r.partition = "p1,p2";
+	r.account = "acct";
+	r.as_user = true;
+	r.uid = 4000000000u;
+	r.gid = 7;
+	r.work_dir = "/w d";
+	r.env = env;
+	r.time_limit = HB_SLURMC_INFINITE;
+	r.nodes = 2;
+	r.ntasks = 8;
+	r.ntasks_per_node = 4;
+	r.cpus_per_task = 3;
+	r.mem_per_node_mb = (1ull << 62) + 1; /* beyond a double */
+	r.gres = "gpu:a100:2";
+	r.output = "o-%j";
+	r.error = "e-%j";
+	r.comment = "c";
+	r.admin_comment = "not sent";
+	r.hold = true;
+	assert_int_equal(req_to_json(&r, &text, &len, &err), 0);
+	assert_int_equal(len, strlen(text));
+	assert_null(strstr(text, "not sent"));
+	assert_int_equal(req_from_json(text, len, &got, &tree, &genv, &err), 0);
+	assert_string_equal(got.script, r.script);
+	assert_string_equal(got.name, r.name);
+	assert_string_equal(got.partition, r.partition);
+	assert_string_equal(got.account, r.account);
+	assert_true(got.as_user);
+	assert_int_equal(got.uid, r.uid);
+	assert_int_equal(got.gid, r.gid);
+	assert_string_equal(got.work_dir, r.work_dir);
+	for (int i = 0; i < 3; i++)
+		assert_string_equal(got.env[i], env[i]);
+	assert_null(got.env[3]);
+	assert_int_equal(got.time_limit, r.time_limit);
+	assert_int_equal(got.nodes, r.nodes);
+	assert_int_equal(got.ntasks, r.ntasks);
+	assert_int_equal(got.ntasks_per_node, r.ntasks_per_node);
+	assert_int_equal(got.cpus_per_task, r.cpus_per_task);
+	assert_true(got.mem_per_node_mb == r.mem_per_node_mb);
+	assert_int_equal(got.mem_per_cpu_mb, 0);
+	assert_string_equal(got.gres, r.gres);
+	assert_string_equal(got.output, r.output);
+	assert_string_equal(got.error, r.error);
+	assert_string_equal(got.comment, r.comment);
+	assert_null(got.admin_comment);
+	assert_true(got.hold);
+	free(genv);
+	cJSON_Delete(tree);
+	free(text);
+
+	/* Unset members stay unset. */
+	good_request(&r);
+	r.as_user = true;
+	r.uid = 5;
+	r.gid = 6;
+	r.work_dir = "/";
+	assert_int_equal(req_to_json(&r, &text, &len, &err), 0);
+	assert_int_equal(req_from_json(text, len, &got, &tree, &genv, &err), 0);
+	assert_null(got.name);
+	assert_null(got.env);
+	assert_null(got.gres);
+	assert_false(got.hold);
+	assert_int_equal(got.mem_per_cpu_mb, 0);
+	free(genv);
+	cJSON_Delete(tree);
+	free(text);
+}
+
+static void bad_json(const char *text, int code, const char *in_msg)
+{
+	struct hb_slurmc_submit got;
+	struct hb_err err = { 0 };
+	cJSON *tree = NULL;
+	char **env = NULL;
+
+	assert_int_equal(
+		req_from_json(text, strlen(text), &got, &tree, &env, &err),
+		code);
+	if (!strstr(err.msg, in_msg))
+		fail_msg("'%s' not in '%s' (for %s)", in_msg, err.msg, text);
+	free(env);
+	cJSON_Delete(tree);
+}
+
+#define REQ_OK                                                                 \
+	"\"script\":\"#!/bin/sh\\n\",\"uid\":5,\"gid\":6,\"work_dir\":\"/\""
+
+static void test_req_json_errors(void **state)
+{
+	(void)state;
+	bad_json("", HB_EINVAL, "request: not JSON");
+	bad_json("{\"script\":", HB_EINVAL, "request: not JSON");
+	bad_json("[1]", HB_EINVAL, "not a JSON object");
+	bad_json("{" REQ_OK ",\"bogus\":1}", HB_EINVAL,
+		 "unknown member 'bogus'");
+	bad_json("{" REQ_OK ",\"uid\":5}", HB_EINVAL,
+		 "request.uid: given twice");
+	bad_json("{\"uid\":5,\"gid\":6,\"work_dir\":\"/\"}", HB_EINVAL,
+		 "request.script: missing");
+	bad_json("{\"script\":\"#!/bin/sh\\n\",\"gid\":6,\"work_dir\":\"/\"}",
+		 HB_EINVAL, "request.uid: missing");
+	bad_json("{\"script\":\"#!/bin/sh\\n\",\"uid\":5,\"gid\":6}", HB_EINVAL,
+		 "request.work_dir: missing");
+	bad_json("{" REQ_OK ",\"name\":1}", HB_EINVAL,
+		 "request.name: not a string");
+	bad_json("{" REQ_OK ",\"hold\":\"yes\"}", HB_EINVAL,
+		 "request.hold: not a boolean");
+	bad_json("{" REQ_OK ",\"nodes\":-1}", HB_ERANGE, "request.nodes");
+	bad_json("{" REQ_OK ",\"nodes\":1.5}", HB_ERANGE, "request.nodes");
+	bad_json("{" REQ_OK ",\"nodes\":4294967296}", HB_ERANGE,
+		 "request.nodes");
+	bad_json("{" REQ_OK ",\"nodes\":\"2\"}", HB_ERANGE, "request.nodes");
+	bad_json("{" REQ_OK ",\"cpus_per_task\":65536}", HB_ERANGE,
+		 "request.cpus_per_task");
+	bad_json("{" REQ_OK ",\"mem_per_cpu_mb\":5}", HB_ERANGE,
+		 "request.mem_per_cpu_mb");
+	bad_json("{" REQ_OK ",\"mem_per_cpu_mb\":\"-5\"}", HB_ERANGE,
+		 "request.mem_per_cpu_mb");
+	bad_json("{" REQ_OK ",\"mem_per_cpu_mb\":\"18446744073709551616\"}",
+		 HB_ERANGE, "request.mem_per_cpu_mb");
+	bad_json("{" REQ_OK ",\"mem_per_cpu_mb\":\"5x\"}", HB_ERANGE,
+		 "request.mem_per_cpu_mb");
+	bad_json("{" REQ_OK ",\"env\":\"A=1\"}", HB_EINVAL,
+		 "request.env: not an array");
+	bad_json("{" REQ_OK ",\"env\":[\"A=1\",2]}", HB_EINVAL,
+		 "request.env[1]: not a string");
+	/* then the checks any request gets */
+	bad_json("{" REQ_OK ",\"env\":[\"A=1\",\"B\"]}", HB_EINVAL, "env[1]");
+	bad_json("{\"script\":\"echo\",\"uid\":5,\"gid\":6,\"work_dir\":\"/\"}",
+		 HB_EINVAL, "#!");
+	bad_json("{" REQ_OK ",\"mem_per_cpu_mb\":\"1\",\"mem_per_node_mb\":"
+		 "\"1\"}",
+		 HB_ECONFLICT, "give one");
+	{
+		/* more environment entries than any request may have */
+		struct hb_buf b;
+
+		hb_buf_init(&b, 0);
+		assert_int_equal(hb_buf_puts(&b, "{" REQ_OK ",\"env\":["), 0);
+		for (int i = 0; i <= ENV_MAX; i++)
+			assert_int_equal(
+				hb_buf_puts(&b, i ? ",\"A=1\"" : "\"A=1\""), 0);
+		assert_int_equal(hb_buf_puts(&b, "]}"), 0);
+		bad_json(b.data, HB_ETOOBIG, "request.env: more than");
+		hb_buf_free(&b);
+	}
+}
+
+/* ------------------------------------------------ the child's program */
+
+/* Run this program as the submission child (not dropping anything),
+ * with text on its stdin and env as its environment; its answer. */
+static int run_child(const char *text, char *const env[],
+		     struct as_user_reply *r, struct hb_err *err)
+{
+	char *argv[] = { CHILD_NAME, HB_SLURMC_CHILD_ARG, NULL };
+	int in, out[2], rc;
+	pid_t pid;
+
+	memset(r, 0, sizeof(*r));
+	memset(err, 0, sizeof(*err));
+	in = request_file(text, strlen(text), err);
+	assert_true(in >= 0);
+	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(in, 0);
+		dup2(out[1], 1);
+		execve(CHILD_EXE, argv, env);
+		_exit(127);
+	}
+	close(in);
+	close(out[1]);
+	rc = as_user_wait(pid, out[0], -1, r, (uid_t)getuid(), err);
+	close(out[0]);
+	return rc;
+}
+
+static void test_child_main(void **state)
+{
+	char *argv_other[] = { "x", "--other", NULL };
+	char *argv_more[] = { "x", HB_SLURMC_CHILD_ARG, "y", NULL };
+	char conf_env[PATH_MAX + 16], req[512];
+	char *env[] = { conf_env, NULL }, *no_env[] = { NULL };
+	struct as_user_reply r;
+	struct hb_err err;
+
+	(void)state;
+	/* not the child: returns at once */
+	assert_int_equal(hb_slurmc_child_main(1, argv_other), -1);
+	assert_int_equal(hb_slurmc_child_main(2, argv_other), -1);
+	assert_int_equal(hb_slurmc_child_main(3, argv_more), -1);
+
+	write_file("ok.conf", conf_text);
+	snprintf(conf_env, sizeof(conf_env), "SLURM_CONF=%s",
+		 tmp_path("ok.conf"));
+	/* a request that does not parse */
+	assert_int_equal(run_child("{\"script\":", env, &r, &err), 0);
+	assert_int_equal(r.stage, AS_REQUEST);
+	assert_non_null(strstr(r.text, "request: not JSON"));
+	/* a request for another user than this process: refused */
+	snprintf(req, sizeof(req),
+		 "{\"script\":\"#!/bin/sh\\n\",\"uid\":%u,\"gid\":%u,"
+		 "\"work_dir\":\"/\"}",
+		 (unsigned)getuid() + 1, (unsigned)getgid());
+	assert_int_equal(run_child(req, env, &r, &err), 0);
+	assert_int_equal(r.stage, AS_DROP);
+	assert_int_equal(r.err, EPERM);
+	assert_non_null(strstr(r.text, "not the request's"));
+	/* for this process's user: no SLURM_CONF, then Slurm's answer (no
+	 * controller) */
+	snprintf(req, sizeof(req),
+		 "{\"script\":\"#!/bin/sh\\n\",\"uid\":%u,\"gid\":%u,"
+		 "\"work_dir\":\"/\"}",
+		 (unsigned)getuid(), (unsigned)getgid());
+	assert_int_equal(run_child(req, no_env, &r, &err), 0);
+	assert_int_equal(r.stage, AS_REQUEST);
+	assert_non_null(strstr(r.text, "SLURM_CONF: not set"));
+	assert_int_equal(run_child(req, env, &r, &err), 0);
+	assert_int_equal(r.stage, AS_SLURM);
+	assert_int_equal(hb_slurmc_errcode(r.err), HB_EUNAVAIL);
+	unlink(tmp_path("ok.conf"));
+}
+
+/*
+ * The deadlock a libslurm call in a forked child risked: between fork()
+ * and execve() the child must not allocate (another thread may hold the
+ * allocator's lock).  Under AddressSanitizer, a malloc hook ends any
+ * process that allocates while its pid is not this one's, so a child
+ * that allocated before execve() would die without an answer; meanwhile
+ * another thread allocates without pause and holds stderr's lock (with
+ * an allocation put back between fork() and execve(), the child hangs on
+ * the allocator's lock, or dies in the hook).
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define HAVE_MALLOC_HOOKS 1
+int __sanitizer_install_malloc_and_free_hooks(
+	void (*malloc_hook)(const volatile void *, size_t),
+	void (*free_hook)(const volatile void *));
+
+static volatile pid_t hook_pid; /* armed: the test's own pid */
+
+static void hook_malloc(const volatile void *p, size_t n)
+{
+	(void)p;
+	(void)n;
+	if (hook_pid && getpid() != hook_pid)
+		_exit(99);
+}
+
+static void hook_free(const volatile void *p)
+{
+	hook_malloc(p, 0);
+}
+#endif
+
+static volatile int churn_stop;
+
+static void *churn(void *arg)
+{
+	(void)arg;
+	flockfile(stderr);
+	while (!churn_stop) {
+		void *p[64];
+
+		for (int i = 0; i < 64; i++)
+			p[i] = malloc((size_t)(16 << (i % 12)));
+		for (int i = 0; i < 64; i++)
+			free(p[i]);
+	}
+	funlockfile(stderr);
+	return NULL;
+}
+
+static void test_submit_no_alloc_after_fork(void **state)
+{
+	struct hb_slurmc *c = NULL;
+	struct hb_slurmc_submit r;
+	struct hb_err err = { 0 };
+	pthread_t t;
+	uint32_t id;
+	int i, rc = 0;
+
+	(void)state;
+	if (geteuid() != 0) {
+		skip();
+		return;
+	}
+	write_file("ok.conf", conf_text);
+	assert_int_equal(hb_slurmc_open(tmp_path("ok.conf"), &c, &err), 0);
+#ifdef HAVE_MALLOC_HOOKS
+	assert_int_equal(__sanitizer_install_malloc_and_free_hooks(hook_malloc,
+								   hook_free),
+			 1);
+	hook_pid = getpid();
+#endif
+	churn_stop = 0;
+	assert_int_equal(pthread_create(&t, NULL, churn, NULL), 0);
+	good_request(&r);
+	r.as_user = true;
+	r.uid = 65534;
+	r.gid = 65534;
+	/* a child that deadlocks fails the test in seconds */
+	as_user_timeout_ms = 10000;
+	/* each time the child gets as far as Slurm, which is not there */
+	for (i = 0; i < 10; i++) {
+		memset(&err, 0, sizeof(err));
+		id = 0;
+		rc = hb_slurmc_submit(c, &r, &id, &err);
+		if (rc != HB_EUNAVAIL || !strstr(err.msg, "as uid 65534"))
+			break;
+	}
+	/* the thread first: it holds stderr, where failures are told */
+	as_user_timeout_ms = AS_USER_TIMEOUT_MS;
+	churn_stop = 1;
+	pthread_join(t, NULL);
+#ifdef HAVE_MALLOC_HOOKS
+	hook_pid = 0;
+#endif
+	if (i < 10)
+		fail_msg("submission %d: %s (%s)", i, hb_errname(rc), err.msg);
+	hb_slurmc_close(c);
+	unlink(tmp_path("ok.conf"));
+}
+
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_state_map),
@@ -1083,7 +1431,14 @@ int main(void)
 		cmocka_unit_test(test_user_groups),
 		cmocka_unit_test(test_as_user_wait),
 		cmocka_unit_test(test_drop_to),
+		cmocka_unit_test(test_req_json),
+		cmocka_unit_test(test_req_json_errors),
+		cmocka_unit_test(test_child_main),
+		cmocka_unit_test(test_submit_no_alloc_after_fork),
 	};
+
+	/* a submission as another user runs this program again */
+	hb_slurmc_child_main(argc, argv);
 
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
