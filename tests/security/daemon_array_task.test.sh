@@ -13,15 +13,7 @@ src=$2
 . "$src/tests/security/lib.sh"
 sec_init
 
-cat >"$tmp/cfg.yaml" <<EOF
-daemon:
-  log_level: info
-remote:
-  backend: local
-  local_dir: $tmp/remote
-placement:
-  default_target: slurm
-EOF
+local_config
 start_daemon "$tmp/cfg.yaml" || exit 1
 remote_has() { find "$tmp/remote" -name "*$1*" 2>/dev/null | grep -q .; }
 

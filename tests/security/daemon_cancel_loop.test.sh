@@ -29,15 +29,7 @@ max_ms=${HB_CANCEL_MAX_MS:-100}
 tools=${HB_TOOLS:-$build/tests} # the pre-fix build has no hbping
 ping=$tools/hbping
 
-cat >"$tmp/cfg.yaml" <<EOF
-daemon:
-  log_level: info
-remote:
-  backend: local
-  local_dir: $tmp/remote
-placement:
-  default_target: slurm
-EOF
+local_config
 start_daemon "$tmp/cfg.yaml" || exit 1
 
 # the user's burst jobs, started: each runs a sleep of its own length

@@ -16,15 +16,7 @@ src=$2
 . "$src/tests/security/lib.sh"
 sec_init
 
-cat >"$tmp/cfg.yaml" <<EOF
-daemon:
-  log_level: info
-remote:
-  backend: local
-  local_dir: $tmp/remote
-placement:
-  default_target: slurm
-EOF
+local_config
 start_daemon "$tmp/cfg.yaml" || exit 1
 nfd=$(ls "/proc/$dpid/fd" | wc -l)
 lim=$((nfd + 12))

@@ -13,15 +13,7 @@ src=$2
 . "$src/tests/security/lib.sh"
 sec_init
 
-cat >"$tmp/cfg.yaml" <<EOF
-daemon:
-  log_level: info
-remote:
-  backend: local
-  local_dir: $tmp/remote
-placement:
-  default_target: slurm
-EOF
+local_config
 
 # 1. a user plants the pid file as a symlink to a root file
 mkdir -m 1777 "$tmp/pids"

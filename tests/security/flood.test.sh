@@ -39,15 +39,7 @@ tools=${HB_TOOLS:-$build/tests} # the pre-fix build has no hbping, hbflood
 ping=$tools/hbping
 flood=$tools/hbflood
 
-cat >"$tmp/cfg.yaml" <<EOF
-daemon:
-  log_level: info
-remote:
-  backend: local
-  local_dir: $tmp/remote
-placement:
-  default_target: slurm
-EOF
+local_config
 start_daemon "$tmp/cfg.yaml" || exit 1
 # as a site runs it: ahead of users' processes for the CPU (a unit's
 # Nice=-10); the flood is one user's, on cores it shares with the daemon

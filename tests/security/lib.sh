@@ -14,6 +14,9 @@
 #                       (it and root_proc record what they make in files
 #                       under $tmp, so they also work inside $(...))
 #   as_user CMD...      run CMD as the attacker (uid, gid, no groups)
+#   local_config        write $tmp/cfg.yaml: the local remote backend in
+#                       $tmp/remote, jobs on Slurm unless a decide says
+#                       otherwise, log level info
 #   start_daemon CFG [ARGS...]
 #                       hpcbridged in the foreground on $sock / $db,
 #                       logging to $log; waits for its ping; its PID is
@@ -95,6 +98,18 @@ sec_init() {
 
 as_user() {
 	setpriv --reuid="$uid" --regid="$gid" --clear-groups -- "$@"
+}
+
+local_config() {
+	cat >"$tmp/cfg.yaml" <<-EOF
+	daemon:
+	  log_level: info
+	remote:
+	  backend: local
+	  local_dir: $tmp/remote
+	placement:
+	  default_target: slurm
+	EOF
 }
 
 start_daemon() {
