@@ -15,7 +15,7 @@ sec_init
 
 local_config
 start_daemon "$tmp/cfg.yaml" || exit 1
-remote_has() { find "$tmp/remote" -name "*$1*" 2>/dev/null | grep -q .; }
+remote_has() { [ -n "$(find "$tmp/remote" -name "*$1*" 2>/dev/null)" ]; }
 
 # a job that is not an array
 call '{"op":"decide","user":"'"$user"'","uid":'"$uid"',"target":"kubernetes",

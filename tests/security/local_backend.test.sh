@@ -117,8 +117,10 @@ leak=0
 for i in 1 2 3; do
 	call_as '{"op":"remote_poll","id":"'"$id"'","offset":0}'
 	[ "$i" = 1 ] && echo "(b) remote_poll: rc=$rc $(head -c 300 "$tmp/reply")"
+	# (the decoded data whole, not piped into grep -q: under pipefail
+	# an early match would fail the pipe and hide the leak)
 	if grep -qF -- "$secret" "$tmp/reply" ||
-		poll_data | grep -qF -- "$secret"; then
+		[[ "$(poll_data)" == *"$secret"* ]]; then
 		leak=1
 	fi
 	sleep 0.2
