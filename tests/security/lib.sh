@@ -14,9 +14,11 @@
 #                       (it and root_proc record what they make in files
 #                       under $tmp, so they also work inside $(...))
 #   as_user CMD...      run CMD as the attacker (uid, gid, no groups)
-#   local_config        write $tmp/cfg.yaml: the local remote backend in
+#   local_config [LEVEL [YAML]]
+#                       write $tmp/cfg.yaml: the local remote backend in
 #                       $tmp/remote, jobs on Slurm unless a decide says
-#                       otherwise, log level info
+#                       otherwise, log level LEVEL (info), then YAML (more
+#                       top-level sections, e.g. "slurm:\n  user: root")
 #   start_daemon CFG [ARGS...]
 #                       hpcbridged in the foreground on $sock / $db,
 #                       logging to $log; waits for its ping; its PID is
@@ -103,13 +105,14 @@ as_user() {
 local_config() {
 	cat >"$tmp/cfg.yaml" <<-EOF
 	daemon:
-	  log_level: info
+	  log_level: ${1:-info}
 	remote:
 	  backend: local
 	  local_dir: $tmp/remote
 	placement:
 	  default_target: slurm
 	EOF
+	[ -z "${2:-}" ] || printf '%b\n' "$2" >>"$tmp/cfg.yaml"
 }
 
 start_daemon() {

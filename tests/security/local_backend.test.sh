@@ -34,18 +34,8 @@ jobs_cleanup() {
 }
 trap jobs_cleanup EXIT
 
-cat >"$tmp/hb.yaml" <<EOF
-daemon:
-  log_level: debug
-slurm:
-  burst_partition: cloud
-remote:
-  backend: local
-  local_dir: $tmp/remote
-placement:
-  default_target: slurm
-EOF
-start_daemon "$tmp/hb.yaml" || exit 1
+local_config debug 'slurm:\n  burst_partition: cloud'
+start_daemon "$tmp/cfg.yaml" || exit 1
 
 # new_job: root decides a Kubernetes-target job for the user, and the
 # user starts it; prints its id

@@ -46,18 +46,8 @@ slurm_up "$tmp/slurm" >"$tmp/slurm-up.log" 2>&1 || {
 export LSAN_OPTIONS="suppressions=$src/tests/integration/lsan.supp:print_suppressions=0"
 
 mkdir -p "$tmp/remote"
-cat >"$tmp/hpcbridge.yaml" <<EOF
-daemon:
-  log_level: info
-slurm:
-  user: root
-remote:
-  backend: local
-  local_dir: $tmp/remote
-placement:
-  default_target: slurm
-EOF
-start_daemon "$tmp/hpcbridge.yaml" || {
+local_config info 'slurm:\n  user: root'
+start_daemon "$tmp/cfg.yaml" || {
 	bad "the daemon did not start"
 	sec_end
 }
