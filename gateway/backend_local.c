@@ -45,12 +45,12 @@
 
 #include "hpcbridge/backend.h"
 #include "hpcbridge/log.h"
+#include "hpcbridge/user.h"
 
 #define SMALL_FILE 64
 /* How long start waits for the job to exec its shell. */
 #define START_WAIT_MS 5000
 /* The most supplementary groups a job's user may have. */
-#define GROUPS_MAX 65536
 
 struct local {
 	struct hb_backend be; /* first */
@@ -602,78 +602,6 @@ static void run_job(const struct launch *l)
 	launch_fail(l, 1, "exec /bin/sh", errno);
 }
 
-/* The user's home and supplementary groups, from the passwd and group
- * databases (in the daemon, before the fork).  A uid without an entry
- * gets no supplementary groups and / for a home.  Caller frees
- * *groups and *home. */
-static int resolve_user(uid_t uid, gid_t gid, gid_t **groups, size_t *ngroups,
-			char **home, struct hb_err *err)
-{
-	struct passwd pw, *pwp = NULL;
-	long size = sysconf(_SC_GETPW_R_SIZE_MAX);
-	char *buf;
-	gid_t *g = NULL;
-	int n = 32, rc;
-
-	*groups = NULL;
-	*ngroups = 0;
-	*home = NULL;
-	if (size < 4096)
-		size = 4096;
-	for (;;) {
-		buf = malloc((size_t)size);
-		if (!buf)
-			return hb_err_set(err, HB_ENOMEM, NULL, 0,
-					  "out of memory");
-		rc = getpwuid_r(uid, &pw, buf, (size_t)size, &pwp);
-		if (rc != ERANGE || size >= (1L << 20))
-			break;
-		free(buf);
-		size *= 4;
-	}
-	if (!pwp) {
-		free(buf);
-		return 0;
-	}
-	if (pw.pw_dir && pw.pw_dir[0] == '/' && !(*home = strdup(pw.pw_dir)))
-		goto nomem;
-	for (;;) {
-		int want = n;
-		gid_t *ng = realloc(g, (size_t)n * sizeof(*g));
-
-		if (!ng)
-			goto nomem;
-		g = ng;
-		if (getgrouplist(pw.pw_name, gid, g, &want) >= 0) {
-			n = want;
-			break;
-		}
-		if (want <= n)
-			want = n * 2;
-		if (want > GROUPS_MAX) {
-			free(buf);
-			free(g);
-			free(*home);
-			*home = NULL;
-			return hb_err_set(err, HB_ERANGE, NULL, 0,
-					  "local backend: user %u is in more "
-					  "than %d groups",
-					  (unsigned)uid, GROUPS_MAX);
-		}
-		n = want;
-	}
-	free(buf);
-	*groups = g;
-	*ngroups = (size_t)n;
-	return 0;
-nomem:
-	free(buf);
-	free(g);
-	free(*home);
-	*home = NULL;
-	return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
-}
-
 /* DIR/<id>/work: made by root inside the root-owned DIR/<id>, then given
  * to the user (0700).  A descriptor, or a negative HB_E* code. */
 static int make_work(const struct local *be, int jfd,
@@ -855,8 +783,8 @@ static int local_start(struct hb_backend *b, const struct hb_remote_job *job,
 		return hb_err_set(err, HB_ETOOBIG, NULL, 0,
 				  "local backend: path too long");
 	/* Names are resolved here, before the lock and the fork. */
-	if (l.drop && (rc = resolve_user(job->uid, job->gid, &l.groups,
-					 &l.ngroups, &home, err)))
+	if (l.drop && (rc = hb_user_lookup(job->uid, job->gid, &l.groups,
+					   &l.ngroups, &home, err)))
 		return rc;
 	l.cwd = job->workdir ? job->workdir : home ? home : "/";
 

@@ -31,6 +31,7 @@
 #include <slurm/slurm_errno.h>
 
 #include "hpcbridge/slurmc.h"
+#include "hpcbridge/user.h"
 
 /*
  * Exported by libslurm 22.05 but not declared in its public headers
@@ -57,8 +58,6 @@ extern char *slurm_job_reason_string(enum job_state_reason inx);
 static int as_user_timeout_ms = AS_USER_TIMEOUT_MS;
 /* How often the parent looks whether that child was stopped. */
 #define AS_USER_TICK_MS 50
-/* Most supplementary groups taken for a user (Linux's NGROUPS_MAX). */
-#define AS_USER_GROUPS_MAX 65536
 
 struct snap {
 	uint32_t job_id;
@@ -1129,54 +1128,6 @@ static int req_from_json(const char *text, size_t len,
 	return hb_slurmc_submit_check(req, err);
 }
 
-/* The user's groups, as initgroups() would set them: gid and the groups
- * of uid's passwd name (only gid when uid has none).  Caller frees *out
- * with free(). */
-static int user_groups(uid_t uid, gid_t gid, gid_t **out, int *nout,
-		       struct hb_err *err)
-{
-	struct passwd pw, *res = NULL;
-	char buf[16384];
-	gid_t *g = NULL, *v;
-	int n = 64, want, e;
-
-	*out = NULL;
-	*nout = 0;
-	e = getpwuid_r(uid, &pw, buf, sizeof(buf), &res);
-	if (e || !res) {
-		if (!(g = malloc(sizeof(*g))))
-			return hb_err_set(err, HB_ENOMEM, NULL, 0,
-					  "out of memory");
-		g[0] = gid;
-		*out = g;
-		*nout = 1;
-		return 0;
-	}
-	for (;;) {
-		if (!(v = realloc(g, (size_t)n * sizeof(*g)))) {
-			free(g);
-			return hb_err_set(err, HB_ENOMEM, NULL, 0,
-					  "out of memory");
-		}
-		g = v;
-		want = n;
-		if (getgrouplist(pw.pw_name, gid, g, &want) >= 0) {
-			n = want;
-			break;
-		}
-		if (want <= n || want > AS_USER_GROUPS_MAX) {
-			free(g);
-			return hb_err_set(err, HB_ERANGE, NULL, 0,
-					  "user %s: more than %d groups",
-					  pw.pw_name, AS_USER_GROUPS_MAX);
-		}
-		n = want;
-	}
-	*out = g;
-	*nout = n;
-	return 0;
-}
-
 /* Write all of r on fd (async-signal-safe). */
 static void say_parent(int fd, const struct as_user_reply *r)
 {
@@ -1208,14 +1159,14 @@ static void say_parent(int fd, const struct as_user_reply *r)
  * not dumpable, so no ptrace and no /proc/PID/mem or fd).  0, or -1 with
  * r->err set.  Async-signal-safe.
  */
-static int drop_to(uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
+static int drop_to(uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups,
 		   struct as_user_reply *r)
 {
 	struct rlimit no_core = { 0, 0 };
 
 	setrlimit(RLIMIT_CORE, &no_core);
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	if (setgroups((size_t)ngroups, groups) < 0 || setgid(gid) < 0 ||
+	if (setgroups(ngroups, groups) < 0 || setgid(gid) < 0 ||
 	    setuid(uid) < 0) {
 		r->err = errno;
 		return -1;
@@ -1253,7 +1204,7 @@ static void close_from_3(void)
  * answered on out (stage and errno).  Never returns.
  */
 static void exec_child(int in, int out, int errfd, uid_t uid, gid_t gid,
-		       const gid_t *groups, int ngroups, char *const argv[],
+		       const gid_t *groups, size_t ngroups, char *const argv[],
 		       char *const envp[])
 {
 	struct as_user_reply r = { .stage = AS_EXEC };
@@ -1574,8 +1525,8 @@ static int submit_as_user(const char *conf, const struct hb_slurmc_submit *req,
 	char cwd[PATH_MAX], *text = NULL, **envp = NULL;
 	int in = -1, out[2] = { -1, -1 }, errp[2] = { -1, -1 };
 	gid_t *groups = NULL;
-	int ngroups = 0, rc;
-	size_t len = 0;
+	size_t ngroups = 0, len = 0;
+	int rc;
 	pid_t pid;
 
 	/* as a direct submission would: our working directory */
@@ -1584,7 +1535,7 @@ static int submit_as_user(const char *conf, const struct hb_slurmc_submit *req,
 			snprintf(cwd, sizeof(cwd), "/");
 		copy.work_dir = cwd;
 	}
-	if ((rc = user_groups(uid, gid, &groups, &ngroups, err)) ||
+	if ((rc = hb_user_lookup(uid, gid, &groups, &ngroups, NULL, err)) ||
 	    (rc = req_to_json(&copy, &text, &len, err)) ||
 	    (rc = child_env(conf, &envp, err)))
 		goto out;

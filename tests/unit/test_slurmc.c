@@ -3,8 +3,8 @@
  * exit-status mapping, error conversion, GRES text, request checks, the
  * request-to-job_desc conversion, the poll's change detection, node state
  * text, opening bad or good slurm.conf files, and the parts of a
- * submission as another user: the user's groups, the child's privilege
- * drop, and the parent's wait (answer, silence, death, stop, deadline).
+ * submission as another user: the child's privilege drop, and the
+ * parent's wait (answer, silence, death, stop, deadline).
  *
  * The module's file-local functions (fill_desc, poll_table,
  * job_from_slurm, node_state_text) are reached by compiling
@@ -917,26 +917,6 @@ static void test_open_no_controller(void **state)
 
 /* ------------------------------------------------ submission as a user */
 
-static void test_user_groups(void **state)
-{
-	struct hb_err err = { 0 };
-	gid_t *g = NULL;
-	int n = 0, has0 = 0;
-
-	(void)state;
-	assert_int_equal(user_groups(0, 0, &g, &n, &err), 0);
-	assert_true(n >= 1);
-	for (int i = 0; i < n; i++)
-		has0 |= g[i] == 0;
-	assert_true(has0);
-	free(g);
-	/* a uid with no passwd entry: only its group */
-	assert_int_equal(user_groups(3999999999u, 12345, &g, &n, &err), 0);
-	assert_int_equal(n, 1);
-	assert_int_equal(g[0], 12345);
-	free(g);
-}
-
 /* A child standing in for the submitting one: what it does. */
 enum fake { F_ANSWER, F_SILENT, F_KILLED, F_STOPPED, F_SLOW };
 
@@ -1428,7 +1408,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_node_state_text),
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_open_no_controller),
-		cmocka_unit_test(test_user_groups),
 		cmocka_unit_test(test_as_user_wait),
 		cmocka_unit_test(test_drop_to),
 		cmocka_unit_test(test_req_json),
