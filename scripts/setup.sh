@@ -11,6 +11,7 @@ pkgs=(
 	munge slurm-wlm slurmctld slurmd slurm-client libslurm-dev
 	slurmdbd mariadb-server
 	python3 python3-yaml openmpi-bin libopenmpi-dev curl openssl
+	procps util-linux passwd binutils
 )
 
 missing=()
