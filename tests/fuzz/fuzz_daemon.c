@@ -47,7 +47,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "daemon.h"
+#include "gateway/daemon/daemon.h"
 #include "hpcbridge/config.h"
 #include "hpcbridge/proto.h"
 

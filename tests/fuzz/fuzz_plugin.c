@@ -16,7 +16,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "hbplugin.h"
+#include "slurm-plugin/hbplugin.h"
 #include "hpcbridge/proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -14,7 +14,7 @@
 #include <sqlite3.h>
 #include <time.h>
 
-#include "decider.h"
+#include "gateway/placement/decider.h"
 #include "hpcbridge/config.h"
 #include "hpcbridge/kube_capacity.h"
 #include "hpcbridge/policy.h"

@@ -19,7 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "kube_int.h"
+#include "gateway/kube/kube_int.h"
 #include "testutil.h"
 
 /* ---------------------------------------------------- pure helpers */

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kube_int.h"
+#include "gateway/kube/kube_int.h"
 #include "testutil.h"
 
 static char dir[PATH_MAX];

@@ -12,7 +12,7 @@
 
 #include "hpcbridge/config.h"
 #include "hpcbridge/schema.h"
-#include "origin.h"
+#include "gateway/daemon/origin.h"
 #include "testutil.h"
 
 static struct hb_schema_set *crds;

@@ -13,7 +13,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "hbplugin.h"
+#include "slurm-plugin/hbplugin.h"
 #include "hpcbridge/error.h"
 #include "hpcbridge/proto.h"
 #include "testutil.h"

@@ -8,7 +8,7 @@
  *
  * The module's file-local functions (fill_desc, poll_table,
  * job_from_slurm, node_state_text) are reached by compiling
- * gateway/slurmc.c into this program; its public functions then come from
+ * gateway/slurm/slurmc.c into this program; its public functions then come from
  * here, not from the hbslurmc archive.  tests/integration/slurmc.test.sh
  * covers the calls that need slurmctld.
  */
@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../gateway/slurmc.c"
+#include "gateway/slurm/slurmc.c"
 #include "testutil.h"
 
 /* ---------------------------------------------------------- states */

@@ -20,7 +20,7 @@
 #include "hpcbridge/error.h"
 #include "hpcbridge/store.h"
 #include "testutil.h"
-#include "walbuf.h" /* state/, private to the store */
+#include "state/walbuf.h" /* private to the store */
 
 struct fx {
 	char dir[64];

@@ -28,7 +28,7 @@
 
 #include "hpcbridge/slurmc.h"
 #include "hpcbridge/translate.h"
-#include "slurm_backend.h"
+#include "gateway/sides/slurm.h"
 
 struct hb_slurm_backend {
 	struct hb_slurmc *c;

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "slurm_backend.h"
+#include "gateway/sides/slurm.h"
 #include "hpcbridge/buf.h"
 #include "hpcbridge/config.h"
 #include "hpcbridge/file.h"

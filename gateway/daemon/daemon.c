@@ -43,7 +43,7 @@
 #include "hpcbridge/sbatch.h"
 #include "hpcbridge/store.h"
 #include "origin.h"
-#include "decider.h"
+#include "gateway/placement/decider.h"
 #include "pool.h"
 
 #ifndef HB_VERSION

@@ -1,0 +1,85 @@
+/*
+ * sides/slurm.h - the daemon's Slurm side: what the daemon asks of Slurm
+ * (struct hb_daemon_backend) and its implementation over the Slurm client
+ * (sides/slurm.c).
+ */
+#ifndef HPCBRIDGE_SIDES_SLURM_H
+#define HPCBRIDGE_SIDES_SLURM_H
+
+#include <stdint.h>
+
+#include "gateway/placement/decider.h"
+#include "hpcbridge/error.h"
+
+/* A batch job to submit to Slurm for a user (the "submit" op).  Strings
+ * are borrowed for the call. */
+struct hb_submit_req {
+	const char *id;		   /* "hb-000042" */
+	const char *script;	   /* the script text */
+	const char *name;	   /* job name, or NULL */
+	const char *cwd;	   /* working directory, or NULL */
+	const char *user;	   /* the submitting user */
+	uint32_t uid, gid;	   /* submit as this user (the peer's creds) */
+	const char *const *argv;   /* script arguments, NULL-terminated */
+	const char *const *env;	   /* "K=V", NULL-terminated (may be empty) */
+	const char *admin_comment; /* "hpcbridge:hb-000042 target=slurm" */
+};
+
+/*
+ * What the daemon asks of Slurm.  Both calls run on worker threads, maybe
+ * several at once, so they must be thread-safe (a handle per thread, or a
+ * lock).  A NULL member means the daemon has no such backend: submit is
+ * refused with EUNSUP, cancelling a job that has a Slurm id with
+ * EUNAVAIL.  sides/slurm.c provides them over gateway/slurm/slurmc.c;
+ * the daemon's main wires them.
+ */
+/* A Slurm job hpcbridge tagged ("hpcbridge:<id>" in its admin comment)
+ * whose state changed, as the reconciler sees it. */
+struct hb_slurm_change {
+	int64_t slurm_job_id;
+	char id[32];	   /* the gateway id */
+	const char *state; /* store state: queued, running, succeeded,
+			    * failed, cancelled (static) */
+	int64_t exit_code; /* final states; -1 otherwise */
+};
+
+struct hb_daemon_backend {
+	void *ctx;
+	/* 0 with *slurm_job_id set, or an HB_E* code with err set. */
+	int (*slurm_submit)(void *ctx, const struct hb_submit_req *req,
+			    int64_t *slurm_job_id, struct hb_err *err);
+	/* 0 if cancelled or already ended; HB_ENOENT if Slurm no longer
+	 * knows the job (the daemon then marks it cancelled too); another
+	 * HB_E* code with err set on failure. */
+	int (*slurm_cancel)(void *ctx, int64_t slurm_job_id,
+			    struct hb_err *err);
+	/* Report the tagged Slurm jobs that changed since the last call
+	 * (the first call: all of them), one cb call each.  Runs on a worker;
+	 * NULL: the daemon does not follow Slurm jobs. */
+	int (*slurm_poll)(void *ctx,
+			  int (*cb)(const struct hb_slurm_change *, void *),
+			  void *arg, struct hb_err *err);
+	/* For placement: fill out[i] (name set by the caller) for each of
+	 * the n partitions: when a probe job of one node would start
+	 * (slurm_job_will_run2) and how many of its nodes are idle.  A
+	 * partition Slurm does not know is left unknown.  Runs on a worker
+	 * every placement.refresh_s; NULL: no estimates (the policy's
+	 * default wait stands). */
+	int (*slurm_estimate)(void *ctx, struct hb_decider_part *out,
+			      size_t n, struct hb_err *err);
+};
+
+struct hb_slurm_backend;
+
+/* Open the Slurm client (slurm_conf NULL: $SLURM_CONF or Slurm's default
+ * path).  Call before any thread starts.  Caller frees with
+ * hb_slurm_backend_close(). */
+int hb_slurm_backend_open(const char *slurm_conf, struct hb_slurm_backend **out,
+			  struct hb_err *err);
+void hb_slurm_backend_close(struct hb_slurm_backend *sb); /* NULL ok */
+
+/* The daemon's submit, cancel and poll slots, borrowing sb. */
+void hb_slurm_backend_ops(struct hb_slurm_backend *sb,
+			  struct hb_daemon_backend *out);
+
+#endif
