@@ -8,6 +8,9 @@
 
 #include <stdint.h>
 
+/* A time limit of "UNLIMITED" or "INFINITE", in seconds. */
+#define HB_TIME_UNLIMITED UINT64_MAX
+
 /* Decimal unsigned integer, no sign, no spaces, at most max. */
 int hb_parse_u64(const char *s, uint64_t max, uint64_t *out);
 int hb_parse_u32(const char *s, uint32_t *out);

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "hpcbridge/error.h"
-#include "hpcbridge/jobspec.h"
 #include "hpcbridge/units.h"
 
 static bool is_digit(char c)
