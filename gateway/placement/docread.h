@@ -4,10 +4,11 @@
  * values, and errors "FILE:LINE: key.path: what is wrong".  Not a public
  * header.
  *
- * Each hb_rd_get_*() reads the member key of obj (path names obj in
- * messages): absent or null leaves *out alone and returns 0; a value of
- * the wrong type or out of bounds is an error.  Errors are set in r->err
- * and returned (HB_EINVAL; HB_ENOMEM when a copy fails).
+ * An hb_rd_get_*() that takes obj and key reads the member key of obj
+ * (path names obj in messages): absent or null leaves *out alone and
+ * returns 0; a value of the wrong type or out of bounds is an error.
+ * Errors are returned: HB_EINVAL with the message in r->err, or
+ * HB_ENOMEM when a copy fails (the caller says so).
  */
 #ifndef HB_PLACEMENT_DOCREAD_H
 #define HB_PLACEMENT_DOCREAD_H
