@@ -15,6 +15,7 @@
 #include "hpcbridge/doc.h"
 #include "hpcbridge/launcher.h"
 #include "hpcbridge/mpijob.h"
+#include "translators/k8s/k8s_int.h"
 
 #define API_VERSION   "kubeflow.org/v2beta1"
 #define WORKER_PATH   "spec.mpiReplicaSpecs.Worker.template.spec"

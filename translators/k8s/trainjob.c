@@ -18,6 +18,7 @@
 #include "hpcbridge/doc.h"
 #include "hpcbridge/mpijob.h"
 #include "hpcbridge/trainjob.h"
+#include "translators/k8s/k8s_int.h"
 
 #define API_VERSION   "trainer.kubeflow.org/v1alpha1"
 #define API_GROUP     "trainer.kubeflow.org"
