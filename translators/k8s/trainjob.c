@@ -7,8 +7,8 @@
  * keys and the hostfile.  The trainer's command runs the launcher script,
  * which runs the original script unchanged.  Placement (node selectors,
  * affinity) goes into a runtime patch on the "launcher" and "node"
- * replicated jobs of the runtime.  Shared pieces are in k8s.c; the mapping
- * is in docs/internals/manifests.md.
+ * replicated jobs of the runtime.  Shared pieces are in k8s*.c
+ * (k8s_int.h); the mapping is in docs/internals/manifests.md.
  */
 #include <stdio.h>
 #include <string.h>
