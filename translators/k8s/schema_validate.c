@@ -791,6 +791,41 @@ static void meta_objects(struct vctx *c, const cJSON *arr,
 	}
 }
 
+/* metadata.finalizers: qualified names, not both orphan and
+ * foregroundDeletion. */
+static void meta_finalizers(struct vctx *c, const cJSON *it)
+{
+	const cJSON *f, *arr = cJSON_IsArray(it) ? it : NULL;
+	char q[QUOTE_MAX * 2 + 16];
+	size_t i = 0;
+	int orphan = 0, fg = 0;
+
+	if (!arr)
+		hb_schema_report(c, V_VALUE, "must be of type array");
+	cJSON_ArrayForEach(f, arr) {
+		size_t o2 = hb_schema_path_index(&c->path, i++);
+		const char *why;
+
+		if (!cJSON_IsString(f)) {
+			hb_schema_report(c, V_VALUE, "must be of type string");
+		} else if ((why = hb_schema_qualified_name(f->valuestring,
+							   0))) {
+			hb_schema_report(c, V_VALUE, "Invalid value: %s: %s",
+					 hb_schema_quote(f->valuestring, q,
+							 sizeof(q)),
+					 why);
+		} else {
+			orphan |= !strcmp(f->valuestring, "orphan");
+			fg |= !strcmp(f->valuestring, "foregroundDeletion");
+		}
+		hb_schema_path_pop(&c->path, o2);
+	}
+	if (orphan && fg)
+		hb_schema_report(c, V_VALUE,
+				 "'orphan' and 'foregroundDeletion' cannot "
+				 "both be set");
+}
+
 static void validate_objectmeta(struct vctx *c, const cJSON *m, int top)
 {
 	static const struct mfield owner_fields[] = {
@@ -832,12 +867,11 @@ static void validate_objectmeta(struct vctx *c, const cJSON *m, int top)
 			meta_type(c, it, T_INTEGER);
 			if (!strcmp(k, "generation") &&
 			    hb_schema_is_integral(it) && it->valuedouble < 0)
-				hb_schema_report(
-					c, V_VALUE,
-					"Invalid value: %s: must be greater "
-					"than or equal to 0",
-					fmt_number(it->valuedouble, q,
-						   sizeof(q)));
+				hb_schema_report(c, V_VALUE,
+						 "Invalid value: %s: must be "
+						 "greater than or equal to 0",
+						 fmt_number(it->valuedouble, q,
+							    sizeof(q)));
 		} else if (!strcmp(k, "creationTimestamp") ||
 			   !strcmp(k, "deletionTimestamp")) {
 			meta_type(c, it, T_STRING);
@@ -853,42 +887,7 @@ static void validate_objectmeta(struct vctx *c, const cJSON *m, int top)
 			   !strcmp(k, "annotations")) {
 			meta_map(c, it, !strcmp(k, "labels"));
 		} else if (!strcmp(k, "finalizers")) {
-			const cJSON *f, *arr = cJSON_IsArray(it) ? it : NULL;
-			size_t i = 0;
-			int orphan = 0, fg = 0;
-
-			if (!arr)
-				hb_schema_report(c, V_VALUE,
-						 "must be of type array");
-			cJSON_ArrayForEach(f, arr) {
-				size_t o2 = hb_schema_path_index(&c->path, i++);
-				const char *why;
-
-				if (!cJSON_IsString(f)) {
-					hb_schema_report(
-						c, V_VALUE,
-						"must be of type string");
-				} else if ((why = hb_schema_qualified_name(
-						    f->valuestring, 0))) {
-					hb_schema_report(
-						c, V_VALUE,
-						"Invalid value: %s: %s",
-						hb_schema_quote(f->valuestring,
-								q, sizeof(q)),
-						why);
-				} else {
-					orphan |= !strcmp(f->valuestring,
-							  "orphan");
-					fg |= !strcmp(f->valuestring,
-						      "foregroundDeletion");
-				}
-				hb_schema_path_pop(&c->path, o2);
-			}
-			if (orphan && fg)
-				hb_schema_report(
-					c, V_VALUE,
-					"'orphan' and 'foregroundDeletion' "
-					"cannot both be set");
+			meta_finalizers(c, it);
 		} else if (!strcmp(k, "ownerReferences")) {
 			meta_objects(c, it, owner_fields,
 				     sizeof(owner_fields) /
@@ -925,9 +924,8 @@ static void validate_objectmeta(struct vctx *c, const cJSON *m, int top)
 	if (top && !(name && *name) && !(gen && *gen)) {
 		size_t old = hb_schema_path_key(&c->path, "name");
 
-		hb_schema_report(
-			c, V_VALUE,
-			"Required value: name or generateName is required");
+		hb_schema_report(c, V_VALUE, "Required value: name or "
+				 "generateName is required");
 		hb_schema_path_pop(&c->path, old);
 	}
 	name = hb_schema_str(m, "namespace");
@@ -938,11 +936,10 @@ static void validate_objectmeta(struct vctx *c, const cJSON *m, int top)
 			hb_schema_report(c, V_VALUE,
 					 "Forbidden: not allowed on this type");
 		else if (!hb_schema_dns1123_label(name))
-			hb_schema_report(
-				c, V_VALUE,
-				"Invalid value: %s: a lowercase RFC 1123 label "
-				"of at most 63 characters",
-				hb_schema_quote(name, q, sizeof(q)));
+			hb_schema_report(c, V_VALUE,
+					 "Invalid value: %s: a lowercase RFC "
+					 "1123 label of at most 63 characters",
+					 hb_schema_quote(name, q, sizeof(q)));
 		hb_schema_path_pop(&c->path, old);
 	}
 }
