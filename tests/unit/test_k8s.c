@@ -12,6 +12,7 @@
 #include "hpcbridge/doc.h"
 #include "hpcbridge/mpijob.h"
 #include "testutil.h"
+#include "translators/k8s/k8s_int.h"
 
 static void name_of(const char *job, const char *file, int64_t idx,
 		    uint32_t nodes, char out[HB_DNS_LABEL_MAX + 1])

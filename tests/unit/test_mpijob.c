@@ -20,6 +20,7 @@
 #include "hpcbridge/schema.h"
 #include "hpcbridge/translate.h"
 #include "testutil.h"
+#include "translators/k8s/k8s_int.h"
 
 /* ---------------------------------------------------------------- */
 /* Fixtures                                                         */

@@ -21,6 +21,7 @@
 #include "hpcbridge/trainjob.h"
 #include "hpcbridge/translate.h"
 #include "testutil.h"
+#include "translators/k8s/k8s_int.h"
 
 static struct hb_schema_set *schemas;
 

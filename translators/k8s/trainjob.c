@@ -7,8 +7,8 @@
  * keys and the hostfile.  The trainer's command runs the launcher script,
  * which runs the original script unchanged.  Placement (node selectors,
  * affinity) goes into a runtime patch on the "launcher" and "node"
- * replicated jobs of the runtime.  Shared pieces are in k8s.c; the mapping
- * is in docs/internals/manifests.md.
+ * replicated jobs of the runtime.  Shared pieces are in k8s*.c
+ * (k8s_int.h); the mapping is in docs/internals/manifests.md.
  */
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +18,7 @@
 #include "hpcbridge/doc.h"
 #include "hpcbridge/mpijob.h"
 #include "hpcbridge/trainjob.h"
+#include "translators/k8s/k8s_int.h"
 
 #define API_VERSION   "trainer.kubeflow.org/v1alpha1"
 #define API_GROUP     "trainer.kubeflow.org"
