@@ -2413,8 +2413,8 @@ static void kcap_free(struct kcap_task *kt)
 /* kt's copy of the configuration's GPU settings. */
 static int kcap_opts(struct kcap_task *kt, const struct hb_config *cfg)
 {
-	uint32_t n = cfg->ngpu_type_selectors, nkv = 0;
-	const struct hb_selector_map *src = cfg->gpu_type_selectors;
+	uint32_t n = cfg->k8s.ngpu_type_selectors, nkv = 0;
+	const struct hb_selector_map *src = cfg->k8s.gpu_type_selectors;
 
 	for (uint32_t i = 0; i < n; i++)
 		nkv += src[i].nlabels;
@@ -2439,8 +2439,8 @@ static int kcap_opts(struct kcap_task *kt, const struct hb_config *cfg)
 				return HB_ENOMEM;
 		}
 	}
-	if (cfg->gpu_resource &&
-	    !(kt->gpu_resource = strdup(cfg->gpu_resource)))
+	if (cfg->k8s.gpu_resource &&
+	    !(kt->gpu_resource = strdup(cfg->k8s.gpu_resource)))
 		return HB_ENOMEM;
 	kt->o.gpu_resource = kt->gpu_resource;
 	return 0;
@@ -4106,7 +4106,7 @@ static int remote_new(struct hb_daemon *d, struct hb_err *err)
 					    REMOTE_GRACE_MS, &d->remote, err);
 	ko.kubeconfig = d->cfg.remote_kubeconfig;
 	ko.context = d->cfg.remote_context;
-	ko.ns = d->cfg.namespace;
+	ko.ns = d->cfg.k8s.namespace;
 	ko.workers = d->cfg.daemon_workers;
 	return hb_backend_kube_new(&ko, &d->remote, err);
 }
@@ -4786,7 +4786,7 @@ static int origin_new(struct hb_daemon *d, struct hb_err *err)
 		return 0;
 	oo.kubeconfig = d->cfg.remote_kubeconfig;
 	oo.context = d->cfg.remote_context;
-	oo.ns = d->cfg.namespace;
+	oo.ns = d->cfg.k8s.namespace;
 	if ((rc = hb_origin_new(&oo, &d->origin, err)) ||
 	    (rc = hb_origin_load(d->origin, d->st, err)))
 		return rc;

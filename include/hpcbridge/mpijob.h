@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "hpcbridge/buf.h"
-#include "hpcbridge/config.h"
+#include "hpcbridge/k8s_opts.h"
 #include "hpcbridge/error.h"
 #include "hpcbridge/fidelity.h"
 #include "hpcbridge/jobspec.h"
@@ -52,7 +52,7 @@ int hb_k8s_name_reserve(const struct hb_jobspec *spec, int64_t array_index,
  * Build the MPIJob for spec (array_index >= 0: that element of an array).
  * Records every field's fate in rep.  Caller frees *out with cJSON_Delete.
  */
-int hb_mpijob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
+int hb_mpijob_emit(const struct hb_jobspec *spec, const struct hb_k8s_opts *cfg,
 		   int64_t array_index, struct cJSON **out,
 		   struct hb_report *rep, struct hb_err *err);
 
@@ -62,7 +62,7 @@ int hb_mpijob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
  * tree writer.  On error nothing is left in w's output.
  */
 struct hb_emit;
-int hb_mpijob_write(const struct hb_jobspec *spec, const struct hb_config *cfg,
+int hb_mpijob_write(const struct hb_jobspec *spec, const struct hb_k8s_opts *cfg,
 		    int64_t array_index, struct hb_emit *w,
 		    struct hb_report *rep, struct hb_err *err);
 
@@ -78,7 +78,7 @@ int hb_mpijob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
  * per namespace is enough; the name changes with the runtime.  Caller
  * frees *out with cJSON_Delete().
  */
-int hb_k8s_runtime_configmap(const struct hb_config *cfg, struct cJSON **out,
+int hb_k8s_runtime_configmap(const struct hb_k8s_opts *cfg, struct cJSON **out,
 			     struct hb_err *err);
 
 #endif

@@ -43,7 +43,7 @@ HEADERS = {
     "translate.h": "translators", "sbatch.h": "translators",
     "pbs.h": "translators", "mpijob.h": "translators",
     "trainjob.h": "translators", "launcher.h": "translators",
-    "schema.h": "translators",
+    "schema.h": "translators", "k8s_opts.h": "translators",
     "store.h": "state",
     "proto.h": "gateway/proto",
     "config.h": "gateway/config",

@@ -34,13 +34,28 @@ static char lower(char c)
 	return (char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
 }
 
-const char *hb_k8s_kv_get(const struct hb_kv *kv, uint32_t n, const char *key)
+const char *hb_kv_get(const struct hb_kv *kv, uint32_t n, const char *key)
 {
-	if (!key)
+	uint32_t i;
+
+	if (!kv || !key)
 		return NULL;
-	for (uint32_t i = 0; i < n; i++)
-		if (kv[i].key && strcmp(kv[i].key, key) == 0)
+	for (i = 0; i < n; i++)
+		if (kv[i].key && !strcmp(kv[i].key, key))
 			return kv[i].value;
+	return NULL;
+}
+
+const struct hb_selector_map *hb_selector_get(const struct hb_selector_map *m,
+					      uint32_t n, const char *key)
+{
+	uint32_t i;
+
+	if (!m || !key)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (m[i].key && !strcmp(m[i].key, key))
+			return &m[i];
 	return NULL;
 }
 
@@ -495,7 +510,7 @@ void hb_k8s_write_script(struct hb_emit *w, const struct hb_k8s_plan *plan)
 		     plan->script.len);
 }
 
-int hb_k8s_plan(const struct hb_jobspec *spec, const struct hb_config *cfg,
+int hb_k8s_plan(const struct hb_jobspec *spec, const struct hb_k8s_opts *cfg,
 		int64_t array_index, size_t name_reserve,
 		const struct hb_k8s_paths *paths, struct hb_k8s_plan *plan,
 		struct hb_report *rep, struct hb_err *err)
@@ -559,7 +574,7 @@ fail:
 	return rc;
 }
 
-int hb_k8s_runtime_configmap(const struct hb_config *cfg, cJSON **out,
+int hb_k8s_runtime_configmap(const struct hb_k8s_opts *cfg, cJSON **out,
 			     struct hb_err *err)
 {
 	const char *rt = hb_launcher_runtime(NULL);

@@ -32,13 +32,13 @@ static bool looks_like_image(const char *s)
 int hb_k8s_plan_image(struct hb_k8s_ctx *c)
 {
 	const struct hb_jobspec *s = c->spec;
-	const struct hb_config *cfg = c->cfg;
+	const struct hb_k8s_opts *cfg = c->cfg;
 	const char *img = NULL, *how = NULL, *cont_note = NULL;
 	char why[256];
 
 	why[0] = '\0';
 	if (s->container) {
-		img = hb_k8s_kv_get(cfg->container_images,
+		img = hb_kv_get(cfg->container_images,
 				    cfg->ncontainer_images, s->container);
 		if (img) {
 			how = "container";
@@ -53,7 +53,7 @@ int hb_k8s_plan_image(struct hb_k8s_ctx *c)
 	for (uint32_t i = 0; !img && i < s->nmodules; i++) {
 		const char *m = s->modules[i], *sl = strchr(m, '/');
 
-		img = hb_k8s_kv_get(cfg->module_images, cfg->nmodule_images, m);
+		img = hb_kv_get(cfg->module_images, cfg->nmodule_images, m);
 		if (!img && sl) {
 			char base[128];
 			size_t bl = (size_t)(sl - m);
@@ -61,7 +61,7 @@ int hb_k8s_plan_image(struct hb_k8s_ctx *c)
 			if (bl < sizeof(base)) {
 				memcpy(base, m, bl);
 				base[bl] = '\0';
-				img = hb_k8s_kv_get(cfg->module_images,
+				img = hb_kv_get(cfg->module_images,
 						    cfg->nmodule_images, base);
 			}
 		}
@@ -71,7 +71,7 @@ int hb_k8s_plan_image(struct hb_k8s_ctx *c)
 		}
 	}
 	if (!img && s->partition) {
-		img = hb_k8s_kv_get(cfg->partition_images,
+		img = hb_kv_get(cfg->partition_images,
 				    cfg->npartition_images, s->partition);
 		if (img) {
 			snprintf(why, sizeof(why), "partition %s -> %s",

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "hpcbridge/buf.h"
-#include "hpcbridge/config.h"
+#include "hpcbridge/k8s_opts.h"
 #include "hpcbridge/error.h"
 #include "hpcbridge/fidelity.h"
 #include "hpcbridge/jobspec.h"
@@ -106,7 +106,7 @@ struct hb_k8s_plan {
  * of every field that is set, using paths.  The caller may override a
  * fate afterwards.  On error the plan is freed.
  */
-int hb_k8s_plan(const struct hb_jobspec *spec, const struct hb_config *cfg,
+int hb_k8s_plan(const struct hb_jobspec *spec, const struct hb_k8s_opts *cfg,
 		int64_t array_index, size_t name_reserve,
 		const struct hb_k8s_paths *paths, struct hb_k8s_plan *plan,
 		struct hb_report *rep, struct hb_err *err);
@@ -217,7 +217,7 @@ int hb_k8s_unescape(const char *s, size_t n, struct hb_buf *out);
 /* What every step of the plan works on. */
 struct hb_k8s_ctx {
 	const struct hb_jobspec *spec;
-	const struct hb_config *cfg;
+	const struct hb_k8s_opts *cfg;
 	const struct hb_k8s_paths *paths;
 	struct hb_k8s_plan *plan;
 	struct hb_report *rep;
@@ -232,10 +232,6 @@ static inline int hb_k8s_is_alnum(char c)
 	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
 	       (c >= 'A' && c <= 'Z');
 }
-
-/* The value of key in a configuration map (NULL: none). */
-const char *hb_k8s_kv_get(const struct hb_kv *kv, uint32_t n,
-			  const char *key);
 
 /* The value annotation hpcbridge.io/<key> had in the manifest spec was
  * read from, when that was one of hpcbridge's (its directive); NULL for

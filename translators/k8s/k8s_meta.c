@@ -65,7 +65,7 @@ static int carry_(struct hb_k8s_ctx *c, enum hb_field f, const char *key,
 int hb_k8s_plan_metadata(struct hb_k8s_ctx *c)
 {
 	const struct hb_jobspec *s = c->spec;
-	const struct hb_config *cfg = c->cfg;
+	const struct hb_k8s_opts *cfg = c->cfg;
 	struct hb_k8s_kvs *labels = &c->plan->labels;
 	char v[HB_DNS_LABEL_MAX + 1];
 	const char *queue = NULL, *part = NULL;
@@ -76,7 +76,7 @@ int hb_k8s_plan_metadata(struct hb_k8s_ctx *c)
 
 	/* The Kueue queue: partition map, else the default. */
 	if (s->partition) {
-		queue = hb_k8s_kv_get(cfg->partition_queues,
+		queue = hb_kv_get(cfg->partition_queues,
 				      cfg->npartition_queues, s->partition);
 		if (queue)
 			part = s->partition;

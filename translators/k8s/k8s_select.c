@@ -65,7 +65,7 @@ static int merge_selector(struct hb_k8s_ctx *c, const struct hb_selector_map *m,
 static int or_group(struct hb_k8s_ctx *c, const char *s, size_t n,
 		    struct hb_buf *unmapped, uint32_t *nmapped)
 {
-	const struct hb_config *cfg = c->cfg;
+	const struct hb_k8s_opts *cfg = c->cfg;
 	cJSON *terms = NULL, *aff;
 	const char *p = s, *end = s + n;
 
@@ -147,7 +147,7 @@ static int or_group(struct hb_k8s_ctx *c, const char *s, size_t n,
 int hb_k8s_plan_constraint(struct hb_k8s_ctx *c)
 {
 	const struct hb_jobspec *s = c->spec;
-	const struct hb_config *cfg = c->cfg;
+	const struct hb_k8s_opts *cfg = c->cfg;
 	const char *str = s->constraint;
 	struct hb_buf unmapped;
 	uint32_t nmapped = 0, ngroups = 0;

@@ -129,7 +129,7 @@ int hb_k8s_check_shape(struct hb_k8s_ctx *c)
 {
 	const struct hb_jobspec *s = c->spec;
 	const struct hb_shape *sh = &c->plan->shape;
-	const struct hb_config *cfg = c->cfg;
+	const struct hb_k8s_opts *cfg = c->cfg;
 
 	if (cfg->worker_cpus && sh->cpus_per_node > cfg->worker_cpus) {
 		enum hb_field f = s->cpus_per_task > 1 ? HB_F_CPUS_PER_TASK
@@ -249,7 +249,7 @@ int hb_k8s_plan_resources(struct hb_k8s_ctx *c)
 {
 	const struct hb_jobspec *s = c->spec;
 	const struct hb_shape *sh = &c->plan->shape;
-	const struct hb_config *cfg = c->cfg;
+	const struct hb_k8s_opts *cfg = c->cfg;
 	const struct hb_k8s_paths *p = c->paths;
 	const char *gres =
 	    cfg->gpu_resource ? cfg->gpu_resource : "nvidia.com/gpu";

@@ -102,7 +102,7 @@ static void replica(struct hb_emit *w, const struct hb_k8s_plan *plan,
 }
 
 static const char *mpi_name(const struct hb_jobspec *spec,
-			    const struct hb_config *cfg, struct hb_err *err)
+			    const struct hb_k8s_opts *cfg, struct hb_err *err)
 {
 	const char *m = hb_mpi_impl_name((enum hb_mpi_impl)spec->mpi);
 
@@ -119,7 +119,7 @@ static const char *mpi_name(const struct hb_jobspec *spec,
 	return m;
 }
 
-int hb_mpijob_write(const struct hb_jobspec *spec, const struct hb_config *cfg,
+int hb_mpijob_write(const struct hb_jobspec *spec, const struct hb_k8s_opts *cfg,
 		    int64_t array_index, struct hb_emit *w,
 		    struct hb_report *rep, struct hb_err *err)
 {
@@ -193,7 +193,7 @@ out:
 	return rc;
 }
 
-int hb_mpijob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
+int hb_mpijob_emit(const struct hb_jobspec *spec, const struct hb_k8s_opts *cfg,
 		   int64_t array_index, struct cJSON **out,
 		   struct hb_report *rep, struct hb_err *err)
 {

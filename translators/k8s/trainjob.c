@@ -78,7 +78,7 @@ static void patch_job(struct hb_emit *w, const struct hb_k8s_plan *plan,
 }
 
 int hb_trainjob_write(const struct hb_jobspec *spec,
-		      const struct hb_config *cfg, int64_t array_index,
+		      const struct hb_k8s_opts *cfg, int64_t array_index,
 		      struct hb_emit *w, struct hb_report *rep,
 		      struct hb_err *err)
 {
@@ -199,7 +199,7 @@ out:
 	return rc;
 }
 
-int hb_trainjob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
+int hb_trainjob_emit(const struct hb_jobspec *spec, const struct hb_k8s_opts *cfg,
 		     int64_t array_index, struct cJSON **out,
 		     struct hb_report *rep, struct hb_err *err)
 {
