@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,33 +215,38 @@ static int fail_at(const struct where *w, const cJSON *item, int code,
 			  what);
 }
 
+/* A getter's "KEY: why" put at w: "FILE:LINE: PATH.KEY: why". */
+static int fail_get(const struct where *w, const cJSON *obj, const char *key,
+		    int code, const struct hb_err *e)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	return hb_err_set(w->err, code, w->file,
+			  it ? (unsigned)hb_doc_line(it) : 0, "%s%s%s", w->path,
+			  w->path[0] ? "." : "", e->msg);
+}
+
 /* An optional string; *out NULL when absent or null. */
 static int get_str(const struct where *w, const cJSON *obj, const char *key,
 		   const char **out)
 {
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+	struct hb_err e = { 0 };
+	int rc;
 
 	*out = NULL;
-	if (!it || cJSON_IsNull(it))
-		return 0;
-	if (!cJSON_IsString(it))
-		return fail_at(w, it, HB_EINVAL, key, "must be a string");
-	*out = it->valuestring;
-	return 0;
+	rc = hb_doc_get_str(obj, key, SIZE_MAX, 0, out, &e);
+	return rc ? fail_get(w, obj, key, rc, &e) : 0;
 }
 
 static int get_bool(const struct where *w, const cJSON *obj, const char *key,
 		    int *out)
 {
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+	struct hb_err e = { 0 };
+	int rc;
 
 	*out = 0;
-	if (!it || cJSON_IsNull(it))
-		return 0;
-	if (!cJSON_IsBool(it))
-		return fail_at(w, it, HB_EINVAL, key, "must be true or false");
-	*out = cJSON_IsTrue(it);
-	return 0;
+	rc = hb_doc_get_bool(obj, key, 0, out, &e);
+	return rc ? fail_get(w, obj, key, rc, &e) : 0;
 }
 
 static int sub_where(const struct where *w, struct where *sub, const char *fmt,
