@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "hpcbridge/clock.h"
 #include "hpcbridge/doc.h"
 #include "hpcbridge/file.h"
 #include "kube_int.h"
@@ -43,12 +45,11 @@ extern char **environ;
 #define EXEC_V1	     "client.authentication.k8s.io/v1"
 #define EXEC_V1BETA1 "client.authentication.k8s.io/v1beta1"
 
+/* The tests' name for the monotonic clock; the code calls
+ * hb_clock_mono_ms() itself. */
 int64_t hb_kube_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return hb_clock_mono_ms();
 }
 
 static char *xstrdup(const char *s)
@@ -214,33 +215,38 @@ static int fail_at(const struct where *w, const cJSON *item, int code,
 			  what);
 }
 
+/* A getter's "KEY: why" put at w: "FILE:LINE: PATH.KEY: why". */
+static int fail_get(const struct where *w, const cJSON *obj, const char *key,
+		    int code, const struct hb_err *e)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	return hb_err_set(w->err, code, w->file,
+			  it ? (unsigned)hb_doc_line(it) : 0, "%s%s%s", w->path,
+			  w->path[0] ? "." : "", e->msg);
+}
+
 /* An optional string; *out NULL when absent or null. */
 static int get_str(const struct where *w, const cJSON *obj, const char *key,
 		   const char **out)
 {
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+	struct hb_err e = { 0 };
+	int rc;
 
 	*out = NULL;
-	if (!it || cJSON_IsNull(it))
-		return 0;
-	if (!cJSON_IsString(it))
-		return fail_at(w, it, HB_EINVAL, key, "must be a string");
-	*out = it->valuestring;
-	return 0;
+	rc = hb_doc_get_str(obj, key, SIZE_MAX, 0, out, &e);
+	return rc ? fail_get(w, obj, key, rc, &e) : 0;
 }
 
 static int get_bool(const struct where *w, const cJSON *obj, const char *key,
 		    int *out)
 {
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+	struct hb_err e = { 0 };
+	int rc;
 
 	*out = 0;
-	if (!it || cJSON_IsNull(it))
-		return 0;
-	if (!cJSON_IsBool(it))
-		return fail_at(w, it, HB_EINVAL, key, "must be true or false");
-	*out = cJSON_IsTrue(it);
-	return 0;
+	rc = hb_doc_get_bool(obj, key, 0, out, &e);
+	return rc ? fail_get(w, obj, key, rc, &e) : 0;
 }
 
 static int sub_where(const struct where *w, struct where *sub, const char *fmt,
@@ -1314,7 +1320,7 @@ static int exec_read(const struct hb_kube_auth *a, struct exec_run *run,
 	while (po[0] >= 0 || pe[0] >= 0) {
 		struct pollfd pf[2] = { { .fd = po[0], .events = POLLIN },
 					{ .fd = pe[0], .events = POLLIN } };
-		int64_t left = deadline - hb_kube_now_ms();
+		int64_t left = deadline - hb_clock_mono_ms();
 		char tmp[4096];
 
 		if (left <= 0)
@@ -1379,7 +1385,7 @@ static int exec_wait(const struct hb_kube_auth *a, struct exec_run *run,
 					  "%s: waitpid: %s", x->what,
 					  strerror(errno));
 		}
-		if (hb_kube_now_ms() >= deadline)
+		if (hb_clock_mono_ms() >= deadline)
 			return hb_err_set(err, HB_ETIMEDOUT, NULL, 0,
 					  "%s: %s did not exit in time",
 					  x->what, x->argv[0]);
@@ -1576,7 +1582,7 @@ int hb_kube_auth_get(struct hb_kube_auth *a, int refresh, int64_t deadline_ms,
 
 	memset(out, 0, sizeof(*out));
 	if (!deadline_ms)
-		deadline_ms = hb_kube_now_ms() + HB_KUBE_EXEC_TIMEOUT_MS;
+		deadline_ms = hb_clock_mono_ms() + HB_KUBE_EXEC_TIMEOUT_MS;
 	pthread_mutex_lock(&a->mu);
 	tok = a->token;
 	if (a->token_file) {

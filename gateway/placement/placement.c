@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "hpcbridge/doc.h"
+#include "hpcbridge/hash.h"
 #include "hpcbridge/placement.h"
 #include "hpcbridge/units.h"
 
@@ -99,26 +100,15 @@ const char *hb_place_target_name(int target)
 
 /* ---- hashing and time ------------------------------------------------- */
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *c = p;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= c[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 uint64_t hb_place_hash(const char *name, const char *user, uint64_t seq)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = HB_FNV1A_INIT;
 	char num[24];
 	int n = snprintf(num, sizeof(num), "%llu", (unsigned long long)seq);
 
-	h = fnv(h, name ? name : "", name ? strlen(name) + 1 : 1);
-	h = fnv(h, user ? user : "", user ? strlen(user) + 1 : 1);
-	return fnv(h, num, (size_t)n);
+	h = hb_fnv1a_strz(h, name);
+	h = hb_fnv1a_strz(h, user);
+	return hb_fnv1a(h, num, (size_t)n);
 }
 
 static bool word(const char **p, const char *w)

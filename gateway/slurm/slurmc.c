@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "gateway/slurm/slurmc_int.h"
+#include "hpcbridge/clock.h"
 #include "hpcbridge/slurmc.h"
 
 /* Where libslurm looks when neither an argument nor $SLURM_CONF names a
@@ -236,19 +237,16 @@ static void read_child(int fd, char *buf, size_t size, int timeout_ms,
 		       bool *timed_out)
 {
 	size_t len = 0;
-	struct timespec t0, t;
+	int64_t t0 = hb_clock_mono_ms();
 
 	*timed_out = false;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		long spent;
 		ssize_t n;
 		char scratch[256];
 
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		spent = (t.tv_sec - t0.tv_sec) * 1000 +
-			(t.tv_nsec - t0.tv_nsec) / 1000000;
+		spent = (long)(hb_clock_mono_ms() - t0);
 		if (spent >= timeout_ms) {
 			*timed_out = true;
 			break;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gateway/slurm/slurmc_int.h"
+#include "hpcbridge/hash.h"
 #include "hpcbridge/slurmc.h"
 
 /*
@@ -55,31 +56,12 @@ static void job_from_slurm(const slurm_job_info_t *r, struct hb_slurmc_job *j)
 	j->reason = str_or_empty(reason);
 }
 
-#define FNV_OFFSET 0xcbf29ce484222325ULL
-#define FNV_PRIME  0x100000001b3ULL
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= FNV_PRIME;
-	}
-	return h;
-}
-
-static uint64_t fnv_str(uint64_t h, const char *s)
-{
-	return fnv(h, s, strlen(s) + 1);
-}
-
 /* A fingerprint of what a poll reports.  Times a pending job only
  * expects (start) or a running job only expects (end) are left out, so
  * the scheduler's estimates do not count as changes. */
 static uint64_t job_fingerprint(const struct hb_slurmc_job *j)
 {
-	uint64_t h = FNV_OFFSET;
+	uint64_t h = HB_FNV1A_INIT;
 	int32_t v[5] = { (int32_t)j->state, j->completing, j->held,
 			 j->exit_code, j->exit_signal };
 	int64_t t[2] = { 0, 0 };
@@ -88,14 +70,14 @@ static uint64_t job_fingerprint(const struct hb_slurmc_job *j)
 		t[0] = (int64_t)j->start_time;
 	if (hb_slurmc_state_final(j->state))
 		t[1] = (int64_t)j->end_time;
-	h = fnv(h, v, sizeof(v));
-	h = fnv(h, t, sizeof(t));
-	h = fnv_str(h, j->name);
-	h = fnv_str(h, j->partition);
-	h = fnv_str(h, j->nodes);
-	h = fnv_str(h, j->comment);
-	h = fnv_str(h, j->admin_comment);
-	h = fnv_str(h, j->reason);
+	h = hb_fnv1a(h, v, sizeof(v));
+	h = hb_fnv1a(h, t, sizeof(t));
+	h = hb_fnv1a_strz(h, j->name);
+	h = hb_fnv1a_strz(h, j->partition);
+	h = hb_fnv1a_strz(h, j->nodes);
+	h = hb_fnv1a_strz(h, j->comment);
+	h = hb_fnv1a_strz(h, j->admin_comment);
+	h = hb_fnv1a_strz(h, j->reason);
 	return h;
 }
 

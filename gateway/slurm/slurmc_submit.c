@@ -26,6 +26,7 @@
 #include <cjson/cJSON.h>
 
 #include "gateway/slurm/slurmc_int.h"
+#include "hpcbridge/clock.h"
 #include "hpcbridge/slurmc.h"
 #include "hpcbridge/user.h"
 
@@ -768,13 +769,12 @@ static void exec_child(int in, int out, int errfd, uid_t uid, gid_t gid,
 	_exit(127);
 }
 
+/* Milliseconds since t0 on CLOCK_MONOTONIC (a timespec, as the tests
+ * take it too). */
 static long ms_since(const struct timespec *t0)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1000 +
-	       (t.tv_nsec - t0->tv_nsec) / 1000000;
+	return (long)(hb_clock_mono_ms() -
+		      ((int64_t)t0->tv_sec * 1000 + t0->tv_nsec / 1000000));
 }
 
 /* Printable ASCII only: text a user's process wrote goes into our

@@ -39,6 +39,13 @@ static inline uint64_t hb_fnv1a_str(uint64_t h, const char *s)
 	return h;
 }
 
+/* Extend h with the bytes of s and its NUL (NULL hashes as ""), so that
+ * a run of strings cannot be read another way: "ab","c" is not "a","bc". */
+static inline uint64_t hb_fnv1a_strz(uint64_t h, const char *s)
+{
+	return hb_fnv1a_str(h, s) * 1099511628211ull; /* the NUL: h ^ 0 = h */
+}
+
 /* A SipHash key, drawn from getrandom() (the clock and addresses stand
  * in before the kernel's pool is ready, early in boot). */
 struct hb_siphash_key {

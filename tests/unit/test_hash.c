@@ -29,6 +29,24 @@ static void test_fnv1a_vectors(void **state)
 			     hb_fnv1a(HB_FNV1A_INIT, "ab", 2));
 }
 
+/* A string with its NUL: what the fingerprints and hb_place_hash() chain. */
+static void test_fnv1a_strz(void **state)
+{
+	uint64_t h = HB_FNV1A_INIT;
+
+	(void)state;
+	assert_int_equal(hb_fnv1a_strz(h, "ab"), hb_fnv1a(h, "ab", 3));
+	assert_int_equal(hb_fnv1a_strz(h, ""), hb_fnv1a(h, "", 1));
+	/* NULL is "" */
+	assert_int_equal(hb_fnv1a_strz(h, NULL), hb_fnv1a(h, "", 1));
+	assert_int_not_equal(hb_fnv1a_strz(h, NULL), h);
+	/* the NUL keeps a run of strings apart */
+	assert_int_not_equal(hb_fnv1a_strz(hb_fnv1a_strz(h, "ab"), "c"),
+			     hb_fnv1a_strz(hb_fnv1a_strz(h, "a"), "bc"));
+	/* FNV-1a 64 of the two bytes "a\0" */
+	assert_int_equal(hb_fnv1a_strz(h, "a"), 0x089be207b544f1e4ull);
+}
+
 static void test_siphash_keyed(void **state)
 {
 	struct hb_siphash_key k1 = { 1, 2 }, k2 = { 1, 3 }, r1, r2;
@@ -65,6 +83,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fnv1a_vectors),
+		cmocka_unit_test(test_fnv1a_strz),
 		cmocka_unit_test(test_siphash_keyed),
 		cmocka_unit_test(test_clocks),
 	};

@@ -674,6 +674,23 @@ static uint64_t pow10u(unsigned n)
 	return v;
 }
 
+/*
+ * mant, read with nfrac decimals, in units of 10^-decimals, or HB_ERANGE
+ * past max.  18 digits fit in 64 bits, but not once scaled: 14 whole
+ * digits with 6 decimals pass 2^64, so compare before multiplying
+ * (mant * scale > max exactly when mant > max / scale).
+ */
+static int in_units(uint64_t mant, unsigned nfrac, unsigned decimals,
+		    uint64_t max, uint64_t *out)
+{
+	uint64_t scale = pow10u(decimals - nfrac);
+
+	if (mant > max / scale)
+		return HB_ERANGE;
+	*out = mant * scale;
+	return 0;
+}
+
 int hb_parse_decimal(const char *s, unsigned decimals, uint64_t max,
 		     uint64_t *out)
 {
@@ -685,11 +702,7 @@ int hb_parse_decimal(const char *s, unsigned decimals, uint64_t max,
 		return rc;
 	if (*s)
 		return HB_EINVAL;
-	m *= pow10u(decimals - nf); /* 18 digits at most: fits */
-	if (m > max)
-		return HB_ERANGE;
-	*out = m;
-	return 0;
+	return in_units(m, nf, decimals, max, out);
 }
 
 int hb_parse_duration(const char *s, int64_t *out)
@@ -843,9 +856,8 @@ int hb_parse_percent(const char *s, int32_t *out)
 		return rc;
 	if (strcmp(s, "%"))
 		return HB_EINVAL;
-	m *= pow10u(2 - nf);
-	if (m > 10000000) /* 100,000 % */
-		return HB_ERANGE;
+	if ((rc = in_units(m, nf, 2, 10000000, &m))) /* 100,000 % */
+		return rc;
 	*out = (int32_t)m;
 	return 0;
 }
