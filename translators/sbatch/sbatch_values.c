@@ -1082,14 +1082,21 @@ static bool extra_node_info(const char *v, long out[3])
 /* Applying one option                                                 */
 /* ------------------------------------------------------------------ */
 
+/* The argument as the checks read it: "" when there is none. */
+static const char *value_of(const char *arg)
+{
+	return arg ? arg : "";
+}
+
 static int bad_value(struct ctx *c, int id, const char *v)
 {
 	return sb_fail(c, HB_EINVAL, "invalid --%s specification '%s'",
 		       sb_opt_name(id), sb_shown(c, v));
 }
 
-static int apply_time(struct ctx *c, int id, const char *v)
+static int apply_time(struct ctx *c, int id, const char *arg)
 {
+	const char *v = value_of(arg);
 	uint64_t s;
 	int rc = hb_parse_slurm_time(v, &s);
 
@@ -1105,8 +1112,9 @@ static int apply_time(struct ctx *c, int id, const char *v)
 	return 0;
 }
 
-static int apply_size(struct ctx *c, int id, const char *v)
+static int apply_size(struct ctx *c, int id, const char *arg)
 {
+	const char *v = value_of(arg);
 	uint64_t mb;
 	int rc = hb_parse_slurm_size(v, &mb);
 
@@ -1132,8 +1140,21 @@ static int apply_int(struct ctx *c, int id, const char *v, bool positive)
 	return 0;
 }
 
-static int apply_gpus(struct ctx *c, int id, const char *v)
+/* Counts: -n, -c, --ntasks-per-*, ... (0 refused) */
+static int apply_positive(struct ctx *c, int id, const char *arg)
 {
+	return apply_int(c, id, value_of(arg), true);
+}
+
+/* --core-spec (0 allowed) */
+static int apply_nonnegative(struct ctx *c, int id, const char *arg)
+{
+	return apply_int(c, id, value_of(arg), false);
+}
+
+static int apply_gpus(struct ctx *c, int id, const char *arg)
+{
+	const char *v = value_of(arg);
 	struct gpu_req g;
 	int rc;
 
@@ -1160,352 +1181,439 @@ static int apply_gpus(struct ctx *c, int id, const char *v)
 	return 0;
 }
 
-static int apply_hb_data(struct ctx *c, const char *v)
+static int apply_hb_data(struct ctx *c, int id, const char *arg)
 {
+	const char *v = value_of(arg);
+
 	if (!*v)
-		return bad_value(c, O_HB_DATA, v);
+		return bad_value(c, id, v);
 	if (strncmp(v, "s3://", 5) == 0 && (v[5] == '\0' || v[5] == '/'))
 		return sb_fail(c, HB_EINVAL,
 			       "--hpcbridge-data: '%s' names no "
 			       "bucket",
 			       sb_shown(c, v));
-	store(c, O_HB_DATA, v);
+	store(c, id, v);
 	if (hb_jobspec_add_data(c->spec, v))
 		return sb_nomem(c);
 	sb_set_field(c, HB_F_DATA, c->cur);
 	return 0;
 }
 
+/* Strings that map to a field, or that need no checking. */
+static int apply_string(struct ctx *c, int id, const char *arg)
+{
+	store(c, id, arg);
+	return 0;
+}
+
+/* Flags: set, with no value. */
+static int apply_flag(struct ctx *c, int id, const char *arg)
+{
+	(void)arg;
+	store(c, id, NULL);
+	return 0;
+}
+
+static int apply_ignore_pbs(struct ctx *c, int id, const char *arg)
+{
+	(void)arg;
+	store(c, id, NULL);
+	if (c->origin.kind == HB_ORIGIN_FILE)
+		c->ignore_pbs = true;
+	return 0;
+}
+
+static int apply_array(struct ctx *c, int id, const char *arg)
+{
+	const char *v = value_of(arg);
+	uint8_t bits[(ARRAY_MAX_SIZE + 7) / 8] = {0};
+	uint32_t lim;
+	bool any;
+	int rc = sb_parse_array(v, bits, &lim, &any);
+
+	if (rc == HB_ERANGE)
+		return sb_fail(c, rc,
+			       "invalid --array specification "
+			       "'%s': indices run from 0 to %d",
+			       sb_shown(c, v), ARRAY_MAX_SIZE - 1);
+	if (rc)
+		return bad_value(c, id, v);
+	store(c, id, arg);
+	return 0;
+}
+
+static int apply_exclusive(struct ctx *c, int id, const char *arg)
+{
+	uint64_t x;
+
+	if (!arg || ieq(arg, "exclusive"))
+		x = 0;
+	else if (ieq(arg, "oversubscribe"))
+		x = 1;
+	else if (ieq(arg, "user"))
+		x = 2;
+	else if (ieq(arg, "mcs"))
+		x = 3;
+	else
+		return bad_value(c, id, arg);
+	store(c, id, arg);
+	c->slot[O_EXCLUSIVE].a = x;
+	return 0;
+}
+
+static int apply_oversubscribe(struct ctx *c, int id, const char *arg)
+{
+	(void)arg;
+	store(c, id, NULL);
+	c->slot[O_EXCLUSIVE].a = 1;
+	return 0;
+}
+
+static int apply_extra_node_info(struct ctx *c, int id, const char *arg)
+{
+	long t[3];
+
+	if (!extra_node_info(value_of(arg), t))
+		return bad_value(c, id, value_of(arg));
+	store(c, id, arg);
+	memcpy(c->topo, t, sizeof(t));
+	c->topo_dir = c->cur;
+	c->extra_set = true;
+	return 0;
+}
+
+/* --sockets-per-node, --cores-per-socket, --threads-per-core */
+static int apply_topo(struct ctx *c, int id, const char *arg)
+{
+	int rc = apply_int(c, id, value_of(arg), true);
+
+	if (rc)
+		return rc;
+	c->topo[id == O_SOCKETS_PER_NODE   ? 0
+		: id == O_CORES_PER_SOCKET ? 1
+					   : 2] = (long)c->slot[id].a;
+	c->topo_dir = c->cur;
+	return 0;
+}
+
+static int apply_mail_type(struct ctx *c, int id, const char *arg)
+{
+	long n = mail_type(value_of(arg));
+
+	if (n < 0)
+		return bad_value(c, id, value_of(arg));
+	store(c, id, arg);
+	c->mail_bits |= (uint32_t)n;
+	return 0;
+}
+
+static int apply_nice(struct ctx *c, int id, const char *arg)
+{
+	if (arg) {
+		const char *end;
+		long n;
+		bool ovf = sb_strtol(arg, &n, &end);
+
+		if (ovf || n > 2147483645L || n < -2147483645L)
+			return sb_fail(c, HB_ERANGE,
+				       "invalid --nice value '%s': out of "
+				       "range (+/- 2147483645)",
+				       sb_shown(c, arg));
+	}
+	store(c, id, arg);
+	return 0;
+}
+
+static int apply_nodes(struct ctx *c, int id, const char *arg)
+{
+	const char *v = value_of(arg);
+	uint64_t x = 0, y = 0;
+	int rc = node_count(c, v, &x, &y);
+
+	if (rc)
+		return rc;
+	if (x == 0)
+		return sb_fail(c, HB_EUNSUP,
+			       "--nodes '%s': a job with no "
+			       "nodes is not supported",
+			       sb_shown(c, v));
+	store(c, id, arg);
+	c->slot[id].a = x;
+	c->slot[id].b = y;
+	return 0;
+}
+
+static int apply_priority(struct ctx *c, int id, const char *arg)
+{
+	const char *v = value_of(arg);
+
+	if (!ieq(v, "TOP")) {
+		const char *end;
+		long n;
+		bool ovf = sb_strtol(v, &n, &end);
+
+		if (n < 0)
+			return sb_fail(c, HB_EINVAL,
+				       "--priority '%s': priority must be "
+				       ">= 0",
+				       sb_shown(c, v));
+		if (ovf || n >= 0xfffffffeL)
+			return sb_fail(c, HB_ERANGE,
+				       "--priority '%s': priority must be "
+				       "< 4294967294",
+				       sb_shown(c, v));
+	}
+	store(c, id, arg);
+	return 0;
+}
+
+/* --requeue and --no-requeue, which share a slot */
+static int apply_requeue(struct ctx *c, int id, const char *arg)
+{
+	(void)arg;
+	store(c, id, NULL);
+	c->slot[O_REQUEUE].a = id == O_REQUEUE;
+	return 0;
+}
+
+static int apply_signal(struct ctx *c, int id, const char *arg)
+{
+	if (!signal_ok(c, value_of(arg)))
+		return bad_value(c, id, value_of(arg));
+	store(c, id, arg);
+	return 0;
+}
+
+static int apply_switches(struct ctx *c, int id, const char *arg)
+{
+	const char *v = value_of(arg), *atp = strchr(v, '@');
+	char *cnt = hb_arena_strndup(&c->spec->arena, v,
+				     atp ? (size_t)(atp - v) : strlen(v));
+	uint64_t x;
+	int rc;
+
+	if (!cnt)
+		return sb_nomem(c);
+	rc = sb_slurm_int(c, "switches", cnt, true, &x);
+	if (rc)
+		return rc;
+	store(c, id, arg);
+	return 0;
+}
+
+static int apply_wait_all_nodes(struct ctx *c, int id, const char *arg)
+{
+	const char *v = value_of(arg);
+	uint64_t x = 0;
+	int rc = sb_slurm_int(c, "wait-all-nodes", v, false, &x);
+
+	if (rc)
+		return rc;
+	if ((x & 0xffff) > 1)
+		return bad_value(c, id, v);
+	store(c, id, arg);
+	return 0;
+}
+
+static int apply_hb_target(struct ctx *c, int id, const char *arg)
+{
+	const char *v = value_of(arg);
+
+	if (!ieq(v, "auto") && !ieq(v, "slurm") && !ieq(v, "kubernetes"))
+		return sb_fail(c, HB_EINVAL,
+			       "invalid --hpcbridge-target "
+			       "'%s': want auto, slurm or kubernetes",
+			       sb_shown(c, v));
+	store(c, id, arg);
+	return 0;
+}
+
+/* The checks of the options that take a value as it is or refuse it. */
+static bool nonempty(const char *v)
+{
+	return *v != '\0';
+}
+
+static bool date_ok(const char *v)
+{
+	return slurm_date_ok(v);
+}
+
+static bool duration_ok(const char *v)
+{
+	uint64_t x;
+
+	return hb_parse_slurm_time(v, &x) == 0;
+}
+
+static bool get_user_env_ok(const char *v)
+{
+	const char *end;
+	long n;
+
+	sb_strtol(v, &n, &end);
+	return !*end || lower(*end) == 's' || lower(*end) == 'l';
+}
+
+static bool gres_flags_ok(const char *v)
+{
+	return ieq(v, "disable-binding") || ieq(v, "enforce-binding");
+}
+
+static bool yes_no(const char *v)
+{
+	return ieq(v, "yes") || ieq(v, "no");
+}
+
+static bool no_kill_ok(const char *v)
+{
+	return ieq(v, "set") || ieq(v, "off") || ieq(v, "no");
+}
+
+static bool open_mode_ok(const char *v)
+{
+	return lower(*v) == 'a' || lower(*v) == 't';
+}
+
+static bool profile_ok(const char *v)
+{
+	return icontains(v, "none") || icontains(v, "all") ||
+	       icontains(v, "energy") || icontains(v, "task") ||
+	       icontains(v, "lustre") || icontains(v, "network");
+}
+
+/*
+ * How each option is applied: by its own function, or, for a value that
+ * a check takes as it is or refuses, by that check (with no_arg_ok, an
+ * option given without a value is not checked).  An option with neither,
+ * such as --help, is never applied.
+ */
+static const struct applier {
+	int (*fn)(struct ctx *c, int id, const char *arg);
+	bool (*ok)(const char *v);
+	bool no_arg_ok;
+} appliers[O__COUNT] = {
+    [O_ACCOUNT] = {apply_string},
+    [O_ACCTG_FREQ] = {.ok = acctg_freq_ok},
+    [O_ARRAY] = {apply_array},
+    [O_BATCH] = {apply_string},
+    [O_BEGIN] = {.ok = date_ok},
+    [O_BB] = {apply_string},
+    [O_BBF] = {apply_string},
+    [O_CLUSTER_CONSTRAINT] = {apply_string},
+    [O_CHDIR] = {apply_string},
+    [O_CLUSTER] = {apply_string},
+    [O_CLUSTERS] = {apply_string},
+    [O_COMMENT] = {apply_string},
+    [O_CONTAINER] = {apply_string},
+    [O_CONTEXT] = {apply_string},
+    [O_CONTIGUOUS] = {apply_flag},
+    [O_CONSTRAINT] = {apply_string},
+    [O_CORE_SPEC] = {apply_nonnegative},
+    [O_CORES_PER_SOCKET] = {apply_topo},
+    [O_CPU_FREQ] = {apply_string},
+    [O_CPUS_PER_GPU] = {apply_positive},
+    [O_CPUS_PER_TASK] = {apply_positive},
+    [O_DEADLINE] = {.ok = date_ok},
+    [O_DELAY_BOOT] = {.ok = duration_ok},
+    [O_DEPENDENCY] = {apply_string},
+    [O_DISTRIBUTION] = {.ok = dist_ok},
+    [O_ERROR] = {apply_string},
+    [O_EXCLUDE] = {apply_string},
+    [O_EXCLUSIVE] = {apply_exclusive},
+    [O_EXPORT] = {apply_string},
+    [O_EXPORT_FILE] = {apply_string},
+    [O_EXTRA_NODE_INFO] = {apply_extra_node_info},
+    [O_GET_USER_ENV] = {.ok = get_user_env_ok, .no_arg_ok = true},
+    [O_GID] = {.ok = nonempty},
+    [O_GPU_BIND] = {apply_string},
+    [O_GPU_FREQ] = {apply_string},
+    [O_GPUS] = {apply_gpus},
+    [O_GPUS_PER_NODE] = {apply_gpus},
+    [O_GPUS_PER_SOCKET] = {apply_gpus},
+    [O_GPUS_PER_TASK] = {apply_gpus},
+    [O_GRES] = {apply_gpus},
+    [O_GRES_FLAGS] = {.ok = gres_flags_ok},
+    [O_HINT] = {.ok = hint_ok},
+    [O_HOLD] = {apply_flag},
+    [O_IGNORE_PBS] = {apply_ignore_pbs},
+    [O_INPUT] = {apply_string},
+    [O_JOB_NAME] = {apply_string},
+    [O_KILL_ON_INVALID_DEP] = {.ok = yes_no},
+    [O_LICENSES] = {apply_string},
+    [O_MAIL_TYPE] = {apply_mail_type},
+    [O_MAIL_USER] = {apply_string},
+    [O_MCS_LABEL] = {apply_string},
+    [O_MEM] = {apply_size},
+    [O_MEM_BIND] = {apply_string},
+    [O_MEM_PER_CPU] = {apply_size},
+    [O_MEM_PER_GPU] = {apply_size},
+    [O_MINCPUS] = {apply_positive},
+    [O_NETWORK] = {apply_string},
+    [O_NICE] = {apply_nice},
+    [O_NO_KILL] = {.ok = no_kill_ok, .no_arg_ok = true},
+    [O_NO_REQUEUE] = {apply_requeue},
+    [O_NODEFILE] = {apply_string},
+    [O_NODELIST] = {apply_string},
+    [O_NODES] = {apply_nodes},
+    [O_NTASKS] = {apply_positive},
+    [O_NTASKS_PER_CORE] = {apply_positive},
+    [O_NTASKS_PER_GPU] = {apply_positive},
+    [O_NTASKS_PER_NODE] = {apply_positive},
+    [O_NTASKS_PER_SOCKET] = {apply_positive},
+    [O_NTASKS_PER_TRES] = {apply_positive},
+    [O_OPEN_MODE] = {.ok = open_mode_ok},
+    [O_OUTPUT] = {apply_string},
+    [O_OVERCOMMIT] = {apply_flag},
+    [O_OVERSUBSCRIBE] = {apply_oversubscribe},
+    [O_PARSABLE] = {apply_flag},
+    [O_PARTITION] = {apply_string},
+    [O_POWER] = {apply_string},
+    [O_PREFER] = {apply_string},
+    [O_PRIORITY] = {apply_priority},
+    [O_PROFILE] = {.ok = profile_ok},
+    [O_PROPAGATE] = {.ok = rlimits_ok, .no_arg_ok = true},
+    [O_QOS] = {apply_string},
+    [O_QUIET] = {apply_string},
+    [O_REBOOT] = {apply_flag},
+    [O_REQUEUE] = {apply_requeue},
+    [O_RESERVATION] = {apply_string},
+    [O_SIGNAL] = {apply_signal},
+    [O_SOCKETS_PER_NODE] = {apply_topo},
+    [O_SPREAD_JOB] = {apply_flag},
+    [O_SWITCHES] = {apply_switches},
+    [O_TEST_ONLY] = {apply_flag},
+    [O_THREAD_SPEC] = {apply_positive},
+    [O_THREADS_PER_CORE] = {apply_topo},
+    [O_TIME] = {apply_time},
+    [O_TIME_MIN] = {apply_time},
+    [O_TMP] = {apply_size},
+    [O_UID] = {.ok = nonempty},
+    [O_USE_MIN_NODES] = {apply_flag},
+    [O_VERBOSE] = {apply_string},
+    [O_WAIT] = {apply_flag},
+    [O_WAIT_ALL_NODES] = {apply_wait_all_nodes},
+    [O_WCKEY] = {apply_string},
+    [O_SWITCH_REQ] = {apply_positive},
+    [O_SWITCH_WAIT] = {apply_string},
+    [O_HB_TARGET] = {apply_hb_target},
+    [O_HB_DEADLINE] = {.ok = date_ok},
+    [O_HB_CHECKPOINT] = {.ok = nonempty},
+    [O_HB_DATA] = {apply_hb_data},
+};
+
 /* Apply option id with argument arg (NULL: none) from the current source. */
 int sb_apply(struct ctx *c, int id, const char *arg)
 {
-	const char *v = arg ? arg : "";
-	long n;
-	const char *end;
-	uint64_t x = 0, y = 0;
-	int rc;
+	const struct applier *a = &appliers[id];
 
-	switch (id) {
-	/* strings that map to a field, or that need no checking */
-	case O_ACCOUNT:
-	case O_BATCH:
-	case O_BB:
-	case O_BBF:
-	case O_CLUSTER_CONSTRAINT:
-	case O_CLUSTER:
-	case O_CLUSTERS:
-	case O_COMMENT:
-	case O_CONTAINER:
-	case O_CONTEXT:
-	case O_CONSTRAINT:
-	case O_DEPENDENCY:
-	case O_EXCLUDE:
-	case O_EXPORT:
-	case O_EXPORT_FILE:
-	case O_GPU_BIND:
-	case O_GPU_FREQ:
-	case O_JOB_NAME:
-	case O_LICENSES:
-	case O_MAIL_USER:
-	case O_MCS_LABEL:
-	case O_MEM_BIND:
-	case O_NETWORK:
-	case O_NODEFILE:
-	case O_NODELIST:
-	case O_PARTITION:
-	case O_POWER:
-	case O_PREFER:
-	case O_QOS:
-	case O_RESERVATION:
-	case O_WCKEY:
-	case O_CHDIR:
-	case O_ERROR:
-	case O_INPUT:
-	case O_OUTPUT:
-	case O_GID:
-	case O_UID:
-	case O_CPU_FREQ:
-		if ((id == O_UID || id == O_GID) && !*v)
-			return bad_value(c, id, v);
-		store(c, id, arg);
-		return 0;
-	case O_CONTIGUOUS:
-	case O_HOLD:
-	case O_OVERCOMMIT:
-	case O_PARSABLE:
-	case O_REBOOT:
-	case O_SPREAD_JOB:
-	case O_TEST_ONLY:
-	case O_USE_MIN_NODES:
-	case O_WAIT:
-		store(c, id, NULL);
-		return 0;
-	case O_IGNORE_PBS:
-		store(c, id, NULL);
-		if (c->origin.kind == HB_ORIGIN_FILE)
-			c->ignore_pbs = true;
-		return 0;
-	case O_VERBOSE:
-	case O_QUIET:
-		store(c, id, arg);
-		return 0;
-	case O_ARRAY: {
-		uint8_t bits[(ARRAY_MAX_SIZE + 7) / 8] = {0};
-		uint32_t lim;
-		bool any;
-
-		rc = sb_parse_array(v, bits, &lim, &any);
-		if (rc == HB_ERANGE)
-			return sb_fail(c, rc,
-				       "invalid --array specification "
-				       "'%s': indices run from 0 to %d",
-				       sb_shown(c, v), ARRAY_MAX_SIZE - 1);
-		if (rc)
-			return bad_value(c, id, v);
-		store(c, id, arg);
-		return 0;
-	}
-	case O_BEGIN:
-	case O_DEADLINE:
-	case O_HB_DEADLINE:
-		if (!slurm_date_ok(v))
-			return bad_value(c, id, v);
-		store(c, id, arg);
-		return 0;
-	case O_CORE_SPEC:
-		return apply_int(c, id, v, false);
-	case O_CPUS_PER_GPU:
-	case O_CPUS_PER_TASK:
-	case O_MINCPUS:
-	case O_NTASKS:
-	case O_NTASKS_PER_CORE:
-	case O_NTASKS_PER_GPU:
-	case O_NTASKS_PER_NODE:
-	case O_NTASKS_PER_SOCKET:
-	case O_NTASKS_PER_TRES:
-	case O_THREAD_SPEC:
-	case O_SWITCH_REQ:
-		return apply_int(c, id, v, true);
-	case O_ACCTG_FREQ:
-		if (!acctg_freq_ok(v))
-			return bad_value(c, id, v);
-		store(c, id, arg);
-		return 0;
-	case O_DELAY_BOOT:
-		if (hb_parse_slurm_time(v, &x))
-			return bad_value(c, id, v);
-		store(c, id, arg);
-		return 0;
-	case O_DISTRIBUTION:
-		if (!dist_ok(v))
-			return bad_value(c, id, v);
-		store(c, id, arg);
-		return 0;
-	case O_EXCLUSIVE:
-		if (!arg || ieq(arg, "exclusive"))
-			x = 0;
-		else if (ieq(arg, "oversubscribe"))
-			x = 1;
-		else if (ieq(arg, "user"))
-			x = 2;
-		else if (ieq(arg, "mcs"))
-			x = 3;
-		else
-			return bad_value(c, id, v);
-		store(c, id, arg);
-		c->slot[O_EXCLUSIVE].a = x;
-		return 0;
-	case O_OVERSUBSCRIBE:
-		store(c, id, NULL);
-		c->slot[O_EXCLUSIVE].a = 1;
-		return 0;
-	case O_EXTRA_NODE_INFO: {
-		long t[3];
-
-		if (!extra_node_info(v, t))
-			return bad_value(c, id, v);
-		store(c, id, arg);
-		memcpy(c->topo, t, sizeof(t));
-		c->topo_dir = c->cur;
-		c->extra_set = true;
-		return 0;
-	}
-	case O_SOCKETS_PER_NODE:
-	case O_CORES_PER_SOCKET:
-	case O_THREADS_PER_CORE:
-		rc = apply_int(c, id, v, true);
-		if (rc)
-			return rc;
-		c->topo[id == O_SOCKETS_PER_NODE   ? 0
-			: id == O_CORES_PER_SOCKET ? 1
-						   : 2] = (long)c->slot[id].a;
-		c->topo_dir = c->cur;
-		return 0;
-	case O_GET_USER_ENV:
-		if (arg) {
-			sb_strtol(arg, &n, &end);
-			if (*end && lower(*end) != 's' && lower(*end) != 'l')
-				return bad_value(c, id, v);
-		}
-		store(c, id, arg);
-		return 0;
-	case O_GPUS:
-	case O_GPUS_PER_NODE:
-	case O_GPUS_PER_SOCKET:
-	case O_GPUS_PER_TASK:
-	case O_GRES:
-		return apply_gpus(c, id, v);
-	case O_GRES_FLAGS:
-		if (!ieq(v, "disable-binding") && !ieq(v, "enforce-binding"))
-			return bad_value(c, id, v);
-		store(c, id, arg);
-		return 0;
-	case O_HINT:
-		if (!hint_ok(v))
-			return bad_value(c, id, v);
-		store(c, id, arg);
-		return 0;
-	case O_KILL_ON_INVALID_DEP:
-		if (!ieq(v, "yes") && !ieq(v, "no"))
-			return bad_value(c, id, v);
-		store(c, id, arg);
-		return 0;
-	case O_MAIL_TYPE:
-		n = mail_type(v);
-		if (n < 0)
-			return bad_value(c, id, v);
-		store(c, id, arg);
-		c->mail_bits |= (uint32_t)n;
-		return 0;
-	case O_MEM:
-	case O_MEM_PER_CPU:
-	case O_MEM_PER_GPU:
-	case O_TMP:
-		return apply_size(c, id, v);
-	case O_NICE:
-		if (arg) {
-			bool ovf = sb_strtol(arg, &n, &end);
-
-			if (ovf || n > 2147483645L || n < -2147483645L)
-				return sb_fail(
-					c, HB_ERANGE,
-					"invalid --nice value '%s': out of "
-					"range (+/- 2147483645)",
-					sb_shown(c, v));
-		}
-		store(c, id, arg);
-		return 0;
-	case O_NO_KILL:
-		if (arg && !ieq(arg, "set") && !ieq(arg, "off") &&
-		    !ieq(arg, "no"))
-			return bad_value(c, id, v);
-		store(c, id, arg);
-		return 0;
-	case O_NODES:
-		rc = node_count(c, v, &x, &y);
-		if (rc)
-			return rc;
-		if (x == 0)
-			return sb_fail(c, HB_EUNSUP,
-				       "--nodes '%s': a job with no "
-				       "nodes is not supported",
-				       sb_shown(c, v));
-		store(c, id, arg);
-		c->slot[id].a = x;
-		c->slot[id].b = y;
-		return 0;
-	case O_OPEN_MODE:
-		if (lower(*v) != 'a' && lower(*v) != 't')
-			return bad_value(c, id, v);
-		store(c, id, arg);
-		return 0;
-	case O_PRIORITY:
-		if (!ieq(v, "TOP")) {
-			bool ovf = sb_strtol(v, &n, &end);
-
-			if (n < 0)
-				return sb_fail(
-					c, HB_EINVAL,
-					"--priority '%s': priority must be "
-					">= 0",
-					sb_shown(c, v));
-			if (ovf || n >= 0xfffffffeL)
-				return sb_fail(
-					c, HB_ERANGE,
-					"--priority '%s': priority must be "
-					"< 4294967294",
-					sb_shown(c, v));
-		}
-		store(c, id, arg);
-		return 0;
-	case O_PROFILE:
-		if (!icontains(v, "none") && !icontains(v, "all") &&
-		    !icontains(v, "energy") && !icontains(v, "task") &&
-		    !icontains(v, "lustre") && !icontains(v, "network"))
-			return bad_value(c, id, v);
-		store(c, id, arg);
-		return 0;
-	case O_REQUEUE:
-		store(c, id, NULL);
-		c->slot[O_REQUEUE].a = 1;
-		return 0;
-	case O_NO_REQUEUE:
-		store(c, id, NULL);
-		c->slot[O_REQUEUE].a = 0;
-		return 0;
-	case O_SIGNAL:
-		if (!signal_ok(c, v))
-			return bad_value(c, id, v);
-		store(c, id, arg);
-		return 0;
-	case O_SWITCHES: {
-		const char *atp = strchr(v, '@');
-		char *cnt = hb_arena_strndup(
-		    &c->spec->arena, v, atp ? (size_t)(atp - v) : strlen(v));
-
-		if (!cnt)
-			return sb_nomem(c);
-		rc = sb_slurm_int(c, "switches", cnt, true, &x);
-		if (rc)
-			return rc;
-		store(c, id, arg);
-		return 0;
-	}
-	case O_SWITCH_WAIT:
-		store(c, id, arg);
-		return 0;
-	case O_TIME:
-	case O_TIME_MIN:
-		return apply_time(c, id, v);
-	case O_WAIT_ALL_NODES:
-		rc = sb_slurm_int(c, "wait-all-nodes", v, false, &x);
-		if (rc)
-			return rc;
-		if ((x & 0xffff) > 1)
-			return bad_value(c, id, v);
-		store(c, id, arg);
-		return 0;
-	case O_PROPAGATE:
-		if (arg && !rlimits_ok(arg))
-			return bad_value(c, id, v);
-		store(c, id, arg);
-		return 0;
-	case O_HB_TARGET:
-		if (!ieq(v, "auto") && !ieq(v, "slurm") &&
-		    !ieq(v, "kubernetes"))
-			return sb_fail(c, HB_EINVAL,
-				       "invalid --hpcbridge-target "
-				       "'%s': want auto, slurm or kubernetes",
-				       sb_shown(c, v));
-		store(c, id, arg);
-		return 0;
-	case O_HB_CHECKPOINT:
-		if (!*v)
-			return bad_value(c, id, v);
-		store(c, id, arg);
-		return 0;
-	case O_HB_DATA:
-		return apply_hb_data(c, v);
-	}
-	return sb_fail(c, HB_EINVAL, "unhandled option --%s", sb_opt_name(id));
+	if (a->fn)
+		return a->fn(c, id, arg);
+	if (!a->ok)
+		return sb_fail(c, HB_EINVAL, "unhandled option --%s",
+			       sb_opt_name(id));
+	if ((arg || !a->no_arg_ok) && !a->ok(value_of(arg)))
+		return bad_value(c, id, value_of(arg));
+	store(c, id, arg);
+	return 0;
 }
