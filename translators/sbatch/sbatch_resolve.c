@@ -328,180 +328,271 @@ static void derive(struct ctx *c, enum hb_field f, uint32_t d, const char *what,
 }
 
 /*
+ * A job's GPU request as sbatch checks it, and the shape it is checked
+ * against: GPUs per job, per task, per node, per socket (0: none); the
+ * node range, tasks per node, CPUs per task and the task count sbatch
+ * sends (UNSET: none).
+ */
+struct gpus {
+	const struct slot *job, *gres, *pnode, *task, *sock, *cpg;
+	uint64_t gpj, gpt, gpn, gps;
+	uint64_t min, max, tpn, cpt, ntasks;
+	bool ntasks_given;
+};
+
+static void gpus_read(struct ctx *c, struct gpus *g)
+{
+	struct hb_jobspec *sp = c->spec;
+	bool nodes_set = hb_jobspec_has(sp, HB_F_NODES);
+
+	g->job = &c->slot[O_GPUS];
+	g->gres = &c->slot[O_GRES];
+	g->pnode = &c->slot[O_GPUS_PER_NODE];
+	g->task = &c->slot[O_GPUS_PER_TASK];
+	g->sock = &c->slot[O_GPUS_PER_SOCKET];
+	g->cpg = &c->slot[O_CPUS_PER_GPU];
+	g->gpj = g->job->set ? g->job->a : 0;
+	g->gpt = g->task->set ? g->task->a : 0;
+	g->gpn = g->gres->set && g->gres->a ? g->gres->a
+		 : g->pnode->set	    ? g->pnode->a
+					    : 0;
+	g->gps = g->sock->set ? g->sock->a : 0;
+	g->min = nodes_set ? sp->nodes_min : UNSET;
+	g->max = nodes_set && sp->nodes_max ? sp->nodes_max : UNSET;
+	g->tpn = sp->ntasks_per_node ? sp->ntasks_per_node : UNSET;
+	g->cpt = sp->cpus_per_task ? sp->cpus_per_task : UNSET;
+	g->ntasks = UNSET;
+	g->ntasks_given = sp->ntasks != 0;
+}
+
+/* GPUs with a type and GPUs without one may not be asked for together. */
+static int gpus_types(struct ctx *c)
+{
+	static const int ids[] = {O_GRES, O_GPUS, O_GPUS_PER_NODE,
+				  O_GPUS_PER_TASK, O_GPUS_PER_SOCKET};
+	bool typed = false, untyped = false;
+	uint32_t last = 0;
+
+	for (size_t k = 0; k < sizeof(ids) / sizeof(ids[0]); k++) {
+		const struct slot *g = &c->slot[ids[k]];
+
+		if (!g->set || !g->a)
+			continue;
+		typed |= (g->b >> 1) & 1;
+		untyped |= (g->b >> 2) & 1;
+		if (g->dir > last || last == 0)
+			last = g->dir;
+	}
+	if (typed && untyped)
+		return gres_fail(c, last, HB_EINVAL,
+				 "invalid GRES specification (GPUs "
+				 "with and without type "
+				 "identification)");
+	return 0;
+}
+
+/* The task count sbatch sends. */
+static void gpus_ntasks(struct ctx *c, struct gpus *g)
+{
+	struct hb_jobspec *sp = c->spec;
+	bool nodes_set = hb_jobspec_has(sp, HB_F_NODES);
+	uint64_t omin = nodes_set ? sp->nodes_min : 1;
+	uint64_t omax = nodes_set ? sp->nodes_max : 0;
+
+	if (sp->ntasks)
+		g->ntasks = sp->ntasks;
+	else if (sp->ntasks_per_node && (omax == 0 || omin == omax))
+		g->ntasks = omin * sp->ntasks_per_node;
+	if (g->gpt && g->ntasks == UNSET && g->min != UNSET &&
+	    g->min == g->max) {
+		if (g->tpn != UNSET)
+			g->ntasks = g->min * g->tpn;
+		else if (g->cpt == UNSET)
+			g->ntasks = g->min;
+	}
+}
+
+/* _test_gres_cnt(), in its order. */
+static int gpus_test_cnt(struct ctx *c, const struct gpus *g)
+{
+	uint64_t gpj = g->gpj, gpt = g->gpt, gpn = g->gpn, gps = g->gps;
+	uint32_t d = g->job->set     ? g->job->dir
+		     : g->task->set  ? g->task->dir
+		     : g->pnode->set ? g->pnode->dir
+				     : g->gres->dir;
+
+	if (gpj && ((gpn && gpn > gpj) || (gpt && gpt > gpj) ||
+		    (gps && gps > gpj)))
+		return gres_fail(c, d, HB_EINVAL,
+				 "failed to ensure --gpus >= "
+				 "--gres=gpu/--gpus-per-node >= "
+				 "--gpus-per-socket");
+	if (gpn && ((gpt && gpt > gpn) || (gps && gps > gpn)))
+		return gres_fail(c, d, HB_EINVAL,
+				 "failed to ensure --gpus >= "
+				 "--gpus-per-task");
+	if (gps && c->topo[0] < 0)
+		return gres_fail(c, g->sock->dir, HB_EINVAL,
+				 "--gpus-per-socket option requires "
+				 "--sockets-per-node specification");
+	if (g->cpg->set && g->cpt != UNSET)
+		return gres_fail(c, g->cpg->dir, HB_ECONFLICT,
+				 "--cpus-per-gpu is mutually exclusive with "
+				 "--cpus-per-task");
+	return 0;
+}
+
+/* --gpus with GPUs per node: the node count they imply. */
+static int gpus_nodes(struct ctx *c, struct gpus *g)
+{
+	struct hb_jobspec *sp = c->spec;
+	uint64_t req;
+
+	if (!g->gpj || !g->gpn)
+		return 0;
+	if (g->gpj % g->gpn)
+		return gres_fail(c, g->job->dir, HB_EINVAL,
+				 "--gpus is not multiple of "
+				 "--gres=gpu/--gpus-per-node");
+	req = g->gpj / g->gpn;
+	if ((g->min != UNSET && req < g->min) ||
+	    (g->max != UNSET && req > g->max))
+		return gres_fail(c, g->job->dir, HB_EINVAL,
+				 "based on --gpus and GPUs per node, "
+				 "the required node count is outside "
+				 "the job's node range");
+	g->min = g->max = req;
+	if (req <= UINT32_MAX) {
+		sp->nodes_min = sp->nodes_max = (uint32_t)req;
+		derive(c, HB_F_NODES, g->job->dir, "nodes", req);
+	}
+	return 0;
+}
+
+/* --gpus-per-task: the task count, and the tasks per node. */
+static int gpus_tasks(struct ctx *c, struct gpus *g)
+{
+	struct hb_jobspec *sp = c->spec;
+	uint64_t gpj = g->gpj, gpt = g->gpt, gpn = g->gpn;
+
+	if (!gpt)
+		return 0;
+	if (gpj) {
+		if (gpj % gpt)
+			return gres_fail(c, g->task->dir, HB_EINVAL,
+					 "--gpus not multiple of "
+					 "--gpus-per-task");
+		if (g->ntasks == UNSET)
+			g->ntasks = gpj / gpt;
+		else if (g->ntasks != gpj / gpt)
+			return gres_fail(c, g->task->dir, HB_ECONFLICT,
+					 "based on --gpus and "
+					 "--gpus-per-task the number "
+					 "of requested tasks differs "
+					 "from -n/--ntasks");
+	} else if (g->ntasks == UNSET) {
+		return gres_fail(c, g->task->dir, HB_EINVAL,
+				 "--gpus-per-task used without either "
+				 "--gpus or -n/--ntasks is not "
+				 "allowed");
+	}
+	if (!gpn)
+		return 0;
+	if (gpn % gpt)
+		return gres_fail(c, g->task->dir, HB_EINVAL,
+				 "GPUs per node not multiple of "
+				 "--gpus-per-task");
+	if (g->tpn == UNSET) {
+		sp->ntasks_per_node = (uint32_t)(gpn / gpt);
+		derive(c, HB_F_NTASKS_PER_NODE, g->task->dir,
+		       "tasks per node", gpn / gpt);
+	} else if (g->tpn != gpn / gpt) {
+		return gres_fail(c, g->task->dir, HB_ECONFLICT,
+				 "based on GPUs per node and "
+				 "--gpus-per-task the number of tasks "
+				 "per node differs from "
+				 "--ntasks-per-node");
+	}
+	return 0;
+}
+
+/* --cpus-per-gpu with --gpus-per-task: the CPUs per task. */
+static int gpus_cpus(struct ctx *c, const struct gpus *g)
+{
+	struct hb_jobspec *sp = c->spec;
+	const struct slot *cpg = g->cpg;
+
+	if (!cpg->set || !g->gpt || g->cpt != UNSET)
+		return 0;
+	if (cpg->a * g->gpt > INT_MAX)
+		return gres_fail(c, cpg->dir, HB_ERANGE,
+				 "CPUs per task from --cpus-per-gpu "
+				 "and --gpus-per-task are too many");
+	sp->cpus_per_task = (uint32_t)(cpg->a * g->gpt);
+	derive(c, HB_F_CPUS_PER_TASK, cpg->dir, "CPUs per task",
+	       sp->cpus_per_task);
+	return 0;
+}
+
+/* --gpus against the node range: no fewer GPUs than nodes. */
+static int gpus_node_max(struct ctx *c, const struct gpus *g)
+{
+	struct hb_jobspec *sp = c->spec;
+	uint64_t gpj = g->gpj;
+
+	if (!gpj)
+		return 0;
+	if (g->min != UNSET && gpj < g->min)
+		return gres_fail(c, g->job->dir, HB_EINVAL, "--gpus < -N");
+	if (g->max != UNSET && gpj < g->max) {
+		sp->nodes_max = (uint32_t)gpj;
+		sb_note(c, g->job->dir,
+			hb_arena_printf(&sp->arena,
+					"sbatch lowers the "
+					"node maximum to "
+					"%llu",
+					(unsigned long long)gpj));
+	}
+	return 0;
+}
+
+/*
  * The GPU checks sbatch makes before it submits (gres_job_state_validate
  * and _test_gres_cnt in src/common/gres.c), and the counts they imply.
  */
 static int validate_gpus(struct ctx *c)
 {
 	struct hb_jobspec *sp = c->spec;
-	const struct slot *job = &c->slot[O_GPUS];
-	const struct slot *gres = &c->slot[O_GRES];
-	const struct slot *pnode = &c->slot[O_GPUS_PER_NODE];
-	const struct slot *task = &c->slot[O_GPUS_PER_TASK];
-	const struct slot *sock = &c->slot[O_GPUS_PER_SOCKET];
-	const struct slot *cpg = &c->slot[O_CPUS_PER_GPU];
-	bool nodes_set = hb_jobspec_has(sp, HB_F_NODES);
-	uint64_t gpj = job->set ? job->a : 0, gpt = task->set ? task->a : 0;
-	uint64_t gpn = gres->set && gres->a ? gres->a
-		       : pnode->set	    ? pnode->a
-					    : 0;
-	uint64_t min = nodes_set ? sp->nodes_min : UNSET;
-	uint64_t max = nodes_set && sp->nodes_max ? sp->nodes_max : UNSET;
-	uint64_t tpn = sp->ntasks_per_node ? sp->ntasks_per_node : UNSET;
-	uint64_t cpt = sp->cpus_per_task ? sp->cpus_per_task : UNSET;
-	uint64_t ntasks = UNSET, omin = nodes_set ? sp->nodes_min : 1;
-	uint64_t omax = nodes_set ? sp->nodes_max : 0;
-	bool any = gpj || gpt || gpn || (sock->set && sock->a);
-	bool ntasks_given = sp->ntasks != 0;
+	struct gpus g;
+	int rc;
 
-	if (c->slot[O_MEM_PER_GPU].set && !any)
+	gpus_read(c, &g);
+	if (c->slot[O_MEM_PER_GPU].set && !g.gpj && !g.gpt && !g.gpn &&
+	    !g.gps)
 		return gres_fail(c, c->slot[O_MEM_PER_GPU].dir, HB_EINVAL,
 				 "requested memory per GPU but did not "
 				 "request any GPU");
-	if (!gpj && !gpt && !gpn)
+	if (!g.gpj && !g.gpt && !g.gpn)
 		return 0;
-	{
-		static const int ids[] = {O_GRES, O_GPUS, O_GPUS_PER_NODE,
-					  O_GPUS_PER_TASK, O_GPUS_PER_SOCKET};
-		bool typed = false, untyped = false;
-		uint32_t last = 0;
-
-		for (size_t k = 0; k < sizeof(ids) / sizeof(ids[0]); k++) {
-			const struct slot *g = &c->slot[ids[k]];
-
-			if (!g->set || !g->a)
-				continue;
-			typed |= (g->b >> 1) & 1;
-			untyped |= (g->b >> 2) & 1;
-			if (g->dir > last || last == 0)
-				last = g->dir;
-		}
-		if (typed && untyped)
-			return gres_fail(c, last, HB_EINVAL,
-					 "invalid GRES specification (GPUs "
-					 "with and without type "
-					 "identification)");
-	}
-	/* the task count sbatch sends */
-	if (sp->ntasks)
-		ntasks = sp->ntasks;
-	else if (sp->ntasks_per_node && (omax == 0 || omin == omax))
-		ntasks = omin * sp->ntasks_per_node;
-	if (gpt && ntasks == UNSET && min != UNSET && min == max) {
-		if (tpn != UNSET)
-			ntasks = min * tpn;
-		else if (cpt == UNSET)
-			ntasks = min;
-	}
-	/* _test_gres_cnt(), in its order */
-	{
-		uint64_t gps = sock->set ? sock->a : 0;
-		uint32_t d = job->set	  ? job->dir
-			     : task->set  ? task->dir
-			     : pnode->set ? pnode->dir
-					  : gres->dir;
-
-		if (gpj && ((gpn && gpn > gpj) || (gpt && gpt > gpj) ||
-			    (gps && gps > gpj)))
-			return gres_fail(c, d, HB_EINVAL,
-					 "failed to ensure --gpus >= "
-					 "--gres=gpu/--gpus-per-node >= "
-					 "--gpus-per-socket");
-		if (gpn && ((gpt && gpt > gpn) || (gps && gps > gpn)))
-			return gres_fail(c, d, HB_EINVAL,
-					 "failed to ensure --gpus >= "
-					 "--gpus-per-task");
-		if (gps && c->topo[0] < 0)
-			return gres_fail(c, sock->dir, HB_EINVAL,
-					 "--gpus-per-socket option requires "
-					 "--sockets-per-node specification");
-	}
-	if (cpg->set && cpt != UNSET)
-		return gres_fail(c, cpg->dir, HB_ECONFLICT,
-				 "--cpus-per-gpu is mutually exclusive with "
-				 "--cpus-per-task");
-	if (gpj && gpn) {
-		uint64_t req;
-
-		if (gpj % gpn)
-			return gres_fail(c, job->dir, HB_EINVAL,
-					 "--gpus is not multiple of "
-					 "--gres=gpu/--gpus-per-node");
-		req = gpj / gpn;
-		if ((min != UNSET && req < min) || (max != UNSET && req > max))
-			return gres_fail(c, job->dir, HB_EINVAL,
-					 "based on --gpus and GPUs per node, "
-					 "the required node count is outside "
-					 "the job's node range");
-		min = max = req;
-		if (req <= UINT32_MAX) {
-			sp->nodes_min = sp->nodes_max = (uint32_t)req;
-			derive(c, HB_F_NODES, job->dir, "nodes", req);
-		}
-	}
-	if (gpt) {
-		if (gpj) {
-			if (gpj % gpt)
-				return gres_fail(c, task->dir, HB_EINVAL,
-						 "--gpus not multiple of "
-						 "--gpus-per-task");
-			if (ntasks == UNSET)
-				ntasks = gpj / gpt;
-			else if (ntasks != gpj / gpt)
-				return gres_fail(c, task->dir, HB_ECONFLICT,
-						 "based on --gpus and "
-						 "--gpus-per-task the number "
-						 "of requested tasks differs "
-						 "from -n/--ntasks");
-		} else if (ntasks == UNSET) {
-			return gres_fail(c, task->dir, HB_EINVAL,
-					 "--gpus-per-task used without either "
-					 "--gpus or -n/--ntasks is not "
-					 "allowed");
-		}
-	}
-	if (gpn && gpt) {
-		if (gpn % gpt)
-			return gres_fail(c, task->dir, HB_EINVAL,
-					 "GPUs per node not multiple of "
-					 "--gpus-per-task");
-		if (tpn == UNSET) {
-			sp->ntasks_per_node = (uint32_t)(gpn / gpt);
-			derive(c, HB_F_NTASKS_PER_NODE, task->dir,
-			       "tasks per node", gpn / gpt);
-		} else if (tpn != gpn / gpt) {
-			return gres_fail(c, task->dir, HB_ECONFLICT,
-					 "based on GPUs per node and "
-					 "--gpus-per-task the number of tasks "
-					 "per node differs from "
-					 "--ntasks-per-node");
-		}
-	}
-	if (cpg->set && gpt && cpt == UNSET) {
-		if (cpg->a * gpt > INT_MAX)
-			return gres_fail(c, cpg->dir, HB_ERANGE,
-					 "CPUs per task from --cpus-per-gpu "
-					 "and --gpus-per-task are too many");
-		sp->cpus_per_task = (uint32_t)(cpg->a * gpt);
-		derive(c, HB_F_CPUS_PER_TASK, cpg->dir, "CPUs per task",
-		       sp->cpus_per_task);
-	}
-	if (gpj) {
-		if (min != UNSET && gpj < min)
-			return gres_fail(c, job->dir, HB_EINVAL, "--gpus < -N");
-		if (max != UNSET && gpj < max) {
-			sp->nodes_max = (uint32_t)gpj;
-			sb_note(c, job->dir,
-				hb_arena_printf(&sp->arena,
-						"sbatch lowers the "
-						"node maximum to "
-						"%llu",
-						(unsigned long long)gpj));
-		}
-	}
-	if (!ntasks_given && ntasks != UNSET && ntasks <= INT_MAX && gpt) {
-		sp->ntasks = (uint32_t)ntasks;
-		derive(c, HB_F_NTASKS, task->dir, "tasks", ntasks);
+	rc = gpus_types(c);
+	if (rc)
+		return rc;
+	gpus_ntasks(c, &g);
+	rc = gpus_test_cnt(c, &g);
+	if (!rc)
+		rc = gpus_nodes(c, &g);
+	if (!rc)
+		rc = gpus_tasks(c, &g);
+	if (!rc)
+		rc = gpus_cpus(c, &g);
+	if (!rc)
+		rc = gpus_node_max(c, &g);
+	if (rc)
+		return rc;
+	if (!g.ntasks_given && g.ntasks != UNSET && g.ntasks <= INT_MAX &&
+	    g.gpt) {
+		sp->ntasks = (uint32_t)g.ntasks;
+		derive(c, HB_F_NTASKS, g.task->dir, "tasks", g.ntasks);
 	}
 	return 0;
 }
