@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hpcbridge/timefmt.h"
 #include "hpcbridge/units.h"
 #include "sbatch_int.h"
 
@@ -285,223 +286,6 @@ const char *sb_mail_string(struct ctx *c, uint32_t bits)
 				      n ? "," : "", mail_names[i].name);
 	}
 	return hb_arena_strdup(&c->spec->arena, buf);
-}
-
-/*
- * parse_time() from src/common/parse_time.c, as a check: does Slurm read
- * a date or time from s?  Forms: today, tomorrow, midnight, noon, fika,
- * teatime, now[{+|-}N[units]], HH:MM[:SS] [AM|PM], MMDD[YY], MM/DD[/YY],
- * MM.DD[.YY], YYYY-MM-DD[THH:MM[:SS]], uts<epoch>.
- */
-static char at(const char *s, size_t len, size_t i)
-{
-	return i < len ? s[i] : '\0';
-}
-
-static bool pt_delta(const char *s, size_t len, size_t *pos)
-{
-	static const char *const units[] = {
-	    "seconds", "second", "minutes", "minute", "hours",
-	    "hour",    "days",	 "day",	    "weeks",  "week"};
-	size_t off;
-	int ndig = 0;
-
-	for (off = *pos + 1; at(s, len, off) != '\0' && s[off] != '\n'; off++) {
-		size_t u;
-
-		if (is_space(s[off]))
-			continue;
-		for (u = 0; u < sizeof(units) / sizeof(units[0]); u++)
-			if (iprefix(s + off, units[u]))
-				break;
-		if (u < sizeof(units) / sizeof(units[0])) {
-			off += strlen(units[u]);
-			break;
-		}
-		if (is_digit(s[off])) {
-			if (++ndig > 12) /* Slurm's long would overflow */
-				return false;
-			continue;
-		}
-		return false;
-	}
-	if (!ndig)
-		return false;
-	*pos = off - 1;
-	return true;
-}
-
-static bool pt_time(const char *s, size_t len, size_t *pos)
-{
-	size_t off = *pos;
-	int hr, min, sec;
-
-	if (!is_digit(at(s, len, off)))
-		return false;
-	hr = s[off++] - '0';
-	if (at(s, len, off) != ':') {
-		if (!is_digit(at(s, len, off)))
-			return false;
-		hr = hr * 10 + s[off++] - '0';
-	}
-	if (hr > 23 || at(s, len, off) != ':')
-		return false;
-	off++;
-	if (!is_digit(at(s, len, off)) || !is_digit(at(s, len, off + 1)))
-		return false;
-	min = (s[off] - '0') * 10 + s[off + 1] - '0';
-	off += 2;
-	if (min > 59)
-		return false;
-	if (at(s, len, off) == ':') {
-		off++;
-		if (!is_digit(at(s, len, off)) ||
-		    !is_digit(at(s, len, off + 1)))
-			return false;
-		sec = (s[off] - '0') * 10 + s[off + 1] - '0';
-		off += 2;
-		if (sec > 59)
-			return false;
-	}
-	while (is_space(at(s, len, off)))
-		off++;
-	if (off < len && iprefix(s + off, "pm")) {
-		hr += 12;
-		if (hr > 24)
-			return false;
-		off += 2;
-	} else if (off < len && iprefix(s + off, "am")) {
-		if (hr > 12)
-			return false;
-		off += 2;
-	}
-	*pos = off - 1;
-	return true;
-}
-
-static bool pt_date(const char *s, size_t len, size_t *pos)
-{
-	size_t off = *pos;
-	int mon, day;
-
-	if (len >= off + 7 && at(s, len, off + 4) == '-' &&
-	    at(s, len, off + 7) == '-') {
-		for (int i = 0; i < 4; i++)
-			if (!is_digit(s[off++]))
-				return false;
-		off++;
-		mon = at(s, len, off) - '0';
-		off++;
-		if (is_digit(at(s, len, off)))
-			mon = mon * 10 + s[off++] - '0';
-		if (mon < 1 || mon > 12)
-			return false;
-		off++;
-		if (!is_digit(at(s, len, off)))
-			return false;
-		day = s[off++] - '0';
-		if (is_digit(at(s, len, off)))
-			day = day * 10 + s[off++] - '0';
-		if (day < 1 || day > 31)
-			return false;
-		*pos = off - 1;
-		return true;
-	}
-	mon = at(s, len, off) - '0';
-	off++;
-	if (is_digit(at(s, len, off)))
-		mon = mon * 10 + s[off++] - '0';
-	if (mon < 1 || mon > 12)
-		return false;
-	if (at(s, len, off) == '.' || at(s, len, off) == '/')
-		off++;
-	if (!is_digit(at(s, len, off)))
-		return false;
-	day = s[off++] - '0';
-	if (is_digit(at(s, len, off)))
-		day = day * 10 + s[off++] - '0';
-	if (day < 1 || day > 31)
-		return false;
-	if (at(s, len, off) == '.' || at(s, len, off) == '/')
-		off++;
-	if (is_digit(at(s, len, off))) {
-		off++;
-		if (!is_digit(at(s, len, off)))
-			return false;
-		off++;
-	}
-	*pos = off - 1;
-	return true;
-}
-
-static bool slurm_date_ok(const char *s)
-{
-	size_t len = strlen(s), pos;
-	bool have = false;
-
-	if (iprefix(s, "uts")) {
-		const char *end;
-		long n;
-		bool ovf = sb_strtol(s + 3, &n, &end);
-
-		return !ovf && n >= 1000000 && end != s + 3 && *end == '\0';
-	}
-	for (pos = 0; pos < len && s[pos] != '\n'; pos++) {
-		char ch = s[pos];
-
-		if (ch == ' ' || ch == '\t' || ch == '-' || ch == 'T')
-			continue;
-		if (iprefix(s + pos, "today")) {
-			have = true;
-			pos += 4;
-		} else if (iprefix(s + pos, "tomorrow") ||
-			   iprefix(s + pos, "midnight")) {
-			have = true;
-			pos += 7;
-		} else if (iprefix(s + pos, "noon") ||
-			   iprefix(s + pos, "fika")) {
-			have = true;
-			pos += 3;
-		} else if (iprefix(s + pos, "teatime")) {
-			have = true;
-			pos += 6;
-		} else if (iprefix(s + pos, "now")) {
-			size_t i;
-
-			for (i = pos + 3;; i++) {
-				char x = at(s, len, i);
-
-				if (x == '+' || x == '-') {
-					/* Slurm adds the absolute index */
-					pos += i;
-					if (pos >= len ||
-					    !pt_delta(s, len, &pos))
-						return false;
-					break;
-				}
-				if (x == ' ' || x == '\t')
-					continue;
-				if (x == '\0' || x == '\n') {
-					pos += i - 1;
-					break;
-				}
-				return false;
-			}
-			have = true;
-		} else if (!is_digit(ch)) {
-			return false;
-		} else if (at(s, len, pos + 1) == ':' ||
-			   (pos + 1 < len && at(s, len, pos + 2) == ':')) {
-			if (!pt_time(s, len, &pos))
-				return false;
-			have = true;
-		} else {
-			if (!pt_date(s, len, &pos))
-				return false;
-			have = true;
-		}
-	}
-	return have;
 }
 
 /* _is_valid_number() of gres.c: a count with an optional unit suffix. */
@@ -1098,7 +882,7 @@ static int apply_time(struct ctx *c, int id, const char *arg)
 {
 	const char *v = value_of(arg);
 	uint64_t s;
-	int rc = hb_parse_slurm_time(v, &s);
+	int rc = hb_time_slurm_duration_parse(v, &s);
 
 	if (rc == HB_ERANGE)
 		return sb_fail(c, rc, "--%s: time '%s' is too large",
@@ -1434,16 +1218,11 @@ static bool nonempty(const char *v)
 	return *v != '\0';
 }
 
-static bool date_ok(const char *v)
-{
-	return slurm_date_ok(v);
-}
-
 static bool duration_ok(const char *v)
 {
 	uint64_t x;
 
-	return hb_parse_slurm_time(v, &x) == 0;
+	return hb_time_slurm_duration_parse(v, &x) == 0;
 }
 
 static bool get_user_env_ok(const char *v)
@@ -1497,7 +1276,7 @@ static const struct applier {
     [O_ACCTG_FREQ] = {.ok = acctg_freq_ok},
     [O_ARRAY] = {apply_array},
     [O_BATCH] = {apply_string},
-    [O_BEGIN] = {.ok = date_ok},
+    [O_BEGIN] = {.ok = hb_time_slurm_date_ok},
     [O_BB] = {apply_string},
     [O_BBF] = {apply_string},
     [O_CLUSTER_CONSTRAINT] = {apply_string},
@@ -1514,7 +1293,7 @@ static const struct applier {
     [O_CPU_FREQ] = {apply_string},
     [O_CPUS_PER_GPU] = {apply_positive},
     [O_CPUS_PER_TASK] = {apply_positive},
-    [O_DEADLINE] = {.ok = date_ok},
+    [O_DEADLINE] = {.ok = hb_time_slurm_date_ok},
     [O_DELAY_BOOT] = {.ok = duration_ok},
     [O_DEPENDENCY] = {apply_string},
     [O_DISTRIBUTION] = {.ok = dist_ok},
@@ -1597,7 +1376,7 @@ static const struct applier {
     [O_SWITCH_REQ] = {apply_positive},
     [O_SWITCH_WAIT] = {apply_string},
     [O_HB_TARGET] = {apply_hb_target},
-    [O_HB_DEADLINE] = {.ok = date_ok},
+    [O_HB_DEADLINE] = {.ok = hb_time_slurm_date_ok},
     [O_HB_CHECKPOINT] = {.ok = nonempty},
     [O_HB_DATA] = {apply_hb_data},
 };
