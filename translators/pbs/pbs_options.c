@@ -874,172 +874,215 @@ static int set_str(struct ctx *c, const char **dst, const char *v,
 	return 0;
 }
 
+/* Options read and noted, with no effect on the job: why. */
+static const struct {
+	char opt;
+	const char *why;
+} no_effect[] = {
+    {'b', "how long qsub retries the server is a client matter; no effect"},
+    {'c', "PBS checkpoint intervals are not carried; the job's own "
+	  "checkpoint directory is"},
+    {'D', "a root directory for the job is not carried"},
+    {'f', "a qsub client option; no effect on the job"},
+    {'F', "arguments to the script are not carried"},
+    {'h', "user hold is not carried: the job is submitted eligible to run"},
+    {'L', "NUMA resource requests are not carried"},
+    {'R', "removing output files of successful jobs is not carried"},
+    {'T', "Torque job types (prologue/epilogue selection) are not carried"},
+    {'x', "-x applies to interactive jobs only; no effect"},
+    {'X', "X11 forwarding applies to interactive jobs only; no effect"},
+    {'z', "qsub not printing the job id is a client matter; no effect"},
+};
+
+/* -C PREFIX: read by cli_prefix() before the script; noted here. */
+static int opt_prefix(struct ctx *c, const char *arg)
+{
+	if (!c->cli)
+		return NOTE(c, "-C works only on the qsub command line; "
+			       "ignored in a script");
+	if (!*arg)
+		return NOTE(c, "empty directive prefix: the script's "
+			       "directives were not read");
+	return NOTE(c, "directives read with prefix '%s'", arg);
+}
+
+/* -j oe|eo|n: settled at the end, with -o and -e. */
+static int opt_join(struct ctx *c, const char *arg)
+{
+	if (strcmp(arg, "oe") == 0)
+		c->join = JOIN_OE;
+	else if (strcmp(arg, "eo") == 0)
+		c->join = JOIN_EO;
+	else if (strcmp(arg, "n") == 0)
+		c->join = JOIN_N;
+	else
+		return pbs_fail(c, HB_EINVAL,
+				"-j: unknown join '%s' (oe, eo or n)", arg);
+	c->d_join = c->cur;
+	return 0;
+}
+
+/* -k: any of d, e, o, or n. */
+static int opt_keep(struct ctx *c, const char *arg)
+{
+	int rc;
+
+	if (strcmp(arg, "n") != 0 &&
+	    (!*arg || strspn(arg, "deo") != strlen(arg)))
+		return pbs_fail(c, HB_EINVAL,
+				"-k: malformed keep '%s' (any of d, e, o; "
+				"or n)",
+				arg);
+	rc = set_str(c, &c->spec->keep, arg, HB_F_KEEP);
+	if (rc)
+		return rc;
+	if (strcmp(arg, "n") == 0)
+		return NOTE(c, "keep nothing on the execution host "
+			       "(the default)");
+	return NOTE(c, "-k %s: output is streamed; nothing to keep", arg);
+}
+
+static int opt_name(struct ctx *c, const char *arg)
+{
+	if (!*arg || strpbrk(arg, " \t"))
+		return pbs_fail(c, HB_EINVAL,
+				"-N: malformed job name '%s' (printable, "
+				"no blanks)",
+				arg);
+	return set_str(c, &c->spec->name, arg, HB_F_NAME);
+}
+
+/* -P: settled at the end, against -A. */
+static int opt_project(struct ctx *c, const char *arg)
+{
+	int rc = need(c, 'P', arg);
+
+	if (rc)
+		return rc;
+	c->project = pbs_dup(c, arg);
+	if (!c->project)
+		return pbs_oom(c);
+	c->d_project = c->cur;
+	return 0;
+}
+
+/* -q queue[@server]: the partition. */
+static int opt_queue(struct ctx *c, const char *arg)
+{
+	struct hb_jobspec *s = c->spec;
+	const char *at = strchr(arg, '@');
+	int rc = need(c, 'q', arg);
+
+	if (rc)
+		return rc;
+	if (at == arg)
+		return NOTE(c, "a server without a queue: the default "
+			       "partition is used");
+	s->partition =
+		at ? pbs_dupn(c, arg, (size_t)(at - arg)) : pbs_dup(c, arg);
+	if (!s->partition)
+		return pbs_oom(c);
+	SET(c, HB_F_PARTITION);
+	if (at)
+		return NOTE(c, "server '%s' dropped", at + 1);
+	return 0;
+}
+
+/* -r y|n: rerunable. */
+static int opt_rerun(struct ctx *c, const char *arg)
+{
+	if (strcasecmp(arg, "y") == 0)
+		c->spec->requeue = 1;
+	else if (strcasecmp(arg, "n") == 0)
+		c->spec->requeue = 0;
+	else
+		return pbs_fail(c, HB_EINVAL,
+				"-r: rerunable must be y or n, got '%s'", arg);
+	SET(c, HB_F_REQUEUE);
+	return 0;
+}
+
+/* -S path[@host],...: the interpreter. */
+static int opt_shell(struct ctx *c, const char *arg)
+{
+	char *pick;
+	int rc = pick_hostless(c, "-S", arg, &pick);
+
+	if (rc)
+		return rc;
+	c->spec->interpreter = pick;
+	SET(c, HB_F_SCRIPT);
+	return NOTE(c, "the script runs with %s", pick);
+}
+
+/* -u user[@host],...: the user. */
+static int opt_user(struct ctx *c, const char *arg)
+{
+	char *pick;
+	int rc = pick_hostless(c, "-u", arg, &pick);
+
+	if (rc)
+		return rc;
+	c->spec->user = pick;
+	SET(c, HB_F_USER);
+	return 0;
+}
+
 /* One option with its argument (NULL for flags). */
 int pbs_option(struct ctx *c, char opt, const char *arg)
 {
 	struct hb_jobspec *s = c->spec;
-	char *pick;
-	int rc;
 
+	for (size_t i = 0; i < sizeof(no_effect) / sizeof(no_effect[0]); i++)
+		if (no_effect[i].opt == opt)
+			return NOTE(c, "%s", no_effect[i].why);
 	switch (opt) {
 	case 'a':
 		return opt_begin(c, arg);
 	case 'A':
 		return need(c, opt, arg)
 			   ?: set_str(c, &s->account, arg, HB_F_ACCOUNT);
-	case 'b':
-		return NOTE(c, "how long qsub retries the server is a client "
-			       "matter; no effect");
-	case 'c':
-		return NOTE(c, "PBS checkpoint intervals are not carried; "
-			       "the job's own checkpoint directory is");
 	case 'C':
-		if (!c->cli)
-			return NOTE(c,
-				    "-C works only on the qsub command line; "
-				    "ignored in a script");
-		if (!*arg)
-			return NOTE(c, "empty directive prefix: the script's "
-				       "directives were not read");
-		return NOTE(c, "directives read with prefix '%s'", arg);
+		return opt_prefix(c, arg);
 	case 'd':
 	case 'w':
 		return need(c, opt, arg) ?: opt_path(c, 'd', arg);
-	case 'D':
-		return NOTE(c, "a root directory for the job is not carried");
 	case 'e':
 	case 'o':
 		return need(c, opt, arg) ?: opt_path(c, opt, arg);
-	case 'f':
-		return NOTE(c, "a qsub client option; no effect on the job");
-	case 'F':
-		return NOTE(c, "arguments to the script are not carried");
-	case 'h':
-		return NOTE(c, "user hold is not carried: the job is "
-			       "submitted eligible to run");
 	case 'I':
 		return pbs_fail(c, HB_EUNSUP,
 				"-I: an interactive job is not a batch script");
 	case 'j':
-		if (strcmp(arg, "oe") == 0)
-			c->join = JOIN_OE;
-		else if (strcmp(arg, "eo") == 0)
-			c->join = JOIN_EO;
-		else if (strcmp(arg, "n") == 0)
-			c->join = JOIN_N;
-		else
-			return pbs_fail(c, HB_EINVAL,
-					"-j: unknown join '%s' (oe, eo or n)",
-					arg);
-		c->d_join = c->cur;
-		return 0;
+		return opt_join(c, arg);
 	case 'J':
 	case 't':
 		return opt_array(c, opt, arg);
 	case 'k':
-		if (strcmp(arg, "n") != 0 &&
-		    (!*arg || strspn(arg, "deo") != strlen(arg)))
-			return pbs_fail(
-				c, HB_EINVAL,
-				"-k: malformed keep '%s' (any of d, e, o; "
-				"or n)",
-				arg);
-		rc = set_str(c, &s->keep, arg, HB_F_KEEP);
-		if (rc)
-			return rc;
-		if (strcmp(arg, "n") == 0)
-			return NOTE(c, "keep nothing on the execution host "
-				       "(the default)");
-		return NOTE(c, "-k %s: output is streamed; nothing to keep",
-			    arg);
-	case 'L':
-		return NOTE(c, "NUMA resource requests are not carried");
+		return opt_keep(c, arg);
 	case 'm':
 		return opt_mail(c, arg);
 	case 'M':
 		return need(c, opt, arg)
 			   ?: set_str(c, &s->mail_user, arg, HB_F_MAIL_USER);
 	case 'N':
-		if (!*arg || strpbrk(arg, " \t"))
-			return pbs_fail(
-				c, HB_EINVAL,
-				"-N: malformed job name '%s' (printable, "
-				"no blanks)",
-				arg);
-		return set_str(c, &s->name, arg, HB_F_NAME);
+		return opt_name(c, arg);
 	case 'p':
 		return opt_priority(c, arg);
 	case 'P':
-		rc = need(c, opt, arg);
-		if (rc)
-			return rc;
-		c->project = pbs_dup(c, arg);
-		if (!c->project)
-			return pbs_oom(c);
-		c->d_project = c->cur;
-		return 0;
-	case 'q': {
-		const char *at = strchr(arg, '@');
-
-		rc = need(c, opt, arg);
-		if (rc)
-			return rc;
-		if (at == arg)
-			return NOTE(c, "a server without a queue: the default "
-				       "partition is used");
-		s->partition = at ? pbs_dupn(c, arg, (size_t)(at - arg))
-				  : pbs_dup(c, arg);
-		if (!s->partition)
-			return pbs_oom(c);
-		SET(c, HB_F_PARTITION);
-		if (at)
-			return NOTE(c, "server '%s' dropped", at + 1);
-		return 0;
-	}
+		return opt_project(c, arg);
+	case 'q':
+		return opt_queue(c, arg);
 	case 'r':
-		if (strcasecmp(arg, "y") == 0)
-			s->requeue = 1;
-		else if (strcasecmp(arg, "n") == 0)
-			s->requeue = 0;
-		else
-			return pbs_fail(
-				c, HB_EINVAL,
-				"-r: rerunable must be y or n, got '%s'", arg);
-		SET(c, HB_F_REQUEUE);
-		return 0;
-	case 'R':
-		return NOTE(c, "removing output files of successful jobs is "
-			       "not carried");
+		return opt_rerun(c, arg);
 	case 'S':
-		rc = pick_hostless(c, "-S", arg, &pick);
-		if (rc)
-			return rc;
-		s->interpreter = pick;
-		SET(c, HB_F_SCRIPT);
-		return NOTE(c, "the script runs with %s", pick);
-	case 'T':
-		return NOTE(c, "Torque job types (prologue/epilogue "
-			       "selection) are not carried");
+		return opt_shell(c, arg);
 	case 'u':
-		rc = pick_hostless(c, "-u", arg, &pick);
-		if (rc)
-			return rc;
-		s->user = pick;
-		SET(c, HB_F_USER);
-		return 0;
+		return opt_user(c, arg);
 	case 'v':
 		return opt_env(c, arg);
 	case 'V':
 		return opt_export_all(c);
-	case 'x':
-		return NOTE(c,
-			    "-x applies to interactive jobs only; no effect");
-	case 'X':
-		return NOTE(c, "X11 forwarding applies to interactive jobs "
-			       "only; no effect");
-	case 'z':
-		return NOTE(c, "qsub not printing the job id is a client "
-			       "matter; no effect");
 	}
 	return pbs_fail(c, HB_EINVAL, "unknown option -%c", opt);
 }
