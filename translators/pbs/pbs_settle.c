@@ -160,6 +160,42 @@ static int settle_lists(struct ctx *c)
 	return 0;
 }
 
+/* CPUs per task of chunk i (directive d): ompthreads when given, else
+ * ncpus / mpiprocs; a note where the two disagree. */
+static int chunk_cpus_per_task(struct ctx *c, uint32_t d, uint32_t i,
+			       const struct hb_chunk *k, uint32_t *cpt)
+{
+	uint32_t t;
+	int rc = 0;
+
+	if (k->ompthreads) {
+		t = k->ompthreads;
+		if ((uint64_t)k->ompthreads * k->mpiprocs != k->ncpus)
+			rc = pbs_note_at(c, d,
+					 "chunk %u: ompthreads x mpiprocs "
+					 "= %llu differs from ncpus=%u; "
+					 "CPUs per task follow ompthreads",
+					 i + 1,
+					 (unsigned long long)k->ompthreads *
+						 k->mpiprocs,
+					 k->ncpus);
+	} else if (k->mpiprocs) {
+		t = k->ncpus / k->mpiprocs;
+		if (t == 0)
+			t = 1;
+		if (k->ncpus % k->mpiprocs)
+			rc = pbs_note_at(c, d,
+					 "chunk %u: ncpus=%u is not a "
+					 "multiple of mpiprocs=%u; %u CPUs "
+					 "per task",
+					 i + 1, k->ncpus, k->mpiprocs, t);
+	} else {
+		t = k->ncpus ? k->ncpus : 1;
+	}
+	*cpt = t;
+	return rc;
+}
+
 static int settle_select(struct ctx *c)
 {
 	struct hb_jobspec *s = c->spec;
@@ -177,38 +213,9 @@ static int settle_select(struct ctx *c)
 		uint64_t k_cpus;
 		uint32_t t;
 
-		if (k->ompthreads) {
-			t = k->ompthreads;
-			if ((uint64_t)k->ompthreads * k->mpiprocs != k->ncpus) {
-				rc = pbs_note_at(
-					c, d,
-					"chunk %u: ompthreads x mpiprocs "
-					"= %llu differs from ncpus=%u; "
-					"CPUs per task follow ompthreads",
-					i + 1,
-					(unsigned long long)k->ompthreads *
-						k->mpiprocs,
-					k->ncpus);
-				if (rc)
-					return rc;
-			}
-		} else if (k->mpiprocs) {
-			t = k->ncpus / k->mpiprocs;
-			if (t == 0)
-				t = 1;
-			if (k->ncpus % k->mpiprocs) {
-				rc = pbs_note_at(
-					c, d,
-					"chunk %u: ncpus=%u is not a "
-					"multiple of mpiprocs=%u; %u CPUs "
-					"per task",
-					i + 1, k->ncpus, k->mpiprocs, t);
-				if (rc)
-					return rc;
-			}
-		} else {
-			t = k->ncpus ? k->ncpus : 1;
-		}
+		rc = chunk_cpus_per_task(c, d, i, k, &t);
+		if (rc)
+			return rc;
 		/* CPUs this chunk's node needs, as the jobspec asks them:
 		 * its tasks (at least one) times CPUs per task. */
 		k_cpus = (uint64_t)(k->mpiprocs ? k->mpiprocs : 1) * t;
@@ -515,13 +522,12 @@ static int dir_default(struct ctx *c, uint32_t d, const char **path, char which)
 			   n + len);
 }
 
-static int settle_misc(struct ctx *c)
+/* GPUs given job-wide or as gres, when nodes/select gave none. */
+static int settle_gpus(struct ctx *c)
 {
 	struct hb_jobspec *s = c->spec;
-	char w[48];
 	int rc;
 
-	/* GPUs given job-wide or as gres, when nodes/select gave none. */
 	if (c->d_gres != NO_DIR && c->gres_gpus) {
 		if (s->gpu_scope != HB_GPU_NONE) {
 			rc = pbs_note_at(c, c->d_gres,
@@ -553,7 +559,15 @@ static int settle_misc(struct ctx *c)
 		if (rc)
 			return rc;
 	}
-	/* Time limits. */
+	return 0;
+}
+
+/* Time limits. */
+static int settle_times(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+	int rc;
+
 	if (c->d_wall != NO_DIR && c->wall) {
 		s->time_limit = c->wall;
 		pbs_set_at(c, c->d_wall, HB_F_TIME_LIMIT);
@@ -573,116 +587,158 @@ static int settle_misc(struct ctx *c)
 		s->time_min = c->minwall;
 		pbs_set_at(c, c->d_minwall, HB_F_TIME_MIN);
 	}
-	/* Stage-in files: data inputs (remote side of local@host:remote). */
-	if (c->d_stagein != NO_DIR) {
-		const char *p = c->stagein;
+	return 0;
+}
 
-		while (*p) {
-			size_t n = strcspn(p, ",");
-			const char *at = memchr(p, '@', n);
-			char *item =
-				pbs_dupn(c, at + 1, (size_t)(p + n - at - 1));
+/* Stage-in files: data inputs (remote side of local@host:remote). */
+static int settle_stagein(struct ctx *c)
+{
+	const char *p = c->stagein;
 
-			if (!item || hb_jobspec_add_data(s, item))
-				return pbs_oom(c);
-			p += n;
-			if (*p)
-				p++;
-		}
-		pbs_set_at(c, c->d_stagein, HB_F_DATA);
+	if (c->d_stagein == NO_DIR)
+		return 0;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		const char *at = memchr(p, '@', n);
+		char *item = pbs_dupn(c, at + 1, (size_t)(p + n - at - 1));
+
+		if (!item || hb_jobspec_add_data(c->spec, item))
+			return pbs_oom(c);
+		p += n;
+		if (*p)
+			p++;
 	}
+	pbs_set_at(c, c->d_stagein, HB_F_DATA);
+	return 0;
+}
+
+/* -j eo: both streams go to the error file, which is the output now. */
+static int join_eo(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+	uint32_t d = c->d_join;
+	char w[48];
+	int rc = 0;
+
+	s->join_output = true;
+	if (c->d_out != NO_DIR) {
+		pbs_drop_field(c, c->d_out, HB_F_OUTPUT);
+		s->output = NULL;
+		rc = pbs_note_at(c, c->d_out,
+				 "ignored: -j eo at %s sends "
+				 "stdout to the error file",
+				 pbs_where(c, d, w));
+	}
+	if (!rc && c->d_errp != NO_DIR) {
+		s->output = s->error;
+		s->error = NULL;
+		pbs_drop_field(c, c->d_errp, HB_F_ERROR);
+		pbs_set_at(c, c->d_errp, HB_F_OUTPUT);
+		pbs_set_at(c, d, HB_F_ERROR);
+		rc = pbs_note_at(c, c->d_errp, "both streams go here (-j eo)");
+	} else if (!rc) {
+		pbs_set_at(c, d, HB_F_ERROR);
+		rc = pbs_note_at(c, d,
+				 "eo: both streams go to one "
+				 "file, the job's output file "
+				 "here (PBS names it JOB.eNNN)");
+	}
+	return rc;
+}
+
+/* -j: the streams apart, or joined into one file. */
+static int settle_join(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+	uint32_t d = c->d_join;
+	char w[48];
+	int rc = 0;
+
+	if (d == NO_DIR)
+		return 0;
+	if (c->join == JOIN_N) {
+		s->join_output = false;
+		return pbs_note_at(c, d, "streams stay apart (the default)");
+	}
+	if (c->join != JOIN_OE)
+		return join_eo(c);
+	s->join_output = true;
+	pbs_set_at(c, d, HB_F_ERROR);
+	if (c->d_errp != NO_DIR) {
+		s->error = NULL;
+		pbs_drop_field(c, c->d_errp, HB_F_ERROR);
+		rc = pbs_note_at(c, c->d_errp,
+				 "ignored: -j oe at %s sends "
+				 "stderr to the output file",
+				 pbs_where(c, d, w));
+	}
+	return rc;
+}
+
+/* Project: the account, unless -A gives one. */
+static int settle_project(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+
+	if (c->d_project == NO_DIR)
+		return 0;
+	if (!s->account) {
+		s->account = c->project;
+		pbs_set_at(c, c->d_project, HB_F_ACCOUNT);
+		return pbs_note_at(c, c->d_project,
+				   "PBS Pro project used as the account "
+				   "(no -A)");
+	}
+	s->comment = hb_arena_printf(&s->arena, "project=%s", c->project);
+	if (!s->comment)
+		return pbs_oom(c);
+	pbs_set_at(c, c->d_project, HB_F_COMMENT);
+	return pbs_note_at(c, c->d_project,
+			   "-A gives the account; the project is "
+			   "kept as the comment");
+}
+
+/* Export: the -v list, after ALL when -V is given. */
+static int settle_export(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+
+	if (c->d_export == NO_DIR)
+		return 0;
+	if (s->export_all)
+		s->export_spec = hb_arena_printf(
+			&s->arena, "ALL%s%s", c->exports.len ? "," : "",
+			c->exports.len ? c->exports.data : "");
+	else
+		s->export_spec = pbs_dup(c, c->exports.data);
+	if (!s->export_spec)
+		return pbs_oom(c);
+	return 0;
+}
+
+static int settle_misc(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+	int rc;
+
+	rc = settle_gpus(c);
+	if (!rc)
+		rc = settle_times(c);
+	if (!rc)
+		rc = settle_stagein(c);
 	/* A directory gets PBS's default file name, JOB.oSEQ / JOB.eSEQ,
 	 * as a Slurm pattern (%x job name, %j job id, %A.%a for arrays). */
-	rc = dir_default(c, c->d_out, &s->output, 'o');
+	if (!rc)
+		rc = dir_default(c, c->d_out, &s->output, 'o');
 	if (!rc)
 		rc = dir_default(c, c->d_errp, &s->error, 'e');
-	if (rc)
-		return rc;
-	/* Join. */
-	if (c->d_join != NO_DIR) {
-		uint32_t d = c->d_join;
-
-		if (c->join == JOIN_N) {
-			s->join_output = false;
-			rc = pbs_note_at(c, d,
-					 "streams stay apart (the default)");
-		} else if (c->join == JOIN_OE) {
-			s->join_output = true;
-			pbs_set_at(c, d, HB_F_ERROR);
-			rc = 0;
-			if (c->d_errp != NO_DIR) {
-				s->error = NULL;
-				pbs_drop_field(c, c->d_errp, HB_F_ERROR);
-				rc = pbs_note_at(c, c->d_errp,
-						 "ignored: -j oe at %s sends "
-						 "stderr to the output file",
-						 pbs_where(c, d, w));
-			}
-		} else {
-			s->join_output = true;
-			rc = 0;
-			if (c->d_out != NO_DIR) {
-				pbs_drop_field(c, c->d_out, HB_F_OUTPUT);
-				s->output = NULL;
-				rc = pbs_note_at(c, c->d_out,
-						 "ignored: -j eo at %s sends "
-						 "stdout to the error file",
-						 pbs_where(c, d, w));
-			}
-			if (!rc && c->d_errp != NO_DIR) {
-				s->output = s->error;
-				s->error = NULL;
-				pbs_drop_field(c, c->d_errp, HB_F_ERROR);
-				pbs_set_at(c, c->d_errp, HB_F_OUTPUT);
-				pbs_set_at(c, d, HB_F_ERROR);
-				rc = pbs_note_at(
-					c, c->d_errp,
-					"both streams go here (-j eo)");
-			} else if (!rc) {
-				pbs_set_at(c, d, HB_F_ERROR);
-				rc = pbs_note_at(
-					c, d,
-					"eo: both streams go to one "
-					"file, the job's output file "
-					"here (PBS names it JOB.eNNN)");
-			}
-		}
-		if (rc)
-			return rc;
-	}
-	/* Project: the account, unless -A gives one. */
-	if (c->d_project != NO_DIR) {
-		if (!s->account) {
-			s->account = c->project;
-			pbs_set_at(c, c->d_project, HB_F_ACCOUNT);
-			rc = pbs_note_at(c, c->d_project,
-					 "PBS Pro project used as the account "
-					 "(no -A)");
-		} else {
-			s->comment = hb_arena_printf(&s->arena, "project=%s",
-						     c->project);
-			if (!s->comment)
-				return pbs_oom(c);
-			pbs_set_at(c, c->d_project, HB_F_COMMENT);
-			rc = pbs_note_at(c, c->d_project,
-					 "-A gives the account; the project is "
-					 "kept as the comment");
-		}
-		if (rc)
-			return rc;
-	}
-	/* Export. */
-	if (c->d_export != NO_DIR) {
-		if (s->export_all)
-			s->export_spec = hb_arena_printf(
-			    &s->arena, "ALL%s%s", c->exports.len ? "," : "",
-			    c->exports.len ? c->exports.data : "");
-		else
-			s->export_spec = pbs_dup(c, c->exports.data);
-		if (!s->export_spec)
-			return pbs_oom(c);
-	}
-	return 0;
+	if (!rc)
+		rc = settle_join(c);
+	if (!rc)
+		rc = settle_project(c);
+	if (!rc)
+		rc = settle_export(c);
+	return rc;
 }
 
 /* Every directive says what it set or why it set nothing. */
