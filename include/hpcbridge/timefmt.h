@@ -1,9 +1,9 @@
 /*
  * timefmt.h - the times jobs and documents are written in: Slurm
- * durations (--time), Slurm dates and times (--begin, --deadline), RFC
- * 3339 instants, and the civil calendar under them.  Every parser takes a
- * NUL-terminated string and accepts the whole of it or nothing.  Instants
- * are seconds since the epoch, UTC.
+ * durations (--time), Slurm dates and times (--begin, --deadline) and RFC
+ * 3339 instants.  Every parser takes a NUL-terminated string and accepts
+ * the whole of it or nothing.  Instants are seconds since the epoch, UTC;
+ * the calendar under them is hb_days_from_civil() of units.h.
  */
 #ifndef HPCBRIDGE_TIMEFMT_H
 #define HPCBRIDGE_TIMEFMT_H
@@ -57,13 +57,5 @@ int hb_time_rfc3339_parse(const char *s, int64_t *out);
 /* t as "YYYY-MM-DDTHH:MM:SSZ"; out holds 32 bytes.  A year outside 0 to
  * 9999 is written as "%04lld" writes it. */
 void hb_time_rfc3339_format(int64_t t, char out[32]);
-
-/*
- * Days since 1970-01-01 of a date of the proleptic Gregorian calendar,
- * and back (m: 1 to 12, d: 1 to 31; a day past the month's end runs into
- * the next month).
- */
-int64_t hb_time_days_from_civil(int64_t y, unsigned m, unsigned d);
-void hb_time_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d);
 
 #endif

@@ -1,8 +1,8 @@
 /*
  * timefmt.c - the times jobs and documents are written in: Slurm
  * durations, Slurm dates and times (parse_time() of Slurm 22.05, as the
- * check sbatch makes and as the instant placement needs), RFC 3339, and
- * the civil calendar under them.
+ * check sbatch makes and as the instant placement needs) and RFC 3339.
+ * The civil calendar under them is units.c's (hb_days_from_civil()).
  */
 #include <ctype.h>
 #include <limits.h>
@@ -26,35 +26,6 @@ int hb_time_slurm_duration_parse(const char *s, uint64_t *seconds)
 void hb_time_slurm_duration_format(uint64_t seconds, char out[32])
 {
 	hb_format_slurm_time(seconds, out);
-}
-
-/* ---- the civil calendar ---------------------------------------------- */
-
-int64_t hb_time_days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-	int64_t era, yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
-void hb_time_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
-{
-	int64_t era, doe, yoe, doy, mp;
-
-	z += 719468;
-	era = (z >= 0 ? z : z - 146096) / 146097;
-	doe = z - era * 146097;
-	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-	mp = (5 * doy + 2) / 153;
-	*d = (unsigned)(doy - (153 * mp + 2) / 5 + 1);
-	*m = (unsigned)(mp < 10 ? mp + 3 : mp - 9);
-	*y = yoe + era * 400 + (*m <= 2);
 }
 
 /* ---- Slurm dates and times: the check sbatch makes ------------------- */
@@ -458,7 +429,7 @@ static int date_iso(const char *p, int32_t utc_offset, int64_t *out)
 	if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || m > 59 ||
 	    sec > 59)
 		return HB_EINVAL;
-	*out = hb_time_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
+	*out = hb_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
 	       h * 3600 + m * 60 + sec - utc_offset;
 	return 0;
 }
@@ -471,7 +442,7 @@ static int date_month_day(const char *p, int64_t day, int32_t utc_offset,
 	unsigned cm, cd;
 	const char *q = p;
 
-	hb_time_civil_from_days(day, &cy, &cm, &cd);
+	hb_civil_from_days(day, &cy, &cm, &cd);
 	y = cy;
 	if (isdigit((unsigned char)q[1]) && isdigit((unsigned char)q[2])) {
 		/* MMDD[YY] */
@@ -508,7 +479,7 @@ static int date_month_day(const char *p, int64_t day, int32_t utc_offset,
 	}
 	if (*q || mo < 1 || mo > 12 || d < 1 || d > 31)
 		return HB_EINVAL;
-	*out = hb_time_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
+	*out = hb_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
 	       t - utc_offset;
 	return 0;
 }
@@ -602,7 +573,7 @@ int hb_time_rfc3339_parse(const char *s, int64_t *out)
 	if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
 	    sec > 60)
 		return HB_EINVAL;
-	*out = hb_time_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
+	*out = hb_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
 	       h * 3600 + mi * 60 + sec - sign * (oh * 3600 + om * 60);
 	return 0;
 }
@@ -616,7 +587,7 @@ void hb_time_rfc3339_format(int64_t t, char out[32])
 		s += 86400;
 		day--;
 	}
-	hb_time_civil_from_days(day, &y, &m, &d);
+	hb_civil_from_days(day, &y, &m, &d);
 	snprintf(out, 32, "%04lld-%02u-%02uT%02u:%02u:%02uZ", (long long)y, m,
 		 d, (unsigned)(s / 3600), (unsigned)(s / 60 % 60),
 		 (unsigned)(s % 60));
