@@ -49,7 +49,7 @@ static int set16(uint16_t v)
 	return v != NO_VAL16 && v != 0;
 }
 
-static const struct hb_origin from_slurm = { HB_ORIGIN_DERIVED, 0 };
+static const struct hb_prov from_slurm = { HB_PROV_DERIVED, 0 };
 
 /* Copy s into the jobspec as field f; 0, or HB_ENOMEM. */
 static int spec_str(struct hb_jobspec *spec, const char **dst, const char *s,
@@ -60,7 +60,7 @@ static int spec_str(struct hb_jobspec *spec, const char **dst, const char *s,
 	*dst = hb_jobspec_strdup(spec, s);
 	if (!*dst)
 		return HB_ENOMEM;
-	hb_jobspec_set_origin(spec, f, from_slurm);
+	hb_jobspec_set_prov(spec, f, from_slurm);
 	return 0;
 }
 
@@ -144,7 +144,7 @@ static int spec_array(struct hb_jobspec *spec, const char *inx)
 	spec->array_ranges = r;
 	spec->narray_ranges = i;
 	spec->array_max_running = maxrun;
-	hb_jobspec_set_origin(spec, HB_F_ARRAY, from_slurm);
+	hb_jobspec_set_prov(spec, HB_F_ARRAY, from_slurm);
 	return 0;
 }
 
@@ -213,7 +213,7 @@ static int spec_gpus(struct hb_jobspec *spec, const job_desc_msg_t *jd)
 		if (type[0] &&
 		    !(spec->gpu_type = hb_jobspec_strdup(spec, type)))
 			return HB_ENOMEM;
-		hb_jobspec_set_origin(spec, HB_F_GPUS, from_slurm);
+		hb_jobspec_set_prov(spec, HB_F_GPUS, from_slurm);
 		return 0;
 	}
 	return 0;
@@ -225,7 +225,7 @@ static void spec_time(struct hb_jobspec *spec, uint64_t *dst, uint32_t min,
 	if (min == NO_VAL)
 		return;
 	*dst = min == INFINITE ? HB_TIME_UNLIMITED : (uint64_t)min * 60;
-	hb_jobspec_set_origin(spec, f, from_slurm);
+	hb_jobspec_set_prov(spec, f, from_slurm);
 }
 
 /* The jobspec of what Slurm resolved for jd. */
@@ -242,30 +242,30 @@ static int build_spec(struct hb_jobspec *spec, const job_desc_msg_t *jd,
 	rc |= spec_str(spec, &spec->comment, jd->comment, HB_F_COMMENT);
 	if (set(jd->min_nodes)) {
 		spec->nodes_min = jd->min_nodes;
-		hb_jobspec_set_origin(spec, HB_F_NODES, from_slurm);
+		hb_jobspec_set_prov(spec, HB_F_NODES, from_slurm);
 	}
 	if (set(jd->max_nodes) && jd->max_nodes >= spec->nodes_min) {
 		spec->nodes_max = jd->max_nodes;
-		hb_jobspec_set_origin(spec, HB_F_NODES, from_slurm);
+		hb_jobspec_set_prov(spec, HB_F_NODES, from_slurm);
 	}
 	if (set(jd->num_tasks)) {
 		spec->ntasks = jd->num_tasks;
-		hb_jobspec_set_origin(spec, HB_F_NTASKS, from_slurm);
+		hb_jobspec_set_prov(spec, HB_F_NTASKS, from_slurm);
 	}
 	if (set16(jd->ntasks_per_node)) {
 		spec->ntasks_per_node = jd->ntasks_per_node;
-		hb_jobspec_set_origin(spec, HB_F_NTASKS_PER_NODE, from_slurm);
+		hb_jobspec_set_prov(spec, HB_F_NTASKS_PER_NODE, from_slurm);
 	}
 	if (set16(jd->cpus_per_task)) {
 		spec->cpus_per_task = jd->cpus_per_task;
-		hb_jobspec_set_origin(spec, HB_F_CPUS_PER_TASK, from_slurm);
+		hb_jobspec_set_prov(spec, HB_F_CPUS_PER_TASK, from_slurm);
 	}
 	if (jd->pn_min_memory != NO_VAL64) {
 		spec->mem_kind = jd->pn_min_memory & MEM_PER_CPU
 					 ? HB_MEM_PER_CPU
 					 : HB_MEM_PER_NODE;
 		spec->mem_mb = jd->pn_min_memory & ~MEM_PER_CPU;
-		hb_jobspec_set_origin(spec, HB_F_MEM, from_slurm);
+		hb_jobspec_set_prov(spec, HB_F_MEM, from_slurm);
 	}
 	rc |= spec_gpus(spec, jd);
 	rc |= spec_str(spec, &spec->licenses, jd->licenses, HB_F_LICENSES);
@@ -274,7 +274,7 @@ static int build_spec(struct hb_jobspec *spec, const job_desc_msg_t *jd,
 	rc |= spec_str(spec, &spec->exclude, jd->exc_nodes, HB_F_EXCLUDE);
 	if (jd->shared == JOB_SHARED_NONE) {
 		spec->exclusive = true;
-		hb_jobspec_set_origin(spec, HB_F_EXCLUSIVE, from_slurm);
+		hb_jobspec_set_prov(spec, HB_F_EXCLUSIVE, from_slurm);
 	}
 	spec_time(spec, &spec->time_limit, jd->time_limit, HB_F_TIME_LIMIT);
 	spec_time(spec, &spec->time_min, jd->time_min, HB_F_TIME_MIN);
@@ -295,14 +295,14 @@ static int build_spec(struct hb_jobspec *spec, const job_desc_msg_t *jd,
 	rc |= spec_str(spec, &spec->mail_user, jd->mail_user, HB_F_MAIL_USER);
 	if (jd->requeue != NO_VAL16) {
 		spec->requeue = jd->requeue ? 1 : 0;
-		hb_jobspec_set_origin(spec, HB_F_REQUEUE, from_slurm);
+		hb_jobspec_set_prov(spec, HB_F_REQUEUE, from_slurm);
 	}
 	rc |= spec_str(spec, &spec->container, jd->container, HB_F_CONTAINER);
 	rc |= spec_str(spec, &spec->checkpoint_dir, vals[HB_OPT_CHECKPOINT],
 		       HB_F_CHECKPOINT);
 	if (vals[HB_OPT_DATA]) {
 		rc |= hb_jobspec_add_data(spec, vals[HB_OPT_DATA]);
-		hb_jobspec_set_origin(spec, HB_F_DATA, from_slurm);
+		hb_jobspec_set_prov(spec, HB_F_DATA, from_slurm);
 	}
 	return rc ? HB_ENOMEM : 0;
 }

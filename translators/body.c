@@ -123,7 +123,7 @@ struct scan {
 
 static int note_directive(struct scan *sc, enum hb_field f, const char *note)
 {
-	struct hb_origin o = { HB_ORIGIN_FILE, sc->line };
+	struct hb_prov o = { HB_PROV_FILE, sc->line };
 	struct hb_directive *d;
 	size_t n = sc->len;
 
@@ -135,7 +135,7 @@ static int note_directive(struct scan *sc, enum hb_field f, const char *note)
 	hb_directive_add_field(d, f);
 	d->note = note;
 	if (!hb_jobspec_has(sc->spec, f))
-		hb_jobspec_set_origin(sc->spec, f, o);
+		hb_jobspec_set_prov(sc->spec, f, o);
 	return 0;
 }
 

@@ -90,18 +90,18 @@ void hb_report_warn(struct hb_report *r, const char *fmt, ...)
 		r->nwarnings++;
 }
 
-static const char *origin_kind_name(uint8_t k)
+static const char *prov_kind_name(uint8_t k)
 {
 	switch (k) {
-	case HB_ORIGIN_FILE:
+	case HB_PROV_FILE:
 		return "file";
-	case HB_ORIGIN_ENV:
+	case HB_PROV_ENV:
 		return "env";
-	case HB_ORIGIN_CLI:
+	case HB_PROV_CLI:
 		return "cli";
-	case HB_ORIGIN_MANIFEST:
+	case HB_PROV_MANIFEST:
 		return "manifest";
-	case HB_ORIGIN_DERIVED:
+	case HB_PROV_DERIVED:
 		return "derived";
 	}
 	return "none";
@@ -111,29 +111,29 @@ static const char *origin_kind_name(uint8_t k)
 #define WHERE_MAX 4128
 
 /* "job.sh:5", "env", "argv[3]", "job.yaml" */
-static void where(const struct hb_jobspec *spec, struct hb_origin o, char *buf,
+static void where(const struct hb_jobspec *spec, struct hb_prov o, char *buf,
 		  size_t n)
 {
 	switch (o.kind) {
-	case HB_ORIGIN_FILE:
-	case HB_ORIGIN_MANIFEST:
+	case HB_PROV_FILE:
+	case HB_PROV_MANIFEST:
 		if (o.line)
 			snprintf(buf, n, "%s:%u", spec->source_name, o.line);
 		else
 			snprintf(buf, n, "%s", spec->source_name);
 		break;
-	case HB_ORIGIN_ENV:
+	case HB_PROV_ENV:
 		snprintf(buf, n, "environment");
 		break;
-	case HB_ORIGIN_CLI:
+	case HB_PROV_CLI:
 		snprintf(buf, n, "argv[%u]", o.line);
 		break;
 	default:
-		snprintf(buf, n, "%s", origin_kind_name(o.kind));
+		snprintf(buf, n, "%s", prov_kind_name(o.kind));
 	}
 }
 
-static int same_origin(struct hb_origin a, struct hb_origin b)
+static int same_prov(struct hb_prov a, struct hb_prov b)
 {
 	return a.kind == b.kind && a.line == b.line;
 }
@@ -163,11 +163,11 @@ static int accumulates(enum hb_field f)
 static int overridden(const struct hb_jobspec *spec,
 		      const struct hb_directive *d, enum hb_field f)
 {
-	struct hb_origin final = spec->origin[f];
+	struct hb_prov final = spec->prov[f];
 
-	return final.kind != HB_ORIGIN_NONE &&
-	       final.kind != HB_ORIGIN_DERIVED &&
-	       !same_origin(final, d->origin) && d->kind != HB_DIR_SCRIPT &&
+	return final.kind != HB_PROV_NONE &&
+	       final.kind != HB_PROV_DERIVED &&
+	       !same_prov(final, d->prov) && d->kind != HB_DIR_SCRIPT &&
 	       !accumulates(f);
 }
 
@@ -197,7 +197,7 @@ static void judge(const struct hb_jobspec *spec, const struct hb_report *r,
 	if (v->kind == HB_FATE_OVERRIDDEN) {
 		char w[WHERE_MAX];
 
-		where(spec, spec->origin[f], w, sizeof(w));
+		where(spec, spec->prov[f], w, sizeof(w));
 		snprintf(v->buf, sizeof(v->buf), "by %s", w);
 		v->kind = HB_FATE_OVERRIDDEN;
 		/* The reader's own remark names the winner best. */
@@ -234,7 +234,7 @@ static void set_by_directives(const struct hb_jobspec *spec,
  * entry, so writers can print the directive once.
  */
 struct entry {
-	struct hb_origin origin;
+	struct hb_prov prov;
 	const char *text; /* the directive, or NULL for a bare field */
 	const char *dnote;
 	int first;
@@ -257,7 +257,7 @@ static int walk(const struct hb_jobspec *spec, const struct hb_report *r,
 		const struct hb_directive *d = &spec->directives[i];
 
 		memset(&e, 0, sizeof(e));
-		e.origin = d->origin;
+		e.prov = d->prov;
 		e.text = d->text;
 		e.dnote = d->note;
 		e.first = 1;
@@ -284,7 +284,7 @@ static int walk(const struct hb_jobspec *spec, const struct hb_report *r,
 		if (!hb_jobspec_has(spec, (enum hb_field)f) || set[f])
 			continue;
 		memset(&e, 0, sizeof(e));
-		e.origin = spec->origin[f];
+		e.prov = spec->prov[f];
 		e.first = 1;
 		e.field = hb_field_name((enum hb_field)f);
 		e.v.kind = fate->kind ? (enum hb_fate_kind)fate->kind
@@ -340,7 +340,7 @@ static int text_entry(void *ctx, const struct hb_jobspec *spec,
 	int rc = 0;
 
 	if (e->first) {
-		where(spec, e->origin, w, sizeof(w));
+		where(spec, e->prov, w, sizeof(w));
 		if (e->text)
 			rc = hb_buf_printf(t->out, "%-14s %s", w, e->text);
 		else
@@ -405,8 +405,8 @@ static int json_entry(void *ctx, const struct hb_jobspec *spec,
 		if (!o || !cJSON_AddItemToArray(j->entries, o))
 			return HB_ENOMEM;
 		cJSON_AddStringToObject(o, "origin",
-					origin_kind_name(e->origin.kind));
-		cJSON_AddNumberToObject(o, "line", e->origin.line);
+					prov_kind_name(e->prov.kind));
+		cJSON_AddNumberToObject(o, "line", e->prov.line);
 		if (e->text)
 			cJSON_AddStringToObject(o, "text", e->text);
 		if (e->dnote)

@@ -100,11 +100,11 @@ char *hb_jobspec_strndup(struct hb_jobspec *spec, const char *s, size_t n)
 	return hb_arena_strndup(&spec->arena, s, n);
 }
 
-void hb_jobspec_set_origin(struct hb_jobspec *spec, enum hb_field f,
-			   struct hb_origin o)
+void hb_jobspec_set_prov(struct hb_jobspec *spec, enum hb_field f,
+			   struct hb_prov o)
 {
 	if ((unsigned)f < HB__F_COUNT)
-		spec->origin[f] = o;
+		spec->prov[f] = o;
 }
 
 /* Grow an arena-backed array of elem-sized items to hold one more. */
@@ -130,7 +130,7 @@ static void *grow(struct hb_jobspec *spec, void *arr, uint32_t n, uint32_t *cap,
 
 struct hb_directive *hb_jobspec_add_directive(struct hb_jobspec *spec,
 					      enum hb_directive_kind kind,
-					      struct hb_origin origin,
+					      struct hb_prov prov,
 					      const char *text, size_t len)
 {
 	struct hb_directive *arr, *d;
@@ -147,7 +147,7 @@ struct hb_directive *hb_jobspec_add_directive(struct hb_jobspec *spec,
 	d = &arr[spec->ndirectives++];
 	memset(d, 0, sizeof(*d));
 	d->kind = (uint8_t)kind;
-	d->origin = origin;
+	d->prov = prov;
 	d->text = t;
 	return d;
 }

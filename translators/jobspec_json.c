@@ -258,7 +258,7 @@ struct rd {
 	const char *name;
 };
 
-static const struct hb_origin derived = { HB_ORIGIN_DERIVED, 0 };
+static const struct hb_prov derived = { HB_PROV_DERIVED, 0 };
 
 static int bad(struct rd *r, const char *key, const char *what)
 {
@@ -322,7 +322,7 @@ static int read_mem(struct rd *r, const cJSON *v)
 		return HB_EINVAL;
 	r->spec->mem_kind = (uint8_t)i;
 	r->spec->mem_mb = mb;
-	hb_jobspec_set_origin(r->spec, HB_F_MEM, derived);
+	hb_jobspec_set_prov(r->spec, HB_F_MEM, derived);
 	return 0;
 }
 
@@ -347,7 +347,7 @@ static int read_gpus(struct rd *r, const cJSON *v)
 	r->spec->gpus = (uint32_t)n;
 	if (t)
 		r->spec->gpu_type = hb_jobspec_strdup(r->spec, t->valuestring);
-	hb_jobspec_set_origin(r->spec, HB_F_GPUS, derived);
+	hb_jobspec_set_prov(r->spec, HB_F_GPUS, derived);
 	return 0;
 }
 
@@ -393,7 +393,7 @@ static int read_array(struct rd *r, const cJSON *v)
 			return HB_EINVAL;
 		r->spec->array_max_running = (uint32_t)x;
 	}
-	hb_jobspec_set_origin(r->spec, HB_F_ARRAY, derived);
+	hb_jobspec_set_prov(r->spec, HB_F_ARRAY, derived);
 	return 0;
 }
 
@@ -418,7 +418,7 @@ static int read_env(struct rd *r, const cJSON *v)
 			return hb_err_set(r->err, HB_ENOMEM, NULL, 0,
 					  "out of memory");
 	}
-	hb_jobspec_set_origin(r->spec, HB_F_ENV, derived);
+	hb_jobspec_set_prov(r->spec, HB_F_ENV, derived);
 	return 0;
 }
 
@@ -455,7 +455,7 @@ static int read_chunks(struct rd *r, const cJSON *v)
 			return HB_EINVAL;
 	}
 	r->spec->nchunks = n;
-	hb_jobspec_set_origin(r->spec, HB_F_HETEROGENEOUS, derived);
+	hb_jobspec_set_prov(r->spec, HB_F_HETEROGENEOUS, derived);
 	return 0;
 }
 
@@ -466,7 +466,7 @@ static int read_bool(struct rd *r, const cJSON *v, const char *key, bool *out,
 		return bad(r, key, "must be true or false");
 	*out = cJSON_IsTrue(v);
 	if (f != HB__F_COUNT)
-		hb_jobspec_set_origin(r->spec, f, derived);
+		hb_jobspec_set_prov(r->spec, f, derived);
 	return 0;
 }
 
@@ -488,7 +488,7 @@ static int read_key(struct rd *r, const cJSON *it)
 		if (!*(const char **)((char *)spec + str_fields[k].off))
 			return hb_err_set(r->err, HB_ENOMEM, NULL, 0,
 					  "out of memory");
-		hb_jobspec_set_origin(spec, str_fields[k].field, derived);
+		hb_jobspec_set_prov(spec, str_fields[k].field, derived);
 		return 0;
 	}
 	for (size_t k = 0; k < NELEM(u32_fields); k++) {
@@ -497,7 +497,7 @@ static int read_key(struct rd *r, const cJSON *it)
 		if (get_uint(r, it, key, UINT32_MAX, &x))
 			return HB_EINVAL;
 		*(uint32_t *)((char *)spec + u32_fields[k].off) = (uint32_t)x;
-		hb_jobspec_set_origin(spec, u32_fields[k].field, derived);
+		hb_jobspec_set_prov(spec, u32_fields[k].field, derived);
 		return 0;
 	}
 	if (!strcmp(key, "kind")) {
@@ -542,13 +542,13 @@ static int read_key(struct rd *r, const cJSON *it)
 	if (!strcmp(key, "time_limit")) {
 		if (get_time(r, it, key, &spec->time_limit))
 			return HB_EINVAL;
-		hb_jobspec_set_origin(spec, HB_F_TIME_LIMIT, derived);
+		hb_jobspec_set_prov(spec, HB_F_TIME_LIMIT, derived);
 		return 0;
 	}
 	if (!strcmp(key, "time_min")) {
 		if (get_time(r, it, key, &spec->time_min))
 			return HB_EINVAL;
-		hb_jobspec_set_origin(spec, HB_F_TIME_MIN, derived);
+		hb_jobspec_set_prov(spec, HB_F_TIME_MIN, derived);
 		return 0;
 	}
 	if (!strcmp(key, "mpi")) {
@@ -560,7 +560,7 @@ static int read_key(struct rd *r, const cJSON *it)
 		if (i > HB_MPI_MPICH)
 			return bad(r, key, "must be OpenMPI, Intel or MPICH");
 		spec->mpi = (uint8_t)i;
-		hb_jobspec_set_origin(spec, HB_F_MPI, derived);
+		hb_jobspec_set_prov(spec, HB_F_MPI, derived);
 		return 0;
 	}
 	if (!strcmp(key, "mpi_lines"))
@@ -568,7 +568,7 @@ static int read_key(struct rd *r, const cJSON *it)
 	if (!strcmp(key, "modules"))
 		return get_str_list(r, it, key, hb_jobspec_add_module);
 	if (!strcmp(key, "data")) {
-		hb_jobspec_set_origin(spec, HB_F_DATA, derived);
+		hb_jobspec_set_prov(spec, HB_F_DATA, derived);
 		return get_str_list(r, it, key, hb_jobspec_add_data);
 	}
 	if (!strcmp(key, "script")) {
@@ -581,7 +581,7 @@ static int read_key(struct rd *r, const cJSON *it)
 			return bad(r, key, "too long");
 		spec->script = hb_jobspec_strndup(spec, it->valuestring, n);
 		spec->script_len = (uint32_t)n;
-		hb_jobspec_set_origin(spec, HB_F_SCRIPT, derived);
+		hb_jobspec_set_prov(spec, HB_F_SCRIPT, derived);
 		return 0;
 	}
 	return bad(r, key, "unknown key");

@@ -348,7 +348,7 @@ static int translate_one(const struct opts *o, const struct hb_config *cfg,
 	if ((o->to == TO_MPIJOB || o->to == TO_TRAINJOB) && count > 0) {
 		if (count > cfg->k8s.max_array_jobs) {
 			rc = hb_err_set(err, HB_ETOOBIG, spec.source_name,
-					spec.origin[HB_F_ARRAY].line,
+					spec.prov[HB_F_ARRAY].line,
 					"job array of %llu elements exceeds "
 					"translation.max_array_jobs (%u)",
 					(unsigned long long)count,

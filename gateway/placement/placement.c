@@ -239,7 +239,7 @@ int hb_place_input_from_jobspec(const struct hb_policy *pol,
 							   : -1;
 	}
 	if (spec->deadline) {
-		in->deadline_line = spec->origin[HB_F_DEADLINE].line;
+		in->deadline_line = spec->prov[HB_F_DEADLINE].line;
 		if (hb_place_parse_time(spec->deadline, now, utc_offset,
 					&in->deadline))
 			return hb_err_set(err, HB_EINVAL, spec->source_name,

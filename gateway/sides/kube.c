@@ -662,8 +662,8 @@ static int build(struct kube_be *b, const struct hb_remote_job *job,
 		if (!(spec.chdir = hb_jobspec_strdup(&spec, job->workdir)))
 			rc = hb_err_set(err, HB_ENOMEM, NULL, 0,
 					"out of memory");
-		hb_jobspec_set_origin(&spec, HB_F_CHDIR,
-				      (struct hb_origin){ HB_ORIGIN_DERIVED,
+		hb_jobspec_set_prov(&spec, HB_F_CHDIR,
+				      (struct hb_prov){ HB_PROV_DERIVED,
 							  0 });
 	}
 	if (!rc)

@@ -1,9 +1,9 @@
 /*
  * jobspec.h - the canonical job model.
  *
- * One structure describes a job whatever its origin: an sbatch script, a PBS
+ * One structure describes a job whatever it came from: an sbatch script, a PBS
  * script, an MPIJob or a TrainJob manifest.  Parsers fill it, emitters read
- * it.  Every field remembers where its value came from (struct hb_origin),
+ * it.  Every field remembers where its value came from (struct hb_prov),
  * and every directive a parser read is listed in spec->directives, so the
  * fidelity report can say what became of each one.
  *
@@ -21,7 +21,7 @@
 #include "hpcbridge/error.h"
 #include "hpcbridge/units.h" /* HB_TIME_UNLIMITED */
 
-/* Field identifiers: one per thing a job can say.  Used for origins and for
+/* Field identifiers: one per thing a job can say.  Used for provenance and for
  * the fidelity report.  Keep hb_field_name() in step. */
 enum hb_field {
 	HB_F_NAME,
@@ -70,17 +70,19 @@ enum hb_field {
 /* Stable lower-case name of a field ("ntasks_per_node"); NULL if unknown. */
 const char *hb_field_name(enum hb_field f);
 
-enum hb_origin_kind {
-	HB_ORIGIN_NONE = 0, /* not set */
-	HB_ORIGIN_FILE,	    /* a directive in the script: line is its line */
-	HB_ORIGIN_ENV,	    /* an environment variable (SBATCH_*) */
-	HB_ORIGIN_CLI,	    /* a command-line option: line is argv index */
-	HB_ORIGIN_MANIFEST, /* a manifest field: line is its line (YAML) or 0 */
-	HB_ORIGIN_DERIVED   /* computed from other fields */
+/* Provenance: where a field's value came from.  ("Origin" means only a
+ * job created on Kubernetes, gateway/daemon/origin.c.) */
+enum hb_prov_kind {
+	HB_PROV_NONE = 0, /* not set */
+	HB_PROV_FILE,	  /* a directive in the script: line is its line */
+	HB_PROV_ENV,	  /* an environment variable (SBATCH_*) */
+	HB_PROV_CLI,	  /* a command-line option: line is argv index */
+	HB_PROV_MANIFEST, /* a manifest field: line is its line (YAML) or 0 */
+	HB_PROV_DERIVED	  /* computed from other fields */
 };
 
-struct hb_origin {
-	uint8_t kind;  /* enum hb_origin_kind */
+struct hb_prov {
+	uint8_t kind;  /* enum hb_prov_kind */
 	uint32_t line;
 };
 
@@ -126,7 +128,7 @@ enum hb_directive_kind {
 #define HB_DIRECTIVE_MAX_FIELDS 12
 struct hb_directive {
 	uint8_t kind;		  /* enum hb_directive_kind */
-	struct hb_origin origin;  /* where it was written */
+	struct hb_prov prov;  /* where it was written */
 	const char *text;	  /* the option and its argument, as written */
 	uint8_t nfields;
 	uint8_t fields[HB_DIRECTIVE_MAX_FIELDS]; /* enum hb_field */
@@ -164,7 +166,7 @@ struct hb_jobspec {
 	struct hb_arena arena;
 	uint8_t source;		/* enum hb_source_kind */
 	const char *source_name; /* file name for messages ("job.sh", "-") */
-	struct hb_origin origin[HB__F_COUNT];
+	struct hb_prov prov[HB__F_COUNT];
 
 	/* Identity */
 	const char *name, *user, *account, *partition, *qos, *comment;
@@ -236,20 +238,20 @@ void hb_jobspec_free(struct hb_jobspec *spec);
 char *hb_jobspec_strdup(struct hb_jobspec *spec, const char *s);
 char *hb_jobspec_strndup(struct hb_jobspec *spec, const char *s, size_t n);
 
-/* Mark field f as set from origin o. */
-void hb_jobspec_set_origin(struct hb_jobspec *spec, enum hb_field f,
-			   struct hb_origin o);
+/* Mark field f as set from provenance o. */
+void hb_jobspec_set_prov(struct hb_jobspec *spec, enum hb_field f,
+			   struct hb_prov o);
 static inline bool hb_jobspec_has(const struct hb_jobspec *spec,
 				  enum hb_field f)
 {
-	return spec->origin[f].kind != HB_ORIGIN_NONE;
+	return spec->prov[f].kind != HB_PROV_NONE;
 }
 
 /* Append a directive; text is copied.  Returns a pointer into
  * spec->directives (valid until the next append) or NULL on ENOMEM. */
 struct hb_directive *hb_jobspec_add_directive(struct hb_jobspec *spec,
 					      enum hb_directive_kind kind,
-					      struct hb_origin origin,
+					      struct hb_prov prov,
 					      const char *text, size_t len);
 /* Record that directive d set field f. */
 void hb_directive_add_field(struct hb_directive *d, enum hb_field f);

@@ -18,7 +18,7 @@ static struct hb_directive *dir(struct hb_jobspec *s, uint8_t kind,
 				uint32_t line, const char *text,
 				enum hb_field f)
 {
-	struct hb_origin o = {kind, line};
+	struct hb_prov o = {kind, line};
 	struct hb_directive *d =
 		hb_jobspec_add_directive(s, HB_DIR_SBATCH, o, text,
 					 strlen(text));
@@ -26,7 +26,7 @@ static struct hb_directive *dir(struct hb_jobspec *s, uint8_t kind,
 	assert_non_null(d);
 	if (f != HB__F_COUNT) {
 		hb_directive_add_field(d, f);
-		hb_jobspec_set_origin(s, f, o);
+		hb_jobspec_set_prov(s, f, o);
 	}
 	return d;
 }
@@ -34,13 +34,13 @@ static struct hb_directive *dir(struct hb_jobspec *s, uint8_t kind,
 static void build(struct hb_jobspec *s)
 {
 	hb_jobspec_init(s, "job.sh");
-	dir(s, HB_ORIGIN_FILE, 2, "--nodes=2", HB_F_NODES);
-	dir(s, HB_ORIGIN_FILE, 3, "--partition=debug", HB_F_PARTITION);
-	dir(s, HB_ORIGIN_FILE, 4, "--mail-type=END", HB_F_MAIL_TYPE);
-	dir(s, HB_ORIGIN_FILE, 5, "--nice=5", HB__F_COUNT)->note =
+	dir(s, HB_PROV_FILE, 2, "--nodes=2", HB_F_NODES);
+	dir(s, HB_PROV_FILE, 3, "--partition=debug", HB_F_PARTITION);
+	dir(s, HB_PROV_FILE, 4, "--mail-type=END", HB_F_MAIL_TYPE);
+	dir(s, HB_PROV_FILE, 5, "--nice=5", HB__F_COUNT)->note =
 		"scheduling priority";
 	/* The command line overrides the script's partition. */
-	dir(s, HB_ORIGIN_CLI, 1, "--partition=gpu", HB_F_PARTITION);
+	dir(s, HB_PROV_CLI, 1, "--partition=gpu", HB_F_PARTITION);
 }
 
 static void test_text_report(void **state)
@@ -98,8 +98,8 @@ static void test_json_report_matches_text(void **state)
 	build(&s);
 	/* A field set by no directive is listed on its own. */
 	s.mpi = HB_MPI_OPENMPI;
-	hb_jobspec_set_origin(&s, HB_F_MPI,
-			      (struct hb_origin){HB_ORIGIN_DERIVED, 0});
+	hb_jobspec_set_prov(&s, HB_F_MPI,
+			      (struct hb_prov){HB_PROV_DERIVED, 0});
 	hb_report_init(&r, "TrainJob");
 	hb_report_fate(&r, HB_F_MPI, HB_FATE_MAPPED, "runtimeRef", NULL);
 	j = hb_report_to_json(&s, &r);
@@ -137,14 +137,14 @@ static void test_derived_accumulate_and_notes(void **state)
 
 	(void)state;
 	hb_jobspec_init(&s, "job.sh");
-	dir(&s, HB_ORIGIN_FILE, 2, "-N 2", HB_F_NODES);
-	dir(&s, HB_ORIGIN_FILE, 3, "--mail-type=BEGIN", HB_F_MAIL_TYPE);
-	dir(&s, HB_ORIGIN_FILE, 4, "--mail-type=END", HB_F_MAIL_TYPE);
-	d = dir(&s, HB_ORIGIN_FILE, 5, "--gres=gpu:2,license_x:1", HB_F_GPUS);
+	dir(&s, HB_PROV_FILE, 2, "-N 2", HB_F_NODES);
+	dir(&s, HB_PROV_FILE, 3, "--mail-type=BEGIN", HB_F_MAIL_TYPE);
+	dir(&s, HB_PROV_FILE, 4, "--mail-type=END", HB_F_MAIL_TYPE);
+	d = dir(&s, HB_PROV_FILE, 5, "--gres=gpu:2,license_x:1", HB_F_GPUS);
 	d->note = "non-GPU GRES dropped: license_x:1";
 	/* The node count was then worked out from several options. */
-	hb_jobspec_set_origin(&s, HB_F_NODES,
-			      (struct hb_origin){HB_ORIGIN_DERIVED, 0});
+	hb_jobspec_set_prov(&s, HB_F_NODES,
+			      (struct hb_prov){HB_PROV_DERIVED, 0});
 	hb_report_init(&r, "MPIJob");
 	hb_report_fate(&r, HB_F_NODES, HB_FATE_MAPPED, "replicas", NULL);
 	hb_report_fate(&r, HB_F_MAIL_TYPE, HB_FATE_CARRIED, "annotation", NULL);
@@ -177,7 +177,7 @@ static void test_long_path(void **state)
 	path[sizeof(path) - 1] = '\0';
 	path[0] = '/';
 	hb_jobspec_init(&s, path);
-	dir(&s, HB_ORIGIN_FILE, 42, "-N 2", HB_F_NODES);
+	dir(&s, HB_PROV_FILE, 42, "-N 2", HB_F_NODES);
 	hb_report_init(&r, "MPIJob");
 	hb_buf_init(&out, 0);
 	assert_int_equal(hb_report_write_text(&s, &r, &out), 0);

@@ -126,7 +126,7 @@ static void test_array_indices(void **state)
 static void test_lists_and_directives(void **state)
 {
 	struct hb_jobspec s;
-	struct hb_origin o = {HB_ORIGIN_FILE, 3};
+	struct hb_prov o = {HB_PROV_FILE, 3};
 	struct hb_directive *d;
 	char name[32];
 
@@ -330,7 +330,7 @@ static void test_body_scan(void **state)
 	assert_string_equal(s.mpi_lines[0], "time srun --mpi=pmix    ./a.out");
 	assert_int_equal(s.mpi, HB_MPI_OPENMPI);
 	/* The launch line's directive names its first line. */
-	assert_int_equal(s.origin[HB_F_MPI].line, 9);
+	assert_int_equal(s.prov[HB_F_MPI].line, 9);
 	hb_jobspec_free(&s);
 
 	hb_jobspec_init(&s, "t.sh");
@@ -399,8 +399,8 @@ static void test_json_round_trip(void **state)
 	a.gpus = 4;
 	a.gpu_type = "a100";
 	a.time_limit = HB_TIME_UNLIMITED;
-	hb_jobspec_set_origin(&a, HB_F_TIME_LIMIT,
-			      (struct hb_origin){HB_ORIGIN_FILE, 2});
+	hb_jobspec_set_prov(&a, HB_F_TIME_LIMIT,
+			      (struct hb_prov){HB_PROV_FILE, 2});
 	a.array = "0-15%4";
 	a.array_ranges = r;
 	a.narray_ranges = 1;

@@ -256,8 +256,8 @@ static void spec_with(struct hb_jobspec *s, const char *constraint)
 	s->script_len = (uint32_t)strlen(s->script);
 	if (constraint) {
 		s->constraint = hb_jobspec_strdup(s, constraint);
-		hb_jobspec_set_origin(s, HB_F_CONSTRAINT,
-				      (struct hb_origin){HB_ORIGIN_FILE, 2});
+		hb_jobspec_set_prov(s, HB_F_CONSTRAINT,
+				      (struct hb_prov){HB_PROV_FILE, 2});
 	}
 }
 

@@ -991,9 +991,9 @@ static void test_operator_examples(void **state)
 	/* Fields remember their line; directives read "path: value". */
 	d = find_dir(&s, "spec.mpiReplicaSpecs.Worker.replicas: 2");
 	assert_non_null(d);
-	assert_int_equal(d->origin.kind, HB_ORIGIN_MANIFEST);
-	assert_true(d->origin.line > 20);
-	assert_int_equal(s.origin[HB_F_NODES].line, d->origin.line);
+	assert_int_equal(d->prov.kind, HB_PROV_MANIFEST);
+	assert_true(d->prov.line > 20);
+	assert_int_equal(s.prov[HB_F_NODES].line, d->prov.line);
 	/* What has no sbatch equivalent is listed, not lost. */
 	d = find_dir(&s, "spec.runPolicy.ttlSecondsAfterFinished");
 	assert_non_null(d);

@@ -132,18 +132,18 @@ static void test_torque_basic(void **state)
 
 	d = find_dir(&s, "-l nodes=4:ppn=16");
 	assert_int_equal(d->kind, HB_DIR_PBS);
-	assert_int_equal(d->origin.kind, HB_ORIGIN_FILE);
-	assert_int_equal(d->origin.line, 3);
+	assert_int_equal(d->prov.kind, HB_PROV_FILE);
+	assert_int_equal(d->prov.line, 3);
 	assert_true(has_field(d, HB_F_NODES));
 	assert_true(has_field(d, HB_F_NTASKS_PER_NODE));
 	/* one directive per resource of a comma list, same line */
 	d = find_dir(&s, "-l mem=256gb");
-	assert_int_equal(d->origin.line, 4);
+	assert_int_equal(d->prov.line, 4);
 	assert_true(has_field(d, HB_F_MEM));
-	assert_int_equal(s.origin[HB_F_MEM].kind, HB_ORIGIN_FILE);
-	assert_int_equal(s.origin[HB_F_MEM].line, 4);
-	assert_int_equal(s.origin[HB_F_TIME_LIMIT].line, 4);
-	assert_int_equal(s.origin[HB_F_NODES].line, 3);
+	assert_int_equal(s.prov[HB_F_MEM].kind, HB_PROV_FILE);
+	assert_int_equal(s.prov[HB_F_MEM].line, 4);
+	assert_int_equal(s.prov[HB_F_TIME_LIMIT].line, 4);
+	assert_int_equal(s.prov[HB_F_NODES].line, 3);
 	assert_accounted(&s);
 	hb_jobspec_free(&s);
 }
@@ -213,7 +213,7 @@ static void test_walltime_seconds(void **state)
 	/* a later walltime replaces an earlier one */
 	ok("#PBS -l walltime=60\n#PBS -l walltime=120\ntrue\n", &s);
 	assert_true(s.time_limit == 120);
-	assert_int_equal(s.origin[HB_F_TIME_LIMIT].line, 2);
+	assert_int_equal(s.prov[HB_F_TIME_LIMIT].line, 2);
 	assert_note(find_dir(&s, "-l walltime=60"), "overridden by line 2");
 	hb_jobspec_free(&s);
 	/* shrink-to-fit: min_walltime is Slurm's --time-min */
@@ -648,7 +648,7 @@ static void test_depend(void **state)
 			fail_msg("depend=%s: '%s', want '%s'", cases[i].in,
 				 s.dependency ? s.dependency : "(null)",
 				 cases[i].out);
-		assert_int_equal(s.origin[HB_F_DEPENDENCY].line, 1);
+		assert_int_equal(s.prov[HB_F_DEPENDENCY].line, 1);
 		hb_jobspec_free(&s);
 	}
 	expect_err("#PBS -W depend=beforeok:12\ntrue\n", NULL, 0, HB_EUNSUP,
@@ -871,7 +871,7 @@ static void test_env(void **state)
 	assert_string_equal(s.export_spec, "A=1,B,C=x,y,D=its");
 	assert_false(s.export_all);
 	/* one origin: the last -v; the first says it was joined */
-	assert_int_equal(s.origin[HB_F_EXPORT].line, 2);
+	assert_int_equal(s.prov[HB_F_EXPORT].line, 2);
 	assert_note(find_dir(&s, "-v A=1,B,\"C='x,y'\""), "joined with line 2");
 	assert_accounted(&s);
 	hb_jobspec_free(&s);
@@ -1005,7 +1005,7 @@ static void test_scanning(void **state)
 	   &s);
 	assert_string_equal(s.name, "a");
 	assert_string_equal(s.partition, "q1");
-	assert_int_equal(s.origin[HB_F_PARTITION].line, 7);
+	assert_int_equal(s.prov[HB_F_PARTITION].line, 7);
 	hb_jobspec_free(&s);
 
 	/* Only column 0 counts; "#PBSX" is a comment. */
@@ -1059,23 +1059,23 @@ static void test_cli_override(void **state)
 	(void)state;
 	assert_int_equal(parse_argv(script, argv, 4, &s, &e), 0);
 	assert_string_equal(s.name, "cli");
-	assert_int_equal(s.origin[HB_F_NAME].kind, HB_ORIGIN_CLI);
-	assert_int_equal(s.origin[HB_F_NAME].line, 2);
+	assert_int_equal(s.prov[HB_F_NAME].kind, HB_PROV_CLI);
+	assert_int_equal(s.prov[HB_F_NAME].line, 2);
 	assert_true(s.time_limit == 2 * 3600);
-	assert_int_equal(s.origin[HB_F_TIME_LIMIT].kind, HB_ORIGIN_CLI);
-	assert_int_equal(s.origin[HB_F_TIME_LIMIT].line, 0);
+	assert_int_equal(s.prov[HB_F_TIME_LIMIT].kind, HB_PROV_CLI);
+	assert_int_equal(s.prov[HB_F_TIME_LIMIT].line, 0);
 	/* field by field: the script's mem and queue stay */
 	assert_true(s.mem_mb == 4 * GIB);
-	assert_int_equal(s.origin[HB_F_MEM].kind, HB_ORIGIN_FILE);
+	assert_int_equal(s.prov[HB_F_MEM].kind, HB_PROV_FILE);
 	assert_string_equal(s.partition, "short");
 	assert_true(s.export_all);
 	d = find_dir(&s, "-l walltime=1:00:00");
 	assert_note(d, "overridden by argv[0]");
 	d = find_dir(&s, "-l walltime=2:00:00");
-	assert_int_equal(d->origin.kind, HB_ORIGIN_CLI);
+	assert_int_equal(d->prov.kind, HB_PROV_CLI);
 	assert_true(has_field(d, HB_F_TIME_LIMIT));
 	d = find_dir(&s, "-Ncli");
-	assert_int_equal(d->origin.kind, HB_ORIGIN_CLI);
+	assert_int_equal(d->prov.kind, HB_PROV_CLI);
 	assert_accounted(&s);
 	hb_jobspec_free(&s);
 
@@ -1558,7 +1558,7 @@ static void test_sbatch_lines_listed(void **state)
 	for (uint32_t i = 0; i < s.ndirectives; i++) {
 		const struct hb_directive *d = &s.directives[i];
 
-		if (d->origin.line == 3) {
+		if (d->prov.line == 3) {
 			found++;
 			assert_string_equal(d->text, "#SBATCH -J b");
 			assert_int_equal(d->nfields, 0);

@@ -128,13 +128,13 @@ static void test_basic_fields(void **state)
 	assert_int_equal(spec.source, HB_SRC_SBATCH);
 	assert_non_null(spec.script);
 	assert_true(hb_jobspec_has(&spec, HB_F_TIME_LIMIT));
-	assert_int_equal(spec.origin[HB_F_NODES].kind, HB_ORIGIN_FILE);
-	assert_int_equal(spec.origin[HB_F_NODES].line, 3);
-	assert_int_equal(spec.origin[HB_F_MAIL_USER].line, 9);
+	assert_int_equal(spec.prov[HB_F_NODES].kind, HB_PROV_FILE);
+	assert_int_equal(spec.prov[HB_F_NODES].line, 3);
+	assert_int_equal(spec.prov[HB_F_MAIL_USER].line, 9);
 	assert_true(dir_has(find_dir("-N 2-4"), HB_F_NODES));
 	assert_true(dir_has(find_dir("--gres=gpu:a100:2"), HB_F_GPUS));
 	assert_int_equal(find_dir("--export=ALL")->kind, HB_DIR_SBATCH);
-	assert_int_equal(find_dir("-t 1-2:30")->origin.line, 5);
+	assert_int_equal(find_dir("-t 1-2:30")->prov.line, 5);
 }
 
 static void test_tokenizer(void **state)
@@ -184,7 +184,7 @@ static void test_tokenizer(void **state)
 	/* an option's value may be on the next #SBATCH line */
 	ok(SH "#SBATCH --time\n#SBATCH 10\n");
 	assert_true(spec.time_limit == 600);
-	assert_int_equal(spec.origin[HB_F_TIME_LIMIT].line, 2);
+	assert_int_equal(spec.prov[HB_F_TIME_LIMIT].line, 2);
 	assert_string_equal(find_dir("--time 10")->text, "--time 10");
 }
 
@@ -195,7 +195,7 @@ static void test_scan_stops(void **state)
 	ok(SH "# comment\n\n   \n  # indented comment\n#SBATCH -N 2\n"
 	      "echo hi\n#SBATCH -N 5\n");
 	assert_int_equal(spec.nodes_min, 2);
-	assert_int_equal(spec.origin[HB_F_NODES].line, 6);
+	assert_int_equal(spec.prov[HB_F_NODES].line, 6);
 	/* an indented #SBATCH is only a comment */
 	ok(SH " #SBATCH -N 2\n#SBATCH -n 3\n");
 	assert_int_equal(spec.nodes_min, 0);
@@ -399,7 +399,7 @@ static void test_memory(void **state)
 	assert_int_equal(
 	    parse_opts(SH "#SBATCH --mem-per-cpu=4G\n", env_cpu, NULL), 0);
 	assert_true(spec.mem_mb == 1024);
-	assert_int_equal(spec.origin[HB_F_MEM].kind, HB_ORIGIN_ENV);
+	assert_int_equal(spec.prov[HB_F_MEM].kind, HB_PROV_ENV);
 	/* two kinds in the environment conflict */
 	assert_int_equal(parse_opts(SH "hostname\n", env_both, NULL),
 			 HB_ECONFLICT);
@@ -407,7 +407,7 @@ static void test_memory(void **state)
 	assert_int_equal(parse_opts(SH "hostname\n", env_both, cli_cpu), 0);
 	assert_int_equal(spec.mem_kind, HB_MEM_PER_CPU);
 	assert_true(spec.mem_mb == 2048);
-	assert_int_equal(spec.origin[HB_F_MEM].kind, HB_ORIGIN_CLI);
+	assert_int_equal(spec.prov[HB_F_MEM].kind, HB_PROV_CLI);
 }
 
 static void test_counts(void **state)
@@ -526,7 +526,7 @@ static void test_gpus(void **state)
 	assert_int_equal(spec.ntasks, 2);
 	ok(SH "#SBATCH --gpus=4 --gpus-per-task=2\n");
 	assert_int_equal(spec.ntasks, 2);
-	assert_int_equal(spec.origin[HB_F_NTASKS].kind, HB_ORIGIN_DERIVED);
+	assert_int_equal(spec.prov[HB_F_NTASKS].kind, HB_PROV_DERIVED);
 	assert_true(dir_has(find_dir("--gpus-per-task=2"), HB_F_NTASKS));
 	bad(SH "#SBATCH --gpus=4 --gpus-per-task=1 -n 2\n", HB_ECONFLICT,
 	    "differs from -n/--ntasks");
@@ -546,7 +546,7 @@ static void test_gpus(void **state)
 	ok(SH "#SBATCH --gpus=4 --gres=gpu:2\n");
 	assert_int_equal(spec.nodes_min, 2);
 	assert_int_equal(spec.nodes_max, 2);
-	assert_int_equal(spec.origin[HB_F_NODES].kind, HB_ORIGIN_DERIVED);
+	assert_int_equal(spec.prov[HB_F_NODES].kind, HB_PROV_DERIVED);
 	bad(SH "#SBATCH --gpus=4 --gres=gpu:2 -N 3\n", HB_EINVAL,
 	    "outside the job's node range");
 	bad(SH "#SBATCH --gpus=3 --gres=gpu:2\n", HB_EINVAL,
@@ -694,15 +694,15 @@ static void test_precedence(void **state)
 				    env, argv),
 			 0);
 	assert_string_equal(spec.partition, "debug");
-	assert_int_equal(spec.origin[HB_F_PARTITION].kind, HB_ORIGIN_CLI);
-	assert_int_equal(spec.origin[HB_F_PARTITION].line, 1);
+	assert_int_equal(spec.prov[HB_F_PARTITION].kind, HB_PROV_CLI);
+	assert_int_equal(spec.prov[HB_F_PARTITION].line, 1);
 	assert_true(spec.time_limit == 1200);
-	assert_int_equal(spec.origin[HB_F_TIME_LIMIT].kind, HB_ORIGIN_ENV);
+	assert_int_equal(spec.prov[HB_F_TIME_LIMIT].kind, HB_PROV_ENV);
 	assert_int_equal(spec.requeue, -1); /* reset by SBATCH_REQUEUE=no */
 	assert_true(spec.exclusive);
 	assert_string_equal(spec.name, "cli");
 	assert_int_equal(spec.nodes_min, 3);
-	assert_int_equal(spec.origin[HB_F_NODES].line, 4);
+	assert_int_equal(spec.prov[HB_F_NODES].line, 4);
 	assert_int_equal(spec.gpu_scope, HB_GPU_PER_JOB);
 	/* every source is listed, the losers say who won */
 	assert_non_null(
@@ -711,10 +711,10 @@ static void test_precedence(void **state)
 			       "'-p debug' on the command line"));
 	assert_non_null(
 	    strstr(find_dir("--requeue")->note, "SBATCH_REQUEUE=no"));
-	assert_int_equal(find_dir("SBATCH_JOB_NAME=envname")->origin.kind,
-			 HB_ORIGIN_ENV);
-	assert_int_equal(find_dir("-p debug")->origin.kind, HB_ORIGIN_CLI);
-	assert_int_equal(find_dir("-N3")->origin.line, 4);
+	assert_int_equal(find_dir("SBATCH_JOB_NAME=envname")->prov.kind,
+			 HB_PROV_ENV);
+	assert_int_equal(find_dir("-p debug")->prov.kind, HB_PROV_CLI);
+	assert_int_equal(find_dir("-N3")->prov.line, 4);
 	/* errors name their source */
 	assert_int_equal(parse_opts(SH "hostname\n", env_bad, NULL), HB_EINVAL);
 	assert_non_null(strstr(err.msg, "SBATCH_TIMELIMIT: invalid --time"));

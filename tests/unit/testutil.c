@@ -105,13 +105,13 @@ uint32_t hb_test_lineno;
 
 void hb_test_dir(struct hb_jobspec *s, int f, const char *text)
 {
-	struct hb_origin o = { HB_ORIGIN_FILE, ++hb_test_lineno };
+	struct hb_prov o = { HB_PROV_FILE, ++hb_test_lineno };
 	struct hb_directive *d = hb_jobspec_add_directive(s, HB_DIR_SBATCH, o,
 							  text, strlen(text));
 
 	assert_non_null(d);
 	hb_directive_add_field(d, (enum hb_field)f);
-	hb_jobspec_set_origin(s, (enum hb_field)f, o);
+	hb_jobspec_set_prov(s, (enum hb_field)f, o);
 }
 
 cJSON *hb_test_canon(const struct hb_jobspec *s)

@@ -155,7 +155,7 @@ int hb_k8s_read_begin(struct hb_k8s_reader *rd, const struct cJSON *doc,
 		      uint8_t source);
 
 /* Record field f as read from node at path (a directive "path: value"
- * and the field's origin).  note may be NULL. */
+ * and the field's provenance).  note may be NULL. */
 int hb_k8s_note(struct hb_k8s_reader *rd, const struct cJSON *node,
 		const char *path, int nfields, const uint8_t *fields,
 		const char *note);

@@ -89,7 +89,7 @@ static int render(const cJSON *n, struct hb_buf *b)
 int hb_k8s_note(struct hb_k8s_reader *rd, const cJSON *node, const char *path,
 		int nfields, const uint8_t *fields, const char *note)
 {
-	struct hb_origin o = {HB_ORIGIN_MANIFEST, hb_k8s_line_of(node)};
+	struct hb_prov o = {HB_PROV_MANIFEST, hb_k8s_line_of(node)};
 	struct hb_directive *d;
 	struct hb_buf b;
 	int rc;
@@ -114,7 +114,7 @@ int hb_k8s_note(struct hb_k8s_reader *rd, const cJSON *node, const char *path,
 	}
 	for (int i = 0; i < nfields; i++) {
 		hb_directive_add_field(d, (enum hb_field)fields[i]);
-		hb_jobspec_set_origin(rd->spec, (enum hb_field)fields[i], o);
+		hb_jobspec_set_prov(rd->spec, (enum hb_field)fields[i], o);
 	}
 	return 0;
 }
@@ -796,7 +796,7 @@ static int read_env(struct hb_k8s_reader *rd, const cJSON *c, const char *path)
 	}
 	/* The list is one setting: one directive for all of it. */
 	if (!rc && list.len) {
-		struct hb_origin o = {HB_ORIGIN_MANIFEST,
+		struct hb_prov o = {HB_PROV_MANIFEST,
 				      hb_k8s_line_of(env)};
 		struct hb_directive *d = hb_jobspec_add_directive(
 		    rd->spec, HB_DIR_MANIFEST, o, list.data,
@@ -806,7 +806,7 @@ static int read_env(struct hb_k8s_reader *rd, const cJSON *c, const char *path)
 			rc = RD_OOM(rd);
 		} else {
 			hb_directive_add_field(d, HB_F_ENV);
-			hb_jobspec_set_origin(rd->spec, HB_F_ENV, o);
+			hb_jobspec_set_prov(rd->spec, HB_F_ENV, o);
 		}
 	}
 	hb_buf_free(&v);

@@ -91,8 +91,8 @@ static void unlist(struct hb_jobspec *s, enum hb_field f)
 			break;
 		}
 	}
-	s->origin[f].kind = HB_ORIGIN_NONE;
-	s->origin[f].line = 0;
+	s->prov[f].kind = HB_PROV_NONE;
+	s->prov[f].line = 0;
 }
 
 struct request {
@@ -571,7 +571,7 @@ int hb_k8s_read_end(struct hb_k8s_reader *rd)
 	struct hb_jobspec *s = rd->spec;
 	const cJSON *a;
 	size_t pl = strlen(HB_ANNOTATION_PREFIX);
-	struct hb_origin so;
+	struct hb_prov so;
 	uint32_t before;
 	int rc;
 
@@ -650,24 +650,24 @@ int hb_k8s_read_end(struct hb_k8s_reader *rd)
 		return rc;
 	/* The body's lines are the script's, not the manifest's: place
 	 * what the scan found at the script's field, and say which line. */
-	so.kind = HB_ORIGIN_MANIFEST;
-	so.line = s->origin[HB_F_SCRIPT].line;
+	so.kind = HB_PROV_MANIFEST;
+	so.line = s->prov[HB_F_SCRIPT].line;
 	for (uint32_t i = before; i < s->ndirectives; i++) {
 		struct hb_directive *d = &s->directives[i];
 		char *t;
 
-		if (d->origin.kind != HB_ORIGIN_FILE)
+		if (d->prov.kind != HB_PROV_FILE)
 			continue;
 		t = hb_arena_printf(&s->arena, "script line %u: %s",
-				    d->origin.line, d->text);
+				    d->prov.line, d->text);
 		for (uint8_t k = 0; k < d->nfields; k++) {
-			struct hb_origin *fo = &s->origin[d->fields[k]];
+			struct hb_prov *fo = &s->prov[d->fields[k]];
 
-			if (fo->kind == d->origin.kind &&
-			    fo->line == d->origin.line)
+			if (fo->kind == d->prov.kind &&
+			    fo->line == d->prov.line)
 				*fo = so;
 		}
-		d->origin = so;
+		d->prov = so;
 		if (t)
 			d->text = t;
 	}

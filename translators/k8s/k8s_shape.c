@@ -41,8 +41,8 @@ static const char *field_text(const struct hb_jobspec *spec, enum hb_field f)
 	for (uint32_t i = spec->ndirectives; i-- > 0;) {
 		const struct hb_directive *d = &spec->directives[i];
 
-		if (d->origin.kind != spec->origin[f].kind ||
-		    d->origin.line != spec->origin[f].line)
+		if (d->prov.kind != spec->prov[f].kind ||
+		    d->prov.line != spec->prov[f].line)
 			continue;
 		for (uint8_t k = 0; k < d->nfields; k++)
 			if (d->fields[k] == f && d->text)
@@ -62,9 +62,9 @@ static int field_err(const struct hb_jobspec *spec, struct hb_err *err,
 	unsigned line = 0;
 	va_list ap;
 
-	if (spec->origin[f].kind == HB_ORIGIN_FILE ||
-	    spec->origin[f].kind == HB_ORIGIN_MANIFEST)
-		line = spec->origin[f].line;
+	if (spec->prov[f].kind == HB_PROV_FILE ||
+	    spec->prov[f].kind == HB_PROV_MANIFEST)
+		line = spec->prov[f].line;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);

@@ -99,10 +99,10 @@ const char *pbs_where(struct ctx *c, uint32_t d, char buf[48])
 {
 	const struct hb_directive *x = dir_at(c, d);
 
-	if (x->origin.kind == HB_ORIGIN_CLI)
-		snprintf(buf, 48, "argv[%u]", x->origin.line);
+	if (x->prov.kind == HB_PROV_CLI)
+		snprintf(buf, 48, "argv[%u]", x->prov.line);
 	else
-		snprintf(buf, 48, "line %u", x->origin.line);
+		snprintf(buf, 48, "line %u", x->prov.line);
 	return buf;
 }
 
@@ -152,10 +152,10 @@ int pbs_note_at(struct ctx *c, uint32_t d, const char *fmt, ...)
 	return 0;
 }
 
-/* Record that directive d set field f (its origin becomes d's). */
+/* Record that directive d set field f (its provenance becomes d's). */
 void pbs_set_at(struct ctx *c, uint32_t d, enum hb_field f)
 {
-	hb_jobspec_set_origin(c->spec, f, dir_at(c, d)->origin);
+	hb_jobspec_set_prov(c->spec, f, dir_at(c, d)->prov);
 	hb_directive_add_field(dir_at(c, d), f);
 }
 
@@ -174,13 +174,13 @@ void pbs_drop_field(struct ctx *c, uint32_t d, enum hb_field f)
 
 int pbs_new_dir(struct ctx *c, const char *text, size_t len)
 {
-	struct hb_origin o;
+	struct hb_prov o;
 	struct hb_directive *d;
 
 	if (c->spec->ndirectives >= MAX_DIRECTIVES)
 		return pbs_fail(c, HB_ETOOBIG, "more than %d directives",
 				MAX_DIRECTIVES);
-	o.kind = c->cli ? HB_ORIGIN_CLI : HB_ORIGIN_FILE;
+	o.kind = c->cli ? HB_PROV_CLI : HB_PROV_FILE;
 	o.line = c->loc;
 	d = hb_jobspec_add_directive(c->spec, HB_DIR_PBS, o, text, len);
 	if (!d)
@@ -491,7 +491,7 @@ static const char *cli_prefix(const char *const *argv, int argc,
  * but not applied, as qsub would not. */
 static int sbatch_line(struct ctx *c, const char *p, size_t n)
 {
-	struct hb_origin o = {HB_ORIGIN_FILE, c->loc};
+	struct hb_prov o = {HB_PROV_FILE, c->loc};
 	struct hb_directive *d =
 	    hb_jobspec_add_directive(c->spec, HB_DIR_SBATCH, o, p, n);
 
@@ -613,8 +613,8 @@ int hb_pbs_parse(const char *buf, size_t len, const char *name,
 		goto out;
 	}
 	spec->script_len = (uint32_t)len;
-	hb_jobspec_set_origin(spec, HB_F_SCRIPT,
-			      (struct hb_origin){HB_ORIGIN_FILE, 1});
+	hb_jobspec_set_prov(spec, HB_F_SCRIPT,
+			      (struct hb_prov){HB_PROV_FILE, 1});
 	if (len >= 2 && buf[0] == '#' && buf[1] == '!') {
 		const char *s = buf + 2, *e = memchr(buf, '\n', len);
 

@@ -723,7 +723,7 @@ static int opt_env(struct ctx *c, const char *v)
 			return pbs_fail(c, HB_EINVAL,
 					"-v: trailing ',' in '%s'", v);
 	}
-	/* One origin for the whole list: the last -v or -V carries it. */
+	/* One provenance for the whole list: the last -v or -V carries it. */
 	if (c->d_export != NO_DIR) {
 		pbs_drop_field(c, c->d_export, HB_F_ENV);
 		pbs_drop_field(c, c->d_export, HB_F_EXPORT);

@@ -12,8 +12,8 @@
 /* Errors from here on name directive d's place (settling). */
 static void at_dir(struct ctx *c, uint32_t d)
 {
-	c->cli = dir_at(c, d)->origin.kind == HB_ORIGIN_CLI;
-	c->loc = dir_at(c, d)->origin.line;
+	c->cli = dir_at(c, d)->prov.kind == HB_PROV_CLI;
+	c->loc = dir_at(c, d)->prov.line;
 }
 
 /* Join a set with sep into an arena string; NULL for an empty set. */

@@ -121,7 +121,7 @@ static int add_dir(struct ctx *c, int id, uint16_t flags, const char *text,
 	struct hb_directive *d;
 	uint32_t idx = c->spec->ndirectives;
 
-	d = hb_jobspec_add_directive(c->spec, kind, c->origin, text, len);
+	d = hb_jobspec_add_directive(c->spec, kind, c->prov, text, len);
 	if (!d)
 		return sb_nomem(c);
 	if (idx >= c->ndinfo) {
@@ -160,7 +160,7 @@ void sb_note(struct ctx *c, uint32_t d, const char *text)
 /* The field f now comes from directive d. */
 void sb_set_field(struct ctx *c, enum hb_field f, uint32_t d)
 {
-	hb_jobspec_set_origin(c->spec, f, dir(c, d)->origin);
+	hb_jobspec_set_prov(c->spec, f, dir(c, d)->prov);
 	hb_directive_add_field(dir(c, d), f);
 }
 
@@ -193,7 +193,7 @@ static int option(struct ctx *c, int id, const char *arg, const char *text,
 	int rc;
 	const char *copy = arg;
 
-	if (arg && c->origin.kind != HB_ORIGIN_FILE) {
+	if (arg && c->prov.kind != HB_PROV_FILE) {
 		copy = hb_jobspec_strdup(c->spec, arg);
 		if (!copy)
 			return sb_nomem(c);
@@ -203,7 +203,7 @@ static int option(struct ctx *c, int id, const char *arg, const char *text,
 		if (rc)
 			return rc;
 		sb_note(c, c->cur, sb_unmapped_note[id]);
-		if (c->origin.kind == HB_ORIGIN_CLI && id != O_VERBOSE &&
+		if (c->prov.kind == HB_PROV_CLI && id != O_VERBOSE &&
 		    id != O_QUIET)
 			return sb_fail(c, HB_EINVAL,
 				       "--%s makes sbatch %s, not "
@@ -254,7 +254,7 @@ static int push_tok(struct toks *t, const struct tok *x)
 
 static void set_where(struct ctx *c, const struct tok *t)
 {
-	c->origin.line = t->line;
+	c->prov.line = t->line;
 	c->where_line = t->line;
 }
 
@@ -394,7 +394,7 @@ static int getopt_all(struct ctx *c, struct toks *ts)
 
 		if (a[0] != '-' || a[1] == '\0') {
 			set_where(c, t);
-			if (c->origin.kind == HB_ORIGIN_FILE)
+			if (c->prov.kind == HB_PROV_FILE)
 				return sb_fail(
 					c, HB_EINVAL,
 					"invalid directive found in batch "
@@ -537,7 +537,7 @@ static int read_header(struct ctx *c, struct toks *ts)
 
 	if (!scratch)
 		return sb_nomem(c);
-	c->origin.kind = HB_ORIGIN_FILE;
+	c->prov.kind = HB_PROV_FILE;
 	c->where = c->name;
 	for (const char *p = s; p < end;) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -613,8 +613,8 @@ static int wrapper_lines(struct ctx *c)
 				int rc;
 
 				found = true;
-				c->origin.kind = HB_ORIGIN_FILE;
-				c->origin.line = line;
+				c->prov.kind = HB_PROV_FILE;
+				c->prov.line = line;
 				rc = add_dir(c, 0, DI_NOVALUE, p,
 					     (size_t)(le - p),
 					     m ? HB_DIR_PBS : HB_DIR_SBATCH);
@@ -661,8 +661,8 @@ static int env_option(struct ctx *c, const char *var, int id, const char *val)
 	char *text;
 	int rc;
 
-	c->origin.kind = HB_ORIGIN_ENV;
-	c->origin.line = 0;
+	c->prov.kind = HB_PROV_ENV;
+	c->prov.line = 0;
 	c->where = var;
 	c->where_line = 0;
 	text = hb_arena_printf(&c->spec->arena, "%s=%s", var, val);
@@ -754,7 +754,7 @@ static int read_argv(struct ctx *c, const struct hb_sbatch_opts *o)
 			goto out;
 		}
 	}
-	c->origin.kind = HB_ORIGIN_CLI;
+	c->prov.kind = HB_PROV_CLI;
 	c->where = "command line";
 	rc = getopt_all(c, &ts);
 out:
@@ -912,8 +912,8 @@ int hb_sbatch_parse(const char *buf, size_t len, const char *name,
 	}
 	spec->script = copy;
 	spec->script_len = (uint32_t)len;
-	hb_jobspec_set_origin(spec, HB_F_SCRIPT,
-			      (struct hb_origin){HB_ORIGIN_FILE, 1});
+	hb_jobspec_set_prov(spec, HB_F_SCRIPT,
+			      (struct hb_prov){HB_PROV_FILE, 1});
 	rc = set_interpreter(c);
 	if (rc)
 		goto out;
@@ -922,7 +922,7 @@ int hb_sbatch_parse(const char *buf, size_t len, const char *name,
 	rc = read_header(c, &ts);
 	if (rc)
 		goto out;
-	c->origin.kind = HB_ORIGIN_FILE;
+	c->prov.kind = HB_PROV_FILE;
 	c->where = c->name;
 	rc = getopt_all(c, &ts);
 	if (rc)

@@ -255,7 +255,7 @@ struct ctx {
 	struct hb_err *err;
 	const char *name;
 	/* where the option being applied came from */
-	struct hb_origin origin;
+	struct hb_prov prov;
 	const char *where;
 	uint32_t where_line;
 	uint32_t cur; /* its directive */

@@ -19,11 +19,11 @@ static const char *where_text(struct ctx *c, uint32_t d)
 {
 	const struct hb_directive *x = dir(c, d);
 
-	switch (x->origin.kind) {
-	case HB_ORIGIN_FILE:
+	switch (x->prov.kind) {
+	case HB_PROV_FILE:
 		return hb_arena_printf(&c->spec->arena, "'%s' at line %u",
-				       x->text, x->origin.line);
-	case HB_ORIGIN_ENV:
+				       x->text, x->prov.line);
+	case HB_PROV_ENV:
 		return hb_arena_printf(&c->spec->arena, "%s", x->text);
 	default:
 		return hb_arena_printf(&c->spec->arena,
@@ -261,10 +261,10 @@ static int resolve_mem(struct ctx *c)
 	if (ncli > 1) {
 		const struct hb_directive *d = dir(c, c->slot[ids[last]].dir);
 
-		c->origin = d->origin;
+		c->prov = d->prov;
 		c->where =
-		    d->origin.kind == HB_ORIGIN_FILE ? c->name : "command line";
-		c->where_line = d->origin.line;
+		    d->prov.kind == HB_PROV_FILE ? c->name : "command line";
+		c->where_line = d->prov.line;
 		return sb_fail(c, HB_ECONFLICT,
 			       "--mem, --mem-per-cpu, and "
 			       "--mem-per-gpu are mutually exclusive.");
@@ -307,18 +307,18 @@ static int gres_fail(struct ctx *c, uint32_t d, int code, const char *msg)
 {
 	const struct hb_directive *x = dir(c, d);
 
-	c->where = x->origin.kind == HB_ORIGIN_FILE  ? c->name
-		   : x->origin.kind == HB_ORIGIN_CLI ? "command line"
+	c->where = x->prov.kind == HB_PROV_FILE  ? c->name
+		   : x->prov.kind == HB_PROV_CLI ? "command line"
 						     : x->text;
-	c->where_line = x->origin.kind == HB_ORIGIN_ENV ? 0 : x->origin.line;
+	c->where_line = x->prov.kind == HB_PROV_ENV ? 0 : x->prov.line;
 	return sb_fail(c, code, "%s", msg);
 }
 
 static void derive(struct ctx *c, enum hb_field f, uint32_t d, const char *what,
 		   uint64_t v)
 {
-	hb_jobspec_set_origin(c->spec, f,
-			      (struct hb_origin){HB_ORIGIN_DERIVED, 0});
+	hb_jobspec_set_prov(c->spec, f,
+			      (struct hb_prov){HB_PROV_DERIVED, 0});
 	hb_directive_add_field(dir(c, d), f);
 	sb_note(c, d,
 		hb_arena_printf(&c->spec->arena,
@@ -866,8 +866,8 @@ static int resolve_counts(struct ctx *c)
 				       "(%llu) is not supported",
 				       (unsigned long long)n);
 		sp->ntasks = (uint32_t)n;
-		hb_jobspec_set_origin(sp, HB_F_NTASKS,
-				      (struct hb_origin){HB_ORIGIN_DERIVED, 0});
+		hb_jobspec_set_prov(sp, HB_F_NTASKS,
+				      (struct hb_prov){HB_PROV_DERIVED, 0});
 		hb_directive_add_field(dir(c, c->topo_dir), HB_F_NTASKS);
 		sb_note(c, c->topo_dir,
 			hb_arena_printf(&sp->arena,

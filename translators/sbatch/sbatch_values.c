@@ -19,7 +19,7 @@ static void store(struct ctx *c, int id, const char *val)
 	struct slot *s = &c->slot[sb_group(id)];
 
 	s->set = true;
-	s->by_env = c->origin.kind == HB_ORIGIN_ENV;
+	s->by_env = c->prov.kind == HB_PROV_ENV;
 	s->dir = c->cur;
 	s->reset_by = NO_DIR;
 	s->val = val;
@@ -1002,7 +1002,7 @@ static int apply_ignore_pbs(struct ctx *c, int id, const char *arg)
 {
 	(void)arg;
 	store(c, id, NULL);
-	if (c->origin.kind == HB_ORIGIN_FILE)
+	if (c->prov.kind == HB_PROV_FILE)
 		c->ignore_pbs = true;
 	return 0;
 }
