@@ -50,12 +50,44 @@ int hb_time_slurm_date(const char *s, int64_t now, int32_t utc_offset,
 /*
  * An RFC 3339 date-time, "YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM)";
  * 't' or ' ' may stand for 'T', 'z' for 'Z'; the fraction is dropped; a
- * leap second reads as the next second.  0 or HB_EINVAL.
+ * leap second reads as the next second; a day up to 31 in any month runs
+ * into the next month.  0 or HB_EINVAL.  hb_time_rfc3339_parse_flags()
+ * with no flags.
  */
 int hb_time_rfc3339_parse(const char *s, int64_t *out);
 
+/* Flags of hb_time_rfc3339_parse_flags(), one or the other. */
+/* 'T' or 't' between the date and the time, not a blank: JSON Schema's
+ * "date-time" (RFC 3339's own grammar). */
+#define HB_TIME_STRICT 0x1u
+/*
+ * What strptime("%Y-%m-%dT%H:%M:%S") then a zone reads: blanks before each
+ * number and fewer digits ("2024-5-1T8: 0:00Z"), 'T' only, seconds to 61,
+ * a fraction of no digits ("...:00.Z"), an offset's two-digit hours and
+ * minutes unbounded ("+99:99").  How the objects of a cluster are read.
+ */
+#define HB_TIME_LENIENT 0x2u
+
+/* hb_time_rfc3339_parse(), with what flags say; out may be NULL, to check
+ * s only. */
+int hb_time_rfc3339_parse_flags(const char *s, unsigned flags, int64_t *out);
+
 /* t as "YYYY-MM-DDTHH:MM:SSZ"; out holds 32 bytes.  A year outside 0 to
- * 9999 is written as "%04lld" writes it. */
+ * 9999 is written as "%04lld" writes it.  For the years 1000 to 9999, what
+ * strftime("%Y-%m-%dT%H:%M:%SZ") of gmtime() writes. */
 void hb_time_rfc3339_format(int64_t t, char out[32]);
+
+/* ms milliseconds since the epoch as "YYYY-MM-DDTHH:MM:SS.mmmZ" (the log's
+ * timestamps); out holds 32 bytes. */
+void hb_time_rfc3339_format_ms(int64_t ms, char out[32]);
+
+/*
+ * t as the local "YYYY-MM-DDTHH:MM:SS" of a zone utc_offset seconds east
+ * of UTC, with no zone: for the years 0 to 9999, a Slurm date that
+ * hb_time_slurm_date() reads back to t with that offset.  out holds 32
+ * bytes.  For the years 1000 on, what strftime("%Y-%m-%dT%H:%M:%S") of
+ * localtime() writes.
+ */
+void hb_time_slurm_date_format(int64_t t, int32_t utc_offset, char out[32]);
 
 #endif

@@ -540,55 +540,141 @@ static int digits(const char **p, int n, int *out)
 	return 0;
 }
 
-int hb_time_rfc3339_parse(const char *s, int64_t *out)
+/*
+ * One number of a date or time: exactly n digits; with HB_TIME_LENIENT
+ * what glibc's strptime() reads for a field of n digits up to max: blanks,
+ * then one to n digits, stopping early where another digit would pass max
+ * ("2024-1201": month 12, then "01" is not '-').
+ */
+static int field(const char **p, int n, int max, unsigned flags, int *out)
 {
-	int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 0;
-	const char *p = s;
+	const char *s = *p;
+	int v = 0;
 
-	if (!s || digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) ||
-	    *p++ != '-' || digits(&p, 2, &d) ||
-	    (*p != 'T' && *p != 't' && *p != ' '))
+	if (!(flags & HB_TIME_LENIENT))
+		return digits(p, n, out);
+	while (is_space(*s))
+		s++;
+	if (!is_digit(*s))
+		return -1;
+	do
+		v = v * 10 + (*s++ - '0');
+	while (--n > 0 && v * 10 <= max && is_digit(*s));
+	*p = s;
+	*out = v;
+	return 0;
+}
+
+/* (Z|+HH:MM|-HH:MM) and the end: the offset east of UTC in seconds. */
+static int zone(const char *p, unsigned flags, int *off)
+{
+	int sign, oh, om;
+
+	if ((*p == 'Z' || *p == 'z') && !p[1]) {
+		*off = 0;
+		return 0;
+	}
+	if (*p != '+' && *p != '-')
+		return -1;
+	sign = *p++ == '-' ? -1 : 1;
+	if (digits(&p, 2, &oh) || *p++ != ':' || digits(&p, 2, &om) || *p)
+		return -1;
+	if (!(flags & HB_TIME_LENIENT) && (oh > 23 || om > 59))
+		return -1;
+	*off = sign * (oh * 3600 + om * 60);
+	return 0;
+}
+
+int hb_time_rfc3339_parse_flags(const char *s, unsigned flags, int64_t *out)
+{
+	int y, mo, d, h, mi, sec, off;
+	int64_t t;
+	const char *p = s;
+	bool lenient = flags & HB_TIME_LENIENT;
+
+	if (!s || field(&p, 4, 9999, flags, &y) || *p++ != '-' ||
+	    field(&p, 2, 12, flags, &mo) || *p++ != '-' ||
+	    field(&p, 2, 31, flags, &d))
+		return HB_EINVAL;
+	if (*p != 'T' &&
+	    (lenient || (*p != 't' && (*p != ' ' || (flags & HB_TIME_STRICT)))))
 		return HB_EINVAL;
 	p++;
-	if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &mi) ||
-	    *p++ != ':' || digits(&p, 2, &sec))
+	if (field(&p, 2, 23, flags, &h) || *p++ != ':' ||
+	    field(&p, 2, 59, flags, &mi) || *p++ != ':' ||
+	    field(&p, 2, 61, flags, &sec))
 		return HB_EINVAL;
 	if (*p == '.') {
 		p++;
-		if (*p < '0' || *p > '9')
+		if (!lenient && !is_digit(*p))
 			return HB_EINVAL;
-		while (*p >= '0' && *p <= '9')
+		while (is_digit(*p))
 			p++;
 	}
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		sign = *p++ == '-' ? -1 : 1;
-		if (digits(&p, 2, &oh) || *p++ != ':' || digits(&p, 2, &om) ||
-		    oh > 23 || om > 59)
-			return HB_EINVAL;
-	} else {
+	if (zone(p, flags, &off) || mo < 1 || mo > 12 || d < 1 || d > 31 ||
+	    h > 23 || mi > 59 || sec > (lenient ? 61 : 60))
 		return HB_EINVAL;
-	}
-	if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
-	    sec > 60)
-		return HB_EINVAL;
-	*out = hb_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
-	       h * 3600 + mi * 60 + sec - sign * (oh * 3600 + om * 60);
+	t = hb_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
+	    h * 3600 + mi * 60 + sec - off;
+	if (out)
+		*out = t;
 	return 0;
+}
+
+int hb_time_rfc3339_parse(const char *s, int64_t *out)
+{
+	return hb_time_rfc3339_parse_flags(s, 0, out);
+}
+
+/* The day and second of the day t + off falls on, without overflow. */
+static void civil_split(int64_t t, int32_t off, int64_t *day, int64_t *sec)
+{
+	*day = t / 86400;
+	*sec = t % 86400 + off;
+	while (*sec < 0) {
+		*sec += 86400;
+		(*day)--;
+	}
+	while (*sec >= 86400) {
+		*sec -= 86400;
+		(*day)++;
+	}
+}
+
+/* "YYYY-MM-DDTHH:MM:SS" of t + off seconds, then tail, into out[32]: what
+ * strftime("%Y-%m-%dT%H:%M:%S") writes for the years 1000 on, and other
+ * years as "%04lld" writes them. */
+static void civil_format(int64_t t, int32_t off, const char *tail, char out[32])
+{
+	int64_t day, s, y;
+	unsigned m, d;
+
+	civil_split(t, off, &day, &s);
+	hb_civil_from_days(day, &y, &m, &d);
+	snprintf(out, 32, "%04lld-%02u-%02uT%02u:%02u:%02u%s", (long long)y, m,
+		 d, (unsigned)(s / 3600), (unsigned)(s / 60 % 60),
+		 (unsigned)(s % 60), tail);
 }
 
 void hb_time_rfc3339_format(int64_t t, char out[32])
 {
-	int64_t day = t / 86400, s = t % 86400, y;
-	unsigned m, d;
+	civil_format(t, 0, "Z", out);
+}
 
-	if (s < 0) {
-		s += 86400;
-		day--;
+void hb_time_rfc3339_format_ms(int64_t ms, char out[32])
+{
+	int64_t t = ms / 1000, frac = ms % 1000;
+	char tail[8];
+
+	if (frac < 0) {
+		frac += 1000;
+		t--;
 	}
-	hb_civil_from_days(day, &y, &m, &d);
-	snprintf(out, 32, "%04lld-%02u-%02uT%02u:%02u:%02uZ", (long long)y, m,
-		 d, (unsigned)(s / 3600), (unsigned)(s / 60 % 60),
-		 (unsigned)(s % 60));
+	snprintf(tail, sizeof(tail), ".%03uZ", (unsigned)frac);
+	civil_format(t, 0, tail, out);
+}
+
+void hb_time_slurm_date_format(int64_t t, int32_t utc_offset, char out[32])
+{
+	civil_format(t, utc_offset, "", out);
 }
