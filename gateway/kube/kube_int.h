@@ -78,10 +78,6 @@ int hb_kube_config_parse(const struct hb_kube_src *srcs, size_t n,
 			 const char *context, unsigned flags,
 			 struct hb_kube_config **out, struct hb_err *err);
 
-/* An RFC 3339 time ("2024-05-01T10:00:00Z", fractions and offsets too)
- * as seconds since the epoch.  HB_EINVAL if it is not one. */
-int hb_kube_parse_time(const char *s, int64_t *out);
-
 /*
  * Credentials, for one client: they change under it (token files rotate,
  * exec tokens expire), so they are taken anew for each request.
@@ -106,9 +102,6 @@ int hb_kube_auth_get(struct hb_kube_auth *a, int refresh, int64_t deadline_ms,
 void hb_kube_creds_clear(struct hb_kube_creds *c);
 /* How many times the exec plugin ran (tests). */
 unsigned hb_kube_auth_exec_runs(struct hb_kube_auth *a);
-
-/* CLOCK_MONOTONIC in milliseconds. */
-int64_t hb_kube_now_ms(void);
 
 /* --- kube.c ------------------------------------------------------------ */
 

@@ -33,6 +33,7 @@
 #include "hpcbridge/clock.h"
 #include "hpcbridge/doc.h"
 #include "hpcbridge/file.h"
+#include "hpcbridge/timefmt.h"
 #include "kube_int.h"
 
 extern char **environ;
@@ -45,78 +46,9 @@ extern char **environ;
 #define EXEC_V1	     "client.authentication.k8s.io/v1"
 #define EXEC_V1BETA1 "client.authentication.k8s.io/v1beta1"
 
-/* The tests' name for the monotonic clock; the code calls
- * hb_clock_mono_ms() itself. */
-int64_t hb_kube_now_ms(void)
-{
-	return hb_clock_mono_ms();
-}
-
 static char *xstrdup(const char *s)
 {
 	return s ? strdup(s) : NULL;
-}
-
-/* ------------------------------------------------------------- time */
-
-static int digits(const char **p, int n, int *out)
-{
-	int v = 0;
-
-	for (int i = 0; i < n; i++) {
-		if ((*p)[i] < '0' || (*p)[i] > '9')
-			return -1;
-		v = v * 10 + ((*p)[i] - '0');
-	}
-	*p += n;
-	*out = v;
-	return 0;
-}
-
-int hb_kube_parse_time(const char *s, int64_t *out)
-{
-	struct tm tm = { 0 };
-	int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 0;
-	const char *p = s;
-	time_t t;
-
-	if (!s || digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) ||
-	    *p++ != '-' || digits(&p, 2, &d) ||
-	    (*p != 'T' && *p != 't' && *p != ' '))
-		return HB_EINVAL;
-	p++;
-	if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &mi) ||
-	    *p++ != ':' || digits(&p, 2, &sec))
-		return HB_EINVAL;
-	if (*p == '.') {
-		p++;
-		if (*p < '0' || *p > '9')
-			return HB_EINVAL;
-		while (*p >= '0' && *p <= '9')
-			p++;
-	}
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		sign = *p++ == '-' ? -1 : 1;
-		if (digits(&p, 2, &oh) || *p++ != ':' || digits(&p, 2, &om) ||
-		    oh > 23 || om > 59)
-			return HB_EINVAL;
-	} else {
-		return HB_EINVAL;
-	}
-	if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
-	    sec > 60)
-		return HB_EINVAL;
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	tm.tm_min = mi;
-	tm.tm_sec = sec;
-	t = timegm(&tm);
-	*out = (int64_t)t - sign * (oh * 3600 + om * 60);
-	return 0;
 }
 
 /* ------------------------------------------------------- the config */
@@ -1531,7 +1463,7 @@ static int exec_refresh(struct hb_kube_auth *a, int64_t deadline,
 	}
 	if (exp && !cJSON_IsNull(exp) &&
 	    (!cJSON_IsString(exp) ||
-	     hb_kube_parse_time(exp->valuestring, &expiry))) {
+	     hb_time_rfc3339_parse(exp->valuestring, &expiry))) {
 		rc = hb_err_set(err, HB_EPROTO, NULL, 0,
 				"%s: ExecCredential.status."
 				"expirationTimestamp: not an RFC 3339 time",
