@@ -37,6 +37,7 @@
 #include "hpcbridge/kube_capacity.h"
 #include "hpcbridge/log.h"
 #include "hpcbridge/mpijob.h"
+#include "hpcbridge/timefmt.h"
 #include "hpcbridge/translate.h"
 
 #define NBUCKETS     16384
@@ -179,28 +180,15 @@ static struct kjob *take(struct kube_be *b, int64_t now, int64_t *wait_ms)
 /* --- reading the cluster's objects ----------------------------------- */
 
 /* RFC 3339 ("2026-11-21T10:00:00Z", with an optional fraction and
- * offset) to ms since the epoch; 0 when absent or malformed. */
+ * offset, read as strptime() reads it) to ms since the epoch; 0 when
+ * absent, malformed or before 1970. */
 static int64_t time_ms(const char *s)
 {
-	struct tm tm = { 0 };
-	const char *p;
-	int64_t t, off = 0;
+	int64_t t;
 
-	if (!s || !(p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)))
+	if (!s || hb_time_rfc3339_parse_flags(s, HB_TIME_LENIENT, &t) || t < 0)
 		return 0;
-	if (*p == '.')
-		while (*++p >= '0' && *p <= '9')
-			;
-	if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':') {
-		off = ((p[1] - '0') * 10 + (p[2] - '0')) * 3600 +
-		      ((p[4] - '0') * 10 + (p[5] - '0')) * 60;
-		if (*p == '+')
-			off = -off;
-	} else if (strcmp(p, "Z") && strcmp(p, "z")) {
-		return 0;
-	}
-	t = (int64_t)timegm(&tm);
-	return t < 0 ? 0 : (t + off) * 1000;
+	return t * 1000;
 }
 
 enum hb_remote_phase hb_remote_mpijob_phase(const cJSON *status, char *msg,
