@@ -16,6 +16,7 @@
 #include "hpcbridge/doc.h"
 #include "hpcbridge/jobspec.h"
 #include "hpcbridge/proto.h"
+#include "hpcbridge/timefmt.h"
 #include "hpcbridge/translate.h"
 
 #define GATEWAY_ENV "HPCBRIDGE_JOB_ID="
@@ -64,16 +65,17 @@ static int spec_str(struct hb_jobspec *spec, const char **dst, const char *s,
 	return 0;
 }
 
-/* A time_t as the local "YYYY-MM-DDTHH:MM:SS" Slurm reads back. */
+/* A time_t as the local "YYYY-MM-DDTHH:MM:SS" Slurm reads back, in the
+ * zone's offset at t (localtime_r()'s tm_gmtoff). */
 static int spec_date(struct hb_jobspec *spec, const char **dst, time_t t,
 		     enum hb_field f)
 {
 	struct tm tm;
 	char buf[32];
 
-	if (!t || !localtime_r(&t, &tm) ||
-	    !strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm))
+	if (!t || !localtime_r(&t, &tm))
 		return 0;
+	hb_time_slurm_date_format(t, (int32_t)tm.tm_gmtoff, buf);
 	return spec_str(spec, dst, buf, f);
 }
 

@@ -6,11 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "hpcbridge/clock.h"
 #include "hpcbridge/error.h"
 #include "hpcbridge/log.h"
+#include "hpcbridge/timefmt.h"
 
 static int min_level = HB_LOG_INFO;
 static int log_fd = -1;
@@ -146,16 +147,9 @@ static void put_escaped(struct line *l, const char *s)
 
 static void put_ts(struct line *l)
 {
-	struct timespec ts;
-	struct tm tm;
-	char buf[64];
-	size_t n;
+	char buf[32];
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + n, sizeof(buf) - n, ".%03uZ",
-		 (unsigned)(ts.tv_nsec / 1000000) % 1000);
+	hb_time_rfc3339_format_ms(hb_clock_wall_ms(), buf);
 	puts_(l, buf);
 }
 
