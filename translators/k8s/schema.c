@@ -240,8 +240,8 @@ static int compile_rules(struct cctx *cc, const cJSON *kw, struct snode *n)
 	if (!n->rules)
 		return cfail(cc, HB_ENOMEM, "out of memory");
 	cJSON_ArrayForEach(it, kw) {
-		const char *rule = hb_schema_str(it, "rule");
-		const char *msg = hb_schema_str(it, "message");
+		const char *rule = hb_doc_str(it, "rule");
+		const char *msg = hb_doc_str(it, "message");
 		const struct cel_impl *impl = NULL;
 		int rc;
 
@@ -541,7 +541,7 @@ static int load_version(struct cctx *cc, const cJSON *ver,
 	const cJSON *subs;
 	int rc;
 
-	sv->name = hb_schema_str(ver, "name");
+	sv->name = hb_doc_str(ver, "name");
 	cc->version = sv->name;
 	schema = hb_schema_get(hb_schema_get(ver, "schema"), "openAPIV3Schema");
 	if (!schema)
@@ -571,18 +571,17 @@ static int load_crd(struct crd *crd, const char *name, struct hb_err *err)
 	cc.name = name;
 	cc.err = err;
 	cc.version = "?";
-	if (!cJSON_IsObject(doc) || !hb_schema_str(doc, "apiVersion") ||
-	    strcmp(hb_schema_str(doc, "apiVersion"),
-		   "apiextensions.k8s.io/v1") ||
-	    !hb_schema_str(doc, "kind") ||
-	    strcmp(hb_schema_str(doc, "kind"), "CustomResourceDefinition"))
+	if (!cJSON_IsObject(doc) || !hb_doc_str(doc, "apiVersion") ||
+	    strcmp(hb_doc_str(doc, "apiVersion"), "apiextensions.k8s.io/v1") ||
+	    !hb_doc_str(doc, "kind") ||
+	    strcmp(hb_doc_str(doc, "kind"), "CustomResourceDefinition"))
 		return hb_err_set(err, HB_EINVAL, name, 0,
 				  "not an apiextensions.k8s.io/v1 "
 				  "CustomResourceDefinition");
 	spec = hb_schema_get(doc, "spec");
-	crd->group = hb_schema_str(spec, "group");
-	crd->kind = hb_schema_str(hb_schema_get(spec, "names"), "kind");
-	scope = hb_schema_str(spec, "scope");
+	crd->group = hb_doc_str(spec, "group");
+	crd->kind = hb_doc_str(hb_schema_get(spec, "names"), "kind");
+	scope = hb_doc_str(spec, "scope");
 	vers = hb_schema_get(spec, "versions");
 	if (!crd->group || !*crd->group || !crd->kind || !*crd->kind ||
 	    !scope || !cJSON_IsArray(vers) || !cJSON_GetArraySize(vers))
@@ -599,7 +598,7 @@ static int load_crd(struct crd *crd, const char *name, struct hb_err *err)
 	if (!crd->versions)
 		return hb_err_set(err, HB_ENOMEM, name, 0, "out of memory");
 	cJSON_ArrayForEach(ver, vers) {
-		if (!hb_schema_str(ver, "name"))
+		if (!hb_doc_str(ver, "name"))
 			return hb_err_set(err, HB_EINVAL, name, 0,
 					  "spec.versions[%zu]: no name", i);
 		i++;

@@ -2,7 +2,7 @@
  * schema_format.c - what schema validation and the rules share: the JSON
  * path of the value being checked, the violation reports, reading values
  * out of an object, and the formats of names (DNS labels and subdomains,
- * qualified names, label values) and of RFC 3339 date-times.
+ * qualified names, label values).  Date-times are timefmt.h's.
  * See docs/internals/schema.md.
  */
 #include <math.h>
@@ -196,13 +196,6 @@ const cJSON *hb_schema_has(const cJSON *o, const char *key)
 	return v && !cJSON_IsNull(v) ? v : NULL;
 }
 
-const char *hb_schema_str(const cJSON *o, const char *key)
-{
-	const cJSON *v = hb_schema_get(o, key);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /* A whole number in the int64 range (no libm: plain conversions). */
 int hb_schema_whole(double d)
 {
@@ -213,17 +206,6 @@ int hb_schema_whole(double d)
 int hb_schema_is_integral(const cJSON *v)
 {
 	return cJSON_IsNumber(v) && hb_schema_whole(v->valuedouble);
-}
-
-/* 1 and *out when o.key is an integer. */
-int hb_schema_get_int(const cJSON *o, const char *key, long long *out)
-{
-	const cJSON *v = hb_schema_get(o, key);
-
-	if (!hb_schema_is_integral(v))
-		return 0;
-	*out = (long long)v->valuedouble;
-	return 1;
 }
 
 size_t hb_schema_utf8_chars(const char *s)
@@ -381,54 +363,4 @@ const char *hb_schema_label_value(const char *s)
 		       "alphanumeric characters, '-', '_' or '.', and must "
 		       "start and end with an alphanumeric character";
 	return NULL;
-}
-
-static int digits(const char *s, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (s[i] < '0' || s[i] > '9')
-			return 0;
-	return 1;
-}
-
-static int num(const char *s, int n)
-{
-	int v = 0, i;
-
-	for (i = 0; i < n; i++)
-		v = v * 10 + (s[i] - '0');
-	return v;
-}
-
-/* RFC 3339 date-time: 2006-01-02T15:04:05[.frac](Z|+07:00). */
-int hb_schema_rfc3339(const char *s)
-{
-	size_t n = strlen(s), i = 19;
-
-	if (n < 20 || !digits(s, 4) || s[4] != '-' || !digits(s + 5, 2) ||
-	    s[7] != '-' || !digits(s + 8, 2) ||
-	    (s[10] != 'T' && s[10] != 't') || !digits(s + 11, 2) ||
-	    s[13] != ':' || !digits(s + 14, 2) || s[16] != ':' ||
-	    !digits(s + 17, 2))
-		return 0;
-	if (num(s + 5, 2) < 1 || num(s + 5, 2) > 12 || num(s + 8, 2) < 1 ||
-	    num(s + 8, 2) > 31 || num(s + 11, 2) > 23 ||
-	    num(s + 14, 2) > 59 || num(s + 17, 2) > 60)
-		return 0;
-	if (s[i] == '.') {
-		size_t f = ++i;
-
-		while (i < n && s[i] >= '0' && s[i] <= '9')
-			i++;
-		if (i == f)
-			return 0;
-	}
-	if ((s[i] == 'Z' || s[i] == 'z') && i + 1 == n)
-		return 1;
-	return (s[i] == '+' || s[i] == '-') && i + 6 == n &&
-	       digits(s + i + 1, 2) && s[i + 3] == ':' &&
-	       digits(s + i + 4, 2) && num(s + i + 1, 2) <= 23 &&
-	       num(s + i + 4, 2) <= 59;
 }

@@ -189,13 +189,9 @@ int hb_schema_run_rules(struct vctx *c, const cJSON *obj);
 const cJSON *hb_schema_get(const cJSON *o, const char *key);
 /* A present, non-null member. */
 const cJSON *hb_schema_has(const cJSON *o, const char *key);
-/* A string member's text. */
-const char *hb_schema_str(const cJSON *o, const char *key);
 /* A whole number in the int64 range (no libm: plain conversions). */
 int hb_schema_whole(double d);
 int hb_schema_is_integral(const cJSON *v);
-/* 1 and *out when o.key is an integer. */
-int hb_schema_get_int(const cJSON *o, const char *key, long long *out);
 size_t hb_schema_utf8_chars(const char *s);
 /* Quote s for a message: escaped, cut at QUOTE_MAX bytes. */
 const char *hb_schema_quote(const char *s, char *buf, size_t cap);
@@ -212,7 +208,5 @@ int hb_schema_dns1035_shape(const char *s);
 const char *hb_schema_qualified_name(const char *s, int fold);
 /* Why s is not a label value, or NULL. */
 const char *hb_schema_label_value(const char *s);
-/* RFC 3339 date-time: 2006-01-02T15:04:05[.frac](Z|+07:00). */
-int hb_schema_rfc3339(const char *s);
 
 #endif

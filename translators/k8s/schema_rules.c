@@ -5,10 +5,13 @@
  * hb_schema_check_trainjob_runtime()).
  * See docs/internals/schema.md.
  */
+#include <inttypes.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "hpcbridge/doc.h"
 #include "translators/k8s/schema_int.h"
 
 /* ------------------------------------------------------------------ */
@@ -18,8 +21,8 @@
 static const char *object_name(const cJSON *obj, char *buf, size_t cap)
 {
 	const cJSON *meta = hb_schema_get(obj, "metadata");
-	const char *name = hb_schema_str(meta, "name");
-	const char *gen = hb_schema_str(meta, "generateName");
+	const char *name = hb_doc_str(meta, "name");
+	const char *gen = hb_doc_str(meta, "generateName");
 
 	if (name && *name)
 		return name;
@@ -106,8 +109,8 @@ static int cel_no_node_container(const cJSON *self)
 
 static int cel_startup_order(const cJSON *self)
 {
-	const char *order = hb_schema_str(hb_schema_has(self, "startupPolicy"),
-					  "startupPolicyOrder");
+	const char *order = hb_doc_str(hb_schema_has(self, "startupPolicy"),
+				       "startupPolicyOrder");
 	const cJSON *rj;
 
 	if (!order || strcmp(order, "InOrder"))
@@ -123,8 +126,8 @@ static int cel_claim_namespace(const cJSON *self)
 	const cJSON *t;
 
 	cJSON_ArrayForEach(t, hb_schema_has(self, "templates")) {
-		const char *ns = hb_schema_str(hb_schema_has(t, "metadata"),
-					       "namespace");
+		const char *ns =
+			hb_doc_str(hb_schema_has(t, "metadata"), "namespace");
 
 		if (ns && *ns)
 			return 0;
@@ -202,17 +205,16 @@ static const char *join_quoted(const char *const *list, size_t n, char *buf,
 	return buf;
 }
 
-/* A string member with a default; NULL when it has another type. */
+/* A string member with a default, also for ""; NULL when it has another
+ * type (the schema reports that). */
 static const char *str_default(const cJSON *o, const char *key,
 			       const char *def)
 {
-	const cJSON *v = hb_schema_has(o, key);
+	const char *s = def;
 
-	if (!v)
-		return def;
-	if (!cJSON_IsString(v))
+	if (hb_doc_get_str(o, key, SIZE_MAX, 0, &s, NULL))
 		return NULL;
-	return *v->valuestring ? v->valuestring : def;
+	return *s ? s : def;
 }
 
 static void check_one_of(struct vctx *c, const char *rel, const char *val,
@@ -229,32 +231,33 @@ static void check_one_of(struct vctx *c, const char *rel, const char *val,
 static void check_nonneg(struct vctx *c, const cJSON *o, const char *key,
 			 const char *rel)
 {
-	long long v;
+	int64_t v = 0; /* not an integer: the schema reports it */
 
-	if (hb_schema_get_int(o, key, &v) && v < 0)
+	hb_doc_get_i64(o, key, INT64_MIN, INT64_MAX, 0, &v, NULL);
+	if (v < 0)
 		report_at(c, rel,
-			  "Invalid value: %lld: must be greater than or equal "
-			  "to 0",
+			  "Invalid value: %" PRId64 ": must be greater than or "
+			  "equal to 0",
 			  v);
 }
 
 static const char *const restart_policies[] = { "Never", "OnFailure" };
 
 static void mpi_replica(struct vctx *c, const cJSON *spec, const char *type,
-			const char *def_policy, long long def_replicas,
+			const char *def_policy, int64_t def_replicas,
 			int launcher)
 {
 	size_t old = hb_schema_path_key(&c->path, type);
 	const cJSON *containers;
-	long long replicas = def_replicas;
+	int64_t replicas = def_replicas;
 	int typed = 1;
 
 	if (!cJSON_IsObject(spec)) {
 		hb_schema_path_pop(&c->path, old);
 		return; /* a schema error */
 	}
-	if (hb_schema_has(spec, "replicas") &&
-	    !hb_schema_get_int(spec, "replicas", &replicas))
+	if (hb_doc_get_i64(spec, "replicas", INT64_MIN, INT64_MAX, 0, &replicas,
+			   NULL))
 		typed = 0; /* the schema reports it */
 	check_one_of(c, "restartPolicy",
 		     str_default(spec, "restartPolicy", def_policy),
@@ -266,12 +269,12 @@ static void mpi_replica(struct vctx *c, const cJSON *spec, const char *type,
 		report_at(c, "template.spec.containers",
 			  "Required value: must define at least one container");
 	if (typed && launcher && replicas != 1)
-		report_at(c, "replicas", "Invalid value: %lld: must be 1",
-			  replicas);
+		report_at(c, "replicas",
+			  "Invalid value: %" PRId64 ": must be 1", replicas);
 	if (typed && !launcher && replicas <= 0)
 		report_at(c, "replicas",
-			  "Invalid value: %lld: must be greater than or equal "
-			  "to 1",
+			  "Invalid value: %" PRId64 ": must be greater than or "
+			  "equal to 1",
 			  replicas);
 	hb_schema_path_pop(&c->path, old);
 }
@@ -288,16 +291,16 @@ static void rules_mpijob(struct vctx *c, const cJSON *obj)
 	const cJSON *worker = hb_schema_has(specs, "Worker"), *rp, *m;
 	char gen[320], host[96], suffix[40], q[QUOTE_MAX * 2 + 16];
 	const char *name = object_name(obj, gen, sizeof(gen));
-	long long replicas = 1, r;
+	int64_t replicas = 1;
 	size_t old;
 	int n;
 
 	if (!name)
 		name = "";
-	if (worker && hb_schema_get_int(worker, "replicas", &r) && r > 0)
-		replicas = r;
+	/* a worker count from 1 up; else 1 */
+	hb_doc_get_i64(worker, "replicas", 1, INT64_MAX, 0, &replicas, NULL);
 	/* the operator names the last worker <name>-worker-<replicas-1> */
-	n = snprintf(suffix, sizeof(suffix), "-worker-%lld", replicas - 1);
+	n = snprintf(suffix, sizeof(suffix), "-worker-%" PRId64, replicas - 1);
 	if (strlen(name) + (size_t)n > 63) {
 		report_at(c, "metadata.name",
 			  "Invalid value: %s: will not be able to create pod "
@@ -361,7 +364,7 @@ static void rules_mpijob(struct vctx *c, const cJSON *obj)
 	check_nonneg(c, rp, "backoffLimit", "runPolicy.backoffLimit");
 	if (hb_schema_has(rp, "managedBy"))
 		check_one_of(c, "runPolicy.managedBy",
-			     hb_schema_str(rp, "managedBy"), managers, 2);
+			     hb_doc_str(rp, "managedBy"), managers, 2);
 	check_one_of(c, "mpiImplementation",
 		     str_default(spec, "mpiImplementation", "OpenMPI"), impls,
 		     3);
@@ -376,7 +379,7 @@ static void rules_trainjob(struct vctx *c, const cJSON *obj)
 	const char *group =
 		str_default(ref, "apiGroup", "trainer.kubeflow.org");
 	const char *kind = str_default(ref, "kind", "ClusterTrainingRuntime");
-	long long v;
+	int64_t nodes = 1, procs = 1; /* not integers: the schema says so */
 	size_t old = hb_schema_path_lit(&c->path, "spec");
 
 	if (!ref)
@@ -388,16 +391,20 @@ static void rules_trainjob(struct vctx *c, const cJSON *obj)
 		report_at(c, "runtimeRef",
 			  "Invalid value: unsupported runtime: %.100s.%.100s",
 			  kind, group);
-	if (hb_schema_get_int(trainer, "numNodes", &v) && v < 1)
+	hb_doc_get_i64(trainer, "numNodes", INT64_MIN, INT64_MAX, 0, &nodes,
+		       NULL);
+	hb_doc_get_i64(trainer, "numProcPerNode", INT64_MIN, INT64_MAX, 0,
+		       &procs, NULL);
+	if (nodes < 1)
 		report_at(c, "trainer.numNodes",
-			  "Invalid value: %lld: must be greater than or equal "
-			  "to 1",
-			  v);
-	if (hb_schema_get_int(trainer, "numProcPerNode", &v) && v < 1)
+			  "Invalid value: %" PRId64 ": must be greater than or "
+			  "equal to 1",
+			  nodes);
+	if (procs < 1)
 		report_at(c, "trainer.numProcPerNode",
-			  "Invalid value: %lld: must be greater than or equal "
-			  "to 1",
-			  v);
+			  "Invalid value: %" PRId64 ": must be greater than or "
+			  "equal to 1",
+			  procs);
 	hb_schema_path_pop(&c->path, old);
 }
 
@@ -428,7 +435,7 @@ static void rules_runtime(struct vctx *c, const cJSON *obj)
 		return;
 	cJSON_ArrayForEach(rj, rjobs) {
 		const cJSON *tmpl = hb_schema_get(rj, "template");
-		const char *anc = hb_schema_str(
+		const char *anc = hb_doc_str(
 			hb_schema_get(hb_schema_get(tmpl, "metadata"),
 				      "labels"),
 			ANCESTOR_LABEL);
@@ -436,10 +443,10 @@ static void rules_runtime(struct vctx *c, const cJSON *obj)
 			hb_schema_get(hb_schema_get(tmpl, "spec"), "template"),
 			"spec");
 		const char *want = anc ? ancestor_container(anc) : NULL;
-		const char *prio = hb_schema_str(pod, "priorityClassName");
+		const char *prio = hb_doc_str(pod, "priorityClassName");
 		char base[96];
 		size_t old;
-		long long replicas = 1;
+		int64_t replicas = 1;
 
 		snprintf(base, sizeof(base),
 			 "spec.template.spec.replicatedJobs[%zu]", i++);
@@ -448,17 +455,17 @@ static void rules_runtime(struct vctx *c, const cJSON *obj)
 			const cJSON *ct;
 			int found = 0;
 
-			if (hb_schema_has(rj, "replicas") &&
-			    !hb_schema_get_int(rj, "replicas", &replicas))
-				replicas = 1;
+			/* not an integer: the schema reports it */
+			hb_doc_get_i64(rj, "replicas", INT64_MIN, INT64_MAX, 0,
+				       &replicas, NULL);
 			if (replicas != 1)
 				report_at(c, "replicas",
-					  "Invalid value: %lld: always must be "
-					  "1",
+					  "Invalid value: %" PRId64
+					  ": always must be 1",
 					  replicas);
 			cJSON_ArrayForEach(ct, hb_schema_get(pod, "containers"))
-				if (hb_schema_str(ct, "name") &&
-				    !strcmp(hb_schema_str(ct, "name"), want))
+				if (hb_doc_str(ct, "name") &&
+				    !strcmp(hb_doc_str(ct, "name"), want))
 					found = 1;
 			if (!found)
 				report_at(c, "template.spec.template.spec."
@@ -482,8 +489,8 @@ static void rules_runtime(struct vctx *c, const cJSON *obj)
 /* Dispatch on kind; 1 when obj is a kind with rules. */
 int hb_schema_run_rules(struct vctx *c, const cJSON *obj)
 {
-	const char *av = hb_schema_str(obj, "apiVersion"),
-		   *kind = hb_schema_str(obj, "kind");
+	const char *av = hb_doc_str(obj, "apiVersion"),
+		   *kind = hb_doc_str(obj, "kind");
 
 	if (!av || !kind)
 		return 0;
@@ -508,8 +515,8 @@ int hb_schema_run_rules(struct vctx *c, const cJSON *obj)
 int hb_schema_check_rules(const struct cJSON *obj, struct hb_buf *violations,
 			  struct hb_err *err)
 {
-	const char *kind = hb_schema_str(obj, "kind"),
-		   *av = hb_schema_str(obj, "apiVersion");
+	const char *kind = hb_doc_str(obj, "kind"),
+		   *av = hb_doc_str(obj, "apiVersion");
 	struct vctx c;
 
 	hb_schema_vctx_init(&c, violations, err);
@@ -529,7 +536,7 @@ int hb_schema_check_trainjob_runtime(const struct cJSON *trainjob,
 				     struct hb_buf *violations,
 				     struct hb_err *err)
 {
-	const char *rkind = hb_schema_str(runtime, "kind");
+	const char *rkind = hb_doc_str(runtime, "kind");
 	const cJSON *spec = hb_schema_get(trainjob, "spec");
 	const cJSON *ref = hb_schema_has(spec, "runtimeRef");
 	const cJSON *mpi = hb_schema_has(
@@ -537,12 +544,12 @@ int hb_schema_check_trainjob_runtime(const struct cJSON *trainjob,
 		"mpi");
 	const char *kind, *name, *rname, *ns, *rns;
 	char q[QUOTE_MAX * 2 + 16];
-	long long nodes = 1;
+	int64_t nodes = 1;
 	struct vctx c;
 
 	if (!cJSON_IsObject(runtime) || !rkind ||
-	    !hb_schema_str(runtime, "apiVersion") ||
-	    strcmp(hb_schema_str(runtime, "apiVersion"),
+	    !hb_doc_str(runtime, "apiVersion") ||
+	    strcmp(hb_doc_str(runtime, "apiVersion"),
 		   "trainer.kubeflow.org/v1alpha1") ||
 	    (strcmp(rkind, "ClusterTrainingRuntime") &&
 	     strcmp(rkind, "TrainingRuntime")))
@@ -552,10 +559,10 @@ int hb_schema_check_trainjob_runtime(const struct cJSON *trainjob,
 				  "ClusterTrainingRuntime");
 	hb_schema_vctx_init(&c, violations, err);
 	kind = str_default(ref, "kind", "ClusterTrainingRuntime");
-	name = hb_schema_str(ref, "name");
-	rname = hb_schema_str(hb_schema_get(runtime, "metadata"), "name");
-	ns = hb_schema_str(hb_schema_get(trainjob, "metadata"), "namespace");
-	rns = hb_schema_str(hb_schema_get(runtime, "metadata"), "namespace");
+	name = hb_doc_str(ref, "name");
+	rname = hb_doc_str(hb_schema_get(runtime, "metadata"), "name");
+	ns = hb_doc_str(hb_schema_get(trainjob, "metadata"), "namespace");
+	rns = hb_doc_str(hb_schema_get(runtime, "metadata"), "namespace");
 	if (!kind || !name || !rname || strcmp(kind, rkind) ||
 	    strcmp(name, rname) ||
 	    (!strcmp(rkind, "TrainingRuntime") && ns && rns &&
@@ -566,7 +573,8 @@ int hb_schema_check_trainjob_runtime(const struct cJSON *trainjob,
 			  kind ? kind : "runtime",
 			  hb_schema_quote(name ? name : "", q, sizeof(q)),
 			  kind ? kind : "runtime");
-	hb_schema_get_int(hb_schema_has(spec, "trainer"), "numNodes", &nodes);
+	hb_doc_get_i64(hb_schema_has(spec, "trainer"), "numNodes", INT64_MIN,
+		       INT64_MAX, 0, &nodes, NULL);
 	if (mpi && nodes >= 2 &&
 	    cJSON_IsTrue(hb_schema_get(mpi, "runLauncherAsNode"))) {
 		const cJSON *rjobs = hb_schema_get(
@@ -579,14 +587,15 @@ int hb_schema_check_trainjob_runtime(const struct cJSON *trainjob,
 		int launcher = 0, node = 0;
 
 		cJSON_ArrayForEach(rj, rjobs) {
-			const char *n = hb_schema_str(rj, "name");
+			const char *n = hb_doc_str(rj, "name");
 
 			launcher |= n && !strcmp(n, "launcher");
 			node |= n && !strcmp(n, "node");
 		}
 		if (!launcher || !node)
 			report_at(&c, "spec.trainer.numNodes",
-				  "Invalid value: %lld: must have 1 when MPI "
+				  "Invalid value: %" PRId64
+				  ": must have 1 when MPI "
 				  "trainingRuntime with enabled "
 				  "runLauncherAsNode does not have either "
 				  "launcher and node",

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hpcbridge/doc.h"
+#include "hpcbridge/timefmt.h"
 #include "translators/k8s/schema_int.h"
 
 /* The API server's budget for all annotations of an object. */
@@ -504,7 +506,8 @@ static void validate_string(struct vctx *c, const struct snode *n,
 		hb_schema_report(
 			c, V_VALUE, "Invalid value: %s: must match '%s'",
 			hb_schema_quote(s, q, sizeof(q)), n->pattern->src);
-	if (n->format == FMT_DATETIME && !hb_schema_rfc3339(s))
+	if (n->format == FMT_DATETIME &&
+	    hb_time_rfc3339_parse_flags(s, HB_TIME_STRICT, NULL))
 		hb_schema_report(
 			c, V_VALUE,
 			"Invalid value: %s: must be a date-time (RFC 3339)",
@@ -767,14 +770,15 @@ static void meta_objects(struct vctx *c, const cJSON *arr,
 				meta_type(c, m, f[j].type);
 			if (j < nf && f[j].type == T_STRING &&
 			    cJSON_IsString(m) && !strcmp(m->string, "time") &&
-			    !hb_schema_rfc3339(m->valuestring))
+			    hb_time_rfc3339_parse_flags(m->valuestring,
+							HB_TIME_STRICT, NULL))
 				hb_schema_report(
 					c, V_VALUE,
 					"must be a date-time (RFC 3339)");
 			hb_schema_path_pop(&c->path, o2);
 		}
 		for (j = 0; j < nf; j++) {
-			const char *s = hb_schema_str(it, f[j].name);
+			const char *s = hb_doc_str(it, f[j].name);
 
 			if (f[j].required && (!s || !*s)) {
 				size_t o2 =
@@ -876,7 +880,8 @@ static void validate_objectmeta(struct vctx *c, const cJSON *m, int top)
 			   !strcmp(k, "deletionTimestamp")) {
 			meta_type(c, it, T_STRING);
 			if (cJSON_IsString(it) &&
-			    !hb_schema_rfc3339(it->valuestring))
+			    hb_time_rfc3339_parse_flags(it->valuestring,
+							HB_TIME_STRICT, NULL))
 				hb_schema_report(
 					c, V_VALUE,
 					"Invalid value: %s: must be a "
@@ -907,8 +912,8 @@ static void validate_objectmeta(struct vctx *c, const cJSON *m, int top)
 		}
 		hb_schema_path_pop(&c->path, old);
 	}
-	name = hb_schema_str(m, "name");
-	gen = hb_schema_str(m, "generateName");
+	name = hb_doc_str(m, "name");
+	gen = hb_doc_str(m, "generateName");
 	if (name && *name) {
 		size_t old = hb_schema_path_key(&c->path, "name");
 
@@ -928,7 +933,7 @@ static void validate_objectmeta(struct vctx *c, const cJSON *m, int top)
 				 "generateName is required");
 		hb_schema_path_pop(&c->path, old);
 	}
-	name = hb_schema_str(m, "namespace");
+	name = hb_doc_str(m, "namespace");
 	if (top && name && *name) {
 		size_t old = hb_schema_path_key(&c->path, "namespace");
 
@@ -1048,8 +1053,8 @@ int hb_schema_validate_all(const struct hb_schema_set *set,
 	if (!cJSON_IsObject(obj))
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "<root>: must be of type object");
-	api_version = hb_schema_str(obj, "apiVersion");
-	kind = hb_schema_str(obj, "kind");
+	api_version = hb_doc_str(obj, "apiVersion");
+	kind = hb_doc_str(obj, "kind");
 	if (!api_version || !*api_version || !kind || !*kind)
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "%s: Required value",
