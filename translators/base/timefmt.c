@@ -541,12 +541,13 @@ static int digits(const char **p, int n, int *out)
 }
 
 /*
- * One number of a date or time: exactly n digits; with HB_TIME_LENIENT
- * what glibc's strptime() reads for a field of n digits up to max: blanks,
- * then one to n digits, stopping early where another digit would pass max
- * ("2024-1201": month 12, then "01" is not '-').
+ * One number of a date or time: exactly n digits, or with HB_TIME_LENIENT
+ * what glibc's strptime() reads: blanks, then one to n digits.  (strptime()
+ * also stops early where another digit would pass the field's maximum;
+ * a digit left over is refused either way, as what follows is '-', 'T',
+ * ':' or the zone.)
  */
-static int field(const char **p, int n, int max, unsigned flags, int *out)
+static int field(const char **p, int n, unsigned flags, int *out)
 {
 	const char *s = *p;
 	int v = 0;
@@ -559,7 +560,7 @@ static int field(const char **p, int n, int max, unsigned flags, int *out)
 		return -1;
 	do
 		v = v * 10 + (*s++ - '0');
-	while (--n > 0 && v * 10 <= max && is_digit(*s));
+	while (--n > 0 && is_digit(*s));
 	*p = s;
 	*out = v;
 	return 0;
@@ -592,17 +593,16 @@ int hb_time_rfc3339_parse_flags(const char *s, unsigned flags, int64_t *out)
 	const char *p = s;
 	bool lenient = flags & HB_TIME_LENIENT;
 
-	if (!s || field(&p, 4, 9999, flags, &y) || *p++ != '-' ||
-	    field(&p, 2, 12, flags, &mo) || *p++ != '-' ||
-	    field(&p, 2, 31, flags, &d))
+	if (!s || field(&p, 4, flags, &y) || *p++ != '-' ||
+	    field(&p, 2, flags, &mo) || *p++ != '-' || field(&p, 2, flags, &d))
 		return HB_EINVAL;
 	if (*p != 'T' &&
 	    (lenient || (*p != 't' && (*p != ' ' || (flags & HB_TIME_STRICT)))))
 		return HB_EINVAL;
 	p++;
-	if (field(&p, 2, 23, flags, &h) || *p++ != ':' ||
-	    field(&p, 2, 59, flags, &mi) || *p++ != ':' ||
-	    field(&p, 2, 61, flags, &sec))
+	if (field(&p, 2, flags, &h) || *p++ != ':' ||
+	    field(&p, 2, flags, &mi) || *p++ != ':' ||
+	    field(&p, 2, flags, &sec))
 		return HB_EINVAL;
 	if (*p == '.') {
 		p++;
