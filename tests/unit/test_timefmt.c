@@ -140,6 +140,7 @@ static void test_slurm_date_ok(void **state)
 		"uts1000000",
 		"uts1795291200",
 		"UTS1795291200",
+		"uts\t1795291200", /* strtol() skips blanks */
 	};
 	static const char *const bad[] = {
 		"",
@@ -354,6 +355,23 @@ static void test_slurm_date_leap(void **state)
 
 	(void)state;
 	run_dates(cases, N_OF(cases), 1831550400);
+}
+
+/* A clock before 1970: days still start at midnight. */
+static void test_slurm_date_before_1970(void **state)
+{
+	/* 1969-12-31 12:00 UTC */
+	static const struct date_case cases[] = {
+		{ "today", 0, -D },
+		{ "tomorrow", 0, 0 },
+		{ "noon", 0, D / 2 }, /* noon now counts as past */
+		{ "11:00", 0, D / 2 - H },
+		{ "today", -13 * H, -2 * D + 13 * H },
+		{ "now-1day", 0, -D - D / 2 },
+	};
+
+	(void)state;
+	run_dates(cases, N_OF(cases), -D / 2);
 }
 
 /* ---- RFC 3339 ------------------------------------------------------- */
@@ -784,6 +802,7 @@ int main(void)
 		cmocka_unit_test(test_slurm_date_now),
 		cmocka_unit_test(test_slurm_date_local),
 		cmocka_unit_test(test_slurm_date_leap),
+		cmocka_unit_test(test_slurm_date_before_1970),
 		cmocka_unit_test(test_rfc3339_parse),
 		cmocka_unit_test(test_rfc3339_strict),
 		cmocka_unit_test(test_rfc3339_lenient),
