@@ -247,6 +247,19 @@ void hbd_conn_interest(struct conn *c)
 		c->events = want;
 }
 
+/* A task for c is done: c is freed if it closed meanwhile, else, once
+ * nothing of it is staged, its next requests are taken and its replies
+ * written. */
+void hbd_conn_resume(struct conn *c)
+{
+	if (c->dead)
+		hbd_conn_release(c);
+	else if (!c->nstaged) {
+		hbd_process_conn(c);
+		hbd_conn_flush(c);
+	}
+}
+
 /* Write what can be written; close when done and asked to. */
 void hbd_conn_flush(struct conn *c)
 {

@@ -305,6 +305,7 @@ void hbd_accept_resume(struct hb_daemon *d);
 void hbd_conn_close(struct conn *c, const char *why);
 void hbd_conn_interest(struct conn *c);
 void hbd_conn_flush(struct conn *c);
+void hbd_conn_resume(struct conn *c);
 void hbd_process_conn(struct conn *c);
 void hbd_conn_event(struct conn *c, uint32_t ev);
 void hbd_do_accept(struct hb_daemon *d);

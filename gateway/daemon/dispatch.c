@@ -316,12 +316,7 @@ void hbd_lookup_done(struct task *t)
 		cJSON_Delete(req);
 	}
 	hbd_task_free(t);
-	if (c->dead)
-		hbd_conn_release(c);
-	else if (!c->nstaged) {
-		hbd_process_conn(c);
-		hbd_conn_flush(c);
-	}
+	hbd_conn_resume(c);
 }
 
 /*

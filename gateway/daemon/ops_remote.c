@@ -579,12 +579,7 @@ void hbd_remote_done(struct task *t)
 	else
 		rcancel_done(d, c, t);
 	hbd_task_free(t);
-	if (c->dead)
-		hbd_conn_release(c);
-	else if (!c->nstaged) {
-		hbd_process_conn(c);
-		hbd_conn_flush(c);
-	}
+	hbd_conn_resume(c);
 }
 
 void hbd_op_remote_start(struct hb_daemon *d, struct conn *c, const cJSON *req)

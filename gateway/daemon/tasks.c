@@ -271,12 +271,6 @@ out:
 	cJSON_Delete(detail);
 	cJSON_Delete(r);
 	hbd_task_free(t);
-	if (!c) {
-		/* an origin task: nobody waits for a reply */
-	} else if (c->dead) {
-		hbd_conn_release(c);
-	} else if (!c->nstaged) {
-		hbd_process_conn(c);
-		hbd_conn_flush(c);
-	}
+	if (c) /* an origin task has nobody waiting for a reply */
+		hbd_conn_resume(c);
 }
