@@ -15,10 +15,14 @@ export HB_SLURM_FIX_HOSTS=${HB_SLURM_FIX_HOSTS:-1}
 jobs=${HB_JOBS:-$(nproc)}
 
 # Warnings are errors here (HB_WERROR), not in a user's or a
-# distribution's build.  A Release build first: its optimiser finds
-# warnings (maybe-uninitialized) the sanitizer build does not.
+# distribution's build.  Release builds first, with gcc and with clang, as
+# a distribution builds: their optimisers find warnings
+# (maybe-uninitialized) the sanitizer build does not.
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DHB_WERROR=ON
 cmake --build build-release -j"$jobs"
+cmake -S . -B build-release-clang -DCMAKE_C_COMPILER=clang \
+	-DCMAKE_BUILD_TYPE=Release -DHB_WERROR=ON -DHB_TESTS=OFF
+cmake --build build-release-clang -j"$jobs"
 
 cmake -S . -B build-asan -DHB_SANITIZE=ON -DHB_WERROR=ON
 cmake --build build-asan -j"$jobs"

@@ -476,52 +476,6 @@ static int perr(struct hb_err *err, const char *msg)
 	return hb_err_set(err, HB_EPROTO, NULL, 0, "%s", msg);
 }
 
-/* A string member: NULL if absent; -1 (via *bad) if present but not a
- * string, longer than max or holding control characters (newlines too
- * when !multiline). */
-static const char *get_str(const cJSON *o, const char *key, size_t max,
-			   int multiline, int *bad)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-	const char *s;
-
-	if (!v || cJSON_IsNull(v))
-		return NULL;
-	if (!cJSON_IsString(v) || strlen(v->valuestring) > max) {
-		*bad = 1;
-		return NULL;
-	}
-	for (s = v->valuestring; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if ((c < 0x20 && !(multiline && (c == '\n' || c == '\t'))) ||
-		    c == 0x7f) {
-			*bad = 1;
-			return NULL;
-		}
-	}
-	return v->valuestring;
-}
-
-/* A whole number member in [lo, hi]; 1 if absent (*out untouched), 0 if
- * good, -1 if bad. */
-static int get_num(const cJSON *o, const char *key, uint64_t lo, uint64_t hi,
-		   uint64_t *out)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-	double d;
-
-	if (!v || cJSON_IsNull(v))
-		return 1;
-	if (!cJSON_IsNumber(v))
-		return -1;
-	d = v->valuedouble;
-	if (!(d >= (double)lo && d <= (double)hi) || d != (double)(uint64_t)d)
-		return -1;
-	*out = (uint64_t)d;
-	return 0;
-}
-
 /* A plain token: [A-Za-z0-9._:-], 1..n bytes. */
 static int token_ok(const char *s, size_t n)
 {
@@ -545,37 +499,32 @@ static int parse_proxy(const cJSON *p, struct hb_plugin_decision *d,
 		       struct hb_err *err)
 {
 	uint64_t v;
-	int bad = 0, r;
 
 	if (!cJSON_IsObject(p))
 		return perr(err, "a kubernetes decision without proxy");
-	d->partition = get_str(p, "partition", 64, 0, &bad);
-	if (bad || !token_ok(d->partition, 64))
+	/* The getters' own messages stay out of err: these name the path. */
+	if (hb_doc_get_str(p, "partition", 64, HB_DOC_ONELINE, &d->partition,
+			   NULL) ||
+	    !token_ok(d->partition, 64))
 		return perr(err, "proxy.partition: not a partition name");
-	d->script = get_str(p, "script", HB_PROXY_SCRIPT_MAX, 1, &bad);
-	if (bad || !d->script || strncmp(d->script, "#!", 2))
+	if (hb_doc_get_str(p, "script", HB_PROXY_SCRIPT_MAX, HB_DOC_LINES,
+			   &d->script, NULL) ||
+	    !d->script || strncmp(d->script, "#!", 2))
 		return perr(err, "proxy.script: not a script starting with #!");
-	d->comment = get_str(p, "comment", HB_COMMENT_MAX, 0, &bad);
-	if (bad)
+	if (hb_doc_get_str(p, "comment", HB_COMMENT_MAX, HB_DOC_ONELINE,
+			   &d->comment, NULL))
 		return perr(err, "proxy.comment: not a one-line string");
-	d->time_limit_min = NO_VAL;
-	r = get_num(p, "time_limit_min", 1, NO_VAL - 1, &v);
-	if (r < 0)
+	v = NO_VAL;
+	if (hb_doc_get_u64(p, "time_limit_min", 1, NO_VAL - 1, 0, &v, NULL))
 		return perr(err, "proxy.time_limit_min: out of range");
-	if (r == 0)
-		d->time_limit_min = (uint32_t)v;
-	d->cpus = 1;
-	r = get_num(p, "cpus", 1, 1024, &v);
-	if (r < 0)
+	d->time_limit_min = (uint32_t)v;
+	v = 1;
+	if (hb_doc_get_u64(p, "cpus", 1, 1024, 0, &v, NULL))
 		return perr(err, "proxy.cpus: out of range");
-	if (r == 0)
-		d->cpus = (uint32_t)v;
+	d->cpus = (uint32_t)v;
 	d->mem_mb = 64;
-	r = get_num(p, "mem_mb", 1, 1u << 30, &v);
-	if (r < 0)
+	if (hb_doc_get_u64(p, "mem_mb", 1, 1u << 30, 0, &d->mem_mb, NULL))
 		return perr(err, "proxy.mem_mb: out of range");
-	if (r == 0)
-		d->mem_mb = v;
 	return 0;
 }
 
@@ -583,8 +532,8 @@ int hb_plugin_decision_parse(const cJSON *reply, struct hb_plugin_decision *d,
 			     struct hb_err *err)
 {
 	const cJSON *ok = cJSON_GetObjectItemCaseSensitive(reply, "ok");
-	const char *target;
-	int bad = 0, rc;
+	const char *target = NULL;
+	int rc;
 
 	memset(d, 0, sizeof(*d));
 	if (!cJSON_IsObject(reply) || !cJSON_IsBool(ok)) {
@@ -594,8 +543,11 @@ int hb_plugin_decision_parse(const cJSON *reply, struct hb_plugin_decision *d,
 	if (!cJSON_IsTrue(ok)) {
 		const cJSON *e =
 			cJSON_GetObjectItemCaseSensitive(reply, "error");
-		const char *code = get_str(e, "code", 32, 0, &bad);
-		const char *msg = get_str(e, "message", 400, 0, &bad);
+		const char *code = NULL, *msg = NULL;
+
+		/* a bad code or message reads as none */
+		hb_doc_get_str(e, "code", 32, HB_DOC_ONELINE, &code, NULL);
+		hb_doc_get_str(e, "message", 400, HB_DOC_ONELINE, &msg, NULL);
 
 		rc = code ? hb_errcode(code) : HB_EPROTO;
 		if (rc >= 0) /* "OK" is no error code */
@@ -604,20 +556,20 @@ int hb_plugin_decision_parse(const cJSON *reply, struct hb_plugin_decision *d,
 			   code ? code : "?", msg ? msg : "no message");
 		goto out;
 	}
-	d->id = get_str(reply, "id", 64, 0, &bad);
-	if (bad || !token_ok(d->id, 64)) {
+	if (hb_doc_get_str(reply, "id", 64, HB_DOC_ONELINE, &d->id, NULL) ||
+	    !token_ok(d->id, 64)) {
 		rc = perr(err, "reply without a valid \"id\"");
 		goto out;
 	}
-	d->reason = get_str(reply, "reason", 400, 0, &bad);
-	d->admin_comment =
-		get_str(reply, "admin_comment", HB_COMMENT_MAX, 0, &bad);
-	if (bad) {
+	if (hb_doc_get_str(reply, "reason", 400, HB_DOC_ONELINE, &d->reason,
+			   NULL) ||
+	    hb_doc_get_str(reply, "admin_comment", HB_COMMENT_MAX,
+			   HB_DOC_ONELINE, &d->admin_comment, NULL)) {
 		rc = perr(err, "reason/admin_comment: not a one-line "
 			       "string");
 		goto out;
 	}
-	target = get_str(reply, "target", 16, 0, &bad);
+	hb_doc_get_str(reply, "target", 16, HB_DOC_ONELINE, &target, NULL);
 	if (target && !strcmp(target, "slurm")) {
 		d->target = HB_PLUGIN_SLURM;
 		rc = 0;

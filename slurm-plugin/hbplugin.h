@@ -51,9 +51,9 @@ const char *hb_opt_usage(enum hb_opt o);
  * Check a value of option o.  0 if valid; HB_EINVAL with a message that
  * names the option and says what is wanted ("--hpcbridge-target: 'x' is
  * not auto, slurm or kubernetes") otherwise.  A NULL value is invalid.
- * Deadlines are checked by the project's sbatch reader, which accepts
- * what Slurm 22.05's parse_time() accepts (now+1hour, 18:00,
- * 2025-06-30T18:00, tomorrow, ...).
+ * Deadlines are checked as the sbatch reader checks them
+ * (hb_time_slurm_date_ok()): what Slurm 22.05's parse_time() accepts
+ * (now+1hour, 18:00, 2025-06-30T18:00, tomorrow, ...).
  */
 int hb_opt_check(enum hb_opt o, const char *value, struct hb_err *err);
 

@@ -36,6 +36,7 @@
 #include <slurm/spank.h> /* slurm_info, slurm_error, slurm_verbose */
 
 #include "hbplugin.h"
+#include "hpcbridge/clock.h"
 #include "hpcbridge/log.h"
 #include "hpcbridge/proto.h"
 
@@ -150,14 +151,6 @@ static const char *shown(const char *name, char *buf, size_t len)
 	return buf;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Tell the user where the job went (sbatch prints it). */
 static void tell_user(char **err_msg, const struct hb_plugin_decision *d)
 {
@@ -198,7 +191,7 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 	if (!hb_decide_wanted(job_desc))
 		return SLURM_SUCCESS;
 	shown(job_desc->name, name, sizeof(name));
-	t0 = now_ms();
+	t0 = hb_clock_mono_ms();
 	req = hb_decide_request(job_desc, &err);
 	if (!req) {
 		hb_log(HB_LOG_ERROR,
@@ -215,7 +208,7 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 		       "job '%s' of uid %" PRIu32 " left on Slurm: daemon %s: "
 		       "%s (%s) after %" PRId64 " ms",
 		       name, job_desc->user_id, conf.socket, hb_errname(rc),
-		       err.msg, now_ms() - t0);
+		       err.msg, hb_clock_mono_ms() - t0);
 		goto out;
 	}
 	rc = hb_plugin_decision_parse(reply, &d, &err);
@@ -229,7 +222,8 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 		hb_log(HB_LOG_INFO,
 		       "%s: job '%s' of uid %" PRIu32 " rejected: %s (%" PRId64
 		       " ms)",
-		       d.id, name, job_desc->user_id, d.reason, now_ms() - t0);
+		       d.id, name, job_desc->user_id, d.reason,
+		       hb_clock_mono_ms() - t0);
 		reject(err_msg, &d);
 		ret = ESLURM_ACCESS_DENIED;
 		goto out;
@@ -246,13 +240,13 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 		       "%s: job '%s' of uid %" PRIu32 " runs on Kubernetes; "
 		       "proxy in partition %s (%" PRId64 " ms)",
 		       d.id, name, job_desc->user_id, d.partition,
-		       now_ms() - t0);
+		       hb_clock_mono_ms() - t0);
 		tell_user(err_msg, &d);
 	} else {
 		hb_log(HB_LOG_DEBUG,
 		       "%s: job '%s' of uid %" PRIu32 " stays on Slurm "
 		       "(%" PRId64 " ms)",
-		       d.id, name, job_desc->user_id, now_ms() - t0);
+		       d.id, name, job_desc->user_id, hb_clock_mono_ms() - t0);
 	}
 out:
 	cJSON_Delete(reply);

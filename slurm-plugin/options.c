@@ -6,8 +6,7 @@
 #include <string.h>
 
 #include "hbplugin.h"
-#include "hpcbridge/jobspec.h"
-#include "hpcbridge/sbatch.h"
+#include "hpcbridge/timefmt.h"
 
 static const struct {
 	const char *name, *key, *arginfo, *usage;
@@ -93,32 +92,12 @@ static int check_target(const char *v, struct hb_err *err)
 	return bad(HB_OPT_TARGET, v, err, "is not auto, slurm or kubernetes");
 }
 
-/* The sbatch reader checks deadlines as Slurm's parse_time() does. */
+/* A deadline is what Slurm's parse_time() reads, as sbatch checks
+ * --deadline (and the sbatch reader --hpcbridge-deadline). */
 static int check_deadline(const char *v, struct hb_err *err)
 {
-	static const char script[] = "#!/bin/sh\n";
-	const char *argv[2] = { NULL, NULL };
-	struct hb_sbatch_opts so = { .envp = NULL, .argv = argv, .argc = 1 };
-	struct hb_jobspec spec;
-	struct hb_err perr = { 0 };
-	char arg[HB_OPT_VALUE_MAX + 32];
-	int n, rc;
-
-	if (!*v || has_ctl(v))
-		goto bad;
-	n = snprintf(arg, sizeof(arg), "--hpcbridge-deadline=%s", v);
-	if (n < 0 || (size_t)n >= sizeof(arg))
-		goto bad;
-	argv[0] = arg;
-	hb_jobspec_init(&spec, "-");
-	rc = hb_sbatch_parse(script, sizeof(script) - 1, "-", &so, &spec,
-			     &perr);
-	hb_jobspec_free(&spec);
-	if (rc == HB_ENOMEM)
-		return hb_err_set(err, rc, NULL, 0, "out of memory");
-	if (rc == 0)
+	if (*v && !has_ctl(v) && hb_time_slurm_date_ok(v))
 		return 0;
-bad:
 	return bad(HB_OPT_DEADLINE, v, err,
 		   "is not a date or time Slurm reads (now+4hours, 18:00, "
 		   "2025-06-30T18:00, tomorrow, ...)");

@@ -2,9 +2,8 @@
  * jobspec.c - the canonical job model: storage, directives, derived shape.
  */
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 
+#include "hpcbridge/hash.h"
 #include "hpcbridge/jobspec.h"
 
 static const char *const field_names[HB__F_COUNT] = {
@@ -212,80 +211,16 @@ struct env_slot {
 };
 
 struct hb_env_index {
-	uint64_t k0, k1;
+	struct hb_siphash_key key;
 	const struct hb_env *env; /* spec->env when last in step */
 	uint32_t n;		  /* spec->nenv when last in step */
 	uint32_t used, cap;	  /* slots: cap a power of two */
 	struct env_slot *slot;
 };
 
-#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND                                                               \
-	do {                                                                   \
-		v0 += v1;                                                      \
-		v1 = ROTL(v1, 13);                                             \
-		v1 ^= v0;                                                      \
-		v0 = ROTL(v0, 32);                                             \
-		v2 += v3;                                                      \
-		v3 = ROTL(v3, 16);                                             \
-		v3 ^= v2;                                                      \
-		v0 += v3;                                                      \
-		v3 = ROTL(v3, 21);                                             \
-		v3 ^= v0;                                                      \
-		v2 += v1;                                                      \
-		v1 = ROTL(v1, 17);                                             \
-		v1 ^= v2;                                                      \
-		v2 = ROTL(v2, 32);                                             \
-	} while (0)
-
-/* SipHash-1-3 of n bytes under (k0, k1). */
-static uint64_t siphash13(uint64_t k0, uint64_t k1, const char *s, size_t n)
-{
-	uint64_t v0 = k0 ^ 0x736f6d6570736575ull;
-	uint64_t v1 = k1 ^ 0x646f72616e646f6dull;
-	uint64_t v2 = k0 ^ 0x6c7967656e657261ull;
-	uint64_t v3 = k1 ^ 0x7465646279746573ull;
-	uint64_t m, b = (uint64_t)n << 56;
-	size_t i = 0;
-
-	for (; i + 8 <= n; i += 8) {
-		memcpy(&m, s + i, 8); /* little-endian hosts; any order works */
-		v3 ^= m;
-		SIPROUND;
-		v0 ^= m;
-	}
-	for (size_t j = 0; i < n; i++, j++)
-		b |= (uint64_t)(unsigned char)s[i] << (8 * j);
-	v3 ^= b;
-	SIPROUND;
-	v0 ^= b;
-	v2 ^= 0xff;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	return v0 ^ v1 ^ v2 ^ v3;
-}
-
-/* A fresh key.  getrandom() does not block once the kernel's pool is
- * ready; before that (early boot) the clock and addresses stand in. */
-static void index_key(struct hb_env_index *x)
-{
-	uint64_t k[2];
-	struct timespec ts;
-
-	if (getrandom(k, sizeof(k), GRND_NONBLOCK) != (ssize_t)sizeof(k)) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		k[0] = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
-		       (uint64_t)(uintptr_t)x;
-		k[1] = (uint64_t)(uintptr_t)&k ^ 0x9e3779b97f4a7c15ull * k[0];
-	}
-	x->k0 = k[0];
-	x->k1 = k[1];
-}
-
 static uint32_t name_hash(const struct hb_env_index *x, const char *name)
 {
-	return (uint32_t)siphash13(x->k0, x->k1, name, strlen(name));
+	return (uint32_t)hb_siphash13(&x->key, name, strlen(name));
 }
 
 /* Put (name, pos, hash) in a free slot of a table of cap slots. */
@@ -356,7 +291,7 @@ static int index_build(struct hb_jobspec *spec)
 		x = hb_arena_alloc(&spec->arena, sizeof(*x));
 		if (!x)
 			return HB_ENOMEM;
-		index_key(x);
+		hb_siphash_key_new(&x->key);
 		spec->env_index = x;
 	}
 	if (x->cap)

@@ -243,11 +243,12 @@ static int print_json(const cJSON *v)
 	return rc ? HB_EXIT_INPUT : HB_EXIT_OK;
 }
 
+/* A string field as text ("-" when absent or not a string). */
 static const char *str(const cJSON *o, const char *key)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	const char *s = hb_doc_str(o, key);
 
-	return cJSON_IsString(v) ? v->valuestring : "-";
+	return s ? s : "-";
 }
 
 /* A number field as text ("-" when absent or null). */

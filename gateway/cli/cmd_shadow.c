@@ -204,7 +204,29 @@ static const char usage[] =
 	"Run as a burst job's Slurm proxy: start the remote job, copy its "
 	"output,\nexit with its exit code; cancel it on SIGTERM.\n";
 
-int hb_cmd_shadow(int argc, char **argv)
+/* One shadow: the remote job it follows and how far it has copied. */
+struct shadow {
+	const char *sock, *id;
+	long task_id; /* the array task, -1: none */
+	int poll_ms;
+	struct hb_config cfg;
+	struct hb_err err;
+	double offset;	/* of the output copied so far */
+	char shown[32]; /* the phase in the Slurm comment */
+	char why[HB_ERR_MAX + 64];
+};
+
+/* How a remote_poll ends the loop, if it does. */
+enum poll_end {
+	POLL_MORE,    /* poll again */
+	POLL_DONE,    /* the remote job ended: exit with its code */
+	POLL_STOPPED, /* a signal came: cancel the remote job */
+	POLL_ABANDON  /* sh->why: this proxy ends failed */
+};
+
+/* The command line and $SLURM_ARRAY_TASK_ID into sh; -1 to go on, else
+ * the exit status. */
+static int shadow_args(int argc, char **argv, struct shadow *sh)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
@@ -212,22 +234,13 @@ int hb_cmd_shadow(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *sock = getenv("HPCBRIDGE_SOCKET"), *id, *slurm_id;
 	const char *task = getenv("SLURM_ARRAY_TASK_ID");
-	long task_id = -1;
-	struct hb_config cfg;
-	struct sigaction sa;
-	struct hb_err err = { 0 };
-	struct hb_buf data;
-	cJSON *req, *reply = NULL;
-	double offset = 0;
-	char shown[32] = "", why[HB_ERR_MAX + 64];
-	int opt, poll_ms = 200, rc, code = 1;
+	int opt;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "+s:p:h", opts, NULL)) != -1) {
 		if (opt == 's') {
-			sock = optarg;
+			sh->sock = optarg;
 		} else if (opt == 'p') {
 			char *end;
 			long v;
@@ -241,7 +254,7 @@ int hb_cmd_shadow(int argc, char **argv)
 					optarg);
 				return HB_EXIT_USAGE;
 			}
-			poll_ms = (int)v;
+			sh->poll_ms = (int)v;
 		} else if (opt == 'h') {
 			printf("%s", usage);
 			return HB_EXIT_OK;
@@ -254,27 +267,38 @@ int hb_cmd_shadow(int argc, char **argv)
 		fprintf(stderr, "%s", usage);
 		return HB_EXIT_USAGE;
 	}
-	id = argv[optind];
+	sh->id = argv[optind];
 	if (task && *task) {
 		char *end;
 
 		errno = 0;
-		task_id = strtol(task, &end, 10);
-		if (errno || *end || task_id < 0)
-			task_id = -1;
+		sh->task_id = strtol(task, &end, 10);
+		if (errno || *end || sh->task_id < 0)
+			sh->task_id = -1;
 	}
+	return -1;
+}
+
+/* Whom to believe, the socket, the signals; -1 to go on, else the exit
+ * status. */
+static int shadow_setup(struct shadow *sh)
+{
+	struct sigaction sa;
+	int rc;
+
 	/* Who may answer: root, or daemon.user of $HPCBRIDGE_CONFIG or the
 	 * system file.  An impostor's socket is refused (HB_EPERM, not
 	 * retried): none of its replies is acted on. */
-	if ((rc = hb_cli_daemon_uid(NULL, &daemon_uid, &err))) {
-		note(id, "%s", err.msg[0] ? err.msg : hb_strerror(rc));
+	if ((rc = hb_cli_daemon_uid(NULL, &daemon_uid, &sh->err))) {
+		note(sh->id, "%s",
+		     sh->err.msg[0] ? sh->err.msg : hb_strerror(rc));
 		return HB_EXIT_INPUT;
 	}
-	memset(&cfg, 0, sizeof(cfg));
-	if (!sock) {
-		if (hb_config_defaults(&cfg))
+	memset(&sh->cfg, 0, sizeof(sh->cfg));
+	if (!sh->sock) {
+		if (hb_config_defaults(&sh->cfg))
 			return HB_EXIT_INPUT;
-		sock = cfg.daemon_socket;
+		sh->sock = sh->cfg.daemon_socket;
 	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -282,129 +306,167 @@ int hb_cmd_shadow(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	return -1;
+}
 
-	/* Start, or adopt, the remote job. */
-	req = hb_cli_id_request("remote_start", id);
-	slurm_id = getenv("SLURM_JOB_ID");
+/* Start, or adopt, the remote job: 0 or the error (in sh->err). */
+static int start_remote(struct shadow *sh)
+{
+	cJSON *req = hb_cli_id_request("remote_start", sh->id), *reply = NULL;
+	const char *slurm_id = getenv("SLURM_JOB_ID");
+	int rc;
+
 	if (req && slurm_id)
 		cJSON_AddStringToObject(req, "slurm_job_id", slurm_id);
 	/* Each task of an array has its own proxy and its own remote job. */
-	if (req && task_id >= 0)
-		cJSON_AddNumberToObject(req, "array_task", (double)task_id);
-	rc = req ? request(sock, id, req, &reply, &err) : HB_ENOMEM;
+	if (req && sh->task_id >= 0)
+		cJSON_AddNumberToObject(req, "array_task", (double)sh->task_id);
+	rc = req ? request(sh->sock, sh->id, req, &reply, &sh->err) : HB_ENOMEM;
 	cJSON_Delete(req);
 	cJSON_Delete(reply);
-	reply = NULL;
-	if (rc) {
+	return rc;
+}
+
+/* The remote job ended (reply, phase ph): its exit code into *code; a
+ * job cancelled on the remote side cancels this proxy too, whose signal
+ * stops the shadow. */
+static enum poll_end remote_done(struct shadow *sh, const cJSON *reply,
+				 const cJSON *ph, int *code)
+{
+	const cJSON *ec = cJSON_GetObjectItem(reply, "exit_code");
+
+	*code = cJSON_IsNumber(ec) && ec->valuedouble >= 0 &&
+				ec->valuedouble <= 255
+			? (int)ec->valuedouble
+			: 1;
+	if (strcmp(ph->valuestring, "succeeded")) {
+		const cJSON *m = cJSON_GetObjectItem(reply, "message");
+
+		note(sh->id, "the remote job ended %s%s%s", ph->valuestring,
+		     cJSON_IsString(m) ? ": " : "",
+		     cJSON_IsString(m) ? m->valuestring : "");
+	}
+	if (!strcmp(ph->valuestring, "cancelled")) {
+		cancel_self();
+		/* scancel's signal ends the shadow */
+		for (int i = 0; i < 100 && !stop_signal; i++)
+			sleep_ms(100);
 		if (stop_signal)
-			goto stopped;
-		note(id, "cannot start the remote job: %s",
-		     err.msg[0] ? err.msg : hb_strerror(rc));
-		hb_config_free(&cfg);
+			return POLL_STOPPED;
+	}
+	return POLL_DONE;
+}
+
+/* The reply to a remote_poll: its output (data) copied to stdout, its
+ * phase shown, the end when it says done. */
+static enum poll_end poll_reply(struct shadow *sh, const cJSON *reply,
+				struct hb_buf *data, int *code)
+{
+	const cJSON *d, *ph, *nx;
+
+	d = cJSON_GetObjectItem(reply, "data");
+	ph = cJSON_GetObjectItem(reply, "phase");
+	nx = cJSON_GetObjectItem(reply, "next");
+	hb_buf_reset(data);
+	if (!cJSON_IsString(ph) || !cJSON_IsNumber(nx) ||
+	    nx->valuedouble < sh->offset ||
+	    (d &&
+	     (!cJSON_IsString(d) ||
+	      hb_buf_unbase64(data, d->valuestring, strlen(d->valuestring))))) {
+		snprintf(sh->why, sizeof(sh->why), "%s",
+			 "malformed reply from the daemon");
+		return POLL_ABANDON;
+	}
+	if (data->len &&
+	    (fwrite(data->data, 1, data->len, stdout) != data->len ||
+	     fflush(stdout) != 0)) {
+		snprintf(sh->why, sizeof(sh->why),
+			 "cannot write the output: %s", strerror(errno));
+		return POLL_ABANDON;
+	}
+	sh->offset = nx->valuedouble;
+	if (strcmp(sh->shown, ph->valuestring)) {
+		snprintf(sh->shown, sizeof(sh->shown), "%s", ph->valuestring);
+		show_phase(sh->id, sh->shown);
+	}
+	if (cJSON_IsTrue(cJSON_GetObjectItem(reply, "done")))
+		return remote_done(sh, reply, ph, code);
+	return POLL_MORE;
+}
+
+/* One remote_poll: up to CHUNK bytes of output from sh->offset on. */
+static enum poll_end poll_once(struct shadow *sh, struct hb_buf *data,
+			       int *code)
+{
+	cJSON *req = hb_cli_id_request("remote_poll", sh->id), *reply = NULL;
+	enum poll_end end;
+	int rc;
+
+	if (req && (!cJSON_AddNumberToObject(req, "offset", sh->offset) ||
+		    !cJSON_AddNumberToObject(req, "max", CHUNK) ||
+		    (sh->task_id >= 0 &&
+		     !cJSON_AddNumberToObject(req, "array_task",
+					      (double)sh->task_id)))) {
+		cJSON_Delete(req);
+		req = NULL;
+	}
+	rc = req ? request(sh->sock, sh->id, req, &reply, &sh->err) : HB_ENOMEM;
+	cJSON_Delete(req);
+	if (rc) {
+		cJSON_Delete(reply);
+		if (stop_signal)
+			return POLL_STOPPED;
+		snprintf(sh->why, sizeof(sh->why), "lost the remote job: %s",
+			 sh->err.msg[0] ? sh->err.msg : hb_strerror(rc));
+		return POLL_ABANDON;
+	}
+	end = poll_reply(sh, reply, data, code);
+	cJSON_Delete(reply);
+	if (end == POLL_MORE && data->len < CHUNK)
+		sleep_ms(sh->poll_ms);
+	return end;
+}
+
+int hb_cmd_shadow(int argc, char **argv)
+{
+	struct shadow sh = { .sock = getenv("HPCBRIDGE_SOCKET"),
+			     .task_id = -1,
+			     .poll_ms = 200 };
+	enum poll_end end = POLL_STOPPED;
+	struct hb_buf data;
+	int rc, code = 1;
+
+	if ((rc = shadow_args(argc, argv, &sh)) >= 0 ||
+	    (rc = shadow_setup(&sh)) >= 0)
+		return rc;
+	if ((rc = start_remote(&sh)) && !stop_signal) {
+		note(sh.id, "cannot start the remote job: %s",
+		     sh.err.msg[0] ? sh.err.msg : hb_strerror(rc));
+		hb_config_free(&sh.cfg);
 		return 1;
 	}
-
-	hb_buf_init(&data, 0);
-	for (;;) {
-		const cJSON *d, *ph, *ec, *nx;
-		int done;
-
-		if (stop_signal)
-			break;
-		req = hb_cli_id_request("remote_poll", id);
-		if (req && (!cJSON_AddNumberToObject(req, "offset", offset) ||
-			    !cJSON_AddNumberToObject(req, "max", CHUNK) ||
-			    (task_id >= 0 &&
-			     !cJSON_AddNumberToObject(req, "array_task",
-						      (double)task_id)))) {
-			cJSON_Delete(req);
-			req = NULL;
-		}
-		rc = req ? request(sock, id, req, &reply, &err) : HB_ENOMEM;
-		cJSON_Delete(req);
-		if (rc) {
-			if (stop_signal)
-				break;
-			snprintf(why, sizeof(why), "lost the remote job: %s",
-				 err.msg[0] ? err.msg : hb_strerror(rc));
-			goto abandon;
-		}
-		d = cJSON_GetObjectItem(reply, "data");
-		ph = cJSON_GetObjectItem(reply, "phase");
-		ec = cJSON_GetObjectItem(reply, "exit_code");
-		nx = cJSON_GetObjectItem(reply, "next");
-		hb_buf_reset(&data);
-		if (!cJSON_IsString(ph) || !cJSON_IsNumber(nx) ||
-		    nx->valuedouble < offset ||
-		    (d && (!cJSON_IsString(d) ||
-			   hb_buf_unbase64(&data, d->valuestring,
-					   strlen(d->valuestring))))) {
-			snprintf(why, sizeof(why), "%s",
-				 "malformed reply from the daemon");
-			goto abandon;
-		}
-		if (data.len &&
-		    (fwrite(data.data, 1, data.len, stdout) != data.len ||
-		     fflush(stdout) != 0)) {
-			snprintf(why, sizeof(why),
-				 "cannot write the output: %s",
-				 strerror(errno));
-			goto abandon;
-		}
-		offset = nx->valuedouble;
-		if (strcmp(shown, ph->valuestring)) {
-			snprintf(shown, sizeof(shown), "%s", ph->valuestring);
-			show_phase(id, shown);
-		}
-		done = cJSON_IsTrue(cJSON_GetObjectItem(reply, "done"));
-		if (done) {
-			code = cJSON_IsNumber(ec) && ec->valuedouble >= 0 &&
-					       ec->valuedouble <= 255
-				       ? (int)ec->valuedouble
-				       : 1;
-			if (strcmp(ph->valuestring, "succeeded")) {
-				const cJSON *m = cJSON_GetObjectItem(reply,
-								     "message");
-
-				note(id, "the remote job ended %s%s%s",
-				     ph->valuestring,
-				     cJSON_IsString(m) ? ": " : "",
-				     cJSON_IsString(m) ? m->valuestring : "");
-			}
-			if (!strcmp(ph->valuestring, "cancelled")) {
-				cancel_self();
-				/* scancel's signal ends the shadow */
-				for (int i = 0; i < 100 && !stop_signal; i++)
-					sleep_ms(100);
-				if (stop_signal) {
-					cJSON_Delete(reply);
-					hb_buf_free(&data);
-					goto stopped;
-				}
-			}
-			goto out;
-		}
-		cJSON_Delete(reply);
-		reply = NULL;
-		if (data.len < CHUNK)
-			sleep_ms(poll_ms);
+	if (!rc) {
+		hb_buf_init(&data, 0);
+		do
+			end = stop_signal ? POLL_STOPPED
+					  : poll_once(&sh, &data, &code);
+		while (end == POLL_MORE);
+		hb_buf_free(&data);
 	}
-	hb_buf_free(&data);
-stopped:
-	note(id, "stopped by signal %s",
-	     stop_signal == SIGINT ? "INT" : "TERM");
-	cancel_remote(sock, id, task_id, NULL);
-	hb_config_free(&cfg);
-	return 128 + (int)stop_signal;
-abandon:
-	/* This proxy ends failed: the remote job must not run on with no
-	 * Slurm job to follow it. */
-	note(id, "%s", why);
-	code = 1;
-	cancel_remote(sock, id, task_id, why);
-out:
-	cJSON_Delete(reply);
-	hb_buf_free(&data);
-	hb_config_free(&cfg);
+	if (end == POLL_STOPPED) {
+		note(sh.id, "stopped by signal %s",
+		     stop_signal == SIGINT ? "INT" : "TERM");
+		cancel_remote(sh.sock, sh.id, sh.task_id, NULL);
+		hb_config_free(&sh.cfg);
+		return 128 + (int)stop_signal;
+	}
+	if (end == POLL_ABANDON) {
+		/* This proxy ends failed: the remote job must not run on with
+		 * no Slurm job to follow it. */
+		note(sh.id, "%s", sh.why);
+		code = 1;
+		cancel_remote(sh.sock, sh.id, sh.task_id, sh.why);
+	}
+	hb_config_free(&sh.cfg);
 	return code;
 }

@@ -282,8 +282,8 @@ static int emit_one(const struct opts *o, const struct hb_config *cfg,
 	case TO_MPIJOB:
 	case TO_TRAINJOB:
 		rc = o->to == TO_MPIJOB
-			     ? hb_mpijob_write(spec, cfg, index, w, rep, err)
-			     : hb_trainjob_write(spec, cfg, index, w, rep, err);
+			     ? hb_mpijob_write(spec, &cfg->k8s, index, w, rep, err)
+			     : hb_trainjob_write(spec, &cfg->k8s, index, w, rep, err);
 		if (rc)
 			return rc;
 		if (o->explain) {
@@ -346,13 +346,13 @@ static int translate_one(const struct opts *o, const struct hb_config *cfg,
 
 	count = hb_jobspec_array_count(&spec);
 	if ((o->to == TO_MPIJOB || o->to == TO_TRAINJOB) && count > 0) {
-		if (count > cfg->max_array_jobs) {
+		if (count > cfg->k8s.max_array_jobs) {
 			rc = hb_err_set(err, HB_ETOOBIG, spec.source_name,
 					spec.origin[HB_F_ARRAY].line,
 					"job array of %llu elements exceeds "
 					"translation.max_array_jobs (%u)",
 					(unsigned long long)count,
-					cfg->max_array_jobs);
+					cfg->k8s.max_array_jobs);
 			goto out;
 		}
 		for (uint64_t i = 0; !rc && i < count; i++)
@@ -490,13 +490,13 @@ int hb_cmd_translate(int argc, char **argv)
 	if (o.with_runtime && o.to == TO_MPIJOB && !o.explain) {
 		cJSON *cm = NULL;
 
-		if (!cfg.launcher_runtime ||
-		    strcmp(cfg.launcher_runtime, "configmap")) {
+		if (!cfg.k8s.launcher_runtime ||
+		    strcmp(cfg.k8s.launcher_runtime, "configmap")) {
 			fprintf(stderr, "hpcbridge translate: --with-runtime: "
 					"kubernetes.launcher.runtime is not "
 					"configmap; the MPIJobs carry the "
 					"runtime themselves\n");
-		} else if (hb_k8s_runtime_configmap(&cfg, &cm, &err) ||
+		} else if (hb_k8s_runtime_configmap(&cfg.k8s, &cm, &err) ||
 			   add_tree(&o, &out, cm)) {
 			fprintf(stderr, "hpcbridge translate: %s\n",
 				err.msg[0] ? err.msg : "out of memory");
@@ -521,8 +521,8 @@ int hb_cmd_translate(int argc, char **argv)
 					      : hb_strerror(rc));
 		status = HB_EXIT_INPUT;
 	} else if (!o.quiet && !o.explain && !o.with_runtime &&
-		   o.to == TO_MPIJOB && cfg.launcher_runtime &&
-		   !strcmp(cfg.launcher_runtime, "configmap")) {
+		   o.to == TO_MPIJOB && cfg.k8s.launcher_runtime &&
+		   !strcmp(cfg.k8s.launcher_runtime, "configmap")) {
 		fprintf(stderr,
 			"hpcbridge: the MPIJobs mount the launcher runtime "
 			"from ConfigMap %s; create it once per namespace "

@@ -292,7 +292,7 @@ static int remote_new(struct hb_daemon *d, struct hb_err *err)
 					    REMOTE_GRACE_MS, &d->remote, err);
 	ko.kubeconfig = d->cfg.remote_kubeconfig;
 	ko.context = d->cfg.remote_context;
-	ko.ns = d->cfg.namespace;
+	ko.ns = d->cfg.k8s.namespace;
 	ko.workers = d->cfg.daemon_workers;
 	return hb_backend_kube_new(&ko, &d->remote, err);
 }

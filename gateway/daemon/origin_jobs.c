@@ -713,7 +713,7 @@ int hbd_origin_new(struct hb_daemon *d, struct hb_err *err)
 		return 0;
 	oo.kubeconfig = d->cfg.remote_kubeconfig;
 	oo.context = d->cfg.remote_context;
-	oo.ns = d->cfg.namespace;
+	oo.ns = d->cfg.k8s.namespace;
 	if ((rc = hb_origin_new(&oo, &d->origin, err)) ||
 	    (rc = hb_origin_load(d->origin, d->st, err)))
 		return rc;

@@ -86,8 +86,8 @@ static void kcap_free(struct kcap_task *kt)
 /* kt's copy of the configuration's GPU settings. */
 static int kcap_opts(struct kcap_task *kt, const struct hb_config *cfg)
 {
-	uint32_t n = cfg->ngpu_type_selectors, nkv = 0;
-	const struct hb_selector_map *src = cfg->gpu_type_selectors;
+	uint32_t n = cfg->k8s.ngpu_type_selectors, nkv = 0;
+	const struct hb_selector_map *src = cfg->k8s.gpu_type_selectors;
 
 	for (uint32_t i = 0; i < n; i++)
 		nkv += src[i].nlabels;
@@ -112,8 +112,8 @@ static int kcap_opts(struct kcap_task *kt, const struct hb_config *cfg)
 				return HB_ENOMEM;
 		}
 	}
-	if (cfg->gpu_resource &&
-	    !(kt->gpu_resource = strdup(cfg->gpu_resource)))
+	if (cfg->k8s.gpu_resource &&
+	    !(kt->gpu_resource = strdup(cfg->k8s.gpu_resource)))
 		return HB_ENOMEM;
 	kt->o.gpu_resource = kt->gpu_resource;
 	return 0;

@@ -20,6 +20,7 @@
 
 #include <curl/curl.h>
 
+#include "hpcbridge/clock.h"
 #include "hpcbridge/doc.h"
 #include "hpcbridge/log.h"
 #include "kube_int.h"
@@ -595,7 +596,7 @@ static int setup(struct call *c, const struct hb_kube_creds *cr,
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
 	if (deadline) {
-		int64_t left = deadline - hb_kube_now_ms();
+		int64_t left = deadline - hb_clock_mono_ms();
 
 		if (left < 1)
 			left = 1;
@@ -845,7 +846,7 @@ static int run(struct call *c, struct hb_err *err)
 {
 	struct hb_kube *k = c->k;
 	int64_t deadline =
-		c->timeout_ms > 0 ? hb_kube_now_ms() + c->timeout_ms : 0;
+		c->timeout_ms > 0 ? hb_clock_mono_ms() + c->timeout_ms : 0;
 	int refreshed = 0, refresh = 0, retries = 0, rc;
 	struct hb_err e;
 
@@ -943,7 +944,7 @@ static int run(struct call *c, struct hb_err *err)
 				retries + 1, k->o.backoff_ms,
 				k->o.backoff_cap_ms, ra, hb_kube_random());
 
-			if (deadline && hb_kube_now_ms() + d >= deadline) {
+			if (deadline && hb_clock_mono_ms() + d >= deadline) {
 				hb_log(HB_LOG_DEBUG,
 				       "kube: no time left to retry %s %.*s",
 				       c->method, path_len(c->path), c->path);

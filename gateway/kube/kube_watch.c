@@ -17,6 +17,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "hpcbridge/clock.h"
+#include "hpcbridge/hash.h"
 #include "hpcbridge/log.h"
 #include "kube_int.h"
 
@@ -297,22 +299,22 @@ void hb_kube_known_free(struct hb_kube_known *m)
 	free(m);
 }
 
-static uint64_t fnv(const char *s)
+/*
+ * The slot a key starts probing at.  The seed is 1469598103934665603, not
+ * FNV's offset basis (HB_FNV1A_INIT, 14695981039346656037): a relist
+ * delivers the objects it no longer finds in slot order, so the seed
+ * decides the order of those DELETED events and stays as it was.
+ */
+static size_t home(const char *key, size_t cap)
 {
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ull;
-	}
-	return h;
+	return hb_fnv1a_str(1469598103934665603ull, key) & (cap - 1);
 }
 
 static struct slot *lookup(const struct hb_kube_known *m, const char *key)
 {
 	if (!m->cap)
 		return NULL;
-	for (size_t i = fnv(key) & (m->cap - 1), n = 0; n < m->cap;
+	for (size_t i = home(key, m->cap), n = 0; n < m->cap;
 	     i = (i + 1) & (m->cap - 1), n++) {
 		struct slot *s = &m->v[i];
 
@@ -340,7 +342,7 @@ static int grow(struct hb_kube_known *m)
 
 		if (!old[i].key || old[i].key == TOMB)
 			continue;
-		for (j = fnv(old[i].key) & (cap - 1); v[j].key;
+		for (j = home(old[i].key, cap); v[j].key;
 		     j = (j + 1) & (cap - 1))
 			;
 		v[j] = old[i];
@@ -368,8 +370,7 @@ static struct slot *put(struct hb_kube_known *m, const char *key,
 	if (!s) {
 		if ((m->used + m->tombs + 1) * 10 > m->cap * 7 && grow(m))
 			return NULL;
-		for (i = fnv(key) & (m->cap - 1);
-		     m->v[i].key && m->v[i].key != TOMB;
+		for (i = home(key, m->cap); m->v[i].key && m->v[i].key != TOMB;
 		     i = (i + 1) & (m->cap - 1))
 			;
 		s = &m->v[i];
@@ -800,7 +801,7 @@ int hb_kube_reflect(struct hb_kube *k, const struct hb_kube_res *res,
 			need_list = 0;
 			fails = 0;
 		}
-		t0 = hb_kube_now_ms();
+		t0 = hb_clock_mono_ms();
 		rc = watch_once(&r, stop, &stopped, &e);
 		if (r.fn_rc) {
 			rc = r.fn_rc;
@@ -835,7 +836,7 @@ int hb_kube_reflect(struct hb_kube *k, const struct hb_kube_res *res,
 			break;
 		}
 		if (!rc && !r.werr &&
-		    (r.events || hb_kube_now_ms() - t0 >= 1000)) {
+		    (r.events || hb_clock_mono_ms() - t0 >= 1000)) {
 			/* The server ended it (timeoutSeconds): go on. */
 			fails = 0;
 			hb_log(HB_LOG_DEBUG,

@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "hpcbridge/clock.h"
 #include "hpcbridge/doc.h"
 #include "hpcbridge/file.h"
 #include "kube_int.h"
@@ -43,12 +45,11 @@ extern char **environ;
 #define EXEC_V1	     "client.authentication.k8s.io/v1"
 #define EXEC_V1BETA1 "client.authentication.k8s.io/v1beta1"
 
+/* The tests' name for the monotonic clock; the code calls
+ * hb_clock_mono_ms() itself. */
 int64_t hb_kube_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return hb_clock_mono_ms();
 }
 
 static char *xstrdup(const char *s)
@@ -214,33 +215,38 @@ static int fail_at(const struct where *w, const cJSON *item, int code,
 			  what);
 }
 
+/* A getter's "KEY: why" put at w: "FILE:LINE: PATH.KEY: why". */
+static int fail_get(const struct where *w, const cJSON *obj, const char *key,
+		    int code, const struct hb_err *e)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	return hb_err_set(w->err, code, w->file,
+			  it ? (unsigned)hb_doc_line(it) : 0, "%s%s%s", w->path,
+			  w->path[0] ? "." : "", e->msg);
+}
+
 /* An optional string; *out NULL when absent or null. */
 static int get_str(const struct where *w, const cJSON *obj, const char *key,
 		   const char **out)
 {
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+	struct hb_err e = { 0 };
+	int rc;
 
 	*out = NULL;
-	if (!it || cJSON_IsNull(it))
-		return 0;
-	if (!cJSON_IsString(it))
-		return fail_at(w, it, HB_EINVAL, key, "must be a string");
-	*out = it->valuestring;
-	return 0;
+	rc = hb_doc_get_str(obj, key, SIZE_MAX, 0, out, &e);
+	return rc ? fail_get(w, obj, key, rc, &e) : 0;
 }
 
 static int get_bool(const struct where *w, const cJSON *obj, const char *key,
 		    int *out)
 {
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+	struct hb_err e = { 0 };
+	int rc;
 
 	*out = 0;
-	if (!it || cJSON_IsNull(it))
-		return 0;
-	if (!cJSON_IsBool(it))
-		return fail_at(w, it, HB_EINVAL, key, "must be true or false");
-	*out = cJSON_IsTrue(it);
-	return 0;
+	rc = hb_doc_get_bool(obj, key, 0, out, &e);
+	return rc ? fail_get(w, obj, key, rc, &e) : 0;
 }
 
 static int sub_where(const struct where *w, struct where *sub, const char *fmt,
@@ -1220,30 +1226,32 @@ static int token_file_check(struct hb_kube_auth *a, int refresh,
 	return 0;
 }
 
-/* Run the plugin; out gets its stdout, errbuf the start of its stderr. */
-static int exec_spawn(struct hb_kube_auth *a, int64_t deadline,
-		      struct hb_buf *out, struct hb_buf *errbuf,
-		      struct hb_err *err)
+/* One run of an exec plugin: what exec_spawn() sets up and tears down. */
+struct exec_run {
+	char **envp;
+	struct hb_buf info; /* "KUBERNETES_EXEC_INFO=..." */
+	posix_spawn_file_actions_t fa;
+	int fa_ok;
+	int po[2], pe[2]; /* its stdout and stderr */
+	pid_t pid;
+	int status;
+};
+
+/* The plugin's environment into run->envp: ours, then its env, then
+ * KUBERNETES_EXEC_INFO. */
+static int exec_env(const struct hb_kube_auth *a, struct exec_run *run)
 {
 	const struct hb_kube_exec *x = a->exec;
-	posix_spawn_file_actions_t fa;
-	char **envp = NULL;
-	int po[2] = { -1, -1 }, pe[2] = { -1, -1 };
 	size_t n = 0, k = 0;
-	pid_t pid = -1;
-	int rc = 0, status = 0, fa_ok = 0;
-	struct hb_buf info;
+	int rc;
 
-	hb_buf_init(&info, 0);
 	for (char **e = environ; e && *e; e++)
 		n++;
 	for (char **e = x->env; e && *e; e++)
 		n++;
-	envp = calloc(n + 2, sizeof(*envp));
-	if (!envp) {
-		rc = HB_ENOMEM;
-		goto out;
-	}
+	run->envp = calloc(n + 2, sizeof(*run->envp));
+	if (!run->envp)
+		return HB_ENOMEM;
 	/* The parent's environment, without what the plugin's env sets. */
 	for (char **e = environ; e && *e; e++) {
 		size_t l = strcspn(*e, "=");
@@ -1252,61 +1260,78 @@ static int exec_spawn(struct hb_kube_auth *a, int64_t deadline,
 		for (char **o = x->env; !over && o && *o; o++)
 			over = !strncmp(*e, *o, l) && (*o)[l] == '=';
 		if (!over)
-			envp[k++] = *e;
+			run->envp[k++] = *e;
 	}
 	for (char **e = x->env; e && *e; e++)
-		envp[k++] = *e;
-	if ((rc = hb_buf_printf(&info, "KUBERNETES_EXEC_INFO=%s",
+		run->envp[k++] = *e;
+	if ((rc = hb_buf_printf(&run->info, "KUBERNETES_EXEC_INFO=%s",
 				a->exec_info)))
-		goto out;
-	envp[k++] = info.data;
-	if (pipe2(po, O_CLOEXEC) || pipe2(pe, O_CLOEXEC)) {
-		rc = hb_err_set(err, HB_EIO, NULL, 0, "%s: pipe: %s", x->what,
-				strerror(errno));
-		goto out;
-	}
-	if (posix_spawn_file_actions_init(&fa)) {
-		rc = HB_ENOMEM;
-		goto out;
-	}
-	fa_ok = 1;
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, po[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
+		return rc;
+	run->envp[k++] = run->info.data;
+	return 0;
+}
+
+/* Start the plugin: stdin /dev/null, stdout and stderr into pipes whose
+ * read ends run keeps. */
+static int exec_start(struct hb_kube_auth *a, struct exec_run *run,
+		      struct hb_err *err)
+{
+	const struct hb_kube_exec *x = a->exec;
+	int rc;
+
+	if (pipe2(run->po, O_CLOEXEC) || pipe2(run->pe, O_CLOEXEC))
+		return hb_err_set(err, HB_EIO, NULL, 0, "%s: pipe: %s", x->what,
+				  strerror(errno));
+	if (posix_spawn_file_actions_init(&run->fa))
+		return HB_ENOMEM;
+	run->fa_ok = 1;
+	posix_spawn_file_actions_addopen(&run->fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&run->fa, run->po[1], 1);
+	posix_spawn_file_actions_adddup2(&run->fa, run->pe[1], 2);
 	rc = strchr(x->argv[0], '/')
-		     ? posix_spawn(&pid, x->argv[0], &fa, NULL, x->argv, envp)
-		     : posix_spawnp(&pid, x->argv[0], &fa, NULL, x->argv, envp);
+		     ? posix_spawn(&run->pid, x->argv[0], &run->fa, NULL,
+				   x->argv, run->envp)
+		     : posix_spawnp(&run->pid, x->argv[0], &run->fa, NULL,
+				    x->argv, run->envp);
 	if (rc) {
 		int e = rc;
 
-		pid = -1;
-		rc = hb_err_set(err, e == ENOENT ? HB_ENOENT : HB_EPERM, NULL,
-				0, "%s: cannot run %s: %s", x->what, x->argv[0],
-				strerror(e));
-		goto out;
+		run->pid = -1;
+		return hb_err_set(err, e == ENOENT ? HB_ENOENT : HB_EPERM, NULL,
+				  0, "%s: cannot run %s: %s", x->what,
+				  x->argv[0], strerror(e));
 	}
-	close(po[1]);
-	close(pe[1]);
-	po[1] = pe[1] = -1;
+	close(run->po[1]);
+	close(run->pe[1]);
+	run->po[1] = run->pe[1] = -1;
 	a->exec_runs++;
+	return 0;
+}
+
+/* Read the plugin's stdout into out and the start of its stderr into
+ * errbuf until it closes both, or the deadline passes. */
+static int exec_read(const struct hb_kube_auth *a, struct exec_run *run,
+		     int64_t deadline, struct hb_buf *out,
+		     struct hb_buf *errbuf, struct hb_err *err)
+{
+	const struct hb_kube_exec *x = a->exec;
+	int *po = run->po, *pe = run->pe;
+
 	while (po[0] >= 0 || pe[0] >= 0) {
 		struct pollfd pf[2] = { { .fd = po[0], .events = POLLIN },
 					{ .fd = pe[0], .events = POLLIN } };
-		int64_t left = deadline - hb_kube_now_ms();
+		int64_t left = deadline - hb_clock_mono_ms();
 		char tmp[4096];
 
-		if (left <= 0) {
-			rc = hb_err_set(err, HB_ETIMEDOUT, NULL, 0,
-					"%s: %s did not finish in time",
-					x->what, x->argv[0]);
-			goto out;
-		}
+		if (left <= 0)
+			return hb_err_set(err, HB_ETIMEDOUT, NULL, 0,
+					  "%s: %s did not finish in time",
+					  x->what, x->argv[0]);
 		if (poll(pf, 2, left > 1000 ? 1000 : (int)left) < 0) {
 			if (errno == EINTR)
 				continue;
-			rc = hb_err_set(err, HB_EIO, NULL, 0, "%s: poll: %s",
-					x->what, strerror(errno));
-			goto out;
+			return hb_err_set(err, HB_EIO, NULL, 0, "%s: poll: %s",
+					  x->what, strerror(errno));
 		}
 		for (int i = 0; i < 2; i++) {
 			ssize_t r;
@@ -1322,14 +1347,12 @@ static int exec_spawn(struct hb_kube_auth *a, int64_t deadline,
 				*fd = -1;
 				continue;
 			}
-			if (i == 0 && hb_buf_append(out, tmp, (size_t)r)) {
-				rc = hb_err_set(err, HB_ETOOBIG, NULL, 0,
-						"%s: %s wrote more than %u "
-						"bytes",
-						x->what, x->argv[0],
-						HB_KUBE_EXEC_OUT_MAX);
-				goto out;
-			}
+			if (i == 0 && hb_buf_append(out, tmp, (size_t)r))
+				return hb_err_set(err, HB_ETOOBIG, NULL, 0,
+						  "%s: %s wrote more than %u "
+						  "bytes",
+						  x->what, x->argv[0],
+						  HB_KUBE_EXEC_OUT_MAX);
 			if (i == 1 && errbuf->len < 4096)
 				hb_buf_append(errbuf, tmp,
 					      (size_t)r < 4096 - errbuf->len
@@ -1337,56 +1360,86 @@ static int exec_spawn(struct hb_kube_auth *a, int64_t deadline,
 						      : 4096 - errbuf->len);
 		}
 	}
-	/* Both pipes closed: wait for the exit, until the deadline. */
-	for (;;) {
-		pid_t w = waitpid(pid, &status, WNOHANG);
+	return 0;
+}
 
-		if (w == pid) {
-			pid = -1;
+/* Both pipes closed: wait for the exit, until the deadline; then its
+ * status is an error unless it exited 0. */
+static int exec_wait(const struct hb_kube_auth *a, struct exec_run *run,
+		     int64_t deadline, const struct hb_buf *errbuf,
+		     struct hb_err *err)
+{
+	const struct hb_kube_exec *x = a->exec;
+	int status;
+
+	for (;;) {
+		pid_t w = waitpid(run->pid, &run->status, WNOHANG);
+
+		if (w == run->pid) {
+			run->pid = -1;
 			break;
 		}
 		if (w < 0 && errno != EINTR) {
-			pid = -1;
-			rc = hb_err_set(err, HB_EIO, NULL, 0, "%s: waitpid: %s",
-					x->what, strerror(errno));
-			goto out;
+			run->pid = -1;
+			return hb_err_set(err, HB_EIO, NULL, 0,
+					  "%s: waitpid: %s", x->what,
+					  strerror(errno));
 		}
-		if (hb_kube_now_ms() >= deadline) {
-			rc = hb_err_set(err, HB_ETIMEDOUT, NULL, 0,
-					"%s: %s did not exit in time", x->what,
-					x->argv[0]);
-			goto out;
-		}
+		if (hb_clock_mono_ms() >= deadline)
+			return hb_err_set(err, HB_ETIMEDOUT, NULL, 0,
+					  "%s: %s did not exit in time",
+					  x->what, x->argv[0]);
 		usleep(5000);
 	}
+	status = run->status;
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 		size_t l = strcspn(errbuf->data ? errbuf->data : "", "\n");
 
-		rc = hb_err_set(err, HB_EPERM, NULL, 0,
-				"%s: %s failed (%s %d)%s%.*s", x->what,
-				x->argv[0],
-				WIFEXITED(status) ? "exit" : "signal",
-				WIFEXITED(status) ? WEXITSTATUS(status)
-						  : WTERMSIG(status),
-				l ? ": " : "", (int)(l > 200 ? 200 : l),
-				errbuf->data ? errbuf->data : "");
+		return hb_err_set(err, HB_EPERM, NULL, 0,
+				  "%s: %s failed (%s %d)%s%.*s", x->what,
+				  x->argv[0],
+				  WIFEXITED(status) ? "exit" : "signal",
+				  WIFEXITED(status) ? WEXITSTATUS(status)
+						    : WTERMSIG(status),
+				  l ? ": " : "", (int)(l > 200 ? 200 : l),
+				  errbuf->data ? errbuf->data : "");
 	}
-out:
-	if (pid > 0) {
-		kill(pid, SIGKILL);
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	return 0;
+}
+
+/* Kill the plugin if it still runs, reap it, and release the run. */
+static void exec_end(struct exec_run *run)
+{
+	if (run->pid > 0) {
+		kill(run->pid, SIGKILL);
+		while (waitpid(run->pid, &run->status, 0) < 0 && errno == EINTR)
 			;
 	}
-	if (fa_ok)
-		posix_spawn_file_actions_destroy(&fa);
+	if (run->fa_ok)
+		posix_spawn_file_actions_destroy(&run->fa);
 	for (int i = 0; i < 2; i++) {
-		if (po[i] >= 0)
-			close(po[i]);
-		if (pe[i] >= 0)
-			close(pe[i]);
+		if (run->po[i] >= 0)
+			close(run->po[i]);
+		if (run->pe[i] >= 0)
+			close(run->pe[i]);
 	}
-	free(envp);
-	hb_buf_free(&info);
+	free(run->envp);
+	hb_buf_free(&run->info);
+}
+
+/* Run the plugin; out gets its stdout, errbuf the start of its stderr. */
+static int exec_spawn(struct hb_kube_auth *a, int64_t deadline,
+		      struct hb_buf *out, struct hb_buf *errbuf,
+		      struct hb_err *err)
+{
+	struct exec_run run = { .po = { -1, -1 }, .pe = { -1, -1 }, .pid = -1 };
+	int rc;
+
+	hb_buf_init(&run.info, 0);
+	if (!(rc = exec_env(a, &run)) && !(rc = exec_start(a, &run, err)) &&
+	    !(rc = exec_read(a, &run, deadline, out, errbuf, err)))
+		rc = exec_wait(a, &run, deadline, errbuf, err);
+	exec_end(&run);
 	if (rc == HB_ENOMEM)
 		hb_err_set(err, rc, NULL, 0, "out of memory");
 	return rc;
@@ -1529,7 +1582,7 @@ int hb_kube_auth_get(struct hb_kube_auth *a, int refresh, int64_t deadline_ms,
 
 	memset(out, 0, sizeof(*out));
 	if (!deadline_ms)
-		deadline_ms = hb_kube_now_ms() + HB_KUBE_EXEC_TIMEOUT_MS;
+		deadline_ms = hb_clock_mono_ms() + HB_KUBE_EXEC_TIMEOUT_MS;
 	pthread_mutex_lock(&a->mu);
 	tok = a->token;
 	if (a->token_file) {

@@ -88,7 +88,7 @@ static int built_in(const struct hb_config *cfg, struct hb_buf *out)
 	    !cJSON_AddStringToObject(defs, "prefer", cfg->default_target) ||
 	    !(k = cJSON_AddObjectToObject(p, "kubernetes")) ||
 	    !cJSON_AddStringToObject(k, "namespace",
-				     cfg->namespace ? cfg->namespace
+				     cfg->k8s.namespace ? cfg->k8s.namespace
 						    : "default") ||
 	    !cJSON_AddStringToObject(k, "gpu_types", HB_GPU_ANY) ||
 	    !cJSON_AddStringToObject(k, "mig", HB_GPU_ANY) ||

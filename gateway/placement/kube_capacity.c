@@ -9,6 +9,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "hpcbridge/doc.h"
+#include "hpcbridge/hash.h"
 #include "hpcbridge/kube_capacity.h"
 #include "hpcbridge/units.h"
 
@@ -38,7 +40,8 @@ struct ctx {
 	struct hb_err *err;
 	struct node *nodes;
 	size_t nnodes;
-	uint64_t *pending; /* hashes of the pending jobs' keys */
+	/* hashes of the pending jobs' keys: only counted, never shown */
+	uint64_t *pending;
 	size_t npending, cap_pending;
 };
 
@@ -84,13 +87,6 @@ static int typed(struct ctx *c, const cJSON *o, const char *key,
 		return hb_err_set(c->err, HB_EINVAL, NULL, 0,
 				  "%s.%s: must be %s", where, key, type);
 	return 0;
-}
-
-static const char *str_at(const cJSON *o, const char *key)
-{
-	const cJSON *v = member(o, key);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
 /* The items of a List document, or the array itself. */
@@ -192,8 +188,8 @@ static int node_ready(struct ctx *c, const cJSON *st, const char *where,
 					  "%s.conditions[%d]: must be an "
 					  "object",
 					  w, i);
-		t = str_at(cd, "type");
-		s = str_at(cd, "status");
+		t = hb_doc_str(cd, "type");
+		s = hb_doc_str(cd, "status");
 		if (t && !strcmp(t, "Ready"))
 			*ready = s && !strcmp(s, "True");
 		i++;
@@ -217,7 +213,7 @@ static int node_closed(struct ctx *c, const cJSON *spec, const char *where,
 	if ((rc = typed(c, spec, "taints", cJSON_IsArray, "an array", w, &v)))
 		return rc;
 	cJSON_ArrayForEach (t, v) {
-		const char *e = str_at(t, "effect");
+		const char *e = hb_doc_str(t, "effect");
 
 		if (!cJSON_IsObject(t))
 			return hb_err_set(c->err, HB_EINVAL, NULL, 0,
@@ -236,7 +232,7 @@ static int labels_match(const cJSON *labels, const struct hb_selector_map *m)
 	if (!m->nlabels)
 		return 0;
 	for (uint32_t i = 0; i < m->nlabels; i++) {
-		const char *v = str_at(labels, m->labels[i].key);
+		const char *v = hb_doc_str(labels, m->labels[i].key);
 
 		if (!v || strcmp(v, m->labels[i].value))
 			return 0;
@@ -256,7 +252,7 @@ static int gpu_slot(struct ctx *c, const cJSON *labels, const char *where,
 		if (labels_match(labels, &c->o->gpu_types[i]))
 			type = c->o->gpu_types[i].key;
 	if (!type)
-		type = str_at(labels, c->gpu_label);
+		type = hb_doc_str(labels, c->gpu_label);
 	if (!type || !*type)
 		type = UNKNOWN_TYPE;
 	for (i = 0; i < out->ngpus; i++)
@@ -300,7 +296,7 @@ static int read_node(struct ctx *c, const cJSON *n, const char *where)
 	    (rc = typed(c, n, "status", cJSON_IsObject, "an object", where,
 			&st)))
 		return rc;
-	name = str_at(meta, "name");
+	name = hb_doc_str(meta, "name");
 	if (!name || !*name)
 		return hb_err_set(c->err, HB_EINVAL, NULL, 0,
 				  "%s.metadata.name: must be a non-empty "
@@ -405,24 +401,17 @@ static int pod_res(struct ctx *c, const cJSON *spec, const char *where,
 	return 0;
 }
 
-static uint64_t fnv(uint64_t h, const char *s)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return (h ^ 0xff) * 1099511628211ull; /* ends the string */
-}
-
 /* The job an unbound pod waits for: its MPIJob, else its controller,
  * else itself. */
 static int note_pending(struct ctx *c, const cJSON *meta, const char *ns)
 {
-	const char *job = str_at(member(meta, "labels"), JOB_LABEL);
+	const char *job = hb_doc_str(member(meta, "labels"), JOB_LABEL);
 	const cJSON *refs = member(meta, "ownerReferences"), *r;
-	uint64_t h = fnv(1469598103934665603ull, ns);
+	uint64_t h = hb_fnv1a_strz(HB_FNV1A_INIT, ns);
 	uint64_t *v;
 
 	if (job) {
-		h = fnv(fnv(h, "job"), job);
+		h = hb_fnv1a_strz(hb_fnv1a_strz(h, "job"), job);
 	} else {
 		const cJSON *ctl = NULL;
 
@@ -431,11 +420,13 @@ static int note_pending(struct ctx *c, const cJSON *meta, const char *ns)
 		cJSON_ArrayForEach (r, refs)
 			if (cJSON_IsTrue(member(r, "controller")))
 				ctl = r;
-		if (ctl && str_at(ctl, "kind") && str_at(ctl, "name"))
-			h = fnv(fnv(h, str_at(ctl, "kind")),
-				str_at(ctl, "name"));
+		if (ctl && hb_doc_str(ctl, "kind") && hb_doc_str(ctl, "name"))
+			h = hb_fnv1a_strz(
+				hb_fnv1a_strz(h, hb_doc_str(ctl, "kind")),
+				hb_doc_str(ctl, "name"));
 		else
-			h = fnv(fnv(h, "pod"), str_at(meta, "name") ?: "");
+			h = hb_fnv1a_strz(hb_fnv1a_strz(h, "pod"),
+					  hb_doc_str(meta, "name"));
 	}
 	if (c->npending == c->cap_pending) {
 		size_t cap = c->cap_pending ? 2 * c->cap_pending : 64;
@@ -468,18 +459,18 @@ static int read_pod(struct ctx *c, const cJSON *p, const char *where)
 	    (rc = typed(c, p, "status", cJSON_IsObject, "an object", where,
 			&st)))
 		return rc;
-	phase = str_at(st, "phase");
+	phase = hb_doc_str(st, "phase");
 	if (member(st, "phase") && !phase)
 		return hb_err_set(c->err, HB_EINVAL, NULL, 0,
 				  "%s.status.phase: must be a string", where);
 	if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed")))
 		return 0;
-	node = str_at(spec, "nodeName");
+	node = hb_doc_str(spec, "nodeName");
 	if (member(spec, "nodeName") && !node)
 		return hb_err_set(c->err, HB_EINVAL, NULL, 0,
 				  "%s.spec.nodeName: must be a string", where);
 	if (!node || !*node) {
-		ns = str_at(meta, "namespace") ?: "";
+		ns = hb_doc_str(meta, "namespace") ?: "";
 		if ((!phase || !strcmp(phase, "Pending")) &&
 		    (!c->o->ns || !strcmp(c->o->ns, ns)))
 			return note_pending(c, meta, ns);

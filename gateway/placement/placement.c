@@ -18,7 +18,9 @@
 #include <cjson/cJSON.h>
 
 #include "hpcbridge/doc.h"
+#include "hpcbridge/hash.h"
 #include "hpcbridge/placement.h"
+#include "hpcbridge/timefmt.h"
 #include "hpcbridge/units.h"
 
 /* ---- names ------------------------------------------------------------ */
@@ -99,36 +101,15 @@ const char *hb_place_target_name(int target)
 
 /* ---- hashing and time ------------------------------------------------- */
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *c = p;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= c[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 uint64_t hb_place_hash(const char *name, const char *user, uint64_t seq)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = HB_FNV1A_INIT;
 	char num[24];
 	int n = snprintf(num, sizeof(num), "%llu", (unsigned long long)seq);
 
-	h = fnv(h, name ? name : "", name ? strlen(name) + 1 : 1);
-	h = fnv(h, user ? user : "", user ? strlen(user) + 1 : 1);
-	return fnv(h, num, (size_t)n);
-}
-
-static bool word(const char **p, const char *w)
-{
-	size_t n = strlen(w);
-
-	if (strncasecmp(*p, w, n))
-		return false;
-	*p += n;
-	return true;
+	h = hb_fnv1a_strz(h, name);
+	h = hb_fnv1a_strz(h, user);
+	return hb_fnv1a(h, num, (size_t)n);
 }
 
 static bool num(const char **p, int maxd, int64_t *v)
@@ -146,194 +127,11 @@ static bool num(const char **p, int maxd, int64_t *v)
 	return n > 0;
 }
 
-/* "HH:MM[:SS]" then optional AM/PM: seconds of the day. */
-static bool time_of_day(const char **p, int64_t *tod)
-{
-	const char *s = *p;
-	int64_t h, m, sec = 0;
-
-	if (!num(&s, 2, &h) || *s++ != ':' || !num(&s, 2, &m))
-		return false;
-	if (*s == ':') {
-		s++;
-		if (!num(&s, 2, &sec))
-			return false;
-	}
-	while (*s == ' ')
-		s++;
-	if (word(&s, "pm")) {
-		if (h < 1 || h > 12)
-			return false;
-		h = h % 12 + 12;
-	} else if (word(&s, "am")) {
-		if (h < 1 || h > 12)
-			return false;
-		h %= 12;
-	}
-	if (h > 23 || m > 59 || sec > 59)
-		return false;
-	*tod = h * 3600 + m * 60 + sec;
-	*p = s;
-	return true;
-}
-
 int hb_place_parse_time(const char *s, int64_t now, int32_t utc_offset,
 			int64_t *out)
 {
-	static const struct {
-		const char *w;
-		int64_t mult;
-	} units[] = { { "seconds", 1 },	 { "second", 1 },   { "minutes", 60 },
-		      { "minute", 60 },	 { "hours", 3600 }, { "hour", 3600 },
-		      { "days", 86400 }, { "day", 86400 },  { "weeks", 604800 },
-		      { "week", 604800 } };
-	static const struct {
-		const char *w;
-		int64_t tod;
-		bool next; /* always the next day */
-	} words[] = {
-		{ "today", 0, false },	      { "tomorrow", 0, true },
-		{ "midnight", 0, true },      { "noon", 12 * 3600, false },
-		{ "fika", 15 * 3600, false }, { "teatime", 16 * 3600, false }
-	};
-	int64_t local = now + utc_offset, day, tod, v, y, mo, d;
-	const char *p = s;
-
-	day = local >= 0 ? local / 86400 : -((-local + 86399) / 86400);
-	tod = local - day * 86400;
-	while (*p == ' ')
-		p++;
-	if (word(&p, "uts")) {
-		if (!num(&p, 12, &v) || *p)
-			return HB_EINVAL;
-		*out = v;
-		return 0;
-	}
-	if (word(&p, "now")) {
-		int sign = 1;
-		size_t u;
-
-		while (*p == ' ')
-			p++;
-		if (!*p) {
-			*out = now;
-			return 0;
-		}
-		if (*p != '+' && *p != '-')
-			return HB_EINVAL;
-		sign = *p++ == '-' ? -1 : 1;
-		while (*p == ' ')
-			p++;
-		if (!num(&p, 9, &v))
-			return HB_EINVAL;
-		while (*p == ' ')
-			p++;
-		for (u = 0; *p && u < sizeof(units) / sizeof(units[0]); u++)
-			if (!strcasecmp(p, units[u].w))
-				break;
-		if (*p && u == sizeof(units) / sizeof(units[0]))
-			return HB_EINVAL;
-		*out = now + sign * v * (*p ? units[u].mult : 1);
-		return 0;
-	}
-	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
-		const char *q = p;
-
-		if (!word(&q, words[i].w) || *q)
-			continue;
-		if (words[i].next || (words[i].tod && tod >= words[i].tod))
-			day++;
-		*out = day * 86400 + words[i].tod - utc_offset;
-		return 0;
-	}
-	/* YYYY-MM-DD[THH[:MM[:SS]]] */
-	if (isdigit((unsigned char)p[0]) && strlen(p) >= 10 && p[4] == '-') {
-		int64_t h = 0, m = 0, sec = 0;
-
-		if (!num(&p, 4, &y) || *p++ != '-' || !num(&p, 2, &mo) ||
-		    *p++ != '-' || !num(&p, 2, &d))
-			return HB_EINVAL;
-		if (*p == 'T') {
-			p++;
-			if (!num(&p, 2, &h))
-				return HB_EINVAL;
-			if (*p == ':' && (p++, !num(&p, 2, &m)))
-				return HB_EINVAL;
-			if (*p == ':' && (p++, !num(&p, 2, &sec)))
-				return HB_EINVAL;
-		}
-		if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 ||
-		    m > 59 || sec > 59)
-			return HB_EINVAL;
-		*out = hb_days_from_civil(y, (unsigned)mo, (unsigned)d) *
-			       86400 +
-		       h * 3600 + m * 60 + sec - utc_offset;
-		return 0;
-	}
-	/* HH:MM[:SS][AM|PM]: today, or tomorrow if already past */
-	if (isdigit((unsigned char)p[0]) &&
-	    (p[1] == ':' || (p[1] && p[2] == ':'))) {
-		int64_t t;
-
-		if (!time_of_day(&p, &t) || *p)
-			return HB_EINVAL;
-		if (t <= tod)
-			day++;
-		*out = day * 86400 + t - utc_offset;
-		return 0;
-	}
-	/* MM/DD[/YY], MM.DD[.YY], MMDD[YY], then optional -HH:MM[:SS] */
-	if (isdigit((unsigned char)p[0])) {
-		int64_t t = 0, cy;
-		unsigned cm, cd;
-		const char *q = p;
-
-		hb_civil_from_days(day, &cy, &cm, &cd);
-		y = cy;
-		if (isdigit((unsigned char)q[1]) &&
-		    isdigit((unsigned char)q[2])) {
-			/* MMDD[YY] */
-			mo = (q[0] - '0') * 10 + (q[1] - '0');
-			d = (q[2] - '0') * 10 + (q[3] - '0');
-			if (!isdigit((unsigned char)q[3]))
-				return HB_EINVAL;
-			q += 4;
-			if (isdigit((unsigned char)q[0])) {
-				if (!isdigit((unsigned char)q[1]))
-					return HB_EINVAL;
-				y = 2000 + (q[0] - '0') * 10 + (q[1] - '0');
-				q += 2;
-			}
-		} else {
-			char sep;
-
-			if (!num(&q, 2, &mo) || (*q != '/' && *q != '.'))
-				return HB_EINVAL;
-			sep = *q++;
-			if (!num(&q, 2, &d))
-				return HB_EINVAL;
-			if (*q == sep) {
-				q++;
-				if (!num(&q, 2, &y))
-					return HB_EINVAL;
-				y += 2000;
-			}
-		}
-		if (*q == '-' || *q == 'T') {
-			q++;
-			if (!time_of_day(&q, &t))
-				return HB_EINVAL;
-		}
-		if (*q || mo < 1 || mo > 12 || d < 1 || d > 31)
-			return HB_EINVAL;
-		*out = hb_days_from_civil(y, (unsigned)mo, (unsigned)d) *
-			       86400 +
-		       t - utc_offset;
-		return 0;
-	}
-	return HB_EINVAL;
+	return hb_time_slurm_date(s, now, utc_offset, out);
 }
-
 /* ---- the input -------------------------------------------------------- */
 
 /* The shards a --gres directive (or SBATCH_GRES) asks for

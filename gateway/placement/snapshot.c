@@ -2,7 +2,8 @@
  * snapshot.c - the snapshot of the world a placement decision reads: the
  * Slurm queue per partition, free capacity per Kubernetes queue, data
  * sizes and spend.  The daemon keeps one warm with the setters; the CLI
- * reads one from a file (policy.c) and can write it back.
+ * reads one from a file (hb_snapshot_parse(), with docread.c) and can
+ * write it back.
  *
  * Entries live in malloc'd arrays that grow by doubling; names live in
  * the snapshot's arena.  Lookups scan: a snapshot holds tens of entries,
@@ -15,7 +16,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "hpcbridge/policy.h"
+#include "gateway/placement/docread.h"
+#include "hpcbridge/doc.h"
+#include "hpcbridge/snapshot.h"
+#include "hpcbridge/units.h"
 
 void hb_snapshot_init(struct hb_snapshot *s, int64_t now)
 {
@@ -499,4 +503,308 @@ cJSON *hb_snapshot_to_json(const struct hb_snapshot *s)
 fail:
 	cJSON_Delete(doc);
 	return NULL;
+}
+
+/* ---- reading ---------------------------------------------------------- */
+
+static const char *const snap_keys[] = { "now",	       "utc_offset", "slurm",
+					 "kubernetes", "data",	     "spend",
+					 NULL };
+static const char *const snap_slurm_keys[] = { "partitions", NULL };
+static const char *const snap_part_keys[] = { "expected_start", "pending",
+					      "idle_nodes", NULL };
+static const char *const snap_kube_keys[] = { "queues", NULL };
+static const char *const snap_queue_keys[] = { "expected_wait", "pending",
+					       "free", NULL };
+static const char *const snap_free_keys[] = { "cpus", "memory", "gpus", NULL };
+static const char *const snap_side_keys[] = { "slurm", "kubernetes", NULL };
+
+/* An instant: a string like 2026-11-21T08:00:00Z or Unix seconds. */
+static int get_instant(struct hb_rd *r, const cJSON *it, const char *path,
+		       int64_t *out)
+{
+	char b[64];
+	const char *t = hb_rd_scalar(it, b, sizeof(b));
+	uint64_t v;
+
+	int64_t x;
+
+	if (t && cJSON_IsNumber(it) &&
+	    !hb_parse_u64(t, (uint64_t)HB_INSTANT_MAX, &v)) {
+		*out = (int64_t)v;
+		return 0;
+	}
+	if (t && cJSON_IsString(it) && !hb_parse_instant(t, &x) && x >= 0 &&
+	    x <= HB_INSTANT_MAX) {
+		*out = x;
+		return 0;
+	}
+	return hb_rd_fail(
+		r, it, path,
+		"expected an instant like 2026-11-21T08:00:00Z or Unix "
+		"seconds, from 1970 to 9999");
+}
+
+static int snap_entries(struct hb_rd *r, const cJSON *obj, const char *path)
+{
+	int rc = hb_rd_mapping(r, obj, path, NULL);
+
+	if (!rc && cJSON_GetArraySize(obj) > HB_POLICY_MAX_ITEMS)
+		return hb_rd_fail(r, obj, path, "more than %d entries",
+				  HB_POLICY_MAX_ITEMS);
+	return rc;
+}
+
+static int snap_enomem(struct hb_rd *r, int rc, const cJSON *at,
+		       const char *path)
+{
+	if (rc == HB_ETOOBIG)
+		return hb_rd_fail(r, at, path, "too many entries");
+	if (rc)
+		hb_err_set(r->err, rc, r->file, 0, "%s", hb_strerror(rc));
+	return rc;
+}
+
+static int read_snap_slurm(struct hb_rd *r, const cJSON *sl,
+			   struct hb_snapshot *s)
+{
+	const cJSON *parts, *e;
+	char pp[HB_RD_PATH_MAX], pk[HB_RD_PATH_MAX];
+	int rc;
+
+	if ((rc = hb_rd_mapping(r, sl, "slurm", snap_slurm_keys)))
+		return rc;
+	parts = hb_rd_member(sl, "partitions");
+	if (!parts)
+		return 0;
+	if ((rc = snap_entries(r, parts, "slurm.partitions")))
+		return rc;
+	cJSON_ArrayForEach (e, parts) {
+		struct hb_snap_partition *sp;
+		const cJSON *es;
+		uint32_t pending = 0, idle = 0;
+		int64_t wait = 0;
+
+		hb_rd_join(pp, "slurm.partitions", e->string);
+		if (!hb_rd_name_ok(e->string))
+			return hb_rd_fail(r, e, pp, "not a partition name");
+		if ((rc = hb_rd_mapping(r, e, pp, snap_part_keys)) ||
+		    (rc = hb_rd_get_u32(r, e, pp, "pending", UINT32_MAX,
+					&pending)) ||
+		    (rc = hb_rd_get_u32(r, e, pp, "idle_nodes", UINT32_MAX,
+					&idle)))
+			return rc;
+		es = hb_rd_member(e, "expected_start");
+		if (es && cJSON_IsString(es) && strlen(es->valuestring) > 4 &&
+		    es->valuestring[4] == '-') {
+			int64_t t;
+
+			if ((rc = get_instant(
+				     r, es,
+				     hb_rd_join(pk, pp, "expected_start"), &t)))
+				return rc;
+			wait = t > s->now ? t - s->now : 0;
+			if (wait > HB_DURATION_MAX)
+				return hb_rd_fail(
+					r, es, pk,
+					"more than 100 years from now");
+		} else if (es && (rc = hb_rd_get_duration(
+					  r, e, pp, "expected_start", &wait))) {
+			return rc;
+		}
+		rc = hb_snapshot_set_partition(s, e->string, wait, pending,
+					       idle);
+		if (rc)
+			return snap_enomem(r, rc, e, pp);
+		sp = (struct hb_snap_partition *)hb_snapshot_partition(
+			s, e->string);
+		sp->wait_known = es != NULL;
+		sp->idle_known = hb_rd_member(e, "idle_nodes") != NULL;
+	}
+	return 0;
+}
+
+static int read_snap_kube(struct hb_rd *r, const cJSON *k,
+			  struct hb_snapshot *s)
+{
+	const cJSON *qs, *e, *f, *g, *ge;
+	char pq[HB_RD_PATH_MAX], pf[HB_RD_PATH_MAX], pg[HB_RD_PATH_MAX],
+		pe[HB_RD_PATH_MAX];
+	int rc;
+
+	if ((rc = hb_rd_mapping(r, k, "kubernetes", snap_kube_keys)))
+		return rc;
+	qs = hb_rd_member(k, "queues");
+	if (!qs)
+		return 0;
+	if ((rc = snap_entries(r, qs, "kubernetes.queues")))
+		return rc;
+	cJSON_ArrayForEach (e, qs) {
+		struct hb_snap_queue *sq;
+		uint32_t pending = 0;
+		uint64_t cpus = 0, mem = 0;
+		int64_t wait = 0;
+
+		hb_rd_join(pq, "kubernetes.queues", e->string);
+		if (!hb_rd_name_ok(e->string))
+			return hb_rd_fail(r, e, pq, "not a queue name");
+		if ((rc = hb_rd_mapping(r, e, pq, snap_queue_keys)) ||
+		    (rc = hb_rd_get_u32(r, e, pq, "pending", UINT32_MAX,
+					&pending)) ||
+		    (rc = hb_rd_get_duration(r, e, pq, "expected_wait", &wait)))
+			return rc;
+		f = hb_rd_member(e, "free");
+		hb_rd_join(pf, pq, "free");
+		if (f && ((rc = hb_rd_mapping(r, f, pf, snap_free_keys)) ||
+			  (rc = hb_rd_get_uint(r, f, pf, "cpus", 1ULL << 40,
+					       &cpus)) ||
+			  (rc = hb_rd_get_mem_mb(r, f, pf, "memory", &mem))))
+			return rc;
+		rc = hb_snapshot_set_queue(s, e->string, wait, pending, cpus,
+					   mem);
+		if (rc)
+			return snap_enomem(r, rc, e, pq);
+		sq = (struct hb_snap_queue *)hb_snapshot_queue(s, e->string);
+		sq->wait_known = hb_rd_member(e, "expected_wait") != NULL;
+		sq->free_known = f && (hb_rd_member(f, "cpus") ||
+				       hb_rd_member(f, "memory"));
+		g = f ? hb_rd_member(f, "gpus") : NULL;
+		if (!g)
+			continue;
+		hb_rd_join(pg, pf, "gpus");
+		if ((rc = snap_entries(r, g, pg)))
+			return rc;
+		cJSON_ArrayForEach (ge, g) {
+			const char *type;
+			uint32_t n = 0;
+
+			hb_rd_join(pe, pg, ge->string);
+			if ((rc = hb_rd_gpu_name(r, ge, pe, ge->string,
+						 &type)) ||
+			    (rc = hb_rd_get_u32(r, g, pg, ge->string, 1000000,
+						&n)))
+				return rc;
+			rc = hb_snapshot_set_queue_gpus(s, e->string, type, n);
+			if (rc)
+				return snap_enomem(r, rc, ge, pe);
+		}
+	}
+	return 0;
+}
+
+static int read_snap_spend(struct hb_rd *r, const cJSON *sp,
+			   struct hb_snapshot *s)
+{
+	const cJSON *a, *p;
+	char pa[HB_RD_PATH_MAX], pp[HB_RD_PATH_MAX];
+	int rc;
+
+	if ((rc = snap_entries(r, sp, "spend")))
+		return rc;
+	cJSON_ArrayForEach (a, sp) {
+		hb_rd_join(pa, "spend", a->string);
+		if (!hb_rd_name_ok(a->string))
+			return hb_rd_fail(r, a, pa, "not an account name");
+		if ((rc = hb_rd_mapping(r, a, pa, hb_period_names)))
+			return rc;
+		cJSON_ArrayForEach (p, a) {
+			int period;
+
+			for (period = 0; period < HB__PERIOD_COUNT; period++)
+				if (!strcmp(p->string, hb_period_names[period]))
+					break;
+			hb_rd_join(pp, pa, p->string);
+			if ((rc = hb_rd_mapping(r, p, pp, snap_side_keys)))
+				return rc;
+			for (int side = 0; side < HB__SIDE_COUNT; side++) {
+				hb_money m = 0;
+
+				if ((rc = hb_rd_get_money(
+					     r, p, pp, hb_side_name(side), &m)))
+					return rc;
+				rc = hb_snapshot_set_spend(s, a->string, period,
+							   side, m);
+				if (rc)
+					return snap_enomem(r, rc, p, pp);
+			}
+		}
+	}
+	return 0;
+}
+
+static int read_snapshot(struct hb_rd *r, const cJSON *doc,
+			 struct hb_snapshot *s)
+{
+	const cJSON *it, *e;
+	char pe[HB_RD_PATH_MAX];
+	int rc;
+
+	if (cJSON_IsNull(doc))
+		return hb_rd_fail(r, doc, "", "the snapshot is empty");
+	if ((rc = hb_rd_mapping(r, doc, "", snap_keys)))
+		return rc;
+	it = hb_rd_member(doc, "now");
+	if (!it)
+		return hb_rd_fail(r, doc, "now",
+				  "is required: every estimate is "
+				  "counted from it");
+	if ((rc = get_instant(r, it, "now", &s->now)))
+		return rc;
+	it = hb_rd_member(doc, "utc_offset");
+	if (it && (!cJSON_IsString(it) ||
+		   hb_parse_utc_offset(it->valuestring, &s->utc_offset)))
+		return hb_rd_fail(r, it, "utc_offset",
+				  "expected an offset like +01:00 or Z");
+	it = hb_rd_member(doc, "slurm");
+	if (it && (rc = read_snap_slurm(r, it, s)))
+		return rc;
+	it = hb_rd_member(doc, "kubernetes");
+	if (it && (rc = read_snap_kube(r, it, s)))
+		return rc;
+	it = hb_rd_member(doc, "data");
+	if (it && (rc = snap_entries(r, it, "data")))
+		return rc;
+	cJSON_ArrayForEach (e, it) {
+		uint64_t size = 0;
+
+		hb_rd_join(pe, "data", e->string);
+		if (!*e->string || strlen(e->string) > 1024)
+			return hb_rd_fail(r, e, pe, "not a data prefix");
+		if ((rc = hb_rd_get_size(r, it, "data", e->string, &size)))
+			return rc;
+		rc = hb_snapshot_set_data(s, e->string, size);
+		if (rc)
+			return snap_enomem(r, rc, e, pe);
+	}
+	it = hb_rd_member(doc, "spend");
+	if (it && (rc = read_snap_spend(r, it, s)))
+		return rc;
+	return 0;
+}
+
+int hb_snapshot_parse(const char *buf, size_t len, const char *name,
+		      struct hb_snapshot *s, struct hb_err *err)
+{
+	struct hb_rd r = { .file = name, .err = err, .a = &s->arena };
+	cJSON *doc = NULL;
+	int rc;
+
+	hb_snapshot_init(s, 0);
+	rc = hb_doc_parse(buf, len, name, &doc, err);
+	if (rc)
+		goto out;
+	s->source_name = hb_arena_strdup(&s->arena, name ? name : "-");
+	if (!s->source_name) {
+		rc = HB_ENOMEM;
+		goto out;
+	}
+	rc = read_snapshot(&r, doc, s);
+out:
+	cJSON_Delete(doc);
+	if (rc) {
+		if (rc == HB_ENOMEM)
+			hb_err_set(err, rc, name, 0, "out of memory");
+		hb_snapshot_free(s);
+	}
+	return rc;
 }

@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "hpcbridge/clock.h"
 #include "hpcbridge/doc.h"
 #include "hpcbridge/proto.h"
 
@@ -358,14 +359,6 @@ int hb_proto_reply_status(const cJSON *reply, struct hb_err *err)
 /* Client                                                              */
 /* ------------------------------------------------------------------ */
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait for events on fd until the deadline: 0, or HB_ETIMEDOUT/HB_EIO. */
 static int wait_fd(int fd, short events, int64_t deadline, struct hb_err *err)
 {
@@ -374,7 +367,7 @@ static int wait_fd(int fd, short events, int64_t deadline, struct hb_err *err)
 	int n;
 
 	for (;;) {
-		left = deadline - now_ms();
+		left = deadline - hb_clock_mono_ms();
 		if (left <= 0)
 			return hb_err_set(err, HB_ETIMEDOUT, NULL, 0,
 					  "no reply from the daemon in time");
@@ -414,7 +407,7 @@ static int connect_unix(const char *path, int64_t deadline, int *fdp,
 			 * deadline, a millisecond at a time. */
 			struct timespec ms = { 0, 1000000 };
 
-			if (now_ms() >= deadline) {
+			if (hb_clock_mono_ms() >= deadline) {
 				rc = hb_err_set(err, HB_ETIMEDOUT, NULL, 0,
 						"%s: the daemon's backlog is "
 						"full",
@@ -716,7 +709,7 @@ static int reusable(struct hb_proto_conn *c, const char *path)
 	/* the daemon closed it (POLLIN at EOF, POLLHUP) or said something
 	 * unasked: either way, not for this call */
 	if (strcmp(c->path, path) ||
-	    now_ms() - c->used_ms >= HB_PROTO_REUSE_MS ||
+	    hb_clock_mono_ms() - c->used_ms >= HB_PROTO_REUSE_MS ||
 	    poll(&pfd, 1, 0) != 0) {
 		hb_proto_conn_close(c);
 		return 0;
@@ -750,7 +743,7 @@ int hb_proto_call_on(struct hb_proto_conn *c, const char *path,
 				"hb_proto_call: bad arguments");
 		goto out;
 	}
-	deadline = now_ms() + timeout_ms;
+	deadline = hb_clock_mono_ms() + timeout_ms;
 	json = cJSON_PrintUnformatted(req);
 	if (!json) {
 		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
@@ -798,7 +791,7 @@ out:
 	if (rc || !keep)
 		hb_proto_conn_close(c);
 	else
-		c->used_ms = now_ms();
+		c->used_ms = hb_clock_mono_ms();
 	cJSON_free(json);
 	hb_buf_free(&out);
 	hb_buf_free(&in);

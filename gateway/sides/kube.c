@@ -667,7 +667,7 @@ static int build(struct kube_be *b, const struct hb_remote_job *job,
 							  0 });
 	}
 	if (!rc)
-		rc = hb_mpijob_emit(&spec, job->cfg, job->array_task, &doc,
+		rc = hb_mpijob_emit(&spec, &job->cfg->k8s, job->array_task, &doc,
 				    &rep, err);
 	if (rc)
 		goto out;
@@ -722,9 +722,9 @@ static int kube_start(struct hb_backend *be, const struct hb_remote_job *job,
 		return 0; /* known: adopted, whatever state it is in */
 	if ((rc = build(b, job, &doc, err)))
 		return rc;
-	if (job->cfg->launcher_runtime &&
-	    !strcmp(job->cfg->launcher_runtime, "configmap") &&
-	    (rc = hb_k8s_runtime_configmap(job->cfg, &cm, err))) {
+	if (job->cfg->k8s.launcher_runtime &&
+	    !strcmp(job->cfg->k8s.launcher_runtime, "configmap") &&
+	    (rc = hb_k8s_runtime_configmap(&job->cfg->k8s, &cm, err))) {
 		cJSON_Delete(doc);
 		return rc;
 	}

@@ -4,9 +4,9 @@
  */
 #include <stddef.h>
 #include <string.h>
-#include <time.h>
 
 #include "hpcbridge/backend.h"
+#include "hpcbridge/clock.h"
 
 static const char *const phase_names[] = { "pending", "running",   "succeeded",
 					   "failed",  "cancelled", "lost" };
@@ -39,10 +39,7 @@ int hb_remote_id_valid(const char *id)
 
 int64_t hb_remote_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return hb_clock_wall_ms();
 }
 
 int hb_backend_start(struct hb_backend *be, const struct hb_remote_job *job,

@@ -226,4 +226,44 @@ struct cJSON *hb_doc_get(const struct cJSON *doc, const char *path);
  * is not a string.  Borrowed from obj. */
 const char *hb_doc_str(const struct cJSON *obj, const char *key);
 
+/* ---- Typed fields (translators/base/doc_get.c) ------------------------ */
+
+/*
+ * The members of an object a request, a reply or a file gives us, each
+ * checked for its type and bounds.  Absent and null are the same, and
+ * fine unless flags hold HB_DOC_REQUIRED; obj need not be an object
+ * (anything else has no members).  *out is written only when the member
+ * is there and good, so set the default first.  A bad member is
+ * HB_EINVAL with "KEY: why" in err; err may be NULL for a caller that
+ * words its own message.
+ */
+#define HB_DOC_REQUIRED 0x1u /* absent or null: "KEY: required" */
+#define HB_DOC_NONEMPTY 0x2u /* "": "KEY: must not be empty" */
+/* A string with a control character (below 0x20, or DEL) is "KEY: must
+ * not hold control characters"; HB_DOC_LINES lets newline and tab pass. */
+#define HB_DOC_ONELINE 0x4u
+#define HB_DOC_LINES   0x8u
+
+/* A string of at most max bytes ("KEY: must be a string", "KEY: longer
+ * than MAX bytes"); borrowed from obj. */
+int hb_doc_get_str(const struct cJSON *obj, const char *key, size_t max,
+		   unsigned flags, const char **out, struct hb_err *err);
+/* A whole number from min to max ("KEY: must be an integer", "KEY: must
+ * be an integer from MIN to MAX"). */
+int hb_doc_get_i64(const struct cJSON *obj, const char *key, int64_t min,
+		   int64_t max, unsigned flags, int64_t *out,
+		   struct hb_err *err);
+int hb_doc_get_u64(const struct cJSON *obj, const char *key, uint64_t min,
+		   uint64_t max, unsigned flags, uint64_t *out,
+		   struct hb_err *err);
+/* true or false, as 1 or 0 ("KEY: must be true or false"). */
+int hb_doc_get_bool(const struct cJSON *obj, const char *key, unsigned flags,
+		    int *out, struct hb_err *err);
+/* An array of strings ("KEY: must be a list of strings"); borrowed. */
+int hb_doc_get_strv(const struct cJSON *obj, const char *key, unsigned flags,
+		    const struct cJSON **out, struct hb_err *err);
+/* An object ("KEY: must be an object"); borrowed. */
+int hb_doc_get_obj(const struct cJSON *obj, const char *key, unsigned flags,
+		   const struct cJSON **out, struct hb_err *err);
+
 #endif

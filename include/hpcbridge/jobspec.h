@@ -19,6 +19,7 @@
 
 #include "hpcbridge/buf.h"
 #include "hpcbridge/error.h"
+#include "hpcbridge/units.h" /* HB_TIME_UNLIMITED */
 
 /* Field identifiers: one per thing a job can say.  Used for origins and for
  * the fidelity report.  Keep hb_field_name() in step. */
@@ -156,8 +157,6 @@ struct hb_env {
 	const char *name;
 	const char *value;
 };
-
-#define HB_TIME_UNLIMITED UINT64_MAX
 
 struct hb_env_index; /* private to jobspec.c */
 

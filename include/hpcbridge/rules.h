@@ -4,7 +4,7 @@
  * slurm.proxy_mem_mb, the job's own time limit plus
  * slurm.proxy_grace_min, and a script that runs "hpcbridge shadow ID".
  * Where a job runs is decided by the placement engine (placement.h,
- * gateway/decider.h).
+ * gateway/placement/decider.h).
  *
  * Pure: no I/O, no allocation.
  */

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "hpcbridge/config.h"
+#include "hpcbridge/k8s_opts.h"
 #include "hpcbridge/error.h"
 #include "hpcbridge/fidelity.h"
 #include "hpcbridge/jobspec.h"
@@ -16,7 +16,7 @@
 struct cJSON;
 
 int hb_trainjob_emit(const struct hb_jobspec *spec,
-		     const struct hb_config *cfg, int64_t array_index,
+		     const struct hb_k8s_opts *cfg, int64_t array_index,
 		     struct cJSON **out, struct hb_report *rep,
 		     struct hb_err *err);
 
@@ -24,7 +24,7 @@ int hb_trainjob_emit(const struct hb_jobspec *spec,
  * hb_emit_done(); on error nothing is left in w's output. */
 struct hb_emit;
 int hb_trainjob_write(const struct hb_jobspec *spec,
-		      const struct hb_config *cfg, int64_t array_index,
+		      const struct hb_k8s_opts *cfg, int64_t array_index,
 		      struct hb_emit *w, struct hb_report *rep,
 		      struct hb_err *err);
 

@@ -203,7 +203,7 @@ static double run(const struct gen *g, const struct hb_config *cfg, int emit,
 	hb_report_init(&rep, "MPIJob");
 	rc = hb_parse_any(g->p, g->len, "job.sh", NULL, &spec, &err);
 	if (!rc && emit)
-		rc = hb_mpijob_emit(&spec, cfg, -1, &doc, &rep, &err);
+		rc = hb_mpijob_emit(&spec, &cfg->k8s, -1, &doc, &rep, &err);
 	dt = now() - t0;
 	cJSON_Delete(doc);
 	hb_report_free(&rep);

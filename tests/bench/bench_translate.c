@@ -89,7 +89,7 @@ static volatile unsigned long sink;
 /* One pass over n scripts (cycling through the corpus).  jw and yw write
  * JSON and YAML into out. */
 static int run(enum mode m, const struct script *c, size_t nc, size_t n,
-	       const struct hb_config *cfg, struct hb_buf *out,
+	       const struct hb_k8s_opts *cfg, struct hb_buf *out,
 	       struct hb_emit *jw, struct hb_emit *yw, struct hb_arena *trees)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -205,7 +205,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cannot load the default configuration\n");
 		return 1;
 	}
-	cfg_inline.launcher_runtime = "inline";
+	cfg_inline.k8s.launcher_runtime = "inline";
 	hb_buf_init(&out, 0);
 	hb_arena_init(&trees, 0);
 	jw = hb_emit_new(HB_EMIT_JSON, &out);
@@ -216,7 +216,7 @@ int main(int argc, char **argv)
 	/* Warm up, and check every script translates. */
 	for (int m = M_PARSE; m < NMODES; m++)
 		if (run((enum mode)m, c, nc, nc,
-			is_inline(m) ? &cfg_inline : &cfg, &out, jw, yw,
+			is_inline(m) ? &cfg_inline.k8s : &cfg.k8s, &out, jw, yw,
 			&trees))
 			return 1;
 	long rss_small = 0;
@@ -231,7 +231,7 @@ int main(int argc, char **argv)
 				continue;
 			}
 			if (run((enum mode)m, c, nc, n,
-				is_inline(m) ? &cfg_inline : &cfg, &out, jw, yw,
+				is_inline(m) ? &cfg_inline.k8s : &cfg.k8s, &out, jw, yw,
 				&trees))
 				return 1;
 			dt = now() - t0;
@@ -246,7 +246,7 @@ int main(int argc, char **argv)
 	}
 	/* Ten times the scripts: peak memory must not grow.  Not when one
 	 * measure is being profiled. */
-	if (only < 0 && run(M_YAML, c, nc, n * 10, &cfg, &out, jw, yw, &trees))
+	if (only < 0 && run(M_YAML, c, nc, n * 10, &cfg.k8s, &out, jw, yw, &trees))
 		return 1;
 	long rss_big = peak_rss_kb();
 
@@ -267,7 +267,7 @@ int main(int argc, char **argv)
 	hb_emit_free(yw);
 	hb_buf_free(&out);
 	hb_config_free(&cfg);
-	cfg_inline.launcher_runtime = NULL;
+	cfg_inline.k8s.launcher_runtime = NULL;
 	hb_config_free(&cfg_inline);
 	for (size_t i = 0; i < nc; i++)
 		free(c[i].data);

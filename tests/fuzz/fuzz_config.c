@@ -32,32 +32,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = hb_config_parse((const char *)data, size, "fuzz.yaml", &cfg, &err);
 	if (rc) {
 		/* an error says something, and nothing is left loaded */
-		if (!err.msg[0] || cfg.priv || cfg.namespace)
+		if (!err.msg[0] || cfg.priv || cfg.k8s.namespace)
 			abort();
 		hb_config_free(&cfg);
 		return 0;
 	}
-	if (!cfg.namespace || !*cfg.namespace || !cfg.default_image ||
-	    !cfg.default_mpi || !cfg.trainjob_runtime ||
-	    !cfg.ssh_auth_mount_path || cfg.ssh_auth_mount_path[0] != '/' ||
-	    !cfg.gpu_resource)
+	if (!cfg.k8s.namespace || !*cfg.k8s.namespace || !cfg.k8s.default_image ||
+	    !cfg.k8s.default_mpi || !cfg.k8s.trainjob_runtime ||
+	    !cfg.k8s.ssh_auth_mount_path || cfg.k8s.ssh_auth_mount_path[0] != '/' ||
+	    !cfg.k8s.gpu_resource)
 		abort();
-	if (cfg.worker_cpus > 4096 || cfg.worker_gpus > 256 ||
-	    cfg.launcher_cpus > 4096 || cfg.max_array_jobs < 1 ||
-	    cfg.max_array_jobs > 100000 ||
-	    cfg.worker_mem_mb > 64ull * 1024 * 1024 ||
-	    cfg.launcher_mem_mb > 64ull * 1024 * 1024)
+	if (cfg.k8s.worker_cpus > 4096 || cfg.k8s.worker_gpus > 256 ||
+	    cfg.k8s.launcher_cpus > 4096 || cfg.k8s.max_array_jobs < 1 ||
+	    cfg.k8s.max_array_jobs > 100000 ||
+	    cfg.k8s.worker_mem_mb > 64ull * 1024 * 1024 ||
+	    cfg.k8s.launcher_mem_mb > 64ull * 1024 * 1024)
 		abort();
-	check_strings(cfg.module_images, cfg.nmodule_images);
-	check_strings(cfg.partition_images, cfg.npartition_images);
-	check_strings(cfg.container_images, cfg.ncontainer_images);
-	check_strings(cfg.partition_queues, cfg.npartition_queues);
-	for (i = 0; i < cfg.nconstraint_selectors; i++)
-		check_strings(cfg.constraint_selectors[i].labels,
-			      cfg.constraint_selectors[i].nlabels);
-	for (i = 0; i < cfg.ngpu_type_selectors; i++)
-		check_strings(cfg.gpu_type_selectors[i].labels,
-			      cfg.gpu_type_selectors[i].nlabels);
+	check_strings(cfg.k8s.module_images, cfg.k8s.nmodule_images);
+	check_strings(cfg.k8s.partition_images, cfg.k8s.npartition_images);
+	check_strings(cfg.k8s.container_images, cfg.k8s.ncontainer_images);
+	check_strings(cfg.k8s.partition_queues, cfg.k8s.npartition_queues);
+	for (i = 0; i < cfg.k8s.nconstraint_selectors; i++)
+		check_strings(cfg.k8s.constraint_selectors[i].labels,
+			      cfg.k8s.constraint_selectors[i].nlabels);
+	for (i = 0; i < cfg.k8s.ngpu_type_selectors; i++)
+		check_strings(cfg.k8s.gpu_type_selectors[i].labels,
+			      cfg.k8s.gpu_type_selectors[i].nlabels);
 	/* the reload check runs on any pair */
 	if (hb_config_defaults(&def))
 		abort();

@@ -62,10 +62,10 @@ static void writers(const cJSON *doc)
 	}
 }
 
-typedef int (*emit_fn)(const struct hb_jobspec *, const struct hb_config *,
+typedef int (*emit_fn)(const struct hb_jobspec *, const struct hb_k8s_opts *,
 		       int64_t, cJSON **, struct hb_report *,
 		       struct hb_err *);
-typedef int (*write_fn)(const struct hb_jobspec *, const struct hb_config *,
+typedef int (*write_fn)(const struct hb_jobspec *, const struct hb_k8s_opts *,
 			int64_t, struct hb_emit *, struct hb_report *,
 			struct hb_err *);
 
@@ -86,14 +86,14 @@ static void manifest(const struct hb_jobspec *spec, int64_t index,
 		bare.no_notes = true;
 		hb_buf_init(&a, 0);
 		hb_buf_init(&b, 0);
-		ra = emit(spec, &cfg, index, &doc, &full, &e1);
+		ra = emit(spec, &cfg.k8s, index, &doc, &full, &e1);
 		if (!ra)
 			ra = f ? hb_doc_write_yaml(doc, &a)
 			       : hb_doc_write_json(doc, &a);
 		w = hb_emit_new(f ? HB_EMIT_YAML : HB_EMIT_JSON, &b);
 		if (!w)
 			abort();
-		rb = wr(spec, &cfg, index, w, &bare, &e2);
+		rb = wr(spec, &cfg.k8s, index, w, &bare, &e2);
 		same(&a, ra, &b, rb);
 		if (!ra) {
 			hb_report_counts(spec, &full, c1);

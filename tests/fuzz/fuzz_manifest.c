@@ -14,7 +14,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "hpcbridge/config.h"
+#include "hpcbridge/k8s_opts.h"
 #include "hpcbridge/doc.h"
 #include "hpcbridge/fidelity.h"
 #include "hpcbridge/mpijob.h"
@@ -30,7 +30,7 @@ static struct hb_kv a100[] = {{"nvidia.com/gpu.product", "A100"}};
 static struct hb_selector_map cons[] = {{"ib", ib, 1}, {"skylake", sky, 1}};
 static struct hb_selector_map gsel[] = {{"a100", a100, 1}};
 
-static void config(struct hb_config *cfg, int bounded)
+static void config(struct hb_k8s_opts *cfg, int bounded)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->namespace = "fuzz";
@@ -68,7 +68,7 @@ static void dump(const char *what, const cJSON *a, const cJSON *b)
 	abort();
 }
 
-typedef int (*emit_fn)(const struct hb_jobspec *, const struct hb_config *,
+typedef int (*emit_fn)(const struct hb_jobspec *, const struct hb_k8s_opts *,
 		       int64_t, struct cJSON **, struct hb_report *,
 		       struct hb_err *);
 typedef int (*parse_fn)(const struct cJSON *, struct hb_jobspec *,
@@ -78,7 +78,7 @@ typedef int (*parse_fn)(const struct cJSON *, struct hb_jobspec *,
 static void check(const struct hb_jobspec *spec, emit_fn emit, parse_fn parse,
 		  const char *kind, int64_t idx, int bounded)
 {
-	struct hb_config cfg;
+	struct hb_k8s_opts cfg;
 	struct hb_report rep;
 	struct hb_err err = {0};
 	struct hb_jobspec back;

@@ -31,7 +31,7 @@ static void emit_all(const struct hb_jobspec *spec, int64_t index)
 
 	hb_buf_init(&out, 0);
 	hb_report_init(&rep, "MPIJob");
-	if (hb_mpijob_emit(spec, &cfg, index, &doc, &rep, &err) == 0) {
+	if (hb_mpijob_emit(spec, &cfg.k8s, index, &doc, &rep, &err) == 0) {
 		hb_doc_write_yaml(doc, &out);
 		hb_doc_write_json(doc, &out);
 	}
@@ -42,7 +42,7 @@ static void emit_all(const struct hb_jobspec *spec, int64_t index)
 	hb_report_free(&rep);
 
 	hb_report_init(&rep, "TrainJob");
-	if (hb_trainjob_emit(spec, &cfg, index, &doc, &rep, &err) == 0)
+	if (hb_trainjob_emit(spec, &cfg.k8s, index, &doc, &rep, &err) == 0)
 		hb_doc_write_yaml(doc, &out);
 	cJSON_Delete(doc);
 	hb_report_free(&rep);

@@ -36,34 +36,34 @@ static void parse_fails(const char *text, const char *msg)
 		fail_msg("got  '%s'\nwant '%s'", err.msg, msg);
 	/* nothing half-loaded */
 	assert_null(cfg.priv);
-	assert_null(cfg.namespace);
-	assert_null(cfg.module_images);
-	assert_int_equal(cfg.nmodule_images, 0);
-	assert_int_equal(cfg.max_array_jobs, 0);
+	assert_null(cfg.k8s.namespace);
+	assert_null(cfg.k8s.module_images);
+	assert_int_equal(cfg.k8s.nmodule_images, 0);
+	assert_int_equal(cfg.k8s.max_array_jobs, 0);
 	hb_config_free(&cfg);
 }
 
 static void check_defaults(const struct hb_config *c)
 {
-	assert_string_equal(c->namespace, "default");
-	assert_string_equal(c->default_image, "mpioperator/openmpi:v0.6.0");
-	assert_string_equal(c->default_mpi, "OpenMPI");
-	assert_string_equal(c->trainjob_runtime, "mpi-distributed");
-	assert_string_equal(c->ssh_auth_mount_path, "/root/.ssh");
-	assert_string_equal(c->gpu_resource, "nvidia.com/gpu");
-	assert_null(c->default_queue);
-	assert_int_equal(c->nmodule_images, 0);
-	assert_int_equal(c->npartition_images, 0);
-	assert_int_equal(c->ncontainer_images, 0);
-	assert_int_equal(c->npartition_queues, 0);
-	assert_int_equal(c->worker_cpus, 0);
-	assert_int_equal(c->worker_mem_mb, 0);
-	assert_int_equal(c->worker_gpus, 0);
-	assert_int_equal(c->launcher_cpus, 1);
-	assert_int_equal(c->launcher_mem_mb, 1024);
-	assert_int_equal(c->nconstraint_selectors, 0);
-	assert_int_equal(c->ngpu_type_selectors, 0);
-	assert_int_equal(c->max_array_jobs, 1000);
+	assert_string_equal(c->k8s.namespace, "default");
+	assert_string_equal(c->k8s.default_image, "mpioperator/openmpi:v0.6.0");
+	assert_string_equal(c->k8s.default_mpi, "OpenMPI");
+	assert_string_equal(c->k8s.trainjob_runtime, "mpi-distributed");
+	assert_string_equal(c->k8s.ssh_auth_mount_path, "/root/.ssh");
+	assert_string_equal(c->k8s.gpu_resource, "nvidia.com/gpu");
+	assert_null(c->k8s.default_queue);
+	assert_int_equal(c->k8s.nmodule_images, 0);
+	assert_int_equal(c->k8s.npartition_images, 0);
+	assert_int_equal(c->k8s.ncontainer_images, 0);
+	assert_int_equal(c->k8s.npartition_queues, 0);
+	assert_int_equal(c->k8s.worker_cpus, 0);
+	assert_int_equal(c->k8s.worker_mem_mb, 0);
+	assert_int_equal(c->k8s.worker_gpus, 0);
+	assert_int_equal(c->k8s.launcher_cpus, 1);
+	assert_int_equal(c->k8s.launcher_mem_mb, 1024);
+	assert_int_equal(c->k8s.nconstraint_selectors, 0);
+	assert_int_equal(c->k8s.ngpu_type_selectors, 0);
+	assert_int_equal(c->k8s.max_array_jobs, 1000);
 	assert_string_equal(c->daemon_socket, "/run/hpcbridge/hpcbridged.sock");
 	assert_string_equal(c->daemon_state, "/var/lib/hpcbridge/state.db");
 	assert_int_equal(c->ndaemon_admins, 0);
@@ -91,7 +91,7 @@ static void test_defaults(void **state)
 	assert_non_null(c.priv);
 	hb_config_free(&c);
 	assert_null(c.priv);
-	assert_null(c.namespace);
+	assert_null(c.k8s.namespace);
 	hb_config_free(&c); /* twice is fine */
 	hb_config_free(NULL);
 
@@ -170,60 +170,60 @@ static void test_full(void **state)
 		 "translation:\n"
 		 "  max_array_jobs: 50\n",
 		 &c);
-	assert_string_equal(c.namespace, "hpc-burst");
-	assert_string_equal(c.default_image, "ghcr.io/site/base:1.0");
-	assert_string_equal(c.default_mpi, "Intel");
-	assert_string_equal(c.trainjob_runtime, "mpi.runtime-2");
-	assert_string_equal(c.ssh_auth_mount_path, "/home/mpiuser/.ssh");
-	assert_string_equal(c.gpu_resource, "amd.com/gpu");
-	assert_int_equal(c.nmodule_images, 2);
+	assert_string_equal(c.k8s.namespace, "hpc-burst");
+	assert_string_equal(c.k8s.default_image, "ghcr.io/site/base:1.0");
+	assert_string_equal(c.k8s.default_mpi, "Intel");
+	assert_string_equal(c.k8s.trainjob_runtime, "mpi.runtime-2");
+	assert_string_equal(c.k8s.ssh_auth_mount_path, "/home/mpiuser/.ssh");
+	assert_string_equal(c.k8s.gpu_resource, "amd.com/gpu");
+	assert_int_equal(c.k8s.nmodule_images, 2);
 	assert_string_equal(
-	    hb_kv_get(c.module_images, c.nmodule_images, "openmpi/4.1"),
+	    hb_kv_get(c.k8s.module_images, c.k8s.nmodule_images, "openmpi/4.1"),
 	    "ghcr.io/site/openmpi:4.1");
 	assert_string_equal(
-	    hb_kv_get(c.module_images, c.nmodule_images, "intel-mpi"),
+	    hb_kv_get(c.k8s.module_images, c.k8s.nmodule_images, "intel-mpi"),
 	    "ghcr.io/site/impi@sha256:abcdef0123");
-	assert_null(hb_kv_get(c.module_images, c.nmodule_images, "mpich"));
+	assert_null(hb_kv_get(c.k8s.module_images, c.k8s.nmodule_images, "mpich"));
 	assert_string_equal(
-	    hb_kv_get(c.partition_images, c.npartition_images, "gpu"),
+	    hb_kv_get(c.k8s.partition_images, c.k8s.npartition_images, "gpu"),
 	    "nvcr.io/nvidia/pytorch:24.01-py3");
-	assert_string_equal(hb_kv_get(c.container_images, c.ncontainer_images,
+	assert_string_equal(hb_kv_get(c.k8s.container_images, c.k8s.ncontainer_images,
 				      "/shared/lammps.sqsh"),
 			    "ghcr.io/site/lammps:2");
-	assert_string_equal(c.default_queue, "batch");
-	assert_int_equal(c.npartition_queues, 2);
+	assert_string_equal(c.k8s.default_queue, "batch");
+	assert_int_equal(c.k8s.npartition_queues, 2);
 	assert_string_equal(
-	    hb_kv_get(c.partition_queues, c.npartition_queues, "debug"),
+	    hb_kv_get(c.k8s.partition_queues, c.k8s.npartition_queues, "debug"),
 	    "debug.q");
-	assert_int_equal(c.worker_cpus, 64);
-	assert_int_equal(c.worker_mem_mb, 256 * 1024);
-	assert_int_equal(c.worker_gpus, 8);
-	assert_int_equal(c.launcher_cpus, 2);
-	assert_int_equal(c.launcher_mem_mb, 2048);
-	assert_int_equal(c.nconstraint_selectors, 3);
-	m = hb_selector_get(c.constraint_selectors, c.nconstraint_selectors,
+	assert_int_equal(c.k8s.worker_cpus, 64);
+	assert_int_equal(c.k8s.worker_mem_mb, 256 * 1024);
+	assert_int_equal(c.k8s.worker_gpus, 8);
+	assert_int_equal(c.k8s.launcher_cpus, 2);
+	assert_int_equal(c.k8s.launcher_mem_mb, 2048);
+	assert_int_equal(c.k8s.nconstraint_selectors, 3);
+	m = hb_selector_get(c.k8s.constraint_selectors, c.k8s.nconstraint_selectors,
 			    "ib");
 	assert_non_null(m);
 	assert_int_equal(m->nlabels, 1);
 	assert_string_equal(m->labels[0].key,
 			    "feature.node.kubernetes.io/rdma.available");
 	assert_string_equal(m->labels[0].value, "true");
-	m = hb_selector_get(c.constraint_selectors, c.nconstraint_selectors,
+	m = hb_selector_get(c.k8s.constraint_selectors, c.k8s.nconstraint_selectors,
 			    "skylake");
 	assert_int_equal(m->nlabels, 2);
 	assert_string_equal(hb_kv_get(m->labels, m->nlabels, "zone"), "");
-	m = hb_selector_get(c.constraint_selectors, c.nconstraint_selectors,
+	m = hb_selector_get(c.k8s.constraint_selectors, c.k8s.nconstraint_selectors,
 			    "anywhere");
 	assert_non_null(m);
 	assert_int_equal(m->nlabels, 0);
-	assert_null(hb_selector_get(c.constraint_selectors,
-				    c.nconstraint_selectors, "nope"));
-	m = hb_selector_get(c.gpu_type_selectors, c.ngpu_type_selectors,
+	assert_null(hb_selector_get(c.k8s.constraint_selectors,
+				    c.k8s.nconstraint_selectors, "nope"));
+	m = hb_selector_get(c.k8s.gpu_type_selectors, c.k8s.ngpu_type_selectors,
 			    "a100");
 	assert_string_equal(
 	    hb_kv_get(m->labels, m->nlabels, "nvidia.com/gpu.product"),
 	    "NVIDIA-A100-SXM4-80GB");
-	assert_int_equal(c.max_array_jobs, 50);
+	assert_int_equal(c.k8s.max_array_jobs, 50);
 	hb_config_free(&c);
 	/* lookups are NULL-safe */
 	assert_null(hb_kv_get(NULL, 0, "x"));
@@ -254,9 +254,9 @@ static void test_sizes(void **state)
 			 "    memory: %s\n",
 			 sizes[i].text);
 		parse_ok(text, &c);
-		if (c.worker_mem_mb != sizes[i].mib)
+		if (c.k8s.worker_mem_mb != sizes[i].mib)
 			fail_msg("%s: got %llu MiB, want %llu", sizes[i].text,
-				 (unsigned long long)c.worker_mem_mb,
+				 (unsigned long long)c.k8s.worker_mem_mb,
 				 (unsigned long long)sizes[i].mib);
 		hb_config_free(&c);
 	}

@@ -225,9 +225,9 @@ static void test_counts_and_no_notes(void **state)
 		hb_report_init(&bare, "MPIJob");
 		bare.no_notes = true;
 		assert_int_equal(
-			hb_mpijob_emit(&spec, &cfg, -1, &a, &full, &err), 0);
+			hb_mpijob_emit(&spec, &cfg.k8s, -1, &a, &full, &err), 0);
 		assert_int_equal(
-			hb_mpijob_emit(&spec, &cfg, -1, &b, &bare, &err), 0);
+			hb_mpijob_emit(&spec, &cfg.k8s, -1, &b, &bare, &err), 0);
 		assert_true(cJSON_Compare(a, b, 1));
 		for (int f = 0; f < HB__F_COUNT; f++) {
 			assert_int_equal(full.fate[f].kind, bare.fate[f].kind);

@@ -12,6 +12,7 @@
 #include "hpcbridge/doc.h"
 #include "hpcbridge/mpijob.h"
 #include "testutil.h"
+#include "translators/k8s/k8s_int.h"
 
 static void name_of(const char *job, const char *file, int64_t idx,
 		    uint32_t nodes, char out[HB_DNS_LABEL_MAX + 1])
@@ -217,7 +218,7 @@ static struct hb_selector_map cons[] = {
 };
 static struct hb_selector_map gsel[] = {{"a100", a100_labels, 1}};
 
-static void base_cfg(struct hb_config *cfg)
+static void base_cfg(struct hb_k8s_opts *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->namespace = "hpc";
@@ -237,7 +238,7 @@ static void base_cfg(struct hb_config *cfg)
 
 static cJSON *emit(struct hb_jobspec *s, struct hb_report *rep)
 {
-	struct hb_config cfg;
+	struct hb_k8s_opts cfg;
 	struct hb_err err = {0};
 	cJSON *doc = NULL;
 

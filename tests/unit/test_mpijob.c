@@ -20,6 +20,7 @@
 #include "hpcbridge/schema.h"
 #include "hpcbridge/translate.h"
 #include "testutil.h"
+#include "translators/k8s/k8s_int.h"
 
 /* ---------------------------------------------------------------- */
 /* Fixtures                                                         */
@@ -63,27 +64,27 @@ static struct hb_selector_map gsel[] = {{"a100", a100, 1}};
 static void config(struct hb_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->namespace = "hpc";
-	cfg->default_image = "docker.io/library/ubuntu:22.04";
-	cfg->module_images = module_images;
-	cfg->nmodule_images = 2;
-	cfg->partition_images = partition_images;
-	cfg->npartition_images = 1;
-	cfg->container_images = container_images;
-	cfg->ncontainer_images = 1;
-	cfg->partition_queues = partition_queues;
-	cfg->npartition_queues = 2;
-	cfg->default_mpi = "OpenMPI";
-	cfg->trainjob_runtime = "mpi-distributed";
-	cfg->ssh_auth_mount_path = "/home/mpiuser/.ssh";
-	cfg->gpu_resource = "nvidia.com/gpu";
-	cfg->launcher_cpus = 1;
-	cfg->launcher_mem_mb = 512;
-	cfg->constraint_selectors = cons;
-	cfg->nconstraint_selectors = 1;
-	cfg->gpu_type_selectors = gsel;
-	cfg->ngpu_type_selectors = 1;
-	cfg->max_array_jobs = 10;
+	cfg->k8s.namespace = "hpc";
+	cfg->k8s.default_image = "docker.io/library/ubuntu:22.04";
+	cfg->k8s.module_images = module_images;
+	cfg->k8s.nmodule_images = 2;
+	cfg->k8s.partition_images = partition_images;
+	cfg->k8s.npartition_images = 1;
+	cfg->k8s.container_images = container_images;
+	cfg->k8s.ncontainer_images = 1;
+	cfg->k8s.partition_queues = partition_queues;
+	cfg->k8s.npartition_queues = 2;
+	cfg->k8s.default_mpi = "OpenMPI";
+	cfg->k8s.trainjob_runtime = "mpi-distributed";
+	cfg->k8s.ssh_auth_mount_path = "/home/mpiuser/.ssh";
+	cfg->k8s.gpu_resource = "nvidia.com/gpu";
+	cfg->k8s.launcher_cpus = 1;
+	cfg->k8s.launcher_mem_mb = 512;
+	cfg->k8s.constraint_selectors = cons;
+	cfg->k8s.nconstraint_selectors = 1;
+	cfg->k8s.gpu_type_selectors = gsel;
+	cfg->k8s.ngpu_type_selectors = 1;
+	cfg->k8s.max_array_jobs = 10;
 }
 
 /* Building jobspecs as a parser would: each field from a directive. */
@@ -115,7 +116,7 @@ static cJSON *emit_idx(const struct hb_jobspec *s, const struct hb_config *cfg,
 	cJSON *doc = NULL;
 
 	hb_report_init(rep, "MPIJob");
-	if (hb_mpijob_emit(s, cfg, idx, &doc, rep, &err))
+	if (hb_mpijob_emit(s, &cfg->k8s, idx, &doc, rep, &err))
 		fail_msg("emit: %s", err.msg);
 	assert_non_null(doc);
 	assert_valid(doc);
@@ -139,7 +140,7 @@ static int emit_err(const struct hb_jobspec *s, const struct hb_config *cfg,
 
 	memset(err, 0, sizeof(*err));
 	hb_report_init(&rep, "MPIJob");
-	rc = hb_mpijob_emit(s, cfg, idx, &doc, &rep, err);
+	rc = hb_mpijob_emit(s, &cfg->k8s, idx, &doc, &rep, err);
 	assert_null(doc);
 	hb_report_free(&rep);
 	return rc;
@@ -298,7 +299,7 @@ static void mem_case(uint8_t kind, uint64_t mb, uint32_t nodes, uint32_t tpn,
 		HB_TEST_SET_NUM(&s, gpus, HB_F_GPUS, gpus);
 	}
 	config(&cfg);
-	cfg.worker_mem_mb = worker_mem;
+	cfg.k8s.worker_mem_mb = worker_mem;
 	doc = emit_idx(&s, &cfg, -1, &rep);
 	got = worker_res(doc, "memory");
 	if (want) {
@@ -411,7 +412,7 @@ static void test_time_and_mpi(void **state)
 	new_spec(&s, "#!/bin/sh\n./serial\n");
 	HB_TEST_SET_NUM(&s, time_limit, HB_F_TIME_LIMIT, HB_TIME_UNLIMITED);
 	config(&cfg);
-	cfg.default_mpi = "MPICH";
+	cfg.k8s.default_mpi = "MPICH";
 	doc = emit_idx(&s, &cfg, -1, &rep);
 	assert_null(hb_doc_get(doc, "spec.runPolicy.activeDeadlineSeconds"));
 	assert_string_equal(annotation(doc, "hpcbridge.io/time-limit"),
@@ -423,7 +424,7 @@ static void test_time_and_mpi(void **state)
 	hb_report_free(&rep);
 
 	/* A default MPI the operator does not know is a config error. */
-	cfg.default_mpi = "LAM";
+	cfg.k8s.default_mpi = "LAM";
 	assert_int_equal(emit_err(&s, &cfg, -1, &err), HB_EINVAL);
 	assert_non_null(strstr(err.msg, "default_mpi"));
 	hb_jobspec_free(&s);
@@ -465,13 +466,13 @@ static void test_metadata(void **state)
 	/* No queue for the partition: the default queue, else none. */
 	config(&cfg);
 	s.partition = "long";
-	cfg.default_queue = "batch";
+	cfg.k8s.default_queue = "batch";
 	doc = emit_idx(&s, &cfg, -1, &rep);
 	assert_string_equal(label(doc, "kueue.x-k8s.io/queue-name"), "batch");
 	assert_int_equal(rep.fate[HB_F_PARTITION].kind, HB_FATE_CARRIED);
 	cJSON_Delete(doc);
 	hb_report_free(&rep);
-	cfg.default_queue = NULL;
+	cfg.k8s.default_queue = NULL;
 	doc = emit_idx(&s, &cfg, -1, &rep);
 	assert_null(label(doc, "kueue.x-k8s.io/queue-name"));
 	assert_string_equal(annotation(doc, "hpcbridge.io/partition"), "long");
@@ -533,7 +534,7 @@ static void test_image(void **state)
 	assert_string_equal(image_of(&s, &cfg),
 			    "docker.io/library/ubuntu:22.04");
 	/* Nothing at all: an error that says what to configure. */
-	cfg.default_image = NULL;
+	cfg.k8s.default_image = NULL;
 	assert_int_equal(emit_err(&s, &cfg, -1, &err), HB_EINVAL);
 	assert_non_null(strstr(err.msg, "default_image"));
 	hb_jobspec_free(&s);
@@ -709,9 +710,9 @@ static void test_worker_shape(void **state)
 
 	(void)state;
 	config(&cfg);
-	cfg.worker_cpus = 32;
-	cfg.worker_mem_mb = 65536;
-	cfg.worker_gpus = 4;
+	cfg.k8s.worker_cpus = 32;
+	cfg.k8s.worker_mem_mb = 65536;
+	cfg.k8s.worker_gpus = 4;
 	new_spec(&s, NULL);
 	HB_TEST_SET_NUM(&s, ntasks_per_node, HB_F_NTASKS_PER_NODE, 8);
 	HB_TEST_SET_NUM(&s, cpus_per_task, HB_F_CPUS_PER_TASK, 8);

@@ -34,6 +34,17 @@ static void test_money(void **state)
 	assert_int_equal(hb_parse_money("9999999999999", &m), HB_ERANGE);
 	assert_int_equal(hb_parse_money("1000000000000", &m), 0);
 	assert_int_equal(m, HB_MONEY_MAX);
+	/* Whole digits that overflow 64 bits once scaled to micro-units
+	 * are too large, not wrapped: 18446744073710 * 10^6 is 448384
+	 * past 2^64. */
+	m = 7;
+	assert_int_equal(hb_parse_money("18446744073710", &m), HB_ERANGE);
+	assert_int_equal(m, 7);
+	assert_int_equal(hb_parse_money("18446744073709.551616", &m),
+			 HB_ERANGE);
+	assert_int_equal(hb_parse_money("100000000000000000", &m), HB_ERANGE);
+	assert_int_equal(hb_parse_money("1000000000000.000001", &m), HB_ERANGE);
+	assert_int_equal(m, 7);
 }
 
 static void test_duration(void **state)
@@ -118,6 +129,14 @@ static void test_percent_instant(void **state)
 	assert_int_equal(p, 250);
 	assert_int_equal(hb_parse_percent("20", &p), HB_EINVAL);
 	assert_int_equal(hb_parse_percent("2.555%", &p), HB_EINVAL);
+	assert_int_equal(hb_parse_percent("100000%", &p), 0);
+	assert_int_equal(p, 10000000);
+	assert_int_equal(hb_parse_percent("100000.01%", &p), HB_ERANGE);
+	/* scaled to hundredths this passes 2^64 by 84: too large, not 0.84% */
+	p = 7;
+	assert_int_equal(hb_parse_percent("184467440737095517%", &p),
+			 HB_ERANGE);
+	assert_int_equal(p, 7);
 
 	assert_int_equal(hb_parse_instant("2026-11-21T08:00:00Z", &t), 0);
 	assert_int_equal(t, 1795248000);

@@ -1152,9 +1152,9 @@ static size_t translate_dir(void **state, const char *dir,
 				hb_report_init(&rep,
 					       to ? "TrainJob" : "MPIJob");
 				memset(&err, 0, sizeof(err));
-				rc = to ? hb_trainjob_emit(&spec, cfg, idx,
+				rc = to ? hb_trainjob_emit(&spec, &cfg->k8s, idx,
 							   &doc, &rep, &err)
-					: hb_mpijob_emit(&spec, cfg, idx, &doc,
+					: hb_mpijob_emit(&spec, &cfg->k8s, idx, &doc,
 							 &rep, &err);
 				snprintf(what, sizeof(what), "%s -> %s[%lld]",
 					 path, to ? "TrainJob" : "MPIJob",
@@ -1190,15 +1190,15 @@ static void test_emitted_manifests(void **state)
 	size_t i, docs = 0;
 
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.namespace = "hpc";
-	cfg.default_image = "registry.example.com/hpc/openmpi:4.1.4";
-	cfg.default_mpi = "OpenMPI";
-	cfg.trainjob_runtime = "mpi-distributed"; /* the reference runtime */
-	cfg.ssh_auth_mount_path = "/home/mpiuser/.ssh";
-	cfg.gpu_resource = "nvidia.com/gpu";
-	cfg.launcher_cpus = 1;
-	cfg.launcher_mem_mb = 1024;
-	cfg.max_array_jobs = 100;
+	cfg.k8s.namespace = "hpc";
+	cfg.k8s.default_image = "registry.example.com/hpc/openmpi:4.1.4";
+	cfg.k8s.default_mpi = "OpenMPI";
+	cfg.k8s.trainjob_runtime = "mpi-distributed"; /* the reference runtime */
+	cfg.k8s.ssh_auth_mount_path = "/home/mpiuser/.ssh";
+	cfg.k8s.gpu_resource = "nvidia.com/gpu";
+	cfg.k8s.launcher_cpus = 1;
+	cfg.k8s.launcher_mem_mb = 1024;
+	cfg.k8s.max_array_jobs = 100;
 	hb_buf_init(&fails, 0);
 	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		docs += translate_dir(state, hb_test_src_path(dirs[i]), &cfg,

@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include "gateway/slurm/slurmc.c"
+#include "gateway/slurm/slurmc_jobs.c"
+#include "gateway/slurm/slurmc_submit.c"
 #include "testutil.h"
 
 /* ---------------------------------------------------------- states */

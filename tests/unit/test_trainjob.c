@@ -21,6 +21,7 @@
 #include "hpcbridge/trainjob.h"
 #include "hpcbridge/translate.h"
 #include "testutil.h"
+#include "translators/k8s/k8s_int.h"
 
 static struct hb_schema_set *schemas;
 
@@ -54,20 +55,20 @@ static struct hb_selector_map gsel[] = {{"a100", a100, 1}};
 static void config(struct hb_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->namespace = "ml";
-	cfg->default_image = "docker.io/library/ubuntu:22.04";
-	cfg->module_images = module_images;
-	cfg->nmodule_images = 1;
-	cfg->partition_queues = partition_queues;
-	cfg->npartition_queues = 1;
-	cfg->default_mpi = "OpenMPI";
-	cfg->trainjob_runtime = "site-mpi";
-	cfg->gpu_resource = "nvidia.com/gpu";
-	cfg->constraint_selectors = cons;
-	cfg->nconstraint_selectors = 1;
-	cfg->gpu_type_selectors = gsel;
-	cfg->ngpu_type_selectors = 1;
-	cfg->max_array_jobs = 10;
+	cfg->k8s.namespace = "ml";
+	cfg->k8s.default_image = "docker.io/library/ubuntu:22.04";
+	cfg->k8s.module_images = module_images;
+	cfg->k8s.nmodule_images = 1;
+	cfg->k8s.partition_queues = partition_queues;
+	cfg->k8s.npartition_queues = 1;
+	cfg->k8s.default_mpi = "OpenMPI";
+	cfg->k8s.trainjob_runtime = "site-mpi";
+	cfg->k8s.gpu_resource = "nvidia.com/gpu";
+	cfg->k8s.constraint_selectors = cons;
+	cfg->k8s.nconstraint_selectors = 1;
+	cfg->k8s.gpu_type_selectors = gsel;
+	cfg->k8s.ngpu_type_selectors = 1;
+	cfg->k8s.max_array_jobs = 10;
 }
 
 
@@ -98,7 +99,7 @@ static cJSON *emit_cfg(const struct hb_jobspec *s, const struct hb_config *cfg,
 	cJSON *doc = NULL;
 
 	hb_report_init(rep, "TrainJob");
-	if (hb_trainjob_emit(s, cfg, idx, &doc, rep, &err))
+	if (hb_trainjob_emit(s, &cfg->k8s, idx, &doc, rep, &err))
 		fail_msg("emit: %s", err.msg);
 	assert_valid(doc);
 	return doc;
@@ -275,7 +276,7 @@ static void test_runtime_and_mpi(void **state)
 
 	(void)state;
 	config(&cfg);
-	cfg.trainjob_runtime = NULL;
+	cfg.k8s.trainjob_runtime = NULL;
 	new_spec(&s, "#!/bin/sh\nmpiexec.hydra ./x\n");
 	doc = emit_cfg(&s, &cfg, -1, &rep);
 	assert_string_equal(str_at(doc, "spec.runtimeRef.name"),

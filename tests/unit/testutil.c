@@ -129,8 +129,8 @@ static int emit_kind(const struct hb_jobspec *s, const struct hb_config *cfg,
 		     struct hb_err *err)
 {
 	return kind == HB_SRC_TRAINJOB
-		       ? hb_trainjob_emit(s, cfg, idx, out, rep, err)
-		       : hb_mpijob_emit(s, cfg, idx, out, rep, err);
+		       ? hb_trainjob_emit(s, &cfg->k8s, idx, out, rep, err)
+		       : hb_mpijob_emit(s, &cfg->k8s, idx, out, rep, err);
 }
 
 static void differs(const char *what, const char *context, const cJSON *a,

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "hpcbridge/clock.h"
 #include "hpcbridge/file.h"
 
 int hb_file_read(const char *path, size_t max, const char *what,
@@ -73,14 +73,6 @@ out:
 	return rc;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Hard-linked files seen, so each is counted once: an open-addressing set
  * of (device, inode) that doubles as it fills. */
 struct inodes {
@@ -123,7 +115,8 @@ int hb_path_size(const char *path, uint64_t max_entries, int timeout_ms,
 {
 	char *argv[2] = { (char *)path, NULL };
 	struct inodes seen = { 0 };
-	int64_t deadline = mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	int64_t deadline =
+		hb_clock_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	uint64_t total = 0, entries = 0;
 	FTSENT *e;
 	FTS *fts;
@@ -176,7 +169,7 @@ int hb_path_size(const char *path, uint64_t max_entries, int timeout_ms,
 					"%s: more than %llu entries", path,
 					(unsigned long long)max_entries);
 		if (!rc && timeout_ms > 0 && !(entries & 1023) &&
-		    mono_ms() > deadline)
+		    hb_clock_mono_ms() > deadline)
 			rc = hb_err_set(err, HB_ETIMEDOUT, NULL, 0,
 					"%s: not measured within %d ms", path,
 					timeout_ms);

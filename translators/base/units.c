@@ -8,13 +8,13 @@
  * (src/common/proc_args.c) accepts, with overflow reported instead of
  * wrapping.
  */
+#include <ctype.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "hpcbridge/error.h"
-#include "hpcbridge/jobspec.h"
 #include "hpcbridge/units.h"
 
 static bool is_digit(char c)
@@ -618,4 +618,353 @@ int hb_parse_k8s_units(const char *s, uint64_t *out)
 	if (rc)
 		return rc;
 	return quantity_ceil(&q, 0, 0, out);
+}
+
+/* ---- Quantities as people write them ---------------------------------- */
+
+/*
+ * Placement policies and snapshots (gateway/placement) write money,
+ * durations, sizes, bandwidths, percentages and instants as people do:
+ * "212.40", "6h10m", "1.5TB", "10Gb/s", "20%", "2026-11-21T08:00:00Z".
+ */
+
+/*
+ * A decimal number "123" or "123.456" at *p: its digits as an integer
+ * (int_part * 10^nfrac + fraction), at most max_frac decimals and 18
+ * digits in all.  Advances *p past it.
+ */
+static int decimal(const char **p, unsigned max_frac, uint64_t *mant,
+		   unsigned *nfrac)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+	unsigned nd = 0, nf = 0;
+
+	if (!is_digit(*s))
+		return HB_EINVAL;
+	for (; is_digit(*s); s++, nd++) {
+		if (nd >= 18)
+			return HB_ERANGE;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	if (*s == '.') {
+		s++;
+		if (!is_digit(*s))
+			return HB_EINVAL;
+		for (; is_digit(*s); s++, nf++) {
+			if (nf >= max_frac)
+				return HB_EINVAL;
+			if (nd + nf >= 18)
+				return HB_ERANGE;
+			v = v * 10 + (uint64_t)(*s - '0');
+		}
+	}
+	*p = s;
+	*mant = v;
+	*nfrac = nf;
+	return 0;
+}
+
+static uint64_t pow10u(unsigned n)
+{
+	uint64_t v = 1;
+
+	while (n--)
+		v *= 10;
+	return v;
+}
+
+/*
+ * mant, read with nfrac decimals, in units of 10^-decimals, or HB_ERANGE
+ * past max.  18 digits fit in 64 bits, but not once scaled: 14 whole
+ * digits with 6 decimals pass 2^64, so compare before multiplying
+ * (mant * scale > max exactly when mant > max / scale).
+ */
+static int in_units(uint64_t mant, unsigned nfrac, unsigned decimals,
+		    uint64_t max, uint64_t *out)
+{
+	uint64_t scale = pow10u(decimals - nfrac);
+
+	if (mant > max / scale)
+		return HB_ERANGE;
+	*out = mant * scale;
+	return 0;
+}
+
+int hb_parse_decimal(const char *s, unsigned decimals, uint64_t max,
+		     uint64_t *out)
+{
+	uint64_t m;
+	unsigned nf;
+	int rc = decimal(&s, decimals, &m, &nf);
+
+	if (rc)
+		return rc;
+	if (*s)
+		return HB_EINVAL;
+	return in_units(m, nf, decimals, max, out);
+}
+
+int hb_parse_duration(const char *s, int64_t *out)
+{
+	static const struct {
+		char c;
+		int64_t mult;
+	} units[] = { { 'w', 604800 },
+		      { 'd', 86400 },
+		      { 'h', 3600 },
+		      { 'm', 60 },
+		      { 's', 1 } };
+	uint64_t total = 0;
+	int last = -1;
+
+	if (!*s)
+		return HB_EINVAL;
+	while (*s) {
+		uint64_t v = 0;
+		int nd = 0, u;
+
+		for (; is_digit(*s); s++) {
+			if (++nd > 12)
+				return HB_ERANGE;
+			v = v * 10 + (uint64_t)(*s - '0');
+		}
+		if (!nd)
+			return HB_EINVAL;
+		if (!*s && last < 0) { /* a bare number: seconds */
+			total = v;
+			break;
+		}
+		for (u = 0; u < 5; u++)
+			if (*s == units[u].c)
+				break;
+		/* units in decreasing order, each once: "1d12h" */
+		if (u == 5 || u <= last)
+			return HB_EINVAL;
+		last = u;
+		s++;
+		total += v * (uint64_t)units[u].mult;
+		if (total > (uint64_t)HB_DURATION_MAX)
+			return HB_ERANGE;
+	}
+	if (total > (uint64_t)HB_DURATION_MAX)
+		return HB_ERANGE;
+	*out = (int64_t)total;
+	return 0;
+}
+
+/* A unit prefix at *p: K M G T P E (any case), then 'i' for powers of
+ * 1024.  *mult is 1 when there is none. */
+static void unit_prefix(const char **p, uint64_t *mult)
+{
+	static const char letters[] = "KMGTPE";
+	const char *s = *p, *l;
+	uint64_t m = 1;
+
+	*mult = 1;
+	if (!*s)
+		return;
+	l = strchr(letters, toupper((unsigned char)*s));
+	if (!l)
+		return;
+	s++;
+	if (*s == 'i') {
+		for (long i = 0; i <= l - letters; i++)
+			m *= 1024;
+		s++;
+	} else {
+		for (long i = 0; i <= l - letters; i++)
+			m *= 1000;
+	}
+	*mult = m;
+	*p = s;
+}
+
+/* mant / 10^nfrac * mult / div, rounded up; HB_ERANGE past max. */
+static int scale(uint64_t mant, unsigned nfrac, uint64_t mult, uint64_t div,
+		 uint64_t max, uint64_t *out)
+{
+	unsigned __int128 num = (unsigned __int128)mant * mult;
+	unsigned __int128 den = (unsigned __int128)pow10u(nfrac) * div;
+	unsigned __int128 v = (num + den - 1) / den;
+
+	if (v > max)
+		return HB_ERANGE;
+	*out = (uint64_t)v;
+	return 0;
+}
+
+int hb_parse_size(const char *s, uint64_t *out)
+{
+	uint64_t mant, mult;
+	unsigned nf;
+	int rc = decimal(&s, 3, &mant, &nf);
+
+	if (rc)
+		return rc;
+	unit_prefix(&s, &mult);
+	if (*s == 'B' || *s == 'b')
+		s++;
+	if (*s)
+		return HB_EINVAL;
+	return scale(mant, nf, mult, 1, HB_SIZE_MAX, out);
+}
+
+int hb_parse_bandwidth(const char *s, uint64_t *out)
+{
+	uint64_t mant, mult, div;
+	unsigned nf;
+	int rc = decimal(&s, 3, &mant, &nf);
+
+	if (rc)
+		return rc;
+	unit_prefix(&s, &mult);
+	if (!strncmp(s, "bit", 3)) {
+		div = 8;
+		s += 3;
+	} else if (*s == 'b') {
+		div = 8;
+		s++;
+	} else if (!strncmp(s, "Byte", 4)) {
+		div = 1;
+		s += 4;
+	} else if (*s == 'B') {
+		div = 1;
+		s++;
+	} else {
+		return HB_EINVAL; /* a unit is required: bits or bytes */
+	}
+	if (!strcmp(s, "/s"))
+		s += 2;
+	else if (!strcmp(s, "ps"))
+		s += 2;
+	if (*s)
+		return HB_EINVAL;
+	rc = scale(mant, nf, mult, div, HB_SIZE_MAX, out);
+	if (!rc && !*out)
+		return HB_EINVAL; /* zero bandwidth never finishes */
+	return rc;
+}
+
+int hb_parse_percent(const char *s, int32_t *out)
+{
+	uint64_t m;
+	unsigned nf;
+	int rc = decimal(&s, 2, &m, &nf);
+
+	if (rc)
+		return rc;
+	if (strcmp(s, "%"))
+		return HB_EINVAL;
+	if ((rc = in_units(m, nf, 2, 10000000, &m))) /* 100,000 % */
+		return rc;
+	*out = (int32_t)m;
+	return 0;
+}
+
+int64_t hb_days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+	int64_t era, yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+void hb_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+	int64_t era, doe, yoe, doy, mp;
+
+	z += 719468;
+	era = (z >= 0 ? z : z - 146096) / 146097;
+	doe = z - era * 146097;
+	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	mp = (5 * doy + 2) / 153;
+	*d = (unsigned)(doy - (153 * mp + 2) / 5 + 1);
+	*m = (unsigned)(mp < 10 ? mp + 3 : mp - 9);
+	*y = yoe + era * 400 + (*m <= 2);
+}
+
+static unsigned month_days(int64_t y, unsigned m)
+{
+	static const unsigned days[] = { 31, 28, 31, 30, 31, 30,
+					 31, 31, 30, 31, 30, 31 };
+	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+
+	return m == 2 && leap ? 29 : days[m - 1];
+}
+
+/* n digits at *p into *v. */
+static bool digits_n(const char **p, int n, int *v)
+{
+	int x = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (!is_digit((*p)[i]))
+			return false;
+		x = x * 10 + ((*p)[i] - '0');
+	}
+	*p += n;
+	*v = x;
+	return true;
+}
+
+int hb_parse_utc_offset(const char *s, int32_t *out)
+{
+	int sign, hh, mm = 0;
+
+	if (!strcmp(s, "Z") || !strcmp(s, "z")) {
+		*out = 0;
+		return 0;
+	}
+	if (*s != '+' && *s != '-')
+		return HB_EINVAL;
+	sign = *s++ == '-' ? -1 : 1;
+	if (!digits_n(&s, 2, &hh))
+		return HB_EINVAL;
+	if (*s == ':')
+		s++;
+	if (*s && !digits_n(&s, 2, &mm))
+		return HB_EINVAL;
+	if (*s || hh > 14 || mm > 59)
+		return HB_EINVAL;
+	*out = sign * (hh * 3600 + mm * 60);
+	return 0;
+}
+
+int hb_parse_instant(const char *s, int64_t *out)
+{
+	int y, mo, d, hh = 0, mi = 0, ss = 0;
+	int32_t off = 0;
+
+	if (!digits_n(&s, 4, &y) || *s++ != '-' || !digits_n(&s, 2, &mo) ||
+	    *s++ != '-' || !digits_n(&s, 2, &d))
+		return HB_EINVAL;
+	if (y < 1970 || mo < 1 || mo > 12 || d < 1 ||
+	    (unsigned)d > month_days(y, (unsigned)mo))
+		return HB_EINVAL;
+	if (*s == 'T' || *s == 't' || *s == ' ') {
+		s++;
+		if (!digits_n(&s, 2, &hh) || *s++ != ':' ||
+		    !digits_n(&s, 2, &mi))
+			return HB_EINVAL;
+		if (*s == ':') {
+			s++;
+			if (!digits_n(&s, 2, &ss))
+				return HB_EINVAL;
+		}
+		if (hh > 23 || mi > 59 || ss > 60)
+			return HB_EINVAL;
+		if (*s && hb_parse_utc_offset(s, &off))
+			return HB_EINVAL;
+	} else if (*s) {
+		return HB_EINVAL;
+	}
+	*out = hb_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
+	       hh * 3600 + mi * 60 + ss - off;
+	return 0;
 }

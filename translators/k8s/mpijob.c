@@ -4,8 +4,8 @@
  * A job becomes one MPIJob: N workers (one per node) that run the ssh
  * daemon, as the operator's examples do, and a launcher that runs the
  * launcher script, which runs the original script unchanged against the
- * operator's hostfile.  The shared pieces are in k8s.c; the mapping is
- * in docs/internals/manifests.md.
+ * operator's hostfile.  The shared pieces are in k8s*.c (k8s_int.h); the
+ * mapping is in docs/internals/manifests.md.
  */
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +15,7 @@
 #include "hpcbridge/doc.h"
 #include "hpcbridge/launcher.h"
 #include "hpcbridge/mpijob.h"
+#include "translators/k8s/k8s_int.h"
 
 #define API_VERSION   "kubeflow.org/v2beta1"
 #define WORKER_PATH   "spec.mpiReplicaSpecs.Worker.template.spec"
@@ -101,7 +102,7 @@ static void replica(struct hb_emit *w, const struct hb_k8s_plan *plan,
 }
 
 static const char *mpi_name(const struct hb_jobspec *spec,
-			    const struct hb_config *cfg, struct hb_err *err)
+			    const struct hb_k8s_opts *cfg, struct hb_err *err)
 {
 	const char *m = hb_mpi_impl_name((enum hb_mpi_impl)spec->mpi);
 
@@ -118,7 +119,7 @@ static const char *mpi_name(const struct hb_jobspec *spec,
 	return m;
 }
 
-int hb_mpijob_write(const struct hb_jobspec *spec, const struct hb_config *cfg,
+int hb_mpijob_write(const struct hb_jobspec *spec, const struct hb_k8s_opts *cfg,
 		    int64_t array_index, struct hb_emit *w,
 		    struct hb_report *rep, struct hb_err *err)
 {
@@ -192,7 +193,7 @@ out:
 	return rc;
 }
 
-int hb_mpijob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
+int hb_mpijob_emit(const struct hb_jobspec *spec, const struct hb_k8s_opts *cfg,
 		   int64_t array_index, struct cJSON **out,
 		   struct hb_report *rep, struct hb_err *err)
 {
@@ -267,83 +268,80 @@ static int pod(struct hb_k8s_reader *rd, const cJSON *replica, const char *base,
 	return 0;
 }
 
-int hb_mpijob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
-		    struct hb_err *err)
-{
-	static const char *const spec_known[] = {
-	    "slotsPerWorker",	 "runPolicy",		"mpiReplicaSpecs",
-	    "mpiImplementation", "runLauncherAsWorker", NULL};
-	static const char *const rp_known[] = {"activeDeadlineSeconds", NULL};
-	static const char *const rs_known[] = {"Launcher", "Worker", NULL};
-	static const char *const replica_known[] = {"replicas", "template",
-						    "restartPolicy", NULL};
-	static const char *const ours_ps[] = {"containers", "nodeSelector",
-					      "affinity", NULL};
-	static const char *const ps_known[] = {"containers", NULL};
-	static const char *const container_known[] = {
-	    "name", "image",	 "command",    "args",
-	    "env",  "resources", "workingDir", NULL};
+/* What the steps of hb_mpijob_parse() read and pass on. */
+struct mpijob_in {
 	struct hb_k8s_reader rd;
-	const cJSON *s, *rp, *rs, *launcher, *worker, *lps, *lc, *wps, *wc;
-	const char *mpi;
-	int64_t slots = 1, replicas = 0, v;
-	bool present, as_worker = false;
-	uint32_t nodes;
+	const cJSON *s;			/* spec */
+	const cJSON *rp;		/* spec.runPolicy */
+	const cJSON *rs;		/* spec.mpiReplicaSpecs */
+	const cJSON *launcher, *worker; /* its replicas */
+	const cJSON *lps, *lc;		/* the launcher's pod spec, container */
+	const cJSON *wps, *wc;		/* the workers' */
+	int64_t slots;			/* tasks per node */
+};
+
+/* Slots: tasks per node. */
+static int read_slots(struct mpijob_in *m)
+{
+	struct hb_k8s_reader *rd = &m->rd;
+	int64_t v;
+	bool present;
 	int rc;
 
-	if (!spec)
-		return hb_err_set(err, HB_EINVAL, NULL, 0,
-				  "hb_mpijob_parse: missing jobspec");
-	rc = hb_k8s_read_begin(&rd, doc, spec, err, API_VERSION, "MPIJob",
-			       HB_SRC_MPIJOB);
-	if (rc)
-		return rc;
-	if ((rc = hb_k8s_get_obj(&rd, get(doc, "spec"), "spec", &s)))
-		return rc;
-	if (!s)
-		return hb_err_set(err, HB_EINVAL, spec->source_name, 0,
-				  "spec: missing");
-
-	/* Slots: tasks per node. */
-	if ((rc = hb_k8s_get_int(&rd, get(s, "slotsPerWorker"),
+	if ((rc = hb_k8s_get_int(rd, get(m->s, "slotsPerWorker"),
 				 "spec.slotsPerWorker", 0, INT32_MAXV, &v,
 				 &present)))
 		return rc;
 	if (present && v > 0) {
-		slots = v;
-		spec->ntasks_per_node = (uint32_t)v;
-		if ((rc = hb_k8s_set(&rd, get(s, "slotsPerWorker"),
+		m->slots = v;
+		rd->spec->ntasks_per_node = (uint32_t)v;
+		if ((rc = hb_k8s_set(rd, get(m->s, "slotsPerWorker"),
 				     "spec.slotsPerWorker",
 				     HB_F_NTASKS_PER_NODE, NULL)))
 			return rc;
 	}
+	return 0;
+}
 
-	/* Replicas. */
-	if ((rc = hb_k8s_get_obj(&rd, get(s, "mpiReplicaSpecs"),
-				 "spec.mpiReplicaSpecs", &rs)))
+/* Replicas: one launcher, the workers, and the node count. */
+static int read_replicas(struct mpijob_in *m)
+{
+	struct hb_k8s_reader *rd = &m->rd;
+	struct hb_jobspec *spec = rd->spec;
+	struct hb_err *err = rd->err;
+	const cJSON *s = m->s;
+	int64_t replicas = 0, v;
+	bool present, as_worker = false;
+	uint32_t nodes;
+	int rc;
+
+	if ((rc = hb_k8s_get_obj(rd, get(s, "mpiReplicaSpecs"),
+				 "spec.mpiReplicaSpecs", &m->rs)))
 		return rc;
-	if (!rs)
+	if (!m->rs)
 		return hb_err_set(err, HB_EINVAL, spec->source_name, lineof(s),
 				  "spec.mpiReplicaSpecs: missing");
-	if ((rc = hb_k8s_get_obj(&rd, get(rs, "Launcher"),
-				 "spec.mpiReplicaSpecs.Launcher", &launcher)) ||
-	    (rc = hb_k8s_get_obj(&rd, get(rs, "Worker"),
-				 "spec.mpiReplicaSpecs.Worker", &worker)))
+	if ((rc = hb_k8s_get_obj(rd, get(m->rs, "Launcher"),
+				 "spec.mpiReplicaSpecs.Launcher",
+				 &m->launcher)) ||
+	    (rc = hb_k8s_get_obj(rd, get(m->rs, "Worker"),
+				 "spec.mpiReplicaSpecs.Worker", &m->worker)))
 		return rc;
-	if (!launcher)
-		return hb_err_set(err, HB_EINVAL, spec->source_name, lineof(rs),
+	if (!m->launcher)
+		return hb_err_set(err, HB_EINVAL, spec->source_name,
+				  lineof(m->rs),
 				  "spec.mpiReplicaSpecs.Launcher: missing (an "
 				  "MPIJob needs its launcher)");
-	if ((rc = hb_k8s_get_int(&rd, get(launcher, "replicas"),
+	if ((rc = hb_k8s_get_int(rd, get(m->launcher, "replicas"),
 				 "spec.mpiReplicaSpecs.Launcher.replicas", 0,
 				 INT32_MAXV, &v, &present)))
 		return rc;
 	if (present && v != 1)
 		return hb_err_set(err, HB_EINVAL, spec->source_name,
-				  lineof(get(launcher, "replicas")),
+				  lineof(get(m->launcher, "replicas")),
 				  "spec.mpiReplicaSpecs.Launcher.replicas: "
 				  "must be 1");
-	if ((rc = hb_k8s_get_int(&rd, get(worker, "replicas"),
+	if ((rc = hb_k8s_get_int(rd, get(m->worker, "replicas"),
 				 "spec.mpiReplicaSpecs.Worker.replicas", 0,
 				 INT32_MAXV, &replicas, &present)))
 		return rc;
@@ -361,40 +359,59 @@ int hb_mpijob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
 	if (nodes == 0)
 		nodes = 1;
 	spec->nodes_min = nodes;
-	rd.m_nodes = nodes;
-	rd.m_slots = (uint32_t)slots;
-	if (worker && present) {
-		if ((rc = hb_k8s_set(&rd, get(worker, "replicas"),
+	rd->m_nodes = nodes;
+	rd->m_slots = (uint32_t)m->slots;
+	if (m->worker && present) {
+		if ((rc = hb_k8s_set(rd, get(m->worker, "replicas"),
 				     "spec.mpiReplicaSpecs.Worker.replicas",
 				     HB_F_NODES,
 				     as_worker ? "workers, plus the launcher "
 						 "as a worker"
 					       : NULL)))
 			return rc;
-	} else if ((rc = hb_k8s_set(&rd, launcher,
+	} else if ((rc = hb_k8s_set(rd, m->launcher,
 				    "spec.mpiReplicaSpecs.Launcher", HB_F_NODES,
 				    "no workers: the launcher alone"))) {
 		return rc;
 	}
+	return 0;
+}
 
-	/* Time limit. */
-	if ((rc = hb_k8s_get_obj(&rd, get(s, "runPolicy"), "spec.runPolicy",
-				 &rp)) ||
-	    (rc = hb_k8s_get_int(&rd, get(rp, "activeDeadlineSeconds"),
+/* Time limit. */
+static int read_deadline(struct mpijob_in *m)
+{
+	struct hb_k8s_reader *rd = &m->rd;
+	int64_t v;
+	bool present;
+	int rc;
+
+	if ((rc = hb_k8s_get_obj(rd, get(m->s, "runPolicy"), "spec.runPolicy",
+				 &m->rp)) ||
+	    (rc = hb_k8s_get_int(rd, get(m->rp, "activeDeadlineSeconds"),
 				 "spec.runPolicy.activeDeadlineSeconds", 1,
 				 1000000000000LL, &v, &present)))
 		return rc;
 	if (present) {
-		spec->time_limit = (uint64_t)v;
-		rd.m_has_deadline = true;
-		if ((rc = hb_k8s_set(&rd, get(rp, "activeDeadlineSeconds"),
+		rd->spec->time_limit = (uint64_t)v;
+		rd->m_has_deadline = true;
+		if ((rc = hb_k8s_set(rd, get(m->rp, "activeDeadlineSeconds"),
 				     "spec.runPolicy.activeDeadlineSeconds",
 				     HB_F_TIME_LIMIT, NULL)))
 			return rc;
 	}
+	return 0;
+}
 
-	/* MPI implementation: the operator's default is OpenMPI. */
-	if ((rc = hb_k8s_get_str(&rd, get(s, "mpiImplementation"),
+/* MPI implementation: the operator's default is OpenMPI. */
+static int read_mpi(struct mpijob_in *m)
+{
+	struct hb_k8s_reader *rd = &m->rd;
+	struct hb_jobspec *spec = rd->spec;
+	const cJSON *s = m->s;
+	const char *mpi;
+	int rc;
+
+	if ((rc = hb_k8s_get_str(rd, get(s, "mpiImplementation"),
 				 "spec.mpiImplementation", &mpi)))
 		return rc;
 	if (!mpi || strcmp(mpi, "OpenMPI") == 0)
@@ -404,75 +421,132 @@ int hb_mpijob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
 	else if (strcmp(mpi, "MPICH") == 0)
 		spec->mpi = HB_MPI_MPICH;
 	else
-		return hb_err_set(err, HB_EINVAL, spec->source_name,
+		return hb_err_set(rd->err, HB_EINVAL, spec->source_name,
 				  lineof(get(s, "mpiImplementation")),
 				  "spec.mpiImplementation: '%.60s' is not "
 				  "OpenMPI, Intel or MPICH",
 				  mpi);
-	if ((rc = hb_k8s_set(&rd, mpi ? get(s, "mpiImplementation") : s,
-			     mpi ? "spec.mpiImplementation" : "spec", HB_F_MPI,
-			     mpi ? NULL
-				 : "no mpiImplementation: the "
-				   "operator's default, OpenMPI")))
-		return rc;
+	return hb_k8s_set(rd, mpi ? get(s, "mpiImplementation") : s,
+			  mpi ? "spec.mpiImplementation" : "spec", HB_F_MPI,
+			  mpi ? NULL
+			      : "no mpiImplementation: the "
+				"operator's default, OpenMPI");
+}
 
-	/* The pods. */
-	if ((rc = pod(&rd, launcher, "spec.mpiReplicaSpecs.Launcher", &lps,
-		      &lc)))
+/* The pods: the workers' resources (else the launcher's) and the
+ * launcher's container, which runs the job. */
+static int read_pods(struct mpijob_in *m)
+{
+	static const char *const container_known[] = {
+	    "name", "image",	 "command",    "args",
+	    "env",  "resources", "workingDir", NULL};
+	struct hb_k8s_reader *rd = &m->rd;
+	const cJSON *lc, *wc;
+	int rc;
+
+	if ((rc = pod(rd, m->launcher, "spec.mpiReplicaSpecs.Launcher", &m->lps,
+		      &m->lc)))
 		return rc;
-	wps = wc = NULL;
-	if (worker &&
-	    (rc = pod(&rd, worker, "spec.mpiReplicaSpecs.Worker", &wps, &wc)))
+	m->wps = m->wc = NULL;
+	if (m->worker && (rc = pod(rd, m->worker, "spec.mpiReplicaSpecs.Worker",
+				   &m->wps, &m->wc)))
 		return rc;
-	if ((rc = hb_k8s_read_resources(&rd, get(wc ? wc : lc, "resources"),
+	lc = m->lc;
+	wc = m->wc;
+	if ((rc = hb_k8s_read_resources(rd, get(wc ? wc : lc, "resources"),
 					wc ? WORKER_PATH ".containers[0]."
 							 "resources"
 					   : LAUNCHER_PATH ".containers[0]."
 							   "resources",
-					(uint32_t)slots)))
+					(uint32_t)m->slots)))
 		return rc;
-	if (wc && !rd.ours &&
-	    (rc = hb_k8s_note(&rd, get(lc, "resources"),
+	if (wc && !rd->ours &&
+	    (rc = hb_k8s_note(rd, get(lc, "resources"),
 			      LAUNCHER_PATH ".containers[0].resources", 0, NULL,
 			      "not carried: the launcher's own resources")))
 		return rc;
-	if ((rc = hb_k8s_read_container(&rd, lc,
+	if ((rc = hb_k8s_read_container(rd, lc,
 					LAUNCHER_PATH ".containers[0]")) ||
-	    (rc = hb_k8s_note_unknown(&rd, lc, LAUNCHER_PATH ".containers[0]",
+	    (rc = hb_k8s_note_unknown(rd, lc, LAUNCHER_PATH ".containers[0]",
 				      container_known,
 				      "not carried: a container setting "
 				      "sbatch does not have")))
 		return rc;
+	return 0;
+}
 
-	/* What has no sbatch equivalent. */
-	if ((rc = hb_k8s_note_unknown(&rd, s, "spec", spec_known,
+/* What has no sbatch equivalent. */
+static int note_uncarried(struct mpijob_in *m)
+{
+	static const char *const spec_known[] = {
+	    "slotsPerWorker",	 "runPolicy",		"mpiReplicaSpecs",
+	    "mpiImplementation", "runLauncherAsWorker", NULL};
+	static const char *const rp_known[] = {"activeDeadlineSeconds", NULL};
+	static const char *const rs_known[] = {"Launcher", "Worker", NULL};
+	static const char *const replica_known[] = {"replicas", "template",
+						    "restartPolicy", NULL};
+	static const char *const ours_ps[] = {"containers", "nodeSelector",
+					      "affinity", NULL};
+	static const char *const ps_known[] = {"containers", NULL};
+	struct hb_k8s_reader *rd = &m->rd;
+	int rc;
+
+	if ((rc = hb_k8s_note_unknown(rd, m->s, "spec", spec_known,
 				      "not carried: an MPI Operator "
 				      "setting")) ||
-	    (rc = hb_k8s_note_unknown(&rd, rp, "spec.runPolicy", rp_known,
+	    (rc = hb_k8s_note_unknown(rd, m->rp, "spec.runPolicy", rp_known,
 				      "not carried: a run policy Slurm "
 				      "does not have")) ||
-	    (rc = hb_k8s_note_unknown(&rd, rs, "spec.mpiReplicaSpecs", rs_known,
+	    (rc = hb_k8s_note_unknown(rd, m->rs, "spec.mpiReplicaSpecs",
+				      rs_known,
 				      "not carried: not an MPIJob replica")) ||
-	    (rc = hb_k8s_note_unknown(&rd, launcher,
+	    (rc = hb_k8s_note_unknown(rd, m->launcher,
 				      "spec.mpiReplicaSpecs.Launcher",
 				      replica_known, "not carried")) ||
-	    (rc =
-		 hb_k8s_note_unknown(&rd, worker, "spec.mpiReplicaSpecs.Worker",
-				     replica_known, "not carried")) ||
-	    (rc = hb_k8s_note_unknown(&rd, lps, LAUNCHER_PATH,
-				      rd.ours ? ours_ps : ps_known,
+	    (rc = hb_k8s_note_unknown(rd, m->worker,
+				      "spec.mpiReplicaSpecs.Worker",
+				      replica_known, "not carried")) ||
+	    (rc = hb_k8s_note_unknown(rd, m->lps, LAUNCHER_PATH,
+				      rd->ours ? ours_ps : ps_known,
 				      "not carried: a pod setting sbatch "
 				      "does not have")) ||
-	    (rc = hb_k8s_note_unknown(&rd, wps, WORKER_PATH,
-				      rd.ours ? ours_ps : ps_known,
+	    (rc = hb_k8s_note_unknown(rd, m->wps, WORKER_PATH,
+				      rd->ours ? ours_ps : ps_known,
 				      "not carried: a pod setting sbatch "
 				      "does not have")))
 		return rc;
-	if (wc && !rd.ours &&
-	    (rc = hb_k8s_note(&rd, wc, WORKER_PATH ".containers[0]", 0, NULL,
+	if (m->wc && !rd->ours &&
+	    (rc = hb_k8s_note(rd, m->wc, WORKER_PATH ".containers[0]", 0, NULL,
 			      "the workers' container: its resources are "
 			      "read; its command (the ssh daemon) and the "
 			      "rest are not carried")))
 		return rc;
-	return hb_k8s_read_end(&rd);
+	return 0;
+}
+
+int hb_mpijob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
+		    struct hb_err *err)
+{
+	struct mpijob_in m;
+	int rc;
+
+	if (!spec)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "hb_mpijob_parse: missing jobspec");
+	memset(&m, 0, sizeof(m));
+	m.slots = 1;
+	rc = hb_k8s_read_begin(&m.rd, doc, spec, err, API_VERSION, "MPIJob",
+			       HB_SRC_MPIJOB);
+	if (rc)
+		return rc;
+	if ((rc = hb_k8s_get_obj(&m.rd, get(doc, "spec"), "spec", &m.s)))
+		return rc;
+	if (!m.s)
+		return hb_err_set(err, HB_EINVAL, spec->source_name, 0,
+				  "spec: missing");
+	if ((rc = read_slots(&m)) || (rc = read_replicas(&m)) ||
+	    (rc = read_deadline(&m)) || (rc = read_mpi(&m)) ||
+	    (rc = read_pods(&m)) || (rc = note_uncarried(&m)))
+		return rc;
+	return hb_k8s_read_end(&m.rd);
 }

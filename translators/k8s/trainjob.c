@@ -7,8 +7,8 @@
  * keys and the hostfile.  The trainer's command runs the launcher script,
  * which runs the original script unchanged.  Placement (node selectors,
  * affinity) goes into a runtime patch on the "launcher" and "node"
- * replicated jobs of the runtime.  Shared pieces are in k8s.c; the mapping
- * is in docs/internals/manifests.md.
+ * replicated jobs of the runtime.  Shared pieces are in k8s*.c
+ * (k8s_int.h); the mapping is in docs/internals/manifests.md.
  */
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +18,7 @@
 #include "hpcbridge/doc.h"
 #include "hpcbridge/mpijob.h"
 #include "hpcbridge/trainjob.h"
+#include "translators/k8s/k8s_int.h"
 
 #define API_VERSION   "trainer.kubeflow.org/v1alpha1"
 #define API_GROUP     "trainer.kubeflow.org"
@@ -77,7 +78,7 @@ static void patch_job(struct hb_emit *w, const struct hb_k8s_plan *plan,
 }
 
 int hb_trainjob_write(const struct hb_jobspec *spec,
-		      const struct hb_config *cfg, int64_t array_index,
+		      const struct hb_k8s_opts *cfg, int64_t array_index,
 		      struct hb_emit *w, struct hb_report *rep,
 		      struct hb_err *err)
 {
@@ -198,7 +199,7 @@ out:
 	return rc;
 }
 
-int hb_trainjob_emit(const struct hb_jobspec *spec, const struct hb_config *cfg,
+int hb_trainjob_emit(const struct hb_jobspec *spec, const struct hb_k8s_opts *cfg,
 		     int64_t array_index, struct cJSON **out,
 		     struct hb_report *rep, struct hb_err *err)
 {

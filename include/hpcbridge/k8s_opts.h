@@ -1,0 +1,74 @@
+/*
+ * k8s_opts.h - what the Kubernetes translators (MPIJob, TrainJob, the
+ * launcher's ConfigMap) take from the site: the kubernetes: section of
+ * hpcbridge.yaml and nothing else.
+ *
+ * gateway/config/ fills one from the file (struct hb_config's k8s member);
+ * a program that only translates can fill one itself.  The strings and
+ * tables are borrowed: the translators never free or change them.
+ */
+#ifndef HPCBRIDGE_K8S_OPTS_H
+#define HPCBRIDGE_K8S_OPTS_H
+
+#include <stdint.h>
+
+/* key -> value */
+struct hb_kv {
+	const char *key;
+	const char *value;
+};
+
+/* key -> a set of label=value pairs (a nodeSelector) */
+struct hb_selector_map {
+	const char *key;
+	struct hb_kv *labels;
+	uint32_t nlabels;
+};
+
+struct hb_k8s_opts {
+	const char *namespace;	     /* "default" */
+	const char *default_image;   /* image when nothing else maps */
+	struct hb_kv *module_images; /* module load name -> image */
+	uint32_t nmodule_images;
+	struct hb_kv *partition_images; /* partition -> image */
+	uint32_t npartition_images;
+	struct hb_kv *container_images; /* --container value -> image */
+	uint32_t ncontainer_images;
+	/* Image per MPI implementation, after container, module and
+	 * partition, before default_image; NULL: none. */
+	const char *openmpi_image, *intel_image, *mpich_image;
+	struct hb_kv *partition_queues; /* partition -> Kueue LocalQueue */
+	uint32_t npartition_queues;
+	const char *default_queue;	 /* NULL: no queue label */
+	const char *default_mpi;	 /* "OpenMPI" | "Intel" | "MPICH" */
+	const char *trainjob_runtime;	 /* ClusterTrainingRuntime name */
+	const char *ssh_auth_mount_path; /* MPIJob sshAuthMountPath */
+	const char *gpu_resource;	 /* "nvidia.com/gpu" */
+
+	/* Worker pod shape: what one Kubernetes worker node offers. */
+	uint32_t worker_cpus;	/* 0: unbounded */
+	uint64_t worker_mem_mb; /* 0: unbounded */
+	uint32_t worker_gpus;	/* 0: unbounded */
+
+	/* Launcher pod resources. */
+	uint32_t launcher_cpus;	  /* 1 */
+	uint64_t launcher_mem_mb; /* 1024 */
+	/* Where an MPIJob launcher finds its runtime: "configmap" (mounted
+	 * from the ConfigMap hb_launcher_runtime_name()) or "inline" (carried
+	 * in every manifest). */
+	const char *launcher_runtime;
+
+	struct hb_selector_map *constraint_selectors;
+	uint32_t nconstraint_selectors;
+	struct hb_selector_map *gpu_type_selectors;
+	uint32_t ngpu_type_selectors;
+
+	uint32_t max_array_jobs; /* cap on MPIJobs from one array */
+};
+
+/* Look key up in a map; NULL if absent. */
+const char *hb_kv_get(const struct hb_kv *kv, uint32_t n, const char *key);
+const struct hb_selector_map *hb_selector_get(const struct hb_selector_map *m,
+					      uint32_t n, const char *key);
+
+#endif

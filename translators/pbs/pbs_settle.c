@@ -1,0 +1,771 @@
+/*
+ * pbs_settle.c - what the PBS reader settles once every directive is
+ * read: the job's shape from nodes= or select=, the constraint, node list,
+ * licenses and exclusive from every source, memory, GPUs, times, output
+ * names, join, project and export.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "pbs_int.h"
+
+/* Errors from here on name directive d's place (settling). */
+static void at_dir(struct ctx *c, uint32_t d)
+{
+	c->cli = dir_at(c, d)->origin.kind == HB_ORIGIN_CLI;
+	c->loc = dir_at(c, d)->origin.line;
+}
+
+/* Join a set with sep into an arena string; NULL for an empty set. */
+static int set_join(struct ctx *c, const struct strset *s, char sep, char **out)
+{
+	size_t len = 0;
+	char *p;
+
+	*out = NULL;
+	if (!s->n)
+		return 0;
+	for (uint32_t i = 0; i < s->n; i++)
+		len += strlen(s->v[i]) + 1;
+	p = hb_arena_alloc(&c->spec->arena, len);
+	if (!p)
+		return pbs_oom(c);
+	*out = p;
+	for (uint32_t i = 0; i < s->n; i++) {
+		size_t n = strlen(s->v[i]);
+
+		if (i)
+			*p++ = sep;
+		memcpy(p, s->v[i], n);
+		p += n;
+	}
+	*p = '\0';
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Settling: resources into the jobspec's shape                         */
+
+static int joined_note(struct ctx *c, uint32_t d, uint32_t into,
+		       const char *what)
+{
+	char w[48];
+
+	if (d == NO_DIR || d == into)
+		return 0;
+	return pbs_note_at(c, d, "%s joined into the %s set at %s", what, what,
+			   pbs_where(c, into, w));
+}
+
+static uint32_t latest(const uint32_t *d, int n)
+{
+	uint32_t best = NO_DIR;
+
+	for (int i = 0; i < n; i++)
+		if (d[i] != NO_DIR && (best == NO_DIR || d[i] > best))
+			best = d[i];
+	return best;
+}
+
+/* Constraint, nodelist, licenses and exclusive from every source. */
+static int settle_lists(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+	const struct strset *fs[3] = {&c->tn.feat, &c->ps.cons, &c->feature};
+	const struct strset *hs[3] = {&c->tn.hosts, &c->ps.hosts, &c->host};
+	uint32_t fd[3] = {c->d_nodes, c->d_select, c->d_feature};
+	uint32_t hd[3] = {c->d_nodes, c->d_select, c->d_host};
+	struct strset all = {0}, hall = {0};
+	uint32_t into;
+	int rc;
+
+	for (int i = 0; i < 3; i++) {
+		if (fd[i] == NO_DIR || !fs[i]->n)
+			fd[i] = NO_DIR;
+		if (hd[i] == NO_DIR || !hs[i]->n)
+			hd[i] = NO_DIR;
+		for (uint32_t k = 0; fd[i] != NO_DIR && k < fs[i]->n; k++) {
+			rc = pbs_set_add(c, &all, fs[i]->v[k],
+					 strlen(fs[i]->v[k]));
+			if (rc)
+				return rc;
+		}
+		for (uint32_t k = 0; hd[i] != NO_DIR && k < hs[i]->n; k++) {
+			rc = pbs_set_add(c, &hall, hs[i]->v[k],
+					 strlen(hs[i]->v[k]));
+			if (rc)
+				return rc;
+		}
+	}
+	into = latest(fd, 3);
+	if (into != NO_DIR) {
+		char *j;
+
+		rc = set_join(c, &all, '&', &j);
+		if (rc)
+			return rc;
+		s->constraint = j;
+		pbs_set_at(c, into, HB_F_CONSTRAINT);
+		for (int i = 0; i < 3; i++) {
+			rc = joined_note(c, fd[i], into, "constraint");
+			if (rc)
+				return rc;
+		}
+	}
+	into = latest(hd, 3);
+	if (into != NO_DIR) {
+		char *j;
+
+		rc = set_join(c, &hall, ',', &j);
+		if (rc)
+			return rc;
+		s->nodelist = j;
+		pbs_set_at(c, into, HB_F_NODELIST);
+		for (int i = 0; i < 3; i++) {
+			rc = joined_note(c, hd[i], into, "nodelist");
+			if (rc)
+				return rc;
+		}
+	}
+	if (c->d_gres != NO_DIR && c->gres_lic) {
+		s->licenses = c->gres_lic;
+		pbs_set_at(c, c->d_gres, HB_F_LICENSES);
+	}
+	{
+		uint32_t ed[4] = {
+		    c->tn.excl ? c->d_nodes : NO_DIR,
+		    c->place_excl ? c->d_place : NO_DIR,
+		    c->naccess_excl ? c->d_naccess : NO_DIR,
+		    c->d_wx,
+		};
+
+		into = latest(ed, 4);
+		if (into != NO_DIR) {
+			s->exclusive = true;
+			pbs_set_at(c, into, HB_F_EXCLUSIVE);
+			for (int i = 0; i < 4; i++) {
+				char w[48];
+
+				if (ed[i] == NO_DIR || ed[i] == into)
+					continue;
+				rc = pbs_note_at(
+					c, ed[i],
+					"exclusive, as also asked at %s",
+					pbs_where(c, into, w));
+				if (rc)
+					return rc;
+			}
+		}
+	}
+	return 0;
+}
+
+/* CPUs per task of chunk i (directive d): ompthreads when given, else
+ * ncpus / mpiprocs; a note where the two disagree. */
+static int chunk_cpus_per_task(struct ctx *c, uint32_t d, uint32_t i,
+			       const struct hb_chunk *k, uint32_t *cpt)
+{
+	uint32_t t;
+	int rc = 0;
+
+	if (k->ompthreads) {
+		t = k->ompthreads;
+		if ((uint64_t)k->ompthreads * k->mpiprocs != k->ncpus)
+			rc = pbs_note_at(c, d,
+					 "chunk %u: ompthreads x mpiprocs "
+					 "= %llu differs from ncpus=%u; "
+					 "CPUs per task follow ompthreads",
+					 i + 1,
+					 (unsigned long long)k->ompthreads *
+						 k->mpiprocs,
+					 k->ncpus);
+	} else if (k->mpiprocs) {
+		t = k->ncpus / k->mpiprocs;
+		if (t == 0)
+			t = 1;
+		if (k->ncpus % k->mpiprocs)
+			rc = pbs_note_at(c, d,
+					 "chunk %u: ncpus=%u is not a "
+					 "multiple of mpiprocs=%u; %u CPUs "
+					 "per task",
+					 i + 1, k->ncpus, k->mpiprocs, t);
+	} else {
+		t = k->ncpus ? k->ncpus : 1;
+	}
+	*cpt = t;
+	return rc;
+}
+
+static int settle_select(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+	struct pselect *p = &c->ps;
+	uint32_t d = c->d_select;
+	uint64_t nodes = 0, tasks = 0, mem = 0, gpus = 0, cpus = 0;
+	uint32_t tpn = 0, cpt = 0, maxmpi = 0;
+	bool pack = c->d_place != NO_DIR && c->place_arr == ARR_PACK;
+	bool any_mem = false, any_gpu = false;
+	int rc;
+
+	at_dir(c, d);
+	for (uint32_t i = 0; i < p->n; i++) {
+		struct hb_chunk *k = &p->chunks[i];
+		uint64_t k_cpus;
+		uint32_t t;
+
+		rc = chunk_cpus_per_task(c, d, i, k, &t);
+		if (rc)
+			return rc;
+		/* CPUs this chunk's node needs, as the jobspec asks them:
+		 * its tasks (at least one) times CPUs per task. */
+		k_cpus = (uint64_t)(k->mpiprocs ? k->mpiprocs : 1) * t;
+		if (k_cpus > UINT32_MAX)
+			return pbs_fail(c, HB_ERANGE,
+					"-l select: CPUs per chunk overflow");
+		if (pack)
+			cpus += k->count * k_cpus;
+		else if (k_cpus > cpus)
+			cpus = k_cpus;
+		if (k->mpiprocs > maxmpi)
+			maxmpi = k->mpiprocs;
+		nodes += k->count;
+		tasks += (uint64_t)k->count * k->mpiprocs;
+		if (k->mem_mb)
+			any_mem = true;
+		if (k->ngpus)
+			any_gpu = true;
+		if (pack) {
+			if (k->mem_mb &&
+			    k->count > (MAX_MEM_MIB - mem) / k->mem_mb)
+				return pbs_fail(
+					c, HB_ERANGE,
+					"-l select: mem (count x mem) is "
+					"too large (at most %llu MiB, as "
+					"sbatch)",
+					(unsigned long long)MAX_MEM_MIB);
+			mem += (uint64_t)k->count * k->mem_mb;
+			gpus += (uint64_t)k->count * k->ngpus;
+		} else {
+			if (k->mem_mb > mem)
+				mem = k->mem_mb;
+			if (k->ngpus > gpus)
+				gpus = k->ngpus;
+		}
+		if (nodes > UINT32_MAX || tasks > UINT32_MAX ||
+		    gpus > UINT32_MAX || cpus > UINT32_MAX ||
+		    mem > MAX_MEM_MIB)
+			return pbs_fail(c, HB_ERANGE,
+					"-l select: totals overflow");
+	}
+	tpn = pack ? (uint32_t)tasks : maxmpi;
+	/* Enough CPUs per task that every node holds its largest chunk. */
+	cpt = (uint32_t)((cpus + (tpn ? tpn : 1) - 1) / (tpn ? tpn : 1));
+	if (pack) {
+		nodes = 1;
+		rc = pbs_note_at(c, d,
+				 "place=pack: every chunk on one node, "
+				 "with their tasks, memory and GPUs added");
+		if (rc)
+			return rc;
+	}
+	s->nodes_min = s->nodes_max = (uint32_t)nodes;
+	pbs_set_at(c, d, HB_F_NODES);
+	if (tpn) {
+		s->ntasks_per_node = tpn;
+		pbs_set_at(c, d, HB_F_NTASKS_PER_NODE);
+	} else {
+		rc = pbs_note_at(c, d,
+				 "no chunk has MPI processes: one task per "
+				 "node");
+		if (rc)
+			return rc;
+	}
+	s->cpus_per_task = cpt;
+	pbs_set_at(c, d, HB_F_CPUS_PER_TASK);
+	if (any_mem) {
+		s->mem_kind = HB_MEM_PER_NODE;
+		s->mem_mb = mem;
+		pbs_set_at(c, d, HB_F_MEM);
+	}
+	if (any_gpu) {
+		s->gpu_scope = HB_GPU_PER_NODE;
+		s->gpus = (uint32_t)gpus;
+		s->gpu_type = p->gpu_type;
+		pbs_set_at(c, d, HB_F_GPUS);
+	} else if (p->gpu_type) {
+		rc = pbs_note_at(c, d,
+				 "a GPU model without ngpus is not carried");
+		if (rc)
+			return rc;
+	}
+	if (p->n > 1) {
+		s->chunks = p->chunks;
+		s->nchunks = p->n;
+		pbs_set_at(c, d, HB_F_HETEROGENEOUS);
+		if (tasks && !pack) {
+			s->ntasks = (uint32_t)tasks;
+			pbs_set_at(c, d, HB_F_NTASKS);
+		}
+		if (!pack) {
+			rc = pbs_note_at(
+				c, d,
+				"%u chunks: %llu nodes and %llu tasks in "
+				"all; every node is sized to hold the "
+				"largest chunk (%u tasks x %u CPUs, "
+				"%llu MiB, %llu GPUs)",
+				p->n, (unsigned long long)nodes,
+				(unsigned long long)tasks, tpn ? tpn : 1, cpt,
+				(unsigned long long)mem,
+				(unsigned long long)gpus);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static int settle_nodes(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+	struct tnodes *t = &c->tn;
+	uint32_t d = c->d_nodes;
+
+	s->nodes_min = s->nodes_max = t->nodes;
+	pbs_set_at(c, d, HB_F_NODES);
+	if (t->ppn_set) {
+		s->ntasks_per_node = t->ppn;
+		pbs_set_at(c, d, HB_F_NTASKS_PER_NODE);
+	}
+	if (t->mixed) {
+		s->ntasks = (uint32_t)t->ntasks;
+		pbs_set_at(c, d, HB_F_NTASKS);
+	}
+	if (t->cpn) {
+		uint32_t tpn = t->ppn ? t->ppn : 1;
+
+		s->cpus_per_task = t->cpn / tpn ? t->cpn / tpn : 1;
+		pbs_set_at(c, d, HB_F_CPUS_PER_TASK);
+	}
+	if (t->gpus) {
+		s->gpu_scope = HB_GPU_PER_NODE;
+		s->gpus = t->gpus;
+		pbs_set_at(c, d, HB_F_GPUS);
+	}
+	return 0;
+}
+
+static int settle_shape(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+	char w[48];
+	int rc;
+
+	if (c->d_select != NO_DIR && c->d_nodes != NO_DIR) {
+		uint32_t later =
+		    c->d_select > c->d_nodes ? c->d_select : c->d_nodes;
+		uint32_t other =
+		    later == c->d_select ? c->d_nodes : c->d_select;
+
+		at_dir(c, later);
+		return pbs_fail(c, HB_ECONFLICT,
+				"-l %s cannot be mixed with -l %s (%s), as in "
+				"PBS",
+				later == c->d_select ? "select" : "nodes",
+				later == c->d_select ? "nodes" : "select",
+				pbs_where(c, other, w));
+	}
+	if (c->d_select != NO_DIR) {
+		rc = settle_select(c);
+		if (rc)
+			return rc;
+	} else if (c->d_nodes != NO_DIR) {
+		rc = settle_nodes(c);
+		if (rc)
+			return rc;
+	}
+	if (c->d_place != NO_DIR && c->d_select == NO_DIR &&
+	    c->place_arr != ARR_NONE) {
+		rc = pbs_note_at(c, c->d_place,
+				 "placement without select= has "
+				 "nothing to arrange");
+		if (rc)
+			return rc;
+	}
+	if (c->d_ncpus != NO_DIR) {
+		uint32_t d = c->d_ncpus;
+
+		if (c->d_select != NO_DIR) {
+			rc = pbs_note_at(c, d,
+					 "ignored: select= gives the CPUs");
+		} else if (c->d_nodes != NO_DIR) {
+			uint32_t per = c->ncpus / s->nodes_min;
+			uint32_t tpn =
+			    s->ntasks_per_node ? s->ntasks_per_node : 1;
+
+			s->cpus_per_task = per / tpn ? per / tpn : 1;
+			pbs_set_at(c, d, HB_F_CPUS_PER_TASK);
+			rc = pbs_note_at(c, d,
+					 "%u CPUs spread over %u nodes: %u "
+					 "per task",
+					 c->ncpus, s->nodes_min,
+					 s->cpus_per_task);
+		} else {
+			s->cpus_per_task = c->ncpus;
+			pbs_set_at(c, d, HB_F_CPUS_PER_TASK);
+			rc = pbs_note_at(c, d, "one task with %u CPUs",
+					 c->ncpus);
+		}
+		if (rc)
+			return rc;
+	}
+	if (c->d_procs != NO_DIR) {
+		if (c->d_select != NO_DIR) {
+			rc = pbs_note_at(c, c->d_procs,
+					 "ignored: select= gives the tasks");
+			if (rc)
+				return rc;
+		} else {
+			s->ntasks = c->procs;
+			pbs_set_at(c, c->d_procs, HB_F_NTASKS);
+		}
+	}
+	return 0;
+}
+
+static int settle_mem(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+	bool mem = c->d_mem != NO_DIR && c->mem_mb;
+	bool pmem = c->d_pmem != NO_DIR && c->pmem_mb;
+	struct hb_shape sh;
+	char w[48];
+
+	if (s->mem_kind == HB_MEM_PER_NODE) {
+		/* select= chunks gave memory per node */
+		if (mem && pbs_note_at(c, c->d_mem,
+				       "ignored: select= chunks give "
+				       "memory per node"))
+			return HB_ENOMEM;
+		if (pmem && pbs_note_at(c, c->d_pmem,
+					"ignored: select= chunks "
+					"give memory per node"))
+			return HB_ENOMEM;
+		return 0;
+	}
+	if (mem && pmem) {
+		uint64_t job, proc;
+
+		if (hb_jobspec_shape(s, &sh)) {
+			at_dir(c, c->d_pmem);
+			return pbs_fail(c, HB_ERANGE,
+					"-l pmem: job shape overflows");
+		}
+		job = (c->mem_mb + sh.nodes - 1) / sh.nodes;
+		proc = c->pmem_mb > UINT64_MAX / sh.tasks_per_node
+			   ? UINT64_MAX
+			   : c->pmem_mb * sh.tasks_per_node;
+		if (proc > job) {
+			mem = false;
+			if (pbs_note_at(c, c->d_mem,
+					"dropped: pmem at %s needs more memory "
+					"per node (%llu MiB against %llu MiB)",
+					pbs_where(c, c->d_pmem, w),
+					(unsigned long long)proc,
+					(unsigned long long)job))
+				return HB_ENOMEM;
+		} else {
+			pmem = false;
+			if (pbs_note_at(
+				    c, c->d_pmem,
+				    "dropped: the job-wide mem at %s needs at "
+				    "least as much per node",
+				    pbs_where(c, c->d_mem, w)))
+				return HB_ENOMEM;
+		}
+	}
+	if (mem) {
+		s->mem_kind = HB_MEM_JOB;
+		s->mem_mb = c->mem_mb;
+		pbs_set_at(c, c->d_mem, HB_F_MEM);
+	} else if (pmem) {
+		s->mem_kind = HB_MEM_PER_PROCESS;
+		s->mem_mb = c->pmem_mb;
+		pbs_set_at(c, c->d_pmem, HB_F_MEM);
+	}
+	return 0;
+}
+
+static int dir_default(struct ctx *c, uint32_t d, const char **path, char which)
+{
+	const char *p = *path, *n;
+	size_t len;
+
+	if (d == NO_DIR || !p)
+		return 0;
+	len = strlen(p);
+	if (!len || p[len - 1] != '/') {
+		if (strchr(p, '%'))
+			return pbs_note_at(c, d,
+					   "'%%' in the path: Slurm reads it "
+					   "as a file name pattern");
+		return 0;
+	}
+	n = hb_arena_printf(&c->spec->arena, "%s%%x.%c%s", p, which,
+			    c->spec->narray_ranges ? "%A.%a" : "%j");
+	if (!n)
+		return pbs_oom(c);
+	*path = n;
+	return pbs_note_at(c, d,
+			   "a directory: PBS's default name JOB.%cSEQ%s is "
+			   "used, as %s",
+			   which, c->spec->narray_ranges ? ".INDEX" : "",
+			   n + len);
+}
+
+/* GPUs given job-wide or as gres, when nodes/select gave none. */
+static int settle_gpus(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+	int rc;
+
+	if (c->d_gres != NO_DIR && c->gres_gpus) {
+		if (s->gpu_scope != HB_GPU_NONE) {
+			rc = pbs_note_at(c, c->d_gres,
+					 "gres GPUs dropped: GPUs "
+					 "per node are already "
+					 "given");
+		} else {
+			s->gpu_scope = HB_GPU_PER_NODE;
+			s->gpus = c->gres_gpus;
+			pbs_set_at(c, c->d_gres, HB_F_GPUS);
+			rc = 0;
+		}
+		if (rc)
+			return rc;
+	}
+	if (c->d_ngpus != NO_DIR) {
+		if (s->gpu_scope != HB_GPU_NONE) {
+			rc = pbs_note_at(c, c->d_ngpus,
+					 "ignored: GPUs per node "
+					 "are already given");
+		} else if (c->ngpus) {
+			s->gpu_scope = HB_GPU_PER_JOB;
+			s->gpus = c->ngpus;
+			pbs_set_at(c, c->d_ngpus, HB_F_GPUS);
+			rc = 0;
+		} else {
+			rc = pbs_note_at(c, c->d_ngpus, "no GPUs");
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Time limits. */
+static int settle_times(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+	int rc;
+
+	if (c->d_wall != NO_DIR && c->wall) {
+		s->time_limit = c->wall;
+		pbs_set_at(c, c->d_wall, HB_F_TIME_LIMIT);
+	}
+	if (c->d_maxwall != NO_DIR && c->maxwall) {
+		if (s->time_limit) {
+			rc = pbs_note_at(c, c->d_maxwall,
+					 "ignored: walltime is given");
+			if (rc)
+				return rc;
+		} else {
+			s->time_limit = c->maxwall;
+			pbs_set_at(c, c->d_maxwall, HB_F_TIME_LIMIT);
+		}
+	}
+	if (c->d_minwall != NO_DIR && c->minwall) {
+		s->time_min = c->minwall;
+		pbs_set_at(c, c->d_minwall, HB_F_TIME_MIN);
+	}
+	return 0;
+}
+
+/* Stage-in files: data inputs (remote side of local@host:remote). */
+static int settle_stagein(struct ctx *c)
+{
+	const char *p = c->stagein;
+
+	if (c->d_stagein == NO_DIR)
+		return 0;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		const char *at = memchr(p, '@', n);
+		char *item = pbs_dupn(c, at + 1, (size_t)(p + n - at - 1));
+
+		if (!item || hb_jobspec_add_data(c->spec, item))
+			return pbs_oom(c);
+		p += n;
+		if (*p)
+			p++;
+	}
+	pbs_set_at(c, c->d_stagein, HB_F_DATA);
+	return 0;
+}
+
+/* -j eo: both streams go to the error file, which is the output now. */
+static int join_eo(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+	uint32_t d = c->d_join;
+	char w[48];
+	int rc = 0;
+
+	s->join_output = true;
+	if (c->d_out != NO_DIR) {
+		pbs_drop_field(c, c->d_out, HB_F_OUTPUT);
+		s->output = NULL;
+		rc = pbs_note_at(c, c->d_out,
+				 "ignored: -j eo at %s sends "
+				 "stdout to the error file",
+				 pbs_where(c, d, w));
+	}
+	if (!rc && c->d_errp != NO_DIR) {
+		s->output = s->error;
+		s->error = NULL;
+		pbs_drop_field(c, c->d_errp, HB_F_ERROR);
+		pbs_set_at(c, c->d_errp, HB_F_OUTPUT);
+		pbs_set_at(c, d, HB_F_ERROR);
+		rc = pbs_note_at(c, c->d_errp, "both streams go here (-j eo)");
+	} else if (!rc) {
+		pbs_set_at(c, d, HB_F_ERROR);
+		rc = pbs_note_at(c, d,
+				 "eo: both streams go to one "
+				 "file, the job's output file "
+				 "here (PBS names it JOB.eNNN)");
+	}
+	return rc;
+}
+
+/* -j: the streams apart, or joined into one file. */
+static int settle_join(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+	uint32_t d = c->d_join;
+	char w[48];
+	int rc = 0;
+
+	if (d == NO_DIR)
+		return 0;
+	if (c->join == JOIN_N) {
+		s->join_output = false;
+		return pbs_note_at(c, d, "streams stay apart (the default)");
+	}
+	if (c->join != JOIN_OE)
+		return join_eo(c);
+	s->join_output = true;
+	pbs_set_at(c, d, HB_F_ERROR);
+	if (c->d_errp != NO_DIR) {
+		s->error = NULL;
+		pbs_drop_field(c, c->d_errp, HB_F_ERROR);
+		rc = pbs_note_at(c, c->d_errp,
+				 "ignored: -j oe at %s sends "
+				 "stderr to the output file",
+				 pbs_where(c, d, w));
+	}
+	return rc;
+}
+
+/* Project: the account, unless -A gives one. */
+static int settle_project(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+
+	if (c->d_project == NO_DIR)
+		return 0;
+	if (!s->account) {
+		s->account = c->project;
+		pbs_set_at(c, c->d_project, HB_F_ACCOUNT);
+		return pbs_note_at(c, c->d_project,
+				   "PBS Pro project used as the account "
+				   "(no -A)");
+	}
+	s->comment = hb_arena_printf(&s->arena, "project=%s", c->project);
+	if (!s->comment)
+		return pbs_oom(c);
+	pbs_set_at(c, c->d_project, HB_F_COMMENT);
+	return pbs_note_at(c, c->d_project,
+			   "-A gives the account; the project is "
+			   "kept as the comment");
+}
+
+/* Export: the -v list, after ALL when -V is given. */
+static int settle_export(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+
+	if (c->d_export == NO_DIR)
+		return 0;
+	if (s->export_all)
+		s->export_spec = hb_arena_printf(
+			&s->arena, "ALL%s%s", c->exports.len ? "," : "",
+			c->exports.len ? c->exports.data : "");
+	else
+		s->export_spec = pbs_dup(c, c->exports.data);
+	if (!s->export_spec)
+		return pbs_oom(c);
+	return 0;
+}
+
+static int settle_misc(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+	int rc;
+
+	rc = settle_gpus(c);
+	if (!rc)
+		rc = settle_times(c);
+	if (!rc)
+		rc = settle_stagein(c);
+	/* A directory gets PBS's default file name, JOB.oSEQ / JOB.eSEQ,
+	 * as a Slurm pattern (%x job name, %j job id, %A.%a for arrays). */
+	if (!rc)
+		rc = dir_default(c, c->d_out, &s->output, 'o');
+	if (!rc)
+		rc = dir_default(c, c->d_errp, &s->error, 'e');
+	if (!rc)
+		rc = settle_join(c);
+	if (!rc)
+		rc = settle_project(c);
+	if (!rc)
+		rc = settle_export(c);
+	return rc;
+}
+
+/* Every directive says what it set or why it set nothing. */
+static int check_notes(struct ctx *c)
+{
+	for (uint32_t i = 0; i < c->spec->ndirectives; i++) {
+		struct hb_directive *d = &c->spec->directives[i];
+
+		if (d->kind == HB_DIR_PBS && !d->nfields && !d->note) {
+			d->note = "no effect";
+		}
+	}
+	return 0;
+}
+
+/* Settle what the options left for the end, in this order. */
+int pbs_settle(struct ctx *c)
+{
+	int rc = settle_shape(c);
+
+	if (!rc)
+		rc = settle_lists(c);
+	if (!rc)
+		rc = settle_mem(c);
+	if (!rc)
+		rc = settle_misc(c);
+	if (!rc)
+		rc = check_notes(c);
+	return rc;
+}
