@@ -285,16 +285,16 @@ static void fit_fd_limit(struct hb_daemon *d)
 /* The backend burst jobs run on, as remote.backend says. */
 static int remote_new(struct hb_daemon *d, struct hb_err *err)
 {
-	struct hb_backend_kube_opts ko = { 0 };
+	struct hb_remote_kube_opts ko = { 0 };
 
 	if (strcmp(d->cfg.remote_backend, "kubernetes"))
-		return hb_backend_local_new(d->cfg.remote_local_dir,
+		return hb_remote_local_new(d->cfg.remote_local_dir,
 					    REMOTE_GRACE_MS, &d->remote, err);
 	ko.kubeconfig = d->cfg.remote_kubeconfig;
 	ko.context = d->cfg.remote_context;
 	ko.ns = d->cfg.k8s.namespace;
 	ko.workers = d->cfg.daemon_workers;
-	return hb_backend_kube_new(&ko, &d->remote, err);
+	return hb_remote_kube_new(&ko, &d->remote, err);
 }
 
 int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
@@ -404,8 +404,8 @@ fail:
 	return rc;
 }
 
-void hb_daemon_set_backend(struct hb_daemon *d,
-			   const struct hb_daemon_backend *b)
+void hb_daemon_set_slurm(struct hb_daemon *d,
+			   const struct hb_slurm_side_ops *b)
 {
 	if (b)
 		d->be = *b;
@@ -430,7 +430,7 @@ void hb_daemon_free(struct hb_daemon *d)
 		hb_pool_free(d->rpool);
 		d->rpool = NULL;
 	}
-	hb_backend_free(d->remote); /* remote jobs keep running */
+	hb_remote_free(d->remote); /* remote jobs keep running */
 	d->remote = NULL;
 	/* what waits for a sync goes out first, while its tasks can still
 	 * reach the workers; from here on syncs are made in this thread */

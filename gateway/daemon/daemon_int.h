@@ -18,7 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "daemon.h"
-#include "hpcbridge/backend.h"
+#include "hpcbridge/remote.h"
 #include "hpcbridge/buf.h"
 #include "hpcbridge/config.h"
 #include "hpcbridge/doc.h"
@@ -125,7 +125,7 @@ enum rstop {
 
 /* What a TASK_REMOTE_* task carries, and what its worker found. */
 struct rwork {
-	struct hb_backend *be;
+	struct hb_remote *be;
 	/* &d->cfg: a reload waits until no rwork is in flight */
 	const struct hb_config *cfg;
 	char rid[48];	  /* the remote id: "<id>" or "<id>-t<N>" */
@@ -159,7 +159,7 @@ struct task {
 	int rc;
 	struct hb_err err;
 	/* what the backend is: copied when launched */
-	struct hb_daemon_backend be;
+	struct hb_slurm_side_ops be;
 	uid_t actor_uid;
 	char actor_user[64], peer[32];
 	struct rwork *rw;	      /* TASK_REMOTE_* */
@@ -187,8 +187,8 @@ struct hb_daemon {
 	struct task *rtasks;	/* ... staged, queued or running */
 	unsigned nremote, rlimit; /* how many; at most */
 	int reload_wanted;	/* SIGHUP came while rtasks ran */
-	struct hb_daemon_backend be;
-	struct hb_backend *remote;     /* where burst jobs run */
+	struct hb_slurm_side_ops be;
+	struct hb_remote *remote;     /* where burst jobs run */
 	struct hb_kube_origin *origin; /* managed MPIJobs (origin.c), or NULL */
 	struct hb_origin_ev *origin_wait; /* their events until Slurm is
 					   * seen */

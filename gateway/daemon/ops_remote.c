@@ -412,9 +412,9 @@ int hbd_rstart_run(struct task *t)
 	rj.account = w->account;
 	rj.array_task = w->task;
 	rj.cfg = w->cfg;
-	rc = hb_backend_start(w->be, &rj, &err);
+	rc = hb_remote_start(w->be, &rj, &err);
 	if (!rc)
-		rc = hb_backend_status(w->be, w->rid, &w->st, &err);
+		rc = hb_remote_status(w->be, w->rid, &w->st, &err);
 	if (rc)
 		hb_err_set(&t->err, rc, NULL, 0, "cannot start %s: %s", t->id,
 			   err.msg[0] ? err.msg : hb_strerror(rc));
@@ -433,8 +433,8 @@ int hbd_rpoll_run(struct task *t)
 
 	hb_buf_init(&data, w->max + 1);
 	hb_buf_init(&b64, 0);
-	if ((rc = hb_backend_status(w->be, w->rid, &w->st, &t->err)) ||
-	    (rc = hb_backend_log(w->be, w->rid, w->offset, w->max, &data,
+	if ((rc = hb_remote_status(w->be, w->rid, &w->st, &t->err)) ||
+	    (rc = hb_remote_log(w->be, w->rid, w->offset, w->max, &data,
 				 &t->err)))
 		goto out;
 	/* Final, and this read did not stop at the cap: nothing more. */

@@ -27,7 +27,7 @@
 struct poll_task {
 	struct hb_task t; /* first */
 	struct hb_daemon *d;
-	struct hb_daemon_backend be;
+	struct hb_slurm_side_ops be;
 	struct hb_slurm_change *v;
 	size_t n, cap;
 	int64_t began_ms; /* wall clock */

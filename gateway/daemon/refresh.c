@@ -20,7 +20,7 @@
 struct estimate_task {
 	struct hb_task t; /* first */
 	struct hb_daemon *d;
-	struct hb_daemon_backend be;
+	struct hb_slurm_side_ops be;
 	struct hb_decider_part *v;
 	size_t n;
 	int64_t at; /* Unix seconds the refresh began */
@@ -123,7 +123,7 @@ static void kcap_run(struct hb_task *ht)
 {
 	struct kcap_task *kt = (struct kcap_task *)ht;
 
-	kt->rc = hb_backend_capacity(kt->d->remote, &kt->o, &kt->cap,
+	kt->rc = hb_remote_capacity(kt->d->remote, &kt->o, &kt->cap,
 				     &kt->err);
 }
 

@@ -78,7 +78,7 @@ static void task_run(struct hb_task *ht)
 	else if (t->kind == TASK_REMOTE_POLL)
 		t->rc = hbd_rpoll_run(t);
 	else if (t->kind == TASK_REMOTE_CANCEL)
-		t->rc = hb_backend_cancel(t->rw->be, t->rw->rid, &t->err);
+		t->rc = hb_remote_cancel(t->rw->be, t->rw->rid, &t->err);
 	else if (t->kind == TASK_SUBMIT)
 		t->rc = t->be.slurm_submit(t->be.ctx, &t->req, &t->slurm_job_id,
 					   &t->err);

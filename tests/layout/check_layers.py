@@ -52,7 +52,7 @@ HEADERS = {
     "placement.h": "gateway/placement", "policy.h": "gateway/placement",
     "snapshot.h": "gateway/placement", "rules.h": "gateway/placement",
     "kube_capacity.h": "gateway/placement",
-    "backend.h": "gateway/sides", "side.h": "gateway/sides",
+    "remote.h": "gateway/sides",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
