@@ -41,7 +41,7 @@ HEADERS = {
     "clock.h": "translators/base",
     "jobspec.h": "translators", "fidelity.h": "translators",
     "translate.h": "translators", "sbatch.h": "translators",
-    "pbs.h": "translators", "mpijob.h": "translators",
+"mpijob.h": "translators",
     "trainjob.h": "translators", "launcher.h": "translators",
     "schema.h": "translators", "k8s_opts.h": "translators",
     "store.h": "state",
