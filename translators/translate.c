@@ -7,7 +7,7 @@
 
 #include "hpcbridge/doc.h"
 #include "hpcbridge/mpijob.h"
-#include "hpcbridge/pbs.h"
+#include "translators/pbs/pbs.h"
 #include "hpcbridge/trainjob.h"
 #include "hpcbridge/translate.h"
 

@@ -71,8 +71,8 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 int hb_daemon_block_signals(void);
 
 /* Use these Slurm calls (copied).  Call before hb_daemon_run(). */
-void hb_daemon_set_backend(struct hb_daemon *d,
-			   const struct hb_daemon_backend *b);
+void hb_daemon_set_slurm(struct hb_daemon *d,
+			   const struct hb_slurm_side_ops *b);
 
 /*
  * Run until SIGTERM or SIGINT: then stop accepting (the socket is

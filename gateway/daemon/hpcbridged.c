@@ -193,8 +193,8 @@ int main(int argc, char **argv)
 	struct hb_err err = { 0 };
 	struct hb_config cfg = { 0 };
 	struct hb_daemon *d = NULL;
-	struct hb_slurm_backend *slurm = NULL;
-	struct hb_daemon_backend backend;
+	struct hb_slurm_side *slurm = NULL;
+	struct hb_slurm_side_ops backend;
 	const char *pidfile = NULL;
 	int foreground = 0, check = 0, ready_fd = -1, opt, rc, devnull;
 	long v;
@@ -273,8 +273,8 @@ int main(int argc, char **argv)
 	 * checks slurm.conf in a child process).  Without a slurm.conf the
 	 * daemon still serves decisions; submit is then refused, and cancel
 	 * works for jobs without a Slurm job. */
-	if (hb_slurm_backend_open(NULL, &slurm, &err) == 0)
-		hb_slurm_backend_ops(slurm, &backend);
+	if (hb_slurm_side_open(NULL, &slurm, &err) == 0)
+		hb_slurm_side_ops(slurm, &backend);
 	else
 		hb_log(HB_LOG_WARN, "no Slurm client: %s",
 		       err.msg[0] ? err.msg : "unavailable");
@@ -283,16 +283,16 @@ int main(int argc, char **argv)
 	if (rc) {
 		hb_log(HB_LOG_ERROR, "cannot start: %s",
 		       err.msg[0] ? err.msg : hb_strerror(rc));
-		hb_slurm_backend_close(slurm);
+		hb_slurm_side_close(slurm);
 		return 1;
 	}
 	if (slurm)
-		hb_daemon_set_backend(d, &backend);
+		hb_daemon_set_slurm(d, &backend);
 	if (pidfile && write_pidfile(pidfile)) {
 		hb_log(HB_LOG_ERROR, "cannot write the pid file %s: %s",
 		       pidfile, strerror(errno));
 		hb_daemon_free(d);
-		hb_slurm_backend_close(slurm);
+		hb_slurm_side_close(slurm);
 		return 1;
 	}
 	if (ready_fd >= 0) {
@@ -308,7 +308,7 @@ int main(int argc, char **argv)
 	}
 	rc = hb_daemon_run(d);
 	hb_daemon_free(d);
-	hb_slurm_backend_close(slurm);
+	hb_slurm_side_close(slurm);
 	if (pidfile)
 		unlink(pidfile);
 	return rc ? 1 : 0;

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hpcbridge/backend.h"
+#include "hpcbridge/remote.h"
 #include "hpcbridge/config.h"
 #include "hpcbridge/doc.h"
 #include "hpcbridge/fidelity.h"

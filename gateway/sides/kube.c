@@ -1,5 +1,6 @@
 /*
- * backend_kube.c - the Kubernetes backend: a burst job runs as an MPIJob.
+ * sides/kube.c - the Kubernetes backend (remote.backend: kubernetes): a
+ * burst job runs as an MPIJob.
  *
  * start translates the job's script into an MPIJob named after the gateway
  * id (so a retry, or a restart, finds the same object), labelled with the
@@ -29,7 +30,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "hpcbridge/backend.h"
+#include "hpcbridge/remote.h"
 #include "hpcbridge/doc.h"
 #include "hpcbridge/fidelity.h"
 #include "hpcbridge/jobspec.h"
@@ -84,7 +85,7 @@ struct kjob {
 };
 
 struct kube_be {
-	struct hb_backend be; /* first */
+	struct hb_remote be; /* first */
 	struct hb_kube *k;
 	char *ns, *field_manager;
 	int log_refresh_ms;
@@ -687,7 +688,7 @@ out:
 	return rc;
 }
 
-static int kube_start(struct hb_backend *be, const struct hb_remote_job *job,
+static int kube_start(struct hb_remote *be, const struct hb_remote_job *job,
 		      struct hb_err *err)
 {
 	struct kube_be *b = (struct kube_be *)be;
@@ -754,7 +755,7 @@ static void refresh_log(struct kube_be *b, struct kjob *j)
 		want(b, j, W_LOG);
 }
 
-static int kube_status(struct hb_backend *be, const char *id,
+static int kube_status(struct hb_remote *be, const char *id,
 		       struct hb_remote_status *out, struct hb_err *err)
 {
 	struct kube_be *b = (struct kube_be *)be;
@@ -787,7 +788,7 @@ static int kube_status(struct hb_backend *be, const char *id,
 	return rc;
 }
 
-static int kube_log(struct hb_backend *be, const char *id, uint64_t offset,
+static int kube_log(struct hb_remote *be, const char *id, uint64_t offset,
 		    size_t max, struct hb_buf *out, struct hb_err *err)
 {
 	struct kube_be *b = (struct kube_be *)be;
@@ -830,7 +831,7 @@ static int kube_log(struct hb_backend *be, const char *id, uint64_t offset,
 	return rc;
 }
 
-static int kube_cancel(struct hb_backend *be, const char *id,
+static int kube_cancel(struct hb_remote *be, const char *id,
 		       struct hb_err *err)
 {
 	struct kube_be *b = (struct kube_be *)be;
@@ -864,7 +865,7 @@ static int kube_cancel(struct hb_backend *be, const char *id,
 #define LIVE_PODS "status.phase!=Succeeded,status.phase!=Failed"
 #define CAP_PAGE  500
 
-static int kube_capacity(struct hb_backend *be, const struct hb_kcap_opts *o,
+static int kube_capacity(struct hb_remote *be, const struct hb_kcap_opts *o,
 			 struct hb_kcap *out, struct hb_err *err)
 {
 	struct kube_be *b = (struct kube_be *)be;
@@ -884,7 +885,7 @@ static int kube_capacity(struct hb_backend *be, const struct hb_kcap_opts *o,
 	return rc;
 }
 
-static void kube_free(struct hb_backend *be)
+static void kube_free(struct hb_remote *be)
 {
 	struct kube_be *b = (struct kube_be *)be;
 
@@ -913,7 +914,7 @@ static void kube_free(struct hb_backend *be)
 	free(b);
 }
 
-static const struct hb_backend_ops kube_ops = {
+static const struct hb_remote_ops kube_ops = {
 	.name = "kubernetes",
 	.start = kube_start,
 	.status = kube_status,
@@ -923,8 +924,8 @@ static const struct hb_backend_ops kube_ops = {
 	.free = kube_free,
 };
 
-int hb_backend_kube_new(const struct hb_backend_kube_opts *o,
-			struct hb_backend **out, struct hb_err *err)
+int hb_remote_kube_new(const struct hb_remote_kube_opts *o,
+			struct hb_remote **out, struct hb_err *err)
 {
 	struct hb_kube_config *kc = NULL;
 	struct kube_be *b;

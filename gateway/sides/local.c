@@ -1,6 +1,7 @@
 /*
- * backend_local.c - the local backend: a burst job's script runs on this
- * host, as the job's user, in a session of its own.
+ * sides/local.c - the local backend (remote.backend: local): a burst
+ * job's script runs on this host, as the job's user, in a session of its
+ * own.
  *
  * It stands in for a cluster in the tests that check the daemon's and the
  * shadow's mechanics (HB_SANDBOX_BACKEND=local).  The daemon runs it as
@@ -43,7 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hpcbridge/backend.h"
+#include "hpcbridge/remote.h"
 #include "hpcbridge/log.h"
 #include "hpcbridge/user.h"
 
@@ -53,7 +54,7 @@
 /* The most supplementary groups a job's user may have. */
 
 struct local {
-	struct hb_backend be; /* first */
+	struct hb_remote be; /* first */
 	char *dir;
 	int grace_ms;
 	/* start and cancel, one at a time; status and log only read */
@@ -747,7 +748,7 @@ static int launch(struct launch *l, struct hb_err *err)
 			  l->job->id, text);
 }
 
-static int local_start(struct hb_backend *b, const struct hb_remote_job *job,
+static int local_start(struct hb_remote *b, const struct hb_remote_job *job,
 		       struct hb_err *err)
 {
 	struct local *be = (struct local *)b;
@@ -941,7 +942,7 @@ static int status_of(struct local *be, const char *id, int jfd,
 	return 0;
 }
 
-static int local_status(struct hb_backend *b, const char *id,
+static int local_status(struct hb_remote *b, const char *id,
 			struct hb_remote_status *out, struct hb_err *err)
 {
 	struct local *be = (struct local *)b;
@@ -958,7 +959,7 @@ static int local_status(struct hb_backend *b, const char *id,
 	return rc;
 }
 
-static int local_log(struct hb_backend *b, const char *id, uint64_t offset,
+static int local_log(struct hb_remote *b, const char *id, uint64_t offset,
 		     size_t max, struct hb_buf *out, struct hb_err *err)
 {
 	struct local *be = (struct local *)b;
@@ -1006,7 +1007,7 @@ static int local_log(struct hb_backend *b, const char *id, uint64_t offset,
 	return rc;
 }
 
-static int local_cancel(struct hb_backend *b, const char *id,
+static int local_cancel(struct hb_remote *b, const char *id,
 			struct hb_err *err)
 {
 	struct local *be = (struct local *)b;
@@ -1038,7 +1039,7 @@ out:
 	return rc;
 }
 
-static void local_free(struct hb_backend *b)
+static void local_free(struct hb_remote *b)
 {
 	struct local *be = (struct local *)b;
 
@@ -1047,7 +1048,7 @@ static void local_free(struct hb_backend *b)
 	free(be);
 }
 
-static const struct hb_backend_ops local_ops = {
+static const struct hb_remote_ops local_ops = {
 	.name = "local",
 	.start = local_start,
 	.status = local_status,
@@ -1056,7 +1057,7 @@ static const struct hb_backend_ops local_ops = {
 	.free = local_free,
 };
 
-int hb_backend_local_new(const char *dir, int grace_ms, struct hb_backend **out,
+int hb_remote_local_new(const char *dir, int grace_ms, struct hb_remote **out,
 			 struct hb_err *err)
 {
 	struct local *be;

@@ -1,5 +1,5 @@
 /*
- * slurm_backend.c - the daemon's Slurm side: hb_daemon_backend over the
+ * sides/slurm.c - the daemon's Slurm side: hb_slurm_side_ops over the
  * Slurm client (slurmc.h).
  *
  * A script submitted through the daemon does not pass through sbatch, so
@@ -30,15 +30,15 @@
 #include "hpcbridge/translate.h"
 #include "gateway/sides/slurm.h"
 
-struct hb_slurm_backend {
+struct hb_slurm_side {
 	struct hb_slurmc *c;
 	pthread_mutex_t mu;
 };
 
-int hb_slurm_backend_open(const char *slurm_conf, struct hb_slurm_backend **out,
+int hb_slurm_side_open(const char *slurm_conf, struct hb_slurm_side **out,
 			  struct hb_err *err)
 {
-	struct hb_slurm_backend *sb = calloc(1, sizeof(*sb));
+	struct hb_slurm_side *sb = calloc(1, sizeof(*sb));
 	int rc;
 
 	*out = NULL;
@@ -53,7 +53,7 @@ int hb_slurm_backend_open(const char *slurm_conf, struct hb_slurm_backend **out,
 	return 0;
 }
 
-void hb_slurm_backend_close(struct hb_slurm_backend *sb)
+void hb_slurm_side_close(struct hb_slurm_side *sb)
 {
 	if (!sb)
 		return;
@@ -117,7 +117,7 @@ static int fill(const struct hb_jobspec *s, struct hb_slurmc_submit *r,
 static int submit(void *ctx, const struct hb_submit_req *req,
 		  int64_t *slurm_job_id, struct hb_err *err)
 {
-	struct hb_slurm_backend *sb = ctx;
+	struct hb_slurm_side *sb = ctx;
 	struct hb_slurmc_submit r = { 0 };
 	struct hb_jobspec spec;
 	const char **env = NULL;
@@ -165,7 +165,7 @@ out:
 
 static int cancel(void *ctx, int64_t slurm_job_id, struct hb_err *err)
 {
-	struct hb_slurm_backend *sb = ctx;
+	struct hb_slurm_side *sb = ctx;
 	int rc;
 
 	if (slurm_job_id <= 0 || slurm_job_id > UINT32_MAX)
@@ -231,7 +231,7 @@ static int poll_changes(void *ctx,
 			int (*cb)(const struct hb_slurm_change *, void *),
 			void *arg, struct hb_err *err)
 {
-	struct hb_slurm_backend *sb = ctx;
+	struct hb_slurm_side *sb = ctx;
 	struct poll_ctx pc = { cb, arg };
 	int rc;
 
@@ -295,7 +295,7 @@ static int estimate(void *ctx, struct hb_decider_part *out, size_t n,
 	static const char *const probe_env[] = { "PATH=/usr/bin:/bin",
 						 "HPCBRIDGE_JOB_ID=probe",
 						 NULL };
-	struct hb_slurm_backend *sb = ctx;
+	struct hb_slurm_side *sb = ctx;
 	struct parts_ctx pc = { .v = out, .n = n };
 	time_t now = time(NULL), start;
 	int rc;
@@ -344,8 +344,8 @@ static int estimate(void *ctx, struct hb_decider_part *out, size_t n,
 	return rc;
 }
 
-void hb_slurm_backend_ops(struct hb_slurm_backend *sb,
-			  struct hb_daemon_backend *out)
+void hb_slurm_side_ops(struct hb_slurm_side *sb,
+			  struct hb_slurm_side_ops *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->ctx = sb;

@@ -1,6 +1,6 @@
 /*
  * sides/slurm.h - the daemon's Slurm side: what the daemon asks of Slurm
- * (struct hb_daemon_backend) and its implementation over the Slurm client
+ * (struct hb_slurm_side_ops) and its implementation over the Slurm client
  * (sides/slurm.c).
  */
 #ifndef HPCBRIDGE_SIDES_SLURM_H
@@ -43,7 +43,7 @@ struct hb_slurm_change {
 	int64_t exit_code; /* final states; -1 otherwise */
 };
 
-struct hb_daemon_backend {
+struct hb_slurm_side_ops {
 	void *ctx;
 	/* 0 with *slurm_job_id set, or an HB_E* code with err set. */
 	int (*slurm_submit)(void *ctx, const struct hb_submit_req *req,
@@ -69,17 +69,17 @@ struct hb_daemon_backend {
 			      size_t n, struct hb_err *err);
 };
 
-struct hb_slurm_backend;
+struct hb_slurm_side;
 
 /* Open the Slurm client (slurm_conf NULL: $SLURM_CONF or Slurm's default
  * path).  Call before any thread starts.  Caller frees with
- * hb_slurm_backend_close(). */
-int hb_slurm_backend_open(const char *slurm_conf, struct hb_slurm_backend **out,
+ * hb_slurm_side_close(). */
+int hb_slurm_side_open(const char *slurm_conf, struct hb_slurm_side **out,
 			  struct hb_err *err);
-void hb_slurm_backend_close(struct hb_slurm_backend *sb); /* NULL ok */
+void hb_slurm_side_close(struct hb_slurm_side *sb); /* NULL ok */
 
 /* The daemon's submit, cancel and poll slots, borrowing sb. */
-void hb_slurm_backend_ops(struct hb_slurm_backend *sb,
-			  struct hb_daemon_backend *out);
+void hb_slurm_side_ops(struct hb_slurm_side *sb,
+			  struct hb_slurm_side_ops *out);
 
 #endif

@@ -35,7 +35,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "hpcbridge/backend.h"
+#include "hpcbridge/remote.h"
 #include "hpcbridge/config.h"
 #include "hpcbridge/kube.h"
 #include "hpcbridge/log.h"
@@ -162,7 +162,7 @@ static void *patch_main(void *arg)
 }
 
 /* Start ids[0..n) through be; wait until the cluster holds them all. */
-static int start_jobs(struct hb_backend *be, struct hb_kube *k,
+static int start_jobs(struct hb_remote *be, struct hb_kube *k,
 		      const struct hb_config *cfg, char (*ids)[32], size_t n,
 		      size_t total_before)
 {
@@ -177,7 +177,7 @@ static int start_jobs(struct hb_backend *be, struct hb_kube *k,
 
 	for (size_t i = 0; i < n; i++) {
 		j.id = ids[i];
-		if (hb_backend_start(be, &j, &err)) {
+		if (hb_remote_start(be, &j, &err)) {
 			fprintf(stderr, "start %s: %s\n", ids[i], err.msg);
 			return -1;
 		}
@@ -210,7 +210,7 @@ static int start_jobs(struct hb_backend *be, struct hb_kube *k,
 		struct hb_remote_status st;
 
 		memset(&err, 0, sizeof(err));
-		hb_backend_status(be, ids[0], &st, &err);
+		hb_remote_status(be, ids[0], &st, &err);
 		fprintf(stderr,
 			"the MPIJobs were not all created (%s: %s %s)\n",
 			ids[0], hb_remote_phase_name(st.phase),
@@ -221,7 +221,7 @@ static int start_jobs(struct hb_backend *be, struct hb_kube *k,
 
 /* Patch every job to type; poll until each shows want.  Latencies into
  * lat (seconds).  0 or -1. */
-static int measure(struct hb_backend *be, struct hb_kube *k, char (*ids)[32],
+static int measure(struct hb_remote *be, struct hb_kube *k, char (*ids)[32],
 		   size_t n, const char *type, enum hb_remote_phase want,
 		   double *lat)
 {
@@ -243,7 +243,7 @@ static int measure(struct hb_backend *be, struct hb_kube *k, char (*ids)[32],
 			struct hb_err err = { 0 };
 
 			if (seen[i] > 0 ||
-			    hb_backend_status(be, ids[i], &st, &err) ||
+			    hb_remote_status(be, ids[i], &st, &err) ||
 			    st.phase != want)
 				continue;
 			seen[i] = now();
@@ -268,8 +268,8 @@ int main(int argc, char **argv)
 {
 	const char *emu = "build/bin/hb-kubemu";
 	long n = 1000, runs = 3, total = 10000;
-	struct hb_backend_kube_opts ko = { .ns = "bench", .workers = 4 };
-	struct hb_backend *be = NULL;
+	struct hb_remote_kube_opts ko = { .ns = "bench", .workers = 4 };
+	struct hb_remote *be = NULL;
 	struct hb_kube_config *kc = NULL;
 	struct hb_kube *k = NULL;
 	struct hb_config cfg;
@@ -313,7 +313,7 @@ int main(int argc, char **argv)
 	}
 	snprintf(kcpath, sizeof(kcpath), "%s/kubeconfig", dir);
 	ko.kubeconfig = kcpath;
-	if (hb_backend_kube_new(&ko, &be, &err) ||
+	if (hb_remote_kube_new(&ko, &be, &err) ||
 	    hb_kube_config_load(kcpath, NULL, &kc, &err) ||
 	    hb_kube_new(kc, NULL, &k, &err)) {
 		fprintf(stderr, "bench_kube_track: %s\n", err.msg);
@@ -388,7 +388,7 @@ int main(int argc, char **argv)
 			struct hb_remote_status st;
 			struct hb_err e2 = { 0 };
 
-			known += hb_backend_status(be, ids[i], &st, &e2) == 0 &&
+			known += hb_remote_status(be, ids[i], &st, &e2) == 0 &&
 				 !strstr(st.message, "waiting");
 		}
 		if (known == started)
@@ -399,7 +399,7 @@ int main(int argc, char **argv)
 	       proc_kb("VmRSS"), proc_kb("VmHWM"), started);
 	rc = 0;
 out:
-	hb_backend_free(be);
+	hb_remote_free(be);
 	hb_kube_free(k);
 	hb_kube_config_free(kc);
 	hb_config_free(&cfg);

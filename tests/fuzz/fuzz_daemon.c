@@ -175,7 +175,7 @@ static void die(const char *what, const char *msg)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	static const struct hb_daemon_backend be = {
+	static const struct hb_slurm_side_ops be = {
 		.slurm_submit = fake_submit,
 		.slurm_cancel = fake_cancel,
 		.slurm_poll = fake_poll,
@@ -230,7 +230,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		die("signals", "cannot block");
 	if (hb_daemon_new(&opts, &cfg, &daemon_, &err))
 		die("hb_daemon_new", err.msg);
-	hb_daemon_set_backend(daemon_, &be);
+	hb_daemon_set_slurm(daemon_, &be);
 	if (pthread_create(&loop_thread, NULL, run_loop, NULL))
 		die("pthread_create", "failed");
 	atexit(stop_daemon);

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hpcbridge/pbs.h"
+#include "translators/pbs/pbs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

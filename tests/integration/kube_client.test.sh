@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kube_client.test.sh - the Kubernetes client library (gateway/kube*.c)
+# kube_client.test.sh - the Kubernetes client library (gateway/kube/*.c)
 # against the emulator, through tests/integration/kubecall.c:
 #
 #   - every verb: create (and 409 AlreadyExists), get (404), list with

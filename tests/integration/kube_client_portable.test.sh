@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kube_client_portable.test.sh - the C Kubernetes client (gateway/kube*.c,
+# kube_client_portable.test.sh - the C Kubernetes client (gateway/kube/*.c,
 # through tests/integration/kubecall.c) on what every API server does, with
 # no fault injection and nothing particular to the emulator:
 #

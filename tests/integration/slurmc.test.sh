@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Slurm client (gateway/slurmc.c) against a real, private Slurm 22.05.
+# The Slurm client (gateway/slurm/slurmc.c) against a real, private Slurm 22.05.
 #
 # usage: slurmc.test.sh BUILD_DIR SOURCE_DIR
 #

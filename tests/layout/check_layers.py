@@ -41,7 +41,7 @@ HEADERS = {
     "clock.h": "translators/base",
     "jobspec.h": "translators", "fidelity.h": "translators",
     "translate.h": "translators", "sbatch.h": "translators",
-    "pbs.h": "translators", "mpijob.h": "translators",
+"mpijob.h": "translators",
     "trainjob.h": "translators", "launcher.h": "translators",
     "schema.h": "translators", "k8s_opts.h": "translators",
     "store.h": "state",
@@ -52,7 +52,7 @@ HEADERS = {
     "placement.h": "gateway/placement", "policy.h": "gateway/placement",
     "snapshot.h": "gateway/placement", "rules.h": "gateway/placement",
     "kube_capacity.h": "gateway/placement",
-    "backend.h": "gateway/sides", "side.h": "gateway/sides",
+    "remote.h": "gateway/sides",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

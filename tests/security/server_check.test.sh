@@ -7,7 +7,7 @@
 # that root's client is pointed at, and answers whatever root asks: fake
 # job listings for the CLI, a fake remote job (its output and exit code)
 # for the shadow, fake decisions for the job_submit plugin (which uses the
-# same client, gateway/proto.c; plugins.test.sh checks it in slurmctld).
+# same client, gateway/proto/proto.c; plugins.test.sh checks it in slurmctld).
 #
 #   A  a socket in a directory the user owns;
 #   B  a socket the user binds in a root-owned 1777 directory;

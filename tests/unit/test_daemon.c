@@ -127,7 +127,7 @@ static int fake_poll(void *ctx,
 
 static int setup_ckpt_pages; /* hb_daemon_opts.checkpoint_pages */
 
-static int setup_with(void **state, const struct hb_daemon_backend *be,
+static int setup_with(void **state, const struct hb_slurm_side_ops *be,
 		      int orphan_ms)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -151,7 +151,7 @@ static int setup_with(void **state, const struct hb_daemon_backend *be,
 		fail_msg("%s", err.msg);
 	if (hb_daemon_new(&opts, &cfg, &f->d, &err))
 		fail_msg("%s", err.msg);
-	hb_daemon_set_backend(f->d, be);
+	hb_daemon_set_slurm(f->d, be);
 	fake_submit_rc = fake_cancel_rc = fake_delay_ms = 0;
 	fake_submits = fake_cancels = 0;
 	fake_next_id = 4242;
@@ -162,7 +162,7 @@ static int setup_with(void **state, const struct hb_daemon_backend *be,
 
 static int setup(void **state)
 {
-	static const struct hb_daemon_backend be = {
+	static const struct hb_slurm_side_ops be = {
 		.slurm_submit = fake_submit,
 		.slurm_cancel = fake_cancel,
 	};
@@ -173,7 +173,7 @@ static int setup(void **state)
 /* With the reconciler, and orphans given up after 300 ms. */
 static int setup_poll(void **state)
 {
-	static const struct hb_daemon_backend be = {
+	static const struct hb_slurm_side_ops be = {
 		.slurm_submit = fake_submit,
 		.slurm_cancel = fake_cancel,
 		.slurm_poll = fake_poll,
@@ -196,7 +196,7 @@ static int fail_poll(void *ctx,
 /* The reconciler's polls all fail (slurmctld down). */
 static int setup_with_failing_poll(void **state)
 {
-	static const struct hb_daemon_backend be = {
+	static const struct hb_slurm_side_ops be = {
 		.slurm_submit = fake_submit,
 		.slurm_cancel = fake_cancel,
 		.slurm_poll = fail_poll,

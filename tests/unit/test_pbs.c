@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hpcbridge/pbs.h"
+#include "translators/pbs/pbs.h"
 #include "hpcbridge/sbatch.h"
 #include "testutil.h"
 

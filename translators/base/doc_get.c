@@ -85,7 +85,7 @@ static int number(const cJSON *obj, const char *key, unsigned flags, double *x,
 int hb_doc_get_i64(const cJSON *obj, const char *key, int64_t min, int64_t max,
 		   unsigned flags, int64_t *out, struct hb_err *err)
 {
-	double x;
+	double x = 0; /* set when number() returns 0 */
 	int rc = number(obj, key, flags, &x, err);
 
 	if (rc)
@@ -106,7 +106,7 @@ int hb_doc_get_u64(const cJSON *obj, const char *key, uint64_t min,
 		   uint64_t max, unsigned flags, uint64_t *out,
 		   struct hb_err *err)
 {
-	double x;
+	double x = 0; /* set when number() returns 0 */
 	int rc = number(obj, key, flags, &x, err);
 
 	if (rc)

@@ -1,7 +1,7 @@
 /*
  * pbs_int.h - what the files of the PBS reader share: the bounds, the
  * parser state, and the functions one part calls in another.  Not a
- * public header: the rest of the project uses include/hpcbridge/pbs.h.
+ * header for other parts: translate.c uses pbs.h, beside it.
  */
 #ifndef HB_PBS_INT_H
 #define HB_PBS_INT_H
@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "hpcbridge/buf.h"
-#include "hpcbridge/pbs.h"
+#include "translators/pbs/pbs.h"
 
 #define NO_DIR UINT32_MAX
 

@@ -1,5 +1,5 @@
 /*
- * test_backend.c - the local backend runs real processes.
+ * test_remote.c - the local backend runs real processes.
  *
  * Run as root (as CI does), the tests also play a hostile job user
  * (nobody, uid 65534): a child that drops to it changes what the user
@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hpcbridge/backend.h"
+#include "hpcbridge/remote.h"
 #include "testutil.h"
 
 static char dir[64];
@@ -57,13 +57,13 @@ static struct hb_remote_job job_of(const char *id, const char *script)
 }
 
 /* Poll until the job is final (or 10 s pass). */
-static struct hb_remote_status wait_done(struct hb_backend *be, const char *id)
+static struct hb_remote_status wait_done(struct hb_remote *be, const char *id)
 {
 	struct hb_remote_status st;
 	struct hb_err err = { 0 };
 
 	for (int i = 0; i < 1000; i++) {
-		assert_int_equal(hb_backend_status(be, id, &st, &err), 0);
+		assert_int_equal(hb_remote_status(be, id, &st, &err), 0);
 		if (hb_remote_phase_done(st.phase))
 			return st;
 		usleep(10000);
@@ -74,7 +74,7 @@ static struct hb_remote_status wait_done(struct hb_backend *be, const char *id)
 
 static void test_run_and_exit_code(void **state)
 {
-	struct hb_backend *be;
+	struct hb_remote *be;
 	struct hb_err err = { 0 };
 	struct hb_remote_job j = job_of(
 		"hb-1", "#!/bin/sh\necho out; echo err >&2; pwd; exit 3\n");
@@ -82,36 +82,36 @@ static void test_run_and_exit_code(void **state)
 	struct hb_buf log;
 
 	(void)state;
-	assert_int_equal(hb_backend_local_new(dir, 1000, &be, &err), 0);
-	assert_int_equal(hb_backend_start(be, &j, &err), 0);
+	assert_int_equal(hb_remote_local_new(dir, 1000, &be, &err), 0);
+	assert_int_equal(hb_remote_start(be, &j, &err), 0);
 	st = wait_done(be, "hb-1");
 	assert_int_equal(st.phase, HB_REMOTE_FAILED);
 	assert_int_equal(st.exit_code, 3);
 	assert_true(st.start_ms > 0 && st.end_ms >= st.start_ms);
 	hb_buf_init(&log, 0);
-	assert_int_equal(hb_backend_log(be, "hb-1", 0, 1 << 20, &log, &err), 0);
+	assert_int_equal(hb_remote_log(be, "hb-1", 0, 1 << 20, &log, &err), 0);
 	assert_string_equal(log.data, "out\nerr\n/tmp\n");
 	/* From an offset, and capped. */
 	hb_buf_reset(&log);
-	assert_int_equal(hb_backend_log(be, "hb-1", 4, 3, &log, &err), 0);
+	assert_int_equal(hb_remote_log(be, "hb-1", 4, 3, &log, &err), 0);
 	assert_string_equal(log.data, "err");
 	hb_buf_reset(&log);
-	assert_int_equal(hb_backend_log(be, "hb-1", 100, 10, &log, &err), 0);
+	assert_int_equal(hb_remote_log(be, "hb-1", 100, 10, &log, &err), 0);
 	assert_int_equal(log.len, 0);
 	hb_buf_free(&log);
 	/* A second start adopts: the job does not run again. */
-	assert_int_equal(hb_backend_start(be, &j, &err), 0);
+	assert_int_equal(hb_remote_start(be, &j, &err), 0);
 	st = wait_done(be, "hb-1");
 	assert_int_equal(st.exit_code, 3);
 	/* Cancelling a finished job changes nothing. */
-	assert_int_equal(hb_backend_cancel(be, "hb-1", &err), 0);
+	assert_int_equal(hb_remote_cancel(be, "hb-1", &err), 0);
 	assert_int_equal(wait_done(be, "hb-1").phase, HB_REMOTE_FAILED);
-	hb_backend_free(be);
+	hb_remote_free(be);
 }
 
 static void test_success_without_shebang(void **state)
 {
-	struct hb_backend *be;
+	struct hb_remote *be;
 	struct hb_err err = { 0 };
 	struct hb_remote_job j = job_of("hb-2", "echo plain sh script\n");
 	const char *const env[] = { "HB_TEST_VAR=v1", "PATH=/usr/bin:/bin",
@@ -122,19 +122,19 @@ static void test_success_without_shebang(void **state)
 	j.script = "echo \"$HB_TEST_VAR\"\n";
 	j.script_len = strlen(j.script);
 	j.env = env;
-	assert_int_equal(hb_backend_local_new(dir, 1000, &be, &err), 0);
-	assert_int_equal(hb_backend_start(be, &j, &err), 0);
+	assert_int_equal(hb_remote_local_new(dir, 1000, &be, &err), 0);
+	assert_int_equal(hb_remote_start(be, &j, &err), 0);
 	assert_int_equal(wait_done(be, "hb-2").phase, HB_REMOTE_SUCCEEDED);
 	hb_buf_init(&log, 0);
-	assert_int_equal(hb_backend_log(be, "hb-2", 0, 100, &log, &err), 0);
+	assert_int_equal(hb_remote_log(be, "hb-2", 0, 100, &log, &err), 0);
 	assert_string_equal(log.data, "v1\n");
 	hb_buf_free(&log);
-	hb_backend_free(be);
+	hb_remote_free(be);
 }
 
 static void test_cancel_and_restart(void **state)
 {
-	struct hb_backend *be, *be2;
+	struct hb_remote *be, *be2;
 	struct hb_err err = { 0 };
 	struct hb_remote_job j =
 		job_of("hb-3", "#!/bin/sh\ntrap '' TERM\necho started\n"
@@ -142,17 +142,17 @@ static void test_cancel_and_restart(void **state)
 	struct hb_remote_status st;
 
 	(void)state;
-	assert_int_equal(hb_backend_local_new(dir, 200, &be, &err), 0);
-	assert_int_equal(hb_backend_start(be, &j, &err), 0);
-	assert_int_equal(hb_backend_status(be, "hb-3", &st, &err), 0);
+	assert_int_equal(hb_remote_local_new(dir, 200, &be, &err), 0);
+	assert_int_equal(hb_remote_start(be, &j, &err), 0);
+	assert_int_equal(hb_remote_status(be, "hb-3", &st, &err), 0);
 	assert_int_equal(st.phase, HB_REMOTE_RUNNING);
 	/* A new backend on the same directory (a daemon restart) sees it. */
-	assert_int_equal(hb_backend_local_new(dir, 200, &be2, &err), 0);
-	hb_backend_free(be);
-	assert_int_equal(hb_backend_status(be2, "hb-3", &st, &err), 0);
+	assert_int_equal(hb_remote_local_new(dir, 200, &be2, &err), 0);
+	hb_remote_free(be);
+	assert_int_equal(hb_remote_status(be2, "hb-3", &st, &err), 0);
 	assert_int_equal(st.phase, HB_REMOTE_RUNNING);
 	/* The script ignores SIGTERM: SIGKILL follows after the grace. */
-	assert_int_equal(hb_backend_cancel(be2, "hb-3", &err), 0);
+	assert_int_equal(hb_remote_cancel(be2, "hb-3", &err), 0);
 	st = wait_done(be2, "hb-3");
 	assert_int_equal(st.phase, HB_REMOTE_CANCELLED);
 	{
@@ -170,7 +170,7 @@ static void test_cancel_and_restart(void **state)
 		assert_true(pid > 1);
 		assert_int_equal(kill(-pid, 0), -1);
 	}
-	hb_backend_free(be2);
+	hb_remote_free(be2);
 }
 
 /* Run cmd through sh as nobody (no groups); its exit status. */
@@ -261,7 +261,7 @@ static void expect_canary(const char *path)
  * the user's, and the user cannot touch the state. */
 static void test_layout_and_user(void **state)
 {
-	struct hb_backend *be;
+	struct hb_remote *be;
 	struct hb_err err = { 0 };
 	struct hb_remote_job j =
 		job_of("hb-u1", "#!/bin/sh\nid -u; id -g; id -G; pwd\n");
@@ -271,11 +271,11 @@ static void test_layout_and_user(void **state)
 	need_root();
 	j.uid = NOBODY;
 	j.gid = NOBODY;
-	assert_int_equal(hb_backend_local_new(dir, 1000, &be, &err), 0);
-	assert_int_equal(hb_backend_start(be, &j, &err), 0);
+	assert_int_equal(hb_remote_local_new(dir, 1000, &be, &err), 0);
+	assert_int_equal(hb_remote_start(be, &j, &err), 0);
 	assert_int_equal(wait_done(be, "hb-u1").phase, HB_REMOTE_SUCCEEDED);
 	hb_buf_init(&log, 0);
-	assert_int_equal(hb_backend_log(be, "hb-u1", 0, 1 << 20, &log, &err),
+	assert_int_equal(hb_remote_log(be, "hb-u1", 0, 1 << 20, &log, &err),
 			 0);
 	assert_string_equal(log.data, "65534\n65534\n65534\n/tmp\n");
 	hb_buf_free(&log);
@@ -291,14 +291,14 @@ static void test_layout_and_user(void **state)
 	assert_int_not_equal(as_user("mkfifo %s/hb-u1/cancelled", dir), 0);
 	assert_int_not_equal(as_user("mv %s/hb-u1/work %s/hb-u1/w2", dir, dir),
 			     0);
-	hb_backend_free(be);
+	hb_remote_free(be);
 }
 
 /* Holes (a), (b), (d): what the user plants in its work dir is never
  * followed, written or blocked on by the daemon. */
 static void test_user_plants(void **state)
 {
-	struct hb_backend *be;
+	struct hb_remote *be;
 	struct hb_err err = { 0 };
 	struct hb_remote_job j = job_of("hb-u2", "echo hello\n");
 	struct hb_remote_status st;
@@ -312,8 +312,8 @@ static void test_user_plants(void **state)
 	j.gid = NOBODY;
 	snprintf(canary, sizeof(canary), "%s/canary", dir);
 	make_canary(canary);
-	assert_int_equal(hb_backend_local_new(dir, 1000, &be, &err), 0);
-	assert_int_equal(hb_backend_start(be, &j, &err), 0);
+	assert_int_equal(hb_remote_local_new(dir, 1000, &be, &err), 0);
+	assert_int_equal(hb_remote_start(be, &j, &err), 0);
 	assert_int_equal(wait_done(be, "hb-u2").phase, HB_REMOTE_SUCCEEDED);
 	/* (b) output -> a root file: refused, nothing of it read */
 	assert_int_equal(as_user("cd %s/hb-u2/work && ln -s %s o && "
@@ -321,7 +321,7 @@ static void test_user_plants(void **state)
 				 dir, canary),
 			 0);
 	hb_buf_init(&log, 0);
-	assert_int_equal(hb_backend_log(be, "hb-u2", 0, 1 << 20, &log, &err),
+	assert_int_equal(hb_remote_log(be, "hb-u2", 0, 1 << 20, &log, &err),
 			 HB_EPERM);
 	assert_non_null(strstr(err.msg, "work/output is a symbolic link"));
 	assert_int_equal(log.len, 0);
@@ -330,7 +330,7 @@ static void test_user_plants(void **state)
 	if (as_user("cd %s/hb-u2/work && rm output && ln %s output", dir,
 		    canary) == 0) {
 		assert_int_equal(
-			hb_backend_log(be, "hb-u2", 0, 1 << 20, &log, &err),
+			hb_remote_log(be, "hb-u2", 0, 1 << 20, &log, &err),
 			HB_EPERM);
 		assert_non_null(strstr(err.msg, "owned by uid 0"));
 		assert_int_equal(log.len, 0);
@@ -343,7 +343,7 @@ static void test_user_plants(void **state)
 				 dir, canary),
 			 0);
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_backend_start(be, &j, &err), 0);
+	assert_int_equal(hb_remote_start(be, &j, &err), 0);
 	expect_canary(canary);
 	/* (d) FIFOs for output and result: errors at once, no wait */
 	assert_int_equal(as_user("cd %s/hb-u2/work && rm -f output result && "
@@ -352,17 +352,17 @@ static void test_user_plants(void **state)
 			 0);
 	t0 = ms_now();
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_backend_status(be, "hb-u2", &st, &err), HB_EPERM);
+	assert_int_equal(hb_remote_status(be, "hb-u2", &st, &err), HB_EPERM);
 	assert_non_null(strstr(err.msg, "work/result is a FIFO"));
 	memset(&err, 0, sizeof(err));
 	hb_buf_reset(&log);
-	assert_int_equal(hb_backend_log(be, "hb-u2", 0, 100, &log, &err),
+	assert_int_equal(hb_remote_log(be, "hb-u2", 0, 100, &log, &err),
 			 HB_EPERM);
 	assert_non_null(strstr(err.msg, "work/output is a FIFO"));
 	assert_true(ms_now() - t0 < 1000);
 	expect_canary(canary);
 	hb_buf_free(&log);
-	hb_backend_free(be);
+	hb_remote_free(be);
 }
 
 /* The first line of DIR/rel. */
@@ -383,7 +383,7 @@ static void read_line(const char *rel, char *buf, size_t size)
  * user, and the kernel refuses them. */
 static void test_signals_as_the_user(void **state)
 {
-	struct hb_backend *be;
+	struct hb_remote *be;
 	struct hb_err err = { 0 };
 	struct hb_remote_job j = job_of("hb-u3", "sleep 30\n");
 	struct hb_remote_status st;
@@ -397,9 +397,9 @@ static void test_signals_as_the_user(void **state)
 	need_root();
 	j.uid = NOBODY;
 	j.gid = NOBODY;
-	assert_int_equal(hb_backend_local_new(dir, 0, &be, &err), 0);
-	assert_int_equal(hb_backend_start(be, &j, &err), 0);
-	assert_int_equal(hb_backend_status(be, "hb-u3", &st, &err), 0);
+	assert_int_equal(hb_remote_local_new(dir, 0, &be, &err), 0);
+	assert_int_equal(hb_remote_start(be, &j, &err), 0);
+	assert_int_equal(hb_remote_status(be, "hb-u3", &st, &err), 0);
 	assert_int_equal(st.phase, HB_REMOTE_RUNNING);
 	read_line("hb-u3/pid", buf, sizeof(buf));
 	job_pid = (int)strtol(buf, NULL, 10);
@@ -430,20 +430,20 @@ static void test_signals_as_the_user(void **state)
 	assert_non_null(fp);
 	fprintf(fp, "%d %llu\n", (int)root, start);
 	fclose(fp);
-	assert_int_equal(hb_backend_cancel(be, "hb-u3", &err), 0);
+	assert_int_equal(hb_remote_cancel(be, "hb-u3", &err), 0);
 	/* grace 0: SIGKILL at once, and again at each status */
-	assert_int_equal(hb_backend_status(be, "hb-u3", &st, &err), 0);
+	assert_int_equal(hb_remote_status(be, "hb-u3", &st, &err), 0);
 	usleep(100000);
 	w = waitpid(root, &f, WNOHANG);
 	assert_int_equal(w, 0); /* the root process lives */
 	kill(root, SIGKILL);
 	waitpid(root, &f, 0);
 	kill(-job_pid, SIGKILL);
-	hb_backend_free(be);
+	hb_remote_free(be);
 }
 
 struct starter {
-	struct hb_backend *be;
+	struct hb_remote *be;
 	const struct hb_remote_job *job;
 	int rc;
 };
@@ -453,7 +453,7 @@ static void *start_one(void *arg)
 	struct starter *s = arg;
 	struct hb_err err = { 0 };
 
-	s->rc = hb_backend_start(s->be, s->job, &err);
+	s->rc = hb_remote_start(s->be, s->job, &err);
 	return NULL;
 }
 
@@ -461,7 +461,7 @@ static void *start_one(void *arg)
  * one directory) at once run the job once. */
 static void test_concurrent_start(void **state)
 {
-	struct hb_backend *be[2];
+	struct hb_remote *be[2];
 	struct hb_err err = { 0 };
 	char script[256], buf[64], path[256];
 	struct hb_remote_job j;
@@ -473,8 +473,8 @@ static void test_concurrent_start(void **state)
 	(void)state;
 	snprintf(script, sizeof(script), "echo ran >>%s/ran\n", dir);
 	j = job_of("hb-c1", script);
-	assert_int_equal(hb_backend_local_new(dir, 1000, &be[0], &err), 0);
-	assert_int_equal(hb_backend_local_new(dir, 1000, &be[1], &err), 0);
+	assert_int_equal(hb_remote_local_new(dir, 1000, &be[0], &err), 0);
+	assert_int_equal(hb_remote_local_new(dir, 1000, &be[1], &err), 0);
 	for (int i = 0; i < 8; i++) {
 		s[i] = (struct starter){ .be = be[i % 2], .job = &j };
 		assert_int_equal(pthread_create(&t[i], NULL, start_one, &s[i]),
@@ -492,15 +492,15 @@ static void test_concurrent_start(void **state)
 		lines++;
 	fclose(f);
 	assert_int_equal(lines, 1);
-	hb_backend_free(be[0]);
-	hb_backend_free(be[1]);
+	hb_remote_free(be[0]);
+	hb_remote_free(be[1]);
 }
 
 /* A state directory that is not the daemon's alone is refused, and a job
  * that cannot open its output ends lost, saying why. */
 static void test_foreign_dirs(void **state)
 {
-	struct hb_backend *be;
+	struct hb_remote *be;
 	struct hb_err err = { 0 };
 	struct hb_remote_job j = job_of("hb-o1", "true\n");
 	struct hb_remote_status st;
@@ -512,29 +512,29 @@ static void test_foreign_dirs(void **state)
 	snprintf(path, sizeof(path), "%s/hb-o1", dir);
 	assert_int_equal(mkdir(path, 0700), 0);
 	assert_int_equal(chown(path, NOBODY, NOBODY), 0);
-	assert_int_equal(hb_backend_local_new(dir, 0, &be, &err), 0);
-	assert_int_equal(hb_backend_start(be, &j, &err), HB_EPERM);
+	assert_int_equal(hb_remote_local_new(dir, 0, &be, &err), 0);
+	assert_int_equal(hb_remote_start(be, &j, &err), HB_EPERM);
 	assert_non_null(strstr(err.msg, "hb-o1 is owned by uid 65534"));
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_backend_status(be, "hb-o1", &st, &err), HB_EPERM);
-	hb_backend_free(be);
+	assert_int_equal(hb_remote_status(be, "hb-o1", &st, &err), HB_EPERM);
+	hb_remote_free(be);
 	/* DIR writable by others */
 	snprintf(sub, sizeof(sub), "%s/open", dir);
 	assert_int_equal(mkdir(sub, 0777), 0);
 	assert_int_equal(chmod(sub, 0777), 0);
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_backend_local_new(sub, 0, &be, &err), 0);
-	assert_int_equal(hb_backend_start(be, &j, &err), HB_EPERM);
+	assert_int_equal(hb_remote_local_new(sub, 0, &be, &err), 0);
+	assert_int_equal(hb_remote_start(be, &j, &err), HB_EPERM);
 	assert_non_null(strstr(err.msg, "others may write"));
-	hb_backend_free(be);
+	hb_remote_free(be);
 	/* DIR a symbolic link */
 	snprintf(path, sizeof(path), "%s/link", dir);
 	assert_int_equal(symlink(sub, path), 0);
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_backend_local_new(path, 0, &be, &err), 0);
-	assert_int_equal(hb_backend_start(be, &j, &err), HB_EIO);
+	assert_int_equal(hb_remote_local_new(path, 0, &be, &err), 0);
+	assert_int_equal(hb_remote_start(be, &j, &err), HB_EIO);
 	assert_non_null(strstr(err.msg, "not a directory"));
-	hb_backend_free(be);
+	hb_remote_free(be);
 	/* A job whose output is a directory: lost, with the reason */
 	j.id = "hb-o2";
 	j.uid = NOBODY;
@@ -546,47 +546,47 @@ static void test_foreign_dirs(void **state)
 	snprintf(path, sizeof(path), "%s/hb-o2/work/output", dir);
 	assert_int_equal(mkdir(path, 0700), 0);
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_backend_local_new(dir, 0, &be, &err), 0);
-	assert_int_equal(hb_backend_start(be, &j, &err), 0);
-	assert_int_equal(hb_backend_status(be, "hb-o2", &st, &err), 0);
+	assert_int_equal(hb_remote_local_new(dir, 0, &be, &err), 0);
+	assert_int_equal(hb_remote_start(be, &j, &err), 0);
+	assert_int_equal(hb_remote_status(be, "hb-o2", &st, &err), 0);
 	assert_int_equal(st.phase, HB_REMOTE_LOST);
 	assert_non_null(strstr(st.message, "work/output"));
-	hb_backend_free(be);
+	hb_remote_free(be);
 }
 
 static void test_bad_input(void **state)
 {
-	struct hb_backend *be;
+	struct hb_remote *be;
 	struct hb_err err = { 0 };
 	struct hb_remote_job j = job_of("../etc", "true\n");
 	struct hb_remote_status st;
 	struct hb_buf log;
 
 	(void)state;
-	assert_int_equal(hb_backend_local_new("relative", 0, &be, &err),
+	assert_int_equal(hb_remote_local_new("relative", 0, &be, &err),
 			 HB_EINVAL);
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_backend_local_new(dir, 0, &be, &err), 0);
-	assert_int_equal(hb_backend_start(be, &j, &err), HB_EINVAL);
+	assert_int_equal(hb_remote_local_new(dir, 0, &be, &err), 0);
+	assert_int_equal(hb_remote_start(be, &j, &err), HB_EINVAL);
 	assert_non_null(strstr(err.msg, "bad job id"));
 	j.id = "Upper";
-	assert_int_equal(hb_backend_start(be, &j, NULL), HB_EINVAL);
+	assert_int_equal(hb_remote_start(be, &j, NULL), HB_EINVAL);
 	j.id = "-x";
-	assert_int_equal(hb_backend_start(be, &j, NULL), HB_EINVAL);
+	assert_int_equal(hb_remote_start(be, &j, NULL), HB_EINVAL);
 	j.id = "ok-1";
 	j.workdir = "tmp";
-	assert_int_equal(hb_backend_start(be, &j, NULL), HB_EINVAL);
-	assert_int_equal(hb_backend_status(be, "nope", &st, NULL), HB_ENOENT);
+	assert_int_equal(hb_remote_start(be, &j, NULL), HB_EINVAL);
+	assert_int_equal(hb_remote_status(be, "nope", &st, NULL), HB_ENOENT);
 	hb_buf_init(&log, 0);
-	assert_int_equal(hb_backend_log(be, "nope", 0, 10, &log, NULL),
+	assert_int_equal(hb_remote_log(be, "nope", 0, 10, &log, NULL),
 			 HB_ENOENT);
 	hb_buf_free(&log);
-	assert_int_equal(hb_backend_cancel(be, "nope", NULL), HB_ENOENT);
+	assert_int_equal(hb_remote_cancel(be, "nope", NULL), HB_ENOENT);
 	assert_string_equal(hb_remote_phase_name(HB_REMOTE_LOST), "lost");
 	assert_string_equal(hb_remote_phase_name((enum hb_remote_phase)99),
 			    "unknown");
-	hb_backend_free(be);
-	hb_backend_free(NULL);
+	hb_remote_free(be);
+	hb_remote_free(NULL);
 }
 
 int main(void)

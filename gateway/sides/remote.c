@@ -1,11 +1,12 @@
 /*
- * backend.c - the one face of every backend: phase names and the calls,
- * passed on to the backend's operations.
+ * sides/remote.c - the one face of every remote side (the local and the
+ * Kubernetes backend): phase names, and the calls passed on to the
+ * backend's operations.
  */
 #include <stddef.h>
 #include <string.h>
 
-#include "hpcbridge/backend.h"
+#include "hpcbridge/remote.h"
 #include "hpcbridge/clock.h"
 
 static const char *const phase_names[] = { "pending", "running",   "succeeded",
@@ -42,31 +43,31 @@ int64_t hb_remote_now_ms(void)
 	return hb_clock_wall_ms();
 }
 
-int hb_backend_start(struct hb_backend *be, const struct hb_remote_job *job,
+int hb_remote_start(struct hb_remote *be, const struct hb_remote_job *job,
 		     struct hb_err *err)
 {
 	return be->ops->start(be, job, err);
 }
 
-int hb_backend_status(struct hb_backend *be, const char *id,
+int hb_remote_status(struct hb_remote *be, const char *id,
 		      struct hb_remote_status *out, struct hb_err *err)
 {
 	return be->ops->status(be, id, out, err);
 }
 
-int hb_backend_log(struct hb_backend *be, const char *id, uint64_t offset,
+int hb_remote_log(struct hb_remote *be, const char *id, uint64_t offset,
 		   size_t max, struct hb_buf *out, struct hb_err *err)
 {
 	return be->ops->log(be, id, offset, max, out, err);
 }
 
-int hb_backend_cancel(struct hb_backend *be, const char *id,
+int hb_remote_cancel(struct hb_remote *be, const char *id,
 		      struct hb_err *err)
 {
 	return be->ops->cancel(be, id, err);
 }
 
-int hb_backend_capacity(struct hb_backend *be, const struct hb_kcap_opts *opts,
+int hb_remote_capacity(struct hb_remote *be, const struct hb_kcap_opts *opts,
 			struct hb_kcap *out, struct hb_err *err)
 {
 	if (!be->ops->capacity)
@@ -76,12 +77,12 @@ int hb_backend_capacity(struct hb_backend *be, const struct hb_kcap_opts *opts,
 	return be->ops->capacity(be, opts, out, err);
 }
 
-const char *hb_backend_name(const struct hb_backend *be)
+const char *hb_remote_name(const struct hb_remote *be)
 {
 	return be->ops->name;
 }
 
-void hb_backend_free(struct hb_backend *be)
+void hb_remote_free(struct hb_remote *be)
 {
 	if (be)
 		be->ops->free(be);

@@ -1,9 +1,9 @@
 /*
- * backend.h - where a burst job runs: the remote side, behind one
+ * remote.h - where a burst job runs: the remote side, behind one
  * interface.
  *
  * The daemon starts, watches, reads the output of, and cancels remote jobs
- * through struct hb_backend.  Every operation is keyed by the gateway id,
+ * through struct hb_remote.  Every operation is keyed by the gateway id,
  * and start is idempotent: starting an id that already exists adopts it,
  * so a retry after a crash never runs a job twice.
  *
@@ -86,23 +86,23 @@ struct hb_remote_status {
 	char message[256]; /* why, when the backend says ("" if nothing) */
 };
 
-struct hb_backend;
+struct hb_remote;
 
 /* Start, or adopt if id exists.  HB_EINVAL for a bad id or job. */
-int hb_backend_start(struct hb_backend *be, const struct hb_remote_job *job,
+int hb_remote_start(struct hb_remote *be, const struct hb_remote_job *job,
 		     struct hb_err *err);
 /* HB_ENOENT for an unknown id. */
-int hb_backend_status(struct hb_backend *be, const char *id,
+int hb_remote_status(struct hb_remote *be, const char *id,
 		      struct hb_remote_status *out, struct hb_err *err);
 /*
  * Append up to max bytes of the job's output from byte offset to out
  * (nothing when offset is at the end).  HB_ENOENT for an unknown id.
  */
-int hb_backend_log(struct hb_backend *be, const char *id, uint64_t offset,
+int hb_remote_log(struct hb_remote *be, const char *id, uint64_t offset,
 		   size_t max, struct hb_buf *out, struct hb_err *err);
 /* Stop the job (SIGTERM, then SIGKILL after the grace period) and mark it
  * cancelled.  A finished job stays as it finished: 0, nothing done. */
-int hb_backend_cancel(struct hb_backend *be, const char *id,
+int hb_remote_cancel(struct hb_remote *be, const char *id,
 		      struct hb_err *err);
 /*
  * The cluster's free capacity and pending work (kube_capacity.h), for
@@ -112,35 +112,35 @@ int hb_backend_cancel(struct hb_backend *be, const char *id,
  */
 struct hb_kcap_opts;
 struct hb_kcap;
-int hb_backend_capacity(struct hb_backend *be, const struct hb_kcap_opts *opts,
+int hb_remote_capacity(struct hb_remote *be, const struct hb_kcap_opts *opts,
 			struct hb_kcap *out, struct hb_err *err);
 /* NULL is fine.  Running jobs keep running. */
-void hb_backend_free(struct hb_backend *be);
+void hb_remote_free(struct hb_remote *be);
 /* "local", "kubernetes". */
-const char *hb_backend_name(const struct hb_backend *be);
+const char *hb_remote_name(const struct hb_remote *be);
 
 /*
- * What a backend implements; hb_backend_* pass each call on.  A backend
- * embeds struct hb_backend first in its own state.
+ * What a backend implements; hb_remote_* pass each call on.  A backend
+ * embeds struct hb_remote first in its own state.
  */
-struct hb_backend_ops {
+struct hb_remote_ops {
 	const char *name;
-	int (*start)(struct hb_backend *be, const struct hb_remote_job *job,
+	int (*start)(struct hb_remote *be, const struct hb_remote_job *job,
 		     struct hb_err *err);
-	int (*status)(struct hb_backend *be, const char *id,
+	int (*status)(struct hb_remote *be, const char *id,
 		      struct hb_remote_status *out, struct hb_err *err);
-	int (*log)(struct hb_backend *be, const char *id, uint64_t offset,
+	int (*log)(struct hb_remote *be, const char *id, uint64_t offset,
 		   size_t max, struct hb_buf *out, struct hb_err *err);
-	int (*cancel)(struct hb_backend *be, const char *id,
+	int (*cancel)(struct hb_remote *be, const char *id,
 		      struct hb_err *err);
 	/* NULL: no capacity to report */
-	int (*capacity)(struct hb_backend *be, const struct hb_kcap_opts *o,
+	int (*capacity)(struct hb_remote *be, const struct hb_kcap_opts *o,
 			struct hb_kcap *out, struct hb_err *err);
-	void (*free)(struct hb_backend *be);
+	void (*free)(struct hb_remote *be);
 };
 
-struct hb_backend {
-	const struct hb_backend_ops *ops;
+struct hb_remote {
+	const struct hb_remote_ops *ops;
 };
 
 /*
@@ -157,9 +157,9 @@ struct hb_backend {
  * threads, and from two daemons on one dir: a job runs once.  It survives
  * a restart of the daemon: a new backend on the same dir sees the jobs the
  * old one started.  grace_ms: how long cancel waits after SIGTERM.  Caller
- * frees with hb_backend_free().
+ * frees with hb_remote_free().
  */
-int hb_backend_local_new(const char *dir, int grace_ms, struct hb_backend **out,
+int hb_remote_local_new(const char *dir, int grace_ms, struct hb_remote **out,
 			 struct hb_err *err);
 
 /*
@@ -170,7 +170,7 @@ int hb_backend_local_new(const char *dir, int grace_ms, struct hb_backend **out,
  * (0: 4); every call returns without waiting on the network.
  */
 struct hb_kube_opts;
-struct hb_backend_kube_opts {
+struct hb_remote_kube_opts {
 	const char *kubeconfig;
 	const char *context;
 	const char *ns;
@@ -180,7 +180,7 @@ struct hb_backend_kube_opts {
 			       1000) */
 	const struct hb_kube_opts *client; /* NULL: defaults */
 };
-int hb_backend_kube_new(const struct hb_backend_kube_opts *o,
-			struct hb_backend **out, struct hb_err *err);
+int hb_remote_kube_new(const struct hb_remote_kube_opts *o,
+			struct hb_remote **out, struct hb_err *err);
 
 #endif

@@ -1,0 +1,301 @@
+/*
+ * ops_decide.c - the placement ops: decide (where a Slurm job runs, asked
+ * by the plugin: stored with its decision before the reply) and placement
+ * (the policy and snapshot decisions are made from).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon_int.h"
+#include "hpcbridge/log.h"
+#include "hpcbridge/proto.h"
+#include "hpcbridge/rules.h"
+
+/* A job_submit request's inputs (no script, no environment). */
+static char *decision_inputs(const struct hb_decider_job *job, int64_t uid,
+			     const cJSON *options,
+			     const struct hb_decider_out *dec)
+{
+	struct hb_buf b;
+	struct hb_emit *e = hbd_inputs_begin(&b, dec);
+
+	if (e) {
+		hb_emit_str(e, "user", job->user);
+		hb_emit_num(e, "uid", (double)uid);
+		hb_emit_str_or_null(e, "account", job->account);
+		hb_emit_str_or_null(e, "partition", job->partition);
+		hb_emit_str_or_null(e, "target", job->target);
+		if (job->time_limit_min >= 0)
+			hb_emit_num(e, "time_limit_min",
+				    (double)job->time_limit_min);
+		else
+			hb_emit_null(e, "time_limit_min");
+		if (options)
+			hb_emit_tree(e, "options", options);
+		hb_emit_str(e, "rule", dec->rule);
+	}
+	return hbd_inputs_end(e, &b, dec);
+}
+
+/* A decide request's fields, read and checked (decide_read()). */
+struct decide_req {
+	struct hb_decider_job job; /* user, account, ..., jobspec */
+	const cJSON *options;
+	int64_t uid;
+	char uname[64]; /* job.user, when the request gave the uid alone */
+};
+
+/*
+ * Read and check req's fields into q.  looked_up: the user's name a worker
+ * found for the request's uid ("": none), or NULL (see
+ * hbd_lookup_task()).  0, or nonzero with the request dealt with: an
+ * error staged, or the name to be looked up first.
+ */
+static int decide_read(struct hb_daemon *d, struct conn *c, const cJSON *req,
+		       const char *looked_up, struct decide_req *q)
+{
+	const char *user, *account, *partition, *name, *target, *script;
+	const cJSON *jobspec, *argv, *env;
+	struct req_err e = { 0 };
+	int64_t tl;
+	int rc;
+
+	/* The plugin sends the uid only, so that slurmctld never waits on
+	 * NSS under its locks: the name is looked up here (cached, a miss
+	 * on a worker), the uid in decimal for a user without a passwd
+	 * entry, as Slurm shows one. */
+	hbd_get_str(req, "user", HB_STORE_NAME_MAX, 0, &user, &e);
+	hbd_get_int(req, "uid", 0, 4294967294LL, -1, 1, &q->uid, &e);
+	if (!e.code && (!user || !*user)) {
+		rc = looked_up ? (looked_up[0] ? 0 : HB_ENOENT)
+			       : hbd_pw_cached(d, (uid_t)q->uid, q->uname,
+					       sizeof(q->uname), NULL);
+		if (rc == HB_EAGAIN) {
+			hbd_lookup_task(d, c, req, (uid_t)q->uid, 0);
+			return rc;
+		}
+		if (looked_up && !rc)
+			snprintf(q->uname, sizeof(q->uname), "%s", looked_up);
+		if (rc)
+			snprintf(q->uname, sizeof(q->uname), "%" PRId64,
+				 q->uid);
+		user = q->uname;
+	}
+	hbd_get_str(req, "account", HB_STORE_NAME_MAX, 0, &account, &e);
+	hbd_get_str(req, "partition", HB_STORE_NAME_MAX, 0, &partition, &e);
+	hbd_get_str(req, "slurm_job_name", HB_STORE_NAME_MAX, 0, &name, &e);
+	hbd_get_str(req, "target", 32, 0, &target, &e);
+	hbd_get_int(req, "time_limit_min", INT64_MIN / 2, INT64_MAX / 2,
+		    HB_RULES_NO_LIMIT, 0, &tl, &e);
+	hbd_get_obj(req, "options", &q->options, &e);
+	hbd_get_obj(req, "jobspec", &jobspec, &e);
+	hbd_get_str(req, "script", HB_PROTO_MAX_PAYLOAD, 0, &script, &e);
+	hbd_get_strv(req, "argv", &argv, &e);
+	hbd_get_strv(req, "env", &env, &e);
+	if (!e.code && !hb_rules_target_valid(target)) {
+		snprintf(e.msg, sizeof(e.msg),
+			 "target: '%.60s' is not auto, slurm or kubernetes",
+			 target);
+		e.code = HB_EINVAL;
+	}
+	if (e.code) {
+		hbd_stage_error(d, c, e.code, e.msg, 0);
+		return e.code;
+	}
+	q->job.user = user;
+	q->job.account = account;
+	q->job.partition = partition;
+	q->job.name = name;
+	q->job.target = target;
+	q->job.time_limit_min = hb_rules_time_limit(tl);
+	q->job.jobspec = jobspec;
+	return 0;
+}
+
+/* Store the decided job in the batch: its row (row->id set), its
+ * decision and the audit event `decide` (detail filled).  0, or the
+ * store's error (err says why). */
+static int decide_store(struct hb_daemon *d, struct conn *c,
+			const struct decide_req *q,
+			const struct hb_decider_out *dec, const char *tname,
+			const char *inputs_s, const char *src_s,
+			cJSON *detail, struct hb_job_row *row,
+			struct hb_err *err)
+{
+	int rc;
+
+	if ((rc = hbd_txn(d, err)))
+		return rc;
+	row->origin = "slurm";
+	row->target = tname;
+	/* a rejected job never reaches Slurm: it ends here */
+	row->state = dec->target == HB_DECIDE_REJECT ? "failed" : "pending";
+	row->user = q->job.user;
+	row->uid = q->uid;
+	row->account = q->job.account;
+	row->partition = q->job.partition;
+	row->name = q->job.name;
+	row->reason = dec->reason;
+	row->jobspec = src_s;
+	row->slurm_job_id = -1;
+	row->exit_code = -1;
+	if ((rc = hb_store_job_add(d->st, row, err)))
+		return rc;
+	if ((rc = hb_store_decision_add(d->st, row->id, tname, inputs_s,
+					dec->explanation,
+					hb_decider_policy_name(d->dc), err)))
+		return rc;
+	cJSON_AddStringToObject(detail, "target", tname);
+	cJSON_AddStringToObject(detail, "rule", dec->rule);
+	cJSON_AddStringToObject(detail, "why", dec->why);
+	cJSON_AddStringToObject(detail, "for_user", q->job.user);
+	return hbd_audit(d, c->uid, c->user, c->peer, "decide", row->id, detail,
+			 err);
+}
+
+/* The decision's reply, framed (*flen bytes), with the proxy a
+ * Kubernetes job's Slurm side becomes; NULL when out of memory. */
+static char *decide_reply(struct hb_daemon *d, const struct hb_job_row *row,
+			  const struct hb_decider_out *dec, const char *tname,
+			  int64_t time_limit_min, size_t *flen)
+{
+	char cm[96], script_buf[2 * 4096 + 128];
+	struct hb_proxy proxy;
+	struct hb_emit *w;
+	struct hb_buf rb;
+
+	if (!(w = hbd_reply_begin(&rb)))
+		return NULL;
+	hb_emit_str(w, "id", row->id);
+	hb_emit_str(w, "target", tname);
+	hb_emit_str(w, "reason", dec->reason);
+	if (dec->target == HB_DECIDE_KUBE) {
+		hb_rules_proxy(&d->cfg, time_limit_min, &proxy);
+		hb_emit_obj(w, "proxy");
+		hb_emit_str(w, "partition", proxy.partition);
+		if (proxy.time_limit_min != HB_RULES_NO_LIMIT)
+			hb_emit_num(w, "time_limit_min",
+				    (double)proxy.time_limit_min);
+		hb_emit_num(w, "cpus", proxy.cpus);
+		hb_emit_num(w, "mem_mb", proxy.mem_mb);
+		if (hb_rules_proxy_script(&d->cfg, row->id, script_buf,
+					  sizeof(script_buf)))
+			script_buf[0] = '\0'; /* cannot happen: both paths
+						* fit PATH_MAX */
+		hb_emit_str(w, "script", script_buf);
+		snprintf(cm, sizeof(cm), "hpcbridge:%s kubernetes", row->id);
+		hb_emit_str(w, "comment", cm);
+		hb_emit_end(w);
+	}
+	snprintf(cm, sizeof(cm), "hpcbridge:%s target=%s", row->id, tname);
+	hb_emit_str(w, "admin_comment", cm);
+	return hbd_reply_end(w, &rb, flen);
+}
+
+/*
+ * A decision for a Slurm job, from a caller op_allowed() let through
+ * (dispatch.c): read the request, decide, store the job with its decision
+ * (decide_store()) and stage the reply (decide_reply()), sent once the
+ * batch is committed.  looked_up: as for decide_read().
+ */
+void hbd_decide(struct hb_daemon *d, struct conn *c, const cJSON *req,
+		const char *looked_up)
+{
+	struct decide_req q = { 0 };
+	struct hb_decider_out dec = { 0 };
+	struct hb_job_row row = { 0 };
+	struct hb_err err = { 0 };
+	cJSON *detail = NULL;
+	struct staged *s;
+	size_t flen = 0;
+	char *inputs_s = NULL, *src_s = NULL, *f;
+	const char *tname;
+	int rc;
+
+	if (decide_read(d, c, req, looked_up, &q))
+		return;
+	q.job.seq = (uint64_t)hb_remote_now_ms(); /* the pilot's sample key */
+	if ((rc = hb_decider_decide(d->dc, &q.job, q.job.seq / 1000, &dec,
+				    &err))) {
+		hbd_stage_error(d, c, rc, err.msg, 0);
+		return;
+	}
+	tname = dec.target == HB_DECIDE_KUBE	? "kubernetes"
+		: dec.target == HB_DECIDE_SLURM ? "slurm"
+						: "rejected";
+
+	inputs_s = decision_inputs(&q.job, q.uid, q.options, &dec);
+	src_s = hbd_job_source("slurm", req);
+	detail = cJSON_CreateObject();
+	if (!inputs_s || !src_s || !detail)
+		goto nomem;
+	if ((rc = decide_store(d, c, &q, &dec, tname, inputs_s, src_s, detail,
+			       &row, &err)))
+		goto store_fail;
+	if (!(f = decide_reply(d, &row, &dec, tname, q.job.time_limit_min,
+			       &flen)))
+		goto nomem;
+	d->ndecisions++;
+	hb_logf(HB_LOG_DEBUG,
+		(struct hb_log_field[]){ HB_LOG_STR("job", row.id),
+					 HB_LOG_STR("target", tname),
+					 HB_LOG_STR("user", q.job.user) },
+		3, "decided: %s", dec.reason);
+	if ((s = hbd_stage_frame(d, c, f, flen, 0, 1, 0)))
+		s->burst = dec.target == HB_DECIDE_KUBE;
+	goto out;
+nomem:
+	hbd_stage_error(d, c, HB_ENOMEM, "out of memory", 0);
+	goto out;
+store_fail:
+	hbd_batch_abort(d, &err);
+	hbd_stage_error(d, c,
+			rc == HB_EINVAL || rc == HB_ETOOBIG ? rc : HB_ESTORE,
+			err.msg[0] ? err.msg : "the state store failed", 0);
+out:
+	/* detail is left to hbd_op_decide()'s scratch arena: deleting it
+	 * would walk its nodes to free nothing */
+	hb_decider_out_free(&dec);
+	free(inputs_s);
+	free(src_s);
+}
+
+/*
+ * A decision builds and drops a few hundred cJSON nodes (the engine's
+ * document, what is stored, the reply); they come from the daemon's
+ * scratch arena, reset after each decision, instead of malloc.  Nothing
+ * made here outlives it: replies are framed into malloc'd buffers.
+ * hbd_decide() may abandon its trees: only the reset frees them.
+ */
+void hbd_op_decide(struct hb_daemon *d, struct conn *c, const cJSON *req)
+{
+	hb_doc_scope_begin(&d->scratch);
+	hbd_decide(d, c, req, NULL);
+	hb_doc_scope_end();
+	hb_arena_reset(&d->scratch);
+}
+
+/* The placement policy in force and the snapshot decisions are made
+ * from, for "hpcbridge explain" without --state.  What accounts have
+ * spent is for administrators only. */
+void hbd_op_placement(struct hb_daemon *d, struct conn *c, const cJSON *req)
+{
+	cJSON *r = hb_proto_ok(), *state;
+
+	(void)req;
+	state = r ? hb_decider_state(d->dc, hb_remote_now_ms() / 1000) : NULL;
+	if (!state || !cJSON_AddItemToObject(r, "state", state)) {
+		cJSON_Delete(state);
+		cJSON_Delete(r);
+		hbd_stage_error(d, c, HB_ENOMEM, "out of memory", 0);
+		return;
+	}
+	if (!is_admin(d, c))
+		cJSON_DeleteItemFromObjectCaseSensitive(state, "spend");
+	cJSON_AddStringToObject(r, "policy", hb_decider_policy_name(d->dc));
+	cJSON_AddStringToObject(r, "policy_text",
+				hb_decider_policy_text(d->dc));
+	hbd_stage_reply(d, c, r, 0, 0);
+}
