@@ -199,6 +199,20 @@ static void run_dates(const struct date_case *c, size_t n, int64_t now)
 	}
 }
 
+/* Each refused in UTC, leaving the instant alone. */
+static void run_dates_bad(const char *const *bad, size_t n, int64_t now)
+{
+	for (size_t i = 0; i < n; i++) {
+		int64_t t = -7;
+
+		if (!hb_time_slurm_date(bad[i], now, 0, &t))
+			fail_msg("'%s' accepted", bad[i]);
+		if (t != -7)
+			fail_msg("'%s': refused, but wrote %lld", bad[i],
+				 (long long)t);
+	}
+}
+
 /* now[{+|-}N[units]]: plain arithmetic on the clock, whatever the zone. */
 static void test_slurm_date_now(void **state)
 {
@@ -225,15 +239,9 @@ static void test_slurm_date_now(void **state)
 		"now+1h", "now 5",	 "now+1000000000", /* ten digits */
 		"now+-1", "now+1 day x",
 	};
-	int64_t t = -7;
-
 	(void)state;
 	run_dates(cases, N_OF(cases), NOW);
-	for (size_t i = 0; i < N_OF(bad); i++) {
-		if (!hb_time_slurm_date(bad[i], NOW, 0, &t))
-			fail_msg("'%s' accepted", bad[i]);
-		assert_int_equal(t, -7);
-	}
+	run_dates_bad(bad, N_OF(bad), NOW);
 }
 
 /* The words, clock times and dates, in the zone utc_offset gives. */
@@ -331,15 +339,9 @@ static void test_slurm_date_local(void **state)
 		"uts1234567890123",
 		"tomorrow 10:00", /* the check takes it; the instant does not */
 	};
-	int64_t t = -7;
-
 	(void)state;
 	run_dates(cases, N_OF(cases), NOW);
-	for (size_t i = 0; i < N_OF(bad); i++) {
-		if (!hb_time_slurm_date(bad[i], NOW, 0, &t))
-			fail_msg("'%s' accepted", bad[i]);
-		assert_int_equal(t, -7);
-	}
+	run_dates_bad(bad, N_OF(bad), NOW);
 }
 
 /* In a leap year, MMDD reads Feb 29 of the clock's own year. */
@@ -559,7 +561,7 @@ static void test_rfc3339_lenient(void **state)
 		"2024-05-32T08:00:00Z",
 		"2024-05-00T08:00:00Z",
 		"12024-05-01T08:00:00Z", /* four digits at most */
-		"2024-1201T08:00:00Z",	 /* the month stops at 12 */
+		"2024-1201T08:00:00Z",	 /* two digits at most */
 		"+2024-05-01T08:00:00Z",
 		"2024-05-01T08:00:00+0a:00",
 		"2024-05-01T08:00:00+01:0",
