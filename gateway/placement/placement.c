@@ -112,21 +112,6 @@ uint64_t hb_place_hash(const char *name, const char *user, uint64_t seq)
 	return hb_fnv1a(h, num, (size_t)n);
 }
 
-static bool num(const char **p, int maxd, int64_t *v)
-{
-	int64_t x = 0;
-	int n = 0;
-
-	while (isdigit((unsigned char)**p)) {
-		if (++n > maxd)
-			return false;
-		x = x * 10 + (**p - '0');
-		(*p)++;
-	}
-	*v = x;
-	return n > 0;
-}
-
 int hb_place_parse_time(const char *s, int64_t now, int32_t utc_offset,
 			int64_t *out)
 {
@@ -154,7 +139,7 @@ static uint32_t shards_in(const char *text)
 	p += 5;
 	while (*p == ':') {
 		p++;
-		if (num(&p, 9, &v))
+		if (hb_scan_digits(&p, 9, &v))
 			return (uint32_t)v;
 		while (*p && *p != ':' && *p != ',')
 			p++;

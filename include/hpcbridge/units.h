@@ -6,6 +6,7 @@
 #ifndef HPCBRIDGE_UNITS_H
 #define HPCBRIDGE_UNITS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* A time limit of "UNLIMITED" or "INFINITE", in seconds. */
@@ -94,5 +95,25 @@ int hb_parse_utc_offset(const char *s, int32_t *out);
 /* Days since 1970-01-01 of a proleptic Gregorian date, and back. */
 int64_t hb_days_from_civil(int64_t y, unsigned m, unsigned d);
 void hb_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d);
+
+/* c in lower case if it is an ASCII capital: tolower() without the
+ * locale, as Slurm and Kubernetes compare names. */
+static inline char hb_ascii_lower(char c)
+{
+	return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
+}
+
+/* s starts with p, ASCII case-insensitively. */
+static inline bool hb_ascii_iprefix(const char *s, const char *p)
+{
+	for (; *p; s++, p++)
+		if (hb_ascii_lower(*s) != hb_ascii_lower(*p))
+			return false;
+	return true;
+}
+
+/* Read 1 to maxd decimal digits at *p into *v and move *p past them;
+ * false when there are none or more than maxd (then *p is left inside). */
+bool hb_scan_digits(const char **p, int maxd, int64_t *v);
 
 #endif

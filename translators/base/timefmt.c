@@ -47,23 +47,6 @@ static bool is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
-static char lower(char c)
-{
-	return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
-}
-
-/* s starts with p, case-insensitively (xstrncasecmp(s, p, strlen(p))). */
-static bool iprefix(const char *s, const char *p)
-{
-	while (*p) {
-		if (lower(*s) != lower(*p))
-			return false;
-		s++;
-		p++;
-	}
-	return true;
-}
-
 static char at(const char *s, size_t len, size_t i)
 {
 	return i < len ? s[i] : '\0';
@@ -99,7 +82,7 @@ static bool pt_delta(const char *s, size_t len, size_t *pos)
 		if (is_space(s[off]))
 			continue;
 		for (u = 0; u < sizeof(units) / sizeof(units[0]); u++)
-			if (iprefix(s + off, units[u]))
+			if (hb_ascii_iprefix(s + off, units[u]))
 				break;
 		if (u < sizeof(units) / sizeof(units[0])) {
 			off += strlen(units[u]);
@@ -152,12 +135,12 @@ static bool pt_time(const char *s, size_t len, size_t *pos)
 	}
 	while (is_space(at(s, len, off)))
 		off++;
-	if (off < len && iprefix(s + off, "pm")) {
+	if (off < len && hb_ascii_iprefix(s + off, "pm")) {
 		hr += 12;
 		if (hr > 24)
 			return false;
 		off += 2;
-	} else if (off < len && iprefix(s + off, "am")) {
+	} else if (off < len && hb_ascii_iprefix(s + off, "am")) {
 		if (hr > 12)
 			return false;
 		off += 2;
@@ -226,28 +209,28 @@ bool hb_time_slurm_date_ok(const char *s)
 	size_t len = strlen(s), pos;
 	bool have = false;
 
-	if (iprefix(s, "uts"))
+	if (hb_ascii_iprefix(s, "uts"))
 		return uts_ok(s + 3);
 	for (pos = 0; pos < len && s[pos] != '\n'; pos++) {
 		char ch = s[pos];
 
 		if (ch == ' ' || ch == '\t' || ch == '-' || ch == 'T')
 			continue;
-		if (iprefix(s + pos, "today")) {
+		if (hb_ascii_iprefix(s + pos, "today")) {
 			have = true;
 			pos += 4;
-		} else if (iprefix(s + pos, "tomorrow") ||
-			   iprefix(s + pos, "midnight")) {
+		} else if (hb_ascii_iprefix(s + pos, "tomorrow") ||
+			   hb_ascii_iprefix(s + pos, "midnight")) {
 			have = true;
 			pos += 7;
-		} else if (iprefix(s + pos, "noon") ||
-			   iprefix(s + pos, "fika")) {
+		} else if (hb_ascii_iprefix(s + pos, "noon") ||
+			   hb_ascii_iprefix(s + pos, "fika")) {
 			have = true;
 			pos += 3;
-		} else if (iprefix(s + pos, "teatime")) {
+		} else if (hb_ascii_iprefix(s + pos, "teatime")) {
 			have = true;
 			pos += 6;
-		} else if (iprefix(s + pos, "now")) {
+		} else if (hb_ascii_iprefix(s + pos, "now")) {
 			size_t i;
 
 			for (i = pos + 3;; i++) {
@@ -298,32 +281,17 @@ static bool word(const char **p, const char *w)
 	return true;
 }
 
-static bool num(const char **p, int maxd, int64_t *v)
-{
-	int64_t x = 0;
-	int n = 0;
-
-	while (isdigit((unsigned char)**p)) {
-		if (++n > maxd)
-			return false;
-		x = x * 10 + (**p - '0');
-		(*p)++;
-	}
-	*v = x;
-	return n > 0;
-}
-
 /* "HH:MM[:SS]" then optional AM/PM: seconds of the day. */
 static bool time_of_day(const char **p, int64_t *tod)
 {
 	const char *s = *p;
 	int64_t h, m, sec = 0;
 
-	if (!num(&s, 2, &h) || *s++ != ':' || !num(&s, 2, &m))
+	if (!hb_scan_digits(&s, 2, &h) || *s++ != ':' || !hb_scan_digits(&s, 2, &m))
 		return false;
 	if (*s == ':') {
 		s++;
-		if (!num(&s, 2, &sec))
+		if (!hb_scan_digits(&s, 2, &sec))
 			return false;
 	}
 	while (*s == ' ')
@@ -369,7 +337,7 @@ static int date_now(const char *p, int64_t now, int64_t *out)
 	sign = *p++ == '-' ? -1 : 1;
 	while (*p == ' ')
 		p++;
-	if (!num(&p, 9, &v))
+	if (!hb_scan_digits(&p, 9, &v))
 		return HB_EINVAL;
 	while (*p == ' ')
 		p++;
@@ -414,16 +382,16 @@ static int date_iso(const char *p, int32_t utc_offset, int64_t *out)
 {
 	int64_t y, mo, d, h = 0, m = 0, sec = 0;
 
-	if (!num(&p, 4, &y) || *p++ != '-' || !num(&p, 2, &mo) || *p++ != '-' ||
-	    !num(&p, 2, &d))
+	if (!hb_scan_digits(&p, 4, &y) || *p++ != '-' || !hb_scan_digits(&p, 2, &mo) || *p++ != '-' ||
+	    !hb_scan_digits(&p, 2, &d))
 		return HB_EINVAL;
 	if (*p == 'T') {
 		p++;
-		if (!num(&p, 2, &h))
+		if (!hb_scan_digits(&p, 2, &h))
 			return HB_EINVAL;
-		if (*p == ':' && (p++, !num(&p, 2, &m)))
+		if (*p == ':' && (p++, !hb_scan_digits(&p, 2, &m)))
 			return HB_EINVAL;
-		if (*p == ':' && (p++, !num(&p, 2, &sec)))
+		if (*p == ':' && (p++, !hb_scan_digits(&p, 2, &sec)))
 			return HB_EINVAL;
 	}
 	if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || m > 59 ||
@@ -460,14 +428,14 @@ static int date_month_day(const char *p, int64_t day, int32_t utc_offset,
 	} else {
 		char sep;
 
-		if (!num(&q, 2, &mo) || (*q != '/' && *q != '.'))
+		if (!hb_scan_digits(&q, 2, &mo) || (*q != '/' && *q != '.'))
 			return HB_EINVAL;
 		sep = *q++;
-		if (!num(&q, 2, &d))
+		if (!hb_scan_digits(&q, 2, &d))
 			return HB_EINVAL;
 		if (*q == sep) {
 			q++;
-			if (!num(&q, 2, &y))
+			if (!hb_scan_digits(&q, 2, &y))
 				return HB_EINVAL;
 			y += 2000;
 		}
@@ -495,7 +463,7 @@ int hb_time_slurm_date(const char *s, int64_t now, int32_t utc_offset,
 	while (*p == ' ')
 		p++;
 	if (word(&p, "uts")) {
-		if (!num(&p, 12, &v) || *p)
+		if (!hb_scan_digits(&p, 12, &v) || *p)
 			return HB_EINVAL;
 		*out = v;
 		return 0;

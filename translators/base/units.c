@@ -22,16 +22,11 @@ static bool is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
-static char lower(char c)
-{
-	return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
-}
-
 /* Case-insensitive comparison of two NUL-terminated strings. */
 static bool eq_nocase(const char *a, const char *b)
 {
 	while (*a && *b) {
-		if (lower(*a) != lower(*b))
+		if (hb_ascii_lower(*a) != hb_ascii_lower(*b))
 			return false;
 		a++;
 		b++;
@@ -284,7 +279,7 @@ int hb_parse_slurm_size(const char *s, uint64_t *mib)
 		return rc;
 	if (neg && v != 0)
 		return HB_EINVAL;
-	u = lower(*p);
+	u = hb_ascii_lower(*p);
 	if (u != '\0') {
 		if (u != 'k' && u != 'm' && u != 'g' && u != 't')
 			return HB_EINVAL;
@@ -321,7 +316,7 @@ int hb_parse_pbs_size(const char *s, uint64_t *bytes)
 	rc = digits(&p, UINT64_MAX, &v);
 	if (rc)
 		return rc;
-	u = lower(*p);
+	u = hb_ascii_lower(*p);
 	switch (u) {
 	case '\0':
 		break;
@@ -348,7 +343,7 @@ int hb_parse_pbs_size(const char *s, uint64_t *bytes)
 		return HB_EINVAL;
 	}
 	if (u != '\0' && u != 'b' && u != 'w') {
-		char w = lower(p[1]);
+		char w = hb_ascii_lower(p[1]);
 
 		/* kb, kw or bare k */
 		if (w == 'b' || w == 'w') {
@@ -967,4 +962,19 @@ int hb_parse_instant(const char *s, int64_t *out)
 	*out = hb_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
 	       hh * 3600 + mi * 60 + ss - off;
 	return 0;
+}
+
+bool hb_scan_digits(const char **p, int maxd, int64_t *v)
+{
+	int64_t x = 0;
+	int n = 0;
+
+	while (**p >= '0' && **p <= '9') {
+		if (++n > maxd)
+			return false;
+		x = x * 10 + (**p - '0');
+		(*p)++;
+	}
+	*v = x;
+	return n > 0;
 }

@@ -29,11 +29,6 @@ static int is_lower_alnum(char c)
 	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
-static char lower(char c)
-{
-	return (char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
-}
-
 const char *hb_kv_get(const struct hb_kv *kv, uint32_t n, const char *key)
 {
 	uint32_t i;
@@ -128,7 +123,7 @@ int hb_k8s_name_reserve(const struct hb_jobspec *spec, int64_t array_index,
 
 	/* Lowercase; each run outside [a-z0-9] becomes one '-'. */
 	for (const char *p = src; p < end && n < HB_DNS_LABEL_MAX; p++) {
-		char c = lower(*p);
+		char c = hb_ascii_lower(*p);
 
 		if (is_lower_alnum(c)) {
 			if (dash && n > 0)

@@ -431,10 +431,10 @@ static int getopt_all(struct ctx *c, struct toks *ts)
 /* "hetjob"/"packjob" at p, followed by white space or the line's end. */
 static bool het_word(const char *p, const char *e)
 {
-	if (e - p >= 7 && iprefix(p, "packjob") &&
+	if (e - p >= 7 && hb_ascii_iprefix(p, "packjob") &&
 	    (p + 7 == e || is_space(p[7])))
 		return true;
-	return e - p >= 6 && iprefix(p, "hetjob") &&
+	return e - p >= 6 && hb_ascii_iprefix(p, "hetjob") &&
 	       (p + 6 == e || is_space(p[6]));
 }
 

@@ -31,37 +31,20 @@ static inline bool is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
-static inline char lower(char c)
-{
-	return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
-}
-
 static inline bool ieq(const char *a, const char *b)
 {
-	while (*a && *b && lower(*a) == lower(*b)) {
+	while (*a && *b && hb_ascii_lower(*a) == hb_ascii_lower(*b)) {
 		a++;
 		b++;
 	}
 	return *a == '\0' && *b == '\0';
 }
 
-/* s starts with p, case-insensitively (xstrncasecmp(s, p, strlen(p))). */
-static inline bool iprefix(const char *s, const char *p)
-{
-	while (*p) {
-		if (lower(*s) != lower(*p))
-			return false;
-		s++;
-		p++;
-	}
-	return true;
-}
-
 /* Case-insensitive substring (xstrcasestr). */
 static inline bool icontains(const char *s, const char *p)
 {
 	for (; *s; s++)
-		if (iprefix(s, p))
+		if (hb_ascii_iprefix(s, p))
 			return true;
 	return false;
 }

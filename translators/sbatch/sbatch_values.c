@@ -154,12 +154,12 @@ static long sig_num(const char *s)
 		return (!ovf && all_space(end)) ? n : 0;
 	while (is_space(*s))
 		s++;
-	if (iprefix(s, "SIG"))
+	if (hb_ascii_iprefix(s, "SIG"))
 		s += 3;
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
 		size_t n2 = strlen(sigs[i].name);
 
-		if (iprefix(s, sigs[i].name) && all_space(s + n2))
+		if (hb_ascii_iprefix(s, sigs[i].name) && all_space(s + n2))
 			return sigs[i].num;
 	}
 	return 0;
@@ -174,11 +174,11 @@ static bool signal_ok(struct ctx *c, const char *v)
 	const char *end;
 	bool ovf;
 
-	if (lower(*v) == 'r')
+	if (hb_ascii_lower(*v) == 'r')
 		v++;
-	if (lower(*v) == 'b')
+	if (hb_ascii_lower(*v) == 'b')
 		v++;
-	if (lower(*v) == 'r')
+	if (hb_ascii_lower(*v) == 'r')
 		v++;
 	if (*v == ':')
 		v++;
@@ -657,7 +657,7 @@ static bool dist_ok(const char *v)
 	int lvl = 0;
 	bool known = false;
 
-	if (iprefix(v, "plane")) {
+	if (hb_ascii_iprefix(v, "plane")) {
 		const char *eq = strchr(v, '='), *end;
 		long sz;
 		bool ovf;
@@ -754,7 +754,7 @@ static bool acctg_freq_ok(const char *v)
 
 		if (n) {
 			for (size_t i = 0; i < 4; i++)
-				if (iprefix(p, types[i]))
+				if (hb_ascii_iprefix(p, types[i]))
 					num = p + strlen(types[i]);
 			if (sb_strtol(num, &x, &end) || end == num ||
 			    end != p + n || x < 0)
@@ -781,7 +781,7 @@ static bool rlimits_ok(const char *v)
 		bool ok = false;
 
 		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-			if (strlen(names[i]) == n && iprefix(p, names[i]))
+			if (strlen(names[i]) == n && hb_ascii_iprefix(p, names[i]))
 				ok = true;
 		if (!ok)
 			return false;
@@ -804,8 +804,8 @@ static bool resource_range(const char *v, long *min)
 	}
 	if (sb_strtol(v, &n, &end))
 		return false;
-	if (lower(*end) == 'k' || lower(*end) == 'm') {
-		long m = lower(*end) == 'k' ? 1024 : 1048576;
+	if (hb_ascii_lower(*end) == 'k' || hb_ascii_lower(*end) == 'm') {
+		long m = hb_ascii_lower(*end) == 'k' ? 1024 : 1048576;
 
 		if (n < 0 || n > INT_MAX / m)
 			return false;
@@ -823,8 +823,8 @@ static bool resource_range(const char *v, long *min)
 
 		if (sb_strtol(p, &hi, &end))
 			return false;
-		if (lower(*end) == 'k' || lower(*end) == 'm') {
-			long m = lower(*end) == 'k' ? 1024 : 1048576;
+		if (hb_ascii_lower(*end) == 'k' || hb_ascii_lower(*end) == 'm') {
+			long m = hb_ascii_lower(*end) == 'k' ? 1024 : 1048576;
 
 			if (hi < 0 || hi > INT_MAX / m)
 				return false;
@@ -1231,7 +1231,7 @@ static bool get_user_env_ok(const char *v)
 	long n;
 
 	sb_strtol(v, &n, &end);
-	return !*end || lower(*end) == 's' || lower(*end) == 'l';
+	return !*end || hb_ascii_lower(*end) == 's' || hb_ascii_lower(*end) == 'l';
 }
 
 static bool gres_flags_ok(const char *v)
@@ -1251,7 +1251,7 @@ static bool no_kill_ok(const char *v)
 
 static bool open_mode_ok(const char *v)
 {
-	return lower(*v) == 'a' || lower(*v) == 't';
+	return hb_ascii_lower(*v) == 'a' || hb_ascii_lower(*v) == 't';
 }
 
 static bool profile_ok(const char *v)
