@@ -121,11 +121,11 @@ cJSON *hb_origin_twin_doc(const cJSON *orig, char name[64],
 			  struct hb_err *err);
 
 /*
- * What a twin's status means for its job: the store state (queued,
+ * What a twin's status means for its job: the job state (queued,
  * running, succeeded, failed) and, in msg, the deciding condition
  * ("Failed: BackoffLimitExceeded: ...", "" when none).
  */
-const char *hb_origin_twin_state(const cJSON *twin, char *msg, size_t n);
+enum hb_job_state hb_origin_twin_state(const cJSON *twin, char *msg, size_t n);
 
 /*
  * The original's status merge patch copied from its twin: conditions,
