@@ -25,7 +25,8 @@ static char *print_or_null(const cJSON *j)
 	return hb_buf_steal(&b);
 }
 
-/* "2026-01-31T12:00:00.123Z" for wall-clock ms. */
+/* "2026-01-31T12:00:00.123Z" for wall-clock ms: with the milliseconds,
+ * which hb_time_rfc3339_format() (timefmt.h) does not write. */
 void hbd_fmt_time(int64_t ms, char *buf, size_t n)
 {
 	time_t s = (time_t)(ms / 1000);

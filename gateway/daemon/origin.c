@@ -28,6 +28,7 @@
 #include "hpcbridge/log.h"
 #include "hpcbridge/mpijob.h"
 #include "hpcbridge/sbatch.h"
+#include "hpcbridge/timefmt.h"
 #include "hpcbridge/translate.h"
 #include "origin.h"
 
@@ -50,12 +51,7 @@ int hb_origin_managed(const cJSON *mpijob)
 
 void hb_origin_time(int64_t ms, char out[32])
 {
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	if (ms <= 0 || !gmtime_r(&t, &tm) ||
-	    !strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		snprintf(out, 32, "1970-01-01T00:00:00Z");
+	hb_time_rfc3339_format(ms > 0 ? ms / 1000 : 0, out);
 }
 
 void hb_origin_job_free(struct hb_origin_job *j)

@@ -97,7 +97,9 @@ void hb_origin_job_free(struct hb_origin_job *j);
  */
 cJSON *hb_origin_status_doc(const struct hb_job_row *row, int64_t start_ms);
 
-/* RFC 3339 UTC ("2026-01-02T03:04:05Z") of ms since the epoch. */
+/* RFC 3339 UTC ("2026-01-02T03:04:05Z") of ms since the epoch, the epoch
+ * itself for ms <= 0: hb_time_rfc3339_format() (timefmt.h) of the
+ * seconds. */
 void hb_origin_time(int64_t ms, char out[32]);
 
 /*
