@@ -164,6 +164,7 @@ enum hb_job_state {
 	HB_JOB_LOST,
 	HB__JOB_STATE_COUNT
 };
+/* The states' names in order, for messages. */
 #define HB_JOB_STATES                                                          \
 	"pending, queued, running, completing, succeeded, failed, "            \
 	"cancelled, lost"
@@ -213,7 +214,8 @@ int hb_job_entry_parse(const char *name);
  * HB_ESTORE.
  *
  * entry: how the job entered; stored in the column "origin", and the
- * protocol's JSON calls it "origin" too.
+ * protocol's JSON calls it "origin" too (in C, an origin is only a job
+ * created on Kubernetes: origin.h).
  * target, state: zero (a zeroed row) is pending.
  * jobspec: JSON text or NULL.
  * uid: -1 when unknown.  slurm_job_id, exit_code: -1 when none.
