@@ -229,6 +229,7 @@ _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
 	"name, slurm_job_id, k8s_namespace, k8s_name, k8s_uid, exit_code, "    \
 	"reason, created_ms, updated_ms, jobspec"
 #define STATES_IN "state IN (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+_Static_assert(HB__JOB_STATE_COUNT == 8, "STATES_IN binds one per state");
 
 enum stmt_id {
 	S_BEGIN,
@@ -353,56 +354,76 @@ struct hb_store {
 
 /* --- names ------------------------------------------------------------ */
 
-enum {
-	ST_PENDING,
-	ST_QUEUED,
-	ST_RUNNING,
-	ST_COMPLETING,
-	ST_SUCCEEDED,
-	ST_FAILED,
-	ST_CANCELLED,
-	ST_LOST,
-	NSTATES
+static const char *const state_names[HB__JOB_STATE_COUNT] = {
+	"pending",   "queued", "running",   "completing",
+	"succeeded", "failed", "cancelled", "lost"
 };
+/* The text column "origin" holds a job's entry point. */
+static const char *const entry_names[HB__ENTRY_COUNT] = { "slurm", "cli",
+							  "kubernetes" };
+static const char *const target_names[HB__TARGET_COUNT] = { "pending", "slurm",
+							    "kubernetes",
+							    "rejected" };
 
-static const char *const state_names[NSTATES] = { "pending",   "queued",
-						  "running",   "completing",
-						  "succeeded", "failed",
-						  "cancelled", "lost" };
-
-static const char *const origin_names[] = { "slurm", "cli", "kubernetes",
-					    NULL };
-static const char *const target_names[] = { "pending", "slurm", "kubernetes",
-					    "rejected", NULL };
-/* A decision places a job: "pending" is not one. */
-static const char *const decision_targets[] = { "slurm", "kubernetes",
-						"rejected", NULL };
-
-static int state_index(const char *s)
+/* names[v], or "unknown" for a v past the n names. */
+static const char *name_of(const char *const *names, int n, int v)
 {
-	for (int i = 0; s && i < NSTATES; i++)
-		if (!strcmp(state_names[i], s))
+	return v >= 0 && v < n ? names[v] : "unknown";
+}
+
+/* The index of s among the n names, or -1. */
+static int index_of(const char *const *names, int n, const char *s)
+{
+	for (int i = 0; s && i < n; i++)
+		if (!strcmp(names[i], s))
 			return i;
 	return -1;
 }
 
-static int in_list(const char *const *list, const char *s)
+const char *hb_job_state_name(enum hb_job_state s)
 {
-	for (size_t i = 0; s && list[i]; i++)
-		if (!strcmp(list[i], s))
-			return 1;
-	return 0;
+	return name_of(state_names, HB__JOB_STATE_COUNT, (int)s);
+}
+
+int hb_job_state_parse(const char *name)
+{
+	return index_of(state_names, HB__JOB_STATE_COUNT, name);
+}
+
+const char *hb_job_target_name(enum hb_job_target t)
+{
+	return name_of(target_names, HB__TARGET_COUNT, (int)t);
+}
+
+int hb_job_target_parse(const char *name)
+{
+	return index_of(target_names, HB__TARGET_COUNT, name);
+}
+
+const char *hb_job_entry_name(enum hb_job_entry e)
+{
+	return name_of(entry_names, HB__ENTRY_COUNT, (int)e);
+}
+
+int hb_job_entry_parse(const char *name)
+{
+	return index_of(entry_names, HB__ENTRY_COUNT, name);
+}
+
+static int state_ok(int s)
+{
+	return s >= 0 && s < HB__JOB_STATE_COUNT;
 }
 
 static int terminal(int s)
 {
-	return s >= ST_SUCCEEDED;
+	return s >= HB_JOB_SUCCEEDED;
 }
 
 /* Forward along pending < queued < running < completing < terminal. */
 static int rank(int s)
 {
-	return terminal(s) ? ST_SUCCEEDED : s;
+	return terminal(s) ? HB_JOB_SUCCEEDED : s;
 }
 
 static int allowed(int from, int to)
@@ -414,26 +435,19 @@ static int allowed(int from, int to)
 	if (rank(to) > rank(from))
 		return 1;
 	/* A requeue. */
-	return to == ST_QUEUED && (from == ST_RUNNING || from == ST_COMPLETING);
+	return to == HB_JOB_QUEUED &&
+	       (from == HB_JOB_RUNNING || from == HB_JOB_COMPLETING);
 }
 
-int hb_store_state_valid(const char *state)
+int hb_store_state_terminal(enum hb_job_state s)
 {
-	return state_index(state) >= 0;
+	return state_ok((int)s) && terminal((int)s);
 }
 
-int hb_store_state_terminal(const char *state)
+int hb_store_state_allowed(enum hb_job_state from, enum hb_job_state to)
 {
-	int s = state_index(state);
-
-	return s >= 0 && terminal(s);
-}
-
-int hb_store_state_allowed(const char *from, const char *to)
-{
-	int f = state_index(from), t = state_index(to);
-
-	return f >= 0 && t >= 0 && allowed(f, t);
+	return state_ok((int)from) && state_ok((int)to) &&
+	       allowed((int)from, (int)to);
 }
 
 /* --- errors ----------------------------------------------------------- */
@@ -523,31 +537,15 @@ static int check_json(struct hb_store *st, struct hb_err *err,
 	return 0;
 }
 
-/* A required string from a closed set (what lists it). */
-static int check_name(struct hb_store *st, struct hb_err *err, const char *op,
-		      const char *field, const char *s, const char *const *list,
-		      const char *what)
+/* A value of one of the enums, which has n values: HB_EINVAL naming the
+ * field when v is none of them (what lists them). */
+static int check_enum(struct hb_store *st, struct hb_err *err, const char *op,
+		      const char *field, int v, int n, const char *what)
 {
-	if (!s)
-		return fail(st, err, HB_EINVAL, op, "%s: required (%s)", field,
-			    what);
-	if (!in_list(list, s))
-		return fail(st, err, HB_EINVAL, op,
-			    "%s: unknown value '%.64s' (%s)", field, s, what);
-	return 0;
-}
-
-static int check_state(struct hb_store *st, struct hb_err *err, const char *op,
-		       const char *field, const char *s)
-{
-	if (!s)
-		return fail(st, err, HB_EINVAL, op, "%s: required (%s)", field,
-			    HB_JOB_STATES);
-	if (state_index(s) < 0)
-		return fail(st, err, HB_EINVAL, op,
-			    "%s: unknown state '%.64s' (%s)", field, s,
-			    HB_JOB_STATES);
-	return 0;
+	if (v >= 0 && v < n)
+		return 0;
+	return fail(st, err, HB_EINVAL, op, "%s: unknown value %d (%s)", field,
+		    v, what);
 }
 
 /* --- statements ------------------------------------------------------- */
@@ -660,6 +658,22 @@ static int exec_stmt(struct hb_store *st, enum stmt_id id, const char *op,
 static const char *col_text(sqlite3_stmt *s, int i)
 {
 	return (const char *)sqlite3_column_text(s, i);
+}
+
+/* Column i of s, one of the n names (field: the column; id: the job): its
+ * index, or -1 with HB_ESTORE in err for a name this build does not know
+ * (written by hand, or by a later version: nothing this store writes). */
+static int col_enum(struct hb_store *st, sqlite3_stmt *s, int i,
+		    const char *const *names, int n, const char *field,
+		    const char *id, const char *op, struct hb_err *err)
+{
+	const char *v = col_text(s, i);
+	int x = index_of(names, n, v);
+
+	if (x < 0)
+		fail(st, err, HB_ESTORE, op, "%s has an unknown %s '%.64s'", id,
+		     field, v ? v : "");
+	return x;
 }
 
 static void copy_id(char *dst, size_t size, const char *src)
@@ -1296,14 +1310,29 @@ static int own_strings(const char **f[], size_t n, void **priv)
 	return 0;
 }
 
-/* The current row of a JOB_COLS query, borrowed from s. */
-static void job_from_stmt(sqlite3_stmt *s, struct hb_job_row *r)
+/* The current row of a JOB_COLS query, borrowed from s: 0, or HB_ESTORE
+ * (col_enum()) with r zeroed. */
+static int job_from_stmt(struct hb_store *st, sqlite3_stmt *s,
+			 struct hb_job_row *r, const char *op,
+			 struct hb_err *err)
 {
+	int entry, target, state;
+
 	memset(r, 0, sizeof(*r));
 	copy_id(r->id, sizeof(r->id), col_text(s, 0));
-	r->origin = col_text(s, 1);
-	r->target = col_text(s, 2);
-	r->state = col_text(s, 3);
+	entry = col_enum(st, s, 1, entry_names, HB__ENTRY_COUNT, "origin",
+			 r->id, op, err);
+	target = col_enum(st, s, 2, target_names, HB__TARGET_COUNT, "target",
+			  r->id, op, err);
+	state = col_enum(st, s, 3, state_names, HB__JOB_STATE_COUNT, "state",
+			 r->id, op, err);
+	if (entry < 0 || target < 0 || state < 0) {
+		memset(r, 0, sizeof(*r));
+		return HB_ESTORE;
+	}
+	r->entry = (enum hb_job_entry)entry;
+	r->target = (enum hb_job_target)target;
+	r->state = (enum hb_job_state)state;
 	r->user = col_text(s, 4);
 	r->uid = sqlite3_column_int64(s, 5);
 	r->account = col_text(s, 6);
@@ -1318,6 +1347,7 @@ static void job_from_stmt(sqlite3_stmt *s, struct hb_job_row *r)
 	r->created_ms = sqlite3_column_int64(s, 15);
 	r->updated_ms = sqlite3_column_int64(s, 16);
 	r->jobspec = col_text(s, 17);
+	return 0;
 }
 
 void hb_job_row_free(struct hb_job_row *row)
@@ -1349,13 +1379,15 @@ static int job_fetch_one(struct hb_store *st, sqlite3_stmt *s,
 		sqlite3_reset(s);
 		return fail(st, err, HB_ENOENT, op, "no job %s", what);
 	}
-	job_from_stmt(s, out);
-	const char **f[] = { &out->origin,   &out->target,
-			     &out->state,    &out->user,
-			     &out->account,  &out->partition,
-			     &out->name,     &out->reason,
-			     &out->jobspec,  &out->k8s_namespace,
-			     &out->k8s_name, &out->k8s_uid };
+	if ((rc = job_from_stmt(st, s, out, op, err))) {
+		sqlite3_reset(s);
+		return rc;
+	}
+	const char **f[] = { &out->user,	  &out->account,
+			     &out->partition,	  &out->name,
+			     &out->reason,	  &out->jobspec,
+			     &out->k8s_namespace, &out->k8s_name,
+			     &out->k8s_uid };
 	rc = own_strings(f, sizeof(f) / sizeof(f[0]), &out->priv);
 	sqlite3_reset(s);
 	if (rc) {
@@ -1373,13 +1405,15 @@ static int check_job(struct hb_store *st, const struct hb_job_row *r,
 	static const char op[] = "job_add";
 	int rc;
 
-	rc = check_name(st, err, op, "origin", r->origin, origin_names,
+	rc = check_enum(st, err, op, "entry", (int)r->entry, HB__ENTRY_COUNT,
 			"slurm, cli, kubernetes");
-	if (!rc && r->target)
-		rc = check_name(st, err, op, "target", r->target, target_names,
+	if (!rc)
+		rc = check_enum(st, err, op, "target", (int)r->target,
+				HB__TARGET_COUNT,
 				"pending, slurm, kubernetes, rejected");
-	if (!rc && r->state)
-		rc = check_state(st, err, op, "state", r->state);
+	if (!rc)
+		rc = check_enum(st, err, op, "state", (int)r->state,
+				HB__JOB_STATE_COUNT, HB_JOB_STATES);
 	if (rc)
 		return rc;
 	const struct {
@@ -1462,9 +1496,9 @@ int hb_store_job_add(struct hb_store *st, struct hb_job_row *row,
 	rc = prep(st, S_JOB_INSERT, &s, op, err);
 	if (!rc)
 		rc = bind(st, s, op, err, "tittttitttntttntit", row->id, seq,
-			  row->origin, row->target ? row->target : "pending",
-			  row->state ? row->state : "pending", row->user,
-			  row->uid, row->account, row->partition, row->name,
+			  entry_names[row->entry], target_names[row->target],
+			  state_names[row->state], row->user, row->uid,
+			  row->account, row->partition, row->name,
 			  row->slurm_job_id, row->k8s_namespace, row->k8s_name,
 			  row->k8s_uid, row->exit_code, row->reason, t,
 			  row->jobspec);
@@ -1523,16 +1557,17 @@ int hb_store_job_by_slurm_id(struct hb_store *st, int64_t slurm_job_id,
 }
 
 int hb_store_job_set_state(struct hb_store *st, const char *id,
-			   const char *state, int64_t exit_code,
+			   enum hb_job_state state, int64_t exit_code,
 			   const char *reason, struct hb_err *err)
 {
 	static const char op[] = "job_set_state";
 	sqlite3_stmt *s;
-	int rc, from = -1, to;
+	int rc, from = -1, to = (int)state;
 
 	rc = check_str(st, err, op, "id", id, HB_STORE_NAME_MAX, 1);
 	if (!rc)
-		rc = check_state(st, err, op, "state", state);
+		rc = check_enum(st, err, op, "state", to, HB__JOB_STATE_COUNT,
+				HB_JOB_STATES);
 	if (!rc)
 		rc = check_str(st, err, op, "reason", reason, HB_STORE_TEXT_MAX,
 			       0);
@@ -1541,7 +1576,6 @@ int hb_store_job_set_state(struct hb_store *st, const char *id,
 			  "exit_code: %" PRId64 " (-1 to keep)", exit_code);
 	if (rc)
 		return rc;
-	to = state_index(state);
 	rc = op_begin(st, 1, op, err);
 	if (rc)
 		return rc;
@@ -1556,14 +1590,11 @@ int hb_store_job_set_state(struct hb_store *st, const char *id,
 	if (rc == SQLITE_DONE) {
 		rc = fail(st, err, HB_ENOENT, op, "no job %s", id);
 	} else {
-		const char *cur = col_text(s, 0);
-
-		from = state_index(cur);
+		from = col_enum(st, s, 0, state_names, HB__JOB_STATE_COUNT,
+				"state", id, op, err);
 		rc = 0;
 		if (from < 0)
-			rc = fail(st, err, HB_ESTORE, op,
-				  "%s has an unknown state '%.64s'", id,
-				  cur ? cur : "");
+			rc = HB_ESTORE;
 		else if (!allowed(from, to))
 			rc = fail(st, err, HB_ESTATE, op,
 				  "%s: %s -> %s is not allowed%s", id,
@@ -1576,8 +1607,8 @@ int hb_store_job_set_state(struct hb_store *st, const char *id,
 		goto out;
 	rc = prep(st, S_JOB_SET_STATE, &s, op, err);
 	if (!rc)
-		rc = bind(st, s, op, err, "ttnti", id, state, exit_code, reason,
-			  now(st));
+		rc = bind(st, s, op, err, "ttnti", id, state_names[to],
+			  exit_code, reason, now(st));
 	if (!rc)
 		rc = run(st, s, op, err);
 out:
@@ -1641,45 +1672,37 @@ int hb_store_job_set_k8s(struct hb_store *st, const char *id, const char *ns,
 	return rc;
 }
 
-int hb_store_job_list(struct hb_store *st, int64_t uid,
-		      const char *const *states, unsigned limit,
+int hb_store_job_list(struct hb_store *st, int64_t uid, unsigned states,
+		      unsigned limit,
 		      int (*cb)(const struct hb_job_row *, void *), void *arg,
 		      struct hb_err *err)
 {
 	static const char op[] = "job_list";
-	const char *pick[NSTATES] = { NULL };
+	int pick = states != HB_JOB_ANY;
 	enum stmt_id id;
 	sqlite3_stmt *s;
-	char field[32];
 	int rc;
 
 	if (!cb)
 		return fail(st, err, HB_EINVAL, op, "callback: required");
-	if (states) {
-		size_t n = 0;
-
-		for (size_t i = 0; states[i]; i++) {
-			snprintf(field, sizeof(field), "states[%zu]", i);
-			rc = check_state(st, err, op, field, states[i]);
-			if (rc)
-				return rc;
-			pick[state_index(states[i])] = states[i];
-			n++;
-		}
-		if (!n)
-			return 0; /* no state wanted: nothing matches */
+	if (states & ~HB_JOB_ANY)
+		return fail(st, err, HB_EINVAL, op,
+			    "states: 0x%x has bits that are no state", states);
+	if (!states)
+		return 0; /* no state wanted: nothing matches */
+	if (pick)
 		id = uid < 0 ? S_JOB_LIST_STATES : S_JOB_LIST_UID_STATES;
-	} else {
+	else
 		id = uid < 0 ? S_JOB_LIST : S_JOB_LIST_UID;
-	}
 	rc = prep(st, id, &s, op, err);
 	if (rc)
 		return rc;
 	/* ?1 limit, ?2..?9 the wanted states (NULL matches nothing), ?10
 	 * uid; a statement that lacks one ignores its binding. */
 	rc = sqlite3_bind_int64(s, 1, limit ? (int64_t)limit : -1);
-	for (int i = 0; !rc && states && i < NSTATES; i++)
-		rc = pick[i] ? sqlite3_bind_text(s, 2 + i, pick[i], -1,
+	for (int i = 0; !rc && pick && i < HB__JOB_STATE_COUNT; i++)
+		rc = states & HB_JOB_BIT(i)
+			     ? sqlite3_bind_text(s, 2 + i, state_names[i], -1,
 						 SQLITE_STATIC)
 			     : sqlite3_bind_null(s, 2 + i);
 	if (!rc && uid >= 0)
@@ -1691,8 +1714,9 @@ int hb_store_job_list(struct hb_store *st, int64_t uid,
 	while ((rc = step(st, s, op, err)) == SQLITE_ROW) {
 		struct hb_job_row row;
 
-		job_from_stmt(s, &row);
-		rc = cb(&row, arg);
+		rc = job_from_stmt(st, s, &row, op, err);
+		if (!rc)
+			rc = cb(&row, arg);
 		if (rc) {
 			sqlite3_reset(s);
 			return rc;
@@ -1707,7 +1731,7 @@ int hb_store_job_list(struct hb_store *st, int64_t uid,
 /* --- decisions -------------------------------------------------------- */
 
 int hb_store_decision_add(struct hb_store *st, const char *job_id,
-			  const char *target, const char *inputs_json,
+			  enum hb_job_target target, const char *inputs_json,
 			  const char *explanation, const char *policy,
 			  struct hb_err *err)
 {
@@ -1717,8 +1741,13 @@ int hb_store_decision_add(struct hb_store *st, const char *job_id,
 	int rc;
 
 	rc = check_str(st, err, op, "job_id", job_id, HB_STORE_NAME_MAX, 1);
+	if (!rc && target == HB_TARGET_PENDING)
+		rc = fail(st, err, HB_EINVAL, op,
+			  "target: pending places nothing (slurm, kubernetes, "
+			  "rejected)");
 	if (!rc)
-		rc = check_name(st, err, op, "target", target, decision_targets,
+		rc = check_enum(st, err, op, "target", (int)target,
+				HB__TARGET_COUNT,
 				"slurm, kubernetes, rejected");
 	if (!rc)
 		rc = check_json(st, err, op, "inputs", inputs_json,
@@ -1740,14 +1769,16 @@ int hb_store_decision_add(struct hb_store *st, const char *job_id,
 	 * job that is not there fails the decision's foreign key. */
 	rc = prep(st, S_JOB_SET_TARGET, &s, op, err);
 	if (!rc)
-		rc = bind(st, s, op, err, "tti", job_id, target, t);
+		rc = bind(st, s, op, err, "tti", job_id, target_names[target],
+			  t);
 	if (!rc)
 		rc = run(st, s, op, err);
 	if (!rc)
 		rc = prep(st, S_DECISION_INSERT, &s, op, err);
 	if (!rc)
-		rc = bind(st, s, op, err, "titttt", job_id, t, target,
-			  inputs_json, explanation, policy);
+		rc = bind(st, s, op, err, "titttt", job_id, t,
+			  target_names[target], inputs_json, explanation,
+			  policy);
 	if (!rc) {
 		struct hb_err e = { 0 };
 
@@ -1786,12 +1817,18 @@ int hb_store_decision_get(struct hb_store *st, const char *job_id,
 	out->id = sqlite3_column_int64(s, 0);
 	copy_id(out->job_id, sizeof(out->job_id), col_text(s, 1));
 	out->at_ms = sqlite3_column_int64(s, 2);
-	out->target = col_text(s, 3);
+	rc = col_enum(st, s, 3, target_names, HB__TARGET_COUNT,
+		      "decision target", job_id, op, err);
+	if (rc < 0) {
+		sqlite3_reset(s);
+		memset(out, 0, sizeof(*out));
+		return HB_ESTORE;
+	}
+	out->target = (enum hb_job_target)rc;
 	out->inputs = col_text(s, 4);
 	out->explanation = col_text(s, 5);
 	out->policy = col_text(s, 6);
-	const char **f[] = { &out->target, &out->inputs, &out->explanation,
-			     &out->policy };
+	const char **f[] = { &out->inputs, &out->explanation, &out->policy };
 	rc = own_strings(f, sizeof(f) / sizeof(f[0]), &out->priv);
 	sqlite3_reset(s);
 	if (rc) {
@@ -1901,16 +1938,19 @@ int hb_store_spend_list(struct hb_store *st, int64_t since_ms,
 	if (rc)
 		return rc;
 	while ((rc = step(st, s, op, err)) == SQLITE_ROW) {
+		int side = index_of(target_names, HB__TARGET_COUNT,
+				    col_text(s, 1));
 		struct hb_spend_row sp = {
 			.account = col_text(s, 0),
-			.side = col_text(s, 1),
+			.side = (enum hb_job_target)side,
 			.at_ms = sqlite3_column_int64(s, 2),
 			.cost_micro = sqlite3_column_int64(s, 3),
 		};
 
 		/* a document without the chosen side's cost charges
-		 * nothing */
-		if (sqlite3_column_type(s, 3) != SQLITE_INTEGER)
+		 * nothing, nor does a target that is no side */
+		if (sqlite3_column_type(s, 3) != SQLITE_INTEGER ||
+		    (side != HB_TARGET_SLURM && side != HB_TARGET_KUBERNETES))
 			continue;
 		rc = cb(&sp, arg);
 		if (rc) {

@@ -285,6 +285,14 @@ static inline int may_see(const struct hb_daemon *d, const struct conn *c,
 	return is_admin(d, c) || (j->uid >= 0 && (uid_t)j->uid == c->uid);
 }
 
+/* The job target a decision (enum hb_decider_target) places a job on. */
+static inline enum hb_job_target decided_target(int decided)
+{
+	return decided == HB_DECIDE_KUBE    ? HB_TARGET_KUBERNETES
+	       : decided == HB_DECIDE_SLURM ? HB_TARGET_SLURM
+					    : HB_TARGET_REJECTED;
+}
+
 /* Nothing left to do on c: no task, nothing staged or unsent. */
 static inline int conn_idle(const struct conn *c)
 {
@@ -338,27 +346,14 @@ void hbd_sync_kick(struct hb_daemon *d);
 void hbd_batch_end(struct hb_daemon *d);
 
 /* ------------------------------------------------------------------ */
-/* dispatch.c: request fields, names, the op table                     */
+/* dispatch.c: names, the op table                                     */
 /* ------------------------------------------------------------------ */
 
-/* A request's error: the first one found wins (hbd_rerr()). */
-struct req_err {
-	int code;
-	char msg[256];
-};
+/* A request's string field that must be there and not empty, for
+ * hb_doc_get_str(); the ops read every field with hb_doc_get_*(), into a
+ * struct hb_err that keeps the first error. */
+#define HBD_REQUIRED (HB_DOC_REQUIRED | HB_DOC_NONEMPTY)
 
-int hbd_rerr(struct req_err *e, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-int hbd_get_str(const cJSON *req, const char *key, size_t max, int required,
-		const char **out, struct req_err *e);
-int hbd_get_int(const cJSON *req, const char *key, int64_t min, int64_t max,
-		int64_t def, int required, int64_t *out, struct req_err *e);
-int hbd_get_bool(const cJSON *req, const char *key, int *out,
-		 struct req_err *e);
-int hbd_get_strv(const cJSON *req, const char *key, const cJSON **out,
-		 struct req_err *e);
-int hbd_get_obj(const cJSON *req, const char *key, const cJSON **out,
-		struct req_err *e);
 void hbd_lookup_task(struct hb_daemon *d, struct conn *c, const cJSON *req,
 		     uid_t uid, int lconn);
 void hbd_lookup_done(struct task *t);
@@ -375,7 +370,7 @@ cJSON *hbd_job_json(const struct hb_job_row *j);
 int hbd_audit(struct hb_daemon *d, uid_t uid, const char *user,
 	      const char *peer, const char *action, const char *job_id,
 	      const cJSON *detail, struct hb_err *err);
-char *hbd_job_source(const char *kind, const cJSON *req);
+char *hbd_job_source(enum hb_job_entry entry, const cJSON *req);
 struct hb_emit *hbd_inputs_begin(struct hb_buf *b,
 				 const struct hb_decider_out *dec);
 char *hbd_inputs_end(struct hb_emit *e, struct hb_buf *b,

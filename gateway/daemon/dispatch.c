@@ -1,10 +1,9 @@
 /*
- * dispatch.c - from a parsed request to its op: the request's fields, the
- * op table (which handler, who may call it), and the caller's user name,
- * which a worker looks up when the cache does not have it.
+ * dispatch.c - from a parsed request to its op: the op table (which
+ * handler, who may call it), and the caller's user name, which a worker
+ * looks up when the cache does not have it.  The ops read their fields
+ * with hb_doc_get_*() (doc.h).
  */
-#include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,121 +11,6 @@
 #include "daemon_int.h"
 #include "hpcbridge/log.h"
 #include "hpcbridge/proto.h"
-
-/* ------------------------------------------------------------------ */
-/* Request fields                                                      */
-/* ------------------------------------------------------------------ */
-
-/* Note the first error in e (the later ones are dropped); its code. */
-int hbd_rerr(struct req_err *e, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (e->code)
-		return e->code;
-	e->code = code;
-	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-	va_end(ap);
-	return code;
-}
-
-/* An optional string field of at most max bytes; *out NULL if absent or
- * null. */
-int hbd_get_str(const cJSON *req, const char *key, size_t max, int required,
-		const char **out, struct req_err *e)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
-
-	*out = NULL;
-	if (!v || cJSON_IsNull(v)) {
-		if (required)
-			return hbd_rerr(e, HB_EINVAL, "%s: required", key);
-		return 0;
-	}
-	if (!cJSON_IsString(v))
-		return hbd_rerr(e, HB_EINVAL, "%s: must be a string", key);
-	if (strlen(v->valuestring) > max)
-		return hbd_rerr(e, HB_EINVAL, "%s: longer than %zu bytes", key,
-				max);
-	if (required && !v->valuestring[0])
-		return hbd_rerr(e, HB_EINVAL, "%s: must not be empty", key);
-	*out = v->valuestring;
-	return 0;
-}
-
-/* An optional integer field in [min, max]; *out = def if absent or null. */
-int hbd_get_int(const cJSON *req, const char *key, int64_t min, int64_t max,
-		int64_t def, int required, int64_t *out, struct req_err *e)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
-	double x;
-
-	*out = def;
-	if (!v || cJSON_IsNull(v)) {
-		if (required)
-			return hbd_rerr(e, HB_EINVAL, "%s: required", key);
-		return 0;
-	}
-	if (!cJSON_IsNumber(v))
-		return hbd_rerr(e, HB_EINVAL, "%s: must be an integer", key);
-	x = v->valuedouble;
-	if (!(x >= (double)min && x <= (double)max) || x != (double)(int64_t)x)
-		return hbd_rerr(e, HB_EINVAL,
-				"%s: must be an integer from %" PRId64
-				" to %" PRId64,
-				key, min, max);
-	*out = (int64_t)x;
-	return 0;
-}
-
-int hbd_get_bool(const cJSON *req, const char *key, int *out, struct req_err *e)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
-
-	*out = 0;
-	if (!v || cJSON_IsNull(v))
-		return 0;
-	if (!cJSON_IsBool(v))
-		return hbd_rerr(e, HB_EINVAL, "%s: must be true or false", key);
-	*out = cJSON_IsTrue(v);
-	return 0;
-}
-
-/* An optional array of strings; *out NULL if absent. */
-int hbd_get_strv(const cJSON *req, const char *key, const cJSON **out,
-		 struct req_err *e)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key), *c;
-
-	*out = NULL;
-	if (!v || cJSON_IsNull(v))
-		return 0;
-	if (!cJSON_IsArray(v))
-		return hbd_rerr(e, HB_EINVAL, "%s: must be a list of strings",
-				key);
-	cJSON_ArrayForEach (c, v) {
-		if (!cJSON_IsString(c))
-			return hbd_rerr(e, HB_EINVAL,
-					"%s: must be a list of strings", key);
-	}
-	*out = v;
-	return 0;
-}
-
-int hbd_get_obj(const cJSON *req, const char *key, const cJSON **out,
-		struct req_err *e)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
-
-	*out = NULL;
-	if (!v || cJSON_IsNull(v))
-		return 0;
-	if (!cJSON_IsObject(v))
-		return hbd_rerr(e, HB_EINVAL, "%s: must be an object", key);
-	*out = v;
-	return 0;
-}
 
 /* ------------------------------------------------------------------ */
 /* The op table                                                        */

@@ -25,7 +25,8 @@ static char *print_or_null(const cJSON *j)
 	return hb_buf_steal(&b);
 }
 
-/* "2026-01-31T12:00:00.123Z" for wall-clock ms. */
+/* "2026-01-31T12:00:00.123Z" for wall-clock ms: with the milliseconds,
+ * which hb_time_rfc3339_format() (timefmt.h) does not write. */
 void hbd_fmt_time(int64_t ms, char *buf, size_t n)
 {
 	time_t s = (time_t)(ms / 1000);
@@ -65,9 +66,10 @@ cJSON *hbd_job_json(const struct hb_job_row *j)
 	cJSON_AddStringToObject(o, "id", j->id);
 	hbd_add_str_or_null(o, "user", j->user);
 	hbd_add_int_or_null(o, "uid", j->uid);
-	hbd_add_str_or_null(o, "origin", j->origin);
-	hbd_add_str_or_null(o, "state", j->state);
-	hbd_add_str_or_null(o, "target", j->target);
+	/* the JSON keeps the store's word for the entry point */
+	cJSON_AddStringToObject(o, "origin", hb_job_entry_name(j->entry));
+	cJSON_AddStringToObject(o, "state", hb_job_state_name(j->state));
+	cJSON_AddStringToObject(o, "target", hb_job_target_name(j->target));
 	hbd_add_int_or_null(o, "slurm_job_id", j->slurm_job_id);
 	hbd_add_str_or_null(o, "name", j->name);
 	hbd_add_str_or_null(o, "account", j->account);
@@ -108,10 +110,10 @@ static char *emitted(struct hb_emit *e, struct hb_buf *b)
 	return s;
 }
 
-/* What a job was submitted as, compact JSON: its kind, then the
- * request's script, argv, env, cwd, jobspec and options.  Caller frees;
- * NULL when out of memory. */
-char *hbd_job_source(const char *kind, const cJSON *req)
+/* What a job was submitted as, compact JSON: its entry point (as
+ * "source"), then the request's script, argv, env, cwd, jobspec and
+ * options.  Caller frees; NULL when out of memory. */
+char *hbd_job_source(enum hb_job_entry entry, const cJSON *req)
 {
 	static const char *const keys[] = { "script",  "argv",	  "env", "cwd",
 					    "jobspec", "options", NULL };
@@ -121,7 +123,7 @@ char *hbd_job_source(const char *kind, const cJSON *req)
 	hb_buf_init(&b, HB_PROTO_MAX_PAYLOAD);
 	if ((e = hb_emit_new(HB_EMIT_JSON_COMPACT, &b))) {
 		hb_emit_obj(e, NULL);
-		hb_emit_str(e, "source", kind);
+		hb_emit_str(e, "source", hb_job_entry_name(entry));
 		for (size_t i = 0; keys[i]; i++) {
 			const cJSON *v =
 				cJSON_GetObjectItemCaseSensitive(req, keys[i]);
@@ -175,13 +177,13 @@ char *hbd_inputs_end(struct hb_emit *e, struct hb_buf *b,
 int hbd_visible_job(struct hb_daemon *d, struct conn *c, const cJSON *req,
 		    struct hb_job_row *j)
 {
-	struct req_err e = { 0 };
+	struct hb_err e = { 0 };
 	struct hb_err err = { 0 };
-	const char *id;
+	const char *id = NULL;
 	char msg[128];
 	int rc;
 
-	if (hbd_get_str(req, "id", 31, 1, &id, &e)) {
+	if (hb_doc_get_str(req, "id", 31, HBD_REQUIRED, &id, &e)) {
 		hbd_stage_error(d, c, e.code, e.msg, 0);
 		return e.code;
 	}

@@ -13,9 +13,10 @@
 #include "hpcbridge/proto.h"
 #include "hpcbridge/rules.h"
 
-/* A job_submit request's inputs (no script, no environment). */
+/* A job_submit request's inputs (no script, no environment); target: the
+ * request's, as it came. */
 static char *decision_inputs(const struct hb_decider_job *job, int64_t uid,
-			     const cJSON *options,
+			     const char *target, const cJSON *options,
 			     const struct hb_decider_out *dec)
 {
 	struct hb_buf b;
@@ -26,7 +27,7 @@ static char *decision_inputs(const struct hb_decider_job *job, int64_t uid,
 		hb_emit_num(e, "uid", (double)uid);
 		hb_emit_str_or_null(e, "account", job->account);
 		hb_emit_str_or_null(e, "partition", job->partition);
-		hb_emit_str_or_null(e, "target", job->target);
+		hb_emit_str_or_null(e, "target", target);
 		if (job->time_limit_min >= 0)
 			hb_emit_num(e, "time_limit_min",
 				    (double)job->time_limit_min);
@@ -42,6 +43,7 @@ static char *decision_inputs(const struct hb_decider_job *job, int64_t uid,
 /* A decide request's fields, read and checked (decide_read()). */
 struct decide_req {
 	struct hb_decider_job job; /* user, account, ..., jobspec */
+	const char *target;	   /* the request's, borrowed */
 	const cJSON *options;
 	int64_t uid;
 	char uname[64]; /* job.user, when the request gave the uid alone */
@@ -56,18 +58,21 @@ struct decide_req {
 static int decide_read(struct hb_daemon *d, struct conn *c, const cJSON *req,
 		       const char *looked_up, struct decide_req *q)
 {
-	const char *user, *account, *partition, *name, *target, *script;
-	const cJSON *jobspec, *argv, *env;
-	struct req_err e = { 0 };
-	int64_t tl;
-	int rc;
+	const char *user = NULL, *account = NULL, *partition = NULL;
+	const char *name = NULL, *target = NULL, *script = NULL;
+	const cJSON *jobspec = NULL, *argv = NULL, *env = NULL;
+	struct hb_err e = { 0 };
+	int64_t tl = HB_RULES_NO_LIMIT;
+	int rc, t;
 
 	/* The plugin sends the uid only, so that slurmctld never waits on
 	 * NSS under its locks: the name is looked up here (cached, a miss
 	 * on a worker), the uid in decimal for a user without a passwd
 	 * entry, as Slurm shows one. */
-	hbd_get_str(req, "user", HB_STORE_NAME_MAX, 0, &user, &e);
-	hbd_get_int(req, "uid", 0, 4294967294LL, -1, 1, &q->uid, &e);
+	q->uid = -1;
+	hb_doc_get_str(req, "user", HB_STORE_NAME_MAX, 0, &user, &e);
+	hb_doc_get_i64(req, "uid", 0, 4294967294LL, HB_DOC_REQUIRED, &q->uid,
+		       &e);
 	if (!e.code && (!user || !*user)) {
 		rc = looked_up ? (looked_up[0] ? 0 : HB_ENOENT)
 			       : hbd_pw_cached(d, (uid_t)q->uid, q->uname,
@@ -83,23 +88,21 @@ static int decide_read(struct hb_daemon *d, struct conn *c, const cJSON *req,
 				 q->uid);
 		user = q->uname;
 	}
-	hbd_get_str(req, "account", HB_STORE_NAME_MAX, 0, &account, &e);
-	hbd_get_str(req, "partition", HB_STORE_NAME_MAX, 0, &partition, &e);
-	hbd_get_str(req, "slurm_job_name", HB_STORE_NAME_MAX, 0, &name, &e);
-	hbd_get_str(req, "target", 32, 0, &target, &e);
-	hbd_get_int(req, "time_limit_min", INT64_MIN / 2, INT64_MAX / 2,
-		    HB_RULES_NO_LIMIT, 0, &tl, &e);
-	hbd_get_obj(req, "options", &q->options, &e);
-	hbd_get_obj(req, "jobspec", &jobspec, &e);
-	hbd_get_str(req, "script", HB_PROTO_MAX_PAYLOAD, 0, &script, &e);
-	hbd_get_strv(req, "argv", &argv, &e);
-	hbd_get_strv(req, "env", &env, &e);
-	if (!e.code && !hb_rules_target_valid(target)) {
-		snprintf(e.msg, sizeof(e.msg),
-			 "target: '%.60s' is not auto, slurm or kubernetes",
-			 target);
-		e.code = HB_EINVAL;
-	}
+	hb_doc_get_str(req, "account", HB_STORE_NAME_MAX, 0, &account, &e);
+	hb_doc_get_str(req, "partition", HB_STORE_NAME_MAX, 0, &partition, &e);
+	hb_doc_get_str(req, "slurm_job_name", HB_STORE_NAME_MAX, 0, &name, &e);
+	hb_doc_get_str(req, "target", 32, 0, &target, &e);
+	hb_doc_get_i64(req, "time_limit_min", INT64_MIN / 2, INT64_MAX / 2, 0,
+		       &tl, &e);
+	hb_doc_get_obj(req, "options", 0, &q->options, &e);
+	hb_doc_get_obj(req, "jobspec", 0, &jobspec, &e);
+	hb_doc_get_str(req, "script", HB_PROTO_MAX_PAYLOAD, 0, &script, &e);
+	hb_doc_get_strv(req, "argv", 0, &argv, &e);
+	hb_doc_get_strv(req, "env", 0, &env, &e);
+	if (!e.code && !hb_rules_target_valid(target))
+		hb_err_set(&e, HB_EINVAL, NULL, 0,
+			   "target: '%.60s' is not auto, slurm or kubernetes",
+			   target);
 	if (e.code) {
 		hbd_stage_error(d, c, e.code, e.msg, 0);
 		return e.code;
@@ -108,7 +111,13 @@ static int decide_read(struct hb_daemon *d, struct conn *c, const cJSON *req,
 	q->job.account = account;
 	q->job.partition = partition;
 	q->job.name = name;
-	q->job.target = target;
+	/* hb_rules_target_valid() let through absent, "", auto (the policy
+	 * chooses), slurm and kubernetes */
+	q->target = target;
+	t = hb_job_target_parse(target);
+	q->job.target = t == HB_TARGET_SLURM || t == HB_TARGET_KUBERNETES
+				? (enum hb_job_target)t
+				: HB_TARGET_PENDING;
 	q->job.time_limit_min = hb_rules_time_limit(tl);
 	q->job.jobspec = jobspec;
 	return 0;
@@ -119,19 +128,19 @@ static int decide_read(struct hb_daemon *d, struct conn *c, const cJSON *req,
  * store's error (err says why). */
 static int decide_store(struct hb_daemon *d, struct conn *c,
 			const struct decide_req *q,
-			const struct hb_decider_out *dec, const char *tname,
-			const char *inputs_s, const char *src_s,
-			cJSON *detail, struct hb_job_row *row,
-			struct hb_err *err)
+			const struct hb_decider_out *dec, const char *inputs_s,
+			const char *src_s, cJSON *detail,
+			struct hb_job_row *row, struct hb_err *err)
 {
 	int rc;
 
 	if ((rc = hbd_txn(d, err)))
 		return rc;
-	row->origin = "slurm";
-	row->target = tname;
+	row->entry = HB_ENTRY_SLURM;
+	row->target = decided_target(dec->target);
 	/* a rejected job never reaches Slurm: it ends here */
-	row->state = dec->target == HB_DECIDE_REJECT ? "failed" : "pending";
+	row->state = dec->target == HB_DECIDE_REJECT ? HB_JOB_FAILED
+						     : HB_JOB_PENDING;
 	row->user = q->job.user;
 	row->uid = q->uid;
 	row->account = q->job.account;
@@ -143,11 +152,12 @@ static int decide_store(struct hb_daemon *d, struct conn *c,
 	row->exit_code = -1;
 	if ((rc = hb_store_job_add(d->st, row, err)))
 		return rc;
-	if ((rc = hb_store_decision_add(d->st, row->id, tname, inputs_s,
+	if ((rc = hb_store_decision_add(d->st, row->id, row->target, inputs_s,
 					dec->explanation,
 					hb_decider_policy_name(d->dc), err)))
 		return rc;
-	cJSON_AddStringToObject(detail, "target", tname);
+	cJSON_AddStringToObject(detail, "target",
+				hb_job_target_name(row->target));
 	cJSON_AddStringToObject(detail, "rule", dec->rule);
 	cJSON_AddStringToObject(detail, "why", dec->why);
 	cJSON_AddStringToObject(detail, "for_user", q->job.user);
@@ -158,9 +168,10 @@ static int decide_store(struct hb_daemon *d, struct conn *c,
 /* The decision's reply, framed (*flen bytes), with the proxy a
  * Kubernetes job's Slurm side becomes; NULL when out of memory. */
 static char *decide_reply(struct hb_daemon *d, const struct hb_job_row *row,
-			  const struct hb_decider_out *dec, const char *tname,
+			  const struct hb_decider_out *dec,
 			  int64_t time_limit_min, size_t *flen)
 {
+	const char *tname = hb_job_target_name(row->target);
 	char cm[96], script_buf[2 * 4096 + 128];
 	struct hb_proxy proxy;
 	struct hb_emit *w;
@@ -211,7 +222,6 @@ void hbd_decide(struct hb_daemon *d, struct conn *c, const cJSON *req,
 	struct staged *s;
 	size_t flen = 0;
 	char *inputs_s = NULL, *src_s = NULL, *f;
-	const char *tname;
 	int rc;
 
 	if (decide_read(d, c, req, looked_up, &q))
@@ -222,26 +232,22 @@ void hbd_decide(struct hb_daemon *d, struct conn *c, const cJSON *req,
 		hbd_stage_error(d, c, rc, err.msg, 0);
 		return;
 	}
-	tname = dec.target == HB_DECIDE_KUBE	? "kubernetes"
-		: dec.target == HB_DECIDE_SLURM ? "slurm"
-						: "rejected";
-
-	inputs_s = decision_inputs(&q.job, q.uid, q.options, &dec);
-	src_s = hbd_job_source("slurm", req);
+	inputs_s = decision_inputs(&q.job, q.uid, q.target, q.options, &dec);
+	src_s = hbd_job_source(HB_ENTRY_SLURM, req);
 	detail = cJSON_CreateObject();
 	if (!inputs_s || !src_s || !detail)
 		goto nomem;
-	if ((rc = decide_store(d, c, &q, &dec, tname, inputs_s, src_s, detail,
-			       &row, &err)))
+	if ((rc = decide_store(d, c, &q, &dec, inputs_s, src_s, detail, &row,
+			       &err)))
 		goto store_fail;
-	if (!(f = decide_reply(d, &row, &dec, tname, q.job.time_limit_min,
-			       &flen)))
+	if (!(f = decide_reply(d, &row, &dec, q.job.time_limit_min, &flen)))
 		goto nomem;
 	d->ndecisions++;
 	hb_logf(HB_LOG_DEBUG,
-		(struct hb_log_field[]){ HB_LOG_STR("job", row.id),
-					 HB_LOG_STR("target", tname),
-					 HB_LOG_STR("user", q.job.user) },
+		(struct hb_log_field[]){
+			HB_LOG_STR("job", row.id),
+			HB_LOG_STR("target", hb_job_target_name(row.target)),
+			HB_LOG_STR("user", q.job.user) },
 		3, "decided: %s", dec.reason);
 	if ((s = hbd_stage_frame(d, c, f, flen, 0, 1, 0)))
 		s->burst = dec.target == HB_DECIDE_KUBE;

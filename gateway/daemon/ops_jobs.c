@@ -30,16 +30,15 @@ static int list_cb(const struct hb_job_row *j, void *arg)
 
 void hbd_op_jobs(struct hb_daemon *d, struct conn *c, const cJSON *req)
 {
-	struct req_err e = { 0 };
+	struct hb_err e = { 0 };
 	struct hb_err err = { 0 };
 	struct list_ctx l = { 0 };
-	int all, rc;
-	int64_t limit;
+	int all = 0, rc;
+	int64_t limit = HB_DAEMON_LIST_DEFAULT;
 	cJSON *r;
 
-	hbd_get_bool(req, "all", &all, &e);
-	hbd_get_int(req, "limit", 1, HB_DAEMON_LIST_MAX, HB_DAEMON_LIST_DEFAULT,
-		    0, &limit, &e);
+	hb_doc_get_bool(req, "all", 0, &all, &e);
+	hb_doc_get_i64(req, "limit", 1, HB_DAEMON_LIST_MAX, 0, &limit, &e);
 	if (e.code) {
 		hbd_stage_error(d, c, e.code, e.msg, 0);
 		return;
@@ -57,7 +56,7 @@ void hbd_op_jobs(struct hb_daemon *d, struct conn *c, const cJSON *req)
 		hbd_stage_error(d, c, HB_ENOMEM, "out of memory", 0);
 		return;
 	}
-	rc = hb_store_job_list(d->st, all ? -1 : (int64_t)c->uid, NULL,
+	rc = hb_store_job_list(d->st, all ? -1 : (int64_t)c->uid, HB_JOB_ANY,
 			       (unsigned)limit, list_cb, &l, &err);
 	if (rc) {
 		cJSON_Delete(r);
@@ -113,7 +112,8 @@ void hbd_op_status(struct hb_daemon *d, struct conn *c, const cJSON *req)
 			goto nomem;
 		hbd_fmt_time(dr.at_ms, t, sizeof(t));
 		cJSON_AddStringToObject(o, "at", t);
-		hbd_add_str_or_null(o, "target", dr.target);
+		cJSON_AddStringToObject(o, "target",
+					hb_job_target_name(dr.target));
 		hbd_add_str_or_null(o, "explanation", dr.explanation);
 		hbd_add_str_or_null(o, "policy", dr.policy);
 		if (dr.inputs) {
@@ -174,9 +174,9 @@ static const char **strv_dup(const cJSON *arr)
 
 void hbd_op_submit(struct hb_daemon *d, struct conn *c, const cJSON *req)
 {
-	const char *script, *name, *cwd;
-	const cJSON *argv, *env;
-	struct req_err e = { 0 };
+	const char *script = NULL, *name = NULL, *cwd = NULL;
+	const cJSON *argv = NULL, *env = NULL;
+	struct hb_err e = { 0 };
 	struct hb_err err = { 0 };
 	struct hb_job_row row = { 0 };
 	cJSON *detail = NULL;
@@ -184,13 +184,15 @@ void hbd_op_submit(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	struct task *t = NULL;
 	int rc;
 
-	hbd_get_str(req, "script", HB_PROTO_MAX_PAYLOAD, 1, &script, &e);
-	hbd_get_str(req, "name", HB_STORE_NAME_MAX, 0, &name, &e);
-	hbd_get_str(req, "cwd", 4096, 0, &cwd, &e);
-	hbd_get_strv(req, "argv", &argv, &e);
-	hbd_get_strv(req, "env", &env, &e);
+	hb_doc_get_str(req, "script", HB_PROTO_MAX_PAYLOAD, HBD_REQUIRED,
+		       &script, &e);
+	hb_doc_get_str(req, "name", HB_STORE_NAME_MAX, 0, &name, &e);
+	hb_doc_get_str(req, "cwd", 4096, 0, &cwd, &e);
+	hb_doc_get_strv(req, "argv", 0, &argv, &e);
+	hb_doc_get_strv(req, "env", 0, &env, &e);
 	if (!e.code && cwd && cwd[0] != '/')
-		hbd_rerr(&e, HB_EINVAL, "cwd: must be an absolute path");
+		hb_err_set(&e, HB_EINVAL, NULL, 0,
+			   "cwd: must be an absolute path");
 	if (e.code) {
 		hbd_stage_error(d, c, e.code, e.msg, 0);
 		return;
@@ -201,15 +203,15 @@ void hbd_op_submit(struct hb_daemon *d, struct conn *c, const cJSON *req)
 			"this daemon has no Slurm client to submit with", 0);
 		return;
 	}
-	src_s = hbd_job_source("cli", req);
+	src_s = hbd_job_source(HB_ENTRY_CLI, req);
 	detail = cJSON_CreateObject();
 	if (!src_s || !detail)
 		goto nomem;
 	if ((rc = hbd_txn(d, &err)))
 		goto store_fail;
-	row.origin = "cli";
-	row.target = "slurm";
-	row.state = "pending";
+	row.entry = HB_ENTRY_CLI;
+	row.target = HB_TARGET_SLURM;
+	row.state = HB_JOB_PENDING;
 	row.user = c->user;
 	row.uid = c->uid;
 	row.name = name;
@@ -219,7 +221,7 @@ void hbd_op_submit(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	row.exit_code = -1;
 	if ((rc = hb_store_job_add(d->st, &row, &err)))
 		goto store_fail;
-	if ((rc = hb_store_decision_add(d->st, row.id, "slurm", NULL,
+	if ((rc = hb_store_decision_add(d->st, row.id, HB_TARGET_SLURM, NULL,
 					"submitted with hpcbridge submit",
 					"submit", &err)))
 		goto store_fail;
@@ -286,7 +288,7 @@ void hbd_op_cancel(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	}
 	if (hbd_visible_job(d, c, req, &j))
 		return;
-	if (!strcmp(j.target, "kubernetes") &&
+	if (j.target == HB_TARGET_KUBERNETES &&
 	    !hb_store_state_terminal(j.state)) {
 		/* The remote side first, on a worker (the local backend
 		 * writes, syncs and forks): SIGTERM now, SIGKILL after the
@@ -316,16 +318,17 @@ void hbd_cancel_rest(struct hb_daemon *d, struct conn *c,
 	int rc;
 
 	if (hb_store_state_terminal(j->state)) {
-		if (!strcmp(j->state, "cancelled")) {
+		if (j->state == HB_JOB_CANCELLED) {
 			r = hb_proto_ok();
 			if (r)
-				cJSON_AddStringToObject(r, "state",
-							"cancelled");
+				cJSON_AddStringToObject(
+					r, "state",
+					hb_job_state_name(HB_JOB_CANCELLED));
 			hbd_stage_reply(d, c, r, 0, 0);
 		} else {
 			snprintf(msg, sizeof(msg),
 				 "job %s has already ended (%s)", j->id,
-				 j->state);
+				 hb_job_state_name(j->state));
 			hbd_stage_error(d, c, HB_ESTATE, msg, 0);
 		}
 		goto out;
@@ -359,10 +362,10 @@ void hbd_cancel_rest(struct hb_daemon *d, struct conn *c,
 		hbd_stage_error(d, c, HB_ENOMEM, "out of memory", 0);
 		goto out;
 	}
-	cJSON_AddStringToObject(detail, "from", j->state);
+	cJSON_AddStringToObject(detail, "from", hb_job_state_name(j->state));
 	if ((rc = hbd_txn(d, &err)) ||
-	    (rc = hb_store_job_set_state(d->st, j->id, "cancelled", -1, msg,
-					 &err)) ||
+	    (rc = hb_store_job_set_state(d->st, j->id, HB_JOB_CANCELLED, -1,
+					 msg, &err)) ||
 	    (rc = hbd_audit(d, c->uid, c->user, c->peer, "cancel", j->id,
 			    detail, &err))) {
 		hbd_store_failed(d, c, rc, &err);
@@ -374,7 +377,8 @@ void hbd_cancel_rest(struct hb_daemon *d, struct conn *c,
 		2, "job cancelled");
 	r = hb_proto_ok();
 	if (r)
-		cJSON_AddStringToObject(r, "state", "cancelled");
+		cJSON_AddStringToObject(r, "state",
+					hb_job_state_name(HB_JOB_CANCELLED));
 	hbd_stage_reply(d, c, r, 1, 0);
 out:
 	cJSON_Delete(detail);

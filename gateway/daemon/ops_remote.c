@@ -22,20 +22,20 @@
 /* Remote jobs: what the shadow (a burst job's proxy) asks             */
 /* ------------------------------------------------------------------ */
 
-/* The store state for a final remote phase. */
-static const char *remote_state(enum hb_remote_phase p)
+/* The job state for a final remote phase. */
+static enum hb_job_state remote_state(enum hb_remote_phase p)
 {
 	switch (p) {
 	case HB_REMOTE_SUCCEEDED:
-		return "succeeded";
+		return HB_JOB_SUCCEEDED;
 	case HB_REMOTE_FAILED:
-		return "failed";
+		return HB_JOB_FAILED;
 	case HB_REMOTE_CANCELLED:
-		return "cancelled";
+		return HB_JOB_CANCELLED;
 	case HB_REMOTE_LOST:
-		return "lost";
+		return HB_JOB_LOST;
 	default:
-		return "running";
+		return HB_JOB_RUNNING;
 	}
 }
 
@@ -47,9 +47,9 @@ static int remote_job(struct hb_daemon *d, struct conn *c, const cJSON *req,
 
 	if (hbd_visible_job(d, c, req, j))
 		return -1;
-	if (strcmp(j->target, "kubernetes")) {
+	if (j->target != HB_TARGET_KUBERNETES) {
 		snprintf(msg, sizeof(msg), "job %s runs on %s, not remotely",
-			 j->id, j->target);
+			 j->id, hb_job_target_name(j->target));
 		hbd_stage_error(d, c, HB_ESTATE, msg, 0);
 		hb_job_row_free(j);
 		return -1;
@@ -60,7 +60,7 @@ static int remote_job(struct hb_daemon *d, struct conn *c, const cJSON *req,
 /* Record a state change of j (and its audit event) in this iteration's
  * batch; 0, or an error staged. */
 static int remote_record(struct hb_daemon *d, struct conn *c,
-			 const struct hb_job_row *j, const char *state,
+			 const struct hb_job_row *j, enum hb_job_state state,
 			 int64_t exit_code, int64_t slurm_job_id,
 			 const char *action)
 {
@@ -72,14 +72,14 @@ static int remote_record(struct hb_daemon *d, struct conn *c,
 		hbd_stage_error(d, c, HB_ENOMEM, "out of memory", 0);
 		return HB_ENOMEM;
 	}
-	cJSON_AddStringToObject(detail, "from", j->state);
-	cJSON_AddStringToObject(detail, "to", state);
+	cJSON_AddStringToObject(detail, "from", hb_job_state_name(j->state));
+	cJSON_AddStringToObject(detail, "to", hb_job_state_name(state));
 	if (exit_code >= 0)
 		cJSON_AddNumberToObject(detail, "exit_code", (double)exit_code);
 	if ((rc = hbd_txn(d, &err)) ||
 	    (slurm_job_id > 0 && j->slurm_job_id < 0 &&
 	     (rc = hb_store_job_set_slurm(d->st, j->id, slurm_job_id, &err))) ||
-	    (strcmp(j->state, state) &&
+	    (j->state != state &&
 	     (rc = hb_store_job_set_state(d->st, j->id, state, exit_code, NULL,
 					  &err))) ||
 	    (rc = hbd_audit(d, c->uid, c->user, c->peer, action, j->id, detail,
@@ -98,9 +98,10 @@ static int remote_record(struct hb_daemon *d, struct conn *c,
 static int remote_id(struct hb_daemon *d, struct conn *c, const cJSON *req,
 		     const struct hb_job_row *j, char out[48], int64_t *task)
 {
-	struct req_err e = { 0 };
+	struct hb_err e = { 0 };
 
-	hbd_get_int(req, "array_task", 0, 4000000, -1, 0, task, &e);
+	*task = -1;
+	hb_doc_get_i64(req, "array_task", 0, 4000000, 0, task, &e);
 	if (e.code) {
 		hbd_stage_error(d, c, e.code, e.msg, 0);
 		return e.code;
@@ -132,14 +133,14 @@ void hbd_remote_stop(struct hb_daemon *d, struct conn *c, const cJSON *req,
 		     int abandon)
 {
 	struct hb_job_row j = { 0 };
-	struct req_err e = { 0 };
+	struct hb_err e = { 0 };
 	const char *why = NULL;
 	struct task *t;
 	char rid[48];
 	int64_t task;
 
 	if (abandon)
-		hbd_get_str(req, "reason", 1024, 1, &why, &e);
+		hb_doc_get_str(req, "reason", 1024, HBD_REQUIRED, &why, &e);
 	if (e.code) {
 		hbd_stage_error(d, c, e.code, e.msg, 0);
 		return;
@@ -168,7 +169,7 @@ static void stop_rest(struct hb_daemon *d, struct conn *c,
 		      int64_t task, const char *why, int abandon, int rc)
 {
 	struct hb_err err = { 0 };
-	const char *state;
+	enum hb_job_state state;
 	cJSON *r, *detail = NULL;
 
 	detail = cJSON_CreateObject();
@@ -182,11 +183,11 @@ static void stop_rest(struct hb_daemon *d, struct conn *c,
 		goto out;
 	}
 	state = abandon && task < 0 && !hb_store_state_terminal(j->state)
-			? "failed"
+			? HB_JOB_FAILED
 			: j->state;
 	memset(&err, 0, sizeof(err));
 	if ((rc = hbd_txn(d, &err)) ||
-	    (strcmp(state, j->state) &&
+	    (state != j->state &&
 	     (rc = hb_store_job_set_state(d->st, j->id, state, -1, why,
 					  &err))) ||
 	    (rc = hbd_audit(d, c->uid, c->user, c->peer,
@@ -205,7 +206,7 @@ static void stop_rest(struct hb_daemon *d, struct conn *c,
 			: "array task cancelled");
 	r = hb_proto_ok();
 	if (r)
-		cJSON_AddStringToObject(r, "state", state);
+		cJSON_AddStringToObject(r, "state", hb_job_state_name(state));
 	hbd_stage_reply(d, c, r, 1, 0);
 out:
 	cJSON_Delete(detail);
@@ -493,7 +494,7 @@ static void rstart_done(struct hb_daemon *d, struct conn *c, struct task *t)
 	if (remote_record(d, c, &j,
 			  final ? remote_state(w->st.phase)
 			  : hb_store_state_terminal(j.state) ? j.state
-							     : "running",
+							     : HB_JOB_RUNNING,
 			  final ? w->st.exit_code : -1,
 			  w->task < 0 ? w->slurm_id : -1, "remote_start"))
 		goto out;
@@ -512,7 +513,7 @@ static void rpoll_done(struct hb_daemon *d, struct conn *c, struct task *t)
 	struct rwork *w = t->rw;
 	struct hb_job_row j = { 0 };
 	struct hb_err err = { 0 };
-	const char *to = remote_state(w->st.phase);
+	enum hb_job_state to = remote_state(w->st.phase);
 	int recorded = 0;
 
 	if (t->rc) {
@@ -524,7 +525,7 @@ static void rpoll_done(struct hb_daemon *d, struct conn *c, struct task *t)
 			hbd_stage_error(d, c, HB_ESTORE, err.msg, 0);
 			return;
 		}
-		if (strcmp(j.state, to) && !hb_store_state_terminal(j.state)) {
+		if (j.state != to && !hb_store_state_terminal(j.state)) {
 			if (remote_record(d, c, &j, to, w->st.exit_code, -1,
 					  "remote_end"))
 				goto out;
@@ -585,7 +586,7 @@ void hbd_remote_done(struct task *t)
 void hbd_op_remote_start(struct hb_daemon *d, struct conn *c, const cJSON *req)
 {
 	struct hb_job_row j = { 0 };
-	struct req_err e = { 0 };
+	struct hb_err e = { 0 };
 	char rid[48];
 	const char *sid = NULL;
 	int64_t slurm_id = -1, task;
@@ -593,7 +594,7 @@ void hbd_op_remote_start(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	struct rwork *w;
 	cJSON *r;
 
-	hbd_get_str(req, "slurm_job_id", 16, 0, &sid, &e);
+	hb_doc_get_str(req, "slurm_job_id", 16, 0, &sid, &e);
 	if (e.code) {
 		hbd_stage_error(d, c, e.code, e.msg, 0);
 		return;
@@ -623,7 +624,8 @@ void hbd_op_remote_start(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	if (task < 0 && hb_store_state_terminal(j.state)) {
 		r = hb_proto_ok();
 		if (r)
-			cJSON_AddStringToObject(r, "phase", j.state);
+			cJSON_AddStringToObject(r, "phase",
+						hb_job_state_name(j.state));
 		hbd_stage_reply(d, c, r, 0, 0);
 		goto out;
 	}
@@ -655,14 +657,13 @@ out:
 void hbd_op_remote_poll(struct hb_daemon *d, struct conn *c, const cJSON *req)
 {
 	struct hb_job_row j = { 0 };
-	struct req_err e = { 0 };
-	int64_t offset, max, task;
+	struct hb_err e = { 0 };
+	int64_t offset = 0, max = REMOTE_CHUNK_MAX, task;
 	char rid[48];
 	struct task *t;
 
-	hbd_get_int(req, "offset", 0, INT64_MAX / 2, 0, 0, &offset, &e);
-	hbd_get_int(req, "max", 1, REMOTE_CHUNK_MAX, REMOTE_CHUNK_MAX, 0, &max,
-		    &e);
+	hb_doc_get_i64(req, "offset", 0, INT64_MAX / 2, 0, &offset, &e);
+	hb_doc_get_i64(req, "max", 1, REMOTE_CHUNK_MAX, 0, &max, &e);
 	if (e.code) {
 		hbd_stage_error(d, c, e.code, e.msg, 0);
 		return;

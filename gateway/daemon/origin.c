@@ -28,6 +28,7 @@
 #include "hpcbridge/log.h"
 #include "hpcbridge/mpijob.h"
 #include "hpcbridge/sbatch.h"
+#include "hpcbridge/timefmt.h"
 #include "hpcbridge/translate.h"
 #include "origin.h"
 
@@ -50,12 +51,7 @@ int hb_origin_managed(const cJSON *mpijob)
 
 void hb_origin_time(int64_t ms, char out[32])
 {
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	if (ms <= 0 || !gmtime_r(&t, &tm) ||
-	    !strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		snprintf(out, 32, "1970-01-01T00:00:00Z");
+	hb_time_rfc3339_format(ms > 0 ? ms / 1000 : 0, out);
 }
 
 void hb_origin_job_free(struct hb_origin_job *j)
@@ -245,20 +241,20 @@ static size_t refusal(const char *why, char rbuf[64])
 static void final_words(const struct hb_job_row *r, const char *what,
 			const char **reason, char *msg, size_t n, char rbuf[64])
 {
-	const char *st = r->state;
+	const char *st = hb_job_state_name(r->state);
 	const char *why = r->reason && r->reason[0] ? r->reason : NULL;
 	size_t k;
 
-	if (!strcmp(st, "succeeded")) {
+	if (r->state == HB_JOB_SUCCEEDED) {
 		*reason = "MPIJobSucceeded";
 		snprintf(msg, n,
 			 "%s successfully completed on Slurm (job %lld, exit "
 			 "code 0).",
 			 what, (long long)r->slurm_job_id);
-	} else if (r->target && (!strcmp(r->target, "rejected") ||
-				 !strcmp(r->target, "kubernetes"))) {
+	} else if (r->target == HB_TARGET_REJECTED ||
+		   r->target == HB_TARGET_KUBERNETES) {
 		/* the reason is "Reason: message" (the daemon writes it) */
-		int twin = !strcmp(r->target, "kubernetes");
+		int twin = r->target == HB_TARGET_KUBERNETES;
 
 		k = why ? strspn(why, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 				      "abcdefghijklmnopqrstuvwxyz")
@@ -275,7 +271,7 @@ static void final_words(const struct hb_job_row *r, const char *what,
 		snprintf(msg, n, "%s %s: %s", what,
 			 twin ? "did not run in the cluster" : "was not run",
 			 why ? why : twin ? st : "refused");
-	} else if (r->slurm_job_id < 0 && !strcmp(st, "cancelled")) {
+	} else if (r->slurm_job_id < 0 && r->state == HB_JOB_CANCELLED) {
 		*reason = "Cancelled";
 		snprintf(msg, n, "%s was cancelled before Slurm ran it%s%s",
 			 what, why ? ": " : ".", why ? why : "");
@@ -288,12 +284,12 @@ static void final_words(const struct hb_job_row *r, const char *what,
 		*reason = "SlurmSubmitFailed";
 		snprintf(msg, n, "Slurm refused %s: %s", what,
 			 why ? why : "unknown error");
-	} else if (!strcmp(st, "cancelled")) {
+	} else if (r->state == HB_JOB_CANCELLED) {
 		*reason = "SlurmJobCancelled";
 		snprintf(msg, n, "Slurm job %lld of %s was cancelled%s%s",
 			 (long long)r->slurm_job_id, what, why ? ": " : ".",
 			 why ? why : "");
-	} else if (!strcmp(st, "lost")) {
+	} else if (r->state == HB_JOB_LOST) {
 		*reason = "SlurmJobLost";
 		snprintf(msg, n, "Slurm job %lld of %s was lost.",
 			 (long long)r->slurm_job_id, what);
@@ -310,9 +306,9 @@ static void final_words(const struct hb_job_row *r, const char *what,
 cJSON *hb_origin_status_doc(const struct hb_job_row *r, int64_t start_ms)
 {
 	cJSON *doc = cJSON_CreateObject(), *st, *conds, *rs, *l;
-	const char *state = r->state ? r->state : "pending";
+	enum hb_job_state state = r->state;
 	int final = hb_store_state_terminal(state);
-	int running = !strcmp(state, "running") || !strcmp(state, "completing");
+	int running = state == HB_JOB_RUNNING || state == HB_JOB_COMPLETING;
 	int64_t end_ms = final ? r->updated_ms : 0;
 	char what[400], msg[1024], t[32];
 	const char *reason = "";
@@ -344,8 +340,8 @@ cJSON *hb_origin_status_doc(const struct hb_job_row *r, int64_t start_ms)
 			bad |= add_cond(conds, "Running", 0, reason, msg,
 					end_ms);
 		bad |= add_cond(conds,
-				!strcmp(state, "succeeded") ? "Succeeded"
-							    : "Failed",
+				state == HB_JOB_SUCCEEDED ? "Succeeded"
+							  : "Failed",
 				1, reason, msg, end_ms);
 	}
 	if (start_ms > 0) {
@@ -361,9 +357,9 @@ cJSON *hb_origin_status_doc(const struct hb_job_row *r, int64_t start_ms)
 		goto fail;
 	bad |= !cJSON_AddNumberToObject(l, "active", running);
 	bad |= !cJSON_AddNumberToObject(l, "succeeded",
-					!strcmp(state, "succeeded"));
+					state == HB_JOB_SUCCEEDED);
 	bad |= !cJSON_AddNumberToObject(l, "failed",
-					final && strcmp(state, "succeeded") &&
+					final && state != HB_JOB_SUCCEEDED &&
 						r->slurm_job_id >= 0);
 	hb_origin_time(r->updated_ms, t);
 	bad |= !cJSON_AddStringToObject(st, "lastReconcileTime", t);
@@ -485,17 +481,17 @@ nomem:
 	return NULL;
 }
 
-const char *hb_origin_twin_state(const cJSON *twin, char *msg, size_t n)
+enum hb_job_state hb_origin_twin_state(const cJSON *twin, char *msg, size_t n)
 {
 	switch (hb_remote_mpijob_phase(hb_doc_get(twin, "status"), msg, n)) {
 	case HB_REMOTE_RUNNING:
-		return "running";
+		return HB_JOB_RUNNING;
 	case HB_REMOTE_SUCCEEDED:
-		return "succeeded";
+		return HB_JOB_SUCCEEDED;
 	case HB_REMOTE_FAILED:
-		return "failed";
+		return HB_JOB_FAILED;
 	default:
-		return "queued";
+		return HB_JOB_QUEUED;
 	}
 }
 
@@ -951,14 +947,14 @@ static int load_cb(const struct hb_job_row *r, void *arg)
 {
 	struct hb_kube_origin *o = arg;
 
-	if (!r->origin || strcmp(r->origin, "kubernetes") || !r->k8s_name)
+	if (r->entry != HB_ENTRY_KUBERNETES || !r->k8s_name)
 		return 0;
 	/* newest first: an older job of the same name must not take the
 	 * name's entry */
 	if (r->k8s_uid && r->k8s_uid[0] &&
 	    hb_origin_index_find(o, r->k8s_uid, NULL, NULL))
 		return 0;
-	if (r->target && !strcmp(r->target, "kubernetes")) {
+	if (r->target == HB_TARGET_KUBERNETES) {
 		char twin[64];
 		int rc;
 
@@ -978,7 +974,7 @@ static int load_cb(const struct hb_job_row *r, void *arg)
 int hb_origin_load(struct hb_kube_origin *o, struct hb_store *st,
 		   struct hb_err *err)
 {
-	return hb_store_job_list(st, -1, NULL, 0, load_cb, o, err);
+	return hb_store_job_list(st, -1, HB_JOB_ANY, 0, load_cb, o, err);
 }
 
 /* --- status from the store ------------------------------------------- */
@@ -1006,10 +1002,9 @@ void hb_origin_job_changed(struct hb_kube_origin *o, struct hb_store *st,
 
 	if (!o || hb_store_job_get(st, job_id, &r, &err))
 		goto out;
-	if (!r.origin || strcmp(r.origin, "kubernetes") || !r.k8s_name ||
-	    !r.k8s_namespace)
+	if (r.entry != HB_ENTRY_KUBERNETES || !r.k8s_name || !r.k8s_namespace)
 		goto out;
-	if (strcmp(r.state, "pending") && strcmp(r.state, "queued"))
+	if (r.state != HB_JOB_PENDING && r.state != HB_JOB_QUEUED)
 		hb_store_event_list(st, r.id, 0, 0, start_cb, &sc, &err);
 	hb_origin_stage(o, r.k8s_namespace, r.k8s_name,
 			hb_origin_status_doc(&r, sc.at_ms));

@@ -97,7 +97,9 @@ void hb_origin_job_free(struct hb_origin_job *j);
  */
 cJSON *hb_origin_status_doc(const struct hb_job_row *row, int64_t start_ms);
 
-/* RFC 3339 UTC ("2026-01-02T03:04:05Z") of ms since the epoch. */
+/* RFC 3339 UTC ("2026-01-02T03:04:05Z") of ms since the epoch, the epoch
+ * itself for ms <= 0: hb_time_rfc3339_format() (timefmt.h) of the
+ * seconds. */
 void hb_origin_time(int64_t ms, char out[32]);
 
 /*
@@ -121,11 +123,11 @@ cJSON *hb_origin_twin_doc(const cJSON *orig, char name[64],
 			  struct hb_err *err);
 
 /*
- * What a twin's status means for its job: the store state (queued,
+ * What a twin's status means for its job: the job state (queued,
  * running, succeeded, failed) and, in msg, the deciding condition
  * ("Failed: BackoffLimitExceeded: ...", "" when none).
  */
-const char *hb_origin_twin_state(const cJSON *twin, char *msg, size_t n);
+enum hb_job_state hb_origin_twin_state(const cJSON *twin, char *msg, size_t n);
 
 /*
  * The original's status merge patch copied from its twin: conditions,

@@ -116,7 +116,7 @@ int hbd_twin_done(struct hb_daemon *d, struct task *t, struct hb_err *err)
 	}
 	if ((rc = hb_store_job_get(d->st, t->id, &j, err)))
 		goto out;
-	if (!t->rc && !strcmp(j.state, "cancelled")) {
+	if (!t->rc && j.state == HB_JOB_CANCELLED) {
 		/* the MPIJob was deleted while its twin was being made (a
 		 * twin that ended before its adoption returned stays) */
 		if (!(del = twin_delete_task(d, t->id, t->tns, t->tname))) {
@@ -128,9 +128,9 @@ int hbd_twin_done(struct hb_daemon *d, struct task *t, struct hb_err *err)
 		goto out;
 	}
 	if (!t->rc) {
-		if (!strcmp(j.state, "pending"))
-			rc = hb_store_job_set_state(d->st, t->id, "queued", -1,
-						    NULL, err);
+		if (j.state == HB_JOB_PENDING)
+			rc = hb_store_job_set_state(d->st, t->id, HB_JOB_QUEUED,
+						    -1, NULL, err);
 		if (!rc)
 			rc = hbd_audit(d, 0, "hpcbridged", "kubernetes",
 				       "twin-create", t->id, detail, err);
@@ -143,7 +143,7 @@ int hbd_twin_done(struct hb_daemon *d, struct task *t, struct hb_err *err)
 	if (hb_kube_retryable(t->rc)) {
 		struct task *again;
 
-		if (d->stopping || strcmp(j.state, "pending"))
+		if (d->stopping || j.state != HB_JOB_PENDING)
 			goto out;
 		if (!(again = hbd_task_new(d, NULL, TASK_TWIN_CREATE, t->id))) {
 			rc = hb_err_set(err, HB_ENOMEM, NULL, 0,
@@ -158,7 +158,7 @@ int hbd_twin_done(struct hb_daemon *d, struct task *t, struct hb_err *err)
 		goto out;
 	}
 	snprintf(why, sizeof(why), "TwinCreateFailed: %s", t->err.msg);
-	rc = hb_store_job_set_state(d->st, t->id, "failed", -1, why, err);
+	rc = hb_store_job_set_state(d->st, t->id, HB_JOB_FAILED, -1, why, err);
 	if (!rc)
 		rc = hbd_audit(d, 0, "hpcbridged", "kubernetes",
 			       "twin-create-failed", t->id, detail, err);
@@ -287,7 +287,7 @@ static int origin_submit(struct hb_daemon *d, const struct hb_origin_ev *ev,
 	cJSON *src = NULL, *twin = NULL, *detail = cJSON_CreateObject();
 	char *src_s = NULL, *inputs = NULL, tname[64] = "";
 	int bad = hb_origin_prepare(ev->obj, ev->ns, &d->cfg, &oj, &why), rc;
-	int target = HB_DECIDE_REJECT;
+	int target = HB_DECIDE_REJECT; /* enum hb_decider_target */
 
 	if (!bad && (bad = origin_place(d, ev, &oj, &dec, &inputs, &why)))
 		oj.reason = bad == HB_ENOMEM ? "Rejected" : "InvalidSpec";
@@ -326,11 +326,9 @@ static int origin_submit(struct hb_daemon *d, const struct hb_origin_ev *ev,
 		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 		goto out;
 	}
-	row.origin = "kubernetes";
-	row.target = target == HB_DECIDE_KUBE	 ? "kubernetes"
-		     : target == HB_DECIDE_SLURM ? "slurm"
-						 : "rejected";
-	row.state = "pending";
+	row.entry = HB_ENTRY_KUBERNETES;
+	row.target = decided_target(target);
+	row.state = HB_JOB_PENDING;
 	row.user = oj.user[0] ? oj.user : NULL;
 	row.uid = bad ? -1 : (int64_t)oj.uid;
 	row.account = oj.account[0] ? oj.account : NULL;
@@ -343,7 +341,8 @@ static int origin_submit(struct hb_daemon *d, const struct hb_origin_ev *ev,
 	cJSON_AddStringToObject(detail, "namespace", ev->ns);
 	cJSON_AddStringToObject(detail, "name", ev->name);
 	cJSON_AddStringToObject(detail, "uid", ev->uid);
-	cJSON_AddStringToObject(detail, "target", row.target);
+	cJSON_AddStringToObject(detail, "target",
+				hb_job_target_name(row.target));
 	if (twin)
 		cJSON_AddStringToObject(detail, "twin", tname);
 	if (dec.rule[0])
@@ -374,8 +373,8 @@ static int origin_submit(struct hb_daemon *d, const struct hb_origin_ev *ev,
 				HB_LOG_STR("mpijob", ev->name),
 				HB_LOG_STR("reason", oj.reason) },
 			3, "managed MPIJob not run: %s", why.msg);
-		if (!(rc = hb_store_job_set_state(d->st, row.id, "failed", -1,
-						  why.msg, err)))
+		if (!(rc = hb_store_job_set_state(d->st, row.id, HB_JOB_FAILED,
+						  -1, why.msg, err)))
 			hb_origin_job_changed(d->origin, d->st, row.id);
 		goto out;
 	}
@@ -390,10 +389,11 @@ static int origin_submit(struct hb_daemon *d, const struct hb_origin_ev *ev,
 	if (rc)
 		goto out;
 	hb_logf(HB_LOG_INFO,
-		(struct hb_log_field[]){ HB_LOG_STR("job", row.id),
-					 HB_LOG_STR("mpijob", ev->name),
-					 HB_LOG_STR("user", oj.user),
-					 HB_LOG_STR("target", row.target) },
+		(struct hb_log_field[]){
+			HB_LOG_STR("job", row.id),
+			HB_LOG_STR("mpijob", ev->name),
+			HB_LOG_STR("user", oj.user),
+			HB_LOG_STR("target", hb_job_target_name(row.target)) },
 		4, "managed MPIJob placed: %s", dec.reason);
 out:
 	cJSON_Delete(twin);
@@ -427,18 +427,18 @@ static int origin_resume(struct hb_daemon *d, const struct hb_origin_ev *ev,
 
 	if (rc)
 		goto out;
-	if (strcmp(j.state, "pending") ||
-	    (strcmp(j.target, "slurm") && strcmp(j.target, "kubernetes")) ||
-	    (!strcmp(j.target, "slurm") && j.slurm_job_id >= 0)) {
-		if (strcmp(j.target, "kubernetes")) /* a twin's events say */
+	if (j.state != HB_JOB_PENDING ||
+	    (j.target != HB_TARGET_SLURM && j.target != HB_TARGET_KUBERNETES) ||
+	    (j.target == HB_TARGET_SLURM && j.slurm_job_id >= 0)) {
+		if (j.target != HB_TARGET_KUBERNETES) /* a twin's events say */
 			hb_origin_job_changed(d->origin, d->st, id);
 		goto out;
 	}
 	hb_log(HB_LOG_INFO, "%s: MPIJob %s/%s was stored but not %s: %s now",
 	       id, ev->ns, ev->name,
-	       strcmp(j.target, "slurm") ? "given its twin" : "submitted",
-	       strcmp(j.target, "slurm") ? "creating it" : "submitting");
-	if (!strcmp(j.target, "kubernetes")) {
+	       j.target != HB_TARGET_SLURM ? "given its twin" : "submitted",
+	       j.target != HB_TARGET_SLURM ? "creating it" : "submitting");
+	if (j.target == HB_TARGET_KUBERNETES) {
 		if (!(twin = hb_origin_twin_doc(ev->obj, tname, &why))) {
 			rc = hb_err_set(err, why.code, NULL, 0, "%s", why.msg);
 			goto out;
@@ -455,7 +455,7 @@ static int origin_resume(struct hb_daemon *d, const struct hb_origin_ev *ev,
 	snprintf(reason, sizeof(reason), "%s: %.400s",
 		 oj.reason ? oj.reason : "InvalidSpec", why.msg);
 	if (!(rc = hbd_txn(d, err)) &&
-	    !(rc = hb_store_job_set_state(d->st, id, "failed", -1, reason,
+	    !(rc = hb_store_job_set_state(d->st, id, HB_JOB_FAILED, -1, reason,
 					  err)))
 		hb_origin_job_changed(d->origin, d->st, id);
 out:
@@ -477,7 +477,7 @@ static int origin_cancel(struct hb_daemon *d, const char *id, const char *why,
 
 	if (rc)
 		goto out;
-	if (!strcmp(j.target, "kubernetes"))
+	if (j.target == HB_TARGET_KUBERNETES)
 		hb_origin_row_twin(&j, twin);
 	if (twin[0] && j.k8s_namespace) { /* even if it ended: it goes too */
 		if (!(t = twin_delete_task(d, j.id, j.k8s_namespace, twin))) {
@@ -506,8 +506,8 @@ static int origin_cancel(struct hb_daemon *d, const char *id, const char *why,
 	if ((detail = cJSON_CreateObject()))
 		cJSON_AddStringToObject(detail, "why", why);
 	if (!(rc = hbd_txn(d, err)) &&
-	    !(rc = hb_store_job_set_state(d->st, j.id, "cancelled", -1, why,
-					  err)))
+	    !(rc = hb_store_job_set_state(d->st, j.id, HB_JOB_CANCELLED, -1,
+					  why, err)))
 		rc = hbd_audit(d, 0, "hpcbridged", "kubernetes", "cancel", j.id,
 			       detail, err);
 out:
@@ -528,13 +528,12 @@ static int origin_twin_event(struct hb_daemon *d, const struct hb_origin_ev *ev,
 {
 	struct hb_job_row j = { 0 };
 	cJSON *detail = cJSON_CreateObject();
-	const char *to;
+	enum hb_job_state to;
 	char msg[256], why[400];
 	int rc = hb_store_job_get(d->st, id, &j, err);
 
-	if (rc || !detail || strcmp(j.target, "kubernetes") ||
-	    hb_store_state_terminal(j.state) || !j.k8s_name ||
-	    !j.k8s_namespace)
+	if (rc || !detail || j.target != HB_TARGET_KUBERNETES ||
+	    hb_store_state_terminal(j.state) || !j.k8s_name || !j.k8s_namespace)
 		goto out;
 	cJSON_AddStringToObject(detail, "twin", ev->name);
 	if (ev->type == HB_ORIGIN_DELETED) {
@@ -542,20 +541,21 @@ static int origin_twin_event(struct hb_daemon *d, const struct hb_origin_ev *ev,
 			 "TwinDeleted: its twin MPIJob %s/%s was deleted",
 			 ev->ns, ev->name);
 		if (!(rc = hbd_txn(d, err)) &&
-		    !(rc = hb_store_job_set_state(d->st, id, "cancelled", -1,
-						  why, err)) &&
+		    !(rc = hb_store_job_set_state(d->st, id, HB_JOB_CANCELLED,
+						  -1, why, err)) &&
 		    !(rc = hbd_audit(d, 0, "hpcbridged", "kubernetes",
 				     "twin-deleted", id, detail, err)))
 			hb_origin_job_changed(d->origin, d->st, id);
 		goto out;
 	}
 	to = hb_origin_twin_state(ev->obj, msg, sizeof(msg));
-	if (strcmp(j.state, to) && hb_store_state_allowed(j.state, to)) {
-		cJSON_AddStringToObject(detail, "from", j.state);
-		cJSON_AddStringToObject(detail, "to", to);
+	if (j.state != to && hb_store_state_allowed(j.state, to)) {
+		cJSON_AddStringToObject(detail, "from",
+					hb_job_state_name(j.state));
+		cJSON_AddStringToObject(detail, "to", hb_job_state_name(to));
 		if ((rc = hbd_txn(d, err)) ||
 		    (rc = hb_store_job_set_state(
-			     d->st, id, to, !strcmp(to, "succeeded") ? 0 : -1,
+			     d->st, id, to, to == HB_JOB_SUCCEEDED ? 0 : -1,
 			     msg[0] ? msg : NULL, err)) ||
 		    (rc = hbd_audit(d, 0, "hpcbridged", "kubernetes",
 				    "twin-state", id, detail, err)))
@@ -583,7 +583,7 @@ static int sweep_cb(const struct hb_job_row *r, void *arg)
 {
 	struct sweep_ctx *sc = arg;
 
-	if (!r->origin || strcmp(r->origin, "kubernetes") || !r->k8s_name ||
+	if (r->entry != HB_ENTRY_KUBERNETES || !r->k8s_name ||
 	    !r->k8s_namespace ||
 	    strcmp(r->k8s_namespace, hb_origin_ns(sc->d->origin)) ||
 	    hb_origin_index_listed(sc->d->origin, r->k8s_uid, r->k8s_namespace,
@@ -607,8 +607,9 @@ static int sweep_cb(const struct hb_job_row *r, void *arg)
 static int origin_sweep(struct hb_daemon *d, unsigned gen, struct task **tasks,
 			struct hb_err *err)
 {
-	static const char *const live[] = { "pending", "queued", "running",
-					    "completing", NULL };
+	static const unsigned live =
+		HB_JOB_BIT(HB_JOB_PENDING) | HB_JOB_BIT(HB_JOB_QUEUED) |
+		HB_JOB_BIT(HB_JOB_RUNNING) | HB_JOB_BIT(HB_JOB_COMPLETING);
 	struct sweep_ctx sc = { .d = d, .gen = gen };
 	int rc = hb_store_job_list(d->st, -1, live, 0, sweep_cb, &sc, err);
 

@@ -81,9 +81,8 @@ static int reconcile_one(struct hb_daemon *d, const struct hb_slurm_change *ch,
 		if (rc)
 			goto out;
 	}
-	if (strcmp(j.target, "slurm") || hb_store_state_terminal(j.state) ||
-	    !strcmp(j.state, ch->state) ||
-	    !hb_store_state_allowed(j.state, ch->state))
+	if (j.target != HB_TARGET_SLURM || hb_store_state_terminal(j.state) ||
+	    j.state == ch->state || !hb_store_state_allowed(j.state, ch->state))
 		goto out;
 	rc = hb_store_job_set_state(d->st, j.id, ch->state, ch->exit_code,
 				    NULL, err);
@@ -91,8 +90,10 @@ static int reconcile_one(struct hb_daemon *d, const struct hb_slurm_change *ch,
 	if (!rc && detail) {
 		cJSON_AddNumberToObject(detail, "slurm_job_id",
 					(double)ch->slurm_job_id);
-		cJSON_AddStringToObject(detail, "from", j.state);
-		cJSON_AddStringToObject(detail, "to", ch->state);
+		cJSON_AddStringToObject(detail, "from",
+					hb_job_state_name(j.state));
+		cJSON_AddStringToObject(detail, "to",
+					hb_job_state_name(ch->state));
 		if (ch->exit_code >= 0)
 			cJSON_AddNumberToObject(detail, "exit_code",
 						(double)ch->exit_code);
@@ -154,7 +155,7 @@ static int orphan_cb(const struct hb_job_row *j, void *arg)
 	struct orphans *o = arg;
 
 	if (j->slurm_job_id >= 0 || j->created_ms >= o->before_ms ||
-	    (strcmp(j->origin, "slurm") && strcmp(j->origin, "cli")))
+	    (j->entry != HB_ENTRY_SLURM && j->entry != HB_ENTRY_CLI))
 		return 0;
 	if (o->n == o->cap) {
 		size_t cap = o->cap ? o->cap * 2 : 16;
@@ -171,7 +172,6 @@ static int orphan_cb(const struct hb_job_row *j, void *arg)
 
 void hbd_expire_orphans(struct hb_daemon *d, int64_t now)
 {
-	static const char *const pending[] = { "pending", NULL };
 	int64_t grace = d->opts.orphan_ms > 0 ? d->opts.orphan_ms
 					      : HB_DAEMON_ORPHAN_MS;
 	struct orphans o = { .before_ms = d->poll_ok_ms - grace };
@@ -183,7 +183,8 @@ void hbd_expire_orphans(struct hb_daemon *d, int64_t now)
 	    now - d->last_orphan_scan < (grace < 60000 ? grace / 2 : 60000))
 		return;
 	d->last_orphan_scan = now;
-	rc = hb_store_job_list(d->st, -1, pending, 0, orphan_cb, &o, &err);
+	rc = hb_store_job_list(d->st, -1, HB_JOB_BIT(HB_JOB_PENDING), 0,
+			       orphan_cb, &o, &err);
 	snprintf(reason, sizeof(reason),
 		 "Slurm never queued the job: no job tagged with it %llds "
 		 "after the decision",
@@ -195,10 +196,14 @@ void hbd_expire_orphans(struct hb_daemon *d, int64_t now)
 			rc = hb_err_set(&err, HB_ENOMEM, NULL, 0,
 					"out of memory");
 		else if (!(rc = hbd_txn(d, &err)) &&
-			 !(rc = hb_store_job_set_state(d->st, o.ids[i], "lost",
-						       -1, reason, &err))) {
-			cJSON_AddStringToObject(detail, "from", "pending");
-			cJSON_AddStringToObject(detail, "to", "lost");
+			 !(rc = hb_store_job_set_state(d->st, o.ids[i],
+						       HB_JOB_LOST, -1, reason,
+						       &err))) {
+			cJSON_AddStringToObject(
+				detail, "from",
+				hb_job_state_name(HB_JOB_PENDING));
+			cJSON_AddStringToObject(detail, "to",
+						hb_job_state_name(HB_JOB_LOST));
 			cJSON_AddStringToObject(detail, "reason", reason);
 			rc = hbd_audit(d, 0, "hpcbridged", "daemon", "lost",
 				       o.ids[i], detail, &err);

@@ -143,8 +143,8 @@ static int submit_done(struct hb_daemon *d, struct task *t, cJSON *detail,
 		rc = hb_store_job_set_slurm(d->st, t->id, t->slurm_job_id,
 					    err);
 		if (!rc)
-			rc = hb_store_job_set_state(d->st, t->id, "queued", -1,
-						    NULL, err);
+			rc = hb_store_job_set_state(d->st, t->id, HB_JOB_QUEUED,
+						    -1, NULL, err);
 		if (rc == HB_ESTATE && !t->c) /* origin hook */
 			rc = hbd_origin_late_submit(d, t, err);
 		if (!rc)
@@ -155,7 +155,9 @@ static int submit_done(struct hb_daemon *d, struct task *t, cJSON *detail,
 		*r = hb_proto_ok();
 		if (*r) {
 			cJSON_AddStringToObject(*r, "id", t->id);
-			cJSON_AddStringToObject(*r, "target", "slurm");
+			cJSON_AddStringToObject(
+				*r, "target",
+				hb_job_target_name(HB_TARGET_SLURM));
 			cJSON_AddNumberToObject(*r, "slurm_job_id",
 						(double)t->slurm_job_id);
 		}
@@ -169,7 +171,7 @@ static int submit_done(struct hb_daemon *d, struct task *t, cJSON *detail,
 	}
 	cJSON_AddStringToObject(detail, "error", hb_errname(t->rc) ?: "EIO");
 	cJSON_AddStringToObject(detail, "message", t->err.msg);
-	rc = hb_store_job_set_state(d->st, t->id, "failed", -1, t->err.msg,
+	rc = hb_store_job_set_state(d->st, t->id, HB_JOB_FAILED, -1, t->err.msg,
 				    err);
 	if (!rc)
 		rc = hbd_audit(d, t->actor_uid, t->actor_user, t->peer,
@@ -201,7 +203,8 @@ static int cancel_done(struct hb_daemon *d, struct task *t, cJSON *detail,
 		 t->actor_user[0] ? t->actor_user : "uid");
 	cJSON_AddNumberToObject(detail, "slurm_job_id",
 				(double)t->slurm_job_id);
-	rc = hb_store_job_set_state(d->st, t->id, "cancelled", -1, why, err);
+	rc = hb_store_job_set_state(d->st, t->id, HB_JOB_CANCELLED, -1, why,
+				    err);
 	if (!rc)
 		rc = hbd_audit(d, t->actor_uid, t->actor_user, t->peer,
 			       "cancel", t->id, detail, err);
@@ -214,7 +217,8 @@ static int cancel_done(struct hb_daemon *d, struct task *t, cJSON *detail,
 		return rc;
 	*r = hb_proto_ok();
 	if (*r)
-		cJSON_AddStringToObject(*r, "state", "cancelled");
+		cJSON_AddStringToObject(*r, "state",
+					hb_job_state_name(HB_JOB_CANCELLED));
 	return 0;
 }
 

@@ -479,9 +479,9 @@ int hb_decider_decide(struct hb_decider *dc, const struct hb_decider_job *job,
 							 : in.partition;
 	in.name = job->name;
 	in.seq = job->seq;
-	if (job->target && !strcmp(job->target, "slurm"))
+	if (job->target == HB_TARGET_SLURM)
 		in.requested = HB_SIDE_SLURM;
-	else if (job->target && !strcmp(job->target, "kubernetes"))
+	else if (job->target == HB_TARGET_KUBERNETES)
 		in.requested = HB_SIDE_KUBE;
 	if ((rc = hb_place_decide(&dc->pol, &dc->snap, &in, &res))) {
 		hb_err_set(err, rc, NULL, 0, "the job has no nodes or CPUs");
@@ -540,9 +540,9 @@ struct spend_load {
 static int charge_row(const struct hb_spend_row *r, void *arg)
 {
 	struct spend_load *l = arg;
-	int side = !strcmp(r->side, "slurm")	  ? HB_SIDE_SLURM
-		   : !strcmp(r->side, "kubernetes") ? HB_SIDE_KUBE
-						    : -1;
+	int side = r->side == HB_TARGET_SLURM	     ? HB_SIDE_SLURM
+		   : r->side == HB_TARGET_KUBERNETES ? HB_SIDE_KUBE
+						     : -1;
 
 	if (side < 0 || !r->account || r->cost_micro <= 0)
 		return 0;

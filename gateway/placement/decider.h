@@ -28,6 +28,7 @@
 
 #include "hpcbridge/config.h"
 #include "hpcbridge/error.h"
+#include "hpcbridge/store.h"
 
 struct cJSON;
 struct hb_decider;
@@ -51,7 +52,9 @@ const char *hb_decider_policy_text(const struct hb_decider *dc);
 /* One job to place.  Strings are borrowed for the call. */
 struct hb_decider_job {
 	const char *user, *account, *partition, *name;
-	const char *target;	     /* "slurm", "kubernetes", "auto" or NULL */
+	/* the side asked for: HB_TARGET_SLURM or HB_TARGET_KUBERNETES;
+	 * HB_TARGET_PENDING (auto, or none asked) lets the policy choose */
+	enum hb_job_target target;
 	int64_t time_limit_min;	     /* HB_RULES_NO_LIMIT: none */
 	const struct cJSON *jobspec; /* what Slurm resolved; NULL: a job
 				      * of one node and one CPU */

@@ -183,23 +183,24 @@ struct poll_ctx {
 	void *arg;
 };
 
-/* Slurm's state as the store names it; NULL for one to leave alone. */
-static const char *store_state(const struct hb_slurmc_job *j)
+/* Slurm's state as a job state (enum hb_job_state); -1 for one to leave
+ * alone. */
+static int store_state(const struct hb_slurmc_job *j)
 {
 	switch (j->state) {
 	case HB_SLURMC_PENDING:
-		return "queued";
+		return HB_JOB_QUEUED;
 	case HB_SLURMC_RUNNING:
 	case HB_SLURMC_SUSPENDED:
-		return "running";
+		return HB_JOB_RUNNING;
 	case HB_SLURMC_COMPLETE:
-		return "succeeded";
+		return HB_JOB_SUCCEEDED;
 	case HB_SLURMC_CANCELLED:
-		return "cancelled";
+		return HB_JOB_CANCELLED;
 	case HB_SLURMC_UNKNOWN:
-		return NULL;
+		return -1;
 	default: /* failed, timeout, node_fail, preempted, boot_fail, ... */
-		return "failed";
+		return HB_JOB_FAILED;
 	}
 }
 
@@ -210,14 +211,16 @@ static int poll_job(const struct hb_slurmc_job *j, void *arg)
 	struct hb_slurm_change ch = { 0 };
 	const char *p;
 	size_t n;
+	int state = store_state(j);
 
 	if (j->removed || !j->admin_comment ||
 	    strncmp(j->admin_comment, tag, sizeof(tag) - 1))
 		return 0;
 	p = j->admin_comment + sizeof(tag) - 1;
 	n = strcspn(p, " ");
-	if (n == 0 || n >= sizeof(ch.id) || !(ch.state = store_state(j)))
+	if (n == 0 || n >= sizeof(ch.id) || state < 0)
 		return 0;
+	ch.state = (enum hb_job_state)state;
 	memcpy(ch.id, p, n);
 	ch.slurm_job_id = j->job_id;
 	ch.exit_code = -1;

@@ -10,6 +10,7 @@
 
 #include "gateway/placement/decider.h"
 #include "hpcbridge/error.h"
+#include "hpcbridge/store.h"
 
 /* A batch job to submit to Slurm for a user (the "submit" op).  Strings
  * are borrowed for the call. */
@@ -38,8 +39,8 @@ struct hb_submit_req {
 struct hb_slurm_change {
 	int64_t slurm_job_id;
 	char id[32];	   /* the gateway id */
-	const char *state; /* store state: queued, running, succeeded,
-			    * failed, cancelled (static) */
+	enum hb_job_state state; /* queued, running, succeeded, failed or
+				  * cancelled */
 	int64_t exit_code; /* final states; -1 otherwise */
 };
 

@@ -146,16 +146,62 @@ int hb_store_checkpoint(struct hb_store *st, int *left, struct hb_err *err);
  * one); the only move back is a requeue, running or completing -> queued.
  * Setting the state a job already has is allowed (it updates reason and
  * exit code; for a terminal state it changes nothing).
+ *
+ * States, targets and entry points are enums everywhere in C; their names
+ * are what the store's text columns, the protocol's JSON and the logs
+ * hold.  Each *_name() gives "unknown" for a value that is none (never
+ * NULL); each *_parse() gives the value of a name, or -1 for NULL or a
+ * name that is none (names are lowercase, compared exactly).
  */
+enum hb_job_state {
+	HB_JOB_PENDING,
+	HB_JOB_QUEUED,
+	HB_JOB_RUNNING,
+	HB_JOB_COMPLETING,
+	HB_JOB_SUCCEEDED, /* the terminal states, from here on */
+	HB_JOB_FAILED,
+	HB_JOB_CANCELLED,
+	HB_JOB_LOST,
+	HB__JOB_STATE_COUNT
+};
+/* The states' names in order, for messages. */
 #define HB_JOB_STATES                                                          \
 	"pending, queued, running, completing, succeeded, failed, "            \
 	"cancelled, lost"
-/* 1 if state is a known state name, 0 otherwise. */
-int hb_store_state_valid(const char *state);
-/* 1 if state is a terminal state, 0 otherwise. */
-int hb_store_state_terminal(const char *state);
-/* 1 if a job in state from may be set to state to, 0 otherwise. */
-int hb_store_state_allowed(const char *from, const char *to);
+const char *hb_job_state_name(enum hb_job_state s);
+int hb_job_state_parse(const char *name);
+/* 1 if s is a terminal state, 0 otherwise. */
+int hb_store_state_terminal(enum hb_job_state s);
+/* 1 if a job in state from may be set to state to, 0 otherwise (and for a
+ * value that is no state). */
+int hb_store_state_allowed(enum hb_job_state from, enum hb_job_state to);
+
+/* A set of states, for hb_store_job_list(): HB_JOB_BIT(s) ORed together;
+ * HB_JOB_ANY is every state. */
+#define HB_JOB_BIT(s) (1u << (s))
+#define HB_JOB_ANY    ((1u << HB__JOB_STATE_COUNT) - 1)
+
+/* Where a job runs: pending until placed. */
+enum hb_job_target {
+	HB_TARGET_PENDING,
+	HB_TARGET_SLURM,
+	HB_TARGET_KUBERNETES,
+	HB_TARGET_REJECTED,
+	HB__TARGET_COUNT
+};
+const char *hb_job_target_name(enum hb_job_target t);
+int hb_job_target_parse(const char *name);
+
+/* How a job entered the gateway: decided for the Slurm plugin, submitted
+ * with the CLI, or created on Kubernetes (an MPIJob). */
+enum hb_job_entry {
+	HB_ENTRY_SLURM,
+	HB_ENTRY_CLI,
+	HB_ENTRY_KUBERNETES,
+	HB__ENTRY_COUNT
+};
+const char *hb_job_entry_name(enum hb_job_entry e);
+int hb_job_entry_parse(const char *name);
 
 /*
  * A job.  On input (hb_store_job_add) the strings are borrowed from the
@@ -163,18 +209,23 @@ int hb_store_state_allowed(const char *from, const char *to);
  * hb_store_job_get() and hb_store_job_by_slurm_id() own their strings
  * (one block, in priv): caller frees with hb_job_row_free().  Rows passed
  * to a hb_store_job_list() callback are borrowed for the call.  A NULL
- * string is SQL NULL and comes back NULL.
+ * string is SQL NULL and comes back NULL.  A row read back whose state,
+ * target or origin column holds a name this build does not know is
+ * HB_ESTORE.
  *
- * origin: slurm | cli | kubernetes (required).
- * target: pending | slurm | kubernetes | rejected (NULL: pending).
- * state: a state name (NULL: pending).
+ * entry: how the job entered; stored in the column "origin", and the
+ * protocol's JSON calls it "origin" too (in C, an origin is only a job
+ * created on Kubernetes: origin.h).
+ * target, state: zero (a zeroed row) is pending.
  * jobspec: JSON text or NULL.
  * uid: -1 when unknown.  slurm_job_id, exit_code: -1 when none.
  */
 struct hb_job_row {
 	char id[32]; /* "hb-000042" */
-	const char *origin, *target, *state, *user, *account, *partition, *name,
-		*reason, *jobspec;
+	enum hb_job_entry entry;
+	enum hb_job_target target;
+	enum hb_job_state state;
+	const char *user, *account, *partition, *name, *reason, *jobspec;
 	int64_t uid, slurm_job_id, exit_code;
 	const char *k8s_namespace, *k8s_name, *k8s_uid;
 	int64_t created_ms, updated_ms;
@@ -202,11 +253,11 @@ void hb_job_row_free(struct hb_job_row *row);
 
 /*
  * Move a job to state (see above; HB_ESTATE names both states when the
- * move is forbidden, HB_EINVAL names the field for an unknown state).
- * exit_code -1 and reason NULL keep the current values.
+ * move is forbidden, HB_EINVAL names the field for a value that is no
+ * state).  exit_code -1 and reason NULL keep the current values.
  */
 int hb_store_job_set_state(struct hb_store *st, const char *id,
-			   const char *state, int64_t exit_code,
+			   enum hb_job_state state, int64_t exit_code,
 			   const char *reason, struct hb_err *err);
 /* Record the Slurm job id (> 0); HB_EEXIST if another job has it. */
 int hb_store_job_set_slurm(struct hb_store *st, const char *id,
@@ -216,25 +267,26 @@ int hb_store_job_set_k8s(struct hb_store *st, const char *id, const char *ns,
 			 const char *name, const char *uid, struct hb_err *err);
 
 /*
- * List jobs, newest first: uid < 0 means all users, states NULL means any
- * state (else a NULL-terminated list of state names, each checked), limit 0
- * means no limit.  cb gets each row, borrowed for the call; it must not
- * call hb_store_job_list() itself (HB_ESTATE).  A non-zero return from cb
- * stops the listing and is returned.
+ * List jobs, newest first: uid < 0 means all users, states the set of
+ * states wanted (HB_JOB_ANY: any; 0: none, so nothing matches; a bit that
+ * is no state is HB_EINVAL), limit 0 means no limit.  cb gets each row,
+ * borrowed for the call; it must not call hb_store_job_list() itself
+ * (HB_ESTATE).  A non-zero return from cb stops the listing and is
+ * returned.
  */
-int hb_store_job_list(struct hb_store *st, int64_t uid,
-		      const char *const *states, unsigned limit,
+int hb_store_job_list(struct hb_store *st, int64_t uid, unsigned states,
+		      unsigned limit,
 		      int (*cb)(const struct hb_job_row *, void *), void *arg,
 		      struct hb_err *err);
 
 /*
  * A placement decision for an existing job (HB_ENOENT otherwise).
- * target: slurm | kubernetes | rejected; it also becomes the job's target.
- * inputs_json: JSON or NULL; explanation: text or JSON; policy: the policy
- * name or NULL.
+ * target: slurm, kubernetes or rejected (pending is no decision: HB_EINVAL);
+ * it also becomes the job's target.  inputs_json: JSON or NULL;
+ * explanation: text or JSON; policy: the policy name or NULL.
  */
 int hb_store_decision_add(struct hb_store *st, const char *job_id,
-			  const char *target, const char *inputs_json,
+			  enum hb_job_target target, const char *inputs_json,
 			  const char *explanation, const char *policy,
 			  struct hb_err *err);
 
@@ -243,10 +295,12 @@ int hb_store_decision_add(struct hb_store *st, const char *job_id,
 struct hb_decision_row {
 	int64_t id, at_ms;
 	char job_id[32];
-	const char *target, *inputs, *explanation, *policy;
+	enum hb_job_target target;
+	const char *inputs, *explanation, *policy;
 	void *priv;
 };
-/* The latest decision for a job, or HB_ENOENT. */
+/* The latest decision for a job, or HB_ENOENT (HB_ESTORE when its target
+ * is no name this build knows). */
 int hb_store_decision_get(struct hb_store *st, const char *job_id,
 			  struct hb_decision_row *out, struct hb_err *err);
 /* NULL is a no-op. */
@@ -282,7 +336,8 @@ int hb_store_event_list(struct hb_store *st, const char *job_id,
 /* A decision's charge, as passed to a hb_store_spend_list() callback
  * (borrowed). */
 struct hb_spend_row {
-	const char *account, *side; /* side: slurm | kubernetes */
+	const char *account;
+	enum hb_job_target side; /* HB_TARGET_SLURM or HB_TARGET_KUBERNETES */
 	int64_t at_ms;
 	int64_t cost_micro; /* the placement's estimate for that side */
 };
@@ -290,8 +345,9 @@ struct hb_spend_row {
  * Every decision made at or after since_ms (wall-clock ms) that placed a
  * job with an account on a side, oldest first, with the cost its stored
  * placement document estimated there; decisions whose document has no
- * such cost are skipped.  For rebuilding what accounts have spent after a
- * restart.  cb as for hb_store_job_list().
+ * such cost, or whose target is no side this build knows, are skipped.  For
+ * rebuilding what accounts have spent after a restart.  cb as for
+ * hb_store_job_list().
  */
 int hb_store_spend_list(struct hb_store *st, int64_t since_ms,
 			int (*cb)(const struct hb_spend_row *, void *),

@@ -100,9 +100,9 @@ static void make_jobspec(void)
 static int one_decision(struct hb_store *st, long i, struct hb_err *err)
 {
 	struct hb_job_row row = {
-		.origin = "slurm",
-		.target = "pending",
-		.state = "pending",
+		.entry = HB_ENTRY_SLURM,
+		.target = HB_TARGET_PENDING,
+		.state = HB_JOB_PENDING,
 		.user = "alice",
 		.uid = 1000 + i % 50,
 		.account = "physics",
@@ -117,7 +117,8 @@ static int one_decision(struct hb_store *st, long i, struct hb_err *err)
 	rc = hb_store_job_add(st, &row, err);
 	if (!rc)
 		rc = hb_store_decision_add(
-			st, row.id, i % 3 ? "slurm" : "kubernetes",
+			st, row.id,
+			i % 3 ? HB_TARGET_SLURM : HB_TARGET_KUBERNETES,
 			"{\"queue_wait_s\":5400,\"deadline_s\":7200,"
 			"\"cost_slurm\":1830000,\"cost_k8s\":2410000,"
 			"\"data_gib\":12,\"free_gpus_k8s\":16}",

@@ -109,7 +109,7 @@ static int fake_poll(void *ctx,
 		     int (*cb)(const struct hb_slurm_change *, void *),
 		     void *arg, struct hb_err *err)
 {
-	struct hb_slurm_change ch = { .state = "queued", .exit_code = -1 };
+	struct hb_slurm_change ch = { .state = HB_JOB_QUEUED, .exit_code = -1 };
 	int rc = 0;
 
 	(void)ctx;

@@ -45,10 +45,12 @@ static struct hb_decider *make(const char *cfg_text)
 	return dc;
 }
 
-/* A job of nodes nodes, tasks tasks, in partition, asking target. */
+/* A job of nodes nodes, tasks tasks, in partition, asking target
+ * (HB_TARGET_PENDING: none). */
 static int decide(struct hb_decider *dc, const char *partition,
-		  const char *target, const char *account, unsigned nodes,
-		  unsigned tasks, int64_t now, struct hb_decider_out *out)
+		  enum hb_job_target target, const char *account,
+		  unsigned nodes, unsigned tasks, int64_t now,
+		  struct hb_decider_out *out)
 {
 	char js[256];
 	cJSON *spec;
@@ -87,36 +89,41 @@ static void test_built_in(void **state)
 	(void)state;
 	assert_string_equal(hb_decider_policy_name(dc),
 			    "placement.partitions");
-	assert_int_equal(decide(dc, "gpu", NULL, NULL, 2, 8, T0, &o),
-			 HB_DECIDE_KUBE);
+	assert_int_equal(
+		decide(dc, "gpu", HB_TARGET_PENDING, NULL, 2, 8, T0, &o),
+		HB_DECIDE_KUBE);
 	assert_string_equal(o.rule, "placement.partitions[gpu]");
 	assert_string_equal(o.reason,
 			    "rule placement.partitions[gpu] prefers "
 			    "Kubernetes");
 	assert_non_null(strstr(o.explanation, "\nSlurm (partition gpu)"));
 	hb_decider_out_free(&o);
-	assert_int_equal(decide(dc, "cpu", "auto", NULL, 1, 1, T0, &o),
-			 HB_DECIDE_SLURM);
+	assert_int_equal(
+		decide(dc, "cpu", HB_TARGET_PENDING, NULL, 1, 1, T0, &o),
+		HB_DECIDE_SLURM);
 	hb_decider_out_free(&o);
 	/* an unmapped partition takes the default */
-	assert_int_equal(decide(dc, "batch", NULL, NULL, 1, 1, T0, &o),
-			 HB_DECIDE_SLURM);
+	assert_int_equal(
+		decide(dc, "batch", HB_TARGET_PENDING, NULL, 1, 1, T0, &o),
+		HB_DECIDE_SLURM);
 	assert_string_equal(o.rule, "defaults");
 	hb_decider_out_free(&o);
 	/* --hpcbridge-target wins both ways */
-	assert_int_equal(decide(dc, "gpu", "slurm", NULL, 1, 1, T0, &o),
+	assert_int_equal(decide(dc, "gpu", HB_TARGET_SLURM, NULL, 1, 1, T0, &o),
 			 HB_DECIDE_SLURM);
 	assert_string_equal(o.why, "requested");
 	hb_decider_out_free(&o);
-	assert_int_equal(decide(dc, "cpu", "kubernetes", NULL, 1, 1, T0, &o),
-			 HB_DECIDE_KUBE);
+	assert_int_equal(
+		decide(dc, "cpu", HB_TARGET_KUBERNETES, NULL, 1, 1, T0, &o),
+		HB_DECIDE_KUBE);
 	hb_decider_out_free(&o);
 	hb_decider_free(dc);
 
 	/* default_target: kubernetes sends the unmapped ones */
 	dc = make("placement: {default_target: kubernetes}\n");
-	assert_int_equal(decide(dc, "batch", NULL, NULL, 4, 4, T0, &o),
-			 HB_DECIDE_KUBE);
+	assert_int_equal(
+		decide(dc, "batch", HB_TARGET_PENDING, NULL, 4, 4, T0, &o),
+		HB_DECIDE_KUBE);
 	hb_decider_out_free(&o);
 	hb_decider_free(dc);
 }
@@ -168,8 +175,9 @@ static void test_policy_file(void **state)
 	assert_non_null(strstr(hb_decider_policy_text(dc), "namespace: hpc"));
 
 	/* too wide for both sides: rejected, saying what each lacks */
-	assert_int_equal(decide(dc, "batch", NULL, "phys", 5, 5, T0, &o),
-			 HB_DECIDE_REJECT);
+	assert_int_equal(
+		decide(dc, "batch", HB_TARGET_PENDING, "phys", 5, 5, T0, &o),
+		HB_DECIDE_REJECT);
 	assert_non_null(strstr(o.reason, "; Slurm (partition batch): "));
 	assert_non_null(strstr(o.reason, "; Kubernetes (queue hpc): "));
 	hb_decider_out_free(&o);
@@ -177,19 +185,21 @@ static void test_policy_file(void **state)
 	/* 3 nodes: only Kubernetes; 6 CPU-hours at 0.10 = 0.60 each.  Two
 	 * fit the 1.50 budget, the third would pass it. */
 	for (int i = 0; i < 2; i++) {
-		assert_int_equal(
-			decide(dc, "batch", NULL, "phys", 3, 6, T0, &o),
-			HB_DECIDE_KUBE);
+		assert_int_equal(decide(dc, "batch", HB_TARGET_PENDING, "phys",
+					3, 6, T0, &o),
+				 HB_DECIDE_KUBE);
 		hb_decider_out_free(&o);
 	}
-	assert_int_equal(decide(dc, "batch", NULL, "phys", 3, 6, T0, &o),
-			 HB_DECIDE_REJECT);
+	assert_int_equal(
+		decide(dc, "batch", HB_TARGET_PENDING, "phys", 3, 6, T0, &o),
+		HB_DECIDE_REJECT);
 	assert_non_null(strstr(o.explanation, "$1.20 spent"));
 	assert_non_null(strstr(o.explanation, "budget"));
 	hb_decider_out_free(&o);
 	/* another account has its own budget */
-	assert_int_equal(decide(dc, "batch", NULL, "chem", 3, 6, T0, &o),
-			 HB_DECIDE_KUBE);
+	assert_int_equal(
+		decide(dc, "batch", HB_TARGET_PENDING, "chem", 3, 6, T0, &o),
+		HB_DECIDE_KUBE);
 	assert_non_null(o.doc_json);
 	{
 		cJSON *doc = cJSON_Parse(o.doc_json);
@@ -230,10 +240,8 @@ static void test_policy_file(void **state)
 static void store_decision(struct hb_store *st, const char *account,
 			   const struct hb_decider_out *o)
 {
-	static const char *const names[] = { "slurm", "kubernetes",
-					     "rejected" };
-	struct hb_job_row row = { .origin = "slurm",
-				  .state = "pending",
+	struct hb_job_row row = { .entry = HB_ENTRY_SLURM,
+				  .state = HB_JOB_PENDING,
 				  .user = "alice",
 				  .uid = 1000,
 				  .account = account,
@@ -243,7 +251,9 @@ static void store_decision(struct hb_store *st, const char *account,
 	cJSON *inputs = cJSON_CreateObject();
 	char *text;
 
-	row.target = names[o->target];
+	row.target = o->target == HB_DECIDE_SLURM  ? HB_TARGET_SLURM
+		     : o->target == HB_DECIDE_KUBE ? HB_TARGET_KUBERNETES
+						   : HB_TARGET_REJECTED;
 	cJSON_AddItemToObject(inputs, "placement", cJSON_Parse(o->doc_json));
 	text = cJSON_PrintUnformatted(inputs);
 	assert_non_null(text);
@@ -294,22 +304,24 @@ static void test_spend_restart(void **state)
 	assert_int_equal(hb_decider_new(&cfg, &dc, &err), 0);
 	assert_int_equal(hb_decider_load_spend(dc, st, now, &err), 0);
 	for (int i = 0; i < 2; i++) {
-		assert_int_equal(
-			decide(dc, "batch", NULL, "phys", 3, 6, now, &o),
-			HB_DECIDE_KUBE);
+		assert_int_equal(decide(dc, "batch", HB_TARGET_PENDING, "phys",
+					3, 6, now, &o),
+				 HB_DECIDE_KUBE);
 		store_decision(st, "phys", &o);
 		hb_decider_out_free(&o);
 	}
-	assert_int_equal(decide(dc, "batch", NULL, "phys", 5, 5, now, &o),
-			 HB_DECIDE_REJECT);
+	assert_int_equal(
+		decide(dc, "batch", HB_TARGET_PENDING, "phys", 5, 5, now, &o),
+		HB_DECIDE_REJECT);
 	store_decision(st, "phys", &o);
 	hb_decider_out_free(&o);
 	hb_decider_free(dc);
 
 	/* restarted: without the store the third job would fit... */
 	assert_int_equal(hb_decider_new(&cfg, &dc, &err), 0);
-	assert_int_equal(decide(dc, "batch", NULL, "phys", 3, 6, now, &o),
-			 HB_DECIDE_KUBE);
+	assert_int_equal(
+		decide(dc, "batch", HB_TARGET_PENDING, "phys", 3, 6, now, &o),
+		HB_DECIDE_KUBE);
 	hb_decider_out_free(&o);
 	hb_decider_free(dc);
 	/* ...with it, $1.20 is already spent this month */
@@ -317,21 +329,24 @@ static void test_spend_restart(void **state)
 	assert_int_equal(hb_decider_load_spend(dc, st, now, &err), 0);
 	assert_false(hb_decider_spend_stale(dc, now));
 	assert_true(hb_decider_spend_stale(dc, now + 86400));
-	assert_int_equal(decide(dc, "batch", NULL, "phys", 3, 6, now, &o),
-			 HB_DECIDE_REJECT);
+	assert_int_equal(
+		decide(dc, "batch", HB_TARGET_PENDING, "phys", 3, 6, now, &o),
+		HB_DECIDE_REJECT);
 	assert_non_null(strstr(o.explanation, "$1.20 spent"));
 	hb_decider_out_free(&o);
 	/* another account spent nothing */
-	assert_int_equal(decide(dc, "batch", NULL, "chem", 3, 6, now, &o),
-			 HB_DECIDE_KUBE);
+	assert_int_equal(
+		decide(dc, "batch", HB_TARGET_PENDING, "chem", 3, 6, now, &o),
+		HB_DECIDE_KUBE);
 	hb_decider_out_free(&o);
 
 	/* the decisions are last period's: loading again forgets them, and
 	 * what was counted in memory since (chem's 0.60) too */
 	backdate(db, 40);
 	assert_int_equal(hb_decider_load_spend(dc, st, now, &err), 0);
-	assert_int_equal(decide(dc, "batch", NULL, "phys", 3, 6, now, &o),
-			 HB_DECIDE_KUBE);
+	assert_int_equal(
+		decide(dc, "batch", HB_TARGET_PENDING, "phys", 3, 6, now, &o),
+		HB_DECIDE_KUBE);
 	hb_decider_out_free(&o);
 	hb_decider_free(dc);
 	hb_config_free(&cfg);
@@ -376,16 +391,16 @@ static void test_estimates(void **state)
 	cJSON_Delete(st);
 
 	/* the decision sees the aged wait */
-	decide(dc, "batch", NULL, "x", 1, 1, T0 + 1200, &o);
+	decide(dc, "batch", HB_TARGET_PENDING, "x", 1, 1, T0 + 1200, &o);
 	assert_non_null(strstr(o.explanation, "Slurm (partition batch): "
 					      "expected start in 40m"));
 	hb_decider_out_free(&o);
 	/* past the expected start, the wait is 0 */
-	decide(dc, "batch", NULL, "x", 1, 1, T0 + 7200, &o);
+	decide(dc, "batch", HB_TARGET_PENDING, "x", 1, 1, T0 + 7200, &o);
 	assert_null(strstr(o.explanation, "expected start in 40m"));
 	hb_decider_out_free(&o);
 	/* partitions jobs went to are asked about too */
-	decide(dc, "debug", NULL, "x", 1, 1, T0, &o);
+	decide(dc, "debug", HB_TARGET_PENDING, "x", 1, 1, T0, &o);
 	hb_decider_out_free(&o);
 	assert_int_equal(hb_decider_partitions(dc, &names), 2);
 	assert_string_equal(names[1], "debug");
@@ -429,7 +444,7 @@ static void test_kube(void **state)
 	assert_null(cJSON_GetObjectItem(q, "expected_wait"));
 	assert_int_equal(cJSON_GetObjectItem(q, "pending")->valueint, 0);
 	cJSON_Delete(st);
-	decide(dc, "batch", "kubernetes", "x", 1, 4, T0, &o);
+	decide(dc, "batch", HB_TARGET_KUBERNETES, "x", 1, 4, T0, &o);
 	assert_int_equal(o.target, HB_DECIDE_KUBE);
 	assert_non_null(strstr(o.explanation, "Kubernetes (queue default): "
 					      "free capacity now"));
@@ -445,7 +460,7 @@ static void test_kube(void **state)
 	assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(q, "free"),
 					"gpus"));
 	cJSON_Delete(st);
-	decide(dc, "batch", "kubernetes", "x", 1, 4, T0, &o);
+	decide(dc, "batch", HB_TARGET_KUBERNETES, "x", 1, 4, T0, &o);
 	assert_null(strstr(o.explanation, "free capacity now"));
 	assert_non_null(strstr(o.explanation, "Kubernetes (queue default): "
 					      "no estimate"));

@@ -272,13 +272,13 @@ static void test_time(void **state)
 #define T1 1767225605000 /* started */
 #define T2 1767225630000 /* ended */
 
-static struct hb_job_row row(const char *state, int64_t slurm_id,
+static struct hb_job_row row(enum hb_job_state state, int64_t slurm_id,
 			     int64_t exit_code, const char *reason)
 {
 	struct hb_job_row r = { 0 };
 
-	r.origin = "kubernetes";
-	r.target = "slurm";
+	r.entry = HB_ENTRY_KUBERNETES;
+	r.target = HB_TARGET_SLURM;
 	r.state = state;
 	r.reason = reason;
 	r.slurm_job_id = slurm_id;
@@ -348,7 +348,7 @@ static void assert_crd_valid(const cJSON *doc)
 
 static void test_status_queued(void **state)
 {
-	struct hb_job_row r = row("queued", 42, -1, NULL);
+	struct hb_job_row r = row(HB_JOB_QUEUED, 42, -1, NULL);
 	cJSON *d = hb_origin_status_doc(&r, 0);
 
 	(void)state;
@@ -367,7 +367,7 @@ static void test_status_queued(void **state)
 	assert_crd_valid(d);
 	cJSON_Delete(d);
 	/* pending (not submitted yet) looks the same */
-	r = row("pending", -1, -1, NULL);
+	r = row(HB_JOB_PENDING, -1, -1, NULL);
 	d = hb_origin_status_doc(&r, 0);
 	assert_int_equal(nconds(d), 1);
 	cJSON_Delete(d);
@@ -375,7 +375,7 @@ static void test_status_queued(void **state)
 
 static void test_status_running(void **state)
 {
-	struct hb_job_row r = row("running", 42, -1, NULL);
+	struct hb_job_row r = row(HB_JOB_RUNNING, 42, -1, NULL);
 	cJSON *d = hb_origin_status_doc(&r, 0);
 
 	(void)state;
@@ -395,7 +395,7 @@ static void test_status_running(void **state)
 
 static void test_status_succeeded(void **state)
 {
-	struct hb_job_row r = row("succeeded", 42, 0, NULL);
+	struct hb_job_row r = row(HB_JOB_SUCCEEDED, 42, 0, NULL);
 	cJSON *d = hb_origin_status_doc(&r, T1);
 
 	(void)state;
@@ -425,7 +425,7 @@ static void test_status_succeeded(void **state)
 
 static void test_status_failed(void **state)
 {
-	struct hb_job_row r = row("failed", 42, 3, NULL);
+	struct hb_job_row r = row(HB_JOB_FAILED, 42, 3, NULL);
 	cJSON *d = hb_origin_status_doc(&r, T1);
 
 	(void)state;
@@ -441,7 +441,7 @@ static void test_status_failed(void **state)
 	cJSON_Delete(d);
 
 	/* cancelled on Slurm */
-	r = row("cancelled", 42, -1, "cancelled by kubernetes");
+	r = row(HB_JOB_CANCELLED, 42, -1, "cancelled by kubernetes");
 	d = hb_origin_status_doc(&r, T1);
 	assert_string_equal(s_of(cond(d, "Failed"), "reason"),
 			    "SlurmJobCancelled");
@@ -449,7 +449,7 @@ static void test_status_failed(void **state)
 	cJSON_Delete(d);
 
 	/* Slurm refused it */
-	r = row("failed", -1, -1, "Invalid account");
+	r = row(HB_JOB_FAILED, -1, -1, "Invalid account");
 	d = hb_origin_status_doc(&r, 0);
 	assert_string_equal(s_of(cond(d, "Failed"), "reason"),
 			    "SlurmSubmitFailed");
@@ -464,12 +464,12 @@ static void test_status_failed(void **state)
 
 static void test_status_rejected(void **state)
 {
-	struct hb_job_row r =
-		row("failed", -1, -1, "MissingUser: the MPIJob has no label");
+	struct hb_job_row r = row(HB_JOB_FAILED, -1, -1,
+				  "MissingUser: the MPIJob has no label");
 	cJSON *d;
 
 	(void)state;
-	r.target = "rejected";
+	r.target = HB_TARGET_REJECTED;
 	d = hb_origin_status_doc(&r, 0);
 	assert_non_null(d);
 	assert_int_equal(nconds(d), 2);
@@ -494,7 +494,7 @@ static void test_status_rejected(void **state)
 	cJSON_Delete(d);
 	/* placed on Slurm, then refused before its submit (a restart
 	 * found its user no longer granted): the refusal's reason */
-	r.target = "slurm";
+	r.target = HB_TARGET_SLURM;
 	r.reason = "UserNotGranted: user bob is not granted to namespace x";
 	d = hb_origin_status_doc(&r, 0);
 	assert_string_equal(s_of(cond(d, "Failed"), "reason"),
@@ -516,11 +516,11 @@ static void test_status_rejected(void **state)
 static void test_status_twin_failed(void **state)
 {
 	struct hb_job_row r =
-		row("failed", -1, -1, "TwinCreateFailed: forbidden");
+		row(HB_JOB_FAILED, -1, -1, "TwinCreateFailed: forbidden");
 	cJSON *d;
 
 	(void)state;
-	r.target = "kubernetes";
+	r.target = HB_TARGET_KUBERNETES;
 	d = hb_origin_status_doc(&r, 0);
 	assert_non_null(d);
 	assert_string_equal(s_of(cond(d, "Failed"), "reason"),
@@ -530,8 +530,8 @@ static void test_status_twin_failed(void **state)
 	assert_null(strstr(s_of(cond(d, "Failed"), "message"), "Slurm"));
 	assert_crd_valid(d);
 	cJSON_Delete(d);
-	r = row("cancelled", -1, -1, "TwinDeleted: its twin was deleted");
-	r.target = "kubernetes";
+	r = row(HB_JOB_CANCELLED, -1, -1, "TwinDeleted: its twin was deleted");
+	r.target = HB_TARGET_KUBERNETES;
 	d = hb_origin_status_doc(&r, T1);
 	assert_string_equal(s_of(cond(d, "Failed"), "reason"), "TwinDeleted");
 	assert_string_equal(s_of(cond(d, "Running"), "status"), "False");
@@ -684,13 +684,14 @@ static void test_twin_state(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		cJSON *t = twin_with(cases[i].conds, 0);
 
-		assert_string_equal(hb_origin_twin_state(t, msg, sizeof(msg)),
+		assert_string_equal(hb_job_state_name(hb_origin_twin_state(
+					    t, msg, sizeof(msg))),
 				    cases[i].want);
 		cJSON_Delete(t);
 	}
 	/* no status at all */
-	assert_string_equal(hb_origin_twin_state(NULL, msg, sizeof(msg)),
-			    "queued");
+	assert_int_equal(hb_origin_twin_state(NULL, msg, sizeof(msg)),
+			 HB_JOB_QUEUED);
 	/* the deciding condition is named */
 	{
 		cJSON *t = twin_with("Created:True,Failed:True", 1);

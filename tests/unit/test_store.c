@@ -164,11 +164,11 @@ static void assert_contains(const char *hay, const char *needle)
 }
 
 /* Add a job with the usual fields; its id goes to id. */
-static void add_job(struct hb_store *st, int64_t uid, const char *state,
+static void add_job(struct hb_store *st, int64_t uid, enum hb_job_state state,
 		    char *id, size_t idsize)
 {
 	struct hb_job_row r = {
-		.origin = "slurm",
+		.entry = HB_ENTRY_SLURM,
 		.user = "alice",
 		.uid = uid,
 		.account = "physics",
@@ -253,7 +253,7 @@ static void test_reopen_noop(void **state)
 	sqlite3 *db;
 
 	st = open_ok(fx->path);
-	add_job(st, 1000, NULL, id, sizeof(id));
+	add_job(st, 1000, HB_JOB_PENDING, id, sizeof(id));
 	hb_store_close(st);
 	db = raw_open(fx->path);
 	schema1 = raw_text(db, "SELECT group_concat(sql, ';') FROM "
@@ -411,13 +411,13 @@ static void check_v1_kept(struct hb_store *st, const char *path)
 	sqlite3 *db;
 
 	assert_int_equal(hb_store_decision_get(st, "hb-000001", &d, &err), 0);
-	assert_string_equal(d.target, "kubernetes");
+	assert_int_equal(d.target, HB_TARGET_KUBERNETES);
 	assert_non_null(strstr(d.inputs, "\"placement\":{\"target\""));
 	assert_non_null(strstr(d.explanation, "decision: kubernetes"));
 	hb_decision_row_free(&d);
 	/* Foreign keys still hold (the rebuild ran with them off). */
-	assert_int_equal(hb_store_decision_add(st, "hb-999999", "slurm", NULL,
-					       NULL, NULL, &err),
+	assert_int_equal(hb_store_decision_add(st, "hb-999999", HB_TARGET_SLURM,
+					       NULL, NULL, NULL, &err),
 			 HB_ENOENT);
 	memset(&err, 0, sizeof(err));
 	/* JSON is still checked, now by the store itself. */
@@ -479,7 +479,7 @@ static void test_upgrade_in_place(void **state)
 		assert_int_equal(hb_store_info(st, &info, &err), 0);
 		assert_string_equal(info.journal_mode, "wal");
 		assert_int_equal(info.synchronous, 2);
-		add_job(st, 7, NULL, id, sizeof(id));
+		add_job(st, 7, HB_JOB_PENDING, id, sizeof(id));
 		snprintf(want, sizeof(want), "hb-%06lld",
 			 (long long)fixtures[v].jobs + 1);
 		assert_string_equal(id, want);
@@ -542,18 +542,18 @@ static void test_partial_schema_rolls_back(void **state)
 static void test_ids_never_reused(void **state)
 {
 	struct fx *fx = *state;
-	struct hb_job_row bad = { .origin = "cli", .state = "nonsense" };
+	struct hb_job_row bad = { .entry = HB_ENTRY_CLI, .state = 99 };
 	struct hb_err err = { 0 };
 	struct hb_store *st;
 	char id[32], *msg;
 	sqlite3 *db;
 
 	st = open_ok(fx->path);
-	add_job(st, 1, NULL, id, sizeof(id));
+	add_job(st, 1, HB_JOB_PENDING, id, sizeof(id));
 	assert_string_equal(id, "hb-000001");
-	add_job(st, 1, NULL, id, sizeof(id));
+	add_job(st, 1, HB_JOB_PENDING, id, sizeof(id));
 	assert_string_equal(id, "hb-000002");
-	add_job(st, 1, NULL, id, sizeof(id));
+	add_job(st, 1, HB_JOB_PENDING, id, sizeof(id));
 	assert_string_equal(id, "hb-000003");
 	/* A refused add takes no id. */
 	assert_int_equal(hb_store_job_add(st, &bad, &err), HB_EINVAL);
@@ -572,12 +572,12 @@ static void test_ids_never_reused(void **state)
 	free(msg);
 	sqlite3_close(db);
 
-	add_job(st, 1, NULL, id, sizeof(id));
+	add_job(st, 1, HB_JOB_PENDING, id, sizeof(id));
 	assert_string_equal(id, "hb-000004");
 	hb_store_close(st);
 
 	st = open_ok(fx->path);
-	add_job(st, 1, NULL, id, sizeof(id));
+	add_job(st, 1, HB_JOB_PENDING, id, sizeof(id));
 	assert_string_equal(id, "hb-000005");
 	/* Increasing as text too, while the width holds. */
 	assert_true(strcmp("hb-000004", id) < 0);
@@ -588,7 +588,7 @@ static void test_ids_never_reused(void **state)
 	raw_exec_ok(db, "DELETE FROM jobs");
 	sqlite3_close(db);
 	st = open_ok(fx->path);
-	add_job(st, 1, NULL, id, sizeof(id));
+	add_job(st, 1, HB_JOB_PENDING, id, sizeof(id));
 	assert_string_equal(id, "hb-000006");
 	hb_store_close(st);
 }
@@ -601,6 +601,9 @@ static void test_state_rules(void **state)
 					     "running",	  "completing",
 					     "succeeded", "failed",
 					     "cancelled", "lost" };
+	static const char *const targets[] = { "pending", "slurm", "kubernetes",
+					       "rejected" };
+	static const char *const entries[] = { "slurm", "cli", "kubernetes" };
 	/* allowed[from][to] */
 	static const int expect[8][8] = {
 		/* pending */ { 1, 1, 1, 1, 1, 1, 1, 1 },
@@ -614,25 +617,49 @@ static void test_state_rules(void **state)
 	};
 
 	(void)state;
+	assert_int_equal(HB__JOB_STATE_COUNT, 8);
 	for (int f = 0; f < 8; f++) {
-		assert_true(hb_store_state_valid(names[f]));
-		assert_int_equal(hb_store_state_terminal(names[f]), f >= 4);
+		assert_string_equal(hb_job_state_name(f), names[f]);
+		assert_int_equal(hb_job_state_parse(names[f]), f);
+		assert_int_equal(hb_store_state_terminal(f), f >= 4);
 		for (int t = 0; t < 8; t++)
-			if (hb_store_state_allowed(names[f], names[t]) !=
-			    expect[f][t])
+			if (hb_store_state_allowed(f, t) != expect[f][t])
 				fail_msg("%s -> %s", names[f], names[t]);
 	}
-	assert_false(hb_store_state_valid("done"));
-	assert_false(hb_store_state_valid(NULL));
-	assert_false(hb_store_state_valid("Running"));
-	assert_false(hb_store_state_allowed("done", "running"));
-	assert_false(hb_store_state_terminal("done"));
+	assert_int_equal(hb_job_state_parse("done"), -1);
+	assert_int_equal(hb_job_state_parse(NULL), -1);
+	assert_int_equal(hb_job_state_parse("Running"), -1);
+	assert_string_equal(hb_job_state_name(8), "unknown");
+	assert_string_equal(hb_job_state_name(-1), "unknown");
+	assert_false(hb_store_state_allowed(8, HB_JOB_RUNNING));
+	assert_false(hb_store_state_allowed(HB_JOB_PENDING, -1));
+	assert_false(hb_store_state_terminal(8));
+	assert_false(hb_store_state_terminal(-1));
+
+	/* Targets and entry points, likewise. */
+	assert_int_equal(HB__TARGET_COUNT, 4);
+	for (int t = 0; t < 4; t++) {
+		assert_string_equal(hb_job_target_name(t), targets[t]);
+		assert_int_equal(hb_job_target_parse(targets[t]), t);
+	}
+	assert_int_equal(hb_job_target_parse("cloud"), -1);
+	assert_int_equal(hb_job_target_parse("auto"), -1);
+	assert_int_equal(hb_job_target_parse(NULL), -1);
+	assert_string_equal(hb_job_target_name(4), "unknown");
+	assert_int_equal(HB__ENTRY_COUNT, 3);
+	for (int e = 0; e < 3; e++) {
+		assert_string_equal(hb_job_entry_name(e), entries[e]);
+		assert_int_equal(hb_job_entry_parse(entries[e]), e);
+	}
+	assert_int_equal(hb_job_entry_parse("pbs"), -1);
+	assert_int_equal(hb_job_entry_parse("Slurm"), -1);
+	assert_string_equal(hb_job_entry_name(3), "unknown");
 }
 
 static void test_set_state(void **state)
 {
 	struct fx *fx = *state;
-	struct hb_job_row row, bad = { .origin = "slurm", .state = "done" };
+	struct hb_job_row row, bad = { .entry = HB_ENTRY_SLURM, .state = 8 };
 	struct hb_err err = { 0 };
 	struct hb_store *st;
 	int64_t clock = fixed_ms;
@@ -640,90 +667,94 @@ static void test_set_state(void **state)
 
 	st = open_ok(fx->path);
 	hb_store_set_clock(st, fixed_clock, &clock);
-	add_job(st, 1000, NULL, id, sizeof(id));
+	add_job(st, 1000, HB_JOB_PENDING, id, sizeof(id));
 	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
-	assert_string_equal(row.state, "pending");
-	assert_string_equal(row.target, "pending");
+	assert_int_equal(row.state, HB_JOB_PENDING);
+	assert_int_equal(row.target, HB_TARGET_PENDING);
 	hb_job_row_free(&row);
 
-	assert_int_equal(
-		hb_store_job_set_state(st, id, "running", -1, "started", &err),
-		0);
+	assert_int_equal(hb_store_job_set_state(st, id, HB_JOB_RUNNING, -1,
+						"started", &err),
+			 0);
 	/* A requeue goes back to queued; anything else back is refused. */
 	assert_int_equal(
-		hb_store_job_set_state(st, id, "queued", -1, NULL, &err), 0);
+		hb_store_job_set_state(st, id, HB_JOB_QUEUED, -1, NULL, &err),
+		0);
 	assert_int_equal(
-		hb_store_job_set_state(st, id, "pending", -1, NULL, &err),
+		hb_store_job_set_state(st, id, HB_JOB_PENDING, -1, NULL, &err),
 		HB_ESTATE);
 	assert_contains(err.msg, "job_set_state: hb-000001: queued -> "
 				 "pending is not allowed");
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(
-		hb_store_job_set_state(st, id, "running", -1, NULL, &err), 0);
+		hb_store_job_set_state(st, id, HB_JOB_RUNNING, -1, NULL, &err),
+		0);
 	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
-	assert_string_equal(row.state, "running");
+	assert_int_equal(row.state, HB_JOB_RUNNING);
 	assert_string_equal(row.reason, "started"); /* NULL kept it */
 	assert_int_equal(row.exit_code, -1);
 	hb_job_row_free(&row);
 
-	assert_int_equal(
-		hb_store_job_set_state(st, id, "succeeded", 0, "exit 0", &err),
-		0);
+	assert_int_equal(hb_store_job_set_state(st, id, HB_JOB_SUCCEEDED, 0,
+						"exit 0", &err),
+			 0);
 	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
 	int64_t updated = row.updated_ms;
-	assert_string_equal(row.state, "succeeded");
+	assert_int_equal(row.state, HB_JOB_SUCCEEDED);
 	assert_int_equal(row.exit_code, 0);
 	assert_true(row.updated_ms > row.created_ms);
 	hb_job_row_free(&row);
 
 	/* Final. */
 	assert_int_equal(
-		hb_store_job_set_state(st, id, "running", -1, NULL, &err),
+		hb_store_job_set_state(st, id, HB_JOB_RUNNING, -1, NULL, &err),
 		HB_ESTATE);
 	assert_contains(err.msg, "succeeded -> running is not allowed (a "
 				 "final state)");
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(
-		hb_store_job_set_state(st, id, "failed", 1, NULL, &err),
+		hb_store_job_set_state(st, id, HB_JOB_FAILED, 1, NULL, &err),
 		HB_ESTATE);
 	memset(&err, 0, sizeof(err));
 	/* The same final state again is accepted and changes nothing. */
-	assert_int_equal(
-		hb_store_job_set_state(st, id, "succeeded", 7, "again", &err),
-		0);
+	assert_int_equal(hb_store_job_set_state(st, id, HB_JOB_SUCCEEDED, 7,
+						"again", &err),
+			 0);
 	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
-	assert_string_equal(row.state, "succeeded");
+	assert_int_equal(row.state, HB_JOB_SUCCEEDED);
 	assert_int_equal(row.exit_code, 0);
 	assert_string_equal(row.reason, "exit 0");
 	assert_int_equal(row.updated_ms, updated);
 	hb_job_row_free(&row);
 
-	/* Unknown names, and unknown jobs. */
-	assert_int_equal(hb_store_job_set_state(st, id, "done", -1, NULL, &err),
+	/* Values that are none, and unknown jobs. */
+	assert_int_equal(hb_store_job_set_state(st, id, 8, -1, NULL, &err),
 			 HB_EINVAL);
-	assert_contains(err.msg, "job_set_state: state: unknown state 'done'");
+	assert_contains(err.msg, "job_set_state: state: unknown value 8 "
+				 "(pending, queued, ");
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_store_job_set_state(st, id, NULL, -1, NULL, &err),
+	assert_int_equal(hb_store_job_set_state(st, id, -1, -1, NULL, &err),
 			 HB_EINVAL);
-	assert_contains(err.msg, "state: required");
+	assert_contains(err.msg, "state: unknown value -1");
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_store_job_set_state(st, "hb-999999", "running", -1,
-						NULL, &err),
+	assert_int_equal(hb_store_job_set_state(st, "hb-999999", HB_JOB_RUNNING,
+						-1, NULL, &err),
 			 HB_ENOENT);
 	assert_contains(err.msg, "no job hb-999999");
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(hb_store_job_add(st, &bad, &err), HB_EINVAL);
-	assert_contains(err.msg, "job_add: state: unknown state 'done'");
+	assert_contains(err.msg, "job_add: state: unknown value 8");
 	memset(&err, 0, sizeof(err));
-	bad.state = NULL;
-	bad.origin = "pbs";
+	bad.state = HB_JOB_PENDING;
+	bad.entry = 3;
 	assert_int_equal(hb_store_job_add(st, &bad, &err), HB_EINVAL);
-	assert_contains(err.msg, "job_add: origin: unknown value 'pbs'");
+	assert_contains(err.msg, "job_add: entry: unknown value 3 (slurm, cli, "
+				 "kubernetes)");
 	memset(&err, 0, sizeof(err));
-	bad.origin = "cli";
-	bad.target = "cloud";
+	bad.entry = HB_ENTRY_CLI;
+	bad.target = 4;
 	assert_int_equal(hb_store_job_add(st, &bad, &err), HB_EINVAL);
-	assert_contains(err.msg, "job_add: target: unknown value 'cloud'");
+	assert_contains(err.msg, "job_add: target: unknown value 4");
 	assert_int_equal(count(fx->path, "jobs"), 1);
 	hb_store_close(st);
 }
@@ -739,7 +770,7 @@ static void test_append_only(void **state)
 	sqlite3 *db;
 
 	st = open_ok(fx->path);
-	add_job(st, 1, NULL, id, sizeof(id));
+	add_job(st, 1, HB_JOB_PENDING, id, sizeof(id));
 	assert_int_equal(hb_store_event_add(st, 1, "alice", "pid 42", "submit",
 					    id, "{\"a\":1}", &err),
 			 0);
@@ -839,7 +870,7 @@ static void test_strings_round_trip(void **state)
 		snprintf(json, sizeof(json), "{\"k\":\"%s\"}",
 			 i == 0 ? "'); DROP TABLE jobs;--" : "x");
 		memset(&in, 0, sizeof(in));
-		in.origin = "cli";
+		in.entry = HB_ENTRY_CLI;
 		in.user = s;
 		in.account = s;
 		in.partition = s;
@@ -872,8 +903,9 @@ static void test_strings_round_trip(void **state)
 				 HB_ENOENT);
 		memset(&err, 0, sizeof(err));
 
-		assert_int_equal(hb_store_decision_add(st, in.id, "slurm", json,
-						       s, s, &err),
+		assert_int_equal(hb_store_decision_add(st, in.id,
+						       HB_TARGET_SLURM, json, s,
+						       s, &err),
 				 0);
 		assert_int_equal(hb_store_decision_get(st, in.id, &d, &err), 0);
 		assert_string_equal(d.explanation, s);
@@ -904,7 +936,7 @@ static void test_strings_round_trip(void **state)
 static void test_json_and_caps(void **state)
 {
 	struct fx *fx = *state;
-	struct hb_job_row r = { .origin = "cli",
+	struct hb_job_row r = { .entry = HB_ENTRY_CLI,
 				.jobspec = "{not json",
 				.slurm_job_id = -1,
 				.exit_code = -1 };
@@ -920,12 +952,12 @@ static void test_json_and_caps(void **state)
 				 "string key at byte 1");
 	assert_string_equal(r.id, "");
 	memset(&err, 0, sizeof(err));
-	add_job(st, 1, NULL, id, sizeof(id));
+	add_job(st, 1, HB_JOB_PENDING, id, sizeof(id));
 	/* The failed add took no id. */
 	assert_string_equal(id, "hb-000001");
-	assert_int_equal(
-		hb_store_decision_add(st, id, "slurm", "[1,", NULL, NULL, &err),
-		HB_EINVAL);
+	assert_int_equal(hb_store_decision_add(st, id, HB_TARGET_SLURM, "[1,",
+					       NULL, NULL, &err),
+			 HB_EINVAL);
 	assert_contains(err.msg, "decision_add: inputs: not JSON: "
 				 "unexpected end of input at byte 3");
 	memset(&err, 0, sizeof(err));
@@ -960,19 +992,26 @@ static void test_json_and_caps(void **state)
 	assert_contains(err.msg, "slurm_job_id");
 	memset(&err, 0, sizeof(err));
 	r.slurm_job_id = -1;
-	r.origin = NULL;
+	r.entry = -1;
 	assert_int_equal(hb_store_job_add(st, &r, &err), HB_EINVAL);
-	assert_contains(err.msg, "origin: required");
+	assert_contains(err.msg, "entry: unknown value -1");
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(
 		hb_store_event_add(st, 1, NULL, NULL, "", NULL, NULL, &err),
 		HB_EINVAL);
 	assert_contains(err.msg, "event_add: action: empty");
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_store_decision_add(st, id, "pending", NULL, NULL,
-					       NULL, &err),
+	assert_int_equal(hb_store_decision_add(st, id, HB_TARGET_PENDING, NULL,
+					       NULL, NULL, &err),
 			 HB_EINVAL);
-	assert_contains(err.msg, "decision_add: target: unknown value");
+	assert_contains(err.msg, "decision_add: target: pending places "
+				 "nothing");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(
+		hb_store_decision_add(st, id, 4, NULL, NULL, NULL, &err),
+		HB_EINVAL);
+	assert_contains(err.msg, "decision_add: target: unknown value 4 "
+				 "(slurm, kubernetes, rejected)");
 	hb_store_close(st);
 }
 
@@ -983,8 +1022,8 @@ static void add_decision(struct hb_store *st, int64_t uid, char *id,
 {
 	struct hb_err err = { 0 };
 
-	add_job(st, uid, NULL, id, idsize);
-	if (hb_store_decision_add(st, id, "kubernetes", "{\"cost\":1}",
+	add_job(st, uid, HB_JOB_PENDING, id, idsize);
+	if (hb_store_decision_add(st, id, HB_TARGET_KUBERNETES, "{\"cost\":1}",
 				  "cheaper", "burst", &err) ||
 	    hb_store_event_add(st, uid, "alice", "plugin", "decide", id,
 			       "{\"target\":\"kubernetes\"}", &err))
@@ -1035,13 +1074,13 @@ static void test_group_commit(void **state)
 	assert_int_equal(hb_store_job_set_slurm(st, "hb-000001", 500, &err), 0);
 	assert_int_equal(hb_store_begin(st, &err), 0);
 	add_decision(st, 2, id, sizeof(id));
-	struct hb_job_row dup = { .origin = "slurm",
+	struct hb_job_row dup = { .entry = HB_ENTRY_SLURM,
 				  .slurm_job_id = 500,
 				  .exit_code = -1 };
 	assert_int_equal(hb_store_job_add(st, &dup, &err), HB_EEXIST);
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_store_decision_add(st, "hb-424242", "slurm", NULL,
-					       NULL, NULL, &err),
+	assert_int_equal(hb_store_decision_add(st, "hb-424242", HB_TARGET_SLURM,
+					       NULL, NULL, NULL, &err),
 			 HB_ENOENT);
 	memset(&err, 0, sizeof(err));
 	add_decision(st, 2, id, sizeof(id));
@@ -1107,7 +1146,7 @@ static void test_crash(void **state)
 	assert_int_equal(hb_store_job_get(st, "hb-000005", &row, &err),
 			 HB_ENOENT);
 	char id[32];
-	add_job(st, 1, NULL, id, sizeof(id));
+	add_job(st, 1, HB_JOB_PENDING, id, sizeof(id));
 	assert_string_equal(id, "hb-000005");
 	hb_store_close(st);
 	assert_int_equal(count(fx->path, "jobs"), 5);
@@ -1126,7 +1165,7 @@ static int collect(const struct hb_job_row *r, void *arg)
 {
 	struct seen *s = arg;
 
-	assert_non_null(r->origin);
+	assert_true((unsigned)r->entry < HB__ENTRY_COUNT);
 	assert_null(r->priv);
 	if (s->n < 16)
 		snprintf(s->ids[s->n], sizeof(s->ids[0]), "%s", r->id);
@@ -1134,7 +1173,7 @@ static int collect(const struct hb_job_row *r, void *arg)
 	return s->stop_at && s->n == s->stop_at ? 42 : 0;
 }
 
-static void list(struct hb_store *st, int64_t uid, const char *const *states,
+static void list(struct hb_store *st, int64_t uid, unsigned states,
 		 unsigned limit, struct seen *s)
 {
 	struct hb_err err = { 0 };
@@ -1157,9 +1196,9 @@ static int reenter(const struct hb_job_row *r, void *arg)
 	assert_int_equal(hb_store_job_get(reenter_st, r->id, &row, &err), 0);
 	hb_job_row_free(&row);
 	/* ... a listing inside a listing is not. */
-	assert_int_equal(
-		hb_store_job_list(reenter_st, -1, NULL, 0, collect, &s, &err),
-		HB_ESTATE);
+	assert_int_equal(hb_store_job_list(reenter_st, -1, HB_JOB_ANY, 0,
+					   collect, &s, &err),
+			 HB_ESTATE);
 	assert_contains(err.msg, "job_list: called again from its own "
 				 "callback");
 	return 1;
@@ -1176,14 +1215,14 @@ static void test_list(void **state)
 	st = open_ok(fx->path);
 	/* 1: 1000 pending, 2: 1001 running, 3: 1000 running,
 	 * 4: 1000 succeeded, 5: 1001 pending, 6: 1000 queued */
-	add_job(st, 1000, NULL, id, sizeof(id));
-	add_job(st, 1001, "running", id, sizeof(id));
-	add_job(st, 1000, "running", id, sizeof(id));
-	add_job(st, 1000, "succeeded", id, sizeof(id));
-	add_job(st, 1001, NULL, id, sizeof(id));
-	add_job(st, 1000, "queued", id, sizeof(id));
+	add_job(st, 1000, HB_JOB_PENDING, id, sizeof(id));
+	add_job(st, 1001, HB_JOB_RUNNING, id, sizeof(id));
+	add_job(st, 1000, HB_JOB_RUNNING, id, sizeof(id));
+	add_job(st, 1000, HB_JOB_SUCCEEDED, id, sizeof(id));
+	add_job(st, 1001, HB_JOB_PENDING, id, sizeof(id));
+	add_job(st, 1000, HB_JOB_QUEUED, id, sizeof(id));
 
-	list(st, -1, NULL, 0, &s);
+	list(st, -1, HB_JOB_ANY, 0, &s);
 	assert_int_equal(s.n, 6);
 	for (int i = 0; i < 6; i++) {
 		char want[32];
@@ -1191,17 +1230,19 @@ static void test_list(void **state)
 		snprintf(want, sizeof(want), "hb-%06d", 6 - i);
 		assert_string_equal(s.ids[i], want);
 	}
-	list(st, 1000, NULL, 0, &s);
+	list(st, 1000, HB_JOB_ANY, 0, &s);
 	assert_int_equal(s.n, 4);
 	assert_string_equal(s.ids[0], "hb-000006");
 	assert_string_equal(s.ids[3], "hb-000001");
-	list(st, 1001, NULL, 1, &s);
+	list(st, 1001, HB_JOB_ANY, 1, &s);
 	assert_int_equal(s.n, 1);
 	assert_string_equal(s.ids[0], "hb-000005");
-	list(st, 4242, NULL, 0, &s);
+	list(st, 4242, HB_JOB_ANY, 0, &s);
 	assert_int_equal(s.n, 0);
 
-	const char *const active[] = { "pending", "queued", "running", NULL };
+	const unsigned active = HB_JOB_BIT(HB_JOB_PENDING) |
+				HB_JOB_BIT(HB_JOB_QUEUED) |
+				HB_JOB_BIT(HB_JOB_RUNNING);
 	list(st, -1, active, 0, &s);
 	assert_int_equal(s.n, 5);
 	assert_string_equal(s.ids[0], "hb-000006");
@@ -1210,54 +1251,120 @@ static void test_list(void **state)
 	assert_int_equal(s.n, 2);
 	assert_string_equal(s.ids[0], "hb-000006");
 	assert_string_equal(s.ids[1], "hb-000003");
-	const char *const running[] = { "running", "running", NULL };
-	list(st, 1001, running, 0, &s);
+	list(st, 1001, HB_JOB_BIT(HB_JOB_RUNNING), 0, &s);
 	assert_int_equal(s.n, 1);
 	assert_string_equal(s.ids[0], "hb-000002");
-	const char *const none[] = { NULL };
-	list(st, -1, none, 0, &s);
+	list(st, -1, 0, 0, &s);
 	assert_int_equal(s.n, 0);
-	const char *const done[] = { "succeeded", "failed", NULL };
-	list(st, -1, done, 0, &s);
+	list(st, -1, HB_JOB_BIT(HB_JOB_SUCCEEDED) | HB_JOB_BIT(HB_JOB_FAILED),
+	     0, &s);
 	assert_int_equal(s.n, 1);
 	assert_string_equal(s.ids[0], "hb-000004");
 
 	/* A callback's non-zero return stops the listing and comes back. */
 	memset(&s, 0, sizeof(s));
 	s.stop_at = 2;
-	assert_int_equal(hb_store_job_list(st, -1, NULL, 0, collect, &s, &err),
-			 42);
+	assert_int_equal(
+		hb_store_job_list(st, -1, HB_JOB_ANY, 0, collect, &s, &err),
+		42);
 	assert_int_equal(s.n, 2);
 	/* And the statement is reusable after it. */
-	list(st, -1, NULL, 0, &s);
+	list(st, -1, HB_JOB_ANY, 0, &s);
 	assert_int_equal(s.n, 6);
 
-	const char *const bad[] = { "running", "Running", NULL };
-	assert_int_equal(hb_store_job_list(st, -1, bad, 0, collect, &s, &err),
-			 HB_EINVAL);
-	assert_contains(err.msg, "job_list: states[1]: unknown state "
-				 "'Running'");
+	/* Every state but one: the states' filter, which matches them all. */
+	list(st, -1, HB_JOB_ANY & ~HB_JOB_BIT(HB_JOB_LOST), 0, &s);
+	assert_int_equal(s.n, 6);
+
+	assert_int_equal(
+		hb_store_job_list(st, -1,
+				  HB_JOB_BIT(HB_JOB_RUNNING) | HB_JOB_BIT(8), 0,
+				  collect, &s, &err),
+		HB_EINVAL);
+	assert_contains(err.msg, "job_list: states: 0x104 has bits that are "
+				 "no state");
 
 	reenter_st = st;
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(
-		hb_store_job_list(st, -1, NULL, 0, reenter, NULL, &err), 1);
+		hb_store_job_list(st, -1, HB_JOB_ANY, 0, reenter, NULL, &err),
+		1);
+	hb_store_close(st);
+}
+
+/* A name the store does not know, written into the file by hand: the row
+ * cannot be read, and says why; the job cannot be moved either. */
+static void test_unknown_names(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_job_row row;
+	struct hb_decision_row d;
+	struct hb_err err = { 0 };
+	struct hb_store *st;
+	struct seen s;
+	char id[32];
+	sqlite3 *db;
+
+	st = open_ok(fx->path);
+	add_job(st, 1, HB_JOB_PENDING, id, sizeof(id));
+	assert_int_equal(hb_store_decision_add(st, id, HB_TARGET_SLURM, NULL,
+					       NULL, NULL, &err),
+			 0);
+	db = raw_open(fx->path);
+	raw_exec_ok(db, "UPDATE jobs SET state = 'done'");
+	assert_int_equal(hb_store_job_get(st, id, &row, &err), HB_ESTORE);
+	assert_contains(err.msg, "job_get: hb-000001 has an unknown state "
+				 "'done'");
+	assert_string_equal(row.id, "");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(
+		hb_store_job_set_state(st, id, HB_JOB_RUNNING, -1, NULL, &err),
+		HB_ESTORE);
+	assert_contains(err.msg, "hb-000001 has an unknown state 'done'");
+	memset(&err, 0, sizeof(err));
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(
+		hb_store_job_list(st, -1, HB_JOB_ANY, 0, collect, &s, &err),
+		HB_ESTORE);
+	assert_int_equal(s.n, 0);
+	memset(&err, 0, sizeof(err));
+	raw_exec_ok(db, "UPDATE jobs SET state = 'queued', origin = 'pbs'");
+	assert_int_equal(hb_store_job_get(st, id, &row, &err), HB_ESTORE);
+	assert_contains(err.msg, "hb-000001 has an unknown origin 'pbs'");
+	memset(&err, 0, sizeof(err));
+	raw_exec_ok(db, "UPDATE jobs SET origin = 'cli', target = 'cloud'");
+	assert_int_equal(hb_store_job_get(st, id, &row, &err), HB_ESTORE);
+	assert_contains(err.msg, "hb-000001 has an unknown target 'cloud'");
+	memset(&err, 0, sizeof(err));
+	raw_exec_ok(db, "UPDATE jobs SET target = 'slurm'");
+	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
+	assert_int_equal(row.entry, HB_ENTRY_CLI);
+	assert_int_equal(row.target, HB_TARGET_SLURM);
+	assert_int_equal(row.state, HB_JOB_QUEUED);
+	hb_job_row_free(&row);
+	/* A decision's target, likewise. */
+	raw_exec_ok(db, "UPDATE decisions SET target = 'cloud'");
+	assert_int_equal(hb_store_decision_get(st, id, &d, &err), HB_ESTORE);
+	assert_contains(err.msg, "hb-000001 has an unknown decision target "
+				 "'cloud'");
+	sqlite3_close(db);
 	hb_store_close(st);
 }
 
 static void test_slurm_and_k8s(void **state)
 {
 	struct fx *fx = *state;
-	struct hb_job_row row, with = {
-		.origin = "slurm", .slurm_job_id = 77, .exit_code = -1, .uid = 3
-	};
+	struct hb_job_row row, with = { .entry = HB_ENTRY_SLURM,
+					.slurm_job_id = 77,
+					.exit_code = -1,
+					.uid = 3 };
 	struct hb_err err = { 0 };
 	struct hb_store *st;
 	char a[32], b[32];
 
 	st = open_ok(fx->path);
-	add_job(st, 1, NULL, a, sizeof(a));
-	add_job(st, 1, NULL, b, sizeof(b));
+	add_job(st, 1, HB_JOB_PENDING, a, sizeof(a));
+	add_job(st, 1, HB_JOB_PENDING, b, sizeof(b));
 	assert_int_equal(hb_store_job_by_slurm_id(st, 1234, &row, &err),
 			 HB_ENOENT);
 	assert_contains(err.msg, "job_by_slurm_id: no job with Slurm job id "
@@ -1332,21 +1439,21 @@ static void test_decisions(void **state)
 
 	st = open_ok(fx->path);
 	hb_store_set_clock(st, fixed_clock, &clock);
-	add_job(st, 1, NULL, id, sizeof(id));
+	add_job(st, 1, HB_JOB_PENDING, id, sizeof(id));
 	assert_int_equal(hb_store_decision_get(st, id, &d, &err), HB_ENOENT);
 	assert_contains(err.msg, "decision_get: no decision for job");
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_store_decision_add(st, id, "kubernetes",
+	assert_int_equal(hb_store_decision_add(st, id, HB_TARGET_KUBERNETES,
 					       "{\"cost\":3}", "cheaper",
 					       "burst-v1", &err),
 			 0);
-	assert_int_equal(hb_store_decision_add(st, id, "slurm", NULL,
+	assert_int_equal(hb_store_decision_add(st, id, HB_TARGET_SLURM, NULL,
 					       "{\"why\":\"deadline\"}", NULL,
 					       &err),
 			 0);
 	assert_int_equal(hb_store_decision_get(st, id, &d, &err), 0);
 	assert_string_equal(d.job_id, id);
-	assert_string_equal(d.target, "slurm");
+	assert_int_equal(d.target, HB_TARGET_SLURM);
 	assert_null(d.inputs);
 	assert_null(d.policy);
 	assert_string_equal(d.explanation, "{\"why\":\"deadline\"}");
@@ -1356,24 +1463,24 @@ static void test_decisions(void **state)
 	hb_decision_row_free(NULL);
 	/* The latest decision is the job's target. */
 	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
-	assert_string_equal(row.target, "slurm");
+	assert_int_equal(row.target, HB_TARGET_SLURM);
 	assert_int_equal(row.created_ms, fixed_ms);
 	assert_int_equal(row.updated_ms, fixed_ms + 2);
 	hb_job_row_free(&row);
 	hb_job_row_free(NULL);
 	/* A decision for the target the job has already is recorded, and
 	 * leaves the job as it was. */
-	assert_int_equal(hb_store_decision_add(st, id, "slurm", NULL, "again",
-					       NULL, &err),
+	assert_int_equal(hb_store_decision_add(st, id, HB_TARGET_SLURM, NULL,
+					       "again", NULL, &err),
 			 0);
 	assert_int_equal(count(fx->path, "decisions"), 3);
 	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
-	assert_string_equal(row.target, "slurm");
+	assert_int_equal(row.target, HB_TARGET_SLURM);
 	assert_int_equal(row.updated_ms, fixed_ms + 2);
 	hb_job_row_free(&row);
 
-	assert_int_equal(hb_store_decision_add(st, "hb-000404", "slurm", NULL,
-					       NULL, NULL, &err),
+	assert_int_equal(hb_store_decision_add(st, "hb-000404", HB_TARGET_SLURM,
+					       NULL, NULL, NULL, &err),
 			 HB_ENOENT);
 	assert_contains(err.msg, "decision_add: no job hb-000404");
 	assert_int_equal(count(fx->path, "decisions"), 3);
@@ -1418,8 +1525,8 @@ static void test_events(void **state)
 
 	st = open_ok(fx->path);
 	hb_store_set_clock(st, fixed_clock, &clock);
-	add_job(st, 1, NULL, a, sizeof(a));
-	add_job(st, 2, NULL, b, sizeof(b));
+	add_job(st, 1, HB_JOB_PENDING, a, sizeof(a));
+	add_job(st, 2, HB_JOB_PENDING, b, sizeof(b));
 	assert_int_equal(hb_store_event_add(st, 1, "alice", "plugin", "decide",
 					    a, NULL, &err),
 			 0);
@@ -1485,10 +1592,10 @@ static void test_two_handles(void **state)
 
 	a = open_ok(fx->path);
 	b = open_ok(fx->path);
-	add_job(a, 1, NULL, id, sizeof(id));
+	add_job(a, 1, HB_JOB_PENDING, id, sizeof(id));
 	assert_int_equal(hb_store_job_get(b, id, &row, &err), 0);
 	hb_job_row_free(&row);
-	add_job(b, 1, NULL, id, sizeof(id));
+	add_job(b, 1, HB_JOB_PENDING, id, sizeof(id));
 	assert_string_equal(id, "hb-000002");
 	hb_store_close(a);
 	hb_store_close(b);
@@ -1655,7 +1762,7 @@ static void test_commit_fails(void **state)
 	/* a call on its own whose commit fails: the same */
 	fault_wal = 1;
 	{
-		struct hb_job_row r = { .origin = "slurm",
+		struct hb_job_row r = { .entry = HB_ENTRY_SLURM,
 					.slurm_job_id = -1,
 					.exit_code = -1 };
 
@@ -1710,7 +1817,7 @@ static void test_commit_gathered(void **state)
 
 	/* a call in a transaction of its own */
 	wal_writes = wal_syncs = 0;
-	add_job(st, 2, NULL, id, sizeof(id));
+	add_job(st, 2, HB_JOB_PENDING, id, sizeof(id));
 	assert_int_equal(wal_writes, 1);
 	assert_int_equal(wal_syncs, 1);
 
@@ -1838,7 +1945,7 @@ static void test_reopen_same_file(void **state)
 	int fd;
 
 	a = open_ok(fx->path);
-	add_job(a, 1, NULL, id, sizeof(id));
+	add_job(a, 1, HB_JOB_PENDING, id, sizeof(id));
 	assert_int_equal(hb_store_reopen(a, &b, &err), 0);
 	assert_int_equal(hb_store_job_get(b, id, &row, &err), 0);
 	hb_job_row_free(&row);
@@ -1892,20 +1999,20 @@ static void test_checkpoints(void **state)
 	ck = open_ok(fx->path);
 	hb_store_set_autocheckpoint(st, 0); /* never inline */
 	for (int i = 0; i < 20; i++)
-		add_job(st, 1, NULL, id, sizeof(id));
+		add_job(st, 1, HB_JOB_PENDING, id, sizeof(id));
 	before = hb_store_wal_pages(st);
 	assert_true(before >= 20);
 	/* another handle copies it all: nobody was in the way */
 	assert_int_equal(hb_store_checkpoint(ck, &left, &err), 0);
 	assert_int_equal(left, 0);
-	add_job(st, 1, NULL, id, sizeof(id));
+	add_job(st, 1, HB_JOB_PENDING, id, sizeof(id));
 	assert_true(hb_store_wal_pages(st) < before);
 
 	/* inline: past 8 pages a commit checkpoints itself, so the WAL
 	 * starts again and never gets far past the limit */
 	hb_store_set_autocheckpoint(st, 8);
 	for (int i = 0; i < 40; i++) {
-		add_job(st, 1, NULL, id, sizeof(id));
+		add_job(st, 1, HB_JOB_PENDING, id, sizeof(id));
 		assert_true(hb_store_wal_pages(st) < 8 + 8);
 	}
 	hb_store_close(ck);
@@ -1972,12 +2079,12 @@ static void sync_fails_in_child(struct fx *fx, int nosync)
 		if (nosync) {
 			if (hb_store_begin(c, &err))
 				_exit(15);
-			add_job(c, 1, NULL, id, sizeof(id));
+			add_job(c, 1, HB_JOB_PENDING, id, sizeof(id));
 			if (hb_store_commit_nosync(c, &err))
 				_exit(16);
 			hb_store_sync(c);
 		} else {
-			add_job(c, 1, NULL, id, sizeof(id));
+			add_job(c, 1, HB_JOB_PENDING, id, sizeof(id));
 		}
 		_exit(0);
 	}
@@ -2026,9 +2133,10 @@ static void test_deferred_sync(void **state)
 	assert_int_equal(hb_store_info(st, &info, &err), 0);
 	assert_int_equal(info.synchronous, 2); /* FULL */
 
-	add_job(st, 1, NULL, id, sizeof(id)); /* synced by the store */
+	add_job(st, 1, HB_JOB_PENDING, id,
+		sizeof(id)); /* synced by the store */
 	assert_int_equal(hb_store_begin(st, &err), 0);
-	add_job(st, 2, NULL, id, sizeof(id));
+	add_job(st, 2, HB_JOB_PENDING, id, sizeof(id));
 	assert_int_equal(hb_store_commit_nosync(st, &err), 0);
 	/* committed: another handle sees it before the sync */
 	other = open_ok(fx->path);
@@ -2056,7 +2164,7 @@ static void test_deferred_sync(void **state)
 		st = open_ok(dir2);
 		assert_int_equal(hb_store_defer_sync(st, &err), 0);
 		assert_int_equal(hb_store_begin(st, &err), 0);
-		add_job(st, 4, NULL, id, sizeof(id));
+		add_job(st, 4, HB_JOB_PENDING, id, sizeof(id));
 		assert_int_equal(hb_store_commit_nosync(st, &err), 0);
 		hb_store_sync(st);
 		hb_store_close(st);
@@ -2070,7 +2178,7 @@ static void test_deferred_sync(void **state)
 	st = open_ok(fx->path);
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(hb_store_begin(st, &err), 0);
-	add_job(st, 3, NULL, id, sizeof(id));
+	add_job(st, 3, HB_JOB_PENDING, id, sizeof(id));
 	assert_int_equal(hb_store_commit_nosync(st, &err), 0);
 	hb_store_sync(st);
 	assert_int_equal(hb_store_info(st, &info, &err), 0);
@@ -2091,6 +2199,7 @@ int main(void)
 		T(test_ids_never_reused),
 		cmocka_unit_test(test_state_rules),
 		T(test_set_state),
+		T(test_unknown_names),
 		T(test_append_only),
 		T(test_strings_round_trip),
 		T(test_json_and_caps),
