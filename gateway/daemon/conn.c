@@ -49,7 +49,7 @@ void hbd_pw_fill(struct hb_daemon *d, uid_t uid, const char *name, gid_t gid)
 	struct pw_entry *e = &d->pw[uid % PW_CACHE_SIZE];
 
 	e->uid = uid;
-	e->at_ms = mono_ms();
+	e->at_ms = hb_clock_mono_ms();
 	e->known = name && strlen(name) < sizeof(e->name);
 	e->gid = gid;
 	snprintf(e->name, sizeof(e->name), "%s", e->known ? name : "");
@@ -63,7 +63,8 @@ int hbd_pw_cached(const struct hb_daemon *d, uid_t uid, char *name, size_t n,
 {
 	const struct pw_entry *e = &d->pw[uid % PW_CACHE_SIZE];
 
-	if (!e->at_ms || e->uid != uid || mono_ms() - e->at_ms >= PW_CACHE_MS)
+	if (!e->at_ms || e->uid != uid ||
+	    hb_clock_mono_ms() - e->at_ms >= PW_CACHE_MS)
 		return HB_EAGAIN;
 	if (!e->known)
 		return HB_ENOENT;
@@ -100,7 +101,7 @@ void hbd_resolve_slurm_user(struct hb_daemon *d)
  * not since the last. */
 int hbd_rate_ok(struct ratelog *r, unsigned *dropped)
 {
-	int64_t now = mono_ms();
+	int64_t now = hb_clock_mono_ms();
 
 	if (r->last_ms && now - r->last_ms < 1000) {
 		r->dropped++;
@@ -270,7 +271,7 @@ void hbd_conn_flush(struct conn *c)
 			 c->out.len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n > 0) {
 			c->out_off += (size_t)n;
-			c->last_ms = mono_ms();
+			c->last_ms = hb_clock_mono_ms();
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
@@ -349,7 +350,7 @@ void hbd_process_conn(struct conn *c)
 	}
 	/* a partial frame left after whole ones began about now */
 	if (c->in_off != off0)
-		c->frame_ms = mono_ms();
+		c->frame_ms = hb_clock_mono_ms();
 	/* drop what was consumed */
 	if (c->in_off == c->in.len) {
 		c->frame_ms = 0;
@@ -429,7 +430,7 @@ static void conn_read(struct conn *c)
 			hbd_conn_interest(c);
 		return;
 	}
-	c->last_ms = mono_ms();
+	c->last_ms = hb_clock_mono_ms();
 	if (u)
 		u->read += (size_t)n;
 	if (!c->frame_ms)
@@ -536,7 +537,7 @@ static int take_conn(struct hb_daemon *d, int fd, const struct ucred *cr)
 	/* one largest frame and the start of the next */
 	hb_buf_init(&c->in, HB_PROTO_HDR + HB_PROTO_MAX_PAYLOAD + READ_CHUNK);
 	hb_buf_init(&c->out, 0);
-	c->last_ms = mono_ms();
+	c->last_ms = hb_clock_mono_ms();
 	c->events = EPOLLIN;
 	ev.events = EPOLLIN;
 	ev.data.ptr = c;
@@ -612,7 +613,7 @@ static void accept_starved(struct hb_daemon *d, int err)
 		d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->lfd, &ev) == 0) {
 		d->accept_paused = 1;
-		d->accept_resume_ms = mono_ms() + ACCEPT_PAUSE_MS;
+		d->accept_resume_ms = hb_clock_mono_ms() + ACCEPT_PAUSE_MS;
 	}
 }
 

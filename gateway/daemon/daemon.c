@@ -105,7 +105,8 @@ static void reload(struct hb_daemon *d)
 	hb_config_free(&d->cfg);
 	d->cfg = next;
 	apply_config(d);
-	hbd_refresh_spend(d, mono_ms(), 1); /* the budget periods may differ */
+	/* the budget periods may differ */
+	hbd_refresh_spend(d, hb_clock_mono_ms(), 1);
 	hb_logf(HB_LOG_INFO,
 		(struct hb_log_field[]){ HB_LOG_STR("config", d->config_path) },
 		1, "configuration reloaded");
@@ -490,7 +491,7 @@ static void start_stop(struct hb_daemon *d, const char *sig)
 	if (d->stopping)
 		return;
 	d->stopping = 1;
-	d->stop_deadline = mono_ms() + HB_DAEMON_STOP_MS;
+	d->stop_deadline = hb_clock_mono_ms() + HB_DAEMON_STOP_MS;
 	hb_logf(HB_LOG_INFO,
 		(struct hb_log_field[]){
 			HB_LOG_STR("signal", sig),
@@ -546,7 +547,7 @@ int hb_daemon_run(struct hb_daemon *d)
 			HB_LOG_INT("workers", d->cfg.daemon_workers),
 			HB_LOG_STR("version", HB_VERSION) },
 		5, "hpcbridged serving");
-	d->last_scan = mono_ms();
+	d->last_scan = hb_clock_mono_ms();
 	for (;;) {
 		timeout = 1000;
 		if (d->stopping || d->accept_paused)
@@ -606,7 +607,7 @@ int hb_daemon_run(struct hb_daemon *d)
 			hb_origin_flush(d->origin);
 		}
 		hbd_bury(d);
-		now = mono_ms();
+		now = hb_clock_mono_ms();
 		if (d->accept_paused && now >= d->accept_resume_ms)
 			hbd_accept_resume(d);
 		hbd_poll_slurm(d, now);

@@ -20,10 +20,12 @@
 #include "daemon.h"
 #include "hpcbridge/remote.h"
 #include "hpcbridge/buf.h"
+#include "hpcbridge/clock.h"
 #include "hpcbridge/config.h"
 #include "hpcbridge/doc.h"
 #include "hpcbridge/error.h"
 #include "hpcbridge/store.h"
+#include "hpcbridge/timefmt.h"
 #include "origin.h"
 #include "gateway/placement/decider.h"
 #include "pool.h"
@@ -247,14 +249,6 @@ struct hb_daemon {
 /* Small helpers                                                       */
 /* ------------------------------------------------------------------ */
 
-static inline int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static inline char *xstrdup(const char *s)
 {
 	return s ? strdup(s) : NULL;
@@ -363,7 +357,6 @@ void hbd_dispatch(struct hb_daemon *d, struct conn *c, const cJSON *req);
 /* ops_common.c: what the ops share                                    */
 /* ------------------------------------------------------------------ */
 
-void hbd_fmt_time(int64_t ms, char *buf, size_t n);
 void hbd_add_str_or_null(cJSON *o, const char *k, const char *v);
 void hbd_add_int_or_null(cJSON *o, const char *k, int64_t v);
 cJSON *hbd_job_json(const struct hb_job_row *j);

@@ -25,21 +25,6 @@ static char *print_or_null(const cJSON *j)
 	return hb_buf_steal(&b);
 }
 
-/* "2026-01-31T12:00:00.123Z" for wall-clock ms: with the milliseconds,
- * which hb_time_rfc3339_format() (timefmt.h) does not write. */
-void hbd_fmt_time(int64_t ms, char *buf, size_t n)
-{
-	time_t s = (time_t)(ms / 1000);
-	struct tm tm;
-	size_t len;
-
-	if (ms < 0)
-		s = 0;
-	gmtime_r(&s, &tm);
-	len = strftime(buf, n, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + len, n - len, ".%03uZ", (unsigned)(ms % 1000) % 1000);
-}
-
 void hbd_add_str_or_null(cJSON *o, const char *k, const char *v)
 {
 	if (v)
@@ -76,9 +61,9 @@ cJSON *hbd_job_json(const struct hb_job_row *j)
 	hbd_add_str_or_null(o, "partition", j->partition);
 	hbd_add_str_or_null(o, "reason", j->reason);
 	hbd_add_int_or_null(o, "exit_code", j->exit_code);
-	hbd_fmt_time(j->created_ms, t, sizeof(t));
+	hb_time_rfc3339_format_ms(j->created_ms < 0 ? 0 : j->created_ms, t);
 	cJSON_AddStringToObject(o, "created", t);
-	hbd_fmt_time(j->updated_ms, t, sizeof(t));
+	hb_time_rfc3339_format_ms(j->updated_ms < 0 ? 0 : j->updated_ms, t);
 	cJSON_AddStringToObject(o, "updated", t);
 	return o;
 }

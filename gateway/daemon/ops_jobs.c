@@ -76,7 +76,7 @@ static int event_cb(const struct hb_event_row *ev, void *arg)
 		cJSON_Delete(o);
 		return HB_ENOMEM;
 	}
-	hbd_fmt_time(ev->at_ms, t, sizeof(t));
+	hb_time_rfc3339_format_ms(ev->at_ms < 0 ? 0 : ev->at_ms, t);
 	cJSON_AddStringToObject(o, "at", t);
 	hbd_add_str_or_null(o, "action", ev->action);
 	hbd_add_str_or_null(o, "actor", ev->actor_user);
@@ -110,7 +110,7 @@ void hbd_op_status(struct hb_daemon *d, struct conn *c, const cJSON *req)
 		o = cJSON_AddObjectToObject(job, "decision");
 		if (!o)
 			goto nomem;
-		hbd_fmt_time(dr.at_ms, t, sizeof(t));
+		hb_time_rfc3339_format_ms(dr.at_ms < 0 ? 0 : dr.at_ms, t);
 		cJSON_AddStringToObject(o, "at", t);
 		cJSON_AddStringToObject(o, "target",
 					hb_job_target_name(dr.target));
