@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "hpcbridge/bytes.h"
+#include "hpcbridge/hash.h"
 #include "hpcbridge/launcher.h"
 
 /* First line of every launcher script: hb_launcher_extract() checks it. */
@@ -1094,16 +1095,10 @@ static int put_job(struct hb_buf *b, const struct hb_jobspec *spec,
 	return 0;
 }
 
-/* 64-bit FNV-1a of s, seeded. */
+/* 64-bit FNV-1a of s, seeded: the offset basis xor seed. */
 static uint64_t fnv1a(const char *s, size_t n, uint64_t seed)
 {
-	uint64_t h = 0xcbf29ce484222325ull ^ seed;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
+	return hb_fnv1a(HB_FNV1A_INIT ^ seed, s, n);
 }
 
 /*

@@ -110,15 +110,6 @@ void hb_schema_vctx_init(struct vctx *c, struct hb_buf *out, struct hb_err *err)
 	c->err = err;
 }
 
-uint64_t hb_schema_fnv(uint64_t h, const char *s)
-{
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 __attribute__((format(printf, 3, 4)))
 void hb_schema_report(struct vctx *c, int kind, const char *fmt, ...)
 {
@@ -136,8 +127,7 @@ void hb_schema_report(struct vctx *c, int kind, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	h = hb_schema_fnv(hb_schema_fnv(1469598103934665603ull, c->path.buf),
-			  msg);
+	h = hb_fnv1a_str(hb_fnv1a_str(HB_SCHEMA_HASH_SEED, c->path.buf), msg);
 	for (i = 0; i < c->nseen; i++)
 		if (c->seen[i] == h)
 			return;

@@ -19,7 +19,14 @@
 
 #include "hpcbridge/buf.h"
 #include "hpcbridge/error.h"
+#include "hpcbridge/hash.h"
 #include "hpcbridge/schema.h"
+
+/* The seed of the validator's FNV-1a hashes (duplicate reports, equal
+ * items).  It is not FNV's offset basis (HB_FNV1A_INIT) only because it
+ * never was: items are sorted by it, so which duplicate is reported first
+ * depends on it. */
+#define HB_SCHEMA_HASH_SEED 1469598103934665603ull
 
 /* Longest path kept; longer ones end in "...". */
 #define PATH_CAP 512
@@ -171,7 +178,6 @@ struct vctx {
 void hb_schema_vctx_init(struct vctx *c, struct hb_buf *out,
 			 struct hb_err *err);
 /* FNV-1a of s, continuing from h. */
-uint64_t hb_schema_fnv(uint64_t h, const char *s);
 /* A violation (kind V_VALUE or V_FIELD) at c->path. */
 void hb_schema_report(struct vctx *c, int kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -271,7 +271,7 @@ static uint64_t mix(uint64_t h, uint64_t x)
 
 static uint64_t hash_str(const char *s)
 {
-	return hb_schema_fnv(1469598103934665603ull, s);
+	return hb_fnv1a_str(HB_SCHEMA_HASH_SEED, s);
 }
 
 /* A hash that equal values (cJSON_Compare) share. */
