@@ -420,7 +420,16 @@ int hb_jobspec_shape(const struct hb_jobspec *spec, struct hb_shape *out)
 	struct hb_shape s = { 0 };
 	uint64_t tasks;
 
-	s.nodes = spec->nodes_min ? spec->nodes_min : 1;
+	/* Without a node count, as many nodes as the tasks need at
+	 * ntasks_per_node each: the count Slurm allocates. */
+	if (spec->nodes_min)
+		s.nodes = spec->nodes_min;
+	else if (spec->ntasks && spec->ntasks_per_node)
+		s.nodes = (uint32_t)(((uint64_t)spec->ntasks +
+				      spec->ntasks_per_node - 1) /
+				     spec->ntasks_per_node);
+	else
+		s.nodes = 1;
 	if (spec->ntasks_per_node)
 		s.tasks_per_node = spec->ntasks_per_node;
 	else if (spec->ntasks)

@@ -274,7 +274,8 @@ int hb_jobspec_add_mpi_line(struct hb_jobspec *spec, const char *line);
 
 /*
  * Derived shape, the same for every emitter:
- *   nodes           nodes_min, else 1
+ *   nodes           nodes_min, else ceil(ntasks / ntasks_per_node) when
+ *                   both are given (what Slurm allocates), else 1
  *   tasks_per_node  ntasks_per_node, else ceil(ntasks / nodes), else 1
  *   ntasks          ntasks, else nodes * tasks_per_node
  *   cpus_per_task   cpus_per_task, else 1

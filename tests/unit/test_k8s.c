@@ -1,7 +1,7 @@
 /*
  * test_k8s.c - the pieces the MPIJob and TrainJob translators share:
- * Kubernetes names, $-escaping, label values, quantities read back, and
- * constraints and GPU types as node selectors.
+ * Kubernetes names, $-escaping, label values, quantities read back,
+ * constraints and GPU types as node selectors, and the worker count.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 
 #include "hpcbridge/doc.h"
 #include "hpcbridge/mpijob.h"
+#include "hpcbridge/sbatch.h"
 #include "testutil.h"
 #include "translators/k8s/k8s_int.h"
 
@@ -565,6 +566,79 @@ static void test_quantities(void **state)
 	}
 }
 
+static double num_at(const cJSON *doc, const char *path)
+{
+	const cJSON *v = hb_doc_get(doc, path);
+
+	if (!cJSON_IsNumber(v))
+		fail_msg("%s is not a number", path);
+	return v->valuedouble;
+}
+
+/* The worker count is the node count Slurm would allocate. */
+static void test_worker_count(void **state)
+{
+	static const char script[] = "#!/bin/bash\n"
+				     "#SBATCH -n 1\n"
+				     "#SBATCH --ntasks=80\n"
+				     "#SBATCH --ntasks-per-node=40\n"
+				     "srun ./a.out\n";
+	static const char gpu_script[] = "#!/bin/bash\n"
+					 "#SBATCH -N 2 --gpus-per-node=4\n"
+					 "#SBATCH --ntasks-per-gpu=2\n"
+					 "srun ./a.out\n";
+	struct hb_jobspec s;
+	struct hb_report rep;
+	struct hb_err err = {0};
+	struct hb_buf text;
+	cJSON *doc;
+
+	(void)state;
+	/* -n 80 at 40 per node, no -N: two workers of 40 slots */
+	hb_jobspec_init(&s, "job.sh");
+	if (hb_sbatch_parse(script, strlen(script), "job.sh", NULL, &s, &err))
+		fail_msg("parse: %s", err.msg);
+	doc = emit(&s, &rep);
+	assert_int_equal(
+	    num_at(doc, "spec.mpiReplicaSpecs.Worker.replicas"), 2);
+	assert_int_equal(num_at(doc, "spec.slotsPerWorker"), 40);
+	assert_int_equal(rep.fate[HB_F_NODES].kind, HB_FATE_MAPPED);
+	hb_buf_init(&text, 0);
+	assert_int_equal(hb_report_write_text(&s, &rep, &text), 0);
+	assert_non_null(strstr(text.data, "Slurm allocates 2 nodes"));
+	hb_buf_free(&text);
+	cJSON_Delete(doc);
+	hb_report_free(&rep);
+	hb_jobspec_free(&s);
+
+	/* a jobspec from elsewhere, with no node count: the same rule */
+	spec_with(&s, NULL);
+	s.ntasks = 10;
+	s.ntasks_per_node = 4;
+	hb_jobspec_set_prov(&s, HB_F_NTASKS, (struct hb_prov){HB_PROV_FILE, 2});
+	hb_jobspec_set_prov(&s, HB_F_NTASKS_PER_NODE,
+			    (struct hb_prov){HB_PROV_FILE, 3});
+	doc = emit(&s, &rep);
+	assert_int_equal(
+	    num_at(doc, "spec.mpiReplicaSpecs.Worker.replicas"), 3);
+	cJSON_Delete(doc);
+	hb_report_free(&rep);
+	hb_jobspec_free(&s);
+
+	/* --ntasks-per-gpu: 2 tasks x 4 GPUs on each of 2 workers */
+	hb_jobspec_init(&s, "job.sh");
+	if (hb_sbatch_parse(gpu_script, strlen(gpu_script), "job.sh", NULL,
+			    &s, &err))
+		fail_msg("parse: %s", err.msg);
+	doc = emit(&s, &rep);
+	assert_int_equal(
+	    num_at(doc, "spec.mpiReplicaSpecs.Worker.replicas"), 2);
+	assert_int_equal(num_at(doc, "spec.slotsPerWorker"), 8);
+	cJSON_Delete(doc);
+	hb_report_free(&rep);
+	hb_jobspec_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -580,6 +654,7 @@ int main(void)
 	    cmocka_unit_test(test_selector_clash_and_gpu_type),
 	    cmocka_unit_test(test_label_values),
 	    cmocka_unit_test(test_quantities),
+	    cmocka_unit_test(test_worker_count),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -561,6 +561,65 @@ static void test_gpus(void **state)
 	assert_int_equal(spec.nodes_max, 2);
 }
 
+/* The job's size as the controller settles it: nodes from the task
+ * count without -N, tasks from --ntasks-per-gpu without -n. */
+static void test_sizing(void **state)
+{
+	struct hb_shape sh;
+
+	(void)state;
+	/* no -N: ceil(ntasks / ntasks-per-node) nodes (sbatch --test-only) */
+	ok(SH "#SBATCH -n 1\n#SBATCH --ntasks=80\n"
+	      "#SBATCH --ntasks-per-node=40\n");
+	assert_int_equal(spec.nodes_min, 2);
+	assert_int_equal(spec.nodes_max, 0);
+	assert_int_equal(spec.prov[HB_F_NODES].kind, HB_PROV_DERIVED);
+	assert_true(dir_has(find_dir("--ntasks-per-node=40"), HB_F_NODES));
+	assert_non_null(strstr(find_dir("--ntasks-per-node=40")->note,
+			       "Slurm allocates 2 nodes"));
+	assert_int_equal(hb_jobspec_shape(&spec, &sh), 0);
+	assert_int_equal(sh.nodes, 2);
+	assert_int_equal(sh.tasks_per_node, 40);
+	ok(SH "#SBATCH --ntasks=10 --ntasks-per-node=4\n");
+	assert_int_equal(spec.nodes_min, 3);
+	/* one node is the default: nothing derived */
+	ok(SH "#SBATCH -n 4 --ntasks-per-node=4\n");
+	assert_int_equal(spec.nodes_min, 0);
+	assert_false(hb_jobspec_has(&spec, HB_F_NODES));
+	/* -N or a node list wins */
+	ok(SH "#SBATCH -N 1 -n 8 --ntasks-per-node=4\n");
+	assert_int_equal(spec.nodes_min, 1);
+	ok(SH "#SBATCH -w n[1-4] -n 8 --ntasks-per-node=4\n");
+	assert_int_equal(spec.nodes_min, 4);
+
+	/* --ntasks-per-gpu: tasks = GPUs x tasks per GPU */
+	ok(SH "#SBATCH --ntasks-per-gpu=2 --gpus=2\n");
+	assert_int_equal(spec.ntasks, 4);
+	assert_int_equal(spec.prov[HB_F_NTASKS].kind, HB_PROV_DERIVED);
+	assert_true(dir_has(find_dir("--ntasks-per-gpu=2"), HB_F_NTASKS));
+	ok(SH "#SBATCH -N 2 --gpus-per-node=2 --ntasks-per-gpu=3\n");
+	assert_int_equal(spec.ntasks, 12);
+	ok(SH "#SBATCH -N 2 --gres=gpu:a100:2 --ntasks-per-gpu=2\n");
+	assert_int_equal(spec.ntasks, 8);
+	ok(SH "#SBATCH --gpus-per-node=2 --ntasks-per-gpu=2\n");
+	assert_int_equal(spec.ntasks, 4);
+	ok(SH "#SBATCH --gpus=2 -N 1-2 --ntasks-per-gpu=2\n");
+	assert_int_equal(spec.ntasks, 4);
+	/* -n wins; with no GPUs there is nothing to count from */
+	ok(SH "#SBATCH -n 6 --ntasks-per-gpu=2\n");
+	assert_int_equal(spec.ntasks, 6);
+	assert_non_null(strstr(find_dir("--ntasks-per-gpu=2")->note,
+			       "not applied"));
+	ok(SH "#SBATCH -N 2 --ntasks-per-gpu=2\n");
+	assert_int_equal(spec.ntasks, 0);
+	bad(SH "#SBATCH --ntasks-per-gpu=2\n", HB_EINVAL,
+	    "needs either a GPU request");
+	bad(SH "#SBATCH --ntasks-per-gpu=2 --gpus=2 --ntasks-per-node=2\n",
+	    HB_ECONFLICT, "--ntasks-per-node is mutually exclusive");
+	bad(SH "#SBATCH --ntasks-per-gpu=2 --gpus-per-task=1 -n 2\n",
+	    HB_ECONFLICT, "--gpus-per-task is mutually exclusive");
+}
+
 static void test_arrays(void **state)
 {
 	(void)state;
@@ -832,6 +891,7 @@ int main(void)
 	    cmocka_unit_test(test_memory),
 	    cmocka_unit_test(test_counts),
 	    cmocka_unit_test(test_gpus),
+	    cmocka_unit_test(test_sizing),
 	    cmocka_unit_test(test_arrays),
 	    cmocka_unit_test(test_mail_signal_flags),
 	    cmocka_unit_test(test_unmapped),

@@ -196,6 +196,14 @@ static int emit_nodes(struct em *e)
 		fate(e, HB_F_NODES, HB_FATE_MAPPED, "#SBATCH --nodelist",
 		     "sbatch counts the nodes of the node list");
 		return 0;
+	} else if (!s->nodes_max && s->ntasks && s->ntasks_per_node &&
+		   s->nodes_min == ((uint64_t)s->ntasks + s->ntasks_per_node -
+				    1) / s->ntasks_per_node) {
+		/* as many nodes as the tasks need: Slurm's own count, and
+		 * --nodes would fix a maximum the job did not ask for */
+		fate(e, HB_F_NODES, HB_FATE_MAPPED, "#SBATCH --ntasks-per-node",
+		     "Slurm allocates the nodes the tasks need");
+		return 0;
 	} else {
 		snprintf(buf, sizeof(buf), "%u", s->nodes_min);
 	}

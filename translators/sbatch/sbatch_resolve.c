@@ -597,6 +597,102 @@ static int validate_gpus(struct ctx *c)
 	return 0;
 }
 
+/* sbatch's own refusals of --ntasks-per-gpu, made before the GPU checks. */
+static int check_tasks_per_gpu(struct ctx *c)
+{
+	const struct slot *tpg = &c->slot[O_NTASKS_PER_GPU];
+
+	if (!tpg->set)
+		return 0;
+	if (c->slot[O_NTASKS_PER_NODE].set)
+		return gres_fail(c, tpg->dir, HB_ECONFLICT,
+				 "--ntasks-per-node is mutually exclusive "
+				 "with --ntasks-per-gpu");
+	if (c->slot[O_GPUS_PER_TASK].set)
+		return gres_fail(c, tpg->dir, HB_ECONFLICT,
+				 "--gpus-per-task is mutually exclusive "
+				 "with --ntasks-per-gpu");
+	return 0;
+}
+
+/*
+ * --ntasks-per-gpu: without -n, Slurm runs that many tasks for each GPU
+ * the job gets (--gpus, else GPUs per node x nodes).  The controller
+ * refuses it with neither GPUs nor a node or task count.
+ */
+static int resolve_tasks_per_gpu(struct ctx *c)
+{
+	struct hb_jobspec *sp = c->spec;
+	const struct slot *tpg = &c->slot[O_NTASKS_PER_GPU];
+	const struct slot *job = &c->slot[O_GPUS], *gres = &c->slot[O_GRES];
+	const struct slot *pnode = &c->slot[O_GPUS_PER_NODE];
+	uint64_t gpn, gpus, n;
+
+	if (!tpg->set)
+		return 0;
+	gpn = gres->set && gres->a ? gres->a : pnode->set ? pnode->a : 0;
+	gpus = job->set && job->a ? job->a
+				  : gpn * (sp->nodes_min ? sp->nodes_min : 1);
+	if (!gpus && !c->slot[O_NTASKS].set && !hb_jobspec_has(sp, HB_F_NODES))
+		return gres_fail(c, tpg->dir, HB_EINVAL,
+				 "--ntasks-per-gpu needs either a GPU "
+				 "request or a node or task count (invalid "
+				 "generic resource (gres) specification)");
+	if (c->slot[O_NTASKS].set) {
+		sb_note(c, tpg->dir, "not applied: -n/--ntasks gives the "
+				     "task count");
+		return 0;
+	}
+	if (!gpus) {
+		sb_note(c, tpg->dir, "not applied: no GPU request to count "
+				     "tasks from");
+		return 0;
+	}
+	n = gpus * tpg->a; /* both at most 2^32: no overflow */
+	if (n > INT_MAX)
+		return gres_fail(c, tpg->dir, HB_ERANGE,
+				 "the task count from --ntasks-per-gpu is "
+				 "too large");
+	sp->ntasks = (uint32_t)n;
+	derive(c, HB_F_NTASKS, tpg->dir, "tasks", n);
+	return 0;
+}
+
+/*
+ * Without -N or a node list, the controller gives a job as many nodes as
+ * its tasks need at --ntasks-per-node each: ceil(ntasks / ntasks-per-node)
+ * (sbatch --test-only shows it; a held job's NumNodes is only an estimate).
+ * One node is the default anyway and is not recorded.
+ */
+static void derive_nodes(struct ctx *c)
+{
+	struct hb_jobspec *sp = c->spec;
+	const struct slot *tpn = &c->slot[O_NTASKS_PER_NODE];
+	const struct slot *nt = &c->slot[O_NTASKS];
+	uint32_t d = tpn->set ? tpn->dir : nt->set ? nt->dir : NO_DIR;
+	uint64_t n;
+
+	if (hb_jobspec_has(sp, HB_F_NODES) || !sp->ntasks ||
+	    !sp->ntasks_per_node)
+		return;
+	n = ((uint64_t)sp->ntasks + sp->ntasks_per_node - 1) /
+	    sp->ntasks_per_node;
+	if (n <= 1)
+		return;
+	sp->nodes_min = (uint32_t)n; /* at most ntasks */
+	hb_jobspec_set_prov(sp, HB_F_NODES,
+			    (struct hb_prov){HB_PROV_DERIVED, 0});
+	if (d == NO_DIR)
+		return;
+	hb_directive_add_field(dir(c, d), HB_F_NODES);
+	sb_note(c, d,
+		hb_arena_printf(&sp->arena,
+				"Slurm allocates %llu nodes: %u tasks at "
+				"%u per node",
+				(unsigned long long)n, sp->ntasks,
+				sp->ntasks_per_node));
+}
+
 /* One GPU request wins the jobspec's single GPU field. */
 static void resolve_gpus(struct ctx *c)
 {
@@ -924,9 +1020,14 @@ int sb_resolve(struct ctx *c)
 		sp->cpus_per_task = (uint32_t)s->a;
 		sb_set_field(c, HB_F_CPUS_PER_TASK, s->dir);
 	}
-	rc = validate_gpus(c);
+	rc = check_tasks_per_gpu(c);
+	if (!rc)
+		rc = validate_gpus(c);
+	if (!rc)
+		rc = resolve_tasks_per_gpu(c);
 	if (rc)
 		return rc;
+	derive_nodes(c);
 	resolve_gpus(c);
 	s = &c->slot[O_EXCLUSIVE];
 	if (s->set) {
