@@ -54,7 +54,11 @@ controller of lib/slurm.sh; "ours" is the jobspec JSON):
                 nodes_max.
               * neither: Slurm's figure is an estimate from -n/-c and the
                 node sizes, not from the script, so only "no range" is
-                checked (a range means sbatch saw a node count we did not).
+                checked (a range means sbatch saw a node count we did not);
+                except with NtasksPerN, where the controller allocates
+                ceil(NumTasks / NtasksPerN) nodes (sbatch --test-only on
+                real nodes shows it; a held job's NumNodes rounds down), and
+                our nodes_min (or shape.nodes) must be that count.
   NumTasks    ntasks if set.  Else Slurm fills it in: ntasks_per_node x
               nodes_min when both are set; else nodes_min (one task per
               node); else ntasks_per_node; else 1.  That rule and, when
@@ -336,6 +340,20 @@ def default_tasks(spec):
     return 1
 
 
+def allocated_nodes(slurm):
+    """Without -N or a node list, the nodes the controller allocates for
+    NtasksPerN: ceil(NumTasks / NtasksPerN); None when that rule does not
+    apply (a held job's NumNodes is then only an estimate)."""
+    if parse_range(slurm.get("NumNodes", "0"))[1] is not None or \
+            slurm.get("ReqNodeList", "(null)") != "(null)":
+        return None
+    tpn = to_int(slurm.get("NtasksPerN:B:S:C", "0:").split(":")[0])
+    tasks = to_int(slurm.get("NumTasks"))
+    if not tpn or not tasks:
+        return None
+    return -(-tasks // tpn)
+
+
 # ------------------------------------------------------------- comparison
 
 class Report:
@@ -397,6 +415,12 @@ def compare(script_path, slurm, spec, rep):
     nmax = to_int(jget(spec, "nodes_max"))
     ntasks = to_int(jget(spec, "ntasks"))
     s_min, s_max = parse_range(slurm.get("NumNodes", "0"))
+    alloc = allocated_nodes(slurm)
+    if alloc is not None and nmin is None:
+        shape = spec.get("shape") if isinstance(spec.get("shape"), dict) \
+            else {}
+        check("NumNodes", alloc, to_int(unwrap(shape.get("nodes"))) or 1,
+              "no -N: ceil(NumTasks / NtasksPerN), as Slurm allocates")
     if nmin is not None:
         emin, emax = nmin, (nmax if nmax is not None else nmin)
         note = ""
@@ -404,7 +428,10 @@ def compare(script_path, slurm, spec, rep):
             emax = max(ntasks, 0)
             emin = min(emin, emax)
             note = "sbatch clips the node count to ntasks"
-        if s_max is None and nmax is None:
+        if s_max is None and nmax is None and alloc is not None:
+            check("NumNodes", alloc, emin,
+                  "no -N: ceil(NumTasks / NtasksPerN), as Slurm allocates")
+        elif s_max is None and nmax is None:
             # No -N: Slurm counted the nodes itself (--nodelist), as we did.
             check("NumNodes", s_min, emin,
                   "derived from the node list, no maximum")
@@ -989,6 +1016,28 @@ def selftest():
     compare("/x/bare.sh", dict(bare, AdminComment="oracle:qos="),
             {"qos": "high"}, r)
     expect({m[1] for m in r.mismatches} == {"QOS"}, "QOS sbatch did not see")
+
+    # -n 10 at 4 per node, no -N: the held job shows 2 nodes, Slurm
+    # allocates 3.
+    est = parse_scontrol(
+        "JobId=5 JobName=u.sh Account=(null) QOS=(null) "
+        "TimeLimit=UNLIMITED Partition=debug NumNodes=2 NumCPUs=10 "
+        "NumTasks=10 CPUs/Task=1 NtasksPerN:B:S:C=4:0:*:* "
+        "ReqNodeList=(null) MinMemoryNode=0")
+    ok = {"ntasks": 10, "ntasks_per_node": 4, "nodes_min": 3,
+          "shape": {"nodes": 3, "ntasks": 10}}
+    r = Report()
+    compare("/x/u.sh", est, ok, r)
+    expect(not r.mismatches, "derived node count: %r" % r.mismatches)
+    r = Report()
+    compare("/x/u.sh", est, dict(ok, nodes_min=2), r)
+    expect({m[1] for m in r.mismatches} == {"NumNodes"},
+           "a node count Slurm would not allocate")
+    r = Report()
+    compare("/x/u.sh", est, {"ntasks": 10, "ntasks_per_node": 4,
+                             "shape": {"nodes": 1}}, r)
+    expect({m[1] for m in r.mismatches} == {"NumNodes"},
+           "one worker for 10 tasks at 4 per node")
 
     # -N 2-4 with ntasks-per-node 8: NumTasks 16, no ntasks.
     rng = parse_scontrol(
