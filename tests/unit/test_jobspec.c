@@ -30,6 +30,36 @@ static void test_shape_defaults(void **state)
 	hb_jobspec_free(&s);
 }
 
+/* No node count: as many nodes as the tasks need, as Slurm allocates. */
+static void test_shape_nodes_from_tasks(void **state)
+{
+	struct hb_jobspec s;
+	struct hb_shape sh;
+
+	(void)state;
+	hb_jobspec_init(&s, "t.sh");
+	s.ntasks = 80;
+	s.ntasks_per_node = 40;
+	assert_int_equal(hb_jobspec_shape(&s, &sh), 0);
+	assert_int_equal(sh.nodes, 2);
+	assert_int_equal(sh.tasks_per_node, 40);
+	assert_int_equal(sh.ntasks, 80);
+	s.ntasks = 10;
+	s.ntasks_per_node = 4;
+	assert_int_equal(hb_jobspec_shape(&s, &sh), 0);
+	assert_int_equal(sh.nodes, 3);
+	s.ntasks = UINT32_MAX;
+	s.ntasks_per_node = 1;
+	assert_int_equal(hb_jobspec_shape(&s, &sh), 0);
+	assert_int_equal(sh.nodes, UINT32_MAX);
+	s.nodes_min = 1; /* a node count given wins */
+	s.ntasks = 10;
+	s.ntasks_per_node = 4;
+	assert_int_equal(hb_jobspec_shape(&s, &sh), 0);
+	assert_int_equal(sh.nodes, 1);
+	hb_jobspec_free(&s);
+}
+
 static void test_shape_memory_kinds(void **state)
 {
 	struct hb_jobspec s;
@@ -477,6 +507,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shape_defaults),
+		cmocka_unit_test(test_shape_nodes_from_tasks),
 		cmocka_unit_test(test_shape_memory_kinds),
 		cmocka_unit_test(test_shape_overflow),
 		cmocka_unit_test(test_array_indices),
