@@ -821,11 +821,9 @@ static int res_item(struct ctx *c, char *item)
 	}
 	if (strcasecmp(item, "gres") == 0)
 		return r_gres(c, v);
-	if (strncasecmp(item, "mpp", 3) == 0) {
-		rc = r_mpp(c, item, v);
-		if (rc != NOT_MPP)
-			return rc;
-	}
+	rc = r_mpp(c, item, v);
+	if (rc != NOT_MPP)
+		return rc;
 	for (int i = 0; dropped_res[i].name; i++)
 		if (strcasecmp(item, dropped_res[i].name) == 0)
 			return NOTE(c, "%s", dropped_res[i].why);
