@@ -1486,6 +1486,245 @@ static void test_detect(void **state)
 }
 
 /* The corpus others use for tests and benchmarks: all of it parses. */
+/* ------------------------------------------------------------------ */
+/* Cray's -l mppwidth, mppnppn and mppdepth (ALPS: aprun -n, -N, -d)    */
+
+/* Field f came from the file at line, or (line 0) was derived. */
+static void assert_prov(const struct hb_jobspec *s, enum hb_field f,
+			uint32_t line)
+{
+	assert_int_equal(s->prov[f].kind,
+			 line ? HB_PROV_FILE : HB_PROV_DERIVED);
+	assert_int_equal(s->prov[f].line, line);
+}
+
+/* The Hopper script of the real-world set: 128 PEs, 24 per node. */
+static void test_mpp_hopper(void **state)
+{
+	struct hb_jobspec s;
+	struct hb_shape sh;
+	char path[4096];
+	size_t len;
+	char *buf;
+	struct hb_err e;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s",
+		 hb_test_src_path("tests/corpus/pbs/torque_cray_mppwidth.pbs"));
+	buf = hb_test_read_file(path, &len);
+	hb_jobspec_init(&s, "job.pbs");
+	memset(&e, 0, sizeof(e));
+	if (hb_pbs_parse(buf, len, "job.pbs", NULL, 0, &s, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(s.ntasks, 128);
+	assert_int_equal(s.ntasks_per_node, 24);
+	assert_int_equal(s.nodes_min, 6);
+	assert_int_equal(s.nodes_max, 6);
+	assert_prov(&s, HB_F_NTASKS, 3);
+	assert_prov(&s, HB_F_NTASKS_PER_NODE, 4);
+	assert_prov(&s, HB_F_NODES, 0);
+	assert_true(has_field(find_dir(&s, "-l mppwidth=128"), HB_F_NTASKS));
+	assert_true(has_field(find_dir(&s, "-l mppwidth=128"), HB_F_NODES));
+	assert_true(has_field(find_dir(&s, "-l mppnppn=24"),
+			      HB_F_NTASKS_PER_NODE));
+	assert_true(has_field(find_dir(&s, "-l mppnppn=24"), HB_F_NODES));
+	assert_note(find_dir(&s, "-l mppnppn=24"),
+		    "128 PEs at 24 per node: 6 nodes");
+	assert_int_equal(hb_jobspec_shape(&s, &sh), 0);
+	assert_int_equal(sh.nodes, 6);
+	assert_int_equal(sh.ntasks, 128);
+	assert_accounted(&s);
+	hb_jobspec_free(&s);
+	free(buf);
+}
+
+static void test_mpp_width(void **state)
+{
+	struct hb_jobspec s;
+
+	(void)state;
+	ok("#PBS -l mppwidth=48\ntrue\n", &s);
+	assert_int_equal(s.ntasks, 48);
+	assert_int_equal(s.nodes_min, 0);
+	assert_int_equal(s.ntasks_per_node, 0);
+	assert_prov(&s, HB_F_NTASKS, 1);
+	assert_true(has_field(find_dir(&s, "-l mppwidth=48"), HB_F_NTASKS));
+	assert_accounted(&s);
+	hb_jobspec_free(&s);
+
+	/* the last of two wins, as for every -l resource */
+	ok("#PBS -l mppwidth=8\n#PBS -l mppwidth=16\ntrue\n", &s);
+	assert_int_equal(s.ntasks, 16);
+	assert_note(find_dir(&s, "-l mppwidth=8"), "overridden by line 2");
+	hb_jobspec_free(&s);
+}
+
+static void test_mpp_width_nppn(void **state)
+{
+	struct hb_jobspec s;
+
+	(void)state;
+	/* 100 PEs at 32 a node: 4 nodes, the last one partly filled */
+	ok("#PBS -l mppnppn=32,mppwidth=100\ntrue\n", &s);
+	assert_int_equal(s.ntasks, 100);
+	assert_int_equal(s.ntasks_per_node, 32);
+	assert_int_equal(s.nodes_min, 4);
+	assert_int_equal(s.nodes_max, 4);
+	assert_prov(&s, HB_F_NODES, 0);
+	assert_note(find_dir(&s, "-l mppnppn=32"),
+		    "100 PEs at 32 per node: 4 nodes");
+	assert_accounted(&s);
+	hb_jobspec_free(&s);
+
+	/* an even division */
+	ok("#PBS -l mppwidth=64\n#PBS -l mppnppn=16\ntrue\n", &s);
+	assert_int_equal(s.nodes_min, 4);
+	assert_int_equal(s.ntasks, 64);
+	hb_jobspec_free(&s);
+
+	/* mppnppn alone: ALPS's width is one PE */
+	ok("#PBS -l mppnppn=8\ntrue\n", &s);
+	assert_int_equal(s.ntasks_per_node, 0);
+	assert_note(find_dir(&s, "-l mppnppn=8"), "not carried");
+	assert_accounted(&s);
+	hb_jobspec_free(&s);
+}
+
+static void test_mpp_depth(void **state)
+{
+	struct hb_jobspec s;
+
+	(void)state;
+	ok("#PBS -l mppwidth=8,mppnppn=4,mppdepth=6\ntrue\n", &s);
+	assert_int_equal(s.ntasks, 8);
+	assert_int_equal(s.ntasks_per_node, 4);
+	assert_int_equal(s.nodes_min, 2);
+	assert_int_equal(s.cpus_per_task, 6);
+	assert_prov(&s, HB_F_CPUS_PER_TASK, 1);
+	assert_true(has_field(find_dir(&s, "-l mppdepth=6"),
+			      HB_F_CPUS_PER_TASK));
+	assert_accounted(&s);
+	hb_jobspec_free(&s);
+
+	ok("#PBS -l mppdepth=12\ntrue\n", &s);
+	assert_int_equal(s.cpus_per_task, 12);
+	assert_int_equal(s.ntasks, 0);
+	hb_jobspec_free(&s);
+}
+
+/* nodes=, ncpus and procs where they agree with the mpp* shape. */
+static void test_mpp_agree(void **state)
+{
+	struct hb_jobspec s;
+
+	(void)state;
+	ok("#PBS -l nodes=4:ppn=24\n#PBS -l mppwidth=96,mppnppn=24\n"
+	   "true\n",
+	   &s);
+	assert_int_equal(s.nodes_min, 4);
+	assert_int_equal(s.ntasks_per_node, 24);
+	assert_int_equal(s.ntasks, 96);
+	assert_prov(&s, HB_F_NTASKS_PER_NODE, 0);
+	assert_true(has_field(find_dir(&s, "-l mppnppn=24"),
+			      HB_F_NTASKS_PER_NODE));
+	assert_accounted(&s);
+	hb_jobspec_free(&s);
+
+	ok("#PBS -l nodes=2\n#PBS -l mppwidth=10\ntrue\n", &s);
+	assert_int_equal(s.nodes_min, 2);
+	assert_int_equal(s.ntasks, 10);
+	hb_jobspec_free(&s);
+
+	ok("#PBS -l mppwidth=4,mppdepth=3,ncpus=12,procs=4\ntrue\n", &s);
+	assert_int_equal(s.ntasks, 4);
+	assert_int_equal(s.cpus_per_task, 3);
+	assert_prov(&s, HB_F_CPUS_PER_TASK, 0);
+	assert_prov(&s, HB_F_NTASKS, 0);
+	assert_note(find_dir(&s, "-l ncpus=12"), "the same as mppwidth");
+	assert_note(find_dir(&s, "-l procs=4"), "the same as -l mppwidth");
+	assert_accounted(&s);
+	hb_jobspec_free(&s);
+
+	ok("#PBS -l nodes=1:ppn=2:ncpus=8\n#PBS -l mppdepth=4\ntrue\n", &s);
+	assert_int_equal(s.cpus_per_task, 4);
+	assert_true(has_field(find_dir(&s, "-l mppdepth=4"),
+			      HB_F_CPUS_PER_TASK));
+	hb_jobspec_free(&s);
+}
+
+static void test_mpp_conflicts(void **state)
+{
+	(void)state;
+	expect_err("#PBS -l select=2:ncpus=4\n#PBS -l mppwidth=8\ntrue\n",
+		   NULL, 0, HB_ECONFLICT,
+		   "job.pbs:2: -l mppwidth cannot be mixed with -l select "
+		   "(line 1)");
+	expect_err("#PBS -l mppdepth=2\n#PBS -l select=1:ncpus=2\ntrue\n",
+		   NULL, 0, HB_ECONFLICT,
+		   "job.pbs:2: -l select cannot be mixed with -l mppdepth "
+		   "(line 1)");
+	expect_err("#PBS -l nodes=2:ppn=16\n#PBS -l mppnppn=24\ntrue\n",
+		   NULL, 0, HB_ECONFLICT,
+		   "job.pbs:2: -l mppnppn=24 conflicts with ppn=16 of -l "
+		   "nodes (line 1)");
+	expect_err("#PBS -l nodes=2:ppn=24\n#PBS -l mppwidth=128\ntrue\n",
+		   NULL, 0, HB_ECONFLICT,
+		   "job.pbs:2: -l mppwidth=128 at 24 per node needs 6 nodes, "
+		   "but -l nodes (line 1) gives 2");
+	expect_err("#PBS -l nodes=8\n#PBS -l mppwidth=4\ntrue\n", NULL, 0,
+		   HB_ECONFLICT,
+		   "job.pbs:2: -l mppwidth=4 is fewer PEs than the 8 nodes");
+	expect_err("#PBS -l nodes=1:ppn=2+2:ppn=4\n#PBS -l mppwidth=10\n"
+		   "true\n",
+		   NULL, 0, HB_ECONFLICT,
+		   "job.pbs:2: -l mppwidth cannot be mixed with node specs "
+		   "that differ");
+	expect_err("#PBS -l nodes=1:ppn=2:ncpus=8\n#PBS -l mppdepth=3\n"
+		   "true\n",
+		   NULL, 0, HB_ECONFLICT,
+		   "job.pbs:2: -l mppdepth=3 conflicts with ncpus=8 of -l "
+		   "nodes (line 1)");
+	expect_err("#PBS -l mppwidth=8\n#PBS -l mppnppn=16\ntrue\n", NULL, 0,
+		   HB_ECONFLICT,
+		   "job.pbs:2: -l mppnppn=16 is more PEs per node than the 8 "
+		   "of -l mppwidth (line 1)");
+	expect_err("#PBS -l mppwidth=4\n#PBS -l mppdepth=2\n"
+		   "#PBS -l ncpus=4\ntrue\n",
+		   NULL, 0, HB_ECONFLICT,
+		   "job.pbs:3: -l ncpus=4 conflicts with the 8 CPUs of -l "
+		   "mppwidth x mppdepth (line 2)");
+	expect_err("#PBS -l mppwidth=4\n#PBS -l procs=5\ntrue\n", NULL, 0,
+		   HB_ECONFLICT,
+		   "job.pbs:2: -l procs=5 conflicts with -l mppwidth=4 "
+		   "(line 1)");
+}
+
+static void test_mpp_bad_values(void **state)
+{
+	(void)state;
+	expect_err("#!/bin/bash\n#PBS -l mppwidth=0\ntrue\n", NULL, 0,
+		   HB_EINVAL, "job.pbs:2: -l mppwidth: '0' must be at least 1");
+	expect_err("#PBS -N a\n#PBS -l walltime=1:00\n#PBS -l mppnppn=two\n",
+		   NULL, 0, HB_EINVAL,
+		   "job.pbs:3: -l mppnppn: malformed number 'two'");
+	expect_err("#PBS -l mppdepth=-1\n", NULL, 0, HB_EINVAL,
+		   "job.pbs:1: -l mppdepth: malformed number '-1'");
+	expect_err("#PBS -l mppdepth=0\n", NULL, 0, HB_EINVAL,
+		   "job.pbs:1: -l mppdepth: '0' must be at least 1");
+	expect_err("#PBS -l mppwidth=99999999999999999999\n", NULL, 0,
+		   HB_ERANGE,
+		   "job.pbs:1: -l mppwidth: number '99999999999999999999' is "
+		   "too large");
+	expect_err("#PBS -l mppnppn=2147483648\n", NULL, 0, HB_ERANGE,
+		   "job.pbs:1: -l mppnppn: number '2147483648' is too large "
+		   "(at most 2147483647");
+	expect_err("#PBS -l mppwidth=65536\n#PBS -l mppdepth=65536\n", NULL, 0,
+		   HB_ERANGE,
+		   "job.pbs:2: -l mppdepth: 4294967296 CPUs in all");
+	expect_err("#PBS -l mppwidth=\n", NULL, 0, HB_EINVAL,
+		   "job.pbs:1: -l mppwidth: missing value");
+}
+
 static void test_corpus(void **state)
 {
 	const char *dir = hb_test_src_path("tests/corpus/pbs");
@@ -1603,6 +1842,13 @@ int main(void)
 	    cmocka_unit_test(test_nul_and_size),
 	    cmocka_unit_test(test_big_headers),
 	    cmocka_unit_test(test_detect),
+	    cmocka_unit_test(test_mpp_hopper),
+	    cmocka_unit_test(test_mpp_width),
+	    cmocka_unit_test(test_mpp_width_nppn),
+	    cmocka_unit_test(test_mpp_depth),
+	    cmocka_unit_test(test_mpp_agree),
+	    cmocka_unit_test(test_mpp_conflicts),
+	    cmocka_unit_test(test_mpp_bad_values),
 	    cmocka_unit_test(test_corpus),
 	};
 

@@ -159,6 +159,14 @@ void pbs_set_at(struct ctx *c, uint32_t d, enum hb_field f)
 	hb_directive_add_field(dir_at(c, d), f);
 }
 
+/* Directive d had a part in field f's value, which several directives
+ * gave together: the field's provenance is derived, and d lists it. */
+void pbs_set_derived(struct ctx *c, uint32_t d, enum hb_field f)
+{
+	hb_jobspec_set_prov(c->spec, f, (struct hb_prov){HB_PROV_DERIVED, 0});
+	hb_directive_add_field(dir_at(c, d), f);
+}
+
 void pbs_drop_field(struct ctx *c, uint32_t d, enum hb_field f)
 {
 	struct hb_directive *x = dir_at(c, d);
@@ -580,6 +588,7 @@ int hb_pbs_parse(const char *buf, size_t len, const char *name,
 	c.d_minwall = c.d_maxwall = c.d_mem = c.d_pmem = NO_DIR;
 	c.d_ncpus = c.d_procs = c.d_ngpus = c.d_naccess = NO_DIR;
 	c.d_feature = c.d_gres = c.d_host = NO_DIR;
+	c.d_mppwidth = c.d_mppnppn = c.d_mppdepth = NO_DIR;
 	c.d_join = c.d_out = c.d_errp = c.d_project = NO_DIR;
 	c.d_wx = c.d_stagein = c.d_export = NO_DIR;
 	c.note_dir = NO_DIR;

@@ -75,12 +75,14 @@ struct ctx {
 	uint32_t d_nodes, d_select, d_place, d_wall, d_minwall, d_maxwall;
 	uint32_t d_mem, d_pmem, d_ncpus, d_procs, d_ngpus, d_naccess;
 	uint32_t d_feature, d_gres, d_host;
+	uint32_t d_mppwidth, d_mppnppn, d_mppdepth; /* Cray's -l mpp* */
 	struct tnodes tn;
 	struct pselect ps;
 	int place_arr;
 	bool place_excl, naccess_excl;
 	uint64_t wall, minwall, maxwall, mem_mb, pmem_mb;
 	uint32_t ncpus, procs, ngpus, gres_gpus;
+	uint32_t mppwidth, mppnppn, mppdepth;
 	struct strset feature, host;
 	const char *gres_lic;
 
@@ -129,6 +131,7 @@ const char *pbs_where(struct ctx *c, uint32_t d, char buf[48]);
 int pbs_note_at(struct ctx *c, uint32_t d, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void pbs_set_at(struct ctx *c, uint32_t d, enum hb_field f);
+void pbs_set_derived(struct ctx *c, uint32_t d, enum hb_field f);
 void pbs_drop_field(struct ctx *c, uint32_t d, enum hb_field f);
 int pbs_new_dir(struct ctx *c, const char *text, size_t len);
 int pbs_take_slot(struct ctx *c, uint32_t *slot);
@@ -149,7 +152,8 @@ int pbs_opt_kind(char o);
 int pbs_opt_W(struct ctx *c, const char *arg);
 int pbs_option(struct ctx *c, char opt, const char *arg);
 
-/* pbs_settle.c: resources and options settled once all are read */
+/* pbs_settle.c: resources and options settled once all are read; the
+ * Cray mpp* shape and how -l ncpus and -l procs meet it */
 int pbs_settle(struct ctx *c);
 
 #endif

@@ -626,6 +626,36 @@ out:
 	return rc;
 }
 
+/* Not one of the Cray resources r_mpp() reads (no HB_E* code). */
+#define NOT_MPP (-1)
+
+/*
+ * Cray's Torque resources, read as ALPS does: mppwidth is the processing
+ * elements (tasks) in all, mppnppn how many go on a node, mppdepth the
+ * CPUs (threads) each has.  Each at least 1; pbs_settle() shapes the job.
+ */
+static int r_mpp(struct ctx *c, const char *item, const char *v)
+{
+	const struct {
+		const char *what;
+		uint32_t *val, *slot;
+	} mpp[] = {
+	    {"-l mppwidth", &c->mppwidth, &c->d_mppwidth},
+	    {"-l mppnppn", &c->mppnppn, &c->d_mppnppn},
+	    {"-l mppdepth", &c->mppdepth, &c->d_mppdepth},
+	};
+
+	for (size_t i = 0; i < sizeof(mpp) / sizeof(mpp[0]); i++) {
+		int rc;
+
+		if (strcasecmp(item, mpp[i].what + 3))
+			continue;
+		rc = pbs_num32(c, mpp[i].what, v, 1, MAX_COUNT, mpp[i].val);
+		return rc ? rc : pbs_take_slot(c, mpp[i].slot);
+	}
+	return NOT_MPP;
+}
+
 /* Resources read but not carried, with the reason. */
 static const struct {
 	const char *name;
@@ -791,6 +821,9 @@ static int res_item(struct ctx *c, char *item)
 	}
 	if (strcasecmp(item, "gres") == 0)
 		return r_gres(c, v);
+	rc = r_mpp(c, item, v);
+	if (rc != NOT_MPP)
+		return rc;
 	for (int i = 0; dropped_res[i].name; i++)
 		if (strcasecmp(item, dropped_res[i].name) == 0)
 			return NOTE(c, "%s", dropped_res[i].why);

@@ -354,6 +354,242 @@ static int settle_nodes(struct ctx *c)
 	return 0;
 }
 
+/* Tasks x CPUs per task, the job's CPUs in all, within sbatch's bound. */
+static int total_cpus_ok(struct ctx *c, uint32_t tasks, uint32_t cpt)
+{
+	uint64_t n = (uint64_t)tasks * cpt;
+
+	if (n <= MAX_COUNT)
+		return 0;
+	return pbs_fail(c, HB_ERANGE,
+			"-l mppdepth: %llu CPUs in all (mppwidth x mppdepth) "
+			"is too many (at most %u, as sbatch)",
+			(unsigned long long)n, (unsigned)MAX_COUNT);
+}
+
+/* ------------------------------------------------------------------ */
+/* Cray's mpp* resources: the shape ALPS gives them                     */
+
+/* "mppwidth" for directive d, one of the three mpp* slots. */
+static const char *mpp_name(const struct ctx *c, uint32_t d)
+{
+	return d == c->d_mppwidth  ? "mppwidth"
+	       : d == c->d_mppnppn ? "mppnppn"
+				   : "mppdepth";
+}
+
+/* select= gives a whole shape of its own: the two are not mixed. */
+static int mpp_select(struct ctx *c)
+{
+	uint32_t m[3] = {c->d_mppwidth, c->d_mppnppn, c->d_mppdepth};
+	uint32_t mpp = latest(m, 3), later, other;
+	char w[48];
+
+	if (mpp == NO_DIR || c->d_select == NO_DIR)
+		return 0;
+	later = c->d_select > mpp ? c->d_select : mpp;
+	other = later == mpp ? c->d_select : mpp;
+	at_dir(c, later);
+	return pbs_fail(c, HB_ECONFLICT,
+			"-l %s cannot be mixed with -l %s (%s): each gives "
+			"the job's whole shape",
+			later == mpp ? mpp_name(c, mpp) : "select",
+			later == mpp ? "select" : mpp_name(c, mpp),
+			pbs_where(c, other, w));
+}
+
+/* nodes= and the mpp* resources, where both are given, must agree. */
+static int mpp_nodes(struct ctx *c)
+{
+	const struct tnodes *t = &c->tn;
+	uint32_t per = 0;
+	char w[48];
+
+	if (c->d_nodes == NO_DIR)
+		return 0;
+	pbs_where(c, c->d_nodes, w);
+	if (t->mixed &&
+	    (c->d_mppwidth != NO_DIR || c->d_mppnppn != NO_DIR)) {
+		at_dir(c, c->d_mppwidth != NO_DIR ? c->d_mppwidth
+						  : c->d_mppnppn);
+		return pbs_fail(c, HB_ECONFLICT,
+				"-l %s cannot be mixed with node specs that "
+				"differ (-l nodes, %s)",
+				c->d_mppwidth != NO_DIR ? "mppwidth"
+							: "mppnppn",
+				w);
+	}
+	if (c->d_mppnppn != NO_DIR && t->ppn_set && t->ppn != c->mppnppn) {
+		at_dir(c, c->d_mppnppn);
+		return pbs_fail(c, HB_ECONFLICT,
+				"-l mppnppn=%u conflicts with ppn=%u of -l "
+				"nodes (%s)",
+				c->mppnppn, t->ppn, w);
+	}
+	if (c->d_mppnppn != NO_DIR)
+		per = c->mppnppn;
+	else if (t->ppn_set)
+		per = t->ppn;
+	if (c->d_mppwidth != NO_DIR) {
+		uint64_t need = per ? ((uint64_t)c->mppwidth + per - 1) / per
+				    : 0;
+
+		at_dir(c, c->d_mppwidth);
+		if (per && need != t->nodes)
+			return pbs_fail(c, HB_ECONFLICT,
+					"-l mppwidth=%u at %u per node needs "
+					"%llu nodes, but -l nodes (%s) gives "
+					"%u",
+					c->mppwidth, per,
+					(unsigned long long)need, w, t->nodes);
+		if (!per && c->mppwidth < t->nodes)
+			return pbs_fail(c, HB_ECONFLICT,
+					"-l mppwidth=%u is fewer PEs than the "
+					"%u nodes of -l nodes (%s)",
+					c->mppwidth, t->nodes, w);
+	}
+	if (c->d_mppdepth != NO_DIR && t->cpn &&
+	    c->spec->cpus_per_task != c->mppdepth) {
+		at_dir(c, c->d_mppdepth);
+		return pbs_fail(c, HB_ECONFLICT,
+				"-l mppdepth=%u conflicts with ncpus=%u of -l "
+				"nodes (%s): %u CPUs per task",
+				c->mppdepth, t->cpn, w,
+				c->spec->cpus_per_task);
+	}
+	return 0;
+}
+
+/* mppnppn: PEs per node; with mppwidth, the nodes they fill. */
+static int mpp_per_node(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+	uint32_t d = c->d_mppnppn;
+	bool nodes = c->d_nodes != NO_DIR, width = c->d_mppwidth != NO_DIR;
+	char w[48];
+	uint32_t n;
+
+	if (width && c->mppnppn > c->mppwidth) {
+		at_dir(c, d);
+		return pbs_fail(c, HB_ECONFLICT,
+				"-l mppnppn=%u is more PEs per node than the "
+				"%u of -l mppwidth (%s) in all; ALPS refuses "
+				"it",
+				c->mppnppn, c->mppwidth,
+				pbs_where(c, c->d_mppwidth, w));
+	}
+	if (nodes && c->tn.ppn_set) {
+		pbs_set_derived(c, c->d_nodes, HB_F_NTASKS_PER_NODE);
+		pbs_set_derived(c, d, HB_F_NTASKS_PER_NODE);
+		return pbs_note_at(c, d, "the same as ppn of -l nodes (%s)",
+				   pbs_where(c, c->d_nodes, w));
+	}
+	if (!nodes && !width)
+		return pbs_note_at(c, d,
+				   "without mppwidth ALPS runs one PE: "
+				   "not carried");
+	s->ntasks_per_node = c->mppnppn;
+	pbs_set_at(c, d, HB_F_NTASKS_PER_NODE);
+	if (nodes)
+		return 0;
+	/* ALPS fills whole nodes and puts the rest on the last one. */
+	n = (uint32_t)(((uint64_t)c->mppwidth + c->mppnppn - 1) /
+		       c->mppnppn);
+	s->nodes_min = s->nodes_max = n;
+	pbs_set_derived(c, c->d_mppwidth, HB_F_NODES);
+	pbs_set_derived(c, d, HB_F_NODES);
+	return pbs_note_at(c, d, "%u PEs at %u per node: %u nodes",
+			   c->mppwidth, c->mppnppn, n);
+}
+
+/*
+ * Cray's Torque shape, as ALPS runs it (aprun -n -N -d): mppwidth
+ * tasks in all, mppnppn of them per node, mppdepth CPUs for each.
+ * Settled after nodes=, which it must agree with, and refused with
+ * select=.
+ */
+static int settle_mpp(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+	int rc = mpp_select(c);
+
+	if (!rc)
+		rc = mpp_nodes(c);
+	if (rc)
+		return rc;
+	if (c->d_mppwidth != NO_DIR) {
+		s->ntasks = c->mppwidth;
+		pbs_set_at(c, c->d_mppwidth, HB_F_NTASKS);
+	}
+	if (c->d_mppnppn != NO_DIR) {
+		rc = mpp_per_node(c);
+		if (rc)
+			return rc;
+	}
+	if (c->d_mppdepth == NO_DIR)
+		return 0;
+	at_dir(c, c->d_mppdepth);
+	rc = total_cpus_ok(c, c->d_mppwidth != NO_DIR ? c->mppwidth : 1,
+			   c->mppdepth);
+	if (rc)
+		return rc;
+	if (c->d_nodes != NO_DIR && c->tn.cpn) {
+		char w[48];
+
+		pbs_set_derived(c, c->d_nodes, HB_F_CPUS_PER_TASK);
+		pbs_set_derived(c, c->d_mppdepth, HB_F_CPUS_PER_TASK);
+		return pbs_note_at(c, c->d_mppdepth,
+				   "the same as ncpus of -l nodes (%s)",
+				   pbs_where(c, c->d_nodes, w));
+	}
+	s->cpus_per_task = c->mppdepth;
+	pbs_set_at(c, c->d_mppdepth, HB_F_CPUS_PER_TASK);
+	return 0;
+}
+
+/* -l ncpus beside mppwidth or mppdepth: only the CPUs they give. */
+static int mpp_ncpus(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+	uint32_t d = c->d_ncpus, m[2] = {c->d_mppwidth, c->d_mppdepth};
+	uint64_t want = (uint64_t)(m[0] != NO_DIR ? c->mppwidth : 1) *
+			(m[1] != NO_DIR ? c->mppdepth : 1);
+	char w[48];
+
+	pbs_where(c, latest(m, 2), w);
+	if (c->ncpus != want) {
+		at_dir(c, d);
+		return pbs_fail(c, HB_ECONFLICT,
+				"-l ncpus=%u conflicts with the %llu CPUs of "
+				"-l mppwidth x mppdepth (%s)",
+				c->ncpus, (unsigned long long)want, w);
+	}
+	s->cpus_per_task = m[1] != NO_DIR ? c->mppdepth : 1;
+	pbs_set_derived(c, d, HB_F_CPUS_PER_TASK);
+	if (m[1] != NO_DIR)
+		pbs_set_derived(c, m[1], HB_F_CPUS_PER_TASK);
+	return pbs_note_at(c, d, "the same as mppwidth x mppdepth (%s)", w);
+}
+
+/* -l procs beside mppwidth: the same count, or a conflict. */
+static int mpp_procs(struct ctx *c)
+{
+	uint32_t d = c->d_procs;
+	char w[48];
+
+	pbs_where(c, c->d_mppwidth, w);
+	if (c->procs != c->mppwidth) {
+		at_dir(c, d);
+		return pbs_fail(c, HB_ECONFLICT,
+				"-l procs=%u conflicts with -l mppwidth=%u "
+				"(%s)",
+				c->procs, c->mppwidth, w);
+	}
+	pbs_set_derived(c, d, HB_F_NTASKS);
+	pbs_set_derived(c, c->d_mppwidth, HB_F_NTASKS);
+	return pbs_note_at(c, d, "the same as -l mppwidth (%s)", w);
+}
+
 static int settle_shape(struct ctx *c)
 {
 	struct hb_jobspec *s = c->spec;
@@ -383,6 +619,9 @@ static int settle_shape(struct ctx *c)
 		if (rc)
 			return rc;
 	}
+	rc = settle_mpp(c);
+	if (rc)
+		return rc;
 	if (c->d_place != NO_DIR && c->d_select == NO_DIR &&
 	    c->place_arr != ARR_NONE) {
 		rc = pbs_note_at(c, c->d_place,
@@ -394,7 +633,9 @@ static int settle_shape(struct ctx *c)
 	if (c->d_ncpus != NO_DIR) {
 		uint32_t d = c->d_ncpus;
 
-		if (c->d_select != NO_DIR) {
+		if (c->d_mppwidth != NO_DIR || c->d_mppdepth != NO_DIR) {
+			rc = mpp_ncpus(c);
+		} else if (c->d_select != NO_DIR) {
 			rc = pbs_note_at(c, d,
 					 "ignored: select= gives the CPUs");
 		} else if (c->d_nodes != NO_DIR) {
@@ -419,7 +660,11 @@ static int settle_shape(struct ctx *c)
 			return rc;
 	}
 	if (c->d_procs != NO_DIR) {
-		if (c->d_select != NO_DIR) {
+		if (c->d_mppwidth != NO_DIR) {
+			rc = mpp_procs(c);
+			if (rc)
+				return rc;
+		} else if (c->d_select != NO_DIR) {
 			rc = pbs_note_at(c, c->d_procs,
 					 "ignored: select= gives the tasks");
 			if (rc)
