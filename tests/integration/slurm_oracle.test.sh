@@ -16,7 +16,12 @@
 # tests/corpus/sbatch-oracle/known/*.sh: divergences the project has chosen
 # or not yet resolved, each naming its field in `# oracle-known:`; they are
 # printed as KNOWN and do not fail the test, but any other mismatch in them
-# does.
+# does.  Also every *.sbatch in the shared realworld folder
+# ($HB_SHARED_DIR/realworld, else SOURCE_DIR/../shared/realworld; read in
+# place, skipped with a note when absent): scripts written elsewhere, with no
+# expectation; their divergences are listed, one `NAME FIELD: why` a line, in
+# tests/corpus/sbatch-oracle/realworld-known.txt, and an unlisted divergence
+# or a stale line fails the test.
 set -euo pipefail
 
 build=${1:?usage: slurm_oracle.test.sh BUILD_DIR SOURCE_DIR}
@@ -71,6 +76,19 @@ done
 for f in "$src"/tests/corpus/sbatch-oracle/known/*.sh; do
 	known+=("$f")
 done
+realworld=()
+rwdir=${HB_SHARED_DIR:-$src/../shared}/realworld
+rwknown="$src/tests/corpus/sbatch-oracle/realworld-known.txt"
+if [ -d "$rwdir" ]; then
+	for f in "$rwdir"/*.sbatch; do
+		realworld+=("$f")
+	done
+	[ "${#realworld[@]}" -ge 1 ] || fail "no *.sbatch in $rwdir"
+	echo "oracle: ${#realworld[@]} realworld scripts from $rwdir"
+else
+	echo "oracle: NOTE: $rwdir is absent; realworld scripts not compared"
+	rwknown=""
+fi
 shopt -u nullglob
 [ "${#accept[@]}" -ge 10 ] || fail "corpus too small (${#accept[@]} scripts)"
 [ "${#reject[@]}" -ge 5 ] || fail "reject corpus too small"
@@ -87,9 +105,9 @@ reject+=("$tmp/gen/r90-dos-line-breaks.sh" "$tmp/gen/r91-dos-one-line.sh")
 # 2. Configure the controller for what the corpus names: partitions, node
 # features and licenses that do not exist would make sbatch refuse a script
 # for reasons that have nothing to do with parsing.
-extra=$("$py" - "${accept[@]}" <<'EOF'
+extra=$("$py" - "${accept[@]}" "${realworld[@]}" <<'EOF'
 import re, sys
-parts, feats, lics = set(), set(), {}
+parts, feats, lics, resvs = set(), set(), {}, set()
 known = {"debug", "gpu", "long", "burst"}
 for path in sys.argv[1:]:
     try:
@@ -110,22 +128,28 @@ for path in sys.argv[1:]:
                 name = re.split(r"[:@]", item)[0]
                 if name:
                     lics[name] = 100000
+        for m in re.finditer(r"--reservation[= ]['\"]?([\w,.-]+)", line):
+            resvs.update(r for r in m.group(1).split(",") if r)
 for p in sorted(parts - known):
     print("PART " + p)
 for f in sorted(feats):
     print("FEAT " + f)
 for l in sorted(lics):
     print("LIC " + l)
+for r in sorted(resvs):
+    print("RESV " + r)
 EOF
 )
 conf_lines=""
 feats=""
 lics=""
+resvs=()
 while read -r kind val; do
 	case "$kind" in
 	PART) conf_lines+="PartitionName=$val Nodes=ALL MaxTime=INFINITE State=UP"$'\n' ;;
 	FEAT) feats+="${feats:+,}$val" ;;
 	LIC) lics+="${lics:+,}$val:100000" ;;
+	RESV) resvs+=("$val") ;;
 	esac
 done <<<"$extra"
 [ -z "$lics" ] || conf_lines+="Licenses=$lics"$'\n'
@@ -147,12 +171,20 @@ export HB_SLURM_NODE_FEATURES="$feats"
 t0=$SECONDS
 slurm_up "$tmp/slurm" || fail "Slurm did not come up"
 echo "oracle: Slurm up in $((SECONDS - t0))s ($SLURM_CONF)"
+# Reservations the corpus names, a year ahead so that they hold no node
+# now: sbatch accepts a job for a reservation that has not begun.
+for r in "${resvs[@]}"; do
+	scontrol create reservation ReservationName="$r" Users=root \
+		StartTime=now+365days Duration=60 NodeCnt=1 >/dev/null ||
+		fail "cannot create reservation $r"
+done
 
 rc=0
 "$py" "$here/lib/oracle_compare.py" run --hpcbridge "$hpcbridge" \
 	--workdir "$tmp/work" --out "$tmp/out" \
 	--accept "${accept[@]}" --reject "${reject[@]}" \
-	--known "${known[@]}" || rc=$?
+	--known "${known[@]}" --realworld "${realworld[@]}" \
+	--realworld-known "$rwknown" || rc=$?
 
 # The comparison must really have used Slurm: every accepted script is a
 # held job in the queue.

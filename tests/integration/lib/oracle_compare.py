@@ -5,6 +5,7 @@ Standard library only.  Two commands:
 
   oracle_compare.py run --hpcbridge BIN --workdir DIR --out DIR
                         [--accept FILE...] [--reject FILE...] [--known FILE...]
+                        [--realworld FILE... --realworld-known LIST]
       For every script: submit it with `sbatch --hold --parsable`, read
       Slurm's parse with `scontrol show job -o ID`, translate it with
       `BIN translate --to jobspec --format json FILE`, and compare.
@@ -18,6 +19,12 @@ Standard library only.  Two commands:
       which hpcbridge differs on purpose or for now; those mismatches are
       printed as KNOWN, any other is a MISMATCH.  Prints one line per
       mismatch (script, field, Slurm's value, ours) and exits 1 if any.
+      --realworld scripts were written outside the project: no
+      expectation, both accepting and agreeing or both rejecting is right.
+      LIST holds their known divergences, `NAME FIELD: why` a line; such
+      a mismatch is KNOWN, any other is a MISMATCH, and so is a listed
+      field that no longer differs (a stale entry) or a listed script
+      that is not in the set.
       Rejections caused by this controller's configuration (an unknown
       partition, feature, license, node or reservation) are printed as SKIP.
       Per-script files land in --out: NAME.scontrol, NAME.json,
@@ -91,7 +98,8 @@ controller of lib/slurm.sh; "ours" is the jobspec JSON):
               and "_*" for an array); constraint <-> Features; licenses <->
               Licenses (NAME:COUNT, count 1 by default); comment <-> Comment;
               mail_user <-> MailUser (Slurm defaults it to the submitting
-              user); mail_type <-> MailType as sets; an absolute deadline
+              user; scontrol prints neither without a mail type, and then
+              --mail-user cannot be seen); mail_type <-> MailType as sets; an absolute deadline
               <-> Deadline.
 """
 
@@ -665,6 +673,8 @@ def compare_more(name, slurm, spec, check):
     s_mu = slurm.get("MailUser")
     if mu is None and s_mu == slurm.get("UserId", "").split("(")[0]:
         pass    # --mail-type alone: Slurm mails the submitting user
+    elif s_mu is None and slurm.get("MailType") is None:
+        pass    # no mail type: scontrol prints neither MailUser nor MailType
     elif mu is not None or (s_mu and s_mu != "(null)"):
         check("MailUser", s_mu, mu, "default: the submitting user")
     mt = jget(spec, "mail_type")
@@ -725,6 +735,25 @@ def expected_lines(path):
     return None
 
 
+def read_realworld_known(path):
+    """`NAME FIELD: why` lines (blank lines and `#` comments aside) ->
+    {NAME: {FIELD: why}}; a malformed line raises ValueError."""
+    known = {}
+    if not path:
+        return known
+    with open(path, encoding="utf-8") as f:
+        for num, raw in enumerate(f, 1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            m = re.fullmatch(r"(\S+)\s+([^\s:]+):\s*(\S.*)", line)
+            if not m:
+                raise ValueError("%s:%d: want `NAME FIELD: why`"
+                                 % (path, num))
+            known.setdefault(m.group(1), {})[m.group(2)] = m.group(3)
+    return known
+
+
 def check_rejected_by_us(path, rc, out, err, rep, why):
     name = os.path.basename(path)
     if rc != 1:
@@ -762,7 +791,17 @@ def cmd_run(args):
     os.makedirs(args.out, exist_ok=True)
     items = [(p, "accept") for p in args.accept] + \
             [(p, "reject") for p in args.reject] + \
-            [(p, "known") for p in args.known]
+            [(p, "known") for p in args.known] + \
+            [(p, "realworld") for p in args.realworld]
+    try:
+        rw_known = read_realworld_known(args.realworld_known)
+    except (OSError, ValueError) as e:
+        print("oracle: %s" % e, file=sys.stderr)
+        return 2
+    rw_names = {os.path.basename(p) for p in args.realworld}
+    for name in sorted(set(rw_known) - rw_names):
+        rep.bad(name, "stale", "", "", "listed in %s but not a realworld "
+                "script" % os.path.basename(args.realworld_known))
     results = []
     for path, expect in items:
         path = os.path.abspath(path)
@@ -773,15 +812,17 @@ def cmd_run(args):
         finally:
             if expect == "known":
                 settle_known(rep, path, name, before)
+            elif expect == "realworld":
+                settle_realworld(rep, name, rw_known.get(name, {}), before)
 
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     return print_report(rep, len(items))
 
 
-def settle_known(rep, path, name, before):
-    """Move a known-divergence script's declared mismatches to rep.known."""
-    fields = known_fields(path)
+def move_known(rep, before, fields):
+    """Move the mismatches since `before` in `fields` to rep.known; return
+    the fields seen."""
     mine = rep.mismatches[before:]
     del rep.mismatches[before:]
     seen = set()
@@ -791,11 +832,29 @@ def settle_known(rep, path, name, before):
             seen.add(m[1])
         else:
             rep.mismatches.append(m)
+    return seen
+
+
+def settle_known(rep, path, name, before):
+    """Move a known-divergence script's declared mismatches to rep.known."""
+    fields = known_fields(path)
+    seen = move_known(rep, before, fields)
     if not fields:
         rep.bad(name, "corpus", "", "", "no `# oracle-known:` line")
     for f in sorted(fields - seen):
         rep.note(name, "declared divergence %s no longer seen: hpcbridge "
                  "now agrees with Slurm; move the script to the corpus" % f)
+
+
+def settle_realworld(rep, name, fields, before):
+    """A realworld script's listed mismatches are KNOWN; a listed field
+    that no longer differs is a stale entry, and fails."""
+    seen = move_known(rep, before, fields)
+    skipped = any(s[0] == name for s in rep.skipped)
+    for f in sorted(set(fields) - seen):
+        rep.bad(name, "stale", f, "", "listed divergence no longer seen%s;"
+                " remove the line" % (" (not compared: skipped)"
+                                      if skipped else ""))
 
 
 def run_one(args, env, rep, path, name, expect, results):
@@ -1109,6 +1168,16 @@ def selftest():
             dict(more_spec, mail_user=None), r)
     expect(not r.mismatches, "default mail user: %r" % r.mismatches)
     r = Report()
+    no_mail = {k: v for k, v in more.items()
+               if k not in ("MailUser", "MailType")}
+    compare("/x/m.sh", no_mail, dict(more_spec, mail_type=None), r)
+    expect(not r.mismatches, "--mail-user alone is not shown: %r"
+           % r.mismatches)
+    r = Report()
+    compare("/x/m.sh", no_mail, more_spec, r)
+    expect({m[1] for m in r.mismatches} == {"MailType"},
+           "a mail type Slurm did not see: %r" % r.mismatches)
+    r = Report()
     compare("/x/m.sh", dict(more, TresPerJob="gres:gpu:0"), more_spec, r)
     expect(not r.mismatches, "gpu:0 is no GPU: %r" % r.mismatches)
     expect(expand_hostlist("hb[1-2,4],n[08-10]x") ==
@@ -1124,6 +1193,16 @@ def selftest():
     expect({m[1] for m in r.mismatches} == {"acceptance", "stdout",
                                             "stderr"},
            "accepted bad script: %r" % r.mismatches)
+
+    # Realworld list: a listed mismatch is known, an unlisted one is not,
+    # a listed field that agrees is stale.
+    r = Report()
+    r.bad("rw.sbatch", "NumTasks", 4, 2)
+    r.bad("rw.sbatch", "TimeLimit", 5, 6)
+    settle_realworld(r, "rw.sbatch", {"NumTasks": "x", "acceptance": "y"}, 0)
+    expect([m[1] for m in r.known] == ["NumTasks"] and
+           sorted(m[1] for m in r.mismatches) == ["TimeLimit", "stale"],
+           "realworld settle: %r %r" % (r.known, r.mismatches))
 
     for f in failures:
         print("selftest FAILED: %s" % f)
@@ -1141,6 +1220,8 @@ def main():
     r.add_argument("--accept", nargs="*", default=[])
     r.add_argument("--reject", nargs="*", default=[])
     r.add_argument("--known", nargs="*", default=[])
+    r.add_argument("--realworld", nargs="*", default=[])
+    r.add_argument("--realworld-known", default="")
     sub.add_parser("selftest")
     args = ap.parse_args()
     if args.cmd == "selftest":
