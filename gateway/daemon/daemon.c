@@ -353,7 +353,7 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 				: (int)d->cfg.daemon_checkpoint_pages;
 	hb_store_set_autocheckpoint(d->st, CKPT_INLINE_FACTOR * d->ckpt_pages);
 	if ((rc = hb_decider_load_spend(d->dc, d->st,
-					hb_remote_now_ms() / 1000, err)))
+					hb_clock_wall_ms() / 1000, err)))
 		goto fail;
 	if ((rc = remote_new(d, err)))
 		goto fail;

@@ -226,7 +226,7 @@ void hbd_decide(struct hb_daemon *d, struct conn *c, const cJSON *req,
 
 	if (decide_read(d, c, req, looked_up, &q))
 		return;
-	q.job.seq = (uint64_t)hb_remote_now_ms(); /* the pilot's sample key */
+	q.job.seq = (uint64_t)hb_clock_wall_ms(); /* the pilot's sample key */
 	if ((rc = hb_decider_decide(d->dc, &q.job, q.job.seq / 1000, &dec,
 				    &err))) {
 		hbd_stage_error(d, c, rc, err.msg, 0);
@@ -291,7 +291,7 @@ void hbd_op_placement(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	cJSON *r = hb_proto_ok(), *state;
 
 	(void)req;
-	state = r ? hb_decider_state(d->dc, hb_remote_now_ms() / 1000) : NULL;
+	state = r ? hb_decider_state(d->dc, hb_clock_wall_ms() / 1000) : NULL;
 	if (!state || !cJSON_AddItemToObject(r, "state", state)) {
 		cJSON_Delete(state);
 		cJSON_Delete(r);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "hpcbridge/remote.h"
+#include "hpcbridge/clock.h"
 #include "hpcbridge/config.h"
 #include "hpcbridge/doc.h"
 #include "hpcbridge/fidelity.h"
@@ -719,7 +720,7 @@ static void *worker_main(void *arg)
 	pthread_mutex_lock(&o->mu);
 	while (!atomic_load(&o->stop)) {
 		struct patch **pp, *p = NULL;
-		int64_t now = hb_remote_now_ms(), wait = 200;
+		int64_t now = hb_clock_wall_ms(), wait = 200;
 		struct hb_err err = { 0 };
 		struct timespec ts;
 		int rc;
@@ -749,7 +750,7 @@ static void *worker_main(void *arg)
 			       err.msg, hb_kube_retryable(rc) ? "; will retry" : "");
 		pthread_mutex_lock(&o->mu);
 		if (hb_kube_retryable(rc) && !find_patch(&o->todo, p)) {
-			p->not_before = hb_remote_now_ms() + RETRY_MS;
+			p->not_before = hb_clock_wall_ms() + RETRY_MS;
 			enqueue(&o->todo, p);
 		} else {
 			cJSON_Delete(p->doc);

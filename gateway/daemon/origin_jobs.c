@@ -258,7 +258,7 @@ static int origin_place(struct hb_daemon *d, const struct hb_origin_ev *ev,
 	job.name = ev->name;
 	job.time_limit_min = HB_RULES_NO_LIMIT;
 	job.jobspec = oj->jobspec;
-	job.seq = (uint64_t)hb_remote_now_ms(); /* the pilot's sample key */
+	job.seq = (uint64_t)hb_clock_wall_ms(); /* the pilot's sample key */
 	if ((rc = hb_decider_decide(d->dc, &job, (int64_t)(job.seq / 1000),
 				    dec, err)))
 		return rc;

@@ -56,7 +56,7 @@ static void poll_run(struct hb_task *ht)
 {
 	struct poll_task *pt = (struct poll_task *)ht;
 
-	pt->began_ms = hb_remote_now_ms();
+	pt->began_ms = hb_clock_wall_ms();
 	pt->rc = pt->be.slurm_poll(pt->be.ctx, poll_collect, pt, &pt->err);
 }
 

@@ -32,7 +32,7 @@ static void estimate_run(struct hb_task *ht)
 {
 	struct estimate_task *et = (struct estimate_task *)ht;
 
-	et->at = hb_remote_now_ms() / 1000;
+	et->at = hb_clock_wall_ms() / 1000;
 	et->rc = et->be.slurm_estimate(et->be.ctx, et->v, et->n, &et->err);
 }
 
@@ -325,7 +325,7 @@ void hbd_refresh_spend(struct hb_daemon *d, int64_t mono, int force)
 	if (!force && !refresh_due(d->last_spend_check, mono, 1))
 		return;
 	d->last_spend_check = mono;
-	now = hb_remote_now_ms() / 1000;
+	now = hb_clock_wall_ms() / 1000;
 	if ((force || hb_decider_spend_stale(d->dc, now)) &&
 	    hb_decider_load_spend(d->dc, d->st, now, &err))
 		hb_log(HB_LOG_WARN, "budgets: %s", err.msg);

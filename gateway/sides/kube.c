@@ -30,6 +30,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "hpcbridge/clock.h"
 #include "hpcbridge/remote.h"
 #include "hpcbridge/doc.h"
 #include "hpcbridge/fidelity.h"
@@ -250,7 +251,7 @@ static void gone(struct kjob *j)
 		return;
 	j->phase = j->seen = HB_REMOTE_CANCELLED;
 	if (!j->end_ms)
-		j->end_ms = hb_remote_now_ms();
+		j->end_ms = hb_clock_wall_ms();
 	if (!j->cancelled)
 		snprintf(j->message, sizeof(j->message),
 			 "the MPIJob was deleted in the cluster");
@@ -439,7 +440,7 @@ static int read_log(struct kube_be *b, struct kjob *j, const char *pod,
 		rc = hb_buf_append(&j->log, all.data + j->log_base,
 				all.len - (size_t)j->log_base);
 	}
-	j->log_at = hb_remote_now_ms();
+	j->log_at = hb_clock_wall_ms();
 	pthread_mutex_unlock(&b->mu);
 	hb_buf_free(&all);
 	return rc;
@@ -473,7 +474,7 @@ static void work(struct kube_be *b, struct kjob *j)
 			retry = 1;
 		} else if (!hb_remote_phase_done(j->phase)) {
 			j->phase = j->seen = HB_REMOTE_FAILED;
-			j->end_ms = hb_remote_now_ms();
+			j->end_ms = hb_clock_wall_ms();
 			snprintf(j->message, sizeof(j->message),
 				 "the cluster refused the MPIJob: %.200s",
 				 err.msg);
@@ -513,14 +514,14 @@ static void work(struct kube_be *b, struct kjob *j)
 									 : -1;
 			j->phase = j->seen;
 			if (!j->end_ms)
-				j->end_ms = hb_remote_now_ms();
+				j->end_ms = hb_clock_wall_ms();
 		}
 		pthread_mutex_unlock(&b->mu);
 	}
 	pthread_mutex_lock(&b->mu);
 	j->busy = 0;
 	if (retry)
-		j->not_before = hb_remote_now_ms() + RETRY_MS;
+		j->not_before = hb_clock_wall_ms() + RETRY_MS;
 	if (j->want)
 		want(b, j, 0);
 	pthread_mutex_unlock(&b->mu);
@@ -536,7 +537,7 @@ static void *worker_main(void *arg)
 
 	pthread_mutex_lock(&b->mu);
 	while (!atomic_load(&b->stop)) {
-		j = take(b, hb_remote_now_ms(), &wait_ms);
+		j = take(b, hb_clock_wall_ms(), &wait_ms);
 		if (!j) {
 			struct timespec ts;
 
@@ -751,7 +752,7 @@ static int kube_start(struct hb_remote *be, const struct hb_remote_job *job,
 static void refresh_log(struct kube_be *b, struct kjob *j)
 {
 	if (j->phase == HB_REMOTE_RUNNING &&
-	    hb_remote_now_ms() - j->log_at >= b->log_refresh_ms)
+	    hb_clock_wall_ms() - j->log_at >= b->log_refresh_ms)
 		want(b, j, W_LOG);
 }
 
@@ -853,7 +854,7 @@ static int kube_cancel(struct hb_remote *be, const char *id,
 	if (!hb_remote_phase_done(j->phase)) {
 		j->cancelled = 1;
 		j->phase = j->seen = HB_REMOTE_CANCELLED;
-		j->end_ms = hb_remote_now_ms();
+		j->end_ms = hb_clock_wall_ms();
 		snprintf(j->message, sizeof(j->message), "cancelled");
 		want(b, j, W_DELETE);
 	}

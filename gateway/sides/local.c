@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hpcbridge/clock.h"
 #include "hpcbridge/remote.h"
 #include "hpcbridge/log.h"
 #include "hpcbridge/user.h"
@@ -646,12 +647,12 @@ static int make_work(const struct local *be, int jfd,
  * HB_ETIMEDOUT. */
 static int read_report(int fd, struct launch_msg *m)
 {
-	int64_t deadline = hb_remote_now_ms() + START_WAIT_MS;
+	int64_t deadline = hb_clock_wall_ms() + START_WAIT_MS;
 	size_t got = 0;
 
 	while (got < sizeof(*m)) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int64_t left = deadline - hb_remote_now_ms();
+		int64_t left = deadline - hb_clock_wall_ms();
 		ssize_t n;
 
 		if (left <= 0)
@@ -931,7 +932,7 @@ static int status_of(struct local *be, const char *id, int jfd,
 	if (pid) {
 		out->phase = HB_REMOTE_RUNNING;
 		if (cancel_ms &&
-		    hb_remote_now_ms() - cancel_ms >= be->grace_ms &&
+		    hb_clock_wall_ms() - cancel_ms >= be->grace_ms &&
 		    *owner != (uid_t)-1)
 			signal_job(pid, SIGKILL, *owner, *group);
 		return 0;
@@ -1024,7 +1025,7 @@ static int local_cancel(struct hb_remote *b, const char *id,
 	if ((rc = status_of(be, id, jfd, &st, &owner, &group, err)) ||
 	    hb_remote_phase_done(st.phase))
 		goto out;
-	snprintf(text, sizeof(text), "%lld\n", (long long)hb_remote_now_ms());
+	snprintf(text, sizeof(text), "%lld\n", (long long)hb_clock_wall_ms());
 	if (write_state(jfd, "cancelled", text)) {
 		rc = hb_err_set(err, HB_EIO, be->dir, 0,
 				"%s/cancelled: cannot write", id);

@@ -38,11 +38,6 @@ int hb_remote_id_valid(const char *id)
 	return 1;
 }
 
-int64_t hb_remote_now_ms(void)
-{
-	return hb_clock_wall_ms();
-}
-
 int hb_remote_start(struct hb_remote *be, const struct hb_remote_job *job,
 		     struct hb_err *err)
 {

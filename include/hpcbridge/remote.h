@@ -42,8 +42,6 @@ enum hb_remote_phase {
 /* Whether id can name a remote job: a DNS-1035 label (a lowercase letter,
  * then [a-z0-9-], not ending with '-'), as gateway ids are. */
 int hb_remote_id_valid(const char *id);
-/* The wall clock, in ms since the epoch (the times of a remote status). */
-int64_t hb_remote_now_ms(void);
 
 /* "pending", "running", ...; never NULL. */
 const char *hb_remote_phase_name(enum hb_remote_phase p);

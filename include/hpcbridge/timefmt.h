@@ -11,17 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/*
- * A Slurm duration, as sbatch --time reads it (time_str2mins): "M",
- * "M:S", "H:M:S", "D-H", "D-H:M", "D-H:M:S", "UNLIMITED", "INFINITE" and
- * "-1" (HB_TIME_UNLIMITED), into seconds rounded up to whole minutes.  0,
- * HB_EINVAL or HB_ERANGE.  The same as hb_parse_slurm_time() (units.h).
- */
-int hb_time_slurm_duration_parse(const char *s, uint64_t *seconds);
-
-/* Seconds as Slurm writes a duration, "[D-]HH:MM:SS", or "UNLIMITED";
- * out holds 32 bytes.  The same as hb_format_slurm_time() (units.h). */
-void hb_time_slurm_duration_format(uint64_t seconds, char out[32]);
+/* Slurm durations are units.h's hb_parse_slurm_time() and
+ * hb_format_slurm_time(). */
 
 /*
  * Whether Slurm 22.05's parse_time() reads a date or time from s: the

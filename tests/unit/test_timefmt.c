@@ -59,7 +59,7 @@ static void test_duration_parse(void **state)
 	(void)state;
 	for (size_t i = 0; i < N_OF(cases); i++) {
 		uint64_t v = 12345;
-		int rc = hb_time_slurm_duration_parse(cases[i].s, &v);
+		int rc = hb_parse_slurm_time(cases[i].s, &v);
 
 		if (rc != cases[i].rc)
 			fail_msg("'%s': rc %d, want %d", cases[i].s, rc,
@@ -79,25 +79,25 @@ static void test_duration_format(void **state)
 	char out[32];
 
 	(void)state;
-	hb_time_slurm_duration_format(0, out);
+	hb_format_slurm_time(0, out);
 	assert_string_equal(out, "00:00:00");
-	hb_time_slurm_duration_format(H + 2 * 60 + 3, out);
+	hb_format_slurm_time(H + 2 * 60 + 3, out);
 	assert_string_equal(out, "01:02:03");
-	hb_time_slurm_duration_format(D - 1, out);
+	hb_format_slurm_time(D - 1, out);
 	assert_string_equal(out, "23:59:59");
-	hb_time_slurm_duration_format(D, out);
+	hb_format_slurm_time(D, out);
 	assert_string_equal(out, "1-00:00:00");
-	hb_time_slurm_duration_format(12 * D + 4 * H + 5 * 60 + 6, out);
+	hb_format_slurm_time(12 * D + 4 * H + 5 * 60 + 6, out);
 	assert_string_equal(out, "12-04:05:06");
-	hb_time_slurm_duration_format(HB_TIME_UNLIMITED, out);
+	hb_format_slurm_time(HB_TIME_UNLIMITED, out);
 	assert_string_equal(out, "UNLIMITED");
 
 	/* read back to the same minute count */
 	for (uint64_t m = 0; m < 5 * 1440; m += 13) {
 		uint64_t back = 1;
 
-		hb_time_slurm_duration_format(m * 60, out);
-		assert_int_equal(hb_time_slurm_duration_parse(out, &back), 0);
+		hb_format_slurm_time(m * 60, out);
+		assert_int_equal(hb_parse_slurm_time(out, &back), 0);
 		assert_true(back == m * 60);
 	}
 }

@@ -16,18 +16,6 @@
 #include "hpcbridge/timefmt.h"
 #include "hpcbridge/units.h"
 
-/* ---- Slurm durations ------------------------------------------------- */
-
-int hb_time_slurm_duration_parse(const char *s, uint64_t *seconds)
-{
-	return hb_parse_slurm_time(s, seconds);
-}
-
-void hb_time_slurm_duration_format(uint64_t seconds, char out[32])
-{
-	hb_format_slurm_time(seconds, out);
-}
-
 /* ---- Slurm dates and times: the check sbatch makes ------------------- */
 
 /*

@@ -882,7 +882,7 @@ static int apply_time(struct ctx *c, int id, const char *arg)
 {
 	const char *v = value_of(arg);
 	uint64_t s;
-	int rc = hb_time_slurm_duration_parse(v, &s);
+	int rc = hb_parse_slurm_time(v, &s);
 
 	if (rc == HB_ERANGE)
 		return sb_fail(c, rc, "--%s: time '%s' is too large",
@@ -1222,7 +1222,7 @@ static bool duration_ok(const char *v)
 {
 	uint64_t x;
 
-	return hb_time_slurm_duration_parse(v, &x) == 0;
+	return hb_parse_slurm_time(v, &x) == 0;
 }
 
 static bool get_user_env_ok(const char *v)
