@@ -112,11 +112,6 @@ uint64_t hb_place_hash(const char *name, const char *user, uint64_t seq)
 	return hb_fnv1a(h, num, (size_t)n);
 }
 
-int hb_place_parse_time(const char *s, int64_t now, int32_t utc_offset,
-			int64_t *out)
-{
-	return hb_time_slurm_date(s, now, utc_offset, out);
-}
 /* ---- the input -------------------------------------------------------- */
 
 /* The shards a --gres directive (or SBATCH_GRES) asks for
@@ -225,7 +220,7 @@ int hb_place_input_from_jobspec(const struct hb_policy *pol,
 	}
 	if (spec->deadline) {
 		in->deadline_line = spec->prov[HB_F_DEADLINE].line;
-		if (hb_place_parse_time(spec->deadline, now, utc_offset,
+		if (hb_time_slurm_date(spec->deadline, now, utc_offset,
 					&in->deadline))
 			return hb_err_set(err, HB_EINVAL, spec->source_name,
 					  in->deadline_line,

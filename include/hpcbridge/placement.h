@@ -185,17 +185,6 @@ struct hb_place_result {
 uint64_t hb_place_hash(const char *name, const char *user, uint64_t seq);
 
 /*
- * A Slurm --deadline / --begin time into Unix seconds, as Slurm reads it
- * at instant now in a zone utc_offset seconds east of UTC: now[+-N
- * [seconds|minutes|hours|days|weeks]], today, tomorrow, midnight, noon,
- * fika, teatime, HH:MM[:SS][AM|PM], YYYY-MM-DD[THH:MM[:SS]],
- * MM/DD[/YY][-HH:MM[:SS]], uts<seconds>.  A time of day already past
- * means tomorrow.  HB_EINVAL for anything else.
- */
-int hb_place_parse_time(const char *s, int64_t now, int32_t utc_offset,
-			int64_t *out);
-
-/*
  * Fill in from spec: identity, shape (hb_jobspec_shape), GPU type,
  * shards (from a --gres=shard:N directive), RDMA (a --constraint feature
  * the policy lists, or multi-node MPI when the policy says so), time

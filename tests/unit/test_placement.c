@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "hpcbridge/placement.h"
+#include "hpcbridge/timefmt.h"
 #include "hpcbridge/translate.h"
 #include "testutil.h"
 
@@ -908,14 +909,14 @@ static void test_parse_time(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		if (hb_place_parse_time(ok[i].s, NOW, ok[i].off, &t))
+		if (hb_time_slurm_date(ok[i].s, NOW, ok[i].off, &t))
 			fail_msg("'%s' refused", ok[i].s);
 		if (t != NOW + ok[i].want)
 			fail_msg("'%s': %lld, want %lld", ok[i].s,
 				 (long long)(t - NOW), (long long)ok[i].want);
 	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		if (!hb_place_parse_time(bad[i], NOW, 0, &t))
+		if (!hb_time_slurm_date(bad[i], NOW, 0, &t))
 			fail_msg("'%s' accepted", bad[i]);
 }
 
