@@ -32,10 +32,15 @@
  * stops repeating once its runs have taken -m seconds, so the old
  * quadratic code can be measured too (with fewer runs).
  *
- * Build it with the translation library alone, the same way for the code
- * before and after a change:
- *   cc -O2 -D_GNU_SOURCE -Iinclude tests/bench/bench_export.c \
- *      translators/[a-z]*.c -lcjson -lyaml -lm -o bench_export
+ * Build it with the translation library and the configuration table
+ * alone:
+ *   cc -O2 -D_GNU_SOURCE -Iinclude -I. tests/bench/bench_export.c \
+ *      translators/*.c translators/base/*.c translators/sbatch/*.c \
+ *      translators/pbs/*.c translators/k8s/*.c gateway/config/config.c \
+ *      -lcjson -lyaml -lm -o bench_export
+ * (Code from before the folders per part, 6fd91e1 and older, took
+ * translators/[a-z]*.c alone and an hb_config where the emitters now take
+ * its k8s member.)
  *
  * usage: bench_export [-r RUNS] [-m SECONDS] [-c CASE]
  */
