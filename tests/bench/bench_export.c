@@ -35,8 +35,9 @@
  * Build it with the translation library and the configuration table
  * alone:
  *   cc -O2 -D_GNU_SOURCE -Iinclude -I. tests/bench/bench_export.c \
- *      translators/*.c translators/base/*.c translators/sbatch/*.c \
- *      translators/pbs/*.c translators/k8s/*.c gateway/config/config.c \
+ *      translators/[a-z]*.c translators/base/[a-z]*.c \
+ *      translators/sbatch/[a-z]*.c translators/pbs/[a-z]*.c \
+ *      translators/k8s/[a-z]*.c gateway/config/config.c \
  *      -lcjson -lyaml -lm -o bench_export
  * (Code from before the folders per part, 6fd91e1 and older, took
  * translators/[a-z]*.c alone and an hb_config where the emitters now take
