@@ -283,12 +283,17 @@ static void fit_fd_limit(struct hb_daemon *d)
 	d->opts.max_conns = fit;
 }
 
+bool hbd_remote_cfg_is_cluster(const struct hb_config *cfg)
+{
+	return !strcmp(cfg->remote_backend, "kubernetes");
+}
+
 /* The backend burst jobs run on, as remote.backend says. */
 static int remote_new(struct hb_daemon *d, struct hb_err *err)
 {
 	struct hb_remote_kube_opts ko = { 0 };
 
-	if (strcmp(d->cfg.remote_backend, "kubernetes"))
+	if (!hbd_remote_cfg_is_cluster(&d->cfg))
 		return hb_remote_local_new(d->cfg.remote_local_dir,
 					    REMOTE_GRACE_MS, &d->remote, err);
 	ko.kubeconfig = d->cfg.remote_kubeconfig;

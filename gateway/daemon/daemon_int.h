@@ -401,6 +401,10 @@ void hbd_remote_stop(struct hb_daemon *d, struct conn *c, const cJSON *req,
 struct task *hbd_remote_task(struct hb_daemon *d, struct conn *c,
 			     enum task_kind kind, const struct hb_job_row *j,
 			     const char *rid, int64_t task);
+/* Whether burst jobs run on a Kubernetes cluster (remote.backend
+ * kubernetes), whose pod rules then apply; the local backend runs them
+ * on this host as their user, as Slurm would. */
+bool hbd_remote_cfg_is_cluster(const struct hb_config *cfg);
 int hbd_rstart_run(struct task *t);
 int hbd_rpoll_run(struct task *t);
 void hbd_remote_done(struct task *t);

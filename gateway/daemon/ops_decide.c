@@ -120,6 +120,8 @@ static int decide_read(struct hb_daemon *d, struct conn *c, const cJSON *req,
 				: HB_TARGET_PENDING;
 	q->job.time_limit_min = hb_rules_time_limit(tl);
 	q->job.jobspec = jobspec;
+	q->job.uid = q->uid;
+	q->job.k8s = hbd_remote_cfg_is_cluster(&d->cfg) ? &d->cfg.k8s : NULL;
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "hpcbridge/log.h"
 #include "hpcbridge/proto.h"
 #include "hpcbridge/sbatch.h"
+#include "hpcbridge/translate.h"
 
 /* Output bytes per poll (base64 in the reply). */
 #define REMOTE_CHUNK_MAX (256 * 1024)
@@ -372,15 +373,58 @@ static gid_t user_gid(uid_t uid)
 	return (gid_t)uid;
 }
 
+/*
+ * On a worker: the job as it was decided, for a backend that builds a
+ * manifest from it (remote.backend kubernetes).  That is the jobspec
+ * Slurm resolved from the script, the command-line options and the
+ * SBATCH_* variables, as the plugin sent it, with the script's body read
+ * for its module loads and launch lines; for a job without one (sent by
+ * hpcbridge submit), the script read as sbatch reads it, with the
+ * environment it was submitted with.  A job that names no directory runs
+ * in the one it was submitted from.  0, or an error in t->err.
+ */
+static int decided_job(struct task *t, const struct source *s,
+		       struct hb_jobspec *spec)
+{
+	const cJSON *js = cJSON_GetObjectItemCaseSensitive(s->doc, "jobspec");
+	struct hb_sbatch_opts so = { .envp = s->env };
+	size_t n = strlen(s->script);
+	struct hb_err e = { 0 };
+	int rc;
+
+	if (!cJSON_IsObject(js))
+		rc = hb_parse_any(s->script, n, spec->source_name, &so, spec,
+				  &e);
+	else if (!(rc = hb_jobspec_from_json(js, spec, &e)) &&
+		 !spec->script) {
+		spec->script = hb_jobspec_strndup(spec, s->script, n);
+		spec->script_len = (uint32_t)n;
+		rc = spec->script ? hb_jobspec_scan_body(spec, &e) : HB_ENOMEM;
+	}
+	if (!rc && !spec->chdir && s->cwd) {
+		if (!(spec->chdir = hb_jobspec_strdup(spec, s->cwd)))
+			rc = HB_ENOMEM;
+		hb_jobspec_set_prov(spec, HB_F_CHDIR,
+				    (struct hb_prov){ HB_PROV_DERIVED, 0 });
+	}
+	if (rc)
+		return hb_err_set(&t->err, rc, NULL, 0, "cannot start %s: %s",
+				  t->id, e.msg[0] ? e.msg : hb_strerror(rc));
+	return 0;
+}
+
 /* On a worker: remote_start's work. */
 int hbd_rstart_run(struct task *t)
 {
 	struct rwork *w = t->rw;
 	struct hb_remote_job rj = { 0 };
 	struct hb_err err = { 0 };
+	struct hb_jobspec spec;
 	struct source src;
 	char idvar[64], taskvar[48];
 	int rc;
+
+	hb_jobspec_init(&spec, w->name ? w->name : t->id);
 
 	if ((rc = source_of(w->jobspec, &src))) {
 		source_free(&src);
@@ -392,6 +436,11 @@ int hbd_rstart_run(struct task *t)
 	}
 	if (w->task >= 0 && (rc = array_check(t, &src)))
 		goto out;
+	if (hbd_remote_cfg_is_cluster(w->cfg)) {
+		if ((rc = decided_job(t, &src, &spec)))
+			goto out;
+		rj.spec = &spec;
+	}
 	snprintf(idvar, sizeof(idvar), "HPCBRIDGE_JOB_ID=%s", t->id);
 	snprintf(taskvar, sizeof(taskvar), "SLURM_ARRAY_TASK_ID=%lld",
 		 (long long)w->task);
@@ -420,6 +469,7 @@ int hbd_rstart_run(struct task *t)
 		hb_err_set(&t->err, rc, NULL, 0, "cannot start %s: %s", t->id,
 			   err.msg[0] ? err.msg : hb_strerror(rc));
 out:
+	hb_jobspec_free(&spec);
 	source_free(&src);
 	return rc;
 }

@@ -443,6 +443,24 @@ static void add_sides(const char *text, char *out, size_t size)
 	}
 }
 
+/* Why the cluster may not run the job whatever its capacity (see
+ * struct hb_decider_job's k8s), in why; NULL if nothing stops it. */
+static const char *kube_refusal(const struct hb_decider_job *job,
+				const struct hb_jobspec *spec, char *why,
+				size_t size)
+{
+	(void)spec;
+	if (!job->k8s)
+		return NULL;
+	if (job->uid == 0) {
+		snprintf(why, size,
+			 "the job runs as root, and root never runs on the "
+			 "cluster (submit it as a user)");
+		return why;
+	}
+	return NULL;
+}
+
 static int32_t local_offset(int64_t now)
 {
 	time_t t = (time_t)now;
@@ -460,6 +478,7 @@ int hb_decider_decide(struct hb_decider *dc, const struct hb_decider_job *job,
 	struct hb_place_result res;
 	struct hb_buf text, doc;
 	struct hb_emit *e = NULL;
+	char why[320];
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -479,6 +498,7 @@ int hb_decider_decide(struct hb_decider *dc, const struct hb_decider_job *job,
 							 : in.partition;
 	in.name = job->name;
 	in.seq = job->seq;
+	in.kube_refusal = kube_refusal(job, &spec, why, sizeof(why));
 	if (job->target == HB_TARGET_SLURM)
 		in.requested = HB_SIDE_SLURM;
 	else if (job->target == HB_TARGET_KUBERNETES)

@@ -59,6 +59,11 @@ struct hb_decider_job {
 	const struct cJSON *jobspec; /* what Slurm resolved; NULL: a job
 				      * of one node and one CPU */
 	uint64_t seq;		     /* the job's number, for the pilot */
+	/* The cluster's pod rules, when the remote side is a Kubernetes
+	 * cluster (NULL otherwise): a job of uid 0 may not burst, nor one
+	 * whose files are on no volume the cluster mounts. */
+	const struct hb_k8s_opts *k8s;
+	int64_t uid; /* the job's user */
 };
 
 enum hb_decider_target {

@@ -48,6 +48,7 @@ static const char *const factor_names[HB__PF_COUNT] = {
 	[HB_PF_MIG] = "mig",
 	[HB_PF_SHARDS] = "shards",
 	[HB_PF_RDMA] = "rdma",
+	[HB_PF_SITE] = "site",
 	[HB_PF_BURST_NEVER] = "burst_never",
 	[HB_PF_BUDGET] = "budget",
 	[HB_PF_DATA_PINNED] = "data_pinned",
@@ -71,7 +72,7 @@ bool hb_place_factor_is_rule(int kind)
 
 static bool is_capability(int kind)
 {
-	return kind >= HB_PF_NOT_CONFIGURED && kind <= HB_PF_RDMA;
+	return kind >= HB_PF_NOT_CONFIGURED && kind <= HB_PF_SITE;
 }
 
 static const char *const why_names[HB__WHY_COUNT] = {
@@ -554,6 +555,8 @@ static void kube_side(struct ctx *c)
 	a->resource = q->name;
 	sq = hb_snapshot_queue(c->snap, q->name);
 	capability(c, HB_SIDE_KUBE, cap, &c->pol->kube_rates, sq);
+	if (in->kube_refusal)
+		block(c, HB_SIDE_KUBE, HB_PF_SITE, 0, 0, in->kube_refusal);
 	cpus = (uint64_t)in->cpus_per_node * in->nodes;
 	mem = c->mem_per_node * in->nodes;
 	if (in->whole_node && cap->node_cpus)
@@ -1104,6 +1107,8 @@ static int reason(const struct hb_policy *pol, const struct hb_place_input *in,
 		return hb_buf_puts(b, "no GPU shards");
 	case HB_PF_RDMA:
 		return hb_buf_puts(b, "no RDMA fabric for a multi-node job");
+	case HB_PF_SITE:
+		return hb_buf_puts(b, f->subject ? f->subject : "?");
 	case HB_PF_BURST_NEVER:
 		return tell(b, "rule %s says burst: never", ru->name);
 	case HB_PF_BUDGET: {

@@ -631,34 +631,25 @@ static int launcher_env(cJSON *doc, const char *const *env)
 	return 0;
 }
 
-/* The MPIJob for job, named after its id. */
+/* The MPIJob for job, named after its id: built from the job as it was
+ * decided (the daemon reads it from the store, with the user's
+ * identity), never from the script again. */
 static int build(struct kube_be *b, const struct hb_remote_job *job,
 		 cJSON **out, struct hb_err *err)
 {
-	struct hb_sbatch_opts so = { .envp = job->env };
-	struct hb_jobspec spec;
 	struct hb_report rep;
 	cJSON *doc = NULL, *meta, *labels;
 	int rc;
 
 	*out = NULL;
-	hb_jobspec_init(&spec, job->name ? job->name : job->id);
+	if (!job->spec)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "kubernetes backend: job %s has no decided "
+				  "jobspec",
+				  job->id);
 	hb_report_init(&rep, "MPIJob");
-	rc = hb_parse_any(job->script, job->script_len, spec.source_name, &so,
-			  &spec, err);
-	/* sbatch runs a job where it was submitted: so does its launcher,
-	 * on a cluster that mounts the same shared filesystem. */
-	if (!rc && !spec.chdir && job->workdir) {
-		if (!(spec.chdir = hb_jobspec_strdup(&spec, job->workdir)))
-			rc = hb_err_set(err, HB_ENOMEM, NULL, 0,
-					"out of memory");
-		hb_jobspec_set_prov(&spec, HB_F_CHDIR,
-				      (struct hb_prov){ HB_PROV_DERIVED,
-							  0 });
-	}
-	if (!rc)
-		rc = hb_mpijob_emit(&spec, &job->cfg->k8s, job->array_task, &doc,
-				    &rep, err);
+	rc = hb_mpijob_emit(job->spec, &job->cfg->k8s, job->array_task, &doc,
+			    &rep, err);
 	if (rc)
 		goto out;
 	meta = cJSON_GetObjectItemCaseSensitive(doc, "metadata");
@@ -685,7 +676,6 @@ static int build(struct kube_be *b, const struct hb_remote_job *job,
 out:
 	cJSON_Delete(doc);
 	hb_report_free(&rep);
-	hb_jobspec_free(&spec);
 	return rc;
 }
 

@@ -57,6 +57,11 @@ struct hb_place_input {
 	const char *const *data; /* data inputs: paths or URLs */
 	uint32_t ndata;
 
+	/* Why the site's cluster may not run this job, whatever its
+	 * capacity: it runs as root, or a path it writes is on no volume
+	 * the cluster mounts.  NULL: nothing. */
+	const char *kube_refusal;
+
 	int requested;	     /* HB_SIDE_* the job asks for, or -1 */
 	int64_t slurm_start; /* will_run's start for this job; 0: from the
 			      * snapshot */
@@ -90,6 +95,8 @@ enum hb_place_factor_kind {
 	HB_PF_MIG,	      /* subject: the MIG profile asked for */
 	HB_PF_SHARDS,	      /* no GPU shards there */
 	HB_PF_RDMA,	      /* no RDMA fabric there */
+	HB_PF_SITE,	      /* subject: why the site's cluster may not
+			       * take it (the input's kube_refusal) */
 	/* rules: the side is forbidden */
 	HB_PF_BURST_NEVER,   /* subject: rule name */
 	HB_PF_BUDGET,	     /* value: spend after; limit: budget */

@@ -56,6 +56,8 @@ enum hb_remote_phase hb_remote_mpijob_phase(const struct cJSON *status,
 					    char *msg, size_t size);
 
 /* What a remote job is made of.  Strings are borrowed for the call. */
+struct hb_jobspec;
+
 struct hb_remote_job {
 	const char *id;	    /* see hb_remote_id_valid() */
 	const char *script; /* the job's script, run as is */
@@ -73,6 +75,9 @@ struct hb_remote_job {
 	const char *account;
 	int64_t array_task;	     /* the array element, or -1 */
 	const struct hb_config *cfg; /* translation settings */
+	/* The job as it was decided (kubernetes: the MPIJob is built from
+	 * it, with the user's identity); the local backend ignores it. */
+	const struct hb_jobspec *spec;
 };
 
 struct hb_remote_status {

@@ -317,6 +317,20 @@ static void test_policy_deadline_burst(void **state)
 	assert_has(explain(&pol, &j.in, &r),
 		   "misses the deadline (10h00m) by 1h00m");
 
+	/* the site's cluster may not take it (a root job, a path no volume
+	 * maps): it stays on Slurm, late, and says why */
+	j.in.kube_refusal = "--output /home/u/x.out is not on a volume the "
+			    "cluster mounts";
+	hb_place_decide(&pol, &snap, &j.in, &r);
+	assert_int_equal(r.target, HB_PLACE_SLURM);
+	assert_false(r.alt[HB_SIDE_KUBE].can_run);
+	assert_int_equal(r.alt[HB_SIDE_KUBE].blocked_by, HB_PF_SITE);
+	assert_has(explain(&pol, &j.in, &r),
+		   "cannot run the job: --output /home/u/x.out is not on a "
+		   "volume the cluster mounts\n");
+	assert_string_equal(hb_place_factor_name(HB_PF_SITE), "site");
+	j.in.kube_refusal = NULL;
+
 	/* neither meets it: where it finishes first */
 	hb_snapshot_set_queue(&snap, "burst", 9 * H, 5, 0, 0);
 	hb_place_decide(&pol, &snap, &j.in, &r);
