@@ -19,6 +19,11 @@
 #     Managed MPIJobs of namespace default may run as any user whose uid
 #     is 1000 or more (origin.namespaces {default: ["*"]}, never root);
 #     HB_SANDBOX_ORIGIN_NAMESPACES=YAML (a flow mapping) maps others.
+#   * a user to submit as: root never bursts, so burst jobs need one.
+#     Run as root, `up` makes user hbdemo (HB_SANDBOX_USER names another)
+#     if it does not exist, and DIR/work, owned by it: the directory the
+#     cluster mounts (kubernetes.volumes), where burst jobs are submitted
+#     from and write their files.  Run as a user, that user is the one.
 #
 # usage: sandbox.sh up DIR BUILD_DIR     start what is not running; print
 #                                        `export` lines
@@ -59,6 +64,32 @@ print_env() {
 	printf 'export HPCBRIDGE_SOCKET=%q\n' "$dir/hpcbridged.sock"
 	printf 'export KUBECONFIG=%q\n' "$dir/kubeconfig"
 	printf 'export PATH=%q:"$PATH"\n' "$build/bin"
+	printf 'export HB_SANDBOX_USER=%q\n' "$(sandbox_user)"
+	printf 'export HB_SANDBOX_WORK=%q\n' "$dir/work"
+}
+
+# The user burst jobs are submitted as: HB_SANDBOX_USER (root's default
+# hbdemo), or the caller when not root.
+sandbox_user() {
+	if [ "$(id -u)" = 0 ]; then
+		printf '%s\n' "${HB_SANDBOX_USER:-hbdemo}"
+	else
+		id -un
+	fi
+}
+
+# Make the user (as root, if missing) and DIR/work, owned by it.
+user_up() {
+	local dir=$1 u
+	u=$(sandbox_user)
+	if ! id -u "$u" >/dev/null 2>&1; then
+		useradd --create-home --user-group --shell /bin/bash "$u" ||
+			{ say "cannot make user $u"; return 1; }
+	fi
+	[ "$(id -u "$u")" != 0 ] || { say "user $u is root"; return 1; }
+	mkdir -p "$dir/work"
+	chmod 755 "$dir" "$dir/work"
+	[ "$(id -u)" != 0 ] || chown "$u:$(id -g "$u")" "$dir/work"
 }
 
 write_config() {
@@ -216,6 +247,7 @@ up() {
 	fi
 	write_config "$dir" "$build"
 	mkdir -p "$dir/kube" "$dir/remote"
+	user_up "$dir" || return 1
 
 	export HPCBRIDGE_CONFIG="$dir/hpcbridge.yaml"
 	export HB_SLURM_PLUGIN_DIR="$build/slurm-plugin"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # burst_kube.test.sh - the burst path end to end on the real Slurm and the
 # emulated cluster (the sandbox: hb-kubemu in execute mode, hpcbridged with
-# remote.backend kubernetes):
+# remote.backend kubernetes), submitted as the sandbox's user from the
+# directory the cluster mounts (root never bursts):
 #
 #   * an unchanged MPI sbatch script in the gpu partition becomes a proxy
 #     on Slurm and one MPIJob, labelled with its gateway id and user, whose
@@ -47,15 +48,24 @@ wait_output() {
 	return 1
 }
 
-if [ "$(id -u)" = 0 ]; then
-	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
-mpicc -O1 -o "$tmp/hello" "$src/examples/sandbox/hello.c" ||
+wk=$HB_SANDBOX_WORK
+mpicc -O1 -o "$wk/hello" "$src/examples/sandbox/hello.c" ||
 	die "mpicc examples/sandbox/hello.c"
+chmod 755 "$wk/hello"
+
+# 0. Root never bursts: placement keeps its job on Slurm and says why.
+id=$(submit "$src/examples/sandbox/mpi-burst.sh")
+[ -n "$id" ] && [ "$(field "$id" Partition)" = gpu ] &&
+	ok "root: the job stays on Slurm (partition gpu)" ||
+	bad "root: job '$id' in partition $(field "$id" Partition)"
+hb=$(gateway_id "$id")
+hpcbridge status "$hb" 2>&1 | grep -q "root never runs on the cluster" &&
+	ok "root: the decision says why" ||
+	bad "root: $(hpcbridge status "$hb" 2>&1)"
+scancel "$id" 2>/dev/null || true
 
 # 1. The example MPI script bursts and runs as an MPIJob.
-cp "$src/examples/sandbox/mpi-burst.sh" "$tmp/"
-id=$(submit "$tmp/mpi-burst.sh")
+id=$(submit_user "$src/examples/sandbox/mpi-burst.sh")
 [ -n "$id" ] || die "sbatch mpi-burst.sh: $(cat "$tmp/sbatch.err")"
 [ "$(field "$id" Partition)" = burst ] && ok "mpi-burst: a proxy in burst" ||
 	bad "mpi-burst partition $(field "$id" Partition)"
@@ -64,7 +74,7 @@ st=$(wait_final "$id")
 [ "$st" = COMPLETED ] && ok "mpi-burst: COMPLETED" || bad "mpi-burst: $st"
 [ "$(field "$id" ExitCode)" = 0:0 ] && ok "mpi-burst: exit code 0" ||
 	bad "mpi-burst exit code $(field "$id" ExitCode)"
-out=$tmp/mpi-burst-$id.out
+out=$wk/mpi-burst-$id.out
 n=$(grep -c "^hello from rank [01] of 2 on " "$out" || true)
 [ "$n" = 2 ] && ok "mpi-burst: two MPI ranks ran in the launcher" ||
 	bad "mpi-burst output: $(cat "$out" 2>&1)"
@@ -75,7 +85,7 @@ one_mpijob "$hb" mpi-burst
 [ "$(kube phase "$hb")" = Succeeded ] && ok "mpi-burst: MPIJob Succeeded" ||
 	bad "mpi-burst: MPIJob phase $(kube phase "$hb" 2>&1)"
 kube labels "$hb" >"$tmp/labels"
-grep -qx "hpcbridge.io/user=$(id -un)" "$tmp/labels" &&
+grep -qx "hpcbridge.io/user=$HB_SANDBOX_USER" "$tmp/labels" &&
 	ok "mpi-burst: MPIJob labelled with the user" ||
 	bad "mpi-burst labels: $(cat "$tmp/labels")"
 hpcbridge status "$hb" 2>&1 | grep -q succeeded &&
@@ -90,16 +100,16 @@ cat >"$tmp/fail.sh" <<'EOF'
 echo "about to fail"
 exit 7
 EOF
-id=$(submit "$tmp/fail.sh")
+id=$(submit_user "$tmp/fail.sh")
 hb=$(gateway_id "$id")
 st=$(wait_final "$id")
 [ "$st" = FAILED ] && ok "failing launcher: proxy FAILED" ||
 	bad "failing launcher: $st"
 [ "$(field "$id" ExitCode)" = 7:0 ] && ok "failing launcher: exit code 7" ||
 	bad "failing launcher exit code $(field "$id" ExitCode)"
-grep -qx "about to fail" "$tmp/fail-$id.out" &&
+grep -qx "about to fail" "$wk/fail-$id.out" &&
 	ok "failing launcher: its output" ||
-	bad "failing launcher output: $(cat "$tmp/fail-$id.out" 2>&1)"
+	bad "failing launcher output: $(cat "$wk/fail-$id.out" 2>&1)"
 [ "$(kube phase "$hb")" = Failed ] && ok "failing launcher: MPIJob Failed" ||
 	bad "failing launcher: MPIJob phase $(kube phase "$hb" 2>&1)"
 
@@ -113,11 +123,11 @@ echo "not reached"
 EOF
 
 # 3. scancel of the proxy deletes the MPIJob.
-id=$(submit "$tmp/long.sh")
+id=$(submit_user "$tmp/long.sh")
 hb=$(gateway_id "$id")
-wait_output "$tmp/long-$id.out" "long job started" &&
+wait_output "$wk/long-$id.out" "long job started" &&
 	ok "scancel: the remote job runs" ||
-	bad "scancel: did not start: $(cat "$tmp/long-$id.out" 2>&1)"
+	bad "scancel: did not start: $(cat "$wk/long-$id.out" 2>&1)"
 scancel "$id"
 st=$(wait_final "$id")
 [ "$st" = CANCELLED ] && ok "scancel: proxy CANCELLED" || bad "scancel: $st"
@@ -130,13 +140,13 @@ for _ in $(seq 100); do
 done
 [ "$gone" = 1 ] && ok "scancel: the MPIJob is deleted" ||
 	bad "scancel: MPIJob $hb still there"
-grep -q "not reached" "$tmp/long-$id.out" && bad "scancel: the job ran on" || true
+grep -q "not reached" "$wk/long-$id.out" && bad "scancel: the job ran on" || true
 
 # 4. Deleting the MPIJob in the cluster ends the proxy CANCELLED.
-id=$(submit "$tmp/long.sh")
+id=$(submit_user "$tmp/long.sh")
 hb=$(gateway_id "$id")
-wait_output "$tmp/long-$id.out" "long job started" ||
-	bad "kubectl delete: did not start: $(cat "$tmp/long-$id.out" 2>&1)"
+wait_output "$wk/long-$id.out" "long job started" ||
+	bad "kubectl delete: did not start: $(cat "$wk/long-$id.out" 2>&1)"
 kube delete "$hb" && ok "kubectl delete: MPIJob deleted" ||
 	bad "kubectl delete of $hb failed"
 st=$(wait_final "$id")
@@ -154,12 +164,12 @@ cat >"$tmp/short.sh" <<'EOF'
 echo "short job ran"
 EOF
 kube faults "$url" '{"error_500":2,"error_429":2,"retry_after":1,"path":"/mpijobs","method":"POST"}'
-id=$(submit "$tmp/short.sh")
+id=$(submit_user "$tmp/short.sh")
 hb=$(gateway_id "$id")
 st=$(wait_final "$id")
-[ "$st" = COMPLETED ] && grep -qx "short job ran" "$tmp/short-$id.out" &&
+[ "$st" = COMPLETED ] && grep -qx "short job ran" "$wk/short-$id.out" &&
 	ok "500s and 429s on create: the job ran" ||
-	bad "500s and 429s on create: $st, $(cat "$tmp/short-$id.out" 2>&1)"
+	bad "500s and 429s on create: $st, $(cat "$wk/short-$id.out" 2>&1)"
 kube counts "$url" | /usr/bin/python3 -c '
 import json, sys
 c = json.load(sys.stdin)
@@ -180,24 +190,24 @@ echo "mid job done"
 exit 4
 EOF
 for fault in '{"drop_watches":true}' '{"gone_next_watch":1,"drop_watches":true}'; do
-	id=$(submit "$tmp/mid.sh")
+	id=$(submit_user "$tmp/mid.sh")
 	hb=$(gateway_id "$id")
-	wait_output "$tmp/mid-$id.out" "mid job started" ||
+	wait_output "$wk/mid-$id.out" "mid job started" ||
 		bad "$fault: did not start"
 	kube faults "$url" "$fault"
 	st=$(wait_final "$id")
 	[ "$st" = FAILED ] && [ "$(field "$id" ExitCode)" = 4:0 ] &&
-		grep -qx "mid job done" "$tmp/mid-$id.out" &&
+		grep -qx "mid job done" "$wk/mid-$id.out" &&
 		ok "$fault: the job ended with its exit code and output" ||
-		bad "$fault: $st $(field "$id" ExitCode) $(cat "$tmp/mid-$id.out" 2>&1)"
+		bad "$fault: $st $(field "$id" ExitCode) $(cat "$wk/mid-$id.out" 2>&1)"
 	kube faults "$url"
 	one_mpijob "$hb" "$fault"
 done
 
 # 7. hpcbridged killed mid-job and restarted.
-id=$(submit "$tmp/mid.sh")
+id=$(submit_user "$tmp/mid.sh")
 hb=$(gateway_id "$id")
-wait_output "$tmp/mid-$id.out" "mid job started" || bad "restart: did not start"
+wait_output "$wk/mid-$id.out" "mid job started" || bad "restart: did not start"
 dpid=$(head -c 32 "$box/hpcbridged.pid" | tr -dc 0-9)
 kill -KILL "$dpid"
 sleep 1
@@ -205,10 +215,10 @@ bash "$src/scripts/sandbox.sh" up "$box" "$build" >/dev/null 2>"$tmp/up2.err" ||
 	die "sandbox up after the kill: $(cat "$tmp/up2.err")"
 st=$(wait_final "$id")
 [ "$st" = FAILED ] && [ "$(field "$id" ExitCode)" = 4:0 ] &&
-	grep -qx "mid job done" "$tmp/mid-$id.out" &&
+	grep -qx "mid job done" "$wk/mid-$id.out" &&
 	ok "restart: the job ended with its exit code and whole output" ||
-	bad "restart: $st $(field "$id" ExitCode) $(cat "$tmp/mid-$id.out" 2>&1)"
-n=$(grep -c "mid job started" "$tmp/mid-$id.out" || true)
+	bad "restart: $st $(field "$id" ExitCode) $(cat "$wk/mid-$id.out" 2>&1)"
+n=$(grep -c "mid job started" "$wk/mid-$id.out" || true)
 [ "$n" = 1 ] && ok "restart: the output was not repeated" ||
 	bad "restart: 'mid job started' $n times"
 one_mpijob "$hb" restart

@@ -16,6 +16,10 @@
 #   wait_final JOB      wait (up to 2 min) until JOB's state is final;
 #                       print it
 #   submit SCRIPT       sbatch SCRIPT from $tmp; print the job id
+#   submit_user SCRIPT [OPTION...]  sbatch [OPTION...] SCRIPT as the
+#                       sandbox's user ($HB_SANDBOX_USER; root never
+#                       bursts) from $HB_SANDBOX_WORK, the directory the
+#                       cluster mounts; SCRIPT is copied there first
 #   sacct_line JOB      JOB's accounting record once slurmdbd has its end
 #                       and its partition (up to 30 s):
 #                       "partition|cpus|state|exit code|admin comment"
@@ -88,6 +92,15 @@ wait_final() {
 
 submit() {
 	(cd "$tmp" && sbatch --parsable "$1" 2>>"$tmp/sbatch.err") |
+		cut -d';' -f1
+}
+
+submit_user() {
+	local s=$1
+	shift
+	cp "$s" "$HB_SANDBOX_WORK/" && chmod 644 "$HB_SANDBOX_WORK/${s##*/}"
+	(cd "$HB_SANDBOX_WORK" && runuser -u "$HB_SANDBOX_USER" -- \
+		sbatch --parsable "$@" "${s##*/}" 2>>"$tmp/sbatch.err") |
 		cut -d';' -f1
 }
 
