@@ -33,17 +33,19 @@ box=${HPCBRIDGE_SANDBOX:-/tmp/hpcbridge-sandbox}
 printf '\n===== sandbox: %s\n' "$box"
 export HB_SLURM_FIX_HOSTS=${HB_SLURM_FIX_HOSTS:-1}
 eval "$("$hb" sandbox up --dir "$box")"
-work=$box/work
-mkdir -p "$work"
+# Jobs are submitted as the sandbox's user (root never bursts) from its
+# work directory, which the emulated cluster mounts at the same path.
+work=$HB_SANDBOX_WORK
 mpicc -O1 -o "$work/hello" examples/sandbox/hello.c
 cp examples/sandbox/mpi-on-slurm.sh examples/sandbox/mpi-burst.sh "$work/"
-if [ "$(id -u)" = 0 ]; then
-	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
+chmod 755 "$work/hello" && chmod 644 "$work"/mpi-*.sh
+as_user() {
+	if [ "$(id -u)" = 0 ]; then runuser -u "$HB_SANDBOX_USER" -- "$@"; else "$@"; fi
+}
 ids=()
 for s in mpi-on-slurm.sh mpi-burst.sh; do
-	printf '$ sbatch %s\n' "$s"
-	id=$(cd "$work" && sbatch --parsable "$s")
+	printf '$ sbatch %s    (as %s)\n' "$s" "$HB_SANDBOX_USER"
+	id=$(cd "$work" && as_user sbatch --parsable "$s")
 	ids+=("$id")
 done
 idlist=$(IFS=,; echo "${ids[*]}")
