@@ -92,6 +92,22 @@ hpcbridge status "$hb" 2>&1 | grep -q succeeded &&
 	ok "mpi-burst: hpcbridge status succeeded" ||
 	bad "mpi-burst status: $(hpcbridge status "$hb" 2>&1)"
 
+# 1b. The MPIJob is the job as decided: options on sbatch's command line
+# (here 2 nodes, 1 task each, where the script says 2 tasks and no nodes)
+# shape it, not only the script's #SBATCH lines.
+id=$(submit_user "$src/examples/sandbox/mpi-burst.sh" -N 2 --ntasks-per-node=1)
+hb=$(gateway_id "$id")
+st=$(wait_final "$id")
+kube get "$hb" >"$tmp/decided.json" 2>&1 || true
+/usr/bin/python3 - "$tmp/decided.json" <<'PY' &&
+import json, sys
+m = json.load(open(sys.argv[1]))
+w = m["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
+sys.exit(0 if w == 2 and m["spec"].get("slotsPerWorker") == 1 else 1)
+PY
+	ok "decided job: -N 2 --ntasks-per-node=1 on the command line gave 2 workers of 1 slot ($st)" ||
+	bad "decided job: $(head -c 600 "$tmp/decided.json")"
+
 # 2. A failing launcher.
 cat >"$tmp/fail.sh" <<'EOF'
 #!/bin/sh
