@@ -579,14 +579,22 @@ static void test_pods(void **state)
 	    cJSON_GetStringValue(cJSON_GetArrayItem(
 		cJSON_GetObjectItemCaseSensitive(l, "command"), 1)),
 	    "-c");
+	/* The workers start sshd as the user, on the unprivileged port,
+	 * with the operator's keys where it mounts them. */
 	assert_string_equal(
 	    cJSON_GetStringValue(cJSON_GetArrayItem(
 		cJSON_GetObjectItemCaseSensitive(w, "command"), 0)),
-	    "/usr/sbin/sshd");
-	assert_string_equal(
-	    cJSON_GetStringValue(cJSON_GetArrayItem(
-		cJSON_GetObjectItemCaseSensitive(w, "args"), 0)),
-	    "-De");
+	    "/bin/sh");
+	b = cJSON_GetStringValue(
+	    cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(w, "args"), 0));
+	assert_non_null(b);
+	assert_non_null(strstr(b, "exec /usr/sbin/sshd -De -f "));
+	assert_non_null(strstr(b, "'Port 2222'"));
+	assert_non_null(strstr(b, "'HostKey /home/mpiuser/.ssh/id_rsa'"));
+	assert_non_null(strstr(
+	    b, "'AuthorizedKeysFile /home/mpiuser/.ssh/authorized_keys'"));
+	assert_non_null(strstr(b, "'StrictModes no'"));
+	assert_non_null(strstr(b, "PidFile $$d/sshd.pid"));
 	/* The launcher's own small resources. */
 	assert_string_equal(str_at(l, "resources.limits.cpu"), "1");
 	assert_string_equal(str_at(l, "resources.limits.memory"), "512Mi");
