@@ -126,17 +126,26 @@ static const cJSON *at(const cJSON *o, const char *path)
 	return hb_doc_get(o, path);
 }
 
-static const char *env_of(const cJSON *c, const char *name)
+/* The member of array arr whose key is value (NULL: none). */
+static const cJSON *item_with(const cJSON *arr, const char *key,
+			      const char *value)
 {
 	const cJSON *it;
 
-	cJSON_ArrayForEach (it, cJSON_GetObjectItemCaseSensitive(c, "env"))
-		if (!strcmp(cJSON_GetStringValue(
-				cJSON_GetObjectItemCaseSensitive(it, "name")),
-			    name))
-			return cJSON_GetStringValue(
-			    cJSON_GetObjectItemCaseSensitive(it, "value"));
+	cJSON_ArrayForEach (it, arr) {
+		const char *v = cJSON_GetStringValue(
+		    cJSON_GetObjectItemCaseSensitive(it, key));
+
+		if (v && !strcmp(v, value))
+			return it;
+	}
 	return NULL;
+}
+
+static const char *env_of(const cJSON *c, const char *name)
+{
+	return cJSON_GetStringValue(
+	    at(item_with(at(c, "env"), "name", name), "value"));
 }
 
 /* A message must hold want. */
@@ -288,28 +297,13 @@ static void test_root_refused(void **state)
 
 static const char *mount_of(const cJSON *c, const char *path)
 {
-	const cJSON *it;
-
-	cJSON_ArrayForEach (it,
-			    cJSON_GetObjectItemCaseSensitive(c, "volumeMounts"))
-		if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-				it, "mountPath")),
-			    path))
-			return cJSON_GetStringValue(
-			    cJSON_GetObjectItemCaseSensitive(it, "name"));
-	return NULL;
+	return cJSON_GetStringValue(
+	    at(item_with(at(c, "volumeMounts"), "mountPath", path), "name"));
 }
 
 static const cJSON *volume(const cJSON *ps, const char *name)
 {
-	const cJSON *it;
-
-	cJSON_ArrayForEach (it, cJSON_GetObjectItemCaseSensitive(ps, "volumes"))
-		if (!strcmp(cJSON_GetStringValue(
-				cJSON_GetObjectItemCaseSensitive(it, "name")),
-			    name))
-			return it;
-	return NULL;
+	return item_with(at(ps, "volumes"), "name", name);
 }
 
 static void test_volumes(void **state)
