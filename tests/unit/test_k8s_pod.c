@@ -16,6 +16,7 @@
 #include "hpcbridge/doc.h"
 #include "hpcbridge/mpijob.h"
 #include "hpcbridge/schema.h"
+#include "hpcbridge/trainjob.h"
 #include "testutil.h"
 
 static struct hb_schema_set *schemas;
@@ -671,6 +672,62 @@ static void test_round_trip(void **state)
 	hb_jobspec_free(&s);
 }
 
+
+/* Where cheap, the TrainJob too: its pods run as the user (the runtime
+ * owns the containers), a queued one starts suspended, root is refused,
+ * and the volumes it cannot mount are reported, not claimed. */
+static void test_trainjob(void **state)
+{
+	static const uint32_t groups[] = {700};
+	struct hb_jobspec s;
+	struct hb_k8s_opts o;
+	struct hb_report rep;
+	struct hb_err err = {0};
+	const cJSON *p, *sc;
+	cJSON *doc = NULL;
+
+	(void)state;
+	config(&o);
+	o.trainjob_runtime = "mpi-distributed";
+	o.default_queue = "batch";
+	o.volumes = vols;
+	o.nvolumes = 2;
+	new_spec(&s);
+	HB_TEST_SET_STR(&s, user, HB_F_USER, "alice");
+	assert_int_equal(hb_jobspec_set_identity(&s, 1500, 700, groups, 1), 0);
+	hb_report_init(&rep, "TrainJob");
+	if (hb_trainjob_emit(&s, &o, -1, &doc, &rep, &err))
+		fail_msg("emit: %s", err.msg);
+	hb_test_assert_valid(schemas, doc);
+	assert_true(cJSON_IsTrue(at(doc, "spec.suspend")));
+	p = at(doc, "spec.runtimePatches");
+	p = at(cJSON_GetArrayItem(p, 0), "trainingRuntimeSpec.template.spec."
+					 "replicatedJobs");
+	assert_int_equal(cJSON_GetArraySize(p), 2);
+	for (int i = 0; i < 2; i++) {
+		sc = at(cJSON_GetArrayItem(p, i),
+			"template.spec.template.spec.securityContext");
+		assert_int_equal(at(sc, "runAsUser")->valuedouble, 1500);
+		assert_int_equal(at(sc, "runAsGroup")->valuedouble, 700);
+		assert_true(cJSON_IsTrue(at(sc, "runAsNonRoot")));
+	}
+	assert_int_equal(rep.fate[HB_F_USER].kind, HB_FATE_MAPPED);
+	assert_int_equal(rep.nwarnings, 1);
+	has(rep.warnings[0], "site volumes are not mounted in a TrainJob");
+	cJSON_Delete(doc);
+	hb_report_free(&rep);
+
+	assert_int_equal(hb_jobspec_set_identity(&s, 0, 0, NULL, 0), 0);
+	doc = NULL;
+	hb_report_init(&rep, "TrainJob");
+	assert_int_equal(hb_trainjob_emit(&s, &o, -1, &doc, &rep, &err),
+			 HB_EINVAL);
+	assert_null(doc);
+	has(err.msg, "runs as root");
+	hb_report_free(&rep);
+	hb_jobspec_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -684,6 +741,7 @@ int main(void)
 	    cmocka_unit_test(test_kueue),
 	    cmocka_unit_test(test_ssh),
 	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_trainjob),
 	};
 	return cmocka_run_group_tests(tests, load_schemas, free_schemas);
 }

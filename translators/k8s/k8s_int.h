@@ -53,9 +53,11 @@ struct hb_k8s_paths {
 	const char *selector; /* the worker pods' nodeSelector */
 	const char *affinity; /* the worker pods' affinity */
 	const char *role;     /* HB_LABEL_ROLE of the worker pods */
-	/* The pods' securityContext; NULL: the emitter writes none (a
-	 * TrainJob's pods are its runtime's). */
+	/* The pods' securityContext; NULL: the emitter writes none. */
 	const char *security;
+	/* Whether the emitter mounts the site volumes in the containers (a
+	 * TrainJob's containers are its runtime's). */
+	bool mounts;
 };
 
 /* A key and its value, borrowed from the jobspec, the configuration,

@@ -240,7 +240,7 @@ int hb_k8s_plan_volumes(struct hb_k8s_ctx *c)
 		return 0;
 	if ((rc = paths_check(&k, c->spec, NULL)))
 		return rc;
-	if (!c->paths->security) {
+	if (!c->paths->mounts) {
 		hb_report_warn(c->rep,
 			       "the site volumes are not mounted in a %s's "
 			       "pods: its runtime says what they mount",

@@ -37,6 +37,7 @@ static const struct hb_k8s_paths paths = {
     .affinity = WORKER_PATH ".affinity",
     .role = "worker",
     .security = "spec.mpiReplicaSpecs.*.template.spec.securityContext",
+    .mounts = true,
 };
 
 /* Where the operator mounts its SSH keys when the site does not say:
