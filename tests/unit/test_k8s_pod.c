@@ -238,6 +238,8 @@ static void test_identity(void **state)
 
 static void test_identity_unknown(void **state)
 {
+	struct hb_buf text;
+	char *line, *eol;
 	struct hb_jobspec s;
 	struct hb_k8s_opts o;
 	struct hb_report rep;
@@ -265,6 +267,21 @@ static void test_identity_unknown(void **state)
 	has(rep.fate[HB_F_USER].note, "when the job bursts");
 	assert_int_equal(rep.nwarnings, 1);
 	has(rep.warnings[0], "filled in when the job bursts");
+	/* The printed report says so, and nowhere that the user is
+	 * mapped. */
+	hb_buf_init(&text, 0);
+	assert_int_equal(hb_report_write_text(&s, &rep, &text), 0);
+	line = strstr(text.data, "user=alice\n    user ");
+	assert_non_null(line);
+	line = strchr(line, '\n') + 1;
+	eol = strchr(line, '\n');
+	assert_non_null(eol);
+	*eol = '\0';
+	has(line, "carried");
+	assert_null(strstr(line, "mapped"));
+	*eol = '\n';
+	has(text.data, "filled in when the job bursts");
+	hb_buf_free(&text);
 	cJSON_Delete(doc);
 	hb_report_free(&rep);
 	hb_jobspec_free(&s);
@@ -392,15 +409,26 @@ static void test_paths_check(void **state)
 	assert_int_equal(check(NULL, "slurm-%j.out", "%x-%A_%a.err",
 			       "/projects/in/data.txt", "/scratch/u", &err),
 			 0);
+	/* --chdir is the working directory: the submit directory does
+	 * not matter then, and relative paths are taken from --chdir. */
 	assert_int_equal(check("/projects/p1", "out/%j.log", "/dev/null", NULL,
 			       "/home/u", &err),
-			 HB_EINVAL);
-	/* The submit directory is checked too. */
-	has(err.msg, "the working directory /home/u is not on a volume the "
-		     "cluster mounts (mapped: /scratch, /projects)");
-	assert_int_equal(check("/projects/p1", "out/%j.log", "/dev/null", NULL,
-			       "/scratch", &err),
 			 0);
+	assert_int_equal(check("/home/u/run", "/scratch/x.out", NULL, NULL,
+			       "/scratch", &err),
+			 HB_EINVAL);
+	has(err.msg, "--chdir /home/u/run is not on a volume");
+	assert_int_equal(check("/projects/p1", "../x.out", NULL, NULL,
+			       "/scratch", &err),
+			 HB_EINVAL);
+	has(err.msg, "--output /projects/p1/../x.out");
+	/* Without one, the submit directory is checked. */
+	assert_int_equal(check(NULL, "/scratch/x.out", NULL, NULL, "/home/u",
+			       &err),
+			 HB_EINVAL);
+	assert_string_equal(err.msg,
+			    "the working directory /home/u is not on a volume "
+			    "the cluster mounts (mapped: /scratch, /projects)");
 	assert_int_equal(check("/scratch/./a//b/", NULL, NULL, NULL, NULL,
 			       &err),
 			 0);

@@ -165,7 +165,9 @@ static int paths_check(const struct pcheck *k, const struct hb_jobspec *spec,
 
 	if (!k->o->nvolumes)
 		return 0;
-	if (workdir &&
+	/* The job runs in --chdir when it has one, else where it was
+	 * submitted. */
+	if (!spec->chdir && workdir &&
 	    (rc = check_one(k, "the working directory", workdir, NULL, true)))
 		return rc;
 	if (spec->chdir) {
