@@ -36,17 +36,17 @@ static int free_schemas(void **state)
 }
 
 static struct hb_k8s_volume vols[] = {
-    {.path = "/scratch", .pvc = "scratch"},
-    {.path = "/projects",
-     .nfs_server = "nfs.example.org",
-     .nfs_path = "/export/projects",
-     .read_only = true},
+	{ .path = "/scratch", .pvc = "scratch" },
+	{ .path = "/projects",
+	  .nfs_server = "nfs.example.org",
+	  .nfs_path = "/export/projects",
+	  .read_only = true },
 };
-static struct hb_kv containers[] = {{"lammps", "ghcr.io/site/lammps:2"}};
-static const char *allowed[] = {"ghcr.io/site/*", "docker.io/library/*"};
-static struct hb_kv queues[] = {{"gpu", "gpu-queue"}};
-static struct hb_kv prio[] = {{"high", "hpc-high"}};
-static struct hb_kv pod_prio[] = {{"high", "high-priority"}};
+static struct hb_kv containers[] = { { "lammps", "ghcr.io/site/lammps:2" } };
+static const char *allowed[] = { "ghcr.io/site/*", "docker.io/library/*" };
+static struct hb_kv queues[] = { { "gpu", "gpu-queue" } };
+static struct hb_kv prio[] = { { "high", "hpc-high" } };
+static struct hb_kv pod_prio[] = { { "high", "high-priority" } };
 
 static void config(struct hb_k8s_opts *o)
 {
@@ -64,7 +64,7 @@ static void config(struct hb_k8s_opts *o)
 static void new_spec(struct hb_jobspec *s)
 {
 	static const char body[] = "#!/bin/bash\nmpirun ./app\n";
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 
 	hb_jobspec_init(s, "job.sh");
 	s->source = HB_SRC_SBATCH;
@@ -79,7 +79,7 @@ static void new_spec(struct hb_jobspec *s)
 static cJSON *emit(const struct hb_jobspec *s, const struct hb_k8s_opts *o,
 		   struct hb_report *rep)
 {
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	cJSON *doc = NULL;
 
 	hb_report_init(rep, "MPIJob");
@@ -117,9 +117,9 @@ static const cJSON *pod(const cJSON *doc, const char *replica)
 
 static const cJSON *container(const cJSON *doc, const char *replica)
 {
-	return cJSON_GetArrayItem(
-	    cJSON_GetObjectItemCaseSensitive(pod(doc, replica), "containers"),
-	    0);
+	return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+					  pod(doc, replica), "containers"),
+				  0);
 }
 
 static const cJSON *at(const cJSON *o, const char *path)
@@ -135,7 +135,7 @@ static const cJSON *item_with(const cJSON *arr, const char *key,
 
 	cJSON_ArrayForEach (it, arr) {
 		const char *v = cJSON_GetStringValue(
-		    cJSON_GetObjectItemCaseSensitive(it, key));
+			cJSON_GetObjectItemCaseSensitive(it, key));
 
 		if (v && !strcmp(v, value))
 			return it;
@@ -146,7 +146,7 @@ static const cJSON *item_with(const cJSON *arr, const char *key,
 static const char *env_of(const cJSON *c, const char *name)
 {
 	return cJSON_GetStringValue(
-	    at(item_with(at(c, "env"), "name", name), "value"));
+		at(item_with(at(c, "env"), "name", name), "value"));
 }
 
 /* A message must hold want. */
@@ -162,7 +162,8 @@ static void has(const char *msg, const char *want)
 
 static void check_container_security(const cJSON *c)
 {
-	const cJSON *sc = cJSON_GetObjectItemCaseSensitive(c, "securityContext");
+	const cJSON *sc =
+		cJSON_GetObjectItemCaseSensitive(c, "securityContext");
 	const cJSON *drop = at(sc, "capabilities.drop");
 
 	assert_true(cJSON_IsFalse(at(sc, "allowPrivilegeEscalation")));
@@ -173,8 +174,8 @@ static void check_container_security(const cJSON *c)
 
 static void test_identity(void **state)
 {
-	static const uint32_t groups[] = {3000, 1001, 2000, 1001, 3000};
-	static const char *const replicas[] = {"Launcher", "Worker"};
+	static const uint32_t groups[] = { 3000, 1001, 2000, 1001, 3000 };
+	static const char *const replicas[] = { "Launcher", "Worker" };
 	struct hb_jobspec s;
 	struct hb_k8s_opts o;
 	struct hb_report rep;
@@ -184,8 +185,7 @@ static void test_identity(void **state)
 	config(&o);
 	new_spec(&s);
 	HB_TEST_SET_STR(&s, user, HB_F_USER, "alice");
-	assert_int_equal(hb_jobspec_set_identity(&s, 1234, 1001, groups, 5),
-			 0);
+	assert_int_equal(hb_jobspec_set_identity(&s, 1234, 1001, groups, 5), 0);
 	/* Sorted, duplicates dropped. */
 	assert_int_equal(s.nrun_groups, 3);
 	assert_int_equal(s.run_groups[0], 1001);
@@ -193,7 +193,7 @@ static void test_identity(void **state)
 	doc = emit(&s, &o, &rep);
 	for (int i = 0; i < 2; i++) {
 		const cJSON *sc = cJSON_GetObjectItemCaseSensitive(
-		    pod(doc, replicas[i]), "securityContext");
+			pod(doc, replicas[i]), "securityContext");
 		const cJSON *sg = at(sc, "supplementalGroups");
 
 		assert_int_equal(at(sc, "runAsUser")->valuedouble, 1234);
@@ -204,8 +204,8 @@ static void test_identity(void **state)
 		assert_int_equal(cJSON_GetArrayItem(sg, 2)->valuedouble, 3000);
 		assert_true(cJSON_IsTrue(at(sc, "runAsNonRoot")));
 		assert_string_equal(
-		    cJSON_GetStringValue(at(sc, "seccompProfile.type")),
-		    "RuntimeDefault");
+			cJSON_GetStringValue(at(sc, "seccompProfile.type")),
+			"RuntimeDefault");
 		/* fs_group none: no fsGroup. */
 		assert_null(at(sc, "fsGroup"));
 		check_container_security(container(doc, replicas[i]));
@@ -221,16 +221,16 @@ static void test_identity(void **state)
 	o.fs_group = HB_FS_GROUP_PRIMARY;
 	doc = emit(&s, &o, &rep);
 	assert_int_equal(
-	    at(pod(doc, "Worker"), "securityContext.fsGroup")->valuedouble,
-	    1001);
+		at(pod(doc, "Worker"), "securityContext.fsGroup")->valuedouble,
+		1001);
 	cJSON_Delete(doc);
 	hb_report_free(&rep);
 	o.fs_group = HB_FS_GROUP_GID;
 	o.fs_group_gid = 4242;
 	doc = emit(&s, &o, &rep);
-	assert_int_equal(
-	    at(pod(doc, "Launcher"), "securityContext.fsGroup")->valuedouble,
-	    4242);
+	assert_int_equal(at(pod(doc, "Launcher"), "securityContext.fsGroup")
+				 ->valuedouble,
+			 4242);
 	cJSON_Delete(doc);
 	hb_report_free(&rep);
 	hb_jobspec_free(&s);
@@ -315,8 +315,8 @@ static void test_root_refused(void **state)
 
 static const char *mount_of(const cJSON *c, const char *path)
 {
-	return cJSON_GetStringValue(
-	    at(item_with(at(c, "volumeMounts"), "mountPath", path), "name"));
+	return cJSON_GetStringValue(at(
+		item_with(at(c, "volumeMounts"), "mountPath", path), "name"));
 }
 
 static const cJSON *volume(const cJSON *ps, const char *name)
@@ -326,7 +326,7 @@ static const cJSON *volume(const cJSON *ps, const char *name)
 
 static void test_volumes(void **state)
 {
-	static const char *const replicas[] = {"Launcher", "Worker"};
+	static const char *const replicas[] = { "Launcher", "Worker" };
 	struct hb_jobspec s;
 	struct hb_k8s_opts o;
 	struct hb_report rep;
@@ -354,8 +354,9 @@ static void test_volumes(void **state)
 		v = volume(ps, sn);
 		assert_non_null(v);
 		assert_string_equal(
-		    cJSON_GetStringValue(at(v, "persistentVolumeClaim.claimName")),
-		    "scratch");
+			cJSON_GetStringValue(
+				at(v, "persistentVolumeClaim.claimName")),
+			"scratch");
 		v = volume(ps, pn);
 		assert_non_null(v);
 		assert_string_equal(cJSON_GetStringValue(at(v, "nfs.server")),
@@ -418,24 +419,23 @@ static void test_paths_check(void **state)
 			       "/scratch", &err),
 			 HB_EINVAL);
 	has(err.msg, "--chdir /home/u/run is not on a volume");
-	assert_int_equal(check("/projects/p1", "../x.out", NULL, NULL,
-			       "/scratch", &err),
-			 HB_EINVAL);
+	assert_int_equal(
+		check("/projects/p1", "../x.out", NULL, NULL, "/scratch", &err),
+		HB_EINVAL);
 	has(err.msg, "--output /projects/p1/../x.out");
 	/* Without one, the submit directory is checked. */
-	assert_int_equal(check(NULL, "/scratch/x.out", NULL, NULL, "/home/u",
-			       &err),
-			 HB_EINVAL);
+	assert_int_equal(
+		check(NULL, "/scratch/x.out", NULL, NULL, "/home/u", &err),
+		HB_EINVAL);
 	assert_string_equal(err.msg,
 			    "the working directory /home/u is not on a volume "
 			    "the cluster mounts (mapped: /scratch, /projects)");
-	assert_int_equal(check("/scratch/./a//b/", NULL, NULL, NULL, NULL,
-			       &err),
-			 0);
+	assert_int_equal(
+		check("/scratch/./a//b/", NULL, NULL, NULL, NULL, &err), 0);
 	/* Off a volume: the option and the whole path named. */
-	assert_int_equal(check(NULL, "/home/u/x.out", NULL, NULL, "/scratch",
-			       &err),
-			 HB_EINVAL);
+	assert_int_equal(
+		check(NULL, "/home/u/x.out", NULL, NULL, "/scratch", &err),
+		HB_EINVAL);
 	assert_string_equal(err.msg,
 			    "--output /home/u/x.out is not on a volume the "
 			    "cluster mounts (mapped: /scratch, /projects)");
@@ -443,8 +443,7 @@ static void test_paths_check(void **state)
 	assert_int_equal(check(NULL, "x.out", NULL, NULL, "/home/u", &err),
 			 HB_EINVAL);
 	has(err.msg, "the working directory /home/u is not");
-	assert_int_equal(check("/home/u", "logs/x.out", NULL, NULL, NULL,
-			       &err),
+	assert_int_equal(check("/home/u", "logs/x.out", NULL, NULL, NULL, &err),
 			 HB_EINVAL);
 	has(err.msg, "--chdir /home/u is not on a volume");
 	assert_int_equal(check("run", "x.out", NULL, NULL, "/scratch/u", &err),
@@ -454,17 +453,17 @@ static void test_paths_check(void **state)
 	assert_int_equal(check("/scratchy", NULL, NULL, NULL, NULL, &err),
 			 HB_EINVAL);
 	has(err.msg, "--chdir /scratchy is not on a volume");
-	assert_int_equal(check(NULL, NULL, "/projectsX/e.err", NULL, NULL,
-			       &err),
-			 HB_EINVAL);
+	assert_int_equal(
+		check(NULL, NULL, "/projectsX/e.err", NULL, NULL, &err),
+		HB_EINVAL);
 	has(err.msg, "--error /projectsX/e.err is not on a volume");
 	assert_int_equal(check(NULL, NULL, NULL, "/etc/passwd", NULL, &err),
 			 HB_EINVAL);
 	has(err.msg, "--input /etc/passwd is not on a volume");
 	/* No ".." games. */
-	assert_int_equal(check(NULL, "/scratch/../etc/x.out", NULL, NULL, NULL,
-			       &err),
-			 HB_EINVAL);
+	assert_int_equal(
+		check(NULL, "/scratch/../etc/x.out", NULL, NULL, NULL, &err),
+		HB_EINVAL);
 	has(err.msg, "--output /scratch/../etc/x.out: a path with a '..'");
 	assert_int_equal(check(NULL, "../x.out", NULL, NULL, "/scratch", &err),
 			 HB_EINVAL);
@@ -527,11 +526,12 @@ static void test_allowed_images(void **state)
 	hb_jobspec_free(&s);
 	/* On the list. */
 	new_spec(&s);
-	HB_TEST_SET_STR(&s, container, HB_F_CONTAINER, "ghcr.io/site/gromacs:4");
+	HB_TEST_SET_STR(&s, container, HB_F_CONTAINER,
+			"ghcr.io/site/gromacs:4");
 	doc = emit(&s, &o, &rep);
 	assert_string_equal(
-	    cJSON_GetStringValue(at(container(doc, "Worker"), "image")),
-	    "ghcr.io/site/gromacs:4");
+		cJSON_GetStringValue(at(container(doc, "Worker"), "image")),
+		"ghcr.io/site/gromacs:4");
 	cJSON_Delete(doc);
 	hb_report_free(&rep);
 	hb_jobspec_free(&s);
@@ -543,8 +543,8 @@ static void test_allowed_images(void **state)
 	o.nallowed_images = 1;
 	doc = emit(&s, &o, &rep);
 	assert_string_equal(
-	    cJSON_GetStringValue(at(container(doc, "Launcher"), "image")),
-	    "ghcr.io/site/lammps:2");
+		cJSON_GetStringValue(at(container(doc, "Launcher"), "image")),
+		"ghcr.io/site/lammps:2");
 	cJSON_Delete(doc);
 	hb_report_free(&rep);
 	hb_jobspec_free(&s);
@@ -576,9 +576,10 @@ static void test_kueue(void **state)
 	HB_TEST_SET_NUM(&s, nodes_min, HB_F_NODES, 3);
 	doc = emit(&s, &o, &rep);
 	assert_string_equal(
-	    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-		at(doc, "metadata.labels"), "kueue.x-k8s.io/priority-class")),
-	    "hpc-high");
+		cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+			at(doc, "metadata.labels"),
+			"kueue.x-k8s.io/priority-class")),
+		"hpc-high");
 	assert_int_equal(rep.fate[HB_F_QOS].kind, HB_FATE_MAPPED);
 	/* Kueue admits it by unsuspending it. */
 	assert_true(cJSON_IsTrue(at(doc, "spec.runPolicy.suspend")));
@@ -589,16 +590,17 @@ static void test_kueue(void **state)
 
 	o.gang_scheduling = true;
 	doc = emit(&s, &o, &rep);
-	assert_int_equal(
-	    at(doc, "spec.runPolicy.schedulingPolicy.minAvailable")->valuedouble,
-	    4);
-	assert_string_equal(cJSON_GetStringValue(at(
-				doc, "spec.runPolicy.schedulingPolicy.queue")),
-			    "gpu-queue");
+	assert_int_equal(at(doc, "spec.runPolicy.schedulingPolicy.minAvailable")
+				 ->valuedouble,
+			 4);
 	assert_string_equal(
-	    cJSON_GetStringValue(
-		at(doc, "spec.runPolicy.schedulingPolicy.priorityClass")),
-	    "high-priority");
+		cJSON_GetStringValue(
+			at(doc, "spec.runPolicy.schedulingPolicy.queue")),
+		"gpu-queue");
+	assert_string_equal(
+		cJSON_GetStringValue(at(
+			doc, "spec.runPolicy.schedulingPolicy.priorityClass")),
+		"high-priority");
 	cJSON_Delete(doc);
 	hb_report_free(&rep);
 	hb_jobspec_free(&s);
@@ -609,9 +611,10 @@ static void test_kueue(void **state)
 	HB_TEST_SET_STR(&s, qos, HB_F_QOS, "normal");
 	doc = emit(&s, &o, &rep);
 	assert_string_equal(
-	    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-		at(doc, "metadata.labels"), "kueue.x-k8s.io/priority-class")),
-	    "hpc-normal");
+		cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+			at(doc, "metadata.labels"),
+			"kueue.x-k8s.io/priority-class")),
+		"hpc-normal");
 	assert_int_equal(rep.fate[HB_F_QOS].kind, HB_FATE_CARRIED);
 	assert_null(at(doc, "spec.runPolicy.suspend"));
 	assert_null(at(doc, "spec.runPolicy.schedulingPolicy.queue"));
@@ -630,7 +633,7 @@ static void test_ssh(void **state)
 	struct hb_jobspec s, back;
 	struct hb_k8s_opts o;
 	struct hb_report rep;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	const char *args;
 	cJSON *doc;
 
@@ -640,15 +643,16 @@ static void test_ssh(void **state)
 	o.ssh_auth_mount_path = "/etc/keys";
 	new_spec(&s);
 	doc = emit(&s, &o, &rep);
-	assert_string_equal(cJSON_GetStringValue(at(doc, "spec.sshAuthMountPath")),
-			    "/etc/keys");
+	assert_string_equal(
+		cJSON_GetStringValue(at(doc, "spec.sshAuthMountPath")),
+		"/etc/keys");
 	args = env_of(container(doc, "Launcher"), "HPCBRIDGE_SSH_ARGS");
 	assert_non_null(args);
 	has(args, "-p 2022 -i /etc/keys/id_rsa");
 	/* Not on the workers: they serve, not connect. */
 	assert_null(env_of(container(doc, "Worker"), "HPCBRIDGE_SSH_ARGS"));
 	args = cJSON_GetStringValue(
-	    cJSON_GetArrayItem(at(container(doc, "Worker"), "args"), 0));
+		cJSON_GetArrayItem(at(container(doc, "Worker"), "args"), 0));
 	has(args, "'Port 2022'");
 	has(args, "'HostKey /etc/keys/id_rsa'");
 	/* Read back, the launcher's ssh line is not the job's env. */
@@ -663,8 +667,9 @@ static void test_ssh(void **state)
 	/* Defaults: port 2222, keys outside any home. */
 	config(&o);
 	doc = emit(&s, &o, &rep);
-	assert_string_equal(cJSON_GetStringValue(at(doc, "spec.sshAuthMountPath")),
-			    "/etc/hpcbridge/ssh");
+	assert_string_equal(
+		cJSON_GetStringValue(at(doc, "spec.sshAuthMountPath")),
+		"/etc/hpcbridge/ssh");
 	has(env_of(container(doc, "Launcher"), "HPCBRIDGE_SSH_ARGS"),
 	    "-p 2222 ");
 	cJSON_Delete(doc);
@@ -700,17 +705,16 @@ static void test_round_trip(void **state)
 	hb_jobspec_free(&s);
 }
 
-
 /* Where cheap, the TrainJob too: its pods run as the user (the runtime
  * owns the containers), a queued one starts suspended, root is refused,
  * and the volumes it cannot mount are reported, not claimed. */
 static void test_trainjob(void **state)
 {
-	static const uint32_t groups[] = {700};
+	static const uint32_t groups[] = { 700 };
 	struct hb_jobspec s;
 	struct hb_k8s_opts o;
 	struct hb_report rep;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	const cJSON *p, *sc;
 	cJSON *doc = NULL;
 
@@ -759,17 +763,17 @@ static void test_trainjob(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_identity),
-	    cmocka_unit_test(test_identity_unknown),
-	    cmocka_unit_test(test_root_refused),
-	    cmocka_unit_test(test_volumes),
-	    cmocka_unit_test(test_paths_check),
-	    cmocka_unit_test(test_emit_checks_paths),
-	    cmocka_unit_test(test_allowed_images),
-	    cmocka_unit_test(test_kueue),
-	    cmocka_unit_test(test_ssh),
-	    cmocka_unit_test(test_round_trip),
-	    cmocka_unit_test(test_trainjob),
+		cmocka_unit_test(test_identity),
+		cmocka_unit_test(test_identity_unknown),
+		cmocka_unit_test(test_root_refused),
+		cmocka_unit_test(test_volumes),
+		cmocka_unit_test(test_paths_check),
+		cmocka_unit_test(test_emit_checks_paths),
+		cmocka_unit_test(test_allowed_images),
+		cmocka_unit_test(test_kueue),
+		cmocka_unit_test(test_ssh),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_trainjob),
 	};
 	return cmocka_run_group_tests(tests, load_schemas, free_schemas);
 }

@@ -192,7 +192,7 @@ int hb_k8s_paths_check(const struct hb_k8s_opts *o,
 		       const struct hb_jobspec *spec, const char *workdir,
 		       struct hb_err *err)
 {
-	struct pcheck k = {o, NULL, err};
+	struct pcheck k = { o, NULL, err };
 
 	if (!o || !spec)
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
@@ -236,7 +236,7 @@ int hb_k8s_plan_volumes(struct hb_k8s_ctx *c)
 {
 	const struct hb_k8s_opts *cfg = c->cfg;
 	int rc;
-	struct pcheck k = {cfg, c->spec->source_name, c->err};
+	struct pcheck k = { cfg, c->spec->source_name, c->err };
 
 	if (!cfg->nvolumes)
 		return 0;
