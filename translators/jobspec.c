@@ -1,6 +1,7 @@
 /*
  * jobspec.c - the canonical job model: storage, directives, derived shape.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "hpcbridge/hash.h"
@@ -79,6 +80,7 @@ void hb_jobspec_init(struct hb_jobspec *spec, const char *source_name)
 	memset(spec, 0, sizeof(*spec));
 	hb_arena_init(&spec->arena, JOBSPEC_ARENA_MAX);
 	spec->requeue = -1;
+	spec->run_uid = spec->run_gid = -1;
 	spec->source_name =
 		hb_arena_strdup(&spec->arena, source_name ? source_name : "-");
 }
@@ -88,6 +90,45 @@ void hb_jobspec_free(struct hb_jobspec *spec)
 	hb_arena_free(&spec->arena);
 	memset(spec, 0, sizeof(*spec));
 	spec->requeue = -1;
+	spec->run_uid = spec->run_gid = -1;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* (uid_t)-1 means "no change" to setuid() and chown(): never an id. */
+#define ID_MAX 4294967294LL
+
+int hb_jobspec_set_identity(struct hb_jobspec *spec, int64_t uid, int64_t gid,
+			    const uint32_t *groups, uint32_t n)
+{
+	uint32_t *g = NULL, k = 0;
+
+	if (!spec || uid < -1 || uid > ID_MAX || gid < -1 || gid > ID_MAX ||
+	    (n && !groups))
+		return HB_EINVAL;
+	for (uint32_t i = 0; i < n; i++)
+		if (groups[i] > ID_MAX)
+			return HB_EINVAL;
+	if (n) {
+		g = hb_arena_alloc(&spec->arena, (size_t)n * sizeof(*g));
+		if (!g)
+			return HB_ENOMEM;
+		memcpy(g, groups, (size_t)n * sizeof(*g));
+		qsort(g, n, sizeof(*g), u32_cmp);
+		for (uint32_t i = 0; i < n; i++)
+			if (!k || g[k - 1] != g[i])
+				g[k++] = g[i];
+	}
+	spec->run_uid = uid;
+	spec->run_gid = gid;
+	spec->run_groups = g;
+	spec->nrun_groups = k;
+	return 0;
 }
 
 char *hb_jobspec_strdup(struct hb_jobspec *spec, const char *s)

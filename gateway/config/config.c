@@ -37,7 +37,9 @@ enum check {
 	C_USER,	       /* a POSIX user name */
 	C_SOCKET,      /* an absolute path that fits a UNIX socket address */
 	C_TARGET,      /* where a job runs: slurm | kubernetes */
-	C_GRANTEE      /* a user name, or "*" (any user at the uid floor) */
+	C_GRANTEE,     /* a user name, or "*" (any user at the uid floor) */
+	C_CLASS	       /* a priority class: a subdomain usable as a label
+			* value */
 };
 
 struct setting {
@@ -103,11 +105,75 @@ static const struct setting table[] = {
     {.path = "kubernetes.ssh_auth_mount_path",
      .type = HB_CFG_STRING,
      .off = F(k8s.ssh_auth_mount_path),
-     .def = "/root/.ssh",
+     .def = "/etc/hpcbridge/ssh",
      .check = C_ABSPATH,
      .reloadable = 1,
      .help = "Where the MPI Operator mounts the SSH keys "
-	     "(sshAuthMountPath)."},
+	     "(sshAuthMountPath); outside any home directory, since the "
+	     "pods run as the user."},
+    {.path = "kubernetes.ssh_port",
+     .type = HB_CFG_UINT,
+     .off = F(k8s.ssh_port),
+     .def = "2222",
+     .min = 1024,
+     .max = 65535,
+     .reloadable = 1,
+     .help = "Port the workers' sshd listens on, as the user: an "
+	     "unprivileged one."},
+    {.path = "kubernetes.fs_group",
+     .type = HB_CFG_FS_GROUP,
+     .off = F(k8s.fs_group),
+     .def = "none",
+     .reloadable = 1,
+     .help = "The pods' fsGroup: none, primary (the user's primary "
+	     "group) or a group id."},
+    {.path = "kubernetes.volumes",
+     .type = HB_CFG_VOLUMES,
+     .off = F(k8s.volumes),
+     .count_off = F(k8s.nvolumes),
+     .reloadable = 1,
+     .help = "Site filesystems every pod mounts at the path they have on "
+	     "Slurm: a list of {path, one of pvc | nfs: {server, path} | "
+	     "host_path, read_only}; jobs whose files lie elsewhere are "
+	     "refused.  Empty: no check."},
+    {.path = "kubernetes.allowed_images",
+     .type = HB_CFG_LIST,
+     .off = F(k8s.allowed_images),
+     .count_off = F(k8s.nallowed_images),
+     .reloadable = 1,
+     .help = "fnmatch() patterns an image the user names (--container) "
+	     "must match; the configured images are trusted.  Empty: any."},
+    {.path = "kubernetes.priority_classes",
+     .type = HB_CFG_MAP,
+     .off = F(k8s.priority_classes),
+     .count_off = F(k8s.npriority_classes),
+     .check = C_CLASS,
+     .reloadable = 1,
+     .help = "Slurm QoS to Kueue WorkloadPriorityClass "
+	     "(kueue.x-k8s.io/priority-class)."},
+    {.path = "kubernetes.default_priority_class",
+     .type = HB_CFG_STRING,
+     .off = F(k8s.default_priority_class),
+     .def = NULL,
+     .check = C_CLASS,
+     .nullable = 1,
+     .reloadable = 1,
+     .help = "WorkloadPriorityClass for a QoS with no entry; null: none."},
+    {.path = "kubernetes.pod_priority_classes",
+     .type = HB_CFG_MAP,
+     .off = F(k8s.pod_priority_classes),
+     .count_off = F(k8s.npod_priority_classes),
+     .check = C_DNS_SUBDOMAIN,
+     .reloadable = 1,
+     .help = "Slurm QoS to PriorityClass, for the gang scheduler's "
+	     "schedulingPolicy.priorityClass."},
+    {.path = "kubernetes.gang_scheduling",
+     .type = HB_CFG_BOOL,
+     .off = F(k8s.gang_scheduling),
+     .def = "false",
+     .reloadable = 1,
+     .help = "Write spec.runPolicy.schedulingPolicy (minAvailable: the "
+	     "workers and the launcher) for a gang scheduler."},
     {.path = "kubernetes.gpu_resource",
      .type = HB_CFG_STRING,
      .off = F(k8s.gpu_resource),
@@ -662,6 +728,11 @@ static const char *check_string(enum check c, const char *s)
 		if (strcmp(s, "slurm") && strcmp(s, "kubernetes"))
 			return "must be slurm or kubernetes";
 		return NULL;
+	case C_CLASS:
+		if (!dns_subdomain(s, n) || n > 63)
+			return "must be a priority class name (a DNS-1123 "
+			       "subdomain of at most 63 characters)";
+		return NULL;
 	case C_GRANTEE:
 		if (strcmp(s, "*") && !user_name(s, n))
 			return "is neither a user name (1 to 32 characters of "
@@ -1106,10 +1177,229 @@ static int load_list_map(struct loader *l, const struct setting *s,
 			    field(l->cfg, s->count_off));
 }
 
+static int load_bool(struct loader *l, const struct setting *s,
+		     const cJSON *v)
+{
+	bool *dst = field(l->cfg, s->off);
+
+	if (!v) {
+		*dst = s->def && !strcmp(s->def, "true");
+		return 0;
+	}
+	if (!cJSON_IsBool(v))
+		return lerr(l, v, s->path, "must be true or false, not %s",
+			    type_name(v));
+	*dst = cJSON_IsTrue(v);
+	return 0;
+}
+
+/* none | primary | a group id (not 0: the root group). */
+static int load_fs_group(struct loader *l, const struct setting *s,
+			 const cJSON *v)
+{
+	struct hb_k8s_opts *k = &l->cfg->k8s;
+	const char *text = v && cJSON_IsString(v) ? v->valuestring : s->def;
+	uint64_t gid = 0;
+
+	if (v && cJSON_IsNumber(v)) {
+		double d = v->valuedouble;
+
+		if (!(d >= 1 && d <= 4294967294.0) || d != (double)(uint64_t)d)
+			return lerr(l, v, s->path,
+				    "a group id must be a whole number between "
+				    "1 and 4294967294");
+		gid = (uint64_t)d;
+	} else if (v && !cJSON_IsString(v)) {
+		return lerr(l, v, s->path,
+			    "must be none, primary or a group id, not %s",
+			    type_name(v));
+	} else if (!strcmp(text, "none")) {
+		k->fs_group = HB_FS_GROUP_NONE;
+		return 0;
+	} else if (!strcmp(text, "primary")) {
+		k->fs_group = HB_FS_GROUP_PRIMARY;
+		return 0;
+	} else if (hb_parse_u64(text, 4294967294u, &gid) || gid == 0) {
+		return lerr(l, v, s->path,
+			    "must be none, primary or a group id between 1 "
+			    "and 4294967294 (not '%.60s')",
+			    text);
+	}
+	k->fs_group = HB_FS_GROUP_GID;
+	k->fs_group_gid = (uint32_t)gid;
+	return 0;
+}
+
+/* A mount path: absolute, not "/", without empty, "." or ".."
+ * components, so that comparing paths component by component is
+ * comparing strings. */
+static const char *mount_path_bad(const char *p)
+{
+	const char *c;
+
+	if (check_string(C_ABSPATH, p))
+		return "must be an absolute path without whitespace";
+	if (!strcmp(p, "/"))
+		return "cannot be / itself";
+	for (c = p; *c; c++) {
+		if (*c != '/')
+			continue;
+		if (c[1] == '/' || c[1] == '\0' ||
+		    (c[1] == '.' && (c[2] == '/' || c[2] == '\0')) ||
+		    (c[1] == '.' && c[2] == '.' &&
+		     (c[3] == '/' || c[3] == '\0')))
+			return "must be written plainly: no '.', '..', '//' "
+			       "or trailing '/'";
+	}
+	return NULL;
+}
+
+/* A string member key of mapping m, checked with c (NULL when absent). */
+static int vol_str(struct loader *l, const char *sub, const cJSON *m,
+		   const char *key, enum check c, const char **out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, key);
+	char p[360];
+	const char *why;
+
+	*out = NULL;
+	if (!v)
+		return 0;
+	snprintf(p, sizeof(p), "%.300s.%s", sub, key);
+	if (!cJSON_IsString(v))
+		return lerr(l, v, p, "must be a string, not %s", type_name(v));
+	why = c == C_ABSPATH ? mount_path_bad(v->valuestring)
+			     : check_string(c, v->valuestring);
+	if (why)
+		return lerr(l, v, p, "'%.80s' %s", v->valuestring, why);
+	if (!(*out = hb_arena_strdup(l->arena, v->valuestring)))
+		return HB_ENOMEM;
+	return 0;
+}
+
+static int volume_entry(struct loader *l, const char *sub, const cJSON *e,
+			struct hb_k8s_volume *v)
+{
+	static const char *const known[] = {"path", "pvc", "nfs", "host_path",
+					    "read_only", NULL};
+	const cJSON *c, *nfs, *ro;
+	char p[360];
+	int rc, n;
+
+	if (!cJSON_IsObject(e))
+		return lerr(l, e, sub, "must be a mapping, not %s",
+			    type_name(e));
+	for (c = e->child; c; c = c->next) {
+		size_t i;
+
+		for (i = 0; known[i] && strcmp(known[i], c->string); i++)
+			;
+		if (!known[i])
+			return lerr(l, c, sub,
+				    "unknown key '%.60s' (path, pvc, nfs, "
+				    "host_path, read_only)",
+				    c->string);
+	}
+	if ((rc = vol_str(l, sub, e, "path", C_ABSPATH, &v->path)) ||
+	    (rc = vol_str(l, sub, e, "pvc", C_DNS_SUBDOMAIN, &v->pvc)) ||
+	    (rc = vol_str(l, sub, e, "host_path", C_ABSPATH, &v->host_path)))
+		return rc;
+	if (!v->path)
+		return lerr(l, e, sub, "needs a path (where the pods mount it)");
+	nfs = cJSON_GetObjectItemCaseSensitive(e, "nfs");
+	snprintf(p, sizeof(p), "%.300s.nfs", sub);
+	if (nfs && !cJSON_IsObject(nfs))
+		return lerr(l, nfs, p,
+			    "must be a mapping {server, path}, not %s",
+			    type_name(nfs));
+	if (nfs) {
+		for (c = nfs->child; c; c = c->next)
+			if (strcmp(c->string, "server") &&
+			    strcmp(c->string, "path"))
+				return lerr(l, c, p,
+					    "unknown key '%.60s' (server, "
+					    "path)",
+					    c->string);
+		if ((rc = vol_str(l, p, nfs, "server", C_ANY,
+				  &v->nfs_server)) ||
+		    (rc = vol_str(l, p, nfs, "path", C_ABSPATH, &v->nfs_path)))
+			return rc;
+		if (!v->nfs_server || !v->nfs_path)
+			return lerr(l, nfs, p, "needs both server and path");
+	}
+	n = !!v->pvc + !!nfs + !!v->host_path;
+	if (n != 1)
+		return lerr(l, e, sub,
+			    "needs exactly one of pvc, nfs and host_path (it "
+			    "has %d)",
+			    n);
+	ro = cJSON_GetObjectItemCaseSensitive(e, "read_only");
+	snprintf(p, sizeof(p), "%.300s.read_only", sub);
+	if (ro && !cJSON_IsBool(ro))
+		return lerr(l, ro, p, "must be true or false, not %s",
+			    type_name(ro));
+	v->read_only = cJSON_IsTrue(ro);
+	return 0;
+}
+
+static int load_volumes(struct loader *l, const struct setting *s,
+			const cJSON *v)
+{
+	struct hb_k8s_volume **dst = field(l->cfg, s->off), *vols;
+	uint32_t *cnt = field(l->cfg, s->count_off), n, k = 0;
+	const cJSON *e;
+	char sub[320];
+	int bad = 0, rc;
+
+	*dst = NULL;
+	*cnt = 0;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsArray(v))
+		return lerr(l, v, s->path, "must be a list, not %s",
+			    type_name(v));
+	n = (uint32_t)cJSON_GetArraySize(v);
+	if (n == 0)
+		return 0;
+	if (!(vols = hb_arena_alloc(l->arena, n * sizeof(*vols))))
+		return HB_ENOMEM;
+	memset(vols, 0, n * sizeof(*vols));
+	for (e = v->child; e; e = e->next) {
+		snprintf(sub, sizeof(sub), "%s[%u]", s->path, k);
+		rc = volume_entry(l, sub, e, &vols[k]);
+		if (rc == HB_ENOMEM)
+			return rc;
+		if (rc) {
+			bad = rc;
+			continue;
+		}
+		for (uint32_t i = 0; i < k; i++)
+			if (!strcmp(vols[i].path, vols[k].path)) {
+				bad = lerr(l, e, sub,
+					   "path %.200s is listed twice",
+					   vols[k].path);
+				break;
+			}
+		if (!bad)
+			k++;
+	}
+	if (bad)
+		return bad;
+	*dst = vols;
+	*cnt = k;
+	return 0;
+}
+
 static int load_setting(struct loader *l, const struct setting *s,
 			const cJSON *v)
 {
 	switch (s->type) {
+	case HB_CFG_BOOL:
+		return load_bool(l, s, v);
+	case HB_CFG_FS_GROUP:
+		return load_fs_group(l, s, v);
+	case HB_CFG_VOLUMES:
+		return load_volumes(l, s, v);
 	case HB_CFG_LIST:
 		return load_list(l, s, v);
 	case HB_CFG_LIST_MAP:
@@ -1397,7 +1687,8 @@ static int setting_eq(const struct setting *s, const struct hb_config *a,
 	uint32_t na = 0, nb = 0, i;
 
 	if (s->type == HB_CFG_MAP || s->type == HB_CFG_SELECTORS ||
-	    s->type == HB_CFG_LIST || s->type == HB_CFG_LIST_MAP) {
+	    s->type == HB_CFG_LIST || s->type == HB_CFG_LIST_MAP ||
+	    s->type == HB_CFG_VOLUMES) {
 		na = *(const uint32_t *)((const char *)a + s->count_off);
 		nb = *(const uint32_t *)((const char *)b + s->count_off);
 	}
@@ -1408,6 +1699,29 @@ static int setting_eq(const struct setting *s, const struct hb_config *a,
 			      *(const char *const *)pb);
 	case HB_CFG_UINT:
 		return *(const uint32_t *)pa == *(const uint32_t *)pb;
+	case HB_CFG_BOOL:
+		return *(const bool *)pa == *(const bool *)pb;
+	case HB_CFG_FS_GROUP:
+		return a->k8s.fs_group == b->k8s.fs_group &&
+		       a->k8s.fs_group_gid == b->k8s.fs_group_gid;
+	case HB_CFG_VOLUMES: {
+		const struct hb_k8s_volume *x =
+		    *(struct hb_k8s_volume *const *)pa;
+		const struct hb_k8s_volume *y =
+		    *(struct hb_k8s_volume *const *)pb;
+
+		if (na != nb)
+			return 0;
+		for (i = 0; i < na; i++)
+			if (!str_eq(x[i].path, y[i].path) ||
+			    !str_eq(x[i].pvc, y[i].pvc) ||
+			    !str_eq(x[i].nfs_server, y[i].nfs_server) ||
+			    !str_eq(x[i].nfs_path, y[i].nfs_path) ||
+			    !str_eq(x[i].host_path, y[i].host_path) ||
+			    x[i].read_only != y[i].read_only)
+				return 0;
+		return 1;
+	}
 	case HB_CFG_SIZE:
 		return *(const uint64_t *)pa == *(const uint64_t *)pb;
 	case HB_CFG_MAP:

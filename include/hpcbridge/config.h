@@ -111,7 +111,10 @@ enum hb_config_type {
 	HB_CFG_MAP,	 /* a mapping of strings to strings */
 	HB_CFG_SELECTORS, /* a mapping of names to label mappings */
 	HB_CFG_LIST,	  /* a sequence of distinct strings */
-	HB_CFG_LIST_MAP	  /* a mapping of names to lists of strings */
+	HB_CFG_LIST_MAP,  /* a mapping of names to lists of strings */
+	HB_CFG_BOOL,	  /* true or false */
+	HB_CFG_FS_GROUP,  /* none, primary or a group id */
+	HB_CFG_VOLUMES	  /* a list of volumes: path and its source */
 };
 
 struct hb_config_key {

@@ -170,6 +170,14 @@ struct hb_jobspec {
 
 	/* Identity */
 	const char *name, *user, *account, *partition, *qos, *comment;
+	/* Who the job's pods run as: the user's uid, primary gid and
+	 * groups (sorted, no duplicates, in the arena).  The daemon fills
+	 * them from the passwd and group entries when the job bursts
+	 * (hb_jobspec_set_identity); -1: not known, as in a translation
+	 * outside the daemon. */
+	int64_t run_uid, run_gid;
+	uint32_t *run_groups;
+	uint32_t nrun_groups;
 
 	/* Resources.  nodes_min/nodes_max 0: not given. */
 	uint32_t nodes_min, nodes_max;
@@ -229,10 +237,19 @@ struct hb_jobspec {
 	uint32_t ndirectives, cap_directives;
 };
 
-/* Initialise an empty jobspec; arena capped at max bytes (0: default). */
+/* Initialise an empty jobspec (run_uid and run_gid -1: unknown). */
 void hb_jobspec_init(struct hb_jobspec *spec, const char *source_name);
 /* Release everything the jobspec owns.  Safe on a zeroed struct. */
 void hb_jobspec_free(struct hb_jobspec *spec);
+
+/*
+ * Set who the job runs as: uid and gid (-1: unknown; otherwise at most
+ * 4294967294) and the n groups (copied into the arena, sorted, duplicates
+ * dropped; NULL with n 0: none).  HB_EINVAL for an out-of-range id,
+ * HB_ENOMEM.  On error the identity is left as it was.
+ */
+int hb_jobspec_set_identity(struct hb_jobspec *spec, int64_t uid, int64_t gid,
+			    const uint32_t *groups, uint32_t n);
 
 /* Copy a string into the jobspec's arena.  NULL on ENOMEM. */
 char *hb_jobspec_strdup(struct hb_jobspec *spec, const char *s);

@@ -10,6 +10,7 @@
 #ifndef HPCBRIDGE_K8S_OPTS_H
 #define HPCBRIDGE_K8S_OPTS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* key -> value */
@@ -23,6 +24,24 @@ struct hb_selector_map {
 	const char *key;
 	struct hb_kv *labels;
 	uint32_t nlabels;
+};
+
+/* Where the pods' fsGroup comes from (kubernetes.fs_group). */
+enum hb_fs_group {
+	HB_FS_GROUP_NONE = 0, /* no fsGroup: volumes keep their ownership */
+	HB_FS_GROUP_PRIMARY,  /* the user's primary group */
+	HB_FS_GROUP_GID	      /* fs_group_gid */
+};
+
+/* One site filesystem the pods mount at path: exactly one of pvc,
+ * nfs_server (with nfs_path) and host_path is set. */
+struct hb_k8s_volume {
+	const char *path;	/* absolute mount path, as on the Slurm side */
+	const char *pvc;	/* PersistentVolumeClaim name */
+	const char *nfs_server; /* NFS server host */
+	const char *nfs_path;	/* its export */
+	const char *host_path;	/* a directory on every Kubernetes node */
+	bool read_only;
 };
 
 struct hb_k8s_opts {
@@ -64,6 +83,24 @@ struct hb_k8s_opts {
 	uint32_t ngpu_type_selectors;
 
 	uint32_t max_array_jobs; /* cap on MPIJobs from one array */
+
+	/* Running as the user under Pod Security "restricted". */
+	uint32_t ssh_port;   /* the workers' sshd; 0: 2222 */
+	uint8_t fs_group;    /* enum hb_fs_group */
+	uint32_t fs_group_gid; /* with HB_FS_GROUP_GID */
+	struct hb_k8s_volume *volumes; /* the site filesystems */
+	uint32_t nvolumes;
+	/* fnmatch() patterns a user-chosen image must match; none: any. */
+	const char **allowed_images;
+	uint32_t nallowed_images;
+
+	/* Kueue and gang scheduling. */
+	struct hb_kv *priority_classes; /* QoS -> WorkloadPriorityClass */
+	uint32_t npriority_classes;
+	const char *default_priority_class; /* NULL: none */
+	struct hb_kv *pod_priority_classes; /* QoS -> PriorityClass */
+	uint32_t npod_priority_classes;
+	bool gang_scheduling; /* spec.runPolicy.schedulingPolicy */
 };
 
 /* Look key up in a map; NULL if absent. */

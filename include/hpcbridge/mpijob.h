@@ -22,6 +22,9 @@
 
 struct cJSON;
 
+/* The workers' sshd port when kubernetes.ssh_port does not say. */
+#define HB_K8S_SSH_PORT 2222
+
 /* Longest metadata.name: "<name>-worker-<N-1>" must stay <= 63. */
 #define HB_DNS_LABEL_MAX 63
 
@@ -71,6 +74,25 @@ int hb_mpijob_write(const struct hb_jobspec *spec, const struct hb_k8s_opts *cfg
  * path. */
 int hb_mpijob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
 		    struct hb_err *err);
+
+/*
+ * Whether the job's files are on the filesystems the cluster mounts
+ * (o->volumes).  The working directory (spec->chdir, resolved against
+ * workdir when relative; else workdir) and the directories of --output,
+ * --error and --input (relative ones resolved against the working
+ * directory; Slurm's %j-style patterns may stand in the file name) must
+ * each lie under a volume's path, compared component by component.  A
+ * path with a ".." component is refused; /dev/null is every pod's.  A
+ * relative path is not checked when there is no working directory
+ * (workdir NULL and no absolute --chdir).  With no volumes configured
+ * every path passes: the site then relies on its images.  HB_EINVAL
+ * with a message naming the option and the path, e.g. "--output
+ * /home/u/x.out is not on a volume the cluster mounts (mapped: /scratch,
+ * /projects)".  hb_mpijob_emit() checks with workdir NULL.
+ */
+int hb_k8s_paths_check(const struct hb_k8s_opts *o,
+		       const struct hb_jobspec *spec, const char *workdir,
+		       struct hb_err *err);
 
 /*
  * The ConfigMap that holds the launcher runtime (launcher.h), in

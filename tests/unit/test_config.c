@@ -49,7 +49,13 @@ static void check_defaults(const struct hb_config *c)
 	assert_string_equal(c->k8s.default_image, "mpioperator/openmpi:v0.6.0");
 	assert_string_equal(c->k8s.default_mpi, "OpenMPI");
 	assert_string_equal(c->k8s.trainjob_runtime, "mpi-distributed");
-	assert_string_equal(c->k8s.ssh_auth_mount_path, "/root/.ssh");
+	assert_string_equal(c->k8s.ssh_auth_mount_path, "/etc/hpcbridge/ssh");
+	assert_int_equal(c->k8s.ssh_port, 2222);
+	assert_int_equal(c->k8s.fs_group, HB_FS_GROUP_NONE);
+	assert_int_equal(c->k8s.nvolumes, 0);
+	assert_int_equal(c->k8s.nallowed_images, 0);
+	assert_null(c->k8s.default_priority_class);
+	assert_false(c->k8s.gang_scheduling);
 	assert_string_equal(c->k8s.gpu_resource, "nvidia.com/gpu");
 	assert_null(c->k8s.default_queue);
 	assert_int_equal(c->k8s.nmodule_images, 0);
@@ -778,6 +784,144 @@ static void test_table_documented(void **state)
 	free(yaml);
 }
 
+
+/* What makes the pods run as the user on the site's files. */
+static void test_pod_keys(void **state)
+{
+	static const struct {
+		const char *text;
+		const char *msg;
+	} bad[] = {
+	    {"kubernetes:\n  ssh_port: 22\n",
+	     "hpcbridge.yaml:2: kubernetes.ssh_port: must be between 1024 "
+	     "and 65535"},
+	    {"kubernetes:\n  fs_group: root\n",
+	     "hpcbridge.yaml:2: kubernetes.fs_group: must be none, primary "
+	     "or a group id between 1 and 4294967294 (not 'root')"},
+	    {"kubernetes:\n  fs_group: 0\n",
+	     "hpcbridge.yaml:2: kubernetes.fs_group: a group id must be a "
+	     "whole number between 1 and 4294967294"},
+	    {"kubernetes:\n  fs_group: [1]\n",
+	     "hpcbridge.yaml:2: kubernetes.fs_group: must be none, primary "
+	     "or a group id, not a list"},
+	    {"kubernetes:\n  gang_scheduling: yes please\n",
+	     "hpcbridge.yaml:2: kubernetes.gang_scheduling: must be true "
+	     "or false, not a string"},
+	    {"kubernetes:\n  volumes: {path: /scratch}\n",
+	     "hpcbridge.yaml:2: kubernetes.volumes: must be a list, not a "
+	     "mapping"},
+	    {"kubernetes:\n  volumes:\n    - pvc: scratch\n",
+	     "hpcbridge.yaml:3: kubernetes.volumes[0]: needs a path (where "
+	     "the pods mount it)"},
+	    {"kubernetes:\n  volumes:\n    - path: /scratch\n",
+	     "hpcbridge.yaml:3: kubernetes.volumes[0]: needs exactly one of "
+	     "pvc, nfs and host_path (it has 0)"},
+	    {"kubernetes:\n  volumes:\n"
+	     "    - {path: /a, pvc: a, host_path: /a}\n",
+	     "hpcbridge.yaml:3: kubernetes.volumes[0]: needs exactly one of "
+	     "pvc, nfs and host_path (it has 2)"},
+	    {"kubernetes:\n  volumes:\n    - {path: /a/../etc, pvc: a}\n",
+	     "hpcbridge.yaml:3: kubernetes.volumes[0].path: '/a/../etc' "
+	     "must be written plainly: no '.', '..', '//' or trailing '/'"},
+	    {"kubernetes:\n  volumes:\n    - {path: /scratch/, pvc: a}\n",
+	     "hpcbridge.yaml:3: kubernetes.volumes[0].path: '/scratch/' "
+	     "must be written plainly: no '.', '..', '//' or trailing '/'"},
+	    {"kubernetes:\n  volumes:\n    - {path: /, pvc: a}\n",
+	     "hpcbridge.yaml:3: kubernetes.volumes[0].path: '/' cannot be "
+	     "/ itself"},
+	    {"kubernetes:\n  volumes:\n    - {path: scratch, pvc: a}\n",
+	     "hpcbridge.yaml:3: kubernetes.volumes[0].path: 'scratch' must "
+	     "be an absolute path without whitespace"},
+	    {"kubernetes:\n  volumes:\n    - {path: /a, pvc: Bad_Claim}\n",
+	     "hpcbridge.yaml:3: kubernetes.volumes[0].pvc: 'Bad_Claim' "
+	     "must be a DNS-1123 subdomain (a-z, 0-9, '-' and '.', at most "
+	     "253 characters)"},
+	    {"kubernetes:\n  volumes:\n    - {path: /a, nfs: {server: h}}\n",
+	     "hpcbridge.yaml:3: kubernetes.volumes[0].nfs: needs both "
+	     "server and path"},
+	    {"kubernetes:\n  volumes:\n"
+	     "    - {path: /a, nfs: {server: h, path: /x, port: 1}}\n",
+	     "hpcbridge.yaml:3: kubernetes.volumes[0].nfs: unknown key "
+	     "'port' (server, path)"},
+	    {"kubernetes:\n  volumes:\n    - {path: /a, pvc: a, ro: true}\n",
+	     "hpcbridge.yaml:3: kubernetes.volumes[0]: unknown key 'ro' "
+	     "(path, pvc, nfs, host_path, read_only)"},
+	    {"kubernetes:\n  volumes:\n"
+	     "    - {path: /a, pvc: a, read_only: \"yes\"}\n",
+	     "hpcbridge.yaml:3: kubernetes.volumes[0].read_only: must be "
+	     "true or false, not a string"},
+	    {"kubernetes:\n  volumes:\n    - {path: /a, pvc: a}\n"
+	     "    - {path: /a, pvc: b}\n",
+	     "hpcbridge.yaml:4: kubernetes.volumes[1]: path /a is listed "
+	     "twice"},
+	    {"kubernetes:\n  allowed_images: ghcr.io/*\n",
+	     "hpcbridge.yaml:2: kubernetes.allowed_images: must be a list, "
+	     "not a string"},
+	    {"kubernetes:\n  priority_classes: {high: High_Prio}\n",
+	     "hpcbridge.yaml:2: kubernetes.priority_classes.high: "
+	     "'High_Prio' must be a priority class name (a DNS-1123 "
+	     "subdomain of at most 63 characters)"},
+	    {"kubernetes:\n  default_priority_class: X\n",
+	     "hpcbridge.yaml:2: kubernetes.default_priority_class: 'X' "
+	     "must be a priority class name (a DNS-1123 subdomain of at "
+	     "most 63 characters)"},
+	};
+	struct hb_config c;
+
+	(void)state;
+	parse_ok("kubernetes:\n"
+		 "  ssh_port: 2022\n"
+		 "  fs_group: primary\n"
+		 "  gang_scheduling: true\n"
+		 "  volumes:\n"
+		 "    - path: /scratch\n"
+		 "      pvc: scratch\n"
+		 "    - path: /projects\n"
+		 "      nfs: {server: nfs.example.org, path: /export/p}\n"
+		 "      read_only: true\n"
+		 "    - {path: /apps, host_path: /opt/apps}\n"
+		 "  allowed_images: [\"ghcr.io/site/*\", \"docker.io/library/"
+		 "ubuntu:2?.04\"]\n"
+		 "  priority_classes: {high: hpc-high}\n"
+		 "  default_priority_class: hpc-normal\n"
+		 "  pod_priority_classes: {high: high-priority}\n",
+		 &c);
+	assert_int_equal(c.k8s.ssh_port, 2022);
+	assert_int_equal(c.k8s.fs_group, HB_FS_GROUP_PRIMARY);
+	assert_true(c.k8s.gang_scheduling);
+	assert_int_equal(c.k8s.nvolumes, 3);
+	assert_string_equal(c.k8s.volumes[0].path, "/scratch");
+	assert_string_equal(c.k8s.volumes[0].pvc, "scratch");
+	assert_false(c.k8s.volumes[0].read_only);
+	assert_string_equal(c.k8s.volumes[1].nfs_server, "nfs.example.org");
+	assert_string_equal(c.k8s.volumes[1].nfs_path, "/export/p");
+	assert_null(c.k8s.volumes[1].pvc);
+	assert_true(c.k8s.volumes[1].read_only);
+	assert_string_equal(c.k8s.volumes[2].host_path, "/opt/apps");
+	assert_int_equal(c.k8s.nallowed_images, 2);
+	assert_string_equal(c.k8s.allowed_images[0], "ghcr.io/site/*");
+	assert_string_equal(hb_kv_get(c.k8s.priority_classes,
+				      c.k8s.npriority_classes, "high"),
+			    "hpc-high");
+	assert_string_equal(c.k8s.default_priority_class, "hpc-normal");
+	assert_string_equal(hb_kv_get(c.k8s.pod_priority_classes,
+				      c.k8s.npod_priority_classes, "high"),
+			    "high-priority");
+	hb_config_free(&c);
+
+	parse_ok("kubernetes:\n  fs_group: 5000\n", &c);
+	assert_int_equal(c.k8s.fs_group, HB_FS_GROUP_GID);
+	assert_int_equal(c.k8s.fs_group_gid, 5000);
+	hb_config_free(&c);
+	parse_ok("kubernetes:\n  fs_group: \"6000\"\n", &c);
+	assert_int_equal(c.k8s.fs_group, HB_FS_GROUP_GID);
+	assert_int_equal(c.k8s.fs_group_gid, 6000);
+	hb_config_free(&c);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		parse_fails(bad[i].text, bad[i].msg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -792,6 +936,7 @@ int main(void)
 	    cmocka_unit_test(test_daemon_key_errors),
 	    cmocka_unit_test(test_origin_keys),
 	    cmocka_unit_test(test_table_documented),
+	    cmocka_unit_test(test_pod_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

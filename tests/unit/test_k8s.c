@@ -395,8 +395,11 @@ static void test_selector_clash_and_gpu_type(void **state)
 	assert_string_equal(sel(doc, "disk"), "nvme");
 	assert_string_equal(sel(doc, "zone"), "a");
 	assert_string_equal(sel(doc, "nvidia.com/gpu.product"), "A100");
-	assert_int_equal(rep.nwarnings, 1);
-	assert_non_null(strstr(rep.warnings[0], "disk"));
+	/* The clash, and that the identity is filled in at burst time
+	 * (the jobspec has none). */
+	assert_int_equal(rep.nwarnings, 2);
+	assert_non_null(strstr(rep.warnings[0], "when the job bursts"));
+	assert_non_null(strstr(rep.warnings[1], "disk"));
 	assert_int_equal(rep.fate[HB_F_GPUS].kind, HB_FATE_MAPPED);
 	cJSON_Delete(doc);
 	hb_report_free(&rep);

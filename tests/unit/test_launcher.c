@@ -685,6 +685,44 @@ static void test_run_openmpi_hosts(void **state)
 	hb_jobspec_free(&s);
 }
 
+
+/* The workers' sshd listens where HPCBRIDGE_SSH_ARGS says: each MPI's
+ * ssh gets it after what the operator set, Open MPI 5 too. */
+static void test_run_ssh_args(void **state)
+{
+	static const char *const extra[] = {
+	    "OMPI_MCA_plm_rsh_args=-o ConnectionAttempts=10",
+	    "HPCBRIDGE_SSH_ARGS=-p 2222 -i /k/id_rsa", NULL};
+	const char *hosts[8];
+	const char **h;
+	const char *const *x;
+	struct hb_jobspec s;
+	char *t, *env;
+	size_t i = 0;
+
+	(void)state;
+	write_str("hosts", "job-worker-0.job-worker.ns.svc slots=1\n");
+	for (h = hostenv("hosts"); h && *h && i < 5; h++)
+		hosts[i++] = *h;
+	for (x = extra; *x; x++)
+		hosts[i++] = *x;
+	hosts[i] = NULL;
+	mkspec(&s, "#!/bin/sh\n" ENV_DUMP);
+	t = gen(&s, "7", -1);
+	assert_int_equal(run_launcher(t, NULL, hosts), 0);
+	env = read_rel("work/env.txt", NULL);
+	assert_env(env, "OMPI_MCA_plm_rsh_args",
+		   "-o ConnectionAttempts=10 -p 2222 -i /k/id_rsa");
+	assert_env(env, "PRTE_MCA_plm_rsh_args",
+		   "-o ConnectionAttempts=10 -p 2222 -i /k/id_rsa");
+	assert_env(env, "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS",
+		   "-p 2222 -i /k/id_rsa");
+	assert_env(env, "HYDRA_LAUNCHER_EXTRA_ARGS", "-p 2222 -i /k/id_rsa");
+	free(env);
+	free(t);
+	hb_jobspec_free(&s);
+}
+
 /* Hydra's host:N format, fewer tasks than slots, CPUs per task. */
 static void test_run_hydra_hosts_uneven(void **state)
 {
@@ -1204,6 +1242,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_input),
 	    cmocka_unit_test_setup_teardown(test_run_openmpi_hosts, setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(test_run_ssh_args, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_run_hydra_hosts_uneven, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_run_array, setup, teardown),

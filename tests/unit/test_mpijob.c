@@ -579,14 +579,22 @@ static void test_pods(void **state)
 	    cJSON_GetStringValue(cJSON_GetArrayItem(
 		cJSON_GetObjectItemCaseSensitive(l, "command"), 1)),
 	    "-c");
+	/* The workers start sshd as the user, on the unprivileged port,
+	 * with the operator's keys where it mounts them. */
 	assert_string_equal(
 	    cJSON_GetStringValue(cJSON_GetArrayItem(
 		cJSON_GetObjectItemCaseSensitive(w, "command"), 0)),
-	    "/usr/sbin/sshd");
-	assert_string_equal(
-	    cJSON_GetStringValue(cJSON_GetArrayItem(
-		cJSON_GetObjectItemCaseSensitive(w, "args"), 0)),
-	    "-De");
+	    "/bin/sh");
+	b = cJSON_GetStringValue(
+	    cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(w, "args"), 0));
+	assert_non_null(b);
+	assert_non_null(strstr(b, "exec /usr/sbin/sshd -De -f "));
+	assert_non_null(strstr(b, "'Port 2222'"));
+	assert_non_null(strstr(b, "'HostKey /home/mpiuser/.ssh/id_rsa'"));
+	assert_non_null(strstr(
+	    b, "'AuthorizedKeysFile /home/mpiuser/.ssh/authorized_keys'"));
+	assert_non_null(strstr(b, "'StrictModes no'"));
+	assert_non_null(strstr(b, "PidFile $$d/sshd.pid"));
 	/* The launcher's own small resources. */
 	assert_string_equal(str_at(l, "resources.limits.cpu"), "1");
 	assert_string_equal(str_at(l, "resources.limits.memory"), "512Mi");
@@ -1287,6 +1295,14 @@ static void golden(const char *name, cJSON *doc)
 
 static void test_golden(void **state)
 {
+	static const uint32_t groups[] = {5000, 1234, 5001};
+	static struct hb_k8s_volume vols[] = {
+	    {.path = "/scratch", .pvc = "scratch"},
+	    {.path = "/apps",
+	     .nfs_server = "nfs.example.org",
+	     .nfs_path = "/export/apps",
+	     .read_only = true},
+	};
 	struct hb_jobspec s;
 	struct hb_report rep;
 	struct hb_config cfg;
@@ -1314,11 +1330,20 @@ static void test_golden(void **state)
 	s.mem_kind = HB_MEM_PER_GPU;
 	HB_TEST_SET_NUM(&s, mem_mb, HB_F_MEM, 40960);
 	HB_TEST_SET_NUM(&s, time_limit, HB_F_TIME_LIMIT, 86400);
+	/* As the daemon bursts it: the user's identity, the site's
+	 * volumes, gang scheduling. */
+	assert_int_equal(hb_jobspec_set_identity(&s, 1234, 1234, groups, 3),
+			 0);
+	cfg.k8s.fs_group = HB_FS_GROUP_PRIMARY;
+	cfg.k8s.volumes = vols;
+	cfg.k8s.nvolumes = 2;
+	cfg.k8s.gang_scheduling = true;
 	doc = emit_idx(&s, &cfg, -1, &rep);
 	golden("mpijob-gpu.yaml", doc);
 	cJSON_Delete(doc);
 	hb_report_free(&rep);
 	hb_jobspec_free(&s);
+	config(&cfg);
 
 	new_spec(&s, "#!/bin/sh\n./serial\n");
 	doc = emit_idx(&s, &cfg, -1, &rep);

@@ -286,9 +286,16 @@ static void test_runtime_and_mpi(void **state)
 	assert_int_equal(rep.fate[HB_F_MPI].kind, HB_FATE_PARTIAL);
 	assert_string_equal(
 	    key_at(doc, "metadata.annotations", "hpcbridge.io/mpi"), "Intel");
-	/* No deadline, no placement: labels only in the patch. */
+	/* No deadline, no placement: labels and who the pod runs as
+	 * only in the patch. */
 	assert_null(hb_doc_get(doc, "spec.activeDeadlineSeconds"));
-	assert_null(hb_doc_get(patched_pod(doc, 1, "node"), "spec"));
+	assert_null(hb_doc_get(patched_pod(doc, 1, "node"), "spec.nodeSelector"));
+	assert_null(hb_doc_get(patched_pod(doc, 1, "node"), "spec.affinity"));
+	assert_int_equal(
+	    cJSON_GetArraySize(hb_doc_get(patched_pod(doc, 1, "node"), "spec")),
+	    1);
+	assert_true(cJSON_IsTrue(hb_doc_get(
+	    patched_pod(doc, 1, "node"), "spec.securityContext.runAsNonRoot")));
 	cJSON_Delete(doc);
 	hb_report_free(&rep);
 	hb_jobspec_free(&s);

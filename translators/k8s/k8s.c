@@ -467,15 +467,21 @@ void hb_k8s_write_resources(struct hb_emit *w, const char *key,
 	hb_emit_end(w);
 }
 
-void hb_k8s_write_env(struct hb_emit *w, const struct hb_k8s_plan *plan)
+void hb_k8s_write_env(struct hb_emit *w, const struct hb_k8s_plan *plan,
+		      const struct hb_k8s_kv *extra)
 {
-	if (!plan->env.n)
+	if (!plan->env.n && !extra)
 		return;
 	hb_emit_arr(w, "env");
-	for (uint32_t i = 0; i < plan->env.n; i++) {
+	for (uint32_t i = 0; i <= plan->env.n; i++) {
+		const struct hb_k8s_kv *kv =
+		    i < plan->env.n ? &plan->env.v[i] : extra;
+
+		if (!kv)
+			break;
 		hb_emit_obj(w, NULL);
-		hb_emit_str(w, "name", plan->env.v[i].key);
-		hb_emit_str(w, "value", plan->env.v[i].value);
+		hb_emit_str(w, "name", kv->key);
+		hb_emit_str(w, "value", kv->value);
 		hb_emit_end(w);
 	}
 	hb_emit_end(w);
@@ -531,7 +537,8 @@ int hb_k8s_plan(const struct hb_jobspec *spec, const struct hb_k8s_opts *cfg,
 				"the job has no script to run");
 		goto fail;
 	}
-	if ((rc = hb_k8s_check_array(&c, array_index)))
+	if ((rc = hb_k8s_plan_identity(&c)) ||
+	    (rc = hb_k8s_check_array(&c, array_index)))
 		goto fail;
 	if (hb_jobspec_shape(spec, &plan->shape)) {
 		rc = hb_err_set(err, HB_ERANGE, spec->source_name, 0,
@@ -556,7 +563,8 @@ int hb_k8s_plan(const struct hb_jobspec *spec, const struct hb_k8s_opts *cfg,
 	    (rc = hb_k8s_plan_gpu_type(&c)) ||
 	    (rc = hb_k8s_plan_exclusive(&c, paths->role)) ||
 	    (rc = hb_k8s_plan_time_limit(&c)) || (rc = hb_k8s_plan_array(&c)) ||
-	    (rc = hb_k8s_plan_carried(&c)) || (rc = hb_k8s_plan_script(&c)))
+	    (rc = hb_k8s_plan_carried(&c)) || (rc = hb_k8s_plan_volumes(&c)) ||
+	    (rc = hb_k8s_plan_script(&c)))
 		goto fail;
 	if ((rc = hb_k8s_annotation_budget(&c)))
 		goto fail;

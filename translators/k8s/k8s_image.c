@@ -43,6 +43,19 @@ int hb_k8s_plan_image(struct hb_k8s_ctx *c)
 		if (img) {
 			how = "container";
 		} else if (looks_like_image(s->container)) {
+			/* The site's maps are trusted; an image the user
+			 * names must be on the site's list. */
+			if (!hb_k8s_image_allowed(cfg, s->container))
+				return hb_err_set(
+				    c->err, HB_EINVAL, s->source_name,
+				    s->prov[HB_F_CONTAINER].kind ==
+					    HB_PROV_FILE
+					? s->prov[HB_F_CONTAINER].line
+					: 0,
+				    "--container image '%.200s' is not one "
+				    "the site allows (kubernetes."
+				    "allowed_images)",
+				    s->container);
 			img = s->container;
 			how = "container-as-image";
 		} else {

@@ -29,6 +29,7 @@ struct hb_emit;
 /* Annotation and label keys hpcbridge writes on the objects it makes. */
 #define HB_ANNOTATION_PREFIX "hpcbridge.io/"
 #define HB_LABEL_QUEUE	     "kueue.x-k8s.io/queue-name"
+#define HB_LABEL_PRIORITY    "kueue.x-k8s.io/priority-class"
 #define HB_LABEL_MANAGED_BY  "app.kubernetes.io/managed-by"
 #define HB_MANAGED_BY	     "hpcbridge"
 /* Label on every pod template, for the --exclusive anti-affinity. */
@@ -52,6 +53,11 @@ struct hb_k8s_paths {
 	const char *selector; /* the worker pods' nodeSelector */
 	const char *affinity; /* the worker pods' affinity */
 	const char *role;     /* HB_LABEL_ROLE of the worker pods */
+	/* The pods' securityContext; NULL: the emitter writes none. */
+	const char *security;
+	/* Whether the emitter mounts the site volumes in the containers (a
+	 * TrainJob's containers are its runtime's). */
+	bool mounts;
 };
 
 /* A key and its value, borrowed from the jobspec, the configuration,
@@ -95,6 +101,14 @@ struct hb_k8s_plan {
 	bool has_node_selector;
 	struct cJSON *affinity;	     /* NULL when none */
 	bool runtime_mounted;	     /* launcher runtime from the ConfigMap */
+	const char *queue;	     /* the Kueue LocalQueue, or NULL */
+	const char *pod_priority;    /* PriorityClass for gang scheduling */
+	/* Who the pods run as (-1: not known), from the jobspec. */
+	int64_t run_uid, run_gid, fs_group;
+	const uint32_t *groups;
+	uint32_t ngroups;
+	const struct hb_k8s_volume *volumes; /* cfg's: the site mounts */
+	uint32_t nvolumes;
 	struct hb_arena arena;	     /* the plan's strings and lists */
 };
 
@@ -119,19 +133,34 @@ int hb_k8s_annotate(struct hb_k8s_plan *plan, const char *key,
 
 /* The plan's pieces as events of w (doc.h), each under its usual key:
  * "metadata"; an object of kv under key; resources r under key (nothing
- * unless r->set); "env" (nothing when empty); the pod template's
- * "labels" with HB_LABEL_ROLE role; "nodeSelector" and "affinity" when
- * there are; the launcher script as an array element. */
+ * unless r->set); "env", then extra (NULL: none; nothing when both are
+ * empty); the pod template's "labels" with HB_LABEL_ROLE role;
+ * "nodeSelector" and "affinity" when there are; the launcher script as
+ * an array element. */
 void hb_k8s_write_metadata(struct hb_emit *w, const struct hb_k8s_plan *plan);
 void hb_k8s_write_kvs(struct hb_emit *w, const char *key,
 		      const struct hb_k8s_kvs *kv);
 void hb_k8s_write_resources(struct hb_emit *w, const char *key,
 			    const struct hb_k8s_res *r);
-void hb_k8s_write_env(struct hb_emit *w, const struct hb_k8s_plan *plan);
+void hb_k8s_write_env(struct hb_emit *w, const struct hb_k8s_plan *plan,
+		      const struct hb_k8s_kv *extra);
 void hb_k8s_write_pod_labels(struct hb_emit *w, const struct hb_k8s_plan *plan,
 			     const char *role);
 void hb_k8s_write_placement(struct hb_emit *w, const struct hb_k8s_plan *plan);
 void hb_k8s_write_script(struct hb_emit *w, const struct hb_k8s_plan *plan);
+
+/* k8s_pod.c: a pod spec's "securityContext" (the identity, runAsNonRoot,
+ * the RuntimeDefault seccomp profile); a container's (no privilege
+ * escalation, every capability dropped); the site volumes' entries of a
+ * pod's "volumes" and of a container's "volumeMounts" (inside an array
+ * the caller opened). */
+void hb_k8s_write_pod_security(struct hb_emit *w,
+			       const struct hb_k8s_plan *plan);
+void hb_k8s_write_container_security(struct hb_emit *w);
+void hb_k8s_write_site_volumes(struct hb_emit *w,
+			       const struct hb_k8s_plan *plan);
+void hb_k8s_write_site_mounts(struct hb_emit *w,
+			      const struct hb_k8s_plan *plan);
 
 /* Reading a manifest into a jobspec. */
 struct hb_k8s_reader {
@@ -280,6 +309,12 @@ int hb_k8s_plan_script(struct hb_k8s_ctx *c);
 int hb_k8s_plan_constraint(struct hb_k8s_ctx *c);
 int hb_k8s_plan_gpu_type(struct hb_k8s_ctx *c);
 int hb_k8s_plan_exclusive(struct hb_k8s_ctx *c, const char *role);
+/* k8s_pod.c */
+int hb_k8s_plan_identity(struct hb_k8s_ctx *c);
+int hb_k8s_plan_volumes(struct hb_k8s_ctx *c);
+/* Whether image, one the user chose, is allowed (cfg->allowed_images:
+ * fnmatch() patterns; none: any). */
+bool hb_k8s_image_allowed(const struct hb_k8s_opts *cfg, const char *image);
 /* k8s_meta.c */
 int hb_k8s_plan_metadata(struct hb_k8s_ctx *c);
 int hb_k8s_plan_carried(struct hb_k8s_ctx *c);

@@ -62,6 +62,66 @@ static int carry_(struct hb_k8s_ctx *c, enum hb_field f, const char *key,
 	return 0;
 }
 
+/* Kueue's priority: the WorkloadPriorityClass of the job's QoS, else the
+ * default; for gang scheduling, the PriorityClass of its QoS. */
+static int plan_priority(struct hb_k8s_ctx *c)
+{
+	const struct hb_jobspec *s = c->spec;
+	const struct hb_k8s_opts *cfg = c->cfg;
+	const char *pc = NULL;
+
+	if (s->qos)
+		pc = hb_kv_get(cfg->priority_classes, cfg->npriority_classes,
+			       s->qos);
+	if (!pc)
+		pc = cfg->default_priority_class;
+	if (pc) {
+		if (!valid_label_value(pc))
+			return hb_err_set(c->err, HB_EINVAL, NULL, 0,
+					  "configuration: priority class "
+					  "'%.100s' is not a valid label value",
+					  pc);
+		if (hb_k8s_kv_set(c->plan, &c->plan->labels, HB_LABEL_PRIORITY,
+				  pc))
+			return OOM(c);
+	}
+	if (s->qos)
+		c->plan->pod_priority =
+		    hb_kv_get(cfg->pod_priority_classes,
+			      cfg->npod_priority_classes, s->qos);
+	return 0;
+}
+
+/* The user: who the pods run as, where the emitter writes a
+ * securityContext; kept in an annotation either way. */
+static int plan_user(struct hb_k8s_ctx *c)
+{
+	const struct hb_jobspec *s = c->spec;
+	const char *target = "metadata.annotations[" ANN("user") "]";
+	int rc;
+
+	if ((rc = annotate(c, "user", s->user)))
+		return rc;
+	if (!c->paths->security)
+		hb_report_fate(c->rep, HB_F_USER, HB_FATE_CARRIED, target,
+			       "the pods run as the training runtime says; "
+			       "labelled and kept in annotation " ANN("user"));
+	else if (s->run_uid < 0)
+		hb_report_fate(c->rep, HB_F_USER, HB_FATE_CARRIED, target,
+			       "the identity (runAsUser, runAsGroup, "
+			       "supplementalGroups) is filled in when the job "
+			       "bursts; labelled and kept in annotation " ANN(
+				   "user"));
+	else
+		hb_report_fate(c->rep, HB_F_USER, HB_FATE_MAPPED,
+			       hb_k8s_at(c, c->paths->security, "runAsUser"),
+			       "uid %lld, gid %lld, %u group(s); labelled and "
+			       "kept in annotation " ANN("user"),
+			       (long long)s->run_uid, (long long)s->run_gid,
+			       s->nrun_groups);
+	return 0;
+}
+
 int hb_k8s_plan_metadata(struct hb_k8s_ctx *c)
 {
 	const struct hb_jobspec *s = c->spec;
@@ -69,6 +129,7 @@ int hb_k8s_plan_metadata(struct hb_k8s_ctx *c)
 	struct hb_k8s_kvs *labels = &c->plan->labels;
 	char v[HB_DNS_LABEL_MAX + 1];
 	const char *queue = NULL, *part = NULL;
+	int rc;
 
 	c->plan->namespace = cfg->namespace;
 	if (hb_k8s_kv_set(c->plan, labels, HB_LABEL_MANAGED_BY, HB_MANAGED_BY))
@@ -91,7 +152,10 @@ int hb_k8s_plan_metadata(struct hb_k8s_ctx *c)
 					  queue);
 		if (hb_k8s_kv_set(c->plan, labels, HB_LABEL_QUEUE, queue))
 			return OOM(c);
+		c->plan->queue = queue;
 	}
+	if ((rc = plan_priority(c)))
+		return rc;
 	if (s->user && label_value(s->user, v) &&
 	    hb_k8s_kv_set(c->plan, labels, ANN("user"), v))
 		return OOM(c);
@@ -101,7 +165,7 @@ int hb_k8s_plan_metadata(struct hb_k8s_ctx *c)
 
 	/* Fates of identity fields. */
 	if (s->name) {
-		int rc = annotate(c, "name", s->name);
+		rc = annotate(c, "name", s->name);
 
 		if (rc)
 			return rc;
@@ -118,7 +182,7 @@ int hb_k8s_plan_metadata(struct hb_k8s_ctx *c)
 						      : "");
 	}
 	if (s->partition) {
-		int rc = annotate(c, "partition", s->partition);
+		rc = annotate(c, "partition", s->partition);
 
 		if (rc)
 			return rc;
@@ -137,15 +201,10 @@ int hb_k8s_plan_metadata(struct hb_k8s_ctx *c)
 			    queue ? ": the default queue " : "",
 			    queue ? queue : "");
 	}
-	if (s->user) {
-		int rc = carry(
-		    c, HB_F_USER, "user", s->user,
-		    "the pod runs as its image's user; labelled " ANN("user"));
-		if (rc)
-			return rc;
-	}
+	if (s->user && (rc = plan_user(c)))
+		return rc;
 	if (s->account) {
-		int rc = carry(c, HB_F_ACCOUNT, "account", s->account,
+		rc = carry(c, HB_F_ACCOUNT, "account", s->account,
 			       "labelled " ANN("account") " for chargeback");
 		if (rc)
 			return rc;
@@ -199,6 +258,13 @@ int hb_k8s_plan_carried(struct hb_k8s_ctx *c)
 	} while (0)
 
 	CARRY(HB_F_QOS, "qos", s->qos, NULL);
+	if (s->qos && (v = hb_kv_get(c->cfg->priority_classes,
+				     c->cfg->npriority_classes, s->qos)))
+		hb_report_fate(c->rep, HB_F_QOS, HB_FATE_MAPPED,
+			       "metadata.labels[" HB_LABEL_PRIORITY "]",
+			       "QoS %.100s -> WorkloadPriorityClass %.100s; "
+			       "kept in annotation " ANN("qos"),
+			       s->qos, v);
 	CARRY(HB_F_COMMENT, "comment", s->comment, NULL);
 	CARRY(HB_F_LICENSES, "licenses", s->licenses, NULL);
 	CARRY(HB_F_NODELIST, "nodelist", s->nodelist,

@@ -538,8 +538,9 @@ static int restore_special(struct hb_k8s_reader *rd, const struct ann *an,
 	return hb_k8s_note(rd, a, path, 1, &fl, NULL);
 }
 
-/* Take off the variables an array element's manifest added ("A,B"). */
-static void drop_array_env(struct hb_jobspec *s, const char *names)
+/* Take off the variables named in names ("A,B"): what the manifest
+ * added, not the job's own. */
+static void drop_env(struct hb_jobspec *s, const char *names)
 {
 	uint32_t k = 0;
 	size_t nl;
@@ -636,8 +637,11 @@ int hb_k8s_read_end(struct hb_k8s_reader *rd)
 	/* The array variables an element's manifest sets are not the
 	 * job's own. */
 	if (rd->ours)
-		drop_array_env(s, cJSON_GetStringValue(hb_k8s_child(
+		drop_env(s, cJSON_GetStringValue(hb_k8s_child(
 					  rd->annotations, ANN("array-env"))));
+	/* Nor is the launcher's ssh command line (mpijob.c). */
+	if (rd->ours)
+		drop_env(s, "HPCBRIDGE_SSH_ARGS");
 	/* A manifest hpcbridge made says what the job named; a name it
 	 * made up from the file name is not the job's. */
 	if (rd->ours && !hb_k8s_child(rd->annotations, ANN("name")) &&

@@ -36,13 +36,34 @@ static const struct hb_k8s_paths paths = {
     .selector = WORKER_PATH ".nodeSelector",
     .affinity = WORKER_PATH ".affinity",
     .role = "worker",
+    .security = "spec.mpiReplicaSpecs.*.template.spec.securityContext",
+    .mounts = true,
+};
+
+/* Where the operator mounts its SSH keys when the site does not say:
+ * outside any home directory, so that no site volume (a /home) hides it
+ * or is hidden by it, whatever uid the pods run as. */
+#define SSH_AUTH_DEFAULT "/etc/hpcbridge/ssh"
+/* What the launcher script adds to each MPI's ssh command line. */
+#define SSH_ARGS_ENV "HPCBRIDGE_SSH_ARGS"
+
+/* What the replicas run, besides the plan. */
+struct replica_run {
+	const char *const *command;
+	int ncommand;
+	const char *args0;	       /* NULL: the launcher script */
+	const struct hb_k8s_kv *extra; /* env added after the job's */
+	bool launcher;
 };
 
 /* One replica spec with its pod template and single container. */
 static void replica(struct hb_emit *w, const struct hb_k8s_plan *plan,
 		    const char *key, int64_t replicas, const char *role,
-		    const char *const *command, int ncommand, bool launcher)
+		    const struct replica_run *run)
 {
+	bool launcher = run->launcher;
+	bool mounts = (launcher && plan->runtime_mounted) || plan->nvolumes;
+
 	hb_emit_obj(w, key);
 	hb_emit_num(w, "replicas", (double)replicas);
 	hb_emit_str(w, "restartPolicy", "Never");
@@ -51,53 +72,121 @@ static void replica(struct hb_emit *w, const struct hb_k8s_plan *plan,
 	hb_k8s_write_pod_labels(w, plan, role);
 	hb_emit_end(w);
 	hb_emit_obj(w, "spec");
+	hb_k8s_write_pod_security(w, plan);
 	hb_emit_arr(w, "containers");
 	hb_emit_obj(w, NULL);
 	hb_emit_str(w, "name", role);
 	hb_emit_str(w, "image", plan->image);
 	hb_emit_arr(w, "command");
-	for (int i = 0; i < ncommand; i++)
-		hb_emit_str(w, NULL, command[i]);
+	for (int i = 0; i < run->ncommand; i++)
+		hb_emit_str(w, NULL, run->command[i]);
 	hb_emit_end(w);
 	hb_emit_arr(w, "args");
-	if (launcher)
+	if (!run->args0)
 		hb_k8s_write_script(w, plan);
 	else
-		hb_emit_str(w, NULL, "-De");
+		hb_emit_str(w, NULL, run->args0);
 	hb_emit_end(w);
-	hb_k8s_write_env(w, plan);
+	hb_k8s_write_env(w, plan, run->extra);
 	hb_k8s_write_resources(w, "resources",
 			       launcher ? &plan->launcher_resources
 					: &plan->resources);
-	if (launcher && plan->runtime_mounted) {
-		/* The launcher runtime's ConfigMap. */
+	hb_k8s_write_container_security(w);
+	if (mounts) {
 		hb_emit_arr(w, "volumeMounts");
-		hb_emit_obj(w, NULL);
-		hb_emit_str(w, "name", RUNTIME_VOLUME);
-		hb_emit_str(w, "mountPath", HB_LAUNCHER_RUNTIME_DIR);
-		hb_emit_bool(w, "readOnly", 1);
-		hb_emit_end(w);
+		if (launcher && plan->runtime_mounted) {
+			/* The launcher runtime's ConfigMap. */
+			hb_emit_obj(w, NULL);
+			hb_emit_str(w, "name", RUNTIME_VOLUME);
+			hb_emit_str(w, "mountPath", HB_LAUNCHER_RUNTIME_DIR);
+			hb_emit_bool(w, "readOnly", 1);
+			hb_emit_end(w);
+		}
+		hb_k8s_write_site_mounts(w, plan);
 		hb_emit_end(w);
 	}
 	hb_emit_end(w); /* the container */
 	hb_emit_end(w); /* containers */
 	if (!launcher)
 		hb_k8s_write_placement(w, plan);
-	if (launcher && plan->runtime_mounted) {
+	if (mounts) {
 		hb_emit_arr(w, "volumes");
-		hb_emit_obj(w, NULL);
-		hb_emit_str(w, "name", RUNTIME_VOLUME);
-		hb_emit_obj(w, "configMap");
-		hb_emit_str(w, "name", hb_launcher_runtime_name());
-		/* Missing, the pod still starts and the launcher says why
-		 * it cannot run, instead of hanging in ContainerCreating. */
-		hb_emit_bool(w, "optional", 1);
-		hb_emit_end(w);
-		hb_emit_end(w);
+		if (launcher && plan->runtime_mounted) {
+			hb_emit_obj(w, NULL);
+			hb_emit_str(w, "name", RUNTIME_VOLUME);
+			hb_emit_obj(w, "configMap");
+			hb_emit_str(w, "name", hb_launcher_runtime_name());
+			/* Missing, the pod still starts and the launcher
+			 * says why it cannot run, instead of hanging in
+			 * ContainerCreating. */
+			hb_emit_bool(w, "optional", 1);
+			hb_emit_end(w);
+			hb_emit_end(w);
+		}
+		hb_k8s_write_site_volumes(w, plan);
 		hb_emit_end(w);
 	}
 	hb_emit_end(w); /* spec */
 	hb_emit_end(w); /* template */
+	hb_emit_end(w);
+}
+
+/*
+ * What runs the workers' sshd as the user: no root, no privileged port,
+ * no capability.  The configuration is written at start (the image's
+ * /etc/ssh/sshd_config wants root): the port, a pid file the user may
+ * write, the operator's mounted key as host key and its authorized_keys,
+ * and StrictModes off, since the Secret's files belong to root.  A uid
+ * the image's /etc/passwd lacks is added where that file is writable (as
+ * OpenShift images allow), for sshd to accept the login.
+ */
+static int worker_script(const char *auth, uint32_t port, struct hb_buf *out)
+{
+	struct hb_buf raw;
+	int rc;
+
+	hb_buf_init(&raw, 0);
+	rc = hb_buf_printf(
+	    &raw,
+	    "d=${TMPDIR:-/tmp}/hpcbridge-sshd\n"
+	    "mkdir -p \"$d\" && chmod 700 \"$d\" || exit 1\n"
+	    "if ! id -un >/dev/null 2>&1 && [ -w /etc/passwd ]; then\n"
+	    "\techo \"hpcbridge:x:$(id -u):$(id -g)::$d:/bin/sh\" "
+	    ">>/etc/passwd\n"
+	    "fi\n"
+	    "printf '%%s\\n' 'Port %u' \"PidFile $d/sshd.pid\" "
+	    "'HostKey %s/id_rsa' 'AuthorizedKeysFile %s/authorized_keys' "
+	    "'StrictModes no' 'PasswordAuthentication no' "
+	    ">\"$d/sshd_config\" || exit 1\n"
+	    "exec /usr/sbin/sshd -De -f \"$d/sshd_config\"\n",
+	    port, auth, auth);
+	if (!rc)
+		rc = hb_k8s_escape(raw.data, raw.len, out);
+	hb_buf_free(&raw);
+	return rc;
+}
+
+/* spec.runPolicy: Kueue admits a queued job by unsuspending it; gang
+ * scheduling wants every pod (workers and the launcher) at once. */
+static void run_policy(struct hb_emit *w, const struct hb_k8s_plan *plan,
+		       const struct hb_k8s_opts *cfg)
+{
+	hb_emit_obj(w, "runPolicy");
+	hb_emit_str(w, "cleanPodPolicy", "Running");
+	hb_emit_num(w, "backoffLimit", 0);
+	if (plan->deadline)
+		hb_emit_num(w, "activeDeadlineSeconds", (double)plan->deadline);
+	if (plan->queue)
+		hb_emit_bool(w, "suspend", 1);
+	if (cfg->gang_scheduling) {
+		hb_emit_obj(w, "schedulingPolicy");
+		hb_emit_num(w, "minAvailable", (double)plan->shape.nodes + 1);
+		if (plan->queue)
+			hb_emit_str(w, "queue", plan->queue);
+		if (plan->pod_priority)
+			hb_emit_str(w, "priorityClass", plan->pod_priority);
+		hb_emit_end(w);
+	}
 	hb_emit_end(w);
 }
 
@@ -123,10 +212,12 @@ int hb_mpijob_write(const struct hb_jobspec *spec, const struct hb_k8s_opts *cfg
 		    int64_t array_index, struct hb_emit *w,
 		    struct hb_report *rep, struct hb_err *err)
 {
-	static const char *const launch_cmd[] = {"/bin/sh", "-c"};
-	static const char *const sshd_cmd[] = {"/usr/sbin/sshd"};
+	static const char *const sh_cmd[] = {"/bin/sh", "-c"};
 	struct hb_k8s_plan plan;
-	const char *mpi;
+	struct hb_buf sshd, args;
+	struct hb_k8s_kv ssh_env = {SSH_ARGS_ENV, NULL};
+	const char *mpi, *auth;
+	uint32_t port;
 	int rc;
 
 	if (!spec || !cfg || !w || !rep)
@@ -135,6 +226,22 @@ int hb_mpijob_write(const struct hb_jobspec *spec, const struct hb_k8s_opts *cfg
 	rc = hb_k8s_plan(spec, cfg, array_index, 0, &paths, &plan, rep, err);
 	if (rc)
 		return rc;
+	hb_buf_init(&sshd, 0);
+	hb_buf_init(&args, 0);
+	auth = cfg->ssh_auth_mount_path ? cfg->ssh_auth_mount_path
+					: SSH_AUTH_DEFAULT;
+	port = cfg->ssh_port ? cfg->ssh_port : HB_K8S_SSH_PORT;
+	/* The launcher's ssh: the workers' port and the operator's key,
+	 * wherever the user's home is; no known_hosts to write. */
+	if (worker_script(auth, port, &sshd) ||
+	    hb_buf_printf(&args,
+			  "-p %u -i %s/id_rsa -o StrictHostKeyChecking=no "
+			  "-o UserKnownHostsFile=/dev/null",
+			  port, auth)) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	ssh_env.value = args.data;
 	if (plan.shape.nodes > INT32_MAXV ||
 	    plan.shape.tasks_per_node > INT32_MAXV) {
 		rc = hb_err_set(err, HB_ERANGE, spec->source_name, 0,
@@ -167,20 +274,14 @@ int hb_mpijob_write(const struct hb_jobspec *spec, const struct hb_k8s_opts *cfg
 	hb_k8s_write_metadata(w, &plan);
 	hb_emit_obj(w, "spec");
 	hb_emit_num(w, "slotsPerWorker", plan.shape.tasks_per_node);
-	hb_emit_obj(w, "runPolicy");
-	hb_emit_str(w, "cleanPodPolicy", "Running");
-	hb_emit_num(w, "backoffLimit", 0);
-	if (plan.deadline)
-		hb_emit_num(w, "activeDeadlineSeconds", (double)plan.deadline);
-	hb_emit_end(w);
-	hb_emit_str(w, "sshAuthMountPath",
-		    cfg->ssh_auth_mount_path ? cfg->ssh_auth_mount_path
-					     : "/root/.ssh");
+	run_policy(w, &plan, cfg);
+	hb_emit_str(w, "sshAuthMountPath", auth);
 	hb_emit_str(w, "mpiImplementation", mpi);
 	hb_emit_obj(w, "mpiReplicaSpecs");
-	replica(w, &plan, "Launcher", 1, "launcher", launch_cmd, 2, true);
-	replica(w, &plan, "Worker", plan.shape.nodes, "worker", sshd_cmd, 1,
-		false);
+	replica(w, &plan, "Launcher", 1, "launcher",
+		&(struct replica_run){sh_cmd, 2, NULL, &ssh_env, true});
+	replica(w, &plan, "Worker", plan.shape.nodes, "worker",
+		&(struct replica_run){sh_cmd, 2, sshd.data, NULL, false});
 	hb_emit_end(w); /* mpiReplicaSpecs */
 	hb_emit_end(w); /* spec */
 	hb_emit_end(w);
@@ -189,6 +290,8 @@ int hb_mpijob_write(const struct hb_jobspec *spec, const struct hb_k8s_opts *cfg
 		hb_err_set(err, rc, spec->source_name, 0,
 			   "cannot write the MPIJob: %s", hb_strerror(rc));
 out:
+	hb_buf_free(&sshd);
+	hb_buf_free(&args);
 	hb_k8s_plan_free(&plan);
 	return rc;
 }
@@ -440,6 +543,12 @@ static int read_pods(struct mpijob_in *m)
 	static const char *const container_known[] = {
 	    "name", "image",	 "command",    "args",
 	    "env",  "resources", "workingDir", NULL};
+	/* What hpcbridge writes besides: the security context and the
+	 * mounts come from the configuration, not the job. */
+	static const char *const ours_container[] = {
+	    "name",	 "image",	     "command",	     "args",
+	    "env",	 "resources",	     "workingDir",   "securityContext",
+	    "volumeMounts", NULL};
 	struct hb_k8s_reader *rd = &m->rd;
 	const cJSON *lc, *wc;
 	int rc;
@@ -468,7 +577,8 @@ static int read_pods(struct mpijob_in *m)
 	if ((rc = hb_k8s_read_container(rd, lc,
 					LAUNCHER_PATH ".containers[0]")) ||
 	    (rc = hb_k8s_note_unknown(rd, lc, LAUNCHER_PATH ".containers[0]",
-				      container_known,
+				      rd->ours ? ours_container
+					       : container_known,
 				      "not carried: a container setting "
 				      "sbatch does not have")))
 		return rc;
@@ -485,8 +595,9 @@ static int note_uncarried(struct mpijob_in *m)
 	static const char *const rs_known[] = {"Launcher", "Worker", NULL};
 	static const char *const replica_known[] = {"replicas", "template",
 						    "restartPolicy", NULL};
-	static const char *const ours_ps[] = {"containers", "nodeSelector",
-					      "affinity", NULL};
+	static const char *const ours_ps[] = {
+	    "containers", "nodeSelector", "affinity",
+	    "securityContext", "volumes", NULL};
 	static const char *const ps_known[] = {"containers", NULL};
 	struct hb_k8s_reader *rd = &m->rd;
 	int rc;

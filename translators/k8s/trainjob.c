@@ -40,6 +40,7 @@ static const struct hb_k8s_paths paths = {
     .selector = PATCH_PATH ".nodeSelector",
     .affinity = PATCH_PATH ".affinity",
     .role = "node",
+    .security = PATCH_PATH ".securityContext",
 };
 
 static unsigned digits(uint64_t v)
@@ -53,8 +54,9 @@ static unsigned digits(uint64_t v)
 	return d;
 }
 
-/* A patch for one replicated job of the runtime: pod labels, and the
- * node selector and affinity. */
+/* A patch for one replicated job of the runtime: pod labels, the pod's
+ * securityContext (who it runs as; the containers' own are the
+ * runtime's), and the node selector and affinity. */
 static void patch_job(struct hb_emit *w, const struct hb_k8s_plan *plan,
 		      const char *name)
 {
@@ -66,11 +68,10 @@ static void patch_job(struct hb_emit *w, const struct hb_k8s_plan *plan,
 	hb_emit_obj(w, "metadata");
 	hb_k8s_write_pod_labels(w, plan, paths.role);
 	hb_emit_end(w);
-	if (plan->has_node_selector || plan->affinity) {
-		hb_emit_obj(w, "spec");
-		hb_k8s_write_placement(w, plan);
-		hb_emit_end(w);
-	}
+	hb_emit_obj(w, "spec");
+	hb_k8s_write_pod_security(w, plan);
+	hb_k8s_write_placement(w, plan);
+	hb_emit_end(w);
 	hb_emit_end(w); /* template */
 	hb_emit_end(w); /* spec */
 	hb_emit_end(w); /* template */
@@ -156,6 +157,9 @@ int hb_trainjob_write(const struct hb_jobspec *spec,
 	hb_emit_end(w);
 	if (plan.deadline)
 		hb_emit_num(w, "activeDeadlineSeconds", (double)plan.deadline);
+	/* Kueue admits a queued job by unsuspending it. */
+	if (plan.queue)
+		hb_emit_bool(w, "suspend", 1);
 	hb_emit_obj(w, "trainer");
 	hb_emit_num(w, "numNodes", plan.shape.nodes);
 	hb_emit_num(w, "numProcPerNode", plan.shape.tasks_per_node);
@@ -167,7 +171,7 @@ int hb_trainjob_write(const struct hb_jobspec *spec,
 	hb_emit_arr(w, "args");
 	hb_k8s_write_script(w, &plan);
 	hb_emit_end(w);
-	hb_k8s_write_env(w, &plan);
+	hb_k8s_write_env(w, &plan, NULL);
 	hb_k8s_write_resources(w, "resourcesPerNode", &plan.resources);
 	hb_emit_end(w); /* trainer */
 
@@ -240,9 +244,9 @@ int hb_trainjob_parse(const struct cJSON *doc, struct hb_jobspec *spec,
 {
 	static const char *const spec_known[] = {"runtimeRef", "trainer",
 						 "activeDeadlineSeconds", NULL};
-	static const char *const ours_spec[] = {"runtimeRef", "trainer",
-						"activeDeadlineSeconds",
-						"runtimePatches", NULL};
+	static const char *const ours_spec[] = {
+	    "runtimeRef", "trainer", "activeDeadlineSeconds", "runtimePatches",
+	    "suspend", NULL};
 	static const char *const trainer_known[] = {"numNodes",
 						    "numProcPerNode",
 						    "resourcesPerNode",
