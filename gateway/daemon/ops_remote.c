@@ -15,6 +15,7 @@
 #include "hpcbridge/proto.h"
 #include "hpcbridge/sbatch.h"
 #include "hpcbridge/translate.h"
+#include "hpcbridge/user.h"
 
 /* Output bytes per poll (base64 in the reply). */
 #define REMOTE_CHUNK_MAX (256 * 1024)
@@ -413,6 +414,35 @@ static int decided_job(struct task *t, const struct source *s,
 	return 0;
 }
 
+/* On a worker: the job runs as uid, its primary group and its groups, as
+ * initgroups() would give them (never root: placement keeps root's jobs
+ * on Slurm, and the manifest refuses uid 0 again).  0, or an error in
+ * t->err. */
+static int run_as(struct task *t, uid_t uid, struct hb_jobspec *spec)
+{
+	gid_t gid = user_gid(uid), *groups = NULL;
+	uint32_t *g32 = NULL;
+	size_t n = 0;
+	int rc;
+
+	if ((rc = hb_user_lookup(uid, gid, &groups, &n, NULL, &t->err)))
+		return rc;
+	if (n && !(g32 = calloc(n, sizeof(*g32))))
+		rc = hb_err_set(&t->err, HB_ENOMEM, NULL, 0, "out of memory");
+	for (size_t i = 0; !rc && i < n; i++)
+		g32[i] = (uint32_t)groups[i];
+	if (!rc && (rc = hb_jobspec_set_identity(spec, (int64_t)uid,
+						 (int64_t)gid, g32,
+						 (uint32_t)n)))
+		hb_err_set(&t->err, rc, NULL, 0,
+			   "cannot start %s: uid %u or its groups cannot run "
+			   "on the cluster",
+			   t->id, (unsigned)uid);
+	free(g32);
+	free(groups);
+	return rc;
+}
+
 /* On a worker: remote_start's work. */
 int hbd_rstart_run(struct task *t)
 {
@@ -437,7 +467,8 @@ int hbd_rstart_run(struct task *t)
 	if (w->task >= 0 && (rc = array_check(t, &src)))
 		goto out;
 	if (hbd_remote_cfg_is_cluster(w->cfg)) {
-		if ((rc = decided_job(t, &src, &spec)))
+		if ((rc = decided_job(t, &src, &spec)) ||
+		    (rc = run_as(t, w->uid, &spec)))
 			goto out;
 		rj.spec = &spec;
 	}

@@ -14,6 +14,7 @@
 #include "hpcbridge/doc.h"
 #include "hpcbridge/file.h"
 #include "hpcbridge/jobspec.h"
+#include "hpcbridge/mpijob.h"
 #include "hpcbridge/kube_capacity.h"
 #include "hpcbridge/placement.h"
 #include "hpcbridge/policy.h"
@@ -444,12 +445,15 @@ static void add_sides(const char *text, char *out, size_t size)
 }
 
 /* Why the cluster may not run the job whatever its capacity (see
- * struct hb_decider_job's k8s), in why; NULL if nothing stops it. */
+ * struct hb_decider_job's k8s): it runs as root, a path it works in or
+ * writes is on no volume the cluster mounts, or the image it names is
+ * not one the site allows.  The text in why; NULL if nothing stops it. */
 static const char *kube_refusal(const struct hb_decider_job *job,
 				const struct hb_jobspec *spec, char *why,
 				size_t size)
 {
-	(void)spec;
+	struct hb_err e = { 0 };
+
 	if (!job->k8s)
 		return NULL;
 	if (job->uid == 0) {
@@ -458,7 +462,15 @@ static const char *kube_refusal(const struct hb_decider_job *job,
 			 "cluster (submit it as a user)");
 		return why;
 	}
-	return NULL;
+	if (hb_k8s_paths_check(job->k8s, spec, NULL, &e) == 0 &&
+	    hb_k8s_container_check(job->k8s, spec, &e) == 0)
+		return NULL;
+	/* the message alone (its place would be "job_desc", Slurm's
+	 * description of the job) */
+	size = strnlen(e.msg, size - 1);
+	memcpy(why, e.msg, size);
+	why[size] = '\0';
+	return why;
 }
 
 static int32_t local_offset(int64_t now)

@@ -95,6 +95,16 @@ int hb_k8s_paths_check(const struct hb_k8s_opts *o,
 		       struct hb_err *err);
 
 /*
+ * Whether the site lets spec's --container run: a value of the
+ * container_images map, or a name that is no image reference, always;
+ * an image reference only when kubernetes.allowed_images matches it (or
+ * lists nothing).  HB_EINVAL naming the option and the image otherwise.
+ * hb_mpijob_emit() and hb_trainjob_emit() check it too.
+ */
+int hb_k8s_container_check(const struct hb_k8s_opts *cfg,
+			   const struct hb_jobspec *spec, struct hb_err *err);
+
+/*
  * The ConfigMap that holds the launcher runtime (launcher.h), in
  * cfg->namespace, for MPIJobs whose launcher mounts it.  Creating it once
  * per namespace is enough; the name changes with the runtime.  Caller

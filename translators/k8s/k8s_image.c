@@ -27,6 +27,26 @@ static bool looks_like_image(const char *s)
 	return n <= 500;
 }
 
+int hb_k8s_container_check(const struct hb_k8s_opts *cfg,
+			   const struct hb_jobspec *s, struct hb_err *err)
+{
+	/* The site's maps are trusted; an image the user names must be on
+	 * the site's list. */
+	if (!s->container ||
+	    hb_kv_get(cfg->container_images, cfg->ncontainer_images,
+		      s->container) ||
+	    !looks_like_image(s->container) ||
+	    hb_k8s_image_allowed(cfg, s->container))
+		return 0;
+	return hb_err_set(err, HB_EINVAL, s->source_name,
+			  s->prov[HB_F_CONTAINER].kind == HB_PROV_FILE
+				  ? s->prov[HB_F_CONTAINER].line
+				  : 0,
+			  "--container image '%.200s' is not one the site "
+			  "allows (kubernetes.allowed_images)",
+			  s->container);
+}
+
 /* The image: --container map, the container as an image reference, the
  * first mapped module, the partition, the default. */
 int hb_k8s_plan_image(struct hb_k8s_ctx *c)
@@ -35,27 +55,17 @@ int hb_k8s_plan_image(struct hb_k8s_ctx *c)
 	const struct hb_k8s_opts *cfg = c->cfg;
 	const char *img = NULL, *how = NULL, *cont_note = NULL;
 	char why[256];
+	int rc;
 
 	why[0] = '\0';
+	if ((rc = hb_k8s_container_check(cfg, s, c->err)))
+		return rc;
 	if (s->container) {
 		img = hb_kv_get(cfg->container_images,
 				    cfg->ncontainer_images, s->container);
 		if (img) {
 			how = "container";
 		} else if (looks_like_image(s->container)) {
-			/* The site's maps are trusted; an image the user
-			 * names must be on the site's list. */
-			if (!hb_k8s_image_allowed(cfg, s->container))
-				return hb_err_set(
-				    c->err, HB_EINVAL, s->source_name,
-				    s->prov[HB_F_CONTAINER].kind ==
-					    HB_PROV_FILE
-					? s->prov[HB_F_CONTAINER].line
-					: 0,
-				    "--container image '%.200s' is not one "
-				    "the site allows (kubernetes."
-				    "allowed_images)",
-				    s->container);
 			img = s->container;
 			how = "container-as-image";
 		} else {
@@ -125,9 +135,7 @@ int hb_k8s_plan_image(struct hb_k8s_ctx *c)
 	c->plan->image = img;
 
 	if (s->container) {
-		int rc = annotate(c, "container", s->container);
-
-		if (rc)
+		if ((rc = annotate(c, "container", s->container)))
 			return rc;
 		if (cont_note)
 			hb_report_fate(c->rep, HB_F_CONTAINER, HB_FATE_PARTIAL,
