@@ -993,7 +993,9 @@ static void do_create(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 	}
 	if (stamp_new(r, obj, rq->ns))
 		goto oom;
-	if (km_valid_check(ctx->valid, r, obj, 1, fv, &rs->warnings, &st)) {
+	if (km_valid_check(ctx->valid, r, obj, 1, fv, &rs->warnings, &st) ||
+	    (r == KM_POD &&
+	     km_psa_admit(ctx, rq->ns, obj, &rs->warnings, &st))) {
 		km_resp_status(rs, st);
 		goto out;
 	}
@@ -1756,7 +1758,8 @@ void km_api_serve(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 	if (authorize(rq, rs))
 		return;
 	if ((km_res[r].flags & KM_CLUSTER) && (strcmp(m, "GET") || rq->sub)) {
-		/* Nodes are made at start-up and only read. */
+		/* Nodes and namespaces are made at start-up and only
+		 * read. */
 		if (rq->sub)
 			km_resp_status(rs, km_status_plain(
 						   404, "NotFound",

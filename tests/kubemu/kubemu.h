@@ -42,6 +42,7 @@ enum km_res {
 	KM_LEASE,
 	KM_CONFIGMAP,
 	KM_NODE,
+	KM_NAMESPACE,
 	KM_NRES
 };
 
@@ -396,6 +397,31 @@ int km_nodes_create(struct km_ctx *ctx, struct hb_err *err);
 int km_sched_pick(struct km_ctx *ctx, const cJSON *pod, char *node,
 		  size_t cap, char *why, size_t wcap);
 
+/* ---- namespaces and Pod Security admission (podsecurity.c) --------- */
+
+/*
+ * A Namespace object from a --namespace spec, "NAME[,LABEL=VALUE]...".
+ * HB_EINVAL with a message.  Caller frees *out with cJSON_Delete().
+ */
+int km_namespace_from_spec(const char *spec, cJSON **out, struct hb_err *err);
+/* Store the namespaces of ctx->o->namespaces; 0 or an error, err set. */
+int km_namespaces_create(struct km_ctx *ctx, struct hb_err *err);
+/*
+ * The Pod Security Standards checks of level ("baseline", "restricted";
+ * anything else but "privileged" counts as restricted) that pod
+ * violates, appended to out as the real plugin words them: "reason
+ * (detail), reason (detail)".  Returns how many.
+ */
+int km_psa_evaluate(const cJSON *pod, const char *level, struct hb_buf *out);
+/*
+ * PodSecurity admission of a new pod in namespace ns, by the labels of
+ * that Namespace (none: privileged).  enforce: HB_EPERM and *status a
+ * 403 Forbidden Status (caller frees); warn: a line in warnings (may be
+ * NULL); audit: a log line.  0 when admitted.
+ */
+int km_psa_admit(struct km_ctx *ctx, const char *ns, const cJSON *pod,
+		 struct hb_buf *warnings, cJSON **status);
+
 /* ---- watch and log streams ------------------------------------------ */
 
 struct km_watch_opts {
@@ -448,6 +474,9 @@ struct km_opts {
 	int hostfile_slots; /* 0: workers x slotsPerWorker */
 	char **nodes; /* --node specs; none: no scheduling constraints */
 	size_t nnodes;
+	char **namespaces; /* --namespace specs */
+	size_t nnamespaces;
+	char *pvc_root; /* --pvc-root: claims are DIR/NAMESPACE/CLAIM */
 };
 
 struct km_ctx {

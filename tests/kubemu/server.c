@@ -306,7 +306,7 @@ static int route(const char *url, struct km_req *rq, char seg[][SEG_MAX])
 	} else {
 		return HB_ENOENT;
 	}
-	if (n > i + 1 && !strcmp(seg[i], "namespaces")) {
+	if (n > i + 2 && !strcmp(seg[i], "namespaces")) {
 		rq->ns = seg[i + 1];
 		i += 2;
 	}
