@@ -577,6 +577,11 @@ static int volume_local(struct km_kubelet *k, const cJSON *pod,
 				 local);
 			return HB_EIO;
 		}
+		/* The kubelet gives the volume to the fsGroup (its top
+		 * directory here), group-writable and setgid. */
+		if (cJSON_IsNumber(fsg) && fsg->valuedouble >= 0 &&
+		    !chown(local, (uid_t)-1, (gid_t)fsg->valuedouble))
+			chmod(local, 02775);
 		return 0;
 	}
 	*bindable = km_get(v, "emptyDir") != NULL;
