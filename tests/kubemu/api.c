@@ -932,8 +932,16 @@ static void commit_create(struct km_ctx *ctx, struct km_req *rq,
 	enum km_res r = (enum km_res)rq->res;
 	struct km_obj *o = NULL;
 	char name[320];
+	cJSON *st;
 	int rc;
 
+	/* Validating admission: PodSecurity, for pods. */
+	if (r == KM_POD &&
+	    km_psa_admit(ctx, rq->ns, obj, &rs->warnings, &st)) {
+		km_resp_status(rs, st);
+		cJSON_Delete(obj);
+		return;
+	}
 	snprintf(name, sizeof(name), "%s", km_meta_str(obj, "name"));
 	if (dry_run(rq)) {
 		km_resp_json(rs, 201, obj);
@@ -993,9 +1001,7 @@ static void do_create(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 	}
 	if (stamp_new(r, obj, rq->ns))
 		goto oom;
-	if (km_valid_check(ctx->valid, r, obj, 1, fv, &rs->warnings, &st) ||
-	    (r == KM_POD &&
-	     km_psa_admit(ctx, rq->ns, obj, &rs->warnings, &st))) {
+	if (km_valid_check(ctx->valid, r, obj, 1, fv, &rs->warnings, &st)) {
 		km_resp_status(rs, st);
 		goto out;
 	}

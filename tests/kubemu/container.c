@@ -183,8 +183,9 @@ static int resolve(const char *argv0, char *out, size_t cap)
 	while (*p) {
 		size_t n = strcspn(p, ":");
 
-		if (snprintf(out, cap, "%.*s/%s", (int)n, n ? p : ".",
-			     argv0) < (int)cap &&
+		/* An empty entry is the working directory. */
+		if (snprintf(out, cap, "%.*s/%s", n ? (int)n : 1,
+			     n ? p : ".", argv0) < (int)cap &&
 		    !stat(out, &sb) && S_ISREG(sb.st_mode) &&
 		    (sb.st_mode & 0111))
 			return 0;
