@@ -27,16 +27,8 @@ src=$(cd "$2" && pwd)
 emu=$build/bin/hb-kubemu
 crds=${HB_SHARED_DIR:-$src/../shared}/reference/crds
 
-fails=0
-ok() { printf 'ok: %s\n' "$*"; }
-bad() {
-	printf 'FAIL: %s\n' "$*"
-	fails=$((fails + 1))
-}
-die() {
-	printf 'FAIL: %s\n' "$*"
-	exit 1
-}
+# ok, bad, die and $fails.
+. "$src/tests/integration/lib/kubecall.sh"
 check() { # check MSG COMMAND...
 	local msg=$1
 	shift

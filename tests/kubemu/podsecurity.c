@@ -190,26 +190,45 @@ static void who(const struct list *l, char *buf, size_t cap)
 		 l->s);
 }
 
-static int check_ape(const cJSON *spec, const cJSON *meta,
-		     struct finding *f)
+/* The containers whose securityContext field is bad(): "reason
+ * (container(s) "a", ... must ...)". */
+static int containers_with(const cJSON *spec, const char *field,
+			   int (*bad)(const cJSON *), struct finding *f,
+			   const char *reason, const char *must)
 {
-	struct list bad = { 0 };
+	struct list l = { 0 };
 	const cJSON *c;
 	char w[LIST_MAX + 16];
 
-	(void)meta;
 	FOR_CONTAINERS(c, spec)
 	{
-		if (!cJSON_IsFalse(km_get(sc(c), "allowPrivilegeEscalation")))
-			list_add(&bad, cname(c), 1);
+		if (bad(km_get(sc(c), field)))
+			list_add(&l, cname(c), 1);
 	}
-	if (!bad.n)
+	if (!l.n)
 		return 0;
-	who(&bad, w, sizeof(w));
-	return forbid(f, "allowPrivilegeEscalation != false",
-		      "%s must set securityContext.allowPrivilegeEscalation="
-		      "false",
-		      w);
+	who(&l, w, sizeof(w));
+	return forbid(f, reason, "%s %s", w, must);
+}
+
+static int not_false(const cJSON *v)
+{
+	return !cJSON_IsFalse(v);
+}
+
+static int is_true(const cJSON *v)
+{
+	return cJSON_IsTrue(v);
+}
+
+static int check_ape(const cJSON *spec, const cJSON *meta,
+		     struct finding *f)
+{
+	(void)meta;
+	return containers_with(spec, "allowPrivilegeEscalation", not_false, f,
+			       "allowPrivilegeEscalation != false",
+			       "must set securityContext."
+			       "allowPrivilegeEscalation=false");
 }
 
 /*
@@ -477,21 +496,9 @@ static int check_hostports(const cJSON *spec, const cJSON *meta,
 static int check_privileged(const cJSON *spec, const cJSON *meta,
 			    struct finding *f)
 {
-	struct list bad = { 0 };
-	const cJSON *c;
-	char w[LIST_MAX + 16];
-
 	(void)meta;
-	FOR_CONTAINERS(c, spec)
-	{
-		if (cJSON_IsTrue(km_get(sc(c), "privileged")))
-			list_add(&bad, cname(c), 1);
-	}
-	if (!bad.n)
-		return 0;
-	who(&bad, w, sizeof(w));
-	return forbid(f, "privileged",
-		      "%s must not set securityContext.privileged=true", w);
+	return containers_with(spec, "privileged", is_true, f, "privileged",
+			       "must not set securityContext.privileged=true");
 }
 
 static int check_procmount(const cJSON *spec, const cJSON *meta,
