@@ -146,6 +146,38 @@ check "restricted: names the added capability" \
 check "restricted: names runAsUser=0" \
 	grep -qF 'runAsUser=0 (pod must not set runAsUser=0)' <<<"$m"
 
+# refuse NS NAME METADATA SPEC WANT: NS refuses the pod, the message has
+# WANT.
+refuse() {
+	post "$1" '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"'"$2"'"'"$3"'},"spec":'"$4"'}'
+	local m
+	m=$(msg 2>/dev/null || true)
+	if [ "$code" = 403 ] && grep -qF -- "$5" <<<"$m"; then
+		ok "$1 refuses $2"
+	else
+		bad "$1 refuses $2 with \"$5\": got $code: $m"
+	fi
+}
+A='"containers":[{"name":"a","image":"x"'
+refuse base unconfined '' '{"securityContext":{"seccompProfile":{"type":"Unconfined"}},'"$A"'}]}' \
+	'seccompProfile (pod must not set securityContext.seccompProfile.type to "Unconfined")'
+refuse base sysctl '' '{"securityContext":{"sysctls":[{"name":"kernel.msgmax","value":"1"},{"name":"net.ipv4.tcp_syncookies","value":"1"}]},'"$A"'}]}' \
+	'violates PodSecurity "baseline:latest": forbidden sysctls (kernel.msgmax)'
+refuse base procmount '' '{'"$A"',"securityContext":{"procMount":"Unmasked"}}]}' \
+	'procMount (container "a" must not set securityContext.procMount to "Unmasked")'
+refuse base ports '' '{'"$A"',"ports":[{"containerPort":80,"hostPort":80}]},{"name":"b","image":"x","ports":[{"containerPort":1,"hostPort":8080}]}]}' \
+	'hostPort (containers "a", "b" use hostPorts 80, 8080)'
+refuse base selinux '' '{'"$A"',"securityContext":{"seLinuxOptions":{"type":"spc_t","user":"u"}}}]}' \
+	'seLinuxOptions (container "a" set forbidden securityContext.seLinuxOptions: type "spc_t"; user may not be set)'
+refuse base hostpid '' '{"hostPID":true,"hostIPC":true,'"$A"'}]}' \
+	'host namespaces (hostPID=true, hostIPC=true)'
+refuse base apparmor ',"annotations":{"container.apparmor.security.beta.kubernetes.io/a":"unconfined"}' '{'"$A"'}]}' \
+	'forbidden AppArmor profile ('
+refuse secure nfs '' '{"securityContext":{"runAsNonRoot":false},"volumes":[{"name":"n","nfs":{"server":"s","path":"/e"}}],'"$A"'}]}' \
+	'restricted volume types (volume "n" uses restricted volume type "nfs"), runAsNonRoot != true (pod must not set securityContext.runAsNonRoot=false)'
+post base '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"caps"},"spec":{'"$A"',"securityContext":{"capabilities":{"add":["CHOWN","NET_BIND_SERVICE"]},"seccompProfile":{"type":"RuntimeDefault"}}}]}}'
+check "baseline: default capabilities and RuntimeDefault are fine" [ "$code" = 201 ]
+
 # 4. baseline refuses host namespaces and privileged containers ...
 post base '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"hn"},
  "spec":{"hostNetwork":true,"containers":[{"name":"c","image":"busybox"}]}}'
@@ -266,7 +298,7 @@ wait_pod open nomount 'p["status"].get("phase")=="Failed"' ||
 check "the failed mount's message" \
 	grep -qF "hostPath type check failed: $tmp/absent is not a directory" \
 	<<<"$(jpod open nomount 'p["status"]["containerStatuses"][0]["state"]["terminated"]["message"]')"
-check "and an Event" grep -qF 'nomount Failed MountVolume.SetUp failed' \
+check "and an Event" grep -qF 'nomount FailedMount MountVolume.SetUp failed' \
 	<<<"$(events open)"
 
 # 11. An MPIJob whose pods restricted refuses: no pods, a Warning event.

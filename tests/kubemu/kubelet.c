@@ -634,7 +634,9 @@ static int add_mount(struct mounts *ms, struct km_launch *l, const cJSON *m,
 		snprintf(src, sizeof(src), "%s", local);
 	}
 	ro |= cJSON_IsTrue(km_get(m, "readOnly"));
-	if (!bindable || (!strcmp(dst, src) && !ro)) {
+	/* Binding takes root (CAP_SYS_ADMIN): without it, paths are
+	 * rewritten as for ConfigMaps. */
+	if (!bindable || (!strcmp(dst, src) && !ro) || geteuid() != 0) {
 		if (ms->n == sizeof(ms->m) / sizeof(ms->m[0]))
 			return 0;
 		snprintf(ms->m[ms->n].path, sizeof(ms->m[0].path), "%s", dst);
@@ -1167,7 +1169,10 @@ static void start_pod(struct km_kubelet *k, struct km_obj *pod,
 			write_file(logp, why, strlen(why), 0644);
 			ps->running = 1;
 			fail_start(k, ns, name, why);
-			km_event_record(k->ctx, pod->tree, "Warning", "Failed",
+			km_event_record(k->ctx, pod->tree, "Warning",
+					strncmp(why, "MountVolume", 11)
+						? "Failed"
+						: "FailedMount",
 					why, KUBELET);
 			return;
 		}
