@@ -936,8 +936,7 @@ static void commit_create(struct km_ctx *ctx, struct km_req *rq,
 	int rc;
 
 	/* Validating admission: PodSecurity, for pods. */
-	if (r == KM_POD &&
-	    km_psa_admit(ctx, rq->ns, obj, &rs->warnings, &st)) {
+	if (r == KM_POD && km_psa_admit(ctx, rq->ns, obj, &rs->warnings, &st)) {
 		km_resp_status(rs, st);
 		cJSON_Delete(obj);
 		return;

@@ -103,8 +103,18 @@ int km_container_ident(const cJSON *pod, const cJSON *c, struct km_ident *id,
 
 /* ---- the child ------------------------------------------------------ */
 
-enum step { S_IO, S_NS, S_SLAVE, S_BIND, S_RO, S_GROUPS, S_GID, S_UID,
-	    S_CHDIR, S_EXEC };
+enum step {
+	S_IO,
+	S_NS,
+	S_SLAVE,
+	S_BIND,
+	S_RO,
+	S_GROUPS,
+	S_GID,
+	S_UID,
+	S_CHDIR,
+	S_EXEC
+};
 
 struct child_err {
 	int step;
@@ -184,8 +194,8 @@ static int resolve(const char *argv0, char *out, size_t cap)
 		size_t n = strcspn(p, ":");
 
 		/* An empty entry is the working directory. */
-		if (snprintf(out, cap, "%.*s/%s", n ? (int)n : 1,
-			     n ? p : ".", argv0) < (int)cap &&
+		if (snprintf(out, cap, "%.*s/%s", n ? (int)n : 1, n ? p : ".",
+			     argv0) < (int)cap &&
 		    !stat(out, &sb) && S_ISREG(sb.st_mode) &&
 		    (sb.st_mode & 0111))
 			return 0;
@@ -202,11 +212,13 @@ static void explain(const struct km_launch *l, const struct child_err *e,
 
 	switch ((enum step)e->step) {
 	case S_BIND:
-		snprintf(why, cap, "error mounting \"%s\" to rootfs at \"%s\": %s",
+		snprintf(why, cap,
+			 "error mounting \"%s\" to rootfs at \"%s\": %s",
 			 b->src, b->dst, es);
 		break;
 	case S_RO:
-		snprintf(why, cap, "error mounting \"%s\" read-only at \"%s\": %s",
+		snprintf(why, cap,
+			 "error mounting \"%s\" read-only at \"%s\": %s",
 			 b->src, b->dst, es);
 		break;
 	case S_NS:

@@ -529,18 +529,16 @@ bad:
  * MPI Operator's /etc/mpi: those paths are rewritten in the
  * environment).  HB_EAGAIN when a ConfigMap is missing.
  */
-static int volume_local(struct km_kubelet *k, const cJSON *pod,
-			const cJSON *v, const char *dir, char *local,
-			size_t cap, int *bindable, int *ro, char *why,
-			size_t wcap)
+static int volume_local(struct km_kubelet *k, const cJSON *pod, const cJSON *v,
+			const char *dir, char *local, size_t cap, int *bindable,
+			int *ro, char *why, size_t wcap)
 {
 	const char *ns = km_meta_str(pod, "namespace");
 	const char *vn = km_str(v, "name");
 	const cJSON *cm = km_get(v, "configMap"), *nfs = km_get(v, "nfs");
 	const cJSON *pvc = km_get(v, "persistentVolumeClaim");
-	const cJSON *fsg = km_get(km_get(km_get(pod, "spec"),
-					 "securityContext"),
-				  "fsGroup");
+	const cJSON *fsg = km_get(
+		km_get(km_get(pod, "spec"), "securityContext"), "fsGroup");
 	const char *hp = km_str(km_get(v, "hostPath"), "path");
 	int rc;
 
@@ -558,10 +556,10 @@ static int volume_local(struct km_kubelet *k, const cJSON *pod,
 		*ro = cJSON_IsTrue(km_get(nfs, "readOnly"));
 		if (stat(local, &sb) || !S_ISDIR(sb.st_mode)) {
 			snprintf(why, wcap,
-				 "MountVolume.SetUp failed for volume \"%.100s\" "
-				 ": mount failed: %.200s:%.400s is not a directory on "
-				 "this host (NFS exports are taken as mounted "
-				 "at their path)",
+				 "MountVolume.SetUp failed for volume "
+				 "\"%.100s\" : mount failed: %.200s:%.400s is "
+				 "not a directory on this host (NFS exports are "
+				 "taken as mounted at their path)",
 				 vn, km_str(nfs, "server") ?: "", local);
 			return HB_EIO;
 		}
@@ -640,14 +638,12 @@ static int add_mount(struct mounts *ms, struct km_launch *l, const cJSON *m,
 		if (ms->n == sizeof(ms->m) / sizeof(ms->m[0]))
 			return 0;
 		snprintf(ms->m[ms->n].path, sizeof(ms->m[0].path), "%s", dst);
-		snprintf(ms->m[ms->n].local, sizeof(ms->m[0].local), "%s",
-			 src);
+		snprintf(ms->m[ms->n].local, sizeof(ms->m[0].local), "%s", src);
 		ms->n++;
 		return 0;
 	}
 	if (l->nbinds == KM_MAX_BINDS) {
-		snprintf(why, wcap, "more than %d volume mounts",
-			 KM_MAX_BINDS);
+		snprintf(why, wcap, "more than %d volume mounts", KM_MAX_BINDS);
 		return HB_EIO;
 	}
 	/* No image gives the mount point: make it here. */
@@ -869,8 +865,8 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 					HB_LOG_STR("pod", name),
 					HB_LOG_INT("pid", *pid),
 					HB_LOG_INT("uid", launch->id.uid) },
-				3, "kubelet: started the launcher of %s/%s",
-				ns, name);
+				3, "kubelet: started the launcher of %s/%s", ns,
+				name);
 		goto out;
 	}
 	if (posix_spawn_file_actions_init(&fa))
@@ -932,8 +928,7 @@ out:
 /* ---- events --------------------------------------------------------- */
 
 void km_event_record(struct km_ctx *ctx, const cJSON *obj, const char *type,
-		     const char *reason, const char *msg,
-		     const char *component)
+		     const char *reason, const char *msg, const char *component)
 {
 	cJSON *ev = cJSON_CreateObject(), *meta, *inv, *src;
 	const char *ns = km_meta_str(obj, "namespace");
@@ -1120,8 +1115,8 @@ static int config_error(struct km_kubelet *k, struct km_obj *pod)
 	const cJSON *c;
 	char why[1024], msg[1100];
 
-	cJSON_ArrayForEach (c, km_get(km_get(pod->tree, "spec"),
-				      "containers")) {
+	cJSON_ArrayForEach (c,
+			    km_get(km_get(pod->tree, "spec"), "containers")) {
 		if (km_container_ident(pod->tree, c, &id, why, sizeof(why)))
 			break;
 	}

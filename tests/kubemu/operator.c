@@ -633,8 +633,8 @@ static void create_pod(struct km_ctx *ctx, const cJSON *job, cJSON *pod,
 	cJSON *st = NULL;
 	char msg[8192];
 
-	if (pod && km_psa_admit(ctx, km_meta_str(pod, "namespace"), pod, NULL,
-				&st)) {
+	if (pod &&
+	    km_psa_admit(ctx, km_meta_str(pod, "namespace"), pod, NULL, &st)) {
 		snprintf(msg, sizeof(msg), "%s pod created failed: %s", role,
 			 km_str(st, "message") ?: "forbidden");
 		record(ctx, job, "Warning", "MPIJobFailed", msg);

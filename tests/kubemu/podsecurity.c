@@ -23,11 +23,11 @@
 #include "hpcbridge/log.h"
 #include "kubemu.h"
 
-#define PSA	     "pod-security.kubernetes.io/"
-#define LIST_MAX     2048
-#define SET_MAX	     32
-#define DETAIL_MAX   4096
-#define SPEC_MAX     4096
+#define PSA	   "pod-security.kubernetes.io/"
+#define LIST_MAX   2048
+#define SET_MAX	   32
+#define DETAIL_MAX 4096
+#define SPEC_MAX   4096
 
 /* ---- namespaces ----------------------------------------------------- */
 
@@ -81,18 +81,16 @@ int km_namespaces_create(struct km_ctx *ctx, struct hb_err *err)
 {
 	for (size_t i = 0; i < ctx->o->nnamespaces; i++) {
 		cJSON *ns;
-		int rc = km_namespace_from_spec(ctx->o->namespaces[i], &ns,
-						err);
+		int rc =
+			km_namespace_from_spec(ctx->o->namespaces[i], &ns, err);
 
 		if (rc)
 			return rc;
-		rc = km_internal_create(ctx, KM_NAMESPACE, ns, "kubemu",
-					NULL);
+		rc = km_internal_create(ctx, KM_NAMESPACE, ns, "kubemu", NULL);
 		if (rc)
-			return hb_err_set(err, rc, NULL, 0,
-					  "--namespace %s: %s",
-					  ctx->o->namespaces[i],
-					  hb_strerror(rc));
+			return hb_err_set(
+				err, rc, NULL, 0, "--namespace %s: %s",
+				ctx->o->namespaces[i], hb_strerror(rc));
 	}
 	return 0;
 }
@@ -169,14 +167,13 @@ static const cJSON *sc(const cJSON *c)
 	return km_get(c, "securityContext");
 }
 
-static const char *const container_lists[] = { "initContainers",
-						"containers",
-						"ephemeralContainers" };
+static const char *const container_lists[] = { "initContainers", "containers",
+					       "ephemeralContainers" };
 
 /* Every container, init and ephemeral ones included (visitContainers). */
-#define FOR_CONTAINERS(c, spec)            \
-	for (int ci_ = 0; ci_ < 3; ci_++) \
-	cJSON_ArrayForEach (c, km_get(spec, container_lists[ci_]))
+#define FOR_CONTAINERS(c, spec)                                                \
+	for (int ci_ = 0; ci_ < 3; ci_++)                                      \
+		cJSON_ArrayForEach (c, km_get(spec, container_lists[ci_]))
 
 static const char *cname(const cJSON *c)
 {
@@ -221,8 +218,7 @@ static int is_true(const cJSON *v)
 	return cJSON_IsTrue(v);
 }
 
-static int check_ape(const cJSON *spec, const cJSON *meta,
-		     struct finding *f)
+static int check_ape(const cJSON *spec, const cJSON *meta, struct finding *f)
 {
 	(void)meta;
 	return containers_with(spec, "allowPrivilegeEscalation", not_false, f,
@@ -316,17 +312,16 @@ static int check_apparmor(const cJSON *spec, const cJSON *meta,
 	return forbid(f,
 		      plural("forbidden AppArmor profile",
 			     "forbidden AppArmor profiles", vals.n),
-		      "%s must not set AppArmor profile type to %s", w,
-		      vals.s);
+		      "%s must not set AppArmor profile type to %s", w, vals.s);
 }
 
 /* Capabilities a baseline pod may add. */
 static int cap_default(const char *cap)
 {
 	static const char *const ok[] = {
-		"AUDIT_WRITE", "CHOWN",		   "DAC_OVERRIDE", "FOWNER",
-		"FSETID",      "KILL",		   "MKNOD",	   "NET_BIND_SERVICE",
-		"SETFCAP",     "SETGID",	   "SETPCAP",	   "SETUID",
+		"AUDIT_WRITE", "CHOWN",	 "DAC_OVERRIDE", "FOWNER",
+		"FSETID",      "KILL",	 "MKNOD",	 "NET_BIND_SERVICE",
+		"SETFCAP",     "SETGID", "SETPCAP",	 "SETUID",
 		"SYS_CHROOT",
 	};
 
@@ -398,8 +393,8 @@ static int check_caps_restricted(const cJSON *spec, const cJSON *meta,
 
 		cJSON_ArrayForEach (
 			d, km_get(km_get(sc(c), "capabilities"), "drop"))
-			all |= cJSON_IsString(d) && !strcmp(d->valuestring,
-							    "ALL");
+			all |= cJSON_IsString(d) &&
+			       !strcmp(d->valuestring, "ALL");
 		if (!all)
 			list_add(&nodrop, cname(c), 1);
 	}
@@ -531,10 +526,11 @@ static int check_procmount(const cJSON *spec, const cJSON *meta,
 static int check_volumes(const cJSON *spec, const cJSON *meta,
 			 struct finding *f)
 {
-	static const char *const ok[] = { "configMap", "csi",
-					  "downwardAPI", "emptyDir",
-					  "ephemeral", "persistentVolumeClaim",
-					  "projected", "secret" };
+	static const char *const ok[] = {
+		"configMap", "csi",	  "downwardAPI",
+		"emptyDir",  "ephemeral", "persistentVolumeClaim",
+		"projected", "secret"
+	};
 	struct list bad = { 0 }, tl = { 0 };
 	struct set types = { 0 };
 	const cJSON *v, *m;
@@ -613,8 +609,7 @@ static int is_zero(const cJSON *v)
 static int check_runasuser(const cJSON *spec, const cJSON *meta,
 			   struct finding *f)
 {
-	int pod = is_zero(
-		km_get(km_get(spec, "securityContext"), "runAsUser"));
+	int pod = is_zero(km_get(km_get(spec, "securityContext"), "runAsUser"));
 	struct list bad = { 0 };
 	const cJSON *c;
 	char w[LIST_MAX + 16] = "";
@@ -637,8 +632,7 @@ static int check_runasuser(const cJSON *spec, const cJSON *meta,
  * role; *bad collects the types, *ur bit 1 a user, bit 2 a role. */
 static int selinux_bad(const cJSON *o, struct set *types, int *ur)
 {
-	static const char *const ok[] = { "", "container_t",
-					  "container_init_t",
+	static const char *const ok[] = { "", "container_t", "container_init_t",
 					  "container_kvm_t",
 					  "container_engine_t" };
 	const char *t = km_str(o, "type") ?: "";
@@ -822,8 +816,7 @@ static const struct check {
 	{ "runAsNonRoot", L_RESTRICTED, NULL, check_nonroot },
 	{ "runAsUser", L_RESTRICTED, NULL, check_runasuser },
 	{ "seLinuxOptions", L_BASELINE, NULL, check_selinux },
-	{ "seccompProfile_baseline", L_BASELINE, NULL,
-	  check_seccomp_baseline },
+	{ "seccompProfile_baseline", L_BASELINE, NULL, check_seccomp_baseline },
 	{ "seccompProfile_restricted", L_RESTRICTED, "seccompProfile_baseline",
 	  check_seccomp_restricted },
 	{ "sysctls", L_BASELINE, NULL, check_sysctls },
@@ -844,7 +837,8 @@ int km_psa_evaluate(const cJSON *pod, const char *level, struct hb_buf *out)
 {
 	static const char *const names[] = { "privileged", "baseline",
 					     "restricted" };
-	const cJSON *spec = km_get(pod, "spec"), *meta = km_get(pod, "metadata");
+	const cJSON *spec = km_get(pod, "spec"),
+		    *meta = km_get(pod, "metadata");
 	enum level lvl = L_RESTRICTED;
 	int n = 0;
 
