@@ -142,6 +142,18 @@ static const char *plural(const char *one, const char *many, size_t n)
 	return n == 1 ? one : many;
 }
 
+/* Append to the string in buf (cap bytes), truncating. */
+__attribute__((format(printf, 3, 4))) static void
+catf(char *buf, size_t cap, const char *fmt, ...)
+{
+	size_t n = strlen(buf);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf + n, cap - n, fmt, ap);
+	va_end(ap);
+}
+
 /* ---- the checks ----------------------------------------------------- */
 
 /* One forbidden finding: its reason and detail. */
@@ -286,7 +298,6 @@ static int check_apparmor(const cJSON *spec, const cJSON *meta,
 	struct list vals = { 0 };
 	const cJSON *a;
 	char w[LIST_MAX + 64], kv[256];
-	size_t n;
 
 	setters_scan(spec, "appArmorProfile", apparmor_ok, &s);
 	cJSON_ArrayForEach (a, km_get(meta, "annotations")) {
@@ -302,11 +313,9 @@ static int check_apparmor(const cJSON *spec, const cJSON *meta,
 	if (!s.pod && !s.bad.n && !ann.n)
 		return 0;
 	setters_who(&s, w, sizeof(w));
-	if (ann.n) {
-		n = strlen(w);
-		snprintf(w + n, sizeof(w) - n, "%s%s", n ? " and " : "",
-			 plural("annotation", "annotations", ann.n));
-	}
+	if (ann.n)
+		catf(w, sizeof(w), "%s%s", w[0] ? " and " : "",
+		     plural("annotation", "annotations", ann.n));
 	set_join(&s.values, &vals, 1);
 	set_join(&ann, &vals, 1);
 	return forbid(f,
@@ -384,7 +393,6 @@ static int check_caps_restricted(const cJSON *spec, const cJSON *meta,
 	struct set caps = { 0 };
 	const cJSON *c, *d;
 	char w[LIST_MAX + 16];
-	size_t n = 0;
 
 	(void)meta;
 	FOR_CONTAINERS(c, spec)
@@ -404,18 +412,17 @@ static int check_caps_restricted(const cJSON *spec, const cJSON *meta,
 	f->detail[0] = '\0';
 	if (nodrop.n) {
 		who(&nodrop, w, sizeof(w));
-		n = (size_t)snprintf(f->detail, sizeof(f->detail),
-				     "%s must set securityContext."
-				     "capabilities.drop=[\"ALL\"]",
-				     w);
+		catf(f->detail, sizeof(f->detail),
+		     "%s must set securityContext.capabilities.drop=[\"ALL\"]",
+		     w);
 	}
-	if (bad.n && n < sizeof(f->detail)) {
+	if (bad.n) {
 		who(&bad, w, sizeof(w));
 		set_join(&caps, &cl, 1);
-		snprintf(f->detail + n, sizeof(f->detail) - n,
-			 "%s%s must not include %s in "
-			 "securityContext.capabilities.add",
-			 n ? "; " : "", w, cl.s);
+		catf(f->detail, sizeof(f->detail),
+		     "%s%s must not include %s in "
+		     "securityContext.capabilities.add",
+		     f->detail[0] ? "; " : "", w, cl.s);
 	}
 	snprintf(f->reason, sizeof(f->reason), "unrestricted capabilities");
 	return 1;
@@ -663,7 +670,6 @@ static int check_selinux(const cJSON *spec, const cJSON *meta,
 	const cJSON *c;
 	char w[LIST_MAX + 64], data[LIST_MAX + 64] = "";
 	int ur = 0;
-	size_t n;
 
 	(void)meta;
 	s.pod = selinux_bad(
@@ -687,9 +693,8 @@ static int check_selinux(const cJSON *spec, const cJSON *meta,
 	for (int b = 1; b <= 2; b++) {
 		if (!(ur & b))
 			continue;
-		n = strlen(data);
-		snprintf(data + n, sizeof(data) - n, "%s%s may not be set",
-			 n ? "; " : "", b == 1 ? "user" : "role");
+		catf(data, sizeof(data), "%s%s may not be set",
+		     data[0] ? "; " : "", b == 1 ? "user" : "role");
 	}
 	return forbid(f, "seLinuxOptions",
 		      "%s set forbidden securityContext.seLinuxOptions: %s", w,
