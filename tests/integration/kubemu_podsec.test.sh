@@ -121,9 +121,11 @@ check "restricted: the message names the violated checks" \
 check "restricted: reason Forbidden" \
 	grep -q '"reason":"Forbidden"' "$tmp/out"
 
-# 2. ... and creates a compliant one.
+# 2. ... and creates a compliant one (a volume without a source is an
+# emptyDir).
 post secure '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"good"},
- "spec":{'"$PSC"',"containers":[{"name":"c","image":"busybox",'"$SC"'}]}}'
+ "spec":{'"$PSC"',"volumes":[{"name":"e"},{"name":"p","projected":{"sources":[]}}],
+ "containers":[{"name":"c","image":"busybox",'"$SC"'}]}}'
 check "restricted: a compliant pod is created" [ "$code" = 201 ]
 
 # 3. restricted refuses hostPath, capabilities beyond NET_BIND_SERVICE,

@@ -544,7 +544,8 @@ static int check_volumes(const cJSON *spec, const cJSON *meta,
 
 	(void)meta;
 	cJSON_ArrayForEach (v, km_get(spec, "volumes")) {
-		const char *type = "unknown";
+		/* A volume with no source is defaulted to an emptyDir. */
+		const char *type = NULL;
 		int allowed = 0;
 
 		cJSON_ArrayForEach (m, v) {
@@ -554,7 +555,7 @@ static int check_volumes(const cJSON *spec, const cJSON *meta,
 			for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
 				allowed |= !strcmp(type, ok[i]);
 		}
-		if (allowed)
+		if (allowed || !type)
 			continue;
 		list_add(&bad, km_str(v, "name") ?: "", 1);
 		set_add(&types, type);
