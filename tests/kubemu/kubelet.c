@@ -9,8 +9,10 @@
  *     MPIJob's annotations say (kubemu.hpcbridge.io/run-ms, exit-code,
  *     log); with --execute its first container's command and args really
  *     run here, in a session of their own, with the pod's environment,
- *     its ConfigMap volumes materialised in a per-pod directory and a
- *     hostfile naming localhost;
+ *     its ConfigMap volumes materialised in a per-pod directory, a
+ *     hostfile naming localhost, and (container.c) the uid and groups
+ *     its securityContext asks for and its hostPath, nfs, claim and
+ *     emptyDir volumes bound at their mount paths;
  *   - any other pod (workers, pods of clients) runs until it is deleted.
  * A pod's output goes to WORKDIR/NAMESPACE/POD/log, which pods/log
  * serves.  Deleting a running pod sends SIGTERM to its process group,

@@ -13,7 +13,9 @@
  * selector (label and field selectors), patch (merge, JSON and apply
  * patches, managed fields), validate (CRD schemas, defaults, pruning),
  * operator (the MPI Operator), kubelet (pod lifecycle, processes, logs),
- * faults (fault injection), tls (CA, certificates, kubeconfig), util.
+ * container (an executed container's identity and mounts), podsecurity
+ * (Namespaces, PodSecurity admission), faults (fault injection), tls (CA,
+ * certificates, kubeconfig), util.
  *
  * Locking: the store has one mutex; every other module keeps its own and
  * never holds it while calling into the store, except the store's hook,

@@ -9,7 +9,7 @@
  *   /api/v1/namespaces/NS/PLURAL[/NAME[/status|/log]]   (core)
  *   /apis/G/V/namespaces/NS/PLURAL[/NAME[/status]]       (groups)
  *   /api/v1/PLURAL, /apis/G/V/PLURAL                      (all namespaces)
- *   /api/v1/nodes[/NAME]                                  (cluster scope)
+ *   /api/v1/nodes[/NAME], /api/v1/namespaces[/NAME]      (cluster scope)
  *   /_hb/faults /_hb/stats /_hb/evict                     (admin, no auth)
  */
 #include <arpa/inet.h>
