@@ -56,10 +56,16 @@ cleanup() {
 trap cleanup EXIT
 
 PSA=pod-security.kubernetes.io
+# A spec that is not NAME,LABEL=VALUE... stops the start.
+if "$emu" --namespace "x,nolabel" --listen 127.0.0.1:0 2>"$tmp/bad.err" >&2; then
+	die "--namespace x,nolabel was accepted"
+fi
+check "a bad --namespace is refused with a message" \
+	grep -qF '"nolabel" is not LABEL=VALUE' "$tmp/bad.err"
 "$emu" --listen 127.0.0.1:0 --port-file "$tmp/port" --crds "$crds" \
 	--execute --workdir "$tmp/work" --pod-start-ms 50 \
 	--kill-grace-ms 1000 --pvc-root "$tmp/pvc" \
-	--namespace "secure,$PSA/enforce=restricted" \
+	--namespace "secure,$PSA/enforce=restricted,annotation:openshift.io/sa.scc.uid-range=1000/10000" \
 	--namespace "base,$PSA/enforce=baseline,$PSA/warn=restricted" \
 	--namespace open \
 	>"$tmp/emu.out" 2>"$tmp/emu.err" &
@@ -209,6 +215,11 @@ if command -v kubectl >/dev/null; then
 		[ "$(kubectl -s "$url" get ns secure \
 			-o "jsonpath={.metadata.labels.pod-security\.kubernetes\.io/enforce}")" = restricted ]
 fi
+
+ns=$(curl -s "$url/api/v1/namespaces/secure")
+check "the namespace has its labels" grep -qF '"pod-security.kubernetes.io/enforce":"restricted"' <<<"$ns"
+check "and annotations" grep -qF '"openshift.io/sa.scc.uid-range":"1000/10000"' <<<"$ns"
+check "an unknown namespace is 404" [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/api/v1/namespaces/nope")" = 404 ]
 
 # 6. No labels: privileged, hostNetwork is fine.
 post open '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"hn"},

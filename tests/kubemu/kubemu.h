@@ -408,7 +408,8 @@ int km_sched_pick(struct km_ctx *ctx, const cJSON *pod, char *node,
 /* ---- namespaces and Pod Security admission (podsecurity.c) --------- */
 
 /*
- * A Namespace object from a --namespace spec, "NAME[,LABEL=VALUE]...".
+ * A Namespace object from a --namespace spec,
+ * "NAME[,LABEL=VALUE|,annotation:KEY=VALUE]...".
  * HB_EINVAL with a message.  Caller frees *out with cJSON_Delete().
  */
 int km_namespace_from_spec(const char *spec, cJSON **out, struct hb_err *err);

@@ -57,17 +57,25 @@ int km_namespace_from_spec(const char *spec, cJSON **out, struct hb_err *err)
 	    km_set_str(st, "phase", "Active"))
 		goto oom;
 	while ((tok = strtok_r(NULL, ",", &save))) {
-		char *eq = strchr(tok, '=');
+		int ann = !strncmp(tok, "annotation:", 11);
+		cJSON *to = labels;
+		char *eq;
 
+		if (ann) {
+			tok += 11;
+			if (!(to = km_obj_at(meta, "annotations")))
+				goto oom;
+		}
+		eq = strchr(tok, '=');
 		if (!eq || eq == tok) {
 			cJSON_Delete(ns);
 			return hb_err_set(err, HB_EINVAL, NULL, 0,
 					  "--namespace %s: \"%s\" is not "
-					  "LABEL=VALUE",
+					  "LABEL=VALUE or annotation:KEY=VALUE",
 					  spec, tok);
 		}
 		*eq = '\0';
-		if (km_set_str(labels, tok, eq + 1))
+		if (km_set_str(to, tok, eq + 1))
 			goto oom;
 	}
 	*out = ns;
