@@ -57,7 +57,8 @@ trap cleanup EXIT
 
 PSA=pod-security.kubernetes.io
 # A spec that is not NAME,LABEL=VALUE... stops the start.
-if "$emu" --namespace "x,nolabel" --listen 127.0.0.1:0 2>"$tmp/bad.err" >&2; then
+if timeout 10 "$emu" --namespace "x,nolabel" --listen 127.0.0.1:0 \
+	2>"$tmp/bad.err" >&2; then
 	die "--namespace x,nolabel was accepted"
 fi
 check "a bad --namespace is refused with a message" \
