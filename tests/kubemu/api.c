@@ -932,8 +932,15 @@ static void commit_create(struct km_ctx *ctx, struct km_req *rq,
 	enum km_res r = (enum km_res)rq->res;
 	struct km_obj *o = NULL;
 	char name[320];
+	cJSON *st;
 	int rc;
 
+	/* Validating admission: PodSecurity, for pods. */
+	if (r == KM_POD && km_psa_admit(ctx, rq->ns, obj, &rs->warnings, &st)) {
+		km_resp_status(rs, st);
+		cJSON_Delete(obj);
+		return;
+	}
 	snprintf(name, sizeof(name), "%s", km_meta_str(obj, "name"));
 	if (dry_run(rq)) {
 		km_resp_json(rs, 201, obj);
@@ -1756,7 +1763,8 @@ void km_api_serve(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 	if (authorize(rq, rs))
 		return;
 	if ((km_res[r].flags & KM_CLUSTER) && (strcmp(m, "GET") || rq->sub)) {
-		/* Nodes are made at start-up and only read. */
+		/* Nodes and namespaces are made at start-up and only
+		 * read. */
 		if (rq->sub)
 			km_resp_status(rs, km_status_plain(
 						   404, "NotFound",

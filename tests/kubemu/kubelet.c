@@ -9,8 +9,10 @@
  *     MPIJob's annotations say (kubemu.hpcbridge.io/run-ms, exit-code,
  *     log); with --execute its first container's command and args really
  *     run here, in a session of their own, with the pod's environment,
- *     its ConfigMap volumes materialised in a per-pod directory and a
- *     hostfile naming localhost;
+ *     its ConfigMap volumes materialised in a per-pod directory, a
+ *     hostfile naming localhost, and (container.c) the uid and groups
+ *     its securityContext asks for and its hostPath, nfs, claim and
+ *     emptyDir volumes bound at their mount paths;
  *   - any other pod (workers, pods of clients) runs until it is deleted.
  * A pod's output goes to WORKDIR/NAMESPACE/POD/log, which pods/log
  * serves.  Deleting a running pod sends SIGTERM to its process group,
@@ -497,6 +499,187 @@ static int hostfile_slots(struct km_kubelet *k, const cJSON *pod)
 	return workers > 0 ? workers * slots : slots;
 }
 
+/* A hostPath volume's path, checked or made as its type says. */
+static int host_path(const cJSON *v, const char *p, char *why, size_t cap)
+{
+	const char *type = km_str(km_get(v, "hostPath"), "type");
+	struct stat sb;
+
+	if (!stat(p, &sb)) {
+		if (type && !strcmp(type, "Directory") && !S_ISDIR(sb.st_mode))
+			goto bad;
+		return 0;
+	}
+	/* The runtime makes a missing path with no type, as
+	 * DirectoryOrCreate says. */
+	if (!type || !*type || !strcmp(type, "DirectoryOrCreate"))
+		return mkdirs(p) ? HB_EIO : 0;
+bad:
+	snprintf(why, cap,
+		 "MountVolume.SetUp failed for volume \"%s\" : hostPath type "
+		 "check failed: %s is not a directory",
+		 km_str(v, "name"), p);
+	return HB_EIO;
+}
+
+/*
+ * Where volume v of pod lives on this host (into local): the path of a
+ * hostPath; the export path of an nfs volume (taken as mounted there);
+ * --pvc-root/NAMESPACE/CLAIM for a persistentVolumeClaim; else
+ * dir/volumes/NAME, with a ConfigMap's data written in.  *bindable: the
+ * volume is bound at its mount paths (not ConfigMaps, Secrets, nor the
+ * MPI Operator's /etc/mpi: those paths are rewritten in the
+ * environment).  HB_EAGAIN when a ConfigMap is missing.
+ */
+static int volume_local(struct km_kubelet *k, const cJSON *pod, const cJSON *v,
+			const char *dir, char *local, size_t cap, int *bindable,
+			int *ro, char *why, size_t wcap)
+{
+	const char *ns = km_meta_str(pod, "namespace");
+	const char *vn = km_str(v, "name");
+	const cJSON *cm = km_get(v, "configMap"), *nfs = km_get(v, "nfs");
+	const cJSON *pvc = km_get(v, "persistentVolumeClaim");
+	const cJSON *fsg = km_get(
+		km_get(km_get(pod, "spec"), "securityContext"), "fsGroup");
+	const char *hp = km_str(km_get(v, "hostPath"), "path");
+	int rc;
+
+	if (!strcmp(vn, "mpi-job-config"))
+		return pathf(local, cap, "%s/etc-mpi", dir) ? HB_EIO : 0;
+	*bindable = 1;
+	if (hp) {
+		snprintf(local, cap, "%s", hp);
+		return host_path(v, hp, why, wcap);
+	}
+	if (km_str(nfs, "path")) {
+		struct stat sb;
+
+		snprintf(local, cap, "%s", km_str(nfs, "path"));
+		*ro = cJSON_IsTrue(km_get(nfs, "readOnly"));
+		if (stat(local, &sb) || !S_ISDIR(sb.st_mode)) {
+			snprintf(why, wcap,
+				 "MountVolume.SetUp failed for volume "
+				 "\"%.100s\" : mount failed: %.200s:%.400s is "
+				 "not a directory on this host (NFS exports are "
+				 "taken as mounted at their path)",
+				 vn, km_str(nfs, "server") ?: "", local);
+			return HB_EIO;
+		}
+		return 0;
+	}
+	if (km_str(pvc, "claimName") && k->ctx->o->pvc_root &&
+	    !strchr(km_str(pvc, "claimName"), '/')) {
+		*ro = cJSON_IsTrue(km_get(pvc, "readOnly"));
+		if (pathf(local, cap, "%s/%s/%s", k->ctx->o->pvc_root, ns,
+			  km_str(pvc, "claimName")) ||
+		    mkdirs(local)) {
+			snprintf(why, wcap, "cannot make the claim's %.400s",
+				 local);
+			return HB_EIO;
+		}
+		/* The kubelet gives the volume to the fsGroup (its top
+		 * directory here), group-writable and setgid. */
+		if (cJSON_IsNumber(fsg) && fsg->valuedouble >= 0 &&
+		    !chown(local, (uid_t)-1, (gid_t)fsg->valuedouble))
+			chmod(local, 02775);
+		return 0;
+	}
+	*bindable = km_get(v, "emptyDir") != NULL;
+	if (pathf(local, cap, "%s/volumes/%s", dir, vn) || mkdirs(local))
+		return HB_EIO;
+	if (*bindable) {
+		/* The kubelet makes an emptyDir world-writable, owned by
+		 * the fsGroup (setgid) when there is one. */
+		if (cJSON_IsNumber(fsg) && fsg->valuedouble >= 0 &&
+		    !chown(local, (uid_t)-1, (gid_t)fsg->valuedouble))
+			chmod(local, 02777);
+		else
+			chmod(local, 0777);
+	}
+	if (!cm)
+		return 0;
+	rc = materialise_cm(k, ns, cm, local);
+	if (rc == HB_EAGAIN)
+		snprintf(why, wcap, "configmap \"%s\" not found",
+			 km_str(cm, "name") ? km_str(cm, "name") : "");
+	return rc == HB_EAGAIN ? rc : 0;
+}
+
+/*
+ * A volumeMount m of a volume at local: bound at its mountPath (l) when
+ * the volume is bindable and the path differs or must be read-only, the
+ * mount point made on this host if missing; else recorded in ms, for the
+ * environment's rewriting.
+ */
+static int add_mount(struct mounts *ms, struct km_launch *l, const cJSON *m,
+		     const char *local, int bindable, int ro, char *why,
+		     size_t wcap)
+{
+	const char *mp = km_str(m, "mountPath");
+	const char *sub = km_str(m, "subPath");
+	char dst[1024], src[2048];
+	struct stat sb;
+	size_t n;
+
+	if (!mp || snprintf(dst, sizeof(dst), "%s", mp) >= (int)sizeof(dst))
+		return 0;
+	while ((n = strlen(dst)) > 1 && dst[n - 1] == '/')
+		dst[n - 1] = '\0';
+	if (sub && *sub && !strstr(sub, "..")) {
+		if (pathf(src, sizeof(src), "%s/%s", local, sub))
+			return 0;
+		if (stat(src, &sb))
+			mkdirs(src);
+	} else {
+		snprintf(src, sizeof(src), "%s", local);
+	}
+	ro |= cJSON_IsTrue(km_get(m, "readOnly"));
+	/* Binding takes root (CAP_SYS_ADMIN): without it, paths are
+	 * rewritten as for ConfigMaps. */
+	if (!bindable || (!strcmp(dst, src) && !ro) || geteuid() != 0) {
+		if (ms->n == sizeof(ms->m) / sizeof(ms->m[0]))
+			return 0;
+		snprintf(ms->m[ms->n].path, sizeof(ms->m[0].path), "%s", dst);
+		snprintf(ms->m[ms->n].local, sizeof(ms->m[0].local), "%s", src);
+		ms->n++;
+		return 0;
+	}
+	if (l->nbinds == KM_MAX_BINDS) {
+		snprintf(why, wcap, "more than %d volume mounts", KM_MAX_BINDS);
+		return HB_EIO;
+	}
+	/* No image gives the mount point: make it here. */
+	if (stat(dst, &sb)) {
+		int fd = -1;
+
+		if (!stat(src, &sb) && !S_ISDIR(sb.st_mode)) {
+			char parent[1024];
+			char *slash;
+
+			snprintf(parent, sizeof(parent), "%s", dst);
+			slash = strrchr(parent, '/');
+			if (slash && slash != parent)
+				*slash = '\0';
+			mkdirs(parent);
+			fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+			if (fd >= 0)
+				close(fd);
+		} else {
+			fd = mkdirs(dst) ? -1 : 0;
+		}
+		if (fd < 0) {
+			snprintf(why, wcap,
+				 "cannot make the mount point %.400s: %s", dst,
+				 strerror(errno));
+			return HB_EIO;
+		}
+	}
+	snprintf(l->binds[l->nbinds].src, sizeof(l->binds[0].src), "%s", src);
+	snprintf(l->binds[l->nbinds].dst, sizeof(l->binds[0].dst), "%s", dst);
+	l->binds[l->nbinds++].ro = ro;
+	return 0;
+}
+
 /*
  * Prepare and start the launcher of pod (ns/name): volumes, hostfile,
  * environment, command.  *pid gets the process.  HB_EAGAIN when a
@@ -510,6 +693,7 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 	const cJSON *v, *m, *e;
 	char dir[4096], path[4200], hostfile[4300], tmp[4200];
 	struct mounts *ms = calloc(1, sizeof(*ms));
+	struct km_launch *launch = calloc(1, sizeof(*launch));
 	struct env *env = calloc(1, sizeof(*env));
 	char *argv[256];
 	size_t argc = 0;
@@ -521,10 +705,14 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 	int rc = HB_EIO, fa_ok = 0, at_ok = 0;
 
 	*pid = 0;
-	if (!ms || !env) {
+	if (!ms || !env || !launch) {
 		rc = HB_ENOMEM;
 		goto out;
 	}
+	rc = km_container_ident(pod, c0, &launch->id, why, whycap);
+	if (rc)
+		goto out;
+	rc = HB_EIO;
 	if (pod_dir(k, ns, name, dir, sizeof(dir)) || mkdirs(dir)) {
 		snprintf(why, whycap, "cannot make %.400s", dir);
 		goto out;
@@ -544,53 +732,23 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 	/* Volumes. */
 	cJSON_ArrayForEach (v, km_get(spec, "volumes")) {
 		const char *vn = km_str(v, "name");
-		const cJSON *cm = km_get(v, "configMap");
-		const cJSON *hp = km_get(v, "hostPath");
-		const char *local = path;
+		char local[2048];
+		int bindable = 0, ro = 0;
 
 		if (!vn || strchr(vn, '/'))
 			continue;
-		snprintf(path, sizeof(path), "%s/volumes/%s", dir, vn);
-		if (!strcmp(vn, "mpi-job-config")) {
-			snprintf(path, sizeof(path), "%s/etc-mpi", dir);
-		} else if (km_str(hp, "path")) {
-			local = km_str(hp, "path");
-		} else {
-			if (mkdirs(path))
-				goto out;
-			if (cm) {
-				rc = materialise_cm(k, ns, cm, path);
-				if (rc == HB_EAGAIN) {
-					snprintf(why, whycap,
-						 "configmap \"%s\" not found",
-						 km_str(cm, "name")
-							 ? km_str(cm, "name")
-							 : "");
-					goto out;
-				}
-				rc = HB_EIO;
-			}
-		}
+		rc = volume_local(k, pod, v, dir, local, sizeof(local),
+				  &bindable, &ro, why, whycap);
+		if (rc)
+			goto out;
+		rc = HB_EIO;
 		cJSON_ArrayForEach (m, km_get(c0, "volumeMounts")) {
 			const char *mn = km_str(m, "name");
-			const char *mp = km_str(m, "mountPath");
 
-			if (!mn || !mp || strcmp(mn, vn) ||
-			    ms->n == sizeof(ms->m) / sizeof(ms->m[0]))
-				continue;
-			snprintf(ms->m[ms->n].path, sizeof(ms->m[0].path), "%s",
-				 mp);
-			while (strlen(ms->m[ms->n].path) > 1 &&
-			       ms->m[ms->n].path[strlen(ms->m[ms->n].path) -
-						 1] == '/')
-				ms->m[ms->n]
-					.path[strlen(ms->m[ms->n].path) - 1] =
-					'\0';
-			if (snprintf(ms->m[ms->n].local, sizeof(ms->m[0].local),
-				     "%s",
-				     local) >= (int)sizeof(ms->m[0].local))
-				continue;
-			ms->n++;
+			if (mn && !strcmp(mn, vn) &&
+			    add_mount(ms, launch, m, local, bindable, ro, why,
+				      whycap))
+				goto out;
 		}
 	}
 	/* The environment: the host's basics, what this machine needs for
@@ -698,6 +856,21 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 		wd = dir;
 	snprintf(path, sizeof(path), "%s/log", dir);
 	env->v[env->n] = NULL;
+	if (launch->id.set || launch->nbinds) {
+		/* The container's /tmp is writable by whoever it runs as. */
+		chmod(tmp, 01777);
+		rc = km_container_exec(launch, argv, env->v, wd, path, pid, why,
+				       whycap);
+		if (!rc)
+			hb_logf(HB_LOG_INFO,
+				(struct hb_log_field[]){
+					HB_LOG_STR("pod", name),
+					HB_LOG_INT("pid", *pid),
+					HB_LOG_INT("uid", launch->id.uid) },
+				3, "kubelet: started the launcher of %s/%s", ns,
+				name);
+		goto out;
+	}
 	if (posix_spawn_file_actions_init(&fa))
 		goto out;
 	fa_ok = 1;
@@ -750,7 +923,56 @@ out:
 		env_free(env);
 	free(env);
 	free(ms);
+	free(launch);
 	return rc;
+}
+
+/* ---- events --------------------------------------------------------- */
+
+void km_event_record(struct km_ctx *ctx, const cJSON *obj, const char *type,
+		     const char *reason, const char *msg, const char *component)
+{
+	cJSON *ev = cJSON_CreateObject(), *meta, *inv, *src;
+	const char *ns = km_meta_str(obj, "namespace");
+	const char *name = km_meta_str(obj, "name");
+	char ename[400], ts[32];
+	struct timespec now;
+
+	if (!ev || !ns || !name)
+		goto fail;
+	clock_gettime(CLOCK_REALTIME, &now);
+	snprintf(ename, sizeof(ename), "%.253s.%016llx", name,
+		 (unsigned long long)now.tv_sec * 1000000000ull +
+			 (unsigned long long)now.tv_nsec);
+	km_timestamp(ts, sizeof(ts), 0);
+	/* Members made in place: a failure frees them with ev. */
+	meta = km_obj_at(ev, "metadata");
+	inv = km_obj_at(ev, "involvedObject");
+	src = km_obj_at(ev, "source");
+	if (!meta || !inv || !src || km_set_str(ev, "apiVersion", "v1") ||
+	    km_set_str(ev, "kind", "Event") ||
+	    km_set_str(meta, "name", ename) ||
+	    km_set_str(meta, "namespace", ns) ||
+	    km_set_str(inv, "kind", km_str(obj, "kind")) ||
+	    km_set_str(inv, "namespace", ns) || km_set_str(inv, "name", name) ||
+	    km_set_str(inv, "uid", km_meta_str(obj, "uid")) ||
+	    km_set_str(inv, "apiVersion", km_str(obj, "apiVersion")) ||
+	    km_set_str(inv, "resourceVersion",
+		       km_meta_str(obj, "resourceVersion")) ||
+	    km_set_str(ev, "reason", reason) ||
+	    km_set_str(ev, "message", msg) ||
+	    km_set_str(src, "component", component) ||
+	    km_set_str(ev, "firstTimestamp", ts) ||
+	    km_set_str(ev, "lastTimestamp", ts) || km_set_num(ev, "count", 1) ||
+	    km_set_str(ev, "type", type) ||
+	    km_set(ev, "eventTime", cJSON_CreateNull()) ||
+	    km_set_str(ev, "reportingComponent", component) ||
+	    km_set_str(ev, "reportingInstance", ""))
+		goto fail;
+	km_internal_create(ctx, KM_EVENT, ev, component, NULL);
+	return;
+fail:
+	cJSON_Delete(ev);
 }
 
 /* ---- the sync ------------------------------------------------------- */
@@ -841,14 +1063,89 @@ static void fail_start(struct km_kubelet *k, const char *ns, const char *name,
 			   mark_ended, &ea, NULL);
 }
 
+/* The container (c) the kubelet cannot make: it waits with the reason,
+ * and the pod stays Pending. */
+struct wait_arg {
+	const char *container;
+	const char *reason;
+	const char *message;
+};
+
+static int mark_waiting(void *arg, cJSON *pod)
+{
+	struct wait_arg *a = arg;
+	cJSON *st = km_obj_at(pod, "status"), *cs, *c;
+	char ts[32];
+
+	km_timestamp(ts, sizeof(ts), 0);
+	if (!st || km_set_str(st, "phase", "Pending") ||
+	    set_conditions(st, 0, "ContainersNotReady", ts) ||
+	    !(cs = cJSON_CreateArray()) || km_set(st, "containerStatuses", cs))
+		return HB_ENOMEM;
+	cJSON_ArrayForEach (c, km_get(km_get(pod, "spec"), "containers")) {
+		cJSON *s = cJSON_CreateObject(), *w = cJSON_CreateObject();
+		const char *n = km_str(c, "name") ?: "";
+		int me = !strcmp(n, a->container);
+
+		if (!s || !w || !cJSON_AddItemToArray(cs, s)) {
+			cJSON_Delete(s);
+			cJSON_Delete(w);
+			return HB_ENOMEM;
+		}
+		/* s belongs to cs now, and km_set() takes w. */
+		if (km_set(km_obj_at(s, "state"), "waiting", w) ||
+		    km_set_str(s, "name", n) ||
+		    (me && km_set_str(w, "reason", a->reason)) ||
+		    (me && km_set_str(w, "message", a->message)) ||
+		    km_set(s, "lastState", cJSON_CreateObject()) ||
+		    km_set(s, "ready", cJSON_CreateFalse()) ||
+		    km_set_num(s, "restartCount", 0) ||
+		    km_set_str(s, "image", km_str(c, "image") ?: "") ||
+		    km_set_str(s, "imageID", "") ||
+		    km_set(s, "started", cJSON_CreateFalse()))
+			return HB_ENOMEM;
+	}
+	return 0;
+}
+
+/* The kubelet's verifyRunAsNonRoot for every container: 1 (the pod
+ * waits, and an Event says why) when one cannot start. */
+static int config_error(struct km_kubelet *k, struct km_obj *pod)
+{
+	struct km_ident id;
+	struct wait_arg wa = { NULL, "CreateContainerConfigError", NULL };
+	const cJSON *c;
+	char why[1024], msg[1100];
+
+	cJSON_ArrayForEach (c,
+			    km_get(km_get(pod->tree, "spec"), "containers")) {
+		if (km_container_ident(pod->tree, c, &id, why, sizeof(why)))
+			break;
+	}
+	if (!c)
+		return 0;
+	wa.container = km_str(c, "name") ?: "";
+	wa.message = why;
+	hb_log(HB_LOG_WARN, "kubelet: %s/%s: %s", pod->ns, pod->name, why);
+	km_internal_update(k->ctx, KM_POD, pod->ns, pod->name, KUBELET,
+			   "status", mark_waiting, &wa, NULL);
+	snprintf(msg, sizeof(msg), "Error: %s", why);
+	km_event_record(k->ctx, pod->tree, "Warning", "Failed", msg, KUBELET);
+	return 1;
+}
+
 static void start_pod(struct km_kubelet *k, struct km_obj *pod,
 		      struct podstate *ps, int64_t now, int64_t *next)
 {
 	const char *ns = pod->ns, *name = pod->name;
-	char dir[4096], logp[4200], cid[64], why[512] = "", key[600];
+	char dir[4096], logp[4200], cid[64], why[1024] = "", key[600];
 	struct start_arg sa = { cid };
 	int launcher = is_launcher(pod->tree);
 
+	if (config_error(k, pod)) {
+		ps->running = 1; /* tried; not again */
+		return;
+	}
 	if (pod_dir(k, ns, name, dir, sizeof(dir)) || mkdirs(dir))
 		return;
 	snprintf(logp, sizeof(logp), "%s/log", dir);
@@ -869,6 +1166,11 @@ static void start_pod(struct km_kubelet *k, struct km_obj *pod,
 			write_file(logp, why, strlen(why), 0644);
 			ps->running = 1;
 			fail_start(k, ns, name, why);
+			km_event_record(k->ctx, pod->tree, "Warning",
+					strncmp(why, "MountVolume", 11)
+						? "Failed"
+						: "FailedMount",
+					why, KUBELET);
 			return;
 		}
 		snprintf(key, sizeof(key), "%s/%s", ns, name);

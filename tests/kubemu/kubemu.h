@@ -13,7 +13,9 @@
  * selector (label and field selectors), patch (merge, JSON and apply
  * patches, managed fields), validate (CRD schemas, defaults, pruning),
  * operator (the MPI Operator), kubelet (pod lifecycle, processes, logs),
- * faults (fault injection), tls (CA, certificates, kubeconfig), util.
+ * container (an executed container's identity and mounts), podsecurity
+ * (Namespaces, PodSecurity admission), faults (fault injection), tls (CA,
+ * certificates, kubeconfig), util.
  *
  * Locking: the store has one mutex; every other module keeps its own and
  * never holds it while calling into the store, except the store's hook,
@@ -42,6 +44,7 @@ enum km_res {
 	KM_LEASE,
 	KM_CONFIGMAP,
 	KM_NODE,
+	KM_NAMESPACE,
 	KM_NRES
 };
 
@@ -357,6 +360,12 @@ void km_ctl_orphan(struct km_ctl *c, const char *uid);
 /* Evict a pod (admin endpoint): phase Failed, reason Evicted. */
 int km_ctl_evict(struct km_ctl *c, const char *ns, const char *name);
 
+/* Record a core/v1 Event (type "Normal" or "Warning") about obj, as the
+ * recorder of component ("kubelet", "mpi-job-controller") does. */
+void km_event_record(struct km_ctx *ctx, const cJSON *obj, const char *type,
+		     const char *reason, const char *msg,
+		     const char *component);
+
 /* kubelet side, used by the controller thread. */
 struct km_kubelet;
 struct km_kubelet *km_kubelet_new(struct km_ctx *ctx);
@@ -395,6 +404,79 @@ int km_nodes_create(struct km_ctx *ctx, struct hb_err *err);
  */
 int km_sched_pick(struct km_ctx *ctx, const cJSON *pod, char *node,
 		  size_t cap, char *why, size_t wcap);
+
+/* ---- namespaces and Pod Security admission (podsecurity.c) --------- */
+
+/*
+ * A Namespace object from a --namespace spec,
+ * "NAME[,LABEL=VALUE|,annotation:KEY=VALUE]...".
+ * HB_EINVAL with a message.  Caller frees *out with cJSON_Delete().
+ */
+int km_namespace_from_spec(const char *spec, cJSON **out, struct hb_err *err);
+/* Store the namespaces of ctx->o->namespaces; 0 or an error, err set. */
+int km_namespaces_create(struct km_ctx *ctx, struct hb_err *err);
+/*
+ * The Pod Security Standards checks of level ("baseline", "restricted";
+ * anything else but "privileged" counts as restricted) that pod
+ * violates, appended to out as the real plugin words them: "reason
+ * (detail), reason (detail)".  Returns how many.
+ */
+int km_psa_evaluate(const cJSON *pod, const char *level, struct hb_buf *out);
+/*
+ * PodSecurity admission of a new pod in namespace ns, by the labels of
+ * that Namespace (none: privileged).  enforce: HB_EPERM and *status a
+ * 403 Forbidden Status (caller frees); warn: a line in warnings (may be
+ * NULL); audit: a log line.  0 when admitted.
+ */
+int km_psa_admit(struct km_ctx *ctx, const char *ns, const cJSON *pod,
+		 struct hb_buf *warnings, cJSON **status);
+
+/* ---- containers' identity and mounts (container.c) ------------------ */
+
+#define KM_MAX_GROUPS 64
+#define KM_MAX_BINDS  32
+
+/* Who an executed container runs as; set 0: as the emulator. */
+struct km_ident {
+	int set;
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[KM_MAX_GROUPS]; /* supplementary */
+	int ngroups;
+};
+
+/* A volume bound at its mount path: host path src seen at dst. */
+struct km_bind {
+	char src[4096];
+	char dst[1024];
+	int ro;
+};
+
+/* What the child does before it runs the command. */
+struct km_launch {
+	struct km_ident id;
+	struct km_bind binds[KM_MAX_BINDS];
+	size_t nbinds;
+};
+
+/*
+ * The identity container c of pod asks for: runAsUser and runAsGroup
+ * (the container's, else the pod's; without runAsGroup, the gid of the
+ * uid's passwd entry here, else 0), supplementalGroups and fsGroup as
+ * supplementary groups.  HB_EPERM with why set to the kubelet's message
+ * when runAsNonRoot cannot hold (no runAsUser: the image runs as root).
+ */
+int km_container_ident(const cJSON *pod, const cJSON *c, struct km_ident *id,
+		       char *why, size_t cap);
+/*
+ * Fork and run argv (found on the emulator's PATH) with envp in wd, its
+ * output appended to logpath, in a session of its own, with l's binds and
+ * identity.  0 with *pid set, or HB_EIO with why set when a step failed
+ * (the child is reaped then).  Controller thread.
+ */
+int km_container_exec(const struct km_launch *l, char *const argv[],
+		      char *const envp[], const char *wd, const char *logpath,
+		      pid_t *pid, char *why, size_t cap);
 
 /* ---- watch and log streams ------------------------------------------ */
 
@@ -448,6 +530,9 @@ struct km_opts {
 	int hostfile_slots; /* 0: workers x slotsPerWorker */
 	char **nodes; /* --node specs; none: no scheduling constraints */
 	size_t nnodes;
+	char **namespaces; /* --namespace specs */
+	size_t nnamespaces;
+	char *pvc_root; /* --pvc-root: claims are DIR/NAMESPACE/CLAIM */
 };
 
 struct km_ctx {

@@ -65,6 +65,12 @@ static void usage(FILE *f)
 	      "                         pods, nvidia.com/gpu, gpu-product,\n"
 	      "                         label:KEY, ready, unschedulable;\n"
 	      "                         with nodes, pods are scheduled\n"
+	      "  --namespace NAME[,LABEL=VALUE|,annotation:KEY=VALUE]...\n"
+	      "                         a Namespace (repeatable), e.g. with\n"
+	      "                         pod-security.kubernetes.io/\n"
+	      "                         enforce=restricted\n"
+	      "  --pvc-root DIR         persistentVolumeClaim volumes of\n"
+	      "                         executed pods are DIR/NAMESPACE/CLAIM\n"
 	      "  -h, --help             this help\n",
 	      f);
 }
@@ -114,25 +120,27 @@ static int add_env(struct km_opts *o, const char *arg)
 	return e[o->nexec_env++] ? 0 : HB_ENOMEM;
 }
 
-/* A --node spec, checked now so that a bad one stops the start. */
-static int add_node(struct km_opts *o, const char *arg)
+/* A --node or --namespace spec, checked now (by parse) so that a bad
+ * one stops the start. */
+static int add_spec(char ***specs, size_t *n, const char *arg,
+		    int (*parse)(const char *, cJSON **, struct hb_err *))
 {
 	struct hb_err err = { 0 };
-	cJSON *n;
+	cJSON *obj;
 	char **v;
-	int rc = km_node_from_spec(arg, &n, &err);
+	int rc = parse(arg, &obj, &err);
 
 	if (rc) {
 		fprintf(stderr, "hb-kubemu: %s\n", err.msg);
 		return rc;
 	}
-	cJSON_Delete(n);
-	v = realloc(o->nodes, (o->nnodes + 1) * sizeof(*v));
+	cJSON_Delete(obj);
+	v = realloc(*specs, (*n + 1) * sizeof(*v));
 	if (!v)
 		return HB_ENOMEM;
-	o->nodes = v;
-	v[o->nnodes] = strdup(arg);
-	return v[o->nnodes++] ? 0 : HB_ENOMEM;
+	*specs = v;
+	v[*n] = strdup(arg);
+	return v[(*n)++] ? 0 : HB_ENOMEM;
 }
 
 static int parse_listen(struct km_opts *o, const char *arg)
@@ -166,7 +174,9 @@ enum {
 	O_BOOKMARK,
 	O_WATCH_TIMEOUT,
 	O_LOG_LEVEL,
-	O_NODE
+	O_NODE,
+	O_NAMESPACE,
+	O_PVC_ROOT
 };
 
 static int parse_args(int argc, char **argv, struct km_opts *o)
@@ -192,6 +202,8 @@ static int parse_args(int argc, char **argv, struct km_opts *o)
 		{ "watch-timeout", required_argument, NULL, O_WATCH_TIMEOUT },
 		{ "log-level", required_argument, NULL, O_LOG_LEVEL },
 		{ "node", required_argument, NULL, O_NODE },
+		{ "namespace", required_argument, NULL, O_NAMESPACE },
+		{ "pvc-root", required_argument, NULL, O_PVC_ROOT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -256,7 +268,15 @@ static int parse_args(int argc, char **argv, struct km_opts *o)
 			rc = parse_int(optarg, 1, 86400, &o->watch_timeout_s);
 			break;
 		case O_NODE:
-			rc = add_node(o, optarg);
+			rc = add_spec(&o->nodes, &o->nnodes, optarg,
+				      km_node_from_spec);
+			break;
+		case O_NAMESPACE:
+			rc = add_spec(&o->namespaces, &o->nnamespaces, optarg,
+				      km_namespace_from_spec);
+			break;
+		case O_PVC_ROOT:
+			o->pvc_root = optarg;
 			break;
 		case O_LOG_LEVEL:
 			rc = hb_log_level_parse(optarg, &lvl);
@@ -381,7 +401,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	km_store_set_hook(ctx.store, km_ctl_hook, ctx.ctl);
-	if (km_nodes_create(&ctx, &err)) {
+	if (km_nodes_create(&ctx, &err) || km_namespaces_create(&ctx, &err)) {
 		fprintf(stderr, "hb-kubemu: %s\n", err.msg);
 		goto out;
 	}
@@ -505,6 +525,9 @@ out:
 	for (size_t i = 0; i < o.nnodes; i++)
 		free(o.nodes[i]);
 	free(o.nodes);
+	for (size_t i = 0; i < o.nnamespaces; i++)
+		free(o.namespaces[i]);
+	free(o.namespaces);
 	free(o.host);
 	return rc;
 }

@@ -263,47 +263,7 @@ void km_ctl_orphan(struct km_ctl *c, const char *uid)
 static void record(struct km_ctx *ctx, const cJSON *obj, const char *type,
 		   const char *reason, const char *msg)
 {
-	cJSON *ev = cJSON_CreateObject(), *meta, *inv, *src;
-	const char *ns = km_meta_str(obj, "namespace");
-	const char *name = km_meta_str(obj, "name");
-	char ename[400], ts[32];
-	struct timespec now;
-
-	if (!ev || !ns || !name)
-		goto fail;
-	clock_gettime(CLOCK_REALTIME, &now);
-	snprintf(ename, sizeof(ename), "%.253s.%016llx", name,
-		 (unsigned long long)now.tv_sec * 1000000000ull +
-			 (unsigned long long)now.tv_nsec);
-	km_timestamp(ts, sizeof(ts), 0);
-	/* Members made in place: a failure frees them with ev. */
-	meta = km_obj_at(ev, "metadata");
-	inv = km_obj_at(ev, "involvedObject");
-	src = km_obj_at(ev, "source");
-	if (!meta || !inv || !src || km_set_str(ev, "apiVersion", "v1") ||
-	    km_set_str(ev, "kind", "Event") ||
-	    km_set_str(meta, "name", ename) ||
-	    km_set_str(meta, "namespace", ns) ||
-	    km_set_str(inv, "kind", km_str(obj, "kind")) ||
-	    km_set_str(inv, "namespace", ns) || km_set_str(inv, "name", name) ||
-	    km_set_str(inv, "uid", km_meta_str(obj, "uid")) ||
-	    km_set_str(inv, "apiVersion", km_str(obj, "apiVersion")) ||
-	    km_set_str(inv, "resourceVersion",
-		       km_meta_str(obj, "resourceVersion")) ||
-	    km_set_str(ev, "reason", reason) ||
-	    km_set_str(ev, "message", msg) ||
-	    km_set_str(src, "component", EVENT_SOURCE) ||
-	    km_set_str(ev, "firstTimestamp", ts) ||
-	    km_set_str(ev, "lastTimestamp", ts) || km_set_num(ev, "count", 1) ||
-	    km_set_str(ev, "type", type) ||
-	    km_set(ev, "eventTime", cJSON_CreateNull()) ||
-	    km_set_str(ev, "reportingComponent", EVENT_SOURCE) ||
-	    km_set_str(ev, "reportingInstance", ""))
-		goto fail;
-	km_internal_create(ctx, KM_EVENT, ev, OPERATOR, NULL);
-	return;
-fail:
-	cJSON_Delete(ev);
+	km_event_record(ctx, obj, type, reason, msg, EVENT_SOURCE);
 }
 
 /* ---- conditions (mpi_job_controller_status.go) ---------------------- */
@@ -665,6 +625,26 @@ fail:
 	return NULL;
 }
 
+/* Create a pod of job through admission: a pod that PodSecurity refuses
+ * is not made, and the job gets the operator's Warning event. */
+static void create_pod(struct km_ctx *ctx, const cJSON *job, cJSON *pod,
+		       const char *role)
+{
+	cJSON *st = NULL;
+	char msg[8192];
+
+	if (pod &&
+	    km_psa_admit(ctx, km_meta_str(pod, "namespace"), pod, NULL, &st)) {
+		snprintf(msg, sizeof(msg), "%s pod created failed: %s", role,
+			 km_str(st, "message") ?: "forbidden");
+		record(ctx, job, "Warning", "MPIJobFailed", msg);
+		cJSON_Delete(st);
+		cJSON_Delete(pod);
+		return;
+	}
+	km_internal_create(ctx, KM_POD, pod, OPERATOR, NULL);
+}
+
 struct cm_data {
 	const char *hostfile, *discover;
 };
@@ -984,10 +964,9 @@ static void sync_mpijob(struct km_ctl *c, const char *ns, const char *name)
 					km_obj_unref(w);
 					continue;
 				}
-				km_internal_create(
-					ctx, KM_POD,
-					new_pod(job, "Worker", wname, i),
-					OPERATOR, NULL);
+				create_pod(ctx, job,
+					   new_pod(job, "Worker", wname, i),
+					   "worker");
 			}
 			for (size_t i = 0; i < pods.n; i++) {
 				const char *idx =
@@ -1023,10 +1002,9 @@ static void sync_mpijob(struct km_ctl *c, const char *ns, const char *name)
 					 name, sfx);
 				if (!js->launcher_start)
 					js->launcher_start = now;
-				km_internal_create(
-					ctx, KM_POD,
-					new_pod(job, "Launcher", lname, -1),
-					OPERATOR, NULL);
+				create_pod(ctx, job,
+					   new_pod(job, "Launcher", lname, -1),
+					   "launcher");
 			}
 		}
 		if (suspended && active_launcher) {

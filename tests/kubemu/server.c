@@ -9,7 +9,7 @@
  *   /api/v1/namespaces/NS/PLURAL[/NAME[/status|/log]]   (core)
  *   /apis/G/V/namespaces/NS/PLURAL[/NAME[/status]]       (groups)
  *   /api/v1/PLURAL, /apis/G/V/PLURAL                      (all namespaces)
- *   /api/v1/nodes[/NAME]                                  (cluster scope)
+ *   /api/v1/nodes[/NAME], /api/v1/namespaces[/NAME]      (cluster scope)
  *   /_hb/faults /_hb/stats /_hb/evict                     (admin, no auth)
  */
 #include <arpa/inet.h>
@@ -306,7 +306,7 @@ static int route(const char *url, struct km_req *rq, char seg[][SEG_MAX])
 	} else {
 		return HB_ENOENT;
 	}
-	if (n > i + 1 && !strcmp(seg[i], "namespaces")) {
+	if (n > i + 2 && !strcmp(seg[i], "namespaces")) {
 		rq->ns = seg[i + 1];
 		i += 2;
 	}

@@ -28,6 +28,8 @@ const struct km_resinfo km_res[KM_NRES] = {
 			   "ConfigMap", "ConfigMapList", "cm", 0 },
 	[KM_NODE] = { "", "v1", "v1", "nodes", "node", "Node", "NodeList",
 		      "no", KM_CLUSTER },
+	[KM_NAMESPACE] = { "", "v1", "v1", "namespaces", "namespace",
+			   "Namespace", "NamespaceList", "ns", KM_CLUSTER },
 };
 
 int km_res_find(const char *group, const char *version, const char *plural)
@@ -51,6 +53,7 @@ const char *km_res_qualified(enum km_res r)
 		[KM_LEASE] = "leases.coordination.k8s.io",
 		[KM_CONFIGMAP] = "configmaps",
 		[KM_NODE] = "nodes",
+		[KM_NAMESPACE] = "namespaces",
 	};
 	return names[r];
 }
