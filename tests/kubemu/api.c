@@ -1248,6 +1248,8 @@ static void do_patch(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 			rc = nobj ? 0 : HB_ENOMEM;
 			if (!rc && t == P_JSON)
 				rc = km_json_patch(&nobj, patch, &err);
+			else if (!rc && t == P_STRATEGIC)
+				rc = km_strategic_patch(&nobj, patch, r, &err);
 			else if (!rc)
 				rc = km_merge_patch(&nobj, patch);
 			if (rc == HB_EINVAL) {
