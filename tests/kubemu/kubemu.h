@@ -571,11 +571,12 @@ int km_openapi_serve(struct km_ctx *ctx, const char *path, const char *accept,
  * the one of resource r (NULL for custom resources); static, read-only. */
 const cJSON *km_openapi_builtin_defs(void);
 const cJSON *km_openapi_kind_schema(enum km_res r);
-/* A strategic merge patch of an object of r: lists merge by the key the
- * built-in schema names (x-kubernetes-patch-merge-key), and the $patch,
- * $retainKeys, $setElementOrder and $deleteFromPrimitiveList directives
- * apply.  HB_EINVAL (message in err) for a malformed directive. */
-int km_strategic_patch(cJSON **doc, const cJSON *patch, enum km_res r,
-		       struct hb_err *err);
+/* A strategic merge patch of an object of schema (NULL: unknown; its
+ * references name members of defs): lists merge by the key the schema
+ * names (x-kubernetes-patch-merge-key), and the $patch, $retainKeys,
+ * $setElementOrder and $deleteFromPrimitiveList directives apply.
+ * HB_EINVAL (message in err) for a malformed directive. */
+int km_strategic_patch(cJSON **doc, const cJSON *patch, const cJSON *schema,
+		       const cJSON *defs, struct hb_err *err);
 
 #endif

@@ -67,13 +67,20 @@ int km_merge_patch(cJSON **doc, const cJSON *patch)
 #define SET_ORDER "$setElementOrder/"
 #define DEL_PRIM "$deleteFromPrimitiveList/"
 
-/* schema with its reference (to a built-in definition) followed. */
-static const cJSON *resolve(const cJSON *schema)
+/* What a patch is applied with: the definitions its schema refers to
+ * ("#/definitions/NAME"), and where errors go. */
+struct smp {
+	const cJSON *defs;
+	struct hb_err *err;
+};
+
+/* schema with its reference followed. */
+static const cJSON *resolve(const struct smp *x, const cJSON *schema)
 {
 	const char *ref = km_str(schema, "$ref");
 
 	if (ref && !strncmp(ref, "#/definitions/", 14))
-		return km_get(km_openapi_builtin_defs(), ref + 14);
+		return km_get(x->defs, ref + 14);
 	return schema;
 }
 
@@ -85,8 +92,8 @@ static const cJSON *member_schema(const cJSON *s, const char *key)
 	return p ? p : km_get(s, "additionalProperties");
 }
 
-static int smp_map(cJSON *target, const cJSON *patch, const cJSON *schema,
-		   int depth, int *deleted, struct hb_err *err);
+static int smp_map(const struct smp *x, cJSON *target, const cJSON *patch,
+		   const cJSON *schema, int depth, int *deleted);
 
 /* The element of list whose member key equals that of el, or NULL. */
 static cJSON *find_by_key(cJSON *list, const char *key, const cJSON *el)
@@ -103,9 +110,10 @@ static cJSON *find_by_key(cJSON *list, const char *key, const cJSON *el)
 
 /* Merge patch list p into target list t (items of schema items) by key,
  * or as a set of primitives when key is NULL. */
-static int smp_list(cJSON *t, const cJSON *p, const cJSON *items,
-		    const char *key, int depth, struct hb_err *err)
+static int smp_list(const struct smp *x, cJSON *t, const cJSON *p,
+		    const cJSON *items, const char *key, int depth)
 {
+	struct hb_err *err = x->err;
 	const cJSON *pe;
 
 	cJSON_ArrayForEach (pe, p) {
@@ -135,7 +143,7 @@ static int smp_list(cJSON *t, const cJSON *p, const cJSON *items,
 			continue;
 		}
 		if (cur) {
-			if (smp_map(cur, pe, items, depth + 1, &gone, err))
+			if (smp_map(x, cur, pe, items, depth + 1, &gone))
 				return err->code;
 			continue;
 		}
@@ -144,7 +152,7 @@ static int smp_list(cJSON *t, const cJSON *p, const cJSON *items,
 			cJSON_Delete(add);
 			return HB_ENOMEM;
 		}
-		if (smp_map(add, pe, items, depth + 1, &gone, err))
+		if (smp_map(x, add, pe, items, depth + 1, &gone))
 			return err->code;
 	}
 	return 0;
@@ -245,11 +253,12 @@ static void retain_keys(cJSON *target, const cJSON *keys)
 }
 
 /* One member of an object patch: key's value v into target. */
-static int smp_member(cJSON *target, const char *key, const cJSON *v,
-		      const cJSON *schema, int depth, struct hb_err *err)
+static int smp_member(const struct smp *x, cJSON *target, const char *key,
+		      const cJSON *v, const cJSON *schema, int depth)
 {
+	struct hb_err *err = x->err;
 	const cJSON *ms = member_schema(schema, key);
-	const cJSON *rs = resolve(ms);
+	const cJSON *rs = resolve(x, ms);
 	cJSON *cur = km_get(target, key), *repl = NULL;
 	const char *strategy = km_str(ms, "x-kubernetes-patch-strategy");
 
@@ -265,7 +274,7 @@ static int smp_member(cJSON *target, const char *key, const cJSON *v,
 				return HB_ENOMEM;
 			cur = km_get(target, key);
 		}
-		if (smp_map(cur, v, rs, depth + 1, &gone, err))
+		if (smp_map(x, cur, v, rs, depth + 1, &gone))
 			return err->code;
 		if (gone)
 			km_del(target, key);
@@ -275,17 +284,18 @@ static int smp_member(cJSON *target, const char *key, const cJSON *v,
 		return km_set(target, key, repl);
 	if (cJSON_IsArray(v) && strategy && strstr(strategy, "merge") &&
 	    cJSON_IsArray(cur))
-		return smp_list(cur, v, resolve(km_get(rs, "items")),
+		return smp_list(x, cur, v, resolve(x, km_get(rs, "items")),
 				km_str(ms, "x-kubernetes-patch-merge-key"),
-				depth, err);
+				depth);
 	return km_set(target, key, cJSON_Duplicate(v, 1));
 }
 
 /* Merge object patch into target (an object); *deleted is set when the
  * patch says "$patch": "delete". */
-static int smp_map(cJSON *target, const cJSON *patch, const cJSON *schema,
-		   int depth, int *deleted, struct hb_err *err)
+static int smp_map(const struct smp *x, cJSON *target, const cJSON *patch,
+		   const cJSON *schema, int depth, int *deleted)
 {
+	struct hb_err *err = x->err;
 	const char *directive = km_str(patch, "$patch");
 	const cJSON *v;
 	int rc;
@@ -314,7 +324,7 @@ static int smp_map(cJSON *target, const cJSON *patch, const cJSON *schema,
 		    !strncmp(k, SET_ORDER, strlen(SET_ORDER)) ||
 		    !strncmp(k, DEL_PRIM, strlen(DEL_PRIM)))
 			continue;
-		if ((rc = smp_member(target, k, v, schema, depth, err)))
+		if ((rc = smp_member(x, target, k, v, schema, depth)))
 			return rc == HB_ENOMEM ? hb_err_set(err, HB_ENOMEM,
 							    NULL, 0,
 							    "out of memory")
@@ -329,15 +339,16 @@ static int smp_map(cJSON *target, const cJSON *patch, const cJSON *schema,
 	return 0;
 }
 
-int km_strategic_patch(cJSON **doc, const cJSON *patch, enum km_res r,
-		       struct hb_err *err)
+int km_strategic_patch(cJSON **doc, const cJSON *patch, const cJSON *schema,
+		       const cJSON *defs, struct hb_err *err)
 {
+	struct smp x = { defs, err };
 	int gone = 0;
 
 	if (!cJSON_IsObject(*doc) || !cJSON_IsObject(patch))
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "a strategic merge patch must be an object");
-	if (smp_map(*doc, patch, km_openapi_kind_schema(r), 0, &gone, err))
+	if (smp_map(&x, *doc, patch, schema, 0, &gone))
 		return err->code;
 	if (gone)
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
