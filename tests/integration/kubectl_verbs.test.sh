@@ -6,7 +6,8 @@
 # field refused with the field named, create, explain of a CRD field and
 # of a built-in one, get -o yaml, logs of a launcher the emulated kubelet
 # ran, strategic merge patches of a Pod (kubectl apply and kubectl patch,
-# merge keys and directives), server-side apply, and delete -f.
+# merge keys and directives), server-side apply, and delete -f.  Then
+# kubectl against an emulator that checks no token.
 #
 # Usage: kubectl_verbs.test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -47,17 +48,23 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$emu" --listen 127.0.0.1:0 --port-file "$tmp/port" --crds "$crds" \
-	--tls-dir "$tmp/tls" --kubeconfig-out "$tmp/kubeconfig" \
-	--token "admin-$$" --pidfile "$tmp/pid" --pod-start-ms 100 \
-	--run-ms 500 --kill-grace-ms 500 >"$tmp/emu.out" 2>"$tmp/emu.err" &
-pid=$!
-for _ in $(seq 100); do
-	[ -s "$tmp/port" ] && break
-	kill -0 "$pid" 2>/dev/null || break
-	sleep 0.1
-done
-[ -s "$tmp/port" ] || die "the emulator did not start: $(cat "$tmp/emu.err")"
+# start_emu ARGS...: the emulator in the background, once its port file
+# is there.
+start_emu() {
+	rm -f "$tmp/port"
+	"$emu" --listen 127.0.0.1:0 --port-file "$tmp/port" --crds "$crds" \
+		--tls-dir "$tmp/tls" --kubeconfig-out "$tmp/kubeconfig" \
+		--pidfile "$tmp/pid" --pod-start-ms 100 --run-ms 500 \
+		--kill-grace-ms 500 "$@" >>"$tmp/emu.out" 2>>"$tmp/emu.err" &
+	pid=$!
+	for _ in $(seq 100); do
+		[ -s "$tmp/port" ] && return 0
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	die "the emulator did not start: $(cat "$tmp/emu.err")"
+}
+start_emu --token "admin-$$"
 
 export KUBECONFIG=$tmp/kubeconfig
 # kubectl's discovery and OpenAPI cache, kept out of $HOME.
@@ -301,5 +308,17 @@ k get mpijobs -n hpc -o name
 [ -z "$out" ] && ok "no MPIJob left" || bad "MPIJobs left: $out"
 
 kill -0 "$pid" 2>/dev/null || bad "the emulator died: $(tail -5 "$tmp/emu.err")"
+
+# ---- without --token ----------------------------------------------------
+
+# kubectl prompts for a user name when the kubeconfig gives no credential:
+# the kubeconfig of an emulator without tokens still carries one.
+kill -TERM "$pid"
+wait "$pid" || bad "the emulator exited with $? on SIGTERM"
+pid=
+start_emu
+k apply -f "$tmp/cm.yaml"
+[ $rc = 0 ] && has "kubectl against an emulator without --token" \
+	"configmap/cfg created" || bad "no-token apply: $out"
 echo "kubectl_verbs: $fails failure(s)"
 [ "$fails" = 0 ]
