@@ -18,16 +18,8 @@ emu=$build/bin/hb-kubemu
 crds=${HB_SHARED_DIR:-$src/../shared}/reference/crds
 kubectl=${KUBECTL:-/usr/bin/kubectl}
 
-fails=0
-ok() { printf 'ok: %s\n' "$*"; }
-bad() {
-	printf 'FAIL: %s\n' "$*"
-	fails=$((fails + 1))
-}
-die() {
-	printf 'FAIL: %s\n' "$*"
-	exit 1
-}
+# ok, bad (counted in $fails) and die.
+. "$src/tests/integration/lib/kubecall.sh"
 
 [ -x "$emu" ] || die "$emu not built"
 [ -x "$kubectl" ] || die "$kubectl missing"

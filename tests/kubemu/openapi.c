@@ -206,8 +206,10 @@ static cJSON *gvk_ext(const char *g, const char *v, const char *k)
 }
 
 /* apiVersion, kind and metadata (a reference to meta), as every kind
- * has them; the schema's own descriptions of the first two are kept. */
-static int common_props(cJSON *def, const char *meta, const char *mdoc)
+ * has them (the schema's own descriptions of the first two are kept),
+ * and the kind's x-kubernetes-group-version-kind. */
+static int common_props(cJSON *def, const char *meta, const char *mdoc,
+			const struct km_resinfo *ri, const char *kind)
 {
 	cJSON *props = km_obj_at(def, "properties");
 
@@ -219,7 +221,9 @@ static int common_props(cJSON *def, const char *meta, const char *mdoc)
 	if (!km_get(props, "kind") &&
 	    km_set(props, "kind", string_prop(kind_doc)))
 		return HB_ENOMEM;
-	if (km_set(props, "metadata", ref_to(meta, mdoc)))
+	if (km_set(props, "metadata", ref_to(meta, mdoc)) ||
+	    km_set(def, "x-kubernetes-group-version-kind",
+		   gvk_ext(ri->group, ri->version, kind)))
 		return HB_ENOMEM;
 	if (!km_get(def, "type"))
 		return km_set_str(def, "type", "object");
@@ -239,9 +243,7 @@ static cJSON *kind_def(enum km_res r, const cJSON *schema)
 	    km_set(def, "x-kubernetes-preserve-unknown-fields",
 		   cJSON_CreateTrue()))
 		goto fail;
-	if (common_props(def, META "ObjectMeta", meta_doc) ||
-	    km_set(def, "x-kubernetes-group-version-kind",
-		   gvk_ext(ri->group, ri->version, ri->kind)))
+	if (common_props(def, META "ObjectMeta", meta_doc, ri, ri->kind))
 		goto fail;
 	return def;
 fail:
@@ -271,9 +273,8 @@ static cJSON *list_def(enum km_res r, const char *item_name)
 		 ri->plural);
 	if (km_set_str(items, "description", desc) ||
 	    km_set(items, "items", ref_to(item_name, NULL)) ||
-	    common_props(def, META "ListMeta", list_meta_doc) ||
-	    km_set(def, "x-kubernetes-group-version-kind",
-		   gvk_ext(ri->group, ri->version, ri->list_kind)))
+	    common_props(def, META "ListMeta", list_meta_doc, ri,
+			 ri->list_kind))
 		goto fail;
 	return def;
 fail:
