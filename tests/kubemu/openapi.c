@@ -517,11 +517,22 @@ static cJSON *operation(enum km_res r, enum op_kind k, int ns, int all_ns,
 	return op;
 }
 
+/* Whether objects of r have no namespace.  A table that also holds
+ * writable cluster-scoped kinds defines KM_NO_NS for the question. */
+static int cluster_scoped(enum km_res r)
+{
+#ifdef KM_NO_NS
+	return KM_NO_NS(r);
+#else
+	return (km_res[r].flags & KM_CLUSTER) != 0;
+#endif
+}
+
 /* The paths of resource r into paths. */
 static int add_paths(cJSON *paths, enum km_res r, int v3)
 {
 	const struct km_resinfo *ri = &km_res[r];
-	int ns = !(ri->flags & KM_CLUSTER);
+	int ns = !cluster_scoped(r);
 	char base[NAME_MAX_LEN], p[NAME_MAX_LEN * 2];
 	struct {
 		const char *suffix; /* after the collection path */
