@@ -161,8 +161,10 @@ static void def_name(enum km_res r, int list, char *out, size_t cap)
 		return;
 	}
 	reversed_group(ri->group, rg, sizeof(rg));
-	snprintf(out, cap, "%s.%s.%s", rg, ri->version,
-		 list ? ri->list_kind : ri->kind);
+	/* Names come from the resource table: they fit. */
+	if (snprintf(out, cap, "%s.%s.%s", rg, ri->version,
+		     list ? ri->list_kind : ri->kind) >= (int)cap)
+		out[cap - 1] = '\0';
 }
 
 static cJSON *ref_to(const char *name, const char *desc)
