@@ -134,6 +134,82 @@ REF_DOCS = {
     ("Volume", "emptyDir"):
         "EmptyDir represents a temporary directory that shares a pod's "
         "lifetime.",
+    ("Container", "livenessProbe"):
+        "Periodic probe of container liveness. Container will be "
+        "restarted if the probe fails. Cannot be updated. More info: "
+        "https://kubernetes.io/docs/concepts/workloads/pods/"
+        "pod-lifecycle#container-probes",
+    ("Container", "readinessProbe"):
+        "Periodic probe of container service readiness. Container will be "
+        "removed from service endpoints if the probe fails. Cannot be "
+        "updated. More info: https://kubernetes.io/docs/concepts/"
+        "workloads/pods/pod-lifecycle#container-probes",
+    ("Container", "startupProbe"):
+        "StartupProbe indicates that the Pod has successfully initialized. "
+        "If specified, no other probes are executed until this completes "
+        "successfully.",
+    ("Container", "lifecycle"):
+        "Actions that the management system should take in response to "
+        "container lifecycle events. Cannot be updated.",
+    ("PodSpec", "dnsConfig"):
+        "Specifies the DNS parameters of a pod. Parameters specified here "
+        "will be merged to the generated DNS configuration based on "
+        "DNSPolicy.",
+    ("SecurityContext", "seLinuxOptions"):
+        "The SELinux context to be applied to the container. If "
+        "unspecified, the container runtime will allocate a random SELinux "
+        "context for each container.",
+    ("PodSecurityContext", "seLinuxOptions"):
+        "The SELinux context to be applied to all containers. If "
+        "unspecified, the container runtime will allocate a random SELinux "
+        "context for each container.",
+    ("Volume", "configMap"):
+        "ConfigMap represents a configMap that should populate this "
+        "volume",
+    ("Volume", "secret"):
+        "Secret represents a secret that should populate this volume. More "
+        "info: https://kubernetes.io/docs/concepts/storage/volumes#secret",
+    ("Volume", "projected"):
+        "Items for all in one resources secrets, configmaps, and downward "
+        "API",
+    ("Volume", "downwardAPI"):
+        "DownwardAPI represents downward API about the pod that should "
+        "populate this volume",
+    ("Volume", "nfs"):
+        "NFS represents an NFS mount on the host that shares a pod's "
+        "lifetime More info: https://kubernetes.io/docs/concepts/storage/"
+        "volumes#nfs",
+    ("Volume", "csi"):
+        "CSI (Container Storage Interface) represents ephemeral storage "
+        "that is handled by certain external CSI drivers.",
+    ("Volume", "ephemeral"):
+        "Ephemeral represents a volume that is handled by a cluster "
+        "storage driver. The volume's lifecycle is tied to the pod that "
+        "defines it - it will be created before the pod starts, and "
+        "deleted when the pod is removed.",
+    ("Event", "involvedObject"): "The object that this event is about.",
+    ("Event", "source"):
+        "The component reporting this event. Should be a short machine "
+        "understandable string.",
+    ("Event", "related"): "Optional secondary object for more complex "
+        "actions.",
+    ("Event", "series"):
+        "Data about the Event series this event represents or nil if it's "
+        "a singleton Event.",
+    ("NodeStatus", "nodeInfo"):
+        "Set of ids/uuids to uniquely identify the node. More info: "
+        "https://kubernetes.io/docs/concepts/nodes/node/#info",
+    ("NodeStatus", "daemonEndpoints"):
+        "Endpoints of daemons running on the Node.",
+    ("Probe", "exec"): "Exec specifies the action to take.",
+    ("Probe", "httpGet"): "HTTPGet specifies the http request to perform.",
+    ("Probe", "tcpSocket"): "TCPSocket specifies an action involving a "
+        "TCP port.",
+    ("Status", "details"):
+        "Extended data associated with the reason.  Each reason may define "
+        "its own extended details. This field is optional and the data "
+        "returned is not guaranteed to conform to any schema except that "
+        "defined by the reason type.",
     ("Volume", "hostPath"):
         "HostPath represents a pre-existing file or directory on the host "
         "machine that is directly exposed to the container.",
