@@ -193,13 +193,25 @@ static cJSON *string_prop(const char *desc)
 	return o;
 }
 
+/* {"group", "kind", "version"}: kind k of group g, version v. */
+static cJSON *gvk_obj(const char *g, const char *v, const char *k)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o || km_set_str(o, "group", g) || km_set_str(o, "kind", k) ||
+	    km_set_str(o, "version", v)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* A definition's x-kubernetes-group-version-kind: a list of one. */
 static cJSON *gvk_ext(const char *g, const char *v, const char *k)
 {
-	cJSON *arr = cJSON_CreateArray(), *e = cJSON_CreateObject();
+	cJSON *arr = cJSON_CreateArray(), *e = gvk_obj(g, v, k);
 
-	if (!arr || !e || km_set_str(e, "group", g) ||
-	    km_set_str(e, "kind", k) || km_set_str(e, "version", v) ||
-	    !cJSON_AddItemToArray(arr, e)) {
+	if (!arr || !e || !cJSON_AddItemToArray(arr, e)) {
 		cJSON_Delete(arr);
 		cJSON_Delete(e);
 		return NULL;
@@ -436,19 +448,6 @@ static void id_part(const struct km_resinfo *ri, char *out, size_t cap)
 			 ri->version + 1);
 }
 
-static cJSON *gvk_obj(const struct km_resinfo *ri)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	if (!o || km_set_str(o, "group", ri->group) ||
-	    km_set_str(o, "kind", ri->kind) ||
-	    km_set_str(o, "version", ri->version)) {
-		cJSON_Delete(o);
-		return NULL;
-	}
-	return o;
-}
-
 /* One operation on resource r (v2 form; v3 converts it). */
 static cJSON *operation(enum km_res r, enum op_kind k, int ns, int all_ns,
 			const char *suffix, int v3)
@@ -491,7 +490,9 @@ static cJSON *operation(enum km_res r, enum op_kind k, int ns, int all_ns,
 					   "content");
 
 		for (int i = 0; k == OP_PATCH && patch_types[i]; i++) {
-			if (i == 3 && (ri->flags & KM_CRD))
+			/* Custom resources take no strategic merge patch. */
+			if (strstr(patch_types[i], "strategic") &&
+			    (ri->flags & KM_CRD))
 				break;
 			km_set(km_obj_at(content, patch_types[i]), "schema",
 			       ref_to(META "Patch", NULL));
@@ -512,7 +513,8 @@ static cJSON *operation(enum km_res r, enum op_kind k, int ns, int all_ns,
 	else
 		km_set(resp, "schema", ref_to(name, NULL));
 	km_set_str(op, "x-kubernetes-action", sp->action);
-	if (km_set(op, "x-kubernetes-group-version-kind", gvk_obj(ri))) {
+	if (km_set(op, "x-kubernetes-group-version-kind",
+		   gvk_obj(ri->group, ri->version, ri->kind))) {
 		cJSON_Delete(op);
 		return NULL;
 	}
