@@ -1255,6 +1255,10 @@ static void do_patch(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 			rc = nobj ? 0 : HB_ENOMEM;
 			if (!rc && t == P_JSON)
 				rc = km_json_patch(&nobj, patch, &err);
+			else if (!rc && t == P_STRATEGIC)
+				rc = km_strategic_patch(
+					&nobj, patch, km_openapi_kind_schema(r),
+					km_openapi_builtin_defs(), &err);
 			else if (!rc)
 				rc = km_merge_patch(&nobj, patch);
 			if (rc == HB_EINVAL) {

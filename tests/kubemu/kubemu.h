@@ -643,4 +643,25 @@ void km_server_stop(struct km_server *sv);
 int km_server_refuse_pending(void);
 void km_server_wait_refuse(int64_t timeout_ms);
 
+/* ---- OpenAPI (openapi.c) and strategic merge patches (patch.c) ------ */
+
+/* The openAPIV3Schema of resource r's CRD, or NULL if none was loaded;
+ * borrowed from v. */
+const cJSON *km_valid_schema(const struct km_valid *v, enum km_res r);
+/* Serve /openapi/v2, /openapi/v3 and /openapi/v3/{api/v1,apis/G/V};
+ * 0, or HB_ENOENT if path is none of them. */
+int km_openapi_serve(struct km_ctx *ctx, const char *path, const char *accept,
+		     struct km_resp *rs);
+/* The built-in kinds' definitions (name to schema, v2 references), and
+ * the one of resource r (NULL for custom resources); static, read-only. */
+const cJSON *km_openapi_builtin_defs(void);
+const cJSON *km_openapi_kind_schema(enum km_res r);
+/* A strategic merge patch of an object of schema (NULL: unknown; its
+ * references name members of defs): lists merge by the key the schema
+ * names (x-kubernetes-patch-merge-key), and the $patch, $retainKeys,
+ * $setElementOrder and $deleteFromPrimitiveList directives apply.
+ * HB_EINVAL (message in err) for a malformed directive. */
+int km_strategic_patch(cJSON **doc, const cJSON *patch, const cJSON *schema,
+		       const cJSON *defs, struct hb_err *err);
+
 #endif

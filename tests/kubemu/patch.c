@@ -1,6 +1,9 @@
 /*
- * patch.c - merge patches (RFC 7386), JSON patches (RFC 6902), and the
- * managed fields of server-side apply.
+ * patch.c - merge patches (RFC 7386), strategic merge patches (lists of
+ * built-in kinds merged by the key their OpenAPI schema names, and the
+ * $patch, $retainKeys, $setElementOrder and $deleteFromPrimitiveList
+ * directives), JSON patches (RFC 6902), and the managed fields of
+ * server-side apply.
  *
  * A field set is kept in its wire form, fieldsV1: an object whose keys are
  * "f:NAME" and whose values are field sets of the member; an empty object
@@ -57,6 +60,300 @@ int km_merge_patch(cJSON **doc, const cJSON *patch)
 
 	*doc = r;
 	return r ? 0 : HB_ENOMEM;
+}
+
+/* ---- strategic merge patch ------------------------------------------ */
+
+#define SET_ORDER "$setElementOrder/"
+#define DEL_PRIM "$deleteFromPrimitiveList/"
+
+/* What a patch is applied with: the definitions its schema refers to
+ * ("#/definitions/NAME"), and where errors go. */
+struct smp {
+	const cJSON *defs;
+	struct hb_err *err;
+};
+
+/* schema with its reference followed. */
+static const cJSON *resolve(const struct smp *x, const cJSON *schema)
+{
+	const char *ref = km_str(schema, "$ref");
+
+	if (ref && !strncmp(ref, "#/definitions/", 14))
+		return km_get(x->defs, ref + 14);
+	return schema;
+}
+
+/* The schema of member key of an object of schema s (NULL: unknown). */
+static const cJSON *member_schema(const cJSON *s, const char *key)
+{
+	const cJSON *p = km_get(km_get(s, "properties"), key);
+
+	return p ? p : km_get(s, "additionalProperties");
+}
+
+static int smp_map(const struct smp *x, cJSON *target, const cJSON *patch,
+		   const cJSON *schema, int depth, int *deleted);
+
+/* The element of list whose member key equals that of el, or NULL. */
+static cJSON *find_by_key(cJSON *list, const char *key, const cJSON *el)
+{
+	const cJSON *want = km_get(el, key);
+	cJSON *c;
+
+	cJSON_ArrayForEach (c, list) {
+		if (want && km_equal(km_get(c, key), want))
+			return c;
+	}
+	return NULL;
+}
+
+/* Merge patch list p into target list t (items of schema items) by key,
+ * or as a set of primitives when key is NULL. */
+static int smp_list(const struct smp *x, cJSON *t, const cJSON *p,
+		    const cJSON *items, const char *key, int depth)
+{
+	struct hb_err *err = x->err;
+	const cJSON *pe;
+
+	cJSON_ArrayForEach (pe, p) {
+		const char *directive = km_str(pe, "$patch");
+		cJSON *cur, *add;
+		int gone = 0;
+
+		if (!key) {
+			cJSON_ArrayForEach (cur, t) {
+				if (km_equal(cur, pe))
+					break;
+			}
+			if (!cur && !cJSON_AddItemToArray(
+					    t, cJSON_Duplicate(pe, 1)))
+				return HB_ENOMEM;
+			continue;
+		}
+		if (!cJSON_IsObject(pe))
+			return hb_err_set(err, HB_EINVAL, NULL, 0,
+					  "a list merged by %s holds a "
+					  "non-object",
+					  key);
+		cur = find_by_key(t, key, pe);
+		if (directive && !strcmp(directive, "delete")) {
+			if (cur)
+				cJSON_Delete(cJSON_DetachItemViaPointer(t, cur));
+			continue;
+		}
+		if (cur) {
+			if (smp_map(x, cur, pe, items, depth + 1, &gone))
+				return err->code;
+			continue;
+		}
+		add = cJSON_CreateObject();
+		if (!add || !cJSON_AddItemToArray(t, add)) {
+			cJSON_Delete(add);
+			return HB_ENOMEM;
+		}
+		if (smp_map(x, add, pe, items, depth + 1, &gone))
+			return err->code;
+	}
+	return 0;
+}
+
+/* Whether list p asks for the whole list to be replaced (an element
+ * {"$patch": "replace"}); *out gets p without that element. */
+static int list_replace(const cJSON *p, cJSON **out)
+{
+	const cJSON *e;
+	int found = 0;
+
+	cJSON_ArrayForEach (e, p) {
+		const char *d = km_str(e, "$patch");
+
+		found |= d && !strcmp(d, "replace");
+	}
+	if (!found)
+		return 0;
+	*out = cJSON_CreateArray();
+	cJSON_ArrayForEach (e, p) {
+		if (*out && !km_str(e, "$patch"))
+			cJSON_AddItemToArray(*out, cJSON_Duplicate(e, 1));
+	}
+	return 1;
+}
+
+/* Order list t as order says (by key, or by value when key is NULL):
+ * the elements named there first in that order, then the others. */
+static void set_order(cJSON *t, const cJSON *order, const char *key)
+{
+	const cJSON *o;
+	int at = 0;
+
+	cJSON_ArrayForEach (o, order) {
+		cJSON *c;
+
+		cJSON_ArrayForEach (c, t) {
+			if (key ? km_equal(km_get(c, key), km_get(o, key))
+				: km_equal(c, o))
+				break;
+		}
+		if (!c)
+			continue;
+		c = cJSON_DetachItemViaPointer(t, c);
+		if (!cJSON_InsertItemInArray(t, at, c))
+			cJSON_AddItemToArray(t, c);
+		at++;
+	}
+}
+
+/* The list member field of target, after directive d (a
+ * $deleteFromPrimitiveList or $setElementOrder) of value v. */
+static void list_directive(cJSON *target, const char *d, const cJSON *v,
+			   const cJSON *schema)
+{
+	int del = !strncmp(d, DEL_PRIM, strlen(DEL_PRIM));
+	const char *field = d + strlen(del ? DEL_PRIM : SET_ORDER);
+	cJSON *t = km_get(target, field), *c, *next;
+
+	if (!cJSON_IsArray(t))
+		return;
+	if (!del) {
+		set_order(t, v,
+			  km_str(member_schema(schema, field),
+				 "x-kubernetes-patch-merge-key"));
+		return;
+	}
+	for (c = t->child; c; c = next) {
+		const cJSON *x;
+
+		next = c->next;
+		cJSON_ArrayForEach (x, v) {
+			if (km_equal(c, x)) {
+				cJSON_Delete(cJSON_DetachItemViaPointer(t, c));
+				break;
+			}
+		}
+	}
+}
+
+/* The $retainKeys directive: drop the members of target not listed. */
+static void retain_keys(cJSON *target, const cJSON *keys)
+{
+	cJSON *c, *next;
+
+	for (c = target->child; c; c = next) {
+		const cJSON *k;
+		int keep = 0;
+
+		next = c->next;
+		cJSON_ArrayForEach (k, keys)
+			keep |= cJSON_IsString(k) &&
+				!strcmp(k->valuestring, c->string);
+		if (!keep)
+			cJSON_Delete(cJSON_DetachItemViaPointer(target, c));
+	}
+}
+
+/* One member of an object patch: key's value v into target. */
+static int smp_member(const struct smp *x, cJSON *target, const char *key,
+		      const cJSON *v, const cJSON *schema, int depth)
+{
+	struct hb_err *err = x->err;
+	const cJSON *ms = member_schema(schema, key);
+	const cJSON *rs = resolve(x, ms);
+	cJSON *cur = km_get(target, key), *repl = NULL;
+	const char *strategy = km_str(ms, "x-kubernetes-patch-strategy");
+
+	if (cJSON_IsNull(v)) {
+		km_del(target, key);
+		return 0;
+	}
+	if (cJSON_IsObject(v)) {
+		int gone = 0;
+
+		if (!cJSON_IsObject(cur)) {
+			if (km_set(target, key, cJSON_CreateObject()))
+				return HB_ENOMEM;
+			cur = km_get(target, key);
+		}
+		if (smp_map(x, cur, v, rs, depth + 1, &gone))
+			return err->code;
+		if (gone)
+			km_del(target, key);
+		return 0;
+	}
+	if (cJSON_IsArray(v) && list_replace(v, &repl))
+		return km_set(target, key, repl);
+	if (cJSON_IsArray(v) && strategy && strstr(strategy, "merge") &&
+	    cJSON_IsArray(cur))
+		return smp_list(x, cur, v, resolve(x, km_get(rs, "items")),
+				km_str(ms, "x-kubernetes-patch-merge-key"),
+				depth);
+	return km_set(target, key, cJSON_Duplicate(v, 1));
+}
+
+/* Merge object patch into target (an object); *deleted is set when the
+ * patch says "$patch": "delete". */
+static int smp_map(const struct smp *x, cJSON *target, const cJSON *patch,
+		   const cJSON *schema, int depth, int *deleted)
+{
+	struct hb_err *err = x->err;
+	const char *directive = km_str(patch, "$patch");
+	const cJSON *v;
+	int rc;
+
+	if (depth > MAX_DEPTH)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "the patch nests too deeply");
+	if (directive && !strcmp(directive, "delete")) {
+		*deleted = 1;
+		return 0;
+	}
+	if (directive && !strcmp(directive, "replace")) {
+		while (target->child)
+			cJSON_Delete(cJSON_DetachItemViaPointer(
+				target, target->child));
+	} else if (directive && strcmp(directive, "merge")) {
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "Unknown patch type: %s", directive);
+	}
+	if (cJSON_IsArray(km_get(patch, "$retainKeys")))
+		retain_keys(target, km_get(patch, "$retainKeys"));
+	cJSON_ArrayForEach (v, patch) {
+		const char *k = v->string;
+
+		if (!strcmp(k, "$patch") || !strcmp(k, "$retainKeys") ||
+		    !strncmp(k, SET_ORDER, strlen(SET_ORDER)) ||
+		    !strncmp(k, DEL_PRIM, strlen(DEL_PRIM)))
+			continue;
+		if ((rc = smp_member(x, target, k, v, schema, depth)))
+			return rc == HB_ENOMEM ? hb_err_set(err, HB_ENOMEM,
+							    NULL, 0,
+							    "out of memory")
+					       : rc;
+	}
+	/* Deletions and order apply to the merged lists. */
+	cJSON_ArrayForEach (v, patch) {
+		if (!strncmp(v->string, SET_ORDER, strlen(SET_ORDER)) ||
+		    !strncmp(v->string, DEL_PRIM, strlen(DEL_PRIM)))
+			list_directive(target, v->string, v, schema);
+	}
+	return 0;
+}
+
+int km_strategic_patch(cJSON **doc, const cJSON *patch, const cJSON *schema,
+		       const cJSON *defs, struct hb_err *err)
+{
+	struct smp x = { defs, err };
+	int gone = 0;
+
+	if (!cJSON_IsObject(*doc) || !cJSON_IsObject(patch))
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "a strategic merge patch must be an object");
+	if (smp_map(&x, *doc, patch, schema, 0, &gone))
+		return err->code;
+	if (gone)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "the patch deletes the whole object");
+	return 0;
 }
 
 /* ---- JSON patch ----------------------------------------------------- */

@@ -6,6 +6,7 @@
  *
  * Paths served:
  *   /version /healthz /livez /readyz /api /api/v1 /apis /apis/G /apis/G/V
+ *   /openapi/v2 /openapi/v3 /openapi/v3/api/v1 /openapi/v3/apis/G/V
  *   /api/v1/namespaces/NS/PLURAL[/NAME[/status|/log]]   (core)
  *   /apis/G/V/namespaces/NS/PLURAL[/NAME[/status]]       (groups)
  *   /api/v1/PLURAL, /apis/G/V/PLURAL                      (all namespaces)
@@ -394,6 +395,8 @@ static void serve(struct km_ctx *ctx, struct MHD_Connection *c,
 		return;
 	}
 	if (!km_discovery_serve(url, rs))
+		return;
+	if (!km_openapi_serve(ctx, url, conn_header(c, "Accept"), rs))
 		return;
 	if (route(url, &rq, seg)) {
 		km_resp_status(rs, km_status_plain(404, "NotFound",

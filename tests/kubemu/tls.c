@@ -245,8 +245,9 @@ int km_write_kubeconfig(struct km_ctx *ctx, const char *path, const char *url,
 	c = NULL;
 	cJSON_AddItemToArray(clusters, cl);
 	cl = NULL;
-	if (tok)
-		km_set_str(uu, "token", tok->token);
+	/* Without any credential kubectl prompts for a user name; with no
+	 * --token the server takes any token, so give it one. */
+	km_set_str(uu, "token", tok ? tok->token : "hb-kubemu-open");
 	km_set_str(u, "name", "hb-kubemu");
 	km_set(u, "user", uu);
 	uu = NULL;

@@ -244,6 +244,11 @@ static const cJSON *schema_for(const struct km_valid *v, enum km_res r)
 	return NULL;
 }
 
+const cJSON *km_valid_schema(const struct km_valid *v, enum km_res r)
+{
+	return v ? schema_for(v, r) : NULL;
+}
+
 /* ---- pruning -------------------------------------------------------- */
 
 /*
