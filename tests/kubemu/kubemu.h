@@ -42,6 +42,11 @@ enum km_res {
 	KM_LEASE,
 	KM_CONFIGMAP,
 	KM_NODE,
+	KM_RFLAVOR,   /* kueue.x-k8s.io: ResourceFlavor */
+	KM_CQUEUE,    /* ClusterQueue */
+	KM_LQUEUE,    /* LocalQueue */
+	KM_WPRIORITY, /* WorkloadPriorityClass */
+	KM_WORKLOAD,  /* Workload */
 	KM_NRES
 };
 
@@ -49,8 +54,12 @@ enum {
 	KM_CRD = 1u << 0,    /* a custom resource: schema, generation */
 	KM_STATUS = 1u << 1, /* has the status subresource */
 	KM_LOG = 1u << 2,    /* has the log subresource (pods) */
-	KM_CLUSTER = 1u << 3 /* cluster-scoped and read-only (nodes) */
+	KM_CLUSTER = 1u << 3, /* cluster-scoped and read-only (nodes) */
+	KM_CSCOPE = 1u << 4   /* cluster-scoped and writable (ClusterQueue) */
 };
+
+/* Whether objects of r have no namespace. */
+#define KM_NO_NS(r) ((km_res[r].flags & (KM_CLUSTER | KM_CSCOPE)) != 0)
 
 struct km_resinfo {
 	const char *group;   /* "" for the core group */
@@ -437,6 +446,7 @@ struct km_opts {
 	size_t ntokens;
 	int execute;
 	int no_operator;
+	int no_kueue;
 	int pod_start_ms;
 	int run_ms;
 	size_t window;
@@ -557,5 +567,20 @@ void km_server_stop(struct km_server *sv);
  * for that many milliseconds; main() restarts the listener. */
 int km_server_refuse_pending(void);
 void km_server_wait_refuse(int64_t timeout_ms);
+
+/* ---- Kueue (kueue.c) ------------------------------------------------ */
+
+/* One reconcile of every queued MPIJob, Workload and queue (controller
+ * thread). */
+void km_kueue_sync(struct km_ctx *ctx);
+/* The job webhook's default on create: an MPIJob with a queue-name label
+ * is created suspended. */
+void km_kueue_webhook(struct km_ctx *ctx, enum km_res r, cJSON *obj);
+/* Serve a visibility.kueue.x-k8s.io/v1beta1 path (pending workloads of
+ * a ClusterQueue or LocalQueue, query limit and offset); HB_ENOENT when
+ * path is not one. */
+int km_kueue_visibility(struct km_ctx *ctx, const char *method,
+			const char *path, const char *limit,
+			const char *offset, struct km_resp *rs);
 
 #endif

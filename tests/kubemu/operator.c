@@ -41,7 +41,7 @@
 /* The Job controller's default backoffLimit. */
 #define DEFAULT_BACKOFF 6
 
-enum wkind { W_MPIJOB, W_POD, W_GC, W_FOREGROUND };
+enum wkind { W_MPIJOB, W_POD, W_GC, W_FOREGROUND, W_KUEUE };
 
 struct item {
 	enum wkind kind;
@@ -224,8 +224,18 @@ void km_ctl_hook(void *arg, const struct km_event *ev)
 
 	pthread_mutex_lock(&c->mu);
 	switch (o->res) {
+	case KM_RFLAVOR:
+	case KM_CQUEUE:
+	case KM_LQUEUE:
+	case KM_WPRIORITY:
+	case KM_WORKLOAD:
+		if (!c->ctx->o->no_kueue)
+			enqueue_locked(c, W_KUEUE, "", "kueue");
+		break;
 	case KM_MPIJOB:
 	case KM_TRAINJOB:
+		if (o->res == KM_MPIJOB && !c->ctx->o->no_kueue)
+			enqueue_locked(c, W_KUEUE, "", "kueue");
 		if (o->res == KM_MPIJOB && !c->ctx->o->no_operator)
 			enqueue_locked(c, W_MPIJOB, o->ns, o->name);
 		if (ev->type == KM_DELETED && uid)
@@ -1333,6 +1343,9 @@ static void process(struct km_ctl *c, struct item *it)
 		break;
 	case W_FOREGROUND:
 		foreground(c, it->ns, it->name);
+		break;
+	case W_KUEUE:
+		km_kueue_sync(c->ctx);
 		break;
 	}
 }

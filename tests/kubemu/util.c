@@ -28,6 +28,25 @@ const struct km_resinfo km_res[KM_NRES] = {
 			   "ConfigMap", "ConfigMapList", "cm", 0 },
 	[KM_NODE] = { "", "v1", "v1", "nodes", "node", "Node", "NodeList",
 		      "no", KM_CLUSTER },
+	/* Kueue, served at v1beta1 (its CRDs also serve v1beta2). */
+	[KM_RFLAVOR] = { "kueue.x-k8s.io", "v1beta1", "kueue.x-k8s.io/v1beta1",
+			 "resourceflavors", "resourceflavor",
+			 "ResourceFlavor", "ResourceFlavorList", "flavor",
+			 KM_CRD | KM_CSCOPE },
+	[KM_CQUEUE] = { "kueue.x-k8s.io", "v1beta1", "kueue.x-k8s.io/v1beta1",
+			"clusterqueues", "clusterqueue", "ClusterQueue",
+			"ClusterQueueList", "cq", KM_CRD | KM_STATUS | KM_CSCOPE },
+	[KM_LQUEUE] = { "kueue.x-k8s.io", "v1beta1", "kueue.x-k8s.io/v1beta1",
+			"localqueues", "localqueue", "LocalQueue",
+			"LocalQueueList", "queue", KM_CRD | KM_STATUS },
+	[KM_WPRIORITY] = { "kueue.x-k8s.io", "v1beta1",
+			   "kueue.x-k8s.io/v1beta1", "workloadpriorityclasses",
+			   "workloadpriorityclass", "WorkloadPriorityClass",
+			   "WorkloadPriorityClassList", "wpc",
+			   KM_CRD | KM_CSCOPE },
+	[KM_WORKLOAD] = { "kueue.x-k8s.io", "v1beta1", "kueue.x-k8s.io/v1beta1",
+			  "workloads", "workload", "Workload", "WorkloadList",
+			  "kwl", KM_CRD | KM_STATUS },
 };
 
 int km_res_find(const char *group, const char *version, const char *plural)
@@ -51,6 +70,11 @@ const char *km_res_qualified(enum km_res r)
 		[KM_LEASE] = "leases.coordination.k8s.io",
 		[KM_CONFIGMAP] = "configmaps",
 		[KM_NODE] = "nodes",
+		[KM_RFLAVOR] = "resourceflavors.kueue.x-k8s.io",
+		[KM_CQUEUE] = "clusterqueues.kueue.x-k8s.io",
+		[KM_LQUEUE] = "localqueues.kueue.x-k8s.io",
+		[KM_WPRIORITY] = "workloadpriorityclasses.kueue.x-k8s.io",
+		[KM_WORKLOAD] = "workloads.kueue.x-k8s.io",
 	};
 	return names[r];
 }
