@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# kubemu_kueue.test.sh - the emulated Kueue and MPIJob suspension in
+# hb-kubemu, driven by python3-kubernetes (kubemu_kueue.py): queues and
+# quota, admission, preemption by priority, the visibility API, finished
+# jobs releasing quota, and a suspended MPIJob without a queue.  Also the
+# visibility API through kubectl get --raw, when kubectl is there.
+#
+# Usage: kubemu_kueue.test.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+emu=$build/bin/hb-kubemu
+crds=${HB_SHARED_DIR:-$src/../shared}/reference/crds
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+[ -x "$emu" ] || fail "$emu not built"
+/usr/bin/python3 -c 'import kubernetes' ||
+	fail "python3-kubernetes missing (scripts/setup.sh installs it)"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/hb-kubemu-kueue.XXXXXX")
+pid=
+cleanup() {
+	if [ -n "$pid" ]; then
+		kill -TERM "$pid" 2>/dev/null || true
+		for _ in $(seq 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+"$emu" --listen 127.0.0.1:0 --port-file "$tmp/port" --crds "$crds" \
+	--tls-dir "$tmp/tls" --kubeconfig-out "$tmp/kubeconfig" \
+	--token "admin-$$" --pidfile "$tmp/pid" --pod-start-ms 100 \
+	--run-ms 1000 --kill-grace-ms 1000 \
+	>>"$tmp/emu.out" 2>>"$tmp/emu.err" &
+pid=$!
+for _ in $(seq 100); do
+	[ -s "$tmp/port" ] && break
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.1
+done
+[ -s "$tmp/port" ] || { cat "$tmp/emu.err" >&2; fail "the emulator did not start"; }
+
+status=0
+/usr/bin/python3 "$src/tests/integration/kubemu_kueue.py" \
+	--kubeconfig "$tmp/kubeconfig" || status=$?
+if [ "$status" -ne 0 ]; then
+	echo "--- emulator log (tail)"
+	tail -30 "$tmp/emu.err"
+	fail "Kueue checks failed"
+fi
+
+if [ -x /usr/bin/kubectl ]; then
+	out=$(/usr/bin/kubectl --kubeconfig "$tmp/kubeconfig" get --raw \
+		/apis/visibility.kueue.x-k8s.io/v1beta1/namespaces/default/localqueues/orphan/pendingworkloads) ||
+		fail "kubectl get --raw of the visibility API"
+	echo "$out" | grep -q '"kind":"PendingWorkloadsSummary"' ||
+		fail "kubectl get --raw: $out"
+	/usr/bin/kubectl --kubeconfig "$tmp/kubeconfig" get clusterqueues \
+		-o name | grep -qx 'clusterqueue.kueue.x-k8s.io/cq' ||
+		fail "kubectl get clusterqueues"
+	/usr/bin/kubectl --kubeconfig "$tmp/kubeconfig" get workloads \
+		-n default -o name | grep -q '^workload.kueue.x-k8s.io/mpijob-' ||
+		fail "kubectl get workloads"
+fi
+if grep -q "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:" "$tmp/emu.err"; then
+	cat "$tmp/emu.err" >&2
+	fail "the sanitizers reported errors"
+fi
+echo "kubemu_kueue: all checks passed"
