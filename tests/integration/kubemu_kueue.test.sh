@@ -66,12 +66,16 @@ if [ -x /usr/bin/kubectl ]; then
 		fail "kubectl get --raw of the visibility API"
 	echo "$out" | grep -q '"kind":"PendingWorkloadsSummary"' ||
 		fail "kubectl get --raw: $out"
-	/usr/bin/kubectl --kubeconfig "$tmp/kubeconfig" get clusterqueues \
-		-o name | grep -qx 'clusterqueue.kueue.x-k8s.io/cq' ||
-		fail "kubectl get clusterqueues"
-	/usr/bin/kubectl --kubeconfig "$tmp/kubeconfig" get workloads \
-		-n default -o name | grep -q '^workload.kueue.x-k8s.io/mpijob-' ||
-		fail "kubectl get workloads"
+	# (Read whole outputs: with pipefail, grep -q ending a pipe early
+	# would fail kubectl with SIGPIPE.)
+	out=$(/usr/bin/kubectl --kubeconfig "$tmp/kubeconfig" get clusterqueues \
+		-o name) || fail "kubectl get clusterqueues"
+	[ "$out" = clusterqueue.kueue.x-k8s.io/cq ] ||
+		fail "kubectl get clusterqueues: $out"
+	out=$(/usr/bin/kubectl --kubeconfig "$tmp/kubeconfig" get workloads \
+		-n default -o name) || fail "kubectl get workloads"
+	[ "$(echo "$out" | grep -c '^workload.kueue.x-k8s.io/mpijob-')" = 3 ] ||
+		fail "kubectl get workloads: $out"
 fi
 if grep -q "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:" "$tmp/emu.err"; then
 	cat "$tmp/emu.err" >&2
