@@ -110,6 +110,15 @@ int km_set_num(cJSON *o, const char *key, double v);
 void km_del(cJSON *o, const char *key);
 /* metadata.KEY of an object, or NULL. */
 const char *km_meta_str(const cJSON *obj, const char *key);
+/* The condition of type in status.conditions (status: an object's
+ * .status), or NULL; whether its status is "True". */
+cJSON *km_cond_find(const cJSON *status, const char *type);
+int km_cond_true(const cJSON *status, const char *type);
+/* A quantity of resource key as quota and the scheduler compare it:
+ * bytes for memory-like resources (km_qty_is_bytes), milli-units for
+ * the others; 0 when s is NULL or unreadable. */
+int km_qty_is_bytes(const char *key);
+uint64_t km_qty(const char *key, const char *s);
 /* Whether two trees are equal (order of members ignored). */
 int km_equal(const cJSON *a, const cJSON *b);
 
@@ -363,6 +372,9 @@ void km_ctl_hook(void *arg, const struct km_event *ev);
 /* The next deletion of the object with this uid orphans its dependents
  * (propagationPolicy=Orphan). */
 void km_ctl_orphan(struct km_ctl *c, const char *uid);
+/* ownerReferences naming an MPIJob as the controller of an object
+ * (caller frees); NULL on ENOMEM. */
+cJSON *km_owner_refs(const cJSON *job);
 /* Evict a pod (admin endpoint): phase Failed, reason Evicted. */
 int km_ctl_evict(struct km_ctl *c, const char *ns, const char *name);
 

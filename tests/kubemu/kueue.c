@@ -21,7 +21,6 @@
 
 #include <openssl/sha.h>
 
-#include "hpcbridge/units.h"
 #include "kubemu.h"
 
 #define MANAGER	      "kueue-manager"
@@ -43,22 +42,12 @@ static const char *label(const cJSON *obj, const char *key)
 
 static const cJSON *find_cond(const cJSON *obj, const char *type)
 {
-	const cJSON *c;
-
-	cJSON_ArrayForEach (c, km_get(km_get(obj, "status"), "conditions")) {
-		const char *t = km_str(c, "type");
-
-		if (t && !strcmp(t, type))
-			return c;
-	}
-	return NULL;
+	return km_cond_find(km_get(obj, "status"), type);
 }
 
 static int cond_true(const cJSON *obj, const char *type)
 {
-	const char *s = km_str(find_cond(obj, type), "status");
-
-	return s && !strcmp(s, "True");
+	return km_cond_true(km_get(obj, "status"), type);
 }
 
 /* meta.SetStatusCondition on status.conditions: the transition time
@@ -108,32 +97,13 @@ static int set_cond(cJSON *obj, const char *type, int on, const char *reason,
 	return 1;
 }
 
-static int is_bytes(const char *key)
-{
-	return !strcmp(key, "memory") || !strcmp(key, "ephemeral-storage") ||
-	       !strncmp(key, "hugepages-", 10);
-}
-
-/* A quantity of key in the unit quota compares: bytes for memory-like
- * resources, milli-units otherwise; 0 when unreadable. */
-static uint64_t qty_of(const char *key, const char *s)
-{
-	uint64_t v = 0;
-
-	if (!s)
-		return 0;
-	if (is_bytes(key) ? hb_parse_k8s_units(s, &v) : hb_parse_k8s_cpu(s, &v))
-		return 0;
-	return v;
-}
-
 /* The same as a Kubernetes quantity, in its shortest exact form. */
 static void fmt_qty(const char *key, uint64_t v, char out[32])
 {
 	static const char *const suf[] = { "Ki", "Mi", "Gi", "Ti" };
 	int k = -1;
 
-	if (!is_bytes(key)) {
+	if (!km_qty_is_bytes(key)) {
 		if (v % 1000)
 			snprintf(out, 32, "%llum", (unsigned long long)v);
 		else
@@ -154,9 +124,9 @@ static uint64_t qty_json(const char *key, const cJSON *v)
 
 	if (cJSON_IsNumber(v)) {
 		snprintf(buf, sizeof(buf), "%.0f", v->valuedouble);
-		return qty_of(key, buf);
+		return km_qty(key, buf);
 	}
-	return cJSON_IsString(v) ? qty_of(key, v->valuestring) : 0;
+	return cJSON_IsString(v) ? km_qty(key, v->valuestring) : 0;
 }
 
 /* ---- workloads as one pass sees them -------------------------------- */
@@ -863,24 +833,6 @@ static void workload_name(const cJSON *job, char *out, size_t cap)
 		 md[1], md[2] >> 4);
 }
 
-static cJSON *owner_ref(const cJSON *job)
-{
-	cJSON *refs = cJSON_CreateArray(), *ref = cJSON_CreateObject();
-
-	if (!refs || !ref || km_set_str(ref, "apiVersion", km_res[KM_MPIJOB].gv) ||
-	    km_set_str(ref, "kind", "MPIJob") ||
-	    km_set_str(ref, "name", km_meta_str(job, "name")) ||
-	    km_set_str(ref, "uid", km_meta_str(job, "uid")) ||
-	    km_set(ref, "controller", cJSON_CreateTrue()) ||
-	    km_set(ref, "blockOwnerDeletion", cJSON_CreateTrue())) {
-		cJSON_Delete(refs);
-		cJSON_Delete(ref);
-		return NULL;
-	}
-	cJSON_AddItemToArray(refs, ref);
-	return refs;
-}
-
 /* The pod sets of an MPIJob: launcher, then workers (when any). */
 static cJSON *podsets_of(const cJSON *job)
 {
@@ -928,7 +880,7 @@ static void create_workload(struct km_ctx *ctx, const cJSON *job,
 	    km_set_str(meta, "namespace", km_meta_str(job, "namespace")) ||
 	    km_set_str(km_obj_at(meta, "labels"), L_JOB_UID,
 		       km_meta_str(job, "uid")) ||
-	    km_set(meta, "ownerReferences", owner_ref(job)) ||
+	    km_set(meta, "ownerReferences", km_owner_refs(job)) ||
 	    km_set(spec, "active", cJSON_CreateTrue()) ||
 	    km_set(spec, "podSets", podsets_of(job)) ||
 	    km_set_str(spec, "queueName", queue) ||

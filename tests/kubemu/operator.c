@@ -318,32 +318,12 @@ fail:
 
 /* ---- conditions (mpi_job_controller_status.go) ---------------------- */
 
-static cJSON *find_cond(const cJSON *status, const char *type)
-{
-	cJSON *c;
-
-	cJSON_ArrayForEach (c, km_get(status, "conditions")) {
-		const char *t = km_str(c, "type");
-
-		if (t && !strcmp(t, type))
-			return c;
-	}
-	return NULL;
-}
-
-static int cond_true(const cJSON *status, const char *type)
-{
-	const char *s = km_str(find_cond(status, type), "status");
-
-	return s && !strcmp(s, "True");
-}
-
 /* setCondition: returns 1 when the conditions changed. */
 static int set_cond(cJSON *status, const char *type, int on, const char *reason,
 		    const char *msg)
 {
 	const char *st = on ? "True" : "False";
-	cJSON *cur = find_cond(status, type), *conds, *n, *c, *next;
+	cJSON *cur = km_cond_find(status, type), *conds, *n, *c, *next;
 	char ts[32], ltt[32];
 	int terminal = !strcmp(type, "Failed") || !strcmp(type, "Succeeded");
 
@@ -506,7 +486,7 @@ static void add_volume(cJSON *podspec, cJSON *container, const char *name,
 	cJSON_AddItemToArray(mounts, m);
 }
 
-static cJSON *owner_refs(const cJSON *job)
+cJSON *km_owner_refs(const cJSON *job)
 {
 	cJSON *refs = cJSON_CreateArray(), *ref = cJSON_CreateObject();
 
@@ -618,7 +598,7 @@ static cJSON *new_pod(const cJSON *job, const char *rtype, const char *name,
 		km_set(meta, "annotations", annots);
 	else
 		cJSON_Delete(annots);
-	if (km_set(meta, "ownerReferences", owner_refs(job)))
+	if (km_set(meta, "ownerReferences", km_owner_refs(job)))
 		goto fail;
 
 	ps = cJSON_Duplicate(km_get(tmpl, "spec"), 1);
@@ -738,7 +718,7 @@ static void ensure_config(struct km_ctx *ctx, const cJSON *job, int workers,
 		    !km_set_str(meta, "name", cname) &&
 		    !km_set_str(meta, "namespace", ns) &&
 		    !km_set_str(km_obj_at(meta, "labels"), "app", jname) &&
-		    !km_set(meta, "ownerReferences", owner_refs(job)) &&
+		    !km_set(meta, "ownerReferences", km_owner_refs(job)) &&
 		    !set_cm_data(&d, cm))
 			km_internal_create(ctx, KM_CONFIGMAP, cm, OPERATOR,
 					   NULL);
@@ -916,7 +896,7 @@ static void sync_mpijob(struct km_ctl *c, const char *ns, const char *name)
 	if (km_store_list(ctx->store, KM_POD, ns, NULL, NULL, owner_match, &of,
 			  0, &pods.v, &pods.n, NULL, &rv))
 		goto out;
-	if ((cond_true(status, "Succeeded") || cond_true(status, "Failed")) &&
+	if ((km_cond_true(status, "Succeeded") || km_cond_true(status, "Failed")) &&
 	    km_get(status, "completionTime")) {
 		if (!strcmp(policy, "All") || !strcmp(policy, "Running")) {
 			cleanup_workers(ctx, policy, &pods);
@@ -1055,7 +1035,7 @@ static void sync_mpijob(struct km_ctl *c, const char *ns, const char *name)
 			     "MPIJob suspended"))
 			record(ctx, job, "Normal", "MPIJobSuspended",
 			       "MPIJob suspended");
-	} else if (find_cond(status, "Suspended")) {
+	} else if (km_cond_find(status, "Suspended")) {
 		if (set_cond(status, "Suspended", 0, "MPIJobResumed",
 			     "MPIJob resumed")) {
 			char ts[32];

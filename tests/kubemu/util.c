@@ -8,6 +8,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "hpcbridge/units.h"
 #include "kubemu.h"
 
 const struct km_resinfo km_res[KM_NRES] = {
@@ -376,4 +377,42 @@ void *km_map_del(struct km_map *m, const char *key)
 size_t km_map_count(const struct km_map *m)
 {
 	return m->n;
+}
+
+cJSON *km_cond_find(const cJSON *status, const char *type)
+{
+	cJSON *c;
+
+	cJSON_ArrayForEach (c, km_get(status, "conditions")) {
+		const char *t = km_str(c, "type");
+
+		if (t && !strcmp(t, type))
+			return c;
+	}
+	return NULL;
+}
+
+int km_cond_true(const cJSON *status, const char *type)
+{
+	const char *s = km_str(km_cond_find(status, type), "status");
+
+	return s && !strcmp(s, "True");
+}
+
+int km_qty_is_bytes(const char *key)
+{
+	return !strcmp(key, "memory") || !strcmp(key, "ephemeral-storage") ||
+	       !strncmp(key, "hugepages-", 10);
+}
+
+uint64_t km_qty(const char *key, const char *s)
+{
+	uint64_t v = 0;
+
+	if (!s)
+		return 0;
+	if (km_qty_is_bytes(key) ? hb_parse_k8s_units(s, &v)
+				 : hb_parse_k8s_cpu(s, &v))
+		return 0;
+	return v;
 }
