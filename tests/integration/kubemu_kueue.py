@@ -313,6 +313,12 @@ def missing_cq(k):
     k.co.delete_namespaced_custom_object(*MPI[:2], NS, MPI[2], 'lost')
     wait('the Workload goes with its MPIJob',
          lambda: k.workload('lost') is None)
+    # Nothing runs now: Kueue's passes must settle, writing nothing.
+    time.sleep(0.5)
+    rv = k.raw('/_hb/stats')['resourceVersion']
+    time.sleep(1.5)
+    check(k.raw('/_hb/stats')['resourceVersion'] == rv,
+          'Kueue settles: no writes while nothing changes')
 
 
 def main():
