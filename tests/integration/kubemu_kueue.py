@@ -93,7 +93,8 @@ def is_true(obj, typ):
     return cond(obj, typ).get('status') == 'True'
 
 
-def mpijob(name, queue=None, prio=None, run_ms=60000, suspend=None):
+def mpijob(name, queue=None, prio=None, run_ms=60000, suspend=None,
+           workers=3):
     labels = {}
     if queue:
         labels['kueue.x-k8s.io/queue-name'] = queue
@@ -109,7 +110,7 @@ def mpijob(name, queue=None, prio=None, run_ms=60000, suspend=None):
         'spec': {'slotsPerWorker': 1, 'runPolicy': {},
                  'mpiReplicaSpecs': {
                      'Launcher': {'replicas': 1, 'template': tmpl},
-                     'Worker': {'replicas': 3, 'template': tmpl}}},
+                     'Worker': {'replicas': workers, 'template': tmpl}}},
     }
     if suspend is not None:
         body['spec']['runPolicy']['suspend'] = suspend
@@ -321,6 +322,61 @@ def missing_cq(k):
           'Kueue settles: no writes while nothing changes')
 
 
+def strict_fifo(k):
+    """StrictFIFO: a head that does not fit blocks the queue; the
+    LocalQueue view numbers its own workloads."""
+    k.cluster('clusterqueues', {
+        'apiVersion': 'kueue.x-k8s.io/v1beta1', 'kind': 'ClusterQueue',
+        'metadata': {'name': 'strict'},
+        'spec': {'queueingStrategy': 'StrictFIFO', 'resourceGroups': [{
+            'coveredResources': ['cpu', 'memory'],
+            'flavors': [{'name': 'default-flavor', 'resources': [
+                {'name': 'cpu', 'nominalQuota': '2'},
+                {'name': 'memory', 'nominalQuota': '8Gi'}]}]}]}})
+    for lq in ('lq-a', 'lq-b'):
+        k.local('localqueues', {
+            'apiVersion': 'kueue.x-k8s.io/v1beta1', 'kind': 'LocalQueue',
+            'metadata': {'name': lq, 'namespace': NS},
+            'spec': {'clusterQueue': 'strict'}})
+    k.co.create_namespaced_custom_object(*MPI[:2], NS, MPI[2],
+                                         mpijob('big', 'lq-a'))
+    wait('big waits', lambda: cond(k.workload('big'),
+                                   'QuotaReserved').get('reason') ==
+         'Pending')
+    time.sleep(1.1)  # a later creationTimestamp for small
+    k.co.create_namespaced_custom_object(*MPI[:2], NS, MPI[2],
+                                         mpijob('small', 'lq-b', workers=1))
+    c = wait('StrictFIFO: small waits behind big', lambda: (
+        lambda c: c if c.get('reason') == 'Pending' else None)(
+            cond(k.workload('small'), 'QuotaReserved')))
+    check('StrictFIFO' in (c or {}).get('message', ''),
+          'the message says it waits for the head')
+    it = k.raw(VIS + '/clusterqueues/strict/pendingworkloads')['items']
+    check([(i['localQueueName'], i['positionInClusterQueue'],
+            i['positionInLocalQueue']) for i in it] ==
+          [('lq-a', 0, 0), ('lq-b', 1, 0)],
+          'visibility: big at 0, small at 1 (0 in its LocalQueue)')
+    it = k.raw(VIS + '/namespaces/default/localqueues/lq-b/'
+               'pendingworkloads?limit=5')['items']
+    check(len(it) == 1 and it[0]['positionInClusterQueue'] == 1 and
+          it[0]['positionInLocalQueue'] == 0,
+          'visibility of a LocalQueue: its own workloads only')
+    it = k.raw(VIS + '/clusterqueues/strict/pendingworkloads?limit=1'
+               '&offset=1')['items']
+    check([i['localQueueName'] for i in it] == ['lq-b'],
+          'visibility: limit and offset')
+    k.co.patch_cluster_custom_object(
+        KQ[0], KQ[1], 'clusterqueues', 'strict',
+        {'spec': {'queueingStrategy': 'BestEffortFIFO'}})
+    wait('BestEffortFIFO: small admitted past big',
+         lambda: admitted(k, 'small'))
+    check(not admitted(k, 'big'), 'big still waits')
+    for j in ('big', 'small'):
+        k.co.delete_namespaced_custom_object(*MPI[:2], NS, MPI[2], j)
+    wait('their Workloads go', lambda: not k.workload('big') and
+         not k.workload('small'))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--kubeconfig', required=True)
@@ -330,6 +386,7 @@ def main():
     setup(k)
     no_queue(k)
     missing_cq(k)
+    strict_fifo(k)
     scenario(k)
     print('%d failed' % len(FAILED))
     return 1 if FAILED else 0

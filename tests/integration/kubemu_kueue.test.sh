@@ -70,7 +70,8 @@ if [ -x /usr/bin/kubectl ]; then
 	# would fail kubectl with SIGPIPE.)
 	out=$(/usr/bin/kubectl --kubeconfig "$tmp/kubeconfig" get clusterqueues \
 		-o name) || fail "kubectl get clusterqueues"
-	[ "$out" = clusterqueue.kueue.x-k8s.io/cq ] ||
+	[ "$out" = "$(printf '%s\n' clusterqueue.kueue.x-k8s.io/cq \
+		clusterqueue.kueue.x-k8s.io/strict)" ] ||
 		fail "kubectl get clusterqueues: $out"
 	out=$(/usr/bin/kubectl --kubeconfig "$tmp/kubeconfig" get workloads \
 		-n default -o name) || fail "kubectl get workloads"
