@@ -78,6 +78,10 @@ if [ -x /usr/bin/kubectl ]; then
 	[ "$(echo "$out" | grep -c '^workload.kueue.x-k8s.io/mpijob-')" = 3 ] ||
 		fail "kubectl get workloads: $out"
 fi
+# A clean stop, so that LeakSanitizer (HB_SANITIZE builds) reports.
+kill -TERM "$pid"
+wait "$pid" || fail "the emulator exited with $? on SIGTERM"
+pid=
 if grep -q "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:" "$tmp/emu.err"; then
 	cat "$tmp/emu.err" >&2
 	fail "the sanitizers reported errors"
