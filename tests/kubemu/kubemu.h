@@ -585,6 +585,9 @@ void km_server_wait_refuse(int64_t timeout_ms);
 /* One reconcile of every queued MPIJob, Workload and queue (controller
  * thread). */
 void km_kueue_sync(struct km_ctx *ctx);
+/* Whether an MPIJob change concerns Kueue (the job has, or had, a
+ * queue-name label); called by the store hook. */
+int km_kueue_queued(const struct km_event *ev);
 /* The job webhook's default on create: an MPIJob with a queue-name label
  * is created suspended. */
 void km_kueue_webhook(struct km_ctx *ctx, enum km_res r, cJSON *obj);

@@ -1155,6 +1155,12 @@ void km_kueue_sync(struct km_ctx *ctx)
 	world_free(&wd);
 }
 
+int km_kueue_queued(const struct km_event *ev)
+{
+	return label(ev->obj->tree, L_QUEUE) ||
+	       (ev->prev && label(ev->prev->tree, L_QUEUE));
+}
+
 void km_kueue_webhook(struct km_ctx *ctx, enum km_res r, cJSON *obj)
 {
 	cJSON *rp;

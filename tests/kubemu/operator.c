@@ -234,7 +234,8 @@ void km_ctl_hook(void *arg, const struct km_event *ev)
 		break;
 	case KM_MPIJOB:
 	case KM_TRAINJOB:
-		if (o->res == KM_MPIJOB && !c->ctx->o->no_kueue)
+		if (o->res == KM_MPIJOB && !c->ctx->o->no_kueue &&
+		    km_kueue_queued(ev))
 			enqueue_locked(c, W_KUEUE, "", "kueue");
 		if (o->res == KM_MPIJOB && !c->ctx->o->no_operator)
 			enqueue_locked(c, W_MPIJOB, o->ns, o->name);
