@@ -114,7 +114,8 @@ static void fmt_qty(const char *key, uint64_t v, char out[32])
 		v /= 1024;
 		k++;
 	}
-	snprintf(out, 32, "%llu%s", (unsigned long long)v, k >= 0 ? suf[k] : "");
+	snprintf(out, 32, "%llu%s", (unsigned long long)v,
+		 k >= 0 ? suf[k] : "");
 }
 
 /* A JSON value quota reads: a string or a number. */
@@ -179,7 +180,8 @@ static void podset_requests(const cJSON *ps, struct req *r, size_t *n)
 		const cJSON *reqs = km_get(res, "requests");
 
 		cJSON_ArrayForEach (q, reqs)
-			req_add(r, n, q->string, count * qty_json(q->string, q));
+			req_add(r, n, q->string,
+				count * qty_json(q->string, q));
 		cJSON_ArrayForEach (q, km_get(res, "limits"))
 			if (!km_get(reqs, q->string))
 				req_add(r, n, q->string,
@@ -236,7 +238,8 @@ static struct km_obj *find_obj(struct km_obj **v, size_t n, const char *ns,
 			       const char *name)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!strcmp(v[i]->ns, ns ? ns : "") && !strcmp(v[i]->name, name))
+		if (!strcmp(v[i]->ns, ns ? ns : "") &&
+		    !strcmp(v[i]->name, name))
 			return v[i];
 	return NULL;
 }
@@ -339,8 +342,8 @@ static void quota_load(const cJSON *cq, struct quota *q)
 				c->flavor = km_str(fl, "name");
 				c->res = km_str(r, "name");
 				c->group = g;
-				c->nominal = qty_json(c->res,
-						      km_get(r, "nominalQuota"));
+				c->nominal = qty_json(
+					c->res, km_get(r, "nominalQuota"));
 				c->used = 0;
 				q->n++;
 			}
@@ -353,7 +356,8 @@ static struct cell *quota_cell(struct quota *q, const char *flavor,
 			       const char *res)
 {
 	for (size_t i = 0; i < q->n; i++)
-		if (!strcmp(q->c[i].flavor, flavor) && !strcmp(q->c[i].res, res))
+		if (!strcmp(q->c[i].flavor, flavor) &&
+		    !strcmp(q->c[i].res, res))
 			return &q->c[i];
 	return NULL;
 }
@@ -364,14 +368,14 @@ static void quota_charge(struct quota *q, const struct wl *w, int sign)
 {
 	const cJSON *psa, *u;
 
-	cJSON_ArrayForEach (psa, km_get(km_get(km_get(w->o->tree, "status"),
-					       "admission"),
-					"podSetAssignments")) {
+	cJSON_ArrayForEach (
+		psa, km_get(km_get(km_get(w->o->tree, "status"), "admission"),
+			    "podSetAssignments")) {
 		cJSON_ArrayForEach (u, km_get(psa, "resourceUsage")) {
-			const char *fl = km_str(km_get(psa, "flavors"),
-						u->string);
-			struct cell *c = fl ? quota_cell(q, fl, u->string)
-					    : NULL;
+			const char *fl =
+				km_str(km_get(psa, "flavors"), u->string);
+			struct cell *c =
+				fl ? quota_cell(q, fl, u->string) : NULL;
 			uint64_t v = qty_json(u->string, u);
 
 			if (!c)
@@ -386,11 +390,10 @@ static void quota_charge(struct quota *q, const struct wl *w, int sign)
 
 static const char *first_podset(const struct wl *w)
 {
-	const char *n = km_str(cJSON_GetArrayItem(km_get(km_get(w->o->tree,
-								 "spec"),
-							  "podSets"),
-						   0),
-			       "name");
+	const char *n = km_str(
+		cJSON_GetArrayItem(
+			km_get(km_get(w->o->tree, "spec"), "podSets"), 0),
+		"name");
 
 	return n ? n : "main";
 }
@@ -427,18 +430,20 @@ static int quota_fit(struct quota *q, const struct wl *w,
 			const char *f = q->c[k].flavor;
 			int ok = 1;
 
-			if (q->c[k].group != group || (last && !strcmp(last, f)))
+			if (q->c[k].group != group ||
+			    (last && !strcmp(last, f)))
 				continue;
 			last = f;
 			for (size_t j = 0; j < w->nreq && ok; j++) {
-				struct cell *c = quota_cell(q, f,
-							    w->req[j].name);
+				struct cell *c =
+					quota_cell(q, f, w->req[j].name);
 
 				if (!w->req[j].v || (c && c->group != group))
 					continue;
 				if (!c && j == i)
 					ok = 0;
-				else if (c && c->used + w->req[j].v > c->nominal) {
+				else if (c &&
+					 c->used + w->req[j].v > c->nominal) {
 					uint64_t more = c->used + w->req[j].v -
 							c->nominal;
 					char m[32];
@@ -456,8 +461,8 @@ static int quota_fit(struct quota *q, const struct wl *w,
 			if (!ok)
 				continue;
 			for (size_t j = 0; j < w->nreq; j++) {
-				struct cell *c = quota_cell(q, f,
-							    w->req[j].name);
+				struct cell *c =
+					quota_cell(q, f, w->req[j].name);
 
 				if (c && c->group == group && w->req[j].v)
 					flv[j] = f;
@@ -500,13 +505,14 @@ static cJSON *admission_of(const struct wl *w, const char *cq,
 			char q[32];
 
 			for (size_t k = 0; k < w->nreq; k++)
-				if (flv[k] && !strcmp(w->req[k].name, r[i].name))
+				if (flv[k] &&
+				    !strcmp(w->req[k].name, r[i].name))
 					km_set_str(fl, r[i].name, flv[k]);
 			fmt_qty(r[i].name, r[i].v, q);
 			km_set_str(use, r[i].name, q);
 		}
-		km_set_num(psa, "count", cJSON_IsNumber(cnt) ? cnt->valueint
-							     : 1);
+		km_set_num(psa, "count",
+			   cJSON_IsNumber(cnt) ? cnt->valueint : 1);
 	}
 	return adm;
 }
@@ -687,8 +693,7 @@ out:
 }
 
 /* Whether every flavor cq names exists; why says which does not. */
-static int cq_active(struct km_ctx *ctx, const cJSON *cq, char *why,
-		     size_t cap)
+static int cq_active(struct km_ctx *ctx, const cJSON *cq, char *why, size_t cap)
 {
 	const cJSON *rg, *fl;
 
@@ -718,8 +723,8 @@ static void admit_cq(struct km_ctx *ctx, struct world *wd,
 {
 	const cJSON *spec = km_get(cqo->tree, "spec");
 	const char *strategy = km_str(spec, "queueingStrategy");
-	const char *policy = km_str(km_get(spec, "preemption"),
-				    "withinClusterQueue");
+	const char *policy =
+		km_str(km_get(spec, "preemption"), "withinClusterQueue");
 	int strict = strategy && !strcmp(strategy, "StrictFIFO");
 	int active, blocked = 0;
 	struct quota *q = calloc(1, sizeof(*q));
@@ -743,8 +748,8 @@ static void admit_cq(struct km_ctx *ctx, struct world *wd,
 		int rc;
 
 		if (!active) {
-			snprintf(msg, sizeof(msg), "ClusterQueue %s is inactive",
-				 cqo->name);
+			snprintf(msg, sizeof(msg),
+				 "ClusterQueue %s is inactive", cqo->name);
 			ww.reason = "Inadmissible";
 			ww.msg = msg;
 			wl_write(ctx, w, &ww);
@@ -763,7 +768,8 @@ static void admit_cq(struct km_ctx *ctx, struct world *wd,
 			rc = preempt(ctx, wd, q, w, cqo->name, policy, flv);
 		if (rc) {
 			if (rc != HB_EINVAL && rc != HB_EAGAIN)
-				snprintf(why, sizeof(why), "insufficient quota");
+				snprintf(why, sizeof(why),
+					 "insufficient quota");
 			wl_write(ctx, w, &ww);
 			blocked = strict;
 			continue;
@@ -772,9 +778,10 @@ static void admit_cq(struct km_ctx *ctx, struct world *wd,
 		ww.admission = admission_of(w, cqo->name, flv);
 		if (ww.admission) {
 			for (size_t j = 0; j < w->nreq; j++) {
-				struct cell *c = flv[j] ? quota_cell(q, flv[j],
-								     w->req[j].name)
-							: NULL;
+				struct cell *c =
+					flv[j] ? quota_cell(q, flv[j],
+							    w->req[j].name)
+					       : NULL;
 
 				if (c)
 					c->used += w->req[j].v;
@@ -799,7 +806,8 @@ static void mark_inadmissible(struct km_ctx *ctx, struct world *wd)
 
 		if (!wl_pending(w))
 			continue;
-		if (!w->queue || !find_obj(wd->lqv, wd->nlq, w->o->ns, w->queue))
+		if (!w->queue ||
+		    !find_obj(wd->lqv, wd->nlq, w->o->ns, w->queue))
 			snprintf(msg, sizeof(msg),
 				 "LocalQueue %s doesn't exist",
 				 w->queue ? w->queue : "");
@@ -866,15 +874,15 @@ static void create_workload(struct km_ctx *ctx, const cJSON *job,
 			    const char *wname, const char *queue)
 {
 	const char *pc = label(job, L_PRIO);
-	struct km_obj *wpc = pc ? km_store_get(ctx->store, KM_WPRIORITY, NULL,
-					       pc)
-				: NULL;
+	struct km_obj *wpc =
+		pc ? km_store_get(ctx->store, KM_WPRIORITY, NULL, pc) : NULL;
 	cJSON *w = cJSON_CreateObject(), *meta, *spec;
 	const cJSON *val = wpc ? km_get(wpc->tree, "value") : NULL;
 
 	meta = km_obj_at(w, "metadata");
 	spec = km_obj_at(w, "spec");
-	if (!meta || !spec || km_set_str(w, "apiVersion", km_res[KM_WORKLOAD].gv) ||
+	if (!meta || !spec ||
+	    km_set_str(w, "apiVersion", km_res[KM_WORKLOAD].gv) ||
 	    km_set_str(w, "kind", "Workload") ||
 	    km_set_str(meta, "name", wname) ||
 	    km_set_str(meta, "namespace", km_meta_str(job, "namespace")) ||
@@ -921,7 +929,8 @@ static void sync_job(struct km_ctx *ctx, struct world *wd,
 	char wname[300];
 	int admitted, suspended, on;
 
-	if (!queue || km_get(km_get(job->tree, "metadata"), "deletionTimestamp"))
+	if (!queue ||
+	    km_get(km_get(job->tree, "metadata"), "deletionTimestamp"))
 		return;
 	cJSON_ArrayForEach (c, km_get(st, "conditions")) {
 		const char *t = km_str(c, "type"), *s = km_str(c, "status");
@@ -952,8 +961,8 @@ static void sync_job(struct km_ctx *ctx, struct world *wd,
 		return;
 	}
 	admitted = w->reserved && cond_true(w->o->tree, "Admitted");
-	suspended = cJSON_IsTrue(
-		km_get(km_get(km_get(job->tree, "spec"), "runPolicy"), "suspend"));
+	suspended = cJSON_IsTrue(km_get(
+		km_get(km_get(job->tree, "spec"), "runPolicy"), "suspend"));
 	if (admitted == !suspended)
 		return;
 	on = !admitted;
@@ -969,17 +978,18 @@ static void collect_workloads(struct km_ctx *ctx, struct world *wd)
 		const cJSON *ref = cJSON_GetArrayItem(
 			km_get(km_get(o->tree, "metadata"), "ownerReferences"),
 			0);
-		const char *kind = km_str(ref, "kind"), *uid = km_str(ref, "uid");
+		const char *kind = km_str(ref, "kind"),
+			   *uid = km_str(ref, "uid");
 		struct km_obj *job;
 
 		if (!kind || strcmp(kind, "MPIJob") || !km_str(ref, "name"))
 			continue;
 		job = km_store_get(ctx->store, KM_MPIJOB, o->ns,
 				   km_str(ref, "name"));
-		if (!job || (uid && strcmp(uid, km_meta_str(job->tree, "uid")
-							? km_meta_str(job->tree,
-								      "uid")
-							: "")))
+		if (!job ||
+		    (uid && strcmp(uid, km_meta_str(job->tree, "uid")
+						? km_meta_str(job->tree, "uid")
+						: "")))
 			km_internal_delete(ctx, KM_WORKLOAD, o->ns, o->name);
 		km_obj_unref(job);
 	}
@@ -1021,8 +1031,8 @@ static int queue_mutate(void *arg, cJSON *obj)
 	return same ? 1 : 0;
 }
 
-static struct counts count_of(struct world *wd, const char *cq,
-			      const char *ns, const char *lq)
+static struct counts count_of(struct world *wd, const char *cq, const char *ns,
+			      const char *lq)
 {
 	struct counts n = { 0, 0, 0 };
 
@@ -1105,7 +1115,8 @@ static void queue_status(struct km_ctx *ctx, struct world *wd)
 	}
 	for (size_t i = 0; i < wd->nlq; i++) {
 		const struct km_obj *lq = wd->lqv[i];
-		const char *cq = km_str(km_get(lq->tree, "spec"), "clusterQueue");
+		const char *cq =
+			km_str(km_get(lq->tree, "spec"), "clusterQueue");
 		struct queue_write qw = { count_of(wd, NULL, lq->ns, lq->name),
 					  1, "Ready",
 					  "Can submit new workloads to "
@@ -1218,13 +1229,14 @@ static cJSON *summary(struct world *wd, const char *cq, const char *ns,
 
 	if (!doc || !items ||
 	    km_set_str(doc, "kind", "PendingWorkloadsSummary") ||
-	    km_set_str(doc, "apiVersion", "visibility.kueue.x-k8s.io/v1beta1") ||
-	    !km_obj_at(doc, "metadata") ||
-	    km_set(doc, "items", items)) {
+	    km_set_str(doc, "apiVersion",
+		       "visibility.kueue.x-k8s.io/v1beta1") ||
+	    !km_obj_at(doc, "metadata") || km_set(doc, "items", items)) {
 		cJSON_Delete(doc);
 		return NULL;
 	}
-	km_set(km_get(doc, "metadata"), "creationTimestamp", cJSON_CreateNull());
+	km_set(km_get(doc, "metadata"), "creationTimestamp",
+	       cJSON_CreateNull());
 	v = cq ? cq_pending(wd, cq, &n) : NULL;
 	for (size_t i = 0; i < n; i++) {
 		int pos_lq = 0;
@@ -1265,9 +1277,11 @@ int km_kueue_visibility(struct km_ctx *ctx, const char *method,
 	    !strcmp(b, "pendingworkloads")) {
 		cq = a;
 		o = km_store_get(ctx->store, KM_CQUEUE, NULL, cq);
-	} else if (sscanf(rest, "namespaces/%255[^/]/%255[^/]/%255[^/]/%255[^/]%7s",
+	} else if (sscanf(rest,
+			  "namespaces/%255[^/]/%255[^/]/%255[^/]/%255[^/]%7s",
 			  c, d, e, b, tail) == 4 &&
-		   !strcmp(d, "localqueues") && !strcmp(b, "pendingworkloads")) {
+		   !strcmp(d, "localqueues") &&
+		   !strcmp(b, "pendingworkloads")) {
 		ns = c;
 		lq = e;
 		o = km_store_get(ctx->store, KM_LQUEUE, ns, lq);
@@ -1285,13 +1299,12 @@ int km_kueue_visibility(struct km_ctx *ctx, const char *method,
 						   "this method on the "
 						   "requested resource"));
 	} else if (!o) {
-		km_resp_status(rs, km_statusf(404, "NotFound",
-					      lq ? KM_LQUEUE : KM_CQUEUE,
-					      lq ? lq : cq,
-					      "%s \"%s\" not found",
-					      km_res_qualified(lq ? KM_LQUEUE
-								  : KM_CQUEUE),
-					      lq ? lq : cq));
+		km_resp_status(
+			rs,
+			km_statusf(404, "NotFound", lq ? KM_LQUEUE : KM_CQUEUE,
+				   lq ? lq : cq, "%s \"%s\" not found",
+				   km_res_qualified(lq ? KM_LQUEUE : KM_CQUEUE),
+				   lq ? lq : cq));
 	} else if (limit < 0 || offset < 0) {
 		km_resp_status(rs, km_status_plain(400, "BadRequest",
 						   "limit and offset must be "
