@@ -117,8 +117,9 @@ static void resource_list(struct hb_buf *b, const char *group,
 				      ",{\"name\":\"%s/status\","
 				      "\"singularName\":\"\",\"namespaced\":"
 				      "%s,\"kind\":\"%s\",\"verbs\":[%s]}",
-				      ri->plural, KM_NO_NS(i) ? "false" : "true",
-				      ri->kind, verbs_status);
+				      ri->plural,
+				      KM_NO_NS(i) ? "false" : "true", ri->kind,
+				      verbs_status);
 		if (ri->flags & KM_LOG)
 			hb_buf_printf(b,
 				      ",{\"name\":\"%s/log\",\"singularName\":"

@@ -51,9 +51,9 @@ enum km_res {
 };
 
 enum {
-	KM_CRD = 1u << 0,    /* a custom resource: schema, generation */
-	KM_STATUS = 1u << 1, /* has the status subresource */
-	KM_LOG = 1u << 2,    /* has the log subresource (pods) */
+	KM_CRD = 1u << 0,     /* a custom resource: schema, generation */
+	KM_STATUS = 1u << 1,  /* has the status subresource */
+	KM_LOG = 1u << 2,     /* has the log subresource (pods) */
 	KM_CLUSTER = 1u << 3, /* cluster-scoped and read-only (nodes) */
 	KM_CSCOPE = 1u << 4   /* cluster-scoped and writable (ClusterQueue) */
 };
@@ -595,7 +595,7 @@ void km_kueue_webhook(struct km_ctx *ctx, enum km_res r, cJSON *obj);
  * a ClusterQueue or LocalQueue, query limit and offset); HB_ENOENT when
  * path is not one. */
 int km_kueue_visibility(struct km_ctx *ctx, const char *method,
-			const char *path, const char *limit,
-			const char *offset, struct km_resp *rs);
+			const char *path, const char *limit, const char *offset,
+			struct km_resp *rs);
 
 #endif

@@ -897,7 +897,8 @@ static void sync_mpijob(struct km_ctl *c, const char *ns, const char *name)
 	if (km_store_list(ctx->store, KM_POD, ns, NULL, NULL, owner_match, &of,
 			  0, &pods.v, &pods.n, NULL, &rv))
 		goto out;
-	if ((km_cond_true(status, "Succeeded") || km_cond_true(status, "Failed")) &&
+	if ((km_cond_true(status, "Succeeded") ||
+	     km_cond_true(status, "Failed")) &&
 	    km_get(status, "completionTime")) {
 		if (!strcmp(policy, "All") || !strcmp(policy, "Running")) {
 			cleanup_workers(ctx, policy, &pods);
