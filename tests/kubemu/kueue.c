@@ -426,6 +426,10 @@ static int quota_fit(struct quota *q, const struct wl *w,
 				 w->req[i].name);
 			return HB_EINVAL;
 		}
+		snprintf(why, wcap,
+			 "couldn't assign flavors to pod set %s: no flavor "
+			 "has %s",
+			 first_podset(w), w->req[i].name);
 		for (size_t k = 0; k < q->n && !flv[i]; k++) {
 			const char *f = q->c[k].flavor;
 			int ok = 1;
