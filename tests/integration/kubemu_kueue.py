@@ -120,7 +120,8 @@ def mpijob(name, queue=None, prio=None, run_ms=60000, suspend=None,
 def setup(k):
     k.cluster('resourceflavors', {
         'apiVersion': 'kueue.x-k8s.io/v1beta1', 'kind': 'ResourceFlavor',
-        'metadata': {'name': 'default-flavor'}})
+        'metadata': {'name': 'default-flavor'},
+        'spec': {'nodeLabels': {'pool': 'batch'}}})
     k.cluster('clusterqueues', {
         'apiVersion': 'kueue.x-k8s.io/v1beta1', 'kind': 'ClusterQueue',
         'metadata': {'name': 'cq'},
@@ -200,6 +201,11 @@ def scenario(k):
           'default-flavor' and psa.get('launcher', {}).get('count') == 1,
           'admission: ClusterQueue, flavors, usage')
     wait('low-1 unsuspended and running', lambda: running(k, 'low-1'))
+    tmpl = k.job('low-1')['spec']['mpiReplicaSpecs']['Worker']['template']
+    check(tmpl['spec'].get('nodeSelector') == {'pool': 'batch'},
+          "the flavor's nodeLabels join the pod templates' nodeSelector")
+    check(all(p.spec.node_selector == {'pool': 'batch'}
+              for p in k.pods('low-1')), 'and the pods have it')
 
     k.co.create_namespaced_custom_object(*MPI[:2], NS, MPI[2],
                                          mpijob('low-2', 'lq', 'low', 8000))
@@ -252,6 +258,9 @@ def scenario(k):
               cond(j1, 'Running').get('status') == 'False',
               'low-1: Suspended MPIJobSuspended, Running False')
     wait('low-1 pods deleted', lambda: not k.pods('low-1'))
+    tmpl = k.job('low-1')['spec']['mpiReplicaSpecs']['Worker']['template']
+    check('nodeSelector' not in tmpl['spec'],
+          'stopping the job restores its nodeSelector')
     wait('high unsuspended and running', lambda: running(k, 'high'))
     it = k.raw(VIS + '/clusterqueues/cq/pendingworkloads')['items']
     check([i['metadata']['ownerReferences'][0]['name'] for i in it] ==

@@ -827,6 +827,10 @@ static void mark_inadmissible(struct km_ctx *ctx, struct world *wd)
 
 /* ---- the MPIJob integration ----------------------------------------- */
 
+/* Replica types and the pod sets they become. */
+static const char *const rtypes[] = { "Launcher", "Worker" };
+static const char *const podset_names[] = { "launcher", "worker" };
+
 /* GetWorkloadNameForOwnerWithGVK: "mpijob-<name>-<5 hex of a SHA-1 of
  * kind, group, name and uid>". */
 static void workload_name(const cJSON *job, char *out, size_t cap)
@@ -848,8 +852,6 @@ static void workload_name(const cJSON *job, char *out, size_t cap)
 /* The pod sets of an MPIJob: launcher, then workers (when any). */
 static cJSON *podsets_of(const cJSON *job)
 {
-	static const char *const rtypes[] = { "Launcher", "Worker" };
-	static const char *const names[] = { "launcher", "worker" };
 	const cJSON *specs = km_get(km_get(job, "spec"), "mpiReplicaSpecs");
 	cJSON *sets = cJSON_CreateArray();
 
@@ -862,7 +864,7 @@ static cJSON *podsets_of(const cJSON *job)
 		if (!rs || count <= 0)
 			continue;
 		ps = cJSON_CreateObject();
-		if (!ps || km_set_str(ps, "name", names[i]) ||
+		if (!ps || km_set_str(ps, "name", podset_names[i]) ||
 		    km_set_num(ps, "count", count) ||
 		    km_set(ps, "template",
 			   cJSON_Duplicate(km_get(rs, "template"), 1))) {
@@ -909,16 +911,101 @@ out:
 	km_obj_unref(wpc);
 }
 
-static int set_suspend(void *arg, cJSON *job)
+/* What starting or stopping a job writes: suspend, and per replica type
+ * the pod template's nodeSelector (NULL: none). */
+struct run_change {
+	int suspend;
+	cJSON *sel[2]; /* Launcher, Worker */
+};
+
+/* Start (RunWithPodSetsInfo: the flavors' nodeLabels join each pod
+ * set's nodeSelector) or stop (RestorePodSetsInfo: the nodeSelector the
+ * Workload recorded) a job. */
+static int set_run(void *arg, cJSON *job)
 {
-	int on = *(int *)arg;
-	cJSON *rp = km_obj_at(km_obj_at(job, "spec"), "runPolicy");
+	struct run_change *rc = arg;
+	cJSON *spec = km_obj_at(job, "spec");
+	cJSON *rp = km_obj_at(spec, "runPolicy");
 
 	if (!rp)
 		return HB_ENOMEM;
-	if (cJSON_IsTrue(km_get(rp, "suspend")) == on)
-		return 1;
-	return km_set(rp, "suspend", cJSON_CreateBool(on));
+	if (km_set(rp, "suspend", cJSON_CreateBool(rc->suspend)))
+		return HB_ENOMEM;
+	for (int i = 0; i < 2; i++) {
+		cJSON *ps =
+			km_get(km_get(km_get(km_get(spec, "mpiReplicaSpecs"),
+					     rtypes[i]),
+				      "template"),
+			       "spec");
+
+		if (!cJSON_IsObject(ps))
+			continue;
+		if (!rc->sel[i])
+			km_del(ps, "nodeSelector");
+		else if (km_set(ps, "nodeSelector",
+				cJSON_Duplicate(rc->sel[i], 1)))
+			return HB_ENOMEM;
+	}
+	return 0;
+}
+
+/* The nodeSelector pod set name gets when the job starts (flavors set)
+ * or stops: the Workload's recorded one, plus the nodeLabels of the
+ * flavors admission gave it.  NULL when empty. */
+static cJSON *selector_of(struct km_ctx *ctx, const cJSON *wl, const char *name,
+			  int start)
+{
+	const cJSON *ps, *psa, *f, *l;
+	cJSON *sel = NULL;
+
+	cJSON_ArrayForEach (ps, km_get(km_get(wl, "spec"), "podSets"))
+		if (km_str(ps, "name") && !strcmp(km_str(ps, "name"), name))
+			sel = cJSON_Duplicate(
+				km_get(km_get(km_get(ps, "template"), "spec"),
+				       "nodeSelector"),
+				1);
+	if (!sel)
+		sel = cJSON_CreateObject();
+	cJSON_ArrayForEach (psa,
+			    km_get(km_get(km_get(wl, "status"), "admission"),
+				   "podSetAssignments")) {
+		if (!start || !km_str(psa, "name") ||
+		    strcmp(km_str(psa, "name"), name))
+			continue;
+		cJSON_ArrayForEach (f, km_get(psa, "flavors")) {
+			struct km_obj *rf =
+				cJSON_IsString(f)
+					? km_store_get(ctx->store, KM_RFLAVOR,
+						       NULL, f->valuestring)
+					: NULL;
+
+			cJSON_ArrayForEach (
+				l, km_get(km_get(rf ? rf->tree : NULL, "spec"),
+					  "nodeLabels"))
+				if (sel && cJSON_IsString(l))
+					km_set_str(sel, l->string,
+						   l->valuestring);
+			km_obj_unref(rf);
+		}
+	}
+	if (sel && !cJSON_GetArraySize(sel)) {
+		cJSON_Delete(sel);
+		sel = NULL;
+	}
+	return sel;
+}
+
+static void start_stop(struct km_ctx *ctx, const struct km_obj *job,
+		       const cJSON *wl, int start)
+{
+	struct run_change rc = { !start, { NULL, NULL } };
+
+	for (int i = 0; i < 2; i++)
+		rc.sel[i] = selector_of(ctx, wl, podset_names[i], start);
+	km_internal_update(ctx, KM_MPIJOB, job->ns, job->name, MANAGER, NULL,
+			   set_run, &rc, NULL);
+	cJSON_Delete(rc.sel[0]);
+	cJSON_Delete(rc.sel[1]);
 }
 
 /* The job side of the reconciler: a Workload for each queued job, the
@@ -931,7 +1018,7 @@ static void sync_job(struct km_ctx *ctx, struct world *wd,
 	const cJSON *sc = NULL, *fc = NULL, *c;
 	struct wl *w = NULL;
 	char wname[300];
-	int admitted, suspended, on;
+	int admitted, suspended;
 
 	if (!queue ||
 	    km_get(km_get(job->tree, "metadata"), "deletionTimestamp"))
@@ -967,11 +1054,8 @@ static void sync_job(struct km_ctx *ctx, struct world *wd,
 	admitted = w->reserved && cond_true(w->o->tree, "Admitted");
 	suspended = cJSON_IsTrue(km_get(
 		km_get(km_get(job->tree, "spec"), "runPolicy"), "suspend"));
-	if (admitted == !suspended)
-		return;
-	on = !admitted;
-	km_internal_update(ctx, KM_MPIJOB, job->ns, job->name, MANAGER, NULL,
-			   set_suspend, &on, NULL);
+	if (admitted != !suspended)
+		start_stop(ctx, job, w->o->tree, admitted);
 }
 
 /* Workloads of MPIJobs that are gone (the garbage collector's part). */
