@@ -73,6 +73,11 @@ if [ -x /usr/bin/kubectl ]; then
 	[ "$out" = "$(printf '%s\n' clusterqueue.kueue.x-k8s.io/cq \
 		clusterqueue.kueue.x-k8s.io/strict)" ] ||
 		fail "kubectl get clusterqueues: $out"
+	# Short names come from discovery.
+	out=$(/usr/bin/kubectl --kubeconfig "$tmp/kubeconfig" get lq \
+		-n default -o name) || fail "kubectl get lq"
+	echo "$out" | grep -qx 'localqueue.kueue.x-k8s.io/lq' ||
+		fail "kubectl get lq: $out"
 	out=$(/usr/bin/kubectl --kubeconfig "$tmp/kubeconfig" get workloads \
 		-n default -o name) || fail "kubectl get workloads"
 	[ "$(echo "$out" | grep -c '^workload.kueue.x-k8s.io/mpijob-')" = 3 ] ||

@@ -105,9 +105,21 @@ static void resource_list(struct hb_buf *b, const char *group,
 			      first ? "" : ",", ri->plural, ri->singular,
 			      KM_NO_NS(i) ? "false" : "true", ri->kind,
 			      ri->flags & KM_CLUSTER ? verbs_read : verbs_main);
-		if (ri->short_name)
-			hb_buf_printf(b, ",\"shortNames\":[\"%s\"]",
-				      ri->short_name);
+		if (ri->short_name) {
+			/* A list, separated by spaces. */
+			const char *p = ri->short_name;
+
+			hb_buf_puts(b, ",\"shortNames\":[");
+			while (*p) {
+				size_t n = strcspn(p, " ");
+
+				hb_buf_printf(b, "%s\"%.*s\"",
+					      p == ri->short_name ? "" : ",",
+					      (int)n, p);
+				p += n + (p[n] == ' ');
+			}
+			hb_buf_puts(b, "]");
+		}
 		if (ri->flags & KM_CRD)
 			hb_buf_puts(b, ",\"categories\":[\"all\"]");
 		hb_buf_puts(b, "}");

@@ -69,7 +69,7 @@ struct km_resinfo {
 	const char *singular;
 	const char *kind;
 	const char *list_kind;
-	const char *short_name; /* NULL if none */
+	const char *short_name; /* "a b": a list; NULL if none */
 	unsigned flags;
 };
 

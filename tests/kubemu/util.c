@@ -32,14 +32,16 @@ const struct km_resinfo km_res[KM_NRES] = {
 	/* Kueue, served at v1beta1 (its CRDs also serve v1beta2). */
 	[KM_RFLAVOR] = { "kueue.x-k8s.io", "v1beta1", "kueue.x-k8s.io/v1beta1",
 			 "resourceflavors", "resourceflavor", "ResourceFlavor",
-			 "ResourceFlavorList", "flavor", KM_CRD | KM_CSCOPE },
+			 "ResourceFlavorList", "flavor flavors rf",
+			 KM_CRD | KM_CSCOPE },
 	[KM_CQUEUE] = { "kueue.x-k8s.io", "v1beta1", "kueue.x-k8s.io/v1beta1",
 			"clusterqueues", "clusterqueue", "ClusterQueue",
 			"ClusterQueueList", "cq",
 			KM_CRD | KM_STATUS | KM_CSCOPE },
 	[KM_LQUEUE] = { "kueue.x-k8s.io", "v1beta1", "kueue.x-k8s.io/v1beta1",
 			"localqueues", "localqueue", "LocalQueue",
-			"LocalQueueList", "queue", KM_CRD | KM_STATUS },
+			"LocalQueueList", "queue queues lq",
+			KM_CRD | KM_STATUS },
 	[KM_WPRIORITY] = { "kueue.x-k8s.io", "v1beta1",
 			   "kueue.x-k8s.io/v1beta1", "workloadpriorityclasses",
 			   "workloadpriorityclass", "WorkloadPriorityClass",
@@ -47,7 +49,8 @@ const struct km_resinfo km_res[KM_NRES] = {
 			   KM_CRD | KM_CSCOPE },
 	[KM_WORKLOAD] = { "kueue.x-k8s.io", "v1beta1", "kueue.x-k8s.io/v1beta1",
 			  "workloads", "workload", "Workload", "WorkloadList",
-			  "kwl", KM_CRD | KM_STATUS },
+			  "kwl kueueworkload kueueworkloads",
+			  KM_CRD | KM_STATUS },
 };
 
 int km_res_find(const char *group, const char *version, const char *plural)
