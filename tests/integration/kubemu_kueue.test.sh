@@ -64,7 +64,7 @@ if [ -x /usr/bin/kubectl ]; then
 	out=$(/usr/bin/kubectl --kubeconfig "$tmp/kubeconfig" get --raw \
 		/apis/visibility.kueue.x-k8s.io/v1beta1/namespaces/default/localqueues/orphan/pendingworkloads) ||
 		fail "kubectl get --raw of the visibility API"
-	echo "$out" | grep -q '"kind":"PendingWorkloadsSummary"' ||
+	grep -q '"kind":"PendingWorkloadsSummary"' <<<"$out" ||
 		fail "kubectl get --raw: $out"
 	# (Read whole outputs: with pipefail, grep -q ending a pipe early
 	# would fail kubectl with SIGPIPE.)
@@ -76,11 +76,11 @@ if [ -x /usr/bin/kubectl ]; then
 	# Short names come from discovery.
 	out=$(/usr/bin/kubectl --kubeconfig "$tmp/kubeconfig" get lq \
 		-n default -o name) || fail "kubectl get lq"
-	echo "$out" | grep -qx 'localqueue.kueue.x-k8s.io/lq' ||
+	grep -qx 'localqueue.kueue.x-k8s.io/lq' <<<"$out" ||
 		fail "kubectl get lq: $out"
 	out=$(/usr/bin/kubectl --kubeconfig "$tmp/kubeconfig" get workloads \
 		-n default -o name) || fail "kubectl get workloads"
-	[ "$(echo "$out" | grep -c '^workload.kueue.x-k8s.io/mpijob-')" = 3 ] ||
+	[ "$(grep -c '^workload.kueue.x-k8s.io/mpijob-' <<<"$out")" = 3 ] ||
 		fail "kubectl get workloads: $out"
 fi
 # A clean stop, so that LeakSanitizer (HB_SANITIZE builds) reports.
