@@ -888,6 +888,8 @@ static int stamp_new(enum km_res r, cJSON *obj, const char *ns)
 	km_del(meta, "deletionGracePeriodSeconds");
 	km_del(meta, "managedFields");
 	km_del(meta, "selfLink");
+	if (KM_NO_NS(r))
+		km_del(meta, "namespace"); /* cluster-scoped */
 	if ((ns && km_set_str(meta, "namespace", ns)) ||
 	    km_set_str(meta, "uid", uid) ||
 	    km_set_str(meta, "creationTimestamp", ts))
@@ -1004,6 +1006,7 @@ static void do_create(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 		km_resp_status(rs, st);
 		goto out;
 	}
+	km_kueue_webhook(ctx, r, obj);
 	if (km_track_update(obj, NULL, manager, NULL,
 			    (km_res[r].flags & KM_STATUS) != 0, km_res[r].gv))
 		goto oom;
@@ -1806,7 +1809,7 @@ void km_api_serve(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 			do_get(ctx, rq, rs);
 		else
 			do_list(ctx, rq, rs);
-	} else if (!strcmp(m, "POST") && !rq->name && rq->ns) {
+	} else if (!strcmp(m, "POST") && !rq->name && (rq->ns || KM_NO_NS(r))) {
 		do_create(ctx, rq, rs);
 	} else if (!strcmp(m, "PUT") && rq->name) {
 		do_update(ctx, rq, rs);
@@ -1814,7 +1817,8 @@ void km_api_serve(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 		do_patch(ctx, rq, rs);
 	} else if (!strcmp(m, "DELETE") && rq->name && !rq->sub) {
 		do_delete(ctx, rq, rs);
-	} else if (!strcmp(m, "DELETE") && !rq->name && rq->ns) {
+	} else if (!strcmp(m, "DELETE") && !rq->name &&
+		   (rq->ns || KM_NO_NS(r))) {
 		do_deletecollection(ctx, rq, rs);
 	} else {
 		method_not_allowed(rs);

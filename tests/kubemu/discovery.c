@@ -21,6 +21,17 @@ static const char *const verbs_status = "\"get\",\"patch\",\"update\"";
 /* Nodes are defined at start-up: they are only read. */
 static const char *const verbs_read = "\"get\",\"list\",\"watch\"";
 
+/* Kueue's visibility API (kueue.c serves it): only its subresources. */
+#define VIS_GROUP "visibility.kueue.x-k8s.io"
+static const char *const vis_resources =
+	"{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\","
+	"\"groupVersion\":\"" VIS_GROUP "/v1beta1\",\"resources\":["
+	"{\"name\":\"clusterqueues/pendingworkloads\",\"singularName\":"
+	"\"\",\"namespaced\":false,\"kind\":\"PendingWorkloadsSummary\","
+	"\"verbs\":[\"get\"]},{\"name\":\"localqueues/pendingworkloads\","
+	"\"singularName\":\"\",\"namespaced\":true,\"kind\":"
+	"\"PendingWorkloadsSummary\",\"verbs\":[\"get\"]}]}";
+
 static void reply(struct km_resp *rs, struct hb_buf *b, const char *ctype)
 {
 	rs->code = 200;
@@ -46,11 +57,14 @@ static int groups(const char **out)
 		if (!seen)
 			out[n++] = km_res[i].group;
 	}
+	out[n++] = VIS_GROUP; /* not a resource of the table */
 	return n;
 }
 
 static const char *group_version(const char *group)
 {
+	if (!strcmp(group, VIS_GROUP))
+		return "v1beta1";
 	for (int i = 0; i < KM_NRES; i++) {
 		if (!strcmp(km_res[i].group, group))
 			return km_res[i].version;
@@ -89,12 +103,23 @@ static void resource_list(struct hb_buf *b, const char *group,
 			      "\"namespaced\":%s,\"kind\":\"%s\","
 			      "\"verbs\":[%s]",
 			      first ? "" : ",", ri->plural, ri->singular,
-			      ri->flags & KM_CLUSTER ? "false" : "true",
-			      ri->kind,
+			      KM_NO_NS(i) ? "false" : "true", ri->kind,
 			      ri->flags & KM_CLUSTER ? verbs_read : verbs_main);
-		if (ri->short_name)
-			hb_buf_printf(b, ",\"shortNames\":[\"%s\"]",
-				      ri->short_name);
+		if (ri->short_name) {
+			/* A list, separated by spaces. */
+			const char *p = ri->short_name;
+
+			hb_buf_puts(b, ",\"shortNames\":[");
+			while (*p) {
+				size_t n = strcspn(p, " ");
+
+				hb_buf_printf(b, "%s\"%.*s\"",
+					      p == ri->short_name ? "" : ",",
+					      (int)n, p);
+				p += n + (p[n] == ' ');
+			}
+			hb_buf_puts(b, "]");
+		}
 		if (ri->flags & KM_CRD)
 			hb_buf_puts(b, ",\"categories\":[\"all\"]");
 		hb_buf_puts(b, "}");
@@ -103,8 +128,10 @@ static void resource_list(struct hb_buf *b, const char *group,
 			hb_buf_printf(b,
 				      ",{\"name\":\"%s/status\","
 				      "\"singularName\":\"\",\"namespaced\":"
-				      "true,\"kind\":\"%s\",\"verbs\":[%s]}",
-				      ri->plural, ri->kind, verbs_status);
+				      "%s,\"kind\":\"%s\",\"verbs\":[%s]}",
+				      ri->plural,
+				      KM_NO_NS(i) ? "false" : "true", ri->kind,
+				      verbs_status);
 		if (ri->flags & KM_LOG)
 			hb_buf_printf(b,
 				      ",{\"name\":\"%s/log\",\"singularName\":"
@@ -117,7 +144,7 @@ static void resource_list(struct hb_buf *b, const char *group,
 
 int km_discovery_serve(const char *path, struct km_resp *rs)
 {
-	const char *gs[KM_NRES];
+	const char *gs[KM_NRES + 1];
 	int ng = groups(gs);
 	struct hb_buf b;
 
@@ -184,7 +211,10 @@ int km_discovery_serve(const char *path, struct km_resp *rs)
 			}
 			if (slash && (size_t)(slash - g) == n &&
 			    !strcmp(slash + 1, group_version(gs[i]))) {
-				resource_list(&b, gs[i], slash + 1);
+				if (!strcmp(gs[i], VIS_GROUP))
+					hb_buf_puts(&b, vis_resources);
+				else
+					resource_list(&b, gs[i], slash + 1);
 				reply(rs, &b, "application/json");
 				return 0;
 			}

@@ -45,15 +45,24 @@ enum km_res {
 	KM_CONFIGMAP,
 	KM_NODE,
 	KM_NAMESPACE,
+	KM_RFLAVOR,   /* kueue.x-k8s.io: ResourceFlavor */
+	KM_CQUEUE,    /* ClusterQueue */
+	KM_LQUEUE,    /* LocalQueue */
+	KM_WPRIORITY, /* WorkloadPriorityClass */
+	KM_WORKLOAD,  /* Workload */
 	KM_NRES
 };
 
 enum {
-	KM_CRD = 1u << 0,    /* a custom resource: schema, generation */
-	KM_STATUS = 1u << 1, /* has the status subresource */
-	KM_LOG = 1u << 2,    /* has the log subresource (pods) */
-	KM_CLUSTER = 1u << 3 /* cluster-scoped and read-only (nodes) */
+	KM_CRD = 1u << 0,     /* a custom resource: schema, generation */
+	KM_STATUS = 1u << 1,  /* has the status subresource */
+	KM_LOG = 1u << 2,     /* has the log subresource (pods) */
+	KM_CLUSTER = 1u << 3, /* cluster-scoped and read-only (nodes) */
+	KM_CSCOPE = 1u << 4   /* cluster-scoped and writable (ClusterQueue) */
 };
+
+/* Whether objects of r have no namespace. */
+#define KM_NO_NS(r) ((km_res[r].flags & (KM_CLUSTER | KM_CSCOPE)) != 0)
 
 struct km_resinfo {
 	const char *group;   /* "" for the core group */
@@ -63,7 +72,7 @@ struct km_resinfo {
 	const char *singular;
 	const char *kind;
 	const char *list_kind;
-	const char *short_name; /* NULL if none */
+	const char *short_name; /* "a b": a list; NULL if none */
 	unsigned flags;
 };
 
@@ -104,6 +113,15 @@ int km_set_num(cJSON *o, const char *key, double v);
 void km_del(cJSON *o, const char *key);
 /* metadata.KEY of an object, or NULL. */
 const char *km_meta_str(const cJSON *obj, const char *key);
+/* The condition of type in status.conditions (status: an object's
+ * .status), or NULL; whether its status is "True". */
+cJSON *km_cond_find(const cJSON *status, const char *type);
+int km_cond_true(const cJSON *status, const char *type);
+/* A quantity of resource key as quota and the scheduler compare it:
+ * bytes for memory-like resources (km_qty_is_bytes), milli-units for
+ * the others; 0 when s is NULL or unreadable. */
+int km_qty_is_bytes(const char *key);
+uint64_t km_qty(const char *key, const char *s);
 /* Whether two trees are equal (order of members ignored). */
 int km_equal(const cJSON *a, const cJSON *b);
 
@@ -357,6 +375,9 @@ void km_ctl_hook(void *arg, const struct km_event *ev);
 /* The next deletion of the object with this uid orphans its dependents
  * (propagationPolicy=Orphan). */
 void km_ctl_orphan(struct km_ctl *c, const char *uid);
+/* ownerReferences naming an MPIJob as the controller of an object
+ * (caller frees); NULL on ENOMEM. */
+cJSON *km_owner_refs(const cJSON *job);
 /* Evict a pod (admin endpoint): phase Failed, reason Evicted. */
 int km_ctl_evict(struct km_ctl *c, const char *ns, const char *name);
 
@@ -519,6 +540,7 @@ struct km_opts {
 	size_t ntokens;
 	int execute;
 	int no_operator;
+	int no_kueue;
 	int pod_start_ms;
 	int run_ms;
 	size_t window;
@@ -663,5 +685,22 @@ const cJSON *km_openapi_kind_schema(enum km_res r);
  * HB_EINVAL (message in err) for a malformed directive. */
 int km_strategic_patch(cJSON **doc, const cJSON *patch, const cJSON *schema,
 		       const cJSON *defs, struct hb_err *err);
+/* ---- Kueue (kueue.c) ------------------------------------------------ */
+
+/* One reconcile of every queued MPIJob, Workload and queue (controller
+ * thread). */
+void km_kueue_sync(struct km_ctx *ctx);
+/* Whether an MPIJob change concerns Kueue (the job has, or had, a
+ * queue-name label); called by the store hook. */
+int km_kueue_queued(const struct km_event *ev);
+/* The job webhook's default on create: an MPIJob with a queue-name label
+ * is created suspended. */
+void km_kueue_webhook(struct km_ctx *ctx, enum km_res r, cJSON *obj);
+/* Serve a visibility.kueue.x-k8s.io/v1beta1 path (pending workloads of
+ * a ClusterQueue or LocalQueue, query limit and offset); HB_ENOENT when
+ * path is not one. */
+int km_kueue_visibility(struct km_ctx *ctx, const char *method,
+			const char *path, const char *limit, const char *offset,
+			struct km_resp *rs);
 
 #endif

@@ -53,6 +53,7 @@ static void usage(FILE *f)
 	      "  --hostfile-slots N     slots in the launcher's hostfile\n"
 	      "                         (default: workers x slotsPerWorker)\n"
 	      "  --no-operator          do not run the emulated MPI Operator\n"
+	      "  --no-kueue             do not run the emulated Kueue\n"
 	      "  --pod-start-ms N       pending to running (default 200)\n"
 	      "  --run-ms N             simulated launcher run (default 2000)\n"
 	      "  --kill-grace-ms N      SIGTERM to SIGKILL (default 3000)\n"
@@ -167,6 +168,7 @@ enum {
 	O_EXEC_ENV,
 	O_HOSTFILE_SLOTS,
 	O_NO_OPERATOR,
+	O_NO_KUEUE,
 	O_POD_START,
 	O_RUN_MS,
 	O_KILL_GRACE,
@@ -194,6 +196,7 @@ static int parse_args(int argc, char **argv, struct km_opts *o)
 		{ "exec-env", required_argument, NULL, O_EXEC_ENV },
 		{ "hostfile-slots", required_argument, NULL, O_HOSTFILE_SLOTS },
 		{ "no-operator", no_argument, NULL, O_NO_OPERATOR },
+		{ "no-kueue", no_argument, NULL, O_NO_KUEUE },
 		{ "pod-start-ms", required_argument, NULL, O_POD_START },
 		{ "run-ms", required_argument, NULL, O_RUN_MS },
 		{ "kill-grace-ms", required_argument, NULL, O_KILL_GRACE },
@@ -247,6 +250,9 @@ static int parse_args(int argc, char **argv, struct km_opts *o)
 			break;
 		case O_NO_OPERATOR:
 			o->no_operator = 1;
+			break;
+		case O_NO_KUEUE:
+			o->no_kueue = 1;
 			break;
 		case O_POD_START:
 			rc = parse_int(optarg, 0, 3600000, &o->pod_start_ms);

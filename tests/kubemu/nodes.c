@@ -258,25 +258,11 @@ int km_nodes_create(struct km_ctx *ctx, struct hb_err *err)
 
 /* ---- the scheduler's fit -------------------------------------------- */
 
-static int is_bytes(const char *key)
-{
-	return !strcmp(key, "memory") || !strcmp(key, "ephemeral-storage") ||
-	       !strncmp(key, "hugepages-", 10);
-}
-
-/* A quantity of resource key in the unit the fit compares: bytes for
- * memory-like resources, milli-units for the others.  0 when absent or
- * unreadable (the API server would have refused it). */
+/* A quantity of resource key in the unit the fit compares (km_qty).
+ * 0 when absent or unreadable (the API server would have refused it). */
 static uint64_t qty(const cJSON *list, const char *key)
 {
-	const char *s = km_str(list, key);
-	uint64_t v = 0;
-
-	if (!s)
-		return 0;
-	if (is_bytes(key) ? hb_parse_k8s_units(s, &v) : hb_parse_k8s_cpu(s, &v))
-		return 0;
-	return v;
+	return km_qty(key, km_str(list, key));
 }
 
 /* What one container asks of key: its request, else its limit (the API

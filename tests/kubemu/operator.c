@@ -41,7 +41,7 @@
 /* The Job controller's default backoffLimit. */
 #define DEFAULT_BACKOFF 6
 
-enum wkind { W_MPIJOB, W_POD, W_GC, W_FOREGROUND };
+enum wkind { W_MPIJOB, W_POD, W_GC, W_FOREGROUND, W_KUEUE };
 
 struct item {
 	enum wkind kind;
@@ -224,8 +224,19 @@ void km_ctl_hook(void *arg, const struct km_event *ev)
 
 	pthread_mutex_lock(&c->mu);
 	switch (o->res) {
+	case KM_RFLAVOR:
+	case KM_CQUEUE:
+	case KM_LQUEUE:
+	case KM_WPRIORITY:
+	case KM_WORKLOAD:
+		if (!c->ctx->o->no_kueue)
+			enqueue_locked(c, W_KUEUE, "", "kueue");
+		break;
 	case KM_MPIJOB:
 	case KM_TRAINJOB:
+		if (o->res == KM_MPIJOB && !c->ctx->o->no_kueue &&
+		    km_kueue_queued(ev))
+			enqueue_locked(c, W_KUEUE, "", "kueue");
 		if (o->res == KM_MPIJOB && !c->ctx->o->no_operator)
 			enqueue_locked(c, W_MPIJOB, o->ns, o->name);
 		if (ev->type == KM_DELETED && uid)
@@ -268,32 +279,12 @@ static void record(struct km_ctx *ctx, const cJSON *obj, const char *type,
 
 /* ---- conditions (mpi_job_controller_status.go) ---------------------- */
 
-static cJSON *find_cond(const cJSON *status, const char *type)
-{
-	cJSON *c;
-
-	cJSON_ArrayForEach (c, km_get(status, "conditions")) {
-		const char *t = km_str(c, "type");
-
-		if (t && !strcmp(t, type))
-			return c;
-	}
-	return NULL;
-}
-
-static int cond_true(const cJSON *status, const char *type)
-{
-	const char *s = km_str(find_cond(status, type), "status");
-
-	return s && !strcmp(s, "True");
-}
-
 /* setCondition: returns 1 when the conditions changed. */
 static int set_cond(cJSON *status, const char *type, int on, const char *reason,
 		    const char *msg)
 {
 	const char *st = on ? "True" : "False";
-	cJSON *cur = find_cond(status, type), *conds, *n, *c, *next;
+	cJSON *cur = km_cond_find(status, type), *conds, *n, *c, *next;
 	char ts[32], ltt[32];
 	int terminal = !strcmp(type, "Failed") || !strcmp(type, "Succeeded");
 
@@ -456,7 +447,7 @@ static void add_volume(cJSON *podspec, cJSON *container, const char *name,
 	cJSON_AddItemToArray(mounts, m);
 }
 
-static cJSON *owner_refs(const cJSON *job)
+cJSON *km_owner_refs(const cJSON *job)
 {
 	cJSON *refs = cJSON_CreateArray(), *ref = cJSON_CreateObject();
 
@@ -568,7 +559,7 @@ static cJSON *new_pod(const cJSON *job, const char *rtype, const char *name,
 		km_set(meta, "annotations", annots);
 	else
 		cJSON_Delete(annots);
-	if (km_set(meta, "ownerReferences", owner_refs(job)))
+	if (km_set(meta, "ownerReferences", km_owner_refs(job)))
 		goto fail;
 
 	ps = cJSON_Duplicate(km_get(tmpl, "spec"), 1);
@@ -708,7 +699,7 @@ static void ensure_config(struct km_ctx *ctx, const cJSON *job, int workers,
 		    !km_set_str(meta, "name", cname) &&
 		    !km_set_str(meta, "namespace", ns) &&
 		    !km_set_str(km_obj_at(meta, "labels"), "app", jname) &&
-		    !km_set(meta, "ownerReferences", owner_refs(job)) &&
+		    !km_set(meta, "ownerReferences", km_owner_refs(job)) &&
 		    !set_cm_data(&d, cm))
 			km_internal_create(ctx, KM_CONFIGMAP, cm, OPERATOR,
 					   NULL);
@@ -886,7 +877,8 @@ static void sync_mpijob(struct km_ctl *c, const char *ns, const char *name)
 	if (km_store_list(ctx->store, KM_POD, ns, NULL, NULL, owner_match, &of,
 			  0, &pods.v, &pods.n, NULL, &rv))
 		goto out;
-	if ((cond_true(status, "Succeeded") || cond_true(status, "Failed")) &&
+	if ((km_cond_true(status, "Succeeded") ||
+	     km_cond_true(status, "Failed")) &&
 	    km_get(status, "completionTime")) {
 		if (!strcmp(policy, "All") || !strcmp(policy, "Running")) {
 			cleanup_workers(ctx, policy, &pods);
@@ -1023,7 +1015,7 @@ static void sync_mpijob(struct km_ctl *c, const char *ns, const char *name)
 			     "MPIJob suspended"))
 			record(ctx, job, "Normal", "MPIJobSuspended",
 			       "MPIJob suspended");
-	} else if (find_cond(status, "Suspended")) {
+	} else if (km_cond_find(status, "Suspended")) {
 		if (set_cond(status, "Suspended", 0, "MPIJobResumed",
 			     "MPIJob resumed")) {
 			char ts[32];
@@ -1311,6 +1303,9 @@ static void process(struct km_ctl *c, struct item *it)
 		break;
 	case W_FOREGROUND:
 		foreground(c, it->ns, it->name);
+		break;
+	case W_KUEUE:
+		km_kueue_sync(c->ctx);
 		break;
 	}
 }

@@ -320,7 +320,7 @@ static int route(const char *url, struct km_req *rq, char seg[][SEG_MAX])
 	rq->sub = n > i + 2 ? seg[i + 2] : NULL;
 	/* Cluster-scoped objects have no namespace; the others need one
 	 * when named. */
-	if (km_res[rq->res].flags & KM_CLUSTER)
+	if (KM_NO_NS(rq->res))
 		return rq->ns ? HB_ENOENT : 0;
 	if (rq->name && !rq->ns)
 		return HB_ENOENT;
@@ -397,6 +397,9 @@ static void serve(struct km_ctx *ctx, struct MHD_Connection *c,
 	if (!km_discovery_serve(url, rs))
 		return;
 	if (!km_openapi_serve(ctx, url, conn_header(c, "Accept"), rs))
+		return;
+	if (!km_kueue_visibility(ctx, method, url, conn_arg(c, "limit"),
+				 conn_arg(c, "offset"), rs))
 		return;
 	if (route(url, &rq, seg)) {
 		km_resp_status(rs, km_status_plain(404, "NotFound",

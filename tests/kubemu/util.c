@@ -8,6 +8,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "hpcbridge/units.h"
 #include "kubemu.h"
 
 const struct km_resinfo km_res[KM_NRES] = {
@@ -30,6 +31,28 @@ const struct km_resinfo km_res[KM_NRES] = {
 		      "no", KM_CLUSTER },
 	[KM_NAMESPACE] = { "", "v1", "v1", "namespaces", "namespace",
 			   "Namespace", "NamespaceList", "ns", KM_CLUSTER },
+	/* Kueue, served at v1beta1 (its CRDs also serve v1beta2). */
+	[KM_RFLAVOR] = { "kueue.x-k8s.io", "v1beta1", "kueue.x-k8s.io/v1beta1",
+			 "resourceflavors", "resourceflavor", "ResourceFlavor",
+			 "ResourceFlavorList", "flavor flavors rf",
+			 KM_CRD | KM_CSCOPE },
+	[KM_CQUEUE] = { "kueue.x-k8s.io", "v1beta1", "kueue.x-k8s.io/v1beta1",
+			"clusterqueues", "clusterqueue", "ClusterQueue",
+			"ClusterQueueList", "cq",
+			KM_CRD | KM_STATUS | KM_CSCOPE },
+	[KM_LQUEUE] = { "kueue.x-k8s.io", "v1beta1", "kueue.x-k8s.io/v1beta1",
+			"localqueues", "localqueue", "LocalQueue",
+			"LocalQueueList", "queue queues lq",
+			KM_CRD | KM_STATUS },
+	[KM_WPRIORITY] = { "kueue.x-k8s.io", "v1beta1",
+			   "kueue.x-k8s.io/v1beta1", "workloadpriorityclasses",
+			   "workloadpriorityclass", "WorkloadPriorityClass",
+			   "WorkloadPriorityClassList", "wpc",
+			   KM_CRD | KM_CSCOPE },
+	[KM_WORKLOAD] = { "kueue.x-k8s.io", "v1beta1", "kueue.x-k8s.io/v1beta1",
+			  "workloads", "workload", "Workload", "WorkloadList",
+			  "kwl kueueworkload kueueworkloads",
+			  KM_CRD | KM_STATUS },
 };
 
 int km_res_find(const char *group, const char *version, const char *plural)
@@ -54,6 +77,11 @@ const char *km_res_qualified(enum km_res r)
 		[KM_CONFIGMAP] = "configmaps",
 		[KM_NODE] = "nodes",
 		[KM_NAMESPACE] = "namespaces",
+		[KM_RFLAVOR] = "resourceflavors.kueue.x-k8s.io",
+		[KM_CQUEUE] = "clusterqueues.kueue.x-k8s.io",
+		[KM_LQUEUE] = "localqueues.kueue.x-k8s.io",
+		[KM_WPRIORITY] = "workloadpriorityclasses.kueue.x-k8s.io",
+		[KM_WORKLOAD] = "workloads.kueue.x-k8s.io",
 	};
 	return names[r];
 }
@@ -355,4 +383,42 @@ void *km_map_del(struct km_map *m, const char *key)
 size_t km_map_count(const struct km_map *m)
 {
 	return m->n;
+}
+
+cJSON *km_cond_find(const cJSON *status, const char *type)
+{
+	cJSON *c;
+
+	cJSON_ArrayForEach (c, km_get(status, "conditions")) {
+		const char *t = km_str(c, "type");
+
+		if (t && !strcmp(t, type))
+			return c;
+	}
+	return NULL;
+}
+
+int km_cond_true(const cJSON *status, const char *type)
+{
+	const char *s = km_str(km_cond_find(status, type), "status");
+
+	return s && !strcmp(s, "True");
+}
+
+int km_qty_is_bytes(const char *key)
+{
+	return !strcmp(key, "memory") || !strcmp(key, "ephemeral-storage") ||
+	       !strncmp(key, "hugepages-", 10);
+}
+
+uint64_t km_qty(const char *key, const char *s)
+{
+	uint64_t v = 0;
+
+	if (!s)
+		return 0;
+	if (km_qty_is_bytes(key) ? hb_parse_k8s_units(s, &v)
+				 : hb_parse_k8s_cpu(s, &v))
+		return 0;
+	return v;
 }
