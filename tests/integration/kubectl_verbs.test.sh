@@ -47,7 +47,8 @@ start_emu() {
 	"$emu" --listen 127.0.0.1:0 --port-file "$tmp/port" --crds "$crds" \
 		--tls-dir "$tmp/tls" --kubeconfig-out "$tmp/kubeconfig" \
 		--pidfile "$tmp/pid" --pod-start-ms 100 --run-ms 500 \
-		--kill-grace-ms 500 "$@" >>"$tmp/emu.out" 2>>"$tmp/emu.err" &
+		--kill-grace-ms 500 --image-user 1000 "$@" \
+		>>"$tmp/emu.out" 2>>"$tmp/emu.err" &
 	pid=$!
 	for _ in $(seq 100); do
 		[ -s "$tmp/port" ] && return 0

@@ -33,6 +33,9 @@ done
 [ -x "$cli" ] || fail "$cli not built"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hb-kubemu-exec.XXXXXX")
+# the launchers run as the image's user, nobody (the manifests say
+# runAsNonRoot and name no user: hpcbridge translate knows none)
+chmod 755 "$tmp"
 pid=
 cleanup() {
 	if [ -n "$pid" ]; then
@@ -53,7 +56,7 @@ mpicc -O1 -o "$tmp/hello" "$src/tests/integration/data/launcher/hello.c"
 "$emu" --listen 127.0.0.1:0 --port-file "$tmp/port" --crds "$crds" \
 	--token "t-$$" \
 	--kubeconfig-out "$tmp/kubeconfig" --execute --workdir "$tmp/work" \
-	--pod-start-ms 50 --kill-grace-ms 1000 \
+	--pod-start-ms 50 --kill-grace-ms 1000 --image-user 65534 \
 	>"$tmp/emu.out" 2>"$tmp/emu.err" &
 pid=$!
 for _ in $(seq 100); do

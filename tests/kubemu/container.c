@@ -39,6 +39,8 @@ static const cJSON *sc_pick(const cJSON *pod, const cJSON *c, const char *key)
 		 : km_get(km_get(km_get(pod, "spec"), "securityContext"), key);
 }
 
+unsigned km_image_uid;
+
 static int id_of(const cJSON *v, unsigned *out)
 {
 	if (!cJSON_IsNumber(v) || v->valuedouble < 0 ||
@@ -58,11 +60,15 @@ int km_container_ident(const cJSON *pod, const cJSON *c, struct km_ident *id,
 	char podref[600];
 
 	memset(id, 0, sizeof(*id));
+	if (!has_uid && km_image_uid) {
+		uid = km_image_uid;
+		has_uid = 1;
+	}
 	snprintf(podref, sizeof(podref), "\"%s_%s(%s)\"",
 		 km_meta_str(pod, "name") ?: "",
 		 km_meta_str(pod, "namespace") ?: "",
 		 km_meta_str(pod, "uid") ?: "");
-	/* The kubelet's verifyRunAsNonRoot: images here run as root. */
+	/* The kubelet's verifyRunAsNonRoot: images run as km_image_uid. */
 	if (cJSON_IsTrue(sc_pick(pod, c, "runAsNonRoot"))) {
 		if (!has_uid) {
 			snprintf(why, cap,

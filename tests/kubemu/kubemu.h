@@ -485,10 +485,14 @@ struct km_launch {
  * (the container's, else the pod's; without runAsGroup, the gid of the
  * uid's passwd entry here, else 0), supplementalGroups and fsGroup as
  * supplementary groups.  HB_EPERM with why set to the kubelet's message
- * when runAsNonRoot cannot hold (no runAsUser: the image runs as root).
+ * when runAsNonRoot cannot hold (no runAsUser, and the image runs as
+ * root).
  */
 int km_container_ident(const cJSON *pod, const cJSON *c, struct km_ident *id,
 		       char *why, size_t cap);
+/* The uid images run as when a pod names none (--image-user; 0: root, as
+ * most images): a container without runAsUser runs as it. */
+extern unsigned km_image_uid;
 /*
  * Fork and run argv (found on the emulator's PATH) with envp in wd, its
  * output appended to logpath, in a session of its own, with l's binds and

@@ -72,6 +72,8 @@ static void usage(FILE *f)
 	      "                         enforce=restricted\n"
 	      "  --pvc-root DIR         persistentVolumeClaim volumes of\n"
 	      "                         executed pods are DIR/NAMESPACE/CLAIM\n"
+	      "  --image-user UID       the user images run as when a pod\n"
+	      "                         names none (the image's USER; 0)\n"
 	      "  -h, --help             this help\n",
 	      f);
 }
@@ -178,7 +180,8 @@ enum {
 	O_LOG_LEVEL,
 	O_NODE,
 	O_NAMESPACE,
-	O_PVC_ROOT
+	O_PVC_ROOT,
+	O_IMAGE_USER
 };
 
 static int parse_args(int argc, char **argv, struct km_opts *o)
@@ -207,6 +210,7 @@ static int parse_args(int argc, char **argv, struct km_opts *o)
 		{ "node", required_argument, NULL, O_NODE },
 		{ "namespace", required_argument, NULL, O_NAMESPACE },
 		{ "pvc-root", required_argument, NULL, O_PVC_ROOT },
+		{ "image-user", required_argument, NULL, O_IMAGE_USER },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -283,6 +287,10 @@ static int parse_args(int argc, char **argv, struct km_opts *o)
 			break;
 		case O_PVC_ROOT:
 			o->pvc_root = optarg;
+			break;
+		case O_IMAGE_USER:
+			rc = parse_int(optarg, 0, 2147483647, &v);
+			km_image_uid = (unsigned)v;
 			break;
 		case O_LOG_LEVEL:
 			rc = hb_log_level_parse(optarg, &lvl);
