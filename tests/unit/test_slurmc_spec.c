@@ -39,8 +39,10 @@ static int map(const char *script, struct hb_jobspec *spec,
 	memset(r, 0, sizeof(*r));
 	hb_jobspec_init(spec, "job.sh");
 	rc = hb_parse_any(script, strlen(script), "job.sh", NULL, spec, err);
-	assert_int_equal(rc, 0);
+	if (rc)
+		fail_msg("%s", err->msg);
 	r->script = script;
+	r->work_dir = "/tmp";
 	r->as_user = true;
 	r->uid = (uint32_t)getuid();
 	r->gid = (uint32_t)getgid();
@@ -253,9 +255,9 @@ static void test_refusals(void **state)
 	refused("#!/bin/sh\n#PBS -k oe\ntrue\n", "keep");
 	refused("#!/bin/sh\n#PBS -l select=1:ncpus=2+2:ncpus=4\ntrue\n",
 		"chunks");
-	refused("#!/bin/sh\n#SBATCH --mail-type=SOMETIMES\ntrue\n",
-		"mail_type");
-	refused("#!/bin/sh\n#SBATCH --uid=0\ntrue\n", "user");
+	refused("#!/bin/sh\n#SBATCH --hpcbridge-data=s3://b/x\ntrue\n",
+		"data");
+	refused("#!/bin/sh\n#SBATCH --uid=65534\ntrue\n", "user");
 }
 
 int main(int argc, char **argv)
