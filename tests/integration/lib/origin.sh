@@ -8,7 +8,7 @@
 #                       message", "" when absent
 #   wait_cond NAME TYPE wait (60 s) until condition TYPE is True
 #   slurm_ids NAME      the Slurm job ids named NAME (every state Slurm
-#                       still remembers)
+#                       still remembers; an array's pending record once)
 #   daemon_pid          hpcbridged's pid
 #   origin_user NAME    make a user a managed MPIJob may run as (a uid of
 #                       1000 or more, as origin.min_uid wants; no home);
@@ -58,9 +58,9 @@ wait_cond() {
 	return 1
 }
 
-slurm_ids() {
+slurm_ids() { # (an array's record has its Array* fields before JobName)
 	scontrol -o show job 2>/dev/null |
-		sed -n "s/^JobId=\([0-9]*\) JobName=$1 .*/\1/p"
+		sed -n "s/^JobId=\([0-9]*\) \(Array[A-Za-z]*=[^ ]* \)*JobName=$1 .*/\1/p"
 }
 
 daemon_pid() { head -c 32 "$box/hpcbridged.pid" | tr -dc 0-9; }
