@@ -234,16 +234,16 @@ line=$(scontrol show job -o "$sid" 2>/dev/null || true)
 	ok "asks: one Slurm job ($sid)" ||
 	bad "asks: Slurm jobs '$sid': $(kube status asks)"
 for want in QOS=hbfast Features=hbfeat OverSubscribe=NO ArrayJobId=$sid \
-	ArrayTaskId=0-2 JobState=PENDING Reason=BeginTime; do
+	ArrayTaskId=0-2 JobState=PENDING; do
 	case " $line " in
 	*" $want "*) ok "asks: $want" ;;
 	*) bad "asks: no $want in: $line" ;;
 	esac
 done
-start=$(printf '%s\n' "$line" | tr ' ' '\n' | sed -n 's/^StartTime=//p')
+start=$(printf '%s\n' "$line" | tr ' ' '\n' | sed -n 's/^EligibleTime=//p')
 start_s=$(date -d "$start" +%s 2>/dev/null || echo 0)
 [ "$start_s" -ge $(($(date +%s) + 3000)) ] &&
-	ok "asks: starts in an hour ($start)" || bad "asks: StartTime '$start'"
+	ok "asks: eligible in an hour ($start)" || bad "asks: EligibleTime '$start'"
 kube delete asks || bad "asks: delete failed"
 state=""
 for _ in $(seq 100); do
