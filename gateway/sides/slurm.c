@@ -5,9 +5,9 @@
  * A script submitted through the daemon does not pass through sbatch, so
  * its #SBATCH (or #PBS) directives are read here with the translators and
  * carried onto the libslurm request, every field or the job refused
- * naming the one Slurm cannot take (hb_slurmc_from_jobspec).  The job's environment gets
- * HPCBRIDGE_JOB_ID, so the job_submit plugin lets the job through instead
- * of asking the daemon again.
+ * naming the one Slurm cannot take (hb_slurmc_from_jobspec).  The job's
+ * environment gets HPCBRIDGE_JOB_ID, so the job_submit plugin lets the
+ * job through instead of asking the daemon again.
  *
  * A job is submitted as its user (hb_slurmc_submit with as_user: the RPC
  * is made by a child that has become the user, so Slurm's partition

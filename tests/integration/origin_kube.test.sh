@@ -178,13 +178,8 @@ create doomed 'echo started; sleep 120; echo not reached'
 wait_cond doomed Running || bad "doomed: not Running: $(kube status doomed)"
 sid=$(slurm_ids doomed)
 kube delete doomed || bad "doomed: delete failed"
-state=""
-for _ in $(seq 100); do
-	state=$(field "$sid" JobState)
-	[ "$state" = CANCELLED ] && break
-	sleep 0.2
-done
-[ "$state" = CANCELLED ] && ok "doomed: deleting the MPIJob cancelled Slurm job $sid" ||
+wait_slurm "$sid" CANCELLED &&
+	ok "doomed: deleting the MPIJob cancelled Slurm job $sid" ||
 	bad "doomed: Slurm job '$sid' $state"
 
 # 6. hpcbridged killed while a job runs, and restarted.
@@ -245,13 +240,8 @@ start_s=$(date -d "$start" +%s 2>/dev/null || echo 0)
 [ "$start_s" -ge $(($(date +%s) + 3000)) ] &&
 	ok "asks: eligible in an hour ($start)" || bad "asks: EligibleTime '$start'"
 kube delete asks || bad "asks: delete failed"
-state=""
-for _ in $(seq 100); do
-	state=$(field "$sid" JobState)
-	[ "$state" = CANCELLED ] && break
-	sleep 0.2
-done
-[ "$state" = CANCELLED ] && ok "asks: deleted, Slurm job $sid cancelled" ||
+wait_slurm "$sid" CANCELLED &&
+	ok "asks: deleted, Slurm job $sid cancelled" ||
 	bad "asks: Slurm job '$sid' $state"
 
 # 8. What Slurm cannot take refuses the job, the field named.

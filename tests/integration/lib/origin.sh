@@ -10,6 +10,9 @@
 #   slurm_ids NAME      the Slurm job ids named NAME (every state Slurm
 #                       still remembers; an array's pending record once)
 #   daemon_pid          hpcbridged's pid
+#   wait_slurm SID STATE [TRIES]  wait (TRIES x 0.2 s, 100 by default)
+#                       until Slurm job SID is in STATE; $state gets the
+#                       last state seen
 #   origin_user NAME    make a user a managed MPIJob may run as (a uid of
 #                       1000 or more, as origin.min_uid wants; no home);
 #                       origin_users_del deletes those made
@@ -64,3 +67,14 @@ slurm_ids() { # (an array's record has its Array* fields before JobName)
 }
 
 daemon_pid() { head -c 32 "$box/hpcbridged.pid" | tr -dc 0-9; }
+
+wait_slurm() {
+	local i
+	state=""
+	for i in $(seq "${3:-100}"); do
+		state=$(field "$1" JobState)
+		[ "$state" = "$2" ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
