@@ -29,6 +29,7 @@
 #include "hpcbridge/log.h"
 #include "hpcbridge/mpijob.h"
 #include "hpcbridge/sbatch.h"
+#include "hpcbridge/slurmc.h"
 #include "hpcbridge/timefmt.h"
 #include "hpcbridge/translate.h"
 #include "origin.h"
@@ -62,6 +63,8 @@ void hb_origin_job_free(struct hb_origin_job *j)
 	hb_buf_free(&j->script);
 	cJSON_Delete(j->jobspec);
 	j->jobspec = NULL;
+	cJSON_Delete(j->fidelity);
+	j->fidelity = NULL;
 }
 
 /* A label value of at most n-1 bytes, or NULL (absent, not a string,
@@ -109,6 +112,61 @@ static int granted(const struct hb_config *cfg, const char *ns,
 				  user, ns, ns);
 	}
 	return 0;
+}
+
+/* The local zone's offset from UTC at t, seconds east. */
+static int32_t utc_offset(time_t t)
+{
+	struct tm tm;
+
+	return localtime_r(&t, &tm) ? (int32_t)tm.tm_gmtoff : 0;
+}
+
+/*
+ * Whether Slurm can take every field of spec: each field put onto a
+ * request as the Slurm side will (hb_slurmc_from_jobspec), its fate in
+ * out->fidelity; a field it cannot submit in out->slurm_refusal.  The
+ * pods' image leaves spec first (see origin.h).
+ */
+static int slurm_fit(struct hb_jobspec *spec, struct hb_origin_job *out,
+		     struct hb_err *err)
+{
+	static const char *const env[] = { "PATH=/usr/bin:/bin", NULL };
+	struct hb_slurmc_submit r = { 0 };
+	struct hb_err why = { 0 };
+	const char *image = NULL;
+	struct hb_report rep;
+	time_t now = time(NULL);
+	int rc = 0;
+
+	if (spec->container && spec->container[0] != '/') {
+		image = spec->container;
+		spec->container = NULL;
+	}
+	hb_report_init(&rep, "Slurm");
+	r.script = "#!/bin/sh\n";
+	r.as_user = true;
+	r.uid = out->uid;
+	r.gid = out->gid;
+	r.env = env;
+	if (hb_slurmc_from_jobspec(spec, &r, (int64_t)now, utc_offset(now),
+				   &rep, &why)) {
+		if (why.code == HB_ENOMEM)
+			rc = hb_err_set(err, HB_ENOMEM, NULL, 0,
+					"out of memory");
+		snprintf(out->slurm_refusal, sizeof(out->slurm_refusal), "%s",
+			 why.msg[0] ? why.msg : "refused");
+	}
+	if (image)
+		hb_report_fate(&rep, HB_F_CONTAINER, HB_FATE_DROPPED, NULL,
+			       "image %s: the pods' runtime; on Slurm the "
+			       "job runs on the nodes' own software (Slurm "
+			       "runs OCI bundles, not images)",
+			       image);
+	if (!rc && !(out->fidelity = hb_report_to_json(spec, &rep)))
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	hb_report_free(&rep);
+	return rc;
 }
 
 int hb_origin_prepare(const cJSON *mpijob, const char *ns,
@@ -176,6 +234,8 @@ int hb_origin_prepare(const cJSON *mpijob, const char *ns,
 		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 		goto out;
 	}
+	if ((rc = slurm_fit(&spec, out, err)))
+		goto out;
 	if ((rc = hb_sbatch_emit(&spec, &out->script, NULL, err)))
 		goto out;
 	if (!(out->jobspec = hb_jobspec_to_json(&spec))) {

@@ -59,6 +59,11 @@ struct hb_origin_job {
 	char home[512];	      /* the user's home: the default working dir */
 	struct hb_buf script; /* the sbatch script (NUL-terminated) */
 	cJSON *jobspec;	      /* the jobspec as JSON, for the placement */
+	cJSON *fidelity;      /* what Slurm's request carries of each field
+			       * (hb_report_to_json, target "Slurm") */
+	/* Why Slurm cannot take it ("field X: ...: cannot be submitted to
+	 * Slurm"), or "": it may still run as a twin. */
+	char slurm_refusal[HB_ERR_MAX];
 	const char *reason;   /* on error: the condition reason (static):
 				 MissingUser, NamespaceNotMapped,
 				 UserNotGranted, UnknownUser, SystemUser,
@@ -77,6 +82,14 @@ struct hb_origin_job {
  * NamespaceNotMapped (no entry for ns, or no origin.namespaces at all),
  * UserNotGranted, UnknownUser or SystemUser.  cfg NULL: no namespace is
  * mapped (every MPIJob is refused).
+ *
+ * Every field of the jobspec is then put onto a Slurm request
+ * (hb_slurmc_from_jobspec) to know whether Slurm can run it: when a field
+ * cannot be submitted, out->slurm_refusal names it and the job may run
+ * only as a twin (origin_submit refuses it for Slurm, InvalidSpec).
+ * out->fidelity records each field's fate.  The pods' image is the
+ * cluster's runtime, not an OCI bundle Slurm could run: it is left out
+ * of the script and recorded as dropped for Slurm.
  *
  * On error out->reason and err say why.  Caller frees with
  * hb_origin_job_free() whatever the result.

@@ -301,6 +301,10 @@ static int origin_submit(struct hb_daemon *d, const struct hb_origin_ev *ev,
 			bad = hb_err_set(&why, HB_EUNSUP, NULL, 0,
 					 "this daemon has no Slurm client");
 			oj.reason = "NoSlurm";
+		} else if (target == HB_DECIDE_SLURM && oj.slurm_refusal[0]) {
+			bad = hb_err_set(&why, HB_EINVAL, NULL, 0,
+					 "origin: %s", oj.slurm_refusal);
+			oj.reason = "InvalidSpec";
 		} else if (target == HB_DECIDE_KUBE &&
 			   !(twin = hb_origin_twin_doc(ev->obj, tname, &why))) {
 			bad = why.code;
@@ -317,6 +321,10 @@ static int origin_submit(struct hb_daemon *d, const struct hb_origin_ev *ev,
 		target = HB_DECIDE_REJECT;
 	}
 	src = cJSON_CreateObject();
+	if (src && oj.fidelity) { /* the row keeps each field's fate */
+		cJSON_AddItemToObject(src, "fidelity", oj.fidelity);
+		oj.fidelity = NULL;
+	}
 	if (!src || !detail ||
 	    !cJSON_AddStringToObject(src, "kind", "MPIJob") ||
 	    !cJSON_AddStringToObject(src, "script",
@@ -446,7 +454,12 @@ static int origin_resume(struct hb_daemon *d, const struct hb_origin_ev *ev,
 		rc = origin_twin_task(d, id, twin, ev->ns, tname, tasks, err);
 		goto out;
 	}
-	if (!(rc = hb_origin_prepare(ev->obj, ev->ns, &d->cfg, &oj, &why))) {
+	if (!(rc = hb_origin_prepare(ev->obj, ev->ns, &d->cfg, &oj, &why)) &&
+	    oj.slurm_refusal[0]) {
+		rc = hb_err_set(&why, HB_EINVAL, NULL, 0, "origin: %s",
+				oj.slurm_refusal);
+		oj.reason = "InvalidSpec";
+	} else if (!rc) {
 		rc = origin_submit_task(d, id, ev->name, &oj, tasks, err);
 		goto out;
 	}

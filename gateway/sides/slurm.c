@@ -4,11 +4,10 @@
  *
  * A script submitted through the daemon does not pass through sbatch, so
  * its #SBATCH (or #PBS) directives are read here with the translators and
- * carried onto the libslurm request: name, partition, account, nodes,
- * tasks, CPUs per task, memory, GPUs, time limit, output and error
- * paths, working directory.  The job's environment gets
- * HPCBRIDGE_JOB_ID, so the job_submit plugin lets the job through instead
- * of asking the daemon again.
+ * carried onto the libslurm request, every field or the job refused
+ * naming the one Slurm cannot take (hb_slurmc_from_jobspec).  The job's
+ * environment gets HPCBRIDGE_JOB_ID, so the job_submit plugin lets the
+ * job through instead of asking the daemon again.
  *
  * A job is submitted as its user (hb_slurmc_submit with as_user: the RPC
  * is made by a child that has become the user, so Slurm's partition
@@ -62,56 +61,12 @@ void hb_slurm_side_close(struct hb_slurm_side *sb)
 	free(sb);
 }
 
-/* Seconds to whole minutes, rounding up; 0 stays "not given". */
-static uint32_t minutes(uint64_t s)
+/* The local zone's offset from UTC now, seconds east. */
+static int32_t utc_offset(time_t t)
 {
-	if (s == HB_TIME_UNLIMITED)
-		return HB_SLURMC_INFINITE;
-	if (s / 60 >= HB_SLURMC_INFINITE - 1)
-		return HB_SLURMC_INFINITE - 1;
-	return (uint32_t)((s + 59) / 60);
-}
+	struct tm tm;
 
-/* The request from the job's own directives. */
-static int fill(const struct hb_jobspec *s, struct hb_slurmc_submit *r,
-		char *gres, size_t gsize, struct hb_err *err)
-{
-	if (s->nodes_min)
-		r->nodes = s->nodes_min;
-	r->ntasks = s->ntasks;
-	if (s->ntasks_per_node > UINT16_MAX || s->cpus_per_task > UINT16_MAX)
-		return hb_err_set(err, HB_ERANGE, s->source_name, 0,
-				  "tasks per node or CPUs per task out of "
-				  "Slurm's range");
-	r->ntasks_per_node = (uint16_t)s->ntasks_per_node;
-	r->cpus_per_task = (uint16_t)s->cpus_per_task;
-	if (s->mem_kind == HB_MEM_PER_NODE && s->mem_mb)
-		r->mem_per_node_mb = s->mem_mb;
-	else if (s->mem_kind == HB_MEM_PER_CPU)
-		r->mem_per_cpu_mb = s->mem_mb;
-	if (s->gpus && s->gpu_scope == HB_GPU_PER_NODE) {
-		int n = s->gpu_type ? snprintf(gres, gsize, "gpu:%s:%u",
-					       s->gpu_type, s->gpus)
-				    : snprintf(gres, gsize, "gpu:%u", s->gpus);
-
-		if (n < 0 || (size_t)n >= gsize)
-			return hb_err_set(err, HB_ETOOBIG, s->source_name, 0,
-					  "GPU type too long");
-		r->gres = gres;
-	} else if (s->gpus) {
-		/* Per job or per task needs --gpus/--gpus-per-task, which the
-		 * Slurm client does not carry yet. */
-		return hb_err_set(err, HB_EUNSUP, s->source_name, 0,
-				  "GPUs per job or per task cannot be "
-				  "submitted through the daemon yet; use "
-				  "--gres=gpu:N or --gpus-per-node");
-	}
-	r->time_limit = minutes(s->time_limit);
-	r->partition = s->partition;
-	r->account = s->account;
-	r->output = s->output;
-	r->error = s->error;
-	return 0;
+	return localtime_r(&t, &tm) ? (int32_t)tm.tm_gmtoff : 0;
 }
 
 static int submit(void *ctx, const struct hb_submit_req *req,
@@ -121,7 +76,7 @@ static int submit(void *ctx, const struct hb_submit_req *req,
 	struct hb_slurmc_submit r = { 0 };
 	struct hb_jobspec spec;
 	const char **env = NULL;
-	char idvar[80], gres[128];
+	char idvar[80];
 	size_t nenv = 0;
 	uint32_t id = 0;
 	int rc;
@@ -130,8 +85,6 @@ static int submit(void *ctx, const struct hb_submit_req *req,
 	rc = hb_parse_any(req->script, strlen(req->script),
 			  req->name ? req->name : "-", NULL, &spec, err);
 	if (rc)
-		goto out;
-	if ((rc = fill(&spec, &r, gres, sizeof(gres), err)))
 		goto out;
 	while (req->env && req->env[nenv])
 		nenv++;
@@ -145,12 +98,17 @@ static int submit(void *ctx, const struct hb_submit_req *req,
 	snprintf(idvar, sizeof(idvar), "HPCBRIDGE_JOB_ID=%s", req->id);
 	env[nenv] = idvar;
 	r.script = req->script;
-	r.name = spec.name ? spec.name : req->name;
 	r.as_user = true;
 	r.uid = req->uid;
 	r.gid = req->gid;
-	r.work_dir = spec.chdir ? spec.chdir : req->cwd;
+	r.work_dir = req->cwd;
 	r.env = env;
+	/* every directive onto the request, or the job refused naming it */
+	if ((rc = hb_slurmc_from_jobspec(&spec, &r, (int64_t)time(NULL),
+					 utc_offset(time(NULL)), NULL, err)))
+		goto out;
+	if (!r.name)
+		r.name = req->name;
 	r.admin_comment = req->admin_comment;
 	pthread_mutex_lock(&sb->mu);
 	rc = hb_slurmc_submit(sb->c, &r, &id, err);

@@ -7,6 +7,7 @@
 #ifndef HB_SLURMC_INT_H
 #define HB_SLURMC_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -62,6 +63,15 @@ static inline int fail_slurm(struct hb_err *err, int e, const char *what)
 	return hb_err_set(err, code, NULL, 0, "%s: %s (Slurm error %d)", what,
 			  text ? text : "unknown", e);
 }
+
+/* --signal text "[{R|B}:]SIG[@seconds]" (SIG a number or a name, with or
+ * without "SIG") into job_desc's warn_signal, warn_time, warn_flags
+ * (slurmc_spec.c).  false when it is not that. */
+bool hb_slurmc_parse_signal(const char *s, uint16_t *sig, uint16_t *secs,
+			    uint16_t *flags);
+/* --mail-type text "BEGIN,END,..." into MAIL_* bits (slurmc_spec.c).
+ * false for an unknown word. */
+bool hb_slurmc_parse_mail_type(const char *s, uint16_t *bits);
 
 /* slurm.conf at path exists and is a readable regular file (slurmc.c). */
 int hb_slurmc_check_conf_file(const char *path, struct hb_err *err);

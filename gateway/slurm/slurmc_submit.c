@@ -95,6 +95,68 @@ int hb_slurmc_gres_to_tres(const char *gres, struct hb_buf *out)
 	return rc;
 }
 
+/* The gres-syntax members, by name. */
+static const struct {
+	const char *name;
+	size_t off;
+} gres_members[] = {
+	{ "gres", offsetof(struct hb_slurmc_submit, gres) },
+	{ "gres_per_job", offsetof(struct hb_slurmc_submit, gres_per_job) },
+	{ "gres_per_task", offsetof(struct hb_slurmc_submit, gres_per_task) },
+};
+
+#define GRES_OF(req, i)                                                   \
+	(*(const char *const *)((const char *)(req) + gres_members[i].off))
+
+/* The members added for jobspecs: nodes, times, GPUs, signal, mail. */
+static int check_more(const struct hb_slurmc_submit *req, struct hb_err *err)
+{
+	uint16_t a, b, f;
+
+	if (req->nodes_max >= NO_VAL ||
+	    (req->nodes_max && req->nodes_max < req->nodes))
+		return hb_err_set(err, HB_ERANGE, NULL, 0,
+				  "nodes_max: %u is out of range (nodes %u)",
+				  req->nodes_max, req->nodes);
+	if (req->time_min >= NO_VAL && req->time_min != HB_SLURMC_INFINITE)
+		return hb_err_set(err, HB_ERANGE, NULL, 0,
+				  "time_min: %u minutes is out of range",
+				  req->time_min);
+	if (req->begin_time > INT64_MAX || req->deadline > INT64_MAX)
+		return hb_err_set(err, HB_ERANGE, NULL, 0,
+				  "begin_time or deadline out of range");
+	if (req->requeue > HB_SLURMC_REQUEUE_YES)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "requeue: %u is not HB_SLURMC_REQUEUE_*",
+				  req->requeue);
+	if (req->signal && !hb_slurmc_parse_signal(req->signal, &a, &b, &f))
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "signal: '%s' is not [{R|B}:]SIG[@seconds]",
+				  req->signal);
+	if (req->mail_type && !hb_slurmc_parse_mail_type(req->mail_type, &a))
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "mail_type: '%s' has an unknown type",
+				  req->mail_type);
+	for (size_t i = 0; i < sizeof(gres_members) / sizeof(gres_members[0]);
+	     i++) {
+		const char *g = GRES_OF(req, i);
+		struct hb_buf t;
+		int rc;
+
+		if (!g)
+			continue;
+		hb_buf_init(&t, 0);
+		rc = hb_slurmc_gres_to_tres(g, &t);
+		hb_buf_free(&t);
+		if (rc)
+			return hb_err_set(err, rc, NULL, 0,
+					  "%s: '%s' is not a list of "
+					  "name[:type][:count]",
+					  gres_members[i].name, g);
+	}
+	return 0;
+}
+
 int hb_slurmc_submit_check(const struct hb_slurmc_submit *req,
 			   struct hb_err *err)
 {
@@ -151,36 +213,28 @@ int hb_slurmc_submit_check(const struct hb_slurmc_submit *req,
 	    NO_VAL)
 		return hb_err_set(err, HB_ERANGE, NULL, 0,
 				  "ntasks x cpus_per_task: too many CPUs");
-	if (req->mem_per_node_mb && req->mem_per_cpu_mb)
+	if ((req->mem_per_node_mb || req->mem_whole_node) +
+		    !!req->mem_per_cpu_mb + !!req->mem_per_gpu_mb >
+	    1)
 		return hb_err_set(err, HB_ECONFLICT, NULL, 0,
-				  "mem_per_node_mb and mem_per_cpu_mb: "
-				  "give one");
+				  "mem_per_node_mb, mem_per_cpu_mb and "
+				  "mem_per_gpu_mb: give one");
 	if (req->mem_per_node_mb >= MEM_PER_CPU ||
-	    req->mem_per_cpu_mb >= MEM_PER_CPU)
+	    req->mem_per_cpu_mb >= MEM_PER_CPU ||
+	    req->mem_per_gpu_mb >= MEM_PER_CPU)
 		return hb_err_set(err, HB_ERANGE, NULL, 0,
 				  "memory: %llu MB is out of range",
 				  (unsigned long long)(req->mem_per_node_mb |
-						       req->mem_per_cpu_mb));
-	if (req->gres) {
-		struct hb_buf b;
-		int rc;
-
-		hb_buf_init(&b, 0);
-		rc = hb_slurmc_gres_to_tres(req->gres, &b);
-		hb_buf_free(&b);
-		if (rc)
-			return hb_err_set(err, rc, NULL, 0,
-					  "gres: '%s' is not a list of "
-					  "name[:type][:count]",
-					  req->gres);
-	}
-	return 0;
+						       req->mem_per_cpu_mb |
+						       req->mem_per_gpu_mb));
+	return check_more(req, err);
 }
 
 /* What a job_desc_msg_t borrows besides the request's own strings. */
 struct desc_mem {
 	char **env;
-	struct hb_buf tres;
+	struct hb_buf tres; /* tres_per_node, tres_per_job, tres_per_task and
+			     * mem_per_tres, one after the other */
 	char host[256];
 	char cwd[PATH_MAX];
 };
@@ -189,6 +243,83 @@ static void desc_mem_free(struct desc_mem *m)
 {
 	free(m->env);
 	hb_buf_free(&m->tres);
+}
+
+/* The GPU and other gres requests, and memory per GPU, into m->tres:
+ * each string starts at an offset recorded before the next is added (the
+ * buffer may move), then the pointers are set. */
+static int fill_tres(job_desc_msg_t *d, const struct hb_slurmc_submit *req,
+		     struct desc_mem *m, struct hb_err *err)
+{
+	size_t at[4];
+	char **to[4] = { &d->tres_per_node, &d->tres_per_job,
+			 &d->tres_per_task, &d->mem_per_tres };
+	bool set[4] = { false };
+	int rc = 0;
+
+	for (size_t i = 0; i < 4; i++) {
+		const char *g = i < 3 ? GRES_OF(req, i) : NULL;
+
+		at[i] = m->tres.len;
+		if (i == 3 && req->mem_per_gpu_mb) {
+			rc = hb_buf_printf(&m->tres, "gres:gpu:%llu",
+					   (unsigned long long)
+						   req->mem_per_gpu_mb);
+		} else if (g) {
+			rc = hb_slurmc_gres_to_tres(g, &m->tres);
+		} else {
+			continue;
+		}
+		if (rc || (rc = hb_buf_putc(&m->tres, '\0')))
+			return hb_err_set(err, rc, NULL, 0, "%s: '%s'",
+					  i < 3 ? gres_members[i].name
+						: "mem_per_gpu_mb",
+					  g ? g : "");
+		set[i] = true;
+	}
+	for (size_t i = 0; i < 4; i++)
+		if (set[i])
+			*to[i] = m->tres.data + at[i];
+	return 0;
+}
+
+/* The members added for jobspecs (checked by check_more()). */
+static void fill_more(job_desc_msg_t *d, const struct hb_slurmc_submit *req)
+{
+	uint16_t sig, secs, flags;
+
+	if (req->nodes_max)
+		d->max_nodes = req->nodes_max;
+	d->qos = (char *)req->qos;
+	d->features = (char *)req->constraint;
+	d->licenses = (char *)req->licenses;
+	d->req_nodes = (char *)req->nodelist;
+	d->exc_nodes = (char *)req->exclude;
+	if (req->exclusive)
+		d->shared = JOB_SHARED_NONE;
+	if (req->time_min == HB_SLURMC_INFINITE)
+		d->time_min = INFINITE;
+	else if (req->time_min)
+		d->time_min = req->time_min;
+	if (req->begin_time)
+		d->begin_time = (time_t)req->begin_time;
+	if (req->deadline)
+		d->deadline = (time_t)req->deadline;
+	if (req->signal && hb_slurmc_parse_signal(req->signal, &sig, &secs,
+						  &flags)) {
+		d->warn_signal = sig;
+		d->warn_time = secs;
+		d->warn_flags = flags;
+	}
+	d->std_in = (char *)req->input;
+	d->array_inx = (char *)req->array;
+	d->dependency = (char *)req->dependency;
+	if (req->mail_type)
+		(void)hb_slurmc_parse_mail_type(req->mail_type, &d->mail_type);
+	d->mail_user = (char *)req->mail_user;
+	if (req->requeue)
+		d->requeue = req->requeue == HB_SLURMC_REQUEUE_YES;
+	d->container = (char *)req->container;
 }
 
 /*
@@ -270,18 +401,15 @@ static int fill_desc(job_desc_msg_t *d, const struct hb_slurmc_submit *req,
 	d->min_cpus =
 		(d->num_tasks && d->num_tasks != NO_VAL ? d->num_tasks : 1) *
 		(req->cpus_per_task ? req->cpus_per_task : 1);
-	if (req->mem_per_node_mb)
+	if (req->mem_per_node_mb || req->mem_whole_node)
 		d->pn_min_memory = req->mem_per_node_mb;
 	else if (req->mem_per_cpu_mb)
 		d->pn_min_memory = req->mem_per_cpu_mb | MEM_PER_CPU;
-	if (req->gres) {
-		if ((rc = hb_slurmc_gres_to_tres(req->gres, &m->tres)))
-			return hb_err_set(err, rc, NULL, 0, "gres: '%s'",
-					  req->gres);
-		d->tres_per_node = m->tres.data;
-	}
+	if ((rc = fill_tres(d, req, m, err)))
+		return rc;
 	if (req->hold)
 		d->priority = 0;
+	fill_more(d, req);
 	return 0;
 }
 
@@ -387,6 +515,28 @@ static const struct req_field {
 	RQ(error, RQ_STR, false),
 	RQ(comment, RQ_STR, false),
 	RQ(hold, RQ_BOOL, false),
+	RQ(nodes_max, RQ_U32, false),
+	RQ(mem_whole_node, RQ_BOOL, false),
+	RQ(mem_per_gpu_mb, RQ_U64, false),
+	RQ(gres_per_job, RQ_STR, false),
+	RQ(gres_per_task, RQ_STR, false),
+	RQ(qos, RQ_STR, false),
+	RQ(constraint, RQ_STR, false),
+	RQ(licenses, RQ_STR, false),
+	RQ(nodelist, RQ_STR, false),
+	RQ(exclude, RQ_STR, false),
+	RQ(exclusive, RQ_BOOL, false),
+	RQ(time_min, RQ_U32, false),
+	RQ(begin_time, RQ_U64, false),
+	RQ(deadline, RQ_U64, false),
+	RQ(signal, RQ_STR, false),
+	RQ(input, RQ_STR, false),
+	RQ(array, RQ_STR, false),
+	RQ(dependency, RQ_STR, false),
+	RQ(mail_type, RQ_STR, false),
+	RQ(mail_user, RQ_STR, false),
+	RQ(requeue, RQ_U16, false),
+	RQ(container, RQ_STR, false),
 #undef RQ
 };
 

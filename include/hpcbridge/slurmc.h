@@ -97,7 +97,34 @@ struct hb_slurmc_submit {
 	const char *admin_comment; /* set right after submission (Slurm takes
 				    * it from SlurmUser/root only) */
 	bool hold;		   /* submit held (priority 0) */
+
+	/* The rest of what a jobspec can say (hb_slurmc_from_jobspec()). */
+	uint32_t nodes_max;	  /* up to this many nodes (0: nodes) */
+	bool mem_whole_node;	  /* --mem=0: all of each node's memory */
+	uint64_t mem_per_gpu_mb;  /* --mem-per-gpu (not with the two above) */
+	const char *gres_per_job;  /* --gpus: gres syntax, as gres */
+	const char *gres_per_task; /* --gpus-per-task: gres syntax */
+	const char *qos;
+	const char *constraint; /* --constraint (Slurm's features) */
+	const char *licenses;
+	const char *nodelist; /* --nodelist */
+	const char *exclude;  /* --exclude */
+	bool exclusive;	      /* whole nodes (OverSubscribe=NO) */
+	uint32_t time_min;    /* minutes; 0: not given */
+	uint64_t begin_time;  /* seconds since the epoch; 0: now */
+	uint64_t deadline;    /* seconds since the epoch; 0: none */
+	const char *signal;   /* --signal: [{R|B}:]SIG[@seconds] */
+	const char *input;    /* stdin path */
+	const char *array;    /* --array: "0-15:2,20%4" */
+	const char *dependency;
+	const char *mail_type; /* --mail-type: "BEGIN,END,..." */
+	const char *mail_user;
+	uint16_t requeue;	/* HB_SLURMC_REQUEUE_*; 0: Slurm's default */
+	const char *container; /* an OCI bundle (an absolute path) */
 };
+
+#define HB_SLURMC_REQUEUE_NO  1
+#define HB_SLURMC_REQUEUE_YES 2
 
 /*
  * Check a request without Slurm: script present and starting with "#!",
@@ -112,6 +139,37 @@ int hb_slurmc_submit_check(const struct hb_slurmc_submit *req,
  * "gres:gpu:2,gres:mps:10") appended to out.  HB_EINVAL for an empty
  * item; out is left as it was on error. */
 int hb_slurmc_gres_to_tres(const char *gres, struct hb_buf *out);
+
+struct hb_jobspec;
+struct hb_report;
+
+/*
+ * Fill req from everything spec says (slurmc_spec.c), field by field from
+ * one table with a row per enum hb_field: each field set in spec is
+ * carried to its job_desc_msg_t member, or the job is refused with
+ * HB_EINVAL (or HB_ERANGE for a count out of Slurm's range) and a message
+ * naming the field ("origin: field X: ... cannot be submitted to Slurm").
+ * Nothing is left out silently.
+ *
+ * Set req->script, as_user, uid, gid, and req->env (the environment the
+ * job would get, "NAME=value" strings: --export and the job's own
+ * variables are applied to it) before the call; work_dir and name are
+ * set when spec gives them.  Strings and the new environment live in
+ * spec's arena (borrowed until hb_jobspec_free(spec)).  now is the
+ * clock for --begin/--deadline ("now+1hour"), utc_offset the local
+ * zone's (seconds east of UTC).  rep, when not NULL, gets each set
+ * field's fate (mapped, partial, or, on refusal, dropped with the
+ * reason; target_kind "Slurm").
+ */
+int hb_slurmc_from_jobspec(struct hb_jobspec *spec,
+			   struct hb_slurmc_submit *req, int64_t now,
+			   int32_t utc_offset, struct hb_report *rep,
+			   struct hb_err *err);
+
+/* The job_desc_msg_t member(s) that carry jobspec field f (an enum
+ * hb_field), "refused" for a field Slurm cannot take, NULL for a value
+ * that is not a field (the unit test walks every field). */
+const char *hb_slurmc_field_target(int f);
 
 /*
  * Submit a batch job (slurm_submit_batch_job); *job_id gets its id.

@@ -19,7 +19,13 @@
 #   * deleting a running one cancels its Slurm job (CANCELLED);
 #   * hpcbridged killed while one runs and restarted: still exactly one
 #     Slurm job, and the status ends Succeeded;
-#   * an MPIJob without managedBy is not taken.
+#   * an MPIJob without managedBy is not taken;
+#   * what an MPIJob asks of Slurm through hpcbridge.io/ annotations
+#     reaches its Slurm job (scontrol show job -o): a QoS made for the
+#     test, a constraint (a feature of the node), whole nodes, an array
+#     and a start time; one asking what Slurm cannot take (PBS -k oe:
+#     output kept on the execution host) ends Failed, InvalidSpec, the
+#     field named in the message, and no Slurm job.
 #
 # usage: origin_kube.test.sh BUILD_DIR SRC_DIR
 set -euo pipefail
@@ -38,6 +44,7 @@ export HB_SANDBOX_BACKEND=kubernetes
 granted=hbog$$
 other=hbon$$
 export HB_SANDBOX_ORIGIN_NAMESPACES="{default: [$granted, root]}"
+export HB_SLURM_NODE_FEATURES=hbfeat,hbother
 sandbox_test_up
 trap 'origin_users_del; _sandbox_test_cleanup' EXIT
 origin_user "$granted" && origin_user "$other" || die "cannot make users"
@@ -46,17 +53,21 @@ work=$tmp/work
 mkdir -p "$work"
 chmod 1777 "$work" # the jobs' working directory: theirs to write
 
-# mpijob NAME COMMAND [USER|-] [MANAGED(1|0)] > the manifest (JSON)
+# mpijob NAME COMMAND [USER|-] [MANAGED(1|0)] > the manifest (JSON);
+# $HB_MPIJOB_ANNOTATIONS (a JSON object), if set, its annotations
 mpijob() {
 	/usr/bin/python3 - "$@" "$work" <<'EOF'
-import json, sys
+import json, os, sys
 name, cmd, user, managed, work = sys.argv[1:6]
 labels = {'hpcbridge.io/account': 'physics'}
 if user != '-':
     labels['hpcbridge.io/user'] = user
+meta = {'name': name, 'labels': labels}
+if os.environ.get('HB_MPIJOB_ANNOTATIONS'):
+    meta['annotations'] = json.loads(os.environ['HB_MPIJOB_ANNOTATIONS'])
 job = {
     'apiVersion': 'kubeflow.org/v2beta1', 'kind': 'MPIJob',
-    'metadata': {'name': name, 'labels': labels},
+    'metadata': meta,
     'spec': {
         'slotsPerWorker': 1,
         'runPolicy': {'cleanPodPolicy': 'None'},
@@ -167,13 +178,8 @@ create doomed 'echo started; sleep 120; echo not reached'
 wait_cond doomed Running || bad "doomed: not Running: $(kube status doomed)"
 sid=$(slurm_ids doomed)
 kube delete doomed || bad "doomed: delete failed"
-state=""
-for _ in $(seq 100); do
-	state=$(field "$sid" JobState)
-	[ "$state" = CANCELLED ] && break
-	sleep 0.2
-done
-[ "$state" = CANCELLED ] && ok "doomed: deleting the MPIJob cancelled Slurm job $sid" ||
+wait_slurm "$sid" CANCELLED &&
+	ok "doomed: deleting the MPIJob cancelled Slurm job $sid" ||
 	bad "doomed: Slurm job '$sid' $state"
 
 # 6. hpcbridged killed while a job runs, and restarted.
@@ -195,6 +201,64 @@ n=$(slurm_ids hello | grep -c . || true)
 	bad "hello: $n Slurm jobs after the restart"
 [ "$(kube phase hello)" = Succeeded ] && ok "hello: still Succeeded" ||
 	bad "hello: phase $(kube phase hello) after the restart"
+
+# 7. What the MPIJob asks of Slurm is what Slurm is asked.  A QoS of
+# its own (slurmctld hears of it from slurmdbd), the node's feature,
+# whole nodes, an array of three, and a start in an hour (so that the
+# array stays one pending record).
+timeout 10 sacctmgr -i add qos hbfast >/dev/null 2>&1 ||
+	bad "sacctmgr could not add QoS hbfast"
+for _ in $(seq 50); do
+	scontrol show assoc_mgr flags=qos 2>/dev/null | grep -q '^QOS=hbfast(' &&
+		break
+	sleep 0.2
+done
+export HB_MPIJOB_ANNOTATIONS='{"hpcbridge.io/qos": "hbfast",
+  "hpcbridge.io/constraint": "hbfeat", "hpcbridge.io/exclusive": "true",
+  "hpcbridge.io/array": "0-2", "hpcbridge.io/begin": "now+1hour"}'
+create asks 'echo task $SLURM_ARRAY_TASK_ID'
+unset HB_MPIJOB_ANNOTATIONS
+sid=
+for _ in $(seq 150); do
+	sid=$(slurm_ids asks)
+	[ -n "$sid" ] && break
+	sleep 0.2
+done
+line=$(scontrol show job -o "$sid" 2>/dev/null || true)
+[ -n "$sid" ] && [ "$(printf '%s\n' "$line" | grep -c .)" = 1 ] &&
+	ok "asks: one Slurm job ($sid)" ||
+	bad "asks: Slurm jobs '$sid': $(kube status asks)"
+for want in QOS=hbfast Features=hbfeat OverSubscribe=NO ArrayJobId=$sid \
+	ArrayTaskId=0-2 JobState=PENDING; do
+	case " $line " in
+	*" $want "*) ok "asks: $want" ;;
+	*) bad "asks: no $want in: $line" ;;
+	esac
+done
+start=$(printf '%s\n' "$line" | tr ' ' '\n' | sed -n 's/^EligibleTime=//p')
+start_s=$(date -d "$start" +%s 2>/dev/null || echo 0)
+[ "$start_s" -ge $(($(date +%s) + 3000)) ] &&
+	ok "asks: eligible in an hour ($start)" || bad "asks: EligibleTime '$start'"
+kube delete asks || bad "asks: delete failed"
+wait_slurm "$sid" CANCELLED &&
+	ok "asks: deleted, Slurm job $sid cancelled" ||
+	bad "asks: Slurm job '$sid' $state"
+
+# 8. What Slurm cannot take refuses the job, the field named.
+export HB_MPIJOB_ANNOTATIONS='{"hpcbridge.io/keep": "oe"}'
+create keeps 'echo never'
+unset HB_MPIJOB_ANNOTATIONS
+if wait_cond keeps Failed; then
+	case $(st keeps "cond('Failed')") in
+	"True InvalidSpec "*"field keep:"*"cannot be submitted to Slurm"*)
+		ok "keeps: Failed, InvalidSpec, field keep named" ;;
+	*) bad "keeps: $(st keeps "cond('Failed')")" ;;
+	esac
+else
+	bad "keeps: not Failed: $(kube status keeps)"
+fi
+[ -z "$(slurm_ids keeps)" ] && ok "keeps: no Slurm job" ||
+	bad "keeps: Slurm job $(slurm_ids keeps)"
 
 sandbox_test_end
 echo "all Kubernetes-origin checks passed"

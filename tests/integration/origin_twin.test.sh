@@ -310,13 +310,7 @@ sleep 1
 	ok "gone-slurm: its Slurm job runs on while the daemon is down" ||
 	bad "gone-slurm: Slurm job '$sid' $(field "$sid" JobState)"
 start_daemon
-state=""
-for _ in $(seq 150); do
-	state=$(field "$sid" JobState)
-	[ "$state" = CANCELLED ] && break
-	sleep 0.2
-done
-[ "$state" = CANCELLED ] &&
+wait_slurm "$sid" CANCELLED 150 &&
 	ok "gone-slurm: Slurm job $sid cancelled after the restart" ||
 	bad "gone-slurm: Slurm job '$sid' $state"
 wait_gone "$tw" && ok "gone-twin: its twin $tw deleted after the restart" ||

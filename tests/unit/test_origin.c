@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "hpcbridge/config.h"
+#include "hpcbridge/doc.h"
 #include "hpcbridge/schema.h"
 #include "gateway/daemon/origin.h"
 #include "testutil.h"
@@ -110,6 +111,78 @@ static void set_user(cJSON *j, const char *user)
 	cJSON_DeleteItemFromObject(labels(j), "hpcbridge.io/user");
 	if (user)
 		cJSON_AddStringToObject(labels(j), "hpcbridge.io/user", user);
+}
+
+/* The fate (and target) the fidelity report gives field f, "" if none. */
+static void fate_of(const cJSON *rep, const char *f, char *out, size_t n)
+{
+	const cJSON *e, *x;
+
+	snprintf(out, n, "%s", "");
+	cJSON_ArrayForEach (e, cJSON_GetObjectItem(rep, "entries"))
+		cJSON_ArrayForEach (x, cJSON_GetObjectItem(e, "fields")) {
+			const char *t = hb_doc_str(x, "target");
+
+			if (strcmp(hb_doc_str(x, "field"), f))
+				continue;
+			snprintf(out, n, "%s %s", hb_doc_str(x, "fate"),
+				 t ? t : "-");
+		}
+}
+
+/* What Slurm is asked for every field, before the job is placed: the
+ * annotations' QoS, constraint and whole nodes mapped, the pods' image
+ * dropped for Slurm (not in the script), and what Slurm cannot take
+ * named in slurm_refusal (the job may still run as a twin). */
+static void test_prepare_slurm_fields(void **state)
+{
+	struct passwd *pw = getpwnam("daemon");
+	struct hb_origin_job oj;
+	struct hb_err err = { 0 };
+	struct hb_config cfg;
+	char yaml[256], f[128];
+	cJSON *j = job(), *ann;
+
+	(void)state;
+	assert_non_null(pw);
+	snprintf(yaml, sizeof(yaml),
+		 "origin:\n  min_uid: %u\n  namespaces:\n"
+		 "    default: [daemon]\n",
+		 (unsigned)pw->pw_uid);
+	config(&cfg, yaml);
+	set_user(j, "daemon");
+	ann = cJSON_AddObjectToObject(cJSON_GetObjectItem(j, "metadata"),
+				      "annotations");
+	cJSON_AddStringToObject(ann, "hpcbridge.io/qos", "hbq");
+	cJSON_AddStringToObject(ann, "hpcbridge.io/constraint", "ib");
+	cJSON_AddStringToObject(ann, "hpcbridge.io/exclusive", "true");
+	assert_int_equal(hb_origin_prepare(j, "default", &cfg, &oj, &err), 0);
+	assert_string_equal(oj.slurm_refusal, "");
+	assert_non_null(strstr(oj.script.data, "#SBATCH --qos=hbq\n"));
+	assert_non_null(strstr(oj.script.data, "#SBATCH --constraint=ib\n"));
+	assert_non_null(strstr(oj.script.data, "#SBATCH --exclusive\n"));
+	assert_null(strstr(oj.script.data, "--container"));
+	assert_non_null(oj.fidelity);
+	fate_of(oj.fidelity, "qos", f, sizeof(f));
+	assert_string_equal(f, "mapped qos");
+	fate_of(oj.fidelity, "constraint", f, sizeof(f));
+	assert_string_equal(f, "mapped features");
+	fate_of(oj.fidelity, "exclusive", f, sizeof(f));
+	assert_string_equal(f, "mapped shared (JOB_SHARED_NONE)");
+	fate_of(oj.fidelity, "container", f, sizeof(f));
+	assert_string_equal(f, "dropped -");
+	hb_origin_job_free(&oj);
+
+	cJSON_AddStringToObject(ann, "hpcbridge.io/keep", "oe");
+	assert_int_equal(hb_origin_prepare(j, "default", &cfg, &oj, &err), 0);
+	if (!strstr(oj.slurm_refusal, "field keep: ") ||
+	    !strstr(oj.slurm_refusal, "cannot be submitted to Slurm"))
+		fail_msg("refusal: '%s'", oj.slurm_refusal);
+	fate_of(oj.fidelity, "keep", f, sizeof(f));
+	assert_string_equal(f, "dropped -");
+	hb_origin_job_free(&oj);
+	hb_config_free(&cfg);
+	cJSON_Delete(j);
 }
 
 /* The system user "daemon" (uid 1 on Debian) stands for a granted user:
@@ -737,6 +810,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_managed),
 		cmocka_unit_test(test_prepare),
+		cmocka_unit_test(test_prepare_slurm_fields),
 		cmocka_unit_test(test_time),
 		cmocka_unit_test(test_status_queued),
 		cmocka_unit_test(test_status_running),

@@ -8,8 +8,11 @@
 #                       message", "" when absent
 #   wait_cond NAME TYPE wait (60 s) until condition TYPE is True
 #   slurm_ids NAME      the Slurm job ids named NAME (every state Slurm
-#                       still remembers)
+#                       still remembers; an array's pending record once)
 #   daemon_pid          hpcbridged's pid
+#   wait_slurm SID STATE [TRIES]  wait (TRIES x 0.2 s, 100 by default)
+#                       until Slurm job SID is in STATE; $state gets the
+#                       last state seen
 #   origin_user NAME    make a user a managed MPIJob may run as (a uid of
 #                       1000 or more, as origin.min_uid wants; no home);
 #                       origin_users_del deletes those made
@@ -58,9 +61,20 @@ wait_cond() {
 	return 1
 }
 
-slurm_ids() {
+slurm_ids() { # (an array's record has its Array* fields before JobName)
 	scontrol -o show job 2>/dev/null |
-		sed -n "s/^JobId=\([0-9]*\) JobName=$1 .*/\1/p"
+		sed -n "s/^JobId=\([0-9]*\) \(Array[A-Za-z]*=[^ ]* \)*JobName=$1 .*/\1/p"
 }
 
 daemon_pid() { head -c 32 "$box/hpcbridged.pid" | tr -dc 0-9; }
+
+wait_slurm() {
+	local i
+	state=""
+	for i in $(seq "${3:-100}"); do
+		state=$(field "$1" JobState)
+		[ "$state" = "$2" ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
