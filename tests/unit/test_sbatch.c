@@ -618,6 +618,28 @@ static void test_sizing(void **state)
 	    HB_ECONFLICT, "--ntasks-per-node is mutually exclusive");
 	bad(SH "#SBATCH --ntasks-per-gpu=2 --gpus-per-task=1 -n 2\n",
 	    HB_ECONFLICT, "--gpus-per-task is mutually exclusive");
+
+	/* --ntasks-per-tres is --ntasks-per-gpu under another name */
+	ok(SH "#SBATCH --ntasks-per-tres=2 --gpus=2\n");
+	assert_int_equal(spec.ntasks, 4);
+	assert_int_equal(spec.prov[HB_F_NTASKS].kind, HB_PROV_DERIVED);
+	assert_true(dir_has(find_dir("--ntasks-per-tres=2"), HB_F_NTASKS));
+	ok(SH "#SBATCH -N 2 --gpus-per-node=2 --ntasks-per-tres=3\n");
+	assert_int_equal(spec.ntasks, 12);
+	ok(SH "#SBATCH -n 4 --ntasks-per-tres=2\n");
+	assert_int_equal(spec.ntasks, 4);
+	ok(SH "#SBATCH --gpus=3 --ntasks-per-gpu=2 --ntasks-per-tres=2\n");
+	assert_int_equal(spec.ntasks, 6);
+	bad(SH "#SBATCH --ntasks-per-tres=2\n", HB_EINVAL,
+	    "--ntasks-per-tres needs either a GPU request");
+	bad(SH "#SBATCH --gpus=2 --ntasks-per-gpu=2 --ntasks-per-tres=3\n",
+	    HB_ECONFLICT,
+	    "inconsistent values set to --ntasks-per-gpu=2 and "
+	    "--ntasks-per-tres=3");
+	bad(SH "#SBATCH --ntasks-per-tres=2 --gpus=2 --ntasks-per-node=2\n",
+	    HB_ECONFLICT, "--ntasks-per-node is mutually exclusive");
+	bad(SH "#SBATCH --ntasks-per-tres=2 --gpus-per-task=1 -n 2\n",
+	    HB_ECONFLICT, "--gpus-per-task is mutually exclusive");
 }
 
 static void test_arrays(void **state)
