@@ -952,6 +952,27 @@ static void test_project(void **state)
 	assert_string_equal(s.comment, "project=chem42");
 	assert_true(has_field(find_dir(&s, "-P chem42"), HB_F_COMMENT));
 	hb_jobspec_free(&s);
+	/* the account in lower case, as slurmctld stores it; the project
+	 * kept as the comment stays as written */
+	ok("#PBS -A Grant7\ntrue\n", &s);
+	assert_string_equal(s.account, "grant7");
+	assert_true(has_field(find_dir(&s, "-A Grant7"), HB_F_ACCOUNT));
+	assert_note(find_dir(&s, "-A Grant7"),
+		    "account grant7: Slurm stores account names in lower case");
+	hb_jobspec_free(&s);
+	ok("#PBS -P Chem42\ntrue\n", &s);
+	assert_string_equal(s.account, "chem42");
+	assert_true(has_field(find_dir(&s, "-P Chem42"), HB_F_ACCOUNT));
+	assert_note(find_dir(&s, "-P Chem42"), "used as the account");
+	assert_note(find_dir(&s, "-P Chem42"), "lower case");
+	hb_jobspec_free(&s);
+	ok("#PBS -P Chem42\n#PBS -A K1206\ntrue\n", &s);
+	assert_string_equal(s.account, "k1206");
+	assert_string_equal(s.comment, "project=Chem42");
+	hb_jobspec_free(&s);
+	ok("#PBS -A grant7\ntrue\n", &s);
+	assert_null(find_dir(&s, "-A grant7")->note);
+	hb_jobspec_free(&s);
 }
 
 static void test_recorded_only(void **state)

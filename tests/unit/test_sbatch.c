@@ -757,6 +757,40 @@ static void test_unmapped(void **state)
 	assert_non_null(strstr(find_dir("#PBS -N pbsname")->note, "ignored"));
 }
 
+/* slurmctld stores account names in lower case, wherever they came from */
+static void test_account_case(void **state)
+{
+	const char *env[] = {"SBATCH_ACCOUNT=ProjX", NULL};
+	const char *argv[] = {"-A", "Cli-ACCT", NULL};
+
+	(void)state;
+	ok(SH "#SBATCH -A K1206\n");
+	assert_string_equal(spec.account, "k1206");
+	assert_true(dir_has(find_dir("-A K1206"), HB_F_ACCOUNT));
+	assert_non_null(strstr(find_dir("-A K1206")->note,
+			       "account k1206: Slurm stores account names in "
+			       "lower case"));
+	ok(SH "#SBATCH --account=n01-SiAMOC_2\n");
+	assert_string_equal(spec.account, "n01-siamoc_2");
+	/* only ASCII capitals change, as tolower() in the C locale */
+	ok(SH "#SBATCH -A \xc3\x9c" "ber-X\n");
+	assert_string_equal(spec.account, "\xc3\x9c" "ber-x");
+	/* already lower case: nothing to say */
+	ok(SH "#SBATCH -A proj7\n");
+	assert_string_equal(spec.account, "proj7");
+	assert_true(!find_dir("-A proj7")->note ||
+		    !strstr(find_dir("-A proj7")->note, "lower case"));
+	/* SBATCH_ACCOUNT and the command line too */
+	assert_int_equal(parse_opts(SH "hostname\n", env, NULL), 0);
+	assert_string_equal(spec.account, "projx");
+	assert_int_equal(spec.prov[HB_F_ACCOUNT].kind, HB_PROV_ENV);
+	assert_non_null(
+	    strstr(find_dir("SBATCH_ACCOUNT=ProjX")->note, "lower case"));
+	assert_int_equal(parse_opts(SH "#SBATCH -A Script\n", env, argv), 0);
+	assert_string_equal(spec.account, "cli-acct");
+	assert_int_equal(spec.prov[HB_F_ACCOUNT].kind, HB_PROV_CLI);
+}
+
 static void test_precedence(void **state)
 {
 	const char *env[] = {"SBATCH_PARTITION=long",	"SBATCH_TIMELIMIT=20",
@@ -917,6 +951,7 @@ int main(void)
 	    cmocka_unit_test(test_arrays),
 	    cmocka_unit_test(test_mail_signal_flags),
 	    cmocka_unit_test(test_unmapped),
+	    cmocka_unit_test(test_account_case),
 	    cmocka_unit_test(test_precedence),
 	    cmocka_unit_test(test_hpcbridge_options),
 	    cmocka_unit_test(test_export),

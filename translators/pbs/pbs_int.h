@@ -128,6 +128,7 @@ int pbs_oom(struct ctx *c);
 char *pbs_dup(struct ctx *c, const char *s);
 char *pbs_dupn(struct ctx *c, const char *s, size_t n);
 const char *pbs_where(struct ctx *c, uint32_t d, char buf[48]);
+int pbs_set_account(struct ctx *c, const char *v, uint32_t d);
 int pbs_note_at(struct ctx *c, uint32_t d, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void pbs_set_at(struct ctx *c, uint32_t d, enum hb_field f);

@@ -927,13 +927,11 @@ static int settle_project(struct ctx *c)
 
 	if (c->d_project == NO_DIR)
 		return 0;
-	if (!s->account) {
-		s->account = c->project;
-		pbs_set_at(c, c->d_project, HB_F_ACCOUNT);
+	if (!s->account)
 		return pbs_note_at(c, c->d_project,
 				   "PBS Pro project used as the account "
-				   "(no -A)");
-	}
+				   "(no -A)") ?:
+		       pbs_set_account(c, c->project, c->d_project);
 	s->comment = hb_arena_printf(&s->arena, "project=%s", c->project);
 	if (!s->comment)
 		return pbs_oom(c);
