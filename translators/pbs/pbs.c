@@ -613,6 +613,7 @@ int hb_pbs_parse(const char *buf, size_t len, const char *name,
 	c.d_ncpus = c.d_procs = c.d_ngpus = c.d_naccess = NO_DIR;
 	c.d_feature = c.d_gres = c.d_host = NO_DIR;
 	c.d_mppwidth = c.d_mppnppn = c.d_mppdepth = NO_DIR;
+	c.d_mppmem = c.d_mppnodes = NO_DIR;
 	c.d_join = c.d_out = c.d_errp = c.d_project = NO_DIR;
 	c.d_wx = c.d_stagein = c.d_export = NO_DIR;
 	c.note_dir = NO_DIR;

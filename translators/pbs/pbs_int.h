@@ -76,6 +76,7 @@ struct ctx {
 	uint32_t d_mem, d_pmem, d_ncpus, d_procs, d_ngpus, d_naccess;
 	uint32_t d_feature, d_gres, d_host;
 	uint32_t d_mppwidth, d_mppnppn, d_mppdepth; /* Cray's -l mpp* */
+	uint32_t d_mppmem, d_mppnodes;
 	struct tnodes tn;
 	struct pselect ps;
 	int place_arr;
@@ -83,7 +84,9 @@ struct ctx {
 	uint64_t wall, minwall, maxwall, mem_mb, pmem_mb;
 	uint32_t ncpus, procs, ngpus, gres_gpus;
 	uint32_t mppwidth, mppnppn, mppdepth;
-	struct strset feature, host;
+	uint64_t mppmem_mb;
+	uint32_t mppnodes_n; /* the nodes mppnodes names */
+	struct strset feature, host, mppnodes;
 	const char *gres_lic;
 
 	/* Options settled at the end. */
