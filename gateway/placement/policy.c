@@ -760,14 +760,31 @@ const struct hb_partition *hb_policy_partition(const struct hb_policy *pol,
 	return NULL;
 }
 
-static bool listed(const char *const *v, uint32_t n, const char *s)
+/*
+ * Account names compare ASCII case-insensitively: Slurm stores every
+ * account in lower case (sacctmgr creates them so, slurmctld lowercases
+ * the job's), so a policy naming "Chem" means the account Slurm calls
+ * "chem".  Partition names are case-sensitive in Slurm and stay exact.
+ */
+static int account_cmp(const char *a, const char *b)
+{
+	while (*a && hb_ascii_lower(*a) == hb_ascii_lower(*b)) {
+		a++;
+		b++;
+	}
+	return (unsigned char)hb_ascii_lower(*a) -
+	       (unsigned char)hb_ascii_lower(*b);
+}
+
+static bool listed(const char *const *v, uint32_t n, const char *s,
+		   int (*cmp)(const char *, const char *))
 {
 	if (!n)
 		return true; /* no list: any */
 	if (!s)
 		return false;
 	for (uint32_t i = 0; i < n; i++)
-		if (!strcmp(v[i], s))
+		if (!cmp(v[i], s))
 			return true;
 	return false;
 }
@@ -783,8 +800,8 @@ const struct hb_kqueue *hb_policy_queue(const struct hb_policy *pol,
 	for (uint32_t i = 0; i < pol->nqueues; i++) {
 		const struct hb_kqueue *q = &pol->queues[i];
 
-		if (listed(q->accounts, q->naccounts, account) &&
-		    listed(q->partitions, q->npartitions, partition))
+		if (listed(q->accounts, q->naccounts, account, account_cmp) &&
+		    listed(q->partitions, q->npartitions, partition, strcmp))
 			return q;
 		if (pol->default_queue && !strcmp(q->name, pol->default_queue))
 			def = q;
@@ -798,7 +815,8 @@ const struct hb_rule *hb_policy_rule(const struct hb_policy *pol,
 	for (uint32_t i = 0; i < pol->nrules; i++) {
 		const struct hb_rule *ru = &pol->rules[i];
 
-		if (ru->account && (!account || strcmp(ru->account, account)))
+		if (ru->account &&
+		    (!account || account_cmp(ru->account, account)))
 			continue;
 		if (ru->partition &&
 		    (!partition || strcmp(ru->partition, partition)))

@@ -952,6 +952,27 @@ static void test_project(void **state)
 	assert_string_equal(s.comment, "project=chem42");
 	assert_true(has_field(find_dir(&s, "-P chem42"), HB_F_COMMENT));
 	hb_jobspec_free(&s);
+	/* the account in lower case, as slurmctld stores it; the project
+	 * kept as the comment stays as written */
+	ok("#PBS -A Grant7\ntrue\n", &s);
+	assert_string_equal(s.account, "grant7");
+	assert_true(has_field(find_dir(&s, "-A Grant7"), HB_F_ACCOUNT));
+	assert_note(find_dir(&s, "-A Grant7"),
+		    "account grant7: Slurm stores account names in lower case");
+	hb_jobspec_free(&s);
+	ok("#PBS -P Chem42\ntrue\n", &s);
+	assert_string_equal(s.account, "chem42");
+	assert_true(has_field(find_dir(&s, "-P Chem42"), HB_F_ACCOUNT));
+	assert_note(find_dir(&s, "-P Chem42"), "used as the account");
+	assert_note(find_dir(&s, "-P Chem42"), "lower case");
+	hb_jobspec_free(&s);
+	ok("#PBS -P Chem42\n#PBS -A K1206\ntrue\n", &s);
+	assert_string_equal(s.account, "k1206");
+	assert_string_equal(s.comment, "project=Chem42");
+	hb_jobspec_free(&s);
+	ok("#PBS -A grant7\ntrue\n", &s);
+	assert_null(find_dir(&s, "-A grant7")->note);
+	hb_jobspec_free(&s);
 }
 
 static void test_recorded_only(void **state)
@@ -1612,6 +1633,121 @@ static void test_mpp_depth(void **state)
 	hb_jobspec_free(&s);
 }
 
+/* mppmem: memory per PE (aprun -m), read as pmem is. */
+static void test_mpp_mem(void **state)
+{
+	struct hb_jobspec s;
+
+	(void)state;
+	ok("#PBS -l mppwidth=48,mppnppn=24,mppmem=1500mb\ntrue\n", &s);
+	assert_int_equal(s.mem_kind, HB_MEM_PER_PROCESS);
+	assert_int_equal(s.mem_mb, 1500);
+	assert_true(has_field(find_dir(&s, "-l mppmem=1500mb"), HB_F_MEM));
+	assert_int_equal(s.ntasks, 48);
+	assert_int_equal(s.nodes_min, 2);
+	assert_accounted(&s);
+	hb_jobspec_free(&s);
+
+	/* a size as Torque reads it */
+	ok("#PBS -l mppmem=2gb\ntrue\n", &s);
+	assert_int_equal(s.mem_mb, 2048);
+	hb_jobspec_free(&s);
+
+	/* the same as pmem: one request */
+	ok("#PBS -l pmem=1gb\n#PBS -l mppmem=1024mb\ntrue\n", &s);
+	assert_int_equal(s.mem_kind, HB_MEM_PER_PROCESS);
+	assert_int_equal(s.mem_mb, 1024);
+	assert_note(find_dir(&s, "-l mppmem=1024mb"),
+		    "the same as -l pmem (line 1)");
+	assert_true(has_field(find_dir(&s, "-l pmem=1gb"), HB_F_MEM));
+	assert_accounted(&s);
+	hb_jobspec_free(&s);
+
+	/* against the job-wide mem, as pmem is: the larger per node wins */
+	ok("#PBS -l mem=1gb\n#PBS -l mppwidth=4,mppnppn=4,mppmem=1gb\n"
+	   "true\n",
+	   &s);
+	assert_int_equal(s.mem_kind, HB_MEM_PER_PROCESS);
+	assert_int_equal(s.mem_mb, 1024);
+	assert_note(find_dir(&s, "-l mem=1gb"), "dropped");
+	hb_jobspec_free(&s);
+
+	/* zero asks for nothing */
+	ok("#PBS -l mppmem=0\ntrue\n", &s);
+	assert_int_equal(s.mem_kind, HB_MEM_NONE);
+	assert_note(find_dir(&s, "-l mppmem=0"), "dropped");
+	hb_jobspec_free(&s);
+
+	expect_err("#PBS -l pmem=1gb\n#PBS -l mppmem=2gb\ntrue\n", NULL, 0,
+		   HB_ECONFLICT,
+		   "job.pbs:2: -l mppmem (2048 MiB a PE) conflicts with -l "
+		   "pmem (line 1, 1024 MiB a process)");
+	expect_err("#PBS -l mppmem=2gb\n#PBS -l pmem=1gb\ntrue\n", NULL, 0,
+		   HB_ECONFLICT, "job.pbs:2: -l mppmem (2048 MiB a PE)");
+	expect_err("#PBS -l select=1:ncpus=2\n#PBS -l mppmem=1gb\ntrue\n",
+		   NULL, 0, HB_ECONFLICT,
+		   "job.pbs:2: -l mppmem cannot be mixed with -l select "
+		   "(line 1)");
+	expect_err("#PBS -l mppmem=lots\ntrue\n", NULL, 0, HB_EINVAL,
+		   "-l mppmem: malformed size 'lots'");
+}
+
+/* mppnodes: ALPS's candidate nodes (aprun -L), as the node list. */
+static void test_mpp_nodes(void **state)
+{
+	struct hb_jobspec s;
+
+	(void)state;
+	ok("#PBS -l mppwidth=96,mppnppn=24\n#PBS -l mppnodes=32\n"
+	   "#PBS -l 'mppnodes=\"32,33,40-41\"'\ntrue\n",
+	   &s);
+	assert_string_equal(s.nodelist, "32,33,[40-41]");
+	assert_int_equal(s.nodes_min, 4);
+	assert_true(has_field(find_dir(&s, "-l mppnodes=\"32,33,40-41\""),
+			      HB_F_NODELIST));
+	assert_note(find_dir(&s, "-l mppnodes=32"), "overridden by line 3");
+	assert_accounted(&s);
+	hb_jobspec_free(&s);
+
+	ok("#PBS -l mppwidth=8 -l mppnodes=nid00012\ntrue\n", &s);
+	assert_string_equal(s.nodelist, "nid00012");
+	assert_int_equal(s.nodes_min, 1);
+	hb_jobspec_free(&s);
+
+	/* no node count: the list gives it */
+	ok("#PBS -l mppwidth=8\n#PBS -l mppnodes=100-103\ntrue\n", &s);
+	assert_string_equal(s.nodelist, "[100-103]");
+	assert_int_equal(s.nodes_min, 4);
+	assert_int_equal(s.nodes_max, 4);
+	assert_true(has_field(find_dir(&s, "-l mppnodes=100-103"),
+			      HB_F_NODES));
+	assert_note(find_dir(&s, "-l mppnodes=100-103"), "4 nodes");
+	assert_accounted(&s);
+	hb_jobspec_free(&s);
+
+	expect_err("#PBS -l mppwidth=48,mppnppn=24\n#PBS -l mppnodes=1-3\n"
+		   "true\n",
+		   NULL, 0, HB_ECONFLICT,
+		   "job.pbs:2: -l mppnodes names 3 nodes, but the job has 2 "
+		   "(line 1)");
+	expect_err("#PBS -l mppwidth=2\n#PBS -l mppnodes=1-3\ntrue\n", NULL,
+		   0, HB_ECONFLICT,
+		   "-l mppnodes names 3 nodes, more than the 2 PEs");
+	expect_err("#PBS -l mppnodes=7\n#PBS -l nodes=n1+n2\ntrue\n", NULL, 0,
+		   HB_ECONFLICT,
+		   "job.pbs:1: -l mppnodes cannot be mixed with the hosts of "
+		   "-l nodes (line 2)");
+	expect_err("#PBS -l host=n1\n#PBS -l mppnodes=7\ntrue\n", NULL, 0,
+		   HB_ECONFLICT, "with the hosts of -l host (line 1)");
+	expect_err("#PBS -l select=1:ncpus=2\n#PBS -l mppnodes=7\ntrue\n",
+		   NULL, 0, HB_ECONFLICT,
+		   "-l mppnodes cannot be mixed with -l select");
+	expect_err("#PBS -l mppnodes=9-3\ntrue\n", NULL, 0, HB_EINVAL,
+		   "-l mppnodes: malformed node list '9-3'");
+	expect_err("#PBS -l mppnodes=a/b\ntrue\n", NULL, 0, HB_EINVAL,
+		   "-l mppnodes: malformed node list");
+}
+
 /* nodes=, ncpus and procs where they agree with the mpp* shape. */
 static void test_mpp_agree(void **state)
 {
@@ -1846,6 +1982,8 @@ int main(void)
 	    cmocka_unit_test(test_mpp_width),
 	    cmocka_unit_test(test_mpp_width_nppn),
 	    cmocka_unit_test(test_mpp_depth),
+	    cmocka_unit_test(test_mpp_mem),
+	    cmocka_unit_test(test_mpp_nodes),
 	    cmocka_unit_test(test_mpp_agree),
 	    cmocka_unit_test(test_mpp_conflicts),
 	    cmocka_unit_test(test_mpp_bad_values),

@@ -563,6 +563,49 @@ static void test_gpus(void **state)
 
 /* The job's size as the controller settles it: nodes from the task
  * count without -N, tasks from --ntasks-per-gpu without -n. */
+/* pre, opt and post joined, in a static buffer. */
+static const char *with_opt(const char *pre, const char *opt,
+			    const char *post)
+{
+	static char buf[256];
+	int n = snprintf(buf, sizeof(buf), "%s%s%s", pre, opt, post);
+
+	assert_true(n > 0 && (size_t)n < sizeof(buf));
+	return buf;
+}
+
+/* Tasks per GPU, given as opt: tasks = GPUs x tasks per GPU. */
+static void tasks_per_gpu_cases(const char *opt)
+{
+	char d[64];
+
+	ok(with_opt(SH "#SBATCH ", opt, "=2 --gpus=2\n"));
+	assert_int_equal(spec.ntasks, 4);
+	assert_int_equal(spec.prov[HB_F_NTASKS].kind, HB_PROV_DERIVED);
+	snprintf(d, sizeof(d), "%s=2", opt);
+	assert_true(dir_has(find_dir(d), HB_F_NTASKS));
+	ok(with_opt(SH "#SBATCH -N 2 --gpus-per-node=2 ", opt, "=3\n"));
+	assert_int_equal(spec.ntasks, 12);
+	ok(with_opt(SH "#SBATCH -N 2 --gres=gpu:a100:2 ", opt, "=2\n"));
+	assert_int_equal(spec.ntasks, 8);
+	ok(with_opt(SH "#SBATCH --gpus-per-node=2 ", opt, "=2\n"));
+	assert_int_equal(spec.ntasks, 4);
+	ok(with_opt(SH "#SBATCH --gpus=2 -N 1-2 ", opt, "=2\n"));
+	assert_int_equal(spec.ntasks, 4);
+	/* -n wins; with no GPUs there is nothing to count from */
+	ok(with_opt(SH "#SBATCH -n 6 ", opt, "=2\n"));
+	assert_int_equal(spec.ntasks, 6);
+	assert_non_null(strstr(find_dir(d)->note, "not applied"));
+	ok(with_opt(SH "#SBATCH -N 2 ", opt, "=2\n"));
+	assert_int_equal(spec.ntasks, 0);
+	snprintf(d, sizeof(d), "%s needs either a GPU request", opt);
+	bad(with_opt(SH "#SBATCH ", opt, "=2\n"), HB_EINVAL, d);
+	bad(with_opt(SH "#SBATCH ", opt, "=2 --gpus=2 --ntasks-per-node=2\n"),
+	    HB_ECONFLICT, "--ntasks-per-node is mutually exclusive");
+	bad(with_opt(SH "#SBATCH ", opt, "=2 --gpus-per-task=1 -n 2\n"),
+	    HB_ECONFLICT, "--gpus-per-task is mutually exclusive");
+}
+
 static void test_sizing(void **state)
 {
 	struct hb_shape sh;
@@ -592,32 +635,15 @@ static void test_sizing(void **state)
 	ok(SH "#SBATCH -w n[1-4] -n 8 --ntasks-per-node=4\n");
 	assert_int_equal(spec.nodes_min, 4);
 
-	/* --ntasks-per-gpu: tasks = GPUs x tasks per GPU */
-	ok(SH "#SBATCH --ntasks-per-gpu=2 --gpus=2\n");
-	assert_int_equal(spec.ntasks, 4);
-	assert_int_equal(spec.prov[HB_F_NTASKS].kind, HB_PROV_DERIVED);
-	assert_true(dir_has(find_dir("--ntasks-per-gpu=2"), HB_F_NTASKS));
-	ok(SH "#SBATCH -N 2 --gpus-per-node=2 --ntasks-per-gpu=3\n");
-	assert_int_equal(spec.ntasks, 12);
-	ok(SH "#SBATCH -N 2 --gres=gpu:a100:2 --ntasks-per-gpu=2\n");
-	assert_int_equal(spec.ntasks, 8);
-	ok(SH "#SBATCH --gpus-per-node=2 --ntasks-per-gpu=2\n");
-	assert_int_equal(spec.ntasks, 4);
-	ok(SH "#SBATCH --gpus=2 -N 1-2 --ntasks-per-gpu=2\n");
-	assert_int_equal(spec.ntasks, 4);
-	/* -n wins; with no GPUs there is nothing to count from */
-	ok(SH "#SBATCH -n 6 --ntasks-per-gpu=2\n");
+	/* --ntasks-per-gpu, and --ntasks-per-tres under another name */
+	tasks_per_gpu_cases("--ntasks-per-gpu");
+	tasks_per_gpu_cases("--ntasks-per-tres");
+	ok(SH "#SBATCH --gpus=3 --ntasks-per-gpu=2 --ntasks-per-tres=2\n");
 	assert_int_equal(spec.ntasks, 6);
-	assert_non_null(strstr(find_dir("--ntasks-per-gpu=2")->note,
-			       "not applied"));
-	ok(SH "#SBATCH -N 2 --ntasks-per-gpu=2\n");
-	assert_int_equal(spec.ntasks, 0);
-	bad(SH "#SBATCH --ntasks-per-gpu=2\n", HB_EINVAL,
-	    "needs either a GPU request");
-	bad(SH "#SBATCH --ntasks-per-gpu=2 --gpus=2 --ntasks-per-node=2\n",
-	    HB_ECONFLICT, "--ntasks-per-node is mutually exclusive");
-	bad(SH "#SBATCH --ntasks-per-gpu=2 --gpus-per-task=1 -n 2\n",
-	    HB_ECONFLICT, "--gpus-per-task is mutually exclusive");
+	bad(SH "#SBATCH --gpus=2 --ntasks-per-gpu=2 --ntasks-per-tres=3\n",
+	    HB_ECONFLICT,
+	    "inconsistent values set to --ntasks-per-gpu=2 and "
+	    "--ntasks-per-tres=3");
 }
 
 static void test_arrays(void **state)
@@ -733,6 +759,40 @@ static void test_unmapped(void **state)
 	assert_non_null(strstr(find_dir("#PBS -N pbsname")->note, "not read"));
 	ok(SH "#SBATCH --ignore-pbs\n#PBS -N pbsname\n");
 	assert_non_null(strstr(find_dir("#PBS -N pbsname")->note, "ignored"));
+}
+
+/* slurmctld stores account names in lower case, wherever they came from */
+static void test_account_case(void **state)
+{
+	const char *env[] = {"SBATCH_ACCOUNT=ProjX", NULL};
+	const char *argv[] = {"-A", "Cli-ACCT", NULL};
+
+	(void)state;
+	ok(SH "#SBATCH -A K1206\n");
+	assert_string_equal(spec.account, "k1206");
+	assert_true(dir_has(find_dir("-A K1206"), HB_F_ACCOUNT));
+	assert_non_null(strstr(find_dir("-A K1206")->note,
+			       "account k1206: Slurm stores account names in "
+			       "lower case"));
+	ok(SH "#SBATCH --account=n01-SiAMOC_2\n");
+	assert_string_equal(spec.account, "n01-siamoc_2");
+	/* only ASCII capitals change, as tolower() in the C locale */
+	ok(SH "#SBATCH -A \xc3\x9c" "ber-X\n");
+	assert_string_equal(spec.account, "\xc3\x9c" "ber-x");
+	/* already lower case: nothing to say */
+	ok(SH "#SBATCH -A proj7\n");
+	assert_string_equal(spec.account, "proj7");
+	assert_true(!find_dir("-A proj7")->note ||
+		    !strstr(find_dir("-A proj7")->note, "lower case"));
+	/* SBATCH_ACCOUNT and the command line too */
+	assert_int_equal(parse_opts(SH "hostname\n", env, NULL), 0);
+	assert_string_equal(spec.account, "projx");
+	assert_int_equal(spec.prov[HB_F_ACCOUNT].kind, HB_PROV_ENV);
+	assert_non_null(
+	    strstr(find_dir("SBATCH_ACCOUNT=ProjX")->note, "lower case"));
+	assert_int_equal(parse_opts(SH "#SBATCH -A Script\n", env, argv), 0);
+	assert_string_equal(spec.account, "cli-acct");
+	assert_int_equal(spec.prov[HB_F_ACCOUNT].kind, HB_PROV_CLI);
 }
 
 static void test_precedence(void **state)
@@ -895,6 +955,7 @@ int main(void)
 	    cmocka_unit_test(test_arrays),
 	    cmocka_unit_test(test_mail_signal_flags),
 	    cmocka_unit_test(test_unmapped),
+	    cmocka_unit_test(test_account_case),
 	    cmocka_unit_test(test_precedence),
 	    cmocka_unit_test(test_hpcbridge_options),
 	    cmocka_unit_test(test_export),

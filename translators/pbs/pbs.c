@@ -94,6 +94,30 @@ char *pbs_dupn(struct ctx *c, const char *s, size_t n)
 	return hb_jobspec_strndup(c->spec, s, n);
 }
 
+/*
+ * The account as Slurm stores it: slurmctld lowercases every account name
+ * (ASCII capitals, whatever the configuration) when it creates the job,
+ * as sacctmgr does when it creates the account, so "K1206" is charged and
+ * shown as "k1206".  Sets the jobspec's account and notes a change on d.
+ */
+int pbs_set_account(struct ctx *c, const char *v, uint32_t d)
+{
+	char *low = pbs_dup(c, v);
+	bool changed = false;
+
+	if (!low)
+		return pbs_oom(c);
+	for (char *p = low; *p; p++) {
+		changed |= *p != hb_ascii_lower(*p);
+		*p = hb_ascii_lower(*p);
+	}
+	c->spec->account = low;
+	pbs_set_at(c, d, HB_F_ACCOUNT);
+	return changed ? pbs_note_at(c, d, "account %s: Slurm stores account "
+					   "names in lower case", low)
+		       : 0;
+}
+
 /* Where directive d was written, for notes: "line 7" or "argv[2]". */
 const char *pbs_where(struct ctx *c, uint32_t d, char buf[48])
 {
@@ -589,6 +613,7 @@ int hb_pbs_parse(const char *buf, size_t len, const char *name,
 	c.d_ncpus = c.d_procs = c.d_ngpus = c.d_naccess = NO_DIR;
 	c.d_feature = c.d_gres = c.d_host = NO_DIR;
 	c.d_mppwidth = c.d_mppnppn = c.d_mppdepth = NO_DIR;
+	c.d_mppmem = c.d_mppnodes = NO_DIR;
 	c.d_join = c.d_out = c.d_errp = c.d_project = NO_DIR;
 	c.d_wx = c.d_stagein = c.d_export = NO_DIR;
 	c.note_dir = NO_DIR;

@@ -76,6 +76,7 @@ struct ctx {
 	uint32_t d_mem, d_pmem, d_ncpus, d_procs, d_ngpus, d_naccess;
 	uint32_t d_feature, d_gres, d_host;
 	uint32_t d_mppwidth, d_mppnppn, d_mppdepth; /* Cray's -l mpp* */
+	uint32_t d_mppmem, d_mppnodes;
 	struct tnodes tn;
 	struct pselect ps;
 	int place_arr;
@@ -83,7 +84,9 @@ struct ctx {
 	uint64_t wall, minwall, maxwall, mem_mb, pmem_mb;
 	uint32_t ncpus, procs, ngpus, gres_gpus;
 	uint32_t mppwidth, mppnppn, mppdepth;
-	struct strset feature, host;
+	uint64_t mppmem_mb;
+	uint32_t mppnodes_n; /* the nodes mppnodes names */
+	struct strset feature, host, mppnodes;
 	const char *gres_lic;
 
 	/* Options settled at the end. */
@@ -128,6 +131,7 @@ int pbs_oom(struct ctx *c);
 char *pbs_dup(struct ctx *c, const char *s);
 char *pbs_dupn(struct ctx *c, const char *s, size_t n);
 const char *pbs_where(struct ctx *c, uint32_t d, char buf[48]);
+int pbs_set_account(struct ctx *c, const char *v, uint32_t d);
 int pbs_note_at(struct ctx *c, uint32_t d, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void pbs_set_at(struct ctx *c, uint32_t d, enum hb_field f);

@@ -1040,8 +1040,7 @@ int pbs_option(struct ctx *c, char opt, const char *arg)
 	case 'a':
 		return opt_begin(c, arg);
 	case 'A':
-		return need(c, opt, arg)
-			   ?: set_str(c, &s->account, arg, HB_F_ACCOUNT);
+		return need(c, opt, arg) ?: pbs_set_account(c, arg, c->cur);
 	case 'C':
 		return opt_prefix(c, arg);
 	case 'd':

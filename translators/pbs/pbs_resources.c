@@ -626,13 +626,79 @@ out:
 	return rc;
 }
 
+/*
+ * -l mppnodes: the nodes ALPS may place the job on (aprun -L): node IDs
+ * (NIDs) and NID ranges, "32,33,40-47", or node names, joined by commas.
+ * A range becomes a Slurm host range, "[40-47]".
+ */
+static int r_mppnodes(struct ctx *c, const char *v)
+{
+	struct strset s = {0};
+	uint64_t n = 0;
+	size_t vl = strlen(v);
+	const char *p = v, *end = v + vl;
+
+	if (vl >= 2 && v[0] == '"' && v[vl - 1] == '"') {
+		p++;
+		end--;
+	}
+	if (p == end)
+		goto bad;
+	while (p < end) {
+		const char *comma = memchr(p, ',', (size_t)(end - p));
+		size_t len = (size_t)((comma ? comma : end) - p);
+		const char *q = p;
+		int64_t lo, hi;
+		int rc;
+
+		if (!is_word(p, len))
+			goto bad;
+		/* digits-digits: a NID range */
+		if (hb_scan_digits(&q, 9, &lo) && *q == '-' && q++ &&
+		    hb_scan_digits(&q, 9, &hi) && q == p + len) {
+			const char *r;
+
+			if (lo > hi || hi - lo >= MAX_COUNT)
+				goto bad;
+			r = hb_arena_printf(&c->spec->arena, "[%.*s]",
+					    (int)len, p);
+			if (!r)
+				return pbs_oom(c);
+			rc = pbs_set_add(c, &s, r, len + 2);
+			n += hi - lo + 1;
+		} else {
+			rc = pbs_set_add(c, &s, p, len);
+			n++;
+		}
+		if (rc)
+			return rc;
+		if (n > MAX_COUNT)
+			return pbs_fail(c, HB_ERANGE,
+					"-l mppnodes: more than %u nodes",
+					MAX_COUNT);
+		p += len;
+		if (p < end && ++p == end)
+			goto bad;
+	}
+	c->mppnodes = s;
+	c->mppnodes_n = (uint32_t)n;
+	return pbs_take_slot(c, &c->d_mppnodes);
+bad:
+	return pbs_fail(c, HB_EINVAL,
+			"-l mppnodes: malformed node list '%s' (node IDs, "
+			"ranges such as 40-47, or names, joined by commas)",
+			v);
+}
+
 /* Not one of the Cray resources r_mpp() reads (no HB_E* code). */
 #define NOT_MPP (-1)
 
 /*
  * Cray's Torque resources, read as ALPS does: mppwidth is the processing
  * elements (tasks) in all, mppnppn how many go on a node, mppdepth the
- * CPUs (threads) each has.  Each at least 1; pbs_settle() shapes the job.
+ * CPUs (threads) each has, mppmem the memory of each (aprun -m), mppnodes
+ * the nodes to place them on (aprun -L).  Counts at least 1;
+ * pbs_settle() shapes the job.
  */
 static int r_mpp(struct ctx *c, const char *item, const char *v)
 {
@@ -644,9 +710,17 @@ static int r_mpp(struct ctx *c, const char *item, const char *v)
 	    {"-l mppnppn", &c->mppnppn, &c->d_mppnppn},
 	    {"-l mppdepth", &c->mppdepth, &c->d_mppdepth},
 	};
+	int rc;
 
+	if (strcasecmp(item, "mppnodes") == 0)
+		return r_mppnodes(c, v);
+	if (strcasecmp(item, "mppmem") == 0) {
+		rc = size_mib(c, "-l mppmem", v, &c->mppmem_mb);
+		if (!rc && !c->mppmem_mb)
+			rc = NOTE(c, "zero memory is no request; dropped");
+		return rc ? rc : pbs_take_slot(c, &c->d_mppmem);
+	}
 	for (size_t i = 0; i < sizeof(mpp) / sizeof(mpp[0]); i++) {
-		int rc;
 
 		if (strcasecmp(item, mpp[i].what + 3))
 			continue;
@@ -833,6 +907,21 @@ static int res_item(struct ctx *c, char *item)
 		    item);
 }
 
+/* The comma after the resource at p, or NULL: a value in double quotes
+ * may hold commas (Torque's -l mppnodes="32,33,40"). */
+static char *item_end(char *p)
+{
+	bool quoted = false;
+
+	for (; *p; p++) {
+		if (*p == '"')
+			quoted = !quoted;
+		else if (*p == ',' && !quoted)
+			return p;
+	}
+	return NULL;
+}
+
 int pbs_opt_l(struct ctx *c, const char *arg)
 {
 	char *s = pbs_dup(c, arg), *item, *next;
@@ -847,7 +936,7 @@ int pbs_opt_l(struct ctx *c, const char *arg)
 			  : pbs_fail(c, HB_EINVAL, "-l: empty resource list");
 	}
 	for (item = s; item; item = next) {
-		char *comma = strchr(item, ',');
+		char *comma = item_end(item);
 		const char *text;
 
 		if (comma)

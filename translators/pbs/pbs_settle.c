@@ -67,36 +67,43 @@ static uint32_t latest(const uint32_t *d, int n)
 	return best;
 }
 
+/* The union of the lists that were given; d[i] becomes NO_DIR where
+ * list i is absent or empty. */
+static int gather(struct ctx *c, const struct strset *const *sets,
+		  uint32_t *d, int n, struct strset *all)
+{
+	for (int i = 0; i < n; i++) {
+		if (d[i] == NO_DIR || !sets[i]->n)
+			d[i] = NO_DIR;
+		for (uint32_t k = 0; d[i] != NO_DIR && k < sets[i]->n; k++) {
+			int rc = pbs_set_add(c, all, sets[i]->v[k],
+					     strlen(sets[i]->v[k]));
+
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
 /* Constraint, nodelist, licenses and exclusive from every source. */
 static int settle_lists(struct ctx *c)
 {
 	struct hb_jobspec *s = c->spec;
 	const struct strset *fs[3] = {&c->tn.feat, &c->ps.cons, &c->feature};
-	const struct strset *hs[3] = {&c->tn.hosts, &c->ps.hosts, &c->host};
+	const struct strset *hs[4] = {&c->tn.hosts, &c->ps.hosts, &c->host,
+				      &c->mppnodes};
 	uint32_t fd[3] = {c->d_nodes, c->d_select, c->d_feature};
-	uint32_t hd[3] = {c->d_nodes, c->d_select, c->d_host};
+	uint32_t hd[4] = {c->d_nodes, c->d_select, c->d_host, c->d_mppnodes};
 	struct strset all = {0}, hall = {0};
 	uint32_t into;
 	int rc;
 
-	for (int i = 0; i < 3; i++) {
-		if (fd[i] == NO_DIR || !fs[i]->n)
-			fd[i] = NO_DIR;
-		if (hd[i] == NO_DIR || !hs[i]->n)
-			hd[i] = NO_DIR;
-		for (uint32_t k = 0; fd[i] != NO_DIR && k < fs[i]->n; k++) {
-			rc = pbs_set_add(c, &all, fs[i]->v[k],
-					 strlen(fs[i]->v[k]));
-			if (rc)
-				return rc;
-		}
-		for (uint32_t k = 0; hd[i] != NO_DIR && k < hs[i]->n; k++) {
-			rc = pbs_set_add(c, &hall, hs[i]->v[k],
-					 strlen(hs[i]->v[k]));
-			if (rc)
-				return rc;
-		}
-	}
+	rc = gather(c, fs, fd, 3, &all);
+	if (!rc)
+		rc = gather(c, hs, hd, 4, &hall);
+	if (rc)
+		return rc;
 	into = latest(fd, 3);
 	if (into != NO_DIR) {
 		char *j;
@@ -112,7 +119,7 @@ static int settle_lists(struct ctx *c)
 				return rc;
 		}
 	}
-	into = latest(hd, 3);
+	into = latest(hd, 4);
 	if (into != NO_DIR) {
 		char *j;
 
@@ -121,7 +128,7 @@ static int settle_lists(struct ctx *c)
 			return rc;
 		s->nodelist = j;
 		pbs_set_at(c, into, HB_F_NODELIST);
-		for (int i = 0; i < 3; i++) {
+		for (int i = 0; i < 4; i++) {
 			rc = joined_note(c, hd[i], into, "nodelist");
 			if (rc)
 				return rc;
@@ -370,19 +377,22 @@ static int total_cpus_ok(struct ctx *c, uint32_t tasks, uint32_t cpt)
 /* ------------------------------------------------------------------ */
 /* Cray's mpp* resources: the shape ALPS gives them                     */
 
-/* "mppwidth" for directive d, one of the three mpp* slots. */
+/* "mppwidth" for directive d, one of the mpp* slots. */
 static const char *mpp_name(const struct ctx *c, uint32_t d)
 {
 	return d == c->d_mppwidth  ? "mppwidth"
 	       : d == c->d_mppnppn ? "mppnppn"
-				   : "mppdepth";
+	       : d == c->d_mppdepth ? "mppdepth"
+	       : d == c->d_mppmem   ? "mppmem"
+				    : "mppnodes";
 }
 
 /* select= gives a whole shape of its own: the two are not mixed. */
 static int mpp_select(struct ctx *c)
 {
-	uint32_t m[3] = {c->d_mppwidth, c->d_mppnppn, c->d_mppdepth};
-	uint32_t mpp = latest(m, 3), later, other;
+	uint32_t m[5] = {c->d_mppwidth, c->d_mppnppn, c->d_mppdepth,
+			 c->d_mppmem, c->d_mppnodes};
+	uint32_t mpp = latest(m, 5), later, other;
 	char w[48];
 
 	if (mpp == NO_DIR || c->d_select == NO_DIR)
@@ -547,6 +557,57 @@ static int settle_mpp(struct ctx *c)
 	return 0;
 }
 
+/*
+ * mppnodes: the nodes ALPS may place the PEs on.  Slurm's node list
+ * requires every node it names, so the list must name as many nodes as
+ * the job has (mppwidth at mppnppn per node, or -l nodes); with no node
+ * count it gives one, at most one node a PE.  The hosts of -l nodes or
+ * -l host are another list: the two are not mixed.
+ */
+static int mpp_nodelist(struct ctx *c)
+{
+	struct hb_jobspec *s = c->spec;
+	uint32_t d = c->d_mppnodes, n = c->mppnodes_n;
+	uint32_t hd[2] = {c->tn.hosts.n ? c->d_nodes : NO_DIR,
+			  c->host.n ? c->d_host : NO_DIR};
+	uint32_t nd[3] = {c->d_nodes, c->d_mppwidth, c->d_mppnppn};
+	uint32_t other = latest(hd, 2), pes = s->ntasks ? s->ntasks : 1;
+	char w[48];
+
+	if (d == NO_DIR)
+		return 0;
+	at_dir(c, d);
+	if (other != NO_DIR)
+		return pbs_fail(c, HB_ECONFLICT,
+				"-l mppnodes cannot be mixed with the hosts "
+				"of -l %s (%s)",
+				other == c->d_host ? "host" : "nodes",
+				pbs_where(c, other, w));
+	if (hb_jobspec_has(s, HB_F_NODES)) {
+		if (n == s->nodes_min)
+			return pbs_note_at(c, d,
+					   "ALPS's candidate nodes, all of "
+					   "them required in Slurm");
+		return pbs_fail(c, HB_ECONFLICT,
+				"-l mppnodes names %u nodes, but the job has "
+				"%u (%s); Slurm requires every listed node",
+				n, s->nodes_min,
+				pbs_where(c, latest(nd, 3), w));
+	}
+	if (n > pes)
+		return pbs_fail(c, HB_ECONFLICT,
+				"-l mppnodes names %u nodes, more than the %u "
+				"PEs ALPS places; Slurm requires every listed "
+				"node",
+				n, pes);
+	s->nodes_min = s->nodes_max = n;
+	pbs_set_at(c, d, HB_F_NODES);
+	return pbs_note_at(c, d,
+			   "%u nodes: ALPS's candidate nodes, all of them "
+			   "required in Slurm",
+			   n);
+}
+
 /* -l ncpus beside mppwidth or mppdepth: only the CPUs they give. */
 static int mpp_ncpus(struct ctx *c)
 {
@@ -674,16 +735,50 @@ static int settle_shape(struct ctx *c)
 			pbs_set_at(c, c->d_procs, HB_F_NTASKS);
 		}
 	}
-	return 0;
+	return mpp_nodelist(c);
+}
+
+/*
+ * mppmem: the memory of each PE (aprun -m), what pmem gives per process;
+ * the two must agree.  Read from here on as pmem.
+ */
+static int mpp_mem(struct ctx *c)
+{
+	uint32_t d = c->d_mppmem;
+	char w[48];
+
+	if (d == NO_DIR || !c->mppmem_mb)
+		return 0;
+	if (c->d_pmem == NO_DIR || !c->pmem_mb) {
+		c->pmem_mb = c->mppmem_mb;
+		c->d_pmem = d;
+		return 0;
+	}
+	pbs_where(c, c->d_pmem, w);
+	if (c->pmem_mb != c->mppmem_mb) {
+		at_dir(c, d > c->d_pmem ? d : c->d_pmem);
+		return pbs_fail(c, HB_ECONFLICT,
+				"-l mppmem (%llu MiB a PE) conflicts with -l "
+				"pmem (%s, %llu MiB a process)",
+				(unsigned long long)c->mppmem_mb, w,
+				(unsigned long long)c->pmem_mb);
+	}
+	pbs_set_derived(c, d, HB_F_MEM);
+	return pbs_note_at(c, d, "the same as -l pmem (%s)", w);
 }
 
 static int settle_mem(struct ctx *c)
 {
 	struct hb_jobspec *s = c->spec;
-	bool mem = c->d_mem != NO_DIR && c->mem_mb;
-	bool pmem = c->d_pmem != NO_DIR && c->pmem_mb;
+	bool mem, pmem;
 	struct hb_shape sh;
 	char w[48];
+	int rc = mpp_mem(c);
+
+	if (rc)
+		return rc;
+	mem = c->d_mem != NO_DIR && c->mem_mb;
+	pmem = c->d_pmem != NO_DIR && c->pmem_mb;
 
 	if (s->mem_kind == HB_MEM_PER_NODE) {
 		/* select= chunks gave memory per node */
@@ -927,13 +1022,11 @@ static int settle_project(struct ctx *c)
 
 	if (c->d_project == NO_DIR)
 		return 0;
-	if (!s->account) {
-		s->account = c->project;
-		pbs_set_at(c, c->d_project, HB_F_ACCOUNT);
+	if (!s->account)
 		return pbs_note_at(c, c->d_project,
 				   "PBS Pro project used as the account "
-				   "(no -A)");
-	}
+				   "(no -A)") ?:
+		       pbs_set_account(c, c->project, c->d_project);
 	s->comment = hb_arena_printf(&s->arena, "project=%s", c->project);
 	if (!s->comment)
 		return pbs_oom(c);

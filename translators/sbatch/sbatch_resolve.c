@@ -236,6 +236,38 @@ static const struct str_map {
      offsetof(struct hb_jobspec, checkpoint_dir)},
 };
 
+/*
+ * The account as Slurm stores it: slurmctld lowercases every account name
+ * (ASCII capitals, whatever the configuration) when it creates the job,
+ * as sacctmgr does when it creates the account, so "-A K1206" is charged
+ * and shown as "k1206".
+ */
+static int lower_account(struct ctx *c)
+{
+	struct hb_jobspec *sp = c->spec;
+	const struct slot *s = &c->slot[O_ACCOUNT];
+	char *low;
+	bool changed = false;
+
+	if (!sp->account)
+		return 0;
+	low = hb_arena_strdup(&sp->arena, sp->account);
+	if (!low)
+		return sb_nomem(c);
+	for (char *p = low; *p; p++) {
+		changed |= *p != hb_ascii_lower(*p);
+		*p = hb_ascii_lower(*p);
+	}
+	sp->account = low;
+	if (changed && s->dir != NO_DIR)
+		sb_note(c, s->dir,
+			hb_arena_printf(&sp->arena,
+					"account %s: Slurm stores account "
+					"names in lower case",
+					low));
+	return 0;
+}
+
 /* _validate_memory_options() */
 static int resolve_mem(struct ctx *c)
 {
@@ -597,13 +629,55 @@ static int validate_gpus(struct ctx *c)
 	return 0;
 }
 
+/*
+ * --ntasks-per-tres (in libslurm's option table, undocumented) is
+ * --ntasks-per-gpu under another name: sbatch refuses the two with
+ * different values and otherwise reads either as the other, GPUs being the
+ * only TRES it counts tasks by (_validate_ntasks_per_gpu in 22.05's
+ * src/common/slurm_opt.c).
+ */
+static int merge_tasks_per_tres(struct ctx *c)
+{
+	struct slot *tpg = &c->slot[O_NTASKS_PER_GPU];
+	const struct slot *tpt = &c->slot[O_NTASKS_PER_TRES];
+
+	if (!tpt->set)
+		return 0;
+	if (!tpg->set) {
+		*tpg = *tpt;
+		return 0;
+	}
+	if (tpg->a == tpt->a)
+		return 0;
+	return gres_fail(c, tpg->dir > tpt->dir ? tpg->dir : tpt->dir,
+			 HB_ECONFLICT,
+			 hb_arena_printf(&c->spec->arena,
+					 "inconsistent values set to "
+					 "--ntasks-per-gpu=%llu and "
+					 "--ntasks-per-tres=%llu",
+					 (unsigned long long)tpg->a,
+					 (unsigned long long)tpt->a));
+}
+
+/* The name the tasks-per-GPU request was given by, for messages. */
+static const char *tpg_name(const struct ctx *c)
+{
+	uint32_t d = c->slot[O_NTASKS_PER_GPU].dir;
+
+	return d != NO_DIR &&
+		       (c->dinfo[d] & ~DI_NOVALUE) == O_NTASKS_PER_TRES
+		       ? "--ntasks-per-tres"
+		       : "--ntasks-per-gpu";
+}
+
 /* sbatch's own refusals of --ntasks-per-gpu, made before the GPU checks. */
 static int check_tasks_per_gpu(struct ctx *c)
 {
 	const struct slot *tpg = &c->slot[O_NTASKS_PER_GPU];
+	int rc = merge_tasks_per_tres(c);
 
-	if (!tpg->set)
-		return 0;
+	if (rc || !tpg->set)
+		return rc;
 	if (c->slot[O_NTASKS_PER_NODE].set)
 		return gres_fail(c, tpg->dir, HB_ECONFLICT,
 				 "--ntasks-per-node is mutually exclusive "
@@ -635,9 +709,12 @@ static int resolve_tasks_per_gpu(struct ctx *c)
 				  : gpn * (sp->nodes_min ? sp->nodes_min : 1);
 	if (!gpus && !c->slot[O_NTASKS].set && !hb_jobspec_has(sp, HB_F_NODES))
 		return gres_fail(c, tpg->dir, HB_EINVAL,
-				 "--ntasks-per-gpu needs either a GPU "
-				 "request or a node or task count (invalid "
-				 "generic resource (gres) specification)");
+				 hb_arena_printf(&sp->arena,
+						 "%s needs either a GPU request "
+						 "or a node or task count "
+						 "(invalid generic resource "
+						 "(gres) specification)",
+						 tpg_name(c)));
 	if (c->slot[O_NTASKS].set) {
 		sb_note(c, tpg->dir, "not applied: -n/--ntasks gives the "
 				     "task count");
@@ -651,8 +728,10 @@ static int resolve_tasks_per_gpu(struct ctx *c)
 	n = gpus * tpg->a; /* both at most 2^32: no overflow */
 	if (n > INT_MAX)
 		return gres_fail(c, tpg->dir, HB_ERANGE,
-				 "the task count from --ntasks-per-gpu is "
-				 "too large");
+				 hb_arena_printf(&sp->arena,
+						 "the task count from %s is "
+						 "too large",
+						 tpg_name(c)));
 	sp->ntasks = (uint32_t)n;
 	derive(c, HB_F_NTASKS, tpg->dir, "tasks", n);
 	return 0;
@@ -997,6 +1076,9 @@ int sb_resolve(struct ctx *c)
 		*(const char **)((char *)sp + str_map[k].off) = s->val;
 		sb_set_field(c, str_map[k].field, s->dir);
 	}
+	rc = lower_account(c);
+	if (rc)
+		return rc;
 	s = &c->slot[O_NODELIST];
 	if (s->set && s->dir != NO_DIR && c->dinfo[s->dir] == O_NODELIST) {
 		sp->nodelist = s->val;
