@@ -663,6 +663,14 @@ static void test_full(void **state)
 			    "research");
 	assert_string_equal(hb_policy_queue(&pol, "bio", "gpu")->name, "burst");
 	assert_string_equal(hb_policy_queue(&pol, NULL, NULL)->name, "burst");
+	/* Slurm keeps accounts in lower case: a policy's account names
+	 * match whatever case either side wrote */
+	assert_string_equal(hb_policy_queue(&pol, "Physics", "gpu")->name,
+			    "research");
+	assert_string_equal(hb_policy_rule(&pol, "PHYSICS", "gpu")->name,
+			    "physics");
+	assert_string_equal(hb_policy_rule(&pol, "physicsx", "gpu")->name,
+			    hb_policy_rule(&pol, "nobody", "gpu")->name);
 
 	/* data: longest prefix on a path boundary */
 	assert_string_equal(hb_policy_data(&pol, "/lustre/era5/2020")->prefix,
