@@ -24,3 +24,11 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# kubectl (Debian's package `kubectl`) checks the Kubernetes emulator with
+# the client people use.  Installed apart: a machine whose sources lack it
+# still builds, and the tests that need it say so.
+if ! command -v kubectl >/dev/null 2>&1; then
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		--no-install-recommends kubectl ||
+		echo "setup: package kubectl is not available here" >&2
+fi
