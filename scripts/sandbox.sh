@@ -111,6 +111,12 @@ write_config() {
 	  local_dir: $dir/remote
 	kubernetes:
 	  namespace: default
+	  volumes:
+	    - {path: $dir/work, pvc: work}
+	  queues:
+	    default: burst
+	  priority_classes: {low: low, normal: normal, high: high}
+	  default_priority_class: normal
 	plugin:
 	  timeout_ms: 200
 	origin:
@@ -139,6 +145,11 @@ kube_up() {
 		head -c 18 /dev/urandom | base64 | tr -dc A-Za-z0-9 \
 			>"$dir/kube/token"
 	local -a env=() extra=()
+	# burst jobs' pods meet Pod Security "restricted"; their files are
+	# on claim "work", DIR/work (emulated claims live in DIR/pvc)
+	local restricted=pod-security.kubernetes.io/enforce=restricted
+	mkdir -p "$dir/pvc/default"
+	ln -sfn "$dir/work" "$dir/pvc/default/work"
 	read -r -a extra <<<"${HB_SANDBOX_KUBEMU_ARGS-}"
 	if [ "$(id -u)" = 0 ]; then
 		env=(--exec-env OMPI_ALLOW_RUN_AS_ROOT=1
@@ -148,8 +159,9 @@ kube_up() {
 		--port-file "$dir/kube/port" --pidfile "$dir/kube/pid" \
 		--tls-dir "$dir/kube/tls" --token "$(cat "$dir/kube/token")" \
 		--kubeconfig-out "$dir/kubeconfig" --workdir "$dir/kube/work" \
-		--execute --pod-start-ms 100 "${env[@]}" "${extra[@]}" \
-		</dev/null >>"$dir/kube/log" 2>&1 &
+		--execute --pod-start-ms 100 "${env[@]}" \
+		--namespace "default,$restricted" --pvc-root "$dir/pvc" \
+		"${extra[@]}" </dev/null >>"$dir/kube/log" 2>&1 &
 	until [ -s "$dir/kube/port" ]; do
 		t=$((t + 1))
 		if [ "$t" -gt 100 ]; then
@@ -161,6 +173,34 @@ kube_up() {
 	done
 	printf 'https://127.0.0.1:%s\n' "$(cat "$dir/kube/port")" \
 		>"$dir/kube/url"
+	kueue_up "$dir"
+}
+
+# Kueue's queue and priorities (examples/sandbox/kueue.yaml), with kubectl
+# (python3-kubernetes where kubectl is missing).
+kueue_up() {
+	local dir=$1 f=$src/examples/sandbox/kueue.yaml
+	if command -v kubectl >/dev/null 2>&1; then
+		KUBECONFIG=$dir/kubeconfig kubectl apply -f "$f" >&2 && return 0
+	else
+		KUBECONFIG=$dir/kubeconfig /usr/bin/python3 - "$f" <<-'PY' >&2 && return 0
+		import sys, yaml
+		from kubernetes import client, config
+		config.load_kube_config()
+		api = client.CustomObjectsApi()
+		for o in yaml.safe_load_all(open(sys.argv[1])):
+		    g, v = o["apiVersion"].split("/")
+		    plural = o["kind"].lower() + "es" if o["kind"].endswith("s") \
+		        else o["kind"].lower() + "s"
+		    ns = o["metadata"].get("namespace")
+		    if ns:
+		        api.create_namespaced_custom_object(g, v, ns, plural, o)
+		    else:
+		        api.create_cluster_custom_object(g, v, plural, o)
+		PY
+	fi
+	say "cannot apply $f"
+	return 1
 }
 
 # Stop the process of pidfile FILE running PROGRAM: TERM, then KILL.

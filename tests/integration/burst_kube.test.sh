@@ -92,6 +92,39 @@ hpcbridge status "$hb" 2>&1 | grep -q succeeded &&
 	ok "mpi-burst: hpcbridge status succeeded" ||
 	bad "mpi-burst status: $(hpcbridge status "$hb" 2>&1)"
 
+# 1a. As a real cluster runs it: kubectl shows the MPIJob running as the
+# user (runAsUser, runAsNonRoot) through Kueue's LocalQueue, admitted by
+# Kueue (created suspended, then unsuspended); the file the job writes in
+# the directory the cluster mounts belongs to the user.
+uid=$(id -u "$HB_SANDBOX_USER")
+kubectl get mpijob "$hb" -o yaml >"$tmp/mpijob.yaml" 2>&1 ||
+	bad "kubectl get mpijob $hb: $(cat "$tmp/mpijob.yaml")"
+for want in "runAsUser: $uid" "runAsNonRoot: true" \
+	"kueue.x-k8s.io/queue-name: burst" \
+	"kueue.x-k8s.io/priority-class: normal" "claimName: work"; do
+	grep -qF "$want" "$tmp/mpijob.yaml" &&
+		ok "kubectl get mpijob -o yaml: $want" ||
+		bad "kubectl get mpijob -o yaml: no '$want'"
+done
+kubectl get workloads -o yaml >"$tmp/wl.yaml" 2>&1
+grep -q "name: $hb" "$tmp/wl.yaml" && grep -q "reason: Admitted" "$tmp/wl.yaml" &&
+	ok "Kueue admitted the MPIJob's workload" ||
+	bad "no admitted workload for $hb: $(head -c 800 "$tmp/wl.yaml")"
+cat >"$tmp/writes.sh" <<'EOF'
+#!/bin/sh
+#SBATCH --partition=gpu
+#SBATCH --output=writes-%j.out
+id -u >"wrote-$HPCBRIDGE_JOB_ID.txt"
+EOF
+id=$(submit_user "$tmp/writes.sh")
+hb=$(gateway_id "$id")
+st=$(wait_final "$id")
+f=$wk/wrote-$hb.txt
+[ "$st" = COMPLETED ] && [ "$(stat -c %u "$f" 2>/dev/null)" = "$uid" ] &&
+	[ "$(cat "$f")" = "$uid" ] &&
+	ok "the file the job wrote on the cluster is the user's (uid $uid)" ||
+	bad "writes.sh: $st, $(stat -c '%u:%g' "$f" 2>&1), $(cat "$f" 2>&1)"
+
 # 1b. The MPIJob is the job as decided: options on sbatch's command line
 # (here 2 nodes, 1 task each, where the script says 2 tasks and no nodes)
 # shape it, not only the script's #SBATCH lines.
