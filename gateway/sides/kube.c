@@ -193,6 +193,24 @@ static int64_t time_ms(const char *s)
 	return t * 1000;
 }
 
+/* Whether an MPIJob's status says it ran: a Running condition (the MPI
+ * Operator turns it False when the job is suspended, and never adds one
+ * to a job that has not run) or a startTime. */
+static int started(const cJSON *status)
+{
+	const cJSON *c;
+
+	if (hb_doc_str(status, "startTime"))
+		return 1;
+	cJSON_ArrayForEach (c, hb_doc_get(status, "conditions")) {
+		const char *t = hb_doc_str(c, "type");
+
+		if (t && !strcmp(t, "Running"))
+			return 1;
+	}
+	return 0;
+}
+
 enum hb_remote_phase hb_remote_mpijob_phase(const cJSON *status, char *msg,
 					    size_t size)
 {
@@ -218,6 +236,9 @@ enum hb_remote_phase hb_remote_mpijob_phase(const cJSON *status, char *msg,
 				continue;
 			snprintf(msg, size, "%s%s%s%s%s", t, r ? ": " : "",
 				 r ? r : "", m ? ": " : "", m ? m : "");
+			if (order[i].phase == HB_REMOTE_PENDING &&
+			    started(status))
+				return HB_REMOTE_SUSPENDED;
 			return order[i].phase;
 		}
 	return HB_REMOTE_PENDING;
@@ -235,6 +256,11 @@ static void observe(struct kube_be *b, struct kjob *j, const cJSON *obj)
 	j->end_ms = time_ms(hb_doc_str(st, "completionTime"));
 	if (hb_remote_phase_done(j->phase))
 		return; /* reported final: it stays so */
+	/* Some controllers clear startTime on suspension: what we saw
+	 * running and is suspended again was preempted all the same. */
+	if (p == HB_REMOTE_PENDING && !strncmp(j->message, "Suspended", 9) &&
+	    (j->phase == HB_REMOTE_RUNNING || j->phase == HB_REMOTE_SUSPENDED))
+		p = HB_REMOTE_SUSPENDED;
 	j->seen = p;
 	if (hb_remote_phase_done(p))
 		want(b, j, W_FINISH); /* reported once the exit code is read */
