@@ -236,6 +236,9 @@ struct hb_daemon {
 	int64_t last_kcap;     /* ... last asked for */
 	int kcap_failing;      /* the last capacity read failed */
 	int polling;	   /* a poll is on a worker */
+	int preempting;	   /* preempted jobs are looked at on a worker */
+	int64_t last_preempt; /* ... last asked for */
+	struct ratelog rl_preempt;
 	struct hb_store *ckpt_st; /* the checkpoint worker's own handle */
 	int ckpt_pages;		  /* a checkpoint goes to a worker ... */
 	int ckpt_mark;		  /* ... this many pages after the last */
@@ -398,6 +401,8 @@ void hbd_op_remote_abandon(struct hb_daemon *d, struct conn *c,
 			   const cJSON *req);
 void hbd_remote_stop(struct hb_daemon *d, struct conn *c, const cJSON *req,
 		     int abandon);
+/* reconcile.c: burst jobs' proxies follow Kueue's preemptions */
+void hbd_watch_preempted(struct hb_daemon *d, int64_t now);
 struct task *hbd_remote_task(struct hb_daemon *d, struct conn *c,
 			     enum task_kind kind, const struct hb_job_row *j,
 			     const char *rid, int64_t task);
