@@ -193,22 +193,13 @@ static int64_t time_ms(const char *s)
 	return t * 1000;
 }
 
-/* Whether an MPIJob's status says it ran: a Running condition (the MPI
- * Operator turns it False when the job is suspended, and never adds one
- * to a job that has not run) or a startTime. */
+/* Whether an MPIJob's status says it ran: a startTime, which the MPI
+ * Operator sets when the job first runs unsuspended, and again when it is
+ * resumed.  (Its Running condition is no sign: the operator sets it False,
+ * reason MPIJobSuspended, on a job created suspended too.) */
 static int started(const cJSON *status)
 {
-	const cJSON *c;
-
-	if (hb_doc_str(status, "startTime"))
-		return 1;
-	cJSON_ArrayForEach (c, hb_doc_get(status, "conditions")) {
-		const char *t = hb_doc_str(c, "type");
-
-		if (t && !strcmp(t, "Running"))
-			return 1;
-	}
-	return 0;
+	return hb_doc_str(status, "startTime") != NULL;
 }
 
 enum hb_remote_phase hb_remote_mpijob_phase(const cJSON *status, char *msg,

@@ -56,9 +56,9 @@ int hb_remote_phase_done(enum hb_remote_phase p);
 /* The phase an MPIJob's .status says (its True conditions: Succeeded,
  * Failed, Suspended, Running, in that order; else pending), and in msg
  * the condition that says it ("Failed: Reason: message", "" if none).
- * Suspended is HB_REMOTE_SUSPENDED for a job that had started (a Running
- * condition, whatever its status, or a startTime: it was admitted and
- * ran), else pending (created suspended, waiting for admission). */
+ * Suspended is HB_REMOTE_SUSPENDED for a job that had started (a
+ * startTime: it was admitted and ran, and Kueue preempted it), else
+ * pending (created suspended, waiting for admission). */
 struct cJSON;
 enum hb_remote_phase hb_remote_mpijob_phase(const struct cJSON *status,
 					    char *msg, size_t size);
