@@ -297,7 +297,7 @@ int hb_decider_set_slurm(struct hb_decider *dc,
 }
 
 static int set_queue(struct hb_snapshot *snap, const char *name,
-		     const struct hb_kcap *cap)
+		     const struct hb_kcap *cap, int64_t turn_s)
 {
 	struct hb_snap_queue *q;
 	uint32_t kept;
@@ -308,7 +308,13 @@ static int set_queue(struct hb_snapshot *snap, const char *name,
 					cap->free_mem_bytes / 1048576)))
 		return rc;
 	q = (struct hb_snap_queue *)hb_snapshot_queue(snap, name);
-	q->wait_known = false;
+	/* Kueue's pending workloads, when its visibility API answered */
+	q->wait_known = cap->queue_known;
+	if (cap->queue_known) {
+		q->pending = cap->queue_ahead;
+		q->wait = hb_kueue_wait(cap->queue_ahead, cap->queue_admitted,
+					cap->queue_remaining_s, turn_s);
+	}
 	/* Types no node has any more go (their names stay in the arena:
 	 * a few bytes each time a type disappears). */
 	kept = 0;
@@ -340,7 +346,8 @@ int hb_decider_set_kube(struct hb_decider *dc, const struct hb_kcap *cap)
 	if (!dc->pol.kube_enabled)
 		return 0;
 	for (uint32_t i = 0; i < dc->pol.nqueues; i++)
-		if ((rc = set_queue(&dc->snap, dc->pol.queues[i].name, cap)))
+		if ((rc = set_queue(&dc->snap, dc->pol.queues[i].name, cap,
+				    dc->pol.kube_default_wait)))
 			return rc;
 	return 0;
 }
