@@ -906,7 +906,7 @@ static void kube_queue(struct kube_be *b, const struct hb_kcap_opts *o,
 	cJSON_Delete(sum);
 	if (rc) {
 		snprintf(out->queue_note, sizeof(out->queue_note),
-			 "Kueue %s %s: %s; the policy's default wait stands",
+			 "Kueue %s %.63s: %.120s; the policy's default wait stands",
 			 o->kueue_cluster ? "ClusterQueue" : "LocalQueue",
 			 o->kueue_queue,
 			 rc == HB_ENOENT
@@ -923,7 +923,7 @@ static void kube_queue(struct kube_be *b, const struct hb_kcap_opts *o,
 	out->queue_ahead = pw.ahead;
 	out->queue_admitted = running;
 	snprintf(out->queue_note, sizeof(out->queue_note),
-		 "Kueue %s %s: %u workloads pending (%u MPIJobs)",
+		 "Kueue %s %.63s: %u workloads pending (%u MPIJobs)",
 		 o->kueue_cluster ? "ClusterQueue" : "LocalQueue",
 		 o->kueue_queue, pw.items, pw.burst);
 }

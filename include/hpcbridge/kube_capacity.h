@@ -75,7 +75,7 @@ struct hb_kcap {
 	uint32_t queue_admitted;    /* admitted workloads (0: unknown) */
 	int64_t queue_remaining_s;  /* their mean remaining time (0:
 				     * unknown) */
-	char queue_note[160];
+	char queue_note[256];
 };
 
 /*
