@@ -378,7 +378,7 @@ static int replace_submit(struct preempt_task *pt, struct pjob *p)
 	int rc;
 
 	r.script = hb_doc_str(doc, "script");
-	if (!r.script || p->uid <= 0 || !pt->be.slurm_submit) {
+	if (!r.script || p->uid < 0 || !pt->be.slurm_submit) {
 		rc = hb_err_set(&p->err, HB_ESTATE, NULL, 0,
 				"the job's script or user was not kept");
 		goto out;
