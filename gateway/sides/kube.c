@@ -910,7 +910,8 @@ static void kube_queue(struct kube_be *b, const struct hb_kcap_opts *o,
 			 o->kueue_cluster ? "ClusterQueue" : "LocalQueue",
 			 o->kueue_queue,
 			 rc == HB_ENOENT
-				 ? "no visibility API (404)"
+				 ? "not found (404: no visibility API, or no "
+				   "such queue)"
 				 : (e.msg[0] ? e.msg : hb_strerror(rc)));
 		return;
 	}

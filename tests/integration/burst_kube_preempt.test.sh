@@ -13,7 +13,10 @@
 #   * with kubernetes.preempted_replace_after set, a job left suspended
 #     that long is placed on Slurm once: the MPIJob is deleted, a new
 #     Slurm job in the job's own partition runs the script to completion,
-#     and the proxy ends saying so, with one audit event "replaced".
+#     and the proxy ends saying so, with one audit event "replaced";
+#   * with kubernetes.queues.default set, the queue's wait is read from
+#     Kueue's visibility API, or, where the cluster serves none (404), the
+#     policy's default wait stands and the daemon's log says why.
 #
 # usage: burst_kube_preempt.test.sh BUILD_DIR SRC_DIR
 set -euo pipefail
@@ -189,6 +192,40 @@ sleep 3 # a second scan would find it again, if it could
 n=$(scontrol -o show job | grep -c "AdminComment=hpcbridge:$hb target=slurm" || true)
 [ "$n" = 1 ] && ok "replace: exactly one Slurm job runs it" ||
 	bad "replace: $n Slurm jobs tagged for $hb"
+
+# 3. A queue named: its wait comes from Kueue's visibility API; without
+# the API (404) the policy's default wait stands, and the log says why.
+sed -i -e 's/^  namespace: default$/&\n  queues:\n    default: team-a/' \
+	-e 's/^placement:$/&\n  refresh_s: 1/' "$box/hpcbridge.yaml"
+kill -HUP "$dpid"
+for _ in $(seq 100); do
+	[ "$(grep -c "configuration reloaded" "$box/hpcbridged.log")" = 2 ] &&
+		break
+	sleep 0.2
+done
+line=
+for _ in $(seq 100); do
+	line=$(grep -o 'Kueue LocalQueue team-a: [^"]*' "$box/hpcbridged.log" |
+		head -n1 || true)
+	[ -n "$line" ] && break
+	sleep 0.2
+done
+(cd "$tmp" && hpcbridge explain rp.sh >"$tmp/explain.out" 2>&1) || true
+case $line in
+*"404"*)
+	ok "queue: no visibility API: said in the log ($line)"
+	grep -q "Kubernetes (queue default): no estimate" "$tmp/explain.out" &&
+		ok "queue: the policy's default wait stands" ||
+		bad "queue: explain: $(cat "$tmp/explain.out")"
+	;;
+*"workloads pending"*)
+	ok "queue: Kueue's pending workloads read ($line)"
+	grep -q "no estimate" "$tmp/explain.out" &&
+		bad "queue: explain has no wait: $(cat "$tmp/explain.out")" ||
+		ok "queue: the wait comes from the queue"
+	;;
+*) bad "queue: nothing logged about LocalQueue team-a" ;;
+esac
 
 sandbox_test_end
 echo "all preemption checks passed"
