@@ -403,6 +403,10 @@ static int replace_submit(struct preempt_task *pt, struct pjob *p)
 	r.env = env;
 	r.admin_comment = tag;
 	r.partition = p->partition;
+	/* as Slurm read it at the decision: the command line's options too */
+	r.jobspec = cJSON_GetObjectItemCaseSensitive(doc, "jobspec");
+	if (!cJSON_IsObject(r.jobspec))
+		r.jobspec = NULL;
 	rc = pt->be.slurm_submit(pt->be.ctx, &r, &p->new_id, &p->err);
 out:
 	free(env);

@@ -128,8 +128,10 @@ static int submit(void *ctx, const struct hb_submit_req *req,
 
 	r.partition = req->partition;
 	hb_jobspec_init(&spec, req->name ? req->name : "-");
-	rc = hb_parse_any(req->script, strlen(req->script),
-			  req->name ? req->name : "-", NULL, &spec, err);
+	rc = req->jobspec ? hb_jobspec_from_json(req->jobspec, &spec, err)
+			  : hb_parse_any(req->script, strlen(req->script),
+					 req->name ? req->name : "-", NULL,
+					 &spec, err);
 	if (rc)
 		goto out;
 	if ((rc = fill(&spec, &r, gres, sizeof(gres), err)))

@@ -140,7 +140,10 @@ echo "rp job started"
 sleep 4
 echo "rp job done"
 EOF
-id=$(submit "$tmp/rp.sh")
+# options on the command line, not in the script: the new job has them
+id=$( (cd "$tmp" && sbatch --parsable --job-name=rp-cli --time=7 rp.sh \
+	2>>"$tmp/sbatch.err") | cut -d';' -f1)
+[ -n "$id" ] || die "sbatch rp.sh: $(cat "$tmp/sbatch.err")"
 hb=$(gateway_id "$id")
 wait_output "$tmp/rp-$id.out" "rp job started" &&
 	ok "replace: the MPIJob runs" ||
@@ -156,6 +159,10 @@ new=$(job_col "$hb" slurm_job_id)
 grep -q "placed on Slurm as job $new" "$tmp/rp-$id.out" &&
 	ok "replace: the proxy's output says where the job went" ||
 	bad "replace: proxy output: $(cat "$tmp/rp-$id.out" 2>&1)"
+[ "$(field "$new" JobName)" = rp-cli ] &&
+	[ "$(field "$new" TimeLimit)" = 00:07:00 ] &&
+	ok "replace: the new job has the command line's options" ||
+	bad "replace: new job $(field "$new" JobName) $(field "$new" TimeLimit)"
 [ "$(field "$new" Partition)" = gpu ] &&
 	ok "replace: the new job is in the job's own partition" ||
 	bad "replace: new job partition $(field "$new" Partition)"
