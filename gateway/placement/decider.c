@@ -50,6 +50,9 @@ struct hb_decider {
 	const char **data;
 	size_t ndata;
 	int64_t spend_day; /* the day the spend was last loaded for */
+	/* why Kueue gave no wait (hb_kcap.queue_note), said in every
+	 * explanation while it lasts; "" when it did */
+	char kube_note[256];
 };
 
 /* ---------------------------------------------------------- policy */
@@ -345,6 +348,8 @@ int hb_decider_set_kube(struct hb_decider *dc, const struct hb_kcap *cap)
 
 	if (!dc->pol.kube_enabled)
 		return 0;
+	snprintf(dc->kube_note, sizeof(dc->kube_note), "%s",
+		 cap->queue_known ? "" : cap->queue_note);
 	for (uint32_t i = 0; i < dc->pol.nqueues; i++)
 		if ((rc = set_queue(&dc->snap, dc->pol.queues[i].name, cap,
 				    dc->pol.kube_default_wait)))
@@ -499,6 +504,8 @@ int hb_decider_decide(struct hb_decider *dc, const struct hb_decider_job *job,
 	if (!(e = hb_emit_new(HB_EMIT_JSON_COMPACT, &doc)) ||
 	    hb_buf_reserve(&text, 1023) || hb_buf_reserve(&doc, 3071) ||
 	    (rc = hb_place_explain(&dc->pol, &in, &res, &text)) ||
+	    (dc->kube_note[0] &&
+	     hb_buf_printf(&text, "note: %s\n", dc->kube_note)) ||
 	    (rc = hb_place_emit(e, NULL, &dc->pol, &in, &res, NULL)) ||
 	    (rc = hb_emit_done(e)) ||
 	    !(out->explanation = hb_buf_steal(&text)) ||

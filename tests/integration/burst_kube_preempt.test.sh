@@ -224,6 +224,12 @@ case $line in
 	grep -q "Kubernetes (queue default): no estimate" "$tmp/explain.out" &&
 		ok "queue: the policy's default wait stands" ||
 		bad "queue: explain: $(cat "$tmp/explain.out")"
+	# a decision (sbatch --test-only runs job_submit too) says why
+	(cd "$tmp" && sbatch --test-only rp.sh >/dev/null 2>&1) || true
+	db "SELECT explanation FROM decisions ORDER BY id DESC LIMIT 1" |
+		grep -q "^note: Kueue LocalQueue team-a: not found (404" &&
+		ok "queue: the decision's explanation says why" ||
+		bad "queue: last decision: $(db "SELECT explanation FROM decisions ORDER BY id DESC LIMIT 1")"
 	;;
 *"workloads pending"*)
 	ok "queue: Kueue's pending workloads read ($line)"

@@ -483,12 +483,23 @@ static void test_kube(void **state)
 			       "(3 pending)"));
 	hb_decider_out_free(&o);
 
-	/* The API failed since: the policy's default wait again. */
+	/* The API failed since: the policy's default wait again, and the
+	 * explanation says why. */
 	cap.queue_known = 0;
+	snprintf(cap.queue_note, sizeof(cap.queue_note),
+		 "Kueue LocalQueue team-a: not found (404)");
 	assert_int_equal(hb_decider_set_kube(dc, &cap), 0);
 	decide(dc, "batch", HB_TARGET_KUBERNETES, "x", 1, 4, T0, &o);
 	assert_non_null(strstr(o.explanation, "Kubernetes (queue default): "
 					      "no estimate"));
+	assert_non_null(strstr(o.explanation, "\nnote: Kueue LocalQueue "
+					      "team-a: not found (404)\n"));
+	hb_decider_out_free(&o);
+	/* answering again: no note */
+	cap.queue_known = 1;
+	assert_int_equal(hb_decider_set_kube(dc, &cap), 0);
+	decide(dc, "batch", HB_TARGET_KUBERNETES, "x", 1, 4, T0, &o);
+	assert_null(strstr(o.explanation, "note: "));
 	hb_decider_out_free(&o);
 	hb_decider_free(dc);
 }
