@@ -299,7 +299,8 @@ int hb_slurmc_set_comment(struct hb_slurmc *c, uint32_t job_id,
  * resume; slurmc_suspend.c): its processes are stopped and its time
  * limit's clock with them.  A job already as asked is 0; HB_ESTATE for
  * one that cannot be (pending, ended), HB_EPERM without SlurmUser's
- * rights. */
+ * rights; an unknown job is refused (slurmctld 22.05 drops the
+ * connection: HB_EUNAVAIL). */
 int hb_slurmc_suspend(struct hb_slurmc *c, uint32_t job_id, bool resume,
 		      struct hb_err *err);
 /* Replace a job's admin comment (scontrol show job: AdminComment), which
