@@ -404,6 +404,9 @@ void hbd_remote_stop(struct hb_daemon *d, struct conn *c, const cJSON *req,
 		     int abandon);
 /* reconcile.c: burst jobs' proxies follow Kueue's preemptions */
 void hbd_watch_preempted(struct hb_daemon *d, int64_t now);
+/* Whether j, a burst job, was placed on Slurm after its MPIJob stayed
+ * preempted: its latest decision says so. */
+int hbd_replaced(struct hb_daemon *d, const struct hb_job_row *j);
 struct task *hbd_remote_task(struct hb_daemon *d, struct conn *c,
 			     enum task_kind kind, const struct hb_job_row *j,
 			     const char *rid, int64_t task);

@@ -39,21 +39,6 @@ static enum hb_job_state remote_state(enum hb_remote_phase p)
 	}
 }
 
-/* Whether j, a burst job, was placed on Slurm after its MPIJob stayed
- * preempted (reconcile.c): its latest decision says so. */
-static int replaced(struct hb_daemon *d, const struct hb_job_row *j)
-{
-	struct hb_decision_row dr = { 0 };
-	int yes;
-
-	if (j->target != HB_TARGET_SLURM ||
-	    hb_store_decision_get(d->st, j->id, &dr, NULL))
-		return 0;
-	yes = dr.inputs && strstr(dr.inputs, "\"replaced\"") != NULL;
-	hb_decision_row_free(&dr);
-	return yes;
-}
-
 /* What a shadow hears about a job placed on Slurm instead: its proxy has
  * nothing more to follow, and ends (successfully: the job itself runs on
  * as the Slurm job named in the message). */
@@ -91,7 +76,7 @@ static int remote_job_at(struct hb_daemon *d, struct conn *c,
 
 	if (hbd_visible_job(d, c, req, j))
 		return -1;
-	if (offset >= 0 && replaced(d, j)) {
+	if (offset >= 0 && hbd_replaced(d, j)) {
 		replaced_reply(d, c, j, offset);
 		hb_job_row_free(j);
 		return -1;

@@ -84,6 +84,11 @@ static int reconcile_one(struct hb_daemon *d, const struct hb_slurm_change *ch,
 		if (rc)
 			goto out;
 	}
+	/* A job placed on Slurm after a preemption: its old proxy (should
+	 * its re-tag have failed) is not the job. */
+	if (j.target == HB_TARGET_SLURM && j.slurm_job_id >= 0 &&
+	    ch->slurm_job_id != j.slurm_job_id && hbd_replaced(d, &j))
+		goto out;
 	if (j.target != HB_TARGET_SLURM || hb_store_state_terminal(j.state) ||
 	    j.state == ch->state || !hb_store_state_allowed(j.state, ch->state))
 		goto out;
@@ -246,6 +251,24 @@ void hbd_poll_slurm(struct hb_daemon *d, int64_t now)
 		d->polling = 0;
 		free(pt);
 	}
+}
+
+/* How the decision that places a preempted job on Slurm begins. */
+#define REPLACED_INPUTS "{\"replaced\":"
+
+int hbd_replaced(struct hb_daemon *d, const struct hb_job_row *j)
+{
+	struct hb_decision_row dr = { 0 };
+	int yes;
+
+	if (j->target != HB_TARGET_SLURM ||
+	    hb_store_decision_get(d->st, j->id, &dr, NULL))
+		return 0;
+	/* preempt_record()'s inputs, and no other decision's */
+	yes = dr.inputs && !strncmp(dr.inputs, REPLACED_INPUTS,
+				    sizeof(REPLACED_INPUTS) - 1);
+	hb_decision_row_free(&dr);
+	return yes;
 }
 
 /* ------------------------------------------------------------------ */
@@ -515,7 +538,7 @@ static int preempt_record(struct hb_daemon *d, const struct pjob *p,
 					(double)p->new_id);
 		hbd_add_str_or_null(detail, "partition", j.partition);
 		snprintf(inputs, sizeof(inputs),
-			 "{\"replaced\":{\"after_s\":%lld,\"proxy\":%lld}}",
+			 REPLACED_INPUTS "{\"after_s\":%lld,\"proxy\":%lld}}",
 			 (long long)(replace_ms / 1000), (long long)p->slurm_id);
 	}
 	if ((rc = hbd_txn(d, err)) ||
