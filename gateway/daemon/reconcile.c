@@ -452,8 +452,9 @@ static void replace(struct preempt_task *pt, struct pjob *p)
 	    p->rc != HB_ENOENT)
 		hb_log(HB_LOG_WARN, "%s: deleting the preempted MPIJob: %s",
 		       p->id, e.msg);
-	snprintf(admin, sizeof(admin), "hpcbridge-replaced:%s slurm_job_id=%lld",
-		 p->id, (long long)p->new_id);
+	snprintf(admin, sizeof(admin),
+		 "hpcbridge-replaced:%s slurm_job_id=%lld", p->id,
+		 (long long)p->new_id);
 	snprintf(note, sizeof(note), "re-placed on Slurm as job %lld",
 		 (long long)p->new_id);
 	memset(&e, 0, sizeof(e));
@@ -528,7 +529,8 @@ static int preempt_record(struct hb_daemon *d, const struct pjob *p,
 			 (long long)(replace_ms / 1000), (long long)p->new_id);
 	else
 		snprintf(why, sizeof(why), "%s",
-			 p->act == PA_SUSPEND ? p->st.message : "admitted again");
+			 p->act == PA_SUSPEND ? p->st.message
+					      : "admitted again");
 	cJSON_AddNumberToObject(detail, "slurm_job_id", (double)p->slurm_id);
 	cJSON_AddStringToObject(detail, "from", hb_job_state_name(j.state));
 	cJSON_AddStringToObject(detail, "to", hb_job_state_name(to));
@@ -539,7 +541,8 @@ static int preempt_record(struct hb_daemon *d, const struct pjob *p,
 		hbd_add_str_or_null(detail, "partition", j.partition);
 		snprintf(inputs, sizeof(inputs),
 			 REPLACED_INPUTS "{\"after_s\":%lld,\"proxy\":%lld}}",
-			 (long long)(replace_ms / 1000), (long long)p->slurm_id);
+			 (long long)(replace_ms / 1000),
+			 (long long)p->slurm_id);
 	}
 	if ((rc = hbd_txn(d, err)) ||
 	    (p->act == PA_REPLACE &&

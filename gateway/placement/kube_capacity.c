@@ -611,18 +611,14 @@ int hb_kueue_pending(const cJSON *summary, int32_t priority,
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "items: not an array");
 	cJSON_ArrayForEach (it, list) {
-		const cJSON *meta = cJSON_GetObjectItemCaseSensitive(it, "metadata");
-		const cJSON *pr = cJSON_GetObjectItemCaseSensitive(it, "priority");
+		const cJSON *pr = hb_doc_get(it, "priority");
 		const cJSON *own = cJSON_GetArrayItem(
-			cJSON_GetObjectItemCaseSensitive(meta, "ownerReferences"),
-			0);
-		const char *kind =
-			cJSON_GetStringValue(cJSON_GetObjectItem(own, "kind"));
+			hb_doc_get(it, "metadata.ownerReferences"), 0);
+		const char *kind = hb_doc_str(own, "kind");
 		int64_t pos;
 		int rc;
 
-		if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(meta,
-								      "name")))
+		if (!hb_doc_str(hb_doc_get(it, "metadata"), "name"))
 			return hb_err_set(err, HB_EINVAL, NULL, 0,
 					  "items[%d].metadata.name: missing",
 					  i);

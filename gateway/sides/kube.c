@@ -906,7 +906,8 @@ static void kube_queue(struct kube_be *b, const struct hb_kcap_opts *o,
 	cJSON_Delete(sum);
 	if (rc) {
 		snprintf(out->queue_note, sizeof(out->queue_note),
-			 "Kueue %s %.63s: %.120s; the policy's default wait stands",
+			 "Kueue %s %.63s: %.120s; the policy's default wait "
+			 "stands",
 			 o->kueue_cluster ? "ClusterQueue" : "LocalQueue",
 			 o->kueue_queue,
 			 rc == HB_ENOENT

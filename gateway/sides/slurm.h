@@ -24,7 +24,7 @@ struct hb_submit_req {
 	const char *const *argv;   /* script arguments, NULL-terminated */
 	const char *const *env;	   /* "K=V", NULL-terminated (may be empty) */
 	const char *admin_comment; /* "hpcbridge:hb-000042 target=slurm" */
-	const char *partition;	   /* NULL: the script's own (#SBATCH -p) */
+	const char *partition;	   /* NULL: the script's own */
 	/* The job as Slurm read it when it was decided (the plugin's
 	 * jobspec: the command line's options too); NULL: the script's
 	 * directives.  Borrowed. */

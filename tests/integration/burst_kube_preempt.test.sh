@@ -44,8 +44,8 @@ st_of() { squeue -h -j "$1" -o %t 2>/dev/null || true; }
 
 # Wait (up to 30 s) until job $1's squeue state is $2.
 wait_st() {
-	local i
-	for i in $(seq 150); do
+	local _
+	for _ in $(seq 150); do
 		[ "$(st_of "$1")" = "$2" ] && return 0
 		sleep 0.2
 	done
@@ -54,8 +54,8 @@ wait_st() {
 
 # Wait until FILE holds TEXT.
 wait_output() {
-	local i
-	for i in $(seq 300); do
+	local _
+	for _ in $(seq 300); do
 		grep -q "$2" "$1" 2>/dev/null && return 0
 		sleep 0.2
 	done

@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
 #include <cjson/cJSON.h>
+#include <cmocka.h>
 
 #include "hpcbridge/kube_capacity.h"
 #include "hpcbridge/remote.h"
@@ -90,8 +90,7 @@ static void test_pending_errors(void **state)
 		cJSON *doc = cJSON_Parse(bad[i].doc);
 
 		assert_non_null(doc);
-		assert_int_equal(hb_kueue_pending(doc, 0, &p, &err),
-				 HB_EINVAL);
+		assert_int_equal(hb_kueue_pending(doc, 0, &p, &err), HB_EINVAL);
 		if (!strstr(err.msg, bad[i].msg))
 			fail_msg("%s: '%s' lacks '%s'", bad[i].doc, err.msg,
 				 bad[i].msg);
@@ -120,8 +119,7 @@ static void test_wait(void **state)
 	assert_int_equal(hb_kueue_wait(3, 1, 0, 0), 0);
 }
 
-static enum hb_remote_phase phase_of(const char *status, char *msg,
-				     size_t n)
+static enum hb_remote_phase phase_of(const char *status, char *msg, size_t n)
 {
 	cJSON *st = cJSON_Parse(status);
 	enum hb_remote_phase p;
@@ -141,16 +139,15 @@ static void test_phase(void **state)
 	(void)state;
 	/* Created suspended, waiting for its first admission: pending,
 	 * though the operator already wrote Running False. */
-	assert_int_equal(
-		phase_of("{\"conditions\":["
-			 "{\"type\":\"Created\",\"status\":\"True\"},"
-			 "{\"type\":\"Suspended\",\"status\":\"True\","
-			 "\"reason\":\"MPIJobSuspended\","
-			 "\"message\":\"MPIJob suspended\"},"
-			 "{\"type\":\"Running\",\"status\":\"False\","
-			 "\"reason\":\"MPIJobSuspended\"}]}",
-			 msg, sizeof(msg)),
-		HB_REMOTE_PENDING);
+	assert_int_equal(phase_of("{\"conditions\":["
+				  "{\"type\":\"Created\",\"status\":\"True\"},"
+				  "{\"type\":\"Suspended\",\"status\":\"True\","
+				  "\"reason\":\"MPIJobSuspended\","
+				  "\"message\":\"MPIJob suspended\"},"
+				  "{\"type\":\"Running\",\"status\":\"False\","
+				  "\"reason\":\"MPIJobSuspended\"}]}",
+				  msg, sizeof(msg)),
+			 HB_REMOTE_PENDING);
 	/* Admitted and running. */
 	assert_int_equal(
 		phase_of("{\"startTime\":\"2026-11-27T10:00:00Z\","
@@ -163,17 +160,16 @@ static void test_phase(void **state)
 			 msg, sizeof(msg)),
 		HB_REMOTE_RUNNING);
 	/* Preempted: suspended again after it ran, with the condition. */
-	assert_int_equal(
-		phase_of("{\"startTime\":\"2026-11-27T10:00:00Z\","
-			 "\"conditions\":["
-			 "{\"type\":\"Created\",\"status\":\"True\"},"
-			 "{\"type\":\"Suspended\",\"status\":\"True\","
-			 "\"reason\":\"MPIJobSuspended\","
-			 "\"message\":\"MPIJob suspended\"},"
-			 "{\"type\":\"Running\",\"status\":\"False\","
-			 "\"reason\":\"MPIJobSuspended\"}]}",
-			 msg, sizeof(msg)),
-		HB_REMOTE_SUSPENDED);
+	assert_int_equal(phase_of("{\"startTime\":\"2026-11-27T10:00:00Z\","
+				  "\"conditions\":["
+				  "{\"type\":\"Created\",\"status\":\"True\"},"
+				  "{\"type\":\"Suspended\",\"status\":\"True\","
+				  "\"reason\":\"MPIJobSuspended\","
+				  "\"message\":\"MPIJob suspended\"},"
+				  "{\"type\":\"Running\",\"status\":\"False\","
+				  "\"reason\":\"MPIJobSuspended\"}]}",
+				  msg, sizeof(msg)),
+			 HB_REMOTE_SUSPENDED);
 	assert_string_equal(msg, "Suspended: MPIJobSuspended: MPIJob "
 				 "suspended");
 	assert_string_equal(hb_remote_phase_name(HB_REMOTE_SUSPENDED),
