@@ -393,9 +393,9 @@ static int replace_submit(struct preempt_task *pt, struct pjob *p)
 {
 	struct hb_submit_req r = { 0 };
 	cJSON *doc = p->jobspec ? cJSON_Parse(p->jobspec) : NULL;
-	const cJSON *cwd = cJSON_GetObjectItemCaseSensitive(doc, "cwd");
-	const char **env = strings_of(cJSON_GetObjectItem(doc, "env"));
-	const char **argv = strings_of(cJSON_GetObjectItem(doc, "argv"));
+	const char *cwd = hb_doc_str(doc, "cwd");
+	const char **env = strings_of(hb_doc_get(doc, "env"));
+	const char **argv = strings_of(hb_doc_get(doc, "argv"));
 	struct passwd pw, *res = NULL;
 	char buf[4096], tag[64];
 	int rc;
@@ -413,9 +413,7 @@ static int replace_submit(struct preempt_task *pt, struct pjob *p)
 	snprintf(tag, sizeof(tag), "hpcbridge:%s target=slurm", p->id);
 	r.id = p->id;
 	r.name = p->name;
-	r.cwd = cJSON_IsString(cwd) && cwd->valuestring[0] == '/'
-			? cwd->valuestring
-			: NULL;
+	r.cwd = cwd && cwd[0] == '/' ? cwd : NULL;
 	r.user = p->user;
 	r.uid = (uint32_t)p->uid;
 	r.gid = getpwuid_r((uid_t)p->uid, &pw, buf, sizeof(buf), &res) == 0 &&
@@ -427,7 +425,7 @@ static int replace_submit(struct preempt_task *pt, struct pjob *p)
 	r.admin_comment = tag;
 	r.partition = p->partition;
 	/* as Slurm read it at the decision: the command line's options too */
-	r.jobspec = cJSON_GetObjectItemCaseSensitive(doc, "jobspec");
+	r.jobspec = hb_doc_get(doc, "jobspec");
 	if (!cJSON_IsObject(r.jobspec))
 		r.jobspec = NULL;
 	rc = pt->be.slurm_submit(pt->be.ctx, &r, &p->new_id, &p->err);
