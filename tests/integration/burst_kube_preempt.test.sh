@@ -2,8 +2,13 @@
 # burst_kube_preempt.test.sh - Kueue's preemption of a burst job, end to end
 # on the real Slurm and the emulated cluster (the sandbox: hb-kubemu in
 # execute mode, hpcbridged with remote.backend kubernetes).  Kueue preempts
-# an admitted MPIJob by setting spec.runPolicy.suspend back to true; the
-# test does what Kueue does, with kubectl:
+# an admitted MPIJob by setting spec.runPolicy.suspend back to true.  Where
+# the emulator runs Kueue (LocalQueue burst of the sandbox's ClusterQueue
+# hpc, 4 CPUs), the test makes it preempt: a high-priority MPIJob that
+# needs the whole quota; deleting it lets Kueue admit the job again.
+# Elsewhere it does what Kueue does, with kubectl patch of the suspend
+# flag.  Jobs are submitted as the sandbox's user where it has one (root
+# never bursts there):
 #
 #   * a running burst job whose MPIJob is suspended: its proxy is
 #     suspended in Slurm (squeue ST=S), the job's state is suspended, one
@@ -32,11 +37,70 @@ sandbox_test_up
 ok "sandbox up"
 kube() { /usr/bin/python3 "$src/tests/integration/lib/kube.py" "$@"; }
 
-# What Kueue does to an MPIJob it preempts (true) or admits (false).
-set_suspend() {
-	/usr/bin/kubectl --request-timeout=10s patch mpijob "$1" \
-		--type=merge -p "{\"spec\":{\"runPolicy\":{\"suspend\":$2}}}" \
-		>/dev/null
+k() { /usr/bin/kubectl --request-timeout=10s "$@"; }
+
+# Where and as whom burst jobs are submitted: the sandbox's user, from the
+# directory the cluster mounts, where the sandbox has them; else the
+# caller from $tmp.  Scripts are written in $tmp/src.
+mkdir -p "$tmp/src"
+if declare -F submit_user >/dev/null && [ -n "${HB_SANDBOX_WORK:-}" ]; then
+	wk=$HB_SANDBOX_WORK
+	sub() { submit_user "$@"; }
+else
+	wk=$tmp
+	sub() {
+		local s=$1
+		shift
+		cp "$s" "$tmp/"
+		(cd "$tmp" && sbatch --parsable "$@" "${s##*/}" \
+			2>>"$tmp/sbatch.err") | cut -d';' -f1
+	}
+fi
+
+# Whether the emulator runs Kueue with the sandbox's queue.
+kueue=0
+k get localqueue burst >/dev/null 2>&1 && kueue=1
+
+# Preempt MPIJob $1 (as Kueue does), or let it be admitted again.
+preempt() {
+	if [ "$kueue" = 1 ]; then
+		k create -f - >/dev/null <<-'EOF'
+		{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+		 "metadata": {"name": "preemptor", "namespace": "default",
+		  "labels": {"kueue.x-k8s.io/queue-name": "burst",
+		             "kueue.x-k8s.io/priority-class": "high"}},
+		 "spec": {"slotsPerWorker": 1, "runPolicy": {"suspend": true},
+		  "mpiReplicaSpecs": {
+		   "Launcher": {"replicas": 1, "template": {"spec": {
+		    "securityContext": {"runAsNonRoot": true, "runAsUser": 1000,
+		     "seccompProfile": {"type": "RuntimeDefault"}},
+		    "containers": [{"name": "l", "image": "busybox",
+		     "command": ["sleep", "120"],
+		     "securityContext": {"allowPrivilegeEscalation": false,
+		      "capabilities": {"drop": ["ALL"]}},
+		     "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}},
+		   "Worker": {"replicas": 1, "template": {"spec": {
+		    "securityContext": {"runAsNonRoot": true, "runAsUser": 1000,
+		     "seccompProfile": {"type": "RuntimeDefault"}},
+		    "containers": [{"name": "w", "image": "busybox",
+		     "command": ["sleep", "120"],
+		     "securityContext": {"allowPrivilegeEscalation": false,
+		      "capabilities": {"drop": ["ALL"]}},
+		     "resources": {"requests": {"cpu": "3",
+		                                "memory": "1Gi"}}}]}}}}}}
+		EOF
+	else
+		k patch mpijob "$1" --type=merge \
+			-p '{"spec":{"runPolicy":{"suspend":true}}}' >/dev/null
+	fi
+}
+readmit() {
+	if [ "$kueue" = 1 ]; then
+		k delete mpijob preemptor --wait=false >/dev/null
+	else
+		k patch mpijob "$1" --type=merge \
+			-p '{"spec":{"runPolicy":{"suspend":false}}}' >/dev/null
+	fi
 }
 
 # squeue's state code of a job ("" once it is gone from squeue).
@@ -71,7 +135,7 @@ events() {
 job_col() { db "SELECT $2 FROM jobs WHERE id = '$1'"; }
 
 # 1. Preempted, then admitted again.
-cat >"$tmp/pre.sh" <<'EOF'
+cat >"$tmp/src/pre.sh" <<'EOF'
 #!/bin/sh
 #SBATCH --partition=gpu
 #SBATCH --output=pre-%j.out
@@ -79,15 +143,15 @@ echo "pre job started"
 sleep 6
 echo "pre job done"
 EOF
-id=$(submit "$tmp/pre.sh")
+id=$(sub "$tmp/src/pre.sh")
 [ -n "$id" ] || die "sbatch pre.sh: $(cat "$tmp/sbatch.err")"
 hb=$(gateway_id "$id")
 [ "$(field "$id" Partition)" = burst ] && ok "preempt: a proxy in burst" ||
 	bad "preempt: proxy partition $(field "$id" Partition)"
-wait_output "$tmp/pre-$id.out" "pre job started" &&
+wait_output "$wk/pre-$id.out" "pre job started" &&
 	ok "preempt: the MPIJob runs" ||
-	die "preempt: did not start: $(cat "$tmp/pre-$id.out" 2>&1)"
-set_suspend "$hb" true || die "kubectl patch of $hb failed"
+	die "preempt: did not start: $(cat "$wk/pre-$id.out" 2>&1)"
+preempt "$hb" || die "cannot preempt $hb (Kueue $kueue)"
 wait_st "$id" S && ok "preempt: the proxy is suspended (squeue ST=S)" ||
 	bad "preempt: proxy state $(st_of "$id"), not S"
 [ "$(field "$id" JobState)" = SUSPENDED ] &&
@@ -105,15 +169,15 @@ hpcbridge status "$hb" 2>&1 | grep -q suspended &&
 sleep 3
 [ "$(st_of "$id")" = S ] && ok "preempt: still suspended while preempted" ||
 	bad "preempt: proxy state $(st_of "$id") while the MPIJob is suspended"
-set_suspend "$hb" false || die "kubectl patch of $hb failed"
+readmit "$hb" || die "cannot readmit $hb (Kueue $kueue)"
 wait_st "$id" R && ok "re-admitted: the proxy runs again" ||
 	bad "re-admitted: proxy state $(st_of "$id"), not R"
 [ "$(events "$hb" resumed)" = 1 ] && ok "re-admitted: one audit event" ||
 	bad "re-admitted: $(events "$hb" resumed) 'resumed' events"
 st=$(wait_final "$id")
-[ "$st" = COMPLETED ] && grep -qx "pre job done" "$tmp/pre-$id.out" &&
+[ "$st" = COMPLETED ] && grep -qx "pre job done" "$wk/pre-$id.out" &&
 	ok "re-admitted: the job ran to its end" ||
-	bad "re-admitted: $st, $(cat "$tmp/pre-$id.out" 2>&1)"
+	bad "re-admitted: $st, $(cat "$wk/pre-$id.out" 2>&1)"
 [ "$(job_col "$hb" state)" = succeeded ] &&
 	ok "re-admitted: the job succeeded" ||
 	bad "re-admitted: job state $(job_col "$hb" state)"
@@ -132,7 +196,7 @@ for _ in $(seq 100); do
 done
 grep -q "configuration reloaded" "$box/hpcbridged.log" ||
 	die "the daemon did not reload its configuration"
-cat >"$tmp/rp.sh" <<'EOF'
+cat >"$tmp/src/rp.sh" <<'EOF'
 #!/bin/sh
 #SBATCH --partition=gpu
 #SBATCH --output=rp-%j.out
@@ -141,14 +205,13 @@ sleep 4
 echo "rp job done"
 EOF
 # options on the command line, not in the script: the new job has them
-id=$( (cd "$tmp" && sbatch --parsable --job-name=rp-cli --time=7 rp.sh \
-	2>>"$tmp/sbatch.err") | cut -d';' -f1)
+id=$(sub "$tmp/src/rp.sh" --job-name=rp-cli --time=7)
 [ -n "$id" ] || die "sbatch rp.sh: $(cat "$tmp/sbatch.err")"
 hb=$(gateway_id "$id")
-wait_output "$tmp/rp-$id.out" "rp job started" &&
+wait_output "$wk/rp-$id.out" "rp job started" &&
 	ok "replace: the MPIJob runs" ||
-	die "replace: did not start: $(cat "$tmp/rp-$id.out" 2>&1)"
-set_suspend "$hb" true || die "kubectl patch of $hb failed"
+	die "replace: did not start: $(cat "$wk/rp-$id.out" 2>&1)"
+preempt "$hb" || die "cannot preempt $hb (Kueue $kueue)"
 st=$(wait_final "$id")
 [ "$st" = COMPLETED ] && ok "replace: the proxy ended ($st)" ||
 	bad "replace: proxy $st"
@@ -156,9 +219,9 @@ new=$(job_col "$hb" slurm_job_id)
 [ -n "$new" ] && [ "$new" != "$id" ] &&
 	ok "replace: a new Slurm job $new is recorded" ||
 	bad "replace: slurm_job_id $new (proxy $id)"
-grep -q "placed on Slurm as job $new" "$tmp/rp-$id.out" &&
+grep -q "placed on Slurm as job $new" "$wk/rp-$id.out" &&
 	ok "replace: the proxy's output says where the job went" ||
-	bad "replace: proxy output: $(cat "$tmp/rp-$id.out" 2>&1)"
+	bad "replace: proxy output: $(cat "$wk/rp-$id.out" 2>&1)"
 [ "$(field "$new" JobName)" = rp-cli ] &&
 	[ "$(field "$new" TimeLimit)" = 00:07:00 ] &&
 	ok "replace: the new job has the command line's options" ||
@@ -175,11 +238,11 @@ scontrol show job "$id" | grep -q "AdminComment=hpcbridge-replaced:$hb" &&
 st=$(wait_final "$new")
 [ "$st" = COMPLETED ] && ok "replace: the new Slurm job COMPLETED" ||
 	bad "replace: new job $st"
-grep -qx "rp job started" "$tmp/rp-$new.out" &&
-	grep -qx "rp job done" "$tmp/rp-$new.out" &&
+grep -qx "rp job started" "$wk/rp-$new.out" &&
+	grep -qx "rp job done" "$wk/rp-$new.out" &&
 	ok "replace: the script ran on Slurm from its start to its end" ||
-	bad "replace: new job output: $(cat "$tmp/rp-$new.out" 2>&1)"
-grep -q "rp job done" "$tmp/rp-$id.out" &&
+	bad "replace: new job output: $(cat "$wk/rp-$new.out" 2>&1)"
+grep -q "rp job done" "$wk/rp-$id.out" &&
 	bad "replace: the preempted run went on to its end" || true
 rc=0
 kube get "$hb" >/dev/null 2>&1 || rc=$?
@@ -199,11 +262,18 @@ sleep 3 # a second scan would find it again, if it could
 n=$(scontrol -o show job | grep -c "AdminComment=hpcbridge:$hb target=slurm" || true)
 [ "$n" = 1 ] && ok "replace: exactly one Slurm job runs it" ||
 	bad "replace: $n Slurm jobs tagged for $hb"
+[ "$kueue" = 0 ] || readmit "$hb" # the preemptor goes
 
-# 3. A queue named: its wait comes from Kueue's visibility API; without
-# the API (404) the policy's default wait stands, and the log says why.
-sed -i -e 's/^  namespace: default$/&\n  queues:\n    default: team-a/' \
-	-e 's/^placement:$/&\n  refresh_s: 1/' "$box/hpcbridge.yaml"
+# 3. A queue named (the sandbox's, else team-a): its wait comes from
+# Kueue's visibility API; without the API (404) the policy's default wait
+# stands, and the log and the decisions say why.
+q=$(sed -n 's/^    default: \([a-z0-9-]*\)$/\1/p' "$box/hpcbridge.yaml" | head -n1)
+if [ -z "$q" ]; then
+	q=team-a
+	sed -i 's/^  namespace: default$/&\n  queues:\n    default: team-a/' \
+		"$box/hpcbridge.yaml"
+fi
+sed -i 's/^placement:$/&\n  refresh_s: 1/' "$box/hpcbridge.yaml"
 kill -HUP "$dpid"
 for _ in $(seq 100); do
 	[ "$(grep -c "configuration reloaded" "$box/hpcbridged.log")" = 2 ] &&
@@ -212,32 +282,32 @@ for _ in $(seq 100); do
 done
 line=
 for _ in $(seq 100); do
-	line=$(grep -o 'Kueue LocalQueue team-a: [^"]*' "$box/hpcbridged.log" |
-		head -n1 || true)
+	line=$(grep -o "Kueue LocalQueue $q: [^\"]*" "$box/hpcbridged.log" |
+		tail -n1 || true)
 	[ -n "$line" ] && break
 	sleep 0.2
 done
-(cd "$tmp" && hpcbridge explain rp.sh >"$tmp/explain.out" 2>&1) || true
+(cd "$tmp/src" && hpcbridge explain rp.sh >"$tmp/explain.out" 2>&1) || true
 case $line in
 *"404"*)
 	ok "queue: no visibility API: said in the log ($line)"
-	grep -q "Kubernetes (queue default): no estimate" "$tmp/explain.out" &&
+	grep -q "Kubernetes (queue [^)]*): no estimate" "$tmp/explain.out" &&
 		ok "queue: the policy's default wait stands" ||
 		bad "queue: explain: $(cat "$tmp/explain.out")"
 	# a decision (sbatch --test-only runs job_submit too) says why
-	(cd "$tmp" && sbatch --test-only rp.sh >/dev/null 2>&1) || true
+	(cd "$tmp/src" && sbatch --test-only rp.sh >/dev/null 2>&1) || true
 	db "SELECT explanation FROM decisions ORDER BY id DESC LIMIT 1" |
-		grep -q "^note: Kueue LocalQueue team-a: not found (404" &&
+		grep -q "^note: Kueue LocalQueue $q: not found (404" &&
 		ok "queue: the decision's explanation says why" ||
 		bad "queue: last decision: $(db "SELECT explanation FROM decisions ORDER BY id DESC LIMIT 1")"
 	;;
 *"workloads pending"*)
 	ok "queue: Kueue's pending workloads read ($line)"
-	grep -q "no estimate" "$tmp/explain.out" &&
+	grep -q "Kubernetes (queue [^)]*): no estimate" "$tmp/explain.out" &&
 		bad "queue: explain has no wait: $(cat "$tmp/explain.out")" ||
 		ok "queue: the wait comes from the queue"
 	;;
-*) bad "queue: nothing logged about LocalQueue team-a" ;;
+*) bad "queue: nothing logged about LocalQueue $q" ;;
 esac
 
 sandbox_test_end
