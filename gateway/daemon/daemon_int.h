@@ -235,7 +235,8 @@ struct hb_daemon {
 	int64_t last_spend_check; /* loop time the day was last looked at */
 	int64_t last_kcap;     /* ... last asked for */
 	int kcap_failing;      /* the last capacity read failed */
-	int kqueue_failing;    /* ... and Kueue's visibility API */
+	int kqueue_state;      /* Kueue's visibility API: 0 not yet
+				* read, 1 answering, 2 failing */
 	int polling;	   /* a poll is on a worker */
 	int preempting;	   /* preempted jobs are looked at on a worker */
 	int64_t last_preempt; /* ... last asked for */

@@ -159,12 +159,13 @@ static void kcap_done(struct hb_task *ht)
 				HB_LOG_INT("pending", kt->cap.pending) },
 			3, "Kubernetes capacity");
 	}
-	/* Kueue's wait: said once each time it starts or stops failing */
+	/* Kueue's wait: said the first time, and each time it starts or
+	 * stops answering (1 answering, 2 failing) */
 	if (!kt->rc && kt->cap.queue_note[0] &&
-	    kt->cap.queue_known == d->kqueue_failing) {
+	    d->kqueue_state != 2 - kt->cap.queue_known) {
 		hb_log(kt->cap.queue_known ? HB_LOG_INFO : HB_LOG_WARN, "%s",
 		       kt->cap.queue_note);
-		d->kqueue_failing = !kt->cap.queue_known;
+		d->kqueue_state = 2 - kt->cap.queue_known;
 	}
 	kcap_free(kt);
 }

@@ -152,6 +152,8 @@ wait_output "$wk/pre-$id.out" "pre job started" &&
 	ok "preempt: the MPIJob runs" ||
 	die "preempt: did not start: $(cat "$wk/pre-$id.out" 2>&1)"
 preempt "$hb" || die "cannot preempt $hb (Kueue $kueue)"
+[ "$kueue" = 1 ] && ok "preempt: by Kueue, for a high-priority MPIJob" ||
+	ok "preempt: by kubectl patch (no Kueue in the emulator)"
 wait_st "$id" S && ok "preempt: the proxy is suspended (squeue ST=S)" ||
 	bad "preempt: proxy state $(st_of "$id"), not S"
 [ "$(field "$id" JobState)" = SUSPENDED ] &&
