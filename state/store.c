@@ -228,8 +228,8 @@ _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
 	"id, origin, target, state, \"user\", uid, account, \"partition\", "   \
 	"name, slurm_job_id, k8s_namespace, k8s_name, k8s_uid, exit_code, "    \
 	"reason, created_ms, updated_ms, jobspec"
-#define STATES_IN "state IN (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
-_Static_assert(HB__JOB_STATE_COUNT == 8, "STATES_IN binds one per state");
+#define STATES_IN "state IN (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+_Static_assert(HB__JOB_STATE_COUNT == 9, "STATES_IN binds one per state");
 
 enum stmt_id {
 	S_BEGIN,
@@ -293,12 +293,12 @@ static const char *const stmt_sql[NSTMT] = {
 			     "WHERE id = ?1 AND target IS NOT ?2",
 	[S_JOB_LIST] = "SELECT " JOB_COLS " FROM jobs "
 		       "ORDER BY seq DESC LIMIT ?1",
-	[S_JOB_LIST_UID] = "SELECT " JOB_COLS " FROM jobs WHERE uid = ?10 "
+	[S_JOB_LIST_UID] = "SELECT " JOB_COLS " FROM jobs WHERE uid = ?11 "
 			   "ORDER BY seq DESC LIMIT ?1",
 	[S_JOB_LIST_STATES] = "SELECT " JOB_COLS " FROM jobs WHERE " STATES_IN
 			      " ORDER BY seq DESC LIMIT ?1",
 	[S_JOB_LIST_UID_STATES] =
-		"SELECT " JOB_COLS " FROM jobs WHERE uid = ?10 AND " STATES_IN
+		"SELECT " JOB_COLS " FROM jobs WHERE uid = ?11 AND " STATES_IN
 		" ORDER BY seq DESC LIMIT ?1",
 	[S_DECISION_INSERT] = "INSERT INTO decisions (job_id, at_ms, target, "
 			      "inputs, explanation, policy) VALUES (?1, ?2, "
@@ -356,7 +356,7 @@ struct hb_store {
 
 static const char *const state_names[HB__JOB_STATE_COUNT] = {
 	"pending",   "queued", "running",   "completing",
-	"succeeded", "failed", "cancelled", "lost"
+	"succeeded", "failed", "cancelled", "lost",	 "suspended"
 };
 /* The text column "origin" holds a job's entry point. */
 static const char *const entry_names[HB__ENTRY_COUNT] = { "slurm", "cli",
@@ -417,12 +417,15 @@ static int state_ok(int s)
 
 static int terminal(int s)
 {
-	return s >= HB_JOB_SUCCEEDED;
+	return s >= HB_JOB_SUCCEEDED && s <= HB_JOB_LOST;
 }
 
-/* Forward along pending < queued < running < completing < terminal. */
+/* Forward along pending < queued < running = suspended < completing <
+ * terminal. */
 static int rank(int s)
 {
+	if (s == HB_JOB_SUSPENDED)
+		return HB_JOB_RUNNING;
 	return terminal(s) ? HB_JOB_SUCCEEDED : s;
 }
 
@@ -432,11 +435,18 @@ static int allowed(int from, int to)
 		return 1;
 	if (terminal(from))
 		return 0;
+	/* Preempted, and admitted again: only a running job is suspended;
+	 * a suspended one goes on as a running one would. */
+	if (to == HB_JOB_SUSPENDED)
+		return from == HB_JOB_RUNNING;
+	if (from == HB_JOB_SUSPENDED && to == HB_JOB_RUNNING)
+		return 1;
 	if (rank(to) > rank(from))
 		return 1;
 	/* A requeue. */
 	return to == HB_JOB_QUEUED &&
-	       (from == HB_JOB_RUNNING || from == HB_JOB_COMPLETING);
+	       (from == HB_JOB_RUNNING || from == HB_JOB_SUSPENDED ||
+		from == HB_JOB_COMPLETING);
 }
 
 int hb_store_state_terminal(enum hb_job_state s)
@@ -1697,7 +1707,7 @@ int hb_store_job_list(struct hb_store *st, int64_t uid, unsigned states,
 	rc = prep(st, id, &s, op, err);
 	if (rc)
 		return rc;
-	/* ?1 limit, ?2..?9 the wanted states (NULL matches nothing), ?10
+	/* ?1 limit, ?2..?10 the wanted states (NULL matches nothing), ?11
 	 * uid; a statement that lacks one ignores its binding. */
 	rc = sqlite3_bind_int64(s, 1, limit ? (int64_t)limit : -1);
 	for (int i = 0; !rc && pick && i < HB__JOB_STATE_COUNT; i++)
@@ -1706,7 +1716,7 @@ int hb_store_job_list(struct hb_store *st, int64_t uid, unsigned states,
 						 SQLITE_STATIC)
 			     : sqlite3_bind_null(s, 2 + i);
 	if (!rc && uid >= 0)
-		rc = sqlite3_bind_int64(s, 10, uid);
+		rc = sqlite3_bind_int64(s, 11, uid);
 	if (rc) {
 		sqlite3_reset(s);
 		return db_fail(st, op, err);

@@ -329,7 +329,9 @@ static int start_remote(struct shadow *sh)
 
 /* The remote job ended (reply, phase ph): its exit code into *code; a
  * job cancelled on the remote side cancels this proxy too, whose signal
- * stops the shadow. */
+ * stops the shadow.  A job preempted on Kubernetes is suspended with its
+ * proxy (the daemon does both: this process is stopped meanwhile), and
+ * one placed on Slurm instead ends the proxy: "replaced". */
 static enum poll_end remote_done(struct shadow *sh, const cJSON *reply,
 				 const cJSON *ph, int *code)
 {
@@ -339,6 +341,17 @@ static enum poll_end remote_done(struct shadow *sh, const cJSON *reply,
 				ec->valuedouble <= 255
 			? (int)ec->valuedouble
 			: 1;
+	if (!strcmp(ph->valuestring, "replaced")) {
+		/* The daemon placed the job on Slurm instead: this proxy has
+		 * nothing left to follow, and ends without a failure. */
+		const cJSON *m = cJSON_GetObjectItem(reply, "message");
+
+		note(sh->id, "%s; this proxy ends",
+		     cJSON_IsString(m) ? m->valuestring
+				       : "placed on Slurm instead");
+		*code = 0;
+		return POLL_DONE;
+	}
 	if (strcmp(ph->valuestring, "succeeded")) {
 		const cJSON *m = cJSON_GetObjectItem(reply, "message");
 
@@ -385,7 +398,9 @@ static enum poll_end poll_reply(struct shadow *sh, const cJSON *reply,
 		return POLL_ABANDON;
 	}
 	sh->offset = nx->valuedouble;
-	if (strcmp(sh->shown, ph->valuestring)) {
+	/* "replaced": the daemon wrote the comment (the new Slurm job) */
+	if (strcmp(sh->shown, ph->valuestring) &&
+	    strcmp(ph->valuestring, "replaced")) {
 		snprintf(sh->shown, sizeof(sh->shown), "%s", ph->valuestring);
 		show_phase(sh->id, sh->shown);
 	}

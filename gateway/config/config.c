@@ -308,6 +308,15 @@ static const struct setting table[] = {
      .reloadable = 1,
      .help = "GPU type (--gres=gpu:TYPE:N) to the node labels that "
 	     "select it."},
+    {.path = "kubernetes.preempted_replace_after",
+     .type = HB_CFG_UINT,
+     .off = F(remote_preempted_replace_s),
+     .def = "0",
+     .max = 30 * 86400,
+     .reloadable = 1,
+     .help = "Seconds a burst job may stay preempted (its MPIJob suspended "
+	     "by Kueue after it ran) before the daemon deletes the MPIJob "
+	     "and submits the job to its own Slurm partition; 0: never."},
     {.path = "translation.max_array_jobs",
      .type = HB_CFG_UINT,
      .off = F(k8s.max_array_jobs),

@@ -235,7 +235,12 @@ struct hb_daemon {
 	int64_t last_spend_check; /* loop time the day was last looked at */
 	int64_t last_kcap;     /* ... last asked for */
 	int kcap_failing;      /* the last capacity read failed */
+	int kqueue_state;      /* Kueue's visibility API: 0 not yet
+				* read, 1 answering, 2 failing */
 	int polling;	   /* a poll is on a worker */
+	int preempting;	   /* preempted jobs are looked at on a worker */
+	int64_t last_preempt; /* ... last asked for */
+	struct ratelog rl_preempt;
 	struct hb_store *ckpt_st; /* the checkpoint worker's own handle */
 	int ckpt_pages;		  /* a checkpoint goes to a worker ... */
 	int ckpt_mark;		  /* ... this many pages after the last */
@@ -398,6 +403,11 @@ void hbd_op_remote_abandon(struct hb_daemon *d, struct conn *c,
 			   const cJSON *req);
 void hbd_remote_stop(struct hb_daemon *d, struct conn *c, const cJSON *req,
 		     int abandon);
+/* reconcile.c: burst jobs' proxies follow Kueue's preemptions */
+void hbd_watch_preempted(struct hb_daemon *d, int64_t now);
+/* Whether j, a burst job, was placed on Slurm after its MPIJob stayed
+ * preempted: its latest decision says so. */
+int hbd_replaced(struct hb_daemon *d, const struct hb_job_row *j);
 struct task *hbd_remote_task(struct hb_daemon *d, struct conn *c,
 			     enum task_kind kind, const struct hb_job_row *j,
 			     const char *rid, int64_t task);

@@ -41,14 +41,48 @@ static enum hb_job_state remote_state(enum hb_remote_phase p)
 	}
 }
 
-/* A job that runs remotely, visible to the caller; 0 or an error staged. */
-static int remote_job(struct hb_daemon *d, struct conn *c, const cJSON *req,
-		      struct hb_job_row *j)
+/* What a shadow hears about a job placed on Slurm instead: its proxy has
+ * nothing more to follow, and ends (successfully: the job itself runs on
+ * as the Slurm job named in the message). */
+static void replaced_reply(struct hb_daemon *d, struct conn *c,
+			   const struct hb_job_row *j, int64_t offset)
+{
+	char msg[160];
+	cJSON *r = hb_proto_ok();
+
+	snprintf(msg, sizeof(msg),
+		 "preempted on Kubernetes; placed on Slurm as job %lld",
+		 (long long)j->slurm_job_id);
+	if (r && (!cJSON_AddStringToObject(r, "phase", "replaced") ||
+		  !cJSON_AddNumberToObject(r, "exit_code", 0) ||
+		  !cJSON_AddStringToObject(r, "message", msg) ||
+		  !cJSON_AddNumberToObject(r, "slurm_job_id",
+					   (double)j->slurm_job_id) ||
+		  !cJSON_AddStringToObject(r, "data", "") ||
+		  !cJSON_AddNumberToObject(r, "next", (double)offset) ||
+		  !cJSON_AddBoolToObject(r, "done", 1))) {
+		cJSON_Delete(r);
+		r = NULL;
+	}
+	hbd_stage_reply(d, c, r, 0, 0);
+}
+
+/* A job that runs remotely, visible to the caller; 0 or an error staged
+ * (or, for one placed on Slurm instead, the answer that says so: offset
+ * >= 0 is the shadow's output offset). */
+static int remote_job_at(struct hb_daemon *d, struct conn *c,
+			 const cJSON *req, struct hb_job_row *j,
+			 int64_t offset)
 {
 	char msg[128];
 
 	if (hbd_visible_job(d, c, req, j))
 		return -1;
+	if (offset >= 0 && hbd_replaced(d, j)) {
+		replaced_reply(d, c, j, offset);
+		hb_job_row_free(j);
+		return -1;
+	}
 	if (j->target != HB_TARGET_KUBERNETES) {
 		snprintf(msg, sizeof(msg), "job %s runs on %s, not remotely",
 			 j->id, hb_job_target_name(j->target));
@@ -57,6 +91,12 @@ static int remote_job(struct hb_daemon *d, struct conn *c, const cJSON *req,
 		return -1;
 	}
 	return 0;
+}
+
+static int remote_job(struct hb_daemon *d, struct conn *c, const cJSON *req,
+		      struct hb_job_row *j)
+{
+	return remote_job_at(d, c, req, j, -1);
 }
 
 /* Record a state change of j (and its audit event) in this iteration's
@@ -698,7 +738,7 @@ void hbd_op_remote_start(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	 * only the plugin can write (admin_comment). */
 	if (!is_priv(d, c))
 		slurm_id = -1;
-	if (remote_job(d, c, req, &j))
+	if (remote_job_at(d, c, req, &j, 0))
 		return;
 	if (remote_id(d, c, req, &j, rid, &task))
 		goto out;
@@ -749,7 +789,7 @@ void hbd_op_remote_poll(struct hb_daemon *d, struct conn *c, const cJSON *req)
 		hbd_stage_error(d, c, e.code, e.msg, 0);
 		return;
 	}
-	if (remote_job(d, c, req, &j))
+	if (remote_job_at(d, c, req, &j, offset))
 		return;
 	if (remote_id(d, c, req, &j, rid, &task))
 		goto out;

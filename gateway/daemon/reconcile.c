@@ -1,8 +1,11 @@
 /*
  * reconcile.c - the reconciler: the Slurm jobs the plugin tagged, bound to
- * their gateway jobs and followed from Slurm, and the decided jobs Slurm
- * never queued (orphans), given up as lost.
+ * their gateway jobs and followed from Slurm, the decided jobs Slurm
+ * never queued (orphans), given up as lost, and the proxies of burst jobs
+ * that Kueue preempted, suspended and resumed with them (or their jobs
+ * placed on Slurm instead).
  */
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +84,11 @@ static int reconcile_one(struct hb_daemon *d, const struct hb_slurm_change *ch,
 		if (rc)
 			goto out;
 	}
+	/* A job placed on Slurm after a preemption: its old proxy (should
+	 * its re-tag have failed) is not the job. */
+	if (j.target == HB_TARGET_SLURM && j.slurm_job_id >= 0 &&
+	    ch->slurm_job_id != j.slurm_job_id && hbd_replaced(d, &j))
+		goto out;
 	if (j.target != HB_TARGET_SLURM || hb_store_state_terminal(j.state) ||
 	    j.state == ch->state || !hb_store_state_allowed(j.state, ch->state))
 		goto out;
@@ -226,6 +234,7 @@ void hbd_poll_slurm(struct hb_daemon *d, int64_t now)
 {
 	struct poll_task *pt;
 
+	hbd_watch_preempted(d, now);
 	if (!d->be.slurm_poll || d->polling || d->stopping || !d->pool ||
 	    now - d->last_poll < SLURM_POLL_MS)
 		return;
@@ -241,5 +250,372 @@ void hbd_poll_slurm(struct hb_daemon *d, int64_t now)
 	if (hb_pool_submit(d->pool, &pt->t)) {
 		d->polling = 0;
 		free(pt);
+	}
+}
+
+/* How the decision that places a preempted job on Slurm begins. */
+#define REPLACED_INPUTS "{\"replaced\":"
+
+int hbd_replaced(struct hb_daemon *d, const struct hb_job_row *j)
+{
+	struct hb_decision_row dr = { 0 };
+	int yes;
+
+	if (j->target != HB_TARGET_SLURM ||
+	    hb_store_decision_get(d->st, j->id, &dr, NULL))
+		return 0;
+	/* preempt_record()'s inputs, and no other decision's */
+	yes = dr.inputs && !strncmp(dr.inputs, REPLACED_INPUTS,
+				    sizeof(REPLACED_INPUTS) - 1);
+	hb_decision_row_free(&dr);
+	return yes;
+}
+
+/* ------------------------------------------------------------------ */
+/* Preempted burst jobs: the proxy follows its MPIJob's admission      */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Kueue preempts an admitted MPIJob by suspending it again; the remote
+ * backend reports that as HB_REMOTE_SUSPENDED.  Every PREEMPT_SCAN_MS a
+ * worker reads the phase of each burst job that runs or is suspended and
+ * has a proxy, and makes the proxy follow: suspended in Slurm while the
+ * MPIJob is (its clock stops, squeue shows ST=S), resumed when Kueue
+ * admits it again or it ends.  The daemon does this, not the shadow: a
+ * suspended proxy's shadow is stopped with it.
+ *
+ * A job suspended kubernetes.preempted_replace_after seconds (counted
+ * from the store's record of the suspension) is placed on Slurm instead:
+ * the worker submits its script, environment and directory as its user
+ * to its own partition (tagged target=slurm, with HPCBRIDGE_JOB_ID so the
+ * plugin lets it through), deletes the MPIJob, re-tags the proxy so the
+ * reconciler no longer follows it, and resumes the proxy, whose shadow
+ * then hears "replaced" and ends.  The loop records the new decision
+ * (target slurm), the new Slurm job id and the state queued; from then
+ * on the reconciler follows the new job.  One scan at a time, and a job
+ * leaves the scan once its target is slurm: it is submitted once.  (A
+ * daemon that dies between the submission and the record would submit
+ * it again after a restart: the window is one loop iteration.)
+ */
+#define PREEMPT_SCAN_MS 1000
+
+enum pact { PA_NONE, PA_SUSPEND, PA_RESUME, PA_REPLACE };
+
+struct pjob {
+	char id[32];
+	int64_t slurm_id, uid;
+	enum hb_job_state state;
+	int64_t since_ms; /* suspended: when it was recorded */
+	char *jobspec, *partition, *name, *user;
+	/* found on the worker */
+	struct hb_remote_status st;
+	enum pact act;
+	int64_t new_id; /* PA_REPLACE */
+	int rc;
+	struct hb_err err;
+};
+
+struct preempt_task {
+	struct hb_task t; /* first */
+	struct hb_daemon *d;
+	struct hb_slurm_side_ops be;
+	struct hb_remote *remote;
+	int64_t replace_ms; /* 0: never */
+	struct pjob *v;
+	size_t n, cap;
+};
+
+static void preempt_free(struct preempt_task *pt)
+{
+	for (size_t i = 0; i < pt->n; i++) {
+		free(pt->v[i].jobspec);
+		free(pt->v[i].partition);
+		free(pt->v[i].name);
+		free(pt->v[i].user);
+	}
+	free(pt->v);
+	free(pt);
+}
+
+static int preempt_collect(const struct hb_job_row *j, void *arg)
+{
+	struct preempt_task *pt = arg;
+	struct pjob *p;
+
+	if (j->target != HB_TARGET_KUBERNETES || j->slurm_job_id <= 0)
+		return 0;
+	if (pt->n == pt->cap) {
+		size_t cap = pt->cap ? pt->cap * 2 : 16;
+		struct pjob *v = realloc(pt->v, cap * sizeof(*v));
+
+		if (!v)
+			return HB_ENOMEM;
+		pt->v = v;
+		pt->cap = cap;
+	}
+	p = &pt->v[pt->n++];
+	memset(p, 0, sizeof(*p));
+	snprintf(p->id, sizeof(p->id), "%s", j->id);
+	p->slurm_id = j->slurm_job_id;
+	p->uid = j->uid;
+	p->state = j->state;
+	p->since_ms = j->updated_ms;
+	if (j->state != HB_JOB_SUSPENDED || !pt->replace_ms)
+		return 0;
+	p->jobspec = xstrdup(j->jobspec);
+	p->partition = xstrdup(j->partition);
+	p->name = xstrdup(j->name);
+	p->user = xstrdup(j->user);
+	if ((j->jobspec && !p->jobspec) || (j->partition && !p->partition) ||
+	    (j->name && !p->name) || (j->user && !p->user))
+		return HB_ENOMEM;
+	return 0;
+}
+
+/* The strings of array a (NULL-terminated, borrowed from a), or NULL
+ * when out of memory. */
+static const char **strings_of(const cJSON *a)
+{
+	const char **v = calloc((size_t)cJSON_GetArraySize(a) + 1, sizeof(*v));
+	const cJSON *s;
+	size_t n = 0;
+
+	if (v)
+		cJSON_ArrayForEach (s, a)
+			if (cJSON_IsString(s))
+				v[n++] = s->valuestring;
+	return v;
+}
+
+/* On a worker: submit p's job to Slurm as its user, from what it was
+ * submitted with; 0 with p->new_id, or an error in p->err. */
+static int replace_submit(struct preempt_task *pt, struct pjob *p)
+{
+	struct hb_submit_req r = { 0 };
+	cJSON *doc = p->jobspec ? cJSON_Parse(p->jobspec) : NULL;
+	const char *cwd = hb_doc_str(doc, "cwd");
+	const char **env = strings_of(hb_doc_get(doc, "env"));
+	const char **argv = strings_of(hb_doc_get(doc, "argv"));
+	struct passwd pw, *res = NULL;
+	char buf[4096], tag[64];
+	int rc;
+
+	r.script = hb_doc_str(doc, "script");
+	if (!r.script || p->uid < 0 || !pt->be.slurm_submit) {
+		rc = hb_err_set(&p->err, HB_ESTATE, NULL, 0,
+				"the job's script or user was not kept");
+		goto out;
+	}
+	if (!env || !argv) {
+		rc = hb_err_set(&p->err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	snprintf(tag, sizeof(tag), "hpcbridge:%s target=slurm", p->id);
+	r.id = p->id;
+	r.name = p->name;
+	r.cwd = cwd && cwd[0] == '/' ? cwd : NULL;
+	r.user = p->user;
+	r.uid = (uint32_t)p->uid;
+	r.gid = getpwuid_r((uid_t)p->uid, &pw, buf, sizeof(buf), &res) == 0 &&
+				res
+			? pw.pw_gid
+			: (uint32_t)p->uid;
+	r.argv = argv;
+	r.env = env;
+	r.admin_comment = tag;
+	r.partition = p->partition;
+	/* as Slurm read it at the decision: the command line's options too */
+	r.jobspec = hb_doc_get(doc, "jobspec");
+	if (!cJSON_IsObject(r.jobspec))
+		r.jobspec = NULL;
+	rc = pt->be.slurm_submit(pt->be.ctx, &r, &p->new_id, &p->err);
+out:
+	free(env);
+	free(argv);
+	cJSON_Delete(doc);
+	return rc;
+}
+
+/* On a worker: p placed on Slurm instead (see above).  Past the
+ * submission, what fails is logged: the job runs on Slurm all the same. */
+static void replace(struct preempt_task *pt, struct pjob *p)
+{
+	struct hb_err e = { 0 };
+	char admin[96], note[128];
+
+	if ((p->rc = replace_submit(pt, p)))
+		return;
+	p->act = PA_REPLACE;
+	if ((p->rc = hb_remote_cancel(pt->remote, p->id, &e)) &&
+	    p->rc != HB_ENOENT)
+		hb_log(HB_LOG_WARN, "%s: deleting the preempted MPIJob: %s",
+		       p->id, e.msg);
+	snprintf(admin, sizeof(admin),
+		 "hpcbridge-replaced:%s slurm_job_id=%lld", p->id,
+		 (long long)p->new_id);
+	snprintf(note, sizeof(note), "re-placed on Slurm as job %lld",
+		 (long long)p->new_id);
+	memset(&e, 0, sizeof(e));
+	if (pt->be.slurm_retag &&
+	    pt->be.slurm_retag(pt->be.ctx, p->slurm_id, admin, note, &e))
+		hb_log(HB_LOG_WARN, "%s: re-tagging proxy %lld: %s", p->id,
+		       (long long)p->slurm_id, e.msg);
+	memset(&e, 0, sizeof(e));
+	if (pt->be.slurm_suspend(pt->be.ctx, p->slurm_id, 1, &e))
+		hb_log(HB_LOG_WARN, "%s: resuming proxy %lld: %s", p->id,
+		       (long long)p->slurm_id, e.msg);
+	p->rc = 0;
+}
+
+static void preempt_run(struct hb_task *ht)
+{
+	struct preempt_task *pt = (struct preempt_task *)ht;
+	int64_t now = hb_clock_wall_ms();
+
+	for (size_t i = 0; i < pt->n; i++) {
+		struct pjob *p = &pt->v[i];
+		enum hb_remote_phase ph;
+		int resume;
+
+		if (hb_remote_status(pt->remote, p->id, &p->st, NULL))
+			continue; /* an array's tasks, or not started yet */
+		ph = p->st.phase;
+		if (p->state == HB_JOB_RUNNING && ph == HB_REMOTE_SUSPENDED)
+			resume = 0;
+		else if (p->state == HB_JOB_SUSPENDED &&
+			 ph != HB_REMOTE_SUSPENDED)
+			resume = 1; /* admitted again, or ended */
+		else if (p->state == HB_JOB_SUSPENDED && pt->replace_ms &&
+			 now - p->since_ms >= pt->replace_ms) {
+			replace(pt, p);
+			continue;
+		} else
+			continue;
+		p->rc = pt->be.slurm_suspend(pt->be.ctx, p->slurm_id, resume,
+					     &p->err);
+		if (!p->rc)
+			p->act = resume ? PA_RESUME : PA_SUSPEND;
+	}
+}
+
+/* On the loop: record what the worker did to p. */
+static int preempt_record(struct hb_daemon *d, const struct pjob *p,
+			  int64_t replace_ms, struct hb_err *err)
+{
+	static const char *const action[] = { [PA_SUSPEND] = "preempted",
+					      [PA_RESUME] = "resumed",
+					      [PA_REPLACE] = "replaced" };
+	enum hb_job_state to = p->act == PA_SUSPEND  ? HB_JOB_SUSPENDED
+			       : p->act == PA_RESUME ? HB_JOB_RUNNING
+						     : HB_JOB_QUEUED;
+	struct hb_job_row j = { 0 };
+	cJSON *detail = cJSON_CreateObject();
+	char why[320], inputs[160];
+	int rc;
+
+	if (!detail)
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	if ((rc = hb_store_job_get(d->st, p->id, &j, err)))
+		goto out;
+	/* the shadow may have recorded the end meanwhile */
+	if (!hb_store_state_allowed(j.state, to) || j.state == to)
+		goto out;
+	if (p->act == PA_REPLACE)
+		snprintf(why, sizeof(why),
+			 "preempted on Kubernetes for %llds: placed on Slurm "
+			 "as job %lld",
+			 (long long)(replace_ms / 1000), (long long)p->new_id);
+	else
+		snprintf(why, sizeof(why), "%s",
+			 p->act == PA_SUSPEND ? p->st.message
+					      : "admitted again");
+	cJSON_AddNumberToObject(detail, "slurm_job_id", (double)p->slurm_id);
+	cJSON_AddStringToObject(detail, "from", hb_job_state_name(j.state));
+	cJSON_AddStringToObject(detail, "to", hb_job_state_name(to));
+	cJSON_AddStringToObject(detail, "reason", why);
+	if (p->act == PA_REPLACE) {
+		cJSON_AddNumberToObject(detail, "new_slurm_job_id",
+					(double)p->new_id);
+		hbd_add_str_or_null(detail, "partition", j.partition);
+		snprintf(inputs, sizeof(inputs),
+			 REPLACED_INPUTS "{\"after_s\":%lld,\"proxy\":%lld}}",
+			 (long long)(replace_ms / 1000),
+			 (long long)p->slurm_id);
+	}
+	if ((rc = hbd_txn(d, err)) ||
+	    (p->act == PA_REPLACE &&
+	     ((rc = hb_store_decision_add(d->st, j.id, HB_TARGET_SLURM, inputs,
+					  why, NULL, err)) ||
+	      (rc = hb_store_job_set_slurm(d->st, j.id, p->new_id, err)))) ||
+	    (rc = hb_store_job_set_state(d->st, j.id, to, -1, why, err)) ||
+	    (rc = hbd_audit(d, 0, "hpcbridged", "daemon", action[p->act],
+			    j.id, detail, err)))
+		goto out;
+	hb_logf(p->act == PA_RESUME ? HB_LOG_INFO : HB_LOG_WARN,
+		(struct hb_log_field[]){ HB_LOG_STR("job", j.id),
+					 HB_LOG_INT("slurm_job_id",
+						    p->slurm_id) },
+		2, "%s: %s", action[p->act], why);
+out:
+	cJSON_Delete(detail);
+	hb_job_row_free(&j);
+	return rc;
+}
+
+static void preempt_done(struct hb_task *ht)
+{
+	struct preempt_task *pt = (struct preempt_task *)ht;
+	struct hb_daemon *d = pt->d;
+	struct hb_err err = { 0 };
+	unsigned dropped;
+
+	d->preempting = 0;
+	for (size_t i = 0; i < pt->n; i++) {
+		const struct pjob *p = &pt->v[i];
+
+		if (p->rc && hbd_rate_ok(&d->rl_preempt, &dropped))
+			hb_log(HB_LOG_WARN, "%s: following its preemption: %s",
+			       p->id, p->err.msg);
+		if (p->act == PA_NONE)
+			continue;
+		if (preempt_record(d, p, pt->replace_ms, &err)) {
+			hb_log(HB_LOG_ERROR, "recording %s: %s", p->id,
+			       err.msg);
+			hbd_batch_abort(d, &err);
+			break;
+		}
+	}
+	preempt_free(pt);
+}
+
+void hbd_watch_preempted(struct hb_daemon *d, int64_t now)
+{
+	struct preempt_task *pt;
+	struct hb_err err = { 0 };
+
+	if (!d->remote || !d->be.slurm_suspend || d->preempting ||
+	    d->stopping || !d->pool || now - d->last_preempt < PREEMPT_SCAN_MS)
+		return;
+	d->last_preempt = now;
+	if (!(pt = calloc(1, sizeof(*pt))))
+		return;
+	pt->replace_ms = (int64_t)d->cfg.remote_preempted_replace_s * 1000;
+	if (hb_store_job_list(d->st, -1,
+			      HB_JOB_BIT(HB_JOB_RUNNING) |
+				      HB_JOB_BIT(HB_JOB_SUSPENDED),
+			      0, preempt_collect, pt, &err) ||
+	    !pt->n) {
+		preempt_free(pt);
+		return;
+	}
+	pt->t.run = preempt_run;
+	pt->t.done = preempt_done;
+	pt->d = d;
+	pt->be = d->be;
+	pt->remote = d->remote;
+	d->preempting = 1;
+	if (hb_pool_submit(d->pool, &pt->t)) {
+		d->preempting = 0;
+		preempt_free(pt);
 	}
 }

@@ -63,6 +63,7 @@ struct kcap_task {
 	struct hb_selector_map *maps;
 	struct hb_kv *kvs;
 	char *gpu_resource;
+	char *queue; /* kubernetes.queues.default: Kueue's wait */
 	struct hb_kcap cap;
 	int rc;
 	struct hb_err err;
@@ -80,6 +81,7 @@ static void kcap_free(struct kcap_task *kt)
 	free(kt->maps);
 	free(kt->kvs);
 	free(kt->gpu_resource);
+	free(kt->queue);
 	free(kt);
 }
 
@@ -116,6 +118,10 @@ static int kcap_opts(struct kcap_task *kt, const struct hb_config *cfg)
 	    !(kt->gpu_resource = strdup(cfg->k8s.gpu_resource)))
 		return HB_ENOMEM;
 	kt->o.gpu_resource = kt->gpu_resource;
+	if (cfg->k8s.default_queue &&
+	    !(kt->queue = strdup(cfg->k8s.default_queue)))
+		return HB_ENOMEM;
+	kt->o.kueue_queue = kt->queue;
 	return 0;
 }
 
@@ -152,6 +158,14 @@ static void kcap_done(struct hb_task *ht)
 				HB_LOG_INT("millicpus", kt->cap.free_millicpus),
 				HB_LOG_INT("pending", kt->cap.pending) },
 			3, "Kubernetes capacity");
+	}
+	/* Kueue's wait: said the first time, and each time it starts or
+	 * stops answering (1 answering, 2 failing) */
+	if (!kt->rc && kt->cap.queue_note[0] &&
+	    d->kqueue_state != 2 - kt->cap.queue_known) {
+		hb_log(kt->cap.queue_known ? HB_LOG_INFO : HB_LOG_WARN, "%s",
+		       kt->cap.queue_note);
+		d->kqueue_state = 2 - kt->cap.queue_known;
 	}
 	kcap_free(kt);
 }

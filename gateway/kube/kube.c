@@ -1103,6 +1103,45 @@ int hb_kube_get(struct hb_kube *k, const struct hb_kube_res *res,
 	return rc;
 }
 
+static const struct hb_kube_res kueue_lq = { "visibility.kueue.x-k8s.io",
+					     "v1beta1", "localqueues",
+					     "LocalQueue" };
+static const struct hb_kube_res kueue_cq = { "visibility.kueue.x-k8s.io",
+					     "v1beta1", "clusterqueues",
+					     "ClusterQueue" };
+
+int hb_kube_pending_workloads(struct hb_kube *k, const char *ns,
+			      const char *queue, int cluster, int limit,
+			      cJSON **out, struct hb_err *err)
+{
+	struct hb_buf p;
+	char n[24];
+	int rc;
+
+	*out = NULL;
+	if (!queue || !*queue)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "pendingworkloads: no queue");
+	if (cluster) {
+		hb_buf_init(&p, 0);
+		rc = hb_kube_path(&kueue_cq, NULL, queue, "pendingworkloads",
+				  &p)
+			     ? hb_err_set(err, HB_ENOMEM, NULL, 0,
+					  "out of memory")
+			     : 0;
+	} else {
+		rc = build_path(k, &kueue_lq, ns, queue, "pendingworkloads",
+				&p, err);
+	}
+	snprintf(n, sizeof(n), "%d", limit);
+	if (!rc && limit > 0 && hb_kube_query(&p, "limit", n))
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	if (!rc)
+		rc = json_call(k, "GET", p.data, NULL, NULL, out, err);
+	hb_buf_free(&p);
+	return rc;
+}
+
 static int list_path(struct hb_kube *k, const struct hb_kube_res *res,
 		     const char *ns, int all_ns, const char *selector,
 		     const char *fields, int limit, const char *cont,

@@ -51,6 +51,9 @@ struct hb_decider {
 	const char **data;
 	size_t ndata;
 	int64_t spend_day; /* the day the spend was last loaded for */
+	/* why Kueue gave no wait (hb_kcap.queue_note), said in every
+	 * explanation while it lasts; "" when it did */
+	char kube_note[256];
 };
 
 /* ---------------------------------------------------------- policy */
@@ -298,7 +301,7 @@ int hb_decider_set_slurm(struct hb_decider *dc,
 }
 
 static int set_queue(struct hb_snapshot *snap, const char *name,
-		     const struct hb_kcap *cap)
+		     const struct hb_kcap *cap, int64_t turn_s)
 {
 	struct hb_snap_queue *q;
 	uint32_t kept;
@@ -309,7 +312,13 @@ static int set_queue(struct hb_snapshot *snap, const char *name,
 					cap->free_mem_bytes / 1048576)))
 		return rc;
 	q = (struct hb_snap_queue *)hb_snapshot_queue(snap, name);
-	q->wait_known = false;
+	/* Kueue's pending workloads, when its visibility API answered */
+	q->wait_known = cap->queue_known;
+	if (cap->queue_known) {
+		q->pending = cap->queue_ahead;
+		q->wait = hb_kueue_wait(cap->queue_ahead, cap->queue_admitted,
+					cap->queue_remaining_s, turn_s);
+	}
 	/* Types no node has any more go (their names stay in the arena:
 	 * a few bytes each time a type disappears). */
 	kept = 0;
@@ -340,8 +349,11 @@ int hb_decider_set_kube(struct hb_decider *dc, const struct hb_kcap *cap)
 
 	if (!dc->pol.kube_enabled)
 		return 0;
+	snprintf(dc->kube_note, sizeof(dc->kube_note), "%s",
+		 cap->queue_known ? "" : cap->queue_note);
 	for (uint32_t i = 0; i < dc->pol.nqueues; i++)
-		if ((rc = set_queue(&dc->snap, dc->pol.queues[i].name, cap)))
+		if ((rc = set_queue(&dc->snap, dc->pol.queues[i].name, cap,
+				    dc->pol.kube_default_wait)))
 			return rc;
 	return 0;
 }
@@ -524,6 +536,8 @@ int hb_decider_decide(struct hb_decider *dc, const struct hb_decider_job *job,
 	if (!(e = hb_emit_new(HB_EMIT_JSON_COMPACT, &doc)) ||
 	    hb_buf_reserve(&text, 1023) || hb_buf_reserve(&doc, 3071) ||
 	    (rc = hb_place_explain(&dc->pol, &in, &res, &text)) ||
+	    (dc->kube_note[0] &&
+	     hb_buf_printf(&text, "note: %s\n", dc->kube_note)) ||
 	    (rc = hb_place_emit(e, NULL, &dc->pol, &in, &res, NULL)) ||
 	    (rc = hb_emit_done(e)) ||
 	    !(out->explanation = hb_buf_steal(&text)) ||

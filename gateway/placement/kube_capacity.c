@@ -3,6 +3,7 @@
  * NodeList and PodList.  See kube_capacity.h and
  * docs/internals/kube_capacity.md.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -572,4 +573,87 @@ out:
 	if (rc)
 		memset(out, 0, sizeof(*out));
 	return rc;
+}
+
+/* --- Kueue's pending workloads ---------------------------------------- */
+
+/* A member that must be a whole number >= 0, or absent (opt). */
+static int count_of(const cJSON *it, const char *key, int opt, int i,
+		    int64_t *v, struct hb_err *err)
+{
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, key);
+
+	*v = 0;
+	if (!n && opt)
+		return 0;
+	if (!cJSON_IsNumber(n) || n->valuedouble < 0 ||
+	    n->valuedouble > (double)INT32_MAX ||
+	    n->valuedouble != (double)(int64_t)n->valuedouble)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "items[%d].%s: not a whole number >= 0", i,
+				  key);
+	*v = (int64_t)n->valuedouble;
+	return 0;
+}
+
+int hb_kueue_pending(const cJSON *summary, int32_t priority,
+		     struct hb_kueue_pending *out, struct hb_err *err)
+{
+	const cJSON *items = cJSON_GetObjectItemCaseSensitive(summary, "items");
+	const cJSON *it, *list = cJSON_IsArray(items) ? items : NULL;
+	int i = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!cJSON_IsObject(summary))
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "PendingWorkloadsSummary: not an object");
+	if (items && !cJSON_IsArray(items) && !cJSON_IsNull(items))
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "items: not an array");
+	cJSON_ArrayForEach (it, list) {
+		const cJSON *pr = hb_doc_get(it, "priority");
+		const cJSON *own = cJSON_GetArrayItem(
+			hb_doc_get(it, "metadata.ownerReferences"), 0);
+		const char *kind = hb_doc_str(own, "kind");
+		int64_t pos;
+		int rc;
+
+		if (!hb_doc_str(hb_doc_get(it, "metadata"), "name"))
+			return hb_err_set(err, HB_EINVAL, NULL, 0,
+					  "items[%d].metadata.name: missing",
+					  i);
+		if (pr && (!cJSON_IsNumber(pr) ||
+			   pr->valuedouble < (double)INT32_MIN ||
+			   pr->valuedouble > (double)INT32_MAX))
+			return hb_err_set(err, HB_EINVAL, NULL, 0,
+					  "items[%d].priority: not a 32-bit "
+					  "number",
+					  i);
+		if ((rc = count_of(it, "positionInClusterQueue", 1, i, &pos,
+				   err)) ||
+		    (rc = count_of(it, "positionInLocalQueue", 1, i, &pos,
+				   err)))
+			return rc;
+		out->items++;
+		if (!pr || pr->valuedouble >= (double)priority)
+			out->ahead++;
+		if (kind && !strcmp(kind, "MPIJob"))
+			out->burst++;
+		i++;
+	}
+	return 0;
+}
+
+int64_t hb_kueue_wait(uint32_t ahead, uint32_t admitted, int64_t remaining_s,
+		      int64_t turn_s)
+{
+	uint64_t slots = admitted ? admitted : 1;
+	uint64_t turns = (ahead + slots - 1) / slots;
+	int64_t turn = remaining_s > 0 ? remaining_s : turn_s;
+
+	if (!ahead || turn <= 0)
+		return 0;
+	if ((uint64_t)turn > (uint64_t)INT64_MAX / turns)
+		return INT64_MAX;
+	return (int64_t)(turns * (uint64_t)turn);
 }

@@ -193,6 +193,15 @@ static int64_t time_ms(const char *s)
 	return t * 1000;
 }
 
+/* Whether an MPIJob's status says it ran: a startTime, which the MPI
+ * Operator sets when the job first runs unsuspended, and again when it is
+ * resumed.  (Its Running condition is no sign: the operator sets it False,
+ * reason MPIJobSuspended, on a job created suspended too.) */
+static int started(const cJSON *status)
+{
+	return hb_doc_str(status, "startTime") != NULL;
+}
+
 enum hb_remote_phase hb_remote_mpijob_phase(const cJSON *status, char *msg,
 					    size_t size)
 {
@@ -218,6 +227,9 @@ enum hb_remote_phase hb_remote_mpijob_phase(const cJSON *status, char *msg,
 				continue;
 			snprintf(msg, size, "%s%s%s%s%s", t, r ? ": " : "",
 				 r ? r : "", m ? ": " : "", m ? m : "");
+			if (order[i].phase == HB_REMOTE_PENDING &&
+			    started(status))
+				return HB_REMOTE_SUSPENDED;
 			return order[i].phase;
 		}
 	return HB_REMOTE_PENDING;
@@ -235,6 +247,11 @@ static void observe(struct kube_be *b, struct kjob *j, const cJSON *obj)
 	j->end_ms = time_ms(hb_doc_str(st, "completionTime"));
 	if (hb_remote_phase_done(j->phase))
 		return; /* reported final: it stays so */
+	/* Some controllers clear startTime on suspension: what we saw
+	 * running and is suspended again was preempted all the same. */
+	if (p == HB_REMOTE_PENDING && !strncmp(j->message, "Suspended", 9) &&
+	    (j->phase == HB_REMOTE_RUNNING || j->phase == HB_REMOTE_SUSPENDED))
+		p = HB_REMOTE_SUSPENDED;
 	j->seen = p;
 	if (hb_remote_phase_done(p))
 		want(b, j, W_FINISH); /* reported once the exit code is read */
@@ -856,6 +873,53 @@ static int kube_cancel(struct hb_remote *be, const char *id,
 #define LIVE_PODS "status.phase!=Succeeded,status.phase!=Failed"
 #define CAP_PAGE  500
 
+/*
+ * The wait in opts->kueue_queue from Kueue's visibility API, into out's
+ * queue_* fields.  Never an error: without the API (404: Kueue serves no
+ * visibility API, or no such queue) or when it fails, queue_note says so
+ * and the policy's default wait stands.  Slots are this backend's MPIJobs
+ * running now (admitted), a lower bound of the queue's.
+ */
+static void kube_queue(struct kube_be *b, const struct hb_kcap_opts *o,
+		       struct hb_kcap *out)
+{
+	struct hb_kueue_pending pw;
+	struct hb_err e = { 0 };
+	cJSON *sum = NULL;
+	uint32_t running = 0;
+	int rc;
+
+	rc = hb_kube_pending_workloads(b->k, o->ns, o->kueue_queue,
+				       o->kueue_cluster, 0, &sum, &e);
+	if (!rc)
+		rc = hb_kueue_pending(sum, 0, &pw, &e);
+	cJSON_Delete(sum);
+	if (rc) {
+		snprintf(out->queue_note, sizeof(out->queue_note),
+			 "Kueue %s %.63s: %.120s; the policy's default wait "
+			 "stands",
+			 o->kueue_cluster ? "ClusterQueue" : "LocalQueue",
+			 o->kueue_queue,
+			 rc == HB_ENOENT
+				 ? "not found (404: no visibility API, or no "
+				   "such queue)"
+				 : (e.msg[0] ? e.msg : hb_strerror(rc)));
+		return;
+	}
+	pthread_mutex_lock(&b->mu);
+	for (size_t i = 0; i < NBUCKETS; i++)
+		for (struct kjob *j = b->buckets[i]; j; j = j->hnext)
+			running += j->phase == HB_REMOTE_RUNNING;
+	pthread_mutex_unlock(&b->mu);
+	out->queue_known = 1;
+	out->queue_ahead = pw.ahead;
+	out->queue_admitted = running;
+	snprintf(out->queue_note, sizeof(out->queue_note),
+		 "Kueue %s %.63s: %u workloads pending (%u MPIJobs)",
+		 o->kueue_cluster ? "ClusterQueue" : "LocalQueue",
+		 o->kueue_queue, pw.items, pw.burst);
+}
+
 static int kube_capacity(struct hb_remote *be, const struct hb_kcap_opts *o,
 			 struct hb_kcap *out, struct hb_err *err)
 {
@@ -871,6 +935,8 @@ static int kube_capacity(struct hb_remote *be, const struct hb_kcap_opts *o,
 	    !(rc = hb_kube_list_cluster(b->k, &hb_kube_pod, NULL, LIVE_PODS,
 					CAP_PAGE, &pods, err)))
 		rc = hb_kube_capacity(nodes, pods, &opts, out, err);
+	if (!rc && opts.kueue_queue)
+		kube_queue(b, &opts, out);
 	cJSON_Delete(nodes);
 	cJSON_Delete(pods);
 	return rc;

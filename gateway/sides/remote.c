@@ -9,8 +9,10 @@
 #include "hpcbridge/remote.h"
 #include "hpcbridge/clock.h"
 
-static const char *const phase_names[] = { "pending", "running",   "succeeded",
-					   "failed",  "cancelled", "lost" };
+static const char *const phase_names[] = { "pending",	  "running",
+					   "succeeded", "failed",
+					   "cancelled", "lost",
+					   "suspended" };
 
 const char *hb_remote_phase_name(enum hb_remote_phase p)
 {
@@ -21,7 +23,7 @@ const char *hb_remote_phase_name(enum hb_remote_phase p)
 
 int hb_remote_phase_done(enum hb_remote_phase p)
 {
-	return p >= HB_REMOTE_SUCCEEDED;
+	return p >= HB_REMOTE_SUCCEEDED && p <= HB_REMOTE_LOST;
 }
 
 int hb_remote_id_valid(const char *id)

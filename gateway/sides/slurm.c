@@ -81,9 +81,12 @@ static int submit(void *ctx, const struct hb_submit_req *req,
 	uint32_t id = 0;
 	int rc;
 
+	r.partition = req->partition;
 	hb_jobspec_init(&spec, req->name ? req->name : "-");
-	rc = hb_parse_any(req->script, strlen(req->script),
-			  req->name ? req->name : "-", NULL, &spec, err);
+	rc = req->jobspec ? hb_jobspec_from_json(req->jobspec, &spec, err)
+			  : hb_parse_any(req->script, strlen(req->script),
+					 req->name ? req->name : "-", NULL,
+					 &spec, err);
 	if (rc)
 		goto out;
 	while (req->env && req->env[nenv])
@@ -121,19 +124,62 @@ out:
 	return rc;
 }
 
+
+/* A Slurm job id as libslurm takes it; 0 with err set when out of range. */
+static uint32_t job_id32(int64_t id, struct hb_err *err)
+{
+	if (id <= 0 || id > UINT32_MAX) {
+		hb_err_set(err, HB_EINVAL, NULL, 0,
+			   "Slurm job id %lld out of range", (long long)id);
+		return 0;
+	}
+	return (uint32_t)id;
+}
+
 static int cancel(void *ctx, int64_t slurm_job_id, struct hb_err *err)
 {
 	struct hb_slurm_side *sb = ctx;
+	uint32_t id = job_id32(slurm_job_id, err);
 	int rc;
 
-	if (slurm_job_id <= 0 || slurm_job_id > UINT32_MAX)
-		return hb_err_set(err, HB_EINVAL, NULL, 0,
-				  "Slurm job id %lld out of range",
-				  (long long)slurm_job_id);
+	if (!id)
+		return HB_EINVAL;
 	pthread_mutex_lock(&sb->mu);
-	rc = hb_slurmc_cancel(sb->c, (uint32_t)slurm_job_id, 0, err);
+	rc = hb_slurmc_cancel(sb->c, id, 0, err);
 	pthread_mutex_unlock(&sb->mu);
 	return rc == HB_SLURMC_DONE ? 0 : rc;
+}
+
+static int suspend(void *ctx, int64_t slurm_job_id, int resume,
+		   struct hb_err *err)
+{
+	struct hb_slurm_side *sb = ctx;
+	uint32_t id = job_id32(slurm_job_id, err);
+	int rc;
+
+	if (!id)
+		return HB_EINVAL;
+	pthread_mutex_lock(&sb->mu);
+	rc = hb_slurmc_suspend(sb->c, id, resume != 0, err);
+	pthread_mutex_unlock(&sb->mu);
+	return rc;
+}
+
+static int retag(void *ctx, int64_t slurm_job_id, const char *admin,
+		 const char *comment, struct hb_err *err)
+{
+	struct hb_slurm_side *sb = ctx;
+	uint32_t id = job_id32(slurm_job_id, err);
+	int rc;
+
+	if (!id)
+		return HB_EINVAL;
+	pthread_mutex_lock(&sb->mu);
+	rc = hb_slurmc_set_admin_comment(sb->c, id, admin, err);
+	if (!rc && comment)
+		rc = hb_slurmc_set_comment(sb->c, id, comment, err);
+	pthread_mutex_unlock(&sb->mu);
+	return rc;
 }
 
 struct poll_ctx {
@@ -314,4 +360,6 @@ void hb_slurm_side_ops(struct hb_slurm_side *sb,
 	out->slurm_cancel = cancel;
 	out->slurm_poll = poll_changes;
 	out->slurm_estimate = estimate;
+	out->slurm_suspend = suspend;
+	out->slurm_retag = retag;
 }

@@ -24,6 +24,11 @@ struct hb_submit_req {
 	const char *const *argv;   /* script arguments, NULL-terminated */
 	const char *const *env;	   /* "K=V", NULL-terminated (may be empty) */
 	const char *admin_comment; /* "hpcbridge:hb-000042 target=slurm" */
+	const char *partition;	   /* NULL: the script's own */
+	/* The job as Slurm read it when it was decided (the plugin's
+	 * jobspec: the command line's options too); NULL: the script's
+	 * directives.  Borrowed. */
+	const struct cJSON *jobspec;
 };
 
 /*
@@ -68,6 +73,16 @@ struct hb_slurm_side_ops {
 	 * default wait stands). */
 	int (*slurm_estimate)(void *ctx, struct hb_decider_part *out,
 			      size_t n, struct hb_err *err);
+	/* Suspend a running job (resume 0) or resume a suspended one: a
+	 * burst job's proxy while Kueue holds its MPIJob preempted.  0 when
+	 * the job is already so.  NULL: proxies are left running. */
+	int (*slurm_suspend)(void *ctx, int64_t slurm_job_id, int resume,
+			     struct hb_err *err);
+	/* A proxy whose job was placed on Slurm instead: its admin comment
+	 * (the reconciler's tag) becomes admin and its comment (squeue %k)
+	 * comment, so the reconciler no longer takes it for the job. */
+	int (*slurm_retag)(void *ctx, int64_t slurm_job_id, const char *admin,
+			   const char *comment, struct hb_err *err);
 };
 
 struct hb_slurm_side;

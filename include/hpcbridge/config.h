@@ -50,6 +50,9 @@ struct hb_config {
 	const char *remote_kubeconfig; /* NULL: $KUBECONFIG or ~/.kube/config;
 					  "in-cluster" */
 	const char *remote_context;    /* NULL: current-context */
+	/* kubernetes.preempted_replace_after: seconds a preempted burst job
+	 * waits before it is placed on Slurm instead; 0: never */
+	uint32_t remote_preempted_replace_s;
 
 	/* job_submit plugin */
 	uint32_t plugin_timeout_ms; /* the most a submission waits */

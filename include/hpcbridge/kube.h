@@ -210,6 +210,20 @@ int hb_kube_log_follow(struct hb_kube *k, const char *ns, const char *pod,
 int hb_kube_events(struct hb_kube *k, const char *ns, const char *name,
 		   cJSON **out, struct hb_err *err);
 
+/*
+ * Kueue's visibility API (visibility.kueue.x-k8s.io/v1beta1): the
+ * workloads pending in a LocalQueue of ns (NULL: the configuration's
+ * namespace), or, cluster set, in a ClusterQueue (ns ignored), as the
+ * PendingWorkloadsSummary the server sends ({items: [{metadata,
+ * priority, localQueueName, positionInClusterQueue,
+ * positionInLocalQueue}]}; hb_kueue_pending() reads it).  limit 0: the
+ * server's default (1000).  HB_ENOENT when the API is not served (Kueue
+ * without its visibility server) or the queue does not exist.
+ */
+int hb_kube_pending_workloads(struct hb_kube *k, const char *ns,
+			      const char *queue, int cluster, int limit,
+			      cJSON **out, struct hb_err *err);
+
 /* --- watches --------------------------------------------------------- */
 
 enum hb_kube_ev_type {

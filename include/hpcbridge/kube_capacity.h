@@ -43,6 +43,10 @@ struct hb_kcap_opts {
 	const char *gpu_label;	  /* NULL: "nvidia.com/gpu.product" */
 	const struct hb_selector_map *gpu_types; /* may be NULL */
 	uint32_t ngpu_types;
+	/* Kueue: the queue whose pending workloads give the wait (the
+	 * backend asks its visibility API); NULL: none */
+	const char *kueue_queue;
+	int kueue_cluster; /* a ClusterQueue, not a LocalQueue of ns */
 };
 
 struct hb_kcap_gpus {
@@ -62,7 +66,47 @@ struct hb_kcap {
 	uint32_t skipped; /* nodes not Ready, cordoned or tainted */
 	uint32_t pods;	  /* pods whose requests were taken off */
 	uint32_t pending; /* jobs with an unbound Pending pod in ns */
+	/* Kueue (opts.kueue_queue): what its visibility API said.
+	 * queue_known 0: no queue, or the API failed (queue_note says how,
+	 * and the policy's default wait stands). */
+	int queue_known;
+	uint32_t queue_ahead;	    /* pending workloads a new job waits
+				     * behind (hb_kueue_pending) */
+	uint32_t queue_admitted;    /* admitted workloads (0: unknown) */
+	int64_t queue_remaining_s;  /* their mean remaining time (0:
+				     * unknown) */
+	char queue_note[256];
 };
+
+/*
+ * Kueue's PendingWorkloadsSummary (hb_kube_pending_workloads()): items
+ * counts every workload listed; ahead those a new job of priority would
+ * queue behind (Kueue orders a queue by priority, then by creation: every
+ * pending workload of equal or higher priority); burst those owned by an
+ * MPIJob (ownerReferences[0].kind).  HB_EINVAL, err naming the field
+ * ("items[2].positionInClusterQueue: not a number >= 0"), for a document
+ * of another shape.
+ */
+struct hb_kueue_pending {
+	uint32_t items, ahead, burst;
+};
+int hb_kueue_pending(const struct cJSON *summary, int32_t priority,
+		     struct hb_kueue_pending *out, struct hb_err *err);
+
+/*
+ * The expected wait, in seconds, of a new job behind ahead pending
+ * workloads (docs/internals/kube_capacity.md):
+ *
+ *     0                                 when ahead is 0
+ *     ceil(ahead / slots) * turn        otherwise
+ *
+ * slots = admitted (at least 1): the workloads admitted together, each of
+ * which frees its quota for the next; turn = remaining_s, their mean
+ * remaining time, when known (> 0), else turn_s (the policy's
+ * kubernetes.default_wait).  Saturates at INT64_MAX.
+ */
+int64_t hb_kueue_wait(uint32_t ahead, uint32_t admitted, int64_t remaining_s,
+		      int64_t turn_s);
 
 /*
  * Compute *out from nodes and pods: each a List document (an object with

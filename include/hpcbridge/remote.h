@@ -33,7 +33,12 @@ enum hb_remote_phase {
 	HB_REMOTE_SUCCEEDED,
 	HB_REMOTE_FAILED,
 	HB_REMOTE_CANCELLED,
-	HB_REMOTE_LOST /* gone without a result */
+	HB_REMOTE_LOST, /* gone without a result */
+	/* Admitted and running once, then suspended again: Kueue preempted
+	 * it (the MPIJob's spec.runPolicy.suspend went back to true).  Not
+	 * final; running again once re-admitted.  Last, so the final phases
+	 * stay together. */
+	HB_REMOTE_SUSPENDED
 };
 
 /* The longest remote id. */
@@ -50,7 +55,10 @@ int hb_remote_phase_done(enum hb_remote_phase p);
 
 /* The phase an MPIJob's .status says (its True conditions: Succeeded,
  * Failed, Suspended, Running, in that order; else pending), and in msg
- * the condition that says it ("Failed: Reason: message", "" if none). */
+ * the condition that says it ("Failed: Reason: message", "" if none).
+ * Suspended is HB_REMOTE_SUSPENDED for a job that had started (a
+ * startTime: it was admitted and ran, and Kueue preempted it), else
+ * pending (created suspended, waiting for admission). */
 struct cJSON;
 enum hb_remote_phase hb_remote_mpijob_phase(const struct cJSON *status,
 					    char *msg, size_t size);

@@ -353,6 +353,19 @@ int hb_slurmc_cancel(struct hb_slurmc *c, uint32_t job_id, int signal,
 int hb_slurmc_set_comment(struct hb_slurmc *c, uint32_t job_id,
 			  const char *text, struct hb_err *err);
 
+/* Suspend a running job, or resume a suspended one (scontrol suspend /
+ * resume; slurmc_suspend.c): its processes are stopped and its time
+ * limit's clock with them.  A job already as asked is 0; HB_ESTATE for
+ * one that cannot be (pending, ended), HB_EPERM without SlurmUser's
+ * rights; an unknown job is refused (slurmctld 22.05 drops the
+ * connection: HB_EUNAVAIL). */
+int hb_slurmc_suspend(struct hb_slurmc *c, uint32_t job_id, bool resume,
+		      struct hb_err *err);
+/* Replace a job's admin comment (scontrol show job: AdminComment), which
+ * only SlurmUser and root may write. */
+int hb_slurmc_set_admin_comment(struct hb_slurmc *c, uint32_t job_id,
+				const char *text, struct hb_err *err);
+
 /* ---------------------------------------------------- partitions, nodes */
 
 enum hb_slurmc_part_state {

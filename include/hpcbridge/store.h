@@ -143,7 +143,11 @@ int hb_store_checkpoint(struct hb_store *st, int *left, struct hb_err *err);
  * Job states.  Terminal states (succeeded, failed, cancelled, lost) are
  * final.  Otherwise a job moves forward along pending -> queued -> running
  * -> completing -> terminal, skipping steps freely (a status poll can miss
- * one); the only move back is a requeue, running or completing -> queued.
+ * one); the only move back is a requeue, running, suspended or completing
+ * -> queued.  suspended stands beside running (a burst job whose remote
+ * side was preempted: its proxy is suspended in Slurm): running <->
+ * suspended both ways, and from suspended on as from running.  It comes
+ * last in the enum so the other states keep their values.
  * Setting the state a job already has is allowed (it updates reason and
  * exit code; for a terminal state it changes nothing).
  *
@@ -162,12 +166,13 @@ enum hb_job_state {
 	HB_JOB_FAILED,
 	HB_JOB_CANCELLED,
 	HB_JOB_LOST,
+	HB_JOB_SUSPENDED, /* not terminal: see above */
 	HB__JOB_STATE_COUNT
 };
 /* The states' names in order, for messages. */
 #define HB_JOB_STATES                                                          \
 	"pending, queued, running, completing, succeeded, failed, "            \
-	"cancelled, lost"
+	"cancelled, lost, suspended"
 const char *hb_job_state_name(enum hb_job_state s);
 int hb_job_state_parse(const char *name);
 /* 1 if s is a terminal state, 0 otherwise. */

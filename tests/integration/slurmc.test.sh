@@ -12,7 +12,9 @@
 # reaches Slurm; a held job and a running job cancel to CANCELLED, and a
 # second cancel says "already done"; will_run answers for a job that fits
 # and refuses one that cannot; a second poll of a quiet queue is Slurm's
-# "no change" with no callback; set_comment shows in squeue %k; a job
+# "no change" with no callback; set_comment shows in squeue %k; a
+# running job suspends (squeue S) and resumes (R), twice over, and its
+# admin comment can be replaced; a job
 # submitted for another uid runs as that user, and that user cannot act
 # for root.  A job submitted for a user is submitted as that user (the
 # RPC made by a child that has become the user): a RootOnly partition
@@ -288,6 +290,25 @@ for _ in $(seq 1 300); do
 	sleep 0.1
 done
 expect_eq "$(squeue -h -j "$id_long" -o %T)" RUNNING "long job runs"
+# suspend and resume (slurmc_suspend.c): squeue says S, then R; asking
+# again for what is already so is no error; an unknown job is refused
+run susp "$probe" suspend "$id_long"
+expect_eq "$(field susp result)" suspended "suspend a running job"
+expect_eq "$(squeue -h -j "$id_long" -o %t)" S "suspended job: squeue S"
+run susp_again "$probe" suspend "$id_long"
+expect_rc susp_again 0 "suspend a suspended job"
+run resume "$probe" resume "$id_long"
+expect_eq "$(field resume result)" resumed "resume a suspended job"
+expect_eq "$(squeue -h -j "$id_long" -o %t)" R "resumed job: squeue R"
+run resume_again "$probe" resume "$id_long"
+expect_rc resume_again 0 "resume a running job"
+# (slurmctld 22.05 drops the connection for an unknown job: EUNAVAIL)
+run susp_none "$probe" suspend 999999
+[ "$rc" != 0 ] && ok || bad "suspend an unknown job: exit 0"
+run admin_c "$probe" set-admin-comment "$id_long" "hb-replaced:hb-1"
+expect_rc admin_c 0 "set_admin_comment"
+expect_eq "$(scontrol show job "$id_long" | sed -n 's/.*AdminComment=\([^ ]*\).*/\1/p')" \
+	"hb-replaced:hb-1" "set_admin_comment shows in scontrol"
 run cancel_long "$probe" cancel "$id_long"
 expect_eq "$(field cancel_long result)" cancelled "cancel a running job"
 run watch_long "$probe" watch "$id_long" 60

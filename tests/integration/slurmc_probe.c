@@ -16,6 +16,8 @@
  *   job ID                 print the job's record (exit 3 if unknown)
  *   cancel ID [SIGNAL]     print "result=cancelled" or "result=done"
  *   set-comment ID TEXT
+ *   suspend ID, resume ID  print "result=suspended" / "result=resumed"
+ *   set-admin-comment ID TEXT
  *   poll-twice             poll, poll again at once; print the counters
  *   partitions, nodes      one line per record
  *
@@ -31,6 +33,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -550,6 +553,29 @@ static int cmd_set_comment(int argc, char **argv)
 	return rc;
 }
 
+/* suspend ID / resume ID (resume set), set-admin-comment ID TEXT
+ * (admin set): slurmc_suspend.c. */
+static int cmd_suspend(int argc, char **argv, bool resume, bool admin)
+{
+	struct hb_slurmc *c = NULL;
+	struct hb_err err = { 0 };
+	uint32_t id;
+	int rc;
+
+	if (argc != (admin ? 3 : 2) || parse_u32(argv[1], &id))
+		return usage();
+	if ((rc = open_default(&c)))
+		return rc;
+	rc = admin ? hb_slurmc_set_admin_comment(c, id, argv[2], &err)
+		   : hb_slurmc_suspend(c, id, resume, &err);
+	if (rc)
+		rc = report(argv[0], rc, &err);
+	else if (!admin)
+		printf("result=%s\n", resume ? "resumed" : "suspended");
+	hb_slurmc_close(c);
+	return rc;
+}
+
 static int count_cb(const struct hb_slurmc_job *j, void *arg)
 {
 	(void)j;
@@ -684,6 +710,10 @@ int main(int argc, char **argv)
 		rc = cmd_cancel(argc, argv);
 	else if (!strcmp(cmd, "set-comment"))
 		rc = cmd_set_comment(argc, argv);
+	else if (!strcmp(cmd, "suspend") || !strcmp(cmd, "resume"))
+		rc = cmd_suspend(argc, argv, !strcmp(cmd, "resume"), false);
+	else if (!strcmp(cmd, "set-admin-comment"))
+		rc = cmd_suspend(argc, argv, false, true);
 	else if (!strcmp(cmd, "poll-twice"))
 		rc = cmd_poll_twice();
 	else if (!strcmp(cmd, "partitions"))

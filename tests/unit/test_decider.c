@@ -465,6 +465,42 @@ static void test_kube(void **state)
 	assert_non_null(strstr(o.explanation, "Kubernetes (queue default): "
 					      "no estimate"));
 	hb_decider_out_free(&o);
+
+	/* Kueue's visibility API answered: three workloads ahead, one
+	 * slot, the policy's default wait (1h) a turn: 3h. */
+	cap.queue_known = 1;
+	cap.queue_ahead = 3;
+	assert_int_equal(hb_decider_set_kube(dc, &cap), 0);
+	st = hb_decider_state(dc, T0);
+	q = queue_default(st);
+	assert_int_equal(cJSON_GetObjectItem(q, "pending")->valueint, 3);
+	assert_string_equal(
+		cJSON_GetObjectItem(q, "expected_wait")->valuestring, "3h");
+	cJSON_Delete(st);
+	decide(dc, "batch", HB_TARGET_KUBERNETES, "x", 1, 4, T0, &o);
+	assert_non_null(strstr(o.explanation,
+			       "Kubernetes (queue default): admitted in 3h00m "
+			       "(3 pending)"));
+	hb_decider_out_free(&o);
+
+	/* The API failed since: the policy's default wait again, and the
+	 * explanation says why. */
+	cap.queue_known = 0;
+	snprintf(cap.queue_note, sizeof(cap.queue_note),
+		 "Kueue LocalQueue team-a: not found (404)");
+	assert_int_equal(hb_decider_set_kube(dc, &cap), 0);
+	decide(dc, "batch", HB_TARGET_KUBERNETES, "x", 1, 4, T0, &o);
+	assert_non_null(strstr(o.explanation, "Kubernetes (queue default): "
+					      "no estimate"));
+	assert_non_null(strstr(o.explanation, "\nnote: Kueue LocalQueue "
+					      "team-a: not found (404)\n"));
+	hb_decider_out_free(&o);
+	/* answering again: no note */
+	cap.queue_known = 1;
+	assert_int_equal(hb_decider_set_kube(dc, &cap), 0);
+	decide(dc, "batch", HB_TARGET_KUBERNETES, "x", 1, 4, T0, &o);
+	assert_null(strstr(o.explanation, "note: "));
+	hb_decider_out_free(&o);
 	hb_decider_free(dc);
 }
 

@@ -711,6 +711,57 @@ static void test_client_wire(void **state)
 	fake_stop(f);
 }
 
+/* Kueue's visibility API: the paths of a LocalQueue's and a
+ * ClusterQueue's pending workloads, the limit, and a 404 (no visibility
+ * server) as HB_ENOENT. */
+static void test_client_kueue(void **state)
+{
+	struct fake *f = fake_start();
+	struct hb_kube_opts o = { .retries = -1 };
+	struct hb_kube *k = client_for(f->port, &o);
+	struct hb_err err = { 0 };
+	cJSON *out = NULL;
+	char line[512];
+
+	(void)state;
+	fake_json(f, 200, NULL,
+		  "{\"kind\":\"PendingWorkloadsSummary\",\"items\":[]}");
+	assert_int_equal(hb_kube_pending_workloads(k, NULL, "team-a", 0, 0,
+						   &out, &err),
+			 0);
+	assert_string_equal(cJSON_GetObjectItem(out, "kind")->valuestring,
+			    "PendingWorkloadsSummary");
+	cJSON_Delete(out);
+	assert_string_equal(req_line(f, 0, line, sizeof(line)),
+			    "GET /apis/visibility.kueue.x-k8s.io/v1beta1/"
+			    "namespaces/default/localqueues/team-a/"
+			    "pendingworkloads HTTP/1.1");
+	fake_json(f, 200, NULL, "{\"items\":[]}");
+	assert_int_equal(hb_kube_pending_workloads(k, "ns1", "cq 1", 1, 50,
+						   &out, &err),
+			 0);
+	cJSON_Delete(out);
+	assert_string_equal(req_line(f, 1, line, sizeof(line)),
+			    "GET /apis/visibility.kueue.x-k8s.io/v1beta1/"
+			    "clusterqueues/cq%201/pendingworkloads?limit=50 "
+			    "HTTP/1.1");
+	fake_json(f, 404, NULL,
+		  "{\"kind\":\"Status\",\"reason\":\"NotFound\","
+		  "\"message\":\"the server could not find the requested "
+		  "resource\",\"code\":404}");
+	assert_int_equal(hb_kube_pending_workloads(k, "ns1", "team-a", 0, 0,
+						   &out, &err),
+			 HB_ENOENT);
+	assert_null(out);
+	assert_non_null(strstr(err.msg, "could not find"));
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_kube_pending_workloads(k, "ns1", "", 0, 0, &out,
+						   &err),
+			 HB_EINVAL);
+	hb_kube_free(k);
+	fake_stop(f);
+}
+
 static void test_client_bad_responses(void **state)
 {
 	struct fake *f = fake_start();
@@ -1074,6 +1125,7 @@ int main(void)
 		cmocka_unit_test(test_known),
 		cmocka_unit_test(test_obj_key),
 		cmocka_unit_test(test_client_wire),
+		cmocka_unit_test(test_client_kueue),
 		cmocka_unit_test(test_client_bad_responses),
 		cmocka_unit_test(test_client_retries),
 		cmocka_unit_test(test_client_list_all),

@@ -600,40 +600,42 @@ static void test_state_rules(void **state)
 	static const char *const names[] = { "pending",	  "queued",
 					     "running",	  "completing",
 					     "succeeded", "failed",
-					     "cancelled", "lost" };
+					     "cancelled", "lost",
+					     "suspended" };
 	static const char *const targets[] = { "pending", "slurm", "kubernetes",
 					       "rejected" };
 	static const char *const entries[] = { "slurm", "cli", "kubernetes" };
 	/* allowed[from][to] */
-	static const int expect[8][8] = {
-		/* pending */ { 1, 1, 1, 1, 1, 1, 1, 1 },
-		/* queued */ { 0, 1, 1, 1, 1, 1, 1, 1 },
-		/* running */ { 0, 1, 1, 1, 1, 1, 1, 1 },
-		/* completing */ { 0, 1, 0, 1, 1, 1, 1, 1 },
-		/* succeeded */ { 0, 0, 0, 0, 1, 0, 0, 0 },
-		/* failed */ { 0, 0, 0, 0, 0, 1, 0, 0 },
-		/* cancelled */ { 0, 0, 0, 0, 0, 0, 1, 0 },
-		/* lost */ { 0, 0, 0, 0, 0, 0, 0, 1 },
+	static const int expect[9][9] = {
+		/* pending */ { 1, 1, 1, 1, 1, 1, 1, 1, 0 },
+		/* queued */ { 0, 1, 1, 1, 1, 1, 1, 1, 0 },
+		/* running */ { 0, 1, 1, 1, 1, 1, 1, 1, 1 },
+		/* completing */ { 0, 1, 0, 1, 1, 1, 1, 1, 0 },
+		/* succeeded */ { 0, 0, 0, 0, 1, 0, 0, 0, 0 },
+		/* failed */ { 0, 0, 0, 0, 0, 1, 0, 0, 0 },
+		/* cancelled */ { 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+		/* lost */ { 0, 0, 0, 0, 0, 0, 0, 1, 0 },
+		/* suspended */ { 0, 1, 1, 1, 1, 1, 1, 1, 1 },
 	};
 
 	(void)state;
-	assert_int_equal(HB__JOB_STATE_COUNT, 8);
-	for (int f = 0; f < 8; f++) {
+	assert_int_equal(HB__JOB_STATE_COUNT, 9);
+	for (int f = 0; f < 9; f++) {
 		assert_string_equal(hb_job_state_name(f), names[f]);
 		assert_int_equal(hb_job_state_parse(names[f]), f);
-		assert_int_equal(hb_store_state_terminal(f), f >= 4);
-		for (int t = 0; t < 8; t++)
+		assert_int_equal(hb_store_state_terminal(f), f >= 4 && f <= 7);
+		for (int t = 0; t < 9; t++)
 			if (hb_store_state_allowed(f, t) != expect[f][t])
 				fail_msg("%s -> %s", names[f], names[t]);
 	}
 	assert_int_equal(hb_job_state_parse("done"), -1);
 	assert_int_equal(hb_job_state_parse(NULL), -1);
 	assert_int_equal(hb_job_state_parse("Running"), -1);
-	assert_string_equal(hb_job_state_name(8), "unknown");
+	assert_string_equal(hb_job_state_name(9), "unknown");
 	assert_string_equal(hb_job_state_name(-1), "unknown");
-	assert_false(hb_store_state_allowed(8, HB_JOB_RUNNING));
+	assert_false(hb_store_state_allowed(9, HB_JOB_RUNNING));
 	assert_false(hb_store_state_allowed(HB_JOB_PENDING, -1));
-	assert_false(hb_store_state_terminal(8));
+	assert_false(hb_store_state_terminal(9));
 	assert_false(hb_store_state_terminal(-1));
 
 	/* Targets and entry points, likewise. */
@@ -659,7 +661,7 @@ static void test_state_rules(void **state)
 static void test_set_state(void **state)
 {
 	struct fx *fx = *state;
-	struct hb_job_row row, bad = { .entry = HB_ENTRY_SLURM, .state = 8 };
+	struct hb_job_row row, bad = { .entry = HB_ENTRY_SLURM, .state = 9 };
 	struct hb_err err = { 0 };
 	struct hb_store *st;
 	int64_t clock = fixed_ms;
@@ -728,9 +730,9 @@ static void test_set_state(void **state)
 	hb_job_row_free(&row);
 
 	/* Values that are none, and unknown jobs. */
-	assert_int_equal(hb_store_job_set_state(st, id, 8, -1, NULL, &err),
+	assert_int_equal(hb_store_job_set_state(st, id, 9, -1, NULL, &err),
 			 HB_EINVAL);
-	assert_contains(err.msg, "job_set_state: state: unknown value 8 "
+	assert_contains(err.msg, "job_set_state: state: unknown value 9 "
 				 "(pending, queued, ");
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(hb_store_job_set_state(st, id, -1, -1, NULL, &err),
@@ -743,7 +745,7 @@ static void test_set_state(void **state)
 	assert_contains(err.msg, "no job hb-999999");
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(hb_store_job_add(st, &bad, &err), HB_EINVAL);
-	assert_contains(err.msg, "job_add: state: unknown value 8");
+	assert_contains(err.msg, "job_add: state: unknown value 9");
 	memset(&err, 0, sizeof(err));
 	bad.state = HB_JOB_PENDING;
 	bad.entry = 3;
@@ -1278,10 +1280,10 @@ static void test_list(void **state)
 
 	assert_int_equal(
 		hb_store_job_list(st, -1,
-				  HB_JOB_BIT(HB_JOB_RUNNING) | HB_JOB_BIT(8), 0,
+				  HB_JOB_BIT(HB_JOB_RUNNING) | HB_JOB_BIT(9), 0,
 				  collect, &s, &err),
 		HB_EINVAL);
-	assert_contains(err.msg, "job_list: states: 0x104 has bits that are "
+	assert_contains(err.msg, "job_list: states: 0x204 has bits that are "
 				 "no state");
 
 	reenter_st = st;
@@ -1289,6 +1291,55 @@ static void test_list(void **state)
 	assert_int_equal(
 		hb_store_job_list(st, -1, HB_JOB_ANY, 0, reenter, NULL, &err),
 		1);
+	hb_store_close(st);
+}
+
+/* A preempted burst job: running <-> suspended, listed by its state (the
+ * last of the states' bindings, and the uid's after it), requeued from
+ * suspended when it is placed again; nothing else becomes suspended. */
+static void test_suspended_state(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_store *st = open_ok(fx->path);
+	struct hb_err err = { 0 };
+	struct hb_job_row row = { 0 };
+	struct seen s;
+	char run[32], wait[32];
+
+	add_job(st, 1000, HB_JOB_RUNNING, run, sizeof(run));
+	add_job(st, 1000, HB_JOB_QUEUED, wait, sizeof(wait));
+	assert_int_equal(hb_store_job_set_state(st, run, HB_JOB_SUSPENDED, -1,
+						"preempted", &err),
+			 0);
+	assert_int_equal(hb_store_job_get(st, run, &row, &err), 0);
+	assert_int_equal(row.state, HB_JOB_SUSPENDED);
+	assert_string_equal(row.reason, "preempted");
+	hb_job_row_free(&row);
+	list(st, 1000, HB_JOB_BIT(HB_JOB_SUSPENDED), 0, &s);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.ids[0], run);
+	list(st, 1001, HB_JOB_BIT(HB_JOB_SUSPENDED), 0, &s);
+	assert_int_equal(s.n, 0);
+	list(st, -1, HB_JOB_ANY & ~HB_JOB_BIT(HB_JOB_SUSPENDED), 0, &s);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.ids[0], wait);
+
+	/* Admitted again, preempted again, then placed again. */
+	assert_int_equal(hb_store_job_set_state(st, run, HB_JOB_RUNNING, -1,
+						NULL, &err),
+			 0);
+	assert_int_equal(hb_store_job_set_state(st, run, HB_JOB_SUSPENDED, -1,
+						NULL, &err),
+			 0);
+	assert_int_equal(hb_store_job_set_state(st, run, HB_JOB_QUEUED, -1,
+						"replaced", &err),
+			 0);
+	/* A job that never ran cannot be suspended. */
+	assert_int_equal(hb_store_job_set_state(st, wait, HB_JOB_SUSPENDED, -1,
+						NULL, &err),
+			 HB_ESTATE);
+	assert_contains(err.msg, "queued");
+	assert_contains(err.msg, "suspended");
 	hb_store_close(st);
 }
 
@@ -2199,6 +2250,7 @@ int main(void)
 		T(test_ids_never_reused),
 		cmocka_unit_test(test_state_rules),
 		T(test_set_state),
+		T(test_suspended_state),
 		T(test_unknown_names),
 		T(test_append_only),
 		T(test_strings_round_trip),
