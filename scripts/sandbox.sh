@@ -19,6 +19,12 @@
 #     Managed MPIJobs of namespace default may run as any user whose uid
 #     is 1000 or more (origin.namespaces {default: ["*"]}, never root);
 #     HB_SANDBOX_ORIGIN_NAMESPACES=YAML (a flow mapping) maps others.
+#     Namespace default enforces Pod Security "restricted"
+#     (HB_SANDBOX_POD_SECURITY=baseline or privileged relaxes it, for
+#     hand-made MPIJobs that run as root); Kueue has a ClusterQueue, the
+#     LocalQueue burst and priorities low, normal and high
+#     (examples/sandbox/kueue.yaml), where burst jobs queue
+#     (HB_SANDBOX_KUEUE=0: hpcbridged names no queue).
 #   * a user to submit as: root never bursts, so burst jobs need one.
 #     Run as root, `up` makes user hbdemo (HB_SANDBOX_USER names another)
 #     if it does not exist, and DIR/work, owned by it: the directory the
@@ -95,6 +101,12 @@ user_up() {
 write_config() {
 	local dir=$1 build=$2
 	local origin_ns=${HB_SANDBOX_ORIGIN_NAMESPACES:-'{default: ["*"]}'}
+	local kueue=
+	if [ "${HB_SANDBOX_KUEUE:-1}" != 0 ]; then
+		kueue=$(printf '  %s\n' "queues:" "  default: burst" \
+			"priority_classes: {low: low, normal: normal, high: high}" \
+			"default_priority_class: normal")
+	fi
 	cat >"$dir/hpcbridge.yaml" <<-YAML
 	# Written by hpcbridge sandbox up.
 	daemon:
@@ -113,10 +125,7 @@ write_config() {
 	  namespace: default
 	  volumes:
 	    - {path: $dir/work, pvc: work}
-	  queues:
-	    default: burst
-	  priority_classes: {low: low, normal: normal, high: high}
-	  default_priority_class: normal
+	$kueue
 	plugin:
 	  timeout_ms: 200
 	origin:
@@ -147,7 +156,7 @@ kube_up() {
 	local -a env=() extra=()
 	# burst jobs' pods meet Pod Security "restricted"; their files are
 	# on claim "work", DIR/work (emulated claims live in DIR/pvc)
-	local restricted=pod-security.kubernetes.io/enforce=restricted
+	local ps=pod-security.kubernetes.io/enforce=${HB_SANDBOX_POD_SECURITY:-restricted}
 	mkdir -p "$dir/pvc/default"
 	ln -sfn "$dir/work" "$dir/pvc/default/work"
 	read -r -a extra <<<"${HB_SANDBOX_KUBEMU_ARGS-}"
@@ -160,7 +169,7 @@ kube_up() {
 		--tls-dir "$dir/kube/tls" --token "$(cat "$dir/kube/token")" \
 		--kubeconfig-out "$dir/kubeconfig" --workdir "$dir/kube/work" \
 		--execute --pod-start-ms 100 "${env[@]}" \
-		--namespace "default,$restricted" --pvc-root "$dir/pvc" \
+		--namespace "default,$ps" --pvc-root "$dir/pvc" \
 		"${extra[@]}" </dev/null >>"$dir/kube/log" 2>&1 &
 	until [ -s "$dir/kube/port" ]; do
 		t=$((t + 1))

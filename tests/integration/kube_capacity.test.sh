@@ -22,6 +22,8 @@ src=$(cd "${2:?SRC_DIR}" && pwd)
 tmp=$(mktemp -d /tmp/hb-kcap.XXXXXX)
 chmod 755 "$tmp"
 export HB_SANDBOX_BACKEND=kubernetes
+# The cluster's own scheduling is measured here, without Kueue's quota.
+export HB_SANDBOX_KUEUE=0
 # Two Ready nodes (24 CPUs, 96Gi, 4 A100s) and one that is not.
 export HB_SANDBOX_KUBEMU_ARGS="--node kn-1,cpu=8,memory=32Gi \
 --node kn-gpu,cpu=16,memory=64Gi,nvidia.com/gpu=4,gpu-product=NVIDIA-A100-SXM4-80GB \
@@ -112,8 +114,11 @@ grep -q '"expected_wait"' "$tmp/state.json" &&
 # 2. A job of 20 CPUs fits now.
 printf '#!/bin/bash\n#SBATCH -p gpu -N 2 --ntasks-per-node=10 --mem=8G -t 30\ntrue\n' \
 	>"$tmp/twenty.sh"
-explain_kube() { # SCRIPT: the Kubernetes line of a live explanation
-	hpcbridge explain --socket "$sock" --no-env "$1" 2>&1 |
+explain_kube() { # SCRIPT: the Kubernetes line of a live explanation,
+	# for the sandbox's user (root's jobs never burst)
+	chmod 644 "$1"
+	runuser -u "$HB_SANDBOX_USER" -- \
+		hpcbridge explain --socket "$sock" --no-env "$1" 2>&1 |
 		grep '^Kubernetes (queue default): ' || true
 }
 line=$(explain_kube "$tmp/twenty.sh")
@@ -133,7 +138,7 @@ cat >"$tmp/long.sh" <<'EOF'
 echo "long job started"
 sleep 300
 EOF
-long=$(submit "$tmp/long.sh")
+long=$(submit_user "$tmp/long.sh")
 [ -n "$long" ] || die "sbatch long.sh: $(cat "$tmp/sbatch.err")"
 hb=$(gateway_id "$long")
 for _ in $(seq 150); do
@@ -164,7 +169,7 @@ cat >"$tmp/wide.sh" <<'EOF'
 #SBATCH --output=wide-%j.out
 sleep 300
 EOF
-wide=$(submit "$tmp/wide.sh")
+wide=$(submit_user "$tmp/wide.sh")
 [ -n "$wide" ] || die "sbatch wide.sh: $(cat "$tmp/sbatch.err")"
 whb=$(gateway_id "$wide")
 wait_state 'q["pending"] == 1' &&
