@@ -125,6 +125,7 @@ write_config() {
 	  namespace: default
 	  volumes:
 	    - {path: $dir/work, pvc: work}
+	  allowed_images: ["mpioperator/*", "docker.io/mpioperator/*"]
 	$kueue
 	plugin:
 	  timeout_ms: 200
