@@ -25,37 +25,16 @@ kubectl=${KUBECTL:-/usr/bin/kubectl}
 [ -x "$kubectl" ] || die "$kubectl missing"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hb-kubectl-test.XXXXXX")
-pid=
-cleanup() {
-	if [ -n "$pid" ]; then
-		kill -TERM "$pid" 2>/dev/null || true
-		for _ in $(seq 50); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck source=lib/kubemu.sh
+. "$src/tests/integration/lib/kubemu.sh"
 
 # start_emu ARGS...: the emulator in the background, once its port file
 # is there.
 start_emu() {
-	rm -f "$tmp/port"
-	"$emu" --listen 127.0.0.1:0 --port-file "$tmp/port" --crds "$crds" \
-		--tls-dir "$tmp/tls" --kubeconfig-out "$tmp/kubeconfig" \
+	kubemu_start --tls-dir "$tmp/tls" --kubeconfig-out "$tmp/kubeconfig" \
 		--pidfile "$tmp/pid" --pod-start-ms 100 --run-ms 500 \
-		--kill-grace-ms 500 --image-user 1000 "$@" \
-		>>"$tmp/emu.out" 2>>"$tmp/emu.err" &
-	pid=$!
-	for _ in $(seq 100); do
-		[ -s "$tmp/port" ] && return 0
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	die "the emulator did not start: $(cat "$tmp/emu.err")"
+		--kill-grace-ms 500 --image-user 1000 "$@" ||
+		die "the emulator did not start"
 }
 start_emu --token "admin-$$"
 
@@ -300,15 +279,15 @@ k delete -f "$tmp/made.yaml" -f "$tmp/pod.yaml" -f "$tmp/cm.yaml"
 k get mpijobs -n hpc -o name
 [ -z "$out" ] && ok "no MPIJob left" || bad "MPIJobs left: $out"
 
-kill -0 "$pid" 2>/dev/null || bad "the emulator died: $(tail -5 "$tmp/emu.err")"
+kill -0 "$kubemu_pid" 2>/dev/null || bad "the emulator died: $(tail -5 "$tmp/emu.err")"
 
 # ---- without --token ----------------------------------------------------
 
 # kubectl prompts for a user name when the kubeconfig gives no credential:
 # the kubeconfig of an emulator without tokens still carries one.
-kill -TERM "$pid"
-wait "$pid" || bad "the emulator exited with $? on SIGTERM"
-pid=
+kill -TERM "$kubemu_pid"
+wait "$kubemu_pid" || bad "the emulator exited with $? on SIGTERM"
+kubemu_pid=
 start_emu
 k apply -f "$tmp/cm.yaml"
 [ $rc = 0 ] && has "kubectl against an emulator without --token" \

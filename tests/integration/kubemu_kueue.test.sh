@@ -23,33 +23,11 @@ fail() {
 	fail "python3-kubernetes missing (scripts/setup.sh installs it)"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hb-kubemu-kueue.XXXXXX")
-pid=
-cleanup() {
-	if [ -n "$pid" ]; then
-		kill -TERM "$pid" 2>/dev/null || true
-		for _ in $(seq 50); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-"$emu" --listen 127.0.0.1:0 --port-file "$tmp/port" --crds "$crds" \
-	--tls-dir "$tmp/tls" --kubeconfig-out "$tmp/kubeconfig" \
+# shellcheck source=lib/kubemu.sh
+. "$src/tests/integration/lib/kubemu.sh"
+kubemu_start --tls-dir "$tmp/tls" --kubeconfig-out "$tmp/kubeconfig" \
 	--token "admin-$$" --pidfile "$tmp/pid" --pod-start-ms 100 \
-	--run-ms 1000 --kill-grace-ms 1000 \
-	>>"$tmp/emu.out" 2>>"$tmp/emu.err" &
-pid=$!
-for _ in $(seq 100); do
-	[ -s "$tmp/port" ] && break
-	kill -0 "$pid" 2>/dev/null || break
-	sleep 0.1
-done
-[ -s "$tmp/port" ] || { cat "$tmp/emu.err" >&2; fail "the emulator did not start"; }
+	--run-ms 1000 --kill-grace-ms 1000 || fail "the emulator did not start"
 
 status=0
 /usr/bin/python3 "$src/tests/integration/kubemu_kueue.py" \
@@ -84,9 +62,9 @@ if [ -x /usr/bin/kubectl ]; then
 		fail "kubectl get workloads: $out"
 fi
 # A clean stop, so that LeakSanitizer (HB_SANITIZE builds) reports.
-kill -TERM "$pid"
-wait "$pid" || fail "the emulator exited with $? on SIGTERM"
-pid=
+kill -TERM "$kubemu_pid"
+wait "$kubemu_pid" || fail "the emulator exited with $? on SIGTERM"
+kubemu_pid=
 if grep -q "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:" "$tmp/emu.err"; then
 	cat "$tmp/emu.err" >&2
 	fail "the sanitizers reported errors"

@@ -40,20 +40,8 @@ check() { # check MSG COMMAND...
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hb-kubemu-podsec.XXXXXX")
 chmod 755 "$tmp"
-pid=
-cleanup() {
-	if [ -n "$pid" ]; then
-		kill -TERM "$pid" 2>/dev/null || true
-		for _ in $(seq 100); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck source=lib/kubemu.sh
+. "$src/tests/integration/lib/kubemu.sh"
 
 PSA=pod-security.kubernetes.io
 # A spec that is not NAME,LABEL=VALUE... stops the start.
@@ -63,23 +51,11 @@ if timeout 10 "$emu" --namespace "x,nolabel" --listen 127.0.0.1:0 \
 fi
 check "a bad --namespace is refused with a message" \
 	grep -qF '"nolabel" is not LABEL=VALUE' "$tmp/bad.err"
-"$emu" --listen 127.0.0.1:0 --port-file "$tmp/port" --crds "$crds" \
-	--execute --workdir "$tmp/work" --pod-start-ms 50 \
+kubemu_start --execute --workdir "$tmp/work" --pod-start-ms 50 \
 	--kill-grace-ms 1000 --pvc-root "$tmp/pvc" \
 	--namespace "secure,$PSA/enforce=restricted,annotation:openshift.io/sa.scc.uid-range=1000/10000" \
 	--namespace "base,$PSA/enforce=baseline,$PSA/warn=restricted" \
-	--namespace open \
-	>"$tmp/emu.out" 2>"$tmp/emu.err" &
-pid=$!
-for _ in $(seq 100); do
-	[ -s "$tmp/port" ] && break
-	kill -0 "$pid" 2>/dev/null || break
-	sleep 0.1
-done
-[ -s "$tmp/port" ] || {
-	cat "$tmp/emu.err" >&2
-	die "no emulator"
-}
+	--namespace open || die "no emulator"
 url=http://127.0.0.1:$(cat "$tmp/port")
 
 # post NS JSON: create a pod; the code in $code, body in $tmp/out,
@@ -339,7 +315,7 @@ check "the MPIJob gets the operator's event" \
 check "and has no pods" [ -z "$(curl -s "$url/api/v1/namespaces/secure/pods" |
 	python3 -c 'import json,sys; print(" ".join(p["metadata"]["name"] for p in json.load(sys.stdin)["items"] if p["metadata"]["name"].startswith("pj-")))')" ]
 
-kill -0 "$pid" || bad "the emulator died"
+kill -0 "$kubemu_pid" || bad "the emulator died"
 if [ "$fails" -gt 0 ]; then
 	echo "--- emulator log" >&2
 	tail -n 40 "$tmp/emu.err" >&2
