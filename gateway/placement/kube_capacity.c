@@ -601,8 +601,10 @@ int hb_kueue_pending(const cJSON *summary, int32_t priority,
 {
 	const cJSON *items = cJSON_GetObjectItemCaseSensitive(summary, "items");
 	const cJSON *it, *list = cJSON_IsArray(items) ? items : NULL;
+	struct hb_kueue_pending n = { 0 };
 	int i = 0;
 
+	/* counted in n, and given out whole: an error leaves *out zero */
 	memset(out, 0, sizeof(*out));
 	if (!cJSON_IsObject(summary))
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
@@ -634,13 +636,14 @@ int hb_kueue_pending(const cJSON *summary, int32_t priority,
 		    (rc = count_of(it, "positionInLocalQueue", 1, i, &pos,
 				   err)))
 			return rc;
-		out->items++;
+		n.items++;
 		if (!pr || pr->valuedouble >= (double)priority)
-			out->ahead++;
+			n.ahead++;
 		if (kind && !strcmp(kind, "MPIJob"))
-			out->burst++;
+			n.burst++;
 		i++;
 	}
+	*out = n;
 	return 0;
 }
 

@@ -85,7 +85,7 @@ struct hb_kcap {
  * pending workload of equal or higher priority); burst those owned by an
  * MPIJob (ownerReferences[0].kind).  HB_EINVAL, err naming the field
  * ("items[2].positionInClusterQueue: not a number >= 0"), for a document
- * of another shape.
+ * of another shape; *out is then zero.
  */
 struct hb_kueue_pending {
 	uint32_t items, ahead, burst;

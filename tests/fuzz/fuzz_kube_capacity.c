@@ -4,6 +4,11 @@
  * leaves the result zeroed; a result never has more free than
  * allocatable, nor more GPU types than it holds.  The input is the nodes
  * document, a NUL byte, then the pods document (no NUL: no pods).
+ *
+ * The first document is also read as Kueue's PendingWorkloadsSummary
+ * (hb_kueue_pending): an error says why and leaves the counts zero;
+ * otherwise no count exceeds the items, and the wait behind them
+ * (hb_kueue_wait) is never negative, and zero with nothing ahead.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,6 +19,24 @@
 #include "hpcbridge/kube_capacity.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void kueue(const cJSON *summary, int32_t priority, int64_t remaining)
+{
+	struct hb_kueue_pending kp;
+	struct hb_err err = { 0 };
+	int64_t wait;
+
+	if (hb_kueue_pending(summary, priority, &kp, &err)) {
+		if (!err.msg[0] || kp.items || kp.ahead || kp.burst)
+			abort();
+		return;
+	}
+	if (kp.ahead > kp.items || kp.burst > kp.items)
+		abort();
+	wait = hb_kueue_wait(kp.ahead, kp.burst, remaining, 60);
+	if (wait < 0 || (!kp.ahead && wait))
+		abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -36,6 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!nodes || !pods)
 		goto out;
+	kueue(nodes, (int32_t)(size * 37) - 500, (int64_t)size);
 	rc = hb_kube_capacity(nodes, pods, &o, &c, &err);
 	if (rc) {
 		if (!err.msg[0] || c.free_millicpus || c.free_mem_bytes ||
