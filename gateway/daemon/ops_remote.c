@@ -494,8 +494,6 @@ int hbd_rstart_run(struct task *t)
 	char idvar[64], taskvar[48];
 	int rc;
 
-	hb_jobspec_init(&spec, w->name ? w->name : t->id);
-
 	if ((rc = source_of(w->jobspec, &src))) {
 		source_free(&src);
 		return hb_err_set(&t->err, rc == HB_ENOMEM ? rc : HB_ESTATE,
@@ -504,6 +502,7 @@ int hbd_rstart_run(struct task *t)
 						  : "the job's script was not "
 						    "kept");
 	}
+	hb_jobspec_init(&spec, w->name ? w->name : t->id);
 	if (w->task >= 0 && (rc = array_check(t, &src)))
 		goto out;
 	if (hbd_remote_cfg_is_cluster(w->cfg)) {
