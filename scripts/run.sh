@@ -39,6 +39,9 @@ work=$HB_SANDBOX_WORK
 mpicc -O1 -o "$work/hello" examples/sandbox/hello.c
 cp examples/sandbox/mpi-on-slurm.sh examples/sandbox/mpi-burst.sh "$work/"
 chmod 755 "$work/hello" && chmod 644 "$work"/mpi-*.sh
+# a sandbox made afresh counts its Slurm job ids from 1 again: the output
+# files of an earlier run would stand in the way of the new jobs'
+rm -f "$work"/mpi-on-slurm-*.out "$work"/mpi-burst-*.out
 as_user() {
 	if [ "$(id -u)" = 0 ]; then runuser -u "$HB_SANDBOX_USER" -- "$@"; else "$@"; fi
 }
