@@ -29,7 +29,7 @@
 #include "hpcbridge/config.h"
 #include "hpcbridge/doc.h"
 #include "hpcbridge/kube.h"
-#include "hpcbridge/units.h"
+#include "hpcbridge/k8s_opts.h"
 
 #define MAX_USERS 64
 
@@ -46,6 +46,7 @@ struct doctor {
 	int failed;
 	struct hb_kube *k;
 	const char *ns;
+	const struct hb_k8s_opts *k8s;
 };
 
 static void say(struct doctor *dr, const char *level, const char *fmt, ...)
@@ -68,35 +69,6 @@ static void say(struct doctor *dr, const char *level, const char *fmt, ...)
  * Whether id lies in an OpenShift range annotation: blocks "START/SIZE"
  * (or "START-END"), separated by commas.  -1 if the text is not one.
  */
-static int in_ranges(const char *text, int64_t id)
-{
-	const char *p = text;
-	int in = 0;
-
-	if (!p || !*p)
-		return -1;
-	while (*p) {
-		int64_t start, n;
-		char sep;
-
-		if (!hb_scan_digits(&p, 18, &start) ||
-		    ((sep = *p) != '/' && sep != '-'))
-			return -1;
-		p++;
-		if (!hb_scan_digits(&p, 18, &n))
-			return -1;
-		if (sep == '/')
-			in |= id >= start && id - start < n;
-		else
-			in |= id >= start && id <= n;
-		if (*p == ',')
-			p++;
-		else if (*p)
-			return -1;
-	}
-	return in;
-}
-
 /* The users to check: those named, else the site's ordinary users. */
 static size_t users_to_check(char **named, size_t nnamed,
 			     struct passwd *out, char **names)
@@ -141,16 +113,27 @@ static void check_uids(struct doctor *dr, const cJSON *ann, char **named,
 		    dr->ns);
 		return;
 	}
-	if (in_ranges(range, 0) < 0) {
+	if (hb_k8s_uid_in_range(range, 0) < 0) {
 		say(dr, "warn", "namespace %s: cannot read its uid range '%s'",
 		    dr->ns, range);
 		return;
 	}
 	say(dr, "ok", "namespace %s assigns uids %s (OpenShift)", dr->ns,
 	    range);
+	if (dr->k8s->uid_range && strcmp(dr->k8s->uid_range, range))
+		say(dr, "FAIL",
+		    "kubernetes.openshift.uid_range is %s, not the namespace's "
+		    "%s: placement would send jobs the namespace refuses, or "
+		    "keep ones it takes",
+		    dr->k8s->uid_range, range);
+	else if (!dr->k8s->uid_range && !dr->k8s->openshift_scc)
+		say(dr, "warn",
+		    "neither kubernetes.openshift.uid_range nor "
+		    "kubernetes.openshift.scc is set: a job whose uid is "
+		    "outside the range bursts, and its pods are refused");
 	n = users_to_check(named, nnamed, users, names);
 	for (size_t i = 0; i < n; i++) {
-		if (in_ranges(range, users[i].pw_uid) == 1)
+		if (hb_k8s_uid_in_range(range, users[i].pw_uid) == 1)
 			say(dr, "ok", "user %s (uid %u) is inside the range",
 			    names[i] ? names[i] : "?",
 			    (unsigned)users[i].pw_uid);
@@ -279,6 +262,7 @@ int hb_cmd_doctor(int argc, char **argv)
 	if (rc) {
 		say(&dr, "FAIL", "cannot reach the cluster: %s", err.msg);
 	} else {
+		dr.k8s = &cfg.k8s;
 		dr.ns = cfg.k8s.namespace ? cfg.k8s.namespace
 					  : hb_kube_config_namespace(kc);
 		if (!dr.ns)

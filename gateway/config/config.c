@@ -21,6 +21,7 @@
 #include "hpcbridge/buf.h"
 #include "hpcbridge/config.h"
 #include "hpcbridge/doc.h"
+#include "hpcbridge/k8s_opts.h"
 #include "hpcbridge/units.h"
 
 /* How a string (or a map key or value) is checked. */
@@ -38,6 +39,7 @@ enum check {
 	C_SOCKET,      /* an absolute path that fits a UNIX socket address */
 	C_TARGET,      /* where a job runs: slurm | kubernetes */
 	C_GRANTEE,     /* a user name, or "*" (any user at the uid floor) */
+	C_UID_RANGE,   /* OpenShift's uid range: START/SIZE or START-END, ... */
 	C_CLASS	       /* a priority class: a subdomain usable as a label
 			* value */
 };
@@ -167,6 +169,26 @@ static const struct setting table[] = {
      .reloadable = 1,
      .help = "Slurm QoS to PriorityClass, for the gang scheduler's "
 	     "schedulingPolicy.priorityClass."},
+    {.path = "kubernetes.openshift.scc",
+     .type = HB_CFG_STRING,
+     .off = F(k8s.openshift_scc),
+     .def = NULL,
+     .check = C_DNS_SUBDOMAIN,
+     .nullable = 1,
+     .reloadable = 1,
+     .help = "The SecurityContextConstraints burst pods ask for "
+	     "(annotation openshift.io/required-scc); null: admission "
+	     "picks."},
+    {.path = "kubernetes.openshift.uid_range",
+     .type = HB_CFG_STRING,
+     .off = F(k8s.uid_range),
+     .def = NULL,
+     .check = C_UID_RANGE,
+     .nullable = 1,
+     .reloadable = 1,
+     .help = "The uids the namespace admits (its openshift.io/sa.scc."
+	     "uid-range); a job of another uid stays on Slurm.  null: "
+	     "any uid but root."},
     {.path = "kubernetes.gang_scheduling",
      .type = HB_CFG_BOOL,
      .off = F(k8s.gang_scheduling),
@@ -741,6 +763,12 @@ static const char *check_string(enum check c, const char *s)
 		if (!dns_subdomain(s, n) || n > 63)
 			return "must be a priority class name (a DNS-1123 "
 			       "subdomain of at most 63 characters)";
+		return NULL;
+	case C_UID_RANGE:
+		if (hb_k8s_uid_in_range(s, 0) < 0)
+			return "must be a uid range as OpenShift writes it: "
+			       "START/SIZE or START-END, comma-separated "
+			       "(1000660000/10000)";
 		return NULL;
 	case C_GRANTEE:
 		if (strcmp(s, "*") && !user_name(s, n))

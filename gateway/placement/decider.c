@@ -474,6 +474,14 @@ static const char *kube_refusal(const struct hb_decider_job *job,
 			 "cluster (submit it as a user)");
 		return why;
 	}
+	if (job->k8s->uid_range &&
+	    hb_k8s_uid_in_range(job->k8s->uid_range, job->uid) == 0) {
+		snprintf(why, size,
+			 "uid %lld is outside the uids the cluster's namespace "
+			 "admits (kubernetes.openshift.uid_range %.60s)",
+			 (long long)job->uid, job->k8s->uid_range);
+		return why;
+	}
 	if (hb_k8s_paths_check(job->k8s, spec, NULL, &e) == 0 &&
 	    hb_k8s_container_check(job->k8s, spec, &e) == 0)
 		return NULL;

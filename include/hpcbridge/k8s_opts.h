@@ -101,7 +101,19 @@ struct hb_k8s_opts {
 	struct hb_kv *pod_priority_classes; /* QoS -> PriorityClass */
 	uint32_t npod_priority_classes;
 	bool gang_scheduling; /* spec.runPolicy.schedulingPolicy */
+
+	/* OpenShift.  scc: the SecurityContextConstraints the pods ask for
+	 * (annotation openshift.io/required-scc); NULL: admission picks.
+	 * uid_range: the uids the namespace admits, as its annotation
+	 * openshift.io/sa.scc.uid-range says them ("START/SIZE", or
+	 * "START-END", comma-separated); NULL: any uid but root. */
+	const char *openshift_scc;
+	const char *uid_range;
 };
+
+/* Whether id lies in an OpenShift uid range text (see uid_range): 1 or
+ * 0; -1 when the text is not one. */
+int hb_k8s_uid_in_range(const char *range, int64_t id);
 
 /* Look key up in a map; NULL if absent. */
 const char *hb_kv_get(const struct hb_kv *kv, uint32_t n, const char *key);

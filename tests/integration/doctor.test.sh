@@ -24,7 +24,7 @@ kubemu_start --tls-dir "$tmp/tls" --kubeconfig-out "$tmp/kubeconfig" \
 	--namespace "hpc,pod-security.kubernetes.io/enforce=restricted,annotation:openshift.io/sa.scc.uid-range=0/100" ||
 	die "the emulator did not start"
 
-# config NAMESPACE: a configuration for the emulated cluster
+# config NAMESPACE [UID_RANGE]: a configuration for the emulated cluster
 config() {
 	cat >"$tmp/hpcbridge.yaml" <<-YAML
 	remote:
@@ -34,6 +34,8 @@ config() {
 	  namespace: $1
 	  queues:
 	    default: burst
+	  openshift:
+	    uid_range: ${2:-null}
 	YAML
 }
 
@@ -61,6 +63,8 @@ has "a user inside the range" '^ok +user daemon \(uid 1\) is inside the range'
 has "a user outside the range" '^warn +user nobody \(uid 65534\) is outside the range'
 has "the MPIJob API" '^ok +MPIJobs \(kubeflow.org/v2beta1\) are served'
 has "a missing LocalQueue fails" '^FAIL +Kueue LocalQueue hpc/burst'
+has "no uid_range nor SCC configured: a warning" \
+	'^warn +neither kubernetes.openshift.uid_range nor'
 [ "$rc" = 1 ] && ok "with a check failed, exit 1" || bad "exit $rc"
 
 # 3. The LocalQueue made with kubectl: every check passes.
@@ -70,9 +74,20 @@ if command -v kubectl >/dev/null 2>&1; then
 		'spec: {clusterQueue: hpc}' >"$tmp/lq.yaml"
 	KUBECONFIG=$tmp/kubeconfig kubectl apply -f "$tmp/lq.yaml" >/dev/null ||
 		bad "kubectl apply of the LocalQueue"
+	config hpc '"0/100"'
 	doctor --user daemon
 	has "the LocalQueue is found" '^ok +Kueue LocalQueue hpc/burst exists'
 	[ "$rc" = 0 ] && ok "nothing failed: exit 0" || bad "exit $rc: $out"
+	if grep -q "neither kubernetes.openshift" <<<"$out"; then
+		bad "uid_range set, yet: $out"
+	else
+		ok "the configured uid range is the namespace's: no warning"
+	fi
+	config hpc '"1000660000/10000"'
+	doctor --user daemon
+	has "a configured uid range that is not the namespace's fails" \
+		'^FAIL +kubernetes.openshift.uid_range is 1000660000/10000, not the namespace.s 0/100'
+	[ "$rc" = 1 ] && ok "and exits 1" || bad "exit $rc"
 else
 	bad "kubectl is missing (scripts/setup.sh installs it)"
 fi

@@ -804,6 +804,14 @@ static void test_pod_keys(void **state)
 	    {"kubernetes:\n  fs_group: [1]\n",
 	     "hpcbridge.yaml:2: kubernetes.fs_group: must be none, primary "
 	     "or a group id, not a list"},
+	    {"kubernetes:\n  openshift:\n    uid_range: \"1000\"\n",
+	     "hpcbridge.yaml:3: kubernetes.openshift.uid_range: '1000' must "
+	     "be a uid range as OpenShift writes it: START/SIZE or START-END, "
+	     "comma-separated (1000660000/10000)"},
+	    {"kubernetes:\n  openshift:\n    scc: Not_A_Name\n",
+	     "hpcbridge.yaml:3: kubernetes.openshift.scc: 'Not_A_Name' must "
+	     "be a DNS-1123 subdomain (a-z, 0-9, '-' and '.', at most 253 "
+	     "characters)"},
 	    {"kubernetes:\n  gang_scheduling: yes please\n",
 	     "hpcbridge.yaml:2: kubernetes.gang_scheduling: must be true "
 	     "or false, not a string"},

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "gateway/placement/decider.h"
+#include "hpcbridge/k8s_opts.h"
 #include "hpcbridge/config.h"
 #include "hpcbridge/kube_capacity.h"
 #include "hpcbridge/policy.h"
@@ -76,6 +77,79 @@ static int decide(struct hb_decider *dc, const char *partition,
 	if (rc)
 		fail_msg("decide: %s", err.msg);
 	return out->target;
+}
+
+/* What the cluster may not take whatever its capacity: placement keeps
+ * the job on Slurm and says why (the site factor). */
+static void test_site_refusals(void **state)
+{
+	struct hb_decider *dc = make("placement:\n"
+				     "  default_target: slurm\n"
+				     "  partitions: {gpu: kubernetes}\n");
+	static struct hb_k8s_volume vols[] = { { .path = "/scratch",
+						 .pvc = "scratch" } };
+	struct hb_k8s_opts k8s = { .volumes = vols, .nvolumes = 1 };
+	static const struct {
+		int64_t uid;
+		const char *range, *chdir, *why;
+	} cases[] = {
+		{ 1205, NULL, "/scratch/u", NULL },
+		{ 0, NULL, "/scratch/u", "the job runs as root" },
+		{ 1205, NULL, "/home/u",
+		  "--chdir /home/u is not on a volume the cluster mounts" },
+		{ 1205, "1000660000/10000", "/scratch/u",
+		  "uid 1205 is outside the uids the cluster's namespace "
+		  "admits (kubernetes.openshift.uid_range 1000660000/10000)" },
+		{ 1000660005, "1000660000/10000", "/scratch/u", NULL },
+	};
+	struct hb_decider_out o;
+	struct hb_err err = { 0 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char js[256];
+		cJSON *spec;
+		struct hb_decider_job job = { .user = "u",
+					      .partition = "gpu",
+					      .name = "job",
+					      .target = HB_TARGET_PENDING,
+					      .time_limit_min = 60,
+					      .k8s = &k8s,
+					      .uid = cases[i].uid };
+
+		k8s.uid_range = cases[i].range;
+		snprintf(js, sizeof(js),
+			 "{\"kind\":\"jobspec\",\"ntasks\":1,"
+			 "\"chdir\":\"%s\"}",
+			 cases[i].chdir);
+		assert_non_null(spec = cJSON_Parse(js));
+		job.jobspec = spec;
+		if (hb_decider_decide(dc, &job, T0, &o, &err))
+			fail_msg("decide: %s", err.msg);
+		cJSON_Delete(spec);
+		if (!cases[i].why) {
+			assert_int_equal(o.target, HB_DECIDE_KUBE);
+		} else {
+			assert_int_equal(o.target, HB_DECIDE_SLURM);
+			if (!strstr(o.explanation, cases[i].why))
+				fail_msg("case %zu: no '%s' in:\n%s", i,
+					 cases[i].why, o.explanation);
+		}
+		hb_decider_out_free(&o);
+	}
+	/* the local backend's jobs (no pod rules) go where the rule says */
+	{
+		struct hb_decider_job job = { .user = "root",
+					      .partition = "gpu",
+					      .target = HB_TARGET_PENDING,
+					      .time_limit_min = 60,
+					      .uid = 0 };
+
+		assert_int_equal(hb_decider_decide(dc, &job, T0, &o, &err), 0);
+		assert_int_equal(o.target, HB_DECIDE_KUBE);
+		hb_decider_out_free(&o);
+	}
+	hb_decider_free(dc);
 }
 
 static void test_built_in(void **state)
@@ -512,6 +586,7 @@ int main(void)
 		cmocka_unit_test(test_estimates),
 		cmocka_unit_test(test_spend_restart),
 		cmocka_unit_test(test_kube),
+		cmocka_unit_test(test_site_refusals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -681,6 +681,60 @@ static void test_ssh(void **state)
  * the ssh line are the site's, not the job's, and do not come back as
  * the job's.  (The identity is never read back: a manifest does not say
  * who a job runs as; the daemon does.) */
+/* OpenShift: the SCC the pods ask for, and the uid range text. */
+static void test_openshift(void **state)
+{
+	struct hb_k8s_opts o;
+	struct hb_jobspec s;
+	struct hb_report rep;
+	cJSON *doc;
+
+	(void)state;
+	config(&o);
+	new_spec(&s);
+	doc = emit(&s, &o, &rep);
+	assert_null(hb_doc_get(doc, "spec.mpiReplicaSpecs.Launcher.template."
+				    "metadata.annotations"));
+	cJSON_Delete(doc);
+	hb_report_free(&rep);
+	o.openshift_scc = "hpcbridge-users";
+	doc = emit(&s, &o, &rep);
+	for (int i = 0; i < 2; i++) {
+		char p[160];
+
+		snprintf(p, sizeof(p),
+			 "spec.mpiReplicaSpecs.%s.template.metadata."
+			 "annotations",
+			 i ? "Worker" : "Launcher");
+		assert_string_equal(
+			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+				hb_doc_get(doc, p), "openshift.io/required-scc")),
+			"hpcbridge-users");
+	}
+	cJSON_Delete(doc);
+	hb_report_free(&rep);
+	hb_jobspec_free(&s);
+
+	/* START/SIZE holds START .. START+SIZE-1; START-END holds END */
+	assert_int_equal(hb_k8s_uid_in_range("1000660000/10000", 1000660000), 1);
+	assert_int_equal(hb_k8s_uid_in_range("1000660000/10000", 1000669999), 1);
+	assert_int_equal(hb_k8s_uid_in_range("1000660000/10000", 1000670000), 0);
+	assert_int_equal(hb_k8s_uid_in_range("1000660000/10000", 1205), 0);
+	assert_int_equal(hb_k8s_uid_in_range("1000-60000,70000/10", 60000), 1);
+	assert_int_equal(hb_k8s_uid_in_range("1000-60000,70000/10", 70009), 1);
+	assert_int_equal(hb_k8s_uid_in_range("1000-60000,70000/10", 70010), 0);
+	assert_int_equal(hb_k8s_uid_in_range("1000-60000,70000/10", 999), 0);
+	/* not ranges */
+	assert_int_equal(hb_k8s_uid_in_range(NULL, 1), -1);
+	assert_int_equal(hb_k8s_uid_in_range("", 1), -1);
+	assert_int_equal(hb_k8s_uid_in_range("1000", 1), -1);
+	assert_int_equal(hb_k8s_uid_in_range("1000/", 1), -1);
+	assert_int_equal(hb_k8s_uid_in_range("x/10", 1), -1);
+	assert_int_equal(hb_k8s_uid_in_range("5-1", 1), -1);
+	assert_int_equal(hb_k8s_uid_in_range("1/10,", 1), -1);
+	assert_int_equal(hb_k8s_uid_in_range("1/10 ", 1), -1);
+}
+
 static void test_round_trip(void **state)
 {
 	struct hb_jobspec s;
@@ -772,6 +826,7 @@ int main(void)
 		cmocka_unit_test(test_allowed_images),
 		cmocka_unit_test(test_kueue),
 		cmocka_unit_test(test_ssh),
+		cmocka_unit_test(test_openshift),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_trainjob),
 	};

@@ -495,6 +495,13 @@ void hb_k8s_write_pod_labels(struct hb_emit *w, const struct hb_k8s_plan *plan,
 	hb_emit_str(w, HB_LABEL_JOB, plan->name);
 	hb_emit_str(w, HB_LABEL_ROLE, role);
 	hb_emit_end(w);
+	/* OpenShift (4.14 and later) admits the pod with this SCC or not
+	 * at all, rather than the first one that fits */
+	if (plan->scc) {
+		hb_emit_obj(w, "annotations");
+		hb_emit_str(w, "openshift.io/required-scc", plan->scc);
+		hb_emit_end(w);
+	}
 }
 
 void hb_k8s_write_placement(struct hb_emit *w, const struct hb_k8s_plan *plan)

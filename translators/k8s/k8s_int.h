@@ -109,6 +109,7 @@ struct hb_k8s_plan {
 	uint32_t ngroups;
 	const struct hb_k8s_volume *volumes; /* cfg's: the site mounts */
 	uint32_t nvolumes;
+	const char *scc; /* cfg's openshift_scc, or NULL */
 	struct hb_arena arena;	     /* the plan's strings and lists */
 };
 

@@ -154,6 +154,7 @@ int hb_k8s_plan_metadata(struct hb_k8s_ctx *c)
 			return OOM(c);
 		c->plan->queue = queue;
 	}
+	c->plan->scc = cfg->openshift_scc;
 	if ((rc = plan_priority(c)))
 		return rc;
 	if (s->user && label_value(s->user, v) &&

@@ -13,6 +13,7 @@
 
 #include "hpcbridge/doc.h"
 #include "hpcbridge/hash.h"
+#include "hpcbridge/units.h"
 #include "translators/k8s/k8s_int.h"
 
 /* The longest path the check takes. */
@@ -259,6 +260,35 @@ int hb_k8s_plan_volumes(struct hb_k8s_ctx *c)
 				       "\"restricted\" refuse",
 				       cfg->volumes[i].path);
 	return 0;
+}
+
+int hb_k8s_uid_in_range(const char *range, int64_t id)
+{
+	const char *p = range;
+	int in = 0;
+
+	if (!p || !*p)
+		return -1;
+	while (*p) {
+		int64_t start, n;
+		char sep;
+
+		if (!hb_scan_digits(&p, 18, &start) ||
+		    ((sep = *p) != '/' && sep != '-'))
+			return -1;
+		p++;
+		if (!hb_scan_digits(&p, 18, &n) || (sep == '-' && n < start))
+			return -1;
+		if (sep == '/')
+			in |= id >= start && id - start < n;
+		else
+			in |= id >= start && id <= n;
+		if (*p == ',' && p[1])
+			p++;
+		else if (*p)
+			return -1;
+	}
+	return in;
 }
 
 bool hb_k8s_image_allowed(const struct hb_k8s_opts *cfg, const char *image)
