@@ -119,8 +119,8 @@ static const char *scalar(const cJSON *it, char *buf, size_t size)
 static int get_money(struct rd *r, const cJSON *it, const char *path,
 		     int64_t *out)
 {
-	char b[64];
-	const char *t = scalar(it, b, sizeof(b));
+	char b[64], d[400];
+	const char *t = scalar(it, b, sizeof(b)), *digits = t;
 	uint64_t v;
 	int rc;
 
@@ -129,7 +129,13 @@ static int get_money(struct rd *r, const cJSON *it, const char *path,
 			    type_name(it));
 	if (t[0] == '-')
 		return fail(r, it, path, "'%.40s' is negative", t);
-	rc = hb_parse_decimal(t, 6, (uint64_t)HB_RATE_MAX, &v);
+	/* A YAML number is a double: written with six decimals, it must
+	 * read back as the same double, or it had more than six. */
+	if (cJSON_IsNumber(it)) {
+		snprintf(d, sizeof(d), "%.6f", it->valuedouble);
+		digits = strtod(d, NULL) == it->valuedouble ? d : "x";
+	}
+	rc = hb_parse_decimal(digits, 6, (uint64_t)HB_RATE_MAX, &v);
 	if (rc == HB_ERANGE)
 		return fail(r, it, path, "'%.40s' is more than %lld", t,
 			    HB_RATE_MAX / 1000000);
