@@ -91,19 +91,19 @@ static int rates_at(const struct hb_ratecard *card, enum hb_rate_side side,
 	*rate = hb_rate_class(v, side, cls);
 	if (!v)
 		return hb_err_set(err, HB_ENOENT, card->source_name, 0,
-				  "no version in force at %lld",
-				  (long long)t);
+				  "no version in force at %lld", (long long)t);
 	if (!*rate)
 		return hb_err_set(err, HB_ENOENT, card->source_name, v->line,
 				  "version '%s' prices no %s", v->version,
-				  side == HB_RATE_SLURM ? "slurm" : "kubernetes");
+				  side == HB_RATE_SLURM ? "slurm"
+							: "kubernetes");
 	if (version)
 		*version = v->version;
 	return 0;
 }
 
-static int check_usage(const struct hb_ratecard *card,
-		       const struct hb_usage *u, struct hb_err *err)
+static int check_usage(const struct hb_ratecard *card, const struct hb_usage *u,
+		       struct hb_err *err)
 {
 	const char *why = NULL;
 
@@ -208,10 +208,10 @@ int hb_rate_price(const struct hb_ratecard *card, const struct hb_usage *u,
 	return 0;
 }
 
-int hb_rate_price_egress(const struct hb_ratecard *card,
-			 enum hb_rate_side side, const char *cls, int64_t end,
-			 uint64_t bytes, int64_t *amount,
-			 const char **version, struct hb_err *err)
+int hb_rate_price_egress(const struct hb_ratecard *card, enum hb_rate_side side,
+			 const char *cls, int64_t end, uint64_t bytes,
+			 int64_t *amount, const char **version,
+			 struct hb_err *err)
 {
 	const struct hb_rate *r;
 	int rc = rates_at(card, side, cls, end, &r, version, err);

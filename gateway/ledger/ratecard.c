@@ -48,27 +48,11 @@ static int fail(struct rd *r, const cJSON *at, const char *path,
 /* path + "." + key into buf (PATH_MAX_ bytes). */
 static const char *join(char *buf, const char *path, const char *key)
 {
-	int n = snprintf(buf, PATH_MAX_, "%s%s%s", path, *path ? "." : "",
-			 key);
+	int n = snprintf(buf, PATH_MAX_, "%s%s%s", path, *path ? "." : "", key);
 
 	if (n < 0 || n >= PATH_MAX_)
 		memcpy(buf + PATH_MAX_ - 4, "...", 4);
 	return buf;
-}
-
-static const char *type_name(const cJSON *it)
-{
-	if (cJSON_IsString(it))
-		return "a string";
-	if (cJSON_IsNumber(it))
-		return "a number";
-	if (cJSON_IsBool(it))
-		return "a boolean";
-	if (cJSON_IsNull(it))
-		return "null";
-	if (cJSON_IsArray(it))
-		return "a list";
-	return "a mapping";
 }
 
 /* obj is a mapping of at most max members, each named in keys (NULL:
@@ -81,7 +65,7 @@ static int mapping(struct rd *r, const cJSON *obj, const char *path,
 
 	if (!cJSON_IsObject(obj))
 		return fail(r, obj, path, "expected a mapping, not %s",
-			    type_name(obj));
+			    hb_doc_type_name(obj));
 	if (cJSON_GetArraySize(obj) > max)
 		return fail(r, obj, path, "more than %d entries", max);
 	cJSON_ArrayForEach (it, obj) {
@@ -126,7 +110,7 @@ static int get_money(struct rd *r, const cJSON *it, const char *path,
 
 	if (!t)
 		return fail(r, it, path, "expected an amount like 0.25, not %s",
-			    type_name(it));
+			    hb_doc_type_name(it));
 	if (t[0] == '-')
 		return fail(r, it, path, "'%.40s' is negative", t);
 	/* A YAML number is a double: written with six decimals, it must
@@ -175,9 +159,8 @@ static int get_name(struct rd *r, const cJSON *at, const char *path,
 /* ---- rates ------------------------------------------------------------ */
 
 static const char *const rate_keys[] = {
-	"cpu_hour",	      "memory_gb_hour",	  "gpu_hour",
-	"exclusive_node_hour", "storage_gb_month", "egress_gb",
-	NULL
+	"cpu_hour",	    "memory_gb_hour", "gpu_hour", "exclusive_node_hour",
+	"storage_gb_month", "egress_gb",      NULL
 };
 
 static int get_gpu(struct rd *r, const cJSON *g, const char *path,
@@ -212,8 +195,7 @@ static int get_gpu(struct rd *r, const cJSON *g, const char *path,
 			return rc;
 		for (uint32_t i = 0; i < out->ngpu; i++)
 			if (!strcmp(out->gpu[i].type, gr->type))
-				return fail(r, e, p,
-					    "type '%s' is given twice",
+				return fail(r, e, p, "type '%s' is given twice",
 					    gr->type);
 		out->ngpu++;
 	}
@@ -270,8 +252,7 @@ static int get_side(struct rd *r, const cJSON *obj, const char *path,
 		return rc;
 	if (!cJSON_GetObjectItemCaseSensitive(obj, HB_RATE_DEFAULT))
 		return fail(r, obj, path, "no 'default' class");
-	v = hb_arena_alloc(r->a,
-			   sizeof(*v) * (size_t)cJSON_GetArraySize(obj));
+	v = hb_arena_alloc(r->a, sizeof(*v) * (size_t)cJSON_GetArraySize(obj));
 	if (!v)
 		return HB_ENOMEM;
 	cJSON_ArrayForEach (it, obj) {
@@ -290,8 +271,7 @@ static int get_side(struct rd *r, const cJSON *obj, const char *path,
 
 static const char *const version_keys[] = { "version", "effective", "slurm",
 					    "kubernetes", NULL };
-static const char *const side_keys[HB_RATE_NSIDES] = { "slurm",
-						       "kubernetes" };
+static const char *const side_keys[HB_RATE_NSIDES] = { "slurm", "kubernetes" };
 
 static int get_version(struct rd *r, const cJSON *obj, const char *path,
 		       struct hb_rate_version *v)
@@ -311,15 +291,15 @@ static int get_version(struct rd *r, const cJSON *obj, const char *path,
 	t = cJSON_IsBool(it) ? NULL : scalar(it, b, sizeof(b));
 	if (!t)
 		return fail(r, it, p, "expected a string or a number, not %s",
-			    type_name(it));
+			    hb_doc_type_name(it));
 	if ((rc = get_name(r, it, p, t, false, &v->version)))
 		return rc;
 	it = cJSON_GetObjectItemCaseSensitive(obj, "effective");
 	join(p, path, "effective");
 	if (!it || cJSON_IsNull(it))
 		return fail(r, obj, p, "required");
-	if (!cJSON_IsString(it) || hb_parse_instant(it->valuestring,
-						    &v->effective))
+	if (!cJSON_IsString(it) ||
+	    hb_parse_instant(it->valuestring, &v->effective))
 		return fail(r, it, p,
 			    "expected an instant like 2026-01-01 or "
 			    "2026-01-01T00:00:00Z");
@@ -333,7 +313,8 @@ static int get_version(struct rd *r, const cJSON *obj, const char *path,
 			return rc;
 	}
 	if (!sides)
-		return fail(r, obj, path, "prices neither slurm nor kubernetes");
+		return fail(r, obj, path,
+			    "prices neither slurm nor kubernetes");
 	return 0;
 }
 
@@ -354,15 +335,15 @@ static int get_versions(struct rd *r, const cJSON *list,
 
 	if (!cJSON_IsArray(list))
 		return fail(r, list, "versions", "expected a list, not %s",
-			    type_name(list));
+			    hb_doc_type_name(list));
 	count = cJSON_GetArraySize(list);
 	if (!count)
 		return fail(r, list, "versions", "no version");
 	if (count > HB_RATE_MAX_VERSIONS)
 		return fail(r, list, "versions", "more than %d versions",
 			    HB_RATE_MAX_VERSIONS);
-	card->versions = hb_arena_alloc(r->a, sizeof(*card->versions) *
-						      (size_t)count);
+	card->versions =
+		hb_arena_alloc(r->a, sizeof(*card->versions) * (size_t)count);
 	if (!card->versions)
 		return HB_ENOMEM;
 	cJSON_ArrayForEach (it, list) {
@@ -400,8 +381,7 @@ static const char *const currency_keys[] = { "code", "symbol", NULL };
 static const char *const idle_words[] = { "none", "proportional", "even",
 					  NULL };
 
-static int get_currency(struct rd *r, const cJSON *it,
-			struct hb_ratecard *card)
+static int get_currency(struct rd *r, const cJSON *it, struct hb_ratecard *card)
 {
 	const cJSON *c, *s;
 	int rc;
@@ -467,7 +447,8 @@ static int read_card(struct rd *r, const cJSON *doc, struct hb_ratecard *card)
 int hb_ratecard_parse(const char *buf, size_t len, const char *name,
 		      struct hb_ratecard *card, struct hb_err *err)
 {
-	struct rd r = { .file = name ? name : "-", .err = err,
+	struct rd r = { .file = name ? name : "-",
+			.err = err,
 			.a = &card->arena };
 	cJSON *doc = NULL;
 	int rc;

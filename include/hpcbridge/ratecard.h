@@ -55,7 +55,7 @@ struct hb_rate {
 	int64_t gpu_default;	 /* GPU-hour of a type not listed */
 	struct hb_rate_gpu *gpu; /* by type */
 	uint32_t ngpu;
-	bool has_exclusive;	 /* exclusive_node_hour was given */
+	bool has_exclusive; /* exclusive_node_hour was given */
 	int64_t exclusive_node_hour;
 	int64_t storage_gb_month;
 	int64_t egress_gb;
@@ -65,7 +65,8 @@ struct hb_rate {
 struct hb_rate_version {
 	const char *version;
 	int64_t effective; /* Unix seconds; in force until the next one */
-	struct hb_rate *classes[HB_RATE_NSIDES]; /* none: the side is unpriced */
+	/* per side; none: the version does not price that side */
+	struct hb_rate *classes[HB_RATE_NSIDES];
 	uint32_t nclasses[HB_RATE_NSIDES];
 	uint32_t line;
 };
@@ -109,11 +110,11 @@ int64_t hb_rate_gpu_hour(const struct hb_rate *r, const char *type);
 /* ---- pricing ---------------------------------------------------------- */
 
 /* Usage bounds, so that every product fits its integer. */
-#define HB_USAGE_MAX_SECONDS (100LL * 366 * 86400)
-#define HB_USAGE_MAX_CPUS    (1u << 24)
-#define HB_USAGE_MAX_NODES   (1u << 24)
-#define HB_USAGE_MAX_MEM     (1ULL << 50) /* bytes: 1 PiB */
-#define HB_USAGE_MAX_GPU     (1u << 20)   /* of one type */
+#define HB_USAGE_MAX_SECONDS   (100LL * 366 * 86400)
+#define HB_USAGE_MAX_CPUS      (1u << 24)
+#define HB_USAGE_MAX_NODES     (1u << 24)
+#define HB_USAGE_MAX_MEM       (1ULL << 50) /* bytes: 1 PiB */
+#define HB_USAGE_MAX_GPU       (1u << 20)   /* of one type */
 #define HB_USAGE_MAX_GPU_TYPES 8
 
 struct hb_usage_gpu {
@@ -150,8 +151,8 @@ struct hb_charge {
 	const char *account;	/* the usage's */
 	enum hb_rate_side side;
 	int64_t start, end;
-	uint64_t cpu_s;	    /* CPU-seconds */
-	uint64_t mem_mib_s; /* MiB-seconds */
+	uint64_t cpu_s;				/* CPU-seconds */
+	uint64_t mem_mib_s;			/* MiB-seconds */
 	uint64_t gpu_s[HB_USAGE_MAX_GPU_TYPES]; /* by the usage's gpus[] */
 	uint64_t node_s;
 	bool node_charged; /* node_s was charged at exclusive_node_hour */
@@ -172,10 +173,10 @@ int hb_rate_price(const struct hb_ratecard *card, const struct hb_usage *u,
 
 /* Egress of bytes by a job on side in class cls that ended at end: at
  * the rates in force at end.  *version (may be NULL) is borrowed. */
-int hb_rate_price_egress(const struct hb_ratecard *card,
-			 enum hb_rate_side side, const char *cls, int64_t end,
-			 uint64_t bytes, int64_t *amount,
-			 const char **version, struct hb_err *err);
+int hb_rate_price_egress(const struct hb_ratecard *card, enum hb_rate_side side,
+			 const char *cls, int64_t end, uint64_t bytes,
+			 int64_t *amount, const char **version,
+			 struct hb_err *err);
 
 /* Storage of bytes (at most HB_USAGE_MAX_MEM) kept for seconds (at most
  * HB_USAGE_MAX_SECONDS), at the rates in force at at. */

@@ -22,8 +22,8 @@ static void check(const struct hb_ratecard *card, const struct hb_usage *u)
 	uint32_t n = 0;
 	int rc = hb_rate_price(card, u, c, HB_RATE_MAX_VERSIONS, &n, &err);
 
-	if (rc == HB_ENOENT || (rc == HB_EINVAL &&
-				u->end - u->start > HB_USAGE_MAX_SECONDS)) {
+	if (rc == HB_ENOENT ||
+	    (rc == HB_EINVAL && u->end - u->start > HB_USAGE_MAX_SECONDS)) {
 		if (!err.msg[0])
 			abort();
 		return;
@@ -35,7 +35,8 @@ static void check(const struct hb_ratecard *card, const struct hb_usage *u)
 		if (c[i].amount < 0 || c[i].end < c[i].start || !c[i].version ||
 		    !c[i].rate_class || (i && c[i].start != c[i - 1].end))
 			abort();
-		if (i && c[i].start != hb_ratecard_at(card, c[i].start)->effective)
+		if (i &&
+		    c[i].start != hb_ratecard_at(card, c[i].start)->effective)
 			abort(); /* split only at a rate change */
 		cpu += c[i].cpu_s;
 		mem += c[i].mem_mib_s;
@@ -75,7 +76,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!card.nversions || !card.currency || !card.currency_symbol)
 		abort();
 	for (uint32_t i = 1; i < card.nversions; i++)
-		if (card.versions[i].effective <= card.versions[i - 1].effective)
+		if (card.versions[i].effective <=
+		    card.versions[i - 1].effective)
 			abort();
 	first = card.versions[0].effective;
 	last = card.versions[card.nversions - 1].effective;
@@ -87,7 +89,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		u.start = first;
 		u.end = last + 86400;
 		check(&card, &u);
-		/* one hour of a larger job in each class of the first version */
+		/* one hour of a larger job in each class of the first version
+		 */
 		for (uint32_t k = 0; k < card.versions[0].nclasses[side]; k++) {
 			u.rate_class = card.versions[0].classes[side][k].name;
 			u.cpus = 128;

@@ -43,20 +43,28 @@ static int64_t price1(const struct hb_ratecard *card, const struct hb_usage *u)
 	return c[0].amount;
 }
 
+/* config/ratecards/example.yaml, which docs/chargeback.md works with. */
+static void load_example(struct hb_ratecard *card)
+{
+	struct hb_err err = { 0 };
+
+	assert_int_equal(
+		hb_ratecard_load(
+			hb_test_src_path("config/ratecards/example.yaml"), card,
+			&err),
+		0);
+}
+
 /* ---- the example card ------------------------------------------------- */
 
 static void test_example(void **state)
 {
 	struct hb_ratecard card;
-	struct hb_err err = { 0 };
 	const struct hb_rate_version *v;
 	const struct hb_rate *r;
 
 	(void)state;
-	assert_int_equal(hb_ratecard_load(hb_test_src_path(
-						  "config/ratecards/example.yaml"),
-					  &card, &err),
-			 0);
+	load_example(&card);
 	assert_string_equal(card.currency, "EUR");
 	assert_string_equal(card.currency_symbol, "€");
 	assert_int_equal(card.idle_cost, HB_IDLE_NONE);
@@ -117,9 +125,9 @@ static void test_round(void **state)
 	assert_int_equal(a, 2);
 	assert_int_equal(hb_rate_round(8, 3, &a), 0); /* 2.67 */
 	assert_int_equal(a, 3);
-	assert_int_equal(hb_rate_round((unsigned __int128)INT64_MAX * 2 + 2,
-				       2, &a),
-			 HB_ERANGE);
+	assert_int_equal(
+		hb_rate_round((unsigned __int128)INT64_MAX * 2 + 2, 2, &a),
+		HB_ERANGE);
 
 	parse_ok(tiny, &card);
 	/* 1 micro-unit per CPU-hour: half an hour is half a micro-unit */
@@ -164,8 +172,8 @@ static void test_round(void **state)
 			 0);
 	assert_int_equal(a, 0);
 	/* no rate for the other side, nor before the first version */
-	assert_int_equal(hb_rate_price_egress(&card, HB_RATE_KUBE, NULL, t0,
-					      1, &a, NULL, &err),
+	assert_int_equal(hb_rate_price_egress(&card, HB_RATE_KUBE, NULL, t0, 1,
+					      &a, NULL, &err),
 			 HB_ENOENT);
 	u.start = u.end = at("2025-01-01");
 	assert_int_equal(hb_rate_price(&card, &u, c, 4, &n, &err), HB_ENOENT);
@@ -190,10 +198,7 @@ static void test_split(void **state)
 	uint32_t n;
 
 	(void)state;
-	assert_int_equal(hb_ratecard_load(hb_test_src_path(
-						  "config/ratecards/example.yaml"),
-					  &card, &err),
-			 0);
+	load_example(&card);
 	u.start = at("2026-06-30T22:00:00Z");
 	u.end = at("2026-07-01T02:00:00Z");
 	assert_int_equal(hb_rate_price(&card, &u, c, 4, &n, &err), 0);
@@ -210,8 +215,7 @@ static void test_split(void **state)
 	assert_int_equal(c[1].amount, 4096000);
 	/* the pieces add up to the whole */
 	assert_int_equal(c[0].cpu_s + c[1].cpu_s, 64 * 4 * 3600);
-	assert_int_equal(c[0].mem_mib_s + c[1].mem_mib_s,
-			 262144ull * 4 * 3600);
+	assert_int_equal(c[0].mem_mib_s + c[1].mem_mib_s, 262144ull * 4 * 3600);
 	assert_int_equal(c[0].node_s + c[1].node_s, 4 * 3600);
 	assert_false(c[0].node_charged);
 	/* too little room for the entries */
@@ -227,7 +231,8 @@ static void test_split(void **state)
 	hb_ratecard_free(&card);
 }
 
-/* ---- GPUs, exclusive nodes, egress and storage ---------------------------- */
+/* ---- GPUs, exclusive nodes, egress and storage ----------------------------
+ */
 
 static void test_gpu_exclusive(void **state)
 {
@@ -258,10 +263,7 @@ static void test_gpu_exclusive(void **state)
 	const char *ver;
 
 	(void)state;
-	assert_int_equal(hb_ratecard_load(hb_test_src_path(
-						  "config/ratecards/example.yaml"),
-					  &card, &err),
-			 0);
+	load_example(&card);
 	/* 2 h100 * 3.20 + 1 l4 at the default 2.10 + 8 * 0.031
 	 * + 32 GB * 0.0042 = 6.40 + 2.10 + 0.248 + 0.1344 */
 	k.start = at("2026-03-01");
@@ -414,9 +416,9 @@ static void test_missing_file(void **state)
 	struct hb_err err = { 0 };
 
 	(void)state;
-	assert_int_equal(hb_ratecard_load("/nonexistent/card.yaml", &card,
-					  &err),
-			 HB_ENOENT);
+	assert_int_equal(
+		hb_ratecard_load("/nonexistent/card.yaml", &card, &err),
+		HB_ENOENT);
 	assert_non_null(strstr(err.msg, "/nonexistent/card.yaml"));
 	assert_null(card.arena.head);
 }
