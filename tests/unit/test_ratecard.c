@@ -283,6 +283,13 @@ static void test_gpu_exclusive(void **state)
 	assert_int_equal(c[0].node_s, 2 * 3 * 3600);
 	assert_int_equal(c[0].cpu_s, 128 * 3 * 3600);
 	assert_int_equal(c[0].amount, 132000000);
+	/* exclusive in a class with no exclusive_node_hour: CPUs and
+	 * memory, and no GPU rate there (128*3*0.02 + 1024*3*0.004) */
+	s.rate_class = "batch";
+	assert_int_equal(hb_rate_price(&card, &s, c, 2, &n, &err), 0);
+	assert_false(c[0].node_charged);
+	assert_int_equal(c[0].amount, 19968000);
+	s.rate_class = "gpu";
 	/* the same job not exclusive: CPUs and memory instead */
 	s.exclusive = false;
 	assert_int_equal(hb_rate_price(&card, &s, c, 2, &n, &err), 0);
@@ -410,6 +417,29 @@ static void test_bad(void **state)
 	}
 }
 
+static void test_idle_cost(void **state)
+{
+	static const char *const words[] = { "none", "proportional", "even" };
+
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		struct hb_ratecard card;
+		char buf[256];
+
+		snprintf(buf, sizeof(buf),
+			 "idle_cost: %s\ncurrency: {code: USD}\nversions:\n"
+			 "  - {version: 1, effective: 2026-01-01, "
+			 "kubernetes: {default: {}}}\n",
+			 words[i]);
+		parse_ok(buf, &card);
+		assert_int_equal(card.idle_cost, i);
+		assert_string_equal(card.currency_symbol, "USD");
+		assert_null(
+			hb_rate_class(&card.versions[0], HB_RATE_SLURM, NULL));
+		hb_ratecard_free(&card);
+	}
+}
+
 static void test_missing_file(void **state)
 {
 	struct hb_ratecard card;
@@ -431,6 +461,7 @@ int main(void)
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_gpu_exclusive),
 		cmocka_unit_test(test_bad),
+		cmocka_unit_test(test_idle_cost),
 		cmocka_unit_test(test_missing_file),
 	};
 
