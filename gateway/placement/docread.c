@@ -58,17 +58,7 @@ const char *hb_rd_join(char *buf, const char *path, const char *key)
 
 const char *hb_rd_type_name(const cJSON *it)
 {
-	if (cJSON_IsString(it))
-		return "a string";
-	if (cJSON_IsNumber(it))
-		return "a number";
-	if (cJSON_IsBool(it))
-		return "a boolean";
-	if (cJSON_IsNull(it))
-		return "null";
-	if (cJSON_IsArray(it))
-		return "a list";
-	return "a mapping";
+	return hb_doc_type_name(it);
 }
 
 /* obj must be a mapping holding only keys from allowed (NULL-ended). */

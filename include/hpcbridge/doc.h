@@ -266,4 +266,8 @@ int hb_doc_get_strv(const struct cJSON *obj, const char *key, unsigned flags,
 int hb_doc_get_obj(const struct cJSON *obj, const char *key, unsigned flags,
 		   const struct cJSON **out, struct hb_err *err);
 
+/* What a node is, for messages: "a string", "a number", "a boolean",
+ * "null", "a list" or "a mapping". */
+const char *hb_doc_type_name(const struct cJSON *it);
+
 #endif

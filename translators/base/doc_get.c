@@ -170,3 +170,18 @@ int hb_doc_get_obj(const cJSON *obj, const char *key, unsigned flags,
 	*out = v;
 	return 0;
 }
+
+const char *hb_doc_type_name(const cJSON *it)
+{
+	if (cJSON_IsString(it))
+		return "a string";
+	if (cJSON_IsNumber(it))
+		return "a number";
+	if (cJSON_IsBool(it))
+		return "a boolean";
+	if (cJSON_IsNull(it))
+		return "null";
+	if (cJSON_IsArray(it))
+		return "a list";
+	return "a mapping";
+}
