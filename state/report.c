@@ -133,14 +133,14 @@ static char *set_join(char **v, size_t n)
 	return out;
 }
 
-static void line_free(struct hb_report_line *l)
+static void line_free(struct hb_ledger_line *l)
 {
 	free(l->key);
 	free(l->gpu_s);
 	free(l->rate_versions);
 }
 
-void hb_report_free(struct hb_report *r)
+void hb_ledger_report_free(struct hb_ledger_report *r)
 {
 	if (!r)
 		return;
@@ -162,7 +162,7 @@ static int key_cmp(const char *a, const char *b)
 	return b ? strcmp(a, b) : 1;
 }
 
-static struct hb_report_line *find_line(struct hb_report *r, const char *k)
+static struct hb_ledger_line *find_line(struct hb_ledger_report *r, const char *k)
 {
 	size_t lo = 0, hi = r->n_lines;
 
@@ -195,7 +195,7 @@ static sqlite3_stmt *prepare(struct hb_store *st, const char *sql,
 	return s;
 }
 
-static int read_lines(struct hb_store *st, struct hb_report *r,
+static int read_lines(struct hb_store *st, struct hb_ledger_report *r,
 		      const char *op, struct hb_err *err)
 {
 	sqlite3_stmt *s = prepare(st, report_sql[r->by][0], r->from_ms,
@@ -206,7 +206,7 @@ static int read_lines(struct hb_store *st, struct hb_report *r,
 	if (!s)
 		return err->code ? err->code : HB_ESTORE;
 	while ((rc = hb_si_step(st, s, op, err)) == SQLITE_ROW) {
-		struct hb_report_line *l;
+		struct hb_ledger_line *l;
 		const char *k = (const char *)sqlite3_column_text(s, 0);
 
 		if (r->n_lines == cap) {
@@ -248,12 +248,12 @@ static int read_lines(struct hb_store *st, struct hb_report *r,
 
 /* A GPU row of the second statement, kept until the types are known. */
 struct gpu_row {
-	struct hb_report_line *line;
+	struct hb_ledger_line *line;
 	char *type;
 	int64_t s;
 };
 
-static int read_gpus(struct hb_store *st, struct hb_report *r,
+static int read_gpus(struct hb_store *st, struct hb_ledger_report *r,
 		     struct gpu_row **rows, size_t *n, const char *op,
 		     struct hb_err *err)
 {
@@ -309,7 +309,7 @@ static int add(int64_t *sum, int64_t v)
 
 /* The lines' GPU arrays from rows, the rate versions sorted, the total
  * summed. */
-static int fill(struct hb_report *r, struct gpu_row *rows, size_t n)
+static int fill(struct hb_ledger_report *r, struct gpu_row *rows, size_t n)
 {
 	size_t nt = r->n_types ? r->n_types : 1;
 	char **all = NULL;
@@ -330,7 +330,7 @@ static int fill(struct hb_report *r, struct gpu_row *rows, size_t n)
 		rc = rc ? rc : add(&r->total.gpu_s[t - r->types], rows[i].s);
 	}
 	for (size_t i = 0; i < r->n_lines && !rc; i++) {
-		struct hb_report_line *l = &r->lines[i], *t = &r->total;
+		struct hb_ledger_line *l = &r->lines[i], *t = &r->total;
 		char **v = NULL;
 		size_t nv = 0;
 
@@ -352,7 +352,7 @@ static int fill(struct hb_report *r, struct gpu_row *rows, size_t n)
 	return rc ? rc : r->total.rate_versions ? 0 : HB_ENOMEM;
 }
 
-static int total_jobs(struct hb_store *st, struct hb_report *r,
+static int total_jobs(struct hb_store *st, struct hb_ledger_report *r,
 		      const char *op, struct hb_err *err)
 {
 	sqlite3_stmt *s = prepare(st, report_sql[r->by][2], r->from_ms,
@@ -369,11 +369,11 @@ static int total_jobs(struct hb_store *st, struct hb_report *r,
 }
 
 int hb_store_report(struct hb_store *st, enum hb_ledger_by by,
-		    int64_t from_ms, int64_t to_ms, struct hb_report **out,
+		    int64_t from_ms, int64_t to_ms, struct hb_ledger_report **out,
 		    struct hb_err *err)
 {
 	static const char op[] = "report";
-	struct hb_report *r;
+	struct hb_ledger_report *r;
 	struct gpu_row *rows = NULL;
 	size_t n = 0;
 	int rc, own;
@@ -413,7 +413,7 @@ int hb_store_report(struct hb_store *st, enum hb_ledger_by by,
 		free(rows[i].type);
 	free(rows);
 	if (rc) {
-		hb_report_free(r);
+		hb_ledger_report_free(r);
 		return rc;
 	}
 	*out = r;

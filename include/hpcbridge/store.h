@@ -449,7 +449,7 @@ const char *hb_ledger_by_name(enum hb_ledger_by by);
 int hb_ledger_by_parse(const char *name);
 
 /* One line of a report, or its total.  Sums of the entries' integers. */
-struct hb_report_line {
+struct hb_ledger_line {
 	char *key;     /* NULL: entries without one (no account, ...) */
 	int64_t jobs;  /* distinct job ids */
 	int64_t entries;
@@ -458,29 +458,29 @@ struct hb_report_line {
 	char *rate_versions; /* sorted, comma-separated, "" for none */
 };
 
-struct hb_report {
+struct hb_ledger_report {
 	enum hb_ledger_by by;
 	int64_t from_ms, to_ms;
 	char **types; /* the GPU types seen, sorted */
 	size_t n_types;
-	struct hb_report_line *lines; /* ordered by key, NULL first */
+	struct hb_ledger_line *lines; /* ordered by key, NULL first */
 	size_t n_lines;
 	/* The sums of the lines (jobs: distinct over the whole window, so
 	 * a job in two lines counts once). */
-	struct hb_report_line total;
+	struct hb_ledger_line total;
 };
 
 /*
  * Aggregate the entries whose period ends in [from_ms, to_ms), grouped by
- * by, into *out (caller frees with hb_report_free()).  Amounts and
+ * by, into *out (caller frees with hb_ledger_report_free()).  Amounts and
  * resource-seconds are summed as integers in SQL; the total is the sum of
  * the lines, to the micro-unit (HB_ERANGE if a sum overflows).
  */
 int hb_store_report(struct hb_store *st, enum hb_ledger_by by,
-		    int64_t from_ms, int64_t to_ms, struct hb_report **out,
+		    int64_t from_ms, int64_t to_ms, struct hb_ledger_report **out,
 		    struct hb_err *err);
 /* NULL is a no-op. */
-void hb_report_free(struct hb_report *r);
+void hb_ledger_report_free(struct hb_ledger_report *r);
 /*
  * The SQL hb_store_report() runs for by, in the order it runs them, with
  * ?1 and ?2 standing for from_ms and to_ms: [0] the lines, [1] the GPU
