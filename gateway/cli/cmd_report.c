@@ -7,6 +7,7 @@
  * sums are the store's integer sums (hb_store_report()); numbers are
  * formatted only here, with integer arithmetic.
  */
+#include <ctype.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -207,16 +208,21 @@ static void table_row(const struct hb_ledger_report *r,
 
 static void print_table(const struct hb_ledger_report *r)
 {
-	char gpu[80];
+	char gpu[80], key[16];
+	size_t i;
 
-	printf("%-16s %7s %12s", hb_ledger_by_name(r->by), "JOBS", "CORE-H");
+	for (i = 0; hb_ledger_by_name(r->by)[i] && i < sizeof(key) - 1; i++)
+		key[i] = (char)toupper(
+			(unsigned char)hb_ledger_by_name(r->by)[i]);
+	key[i] = 0;
+	printf("%-16s %7s %12s", key, "JOBS", "CORE-H");
 	for (size_t t = 0; t < r->n_types; t++) {
 		snprintf(gpu, sizeof(gpu), "GPU-H %s", r->types[t]);
 		printf(" %12s", gpu);
 	}
 	printf(" %12s %10s %10s %18s  %s\n", "MEM-GB-H", "NODE-H",
 	       "EGRESS-GB", "AMOUNT", "RATE CARDS");
-	for (size_t i = 0; i < r->n_lines; i++)
+	for (i = 0; i < r->n_lines; i++)
 		table_row(r, &r->lines[i],
 			  r->lines[i].key ? r->lines[i].key : "-");
 	table_row(r, &r->total, "TOTAL");
