@@ -180,31 +180,29 @@ static struct hb_ledger_line *find_line(struct hb_ledger_report *r, const char *
 	return NULL;
 }
 
-static sqlite3_stmt *prepare(struct hb_store *st, const char *sql,
-			     int64_t from, int64_t to, const char *op,
-			     struct hb_err *err)
+/* Statement which of r's report, bound to its window, into *s. */
+static int prepare(struct hb_store *st, const struct hb_ledger_report *r,
+		   int which, sqlite3_stmt **s, const char *op,
+		   struct hb_err *err)
 {
-	sqlite3_stmt *s = NULL;
-
-	if (sqlite3_prepare_v2(hb_si_db(st), sql, -1, &s, NULL)) {
-		hb_si_db_fail(st, op, err);
-		return NULL;
-	}
-	sqlite3_bind_int64(s, 1, from);
-	sqlite3_bind_int64(s, 2, to);
-	return s;
+	*s = NULL;
+	if (sqlite3_prepare_v2(hb_si_db(st), report_sql[r->by][which], -1, s,
+			       NULL))
+		return hb_si_db_fail(st, op, err);
+	sqlite3_bind_int64(*s, 1, r->from_ms);
+	sqlite3_bind_int64(*s, 2, r->to_ms);
+	return 0;
 }
 
 static int read_lines(struct hb_store *st, struct hb_ledger_report *r,
 		      const char *op, struct hb_err *err)
 {
-	sqlite3_stmt *s = prepare(st, report_sql[r->by][0], r->from_ms,
-				  r->to_ms, op, err);
+	sqlite3_stmt *s;
 	size_t cap = 0;
-	int rc;
+	int rc = prepare(st, r, 0, &s, op, err);
 
-	if (!s)
-		return err->code ? err->code : HB_ESTORE;
+	if (rc)
+		return rc;
 	while ((rc = hb_si_step(st, s, op, err)) == SQLITE_ROW) {
 		struct hb_ledger_line *l;
 		const char *k = (const char *)sqlite3_column_text(s, 0);
@@ -257,13 +255,12 @@ static int read_gpus(struct hb_store *st, struct hb_ledger_report *r,
 		     struct gpu_row **rows, size_t *n, const char *op,
 		     struct hb_err *err)
 {
-	sqlite3_stmt *s = prepare(st, report_sql[r->by][1], r->from_ms,
-				  r->to_ms, op, err);
+	sqlite3_stmt *s;
 	size_t cap = 0;
-	int rc;
+	int rc = prepare(st, r, 1, &s, op, err);
 
-	if (!s)
-		return err->code ? err->code : HB_ESTORE;
+	if (rc)
+		return rc;
 	while ((rc = hb_si_step(st, s, op, err)) == SQLITE_ROW) {
 		const char *k = (const char *)sqlite3_column_text(s, 0);
 		const char *t = (const char *)sqlite3_column_text(s, 1);
@@ -355,12 +352,11 @@ static int fill(struct hb_ledger_report *r, struct gpu_row *rows, size_t n)
 static int total_jobs(struct hb_store *st, struct hb_ledger_report *r,
 		      const char *op, struct hb_err *err)
 {
-	sqlite3_stmt *s = prepare(st, report_sql[r->by][2], r->from_ms,
-				  r->to_ms, op, err);
-	int rc;
+	sqlite3_stmt *s;
+	int rc = prepare(st, r, 2, &s, op, err);
 
-	if (!s)
-		return err->code ? err->code : HB_ESTORE;
+	if (rc)
+		return rc;
 	rc = hb_si_step(st, s, op, err);
 	if (rc == SQLITE_ROW)
 		r->total.jobs = sqlite3_column_int64(s, 0);
