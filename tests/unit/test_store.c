@@ -378,12 +378,10 @@ static void fixture_v0(const char *path)
 
 /* Version 1 as a build of that version wrote it (an sqlite3 .dump of
  * its file, see the header of the .sql), with a small page size. */
-static void fixture_v1(const char *path)
+static void fixture_sql(const char *path, const char *file)
 {
 	sqlite3 *db = raw_open(path);
-	char *sql = hb_test_read_file(HB_SOURCE_DIR
-				      "/tests/unit/fixtures/store-v1.sql",
-				      NULL);
+	char *sql = hb_test_read_file(file, NULL);
 
 	assert_non_null(sql);
 	raw_exec_ok(db, "PRAGMA page_size = 1024; PRAGMA journal_mode = "
@@ -393,20 +391,15 @@ static void fixture_v1(const char *path)
 	sqlite3_close(db);
 }
 
+static void fixture_v1(const char *path)
+{
+	fixture_sql(path, HB_SOURCE_DIR "/tests/unit/fixtures/store-v1.sql");
+}
+
 /* Version 2: store-v1.sql after version 2's migration (see its header). */
 static void fixture_v2(const char *path)
 {
-	sqlite3 *db = raw_open(path);
-	char *sql = hb_test_read_file(HB_SOURCE_DIR
-				      "/tests/unit/fixtures/store-v2.sql",
-				      NULL);
-
-	assert_non_null(sql);
-	raw_exec_ok(db, "PRAGMA page_size = 1024; PRAGMA journal_mode = "
-			"DELETE");
-	raw_exec_ok(db, sql);
-	free(sql);
-	sqlite3_close(db);
+	fixture_sql(path, HB_SOURCE_DIR "/tests/unit/fixtures/store-v2.sql");
 }
 
 static const struct {
