@@ -411,7 +411,8 @@ struct hb_ledger_entry {
  * Append n entries in one transaction (a savepoint inside the caller's
  * group), with one prepared statement: all or none.  Each entry is checked
  * first; an error names the entry's index and field ("entries[3]:
- * gpu[0].type: ...").  e[i].id and at_ms are set.
+ * gpu[0]: type: ...").  Amounts and resource-seconds may not be
+ * negative: only a reversal is.  e[i].id and at_ms are set.
  */
 int hb_store_ledger_append(struct hb_store *st, struct hb_ledger_entry *e,
 			   size_t n, struct hb_err *err);
