@@ -235,11 +235,12 @@ static int reversible(struct hb_store *st, int64_t id, const char *op,
 		rc = hb_err_set(err, HB_ENOENT, hb_si_path(st), 0,
 				"%s: no entry %lld", op, (long long)id);
 	else if (sqlite3_column_type(s, 0) != SQLITE_NULL)
-		rc = hb_err_set(err, HB_EINVAL, hb_si_path(st), 0,
-				"%s: entry %lld is itself a reversal (of %lld): "
-				"append a new entry instead",
-				op, (long long)id,
-				(long long)sqlite3_column_int64(s, 0));
+		rc = hb_err_set(
+			err, HB_EINVAL, hb_si_path(st), 0,
+			"%s: entry %lld is itself a reversal (of %lld): "
+			"append a new entry instead",
+			op, (long long)id,
+			(long long)sqlite3_column_int64(s, 0));
 	else
 		rc = 0;
 	sqlite3_reset(s);

@@ -13,9 +13,9 @@
 #include "hpcbridge/store.h"
 #include "store_int.h"
 
-static const char *const by_names[HB__BY_COUNT] = {
-	"account", "user", "partition", "queue", "side", "month"
-};
+static const char *const by_names[HB__BY_COUNT] = { "account",	 "user",
+						    "partition", "queue",
+						    "side",	 "month" };
 
 const char *hb_ledger_by_name(enum hb_ledger_by by)
 {
@@ -32,17 +32,20 @@ int hb_ledger_by_parse(const char *name)
 
 #define WINDOW " WHERE period_end_ms >= ?1 AND period_end_ms < ?2"
 #define LINES(K)                                                               \
-	"SELECT " K " AS k, count(DISTINCT job_id), count(*), "              \
-	"sum(cpu_mcore_s), sum(mem_mib_s), sum(node_s), sum(egress_bytes), " \
-	"sum(amount_micros), group_concat(DISTINCT rate_version) "          \
+	"SELECT " K " AS k, count(DISTINCT job_id), count(*), "                \
+	"sum(cpu_mcore_s), sum(mem_mib_s), sum(node_s), sum(egress_bytes), "   \
+	"sum(amount_micros), group_concat(DISTINCT rate_version) "             \
 	"FROM ledger" WINDOW " GROUP BY k ORDER BY k"
 #define GPUS(K)                                                                \
-	"SELECT " K " AS k, g.key, sum(g.value) FROM ledger, "               \
-	"json_each(ledger.gpu_s) AS g" WINDOW " AND gpu_s IS NOT NULL "     \
+	"SELECT " K " AS k, g.key, sum(g.value) FROM ledger, "                 \
+	"json_each(ledger.gpu_s) AS g" WINDOW " AND gpu_s IS NOT NULL "        \
 	"GROUP BY k, g.key ORDER BY k, g.key"
-#define JOBS "SELECT count(DISTINCT job_id) FROM ledger" WINDOW
+#define JOBS  "SELECT count(DISTINCT job_id) FROM ledger" WINDOW
 #define MONTH "strftime('%Y-%m', period_end_ms / 1000, 'unixepoch')"
-#define ONE(K) { LINES(K), GPUS(K), JOBS }
+#define ONE(K)                                                                 \
+	{                                                                      \
+		LINES(K), GPUS(K), JOBS                                        \
+	}
 
 static const char *const report_sql[HB__BY_COUNT][3] = {
 	ONE("account"), ONE("\"user\""), ONE("\"partition\""),
@@ -162,7 +165,8 @@ static int key_cmp(const char *a, const char *b)
 	return b ? strcmp(a, b) : 1;
 }
 
-static struct hb_ledger_line *find_line(struct hb_ledger_report *r, const char *k)
+static struct hb_ledger_line *find_line(struct hb_ledger_report *r,
+					const char *k)
 {
 	size_t lo = 0, hi = r->n_lines;
 
@@ -208,9 +212,8 @@ static int read_lines(struct hb_store *st, struct hb_ledger_report *r,
 		const char *k = (const char *)sqlite3_column_text(s, 0);
 
 		if (r->n_lines == cap) {
-			void *n = realloc(r->lines,
-					  (cap = cap ? 2 * cap : 16) *
-						  sizeof(*l));
+			void *n = realloc(r->lines, (cap = cap ? 2 * cap : 16) *
+							    sizeof(*l));
 			if (!n) {
 				rc = HB_ENOMEM;
 				break;
@@ -228,10 +231,10 @@ static int read_lines(struct hb_store *st, struct hb_ledger_report *r,
 		l->egress_bytes = sqlite3_column_int64(s, 6);
 		l->amount_micros = sqlite3_column_int64(s, 7);
 		/* sorted and without repeats: set_add_list() in fill */
-		l->rate_versions = strdup(
-			sqlite3_column_text(s, 8)
-				? (const char *)sqlite3_column_text(s, 8)
-				: "");
+		l->rate_versions =
+			strdup(sqlite3_column_text(s, 8)
+				       ? (const char *)sqlite3_column_text(s, 8)
+				       : "");
 		if ((k && !l->key) || !l->rate_versions) {
 			rc = HB_ENOMEM;
 			break;
@@ -291,8 +294,7 @@ static int read_gpus(struct hb_store *st, struct hb_ledger_report *r,
 	sqlite3_finalize(s);
 	if (rc == SQLITE_ROW || rc == HB_ENOMEM)
 		return hb_err_set(err, rc == HB_ENOMEM ? rc : HB_ESTORE,
-				  hb_si_path(st), 0,
-				  "%s: %s", op,
+				  hb_si_path(st), 0, "%s: %s", op,
 				  rc == HB_ENOMEM ? "out of memory"
 						  : "GPU rows without a line "
 						    "(the file changed?)");
@@ -364,8 +366,8 @@ static int total_jobs(struct hb_store *st, struct hb_ledger_report *r,
 	return rc == SQLITE_ROW ? 0 : rc < 0 ? rc : HB_ESTORE;
 }
 
-int hb_store_report(struct hb_store *st, enum hb_ledger_by by,
-		    int64_t from_ms, int64_t to_ms, struct hb_ledger_report **out,
+int hb_store_report(struct hb_store *st, enum hb_ledger_by by, int64_t from_ms,
+		    int64_t to_ms, struct hb_ledger_report **out,
 		    struct hb_err *err)
 {
 	static const char op[] = "report";

@@ -27,10 +27,10 @@
 /* Divisors from the stored units to the reported ones: core-hours, GiB-
  * hours (a GB here is 2^30 bytes, as Slurm's and Kubernetes' G/Gi),
  * GPU- and node-hours, the currency unit. */
-#define CORE_H	INT64_C(3600000)
-#define MEM_H	INT64_C(3686400)
-#define HOUR	INT64_C(3600)
-#define MICRO	INT64_C(1000000)
+#define CORE_H INT64_C(3600000)
+#define MEM_H  INT64_C(3686400)
+#define HOUR   INT64_C(3600)
+#define MICRO  INT64_C(1000000)
 
 static const char usage[] =
 	"usage: hpcbridge report [--from DATE] [--to DATE] [--by KEY]\n"
@@ -77,8 +77,8 @@ static const char *fixed(int64_t v, int64_t div, int dec, char out[48])
 			snprintf(out, 48, "%s%" PRIu64 ".%0*" PRIu64,
 				 v < 0 && (q || frac) ? "-" : "", q, dec, frac);
 		else
-			snprintf(out, 48, "%s%" PRIu64,
-				 v < 0 && q ? "-" : "", q);
+			snprintf(out, 48, "%s%" PRIu64, v < 0 && q ? "-" : "",
+				 q);
 	}
 	return out;
 }
@@ -126,8 +126,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		switch (opt) {
 		case 'f':
 		case 't':
-			if (parse_date(optarg, opt == 'f' ? &o->from_ms
-							  : &o->to_ms)) {
+			if (parse_date(optarg,
+				       opt == 'f' ? &o->from_ms : &o->to_ms)) {
 				fprintf(stderr,
 					"hpcbridge report: --%s: '%s' is not "
 					"YYYY-MM, YYYY-MM-DD or an RFC 3339 "
@@ -172,7 +172,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "hpcbridge report: unexpected argument '%s'\n%s",
+		fprintf(stderr,
+			"hpcbridge report: unexpected argument '%s'\n%s",
 			argv[optind], usage);
 		return HB_EXIT_USAGE;
 	}
@@ -220,15 +221,16 @@ static void print_table(const struct hb_ledger_report *r)
 		snprintf(gpu, sizeof(gpu), "GPU-H %s", r->types[t]);
 		printf(" %12s", gpu);
 	}
-	printf(" %12s %10s %10s %18s  %s\n", "MEM-GB-H", "NODE-H",
-	       "EGRESS-GB", "AMOUNT", "RATE CARDS");
+	printf(" %12s %10s %10s %18s  %s\n", "MEM-GB-H", "NODE-H", "EGRESS-GB",
+	       "AMOUNT", "RATE CARDS");
 	for (i = 0; i < r->n_lines; i++)
 		table_row(r, &r->lines[i],
 			  r->lines[i].key ? r->lines[i].key : "-");
 	table_row(r, &r->total, "TOTAL");
 }
 
-/* --- CSV (RFC 4180) -------------------------------------------------------- */
+/* --- CSV (RFC 4180) --------------------------------------------------------
+ */
 
 /* One field: quoted when it holds a comma, quote, CR or LF, quotes
  * doubled; text a spreadsheet would take for a formula (=, +, -, @, tab,
@@ -310,9 +312,9 @@ static cJSON *json_line(const struct hb_ledger_report *r,
 	char a[48];
 
 	if (!total)
-		cJSON_AddItemToObject(o, "key", l->key ? cJSON_CreateString(
-							       l->key)
-						       : cJSON_CreateNull());
+		cJSON_AddItemToObject(o, "key",
+				      l->key ? cJSON_CreateString(l->key)
+					     : cJSON_CreateNull());
 	add_int(o, "jobs", l->jobs);
 	add_int(o, "entries", l->entries);
 	add_fixed(o, "core_hours", l->cpu_mcore_s, CORE_H);
@@ -411,7 +413,8 @@ int hb_cmd_report(int argc, char **argv)
 		rc = print_json(r);
 	}
 	if (!rc && (fflush(stdout) || ferror(stdout))) {
-		fprintf(stderr, "hpcbridge report: writing the report failed\n");
+		fprintf(stderr,
+			"hpcbridge report: writing the report failed\n");
 		rc = HB_EXIT_INPUT;
 	}
 	hb_ledger_report_free(r);

@@ -156,9 +156,9 @@ static void literal(const char *sql, char *out, size_t size)
 
 	for (const char *p = sql; *p && o + 24 < size; p++) {
 		if (p[0] == '?' && (p[1] == '1' || p[1] == '2')) {
-			o += (size_t)snprintf(out + o, size - o, "%s",
-					      p[1] == '1' ? "0"
-							  : "9223372036854775807");
+			o += (size_t)snprintf(
+				out + o, size - o, "%s",
+				p[1] == '1' ? "0" : "9223372036854775807");
 			p++;
 		} else {
 			out[o++] = *p;
@@ -183,10 +183,11 @@ int main(int argc, char **argv)
 		    (opt == 'b' && parse_long(optarg, 1, 1000000, &batch)) ||
 		    (opt == 'N' && parse_long(optarg, 1, 100000000, &big)) ||
 		    opt == '?') {
-			fprintf(stderr, "usage: bench_ledger [-d DIR] [-r ROUNDS] "
-					"[-n ENTRIES] [-b BATCH] "
-					"[-N REPORT_ENTRIES] [-H HPCBRIDGE] "
-					"[-S SQLITE3]\n");
+			fprintf(stderr,
+				"usage: bench_ledger [-d DIR] [-r ROUNDS] "
+				"[-n ENTRIES] [-b BATCH] "
+				"[-N REPORT_ENTRIES] [-H HPCBRIDGE] "
+				"[-S SQLITE3]\n");
 			return 2;
 		}
 		if (opt == 'd')
@@ -227,14 +228,15 @@ int main(int argc, char **argv)
 
 	sql[0] = 0;
 	for (int w = 0; w < 3; w++) {
-		literal(hb_store_report_sql(HB_BY_ACCOUNT, w), one, sizeof(one));
+		literal(hb_store_report_sql(HB_BY_ACCOUNT, w), one,
+			sizeof(one));
 		strncat(sql, one, sizeof(sql) - strlen(sql) - 3);
 		strcat(sql, ";\n");
 	}
 	{
-		char *hargv[] = { (char *)hb,	  "report", "--state", path,
-				  "--by",	  "account", "--format", "csv",
-				  NULL };
+		char *hargv[] = { (char *)hb, "report", "--state",
+				  path,	      "--by",	"account",
+				  "--format", "csv",	NULL };
 		char *sargv[] = { (char *)sq, "-readonly", path, sql, NULL };
 
 		timed(hargv); /* warm the page cache for both */
@@ -249,9 +251,8 @@ int main(int argc, char **argv)
 	       "alternating:\n  hpcbridge report: median %.3f s (min %.3f, "
 	       "max %.3f)\n  sqlite3 CLI:      median %.3f s (min %.3f, max "
 	       "%.3f)\n  ratio: %.3f (target <= 1.2)\n",
-	       big, rounds, pct(th, (size_t)rounds, 0.5), th[0],
-	       th[rounds - 1], pct(ts, (size_t)rounds, 0.5), ts[0],
-	       ts[rounds - 1],
+	       big, rounds, pct(th, (size_t)rounds, 0.5), th[0], th[rounds - 1],
+	       pct(ts, (size_t)rounds, 0.5), ts[0], ts[rounds - 1],
 	       pct(th, (size_t)rounds, 0.5) / pct(ts, (size_t)rounds, 0.5));
 	free(in);
 	free(th);

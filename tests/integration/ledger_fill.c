@@ -35,8 +35,8 @@ int main(int argc, char **argv)
 		const char *gpu;
 		int64_t amount;
 	} e[] = {
-		{ "physics", "alice", "cpu", NULL, HB_TARGET_SLURM, OCT31, 8,
-		  0, NULL, 4000000 },
+		{ "physics", "alice", "cpu", NULL, HB_TARGET_SLURM, OCT31, 8, 0,
+		  NULL, 4000000 },
 		{ "physics", "bob", "gpu", "gpu-q", HB_TARGET_KUBERNETES, NOV1,
 		  4, 3, "a100", 12000000 },
 		{ "chem,bio", "carol", "cpu", NULL, HB_TARGET_SLURM, NOV1, 16,

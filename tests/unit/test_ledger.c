@@ -5,11 +5,11 @@
  * total to the micro-unit for every grouping over generated entries,
  * months split at a boundary in UTC, and the read-only handle.
  */
+#include <cmocka.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
-#include <cmocka.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,8 +63,8 @@ static int teardown(void **state)
 	char p[256];
 
 	hb_store_close(fx->st);
-	for (const char *const *s = (const char *const[]){ "", "-wal", "-shm",
-							   NULL };
+	for (const char *const *s =
+		     (const char *const[]){ "", "-wal", "-shm", NULL };
 	     *s; s++) {
 		snprintf(p, sizeof(p), "%s%s", fx->path, *s);
 		unlink(p);
@@ -164,9 +164,9 @@ static void test_append_batch(void **state)
 	assert_int_equal(hb_store_ledger_append(fx->st, e, 3, &err), 0);
 	assert_true(e[0].id > 0 && e[1].id == e[0].id + 1 &&
 		    e[2].id == e[1].id + 1);
-	assert_int_equal(hb_store_ledger_list(fx->st, fx->jobs[0], collect, &g,
-					      &err),
-			 0);
+	assert_int_equal(
+		hb_store_ledger_list(fx->st, fx->jobs[0], collect, &g, &err),
+		0);
 	assert_int_equal(g.n, 3);
 	assert_int_equal(g.e[1].side, HB_TARGET_KUBERNETES);
 	assert_int_equal(g.e[1].n_gpu, 2);
@@ -185,8 +185,7 @@ static void test_append_batch(void **state)
 	assert_non_null(strstr(err.msg, "entries[1]: rate_version"));
 	memset(&err, 0, sizeof(err));
 	e[1] = entry("hb-999999", NOV1, 5); /* no such job: foreign key */
-	assert_int_equal(hb_store_ledger_append(fx->st, e, 2, &err),
-			 HB_ENOENT);
+	assert_int_equal(hb_store_ledger_append(fx->st, e, 2, &err), HB_ENOENT);
 	assert_non_null(strstr(err.msg, "entries[1]"));
 	assert_int_equal(raw_int(fx->path, "SELECT count(*) FROM ledger"), 3);
 	memset(&err, 0, sizeof(err));
@@ -216,9 +215,9 @@ static void test_reversal(void **state)
 	assert_int_equal(hb_store_ledger_append(fx->st, &e, 1, &err), 0);
 	assert_int_equal(hb_store_ledger_reverse(fx->st, e.id, &rev, &err), 0);
 	assert_true(rev > e.id);
-	assert_int_equal(hb_store_ledger_list(fx->st, fx->jobs[2], collect, &g,
-					      &err),
-			 0);
+	assert_int_equal(
+		hb_store_ledger_list(fx->st, fx->jobs[2], collect, &g, &err),
+		0);
 	assert_int_equal(g.n, 2);
 	assert_int_equal(g.e[1].reverses, e.id);
 	assert_int_equal(g.e[1].amount_micros, -2500000);
@@ -283,15 +282,15 @@ static int64_t fill(struct fx *fx, int n)
 		x ^= x << 13;
 		x ^= x >> 7;
 		x ^= x << 17;
-		e[i] = entry(fx->jobs[x % 64], NOV1 + (int64_t)(x % 97 - 48) *
-							      HOUR_MS,
+		e[i] = entry(fx->jobs[x % 64],
+			     NOV1 + (int64_t)(x % 97 - 48) * HOUR_MS,
 			     (int64_t)(x % 9999991));
 		e[i].account = acct[(x >> 8) % 4];
 		e[i].user = (x >> 12) % 2 ? "alice" : "bob";
 		e[i].partition = part[(x >> 16) % 3];
 		e[i].queue = (x >> 20) % 2 ? "q1" : NULL;
-		e[i].side = (x >> 24) % 2 ? HB_TARGET_SLURM
-					  : HB_TARGET_KUBERNETES;
+		e[i].side =
+			(x >> 24) % 2 ? HB_TARGET_SLURM : HB_TARGET_KUBERNETES;
 		e[i].rate_version = (x >> 28) % 2 ? "2026-10" : "2026-11";
 		if ((x >> 32) % 3 == 0) {
 			e[i].gpu[0].type = gpu[(x >> 36) % 3];
@@ -302,9 +301,9 @@ static int64_t fill(struct fx *fx, int n)
 	}
 	assert_int_equal(hb_store_ledger_append(fx->st, e, (size_t)n, &err), 0);
 	for (int i = 0; i < n; i += 17) {
-		assert_int_equal(hb_store_ledger_reverse(fx->st, e[i].id, NULL,
-							 &err),
-				 0);
+		assert_int_equal(
+			hb_store_ledger_reverse(fx->st, e[i].id, NULL, &err),
+			0);
 		sum -= e[i].amount_micros;
 	}
 	free(e);
@@ -368,9 +367,9 @@ static void test_report_months(void **state)
 	struct hb_err err = { 0 };
 
 	assert_int_equal(hb_store_ledger_append(fx->st, e, 3, &err), 0);
-	assert_int_equal(hb_store_report(fx->st, HB_BY_MONTH, 0, INT64_MAX, &r,
-					 &err),
-			 0);
+	assert_int_equal(
+		hb_store_report(fx->st, HB_BY_MONTH, 0, INT64_MAX, &r, &err),
+		0);
 	assert_int_equal(r->n_lines, 2);
 	assert_string_equal(r->lines[0].key, "2026-10");
 	assert_int_equal(r->lines[0].amount_micros, 100);
@@ -405,9 +404,8 @@ static void test_readonly(void **state)
 
 	assert_int_equal(hb_store_ledger_append(fx->st, &e, 1, &err), 0);
 	assert_int_equal(hb_store_open_readonly(fx->path, &ro, &err), 0);
-	assert_int_equal(hb_store_report(ro, HB_BY_USER, 0, INT64_MAX, &r,
-					 &err),
-			 0);
+	assert_int_equal(
+		hb_store_report(ro, HB_BY_USER, 0, INT64_MAX, &r, &err), 0);
 	assert_int_equal(r->total.amount_micros, 42);
 	hb_ledger_report_free(r);
 	/* a write through it fails, and leaves nothing */
@@ -415,15 +413,13 @@ static void test_readonly(void **state)
 	assert_int_equal(hb_store_ledger_append(ro, &e, 1, &err), HB_ESTORE);
 	assert_non_null(strstr(err.msg, "readonly"));
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_store_ledger_reverse(ro, 1, NULL, &err),
-			 HB_ESTORE);
+	assert_int_equal(hb_store_ledger_reverse(ro, 1, NULL, &err), HB_ESTORE);
 	hb_store_close(ro);
 	assert_int_equal(raw_int(fx->path, "SELECT count(*) FROM ledger"), 1);
 	/* never created */
 	snprintf(missing, sizeof(missing), "%s/none.db", fx->dir);
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_store_open_readonly(missing, &ro, &err),
-			 HB_ESTORE);
+	assert_int_equal(hb_store_open_readonly(missing, &ro, &err), HB_ESTORE);
 	assert_null(ro);
 	assert_non_null(strstr(err.msg, missing));
 	assert_int_equal(access(missing, F_OK), -1);
