@@ -5,12 +5,6 @@
  * total to the micro-unit for every grouping over generated entries,
  * months split at a boundary in UTC, and the read-only handle.
  */
-#include <cmocka.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +13,7 @@
 #include <sqlite3.h>
 
 #include "hpcbridge/store.h"
+#include "testutil.h"
 
 #define HOUR_MS INT64_C(3600000)
 /* 2026-11-01T00:00:00Z */
