@@ -26,203 +26,8 @@
 
 #include "hpcbridge/doc.h"
 #include "hpcbridge/store.h"
+#include "store_int.h"
 #include "walbuf.h"
-
-/*
- * Migrations: migrations[v] takes a file from version v to v + 1.  Never
- * edit one that has shipped; add the next.  Each runs in one transaction
- * with the user_version update, so a file is always at some version.
- */
-static const char schema_v1[] =
-	/* The job id sequence: only grows (a trigger says so), so an id is
-	 * never handed out twice, whatever happens to the jobs table. */
-	"CREATE TABLE seq ("
-	" name TEXT PRIMARY KEY NOT NULL,"
-	" value INTEGER NOT NULL"
-	") WITHOUT ROWID, STRICT;"
-	"INSERT INTO seq (name, value) VALUES ('job', 0);"
-	"CREATE TRIGGER seq_grows BEFORE UPDATE ON seq"
-	" WHEN NEW.value <= OLD.value OR NEW.name IS NOT OLD.name"
-	" BEGIN SELECT RAISE(ABORT, 'seq: a sequence only grows'); END;"
-	"CREATE TRIGGER seq_kept BEFORE DELETE ON seq"
-	" BEGIN SELECT RAISE(ABORT, 'seq: a sequence is never deleted'); END;"
-
-	/* seq is the rowid (newest first is a plain backward scan); id, the
-	 * job's name everywhere, is its unique key. */
-	"CREATE TABLE jobs ("
-	" seq INTEGER PRIMARY KEY,"
-	" id TEXT NOT NULL UNIQUE,"
-	" origin TEXT NOT NULL,"
-	" target TEXT NOT NULL,"
-	" state TEXT NOT NULL,"
-	" \"user\" TEXT,"
-	" uid INTEGER NOT NULL,"
-	" account TEXT,"
-	" \"partition\" TEXT,"
-	" name TEXT,"
-	" slurm_job_id INTEGER,"
-	" k8s_namespace TEXT,"
-	" k8s_name TEXT,"
-	" k8s_uid TEXT,"
-	" exit_code INTEGER,"
-	" reason TEXT,"
-	" created_ms INTEGER NOT NULL,"
-	" updated_ms INTEGER NOT NULL,"
-	" jobspec TEXT CONSTRAINT jobspec_json"
-	"  CHECK (jobspec IS NULL OR json_valid(jobspec))"
-	") STRICT;"
-	"CREATE INDEX jobs_uid ON jobs (uid);"
-	"CREATE INDEX jobs_state ON jobs (state);"
-	"CREATE UNIQUE INDEX jobs_slurm_job_id ON jobs (slurm_job_id)"
-	" WHERE slurm_job_id IS NOT NULL;"
-
-	/* No AUTOINCREMENT: nothing refers to a decision's id, and events
-	 * and ledger rows cannot be deleted, so max + 1 never repeats. */
-	"CREATE TABLE decisions ("
-	" id INTEGER PRIMARY KEY,"
-	" job_id TEXT NOT NULL REFERENCES jobs (id),"
-	" at_ms INTEGER NOT NULL,"
-	" target TEXT NOT NULL,"
-	" inputs TEXT CONSTRAINT inputs_json"
-	"  CHECK (inputs IS NULL OR json_valid(inputs)),"
-	" explanation TEXT,"
-	" policy TEXT"
-	") STRICT;"
-	"CREATE INDEX decisions_job ON decisions (job_id, id);"
-
-	"CREATE TABLE events ("
-	" id INTEGER PRIMARY KEY,"
-	" at_ms INTEGER NOT NULL,"
-	" actor_uid INTEGER NOT NULL,"
-	" actor_user TEXT,"
-	" peer TEXT,"
-	" action TEXT NOT NULL,"
-	" job_id TEXT,"
-	" detail TEXT CONSTRAINT detail_json"
-	"  CHECK (detail IS NULL OR json_valid(detail))"
-	") STRICT;"
-	"CREATE INDEX events_job ON events (job_id, id)"
-	" WHERE job_id IS NOT NULL;"
-	"CREATE TRIGGER events_no_update BEFORE UPDATE ON events"
-	" BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;"
-	"CREATE TRIGGER events_no_delete BEFORE DELETE ON events"
-	" BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;"
-	/* INSERT OR REPLACE deletes without firing delete triggers. */
-	"CREATE TRIGGER events_no_replace BEFORE INSERT ON events"
-	" WHEN EXISTS (SELECT 1 FROM events WHERE id = NEW.id)"
-	" BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;"
-
-	/* Money is integers; a correction is a new row that reverses one. */
-	"CREATE TABLE ledger ("
-	" id INTEGER PRIMARY KEY,"
-	" at_ms INTEGER NOT NULL,"
-	" job_id TEXT REFERENCES jobs (id),"
-	" account TEXT,"
-	" \"user\" TEXT,"
-	" side TEXT NOT NULL,"
-	" kind TEXT NOT NULL,"
-	" quantity INTEGER NOT NULL,"
-	" rate_version TEXT,"
-	" amount_micros INTEGER NOT NULL,"
-	" reverses INTEGER REFERENCES ledger (id)"
-	") STRICT;"
-	"CREATE INDEX ledger_job ON ledger (job_id);"
-	"CREATE INDEX ledger_at ON ledger (at_ms);"
-	"CREATE TRIGGER ledger_no_update BEFORE UPDATE ON ledger"
-	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;"
-	"CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger"
-	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;"
-	"CREATE TRIGGER ledger_no_replace BEFORE INSERT ON ledger"
-	" WHEN EXISTS (SELECT 1 FROM ledger WHERE id = NEW.id)"
-	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;";
-
-/*
- * Version 2: the JSON columns lose their json_valid() CHECKs.  SQLite's
- * check parsed every JSON column again on each insert, about a third of a
- * decision's cost; the store now checks JSON itself before binding
- * (hb_json_check, same strictness, a fraction of the cost), so nothing
- * that is not JSON gets in either way.  SQLite cannot drop a constraint:
- * each table is rebuilt (create, copy, drop, rename) and its indexes and
- * triggers made again.  Runs with foreign keys off, as SQLite requires for
- * a rebuild; migrate() checks them before committing.
- */
-static const char schema_v2[] =
-	"CREATE TABLE jobs_v2 ("
-	" seq INTEGER PRIMARY KEY,"
-	" id TEXT NOT NULL UNIQUE,"
-	" origin TEXT NOT NULL,"
-	" target TEXT NOT NULL,"
-	" state TEXT NOT NULL,"
-	" \"user\" TEXT,"
-	" uid INTEGER NOT NULL,"
-	" account TEXT,"
-	" \"partition\" TEXT,"
-	" name TEXT,"
-	" slurm_job_id INTEGER,"
-	" k8s_namespace TEXT,"
-	" k8s_name TEXT,"
-	" k8s_uid TEXT,"
-	" exit_code INTEGER,"
-	" reason TEXT,"
-	" created_ms INTEGER NOT NULL,"
-	" updated_ms INTEGER NOT NULL,"
-	" jobspec TEXT"
-	") STRICT;"
-	"INSERT INTO jobs_v2 SELECT seq, id, origin, target, state, \"user\","
-	" uid, account, \"partition\", name, slurm_job_id, k8s_namespace,"
-	" k8s_name, k8s_uid, exit_code, reason, created_ms, updated_ms,"
-	" jobspec FROM jobs;"
-	"DROP TABLE jobs;"
-	"ALTER TABLE jobs_v2 RENAME TO jobs;"
-	"CREATE INDEX jobs_uid ON jobs (uid);"
-	"CREATE INDEX jobs_state ON jobs (state);"
-	"CREATE UNIQUE INDEX jobs_slurm_job_id ON jobs (slurm_job_id)"
-	" WHERE slurm_job_id IS NOT NULL;"
-
-	"CREATE TABLE decisions_v2 ("
-	" id INTEGER PRIMARY KEY,"
-	" job_id TEXT NOT NULL REFERENCES jobs (id),"
-	" at_ms INTEGER NOT NULL,"
-	" target TEXT NOT NULL,"
-	" inputs TEXT,"
-	" explanation TEXT,"
-	" policy TEXT"
-	") STRICT;"
-	"INSERT INTO decisions_v2 SELECT id, job_id, at_ms, target, inputs,"
-	" explanation, policy FROM decisions;"
-	"DROP TABLE decisions;"
-	"ALTER TABLE decisions_v2 RENAME TO decisions;"
-	"CREATE INDEX decisions_job ON decisions (job_id, id);"
-
-	"CREATE TABLE events_v2 ("
-	" id INTEGER PRIMARY KEY,"
-	" at_ms INTEGER NOT NULL,"
-	" actor_uid INTEGER NOT NULL,"
-	" actor_user TEXT,"
-	" peer TEXT,"
-	" action TEXT NOT NULL,"
-	" job_id TEXT,"
-	" detail TEXT"
-	") STRICT;"
-	"INSERT INTO events_v2 SELECT id, at_ms, actor_uid, actor_user, peer,"
-	" action, job_id, detail FROM events;"
-	"DROP TABLE events;"
-	"ALTER TABLE events_v2 RENAME TO events;"
-	"CREATE INDEX events_job ON events (job_id, id)"
-	" WHERE job_id IS NOT NULL;"
-	"CREATE TRIGGER events_no_update BEFORE UPDATE ON events"
-	" BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;"
-	"CREATE TRIGGER events_no_delete BEFORE DELETE ON events"
-	" BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;"
-	"CREATE TRIGGER events_no_replace BEFORE INSERT ON events"
-	" WHEN EXISTS (SELECT 1 FROM events WHERE id = NEW.id)"
-	" BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;";
-
-static const char *const migrations[] = { schema_v1, schema_v2 };
-
-_Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
-		       HB_STORE_SCHEMA_VERSION,
-	       "one migration per schema version");
 
 #define JOB_COLS                                                               \
 	"id, origin, target, state, \"user\", uid, account, \"partition\", "   \
@@ -350,6 +155,8 @@ struct hb_store {
 	dev_t dev;
 	ino_t ino;
 	sqlite3_stmt *stmt[NSTMT];
+	sqlite3_stmt *slot[HB_SI_NSLOT]; /* the ledger's (store_int.h) */
+	int readonly; /* hb_store_open_readonly() */
 };
 
 /* --- names ------------------------------------------------------------ */
@@ -897,7 +704,7 @@ static int migrate(struct hb_store *st, struct hb_err *err)
 			v = st->version - 1;
 			continue;
 		}
-		rc = exec_sql(st, migrations[v], op, err);
+		rc = exec_sql(st, hb_si_migrations[v], op, err);
 		if (rc)
 			goto out;
 		/* Foreign keys are off while migrating (a table rebuild
@@ -1095,6 +902,9 @@ static int private_files(const char *path, struct hb_err *err)
 	return rc;
 }
 
+/* open_store()'s modes: an existing file, created if missing, read only. */
+enum { OPEN_EXISTING, OPEN_CREATE, OPEN_RO };
+
 static int open_store(const char *path, int create, struct hb_store **out,
 		      struct hb_err *err)
 {
@@ -1109,7 +919,7 @@ static int open_store(const char *path, int create, struct hb_store **out,
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "store open: path: required");
 	pthread_once(&once, sqlite_setup);
-	if (create && (rc = private_files(path, err)))
+	if (create == OPEN_CREATE && (rc = private_files(path, err)))
 		return rc;
 	st = calloc(1, sizeof(*st));
 	if (st)
@@ -1118,9 +928,12 @@ static int open_store(const char *path, int create, struct hb_store **out,
 		rc = hb_err_set(err, HB_ENOMEM, path, 0, "open: out of memory");
 		goto out;
 	}
+	st->readonly = create == OPEN_RO;
 	rc = sqlite3_open_v2(path, &st->db,
-			     SQLITE_OPEN_READWRITE |
-				     (create ? SQLITE_OPEN_CREATE : 0) |
+			     (st->readonly ? SQLITE_OPEN_READONLY
+					   : SQLITE_OPEN_READWRITE) |
+				     (create == OPEN_CREATE ? SQLITE_OPEN_CREATE
+							    : 0) |
 				     SQLITE_OPEN_NOMUTEX |
 				     SQLITE_OPEN_EXRESCODE,
 			     hb_walbuf_vfs());
@@ -1176,6 +989,20 @@ static int open_store(const char *path, int create, struct hb_store **out,
 			  st->version, HB_STORE_SCHEMA_VERSION);
 		goto out;
 	}
+	if (st->readonly) {
+		/* nothing is written: an older file is the daemon's to
+		 * upgrade (a version-0 file has none of our tables) */
+		if (st->version < HB_STORE_SCHEMA_VERSION)
+			rc = fail(st, err, HB_ESTORE, "open",
+				  "schema version %d is older than this "
+				  "build's (%d): hpcbridged upgrades it when "
+				  "it next starts",
+				  st->version, HB_STORE_SCHEMA_VERSION);
+		if (rc)
+			goto out;
+		*out = st;
+		return 0;
+	}
 	rc = set_wal(st, err);
 	if (!rc)
 		rc = exec_sql(st, "PRAGMA synchronous = FULL", "open", err);
@@ -1198,7 +1025,13 @@ out:
 
 int hb_store_open(const char *path, struct hb_store **out, struct hb_err *err)
 {
-	return open_store(path, 1, out, err);
+	return open_store(path, OPEN_CREATE, out, err);
+}
+
+int hb_store_open_readonly(const char *path, struct hb_store **out,
+			   struct hb_err *err)
+{
+	return open_store(path, OPEN_RO, out, err);
 }
 
 int hb_store_reopen(const struct hb_store *st, struct hb_store **out,
@@ -1216,7 +1049,7 @@ int hb_store_reopen(const struct hb_store *st, struct hb_store **out,
 				  "reopen: %s: %s (moved since it was opened?)",
 				  st->file, strerror(errno));
 	if (sb.st_dev == st->dev && sb.st_ino == st->ino &&
-	    (rc = open_store(st->file, 0, &o, err)))
+	    (rc = open_store(st->file, OPEN_EXISTING, &o, err)))
 		return rc;
 	if (!o || o->dev != st->dev || o->ino != st->ino) {
 		hb_store_close(o);
@@ -1241,6 +1074,8 @@ void hb_store_close(struct hb_store *st)
 	}
 	for (int i = 0; i < NSTMT; i++)
 		sqlite3_finalize(st->stmt[i]);
+	for (int i = 0; i < HB_SI_NSLOT; i++)
+		sqlite3_finalize(st->slot[i]);
 	sqlite3_close(st->db);
 	free(st->path);
 	free(st->file);
@@ -1972,4 +1807,70 @@ int hb_store_spend_list(struct hb_store *st, int64_t since_ms,
 		return rc;
 	sqlite3_reset(s);
 	return 0;
+}
+
+/* --- for the rest of state/ (store_int.h) ----------------------------- */
+
+sqlite3 *hb_si_db(struct hb_store *st)
+{
+	return st->db;
+}
+
+const char *hb_si_path(const struct hb_store *st)
+{
+	return st->path;
+}
+
+int64_t hb_si_now(struct hb_store *st)
+{
+	return now(st);
+}
+
+int hb_si_readonly(const struct hb_store *st)
+{
+	return st->readonly;
+}
+
+int hb_si_prep(struct hb_store *st, enum hb_si_slot slot, const char *sql,
+	       sqlite3_stmt **out, const char *op, struct hb_err *err)
+{
+	*out = NULL;
+	if (st->tx_lost)
+		return fail(st, err, HB_ESTORE, op,
+			    "the transaction was abandoned after an earlier "
+			    "error; roll it back");
+	if (!st->slot[slot]) {
+		if (sqlite3_prepare_v3(st->db, sql, -1,
+				       SQLITE_PREPARE_PERSISTENT,
+				       &st->slot[slot], NULL))
+			return db_fail(st, op, err);
+	} else if (sqlite3_stmt_busy(st->slot[slot])) {
+		return fail(st, err, HB_ESTATE, op,
+			    "called again from its own callback");
+	}
+	*out = st->slot[slot];
+	return 0;
+}
+
+int hb_si_step(struct hb_store *st, sqlite3_stmt *s, const char *op,
+	       struct hb_err *err)
+{
+	return step(st, s, op, err);
+}
+
+int hb_si_db_fail(struct hb_store *st, const char *op, struct hb_err *err)
+{
+	return db_fail(st, op, err);
+}
+
+int hb_si_op_begin(struct hb_store *st, int one_write, const char *op,
+		   struct hb_err *err)
+{
+	return op_begin(st, one_write, op, err);
+}
+
+int hb_si_op_end(struct hb_store *st, int rc, const char *op,
+		 struct hb_err *err)
+{
+	return op_end(st, rc, op, err);
 }

@@ -28,6 +28,7 @@ int hb_cmd_sandbox(int argc, char **argv);
 int hb_cmd_explain(int argc, char **argv);
 int hb_cmd_policy(int argc, char **argv);
 int hb_cmd_doctor(int argc, char **argv);
+int hb_cmd_report(int argc, char **argv);
 
 /* Read a whole file ("-" is standard input) of at most max bytes into b,
  * which this initialises; the caller frees it with hb_buf_free() whatever

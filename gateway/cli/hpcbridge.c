@@ -20,6 +20,7 @@ static const struct {
 	{ "shadow", hb_cmd_shadow, "run as a burst job's Slurm proxy" },
 	{ "explain", hb_cmd_explain, "say where a job would run, and why" },
 	{ "policy", hb_cmd_policy, "check a placement policy" },
+	{ "report", hb_cmd_report, "chargeback report from the cost ledger" },
 	{ "doctor", hb_cmd_doctor,
 	  "check the cluster burst jobs go to (namespace, uid range, APIs)" },
 	{ "sandbox", hb_cmd_sandbox,

@@ -28,7 +28,7 @@
 #include "hpcbridge/error.h"
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define HB_STORE_SCHEMA_VERSION 2
+#define HB_STORE_SCHEMA_VERSION 3
 
 /* PRAGMA application_id of an hpcbridge store ("HBst"). */
 #define HB_STORE_APP_ID 0x48427374
@@ -58,6 +58,15 @@ int hb_store_open(const char *path, struct hb_store **out, struct hb_err *err);
  */
 int hb_store_reopen(const struct hb_store *st, struct hb_store **out,
 		    struct hb_err *err);
+/*
+ * Open an existing store for reading only (SQLITE_OPEN_READONLY): nothing
+ * is created, migrated, chmod'ed or written; every write through the
+ * handle fails (HB_ESTORE: "attempt to write a readonly database").  A
+ * file at an older schema version is refused (the daemon upgrades it).
+ * For reports, run by root or by whoever can read the file.
+ */
+int hb_store_open_readonly(const char *path, struct hb_store **out,
+			   struct hb_err *err);
 /* Close; an open transaction is rolled back.  NULL is a no-op. */
 void hb_store_close(struct hb_store *st);
 /* The schema version (user_version) of the open file. */
@@ -357,5 +366,128 @@ struct hb_spend_row {
 int hb_store_spend_list(struct hb_store *st, int64_t since_ms,
 			int (*cb)(const struct hb_spend_row *, void *),
 			void *arg, struct hb_err *err);
+
+/*
+ * The cost ledger: append-only, money in integer micro-units of the
+ * currency.  One entry per job, per side, per rate period; a correction
+ * is a reversal entry (hb_store_ledger_reverse()), never an update.
+ *
+ * Resource-seconds are integers: CPU in millicore-seconds (one core for
+ * one second is 1000), memory in MiB-seconds, whole nodes (exclusive
+ * jobs) in node-seconds, GPUs in GPU-seconds per type, egress in bytes.
+ * A reversal carries them negated.
+ */
+#define HB_LEDGER_GPU_TYPES 8 /* GPU types per entry */
+#define HB_LEDGER_TYPE_MAX 64 /* bytes in a GPU type or rate version */
+
+struct hb_ledger_gpu {
+	const char *type; /* [A-Za-z0-9._/:-], 1 to HB_LEDGER_TYPE_MAX bytes */
+	int64_t seconds;  /* GPU-seconds */
+};
+
+/*
+ * An entry.  On input the strings are borrowed; id and at_ms are set by
+ * the append.  job_id is required (a job of the jobs table: HB_ENOENT
+ * otherwise); side is HB_TARGET_SLURM or HB_TARGET_KUBERNETES; account,
+ * user, partition, queue, rate_version may be NULL; a rate version holds
+ * no comma or control character (reports list them joined by commas).
+ * period_end_ms >= period_start_ms >= 0.  reverses is 0 on input (only
+ * hb_store_ledger_reverse() sets it).
+ */
+struct hb_ledger_entry {
+	int64_t id, at_ms;
+	const char *job_id;
+	enum hb_job_target side;
+	const char *account, *user, *partition, *queue, *rate_version;
+	int64_t period_start_ms, period_end_ms;
+	int64_t cpu_mcore_s, mem_mib_s, node_s, egress_bytes;
+	struct hb_ledger_gpu gpu[HB_LEDGER_GPU_TYPES];
+	int n_gpu;
+	int64_t amount_micros;
+	int64_t reverses; /* the id of the entry this one reverses, or 0 */
+};
+
+/*
+ * Append n entries in one transaction (a savepoint inside the caller's
+ * group), with one prepared statement: all or none.  Each entry is checked
+ * first; an error names the entry's index and field ("entries[3]:
+ * gpu[0]: type: ...").  Amounts and resource-seconds may not be
+ * negative: only a reversal is.  e[i].id and at_ms are set.
+ */
+int hb_store_ledger_append(struct hb_store *st, struct hb_ledger_entry *e,
+			   size_t n, struct hb_err *err);
+/*
+ * Append the reversal of entry id: a new entry with the same job, side,
+ * account, user, partition, queue, period and rate version, every amount
+ * and resource-second negated, reverses = id.  *out_id (may be NULL) gets
+ * its id.  HB_ENOENT: no entry id; HB_EEXIST: id was reversed already;
+ * HB_EINVAL: id is itself a reversal (append a new entry instead).
+ */
+int hb_store_ledger_reverse(struct hb_store *st, int64_t id, int64_t *out_id,
+			    struct hb_err *err);
+/*
+ * The entries of job_id, oldest first; cb gets each, borrowed for the
+ * call (strings and gpu[] point into the statement).  An entry whose
+ * stored GPU object has more than HB_LEDGER_GPU_TYPES types, or values
+ * that are not integers, is HB_ESTORE.  cb as for hb_store_job_list().
+ */
+int hb_store_ledger_list(struct hb_store *st, const char *job_id,
+			 int (*cb)(const struct hb_ledger_entry *, void *),
+			 void *arg, struct hb_err *err);
+
+/* What a report groups by. */
+enum hb_ledger_by {
+	HB_BY_ACCOUNT,
+	HB_BY_USER,
+	HB_BY_PARTITION,
+	HB_BY_QUEUE,
+	HB_BY_SIDE,
+	HB_BY_MONTH, /* "YYYY-MM" of the period's end, UTC */
+	HB__BY_COUNT
+};
+#define HB_LEDGER_BYS "account, user, partition, queue, side, month"
+const char *hb_ledger_by_name(enum hb_ledger_by by);
+int hb_ledger_by_parse(const char *name);
+
+/* One line of a report, or its total.  Sums of the entries' integers. */
+struct hb_ledger_line {
+	char *key;     /* NULL: entries without one (no account, ...) */
+	int64_t jobs;  /* distinct job ids */
+	int64_t entries;
+	int64_t cpu_mcore_s, mem_mib_s, node_s, egress_bytes, amount_micros;
+	int64_t *gpu_s;      /* per report type: gpu_s[i] is types[i]'s */
+	char *rate_versions; /* sorted, comma-separated, "" for none */
+};
+
+struct hb_ledger_report {
+	enum hb_ledger_by by;
+	int64_t from_ms, to_ms;
+	char **types; /* the GPU types seen, sorted */
+	size_t n_types;
+	struct hb_ledger_line *lines; /* ordered by key, NULL first */
+	size_t n_lines;
+	/* The sums of the lines (jobs: distinct over the whole window, so
+	 * a job in two lines counts once). */
+	struct hb_ledger_line total;
+};
+
+/*
+ * Aggregate the entries whose period ends in [from_ms, to_ms), grouped by
+ * by, into *out (caller frees with hb_ledger_report_free()).  Amounts and
+ * resource-seconds are summed as integers in SQL; the total is the sum of
+ * the lines, to the micro-unit (HB_ERANGE if a sum overflows).
+ */
+int hb_store_report(struct hb_store *st, enum hb_ledger_by by,
+		    int64_t from_ms, int64_t to_ms, struct hb_ledger_report **out,
+		    struct hb_err *err);
+/* NULL is a no-op. */
+void hb_ledger_report_free(struct hb_ledger_report *r);
+/*
+ * The SQL hb_store_report() runs for by, in the order it runs them, with
+ * ?1 and ?2 standing for from_ms and to_ms: [0] the lines, [1] the GPU
+ * types, [2] the distinct jobs of the total.  For comparing with the
+ * sqlite3 CLI (tests/bench/bench_ledger.c).  NULL for a by that is none.
+ */
+const char *hb_store_report_sql(enum hb_ledger_by by, int which);
 
 #endif

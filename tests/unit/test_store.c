@@ -378,12 +378,10 @@ static void fixture_v0(const char *path)
 
 /* Version 1 as a build of that version wrote it (an sqlite3 .dump of
  * its file, see the header of the .sql), with a small page size. */
-static void fixture_v1(const char *path)
+static void fixture_sql(const char *path, const char *file)
 {
 	sqlite3 *db = raw_open(path);
-	char *sql = hb_test_read_file(HB_SOURCE_DIR
-				      "/tests/unit/fixtures/store-v1.sql",
-				      NULL);
+	char *sql = hb_test_read_file(file, NULL);
 
 	assert_non_null(sql);
 	raw_exec_ok(db, "PRAGMA page_size = 1024; PRAGMA journal_mode = "
@@ -393,10 +391,21 @@ static void fixture_v1(const char *path)
 	sqlite3_close(db);
 }
 
+static void fixture_v1(const char *path)
+{
+	fixture_sql(path, HB_SOURCE_DIR "/tests/unit/fixtures/store-v1.sql");
+}
+
+/* Version 2: store-v1.sql after version 2's migration (see its header). */
+static void fixture_v2(const char *path)
+{
+	fixture_sql(path, HB_SOURCE_DIR "/tests/unit/fixtures/store-v2.sql");
+}
+
 static const struct {
 	void (*make)(const char *path);
 	int64_t jobs; /* rows in jobs */
-} fixtures[] = { { fixture_v0, 0 }, { fixture_v1, 2 } };
+} fixtures[] = { { fixture_v0, 0 }, { fixture_v1, 2 }, { fixture_v2, 2 } };
 
 _Static_assert(sizeof(fixtures) / sizeof(fixtures[0]) ==
 		       HB_STORE_SCHEMA_VERSION,
@@ -435,11 +444,23 @@ static void check_v1_kept(struct hb_store *st, const char *path)
 				     "WHERE sql LIKE '%json_valid%' OR "
 				     "name LIKE '%_v2'"),
 			 0);
-	/* every index and trigger of version 1 is there again */
+	/* every index and trigger of version 1 is there again, but the
+	 * ledger's at_ms index: version 3 indexes the period's end instead,
+	 * and a reversal's target (unique) */
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
 				     "WHERE type IN ('index', 'trigger') AND "
 				     "name NOT LIKE 'sqlite_%'"),
-			 15);
+			 16);
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
+				     "WHERE name IN ('ledger_period', "
+				     "'ledger_reversed_once')"),
+			 2);
+	/* the old ledger row is kept as it was, kind and quantity too */
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM ledger WHERE id = 1 "
+				     "AND kind = 'cpu_seconds' AND quantity = "
+				     "120 AND amount_micros = 2500 AND "
+				     "period_end_ms IS NULL"),
+			 1);
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM "
 				     "pragma_foreign_key_check"),
 			 0);
@@ -483,7 +504,7 @@ static void test_upgrade_in_place(void **state)
 		snprintf(want, sizeof(want), "hb-%06lld",
 			 (long long)fixtures[v].jobs + 1);
 		assert_string_equal(id, want);
-		if (v == 1)
+		if (v >= 1)
 			check_v1_kept(st, fx->path);
 		hb_store_close(st);
 

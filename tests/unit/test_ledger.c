@@ -1,0 +1,437 @@
+/*
+ * test_ledger.c - the cost ledger in the store: batched appends (all or
+ * none), reversals (negated quantities, never twice, never of a
+ * reversal), UPDATE and DELETE refused, reports whose lines add up to the
+ * total to the micro-unit for every grouping over generated entries,
+ * months split at a boundary in UTC, and the read-only handle.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "hpcbridge/store.h"
+#include "testutil.h"
+
+#define HOUR_MS INT64_C(3600000)
+/* 2026-11-01T00:00:00Z */
+#define NOV1 INT64_C(1793491200000)
+
+struct fx {
+	char dir[64], path[128];
+	struct hb_store *st;
+	char jobs[64][32];
+};
+
+static int setup(void **state)
+{
+	struct fx *fx = calloc(1, sizeof(*fx));
+	struct hb_err err = { 0 };
+
+	if (!fx)
+		return -1;
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/hb-ledger-test.XXXXXX");
+	if (!mkdtemp(fx->dir))
+		return -1;
+	snprintf(fx->path, sizeof(fx->path), "%s/state.db", fx->dir);
+	if (hb_store_open(fx->path, &fx->st, &err))
+		return -1;
+	for (int i = 0; i < 64; i++) {
+		struct hb_job_row j = { .entry = HB_ENTRY_CLI,
+					.uid = 1000,
+					.slurm_job_id = -1,
+					.exit_code = -1 };
+
+		if (hb_store_job_add(fx->st, &j, &err))
+			return -1;
+		memcpy(fx->jobs[i], j.id, sizeof(j.id));
+	}
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *fx = *state;
+	char p[256];
+
+	hb_store_close(fx->st);
+	for (const char *const *s =
+		     (const char *const[]){ "", "-wal", "-shm", NULL };
+	     *s; s++) {
+		snprintf(p, sizeof(p), "%s%s", fx->path, *s);
+		unlink(p);
+	}
+	rmdir(fx->dir);
+	free(fx);
+	return 0;
+}
+
+static int64_t raw_int(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	int64_t v = -999;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return v;
+}
+
+/* A raw statement that must fail; its message (caller frees). */
+static char *raw_fails(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	char *msg = NULL, *out;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_not_equal(sqlite3_exec(db, sql, NULL, NULL, &msg),
+			     SQLITE_OK);
+	out = strdup(msg ? msg : "");
+	sqlite3_free(msg);
+	sqlite3_close(db);
+	return out;
+}
+
+static struct hb_ledger_entry entry(const char *job, int64_t end_ms,
+				    int64_t amount)
+{
+	struct hb_ledger_entry e = { 0 };
+
+	e.job_id = job;
+	e.side = HB_TARGET_SLURM;
+	e.account = "physics";
+	e.user = "alice";
+	e.partition = "cpu";
+	e.rate_version = "2026-11";
+	e.period_start_ms = end_ms - HOUR_MS;
+	e.period_end_ms = end_ms;
+	e.cpu_mcore_s = 4 * 3600 * 1000;
+	e.mem_mib_s = 8192 * 3600;
+	e.amount_micros = amount;
+	return e;
+}
+
+struct got {
+	int n;
+	struct hb_ledger_entry e[8];
+	char gpu0[8][HB_LEDGER_TYPE_MAX + 1];
+	char rv[8][HB_LEDGER_TYPE_MAX + 1]; /* strings are borrowed */
+};
+
+static int collect(const struct hb_ledger_entry *e, void *arg)
+{
+	struct got *g = arg;
+
+	if (g->n < 8) {
+		g->e[g->n] = *e;
+		if (e->n_gpu)
+			snprintf(g->gpu0[g->n], sizeof(g->gpu0[0]), "%s",
+				 e->gpu[0].type);
+		snprintf(g->rv[g->n], sizeof(g->rv[0]), "%s",
+			 e->rate_version ? e->rate_version : "");
+	}
+	g->n++;
+	return 0;
+}
+
+static void test_append_batch(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_ledger_entry e[3];
+	struct hb_err err = { 0 };
+	struct got g = { 0 };
+
+	for (int i = 0; i < 3; i++)
+		e[i] = entry(fx->jobs[0], NOV1 + i * HOUR_MS, 1000000 + i);
+	e[1].side = HB_TARGET_KUBERNETES;
+	e[1].queue = "gpu-q";
+	e[1].gpu[0] = (struct hb_ledger_gpu){ "nvidia.com/a100", 7200 };
+	e[1].gpu[1] = (struct hb_ledger_gpu){ "h100", 3600 };
+	e[1].n_gpu = 2;
+	e[2].egress_bytes = 12345;
+	assert_int_equal(hb_store_ledger_append(fx->st, e, 3, &err), 0);
+	assert_true(e[0].id > 0 && e[1].id == e[0].id + 1 &&
+		    e[2].id == e[1].id + 1);
+	assert_int_equal(
+		hb_store_ledger_list(fx->st, fx->jobs[0], collect, &g, &err),
+		0);
+	assert_int_equal(g.n, 3);
+	assert_int_equal(g.e[1].side, HB_TARGET_KUBERNETES);
+	assert_int_equal(g.e[1].n_gpu, 2);
+	assert_string_equal(g.gpu0[1], "nvidia.com/a100");
+	assert_int_equal(g.e[1].gpu[0].seconds, 7200);
+	assert_int_equal(g.e[2].egress_bytes, 12345);
+	assert_int_equal(g.e[2].amount_micros, 1000002);
+	assert_int_equal(g.e[0].cpu_mcore_s, 4 * 3600 * 1000);
+
+	/* All or none: a bad entry in a batch keeps nothing, and names its
+	 * index and field. */
+	e[0] = entry(fx->jobs[1], NOV1, 5);
+	e[1] = entry(fx->jobs[1], NOV1, 5);
+	e[1].rate_version = "v1,v2";
+	assert_int_equal(hb_store_ledger_append(fx->st, e, 2, &err), HB_EINVAL);
+	assert_non_null(strstr(err.msg, "entries[1]: rate_version"));
+	memset(&err, 0, sizeof(err));
+	e[1] = entry("hb-999999", NOV1, 5); /* no such job: foreign key */
+	assert_int_equal(hb_store_ledger_append(fx->st, e, 2, &err), HB_ENOENT);
+	assert_non_null(strstr(err.msg, "entries[1]"));
+	assert_int_equal(raw_int(fx->path, "SELECT count(*) FROM ledger"), 3);
+	memset(&err, 0, sizeof(err));
+	e[0].amount_micros = -1;
+	assert_int_equal(hb_store_ledger_append(fx->st, e, 1, &err), HB_EINVAL);
+	assert_non_null(strstr(err.msg, "negative"));
+	memset(&err, 0, sizeof(err));
+	e[0] = entry(fx->jobs[1], NOV1, 5);
+	e[0].gpu[0] = (struct hb_ledger_gpu){ "a\"100", 1 };
+	e[0].n_gpu = 1;
+	assert_int_equal(hb_store_ledger_append(fx->st, e, 1, &err), HB_EINVAL);
+	assert_non_null(strstr(err.msg, "entries[0]: gpu[0]"));
+}
+
+static void test_reversal(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_ledger_entry e = entry(fx->jobs[2], NOV1, 2500000);
+	struct hb_err err = { 0 };
+	struct got g = { 0 };
+	int64_t rev = 0, again = 0;
+	char *msg;
+
+	e.gpu[0] = (struct hb_ledger_gpu){ "a100", 3600 };
+	e.n_gpu = 1;
+	e.egress_bytes = 100;
+	assert_int_equal(hb_store_ledger_append(fx->st, &e, 1, &err), 0);
+	assert_int_equal(hb_store_ledger_reverse(fx->st, e.id, &rev, &err), 0);
+	assert_true(rev > e.id);
+	assert_int_equal(
+		hb_store_ledger_list(fx->st, fx->jobs[2], collect, &g, &err),
+		0);
+	assert_int_equal(g.n, 2);
+	assert_int_equal(g.e[1].reverses, e.id);
+	assert_int_equal(g.e[1].amount_micros, -2500000);
+	assert_int_equal(g.e[1].cpu_mcore_s, -e.cpu_mcore_s);
+	assert_int_equal(g.e[1].mem_mib_s, -e.mem_mib_s);
+	assert_int_equal(g.e[1].egress_bytes, -100);
+	assert_int_equal(g.e[1].gpu[0].seconds, -3600);
+	assert_string_equal(g.gpu0[1], "a100");
+	assert_int_equal(g.e[1].period_end_ms, NOV1);
+	assert_string_equal(g.rv[1], "2026-11");
+	assert_int_equal(raw_int(fx->path, "SELECT sum(amount_micros) FROM "
+					   "ledger WHERE job_id = 'hb-000003'"),
+			 0);
+
+	/* Twice: refused; a reversal's reversal: refused; none: ENOENT. */
+	assert_int_equal(hb_store_ledger_reverse(fx->st, e.id, &again, &err),
+			 HB_EEXIST);
+	assert_non_null(strstr(err.msg, "reversed already"));
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_ledger_reverse(fx->st, rev, NULL, &err),
+			 HB_EINVAL);
+	assert_non_null(strstr(err.msg, "itself a reversal"));
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_ledger_reverse(fx->st, 999999, NULL, &err),
+			 HB_ENOENT);
+	assert_int_equal(raw_int(fx->path, "SELECT count(*) FROM ledger"), 2);
+	/* The schema refuses a second reversal whoever writes it. */
+	msg = raw_fails(fx->path,
+			"INSERT INTO ledger (at_ms, job_id, side, "
+			"amount_micros, reverses) VALUES (1, 'hb-000003', "
+			"'slurm', -1, 1)");
+	assert_non_null(strstr(msg, "UNIQUE constraint failed"));
+	free(msg);
+	/* Corrections are new rows: UPDATE and DELETE fail. */
+	msg = raw_fails(fx->path, "UPDATE ledger SET amount_micros = 0");
+	assert_non_null(strstr(msg, "ledger is append-only"));
+	free(msg);
+	msg = raw_fails(fx->path, "DELETE FROM ledger");
+	assert_non_null(strstr(msg, "ledger is append-only"));
+	free(msg);
+	assert_int_equal(raw_int(fx->path, "SELECT count(*) FROM ledger WHERE "
+					   "amount_micros = 2500000"),
+			 1);
+}
+
+/* Generated entries: pseudo-random accounts (some NULL, one with a comma
+ * and a quote), users, partitions, queues, sides, GPUs, amounts, over
+ * October and November; a few reversed. */
+static int64_t fill(struct fx *fx, int n)
+{
+	static const char *const acct[] = { "physics", "chem,\"bio\"", NULL,
+					    "astro" };
+	static const char *const part[] = { "cpu", "gpu", NULL };
+	static const char *const gpu[] = { "a100", "h100", "nvidia.com/gpu" };
+	struct hb_ledger_entry *e = calloc((size_t)n, sizeof(*e));
+	struct hb_err err = { 0 };
+	uint64_t x = 88172645463325252ull;
+	int64_t sum = 0;
+
+	assert_non_null(e);
+	for (int i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		e[i] = entry(fx->jobs[x % 64],
+			     NOV1 + (int64_t)(x % 97 - 48) * HOUR_MS,
+			     (int64_t)(x % 9999991));
+		e[i].account = acct[(x >> 8) % 4];
+		e[i].user = (x >> 12) % 2 ? "alice" : "bob";
+		e[i].partition = part[(x >> 16) % 3];
+		e[i].queue = (x >> 20) % 2 ? "q1" : NULL;
+		e[i].side =
+			(x >> 24) % 2 ? HB_TARGET_SLURM : HB_TARGET_KUBERNETES;
+		e[i].rate_version = (x >> 28) % 2 ? "2026-10" : "2026-11";
+		if ((x >> 32) % 3 == 0) {
+			e[i].gpu[0].type = gpu[(x >> 36) % 3];
+			e[i].gpu[0].seconds = (int64_t)((x >> 40) % 10000);
+			e[i].n_gpu = 1;
+		}
+		sum += e[i].amount_micros;
+	}
+	assert_int_equal(hb_store_ledger_append(fx->st, e, (size_t)n, &err), 0);
+	for (int i = 0; i < n; i += 17) {
+		assert_int_equal(
+			hb_store_ledger_reverse(fx->st, e[i].id, NULL, &err),
+			0);
+		sum -= e[i].amount_micros;
+	}
+	free(e);
+	return sum;
+}
+
+static void test_report_sums(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_err err = { 0 };
+	int64_t sum = fill(fx, 2000);
+	int64_t jobs = raw_int(fx->path, "SELECT count(DISTINCT job_id) FROM "
+					 "ledger");
+	int64_t cpu = raw_int(fx->path, "SELECT sum(cpu_mcore_s) FROM ledger");
+	int64_t gsum = raw_int(fx->path, "SELECT sum(g.value) FROM ledger, "
+					 "json_each(ledger.gpu_s) AS g");
+
+	for (int by = 0; by < HB__BY_COUNT; by++) {
+		struct hb_ledger_report *r = NULL;
+		int64_t a = 0, c = 0, g = 0, gt = 0;
+
+		assert_int_equal(hb_store_report(fx->st, (enum hb_ledger_by)by,
+						 0, INT64_MAX, &r, &err),
+				 0);
+		assert_true(r->n_lines > 1);
+		for (size_t i = 0; i < r->n_lines; i++) {
+			a += r->lines[i].amount_micros;
+			c += r->lines[i].cpu_mcore_s;
+			for (size_t t = 0; t < r->n_types; t++)
+				g += r->lines[i].gpu_s[t];
+			if (i)
+				assert_true(r->lines[i - 1].key == NULL ||
+					    strcmp(r->lines[i - 1].key,
+						   r->lines[i].key) < 0);
+		}
+		for (size_t t = 0; t < r->n_types; t++)
+			gt += r->total.gpu_s[t];
+		/* to the micro-unit, against an independent sum */
+		assert_int_equal(a, sum);
+		assert_int_equal(r->total.amount_micros, sum);
+		assert_int_equal(c, cpu);
+		assert_int_equal(r->total.cpu_mcore_s, cpu);
+		assert_int_equal(g, gsum);
+		assert_int_equal(gt, gsum);
+		assert_int_equal(r->total.jobs, jobs);
+		assert_int_equal(r->n_types, 3);
+		assert_string_equal(r->total.rate_versions, "2026-10,2026-11");
+		hb_ledger_report_free(r);
+	}
+}
+
+static void test_report_months(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_ledger_entry e[3] = {
+		entry(fx->jobs[5], NOV1 - 1, 100), /* 23:59:59.999 */
+		entry(fx->jobs[5], NOV1, 20),	   /* midnight: November */
+		entry(fx->jobs[6], NOV1 + HOUR_MS, 3),
+	};
+	struct hb_ledger_report *r = NULL;
+	struct hb_err err = { 0 };
+
+	assert_int_equal(hb_store_ledger_append(fx->st, e, 3, &err), 0);
+	assert_int_equal(
+		hb_store_report(fx->st, HB_BY_MONTH, 0, INT64_MAX, &r, &err),
+		0);
+	assert_int_equal(r->n_lines, 2);
+	assert_string_equal(r->lines[0].key, "2026-10");
+	assert_int_equal(r->lines[0].amount_micros, 100);
+	assert_int_equal(r->lines[0].jobs, 1);
+	assert_string_equal(r->lines[1].key, "2026-11");
+	assert_int_equal(r->lines[1].amount_micros, 23);
+	assert_int_equal(r->lines[1].jobs, 2);
+	/* the job in both months counts once in the total */
+	assert_int_equal(r->total.jobs, 2);
+	assert_int_equal(r->total.amount_micros, 123);
+	hb_ledger_report_free(r);
+	/* [from, to): November alone */
+	assert_int_equal(hb_store_report(fx->st, HB_BY_ACCOUNT, NOV1,
+					 NOV1 + 30 * 24 * HOUR_MS, &r, &err),
+			 0);
+	assert_int_equal(r->n_lines, 1);
+	assert_int_equal(r->total.amount_micros, 23);
+	hb_ledger_report_free(r);
+	assert_int_equal(hb_store_report(fx->st, HB__BY_COUNT, 0, 1, &r, &err),
+			 HB_EINVAL);
+	assert_null(r);
+}
+
+static void test_readonly(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_ledger_entry e = entry(fx->jobs[7], NOV1, 42);
+	struct hb_ledger_report *r = NULL;
+	struct hb_err err = { 0 };
+	struct hb_store *ro = NULL;
+	char missing[192];
+
+	assert_int_equal(hb_store_ledger_append(fx->st, &e, 1, &err), 0);
+	assert_int_equal(hb_store_open_readonly(fx->path, &ro, &err), 0);
+	assert_int_equal(
+		hb_store_report(ro, HB_BY_USER, 0, INT64_MAX, &r, &err), 0);
+	assert_int_equal(r->total.amount_micros, 42);
+	hb_ledger_report_free(r);
+	/* a write through it fails, and leaves nothing */
+	e = entry(fx->jobs[7], NOV1, 1);
+	assert_int_equal(hb_store_ledger_append(ro, &e, 1, &err), HB_ESTORE);
+	assert_non_null(strstr(err.msg, "readonly"));
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_ledger_reverse(ro, 1, NULL, &err), HB_ESTORE);
+	hb_store_close(ro);
+	assert_int_equal(raw_int(fx->path, "SELECT count(*) FROM ledger"), 1);
+	/* never created */
+	snprintf(missing, sizeof(missing), "%s/none.db", fx->dir);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_open_readonly(missing, &ro, &err), HB_ESTORE);
+	assert_null(ro);
+	assert_non_null(strstr(err.msg, missing));
+	assert_int_equal(access(missing, F_OK), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_append_batch, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_reversal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_report_sums, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_report_months, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_readonly, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
