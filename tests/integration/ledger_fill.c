@@ -55,6 +55,7 @@ int main(int argc, char **argv)
 	struct hb_err err = { 0 };
 	struct hb_store *st;
 	int64_t rev;
+	static char ids[7][32];
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: ledger_fill PATH\n");
@@ -73,7 +74,8 @@ int main(int argc, char **argv)
 		j.account = e[i].account;
 		if (hb_store_job_add(st, &j, &err))
 			return fail("job_add", &err);
-		le[i].job_id = i == 5 ? le[0].job_id : strdup(j.id);
+		snprintf(ids[i], sizeof(ids[i]), "%s", j.id);
+		le[i].job_id = i == 5 ? ids[0] : ids[i];
 		le[i].side = e[i].side;
 		le[i].account = e[i].account;
 		le[i].user = e[i].user;
