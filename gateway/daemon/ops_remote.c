@@ -454,13 +454,14 @@ static int decided_job(struct task *t, const struct source *s,
 	return 0;
 }
 
-/* On a worker: the job runs as uid, its primary group and its groups, as
- * initgroups() would give them (never root: placement keeps root's jobs
+/* On a worker: the job runs as uid, its primary group gid and its groups,
+ * as initgroups() would give them (never root: placement keeps root's jobs
  * on Slurm, and the manifest refuses uid 0 again).  0, or an error in
  * t->err. */
-static int run_as(struct task *t, uid_t uid, struct hb_jobspec *spec)
+static int run_as(struct task *t, uid_t uid, gid_t gid,
+		  struct hb_jobspec *spec)
 {
-	gid_t gid = user_gid(uid), *groups = NULL;
+	gid_t *groups = NULL;
 	uint32_t *g32 = NULL;
 	size_t n = 0;
 	int rc;
@@ -503,11 +504,12 @@ int hbd_rstart_run(struct task *t)
 						    "kept");
 	}
 	hb_jobspec_init(&spec, w->name ? w->name : t->id);
+	rj.gid = user_gid(w->uid);
 	if (w->task >= 0 && (rc = array_check(t, &src)))
 		goto out;
 	if (hbd_remote_cfg_is_cluster(w->cfg)) {
 		if ((rc = decided_job(t, &src, &spec)) ||
-		    (rc = run_as(t, w->uid, &spec)))
+		    (rc = run_as(t, w->uid, rj.gid, &spec)))
 			goto out;
 		rj.spec = &spec;
 	}
@@ -524,7 +526,6 @@ int hbd_rstart_run(struct task *t)
 	rj.script = src.script;
 	rj.script_len = strlen(src.script);
 	rj.uid = w->uid;
-	rj.gid = user_gid(w->uid);
 	rj.workdir = src.cwd;
 	rj.env = src.env;
 	rj.name = w->name;

@@ -487,8 +487,8 @@ void hb_k8s_write_env(struct hb_emit *w, const struct hb_k8s_plan *plan,
 	hb_emit_end(w);
 }
 
-void hb_k8s_write_pod_labels(struct hb_emit *w, const struct hb_k8s_plan *plan,
-			     const char *role)
+void hb_k8s_write_pod_meta(struct hb_emit *w, const struct hb_k8s_plan *plan,
+			   const char *role)
 {
 	hb_emit_obj(w, "labels");
 	hb_emit_str(w, HB_LABEL_MANAGED_BY, HB_MANAGED_BY);

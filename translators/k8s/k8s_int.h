@@ -145,8 +145,10 @@ void hb_k8s_write_resources(struct hb_emit *w, const char *key,
 			    const struct hb_k8s_res *r);
 void hb_k8s_write_env(struct hb_emit *w, const struct hb_k8s_plan *plan,
 		      const struct hb_k8s_kv *extra);
-void hb_k8s_write_pod_labels(struct hb_emit *w, const struct hb_k8s_plan *plan,
-			     const char *role);
+/* A pod template's metadata members: its labels, and with a configured
+ * OpenShift SCC the annotation that asks for it. */
+void hb_k8s_write_pod_meta(struct hb_emit *w, const struct hb_k8s_plan *plan,
+			   const char *role);
 void hb_k8s_write_placement(struct hb_emit *w, const struct hb_k8s_plan *plan);
 void hb_k8s_write_script(struct hb_emit *w, const struct hb_k8s_plan *plan);
 

@@ -69,7 +69,7 @@ static void replica(struct hb_emit *w, const struct hb_k8s_plan *plan,
 	hb_emit_str(w, "restartPolicy", "Never");
 	hb_emit_obj(w, "template");
 	hb_emit_obj(w, "metadata");
-	hb_k8s_write_pod_labels(w, plan, role);
+	hb_k8s_write_pod_meta(w, plan, role);
 	hb_emit_end(w);
 	hb_emit_obj(w, "spec");
 	hb_k8s_write_pod_security(w, plan);
