@@ -160,37 +160,66 @@ static int remote_usage(const char *id, const char *jobspec,
 				   NULL, u, err);
 }
 
-int hbd_meter_remote(struct hb_daemon *d, const struct hb_job_row *j,
+/*
+ * When a burst job ran, as the daemon may believe it.  A cluster's times
+ * are its controllers' (the MPIJob's status).  The local backend's are
+ * files in a directory the job's user can write: the daemon's own
+ * observations stand instead, the start as it recorded the job running
+ * and the end as it first saw it over (j, read after the state change).
+ */
+static void trusted_times(const struct hb_daemon *d,
+			  const struct hb_job_row *j,
+			  const struct hb_remote_status *rs,
+			  struct hb_remote_status *out)
+{
+	*out = *rs;
+	if (hbd_remote_cfg_is_cluster(&d->cfg))
+		return;
+	if (j->started_ms >= 0)
+		out->start_ms = j->started_ms;
+	out->end_ms = j->ended_ms >= out->start_ms ? j->ended_ms : 0;
+}
+
+int hbd_meter_remote(struct hb_daemon *d, const struct hb_job_row *row,
 		     const struct hb_remote_status *rs, struct hb_err *err)
 {
-	struct hb_meter_job m = { .job_id = j->id,
-				  .user = j->user,
-				  .account = j->account,
-				  .partition = j->partition };
+	struct hb_job_row j = { 0 };
+	struct hb_meter_job m = { 0 };
+	struct hb_remote_status t;
 	struct hb_jobspec spec;
 	struct hb_err e = { 0 };
 	int rc;
 
-	if (!d->card.nversions || j->target != HB_TARGET_KUBERNETES ||
-	    rs->start_ms <= 0)
+	if (!d->card.nversions || row->target != HB_TARGET_KUBERNETES)
 		return 0;
-	if (remote_usage(j->id, j->jobspec, &d->cfg, rs, &spec, &m.usage,
+	/* the job as the state change left it: its times and cost now */
+	if ((rc = hb_store_job_get(d->st, row->id, &j, err)))
+		return rc == HB_ENOENT ? 0 : rc;
+	trusted_times(d, &j, rs, &t);
+	if (t.start_ms <= 0)
+		goto out;
+	if (remote_usage(j.id, j.jobspec, &d->cfg, &t, &spec, &m.usage,
 			 &e)) {
-		hb_log(HB_LOG_WARN, "metering %s: %s", j->id, e.msg);
+		hb_log(HB_LOG_WARN, "metering %s: %s", j.id, e.msg);
 		hb_jobspec_free(&spec);
-		return 0;
+		goto out;
 	}
+	m.job_id = j.id;
+	m.user = j.user;
+	m.account = j.account;
+	m.partition = j.partition;
 	m.queue = queue_of(&d->cfg, spec.partition ? spec.partition
-						   : j->partition);
-	rc = record(d, j, &m, err);
+						   : j.partition);
+	rc = record(d, &j, &m, err);
 	hb_jobspec_free(&spec);
-	if (!rc) {
-		rc = hb_store_job_set_times(d->st, j->id, rs->start_ms,
-					    rs->end_ms > 0 ? rs->end_ms : -1,
-					    err);
+	if (!rc && hbd_remote_cfg_is_cluster(&d->cfg)) {
+		rc = hb_store_job_set_times(d->st, j.id, t.start_ms,
+					    t.end_ms > 0 ? t.end_ms : -1, err);
 		if (rc == HB_EINVAL)
 			rc = 0;
 	}
+out:
+	hb_job_row_free(&j);
 	return rc;
 }
 

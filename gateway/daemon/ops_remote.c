@@ -720,6 +720,7 @@ static void rcancel_done(struct hb_daemon *d, struct conn *c, struct task *t)
 	struct rwork *w = t->rw;
 	struct hb_job_row j = { 0 };
 	struct hb_err err = { 0 };
+	int rc;
 
 	if (t->rc && t->rc != HB_ENOENT) {
 		hbd_stage_error(d, c, t->rc, t->err.msg, 0);
@@ -729,22 +730,18 @@ static void rcancel_done(struct hb_daemon *d, struct conn *c, struct task *t)
 		hbd_stage_error(d, c, HB_ESTORE, err.msg, 0);
 		return;
 	}
-	/* what ran before the cancel is charged (the status the worker
-	 * read after it) */
-	if (w->task < 0 && w->st.start_ms > 0) {
-		int rc = hbd_txn(d, &err);
-
-		if (rc || (rc = hbd_meter_remote(d, &j, &w->st, &err))) {
-			hbd_store_failed(d, c, rc, &err);
-			hb_job_row_free(&j);
-			return;
-		}
-	}
 	if (w->stop == RSTOP_JOB)
 		hbd_cancel_rest(d, c, &j);
 	else
 		stop_rest(d, c, &j, w->rid, w->task, w->why,
 			  w->stop == RSTOP_ABANDON, t->rc);
+	/* what ran before the cancel is charged (the status the worker
+	 * read after it), in the batch that recorded the cancel */
+	if (w->task < 0 && w->st.start_ms > 0 && d->txn_open &&
+	    (rc = hbd_meter_remote(d, &j, &w->st, &err))) {
+		hb_log(HB_LOG_ERROR, "metering %s: %s", j.id, err.msg);
+		hbd_batch_abort(d, &err);
+	}
 	hb_job_row_free(&j);
 }
 
