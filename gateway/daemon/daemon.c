@@ -110,6 +110,7 @@ static void reload(struct hb_daemon *d)
 	d->cfg = next;
 	hb_ratecard_free(&d->card);
 	d->card = card;
+	hbd_metering_apply(d);
 	apply_config(d);
 	/* the budget periods may differ */
 	hbd_refresh_spend(d, hb_clock_mono_ms(), 1);
@@ -367,7 +368,7 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 	hb_store_set_autocheckpoint(d->st, CKPT_INLINE_FACTOR * d->ckpt_pages);
 	if ((rc = hb_decider_load_spend(d->dc, d->st,
 					hb_clock_wall_ms() / 1000,
-					d->card.nversions > 0, err)))
+					d->budget_actuals, err)))
 		goto fail;
 	if ((rc = remote_new(d, err)))
 		goto fail;

@@ -251,6 +251,8 @@ struct hb_daemon {
 	uint64_t nrequests, ndecisions;
 	/* metering (metering.c): the rate card (none: nversions 0) */
 	struct hb_ratecard card;
+	int budget_actuals; /* budgets count actuals: the card prices in
+			     * the policy's currency */
 	int spend_dirty; /* a batch was rolled back: load the spend again */
 	uint64_t nmetered;    /* jobs whose entries were written */
 };
@@ -453,6 +455,9 @@ void hbd_refresh_spend(struct hb_daemon *d, int64_t mono, int force);
 
 /* Read cfg's rate card into card (nothing when it names none). */
 void hbd_metering_start(struct hb_daemon *d);
+/* After the card or the policy changed: whether budgets count actuals
+ * (said in the log when they cannot: the currencies differ). */
+void hbd_metering_apply(struct hb_daemon *d);
 int hbd_ratecard_load(const struct hb_config *cfg, struct hb_ratecard *card,
 		      struct hb_err *err);
 /*

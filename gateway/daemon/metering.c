@@ -37,7 +37,7 @@ static void job_ended(void *arg, const char *id)
 	struct hb_err err = { 0 };
 	char account[HB_STORE_NAME_MAX + 1];
 
-	if (!d->card.nversions ||
+	if (!d->budget_actuals ||
 	    hb_store_reservation(d->st, id, &r, account, sizeof(account),
 				 &err))
 		return;
@@ -48,6 +48,22 @@ static void job_ended(void *arg, const char *id)
 void hbd_metering_start(struct hb_daemon *d)
 {
 	hb_store_set_end_hook(d->st, job_ended, d);
+	hbd_metering_apply(d);
+}
+
+void hbd_metering_apply(struct hb_daemon *d)
+{
+	const char *cur = hb_decider_currency(d->dc);
+
+	d->budget_actuals = d->card.nversions && cur &&
+			    !strcmp(d->card.currency, cur);
+	if (d->card.nversions && !d->budget_actuals)
+		hb_log(HB_LOG_WARN,
+		       "budgets count the placement's estimates, not what "
+		       "jobs cost: the rate card %s prices in %s, the policy "
+		       "in %s",
+		       d->card.source_name ? d->card.source_name : "",
+		       d->card.currency, cur ? cur : "?");
 }
 
 /* Make m the job's entries; count the change in its account's budget
@@ -71,9 +87,11 @@ static int record(struct hb_daemon *d, const struct hb_job_row *j,
 	if (!res.written)
 		return 0;
 	d->nmetered++;
-	hb_decider_spend_add(d->dc, j->account, j->target,
-			     m->usage.end * 1000, res.amount_micros - before,
-			     hb_clock_wall_ms() / 1000);
+	if (d->budget_actuals)
+		hb_decider_spend_add(d->dc, j->account, j->target,
+				     m->usage.end * 1000,
+				     res.amount_micros - before,
+				     hb_clock_wall_ms() / 1000);
 	if (!(detail = cJSON_CreateObject()))
 		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 	cJSON_AddStringToObject(detail, "side", hb_job_target_name(j->target));

@@ -344,7 +344,7 @@ void hbd_refresh_spend(struct hb_daemon *d, int64_t mono, int force)
 	now = hb_clock_wall_ms() / 1000;
 	if (!force && !d->spend_dirty && !hb_decider_spend_stale(d->dc, now))
 		return;
-	if (hb_decider_load_spend(d->dc, d->st, now, d->card.nversions > 0,
+	if (hb_decider_load_spend(d->dc, d->st, now, d->budget_actuals,
 				  &err)) {
 		hb_log(HB_LOG_WARN, "budgets: %s", err.msg);
 		return;

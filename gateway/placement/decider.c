@@ -258,6 +258,11 @@ const char *hb_decider_policy_name(const struct hb_decider *dc)
 	return dc->policy_name;
 }
 
+const char *hb_decider_currency(const struct hb_decider *dc)
+{
+	return dc->pol.currency;
+}
+
 const char *hb_decider_policy_text(const struct hb_decider *dc)
 {
 	return dc->policy_text.data ? dc->policy_text.data : "";

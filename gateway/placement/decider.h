@@ -45,6 +45,8 @@ void hb_decider_free(struct hb_decider *dc); /* NULL is fine */
 
 /* The policy's name for humans: its file, or "placement.partitions". */
 const char *hb_decider_policy_name(const struct hb_decider *dc);
+/* The policy's currency code ("USD"): its costs and budgets are in it. */
+const char *hb_decider_currency(const struct hb_decider *dc);
 /* The policy's text, as read or made (NUL-terminated; borrowed until the
  * next reload). */
 const char *hb_decider_policy_text(const struct hb_decider *dc);

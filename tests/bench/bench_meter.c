@@ -92,6 +92,9 @@ static void one_round(const char *dir, const char *card, long n, long batch,
 	    hb_store_open(path, &d->st, &err) || hb_store_begin(d->st, &err))
 		die("setup", &err);
 	hbd_metering_start(d);
+	/* budgets count actuals, as when the card and the policy share a
+	 * currency (example.yaml is in EUR, the built-in policy in USD) */
+	d->budget_actuals = 1;
 	for (long i = 0; i < 2 * n; i++) {
 		struct hb_job_row r = { .entry = HB_ENTRY_SLURM,
 					.target = i < n ? HB_TARGET_SLURM
