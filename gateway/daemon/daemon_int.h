@@ -473,6 +473,10 @@ int hbd_meter_slurm(struct hb_daemon *d, const struct hb_job_row *j,
 		    const struct hb_slurm_change *ch, struct hb_err *err);
 int hbd_meter_remote(struct hb_daemon *d, const struct hb_job_row *j,
 		     const struct hb_remote_status *rs, struct hb_err *err);
+/* A Kubernetes-origin job's twin MPIJob, over: its status's times x the
+ * pods its spec asks for. */
+int hbd_meter_twin(struct hb_daemon *d, const struct hb_job_row *j,
+		   const cJSON *twin, struct hb_err *err);
 /*
  * On a worker: what a burst job ran remotely, for its proxy's admin
  * comment (sacct's AdminComment): "hpcbridge:<id> ran on kubernetes: ..."

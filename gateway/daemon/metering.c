@@ -12,6 +12,7 @@
 #include "hpcbridge/jobspec.h"
 #include "hpcbridge/log.h"
 #include "hpcbridge/meter.h"
+#include "hpcbridge/mpijob.h"
 
 #define MIB (1024ULL * 1024)
 
@@ -238,6 +239,55 @@ int hbd_meter_remote(struct hb_daemon *d, const struct hb_job_row *row,
 	}
 out:
 	hb_job_row_free(&j);
+	return rc;
+}
+
+/* An RFC 3339 time of an MPIJob's status in ms, 0 when absent. */
+static int64_t status_ms(const cJSON *twin, const char *key)
+{
+	const char *v = hb_doc_str(hb_doc_get(twin, "status"), key);
+	int64_t t;
+
+	if (!v || hb_time_rfc3339_parse_flags(v, HB_TIME_LENIENT, &t) || t < 0)
+		return 0;
+	return t * 1000;
+}
+
+int hbd_meter_twin(struct hb_daemon *d, const struct hb_job_row *j,
+		   const cJSON *twin, struct hb_err *err)
+{
+	struct hb_meter_job m = { .job_id = j->id,
+				  .user = j->user,
+				  .account = j->account,
+				  .partition = j->partition };
+	struct hb_jobspec spec;
+	struct hb_err e = { 0 };
+	int64_t start = status_ms(twin, "startTime");
+	int64_t end = status_ms(twin, "completionTime");
+	int rc = 0;
+
+	if (!d->card.nversions || j->target != HB_TARGET_KUBERNETES ||
+	    start <= 0)
+		return 0;
+	if (end < start)
+		end = hb_clock_wall_ms() > start ? hb_clock_wall_ms() : start;
+	hb_jobspec_init(&spec, j->id);
+	if (hb_mpijob_parse(twin, &spec, &e) ||
+	    hb_meter_kube_usage(&spec, &d->cfg.k8s, start, end, NULL,
+				&m.usage, &e)) {
+		hb_log(HB_LOG_WARN, "metering %s: %s", j->id, e.msg);
+		goto out;
+	}
+	m.queue = hb_doc_str(hb_doc_get(hb_doc_get(twin, "metadata"),
+					"labels"),
+			     "kueue.x-k8s.io/queue-name");
+	if ((rc = record(d, j, &m, err)))
+		goto out;
+	rc = hb_store_job_set_times(d->st, j->id, start, end, err);
+	if (rc == HB_EINVAL)
+		rc = 0;
+out:
+	hb_jobspec_free(&spec);
 	return rc;
 }
 

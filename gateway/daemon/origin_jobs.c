@@ -573,6 +573,9 @@ static int origin_twin_event(struct hb_daemon *d, const struct hb_origin_ev *ev,
 		    (rc = hbd_audit(d, 0, "hpcbridged", "kubernetes",
 				    "twin-state", id, detail, err)))
 			goto out;
+		if (hb_store_state_terminal(to) &&
+		    (rc = hbd_meter_twin(d, &j, ev->obj, err)))
+			goto out;
 	}
 	if (hb_doc_get(ev->obj, "status"))
 		hb_origin_stage(d->origin, j.k8s_namespace, j.k8s_name,

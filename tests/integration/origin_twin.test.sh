@@ -195,6 +195,17 @@ hb=$(job_of hello)
 	grep -q '"rule":"gpu-in-cluster"' &&
 	ok "hello: its decision and explanation are stored" ||
 	bad "hello: decision $(sql "SELECT * FROM decisions WHERE job_id = '$hb'")"
+# metered from the twin: its pods' requests for as long as it ran (the
+# sandbox's rate card), on the cluster side
+read -r tws twe < <(kube status hello | python3 -c '
+import json, sys, datetime
+s = json.load(sys.stdin)
+p = lambda t: int(datetime.datetime.strptime(t, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc).timestamp())
+print(p(s["startTime"]), p(s["completionTime"]))' 2>/dev/null || echo "x x")
+[ "$(sql "SELECT group_concat(DISTINCT side) || ' ' || (min(period_start_ms) / 1000) || ' ' || (max(period_end_ms) / 1000) FROM ledger WHERE job_id = '$hb'")" = "kubernetes $tws $twe" ] &&
+	[ "$(sql "SELECT sum(cpu_mcore_s) > 0 OR max(period_end_ms) = min(period_start_ms) FROM ledger WHERE job_id = '$hb'")" = 1 ] &&
+	ok "hello: metered on the cluster side from $tws to $twe" ||
+	bad "hello: ledger $(sql "SELECT side, period_start_ms, period_end_ms, cpu_mcore_s FROM ledger WHERE job_id = '$hb'") for the twin's $tws..$twe"
 [ "$(sql "SELECT count(*) FROM events WHERE job_id = '$hb' AND action = 'twin-state'")" -ge 2 ] &&
 	ok "hello: the state moves are audit events" ||
 	bad "hello: events $(sql "SELECT action, detail FROM events WHERE job_id = '$hb'")"
