@@ -7,10 +7,12 @@
  * lines, so the lines add up to it to the micro-unit.  Three statements:
  * the lines, their GPU-seconds by type, and the total's distinct jobs.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hpcbridge/store.h"
+#include "hpcbridge/timefmt.h"
 #include "store_int.h"
 
 static const char *const by_names[HB__BY_COUNT] = { "account",	 "user",
@@ -415,5 +417,248 @@ int hb_store_report(struct hb_store *st, enum hb_ledger_by by, int64_t from_ms,
 		return rc;
 	}
 	*out = r;
+	return 0;
+}
+
+/* --- series: amounts per key and per day or month ------------------------ */
+
+static const char *const key_sql[HB__BY_COUNT] = {
+	"account", "\"user\"", "\"partition\"", "queue", "side", MONTH,
+};
+
+#define DAY_MS	 INT64_C(86400000)
+#define STEP_FMT(step) ((step) == HB_STEP_DAY ? "'%Y-%m-%d'" : "'%Y-%m'")
+
+void hb_ledger_series_free(struct hb_ledger_series *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n_buckets; i++)
+		free(s->buckets[i]);
+	for (size_t i = 0; i < s->n_keys; i++)
+		free(s->keys[i]);
+	free(s->buckets);
+	free(s->keys);
+	free(s->amount_micros);
+	free(s->has);
+	free(s);
+}
+
+/* The buckets from the one of first_ms to the one of last_ms, every one
+ * between included ("YYYY-MM-DD" or "YYYY-MM": the prefix of an RFC 3339
+ * time); 0 or HB_ENOMEM. */
+static int make_buckets(struct hb_ledger_series *s, int64_t first_ms,
+			int64_t last_ms)
+{
+	size_t len = s->step == HB_STEP_DAY ? 10 : 7, cap = 0;
+	int64_t t = first_ms - first_ms % DAY_MS;
+	char at[32], end[32];
+
+	hb_time_rfc3339_format(last_ms / 1000, end);
+	end[len] = 0;
+	for (;;) {
+		hb_time_rfc3339_format(t / 1000, at);
+		if (s->step == HB_STEP_MONTH) /* back to the 1st */
+			t -= ((at[8] - '0') * 10 + (at[9] - '0') - 1) * DAY_MS;
+		at[len] = 0;
+		if (strcmp(at, end) > 0)
+			return 0;
+		if (s->n_buckets == cap) {
+			void *n = realloc(s->buckets, (cap = cap ? 2 * cap : 32) *
+							      sizeof(char *));
+			if (!n)
+				return HB_ENOMEM;
+			s->buckets = n;
+		}
+		if (!(s->buckets[s->n_buckets] = strdup(at)))
+			return HB_ENOMEM;
+		s->n_buckets++;
+		/* a month: 32 days from the 1st is in the next one */
+		t += s->step == HB_STEP_DAY ? DAY_MS : 32 * DAY_MS;
+	}
+}
+
+/* The first and last period ends in the window, and the step AUTO
+ * means; *n 0 when the window is empty. */
+static int series_extent(struct hb_store *st, struct hb_ledger_series *s,
+			 int64_t from_ms, int64_t to_ms, int64_t *first,
+			 int64_t *last, int64_t *n, const char *op,
+			 struct hb_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc;
+
+	if (sqlite3_prepare_v2(hb_si_db(st),
+			       "SELECT count(*), min(period_end_ms), "
+			       "max(period_end_ms) FROM ledger" WINDOW,
+			       -1, &q, NULL))
+		return hb_si_db_fail(st, op, err);
+	sqlite3_bind_int64(q, 1, from_ms);
+	sqlite3_bind_int64(q, 2, to_ms);
+	rc = hb_si_step(st, q, op, err);
+	if (rc == SQLITE_ROW) {
+		*n = sqlite3_column_int64(q, 0);
+		*first = sqlite3_column_int64(q, 1);
+		*last = sqlite3_column_int64(q, 2);
+		rc = 0;
+	}
+	sqlite3_finalize(q);
+	if (!rc && s->step == HB_STEP_AUTO) {
+		int64_t lo = from_ms > 0 ? from_ms : *first;
+		int64_t hi = to_ms != INT64_MAX ? to_ms : *last + 1;
+
+		s->step = hi - lo <= HB_SERIES_DAYS_MAX * DAY_MS
+				  ? HB_STEP_DAY
+				  : HB_STEP_MONTH;
+	}
+	return rc == SQLITE_DONE ? HB_ESTORE : rc;
+}
+
+/* Key k at the end of the sorted key list (rows come ordered by key). */
+static int series_key(struct hb_ledger_series *s, const char *k, size_t *cap)
+{
+	if (s->n_keys && !key_cmp(s->keys[s->n_keys - 1], k))
+		return 0;
+	if (s->n_keys == *cap) {
+		void *n = realloc(s->keys,
+				  (*cap = *cap ? 2 * *cap : 16) * sizeof(char *));
+		if (!n)
+			return HB_ENOMEM;
+		s->keys = n;
+	}
+	s->keys[s->n_keys] = k ? strdup(k) : NULL;
+	if (k && !s->keys[s->n_keys])
+		return HB_ENOMEM;
+	s->n_keys++;
+	return 0;
+}
+
+struct cell {
+	size_t key, bucket;
+	int64_t micros;
+};
+
+/* The cells' rows: key, bucket, sum, ordered by key then bucket. */
+static int series_cells(struct hb_store *st, struct hb_ledger_series *s,
+			int64_t from_ms, int64_t to_ms, struct cell **cells,
+			size_t *n, const char *op, struct hb_err *err)
+{
+	char sql[512];
+	sqlite3_stmt *q = NULL;
+	size_t cap = 0, kcap = 0;
+	int rc;
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT %s AS k, strftime(%s, period_end_ms / 1000, "
+		 "'unixepoch') AS b, sum(amount_micros) FROM ledger" WINDOW
+		 " GROUP BY k, b ORDER BY k, b",
+		 key_sql[s->by], STEP_FMT(s->step));
+	if (sqlite3_prepare_v2(hb_si_db(st), sql, -1, &q, NULL))
+		return hb_si_db_fail(st, op, err);
+	sqlite3_bind_int64(q, 1, from_ms);
+	sqlite3_bind_int64(q, 2, to_ms);
+	while ((rc = hb_si_step(st, q, op, err)) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(q, 0);
+		const char *b = (const char *)sqlite3_column_text(q, 1);
+		char **at = b ? bsearch(&b, s->buckets, s->n_buckets,
+					sizeof(char *), cmp_str)
+			      : NULL;
+
+		if (!at) {
+			rc = HB_ESTORE;
+			break;
+		}
+		if (*n == cap) {
+			void *nc = realloc(*cells, (cap = cap ? 2 * cap : 64) *
+							   sizeof(**cells));
+			if (!nc) {
+				rc = HB_ENOMEM;
+				break;
+			}
+			*cells = nc;
+		}
+		if ((rc = series_key(s, k, &kcap)))
+			break;
+		(*cells)[(*n)++] = (struct cell){
+			s->n_keys - 1, (size_t)(at - s->buckets),
+			sqlite3_column_int64(q, 2)
+		};
+	}
+	sqlite3_finalize(q);
+	if (rc == HB_ENOMEM || rc == HB_ESTORE)
+		return hb_err_set(err, rc, hb_si_path(st), 0, "%s: %s", op,
+				  rc == HB_ENOMEM ? "out of memory"
+						  : "a period outside the "
+						    "window's buckets");
+	return rc == SQLITE_DONE ? 0 : rc;
+}
+
+/* The key-by-bucket matrix from the cells, and its total. */
+static int series_fill(struct hb_ledger_series *s, const struct cell *c,
+		       size_t n)
+{
+	size_t nb = s->n_buckets;
+
+	s->amount_micros = calloc(s->n_keys * nb + 1, sizeof(int64_t));
+	s->has = calloc(s->n_keys * nb + 1, 1);
+	if (!s->amount_micros || !s->has)
+		return HB_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		s->amount_micros[c[i].key * nb + c[i].bucket] = c[i].micros;
+		s->has[c[i].key * nb + c[i].bucket] = 1;
+		if (add(&s->total_micros, c[i].micros))
+			return HB_ERANGE;
+	}
+	return 0;
+}
+
+int hb_store_report_series(struct hb_store *st, enum hb_ledger_by by,
+			   enum hb_ledger_step step, int64_t from_ms,
+			   int64_t to_ms, struct hb_ledger_series **out,
+			   struct hb_err *err)
+{
+	static const char op[] = "report series";
+	struct hb_ledger_series *s;
+	struct cell *cells = NULL;
+	int64_t first = 0, last = 0, n = 0;
+	size_t n_cells = 0;
+	int rc, own;
+
+	*out = NULL;
+	if ((int)by < 0 || by >= HB__BY_COUNT || (int)step < HB_STEP_AUTO ||
+	    step > HB_STEP_MONTH || to_ms < from_ms)
+		return hb_err_set(err, HB_EINVAL, hb_si_path(st), 0,
+				  "%s: %s", op,
+				  to_ms < from_ms ? "to: before from"
+						  : "by or step: unknown value");
+	if (!(s = calloc(1, sizeof(*s))))
+		return hb_err_set(err, HB_ENOMEM, hb_si_path(st), 0,
+				  "%s: out of memory", op);
+	s->by = by;
+	s->step = step;
+	own = sqlite3_get_autocommit(hb_si_db(st));
+	rc = own && sqlite3_exec(hb_si_db(st), "BEGIN", NULL, NULL, NULL)
+		     ? hb_si_db_fail(st, op, err)
+		     : 0;
+	if (!rc)
+		rc = series_extent(st, s, from_ms, to_ms, &first, &last, &n, op,
+				   err);
+	if (!rc && n && (rc = make_buckets(s, first, last)))
+		hb_err_set(err, rc, hb_si_path(st), 0, "%s: out of memory", op);
+	if (!rc && n)
+		rc = series_cells(st, s, from_ms, to_ms, &cells, &n_cells, op,
+				  err);
+	if (own && !sqlite3_get_autocommit(hb_si_db(st)))
+		sqlite3_exec(hb_si_db(st), "COMMIT", NULL, NULL, NULL);
+	if (!rc && (rc = series_fill(s, cells, n_cells)))
+		hb_err_set(err, rc, hb_si_path(st), 0, "%s: %s", op,
+			   rc == HB_ERANGE ? "a total overflows 64 bits"
+					   : "out of memory");
+	free(cells);
+	if (rc) {
+		hb_ledger_series_free(s);
+		return rc;
+	}
+	*out = s;
 	return 0;
 }

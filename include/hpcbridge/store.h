@@ -490,4 +490,40 @@ void hb_ledger_report_free(struct hb_ledger_report *r);
  */
 const char *hb_store_report_sql(enum hb_ledger_by by, int which);
 
+/* How a series cuts time: by day or month of the period's end, UTC;
+ * AUTO: by day when the window (its open ends closed by the first and
+ * last entry in it) spans at most HB_SERIES_DAYS_MAX days, else by month. */
+enum hb_ledger_step { HB_STEP_AUTO, HB_STEP_DAY, HB_STEP_MONTH };
+#define HB_SERIES_DAYS_MAX 31
+
+/* A report's amounts cut by time: one cell per key and bucket. */
+struct hb_ledger_series {
+	enum hb_ledger_by by;
+	enum hb_ledger_step step; /* DAY or MONTH, what AUTO chose */
+	/* "YYYY-MM-DD" or "YYYY-MM", every one from the first entry's to
+	 * the last's, empty ones included; none for an empty window */
+	char **buckets;
+	size_t n_buckets;
+	char **keys; /* sorted, NULL first, as a report's lines */
+	size_t n_keys;
+	/* [k * n_buckets + b]: key k's amount in bucket b; has[] is 1
+	 * where the cell has entries (its amount may still be 0) */
+	int64_t *amount_micros;
+	unsigned char *has;
+	int64_t total_micros; /* the cells' sum */
+};
+
+/*
+ * Sum the entries' amounts whose period ends in [from_ms, to_ms) per key
+ * of by and per bucket of step, into *out (caller frees with
+ * hb_ledger_series_free()).  Integer sums in SQL, as hb_store_report():
+ * the cells add up to its total to the micro-unit.
+ */
+int hb_store_report_series(struct hb_store *st, enum hb_ledger_by by,
+			   enum hb_ledger_step step, int64_t from_ms,
+			   int64_t to_ms, struct hb_ledger_series **out,
+			   struct hb_err *err);
+/* NULL is a no-op. */
+void hb_ledger_series_free(struct hb_ledger_series *s);
+
 #endif

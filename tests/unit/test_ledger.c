@@ -305,6 +305,14 @@ static int64_t fill(struct fx *fx, int n)
 	return sum;
 }
 
+/* NULL first, then bytes: the order of report lines and series keys. */
+static int key_cmp_test(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b ? 0 : a ? 1 : -1;
+	return strcmp(a, b);
+}
+
 static void test_report_sums(void **state)
 {
 	struct fx *fx = *state;
@@ -388,6 +396,99 @@ static void test_report_months(void **state)
 	assert_null(r);
 }
 
+/* The series: every key's cells add up to its report line, all cells to
+ * the total, to the micro-unit; buckets run without a gap from the first
+ * entry's to the last's; AUTO cuts a few days by day, months by month. */
+static void test_report_series(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_err err = { 0 };
+	int64_t sum = fill(fx, 2000);
+	struct hb_ledger_series *s = NULL;
+	struct hb_ledger_report *r = NULL;
+
+	for (int by = 0; by < HB__BY_COUNT; by++) {
+		assert_int_equal(hb_store_report(fx->st, (enum hb_ledger_by)by,
+						 0, INT64_MAX, &r, &err),
+				 0);
+		assert_int_equal(hb_store_report_series(
+					 fx->st, (enum hb_ledger_by)by,
+					 HB_STEP_AUTO, 0, INT64_MAX, &s, &err),
+				 0);
+		/* entries end from Oct 30 to Nov 3: by day, 5 days */
+		assert_int_equal(s->step, HB_STEP_DAY);
+		assert_int_equal(s->n_buckets, 5);
+		assert_string_equal(s->buckets[0], "2026-10-30");
+		assert_string_equal(s->buckets[2], "2026-11-01");
+		assert_string_equal(s->buckets[4], "2026-11-03");
+		assert_int_equal(s->total_micros, sum);
+		assert_int_equal(s->n_keys, r->n_lines);
+		for (size_t k = 0; k < s->n_keys; k++) {
+			int64_t a = 0;
+
+			for (size_t b = 0; b < s->n_buckets; b++)
+				a += s->amount_micros[k * s->n_buckets + b];
+			assert_int_equal(key_cmp_test(s->keys[k],
+						      r->lines[k].key),
+					 0);
+			assert_int_equal(a, r->lines[k].amount_micros);
+		}
+		hb_ledger_series_free(s);
+		hb_ledger_report_free(r);
+	}
+	/* by month: October and November, adding up to the month lines */
+	assert_int_equal(hb_store_report(fx->st, HB_BY_MONTH, 0, INT64_MAX, &r,
+					 &err),
+			 0);
+	assert_int_equal(hb_store_report_series(fx->st, HB_BY_ACCOUNT,
+						HB_STEP_MONTH, 0, INT64_MAX, &s,
+						&err),
+			 0);
+	assert_int_equal(s->n_buckets, 2);
+	assert_string_equal(s->buckets[0], "2026-10");
+	assert_string_equal(s->buckets[1], "2026-11");
+	for (size_t b = 0; b < 2; b++) {
+		int64_t a = 0;
+
+		for (size_t k = 0; k < s->n_keys; k++)
+			a += s->amount_micros[k * 2 + b];
+		assert_int_equal(a, r->lines[b].amount_micros);
+	}
+	hb_ledger_series_free(s);
+	hb_ledger_report_free(r);
+	/* a three-month window is cut by month, a day's by day: one
+	 * bucket; an empty window has none */
+	assert_int_equal(hb_store_report_series(fx->st, HB_BY_ACCOUNT,
+						HB_STEP_AUTO,
+						NOV1 - 61 * 24 * HOUR_MS,
+						NOV1 + 30 * 24 * HOUR_MS, &s,
+						&err),
+			 0);
+	assert_int_equal(s->step, HB_STEP_MONTH);
+	assert_int_equal(s->n_buckets, 2);
+	hb_ledger_series_free(s);
+	assert_int_equal(hb_store_report_series(fx->st, HB_BY_USER,
+						HB_STEP_AUTO, NOV1,
+						NOV1 + 24 * HOUR_MS, &s, &err),
+			 0);
+	assert_int_equal(s->step, HB_STEP_DAY);
+	assert_int_equal(s->n_buckets, 1);
+	assert_string_equal(s->buckets[0], "2026-11-01");
+	assert_int_equal(s->n_keys, 2); /* alice, bob */
+	assert_true(s->has[0] && s->has[1]);
+	hb_ledger_series_free(s);
+	assert_int_equal(hb_store_report_series(fx->st, HB_BY_USER,
+						HB_STEP_AUTO, 0, 1, &s, &err),
+			 0);
+	assert_int_equal(s->n_buckets + s->n_keys, 0);
+	assert_int_equal(s->total_micros, 0);
+	hb_ledger_series_free(s);
+	assert_int_equal(hb_store_report_series(fx->st, HB_BY_USER,
+						HB_STEP_AUTO, 2, 1, &s, &err),
+			 HB_EINVAL);
+	assert_null(s);
+}
+
 static void test_readonly(void **state)
 {
 	struct fx *fx = *state;
@@ -429,6 +530,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_report_sums, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_report_months, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_report_series, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_readonly, setup, teardown),
 	};
