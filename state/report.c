@@ -426,7 +426,7 @@ static const char *const key_sql[HB__BY_COUNT] = {
 	"account", "\"user\"", "\"partition\"", "queue", "side", MONTH,
 };
 
-#define DAY_MS	 INT64_C(86400000)
+#define DAY_MS	       INT64_C(86400000)
 #define STEP_FMT(step) ((step) == HB_STEP_DAY ? "'%Y-%m-%d'" : "'%Y-%m'")
 
 void hb_ledger_series_free(struct hb_ledger_series *s)
@@ -464,8 +464,9 @@ static int make_buckets(struct hb_ledger_series *s, int64_t first_ms,
 		if (strcmp(at, end) > 0)
 			return 0;
 		if (s->n_buckets == cap) {
-			void *n = realloc(s->buckets, (cap = cap ? 2 * cap : 32) *
-							      sizeof(char *));
+			void *n =
+				realloc(s->buckets, (cap = cap ? 2 * cap : 32) *
+							    sizeof(char *));
 			if (!n)
 				return HB_ENOMEM;
 			s->buckets = n;
@@ -520,8 +521,8 @@ static int series_key(struct hb_ledger_series *s, const char *k, size_t *cap)
 	if (s->n_keys && !key_cmp(s->keys[s->n_keys - 1], k))
 		return 0;
 	if (s->n_keys == *cap) {
-		void *n = realloc(s->keys,
-				  (*cap = *cap ? 2 * *cap : 16) * sizeof(char *));
+		void *n = realloc(s->keys, (*cap = *cap ? 2 * *cap : 16) *
+						   sizeof(char *));
 		if (!n)
 			return HB_ENOMEM;
 		s->keys = n;
@@ -579,10 +580,9 @@ static int series_cells(struct hb_store *st, struct hb_ledger_series *s,
 		}
 		if ((rc = series_key(s, k, &kcap)))
 			break;
-		(*cells)[(*n)++] = (struct cell){
-			s->n_keys - 1, (size_t)(at - s->buckets),
-			sqlite3_column_int64(q, 2)
-		};
+		(*cells)[(*n)++] =
+			(struct cell){ s->n_keys - 1, (size_t)(at - s->buckets),
+				       sqlite3_column_int64(q, 2) };
 	}
 	sqlite3_finalize(q);
 	if (rc == HB_ENOMEM || rc == HB_ESTORE)
@@ -627,10 +627,10 @@ int hb_store_report_series(struct hb_store *st, enum hb_ledger_by by,
 	*out = NULL;
 	if ((int)by < 0 || by >= HB__BY_COUNT || (int)step < HB_STEP_AUTO ||
 	    step > HB_STEP_MONTH || to_ms < from_ms)
-		return hb_err_set(err, HB_EINVAL, hb_si_path(st), 0,
-				  "%s: %s", op,
-				  to_ms < from_ms ? "to: before from"
-						  : "by or step: unknown value");
+		return hb_err_set(
+			err, HB_EINVAL, hb_si_path(st), 0, "%s: %s", op,
+			to_ms < from_ms ? "to: before from"
+					: "by or step: unknown value");
 	if (!(s = calloc(1, sizeof(*s))))
 		return hb_err_set(err, HB_ENOMEM, hb_si_path(st), 0,
 				  "%s: out of memory", op);

@@ -21,20 +21,18 @@
 #include "hpcbridge/config.h"
 #include "hpcbridge/store.h"
 #include "hpcbridge/timefmt.h"
+#include "report.h"
 
 #define SYSTEM_CONFIG "/etc/hpcbridge/hpcbridge.yaml"
 
-/* Divisors from the stored units to the reported ones: core-hours, GiB-
- * hours (a GB here is 2^30 bytes, as Slurm's and Kubernetes' G/Gi),
- * GPU- and node-hours, the currency unit. */
-#define CORE_H INT64_C(3600000)
-#define MEM_H  INT64_C(3686400)
-#define HOUR   INT64_C(3600)
-#define MICRO  INT64_C(1000000)
+#define CORE_H HB_REPORT_CORE_H
+#define MEM_H  HB_REPORT_MEM_H
+#define HOUR   HB_REPORT_HOUR
+#define MICRO  HB_REPORT_MICRO
 
 static const char usage[] =
 	"usage: hpcbridge report [--from DATE] [--to DATE] [--by KEY]\n"
-	"                        [--format table|csv|json]\n"
+	"                        [--format table|csv|json|html]\n"
 	"                        [--state PATH | --config FILE]\n"
 	"\n"
 	"Sum the cost ledger's entries whose period ends in [--from, --to),\n"
@@ -44,7 +42,7 @@ static const char usage[] =
 	"read-only: --state, else daemon.state of --config,\n"
 	"$HPCBRIDGE_CONFIG or " SYSTEM_CONFIG ".\n";
 
-enum fmt { F_TABLE, F_CSV, F_JSON };
+enum fmt { F_TABLE, F_CSV, F_JSON, F_HTML };
 
 struct opts {
 	const char *state, *config;
@@ -53,8 +51,8 @@ struct opts {
 	enum fmt fmt;
 };
 
-/* v / div with dec decimals, rounded half away from zero, exactly. */
-static const char *fixed(int64_t v, int64_t div, int dec, char out[48])
+/* report.h */
+const char *hb_report_fixed(int64_t v, int64_t div, int dec, char out[48])
 {
 	uint64_t a = v < 0 ? -(uint64_t)v : (uint64_t)v, p = 1, q, r;
 
@@ -116,7 +114,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static const char *const fmts[] = { "table", "csv", "json" };
+	static const char *const fmts[] = { "table", "csv", "json", "html" };
 	int opt, i;
 
 	memset(o, 0, sizeof(*o));
@@ -146,12 +144,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			}
 			break;
 		case 'F':
-			for (i = 0; i < 3 && strcmp(fmts[i], optarg); i++)
+			for (i = 0; i < 4 && strcmp(fmts[i], optarg); i++)
 				;
-			if (i == 3) {
+			if (i == 4) {
 				fprintf(stderr,
 					"hpcbridge report: --format: '%s' is "
-					"none of table, csv, json\n",
+					"none of table, csv, json, html\n",
 					optarg);
 				return HB_EXIT_USAGE;
 			}
@@ -197,13 +195,14 @@ static void table_row(const struct hb_ledger_report *r,
 	char a[48];
 
 	printf("%-16s %7" PRId64 " %12s", key, l->jobs,
-	       fixed(l->cpu_mcore_s, CORE_H, 2, a));
+	       hb_report_fixed(l->cpu_mcore_s, CORE_H, 2, a));
 	for (size_t t = 0; t < r->n_types; t++)
-		printf(" %12s", fixed(l->gpu_s[t], HOUR, 2, a));
-	printf(" %12s", fixed(l->mem_mib_s, MEM_H, 2, a));
-	printf(" %10s", fixed(l->node_s, HOUR, 2, a));
-	printf(" %10s", fixed(l->egress_bytes, INT64_C(1) << 30, 2, a));
-	printf(" %18s  %s\n", fixed(l->amount_micros, MICRO, 6, a),
+		printf(" %12s", hb_report_fixed(l->gpu_s[t], HOUR, 2, a));
+	printf(" %12s", hb_report_fixed(l->mem_mib_s, MEM_H, 2, a));
+	printf(" %10s", hb_report_fixed(l->node_s, HOUR, 2, a));
+	printf(" %10s",
+	       hb_report_fixed(l->egress_bytes, INT64_C(1) << 30, 2, a));
+	printf(" %18s  %s\n", hb_report_fixed(l->amount_micros, MICRO, 6, a),
 	       l->rate_versions);
 }
 
@@ -274,13 +273,14 @@ static void print_csv(const struct hb_ledger_report *r)
 
 		csv_text(l->key, 1);
 		printf(",%" PRId64 ",%" PRId64 ",%s", l->jobs, l->entries,
-		       fixed(l->cpu_mcore_s, CORE_H, 6, a));
+		       hb_report_fixed(l->cpu_mcore_s, CORE_H, 6, a));
 		for (size_t t = 0; t < r->n_types; t++)
-			printf(",%s", fixed(l->gpu_s[t], HOUR, 6, a));
-		printf(",%s", fixed(l->mem_mib_s, MEM_H, 6, a));
-		printf(",%s,%" PRId64, fixed(l->node_s, HOUR, 6, a),
+			printf(",%s", hb_report_fixed(l->gpu_s[t], HOUR, 6, a));
+		printf(",%s", hb_report_fixed(l->mem_mib_s, MEM_H, 6, a));
+		printf(",%s,%" PRId64, hb_report_fixed(l->node_s, HOUR, 6, a),
 		       l->egress_bytes);
-		printf(",%s,%" PRId64, fixed(l->amount_micros, MICRO, 6, a),
+		printf(",%s,%" PRId64,
+		       hb_report_fixed(l->amount_micros, MICRO, 6, a),
 		       l->amount_micros);
 		csv_text(l->rate_versions, 0);
 		printf("\r\n");
@@ -302,7 +302,7 @@ static void add_fixed(cJSON *o, const char *k, int64_t v, int64_t div)
 {
 	char a[48];
 
-	cJSON_AddRawToObject(o, k, fixed(v, div, 6, a));
+	cJSON_AddRawToObject(o, k, hb_report_fixed(v, div, 6, a));
 }
 
 static cJSON *json_line(const struct hb_ledger_report *r,
@@ -326,7 +326,7 @@ static cJSON *json_line(const struct hb_ledger_report *r,
 	add_int(o, "egress_bytes", l->egress_bytes);
 	/* a string: exact whatever the reader's numbers are */
 	cJSON_AddStringToObject(o, "amount",
-				fixed(l->amount_micros, MICRO, 6, a));
+				hb_report_fixed(l->amount_micros, MICRO, 6, a));
 	add_int(o, "amount_micros", l->amount_micros);
 	cJSON_AddStringToObject(o, "rate_versions", l->rate_versions);
 	return o;
@@ -409,6 +409,11 @@ int hb_cmd_report(int argc, char **argv)
 		print_table(r);
 	} else if (o.fmt == F_CSV) {
 		print_csv(r);
+	} else if (o.fmt == F_HTML) {
+		if ((rc = hb_report_html(stdout, st, r, &err))) {
+			fprintf(stderr, "hpcbridge report: %s\n", err.msg);
+			rc = HB_EXIT_INPUT;
+		}
 	} else {
 		rc = print_json(r);
 	}

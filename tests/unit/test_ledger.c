@@ -428,18 +428,17 @@ static void test_report_series(void **state)
 
 			for (size_t b = 0; b < s->n_buckets; b++)
 				a += s->amount_micros[k * s->n_buckets + b];
-			assert_int_equal(key_cmp_test(s->keys[k],
-						      r->lines[k].key),
-					 0);
+			assert_int_equal(
+				key_cmp_test(s->keys[k], r->lines[k].key), 0);
 			assert_int_equal(a, r->lines[k].amount_micros);
 		}
 		hb_ledger_series_free(s);
 		hb_ledger_report_free(r);
 	}
 	/* by month: October and November, adding up to the month lines */
-	assert_int_equal(hb_store_report(fx->st, HB_BY_MONTH, 0, INT64_MAX, &r,
-					 &err),
-			 0);
+	assert_int_equal(
+		hb_store_report(fx->st, HB_BY_MONTH, 0, INT64_MAX, &r, &err),
+		0);
 	assert_int_equal(hb_store_report_series(fx->st, HB_BY_ACCOUNT,
 						HB_STEP_MONTH, 0, INT64_MAX, &s,
 						&err),
@@ -458,12 +457,11 @@ static void test_report_series(void **state)
 	hb_ledger_report_free(r);
 	/* a three-month window is cut by month, a day's by day: one
 	 * bucket; an empty window has none */
-	assert_int_equal(hb_store_report_series(fx->st, HB_BY_ACCOUNT,
-						HB_STEP_AUTO,
-						NOV1 - 61 * 24 * HOUR_MS,
-						NOV1 + 30 * 24 * HOUR_MS, &s,
-						&err),
-			 0);
+	assert_int_equal(
+		hb_store_report_series(fx->st, HB_BY_ACCOUNT, HB_STEP_AUTO,
+				       NOV1 - 61 * 24 * HOUR_MS,
+				       NOV1 + 30 * 24 * HOUR_MS, &s, &err),
+		0);
 	assert_int_equal(s->step, HB_STEP_MONTH);
 	assert_int_equal(s->n_buckets, 2);
 	hb_ledger_series_free(s);

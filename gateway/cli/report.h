@@ -1,0 +1,37 @@
+/*
+ * report.h - what the report command's writers share (cmd_report.c, the
+ * table, CSV and JSON; report_html.c, the HTML page): the units the
+ * stored integers are divided into, and the exact formatter.
+ */
+#ifndef HPCBRIDGE_CLI_REPORT_H
+#define HPCBRIDGE_CLI_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hpcbridge/error.h"
+
+struct hb_store;
+struct hb_ledger_report;
+
+/* Divisors from the stored units to the reported ones: core-hours, GiB-
+ * hours (a GB here is 2^30 bytes, as Slurm's and Kubernetes' G/Gi),
+ * GPU- and node-hours, the currency unit. */
+#define HB_REPORT_CORE_H INT64_C(3600000)
+#define HB_REPORT_MEM_H	 INT64_C(3686400)
+#define HB_REPORT_HOUR	 INT64_C(3600)
+#define HB_REPORT_MICRO	 INT64_C(1000000)
+
+/* v / div with dec decimals, rounded half away from zero, exactly (no
+ * floating point); returns out. */
+const char *hb_report_fixed(int64_t v, int64_t div, int dec, char out[48]);
+
+/*
+ * Write r as one self-contained HTML page to f: its table, and charts of
+ * the window read from st (spend by account over time, by side, the top
+ * users), inline SVG and CSS, every stored string escaped.
+ */
+int hb_report_html(FILE *f, struct hb_store *st,
+		   const struct hb_ledger_report *r, struct hb_err *err);
+
+#endif
