@@ -32,7 +32,8 @@
 #define JOB_COLS                                                               \
 	"id, origin, target, state, \"user\", uid, account, \"partition\", "   \
 	"name, slurm_job_id, k8s_namespace, k8s_name, k8s_uid, exit_code, "    \
-	"reason, created_ms, updated_ms, jobspec"
+	"reason, created_ms, updated_ms, jobspec, started_ms, ended_ms, "      \
+	"(SELECT sum(amount_micros) FROM ledger WHERE ledger.job_id = jobs.id)"
 #define STATES_IN "state IN (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
 _Static_assert(HB__JOB_STATE_COUNT == 9, "STATES_IN binds one per state");
 
@@ -50,6 +51,7 @@ enum stmt_id {
 	S_JOB_BY_SLURM,
 	S_JOB_STATE,
 	S_JOB_SET_STATE,
+	S_JOB_SET_TIMES,
 	S_JOB_SET_SLURM,
 	S_JOB_SET_K8S,
 	S_JOB_SET_TARGET,
@@ -88,8 +90,15 @@ static const char *const stmt_sql[NSTMT] = {
 	[S_JOB_STATE] = "SELECT state FROM jobs WHERE id = ?1",
 	[S_JOB_SET_STATE] =
 		"UPDATE jobs SET state = ?2, exit_code = coalesce(?3, "
-		"exit_code), reason = coalesce(?4, reason), updated_ms = ?5 "
-		"WHERE id = ?1",
+		"exit_code), reason = coalesce(?4, reason), updated_ms = ?5, "
+		"started_ms = coalesce(started_ms, CASE WHEN ?2 IN ('running', "
+		"'suspended', 'completing') THEN ?5 END), ended_ms = "
+		"coalesce(ended_ms, CASE WHEN ?2 IN ('succeeded', 'failed', "
+		"'cancelled', 'lost') THEN ?5 END) WHERE id = ?1",
+	[S_JOB_SET_TIMES] =
+		"UPDATE jobs SET started_ms = coalesce(?2, started_ms), "
+		"ended_ms = coalesce(?3, ended_ms), updated_ms = ?4 WHERE id = ?1 "
+		"RETURNING started_ms, ended_ms",
 	[S_JOB_SET_SLURM] = "UPDATE jobs SET slurm_job_id = ?2, "
 			    "updated_ms = ?3 WHERE id = ?1",
 	[S_JOB_SET_K8S] = "UPDATE jobs SET k8s_namespace = ?2, k8s_name = ?3, "
@@ -120,15 +129,27 @@ static const char *const stmt_sql[NSTMT] = {
 	[S_EVENT_LIST_JOB] = "SELECT id, at_ms, actor_uid, actor_user, peer, "
 			     "action, job_id, detail FROM events WHERE "
 			     "job_id = ?3 AND id > ?1 ORDER BY id LIMIT ?2",
-	/* the cost the placement document estimated for the side chosen */
+	/* What accounts have spent: the ledger's actuals, net of reversals
+	 * (per job, side and period, dated by the period's end), and for
+	 * each decided job that is neither final nor metered yet, the cost
+	 * its latest placement document estimated for the side chosen (a
+	 * reservation).  A job that ended unmetered (cancelled before it
+	 * ran) holds nothing. */
 	[S_SPEND_LIST] =
+		"SELECT account, side, period_end_ms, sum(amount_micros), 1 FROM "
+		"ledger WHERE period_end_ms >= ?1 AND account IS NOT NULL "
+		"GROUP BY job_id, side, period_end_ms, account "
+		"UNION ALL "
 		"SELECT j.account, d.target, d.at_ms, (SELECT "
 		"json_extract(a.value, '$.cost_micro') FROM "
 		"json_each(d.inputs, '$.placement.alternatives') AS a WHERE "
-		"json_extract(a.value, '$.side') = d.target) AS cost "
-		"FROM decisions AS d JOIN jobs AS j ON j.id = d.job_id "
-		"WHERE d.at_ms >= ?1 AND d.target <> 'rejected' AND "
-		"j.account IS NOT NULL AND json_valid(d.inputs) ORDER BY d.id",
+		"json_extract(a.value, '$.side') = d.target) AS cost, 0 "
+		"FROM jobs AS j JOIN decisions AS d ON d.id = (SELECT max(id) "
+		"FROM decisions WHERE job_id = j.id) "
+		"WHERE j.state NOT IN ('succeeded', 'failed', 'cancelled', "
+		"'lost') AND d.at_ms >= ?1 AND d.target <> 'rejected' AND "
+		"j.account IS NOT NULL AND json_valid(d.inputs) AND NOT EXISTS "
+		"(SELECT 1 FROM ledger WHERE ledger.job_id = j.id)",
 };
 
 struct hb_store {
@@ -157,6 +178,7 @@ struct hb_store {
 	sqlite3_stmt *stmt[NSTMT];
 	sqlite3_stmt *slot[HB_SI_NSLOT]; /* the ledger's (store_int.h) */
 	int readonly; /* hb_store_open_readonly() */
+	uint64_t ended; /* hb_store_ended_count() */
 };
 
 /* --- names ------------------------------------------------------------ */
@@ -1192,6 +1214,9 @@ static int job_from_stmt(struct hb_store *st, sqlite3_stmt *s,
 	r->created_ms = sqlite3_column_int64(s, 15);
 	r->updated_ms = sqlite3_column_int64(s, 16);
 	r->jobspec = col_text(s, 17);
+	r->started_ms = col_opt(s, 18);
+	r->ended_ms = col_opt(s, 19);
+	r->cost_micros = col_opt(s, 20);
 	return 0;
 }
 
@@ -1456,7 +1481,58 @@ int hb_store_job_set_state(struct hb_store *st, const char *id,
 			  exit_code, reason, now(st));
 	if (!rc)
 		rc = run(st, s, op, err);
+	if (!rc && terminal(to) && !terminal(from))
+		st->ended++;
 out:
+	return op_end(st, rc, op, err);
+}
+
+uint64_t hb_store_ended_count(const struct hb_store *st)
+{
+	return st->ended;
+}
+
+int hb_store_job_set_times(struct hb_store *st, const char *id,
+			   int64_t started_ms, int64_t ended_ms,
+			   struct hb_err *err)
+{
+	static const char op[] = "job_set_times";
+	sqlite3_stmt *s;
+	int rc;
+
+	rc = check_str(st, err, op, "id", id, HB_STORE_NAME_MAX, 1);
+	if (!rc && (started_ms < -1 || ended_ms < -1))
+		rc = fail(st, err, HB_EINVAL, op,
+			  "%s: %" PRId64 ": a time is >= 0 (-1 to keep)",
+			  started_ms < -1 ? "started_ms" : "ended_ms",
+			  started_ms < -1 ? started_ms : ended_ms);
+	if (rc)
+		return rc;
+	if ((rc = op_begin(st, 1, op, err)))
+		return rc;
+	rc = prep(st, S_JOB_SET_TIMES, &s, op, err);
+	if (!rc)
+		rc = bind(st, s, op, err, "tnni", id, started_ms, ended_ms,
+			  now(st));
+	if (!rc) {
+		int r = step(st, s, op, err);
+		int64_t a, b;
+
+		if (r < 0) {
+			rc = r;
+		} else if (r == SQLITE_DONE) {
+			rc = fail(st, err, HB_ENOENT, op, "no job %s", id);
+		} else {
+			a = col_opt(s, 0);
+			b = col_opt(s, 1);
+			if (a >= 0 && b >= 0 && b < a)
+				rc = fail(st, err, HB_EINVAL, op,
+					  "%s: ended_ms %" PRId64 " is before "
+					  "started_ms %" PRId64,
+					  id, b, a);
+		}
+		sqlite3_reset(s);
+	}
 	return op_end(st, rc, op, err);
 }
 
@@ -1790,6 +1866,7 @@ int hb_store_spend_list(struct hb_store *st, int64_t since_ms,
 			.side = (enum hb_job_target)side,
 			.at_ms = sqlite3_column_int64(s, 2),
 			.cost_micro = sqlite3_column_int64(s, 3),
+			.actual = sqlite3_column_int(s, 4),
 		};
 
 		/* a document without the chosen side's cost charges

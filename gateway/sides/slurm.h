@@ -6,6 +6,7 @@
 #ifndef HPCBRIDGE_SIDES_SLURM_H
 #define HPCBRIDGE_SIDES_SLURM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "gateway/placement/decider.h"
@@ -47,6 +48,18 @@ struct hb_slurm_change {
 	enum hb_job_state state; /* queued, running, succeeded, failed or
 				  * cancelled */
 	int64_t exit_code; /* final states; -1 otherwise */
+	/* What the job was allocated and when it ran (for metering) */
+	int64_t start_s, end_s; /* Unix seconds, 0 unknown */
+	int64_t suspended_s;	/* time spent suspended */
+	char partition[64];
+	uint32_t cpus, nodes;
+	uint64_t mem_mib;
+	bool exclusive;
+	struct {
+		char type[32]; /* "" for an untyped gres/gpu count */
+		uint32_t count;
+	} gpu[8];
+	uint32_t ngpu;
 };
 
 struct hb_slurm_side_ops {
