@@ -15,9 +15,9 @@
 #include "hpcbridge/timefmt.h"
 #include "store_int.h"
 
-static const char *const by_names[HB__BY_COUNT] = { "account",	 "user",
-						    "partition", "queue",
-						    "side",	 "month" };
+static const char *const by_names[HB__BY_COUNT] = {
+	"account", "user", "partition", "queue", "side", "month", "pilot"
+};
 
 const char *hb_ledger_by_name(enum hb_ledger_by by)
 {
@@ -44,14 +44,23 @@ int hb_ledger_by_parse(const char *name)
 	"GROUP BY k, g.key ORDER BY k, g.key"
 #define JOBS  "SELECT count(DISTINCT job_id) FROM ledger" WINDOW
 #define MONTH "strftime('%Y-%m', period_end_ms / 1000, 'unixepoch')"
+/* The pilot group of job JOB: its latest decision's document's
+ * $.placement.pilot.selected, true "pilot", false "control", else NULL
+ * (a document that is not JSON included: json_extract() would fail). */
+#define PILOT_OF(JOB)                                                          \
+	"(SELECT CASE WHEN json_valid(d.inputs) THEN CASE json_extract("       \
+	"d.inputs, '$.placement.pilot.selected') WHEN 1 THEN 'pilot' "         \
+	"WHEN 0 THEN 'control' END END FROM decisions AS d WHERE "             \
+	"d.job_id = " JOB " ORDER BY d.id DESC LIMIT 1)"
+#define PILOT PILOT_OF("ledger.job_id")
 #define ONE(K)                                                                 \
 	{                                                                      \
 		LINES(K), GPUS(K), JOBS                                        \
 	}
 
 static const char *const report_sql[HB__BY_COUNT][3] = {
-	ONE("account"), ONE("\"user\""), ONE("\"partition\""),
-	ONE("queue"),	ONE("side"),	 ONE(MONTH),
+	ONE("account"), ONE("\"user\""), ONE("\"partition\""), ONE("queue"),
+	ONE("side"),	ONE(MONTH),	 ONE(PILOT),
 };
 
 const char *hb_store_report_sql(enum hb_ledger_by by, int which)
@@ -423,7 +432,7 @@ int hb_store_report(struct hb_store *st, enum hb_ledger_by by, int64_t from_ms,
 /* --- series: amounts per key and per day or month ------------------------ */
 
 static const char *const key_sql[HB__BY_COUNT] = {
-	"account", "\"user\"", "\"partition\"", "queue", "side", MONTH,
+	"account", "\"user\"", "\"partition\"", "queue", "side", MONTH, PILOT,
 };
 
 #define DAY_MS	       INT64_C(86400000)
@@ -661,4 +670,155 @@ int hb_store_report_series(struct hb_store *st, enum hb_ledger_by by,
 	}
 	*out = s;
 	return 0;
+}
+
+/* --- the migration pilot ------------------------------------------------- */
+
+static const char *const group_names[HB__PILOT_COUNT] = { "pilot", "control" };
+
+const char *hb_pilot_group_name(enum hb_pilot_group g)
+{
+	return (int)g >= 0 && g < HB__PILOT_COUNT ? group_names[g] : "unknown";
+}
+
+/* One row per terminal job of a group in the window: group, side,
+ * succeeded, queue wait, run time, ledger amount, CPU millicore-s. */
+static const char pilot_sql[] =
+	"SELECT g, target, state = 'succeeded', started_ms - created_ms, "
+	"ended_ms - started_ms, "
+	"(SELECT sum(amount_micros) FROM ledger AS l WHERE l.job_id = j.id), "
+	"(SELECT sum(cpu_mcore_s) FROM ledger AS l WHERE l.job_id = j.id) "
+	"FROM (SELECT *, " PILOT_OF(
+		"jobs.id") " AS g FROM jobs "
+			   "WHERE state IN ('succeeded', 'failed', "
+			   "'cancelled', 'lost') "
+			   "AND target IN ('slurm', 'kubernetes') "
+			   "AND coalesce(ended_ms, updated_ms) >= ?1 "
+			   "AND coalesce(ended_ms, updated_ms) < ?2) AS j "
+			   "WHERE g IS NOT NULL";
+
+/* A growable list of durations, for a median. */
+struct durs {
+	int64_t *v;
+	size_t n, cap;
+};
+
+static int durs_add(struct durs *d, int64_t v)
+{
+	if (d->n == d->cap) {
+		void *nv = realloc(d->v, (d->cap = d->cap ? 2 * d->cap : 32) *
+						 sizeof(*d->v));
+		if (!nv)
+			return HB_ENOMEM;
+		d->v = nv;
+	}
+	d->v[d->n++] = v;
+	return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of d, -1 for none; an even count's two middle values'
+ * mean, rounded down.  *n gets the count. */
+static int64_t median(struct durs *d, int64_t *n)
+{
+	int64_t lo, hi;
+
+	*n = (int64_t)d->n;
+	if (!d->n)
+		return -1;
+	qsort(d->v, d->n, sizeof(*d->v), cmp_i64);
+	lo = d->v[(d->n - 1) / 2];
+	hi = d->v[d->n / 2];
+	return lo + (hi - lo) / 2;
+}
+
+/* amount per core-hour in micro-units, half up; -1 without core-hours */
+static int64_t per_core_h(int64_t micros, int64_t mcore_s)
+{
+	__int128 num = (__int128)micros * 3600000;
+
+	if (mcore_s <= 0)
+		return -1;
+	return (int64_t)((num * 2 + (num < 0 ? -mcore_s : mcore_s)) /
+			 (2 * (__int128)mcore_s));
+}
+
+/* The rows of pilot_sql into the cells and their duration lists. */
+static int pilot_rows(struct hb_store *st, struct hb_pilot_report *r,
+		      struct durs wait[][2], struct durs run[][2],
+		      const char *op, struct hb_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc;
+
+	if (sqlite3_prepare_v2(hb_si_db(st), pilot_sql, -1, &q, NULL))
+		return hb_si_db_fail(st, op, err);
+	sqlite3_bind_int64(q, 1, r->from_ms);
+	sqlite3_bind_int64(q, 2, r->to_ms);
+	while ((rc = hb_si_step(st, q, op, err)) == SQLITE_ROW) {
+		const char *g = (const char *)sqlite3_column_text(q, 0);
+		const char *t = (const char *)sqlite3_column_text(q, 1);
+		int gi = g && !strcmp(g, "control"), si = t && t[0] == 'k';
+		struct hb_pilot_cell *c = &r->cell[gi][si];
+
+		c->jobs++;
+		c->succeeded += sqlite3_column_int64(q, 2);
+		rc = add(&c->amount_micros, sqlite3_column_int64(q, 5));
+		rc = rc ? rc : add(&c->cpu_mcore_s, sqlite3_column_int64(q, 6));
+		if (!rc && sqlite3_column_type(q, 3) != SQLITE_NULL)
+			rc = durs_add(&wait[gi][si],
+				      sqlite3_column_int64(q, 3));
+		if (!rc && sqlite3_column_type(q, 4) != SQLITE_NULL)
+			rc = durs_add(&run[gi][si], sqlite3_column_int64(q, 4));
+		if (rc)
+			break;
+	}
+	sqlite3_finalize(q);
+	if (rc == HB_ENOMEM || rc == HB_ERANGE)
+		return hb_err_set(err, rc, hb_si_path(st), 0, "%s: %s", op,
+				  rc == HB_ENOMEM ? "out of memory"
+						  : "a sum overflows 64 bits");
+	return rc == SQLITE_DONE ? 0 : rc;
+}
+
+int hb_store_pilot_report(struct hb_store *st, int64_t from_ms, int64_t to_ms,
+			  struct hb_pilot_report *out, struct hb_err *err)
+{
+	static const char op[] = "pilot report";
+	struct durs wait[HB__PILOT_COUNT][2] = { 0 },
+		    run[HB__PILOT_COUNT][2] = { 0 };
+	int rc, own;
+
+	memset(out, 0, sizeof(*out));
+	if (to_ms < from_ms)
+		return hb_err_set(err, HB_EINVAL, hb_si_path(st), 0,
+				  "%s: to: before from", op);
+	out->from_ms = from_ms;
+	out->to_ms = to_ms;
+	own = sqlite3_get_autocommit(hb_si_db(st));
+	rc = own && sqlite3_exec(hb_si_db(st), "BEGIN", NULL, NULL, NULL)
+		     ? hb_si_db_fail(st, op, err)
+		     : 0;
+	if (!rc)
+		rc = pilot_rows(st, out, wait, run, op, err);
+	if (own && !sqlite3_get_autocommit(hb_si_db(st)))
+		sqlite3_exec(hb_si_db(st), "COMMIT", NULL, NULL, NULL);
+	for (int g = 0; g < HB__PILOT_COUNT; g++)
+		for (int i = 0; i < 2; i++) {
+			struct hb_pilot_cell *c = &out->cell[g][i];
+
+			c->wait_median_ms = median(&wait[g][i], &c->waited);
+			c->run_median_ms = median(&run[g][i], &c->ran);
+			c->per_core_h_micros =
+				per_core_h(c->amount_micros, c->cpu_mcore_s);
+			free(wait[g][i].v);
+			free(run[g][i].v);
+		}
+	return rc;
 }

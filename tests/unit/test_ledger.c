@@ -260,7 +260,7 @@ static void test_reversal(void **state)
 
 /* Generated entries: pseudo-random accounts (some NULL, one with a comma
  * and a quote), users, partitions, queues, sides, GPUs, amounts, over
- * October and November; a few reversed. */
+ * October and November; a few reversed; jobs in the pilot's groups. */
 static int64_t fill(struct fx *fx, int n)
 {
 	static const char *const acct[] = { "physics", "chem,\"bio\"", NULL,
@@ -295,6 +295,18 @@ static int64_t fill(struct fx *fx, int n)
 		sum += e[i].amount_micros;
 	}
 	assert_int_equal(hb_store_ledger_append(fx->st, e, (size_t)n, &err), 0);
+	/* a third of the jobs in the pilot, a third in its control group */
+	for (int i = 0; i < 64; i++)
+		if (i % 3 < 2)
+			assert_int_equal(
+				hb_store_decision_add(
+					fx->st, fx->jobs[i], HB_TARGET_SLURM,
+					i % 3 ? "{\"placement\":{\"pilot\":"
+						"{\"selected\":false}}}"
+					      : "{\"placement\":{\"pilot\":"
+						"{\"selected\":true}}}",
+					NULL, NULL, &err),
+				0);
 	for (int i = 0; i < n; i += 17) {
 		assert_int_equal(
 			hb_store_ledger_reverse(fx->st, e[i].id, NULL, &err),
