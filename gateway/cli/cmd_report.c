@@ -31,24 +31,30 @@
 #define MICRO  HB_REPORT_MICRO
 
 static const char usage[] =
-	"usage: hpcbridge report [--from DATE] [--to DATE] [--by KEY]\n"
+	"usage: hpcbridge report [--from DATE] [--to DATE] [--by KEY | "
+	"--pilot]\n"
 	"                        [--format table|csv|json|html]\n"
 	"                        [--state PATH | --config FILE]\n"
 	"\n"
 	"Sum the cost ledger's entries whose period ends in [--from, --to),\n"
 	"one line per KEY: " HB_LEDGER_BYS " (default account).\n"
+	"--pilot: the migration pilot's and control group's terminal jobs\n"
+	"that ended in the window, per side: jobs, success rate, median\n"
+	"queue wait and run time, cost per core-hour.\n"
 	"DATE: YYYY-MM, YYYY-MM-DD (UTC midnight) or an RFC 3339 time;\n"
 	"default from the first entry to the last.  The store is opened\n"
 	"read-only: --state, else daemon.state of --config,\n"
 	"$HPCBRIDGE_CONFIG or " SYSTEM_CONFIG ".\n";
 
-enum fmt { F_TABLE, F_CSV, F_JSON, F_HTML };
+#define F_TABLE HB_RF_TABLE
+#define F_CSV	HB_RF_CSV
+#define F_HTML	HB_RF_HTML
 
 struct opts {
 	const char *state, *config;
 	int64_t from_ms, to_ms;
-	int by;
-	enum fmt fmt;
+	int by, by_given, pilot;
+	enum hb_report_fmt fmt;
 };
 
 /* report.h */
@@ -108,6 +114,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "from", required_argument, NULL, 'f' },
 		{ "to", required_argument, NULL, 't' },
 		{ "by", required_argument, NULL, 'b' },
+		{ "pilot", no_argument, NULL, 'p' },
 		{ "format", required_argument, NULL, 'F' },
 		{ "state", required_argument, NULL, 's' },
 		{ "config", required_argument, NULL, 'c' },
@@ -142,6 +149,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 					optarg);
 				return HB_EXIT_USAGE;
 			}
+			o->by_given = 1;
+			break;
+		case 'p':
+			o->pilot = 1;
 			break;
 		case 'F':
 			for (i = 0; i < 4 && strcmp(fmts[i], optarg); i++)
@@ -153,7 +164,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 					optarg);
 				return HB_EXIT_USAGE;
 			}
-			o->fmt = (enum fmt)i;
+			o->fmt = (enum hb_report_fmt)i;
 			break;
 		case 's':
 			o->state = optarg;
@@ -178,6 +189,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	if (o->state && o->config) {
 		fprintf(stderr, "hpcbridge report: --state and --config: give "
 				"one or the other\n");
+		return HB_EXIT_USAGE;
+	}
+	if (o->pilot && o->by_given) {
+		fprintf(stderr, "hpcbridge report: --pilot and --by: give one "
+				"or the other\n");
 		return HB_EXIT_USAGE;
 	}
 	if (o->to_ms <= o->from_ms) {
@@ -351,10 +367,8 @@ static int print_json(const struct hb_ledger_report *r)
 	cJSON_AddItemToObject(o, "total", json_line(r, &r->total, 1));
 	text = cJSON_Print(o);
 	cJSON_Delete(o);
-	if (!text) {
-		fprintf(stderr, "hpcbridge report: out of memory\n");
-		return HB_EXIT_INPUT;
-	}
+	if (!text)
+		return HB_ENOMEM;
 	printf("%s\n", text);
 	free(text);
 	return 0;
@@ -380,11 +394,36 @@ static int state_path(const struct opts *o, struct hb_config *cfg,
 	return rc;
 }
 
+/* The report o asks for, read from st, on standard output. */
+static int write_report(struct hb_store *st, const struct opts *o,
+			struct hb_err *err)
+{
+	struct hb_ledger_report *r = NULL;
+	struct hb_pilot_report p;
+	int rc;
+
+	if (o->pilot) {
+		rc = hb_store_pilot_report(st, o->from_ms, o->to_ms, &p, err);
+		return rc ? rc : hb_report_pilot(&p, o->fmt);
+	}
+	rc = hb_store_report(st, (enum hb_ledger_by)o->by, o->from_ms, o->to_ms,
+			     &r, err);
+	if (!rc && o->fmt == F_TABLE)
+		print_table(r);
+	else if (!rc && o->fmt == F_CSV)
+		print_csv(r);
+	else if (!rc && o->fmt == F_HTML)
+		rc = hb_report_html(stdout, st, r, err);
+	else if (!rc)
+		rc = print_json(r);
+	hb_ledger_report_free(r);
+	return rc;
+}
+
 int hb_cmd_report(int argc, char **argv)
 {
 	struct hb_config cfg = { 0 };
 	struct hb_err err = { 0 };
-	struct hb_ledger_report *r = NULL;
 	struct hb_store *st = NULL;
 	struct opts o;
 	const char *path = NULL;
@@ -399,30 +438,17 @@ int hb_cmd_report(int argc, char **argv)
 	if (!rc)
 		rc = hb_store_open_readonly(path, &st, &err);
 	if (!rc)
-		rc = hb_store_report(st, (enum hb_ledger_by)o.by, o.from_ms,
-				     o.to_ms, &r, &err);
+		rc = write_report(st, &o, &err);
 	if (rc) {
 		fprintf(stderr, "hpcbridge report: %s\n",
 			err.msg[0] ? err.msg : hb_strerror(rc));
 		rc = HB_EXIT_INPUT;
-	} else if (o.fmt == F_TABLE) {
-		print_table(r);
-	} else if (o.fmt == F_CSV) {
-		print_csv(r);
-	} else if (o.fmt == F_HTML) {
-		if ((rc = hb_report_html(stdout, st, r, &err))) {
-			fprintf(stderr, "hpcbridge report: %s\n", err.msg);
-			rc = HB_EXIT_INPUT;
-		}
-	} else {
-		rc = print_json(r);
 	}
 	if (!rc && (fflush(stdout) || ferror(stdout))) {
 		fprintf(stderr,
 			"hpcbridge report: writing the report failed\n");
 		rc = HB_EXIT_INPUT;
 	}
-	hb_ledger_report_free(r);
 	hb_store_close(st);
 	hb_config_free(&cfg);
 	return rc;

@@ -26,6 +26,17 @@ struct hb_ledger_report;
  * floating point); returns out. */
 const char *hb_report_fixed(int64_t v, int64_t div, int dec, char out[48]);
 
+/* The formats, in the order --format lists them. */
+enum hb_report_fmt { HB_RF_TABLE, HB_RF_CSV, HB_RF_JSON, HB_RF_HTML };
+
+struct hb_pilot_report;
+/* Print the pilot report p on standard output in fmt (report_pilot.c);
+ * 0 or HB_ENOMEM. */
+int hb_report_pilot(const struct hb_pilot_report *p, enum hb_report_fmt fmt);
+/* The pilot report as one self-contained HTML page to f (report_html.c):
+ * a chart of the cost per core-hour, the table. */
+int hb_report_pilot_html(FILE *f, const struct hb_pilot_report *p);
+
 /*
  * Write r as one self-contained HTML page to f: its table, and charts of
  * the window read from st (spend by account over time, by side, the top

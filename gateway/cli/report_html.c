@@ -61,6 +61,8 @@ static const char style[] =
 	"tfoot td{font-weight:bold;border-top:2px solid #9aa5b1}"
 	".none{color:#9aa5b1;font-style:italic}"
 	"footer{color:#7b8794;font-size:12px;margin-top:24px}"
+	".half{max-width:540px}"
+	"#pilot td:nth-child(2),#pilot th:nth-child(2){text-align:left}"
 	"@media print{main{padding:0}}";
 
 /* s as HTML text or attribute value: markup characters as entities,
@@ -446,32 +448,45 @@ static void day_or_time(int64_t ms, char out[32])
 		out[10] = 0;
 }
 
+/* The page up to its subtitle's end: the title, the window (from and to
+ * as given, else first and last), what the page holds. */
+static void page_open(FILE *f, const char *h1, int64_t from_ms, int64_t to_ms,
+		      const char *first, const char *last, const char *what,
+		      const char *holds)
+{
+	char from[32], to[32];
+
+	snprintf(from, sizeof(from), "%s", first);
+	snprintf(to, sizeof(to), "%s", last);
+	if (from_ms > 0)
+		day_or_time(from_ms, from);
+	if (to_ms != INT64_MAX)
+		day_or_time(to_ms, to);
+	fprintf(f,
+		"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
+		"<meta charset=\"utf-8\">\n<title>%s, %s to %s</title>\n"
+		"<style>%s</style>\n</head>\n<body>\n<main>\n<h1>%s</h1>\n"
+		"<p class=\"sub\">%s from %s %s %s (UTC); %s.</p>\n",
+		h1, from, to, style, h1, what, from,
+		to_ms != INT64_MAX ? "up to, not including," : "to", to, holds);
+}
+
 static void head(FILE *f, const struct hb_ledger_report *r,
 		 const struct hb_ledger_series *s)
 {
-	char from[32] = "the first entry", to[32] = "the last entry", a[48];
+	char holds[64], a[48];
 	int64_t gpu = 0;
 
-	if (s->n_buckets) { /* the first and last entries' days or months */
-		snprintf(from, sizeof(from), "%s", s->buckets[0]);
-		snprintf(to, sizeof(to), "%s", s->buckets[s->n_buckets - 1]);
-	}
-	if (r->from_ms > 0)
-		day_or_time(r->from_ms, from);
-	if (r->to_ms != INT64_MAX)
-		day_or_time(r->to_ms, to);
 	for (size_t t = 0; t < r->n_types; t++)
 		gpu += r->total.gpu_s[t];
-	fprintf(f,
-		"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
-		"<meta charset=\"utf-8\">\n<title>Chargeback report, %s to "
-		"%s</title>\n<style>%s</style>\n</head>\n<body>\n<main>\n"
-		"<h1>Chargeback report</h1>\n<p class=\"sub\">Ledger entries "
-		"whose period ends from %s %s %s (UTC); lines by %s.</p>\n"
-		"<div class=\"tiles\">\n",
-		from, to, style, from,
-		r->to_ms != INT64_MAX ? "up to, not including," : "to", to,
-		hb_ledger_by_name(r->by));
+	snprintf(holds, sizeof(holds), "lines by %s", hb_ledger_by_name(r->by));
+	/* the first and last entries' days or months */
+	page_open(f, "Chargeback report", r->from_ms, r->to_ms,
+		  s->n_buckets ? s->buckets[0] : "the first entry",
+		  s->n_buckets ? s->buckets[s->n_buckets - 1]
+			       : "the last entry",
+		  "Ledger entries whose period ends", holds);
+	fputs("<div class=\"tiles\">\n", f);
 	fprintf(f,
 		"<div class=\"tile\"><b id=\"total\">%s</b>"
 		"<span>Total amount</span></div>\n",
@@ -555,4 +570,82 @@ int hb_report_html(FILE *f, struct hb_store *st,
 	}
 	hb_ledger_series_free(s);
 	return rc;
+}
+
+/* --- the pilot report ---------------------------------------------------- */
+
+static const char *const side_title[2] = { "On-prem (Slurm)",
+					   "Cluster (Kubernetes)" };
+
+static void pilot_row(FILE *f, const struct hb_pilot_report *p, int g, int sd)
+{
+	const struct hb_pilot_cell *c = &p->cell[g][sd];
+	char a[48];
+
+	fprintf(f,
+		"<tr><td>%s</td><td>%s</td><td>%" PRId64 "</td><td>%" PRId64
+		"</td><td>%s%s</td>",
+		hb_pilot_group_name((enum hb_pilot_group)g), side_title[sd],
+		c->jobs, c->succeeded,
+		c->jobs ? hb_report_fixed(c->succeeded * 100, c->jobs, 1, a)
+			: "-",
+		c->jobs ? "%" : "");
+	fprintf(f, "<td>%s</td>",
+		c->wait_median_ms < 0
+			? "-"
+			: hb_report_fixed(c->wait_median_ms, 1000, 0, a));
+	fprintf(f, "<td>%s</td>",
+		c->run_median_ms < 0
+			? "-"
+			: hb_report_fixed(c->run_median_ms, 1000, 0, a));
+	fprintf(f, "<td>%s</td>",
+		hb_report_fixed(c->cpu_mcore_s, HB_REPORT_CORE_H, 2, a));
+	fprintf(f, "<td>%s</td>", amount(c->amount_micros, a));
+	fprintf(f, "<td>%s</td></tr>\n",
+		c->per_core_h_micros < 0 ? "-"
+					 : amount(c->per_core_h_micros, a));
+}
+
+int hb_report_pilot_html(FILE *f, const struct hb_pilot_report *p)
+{
+	struct bar b[2 * HB__PILOT_COUNT];
+	char labels[2 * HB__PILOT_COUNT][64];
+	size_t n = 0;
+
+	page_open(f, "Migration pilot", p->from_ms, p->to_ms, "the beginning",
+		  "now",
+		  "Terminal jobs of the pilot and control groups that "
+		  "ended",
+		  "per side");
+	fputs("<section class=\"half\">\n<h2>Cost per core-hour</h2>\n", f);
+	for (int g = 0; g < HB__PILOT_COUNT; g++)
+		for (int sd = 0; sd < 2; sd++) {
+			const struct hb_pilot_cell *c = &p->cell[g][sd];
+
+			if (c->per_core_h_micros < 0)
+				continue;
+			snprintf(labels[n], sizeof(labels[n]), "%s, %s",
+				 hb_pilot_group_name((enum hb_pilot_group)g),
+				 sd ? "cluster" : "on-prem");
+			b[n] = (struct bar){ labels[n], labels[n],
+					     c->per_core_h_micros };
+			n++;
+		}
+	hbar_chart(f, "cost-per-core-hour", "group", b, n, 0);
+	fputs("</section>\n<h2>Groups</h2>\n<table id=\"pilot\">\n<thead>"
+	      "<tr><th>Group</th><th>Side</th><th>Jobs</th><th>Succeeded"
+	      "</th><th>Success</th><th>Median wait (s)</th><th>Median run "
+	      "(s)</th><th>Core-h</th><th>Amount</th><th>Per core-h</th>"
+	      "</tr></thead>\n<tbody>\n",
+	      f);
+	for (int g = 0; g < HB__PILOT_COUNT; g++)
+		for (int sd = 0; sd < 2; sd++)
+			pilot_row(f, p, g, sd);
+	fputs("</tbody>\n</table>\n<footer>Success: succeeded of terminal "
+	      "jobs. Wait: from submission to start; run: from start to end; "
+	      "medians over the jobs that have the times. Cost: the jobs' "
+	      "ledger entries over their core-hours. Produced by hpcbridge "
+	      "report --pilot.</footer>\n</main>\n</body>\n</html>\n",
+	      f);
+	return 0;
 }

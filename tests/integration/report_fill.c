@@ -7,9 +7,15 @@
  *
  *   report_fill PATH
  *
- * The numbers are fixed (no clock, no randomness): the tests compare the
- * formats with each other, and a one-day window (2026-11-06) holds four
- * accounts, the script-named one among them.
+ * Every job ran (started 3 hours before its entry's period ends, after
+ * a queue wait of 0 to 6 minutes) and ended then: every sixth failed,
+ * the others succeeded.  Every fifth job is in the migration pilot,
+ * the one after it in the control group (its placement decision's
+ * document says so), the others in neither.
+ *
+ * The numbers are fixed (the store's clock is set, no randomness): the
+ * tests compare the formats with each other, and a one-day window
+ * (2026-11-06) holds four accounts, the script-named one among them.
  */
 #include <stdio.h>
 #include <string.h>
@@ -41,6 +47,42 @@ static const char *const users[] = {
 };
 #define N_USERS (sizeof(users) / sizeof(users[0]))
 
+static int64_t now_ms;
+
+static int64_t fixed_clock(void *arg)
+{
+	(void)arg;
+	return now_ms;
+}
+
+/* Job i, submitted at now_ms: its decision (pilot, control or
+ * neither), then its run from start to end as the store records it. */
+static int run_job(struct hb_store *st, const char *id, int i,
+		   const struct hb_ledger_entry *e, struct hb_err *err)
+{
+	static const char *const docs[5] = {
+		"{\"placement\":{\"pilot\":{\"selected\":true}}}",
+		"{\"placement\":{\"pilot\":{\"selected\":false}}}",
+		"{\"placement\":{}}",
+		NULL,
+		NULL,
+	};
+	int rc;
+
+	rc = hb_store_decision_add(st, id, e->side, docs[i % 5], "fill", NULL,
+				   err);
+	rc = rc ? rc
+		: hb_store_job_set_state(st, id, HB_JOB_QUEUED, -1, NULL, err);
+	now_ms = e->period_start_ms;
+	rc = rc ? rc
+		: hb_store_job_set_state(st, id, HB_JOB_RUNNING, -1, NULL, err);
+	now_ms = e->period_end_ms;
+	return rc ? rc
+		  : hb_store_job_set_state(
+			    st, id, i % 6 ? HB_JOB_SUCCEEDED : HB_JOB_FAILED,
+			    i % 6 ? 0 : 1, NULL, err);
+}
+
 static int fail(const char *what, const struct hb_err *err)
 {
 	fprintf(stderr, "report_fill: %s: %s\n", what, err->msg);
@@ -60,6 +102,7 @@ int main(int argc, char **argv)
 	}
 	if (hb_store_open(argv[1], &st, &err))
 		return fail(argv[1], &err);
+	hb_store_set_clock(st, fixed_clock, NULL);
 	for (int i = 0; i < DAYS * PER_DAY; i++) {
 		int d = i / PER_DAY, j = i % PER_DAY;
 		struct hb_job_row row = { .entry = HB_ENTRY_CLI,
@@ -71,6 +114,10 @@ int main(int argc, char **argv)
 
 		row.account = accounts[(d + 2 * j) % N_ACCOUNTS];
 		row.user = users[(i * 5 + d) % N_USERS];
+		/* submitted a wait before it starts: 3 hours before its
+		 * entry's period ends */
+		now_ms = OCT1 + d * DAY_MS + (3 + 4 * j) * HOUR_MS -
+			 (i % 7) * 60000;
 		if (hb_store_job_add(st, &row, &err))
 			return fail("job_add", &err);
 		snprintf(ids[i], sizeof(ids[i]), "%s", row.id);
@@ -94,6 +141,9 @@ int main(int argc, char **argv)
 	}
 	if (hb_store_ledger_append(st, le, DAYS * PER_DAY, &err))
 		return fail("ledger_append", &err);
+	for (int i = 0; i < DAYS * PER_DAY; i++)
+		if (run_job(st, ids[i], i, &le[i], &err))
+			return fail(ids[i], &err);
 	hb_store_close(st);
 	return 0;
 }
