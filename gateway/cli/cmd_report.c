@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "hpcbridge/config.h"
+#include "hpcbridge/ratecard.h"
 #include "hpcbridge/store.h"
 #include "hpcbridge/timefmt.h"
 #include "report.h"
@@ -35,12 +36,16 @@ static const char usage[] =
 	"--pilot]\n"
 	"                        [--format table|csv|json|html]\n"
 	"                        [--state PATH | --config FILE]\n"
+	"                        [--ratecard FILE]\n"
 	"\n"
 	"Sum the cost ledger's entries whose period ends in [--from, --to),\n"
 	"one line per KEY: " HB_LEDGER_BYS " (default account).\n"
 	"--pilot: the migration pilot's and control group's terminal jobs\n"
 	"that ended in the window, per side: jobs, success rate, median\n"
 	"queue wait and run time, cost per core-hour.\n"
+	"--ratecard (else the configuration's chargeback.ratecard): when the\n"
+	"card has idle_cost and capacity, an idle column spreads the\n"
+	"capacity's cost not charged to jobs over the lines.\n"
 	"DATE: YYYY-MM, YYYY-MM-DD (UTC midnight) or an RFC 3339 time;\n"
 	"default from the first entry to the last.  The store is opened\n"
 	"read-only: --state, else daemon.state of --config,\n"
@@ -51,7 +56,7 @@ static const char usage[] =
 #define F_HTML	HB_RF_HTML
 
 struct opts {
-	const char *state, *config;
+	const char *state, *config, *ratecard;
 	int64_t from_ms, to_ms;
 	int by, by_given, pilot;
 	enum hb_report_fmt fmt;
@@ -118,6 +123,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "format", required_argument, NULL, 'F' },
 		{ "state", required_argument, NULL, 's' },
 		{ "config", required_argument, NULL, 'c' },
+		{ "ratecard", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -172,6 +178,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'c':
 			o->config = optarg;
 			break;
+		case 'r':
+			o->ratecard = optarg;
+			break;
 		case 'h':
 			printf("%s", usage);
 			return -1;
@@ -205,8 +214,18 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 
 /* --- table --------------------------------------------------------------- */
 
+/* Line i's idle micro-units (SIZE_MAX: the total's), NULL without the
+ * column. */
+static const int64_t *idle_of(const struct hb_report_idle *id, size_t i)
+{
+	if (!id || !id->on)
+		return NULL;
+	return i == SIZE_MAX ? &id->total_micros : &id->lines[i];
+}
+
 static void table_row(const struct hb_ledger_report *r,
-		      const struct hb_ledger_line *l, const char *key)
+		      const struct hb_ledger_line *l, const char *key,
+		      const int64_t *idle)
 {
 	char a[48];
 
@@ -218,11 +237,14 @@ static void table_row(const struct hb_ledger_report *r,
 	printf(" %10s", hb_report_fixed(l->node_s, HOUR, 2, a));
 	printf(" %10s",
 	       hb_report_fixed(l->egress_bytes, INT64_C(1) << 30, 2, a));
-	printf(" %18s  %s\n", hb_report_fixed(l->amount_micros, MICRO, 6, a),
-	       l->rate_versions);
+	printf(" %18s", hb_report_fixed(l->amount_micros, MICRO, 6, a));
+	if (idle)
+		printf(" %18s", hb_report_fixed(*idle, MICRO, 6, a));
+	printf("  %s\n", l->rate_versions);
 }
 
-static void print_table(const struct hb_ledger_report *r)
+static void print_table(const struct hb_ledger_report *r,
+			const struct hb_report_idle *id)
 {
 	char gpu[80], key[16];
 	size_t i;
@@ -236,12 +258,16 @@ static void print_table(const struct hb_ledger_report *r)
 		snprintf(gpu, sizeof(gpu), "GPU-H %s", r->types[t]);
 		printf(" %12s", gpu);
 	}
-	printf(" %12s %10s %10s %18s  %s\n", "MEM-GB-H", "NODE-H", "EGRESS-GB",
-	       "AMOUNT", "RATE CARDS");
+	printf(" %12s %10s %10s %18s", "MEM-GB-H", "NODE-H", "EGRESS-GB",
+	       "AMOUNT");
+	if (idle_of(id, SIZE_MAX))
+		printf(" %18s", "IDLE");
+	printf("  %s\n", "RATE CARDS");
 	for (i = 0; i < r->n_lines; i++)
 		table_row(r, &r->lines[i],
-			  r->lines[i].key ? r->lines[i].key : "-");
-	table_row(r, &r->total, "TOTAL");
+			  r->lines[i].key ? r->lines[i].key : "-",
+			  idle_of(id, i));
+	table_row(r, &r->total, "TOTAL", idle_of(id, SIZE_MAX));
 }
 
 /* --- CSV (RFC 4180) --------------------------------------------------------
@@ -272,7 +298,8 @@ static void csv_text(const char *s, int first)
 		putchar('"');
 }
 
-static void print_csv(const struct hb_ledger_report *r)
+static void print_csv(const struct hb_ledger_report *r,
+		      const struct hb_report_idle *id)
 {
 	char a[48];
 
@@ -282,8 +309,9 @@ static void print_csv(const struct hb_ledger_report *r)
 		snprintf(a, sizeof(a), "gpu_hours_%s", r->types[t]);
 		csv_text(a, 0);
 	}
-	printf(",mem_gb_hours,node_hours,egress_bytes,amount,amount_micros,"
-	       "rate_versions\r\n");
+	printf(",mem_gb_hours,node_hours,egress_bytes,amount,amount_micros%s,"
+	       "rate_versions\r\n",
+	       idle_of(id, SIZE_MAX) ? ",idle,idle_micros" : "");
 	for (size_t i = 0; i < r->n_lines; i++) {
 		const struct hb_ledger_line *l = &r->lines[i];
 
@@ -298,6 +326,10 @@ static void print_csv(const struct hb_ledger_report *r)
 		printf(",%s,%" PRId64,
 		       hb_report_fixed(l->amount_micros, MICRO, 6, a),
 		       l->amount_micros);
+		if (idle_of(id, i))
+			printf(",%s,%" PRId64,
+			       hb_report_fixed(*idle_of(id, i), MICRO, 6, a),
+			       *idle_of(id, i));
 		csv_text(l->rate_versions, 0);
 		printf("\r\n");
 	}
@@ -322,7 +354,8 @@ static void add_fixed(cJSON *o, const char *k, int64_t v, int64_t div)
 }
 
 static cJSON *json_line(const struct hb_ledger_report *r,
-			const struct hb_ledger_line *l, int total)
+			const struct hb_ledger_line *l, int total,
+			const int64_t *idle)
 {
 	cJSON *o = cJSON_CreateObject(), *g;
 	char a[48];
@@ -344,11 +377,17 @@ static cJSON *json_line(const struct hb_ledger_report *r,
 	cJSON_AddStringToObject(o, "amount",
 				hb_report_fixed(l->amount_micros, MICRO, 6, a));
 	add_int(o, "amount_micros", l->amount_micros);
+	if (idle) {
+		cJSON_AddStringToObject(o, "idle",
+					hb_report_fixed(*idle, MICRO, 6, a));
+		add_int(o, "idle_micros", *idle);
+	}
 	cJSON_AddStringToObject(o, "rate_versions", l->rate_versions);
 	return o;
 }
 
-static int print_json(const struct hb_ledger_report *r)
+static int print_json(const struct hb_ledger_report *r,
+		      const struct hb_report_idle *id)
 {
 	cJSON *o = cJSON_CreateObject(), *lines;
 	char from[32], to[32], *text;
@@ -363,8 +402,10 @@ static int print_json(const struct hb_ledger_report *r)
 		cJSON_AddStringToObject(o, "to", to);
 	lines = cJSON_AddArrayToObject(o, "lines");
 	for (size_t i = 0; lines && i < r->n_lines; i++)
-		cJSON_AddItemToArray(lines, json_line(r, &r->lines[i], 0));
-	cJSON_AddItemToObject(o, "total", json_line(r, &r->total, 1));
+		cJSON_AddItemToArray(
+			lines, json_line(r, &r->lines[i], 0, idle_of(id, i)));
+	cJSON_AddItemToObject(
+		o, "total", json_line(r, &r->total, 1, idle_of(id, SIZE_MAX)));
 	text = cJSON_Print(o);
 	cJSON_Delete(o);
 	if (!text)
@@ -396,9 +437,10 @@ static int state_path(const struct opts *o, struct hb_config *cfg,
 
 /* The report o asks for, read from st, on standard output. */
 static int write_report(struct hb_store *st, const struct opts *o,
-			struct hb_err *err)
+			const struct hb_ratecard *card, struct hb_err *err)
 {
 	struct hb_ledger_report *r = NULL;
+	struct hb_report_idle id = { 0 };
 	struct hb_pilot_report p;
 	int rc;
 
@@ -408,14 +450,17 @@ static int write_report(struct hb_store *st, const struct opts *o,
 	}
 	rc = hb_store_report(st, (enum hb_ledger_by)o->by, o->from_ms, o->to_ms,
 			     &r, err);
+	if (!rc && card)
+		rc = hb_report_idle(st, r, card, &id, err);
 	if (!rc && o->fmt == F_TABLE)
-		print_table(r);
+		print_table(r, &id);
 	else if (!rc && o->fmt == F_CSV)
-		print_csv(r);
+		print_csv(r, &id);
 	else if (!rc && o->fmt == F_HTML)
-		rc = hb_report_html(stdout, st, r, err);
+		rc = hb_report_html(stdout, st, r, &id, err);
 	else if (!rc)
-		rc = print_json(r);
+		rc = print_json(r, &id);
+	free(id.lines);
 	hb_ledger_report_free(r);
 	return rc;
 }
@@ -425,8 +470,9 @@ int hb_cmd_report(int argc, char **argv)
 	struct hb_config cfg = { 0 };
 	struct hb_err err = { 0 };
 	struct hb_store *st = NULL;
+	struct hb_ratecard card = { 0 };
 	struct opts o;
-	const char *path = NULL;
+	const char *path = NULL, *card_path;
 	int rc = parse_opts(argc, argv, &o);
 
 	if (rc)
@@ -437,8 +483,14 @@ int hb_cmd_report(int argc, char **argv)
 				"daemon.state: empty");
 	if (!rc)
 		rc = hb_store_open_readonly(path, &st, &err);
+	/* the rate card, for the idle column: --ratecard, else the
+	 * configuration's chargeback.ratecard */
+	card_path = o.ratecard ? o.ratecard : cfg.chargeback_ratecard;
+	if (!rc && card_path && *card_path && !o.pilot)
+		rc = hb_ratecard_load(card_path, &card, &err);
 	if (!rc)
-		rc = write_report(st, &o, &err);
+		rc = write_report(st, &o, card.source_name ? &card : NULL,
+				  &err);
 	if (rc) {
 		fprintf(stderr, "hpcbridge report: %s\n",
 			err.msg[0] ? err.msg : hb_strerror(rc));
@@ -449,6 +501,7 @@ int hb_cmd_report(int argc, char **argv)
 			"hpcbridge report: writing the report failed\n");
 		rc = HB_EXIT_INPUT;
 	}
+	hb_ratecard_free(&card);
 	hb_store_close(st);
 	hb_config_free(&cfg);
 	return rc;

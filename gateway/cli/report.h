@@ -37,12 +37,31 @@ int hb_report_pilot(const struct hb_pilot_report *p, enum hb_report_fmt fmt);
  * a chart of the cost per core-hour, the table. */
 int hb_report_pilot_html(FILE *f, const struct hb_pilot_report *p);
 
+/* The idle column (report_idle.c): on 0 when the card asks for none. */
+struct hb_report_idle {
+	int on;
+	int64_t idle_micros;  /* the window's idle cost, all sides */
+	int64_t *lines;	      /* per report line; caller frees */
+	int64_t total_micros; /* their sum: idle_micros, unless no line
+			       * could take any */
+};
+struct hb_ratecard;
+/*
+ * The idle column of r: per side with a capacity in card, its cost over
+ * r's window (which must have both ends) less the side's ledger amount
+ * in it (0 if more), spread over r's lines by card->idle_cost.
+ */
+int hb_report_idle(struct hb_store *st, const struct hb_ledger_report *r,
+		   const struct hb_ratecard *card, struct hb_report_idle *out,
+		   struct hb_err *err);
+
 /*
  * Write r as one self-contained HTML page to f: its table, and charts of
  * the window read from st (spend by account over time, by side, the top
  * users), inline SVG and CSS, every stored string escaped.
  */
 int hb_report_html(FILE *f, struct hb_store *st,
-		   const struct hb_ledger_report *r, struct hb_err *err);
+		   const struct hb_ledger_report *r,
+		   const struct hb_report_idle *idle, struct hb_err *err);
 
 #endif

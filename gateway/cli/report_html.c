@@ -393,7 +393,7 @@ static void cell(FILE *f, const char *tag, const char *text)
 
 static void table_line(FILE *f, const struct hb_ledger_report *r,
 		       const struct hb_ledger_line *l, const char *key,
-		       const char *tag)
+		       const char *tag, const int64_t *idle)
 {
 	char a[48];
 
@@ -411,11 +411,14 @@ static void table_line(FILE *f, const struct hb_ledger_report *r,
 	cell(f, tag, hb_report_fixed(l->node_s, HB_REPORT_HOUR, 2, a));
 	cell(f, tag, hb_report_fixed(l->egress_bytes, INT64_C(1) << 30, 2, a));
 	cell(f, tag, amount(l->amount_micros, a));
+	if (idle)
+		cell(f, tag, amount(*idle, a));
 	cell(f, tag, l->rate_versions);
 	fputs("</tr>\n", f);
 }
 
-static void table(FILE *f, const struct hb_ledger_report *r)
+static void table(FILE *f, const struct hb_ledger_report *r,
+		  const struct hb_report_idle *id)
 {
 	const char *by = hb_ledger_by_name(r->by);
 
@@ -428,13 +431,16 @@ static void table(FILE *f, const struct hb_ledger_report *r)
 		esc(f, r->types[t]);
 		fputs("</th>", f);
 	}
-	fputs("<th>Mem GB-h</th><th>Node-h</th><th>Egress GB</th>"
-	      "<th>Amount</th><th>Rate cards</th></tr></thead>\n<tbody>\n",
-	      f);
+	fprintf(f,
+		"<th>Mem GB-h</th><th>Node-h</th><th>Egress GB</th>"
+		"<th>Amount</th>%s<th>Rate cards</th></tr></thead>\n<tbody>\n",
+		id->on ? "<th>Idle</th>" : "");
 	for (size_t i = 0; i < r->n_lines; i++)
-		table_line(f, r, &r->lines[i], r->lines[i].key, "td");
+		table_line(f, r, &r->lines[i], r->lines[i].key, "td",
+			   id->on ? &id->lines[i] : NULL);
 	fputs("</tbody>\n<tfoot>\n", f);
-	table_line(f, r, &r->total, "Total", "td");
+	table_line(f, r, &r->total, "Total", "td",
+		   id->on ? &id->total_micros : NULL);
 	fputs("</tfoot>\n</table>\n", f);
 }
 
@@ -549,7 +555,8 @@ static int charts(FILE *f, struct hb_store *st,
 }
 
 int hb_report_html(FILE *f, struct hb_store *st,
-		   const struct hb_ledger_report *r, struct hb_err *err)
+		   const struct hb_ledger_report *r,
+		   const struct hb_report_idle *idle, struct hb_err *err)
 {
 	struct hb_ledger_series *s = NULL;
 	int rc = hb_store_report_series(st, HB_BY_ACCOUNT, HB_STEP_AUTO,
@@ -561,7 +568,7 @@ int hb_report_html(FILE *f, struct hb_store *st,
 	rc = charts(f, st, r, s, err);
 	if (!rc) {
 		fputs("<h2>Lines</h2>\n", f);
-		table(f, r);
+		table(f, r, idle);
 		fputs("<footer>Amounts are sums of the ledger's entries in "
 		      "micro-units of the rate card's currency, printed "
 		      "exactly; the lines add up to the total. Produced by "
