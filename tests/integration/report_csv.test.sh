@@ -9,7 +9,10 @@
 #    amount with exactly 6 decimals and a dot, amount = amount_micros;
 #  - a text cell that starts with = + - @ gets a leading apostrophe
 #    (OWASP's advice against CSV injection), other names are as stored;
-#  - the amount_micros column adds up to the JSON total.
+#  - the amount_micros column adds up to the JSON total;
+#  - with a rate card that names its capacity (--ratecard, or the
+#    configuration's chargeback.ratecard), the idle column adds up to the
+#    capacity's cost less the jobs', proportionally or evenly.
 #
 # usage: report_csv.test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -81,6 +84,71 @@ PY
 		fails=$((fails + 1))
 	fi
 done
+
+# The idle column: a card with capacity (64 CPUs and 256 GB on Slurm, 32
+# CPUs, 128 GB and 2 A100 on Kubernetes).  November's 720 hours cost
+# 1658.88 and 3219.84; the jobs were charged 808.562542 and 287.272788;
+# idle 3782.884670, spread over the accounts, to the micro-unit.
+for how in proportional even; do
+	cat >"$tmp/card-$how.yaml" <<CARD
+currency: {code: EUR}
+idle_cost: $how
+capacity:
+  slurm: {cpus: 64, memory_gb: 256}
+  kubernetes: {cpus: 32, memory_gb: 128, gpus: {a100: 2}}
+versions:
+  - version: "2026.10"
+    effective: 2026-10-01
+    slurm:
+      default: {cpu_hour: 0.02, memory_gb_hour: 0.004}
+    kubernetes:
+      default: {cpu_hour: 0.03, memory_gb_hour: 0.004, gpu_hour: 1.50}
+CARD
+	if "$hb" report --state "$db" --from 2026-11 --to 2026-12 \
+		--ratecard "$tmp/card-$how.yaml" --format csv >"$tmp/idle.csv" &&
+		"$hb" report --state "$db" --from 2026-11 --to 2026-12 \
+			--ratecard "$tmp/card-$how.yaml" --format json >"$tmp/idle.json" &&
+		python3 - "$tmp/idle.csv" "$tmp/idle.json" "$how" <<'PY'; then
+import csv, json, sys
+from decimal import Decimal
+
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+rep = json.load(open(sys.argv[2]))
+how = sys.argv[3]
+idle = [int(r["idle_micros"]) for r in rows]
+assert sum(idle) == 3782884670, sum(idle)
+assert rep["total"]["idle_micros"] == 3782884670 and rep["total"]["idle"] == "3782.884670"
+for r in rows:
+    assert Decimal(r["idle"]) * 1000000 == int(r["idle_micros"]), r
+amounts = [int(r["amount_micros"]) for r in rows]
+if how == "proportional":
+    total = sum(amounts)
+    for a, i in zip(amounts, idle):
+        assert abs(i * total - 3782884670 * a) < total, (a, i)
+else:
+    # 8 accounts: 472860583 each, the first 6 one more
+    assert idle == [472860584] * 6 + [472860583] * 2, idle
+print(how, idle)
+PY
+		passes=$((passes + 1))
+	else
+		echo "FAIL: idle column, $how" >&2
+		fails=$((fails + 1))
+	fi
+done
+# the table shows it; the configuration's chargeback.ratecard is read; a
+# window without an end is refused
+printf 'daemon:\n  state: %s\nchargeback:\n  ratecard: %s\n' "$db" "$tmp/card-even.yaml" >"$tmp/hb.yaml"
+if "$hb" report --config "$tmp/hb.yaml" --from 2026-11 --to 2026-12 >"$tmp/idle.txt" &&
+	head -1 "$tmp/idle.txt" | grep -q ' IDLE ' &&
+	grep -Eq '^TOTAL .* 1095\.835330 +3782\.884670  2026\.11$' "$tmp/idle.txt" &&
+	! "$hb" report --state "$db" --ratecard "$tmp/card-even.yaml" >"$tmp/out" 2>"$tmp/err" &&
+	grep -q 'idle column needs a window' "$tmp/err" && [ ! -s "$tmp/out" ]; then
+	passes=$((passes + 1))
+else
+	echo "FAIL: idle table, config, window: $(cat "$tmp/idle.txt" "$tmp/err" 2>/dev/null | tail -3)" >&2
+	fails=$((fails + 1))
+fi
 
 echo "report_csv.test.sh: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]
