@@ -377,6 +377,24 @@ static int total_jobs(struct hb_store *st, struct hb_ledger_report *r,
 	return rc == SQLITE_ROW ? 0 : rc < 0 ? rc : HB_ESTORE;
 }
 
+/* One read transaction for a report's statements, so that they see the
+ * same file, unless the caller holds one: *own says which.  0 or the
+ * error of BEGIN. */
+static int read_begin(struct hb_store *st, int *own, const char *op,
+		      struct hb_err *err)
+{
+	*own = sqlite3_get_autocommit(hb_si_db(st));
+	if (*own && sqlite3_exec(hb_si_db(st), "BEGIN", NULL, NULL, NULL))
+		return hb_si_db_fail(st, op, err);
+	return 0;
+}
+
+static void read_end(struct hb_store *st, int own)
+{
+	if (own && !sqlite3_get_autocommit(hb_si_db(st)))
+		sqlite3_exec(hb_si_db(st), "COMMIT", NULL, NULL, NULL);
+}
+
 int hb_store_report(struct hb_store *st, enum hb_ledger_by by, int64_t from_ms,
 		    int64_t to_ms, struct hb_ledger_report **out,
 		    struct hb_err *err)
@@ -401,19 +419,14 @@ int hb_store_report(struct hb_store *st, enum hb_ledger_by by, int64_t from_ms,
 	r->by = by;
 	r->from_ms = from_ms;
 	r->to_ms = to_ms;
-	/* one read transaction: the three statements see the same file */
-	own = sqlite3_get_autocommit(hb_si_db(st));
-	rc = own && sqlite3_exec(hb_si_db(st), "BEGIN", NULL, NULL, NULL)
-		     ? hb_si_db_fail(st, op, err)
-		     : 0;
+	rc = read_begin(st, &own, op, err);
 	if (!rc)
 		rc = read_lines(st, r, op, err);
 	if (!rc)
 		rc = read_gpus(st, r, &rows, &n, op, err);
 	if (!rc)
 		rc = total_jobs(st, r, op, err);
-	if (own && !sqlite3_get_autocommit(hb_si_db(st)))
-		sqlite3_exec(hb_si_db(st), "COMMIT", NULL, NULL, NULL);
+	read_end(st, own);
 	if (!rc && (rc = fill(r, rows, n)))
 		hb_err_set(err, rc, hb_si_path(st), 0, "%s: %s", op,
 			   rc == HB_ERANGE ? "a total overflows 64 bits"
@@ -645,10 +658,7 @@ int hb_store_report_series(struct hb_store *st, enum hb_ledger_by by,
 				  "%s: out of memory", op);
 	s->by = by;
 	s->step = step;
-	own = sqlite3_get_autocommit(hb_si_db(st));
-	rc = own && sqlite3_exec(hb_si_db(st), "BEGIN", NULL, NULL, NULL)
-		     ? hb_si_db_fail(st, op, err)
-		     : 0;
+	rc = read_begin(st, &own, op, err);
 	if (!rc)
 		rc = series_extent(st, s, from_ms, to_ms, &first, &last, &n, op,
 				   err);
@@ -657,8 +667,7 @@ int hb_store_report_series(struct hb_store *st, enum hb_ledger_by by,
 	if (!rc && n)
 		rc = series_cells(st, s, from_ms, to_ms, &cells, &n_cells, op,
 				  err);
-	if (own && !sqlite3_get_autocommit(hb_si_db(st)))
-		sqlite3_exec(hb_si_db(st), "COMMIT", NULL, NULL, NULL);
+	read_end(st, own);
 	if (!rc && (rc = series_fill(s, cells, n_cells)))
 		hb_err_set(err, rc, hb_si_path(st), 0, "%s: %s", op,
 			   rc == HB_ERANGE ? "a total overflows 64 bits"
@@ -801,14 +810,10 @@ int hb_store_pilot_report(struct hb_store *st, int64_t from_ms, int64_t to_ms,
 				  "%s: to: before from", op);
 	out->from_ms = from_ms;
 	out->to_ms = to_ms;
-	own = sqlite3_get_autocommit(hb_si_db(st));
-	rc = own && sqlite3_exec(hb_si_db(st), "BEGIN", NULL, NULL, NULL)
-		     ? hb_si_db_fail(st, op, err)
-		     : 0;
+	rc = read_begin(st, &own, op, err);
 	if (!rc)
 		rc = pilot_rows(st, out, wait, run, op, err);
-	if (own && !sqlite3_get_autocommit(hb_si_db(st)))
-		sqlite3_exec(hb_si_db(st), "COMMIT", NULL, NULL, NULL);
+	read_end(st, own);
 	for (int g = 0; g < HB__PILOT_COUNT; g++)
 		for (int i = 0; i < 2; i++) {
 			struct hb_pilot_cell *c = &out->cell[g][i];

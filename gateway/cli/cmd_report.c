@@ -386,11 +386,24 @@ static cJSON *json_line(const struct hb_ledger_report *r,
 	return o;
 }
 
+/* report.h */
+int hb_report_json_out(cJSON *o)
+{
+	char *text = cJSON_Print(o);
+
+	cJSON_Delete(o);
+	if (!text)
+		return HB_ENOMEM;
+	printf("%s\n", text);
+	free(text);
+	return 0;
+}
+
 static int print_json(const struct hb_ledger_report *r,
 		      const struct hb_report_idle *id)
 {
 	cJSON *o = cJSON_CreateObject(), *lines;
-	char from[32], to[32], *text;
+	char from[32], to[32];
 
 	hb_time_rfc3339_format(r->from_ms / 1000, from);
 	hb_time_rfc3339_format(r->to_ms / 1000, to);
@@ -406,13 +419,7 @@ static int print_json(const struct hb_ledger_report *r,
 			lines, json_line(r, &r->lines[i], 0, idle_of(id, i)));
 	cJSON_AddItemToObject(
 		o, "total", json_line(r, &r->total, 1, idle_of(id, SIZE_MAX)));
-	text = cJSON_Print(o);
-	cJSON_Delete(o);
-	if (!text)
-		return HB_ENOMEM;
-	printf("%s\n", text);
-	free(text);
-	return 0;
+	return hb_report_json_out(o);
 }
 
 /* The store's path: --state, else daemon.state of the configuration. */

@@ -26,6 +26,10 @@ struct hb_ledger_report;
  * floating point); returns out. */
 const char *hb_report_fixed(int64_t v, int64_t div, int dec, char out[48]);
 
+/* Print o as JSON on standard output and delete it; 0 or HB_ENOMEM. */
+struct cJSON;
+int hb_report_json_out(struct cJSON *o);
+
 /* The formats, in the order --format lists them. */
 enum hb_report_fmt { HB_RF_TABLE, HB_RF_CSV, HB_RF_JSON, HB_RF_HTML };
 

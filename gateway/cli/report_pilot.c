@@ -141,7 +141,7 @@ static void put_fixed(cJSON *o, const char *k, int64_t v, int64_t div, int opt)
 static int json(const struct hb_pilot_report *p)
 {
 	cJSON *o = cJSON_CreateObject(), *cells;
-	char from[32], to[32], *text;
+	char from[32], to[32];
 
 	hb_time_rfc3339_format(p->from_ms / 1000, from);
 	hb_time_rfc3339_format(p->to_ms / 1000, to);
@@ -171,15 +171,10 @@ static int json(const struct hb_pilot_report *p)
 		put_int(l, "amount_micros", c->amount_micros, 0);
 		put_fixed(l, "cost_per_core_hour", c->per_core_h_micros,
 			  HB_REPORT_MICRO, 1);
-		cJSON_AddItemToArray(cells, l);
+		if (!cells || !cJSON_AddItemToArray(cells, l))
+			cJSON_Delete(l);
 	}
-	text = cJSON_Print(o);
-	cJSON_Delete(o);
-	if (!text)
-		return HB_ENOMEM;
-	printf("%s\n", text);
-	free(text);
-	return 0;
+	return hb_report_json_out(o);
 }
 
 int hb_report_pilot(const struct hb_pilot_report *p, enum hb_report_fmt fmt)
