@@ -65,6 +65,7 @@ enum stmt_id {
 	S_EVENT_LIST,
 	S_EVENT_LIST_JOB,
 	S_SPEND_LIST,
+	S_RESERVATION,
 	NSTMT
 };
 
@@ -131,10 +132,10 @@ static const char *const stmt_sql[NSTMT] = {
 			     "job_id = ?3 AND id > ?1 ORDER BY id LIMIT ?2",
 	/* What accounts have spent: the ledger's actuals, net of reversals
 	 * (per job, side and period, dated by the period's end), and for
-	 * each decided job that is neither final nor metered yet, the cost
-	 * its latest placement document estimated for the side chosen (a
-	 * reservation).  A job that ended unmetered (cancelled before it
-	 * ran) holds nothing. */
+	 * each decided job not metered, the cost its latest placement
+	 * document estimated for the side chosen (a reservation); with
+	 * metering (?2), only while the job is not final: one that ended
+	 * unmetered (cancelled before it ran) holds nothing. */
 	[S_SPEND_LIST] =
 		"SELECT account, side, period_end_ms, sum(amount_micros), 1 FROM "
 		"ledger WHERE period_end_ms >= ?1 AND account IS NOT NULL "
@@ -146,10 +147,18 @@ static const char *const stmt_sql[NSTMT] = {
 		"json_extract(a.value, '$.side') = d.target) AS cost, 0 "
 		"FROM jobs AS j JOIN decisions AS d ON d.id = (SELECT max(id) "
 		"FROM decisions WHERE job_id = j.id) "
-		"WHERE j.state NOT IN ('succeeded', 'failed', 'cancelled', "
-		"'lost') AND d.at_ms >= ?1 AND d.target <> 'rejected' AND "
+		"WHERE (?2 = 0 OR j.state NOT IN ('succeeded', 'failed', "
+		"'cancelled', 'lost')) AND d.at_ms >= ?1 AND d.target <> 'rejected' AND "
 		"j.account IS NOT NULL AND json_valid(d.inputs) AND NOT EXISTS "
 		"(SELECT 1 FROM ledger WHERE ledger.job_id = j.id)",
+	[S_RESERVATION] =
+		"SELECT j.account, d.target, d.at_ms, (SELECT "
+		"json_extract(a.value, '$.cost_micro') FROM "
+		"json_each(d.inputs, '$.placement.alternatives') AS a WHERE "
+		"json_extract(a.value, '$.side') = d.target) AS cost, 0 "
+		"FROM jobs AS j JOIN decisions AS d ON d.id = (SELECT max(id) "
+		"FROM decisions WHERE job_id = j.id) WHERE j.id = ?1 AND "
+		"j.account IS NOT NULL AND json_valid(d.inputs)",
 };
 
 struct hb_store {
@@ -178,7 +187,8 @@ struct hb_store {
 	sqlite3_stmt *stmt[NSTMT];
 	sqlite3_stmt *slot[HB_SI_NSLOT]; /* the ledger's (store_int.h) */
 	int readonly; /* hb_store_open_readonly() */
-	uint64_t ended; /* hb_store_ended_count() */
+	void (*end_hook)(void *, const char *); /* hb_store_set_end_hook() */
+	void *end_arg;
 };
 
 /* --- names ------------------------------------------------------------ */
@@ -1481,15 +1491,17 @@ int hb_store_job_set_state(struct hb_store *st, const char *id,
 			  exit_code, reason, now(st));
 	if (!rc)
 		rc = run(st, s, op, err);
-	if (!rc && terminal(to) && !terminal(from))
-		st->ended++;
+	if (!rc && terminal(to) && !terminal(from) && st->end_hook)
+		st->end_hook(st->end_arg, id);
 out:
 	return op_end(st, rc, op, err);
 }
 
-uint64_t hb_store_ended_count(const struct hb_store *st)
+void hb_store_set_end_hook(struct hb_store *st,
+			   void (*fn)(void *arg, const char *id), void *arg)
 {
-	return st->ended;
+	st->end_hook = fn;
+	st->end_arg = fn ? arg : NULL;
 }
 
 int hb_store_job_set_times(struct hb_store *st, const char *id,
@@ -1843,7 +1855,48 @@ int hb_store_event_list(struct hb_store *st, const char *job_id,
 
 /* --- spend -------------------------------------------------------------- */
 
-int hb_store_spend_list(struct hb_store *st, int64_t since_ms,
+/* The current row of S_SPEND_LIST or S_RESERVATION into sp; 0 for a row
+ * that charges nothing (no estimate, a target that is no side). */
+static int spend_row(sqlite3_stmt *s, struct hb_spend_row *sp)
+{
+	int side = index_of(target_names, HB__TARGET_COUNT, col_text(s, 1));
+
+	sp->account = col_text(s, 0);
+	sp->side = (enum hb_job_target)side;
+	sp->at_ms = sqlite3_column_int64(s, 2);
+	sp->cost_micro = sqlite3_column_int64(s, 3);
+	sp->actual = sqlite3_column_int(s, 4);
+	return sqlite3_column_type(s, 3) == SQLITE_INTEGER &&
+	       (side == HB_TARGET_SLURM || side == HB_TARGET_KUBERNETES);
+}
+
+int hb_store_reservation(struct hb_store *st, const char *id,
+			 struct hb_spend_row *out, char *account,
+			 size_t account_size, struct hb_err *err)
+{
+	static const char op[] = "reservation";
+	sqlite3_stmt *s;
+	int rc;
+
+	if ((rc = prep(st, S_RESERVATION, &s, op, err)) ||
+	    (rc = bind(st, s, op, err, "t", id)))
+		return rc;
+	rc = step(st, s, op, err);
+	if (rc < 0)
+		return rc;
+	if (rc == SQLITE_ROW && spend_row(s, out) &&
+	    strlen(out->account) < account_size) {
+		memcpy(account, out->account, strlen(out->account) + 1);
+		out->account = account;
+		rc = 0;
+	} else {
+		rc = HB_ENOENT;
+	}
+	sqlite3_reset(s);
+	return rc;
+}
+
+int hb_store_spend_list(struct hb_store *st, int64_t since_ms, int metered,
 			int (*cb)(const struct hb_spend_row *, void *),
 			void *arg, struct hb_err *err)
 {
@@ -1855,24 +1908,15 @@ int hb_store_spend_list(struct hb_store *st, int64_t since_ms,
 		return fail(st, err, HB_EINVAL, op, "callback: required");
 	rc = prep(st, S_SPEND_LIST, &s, op, err);
 	if (!rc)
-		rc = bind(st, s, op, err, "i", since_ms);
+		rc = bind(st, s, op, err, "ii", since_ms, (int64_t)!!metered);
 	if (rc)
 		return rc;
 	while ((rc = step(st, s, op, err)) == SQLITE_ROW) {
-		int side = index_of(target_names, HB__TARGET_COUNT,
-				    col_text(s, 1));
-		struct hb_spend_row sp = {
-			.account = col_text(s, 0),
-			.side = (enum hb_job_target)side,
-			.at_ms = sqlite3_column_int64(s, 2),
-			.cost_micro = sqlite3_column_int64(s, 3),
-			.actual = sqlite3_column_int(s, 4),
-		};
+		struct hb_spend_row sp;
 
 		/* a document without the chosen side's cost charges
 		 * nothing, nor does a target that is no side */
-		if (sqlite3_column_type(s, 3) != SQLITE_INTEGER ||
-		    (side != HB_TARGET_SLURM && side != HB_TARGET_KUBERNETES))
+		if (!spend_row(s, &sp))
 			continue;
 		rc = cb(&sp, arg);
 		if (rc) {

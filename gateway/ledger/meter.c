@@ -2,6 +2,7 @@
  * meter.c - metering a finished job: its usage on its side, priced with
  * the rate card, made its ledger entries (reversing what they replace).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -301,9 +302,12 @@ int hb_meter_record(struct hb_store *st, const struct hb_ratecard *card,
 	if (!j->job_id)
 		return hb_err_set(err, HB_EINVAL, NULL, 0, "job_id: required");
 	if ((rc = entries_of(card, j, e, &n, err))) {
-		hb_err_set(err, rc, NULL, 0, "%s: %s", j->job_id,
-			   err->msg[0] ? err->msg : hb_strerror(rc));
-		return rc;
+		char why[sizeof(err->msg)];
+
+		snprintf(why, sizeof(why), "%s",
+			 err->msg[0] ? err->msg : hb_strerror(rc));
+		memset(err, 0, sizeof(*err));
+		return hb_err_set(err, rc, NULL, 0, "%s: %s", j->job_id, why);
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		r.amount_micros += e[i].amount_micros;

@@ -289,11 +289,14 @@ int hb_store_job_set_times(struct hb_store *st, const char *id,
 			   int64_t started_ms, int64_t ended_ms,
 			   struct hb_err *err);
 /*
- * How many jobs this handle has moved to a final state since it opened
- * (commits and rollbacks alike): a cheap way for a caller that keeps
- * sums over jobs (budgets) to learn that it should read them again.
+ * fn(arg, id) is called each time this handle moves a job to a final
+ * state from one that is not (once per job, unless the write is rolled
+ * back), inside the write, after the row changed: for a caller that
+ * keeps sums over jobs (budgets).  fn may read the store.  NULL fn
+ * removes it.
  */
-uint64_t hb_store_ended_count(const struct hb_store *st);
+void hb_store_set_end_hook(struct hb_store *st,
+			   void (*fn)(void *arg, const char *id), void *arg);
 /* Record the Slurm job id (> 0); HB_EEXIST if another job has it. */
 int hb_store_job_set_slurm(struct hb_store *st, const char *id,
 			   int64_t slurm_job_id, struct hb_err *err);
@@ -382,18 +385,30 @@ struct hb_spend_row {
  * - actuals: the ledger's entries with an account whose period ended at
  *   or after since_ms, net of their reversals, one row per job, side
  *   and period (at_ms: the period's end);
- * - reservations: each job with an account that is neither final nor
- *   metered yet, whose latest decision (at or after since_ms) placed it
- *   on a side, with the cost that decision's stored placement document
- *   estimated there (at_ms: the decision's).  A job that ended without
- *   ledger entries (cancelled before it ran) reserves nothing.
+ * - reservations: each job with an account and no ledger entry whose
+ *   latest decision (at or after since_ms) placed it on a side, with the
+ *   cost that decision's stored placement document estimated there
+ *   (at_ms: the decision's).  With metered (jobs are metered when they
+ *   end), only jobs that are not final: one that ended without ledger
+ *   entries (cancelled before it ran) reserves nothing.  Without, the
+ *   estimate stands for every job (nothing else will replace it).
  * Rows whose side is no side this build knows, or whose estimate is
  * missing, are skipped.  In no particular order.  cb as for
  * hb_store_job_list().
  */
-int hb_store_spend_list(struct hb_store *st, int64_t since_ms,
+int hb_store_spend_list(struct hb_store *st, int64_t since_ms, int metered,
 			int (*cb)(const struct hb_spend_row *, void *),
 			void *arg, struct hb_err *err);
+
+/*
+ * The reservation job id holds or held: its latest decision's estimate,
+ * as hb_store_spend_list() counts it, whatever the job's state; account
+ * (account_size bytes) gets the account, and out->account points to it.
+ * HB_ENOENT when there is none (no account, no decision, no estimate).
+ */
+int hb_store_reservation(struct hb_store *st, const char *id,
+			 struct hb_spend_row *out, char *account,
+			 size_t account_size, struct hb_err *err);
 
 /*
  * The cost ledger: append-only, money in integer micro-units of the

@@ -1336,6 +1336,14 @@ static void test_list(void **state)
 	hb_store_close(st);
 }
 
+static void count_end(void *arg, const char *id)
+{
+	int *n = arg;
+
+	assert_true(strlen(id) > 3);
+	(*n)++;
+}
+
 /* When a job started and ended: set as its state moves, the first time
  * only, and replaced by what its side measured. */
 static void test_job_times(void **state)
@@ -1347,7 +1355,10 @@ static void test_job_times(void **state)
 	int64_t t = 5000;
 	char id[32];
 
+	int ends = 0;
+
 	hb_store_set_clock(st, fixed_clock, &t);
+	hb_store_set_end_hook(st, count_end, &ends);
 	add_job(st, 1000, HB_JOB_QUEUED, id, sizeof(id));
 	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
 	assert_int_equal(row.started_ms, -1);
@@ -1367,12 +1378,12 @@ static void test_job_times(void **state)
 	assert_int_equal(hb_store_job_set_state(st, id, HB_JOB_RUNNING, -1,
 						NULL, &err),
 			 0);
-	assert_int_equal(hb_store_ended_count(st), 0);
+	assert_int_equal(ends, 0);
 	t = 9000;
 	assert_int_equal(hb_store_job_set_state(st, id, HB_JOB_SUCCEEDED, 0,
 						NULL, &err),
 			 0);
-	assert_int_equal(hb_store_ended_count(st), 1);
+	assert_int_equal(ends, 1);
 	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
 	assert_int_equal(row.started_ms, 7000);
 	assert_int_equal(row.ended_ms, 9000);
@@ -1381,7 +1392,7 @@ static void test_job_times(void **state)
 	assert_int_equal(hb_store_job_set_state(st, id, HB_JOB_SUCCEEDED, 0,
 						NULL, &err),
 			 0);
-	assert_int_equal(hb_store_ended_count(st), 1);
+	assert_int_equal(ends, 1);
 
 	/* what the side measured replaces them; -1 keeps one */
 	assert_int_equal(hb_store_job_set_times(st, id, 6500, -1, &err), 0);
@@ -1477,7 +1488,7 @@ static void test_spend_actuals(void **state)
 	decide(st, c, HB_TARGET_KUBERNETES, 900);
 	/* decided again: only the latest decision reserves */
 	decide(st, c, HB_TARGET_KUBERNETES, 1100);
-	assert_int_equal(hb_store_spend_list(st, 0, spend_cb, &s, &err), 0);
+	assert_int_equal(hb_store_spend_list(st, 0, 1, spend_cb, &s, &err), 0);
 	assert_int_equal(s.reserved, 5000 + 7000 + 1100);
 	assert_int_equal(s.actual, 0);
 
@@ -1495,13 +1506,31 @@ static void test_spend_actuals(void **state)
 	assert_int_equal(hb_store_ledger_reverse(st, e1, NULL, &err), 0);
 	charge(st, c, 2000000, 4500, NULL);
 	memset(&s, 0, sizeof(s));
-	assert_int_equal(hb_store_spend_list(st, 0, spend_cb, &s, &err), 0);
+	assert_int_equal(hb_store_spend_list(st, 0, 1, spend_cb, &s, &err), 0);
 	assert_int_equal(s.actual, 3000 + 4500);
 	assert_int_equal(s.reserved, 0);
 	assert_int_equal(s.rows, 2);
+	/* without metering, b's estimate stands */
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(hb_store_spend_list(st, 0, 0, spend_cb, &s, &err),
+			 0);
+	assert_int_equal(s.reserved, 7000);
+	/* the reservation of one job, whatever its state */
+	struct hb_spend_row r;
+	char acct[16];
+
+	assert_int_equal(hb_store_reservation(st, b, &r, acct, sizeof(acct),
+					      &err),
+			 0);
+	assert_int_equal(r.cost_micro, 7000);
+	assert_string_equal(r.account, "physics");
+	assert_int_equal(r.side, HB_TARGET_SLURM);
+	assert_int_equal(hb_store_reservation(st, "hb-999999", &r, acct,
+					      sizeof(acct), &err),
+			 HB_ENOENT);
 	/* periods that ended before since_ms are not counted */
 	memset(&s, 0, sizeof(s));
-	assert_int_equal(hb_store_spend_list(st, 2000001, spend_cb, &s, &err),
+	assert_int_equal(hb_store_spend_list(st, 2000001, 1, spend_cb, &s, &err),
 			 0);
 	assert_int_equal(s.actual, 0);
 	/* the job's cost is its entries' sum */
