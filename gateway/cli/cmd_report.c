@@ -39,7 +39,7 @@ static const char usage[] =
 	"                        [--ratecard FILE]\n"
 	"\n"
 	"Sum the cost ledger's entries whose period ends in [--from, --to),\n"
-	"one line per KEY (default account): " HB_LEDGER_BYS ".\n"
+	"one line per KEY (default account):\n" HB_LEDGER_BYS ".\n"
 	"--pilot: the migration pilot's and control group's terminal jobs\n"
 	"that ended in the window, per side: jobs, success rate, median\n"
 	"queue wait and run time, cost per core-hour.\n"
