@@ -130,7 +130,7 @@ static const char *amount(int64_t micros, char out[48])
 }
 
 /* A round step (1, 2 or 5 times a power of ten micro-units) that cuts
- * [0, max] into at most 5 parts. */
+ * [0, max] into at most 6 parts. */
 static int64_t nice_step(int64_t max)
 {
 	static const int m[] = { 1, 2, 5 };
@@ -138,7 +138,7 @@ static int64_t nice_step(int64_t max)
 
 	for (;;) {
 		for (int i = 0; i < 3; i++)
-			if (max <= p * m[i] * 5)
+			if (max <= p * m[i] * 6)
 				return p * m[i];
 		if (p > INT64_MAX / 100)
 			return p * 10;
@@ -161,7 +161,8 @@ static void y_axis(FILE *f, int64_t top, int64_t step)
 	char a[48];
 	int dec = step % 10000 ? 6 : 2;
 
-	for (int64_t v = 0; v <= top; v += step) {
+	/* top >= step: it is max (>= 1) rounded up to one */
+	for (int64_t v = 0;; v += step) {
 		double y = TH - TB - (double)v / (double)top * (TH - TB - TT);
 
 		fprintf(f,
@@ -170,6 +171,8 @@ static void y_axis(FILE *f, int64_t top, int64_t step)
 			"text-anchor=\"end\">%s</text>\n",
 			TL, TW - TR, y, y, TL - 8, y + 4,
 			hb_report_fixed(v, MICRO, dec, a));
+		if (v > top - step)
+			break;
 	}
 	fprintf(f,
 		"<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" "
@@ -244,7 +247,10 @@ static void time_chart(FILE *f, const struct hb_ledger_series *s)
 		max = sum > max ? sum : max;
 	}
 	step = nice_step(max);
-	top = (max + step - 1) / step * step;
+	/* max rounded up to a step, without passing INT64_MAX */
+	top = max / step * step;
+	if (top < max)
+		top = top > INT64_MAX - step ? INT64_MAX : top + step;
 	fprintf(f,
 		"<svg id=\"spend-by-account\" viewBox=\"0 0 %d %d\" "
 		"role=\"img\" aria-label=\"Spend by account per %s\">\n",
