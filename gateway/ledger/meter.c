@@ -94,10 +94,27 @@ static int entries_of(const struct hb_ratecard *card,
 	*n = 0;
 	u.rate_class = u.side == HB_RATE_SLURM ? j->partition : j->queue;
 	u.account = j->account;
-	if (u.end <= u.start)
-		return 0; /* it never ran: nothing used */
-	if ((rc = hb_rate_price(card, &u, ch, HB_METER_MAX_ENTRIES, n, err)))
+	if (u.end < u.start)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "it ended (%lld) before it started (%lld)",
+				  (long long)u.end, (long long)u.start);
+	if (u.end == u.start) {
+		/* it ran, for less than its side's clock can tell: one entry
+		 * of nothing, so that it counts as a job */
+		const struct hb_rate_version *v = hb_ratecard_at(card, u.start);
+
+		if (!v)
+			return hb_err_set(err, HB_ENOENT, NULL, 0,
+					  "no rate version in force at %lld",
+					  (long long)u.start);
+		memset(ch, 0, sizeof(ch[0]));
+		ch[0].version = v->version;
+		ch[0].start = ch[0].end = u.start;
+		*n = 1;
+	} else if ((rc = hb_rate_price(card, &u, ch, HB_METER_MAX_ENTRIES, n,
+				       err))) {
 		return rc;
+	}
 	for (uint32_t i = 0; i < *n; i++) {
 		struct hb_ledger_entry *x = &e[i];
 

@@ -74,8 +74,11 @@ struct hb_meter_result {
  * Price j with card and make its ledger entries the job's: append them
  * (in the caller's transaction, or one of their own) unless the job's
  * current entries (those not reversed) are the same; reverse those
- * first when they differ.  A job that ran no time gets no entry (and
- * any it had are reversed).  Errors from pricing (no rate version in
+ * first when they differ.  A job whose start and end are the same
+ * second (it ran, for less than its side's clock tells) gets one entry
+ * of nothing at the version then in force, so that reports count it; a
+ * job that never ran is not metered at all.  Errors from pricing (no rate
+ * version in
  * force, usage beyond bounds) and from the store are passed on, err
  * naming the job.
  */

@@ -233,15 +233,23 @@ static void test_record(void **state)
 	assert_int_equal(row.cost_micros, 88000 + 2 * 44000);
 	hb_job_row_free(&row);
 
-	/* a job that never ran: no entry, and the old ones reversed */
+	/* it ran less than a second after all: one entry of nothing, at
+	 * the version in force, and the old ones reversed */
 	j.usage.end = j.usage.start;
 	assert_int_equal(hb_meter_record(fx->st, &fx->card, &j, &res, &err),
 			 0);
-	assert_int_equal(res.entries, 0);
+	assert_int_equal(res.entries, 1);
 	assert_int_equal(res.reversed, 2);
+	assert_string_equal(res.rate_version, "v1");
 	s = entries(fx);
-	assert_int_equal(s.n, 8);
+	assert_int_equal(s.n, 9);
 	assert_int_equal(s.amount, 0);
+	/* an end before the start is refused, naming the job */
+	j.usage.end = j.usage.start - 1;
+	assert_int_equal(hb_meter_record(fx->st, &fx->card, &j, &res, &err),
+			 HB_EINVAL);
+	assert_non_null(strstr(err.msg, "before it started"));
+	assert_int_equal(entries(fx).n, 9);
 }
 
 /* Burst jobs are priced on the cluster side, in their queue's class;
