@@ -457,7 +457,9 @@ static int write_report(struct hb_store *st, const struct opts *o,
 	}
 	rc = hb_store_report(st, (enum hb_ledger_by)o->by, o->from_ms, o->to_ms,
 			     &r, err);
-	if (!rc && card)
+	/* a card from the configuration only where the window has ends */
+	if (!rc && card &&
+	    (o->ratecard || (o->from_ms > 0 && o->to_ms != INT64_MAX)))
 		rc = hb_report_idle(st, r, card, &id, err);
 	if (!rc && o->fmt == F_TABLE)
 		print_table(r, &id);
@@ -472,6 +474,22 @@ static int write_report(struct hb_store *st, const struct opts *o,
 	return rc;
 }
 
+/* The rate card, for the idle column: --ratecard, else the
+ * configuration's chargeback.ratecard.  That one is the daemon's: the
+ * report goes on without the idle column when it cannot be read. */
+static int load_card(const struct opts *o, const struct hb_config *cfg,
+		     struct hb_ratecard *card, struct hb_err *err)
+{
+	const char *path = o->ratecard ? o->ratecard : cfg->chargeback_ratecard;
+	int rc = path && *path ? hb_ratecard_load(path, card, err) : 0;
+
+	if (!rc || o->ratecard)
+		return rc;
+	fprintf(stderr, "hpcbridge report: %s: no idle column\n", err->msg);
+	memset(err, 0, sizeof(*err));
+	return 0;
+}
+
 int hb_cmd_report(int argc, char **argv)
 {
 	struct hb_config cfg = { 0 };
@@ -479,7 +497,7 @@ int hb_cmd_report(int argc, char **argv)
 	struct hb_store *st = NULL;
 	struct hb_ratecard card = { 0 };
 	struct opts o;
-	const char *path = NULL, *card_path;
+	const char *path = NULL;
 	int rc = parse_opts(argc, argv, &o);
 
 	if (rc)
@@ -490,11 +508,8 @@ int hb_cmd_report(int argc, char **argv)
 				"daemon.state: empty");
 	if (!rc)
 		rc = hb_store_open_readonly(path, &st, &err);
-	/* the rate card, for the idle column: --ratecard, else the
-	 * configuration's chargeback.ratecard */
-	card_path = o.ratecard ? o.ratecard : cfg.chargeback_ratecard;
-	if (!rc && card_path && *card_path && !o.pilot)
-		rc = hb_ratecard_load(card_path, &card, &err);
+	if (!rc && !o.pilot)
+		rc = load_card(&o, &cfg, &card, &err);
 	if (!rc)
 		rc = write_report(st, &o, card.source_name ? &card : NULL,
 				  &err);

@@ -150,5 +150,18 @@ else
 	fails=$((fails + 1))
 fi
 
+# the configuration's card is the daemon's: one the report cannot read,
+# or a window without ends, leaves the column out and the report whole
+printf 'daemon:\n  state: %s\nchargeback:\n  ratecard: %s\n' "$db" "$tmp/none.yaml" >"$tmp/hb2.yaml"
+if "$hb" report --config "$tmp/hb2.yaml" --from 2026-11 --to 2026-12 >"$tmp/out" 2>"$tmp/err" &&
+	grep -q 'none.yaml.*no idle column' "$tmp/err" && ! grep -q IDLE "$tmp/out" &&
+	grep -Eq '^TOTAL .* 1095\.835330  2026\.11$' "$tmp/out" &&
+	"$hb" report --config "$tmp/hb.yaml" >"$tmp/out" && ! grep -q IDLE "$tmp/out"; then
+	passes=$((passes + 1))
+else
+	echo "FAIL: configuration's card: $(cat "$tmp/err")" >&2
+	fails=$((fails + 1))
+fi
+
 echo "report_csv.test.sh: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]
