@@ -387,6 +387,24 @@ static cJSON *json_line(const struct hb_ledger_report *r,
 }
 
 /* report.h */
+cJSON *hb_report_json_new(const char *by, int64_t from_ms, int64_t to_ms)
+{
+	cJSON *o = cJSON_CreateObject();
+	char from[32], to[32];
+
+	hb_time_rfc3339_format(from_ms / 1000, from);
+	hb_time_rfc3339_format(to_ms / 1000, to);
+	if (by)
+		cJSON_AddStringToObject(o, "by", by);
+	cJSON_AddStringToObject(o, "from", from);
+	if (to_ms == INT64_MAX)
+		cJSON_AddNullToObject(o, "to");
+	else
+		cJSON_AddStringToObject(o, "to", to);
+	return o;
+}
+
+/* report.h */
 int hb_report_json_out(cJSON *o)
 {
 	char *text = cJSON_Print(o);
@@ -402,17 +420,10 @@ int hb_report_json_out(cJSON *o)
 static int print_json(const struct hb_ledger_report *r,
 		      const struct hb_report_idle *id)
 {
-	cJSON *o = cJSON_CreateObject(), *lines;
-	char from[32], to[32];
+	cJSON *o = hb_report_json_new(hb_ledger_by_name(r->by), r->from_ms,
+				      r->to_ms),
+	      *lines;
 
-	hb_time_rfc3339_format(r->from_ms / 1000, from);
-	hb_time_rfc3339_format(r->to_ms / 1000, to);
-	cJSON_AddStringToObject(o, "by", hb_ledger_by_name(r->by));
-	cJSON_AddStringToObject(o, "from", from);
-	if (r->to_ms == INT64_MAX)
-		cJSON_AddNullToObject(o, "to");
-	else
-		cJSON_AddStringToObject(o, "to", to);
 	lines = cJSON_AddArrayToObject(o, "lines");
 	for (size_t i = 0; lines && i < r->n_lines; i++)
 		cJSON_AddItemToArray(

@@ -26,8 +26,12 @@ struct hb_ledger_report;
  * floating point); returns out. */
 const char *hb_report_fixed(int64_t v, int64_t div, int dec, char out[48]);
 
-/* Print o as JSON on standard output and delete it; 0 or HB_ENOMEM. */
+/* A JSON report's object with its window: "by" (unless NULL), "from"
+ * and "to" (null without an end), RFC 3339. */
 struct cJSON;
+struct cJSON *hb_report_json_new(const char *by, int64_t from_ms,
+				 int64_t to_ms);
+/* Print o as JSON on standard output and delete it; 0 or HB_ENOMEM. */
 int hb_report_json_out(struct cJSON *o);
 
 /* The formats, in the order --format lists them. */

@@ -16,7 +16,6 @@
 #include <cjson/cJSON.h>
 
 #include "hpcbridge/store.h"
-#include "hpcbridge/timefmt.h"
 #include "report.h"
 
 static const char *const side_names[2] = { "slurm", "kubernetes" };
@@ -140,16 +139,8 @@ static void put_fixed(cJSON *o, const char *k, int64_t v, int64_t div, int opt)
 
 static int json(const struct hb_pilot_report *p)
 {
-	cJSON *o = cJSON_CreateObject(), *cells;
-	char from[32], to[32];
+	cJSON *o = hb_report_json_new(NULL, p->from_ms, p->to_ms), *cells;
 
-	hb_time_rfc3339_format(p->from_ms / 1000, from);
-	hb_time_rfc3339_format(p->to_ms / 1000, to);
-	cJSON_AddStringToObject(o, "from", from);
-	if (p->to_ms == INT64_MAX)
-		cJSON_AddNullToObject(o, "to");
-	else
-		cJSON_AddStringToObject(o, "to", to);
 	cells = cJSON_AddArrayToObject(o, "groups");
 	for (int i = 0; i < N_CELLS; i++) {
 		CELL(p, i, g, s, c);
