@@ -127,7 +127,8 @@ for pair in "$stay:$g_stay" "$long:$g_long"; do
 	mem=$(sum "$g" mem_mib_s)
 	# 1,000 micro-units per CPU-second, 100 per GiB-second, rounded once
 	exp=$(( (got + mem * 100 / 1024) ))
-	[ $((amount - exp)) -le 1 ] && [ $((exp - amount)) -le 1 ] &&
+	[ "$amount" -gt 0 ] && [ $((amount - exp)) -le 1 ] &&
+		[ $((exp - amount)) -le 1 ] &&
 		ok "Slurm job $id: $amount micro-units (CPU and memory at test-1)" ||
 		bad "Slurm job $id: amount $amount, expected about $exp"
 done
