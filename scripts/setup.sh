@@ -12,6 +12,8 @@ pkgs=(
 	slurmdbd mariadb-server
 	python3 python3-yaml openmpi-bin libopenmpi-dev curl openssl
 	procps util-linux passwd binutils
+	# report_html.test.sh renders the HTML report in headless Chromium
+	chromium fonts-dejavu-core
 )
 
 missing=()

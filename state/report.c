@@ -7,15 +7,17 @@
  * lines, so the lines add up to it to the micro-unit.  Three statements:
  * the lines, their GPU-seconds by type, and the total's distinct jobs.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hpcbridge/store.h"
+#include "hpcbridge/timefmt.h"
 #include "store_int.h"
 
-static const char *const by_names[HB__BY_COUNT] = { "account",	 "user",
-						    "partition", "queue",
-						    "side",	 "month" };
+static const char *const by_names[HB__BY_COUNT] = {
+	"account", "user", "partition", "queue", "side", "month", "pilot"
+};
 
 const char *hb_ledger_by_name(enum hb_ledger_by by)
 {
@@ -42,14 +44,23 @@ int hb_ledger_by_parse(const char *name)
 	"GROUP BY k, g.key ORDER BY k, g.key"
 #define JOBS  "SELECT count(DISTINCT job_id) FROM ledger" WINDOW
 #define MONTH "strftime('%Y-%m', period_end_ms / 1000, 'unixepoch')"
+/* The pilot group of job JOB: its latest decision's document's
+ * $.placement.pilot.selected, true "pilot", false "control", else NULL
+ * (a document that is not JSON included: json_extract() would fail). */
+#define PILOT_OF(JOB)                                                          \
+	"(SELECT CASE WHEN json_valid(d.inputs) THEN CASE json_extract("       \
+	"d.inputs, '$.placement.pilot.selected') WHEN 1 THEN 'pilot' "         \
+	"WHEN 0 THEN 'control' END END FROM decisions AS d WHERE "             \
+	"d.job_id = " JOB " ORDER BY d.id DESC LIMIT 1)"
+#define PILOT PILOT_OF("ledger.job_id")
 #define ONE(K)                                                                 \
 	{                                                                      \
 		LINES(K), GPUS(K), JOBS                                        \
 	}
 
 static const char *const report_sql[HB__BY_COUNT][3] = {
-	ONE("account"), ONE("\"user\""), ONE("\"partition\""),
-	ONE("queue"),	ONE("side"),	 ONE(MONTH),
+	ONE("account"), ONE("\"user\""), ONE("\"partition\""), ONE("queue"),
+	ONE("side"),	ONE(MONTH),	 ONE(PILOT),
 };
 
 const char *hb_store_report_sql(enum hb_ledger_by by, int which)
@@ -366,6 +377,24 @@ static int total_jobs(struct hb_store *st, struct hb_ledger_report *r,
 	return rc == SQLITE_ROW ? 0 : rc < 0 ? rc : HB_ESTORE;
 }
 
+/* One read transaction for a report's statements, so that they see the
+ * same file, unless the caller holds one: *own says which.  0 or the
+ * error of BEGIN. */
+static int read_begin(struct hb_store *st, int *own, const char *op,
+		      struct hb_err *err)
+{
+	*own = sqlite3_get_autocommit(hb_si_db(st));
+	if (*own && sqlite3_exec(hb_si_db(st), "BEGIN", NULL, NULL, NULL))
+		return hb_si_db_fail(st, op, err);
+	return 0;
+}
+
+static void read_end(struct hb_store *st, int own)
+{
+	if (own && !sqlite3_get_autocommit(hb_si_db(st)))
+		sqlite3_exec(hb_si_db(st), "COMMIT", NULL, NULL, NULL);
+}
+
 int hb_store_report(struct hb_store *st, enum hb_ledger_by by, int64_t from_ms,
 		    int64_t to_ms, struct hb_ledger_report **out,
 		    struct hb_err *err)
@@ -390,19 +419,14 @@ int hb_store_report(struct hb_store *st, enum hb_ledger_by by, int64_t from_ms,
 	r->by = by;
 	r->from_ms = from_ms;
 	r->to_ms = to_ms;
-	/* one read transaction: the three statements see the same file */
-	own = sqlite3_get_autocommit(hb_si_db(st));
-	rc = own && sqlite3_exec(hb_si_db(st), "BEGIN", NULL, NULL, NULL)
-		     ? hb_si_db_fail(st, op, err)
-		     : 0;
+	rc = read_begin(st, &own, op, err);
 	if (!rc)
 		rc = read_lines(st, r, op, err);
 	if (!rc)
 		rc = read_gpus(st, r, &rows, &n, op, err);
 	if (!rc)
 		rc = total_jobs(st, r, op, err);
-	if (own && !sqlite3_get_autocommit(hb_si_db(st)))
-		sqlite3_exec(hb_si_db(st), "COMMIT", NULL, NULL, NULL);
+	read_end(st, own);
 	if (!rc && (rc = fill(r, rows, n)))
 		hb_err_set(err, rc, hb_si_path(st), 0, "%s: %s", op,
 			   rc == HB_ERANGE ? "a total overflows 64 bits"
@@ -416,4 +440,390 @@ int hb_store_report(struct hb_store *st, enum hb_ledger_by by, int64_t from_ms,
 	}
 	*out = r;
 	return 0;
+}
+
+/* --- series: amounts per key and per day or month ------------------------ */
+
+static const char *const key_sql[HB__BY_COUNT] = {
+	"account", "\"user\"", "\"partition\"", "queue", "side", MONTH, PILOT,
+};
+
+#define DAY_MS	       INT64_C(86400000)
+#define STEP_FMT(step) ((step) == HB_STEP_DAY ? "'%Y-%m-%d'" : "'%Y-%m'")
+
+void hb_ledger_series_free(struct hb_ledger_series *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n_buckets; i++)
+		free(s->buckets[i]);
+	for (size_t i = 0; i < s->n_keys; i++)
+		free(s->keys[i]);
+	free(s->buckets);
+	free(s->keys);
+	free(s->amount_micros);
+	free(s->has);
+	free(s);
+}
+
+/* The buckets from the one of first_ms to the one of last_ms, every one
+ * between included ("YYYY-MM-DD" or "YYYY-MM": the prefix of an RFC 3339
+ * time); 0 or HB_ENOMEM. */
+static int make_buckets(struct hb_ledger_series *s, int64_t first_ms,
+			int64_t last_ms)
+{
+	size_t len = s->step == HB_STEP_DAY ? 10 : 7, cap = 0;
+	int64_t t = first_ms - first_ms % DAY_MS;
+	char at[32], end[32];
+
+	hb_time_rfc3339_format(last_ms / 1000, end);
+	end[len] = 0;
+	for (;;) {
+		hb_time_rfc3339_format(t / 1000, at);
+		if (s->step == HB_STEP_MONTH) /* back to the 1st */
+			t -= ((at[8] - '0') * 10 + (at[9] - '0') - 1) * DAY_MS;
+		at[len] = 0;
+		if (strcmp(at, end) > 0)
+			return 0;
+		if (s->n_buckets == cap) {
+			void *n =
+				realloc(s->buckets, (cap = cap ? 2 * cap : 32) *
+							    sizeof(char *));
+			if (!n)
+				return HB_ENOMEM;
+			s->buckets = n;
+		}
+		if (!(s->buckets[s->n_buckets] = strdup(at)))
+			return HB_ENOMEM;
+		s->n_buckets++;
+		/* a month: 32 days from the 1st is in the next one */
+		t += s->step == HB_STEP_DAY ? DAY_MS : 32 * DAY_MS;
+	}
+}
+
+/* The first and last period ends in the window, and the step AUTO
+ * means; *n 0 when the window is empty. */
+static int series_extent(struct hb_store *st, struct hb_ledger_series *s,
+			 int64_t from_ms, int64_t to_ms, int64_t *first,
+			 int64_t *last, int64_t *n, const char *op,
+			 struct hb_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc;
+
+	if (sqlite3_prepare_v2(hb_si_db(st),
+			       "SELECT count(*), min(period_end_ms), "
+			       "max(period_end_ms) FROM ledger" WINDOW,
+			       -1, &q, NULL))
+		return hb_si_db_fail(st, op, err);
+	sqlite3_bind_int64(q, 1, from_ms);
+	sqlite3_bind_int64(q, 2, to_ms);
+	rc = hb_si_step(st, q, op, err);
+	if (rc == SQLITE_ROW) {
+		*n = sqlite3_column_int64(q, 0);
+		*first = sqlite3_column_int64(q, 1);
+		*last = sqlite3_column_int64(q, 2);
+		rc = 0;
+	}
+	sqlite3_finalize(q);
+	if (!rc && s->step == HB_STEP_AUTO) {
+		int64_t lo = from_ms > 0 ? from_ms : *first;
+		int64_t hi = to_ms != INT64_MAX ? to_ms : *last + 1;
+
+		s->step = hi - lo <= HB_SERIES_DAYS_MAX * DAY_MS
+				  ? HB_STEP_DAY
+				  : HB_STEP_MONTH;
+	}
+	return rc == SQLITE_DONE ? HB_ESTORE : rc;
+}
+
+/* Key k at the end of the sorted key list (rows come ordered by key). */
+static int series_key(struct hb_ledger_series *s, const char *k, size_t *cap)
+{
+	if (s->n_keys && !key_cmp(s->keys[s->n_keys - 1], k))
+		return 0;
+	if (s->n_keys == *cap) {
+		void *n = realloc(s->keys, (*cap = *cap ? 2 * *cap : 16) *
+						   sizeof(char *));
+		if (!n)
+			return HB_ENOMEM;
+		s->keys = n;
+	}
+	s->keys[s->n_keys] = k ? strdup(k) : NULL;
+	if (k && !s->keys[s->n_keys])
+		return HB_ENOMEM;
+	s->n_keys++;
+	return 0;
+}
+
+struct cell {
+	size_t key, bucket;
+	int64_t micros;
+};
+
+/* The cells' rows: key, bucket, sum, ordered by key then bucket. */
+static int series_cells(struct hb_store *st, struct hb_ledger_series *s,
+			int64_t from_ms, int64_t to_ms, struct cell **cells,
+			size_t *n, const char *op, struct hb_err *err)
+{
+	char sql[512];
+	sqlite3_stmt *q = NULL;
+	size_t cap = 0, kcap = 0;
+	int rc;
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT %s AS k, strftime(%s, period_end_ms / 1000, "
+		 "'unixepoch') AS b, sum(amount_micros) FROM ledger" WINDOW
+		 " GROUP BY k, b ORDER BY k, b",
+		 key_sql[s->by], STEP_FMT(s->step));
+	if (sqlite3_prepare_v2(hb_si_db(st), sql, -1, &q, NULL))
+		return hb_si_db_fail(st, op, err);
+	sqlite3_bind_int64(q, 1, from_ms);
+	sqlite3_bind_int64(q, 2, to_ms);
+	while ((rc = hb_si_step(st, q, op, err)) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(q, 0);
+		const char *b = (const char *)sqlite3_column_text(q, 1);
+		char **at = b ? bsearch(&b, s->buckets, s->n_buckets,
+					sizeof(char *), cmp_str)
+			      : NULL;
+
+		if (!at) {
+			rc = HB_ESTORE;
+			break;
+		}
+		if (*n == cap) {
+			void *nc = realloc(*cells, (cap = cap ? 2 * cap : 64) *
+							   sizeof(**cells));
+			if (!nc) {
+				rc = HB_ENOMEM;
+				break;
+			}
+			*cells = nc;
+		}
+		if ((rc = series_key(s, k, &kcap)))
+			break;
+		(*cells)[(*n)++] =
+			(struct cell){ s->n_keys - 1, (size_t)(at - s->buckets),
+				       sqlite3_column_int64(q, 2) };
+	}
+	sqlite3_finalize(q);
+	if (rc == HB_ENOMEM || rc == HB_ESTORE)
+		return hb_err_set(err, rc, hb_si_path(st), 0, "%s: %s", op,
+				  rc == HB_ENOMEM ? "out of memory"
+						  : "a period outside the "
+						    "window's buckets");
+	return rc == SQLITE_DONE ? 0 : rc;
+}
+
+/* The key-by-bucket matrix from the cells, and its total. */
+static int series_fill(struct hb_ledger_series *s, const struct cell *c,
+		       size_t n)
+{
+	size_t nb = s->n_buckets;
+
+	s->amount_micros = calloc(s->n_keys * nb + 1, sizeof(int64_t));
+	s->has = calloc(s->n_keys * nb + 1, 1);
+	if (!s->amount_micros || !s->has)
+		return HB_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		s->amount_micros[c[i].key * nb + c[i].bucket] = c[i].micros;
+		s->has[c[i].key * nb + c[i].bucket] = 1;
+		if (add(&s->total_micros, c[i].micros))
+			return HB_ERANGE;
+	}
+	return 0;
+}
+
+int hb_store_report_series(struct hb_store *st, enum hb_ledger_by by,
+			   enum hb_ledger_step step, int64_t from_ms,
+			   int64_t to_ms, struct hb_ledger_series **out,
+			   struct hb_err *err)
+{
+	static const char op[] = "report series";
+	struct hb_ledger_series *s;
+	struct cell *cells = NULL;
+	int64_t first = 0, last = 0, n = 0;
+	size_t n_cells = 0;
+	int rc, own;
+
+	*out = NULL;
+	if ((int)by < 0 || by >= HB__BY_COUNT || (int)step < HB_STEP_AUTO ||
+	    step > HB_STEP_MONTH || to_ms < from_ms)
+		return hb_err_set(
+			err, HB_EINVAL, hb_si_path(st), 0, "%s: %s", op,
+			to_ms < from_ms ? "to: before from"
+					: "by or step: unknown value");
+	if (!(s = calloc(1, sizeof(*s))))
+		return hb_err_set(err, HB_ENOMEM, hb_si_path(st), 0,
+				  "%s: out of memory", op);
+	s->by = by;
+	s->step = step;
+	rc = read_begin(st, &own, op, err);
+	if (!rc)
+		rc = series_extent(st, s, from_ms, to_ms, &first, &last, &n, op,
+				   err);
+	if (!rc && n && (rc = make_buckets(s, first, last)))
+		hb_err_set(err, rc, hb_si_path(st), 0, "%s: out of memory", op);
+	if (!rc && n)
+		rc = series_cells(st, s, from_ms, to_ms, &cells, &n_cells, op,
+				  err);
+	read_end(st, own);
+	if (!rc && (rc = series_fill(s, cells, n_cells)))
+		hb_err_set(err, rc, hb_si_path(st), 0, "%s: %s", op,
+			   rc == HB_ERANGE ? "a total overflows 64 bits"
+					   : "out of memory");
+	free(cells);
+	if (rc) {
+		hb_ledger_series_free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+/* --- the migration pilot ------------------------------------------------- */
+
+static const char *const group_names[HB__PILOT_COUNT] = { "pilot", "control" };
+
+const char *hb_pilot_group_name(enum hb_pilot_group g)
+{
+	return (int)g >= 0 && g < HB__PILOT_COUNT ? group_names[g] : "unknown";
+}
+
+/* One row per terminal job of a group in the window: group, side,
+ * succeeded, queue wait, run time, ledger amount, CPU millicore-s. */
+static const char pilot_sql[] =
+	"SELECT g, target, state = 'succeeded', started_ms - created_ms, "
+	"ended_ms - started_ms, "
+	"(SELECT sum(amount_micros) FROM ledger AS l WHERE l.job_id = j.id), "
+	"(SELECT sum(cpu_mcore_s) FROM ledger AS l WHERE l.job_id = j.id) "
+	"FROM (SELECT *, " PILOT_OF(
+		"jobs.id") " AS g FROM jobs "
+			   "WHERE state IN ('succeeded', 'failed', "
+			   "'cancelled', 'lost') "
+			   "AND target IN ('slurm', 'kubernetes') "
+			   "AND coalesce(ended_ms, updated_ms) >= ?1 "
+			   "AND coalesce(ended_ms, updated_ms) < ?2) AS j "
+			   "WHERE g IS NOT NULL";
+
+/* A growable list of durations, for a median. */
+struct durs {
+	int64_t *v;
+	size_t n, cap;
+};
+
+static int durs_add(struct durs *d, int64_t v)
+{
+	if (d->n == d->cap) {
+		void *nv = realloc(d->v, (d->cap = d->cap ? 2 * d->cap : 32) *
+						 sizeof(*d->v));
+		if (!nv)
+			return HB_ENOMEM;
+		d->v = nv;
+	}
+	d->v[d->n++] = v;
+	return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of d, -1 for none; an even count's two middle values'
+ * mean, rounded down.  *n gets the count. */
+static int64_t median(struct durs *d, int64_t *n)
+{
+	int64_t lo, hi;
+
+	*n = (int64_t)d->n;
+	if (!d->n)
+		return -1;
+	qsort(d->v, d->n, sizeof(*d->v), cmp_i64);
+	lo = d->v[(d->n - 1) / 2];
+	hi = d->v[d->n / 2];
+	return lo + (hi - lo) / 2;
+}
+
+/* amount per core-hour in micro-units, half up; -1 without core-hours */
+static int64_t per_core_h(int64_t micros, int64_t mcore_s)
+{
+	__int128 num = (__int128)micros * 3600000;
+
+	if (mcore_s <= 0)
+		return -1;
+	return (int64_t)((num * 2 + (num < 0 ? -mcore_s : mcore_s)) /
+			 (2 * (__int128)mcore_s));
+}
+
+/* The rows of pilot_sql into the cells and their duration lists. */
+static int pilot_rows(struct hb_store *st, struct hb_pilot_report *r,
+		      struct durs wait[][2], struct durs run[][2],
+		      const char *op, struct hb_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc;
+
+	if (sqlite3_prepare_v2(hb_si_db(st), pilot_sql, -1, &q, NULL))
+		return hb_si_db_fail(st, op, err);
+	sqlite3_bind_int64(q, 1, r->from_ms);
+	sqlite3_bind_int64(q, 2, r->to_ms);
+	while ((rc = hb_si_step(st, q, op, err)) == SQLITE_ROW) {
+		const char *g = (const char *)sqlite3_column_text(q, 0);
+		const char *t = (const char *)sqlite3_column_text(q, 1);
+		int gi = g && !strcmp(g, "control"), si = t && t[0] == 'k';
+		struct hb_pilot_cell *c = &r->cell[gi][si];
+
+		c->jobs++;
+		c->succeeded += sqlite3_column_int64(q, 2);
+		rc = add(&c->amount_micros, sqlite3_column_int64(q, 5));
+		rc = rc ? rc : add(&c->cpu_mcore_s, sqlite3_column_int64(q, 6));
+		if (!rc && sqlite3_column_type(q, 3) != SQLITE_NULL)
+			rc = durs_add(&wait[gi][si],
+				      sqlite3_column_int64(q, 3));
+		if (!rc && sqlite3_column_type(q, 4) != SQLITE_NULL)
+			rc = durs_add(&run[gi][si], sqlite3_column_int64(q, 4));
+		if (rc)
+			break;
+	}
+	sqlite3_finalize(q);
+	if (rc == HB_ENOMEM || rc == HB_ERANGE)
+		return hb_err_set(err, rc, hb_si_path(st), 0, "%s: %s", op,
+				  rc == HB_ENOMEM ? "out of memory"
+						  : "a sum overflows 64 bits");
+	return rc == SQLITE_DONE ? 0 : rc;
+}
+
+int hb_store_pilot_report(struct hb_store *st, int64_t from_ms, int64_t to_ms,
+			  struct hb_pilot_report *out, struct hb_err *err)
+{
+	static const char op[] = "pilot report";
+	struct durs wait[HB__PILOT_COUNT][2] = { 0 },
+		    run[HB__PILOT_COUNT][2] = { 0 };
+	int rc, own;
+
+	memset(out, 0, sizeof(*out));
+	if (to_ms < from_ms)
+		return hb_err_set(err, HB_EINVAL, hb_si_path(st), 0,
+				  "%s: to: before from", op);
+	out->from_ms = from_ms;
+	out->to_ms = to_ms;
+	rc = read_begin(st, &own, op, err);
+	if (!rc)
+		rc = pilot_rows(st, out, wait, run, op, err);
+	read_end(st, own);
+	for (int g = 0; g < HB__PILOT_COUNT; g++)
+		for (int i = 0; i < 2; i++) {
+			struct hb_pilot_cell *c = &out->cell[g][i];
+
+			c->wait_median_ms = median(&wait[g][i], &c->waited);
+			c->run_median_ms = median(&run[g][i], &c->ran);
+			c->per_core_h_micros =
+				per_core_h(c->amount_micros, c->cpu_mcore_s);
+			free(wait[g][i].v);
+			free(run[g][i].v);
+		}
+	return rc;
 }

@@ -269,9 +269,11 @@ static int get_side(struct rd *r, const cJSON *obj, const char *path,
 
 /* ---- versions --------------------------------------------------------- */
 
+static const char *const side_keys[HB_RATE_NSIDES + 1] = { "slurm",
+							   "kubernetes", NULL };
+
 static const char *const version_keys[] = { "version", "effective", "slurm",
 					    "kubernetes", NULL };
-static const char *const side_keys[HB_RATE_NSIDES] = { "slurm", "kubernetes" };
 
 static int get_version(struct rd *r, const cJSON *obj, const char *path,
 		       struct hb_rate_version *v)
@@ -375,8 +377,8 @@ static int get_versions(struct rd *r, const cJSON *list,
 
 /* ---- the card --------------------------------------------------------- */
 
-static const char *const top_keys[] = { "currency", "idle_cost", "versions",
-					NULL };
+static const char *const top_keys[] = { "currency", "idle_cost", "capacity",
+					"versions", NULL };
 static const char *const currency_keys[] = { "code", "symbol", NULL };
 static const char *const idle_words[] = { "none", "proportional", "even",
 					  NULL };
@@ -412,6 +414,100 @@ static int get_currency(struct rd *r, const cJSON *it, struct hb_ratecard *card)
 	return 0;
 }
 
+/* ---- capacity, for idle cost ------------------------------------------ */
+
+static const char *const capacity_keys[] = { "cpus", "memory_gb", "gpus",
+					     NULL };
+
+/* A whole number 0..max. */
+static int get_count(struct rd *r, const cJSON *it, const char *path,
+		     uint64_t max, uint64_t *out)
+{
+	char b[64];
+	const char *t = scalar(it, b, sizeof(b));
+
+	if (!t || hb_parse_u64(t, max, out))
+		return fail(r, it, path,
+			    "expected a whole number from 0 to %llu",
+			    (unsigned long long)max);
+	return 0;
+}
+
+static int get_capacity_gpus(struct rd *r, const cJSON *g, const char *path,
+			     struct hb_rate_capacity *c)
+{
+	const cJSON *e;
+	char p[PATH_MAX_];
+	uint64_t n;
+	int rc;
+
+	if ((rc = mapping(r, g, path, NULL, HB_USAGE_MAX_GPU_TYPES)))
+		return rc;
+	cJSON_ArrayForEach (e, g) {
+		struct hb_usage_gpu *u = &c->gpus[c->ngpus];
+
+		join(p, path, e->string);
+		if ((rc = get_name(r, e, p, e->string, true, &u->type)) ||
+		    (rc = get_count(r, e, p, HB_USAGE_MAX_GPU, &n)))
+			return rc;
+		u->count = (uint32_t)n;
+		c->ngpus++;
+	}
+	return 0;
+}
+
+static int get_capacity_side(struct rd *r, const cJSON *obj, const char *path,
+			     struct hb_rate_capacity **out)
+{
+	struct hb_rate_capacity *c;
+	const cJSON *it;
+	char p[PATH_MAX_];
+	uint64_t n;
+	int rc;
+
+	if ((rc = mapping(r, obj, path, capacity_keys, 4)))
+		return rc;
+	if (!(c = hb_arena_alloc(r->a, sizeof(*c))))
+		return HB_ENOMEM;
+	memset(c, 0, sizeof(*c));
+	c->line = (uint32_t)hb_doc_line(obj);
+	if ((it = cJSON_GetObjectItemCaseSensitive(obj, "cpus"))) {
+		rc = get_count(r, it, join(p, path, "cpus"), HB_USAGE_MAX_CPUS,
+			       &n);
+		c->cpus = (uint32_t)n;
+	}
+	if (!rc && (it = cJSON_GetObjectItemCaseSensitive(obj, "memory_gb"))) {
+		rc = get_count(r, it, join(p, path, "memory_gb"),
+			       HB_USAGE_MAX_MEM >> 30, &n);
+		c->mem_bytes = n << 30;
+	}
+	if (!rc && (it = cJSON_GetObjectItemCaseSensitive(obj, "gpus")))
+		rc = get_capacity_gpus(r, it, join(p, path, "gpus"), c);
+	*out = c;
+	return rc;
+}
+
+/* capacity: {slurm: {...}, kubernetes: {...}}, either optional. */
+static int get_capacity(struct rd *r, const cJSON *obj,
+			struct hb_ratecard *card)
+{
+	const cJSON *it;
+	char p[PATH_MAX_];
+	int rc;
+
+	if ((rc = mapping(r, obj, "capacity", side_keys, HB_RATE_NSIDES)))
+		return rc;
+	for (int s = 0; s < HB_RATE_NSIDES; s++) {
+		it = cJSON_GetObjectItemCaseSensitive(obj, side_keys[s]);
+		if (it && !cJSON_IsNull(it) &&
+		    (rc = get_capacity_side(r, it,
+					    join(p, "capacity", side_keys[s]),
+					    &card->capacity[s])))
+			return rc;
+	}
+	return 0;
+}
+
 static int read_card(struct rd *r, const cJSON *doc, struct hb_ratecard *card)
 {
 	const cJSON *it;
@@ -438,6 +534,9 @@ static int read_card(struct rd *r, const cJSON *doc, struct hb_ratecard *card)
 				    "expected none, proportional or even");
 		card->idle_cost = (enum hb_idle_cost)i;
 	}
+	it = cJSON_GetObjectItemCaseSensitive(doc, "capacity");
+	if (it && !cJSON_IsNull(it) && (rc = get_capacity(r, it, card)))
+		return rc;
 	it = cJSON_GetObjectItemCaseSensitive(doc, "versions");
 	if (!it || cJSON_IsNull(it))
 		return fail(r, doc, "versions", "required");
@@ -492,4 +591,96 @@ void hb_ratecard_free(struct hb_ratecard *card)
 		return;
 	hb_arena_free(&card->arena);
 	memset(card, 0, sizeof(*card));
+}
+
+/* ---- idle cost --------------------------------------------------------- */
+
+int hb_ratecard_capacity_cost(const struct hb_ratecard *card,
+			      enum hb_rate_side side, int64_t from, int64_t to,
+			      int64_t *amount, struct hb_err *err)
+{
+	const struct hb_rate_capacity *c =
+		(int)side >= 0 && side < HB_RATE_NSIDES ? card->capacity[side]
+							: NULL;
+	struct hb_usage u = { .side = side, .start = from, .end = to };
+	struct hb_charge *ch;
+	uint32_t n = 0;
+	int rc;
+
+	*amount = 0;
+	if (!c)
+		return hb_err_set(err, HB_ENOENT, card->source_name, 0,
+				  "capacity: no capacity for %s",
+				  side == HB_RATE_KUBE ? "kubernetes"
+						       : "slurm");
+	u.cpus = c->cpus;
+	u.mem_bytes = c->mem_bytes;
+	u.ngpus = c->ngpus;
+	memcpy(u.gpus, c->gpus, sizeof(u.gpus));
+	/* one entry per version at most, and one more for the first */
+	if (!(ch = calloc(card->nversions + 1, sizeof(*ch))))
+		return hb_err_set(err, HB_ENOMEM, card->source_name, 0,
+				  "out of memory");
+	rc = hb_rate_price(card, &u, ch, card->nversions + 1, &n, err);
+	for (uint32_t i = 0; !rc && i < n; i++)
+		if (__builtin_add_overflow(*amount, ch[i].amount, amount))
+			rc = hb_err_set(err, HB_ERANGE, card->source_name,
+					c->line, "capacity: cost overflows");
+	free(ch);
+	return rc;
+}
+
+/* A line's remainder, for the largest-remainder rule. */
+struct rem {
+	unsigned __int128 r;
+	size_t i;
+};
+
+static int by_remainder(const void *a, const void *b)
+{
+	const struct rem *x = a, *y = b;
+
+	if (x->r != y->r)
+		return x->r > y->r ? -1 : 1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+int hb_idle_allocate(enum hb_idle_cost how, int64_t idle,
+		     const int64_t *weights, size_t n, int64_t *out)
+{
+	unsigned __int128 sum = 0;
+	size_t m = 0, k = 0;
+	int64_t left = idle;
+	struct rem *rem;
+
+	if (idle < 0)
+		return HB_EINVAL;
+	memset(out, 0, n * sizeof(*out));
+	for (size_t i = 0; i < n; i++)
+		if (weights[i] > 0) {
+			sum += (uint64_t)(how == HB_IDLE_EVEN ? 1 : weights[i]);
+			m++;
+		}
+	if (how == HB_IDLE_NONE || !m || !idle)
+		return 0;
+	if (!(rem = calloc(m, sizeof(*rem))))
+		return HB_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		unsigned __int128 w, p;
+
+		if (weights[i] <= 0)
+			continue;
+		w = how == HB_IDLE_EVEN ? 1 : (uint64_t)weights[i];
+		p = (unsigned __int128)(uint64_t)idle * w;
+		out[i] = (int64_t)(p / sum);
+		left -= out[i];
+		rem[k++] = (struct rem){ p % sum, i };
+	}
+	/* left < m: one micro-unit each to the largest remainders (EVEN:
+	 * all equal, so the first lines) */
+	qsort(rem, m, sizeof(*rem), by_remainder);
+	for (size_t j = 0; left > 0; j++, left--)
+		out[rem[j].i]++;
+	free(rem);
+	return 0;
 }

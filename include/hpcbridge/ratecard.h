@@ -77,6 +77,9 @@ struct hb_ratecard {
 	const char *currency;	     /* "EUR" */
 	const char *currency_symbol; /* "€" */
 	enum hb_idle_cost idle_cost;
+	/* per side, what it has (capacity:), for idle cost; NULL: not
+	 * given */
+	struct hb_rate_capacity *capacity[HB_RATE_NSIDES];
 	struct hb_rate_version *versions; /* sorted by effective */
 	uint32_t nversions;
 };
@@ -120,6 +123,16 @@ int64_t hb_rate_gpu_hour(const struct hb_rate *r, const char *type);
 struct hb_usage_gpu {
 	const char *type; /* NULL: untyped, priced at the default */
 	uint32_t count;
+};
+
+/* A side's capacity (the card's capacity.slurm, capacity.kubernetes):
+ * priced as one job of that size in the side's default class. */
+struct hb_rate_capacity {
+	uint32_t cpus;
+	uint64_t mem_bytes; /* memory_gb × 2^30 */
+	struct hb_usage_gpu gpus[HB_USAGE_MAX_GPU_TYPES];
+	uint32_t ngpus;
+	uint32_t line;
 };
 
 /* What one job used on one side.  Strings are borrowed. */
@@ -184,6 +197,31 @@ int hb_rate_price_storage(const struct hb_ratecard *card,
 			  enum hb_rate_side side, const char *cls, int64_t at,
 			  uint64_t bytes, uint64_t seconds, int64_t *amount,
 			  const char **version, struct hb_err *err);
+
+/* ---- idle cost --------------------------------------------------------- */
+
+/*
+ * What side's capacity costs over [from, to) (Unix seconds): the
+ * capacity priced as one job in the side's default class, split by rate
+ * period and rounded per period as any job.  HB_ENOENT (err says why)
+ * when the card gives no capacity for side, or no version prices the
+ * side at some instant of the window.
+ */
+int hb_ratecard_capacity_cost(const struct hb_ratecard *card,
+			      enum hb_rate_side side, int64_t from, int64_t to,
+			      int64_t *amount, struct hb_err *err);
+/*
+ * Spread idle (>= 0) micro-units over n lines into out[]: PROPORTIONAL in
+ * proportion to the lines' positive weights, EVEN equally over the lines
+ * whose weight is positive; lines with a weight <= 0 get 0.  Each line
+ * gets its share rounded down, and the micro-units left (fewer than the
+ * lines) go one each to the lines with the largest remainders
+ * (PROPORTIONAL) or to the first lines (EVEN), earlier lines first on a
+ * tie: out[] sums to idle exactly.  NONE, or no positive weight: all 0.
+ * HB_EINVAL for a negative idle.
+ */
+int hb_idle_allocate(enum hb_idle_cost how, int64_t idle,
+		     const int64_t *weights, size_t n, int64_t *out);
 
 /* num / den rounded half up (den > 0); HB_ERANGE past INT64_MAX.  The
  * one rounding every amount goes through. */

@@ -486,9 +486,10 @@ enum hb_ledger_by {
 	HB_BY_QUEUE,
 	HB_BY_SIDE,
 	HB_BY_MONTH, /* "YYYY-MM" of the period's end, UTC */
+	HB_BY_PILOT, /* "pilot", "control", NULL: hb_store_pilot_report() */
 	HB__BY_COUNT
 };
-#define HB_LEDGER_BYS "account, user, partition, queue, side, month"
+#define HB_LEDGER_BYS "account, user, partition, queue, side, month, pilot"
 const char *hb_ledger_by_name(enum hb_ledger_by by);
 int hb_ledger_by_parse(const char *name);
 
@@ -532,5 +533,80 @@ void hb_ledger_report_free(struct hb_ledger_report *r);
  * sqlite3 CLI (tests/bench/bench_ledger.c).  NULL for a by that is none.
  */
 const char *hb_store_report_sql(enum hb_ledger_by by, int which);
+
+/* How a series cuts time: by day or month of the period's end, UTC;
+ * AUTO: by day when the window (its open ends closed by the first and
+ * last entry in it) spans at most HB_SERIES_DAYS_MAX days, else by month. */
+enum hb_ledger_step { HB_STEP_AUTO, HB_STEP_DAY, HB_STEP_MONTH };
+#define HB_SERIES_DAYS_MAX 31
+
+/* A report's amounts cut by time: one cell per key and bucket. */
+struct hb_ledger_series {
+	enum hb_ledger_by by;
+	enum hb_ledger_step step; /* DAY or MONTH, what AUTO chose */
+	/* "YYYY-MM-DD" or "YYYY-MM", every one from the first entry's to
+	 * the last's, empty ones included; none for an empty window */
+	char **buckets;
+	size_t n_buckets;
+	char **keys; /* sorted, NULL first, as a report's lines */
+	size_t n_keys;
+	/* [k * n_buckets + b]: key k's amount in bucket b; has[] is 1
+	 * where the cell has entries (its amount may still be 0) */
+	int64_t *amount_micros;
+	unsigned char *has;
+	int64_t total_micros; /* the cells' sum */
+};
+
+/*
+ * Sum the entries' amounts whose period ends in [from_ms, to_ms) per key
+ * of by and per bucket of step, into *out (caller frees with
+ * hb_ledger_series_free()).  Integer sums in SQL, as hb_store_report():
+ * the cells add up to its total to the micro-unit.
+ */
+int hb_store_report_series(struct hb_store *st, enum hb_ledger_by by,
+			   enum hb_ledger_step step, int64_t from_ms,
+			   int64_t to_ms, struct hb_ledger_series **out,
+			   struct hb_err *err);
+/* NULL is a no-op. */
+void hb_ledger_series_free(struct hb_ledger_series *s);
+
+/*
+ * The migration pilot.  A job is in it when its latest decision's stored
+ * document says so: $.placement.pilot.selected is true (the pilot group)
+ * or false (the control group, chosen by the same rule and not
+ * selected); a job whose latest decision has neither is in no group.
+ */
+enum hb_pilot_group { HB_PILOT_PILOT, HB_PILOT_CONTROL, HB__PILOT_COUNT };
+const char *hb_pilot_group_name(enum hb_pilot_group g);
+
+/* One group's jobs on one side (jobs.target). */
+struct hb_pilot_cell {
+	int64_t jobs;	   /* terminal jobs */
+	int64_t succeeded; /* of them, succeeded: the success rate's */
+	/* medians over the jobs that have the times (started_ms -
+	 * created_ms; ended_ms - started_ms); of an even count, the mean
+	 * of the two middle values, rounded down; -1: none */
+	int64_t waited, ran; /* how many jobs each median is over */
+	int64_t wait_median_ms, run_median_ms;
+	/* the sums of the jobs' ledger entries (reversals included) */
+	int64_t amount_micros, cpu_mcore_s;
+	/* amount per core-hour, micro-units, rounded half up; -1: no
+	 * core-hours */
+	int64_t per_core_h_micros;
+};
+
+struct hb_pilot_report {
+	int64_t from_ms, to_ms;
+	/* [group][side]: side 0 slurm, 1 kubernetes */
+	struct hb_pilot_cell cell[HB__PILOT_COUNT][2];
+};
+
+/*
+ * The pilot and control groups' terminal jobs that ended in [from_ms,
+ * to_ms) (ended_ms, or updated_ms where it is not known), per group and
+ * side, into *out.  Read in one transaction.
+ */
+int hb_store_pilot_report(struct hb_store *st, int64_t from_ms, int64_t to_ms,
+			  struct hb_pilot_report *out, struct hb_err *err);
 
 #endif

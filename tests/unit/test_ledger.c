@@ -3,7 +3,9 @@
  * none), reversals (negated quantities, never twice, never of a
  * reversal), UPDATE and DELETE refused, reports whose lines add up to the
  * total to the micro-unit for every grouping over generated entries,
- * months split at a boundary in UTC, and the read-only handle.
+ * months split at a boundary in UTC, and the read-only handle; the
+ * series by day and month, and the idle column's pieces: a card's
+ * capacity, its cost over a window, its allocation over lines.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 
 #include <sqlite3.h>
 
+#include "hpcbridge/ratecard.h"
 #include "hpcbridge/store.h"
 #include "testutil.h"
 
@@ -260,7 +263,7 @@ static void test_reversal(void **state)
 
 /* Generated entries: pseudo-random accounts (some NULL, one with a comma
  * and a quote), users, partitions, queues, sides, GPUs, amounts, over
- * October and November; a few reversed. */
+ * October and November; a few reversed; jobs in the pilot's groups. */
 static int64_t fill(struct fx *fx, int n)
 {
 	static const char *const acct[] = { "physics", "chem,\"bio\"", NULL,
@@ -295,6 +298,18 @@ static int64_t fill(struct fx *fx, int n)
 		sum += e[i].amount_micros;
 	}
 	assert_int_equal(hb_store_ledger_append(fx->st, e, (size_t)n, &err), 0);
+	/* a third of the jobs in the pilot, a third in its control group */
+	for (int i = 0; i < 64; i++)
+		if (i % 3 < 2)
+			assert_int_equal(
+				hb_store_decision_add(
+					fx->st, fx->jobs[i], HB_TARGET_SLURM,
+					i % 3 ? "{\"placement\":{\"pilot\":"
+						"{\"selected\":false}}}"
+					      : "{\"placement\":{\"pilot\":"
+						"{\"selected\":true}}}",
+					NULL, NULL, &err),
+				0);
 	for (int i = 0; i < n; i += 17) {
 		assert_int_equal(
 			hb_store_ledger_reverse(fx->st, e[i].id, NULL, &err),
@@ -303,6 +318,14 @@ static int64_t fill(struct fx *fx, int n)
 	}
 	free(e);
 	return sum;
+}
+
+/* NULL first, then bytes: the order of report lines and series keys. */
+static int key_cmp_test(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b ? 0 : a ? 1 : -1;
+	return strcmp(a, b);
 }
 
 static void test_report_sums(void **state)
@@ -388,6 +411,264 @@ static void test_report_months(void **state)
 	assert_null(r);
 }
 
+/* The series: every key's cells add up to its report line, all cells to
+ * the total, to the micro-unit; buckets run without a gap from the first
+ * entry's to the last's; AUTO cuts a few days by day, months by month. */
+static void test_report_series(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_err err = { 0 };
+	int64_t sum = fill(fx, 2000);
+	struct hb_ledger_series *s = NULL;
+	struct hb_ledger_report *r = NULL;
+
+	for (int by = 0; by < HB__BY_COUNT; by++) {
+		assert_int_equal(hb_store_report(fx->st, (enum hb_ledger_by)by,
+						 0, INT64_MAX, &r, &err),
+				 0);
+		assert_int_equal(hb_store_report_series(
+					 fx->st, (enum hb_ledger_by)by,
+					 HB_STEP_AUTO, 0, INT64_MAX, &s, &err),
+				 0);
+		/* entries end from Oct 30 to Nov 3: by day, 5 days */
+		assert_int_equal(s->step, HB_STEP_DAY);
+		assert_int_equal(s->n_buckets, 5);
+		assert_string_equal(s->buckets[0], "2026-10-30");
+		assert_string_equal(s->buckets[2], "2026-11-01");
+		assert_string_equal(s->buckets[4], "2026-11-03");
+		assert_int_equal(s->total_micros, sum);
+		assert_int_equal(s->n_keys, r->n_lines);
+		for (size_t k = 0; k < s->n_keys; k++) {
+			int64_t a = 0;
+
+			for (size_t b = 0; b < s->n_buckets; b++)
+				a += s->amount_micros[k * s->n_buckets + b];
+			assert_int_equal(
+				key_cmp_test(s->keys[k], r->lines[k].key), 0);
+			assert_int_equal(a, r->lines[k].amount_micros);
+		}
+		hb_ledger_series_free(s);
+		hb_ledger_report_free(r);
+	}
+	/* by month: October and November, adding up to the month lines */
+	assert_int_equal(
+		hb_store_report(fx->st, HB_BY_MONTH, 0, INT64_MAX, &r, &err),
+		0);
+	assert_int_equal(hb_store_report_series(fx->st, HB_BY_ACCOUNT,
+						HB_STEP_MONTH, 0, INT64_MAX, &s,
+						&err),
+			 0);
+	assert_int_equal(s->n_buckets, 2);
+	assert_string_equal(s->buckets[0], "2026-10");
+	assert_string_equal(s->buckets[1], "2026-11");
+	for (size_t b = 0; b < 2; b++) {
+		int64_t a = 0;
+
+		for (size_t k = 0; k < s->n_keys; k++)
+			a += s->amount_micros[k * 2 + b];
+		assert_int_equal(a, r->lines[b].amount_micros);
+	}
+	hb_ledger_series_free(s);
+	hb_ledger_report_free(r);
+	/* a three-month window is cut by month, a day's by day: one
+	 * bucket; an empty window has none */
+	assert_int_equal(
+		hb_store_report_series(fx->st, HB_BY_ACCOUNT, HB_STEP_AUTO,
+				       NOV1 - 61 * 24 * HOUR_MS,
+				       NOV1 + 30 * 24 * HOUR_MS, &s, &err),
+		0);
+	assert_int_equal(s->step, HB_STEP_MONTH);
+	assert_int_equal(s->n_buckets, 2);
+	hb_ledger_series_free(s);
+	assert_int_equal(hb_store_report_series(fx->st, HB_BY_USER,
+						HB_STEP_AUTO, NOV1,
+						NOV1 + 24 * HOUR_MS, &s, &err),
+			 0);
+	assert_int_equal(s->step, HB_STEP_DAY);
+	assert_int_equal(s->n_buckets, 1);
+	assert_string_equal(s->buckets[0], "2026-11-01");
+	assert_int_equal(s->n_keys, 2); /* alice, bob */
+	assert_true(s->has[0] && s->has[1]);
+	hb_ledger_series_free(s);
+	assert_int_equal(hb_store_report_series(fx->st, HB_BY_USER,
+						HB_STEP_AUTO, 0, 1, &s, &err),
+			 0);
+	assert_int_equal(s->n_buckets + s->n_keys, 0);
+	assert_int_equal(s->total_micros, 0);
+	hb_ledger_series_free(s);
+	assert_int_equal(hb_store_report_series(fx->st, HB_BY_USER,
+						HB_STEP_AUTO, 2, 1, &s, &err),
+			 HB_EINVAL);
+	assert_null(s);
+}
+
+/* Idle cost spread over lines: exact sums, the remainders' order, lines
+ * that take nothing. */
+static void test_idle_allocate(void **state)
+{
+	int64_t out[8];
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	(void)state;
+	assert_int_equal(hb_idle_allocate(HB_IDLE_PROPORTIONAL, 10,
+					  (int64_t[]){ 1, 1, 1 }, 3, out),
+			 0);
+	assert_int_equal(out[0], 4); /* a tie: the first line */
+	assert_int_equal(out[1] + out[2], 6);
+	assert_int_equal(out[1], 3);
+	assert_int_equal(hb_idle_allocate(HB_IDLE_PROPORTIONAL, 100,
+					  (int64_t[]){ 3, 0, -5, 7 }, 4, out),
+			 0);
+	assert_int_equal(out[0], 30);
+	assert_int_equal(out[1], 0);
+	assert_int_equal(out[2], 0);
+	assert_int_equal(out[3], 70);
+	/* 1/3 and 2/3 of one micro-unit: the larger remainder takes it */
+	assert_int_equal(hb_idle_allocate(HB_IDLE_PROPORTIONAL, 1,
+					  (int64_t[]){ 1, 2 }, 2, out),
+			 0);
+	assert_int_equal(out[0], 0);
+	assert_int_equal(out[1], 1);
+	/* even: over the lines charged, the first ones take what is left */
+	assert_int_equal(hb_idle_allocate(HB_IDLE_EVEN, 7,
+					  (int64_t[]){ 5, 0, 9, 1 }, 4, out),
+			 0);
+	assert_int_equal(out[0], 3);
+	assert_int_equal(out[1], 0);
+	assert_int_equal(out[2], 2);
+	assert_int_equal(out[3], 2);
+	/* none, or nobody to take it: nothing; negative: refused */
+	assert_int_equal(
+		hb_idle_allocate(HB_IDLE_NONE, 7, (int64_t[]){ 5, 9 }, 2, out),
+		0);
+	assert_int_equal(out[0] + out[1], 0);
+	assert_int_equal(
+		hb_idle_allocate(HB_IDLE_EVEN, 7, (int64_t[]){ 0, -9 }, 2, out),
+		0);
+	assert_int_equal(out[0] + out[1], 0);
+	assert_int_equal(
+		hb_idle_allocate(HB_IDLE_EVEN, -1, (int64_t[]){ 1 }, 1, out),
+		HB_EINVAL);
+	/* the largest numbers: 128-bit products, still exact */
+	assert_int_equal(
+		hb_idle_allocate(HB_IDLE_PROPORTIONAL, INT64_MAX,
+				 (int64_t[]){ INT64_MAX, INT64_MAX, 1 }, 3,
+				 out),
+		0);
+	/* each 2^62 - 1 and a remainder of 2^62; the third's share is
+	 * 0 with a remainder of 2^63 - 1, the largest: it takes the one
+	 * micro-unit left */
+	assert_int_equal(out[0], INT64_C(4611686018427387903));
+	assert_int_equal(out[1], INT64_C(4611686018427387903));
+	assert_int_equal(out[2], 1);
+	/* random weights and amounts: the column sums to idle exactly */
+	for (int round = 0; round < 2000; round++) {
+		int64_t w[8], sum = 0, idle;
+		size_t n = 1 + round % 8;
+		enum hb_idle_cost how =
+			round % 2 ? HB_IDLE_EVEN : HB_IDLE_PROPORTIONAL;
+		int any = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			w[i] = (int64_t)(x % 1000000007) - 100000000;
+			any |= w[i] > 0;
+		}
+		idle = (int64_t)(x >> 20);
+		assert_int_equal(hb_idle_allocate(how, idle, w, n, out), 0);
+		for (size_t i = 0; i < n; i++) {
+			assert_true(out[i] >= 0);
+			if (w[i] <= 0)
+				assert_int_equal(out[i], 0);
+			sum += out[i];
+		}
+		assert_int_equal(sum, any ? idle : 0);
+	}
+}
+
+/* A card's capacity: read and checked, priced over a window that a
+ * version change cuts in two. */
+static void test_capacity_cost(void **state)
+{
+	static const char card_text[] =
+		"currency: {code: EUR}\n"
+		"idle_cost: even\n"
+		"capacity:\n"
+		"  slurm: {cpus: 10, memory_gb: 100, gpus: {A100: 2}}\n"
+		"versions:\n"
+		"  - version: a\n"
+		"    effective: 2026-01-01\n"
+		"    slurm:\n"
+		"      default: {cpu_hour: 0.01, memory_gb_hour: 0.001,\n"
+		"                gpu_hour: {a100: 1.5, default: 1}}\n"
+		"  - version: b\n"
+		"    effective: 2026-07-01\n"
+		"    slurm:\n"
+		"      default: {cpu_hour: 0.02, memory_gb_hour: 0.002,\n"
+		"                gpu_hour: 2}\n";
+	static const struct {
+		const char *text, *msg;
+	} bad[] = {
+		{ "capacity: {slurm: {cpus: x}}",
+		  "capacity.slurm.cpus: expected "
+		  "a whole number" },
+		{ "capacity: {slurm: {disk: 1}}",
+		  "capacity.slurm.disk: unknown "
+		  "key" },
+		{ "capacity: {lustre: {cpus: 1}}", "capacity.lustre: unknown "
+						   "key" },
+		{ "capacity: {slurm: {gpus: 3}}",
+		  "capacity.slurm.gpus: expected "
+		  "a mapping" },
+	};
+	struct hb_ratecard card;
+	struct hb_err err = { 0 };
+	int64_t amount = -1;
+	/* 2026-06-30T23:00:00Z to 2026-07-01T01:00:00Z */
+	int64_t from = INT64_C(1782860400), to = from + 7200;
+
+	(void)state;
+	assert_int_equal(hb_ratecard_parse(card_text, sizeof(card_text) - 1,
+					   "card.yaml", &card, &err),
+			 0);
+	assert_int_equal(card.idle_cost, HB_IDLE_EVEN);
+	assert_non_null(card.capacity[HB_RATE_SLURM]);
+	assert_null(card.capacity[HB_RATE_KUBE]);
+	assert_int_equal(card.capacity[HB_RATE_SLURM]->cpus, 10);
+	assert_int_equal(card.capacity[HB_RATE_SLURM]->mem_bytes,
+			 INT64_C(100) << 30);
+	assert_string_equal(card.capacity[HB_RATE_SLURM]->gpus[0].type, "a100");
+	/* an hour at a: 0.10 + 0.10 + 3.00; an hour at b: 0.20 + 0.20 +
+	 * 4.00 */
+	assert_int_equal(hb_ratecard_capacity_cost(&card, HB_RATE_SLURM, from,
+						   to, &amount, &err),
+			 0);
+	assert_int_equal(amount, 3200000 + 4400000);
+	assert_int_equal(hb_ratecard_capacity_cost(&card, HB_RATE_KUBE, from,
+						   to, &amount, &err),
+			 HB_ENOENT);
+	assert_non_null(strstr(err.msg, "no capacity for kubernetes"));
+	hb_ratecard_free(&card);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char text[512];
+
+		snprintf(text, sizeof(text),
+			 "currency: {code: EUR}\n%s\nversions:\n"
+			 "  - {version: a, effective: 2026-01-01,\n"
+			 "     slurm: {default: {cpu_hour: 1}}}\n",
+			 bad[i].text);
+		memset(&err, 0, sizeof(err));
+		assert_int_equal(hb_ratecard_parse(text, strlen(text),
+						   "card.yaml", &card, &err),
+				 HB_EINVAL);
+		if (!strstr(err.msg, bad[i].msg))
+			fail_msg("%s: got '%s'", bad[i].msg, err.msg);
+		assert_non_null(strstr(err.msg, "card.yaml:2: "));
+	}
+}
+
 static void test_readonly(void **state)
 {
 	struct fx *fx = *state;
@@ -430,7 +711,11 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_report_months, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_report_series, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_readonly, setup, teardown),
+		cmocka_unit_test(test_idle_allocate),
+		cmocka_unit_test(test_capacity_cost),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
