@@ -208,6 +208,36 @@ static int store_state(const struct hb_slurmc_job *j)
 	}
 }
 
+/* What the daemon meters a job with: its times and its allocation. */
+static void meter_fields(const struct hb_slurmc_job *j,
+			 struct hb_slurm_change *ch)
+{
+	uint32_t n = j->alloc_ngpu;
+
+	_Static_assert(sizeof(ch->gpu) / sizeof(ch->gpu[0]) ==
+			       HB_SLURMC_GPU_TYPES,
+		       "one GPU slot per Slurm GPU type");
+	_Static_assert(sizeof(ch->gpu[0].type) == sizeof(j->alloc_gpu[0].type),
+		       "GPU type sizes");
+	ch->start_s = (int64_t)j->start_time;
+	ch->end_s = (int64_t)j->end_time;
+	ch->suspended_s = j->suspended_s;
+	snprintf(ch->partition, sizeof(ch->partition), "%s",
+		 j->partition ? j->partition : "");
+	ch->cpus = j->alloc_cpus;
+	ch->nodes = j->alloc_nodes;
+	ch->mem_mib = j->alloc_mem_mib;
+	ch->exclusive = j->exclusive;
+	if (n > HB_SLURMC_GPU_TYPES)
+		n = HB_SLURMC_GPU_TYPES;
+	for (uint32_t i = 0; i < n; i++) {
+		memcpy(ch->gpu[i].type, j->alloc_gpu[i].type,
+		       sizeof(ch->gpu[i].type));
+		ch->gpu[i].count = j->alloc_gpu[i].count;
+	}
+	ch->ngpu = n;
+}
+
 static int poll_job(const struct hb_slurmc_job *j, void *arg)
 {
 	static const char tag[] = "hpcbridge:";
@@ -231,6 +261,7 @@ static int poll_job(const struct hb_slurmc_job *j, void *arg)
 	if (hb_slurmc_state_final(j->state))
 		ch.exit_code =
 			j->exit_signal ? 128 + j->exit_signal : j->exit_code;
+	meter_fields(j, &ch);
 	return pc->cb(&ch, pc->arg);
 }
 

@@ -6,6 +6,7 @@
 #ifndef HPCBRIDGE_SIDES_SLURM_H
 #define HPCBRIDGE_SIDES_SLURM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "gateway/placement/decider.h"
@@ -47,6 +48,23 @@ struct hb_slurm_change {
 	enum hb_job_state state; /* queued, running, succeeded, failed or
 				  * cancelled */
 	int64_t exit_code; /* final states; -1 otherwise */
+	/* For metering (the daemon charges a job when state is final):
+	 * Unix seconds, 0 unknown; start is the expected start while it
+	 * is queued, end the expected end while it runs */
+	int64_t start_s, end_s;
+	/* seconds spent suspended (end_s - start_s - suspended_s is the
+	 * run time, as sacct's Elapsed) */
+	int64_t suspended_s;
+	char partition[64]; /* "" unknown; cut to fit */
+	/* What Slurm allocated (while queued: the CPUs and nodes asked) */
+	uint32_t cpus, nodes;
+	uint64_t mem_mib;
+	bool exclusive; /* whole nodes */
+	struct {
+		char type[32]; /* "" for GPUs without a type */
+		uint32_t count;
+	} gpu[8];
+	uint32_t ngpu;
 };
 
 struct hb_slurm_side_ops {

@@ -11,6 +11,7 @@
 
 #include "gateway/slurm/slurmc_int.h"
 #include "hpcbridge/hash.h"
+#include "hpcbridge/log.h"
 #include "hpcbridge/slurmc.h"
 
 /*
@@ -24,6 +25,52 @@ extern char *slurm_job_reason_string(enum job_state_reason inx);
 static const char *str_or_empty(const char *s)
 {
 	return s ? s : "";
+}
+
+/*
+ * What r was allocated: its tres_alloc_str, else (pending, or a string
+ * that does not parse) the CPUs and nodes it asks for.  Exclusive:
+ * shared is JOB_SHARED_NONE (OverSubscribe=NO, --exclusive); NO_VAL16
+ * (no preference) and the sharing kinds are not.
+ */
+static void alloc_from_slurm(const slurm_job_info_t *r, struct hb_slurmc_job *j)
+{
+	struct hb_slurmc_tres t;
+	struct hb_err err = { 0 };
+
+	if (r->tres_alloc_str && *r->tres_alloc_str &&
+	    hb_slurmc_parse_tres(r->tres_alloc_str, &t, &err) == 0) {
+		j->alloc_cpus = t.cpus;
+		j->alloc_mem_mib = t.mem_mib;
+		j->alloc_nodes = t.nodes;
+		memcpy(j->alloc_gpu, t.gpu, sizeof(j->alloc_gpu));
+		j->alloc_ngpu = t.ngpu;
+	} else {
+		if (err.msg[0])
+			hb_log(HB_LOG_WARN, "slurm job %u: %s", r->job_id,
+			       err.msg);
+		j->alloc_cpus = r->num_cpus == NO_VAL ? 0 : r->num_cpus;
+		j->alloc_nodes = r->num_nodes == NO_VAL ? 0 : r->num_nodes;
+	}
+	j->exclusive = r->shared == JOB_SHARED_NONE;
+}
+
+/*
+ * Seconds r spent suspended, as Slurm's run time (squeue %M, scontrol's
+ * RunTime) leaves them out: run time is end - suspend_time +
+ * pre_sus_time once suspended (suspend_time is the last suspend or
+ * resume, pre_sus_time the run time before the last suspend), so the
+ * suspended seconds are suspend_time - start - pre_sus_time.
+ */
+static int64_t suspended_from_slurm(const slurm_job_info_t *r)
+{
+	int64_t s;
+
+	if (!r->suspend_time || !r->start_time)
+		return 0;
+	s = (int64_t)r->suspend_time - (int64_t)r->start_time -
+	    (int64_t)r->pre_sus_time;
+	return s > 0 ? s : 0;
 }
 
 /* Our view of one Slurm job record; strings are borrowed from r. */
@@ -54,6 +101,8 @@ static void job_from_slurm(const slurm_job_info_t *r, struct hb_slurmc_job *j)
 		reason = slurm_job_reason_string(
 			(enum job_state_reason)r->state_reason);
 	j->reason = str_or_empty(reason);
+	alloc_from_slurm(r, j);
+	j->suspended_s = suspended_from_slurm(r);
 }
 
 /* A fingerprint of what a poll reports.  Times a pending job only
