@@ -36,13 +36,16 @@ static const char usage[] =
 	"usage: hpcbridge report [--from DATE] [--to DATE] [--by KEY]\n"
 	"                        [--format table|csv|json]\n"
 	"                        [--state PATH | --config FILE]\n"
+	"       hpcbridge report --reconcile [--from DATE] [--to DATE] ...\n"
 	"\n"
 	"Sum the cost ledger's entries whose period ends in [--from, --to),\n"
 	"one line per KEY: " HB_LEDGER_BYS " (default account).\n"
 	"DATE: YYYY-MM, YYYY-MM-DD (UTC midnight) or an RFC 3339 time;\n"
 	"default from the first entry to the last.  The store is opened\n"
 	"read-only: --state, else daemon.state of --config,\n"
-	"$HPCBRIDGE_CONFIG or " SYSTEM_CONFIG ".\n";
+	"$HPCBRIDGE_CONFIG or " SYSTEM_CONFIG ".\n"
+	"--reconcile: compare the Slurm side with slurmdbd, job by job\n"
+	"(exit 0 same, 1 differences, 2 error).\n";
 
 enum fmt { F_TABLE, F_CSV, F_JSON };
 
@@ -51,6 +54,7 @@ struct opts {
 	int64_t from_ms, to_ms;
 	int by;
 	enum fmt fmt;
+	int reconcile; /* --reconcile: cmd_reconcile.c */
 };
 
 /* v / div with dec decimals, rounded half away from zero, exactly. */
@@ -113,6 +117,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "format", required_argument, NULL, 'F' },
 		{ "state", required_argument, NULL, 's' },
 		{ "config", required_argument, NULL, 'c' },
+		{ "reconcile", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -162,6 +167,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'c':
 			o->config = optarg;
+			break;
+		case 'R':
+			o->reconcile = 1;
 			break;
 		case 'h':
 			printf("%s", usage);
@@ -393,6 +401,11 @@ int hb_cmd_report(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? HB_EXIT_OK : rc;
 	rc = state_path(&o, &cfg, &path, &err);
+	if (!rc && o.reconcile) {
+		rc = hb_cli_reconcile(path, o.from_ms, o.to_ms, (int)o.fmt);
+		hb_config_free(&cfg);
+		return rc;
+	}
 	if (!rc && (!path || !*path))
 		rc = hb_err_set(&err, HB_EINVAL, o.config, 0,
 				"daemon.state: empty");
