@@ -3,8 +3,9 @@
  * memory, nodes and GPUs by type that hb_slurmc_parse_tres() reads from
  * job_info_t's tres_alloc_str ("cpu=4,mem=2000M,node=1,billing=4,
  * gres/gpu=1,gres/gpu:a100=1") or from slurmdbd's job record, which
- * keeps TRES by id ("1=4,2=2000,4=1,5=4,1001=1").  No libslurm here: a
- * pure function the unit test drives.
+ * keeps TRES by id ("1=4,2=2000,4=1,5=4,1001=1"), and the GPUs a job
+ * holds per node from gres_detail_str where the TRES name none.  No
+ * libslurm calls here: pure functions the unit test drives.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gateway/slurm/slurmc_int.h"
 #include "hpcbridge/slurmc.h"
 
 /* Slurm's fixed TRES ids (src/common/slurmdb_defs.h, tres_types_t):
@@ -247,4 +249,69 @@ int hb_slurmc_parse_tres(const char *s, struct hb_slurmc_tres *out,
 	fold_untyped(&t);
 	*out = t;
 	return 0;
+}
+
+/*
+ * One item of a gres_detail_str: "gpu:a100:1(IDX:0)", "gpu:2(IDX:0-1)",
+ * "gpu:a100(CNT:1)" (a GRES without files); anything not gpu is
+ * skipped.  The text before the parenthesis is NAME[:TYPE][:COUNT].
+ */
+static int detail_item(struct hb_slurmc_tres *t, const char *s, size_t n,
+		       struct hb_err *err)
+{
+	const char *paren = memchr(s, '(', n), *c1, *c2, *num = NULL;
+	size_t head = paren ? (size_t)(paren - s) : n, tl = 0, nl = 0;
+	const char *type = "";
+	uint64_t count;
+
+	if (head < 3 || memcmp(s, "gpu", 3) || (head > 3 && s[3] != ':'))
+		return 0;
+	c1 = head > 3 ? s + 4 : NULL;
+	c2 = c1 ? memchr(c1, ':', head - 4) : NULL;
+	if (c2) { /* gpu:TYPE:COUNT */
+		type = c1;
+		tl = (size_t)(c2 - c1);
+		num = c2 + 1;
+		nl = head - (size_t)(num - s);
+	} else if (c1 && *c1 >= '0' && *c1 <= '9') { /* gpu:COUNT */
+		num = c1;
+		nl = head - 4;
+	} else if (c1) { /* gpu:TYPE(CNT:n) */
+		type = c1;
+		tl = head - 4;
+	}
+	if (!num && paren && n - head > 5 && !memcmp(paren, "(CNT:", 5)) {
+		num = paren + 5;
+		nl = strcspn(num, ")");
+	}
+	if (!num || parse_amount(num, nl, 0, false, &count))
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "gres detail: '%.*s': no GPU count", (int)n,
+				  s);
+	return add_gpu(t, s, n, type, tl, count, err);
+}
+
+int hb_slurmc_tres_add_gres_detail(struct hb_slurmc_tres *t,
+				   const char *detail, struct hb_err *err)
+{
+	const char *p = detail ? detail : "", *start = p;
+	int depth = 0, rc;
+
+	/* items are comma-separated; an index list inside the parentheses
+	 * has commas of its own ("IDX:0,2") */
+	for (;; p++) {
+		if (*p == '(')
+			depth++;
+		else if (*p == ')' && depth)
+			depth--;
+		if ((*p == ',' && !depth) || !*p) {
+			if (p > start &&
+			    (rc = detail_item(t, start, (size_t)(p - start),
+					      err)))
+				return rc;
+			if (!*p)
+				return 0;
+			start = p + 1;
+		}
+	}
 }

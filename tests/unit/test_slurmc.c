@@ -650,6 +650,50 @@ static void test_tres_garbage(void **state)
 	}
 }
 
+/* The GPUs a node holds, as scontrol -d prints them. */
+static void test_gres_detail(void **state)
+{
+	struct hb_slurmc_tres t;
+	struct hb_err err = { 0 };
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(hb_slurmc_tres_add_gres_detail(
+				 &t, "gpu:a100:1(IDX:0),gpu:h100:2(IDX:0,2),"
+				     "mps:100(IDX:0)",
+				 &err),
+			 0);
+	/* a second node */
+	assert_int_equal(hb_slurmc_tres_add_gres_detail(
+				 &t, "gpu:a100:3(IDX:1-3)", &err),
+			 0);
+	assert_int_equal(t.ngpu, 2);
+	assert_string_equal(t.gpu[0].type, "a100");
+	assert_int_equal(t.gpu[0].count, 4);
+	assert_string_equal(t.gpu[1].type, "h100");
+	assert_int_equal(t.gpu[1].count, 2);
+
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(hb_slurmc_tres_add_gres_detail(&t, "gpu:2(IDX:0-1)",
+							&err),
+			 0);
+	assert_int_equal(hb_slurmc_tres_add_gres_detail(&t, "gpu:v100(CNT:3)",
+							&err),
+			 0);
+	assert_int_equal(hb_slurmc_tres_add_gres_detail(&t, "", &err), 0);
+	assert_int_equal(hb_slurmc_tres_add_gres_detail(&t, NULL, &err), 0);
+	assert_int_equal(t.ngpu, 2);
+	assert_string_equal(t.gpu[0].type, "");
+	assert_int_equal(t.gpu[0].count, 2);
+	assert_string_equal(t.gpu[1].type, "v100");
+	assert_int_equal(t.gpu[1].count, 3);
+
+	assert_int_equal(hb_slurmc_tres_add_gres_detail(&t, "gpu:a100:x(IDX:0)",
+							&err),
+			 HB_EINVAL);
+	assert_non_null(strstr(err.msg, "'gpu:a100:x(IDX:0)'"));
+}
+
 /* A record's allocation, exclusivity and suspended time. */
 static void test_job_alloc(void **state)
 {
@@ -867,7 +911,7 @@ static void test_poll_diff(void **state)
 	assert_int_equal(poll_table(&c, &t.msg, seen_cb, &s), 0);
 	assert_int_equal(s.n, 2);
 	assert_int_equal(s.removed, 0);
-	free(c.snap);
+	hb_slurmc_snap_free(c.snap, c.nsnap);
 }
 
 static int alloc_cb(const struct hb_slurmc_job *j, void *arg)
@@ -916,6 +960,20 @@ static void test_poll_final_alloc(void **state)
 	assert_int_equal(last.state, HB_SLURMC_RUNNING);
 	assert_int_equal(last.suspended_s, 30);
 
+	/* the GPUs a node holds while it runs (no TRES names them) */
+	char *detail[] = { "gpu:a100:2(IDX:0-1)" };
+	t.jobs[0].gres_detail_str = detail;
+	t.jobs[0].gres_detail_cnt = 1;
+	table_set(&t, 3002, 1);
+	memset(&last, 0, sizeof(last));
+	assert_int_equal(poll_table(&c, &t.msg, alloc_cb, &last), 0);
+	assert_int_equal(last.job_id, 0); /* no change to report */
+	assert_int_equal(c.nsnap, 1);
+	assert_int_equal(c.snap[0].ngpu, 1); /* but remembered */
+
+	/* ended: Slurm drops the detail; the end carries the GPUs seen */
+	t.jobs[0].gres_detail_str = NULL;
+	t.jobs[0].gres_detail_cnt = 0;
 	t.jobs[0].job_state = JOB_COMPLETE;
 	t.jobs[0].end_time = 1100;
 	table_set(&t, 3003, 1);
@@ -930,7 +988,10 @@ static void test_poll_final_alloc(void **state)
 	assert_int_equal(last.suspended_s, 30);
 	assert_int_equal(last.end_time - last.start_time - last.suspended_s,
 			 70);
-	free(c.snap);
+	assert_int_equal(last.alloc_ngpu, 1);
+	assert_string_equal(last.alloc_gpu[0].type, "a100");
+	assert_int_equal(last.alloc_gpu[0].count, 2);
+	hb_slurmc_snap_free(c.snap, c.nsnap);
 }
 
 /* --------------------------------------------------------- nodes */
@@ -1683,6 +1744,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_tres_gpus),
 		cmocka_unit_test(test_tres_units),
 		cmocka_unit_test(test_tres_garbage),
+		cmocka_unit_test(test_gres_detail),
 		cmocka_unit_test(test_job_alloc),
 		cmocka_unit_test(test_poll_final_alloc),
 		cmocka_unit_test(test_poll_diff),
