@@ -20,11 +20,6 @@ extern slurm_conf_t slurm_conf;
 
 #define ACCT_SLURMDBD "accounting_storage/slurmdbd"
 
-static const char *str_or_empty(const char *s)
-{
-	return s ? s : "";
-}
-
 /* Our view of one record; strings borrowed from r. */
 static int job_from_acct(const slurmdb_job_rec_t *r,
 			 struct hb_slurmc_acct_job *j, struct hb_err *err)

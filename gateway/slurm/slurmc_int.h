@@ -48,6 +48,12 @@ struct hb_slurmc {
 	struct hb_slurmc_stats stats;
 };
 
+/* s, or "" for NULL: Slurm leaves unset strings NULL. */
+static inline const char *str_or_empty(const char *s)
+{
+	return s ? s : "";
+}
+
 /* (The next two are static inline under their old names: every file
  * uses them, and the unit test calls them.) */
 

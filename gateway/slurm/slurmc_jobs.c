@@ -22,11 +22,6 @@ extern char *slurm_job_reason_string(enum job_state_reason inx);
 
 /* ------------------------------------------------------------- jobs */
 
-static const char *str_or_empty(const char *s)
-{
-	return s ? s : "";
-}
-
 /*
  * What r was allocated: its tres_alloc_str, else (pending, or a string
  * that does not parse) the CPUs and nodes it asks for.  Exclusive:
