@@ -1,17 +1,19 @@
 /*
  * test_slurmc.c - the Slurm client without a running Slurm: state and
  * exit-status mapping, error conversion, GRES and TRES text (a job's
- * allocation, exclusivity and suspended time), request checks, the
+ * allocation, exclusivity and suspended time), slurmdbd's records,
+ * request checks, the
  * request-to-job_desc conversion, the poll's change detection, node state
  * text, opening bad or good slurm.conf files, and the parts of a
  * submission as another user: the child's privilege drop, and the
  * parent's wait (answer, silence, death, stop, deadline).
  *
  * The module's file-local functions (fill_desc, poll_table,
- * job_from_slurm, node_state_text) are reached by compiling
- * gateway/slurm/slurmc.c into this program; its public functions then come from
- * here, not from the hbslurmc archive.  tests/integration/slurmc.test.sh
- * covers the calls that need slurmctld.
+ * job_from_slurm, node_state_text, job_from_acct, make_cond) are reached
+ * by compiling gateway/slurm/slurmc.c and its siblings into this program;
+ * their public functions then come from here, not from the hbslurmc
+ * archive.  tests/integration/slurmc.test.sh covers the calls that need
+ * slurmctld, reconcile.test.sh those that need slurmdbd.
  */
 #include <limits.h>
 #include <pthread.h>
@@ -24,6 +26,7 @@
 #include <unistd.h>
 
 #include "gateway/slurm/slurmc.c"
+#include "gateway/slurm/slurmc_acct.c"
 #include "gateway/slurm/slurmc_jobs.c"
 #include "gateway/slurm/slurmc_submit.c"
 #include "testutil.h"
@@ -752,6 +755,61 @@ static void test_job_alloc(void **state)
 	job_from_slurm(&r, &j);
 	assert_int_equal(j.alloc_cpus, 2);
 	assert_int_equal(j.alloc_nodes, 3);
+}
+
+/* A slurmdbd record as sacct -X reads it, and the query's condition. */
+static void test_acct_record(void **state)
+{
+	slurmdb_job_rec_t r;
+	slurmdb_job_cond_t cond;
+	struct hb_slurmc_acct_job j;
+	struct hb_err err = { 0 };
+	char *saved = slurm_conf.cluster_name;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.jobid = 77;
+	r.user = "alice";
+	r.partition = "debug";
+	r.admin_comment = "hpcbridge:hb-1 target=slurm";
+	r.state = JOB_COMPLETE;
+	r.start = 1000;
+	r.end = 1100;
+	r.suspended = 30;
+	r.elapsed = 70;
+	r.tres_alloc_str = "1=4,2=2000,3=18446744073709551614,4=1,5=4";
+	assert_int_equal(job_from_acct(&r, &j, &err), 0);
+	assert_int_equal(j.job_id, 77);
+	assert_string_equal(j.user, "alice");
+	assert_string_equal(j.account, ""); /* NULL */
+	assert_string_equal(j.admin_comment, "hpcbridge:hb-1 target=slurm");
+	assert_int_equal(j.state, HB_SLURMC_COMPLETE);
+	assert_int_equal(j.elapsed_s, 70);
+	assert_int_equal(j.suspended_s, 30);
+	assert_int_equal(j.alloc_cpus, 4);
+
+	r.tres_alloc_str = "1=four";
+	assert_int_equal(job_from_acct(&r, &j, &err), HB_EINVAL);
+	assert_non_null(strstr(err.msg, "job 77"));
+	assert_non_null(strstr(err.msg, "'four'"));
+
+	/* whole records, no steps, no truncation, no flag filter, this
+	 * cluster; 0 is not "today" */
+	slurm_conf.cluster_name = "hbtest";
+	assert_int_equal(make_cond(&cond, 0, 500, &err), 0);
+	assert_int_equal(cond.usage_start, 1);
+	assert_int_equal(cond.usage_end, 500);
+	assert_int_equal(cond.flags,
+			 JOBCOND_FLAG_NO_STEP | JOBCOND_FLAG_NO_TRUNC);
+	assert_int_equal(cond.db_flags, SLURMDB_JOB_FLAG_NOTSET);
+	assert_non_null(cond.cluster_list);
+	assert_int_equal(slurm_list_count(cond.cluster_list), 1);
+	slurm_list_destroy(cond.cluster_list);
+	slurm_conf.cluster_name = saved;
+
+	/* no handle */
+	assert_int_equal(hb_slurmc_acct_jobs(NULL, 0, 1, NULL, NULL, &err),
+			 HB_EINVAL);
 }
 
 /* -------------------------------------------------------------- poll */
@@ -1746,6 +1804,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_tres_garbage),
 		cmocka_unit_test(test_gres_detail),
 		cmocka_unit_test(test_job_alloc),
+		cmocka_unit_test(test_acct_record),
 		cmocka_unit_test(test_poll_final_alloc),
 		cmocka_unit_test(test_poll_diff),
 		cmocka_unit_test(test_node_state_text),
