@@ -401,8 +401,10 @@ int hb_cmd_report(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? HB_EXIT_OK : rc;
 	rc = state_path(&o, &cfg, &path, &err);
-	if (!rc && o.reconcile) {
-		rc = hb_cli_reconcile(path, o.from_ms, o.to_ms, (int)o.fmt);
+	if (o.reconcile) { /* cmd_reconcile.c; its errors exit 2 */
+		if (rc)
+			fprintf(stderr, "hpcbridge report: %s\n", err.msg);
+		rc = rc ? 2 : hb_cli_reconcile(path, o.from_ms, o.to_ms, o.fmt);
 		hb_config_free(&cfg);
 		return rc;
 	}
