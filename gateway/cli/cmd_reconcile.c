@@ -18,10 +18,10 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
-#include "reconcile.h"
 #include "hpcbridge/slurmc.h"
 #include "hpcbridge/store.h"
 #include "hpcbridge/timefmt.h"
+#include "reconcile.h"
 
 /* ------------------------------------------------------- comparison */
 
@@ -35,10 +35,8 @@ unsigned hb_recon_diff(const struct hb_recon_ledger *l,
 {
 	unsigned what = 0;
 	/* accounting's figures are the reference of the percentages */
-	unsigned __int128 acct_ms = (unsigned __int128)(a->elapsed_s > 0
-								? a->elapsed_s
-								: 0) *
-				    1000;
+	unsigned __int128 acct_ms =
+		(unsigned __int128)(a->elapsed_s > 0 ? a->elapsed_s : 0) * 1000;
 	unsigned __int128 acct_mcs = acct_ms * a->cpus; /* ms * cores */
 	unsigned __int128 tol = acct_ms * HB_RECON_PER_MILLE / 1000;
 	unsigned __int128 d;
@@ -91,9 +89,9 @@ int hb_recon_parse_tag(const char *comment, char id[32],
 	return 0;
 }
 
-static int push(struct hb_recon_result *r, size_t *cap,
-		enum hb_recon_kind kind, unsigned what,
-		const struct hb_recon_ledger *l, const struct hb_recon_acct *a)
+static int push(struct hb_recon_result *r, size_t *cap, enum hb_recon_kind kind,
+		unsigned what, const struct hb_recon_ledger *l,
+		const struct hb_recon_acct *a)
 {
 	if (r->n == *cap) {
 		size_t c = *cap ? *cap * 2 : 16;
@@ -110,8 +108,8 @@ static int push(struct hb_recon_result *r, size_t *cap,
 	return 0;
 }
 
-static const struct hb_recon_acct *
-acct_find(const struct hb_recon_acct *A, size_t na, int64_t slurm_job_id)
+static const struct hb_recon_acct *acct_find(const struct hb_recon_acct *A,
+					     size_t na, int64_t slurm_job_id)
 {
 	for (size_t i = 0; slurm_job_id > 0 && i < na; i++)
 		if (A[i].job_id == (uint64_t)slurm_job_id)
@@ -367,9 +365,9 @@ static void print_table(const struct hb_recon_result *r, const char *from,
 		printf("\n%s: %zu\n", kind_titles[k], n);
 		if (!n)
 			continue;
-		printf("%-12s %9s %-10s %-10s %12s %12s %12s %12s  %s\n",
-		       "JOB", "SLURM-ID", "USER", "ACCOUNT", "ELAPSED-S",
-		       "SACCT-S", "CORE-H", "SACCT-CORE-H", "DIFFERS");
+		printf("%-12s %9s %-10s %-10s %12s %12s %12s %12s  %s\n", "JOB",
+		       "SLURM-ID", "USER", "ACCOUNT", "ELAPSED-S", "SACCT-S",
+		       "CORE-H", "SACCT-CORE-H", "DIFFERS");
 		for (size_t i = 0; i < r->n; i++) {
 			struct figures f;
 
@@ -389,14 +387,18 @@ static void print_table(const struct hb_recon_result *r, const char *from,
 	       r->matched, r->differences);
 }
 
-/* One CSV field (RFC 4180), quoted when it must be. */
+/* One CSV field (RFC 4180), quoted when it must be; text a spreadsheet
+ * would take for a formula (=, +, -, @, tab, CR first: a user or
+ * account name) is quoted with a leading apostrophe, as reports do. */
 static void csv_field(const char *s)
 {
-	if (!strpbrk(s, ",\"\r\n")) {
+	bool formula = *s && strchr("=+-@\t\r", *s);
+
+	if (!formula && !strpbrk(s, ",\"\r\n")) {
 		fputs(s, stdout);
 		return;
 	}
-	putchar('"');
+	fputs(formula ? "\"'" : "\"", stdout);
 	for (; *s; s++) {
 		if (*s == '"')
 			putchar('"');
@@ -518,8 +520,7 @@ static int read_tables(const char *state, int64_t from_ms, int64_t to_ms,
 	return rc;
 }
 
-int hb_cli_reconcile(const char *state, int64_t from_ms, int64_t to_ms,
-		     int fmt)
+int hb_cli_reconcile(const char *state, int64_t from_ms, int64_t to_ms, int fmt)
 {
 	struct tables t = { 0 };
 	struct hb_recon_result r = { 0 };

@@ -16,8 +16,8 @@
 /* The tolerances, as the output and docs/chargeback.md state them:
  * elapsed within 2 s or 0.5 % (the larger), CPU-hours within 0.5 %,
  * both relative to accounting's figure. */
-#define HB_RECON_ELAPSED_MS	 2000
-#define HB_RECON_PER_MILLE	 5
+#define HB_RECON_ELAPSED_MS 2000
+#define HB_RECON_PER_MILLE  5
 #define HB_RECON_TOLERANCE_TEXT                                                \
 	"elapsed within 2 s or 0.5% (whichever is larger), CPU-hours "         \
 	"within 0.5%"
@@ -57,7 +57,7 @@ enum hb_recon_kind {
 
 struct hb_recon_item {
 	enum hb_recon_kind kind;
-	unsigned what;			/* HB_RECON_ELAPSED | HB_RECON_CPU */
+	unsigned what;			 /* HB_RECON_ELAPSED | HB_RECON_CPU */
 	const struct hb_recon_ledger *l; /* NULL for NO_LEDGER, PROXY */
 	const struct hb_recon_acct *a;	 /* NULL for NO_ACCOUNTING */
 };

@@ -64,8 +64,7 @@ static int make_cond(slurmdb_job_cond_t *cond, int64_t from_s, int64_t to_s,
 		if (!cond->cluster_list)
 			return hb_err_set(err, HB_ENOMEM, NULL, 0,
 					  "out of memory");
-		slurm_list_append(cond->cluster_list,
-				  slurm_conf.cluster_name);
+		slurm_list_append(cond->cluster_list, slurm_conf.cluster_name);
 	}
 	return 0;
 }
@@ -98,13 +97,12 @@ int hb_slurmc_acct_jobs(struct hb_slurmc *c, int64_t from_s, int64_t to_s,
 	errno = 0;
 	db = slurmdb_connection_get(NULL);
 	if (!db || errno) {
-		rc = hb_err_set(err, HB_EUNSUP, NULL, 0,
-				"slurmdbd at %s:%u does not answer: %s",
-				str_or_empty(
-					slurm_conf.accounting_storage_host),
-				(unsigned)slurm_conf.accounting_storage_port,
-				errno ? slurm_strerror(errno)
-				      : "no connection");
+		rc = hb_err_set(
+			err, HB_EUNSUP, NULL, 0,
+			"slurmdbd at %s:%u does not answer: %s",
+			str_or_empty(slurm_conf.accounting_storage_host),
+			(unsigned)slurm_conf.accounting_storage_port,
+			errno ? slurm_strerror(errno) : "no connection");
 		goto out;
 	}
 	jobs = slurmdb_jobs_get(db, &cond);

@@ -98,7 +98,8 @@ static enum what classify(const char *name, size_t n, const char **type,
 	char *end;
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strlen(names[i].name) == n && !memcmp(names[i].name, name, n))
+		if (strlen(names[i].name) == n &&
+		    !memcmp(names[i].name, name, n))
 			return names[i].w;
 	if (n >= gl && !memcmp(name, GPU_NAME, gl) &&
 	    (n == gl || name[gl] == ':')) {
@@ -206,8 +207,7 @@ int hb_slurmc_parse_tres(const char *s, struct hb_slurmc_tres *out,
 		v = eq + 1;
 		vl = il - nl - 1;
 		w = classify(p, nl, &type, &tl);
-		if (w != W_IGNORE &&
-		    parse_amount(v, vl, 2, w == W_MEM, &val))
+		if (w != W_IGNORE && parse_amount(v, vl, 2, w == W_MEM, &val))
 			return hb_err_set(err, HB_EINVAL, NULL, 0,
 					  "tres: %.*s: '%.*s' is not %s",
 					  (int)nl, p, (int)vl, v,
@@ -291,8 +291,8 @@ static int detail_item(struct hb_slurmc_tres *t, const char *s, size_t n,
 	return add_gpu(t, s, n, type, tl, count, err);
 }
 
-int hb_slurmc_tres_add_gres_detail(struct hb_slurmc_tres *t,
-				   const char *detail, struct hb_err *err)
+int hb_slurmc_tres_add_gres_detail(struct hb_slurmc_tres *t, const char *detail,
+				   struct hb_err *err)
 {
 	const char *p = detail ? detail : "", *start = p;
 	int depth = 0, rc;

@@ -94,7 +94,8 @@ int main(int argc, char **argv)
 	struct hb_store *st;
 	int rc;
 
-	if (argc != 7 || (strcmp(argv[2], "job") && strcmp(argv[2], "charge"))) {
+	if (argc != 7 ||
+	    (strcmp(argv[2], "job") && strcmp(argv[2], "charge"))) {
 		fprintf(stderr,
 			"usage: slurmc_ledger PATH job TARGET SLURM_ID USER "
 			"ACCOUNT\n"

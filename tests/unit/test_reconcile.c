@@ -15,17 +15,18 @@
 #include "testutil.h"
 
 static struct hb_recon_ledger mk_ledger(const char *id, int64_t slurm_id,
-				     int64_t elapsed_ms, int64_t mcore_s)
+					int64_t elapsed_ms, int64_t mcore_s)
 {
-	struct hb_recon_ledger l = { (char *)id, slurm_id, (char *)"alice",
-				     (char *)"physics", elapsed_ms, mcore_s };
+	struct hb_recon_ledger l = { (char *)id,      slurm_id,
+				     (char *)"alice", (char *)"physics",
+				     elapsed_ms,      mcore_s };
 
 	return l;
 }
 
 static struct hb_recon_acct mk_acct(uint32_t id, int64_t elapsed_s,
-				 uint32_t cpus, const char *tag,
-				 enum hb_job_target tt)
+				    uint32_t cpus, const char *tag,
+				    enum hb_job_target tt)
 {
 	struct hb_recon_acct a;
 
@@ -65,13 +66,13 @@ static void test_elapsed_tolerance(void **state)
 		/* CPU set to agree, so only elapsed can differ */
 		struct hb_recon_acct a =
 			mk_acct(1, cases[i].acct_s, 1, "", HB_TARGET_SLURM);
-		struct hb_recon_ledger l =
-			mk_ledger("hb-1", 1, cases[i].ledger_ms,
-			       cases[i].acct_s * 1000);
+		struct hb_recon_ledger l = mk_ledger(
+			"hb-1", 1, cases[i].ledger_ms, cases[i].acct_s * 1000);
 		unsigned w = hb_recon_diff(&l, &a);
 
 		if (!!(w & HB_RECON_ELAPSED) != cases[i].differs)
-			fail_msg("case %zu: %" PRId64 " s vs %" PRId64 " ms: %u",
+			fail_msg("case %zu: %" PRId64 " s vs %" PRId64
+				 " ms: %u",
 				 i, cases[i].acct_s, cases[i].ledger_ms, w);
 	}
 }
@@ -115,7 +116,7 @@ static void test_compare(void **state)
 	struct hb_recon_ledger L[] = {
 		mk_ledger("hb-1", 101, 30000, 30000),  /* matches */
 		mk_ledger("hb-2", 102, 60000, 30000),  /* elapsed off */
-		mk_ledger("hb-3", -1, 1000, 1000),	    /* no Slurm id */
+		mk_ledger("hb-3", -1, 1000, 1000),     /* no Slurm id */
 		mk_ledger("hb-4", 404, 1000, 1000),    /* not in accounting */
 		mk_ledger("hb-9", 109, 10000, 100000), /* CPU off */
 	};
@@ -123,10 +124,10 @@ static void test_compare(void **state)
 		mk_acct(101, 30, 1, "hb-1", HB_TARGET_SLURM),
 		mk_acct(102, 30, 1, "hb-2", HB_TARGET_SLURM),
 		mk_acct(103, 5, 1, "hb-5", HB_TARGET_SLURM), /* not in ledger */
-		mk_acct(104, 5, 1, "", HB_TARGET_PENDING),	  /* not ours */
+		mk_acct(104, 5, 1, "", HB_TARGET_PENDING),   /* not ours */
 		mk_acct(105, 5, 1, "hb-6", HB_TARGET_KUBERNETES), /* proxy */
-		mk_acct(106, 5, 1, "hb-7", HB_TARGET_SLURM), /* ends later */
-		mk_acct(107, 5, 1, "hb-8", HB_TARGET_SLURM), /* running */
+		mk_acct(106, 5, 1, "hb-7", HB_TARGET_SLURM),	/* ends later */
+		mk_acct(107, 5, 1, "hb-8", HB_TARGET_SLURM),	/* running */
 		mk_acct(108, 5, 1, "hb-10", HB_TARGET_PENDING), /* unknown id */
 		mk_acct(109, 10, 2, "hb-9", HB_TARGET_SLURM),
 	};
@@ -177,8 +178,7 @@ static void test_compare(void **state)
 	{
 		struct hb_recon_ledger l = mk_ledger("hb-5", 999, 5000, 5000);
 
-		assert_int_equal(hb_recon_compare(&l, 1, &A[2], 1, 0, 2000,
-						  &r),
+		assert_int_equal(hb_recon_compare(&l, 1, &A[2], 1, 0, 2000, &r),
 				 0);
 		assert_int_equal(r.n, 1);
 		assert_int_equal(r.items[0].kind, HB_RECON_NO_ACCOUNTING);
@@ -192,25 +192,23 @@ static void test_parse_tag(void **state)
 	enum hb_job_target t;
 
 	(void)state;
-	assert_int_equal(hb_recon_parse_tag("hpcbridge:hb-000042 target=slurm",
-					    id, &t),
-			 0);
+	assert_int_equal(
+		hb_recon_parse_tag("hpcbridge:hb-000042 target=slurm", id, &t),
+		0);
 	assert_string_equal(id, "hb-000042");
 	assert_int_equal(t, HB_TARGET_SLURM);
-	assert_int_equal(hb_recon_parse_tag("hpcbridge:hb-7 target=kubernetes",
-					    id, &t),
-			 0);
+	assert_int_equal(
+		hb_recon_parse_tag("hpcbridge:hb-7 target=kubernetes", id, &t),
+		0);
 	assert_string_equal(id, "hb-7");
 	assert_int_equal(t, HB_TARGET_KUBERNETES);
 	assert_int_equal(hb_recon_parse_tag("hpcbridge:hb-8", id, &t), 0);
 	assert_int_equal(t, HB_TARGET_PENDING);
-	assert_int_equal(hb_recon_parse_tag("hpcbridge:hb-8 xtarget=slurm",
-					    id, &t),
-			 0);
+	assert_int_equal(
+		hb_recon_parse_tag("hpcbridge:hb-8 xtarget=slurm", id, &t), 0);
 	assert_int_equal(t, HB_TARGET_PENDING);
-	assert_int_equal(hb_recon_parse_tag("hpcbridge:hb-8 target=mars", id,
-					    &t),
-			 0);
+	assert_int_equal(
+		hb_recon_parse_tag("hpcbridge:hb-8 target=mars", id, &t), 0);
 	assert_int_equal(t, HB_TARGET_PENDING);
 	assert_int_equal(hb_recon_parse_tag("", id, &t), -1);
 	assert_int_equal(hb_recon_parse_tag(NULL, id, &t), -1);
@@ -222,6 +220,60 @@ static void test_parse_tag(void **state)
 				   "0123456789012345678901234567890123",
 				   id, &t),
 		-1);
+}
+
+/* What fn(r) writes on stdout, read back from a file (caller frees). */
+static char *captured(void (*fn)(const struct hb_recon_result *),
+		      const struct hb_recon_result *r)
+{
+	char path[] = "/tmp/hb-recon-out-XXXXXX";
+	int fd = mkstemp(path), saved = dup(1);
+	size_t len;
+	char *text;
+
+	assert_true(fd >= 0 && saved >= 0);
+	fflush(stdout);
+	assert_int_equal(dup2(fd, 1), 1);
+	fn(r);
+	fflush(stdout);
+	assert_int_equal(dup2(saved, 1), 1);
+	close(saved);
+	close(fd);
+	text = hb_test_read_file(path, &len);
+	unlink(path);
+	return text;
+}
+
+/* CSV as RFC 4180 and spreadsheets want it: quoted commas, formulas
+ * defused, a tolerance column, empty fields where a side has nothing. */
+static void test_csv(void **state)
+{
+	struct hb_recon_ledger l = mk_ledger("hb-2", 102, 60000, 30000);
+	struct hb_recon_acct A[] = {
+		mk_acct(102, 30, 1, "hb-2", HB_TARGET_SLURM),
+		mk_acct(105, 5, 1, "hb-6", HB_TARGET_KUBERNETES),
+	};
+	struct hb_recon_result r;
+	char *text;
+
+	(void)state;
+	l.user = (char *)"smith, j";
+	l.account = (char *)"=HYPERLINK(1)";
+	assert_int_equal(hb_recon_compare(&l, 1, A, 2, 0, 2000, &r), 0);
+	text = captured(print_csv, &r);
+	assert_string_equal(
+		text,
+		"kind,job_id,slurm_job_id,user,account,ledger_elapsed_s,"
+		"sacct_elapsed_s,ledger_core_hours,sacct_core_hours,differs,"
+		"tolerance\r\n"
+		"differs,hb-2,102,\"smith, j\",\"'=HYPERLINK(1)\",60.000,30,"
+		"0.008333,0.008333,elapsed,\"elapsed within 2 s or 0.5% "
+		"(whichever is larger), CPU-hours within 0.5%\"\r\n"
+		"burst_proxy,hb-6,105,alice,physics,,5,,0.001389,,"
+		"\"elapsed within 2 s or 0.5% (whichever is larger), CPU-hours "
+		"within 0.5%\"\r\n");
+	free(text);
+	hb_recon_result_free(&r);
 }
 
 struct seen_jobs {
@@ -325,8 +377,8 @@ static void test_ledger_jobs(void **state)
 			 0);
 	assert_int_equal(seen.n, 1);
 	assert_int_equal(seen.j[0].cpu_mcore_s, 7);
-	assert_int_equal(hb_store_ledger_jobs(st, HB_TARGET_REJECTED, 0,
-					      10000, seen_job, &seen, &err),
+	assert_int_equal(hb_store_ledger_jobs(st, HB_TARGET_REJECTED, 0, 10000,
+					      seen_job, &seen, &err),
 			 HB_EINVAL);
 	hb_store_close(st);
 	unlink(path);
@@ -340,6 +392,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_tolerance),
 		cmocka_unit_test(test_compare),
 		cmocka_unit_test(test_parse_tag),
+		cmocka_unit_test(test_csv),
 		cmocka_unit_test(test_ledger_jobs),
 	};
 
