@@ -4,7 +4,8 @@
 # Kubeflow MPIJobs and print what became of every directive; then bring up
 # the sandbox (a real Slurm with hpcbridge's plugins, and hpcbridged) and
 # submit two unchanged sbatch scripts with plain sbatch: one stays on
-# Slurm, one bursts; show squeue, where each went, and sacct.
+# Slurm, one bursts; show squeue, where each went, sacct, the jobs with
+# what each cost, and end with the chargeback report of the two.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,7 +65,8 @@ for id in "${ids[@]}"; do
 		grep -E '^(JobId|JobName|Partition|JobState|ExitCode|AdminComment)=' |
 		paste -sd' '
 done
-printf '\n$ sacct (accounting: the proxy is charged 1 CPU in partition burst)\n'
+printf '\n$ sacct (a burst job is its proxy here, 1 CPU in partition burst; its\n'
+printf '  AdminComment says what ran on the cluster, where it is charged)\n'
 # slurmdbd has a job's fields and its end a moment after slurmctld
 for _ in $(seq 150); do
 	[ "$(sacct -n -P -X -j "$idlist" -o Partition,State |
@@ -76,8 +78,10 @@ sacct -X -j "$idlist" \
 	-o JobID,JobName,Partition,AllocCPUS,State,ExitCode,AdminComment%70
 printf '\n$ hpcbridge jobs --all\n'
 # the daemon mirrors Slurm's job states at its next poll (every second)
-for _ in $(seq 50); do
-	"$hb" jobs --all | grep -qE ' (pending|queued|running) ' || break
+# and meters each job once it ends: its cost is then in the ledger
+for _ in $(seq 100); do
+	"$hb" jobs --all | awk 'NR > 1 && ($4 ~ /^(pending|queued|running)$/ ||
+		$9 == "-")' | grep -q . || break
 	sleep 0.2
 done
 "$hb" jobs --all
@@ -85,6 +89,12 @@ for id in "${ids[@]}"; do
 	out=$(scontrol show job "$id" | tr ' ' '\n' | sed -n 's/^StdOut=//p')
 	printf '\n===== output of job %s (%s)\n' "$id" "$out"
 	cat "$out"
+done
+from=$(date -u +%Y-%m-%d)
+to=$(date -u -d tomorrow +%Y-%m-%d)
+for by in side account; do
+	printf '\n$ hpcbridge report --from %s --to %s --by %s\n' "$from" "$to" "$by"
+	"$hb" report --from "$from" --to "$to" --by "$by"
 done
 printf '\nThe sandbox is still up: eval "$(%s sandbox env --dir %s)" to use it,\n' "$hb" "$box"
 printf '%s sandbox down --dir %s to stop it.\n' "$hb" "$box"

@@ -25,6 +25,9 @@
 #     LocalQueue burst and priorities low, normal and high
 #     (examples/sandbox/kueue.yaml), where burst jobs queue
 #     (HB_SANDBOX_KUEUE=0: hpcbridged names no queue).
+#     Finished jobs are metered into the ledger with the rate card
+#     config/ratecards/example.yaml (HB_SANDBOX_RATECARD=FILE names
+#     another); `hpcbridge report` reads it.
 #   * a user to submit as: root never bursts, so burst jobs need one.
 #     Run as root, `up` makes user hbdemo (HB_SANDBOX_USER names another)
 #     if it does not exist, and DIR/work, owned by it: the directory the
@@ -131,6 +134,8 @@ write_config() {
 	  timeout_ms: 200
 	origin:
 	  namespaces: $origin_ns
+	chargeback:
+	  ratecard: ${HB_SANDBOX_RATECARD:-$src/config/ratecards/example.yaml}
 	YAML
 	if [ -n "${HB_SANDBOX_POLICY:-}" ]; then
 		printf 'placement:\n  policy: %s\n' "$HB_SANDBOX_POLICY" \

@@ -248,8 +248,20 @@ static const char schema_v3[] =
 	" WHEN EXISTS (SELECT 1 FROM ledger WHERE id = NEW.id)"
 	" BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;";
 
+/*
+ * Version 4 (issue 20): when a job started and ended, in wall-clock ms
+ * (NULL: not known).  The store sets them as the job's state moves
+ * (running: started, final: ended, each the first time);
+ * hb_store_job_set_times() replaces them with what the side measured
+ * (Slurm's start and end, the pods').  The pilot report's queue wait and
+ * run time are read from them, the ledger's amounts are not.
+ */
+static const char schema_v4[] =
+	"ALTER TABLE jobs ADD COLUMN started_ms INTEGER;"
+	"ALTER TABLE jobs ADD COLUMN ended_ms INTEGER;";
+
 const char *const hb_si_migrations[] = {
-	schema_v1, schema_v2, schema_v3
+	schema_v1, schema_v2, schema_v3, schema_v4
 };
 
 _Static_assert(sizeof(hb_si_migrations) / sizeof(hb_si_migrations[0]) ==

@@ -32,7 +32,8 @@
 #define JOB_COLS                                                               \
 	"id, origin, target, state, \"user\", uid, account, \"partition\", "   \
 	"name, slurm_job_id, k8s_namespace, k8s_name, k8s_uid, exit_code, "    \
-	"reason, created_ms, updated_ms, jobspec"
+	"reason, created_ms, updated_ms, jobspec, started_ms, ended_ms, "      \
+	"(SELECT sum(amount_micros) FROM ledger WHERE ledger.job_id = jobs.id)"
 #define STATES_IN "state IN (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
 _Static_assert(HB__JOB_STATE_COUNT == 9, "STATES_IN binds one per state");
 
@@ -50,6 +51,7 @@ enum stmt_id {
 	S_JOB_BY_SLURM,
 	S_JOB_STATE,
 	S_JOB_SET_STATE,
+	S_JOB_SET_TIMES,
 	S_JOB_SET_SLURM,
 	S_JOB_SET_K8S,
 	S_JOB_SET_TARGET,
@@ -63,6 +65,7 @@ enum stmt_id {
 	S_EVENT_LIST,
 	S_EVENT_LIST_JOB,
 	S_SPEND_LIST,
+	S_RESERVATION,
 	NSTMT
 };
 
@@ -88,8 +91,15 @@ static const char *const stmt_sql[NSTMT] = {
 	[S_JOB_STATE] = "SELECT state FROM jobs WHERE id = ?1",
 	[S_JOB_SET_STATE] =
 		"UPDATE jobs SET state = ?2, exit_code = coalesce(?3, "
-		"exit_code), reason = coalesce(?4, reason), updated_ms = ?5 "
-		"WHERE id = ?1",
+		"exit_code), reason = coalesce(?4, reason), updated_ms = ?5, "
+		"started_ms = coalesce(started_ms, CASE WHEN ?2 IN ('running', "
+		"'suspended', 'completing') THEN ?5 END), ended_ms = "
+		"coalesce(ended_ms, CASE WHEN ?2 IN ('succeeded', 'failed', "
+		"'cancelled', 'lost') THEN ?5 END) WHERE id = ?1",
+	[S_JOB_SET_TIMES] =
+		"UPDATE jobs SET started_ms = coalesce(?2, started_ms), "
+		"ended_ms = coalesce(?3, ended_ms), updated_ms = ?4 WHERE id = ?1 "
+		"RETURNING started_ms, ended_ms",
 	[S_JOB_SET_SLURM] = "UPDATE jobs SET slurm_job_id = ?2, "
 			    "updated_ms = ?3 WHERE id = ?1",
 	[S_JOB_SET_K8S] = "UPDATE jobs SET k8s_namespace = ?2, k8s_name = ?3, "
@@ -120,15 +130,35 @@ static const char *const stmt_sql[NSTMT] = {
 	[S_EVENT_LIST_JOB] = "SELECT id, at_ms, actor_uid, actor_user, peer, "
 			     "action, job_id, detail FROM events WHERE "
 			     "job_id = ?3 AND id > ?1 ORDER BY id LIMIT ?2",
-	/* the cost the placement document estimated for the side chosen */
+	/* What accounts have spent: the ledger's actuals, net of reversals
+	 * (per job, side and period, dated by the period's end), and for
+	 * each decided job not metered, the cost its latest placement
+	 * document estimated for the side chosen (a reservation); with
+	 * metering (?2), only while the job is not final: one that ended
+	 * unmetered (cancelled before it ran) holds nothing. */
 	[S_SPEND_LIST] =
+		"SELECT account, side, period_end_ms, sum(amount_micros), 1 FROM "
+		"ledger WHERE period_end_ms >= ?1 AND account IS NOT NULL "
+		"GROUP BY job_id, side, period_end_ms, account "
+		"UNION ALL "
 		"SELECT j.account, d.target, d.at_ms, (SELECT "
 		"json_extract(a.value, '$.cost_micro') FROM "
 		"json_each(d.inputs, '$.placement.alternatives') AS a WHERE "
-		"json_extract(a.value, '$.side') = d.target) AS cost "
-		"FROM decisions AS d JOIN jobs AS j ON j.id = d.job_id "
-		"WHERE d.at_ms >= ?1 AND d.target <> 'rejected' AND "
-		"j.account IS NOT NULL AND json_valid(d.inputs) ORDER BY d.id",
+		"json_extract(a.value, '$.side') = d.target) AS cost, 0 "
+		"FROM jobs AS j JOIN decisions AS d ON d.id = (SELECT max(id) "
+		"FROM decisions WHERE job_id = j.id) "
+		"WHERE (?2 = 0 OR j.state NOT IN ('succeeded', 'failed', "
+		"'cancelled', 'lost')) AND d.at_ms >= ?1 AND d.target <> 'rejected' AND "
+		"j.account IS NOT NULL AND json_valid(d.inputs) AND NOT EXISTS "
+		"(SELECT 1 FROM ledger WHERE ledger.job_id = j.id)",
+	[S_RESERVATION] =
+		"SELECT j.account, d.target, d.at_ms, (SELECT "
+		"json_extract(a.value, '$.cost_micro') FROM "
+		"json_each(d.inputs, '$.placement.alternatives') AS a WHERE "
+		"json_extract(a.value, '$.side') = d.target) AS cost, 0 "
+		"FROM jobs AS j JOIN decisions AS d ON d.id = (SELECT max(id) "
+		"FROM decisions WHERE job_id = j.id) WHERE j.id = ?1 AND "
+		"j.account IS NOT NULL AND json_valid(d.inputs)",
 };
 
 struct hb_store {
@@ -157,6 +187,8 @@ struct hb_store {
 	sqlite3_stmt *stmt[NSTMT];
 	sqlite3_stmt *slot[HB_SI_NSLOT]; /* the ledger's (store_int.h) */
 	int readonly; /* hb_store_open_readonly() */
+	void (*end_hook)(void *, const char *); /* hb_store_set_end_hook() */
+	void *end_arg;
 };
 
 /* --- names ------------------------------------------------------------ */
@@ -1192,6 +1224,9 @@ static int job_from_stmt(struct hb_store *st, sqlite3_stmt *s,
 	r->created_ms = sqlite3_column_int64(s, 15);
 	r->updated_ms = sqlite3_column_int64(s, 16);
 	r->jobspec = col_text(s, 17);
+	r->started_ms = col_opt(s, 18);
+	r->ended_ms = col_opt(s, 19);
+	r->cost_micros = col_opt(s, 20);
 	return 0;
 }
 
@@ -1456,7 +1491,60 @@ int hb_store_job_set_state(struct hb_store *st, const char *id,
 			  exit_code, reason, now(st));
 	if (!rc)
 		rc = run(st, s, op, err);
+	if (!rc && terminal(to) && !terminal(from) && st->end_hook)
+		st->end_hook(st->end_arg, id);
 out:
+	return op_end(st, rc, op, err);
+}
+
+void hb_store_set_end_hook(struct hb_store *st,
+			   void (*fn)(void *arg, const char *id), void *arg)
+{
+	st->end_hook = fn;
+	st->end_arg = fn ? arg : NULL;
+}
+
+int hb_store_job_set_times(struct hb_store *st, const char *id,
+			   int64_t started_ms, int64_t ended_ms,
+			   struct hb_err *err)
+{
+	static const char op[] = "job_set_times";
+	sqlite3_stmt *s;
+	int rc;
+
+	rc = check_str(st, err, op, "id", id, HB_STORE_NAME_MAX, 1);
+	if (!rc && (started_ms < -1 || ended_ms < -1))
+		rc = fail(st, err, HB_EINVAL, op,
+			  "%s: %" PRId64 ": a time is >= 0 (-1 to keep)",
+			  started_ms < -1 ? "started_ms" : "ended_ms",
+			  started_ms < -1 ? started_ms : ended_ms);
+	if (rc)
+		return rc;
+	if ((rc = op_begin(st, 1, op, err)))
+		return rc;
+	rc = prep(st, S_JOB_SET_TIMES, &s, op, err);
+	if (!rc)
+		rc = bind(st, s, op, err, "tnni", id, started_ms, ended_ms,
+			  now(st));
+	if (!rc) {
+		int r = step(st, s, op, err);
+		int64_t a, b;
+
+		if (r < 0) {
+			rc = r;
+		} else if (r == SQLITE_DONE) {
+			rc = fail(st, err, HB_ENOENT, op, "no job %s", id);
+		} else {
+			a = col_opt(s, 0);
+			b = col_opt(s, 1);
+			if (a >= 0 && b >= 0 && b < a)
+				rc = fail(st, err, HB_EINVAL, op,
+					  "%s: ended_ms %" PRId64 " is before "
+					  "started_ms %" PRId64,
+					  id, b, a);
+		}
+		sqlite3_reset(s);
+	}
 	return op_end(st, rc, op, err);
 }
 
@@ -1767,7 +1855,48 @@ int hb_store_event_list(struct hb_store *st, const char *job_id,
 
 /* --- spend -------------------------------------------------------------- */
 
-int hb_store_spend_list(struct hb_store *st, int64_t since_ms,
+/* The current row of S_SPEND_LIST or S_RESERVATION into sp; 0 for a row
+ * that charges nothing (no estimate, a target that is no side). */
+static int spend_row(sqlite3_stmt *s, struct hb_spend_row *sp)
+{
+	int side = index_of(target_names, HB__TARGET_COUNT, col_text(s, 1));
+
+	sp->account = col_text(s, 0);
+	sp->side = (enum hb_job_target)side;
+	sp->at_ms = sqlite3_column_int64(s, 2);
+	sp->cost_micro = sqlite3_column_int64(s, 3);
+	sp->actual = sqlite3_column_int(s, 4);
+	return sqlite3_column_type(s, 3) == SQLITE_INTEGER &&
+	       (side == HB_TARGET_SLURM || side == HB_TARGET_KUBERNETES);
+}
+
+int hb_store_reservation(struct hb_store *st, const char *id,
+			 struct hb_spend_row *out, char *account,
+			 size_t account_size, struct hb_err *err)
+{
+	static const char op[] = "reservation";
+	sqlite3_stmt *s;
+	int rc;
+
+	if ((rc = prep(st, S_RESERVATION, &s, op, err)) ||
+	    (rc = bind(st, s, op, err, "t", id)))
+		return rc;
+	rc = step(st, s, op, err);
+	if (rc < 0)
+		return rc;
+	if (rc == SQLITE_ROW && spend_row(s, out) &&
+	    strlen(out->account) < account_size) {
+		memcpy(account, out->account, strlen(out->account) + 1);
+		out->account = account;
+		rc = 0;
+	} else {
+		rc = HB_ENOENT;
+	}
+	sqlite3_reset(s);
+	return rc;
+}
+
+int hb_store_spend_list(struct hb_store *st, int64_t since_ms, int metered,
 			int (*cb)(const struct hb_spend_row *, void *),
 			void *arg, struct hb_err *err)
 {
@@ -1779,23 +1908,15 @@ int hb_store_spend_list(struct hb_store *st, int64_t since_ms,
 		return fail(st, err, HB_EINVAL, op, "callback: required");
 	rc = prep(st, S_SPEND_LIST, &s, op, err);
 	if (!rc)
-		rc = bind(st, s, op, err, "i", since_ms);
+		rc = bind(st, s, op, err, "ii", since_ms, (int64_t)!!metered);
 	if (rc)
 		return rc;
 	while ((rc = step(st, s, op, err)) == SQLITE_ROW) {
-		int side = index_of(target_names, HB__TARGET_COUNT,
-				    col_text(s, 1));
-		struct hb_spend_row sp = {
-			.account = col_text(s, 0),
-			.side = (enum hb_job_target)side,
-			.at_ms = sqlite3_column_int64(s, 2),
-			.cost_micro = sqlite3_column_int64(s, 3),
-		};
+		struct hb_spend_row sp;
 
 		/* a document without the chosen side's cost charges
 		 * nothing, nor does a target that is no side */
-		if (sqlite3_column_type(s, 3) != SQLITE_INTEGER ||
-		    (side != HB_TARGET_SLURM && side != HB_TARGET_KUBERNETES))
+		if (!spend_row(s, &sp))
 			continue;
 		rc = cb(&sp, arg);
 		if (rc) {

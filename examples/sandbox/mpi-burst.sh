@@ -4,6 +4,7 @@
 # proxy; the output below arrives in the proxy's output file.
 #SBATCH --job-name=mpi-burst
 #SBATCH --partition=gpu
+#SBATCH --account=chemistry
 #SBATCH --ntasks=2
 #SBATCH --time=5
 #SBATCH --output=mpi-burst-%j.out

@@ -3,6 +3,7 @@
 # Slurm.
 #SBATCH --job-name=mpi-on-slurm
 #SBATCH --partition=debug
+#SBATCH --account=physics
 #SBATCH --ntasks=2
 #SBATCH --time=5
 #SBATCH --output=mpi-on-slurm-%j.out

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "hpcbridge/units.h"
 #include "hpcbridge/config.h"
 #include "hpcbridge/doc.h"
 #include "hpcbridge/proto.h"
@@ -298,20 +299,49 @@ static const char *detail_text(const cJSON *o, char *buf, size_t n)
 	return buf;
 }
 
+/* The run time as Slurm prints it ([D-]HH:MM:SS), "-" when not over. */
+static const char *elapsed(const cJSON *o, char buf[32])
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "elapsed_s");
+
+	if (!cJSON_IsNumber(v) || v->valuedouble < 0)
+		return "-";
+	hb_format_slurm_time((uint64_t)v->valuedouble, buf);
+	return buf;
+}
+
+/* What the job cost, in the rate card's currency units, exact to the
+ * micro-unit (the ledger's sum); "-" when it has not been metered. */
+static const char *cost(const cJSON *o, char buf[32])
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "cost_micros");
+	long long m;
+
+	if (!cJSON_IsNumber(v))
+		return "-";
+	m = (long long)v->valuedouble;
+	snprintf(buf, 32, "%s%lld.%06lld", m < 0 ? "-" : "",
+		 (m < 0 ? -m : m) / 1000000, (m < 0 ? -m : m) % 1000000);
+	return buf;
+}
+
 static void table_head(void)
 {
-	printf("%-12s %-10s %-10s %-10s %-10s %-8s %-19s %s\n", "ID", "USER",
-	       "TARGET", "STATE", "SLURM_ID", "EXIT", "SUBMITTED", "NAME");
+	printf("%-12s %-10s %-10s %-10s %-10s %-8s %-19s %-11s %-12s %s\n",
+	       "ID", "USER", "TARGET", "STATE", "SLURM_ID", "EXIT",
+	       "SUBMITTED", "ELAPSED", "COST", "NAME");
 }
 
 static void table_row(const cJSON *j)
 {
-	char a[32], b[32], c[32];
+	char a[32], b[32], c[32], e[32], m[32];
 
-	printf("%-12s %-10.10s %-10.10s %-10.10s %-10s %-8s %-19s %s\n",
+	printf("%-12s %-10.10s %-10.10s %-10.10s %-10s %-8s %-19s %-11s "
+	       "%-12s %s\n",
 	       str(j, "id"), str(j, "user"), str(j, "target"), str(j, "state"),
 	       num(j, "slurm_job_id", a), num(j, "exit_code", b),
-	       when(j, "created", c), str(j, "name"));
+	       when(j, "created", c), elapsed(j, e), cost(j, m),
+	       str(j, "name"));
 }
 
 static const char submit_usage[] =

@@ -549,6 +549,15 @@ static const struct setting table[] = {
 	     "hpcbridge.io/user label); \"*\" grants any user whose uid is at "
 	     "least origin.min_uid.  An MPIJob of a namespace not listed is "
 	     "refused."},
+    {.path = "chargeback.ratecard",
+     .type = HB_CFG_STRING,
+     .off = F(chargeback_ratecard),
+     .def = NULL,
+     .nullable = 1,
+     .check = C_ABSPATH,
+     .reloadable = 1,
+     .help = "The rate card finished jobs are priced with, into the "
+	     "ledger (docs/chargeback.md); null: jobs are not metered."},
     {.path = "origin.min_uid",
      .type = HB_CFG_UINT,
      .off = F(origin_min_uid),

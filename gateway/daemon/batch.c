@@ -46,6 +46,7 @@ void hbd_batch_abort(struct hb_daemon *d, const struct hb_err *err)
 		return;
 	hb_store_rollback(d->st);
 	d->txn_open = 0;
+	d->spend_dirty = 1; /* what the batch counted did not happen */
 	for (s = d->staged; s; s = s->next)
 		if (s->needs_commit)
 			s->failed = 1;
@@ -441,6 +442,7 @@ static void batch_settle(struct hb_daemon *d)
 			hb_log(HB_LOG_ERROR, "store commit failed: %s",
 			       err.msg);
 			hb_store_rollback(d->st);
+			d->spend_dirty = 1;
 			for (s = d->staged; s; s = s->next)
 				if (s->needs_commit)
 					s->failed = 1;

@@ -70,6 +70,7 @@ static void reload(struct hb_daemon *d)
 {
 	struct hb_err err = { 0 };
 	struct hb_config next = { 0 };
+	struct hb_ratecard card = { 0 };
 	struct hb_buf b;
 	int parsed = 0, rc;
 
@@ -88,6 +89,8 @@ static void reload(struct hb_daemon *d)
 		apply_overrides(d, &next);
 		rc = hb_config_check_reload(&d->cfg, &next, &err);
 	}
+	if (!rc)
+		rc = hbd_ratecard_load(&next, &card, &err);
 	/* the policy last: the decider takes it only if all else is good */
 	if (!rc)
 		rc = hb_decider_reload(d->dc, &next, &err);
@@ -100,10 +103,14 @@ static void reload(struct hb_daemon *d)
 			err.msg);
 		if (parsed)
 			hb_config_free(&next);
+		hb_ratecard_free(&card);
 		return;
 	}
 	hb_config_free(&d->cfg);
 	d->cfg = next;
+	hb_ratecard_free(&d->card);
+	d->card = card;
+	hbd_metering_apply(d);
 	apply_config(d);
 	/* the budget periods may differ */
 	hbd_refresh_spend(d, hb_clock_mono_ms(), 1);
@@ -347,18 +354,21 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 
 	if ((rc = make_parent(d->cfg.daemon_state, 0750, err)))
 		goto fail;
-	if ((rc = hb_decider_new(&d->cfg, &d->dc, err)))
+	if ((rc = hb_decider_new(&d->cfg, &d->dc, err)) ||
+	    (rc = hbd_ratecard_load(&d->cfg, &d->card, err)))
 		goto fail;
 	hb_arena_init(&d->scratch, SCRATCH_MAX);
 	if ((rc = hb_store_open(d->cfg.daemon_state, &d->st, err)))
 		goto fail;
+	hbd_metering_start(d);
 	d->rlimit = REMOTE_QUEUE_PER_WORKER * d->cfg.daemon_workers;
 	d->ckpt_pages = d->opts.checkpoint_pages > 0
 				? d->opts.checkpoint_pages
 				: (int)d->cfg.daemon_checkpoint_pages;
 	hb_store_set_autocheckpoint(d->st, CKPT_INLINE_FACTOR * d->ckpt_pages);
 	if ((rc = hb_decider_load_spend(d->dc, d->st,
-					hb_clock_wall_ms() / 1000, err)))
+					hb_clock_wall_ms() / 1000,
+					d->budget_actuals, err)))
 		goto fail;
 	if ((rc = remote_new(d, err)))
 		goto fail;
@@ -477,6 +487,7 @@ void hb_daemon_free(struct hb_daemon *d)
 	hb_store_close(d->ckpt_st); /* after the pool: nothing uses it */
 	hb_store_close(d->st);
 	hb_decider_free(d->dc);
+	hb_ratecard_free(&d->card);
 	hb_arena_free(&d->scratch);
 	hb_config_free(&d->cfg);
 	free(d->config_path);

@@ -24,6 +24,7 @@
 #include "hpcbridge/config.h"
 #include "hpcbridge/doc.h"
 #include "hpcbridge/error.h"
+#include "hpcbridge/ratecard.h"
 #include "hpcbridge/store.h"
 #include "hpcbridge/timefmt.h"
 #include "origin.h"
@@ -248,6 +249,12 @@ struct hb_daemon {
 	uint64_t ncheckpoints;	  /* done on a worker */
 	struct pw_entry pw[PW_CACHE_SIZE];
 	uint64_t nrequests, ndecisions;
+	/* metering (metering.c): the rate card (none: nversions 0) */
+	struct hb_ratecard card;
+	int budget_actuals; /* budgets count actuals: the card prices in
+			     * the policy's currency */
+	int spend_dirty; /* a batch was rolled back: load the spend again */
+	uint64_t nmetered;    /* jobs whose entries were written */
 };
 
 /* ------------------------------------------------------------------ */
@@ -416,6 +423,11 @@ struct task *hbd_remote_task(struct hb_daemon *d, struct conn *c,
  * on this host as their user, as Slurm would. */
 bool hbd_remote_cfg_is_cluster(const struct hb_config *cfg);
 int hbd_rstart_run(struct task *t);
+/* The decided jobspec of job id from its stored source (the jobs table's
+ * jobspec column), into spec (initialised by the caller): as
+ * remote_start builds it.  0, or an error in err. */
+int hbd_job_spec(const char *id, const char *jobspec, struct hb_jobspec *spec,
+		 struct hb_err *err);
 int hbd_rpoll_run(struct task *t);
 void hbd_remote_done(struct task *t);
 
@@ -436,6 +448,41 @@ void hbd_poll_slurm(struct hb_daemon *d, int64_t now);
 void hbd_expire_orphans(struct hb_daemon *d, int64_t now);
 void hbd_refresh_estimates(struct hb_daemon *d, int64_t now);
 void hbd_refresh_spend(struct hb_daemon *d, int64_t mono, int force);
+
+/* ------------------------------------------------------------------ */
+/* metering.c: finished jobs priced into the ledger                    */
+/* ------------------------------------------------------------------ */
+
+/* Read cfg's rate card into card (nothing when it names none). */
+void hbd_metering_start(struct hb_daemon *d);
+/* After the card or the policy changed: whether budgets count actuals
+ * (said in the log when they cannot: the currencies differ). */
+void hbd_metering_apply(struct hb_daemon *d);
+int hbd_ratecard_load(const struct hb_config *cfg, struct hb_ratecard *card,
+		      struct hb_err *err);
+/*
+ * Meter a job that ended on Slurm, from the reconciler's final change;
+ * meter a burst job from its remote status and decided jobspec.  Both
+ * run in the iteration's batch and write nothing without a rate card;
+ * a job the card cannot price is logged and left unmetered.  0, or a
+ * store error (the batch is to be aborted).
+ */
+struct hb_slurm_change;
+struct hb_remote_status;
+int hbd_meter_slurm(struct hb_daemon *d, const struct hb_job_row *j,
+		    const struct hb_slurm_change *ch, struct hb_err *err);
+int hbd_meter_remote(struct hb_daemon *d, const struct hb_job_row *j,
+		     const struct hb_remote_status *rs, struct hb_err *err);
+/*
+ * On a worker: what a burst job ran remotely, for its proxy's admin
+ * comment (sacct's AdminComment): "hpcbridge:<id> ran on kubernetes: ..."
+ * (the reconciler's tag first, so the proxy stays bound).  0, or an
+ * error in err.
+ */
+int hbd_proxy_record(const char *id, const char *jobspec,
+		     const struct hb_config *cfg,
+		     const struct hb_remote_status *rs, char *out,
+		     size_t outsz, struct hb_err *err);
 
 /* ------------------------------------------------------------------ */
 /* origin_jobs.c: Kubernetes-origin MPIJobs on the loop                */

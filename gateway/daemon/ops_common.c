@@ -65,6 +65,24 @@ cJSON *hbd_job_json(const struct hb_job_row *j)
 	cJSON_AddStringToObject(o, "created", t);
 	hb_time_rfc3339_format_ms(j->updated_ms < 0 ? 0 : j->updated_ms, t);
 	cJSON_AddStringToObject(o, "updated", t);
+	/* when it ran, and what it cost (the ledger's sum, micro-units) */
+	if (j->started_ms >= 0) {
+		hb_time_rfc3339_format_ms(j->started_ms, t);
+		cJSON_AddStringToObject(o, "started", t);
+	} else {
+		cJSON_AddNullToObject(o, "started");
+	}
+	if (j->ended_ms >= 0) {
+		hb_time_rfc3339_format_ms(j->ended_ms, t);
+		cJSON_AddStringToObject(o, "ended", t);
+	} else {
+		cJSON_AddNullToObject(o, "ended");
+	}
+	hbd_add_int_or_null(o, "elapsed_s",
+			    j->started_ms >= 0 && j->ended_ms >= j->started_ms
+				    ? (j->ended_ms - j->started_ms) / 1000
+				    : -1);
+	hbd_add_int_or_null(o, "cost_micros", j->cost_micros);
 	return o;
 }
 

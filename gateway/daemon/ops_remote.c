@@ -424,8 +424,8 @@ static gid_t user_gid(uid_t uid)
  * environment it was submitted with.  A job that names no directory runs
  * in the one it was submitted from.  0, or an error in t->err.
  */
-static int decided_job(struct task *t, const struct source *s,
-		       struct hb_jobspec *spec)
+static int decided_job(const char *id, const struct source *s,
+		       struct hb_jobspec *spec, struct hb_err *err)
 {
 	const cJSON *js = cJSON_GetObjectItemCaseSensitive(s->doc, "jobspec");
 	struct hb_sbatch_opts so = { .envp = s->env };
@@ -449,9 +449,24 @@ static int decided_job(struct task *t, const struct source *s,
 				    (struct hb_prov){ HB_PROV_DERIVED, 0 });
 	}
 	if (rc)
-		return hb_err_set(&t->err, rc, NULL, 0, "cannot start %s: %s",
-				  t->id, e.msg[0] ? e.msg : hb_strerror(rc));
+		return hb_err_set(err, rc, NULL, 0, "cannot start %s: %s", id,
+				  e.msg[0] ? e.msg : hb_strerror(rc));
 	return 0;
+}
+
+int hbd_job_spec(const char *id, const char *jobspec, struct hb_jobspec *spec,
+		 struct hb_err *err)
+{
+	struct source s;
+	int rc = source_of(jobspec, &s);
+
+	if (rc)
+		rc = hb_err_set(err, rc, NULL, 0,
+				"%s: the job's script was not kept", id);
+	else
+		rc = decided_job(id, &s, spec, err);
+	source_free(&s);
+	return rc;
 }
 
 /* On a worker: the job runs as uid, its primary group gid and its groups,
@@ -508,7 +523,7 @@ int hbd_rstart_run(struct task *t)
 	if (w->task >= 0 && (rc = array_check(t, &src)))
 		goto out;
 	if (hbd_remote_cfg_is_cluster(w->cfg)) {
-		if ((rc = decided_job(t, &src, &spec)) ||
+		if ((rc = decided_job(t->id, &src, &spec, &t->err)) ||
 		    (rc = run_as(t, w->uid, rj.gid, &spec)))
 			goto out;
 		rj.spec = &spec;
@@ -545,6 +560,30 @@ out:
 	return rc;
 }
 
+/*
+ * On a worker, before the shadow hears that its job is over (its proxy
+ * still runs): the proxy's admin comment says what ran remotely, so that
+ * sacct's record of the proxy (1 CPU in the burst partition) does not
+ * pass for the job's use.  slurmctld refuses to change a job once it
+ * has finished, hence now.  A failure is logged: the ledger has the
+ * figures either way.
+ */
+static void proxy_record(struct task *t)
+{
+	struct rwork *w = t->rw;
+	struct hb_err err = { 0 };
+	char text[512];
+
+	if (w->task >= 0 || w->slurm_id <= 0 || !w->jobspec ||
+	    !t->be.slurm_retag)
+		return;
+	if (hbd_proxy_record(t->id, w->jobspec, w->cfg, &w->st, text,
+			     sizeof(text), &err) ||
+	    t->be.slurm_retag(t->be.ctx, w->slurm_id, text, NULL, &err))
+		hb_log(HB_LOG_WARN, "%s: proxy %lld keeps its tag only: %s",
+		       t->id, (long long)w->slurm_id, err.msg);
+}
+
 /* On a worker: remote_poll's work, down to the framed reply. */
 int hbd_rpoll_run(struct task *t)
 {
@@ -561,6 +600,8 @@ int hbd_rpoll_run(struct task *t)
 		goto out;
 	/* Final, and this read did not stop at the cap: nothing more. */
 	w->done = hb_remote_phase_done(w->st.phase) && data.len < w->max;
+	if (w->done)
+		proxy_record(t);
 	if ((rc = hb_buf_base64(&b64, data.data ? data.data : "",
 				data.len))) {
 		hb_err_set(&t->err, rc, NULL, 0, "output too large");
@@ -619,6 +660,10 @@ static void rstart_done(struct hb_daemon *d, struct conn *c, struct task *t)
 			  final ? w->st.exit_code : -1,
 			  w->task < 0 ? w->slurm_id : -1, "remote_start"))
 		goto out;
+	if (final && (rc = hbd_meter_remote(d, &j, &w->st, &err))) {
+		hbd_store_failed(d, c, rc, &err);
+		goto out;
+	}
 	r = hb_proto_ok();
 	if (r)
 		cJSON_AddStringToObject(r, "phase",
@@ -635,7 +680,7 @@ static void rpoll_done(struct hb_daemon *d, struct conn *c, struct task *t)
 	struct hb_job_row j = { 0 };
 	struct hb_err err = { 0 };
 	enum hb_job_state to = remote_state(w->st.phase);
-	int recorded = 0;
+	int recorded = 0, rc;
 
 	if (t->rc) {
 		hbd_stage_error(d, c, t->rc, t->err.msg, 0);
@@ -652,6 +697,13 @@ static void rpoll_done(struct hb_daemon *d, struct conn *c, struct task *t)
 				goto out;
 			recorded = 1;
 		}
+		/* metered once final, whoever ended it (the same entries
+		 * again are not written twice) */
+		if ((rc = hbd_meter_remote(d, &j, &w->st, &err))) {
+			hbd_store_failed(d, c, rc, &err);
+			goto out;
+		}
+		recorded = 1;
 	}
 	hbd_stage_frame(d, c, w->frame, w->frame ? w->flen : 0,
 			!w->frame && w->flen, recorded, 0);
@@ -668,6 +720,7 @@ static void rcancel_done(struct hb_daemon *d, struct conn *c, struct task *t)
 	struct rwork *w = t->rw;
 	struct hb_job_row j = { 0 };
 	struct hb_err err = { 0 };
+	int rc;
 
 	if (t->rc && t->rc != HB_ENOENT) {
 		hbd_stage_error(d, c, t->rc, t->err.msg, 0);
@@ -682,6 +735,13 @@ static void rcancel_done(struct hb_daemon *d, struct conn *c, struct task *t)
 	else
 		stop_rest(d, c, &j, w->rid, w->task, w->why,
 			  w->stop == RSTOP_ABANDON, t->rc);
+	/* what ran before the cancel is charged (the status the worker
+	 * read after it), in the batch that recorded the cancel */
+	if (w->task < 0 && w->st.start_ms > 0 && d->txn_open &&
+	    (rc = hbd_meter_remote(d, &j, &w->st, &err))) {
+		hb_log(HB_LOG_ERROR, "metering %s: %s", j.id, err.msg);
+		hbd_batch_abort(d, &err);
+	}
 	hb_job_row_free(&j);
 }
 
@@ -797,6 +857,13 @@ void hbd_op_remote_poll(struct hb_daemon *d, struct conn *c, const cJSON *req)
 		goto out;
 	t->rw->offset = (uint64_t)offset;
 	t->rw->max = (size_t)max;
+	/* for the proxy's record, should this poll find the job over */
+	t->rw->slurm_id = j.slurm_job_id;
+	if (j.jobspec && !(t->rw->jobspec = strdup(j.jobspec))) {
+		hbd_task_free(t);
+		hbd_stage_error(d, c, HB_ENOMEM, "out of memory", 0);
+		goto out;
+	}
 	hbd_stage_task(d, c, t, 0);
 out:
 	hb_job_row_free(&j);

@@ -89,9 +89,11 @@ static int reconcile_one(struct hb_daemon *d, const struct hb_slurm_change *ch,
 	if (j.target == HB_TARGET_SLURM && j.slurm_job_id >= 0 &&
 	    ch->slurm_job_id != j.slurm_job_id && hbd_replaced(d, &j))
 		goto out;
-	if (j.target != HB_TARGET_SLURM || hb_store_state_terminal(j.state) ||
-	    j.state == ch->state || !hb_store_state_allowed(j.state, ch->state))
+	if (j.target != HB_TARGET_SLURM)
 		goto out;
+	if (hb_store_state_terminal(j.state) || j.state == ch->state ||
+	    !hb_store_state_allowed(j.state, ch->state))
+		goto meter;
 	rc = hb_store_job_set_state(d->st, j.id, ch->state, ch->exit_code,
 				    NULL, err);
 	detail = cJSON_CreateObject();
@@ -110,6 +112,11 @@ static int reconcile_one(struct hb_daemon *d, const struct hb_slurm_change *ch,
 	}
 	if (!rc) /* origin hook: the MPIJob's status follows */
 		hb_origin_job_changed(d->origin, d->st, j.id);
+meter:
+	/* ended: metered from what Slurm allocated, whoever ended it (a
+	 * job cancelled through the gateway is final here already) */
+	if (!rc && hb_store_state_terminal(ch->state))
+		rc = hbd_meter_slurm(d, &j, ch, err);
 out:
 	cJSON_Delete(detail);
 	hb_job_row_free(&j);

@@ -329,8 +329,10 @@ void hbd_refresh_estimates(struct hb_daemon *d, int64_t now)
 }
 
 /* Budgets: what each account has spent this period, loaded again from
- * the store when a day begins (looked at once a second, at loop time
- * mono), or at once when forced. */
+ * the store when a day begins, or after a batch was rolled back (what
+ * was counted in memory for it did not happen), looked at once a second
+ * at loop time mono; or at once when forced.  In between, decisions,
+ * ends and metering count in memory (metering.c). */
 void hbd_refresh_spend(struct hb_daemon *d, int64_t mono, int force)
 {
 	struct hb_err err = { 0 };
@@ -340,7 +342,12 @@ void hbd_refresh_spend(struct hb_daemon *d, int64_t mono, int force)
 		return;
 	d->last_spend_check = mono;
 	now = hb_clock_wall_ms() / 1000;
-	if ((force || hb_decider_spend_stale(d->dc, now)) &&
-	    hb_decider_load_spend(d->dc, d->st, now, &err))
+	if (!force && !d->spend_dirty && !hb_decider_spend_stale(d->dc, now))
+		return;
+	if (hb_decider_load_spend(d->dc, d->st, now, d->budget_actuals,
+				  &err)) {
 		hb_log(HB_LOG_WARN, "budgets: %s", err.msg);
+		return;
+	}
+	d->spend_dirty = 0;
 }

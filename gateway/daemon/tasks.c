@@ -77,8 +77,13 @@ static void task_run(struct hb_task *ht)
 		t->rc = hbd_rstart_run(t);
 	else if (t->kind == TASK_REMOTE_POLL)
 		t->rc = hbd_rpoll_run(t);
-	else if (t->kind == TASK_REMOTE_CANCEL)
+	else if (t->kind == TASK_REMOTE_CANCEL) {
 		t->rc = hb_remote_cancel(t->rw->be, t->rw->rid, &t->err);
+		/* when it ran, for metering (start_ms 0: unknown) */
+		if (!t->rc && hb_remote_status(t->rw->be, t->rw->rid,
+					       &t->rw->st, NULL))
+			memset(&t->rw->st, 0, sizeof(t->rw->st));
+	}
 	else if (t->kind == TASK_SUBMIT)
 		t->rc = t->be.slurm_submit(t->be.ctx, &t->req, &t->slurm_job_id,
 					   &t->err);

@@ -258,6 +258,11 @@ const char *hb_decider_policy_name(const struct hb_decider *dc)
 	return dc->policy_name;
 }
 
+const char *hb_decider_currency(const struct hb_decider *dc)
+{
+	return dc->pol.currency;
+}
+
 const char *hb_decider_policy_text(const struct hb_decider *dc)
 {
 	return dc->policy_text.data ? dc->policy_text.data : "";
@@ -608,32 +613,65 @@ static int charge_row(const struct hb_spend_row *r, void *arg)
 	return 0;
 }
 
-int hb_decider_load_spend(struct hb_decider *dc, struct hb_store *st,
-			  int64_t now, struct hb_err *err)
+/* The start of each budget period the policy uses, as of now (local
+ * time); -1 for the others.  Returns the earliest. */
+static int64_t tracked_periods(const struct hb_decider *dc, int64_t now,
+			       int64_t start[HB__PERIOD_COUNT])
 {
 	int32_t off = local_offset(now);
-	struct spend_load l = { .snap = &dc->snap };
 	int64_t since = now;
-	int rc;
 
 	for (int p = 0; p < HB__PERIOD_COUNT; p++)
-		l.start[p] = -1;
-	l.start[dc->pol.defaults.budget_period] = 0;
+		start[p] = -1;
+	start[dc->pol.defaults.budget_period] = 0;
 	for (uint32_t i = 0; i < dc->pol.nrules; i++)
-		l.start[dc->pol.rules[i].budget_period] = 0;
+		start[dc->pol.rules[i].budget_period] = 0;
 	for (int p = 0; p < HB__PERIOD_COUNT; p++)
-		if (l.start[p] == 0) {
-			l.start[p] = hb_period_start(p, now, off);
-			if (l.start[p] < since)
-				since = l.start[p];
+		if (start[p] == 0) {
+			start[p] = hb_period_start(p, now, off);
+			if (start[p] < since)
+				since = start[p];
 		}
+	return since;
+}
+
+int hb_decider_load_spend(struct hb_decider *dc, struct hb_store *st,
+			  int64_t now, int metered, struct hb_err *err)
+{
+	struct spend_load l = { .snap = &dc->snap };
+	int64_t since = tracked_periods(dc, now, l.start);
+	int rc;
+
 	hb_snapshot_clear_spend(&dc->snap);
-	rc = hb_store_spend_list(st, since * 1000, charge_row, &l, err);
+	rc = hb_store_spend_list(st, since * 1000, metered, charge_row, &l,
+				 err);
 	if (rc && l.rc)
 		hb_err_set(err, rc, NULL, 0, "spend: %s", hb_strerror(rc));
 	if (!rc)
-		dc->spend_day = hb_period_start(HB_PERIOD_DAY, now, off);
+		dc->spend_day = hb_period_start(HB_PERIOD_DAY, now,
+						local_offset(now));
 	return rc;
+}
+
+int hb_decider_spend_add(struct hb_decider *dc, const char *account,
+			 enum hb_job_target side, int64_t at_ms,
+			 int64_t delta, int64_t now)
+{
+	int64_t start[HB__PERIOD_COUNT];
+	int s = side == HB_TARGET_SLURM	       ? HB_SIDE_SLURM
+		: side == HB_TARGET_KUBERNETES ? HB_SIDE_KUBE
+					       : -1;
+	int rc;
+
+	if (s < 0 || !account || !delta)
+		return 0;
+	tracked_periods(dc, now, start);
+	for (int p = 0; p < HB__PERIOD_COUNT; p++)
+		if (start[p] >= 0 && at_ms / 1000 >= start[p] &&
+		    (rc = hb_snapshot_charge(&dc->snap, account, p, s,
+					     (hb_money)delta)))
+			return rc;
+	return 0;
 }
 
 bool hb_decider_spend_stale(const struct hb_decider *dc, int64_t now)

@@ -45,6 +45,8 @@ void hb_decider_free(struct hb_decider *dc); /* NULL is fine */
 
 /* The policy's name for humans: its file, or "placement.partitions". */
 const char *hb_decider_policy_name(const struct hb_decider *dc);
+/* The policy's currency code ("USD"): its costs and budgets are in it. */
+const char *hb_decider_currency(const struct hb_decider *dc);
 /* The policy's text, as read or made (NUL-terminated; borrowed until the
  * next reload). */
 const char *hb_decider_policy_text(const struct hb_decider *dc);
@@ -142,15 +144,26 @@ struct cJSON *hb_decider_state(struct hb_decider *dc, int64_t now);
 
 /*
  * What each account has spent in the budget periods the policy uses, as
- * of instant now: the costs of the decisions st holds since the earliest
- * such period began (local time), replacing what the snapshot counted.
- * The daemon loads it at start-up, after a reload, and when a new day
- * begins (hb_decider_spend_stale()), so budgets survive restarts and
- * start afresh with each period.  Errors are the store's.
+ * of instant now: what st holds since the earliest such period began
+ * (local time: hb_store_spend_list(), the ledger's actuals and the
+ * estimates of jobs not metered; with metered, only of jobs still to
+ * end), replacing what the snapshot counted.  The daemon loads it at
+ * start-up, after a reload, and when a new day begins
+ * (hb_decider_spend_stale()), so budgets survive restarts and start
+ * afresh with each period.  Errors are the store's.
  */
 struct hb_store;
 int hb_decider_load_spend(struct hb_decider *dc, struct hb_store *st,
-			  int64_t now, struct hb_err *err);
+			  int64_t now, int metered, struct hb_err *err);
+/*
+ * Add delta (micro-units; negative takes off, down to 0) to what account
+ * has spent on side (HB_TARGET_SLURM or HB_TARGET_KUBERNETES) in each
+ * budget period that at_ms falls in, as of now: a job metered (its
+ * actual cost in place of what was counted), a reservation released.
+ */
+int hb_decider_spend_add(struct hb_decider *dc, const char *account,
+			 enum hb_job_target side, int64_t at_ms,
+			 int64_t delta, int64_t now);
 /* Whether a day has begun since the spend was last loaded. */
 bool hb_decider_spend_stale(const struct hb_decider *dc, int64_t now);
 

@@ -294,6 +294,10 @@ int hb_snapshot_charge(struct hb_snapshot *s, const char *account, int period,
 		e->spent[side] = HB_MONEY_MAX;
 	else if (amount > 0)
 		e->spent[side] += amount;
+	else if (amount < 0)
+		e->spent[side] = e->spent[side] < -amount
+					 ? 0
+					 : e->spent[side] + amount;
 	return 0;
 }
 

@@ -65,6 +65,10 @@ struct hb_config {
 	struct hb_kv *placement_partitions; /* partition -> target */
 	uint32_t nplacement_partitions;
 
+	/* Chargeback: the rate card finished jobs are priced with, or NULL
+	 * (no metering) */
+	const char *chargeback_ratecard;
+
 	/* Kubernetes-origin MPIJobs (managedBy: hpcbridge.io/gateway) */
 	/* namespace -> the users its MPIJobs may run as; "*": any user whose
 	 * uid is at least origin_min_uid.  Empty: every MPIJob is refused. */

@@ -162,7 +162,8 @@ int hb_snapshot_set_spend(struct hb_snapshot *s, const char *account,
 /* Every account's spend back to zero (the entries stay). */
 void hb_snapshot_clear_spend(struct hb_snapshot *s);
 /* Add amount to what account has spent on side this period
- * (saturating at HB_MONEY_MAX; a negative amount adds nothing). */
+ * (saturating at HB_MONEY_MAX; a negative amount takes off, down to 0:
+ * a reservation released, an estimate replaced by a smaller actual). */
 int hb_snapshot_charge(struct hb_snapshot *s, const char *account, int period,
 		       int side, hb_money amount);
 

@@ -28,7 +28,7 @@
 #include "hpcbridge/error.h"
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define HB_STORE_SCHEMA_VERSION 3
+#define HB_STORE_SCHEMA_VERSION 4
 
 /* PRAGMA application_id of an hpcbridge store ("HBst"). */
 #define HB_STORE_APP_ID 0x48427374
@@ -233,6 +233,10 @@ int hb_job_entry_parse(const char *name);
  * target, state: zero (a zeroed row) is pending.
  * jobspec: JSON text or NULL.
  * uid: -1 when unknown.  slurm_job_id, exit_code: -1 when none.
+ * started_ms, ended_ms: when the job started and ended (wall-clock ms), -1
+ * when not known (hb_store_job_set_state() and hb_store_job_set_times()
+ * set them; ignored on input).  cost_micros: the sum of the job's ledger
+ * entries, reversals included, -1 when it has none (read only).
  */
 struct hb_job_row {
 	char id[32]; /* "hb-000042" */
@@ -243,6 +247,7 @@ struct hb_job_row {
 	int64_t uid, slurm_job_id, exit_code;
 	const char *k8s_namespace, *k8s_name, *k8s_uid;
 	int64_t created_ms, updated_ms;
+	int64_t started_ms, ended_ms, cost_micros;
 	void *priv;
 };
 
@@ -268,11 +273,30 @@ void hb_job_row_free(struct hb_job_row *row);
 /*
  * Move a job to state (see above; HB_ESTATE names both states when the
  * move is forbidden, HB_EINVAL names the field for a value that is no
- * state).  exit_code -1 and reason NULL keep the current values.
+ * state).  exit_code -1 and reason NULL keep the current values.  The
+ * first move to running (or on: suspended, completing) sets started_ms,
+ * the first to a final state ended_ms, to now, unless they are set.
  */
 int hb_store_job_set_state(struct hb_store *st, const char *id,
 			   enum hb_job_state state, int64_t exit_code,
 			   const char *reason, struct hb_err *err);
+/*
+ * Replace when the job started and ended with what its side measured
+ * (wall-clock ms >= 0; -1 keeps the value).  HB_EINVAL when the result
+ * would end before it starts.
+ */
+int hb_store_job_set_times(struct hb_store *st, const char *id,
+			   int64_t started_ms, int64_t ended_ms,
+			   struct hb_err *err);
+/*
+ * fn(arg, id) is called each time this handle moves a job to a final
+ * state from one that is not (once per job, unless the write is rolled
+ * back), inside the write, after the row changed: for a caller that
+ * keeps sums over jobs (budgets).  fn may read the store.  NULL fn
+ * removes it.
+ */
+void hb_store_set_end_hook(struct hb_store *st,
+			   void (*fn)(void *arg, const char *id), void *arg);
 /* Record the Slurm job id (> 0); HB_EEXIST if another job has it. */
 int hb_store_job_set_slurm(struct hb_store *st, const char *id,
 			   int64_t slurm_job_id, struct hb_err *err);
@@ -347,25 +371,44 @@ int hb_store_event_list(struct hb_store *st, const char *job_id,
 			int (*cb)(const struct hb_event_row *, void *),
 			void *arg, struct hb_err *err);
 
-/* A decision's charge, as passed to a hb_store_spend_list() callback
- * (borrowed). */
+/* A charge against an account, as passed to a hb_store_spend_list()
+ * callback (borrowed). */
 struct hb_spend_row {
 	const char *account;
 	enum hb_job_target side; /* HB_TARGET_SLURM or HB_TARGET_KUBERNETES */
 	int64_t at_ms;
-	int64_t cost_micro; /* the placement's estimate for that side */
+	int64_t cost_micro;
+	int actual; /* 1: metered (the ledger); 0: a reservation (estimate) */
 };
 /*
- * Every decision made at or after since_ms (wall-clock ms) that placed a
- * job with an account on a side, oldest first, with the cost its stored
- * placement document estimated there; decisions whose document has no
- * such cost, or whose target is no side this build knows, are skipped.  For
- * rebuilding what accounts have spent after a restart.  cb as for
+ * What accounts have spent since since_ms (wall-clock ms), for budgets:
+ * - actuals: the ledger's entries with an account whose period ended at
+ *   or after since_ms, net of their reversals, one row per job, side
+ *   and period (at_ms: the period's end);
+ * - reservations: each job with an account and no ledger entry whose
+ *   latest decision (at or after since_ms) placed it on a side, with the
+ *   cost that decision's stored placement document estimated there
+ *   (at_ms: the decision's).  With metered (jobs are metered when they
+ *   end), only jobs that are not final: one that ended without ledger
+ *   entries (cancelled before it ran) reserves nothing.  Without, the
+ *   estimate stands for every job (nothing else will replace it).
+ * Rows whose side is no side this build knows, or whose estimate is
+ * missing, are skipped.  In no particular order.  cb as for
  * hb_store_job_list().
  */
-int hb_store_spend_list(struct hb_store *st, int64_t since_ms,
+int hb_store_spend_list(struct hb_store *st, int64_t since_ms, int metered,
 			int (*cb)(const struct hb_spend_row *, void *),
 			void *arg, struct hb_err *err);
+
+/*
+ * The reservation job id holds or held: its latest decision's estimate,
+ * as hb_store_spend_list() counts it, whatever the job's state; account
+ * (account_size bytes) gets the account, and out->account points to it.
+ * HB_ENOENT when there is none (no account, no decision, no estimate).
+ */
+int hb_store_reservation(struct hb_store *st, const char *id,
+			 struct hb_spend_row *out, char *account,
+			 size_t account_size, struct hb_err *err);
 
 /*
  * The cost ledger: append-only, money in integer micro-units of the

@@ -376,7 +376,7 @@ static void test_spend_restart(void **state)
 	/* the first daemon: two Kubernetes jobs of 0.60, stored; one
 	 * rejection, which costs nothing */
 	assert_int_equal(hb_decider_new(&cfg, &dc, &err), 0);
-	assert_int_equal(hb_decider_load_spend(dc, st, now, &err), 0);
+	assert_int_equal(hb_decider_load_spend(dc, st, now, 0, &err), 0);
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(decide(dc, "batch", HB_TARGET_PENDING, "phys",
 					3, 6, now, &o),
@@ -400,7 +400,7 @@ static void test_spend_restart(void **state)
 	hb_decider_free(dc);
 	/* ...with it, $1.20 is already spent this month */
 	assert_int_equal(hb_decider_new(&cfg, &dc, &err), 0);
-	assert_int_equal(hb_decider_load_spend(dc, st, now, &err), 0);
+	assert_int_equal(hb_decider_load_spend(dc, st, now, 0, &err), 0);
 	assert_false(hb_decider_spend_stale(dc, now));
 	assert_true(hb_decider_spend_stale(dc, now + 86400));
 	assert_int_equal(
@@ -417,7 +417,7 @@ static void test_spend_restart(void **state)
 	/* the decisions are last period's: loading again forgets them, and
 	 * what was counted in memory since (chem's 0.60) too */
 	backdate(db, 40);
-	assert_int_equal(hb_decider_load_spend(dc, st, now, &err), 0);
+	assert_int_equal(hb_decider_load_spend(dc, st, now, 0, &err), 0);
 	assert_int_equal(
 		decide(dc, "batch", HB_TARGET_PENDING, "phys", 3, 6, now, &o),
 		HB_DECIDE_KUBE);

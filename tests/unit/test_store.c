@@ -402,10 +402,19 @@ static void fixture_v2(const char *path)
 	fixture_sql(path, HB_SOURCE_DIR "/tests/unit/fixtures/store-v2.sql");
 }
 
+/* Version 3: store-v2.sql after version 3's migration (see its header). */
+static void fixture_v3(const char *path)
+{
+	fixture_sql(path, HB_SOURCE_DIR "/tests/unit/fixtures/store-v3.sql");
+}
+
 static const struct {
 	void (*make)(const char *path);
 	int64_t jobs; /* rows in jobs */
-} fixtures[] = { { fixture_v0, 0 }, { fixture_v1, 2 }, { fixture_v2, 2 } };
+} fixtures[] = { { fixture_v0, 0 },
+		 { fixture_v1, 2 },
+		 { fixture_v2, 2 },
+		 { fixture_v3, 2 } };
 
 _Static_assert(sizeof(fixtures) / sizeof(fixtures[0]) ==
 		       HB_STORE_SCHEMA_VERSION,
@@ -424,6 +433,18 @@ static void check_v1_kept(struct hb_store *st, const char *path)
 	assert_non_null(strstr(d.inputs, "\"placement\":{\"target\""));
 	assert_non_null(strstr(d.explanation, "decision: kubernetes"));
 	hb_decision_row_free(&d);
+	/* Version 4: the old jobs have no times; the old ledger row is
+	 * the job's cost. */
+	struct hb_job_row j = { 0 };
+
+	assert_int_equal(hb_store_job_get(st, "hb-000001", &j, &err), 0);
+	assert_int_equal(j.started_ms, -1);
+	assert_int_equal(j.ended_ms, -1);
+	assert_int_equal(j.cost_micros, 2500);
+	hb_job_row_free(&j);
+	assert_int_equal(hb_store_job_get(st, "hb-000002", &j, &err), 0);
+	assert_int_equal(j.cost_micros, -1);
+	hb_job_row_free(&j);
 	/* Foreign keys still hold (the rebuild ran with them off). */
 	assert_int_equal(hb_store_decision_add(st, "hb-999999", HB_TARGET_SLURM,
 					       NULL, NULL, NULL, &err),
@@ -1312,6 +1333,212 @@ static void test_list(void **state)
 	assert_int_equal(
 		hb_store_job_list(st, -1, HB_JOB_ANY, 0, reenter, NULL, &err),
 		1);
+	hb_store_close(st);
+}
+
+static void count_end(void *arg, const char *id)
+{
+	int *n = arg;
+
+	assert_true(strlen(id) > 3);
+	(*n)++;
+}
+
+/* When a job started and ended: set as its state moves, the first time
+ * only, and replaced by what its side measured. */
+static void test_job_times(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_store *st = open_ok(fx->path);
+	struct hb_err err = { 0 };
+	struct hb_job_row row = { 0 };
+	int64_t t = 5000;
+	char id[32];
+
+	int ends = 0;
+
+	hb_store_set_clock(st, fixed_clock, &t);
+	hb_store_set_end_hook(st, count_end, &ends);
+	add_job(st, 1000, HB_JOB_QUEUED, id, sizeof(id));
+	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
+	assert_int_equal(row.started_ms, -1);
+	assert_int_equal(row.ended_ms, -1);
+	assert_int_equal(row.cost_micros, -1);
+	hb_job_row_free(&row);
+
+	t = 7000;
+	assert_int_equal(hb_store_job_set_state(st, id, HB_JOB_RUNNING, -1,
+						NULL, &err),
+			 0);
+	/* a requeue and a second start keep the first start */
+	t = 8000;
+	assert_int_equal(hb_store_job_set_state(st, id, HB_JOB_QUEUED, -1,
+						NULL, &err),
+			 0);
+	assert_int_equal(hb_store_job_set_state(st, id, HB_JOB_RUNNING, -1,
+						NULL, &err),
+			 0);
+	assert_int_equal(ends, 0);
+	t = 9000;
+	assert_int_equal(hb_store_job_set_state(st, id, HB_JOB_SUCCEEDED, 0,
+						NULL, &err),
+			 0);
+	assert_int_equal(ends, 1);
+	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
+	assert_int_equal(row.started_ms, 7000);
+	assert_int_equal(row.ended_ms, 9000);
+	hb_job_row_free(&row);
+	/* a final state set again is no second end */
+	assert_int_equal(hb_store_job_set_state(st, id, HB_JOB_SUCCEEDED, 0,
+						NULL, &err),
+			 0);
+	assert_int_equal(ends, 1);
+
+	/* what the side measured replaces them; -1 keeps one */
+	assert_int_equal(hb_store_job_set_times(st, id, 6500, -1, &err), 0);
+	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
+	assert_int_equal(row.started_ms, 6500);
+	assert_int_equal(row.ended_ms, 9000);
+	hb_job_row_free(&row);
+	/* an end before the start is refused, and nothing changes */
+	assert_int_equal(hb_store_job_set_times(st, id, -1, 6000, &err),
+			 HB_EINVAL);
+	assert_contains(err.msg, "ended_ms 6000 is before started_ms 6500");
+	assert_int_equal(hb_store_job_get(st, id, &row, &err), 0);
+	assert_int_equal(row.ended_ms, 9000);
+	hb_job_row_free(&row);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_store_job_set_times(st, id, -2, -1, &err),
+			 HB_EINVAL);
+	assert_contains(err.msg, "started_ms: -2");
+	assert_int_equal(hb_store_job_set_times(st, "hb-424242", 1, 2, &err),
+			 HB_ENOENT);
+	hb_store_close(st);
+}
+
+/* A placement document that estimated cost_micro on each side. */
+static void decide(struct hb_store *st, const char *id,
+		   enum hb_job_target side, int64_t cost_micro)
+{
+	struct hb_err err = { 0 };
+	char doc[512];
+
+	snprintf(doc, sizeof(doc),
+		 "{\"placement\":{\"alternatives\":["
+		 "{\"side\":\"slurm\",\"cost_micro\":%lld},"
+		 "{\"side\":\"kubernetes\",\"cost_micro\":%lld}]}}",
+		 (long long)cost_micro, (long long)cost_micro);
+	if (hb_store_decision_add(st, id, side, doc, "x", NULL, &err))
+		fail_msg("decision_add: %s", err.msg);
+}
+
+static void charge(struct hb_store *st, const char *id, int64_t end_ms,
+		   int64_t amount, int64_t *entry_id)
+{
+	struct hb_err err = { 0 };
+	struct hb_ledger_entry e = {
+		.job_id = id,
+		.side = HB_TARGET_SLURM,
+		.account = "physics",
+		.period_start_ms = end_ms - 1000,
+		.period_end_ms = end_ms,
+		.cpu_mcore_s = 1000,
+		.amount_micros = amount,
+	};
+
+	if (hb_store_ledger_append(st, &e, 1, &err))
+		fail_msg("ledger_append: %s", err.msg);
+	if (entry_id)
+		*entry_id = e.id;
+}
+
+struct spend_sum {
+	int64_t actual, reserved, rows;
+};
+
+static int spend_cb(const struct hb_spend_row *r, void *arg)
+{
+	struct spend_sum *s = arg;
+
+	s->rows++;
+	if (r->actual)
+		s->actual += r->cost_micro;
+	else
+		s->reserved += r->cost_micro;
+	return 0;
+}
+
+/* Budgets count the ledger's actuals, net of reversals, and reserve the
+ * estimate of decided jobs still to run; a job cancelled before it ran
+ * holds nothing. */
+static void test_spend_actuals(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_store *st = open_ok(fx->path);
+	struct hb_err err = { 0 };
+	struct spend_sum s = { 0 };
+	char a[32], b[32], c[32];
+	int64_t e1;
+
+	add_job(st, 1000, HB_JOB_QUEUED, a, sizeof(a));
+	add_job(st, 1000, HB_JOB_QUEUED, b, sizeof(b));
+	add_job(st, 1000, HB_JOB_RUNNING, c, sizeof(c));
+	decide(st, a, HB_TARGET_SLURM, 5000);
+	decide(st, b, HB_TARGET_SLURM, 7000);
+	decide(st, c, HB_TARGET_KUBERNETES, 900);
+	/* decided again: only the latest decision reserves */
+	decide(st, c, HB_TARGET_KUBERNETES, 1100);
+	assert_int_equal(hb_store_spend_list(st, 0, 1, spend_cb, &s, &err), 0);
+	assert_int_equal(s.reserved, 5000 + 7000 + 1100);
+	assert_int_equal(s.actual, 0);
+
+	/* a ran and was metered for less than its estimate */
+	assert_int_equal(hb_store_job_set_state(st, a, HB_JOB_SUCCEEDED, 0,
+						NULL, &err),
+			 0);
+	charge(st, a, 2000000, 3000, NULL);
+	/* b was cancelled before it ran: nothing */
+	assert_int_equal(hb_store_job_set_state(st, b, HB_JOB_CANCELLED, -1,
+						NULL, &err),
+			 0);
+	/* c, still running, was charged, reversed and charged again */
+	charge(st, c, 2000000, 4000, &e1);
+	assert_int_equal(hb_store_ledger_reverse(st, e1, NULL, &err), 0);
+	charge(st, c, 2000000, 4500, NULL);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(hb_store_spend_list(st, 0, 1, spend_cb, &s, &err), 0);
+	assert_int_equal(s.actual, 3000 + 4500);
+	assert_int_equal(s.reserved, 0);
+	assert_int_equal(s.rows, 2);
+	/* without metering, b's estimate stands */
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(hb_store_spend_list(st, 0, 0, spend_cb, &s, &err),
+			 0);
+	assert_int_equal(s.reserved, 7000);
+	/* the reservation of one job, whatever its state */
+	struct hb_spend_row r;
+	char acct[16];
+
+	assert_int_equal(hb_store_reservation(st, b, &r, acct, sizeof(acct),
+					      &err),
+			 0);
+	assert_int_equal(r.cost_micro, 7000);
+	assert_string_equal(r.account, "physics");
+	assert_int_equal(r.side, HB_TARGET_SLURM);
+	assert_int_equal(hb_store_reservation(st, "hb-999999", &r, acct,
+					      sizeof(acct), &err),
+			 HB_ENOENT);
+	/* periods that ended before since_ms are not counted */
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(hb_store_spend_list(st, 2000001, 1, spend_cb, &s, &err),
+			 0);
+	assert_int_equal(s.actual, 0);
+	/* the job's cost is its entries' sum */
+	struct hb_job_row row = { 0 };
+
+	assert_int_equal(hb_store_job_get(st, c, &row, &err), 0);
+	assert_int_equal(row.cost_micros, 4500);
+	hb_job_row_free(&row);
 	hb_store_close(st);
 }
 
@@ -2272,6 +2499,8 @@ int main(void)
 		cmocka_unit_test(test_state_rules),
 		T(test_set_state),
 		T(test_suspended_state),
+		T(test_job_times),
+		T(test_spend_actuals),
 		T(test_unknown_names),
 		T(test_append_only),
 		T(test_strings_round_trip),

@@ -1,0 +1,89 @@
+/*
+ * meter.h - metering: what a finished job used on its side, priced with
+ * the rate card (ratecard.h) and written to the ledger (store.h).
+ *
+ * A job is metered once it is final, from what its side reports:
+ * - on Slurm, what slurmctld allocated (CPUs, memory, GPUs by type,
+ *   nodes) from its start to its end, less the time it was suspended;
+ * - on Kubernetes, each pod's requests from the job's start to its end:
+ *   the worker pods (one per node of the decided jobspec, each with the
+ *   request the translator writes) and the launcher's.  Where measured
+ *   usage is known it counts instead of a smaller request (OpenCost's
+ *   max(request, usage)).
+ * A burst job's proxy (1 CPU in the burst partition) is never metered:
+ * the job is charged once, on the cluster side.
+ *
+ * Metering a job again is safe: when its entries would be the same,
+ * nothing is written; when they differ (a late figure, a rerun), the
+ * old ones are reversed and the new ones appended.
+ */
+#ifndef HPCBRIDGE_METER_H
+#define HPCBRIDGE_METER_H
+
+#include <stdint.h>
+
+#include "hpcbridge/error.h"
+#include "hpcbridge/ratecard.h"
+
+struct hb_store;
+struct hb_jobspec;
+struct hb_k8s_opts;
+
+/* The most entries one job gets: one per rate period it spans. */
+#define HB_METER_MAX_ENTRIES 64
+
+/* The name a ledger entry gives GPUs of no type. */
+#define HB_METER_GPU_UNTYPED "any"
+
+/* A finished job's use of one side.  Strings are borrowed. */
+struct hb_meter_job {
+	const char *job_id; /* the gateway job: required */
+	const char *user, *account;
+	const char *partition; /* the rate class on Slurm */
+	const char *queue;     /* the rate class on Kubernetes (LocalQueue) */
+	/* side, start, end (Unix seconds) and what was used; rate_class
+	 * and account are set from the fields above */
+	struct hb_usage usage;
+};
+
+/*
+ * A burst job's use, from its decided jobspec: shape.nodes worker pods
+ * of cpus_per_node CPUs, mem_per_node_mb MiB (k8s->worker_mem_mb for a
+ * whole node's memory) and gpus_per_node GPUs of spec->gpu_type, plus
+ * the launcher's k8s->launcher_cpus and launcher_mem_mb, from start_ms
+ * to end_ms (rounded to whole seconds: start down, end up).  measured
+ * (may be NULL) is what the pods used, summed over them, where a metrics
+ * source reports it: each of its CPUs, memory and GPU count that
+ * exceeds the request counts instead.  nodes is the pod count.
+ */
+int hb_meter_kube_usage(const struct hb_jobspec *spec,
+			const struct hb_k8s_opts *k8s, int64_t start_ms,
+			int64_t end_ms, const struct hb_usage *measured,
+			struct hb_usage *u, struct hb_err *err);
+
+/* What hb_meter_record() did. */
+struct hb_meter_result {
+	uint32_t entries;	  /* the job's entries now (0: nothing used) */
+	uint32_t reversed;	  /* old entries reversed */
+	int written;		  /* 0: the same entries were there already */
+	int64_t amount_micros;	  /* the job's cost now */
+	const char *rate_version; /* of its last entry; borrowed from card */
+};
+
+/*
+ * Price j with card and make its ledger entries the job's: append them
+ * (in the caller's transaction, or one of their own) unless the job's
+ * current entries (those not reversed) are the same; reverse those
+ * first when they differ.  A job whose start and end are the same
+ * second (it ran, for less than its side's clock tells) gets one entry
+ * of nothing at the version then in force, so that reports count it; a
+ * job that never ran is not metered at all.  Errors from pricing (no rate
+ * version in
+ * force, usage beyond bounds) and from the store are passed on, err
+ * naming the job.
+ */
+int hb_meter_record(struct hb_store *st, const struct hb_ratecard *card,
+		    const struct hb_meter_job *j, struct hb_meter_result *res,
+		    struct hb_err *err);
+
+#endif
