@@ -155,9 +155,11 @@ int hb_recon_compare(const struct hb_recon_ledger *L, size_t nl,
 	for (i = 0; !rc && i < na; i++) {
 		const struct hb_recon_acct *a = &A[i];
 
+		/* a job that never ran (cancelled while queued) used
+		 * nothing, and the ledger rightly has nothing of it */
 		if (!a->tag[0] || a->tag_target == HB_TARGET_KUBERNETES ||
 		    !a->final || a->end_s < from_s || a->end_s >= to_s ||
-		    ledger_has(L, nl, a))
+		    a->elapsed_s <= 0 || !a->cpus || ledger_has(L, nl, a))
 			continue;
 		rc = push(out, &cap, HB_RECON_NO_LEDGER, 0, NULL, a);
 	}

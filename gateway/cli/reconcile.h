@@ -75,7 +75,8 @@ struct hb_recon_result {
  * Slurm job id (differs or matched; no id, or no record: accounting lacks
  * it); then each tagged record of a job that ended in [from_s, to_s):
  * a burst job's proxy (tag_target kubernetes) is listed as such, any
- * other that no ledger job names is one the ledger lacks.  Untagged
+ * other that used CPU time (AllocCPUS x Elapsed > 0: not one cancelled
+ * while queued) and that no ledger job names is one the ledger lacks.  Untagged
  * records are not ours.  out is zeroed first; free it with
  * hb_recon_result_free().  HB_ENOMEM.
  */

@@ -208,10 +208,20 @@ static int store_state(const struct hb_slurmc_job *j)
 	}
 }
 
-/* What the daemon meters a job with: its times and its allocation. */
+/*
+ * What the daemon meters a job with: its times and its allocation.  Only
+ * times that happened: Slurm's start of a queued job is the scheduler's
+ * guess and its end of a running one the time limit, and a job cancelled
+ * while queued gets start = end = the cancel; one that ran had nodes,
+ * and keeps their names once it ended.
+ */
 static void meter_fields(const struct hb_slurmc_job *j,
 			 struct hb_slurm_change *ch)
 {
+	bool final = hb_slurmc_state_final(j->state);
+	bool started = j->state == HB_SLURMC_RUNNING ||
+		       j->state == HB_SLURMC_SUSPENDED ||
+		       (final && j->nodes && j->nodes[0]);
 	uint32_t n = j->alloc_ngpu;
 
 	_Static_assert(sizeof(ch->gpu) / sizeof(ch->gpu[0]) ==
@@ -219,8 +229,8 @@ static void meter_fields(const struct hb_slurmc_job *j,
 		       "one GPU slot per Slurm GPU type");
 	_Static_assert(sizeof(ch->gpu[0].type) == sizeof(j->alloc_gpu[0].type),
 		       "GPU type sizes");
-	ch->start_s = (int64_t)j->start_time;
-	ch->end_s = (int64_t)j->end_time;
+	ch->start_s = started ? (int64_t)j->start_time : 0;
+	ch->end_s = started && final ? (int64_t)j->end_time : 0;
 	ch->suspended_s = j->suspended_s;
 	snprintf(ch->partition, sizeof(ch->partition), "%s",
 		 j->partition ? j->partition : "");

@@ -49,8 +49,8 @@ struct hb_slurm_change {
 				  * cancelled */
 	int64_t exit_code; /* final states; -1 otherwise */
 	/* For metering (the daemon charges a job when state is final):
-	 * Unix seconds, 0 unknown; start is the expected start while it
-	 * is queued, end the expected end while it runs */
+	 * Unix seconds; start 0 while queued and for a job that never ran
+	 * (cancelled while queued), end 0 until it ended after running */
 	int64_t start_s, end_s;
 	/* seconds spent suspended (end_s - start_s - suspended_s is the
 	 * run time, as sacct's Elapsed) */

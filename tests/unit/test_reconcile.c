@@ -130,6 +130,8 @@ static void test_compare(void **state)
 		mk_acct(107, 5, 1, "hb-8", HB_TARGET_SLURM),	/* running */
 		mk_acct(108, 5, 1, "hb-10", HB_TARGET_PENDING), /* unknown id */
 		mk_acct(109, 10, 2, "hb-9", HB_TARGET_SLURM),
+		/* cancelled while queued: used nothing, in no ledger */
+		mk_acct(110, 0, 0, "hb-11", HB_TARGET_SLURM),
 	};
 	struct hb_recon_result r;
 
@@ -137,7 +139,7 @@ static void test_compare(void **state)
 	A[5].end_s = 5000; /* outside [0, 2000) */
 	A[6].final = false;
 	A[6].end_s = 0;
-	assert_int_equal(hb_recon_compare(L, 5, A, 9, 0, 2000, &r), 0);
+	assert_int_equal(hb_recon_compare(L, 5, A, 10, 0, 2000, &r), 0);
 	assert_int_equal(r.matched, 1);
 	assert_int_equal(r.n, 7);
 	assert_int_equal(r.differences, 6);
