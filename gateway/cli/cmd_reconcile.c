@@ -53,11 +53,30 @@ unsigned hb_recon_diff(const struct hb_recon_ledger *l,
 	return what;
 }
 
+/* The target word after the first " KEY" in s ("target=slurm", "ran on
+ * kubernetes:"), or -1. */
+static int target_after(const char *s, const char *key)
+{
+	const char *t = strstr(s, key);
+	char word[16];
+	size_t wl;
+
+	if (!t)
+		return -1;
+	t += strlen(key);
+	wl = strcspn(t, " :");
+	if (wl >= sizeof(word))
+		return -1;
+	memcpy(word, t, wl);
+	word[wl] = '\0';
+	return hb_job_target_parse(word);
+}
+
 int hb_recon_parse_tag(const char *comment, char id[32],
 		       enum hb_job_target *target)
 {
-	static const char tag[] = "hpcbridge:", tw[] = "target=";
-	const char *p, *t;
+	static const char tag[] = "hpcbridge:";
+	const char *p;
 	size_t n;
 	int v;
 
@@ -69,23 +88,11 @@ int hb_recon_parse_tag(const char *comment, char id[32],
 		return -1;
 	memcpy(id, p, n);
 	id[n] = '\0';
-	*target = HB_TARGET_PENDING;
-	for (t = p + n; (t = strstr(t, tw)); t++) {
-		char word[16];
-		size_t wl;
-
-		if (t[-1] != ' ')
-			continue;
-		t += sizeof(tw) - 1;
-		wl = strcspn(t, " ");
-		if (wl >= sizeof(word))
-			break;
-		memcpy(word, t, wl);
-		word[wl] = '\0';
-		if ((v = hb_job_target_parse(word)) >= 0)
-			*target = (enum hb_job_target)v;
-		break;
-	}
+	/* as tagged ("... target=T"), or a proxy's record once its job
+	 * ended ("... ran on kubernetes: 2 pods, ...") */
+	if ((v = target_after(p + n, " target=")) < 0)
+		v = target_after(p + n, " ran on ");
+	*target = v < 0 ? HB_TARGET_PENDING : (enum hb_job_target)v;
 	return 0;
 }
 

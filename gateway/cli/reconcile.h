@@ -39,8 +39,8 @@ struct hb_recon_acct {
 	uint32_t cpus;
 	bool final; /* ended (a state it does not leave) */
 	/* "hpcbridge:<id> ..." in the admin comment: the id ("" untagged)
-	 * and that job's target (the store's, else the tag's
-	 * "target=" word; HB_TARGET_PENDING when neither says) */
+	 * and that job's target (the store's, else the tag's; see
+	 * hb_recon_parse_tag()) */
 	char tag[32];
 	enum hb_job_target tag_target;
 };
@@ -89,9 +89,10 @@ void hb_recon_result_free(struct hb_recon_result *r);
 unsigned hb_recon_diff(const struct hb_recon_ledger *l,
 		       const struct hb_recon_acct *a);
 
-/* The id and target of an admin comment's "hpcbridge:<id> [target=T]"
- * tag: 0 with id set (*target HB_TARGET_PENDING without target=), -1
- * when it is none. */
+/* The id and target of an admin comment's "hpcbridge:<id> target=T" tag
+ * (or a proxy's "hpcbridge:<id> ran on T: ..." once its job ended): 0
+ * with id set (*target HB_TARGET_PENDING when neither says), -1 when it
+ * is no tag. */
 int hb_recon_parse_tag(const char *comment, char id[32],
 		       enum hb_job_target *target);
 

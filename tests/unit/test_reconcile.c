@@ -204,6 +204,13 @@ static void test_parse_tag(void **state)
 		0);
 	assert_string_equal(id, "hb-7");
 	assert_int_equal(t, HB_TARGET_KUBERNETES);
+	assert_int_equal(
+		hb_recon_parse_tag("hpcbridge:hb-5 ran on kubernetes: 3 pods, "
+				   "9 CPUs, 1024 MiB",
+				   id, &t),
+		0);
+	assert_string_equal(id, "hb-5");
+	assert_int_equal(t, HB_TARGET_KUBERNETES);
 	assert_int_equal(hb_recon_parse_tag("hpcbridge:hb-8", id, &t), 0);
 	assert_int_equal(t, HB_TARGET_PENDING);
 	assert_int_equal(
