@@ -5,6 +5,7 @@
 #define HPCBRIDGE_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "hpcbridge/buf.h"
@@ -29,6 +30,12 @@ int hb_cmd_explain(int argc, char **argv);
 int hb_cmd_policy(int argc, char **argv);
 int hb_cmd_doctor(int argc, char **argv);
 int hb_cmd_report(int argc, char **argv);
+/* hpcbridge report --reconcile (cmd_reconcile.c): the ledger's Slurm side
+ * in the store at state against slurmdbd, for periods ending in
+ * [from_ms, to_ms); fmt 0 table, 1 csv, 2 json.  Returns 0 when nothing
+ * differs, 1 when something does, 2 on error (printed). */
+int hb_cli_reconcile(const char *state, int64_t from_ms, int64_t to_ms,
+		     int fmt);
 
 /* Read a whole file ("-" is standard input) of at most max bytes into b,
  * which this initialises; the caller frees it with hb_buf_free() whatever

@@ -37,6 +37,7 @@ static const char usage[] =
 	"                        [--format table|csv|json|html]\n"
 	"                        [--state PATH | --config FILE]\n"
 	"                        [--ratecard FILE]\n"
+	"       hpcbridge report --reconcile [--from DATE] [--to DATE] ...\n"
 	"\n"
 	"Sum the cost ledger's entries whose period ends in [--from, --to),\n"
 	"one line per KEY (default account):\n" HB_LEDGER_BYS ".\n"
@@ -49,7 +50,9 @@ static const char usage[] =
 	"DATE: YYYY-MM, YYYY-MM-DD (UTC midnight) or an RFC 3339 time;\n"
 	"default from the first entry to the last.  The store is opened\n"
 	"read-only: --state, else daemon.state of --config,\n"
-	"$HPCBRIDGE_CONFIG or " SYSTEM_CONFIG ".\n";
+	"$HPCBRIDGE_CONFIG or " SYSTEM_CONFIG ".\n"
+	"--reconcile: compare the Slurm side with slurmdbd, job by job\n"
+	"(exit 0 same, 1 differences, 2 error).\n";
 
 #define F_TABLE HB_RF_TABLE
 #define F_CSV	HB_RF_CSV
@@ -60,6 +63,7 @@ struct opts {
 	int64_t from_ms, to_ms;
 	int by, by_given, pilot;
 	enum hb_report_fmt fmt;
+	int reconcile; /* --reconcile: cmd_reconcile.c */
 };
 
 /* report.h */
@@ -124,6 +128,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "state", required_argument, NULL, 's' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "ratecard", required_argument, NULL, 'r' },
+		{ "reconcile", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -180,6 +185,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'r':
 			o->ratecard = optarg;
+			break;
+		case 'R':
+			o->reconcile = 1;
 			break;
 		case 'h':
 			printf("%s", usage);
@@ -514,6 +522,17 @@ int hb_cmd_report(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? HB_EXIT_OK : rc;
 	rc = state_path(&o, &cfg, &path, &err);
+	if (o.reconcile) { /* cmd_reconcile.c; its errors exit 2 */
+		if (!rc && o.fmt == F_HTML)
+			rc = hb_err_set(&err, HB_EINVAL, NULL, 0,
+					"--reconcile: --format html: table, "
+					"csv or json");
+		if (rc)
+			fprintf(stderr, "hpcbridge report: %s\n", err.msg);
+		rc = rc ? 2 : hb_cli_reconcile(path, o.from_ms, o.to_ms, o.fmt);
+		hb_config_free(&cfg);
+		return rc;
+	}
 	if (!rc && (!path || !*path))
 		rc = hb_err_set(&err, HB_EINVAL, o.config, 0,
 				"daemon.state: empty");

@@ -479,9 +479,8 @@ int hbd_meter_twin(struct hb_daemon *d, const struct hb_job_row *j,
 		   const cJSON *twin, struct hb_err *err);
 /*
  * On a worker: what a burst job ran remotely, for its proxy's admin
- * comment (sacct's AdminComment): "hpcbridge:<id> ran on kubernetes: ..."
- * (the reconciler's tag first, so the proxy stays bound).  0, or an
- * error in err.
+ * comment (sacct's AdminComment), after the tag and what the job asked:
+ * "ran on kubernetes: 2 pods, 3 CPUs, ...".  0, or an error in err.
  */
 int hbd_proxy_record(const char *id, const char *jobspec,
 		     const struct hb_config *cfg,

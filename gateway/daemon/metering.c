@@ -315,10 +315,9 @@ int hbd_proxy_record(const char *id, const char *jobspec,
 			 u.gpus[0].count, u.gpus[0].type ? " " : "",
 			 u.gpus[0].type ? u.gpus[0].type : "");
 	n = snprintf(out, outsz,
-		     "hpcbridge:%s ran on kubernetes: %u pods, %u CPUs, "
-		     "%llu MiB%s, %s to %s (%lld s); charged there, not as "
-		     "this proxy",
-		     id, u.nodes, u.cpus,
+		     "ran on kubernetes: %u pods, %u CPUs, %llu MiB%s, %s to "
+		     "%s (%lld s); charged there, not as this proxy",
+		     u.nodes, u.cpus,
 		     (unsigned long long)(u.mem_bytes / MIB), gpus, from, to,
 		     (long long)(u.end - u.start));
 	hb_jobspec_free(&spec);

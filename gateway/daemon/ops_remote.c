@@ -562,7 +562,8 @@ out:
 
 /*
  * On a worker, before the shadow hears that its job is over (its proxy
- * still runs): the proxy's admin comment says what ran remotely, so that
+ * still runs): the proxy's admin comment (its tag, and what the job
+ * asked of Slurm) gains what ran remotely, so that
  * sacct's record of the proxy (1 CPU in the burst partition) does not
  * pass for the job's use.  slurmctld refuses to change a job once it
  * has finished, hence now.  A failure is logged: the ledger has the
@@ -574,12 +575,15 @@ static void proxy_record(struct task *t)
 	struct hb_err err = { 0 };
 	char text[512];
 
+	char tag[48];
+
 	if (w->task >= 0 || w->slurm_id <= 0 || !w->jobspec ||
-	    !t->be.slurm_retag)
+	    !t->be.slurm_annotate)
 		return;
+	snprintf(tag, sizeof(tag), "hpcbridge:%s", t->id);
 	if (hbd_proxy_record(t->id, w->jobspec, w->cfg, &w->st, text,
 			     sizeof(text), &err) ||
-	    t->be.slurm_retag(t->be.ctx, w->slurm_id, text, NULL, &err))
+	    t->be.slurm_annotate(t->be.ctx, w->slurm_id, tag, text, &err))
 		hb_log(HB_LOG_WARN, "%s: proxy %lld keeps its tag only: %s",
 		       t->id, (long long)w->slurm_id, err.msg);
 }

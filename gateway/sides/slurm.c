@@ -182,6 +182,44 @@ static int retag(void *ctx, int64_t slurm_job_id, const char *admin,
 	return rc;
 }
 
+/* Slurm keeps an admin comment whole; this one stays readable in sacct. */
+#define ANNOTATED_MAX 1024
+
+static int annotate(void *ctx, int64_t slurm_job_id, const char *tag,
+		    const char *text, struct hb_err *err)
+{
+	struct hb_slurm_side *sb = ctx;
+	struct hb_slurmc_job j;
+	uint32_t id = job_id32(slurm_job_id, err);
+	size_t n = strlen(tag);
+	char buf[ANNOTATED_MAX];
+	int rc;
+
+	if (!id)
+		return HB_EINVAL;
+	pthread_mutex_lock(&sb->mu);
+	rc = hb_slurmc_job(sb->c, id, &j, err);
+	if (rc)
+		goto out;
+	/* only the job this tag names, and only once */
+	if (!strncmp(j.admin_comment, tag, n) &&
+	    (!j.admin_comment[n] || j.admin_comment[n] == ' ') &&
+	    !strstr(j.admin_comment, text)) {
+		if ((size_t)snprintf(buf, sizeof(buf), "%s; %s",
+				     j.admin_comment, text) >= sizeof(buf))
+			rc = hb_err_set(err, HB_ETOOBIG, NULL, 0,
+					"job %u: the admin comment would pass "
+					"%d bytes",
+					id, ANNOTATED_MAX);
+		else
+			rc = hb_slurmc_set_admin_comment(sb->c, id, buf, err);
+	}
+	hb_slurmc_job_clear(&j);
+out:
+	pthread_mutex_unlock(&sb->mu);
+	return rc;
+}
+
 struct poll_ctx {
 	int (*cb)(const struct hb_slurm_change *, void *);
 	void *arg;
@@ -208,6 +246,46 @@ static int store_state(const struct hb_slurmc_job *j)
 	}
 }
 
+/*
+ * What the daemon meters a job with: its times and its allocation.  Only
+ * times that happened: Slurm's start of a queued job is the scheduler's
+ * guess and its end of a running one the time limit, and a job cancelled
+ * while queued gets start = end = the cancel; one that ran had nodes,
+ * and keeps their names once it ended.
+ */
+static void meter_fields(const struct hb_slurmc_job *j,
+			 struct hb_slurm_change *ch)
+{
+	bool final = hb_slurmc_state_final(j->state);
+	bool started = j->state == HB_SLURMC_RUNNING ||
+		       j->state == HB_SLURMC_SUSPENDED ||
+		       (final && j->nodes && j->nodes[0]);
+	uint32_t n = j->alloc_ngpu;
+
+	_Static_assert(sizeof(ch->gpu) / sizeof(ch->gpu[0]) ==
+			       HB_SLURMC_GPU_TYPES,
+		       "one GPU slot per Slurm GPU type");
+	_Static_assert(sizeof(ch->gpu[0].type) == sizeof(j->alloc_gpu[0].type),
+		       "GPU type sizes");
+	ch->start_s = started ? (int64_t)j->start_time : 0;
+	ch->end_s = started && final ? (int64_t)j->end_time : 0;
+	ch->suspended_s = j->suspended_s;
+	snprintf(ch->partition, sizeof(ch->partition), "%s",
+		 j->partition ? j->partition : "");
+	ch->cpus = j->alloc_cpus;
+	ch->nodes = j->alloc_nodes;
+	ch->mem_mib = j->alloc_mem_mib;
+	ch->exclusive = j->exclusive;
+	if (n > HB_SLURMC_GPU_TYPES)
+		n = HB_SLURMC_GPU_TYPES;
+	for (uint32_t i = 0; i < n; i++) {
+		memcpy(ch->gpu[i].type, j->alloc_gpu[i].type,
+		       sizeof(ch->gpu[i].type));
+		ch->gpu[i].count = j->alloc_gpu[i].count;
+	}
+	ch->ngpu = n;
+}
+
 static int poll_job(const struct hb_slurmc_job *j, void *arg)
 {
 	static const char tag[] = "hpcbridge:";
@@ -231,6 +309,7 @@ static int poll_job(const struct hb_slurmc_job *j, void *arg)
 	if (hb_slurmc_state_final(j->state))
 		ch.exit_code =
 			j->exit_signal ? 128 + j->exit_signal : j->exit_code;
+	meter_fields(j, &ch);
 	return pc->cb(&ch, pc->arg);
 }
 
@@ -362,4 +441,5 @@ void hb_slurm_side_ops(struct hb_slurm_side *sb,
 	out->slurm_estimate = estimate;
 	out->slurm_suspend = suspend;
 	out->slurm_retag = retag;
+	out->slurm_annotate = annotate;
 }

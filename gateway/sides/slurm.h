@@ -48,15 +48,20 @@ struct hb_slurm_change {
 	enum hb_job_state state; /* queued, running, succeeded, failed or
 				  * cancelled */
 	int64_t exit_code; /* final states; -1 otherwise */
-	/* What the job was allocated and when it ran (for metering) */
-	int64_t start_s, end_s; /* Unix seconds, 0 unknown */
-	int64_t suspended_s;	/* time spent suspended */
-	char partition[64];
+	/* For metering (the daemon charges a job when state is final):
+	 * Unix seconds; start 0 while queued and for a job that never ran
+	 * (cancelled while queued), end 0 until it ended after running */
+	int64_t start_s, end_s;
+	/* seconds spent suspended (end_s - start_s - suspended_s is the
+	 * run time, as sacct's Elapsed) */
+	int64_t suspended_s;
+	char partition[64]; /* "" unknown; cut to fit */
+	/* What Slurm allocated (while queued: the CPUs and nodes asked) */
 	uint32_t cpus, nodes;
 	uint64_t mem_mib;
-	bool exclusive;
+	bool exclusive; /* whole nodes */
 	struct {
-		char type[32]; /* "" for an untyped gres/gpu count */
+		char type[32]; /* "" for GPUs without a type */
 		uint32_t count;
 	} gpu[8];
 	uint32_t ngpu;
@@ -96,6 +101,13 @@ struct hb_slurm_side_ops {
 	 * comment, so the reconciler no longer takes it for the job. */
 	int (*slurm_retag)(void *ctx, int64_t slurm_job_id, const char *admin,
 			   const char *comment, struct hb_err *err);
+	/* Append "; " and text to the admin comment of a job whose admin
+	 * comment is tag ("hpcbridge:<id>") or starts with tag and a space:
+	 * a burst job's proxy, before it ends, says what ran remotely.  0,
+	 * doing nothing, for a job tagged otherwise or already so noted.
+	 * NULL: proxies keep their tag alone. */
+	int (*slurm_annotate)(void *ctx, int64_t slurm_job_id, const char *tag,
+			      const char *text, struct hb_err *err);
 };
 
 struct hb_slurm_side;

@@ -450,7 +450,7 @@ void hb_slurmc_close(struct hb_slurmc *c)
 		lib_conf = NULL;
 	}
 	pthread_mutex_unlock(&lib_lock);
-	free(c->snap);
+	hb_slurmc_snap_free(c->snap, c->nsnap);
 	free(c->pend);
 	free(c->conf);
 	free(c);

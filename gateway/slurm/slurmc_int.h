@@ -21,7 +21,16 @@
 struct snap {
 	uint32_t job_id;
 	uint64_t fp;
+	/* The GPUs last seen allocated (malloc'ed, NULL: none): Slurm
+	 * drops a job's per-node GRES detail when it ends, and its TRES
+	 * name GPUs only with AccountingStorageTRES=gres/gpu, so the end
+	 * is reported with the GPUs it held while it ran. */
+	struct hb_slurmc_gpu *gpu;
+	uint32_t ngpu;
 };
+
+/* Free n snapshots and their GPUs (slurmc_jobs.c); NULL is a no-op. */
+void hb_slurmc_snap_free(struct snap *s, size_t n);
 
 /* Jobs waiting (pending, not held) in one partition of the last table. */
 struct pend {
@@ -38,6 +47,12 @@ struct hb_slurmc {
 	size_t npend;
 	struct hb_slurmc_stats stats;
 };
+
+/* s, or "" for NULL: Slurm leaves unset strings NULL. */
+static inline const char *str_or_empty(const char *s)
+{
+	return s ? s : "";
+}
 
 /* (The next two are static inline under their old names: every file
  * uses them, and the unit test calls them.) */
@@ -72,6 +87,13 @@ bool hb_slurmc_parse_signal(const char *s, uint16_t *sig, uint16_t *secs,
 /* --mail-type text "BEGIN,END,..." into MAIL_* bits (slurmc_spec.c).
  * false for an unknown word. */
 bool hb_slurmc_parse_mail_type(const char *s, uint16_t *bits);
+
+/* Add the GPUs of one node's gres_detail_str ("gpu:a100:1(IDX:0),
+ * gpu:h100:2(IDX:0-1)", "gpu:2(IDX:0,2)") to t (slurmc_tres.c): what a
+ * running or ended job holds, where tres_alloc_str names no GPUs
+ * (AccountingStorageTRES without gres/gpu).  HB_EINVAL naming the item. */
+int hb_slurmc_tres_add_gres_detail(struct hb_slurmc_tres *t,
+				   const char *detail, struct hb_err *err);
 
 /* slurm.conf at path exists and is a readable regular file (slurmc.c). */
 int hb_slurmc_check_conf_file(const char *path, struct hb_err *err);

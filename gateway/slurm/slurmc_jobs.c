@@ -11,6 +11,7 @@
 
 #include "gateway/slurm/slurmc_int.h"
 #include "hpcbridge/hash.h"
+#include "hpcbridge/log.h"
 #include "hpcbridge/slurmc.h"
 
 /*
@@ -21,9 +22,64 @@ extern char *slurm_job_reason_string(enum job_state_reason inx);
 
 /* ------------------------------------------------------------- jobs */
 
-static const char *str_or_empty(const char *s)
+/*
+ * What r was allocated: its tres_alloc_str, else (pending, or a string
+ * that does not parse) the CPUs and nodes it asks for.  Exclusive:
+ * shared is JOB_SHARED_NONE (OverSubscribe=NO, --exclusive); NO_VAL16
+ * (no preference) and the sharing kinds are not.
+ */
+static void alloc_from_slurm(const slurm_job_info_t *r, struct hb_slurmc_job *j)
 {
-	return s ? s : "";
+	struct hb_slurmc_tres t;
+	struct hb_err err = { 0 };
+
+	if (r->tres_alloc_str && *r->tres_alloc_str &&
+	    hb_slurmc_parse_tres(r->tres_alloc_str, &t, &err) == 0) {
+		/* TRES name GPUs only where AccountingStorageTRES does:
+		 * else the GPUs each node holds */
+		bool detail = t.ngpu == 0;
+
+		for (uint32_t i = 0; detail && i < r->gres_detail_cnt; i++)
+			if (r->gres_detail_str && r->gres_detail_str[i] &&
+			    hb_slurmc_tres_add_gres_detail(
+				    &t, r->gres_detail_str[i], &err)) {
+				hb_log(HB_LOG_WARN, "slurm job %u: %s",
+				       r->job_id, err.msg);
+				memset(t.gpu, 0, sizeof(t.gpu));
+				t.ngpu = 0;
+				break;
+			}
+		j->alloc_cpus = t.cpus;
+		j->alloc_mem_mib = t.mem_mib;
+		j->alloc_nodes = t.nodes;
+		memcpy(j->alloc_gpu, t.gpu, sizeof(j->alloc_gpu));
+		j->alloc_ngpu = t.ngpu;
+	} else {
+		if (err.code)
+			hb_log(HB_LOG_WARN, "slurm job %u: %s", r->job_id,
+			       err.msg);
+		j->alloc_cpus = r->num_cpus == NO_VAL ? 0 : r->num_cpus;
+		j->alloc_nodes = r->num_nodes == NO_VAL ? 0 : r->num_nodes;
+	}
+	j->exclusive = r->shared == JOB_SHARED_NONE;
+}
+
+/*
+ * Seconds r spent suspended, as Slurm's run time (squeue %M, scontrol's
+ * RunTime) leaves them out: run time is end - suspend_time +
+ * pre_sus_time once suspended (suspend_time is the last suspend or
+ * resume, pre_sus_time the run time before the last suspend), so the
+ * suspended seconds are suspend_time - start - pre_sus_time.
+ */
+static int64_t suspended_from_slurm(const slurm_job_info_t *r)
+{
+	int64_t s;
+
+	if (!r->suspend_time || !r->start_time)
+		return 0;
+	s = (int64_t)r->suspend_time - (int64_t)r->start_time -
+	    (int64_t)r->pre_sus_time;
+	return s > 0 ? s : 0;
 }
 
 /* Our view of one Slurm job record; strings are borrowed from r. */
@@ -54,6 +110,8 @@ static void job_from_slurm(const slurm_job_info_t *r, struct hb_slurmc_job *j)
 		reason = slurm_job_reason_string(
 			(enum job_state_reason)r->state_reason);
 	j->reason = str_or_empty(reason);
+	alloc_from_slurm(r, j);
+	j->suspended_s = suspended_from_slurm(r);
 }
 
 /* A fingerprint of what a poll reports.  Times a pending job only
@@ -79,6 +137,32 @@ static uint64_t job_fingerprint(const struct hb_slurmc_job *j)
 	h = hb_fnv1a_strz(h, j->admin_comment);
 	h = hb_fnv1a_strz(h, j->reason);
 	return h;
+}
+
+void hb_slurmc_snap_free(struct snap *s, size_t n)
+{
+	for (size_t i = 0; s && i < n; i++)
+		free(s[i].gpu);
+	free(s);
+}
+
+/* The GPUs j holds, or, when Slurm no longer says (it ended), those
+ * old saw; kept in next for the next poll.  HB_ENOMEM. */
+static int carry_gpus(struct hb_slurmc_job *j, const struct snap *old,
+		      struct snap *next)
+{
+	if (!j->alloc_ngpu && old && old->ngpu) {
+		memcpy(j->alloc_gpu, old->gpu, old->ngpu * sizeof(*old->gpu));
+		j->alloc_ngpu = old->ngpu;
+	}
+	if (!j->alloc_ngpu)
+		return 0;
+	next->gpu = malloc(j->alloc_ngpu * sizeof(*next->gpu));
+	if (!next->gpu)
+		return HB_ENOMEM;
+	memcpy(next->gpu, j->alloc_gpu, j->alloc_ngpu * sizeof(*next->gpu));
+	next->ngpu = j->alloc_ngpu;
+	return 0;
 }
 
 static int snap_cmp(const void *a, const void *b)
@@ -161,6 +245,8 @@ static int poll_table(struct hb_slurmc *c, const job_info_msg_t *resp,
 		next[i].job_id = j.job_id;
 		next[i].fp = job_fingerprint(&j);
 		old = snap_find(c->snap, c->nsnap, j.job_id);
+		if ((rc = carry_gpus(&j, old, &next[i])))
+			goto out;
 		if (old && old->fp == next[i].fp)
 			continue;
 		if (cb && (rc = cb(&j, arg)))
@@ -186,7 +272,7 @@ static int poll_table(struct hb_slurmc *c, const job_info_msg_t *resp,
 			goto out;
 		c->stats.jobs_removed++;
 	}
-	free(c->snap);
+	hb_slurmc_snap_free(c->snap, c->nsnap);
 	c->snap = next;
 	c->nsnap = n;
 	next = NULL;
@@ -198,7 +284,7 @@ static int poll_table(struct hb_slurmc *c, const job_info_msg_t *resp,
 	c->stats.last_update = resp->last_update;
 	c->stats.jobs_tracked = n;
 out:
-	free(next);
+	hb_slurmc_snap_free(next, n);
 	free(pend);
 	return rc;
 }
@@ -227,7 +313,7 @@ int hb_slurmc_poll(struct hb_slurmc *c, hb_slurmc_job_cb cb, void *arg,
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "hb_slurmc_poll: no handle");
 	c->stats.polls++;
-	rc = slurm_load_jobs(c->update_time, &resp, SHOW_ALL);
+	rc = slurm_load_jobs(c->update_time, &resp, SHOW_ALL | SHOW_DETAIL);
 	if (rc != SLURM_SUCCESS) {
 		e = slurm_errno_of(rc);
 		if (resp) /* not expected on error, but never leak it */
@@ -249,7 +335,7 @@ void hb_slurmc_poll_reset(struct hb_slurmc *c)
 {
 	if (!c)
 		return;
-	free(c->snap);
+	hb_slurmc_snap_free(c->snap, c->nsnap);
 	c->snap = NULL;
 	c->nsnap = 0;
 	free(c->pend);
@@ -289,7 +375,8 @@ int hb_slurmc_job(struct hb_slurmc *c, uint32_t job_id,
 	if (!c || !out)
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "hb_slurmc_job: no handle or output");
-	if (slurm_load_job(&resp, job_id, SHOW_ALL) != SLURM_SUCCESS) {
+	if (slurm_load_job(&resp, job_id, SHOW_ALL | SHOW_DETAIL) !=
+	    SLURM_SUCCESS) {
 		int e = slurm_errno_of(SLURM_ERROR);
 
 		if (resp)

@@ -259,6 +259,42 @@ enum hb_slurmc_state hb_slurmc_state_from_slurm(uint32_t job_state,
  * WEXITSTATUS (0 when signalled), *sig WTERMSIG (0 when it exited). */
 void hb_slurmc_decode_exit(uint32_t status, int *code, int *sig);
 
+/* GPU types a job's allocation keeps (more is HB_ERANGE). */
+#define HB_SLURMC_GPU_TYPES 8
+
+/* GPUs of one type; type "" for GPUs Slurm gives no type. */
+struct hb_slurmc_gpu {
+	char type[32];
+	uint32_t count;
+};
+
+/* What a job was allocated, as Slurm's TRES text says it. */
+struct hb_slurmc_tres {
+	uint32_t cpus;
+	uint64_t mem_mib; /* Slurm's "M" is 2^20 bytes */
+	uint32_t nodes;
+	struct hb_slurmc_gpu gpu[HB_SLURMC_GPU_TYPES];
+	uint32_t ngpu;
+};
+
+/*
+ * Read a TRES string into *out (zeroed first; left as it was on error):
+ * either names ("cpu=4,mem=2000M,node=1,billing=4,gres/gpu=1,
+ * gres/gpu:a100=1", job_info_t's tres_alloc_str) or slurmdbd's ids
+ * ("1=4,2=2000,4=1,5=4": 1 cpu, 2 mem in MB, 4 node).  Memory takes
+ * Slurm's units K, M (the default), G, T, P (powers of 1024) and a
+ * fraction, rounded up to a whole MiB.  When typed GPUs (gres/gpu:TYPE)
+ * appear beside the untyped total (gres/gpu), the typed ones count and
+ * the untyped entry keeps only GPUs no type accounts for.  Other TRES
+ * (billing, energy, licenses, GRES ids of slurmdbd) are skipped.  NULL
+ * or "" is all zeros.  HB_EINVAL (an item not NAME=VALUE, a value that is
+ * not a count or amount), HB_ERANGE (a count over 32 bits, more than
+ * HB_SLURMC_GPU_TYPES types), HB_ETOOBIG (a type of 32 bytes or more),
+ * with err naming the item.
+ */
+int hb_slurmc_parse_tres(const char *s, struct hb_slurmc_tres *out,
+			 struct hb_err *err);
+
 struct hb_slurmc_job {
 	uint32_t job_id;
 	enum hb_slurmc_state state;
@@ -281,6 +317,19 @@ struct hb_slurmc_job {
 	/* why it is pending or ended: Slurm's state_desc when it has one,
 	 * else its reason name ("None", "Priority", "JobHeldUser", ...) */
 	const char *reason;
+	/* What it was allocated (tres_alloc_str; while it is pending, or
+	 * when Slurm gives no string, the CPUs and nodes it asks for, and
+	 * no memory or GPUs) */
+	uint32_t alloc_cpus;
+	uint64_t alloc_mem_mib;
+	uint32_t alloc_nodes;
+	bool exclusive; /* whole nodes (OverSubscribe=NO) */
+	struct hb_slurmc_gpu alloc_gpu[HB_SLURMC_GPU_TYPES];
+	uint32_t alloc_ngpu;
+	/* Seconds it spent suspended before its last resume (while it is
+	 * suspended: before its last suspend), so that end - start -
+	 * suspended_s is its run time, as sacct's Elapsed */
+	int64_t suspended_s;
 	struct hb_arena mem; /* hb_slurmc_job() only: owns the strings */
 };
 
@@ -365,6 +414,39 @@ int hb_slurmc_suspend(struct hb_slurmc *c, uint32_t job_id, bool resume,
  * only SlurmUser and root may write. */
 int hb_slurmc_set_admin_comment(struct hb_slurmc *c, uint32_t job_id,
 				const char *text, struct hb_err *err);
+
+/* ------------------------------------------------ accounting (slurmdbd) */
+
+/* A job as Slurm's accounting recorded it (sacct's view).  Strings are
+ * borrowed until the callback returns; "" when unset. */
+struct hb_slurmc_acct_job {
+	uint32_t job_id;
+	const char *user, *account, *partition, *cluster;
+	enum hb_slurmc_state state;
+	int64_t start_s, end_s; /* Unix seconds; 0: not started, not ended */
+	/* sacct's Elapsed: end (now while running) - start - suspended */
+	int64_t elapsed_s;
+	int64_t suspended_s;
+	uint32_t alloc_cpus; /* sacct's AllocCPUS, from tres_alloc_str */
+	const char *admin_comment;
+};
+
+typedef int (*hb_slurmc_acct_cb)(const struct hb_slurmc_acct_job *j,
+				 void *arg);
+
+/*
+ * Call cb for each job record slurmdbd holds for this cluster that was
+ * eligible before to_s and had not ended before from_s (sacct -S from -E
+ * to, without --truncate: start, end and elapsed are the job's own), the
+ * last run of a requeued job only, no steps (slurmc_acct.c).  A non-zero
+ * return from cb stops and is returned.  Blocks on slurmdbd: call it from
+ * a command or a worker thread.  HB_EUNSUP with a message saying which
+ * when accounting is not configured (AccountingStorageType is not
+ * accounting_storage/slurmdbd) or slurmdbd does not answer; HB_EINVAL for
+ * an empty window or a record whose TRES do not parse (err names the job).
+ */
+int hb_slurmc_acct_jobs(struct hb_slurmc *c, int64_t from_s, int64_t to_s,
+			hb_slurmc_acct_cb cb, void *arg, struct hb_err *err);
 
 /* ---------------------------------------------------- partitions, nodes */
 

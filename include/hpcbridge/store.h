@@ -609,4 +609,31 @@ struct hb_pilot_report {
 int hb_store_pilot_report(struct hb_store *st, int64_t from_ms, int64_t to_ms,
 			  struct hb_pilot_report *out, struct hb_err *err);
 
+/*
+ * The ledger per job, for reconciliation (state/ledger_jobs.c; hpcbridge
+ * report --reconcile compares it with Slurm's accounting).
+ */
+struct hb_ledger_job {
+	const char *job_id;	   /* the gateway id */
+	int64_t slurm_job_id;	   /* -1: none */
+	enum hb_job_target target; /* the job's own (a burst job's is
+				    * kubernetes) */
+	const char *user, *account; /* NULL: none */
+	/* Over the job's live entries (neither a reversal nor reversed):
+	 * the first period's start and the last period's end */
+	int64_t first_start_ms, last_end_ms;
+	int64_t cpu_mcore_s; /* every entry's, so net of reversals */
+	int64_t entries;     /* reversals included */
+};
+
+/*
+ * Call cb for each job with a live entry on side whose period ends in
+ * [from_ms, to_ms), oldest job first; strings are borrowed for the call.
+ * A non-zero return from cb stops and is returned.
+ */
+int hb_store_ledger_jobs(struct hb_store *st, enum hb_job_target side,
+			 int64_t from_ms, int64_t to_ms,
+			 int (*cb)(const struct hb_ledger_job *, void *),
+			 void *arg, struct hb_err *err);
+
 #endif

@@ -8,7 +8,9 @@
 # scontrol): opening a bad slurm.conf fails without ending the process;
 # partitions and nodes list what lib/slurm.sh configured; a short job is
 # seen PENDING/RUNNING/COMPLETED with exit 0 and only the environment it
-# was given; `exit 3` ends FAILED with exit code 3; every request field
+# was given, its allocation as scontrol's TRES says it (an exclusive job
+# with a typed GPU too), and a suspended job's end - start - suspended
+# as scontrol's RunTime; `exit 3` ends FAILED with exit code 3; every request field
 # reaches Slurm; a held job and a running job cancel to CANCELLED, and a
 # second cancel says "already done"; will_run answers for a job that fits
 # and refuses one that cannot; a second poll of a quiet queue is Slurm's
@@ -208,6 +210,57 @@ expect_rc job_ok 0 "one job"
 expect_eq "$(field job_ok state) $(field job_ok exit)" "COMPLETED 0" \
 	"hb_slurmc_job of the short job"
 expect_eq "$(line job_ok name)" hb-ok "hb_slurmc_job: name"
+# its allocation, as scontrol's TRES says it (memory in M, G or T)
+tres_of() { scontrol show job -o "$1" | sed -n 's/.* TRES=\([^ ]*\).*/\1/p'; }
+tres_get() { printf '%s\n' "$1" | tr , '\n' | sed -n "s/^$2=//p"; }
+mib() {
+	case $1 in
+	*T) echo $((${1%T} * 1048576)) ;;
+	*G) echo $((${1%G} * 1024)) ;;
+	*M) echo "${1%M}" ;;
+	*) echo "${1:-0}" ;;
+	esac
+}
+tres=$(tres_of "$id_ok")
+expect_eq "$(field job_ok alloc_cpus)" "$(tres_get "$tres" cpu)" \
+	"short job: CPUs as TRES=$tres"
+expect_eq "$(field job_ok alloc_mem_mib)" "$(mib "$(tres_get "$tres" mem)")" \
+	"short job: memory as TRES=$tres"
+expect_eq "$(field job_ok alloc_nodes) $(field job_ok exclusive)" "1 0" \
+	"short job: one node, not exclusive"
+expect_eq "$(field job_ok suspended)" 0 "short job: never suspended"
+
+# GPUs.  Without slurmdbd no TRES names them (AccountingStorageTRES=
+# gres/gpu needs it): they come from what each node holds (scontrol -d:
+# GRES=gpu:a100:1(IDX:0)) while the job runs, and the poll remembers them
+# for the end, when Slurm drops that detail.
+run sub_gpu "$probe" submit --partition gpu --gres gpu:a100:1 \
+	--workdir "$tmp/work" --output /dev/null --wrap 'sleep 2'
+expect_rc sub_gpu 0 "submit a GPU job"
+id_gpu=$(field sub_gpu job)
+for _ in $(seq 1 100); do
+	[ "$(squeue -h -j "$id_gpu" -o %T)" = RUNNING ] && break
+	sleep 0.1
+done
+run job_gpu "$probe" job "$id_gpu"
+expect_eq "$(field job_gpu gpus) $(field job_gpu exclusive)" "a100:1 0" \
+	"running GPU job: the typed GPU, shared node"
+run watch_gpu "$probe" watch "$id_gpu" 60
+expect_eq "$(field watch_gpu state) $(field watch_gpu gpus)" \
+	"COMPLETED a100:1" "the GPU job's end carries its GPU"
+# A whole node: every CPU and every GPU of hb1 (Slurm gives an
+# exclusive job all of a node's GRES).
+run sub_excl "$probe" submit --exclusive --workdir "$tmp/work" \
+	--output /dev/null --wrap 'sleep 2'
+id_excl=$(field sub_excl job)
+run watch_excl "$probe" watch "$id_excl" 60
+tres=$(tres_of "$id_excl")
+expect_eq "$(field watch_excl state) $(field watch_excl exclusive)" \
+	"COMPLETED 1" "--exclusive: exclusive"
+expect_eq "$(field watch_excl alloc_cpus)" "$(tres_get "$tres" cpu)" \
+	"exclusive job: CPUs as TRES=$tres"
+expect_eq "$(field watch_excl gpus)" "a100:4,h100:4" \
+	"exclusive job: the node's GPUs"
 
 # ------------------------------------------------------------ 5. exit 3
 run sub_fail "$probe" submit --workdir "$tmp/work" --output /dev/null \
@@ -297,6 +350,7 @@ expect_eq "$(field susp result)" suspended "suspend a running job"
 expect_eq "$(squeue -h -j "$id_long" -o %t)" S "suspended job: squeue S"
 run susp_again "$probe" suspend "$id_long"
 expect_rc susp_again 0 "suspend a suspended job"
+sleep 2 # suspended for 2 s or more: run time leaves it out
 run resume "$probe" resume "$id_long"
 expect_eq "$(field resume result)" resumed "resume a suspended job"
 expect_eq "$(squeue -h -j "$id_long" -o %t)" R "resumed job: squeue R"
@@ -313,6 +367,15 @@ run cancel_long "$probe" cancel "$id_long"
 expect_eq "$(field cancel_long result)" cancelled "cancel a running job"
 run watch_long "$probe" watch "$id_long" 60
 expect_eq "$(field watch_long state)" CANCELLED "running job after cancel"
+# end - start - suspended is Slurm's own run time (scontrol's RunTime)
+run job_long "$probe" job "$id_long"
+susp=$(field job_long suspended)
+[ "${susp:-0}" -ge 2 ] && ok || bad "suspended job: suspended=$susp, want >= 2"
+rt=$(scontrol show job -o "$id_long" | sed -n 's/.* RunTime=\([^ ]*\).*/\1/p')
+rt_s=$(echo "$rt" | awk -F'[-:]' '{ s = 0; for (i = 1; i <= NF; i++)
+	s = s * (NF == 4 && i == 2 ? 24 : 60) + $i; print s }')
+expect_eq "$(($(field job_long end) - $(field job_long start) - susp))" \
+	"$rt_s" "end - start - suspended is RunTime=$rt"
 
 # -------------------------------------------------------- 9. will_run
 t0=$(date +%s)

@@ -158,6 +158,7 @@ static int parse_request(int argc, char **argv, struct hb_slurmc_submit *req,
 		O_COMMENT,
 		O_ADMIN,
 		O_HOLD,
+		O_EXCL,
 	};
 	static const struct option opts[] = {
 		{ "wrap", required_argument, NULL, O_WRAP },
@@ -182,6 +183,7 @@ static int parse_request(int argc, char **argv, struct hb_slurmc_submit *req,
 		{ "comment", required_argument, NULL, O_COMMENT },
 		{ "admin-comment", required_argument, NULL, O_ADMIN },
 		{ "hold", no_argument, NULL, O_HOLD },
+		{ "exclusive", no_argument, NULL, O_EXCL },
 		{ NULL, 0, NULL, 0 },
 	};
 	size_t nenv = 0;
@@ -282,6 +284,9 @@ static int parse_request(int argc, char **argv, struct hb_slurmc_submit *req,
 		case O_HOLD:
 			req->hold = true;
 			break;
+		case O_EXCL:
+			req->exclusive = true;
+			break;
 		default:
 			return -1;
 		}
@@ -305,6 +310,15 @@ static void print_job(const struct hb_slurmc_job *j)
 	       "admin_comment=%s\nreason=%s\n",
 	       j->name, j->partition, j->nodes, j->comment, j->admin_comment,
 	       j->reason);
+	printf("alloc_cpus=%" PRIu32 " alloc_mem_mib=%" PRIu64
+	       " alloc_nodes=%" PRIu32 " exclusive=%d suspended=%lld gpus=",
+	       j->alloc_cpus, j->alloc_mem_mib, j->alloc_nodes, j->exclusive,
+	       (long long)j->suspended_s);
+	for (uint32_t i = 0; i < j->alloc_ngpu; i++)
+		printf("%s%s:%" PRIu32, i ? "," : "",
+		       j->alloc_gpu[i].type[0] ? j->alloc_gpu[i].type : "-",
+		       j->alloc_gpu[i].count);
+	printf("\n");
 }
 
 static int cmd_open(int argc, char **argv)

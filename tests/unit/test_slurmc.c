@@ -1,16 +1,19 @@
 /*
  * test_slurmc.c - the Slurm client without a running Slurm: state and
- * exit-status mapping, error conversion, GRES text, request checks, the
+ * exit-status mapping, error conversion, GRES and TRES text (a job's
+ * allocation, exclusivity and suspended time), slurmdbd's records,
+ * request checks, the
  * request-to-job_desc conversion, the poll's change detection, node state
  * text, opening bad or good slurm.conf files, and the parts of a
  * submission as another user: the child's privilege drop, and the
  * parent's wait (answer, silence, death, stop, deadline).
  *
  * The module's file-local functions (fill_desc, poll_table,
- * job_from_slurm, node_state_text) are reached by compiling
- * gateway/slurm/slurmc.c into this program; its public functions then come from
- * here, not from the hbslurmc archive.  tests/integration/slurmc.test.sh
- * covers the calls that need slurmctld.
+ * job_from_slurm, node_state_text, job_from_acct, make_cond) are reached
+ * by compiling gateway/slurm/slurmc.c and its siblings into this program;
+ * their public functions then come from here, not from the hbslurmc
+ * archive.  tests/integration/slurmc.test.sh covers the calls that need
+ * slurmctld, reconcile.test.sh those that need slurmdbd.
  */
 #include <limits.h>
 #include <pthread.h>
@@ -23,6 +26,7 @@
 #include <unistd.h>
 
 #include "gateway/slurm/slurmc.c"
+#include "gateway/slurm/slurmc_acct.c"
 #include "gateway/slurm/slurmc_jobs.c"
 #include "gateway/slurm/slurmc_submit.c"
 #include "testutil.h"
@@ -500,6 +504,314 @@ static void test_job_from_slurm(void **state)
 	assert_string_equal(j.reason, "None");
 }
 
+/* -------------------------------------------------------------- TRES */
+
+static void test_tres_normal(void **state)
+{
+	struct hb_slurmc_tres t;
+	struct hb_err err = { 0 };
+
+	(void)state;
+	assert_int_equal(hb_slurmc_parse_tres("cpu=4,mem=2000M,node=1,"
+					      "billing=4",
+					      &t, &err),
+			 0);
+	assert_int_equal(t.cpus, 4);
+	assert_int_equal(t.mem_mib, 2000);
+	assert_int_equal(t.nodes, 1);
+	assert_int_equal(t.ngpu, 0);
+
+	/* slurmdbd's ids: 1 cpu, 2 mem (MB), 3 energy (NO_VAL64 - 1 when
+	 * unknown), 4 node, 5 billing, 1001 a GRES */
+	assert_int_equal(hb_slurmc_parse_tres("1=8,2=4096,"
+					      "3=18446744073709551614,4=2,"
+					      "5=8,1001=1",
+					      &t, &err),
+			 0);
+	assert_int_equal(t.cpus, 8);
+	assert_int_equal(t.mem_mib, 4096);
+	assert_int_equal(t.nodes, 2);
+	assert_int_equal(t.ngpu, 0);
+
+	/* nothing: all zeros */
+	t.cpus = 9;
+	assert_int_equal(hb_slurmc_parse_tres("", &t, &err), 0);
+	assert_int_equal(t.cpus, 0);
+	assert_int_equal(hb_slurmc_parse_tres(NULL, &t, &err), 0);
+	assert_int_equal(err.code, 0);
+}
+
+static void test_tres_gpus(void **state)
+{
+	struct hb_slurmc_tres t;
+	struct hb_err err = { 0 };
+
+	(void)state;
+	/* the untyped total beside the typed ones: the typed ones count */
+	assert_int_equal(hb_slurmc_parse_tres("cpu=4,mem=2000M,node=1,"
+					      "billing=4,gres/gpu=3,"
+					      "gres/gpu:a100=1,"
+					      "gres/gpu:h100=2",
+					      &t, &err),
+			 0);
+	assert_int_equal(t.ngpu, 2);
+	assert_string_equal(t.gpu[0].type, "a100");
+	assert_int_equal(t.gpu[0].count, 1);
+	assert_string_equal(t.gpu[1].type, "h100");
+	assert_int_equal(t.gpu[1].count, 2);
+
+	/* untyped only */
+	assert_int_equal(hb_slurmc_parse_tres("gres/gpu=2", &t, &err), 0);
+	assert_int_equal(t.ngpu, 1);
+	assert_string_equal(t.gpu[0].type, "");
+	assert_int_equal(t.gpu[0].count, 2);
+
+	/* more in the total than the types: the rest stays untyped */
+	assert_int_equal(hb_slurmc_parse_tres("gres/gpu=3,gres/gpu:a100=1",
+					      &t, &err),
+			 0);
+	assert_int_equal(t.ngpu, 2);
+	assert_string_equal(t.gpu[0].type, "");
+	assert_int_equal(t.gpu[0].count, 2);
+	assert_string_equal(t.gpu[1].type, "a100");
+	assert_int_equal(t.gpu[1].count, 1);
+
+	/* other GRES and gpu-like names are not GPUs */
+	assert_int_equal(hb_slurmc_parse_tres("gres/gpumem=8G,gres/mps=100,"
+					      "license/matlab=1,bb/lua=1G",
+					      &t, &err),
+			 0);
+	assert_int_equal(t.ngpu, 0);
+	assert_int_equal(err.code, 0);
+}
+
+static void test_tres_units(void **state)
+{
+	static const struct {
+		const char *s;
+		uint64_t mib;
+	} cases[] = {
+		{ "mem=2000M", 2000 },	  { "mem=2000", 2000 },
+		{ "mem=2G", 2048 },	  { "mem=1.5G", 1536 },
+		{ "mem=1T", 1048576 },	  { "mem=1P", 1073741824ULL },
+		{ "mem=512K", 1 },	  { "mem=1025K", 2 },
+		{ "mem=0", 0 },		  { "mem=1.25M", 2 },
+		{ "2=16384", 16384 },
+	};
+	struct hb_slurmc_tres t;
+	struct hb_err err = { 0 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(hb_slurmc_parse_tres(cases[i].s, &t, &err),
+				 0);
+		assert_int_equal(t.mem_mib, cases[i].mib);
+	}
+}
+
+static void test_tres_garbage(void **state)
+{
+	static const struct {
+		const char *s;
+		int code;
+		const char *names;
+	} cases[] = {
+		{ "cpu=abc", HB_EINVAL, "cpu: 'abc'" },
+		{ "cpu=4,mem=2X", HB_EINVAL, "mem: '2X'" },
+		{ "cpu=4,mem=G", HB_EINVAL, "mem: 'G'" },
+		{ "cpu=-1", HB_EINVAL, "cpu: '-1'" },
+		{ "cpu=1.5", HB_EINVAL, "cpu: '1.5'" },
+		{ "cpu4", HB_EINVAL, "'cpu4': not NAME=VALUE" },
+		{ "=4", HB_EINVAL, "'=4': not NAME=VALUE" },
+		{ "cpu=4,,node=1", HB_EINVAL, "empty item" },
+		{ "cpu=4,", HB_EINVAL, "trailing comma" },
+		{ "billing=", HB_EINVAL, "billing: empty value" },
+		{ "cpu=4294967296", HB_ERANGE, "cpu: 4294967296" },
+		{ "node=99999999999999999999999", HB_EINVAL, "node: '" },
+		{ "mem=99999999999999999P", HB_EINVAL, "mem: '" },
+		{ "gres/gpu=x", HB_EINVAL, "gres/gpu: 'x'" },
+		{ "gres/gpu:a-very-long-gpu-type-name-indeed=1", HB_ETOOBIG,
+		  "GPU type longer" },
+		{ "gres/gpu:a=1,gres/gpu:b=1,gres/gpu:c=1,gres/gpu:d=1,"
+		  "gres/gpu:e=1,gres/gpu:f=1,gres/gpu:g=1,gres/gpu:h=1,"
+		  "gres/gpu:i=1",
+		  HB_ERANGE, "'gres/gpu:i=1': more than 8 GPU types" },
+	};
+	struct hb_slurmc_tres t;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct hb_err err = { 0 };
+
+		memset(&t, 0x5a, sizeof(t));
+		assert_int_equal(hb_slurmc_parse_tres(cases[i].s, &t, &err),
+				 cases[i].code);
+		if (!strstr(err.msg, cases[i].names))
+			fail_msg("'%s': '%s' lacks '%s'", cases[i].s, err.msg,
+				 cases[i].names);
+		assert_int_equal(t.cpus, 0x5a5a5a5a); /* untouched */
+	}
+}
+
+/* The GPUs a node holds, as scontrol -d prints them. */
+static void test_gres_detail(void **state)
+{
+	struct hb_slurmc_tres t;
+	struct hb_err err = { 0 };
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(hb_slurmc_tres_add_gres_detail(
+				 &t, "gpu:a100:1(IDX:0),gpu:h100:2(IDX:0,2),"
+				     "mps:100(IDX:0)",
+				 &err),
+			 0);
+	/* a second node */
+	assert_int_equal(hb_slurmc_tres_add_gres_detail(
+				 &t, "gpu:a100:3(IDX:1-3)", &err),
+			 0);
+	assert_int_equal(t.ngpu, 2);
+	assert_string_equal(t.gpu[0].type, "a100");
+	assert_int_equal(t.gpu[0].count, 4);
+	assert_string_equal(t.gpu[1].type, "h100");
+	assert_int_equal(t.gpu[1].count, 2);
+
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(hb_slurmc_tres_add_gres_detail(&t, "gpu:2(IDX:0-1)",
+							&err),
+			 0);
+	assert_int_equal(hb_slurmc_tres_add_gres_detail(&t, "gpu:v100(CNT:3)",
+							&err),
+			 0);
+	assert_int_equal(hb_slurmc_tres_add_gres_detail(&t, "", &err), 0);
+	assert_int_equal(hb_slurmc_tres_add_gres_detail(&t, NULL, &err), 0);
+	assert_int_equal(t.ngpu, 2);
+	assert_string_equal(t.gpu[0].type, "");
+	assert_int_equal(t.gpu[0].count, 2);
+	assert_string_equal(t.gpu[1].type, "v100");
+	assert_int_equal(t.gpu[1].count, 3);
+
+	assert_int_equal(hb_slurmc_tres_add_gres_detail(&t, "gpu:a100:x(IDX:0)",
+							&err),
+			 HB_EINVAL);
+	assert_non_null(strstr(err.msg, "'gpu:a100:x(IDX:0)'"));
+}
+
+/* A record's allocation, exclusivity and suspended time. */
+static void test_job_alloc(void **state)
+{
+	slurm_job_info_t r;
+	struct hb_slurmc_job j;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.job_id = 9;
+	r.job_state = JOB_COMPLETE;
+	r.tres_alloc_str = "cpu=4,mem=2G,node=1,billing=4,gres/gpu=1,"
+			   "gres/gpu:a100=1";
+	r.num_cpus = 2;
+	r.num_nodes = 1;
+	r.shared = JOB_SHARED_NONE;
+	/* ran 100..130, suspended at 130, resumed at 150 (suspend_time),
+	 * ended at 200: 30 + 50 s of run time, 20 suspended */
+	r.start_time = 100;
+	r.end_time = 200;
+	r.suspend_time = 150;
+	r.pre_sus_time = 30;
+	job_from_slurm(&r, &j);
+	assert_int_equal(j.alloc_cpus, 4);
+	assert_int_equal(j.alloc_mem_mib, 2048);
+	assert_int_equal(j.alloc_nodes, 1);
+	assert_true(j.exclusive);
+	assert_int_equal(j.alloc_ngpu, 1);
+	assert_string_equal(j.alloc_gpu[0].type, "a100");
+	assert_int_equal(j.alloc_gpu[0].count, 1);
+	assert_int_equal(j.suspended_s, 20);
+	assert_int_equal(j.end_time - j.start_time - j.suspended_s, 80);
+
+	/* pending: no string, the CPUs and nodes asked; sharing kinds and
+	 * "no preference" are not exclusive; never suspended */
+	r.job_state = JOB_PENDING;
+	r.tres_alloc_str = NULL;
+	r.start_time = r.end_time = r.suspend_time = r.pre_sus_time = 0;
+	r.num_nodes = NO_VAL;
+	for (uint16_t sh = JOB_SHARED_OK; sh <= JOB_SHARED_MCS; sh++) {
+		r.shared = sh;
+		job_from_slurm(&r, &j);
+		assert_false(j.exclusive);
+	}
+	r.shared = NO_VAL16;
+	job_from_slurm(&r, &j);
+	assert_false(j.exclusive);
+	assert_int_equal(j.alloc_cpus, 2);
+	assert_int_equal(j.alloc_nodes, 0);
+	assert_int_equal(j.alloc_mem_mib, 0);
+	assert_int_equal(j.alloc_ngpu, 0);
+	assert_int_equal(j.suspended_s, 0);
+
+	/* a string that does not parse: the counts asked */
+	r.tres_alloc_str = "cpu=x";
+	r.num_nodes = 3;
+	job_from_slurm(&r, &j);
+	assert_int_equal(j.alloc_cpus, 2);
+	assert_int_equal(j.alloc_nodes, 3);
+}
+
+/* A slurmdbd record as sacct -X reads it, and the query's condition. */
+static void test_acct_record(void **state)
+{
+	slurmdb_job_rec_t r;
+	slurmdb_job_cond_t cond;
+	struct hb_slurmc_acct_job j;
+	struct hb_err err = { 0 };
+	char *saved = slurm_conf.cluster_name;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.jobid = 77;
+	r.user = "alice";
+	r.partition = "debug";
+	r.admin_comment = "hpcbridge:hb-1 target=slurm";
+	r.state = JOB_COMPLETE;
+	r.start = 1000;
+	r.end = 1100;
+	r.suspended = 30;
+	r.elapsed = 70;
+	r.tres_alloc_str = "1=4,2=2000,3=18446744073709551614,4=1,5=4";
+	assert_int_equal(job_from_acct(&r, &j, &err), 0);
+	assert_int_equal(j.job_id, 77);
+	assert_string_equal(j.user, "alice");
+	assert_string_equal(j.account, ""); /* NULL */
+	assert_string_equal(j.admin_comment, "hpcbridge:hb-1 target=slurm");
+	assert_int_equal(j.state, HB_SLURMC_COMPLETE);
+	assert_int_equal(j.elapsed_s, 70);
+	assert_int_equal(j.suspended_s, 30);
+	assert_int_equal(j.alloc_cpus, 4);
+
+	r.tres_alloc_str = "1=four";
+	assert_int_equal(job_from_acct(&r, &j, &err), HB_EINVAL);
+	assert_non_null(strstr(err.msg, "job 77"));
+	assert_non_null(strstr(err.msg, "'four'"));
+
+	/* whole records, no steps, no truncation, no flag filter, this
+	 * cluster; 0 is not "today" */
+	slurm_conf.cluster_name = "hbtest";
+	assert_int_equal(make_cond(&cond, 0, 500, &err), 0);
+	assert_int_equal(cond.usage_start, 1);
+	assert_int_equal(cond.usage_end, 500);
+	assert_int_equal(cond.flags,
+			 JOBCOND_FLAG_NO_STEP | JOBCOND_FLAG_NO_TRUNC);
+	assert_int_equal(cond.db_flags, SLURMDB_JOB_FLAG_NOTSET);
+	assert_non_null(cond.cluster_list);
+	assert_int_equal(slurm_list_count(cond.cluster_list), 1);
+	slurm_list_destroy(cond.cluster_list);
+	slurm_conf.cluster_name = saved;
+
+	/* no handle */
+	assert_int_equal(hb_slurmc_acct_jobs(NULL, 0, 1, NULL, NULL, &err),
+			 HB_EINVAL);
+}
+
 /* -------------------------------------------------------------- poll */
 
 #define NJOBS 4
@@ -657,7 +969,87 @@ static void test_poll_diff(void **state)
 	assert_int_equal(poll_table(&c, &t.msg, seen_cb, &s), 0);
 	assert_int_equal(s.n, 2);
 	assert_int_equal(s.removed, 0);
-	free(c.snap);
+	hb_slurmc_snap_free(c.snap, c.nsnap);
+}
+
+static int alloc_cb(const struct hb_slurmc_job *j, void *arg)
+{
+	struct hb_slurmc_job *last = arg;
+
+	*last = *j;
+	last->name = last->partition = last->nodes = NULL;
+	last->comment = last->admin_comment = last->reason = NULL;
+	return 0;
+}
+
+/* The change a job's end makes carries its allocation and suspended
+ * time, which the daemon meters it by (they are not in the fingerprint:
+ * the end changes the state, and the state is). */
+static void test_poll_final_alloc(void **state)
+{
+	struct hb_slurmc c;
+	struct hb_slurmc_job last;
+	struct table t;
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	memset(&t, 0, sizeof(t));
+	job_set(&t.jobs[0], 50, JOB_RUNNING);
+	t.jobs[0].tres_alloc_str = "cpu=2,mem=100M,node=1";
+	t.jobs[0].start_time = 1000;
+	t.jobs[0].shared = NO_VAL16;
+	table_set(&t, 3000, 1);
+	memset(&last, 0, sizeof(last));
+	assert_int_equal(poll_table(&c, &t.msg, alloc_cb, &last), 0);
+	assert_int_equal(last.alloc_cpus, 2);
+
+	/* suspended and resumed: state changes, each reported */
+	t.jobs[0].job_state = JOB_SUSPENDED;
+	t.jobs[0].suspend_time = 1010;
+	t.jobs[0].pre_sus_time = 10;
+	table_set(&t, 3001, 1);
+	memset(&last, 0, sizeof(last));
+	assert_int_equal(poll_table(&c, &t.msg, alloc_cb, &last), 0);
+	assert_int_equal(last.state, HB_SLURMC_SUSPENDED);
+	t.jobs[0].job_state = JOB_RUNNING;
+	t.jobs[0].suspend_time = 1040;
+	table_set(&t, 3002, 1);
+	assert_int_equal(poll_table(&c, &t.msg, alloc_cb, &last), 0);
+	assert_int_equal(last.state, HB_SLURMC_RUNNING);
+	assert_int_equal(last.suspended_s, 30);
+
+	/* the GPUs a node holds while it runs (no TRES names them) */
+	char *detail[] = { "gpu:a100:2(IDX:0-1)" };
+	t.jobs[0].gres_detail_str = detail;
+	t.jobs[0].gres_detail_cnt = 1;
+	table_set(&t, 3002, 1);
+	memset(&last, 0, sizeof(last));
+	assert_int_equal(poll_table(&c, &t.msg, alloc_cb, &last), 0);
+	assert_int_equal(last.job_id, 0); /* no change to report */
+	assert_int_equal(c.nsnap, 1);
+	assert_int_equal(c.snap[0].ngpu, 1); /* but remembered */
+
+	/* ended: Slurm drops the detail; the end carries the GPUs seen */
+	t.jobs[0].gres_detail_str = NULL;
+	t.jobs[0].gres_detail_cnt = 0;
+	t.jobs[0].job_state = JOB_COMPLETE;
+	t.jobs[0].end_time = 1100;
+	table_set(&t, 3003, 1);
+	memset(&last, 0, sizeof(last));
+	assert_int_equal(poll_table(&c, &t.msg, alloc_cb, &last), 0);
+	assert_int_equal(last.job_id, 50);
+	assert_int_equal(last.state, HB_SLURMC_COMPLETE);
+	assert_int_equal(last.alloc_cpus, 2);
+	assert_int_equal(last.alloc_mem_mib, 100);
+	assert_int_equal(last.alloc_nodes, 1);
+	assert_false(last.exclusive);
+	assert_int_equal(last.suspended_s, 30);
+	assert_int_equal(last.end_time - last.start_time - last.suspended_s,
+			 70);
+	assert_int_equal(last.alloc_ngpu, 1);
+	assert_string_equal(last.alloc_gpu[0].type, "a100");
+	assert_int_equal(last.alloc_gpu[0].count, 2);
+	hb_slurmc_snap_free(c.snap, c.nsnap);
 }
 
 /* --------------------------------------------------------- nodes */
@@ -1406,6 +1798,14 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_submit_check),
 		cmocka_unit_test(test_fill_desc),
 		cmocka_unit_test(test_job_from_slurm),
+		cmocka_unit_test(test_tres_normal),
+		cmocka_unit_test(test_tres_gpus),
+		cmocka_unit_test(test_tres_units),
+		cmocka_unit_test(test_tres_garbage),
+		cmocka_unit_test(test_gres_detail),
+		cmocka_unit_test(test_job_alloc),
+		cmocka_unit_test(test_acct_record),
+		cmocka_unit_test(test_poll_final_alloc),
 		cmocka_unit_test(test_poll_diff),
 		cmocka_unit_test(test_node_state_text),
 		cmocka_unit_test(test_open_errors),
