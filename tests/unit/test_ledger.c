@@ -23,8 +23,7 @@
 #define NOV1 INT64_C(1793491200000)
 
 struct fx {
-	char dir[64], path[128];
-	struct hb_store *st;
+	struct hb_test_store t;
 	char jobs[64][32];
 };
 
@@ -35,11 +34,7 @@ static int setup(void **state)
 
 	if (!fx)
 		return -1;
-	snprintf(fx->dir, sizeof(fx->dir), "/tmp/hb-ledger-test.XXXXXX");
-	if (!mkdtemp(fx->dir))
-		return -1;
-	snprintf(fx->path, sizeof(fx->path), "%s/state.db", fx->dir);
-	if (hb_store_open(fx->path, &fx->st, &err))
+	if (hb_test_store_open(&fx->t, "hb-ledger-test"))
 		return -1;
 	for (int i = 0; i < 64; i++) {
 		struct hb_job_row j = { .entry = HB_ENTRY_CLI,
@@ -47,7 +42,7 @@ static int setup(void **state)
 					.slurm_job_id = -1,
 					.exit_code = -1 };
 
-		if (hb_store_job_add(fx->st, &j, &err))
+		if (hb_store_job_add(fx->t.st, &j, &err))
 			return -1;
 		memcpy(fx->jobs[i], j.id, sizeof(j.id));
 	}
@@ -58,16 +53,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fx *fx = *state;
-	char p[256];
-
-	hb_store_close(fx->st);
-	for (const char *const *s =
-		     (const char *const[]){ "", "-wal", "-shm", NULL };
-	     *s; s++) {
-		snprintf(p, sizeof(p), "%s%s", fx->path, *s);
-		unlink(p);
-	}
-	rmdir(fx->dir);
+	hb_test_store_close(&fx->t);
 	free(fx);
 	return 0;
 }
@@ -159,11 +145,11 @@ static void test_append_batch(void **state)
 	e[1].gpu[1] = (struct hb_ledger_gpu){ "h100", 3600 };
 	e[1].n_gpu = 2;
 	e[2].egress_bytes = 12345;
-	assert_int_equal(hb_store_ledger_append(fx->st, e, 3, &err), 0);
+	assert_int_equal(hb_store_ledger_append(fx->t.st, e, 3, &err), 0);
 	assert_true(e[0].id > 0 && e[1].id == e[0].id + 1 &&
 		    e[2].id == e[1].id + 1);
 	assert_int_equal(
-		hb_store_ledger_list(fx->st, fx->jobs[0], collect, &g, &err),
+		hb_store_ledger_list(fx->t.st, fx->jobs[0], collect, &g, &err),
 		0);
 	assert_int_equal(g.n, 3);
 	assert_int_equal(g.e[1].side, HB_TARGET_KUBERNETES);
@@ -179,22 +165,22 @@ static void test_append_batch(void **state)
 	e[0] = entry(fx->jobs[1], NOV1, 5);
 	e[1] = entry(fx->jobs[1], NOV1, 5);
 	e[1].rate_version = "v1,v2";
-	assert_int_equal(hb_store_ledger_append(fx->st, e, 2, &err), HB_EINVAL);
+	assert_int_equal(hb_store_ledger_append(fx->t.st, e, 2, &err), HB_EINVAL);
 	assert_non_null(strstr(err.msg, "entries[1]: rate_version"));
 	memset(&err, 0, sizeof(err));
 	e[1] = entry("hb-999999", NOV1, 5); /* no such job: foreign key */
-	assert_int_equal(hb_store_ledger_append(fx->st, e, 2, &err), HB_ENOENT);
+	assert_int_equal(hb_store_ledger_append(fx->t.st, e, 2, &err), HB_ENOENT);
 	assert_non_null(strstr(err.msg, "entries[1]"));
-	assert_int_equal(raw_int(fx->path, "SELECT count(*) FROM ledger"), 3);
+	assert_int_equal(raw_int(fx->t.path, "SELECT count(*) FROM ledger"), 3);
 	memset(&err, 0, sizeof(err));
 	e[0].amount_micros = -1;
-	assert_int_equal(hb_store_ledger_append(fx->st, e, 1, &err), HB_EINVAL);
+	assert_int_equal(hb_store_ledger_append(fx->t.st, e, 1, &err), HB_EINVAL);
 	assert_non_null(strstr(err.msg, "negative"));
 	memset(&err, 0, sizeof(err));
 	e[0] = entry(fx->jobs[1], NOV1, 5);
 	e[0].gpu[0] = (struct hb_ledger_gpu){ "a\"100", 1 };
 	e[0].n_gpu = 1;
-	assert_int_equal(hb_store_ledger_append(fx->st, e, 1, &err), HB_EINVAL);
+	assert_int_equal(hb_store_ledger_append(fx->t.st, e, 1, &err), HB_EINVAL);
 	assert_non_null(strstr(err.msg, "entries[0]: gpu[0]"));
 }
 
@@ -210,11 +196,11 @@ static void test_reversal(void **state)
 	e.gpu[0] = (struct hb_ledger_gpu){ "a100", 3600 };
 	e.n_gpu = 1;
 	e.egress_bytes = 100;
-	assert_int_equal(hb_store_ledger_append(fx->st, &e, 1, &err), 0);
-	assert_int_equal(hb_store_ledger_reverse(fx->st, e.id, &rev, &err), 0);
+	assert_int_equal(hb_store_ledger_append(fx->t.st, &e, 1, &err), 0);
+	assert_int_equal(hb_store_ledger_reverse(fx->t.st, e.id, &rev, &err), 0);
 	assert_true(rev > e.id);
 	assert_int_equal(
-		hb_store_ledger_list(fx->st, fx->jobs[2], collect, &g, &err),
+		hb_store_ledger_list(fx->t.st, fx->jobs[2], collect, &g, &err),
 		0);
 	assert_int_equal(g.n, 2);
 	assert_int_equal(g.e[1].reverses, e.id);
@@ -226,37 +212,37 @@ static void test_reversal(void **state)
 	assert_string_equal(g.gpu0[1], "a100");
 	assert_int_equal(g.e[1].period_end_ms, NOV1);
 	assert_string_equal(g.rv[1], "2026-11");
-	assert_int_equal(raw_int(fx->path, "SELECT sum(amount_micros) FROM "
+	assert_int_equal(raw_int(fx->t.path, "SELECT sum(amount_micros) FROM "
 					   "ledger WHERE job_id = 'hb-000003'"),
 			 0);
 
 	/* Twice: refused; a reversal's reversal: refused; none: ENOENT. */
-	assert_int_equal(hb_store_ledger_reverse(fx->st, e.id, &again, &err),
+	assert_int_equal(hb_store_ledger_reverse(fx->t.st, e.id, &again, &err),
 			 HB_EEXIST);
 	assert_non_null(strstr(err.msg, "reversed already"));
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_store_ledger_reverse(fx->st, rev, NULL, &err),
+	assert_int_equal(hb_store_ledger_reverse(fx->t.st, rev, NULL, &err),
 			 HB_EINVAL);
 	assert_non_null(strstr(err.msg, "itself a reversal"));
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_store_ledger_reverse(fx->st, 999999, NULL, &err),
+	assert_int_equal(hb_store_ledger_reverse(fx->t.st, 999999, NULL, &err),
 			 HB_ENOENT);
-	assert_int_equal(raw_int(fx->path, "SELECT count(*) FROM ledger"), 2);
+	assert_int_equal(raw_int(fx->t.path, "SELECT count(*) FROM ledger"), 2);
 	/* The schema refuses a second reversal whoever writes it. */
-	msg = raw_fails(fx->path,
+	msg = raw_fails(fx->t.path,
 			"INSERT INTO ledger (at_ms, job_id, side, "
 			"amount_micros, reverses) VALUES (1, 'hb-000003', "
 			"'slurm', -1, 1)");
 	assert_non_null(strstr(msg, "UNIQUE constraint failed"));
 	free(msg);
 	/* Corrections are new rows: UPDATE and DELETE fail. */
-	msg = raw_fails(fx->path, "UPDATE ledger SET amount_micros = 0");
+	msg = raw_fails(fx->t.path, "UPDATE ledger SET amount_micros = 0");
 	assert_non_null(strstr(msg, "ledger is append-only"));
 	free(msg);
-	msg = raw_fails(fx->path, "DELETE FROM ledger");
+	msg = raw_fails(fx->t.path, "DELETE FROM ledger");
 	assert_non_null(strstr(msg, "ledger is append-only"));
 	free(msg);
-	assert_int_equal(raw_int(fx->path, "SELECT count(*) FROM ledger WHERE "
+	assert_int_equal(raw_int(fx->t.path, "SELECT count(*) FROM ledger WHERE "
 					   "amount_micros = 2500000"),
 			 1);
 }
@@ -297,13 +283,13 @@ static int64_t fill(struct fx *fx, int n)
 		}
 		sum += e[i].amount_micros;
 	}
-	assert_int_equal(hb_store_ledger_append(fx->st, e, (size_t)n, &err), 0);
+	assert_int_equal(hb_store_ledger_append(fx->t.st, e, (size_t)n, &err), 0);
 	/* a third of the jobs in the pilot, a third in its control group */
 	for (int i = 0; i < 64; i++)
 		if (i % 3 < 2)
 			assert_int_equal(
 				hb_store_decision_add(
-					fx->st, fx->jobs[i], HB_TARGET_SLURM,
+					fx->t.st, fx->jobs[i], HB_TARGET_SLURM,
 					i % 3 ? "{\"placement\":{\"pilot\":"
 						"{\"selected\":false}}}"
 					      : "{\"placement\":{\"pilot\":"
@@ -312,7 +298,7 @@ static int64_t fill(struct fx *fx, int n)
 				0);
 	for (int i = 0; i < n; i += 17) {
 		assert_int_equal(
-			hb_store_ledger_reverse(fx->st, e[i].id, NULL, &err),
+			hb_store_ledger_reverse(fx->t.st, e[i].id, NULL, &err),
 			0);
 		sum -= e[i].amount_micros;
 	}
@@ -333,17 +319,17 @@ static void test_report_sums(void **state)
 	struct fx *fx = *state;
 	struct hb_err err = { 0 };
 	int64_t sum = fill(fx, 2000);
-	int64_t jobs = raw_int(fx->path, "SELECT count(DISTINCT job_id) FROM "
+	int64_t jobs = raw_int(fx->t.path, "SELECT count(DISTINCT job_id) FROM "
 					 "ledger");
-	int64_t cpu = raw_int(fx->path, "SELECT sum(cpu_mcore_s) FROM ledger");
-	int64_t gsum = raw_int(fx->path, "SELECT sum(g.value) FROM ledger, "
+	int64_t cpu = raw_int(fx->t.path, "SELECT sum(cpu_mcore_s) FROM ledger");
+	int64_t gsum = raw_int(fx->t.path, "SELECT sum(g.value) FROM ledger, "
 					 "json_each(ledger.gpu_s) AS g");
 
 	for (int by = 0; by < HB__BY_COUNT; by++) {
 		struct hb_ledger_report *r = NULL;
 		int64_t a = 0, c = 0, g = 0, gt = 0;
 
-		assert_int_equal(hb_store_report(fx->st, (enum hb_ledger_by)by,
+		assert_int_equal(hb_store_report(fx->t.st, (enum hb_ledger_by)by,
 						 0, INT64_MAX, &r, &err),
 				 0);
 		assert_true(r->n_lines > 1);
@@ -384,9 +370,9 @@ static void test_report_months(void **state)
 	struct hb_ledger_report *r = NULL;
 	struct hb_err err = { 0 };
 
-	assert_int_equal(hb_store_ledger_append(fx->st, e, 3, &err), 0);
+	assert_int_equal(hb_store_ledger_append(fx->t.st, e, 3, &err), 0);
 	assert_int_equal(
-		hb_store_report(fx->st, HB_BY_MONTH, 0, INT64_MAX, &r, &err),
+		hb_store_report(fx->t.st, HB_BY_MONTH, 0, INT64_MAX, &r, &err),
 		0);
 	assert_int_equal(r->n_lines, 2);
 	assert_string_equal(r->lines[0].key, "2026-10");
@@ -400,13 +386,13 @@ static void test_report_months(void **state)
 	assert_int_equal(r->total.amount_micros, 123);
 	hb_ledger_report_free(r);
 	/* [from, to): November alone */
-	assert_int_equal(hb_store_report(fx->st, HB_BY_ACCOUNT, NOV1,
+	assert_int_equal(hb_store_report(fx->t.st, HB_BY_ACCOUNT, NOV1,
 					 NOV1 + 30 * 24 * HOUR_MS, &r, &err),
 			 0);
 	assert_int_equal(r->n_lines, 1);
 	assert_int_equal(r->total.amount_micros, 23);
 	hb_ledger_report_free(r);
-	assert_int_equal(hb_store_report(fx->st, HB__BY_COUNT, 0, 1, &r, &err),
+	assert_int_equal(hb_store_report(fx->t.st, HB__BY_COUNT, 0, 1, &r, &err),
 			 HB_EINVAL);
 	assert_null(r);
 }
@@ -423,11 +409,11 @@ static void test_report_series(void **state)
 	struct hb_ledger_report *r = NULL;
 
 	for (int by = 0; by < HB__BY_COUNT; by++) {
-		assert_int_equal(hb_store_report(fx->st, (enum hb_ledger_by)by,
+		assert_int_equal(hb_store_report(fx->t.st, (enum hb_ledger_by)by,
 						 0, INT64_MAX, &r, &err),
 				 0);
 		assert_int_equal(hb_store_report_series(
-					 fx->st, (enum hb_ledger_by)by,
+					 fx->t.st, (enum hb_ledger_by)by,
 					 HB_STEP_AUTO, 0, INT64_MAX, &s, &err),
 				 0);
 		/* entries end from Oct 30 to Nov 3: by day, 5 days */
@@ -452,9 +438,9 @@ static void test_report_series(void **state)
 	}
 	/* by month: October and November, adding up to the month lines */
 	assert_int_equal(
-		hb_store_report(fx->st, HB_BY_MONTH, 0, INT64_MAX, &r, &err),
+		hb_store_report(fx->t.st, HB_BY_MONTH, 0, INT64_MAX, &r, &err),
 		0);
-	assert_int_equal(hb_store_report_series(fx->st, HB_BY_ACCOUNT,
+	assert_int_equal(hb_store_report_series(fx->t.st, HB_BY_ACCOUNT,
 						HB_STEP_MONTH, 0, INT64_MAX, &s,
 						&err),
 			 0);
@@ -473,14 +459,14 @@ static void test_report_series(void **state)
 	/* a three-month window is cut by month, a day's by day: one
 	 * bucket; an empty window has none */
 	assert_int_equal(
-		hb_store_report_series(fx->st, HB_BY_ACCOUNT, HB_STEP_AUTO,
+		hb_store_report_series(fx->t.st, HB_BY_ACCOUNT, HB_STEP_AUTO,
 				       NOV1 - 61 * 24 * HOUR_MS,
 				       NOV1 + 30 * 24 * HOUR_MS, &s, &err),
 		0);
 	assert_int_equal(s->step, HB_STEP_MONTH);
 	assert_int_equal(s->n_buckets, 2);
 	hb_ledger_series_free(s);
-	assert_int_equal(hb_store_report_series(fx->st, HB_BY_USER,
+	assert_int_equal(hb_store_report_series(fx->t.st, HB_BY_USER,
 						HB_STEP_AUTO, NOV1,
 						NOV1 + 24 * HOUR_MS, &s, &err),
 			 0);
@@ -490,13 +476,13 @@ static void test_report_series(void **state)
 	assert_int_equal(s->n_keys, 2); /* alice, bob */
 	assert_true(s->has[0] && s->has[1]);
 	hb_ledger_series_free(s);
-	assert_int_equal(hb_store_report_series(fx->st, HB_BY_USER,
+	assert_int_equal(hb_store_report_series(fx->t.st, HB_BY_USER,
 						HB_STEP_AUTO, 0, 1, &s, &err),
 			 0);
 	assert_int_equal(s->n_buckets + s->n_keys, 0);
 	assert_int_equal(s->total_micros, 0);
 	hb_ledger_series_free(s);
-	assert_int_equal(hb_store_report_series(fx->st, HB_BY_USER,
+	assert_int_equal(hb_store_report_series(fx->t.st, HB_BY_USER,
 						HB_STEP_AUTO, 2, 1, &s, &err),
 			 HB_EINVAL);
 	assert_null(s);
@@ -678,8 +664,8 @@ static void test_readonly(void **state)
 	struct hb_store *ro = NULL;
 	char missing[192];
 
-	assert_int_equal(hb_store_ledger_append(fx->st, &e, 1, &err), 0);
-	assert_int_equal(hb_store_open_readonly(fx->path, &ro, &err), 0);
+	assert_int_equal(hb_store_ledger_append(fx->t.st, &e, 1, &err), 0);
+	assert_int_equal(hb_store_open_readonly(fx->t.path, &ro, &err), 0);
 	assert_int_equal(
 		hb_store_report(ro, HB_BY_USER, 0, INT64_MAX, &r, &err), 0);
 	assert_int_equal(r->total.amount_micros, 42);
@@ -691,9 +677,9 @@ static void test_readonly(void **state)
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(hb_store_ledger_reverse(ro, 1, NULL, &err), HB_ESTORE);
 	hb_store_close(ro);
-	assert_int_equal(raw_int(fx->path, "SELECT count(*) FROM ledger"), 1);
+	assert_int_equal(raw_int(fx->t.path, "SELECT count(*) FROM ledger"), 1);
 	/* never created */
-	snprintf(missing, sizeof(missing), "%s/none.db", fx->dir);
+	snprintf(missing, sizeof(missing), "%s/none.db", fx->t.dir);
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(hb_store_open_readonly(missing, &ro, &err), HB_ESTORE);
 	assert_null(ro);

@@ -94,8 +94,7 @@ static void test_kube_usage(void **state)
 }
 
 struct fx {
-	char dir[64], path[96];
-	struct hb_store *st;
+	struct hb_test_store t;
 	struct hb_ratecard card;
 	char id[32];
 };
@@ -112,13 +111,10 @@ static int setup(void **state)
 				.exit_code = -1 };
 
 	assert_non_null(fx);
-	strcpy(fx->dir, "/tmp/hb-meter-XXXXXX");
-	assert_non_null(mkdtemp(fx->dir));
-	snprintf(fx->path, sizeof(fx->path), "%s/state.db", fx->dir);
-	if (hb_store_open(fx->path, &fx->st, &err) ||
-	    hb_ratecard_parse(card_yaml, sizeof(card_yaml) - 1, "card.yaml",
+	assert_int_equal(hb_test_store_open(&fx->t, "hb-meter-test"), 0);
+	if (hb_ratecard_parse(card_yaml, sizeof(card_yaml) - 1, "card.yaml",
 			      &fx->card, &err) ||
-	    hb_store_job_add(fx->st, &r, &err))
+	    hb_store_job_add(fx->t.st, &r, &err))
 		fail_msg("setup: %s", err.msg);
 	snprintf(fx->id, sizeof(fx->id), "%s", r.id);
 	*state = fx;
@@ -129,17 +125,8 @@ static int teardown(void **state)
 {
 	struct fx *fx = *state;
 
-	char p[160];
-
-	hb_store_close(fx->st);
+	hb_test_store_close(&fx->t);
 	hb_ratecard_free(&fx->card);
-	for (const char *const *s =
-		     (const char *const[]){ "", "-wal", "-shm", NULL };
-	     *s; s++) {
-		snprintf(p, sizeof(p), "%s%s", fx->path, *s);
-		unlink(p);
-	}
-	rmdir(fx->dir);
 	free(fx);
 	return 0;
 }
@@ -164,7 +151,7 @@ static struct seen entries(struct fx *fx)
 	struct seen s = { 0 };
 	struct hb_err err = { 0 };
 
-	assert_int_equal(hb_store_ledger_list(fx->st, fx->id, count_cb, &s,
+	assert_int_equal(hb_store_ledger_list(fx->t.st, fx->id, count_cb, &s,
 					      &err),
 			 0);
 	return s;
@@ -200,7 +187,7 @@ static void test_record(void **state)
 	 * v2: 4 x 0.01 + 2 x 0.002 = 0.044 */
 	const int64_t first = 88000 + 44000;
 
-	assert_int_equal(hb_meter_record(fx->st, &fx->card, &j, &res, &err),
+	assert_int_equal(hb_meter_record(fx->t.st, &fx->card, &j, &res, &err),
 			 0);
 	assert_int_equal(res.entries, 2);
 	assert_int_equal(res.written, 1);
@@ -213,7 +200,7 @@ static void test_record(void **state)
 	assert_int_equal(s.cpu, 4LL * 7200 * 1000);
 
 	/* metered again with the same figures: nothing written */
-	assert_int_equal(hb_meter_record(fx->st, &fx->card, &j, &res, &err),
+	assert_int_equal(hb_meter_record(fx->t.st, &fx->card, &j, &res, &err),
 			 0);
 	assert_int_equal(res.written, 0);
 	assert_int_equal(entries(fx).n, 2);
@@ -221,7 +208,7 @@ static void test_record(void **state)
 	/* a late figure: the job ended an hour later; the two entries are
 	 * reversed and two new ones appended */
 	j = slurm_job(fx, JULY + 7200);
-	assert_int_equal(hb_meter_record(fx->st, &fx->card, &j, &res, &err),
+	assert_int_equal(hb_meter_record(fx->t.st, &fx->card, &j, &res, &err),
 			 0);
 	assert_int_equal(res.written, 1);
 	assert_int_equal(res.reversed, 2);
@@ -229,14 +216,14 @@ static void test_record(void **state)
 	s = entries(fx);
 	assert_int_equal(s.n, 6);
 	assert_int_equal(s.amount, 88000 + 2 * 44000);
-	assert_int_equal(hb_store_job_get(fx->st, fx->id, &row, &err), 0);
+	assert_int_equal(hb_store_job_get(fx->t.st, fx->id, &row, &err), 0);
 	assert_int_equal(row.cost_micros, 88000 + 2 * 44000);
 	hb_job_row_free(&row);
 
 	/* it ran less than a second after all: one entry of nothing, at
 	 * the version in force, and the old ones reversed */
 	j.usage.end = j.usage.start;
-	assert_int_equal(hb_meter_record(fx->st, &fx->card, &j, &res, &err),
+	assert_int_equal(hb_meter_record(fx->t.st, &fx->card, &j, &res, &err),
 			 0);
 	assert_int_equal(res.entries, 1);
 	assert_int_equal(res.reversed, 2);
@@ -246,7 +233,7 @@ static void test_record(void **state)
 	assert_int_equal(s.amount, 0);
 	/* an end before the start is refused, naming the job */
 	j.usage.end = j.usage.start - 1;
-	assert_int_equal(hb_meter_record(fx->st, &fx->card, &j, &res, &err),
+	assert_int_equal(hb_meter_record(fx->t.st, &fx->card, &j, &res, &err),
 			 HB_EINVAL);
 	assert_non_null(strstr(err.msg, "before it started"));
 	assert_int_equal(entries(fx).n, 9);
@@ -283,11 +270,11 @@ static void test_record_kube(void **state)
 	j.usage.cpus = 2;
 	j.usage.gpus[0].count = 2;
 	j.usage.ngpus = 1;
-	assert_int_equal(hb_meter_record(fx->st, &fx->card, &j, &res, &err),
+	assert_int_equal(hb_meter_record(fx->t.st, &fx->card, &j, &res, &err),
 			 0);
 	/* 2 CPU x 0.5 h x 0.03 + 2 GPU x 0.5 h x 2.00 */
 	assert_int_equal(res.amount_micros, 30000 + 2000000);
-	assert_int_equal(hb_store_ledger_list(fx->st, fx->id, gpu_cb, &gpu_s,
+	assert_int_equal(hb_store_ledger_list(fx->t.st, fx->id, gpu_cb, &gpu_s,
 					      &err),
 			 0);
 	assert_int_equal(gpu_s, 2 * 1800);
@@ -296,7 +283,7 @@ static void test_record_kube(void **state)
 	 * and nothing written */
 	j.usage.start = 1000;
 	j.usage.end = 2000;
-	assert_int_not_equal(hb_meter_record(fx->st, &fx->card, &j, &res,
+	assert_int_not_equal(hb_meter_record(fx->t.st, &fx->card, &j, &res,
 					     &err),
 			     0);
 	assert_non_null(strstr(err.msg, fx->id));

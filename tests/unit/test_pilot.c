@@ -26,8 +26,7 @@
 #define NOPILOT "{\"placement\":{\"side\":\"slurm\"}}"
 
 struct fx {
-	char dir[64], path[128];
-	struct hb_store *st;
+	struct hb_test_store t;
 	int64_t now;
 };
 
@@ -39,17 +38,12 @@ static int64_t clock_of(void *arg)
 static int setup(void **state)
 {
 	struct fx *fx = calloc(1, sizeof(*fx));
-	struct hb_err err = { 0 };
 
 	if (!fx)
 		return -1;
-	snprintf(fx->dir, sizeof(fx->dir), "/tmp/hb-pilot-test.XXXXXX");
-	if (!mkdtemp(fx->dir))
+	if (hb_test_store_open(&fx->t, "hb-pilot-test"))
 		return -1;
-	snprintf(fx->path, sizeof(fx->path), "%s/state.db", fx->dir);
-	if (hb_store_open(fx->path, &fx->st, &err))
-		return -1;
-	hb_store_set_clock(fx->st, clock_of, fx);
+	hb_store_set_clock(fx->t.st, clock_of, fx);
 	*state = fx;
 	return 0;
 }
@@ -57,16 +51,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fx *fx = *state;
-	char p[256];
-
-	hb_store_close(fx->st);
-	for (const char *const *s =
-		     (const char *const[]){ "", "-wal", "-shm", NULL };
-	     *s; s++) {
-		snprintf(p, sizeof(p), "%s%s", fx->path, *s);
-		unlink(p);
-	}
-	rmdir(fx->dir);
+	hb_test_store_close(&fx->t);
 	free(fx);
 	return 0;
 }
@@ -96,30 +81,30 @@ static void mkjob(struct fx *fx, const struct spec *s)
 	j.user = "alice";
 	j.account = "physics";
 	fx->now = NOV1 + s->at_s * S_MS;
-	assert_int_equal(hb_store_job_add(fx->st, &j, &err), 0);
+	assert_int_equal(hb_store_job_add(fx->t.st, &j, &err), 0);
 	if (s->doc0)
-		assert_int_equal(hb_store_decision_add(fx->st, j.id, s->side,
+		assert_int_equal(hb_store_decision_add(fx->t.st, j.id, s->side,
 						       s->doc0, "first", NULL,
 						       &err),
 				 0);
 	if (s->doc1)
-		assert_int_equal(hb_store_decision_add(fx->st, j.id, s->side,
+		assert_int_equal(hb_store_decision_add(fx->t.st, j.id, s->side,
 						       s->doc1, "latest", NULL,
 						       &err),
 				 0);
-	assert_int_equal(hb_store_job_set_state(fx->st, j.id, HB_JOB_QUEUED, -1,
+	assert_int_equal(hb_store_job_set_state(fx->t.st, j.id, HB_JOB_QUEUED, -1,
 						NULL, &err),
 			 0);
 	if (s->wait_s >= 0) {
 		fx->now += s->wait_s * S_MS;
-		assert_int_equal(hb_store_job_set_state(fx->st, j.id,
+		assert_int_equal(hb_store_job_set_state(fx->t.st, j.id,
 							HB_JOB_RUNNING, -1,
 							NULL, &err),
 				 0);
 		fx->now += s->run_s * S_MS;
 	}
 	if (s->fin != HB_JOB_RUNNING)
-		assert_int_equal(hb_store_job_set_state(fx->st, j.id, s->fin,
+		assert_int_equal(hb_store_job_set_state(fx->t.st, j.id, s->fin,
 							-1, NULL, &err),
 				 0);
 	if (s->amount) {
@@ -134,7 +119,7 @@ static void mkjob(struct fx *fx, const struct spec *s)
 		e.period_start_ms = fx->now - HOUR_MS;
 		e.cpu_mcore_s = s->cores * 3600 * 1000;
 		e.amount_micros = s->amount;
-		assert_int_equal(hb_store_ledger_append(fx->st, &e, 1, &err),
+		assert_int_equal(hb_store_ledger_append(fx->t.st, &e, 1, &err),
 				 0);
 	}
 }
@@ -190,7 +175,7 @@ static void test_figures(void **state)
 	const struct hb_pilot_cell *c;
 
 	fill(fx);
-	assert_int_equal(hb_store_pilot_report(fx->st, NOV1,
+	assert_int_equal(hb_store_pilot_report(fx->t.st, NOV1,
 					       NOV1 + 24 * HOUR_MS, &r, &err),
 			 0);
 	c = &r.cell[HB_PILOT_PILOT][0];
@@ -231,13 +216,13 @@ static void test_figures(void **state)
 	assert_int_equal(c->per_core_h_micros, -1);
 
 	/* a wider window takes the late control job */
-	assert_int_equal(hb_store_pilot_report(fx->st, 0, INT64_MAX, &r, &err),
+	assert_int_equal(hb_store_pilot_report(fx->t.st, 0, INT64_MAX, &r, &err),
 			 0);
 	assert_int_equal(r.cell[HB_PILOT_CONTROL][1].jobs, 1);
 	assert_int_equal(r.cell[HB_PILOT_CONTROL][1].amount_micros, 23);
 	assert_int_equal(r.cell[HB_PILOT_PILOT][0].jobs, 4);
 	/* one that ends before it starts: refused */
-	assert_int_equal(hb_store_pilot_report(fx->st, 2, 1, &r, &err),
+	assert_int_equal(hb_store_pilot_report(fx->t.st, 2, 1, &r, &err),
 			 HB_EINVAL);
 	assert_string_equal(hb_pilot_group_name(HB_PILOT_CONTROL), "control");
 }
@@ -254,14 +239,14 @@ static void test_measured_times(void **state)
 	struct hb_job_row j = { 0 };
 
 	mkjob(fx, &one);
-	assert_int_equal(hb_store_job_get(fx->st, "hb-000001", &j, &err), 0);
+	assert_int_equal(hb_store_job_get(fx->t.st, "hb-000001", &j, &err), 0);
 	assert_int_equal(j.started_ms - j.created_ms, 10000);
 	assert_int_equal(
-		hb_store_job_set_times(fx->st, j.id, j.created_ms + 3000,
+		hb_store_job_set_times(fx->t.st, j.id, j.created_ms + 3000,
 				       j.created_ms + 3000 + 7000, &err),
 		0);
 	hb_job_row_free(&j);
-	assert_int_equal(hb_store_pilot_report(fx->st, 0, INT64_MAX, &r, &err),
+	assert_int_equal(hb_store_pilot_report(fx->t.st, 0, INT64_MAX, &r, &err),
 			 0);
 	assert_int_equal(r.cell[HB_PILOT_PILOT][0].wait_median_ms, 3000);
 	assert_int_equal(r.cell[HB_PILOT_PILOT][0].run_median_ms, 7000);
@@ -277,7 +262,7 @@ static void test_by_pilot(void **state)
 
 	fill(fx);
 	assert_int_equal(
-		hb_store_report(fx->st, HB_BY_PILOT, 0, INT64_MAX, &r, &err),
+		hb_store_report(fx->t.st, HB_BY_PILOT, 0, INT64_MAX, &r, &err),
 		0);
 	assert_int_equal(r->n_lines, 3);
 	assert_null(r->lines[0].key);

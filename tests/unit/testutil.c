@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -13,6 +14,7 @@
 #include "hpcbridge/jobspec.h"
 #include "hpcbridge/mpijob.h"
 #include "hpcbridge/schema.h"
+#include "hpcbridge/store.h"
 #include "hpcbridge/trainjob.h"
 #include "hpcbridge/translate.h"
 #include "testutil.h"
@@ -192,4 +194,36 @@ void hb_test_manifest_round_trip(const struct hb_jobspec *a,
 	hb_buf_free(&yaml);
 	hb_jobspec_free(&b);
 	hb_report_free(&rep);
+}
+
+int hb_test_store_open(struct hb_test_store *t, const char *name)
+{
+	struct hb_err err = { 0 };
+
+	memset(t, 0, sizeof(*t));
+	snprintf(t->dir, sizeof(t->dir), "/tmp/%s.XXXXXX", name);
+	if (!mkdtemp(t->dir))
+		return -1;
+	snprintf(t->path, sizeof(t->path), "%s/state.db", t->dir);
+	if (hb_store_open(t->path, &t->st, &err)) {
+		fprintf(stderr, "%s\n", err.msg);
+		hb_test_store_close(t);
+		return -1;
+	}
+	return 0;
+}
+
+void hb_test_store_close(struct hb_test_store *t)
+{
+	char p[160];
+
+	hb_store_close(t->st);
+	t->st = NULL;
+	for (const char *const *s =
+		     (const char *const[]){ "", "-wal", "-shm", NULL };
+	     *s; s++) {
+		snprintf(p, sizeof(p), "%s%s", t->path, *s);
+		unlink(p);
+	}
+	rmdir(t->dir);
 }

@@ -59,6 +59,20 @@ void hb_test_manifest_round_trip(const struct hb_jobspec *a,
 extern uint32_t hb_test_lineno;
 void hb_test_dir(struct hb_jobspec *s, int f, const char *text);
 
+/*
+ * A store in a fresh directory under /tmp (name: its prefix, e.g.
+ * "hb-ledger-test"): hb_test_store_open() makes the directory and opens
+ * dir/state.db; hb_test_store_close() closes it and removes the file,
+ * its -wal and -shm and the directory.  0, or -1 with nothing left.
+ */
+struct hb_store;
+struct hb_test_store {
+	char dir[64], path[128];
+	struct hb_store *st;
+};
+int hb_test_store_open(struct hb_test_store *t, const char *name);
+void hb_test_store_close(struct hb_test_store *t);
+
 #define HB_TEST_SET_STR(s, member, f, v)                                       \
 	do {                                                                   \
 		(s)->member = hb_jobspec_strdup((s), (v));                     \
