@@ -17,9 +17,9 @@
 static const char insert_sql[] =
 	"INSERT INTO ledger (at_ms, job_id, account, \"user\", side, "
 	"\"partition\", queue, period_start_ms, period_end_ms, rate_version, "
-	"cpu_mcore_s, mem_mib_s, node_s, gpu_s, egress_bytes, amount_micros) "
-	"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-	"?15, ?16)";
+	"cpu_mcore_s, mem_mib_s, node_s, gpu_s, egress_bytes, amount_micros, "
+	"part) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+	"?14, ?15, ?16, ?17)";
 
 /* What the reversal reads first: whether id exists, and reverses one. */
 static const char target_sql[] = "SELECT reverses FROM ledger WHERE id = ?1";
@@ -30,18 +30,19 @@ static const char reverse_sql[] =
 	"INSERT INTO ledger (at_ms, job_id, account, \"user\", side, "
 	"\"partition\", queue, period_start_ms, period_end_ms, rate_version, "
 	"cpu_mcore_s, mem_mib_s, node_s, gpu_s, egress_bytes, amount_micros, "
-	"reverses, kind, quantity) SELECT ?2, job_id, account, \"user\", side, "
+	"reverses, kind, quantity, part) SELECT ?2, job_id, account, \"user\", "
+	"side, "
 	"\"partition\", queue, period_start_ms, period_end_ms, rate_version, "
 	"-cpu_mcore_s, -mem_mib_s, -node_s, CASE WHEN gpu_s IS NULL THEN NULL "
 	"ELSE (SELECT json_group_object(g.key, -g.value) FROM "
 	"json_each(l.gpu_s) AS g) END, -egress_bytes, -amount_micros, id, "
-	"kind, -quantity FROM ledger AS l WHERE id = ?1";
+	"kind, -quantity, part FROM ledger AS l WHERE id = ?1";
 
 static const char list_sql[] =
 	"SELECT id, at_ms, job_id, account, \"user\", side, \"partition\", "
 	"queue, period_start_ms, period_end_ms, rate_version, cpu_mcore_s, "
-	"mem_mib_s, node_s, gpu_s, egress_bytes, amount_micros, reverses "
-	"FROM ledger WHERE job_id = ?1 ORDER BY id";
+	"mem_mib_s, node_s, gpu_s, egress_bytes, amount_micros, reverses, "
+	"part FROM ledger WHERE job_id = ?1 ORDER BY id";
 
 static int bad(struct hb_store *st, struct hb_err *err, int code, size_t i,
 	       const char *field, const char *why)
@@ -114,6 +115,9 @@ static int check_entry(struct hb_store *st, const struct hb_ledger_entry *e,
 	if (e->side != HB_TARGET_SLURM && e->side != HB_TARGET_KUBERNETES)
 		return bad(st, err, HB_EINVAL, i, "side",
 			   "slurm or kubernetes");
+	if (e->part && !token_ok(e->part, 1))
+		return bad(st, err, HB_EINVAL, i, "part",
+			   "1 to 64 of [A-Za-z0-9._/:-]");
 	if (e->rate_version && !token_ok(e->rate_version, 0))
 		return bad(st, err, HB_EINVAL, i, "rate_version",
 			   "1 to 64 printable characters, no comma or quote");
@@ -181,6 +185,7 @@ static int insert_one(struct hb_store *st, sqlite3_stmt *s,
 	bind_text(s, 14, gpu_json(e, gbuf, sizeof(gbuf)));
 	sqlite3_bind_int64(s, 15, e->egress_bytes);
 	sqlite3_bind_int64(s, 16, e->amount_micros);
+	bind_text(s, 17, e->part);
 	snprintf(op, sizeof(op), "ledger_append: entries[%zu]", i);
 	rc = hb_si_step(st, s, op, err);
 	if (rc < 0)
@@ -383,6 +388,7 @@ int hb_store_ledger_list(struct hb_store *st, const char *job_id,
 		e.egress_bytes = sqlite3_column_int64(s, 15);
 		e.amount_micros = sqlite3_column_int64(s, 16);
 		e.reverses = sqlite3_column_int64(s, 17);
+		e.part = col(s, 18);
 		if ((rc = cb(&e, arg)))
 			break;
 	}

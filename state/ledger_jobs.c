@@ -11,12 +11,16 @@
 
 /*
  * A live entry is neither a reversal nor reversed (ledger_reversed_once
- * makes r at most one row).  The window selects by period_end_ms, as
+ * makes r at most one row).  Each part of a job is listed apart: on the
+ * Slurm side a part is the Slurm job it ran as (an array task, a job
+ * placed again), the job's bound Slurm id for entries without one.  The window selects by period_end_ms, as
  * reports do; a reversal keeps its entry's period, so both fall in the
  * same window.  Jobs with no live entry left are not listed.
  */
 static const char jobs_sql[] =
-	"SELECT l.job_id, j.slurm_job_id, j.target, min(l.\"user\"),"
+	"SELECT l.job_id, CASE WHEN l.part GLOB '[0-9]*' AND l.part NOT GLOB"
+	" '*[^0-9]*' THEN CAST(l.part AS INTEGER) ELSE j.slurm_job_id END,"
+	" j.target, min(l.\"user\"),"
 	" min(l.account),"
 	" min(CASE WHEN l.reverses IS NULL AND r.id IS NULL"
 	"  THEN l.period_start_ms END),"
@@ -26,7 +30,7 @@ static const char jobs_sql[] =
 	" FROM ledger AS l JOIN jobs AS j ON j.id = l.job_id"
 	" LEFT JOIN ledger AS r ON r.reverses = l.id"
 	" WHERE l.side = ?3 AND l.period_end_ms >= ?1 AND l.period_end_ms < ?2"
-	" GROUP BY l.job_id"
+	" GROUP BY l.job_id, l.part"
 	" HAVING count(CASE WHEN l.reverses IS NULL AND r.id IS NULL"
 	"  THEN 1 END) > 0"
 	" ORDER BY min(j.seq)";

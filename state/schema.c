@@ -254,11 +254,17 @@ static const char schema_v3[] =
  * (running: started, final: ended, each the first time);
  * hb_store_job_set_times() replaces them with what the side measured
  * (Slurm's start and end, the pods').  The pilot report's queue wait and
- * run time are read from them, the ledger's amounts are not.
+ * run time are read from them, the ledger's amounts are not.  And the
+ * ledger's entries say which part of their job they charge.
  */
 static const char schema_v4[] =
 	"ALTER TABLE jobs ADD COLUMN started_ms INTEGER;"
-	"ALTER TABLE jobs ADD COLUMN ended_ms INTEGER;";
+	"ALTER TABLE jobs ADD COLUMN ended_ms INTEGER;"
+	/* Which part of its job an entry charges: on Slurm the Slurm job
+	 * it ran as (each task of an array is one), on Kubernetes "t<N>"
+	 * for array task N; NULL: the whole job.  A part is metered and
+	 * corrected on its own. */
+	"ALTER TABLE ledger ADD COLUMN part TEXT;";
 
 const char *const hb_si_migrations[] = {
 	schema_v1, schema_v2, schema_v3, schema_v4

@@ -461,8 +461,10 @@ void hbd_metering_apply(struct hb_daemon *d);
 int hbd_ratecard_load(const struct hb_config *cfg, struct hb_ratecard *card,
 		      struct hb_err *err);
 /*
- * Meter a job that ended on Slurm, from the reconciler's final change;
- * meter a burst job from its remote status and decided jobspec.  Both
+ * Meter a job that ended on Slurm, from the reconciler's final change
+ * (each Slurm job it ran as, an array's tasks too, is a part of its own);
+ * meter a burst job, or its array task task (-1: the whole job), from
+ * its remote status and decided jobspec.  Both
  * run in the iteration's batch and write nothing without a rate card;
  * a job the card cannot price is logged and left unmetered.  0, or a
  * store error (the batch is to be aborted).
@@ -472,7 +474,8 @@ struct hb_remote_status;
 int hbd_meter_slurm(struct hb_daemon *d, const struct hb_job_row *j,
 		    const struct hb_slurm_change *ch, struct hb_err *err);
 int hbd_meter_remote(struct hb_daemon *d, const struct hb_job_row *j,
-		     const struct hb_remote_status *rs, struct hb_err *err);
+		     int64_t task, const struct hb_remote_status *rs,
+		     struct hb_err *err);
 /* A Kubernetes-origin job's twin MPIJob, over: its status's times x the
  * pods its spec asks for. */
 int hbd_meter_twin(struct hb_daemon *d, const struct hb_job_row *j,

@@ -73,7 +73,6 @@ static int record(struct hb_daemon *d, const struct hb_job_row *j,
 		  const struct hb_meter_job *m, struct hb_err *err)
 {
 	struct hb_meter_result res;
-	int64_t before = j->cost_micros < 0 ? 0 : j->cost_micros;
 	cJSON *detail;
 	int rc = hb_meter_record(d->st, &d->card, m, &res, err);
 
@@ -91,11 +90,13 @@ static int record(struct hb_daemon *d, const struct hb_job_row *j,
 	if (d->budget_actuals)
 		hb_decider_spend_add(d->dc, j->account, j->target,
 				     m->usage.end * 1000,
-				     res.amount_micros - before,
+				     res.amount_micros - res.replaced_micros,
 				     hb_clock_wall_ms() / 1000);
 	if (!(detail = cJSON_CreateObject()))
 		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 	cJSON_AddStringToObject(detail, "side", hb_job_target_name(j->target));
+	if (m->part)
+		cJSON_AddStringToObject(detail, "part", m->part);
 	cJSON_AddNumberToObject(detail, "entries", res.entries);
 	cJSON_AddNumberToObject(detail, "reversed", res.reversed);
 	cJSON_AddNumberToObject(detail, "amount_micros",
@@ -120,12 +121,17 @@ int hbd_meter_slurm(struct hb_daemon *d, const struct hb_job_row *j,
 				  .account = j->account,
 				  .partition = ch->partition[0] ? ch->partition
 								: j->partition };
+	char part[24];
 	int64_t run;
 	int rc;
 
 	if (!d->card.nversions || j->target != HB_TARGET_SLURM ||
 	    ch->start_s <= 0)
 		return 0; /* never ran: nothing used, its estimate released */
+	/* each Slurm job the gateway job ran as is a part of its own: the
+	 * tasks of an array, a job placed again */
+	snprintf(part, sizeof(part), "%lld", (long long)ch->slurm_job_id);
+	m.part = part;
 	run = ch->end_s > ch->start_s ? ch->end_s - ch->start_s : 0;
 	run = run > ch->suspended_s ? run - ch->suspended_s : 0;
 	m.usage.side = HB_RATE_SLURM;
@@ -143,6 +149,9 @@ int hbd_meter_slurm(struct hb_daemon *d, const struct hb_job_row *j,
 	}
 	if ((rc = record(d, j, &m, err)))
 		return rc;
+	/* the job's times are its bound Slurm job's (an array's first) */
+	if (j->slurm_job_id >= 0 && ch->slurm_job_id != j->slurm_job_id)
+		return 0;
 	rc = hb_store_job_set_times(d->st, j->id, ch->start_s * 1000,
 				    ch->end_s >= ch->start_s ? ch->end_s * 1000
 							     : -1,
@@ -200,10 +209,12 @@ static void trusted_times(const struct hb_daemon *d,
 }
 
 int hbd_meter_remote(struct hb_daemon *d, const struct hb_job_row *row,
-		     const struct hb_remote_status *rs, struct hb_err *err)
+		     int64_t task, const struct hb_remote_status *rs,
+		     struct hb_err *err)
 {
 	struct hb_job_row j = { 0 };
 	struct hb_meter_job m = { 0 };
+	char part[24];
 	struct hb_remote_status t;
 	struct hb_jobspec spec;
 	struct hb_err e = { 0 };
@@ -224,6 +235,10 @@ int hbd_meter_remote(struct hb_daemon *d, const struct hb_job_row *row,
 		goto out;
 	}
 	m.job_id = j.id;
+	if (task >= 0) {
+		snprintf(part, sizeof(part), "t%lld", (long long)task);
+		m.part = part;
+	}
 	m.user = j.user;
 	m.account = j.account;
 	m.partition = j.partition;
@@ -231,7 +246,7 @@ int hbd_meter_remote(struct hb_daemon *d, const struct hb_job_row *row,
 						   : j.partition);
 	rc = record(d, &j, &m, err);
 	hb_jobspec_free(&spec);
-	if (!rc && hbd_remote_cfg_is_cluster(&d->cfg)) {
+	if (!rc && task < 0 && hbd_remote_cfg_is_cluster(&d->cfg)) {
 		rc = hb_store_job_set_times(d->st, j.id, t.start_ms,
 					    t.end_ms > 0 ? t.end_ms : -1, err);
 		if (rc == HB_EINVAL)

@@ -664,7 +664,8 @@ static void rstart_done(struct hb_daemon *d, struct conn *c, struct task *t)
 			  final ? w->st.exit_code : -1,
 			  w->task < 0 ? w->slurm_id : -1, "remote_start"))
 		goto out;
-	if (final && (rc = hbd_meter_remote(d, &j, &w->st, &err))) {
+	if (hb_remote_phase_done(w->st.phase) &&
+	    (rc = hbd_meter_remote(d, &j, w->task, &w->st, &err))) {
 		hbd_store_failed(d, c, rc, &err);
 		goto out;
 	}
@@ -701,9 +702,16 @@ static void rpoll_done(struct hb_daemon *d, struct conn *c, struct task *t)
 				goto out;
 			recorded = 1;
 		}
-		/* metered once final, whoever ended it (the same entries
-		 * again are not written twice) */
-		if ((rc = hbd_meter_remote(d, &j, &w->st, &err))) {
+	}
+	/* metered once final, whoever ended it (the same entries again are
+	 * not written twice); an array task on its own */
+	if (w->done) {
+		if (!j.id[0] && hb_store_job_get(d->st, t->id, &j, &err)) {
+			hbd_stage_error(d, c, HB_ESTORE, err.msg, 0);
+			return;
+		}
+		if ((rc = hbd_txn(d, &err)) ||
+		    (rc = hbd_meter_remote(d, &j, w->task, &w->st, &err))) {
 			hbd_store_failed(d, c, rc, &err);
 			goto out;
 		}
@@ -741,8 +749,8 @@ static void rcancel_done(struct hb_daemon *d, struct conn *c, struct task *t)
 			  w->stop == RSTOP_ABANDON, t->rc);
 	/* what ran before the cancel is charged (the status the worker
 	 * read after it), in the batch that recorded the cancel */
-	if (w->task < 0 && w->st.start_ms > 0 && d->txn_open &&
-	    (rc = hbd_meter_remote(d, &j, &w->st, &err))) {
+	if (w->st.start_ms > 0 && d->txn_open &&
+	    (rc = hbd_meter_remote(d, &j, w->task, &w->st, &err))) {
 		hb_log(HB_LOG_ERROR, "metering %s: %s", j.id, err.msg);
 		hbd_batch_abort(d, &err);
 	}

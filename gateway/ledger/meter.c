@@ -124,6 +124,7 @@ static int entries_of(const struct hb_ratecard *card,
 			return hb_err_set(err, HB_ERANGE, NULL, 0,
 					  "resource-seconds overflow");
 		x->job_id = j->job_id;
+		x->part = j->part;
 		x->side = side;
 		x->account = j->account;
 		x->user = j->user;
@@ -173,7 +174,7 @@ static int entries_of(const struct hb_ratecard *card,
 struct held {
 	int64_t id, reverses;
 	struct hb_ledger_entry e;
-	char *str[7]; /* account, user, partition, queue, version, gpu types */
+	char *str[7]; /* account, user, partition, queue, version, part */
 	char *gtype[HB_LEDGER_GPU_TYPES];
 };
 
@@ -219,6 +220,7 @@ static int hold(const struct hb_ledger_entry *e, void *arg)
 	h->e.partition = h->str[2] = dup_or_null(e->partition, &rc);
 	h->e.queue = h->str[3] = dup_or_null(e->queue, &rc);
 	h->e.rate_version = h->str[4] = dup_or_null(e->rate_version, &rc);
+	h->e.part = h->str[5] = dup_or_null(e->part, &rc);
 	h->e.job_id = NULL;
 	for (int g = 0; g < e->n_gpu; g++)
 		h->e.gpu[g].type = h->gtype[g] =
@@ -251,6 +253,7 @@ static int same_entry(const struct hb_ledger_entry *a,
 	    a->cpu_mcore_s != b->cpu_mcore_s || a->mem_mib_s != b->mem_mib_s ||
 	    a->node_s != b->node_s || a->egress_bytes != b->egress_bytes ||
 	    a->amount_micros != b->amount_micros || a->n_gpu != b->n_gpu ||
+	    !same_str(a->part, b->part) ||
 	    !same_str(a->account, b->account) || !same_str(a->user, b->user) ||
 	    !same_str(a->partition, b->partition) ||
 	    !same_str(a->queue, b->queue) ||
@@ -268,17 +271,22 @@ static int same_entry(const struct hb_ledger_entry *a,
 	return 1;
 }
 
-/* Mark in live[] the entries of c no later entry reverses. */
-static size_t live_of(const struct current *c, int *live)
+/* Mark in live[] the entries of c of part no later entry reverses; *amount
+ * gets what they charge. */
+static size_t live_of(const struct current *c, const char *part, int *live,
+		      int64_t *amount)
 {
 	size_t n = 0;
 
+	*amount = 0;
 	for (size_t i = 0; i < c->n; i++) {
-		live[i] = !c->v[i].reverses;
+		live[i] = !c->v[i].reverses && same_str(c->v[i].e.part, part);
 		for (size_t k = 0; k < c->n && live[i]; k++)
 			if (c->v[k].reverses == c->v[i].id)
 				live[i] = 0;
 		n += (size_t)live[i];
+		if (live[i])
+			*amount += c->v[i].e.amount_micros;
 	}
 	return n;
 }
@@ -336,7 +344,7 @@ int hb_meter_record(struct hb_store *st, const struct hb_ratecard *card,
 		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 	if (rc)
 		goto out;
-	nlive = cur.n ? live_of(&cur, live) : 0;
+	nlive = cur.n ? live_of(&cur, j->part, live, &r.replaced_micros) : 0;
 	/* the same entries, in the same order: nothing to write */
 	if (nlive == n) {
 		for (size_t i = 0; i < cur.n && k < n; i++)

@@ -38,6 +38,10 @@ struct hb_k8s_opts;
 /* A finished job's use of one side.  Strings are borrowed. */
 struct hb_meter_job {
 	const char *job_id; /* the gateway job: required */
+	/* the part of it this usage is (struct hb_ledger_entry's part:
+	 * the Slurm job id on Slurm, "t<N>" for a burst array task, NULL
+	 * for the whole job): each part is metered on its own */
+	const char *part;
 	const char *user, *account;
 	const char *partition; /* the rate class on Slurm */
 	const char *queue;     /* the rate class on Kubernetes (LocalQueue) */
@@ -66,15 +70,16 @@ struct hb_meter_result {
 	uint32_t entries;	  /* the job's entries now (0: nothing used) */
 	uint32_t reversed;	  /* old entries reversed */
 	int written;		  /* 0: the same entries were there already */
-	int64_t amount_micros;	  /* the job's cost now */
+	int64_t amount_micros;	  /* the part's cost now */
+	int64_t replaced_micros;  /* what its entries before charged */
 	const char *rate_version; /* of its last entry; borrowed from card */
 };
 
 /*
- * Price j with card and make its ledger entries the job's: append them
- * (in the caller's transaction, or one of their own) unless the job's
- * current entries (those not reversed) are the same; reverse those
- * first when they differ.  A job whose start and end are the same
+ * Price j with card and make its ledger entries the part's: append them
+ * (in the caller's transaction, or one of their own) unless the part's
+ * current entries (those of the job with the same part, not reversed)
+ * are the same; reverse those first when they differ.  A job whose start and end are the same
  * second (it ran, for less than its side's clock tells) gets one entry
  * of nothing at the version then in force, so that reports count it; a
  * job that never ran is not metered at all.  Errors from pricing (no rate

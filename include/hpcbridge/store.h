@@ -440,6 +440,10 @@ struct hb_ledger_gpu {
 struct hb_ledger_entry {
 	int64_t id, at_ms;
 	const char *job_id;
+	/* the part of the job it charges: a Slurm job id on Slurm (an
+	 * array's tasks are Slurm jobs of their own), "t<N>" for array task
+	 * N on Kubernetes; NULL: the whole job.  1 to 64 of [A-Za-z0-9._-] */
+	const char *part;
 	enum hb_job_target side;
 	const char *account, *user, *partition, *queue, *rate_version;
 	int64_t period_start_ms, period_end_ms;
@@ -460,8 +464,8 @@ struct hb_ledger_entry {
 int hb_store_ledger_append(struct hb_store *st, struct hb_ledger_entry *e,
 			   size_t n, struct hb_err *err);
 /*
- * Append the reversal of entry id: a new entry with the same job, side,
- * account, user, partition, queue, period and rate version, every amount
+ * Append the reversal of entry id: a new entry with the same job, part,
+ * side, account, user, partition, queue, period and rate version, every amount
  * and resource-second negated, reverses = id.  *out_id (may be NULL) gets
  * its id.  HB_ENOENT: no entry id; HB_EEXIST: id was reversed already;
  * HB_EINVAL: id is itself a reversal (append a new entry instead).
@@ -627,8 +631,10 @@ struct hb_ledger_job {
 };
 
 /*
- * Call cb for each job with a live entry on side whose period ends in
- * [from_ms, to_ms), oldest job first; strings are borrowed for the call.
+ * Call cb for each job (each part of a job: the Slurm job each array
+ * task ran as, in slurm_job_id) with a live entry on side whose period
+ * ends in [from_ms, to_ms), oldest job first; strings are borrowed for
+ * the call.
  * A non-zero return from cb stops and is returned.
  */
 int hb_store_ledger_jobs(struct hb_store *st, enum hb_job_target side,

@@ -154,7 +154,7 @@ static void one_round(const char *dir, const char *card, long n, long batch,
 					.end_ms = (start + 3600) * 1000,
 				};
 
-				if (hbd_meter_remote(d, &j, &rs, &err))
+				if (hbd_meter_remote(d, &j, -1, &rs, &err))
 					die("meter_remote", &err);
 				t_remote += now() - t0;
 			}

@@ -10,6 +10,7 @@
 #     as the MPIJob ran; never for its proxy; the proxy's sacct record
 #     says what ran remotely;
 #   * a job cancelled while it runs: charged what it ran, as sacct says;
+#   * an array of two tasks: each task charged as sacct has it, apart;
 #   * a job cancelled before it runs: nothing;
 #   * `hpcbridge report --reconcile` agrees with sacct (exit 0);
 #   * the budget's spend is the ledger's actuals (the placement state's
@@ -65,12 +66,26 @@ cat >"$tmp/long.sh" <<'EOF'
 sleep 120
 EOF
 
+cat >"$tmp/array.sh" <<'EOF'
+#!/bin/bash
+#SBATCH --job-name=array
+#SBATCH --partition=debug
+#SBATCH --account=physics
+#SBATCH --array=0-1
+#SBATCH --ntasks=1
+#SBATCH --time=5
+#SBATCH --output=array-%A_%a.out
+sleep 2
+EOF
+
 # the jobs
+array=$(submit_user "$tmp/array.sh")
 stay=$(submit_user "$tmp/mpi-on-slurm.sh")
 burst=$(submit_user "$tmp/mpi-burst.sh")
 long=$(submit_user "$tmp/long.sh")
 later=$(submit_user "$tmp/long.sh" --begin=now+1hour)
-[ -n "$stay" ] && [ -n "$burst" ] && [ -n "$long" ] && [ -n "$later" ] ||
+[ -n "$array" ] && [ -n "$stay" ] && [ -n "$burst" ] && [ -n "$long" ] &&
+	[ -n "$later" ] ||
 	die "sbatch: $(cat "$tmp/sbatch.err" 2>/dev/null)"
 for _ in $(seq 300); do
 	[ "$(field "$long" JobState)" = RUNNING ] && break
@@ -135,6 +150,32 @@ done
 [ "$(field "$long" JobState)" = CANCELLED ] &&
 	ok "the cancelled job was charged for what it ran" ||
 	bad "job $long: $(field "$long" JobState)"
+
+# an array: each task is a Slurm job of its own, and a part of the
+# gateway job, charged as sacct has that task
+for _ in $(seq 300); do
+	[ -z "$(squeue -h -j "$array" 2>/dev/null)" ] && break
+	sleep 0.2
+done
+g_array=$(sacct -n -P -X -j "$array" -o AdminComment | head -n1 |
+	sed -n 's/^hpcbridge:\(hb-[0-9]*\).*/\1/p')
+for _ in $(seq 150); do
+	[ "$(q "SELECT count(DISTINCT part) FROM ledger WHERE job_id = '$g_array'")" = 2 ] && break
+	sleep 0.2
+done
+n=0
+while IFS='|' read -r raw cpus secs; do
+	[ -n "$raw" ] || continue
+	got=$(q "SELECT coalesce(sum(cpu_mcore_s), 0) FROM ledger WHERE
+	  job_id = '$g_array' AND part = '$raw'")
+	if [ "$got" = $((cpus * secs * 1000)) ] && [ "$secs" -gt 0 ]; then
+		n=$((n + 1))
+	else
+		bad "array task $raw: ledger $got mcore-s, sacct $cpus CPUs x ${secs} s"
+	fi
+done < <(sacct -n -P -X -j "$array" -o JobIDRaw,AllocCPUS,ElapsedRaw)
+[ "$n" = 2 ] && ok "array $array ($g_array): each of its 2 tasks charged as sacct has it" ||
+	bad "array $array: $n of 2 tasks charged right: $(q "SELECT part, cpu_mcore_s FROM ledger WHERE job_id = '$g_array'")"
 
 # 2. the burst job: on the cluster side, pods x requests, for as long as
 # the MPIJob ran; nothing for its proxy

@@ -290,6 +290,77 @@ static void test_record_kube(void **state)
 	assert_int_equal(entries(fx).n, 1);
 }
 
+/* Entries by part: those that are no reversal, per part, and reversals;
+ * amounts net per part. */
+struct parts {
+	int entries_a, entries_b, reversals;
+	int64_t amount_a, amount_b;
+};
+
+static int parts_cb(const struct hb_ledger_entry *e, void *arg)
+{
+	struct parts *p = arg;
+	int a = e->part && !strcmp(e->part, "101");
+
+	assert_non_null(e->part);
+	if (e->reverses)
+		p->reversals++;
+	else if (a)
+		p->entries_a++;
+	else
+		p->entries_b++;
+	if (a)
+		p->amount_a += e->amount_micros;
+	else
+		p->amount_b += e->amount_micros;
+	return 0;
+}
+
+/* The tasks of an array are parts of one job, each metered and corrected
+ * on its own: a late figure for one reverses its entries only. */
+static void test_parts(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_meter_job a = slurm_job(fx, JULY - 1800);
+	struct hb_meter_job b = slurm_job(fx, JULY - 1800);
+	struct hb_meter_result res;
+	struct hb_err err = { 0 };
+	struct parts p = { 0 };
+
+	a.part = "101";
+	b.part = "102";
+	assert_int_equal(hb_meter_record(fx->t.st, &fx->card, &a, &res, &err),
+			 0);
+	assert_int_equal(res.replaced_micros, 0);
+	/* 4 CPU x 0.5 h x 0.02 + 2 GB x 0.5 h x 0.004 */
+	assert_int_equal(res.amount_micros, 44000);
+	assert_int_equal(hb_meter_record(fx->t.st, &fx->card, &b, &res, &err),
+			 0);
+	assert_int_equal(res.written, 1);
+	assert_int_equal(res.reversed, 0);
+	/* task 101 ran twice as long after all */
+	a.usage.end = JULY;
+	assert_int_equal(hb_meter_record(fx->t.st, &fx->card, &a, &res, &err),
+			 0);
+	assert_int_equal(res.reversed, 1);
+	assert_int_equal(res.replaced_micros, 44000);
+	assert_int_equal(res.amount_micros, 88000);
+	assert_int_equal(hb_store_ledger_list(fx->t.st, fx->id, parts_cb, &p,
+					      &err),
+			 0);
+	/* a: the first entry, its reversal and the new one; b untouched */
+	assert_int_equal(p.entries_a, 2);
+	assert_int_equal(p.entries_b, 1);
+	assert_int_equal(p.reversals, 1);
+	assert_int_equal(p.amount_a, 88000);
+	assert_int_equal(p.amount_b, 44000);
+	/* a part the ledger cannot hold is refused, naming it */
+	a.part = "task one";
+	assert_int_equal(hb_meter_record(fx->t.st, &fx->card, &a, &res, &err),
+			 HB_EINVAL);
+	assert_non_null(strstr(err.msg, "part"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -297,6 +368,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_record_kube, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_parts, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
