@@ -74,8 +74,9 @@ for _ in $(seq 150); do
 		break
 	sleep 0.2
 done
-sacct -X -j "$idlist" \
-	-o JobID,JobName,Partition,AllocCPUS,State,ExitCode,AdminComment%70
+sacct -X -j "$idlist" -o JobID,JobName,Partition,AllocCPUS,State,ExitCode
+printf '\n$ sacct -X -n -P -o JobID,AdminComment -j %s\n' "$idlist"
+sacct -X -n -P -o JobID,AdminComment -j "$idlist"
 printf '\n$ hpcbridge jobs --all\n'
 # the daemon mirrors Slurm's job states at its next poll (every second)
 # and meters each job once it ends: its cost is then in the ledger
