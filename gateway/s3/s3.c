@@ -76,6 +76,7 @@ struct req {
 	struct hb_buf resp;
 	struct hb_s3_obj obj;
 	int attempts;
+	const char *secret; /* wiped out of every message */
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -175,11 +176,16 @@ static int parse_endpoint(struct hb_s3 *s, const char *url,
 		h = url + 7;
 	else
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
-				  "s3: endpoint '%.200s' is not http:// or "
-				  "https://", url);
+				  "s3: the endpoint is not http:// or "
+				  "https://");
 	slash = strchr(h, '/');
 	n = slash ? (size_t)(slash - h) : strlen(h);
-	if (!n || strpbrk(url, "@?# \t\r\n") || memchr(h, '@', n))
+	/* Not the URL itself: user:password@ might be in it. */
+	if (strchr(url, '@'))
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "s3: the endpoint may not hold credentials "
+				  "(user@host); give them apart");
+	if (!n || strpbrk(url, "?# \t\r\n"))
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "s3: endpoint '%.200s': want scheme://host"
 				  "[:port][/path]", url);
@@ -508,6 +514,8 @@ static void set_opts(struct hb_s3 *s, struct req *q, CURL *h,
 	}
 }
 
+static void redact(char *msg, const char *secret);
+
 /* Put "OP bucket/key: " in front of what failed; never a secret. */
 static int fail(struct hb_err *err, struct req *q, int code, const char *fmt,
 		...) __attribute__((format(printf, 4, 5)));
@@ -520,6 +528,7 @@ static int fail(struct hb_err *err, struct req *q, int code, const char *fmt,
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
+	redact(what, q->secret);
 	return hb_err_set(err, code, NULL, 0, "s3 %s %.100s%s%.200s: %s",
 			  q->op, q->bucket, q->key ? "/" : "",
 			  q->key ? q->key : "", what);
@@ -527,8 +536,8 @@ static int fail(struct hb_err *err, struct req *q, int code, const char *fmt,
 
 /* What a finished transfer means: 0, or a code with *retry set when
  * another attempt may do better. */
-static int judge(struct req *q, CURLcode cc, const char *ebuf, int *retry,
-		 struct hb_err *err)
+static int judge(struct hb_s3 *s, struct req *q, CURLcode cc,
+		 const char *ebuf, int *retry, struct hb_err *err)
 {
 	char code[64] = "", msg[300] = "";
 
@@ -549,6 +558,8 @@ static int judge(struct req *q, CURLcode cc, const char *ebuf, int *retry,
 	if (q->http >= 200 && q->http < 300)
 		return 0;
 	*retry = hb_s3_http_retryable(q->http);
+	if (q->resp.len)
+		redact(q->resp.data, s->cr.secret_key);
 	if (q->resp.len)
 		hb_s3_parse_error(q->resp.data, q->resp.len, code,
 				  sizeof(code), msg, sizeof(msg));
@@ -589,7 +600,7 @@ static int attempt(struct hb_s3 *s, struct req *q, int *retry,
 	q->attempts++;
 	cc = curl_easy_perform(h);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &q->http);
-	rc = judge(q, cc, ebuf, retry, err);
+	rc = judge(s, q, cc, ebuf, retry, err);
 out:
 	if (h)
 		give_curl(s, h);
@@ -616,11 +627,16 @@ static int perform(struct hb_s3 *s, struct req *q, struct hb_err *err)
 	long d;
 	int rc, retry;
 
+	q->secret = s->cr.secret_key;
 	for (int n = 0;; n++) {
+		uint64_t before = q->delivered;
+
 		memset(&e, 0, sizeof(e));
 		rc = attempt(s, q, &retry, &e);
 		redact(e.msg, s->cr.secret_key);
-		if (!rc || !retry || n >= s->retries)
+		/* A GET that moved bytes resumes with a new Range (get_loop)
+		 * rather than from the start. */
+		if (!rc || !retry || n >= s->retries || q->delivered != before)
 			break;
 		d = hb_s3_backoff_ms(n + 1, s->backoff_ms, s->backoff_cap,
 				     rnd32());
@@ -1060,6 +1076,8 @@ int hb_s3_mpu_complete(struct hb_s3 *s, const char *bucket, const char *key,
 		rc = perform(s, &q, err);
 		if (rc)
 			break;
+		if (q.resp.len)
+			redact(q.resp.data, s->cr.secret_key);
 		rc = hb_s3_parse_mpu_complete(q.resp.data ? q.resp.data : "",
 					      q.resp.len, code, sizeof(code),
 					      msg, sizeof(msg));
