@@ -9,6 +9,8 @@
  *   s3call get BUCKET KEY [OFFSET LENGTH]     (bytes to standard output)
  *   s3call head BUCKET KEY
  *   s3call list BUCKET [PREFIX]               (key TAB size per line)
+ *   s3call pages BUCKET PREFIX N              (the same, N keys a page,
+ *                                              then "pages P")
  *   s3call delete BUCKET KEY
  *   s3call mpu BUCKET KEY FILE [PART_MIB [THREADS]]
  *
@@ -139,6 +141,37 @@ out:
 	return rc;
 }
 
+/* ListObjectsV2 page by page, N keys a page, following the tokens. */
+static int do_pages(struct hb_s3 *s, char **argv, struct hb_err *err)
+{
+	unsigned long long n;
+	struct hb_s3_page p = { 0 };
+	char *token = NULL;
+	int rc, pages = 0;
+
+	if (parse_num(argv[4], &n) || !n || n > 1000)
+		return hb_err_set(err, HB_EINVAL, NULL, 0, "bad N");
+	do {
+		rc = hb_s3_list_page(s, argv[2], argv[3], token, (int)n, &p,
+				     err);
+		free(token);
+		token = NULL;
+		if (rc)
+			break;
+		pages++;
+		for (size_t i = 0; i < p.n; i++)
+			print_entry(&p.v[i], NULL);
+		if (p.truncated && !(token = strdup(p.next_token)))
+			rc = HB_ENOMEM;
+		hb_s3_page_free(&p);
+	} while (!rc && token);
+	hb_s3_page_free(&p);
+	free(token);
+	if (!rc)
+		printf("pages %d\n", pages);
+	return rc;
+}
+
 static int run(struct hb_s3 *s, int argc, char **argv, struct hb_err *err)
 {
 	const char *cmd = argv[1];
@@ -176,6 +209,8 @@ static int run(struct hb_s3 *s, int argc, char **argv, struct hb_err *err)
 	} else if (!strcmp(cmd, "list") && (argc == 3 || argc == 4)) {
 		rc = hb_s3_list(s, argv[2], argc == 4 ? argv[3] : NULL,
 				print_entry, NULL, err);
+	} else if (!strcmp(cmd, "pages") && argc == 5) {
+		rc = do_pages(s, argv, err);
 	} else if (!strcmp(cmd, "delete") && argc == 4) {
 		rc = hb_s3_delete(s, argv[2], argv[3], err);
 	} else {
