@@ -23,7 +23,9 @@
 
 #include "gateway/s3/s3_int.h"
 
-#define DEF_TIMEOUT_MS 300000
+#define LOW_SPEED_BPS 1024L
+#define LOW_SPEED_S 30L
+#define RETRY_AFTER_MAX_MS 60000L
 #define DEF_CONNECT_MS 5000
 #define DEF_RETRIES 5
 #define DEF_BACKOFF_MS 100
@@ -76,6 +78,7 @@ struct req {
 	struct hb_buf resp;
 	struct hb_s3_obj obj;
 	int attempts;
+	long retry_after_ms; /* the last answer's Retry-After, or -1 */
 	const char *secret; /* wiped out of every message */
 };
 
@@ -254,7 +257,7 @@ int hb_s3_new(const struct hb_s3_opts *o, struct hb_s3 **out,
 	s->vhost = o->virtual_host;
 	s->checksum = o->checksum_sha256;
 	s->insecure = o->insecure;
-	s->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEF_TIMEOUT_MS;
+	s->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 0;
 	s->connect_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms
 						  : DEF_CONNECT_MS;
 	s->retries = o->retries < 0 ? 0 : o->retries ? o->retries : DEF_RETRIES;
@@ -341,10 +344,21 @@ static size_t on_header(char *p, size_t size, size_t n, void *u)
 
 	if (len >= 5 && !strncmp(p, "HTTP/", 5)) {
 		memset(&q->obj, 0, sizeof(q->obj)); /* a new response */
+		q->retry_after_ms = -1;
 		return len;
 	}
 	if (len > 16 && !strncasecmp(p, "content-length:", 15)) {
 		q->obj.size = strtoull(p + 15, NULL, 10);
+		return len;
+	}
+	if (len > 13 && !strncasecmp(p, "retry-after:", 12)) {
+		/* Seconds only: S3 and Swift send no dates here. */
+		char *end;
+		long v = strtol(p + 12, &end, 10);
+
+		if (end > p + 12 && v >= 0)
+			q->retry_after_ms = v > RETRY_AFTER_MAX_MS / 1000
+					    ? RETRY_AFTER_MAX_MS : v * 1000;
 		return len;
 	}
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -487,6 +501,9 @@ static void set_opts(struct hb_s3 *s, struct req *q, CURL *h,
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, s->timeout_ms);
+	/* A part of gigabytes may take long; a stalled one may not. */
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, LOW_SPEED_BPS);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, LOW_SPEED_S);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, s->connect_ms);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, q);
@@ -584,6 +601,7 @@ static int attempt(struct hb_s3 *s, struct req *q, int *retry,
 	q->http = 0;
 	q->sink_rc = 0;
 	q->whole = 0;
+	q->retry_after_ms = -1;
 	hb_buf_reset(&q->resp);
 	rc = sign_req(s, q, &sig, &url, &hl);
 	if (rc) {
@@ -640,6 +658,8 @@ static int perform(struct hb_s3 *s, struct req *q, struct hb_err *err)
 			break;
 		d = hb_s3_backoff_ms(n + 1, s->backoff_ms, s->backoff_cap,
 				     rnd32());
+		if (q->retry_after_ms > d)
+			d = q->retry_after_ms;
 		hb_log(HB_LOG_DEBUG, "%s; retry %d in %ld ms", e.msg, n + 1, d);
 		ts.tv_sec = d / 1000;
 		ts.tv_nsec = (d % 1000) * 1000000L;

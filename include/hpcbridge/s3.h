@@ -26,7 +26,8 @@
  *   a digest that does not match: HB_EIO
  *   a malformed response: HB_EPROTO
  * 429, 5xx (503 SlowDown among them) and connection failures are retried
- * with exponential backoff and full jitter; other 4xx are not.
+ * with exponential backoff and jitter, waiting at least what a
+ * Retry-After asks (up to a minute); other 4xx are not.
  *
  * Threads.  A struct hb_s3 is immutable once made and every call may run
  * from any thread at the same time (parts of one multipart upload from
@@ -55,7 +56,8 @@ struct hb_s3_opts {
 	const char *secret_key;
 	const char *session_token; /* may be NULL */
 	const char *profile;	   /* NULL: AWS_PROFILE, else "default" */
-	int timeout_ms;		   /* one attempt (0: 300000) */
+	int timeout_ms;		   /* one attempt (0: none; any transfer
+				      slower than 1 KiB/s for 30 s fails) */
 	int connect_timeout_ms;	   /* 0: 5000 */
 	int retries;		   /* extra attempts (-1: none; 0: 5) */
 	int backoff_ms;		   /* first backoff (0: 100) */

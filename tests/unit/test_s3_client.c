@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "gateway/s3/s3_int.h"
+#include "hpcbridge/clock.h"
 #include "testutil.h"
 
 #define SECRET "sEcReT/k3y+NeverShown0123456789abcdefXY"
@@ -323,6 +324,74 @@ static void test_retries(void **state)
 	assert_int_equal(hb_s3_delete(c, "b", "k", &e), HB_EUNAVAIL);
 	assert_int_equal(srv_count(s), 9);
 	assert_non_null(strstr(e.msg, "(after retries)"));
+	hb_s3_free(c);
+	srv_stop(s);
+}
+
+/* A Retry-After longer than the backoff is waited for. */
+static void test_retry_after(void **state)
+{
+	struct srv *s = srv_start();
+	struct hb_s3 *c = client(s, 0);
+	struct hb_err e = { 0 };
+	int64_t t0;
+
+	(void)state;
+	srv_http(s, 503, "Retry-After: 1\r\n", "");
+	srv_http(s, 200, "", "");
+	t0 = hb_clock_mono_ms();
+	assert_int_equal(hb_s3_delete(c, "b", "k", &e), 0);
+	assert_true(hb_clock_mono_ms() - t0 >= 1000);
+	assert_int_equal(srv_count(s), 2);
+	hb_s3_free(c);
+	srv_stop(s);
+}
+
+/* Parts of one upload from several threads through one handle. */
+struct par {
+	struct hb_s3 *c;
+	int first;
+	struct hb_s3_part parts[4];
+	int rc;
+};
+
+static void *par_main(void *u)
+{
+	struct par *p = u;
+
+	for (int i = 0; i < 4 && !p->rc; i++) {
+		struct hb_err e = { 0 };
+
+		p->rc = hb_s3_mpu_part(p->c, "b", "k", "U", p->first + i, "abc",
+				       3, &p->parts[i], &e);
+	}
+	return NULL;
+}
+
+static void test_parallel_parts(void **state)
+{
+	struct srv *s = srv_start();
+	struct hb_s3 *c = client(s, 0);
+	struct par p[4];
+	pthread_t th[4];
+
+	(void)state;
+	for (int i = 0; i < 16; i++)
+		srv_http(s, 200, "ETag: \"same\"\r\n", "");
+	for (int t = 0; t < 4; t++) {
+		p[t] = (struct par){ .c = c, .first = 1 + 4 * t };
+		assert_int_equal(pthread_create(&th[t], NULL, par_main, &p[t]),
+				 0);
+	}
+	for (int t = 0; t < 4; t++) {
+		pthread_join(th[t], NULL);
+		assert_int_equal(p[t].rc, 0);
+		for (int i = 0; i < 4; i++) {
+			assert_int_equal(p[t].parts[i].number, 1 + 4 * t + i);
+			assert_string_equal(p[t].parts[i].etag, "same");
+		}
+	}
+	assert_int_equal(srv_count(s), 16);
 	hb_s3_free(c);
 	srv_stop(s);
 }
@@ -657,6 +726,8 @@ int main(void)
 		cmocka_unit_test(test_put_wire),
 		cmocka_unit_test(test_vhost_and_checksum),
 		cmocka_unit_test(test_retries),
+		cmocka_unit_test(test_retry_after),
+		cmocka_unit_test(test_parallel_parts),
 		cmocka_unit_test(test_head_and_get),
 		cmocka_unit_test(test_get_resumes),
 		cmocka_unit_test(test_list_pages),
