@@ -696,8 +696,8 @@ static void req_free(struct req *q)
 }
 
 /* Sign the body: its SHA-256 (given or computed), Content-MD5, and
- * x-amz-checksum-sha256 when asked.  b64 holds the header values. */
-static int body_digests(struct hb_s3 *s, struct req *q, const void *data,
+ * x-amz-checksum-sha256 when checksum.  b64 holds the header values. */
+static int body_digests(int checksum, struct req *q, const void *data,
 			size_t n, const unsigned char *sha256,
 			struct hb_buf *b64)
 {
@@ -719,7 +719,7 @@ static int body_digests(struct hb_s3 *s, struct req *q, const void *data,
 		return HB_ENOMEM;
 	q->hdr[q->nh++] = (struct hb_s3_kv){ "Content-MD5", b64->data };
 	mark = b64->len;
-	if (s->checksum) {
+	if (checksum) {
 		if (hb_buf_base64(b64, sha256, 32))
 			return HB_ENOMEM;
 		q->hdr[q->nh++] = (struct hb_s3_kv){ "x-amz-checksum-sha256",
@@ -743,7 +743,7 @@ int hb_s3_put(struct hb_s3 *s, const char *bucket, const char *key,
 	if (!rc && !key)
 		rc = fail(err, &q, HB_EINVAL, "no key");
 	if (!rc)
-		rc = body_digests(s, &q, data, n, sha256, &b64);
+		rc = body_digests(s->checksum, &q, data, n, sha256, &b64);
 	if (!rc) {
 		q.hdr[q.nh++] = (struct hb_s3_kv){ "Content-Type",
 						   "application/octet-stream" };
@@ -1005,7 +1005,10 @@ int hb_s3_mpu_part(struct hb_s3 *s, const char *bucket, const char *key,
 		rc = fail(err, &q, HB_EINVAL, "part %d: bad key, upload id "
 			  "or number", number);
 	if (!rc)
-		rc = body_digests(s, &q, data, n, NULL, &b64);
+		/* Not x-amz-checksum-sha256: a part may carry one only when
+		 * the upload was created with that algorithm, and complete
+		 * must then repeat every part's; Content-MD5 is checked. */
+		rc = body_digests(0, &q, data, n, NULL, &b64);
 	if (rc)
 		goto out;
 	snprintf(num, sizeof(num), "%d", number);

@@ -62,7 +62,8 @@ struct hb_s3_opts {
 	int retries;		   /* extra attempts (-1: none; 0: 5) */
 	int backoff_ms;		   /* first backoff (0: 100) */
 	int backoff_cap_ms;	   /* largest backoff (0: 10000) */
-	int checksum_sha256;	   /* also send x-amz-checksum-sha256 */
+	int checksum_sha256;	   /* also send x-amz-checksum-sha256 (PUT;
+				      parts carry Content-MD5 only) */
 	int insecure;		   /* do not verify the TLS peer (tests) */
 	const char *ca_file;	   /* NULL: the system's */
 };
