@@ -330,7 +330,7 @@ static int required(struct rd *r, const char *const *keys, unsigned seen,
 
 static int digest(struct rd *r, uint8_t out[32])
 {
-	int rc = string(r, 64);
+	int rc = string(r, 128);
 
 	if (rc)
 		return rc;
