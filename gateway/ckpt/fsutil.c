@@ -42,8 +42,10 @@ int ckpt_errno_code(int e)
 int ckpt_sys_err(struct hb_err *err, int e, const char *path,
 		 const char *what)
 {
-	const char *why = e == ELOOP ? "a symbolic link on the way"
-					: strerror(e);
+	const char *why = e == ELOOP	 ? "a symbolic link on the way"
+			  : e == ENOTDIR ? "a symbolic link or a file on the "
+					   "way, not a directory"
+					 : strerror(e);
 
 	return hb_err_set(err, ckpt_errno_code(e), NULL, 0, "%s: %s: %s",
 			  path, what, why);
