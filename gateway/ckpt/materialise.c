@@ -32,6 +32,7 @@ struct mat {
 	char tmp[HB_CKPT_NAME_MAX + 16];  /* ".NAME.hbpart" */
 	char dir[HB_CKPT_PATH_MAX + 1];   /* the directory dfd holds */
 	int dfd;
+	int owned;           /* the temporary directory is ours to remove */
 	char *buf;
 	char rel[HB_CKPT_PATH_MAX + HB_CKPT_NAME_MAX + 2]; /* prune's path */
 };
@@ -144,7 +145,13 @@ static int one_file(struct mat *t, const struct hb_ckpt_file *f)
 	const char *base;
 	int fd, rc;
 
-	rc = parent_of(t, f, &base);
+	/* Checked again: a manifest built by hand skips the readers. */
+	rc = hb_ckpt_path_check(f->path, strlen(f->path), f->path, t->err);
+	if (!rc && f->size > HB_CKPT_MAX_TOTAL)
+		rc = hb_err_set(t->err, HB_ERANGE, NULL, 0, "%s: too large",
+				f->path);
+	if (!rc)
+		rc = parent_of(t, f, &base);
 	if (rc)
 		return rc;
 	rc = keep(t, f, base);
@@ -344,6 +351,7 @@ static int open_tmp(struct mat *t)
 	if (flock(t->tfd, LOCK_EX | LOCK_NB))
 		return hb_err_set(t->err, HB_ECONFLICT, NULL, 0,
 				  "%s: another run is writing it", t->tmp);
+	t->owned = 1;
 	return prune(t, t->tfd, 0);
 }
 
@@ -440,8 +448,7 @@ int hb_ckpt_materialise(const struct hb_ckpt_manifest *m, const char *target,
 	}
 	if (!rc) {
 		rc = build(t);
-		if (rc && t->tfd >= 0 && !transient(rc) &&
-		    !(err && err->code == HB_ECONFLICT))
+		if (rc && t->owned && !transient(rc))
 			ckpt_remove_tree(t->pfd, t->tmp);
 	}
 	if (t->dfd >= 0)
