@@ -276,6 +276,8 @@ static void test_hardlinks(void **state)
 	char cmd[160];
 
 	(void)state;
+	if (geteuid() != 0) /* no chown to another user */
+		return;
 	snprintf(cmd, sizeof(cmd), "chown -R 65534:65534 %s", dir);
 	assert_int_equal(system(cmd), 0);
 	assert_int_equal(link(at("a"), at("a-again")), 0);
