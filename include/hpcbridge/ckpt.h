@@ -206,20 +206,23 @@ struct hb_ckpt_mat_opts {
 /*
  * Make directory target hold exactly the checkpoint m, whole or not at
  * all.  Files are written under TARGET's parent, in ".NAME.hbpart", each
- * checked for its size and SHA-256 as written, synced, and given its
- * mode; then the directory is renamed into place atomically (an existing
- * target is exchanged with it and removed).  Paths stay inside the
- * temporary directory whatever m says: each component is opened with
- * O_NOFOLLOW under its parent's descriptor.
+ * checked for its size and SHA-256 as written and given its mode; one
+ * syncfs() puts them all on the disk; then the directory is renamed into
+ * place atomically (an existing target is exchanged with it and
+ * removed).  Paths stay inside the temporary directory whatever m says:
+ * each is checked again, and each component is opened with O_NOFOLLOW
+ * under its parent's descriptor.
  *
  * Resume: a ".NAME.hbpart" left by an interrupted run is used again:
  * files in it with the right size and digest are kept, anything the
- * manifest does not hold is removed.  On failure the target is untouched
+ * manifest does not hold is removed.  One run at a time holds it (flock);
+ * one another user owns is refused.  On failure the target is untouched
  * and the temporary directory removed, except when fetch said the source
  * went away (HB_EAGAIN, HB_ETIMEDOUT, HB_EUNAVAIL), which keeps it for a
- * resume.  Errors name the path: HB_EINVAL (a bad digest or size),
- * HB_ENOSPC-like disk-full is HB_EIO "no space left", HB_EPERM, and
- * fetch's own.  opts and st may be NULL.
+ * resume.  Errors name the path: HB_EINVAL (a bad path, digest or size),
+ * HB_EIO (a full disk reads "No space left on device"), HB_EPERM
+ * (EACCES, a link on the way), HB_EEXIST (target is not a directory),
+ * HB_ECONFLICT (another run), and fetch's own.  opts and st may be NULL.
  */
 int hb_ckpt_materialise(const struct hb_ckpt_manifest *m, const char *target,
 			hb_ckpt_fetch_fn fetch, void *ctx,
