@@ -289,6 +289,9 @@ static int member(struct rd *r, int *first, const char *ctx)
 		rc = expect(r, ',', "',' or '}'");
 		if (rc)
 			return rc;
+		ws(r);
+		if (r->i < r->n && r->s[r->i] == '}')
+			return fail(r, HB_EINVAL, "trailing comma");
 	}
 	*first = 0;
 	rc = string(r, 32);
@@ -470,6 +473,9 @@ static int files(struct rd *r)
 		rc = expect(r, ',', "',' or ']'");
 		if (rc)
 			return rc;
+		ws(r);
+		if (r->i < r->n && r->s[r->i] == ']')
+			return fail(r, HB_EINVAL, "trailing comma");
 	}
 }
 

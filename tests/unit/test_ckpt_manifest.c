@@ -87,6 +87,10 @@ static void test_refused(void **state)
 		{"[]", HB_EINVAL, "expected a JSON object"},
 		{HEAD "\"files\": []", HB_EINVAL, "expected ',' or '}'"},
 		{HEAD "\"files\": []} x", HB_EINVAL, "unexpected content"},
+		{HEAD "\"files\": [],}", HB_EINVAL, "manifest: trailing comma"},
+		{HEAD "\"files\": [{\"path\": \"a\", \"size\": 1, \"mode\": "
+		 "\"0644\", \"sha256\": \"" SHA_A "\"},]}", HB_EINVAL,
+		 "files: trailing comma"},
 		{HEAD "\"files\": [], \"extra\": 1}", HB_EINVAL,
 		 "unknown key \"extra\""},
 		{HEAD "\"files\": [], \"job\": \"43\"}", HB_EINVAL,
