@@ -7,6 +7,7 @@
  * after the source went away, reusing an earlier checkpoint's files, and
  * links planted in the temporary directory that must not lead out.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -91,6 +92,21 @@ static void clean(const char *path)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* Open descriptors of this process: no run may leak one. */
+static int nfds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	assert_non_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+static int fds_at_start;
+
 static int setup(void **state)
 {
 	(void)state;
@@ -113,12 +129,14 @@ static int setup(void **state)
 	man = scan(src);
 	srcfd = open(src, O_RDONLY | O_DIRECTORY);
 	assert_true(srcfd >= 0);
+	fds_at_start = nfds();
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
+	assert_int_equal(nfds(), fds_at_start);
 	close(srcfd);
 	hb_ckpt_manifest_free(man);
 	clean(root);

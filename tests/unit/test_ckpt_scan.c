@@ -5,6 +5,7 @@
  * while the scan runs, a hard link to someone else's file, FIFOs and
  * devices, bad names, a mount.  The canary's digest must never appear.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -46,6 +47,21 @@ static void put(const char *path, const char *text, mode_t mode)
 	close(fd);
 }
 
+/* Open descriptors of this process: no run may leak one. */
+static int nfds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	assert_non_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+static int fds_at_start;
+
 static int setup(void **state)
 {
 	uint64_t n;
@@ -72,6 +88,7 @@ static int setup(void **state)
 	put(at("sub/b"), "foo", 0600);
 	put(at("sub/deep/c"), "bar\n", 0755);
 	put(at("empty"), "", 0640);
+	fds_at_start = nfds();
 	return 0;
 }
 
@@ -80,6 +97,7 @@ static int teardown(void **state)
 	char cmd[160];
 
 	(void)state;
+	assert_int_equal(nfds(), fds_at_start);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
 	assert_int_equal(system(cmd), 0);
 	return 0;
