@@ -92,6 +92,18 @@ static const char *type_here(const struct rd *r)
 	}
 }
 
+/* The value of a hex digit; lower case only unless upper. */
+static int hexval(char c, int upper)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (upper && c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 static int hex4(struct rd *r, uint32_t *out)
 {
 	uint32_t v = 0;
@@ -99,10 +111,7 @@ static int hex4(struct rd *r, uint32_t *out)
 	if (r->n - r->i < 4)
 		return fail(r, HB_EINVAL, "truncated \\u escape");
 	for (int k = 0; k < 4; k++) {
-		char c = r->s[r->i++];
-		int d = c >= '0' && c <= '9' ? c - '0'
-			: c >= 'a' && c <= 'f' ? c - 'a' + 10
-			: c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+		int d = hexval(r->s[r->i++], 1);
 
 		if (d < 0)
 			return fail(r, HB_EINVAL, "invalid \\u escape");
@@ -340,9 +349,7 @@ static int digest(struct rd *r, uint8_t out[32])
 	if (r->str.len != 64)
 		return fail(r, HB_EINVAL, "must be 64 lowercase hex digits");
 	for (int i = 0; i < 64; i++) {
-		char c = r->str.data[i];
-		int d = c >= '0' && c <= '9' ? c - '0'
-			: c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		int d = hexval(r->str.data[i], 0);
 
 		if (d < 0)
 			return fail(r, HB_EINVAL,

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "hpcbridge/ckpt.h"
-#include "testutil.h"
+#include "test_ckpt_util.h"
 
 static char root[64], src[96], target[96], part[128], outside[96];
 static struct hb_ckpt_manifest *man;
@@ -34,16 +34,6 @@ static const char *in(const char *base, const char *rel)
 	k = (k + 1) % 4;
 	snprintf(path[k], sizeof(path[k]), "%s/%s", base, rel);
 	return path[k];
-}
-
-static void put(const char *path, const char *text, size_t n, mode_t mode)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
-
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, text, n), (ssize_t)n);
-	assert_int_equal(fchmod(fd, mode), 0);
-	close(fd);
 }
 
 static struct hb_ckpt_manifest *scan(const char *dir)
@@ -92,19 +82,6 @@ static void clean(const char *path)
 	assert_int_equal(system(cmd), 0);
 }
 
-/* Open descriptors of this process: no run may leak one. */
-static int nfds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	assert_non_null(d);
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
-}
-
 static int fds_at_start;
 
 static int setup(void **state)
@@ -120,23 +97,23 @@ static int setup(void **state)
 	assert_int_equal(mkdir(outside, 0755), 0);
 	assert_int_equal(mkdir(in(src, "sub"), 0755), 0);
 	assert_int_equal(mkdir(in(src, "sub/deep"), 0700), 0);
-	put(in(src, "a"), "test", 4, 0644);
-	put(in(src, "sub/b"), "foo", 3, 0600);
-	put(in(src, "sub/deep/c"), "bar\n", 4, 0755);
-	put(in(src, "empty"), "", 0, 0640);
-	put(in(src, "z"), "last", 4, 0644);
-	put(in(outside, "victim"), "untouched", 9, 0644);
+	ckpt_test_put(in(src, "a"), "test", 4, 0644);
+	ckpt_test_put(in(src, "sub/b"), "foo", 3, 0600);
+	ckpt_test_put(in(src, "sub/deep/c"), "bar\n", 4, 0755);
+	ckpt_test_put(in(src, "empty"), "", 0, 0640);
+	ckpt_test_put(in(src, "z"), "last", 4, 0644);
+	ckpt_test_put(in(outside, "victim"), "untouched", 9, 0644);
 	man = scan(src);
 	srcfd = open(src, O_RDONLY | O_DIRECTORY);
 	assert_true(srcfd >= 0);
-	fds_at_start = nfds();
+	fds_at_start = ckpt_test_nfds();
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	assert_int_equal(nfds(), fds_at_start);
+	assert_int_equal(ckpt_test_nfds(), fds_at_start);
 	close(srcfd);
 	hb_ckpt_manifest_free(man);
 	clean(root);
@@ -224,8 +201,8 @@ static void test_replaces(void **state)
 	(void)state;
 	clean(target);
 	assert_int_equal(mkdir(target, 0755), 0);
-	put(in(target, "old-only"), "old", 3, 0644);
-	put(in(target, "a"), "older", 5, 0644);
+	ckpt_test_put(in(target, "old-only"), "old", 3, 0644);
+	ckpt_test_put(in(target, "a"), "older", 5, 0644);
 	if (mat(man, target, &c, NULL, NULL, &err))
 		fail_msg("%s", err.msg);
 	same_tree(target, want);
@@ -302,7 +279,7 @@ static void test_disk_full(void **state)
 		fail_msg("%s", err.msg);
 	good = text_of(tgt);
 	memset(big, 'b', sizeof(big));
-	put(in(src, "big"), big, sizeof(big), 0644);
+	ckpt_test_put(in(src, "big"), big, sizeof(big), 0644);
 	m = scan(src);
 	rc = mat(m, tgt, &c, NULL, NULL, &err);
 	assert_int_equal(rc, HB_EIO);
@@ -332,7 +309,7 @@ static void test_eacces(void **state)
 	snprintf(tgt, sizeof(tgt), "%s/cur", locked);
 	assert_int_equal(mkdir(locked, 0755), 0);
 	assert_int_equal(mkdir(tgt, 0755), 0);
-	put(in(tgt, "keep"), "good", 4, 0644);
+	ckpt_test_put(in(tgt, "keep"), "good", 4, 0644);
 	good = text_of(tgt);
 	assert_int_equal(chmod(root, 0755), 0);
 	assert_int_equal(chmod(src, 0755), 0);
@@ -377,7 +354,7 @@ static void test_resume(void **state)
 	assert_true(exists(part));
 	assert_true(exists(in(part, "a")));
 	/* A stray file from an earlier manifest is pruned on resume. */
-	put(in(part, "stray"), "stray", 5, 0644);
+	ckpt_test_put(in(part, "stray"), "stray", 5, 0644);
 	c = (struct counting){0};
 	memset(&err, 0, sizeof(err));
 	if (mat(man, target, &c, NULL, &st, &err))
@@ -406,7 +383,7 @@ static void test_reuse(void **state)
 	good_checkpoint(&good);
 	snprintf(prev, sizeof(prev), "%s/prev", root);
 	assert_int_equal(rename(target, prev), 0);
-	put(in(src, "z"), "changed", 7, 0644);
+	ckpt_test_put(in(src, "z"), "changed", 7, 0644);
 	m = scan(src);
 	want = text_of(src);
 	o = (struct hb_ckpt_mat_opts){.reuse = prev};
@@ -416,7 +393,7 @@ static void test_reuse(void **state)
 	assert_int_equal(c.calls, 1);
 	same_tree(target, want);
 	same_tree(prev, good);
-	put(in(src, "z"), "last", 4, 0644);
+	ckpt_test_put(in(src, "z"), "last", 4, 0644);
 	hb_ckpt_manifest_free(m);
 	clean(prev);
 	free(good);
@@ -503,7 +480,7 @@ static void test_target_not_dir(void **state)
 
 	(void)state;
 	clean(target);
-	put(target, "file", 4, 0644);
+	ckpt_test_put(target, "file", 4, 0644);
 	assert_int_equal(mat(man, target, &c, NULL, NULL, &err), HB_EEXIST);
 	assert_non_null(strstr(err.msg, "not a directory"));
 	assert_false(exists(part));

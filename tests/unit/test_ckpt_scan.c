@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "hpcbridge/ckpt.h"
-#include "testutil.h"
+#include "test_ckpt_util.h"
 
 #define SHA_TEST "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 
@@ -37,27 +37,10 @@ static const char *at(const char *rel)
 	return path[k];
 }
 
-static void put(const char *path, const char *text, mode_t mode)
+/* A file holding the string text. */
+static void put_str(const char *path, const char *text, mode_t mode)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
-
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	assert_int_equal(fchmod(fd, mode), 0);
-	close(fd);
-}
-
-/* Open descriptors of this process: no run may leak one. */
-static int nfds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	assert_non_null(d);
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
+	ckpt_test_put(path, text, strlen(text), mode);
 }
 
 static int fds_at_start;
@@ -76,7 +59,7 @@ static int setup(void **state)
 	assert_int_equal(mkdir(dir, 0755), 0);
 	assert_int_equal(mkdir(outside, 0700), 0);
 	/* The canary: a root-only file outside the tree, as /etc/shadow. */
-	put(canary, "root:$6$CANARY-SECRET:19000::::::\n", 0600);
+	put_str(canary, "root:$6$CANARY-SECRET:19000::::::\n", 0600);
 	fd = open(canary, O_RDONLY);
 	assert_true(fd >= 0);
 	assert_int_equal(hb_ckpt_sha256_fd(fd, "canary", canary_sha, &n, NULL),
@@ -84,11 +67,11 @@ static int setup(void **state)
 	close(fd);
 	assert_int_equal(mkdir(at("sub"), 0755), 0);
 	assert_int_equal(mkdir(at("sub/deep"), 0700), 0);
-	put(at("a"), "test", 0644);
-	put(at("sub/b"), "foo", 0600);
-	put(at("sub/deep/c"), "bar\n", 0755);
-	put(at("empty"), "", 0640);
-	fds_at_start = nfds();
+	put_str(at("a"), "test", 0644);
+	put_str(at("sub/b"), "foo", 0600);
+	put_str(at("sub/deep/c"), "bar\n", 0755);
+	put_str(at("empty"), "", 0640);
+	fds_at_start = ckpt_test_nfds();
 	return 0;
 }
 
@@ -97,7 +80,7 @@ static int teardown(void **state)
 	char cmd[160];
 
 	(void)state;
-	assert_int_equal(nfds(), fds_at_start);
+	assert_int_equal(ckpt_test_nfds(), fds_at_start);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
 	assert_int_equal(system(cmd), 0);
 	return 0;
@@ -216,50 +199,46 @@ static void test_special_skipped(void **state)
 	unlink(at("null"));
 }
 
-/* before_open hooks: the swap happens between the listing and the open. */
-static void swap_to_link(void *ctx, const char *path)
+/*
+ * The before_open hook: the swap happens between the listing and the
+ * open.  The entry named victim becomes a symbolic link to the canary
+ * (how = 'l'), a hard link to it ('h'), or, a directory, is moved away
+ * for a link to the canary's directory ('d').
+ */
+struct swap {
+	const char *victim;
+	char how;
+};
+
+static void swap_hook(void *ctx, const char *path)
 {
+	const struct swap *w = ctx;
 	char tmp[512];
 
-	if (strcmp(path, (const char *)ctx))
+	if (strcmp(path, w->victim))
 		return;
+	if (w->how == 'd') {
+		snprintf(tmp, sizeof(tmp), "%s/away", root);
+		assert_int_equal(rename(at(path), tmp), 0);
+		assert_int_equal(symlink(outside, at(path)), 0);
+		return;
+	}
 	snprintf(tmp, sizeof(tmp), "%s.new", at(path));
-	assert_int_equal(symlink(canary, tmp), 0);
+	assert_int_equal(w->how == 'l' ? symlink(canary, tmp)
+				       : link(canary, tmp), 0);
 	assert_int_equal(rename(tmp, at(path)), 0);
 }
 
-static void swap_to_hardlink(void *ctx, const char *path)
+static void swapped(const char *victim, char how, int code, const char *msg)
 {
-	char tmp[512];
-
-	if (strcmp(path, (const char *)ctx))
-		return;
-	snprintf(tmp, sizeof(tmp), "%s.new", at(path));
-	assert_int_equal(link(canary, tmp), 0);
-	assert_int_equal(rename(tmp, at(path)), 0);
-}
-
-static void swap_dir_to_link(void *ctx, const char *path)
-{
-	char away[512];
-
-	if (strcmp(path, (const char *)ctx))
-		return;
-	snprintf(away, sizeof(away), "%s/away", root);
-	assert_int_equal(rename(at(path), away), 0);
-	assert_int_equal(symlink(outside, at(path)), 0);
-}
-
-static void swapped(void (*hook)(void *, const char *), const char *name,
-		    int code, const char *msg)
-{
-	struct hb_ckpt_scan_opts o = {.before_open = hook, .ctx = (void *)name};
+	struct swap w = {victim, how};
+	struct hb_ckpt_scan_opts o = {.before_open = swap_hook, .ctx = &w};
 	struct hb_ckpt_manifest *m = (void *)1;
 	struct hb_err err = {0};
 	int rc = hb_ckpt_scan(dir, &o, &m, NULL, &err);
 
 	if (rc != code || !strstr(err.msg, msg))
-		fail_msg("%s: got %d \"%s\"", name, rc, err.msg);
+		fail_msg("%s: got %d \"%s\"", victim, rc, err.msg);
 	assert_null(m);
 }
 
@@ -268,15 +247,15 @@ static void test_toctou(void **state)
 	char away[512], cmd[600];
 
 	(void)state;
-	put(at("victim"), "x", 0644);
-	swapped(swap_to_link, "victim", HB_EPERM, "victim: open: a symbolic "
+	put_str(at("victim"), "x", 0644);
+	swapped("victim", 'l', HB_EPERM, "victim: open: a symbolic "
 		"link");
 	unlink(at("victim"));
-	put(at("victim"), "x", 0644);
-	swapped(swap_to_hardlink, "victim", HB_EAGAIN,
+	put_str(at("victim"), "x", 0644);
+	swapped("victim", 'h', HB_EAGAIN,
 		"victim: changed during the scan");
 	unlink(at("victim"));
-	swapped(swap_dir_to_link, "sub", HB_EPERM, "sub: open: a symbolic link");
+	swapped("sub", 'd', HB_EPERM, "sub: open: a symbolic link");
 	unlink(at("sub"));
 	snprintf(away, sizeof(away), "%s/away", root);
 	snprintf(cmd, sizeof(cmd), "mv %s %s", away, at("sub"));
@@ -318,12 +297,12 @@ static void test_bad_names(void **state)
 	struct hb_err err = {0};
 
 	(void)state;
-	put(at("sub/bad\nname"), "x", 0644);
+	put_str(at("sub/bad\nname"), "x", 0644);
 	assert_int_equal(hb_ckpt_scan(dir, NULL, &m, NULL, &err), HB_EINVAL);
 	assert_non_null(strstr(err.msg, "sub/bad?name: name: control"));
 	assert_null(m);
 	unlink(at("sub/bad\nname"));
-	put(at("\xff"), "x", 0644);
+	put_str(at("\xff"), "x", 0644);
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(hb_ckpt_scan(dir, NULL, &m, NULL, &err), HB_EINVAL);
 	assert_non_null(strstr(err.msg, "invalid UTF-8"));
@@ -345,7 +324,7 @@ static void test_mount_skipped(void **state)
 		return;
 	}
 	assert_int_equal(mount("tmpfs", at("mnt"), "tmpfs", 0, "size=64k"), 0);
-	put(at("mnt/other"), "other", 0644);
+	put_str(at("mnt/other"), "other", 0644);
 	m = scan(NULL, &st);
 	assert_int_equal(st.skipped_mounts, 1);
 	assert_null(hb_ckpt_manifest_find(m, "mnt/other"));
