@@ -333,8 +333,15 @@ static int open_tmp(struct mat *t)
 static int install(struct mat *t)
 {
 	char old[HB_CKPT_NAME_MAX + 16];
-	struct stat st;
+	struct stat st, ours;
 
+	/* The name still holds the directory we wrote: one swapped in by
+	 * someone who may write the parent is not renamed into place. */
+	if (fstat(t->tfd, &ours) ||
+	    fstatat(t->pfd, t->tmp, &st, AT_SYMLINK_NOFOLLOW) ||
+	    st.st_dev != ours.st_dev || st.st_ino != ours.st_ino)
+		return hb_err_set(t->err, HB_EAGAIN, NULL, 0,
+				  "%s: replaced while it was written", t->tmp);
 	if (fstatat(t->pfd, t->name, &st, AT_SYMLINK_NOFOLLOW)) {
 		if (errno != ENOENT)
 			return ckpt_sys_err(t->err, errno, t->name, "stat");

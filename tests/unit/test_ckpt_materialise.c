@@ -127,6 +127,7 @@ struct counting {
 	const char *fail_at;
 	int fail_rc;
 	const char *garbage_at; /* writes wrong bytes for this one */
+	const char *swap_at;    /* swaps the temporary directory here */
 };
 
 static int counting_fetch(void *ctx, const struct hb_ckpt_file *f, int fd,
@@ -140,6 +141,11 @@ static int counting_fetch(void *ctx, const struct hb_ckpt_file *f, int fd,
 				  c->fail_rc == HB_EIO ? "No space left on "
 							 "device (simulated)"
 						       : "the store went away");
+	if (c->swap_at && !strcmp(f->path, c->swap_at)) {
+		assert_int_equal(rename(part, in(root, "moved")), 0);
+		assert_int_equal(mkdir(part, 0755), 0);
+		ckpt_test_put(in(part, "planted"), "x", 1, 0644);
+	}
 	if (c->garbage_at && !strcmp(f->path, c->garbage_at)) {
 		char junk[64];
 
@@ -450,6 +456,24 @@ static void test_not_ours(void **state)
 	clean(part);
 }
 
+/* The temporary directory swapped for another while the files are
+ * written: the other is not renamed into place. */
+static void test_swapped_part(void **state)
+{
+	struct counting c = {.swap_at = "z"};
+	struct hb_err err = {0};
+	char *good;
+
+	(void)state;
+	good_checkpoint(&good);
+	assert_int_equal(mat(man, target, &c, NULL, NULL, &err), HB_EAGAIN);
+	assert_non_null(strstr(err.msg, "replaced while it was written"));
+	same_tree(target, good);
+	clean(part);
+	clean(in(root, "moved"));
+	free(good);
+}
+
 /* Paths a hand-built manifest carries are checked again. */
 static void test_hostile_paths(void **state)
 {
@@ -502,6 +526,7 @@ int main(void)
 		cmocka_unit_test(test_reuse),
 		cmocka_unit_test(test_planted_links),
 		cmocka_unit_test(test_not_ours),
+		cmocka_unit_test(test_swapped_part),
 		cmocka_unit_test(test_hostile_paths),
 		cmocka_unit_test(test_target_not_dir),
 	};
