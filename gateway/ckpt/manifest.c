@@ -128,7 +128,8 @@ int hb_ckpt_manifest_set_job(struct hb_ckpt_manifest *m, const char *job,
 				  "job: %s at byte %zu", why, at);
 	copy = hb_arena_strndup(&m->arena, job, n);
 	if (!copy)
-		return hb_err_set(err, HB_ENOMEM, NULL, 0, "job: out of memory");
+		return hb_err_set(err, HB_ENOMEM, NULL, 0,
+				  "job: out of memory");
 	m->job = copy;
 	return 0;
 }
@@ -258,9 +259,10 @@ int hb_ckpt_manifest_seal(struct hb_ckpt_manifest *m, struct hb_err *err)
 		qsort(m->files, m->nfiles, sizeof(*m->files), file_cmp);
 	for (size_t i = 0; i < m->nfiles; i++) {
 		if (m->files[i].size > HB_CKPT_MAX_TOTAL - total)
-			return hb_err_set(err, HB_ETOOBIG, NULL, 0,
-					  "files: more than %llu bytes in all",
-					  (unsigned long long)HB_CKPT_MAX_TOTAL);
+			return hb_err_set(
+				err, HB_ETOOBIG, NULL, 0,
+				"files: more than %llu bytes in all",
+				(unsigned long long)HB_CKPT_MAX_TOTAL);
 		total += m->files[i].size;
 	}
 	m->total = total;
@@ -350,7 +352,8 @@ static int put_file(struct hb_buf *b, const struct hb_ckpt_file *f,
 	if (!rc)
 		rc = hb_buf_put_u64(b, f->size);
 	if (!rc)
-		rc = hb_buf_printf(b, ", \"mode\": \"%04o\", \"sha256\": \"%s\"}%s\n",
+		rc = hb_buf_printf(b, ", \"mode\": \"%04o\", "
+				   "\"sha256\": \"%s\"}%s\n",
 				   (unsigned)f->mode, hex, last ? "" : ",");
 	return rc;
 }

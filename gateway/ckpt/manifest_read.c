@@ -228,9 +228,10 @@ static int string(struct rd *r, size_t max)
 			r->i++;
 			rc = escape(r);
 		} else {
-			k = c < 0x80 ? 1
-				: hb_utf8_dec((const unsigned char *)r->s + r->i,
-					      r->n - r->i, NULL);
+			const unsigned char *u =
+				(const unsigned char *)r->s + r->i;
+
+			k = c < 0x80 ? 1 : hb_utf8_dec(u, r->n - r->i, NULL);
 			if (!k)
 				return fail(r, HB_EINVAL,
 					    "invalid UTF-8 in a string");
@@ -542,7 +543,8 @@ static int document(struct rd *r)
 	r->field[0] = '\0';
 	ws(r);
 	if (r->i != r->n)
-		return fail(r, HB_EINVAL, "unexpected content after the object");
+		return fail(r, HB_EINVAL,
+			    "unexpected content after the object");
 	{
 		struct hb_err e = {0};
 

@@ -84,7 +84,8 @@ static int parent_of(struct mat *t, const struct hb_ckpt_file *f,
 		close(t->dfd);
 	t->dfd = ckpt_open_parent(t->tfd, f->path, 1, base);
 	if (t->dfd < 0)
-		return ckpt_sys_err(t->err, errno, f->path, "make its directory");
+		return ckpt_sys_err(t->err, errno, f->path,
+				    "make its directory");
 	memcpy(t->dir, f->path, n);
 	t->dir[n] = '\0';
 	return 0;
@@ -358,8 +359,9 @@ static int install(struct mat *t)
 		return hb_err_set(t->err, HB_EEXIST, NULL, 0,
 				  "%s: exists and is not a directory", t->name);
 	if (!renameat2(t->pfd, t->tmp, t->pfd, t->name, RENAME_EXCHANGE))
-		return ckpt_remove_tree(t->pfd, t->tmp) ?
-			ckpt_sys_err(t->err, errno, t->tmp, "remove the old") : 0;
+		return ckpt_remove_tree(t->pfd, t->tmp)
+			       ? ckpt_sys_err(t->err, errno, t->tmp, "remove old")
+			       : 0;
 	if (errno != EINVAL && errno != ENOSYS)
 		return ckpt_sys_err(t->err, errno, t->name, "exchange");
 	snprintf(old, sizeof(old), ".%s.hbold", t->name);

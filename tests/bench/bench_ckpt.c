@@ -2,6 +2,7 @@
  * bench_ckpt.c - the filesystem side of a re-push and a re-pull of an
  * unchanged checkpoint: scanning N small files into a manifest (every
  * file read and hashed again) and writing the manifest, then
+ * reading the manifest back (what a re-push compares against), then
  * materialising the same manifest with an earlier copy of the tree to
  * reuse (every file copied and checked, none fetched).
  *
@@ -41,7 +42,8 @@ static void make_tree(const char *dir, long files, long bytes)
 				die(path, NULL);
 		}
 		memset(data, 'a' + (int)(i % 26), (size_t)bytes);
-		snprintf(path, sizeof(path), "%s/d%03ld/f%05ld", dir, i / 100, i);
+		snprintf(path, sizeof(path), "%s/d%03ld/f%05ld", dir, i / 100,
+			 i);
 		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		if (fd < 0 || write(fd, data, (size_t)bytes) != bytes)
 			die(path, NULL);
@@ -62,14 +64,15 @@ int main(int argc, char **argv)
 	long files = 10000, bytes = 4096, rounds = 5;
 	const char *base = "/tmp";
 	char top[256], src[300], dst[300], cmd[700];
-	double *scan_t, *mat_t;
+	double *scan_t, *read_t, *mat_t;
 	struct hb_ckpt_dir_source none = {-1};
 	int opt;
 
 	while ((opt = getopt(argc, argv, "d:n:s:r:")) != -1) {
 		if (opt == 'd')
 			base = optarg;
-		else if ((opt == 'n' && parse_long(optarg, 1, 1000000, &files)) ||
+		else if ((opt == 'n' &&
+			  parse_long(optarg, 1, 1000000, &files)) ||
 			 (opt == 's' && parse_long(optarg, 0, 1 << 30, &bytes)) ||
 			 (opt == 'r' && parse_long(optarg, 1, 1000, &rounds)) ||
 			 !strchr("nsr", opt)) {
@@ -85,11 +88,12 @@ int main(int argc, char **argv)
 	snprintf(dst, sizeof(dst), "%s/dst", top);
 	make_tree(src, files, bytes);
 	scan_t = calloc((size_t)rounds, sizeof(double));
+	read_t = calloc((size_t)rounds, sizeof(double));
 	mat_t = calloc((size_t)rounds, sizeof(double));
-	if (!scan_t || !mat_t)
+	if (!scan_t || !read_t || !mat_t)
 		die("calloc", NULL);
 	for (long r = 0; r < rounds; r++) {
-		struct hb_ckpt_manifest *m = NULL;
+		struct hb_ckpt_manifest *m = NULL, *back = NULL;
 		struct hb_ckpt_mat_opts o = {.reuse = src};
 		struct hb_ckpt_mat_stats st;
 		struct hb_err err = {0};
@@ -101,6 +105,11 @@ int main(int argc, char **argv)
 		    hb_ckpt_manifest_write(m, &b))
 			die("scan", &err);
 		scan_t[r] = now() - t0;
+		t0 = now();
+		if (hb_ckpt_manifest_parse(b.data, b.len, "bench", &back, &err))
+			die("read", &err);
+		read_t[r] = now() - t0;
+		hb_ckpt_manifest_free(back);
 		t0 = now();
 		/* Every file comes from the reused tree: the source, which
 		 * has no directory, is never asked. */
@@ -115,11 +124,13 @@ int main(int argc, char **argv)
 	}
 	printf("%ld files of %ld bytes, %ld rounds\n", files, bytes, rounds);
 	report("scan + manifest (re-push side)", scan_t, rounds);
+	report("read the manifest back", read_t, rounds);
 	report("materialise, all reused (re-pull)", mat_t, rounds);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
 	if (system(cmd))
 		die("rm", NULL);
 	free(scan_t);
+	free(read_t);
 	free(mat_t);
 	return 0;
 }
