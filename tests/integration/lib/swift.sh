@@ -66,6 +66,9 @@
 #                           names per account, not global as AWS does)
 #   HB_SWIFT_DIR, HB_SWIFT_PORT (the proxy's)
 #   RCLONE_CONFIG_HBSWIFT_*  an rclone remote `hbswift:` for the first user
+#   and unsets AWS_SESSION_TOKEN, AWS_SECURITY_TOKEN (a token would be
+#   signed in and refused), AWS_PROFILE and AWS_CA_BUNDLE (rclone's
+#   env_auth fails on a CA bundle over plain http).
 #
 # Layout of DIR (created by swift_up):
 #   etc/       swift.conf, {account,container,object,proxy}-server.conf,
@@ -98,9 +101,12 @@ _hbsw_pid_is() {
 	grep -qzxF -- "$conf" "/proc/$pid/cmdline" 2>/dev/null
 }
 
-_hbsw_pid_of() { # DIR NAME -> recorded pid
+# _hbsw_pid_of DIR NAME: the recorded PID, or nothing; always 0, so that
+# callers under `set -e` (a test's EXIT trap) go on.
+_hbsw_pid_of() {
 	local f="$1/.hbswift/pids/$2"
-	[ -r "$f" ] && head -n1 "$f"
+	if [ -r "$f" ]; then head -n1 "$f"; fi
+	return 0
 }
 
 # _hbsw_stop DIR NAME SECONDS: SIGTERM, wait, then SIGKILL.
@@ -297,6 +303,9 @@ _hbsw_write_proxy_conf() {
 		[filter:cache]
 		use = egg:swift#memcache
 		memcache_servers = 127.0.0.1:$(_hbsw_port "$dir" sink)
+		# No memcached: tempauth then checks every request's signature
+		# afresh, and each lookup's failure is not worth a log line.
+		set log_level = CRITICAL
 
 		[filter:listing_formats]
 		use = egg:swift#listing_formats
@@ -333,6 +342,7 @@ _hbsw_write_env() {
 	(
 		umask 077
 		cat >"$dir/.hbswift/env" <<-ENV
+		unset AWS_SESSION_TOKEN AWS_SECURITY_TOKEN AWS_PROFILE AWS_CA_BUNDLE
 		export AWS_ENDPOINT_URL=$endpoint
 		export AWS_ACCESS_KEY_ID=$a1:$n1
 		export AWS_SECRET_ACCESS_KEY=$(cat "$dir/.hbswift/secret1")
@@ -423,7 +433,8 @@ swift_rss_kib() {
 	for name in $_HBSW_SERVERS; do
 		pid=$(_hbsw_pid_of "$dir" "$name")
 		_hbsw_pid_is "$pid" "$dir" "$name" || continue
-		kib=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+		kib=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null) ||
+			kib=0
 		total=$((total + ${kib:-0}))
 	done
 	echo "$total"
@@ -457,9 +468,11 @@ swift_up() {
 		_hbsw_secret >"$dir/.hbswift/secret1"
 		_hbsw_secret >"$dir/.hbswift/secret2"
 	)
-	_hbsw_write_conf "$dir" "$user" && _hbsw_rings "$dir" &&
-		_hbsw_write_env "$dir" ||
-		{ _hbsw_release_ports "$dir"; return 1; }
+	if ! { _hbsw_write_conf "$dir" "$user" && _hbsw_rings "$dir" &&
+		_hbsw_write_env "$dir"; }; then
+		_hbsw_release_ports "$dir"
+		return 1
+	fi
 	if [ "$(id -u)" = 0 ]; then
 		chown -R "$user:" "$dir/srv" "$dir/log"
 		chgrp -R "$(id -gn "$user")" "$dir/etc"
