@@ -274,7 +274,7 @@ _hbsw_write_conf() {
 # (s3api hands tempauth the signature to check) and slo after them
 # (multipart uploads are SLO manifests).
 _hbsw_write_proxy_conf() {
-	local dir=$1 user=$2
+	local dir=$1 user=$2 f
 	local a1=${HB_SWIFT_ACCOUNT:-hbtest} n1=${HB_SWIFT_NAME:-alice}
 	local a2=${HB_SWIFT_ACCOUNT2:-hbother} n2=${HB_SWIFT_NAME2:-bob}
 	{
@@ -288,27 +288,12 @@ _hbsw_write_proxy_conf() {
 		use = egg:swift#proxy
 		account_autocreate = true
 
-		[filter:catch_errors]
-		use = egg:swift#catch_errors
-
-		[filter:gatekeeper]
-		use = egg:swift#gatekeeper
-
-		[filter:healthcheck]
-		use = egg:swift#healthcheck
-
-		[filter:proxy-logging]
-		use = egg:swift#proxy_logging
-
 		[filter:cache]
 		use = egg:swift#memcache
 		memcache_servers = 127.0.0.1:$(_hbsw_port "$dir" sink)
 		# No memcached: tempauth then checks every request's signature
 		# afresh, and each lookup's failure is not worth a log line.
 		set log_level = CRITICAL
-
-		[filter:listing_formats]
-		use = egg:swift#listing_formats
 
 		[filter:s3api]
 		use = egg:swift#s3api
@@ -318,16 +303,12 @@ _hbsw_write_proxy_conf() {
 		use = egg:swift#tempauth
 		user_${a1}_${n1} = $(cat "$dir/.hbswift/secret1") .admin
 		user_${a2}_${n2} = $(cat "$dir/.hbswift/secret2") .admin
-
-		[filter:copy]
-		use = egg:swift#copy
-
-		[filter:slo]
-		use = egg:swift#slo
-
-		[filter:dlo]
-		use = egg:swift#dlo
 		CONF
+		# The other filters, as Swift ships them.
+		for f in catch_errors gatekeeper healthcheck proxy-logging \
+			listing_formats copy slo dlo; do
+			printf '\n[filter:%s]\nuse = egg:swift#%s\n' "$f" "${f//-/_}"
+		done
 	} >"$dir/etc/proxy-server.conf"
 }
 
@@ -406,14 +387,9 @@ _hbsw_fail() { # DIR MESSAGE
 
 # ---------------------------------------------------------------- API
 
-swift_logs() {
-	local dir=${1:?swift_logs DIR} f
-	for f in "$dir"/log/*.log; do
-		[ -r "$f" ] || continue
-		printf '==> %s <==\n' "$f" >&2
-		tail -n 30 "$f" >&2
-	done
-}
+# The logs are in DIR/log/, as a private Slurm's are: slurm_logs prints
+# their tails.
+swift_logs() { slurm_logs "${1:?swift_logs DIR}"; }
 
 swift_env() {
 	local dir=${1:?swift_env DIR}
