@@ -2,9 +2,11 @@
 # swift.test.sh - the private Swift of tests/integration/lib/swift.sh is a
 # real S3 server for the clients people use: Debian's aws CLI, rclone and
 # s3cmd create a bucket, put a small file and a 20 MiB one (multipart),
-# list them, get them back (SHA-256 compared), fetch a range, delete; a
-# wrong secret gets 403 SignatureDoesNotMatch and writes nothing; the
-# second user cannot see or read the first user's bucket.  Then
+# list them (also in pages of one), get them back (SHA-256 compared),
+# fetch a range, abort a multipart upload, delete; curl's SigV4 with the
+# body's digest is accepted; a wrong secret gets 403
+# SignatureDoesNotMatch and writes nothing; the second user cannot see or
+# read the first user's bucket.  Then
 # swift_down stops every server by PID, twice, and frees the ports.
 # Prints how long Swift took to start and the memory its servers use.
 #
@@ -131,6 +133,47 @@ aws s3api get-object --bucket "$b" --key run1/big.bin \
 cmp -s "$tmp/back/range" <(tail -c +$((off + 1)) "$data/big.bin" | head -c 4096) ||
 	fail "the range's bytes differ"
 
+# Listing in pages of one, as a client that paginates sees it.
+page=$(aws s3api list-objects-v2 --bucket "$b" --max-keys 1 --no-paginate \
+	--query '[KeyCount, IsTruncated, NextContinuationToken != null]' \
+	--output text)
+[ "$page" = "$(printf '1\tTrue\tTrue')" ] ||
+	fail "a page of one: expected 1, truncated, a token; got: $page"
+tok=$(aws s3api list-objects-v2 --bucket "$b" --max-keys 1 --no-paginate \
+	--query NextContinuationToken --output text)
+[ "$(aws s3api list-objects-v2 --bucket "$b" --max-keys 1 --no-paginate \
+	--continuation-token "$tok" --query 'Contents[0].Key' --output text)" = \
+	run1/small.txt ] || fail "the second page is not the second key"
+
+# A multipart upload that is aborted leaves no upload and no object.
+up=$(aws s3api create-multipart-upload --bucket "$b" --key run1/aborted \
+	--query UploadId --output text) || fail "create-multipart-upload"
+aws s3api upload-part --bucket "$b" --key run1/aborted --upload-id "$up" \
+	--part-number 1 --body "$data/small.txt" >/dev/null || fail "upload-part"
+aws s3api list-multipart-uploads --bucket "$b" \
+	--query 'Uploads[].UploadId' --output text | grep -qF "$up" ||
+	fail "the open upload is not listed"
+aws s3api abort-multipart-upload --bucket "$b" --key run1/aborted \
+	--upload-id "$up" || fail "abort-multipart-upload"
+aws s3api list-multipart-uploads --bucket "$b" \
+	--query 'Uploads[].UploadId' --output text | grep -qF "$up" &&
+	fail "the aborted upload is still listed"
+aws s3api head-object --bucket "$b" --key run1/aborted >/dev/null 2>&1 &&
+	fail "an aborted upload left an object"
+
+# curl's SigV4 (libcurl's, which hpcbridge's client uses) with the body's
+# digest in x-amz-content-sha256 is accepted; the key holds ':', so it
+# goes in through a netrc file (the library's own, for the first user).
+code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT \
+	--aws-sigv4 "aws:amz:$AWS_DEFAULT_REGION:s3" \
+	--netrc-file "$sw/.hbswift/netrc" \
+	-H "x-amz-content-sha256: $(sha "$data/small.txt")" \
+	--data-binary @"$data/small.txt" "$AWS_ENDPOINT_URL/$b/curl/small.txt")
+[ "$code" = 200 ] || fail "a PUT signed by curl: HTTP $code"
+[ "$(aws s3 cp "s3://$b/curl/small.txt" -)" = "checkpoint step 42" ] ||
+	fail "curl's object reads back different"
+aws s3 rm "s3://$b/curl/small.txt" >/dev/null || fail "rm curl's object"
+
 # ---- a wrong secret: 403 SignatureDoesNotMatch, and nothing written
 err=$(AWS_SECRET_ACCESS_KEY=not-the-secret aws s3 cp "$data/small.txt" \
 	"s3://$b/run1/intruder.txt" 2>&1) && fail "a wrong secret could PUT"
@@ -138,7 +181,7 @@ case "$err" in
 *SignatureDoesNotMatch*) ;;
 *) fail "wrong secret: expected SignatureDoesNotMatch, got: $err" ;;
 esac
-# The status itself, from curl (the key holds ':', so a netrc file).
+# The status itself, from curl.
 printf 'machine 127.0.0.1 login %s password wrong\n' "$AWS_ACCESS_KEY_ID" \
 	>"$tmp/netrc.bad"
 code=$(curl -s -o "$tmp/bad.xml" -w '%{http_code}' -X PUT \
@@ -206,8 +249,9 @@ s3c get -q "s3://$b/run1/big.bin" "$tmp/back/s3cmd.bin" || fail "s3cmd get"
 
 # ---- delete
 aws s3 rm --recursive "s3://$b/" >/dev/null || fail "aws s3 rm"
-[ -z "$(aws s3api list-objects-v2 --bucket "$b" --query 'Contents[].Key' \
-	--output text | grep -v '^None$')" ] || fail "objects left after delete"
+aws s3api list-objects-v2 --bucket "$b" --query 'Contents[].Key' \
+	--output text | grep -v '^None$' | grep -q . &&
+	fail "objects left after delete"
 aws s3api head-object --bucket "$b" --key run1/big.bin >/dev/null 2>&1 &&
 	fail "a deleted object still answers HEAD"
 aws s3 rb "s3://$b" >/dev/null || fail "aws s3 rb"
