@@ -32,9 +32,10 @@
 #
 # Users.  As root each server is started through setpriv as the
 # unprivileged user HB_SWIFT_USER (Debian's package creates `swift`); the
-# ports are above 1024, and setpriv execs, so each PID is the server's.  That user must be able to
-# reach DIR: every directory above DIR needs o+x (mktemp -d makes 0700;
-# chmod it 0711), and swift_up says so when it is not.  As another user
+# ports are above 1024, and setpriv execs, so each PID is the server's.
+# That user must be able to reach DIR: every directory above DIR needs o+x
+# (mktemp -d makes 0700; chmod it 0711), and swift_up says so when it is
+# not.  As another user
 # everything runs as that user.  Each server calls setsid() as it starts,
 # so it leaves the caller's session and outlives it: stop it with
 # swift_down (`hpcbridge sandbox` can rely on that).
@@ -72,11 +73,17 @@
 #
 # Layout of DIR (created by swift_up):
 #   etc/       swift.conf, {account,container,object,proxy}-server.conf,
-#              *.builder and *.ring.gz (swift_dir; mode 0750, group of
-#              HB_SWIFT_USER: proxy-server.conf holds the secrets)
+#              *.builder and *.ring.gz (swift_dir; as root group
+#              HB_SWIFT_USER's, no access for others: proxy-server.conf
+#              holds the secrets)
 #   srv/d1/    the device
 #   log/       each server's console log (NAME.log) and ring-builder.log
-#   .hbswift/  this library's records: pids/NAME, ports, env
+#   .hbswift/  this library's records (0700): pids/NAME, ports (the
+#              first), secret1, secret2, netrc (the first user's, for
+#              curl), env
+#
+# Sourcing this file also sources lib/slurm.sh (its port claims and
+# slurm_logs), which defines the slurm_* functions.
 #
 # Ports.  Five consecutive free ports, claimed host-wide with
 # tests/integration/lib/slurm.sh's claims (so a Slurm instance never picks
