@@ -14,6 +14,10 @@ pkgs=(
 	procps util-linux passwd binutils
 	# report_html.test.sh renders the HTML report in headless Chromium
 	chromium fonts-dejavu-core
+	# S3: OpenStack Swift with s3api (tests/integration/lib/swift.sh),
+	# and the S3 clients people use, as peers and checks
+	swift swift-proxy swift-account swift-container swift-object
+	python3-swift awscli rclone s3cmd
 )
 
 missing=()
