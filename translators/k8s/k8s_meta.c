@@ -325,7 +325,9 @@ int hb_k8s_plan_carried(struct hb_k8s_ctx *c)
 				"export-all"));
 	}
 	CARRY(HB_F_CHECKPOINT, "checkpoint-dir", s->checkpoint_dir,
-	      "the gateway syncs it between the file system and S3");
+	      "kept for the gateway; nothing mirrors checkpoints to or from "
+	      "S3 yet: the pod sees the directory only on a volume it "
+	      "mounts");
 	if (s->ndata) {
 		cJSON *a = cJSON_CreateArray();
 
