@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "report.h"
 #include "hpcbridge/units.h"
 #include "hpcbridge/config.h"
 #include "hpcbridge/doc.h"
@@ -312,17 +313,14 @@ static const char *elapsed(const cJSON *o, char buf[32])
 
 /* What the job cost, in the rate card's currency units, exact to the
  * micro-unit (the ledger's sum); "-" when it has not been metered. */
-static const char *cost(const cJSON *o, char buf[32])
+static const char *cost(const cJSON *o, char buf[48])
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "cost_micros");
-	long long m;
 
 	if (!cJSON_IsNumber(v))
 		return "-";
-	m = (long long)v->valuedouble;
-	snprintf(buf, 32, "%s%lld.%06lld", m < 0 ? "-" : "",
-		 (m < 0 ? -m : m) / 1000000, (m < 0 ? -m : m) % 1000000);
-	return buf;
+	return hb_report_fixed((int64_t)v->valuedouble, HB_REPORT_MICRO, 6,
+			       buf);
 }
 
 static void table_head(void)
@@ -334,7 +332,7 @@ static void table_head(void)
 
 static void table_row(const cJSON *j)
 {
-	char a[32], b[32], c[32], e[32], m[32];
+	char a[32], b[32], c[32], e[32], m[48];
 
 	printf("%-12s %-10.10s %-10.10s %-10.10s %-10s %-8s %-19s %-11s "
 	       "%-12s %s\n",
