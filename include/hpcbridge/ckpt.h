@@ -201,6 +201,10 @@ struct hb_ckpt_mat_opts {
 	/* A directory to copy unchanged files from before fetching (an
 	 * earlier checkpoint); NULL: none. */
 	const char *reuse;
+	/* Files fetched at once: 0 or 1, one after the other on the
+	 * caller's thread; more, that many threads call fetch, which must
+	 * then be safe to call from several threads (at most 64). */
+	unsigned jobs;
 };
 
 /*
