@@ -178,4 +178,50 @@ int hb_mirror_retain(struct hb_s3 *s3, const char *url, unsigned keep,
 		     const struct hb_mirror_opts *opts,
 		     struct hb_mirror_stats *st, struct hb_err *err);
 
+/* ---- Mirroring by the daemon (gateway/mirror/agent.c) ------------------
+ *
+ * The daemon is root and a checkpoint directory is its user's: root
+ * never opens a path in it.  It runs `hpcbridge ckpt agent DIR` as the
+ * user with a socket, and the agent does the filesystem's part (scan,
+ * open a file and pass its descriptor, materialise) while the daemon
+ * keeps the S3 credentials and does the S3 part.  Everything the agent
+ * says is checked as its user's input.
+ */
+struct hb_mirror_agent;
+
+/* The agent's loop on socket sock, for directory dir: until 'Q' or the
+ * daemon hangs up (0), or a protocol error. */
+int hb_mirror_agent_serve(int sock, const char *dir, struct hb_err *err);
+
+/* Talk to the agent on sock (taken: closed by hb_mirror_agent_free);
+ * each answer must come within timeout_ms (<= 0: no limit). */
+int hb_mirror_agent_new(int sock, int timeout_ms,
+			struct hb_mirror_agent **out, struct hb_err *err);
+/* Tell the agent to end and close the socket.  NULL is fine. */
+void hb_mirror_agent_free(struct hb_mirror_agent *a);
+
+/* The agent scans its directory; *out is the manifest it sent, parsed
+ * strictly (job: the manifest's job id). */
+int hb_mirror_agent_scan(struct hb_mirror_agent *a, const char *job,
+			 struct hb_ckpt_manifest **out, struct hb_err *err);
+
+/* A descriptor for the file at path, opened by the agent confined to its
+ * directory: checked to be a regular file of size bytes (else HB_EAGAIN:
+ * it changed) and not on FUSE.  The descriptor, or a negative HB_E*. */
+int hb_mirror_agent_open(struct hb_mirror_agent *a, const char *path,
+			 uint64_t size, struct hb_err *err);
+
+/* Where the bytes of file f come from when the agent materialises: write
+ * them all through sink(arg).  0 or a negative HB_E*. */
+typedef int (*hb_mirror_agent_src_fn)(void *ctx, const struct hb_ckpt_file *f,
+				      hb_s3_sink_fn sink, void *arg,
+				      struct hb_err *err);
+
+/* The agent materialises the manifest json (n bytes) into its directory
+ * (hb_ckpt_materialise(), files it holds already are copied), asking for
+ * each file's bytes, which src gives.  st: what the agent reports. */
+int hb_mirror_agent_put(struct hb_mirror_agent *a, const char *json,
+			size_t n, hb_mirror_agent_src_fn src, void *ctx,
+			struct hb_ckpt_mat_stats *st, struct hb_err *err);
+
 #endif
