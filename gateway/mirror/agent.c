@@ -31,10 +31,14 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "hpcbridge/mirror.h"
+#include "hpcbridge/user.h"
 
 #define FRAME_MAX (HB_CKPT_MANIFEST_MAX + 4096u)
 #define CHUNK (1u << 20)
@@ -43,6 +47,9 @@
 struct hb_mirror_agent {
 	int sock;
 	int timeout_ms; /* one request's reply; <= 0: none */
+	pid_t pid;	/* the agent process hb_mirror_agent_spawn() ran, or 0 */
+	int errfd;	/* the read end of its stdout and stderr, or -1 */
+	uid_t uid;
 };
 
 /* ---- frames ---------------------------------------------------------- */
@@ -413,6 +420,194 @@ int hb_mirror_agent_serve(int sock, const char *dir, struct hb_err *err)
 	return rc;
 }
 
+/* ---- running the agent as the user ----------------------------------- */
+
+int hb_mirror_agent_main(int argc, char **argv)
+{
+	struct hb_err err = { 0 };
+	int rc;
+
+	if (argc < 2 || strcmp(argv[1], HB_MIRROR_AGENT_ARG))
+		return -1;
+	if (argc != 3) {
+		fputs("usage: PROGRAM " HB_MIRROR_AGENT_ARG " DIR\n", stderr);
+		_exit(2);
+	}
+	/* It acts for a user, never for root: root's jobs stay on Slurm,
+	 * and a root agent would open paths as root. */
+	if (getuid() == 0 || geteuid() == 0) {
+		fputs("checkpoint agent: refusing to run as root\n", stderr);
+		_exit(2);
+	}
+	umask(077);
+	signal(SIGPIPE, SIG_IGN);
+	rc = hb_mirror_agent_serve(STDIN_FILENO, argv[2], &err);
+	if (rc)
+		fprintf(stderr, "checkpoint agent: %s\n", err.msg);
+	_exit(rc ? 1 : 0);
+}
+
+/* Wait for pid: a short grace after the socket closed, then SIGKILL. */
+static void reap(pid_t pid)
+{
+	int status;
+
+	for (int i = 0; i < 200; i++) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+
+		if (w == pid || (w < 0 && errno != EINTR))
+			return;
+		struct timespec ts = { 0, 10 * 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+}
+
+/* The child, from fork() to execve(): async-signal-safe calls only. */
+static void agent_child(int sock, int errw, uid_t uid, gid_t gid,
+			const gid_t *groups, size_t n, const char *exe,
+			char *const argv[], char *const envp[])
+{
+	static const char drop[] = "checkpoint agent: cannot become the "
+				   "user\n";
+	static const char exec[] = "checkpoint agent: cannot run the "
+				   "program\n";
+	struct sigaction dfl;
+	sigset_t set;
+
+	sigfillset(&set);
+	sigprocmask(SIG_SETMASK, &set, NULL);
+	if (dup2(sock, STDIN_FILENO) < 0 || dup2(errw, STDOUT_FILENO) < 0 ||
+	    dup2(errw, STDERR_FILENO) < 0)
+		_exit(126);
+	hb_close_from(3);
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &dfl, NULL);
+	if (hb_user_become(uid, gid, groups, n)) {
+		if (write(STDERR_FILENO, drop, sizeof(drop) - 1) < 0)
+			_exit(126);
+		_exit(126);
+	}
+	/* set after the change of uid, which clears it */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	sigemptyset(&set);
+	sigprocmask(SIG_SETMASK, &set, NULL);
+	execve(exe, argv, envp);
+	if (write(STDERR_FILENO, exec, sizeof(exec) - 1) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+int hb_mirror_agent_spawn(const char *exe, const char *dir, uid_t uid,
+			  gid_t gid, const gid_t *groups, size_t n,
+			  int timeout_ms, struct hb_mirror_agent **out,
+			  struct hb_err *err)
+{
+	static const char *const pass[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS",
+					    "LSAN_OPTIONS" };
+	char *argv[] = { (char *)exe, (char *)HB_MIRROR_AGENT_ARG,
+			 (char *)dir, NULL };
+	char *envp[4] = { NULL }, *own[3] = { NULL };
+	int sv[2] = { -1, -1 }, ep[2] = { -1, -1 }, rc = 0;
+	size_t ne = 0;
+	pid_t pid;
+
+	*out = NULL;
+	if (uid == 0)
+		return hb_err_set(err, HB_EPERM, NULL, 0,
+				  "%s: the checkpoint agent does not run as "
+				  "root",
+				  dir);
+	/* The sanitizers' settings, so a checked build's agent is checked
+	 * the same way; nothing else of the daemon's environment. */
+	for (size_t i = 0; i < sizeof(pass) / sizeof(pass[0]); i++) {
+		const char *v = getenv(pass[i]);
+		size_t k = strlen(pass[i]);
+
+		if (!v)
+			continue;
+		if (!(own[ne] = malloc(k + strlen(v) + 2))) {
+			rc = hb_err_set(err, HB_ENOMEM, NULL, 0,
+					"out of memory");
+			goto out;
+		}
+		sprintf(own[ne], "%s=%s", pass[i], v);
+		envp[ne] = own[ne];
+		ne++;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) ||
+	    pipe2(ep, O_CLOEXEC)) {
+		rc = hb_err_set(err, HB_EIO, NULL, 0,
+				"checkpoint agent: %s", strerror(errno));
+		goto out;
+	}
+	if (sv[1] < 3 || ep[1] < 3) {
+		rc = hb_err_set(err, HB_EIO, NULL, 0,
+				"checkpoint agent: descriptors 0 to 2 are "
+				"not open");
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		rc = hb_err_set(err, HB_EIO, NULL, 0,
+				"checkpoint agent: fork: %s", strerror(errno));
+		goto out;
+	}
+	if (pid == 0)
+		agent_child(sv[1], ep[1], uid, gid, groups, n, exe, argv, envp);
+	fcntl(ep[0], F_SETFL, O_NONBLOCK);
+	if ((rc = hb_mirror_agent_new(sv[0], timeout_ms, out, err))) {
+		close(sv[0]);
+		close(ep[0]);
+		kill(pid, SIGKILL);
+		reap(pid);
+	} else {
+		(*out)->pid = pid;
+		(*out)->errfd = ep[0];
+		(*out)->uid = uid;
+	}
+	sv[0] = ep[0] = -1;
+out:
+	for (int i = 0; i < 2; i++) {
+		if (sv[i] >= 0)
+			close(sv[i]);
+		if (ep[i] >= 0)
+			close(ep[i]);
+	}
+	for (size_t i = 0; i < ne; i++)
+		free(own[i]);
+	return rc;
+}
+
+/* When the agent went away: say so with the last thing it wrote. */
+static int gone(struct hb_mirror_agent *a, int rc, struct hb_err *err)
+{
+	char buf[HB_ERR_MAX], *line;
+	ssize_t n = -1;
+
+	if (rc != HB_EUNAVAIL || a->errfd < 0)
+		return rc;
+	n = read(a->errfd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return rc;
+	while (n > 0 && buf[n - 1] == '\n')
+		n--;
+	buf[n] = '\0';
+	line = strrchr(buf, '\n');
+	line = line ? line + 1 : buf;
+	for (char *c = line; *c; c++)
+		if (*c < 0x20 || *c > 0x7e)
+			*c = '?';
+	memset(err, 0, sizeof(*err));
+	return hb_err_set(err, rc, NULL, 0, "checkpoint agent (uid %u): %s",
+			  (unsigned)a->uid, line);
+}
+
 /* ---- the daemon's side ----------------------------------------------- */
 
 int hb_mirror_agent_new(int sock, int timeout_ms,
@@ -424,6 +619,7 @@ int hb_mirror_agent_new(int sock, int timeout_ms,
 		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 	a->sock = sock;
 	a->timeout_ms = timeout_ms;
+	a->errfd = -1;
 	*out = a;
 	return 0;
 }
@@ -436,6 +632,10 @@ void hb_mirror_agent_free(struct hb_mirror_agent *a)
 		return;
 	send_frame(a->sock, 'Q', NULL, 0, -1, &ignore);
 	close(a->sock);
+	if (a->pid > 0)
+		reap(a->pid);
+	if (a->errfd >= 0)
+		close(a->errfd);
 	free(a);
 }
 
@@ -467,7 +667,7 @@ int hb_mirror_agent_scan(struct hb_mirror_agent *a, const char *job,
 		rc = hb_ckpt_manifest_parse(b.data, b.len, "the agent's scan",
 					    out, err);
 	hb_buf_free(&b);
-	return rc;
+	return gone(a, rc, err);
 }
 
 int hb_mirror_agent_open(struct hb_mirror_agent *a, const char *path,
@@ -506,7 +706,7 @@ int hb_mirror_agent_open(struct hb_mirror_agent *a, const char *path,
 	if (rc) {
 		if (fd >= 0)
 			close(fd);
-		return rc;
+		return gone(a, rc, err);
 	}
 	return fd;
 }
@@ -607,5 +807,5 @@ int hb_mirror_agent_put(struct hb_mirror_agent *a, const char *json,
 	}
 	hb_buf_free(&b);
 	hb_ckpt_manifest_free(m);
-	return rc;
+	return gone(a, rc, err);
 }

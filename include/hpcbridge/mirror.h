@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "hpcbridge/ckpt.h"
 #include "hpcbridge/error.h"
@@ -193,11 +194,36 @@ struct hb_mirror_agent;
  * daemon hangs up (0), or a protocol error. */
 int hb_mirror_agent_serve(int sock, const char *dir, struct hb_err *err);
 
+/* argv[1] of the program run again as the agent. */
+#define HB_MIRROR_AGENT_ARG "--hb-ckpt-agent"
+
+/*
+ * Call first thing in main() of a program that spawns agents: -1 when
+ * argv is not { any, HB_MIRROR_AGENT_ARG, DIR }; otherwise this process
+ * is the agent (it refuses to run as root), serves the socket on its
+ * stdin and ends with _exit(): it does not return.
+ */
+int hb_mirror_agent_main(int argc, char **argv);
+
+/*
+ * Run exe (a program calling hb_mirror_agent_main(); the daemon gives
+ * /proc/self/exe) as the agent for dir, as uid, gid and groups (never
+ * root: HB_EPERM): forked, the child drops with hb_user_become() and
+ * runs it with the sanitizers' settings as its whole environment.  What
+ * the agent writes on stdout and stderr ends up in the error of a
+ * request it did not answer.  Blocks nothing; call from a worker.
+ */
+int hb_mirror_agent_spawn(const char *exe, const char *dir, uid_t uid,
+			  gid_t gid, const gid_t *groups, size_t n,
+			  int timeout_ms, struct hb_mirror_agent **out,
+			  struct hb_err *err);
+
 /* Talk to the agent on sock (taken: closed by hb_mirror_agent_free);
  * each answer must come within timeout_ms (<= 0: no limit). */
 int hb_mirror_agent_new(int sock, int timeout_ms,
 			struct hb_mirror_agent **out, struct hb_err *err);
-/* Tell the agent to end and close the socket.  NULL is fine. */
+/* Tell the agent to end, close the socket and reap a spawned agent
+ * (killed after 2 s).  NULL is fine. */
 void hb_mirror_agent_free(struct hb_mirror_agent *a);
 
 /* The agent scans its directory; *out is the manifest it sent, parsed

@@ -372,14 +372,76 @@ static void test_hostile_agent(void **state)
 	free(json);
 }
 
-int main(void)
+/* The agent run as nobody by hb_mirror_agent_spawn(): what it makes is
+ * nobody's, and it cannot be made to run as root. */
+static void test_spawn(void **state)
 {
+	struct hb_mirror_agent *a = NULL;
+	struct hb_ckpt_mat_stats st;
+	struct mem_src ms = { 0 };
+	struct hb_err err = { 0 };
+	char *json = manifest_text(), home[128];
+	const uid_t nobody = 65534;
+	gid_t g = 65534;
+	struct stat sb;
+
+	(void)state;
+	if (geteuid() != 0) {
+		free(json);
+		skip();
+	}
+	assert_int_equal(hb_mirror_agent_spawn("/proc/self/exe", "/x", 0, 0,
+					       NULL, 0, 5000, &a, &err),
+			 HB_EPERM);
+	assert_null(a);
+
+	/* nobody must reach its directory through root's. */
+	assert_int_equal(chmod(root, 0711), 0);
+	snprintf(home, sizeof(home), "%s/nobody", root);
+	assert_int_equal(mkdir(home, 0700), 0);
+	assert_int_equal(chown(home, nobody, g), 0);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_mirror_agent_spawn("/proc/self/exe",
+					       in(home, "ck"), nobody, g, &g,
+					       1, 5000, &a, &err),
+			 0);
+	if (hb_mirror_agent_put(a, json, strlen(json), mem_src, &ms, &st,
+				&err))
+		fail_msg("put as nobody: %s", err.msg);
+	assert_int_equal(stat(in(home, "ck/sub/b"), &sb), 0);
+	assert_int_equal(sb.st_uid, nobody);
+	assert_int_equal(stat(in(home, "ck"), &sb), 0);
+	assert_int_equal(sb.st_uid, nobody);
+	hb_mirror_agent_free(a);
+
+	/* Where nobody may not write, nothing is written. */
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(hb_mirror_agent_spawn("/proc/self/exe",
+					       in(root, "rootonly"), nobody, g,
+					       &g, 1, 5000, &a, &err),
+			 0);
+	assert_int_not_equal(hb_mirror_agent_put(a, json, strlen(json),
+						 mem_src, &ms, &st, &err),
+			     0);
+	assert_non_null(strstr(err.msg, "Permission denied"));
+	assert_int_equal(access(in(root, "rootonly"), F_OK), -1);
+	hb_mirror_agent_free(a);
+	assert_int_equal(chmod(root, 0700), 0);
+	free(json);
+}
+
+int main(int argc, char **argv)
+{
+	if (hb_mirror_agent_main(argc, argv) >= 0)
+		return 2;
+
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scan),
 		cmocka_unit_test(test_open),
 		cmocka_unit_test(test_put),
 		cmocka_unit_test(test_put_fails),
 		cmocka_unit_test(test_hostile_agent),
+		cmocka_unit_test(test_spawn),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
