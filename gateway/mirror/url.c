@@ -35,14 +35,14 @@ int hb_mirror_url_parse(const char *url, struct hb_mirror_url *out,
 	memset(out, 0, sizeof(*out));
 	if (!url || strncmp(url, "s3://", 5))
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
-				  "%s: not an s3://BUCKET/PREFIX location",
+				  "%.160s: not an s3://BUCKET/PREFIX location",
 				  url ? url : "(null)");
 	b = url + 5;
 	slash = strchr(b, '/');
 	bn = slash ? (size_t)(slash - b) : strlen(b);
 	if (!bucket_ok(b, bn))
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
-				  "%s: bucket: 3 to 63 of a-z, 0-9, '.' and "
+				  "%.160s: bucket: 3 to 63 of a-z, 0-9, '.' and "
 				  "'-', beginning and ending with a letter or "
 				  "digit", url);
 	memcpy(out->bucket, b, bn);
@@ -53,13 +53,13 @@ int hb_mirror_url_parse(const char *url, struct hb_mirror_url *out,
 		pn--;
 	if (pn > HB_MIRROR_PREFIX_MAX)
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
-				  "%s: prefix: longer than %u bytes", url,
+				  "%.160s: prefix: longer than %u bytes", url,
 				  HB_MIRROR_PREFIX_MAX);
 	if (pn) {
 		struct hb_err pe = { 0 };
 
 		if (hb_ckpt_path_check(slash + 1, pn, "prefix", &pe))
-			return hb_err_set(err, HB_EINVAL, NULL, 0, "%s: %s",
+			return hb_err_set(err, HB_EINVAL, NULL, 0, "%.160s: %s",
 					  url, pe.msg);
 	}
 	memcpy(out->prefix, slash + 1, pn);
