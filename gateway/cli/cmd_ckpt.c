@@ -7,9 +7,9 @@
  *        [--part-size BYTES] [--progress auto|bar|json|none] [--json]
  *   pull s3://BUCKET/PREFIX DIR [--checkpoint ID] [--jobs N]
  *        [--progress ...] [--json]
- *   verify s3://BUCKET/PREFIX [--checkpoint ID] [--deep] [--json]
+ *   verify s3://BUCKET/PREFIX [--checkpoint ID] [--deep] [--jobs N] [--json]
  *   ls s3://BUCKET/PREFIX [--json]
- *   retain s3://BUCKET/PREFIX --keep N [--grace SECONDS] [--json]
+ *   retain s3://BUCKET/PREFIX --keep N [--grace SECONDS] [--jobs N] [--json]
  *
  * Every verb takes --endpoint URL and --region R.  Exit 0, 1 on an error
  * (or a problem verify found), 2 on a bad command line.
@@ -72,10 +72,12 @@ static const struct verb verbs[] = {
 	  "pull s3://BUCKET/PREFIX DIR [--checkpoint ID] [--jobs N] "
 	  "[--progress auto|bar|json|none] [--json]" },
 	{ "verify", 1, O_CKPT | O_DEEP | O_JSON | O_JOBS, run_verify,
-	  "verify s3://BUCKET/PREFIX [--checkpoint ID] [--deep] [--json]" },
+	  "verify s3://BUCKET/PREFIX [--checkpoint ID] [--deep] [--jobs N] "
+	  "[--json]" },
 	{ "ls", 1, O_JSON, run_ls, "ls s3://BUCKET/PREFIX [--json]" },
 	{ "retain", 1, O_KEEP | O_GRACE | O_JSON | O_JOBS, run_retain,
-	  "retain s3://BUCKET/PREFIX --keep N [--grace SECONDS] [--json]" },
+	  "retain s3://BUCKET/PREFIX --keep N [--grace SECONDS] [--jobs N] "
+	  "[--json]" },
 };
 
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
