@@ -10,6 +10,11 @@
 #   * hpcbridge.yaml names the bucket, the endpoint and a Secret, never a
 #     key; `hpcbridge sandbox env` prints the same endpoint and key, and
 #     `up` again keeps the running servers;
+#   * a burst job with --hpcbridge-checkpoint becomes an MPIJob (admitted
+#     under Pod Security "restricted") whose launcher has the init
+#     container that pulls s3://hpcbridge-ckpt/jobs/UID/NAME-HASH, its
+#     credentials by secretKeyRef, and whose job sees HPCBRIDGE_CKPT_URL
+#     and HPCBRIDGE_CKPT_DIR;
 #   * `sandbox down` leaves none of this sandbox's Swift servers running
 #     (checked by the PIDs swift_up recorded).
 #
@@ -27,8 +32,7 @@ for b in "$aws" /usr/bin/rclone /usr/bin/s3cmd /usr/bin/swift-proxy-server; do
 		exit 1
 	}
 done
-# The burst jobs' backend is not what this test is about.
-export HB_SANDBOX_BACKEND=local
+export HB_SANDBOX_BACKEND=kubernetes
 # shellcheck source=lib/sandbox_test.sh
 . "$src/tests/integration/lib/sandbox_test.sh"
 sandbox_test_up
@@ -131,7 +135,59 @@ else
 	bad "up again restarted Swift or changed its endpoint"
 fi
 
-# 6. down stops every Swift server of this sandbox, by PID.
+# 6. A burst job with a checkpoint directory: the MPIJob carries its S3
+# location and the init container; the job sees the location.
+uid=$(id -u "$HB_SANDBOX_USER")
+cat >"$tmp/ckpt.sh" <<'EOF'
+#!/bin/sh
+#SBATCH --partition=gpu
+#SBATCH --output=ckpt-%j.out
+echo "url=$HPCBRIDGE_CKPT_URL"
+echo "dir=$HPCBRIDGE_CKPT_DIR"
+EOF
+id=$(submit_user "$tmp/ckpt.sh" "--hpcbridge-checkpoint=$HB_SANDBOX_WORK/ckpt")
+[ -n "$id" ] || die "sbatch ckpt.sh: $(cat "$tmp/sbatch.err")"
+hb=$(gateway_id "$id")
+st=$(wait_final "$id")
+[ "$st" = COMPLETED ] && ok "checkpoint job: COMPLETED" ||
+	bad "checkpoint job: $st"
+out=$HB_SANDBOX_WORK/ckpt-$id.out
+url=$(sed -n 's/^url=//p' "$out" 2>/dev/null)
+if [[ $url =~ ^s3://hpcbridge-ckpt/jobs/$uid/ckpt-[0-9a-f]{16}$ ]]; then
+	ok "the job sees HPCBRIDGE_CKPT_URL=$url"
+else
+	bad "HPCBRIDGE_CKPT_URL in the job: '$url' ($(cat "$out" 2>&1))"
+fi
+grep -qx "dir=$HB_SANDBOX_WORK/ckpt" "$out" &&
+	ok "the job sees HPCBRIDGE_CKPT_DIR" ||
+	bad "HPCBRIDGE_CKPT_DIR in the job: $(cat "$out" 2>&1)"
+kubectl get mpijob "$hb" -o json >"$tmp/ckpt.json" 2>&1 ||
+	bad "kubectl get mpijob $hb: $(cat "$tmp/ckpt.json")"
+if /usr/bin/python3 - "$tmp/ckpt.json" "$url" "$HB_SANDBOX_WORK/ckpt" <<'PY'; then
+import json, sys
+doc = json.load(open(sys.argv[1]))
+url, d = sys.argv[2], sys.argv[3]
+rs = doc["spec"]["mpiReplicaSpecs"]
+ic = rs["Launcher"]["template"]["spec"]["initContainers"]
+assert len(ic) == 1 and ic[0]["name"] == "hpcbridge-ckpt", ic
+c = ic[0]
+assert c["command"] == ["hpcbridge", "ckpt", "pull", url, d,
+                        "--if-exists", "--progress", "json"], c["command"]
+env = {e["name"]: e for e in c["env"]}
+for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+    assert "value" not in env[k], env[k]
+    assert env[k]["valueFrom"]["secretKeyRef"] == \
+        {"name": "hpcbridge-s3", "key": k}, env[k]
+assert c["securityContext"]["allowPrivilegeEscalation"] is False
+# on the site volume: the workers pull nothing
+assert "initContainers" not in rs["Worker"]["template"]["spec"]
+PY
+	ok "the MPIJob's launcher pulls $url first, credentials from the Secret"
+else
+	bad "the MPIJob's init container (kubectl get mpijob $hb -o json)"
+fi
+
+# 7. down stops every Swift server of this sandbox, by PID.
 bash "$src/scripts/sandbox.sh" down "$box" >/dev/null 2>&1 ||
 	bad "sandbox down failed"
 left=
