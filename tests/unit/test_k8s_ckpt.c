@@ -5,7 +5,8 @@
  * init container (command, restricted securityContext, credentials only
  * from a Secret, the checkpoint volume), a directory on a site volume
  * (the launcher alone pulls), the config default, what stops the wiring
- * (no uid, a relative directory), the round trip, and that without
+ * (no uid, a relative directory), what is refused (a parent of /, '..',
+ * a read-only volume), the round trip, and that without
  * checkpoints.url the manifest is exactly what it was.  Every manifest is
  * validated against the real MPI Operator CRD.
  */
@@ -506,11 +507,17 @@ static void test_default_and_relative(void **state)
 
 static void test_bad_dirs(void **state)
 {
-	static const char *const dirs[] = {"/ckpt", "/a/../ckpt", "/"};
+	static struct hb_k8s_volume ro[] = {
+	    {.path = "/apps", .pvc = "apps", .read_only = true},
+	};
+	static const char *const dirs[] = {"/ckpt", "/a/../ckpt", "/",
+					   "/apps/ckpt"};
 	struct hb_k8s_opts o;
 
 	(void)state;
 	config(&o, true);
+	o.volumes = ro;
+	o.nvolumes = 1;
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		struct hb_jobspec s;
 		struct hb_report rep;

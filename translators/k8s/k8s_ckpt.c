@@ -116,6 +116,7 @@ int hb_k8s_plan_ckpt(struct hb_k8s_ctx *c)
 	const struct hb_k8s_opts *cfg = c->cfg;
 	struct hb_k8s_plan *plan = c->plan;
 	char dir[PATH_CAP], key[HB_K8S_CKPT_KEY_MAX], *url, *slash;
+	const struct hb_k8s_volume *vol;
 	int rc;
 
 	if (!cfg->ckpt_url || (rc = ckpt_dir(c, dir)) == 1)
@@ -149,7 +150,15 @@ int hb_k8s_plan_ckpt(struct hb_k8s_ctx *c)
 	plan->ckpt_endpoint = cfg->ckpt_endpoint;
 	plan->ckpt_region = cfg->ckpt_region;
 	plan->ckpt_secret = cfg->ckpt_secret;
-	if (!hb_k8s_on_volume(cfg, dir)) {
+	vol = hb_k8s_on_volume(cfg, dir);
+	if (vol && vol->read_only)
+		return hb_err_set(c->err, HB_EINVAL, c->spec->source_name, 0,
+				  "checkpoint directory %.300s is on volume %s, "
+				  "which the pods mount read-only: the "
+				  "checkpoint cannot be pulled into it, nor "
+				  "the job write one",
+				  dir, vol->path);
+	if (!vol) {
 		char *parent = hb_arena_strdup(&plan->arena, dir);
 
 		if (!parent)

@@ -338,8 +338,10 @@ int hb_k8s_plan_volumes(struct hb_k8s_ctx *c);
  * no trailing '/'.  HB_EINVAL for a ".." component, HB_ERANGE when it
  * does not fit cap. */
 int hb_k8s_path_plain(const char *in, char *out, size_t cap);
-/* Whether the plain path dir lies on one of cfg's site volumes. */
-bool hb_k8s_on_volume(const struct hb_k8s_opts *cfg, const char *dir);
+/* The first of cfg's site volumes the plain path dir lies on; NULL:
+ * none. */
+const struct hb_k8s_volume *hb_k8s_on_volume(const struct hb_k8s_opts *cfg,
+					     const char *dir);
 /* k8s_ckpt.c: after hb_k8s_plan_carried() and hb_k8s_plan_env() */
 int hb_k8s_plan_ckpt(struct hb_k8s_ctx *c);
 /* Whether image, one the user chose, is allowed (cfg->allowed_images:

@@ -73,7 +73,8 @@ static bool under(const char *path, const char *mount)
 	       (path[ml] == '\0' || path[ml] == '/');
 }
 
-bool hb_k8s_on_volume(const struct hb_k8s_opts *o, const char *dir)
+const struct hb_k8s_volume *hb_k8s_on_volume(const struct hb_k8s_opts *o,
+					     const char *dir)
 {
 	char m[PATH_CAP];
 
@@ -81,8 +82,8 @@ bool hb_k8s_on_volume(const struct hb_k8s_opts *o, const char *dir)
 		if (o->volumes[i].path &&
 		    hb_k8s_path_plain(o->volumes[i].path, m, sizeof(m)) == 0 &&
 		    under(dir, m))
-			return true;
-	return false;
+			return &o->volumes[i];
+	return NULL;
 }
 
 /* The job's paths and where errors point (NULL: nowhere). */
