@@ -4,7 +4,7 @@
  * Kubernetes' $(VAR) expansion, the plan's lists and annotations, the
  * order of the plan's steps, the writing of its pieces, and the
  * ConfigMap of the launcher runtime.  The steps are in k8s_shape.c,
- * k8s_image.c, k8s_select.c and k8s_meta.c; reading manifests back in
+ * k8s_image.c, k8s_select.c, k8s_meta.c, k8s_pod.c and k8s_ckpt.c; reading manifests back in
  * k8s_read.c and k8s_restore.c.
  *
  * See docs/internals/manifests.md for the mapping and why it is so.
@@ -571,7 +571,7 @@ int hb_k8s_plan(const struct hb_jobspec *spec, const struct hb_k8s_opts *cfg,
 	    (rc = hb_k8s_plan_exclusive(&c, paths->role)) ||
 	    (rc = hb_k8s_plan_time_limit(&c)) || (rc = hb_k8s_plan_array(&c)) ||
 	    (rc = hb_k8s_plan_carried(&c)) || (rc = hb_k8s_plan_volumes(&c)) ||
-	    (rc = hb_k8s_plan_script(&c)))
+	    (rc = hb_k8s_plan_ckpt(&c)) || (rc = hb_k8s_plan_script(&c)))
 		goto fail;
 	if ((rc = hb_k8s_annotation_budget(&c)))
 		goto fail;
