@@ -92,6 +92,14 @@ struct hb_mirror_opts {
 	hb_mirror_progress_fn progress;
 	hb_mirror_problem_fn problem;
 	void *ctx;		/* for progress and problem */
+	/* push: the tree as the caller scanned it (dir then only names it
+	 * in messages), and how to open one of its files for reading: a
+	 * descriptor the push closes, or a negative HB_E*.  NULL: dir is
+	 * scanned and its files opened here. */
+	const struct hb_ckpt_manifest *tree;
+	int (*open_file)(void *open_ctx, const struct hb_ckpt_file *f,
+			 struct hb_err *err);
+	void *open_ctx;
 };
 
 struct hb_mirror_stats {
@@ -178,6 +186,20 @@ int hb_mirror_list(struct hb_s3 *s3, const char *url,
 int hb_mirror_retain(struct hb_s3 *s3, const char *url, unsigned keep,
 		     const struct hb_mirror_opts *opts,
 		     struct hb_mirror_stats *st, struct hb_err *err);
+
+/* The checkpoint opts->checkpoint names (opts NULL or no name: the
+ * newest) at url: its manifest (read strictly; caller frees) and ID.
+ * HB_ENOENT when there is none. */
+int hb_mirror_manifest_get(struct hb_s3 *s3, const char *url,
+			   const struct hb_mirror_opts *opts,
+			   struct hb_ckpt_manifest **out,
+			   char id[HB_MIRROR_ID_LEN + 1], struct hb_err *err);
+
+/* File f's bytes from its object at url into sink, checked against its
+ * SHA-256 (HB_EIO when they differ: the sink has had them). */
+int hb_mirror_object_get(struct hb_s3 *s3, const char *url,
+			 const struct hb_ckpt_file *f, hb_s3_sink_fn sink,
+			 void *arg, struct hb_err *err);
 
 /* ---- Mirroring by the daemon (gateway/mirror/agent.c) ------------------
  *

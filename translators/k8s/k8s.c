@@ -468,9 +468,10 @@ void hb_k8s_write_resources(struct hb_emit *w, const char *key,
 }
 
 void hb_k8s_write_env(struct hb_emit *w, const struct hb_k8s_plan *plan,
-		      const struct hb_k8s_kv *extra)
+		      const struct hb_k8s_kv *extra, bool ckpt)
 {
-	if (!plan->env.n && !extra)
+	ckpt = ckpt && plan->ckpt_url;
+	if (!plan->env.n && !extra && !ckpt)
 		return;
 	hb_emit_arr(w, "env");
 	for (uint32_t i = 0; i <= plan->env.n; i++) {
@@ -484,6 +485,8 @@ void hb_k8s_write_env(struct hb_emit *w, const struct hb_k8s_plan *plan,
 		hb_emit_str(w, "value", kv->value);
 		hb_emit_end(w);
 	}
+	if (ckpt)
+		hb_k8s_write_ckpt_s3_env(w, plan, false);
 	hb_emit_end(w);
 }
 

@@ -190,9 +190,9 @@ int hb_k8s_plan_ckpt(struct hb_k8s_ctx *c)
 	return 0;
 }
 
-/* {name, value}, or {name, valueFrom.secretKeyRef} with secret. */
+/* {name, value}, or {name, valueFrom.secretKeyRef {secret, key}}. */
 static void env_item(struct hb_emit *w, const char *name, const char *value,
-		     const char *secret)
+		     const char *secret, const char *key)
 {
 	hb_emit_obj(w, NULL);
 	hb_emit_str(w, "name", name);
@@ -200,13 +200,41 @@ static void env_item(struct hb_emit *w, const char *name, const char *value,
 		hb_emit_obj(w, "valueFrom");
 		hb_emit_obj(w, "secretKeyRef");
 		hb_emit_str(w, "name", secret);
-		hb_emit_str(w, "key", name);
+		hb_emit_str(w, "key", key);
 		hb_emit_end(w);
 		hb_emit_end(w);
 	} else {
 		hb_emit_str(w, "value", value);
 	}
 	hb_emit_end(w);
+}
+
+void hb_k8s_write_ckpt_s3_env(struct hb_emit *w, const struct hb_k8s_plan *plan,
+			      bool own)
+{
+	/* The init container is the gateway's: the standard names.  The
+	 * launcher runs the job, whose own AWS_* must stay as the job set
+	 * them: names of the gateway's, which its runtime passes to the
+	 * push alone. */
+	static const char *const names[2][4] = {
+		{ "HPCBRIDGE_S3_ENDPOINT", "HPCBRIDGE_S3_REGION",
+		  "HPCBRIDGE_S3_ACCESS_KEY_ID", "HPCBRIDGE_S3_SECRET_ACCESS_KEY" },
+		{ "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID",
+		  "AWS_SECRET_ACCESS_KEY" }
+	};
+	const char *const *n = names[own];
+
+	if (!plan->ckpt_url)
+		return;
+	if (plan->ckpt_endpoint)
+		env_item(w, n[0], plan->ckpt_endpoint, NULL, NULL);
+	if (plan->ckpt_region)
+		env_item(w, n[1], plan->ckpt_region, NULL, NULL);
+	if (plan->ckpt_secret) {
+		env_item(w, n[2], NULL, plan->ckpt_secret, "AWS_ACCESS_KEY_ID");
+		env_item(w, n[3], NULL, plan->ckpt_secret,
+			 "AWS_SECRET_ACCESS_KEY");
+	}
 }
 
 void hb_k8s_write_ckpt_init(struct hb_emit *w, const struct hb_k8s_plan *plan,
@@ -242,16 +270,9 @@ void hb_k8s_write_ckpt_init(struct hb_emit *w, const struct hb_k8s_plan *plan,
 	hb_emit_str(w, NULL, "json");
 	hb_emit_end(w);
 	hb_emit_arr(w, "env");
-	env_item(w, "HPCBRIDGE_CKPT_URL", url, NULL);
-	env_item(w, "HPCBRIDGE_CKPT_DIR", dir, NULL);
-	if (plan->ckpt_endpoint)
-		env_item(w, "AWS_ENDPOINT_URL", plan->ckpt_endpoint, NULL);
-	if (plan->ckpt_region)
-		env_item(w, "AWS_DEFAULT_REGION", plan->ckpt_region, NULL);
-	if (plan->ckpt_secret) {
-		env_item(w, "AWS_ACCESS_KEY_ID", NULL, plan->ckpt_secret);
-		env_item(w, "AWS_SECRET_ACCESS_KEY", NULL, plan->ckpt_secret);
-	}
+	env_item(w, "HPCBRIDGE_CKPT_URL", url, NULL, NULL);
+	env_item(w, "HPCBRIDGE_CKPT_DIR", dir, NULL, NULL);
+	hb_k8s_write_ckpt_s3_env(w, plan, true);
 	hb_emit_end(w);
 	hb_k8s_write_container_security(w);
 	hb_emit_arr(w, "volumeMounts");

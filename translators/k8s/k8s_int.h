@@ -150,8 +150,10 @@ void hb_k8s_write_kvs(struct hb_emit *w, const char *key,
 		      const struct hb_k8s_kvs *kv);
 void hb_k8s_write_resources(struct hb_emit *w, const char *key,
 			    const struct hb_k8s_res *r);
+/* The container's env: the plan's, extra (may be NULL), and with ckpt
+ * the checkpoint's S3 settings (the launcher pushes it back). */
 void hb_k8s_write_env(struct hb_emit *w, const struct hb_k8s_plan *plan,
-		      const struct hb_k8s_kv *extra);
+		      const struct hb_k8s_kv *extra, bool ckpt);
 /* A pod template's metadata members: its labels, and with a configured
  * OpenShift SCC the annotation that asks for it. */
 void hb_k8s_write_pod_meta(struct hb_emit *w, const struct hb_k8s_plan *plan,
@@ -177,6 +179,12 @@ void hb_k8s_write_site_mounts(struct hb_emit *w,
  * directory is on a site volume); the checkpoint emptyDir's entries of a
  * pod's "volumes" and of a container's "volumeMounts" (nothing when the
  * directory is on a site volume). */
+/* The S3 endpoint, region and credentials (secretKeyRef) the init
+ * container (own: as AWS_*) and the launcher, which pushes the
+ * checkpoint back when the job ends (as HPCBRIDGE_S3_*), get in their
+ * env: items of an open "env" array. */
+void hb_k8s_write_ckpt_s3_env(struct hb_emit *w, const struct hb_k8s_plan *plan,
+			      bool own);
 void hb_k8s_write_ckpt_init(struct hb_emit *w, const struct hb_k8s_plan *plan,
 			    bool launcher);
 void hb_k8s_write_ckpt_volume(struct hb_emit *w,

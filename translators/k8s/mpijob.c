@@ -89,7 +89,7 @@ static void replica(struct hb_emit *w, const struct hb_k8s_plan *plan,
 	else
 		hb_emit_str(w, NULL, run->args0);
 	hb_emit_end(w);
-	hb_k8s_write_env(w, plan, run->extra);
+	hb_k8s_write_env(w, plan, run->extra, launcher);
 	hb_k8s_write_resources(w, "resources",
 			       launcher ? &plan->launcher_resources
 					: &plan->resources);
