@@ -318,7 +318,7 @@ static int agent_fetch(void *ctx, const struct hb_ckpt_file *f, int fd,
 	if ((rc = send_frame(s->sock, 'G', &idx, sizeof(idx), -1, err)))
 		return rc;
 	for (;;) {
-		char type;
+		char type = 0;
 
 		if ((rc = recv_frame(s->sock, &type, &s->in, CHUNK, 0, NULL,
 				     err)))
@@ -388,7 +388,7 @@ int hb_mirror_agent_serve(int sock, const char *dir, struct hb_err *err)
 
 	hb_buf_init(&s.in, FRAME_MAX);
 	while (!rc) {
-		char type;
+		char type = 0;
 
 		rc = recv_frame(sock, &type, &s.in, FRAME_MAX, 0, NULL, err);
 		if (rc == HB_EUNAVAIL || (!rc && type == 'Q')) {
@@ -648,7 +648,7 @@ int hb_mirror_agent_scan(struct hb_mirror_agent *a, const char *job,
 			 struct hb_ckpt_manifest **out, struct hb_err *err)
 {
 	struct hb_buf b;
-	char type;
+	char type = 0;
 	int rc;
 
 	*out = NULL;
@@ -676,7 +676,7 @@ int hb_mirror_agent_open(struct hb_mirror_agent *a, const char *path,
 	struct hb_buf b;
 	struct statfs sf;
 	struct stat st;
-	char type;
+	char type = 0;
 	int fd = -1, rc;
 
 	hb_buf_init(&b, HB_ERR_MAX + 8);
@@ -739,7 +739,7 @@ int hb_mirror_agent_put(struct hb_mirror_agent *a, const char *json,
 {
 	struct hb_ckpt_manifest *m = NULL;
 	struct hb_buf b;
-	char type;
+	char type = 0;
 	int rc;
 
 	memset(st, 0, sizeof(*st));
