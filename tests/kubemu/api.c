@@ -1614,7 +1614,7 @@ static void do_log(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 	const char *want = arg(rq, "container"), *phase;
 	const char *tl = arg(rq, "tailLines"), *lb = arg(rq, "limitBytes");
 	uint64_t tail = 0, limit = 0;
-	const char *cname = NULL;
+	const char *cname = NULL, *init = NULL;
 	char *path = NULL;
 	int n = 0;
 
@@ -1628,6 +1628,13 @@ static void do_log(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 		if (want && km_str(c, "name") &&
 		    !strcmp(km_str(c, "name"), want))
 			cname = want;
+	}
+	/* An init container's log is its own file. */
+	cJSON_ArrayForEach (c,
+			    km_get(km_get(pod->tree, "spec"), "initContainers")) {
+		if (want && !cname && km_str(c, "name") &&
+		    !strcmp(km_str(c, "name"), want))
+			cname = init = want;
 	}
 	if (!want && n == 1)
 		cname = km_str(cJSON_GetArrayItem(cs, 0), "name");
@@ -1655,17 +1662,22 @@ static void do_log(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 	}
 	st = km_get(pod->tree, "status");
 	phase = km_str(st, "phase");
-	path = km_kubelet_log_path(ctx->kubelet, rq->ns, rq->name);
-	if (!path || !phase || !strcmp(phase, "Pending")) {
+	path = km_kubelet_log_path(ctx->kubelet, rq->ns, rq->name, init);
+	if (!path || !phase || (!init && !strcmp(phase, "Pending"))) {
 		bad_request(rs,
 			    "container \"%s\" in pod \"%s\" is waiting to "
-			    "start: ContainerCreating",
-			    cname, rq->name);
+			    "start: %s",
+			    cname, rq->name,
+			    !init && cJSON_GetArraySize(km_get(
+					     km_get(pod->tree, "spec"),
+					     "initContainers"))
+				    ? "PodInitializing"
+				    : "ContainerCreating");
 		goto out;
 	}
-	rs->log =
-		km_log_open(ctx, rq->ns, rq->name, path, bool_arg(rq, "follow"),
-			    tl ? tail : UINT64_MAX, limit);
+	rs->log = km_log_open(ctx, rq->ns, rq->name, init, path,
+			      bool_arg(rq, "follow"), tl ? tail : UINT64_MAX,
+			      limit);
 	if (!rs->log) {
 		km_resp_status(rs, NULL);
 		goto out;
