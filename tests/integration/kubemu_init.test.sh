@@ -9,7 +9,8 @@
 #   reads the file: the order is first, second, main.  While the first
 #   one runs the pod is Pending, with its init container running and
 #   the main one waiting PodInitializing; each init container's output
-#   is its own log (kubectl logs -c NAME).
+#   is its own log (kubectl logs -c NAME), and kubectl get pods shows
+#   Init:0/2 (the emulator serves pods as Tables), then Completed.
 # - A Secret made with kubectl create secret generic is stored base64,
 #   with stringData (kubectl apply) merged into data; a secretKeyRef
 #   reaches the env of an init container and of the main one.
@@ -85,6 +86,8 @@ ics() {
 	path=$(printf '.get("%s", {})' "$@")
 	jp "$pod" "p['status']['initContainerStatuses'][$i]$path"
 }
+# status POD: the STATUS column of kubectl get pods (a server-side Table).
+status() { "$kubectl" get pod "$1" --no-headers 2>/dev/null | awk '{print $3}'; }
 events() {
 	"$kubectl" get events -o json | python3 -c '
 import json, sys
@@ -166,6 +169,8 @@ check "while the first init container runs: Pending, it running, main PodInitial
 	wait_for order "p['status'].get('phase') == 'Pending' and 'running' in p['status']['initContainerStatuses'][0]['state'] and p['status']['containerStatuses'][0]['state']['waiting']['reason'] == 'PodInitializing' and 'waiting' in p['status']['initContainerStatuses'][1]['state']" 30
 check "while it runs: Initialized False, ContainersNotInitialized, both named" \
 	[ "$(jp order "[(c['status'], c.get('reason'), c.get('message')) for c in p['status']['conditions'] if c['type'] == 'Initialized'][0]")" = "('False', 'ContainersNotInitialized', 'containers with incomplete status: [first second]')" ]
+check "kubectl get pods: STATUS Init:0/2 while the first runs" \
+	[ "$(status order)" = Init:0/2 ]
 k logs order
 check "the main container's log waits: PodInitializing" \
 	grep -q 'is waiting to start: PodInitializing' <<<"$out"
@@ -191,6 +196,7 @@ k logs order -c nosuch
 check "kubectl logs -c of an unknown container is refused" [ "$rc" != 0 ]
 check "initContainerStatuses: both Completed with exit code 0" \
 	[ "$(jp order "[(s['name'], s['state']['terminated']['exitCode'], s['state']['terminated']['reason'], s['ready']) for s in p['status']['initContainerStatuses']]")" = "[('first', 0, 'Completed', True), ('second', 0, 'Completed', True)]" ]
+check "kubectl get pods: Completed" [ "$(status order)" = Completed ]
 check "Initialized True once they are done" \
 	[ "$(jp order "[c['status'] for c in p['status']['conditions'] if c['type'] == 'Initialized'][0]")" = True ]
 
@@ -214,6 +220,7 @@ check "the pod whose init container fails ends Failed" \
 	wait_for bad "p['status'].get('phase') == 'Failed'"
 check "initContainerStatuses: exit code 3, reason Error" \
 	[ "$(ics bad 0 state terminated exitCode) $(ics bad 0 state terminated reason)" = "3 Error" ]
+check "kubectl get pods: Init:Error" [ "$(status bad)" = Init:Error ]
 check "the next init container stays waiting PodInitializing" \
 	[ "$(ics bad 1 state waiting reason)" = PodInitializing ]
 check "Initialized False, ContainersNotInitialized" \
@@ -232,6 +239,9 @@ check "OnFailure: the failed init container waits to restart (CrashLoopBackOff)"
 	wait_for again "p['status']['initContainerStatuses'][0]['state'].get('waiting', {}).get('reason') == 'CrashLoopBackOff'"
 check "OnFailure: restartCount 1, lastState exit code 3, pod Pending" \
 	[ "$(ics again 0 restartCount) $(ics again 0 lastState terminated exitCode) $(jp again "p['status']['phase']")" = "1 3 Pending" ]
+k get pod again --no-headers
+check "kubectl get pods: Init:CrashLoopBackOff, 1 restart" \
+	[ "$(awk '{print $3, $4}' <<<"$out")" = "Init:CrashLoopBackOff 1" ]
 k delete pod again --wait=true --timeout=20s
 
 # 5. A missing Secret, then a missing key: CreateContainerConfigError.
@@ -257,6 +267,8 @@ k apply -f "$tmp/nosec.yaml"
 check "a missing Secret: the init container waits, CreateContainerConfigError" \
 	wait_for nosec "p['status']['initContainerStatuses'][0]['state'].get('waiting', {}).get('message') == 'secret \"late\" not found' and p['status']['initContainerStatuses'][0]['state']['waiting']['reason'] == 'CreateContainerConfigError'"
 check "... and the pod stays Pending" [ "$(jp nosec "p['status']['phase']")" = Pending ]
+check "kubectl get pods: Init:CreateContainerConfigError" \
+	[ "$(status nosec)" = Init:CreateContainerConfigError ]
 check "a Warning event says Error: secret \"late\" not found" \
 	grep -qF 'nosec Failed Error: secret "late" not found' <<<"$(events)"
 k create secret generic late --from-literal=other=x

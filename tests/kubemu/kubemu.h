@@ -406,6 +406,16 @@ int km_kubelet_busy(struct km_kubelet *k);
 char *km_kubelet_log_path(struct km_kubelet *k, const char *ns,
 			  const char *name, const char *init);
 
+/* ---- pods as a Table (table.c) -------------------------------------- */
+
+/* Whether an Accept header asks for a meta.k8s.io Table. */
+int km_table_wanted(const char *accept);
+/* The Table of pods (n of them) that kubectl get prints, as the API
+ * server's pod printer makes it; the list's rv, continue token (NULL:
+ * none) and remaining count.  Caller frees; NULL on ENOMEM. */
+cJSON *km_table_pods(struct km_obj *const *pods, size_t n, uint64_t rv,
+		     const char *cont, size_t left);
+
 /* ---- the kubelet's pod status writes (podstatus.c) ------------------ */
 
 /* What happened to a pod's container, for the writers below. */
@@ -552,7 +562,8 @@ struct km_watch_opts {
 	uint64_t rv;		    /* ... and not "0" */
 	int bookmarks;
 	int64_t timeout_ms;
-	int gone; /* fault: send 410 at once */
+	int gone;  /* fault: send 410 at once */
+	int table; /* pods as meta.k8s.io Tables (kubectl get -w) */
 };
 
 struct km_watch;
