@@ -18,7 +18,8 @@
 #   initContainerStatuses exitCode 3, reason Error, Initialized False,
 #   and the main container never ran (its marker file is absent); an
 #   MPIJob whose launcher does so ends Failed.  With OnFailure the
-#   kubelet restarts it instead (restartCount, CrashLoopBackOff).
+#   kubelet restarts it instead (restartCount, CrashLoopBackOff), and
+#   the MPIJob fails when the restarts pass its backoffLimit.
 # - A missing Secret, or key, keeps the container waiting with
 #   CreateContainerConfigError and the kubelet's message until it
 #   appears.
@@ -362,6 +363,20 @@ ok_job=0
 for _ in $(seq 150); do jobfailed && { ok_job=1; break; }; sleep 0.1; done
 check "the MPIJob ends Failed" [ $ok_job = 1 ]
 check "its launcher never ran" [ ! -e "$tmp/job-main-ran" ]
+# With OnFailure the init container restarts in place, and the Job's
+# backoffLimit counts the restarts (pastBackoffLimitOnFailure).
+sed -e 's/name: initfail/name: initretry/' \
+	-e 's/restartPolicy: Never/restartPolicy: OnFailure/' \
+	"$tmp/job.yaml" >"$tmp/job2.yaml"
+k apply -f "$tmp/job2.yaml"
+ok_job=0
+for _ in $(seq 150); do
+	r=$("$kubectl" get mpijob initretry -o 'jsonpath={.status.conditions[?(@.type=="Failed")].reason}' 2>/dev/null || true)
+	[ "$r" = BackoffLimitExceeded ] && { ok_job=1; break; }
+	sleep 0.1
+done
+check "OnFailure: the MPIJob fails, BackoffLimitExceeded, after a restart" \
+	[ $ok_job = 1 ]
 
 kubemu_stop
 if grep -q "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:" "$tmp/emu.err"; then
