@@ -13,7 +13,8 @@
 #   Init:0/2 (the emulator serves pods as Tables), then Completed.
 # - A Secret made with kubectl create secret generic is stored base64,
 #   with stringData (kubectl apply) merged into data; a secretKeyRef
-#   reaches the env of an init container and of the main one.
+#   reaches the env of an init container and of the main one, and a
+#   secret volume holds its data, decoded.
 # - An init container that exits 3 (restartPolicy Never) fails the pod:
 #   initContainerStatuses exitCode 3, reason Error, Initialized False,
 #   and the main container never ran (its marker file is absent); an
@@ -132,7 +133,9 @@ metadata:
   $LABELS
 spec:
   restartPolicy: Never
-  volumes: [{name: shared, emptyDir: {}}]
+  volumes:
+  - {name: shared, emptyDir: {}}
+  - {name: creds, secret: {secretName: s3creds}}
   initContainers:
   - name: first
     image: busybox
@@ -158,11 +161,14 @@ spec:
   containers:
   - name: main
     image: busybox
-    command: [sh, -c, 'cat $mnt/order; echo "main secret=\$SECRET" >> $mnt/order']
+    command: [sh, -c, 'cat $mnt/order; echo "main secret=\$SECRET" >> $mnt/order; echo "file=\$(cat \$CREDS/AWS_ACCESS_KEY_ID)" >> $mnt/order']
     env:
     - name: SECRET
       valueFrom: {secretKeyRef: {name: s3creds, key: AWS_SECRET_ACCESS_KEY}}
-    volumeMounts: [{name: shared, mountPath: $mnt}]
+    - {name: CREDS, value: /etc/hb-creds}
+    volumeMounts:
+    - {name: shared, mountPath: $mnt}
+    - {name: creds, mountPath: /etc/hb-creds, readOnly: true}
 EOF
 k apply -f "$tmp/order.yaml"
 check "the pod with two init containers is created" [ "$rc" = 0 ]
@@ -178,7 +184,8 @@ check "the main container's log waits: PodInitializing" \
 check "the pod succeeds" wait_for order "p['status'].get('phase') == 'Succeeded'"
 want="first X=one uid=0
 second X=two wd=$tmp/wd2 key=AKIAINIT nope=unset
-main secret=s3cr3t value"
+main secret=s3cr3t value
+file=AKIAINIT"
 check "init containers ran in order, each with its env, workingDir, identity" \
 	[ "$(cat "$vol/order" 2>/dev/null)" = "$want" ]
 check "the emptyDir was bound: nothing at the mount path on the host" \

@@ -293,14 +293,32 @@ static char *rewrite(const struct mounts *ms, const char *value)
 	return strdup(value);
 }
 
-/* Materialise a ConfigMap's data into dir (items, when given, pick keys
- * and paths).  HB_EAGAIN when it is missing and not optional. */
-static int materialise_cm(struct km_kubelet *k, const char *ns,
-			  const cJSON *src, const char *dir)
+/* Write value v of a ConfigMap (or, decoded, of a Secret) to path. */
+static int write_value(const char *path, const char *v, int secret)
 {
-	const char *name = km_str(src, "name");
+	struct hb_buf b;
+	int rc;
+
+	if (!secret)
+		return write_file(path, v, strlen(v), 0644);
+	hb_buf_init(&b, 0);
+	rc = hb_buf_unbase64(&b, v, strlen(v));
+	if (!rc)
+		rc = write_file(path, b.data ? b.data : "", b.len, 0644);
+	hb_buf_free(&b);
+	return rc ? HB_EIO : 0;
+}
+
+/* Materialise a ConfigMap's data (a Secret's, decoded, when secret is
+ * set) into dir (items, when given, pick keys and paths).  HB_EAGAIN
+ * when it is missing and not optional. */
+static int materialise(struct km_kubelet *k, const char *ns, const cJSON *src,
+		       int secret, const char *dir)
+{
+	const char *name = km_str(src, secret ? "secretName" : "name");
 	struct km_obj *cm =
-		name ? km_store_get(k->ctx->store, KM_CONFIGMAP, ns, name)
+		name ? km_store_get(k->ctx->store,
+				    secret ? KM_SECRET : KM_CONFIGMAP, ns, name)
 		     : NULL;
 	const cJSON *data, *items, *kv;
 	char path[4096];
@@ -319,7 +337,7 @@ static int materialise_cm(struct km_kubelet *k, const char *ns,
 			if (!val || !p || strstr(p, ".."))
 				continue;
 			if (pathf(path, sizeof(path), "%s/%s", dir, p) ||
-			    write_file(path, val, strlen(val), 0644))
+			    write_value(path, val, secret))
 				rc = HB_EIO;
 		}
 	} else {
@@ -330,8 +348,7 @@ static int materialise_cm(struct km_kubelet *k, const char *ns,
 				continue;
 			if (pathf(path, sizeof(path), "%s/%s", dir,
 				  kv->string) ||
-			    write_file(path, kv->valuestring,
-				       strlen(kv->valuestring), 0644))
+			    write_value(path, kv->valuestring, secret))
 				rc = HB_EIO;
 		}
 	}
@@ -470,9 +487,15 @@ static int volume_local(struct km_kubelet *k, const cJSON *pod, const cJSON *v,
 		else
 			chmod(local, 0777);
 	}
+	if (km_get(v, "secret")) {
+		/* Its data when the Secret exists; else the volume stays
+		 * empty (the emulated operator makes no ssh Secret). */
+		materialise(k, ns, km_get(v, "secret"), 1, local);
+		return 0;
+	}
 	if (!cm)
 		return 0;
-	rc = materialise_cm(k, ns, cm, local);
+	rc = materialise(k, ns, cm, 0, local);
 	if (rc == HB_EAGAIN)
 		snprintf(why, wcap, "configmap \"%s\" not found",
 			 km_str(cm, "name") ? km_str(cm, "name") : "");
