@@ -303,6 +303,15 @@ int km_podst_ended(void *arg, cJSON *pod)
 	return 0;
 }
 
+/* The status entry of init container index, the lists made if missing;
+ * NULL on ENOMEM. */
+static cJSON *init_entry(cJSON *pod, cJSON *st, int index)
+{
+	if (ensure(pod, st))
+		return NULL;
+	return cJSON_GetArrayItem(km_get(st, "initContainerStatuses"), index);
+}
+
 int km_podst_init_running(void *arg, cJSON *pod)
 {
 	const struct km_podst *a = arg;
@@ -311,9 +320,9 @@ int km_podst_init_running(void *arg, cJSON *pod)
 	char ts[32];
 
 	km_timestamp(ts, sizeof(ts), 0);
-	if (!st || placed(pod, st, ts) || ensure(pod, st))
+	if (!st || placed(pod, st, ts))
 		return HB_ENOMEM;
-	s = cJSON_GetArrayItem(km_get(st, "initContainerStatuses"), a->index);
+	s = init_entry(pod, st, a->index);
 	if (!s || set_running(s, a->cid, 0, ts) ||
 	    km_set_str(st, "phase", "Pending") ||
 	    set_conditions(pod, st, 0, "ContainersNotReady", ts))
@@ -329,9 +338,7 @@ int km_podst_init_ended(void *arg, cJSON *pod)
 	char ts[32];
 
 	km_timestamp(ts, sizeof(ts), 0);
-	if (!st || ensure(pod, st))
-		return HB_ENOMEM;
-	s = cJSON_GetArrayItem(km_get(st, "initContainerStatuses"), a->index);
+	s = st ? init_entry(pod, st, a->index) : NULL;
 	if (!s || set_terminated(s, a->code, a->reason, a->message, ts) ||
 	    km_set(s, "ready", cJSON_CreateBool(a->code == 0)))
 		return HB_ENOMEM;
