@@ -1657,8 +1657,8 @@ static void do_log(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 			cname = want;
 	}
 	/* An init container's log is its own file. */
-	cJSON_ArrayForEach (c,
-			    km_get(km_get(pod->tree, "spec"), "initContainers")) {
+	cJSON_ArrayForEach (
+		c, km_get(km_get(pod->tree, "spec"), "initContainers")) {
 		if (want && !cname && km_str(c, "name") &&
 		    !strcmp(km_str(c, "name"), want))
 			cname = init = want;
@@ -1695,9 +1695,9 @@ static void do_log(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 			    "container \"%s\" in pod \"%s\" is waiting to "
 			    "start: %s",
 			    cname, rq->name,
-			    !init && cJSON_GetArraySize(km_get(
-					     km_get(pod->tree, "spec"),
-					     "initContainers"))
+			    !init && cJSON_GetArraySize(
+					     km_get(km_get(pod->tree, "spec"),
+						    "initContainers"))
 				    ? "PodInitializing"
 				    : "ContainerCreating");
 		goto out;

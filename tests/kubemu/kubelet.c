@@ -585,8 +585,8 @@ static int add_mount(struct mounts *ms, struct km_launch *l, const cJSON *m,
  * to the kubelet's message when what is named is missing and not
  * optional (the container then waits: CreateContainerConfigError).
  */
-static int value_from(struct km_kubelet *k, const cJSON *pod,
-		      const cJSON *from, char **out, char *why, size_t cap)
+static int value_from(struct km_kubelet *k, const cJSON *pod, const cJSON *from,
+		      char **out, char *why, size_t cap)
 {
 	const char *ns = km_meta_str(pod, "namespace");
 	const char *fp = km_str(km_get(from, "fieldRef"), "fieldPath");
@@ -598,7 +598,7 @@ static int value_from(struct km_kubelet *k, const cJSON *pod,
 
 	*out = NULL;
 	if (fp) {
-		v = !strcmp(fp, "metadata.name")      ? km_meta_str(pod, "name")
+		v = !strcmp(fp, "metadata.name") ? km_meta_str(pod, "name")
 		    : !strcmp(fp, "metadata.namespace") ? ns
 		    : !strcmp(fp, "spec.nodeName")
 			    ? km_str(km_get(pod, "spec"), "nodeName") ?: NODE
@@ -1007,7 +1007,8 @@ static void fail_start(struct km_kubelet *k, const char *ns, const char *name,
 		       const char *why)
 {
 	struct km_podst sa = { .cid = "kubemu://none" };
-	struct km_podst ea = { .code = 128, .reason = "StartError",
+	struct km_podst ea = { .code = 128,
+			       .reason = "StartError",
 			       .message = why };
 
 	km_internal_update(k->ctx, KM_POD, ns, name, KUBELET, NULL,
@@ -1080,8 +1081,10 @@ static void init_ended(struct km_kubelet *k, struct km_obj *pod,
 	const cJSON *c = cJSON_GetArrayItem(
 		km_get(km_get(pod->tree, "spec"), "initContainers"),
 		ps->init_next);
-	struct km_podst ea = { .index = ps->init_next, .code = code,
-			       .reason = reason, .message = message };
+	struct km_podst ea = { .index = ps->init_next,
+			       .code = code,
+			       .reason = reason,
+			       .message = message };
 	char back[1200];
 
 	ps->in_init = 0;
@@ -1103,7 +1106,8 @@ static void init_ended(struct km_kubelet *k, struct km_obj *pod,
 			 "back-off %llds restarting failed container=%s "
 			 "pod=%s_%s(%s)",
 			 (long long)(ms / 1000), km_str(c, "name") ?: "",
-			 pod->name, pod->ns, km_meta_str(pod->tree, "uid") ?: "");
+			 pod->name, pod->ns,
+			 km_meta_str(pod->tree, "uid") ?: "");
 		ea.restart = 1;
 		ea.message = back;
 	} else {
@@ -1125,17 +1129,16 @@ static void start_exec(struct km_kubelet *k, struct km_obj *pod,
 	const cJSON *spec = km_get(pod->tree, "spec");
 	const cJSON *inits = km_get(spec, "initContainers");
 	int init = ps->init_next < cJSON_GetArraySize(inits);
-	const cJSON *c = init ? cJSON_GetArrayItem(inits, ps->init_next)
-			      : cJSON_GetArrayItem(km_get(spec, "containers"),
-						   0);
+	const cJSON *c =
+		init ? cJSON_GetArrayItem(inits, ps->init_next)
+		     : cJSON_GetArrayItem(km_get(spec, "containers"), 0);
 	const char *cname = km_str(c, "name") ?: "";
 	char logname[300], dir[4096], logp[4500], cid[64], why[1024] = "";
 	char key[600];
 	struct km_podst sa = { .index = ps->init_next, .cid = cid };
 	int rc;
 
-	snprintf(logname, sizeof(logname), init ? "log.init-%s" : "log",
-		 cname);
+	snprintf(logname, sizeof(logname), init ? "log.init-%s" : "log", cname);
 	if (strchr(cname, '/')) {
 		snprintf(why, sizeof(why), "invalid container name \"%.200s\"",
 			 cname);
@@ -1198,8 +1201,8 @@ static void start_simulated(struct km_kubelet *k, struct km_obj *pod,
 
 	if (pod_dir(k, ns, name, dir, sizeof(dir)) || mkdirs(dir))
 		return;
-	cJSON_ArrayForEach (c,
-			    km_get(km_get(pod->tree, "spec"), "initContainers")) {
+	cJSON_ArrayForEach (
+		c, km_get(km_get(pod->tree, "spec"), "initContainers")) {
 		if (!pathf(logp, sizeof(logp), "%s/log.init-%s", dir,
 			   km_str(c, "name") ?: ""))
 			write_file(logp, "", 0, 0644);
@@ -1347,10 +1350,10 @@ void km_kubelet_sync(struct km_kubelet *k, const char *ns, const char *name,
 	}
 	if (ps->finish_at && !ps->pid) {
 		if (now >= ps->finish_at) {
-			struct km_podst ea = { .code = ps->exit_code,
-					       .reason = ps->exit_code
-								 ? "Error"
-								 : "Completed" };
+			struct km_podst ea = {
+				.code = ps->exit_code,
+				.reason = ps->exit_code ? "Error" : "Completed"
+			};
 
 			ps->finish_at = 0;
 			km_internal_update(k->ctx, KM_POD, ns, name, KUBELET,
@@ -1412,8 +1415,7 @@ static void ended(struct km_kubelet *k, const char *key, struct podstate *ps,
 			init_ended(k, pod, ps, ea.code, ea.reason, NULL);
 		else
 			km_internal_update(k->ctx, KM_POD, ns, name, KUBELET,
-					   "status", km_podst_ended, &ea,
-					   NULL);
+					   "status", km_podst_ended, &ea, NULL);
 	}
 	km_obj_unref(pod);
 }

@@ -392,7 +392,8 @@ static int restarts_on_failure(const cJSON *pod)
 	if (!rp || strcmp(rp, "OnFailure"))
 		return 0;
 	for (size_t i = 0; i < 2; i++) {
-		cJSON_ArrayForEach (s, km_get(km_get(pod, "status"), lists[i])) {
+		cJSON_ArrayForEach (s,
+				    km_get(km_get(pod, "status"), lists[i])) {
 			const cJSON *rc = km_get(s, "restartCount");
 
 			n += cJSON_IsNumber(rc) ? rc->valueint : 0;

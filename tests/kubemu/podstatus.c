@@ -60,7 +60,8 @@ static void names(const cJSON *spec, const char *key, const cJSON *statuses,
 		if (statuses && completed(s))
 			continue;
 		n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s%s",
-				      n > 1 ? " " : "", km_str(c, "name") ?: "");
+				      n > 1 ? " " : "",
+				      km_str(c, "name") ?: "");
 		if (n >= cap)
 			return;
 	}
@@ -99,20 +100,19 @@ static int set_conditions(cJSON *pod, cJSON *st, int ready, const char *why,
 
 		snprintf(m, sizeof(m),
 			 "containers with incomplete status: %.1000s", inc);
-		cJSON_AddItemToArray(conds,
-				     condition("Initialized", "False",
-					       "ContainersNotInitialized", m,
-					       ts));
+		cJSON_AddItemToArray(
+			conds, condition("Initialized", "False",
+					 "ContainersNotInitialized", m, ts));
 	} else {
 		cJSON_AddItemToArray(conds, condition("Initialized", "True",
 						      NULL, NULL, ts));
 	}
-	cJSON_AddItemToArray(conds,
-			     condition("Ready", r, ready ? NULL : why, msg, ts));
+	cJSON_AddItemToArray(
+		conds, condition("Ready", r, ready ? NULL : why, msg, ts));
 	cJSON_AddItemToArray(conds, condition("ContainersReady", r,
 					      ready ? NULL : why, msg, ts));
-	cJSON_AddItemToArray(conds, condition("PodScheduled", "True", NULL,
-					      NULL, ts));
+	cJSON_AddItemToArray(conds,
+			     condition("PodScheduled", "True", NULL, NULL, ts));
 	return km_set(st, "conditions", conds);
 }
 
@@ -139,8 +139,8 @@ static cJSON *waiting_entry(const cJSON *c, const char *reason)
 
 /* status.key with one entry per container of spec list skey, made
  * waiting with reason unless it already has them. */
-static cJSON *statuses(cJSON *pod, cJSON *st, const char *key,
-		       const char *skey, const char *reason)
+static cJSON *statuses(cJSON *pod, cJSON *st, const char *key, const char *skey,
+		       const char *reason)
 {
 	const cJSON *cs = km_get(km_get(pod, "spec"), skey), *c;
 	cJSON *arr = km_get(st, key);
@@ -234,8 +234,8 @@ static int placed(cJSON *pod, cJSON *st, const char *ts)
 {
 	cJSON *spec = km_obj_at(pod, "spec"), *ips, *ip;
 
-	if (!spec || (!km_str(spec, "nodeName") &&
-		      km_set_str(spec, "nodeName", NODE)))
+	if (!spec ||
+	    (!km_str(spec, "nodeName") && km_set_str(spec, "nodeName", NODE)))
 		return HB_ENOMEM;
 	ips = cJSON_CreateArray();
 	ip = cJSON_CreateObject();
@@ -410,8 +410,8 @@ int km_podst_unschedulable(void *arg, cJSON *pod)
 
 	if (!st)
 		return HB_ENOMEM;
-	if (km_str(old, "reason") && !strcmp(km_str(old, "reason"),
-					     "Unschedulable") &&
+	if (km_str(old, "reason") &&
+	    !strcmp(km_str(old, "reason"), "Unschedulable") &&
 	    km_str(old, "message") && !strcmp(km_str(old, "message"), msg))
 		return 1; /* said already */
 	km_timestamp(ts, sizeof(ts), 0);

@@ -64,7 +64,8 @@ static const cJSON *state_of(const cJSON *s, const char *which)
  * printPod words it; 0 when they are. */
 static int init_status(const cJSON *pod, char *reason, size_t cap)
 {
-	const cJSON *ics = km_get(km_get(pod, "status"), "initContainerStatuses");
+	const cJSON *ics =
+		km_get(km_get(pod, "status"), "initContainerStatuses");
 	int ninit = cJSON_GetArraySize(
 		km_get(km_get(pod, "spec"), "initContainers"));
 	const cJSON *s;
@@ -105,16 +106,15 @@ static cJSON *pod_row(const cJSON *pod)
 	int nready = 0, nrestarts = 0, running = 0, initializing;
 	cJSON *row = cJSON_CreateObject(), *cells, *obj;
 
-	snprintf(reason, sizeof(reason), "%s",
-		 km_str(st, "reason") ?: phase);
+	snprintf(reason, sizeof(reason), "%s", km_str(st, "reason") ?: phase);
 	cJSON_ArrayForEach (s, km_get(st, "initContainerStatuses")) {
 		const cJSON *rc = km_get(s, "restartCount");
 
 		nrestarts += cJSON_IsNumber(rc) ? rc->valueint : 0;
 		if (km_get(km_get(s, "lastState"), "terminated"))
-			last = km_str(km_get(km_get(s, "lastState"),
-					     "terminated"),
-				      "finishedAt");
+			last = km_str(
+				km_get(km_get(s, "lastState"), "terminated"),
+				"finishedAt");
 	}
 	initializing = init_status(pod, reason, sizeof(reason));
 	if (!initializing || km_cond_true(st, "Initialized")) {
@@ -141,8 +141,7 @@ static cJSON *pod_row(const cJSON *pod)
 				snprintf(reason, sizeof(reason), "%s",
 					 km_str(t, "reason"));
 			else if (t)
-				snprintf(reason, sizeof(reason),
-					 "ExitCode:%d",
+				snprintf(reason, sizeof(reason), "ExitCode:%d",
 					 km_get(t, "exitCode")
 						 ? km_get(t, "exitCode")
 							   ->valueint
@@ -176,9 +175,8 @@ static cJSON *pod_row(const cJSON *pod)
 		return NULL;
 	}
 	{
-		const char *ip = km_str(cJSON_GetArrayItem(km_get(st, "podIPs"),
-							   0),
-					"ip");
+		const char *ip = km_str(
+			cJSON_GetArrayItem(km_get(st, "podIPs"), 0), "ip");
 		const char *v[] = { km_str(meta, "name") ?: "",
 				    ready,
 				    reason,

@@ -485,7 +485,8 @@ static int secret_normalize(cJSON *obj, struct causes *c)
 			continue;
 		b.len = 0;
 		if (hb_buf_base64(&b, x->valuestring, strlen(x->valuestring)) ||
-		    hb_buf_putc(&b, '\0') || km_set_str(data, x->string, b.data)) {
+		    hb_buf_putc(&b, '\0') ||
+		    km_set_str(data, x->string, b.data)) {
 			hb_buf_free(&b);
 			return HB_ENOMEM;
 		}

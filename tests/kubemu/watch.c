@@ -85,8 +85,7 @@ static int encode(struct km_watch *w, const char *type, const char *obj,
 
 /* An event of object o: its JSON, or for a Table watch of pods a Table
  * of its row (the columns in each, which kubectl takes). */
-static int encode_obj(struct km_watch *w, const char *type,
-		      struct km_obj *o)
+static int encode_obj(struct km_watch *w, const char *type, struct km_obj *o)
 {
 	cJSON *t;
 	char *txt;
