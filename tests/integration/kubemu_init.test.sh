@@ -13,8 +13,8 @@
 #   Init:0/2 (the emulator serves pods as Tables), then Completed.
 # - A Secret made with kubectl create secret generic is stored base64,
 #   with stringData (kubectl apply) merged into data; a secretKeyRef
-#   reaches the env of an init container and of the main one, and a
-#   secret volume holds its data, decoded.
+#   reaches the env of an init container and of the main one, as does
+#   envFrom, and a secret volume holds its data, decoded.
 # - An init container that exits 3 (restartPolicy Never) fails the pod:
 #   initContainerStatuses exitCode 3, reason Error, Initialized False,
 #   and the main container never ran (its marker file is absent); an
@@ -161,7 +161,8 @@ spec:
   containers:
   - name: main
     image: busybox
-    command: [sh, -c, 'cat $mnt/order; echo "main secret=\$SECRET" >> $mnt/order; echo "file=\$(cat \$CREDS/AWS_ACCESS_KEY_ID)" >> $mnt/order']
+    command: [sh, -c, 'cat $mnt/order; echo "main secret=\$SECRET" >> $mnt/order; echo "file=\$(cat \$CREDS/AWS_ACCESS_KEY_ID) from=\$HB_AWS_ACCESS_KEY_ID" >> $mnt/order']
+    envFrom: [{secretRef: {name: s3creds}, prefix: HB_}]
     env:
     - name: SECRET
       valueFrom: {secretKeyRef: {name: s3creds, key: AWS_SECRET_ACCESS_KEY}}
@@ -178,6 +179,9 @@ check "while it runs: Initialized False, ContainersNotInitialized, both named" \
 	[ "$(jp order "[(c['status'], c.get('reason'), c.get('message')) for c in p['status']['conditions'] if c['type'] == 'Initialized'][0]")" = "('False', 'ContainersNotInitialized', 'containers with incomplete status: [first second]')" ]
 check "kubectl get pods: STATUS Init:0/2 while the first runs" \
 	[ "$(status order)" = Init:0/2 ]
+# Following the first init container's log ends when it does.
+timeout 30 "$kubectl" logs -f order -c first >"$tmp/follow.out" 2>&1 &
+follow=$!
 k logs order
 check "the main container's log waits: PodInitializing" \
 	grep -q 'is waiting to start: PodInitializing' <<<"$out"
@@ -185,7 +189,7 @@ check "the pod succeeds" wait_for order "p['status'].get('phase') == 'Succeeded'
 want="first X=one uid=0
 second X=two wd=$tmp/wd2 key=AKIAINIT nope=unset
 main secret=s3cr3t value
-file=AKIAINIT"
+file=AKIAINIT from=AKIAINIT"
 check "init containers ran in order, each with its env, workingDir, identity" \
 	[ "$(cat "$vol/order" 2>/dev/null)" = "$want" ]
 check "the emptyDir was bound: nothing at the mount path on the host" \
@@ -198,6 +202,10 @@ check "kubectl logs defaults to the main container, lists the init ones" \
 k logs order -c first
 check "kubectl logs -c first: that init container's own log" \
 	[ "$out" = first-log ]
+frc=0
+wait "$follow" || frc=$?
+check "kubectl logs -f -c first ended with it, and had its output" \
+	[ "$frc:$(cat "$tmp/follow.out")" = 0:first-log ]
 k logs order -c second
 check "kubectl logs -c second" [ "$out" = second-log ]
 k logs order -c nosuch

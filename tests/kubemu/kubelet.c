@@ -577,6 +577,38 @@ static int add_mount(struct mounts *ms, struct km_launch *l, const cJSON *m,
 	return 0;
 }
 
+/* The ConfigMap (the Secret, when secret is set) rn of namespace ns in
+ * *o (NULL: missing, and optional); HB_EPERM with the kubelet's message
+ * when it is missing and not optional. */
+static int ref_get(struct km_kubelet *k, const char *ns, int secret,
+		   const char *rn, int opt, struct km_obj **o, char *why,
+		   size_t cap)
+{
+	*o = km_store_get(k->ctx->store, secret ? KM_SECRET : KM_CONFIGMAP, ns,
+			  rn);
+	if (*o || opt)
+		return 0;
+	snprintf(why, cap, "%s \"%s\" not found",
+		 secret ? "secret" : "configmap", rn);
+	return HB_EPERM;
+}
+
+/* A value of a ConfigMap's data, or of a Secret's decoded (caller frees;
+ * NULL on ENOMEM, or for a value that is not base64). */
+static char *ref_value(const char *v, int secret)
+{
+	struct hb_buf b;
+	char *out = NULL;
+
+	if (!secret)
+		return strdup(v);
+	hb_buf_init(&b, 0);
+	if (!hb_buf_unbase64(&b, v, strlen(v)) && !hb_buf_putc(&b, 0))
+		out = hb_buf_steal(&b);
+	hb_buf_free(&b);
+	return out;
+}
+
 /*
  * The value of an env entry's valueFrom (from) in *out (caller frees;
  * NULL: the variable is left out, an optional ConfigMap, Secret or key
@@ -594,7 +626,7 @@ static int value_from(struct km_kubelet *k, const cJSON *pod, const cJSON *from,
 	int secret = ref != NULL, opt;
 	const char *rn, *key, *v;
 	struct km_obj *o;
-	struct hb_buf b;
+	int rc;
 
 	*out = NULL;
 	if (fp) {
@@ -618,15 +650,9 @@ static int value_from(struct km_kubelet *k, const cJSON *pod, const cJSON *from,
 	rn = km_str(ref, "name") ?: "";
 	key = km_str(ref, "key") ?: "";
 	opt = cJSON_IsTrue(km_get(ref, "optional"));
-	o = km_store_get(k->ctx->store, secret ? KM_SECRET : KM_CONFIGMAP, ns,
-			 rn);
-	if (!o) {
-		if (opt)
-			return 0;
-		snprintf(why, cap, "%s \"%s\" not found",
-			 secret ? "secret" : "configmap", rn);
-		return HB_EPERM;
-	}
+	rc = ref_get(k, ns, secret, rn, opt, &o, why, cap);
+	if (rc || !o)
+		return rc;
 	v = km_str(km_get(o->tree, "data"), key);
 	if (!v) {
 		km_obj_unref(o);
@@ -636,16 +662,52 @@ static int value_from(struct km_kubelet *k, const cJSON *pod, const cJSON *from,
 			 secret ? "Secret" : "ConfigMap", ns, rn);
 		return HB_EPERM;
 	}
-	if (!secret) {
-		*out = strdup(v);
-	} else {
-		hb_buf_init(&b, 0);
-		if (!hb_buf_unbase64(&b, v, strlen(v)) && !hb_buf_putc(&b, 0))
-			*out = hb_buf_steal(&b);
-		hb_buf_free(&b);
-	}
+	*out = ref_value(v, secret);
 	km_obj_unref(o);
 	return *out ? 0 : HB_ENOMEM;
+}
+
+/*
+ * An envFrom entry e (configMapRef or secretRef, with a prefix) into
+ * env: every key of the object's data, values as they are (no $(VAR)
+ * expansion), mount paths rewritten as for env.  HB_EPERM as
+ * value_from when the object is missing and not optional.
+ */
+static int env_from(struct km_kubelet *k, const cJSON *pod, const cJSON *e,
+		    struct env *env, const struct mounts *ms, char *why,
+		    size_t cap)
+{
+	const cJSON *ref = km_get(e, "secretRef"), *kv;
+	const char *prefix = km_str(e, "prefix") ?: "";
+	int secret = ref != NULL, rc;
+	struct km_obj *o;
+
+	if (!ref)
+		ref = km_get(e, "configMapRef");
+	if (!ref)
+		return 0;
+	rc = ref_get(k, km_meta_str(pod, "namespace"), secret,
+		     km_str(ref, "name") ?: "",
+		     cJSON_IsTrue(km_get(ref, "optional")), &o, why, cap);
+	if (rc || !o)
+		return rc;
+	cJSON_ArrayForEach (kv, km_get(o->tree, "data")) {
+		char name[512], *v, *x;
+
+		/* The kubelet skips names it cannot set. */
+		if (!cJSON_IsString(kv) || !*kv->string ||
+		    strchr(kv->string, '=') ||
+		    pathf(name, sizeof(name), "%s%s", prefix, kv->string))
+			continue;
+		v = ref_value(kv->valuestring, secret);
+		x = v ? rewrite(ms, v) : NULL;
+		if (x)
+			env_set(env, name, x);
+		free(v);
+		free(x);
+	}
+	km_obj_unref(o);
+	return 0;
 }
 
 /*
@@ -748,6 +810,12 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const cJSON *c,
 			env_set(env, "HPCBRIDGE_RUNTIME", path);
 		}
 	}
+	cJSON_ArrayForEach (e, km_get(c, "envFrom")) {
+		rc = env_from(k, pod, e, env, ms, why, whycap);
+		if (rc)
+			goto out;
+	}
+	rc = HB_EIO;
 	cJSON_ArrayForEach (e, km_get(c, "env")) {
 		const char *n = km_str(e, "name");
 		char *x = NULL, *y;
