@@ -440,6 +440,7 @@ static int head_task(void *ctx, size_t i, unsigned worker,
 
 struct objs_walk {
 	struct push *p;
+	const char *dir;
 	size_t dirlen;
 };
 
@@ -447,14 +448,16 @@ static int listed(const struct hb_s3_entry *e, void *arg)
 {
 	struct objs_walk *w = arg;
 	struct push *p = w->p;
-	const char *name = e->key + w->dirlen;
+	const char *name;
 	uint8_t d[32];
 	long k;
 
 	/* Only what reads as a digest is looked up; anything else under
 	 * objects/ is left alone. */
-	if (strlen(e->key) < w->dirlen ||
-	    !mir_hex_digest(name, strlen(name), d))
+	if (strncmp(e->key, w->dir, w->dirlen))
+		return 0;
+	name = e->key + w->dirlen;
+	if (!mir_hex_digest(name, strlen(name), d))
 		return 0;
 	k = mir_digests_find(&p->ds, d);
 	if (k >= 0 && e->size == p->man->files[p->ds.v[k].file].size)
@@ -490,7 +493,7 @@ static int find_stored(struct push *p, const struct hb_ckpt_manifest *prev,
 		return mir_pool(p->m->o.jobs, p->nask, head_task, p, err);
 	{
 		char dir[MIR_KEY_MAX];
-		struct objs_walk w = { p, 0 };
+		struct objs_walk w = { p, dir, 0 };
 
 		mir_key_dir(p->m, "objects/", dir);
 		w.dirlen = strlen(dir);
