@@ -19,6 +19,8 @@
 #     needs it fails and leaves the previous good directory as it was;
 #   * the aws CLI lists what we stored and fetches the manifest (whose
 #     SHA-256 starts with the ID's suffix) and an object (the file's bytes);
+#   * a push given its tree and an open_file callback (as the daemon does
+#     it, tests/integration/ckpt_treepush.c) never opens the directory;
 #   * a key under checkpoints/ that is not ID.json is named and ignored;
 #   * retention: after 4 pushes, push --keep 3 leaves 3 manifests; retain
 #     --keep 2 leaves 2, keeps objects younger than --grace (1h), removes
@@ -160,6 +162,23 @@ case $etag in
 *-5*) ok "70 MiB file went in 5 parts of 16 MiB ($etag)" ;;
 *) bad "big object's ETag $etag is not 5 parts" ;;
 esac
+
+# ---- a push given the tree and a way to open its files (as the daemon) ------------
+tp=$build/tests/ckpt_treepush
+tid=
+if "$tp" "$t" "s3://$b/tree" 4 >"$tmp/tp1.out" 2>&1 &&
+	read -r _ tid _ tu _ ts _ to <"$tmp/tp1.out" && [ "$tu" = 0 ] &&
+	[ "$ts" = "$distinct" ] && [ "$to" -ge "$ts" ] &&
+	"$hb" ckpt pull "s3://$b/tree" "$tmp/tree-out" --progress none >/dev/null 2>&1 &&
+	[ "$(tree_sum "$t")" = "$(tree_sum "$tmp/tree-out")" ]; then
+	ok "push of a given tree through the caller's open_file (never the directory; one call at a time): $to opens, pulls back equal"
+else
+	bad "tree push: $(cat "$tmp/tp1.out")"
+fi
+"$tp" "$t" "s3://$b/tree" 4 >"$tmp/tp2.out" 2>&1 &&
+	[ "$(cat "$tmp/tp2.out")" = "id $tid unchanged 1 sent 0 opened 0" ] &&
+	ok "the same tree again: unchanged, nothing opened" ||
+	bad "tree push again: $(cat "$tmp/tp2.out")"
 
 # ---- a hostile key under checkpoints/ ----------------------------------------
 aws s3 cp "$tmp/m2.json" "s3://$b/run/checkpoints/../../evil.json" >/dev/null
