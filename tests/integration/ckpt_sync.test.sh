@@ -22,6 +22,7 @@
 #   * a push given its tree and an open_file callback (as the daemon does
 #     it, tests/integration/ckpt_treepush.c) never opens the directory;
 #   * a key under checkpoints/ that is not ID.json is named and ignored;
+#   * pull of a prefix with no checkpoint: exit 1, or 0 with --if-exists;
 #   * retention: after 4 pushes, push --keep 3 leaves 3 manifests; retain
 #     --keep 2 leaves 2, keeps objects younger than --grace (1h), removes
 #     them past it (1 s), and with --grace 0 no object they do not name
@@ -319,6 +320,16 @@ fi
 	[ "$(tree_sum "$t")" = "$(tree_sum "$tmp/ret-out")" ] &&
 	ok "after retention the newest checkpoint verifies and pulls whole" ||
 	bad "newest checkpoint after retention"
+
+# ---- nothing there yet --------------------------------------------------------------
+rc=0
+"$hb" ckpt pull "s3://$b/empty" "$tmp/none" --progress none >/dev/null 2>"$tmp/e1.err" || rc=$?
+rc2=0
+"$hb" ckpt pull "s3://$b/empty" "$tmp/none" --if-exists --progress none >/dev/null 2>"$tmp/e2.err" || rc2=$?
+[ "$rc" = 1 ] && grep -q "no complete checkpoint" "$tmp/e1.err" && [ "$rc2" = 0 ] &&
+	grep -q "nothing pulled" "$tmp/e2.err" && [ ! -e "$tmp/none" ] &&
+	ok "pull of an empty prefix: exit 1; with --if-exists exit 0 and no directory made" ||
+	bad "pull of nothing: exits $rc $rc2: $(cat "$tmp/e1.err" "$tmp/e2.err")"
 
 # ---- usage ---------------------------------------------------------------------
 rc=0
