@@ -17,7 +17,7 @@ int hb_mirror_manifest_get(struct hb_s3 *s3, const char *url,
 
 	*out = NULL;
 	id[0] = '\0';
-	rc = mir_open(&m, s3, url, opts, err);
+	rc = mir_open(&m, s3, url, opts, NULL, err);
 	if (!rc)
 		rc = mir_pick(&m, id, out, err);
 	mir_close(&m);
@@ -33,7 +33,7 @@ int hb_mirror_object_get(struct hb_s3 *s3, const char *url,
 	struct mir m;
 	int rc;
 
-	if ((rc = mir_open(&m, s3, url, NULL, err)))
+	if ((rc = mir_open(&m, s3, url, NULL, NULL, err)))
 		goto out;
 	mir_key_object(&m, f->sha256, key);
 	rc = hb_s3_get(s3, m.u.bucket, key, 0, 0, f->sha256, sink, arg, &e);

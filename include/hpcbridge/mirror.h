@@ -94,8 +94,9 @@ struct hb_mirror_opts {
 	void *ctx;		/* for progress and problem */
 	/* push: the tree as the caller scanned it (dir then only names it
 	 * in messages), and how to open one of its files for reading: a
-	 * descriptor the push closes, or a negative HB_E*.  NULL: dir is
-	 * scanned and its files opened here. */
+	 * descriptor the push closes, or a negative HB_E*; called from one
+	 * thread at a time.  tree NULL: dir is scanned here; open_file NULL:
+	 * its files are opened here, under dir. */
 	const struct hb_ckpt_manifest *tree;
 	int (*open_file)(void *open_ctx, const struct hb_ckpt_file *f,
 			 struct hb_err *err);
