@@ -725,7 +725,7 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const cJSON *c,
 	const char *ns = km_meta_str(pod, "namespace");
 	const char *name = km_meta_str(pod, "name");
 	const cJSON *v, *m, *e;
-	char dir[4096], path[4200], hostfile[4300], tmp[4200];
+	char dir[4096], path[4200], hostfile[4300], tmp[4200], exe[4096];
 	struct mounts *ms = calloc(1, sizeof(*ms));
 	struct km_launch *launch = calloc(1, sizeof(*launch));
 	struct env *env = calloc(1, sizeof(*env));
@@ -918,7 +918,14 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const cJSON *c,
 	    posix_spawn_file_actions_adddup2(&fa, 1, 2) ||
 	    posix_spawn_file_actions_addchdir_np(&fa, wd))
 		goto out;
-	rc = posix_spawnp(pid, argv[0], &fa, &at, argv, env->v);
+	if (km_container_resolve(argv[0], env->v, exe, sizeof(exe))) {
+		snprintf(why, whycap,
+			 "exec: \"%s\": executable file not found in $PATH",
+			 argv[0]);
+		rc = HB_EIO;
+		goto out;
+	}
+	rc = posix_spawn(pid, exe, &fa, &at, argv, env->v);
 	if (rc) {
 		snprintf(why, whycap, "cannot run %s: %s", argv[0],
 			 strerror(rc));

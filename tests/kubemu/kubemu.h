@@ -547,6 +547,10 @@ extern unsigned km_image_uid;
  * identity.  0 with *pid set, or HB_EIO with why set when a step failed
  * (the child is reaped then).  Controller thread.
  */
+/* The program argv0 names, found on envp's PATH (else the emulator's)
+ * unless it holds a '/': 0, or -1 when there is none. */
+int km_container_resolve(const char *argv0, char *const envp[], char *out,
+			 size_t cap);
 int km_container_exec(const struct km_launch *l, char *const argv[],
 		      char *const envp[], const char *wd, const char *logpath,
 		      pid_t *pid, char *why, size_t cap);
