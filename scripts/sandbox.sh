@@ -239,6 +239,9 @@ kube_up() {
 		env=(--exec-env OMPI_ALLOW_RUN_AS_ROOT=1
 			--exec-env OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
 	fi
+	# The pods' "image" holds hpcbridge (the checkpoint's init container
+	# and the launcher's push run it): this build's, first on PATH.
+	env+=(--exec-env "PATH=$build/bin:${PATH:-/usr/bin:/bin}")
 	setsid "$build/bin/hb-kubemu" --listen 127.0.0.1:0 \
 		--port-file "$dir/kube/port" --pidfile "$dir/kube/pid" \
 		--tls-dir "$dir/kube/tls" --token "$(cat "$dir/kube/token")" \
@@ -257,13 +260,14 @@ kube_up() {
 	done
 	printf 'https://127.0.0.1:%s\n' "$(cat "$dir/kube/port")" \
 		>"$dir/kube/url"
-	kueue_up "$dir"
+	kueue_up "$dir" || return 1
+	! s3_enabled || s3_secret_up "$dir"
 }
 
-# Kueue's queue and priorities (examples/sandbox/kueue.yaml), with kubectl
-# (python3-kubernetes where kubectl is missing).
-kueue_up() {
-	local dir=$1 f=$src/examples/sandbox/kueue.yaml
+# kube_apply DIR FILE: the objects of FILE into the emulated cluster, with
+# kubectl (python3-kubernetes where kubectl is missing).
+kube_apply() {
+	local dir=$1 f=$2
 	if command -v kubectl >/dev/null 2>&1; then
 		KUBECONFIG=$dir/kubeconfig kubectl apply -f "$f" >&2 && return 0
 	else
@@ -273,10 +277,13 @@ kueue_up() {
 		config.load_kube_config()
 		api = client.CustomObjectsApi()
 		for o in yaml.safe_load_all(open(sys.argv[1])):
+		    ns = o["metadata"].get("namespace")
+		    if o["apiVersion"] == "v1" and o["kind"] == "Secret":
+		        client.CoreV1Api().create_namespaced_secret(ns, o)
+		        continue
 		    g, v = o["apiVersion"].split("/")
 		    plural = o["kind"].lower() + "es" if o["kind"].endswith("s") \
 		        else o["kind"].lower() + "s"
-		    ns = o["metadata"].get("namespace")
 		    if ns:
 		        api.create_namespaced_custom_object(g, v, ns, plural, o)
 		    else:
@@ -285,6 +292,30 @@ kueue_up() {
 	fi
 	say "cannot apply $f"
 	return 1
+}
+
+# Kueue's queue and priorities (examples/sandbox/kueue.yaml).
+kueue_up() {
+	kube_apply "$1" "$src/examples/sandbox/kueue.yaml"
+}
+
+# The Secret hpcbridge-s3 that burst jobs' pods take the S3 keys from
+# (checkpoints.secret): the init container pulls a checkpoint with them,
+# the launcher pushes it back.  Written 0600 in DIR/kube, never printed.
+s3_secret_up() {
+	local dir=$1 f=$1/kube/s3-secret.yaml
+	(
+		umask 077
+		cat >"$f" <<-YAML
+		apiVersion: v1
+		kind: Secret
+		metadata: {name: hpcbridge-s3, namespace: default}
+		stringData:
+		  AWS_ACCESS_KEY_ID: "$AWS_ACCESS_KEY_ID"
+		  AWS_SECRET_ACCESS_KEY: "$AWS_SECRET_ACCESS_KEY"
+		YAML
+	)
+	kube_apply "$dir" "$f"
 }
 
 # Stop the process of pidfile FILE running PROGRAM: TERM, then KILL.

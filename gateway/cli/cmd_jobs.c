@@ -523,8 +523,7 @@ static void print_checkpoints(const cJSON *events)
 		       str(d, "from"), str(d, "to"), num(d, "files", nf),
 		       num(d, "bytes", nb));
 		if (!strcmp(action, "ckpt_push"))
-			printf("; the job resumed from it on %s",
-			       str(d, "side"));
+			printf("; the job resumed from it on the cluster");
 		if (cJSON_IsString(cJSON_GetObjectItem(d, "error")))
 			printf("; %s", str(d, "error"));
 		printf("\n");

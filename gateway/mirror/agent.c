@@ -318,7 +318,7 @@ static int agent_fetch(void *ctx, const struct hb_ckpt_file *f, int fd,
 	if ((rc = send_frame(s->sock, 'G', &idx, sizeof(idx), -1, err)))
 		return rc;
 	for (;;) {
-		char type;
+		char type = 0;
 
 		if ((rc = recv_frame(s->sock, &type, &s->in, CHUNK, 0, NULL,
 				     err)))
@@ -388,7 +388,7 @@ int hb_mirror_agent_serve(int sock, const char *dir, struct hb_err *err)
 
 	hb_buf_init(&s.in, FRAME_MAX);
 	while (!rc) {
-		char type;
+		char type = 0;
 
 		rc = recv_frame(sock, &type, &s.in, FRAME_MAX, 0, NULL, err);
 		if (rc == HB_EUNAVAIL || (!rc && type == 'Q')) {
