@@ -192,15 +192,21 @@ aws s3 cp "$tmp/m2.json" "s3://$b/run/checkpoints/../../evil.json" >/dev/null
 "$s3call" delete "$b" "run/checkpoints/../../evil.json"
 
 # ---- an interrupted push, resumed ----------------------------------------------
-for i in $(seq 1 300); do head -c 262144 /dev/urandom >"$t/rank-0/shard-$i"; done
-objs_before=$(count run/objects/)
-"$hb" ckpt push "$t" "$U" --jobs 1 --progress none >"$tmp/p4.out" 2>&1 &
-pushpid=$!
-for _ in $(seq 1 600); do
-	[ "$(count run/objects/)" -ge $((objs_before + 20)) ] && break
-	kill -0 "$pushpid" 2>/dev/null || break
-	sleep 0.05
-done
+# 300 new shards of 256 KiB; a push of them one at a time in the
+# background (pushpid), waited for until N new objects are stored.
+shards() { for i in $(seq 1 300); do head -c 262144 /dev/urandom >"$t/rank-0/shard-$i"; done; }
+push_until() {
+	objs_before=$(count run/objects/)
+	"$hb" ckpt push "$t" "$U" --jobs 1 --progress none >"$2" 2>&1 &
+	pushpid=$!
+	for _ in $(seq 1 600); do
+		[ "$(count run/objects/)" -ge $((objs_before + $1)) ] && break
+		kill -0 "$pushpid" 2>/dev/null || break
+		sleep 0.05
+	done
+}
+shards
+push_until 20 "$tmp/p4.out"
 if kill -9 "$pushpid" 2>/dev/null; then
 	wait "$pushpid" 2>/dev/null || true
 	pushpid=
@@ -224,16 +230,8 @@ else
 fi
 
 # ---- files changed while the push runs ------------------------------------------
-shards() { for i in $(seq 1 300); do head -c 262144 /dev/urandom >"$t/rank-0/shard-$i"; done; }
 shards
-objs_before=$(count run/objects/)
-"$hb" ckpt push "$t" "$U" --jobs 1 --progress none >"$tmp/p6.out" 2>&1 &
-pushpid=$!
-for _ in $(seq 1 600); do
-	[ "$(count run/objects/)" -ge $((objs_before + 5)) ] && break
-	kill -0 "$pushpid" 2>/dev/null || break
-	sleep 0.05
-done
+push_until 5 "$tmp/p6.out"
 shards # new bytes, the same sizes, while it sends
 rc=0
 wait "$pushpid" || rc=$?
