@@ -237,7 +237,7 @@ hostile() { # WHAT CREATED EXPECT ENTRY...: EXPECT is an ERE the error holds
 	aws s3 cp "$tmp/h.json" "s3://$bkt/$pfx/checkpoints/$id.json" >/dev/null
 	ck a pull "$url" "$u/ck" --checkpoint "$id" --progress none
 	[ "$rc" = 1 ] && grep -qE -- "$id\.json:$expect" "$tmp/err" &&
-		ok "$what refused: $(head -c 160 "$tmp/err")" ||
+		ok "$what refused: $(grep "$id" "$tmp/err" | head -c 200)" ||
 		bad "$what: $(said) (wanted $id.json:$expect)"
 	intact "$what"
 	aws s3 rm "s3://$bkt/$pfx/checkpoints/$id.json" >/dev/null
@@ -269,7 +269,7 @@ ck a pull "$url" "$u/ck" --progress none --json
 if [ "$rc" = 0 ] && [ "$(said_id)" = "$id2" ]; then
 	ok "a hostile newest manifest is passed over for $id2"
 elif [ "$rc" = 1 ] && grep -qE "$id\.json:6: files\[0\]\.path" "$tmp/err"; then
-	ok "a hostile newest manifest is refused: $(head -c 160 "$tmp/err")"
+	ok "a hostile newest manifest is refused: $(grep "$id" "$tmp/err" | head -c 200)"
 else
 	bad "hostile newest manifest: $(said) id $(said_id)"
 fi
@@ -281,6 +281,7 @@ aws s3 rm "s3://$bkt/$pfx/checkpoints/$id.json" >/dev/null
 sleep 1.1
 cp -a "$u/src2" "$u/src3"
 mk "$u/src3" new.bin=@262144
+parent=$(ls -A "$u")
 hnew=$(sha "$u/src3/new.bin")
 ck a push "$u/src3" "$url" --job 1 --progress none --json
 id3=$(said_id)
@@ -290,7 +291,7 @@ hwrong=$(sha "$tmp/wrong.bin")
 aws s3 cp "$tmp/wrong.bin" "s3://$bkt/$pfx/objects/$hnew" >/dev/null
 ck a pull "$url" "$u/ck" --progress none
 [ "$rc" = 1 ] && grep -qE "$hnew|new\.bin" "$tmp/err" &&
-	ok "a corrupted object is refused: $(head -c 200 "$tmp/err")" ||
+	ok "a corrupted object is refused: $(grep -E "$hnew|new\.bin" "$tmp/err" | head -c 240)" ||
 	bad "corrupted object over the good checkpoint: $(said)"
 intact "a corrupted object"
 ck a pull "$url" "$u/fresh3" --progress none
@@ -459,4 +460,29 @@ done
 d=$(same "$before" "$(snap)")
 [ -z "$d" ] && ok "a's objects (keys, sizes, ETags) are unchanged" ||
 	bad "a's objects changed: $d"
+
+# ---- (7) keys that hold control characters: a C1 CSI (U+009B), a
+# newline that would forge a line of output, then ESC.  Pull still takes
+# the real newest, and what it prints about them holds no raw control
+# byte for the user's terminal.
+ck a ls "$url" --json
+newest=$(grep -oE '"id": *"[^"]*"' "$tmp/out" | tail -n1 | cut -d'"' -f4)
+for key in $'checkpoints/c1\xc2\x9b2J.json' \
+	$'checkpoints/nl\nhpcbridge ckpt pull: FORGED.json' \
+	$'checkpoints/esc\x1b]0;pwned\x07.json'; do
+	what=$(printf '%q' "$key")
+	put "$tmp/hk.json" "$pfx/$key" || { bad "could not store the key $what"; continue; }
+	ck a pull "$url" "$u/fresh7" --progress none --json
+	got=$(said_id)
+	rm -rf "$u/fresh7"
+	[ "$rc" = 0 ] && [ -n "$newest" ] && [ "$got" = "$newest" ] &&
+		ok "a key with ($what): pull still takes the newest $got" ||
+		bad "a key with ($what): $(said)"
+	LC_ALL=C grep -qaP '\x1b|\x07|\xc2[\x80-\x9f]' "$tmp/err" &&
+		bad "a key with ($what): raw control bytes reach the terminal: $(LC_ALL=C grep -aP '\x1b|\x07|\xc2[\x80-\x9f]' "$tmp/err" | cat -v | head -c 200)" ||
+		ok "a key with ($what): no raw control byte printed"
+	grep -q '^hpcbridge ckpt pull: FORGED' "$tmp/err" &&
+		bad "a key forged a line of output" || true
+	aws s3api delete-object --bucket "$bkt" --key "$pfx/$key" >/dev/null
+done
 sec_end
