@@ -33,7 +33,12 @@
 #       account's key id but its own secret) can neither read nor write
 #       the first user's checkpoints: pull and push fail with the S3
 #       error, no secret is printed, the first account's objects and
-#       their ETags are unchanged.
+#       their ETags are unchanged;
+#   (7) in a shared sticky directory the second user plants the
+#       temporary ".NAME.hbpart" (world-writable) or owns the target:
+#       the first user's pull refuses both and leaves no file there;
+#   (8) keys that hold control characters (a C1 CSI, a newline, ESC):
+#       pull still takes the real newest and prints no raw control byte.
 #
 # Usage: ckpt_sync.test.sh BUILD_DIR SOURCE_DIR (as root)
 build=${1:?usage: ckpt_sync.test.sh BUILD_DIR SOURCE_DIR}
@@ -277,6 +282,15 @@ intact "a hostile newest manifest"
 [ ! -e "$u/escape" ] || bad "$u/escape was written"
 aws s3 rm "s3://$bkt/$pfx/checkpoints/$id.json" >/dev/null
 
+# a --checkpoint that is not an ID never becomes a key
+for bad_id in ../x "$id2/../../x" "${id2}x"; do
+	ck a pull "$url" "$u/ck" --checkpoint "$bad_id" --progress none
+	[ "$rc" != 0 ] && grep -q checkpoint "$tmp/err" &&
+		ok "--checkpoint $bad_id refused: $(head -c 120 "$tmp/err")" ||
+		bad "--checkpoint $bad_id: $(said)"
+done
+intact "--checkpoint not an ID"
+
 # ---- (3) an object whose bytes are not its name
 sleep 1.1
 cp -a "$u/src2" "$u/src3"
@@ -461,7 +475,31 @@ d=$(same "$before" "$(snap)")
 [ -z "$d" ] && ok "a's objects (keys, sizes, ETags) are unchanged" ||
 	bad "a's objects changed: $d"
 
-# ---- (7) keys that hold control characters: a C1 CSI (U+009B), a
+# ---- (7) a shared sticky directory (as /tmp): the second user plants
+# the temporary directory, world-writable, or the target itself.  The
+# first user's pull refuses both and writes nothing into either, so the
+# second user reads no byte of the checkpoint.
+as_b() { setpriv --reuid="$uidb" --regid="$gidb" --clear-groups -- "$@"; }
+sh=$tmp/shared
+mkdir -m 1777 "$sh"
+as_b mkdir -m 0777 "$sh/.ck.hbpart" "$sh/ck2"
+as_b sh -c "echo planted >'$sh/.ck.hbpart/b.txt'; echo b-own >'$sh/ck2/b.txt'"
+as_b chmod 0777 "$sh/.ck.hbpart" "$sh/ck2"
+shared_before=$(state "$sh")
+ck a pull "$url" "$sh/ck" --checkpoint "$id2" --progress none
+[ "$rc" = 1 ] && [ ! -e "$sh/ck" ] &&
+	ok "a temporary directory planted by another user is refused: $(head -c 160 "$tmp/err")" ||
+	bad "a planted temporary directory: $(said)"
+ck a pull "$url" "$sh/ck2" --checkpoint "$id2" --progress none
+[ "$rc" = 1 ] &&
+	ok "another user's target in a sticky directory is refused: $(head -c 160 "$tmp/err")" ||
+	bad "another user's target: $(said)"
+d=$(same "$shared_before" "$(state "$sh")")
+[ -z "$d" ] && [ -z "$(find "$sh" -user "$uid")" ] &&
+	ok "the shared directory is as it was: nothing of the first user's in it" ||
+	bad "the shared directory changed: $d; the first user's: $(find "$sh" -user "$uid" | head -n 3)"
+
+# ---- (8) keys that hold control characters: a C1 CSI (U+009B), a
 # newline that would forge a line of output, then ESC.  Pull still takes
 # the real newest, and what it prints about them holds no raw control
 # byte for the user's terminal.
