@@ -38,7 +38,11 @@
 #       temporary ".NAME.hbpart" (world-writable) or owns the target:
 #       the first user's pull refuses both and leaves no file there;
 #   (8) keys that hold control characters (a C1 CSI, a newline, ESC):
-#       pull still takes the real newest and prints no raw control byte.
+#       pull still takes the real newest and prints no raw control byte;
+#   (9) retention (keep 1, no grace) beside keys that are not
+#       PREFIX/objects/HEX (one of them "objects/../../precious") and a
+#       newer manifest that does not read: those keys stay, and the last
+#       complete checkpoint still pulls.
 #
 # Usage: ckpt_sync.test.sh BUILD_DIR SOURCE_DIR (as root)
 build=${1:?usage: ckpt_sync.test.sh BUILD_DIR SOURCE_DIR}
@@ -97,7 +101,8 @@ ck() {
 		>"$tmp/out" 2>"$tmp/err" </dev/null || rc=$?
 }
 # what the last ck said, for a message
-said() { printf 'exit %s: %s' "$rc" "$(head -c 300 "$tmp/err" | tr '\n' ' ')"; }
+# (its last line: problems with a listing come before the error)
+said() { printf 'exit %s: %s' "$rc" "$(tail -n1 "$tmp/err" | head -c 300)"; }
 # the id in the last ck's --json result
 said_id() { grep -oE '"id": *"[^"]*"' "$tmp/out" | head -n1 | cut -d'"' -f4; }
 
@@ -523,4 +528,32 @@ for key in $'checkpoints/c1\xc2\x9b2J.json' \
 		bad "a key forged a line of output" || true
 	aws s3api delete-object --bucket "$bkt" --key "$pfx/$key" >/dev/null
 done
+
+# ---- (9) retention with keys it must not touch and a newer manifest
+# that does not read: keep 1 never deletes the last complete checkpoint,
+# nor a key that is not PREFIX/objects/HEX (one that names "../" is not
+# squashed into another key).
+ck a ls "$url" --json
+newest=$(grep -oE '"id": *"[^"]*"' "$tmp/out" | tail -n1 | cut -d'"' -f4)
+for key in other/precious "$pfx/objects/../../precious" "$pfx/objects/NOTHEX" \
+	"$pfx/objects/$(printf 'A%.0s' $(seq 64))"; do
+	put "$tmp/planted" "$key" 2>/dev/null ||
+		aws s3api put-object --bucket "$bkt" --key "$key" --body "$tmp/planted" >/dev/null
+done
+id=$(manifest "$tmp/h.json" 2097-01-01T00:00:00Z "$(entry ../escape)")
+aws s3 cp "$tmp/h.json" "s3://$bkt/$pfx/checkpoints/$id.json" >/dev/null
+ck a retain "$url" --keep 1 --grace 0 --json
+echo "retain --keep 1 beside an unreadable newer manifest: $(said) $(head -c 200 "$tmp/out")"
+keys=$(aws s3api list-objects-v2 --bucket "$bkt" --query 'Contents[].Key' --output text | tr '\t' '\n')
+miss=
+for key in other/precious "$pfx/objects/../../precious" "$pfx/objects/NOTHEX" \
+	"$pfx/objects/$(printf 'A%.0s' $(seq 64))"; do
+	printf '%s\n' "$keys" | grep -qxF -- "$key" || miss="$miss $key"
+done
+[ -z "$miss" ] && ok "retain leaves keys that are not objects/HEX alone" ||
+	bad "retain deleted keys it does not own:$miss"
+ck a pull "$url" "$u/fresh9" --checkpoint "$newest" --progress none --json
+[ "$rc" = 0 ] && [ "$(said_id)" = "$newest" ] &&
+	ok "the last complete checkpoint $newest survives retention (keep 1) beside an unreadable newer one" ||
+	bad "retain --keep 1 deleted the last complete checkpoint $newest for an unreadable newer manifest: $(said)"
 sec_end
