@@ -16,7 +16,6 @@
 
 #include "gateway/ckpt/ckpt_int.h"
 #include "gateway/mirror/mirror_int.h"
-#include "hpcbridge/clock.h"
 #include "hpcbridge/units.h"
 
 #define MIB (1024ull * 1024)
@@ -659,18 +658,13 @@ int hb_mirror_push(struct hb_s3 *s3, const char *url, const char *dir,
 		   const struct hb_mirror_opts *opts,
 		   struct hb_mirror_stats *st, struct hb_err *err)
 {
-	struct hb_mirror_stats local;
 	struct mir m;
-	int rc;
+	int rc = mir_open(&m, s3, url, opts, st, err);
 
-	st = st ? st : &local;
-	memset(st, 0, sizeof(*st));
-	rc = mir_open(&m, s3, url, opts, err);
 	if (!rc)
-		rc = push(&m, dir, st, err);
+		rc = push(&m, dir, m.st, err);
 	if (!rc && m.o.keep)
-		rc = mir_retain(&m, m.o.keep, st, err);
-	st->elapsed_ms = (uint64_t)(hb_clock_mono_ms() - m.start_ms);
+		rc = mir_retain(&m, m.o.keep, m.st, err);
 	mir_close(&m);
 	return rc;
 }

@@ -12,6 +12,8 @@
 #     into the old copy fetches only it;
 #   * a push killed (SIGKILL) part way leaves no new manifest, and the
 #     resumed push sends only what was missing;
+#   * files rewritten while a push sends them: it fails, no manifest;
+#   * progress: a redrawn bar on a terminal, nothing with --progress none;
 #   * an object overwritten with other bytes of its size: verify passes a
 #     HEAD check, verify --deep exits 1 naming the object, and a pull that
 #     needs it fails and leaves the previous good directory as it was;
@@ -198,6 +200,37 @@ else
 	pushpid=
 	bad "the push finished before it could be killed: $(cat "$tmp/p4.out")"
 fi
+
+# ---- files changed while the push runs ------------------------------------------
+shards() { for i in $(seq 1 300); do head -c 262144 /dev/urandom >"$t/rank-0/shard-$i"; done; }
+shards
+objs_before=$(count run/objects/)
+"$hb" ckpt push "$t" "$U" --jobs 1 --progress none >"$tmp/p6.out" 2>&1 &
+pushpid=$!
+for _ in $(seq 1 600); do
+	[ "$(count run/objects/)" -ge $((objs_before + 5)) ] && break
+	kill -0 "$pushpid" 2>/dev/null || break
+	sleep 0.05
+done
+shards # new bytes, the same sizes, while it sends
+rc=0
+wait "$pushpid" || rc=$?
+pushpid=
+[ "$rc" = 1 ] && grep -q "changed since the scan" "$tmp/p6.out" &&
+	[ "$(count run/checkpoints/)" = 3 ] &&
+	ok "files rewritten during the push: exit 1 ($(head -c 90 "$tmp/p6.out")...), no manifest written" ||
+	bad "push of a changing tree (exit $rc): $(cat "$tmp/p6.out")"
+
+# ---- progress on a terminal, and none ---------------------------------------------
+printf 'step 300\n' >"$t/train.state"
+script -qec "$hb ckpt push '$t' '$U' --progress auto" /dev/null >"$tmp/tty.out" 2>&1 || true
+grep -q $'\r' "$tmp/tty.out" && grep -q 'upload.*100%.*ETA' "$tmp/tty.out" &&
+	ok "a terminal gets a redrawn bar with percent, rate and ETA" ||
+	bad "bar on a terminal: $(tr '\r' '\n' <"$tmp/tty.out" | tail -3)"
+printf 'step 200\n' >"$t/train.state"
+"$hb" ckpt push "$t" "$U" --progress none >/dev/null 2>"$tmp/none.err" &&
+	[ ! -s "$tmp/none.err" ] && ok "--progress none: nothing on stderr" ||
+	bad "--progress none: $(cat "$tmp/none.err")"
 
 # ---- a corrupted object ----------------------------------------------------------
 "$hb" ckpt pull "$U" "$tmp/full" --progress none >/dev/null 2>&1 || true
