@@ -54,6 +54,8 @@ src=${2:?SOURCE_DIR}
 sec_init
 hb=$build/bin/hpcbridge
 sw=$tmp/swift
+# no daemon here: on failure sec_end shows the tail of Swift's proxy log
+log=$sw/log/proxy.log
 trap 'swift_down "$sw"; _sec_cleanup' EXIT
 swift_up "$sw" || {
 	echo "FAIL: swift_up"
