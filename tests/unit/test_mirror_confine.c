@@ -3,7 +3,8 @@
  * (libmicrohttpd in this process, answering whatever it is asked): a
  * listing that names keys outside the prefix or not of the form
  * checkpoints/ID.json, manifests at valid IDs whose paths climb out of the
- * target, and a listing whose pages never end.  Checked: no key a listing
+ * target, an object longer than its manifest says, and a listing whose
+ * pages never end.  Checked: no key a listing
  * gave is ever fetched, nothing appears beside the target, the directory
  * already there keeps its bytes, and a pull returns.
  */
@@ -354,6 +355,52 @@ static void test_hostile_manifest(void **state)
 	}
 }
 
+/* An object longer than its manifest says (1 MiB for 5 bytes): the pull
+ * stops at the manifest's size, names the file, and the directory already
+ * there keeps its bytes; nothing is left beside it. */
+static void test_object_too_long(void **state)
+{
+	struct fake *f = fake_start();
+	struct hb_s3 *s3 = client(f);
+	struct hb_mirror_stats st;
+	struct hb_err err = { 0 };
+	char id[HB_MIRROR_ID_LEN + 1], key[KEYMAX], tmp[64], dir[128], hex[65];
+	char *real = manifest_of("data.txt", "real\n", 1795000000, id);
+	char *big = malloc(1 << 20), *keep;
+	uint8_t d[32];
+	size_t n;
+
+	(void)state;
+	assert_non_null(big);
+	memset(big, 'x', (1 << 20) - 1);
+	big[(1 << 20) - 1] = '\0';
+	snprintf(key, sizeof(key), "run/checkpoints/%s.json", id);
+	put(f, key, real, 1);
+	mir_sha256("real\n", 5, d);
+	hb_ckpt_hex(d, hex);
+	snprintf(key, sizeof(key), "run/objects/%s", hex);
+	put(f, key, big, 0);
+	make_dir(tmp, sizeof(tmp));
+	snprintf(dir, sizeof(dir), "%s/ck", tmp);
+	assert_int_not_equal(hb_mirror_pull(s3, "s3://bkt/run", dir, NULL, &st,
+					    &err), 0);
+	if (!strstr(err.msg, "data.txt") || !strstr(err.msg, "longer"))
+		fail_msg("%s", err.msg);
+	names(tmp, key, sizeof(key));
+	assert_string_equal(key, "ck ");
+	names(dir, key, sizeof(key));
+	assert_string_equal(key, "keep ");
+	snprintf(key, sizeof(key), "%s/keep", dir);
+	keep = hb_test_read_file(key, &n);
+	assert_string_equal(keep, "the good checkpoint\n");
+	free(keep);
+	remove_dir(tmp);
+	free(big);
+	free(real);
+	hb_s3_free(s3);
+	fake_stop(f);
+}
+
 struct run {
 	struct hb_s3 *s3;
 	const char *dir;
@@ -415,6 +462,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hostile_listing),
 		cmocka_unit_test(test_hostile_manifest),
+		cmocka_unit_test(test_object_too_long),
 		cmocka_unit_test(test_endless_listing),
 	};
 
