@@ -229,6 +229,24 @@ static void names(const char *dir, char *out, size_t n)
 	free(v);
 }
 
+/* tmp holds ck alone, and ck its one file with its bytes: make_dir()'s
+ * good checkpoint came through untouched, nothing beside it. */
+static void assert_intact(const char *tmp)
+{
+	char dir[128], got[256], *keep;
+	size_t n;
+
+	names(tmp, got, sizeof(got));
+	assert_string_equal(got, "ck ");
+	snprintf(dir, sizeof(dir), "%s/ck", tmp);
+	names(dir, got, sizeof(got));
+	assert_string_equal(got, "keep ");
+	snprintf(got, sizeof(got), "%s/keep", dir);
+	keep = hb_test_read_file(got, &n);
+	assert_string_equal(keep, "the good checkpoint\n");
+	free(keep);
+}
+
 static void remove_dir(const char *tmp)
 {
 	char cmd[600];
@@ -318,10 +336,9 @@ static void test_hostile_manifest(void **state)
 		struct hb_s3 *s3 = client(f);
 		struct hb_mirror_stats st;
 		struct hb_err err = { 0 };
-		char body[512], key[KEYMAX], tmp[64], dir[128], *keep;
+		char body[512], key[KEYMAX], tmp[64], dir[128];
 		char id[HB_MIRROR_ID_LEN + 1];
 		uint8_t d[32];
-		size_t n;
 
 		snprintf(body, sizeof(body),
 			 "{\n  \"format\": \"hpcbridge-checkpoint/1\",\n"
@@ -340,15 +357,7 @@ static void test_hostile_manifest(void **state)
 		if (!strstr(err.msg, ":6: files[0].path: "))
 			fail_msg("\"%s\": %s", paths[i], err.msg);
 		assert_int_equal(f->ngot, 1);
-		names(tmp, dir, sizeof(dir));
-		assert_string_equal(dir, "ck ");
-		snprintf(dir, sizeof(dir), "%s/ck", tmp);
-		names(dir, key, sizeof(key));
-		assert_string_equal(key, "keep ");
-		snprintf(key, sizeof(key), "%s/keep", dir);
-		keep = hb_test_read_file(key, &n);
-		assert_string_equal(keep, "the good checkpoint\n");
-		free(keep);
+		assert_intact(tmp);
 		remove_dir(tmp);
 		hb_s3_free(s3);
 		fake_stop(f);
@@ -366,9 +375,8 @@ static void test_object_too_long(void **state)
 	struct hb_err err = { 0 };
 	char id[HB_MIRROR_ID_LEN + 1], key[KEYMAX], tmp[64], dir[128], hex[65];
 	char *real = manifest_of("data.txt", "real\n", 1795000000, id);
-	char *big = malloc(1 << 20), *keep;
+	char *big = malloc(1 << 20);
 	uint8_t d[32];
-	size_t n;
 
 	(void)state;
 	assert_non_null(big);
@@ -386,14 +394,7 @@ static void test_object_too_long(void **state)
 					    &err), 0);
 	if (!strstr(err.msg, "data.txt") || !strstr(err.msg, "longer"))
 		fail_msg("%s", err.msg);
-	names(tmp, key, sizeof(key));
-	assert_string_equal(key, "ck ");
-	names(dir, key, sizeof(key));
-	assert_string_equal(key, "keep ");
-	snprintf(key, sizeof(key), "%s/keep", dir);
-	keep = hb_test_read_file(key, &n);
-	assert_string_equal(keep, "the good checkpoint\n");
-	free(keep);
+	assert_intact(tmp);
 	remove_dir(tmp);
 	free(big);
 	free(real);
