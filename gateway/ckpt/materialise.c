@@ -4,11 +4,13 @@
  * target, each checked for size and SHA-256 as written and synced; then
  * the directory takes the target's place in one rename (an exchange when
  * a target exists).  A run that stops part way leaves its ".hbpart" for
- * the next one, which keeps the files already right.
+ * the next one, which keeps the files already right.  With opts.jobs
+ * above 1, threads fill the files the calling thread created.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,20 @@
 #include "ckpt_int.h"
 
 #define HASH_BUF (256 * 1024)
+#define JOBS_MAX 64u
+
+/* A file created and waiting for a thread to fill it. */
+struct item {
+	const struct hb_ckpt_file *f;
+	int fd;
+};
+
+/* What one thread needs to fill files: its own read buffer and where
+ * its errors go. */
+struct filler {
+	char *buf;
+	struct hb_err *err;
+};
 
 struct mat {
 	const struct hb_ckpt_manifest *m;
@@ -35,11 +51,21 @@ struct mat {
 	int owned;           /* the temporary directory is ours to remove */
 	char *buf;
 	char rel[HB_CKPT_PATH_MAX + HB_CKPT_NAME_MAX + 2]; /* prune's path */
+	/* With threads: the queue of created files, and the first error,
+	 * which stops everyone.  mu guards all of it and *st. */
+	unsigned threads;
+	pthread_mutex_t mu;
+	pthread_cond_t more, room;
+	struct item q[2 * JOBS_MAX];
+	size_t qhead, qlen, qcap;
+	int qdone;
+	int rc;
+	struct hb_err first;
 };
 
 /* Whether fd holds f exactly: its size, then its SHA-256.  0, or
  * HB_EINVAL naming what is wrong. */
-static int verify(struct mat *t, int fd, const struct hb_ckpt_file *f)
+static int verify(struct filler *w, int fd, const struct hb_ckpt_file *f)
 {
 	char want[65], got[65];
 	uint8_t sha[32];
@@ -48,23 +74,23 @@ static int verify(struct mat *t, int fd, const struct hb_ckpt_file *f)
 	int rc;
 
 	if (fstat(fd, &st))
-		return ckpt_sys_err(t->err, errno, f->path, "stat");
+		return ckpt_sys_err(w->err, errno, f->path, "stat");
 	if ((uint64_t)st.st_size != f->size)
-		return hb_err_set(t->err, HB_EINVAL, NULL, 0,
+		return hb_err_set(w->err, HB_EINVAL, NULL, 0,
 				  "%s: %lld bytes written, the manifest says "
 				  "%llu", f->path, (long long)st.st_size,
 				  (unsigned long long)f->size);
 	if (lseek(fd, 0, SEEK_SET) < 0)
-		return ckpt_sys_err(t->err, errno, f->path, "seek");
-	rc = ckpt_sha256_fd_buf(fd, f->path, t->buf, HASH_BUF, sha, &n,
-				t->err);
+		return ckpt_sys_err(w->err, errno, f->path, "seek");
+	rc = ckpt_sha256_fd_buf(fd, f->path, w->buf, HASH_BUF, sha, &n,
+				w->err);
 	if (rc)
 		return rc;
 	if (n == f->size && !memcmp(sha, f->sha256, 32))
 		return 0;
 	hb_ckpt_hex(sha, got);
 	hb_ckpt_hex(f->sha256, want);
-	return hb_err_set(t->err, HB_EINVAL, NULL, 0,
+	return hb_err_set(w->err, HB_EINVAL, NULL, 0,
 			  "%s: SHA-256 %s, the manifest says %s", f->path, got,
 			  want);
 }
@@ -93,10 +119,10 @@ static int parent_of(struct mat *t, const struct hb_ckpt_file *f,
 
 /* Give the file its mode: it is then done.  Its bytes reach the disk by
  * build()'s one syncfs() before the rename. */
-static int finish(struct mat *t, int fd, const struct hb_ckpt_file *f)
+static int finish(struct filler *w, int fd, const struct hb_ckpt_file *f)
 {
 	if (fchmod(fd, f->mode))
-		return ckpt_sys_err(t->err, errno, f->path, "chmod");
+		return ckpt_sys_err(w->err, errno, f->path, "chmod");
 	return 0;
 }
 
@@ -106,6 +132,7 @@ static int keep(struct mat *t, const struct hb_ckpt_file *f,
 		const char *base)
 {
 	struct hb_err e = {0};
+	struct filler quiet = {t->buf, &e}, loud = {t->buf, t->err};
 	struct stat st;
 	int fd, rc;
 
@@ -113,13 +140,9 @@ static int keep(struct mat *t, const struct hb_ckpt_file *f,
 					  O_NOCTTY | O_CLOEXEC);
 	if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) &&
 	    (uint64_t)st.st_size == f->size) {
-		struct hb_err *was = t->err;
-
-		t->err = &e;
-		rc = verify(t, fd, f);
-		t->err = was;
+		rc = verify(&quiet, fd, f);
 		if (!rc) {
-			rc = finish(t, fd, f);
+			rc = finish(&loud, fd, f);
 			close(fd);
 			return rc ? rc : 1;
 		}
@@ -132,19 +155,46 @@ static int keep(struct mat *t, const struct hb_ckpt_file *f,
 }
 
 /* Rewind an empty-again fd after a source that failed. */
-static int restart(struct mat *t, int fd, const struct hb_ckpt_file *f)
+static int restart(struct filler *w, int fd, const struct hb_ckpt_file *f)
 {
 	if (ftruncate(fd, 0) || lseek(fd, 0, SEEK_SET) < 0)
-		return ckpt_sys_err(t->err, errno, f->path, "truncate");
+		return ckpt_sys_err(w->err, errno, f->path, "truncate");
 	return 0;
 }
 
-static int one_file(struct mat *t, const struct hb_ckpt_file *f)
-{
-	struct hb_err e = {0};
-	const char *base;
-	int fd, rc;
+/* What a file took: kept as it was, copied from opts.reuse, fetched. */
+enum how { KEPT, REUSED, FETCHED };
 
+/* Count f in the stats; with threads, under the lock. */
+static void tally(struct mat *t, enum how how, const struct hb_ckpt_file *f)
+{
+	if (t->threads)
+		pthread_mutex_lock(&t->mu);
+	if (how == KEPT) {
+		t->st->kept++;
+		t->st->kept_bytes += f->size;
+	} else if (how == REUSED) {
+		t->st->reused++;
+	} else {
+		t->st->fetched++;
+		t->st->fetched_bytes += f->size;
+	}
+	if (t->threads)
+		pthread_mutex_unlock(&t->mu);
+}
+
+/*
+ * The calling thread's part of a file: check its path, open (making) its
+ * directory, keep it if a run before left it right (*fd -1), else create
+ * it empty into *fd.  Only this thread makes directories and creates
+ * files, so threads never race on a name.
+ */
+static int open_file(struct mat *t, const struct hb_ckpt_file *f, int *fd)
+{
+	const char *base;
+	int rc;
+
+	*fd = -1;
 	/* Checked again: a manifest built by hand skips the readers. */
 	rc = hb_ckpt_path_check(f->path, strlen(f->path), f->path, t->err);
 	if (!rc && f->size > HB_CKPT_MAX_TOTAL)
@@ -152,54 +202,208 @@ static int one_file(struct mat *t, const struct hb_ckpt_file *f)
 				f->path);
 	if (!rc)
 		rc = parent_of(t, f, &base);
+	if (!rc)
+		rc = keep(t, f, base);
+	if (rc == 1) {
+		tally(t, KEPT, f);
+		return 0;
+	}
 	if (rc)
 		return rc;
-	rc = keep(t, f, base);
-	if (rc) {
-		if (rc == 1) {
-			t->st->kept++;
-			t->st->kept_bytes += f->size;
-			rc = 0;
-		}
-		return rc;
-	}
-	fd = openat(t->dfd, base, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
-					  O_CLOEXEC, 0600);
-	if (fd < 0)
+	*fd = openat(t->dfd, base, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+					   O_CLOEXEC, 0600);
+	if (*fd < 0)
 		return ckpt_sys_err(t->err, errno, f->path, "create");
+	return 0;
+}
+
+/* Fill the created file fd (closed here) from opts.reuse if its copy
+ * there checks out, else from the source; check it and give it its mode.
+ * Any thread: it touches only fd, the reuse directory and w. */
+static int fill(struct mat *t, struct filler *w, const struct hb_ckpt_file *f,
+		int fd)
+{
+	enum how how = FETCHED;
+	int rc;
+
 	if (t->reuse_fd >= 0) {
 		struct hb_ckpt_dir_source src = {t->reuse_fd};
-		struct hb_err *was = t->err;
+		struct hb_err e = {0};
+		struct filler quiet = {w->buf, &e};
 
-		t->err = &e;
 		rc = hb_ckpt_fetch_dir(&src, f, fd, &e);
 		if (!rc)
-			rc = verify(t, fd, f);
-		t->err = was;
+			rc = verify(&quiet, fd, f);
 		if (!rc) {
-			t->st->reused++;
+			how = REUSED;
 			goto done;
 		}
-		rc = restart(t, fd, f);
+		rc = restart(w, fd, f);
 		if (rc)
 			goto done;
 	}
-	rc = t->fetch(t->ctx, f, fd, t->err);
+	rc = t->fetch(t->ctx, f, fd, w->err);
 	if (rc) {
-		hb_err_set(t->err, rc, NULL, 0, "%s: the source failed: %s",
+		hb_err_set(w->err, rc, NULL, 0, "%s: the source failed: %s",
 			   f->path, hb_strerror(rc));
 		goto done;
 	}
-	rc = verify(t, fd, f);
-	if (!rc) {
-		t->st->fetched++;
-		t->st->fetched_bytes += f->size;
-	}
+	rc = verify(w, fd, f);
 done:
 	if (!rc)
-		rc = finish(t, fd, f);
+		rc = finish(w, fd, f);
+	if (!rc)
+		tally(t, how, f);
 	close(fd);
 	return rc;
+}
+
+/* One file after the other on the calling thread (opts.jobs 0 or 1). */
+static int fill_serial(struct mat *t)
+{
+	struct filler w = {t->buf, t->err};
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < t->m->nfiles; i++) {
+		int fd;
+
+		rc = open_file(t, &t->m->files[i], &fd);
+		if (!rc && fd >= 0)
+			rc = fill(t, &w, &t->m->files[i], fd);
+	}
+	return rc;
+}
+
+/* Under the lock: the first error is the one reported, and it stops
+ * every thread and the calling one. */
+static void stop_locked(struct mat *t, int rc, const struct hb_err *e)
+{
+	if (!t->rc) {
+		t->rc = rc;
+		t->first = *e;
+	}
+	pthread_cond_broadcast(&t->more);
+	pthread_cond_broadcast(&t->room);
+}
+
+/* A thread: take created files off the queue and fill them, until the
+ * queue is closed and empty or someone failed. */
+static void *worker(void *arg)
+{
+	struct mat *t = arg;
+	char *buf = malloc(HASH_BUF);
+
+	for (;;) {
+		struct hb_err e = {0};
+		struct filler w = {buf, &e};
+		struct item it;
+		int rc;
+
+		pthread_mutex_lock(&t->mu);
+		while (!t->qlen && !t->qdone && !t->rc)
+			pthread_cond_wait(&t->more, &t->mu);
+		if (t->rc || !t->qlen) {
+			pthread_mutex_unlock(&t->mu);
+			break;
+		}
+		it = t->q[t->qhead];
+		t->qhead = (t->qhead + 1) % t->qcap;
+		t->qlen--;
+		pthread_cond_signal(&t->room);
+		pthread_mutex_unlock(&t->mu);
+		if (buf) {
+			rc = fill(t, &w, it.f, it.fd);
+		} else {
+			close(it.fd);
+			rc = hb_err_set(&e, HB_ENOMEM, NULL, 0,
+					"%s: out of memory", it.f->path);
+		}
+		if (rc) {
+			pthread_mutex_lock(&t->mu);
+			stop_locked(t, rc, &e);
+			pthread_mutex_unlock(&t->mu);
+			break;
+		}
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Hand created file fd to the threads, waiting for room: at most qcap
+ * files wait, so open descriptors stay bounded.  0, or 1 when someone
+ * failed (fd is then closed). */
+static int enqueue(struct mat *t, const struct hb_ckpt_file *f, int fd)
+{
+	int stopped;
+
+	pthread_mutex_lock(&t->mu);
+	while (t->qlen == t->qcap && !t->rc)
+		pthread_cond_wait(&t->room, &t->mu);
+	stopped = t->rc != 0;
+	if (!stopped) {
+		t->q[(t->qhead + t->qlen) % t->qcap] = (struct item){f, fd};
+		t->qlen++;
+		pthread_cond_signal(&t->more);
+	}
+	pthread_mutex_unlock(&t->mu);
+	if (stopped)
+		close(fd);
+	return stopped;
+}
+
+/*
+ * opts.jobs threads fill the files; this thread makes the directories
+ * and creates the files in manifest order and queues them.  The first
+ * error anyone meets stops the rest and is the one reported; what was
+ * completed stays in the temporary directory as with one thread.
+ */
+static int fill_parallel(struct mat *t, unsigned jobs)
+{
+	struct hb_err mine = {0}, *caller = t->err;
+	pthread_t th[JOBS_MAX];
+	unsigned n;
+
+	if (pthread_mutex_init(&t->mu, NULL))
+		return fill_serial(t);
+	pthread_cond_init(&t->more, NULL);
+	pthread_cond_init(&t->room, NULL);
+	t->qcap = 2 * (size_t)jobs;
+	t->threads = 1; /* tally() locks from here on */
+	for (n = 0; n < jobs; n++)
+		if (pthread_create(&th[n], NULL, worker, t))
+			break;
+	t->err = &mine;
+	for (size_t i = 0; n && i < t->m->nfiles; i++) {
+		int fd, rc = open_file(t, &t->m->files[i], &fd);
+
+		if (rc) {
+			pthread_mutex_lock(&t->mu);
+			stop_locked(t, rc, &mine);
+			pthread_mutex_unlock(&t->mu);
+		}
+		if (rc || (fd >= 0 && enqueue(t, &t->m->files[i], fd)))
+			break;
+	}
+	pthread_mutex_lock(&t->mu);
+	t->qdone = 1;
+	pthread_cond_broadcast(&t->more);
+	pthread_mutex_unlock(&t->mu);
+	for (unsigned k = 0; k < n; k++)
+		pthread_join(th[k], NULL);
+	/* Files queued after someone failed were never filled. */
+	for (; t->qlen; t->qlen--, t->qhead = (t->qhead + 1) % t->qcap)
+		close(t->q[t->qhead].fd);
+	t->err = caller;
+	t->threads = 0;
+	pthread_cond_destroy(&t->more);
+	pthread_cond_destroy(&t->room);
+	pthread_mutex_destroy(&t->mu);
+	if (!n) /* no thread would start: do it here */
+		return fill_serial(t);
+	if (t->rc)
+		hb_err_set(t->err, t->first.code, NULL, 0, "%s",
+			   t->first.msg);
+	return t->rc;
 }
 
 /* Whether some file of the manifest lies under directory rel. */
@@ -385,12 +589,12 @@ static int transient(int rc)
 	return rc == HB_EAGAIN || rc == HB_ETIMEDOUT || rc == HB_EUNAVAIL;
 }
 
-static int build(struct mat *t)
+static int build(struct mat *t, unsigned jobs)
 {
 	int rc = open_tmp(t);
 
-	for (size_t i = 0; !rc && i < t->m->nfiles; i++)
-		rc = one_file(t, &t->m->files[i]);
+	if (!rc)
+		rc = jobs > 1 ? fill_parallel(t, jobs) : fill_serial(t);
 	/*
 	 * Every file and directory on the disk before the rename shows them:
 	 * one syncfs() of the target's filesystem rather than an fsync() per
@@ -431,7 +635,9 @@ int hb_ckpt_materialise(const struct hb_ckpt_manifest *m, const char *target,
 			rc = ckpt_sys_err(err, errno, opts->reuse, "open");
 	}
 	if (!rc) {
-		rc = build(t);
+		unsigned jobs = opts ? opts->jobs : 0;
+
+		rc = build(t, jobs > JOBS_MAX ? JOBS_MAX : jobs);
 		if (rc && t->owned && !transient(rc))
 			ckpt_remove_tree(t->pfd, t->tmp);
 	}

@@ -5,11 +5,14 @@
  * intact and no temporary directory (a bad digest, a source error, a
  * full disk on a small tmpfs, EACCES as an unprivileged user), resuming
  * after the source went away, reusing an earlier checkpoint's files, and
- * links planted in the temporary directory that must not lead out.
+ * links planted in the temporary directory that must not lead out.  The
+ * same with several threads filling files (opts.jobs): the same tree and
+ * stats, the first error winning, resume, and fetches that overlap.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +20,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hpcbridge/ckpt.h"
@@ -513,6 +517,231 @@ static void test_target_not_dir(void **state)
 	assert_int_equal(mat(man, "/", &c, NULL, NULL, &err), HB_EINVAL);
 }
 
+/* ---- Several threads (opts.jobs) ---------------------------------- */
+
+#define MANY 240
+
+/* A source safe to call from several threads: it counts calls and the
+ * most calls in progress at once, sleeps a little in each so that
+ * threads overlap, and fails the file fail_at with fail_rc. */
+struct par {
+	struct hb_ckpt_dir_source dir;
+	atomic_int calls, now, most;
+	const char *fail_at;
+	int fail_rc;
+};
+
+static int par_fetch(void *ctx, const struct hb_ckpt_file *f, int fd,
+		     struct hb_err *err)
+{
+	struct par *p = ctx;
+	struct timespec nap = {0, 2 * 1000 * 1000};
+	int now = atomic_fetch_add(&p->now, 1) + 1, most, rc;
+
+	atomic_fetch_add(&p->calls, 1);
+	most = atomic_load(&p->most);
+	while (now > most && !atomic_compare_exchange_weak(&p->most, &most,
+							   now))
+		;
+	nanosleep(&nap, NULL);
+	if (p->fail_at && !strcmp(f->path, p->fail_at))
+		rc = hb_err_set(err, p->fail_rc, NULL, 0, "%s: %s", f->path,
+				"the store said no (simulated)");
+	else
+		rc = hb_ckpt_fetch_dir(&p->dir, f, fd, err);
+	atomic_fetch_sub(&p->now, 1);
+	return rc;
+}
+
+/* MANY files of sizes 0 to about 9 KiB in nested directories. */
+static void make_many(const char *dir)
+{
+	char path[512], data[9000];
+
+	assert_int_equal(mkdir(dir, 0755), 0);
+	for (int i = 0; i < MANY; i++) {
+		size_t n = (size_t)(i * 997) % sizeof(data);
+
+		if (i % 20 == 0) {
+			snprintf(path, sizeof(path), "%s/d%02d", dir, i / 20);
+			assert_int_equal(mkdir(path, 0755), 0);
+			snprintf(path, sizeof(path), "%s/d%02d/e", dir, i / 20);
+			assert_int_equal(mkdir(path, 0700), 0);
+		}
+		memset(data, 'a' + i % 26, n);
+		snprintf(path, sizeof(path), "%s/d%02d/%sf%03d", dir, i / 20,
+			 i % 3 ? "" : "e/", i);
+		ckpt_test_put(path, data, n, i % 2 ? 0644 : 0600);
+	}
+}
+
+/* The many-file manifest and a source of it, for one test. */
+struct many {
+	char dir[128];
+	struct hb_ckpt_manifest *m;
+	char *text;
+	int fd;
+};
+
+static void many_up(struct many *w)
+{
+	snprintf(w->dir, sizeof(w->dir), "%s/many", root);
+	make_many(w->dir);
+	w->m = scan(w->dir);
+	assert_int_equal(w->m->nfiles, MANY);
+	w->text = text_of(w->dir);
+	w->fd = open(w->dir, O_RDONLY | O_DIRECTORY);
+	assert_true(w->fd >= 0);
+}
+
+static void many_down(struct many *w)
+{
+	close(w->fd);
+	hb_ckpt_manifest_free(w->m);
+	free(w->text);
+	clean(w->dir);
+	clean(target);
+	clean(part);
+}
+
+static int mat_par(struct many *w, struct par *p, unsigned jobs,
+		   const char *reuse, struct hb_ckpt_mat_stats *st,
+		   struct hb_err *err)
+{
+	struct hb_ckpt_mat_opts o = {.reuse = reuse, .jobs = jobs};
+
+	p->dir.dirfd = w->fd;
+	return hb_ckpt_materialise(w->m, target, par_fetch, p, &o, st, err);
+}
+
+/* jobs 8 gives the tree and the stats jobs 1 gives, and its fetches
+ * overlapped; jobs 1 never has two at once.  A jobs past the cap works. */
+static void test_jobs_same_tree(void **state)
+{
+	static const unsigned jobs[] = {1, 8, 1000};
+	struct hb_ckpt_mat_stats st[3];
+	struct many w;
+
+	(void)state;
+	clean(target);
+	many_up(&w);
+	for (size_t i = 0; i < 3; i++) {
+		struct par p = {0};
+		struct hb_err err = {0};
+
+		clean(target);
+		if (mat_par(&w, &p, jobs[i], NULL, &st[i], &err))
+			fail_msg("jobs %u: %s", jobs[i], err.msg);
+		same_tree(target, w.text);
+		assert_false(exists(part));
+		assert_int_equal(atomic_load(&p.calls), MANY);
+		if (jobs[i] == 1)
+			assert_int_equal(atomic_load(&p.most), 1);
+		else
+			assert_true(atomic_load(&p.most) > 1);
+		assert_int_equal(st[i].fetched, MANY);
+		assert_int_equal(st[i].fetched_bytes, w.m->total);
+		assert_memory_equal(&st[i], &st[0], sizeof(st[0]));
+	}
+	many_down(&w);
+}
+
+/* One file among many fails while others are in flight: the target
+ * keeps the last good checkpoint, no temporary directory is left, and
+ * the message names that file. */
+static void test_jobs_failure(void **state)
+{
+	struct hb_ckpt_mat_stats st;
+	struct par p = {.fail_rc = HB_EIO};
+	struct hb_err err = {0};
+	struct many w;
+	char *good;
+
+	(void)state;
+	good_checkpoint(&good);
+	many_up(&w);
+	p.fail_at = w.m->files[MANY / 2].path;
+	assert_int_equal(mat_par(&w, &p, 8, NULL, &st, &err), HB_EIO);
+	assert_non_null(strstr(err.msg, p.fail_at));
+	assert_non_null(strstr(err.msg, "the store said no"));
+	same_tree(target, good);
+	assert_false(exists(part));
+	assert_true(atomic_load(&p.calls) < MANY);
+	free(good);
+	many_down(&w);
+}
+
+/* The source goes away in the middle: what was completed stays, and a
+ * resume with 4 threads fetches only the rest.  Every file before the
+ * failed one in manifest order was taken by a thread before it and is
+ * finished, as in-flight fetches complete. */
+static void test_jobs_resume(void **state)
+{
+	struct hb_ckpt_mat_stats st;
+	struct par p = {.fail_rc = HB_EAGAIN};
+	struct hb_err err = {0};
+	struct many w;
+	char *good;
+	size_t at = MANY / 2;
+
+	(void)state;
+	good_checkpoint(&good);
+	many_up(&w);
+	p.fail_at = w.m->files[at].path;
+	assert_int_equal(mat_par(&w, &p, 4, NULL, &st, &err), HB_EAGAIN);
+	assert_non_null(strstr(err.msg, p.fail_at));
+	same_tree(target, good);
+	assert_true(exists(part));
+	p = (struct par){0};
+	memset(&err, 0, sizeof(err));
+	if (mat_par(&w, &p, 4, NULL, &st, &err))
+		fail_msg("%s", err.msg);
+	same_tree(target, w.text);
+	assert_false(exists(part));
+	assert_true(st.kept >= at);
+	assert_true(st.fetched >= 1);
+	assert_int_equal(st.kept + st.fetched, MANY);
+	assert_int_equal(st.kept_bytes + st.fetched_bytes, w.m->total);
+	assert_int_equal(atomic_load(&p.calls), (int)st.fetched);
+	free(good);
+	many_down(&w);
+}
+
+/* Reuse with threads: every unchanged file is copied from the earlier
+ * tree, the changed one alone is fetched. */
+static void test_jobs_reuse(void **state)
+{
+	struct hb_ckpt_mat_stats st;
+	struct par p = {0};
+	struct hb_err err = {0};
+	char prev[128], *changed;
+	struct many w;
+
+	(void)state;
+	clean(target);
+	many_up(&w);
+	snprintf(prev, sizeof(prev), "%s/prev", root);
+	if (mat_par(&w, &p, 4, NULL, &st, &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(rename(target, prev), 0);
+	changed = strdup(in(w.dir, w.m->files[7].path));
+	ckpt_test_put(changed, "new", 3, 0644);
+	hb_ckpt_manifest_free(w.m);
+	free(w.text);
+	w.m = scan(w.dir);
+	w.text = text_of(w.dir);
+	p = (struct par){0};
+	if (mat_par(&w, &p, 4, prev, &st, &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(st.reused, MANY - 1);
+	assert_int_equal(st.fetched, 1);
+	assert_int_equal(atomic_load(&p.calls), 1);
+	same_tree(target, w.text);
+	free(changed);
+	clean(prev);
+	many_down(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -529,6 +758,10 @@ int main(void)
 		cmocka_unit_test(test_swapped_part),
 		cmocka_unit_test(test_hostile_paths),
 		cmocka_unit_test(test_target_not_dir),
+		cmocka_unit_test(test_jobs_same_tree),
+		cmocka_unit_test(test_jobs_failure),
+		cmocka_unit_test(test_jobs_resume),
+		cmocka_unit_test(test_jobs_reuse),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
