@@ -55,6 +55,7 @@ sec_init
 hb=$build/bin/hpcbridge
 sw=$tmp/swift
 # no daemon here: on failure sec_end shows the tail of Swift's proxy log
+# shellcheck disable=SC2034
 log=$sw/log/proxy.log
 trap 'swift_down "$sw"; _sec_cleanup' EXIT
 swift_up "$sw" || {
@@ -420,7 +421,6 @@ rm -f "$u/src6/hl"
 ln "$tmp/rootfile" "$u/src6/hl"
 sleep 1.1
 ck a push "$u/src6" "$url" --job 6 --progress none --json
-id6=$(said_id)
 [ "$rc" != 124 ] && [ "$rc" != 137 ] &&
 	ok "push with root's file hard-linked in: $(said) $(head -c 120 "$tmp/out")" ||
 	bad "push with a hard link hung"
