@@ -202,7 +202,7 @@ write_config() {
 	# Secret is what a real cluster would hold; the emulator serves no
 	# Secrets and runs no init containers (docs/emulator.md).
 	if s3_enabled; then
-		printf 'checkpoints:\n  url: %s\n  endpoint: %s\n  region: %s\n  secret: hpcbridge-s3\n' \
+		printf 'checkpoints:\n  url: %s\n  endpoint: %s\n  region: %s\n  secret: hpcbridge-s3\n  keep: 3\n' \
 			"s3://$CKPT_BUCKET/$CKPT_PREFIX" "$AWS_ENDPOINT_URL" \
 			"$AWS_DEFAULT_REGION" >>"$dir/hpcbridge.yaml"
 	fi

@@ -398,6 +398,16 @@ static const struct setting table[] = {
      .reloadable = 1,
      .help = "Checkpoint directory of a job that names none "
 	     "(--hpcbridge-checkpoint); null: such a job has none."},
+    {.path = "checkpoints.keep",
+     .type = HB_CFG_UINT,
+     .off = F(k8s.ckpt_keep),
+     .def = "0",
+     .min = 0,
+     .max = 100000,
+     .reloadable = 1,
+     .help = "After a burst job's checkpoint came back, keep the newest "
+	     "N complete checkpoints at its location, deleting older ones "
+	     "and the objects no kept one names; 0: keep all."},
     {.path = "translation.max_array_jobs",
      .type = HB_CFG_UINT,
      .off = F(k8s.max_array_jobs),

@@ -147,6 +147,24 @@ static int from_s3(void *ctx, const struct hb_ckpt_file *f, hb_s3_sink_fn sink,
 	return hb_mirror_object_get(ps->s3, ps->url, f, sink, arg, err);
 }
 
+/* Keep the newest checkpoints; what stays is what storage holds for the
+ * job's directory.  A failure is a warning: the pull stands. */
+static void retain(const struct hb_config *cfg, struct hb_s3 *s3,
+		   struct hbd_ckpt *r)
+{
+	struct hb_mirror_opts o = { .gc_grace_s = -1 };
+	struct hb_mirror_stats st = { 0 };
+	struct hb_err err = { 0 };
+
+	if (hb_mirror_retain(s3, r->url, cfg->k8s.ckpt_keep, &o, &st, &err)) {
+		hb_log(HB_LOG_WARN, "%s: retention: %s", r->url, err.msg);
+		return;
+	}
+	r->kept_checkpoints = cfg->k8s.ckpt_keep;
+	r->removed = st.removed_checkpoints;
+	r->stored_bytes = st.prefix_bytes;
+}
+
 int hbd_ckpt_pull(const struct hb_config *cfg, const char *job, uid_t uid,
 		  gid_t gid, const struct hb_jobspec *spec, struct hbd_ckpt *r,
 		  struct hb_err *err)
@@ -186,6 +204,8 @@ int hbd_ckpt_pull(const struct hb_config *cfg, const char *job, uid_t uid,
 	r->bytes = ms.fetched_bytes + ms.kept_bytes;
 	r->moved_files = ms.fetched;
 	r->moved_bytes = ms.fetched_bytes;
+	if (!rc && cfg->k8s.ckpt_keep)
+		retain(cfg, s3, r);
 out:
 	finish(r, r->event[0] ? r->event : "ckpt_pull", rc, err);
 	hb_ckpt_manifest_free(m);
@@ -216,6 +236,12 @@ int hbd_ckpt_audit(struct hb_daemon *d, const char *job_id,
 	cJSON_AddNumberToObject(o, "moved_bytes", (double)r->moved_bytes);
 	if (r->unchanged)
 		cJSON_AddBoolToObject(o, "unchanged", 1);
+	if (r->kept_checkpoints) {
+		cJSON_AddNumberToObject(o, "removed_checkpoints",
+					(double)r->removed);
+		cJSON_AddNumberToObject(o, "stored_bytes",
+					(double)r->stored_bytes);
+	}
 	if (r->rc)
 		cJSON_AddStringToObject(o, "error", r->why);
 	rc = hbd_audit(d, 0, "", "", r->rc ? "ckpt_failed" : r->event, job_id,

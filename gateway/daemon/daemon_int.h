@@ -139,6 +139,9 @@ struct hbd_ckpt {
 	uint64_t files, bytes;		/* in the checkpoint */
 	uint64_t moved_files, moved_bytes; /* sent or fetched */
 	int unchanged;	/* push: S3's newest already held the tree */
+	uint32_t kept_checkpoints; /* pull: retention ran, keeping so many */
+	uint64_t removed;	   /* ... deleting so many checkpoints */
+	uint64_t stored_bytes;	   /* ... leaving so many bytes in S3 */
 	char why[HB_ERR_MAX];
 };
 

@@ -127,8 +127,8 @@ status=$(hpcbridge status "$hb" 2>&1)
 grep -q "pushed .* $ck -> s3://.*the job resumed from it on the cluster" <<<"$status" &&
 	ok "status: the checkpoint pushed before the start, resumed from" ||
 	bad "status: $status"
-grep -q "pulled .* s3://.* -> $ck" <<<"$status" &&
-	ok "status: the checkpoint pulled back at the end" ||
+grep -q "pulled .* s3://.* -> $ck .*; S3 keeps [0-9]* bytes of its checkpoints" <<<"$status" &&
+	ok "status: the checkpoint pulled back at the end, and what S3 keeps (checkpoints.keep 3)" ||
 	bad "status: $status"
 url=$(sed -n 's/.*pushed  *[^ ]*  *[^ ]* -> \(s3:[^ ]*\) .*/\1/p' <<<"$status" | head -n1)
 n=$(aws s3 ls "$url/checkpoints/" 2>/dev/null | grep -c '\.json$' || true)
