@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "daemon_int.h"
+#include "hpcbridge/clock.h"
 #include "hpcbridge/jobspec.h"
 #include "hpcbridge/k8s_opts.h"
 #include "hpcbridge/log.h"
@@ -213,6 +214,39 @@ out:
 	hb_s3_free(s3);
 	hb_buf_free(&json);
 	return rc;
+}
+
+/* Jobs followed at once; past that, the oldest is forgotten (its next
+ * poll starts its clock again). */
+#define HBD_CKPT_TRIPS 4096
+
+int hbd_ckpt_due(struct hb_daemon *d, const char *id, int done)
+{
+	int64_t now = hb_clock_mono_ms();
+	uint32_t every = d->cfg.k8s.ckpt_interval;
+	size_t i;
+
+	for (i = 0; i < d->ntrips && strcmp(d->trips[i].id, id); i++)
+		;
+	if (done || !d->cfg.k8s.ckpt_url || !every) {
+		if (i < d->ntrips)
+			d->trips[i] = d->trips[--d->ntrips];
+		return 0;
+	}
+	if (i < d->ntrips) {
+		if (now - d->trips[i].at_ms < (int64_t)every * 1000)
+			return 0;
+		d->trips[i].at_ms = now;
+		return 1;
+	}
+	if (!d->trips &&
+	    !(d->trips = calloc(HBD_CKPT_TRIPS, sizeof(*d->trips))))
+		return 0;
+	if (d->ntrips == HBD_CKPT_TRIPS)
+		d->trips[0] = d->trips[--d->ntrips];
+	snprintf(d->trips[d->ntrips].id, sizeof(d->trips[0].id), "%s", id);
+	d->trips[d->ntrips++].at_ms = now;
+	return 0;
 }
 
 int hbd_ckpt_audit(struct hb_daemon *d, const char *job_id,

@@ -15,6 +15,9 @@
 #     container pulls it into the pod (an emptyDir), the job resumes from
 #     the step it reached and finishes with the right sum, having run
 #     only the steps left;
+#   * while it runs, the launcher pushes its checkpoint every 2 s
+#     (checkpoints.interval) and the daemon brings the newest back: the
+#     directory moves on before the job ends;
 #   * the launcher pushes the final checkpoint, the daemon pulls it back:
 #     the directory on the shared filesystem holds step 100;
 #   * hpcbridge status shows both checkpoints and which one the job
@@ -32,6 +35,8 @@ src=$(cd "${2:?SRC_DIR}" && pwd)
 tmp=$(mktemp -d /tmp/hb-ckres.XXXXXX)
 chmod 755 "$tmp"
 export HB_SANDBOX_BACKEND=kubernetes
+# the checkpoint's trips while a burst job runs: every 2 s
+export HB_SANDBOX_CKPT_INTERVAL=2
 # shellcheck source=lib/sandbox_test.sh
 . "$src/tests/integration/lib/sandbox_test.sh"
 command -v mpicc >/dev/null || die "mpicc is missing (scripts/setup.sh)"
@@ -98,6 +103,21 @@ id=$(submit_user "$tmp/count.sh" -p gpu)
 	die "burst: the job stayed in partition $(field "$id" Partition)"
 hb=$(gateway_id "$id")
 [ -n "$hb" ] || die "burst: no gateway id on job $id"
+# While it runs on the cluster, its checkpoint comes back now and then
+# (checkpoints.interval): the directory here moves on before the end.
+mid=
+for _ in $(seq 600); do
+	s=$(cat "$ck/step" 2>/dev/null || echo 0)
+	if [ "$s" -gt "$s1" ] && [ "$s" -lt 100 ]; then
+		mid=$s
+		break
+	fi
+	case $(field "$id" JobState) in RUNNING | PENDING) ;; *) break ;; esac
+	sleep 0.1
+done
+[ -n "$mid" ] &&
+	ok "burst: while it ran, its checkpoint of step $mid came back" ||
+	bad "burst: the directory did not move on while the job ran"
 st=$(wait_final "$id")
 if [ "$st" = COMPLETED ]; then
 	ok "burst: COMPLETED"
