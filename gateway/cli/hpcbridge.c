@@ -21,6 +21,8 @@ static const struct {
 	{ "explain", hb_cmd_explain, "say where a job would run, and why" },
 	{ "policy", hb_cmd_policy, "check a placement policy" },
 	{ "report", hb_cmd_report, "chargeback report from the cost ledger" },
+	{ "ckpt", hb_cmd_ckpt,
+	  "push, pull, verify, list and retain checkpoints in S3" },
 	{ "doctor", hb_cmd_doctor,
 	  "check the cluster burst jobs go to (namespace, uid range, APIs)" },
 	{ "sandbox", hb_cmd_sandbox,

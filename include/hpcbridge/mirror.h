@@ -34,7 +34,7 @@
 #include "hpcbridge/error.h"
 #include "hpcbridge/s3.h"
 
-/* "YYYYMMDDTHHMMSSZ-XXXXXXXX" and its NUL. */
+/* The length of "YYYYMMDDTHHMMSSZ-XXXXXXXX" (arrays add one for the NUL). */
 #define HB_MIRROR_ID_LEN 25u
 #define HB_MIRROR_PREFIX_MAX 512u
 

@@ -1,0 +1,174 @@
+/*
+ * retain.c - hb_mirror_retain(): keep the newest N checkpoints, delete
+ * the older manifests, then the objects no remaining manifest names, and
+ * count the bytes that stay.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gateway/mirror/mirror_int.h"
+#include "hpcbridge/clock.h"
+#include "hpcbridge/timefmt.h"
+
+struct retain {
+	struct mir *m;
+	struct mir_ids ids;
+	size_t ndel;		/* ids.v[0..ndel) were deleted */
+	struct mir_digests named; /* what the remaining manifests name */
+	char objdir[MIR_KEY_MAX], ckdir[MIR_KEY_MAX];
+	size_t objlen, cklen;
+	int64_t now;
+	/* Objects to delete. */
+	uint8_t (*gone)[32];
+	size_t ngone, cap;
+	uint64_t bytes;		/* what stays */
+};
+
+static int deleted_id(const struct retain *r, const char *name)
+{
+	for (size_t i = 0; i < r->ndel; i++)
+		if (!strncmp(name, r->ids.v[i].id, HB_MIRROR_ID_LEN) &&
+		    !strcmp(name + HB_MIRROR_ID_LEN, ".json"))
+			return 1;
+	return 0;
+}
+
+/* Whether an object listed at lm (ISO 8601) is older than the grace. */
+static int old_enough(const struct retain *r, const char *lm)
+{
+	int64_t t;
+
+	if (!r->m->o.gc_grace_s)
+		return 1;
+	if (!lm || hb_time_rfc3339_parse(lm, &t))
+		return 0; /* no age known: kept */
+	return r->now - t >= r->m->o.gc_grace_s;
+}
+
+static int sort_out(const struct hb_s3_entry *e, void *arg)
+{
+	struct retain *r = arg;
+	const char *k = e->key;
+	uint8_t d[32];
+
+	if (!strncmp(k, r->objdir, r->objlen) &&
+	    mir_hex_digest(k + r->objlen, strlen(k + r->objlen), d) &&
+	    mir_digests_find(&r->named, d) < 0 &&
+	    old_enough(r, e->last_modified)) {
+		if (r->ngone == r->cap) {
+			size_t cap = r->cap ? 2 * r->cap : 256;
+			void *v = realloc(r->gone, cap * sizeof(*r->gone));
+
+			if (!v)
+				return HB_ENOMEM;
+			r->gone = v;
+			r->cap = cap;
+		}
+		/* The key is rebuilt from the digest, not taken as listed. */
+		memcpy(r->gone[r->ngone++], d, 32);
+		return 0;
+	}
+	/* A manifest just deleted may still be listed. */
+	if (!strncmp(k, r->ckdir, r->cklen) && deleted_id(r, k + r->cklen))
+		return 0;
+	r->bytes += e->size;
+	return 0;
+}
+
+static int delete_task(void *ctx, size_t i, unsigned worker,
+		       struct hb_err *err)
+{
+	struct retain *r = ctx;
+	char key[MIR_KEY_MAX];
+	struct hb_err e = { 0 };
+	int rc;
+
+	(void)worker;
+	mir_key_object(r->m, r->gone[i], key);
+	rc = hb_s3_delete(r->m->s3, r->m->u.bucket, key, &e);
+	return rc ? hb_err_set(err, rc, NULL, 0, "%s", e.msg) : 0;
+}
+
+/* Delete the manifests past keep, oldest first, and read the others. */
+static int manifests(struct retain *r, unsigned keep, struct hb_err *err)
+{
+	struct mir *m = r->m;
+	int rc = mir_list_ids(m, &r->ids, err);
+
+	if (!rc && keep && r->ids.n > keep)
+		r->ndel = r->ids.n - keep;
+	for (size_t i = 0; !rc && i < r->ndel; i++) {
+		char key[MIR_KEY_MAX];
+		struct hb_err e = { 0 };
+
+		mir_key_manifest(m, r->ids.v[i].id, key);
+		rc = hb_s3_delete(m->s3, m->u.bucket, key, &e);
+		if (rc)
+			hb_err_set(err, rc, NULL, 0, "%s", e.msg);
+	}
+	for (size_t i = r->ndel; !rc && i < r->ids.n; i++) {
+		struct hb_ckpt_manifest *man;
+
+		/* A manifest that does not read names objects no one can
+		 * tell: deleting any could break it. */
+		rc = mir_read_manifest(m, r->ids.v[i].id, &man, NULL, err);
+		if (rc) {
+			hb_err_set(err, rc, NULL, 0, "no object deleted");
+			break;
+		}
+		rc = mir_digests_add(&r->named, man, err);
+		hb_ckpt_manifest_free(man);
+	}
+	mir_digests_seal(&r->named);
+	return rc;
+}
+
+int mir_retain(struct mir *m, unsigned keep, struct hb_mirror_stats *st,
+	       struct hb_err *err)
+{
+	struct retain r = { .m = m };
+	char top[MIR_KEY_MAX];
+	int rc;
+
+	r.now = hb_clock_wall_ms() / 1000;
+	mir_key_dir(m, "objects/", r.objdir);
+	mir_key_dir(m, "checkpoints/", r.ckdir);
+	mir_key_dir(m, "", top);
+	r.objlen = strlen(r.objdir);
+	r.cklen = strlen(r.ckdir);
+	rc = manifests(&r, keep, err);
+	st->removed_checkpoints = r.ndel;
+	if (!rc)
+		rc = hb_s3_list(m->s3, m->u.bucket, top[0] ? top : NULL,
+				sort_out, &r, err);
+	if (rc == HB_ENOMEM)
+		hb_err_set(err, rc, NULL, 0, "%s: out of memory", m->url);
+	if (!rc)
+		rc = mir_pool(m->o.jobs, r.ngone, delete_task, &r, err);
+	if (!rc) {
+		st->removed_objects = r.ngone;
+		st->prefix_bytes = r.bytes;
+	}
+	mir_ids_free(&r.ids);
+	mir_digests_free(&r.named);
+	free(r.gone);
+	return rc;
+}
+
+int hb_mirror_retain(struct hb_s3 *s3, const char *url, unsigned keep,
+		     const struct hb_mirror_opts *opts,
+		     struct hb_mirror_stats *st, struct hb_err *err)
+{
+	struct hb_mirror_stats local;
+	struct mir m;
+	int rc;
+
+	st = st ? st : &local;
+	memset(st, 0, sizeof(*st));
+	rc = mir_open(&m, s3, url, opts, err);
+	if (!rc)
+		rc = mir_retain(&m, keep, st, err);
+	st->elapsed_ms = (uint64_t)(hb_clock_mono_ms() - m.start_ms);
+	mir_close(&m);
+	return rc;
+}
