@@ -28,6 +28,13 @@
 #     Finished jobs are metered into the ledger with the rate card
 #     config/ratecards/example.yaml (HB_SANDBOX_RATECARD=FILE names
 #     another); `hpcbridge report` reads it.
+#   * a private S3 server: OpenStack Swift with its s3api middleware
+#     (tests/integration/lib/swift.sh) on a loopback port, with the
+#     bucket hpcbridge-ckpt for checkpoints; its endpoint and credentials
+#     are among the `export` lines (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
+#     AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION, an rclone remote
+#     hbswift:, S3CMD_CONFIG), and hpcbridge.yaml's checkpoints: section
+#     names it.  HB_SANDBOX_S3=0 leaves it out.
 #   * a user to submit as: root never bursts, so burst jobs need one.
 #     Run as root, `up` makes user hbdemo (HB_SANDBOX_USER names another)
 #     if it does not exist, and DIR/work, owned by it: the directory the
@@ -47,12 +54,20 @@
 #   kubeconfig          the emulated cluster's (also for kubectl or python)
 #   kube/               the emulator: pid, port, log, TLS CA, pods' dirs
 #   slurm/              the Slurm instance (tests/integration/lib/slurm.sh)
+#   swift/              the S3 server (tests/integration/lib/swift.sh)
+#   s3cfg               s3cmd's configuration (keys from the environment)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/.." && pwd)
 # shellcheck source=../tests/integration/lib/slurm.sh
 . "$src/tests/integration/lib/slurm.sh"
+# shellcheck source=../tests/integration/lib/swift.sh
+. "$src/tests/integration/lib/swift.sh"
+
+# The bucket checkpoints go to, and the prefix under it (checkpoints.url).
+CKPT_BUCKET=hpcbridge-ckpt
+CKPT_PREFIX=jobs
 
 say() { printf 'sandbox: %s\n' "$*" >&2; }
 
@@ -75,6 +90,52 @@ print_env() {
 	printf 'export PATH=%q:"$PATH"\n' "$build/bin"
 	printf 'export HB_SANDBOX_USER=%q\n' "$(sandbox_user)"
 	printf 'export HB_SANDBOX_WORK=%q\n' "$dir/work"
+	if s3_enabled && [ -r "$dir/swift/.hbswift/env" ]; then
+		# AWS_*, the rclone remote hbswift: and the HB_SWIFT_* records
+		swift_env "$dir/swift"
+		printf 'export S3CMD_CONFIG=%q\n' "$dir/s3cfg"
+		printf 'export HB_SANDBOX_CKPT_URL=%q\n' \
+			"s3://$CKPT_BUCKET/$CKPT_PREFIX"
+	fi
+}
+
+s3_enabled() { [ "${HB_SANDBOX_S3:-1}" != 0 ]; }
+
+# s3_up DIR: the S3 server in DIR/swift unless it runs (its environment
+# loaded either way), the checkpoint bucket, and s3cmd's configuration.
+# The bucket is made with curl's SigV4 and the library's netrc (the first
+# user's key, which holds ':'), as swift.sh probes it: no CLI to start.
+s3_up() {
+	local dir=$1 sw=$1/swift code
+	if swift_is_up "$sw" 2>/dev/null && [ -r "$sw/.hbswift/env" ]; then
+		# shellcheck disable=SC1091
+		. "$sw/.hbswift/env"
+	else
+		swift_down "$sw" >&2 # a stopped instance: release its records
+		swift_up "$sw" >&2 || return 1
+	fi
+	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -X PUT \
+		--aws-sigv4 "aws:amz:$AWS_DEFAULT_REGION:s3" \
+		-H 'x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' \
+		--netrc-file "$sw/.hbswift/netrc" \
+		"$AWS_ENDPOINT_URL/$CKPT_BUCKET") || code=000
+	case $code in
+	200 | 409) ;; # made, or there already
+	*)
+		say "cannot make bucket $CKPT_BUCKET (HTTP $code)"
+		return 1
+		;;
+	esac
+	cat >"$dir/s3cfg" <<-CFG
+	# Written by hpcbridge sandbox up: s3cmd against the sandbox's S3
+	# server; the keys come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
+	[default]
+	host_base = ${AWS_ENDPOINT_URL#http://}
+	host_bucket = ${AWS_ENDPOINT_URL#http://}
+	use_https = False
+	bucket_location = $AWS_DEFAULT_REGION
+	signature_v2 = False
+	CFG
 }
 
 # The user burst jobs are submitted as: HB_SANDBOX_USER (root's default
@@ -137,6 +198,14 @@ write_config() {
 	chargeback:
 	  ratecard: ${HB_SANDBOX_RATECARD:-$src/config/ratecards/example.yaml}
 	YAML
+	# Where burst jobs' checkpoints go (docs/configuration.md).  The
+	# Secret is what a real cluster would hold; the emulator serves no
+	# Secrets and runs no init containers (docs/emulator.md).
+	if s3_enabled; then
+		printf 'checkpoints:\n  url: %s\n  endpoint: %s\n  region: %s\n  secret: hpcbridge-s3\n' \
+			"s3://$CKPT_BUCKET/$CKPT_PREFIX" "$AWS_ENDPOINT_URL" \
+			"$AWS_DEFAULT_REGION" >>"$dir/hpcbridge.yaml"
+	fi
 	if [ -n "${HB_SANDBOX_POLICY:-}" ]; then
 		printf 'placement:\n  policy: %s\n' "$HB_SANDBOX_POLICY" \
 			>>"$dir/hpcbridge.yaml"
@@ -170,6 +239,9 @@ kube_up() {
 		env=(--exec-env OMPI_ALLOW_RUN_AS_ROOT=1
 			--exec-env OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
 	fi
+	# The pods' "image" holds hpcbridge (the checkpoint's init container
+	# and the launcher's push run it): this build's, first on PATH.
+	env+=(--exec-env "PATH=$build/bin:${PATH:-/usr/bin:/bin}")
 	setsid "$build/bin/hb-kubemu" --listen 127.0.0.1:0 \
 		--port-file "$dir/kube/port" --pidfile "$dir/kube/pid" \
 		--tls-dir "$dir/kube/tls" --token "$(cat "$dir/kube/token")" \
@@ -188,13 +260,14 @@ kube_up() {
 	done
 	printf 'https://127.0.0.1:%s\n' "$(cat "$dir/kube/port")" \
 		>"$dir/kube/url"
-	kueue_up "$dir"
+	kueue_up "$dir" || return 1
+	! s3_enabled || s3_secret_up "$dir"
 }
 
-# Kueue's queue and priorities (examples/sandbox/kueue.yaml), with kubectl
-# (python3-kubernetes where kubectl is missing).
-kueue_up() {
-	local dir=$1 f=$src/examples/sandbox/kueue.yaml
+# kube_apply DIR FILE: the objects of FILE into the emulated cluster, with
+# kubectl (python3-kubernetes where kubectl is missing).
+kube_apply() {
+	local dir=$1 f=$2
 	if command -v kubectl >/dev/null 2>&1; then
 		KUBECONFIG=$dir/kubeconfig kubectl apply -f "$f" >&2 && return 0
 	else
@@ -204,10 +277,13 @@ kueue_up() {
 		config.load_kube_config()
 		api = client.CustomObjectsApi()
 		for o in yaml.safe_load_all(open(sys.argv[1])):
+		    ns = o["metadata"].get("namespace")
+		    if o["apiVersion"] == "v1" and o["kind"] == "Secret":
+		        client.CoreV1Api().create_namespaced_secret(ns, o)
+		        continue
 		    g, v = o["apiVersion"].split("/")
 		    plural = o["kind"].lower() + "es" if o["kind"].endswith("s") \
 		        else o["kind"].lower() + "s"
-		    ns = o["metadata"].get("namespace")
 		    if ns:
 		        api.create_namespaced_custom_object(g, v, ns, plural, o)
 		    else:
@@ -216,6 +292,30 @@ kueue_up() {
 	fi
 	say "cannot apply $f"
 	return 1
+}
+
+# Kueue's queue and priorities (examples/sandbox/kueue.yaml).
+kueue_up() {
+	kube_apply "$1" "$src/examples/sandbox/kueue.yaml"
+}
+
+# The Secret hpcbridge-s3 that burst jobs' pods take the S3 keys from
+# (checkpoints.secret): the init container pulls a checkpoint with them,
+# the launcher pushes it back.  Written 0600 in DIR/kube, never printed.
+s3_secret_up() {
+	local dir=$1 f=$1/kube/s3-secret.yaml
+	(
+		umask 077
+		cat >"$f" <<-YAML
+		apiVersion: v1
+		kind: Secret
+		metadata: {name: hpcbridge-s3, namespace: default}
+		stringData:
+		  AWS_ACCESS_KEY_ID: "$AWS_ACCESS_KEY_ID"
+		  AWS_SECRET_ACCESS_KEY: "$AWS_SECRET_ACCESS_KEY"
+		YAML
+	)
+	kube_apply "$dir" "$f"
 }
 
 # Stop the process of pidfile FILE running PROGRAM: TERM, then KILL.
@@ -295,14 +395,20 @@ up() {
 	}
 	if pid=$(pid_of "$dir/hpcbridged.pid" hpcbridged) &&
 		pid_of "$dir/kube/pid" hb-kubemu >/dev/null &&
-		slurm_is_up "$dir/slurm" 2>/dev/null; then
+		slurm_is_up "$dir/slurm" 2>/dev/null &&
+		{ ! s3_enabled || swift_is_up "$dir/swift" 2>/dev/null; }; then
 		say "already up in $dir"
 		print_env "$dir" "$build"
 		return 0
 	fi
-	write_config "$dir" "$build"
 	mkdir -p "$dir/kube" "$dir/remote"
 	user_up "$dir" || return 1
+	# First: the configuration names its endpoint.
+	if s3_enabled && ! s3_up "$dir"; then
+		down "$dir"
+		return 1
+	fi
+	write_config "$dir" "$build"
 
 	export HPCBRIDGE_CONFIG="$dir/hpcbridge.yaml"
 	export HB_SLURM_PLUGIN_DIR="$build/slurm-plugin"
@@ -358,8 +464,10 @@ up() {
 		done
 	fi
 
+	local s3=
+	! s3_enabled || s3=", S3 ($AWS_ENDPOINT_URL, bucket $CKPT_BUCKET)"
 	say "up in $dir: Slurm (partitions debug, gpu, long, burst)," \
-		"the emulated cluster ($(cat "$dir/kube/url")), hpcbridged"
+		"the emulated cluster ($(cat "$dir/kube/url")), hpcbridged$s3"
 	print_env "$dir" "$build"
 }
 
@@ -372,6 +480,8 @@ down() {
 	stop_pid "$dir/hpcbridged.pid" hpcbridged
 	stop_remote_jobs "$dir"
 	stop_pid "$dir/kube/pid" hb-kubemu
+	# by the PIDs swift_up recorded, each checked to be this DIR's server
+	swift_down "$dir/swift" >&2
 	say "down: $dir"
 }
 

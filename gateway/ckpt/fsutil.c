@@ -236,27 +236,39 @@ static int copy_fd(int in, int out, uint64_t max, const char *path,
 	return 0;
 }
 
-int hb_ckpt_fetch_dir(void *ctx, const struct hb_ckpt_file *f, int fd,
-		      struct hb_err *err)
+int hb_ckpt_open_file(int dirfd, const char *path, struct hb_err *err)
 {
-	const struct hb_ckpt_dir_source *src = ctx;
 	const char *base;
 	struct stat st;
-	int pfd, in, rc;
+	int pfd, in;
 
-	pfd = ckpt_open_parent(src->dirfd, f->path, 0, &base);
+	if (hb_ckpt_path_check(path, strlen(path), NULL, err))
+		return HB_EINVAL;
+	pfd = ckpt_open_parent(dirfd, path, 0, &base);
 	if (pfd < 0)
-		return ckpt_sys_err(err, errno, f->path, "open");
+		return ckpt_sys_err(err, errno, path, "open");
 	in = openat(pfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
 				       O_CLOEXEC);
 	close(pfd);
 	if (in < 0)
-		return ckpt_sys_err(err, errno, f->path, "open");
+		return ckpt_sys_err(err, errno, path, "open");
 	if (fstat(in, &st) || !S_ISREG(st.st_mode)) {
 		close(in);
 		return hb_err_set(err, HB_EPERM, NULL, 0,
-				  "%s: not a regular file", f->path);
+				   "%s: not a regular file", path);
 	}
+	return in;
+}
+
+int hb_ckpt_fetch_dir(void *ctx, const struct hb_ckpt_file *f, int fd,
+		      struct hb_err *err)
+{
+	const struct hb_ckpt_dir_source *src = ctx;
+	int in, rc;
+
+	in = hb_ckpt_open_file(src->dirfd, f->path, err);
+	if (in < 0)
+		return in;
 	/* One byte more than the manifest says, so a longer file is
 	 * caught by the size check rather than copied whole. */
 	rc = copy_fd(in, fd, f->size + 1, f->path, err);

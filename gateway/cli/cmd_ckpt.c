@@ -5,7 +5,7 @@
  *
  *   push DIR s3://BUCKET/PREFIX [--job ID] [--keep N] [--jobs N]
  *        [--part-size BYTES] [--progress auto|bar|json|none] [--json]
- *   pull s3://BUCKET/PREFIX DIR [--checkpoint ID] [--jobs N]
+ *   pull s3://BUCKET/PREFIX DIR [--checkpoint ID] [--if-exists] [--jobs N]
  *        [--progress ...] [--json]
  *   verify s3://BUCKET/PREFIX [--checkpoint ID] [--deep] [--jobs N] [--json]
  *   ls s3://BUCKET/PREFIX [--json]
@@ -36,7 +36,7 @@ enum { PROG_AUTO, PROG_BAR, PROG_JSON, PROG_NONE };
 enum {
 	O_JOB = 1 << 0, O_KEEP = 1 << 1, O_JOBS = 1 << 2, O_PART = 1 << 3,
 	O_PROGRESS = 1 << 4, O_JSON = 1 << 5, O_CKPT = 1 << 6,
-	O_DEEP = 1 << 7, O_GRACE = 1 << 8, O_S3 = 1 << 9
+	O_DEEP = 1 << 7, O_GRACE = 1 << 8, O_S3 = 1 << 9, O_IFEX = 1 << 10
 };
 
 struct ck {
@@ -45,6 +45,7 @@ struct ck {
 	const char *endpoint, *region;
 	struct hb_mirror_opts o;
 	int json, prog, have_keep;
+	int if_exists;		/* pull: no checkpoint is not an error */
 	int drawn;		/* a bar is on the terminal's line */
 	struct hb_s3 *s3;
 };
@@ -68,9 +69,9 @@ static const struct verb verbs[] = {
 	  run_push,
 	  "push DIR s3://BUCKET/PREFIX [--job ID] [--keep N] [--jobs N] "
 	  "[--part-size BYTES] [--progress auto|bar|json|none] [--json]" },
-	{ "pull", 2, O_CKPT | O_JOBS | O_PROGRESS | O_JSON, run_pull,
-	  "pull s3://BUCKET/PREFIX DIR [--checkpoint ID] [--jobs N] "
-	  "[--progress auto|bar|json|none] [--json]" },
+	{ "pull", 2, O_CKPT | O_IFEX | O_JOBS | O_PROGRESS | O_JSON, run_pull,
+	  "pull s3://BUCKET/PREFIX DIR [--checkpoint ID] [--if-exists] "
+	  "[--jobs N] [--progress auto|bar|json|none] [--json]" },
 	{ "verify", 1, O_CKPT | O_DEEP | O_JSON | O_JOBS, run_verify,
 	  "verify s3://BUCKET/PREFIX [--checkpoint ID] [--deep] [--jobs N] "
 	  "[--json]" },
@@ -272,13 +273,39 @@ static int run_push(struct ck *c)
 	return HB_EXIT_OK;
 }
 
+/* --if-exists: whether there is a checkpoint to pull; the pull is then
+ * pinned to it.  1 when there is none (said on stderr). */
+static int none_there(struct ck *c, char id[HB_MIRROR_ID_LEN + 1],
+		      struct hb_err *err, int *rc)
+{
+	struct hb_ckpt_manifest *m = NULL;
+
+	*rc = hb_mirror_manifest_get(c->s3, c->args[0], &c->o, &m, id, err);
+	hb_ckpt_manifest_free(m);
+	if (*rc == HB_ENOENT) {
+		fprintf(stderr, "hpcbridge ckpt pull: ");
+		put_safe(stderr, err->msg);
+		fprintf(stderr, ": nothing pulled\n");
+		*rc = 0;
+		return 1;
+	}
+	if (!*rc)
+		c->o.checkpoint = id;
+	return 0;
+}
+
 static int run_pull(struct ck *c)
 {
-	struct hb_mirror_stats st;
+	char id[HB_MIRROR_ID_LEN + 1];
+	struct hb_mirror_stats st = { 0 };
 	struct hb_err err = { 0 };
-	int rc = hb_mirror_pull(c->s3, c->args[0], c->args[1], &c->o, &st,
-				&err);
+	int rc = 0;
 
+	if (c->if_exists && none_there(c, id, &err, &rc))
+		return c->json ? print_stats(c, &st) : HB_EXIT_OK;
+	if (!rc)
+		rc = hb_mirror_pull(c->s3, c->args[0], c->args[1], &c->o, &st,
+				    &err);
 	if (rc)
 		return failed(c, &err, rc);
 	if (c->json)
@@ -381,6 +408,7 @@ static const struct option longopts[] = {
 	{ "json", no_argument, NULL, 'o' },
 	{ "checkpoint", required_argument, NULL, 'c' },
 	{ "deep", no_argument, NULL, 'd' },
+	{ "if-exists", no_argument, NULL, 'x' },
 	{ "grace", required_argument, NULL, 'g' },
 	{ "endpoint", required_argument, NULL, 'e' },
 	{ "region", required_argument, NULL, 'r' },
@@ -400,6 +428,7 @@ static unsigned opt_bit(int ch)
 	case 'c': return O_CKPT;
 	case 'd': return O_DEEP;
 	case 'g': return O_GRACE;
+	case 'x': return O_IFEX;
 	case 'e': case 'r': return O_S3;
 	default: return 0;
 	}
@@ -417,6 +446,7 @@ static int set_opt(struct ck *c, int ch, const char *arg)
 	case 'o': c->json = 1; return 0;
 	case 'c': c->o.checkpoint = arg; return 0;
 	case 'd': c->o.deep = 1; return 0;
+	case 'x': c->if_exists = 1; return 0;
 	case 'e': c->endpoint = arg; return 0;
 	case 'r': c->region = arg; return 0;
 	case 'k':

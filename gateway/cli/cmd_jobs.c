@@ -491,6 +491,45 @@ cJSON *hb_cli_id_request(const char *op, const char *id)
 	return req;
 }
 
+/*
+ * The job's checkpoints, from its ckpt_* events (gateway/daemon/ckpt.c):
+ * which checkpoint went where, and which one it resumed from (the one
+ * pushed before it started on the cluster).
+ */
+static void print_checkpoints(const cJSON *events)
+{
+	static const struct {
+		const char *action, *verb;
+	} kinds[] = { { "ckpt_push", "pushed" },
+		      { "ckpt_pull", "pulled" },
+		      { "ckpt_failed", "FAILED" } };
+	const cJSON *e;
+	int head = 0;
+
+	cJSON_ArrayForEach (e, events) {
+		const cJSON *d = cJSON_GetObjectItem(e, "detail");
+		const char *action = str(e, "action"), *verb = NULL;
+		char at[32], nf[32], nb[32];
+
+		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+			if (!strcmp(action, kinds[i].action))
+				verb = kinds[i].verb;
+		if (!verb)
+			continue;
+		if (!head++)
+			printf("\ncheckpoints:\n");
+		printf("  %s  %-6s  %s  %s -> %s  %s files, %s bytes",
+		       when(e, "at", at), verb, str(d, "checkpoint"),
+		       str(d, "from"), str(d, "to"), num(d, "files", nf),
+		       num(d, "bytes", nb));
+		if (!strcmp(action, "ckpt_push"))
+			printf("; the job resumed from it on the cluster");
+		if (cJSON_IsString(cJSON_GetObjectItem(d, "error")))
+			printf("; %s", str(d, "error"));
+		printf("\n");
+	}
+}
+
 static const char status_usage[] =
 	"usage: hpcbridge status [--socket PATH] [--config FILE] [--timeout "
 	"MS] "
@@ -537,6 +576,7 @@ int hb_cmd_status(int argc, char **argv)
 			p += n + (nl != NULL);
 		}
 	}
+	print_checkpoints(cJSON_GetObjectItem(job, "events"));
 	if (cJSON_GetArraySize(cJSON_GetObjectItem(job, "events")) > 0)
 		printf("\nevents:\n");
 	cJSON_ArrayForEach (e, cJSON_GetObjectItem(job, "events")) {

@@ -20,9 +20,13 @@
 
 static const char usage[] =
 	"usage: hpcbridge sandbox up|down|env [--dir DIR]\n"
-	"  up    start a real single-node Slurm with hpcbridge's plugins and\n"
-	"        hpcbridged in DIR (default " DEFAULT_DIR "), and print\n"
-	"        the environment to use: eval \"$(hpcbridge sandbox up)\"\n"
+	"  up    start a real single-node Slurm with hpcbridge's plugins,\n"
+	"        the emulated cluster, an S3 server (Swift, bucket\n"
+	"        hpcbridge-ckpt; HB_SANDBOX_S3=0: none) and hpcbridged in DIR\n"
+	"        (default " DEFAULT_DIR "), and print the environment to\n"
+	"        use: eval \"$(hpcbridge sandbox up)\" (KUBECONFIG, SLURM_CONF,\n"
+	"        AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ...; Debian's aws 2.9\n"
+	"        needs --endpoint-url \"$AWS_ENDPOINT_URL\")\n"
 	"  down  stop exactly what up started, by PID\n"
 	"  env   print the environment again\n";
 

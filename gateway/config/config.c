@@ -40,8 +40,11 @@ enum check {
 	C_TARGET,      /* where a job runs: slurm | kubernetes */
 	C_GRANTEE,     /* a user name, or "*" (any user at the uid floor) */
 	C_UID_RANGE,   /* OpenShift's uid range: START/SIZE or START-END, ... */
-	C_CLASS	       /* a priority class: a subdomain usable as a label
+	C_CLASS,       /* a priority class: a subdomain usable as a label
 			* value */
+	C_S3_URL,      /* s3://BUCKET[/PREFIX] */
+	C_HTTP_URL,    /* http:// or https:// and a host */
+	C_PLAIN_PATH   /* an absolute path written plainly, not / */
 };
 
 struct setting {
@@ -339,6 +342,62 @@ static const struct setting table[] = {
      .help = "Seconds a burst job may stay preempted (its MPIJob suspended "
 	     "by Kueue after it ran) before the daemon deletes the MPIJob "
 	     "and submits the job to its own Slurm partition; 0: never."},
+    {.path = "checkpoints.url",
+     .type = HB_CFG_STRING,
+     .off = F(k8s.ckpt_url),
+     .def = NULL,
+     .check = C_S3_URL,
+     .nullable = 1,
+     .reloadable = 1,
+     .help = "Where jobs' checkpoints are kept, s3://BUCKET[/PREFIX]: a "
+	     "burst job with a checkpoint directory gets "
+	     "HPCBRIDGE_CKPT_URL and an init container that pulls its "
+	     "newest checkpoint; null: checkpoints stay where they are."},
+    {.path = "checkpoints.endpoint",
+     .type = HB_CFG_STRING,
+     .off = F(k8s.ckpt_endpoint),
+     .def = NULL,
+     .check = C_HTTP_URL,
+     .nullable = 1,
+     .reloadable = 1,
+     .help = "The S3 endpoint the pods use (AWS_ENDPOINT_URL), "
+	     "http(s)://HOST[:PORT]; null: AWS's."},
+    {.path = "checkpoints.region",
+     .type = HB_CFG_STRING,
+     .off = F(k8s.ckpt_region),
+     .def = NULL,
+     .nullable = 1,
+     .reloadable = 1,
+     .help = "The S3 region the pods sign for (AWS_DEFAULT_REGION); "
+	     "null: the client's default."},
+    {.path = "checkpoints.secret",
+     .type = HB_CFG_STRING,
+     .off = F(k8s.ckpt_secret),
+     .def = NULL,
+     .check = C_DNS_SUBDOMAIN,
+     .nullable = 1,
+     .reloadable = 1,
+     .help = "The Secret, in the jobs' namespace, whose keys "
+	     "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY the init "
+	     "container's environment refers to; null: none."},
+    {.path = "checkpoints.image",
+     .type = HB_CFG_STRING,
+     .off = F(k8s.ckpt_image),
+     .def = NULL,
+     .check = C_IMAGE,
+     .nullable = 1,
+     .reloadable = 1,
+     .help = "Image of the init container that runs hpcbridge ckpt pull; "
+	     "null: the job's image."},
+    {.path = "checkpoints.default_dir",
+     .type = HB_CFG_STRING,
+     .off = F(k8s.ckpt_default_dir),
+     .def = NULL,
+     .check = C_PLAIN_PATH,
+     .nullable = 1,
+     .reloadable = 1,
+     .help = "Checkpoint directory of a job that names none "
+	     "(--hpcbridge-checkpoint); null: such a job has none."},
     {.path = "translation.max_array_jobs",
      .type = HB_CFG_UINT,
      .off = F(k8s.max_array_jobs),
@@ -698,6 +757,63 @@ static int image_ref(const char *s, size_t n)
 	return 1;
 }
 
+/* s3://BUCKET[/PREFIX]: the bucket as S3 names them (3 to 63 of a-z,
+ * 0-9, '.', '-', a letter or digit at both ends), the prefix plain
+ * components of printable ASCII other than space, at most 400 bytes so
+ * that a job's key fits after it. */
+static int s3_url(const char *s)
+{
+	const char *b, *p;
+	size_t n;
+
+	if (strncmp(s, "s3://", 5))
+		return 0;
+	b = s + 5;
+	p = strchr(b, '/');
+	n = p ? (size_t)(p - b) : strlen(b);
+	if (n < 3 || n > 63 || !lower_alnum(b[0]) || !lower_alnum(b[n - 1]))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!lower_alnum(b[i]) && b[i] != '-' && b[i] != '.')
+			return 0;
+	if (!p)
+		return 1;
+	if (strlen(p + 1) > 400)
+		return 0;
+	do {
+		const char *e;
+
+		p++;
+		e = strchr(p, '/');
+		n = e ? (size_t)(e - p) : strlen(p);
+		if (n == 0 || (n == 1 && p[0] == '.') ||
+		    (n == 2 && p[0] == '.' && p[1] == '.'))
+			return 0;
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)p[i] <= ' ' ||
+			    (unsigned char)p[i] >= 0x7f)
+				return 0;
+		p += n;
+	} while (*p == '/');
+	return 1;
+}
+
+/* http(s)://HOST[:PORT][/PATH], no whitespace, no credentials. */
+static int http_url(const char *s)
+{
+	const char *h = !strncmp(s, "http://", 7)    ? s + 7
+			: !strncmp(s, "https://", 8) ? s + 8
+						     : NULL;
+	size_t n;
+
+	if (!h || !plain_token(s, 500))
+		return 0;
+	n = strcspn(h, "/");
+	return n > 0 && !memchr(h, '@', n) && h[0] != ':';
+}
+
+static const char *mount_path_bad(const char *p);
+
 /* NULL if s passes, else what is wrong with it. */
 static const char *check_string(enum check c, const char *s)
 {
@@ -779,6 +895,21 @@ static const char *check_string(enum check c, const char *s)
 			       "START/SIZE or START-END, comma-separated "
 			       "(1000660000/10000)";
 		return NULL;
+	case C_S3_URL:
+		if (!s3_url(s))
+			return "must be s3://BUCKET[/PREFIX]: a bucket of 3 to "
+			       "63 characters of a-z, 0-9, '.' and '-', and a "
+			       "prefix of at most 400 characters without "
+			       "spaces, empty, '.' or '..' components";
+		return NULL;
+	case C_HTTP_URL:
+		if (!http_url(s))
+			return "must be http://HOST[:PORT] or "
+			       "https://HOST[:PORT], without spaces or "
+			       "credentials";
+		return NULL;
+	case C_PLAIN_PATH:
+		return mount_path_bad(s);
 	case C_GRANTEE:
 		if (strcmp(s, "*") && !user_name(s, n))
 			return "is neither a user name (1 to 32 characters of "

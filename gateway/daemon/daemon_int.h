@@ -127,6 +127,21 @@ enum rstop {
 };
 
 /* What a TASK_REMOTE_* task carries, and what its worker found. */
+struct hb_jobspec;
+
+/* What a checkpoint push or pull did (ckpt.c), for the job's events. */
+struct hbd_ckpt {
+	char event[16];	/* "ckpt_push", "ckpt_pull", "ckpt_none"; "": none */
+	int rc;
+	char id[32];	/* the checkpoint's ID */
+	char url[640];	/* its location */
+	char dir[4096];	/* the job's checkpoint directory */
+	uint64_t files, bytes;		/* in the checkpoint */
+	uint64_t moved_files, moved_bytes; /* sent or fetched */
+	int unchanged;	/* push: S3's newest already held the tree */
+	char why[HB_ERR_MAX];
+};
+
 struct rwork {
 	struct hb_remote *be;
 	/* &d->cfg: a reload waits until no rwork is in flight */
@@ -144,6 +159,7 @@ struct rwork {
 	int done; /* POLL: final, and read to the end */
 	enum rstop stop; /* CANCEL: what the loop does next */
 	char *why;	 /* CANCEL: remote_abandon's reason */
+	struct hbd_ckpt ckpt; /* START: pushed; POLL: pulled at the end */
 };
 
 struct task {
@@ -364,6 +380,26 @@ void hbd_lookup_task(struct hb_daemon *d, struct conn *c, const cJSON *req,
 		     uid_t uid, int lconn);
 void hbd_lookup_done(struct task *t);
 void hbd_dispatch(struct hb_daemon *d, struct conn *c, const cJSON *req);
+
+/* ------------------------------------------------------------------ */
+/* ckpt.c: a burst job's checkpoints, through S3 and the user's agent   */
+/* ------------------------------------------------------------------ */
+
+/* On a worker: push the job's checkpoint directory to its location
+ * before it starts on the cluster; pull the newest checkpoint there back
+ * into it when it is over.  Nothing (r->event "") when the job has no
+ * directory or the site no checkpoints.url. */
+int hbd_ckpt_push(const struct hb_config *cfg, const char *job, uid_t uid,
+		  gid_t gid, const struct hb_jobspec *spec, struct hbd_ckpt *r,
+		  struct hb_err *err);
+int hbd_ckpt_pull(const struct hb_config *cfg, const char *job, uid_t uid,
+		  gid_t gid, const struct hb_jobspec *spec, struct hbd_ckpt *r,
+		  struct hb_err *err);
+/* On the loop: r as the job's event (ckpt_push, ckpt_pull, ckpt_failed);
+ * side: where the checkpoint came from. */
+int hbd_ckpt_audit(struct hb_daemon *d, const char *job_id,
+		   const struct hbd_ckpt *r, const char *side,
+		   struct hb_err *err);
 
 /* ------------------------------------------------------------------ */
 /* ops_common.c: what the ops share                                    */

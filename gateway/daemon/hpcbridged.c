@@ -16,6 +16,7 @@
 
 #include "daemon.h"
 #include "gateway/sides/slurm.h"
+#include "hpcbridge/mirror.h"
 #include "hpcbridge/buf.h"
 #include "hpcbridge/config.h"
 #include "hpcbridge/file.h"
@@ -200,6 +201,7 @@ int main(int argc, char **argv)
 	long v;
 
 	hb_slurmc_child_main(argc, argv); /* returns unless it is that child */
+	hb_mirror_agent_main(argc, argv); /* the same for a checkpoint agent */
 	heap_settings();
 	while ((opt = getopt_long(argc, argv, "c:fs:S:p:h", longopts, NULL)) !=
 	       -1) {

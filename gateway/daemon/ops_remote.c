@@ -527,6 +527,17 @@ int hbd_rstart_run(struct task *t)
 		    (rc = run_as(t, w->uid, rj.gid, &spec)))
 			goto out;
 		rj.spec = &spec;
+		/* The pods resume from what the directory holds now; without
+		 * it they would start afresh, and what they push back would
+		 * replace the directory's later state: no start then. */
+		if (w->task < 0 &&
+		    (rc = hbd_ckpt_push(w->cfg, t->id, w->uid, rj.gid, &spec,
+					&w->ckpt, &err))) {
+			hb_err_set(&t->err, rc, NULL, 0,
+				   "cannot start %s: its checkpoint: %s", t->id,
+				   err.msg);
+			goto out;
+		}
 	}
 	snprintf(idvar, sizeof(idvar), "HPCBRIDGE_JOB_ID=%s", t->id);
 	snprintf(taskvar, sizeof(taskvar), "SLURM_ARRAY_TASK_ID=%lld",
@@ -588,6 +599,35 @@ static void proxy_record(struct task *t)
 		       t->id, (long long)w->slurm_id, err.msg);
 }
 
+/*
+ * On a worker, when a cluster job is over and before its shadow hears
+ * so: the newest checkpoint its pods pushed comes back into its
+ * directory, so that whatever runs next (the same script placed again,
+ * on either side) resumes from it.  A failure is the job's event and a
+ * warning; the job's end stands.
+ */
+static void ckpt_back(struct task *t)
+{
+	struct rwork *w = t->rw;
+	struct hb_jobspec spec;
+	struct source src;
+	struct hb_err err = { 0 };
+
+	if (w->task >= 0 || !w->jobspec || !hbd_remote_cfg_is_cluster(w->cfg) ||
+	    !w->cfg->k8s.ckpt_url)
+		return;
+	hb_jobspec_init(&spec, t->id);
+	if (source_of(w->jobspec, &src) ||
+	    decided_job(t->id, &src, &spec, &err) ||
+	    hbd_ckpt_pull(w->cfg, t->id, w->uid, user_gid(w->uid), &spec,
+			  &w->ckpt, &err))
+		hb_log(HB_LOG_WARN, "%s: checkpoint not brought back: %s",
+		       t->id, err.msg[0] ? err.msg : "the job's script was "
+						      "not kept");
+	hb_jobspec_free(&spec);
+	source_free(&src);
+}
+
 /* On a worker: remote_poll's work, down to the framed reply. */
 int hbd_rpoll_run(struct task *t)
 {
@@ -604,8 +644,10 @@ int hbd_rpoll_run(struct task *t)
 		goto out;
 	/* Final, and this read did not stop at the cap: nothing more. */
 	w->done = hb_remote_phase_done(w->st.phase) && data.len < w->max;
-	if (w->done)
+	if (w->done) {
+		ckpt_back(t);
 		proxy_record(t);
+	}
 	if ((rc = hb_buf_base64(&b64, data.data ? data.data : "",
 				data.len))) {
 		hb_err_set(&t->err, rc, NULL, 0, "output too large");
@@ -646,6 +688,9 @@ static void rstart_done(struct hb_daemon *d, struct conn *c, struct task *t)
 	int rc;
 	cJSON *r;
 
+	if (hbd_ckpt_audit(d, t->id, &w->ckpt, "slurm", &err))
+		hb_log(HB_LOG_WARN, "%s: %s", t->id, err.msg);
+	memset(&err, 0, sizeof(err));
 	if (t->rc) {
 		hbd_stage_error(d, c, t->rc, t->err.msg, 0);
 		return;
@@ -687,6 +732,9 @@ static void rpoll_done(struct hb_daemon *d, struct conn *c, struct task *t)
 	enum hb_job_state to = remote_state(w->st.phase);
 	int recorded = 0, rc;
 
+	if (hbd_ckpt_audit(d, t->id, &w->ckpt, "kubernetes", &err))
+		hb_log(HB_LOG_WARN, "%s: %s", t->id, err.msg);
+	memset(&err, 0, sizeof(err));
 	if (t->rc) {
 		hbd_stage_error(d, c, t->rc, t->err.msg, 0);
 		return;
@@ -869,8 +917,10 @@ void hbd_op_remote_poll(struct hb_daemon *d, struct conn *c, const cJSON *req)
 		goto out;
 	t->rw->offset = (uint64_t)offset;
 	t->rw->max = (size_t)max;
-	/* for the proxy's record, should this poll find the job over */
+	/* for the proxy's record and the checkpoint, should this poll find
+	 * the job over */
 	t->rw->slurm_id = j.slurm_job_id;
+	t->rw->uid = (uid_t)j.uid;
 	if (j.jobspec && !(t->rw->jobspec = strdup(j.jobspec))) {
 		hbd_task_free(t);
 		hbd_stage_error(d, c, HB_ENOMEM, "out of memory", 0);

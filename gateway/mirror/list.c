@@ -240,7 +240,7 @@ int hb_mirror_list(struct hb_s3 *s3, const char *url,
 {
 	struct mir m;
 	struct mir_ids ids = { 0 };
-	int rc = mir_open(&m, s3, url, opts, err);
+	int rc = mir_open(&m, s3, url, opts, NULL, err);
 
 	if (!rc)
 		rc = mir_list_ids(&m, &ids, err);

@@ -24,13 +24,17 @@ struct mir {
 	struct hb_mirror_opts o;
 	const char *url;	/* as the caller gave it, for messages */
 	int64_t start_ms;	/* monotonic, for elapsed_ms */
+	struct hb_mirror_stats *st; /* the caller's, else local */
+	struct hb_mirror_stats local;
 	pthread_mutex_t mu;	/* one opts.problem call at a time */
 };
 
-/* Parse url, check opts (NULL: defaults) and fill m; mir_close() after,
- * whatever the result. */
+/* Parse url, check opts (NULL: defaults) and fill m; m->st is st zeroed
+ * (NULL: one of m's own).  mir_close() after, whatever the result: it
+ * sets elapsed_ms. */
 int mir_open(struct mir *m, struct hb_s3 *s3, const char *url,
-	     const struct hb_mirror_opts *opts, struct hb_err *err);
+	     const struct hb_mirror_opts *opts, struct hb_mirror_stats *st,
+	     struct hb_err *err);
 void mir_close(struct mir *m);
 
 /* Report a problem through opts.problem, one thread at a time. */

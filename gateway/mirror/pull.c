@@ -10,7 +10,6 @@
 
 #include "gateway/ckpt/ckpt_int.h"
 #include "gateway/mirror/mirror_int.h"
-#include "hpcbridge/clock.h"
 
 struct pull {
 	struct mir *m;
@@ -82,18 +81,15 @@ int hb_mirror_pull(struct hb_s3 *s3, const char *url, const char *dir,
 		   const struct hb_mirror_opts *opts,
 		   struct hb_mirror_stats *st, struct hb_err *err)
 {
-	struct hb_mirror_stats local;
 	struct hb_ckpt_manifest *man = NULL;
 	struct hb_ckpt_mat_stats ms = { 0 };
 	struct hb_ckpt_mat_opts mo = { 0 };
 	struct pull p = { 0 };
 	struct stat sb;
 	struct mir m;
-	int rc;
+	int rc = mir_open(&m, s3, url, opts, st, err);
 
-	st = st ? st : &local;
-	memset(st, 0, sizeof(*st));
-	rc = mir_open(&m, s3, url, opts, err);
+	st = m.st;
 	p.m = &m;
 	if (!rc)
 		rc = mir_pick(&m, st->id, &man, err);
@@ -122,7 +118,6 @@ int hb_mirror_pull(struct hb_s3 *s3, const char *url, const char *dir,
 		st->kept_bytes = man->total - ms.fetched_bytes;
 	}
 	hb_ckpt_manifest_free(man);
-	st->elapsed_ms = (uint64_t)(hb_clock_mono_ms() - m.start_ms);
 	mir_close(&m);
 	return rc;
 }

@@ -16,7 +16,6 @@
 
 #include "gateway/ckpt/ckpt_int.h"
 #include "gateway/mirror/mirror_int.h"
-#include "hpcbridge/clock.h"
 #include "hpcbridge/units.h"
 
 #define MIB (1024ull * 1024)
@@ -60,6 +59,7 @@ struct push {
 	size_t ntasks;
 	struct wbuf bufs[64];
 	struct mir_prog prog;
+	pthread_mutex_t open_mu; /* the caller's open_file: one at a time */
 	/* Finding what is stored: the digests of the tree and a flag each. */
 	struct mir_digests ds;
 	uint8_t *stored;
@@ -89,13 +89,35 @@ static int changed(const char *path, struct hb_err *err)
 			  "%s: changed since the scan; push again", path);
 }
 
-/* Open path under the directory, never following a link. */
-static int open_file(struct push *p, const char *path, struct hb_err *err)
+/* Open f through the caller's open_file, one call at a time, and check
+ * that it gave a regular file. */
+static int open_theirs(struct push *p, const struct hb_ckpt_file *f,
+		       struct hb_err *err)
 {
-	const char *base;
 	struct stat st;
-	int pfd = ckpt_open_parent(p->dirfd, path, 0, &base), fd, e;
+	int fd;
 
+	pthread_mutex_lock(&p->open_mu);
+	fd = p->m->o.open_file(p->m->o.open_ctx, f, err);
+	pthread_mutex_unlock(&p->open_mu);
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+		close(fd);
+		return changed(f->path, err);
+	}
+	return fd;
+}
+
+/* Open file f under the directory, never following a link. */
+static int open_file(struct push *p, const struct hb_ckpt_file *f,
+		     struct hb_err *err)
+{
+	const char *base, *path = f->path;
+	struct stat st;
+	int pfd, fd, e;
+
+	if (p->m->o.open_file)
+		return open_theirs(p, f, err);
+	pfd = ckpt_open_parent(p->dirfd, path, 0, &base);
 	if (pfd < 0) {
 		e = errno;
 		goto fail;
@@ -167,7 +189,7 @@ static int send_whole(struct push *p, struct obj *o, struct wbuf *b,
 
 	if ((rc = grow(b, o->size ? o->size : 1, f->path, err)))
 		return rc;
-	if ((fd = open_file(p, f->path, err)) < 0)
+	if ((fd = open_file(p, f, err)) < 0)
 		return fd;
 	rc = read_at(fd, f->path, b->p, o->size, 0, err);
 	if (!rc)
@@ -271,7 +293,7 @@ static int send_part(struct push *p, struct obj *o, unsigned k,
 	int fd, rc;
 
 	rc = grow(b, n, f->path, err);
-	if (!rc && (fd = open_file(p, f->path, err)) < 0)
+	if (!rc && (fd = open_file(p, f, err)) < 0)
 		rc = fd;
 	if (!rc) {
 		rc = read_at(fd, f->path, b->p, n, off, err);
@@ -441,6 +463,7 @@ static int head_task(void *ctx, size_t i, unsigned worker,
 
 struct objs_walk {
 	struct push *p;
+	const char *dir;
 	size_t dirlen;
 };
 
@@ -448,14 +471,16 @@ static int listed(const struct hb_s3_entry *e, void *arg)
 {
 	struct objs_walk *w = arg;
 	struct push *p = w->p;
-	const char *name = e->key + w->dirlen;
+	const char *name;
 	uint8_t d[32];
 	long k;
 
 	/* Only what reads as a digest is looked up; anything else under
 	 * objects/ is left alone. */
-	if (strlen(e->key) < w->dirlen ||
-	    !mir_hex_digest(name, strlen(name), d))
+	if (strncmp(e->key, w->dir, w->dirlen))
+		return 0;
+	name = e->key + w->dirlen;
+	if (!mir_hex_digest(name, strlen(name), d))
 		return 0;
 	k = mir_digests_find(&p->ds, d);
 	if (k >= 0 && e->size == p->man->files[p->ds.v[k].file].size)
@@ -491,7 +516,7 @@ static int find_stored(struct push *p, const struct hb_ckpt_manifest *prev,
 		return mir_pool(p->m->o.jobs, p->nask, head_task, p, err);
 	{
 		char dir[MIR_KEY_MAX];
-		struct objs_walk w = { p, 0 };
+		struct objs_walk w = { p, dir, 0 };
 
 		mir_key_dir(p->m, "objects/", dir);
 		w.dirlen = strlen(dir);
@@ -560,10 +585,12 @@ static int newest(struct mir *m, struct hb_ckpt_manifest **prev,
 	return rc;
 }
 
-static int write_manifest(struct mir *m, struct hb_ckpt_manifest *man,
+static int write_manifest(struct mir *m, const struct hb_ckpt_manifest *tree,
 			  int64_t latest, struct hb_mirror_stats *st,
 			  struct hb_err *err)
 {
+	/* The caller's tree, but for the time: the writer only reads. */
+	struct hb_ckpt_manifest man = *tree;
 	char key[MIR_KEY_MAX];
 	uint8_t d[32];
 	struct hb_err e = { 0 };
@@ -572,17 +599,17 @@ static int write_manifest(struct mir *m, struct hb_ckpt_manifest *man,
 
 	/* IDs sort in the order of pushes even within one second or with
 	 * a clock set back. */
-	if (man->created <= latest)
-		man->created = latest + 1;
+	if (man.created <= latest)
+		man.created = latest + 1;
 	hb_buf_init(&b, HB_CKPT_MANIFEST_MAX);
-	rc = hb_ckpt_manifest_write(man, &b);
+	rc = hb_ckpt_manifest_write(&man, &b);
 	if (rc) {
 		hb_buf_free(&b);
 		return hb_err_set(err, rc, NULL, 0, "%s: manifest: %s",
 				  m->url, hb_strerror(rc));
 	}
 	mir_sha256(b.data, b.len, d);
-	mir_make_id(man->created, d, st->id);
+	mir_make_id(man.created, d, st->id);
 	mir_key_manifest(m, st->id, key);
 	rc = hb_s3_put(m->s3, m->u.bucket, key, b.data, b.len, d, &e);
 	if (rc)
@@ -595,15 +622,20 @@ static int push(struct mir *m, const char *dir, struct hb_mirror_stats *st,
 		struct hb_err *err)
 {
 	struct hb_ckpt_scan_opts so = { .job = m->o.job };
-	struct hb_ckpt_manifest *man = NULL, *prev = NULL;
+	struct hb_ckpt_manifest *scanned = NULL, *prev = NULL;
+	const struct hb_ckpt_manifest *man = m->o.tree;
 	struct push p = { .m = m, .dirfd = -1 };
 	char prev_id[HB_MIRROR_ID_LEN + 1] = "";
 	struct mir_prog scan;
 	int64_t latest;
-	int rc;
+	int rc = 0;
 
+	pthread_mutex_init(&p.open_mu, NULL);
 	mir_prog_start(&scan, m, "scan", 0, 0);
-	rc = hb_ckpt_scan(dir, &so, &man, NULL, err);
+	/* A tree the caller scanned (as the directory's user) is taken as
+	 * it is. */
+	if (!man && !(rc = hb_ckpt_scan(dir, &so, &scanned, NULL, err)))
+		man = scanned;
 	if (!rc) {
 		scan.files_total = man->nfiles;
 		scan.bytes_total = man->total;
@@ -627,8 +659,10 @@ static int push(struct mir *m, const char *dir, struct hb_mirror_stats *st,
 		}
 		goto out;
 	}
-	p.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (p.dirfd < 0) {
+	/* With the caller's open_file, the directory is never opened
+	 * here. */
+	if (!m->o.open_file &&
+	    (p.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		rc = ckpt_sys_err(err, errno, dir, "open");
 		goto out;
 	}
@@ -650,8 +684,9 @@ out:
 	free(p.stored);
 	free(p.ask);
 	mir_digests_free(&p.ds);
+	pthread_mutex_destroy(&p.open_mu);
 	hb_ckpt_manifest_free(prev);
-	hb_ckpt_manifest_free(man);
+	hb_ckpt_manifest_free(scanned);
 	return rc;
 }
 
@@ -659,18 +694,13 @@ int hb_mirror_push(struct hb_s3 *s3, const char *url, const char *dir,
 		   const struct hb_mirror_opts *opts,
 		   struct hb_mirror_stats *st, struct hb_err *err)
 {
-	struct hb_mirror_stats local;
 	struct mir m;
-	int rc;
+	int rc = mir_open(&m, s3, url, opts, st, err);
 
-	st = st ? st : &local;
-	memset(st, 0, sizeof(*st));
-	rc = mir_open(&m, s3, url, opts, err);
 	if (!rc)
-		rc = push(&m, dir, st, err);
+		rc = push(&m, dir, m.st, err);
 	if (!rc && m.o.keep)
-		rc = mir_retain(&m, m.o.keep, st, err);
-	st->elapsed_ms = (uint64_t)(hb_clock_mono_ms() - m.start_ms);
+		rc = mir_retain(&m, m.o.keep, m.st, err);
 	mir_close(&m);
 	return rc;
 }

@@ -159,16 +159,11 @@ int hb_mirror_retain(struct hb_s3 *s3, const char *url, unsigned keep,
 		     const struct hb_mirror_opts *opts,
 		     struct hb_mirror_stats *st, struct hb_err *err)
 {
-	struct hb_mirror_stats local;
 	struct mir m;
-	int rc;
+	int rc = mir_open(&m, s3, url, opts, st, err);
 
-	st = st ? st : &local;
-	memset(st, 0, sizeof(*st));
-	rc = mir_open(&m, s3, url, opts, err);
 	if (!rc)
-		rc = mir_retain(&m, keep, st, err);
-	st->elapsed_ms = (uint64_t)(hb_clock_mono_ms() - m.start_ms);
+		rc = mir_retain(&m, keep, m.st, err);
 	mir_close(&m);
 	return rc;
 }

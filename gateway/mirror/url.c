@@ -97,9 +97,12 @@ int hb_mirror_id_valid(const char *id, size_t n)
 #define MIB (1024ull * 1024)
 
 int mir_open(struct mir *m, struct hb_s3 *s3, const char *url,
-	     const struct hb_mirror_opts *opts, struct hb_err *err)
+	     const struct hb_mirror_opts *opts, struct hb_mirror_stats *st,
+	     struct hb_err *err)
 {
 	memset(m, 0, sizeof(*m));
+	m->st = st ? st : &m->local;
+	memset(m->st, 0, sizeof(*m->st));
 	pthread_mutex_init(&m->mu, NULL);
 	m->s3 = s3;
 	m->url = url ? url : "(null)";
@@ -141,6 +144,7 @@ int mir_open(struct mir *m, struct hb_s3 *s3, const char *url,
 
 void mir_close(struct mir *m)
 {
+	m->st->elapsed_ms = (uint64_t)(hb_clock_mono_ms() - m->start_ms);
 	pthread_mutex_destroy(&m->mu);
 }
 

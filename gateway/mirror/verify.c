@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "gateway/mirror/mirror_int.h"
-#include "hpcbridge/clock.h"
 
 struct verify {
 	struct mir *m;
@@ -85,16 +84,13 @@ int hb_mirror_verify(struct hb_s3 *s3, const char *url,
 		     const struct hb_mirror_opts *opts,
 		     struct hb_mirror_stats *st, struct hb_err *err)
 {
-	struct hb_mirror_stats local;
 	struct hb_ckpt_manifest *man = NULL;
 	struct verify v = { 0 };
 	uint64_t bytes = 0;
 	struct mir m;
-	int rc;
+	int rc = mir_open(&m, s3, url, opts, st, err);
 
-	st = st ? st : &local;
-	memset(st, 0, sizeof(*st));
-	rc = mir_open(&m, s3, url, opts, err);
+	st = m.st;
 	v.m = &m;
 	if (!rc)
 		rc = mir_pick(&m, st->id, &man, err);
@@ -120,7 +116,6 @@ int hb_mirror_verify(struct hb_s3 *s3, const char *url,
 				v.ds.n);
 	mir_digests_free(&v.ds);
 	hb_ckpt_manifest_free(man);
-	st->elapsed_ms = (uint64_t)(hb_clock_mono_ms() - m.start_ms);
 	mir_close(&m);
 	return rc;
 }

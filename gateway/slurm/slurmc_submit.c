@@ -822,46 +822,20 @@ static void say_parent(int fd, const struct as_user_reply *r)
 	} while (0)
 
 /*
- * In the child: become uid/gid with the supplementary groups given,
- * irrevocably, and keep the daemon's memory from the user (no core file;
- * not dumpable, so no ptrace and no /proc/PID/mem or fd).  0, or -1 with
- * r->err set.  Async-signal-safe.
+ * In the child: become uid/gid with the supplementary groups given (see
+ * hb_user_become()).  0, or -1 with r->err set.  Async-signal-safe.
  */
 static int drop_to(uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups,
 		   struct as_user_reply *r)
 {
-	struct rlimit no_core = { 0, 0 };
+	int e = hb_user_become(uid, gid, groups, ngroups);
 
-	setrlimit(RLIMIT_CORE, &no_core);
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	if (setgroups(ngroups, groups) < 0 || setgid(gid) < 0 ||
-	    setuid(uid) < 0) {
-		r->err = errno;
-		return -1;
-	}
-	if (getuid() != uid || geteuid() != uid || getgid() != gid ||
-	    getegid() != gid || (uid != 0 && setuid(0) == 0)) {
-		r->err = EPERM;
+	if (!e)
+		return 0;
+	r->err = e > 0 ? e : EPERM;
+	if (e < 0)
 		REPLY_TEXT(r, "privileges not dropped");
-		return -1;
-	}
-	/* a change of uid resets it to fs.suid_dumpable: again */
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	return 0;
-}
-
-/* Close every descriptor from 3 up (async-signal-safe). */
-static void close_from_3(void)
-{
-	struct rlimit rl;
-	long max = 65536;
-
-	if (!close_range(3, ~0u, 0))
-		return;
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < (rlim_t)max)
-		max = (long)rl.rlim_cur;
-	for (long fd = 3; fd < max; fd++)
-		close((int)fd);
+	return -1;
 }
 
 /*
@@ -897,7 +871,7 @@ static void exec_child(int in, int out, int errfd, uid_t uid, gid_t gid,
 			_exit(127);
 		}
 	}
-	close_from_3();
+	hb_close_from(3);
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	for (int s = 1; s < NSIG; s++)

@@ -182,6 +182,13 @@ int hb_ckpt_sha256_fd(int fd, const char *what, uint8_t out[32],
 typedef int (*hb_ckpt_fetch_fn)(void *ctx, const struct hb_ckpt_file *f,
 				int fd, struct hb_err *err);
 
+/* Open the regular file at path (a good checkpoint path) under dirfd for
+ * reading, each component opened with O_NOFOLLOW: a link anywhere on the
+ * way, or a path that is not a regular file, is refused (HB_EPERM).  The
+ * descriptor (close-on-exec, non-blocking), or a negative HB_E* with err
+ * naming the path. */
+int hb_ckpt_open_file(int dirfd, const char *path, struct hb_err *err);
+
 /* A source that copies from the directory of an earlier checkpoint
  * (ctx: a struct hb_ckpt_dir_source), each path opened confined to it. */
 struct hb_ckpt_dir_source {

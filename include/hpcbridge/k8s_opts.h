@@ -1,7 +1,7 @@
 /*
  * k8s_opts.h - what the Kubernetes translators (MPIJob, TrainJob, the
  * launcher's ConfigMap) take from the site: the kubernetes: section of
- * hpcbridge.yaml and nothing else.
+ * hpcbridge.yaml, and the checkpoints: section's S3 location.
  *
  * gateway/config/ fills one from the file (struct hb_config's k8s member);
  * a program that only translates can fill one itself.  The strings and
@@ -109,7 +109,35 @@ struct hb_k8s_opts {
 	 * "START-END", comma-separated); NULL: any uid but root. */
 	const char *openshift_scc;
 	const char *uid_range;
+
+	/* Checkpoints (the checkpoints: section).  ckpt_url: where jobs'
+	 * checkpoints are kept, "s3://BUCKET[/PREFIX]"; NULL: nowhere, and
+	 * nothing of the rest is written.  ckpt_endpoint, ckpt_region: the
+	 * S3 endpoint URL and region the pods use (NULL: the client's
+	 * default).  ckpt_secret: the Secret holding AWS_ACCESS_KEY_ID and
+	 * AWS_SECRET_ACCESS_KEY (NULL: the pods have credentials another
+	 * way).  ckpt_image: the image of the init container that pulls a
+	 * checkpoint (NULL: the job's).  ckpt_default_dir: the checkpoint
+	 * directory of a job that names none (NULL: none). */
+	const char *ckpt_url, *ckpt_endpoint, *ckpt_region, *ckpt_secret;
+	const char *ckpt_image, *ckpt_default_dir;
 };
+
+/* The longest job key hb_k8s_ckpt_key() writes, with its NUL. */
+#define HB_K8S_CKPT_KEY_MAX 96
+
+/*
+ * The S3 key under ckpt_url where the checkpoints of a job whose
+ * checkpoint directory is dir (absolute) and whose user is uid live:
+ * "UID/NAME-HASH", NAME the directory's last component (its letters,
+ * digits, '-', '_' and '.', at most 40) and HASH 16 hex digits of the
+ * 64-bit FNV-1a of the directory written plainly (no "." components, no
+ * "//", no trailing '/').  The same directory of the same user gives the
+ * same key on either side, whatever job takes it up.  HB_EINVAL for a
+ * relative path or one with a ".." component, a negative uid.
+ */
+int hb_k8s_ckpt_key(int64_t uid, const char *dir,
+		    char out[HB_K8S_CKPT_KEY_MAX]);
 
 /* Whether id lies in an OpenShift uid range text (see uid_range): 1 or
  * 0; -1 when the text is not one. */

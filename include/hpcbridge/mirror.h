@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "hpcbridge/ckpt.h"
 #include "hpcbridge/error.h"
@@ -91,6 +92,15 @@ struct hb_mirror_opts {
 	hb_mirror_progress_fn progress;
 	hb_mirror_problem_fn problem;
 	void *ctx;		/* for progress and problem */
+	/* push: the tree as the caller scanned it (dir then only names it
+	 * in messages), and how to open one of its files for reading: a
+	 * descriptor the push closes, or a negative HB_E*; called from one
+	 * thread at a time.  tree NULL: dir is scanned here; open_file NULL:
+	 * its files are opened here, under dir. */
+	const struct hb_ckpt_manifest *tree;
+	int (*open_file)(void *open_ctx, const struct hb_ckpt_file *f,
+			 struct hb_err *err);
+	void *open_ctx;
 };
 
 struct hb_mirror_stats {
@@ -177,5 +187,90 @@ int hb_mirror_list(struct hb_s3 *s3, const char *url,
 int hb_mirror_retain(struct hb_s3 *s3, const char *url, unsigned keep,
 		     const struct hb_mirror_opts *opts,
 		     struct hb_mirror_stats *st, struct hb_err *err);
+
+/* The checkpoint opts->checkpoint names (opts NULL or no name: the
+ * newest) at url: its manifest (read strictly; caller frees) and ID.
+ * HB_ENOENT when there is none. */
+int hb_mirror_manifest_get(struct hb_s3 *s3, const char *url,
+			   const struct hb_mirror_opts *opts,
+			   struct hb_ckpt_manifest **out,
+			   char id[HB_MIRROR_ID_LEN + 1], struct hb_err *err);
+
+/* File f's bytes from its object at url into sink, checked against its
+ * SHA-256 (HB_EIO when they differ: the sink has had them). */
+int hb_mirror_object_get(struct hb_s3 *s3, const char *url,
+			 const struct hb_ckpt_file *f, hb_s3_sink_fn sink,
+			 void *arg, struct hb_err *err);
+
+/* ---- Mirroring by the daemon (gateway/mirror/agent.c) ------------------
+ *
+ * The daemon is root and a checkpoint directory is its user's: root
+ * never opens a path in it.  It runs `hpcbridge ckpt agent DIR` as the
+ * user with a socket, and the agent does the filesystem's part (scan,
+ * open a file and pass its descriptor, materialise) while the daemon
+ * keeps the S3 credentials and does the S3 part.  Everything the agent
+ * says is checked as its user's input.
+ */
+struct hb_mirror_agent;
+
+/* The agent's loop on socket sock, for directory dir: until 'Q' or the
+ * daemon hangs up (0), or a protocol error. */
+int hb_mirror_agent_serve(int sock, const char *dir, struct hb_err *err);
+
+/* argv[1] of the program run again as the agent. */
+#define HB_MIRROR_AGENT_ARG "--hb-ckpt-agent"
+
+/*
+ * Call first thing in main() of a program that spawns agents: -1 when
+ * argv is not { any, HB_MIRROR_AGENT_ARG, DIR }; otherwise this process
+ * is the agent (it refuses to run as root), serves the socket on its
+ * stdin and ends with _exit(): it does not return.
+ */
+int hb_mirror_agent_main(int argc, char **argv);
+
+/*
+ * Run exe (a program calling hb_mirror_agent_main(); the daemon gives
+ * /proc/self/exe) as the agent for dir, as uid, gid and groups (never
+ * root: HB_EPERM): forked, the child drops with hb_user_become() and
+ * runs it with the sanitizers' settings as its whole environment.  What
+ * the agent writes on stdout and stderr ends up in the error of a
+ * request it did not answer.  Blocks nothing; call from a worker.
+ */
+int hb_mirror_agent_spawn(const char *exe, const char *dir, uid_t uid,
+			  gid_t gid, const gid_t *groups, size_t n,
+			  int timeout_ms, struct hb_mirror_agent **out,
+			  struct hb_err *err);
+
+/* Talk to the agent on sock (taken: closed by hb_mirror_agent_free);
+ * each answer must come within timeout_ms (<= 0: no limit). */
+int hb_mirror_agent_new(int sock, int timeout_ms,
+			struct hb_mirror_agent **out, struct hb_err *err);
+/* Tell the agent to end, close the socket and reap a spawned agent
+ * (killed after 2 s).  NULL is fine. */
+void hb_mirror_agent_free(struct hb_mirror_agent *a);
+
+/* The agent scans its directory; *out is the manifest it sent, parsed
+ * strictly (job: the manifest's job id). */
+int hb_mirror_agent_scan(struct hb_mirror_agent *a, const char *job,
+			 struct hb_ckpt_manifest **out, struct hb_err *err);
+
+/* A descriptor for the file at path, opened by the agent confined to its
+ * directory: checked to be a regular file of size bytes (else HB_EAGAIN:
+ * it changed) and not on FUSE.  The descriptor, or a negative HB_E*. */
+int hb_mirror_agent_open(struct hb_mirror_agent *a, const char *path,
+			 uint64_t size, struct hb_err *err);
+
+/* Where the bytes of file f come from when the agent materialises: write
+ * them all through sink(arg).  0 or a negative HB_E*. */
+typedef int (*hb_mirror_agent_src_fn)(void *ctx, const struct hb_ckpt_file *f,
+				      hb_s3_sink_fn sink, void *arg,
+				      struct hb_err *err);
+
+/* The agent materialises the manifest json (n bytes) into its directory
+ * (hb_ckpt_materialise(), files it holds already are copied), asking for
+ * each file's bytes, which src gives.  st: what the agent reports. */
+int hb_mirror_agent_put(struct hb_mirror_agent *a, const char *json,
+			size_t n, hb_mirror_agent_src_fn src, void *ctx,
+			struct hb_ckpt_mat_stats *st, struct hb_err *err);
 
 #endif

@@ -28,4 +28,17 @@
 int hb_user_lookup(uid_t uid, gid_t gid, gid_t **groups, size_t *ngroups,
 		   char **home, struct hb_err *err);
 
+/*
+ * In a child about to run as uid: become uid, gid and the groups given,
+ * irrevocably (a setuid(0) afterwards must fail), with no core file and
+ * not dumpable, so the user cannot read what the parent left in memory.
+ * 0, the errno of the set*id call that failed, or -1 when the change
+ * did not take (the check after it failed).
+ * Async-signal-safe: for a child forked from a threaded process.
+ */
+int hb_user_become(uid_t uid, gid_t gid, const gid_t *groups, size_t n);
+
+/* Close every descriptor from low up (async-signal-safe). */
+void hb_close_from(int low);
+
 #endif

@@ -12,14 +12,21 @@
 #     into the old copy fetches only it;
 #   * a push killed (SIGKILL) part way leaves no new manifest, and the
 #     resumed push sends only what was missing;
+#   * files rewritten while a push sends them: it fails, no manifest;
+#   * progress: a redrawn bar on a terminal, nothing with --progress none;
 #   * an object overwritten with other bytes of its size: verify passes a
 #     HEAD check, verify --deep exits 1 naming the object, and a pull that
 #     needs it fails and leaves the previous good directory as it was;
 #   * the aws CLI lists what we stored and fetches the manifest (whose
 #     SHA-256 starts with the ID's suffix) and an object (the file's bytes);
+#   * a push given its tree and an open_file callback (as the daemon does
+#     it, tests/integration/ckpt_treepush.c) never opens the directory;
 #   * a key under checkpoints/ that is not ID.json is named and ignored;
-#   * retention: after 4 pushes, push --keep 3 leaves 3 manifests, retain
-#     --keep 2 --grace 0 leaves 2 and no object they do not name.
+#   * pull of a prefix with no checkpoint: exit 1, or 0 with --if-exists;
+#   * retention: after 4 pushes, push --keep 3 leaves 3 manifests; retain
+#     --keep 2 leaves 2, keeps objects younger than --grace (1h), removes
+#     them past it (1 s), and with --grace 0 no object they do not name
+#     is left.
 #
 # Usage: ckpt_sync.test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -157,6 +164,23 @@ case $etag in
 *) bad "big object's ETag $etag is not 5 parts" ;;
 esac
 
+# ---- a push given the tree and a way to open its files (as the daemon) ------------
+tp=$build/tests/ckpt_treepush
+tid=
+if "$tp" "$t" "s3://$b/tree" 4 >"$tmp/tp1.out" 2>&1 &&
+	read -r _ tid _ tu _ ts _ to <"$tmp/tp1.out" && [ "$tu" = 0 ] &&
+	[ "$ts" = "$distinct" ] && [ "$to" -ge "$ts" ] &&
+	"$hb" ckpt pull "s3://$b/tree" "$tmp/tree-out" --progress none >/dev/null 2>&1 &&
+	[ "$(tree_sum "$t")" = "$(tree_sum "$tmp/tree-out")" ]; then
+	ok "push of a given tree through the caller's open_file (never the directory; one call at a time): $to opens, pulls back equal"
+else
+	bad "tree push: $(cat "$tmp/tp1.out")"
+fi
+"$tp" "$t" "s3://$b/tree" 4 >"$tmp/tp2.out" 2>&1 &&
+	[ "$(cat "$tmp/tp2.out")" = "id $tid unchanged 1 sent 0 opened 0" ] &&
+	ok "the same tree again: unchanged, nothing opened" ||
+	bad "tree push again: $(cat "$tmp/tp2.out")"
+
 # ---- a hostile key under checkpoints/ ----------------------------------------
 aws s3 cp "$tmp/m2.json" "s3://$b/run/checkpoints/../../evil.json" >/dev/null
 "$hb" ckpt ls "$U" --json >"$tmp/ls.json" 2>"$tmp/ls.err" || true
@@ -168,15 +192,21 @@ aws s3 cp "$tmp/m2.json" "s3://$b/run/checkpoints/../../evil.json" >/dev/null
 "$s3call" delete "$b" "run/checkpoints/../../evil.json"
 
 # ---- an interrupted push, resumed ----------------------------------------------
-for i in $(seq 1 300); do head -c 262144 /dev/urandom >"$t/rank-0/shard-$i"; done
-objs_before=$(count run/objects/)
-"$hb" ckpt push "$t" "$U" --jobs 1 --progress none >"$tmp/p4.out" 2>&1 &
-pushpid=$!
-for _ in $(seq 1 600); do
-	[ "$(count run/objects/)" -ge $((objs_before + 20)) ] && break
-	kill -0 "$pushpid" 2>/dev/null || break
-	sleep 0.05
-done
+# 300 new shards of 256 KiB; a push of them one at a time in the
+# background (pushpid), waited for until N new objects are stored.
+shards() { for i in $(seq 1 300); do head -c 262144 /dev/urandom >"$t/rank-0/shard-$i"; done; }
+push_until() {
+	objs_before=$(count run/objects/)
+	"$hb" ckpt push "$t" "$U" --jobs 1 --progress none >"$2" 2>&1 &
+	pushpid=$!
+	for _ in $(seq 1 600); do
+		[ "$(count run/objects/)" -ge $((objs_before + $1)) ] && break
+		kill -0 "$pushpid" 2>/dev/null || break
+		sleep 0.05
+	done
+}
+shards
+push_until 20 "$tmp/p4.out"
 if kill -9 "$pushpid" 2>/dev/null; then
 	wait "$pushpid" 2>/dev/null || true
 	pushpid=
@@ -198,6 +228,29 @@ else
 	pushpid=
 	bad "the push finished before it could be killed: $(cat "$tmp/p4.out")"
 fi
+
+# ---- files changed while the push runs ------------------------------------------
+shards
+push_until 5 "$tmp/p6.out"
+shards # new bytes, the same sizes, while it sends
+rc=0
+wait "$pushpid" || rc=$?
+pushpid=
+[ "$rc" = 1 ] && grep -q "changed since the scan" "$tmp/p6.out" &&
+	[ "$(count run/checkpoints/)" = 3 ] &&
+	ok "files rewritten during the push: exit 1 ($(head -c 90 "$tmp/p6.out")...), no manifest written" ||
+	bad "push of a changing tree (exit $rc): $(cat "$tmp/p6.out")"
+
+# ---- progress on a terminal, and none ---------------------------------------------
+printf 'step 300\n' >"$t/train.state"
+script -qec "$hb ckpt push '$t' '$U' --progress auto" /dev/null >"$tmp/tty.out" 2>&1 || true
+grep -q $'\r' "$tmp/tty.out" && grep -q 'upload.*100%.*ETA' "$tmp/tty.out" &&
+	ok "a terminal gets a redrawn bar with percent, rate and ETA" ||
+	bad "bar on a terminal: $(tr '\r' '\n' <"$tmp/tty.out" | tail -3)"
+printf 'step 200\n' >"$t/train.state"
+"$hb" ckpt push "$t" "$U" --progress none >/dev/null 2>"$tmp/none.err" &&
+	[ ! -s "$tmp/none.err" ] && ok "--progress none: nothing on stderr" ||
+	bad "--progress none: $(cat "$tmp/none.err")"
 
 # ---- a corrupted object ----------------------------------------------------------
 "$hb" ckpt pull "$U" "$tmp/full" --progress none >/dev/null 2>&1 || true
@@ -236,6 +289,17 @@ for i in 1 2 3 4; do
 done
 [ "$(count ret/checkpoints/)" = 3 ] && ok "push --keep 3 after 4 pushes: 3 manifests" ||
 	bad "push --keep 3: $(count ret/checkpoints/) manifests"
+"$hb" ckpt retain "$R" --keep 2 --grace 1h --json >"$tmp/ret1.json" 2>"$tmp/ret.err" || true
+[ "$(field "$tmp/ret1.json" removed_checkpoints)" = 1 ] &&
+	[ "$(field "$tmp/ret1.json" removed_objects)" = 0 ] &&
+	[ "$(count ret/checkpoints/)" = 2 ] &&
+	ok "retain --keep 2 --grace 1h: 1 manifest deleted, no object younger than the grace" ||
+	bad "retain --grace 1h: $(cat "$tmp/ret1.json" "$tmp/ret.err")"
+sleep 2
+"$hb" ckpt retain "$R" --keep 2 --grace 1 --json >"$tmp/ret2.json" 2>"$tmp/ret.err" || true
+[ "$(field "$tmp/ret2.json" removed_objects)" -ge 3 ] &&
+	ok "retain --grace 1, 2 s later: $(field "$tmp/ret2.json" removed_objects) objects past the grace by LastModified removed" ||
+	bad "retain --grace 1: $(cat "$tmp/ret2.json" "$tmp/ret.err")"
 "$hb" ckpt retain "$R" --keep 2 --grace 0 --json >"$tmp/ret.json" 2>"$tmp/ret.err" || true
 mkdir "$tmp/kept"
 aws s3 cp --recursive "s3://$b/ret/checkpoints/" "$tmp/kept" >/dev/null
@@ -243,10 +307,9 @@ named=$(jq -r '.files[].sha256' "$tmp"/kept/*.json | sort -u)
 stored=$("$s3call" list "$b" ret/objects/ | cut -f1 | sed 's|^ret/objects/||' | sort -u)
 total=$("$s3call" list "$b" ret/ | awk -F'\t' '{s += $2} END {print s}')
 if [ "$(ls "$tmp/kept" | wc -l)" = 2 ] && [ "$named" = "$stored" ] &&
-	[ "$(field "$tmp/ret.json" removed_checkpoints)" = 1 ] &&
-	[ "$(field "$tmp/ret.json" removed_objects)" -ge 3 ] &&
+	[ "$(field "$tmp/ret.json" removed_checkpoints)" = 0 ] &&
 	[ "$(field "$tmp/ret.json" prefix_bytes)" = "$total" ]; then
-	ok "retain --keep 2 --grace 0: 2 manifests, every object named by one, $(field "$tmp/ret.json" removed_objects) removed, $total bytes stay"
+	ok "retain --keep 2 --grace 0: 2 manifests, every object named by one, $total bytes stay"
 else
 	bad "retain: $(cat "$tmp/ret.json" "$tmp/ret.err")"
 fi
@@ -255,6 +318,16 @@ fi
 	[ "$(tree_sum "$t")" = "$(tree_sum "$tmp/ret-out")" ] &&
 	ok "after retention the newest checkpoint verifies and pulls whole" ||
 	bad "newest checkpoint after retention"
+
+# ---- nothing there yet --------------------------------------------------------------
+rc=0
+"$hb" ckpt pull "s3://$b/empty" "$tmp/none" --progress none >/dev/null 2>"$tmp/e1.err" || rc=$?
+rc2=0
+"$hb" ckpt pull "s3://$b/empty" "$tmp/none" --if-exists --progress none >/dev/null 2>"$tmp/e2.err" || rc2=$?
+[ "$rc" = 1 ] && grep -q "no complete checkpoint" "$tmp/e1.err" && [ "$rc2" = 0 ] &&
+	grep -q "nothing pulled" "$tmp/e2.err" && [ ! -e "$tmp/none" ] &&
+	ok "pull of an empty prefix: exit 1; with --if-exists exit 0 and no directory made" ||
+	bad "pull of nothing: exits $rc $rc2: $(cat "$tmp/e1.err" "$tmp/e2.err")"
 
 # ---- usage ---------------------------------------------------------------------
 rc=0

@@ -402,6 +402,25 @@ static int authorize(const struct km_req *rq, struct km_resp *rs)
 
 /* ---- get and list --------------------------------------------------- */
 
+/* Whether kubectl get asks for a Table (served for pods only). */
+static int table_wanted(const struct km_req *rq)
+{
+	return rq->header && km_table_wanted(rq->header(rq->conn, "Accept"));
+}
+
+static void table_reply(struct km_resp *rs, struct km_obj *const *objs,
+			size_t n, uint64_t rv, const char *cont, size_t left)
+{
+	cJSON *t = km_table_pods(objs, n, rv, cont, left);
+
+	if (!t) {
+		km_resp_status(rs, NULL);
+		return;
+	}
+	km_resp_json(rs, 200, t);
+	cJSON_Delete(t);
+}
+
 static void do_get(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 {
 	enum km_res r = (enum km_res)rq->res;
@@ -411,7 +430,10 @@ static void do_get(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 		not_found(rs, r, rq->name);
 		return;
 	}
-	resp_obj(rs, 200, o);
+	if (r == KM_POD && table_wanted(rq))
+		table_reply(rs, &o, 1, o->rv, NULL, 0);
+	else
+		resp_obj(rs, 200, o);
 	km_obj_unref(o);
 }
 
@@ -591,6 +613,10 @@ static void do_list(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 			goto out;
 		}
 	}
+	if (r == KM_POD && table_wanted(rq)) {
+		table_reply(rs, items, n, rv, tok, left);
+		goto out;
+	}
 	hb_buf_printf(&b,
 		      "{\"apiVersion\":\"%s\",\"kind\":\"%s\",\"metadata\":"
 		      "{\"resourceVersion\":\"%llu\"",
@@ -681,6 +707,7 @@ static void do_watch(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 	wo.labels = f.labels;
 	wo.fields = f.fields;
 	wo.gone = km_faults_take_gone(ctx->faults);
+	wo.table = wo.res == KM_POD && table_wanted(rq);
 	rs->watch = km_watch_new(ctx, &wo);
 	if (!rs->watch) {
 		km_resp_status(rs, NULL);
@@ -1614,7 +1641,7 @@ static void do_log(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 	const char *want = arg(rq, "container"), *phase;
 	const char *tl = arg(rq, "tailLines"), *lb = arg(rq, "limitBytes");
 	uint64_t tail = 0, limit = 0;
-	const char *cname = NULL;
+	const char *cname = NULL, *init = NULL;
 	char *path = NULL;
 	int n = 0;
 
@@ -1628,6 +1655,13 @@ static void do_log(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 		if (want && km_str(c, "name") &&
 		    !strcmp(km_str(c, "name"), want))
 			cname = want;
+	}
+	/* An init container's log is its own file. */
+	cJSON_ArrayForEach (
+		c, km_get(km_get(pod->tree, "spec"), "initContainers")) {
+		if (want && !cname && km_str(c, "name") &&
+		    !strcmp(km_str(c, "name"), want))
+			cname = init = want;
 	}
 	if (!want && n == 1)
 		cname = km_str(cJSON_GetArrayItem(cs, 0), "name");
@@ -1655,17 +1689,22 @@ static void do_log(struct km_ctx *ctx, struct km_req *rq, struct km_resp *rs)
 	}
 	st = km_get(pod->tree, "status");
 	phase = km_str(st, "phase");
-	path = km_kubelet_log_path(ctx->kubelet, rq->ns, rq->name);
-	if (!path || !phase || !strcmp(phase, "Pending")) {
+	path = km_kubelet_log_path(ctx->kubelet, rq->ns, rq->name, init);
+	if (!path || !phase || (!init && !strcmp(phase, "Pending"))) {
 		bad_request(rs,
 			    "container \"%s\" in pod \"%s\" is waiting to "
-			    "start: ContainerCreating",
-			    cname, rq->name);
+			    "start: %s",
+			    cname, rq->name,
+			    !init && cJSON_GetArraySize(
+					     km_get(km_get(pod->tree, "spec"),
+						    "initContainers"))
+				    ? "PodInitializing"
+				    : "ContainerCreating");
 		goto out;
 	}
-	rs->log =
-		km_log_open(ctx, rq->ns, rq->name, path, bool_arg(rq, "follow"),
-			    tl ? tail : UINT64_MAX, limit);
+	rs->log = km_log_open(ctx, rq->ns, rq->name, init, path,
+			      bool_arg(rq, "follow"), tl ? tail : UINT64_MAX,
+			      limit);
 	if (!rs->log) {
 		km_resp_status(rs, NULL);
 		goto out;

@@ -186,11 +186,17 @@ static void child(const struct km_launch *l, const char *path,
 	report(efd, S_EXEC, 0);
 }
 
-/* argv0 found on the emulator's PATH (posix_spawnp's rule). */
-static int resolve(const char *argv0, char *out, size_t cap)
+/* argv0 found on the container's PATH (envp's, as a runtime looks in
+ * the image's environment), else the emulator's. */
+int km_container_resolve(const char *argv0, char *const envp[], char *out,
+			 size_t cap)
 {
 	const char *p = getenv("PATH");
 	struct stat sb;
+
+	for (size_t i = 0; envp && envp[i]; i++)
+		if (!strncmp(envp[i], "PATH=", 5))
+			p = envp[i] + 5;
 
 	if (strchr(argv0, '/'))
 		return snprintf(out, cap, "%s", argv0) >= (int)cap ? -1 : 0;
@@ -262,7 +268,7 @@ int km_container_exec(const struct km_launch *l, char *const argv[],
 	ssize_t n;
 
 	*pid = 0;
-	if (resolve(argv[0], path, sizeof(path))) {
+	if (km_container_resolve(argv[0], envp, path, sizeof(path))) {
 		snprintf(why, cap,
 			 "exec: \"%s\": executable file not found in $PATH",
 			 argv[0]);

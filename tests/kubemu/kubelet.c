@@ -49,6 +49,12 @@
 /* Where the hpcbridge launcher reads its runtime from. */
 #define HB_RUNTIME_DIR "/opt/hpcbridge/launcher"
 #define MAX_ENV	       1024
+/* A failed init container restarts after 10 s, doubling up to 300 s
+ * (the kubelet's back-off); a container that waits for a Secret or
+ * ConfigMap is tried again every second. */
+#define BACKOFF_MS     10000
+#define BACKOFF_MAX_MS 300000
+#define RETRY_MS       1000
 
 extern char **environ;
 
@@ -59,7 +65,13 @@ struct podstate {
 	pid_t pid;	   /* executed launcher, 0 if none */
 	int64_t term_sent; /* SIGTERM sent at */
 	int gone;	   /* the pod object is gone */
-	int running;	   /* we set it Running */
+	int running;	   /* started (or given up): not again */
+	/* Executed launchers with init containers: which runs or is due,
+	 * and how often it restarted (restartPolicy OnFailure, Always). */
+	int init_next;
+	int in_init; /* pid is init container init_next */
+	int restarts;
+	int64_t retry_at; /* a start waits until then (back-off, Secret) */
 };
 
 /* A launcher process and its pod. */
@@ -137,13 +149,14 @@ static int mkdirs(const char *path)
 }
 
 char *km_kubelet_log_path(struct km_kubelet *k, const char *ns,
-			  const char *name)
+			  const char *name, const char *init)
 {
-	char dir[4096], path[4200];
+	char dir[4096], path[4500];
 
-	if (pod_dir(k, ns, name, dir, sizeof(dir)))
+	if (pod_dir(k, ns, name, dir, sizeof(dir)) ||
+	    pathf(path, sizeof(path), "%s/log%s%s", dir, init ? ".init-" : "",
+		  init ? init : ""))
 		return NULL;
-	snprintf(path, sizeof(path), "%s/log", dir);
 	if (access(path, R_OK))
 		return NULL;
 	return strdup(path);
@@ -169,145 +182,6 @@ static int write_file(const char *path, const char *text, size_t len,
 		len -= (size_t)w;
 	}
 	return close(fd) ? HB_EIO : 0;
-}
-
-/* ---- pod status ----------------------------------------------------- */
-
-static cJSON *condition(const char *type, const char *status,
-			const char *reason, const char *ts)
-{
-	cJSON *c = cJSON_CreateObject();
-
-	if (!c || km_set_str(c, "type", type) ||
-	    km_set_str(c, "status", status) ||
-	    km_set(c, "lastProbeTime", cJSON_CreateNull()) ||
-	    km_set_str(c, "lastTransitionTime", ts) ||
-	    (reason && km_set_str(c, "reason", reason))) {
-		cJSON_Delete(c);
-		return NULL;
-	}
-	return c;
-}
-
-static int set_conditions(cJSON *st, int ready, const char *reason,
-			  const char *ts)
-{
-	cJSON *conds = cJSON_CreateArray();
-	const char *r = ready ? "True" : "False";
-
-	if (!conds)
-		return HB_ENOMEM;
-	cJSON_AddItemToArray(conds, condition("Initialized", "True", NULL, ts));
-	cJSON_AddItemToArray(conds, condition("Ready", r, reason, ts));
-	cJSON_AddItemToArray(conds,
-			     condition("ContainersReady", r, reason, ts));
-	cJSON_AddItemToArray(conds,
-			     condition("PodScheduled", "True", NULL, ts));
-	return km_set(st, "conditions", conds);
-}
-
-struct start_arg {
-	const char *container_id;
-};
-
-static int mark_running(void *arg, cJSON *pod)
-{
-	struct start_arg *a = arg;
-	cJSON *spec = km_obj_at(pod, "spec");
-	cJSON *st = km_obj_at(pod, "status"), *cs, *ips, *ip, *c;
-	char ts[32];
-
-	km_timestamp(ts, sizeof(ts), 0);
-	if (!spec || !st)
-		return HB_ENOMEM;
-	if (!km_str(spec, "nodeName") && km_set_str(spec, "nodeName", NODE))
-		return HB_ENOMEM;
-	cs = cJSON_CreateArray();
-	ips = cJSON_CreateArray();
-	ip = cJSON_CreateObject();
-	if (!cs || !ips || !ip || km_set_str(ip, "ip", "127.0.0.1")) {
-		cJSON_Delete(cs);
-		cJSON_Delete(ips);
-		cJSON_Delete(ip);
-		return HB_ENOMEM;
-	}
-	cJSON_AddItemToArray(ips, ip);
-	cJSON_ArrayForEach (c, km_get(spec, "containers")) {
-		cJSON *s = cJSON_CreateObject(), *state = cJSON_CreateObject();
-		cJSON *run = cJSON_CreateObject();
-		const char *img = km_str(c, "image");
-
-		if (!s || !state || !run ||
-		    km_set_str(s, "name",
-			       km_str(c, "name") ? km_str(c, "name") : "") ||
-		    km_set_str(run, "startedAt", ts) ||
-		    km_set(state, "running", run) ||
-		    km_set(s, "state", state) ||
-		    km_set(s, "lastState", cJSON_CreateObject()) ||
-		    km_set(s, "ready", cJSON_CreateTrue()) ||
-		    km_set_num(s, "restartCount", 0) ||
-		    km_set_str(s, "image", img ? img : "") ||
-		    km_set_str(s, "imageID", "") ||
-		    km_set_str(s, "containerID", a->container_id) ||
-		    km_set(s, "started", cJSON_CreateTrue())) {
-			cJSON_Delete(s);
-			cJSON_Delete(cs);
-			cJSON_Delete(ips);
-			return HB_ENOMEM;
-		}
-		cJSON_AddItemToArray(cs, s);
-	}
-	if (km_set_str(st, "phase", "Running") ||
-	    set_conditions(st, 1, NULL, ts) ||
-	    km_set_str(st, "hostIP", "127.0.0.1") ||
-	    km_set_str(st, "podIP", "127.0.0.1") || km_set(st, "podIPs", ips) ||
-	    km_set_str(st, "startTime", ts) ||
-	    km_set(st, "containerStatuses", cs)) {
-		return HB_ENOMEM;
-	}
-	return 0;
-}
-
-struct end_arg {
-	int code;
-	const char *reason;  /* of the container: Completed, Error */
-	const char *message; /* NULL for none */
-};
-
-static int mark_ended(void *arg, cJSON *pod)
-{
-	struct end_arg *a = arg;
-	cJSON *st = km_obj_at(pod, "status"), *c;
-	char ts[32];
-
-	km_timestamp(ts, sizeof(ts), 0);
-	if (!st)
-		return HB_ENOMEM;
-	if (km_set_str(st, "phase", a->code ? "Failed" : "Succeeded") ||
-	    set_conditions(st, 0, "PodCompleted", ts))
-		return HB_ENOMEM;
-	cJSON_ArrayForEach (c, km_get(st, "containerStatuses")) {
-		cJSON *state = km_obj_at(c, "state"), *t = cJSON_CreateObject();
-		const char *started =
-			km_str(km_get(state, "running"), "startedAt");
-
-		if (!t || km_set_num(t, "exitCode", a->code) ||
-		    km_set_str(t, "reason", a->reason) ||
-		    (a->message && km_set_str(t, "message", a->message)) ||
-		    km_set_str(t, "startedAt", started ? started : ts) ||
-		    km_set_str(t, "finishedAt", ts) ||
-		    (km_str(c, "containerID") &&
-		     km_set_str(t, "containerID", km_str(c, "containerID")))) {
-			cJSON_Delete(t);
-			return HB_ENOMEM;
-		}
-		km_del(state, "running");
-		if (km_set(state, "terminated", t) ||
-		    km_set(c, "ready", cJSON_CreateFalse()) ||
-		    km_set(c, "started", cJSON_CreateFalse()))
-			return HB_ENOMEM;
-	}
-	return 0;
 }
 
 /* ---- the launcher's environment ------------------------------------- */
@@ -419,14 +293,32 @@ static char *rewrite(const struct mounts *ms, const char *value)
 	return strdup(value);
 }
 
-/* Materialise a ConfigMap's data into dir (items, when given, pick keys
- * and paths).  HB_EAGAIN when it is missing and not optional. */
-static int materialise_cm(struct km_kubelet *k, const char *ns,
-			  const cJSON *src, const char *dir)
+/* Write value v of a ConfigMap (or, decoded, of a Secret) to path. */
+static int write_value(const char *path, const char *v, int secret)
 {
-	const char *name = km_str(src, "name");
+	struct hb_buf b;
+	int rc;
+
+	if (!secret)
+		return write_file(path, v, strlen(v), 0644);
+	hb_buf_init(&b, 0);
+	rc = hb_buf_unbase64(&b, v, strlen(v));
+	if (!rc)
+		rc = write_file(path, b.data ? b.data : "", b.len, 0644);
+	hb_buf_free(&b);
+	return rc ? HB_EIO : 0;
+}
+
+/* Materialise a ConfigMap's data (a Secret's, decoded, when secret is
+ * set) into dir (items, when given, pick keys and paths).  HB_EAGAIN
+ * when it is missing and not optional. */
+static int materialise(struct km_kubelet *k, const char *ns, const cJSON *src,
+		       int secret, const char *dir)
+{
+	const char *name = km_str(src, secret ? "secretName" : "name");
 	struct km_obj *cm =
-		name ? km_store_get(k->ctx->store, KM_CONFIGMAP, ns, name)
+		name ? km_store_get(k->ctx->store,
+				    secret ? KM_SECRET : KM_CONFIGMAP, ns, name)
 		     : NULL;
 	const cJSON *data, *items, *kv;
 	char path[4096];
@@ -445,7 +337,7 @@ static int materialise_cm(struct km_kubelet *k, const char *ns,
 			if (!val || !p || strstr(p, ".."))
 				continue;
 			if (pathf(path, sizeof(path), "%s/%s", dir, p) ||
-			    write_file(path, val, strlen(val), 0644))
+			    write_value(path, val, secret))
 				rc = HB_EIO;
 		}
 	} else {
@@ -456,8 +348,7 @@ static int materialise_cm(struct km_kubelet *k, const char *ns,
 				continue;
 			if (pathf(path, sizeof(path), "%s/%s", dir,
 				  kv->string) ||
-			    write_file(path, kv->valuestring,
-				       strlen(kv->valuestring), 0644))
+			    write_value(path, kv->valuestring, secret))
 				rc = HB_EIO;
 		}
 	}
@@ -596,9 +487,15 @@ static int volume_local(struct km_kubelet *k, const cJSON *pod, const cJSON *v,
 		else
 			chmod(local, 0777);
 	}
+	if (km_get(v, "secret")) {
+		/* Its data when the Secret exists; else the volume stays
+		 * empty (the emulated operator makes no ssh Secret). */
+		materialise(k, ns, km_get(v, "secret"), 1, local);
+		return 0;
+	}
 	if (!cm)
 		return 0;
-	rc = materialise_cm(k, ns, cm, local);
+	rc = materialise(k, ns, cm, 0, local);
 	if (rc == HB_EAGAIN)
 		snprintf(why, wcap, "configmap \"%s\" not found",
 			 km_str(cm, "name") ? km_str(cm, "name") : "");
@@ -680,18 +577,155 @@ static int add_mount(struct mounts *ms, struct km_launch *l, const cJSON *m,
 	return 0;
 }
 
+/* The ConfigMap (the Secret, when secret is set) rn of namespace ns in
+ * *o (NULL: missing, and optional); HB_EPERM with the kubelet's message
+ * when it is missing and not optional. */
+static int ref_get(struct km_kubelet *k, const char *ns, int secret,
+		   const char *rn, int opt, struct km_obj **o, char *why,
+		   size_t cap)
+{
+	*o = km_store_get(k->ctx->store, secret ? KM_SECRET : KM_CONFIGMAP, ns,
+			  rn);
+	if (*o || opt)
+		return 0;
+	snprintf(why, cap, "%s \"%s\" not found",
+		 secret ? "secret" : "configmap", rn);
+	return HB_EPERM;
+}
+
+/* A value of a ConfigMap's data, or of a Secret's decoded (caller frees;
+ * NULL on ENOMEM, or for a value that is not base64). */
+static char *ref_value(const char *v, int secret)
+{
+	struct hb_buf b;
+	char *out = NULL;
+
+	if (!secret)
+		return strdup(v);
+	hb_buf_init(&b, 0);
+	if (!hb_buf_unbase64(&b, v, strlen(v)) && !hb_buf_putc(&b, 0))
+		out = hb_buf_steal(&b);
+	hb_buf_free(&b);
+	return out;
+}
+
 /*
- * Prepare and start the launcher of pod (ns/name): volumes, hostfile,
- * environment, command.  *pid gets the process.  HB_EAGAIN when a
- * ConfigMap it needs is missing; *why explains other failures.
+ * The value of an env entry's valueFrom (from) in *out (caller frees;
+ * NULL: the variable is left out, an optional ConfigMap, Secret or key
+ * that is missing): fieldRef of the pod's name, namespace, node and IPs,
+ * configMapKeyRef, secretKeyRef (data decoded).  HB_EPERM with why set
+ * to the kubelet's message when what is named is missing and not
+ * optional (the container then waits: CreateContainerConfigError).
  */
-static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
-		 const char *name, pid_t *pid, char *why, size_t whycap)
+static int value_from(struct km_kubelet *k, const cJSON *pod, const cJSON *from,
+		      char **out, char *why, size_t cap)
+{
+	const char *ns = km_meta_str(pod, "namespace");
+	const char *fp = km_str(km_get(from, "fieldRef"), "fieldPath");
+	const cJSON *ref = km_get(from, "secretKeyRef");
+	int secret = ref != NULL, opt;
+	const char *rn, *key, *v;
+	struct km_obj *o;
+	int rc;
+
+	*out = NULL;
+	if (fp) {
+		v = !strcmp(fp, "metadata.name") ? km_meta_str(pod, "name")
+		    : !strcmp(fp, "metadata.namespace") ? ns
+		    : !strcmp(fp, "spec.nodeName")
+			    ? km_str(km_get(pod, "spec"), "nodeName") ?: NODE
+		    : (!strcmp(fp, "status.podIP") ||
+		       !strcmp(fp, "status.hostIP"))
+			    ? "127.0.0.1"
+			    : "";
+		*out = strdup(v ?: "");
+		return *out ? 0 : HB_ENOMEM;
+	}
+	if (!ref)
+		ref = km_get(from, "configMapKeyRef");
+	if (!ref) {
+		*out = strdup("");
+		return *out ? 0 : HB_ENOMEM;
+	}
+	rn = km_str(ref, "name") ?: "";
+	key = km_str(ref, "key") ?: "";
+	opt = cJSON_IsTrue(km_get(ref, "optional"));
+	rc = ref_get(k, ns, secret, rn, opt, &o, why, cap);
+	if (rc || !o)
+		return rc;
+	v = km_str(km_get(o->tree, "data"), key);
+	if (!v) {
+		km_obj_unref(o);
+		if (opt)
+			return 0;
+		snprintf(why, cap, "couldn't find key %s in %s %s/%s", key,
+			 secret ? "Secret" : "ConfigMap", ns, rn);
+		return HB_EPERM;
+	}
+	*out = ref_value(v, secret);
+	km_obj_unref(o);
+	return *out ? 0 : HB_ENOMEM;
+}
+
+/*
+ * An envFrom entry e (configMapRef or secretRef, with a prefix) into
+ * env: every key of the object's data, values as they are (no $(VAR)
+ * expansion), mount paths rewritten as for env.  HB_EPERM as
+ * value_from when the object is missing and not optional.
+ */
+static int env_from(struct km_kubelet *k, const cJSON *pod, const cJSON *e,
+		    struct env *env, const struct mounts *ms, char *why,
+		    size_t cap)
+{
+	const cJSON *ref = km_get(e, "secretRef"), *kv;
+	const char *prefix = km_str(e, "prefix") ?: "";
+	int secret = ref != NULL, rc;
+	struct km_obj *o;
+
+	if (!ref)
+		ref = km_get(e, "configMapRef");
+	if (!ref)
+		return 0;
+	rc = ref_get(k, km_meta_str(pod, "namespace"), secret,
+		     km_str(ref, "name") ?: "",
+		     cJSON_IsTrue(km_get(ref, "optional")), &o, why, cap);
+	if (rc || !o)
+		return rc;
+	cJSON_ArrayForEach (kv, km_get(o->tree, "data")) {
+		char name[512], *v, *x;
+
+		/* The kubelet skips names it cannot set. */
+		if (!cJSON_IsString(kv) || !*kv->string ||
+		    strchr(kv->string, '=') ||
+		    pathf(name, sizeof(name), "%s%s", prefix, kv->string))
+			continue;
+		v = ref_value(kv->valuestring, secret);
+		x = v ? rewrite(ms, v) : NULL;
+		if (x)
+			env_set(env, name, x);
+		free(v);
+		free(x);
+	}
+	km_obj_unref(o);
+	return 0;
+}
+
+/*
+ * Prepare and start container c (an init container or the first one) of
+ * the launcher pod (ns/name): volumes, hostfile, environment, command;
+ * its output goes to the pod directory's logname.  *pid gets the
+ * process.  HB_EAGAIN when a ConfigMap volume is missing, HB_EPERM when
+ * the container cannot be made (a Secret or ConfigMap key is missing);
+ * *why explains these and other failures.
+ */
+static int spawn(struct km_kubelet *k, const cJSON *pod, const cJSON *c,
+		 const char *logname, pid_t *pid, char *why, size_t whycap)
 {
 	const cJSON *spec = km_get(pod, "spec");
-	const cJSON *c0 = cJSON_GetArrayItem(km_get(spec, "containers"), 0);
+	const char *ns = km_meta_str(pod, "namespace");
+	const char *name = km_meta_str(pod, "name");
 	const cJSON *v, *m, *e;
-	char dir[4096], path[4200], hostfile[4300], tmp[4200];
+	char dir[4096], path[4200], hostfile[4300], tmp[4200], exe[4096];
 	struct mounts *ms = calloc(1, sizeof(*ms));
 	struct km_launch *launch = calloc(1, sizeof(*launch));
 	struct env *env = calloc(1, sizeof(*env));
@@ -709,7 +743,7 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 		rc = HB_ENOMEM;
 		goto out;
 	}
-	rc = km_container_ident(pod, c0, &launch->id, why, whycap);
+	rc = km_container_ident(pod, c, &launch->id, why, whycap);
 	if (rc)
 		goto out;
 	rc = HB_EIO;
@@ -742,7 +776,7 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 		if (rc)
 			goto out;
 		rc = HB_EIO;
-		cJSON_ArrayForEach (m, km_get(c0, "volumeMounts")) {
+		cJSON_ArrayForEach (m, km_get(c, "volumeMounts")) {
 			const char *mn = km_str(m, "name");
 
 			if (mn && !strcmp(mn, vn) &&
@@ -776,46 +810,28 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 			env_set(env, "HPCBRIDGE_RUNTIME", path);
 		}
 	}
-	cJSON_ArrayForEach (e, km_get(c0, "env")) {
+	cJSON_ArrayForEach (e, km_get(c, "envFrom")) {
+		rc = env_from(k, pod, e, env, ms, why, whycap);
+		if (rc)
+			goto out;
+	}
+	rc = HB_EIO;
+	cJSON_ArrayForEach (e, km_get(c, "env")) {
 		const char *n = km_str(e, "name");
-		const char *val = km_str(e, "value");
-		const cJSON *from = km_get(e, "valueFrom");
-		const char *fp = km_str(km_get(from, "fieldRef"), "fieldPath");
-		const cJSON *ck = km_get(from, "configMapKeyRef");
-		char *x = NULL, *y = NULL;
+		char *x = NULL, *y;
 
 		if (!n)
 			continue;
-		if (fp) {
-			val = !strcmp(fp, "metadata.name")	  ? name
-			      : !strcmp(fp, "metadata.namespace") ? ns
-			      : !strcmp(fp, "spec.nodeName")
-				      ? (km_str(km_get(pod, "spec"), "nodeName")
-						 ?: NODE)
-			      : (!strcmp(fp, "status.podIP") ||
-				 !strcmp(fp, "status.hostIP"))
-				      ? "127.0.0.1"
-				      : "";
-		} else if (ck) {
-			struct km_obj *cm =
-				km_str(ck, "name")
-					? km_store_get(k->ctx->store,
-						       KM_CONFIGMAP, ns,
-						       km_str(ck, "name"))
-					: NULL;
-			const char *kv =
-				cm && km_str(ck, "key")
-					? km_str(km_get(cm->tree, "data"),
-						 km_str(ck, "key"))
-					: NULL;
-
-			x = kv ? strdup(kv) : NULL;
-			km_obj_unref(cm);
-			val = x;
+		if (km_get(e, "valueFrom")) {
+			rc = value_from(k, pod, km_get(e, "valueFrom"), &x, why,
+					whycap);
+			if (rc)
+				goto out;
+			rc = HB_EIO;
+			if (!x)
+				continue; /* optional, and missing */
 		}
-		if (!val)
-			val = "";
-		y = expand(val, env);
+		y = expand(x ? x : km_str(e, "value") ?: "", env);
 		free(x);
 		x = y ? rewrite(ms, y) : NULL;
 		free(y);
@@ -835,11 +851,11 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 		env_set(env, nm, kv + nl + 1);
 	}
 	/* The command: command + args, $(VAR)-expanded. */
-	cJSON_ArrayForEach (e, km_get(c0, "command")) {
+	cJSON_ArrayForEach (e, km_get(c, "command")) {
 		if (cJSON_IsString(e) && argc < 255)
 			argv[argc++] = expand(e->valuestring, env);
 	}
-	cJSON_ArrayForEach (e, km_get(c0, "args")) {
+	cJSON_ArrayForEach (e, km_get(c, "args")) {
 		if (cJSON_IsString(e) && argc < 255)
 			argv[argc++] = expand(e->valuestring, env);
 	}
@@ -851,10 +867,13 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 		rc = HB_EINVAL;
 		goto out;
 	}
-	wd = km_str(c0, "workingDir");
+	wd = km_str(c, "workingDir");
 	if (!wd || stat(wd, &sb) || !S_ISDIR(sb.st_mode))
 		wd = dir;
-	snprintf(path, sizeof(path), "%s/log", dir);
+	if (pathf(path, sizeof(path), "%s/%s", dir, logname)) {
+		snprintf(why, whycap, "the log's path is too long");
+		goto out;
+	}
 	env->v[env->n] = NULL;
 	if (launch->id.set || launch->nbinds) {
 		/* The container's /tmp is writable by whoever it runs as. */
@@ -867,8 +886,8 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 					HB_LOG_STR("pod", name),
 					HB_LOG_INT("pid", *pid),
 					HB_LOG_INT("uid", launch->id.uid) },
-				3, "kubelet: started the launcher of %s/%s", ns,
-				name);
+				3, "kubelet: started %s of %s/%s",
+				km_str(c, "name") ?: "", ns, name);
 		goto out;
 	}
 	if (posix_spawn_file_actions_init(&fa))
@@ -899,7 +918,14 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 	    posix_spawn_file_actions_adddup2(&fa, 1, 2) ||
 	    posix_spawn_file_actions_addchdir_np(&fa, wd))
 		goto out;
-	rc = posix_spawnp(pid, argv[0], &fa, &at, argv, env->v);
+	if (km_container_resolve(argv[0], env->v, exe, sizeof(exe))) {
+		snprintf(why, whycap,
+			 "exec: \"%s\": executable file not found in $PATH",
+			 argv[0]);
+		rc = HB_EIO;
+		goto out;
+	}
+	rc = posix_spawn(pid, exe, &fa, &at, argv, env->v);
 	if (rc) {
 		snprintf(why, whycap, "cannot run %s: %s", argv[0],
 			 strerror(rc));
@@ -910,7 +936,8 @@ static int spawn(struct km_kubelet *k, const cJSON *pod, const char *ns,
 	hb_logf(HB_LOG_INFO,
 		(struct hb_log_field[]){ HB_LOG_STR("pod", name),
 					 HB_LOG_INT("pid", *pid) },
-		2, "kubelet: started the launcher of %s/%s", ns, name);
+		2, "kubelet: started %s of %s/%s", km_str(c, "name") ?: "", ns,
+		name);
 	rc = 0;
 out:
 	if (fa_ok)
@@ -1054,159 +1081,248 @@ static void terminate(struct km_kubelet *k, struct podstate *ps, int64_t now,
 static void fail_start(struct km_kubelet *k, const char *ns, const char *name,
 		       const char *why)
 {
-	struct start_arg sa = { "kubemu://none" };
-	struct end_arg ea = { 128, "StartError", why };
+	struct km_podst sa = { .cid = "kubemu://none" };
+	struct km_podst ea = { .code = 128,
+			       .reason = "StartError",
+			       .message = why };
 
 	km_internal_update(k->ctx, KM_POD, ns, name, KUBELET, NULL,
-			   mark_running, &sa, NULL);
+			   km_podst_running, &sa, NULL);
 	km_internal_update(k->ctx, KM_POD, ns, name, KUBELET, "status",
-			   mark_ended, &ea, NULL);
+			   km_podst_ended, &ea, NULL);
 }
 
-/* The container (c) the kubelet cannot make: it waits with the reason,
- * and the pod stays Pending. */
-struct wait_arg {
-	const char *container;
-	const char *reason;
-	const char *message;
-};
-
-static int mark_waiting(void *arg, cJSON *pod)
+/* Container cname cannot be made: it waits with
+ * CreateContainerConfigError, and a Warning event says why (once, as
+ * long as the reason stays the same). */
+static void config_wait(struct km_kubelet *k, struct km_obj *pod,
+			const char *cname, const char *why)
 {
-	struct wait_arg *a = arg;
-	cJSON *st = km_obj_at(pod, "status"), *cs, *c;
-	char ts[32];
+	struct km_podst wa = { .container = cname,
+			       .reason = "CreateContainerConfigError",
+			       .message = why };
+	struct km_obj *out = NULL;
+	char msg[1100];
 
-	km_timestamp(ts, sizeof(ts), 0);
-	if (!st || km_set_str(st, "phase", "Pending") ||
-	    set_conditions(st, 0, "ContainersNotReady", ts) ||
-	    !(cs = cJSON_CreateArray()) || km_set(st, "containerStatuses", cs))
-		return HB_ENOMEM;
-	cJSON_ArrayForEach (c, km_get(km_get(pod, "spec"), "containers")) {
-		cJSON *s = cJSON_CreateObject(), *w = cJSON_CreateObject();
-		const char *n = km_str(c, "name") ?: "";
-		int me = !strcmp(n, a->container);
+	km_internal_update(k->ctx, KM_POD, pod->ns, pod->name, KUBELET,
+			   "status", km_podst_waiting, &wa, &out);
+	if (!out)
+		return; /* said already */
+	km_obj_unref(out);
+	hb_log(HB_LOG_WARN, "kubelet: %s/%s: %s", pod->ns, pod->name, why);
+	snprintf(msg, sizeof(msg), "Error: %s", why);
+	km_event_record(k->ctx, pod->tree, "Warning", "Failed", msg, KUBELET);
+}
 
-		if (!s || !w || !cJSON_AddItemToArray(cs, s)) {
-			cJSON_Delete(s);
-			cJSON_Delete(w);
-			return HB_ENOMEM;
+/* The kubelet's verifyRunAsNonRoot for every container, init ones
+ * first: 1 (the pod waits, and an Event says why) when one cannot
+ * start. */
+static int config_error(struct km_kubelet *k, struct km_obj *pod)
+{
+	static const char *const lists[] = { "initContainers", "containers" };
+	const cJSON *spec = km_get(pod->tree, "spec"), *c;
+	struct km_ident id;
+	char why[1024];
+
+	for (size_t i = 0; i < 2; i++) {
+		cJSON_ArrayForEach (c, km_get(spec, lists[i])) {
+			if (!km_container_ident(pod->tree, c, &id, why,
+						sizeof(why))) {
+				continue;
+			}
+			config_wait(k, pod, km_str(c, "name") ?: "", why);
+			return 1;
 		}
-		/* s belongs to cs now, and km_set() takes w. */
-		if (km_set(km_obj_at(s, "state"), "waiting", w) ||
-		    km_set_str(s, "name", n) ||
-		    (me && km_set_str(w, "reason", a->reason)) ||
-		    (me && km_set_str(w, "message", a->message)) ||
-		    km_set(s, "lastState", cJSON_CreateObject()) ||
-		    km_set(s, "ready", cJSON_CreateFalse()) ||
-		    km_set_num(s, "restartCount", 0) ||
-		    km_set_str(s, "image", km_str(c, "image") ?: "") ||
-		    km_set_str(s, "imageID", "") ||
-		    km_set(s, "started", cJSON_CreateFalse()))
-			return HB_ENOMEM;
 	}
 	return 0;
 }
 
-/* The kubelet's verifyRunAsNonRoot for every container: 1 (the pod
- * waits, and an Event says why) when one cannot start. */
-static int config_error(struct km_kubelet *k, struct km_obj *pod)
+/* Whether a failed init container of pod is restarted in place (else
+ * the pod fails): restartPolicy OnFailure or Always. */
+static int restarts_init(const cJSON *pod)
 {
-	struct km_ident id;
-	struct wait_arg wa = { NULL, "CreateContainerConfigError", NULL };
-	const cJSON *c;
-	char why[1024], msg[1100];
+	const char *rp = km_str(km_get(pod, "spec"), "restartPolicy");
 
-	cJSON_ArrayForEach (c,
-			    km_get(km_get(pod->tree, "spec"), "containers")) {
-		if (km_container_ident(pod->tree, c, &id, why, sizeof(why)))
-			break;
+	return !rp || strcmp(rp, "Never");
+}
+
+/* Init container ps->init_next of pod ended with code (reason, message):
+ * the next container is due (through the pod's sync), or the pod fails
+ * (restartPolicy Never), or the container restarts after a back-off. */
+static void init_ended(struct km_kubelet *k, struct km_obj *pod,
+		       struct podstate *ps, int code, const char *reason,
+		       const char *message)
+{
+	const cJSON *c = cJSON_GetArrayItem(
+		km_get(km_get(pod->tree, "spec"), "initContainers"),
+		ps->init_next);
+	struct km_podst ea = { .index = ps->init_next,
+			       .code = code,
+			       .reason = reason,
+			       .message = message };
+	char back[1200];
+
+	ps->in_init = 0;
+	if (!code) {
+		ps->init_next++;
+		ps->restarts = 0;
+		ps->running = 0;
+	} else if (restarts_init(pod->tree)) {
+		int64_t ms = BACKOFF_MS;
+
+		for (int i = 0; i < ps->restarts && ms < BACKOFF_MAX_MS; i++)
+			ms *= 2;
+		if (ms > BACKOFF_MAX_MS)
+			ms = BACKOFF_MAX_MS;
+		ps->restarts++;
+		ps->retry_at = km_now_ms() + ms;
+		ps->running = 0;
+		snprintf(back, sizeof(back),
+			 "back-off %llds restarting failed container=%s "
+			 "pod=%s_%s(%s)",
+			 (long long)(ms / 1000), km_str(c, "name") ?: "",
+			 pod->name, pod->ns,
+			 km_meta_str(pod->tree, "uid") ?: "");
+		ea.restart = 1;
+		ea.message = back;
+	} else {
+		ea.fail = 1;
 	}
-	if (!c)
-		return 0;
-	wa.container = km_str(c, "name") ?: "";
-	wa.message = why;
-	hb_log(HB_LOG_WARN, "kubelet: %s/%s: %s", pod->ns, pod->name, why);
 	km_internal_update(k->ctx, KM_POD, pod->ns, pod->name, KUBELET,
-			   "status", mark_waiting, &wa, NULL);
-	snprintf(msg, sizeof(msg), "Error: %s", why);
-	km_event_record(k->ctx, pod->tree, "Warning", "Failed", msg, KUBELET);
-	return 1;
+			   "status", km_podst_init_ended, &ea, NULL);
+}
+
+/*
+ * Start what is due in an executed launcher: its next init container,
+ * else its first container.  A missing ConfigMap volume, Secret or key
+ * makes it wait and try again; a failure to start fails the container
+ * (StartError).
+ */
+static void start_exec(struct km_kubelet *k, struct km_obj *pod,
+		       struct podstate *ps, int64_t now, int64_t *next)
+{
+	const cJSON *spec = km_get(pod->tree, "spec");
+	const cJSON *inits = km_get(spec, "initContainers");
+	int init = ps->init_next < cJSON_GetArraySize(inits);
+	const cJSON *c =
+		init ? cJSON_GetArrayItem(inits, ps->init_next)
+		     : cJSON_GetArrayItem(km_get(spec, "containers"), 0);
+	const char *cname = km_str(c, "name") ?: "";
+	char logname[300], dir[4096], logp[4500], cid[64], why[1024] = "";
+	char key[600];
+	struct km_podst sa = { .index = ps->init_next, .cid = cid };
+	int rc;
+
+	snprintf(logname, sizeof(logname), init ? "log.init-%s" : "log", cname);
+	if (strchr(cname, '/')) {
+		snprintf(why, sizeof(why), "invalid container name \"%.200s\"",
+			 cname);
+		rc = HB_EINVAL;
+	} else {
+		rc = spawn(k, pod->tree, c, logname, &ps->pid, why,
+			   sizeof(why));
+	}
+	if (rc == HB_EAGAIN || rc == HB_EPERM) {
+		/* A ConfigMap volume, Secret or key is missing: wait. */
+		hb_log(HB_LOG_INFO, "kubelet: %s/%s: %s", pod->ns, pod->name,
+		       why);
+		if (rc == HB_EPERM)
+			config_wait(k, pod, cname, why);
+		ps->retry_at = now + RETRY_MS;
+		*next = ps->retry_at;
+		return;
+	}
+	ps->running = 1;
+	if (rc) {
+		hb_log(HB_LOG_WARN, "kubelet: %s/%s: %s", pod->ns, pod->name,
+		       why);
+		if (!strchr(logname, '/') &&
+		    !pod_dir(k, pod->ns, pod->name, dir, sizeof(dir)) &&
+		    !pathf(logp, sizeof(logp), "%s/%s", dir, logname))
+			write_file(logp, why, strlen(why), 0644);
+		if (init) {
+			ps->in_init = 1;
+			init_ended(k, pod, ps, 128, "StartError", why);
+		} else {
+			fail_start(k, pod->ns, pod->name, why);
+		}
+		km_event_record(k->ctx, pod->tree, "Warning",
+				strncmp(why, "MountVolume", 11) ? "Failed"
+								: "FailedMount",
+				why, KUBELET);
+		return;
+	}
+	snprintf(key, sizeof(key), "%s/%s", pod->ns, pod->name);
+	add_proc(k, ps->pid, key);
+	snprintf(cid, sizeof(cid), "kubemu://%d", (int)ps->pid);
+	ps->in_init = init;
+	km_internal_update(k->ctx, KM_POD, pod->ns, pod->name, KUBELET, NULL,
+			   init ? km_podst_init_running : km_podst_running, &sa,
+			   NULL);
+}
+
+/* A pod that is not executed: its init containers are taken to succeed
+ * at once (with empty logs), then it runs; a launcher ends after
+ * --run-ms or what its annotations say. */
+static void start_simulated(struct km_kubelet *k, struct km_obj *pod,
+			    struct podstate *ps, int64_t now, int64_t *next)
+{
+	const char *ns = pod->ns, *name = pod->name;
+	int launcher = is_launcher(pod->tree);
+	const char *text = launcher ? annotation(pod->tree, A_LOG) : NULL;
+	char dir[4096], logp[4500], cid[64], def[600];
+	struct km_podst sa = { .cid = cid };
+	const cJSON *c;
+
+	if (pod_dir(k, ns, name, dir, sizeof(dir)) || mkdirs(dir))
+		return;
+	cJSON_ArrayForEach (
+		c, km_get(km_get(pod->tree, "spec"), "initContainers")) {
+		if (!pathf(logp, sizeof(logp), "%s/log.init-%s", dir,
+			   km_str(c, "name") ?: ""))
+			write_file(logp, "", 0, 0644);
+	}
+	snprintf(logp, sizeof(logp), "%s/log", dir);
+	if (launcher && !text) {
+		snprintf(def, sizeof(def),
+			 "hb-kubemu: simulated launcher %s/%s\n", ns, name);
+		text = def;
+	}
+	write_file(logp, text ? text : "", text ? strlen(text) : 0, 0644);
+	if (launcher) {
+		const char *rm = annotation(pod->tree, A_RUN);
+		const char *ec = annotation(pod->tree, A_EXIT);
+		uint64_t v;
+
+		ps->finish_at = now + k->ctx->o->run_ms;
+		if (rm && !km_parse_u64(rm, &v))
+			ps->finish_at = now + (int64_t)v;
+		ps->exit_code =
+			ec && !km_parse_u64(ec, &v) && v < 256 ? (int)v : 0;
+		*next = ps->finish_at;
+	}
+	km_uuid(cid + snprintf(cid, sizeof(cid), "kubemu://"));
+	ps->running = 1;
+	km_internal_update(k->ctx, KM_POD, ns, name, KUBELET, NULL,
+			   km_podst_running, &sa, NULL);
 }
 
 static void start_pod(struct km_kubelet *k, struct km_obj *pod,
 		      struct podstate *ps, int64_t now, int64_t *next)
 {
-	const char *ns = pod->ns, *name = pod->name;
-	char dir[4096], logp[4200], cid[64], why[1024] = "", key[600];
-	struct start_arg sa = { cid };
-	int launcher = is_launcher(pod->tree);
+	char dir[4096];
 
 	if (config_error(k, pod)) {
 		ps->running = 1; /* tried; not again */
 		return;
 	}
-	if (pod_dir(k, ns, name, dir, sizeof(dir)) || mkdirs(dir))
+	if (!k->ctx->o->execute || !is_launcher(pod->tree)) {
+		start_simulated(k, pod, ps, now, next);
 		return;
-	snprintf(logp, sizeof(logp), "%s/log", dir);
-	if (k->ctx->o->execute && launcher) {
-		int rc = spawn(k, pod->tree, ns, name, &ps->pid, why,
-			       sizeof(why));
-
-		if (rc == HB_EAGAIN) {
-			/* A ConfigMap volume is missing: wait for it. */
-			hb_log(HB_LOG_INFO, "kubelet: %s/%s: %s", ns, name,
-			       why);
-			*next = now + 1000;
-			return;
-		}
-		if (rc) {
-			hb_log(HB_LOG_WARN, "kubelet: %s/%s: %s", ns, name,
-			       why);
-			write_file(logp, why, strlen(why), 0644);
-			ps->running = 1;
-			fail_start(k, ns, name, why);
-			km_event_record(k->ctx, pod->tree, "Warning",
-					strncmp(why, "MountVolume", 11)
-						? "Failed"
-						: "FailedMount",
-					why, KUBELET);
-			return;
-		}
-		snprintf(key, sizeof(key), "%s/%s", ns, name);
-		add_proc(k, ps->pid, key);
-		snprintf(cid, sizeof(cid), "kubemu://%d", (int)ps->pid);
-	} else {
-		const char *text =
-			launcher ? annotation(pod->tree, A_LOG) : NULL;
-		char def[600];
-
-		if (launcher && !text) {
-			snprintf(def, sizeof(def),
-				 "hb-kubemu: simulated launcher %s/%s\n", ns,
-				 name);
-			text = def;
-		}
-		write_file(logp, text ? text : "", text ? strlen(text) : 0,
-			   0644);
-		if (launcher) {
-			const char *rm = annotation(pod->tree, A_RUN);
-			const char *ec = annotation(pod->tree, A_EXIT);
-			uint64_t v;
-
-			ps->finish_at = now + k->ctx->o->run_ms;
-			if (rm && !km_parse_u64(rm, &v))
-				ps->finish_at = now + (int64_t)v;
-			ps->exit_code = ec && !km_parse_u64(ec, &v) && v < 256
-						? (int)v
-						: 0;
-			*next = ps->finish_at;
-		}
-		km_uuid(cid + snprintf(cid, sizeof(cid), "kubemu://"));
 	}
-	ps->running = 1;
-	km_internal_update(k->ctx, KM_POD, ns, name, KUBELET, NULL,
-			   mark_running, &sa, NULL);
+	if (pod_dir(k, pod->ns, pod->name, dir, sizeof(dir)) || mkdirs(dir))
+		return;
+	start_exec(k, pod, ps, now, next);
 }
 
 /* ---- the scheduler -------------------------------------------------- */
@@ -1221,31 +1337,6 @@ static int bind_pod(void *arg, cJSON *pod)
 	return 0;
 }
 
-static int mark_unschedulable(void *arg, cJSON *pod)
-{
-	cJSON *st = km_obj_at(pod, "status"), *conds, *c;
-	const cJSON *old = cJSON_GetArrayItem(km_get(st, "conditions"), 0);
-	const char *msg = arg;
-	char ts[32];
-
-	if (!st)
-		return HB_ENOMEM;
-	if (km_str(old, "reason") && !strcmp(km_str(old, "reason"),
-					     "Unschedulable") &&
-	    km_str(old, "message") && !strcmp(km_str(old, "message"), msg))
-		return 1; /* said already */
-	km_timestamp(ts, sizeof(ts), 0);
-	conds = cJSON_CreateArray();
-	c = condition("PodScheduled", "False", "Unschedulable", ts);
-	if (!conds || !c || km_set_str(c, "message", msg)) {
-		cJSON_Delete(conds);
-		cJSON_Delete(c);
-		return HB_ENOMEM;
-	}
-	cJSON_AddItemToArray(conds, c);
-	return km_set(st, "conditions", conds);
-}
-
 /* Bind the pod to a node (1), or say why it cannot be (0). */
 static int schedule(struct km_kubelet *k, struct km_obj *pod,
 		    struct podstate *ps, int64_t now)
@@ -1255,7 +1346,7 @@ static int schedule(struct km_kubelet *k, struct km_obj *pod,
 	if (km_sched_pick(k->ctx, pod->tree, node, sizeof(node), why,
 			  sizeof(why))) {
 		km_internal_update(k->ctx, KM_POD, pod->ns, pod->name,
-				   SCHEDULER, "status", mark_unschedulable,
+				   SCHEDULER, "status", km_podst_unschedulable,
 				   why, NULL);
 		return 0;
 	}
@@ -1325,19 +1416,23 @@ void km_kubelet_sync(struct km_kubelet *k, const char *ns, const char *name,
 			*next = ps->seen + k->ctx->o->pod_start_ms;
 			goto out;
 		}
+		if (now < ps->retry_at) {
+			*next = ps->retry_at; /* a back-off, or a wait */
+			goto out;
+		}
 		start_pod(k, pod, ps, now, next);
 		goto out;
 	}
 	if (ps->finish_at && !ps->pid) {
 		if (now >= ps->finish_at) {
-			struct end_arg ea = { ps->exit_code,
-					      ps->exit_code ? "Error"
-							    : "Completed",
-					      NULL };
+			struct km_podst ea = {
+				.code = ps->exit_code,
+				.reason = ps->exit_code ? "Error" : "Completed"
+			};
 
 			ps->finish_at = 0;
 			km_internal_update(k->ctx, KM_POD, ns, name, KUBELET,
-					   "status", mark_ended, &ea, NULL);
+					   "status", km_podst_ended, &ea, NULL);
 		} else {
 			*next = ps->finish_at;
 		}
@@ -1353,7 +1448,7 @@ static void ended(struct km_kubelet *k, const char *key, struct podstate *ps,
 	char ns[300], name[300];
 	const char *slash = strchr(key, '/');
 	struct km_obj *pod;
-	struct end_arg ea = { 0, "Completed", NULL };
+	struct km_podst ea = { .reason = "Completed" };
 
 	/* The container's other processes end with it. */
 	kill(-ps->pid, SIGKILL);
@@ -1363,7 +1458,8 @@ static void ended(struct km_kubelet *k, const char *key, struct podstate *ps,
 		ea.code = 128 + WTERMSIG(status);
 	if (ea.code)
 		ea.reason = "Error";
-	hb_log(HB_LOG_INFO, "kubelet: the launcher of %s ended with %d", key,
+	hb_log(HB_LOG_INFO, "kubelet: %s of %s ended with %d",
+	       ps->in_init ? "an init container" : "the launcher", key,
 	       ea.code);
 	ps->pid = 0;
 	if (!slash || (size_t)(slash - key) >= sizeof(ns))
@@ -1388,9 +1484,13 @@ static void ended(struct km_kubelet *k, const char *key, struct podstate *ps,
 			km_str(km_get(pod->tree, "status"), "phase");
 
 		/* An evicted pod keeps the status it was given. */
-		if (!phase || strcmp(phase, "Failed"))
+		if (phase && !strcmp(phase, "Failed"))
+			ps->in_init = 0;
+		else if (ps->in_init)
+			init_ended(k, pod, ps, ea.code, ea.reason, NULL);
+		else
 			km_internal_update(k->ctx, KM_POD, ns, name, KUBELET,
-					   "status", mark_ended, &ea, NULL);
+					   "status", km_podst_ended, &ea, NULL);
 	}
 	km_obj_unref(pod);
 }
@@ -1463,6 +1563,7 @@ struct km_logstream {
 	struct km_ctx *ctx;
 	int fd;
 	char *ns, *name;
+	char *init; /* an init container's log: ends when it does */
 	int follow;
 	uint64_t limit, sent; /* limit 0: none */
 	int last_read;	      /* the pod has ended: one more read, then EOF */
@@ -1506,8 +1607,9 @@ static off_t tail_offset(int fd, uint64_t n)
 }
 
 struct km_logstream *km_log_open(struct km_ctx *ctx, const char *ns,
-				 const char *name, const char *path, int follow,
-				 uint64_t tail, uint64_t limit)
+				 const char *name, const char *init,
+				 const char *path, int follow, uint64_t tail,
+				 uint64_t limit)
 {
 	struct km_logstream *ls = calloc(1, sizeof(*ls));
 
@@ -1520,7 +1622,8 @@ struct km_logstream *km_log_open(struct km_ctx *ctx, const char *ns,
 	ls->fd = open(path, O_RDONLY | O_CLOEXEC);
 	ls->ns = strdup(ns);
 	ls->name = strdup(name);
-	if (ls->fd < 0 || !ls->ns || !ls->name) {
+	ls->init = init ? strdup(init) : NULL;
+	if (ls->fd < 0 || !ls->ns || !ls->name || (init && !ls->init)) {
 		km_log_free(ls);
 		return NULL;
 	}
@@ -1544,6 +1647,17 @@ static int pod_ended(struct km_logstream *ls)
 	phase = km_str(km_get(pod->tree, "status"), "phase");
 	done = phase &&
 	       (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
+	if (!done && ls->init) {
+		const cJSON *s;
+
+		cJSON_ArrayForEach (s, km_get(km_get(pod->tree, "status"),
+					      "initContainerStatuses")) {
+			if (km_str(s, "name") &&
+			    !strcmp(km_str(s, "name"), ls->init) &&
+			    km_get(km_get(s, "state"), "terminated"))
+				done = 1;
+		}
+	}
 	km_obj_unref(pod);
 	return done;
 }
@@ -1591,5 +1705,6 @@ void km_log_free(void *cls)
 		close(ls->fd);
 	free(ls->ns);
 	free(ls->name);
+	free(ls->init);
 	free(ls);
 }

@@ -13,6 +13,7 @@
  * selector (label and field selectors), patch (merge, JSON and apply
  * patches, managed fields), validate (CRD schemas, defaults, pruning),
  * operator (the MPI Operator), kubelet (pod lifecycle, processes, logs),
+ * podstatus (the kubelet's status writes),
  * container (an executed container's identity and mounts), podsecurity
  * (Namespaces, PodSecurity admission), faults (fault injection), tls (CA,
  * certificates, kubeconfig), util.
@@ -43,6 +44,7 @@ enum km_res {
 	KM_EVENT,
 	KM_LEASE,
 	KM_CONFIGMAP,
+	KM_SECRET,
 	KM_NODE,
 	KM_NAMESPACE,
 	KM_RFLAVOR,   /* kueue.x-k8s.io: ResourceFlavor */
@@ -399,9 +401,55 @@ void km_kubelet_sync(struct km_kubelet *k, const char *ns, const char *name,
 void km_kubelet_reap(struct km_kubelet *k);
 /* Whether a process is running (the controller then polls). */
 int km_kubelet_busy(struct km_kubelet *k);
-/* The log file of a pod (NULL if it has none yet); caller frees. */
+/* The log file of a pod's main container, or with init set of that init
+ * container (NULL if it has none yet); caller frees. */
 char *km_kubelet_log_path(struct km_kubelet *k, const char *ns,
-			  const char *name);
+			  const char *name, const char *init);
+
+/* ---- pods as a Table (table.c) -------------------------------------- */
+
+/* Whether an Accept header asks for a meta.k8s.io Table. */
+int km_table_wanted(const char *accept);
+/* The Table of pods (n of them) that kubectl get prints, as the API
+ * server's pod printer makes it; the list's rv, continue token (NULL:
+ * none) and remaining count.  Caller frees; NULL on ENOMEM. */
+cJSON *km_table_pods(struct km_obj *const *pods, size_t n, uint64_t rv,
+		     const char *cont, size_t left);
+
+/* ---- the kubelet's pod status writes (podstatus.c) ------------------ */
+
+/* What happened to a pod's container, for the writers below. */
+struct km_podst {
+	int index;	       /* the init container concerned */
+	const char *cid;       /* the containerID of one that started */
+	int code;	       /* the exit code of one that ended */
+	const char *reason;    /* Completed, Error, StartError; waiting:
+				* CreateContainerConfigError */
+	const char *message;   /* NULL for none */
+	const char *container; /* waiting: the container's name */
+	int fail;	       /* an init container's end fails the pod */
+	int restart;	       /* ... or it restarts (CrashLoopBackOff) */
+};
+
+/*
+ * km_mutate_fn writers.  running: the main containers run (phase
+ * Running; init containers that did not run are taken as completed);
+ * ended: they terminated with code (Succeeded or Failed); init_running:
+ * init container index runs (Pending, PodInitializing); init_ended: it
+ * terminated, the pod fails (fail), waits to restart it (restart), or
+ * goes on; waiting: container cannot be made (reason, message), the pod
+ * stays Pending (1, no change, when it said so already).  running and
+ * init_running also set spec.nodeName when missing: call them without
+ * the status subresource.
+ */
+int km_podst_running(void *arg, cJSON *pod);
+int km_podst_ended(void *arg, cJSON *pod);
+int km_podst_init_running(void *arg, cJSON *pod);
+int km_podst_init_ended(void *arg, cJSON *pod);
+int km_podst_waiting(void *arg, cJSON *pod);
+/* The scheduler's PodScheduled False, Unschedulable, with message arg (a
+ * string); 1 when it said so already. */
+int km_podst_unschedulable(void *arg, cJSON *pod);
 
 /* ---- nodes and the scheduler (nodes.c) ------------------------------ */
 
@@ -499,6 +547,10 @@ extern unsigned km_image_uid;
  * identity.  0 with *pid set, or HB_EIO with why set when a step failed
  * (the child is reaped then).  Controller thread.
  */
+/* The program argv0 names, found on envp's PATH (else the emulator's)
+ * unless it holds a '/': 0, or -1 when there is none. */
+int km_container_resolve(const char *argv0, char *const envp[], char *out,
+			 size_t cap);
 int km_container_exec(const struct km_launch *l, char *const argv[],
 		      char *const envp[], const char *wd, const char *logpath,
 		      pid_t *pid, char *why, size_t cap);
@@ -514,7 +566,8 @@ struct km_watch_opts {
 	uint64_t rv;		    /* ... and not "0" */
 	int bookmarks;
 	int64_t timeout_ms;
-	int gone; /* fault: send 410 at once */
+	int gone;  /* fault: send 410 at once */
+	int table; /* pods as meta.k8s.io Tables (kubectl get -w) */
 };
 
 struct km_watch;
@@ -642,9 +695,12 @@ int km_internal_delete(struct km_ctx *ctx, enum km_res r, const char *ns,
 
 /* Pod logs. */
 struct km_logstream;
+/* A stream of the log file at path of pod ns/name; with follow it ends
+ * once the pod (or, with init set, that init container) has ended. */
 struct km_logstream *km_log_open(struct km_ctx *ctx, const char *ns,
-				 const char *name, const char *path, int follow,
-				 uint64_t skip, uint64_t limit);
+				 const char *name, const char *init,
+				 const char *path, int follow, uint64_t skip,
+				 uint64_t limit);
 ssize_t km_log_read(void *cls, uint64_t pos, char *buf, size_t max);
 void km_log_free(void *cls);
 

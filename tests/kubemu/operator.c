@@ -379,6 +379,29 @@ static const char *phase_of(const struct km_obj *pod)
 	return p ? p : "Pending";
 }
 
+/* The restarts the Job controller counts for an active pod whose
+ * restartPolicy is OnFailure: every init and main container's. */
+static int restarts_on_failure(const cJSON *pod)
+{
+	static const char *const lists[] = { "initContainerStatuses",
+					     "containerStatuses" };
+	const char *rp = km_str(km_get(pod, "spec"), "restartPolicy");
+	const cJSON *s;
+	int n = 0;
+
+	if (!rp || strcmp(rp, "OnFailure"))
+		return 0;
+	for (size_t i = 0; i < 2; i++) {
+		cJSON_ArrayForEach (s,
+				    km_get(km_get(pod, "status"), lists[i])) {
+			const cJSON *rc = km_get(s, "restartCount");
+
+			n += cJSON_IsNumber(rc) ? rc->valueint : 0;
+		}
+	}
+	return n;
+}
+
 static const char *role_of(const struct km_obj *pod)
 {
 	return km_str(km_get(km_get(pod->tree, "metadata"), "labels"), L_ROLE);
@@ -818,7 +841,7 @@ static void sync_mpijob(struct km_ctl *c, const char *ns, const char *name)
 	int suspended, workers, backoff, failed = 0, succeeded = 0;
 	int running_launchers = 0, running_workers = 0, evicted = 0;
 	int worker_failed = 0, worker_succeeded = 0, nworkers = 0;
-	int job_done, job_failed;
+	int job_done, job_failed, restarts = 0, past_restarts;
 	const struct km_obj *last_failed = NULL, *done_launcher = NULL;
 	const struct km_obj *active_launcher = NULL;
 	int64_t now = km_now_ms();
@@ -911,6 +934,7 @@ static void sync_mpijob(struct km_ctl *c, const char *ns, const char *name)
 			active_launcher = pods.v[i];
 			if (!strcmp(ph, "Running"))
 				running_launchers++;
+			restarts += restarts_on_failure(pods.v[i]->tree);
 		}
 	}
 	{
@@ -932,10 +956,14 @@ static void sync_mpijob(struct km_ctl *c, const char *ns, const char *name)
 					 (int64_t)(ads->valuedouble * 1000),
 				 W_MPIJOB, ns, name);
 	}
-	job_failed = js->deadline_exceeded || failed > backoff;
+	/* pastBackoffLimitOnFailure: with OnFailure the kubelet restarts
+	 * containers in place, and the Job counts their restarts. */
+	past_restarts = backoff ? restarts >= backoff : restarts > 0;
+	job_failed = js->deadline_exceeded || failed > backoff || past_restarts;
 	job_done = succeeded > 0 || job_failed;
 	workers = replicas_of(spec, "Worker");
-	if (job_done && js->deadline_exceeded && active_launcher) {
+	if (job_done && (js->deadline_exceeded || past_restarts) &&
+	    active_launcher) {
 		/* The Job controller ends the active pods. */
 		km_internal_delete(ctx, KM_POD, ns, active_launcher->name);
 		active_launcher = NULL;
@@ -1063,6 +1091,13 @@ static void sync_mpijob(struct km_ctl *c, const char *ns, const char *name)
 				snprintf(text, sizeof(text),
 					 "Job was active longer than "
 					 "specified deadline");
+			} else if (!last_failed) {
+				/* Restarts in place: no failed pod to name. */
+				snprintf(reason, sizeof(reason),
+					 "BackoffLimitExceeded");
+				snprintf(text, sizeof(text),
+					 "Job has reached the specified "
+					 "backoff limit");
 			} else {
 				const cJSON *pst =
 					km_get(last_failed->tree, "status");

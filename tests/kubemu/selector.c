@@ -515,10 +515,12 @@ int km_fields_check(const struct km_selector *sel, enum km_res r,
 					      "type",
 					      NULL };
 	static const char *const nodes[] = { "spec.unschedulable", NULL };
-	const char *const *extra = r == KM_POD	   ? pods
-				   : r == KM_EVENT ? events
-				   : r == KM_NODE  ? nodes
-						   : NULL;
+	static const char *const secrets[] = { "type", NULL };
+	const char *const *extra = r == KM_POD	    ? pods
+				   : r == KM_EVENT  ? events
+				   : r == KM_NODE   ? nodes
+				   : r == KM_SECRET ? secrets
+						    : NULL;
 
 	if (!sel)
 		return 0;

@@ -450,6 +450,66 @@ static void check_builtin(enum km_res r, const cJSON *obj, struct causes *c)
 	}
 }
 
+/* A Secret's data key: [-._a-zA-Z0-9]+, not "." or "..". */
+static int secret_key_ok(const char *k)
+{
+	if (!*k || !strcmp(k, ".") || !strcmp(k, "..") || strlen(k) > 253)
+		return 0;
+	return strspn(k, "-._abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV"
+			 "WXYZ0123456789") == strlen(k);
+}
+
+/*
+ * A Secret as the API server's conversion makes it: stringData merged
+ * into data (base64, as data is stored and served; stringData wins),
+ * then dropped; type Opaque by default.  Values of data that are not
+ * base64 and keys that are not valid are causes of a 422.
+ */
+static int secret_normalize(cJSON *obj, struct causes *c)
+{
+	cJSON *sd = km_get(obj, "stringData"), *data, *x;
+	struct hb_buf b;
+	char f[300];
+
+	if (!km_get(obj, "type") && km_set_str(obj, "type", "Opaque"))
+		return HB_ENOMEM;
+	data = km_get(obj, "data");
+	if (cJSON_GetArraySize(sd) && !cJSON_IsObject(data)) {
+		data = km_obj_at(obj, "data");
+		if (!data)
+			return HB_ENOMEM;
+	}
+	hb_buf_init(&b, 4 * 1024 * 1024);
+	cJSON_ArrayForEach (x, sd) {
+		if (!cJSON_IsString(x))
+			continue;
+		b.len = 0;
+		if (hb_buf_base64(&b, x->valuestring, strlen(x->valuestring)) ||
+		    hb_buf_putc(&b, '\0') ||
+		    km_set_str(data, x->string, b.data)) {
+			hb_buf_free(&b);
+			return HB_ENOMEM;
+		}
+	}
+	km_del(obj, "stringData");
+	cJSON_ArrayForEach (x, data) {
+		snprintf(f, sizeof(f), "data[%.250s]", x->string);
+		b.len = 0;
+		if (!secret_key_ok(x->string))
+			cause(c, f,
+			      "Invalid value: \"%.250s\": a valid config key "
+			      "must consist of alphanumeric characters, '-', "
+			      "'_' or '.'",
+			      x->string);
+		else if (!cJSON_IsString(x) ||
+			 hb_buf_unbase64(&b, x->valuestring,
+					 strlen(x->valuestring)))
+			cause(c, f, "Invalid value: illegal base64 data");
+	}
+	hb_buf_free(&b);
+	return 0;
+}
+
 static cJSON *invalid_status(enum km_res r, const cJSON *obj, struct causes *c)
 {
 	const char *name = km_meta_str(obj, "name");
@@ -516,6 +576,10 @@ int km_valid_check(struct km_valid *v, enum km_res r, cJSON *obj, int create,
 		if (ns && !dns_name(ns, 1))
 			cause(&c, "metadata.namespace",
 			      "Invalid value: \"%.63s\"", ns);
+		if (r == KM_SECRET && secret_normalize(obj, &c)) {
+			rc = HB_ENOMEM;
+			goto out;
+		}
 		check_builtin(r, obj, &c);
 		goto verdict;
 	}

@@ -47,6 +47,7 @@ struct km_watch {
 	int64_t next_bookmark;
 	unsigned drop_gen;
 	enum wstate state;
+	int table; /* pods as Tables (kubectl get -w) */
 	/* Synthetic ADDED events still to send. */
 	struct km_obj **initial;
 	size_t ninitial, next_initial;
@@ -80,6 +81,24 @@ static int encode(struct km_watch *w, const char *type, const char *obj,
 	    hb_buf_append(&w->out, obj, len) || hb_buf_puts(&w->out, "}\n"))
 		return HB_ENOMEM;
 	return 0;
+}
+
+/* An event of object o: its JSON, or for a Table watch of pods a Table
+ * of its row (the columns in each, which kubectl takes). */
+static int encode_obj(struct km_watch *w, const char *type, struct km_obj *o)
+{
+	cJSON *t;
+	char *txt;
+	int rc;
+
+	if (!w->table || o->res != KM_POD)
+		return encode(w, type, o->json, o->len);
+	t = km_table_pods(&o, 1, o->rv, NULL, 0);
+	txt = t ? cJSON_PrintUnformatted(t) : NULL;
+	rc = txt ? encode(w, type, txt, strlen(txt)) : HB_ENOMEM;
+	free(txt);
+	cJSON_Delete(t);
+	return rc;
 }
 
 static void encode_error(struct km_watch *w, int code, const char *reason,
@@ -123,6 +142,7 @@ struct km_watch *km_watch_new(struct km_ctx *ctx, struct km_watch_opts *o)
 	w->labels = o->labels;
 	w->fields = o->fields;
 	w->bookmarks = o->bookmarks;
+	w->table = o->table;
 	w->deadline = now + o->timeout_ms;
 	w->next_bookmark = now + ctx->o->bookmark_ms;
 	w->drop_gen = atomic_load(&ctx->drop_gen);
@@ -215,7 +235,7 @@ static int pump(struct km_watch *w)
 			break;
 		}
 		if (type) {
-			encode(w, type, ev[i].obj->json, ev[i].obj->len);
+			encode_obj(w, type, ev[i].obj);
 			sent++;
 		}
 		km_event_release(&ev[i]);
@@ -256,7 +276,7 @@ ssize_t km_watch_read(void *cls, uint64_t pos, char *buf, size_t max)
 			       w->out.len < 256 * 1024) {
 				struct km_obj *o = w->initial[w->next_initial];
 
-				encode(w, "ADDED", o->json, o->len);
+				encode_obj(w, "ADDED", o);
 				km_obj_unref(o);
 				w->initial[w->next_initial++] = NULL;
 			}

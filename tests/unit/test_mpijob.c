@@ -1345,6 +1345,26 @@ static void test_golden(void **state)
 	hb_jobspec_free(&s);
 	config(&cfg);
 
+	/* A checkpoint pulled from S3 (k8s_ckpt.c): the variables, the
+	 * init container in both pods, the emptyDir on the parent. */
+	new_spec(&s, "#!/bin/bash\n#SBATCH -N 2\nsrun ./resume\n");
+	HB_TEST_SET_STR(&s, name, HB_F_NAME, "resume");
+	HB_TEST_SET_NUM(&s, nodes_min, HB_F_NODES, 2);
+	HB_TEST_SET_STR(&s, checkpoint_dir, HB_F_CHECKPOINT,
+			"/home/alice/run/ckpt");
+	assert_int_equal(hb_jobspec_set_identity(&s, 1234, 1234, groups, 1),
+			 0);
+	cfg.k8s.ckpt_url = "s3://hpcbridge-ckpt/jobs";
+	cfg.k8s.ckpt_endpoint = "http://minio.storage:9000";
+	cfg.k8s.ckpt_secret = "hpcbridge-s3";
+	cfg.k8s.ckpt_image = "ghcr.io/site/hpcbridge:1.0";
+	doc = emit_idx(&s, &cfg, -1, &rep);
+	golden("mpijob-ckpt.yaml", doc);
+	cJSON_Delete(doc);
+	hb_report_free(&rep);
+	hb_jobspec_free(&s);
+	config(&cfg);
+
 	new_spec(&s, "#!/bin/sh\n./serial\n");
 	doc = emit_idx(&s, &cfg, -1, &rep);
 	golden("mpijob-minimal.yaml", doc);

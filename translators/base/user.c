@@ -6,6 +6,8 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "hpcbridge/user.h"
@@ -80,4 +82,33 @@ fail:
 		*home = NULL;
 	}
 	return rc;
+}
+
+int hb_user_become(uid_t uid, gid_t gid, const gid_t *groups, size_t n)
+{
+	struct rlimit no_core = { 0, 0 };
+
+	setrlimit(RLIMIT_CORE, &no_core);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (setgroups(n, groups) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+		return errno ? errno : EPERM;
+	if (getuid() != uid || geteuid() != uid || getgid() != gid ||
+	    getegid() != gid || (uid != 0 && setuid(0) == 0))
+		return -1;
+	/* a change of uid resets it to fs.suid_dumpable: again */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	return 0;
+}
+
+void hb_close_from(int low)
+{
+	struct rlimit rl;
+	long max = 65536;
+
+	if (!close_range((unsigned)low, ~0u, 0))
+		return;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < (rlim_t)max)
+		max = (long)rl.rlim_cur;
+	for (long fd = low; fd < max; fd++)
+		close((int)fd);
 }

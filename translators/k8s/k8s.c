@@ -4,7 +4,7 @@
  * Kubernetes' $(VAR) expansion, the plan's lists and annotations, the
  * order of the plan's steps, the writing of its pieces, and the
  * ConfigMap of the launcher runtime.  The steps are in k8s_shape.c,
- * k8s_image.c, k8s_select.c and k8s_meta.c; reading manifests back in
+ * k8s_image.c, k8s_select.c, k8s_meta.c, k8s_pod.c and k8s_ckpt.c; reading manifests back in
  * k8s_read.c and k8s_restore.c.
  *
  * See docs/internals/manifests.md for the mapping and why it is so.
@@ -468,9 +468,10 @@ void hb_k8s_write_resources(struct hb_emit *w, const char *key,
 }
 
 void hb_k8s_write_env(struct hb_emit *w, const struct hb_k8s_plan *plan,
-		      const struct hb_k8s_kv *extra)
+		      const struct hb_k8s_kv *extra, bool ckpt)
 {
-	if (!plan->env.n && !extra)
+	ckpt = ckpt && plan->ckpt_url;
+	if (!plan->env.n && !extra && !ckpt)
 		return;
 	hb_emit_arr(w, "env");
 	for (uint32_t i = 0; i <= plan->env.n; i++) {
@@ -484,6 +485,8 @@ void hb_k8s_write_env(struct hb_emit *w, const struct hb_k8s_plan *plan,
 		hb_emit_str(w, "value", kv->value);
 		hb_emit_end(w);
 	}
+	if (ckpt)
+		hb_k8s_write_ckpt_s3_env(w, plan, false);
 	hb_emit_end(w);
 }
 
@@ -571,7 +574,7 @@ int hb_k8s_plan(const struct hb_jobspec *spec, const struct hb_k8s_opts *cfg,
 	    (rc = hb_k8s_plan_exclusive(&c, paths->role)) ||
 	    (rc = hb_k8s_plan_time_limit(&c)) || (rc = hb_k8s_plan_array(&c)) ||
 	    (rc = hb_k8s_plan_carried(&c)) || (rc = hb_k8s_plan_volumes(&c)) ||
-	    (rc = hb_k8s_plan_script(&c)))
+	    (rc = hb_k8s_plan_ckpt(&c)) || (rc = hb_k8s_plan_script(&c)))
 		goto fail;
 	if ((rc = hb_k8s_annotation_budget(&c)))
 		goto fail;

@@ -110,6 +110,13 @@ struct hb_k8s_plan {
 	const struct hb_k8s_volume *volumes; /* cfg's: the site mounts */
 	uint32_t nvolumes;
 	const char *scc; /* cfg's openshift_scc, or NULL */
+	/* The checkpoint pulled from S3 before the job starts (k8s_ckpt.c;
+	 * ckpt_url NULL: none): its location s3://BUCKET/PREFIX/KEY, the
+	 * directory, the init container's image, and the emptyDir's mount
+	 * path, the directory's parent (NULL: the directory is on a site
+	 * volume, which the launcher's init container alone fills). */
+	const char *ckpt_url, *ckpt_dir, *ckpt_image, *ckpt_mount;
+	const char *ckpt_endpoint, *ckpt_region, *ckpt_secret; /* cfg's */
 	struct hb_arena arena;	     /* the plan's strings and lists */
 };
 
@@ -143,8 +150,10 @@ void hb_k8s_write_kvs(struct hb_emit *w, const char *key,
 		      const struct hb_k8s_kvs *kv);
 void hb_k8s_write_resources(struct hb_emit *w, const char *key,
 			    const struct hb_k8s_res *r);
+/* The container's env: the plan's, extra (may be NULL), and with ckpt
+ * the checkpoint's S3 settings (the launcher pushes it back). */
 void hb_k8s_write_env(struct hb_emit *w, const struct hb_k8s_plan *plan,
-		      const struct hb_k8s_kv *extra);
+		      const struct hb_k8s_kv *extra, bool ckpt);
 /* A pod template's metadata members: its labels, and with a configured
  * OpenShift SCC the annotation that asks for it. */
 void hb_k8s_write_pod_meta(struct hb_emit *w, const struct hb_k8s_plan *plan,
@@ -164,6 +173,24 @@ void hb_k8s_write_site_volumes(struct hb_emit *w,
 			       const struct hb_k8s_plan *plan);
 void hb_k8s_write_site_mounts(struct hb_emit *w,
 			      const struct hb_k8s_plan *plan);
+
+/* k8s_ckpt.c: the pod's "initContainers" that pulls the checkpoint
+ * (nothing when the plan has none, or when pod is a worker and the
+ * directory is on a site volume); the checkpoint emptyDir's entries of a
+ * pod's "volumes" and of a container's "volumeMounts" (nothing when the
+ * directory is on a site volume). */
+/* The S3 endpoint, region and credentials (secretKeyRef) the init
+ * container (own: as AWS_*) and the launcher, which pushes the
+ * checkpoint back when the job ends (as HPCBRIDGE_S3_*), get in their
+ * env: items of an open "env" array. */
+void hb_k8s_write_ckpt_s3_env(struct hb_emit *w, const struct hb_k8s_plan *plan,
+			      bool own);
+void hb_k8s_write_ckpt_init(struct hb_emit *w, const struct hb_k8s_plan *plan,
+			    bool launcher);
+void hb_k8s_write_ckpt_volume(struct hb_emit *w,
+			      const struct hb_k8s_plan *plan);
+void hb_k8s_write_ckpt_mount(struct hb_emit *w,
+			     const struct hb_k8s_plan *plan);
 
 /* Reading a manifest into a jobspec. */
 struct hb_k8s_reader {
@@ -315,6 +342,16 @@ int hb_k8s_plan_exclusive(struct hb_k8s_ctx *c, const char *role);
 /* k8s_pod.c */
 int hb_k8s_plan_identity(struct hb_k8s_ctx *c);
 int hb_k8s_plan_volumes(struct hb_k8s_ctx *c);
+/* in (absolute) written plainly into out: no empty or "." components,
+ * no trailing '/'.  HB_EINVAL for a ".." component, HB_ERANGE when it
+ * does not fit cap. */
+int hb_k8s_path_plain(const char *in, char *out, size_t cap);
+/* The first of cfg's site volumes the plain path dir lies on; NULL:
+ * none. */
+const struct hb_k8s_volume *hb_k8s_on_volume(const struct hb_k8s_opts *cfg,
+					     const char *dir);
+/* k8s_ckpt.c: after hb_k8s_plan_carried() and hb_k8s_plan_env() */
+int hb_k8s_plan_ckpt(struct hb_k8s_ctx *c);
 /* Whether image, one the user chose, is allowed (cfg->allowed_images:
  * fnmatch() patterns; none: any). */
 bool hb_k8s_image_allowed(const struct hb_k8s_opts *cfg, const char *image);

@@ -324,10 +324,10 @@ int hb_k8s_plan_carried(struct hb_k8s_ctx *c)
 			    "equivalent; kept in annotation " ANN(
 				"export-all"));
 	}
+	/* With checkpoints.url, hb_k8s_plan_ckpt() maps it after this. */
 	CARRY(HB_F_CHECKPOINT, "checkpoint-dir", s->checkpoint_dir,
-	      "kept for the gateway; nothing mirrors checkpoints to or from "
-	      "S3 yet: the pod sees the directory only on a volume it "
-	      "mounts");
+	      "kept for the gateway; with no checkpoints.url the pods see "
+	      "the directory only on a volume they mount");
 	if (s->ndata) {
 		cJSON *a = cJSON_CreateArray();
 

@@ -29,7 +29,7 @@
  * directory it names, which a plain prefix test cannot see), HB_ERANGE
  * when it does not fit.
  */
-static int normalise(const char *in, char *out, size_t cap)
+int hb_k8s_path_plain(const char *in, char *out, size_t cap)
 {
 	size_t n = 0;
 	const char *p = in;
@@ -73,16 +73,17 @@ static bool under(const char *path, const char *mount)
 	       (path[ml] == '\0' || path[ml] == '/');
 }
 
-static bool on_volume(const struct hb_k8s_opts *o, const char *dir)
+const struct hb_k8s_volume *hb_k8s_on_volume(const struct hb_k8s_opts *o,
+					     const char *dir)
 {
 	char m[PATH_CAP];
 
 	for (uint32_t i = 0; i < o->nvolumes; i++)
 		if (o->volumes[i].path &&
-		    normalise(o->volumes[i].path, m, sizeof(m)) == 0 &&
+		    hb_k8s_path_plain(o->volumes[i].path, m, sizeof(m)) == 0 &&
 		    under(dir, m))
-			return true;
-	return false;
+			return &o->volumes[i];
+	return NULL;
 }
 
 /* The job's paths and where errors point (NULL: nowhere). */
@@ -131,7 +132,7 @@ static int check_one(const struct pcheck *k, const char *field,
 		return hb_err_set(k->err, HB_EINVAL, k->where, 0,
 				  "%s: the path is longer than %d bytes", field,
 				  PATH_CAP - 1);
-	rc = normalise(full, norm, sizeof(norm));
+	rc = hb_k8s_path_plain(full, norm, sizeof(norm));
 	if (rc == HB_EINVAL)
 		return hb_err_set(k->err, HB_EINVAL, k->where, 0,
 				  "%s %.400s: a path with a '..' component "
@@ -148,11 +149,11 @@ static int check_one(const struct pcheck *k, const char *field,
 
 		memcpy(dir, norm, dl);
 		dir[dl] = '\0';
-		if (!on_volume(k->o, dir))
+		if (!hb_k8s_on_volume(k->o, dir))
 			return not_mounted(k, field, norm);
 		return 0;
 	}
-	if (!on_volume(k->o, norm))
+	if (!hb_k8s_on_volume(k->o, norm))
 		return not_mounted(k, field, norm);
 	return 0;
 }

@@ -639,9 +639,13 @@ int hb_k8s_read_end(struct hb_k8s_reader *rd)
 	if (rd->ours)
 		drop_env(s, cJSON_GetStringValue(hb_k8s_child(
 					  rd->annotations, ANN("array-env"))));
-	/* Nor is the launcher's ssh command line (mpijob.c). */
+	/* Nor is the launcher's ssh command line (mpijob.c), nor where its
+	 * checkpoint comes from (k8s_ckpt.c). */
 	if (rd->ours)
-		drop_env(s, "HPCBRIDGE_SSH_ARGS");
+		drop_env(s, "HPCBRIDGE_SSH_ARGS,HPCBRIDGE_CKPT_URL,"
+			    "HPCBRIDGE_CKPT_DIR,HPCBRIDGE_S3_ENDPOINT,"
+			    "HPCBRIDGE_S3_REGION,HPCBRIDGE_S3_ACCESS_KEY_ID,"
+			    "HPCBRIDGE_S3_SECRET_ACCESS_KEY");
 	/* A manifest hpcbridge made says what the job named; a name it
 	 * made up from the file name is not the job's. */
 	if (rd->ours && !hb_k8s_child(rd->annotations, ANN("name")) &&

@@ -62,7 +62,8 @@ static void replica(struct hb_emit *w, const struct hb_k8s_plan *plan,
 		    const struct replica_run *run)
 {
 	bool launcher = run->launcher;
-	bool mounts = (launcher && plan->runtime_mounted) || plan->nvolumes;
+	bool mounts = (launcher && plan->runtime_mounted) || plan->nvolumes ||
+		      plan->ckpt_mount;
 
 	hb_emit_obj(w, key);
 	hb_emit_num(w, "replicas", (double)replicas);
@@ -73,6 +74,7 @@ static void replica(struct hb_emit *w, const struct hb_k8s_plan *plan,
 	hb_emit_end(w);
 	hb_emit_obj(w, "spec");
 	hb_k8s_write_pod_security(w, plan);
+	hb_k8s_write_ckpt_init(w, plan, launcher);
 	hb_emit_arr(w, "containers");
 	hb_emit_obj(w, NULL);
 	hb_emit_str(w, "name", role);
@@ -87,7 +89,7 @@ static void replica(struct hb_emit *w, const struct hb_k8s_plan *plan,
 	else
 		hb_emit_str(w, NULL, run->args0);
 	hb_emit_end(w);
-	hb_k8s_write_env(w, plan, run->extra);
+	hb_k8s_write_env(w, plan, run->extra, launcher);
 	hb_k8s_write_resources(w, "resources",
 			       launcher ? &plan->launcher_resources
 					: &plan->resources);
@@ -103,6 +105,7 @@ static void replica(struct hb_emit *w, const struct hb_k8s_plan *plan,
 			hb_emit_end(w);
 		}
 		hb_k8s_write_site_mounts(w, plan);
+		hb_k8s_write_ckpt_mount(w, plan);
 		hb_emit_end(w);
 	}
 	hb_emit_end(w); /* the container */
@@ -124,6 +127,7 @@ static void replica(struct hb_emit *w, const struct hb_k8s_plan *plan,
 			hb_emit_end(w);
 		}
 		hb_k8s_write_site_volumes(w, plan);
+		hb_k8s_write_ckpt_volume(w, plan);
 		hb_emit_end(w);
 	}
 	hb_emit_end(w); /* spec */
@@ -597,7 +601,7 @@ static int note_uncarried(struct mpijob_in *m)
 						    "restartPolicy", NULL};
 	static const char *const ours_ps[] = {
 	    "containers", "nodeSelector", "affinity",
-	    "securityContext", "volumes", NULL};
+	    "securityContext", "volumes", "initContainers", NULL};
 	static const char *const ps_known[] = {"containers", NULL};
 	struct hb_k8s_reader *rd = &m->rd;
 	int rc;

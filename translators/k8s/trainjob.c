@@ -171,7 +171,7 @@ int hb_trainjob_write(const struct hb_jobspec *spec,
 	hb_emit_arr(w, "args");
 	hb_k8s_write_script(w, &plan);
 	hb_emit_end(w);
-	hb_k8s_write_env(w, &plan, NULL);
+	hb_k8s_write_env(w, &plan, NULL, false);
 	hb_k8s_write_resources(w, "resourcesPerNode", &plan.resources);
 	hb_emit_end(w); /* trainer */
 

@@ -1,0 +1,225 @@
+/*
+ * ckpt.c - a burst job's checkpoint directory, mirrored through S3.
+ *
+ * Before the job starts on the cluster, its directory on the shared
+ * filesystem is pushed to the job's location under checkpoints.url (the
+ * init container the translator adds pulls it into the pods).  When the
+ * job is over, the newest complete checkpoint there (the one the pods
+ * pushed last) is pulled back into the directory.  docs/checkpoints.md
+ * says it for users.
+ *
+ * The daemon is root and the directory is its user's: the S3 part runs
+ * here with the daemon's own credentials (AWS_* of its environment, or
+ * root's credentials file), the filesystem part in the agent
+ * (hb_mirror_agent_spawn()), which runs as the user.  Both run on a
+ * worker; the loop records what happened as the job's events
+ * (hbd_ckpt_audit()), which `hpcbridge status` shows.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon_int.h"
+#include "hpcbridge/jobspec.h"
+#include "hpcbridge/k8s_opts.h"
+#include "hpcbridge/log.h"
+#include "hpcbridge/mirror.h"
+#include "hpcbridge/user.h"
+
+/* An agent's answer to one request; a scan of a big tree takes long. */
+#define AGENT_TIMEOUT_MS (10 * 60 * 1000)
+
+/* The directory and location of a job's checkpoints: 0, or HB_ENOENT
+ * when it has none (no checkpoints.url, no directory). */
+static int where(const struct hb_config *cfg, const struct hb_jobspec *spec,
+		 uid_t uid, struct hbd_ckpt *r)
+{
+	const char *dir = spec->checkpoint_dir && *spec->checkpoint_dir
+				  ? spec->checkpoint_dir
+				  : cfg->k8s.ckpt_default_dir;
+	char key[HB_K8S_CKPT_KEY_MAX];
+
+	if (!cfg->k8s.ckpt_url || !dir)
+		return HB_ENOENT;
+	if (hb_k8s_ckpt_key((int64_t)uid, dir, key))
+		return HB_ENOENT; /* the translator refused it already */
+	snprintf(r->url, sizeof(r->url), "%s/%s", cfg->k8s.ckpt_url, key);
+	snprintf(r->dir, sizeof(r->dir), "%s", dir);
+	return 0;
+}
+
+static int s3_of(const struct hb_config *cfg, struct hb_s3 **s3,
+		 struct hb_err *err)
+{
+	struct hb_s3_opts o = { .endpoint = cfg->k8s.ckpt_endpoint,
+				.region = cfg->k8s.ckpt_region };
+
+	return hb_s3_new(&o, s3, err);
+}
+
+static int agent_of(const struct hbd_ckpt *r, uid_t uid, gid_t gid,
+		    struct hb_mirror_agent **a, struct hb_err *err)
+{
+	gid_t *groups = NULL;
+	size_t n = 0;
+	int rc;
+
+	if ((rc = hb_user_lookup(uid, gid, &groups, &n, NULL, err)))
+		return rc;
+	rc = hb_mirror_agent_spawn("/proc/self/exe", r->dir, uid, gid, groups,
+				   n, AGENT_TIMEOUT_MS, a, err);
+	free(groups);
+	return rc;
+}
+
+/* opts.open_file for a push: the agent opens the file, as the user. */
+static int open_by_agent(void *ctx, const struct hb_ckpt_file *f,
+			 struct hb_err *err)
+{
+	return hb_mirror_agent_open(ctx, f->path, f->size, err);
+}
+
+static void finish(struct hbd_ckpt *r, const char *what, int rc,
+		   const struct hb_err *err)
+{
+	r->rc = rc;
+	if (what != r->event)
+		snprintf(r->event, sizeof(r->event), "%s", what);
+	if (rc)
+		snprintf(r->why, sizeof(r->why), "%s", err->msg);
+}
+
+int hbd_ckpt_push(const struct hb_config *cfg, const char *job, uid_t uid,
+		  gid_t gid, const struct hb_jobspec *spec, struct hbd_ckpt *r,
+		  struct hb_err *err)
+{
+	struct hb_mirror_opts o = { .job = job, .open_file = open_by_agent };
+	struct hb_mirror_stats st = { 0 };
+	struct hb_mirror_agent *a = NULL;
+	struct hb_ckpt_manifest *m = NULL;
+	struct hb_s3 *s3 = NULL;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if (where(cfg, spec, uid, r))
+		return 0;
+	if ((rc = agent_of(r, uid, gid, &a, err)))
+		goto out;
+	rc = hb_mirror_agent_scan(a, job, &m, err);
+	if (rc == HB_ENOENT || (!rc && !m->nfiles)) {
+		/* Nothing to resume from: the job starts afresh. */
+		snprintf(r->event, sizeof(r->event), "ckpt_none");
+		rc = 0;
+		goto out;
+	}
+	if (rc || (rc = s3_of(cfg, &s3, err)))
+		goto out;
+	o.tree = m;
+	o.open_ctx = a;
+	rc = hb_mirror_push(s3, r->url, r->dir, &o, &st, err);
+	if (!rc) {
+		snprintf(r->id, sizeof(r->id), "%s", st.id);
+		r->files = st.files;
+		r->bytes = st.bytes;
+		r->moved_files = st.sent_files;
+		r->moved_bytes = st.sent_bytes;
+		r->unchanged = st.unchanged;
+	}
+out:
+	finish(r, r->event[0] ? r->event : "ckpt_push", rc, err);
+	hb_ckpt_manifest_free(m);
+	hb_mirror_agent_free(a);
+	hb_s3_free(s3);
+	return rc;
+}
+
+/* hb_mirror_agent_src_fn: a file's bytes from its object. */
+struct pull_src {
+	struct hb_s3 *s3;
+	const char *url;
+};
+
+static int from_s3(void *ctx, const struct hb_ckpt_file *f, hb_s3_sink_fn sink,
+		   void *arg, struct hb_err *err)
+{
+	struct pull_src *ps = ctx;
+
+	return hb_mirror_object_get(ps->s3, ps->url, f, sink, arg, err);
+}
+
+int hbd_ckpt_pull(const struct hb_config *cfg, const char *job, uid_t uid,
+		  gid_t gid, const struct hb_jobspec *spec, struct hbd_ckpt *r,
+		  struct hb_err *err)
+{
+	struct hb_ckpt_mat_stats ms = { 0 };
+	struct hb_ckpt_manifest *m = NULL;
+	struct hb_mirror_agent *a = NULL;
+	struct pull_src ps = { 0 };
+	struct hb_s3 *s3 = NULL;
+	struct hb_buf json;
+	int rc;
+
+	(void)job;
+	memset(r, 0, sizeof(*r));
+	hb_buf_init(&json, HB_CKPT_MANIFEST_MAX);
+	if (where(cfg, spec, uid, r))
+		return 0;
+	if ((rc = s3_of(cfg, &s3, err)))
+		goto out;
+	rc = hb_mirror_manifest_get(s3, r->url, NULL, &m, r->id, err);
+	if (rc == HB_ENOENT) {
+		snprintf(r->event, sizeof(r->event), "ckpt_none");
+		rc = 0;
+		goto out;
+	}
+	/* The agent reads it again, as its user's input. */
+	if (!rc && (rc = hb_ckpt_manifest_write(m, &json)))
+		hb_err_set(err, rc, NULL, 0, "%s: the manifest is too big",
+			   r->url);
+	if (rc || (rc = agent_of(r, uid, gid, &a, err)))
+		goto out;
+	ps.s3 = s3;
+	ps.url = r->url;
+	rc = hb_mirror_agent_put(a, json.data, json.len, from_s3, &ps, &ms,
+				 err);
+	r->files = ms.fetched + ms.kept;
+	r->bytes = ms.fetched_bytes + ms.kept_bytes;
+	r->moved_files = ms.fetched;
+	r->moved_bytes = ms.fetched_bytes;
+out:
+	finish(r, r->event[0] ? r->event : "ckpt_pull", rc, err);
+	hb_ckpt_manifest_free(m);
+	hb_mirror_agent_free(a);
+	hb_s3_free(s3);
+	hb_buf_free(&json);
+	return rc;
+}
+
+int hbd_ckpt_audit(struct hb_daemon *d, const char *job_id,
+		   const struct hbd_ckpt *r, const char *side,
+		   struct hb_err *err)
+{
+	int push = !strcmp(r->event, "ckpt_push");
+	cJSON *o;
+	int rc;
+
+	if (!r->event[0] || !strcmp(r->event, "ckpt_none"))
+		return 0;
+	if (!(o = cJSON_CreateObject()))
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	hbd_add_str_or_null(o, "checkpoint", r->id[0] ? r->id : NULL);
+	cJSON_AddStringToObject(o, "from", push ? r->dir : r->url);
+	cJSON_AddStringToObject(o, "to", push ? r->url : r->dir);
+	cJSON_AddStringToObject(o, "side", side);
+	cJSON_AddNumberToObject(o, "files", (double)r->files);
+	cJSON_AddNumberToObject(o, "bytes", (double)r->bytes);
+	cJSON_AddNumberToObject(o, "moved_bytes", (double)r->moved_bytes);
+	if (r->unchanged)
+		cJSON_AddBoolToObject(o, "unchanged", 1);
+	if (r->rc)
+		cJSON_AddStringToObject(o, "error", r->why);
+	rc = hbd_audit(d, 0, "", "", r->rc ? "ckpt_failed" : r->event, job_id,
+		       o, err);
+	cJSON_Delete(o);
+	return rc;
+}
