@@ -22,6 +22,11 @@
 
 #define HASH_BUF (256 * 1024)
 #define JOBS_MAX 64u
+/* Files this big start going to the disk as soon as they are checked,
+ * so that the disk works while later files arrive and the one syncfs()
+ * before the rename has little left to write; smaller ones are left to
+ * that syncfs(), which writes them in one batch. */
+#define EARLY_WRITEBACK (1u << 20)
 
 /* A file created and waiting for a thread to fill it. */
 struct item {
@@ -254,6 +259,9 @@ done:
 		rc = finish(w, fd, f);
 	if (!rc)
 		tally(t, how, f);
+	/* Only a start: its errors are syncfs()'s to report. */
+	if (!rc && f->size >= EARLY_WRITEBACK)
+		(void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 	close(fd);
 	return rc;
 }
