@@ -55,7 +55,7 @@ struct req {
 	const char *op; /* "PutObject", for messages */
 	const char *method;
 	const char *bucket, *key; /* key NULL: the bucket */
-	struct hb_s3_kv query[4];
+	struct hb_s3_kv query[6]; /* the most a call sets: ListObjectsV2's five */
 	size_t nq;
 	struct hb_s3_kv hdr[MAX_HDRS]; /* signed, beside the standard ones */
 	size_t nh;

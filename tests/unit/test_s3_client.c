@@ -524,6 +524,19 @@ static void test_list_pages(void **state)
 	assert_non_null(strstr(e.msg, "does not move on"));
 	assert_string_equal(b.data, "p/a=3;");
 	memset(&e, 0, sizeof(e));
+	/* Every parameter at once: a page of at most 7 after a token. */
+	{
+		struct hb_s3_page p;
+
+		srv_http(s, 200, "", LIST_PAGE("false", "", "p/q"));
+		assert_int_equal(hb_s3_list_page(c, "b", "p/", "t", 7, &p, &e),
+				 0);
+		assert_int_equal(p.n, 1);
+		hb_s3_page_free(&p);
+		r = "GET /b?continuation-token=t&encoding-type=url&"
+		    "list-type=2&max-keys=7&prefix=p%2F HTTP/1.1";
+		assert_true(!strncmp(srv_req(s, 4), r, strlen(r)));
+	}
 	/* A malformed page is an error naming the operation. */
 	srv_http(s, 200, "", "<ListBucketResult><Contents><Key>a&#0;</Key>"
 			     "</Contents></ListBucketResult>");
