@@ -198,13 +198,14 @@ write_config() {
 	chargeback:
 	  ratecard: ${HB_SANDBOX_RATECARD:-$src/config/ratecards/example.yaml}
 	YAML
-	# Where burst jobs' checkpoints go (docs/configuration.md).  The
-	# Secret is what a real cluster would hold; the emulator serves no
-	# Secrets and runs no init containers (docs/emulator.md).
+	# Where burst jobs' checkpoints go (docs/configuration.md): the
+	# Secret hpcbridge-s3 (s3_secret_up) holds the pods' keys; the
+	# checkpoint's trips while a job runs every HB_SANDBOX_CKPT_INTERVAL
+	# seconds (60).
 	if s3_enabled; then
-		printf 'checkpoints:\n  url: %s\n  endpoint: %s\n  region: %s\n  secret: hpcbridge-s3\n' \
+		printf 'checkpoints:\n  url: %s\n  endpoint: %s\n  region: %s\n  secret: hpcbridge-s3\n  keep: 3\n  interval: %s\n' \
 			"s3://$CKPT_BUCKET/$CKPT_PREFIX" "$AWS_ENDPOINT_URL" \
-			"$AWS_DEFAULT_REGION" >>"$dir/hpcbridge.yaml"
+			"$AWS_DEFAULT_REGION" "${HB_SANDBOX_CKPT_INTERVAL:-60}" >>"$dir/hpcbridge.yaml"
 	fi
 	if [ -n "${HB_SANDBOX_POLICY:-}" ]; then
 		printf 'placement:\n  policy: %s\n' "$HB_SANDBOX_POLICY" \

@@ -93,10 +93,19 @@ static void usage(FILE *f)
 }
 
 /* What a listing or a server said, made safe for a terminal. */
+/* Text a server or a manifest gave, with every control character (below
+ * 0x20, DEL, and U+0080 to U+009F, which a terminal takes as CSI and the
+ * like) shown as '?'. */
 static void put_safe(FILE *f, const char *s)
 {
-	for (; *s; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+			fputc('?', f);
+			p++;
+		} else {
+			fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, f);
+		}
+	}
 }
 
 static void end_bar(struct ck *c)

@@ -524,6 +524,9 @@ static void print_checkpoints(const cJSON *events)
 		       num(d, "bytes", nb));
 		if (!strcmp(action, "ckpt_push"))
 			printf("; the job resumed from it on the cluster");
+		if (cJSON_IsNumber(cJSON_GetObjectItem(d, "stored_bytes")))
+			printf("; S3 keeps %s bytes of its checkpoints",
+			       num(d, "stored_bytes", nb));
 		if (cJSON_IsString(cJSON_GetObjectItem(d, "error")))
 			printf("; %s", str(d, "error"));
 		printf("\n");

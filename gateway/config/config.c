@@ -398,6 +398,27 @@ static const struct setting table[] = {
      .reloadable = 1,
      .help = "Checkpoint directory of a job that names none "
 	     "(--hpcbridge-checkpoint); null: such a job has none."},
+    {.path = "checkpoints.keep",
+     .type = HB_CFG_UINT,
+     .off = F(k8s.ckpt_keep),
+     .def = "0",
+     .min = 0,
+     .max = 100000,
+     .reloadable = 1,
+     .help = "After a burst job's checkpoint came back, keep the newest "
+	     "N complete checkpoints at its location, deleting older ones "
+	     "and the objects no kept one names; 0: keep all."},
+    {.path = "checkpoints.interval",
+     .type = HB_CFG_UINT,
+     .off = F(k8s.ckpt_interval),
+     .def = "300",
+     .min = 0,
+     .max = 86400,
+     .reloadable = 1,
+     .help = "Seconds between the checkpoint's trips while a burst job "
+	     "runs: its launcher pushes it to S3, the daemon pulls the "
+	     "newest back into its directory; 0: only when it starts and "
+	     "ends."},
     {.path = "translation.max_array_jobs",
      .type = HB_CFG_UINT,
      .off = F(k8s.max_array_jobs),

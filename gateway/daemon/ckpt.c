@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "daemon_int.h"
+#include "hpcbridge/clock.h"
 #include "hpcbridge/jobspec.h"
 #include "hpcbridge/k8s_opts.h"
 #include "hpcbridge/log.h"
@@ -147,6 +148,24 @@ static int from_s3(void *ctx, const struct hb_ckpt_file *f, hb_s3_sink_fn sink,
 	return hb_mirror_object_get(ps->s3, ps->url, f, sink, arg, err);
 }
 
+/* Keep the newest checkpoints; what stays is what storage holds for the
+ * job's directory.  A failure is a warning: the pull stands. */
+static void retain(const struct hb_config *cfg, struct hb_s3 *s3,
+		   struct hbd_ckpt *r)
+{
+	struct hb_mirror_opts o = { .gc_grace_s = -1 };
+	struct hb_mirror_stats st = { 0 };
+	struct hb_err err = { 0 };
+
+	if (hb_mirror_retain(s3, r->url, cfg->k8s.ckpt_keep, &o, &st, &err)) {
+		hb_log(HB_LOG_WARN, "%s: retention: %s", r->url, err.msg);
+		return;
+	}
+	r->kept_checkpoints = cfg->k8s.ckpt_keep;
+	r->removed = st.removed_checkpoints;
+	r->stored_bytes = st.prefix_bytes;
+}
+
 int hbd_ckpt_pull(const struct hb_config *cfg, const char *job, uid_t uid,
 		  gid_t gid, const struct hb_jobspec *spec, struct hbd_ckpt *r,
 		  struct hb_err *err)
@@ -186,6 +205,8 @@ int hbd_ckpt_pull(const struct hb_config *cfg, const char *job, uid_t uid,
 	r->bytes = ms.fetched_bytes + ms.kept_bytes;
 	r->moved_files = ms.fetched;
 	r->moved_bytes = ms.fetched_bytes;
+	if (!rc && cfg->k8s.ckpt_keep)
+		retain(cfg, s3, r);
 out:
 	finish(r, r->event[0] ? r->event : "ckpt_pull", rc, err);
 	hb_ckpt_manifest_free(m);
@@ -193,6 +214,39 @@ out:
 	hb_s3_free(s3);
 	hb_buf_free(&json);
 	return rc;
+}
+
+/* Jobs followed at once; past that, the oldest is forgotten (its next
+ * poll starts its clock again). */
+#define HBD_CKPT_TRIPS 4096
+
+int hbd_ckpt_due(struct hb_daemon *d, const char *id, int done)
+{
+	int64_t now = hb_clock_mono_ms();
+	uint32_t every = d->cfg.k8s.ckpt_interval;
+	size_t i;
+
+	for (i = 0; i < d->ntrips && strcmp(d->trips[i].id, id); i++)
+		;
+	if (done || !d->cfg.k8s.ckpt_url || !every) {
+		if (i < d->ntrips)
+			d->trips[i] = d->trips[--d->ntrips];
+		return 0;
+	}
+	if (i < d->ntrips) {
+		if (now - d->trips[i].at_ms < (int64_t)every * 1000)
+			return 0;
+		d->trips[i].at_ms = now;
+		return 1;
+	}
+	if (!d->trips &&
+	    !(d->trips = calloc(HBD_CKPT_TRIPS, sizeof(*d->trips))))
+		return 0;
+	if (d->ntrips == HBD_CKPT_TRIPS)
+		d->trips[0] = d->trips[--d->ntrips];
+	snprintf(d->trips[d->ntrips].id, sizeof(d->trips[0].id), "%s", id);
+	d->trips[d->ntrips++].at_ms = now;
+	return 0;
 }
 
 int hbd_ckpt_audit(struct hb_daemon *d, const char *job_id,
@@ -216,6 +270,12 @@ int hbd_ckpt_audit(struct hb_daemon *d, const char *job_id,
 	cJSON_AddNumberToObject(o, "moved_bytes", (double)r->moved_bytes);
 	if (r->unchanged)
 		cJSON_AddBoolToObject(o, "unchanged", 1);
+	if (r->kept_checkpoints) {
+		cJSON_AddNumberToObject(o, "removed_checkpoints",
+					(double)r->removed);
+		cJSON_AddNumberToObject(o, "stored_bytes",
+					(double)r->stored_bytes);
+	}
 	if (r->rc)
 		cJSON_AddStringToObject(o, "error", r->why);
 	rc = hbd_audit(d, 0, "", "", r->rc ? "ckpt_failed" : r->event, job_id,

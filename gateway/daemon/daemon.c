@@ -448,6 +448,8 @@ void hb_daemon_free(struct hb_daemon *d)
 	}
 	hb_remote_free(d->remote); /* remote jobs keep running */
 	d->remote = NULL;
+	free(d->trips);
+	d->trips = NULL;
 	/* what waits for a sync goes out first, while its tasks can still
 	 * reach the workers; from here on syncs are made in this thread */
 	if (d->syncpool) {

@@ -139,6 +139,9 @@ struct hbd_ckpt {
 	uint64_t files, bytes;		/* in the checkpoint */
 	uint64_t moved_files, moved_bytes; /* sent or fetched */
 	int unchanged;	/* push: S3's newest already held the tree */
+	uint32_t kept_checkpoints; /* pull: retention ran, keeping so many */
+	uint64_t removed;	   /* ... deleting so many checkpoints */
+	uint64_t stored_bytes;	   /* ... leaving so many bytes in S3 */
 	char why[HB_ERR_MAX];
 };
 
@@ -160,6 +163,7 @@ struct rwork {
 	enum rstop stop; /* CANCEL: what the loop does next */
 	char *why;	 /* CANCEL: remote_abandon's reason */
 	struct hbd_ckpt ckpt; /* START: pushed; POLL: pulled at the end */
+	int ckpt_due;	      /* POLL: pull even if the job runs on */
 };
 
 struct task {
@@ -204,6 +208,10 @@ struct hb_daemon {
 	struct hb_pool *pool;
 	struct hb_pool *rpool;	/* remote jobs' work (TASK_REMOTE_*) */
 	struct task *rtasks;	/* ... staged, queued or running */
+	/* When each running burst job's checkpoint last came back (ckpt.c,
+	 * loop only): jobs and times, at most HBD_CKPT_TRIPS */
+	struct hbd_ckpt_trip { char id[32]; int64_t at_ms; } *trips;
+	size_t ntrips;
 	unsigned nremote, rlimit; /* how many; at most */
 	int reload_wanted;	/* SIGHUP came while rtasks ran */
 	struct hb_slurm_side_ops be;
@@ -395,6 +403,11 @@ int hbd_ckpt_push(const struct hb_config *cfg, const char *job, uid_t uid,
 int hbd_ckpt_pull(const struct hb_config *cfg, const char *job, uid_t uid,
 		  gid_t gid, const struct hb_jobspec *spec, struct hbd_ckpt *r,
 		  struct hb_err *err);
+/* On the loop: whether job id's checkpoint is due to come back while it
+ * runs (checkpoints.interval since the last time; the first poll starts
+ * the clock), and taking the time when it is; done: the job is over,
+ * forget it. */
+int hbd_ckpt_due(struct hb_daemon *d, const char *id, int done);
 /* On the loop: r as the job's event (ckpt_push, ckpt_pull, ckpt_failed);
  * side: where the checkpoint came from. */
 int hbd_ckpt_audit(struct hb_daemon *d, const char *job_id,

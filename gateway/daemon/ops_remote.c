@@ -647,6 +647,8 @@ int hbd_rpoll_run(struct task *t)
 	if (w->done) {
 		ckpt_back(t);
 		proxy_record(t);
+	} else if (w->ckpt_due && w->st.phase == HB_REMOTE_RUNNING) {
+		ckpt_back(t);
 	}
 	if ((rc = hb_buf_base64(&b64, data.data ? data.data : "",
 				data.len))) {
@@ -735,6 +737,8 @@ static void rpoll_done(struct hb_daemon *d, struct conn *c, struct task *t)
 	if (hbd_ckpt_audit(d, t->id, &w->ckpt, "kubernetes", &err))
 		hb_log(HB_LOG_WARN, "%s: %s", t->id, err.msg);
 	memset(&err, 0, sizeof(err));
+	if (w->done && w->task < 0)
+		hbd_ckpt_due(d, t->id, 1);
 	if (t->rc) {
 		hbd_stage_error(d, c, t->rc, t->err.msg, 0);
 		return;
@@ -921,6 +925,9 @@ void hbd_op_remote_poll(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	 * the job over */
 	t->rw->slurm_id = j.slurm_job_id;
 	t->rw->uid = (uid_t)j.uid;
+	if (task < 0)
+		t->rw->ckpt_due = hbd_ckpt_due(d, j.id,
+					       hb_store_state_terminal(j.state));
 	if (j.jobspec && !(t->rw->jobspec = strdup(j.jobspec))) {
 		hbd_task_free(t);
 		hbd_stage_error(d, c, HB_ENOMEM, "out of memory", 0);

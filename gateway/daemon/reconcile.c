@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "daemon_int.h"
+#include "hpcbridge/jobspec.h"
 #include "hpcbridge/log.h"
 
 /* How often the reconciler asks Slurm what changed. */
@@ -318,6 +319,7 @@ struct pjob {
 	struct hb_remote_status st;
 	enum pact act;
 	int64_t new_id; /* PA_REPLACE */
+	struct hbd_ckpt *ckpt; /* PA_REPLACE: its checkpoint brought back */
 	int rc;
 	struct hb_err err;
 };
@@ -328,13 +330,20 @@ struct preempt_task {
 	struct hb_slurm_side_ops be;
 	struct hb_remote *remote;
 	int64_t replace_ms; /* 0: never */
+	/* the checkpoints: settings, copied: a reload may come meanwhile */
+	struct hb_config ck;
 	struct pjob *v;
 	size_t n, cap;
 };
 
 static void preempt_free(struct preempt_task *pt)
 {
+	free((char *)pt->ck.k8s.ckpt_url);
+	free((char *)pt->ck.k8s.ckpt_endpoint);
+	free((char *)pt->ck.k8s.ckpt_region);
+	free((char *)pt->ck.k8s.ckpt_default_dir);
 	for (size_t i = 0; i < pt->n; i++) {
+		free(pt->v[i].ckpt);
 		free(pt->v[i].jobspec);
 		free(pt->v[i].partition);
 		free(pt->v[i].name);
@@ -443,14 +452,51 @@ out:
 	return rc;
 }
 
+/*
+ * On a worker, before p is placed on Slurm: the checkpoint its pods
+ * pushed when Kueue stopped them comes back into its directory, so that
+ * it resumes there from where it was.  Until that succeeds the job is
+ * not placed again (it stays suspended; the next scan tries again):
+ * started from the directory's older state, it would redo the work and
+ * leave the older state as the newest checkpoint.
+ */
+static int ckpt_back(struct preempt_task *pt, struct pjob *p, gid_t gid)
+{
+	struct hb_jobspec spec;
+	int rc;
+
+	if (!pt->ck.k8s.ckpt_url)
+		return 0;
+	if (!p->ckpt && !(p->ckpt = calloc(1, sizeof(*p->ckpt))))
+		return hb_err_set(&p->err, HB_ENOMEM, NULL, 0,
+				  "out of memory");
+	hb_jobspec_init(&spec, p->id);
+	rc = hbd_job_spec(p->id, p->jobspec, &spec, &p->err);
+	if (!rc && (rc = hbd_ckpt_pull(&pt->ck, p->id, (uid_t)p->uid, gid,
+				       &spec, p->ckpt, &p->err)))
+		hb_err_set(&p->err, rc, NULL, 0,
+			   "not placed on Slurm yet: its checkpoint did not "
+			   "come back: %s",
+			   p->ckpt->why);
+	hb_jobspec_free(&spec);
+	return rc;
+}
+
 /* On a worker: p placed on Slurm instead (see above).  Past the
  * submission, what fails is logged: the job runs on Slurm all the same. */
 static void replace(struct preempt_task *pt, struct pjob *p)
 {
 	struct hb_err e = { 0 };
-	char admin[96], note[128];
+	struct passwd pw, *res = NULL;
+	char admin[96], note[128], buf[4096];
+	gid_t gid = getpwuid_r((uid_t)p->uid, &pw, buf, sizeof(buf), &res) ==
+					0 &&
+				res
+			? pw.pw_gid
+			: (gid_t)p->uid;
 
-	if ((p->rc = replace_submit(pt, p)))
+	if (p->uid < 0 || (p->rc = ckpt_back(pt, p, gid)) ||
+	    (p->rc = replace_submit(pt, p)))
 		return;
 	p->act = PA_REPLACE;
 	if ((p->rc = hb_remote_cancel(pt->remote, p->id, &e)) &&
@@ -585,7 +631,9 @@ static void preempt_done(struct hb_task *ht)
 			       p->id, p->err.msg);
 		if (p->act == PA_NONE)
 			continue;
-		if (preempt_record(d, p, pt->replace_ms, &err)) {
+		if (preempt_record(d, p, pt->replace_ms, &err) ||
+		    (p->ckpt &&
+		     hbd_ckpt_audit(d, p->id, p->ckpt, "kubernetes", &err))) {
 			hb_log(HB_LOG_ERROR, "recording %s: %s", p->id,
 			       err.msg);
 			hbd_batch_abort(d, &err);
@@ -607,6 +655,19 @@ void hbd_watch_preempted(struct hb_daemon *d, int64_t now)
 	if (!(pt = calloc(1, sizeof(*pt))))
 		return;
 	pt->replace_ms = (int64_t)d->cfg.remote_preempted_replace_s * 1000;
+	if (pt->replace_ms && d->cfg.k8s.ckpt_url &&
+	    (!(pt->ck.k8s.ckpt_url = xstrdup(d->cfg.k8s.ckpt_url)) ||
+	     (d->cfg.k8s.ckpt_endpoint &&
+	      !(pt->ck.k8s.ckpt_endpoint = xstrdup(d->cfg.k8s.ckpt_endpoint))) ||
+	     (d->cfg.k8s.ckpt_region &&
+	      !(pt->ck.k8s.ckpt_region = xstrdup(d->cfg.k8s.ckpt_region))) ||
+	     (d->cfg.k8s.ckpt_default_dir &&
+	      !(pt->ck.k8s.ckpt_default_dir =
+			xstrdup(d->cfg.k8s.ckpt_default_dir))))) {
+		preempt_free(pt);
+		return;
+	}
+	pt->ck.k8s.ckpt_keep = d->cfg.k8s.ckpt_keep;
 	if (hb_store_job_list(d->st, -1,
 			      HB_JOB_BIT(HB_JOB_RUNNING) |
 				      HB_JOB_BIT(HB_JOB_SUSPENDED),

@@ -3,9 +3,9 @@
  * daemon's side of talking to it.
  *
  * The daemon is root and the checkpoint directory is the user's, so root
- * never opens a path in it.  It starts `hpcbridge ckpt agent DIR` as the
- * user, with a socket on descriptor 3, and asks it, one request at a
- * time:
+ * never opens a path in it.  It runs its own program again as the user
+ * (hb_mirror_agent_spawn(): PROGRAM --hb-ckpt-agent DIR), with a socket
+ * on its standard input, and asks it, one request at a time:
  *
  *   'S' job          scan DIR            -> 'M' manifest JSON | 'E'
  *   'O' path         open a file of DIR  -> 'F' + the descriptor | 'E'

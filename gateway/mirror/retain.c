@@ -14,6 +14,7 @@ struct retain {
 	struct mir *m;
 	struct mir_ids ids;
 	size_t ndel;		/* ids.v[0..ndel) were deleted */
+	size_t unread;		/* kept manifests that do not read */
 	struct mir_digests named; /* what the remaining manifests name */
 	char objdir[MIR_KEY_MAX], ckdir[MIR_KEY_MAX];
 	size_t objlen, cklen;
@@ -51,7 +52,7 @@ static int sort_out(const struct hb_s3_entry *e, void *arg)
 	const char *k = e->key;
 	uint8_t d[32];
 
-	if (!strncmp(k, r->objdir, r->objlen) &&
+	if (!r->unread && !strncmp(k, r->objdir, r->objlen) &&
 	    mir_hex_digest(k + r->objlen, strlen(k + r->objlen), d) &&
 	    mir_digests_find(&r->named, d) < 0 &&
 	    old_enough(r, e->last_modified)) {
@@ -89,37 +90,51 @@ static int delete_task(void *ctx, size_t i, unsigned worker,
 	return rc ? hb_err_set(err, rc, NULL, 0, "%s", e.msg) : 0;
 }
 
-/* Delete the manifests past keep, oldest first, and read the others. */
+/*
+ * Read the manifests newest first: the newest keep that read are kept,
+ * and so is every one that does not (it may be a later version's, and a
+ * hostile one must not make the good ones go); the older ones are
+ * deleted.  The objects a manifest that does not read names are not
+ * known, so none is deleted then (r->unread).
+ */
 static int manifests(struct retain *r, unsigned keep, struct hb_err *err)
 {
 	struct mir *m = r->m;
+	size_t good = 0, i;
 	int rc = mir_list_ids(m, &r->ids, err);
 
-	if (!rc && keep && r->ids.n > keep)
-		r->ndel = r->ids.n - keep;
-	for (size_t i = 0; !rc && i < r->ndel; i++) {
+	for (i = r->ids.n; !rc && i > 0 && (!keep || good < keep); i--) {
+		struct hb_ckpt_manifest *man;
+		struct hb_err e = { 0 };
+
+		if (mir_read_manifest(m, r->ids.v[i - 1].id, &man, NULL, &e)) {
+			if (e.code == HB_ENOMEM)
+				return hb_err_set(err, e.code, NULL, 0, "%s",
+						  e.msg);
+			mir_problem(m, r->ids.v[i - 1].id, e.msg);
+			r->unread++;
+			continue;
+		}
+		good++;
+		rc = mir_digests_add(&r->named, man, err);
+		hb_ckpt_manifest_free(man);
+	}
+	if (!rc && keep && good == keep)
+		r->ndel = i; /* ids.v[0..i) are older than the last kept */
+	for (size_t k = 0; !rc && k < r->ndel; k++) {
 		char key[MIR_KEY_MAX];
 		struct hb_err e = { 0 };
 
-		mir_key_manifest(m, r->ids.v[i].id, key);
+		mir_key_manifest(m, r->ids.v[k].id, key);
 		rc = hb_s3_delete(m->s3, m->u.bucket, key, &e);
 		if (rc)
 			hb_err_set(err, rc, NULL, 0, "%s", e.msg);
 	}
-	for (size_t i = r->ndel; !rc && i < r->ids.n; i++) {
-		struct hb_ckpt_manifest *man;
-
-		/* A manifest that does not read names objects no one can
-		 * tell: deleting any could break it. */
-		rc = mir_read_manifest(m, r->ids.v[i].id, &man, NULL, err);
-		if (rc) {
-			hb_err_set(err, rc, NULL, 0, "no object deleted");
-			break;
-		}
-		rc = mir_digests_add(&r->named, man, err);
-		hb_ckpt_manifest_free(man);
-	}
 	mir_digests_seal(&r->named);
+	if (!rc && r->unread)
+		mir_problem(m, m->url,
+			    "a checkpoint that does not read is kept, and "
+			    "every object with it");
 	return rc;
 }
 

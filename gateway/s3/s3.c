@@ -906,6 +906,10 @@ int hb_s3_list_page(struct hb_s3 *s, const char *bucket, const char *prefix,
 	if (rc)
 		goto out;
 	q.query[q.nq++] = (struct hb_s3_kv){ "list-type", "2" };
+	/* Keys come URL-encoded (and are decoded): a key may hold bytes
+	 * that XML 1.0 cannot carry, and a server that must put one in its
+	 * listing otherwise fails the whole listing. */
+	q.query[q.nq++] = (struct hb_s3_kv){ "encoding-type", "url" };
 	if (prefix && *prefix)
 		q.query[q.nq++] = (struct hb_s3_kv){ "prefix", prefix };
 	if (token)
@@ -933,19 +937,30 @@ int hb_s3_list(struct hb_s3 *s, const char *bucket, const char *prefix,
 	       hb_s3_list_fn fn, void *arg, struct hb_err *err)
 {
 	struct hb_s3_page p = { 0 };
-	char *token = NULL;
+	char *token = NULL, *last = NULL;
 	int rc;
 
 	for (;;) {
 		rc = hb_s3_list_page(s, bucket, prefix, token, 0, &p, err);
+		/* S3 lists keys in order, each once: a page that does not
+		 * begin after the last one's end, or a truncated page with
+		 * no key, would let a server keep the listing going for
+		 * ever. */
+		if (!rc && ((p.truncated && !p.n) ||
+			    (last && p.n && strcmp(p.v[0].key, last) <= 0)))
+			rc = hb_err_set(err, HB_EPROTO, NULL, 0,
+					"ListObjectsV2 %s: the listing does "
+					"not move on",
+					bucket);
 		for (size_t i = 0; !rc && i < p.n; i++)
 			rc = fn(&p.v[i], arg);
 		free(token);
 		token = NULL;
 		if (rc || !p.truncated)
 			break;
-		/* The server moves on or the listing would never end. */
-		if (!(token = strdup(p.next_token))) {
+		free(last);
+		if (!(token = strdup(p.next_token)) ||
+		    !(last = strdup(p.v[p.n - 1].key))) {
 			rc = HB_ENOMEM;
 			break;
 		}
@@ -953,6 +968,7 @@ int hb_s3_list(struct hb_s3 *s, const char *bucket, const char *prefix,
 	}
 	hb_s3_page_free(&p);
 	free(token);
+	free(last);
 	return rc;
 }
 

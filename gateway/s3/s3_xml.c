@@ -500,8 +500,45 @@ static int parse_u64(const char *s, uint64_t *v)
 	return errno || *end ? HB_EPROTO : 0;
 }
 
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
+}
+
+/* A key sent with EncodingType url: "%XX" decoded, '+' kept (S3 encodes
+ * a space as %20), into the arena.  NULL for a bad escape or a NUL. */
+static const char *url_decoded(struct hb_arena *a, const char *s)
+{
+	size_t n = strlen(s), k = 0;
+	char *out = hb_arena_alloc(a, n + 1);
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		int hi, lo;
+
+		if (s[i] != '%') {
+			out[k++] = s[i];
+			continue;
+		}
+		if (i + 2 >= n)
+			return NULL;
+		hi = hexval(s[i + 1]);
+		lo = hi < 0 ? -1 : hexval(s[i + 2]);
+		if (lo < 0 || (hi | lo) == 0)
+			return NULL;
+		out[k++] = (char)(hi << 4 | lo);
+		i += 2;
+	}
+	out[k] = '\0';
+	return out;
+}
+
 static int list_entry(struct hb_s3_page *p, const struct hb_s3_xml *c,
-		      struct hb_s3_entry *e, struct hb_err *err)
+		      int url, struct hb_s3_entry *e, struct hb_err *err)
 {
 	const char *etag = hb_s3_xml_text(c, "ETag");
 
@@ -509,6 +546,11 @@ static int list_entry(struct hb_s3_page *p, const struct hb_s3_xml *c,
 	if (!e->key || !*e->key)
 		return hb_err_set(err, HB_EPROTO, NULL, 0,
 				  "ListObjectsV2: <Contents> %zu has no <Key>",
+				  p->n + 1);
+	if (url && !(e->key = url_decoded(&p->arena, e->key)))
+		return hb_err_set(err, HB_EPROTO, NULL, 0,
+				  "ListObjectsV2: <Contents> %zu: <Key> is "
+				  "not URL-encoded text",
 				  p->n + 1);
 	if (parse_u64(hb_s3_xml_text(c, "Size"), &e->size))
 		return hb_err_set(err, HB_EPROTO, NULL, 0,
@@ -538,10 +580,12 @@ int hb_s3_parse_list(const char *body, size_t n, struct hb_s3_page *p,
 	p->v = hb_arena_alloc(&p->arena, (count ? count : 1) * sizeof(*p->v));
 	if (!p->v)
 		return HB_ENOMEM;
+	t = hb_s3_xml_text(x, "EncodingType");
 	for (c = x->child; c; c = c->next) {
 		if (strcmp(c->name, "Contents"))
 			continue;
-		rc = list_entry(p, c, &p->v[p->n], err);
+		rc = list_entry(p, c, t && !strcmp(t, "url"), &p->v[p->n],
+				err);
 		if (rc)
 			return rc;
 		p->n++;

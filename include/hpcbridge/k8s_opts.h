@@ -121,6 +121,11 @@ struct hb_k8s_opts {
 	 * directory of a job that names none (NULL: none). */
 	const char *ckpt_url, *ckpt_endpoint, *ckpt_region, *ckpt_secret;
 	const char *ckpt_image, *ckpt_default_dir;
+	/* The daemon's retention after a pull: the newest N kept (0: all). */
+	uint32_t ckpt_keep;
+	/* Seconds between pushes from the launcher, and pulls by the daemon,
+	 * while a job runs (HPCBRIDGE_CKPT_EVERY); 0: at its ends only. */
+	uint32_t ckpt_interval;
 };
 
 /* The longest job key hb_k8s_ckpt_key() writes, with its NUL. */

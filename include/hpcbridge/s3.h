@@ -154,7 +154,8 @@ int hb_s3_list_page(struct hb_s3 *s, const char *bucket, const char *prefix,
 /* Called once per key; e is borrowed for the call.  Non-zero stops the
  * listing, which returns it. */
 typedef int (*hb_s3_list_fn)(const struct hb_s3_entry *e, void *arg);
-/* Every key under prefix, page after page. */
+/* Every key under prefix, page after page; HB_EPROTO when a page does
+ * not begin after the last one (the listing would never end). */
 int hb_s3_list(struct hb_s3 *s, const char *bucket, const char *prefix,
 	       hb_s3_list_fn fn, void *arg, struct hb_err *err);
 

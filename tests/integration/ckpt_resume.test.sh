@@ -15,10 +15,17 @@
 #     container pulls it into the pod (an emptyDir), the job resumes from
 #     the step it reached and finishes with the right sum, having run
 #     only the steps left;
+#   * while it runs, the launcher pushes its checkpoint every 2 s
+#     (checkpoints.interval) and the daemon brings the newest back: the
+#     directory moves on before the job ends;
 #   * the launcher pushes the final checkpoint, the daemon pulls it back:
 #     the directory on the shared filesystem holds step 100;
 #   * hpcbridge status shows both checkpoints and which one the job
-#     resumed from; the aws CLI lists the checkpoints.
+#     resumed from; the aws CLI lists the checkpoints;
+#   * the other way: a burst job Kueue preempts (a job of higher priority
+#     takes the quota) is stopped, its launcher pushes its checkpoint, the
+#     daemon brings it back and places the job on Slurm
+#     (kubernetes.preempted_replace_after), where it resumes from it.
 #
 # usage: ckpt_resume.test.sh BUILD_DIR SRC_DIR
 set -euo pipefail
@@ -28,6 +35,8 @@ src=$(cd "${2:?SRC_DIR}" && pwd)
 tmp=$(mktemp -d /tmp/hb-ckres.XXXXXX)
 chmod 755 "$tmp"
 export HB_SANDBOX_BACKEND=kubernetes
+# the checkpoint's trips while a burst job runs: every 2 s
+export HB_SANDBOX_CKPT_INTERVAL=2
 # shellcheck source=lib/sandbox_test.sh
 . "$src/tests/integration/lib/sandbox_test.sh"
 command -v mpicc >/dev/null || die "mpicc is missing (scripts/setup.sh)"
@@ -91,8 +100,24 @@ ln -s /etc/shadow "$ck/leak"
 id=$(submit_user "$tmp/count.sh" -p gpu)
 [ -n "$id" ] || die "sbatch count.sh -p gpu: $(cat "$tmp/sbatch.err")"
 [ "$(field "$id" Partition)" = burst ] && ok "burst: a proxy in burst" ||
-	bad "burst: partition $(field "$id" Partition)"
+	die "burst: the job stayed in partition $(field "$id" Partition)"
 hb=$(gateway_id "$id")
+[ -n "$hb" ] || die "burst: no gateway id on job $id"
+# While it runs on the cluster, its checkpoint comes back now and then
+# (checkpoints.interval): the directory here moves on before the end.
+mid=
+for _ in $(seq 600); do
+	s=$(cat "$ck/step" 2>/dev/null || echo 0)
+	if [ "$s" -gt "$s1" ] && [ "$s" -lt 100 ]; then
+		mid=$s
+		break
+	fi
+	case $(field "$id" JobState) in RUNNING | PENDING) ;; *) break ;; esac
+	sleep 0.1
+done
+[ -n "$mid" ] &&
+	ok "burst: while it ran, its checkpoint of step $mid came back" ||
+	bad "burst: the directory did not move on while the job ran"
 st=$(wait_final "$id")
 if [ "$st" = COMPLETED ]; then
 	ok "burst: COMPLETED"
@@ -123,12 +148,12 @@ grep -q "^result 15150 expected 15150 ran $left steps$" "$out" &&
 	bad "owner of $ck/step: $(stat -c %U "$ck/step")"
 
 # 4. What status and S3 say.
-status=$(hpcbridge status "$hb" 2>&1)
+status=$(hpcbridge status "$hb" 2>&1 || true)
 grep -q "pushed .* $ck -> s3://.*the job resumed from it on the cluster" <<<"$status" &&
 	ok "status: the checkpoint pushed before the start, resumed from" ||
 	bad "status: $status"
-grep -q "pulled .* s3://.* -> $ck" <<<"$status" &&
-	ok "status: the checkpoint pulled back at the end" ||
+grep -q "pulled .* s3://.* -> $ck .*; S3 keeps [0-9]* bytes of its checkpoints" <<<"$status" &&
+	ok "status: the checkpoint pulled back at the end, and what S3 keeps (checkpoints.keep 3)" ||
 	bad "status: $status"
 url=$(sed -n 's/.*pushed  *[^ ]*  *[^ ]* -> \(s3:[^ ]*\) .*/\1/p' <<<"$status" | head -n1)
 n=$(aws s3 ls "$url/checkpoints/" 2>/dev/null | grep -c '\.json$' || true)
@@ -140,4 +165,94 @@ if aws s3 ls --recursive "$url/" 2>/dev/null | grep -q "$leak"; then
 else
 	ok "the planted link was not followed: /etc/shadow is not in S3"
 fi
+
+# 5. The other way: preempted by Kueue on the cluster, placed on Slurm
+# (kubernetes.preempted_replace_after), resumed there from the checkpoint
+# the launcher pushed when it was stopped.
+k() { /usr/bin/kubectl --request-timeout=10s "$@"; }
+k get localqueue burst >/dev/null 2>&1 ||
+	die "the sandbox's Kueue (LocalQueue burst) is not there"
+sed -i 's/^  namespace: default$/&\n  preempted_replace_after: 2/' \
+	"$box/hpcbridge.yaml"
+dpid=$(head -c 32 "$box/hpcbridged.pid" | tr -dc 0-9)
+kill -HUP "$dpid"
+for _ in $(seq 100); do
+	grep -q "configuration reloaded" "$box/hpcbridged.log" && break
+	sleep 0.2
+done
+grep -q "configuration reloaded" "$box/hpcbridged.log" ||
+	die "the daemon did not reload its configuration"
+ck2=$tmp/ckpt/count2
+sed -e "s|$ck|$ck2|g" "$tmp/count.sh" >"$tmp/count2.sh"
+id=$(submit_user "$tmp/count2.sh" -p gpu)
+[ -n "$id" ] || die "sbatch count2.sh: $(cat "$tmp/sbatch.err")"
+[ "$(field "$id" Partition)" = burst ] ||
+	die "count2: the job stayed in partition $(field "$id" Partition)"
+hb=$(gateway_id "$id")
+# the pods' copy of the directory: the emptyDir on its parent
+step_in_pod() {
+	local f
+	for f in "$box"/kube/work/default/"$hb"-launcher-*/volumes/hpcbridge-ckpt/count2/step; do
+		[ -r "$f" ] && head -n1 "$f" && return 0
+	done
+	echo 0
+}
+for _ in $(seq 600); do
+	s=$(step_in_pod)
+	[ "${s:-0}" -ge 30 ] && break
+	sleep 0.1
+done
+[ "${s:-0}" -ge 30 ] && ok "cluster: the job reached step $s in its pod" ||
+	die "cluster: the job never reached step 30 ($(step_in_pod))"
+# Kueue preempts it for a job of higher priority that needs the quota.
+k create -f - >/dev/null <<-'EOF'
+{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+ "metadata": {"name": "preemptor", "namespace": "default",
+  "labels": {"kueue.x-k8s.io/queue-name": "burst",
+             "kueue.x-k8s.io/priority-class": "high"}},
+ "spec": {"slotsPerWorker": 1, "runPolicy": {"suspend": true},
+  "mpiReplicaSpecs": {
+   "Launcher": {"replicas": 1, "template": {"spec": {
+    "securityContext": {"runAsNonRoot": true, "runAsUser": 1000,
+     "seccompProfile": {"type": "RuntimeDefault"}},
+    "containers": [{"name": "l", "image": "busybox",
+     "command": ["sleep", "120"],
+     "securityContext": {"allowPrivilegeEscalation": false,
+      "capabilities": {"drop": ["ALL"]}},
+     "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}},
+   "Worker": {"replicas": 1, "template": {"spec": {
+    "securityContext": {"runAsNonRoot": true, "runAsUser": 1000,
+     "seccompProfile": {"type": "RuntimeDefault"}},
+    "containers": [{"name": "w", "image": "busybox",
+     "command": ["sleep", "120"],
+     "securityContext": {"allowPrivilegeEscalation": false,
+      "capabilities": {"drop": ["ALL"]}},
+     "resources": {"requests": {"cpu": "3", "memory": "1Gi"}}}]}}}}}}
+EOF
+# placed on Slurm: a new Slurm job tagged with the same gateway id
+new=
+for _ in $(seq 300); do
+	new=$(sqlite3 -cmd '.timeout 5000' "$box/state.db" \
+		"SELECT slurm_job_id FROM jobs WHERE id = '$hb'" 2>/dev/null)
+	[ -n "$new" ] && [ "$new" != "$id" ] && break
+	sleep 0.2
+done
+[ -n "$new" ] && [ "$new" != "$id" ] &&
+	ok "preempted: placed on Slurm as job $new" ||
+	die "preempted: not placed on Slurm (slurm job '$new')"
+st=$(wait_final "$new")
+k delete mpijob preemptor --wait=false >/dev/null 2>&1 || true
+out=$wk/count-$new.out
+[ "$st" = COMPLETED ] && ok "on Slurm again: COMPLETED" ||
+	bad "on Slurm again: $st: $(cat "$out" 2>&1)"
+r=$(sed -n 's/^resumed from step \([0-9]*\)$/\1/p' "$out")
+[ "${r:-0}" -ge 30 ] && [ "$r" -lt 100 ] &&
+	ok "on Slurm again: resumed from step $r, pushed by the stopped pod" ||
+	bad "on Slurm again: $(cat "$out" 2>&1)"
+grep -q "^result 15150 expected 15150 ran $((100 - ${r:-0})) steps$" "$out" &&
+	ok "on Slurm again: the right sum, running only the steps left" ||
+	bad "on Slurm again: $(cat "$out" 2>&1)"
+hpcbridge status "$hb" 2>&1 | grep -q "pulled .* -> $ck2" &&
+	ok "status: the checkpoint pulled before it was placed on Slurm" ||
+	bad "status: $(hpcbridge status "$hb" 2>&1)"
 sandbox_test_end

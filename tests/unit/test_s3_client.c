@@ -505,14 +505,25 @@ static void test_list_pages(void **state)
 	hb_buf_init(&b, 0);
 	srv_http(s, 200, "", LIST_PAGE("true", "<NextContinuationToken>t/1+="
 				       "</NextContinuationToken>", "p/a"));
-	srv_http(s, 200, "", LIST_PAGE("false", "", "../x"));
+	srv_http(s, 200, "", LIST_PAGE("false", "", "p/z/../../x"));
 	assert_int_equal(hb_s3_list(c, "b", "p/", collect, &b, &e), 0);
-	assert_string_equal(b.data, "p/a=3;../x=3;");
-	assert_true(!strncmp(srv_req(s, 0), "GET /b?list-type=2&prefix=p%2F "
-			     "HTTP/1.1", 39));
-	r = srv_req(s, 1);
-	assert_true(!strncmp(r, "GET /b?continuation-token=t%2F1%2B%3D&"
-			     "list-type=2&prefix=p%2F HTTP/1.1", 70));
+	assert_string_equal(b.data, "p/a=3;p/z/../../x=3;");
+	r = "GET /b?encoding-type=url&list-type=2&prefix=p%2F HTTP/1.1";
+	assert_true(!strncmp(srv_req(s, 0), r, strlen(r)));
+	r = "GET /b?continuation-token=t%2F1%2B%3D&encoding-type=url&"
+	    "list-type=2&prefix=p%2F HTTP/1.1";
+	assert_true(!strncmp(srv_req(s, 1), r, strlen(r)));
+	/* A server whose pages do not move on (the same key again, and
+	 * again) cannot keep the listing going for ever. */
+	hb_buf_reset(&b);
+	srv_http(s, 200, "", LIST_PAGE("true", "<NextContinuationToken>t"
+				       "</NextContinuationToken>", "p/a"));
+	srv_http(s, 200, "", LIST_PAGE("true", "<NextContinuationToken>t"
+				       "</NextContinuationToken>", "p/a"));
+	assert_int_equal(hb_s3_list(c, "b", "p/", collect, &b, &e), HB_EPROTO);
+	assert_non_null(strstr(e.msg, "does not move on"));
+	assert_string_equal(b.data, "p/a=3;");
+	memset(&e, 0, sizeof(e));
 	/* A malformed page is an error naming the operation. */
 	srv_http(s, 200, "", "<ListBucketResult><Contents><Key>a&#0;</Key>"
 			     "</Contents></ListBucketResult>");

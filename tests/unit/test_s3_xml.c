@@ -157,6 +157,10 @@ static void test_list(void **state)
 	static const char empty[] =
 		LIST_HEAD "<KeyCount>0</KeyCount><IsTruncated>false"
 		"</IsTruncated></ListBucketResult>";
+	static const char encoded[] =
+		LIST_HEAD "<EncodingType>url</EncodingType><IsTruncated>false"
+		"</IsTruncated>" ENTRY("p/checkpoints/%1Bx.json", "1")
+		ENTRY("a+b%20c%C2%9b", "2") "</ListBucketResult>";
 	struct hb_s3_page p = { 0 };
 	struct hb_err e = { 0 };
 
@@ -190,6 +194,16 @@ static void test_list(void **state)
 	assert_int_equal(hb_s3_parse_list(empty, strlen(empty), &p, &e), 0);
 	assert_int_equal(p.n, 0);
 	hb_s3_page_free(&p);
+
+	/* EncodingType url: keys decoded, bytes XML cannot carry among
+	 * them; '+' is a plus. */
+	hb_arena_init(&p.arena, 0);
+	assert_int_equal(hb_s3_parse_list(encoded, strlen(encoded), &p, &e),
+			 0);
+	assert_int_equal(p.n, 2);
+	assert_string_equal(p.v[0].key, "p/checkpoints/\x1bx.json");
+	assert_string_equal(p.v[1].key, "a+b c\xc2\x9b");
+	hb_s3_page_free(&p);
 }
 
 static void test_list_refuses(void **state)
@@ -210,6 +224,13 @@ static void test_list_refuses(void **state)
 		"</ListBucketResult>",
 		DECL "<Error><Code>NoSuchBucket</Code></Error>",
 		LIST_HEAD ENTRY("k", "1"), /* cut short */
+		/* URL-encoded keys: a NUL, a bad or short escape */
+		LIST_HEAD "<EncodingType>url</EncodingType>" ENTRY("a%00b", "1")
+		"</ListBucketResult>",
+		LIST_HEAD "<EncodingType>url</EncodingType>" ENTRY("a%zzb", "1")
+		"</ListBucketResult>",
+		LIST_HEAD "<EncodingType>url</EncodingType>" ENTRY("ab%4", "1")
+		"</ListBucketResult>",
 	};
 	struct hb_s3_page p;
 	struct hb_err e;

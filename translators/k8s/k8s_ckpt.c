@@ -179,6 +179,13 @@ int hb_k8s_plan_ckpt(struct hb_k8s_ctx *c)
 	if ((rc = set_env(plan, "HPCBRIDGE_CKPT_URL", url)) ||
 	    (rc = set_env(plan, "HPCBRIDGE_CKPT_DIR", dir)))
 		return OOM(c);
+	if (cfg->ckpt_interval) {
+		char every[16];
+
+		snprintf(every, sizeof(every), "%u", cfg->ckpt_interval);
+		if (set_env(plan, "HPCBRIDGE_CKPT_EVERY", every))
+			return OOM(c);
+	}
 	hb_report_fate(c->rep, HB_F_CHECKPOINT, HB_FATE_MAPPED, INIT_TARGET,
 		       "the newest complete checkpoint in %s is pulled into "
 		       "%s before the job starts (%s); HPCBRIDGE_CKPT_URL and "

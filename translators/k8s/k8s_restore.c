@@ -643,7 +643,8 @@ int hb_k8s_read_end(struct hb_k8s_reader *rd)
 	 * checkpoint comes from (k8s_ckpt.c). */
 	if (rd->ours)
 		drop_env(s, "HPCBRIDGE_SSH_ARGS,HPCBRIDGE_CKPT_URL,"
-			    "HPCBRIDGE_CKPT_DIR,HPCBRIDGE_S3_ENDPOINT,"
+			    "HPCBRIDGE_CKPT_DIR,HPCBRIDGE_CKPT_EVERY,"
+			    "HPCBRIDGE_S3_ENDPOINT,"
 			    "HPCBRIDGE_S3_REGION,HPCBRIDGE_S3_ACCESS_KEY_ID,"
 			    "HPCBRIDGE_S3_SECRET_ACCESS_KEY");
 	/* A manifest hpcbridge made says what the job named; a name it
