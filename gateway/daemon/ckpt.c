@@ -30,22 +30,19 @@
 /* An agent's answer to one request; a scan of a big tree takes long. */
 #define AGENT_TIMEOUT_MS (10 * 60 * 1000)
 
-/* The directory and location of a job's checkpoints: 0, or HB_ENOENT
- * when it has none (no checkpoints.url, no directory). */
+/* The directory and location of a job's checkpoints, the very ones its
+ * pods get (hb_k8s_ckpt_dir(), hb_k8s_ckpt_key()): 0, or HB_ENOENT when
+ * it has none (no checkpoints.url, no directory, one the translator
+ * refused). */
 static int where(const struct hb_config *cfg, const struct hb_jobspec *spec,
 		 uid_t uid, struct hbd_ckpt *r)
 {
-	const char *dir = spec->checkpoint_dir && *spec->checkpoint_dir
-				  ? spec->checkpoint_dir
-				  : cfg->k8s.ckpt_default_dir;
 	char key[HB_K8S_CKPT_KEY_MAX];
 
-	if (!cfg->k8s.ckpt_url || !dir)
+	if (!cfg->k8s.ckpt_url || hb_k8s_ckpt_dir(&cfg->k8s, spec, r->dir) ||
+	    hb_k8s_ckpt_key((int64_t)uid, r->dir, key))
 		return HB_ENOENT;
-	if (hb_k8s_ckpt_key((int64_t)uid, dir, key))
-		return HB_ENOENT; /* the translator refused it already */
 	snprintf(r->url, sizeof(r->url), "%s/%s", cfg->k8s.ckpt_url, key);
-	snprintf(r->dir, sizeof(r->dir), "%s", dir);
 	return 0;
 }
 

@@ -135,7 +135,7 @@ struct hbd_ckpt {
 	int rc;
 	char id[32];	/* the checkpoint's ID */
 	char url[640];	/* its location */
-	char dir[4096];	/* the job's checkpoint directory */
+	char dir[HB_K8S_CKPT_DIR_MAX]; /* the job's checkpoint directory */
 	uint64_t files, bytes;		/* in the checkpoint */
 	uint64_t moved_files, moved_bytes; /* sent or fetched */
 	int unchanged;	/* push: S3's newest already held the tree */

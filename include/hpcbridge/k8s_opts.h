@@ -144,6 +144,22 @@ struct hb_k8s_opts {
 int hb_k8s_ckpt_key(int64_t uid, const char *dir,
 		    char out[HB_K8S_CKPT_KEY_MAX]);
 
+/* The longest checkpoint directory, with its NUL. */
+#define HB_K8S_CKPT_DIR_MAX 4096
+
+struct hb_jobspec;
+
+/*
+ * The checkpoint directory of job s, as its pods and the gateway both
+ * take it: its --hpcbridge-checkpoint, else cfg->ckpt_default_dir; a
+ * relative one under an absolute --chdir; written plainly into out.
+ * 0; 1 when it has none; 2 when it is relative and the job has no
+ * absolute --chdir; HB_EINVAL when it has a ".." or is too long (out
+ * then holds it as given, for the message); HB_ERANGE when it is "/".
+ */
+int hb_k8s_ckpt_dir(const struct hb_k8s_opts *cfg, const struct hb_jobspec *s,
+		    char out[HB_K8S_CKPT_DIR_MAX]);
+
 /* Whether id lies in an OpenShift uid range text (see uid_range): 1 or
  * 0; -1 when the text is not one. */
 int hb_k8s_uid_in_range(const char *range, int64_t id);

@@ -505,6 +505,35 @@ static void test_default_and_relative(void **state)
 	hb_jobspec_free(&s);
 }
 
+/* The directory the daemon mirrors is the one the pods get: the same
+ * function decides it for both. */
+static void test_dir_shared(void **state)
+{
+	struct hb_k8s_opts o = { 0 };
+	struct hb_jobspec s;
+	char out[HB_K8S_CKPT_DIR_MAX];
+
+	(void)state;
+	hb_jobspec_init(&s, "job.sh");
+	assert_int_equal(hb_k8s_ckpt_dir(&o, &s, out), 1);
+	o.ckpt_default_dir = "/ckpt/default";
+	assert_int_equal(hb_k8s_ckpt_dir(&o, &s, out), 0);
+	assert_string_equal(out, "/ckpt/default");
+	s.checkpoint_dir = "run/./ck/";
+	assert_int_equal(hb_k8s_ckpt_dir(&o, &s, out), 2);
+	s.chdir = "/home/u//work";
+	assert_int_equal(hb_k8s_ckpt_dir(&o, &s, out), 0);
+	assert_string_equal(out, "/home/u/work/run/ck");
+	s.checkpoint_dir = "/a/../b";
+	assert_int_equal(hb_k8s_ckpt_dir(&o, &s, out), HB_EINVAL);
+	assert_string_equal(out, "/a/../b");
+	s.checkpoint_dir = "//";
+	assert_int_equal(hb_k8s_ckpt_dir(&o, &s, out), HB_ERANGE);
+	s.checkpoint_dir = NULL;
+	s.chdir = NULL;
+	hb_jobspec_free(&s);
+}
+
 static void test_bad_dirs(void **state)
 {
 	static struct hb_k8s_volume ro[] = {
@@ -638,6 +667,7 @@ int main(void)
 	    cmocka_unit_test(test_pulled_into_emptydir),
 	    cmocka_unit_test(test_site_volume),
 	    cmocka_unit_test(test_default_and_relative),
+	    cmocka_unit_test(test_dir_shared),
 	    cmocka_unit_test(test_bad_dirs),
 	    cmocka_unit_test(test_without_config),
 	    cmocka_unit_test(test_round_trip),

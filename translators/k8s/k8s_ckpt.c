@@ -31,7 +31,7 @@
 #include "hpcbridge/hash.h"
 #include "translators/k8s/k8s_int.h"
 
-#define PATH_CAP      4096
+#define PATH_CAP      HB_K8S_CKPT_DIR_MAX
 #define INIT_NAME     "hpcbridge-ckpt"
 #define CKPT_VOLUME   "hpcbridge-ckpt"
 #define KEY_NAME_MAX  40
@@ -59,41 +59,58 @@ int hb_k8s_ckpt_key(int64_t uid, const char *dir,
 	return 0;
 }
 
-/* The job's checkpoint directory, absolute and plain, into out; 1 when
- * there is none to pull into (a warning says why where it matters). */
-static int ckpt_dir(struct hb_k8s_ctx *c, char out[PATH_CAP])
+int hb_k8s_ckpt_dir(const struct hb_k8s_opts *cfg, const struct hb_jobspec *s,
+		    char out[HB_K8S_CKPT_DIR_MAX])
 {
-	const struct hb_jobspec *s = c->spec;
 	const char *dir = s->checkpoint_dir ? s->checkpoint_dir
-					    : c->cfg->ckpt_default_dir;
+					    : cfg->ckpt_default_dir;
 	char full[PATH_CAP];
 	int n;
 
+	out[0] = '\0';
 	if (!dir || !*dir)
 		return 1;
 	if (dir[0] == '/')
 		n = snprintf(full, sizeof(full), "%s", dir);
 	else if (s->chdir && s->chdir[0] == '/')
 		n = snprintf(full, sizeof(full), "%s/%s", s->chdir, dir);
-	else {
+	else
+		return 2;
+	if (n < 0 || (size_t)n >= sizeof(full) ||
+	    hb_k8s_path_plain(full, out, HB_K8S_CKPT_DIR_MAX)) {
+		snprintf(out, HB_K8S_CKPT_DIR_MAX, "%.300s", full);
+		return HB_EINVAL;
+	}
+	return strcmp(out, "/") ? 0 : HB_ERANGE;
+}
+
+/* The job's checkpoint directory, absolute and plain, into out; 1 when
+ * there is none to pull into (a warning says why where it matters). */
+static int ckpt_dir(struct hb_k8s_ctx *c, char out[PATH_CAP])
+{
+	const struct hb_jobspec *s = c->spec;
+	int rc = hb_k8s_ckpt_dir(c->cfg, s, out);
+
+	if (rc == 2) {
 		hb_report_warn(c->rep,
 			       "checkpoint directory '%.200s' is relative and "
 			       "the job has no absolute --chdir: its checkpoint "
 			       "is not pulled from %s",
-			       dir, c->cfg->ckpt_url);
+			       s->checkpoint_dir ? s->checkpoint_dir
+						 : c->cfg->ckpt_default_dir,
+			       c->cfg->ckpt_url);
 		return 1;
 	}
-	if (n < 0 || (size_t)n >= sizeof(full) ||
-	    hb_k8s_path_plain(full, out, PATH_CAP))
+	if (rc == HB_EINVAL)
 		return hb_err_set(c->err, HB_EINVAL, s->source_name, 0,
 				  "checkpoint directory %.300s: write it "
 				  "without '..' and in at most %d bytes",
-				  full, PATH_CAP - 1);
-	if (!strcmp(out, "/"))
+				  out, PATH_CAP - 1);
+	if (rc == HB_ERANGE)
 		return hb_err_set(c->err, HB_EINVAL, s->source_name, 0,
 				  "checkpoint directory /: name a directory "
 				  "of its own");
-	return 0;
+	return rc;
 }
 
 /* Set plan env name to value, escaped against $(VAR) expansion. */
