@@ -64,31 +64,7 @@ k get localqueue burst >/dev/null 2>&1 && kueue=1
 # Preempt MPIJob $1 (as Kueue does), or let it be admitted again.
 preempt() {
 	if [ "$kueue" = 1 ]; then
-		k create -f - >/dev/null <<-'EOF'
-		{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
-		 "metadata": {"name": "preemptor", "namespace": "default",
-		  "labels": {"kueue.x-k8s.io/queue-name": "burst",
-		             "kueue.x-k8s.io/priority-class": "high"}},
-		 "spec": {"slotsPerWorker": 1, "runPolicy": {"suspend": true},
-		  "mpiReplicaSpecs": {
-		   "Launcher": {"replicas": 1, "template": {"spec": {
-		    "securityContext": {"runAsNonRoot": true, "runAsUser": 1000,
-		     "seccompProfile": {"type": "RuntimeDefault"}},
-		    "containers": [{"name": "l", "image": "busybox",
-		     "command": ["sleep", "120"],
-		     "securityContext": {"allowPrivilegeEscalation": false,
-		      "capabilities": {"drop": ["ALL"]}},
-		     "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}},
-		   "Worker": {"replicas": 1, "template": {"spec": {
-		    "securityContext": {"runAsNonRoot": true, "runAsUser": 1000,
-		     "seccompProfile": {"type": "RuntimeDefault"}},
-		    "containers": [{"name": "w", "image": "busybox",
-		     "command": ["sleep", "120"],
-		     "securityContext": {"allowPrivilegeEscalation": false,
-		      "capabilities": {"drop": ["ALL"]}},
-		     "resources": {"requests": {"cpu": "3",
-		                                "memory": "1Gi"}}}]}}}}}}
-		EOF
+		preemptor_create
 	else
 		k patch mpijob "$1" --type=merge \
 			-p '{"spec":{"runPolicy":{"suspend":true}}}' >/dev/null
@@ -186,18 +162,7 @@ st=$(wait_final "$id")
 
 # 2. Left preempted past kubernetes.preempted_replace_after: placed on
 # Slurm once.
-sed -i 's/^  namespace: default$/&\n  preempted_replace_after: 2/' \
-	"$box/hpcbridge.yaml"
-grep -q "preempted_replace_after: 2" "$box/hpcbridge.yaml" ||
-	die "cannot set preempted_replace_after"
-dpid=$(head -c 32 "$box/hpcbridged.pid" | tr -dc 0-9)
-kill -HUP "$dpid"
-for _ in $(seq 100); do
-	grep -q "configuration reloaded" "$box/hpcbridged.log" && break
-	sleep 0.2
-done
-grep -q "configuration reloaded" "$box/hpcbridged.log" ||
-	die "the daemon did not reload its configuration"
+replace_after 2
 cat >"$tmp/src/rp.sh" <<'EOF'
 #!/bin/sh
 #SBATCH --partition=gpu
@@ -276,6 +241,7 @@ if [ -z "$q" ]; then
 		"$box/hpcbridge.yaml"
 fi
 sed -i 's/^placement:$/&\n  refresh_s: 1/' "$box/hpcbridge.yaml"
+dpid=$(head -c 32 "$box/hpcbridged.pid" | tr -dc 0-9)
 kill -HUP "$dpid"
 for _ in $(seq 100); do
 	[ "$(grep -c "configuration reloaded" "$box/hpcbridged.log")" = 2 ] &&

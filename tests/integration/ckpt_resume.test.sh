@@ -172,16 +172,7 @@ fi
 k() { /usr/bin/kubectl --request-timeout=10s "$@"; }
 k get localqueue burst >/dev/null 2>&1 ||
 	die "the sandbox's Kueue (LocalQueue burst) is not there"
-sed -i 's/^  namespace: default$/&\n  preempted_replace_after: 2/' \
-	"$box/hpcbridge.yaml"
-dpid=$(head -c 32 "$box/hpcbridged.pid" | tr -dc 0-9)
-kill -HUP "$dpid"
-for _ in $(seq 100); do
-	grep -q "configuration reloaded" "$box/hpcbridged.log" && break
-	sleep 0.2
-done
-grep -q "configuration reloaded" "$box/hpcbridged.log" ||
-	die "the daemon did not reload its configuration"
+replace_after 2
 ck2=$tmp/ckpt/count2
 sed -e "s|$ck|$ck2|g" "$tmp/count.sh" >"$tmp/count2.sh"
 id=$(submit_user "$tmp/count2.sh" -p gpu)
@@ -205,30 +196,7 @@ done
 [ "${s:-0}" -ge 30 ] && ok "cluster: the job reached step $s in its pod" ||
 	die "cluster: the job never reached step 30 ($(step_in_pod))"
 # Kueue preempts it for a job of higher priority that needs the quota.
-k create -f - >/dev/null <<-'EOF'
-{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
- "metadata": {"name": "preemptor", "namespace": "default",
-  "labels": {"kueue.x-k8s.io/queue-name": "burst",
-             "kueue.x-k8s.io/priority-class": "high"}},
- "spec": {"slotsPerWorker": 1, "runPolicy": {"suspend": true},
-  "mpiReplicaSpecs": {
-   "Launcher": {"replicas": 1, "template": {"spec": {
-    "securityContext": {"runAsNonRoot": true, "runAsUser": 1000,
-     "seccompProfile": {"type": "RuntimeDefault"}},
-    "containers": [{"name": "l", "image": "busybox",
-     "command": ["sleep", "120"],
-     "securityContext": {"allowPrivilegeEscalation": false,
-      "capabilities": {"drop": ["ALL"]}},
-     "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}},
-   "Worker": {"replicas": 1, "template": {"spec": {
-    "securityContext": {"runAsNonRoot": true, "runAsUser": 1000,
-     "seccompProfile": {"type": "RuntimeDefault"}},
-    "containers": [{"name": "w", "image": "busybox",
-     "command": ["sleep", "120"],
-     "securityContext": {"allowPrivilegeEscalation": false,
-      "capabilities": {"drop": ["ALL"]}},
-     "resources": {"requests": {"cpu": "3", "memory": "1Gi"}}}]}}}}}}
-EOF
+preemptor_create
 # placed on Slurm: a new Slurm job tagged with the same gateway id
 new=
 for _ in $(seq 300); do

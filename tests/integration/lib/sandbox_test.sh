@@ -20,6 +20,12 @@
 #                       sandbox's user ($HB_SANDBOX_USER; root never
 #                       bursts) from $HB_SANDBOX_WORK, the directory the
 #                       cluster mounts; SCRIPT is copied there first
+#   preemptor_create    kubectl create the MPIJob "preemptor": priority
+#                       high in LocalQueue burst, needing the whole quota
+#                       of the sandbox's ClusterQueue, so Kueue preempts
+#                       the burst jobs admitted there
+#   replace_after SECS  set kubernetes.preempted_replace_after and have
+#                       the daemon reload its configuration (SIGHUP)
 #   sacct_line JOB      JOB's accounting record once slurmdbd has its end
 #                       and its partition (up to 30 s):
 #                       "partition|cpus|state|exit code|admin comment"
@@ -115,4 +121,48 @@ sacct_line() {
 		sleep 0.2
 	done
 	printf '%s\n' "$l"
+}
+
+preemptor_create() {
+	/usr/bin/kubectl --request-timeout=10s create -f - >/dev/null <<-'EOF'
+	{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+	 "metadata": {"name": "preemptor", "namespace": "default",
+	  "labels": {"kueue.x-k8s.io/queue-name": "burst",
+	             "kueue.x-k8s.io/priority-class": "high"}},
+	 "spec": {"slotsPerWorker": 1, "runPolicy": {"suspend": true},
+	  "mpiReplicaSpecs": {
+	   "Launcher": {"replicas": 1, "template": {"spec": {
+	    "securityContext": {"runAsNonRoot": true, "runAsUser": 1000,
+	     "seccompProfile": {"type": "RuntimeDefault"}},
+	    "containers": [{"name": "l", "image": "busybox",
+	     "command": ["sleep", "120"],
+	     "securityContext": {"allowPrivilegeEscalation": false,
+	      "capabilities": {"drop": ["ALL"]}},
+	     "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}},
+	   "Worker": {"replicas": 1, "template": {"spec": {
+	    "securityContext": {"runAsNonRoot": true, "runAsUser": 1000,
+	     "seccompProfile": {"type": "RuntimeDefault"}},
+	    "containers": [{"name": "w", "image": "busybox",
+	     "command": ["sleep", "120"],
+	     "securityContext": {"allowPrivilegeEscalation": false,
+	      "capabilities": {"drop": ["ALL"]}},
+	     "resources": {"requests": {"cpu": "3",
+	                                "memory": "1Gi"}}}]}}}}}}
+	EOF
+}
+
+replace_after() {
+	local dpid _
+	sed -i "s/^  namespace: default\$/&\n  preempted_replace_after: $1/" \
+		"$box/hpcbridge.yaml"
+	grep -q "preempted_replace_after: $1" "$box/hpcbridge.yaml" ||
+		die "cannot set preempted_replace_after"
+	dpid=$(head -c 32 "$box/hpcbridged.pid" | tr -dc 0-9)
+	kill -HUP "$dpid"
+	for _ in $(seq 100); do
+		grep -q "configuration reloaded" "$box/hpcbridged.log" &&
+			return 0
+		sleep 0.2
+	done
+	die "the daemon did not reload its configuration"
 }
