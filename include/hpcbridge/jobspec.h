@@ -114,6 +114,14 @@ enum hb_mpi_impl {
 /* "OpenMPI", "Intel", "MPICH", or NULL for unknown. */
 const char *hb_mpi_impl_name(enum hb_mpi_impl m);
 
+/* The network the job's ranks talk over. */
+enum hb_fabric {
+	HB_FABRIC_AUTO = 0, /* not said: placement's rules decide */
+	HB_FABRIC_TCP,	    /* TCP (or the job turned RDMA off) */
+	HB_FABRIC_RDMA	    /* InfiniBand or RoCE: a side without it cannot
+			       run the job */
+};
+
 enum hb_directive_kind {
 	HB_DIR_SBATCH = 1, /* #SBATCH line, SBATCH_* variable or sbatch flag */
 	HB_DIR_PBS,	   /* #PBS line or qsub flag */
@@ -221,6 +229,10 @@ struct hb_jobspec {
 	uint8_t mpi;		/* enum hb_mpi_impl */
 	const char **mpi_lines; /* srun/mpirun/mpiexec lines in the body */
 	uint32_t nmpi_lines;
+	uint8_t fabric;		/* enum hb_fabric */
+	const char *fabric_why; /* what said so, as the user wrote it
+				   ("--hpcbridge-fabric=rdma",
+				   "UCX_NET_DEVICES=mlx5_0:1"), or NULL */
 	const char **modules;	/* module load names in the body */
 	uint32_t nmodules;
 	const char *container;	/* --container or an image */
