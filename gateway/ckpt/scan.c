@@ -113,6 +113,13 @@ static int scan_file(struct scan *s, int dfd, const char *name,
 		s->st->files++;
 		s->st->bytes += n;
 	}
+	if (!rc && s->o->on_file) {
+		struct hb_ckpt_file f = { .path = s->path, .size = n,
+					  .mode = a.st_mode & 0777 };
+
+		memcpy(f.sha256, sha, sizeof(f.sha256));
+		rc = s->o->on_file(s->o->ctx, &f, s->err);
+	}
 	return rc;
 }
 

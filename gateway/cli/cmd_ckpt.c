@@ -4,7 +4,8 @@
  * error and the result on standard output.
  *
  *   push DIR s3://BUCKET/PREFIX [--job ID] [--keep N] [--jobs N]
- *        [--part-size BYTES] [--progress auto|bar|json|none] [--json]
+ *        [--part-size BYTES] [--multipart-min BYTES]
+ *        [--progress auto|bar|json|none] [--json]
  *   pull s3://BUCKET/PREFIX DIR [--checkpoint ID] [--if-exists] [--jobs N]
  *        [--progress ...] [--json]
  *   verify s3://BUCKET/PREFIX [--checkpoint ID] [--deep] [--jobs N] [--json]
@@ -68,7 +69,8 @@ static const struct verb verbs[] = {
 	{ "push", 2, O_JOB | O_KEEP | O_JOBS | O_PART | O_PROGRESS | O_JSON,
 	  run_push,
 	  "push DIR s3://BUCKET/PREFIX [--job ID] [--keep N] [--jobs N] "
-	  "[--part-size BYTES] [--progress auto|bar|json|none] [--json]" },
+	  "[--part-size BYTES] [--multipart-min BYTES] "
+	  "[--progress auto|bar|json|none] [--json]" },
 	{ "pull", 2, O_CKPT | O_IFEX | O_JOBS | O_PROGRESS | O_JSON, run_pull,
 	  "pull s3://BUCKET/PREFIX DIR [--checkpoint ID] [--if-exists] "
 	  "[--jobs N] [--progress auto|bar|json|none] [--json]" },
@@ -413,6 +415,7 @@ static const struct option longopts[] = {
 	{ "keep", required_argument, NULL, 'k' },
 	{ "jobs", required_argument, NULL, 'j' },
 	{ "part-size", required_argument, NULL, 'p' },
+	{ "multipart-min", required_argument, NULL, 'm' },
 	{ "progress", required_argument, NULL, 'P' },
 	{ "json", no_argument, NULL, 'o' },
 	{ "checkpoint", required_argument, NULL, 'c' },
@@ -431,7 +434,8 @@ static unsigned opt_bit(int ch)
 	case 'J': return O_JOB;
 	case 'k': return O_KEEP;
 	case 'j': return O_JOBS;
-	case 'p': return O_PART;
+	case 'p':
+	case 'm': return O_PART;
 	case 'P': return O_PROGRESS;
 	case 'o': return O_JSON;
 	case 'c': return O_CKPT;
@@ -474,6 +478,11 @@ static int set_opt(struct ck *c, int ch, const char *arg)
 			break;
 		c->o.part_size = v;
 		return 0;
+	case 'm':
+		if (hb_parse_size(arg, &v) || v < 5 * MIB || v > 5120 * MIB)
+			break;
+		c->o.multipart_min = v;
+		return 0;
 	case 'g':
 		if (hb_parse_duration(arg, &d) || d < 0)
 			break;
@@ -488,7 +497,7 @@ static int set_opt(struct ck *c, int ch, const char *arg)
 		break;
 	}
 	fprintf(stderr, "hpcbridge ckpt %s: bad value '%s' (jobs 1 to 64, "
-		"part size 5 MiB to 5 GiB, progress auto|bar|json|none)\n",
+		"part size and multipart minimum 5 MiB to 5 GiB, progress auto|bar|json|none)\n",
 		c->v->name, arg);
 	return -1;
 }

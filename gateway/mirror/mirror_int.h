@@ -116,11 +116,38 @@ typedef int (*mir_task_fn)(void *ctx, size_t i, unsigned worker,
 int mir_pool(unsigned jobs, size_t n, mir_task_fn fn, void *ctx,
 	     struct hb_err *err);
 
+/*
+ * A pool fed while it runs: jobs threads run fn(ctx, item, worker, err)
+ * on the items mir_feed_put() queues, in the order queued.  The first
+ * failure drops the items not yet started; mir_feed_put() then returns
+ * it (so the producer stops) and mir_feed_end() waits for the running
+ * ones and returns it with its message.
+ */
+typedef int (*mir_item_fn)(void *ctx, void *item, unsigned worker,
+			   struct hb_err *err);
+struct mir_feed {
+	mir_item_fn fn;
+	void *ctx;
+	pthread_t th[64];
+	unsigned nth;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	void **q;		/* items queued; head: the next to start */
+	size_t head, n, cap;
+	int closed;
+	atomic_int rc;
+	struct hb_err err;
+};
+void mir_feed_start(struct mir_feed *f, unsigned jobs, mir_item_fn fn,
+		    void *ctx);
+int mir_feed_put(struct mir_feed *f, void *item, struct hb_err *err);
+int mir_feed_end(struct mir_feed *f, struct hb_err *err);
+
 /* Progress of one phase, fed from any thread. */
 struct mir_prog {
 	struct mir *m;
 	const char *phase;
-	uint64_t files_total, bytes_total;
+	atomic_uint_fast64_t files_total, bytes_total;
 	atomic_uint_fast64_t files_done, bytes_done;
 	atomic_int_fast64_t last_ms;
 	int64_t start_ms;
@@ -128,6 +155,8 @@ struct mir_prog {
 };
 void mir_prog_start(struct mir_prog *p, struct mir *m, const char *phase,
 		    uint64_t files_total, uint64_t bytes_total);
+/* More to do than the phase began with. */
+void mir_prog_more(struct mir_prog *p, uint64_t files, uint64_t bytes);
 /* Count files and bytes done; report when progress_ms have passed. */
 void mir_prog_add(struct mir_prog *p, uint64_t files, uint64_t bytes);
 /* The final report of the phase. */

@@ -2,7 +2,9 @@
  * push.c - hb_mirror_push(): a directory to a new checkpoint at an S3
  * location.  Scan, find which contents are stored already, send the
  * others (small files in one PUT, big ones in parts, all on a pool of
- * threads), then write the manifest, last.
+ * threads), then write the manifest, last.  A file of one PUT that the
+ * newest checkpoint does not hold is sent as soon as the scan has hashed
+ * it, so the transfer overlaps the hashing of the rest of the tree.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +22,10 @@
 
 #define MIB (1024ull * 1024)
 #define MAX_PARTS 10000u
+/* Files sent while the scan runs are at least this big: below it, a HEAD
+ * each would cost more than the overlap gains, and the listing after the
+ * scan finds many at once. */
+#define EARLY_MIN MIB
 
 /* One content to send: the first file that has it. */
 struct obj {
@@ -39,9 +45,18 @@ struct obj {
 	int failed, completed;
 };
 
+struct early;
+
 struct task {
 	size_t obj;
 	unsigned part;		/* 0: the whole object in one PUT */
+	struct early *early;	/* a file sent during the scan, or NULL */
+};
+
+/* A file sent during the scan: its own copy of what the scan found. */
+struct early {
+	struct task t;
+	struct hb_ckpt_file f;
 };
 
 struct wbuf {
@@ -58,7 +73,15 @@ struct push {
 	struct task *tasks;
 	size_t ntasks;
 	struct wbuf bufs[64];
+	struct mir_feed feed;	/* the uploads, early ones first */
+	int feeding;
 	struct mir_prog prog;
+	/* The newest checkpoint's contents, and the files sent during the
+	 * scan, by digest (open addressing; cap a power of two). */
+	struct mir_digests prev_ds;
+	struct early **early;
+	size_t nearly, early_cap;
+	atomic_uint_fast64_t early_stored_files, early_stored_bytes;
 	pthread_mutex_t open_mu; /* the caller's open_file: one at a time */
 	/* Finding what is stored: the digests of the tree and a flag each. */
 	struct mir_digests ds;
@@ -172,43 +195,57 @@ static int grew(int fd, const char *path, uint64_t size, struct hb_err *err)
 	return r ? changed(path, err) : 0;
 }
 
-static void count_sent(struct push *p, const struct obj *o)
+static void count_sent(struct push *p, uint64_t size)
 {
 	atomic_fetch_add(&p->sent_files, 1);
-	atomic_fetch_add(&p->sent_bytes, o->size);
+	atomic_fetch_add(&p->sent_bytes, size);
 }
 
-static int send_whole(struct push *p, struct obj *o, struct wbuf *b,
-		      struct hb_err *err)
+/* Send file f in one PUT, read as it goes: the S3 client checks the bytes
+ * against the scan's digest before the last of them leaves. */
+static int put_whole(struct push *p, const struct hb_ckpt_file *f,
+		     struct hb_err *err)
 {
-	const struct hb_ckpt_file *f = &p->man->files[o->file];
 	char key[MIR_KEY_MAX];
-	uint8_t d[32];
 	struct hb_err e = { 0 };
 	int fd, rc;
 
-	if ((rc = grow(b, o->size ? o->size : 1, f->path, err)))
-		return rc;
 	if ((fd = open_file(p, f, err)) < 0)
 		return fd;
-	rc = read_at(fd, f->path, b->p, o->size, 0, err);
-	if (!rc)
-		rc = grew(fd, f->path, o->size, err);
+	mir_key_object(p->m, f->sha256, key);
+	rc = hb_s3_put_file(p->m->s3, p->m->u.bucket, key, fd, f->size,
+			    f->sha256, &e);
 	close(fd);
-	if (rc)
-		return rc;
-	/* The digest goes to the server as the payload's: only once the
-	 * bytes in hand are known to have it. */
-	mir_sha256(b->p, o->size, d);
-	if (memcmp(d, f->sha256, 32))
+	if (rc == HB_EAGAIN)
 		return changed(f->path, err);
-	mir_key_object(p->m, d, key);
-	rc = hb_s3_put(p->m->s3, p->m->u.bucket, key, b->p, o->size, d, &e);
 	if (rc)
 		return hb_err_set(err, rc, NULL, 0, "%s: %s", f->path, e.msg);
-	count_sent(p, o);
-	mir_prog_add(&p->prog, 1, o->size);
+	count_sent(p, f->size);
+	mir_prog_add(&p->prog, 1, f->size);
 	return 0;
+}
+
+/* A file found during the scan: stored already (another checkpoint's
+ * contents, under this prefix), or sent now. */
+static int send_early(struct push *p, const struct hb_ckpt_file *f,
+		      struct hb_err *err)
+{
+	char key[MIR_KEY_MAX];
+	struct hb_s3_obj o;
+	struct hb_err e = { 0 };
+	int rc;
+
+	mir_key_object(p->m, f->sha256, key);
+	rc = hb_s3_head(p->m->s3, p->m->u.bucket, key, &o, &e);
+	if (rc && rc != HB_ENOENT)
+		return hb_err_set(err, rc, NULL, 0, "%s", e.msg);
+	if (!rc && o.size == f->size) {
+		atomic_fetch_add(&p->early_stored_files, 1);
+		atomic_fetch_add(&p->early_stored_bytes, f->size);
+		mir_prog_add(&p->prog, 1, f->size);
+		return 0;
+	}
+	return put_whole(p, f, err);
 }
 
 /* Hash part k in its turn; create the upload with the first part. */
@@ -277,7 +314,7 @@ static int complete(struct push *p, struct obj *o, struct hb_err *err)
 		return hb_err_set(err, rc, NULL, 0, "%s: %s", f->path, e.msg);
 	}
 	o->completed = 1;
-	count_sent(p, o);
+	count_sent(p, o->size);
 	mir_prog_add(&p->prog, 1, 0);
 	return 0;
 }
@@ -322,16 +359,112 @@ static int send_part(struct push *p, struct obj *o, unsigned k,
 	return 0;
 }
 
-static int send_task(void *ctx, size_t i, unsigned worker,
+static int send_task(void *ctx, void *item, unsigned worker,
 		     struct hb_err *err)
 {
 	struct push *p = ctx;
-	const struct task *t = &p->tasks[i];
-	struct obj *o = &p->objs[t->obj];
+	const struct task *t = item;
+	struct obj *o;
 
+	if (t->early)
+		return send_early(p, &t->early->f, err);
+	o = &p->objs[t->obj];
 	if (!t->part)
-		return send_whole(p, o, &p->bufs[worker], err);
+		return put_whole(p, &p->man->files[o->file], err);
 	return send_part(p, o, t->part, &p->bufs[worker], err);
+}
+
+/* The uploads start with the first file to send. */
+static void start_feed(struct push *p)
+{
+	if (p->feeding)
+		return;
+	mir_prog_start(&p->prog, p->m, "upload", 0, 0);
+	mir_feed_start(&p->feed, p->m->o.jobs, send_task, p);
+	p->feeding = 1;
+}
+
+/* ---- Sending during the scan -------------------------------------------- */
+
+static struct early **early_slot(struct push *p, const uint8_t d[32])
+{
+	uint64_t h;
+	size_t i;
+
+	memcpy(&h, d, sizeof(h)); /* a digest's bytes are already random */
+	for (i = h & (p->early_cap - 1);; i = (i + 1) & (p->early_cap - 1))
+		if (!p->early[i] || !memcmp(p->early[i]->f.sha256, d, 32))
+			return &p->early[i];
+}
+
+static int early_grow(struct push *p)
+{
+	struct early **old = p->early;
+	size_t n = p->early_cap;
+
+	if ((p->nearly + 1) * 2 <= p->early_cap)
+		return 0;
+	p->early_cap = n ? n * 2 : 64;
+	p->early = calloc(p->early_cap, sizeof(*p->early));
+	if (!p->early) {
+		p->early = old;
+		p->early_cap = n;
+		return HB_ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (old[i])
+			*early_slot(p, old[i]->f.sha256) = old[i];
+	free(old);
+	return 0;
+}
+
+/* The files sent during the scan, by digest: NULL when none. */
+static const struct early *early_find(struct push *p, const uint8_t d[32])
+{
+	return p->early_cap ? *early_slot(p, d) : NULL;
+}
+
+static void early_free(struct push *p)
+{
+	for (size_t i = 0; i < p->early_cap; i++)
+		if (p->early[i]) {
+			free((char *)p->early[i]->f.path);
+			free(p->early[i]);
+		}
+	free(p->early);
+}
+
+/* The scan's hook: a file of one PUT whose contents the newest
+ * checkpoint does not hold goes now. */
+static int on_scanned(void *ctx, const struct hb_ckpt_file *f,
+		      struct hb_err *err)
+{
+	struct push *p = ctx;
+	struct early *x, **slot;
+
+	if (f->size < EARLY_MIN || f->size >= p->m->o.multipart_min ||
+	    mir_digests_find(&p->prev_ds, f->sha256) >= 0)
+		return 0;
+	if (early_grow(p))
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	slot = early_slot(p, f->sha256);
+	if (*slot)
+		return 0; /* the same contents, on their way */
+	if (!(x = calloc(1, sizeof(*x))) || !(x->f.path = strdup(f->path))) {
+		free(x);
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	}
+	x->f.size = f->size;
+	x->f.mode = f->mode;
+	memcpy(x->f.sha256, f->sha256, 32);
+	x->t.early = x;
+	*slot = x;
+	p->nearly++;
+	start_feed(p);
+	mir_prog_more(&p->prog, 1, f->size);
+	/* A failed upload stops the scan; its message comes with the
+	 * feed's end. */
+	return mir_feed_put(&p->feed, &x->t, err);
 }
 
 /* Parts of at most part bytes, more when S3's 10,000 would not do. */
@@ -383,10 +516,10 @@ static int plan(struct push *p, struct hb_err *err)
 	 * parts taken before it, so the pool cannot deadlock. */
 	for (size_t k = 0; k < p->nobjs; k++) {
 		if (!p->objs[k].part)
-			p->tasks[t++] = (struct task){ k, 0 };
+			p->tasks[t++] = (struct task){ k, 0, NULL };
 		for (unsigned j = 1; p->objs[k].part && j <= p->objs[k].nparts;
 		     j++)
-			p->tasks[t++] = (struct task){ k, j };
+			p->tasks[t++] = (struct task){ k, j, NULL };
 	}
 	p->ntasks = t;
 	return 0;
@@ -421,17 +554,40 @@ static void unplan(struct push *p)
 		free(p->bufs[i].p);
 }
 
+/* Plan what the scan left and hand it to the uploads. */
 static int upload(struct push *p, struct hb_err *err)
 {
 	uint64_t bytes = 0;
 	int rc = plan(p, err);
 
+	if (rc || !p->ntasks)
+		return rc;
 	for (size_t k = 0; k < p->nobjs; k++)
 		bytes += p->objs[k].size;
-	mir_prog_start(&p->prog, p->m, "upload", p->nobjs, bytes);
-	if (!rc)
-		rc = mir_pool(p->m->o.jobs, p->ntasks, send_task, p, err);
-	mir_prog_end(&p->prog);
+	start_feed(p);
+	mir_prog_more(&p->prog, p->nobjs, bytes);
+	for (size_t t = 0; !rc && t < p->ntasks; t++)
+		rc = mir_feed_put(&p->feed, &p->tasks[t], err);
+	return rc;
+}
+
+/* Wait for the uploads; their first failure is the one reported (it
+ * stopped whatever the caller was doing: its own error is a consequence).
+ * Then abort what did not complete. */
+static int finish(struct push *p, int rc, struct hb_err *err)
+{
+	struct hb_err fe = { 0 };
+
+	if (p->feeding) {
+		int frc = mir_feed_end(&p->feed, &fe);
+
+		if (frc) {
+			*err = fe;
+			rc = frc;
+		}
+		mir_prog_end(&p->prog);
+		p->feeding = 0;
+	}
 	unplan(p);
 	return rc;
 }
@@ -483,21 +639,19 @@ static int listed(const struct hb_s3_entry *e, void *arg)
 	if (!mir_hex_digest(name, strlen(name), d))
 		return 0;
 	k = mir_digests_find(&p->ds, d);
-	if (k >= 0 && e->size == p->man->files[p->ds.v[k].file].size)
+	if (k >= 0 && !p->stored[k] &&
+	    e->size == p->man->files[p->ds.v[k].file].size)
 		p->stored[k] = 1;
 	return 0;
 }
 
-/* Contents the newest checkpoint names are stored; the others are
- * HEADed when few, else found in one listing of objects/. */
-static int find_stored(struct push *p, const struct hb_ckpt_manifest *prev,
-		       struct hb_err *err)
+/* Contents the newest checkpoint names are stored, and those the scan
+ * sent are handled (stored[] 2); the others are HEADed when few, else
+ * found in one listing of objects/. */
+static int find_stored(struct push *p, struct hb_err *err)
 {
-	struct mir_digests pd = { 0 };
 	int rc = mir_digests_of(p->man, &p->ds, err);
 
-	if (!rc && prev)
-		rc = mir_digests_of(prev, &pd, err);
 	if (rc)
 		return rc;
 	p->stored = calloc(p->ds.n ? p->ds.n : 1, 1);
@@ -505,11 +659,14 @@ static int find_stored(struct push *p, const struct hb_ckpt_manifest *prev,
 	if (!p->stored || !p->ask)
 		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 	for (size_t i = 0; !rc && i < p->ds.n; i++) {
-		p->stored[i] = mir_digests_find(&pd, p->ds.v[i].d) >= 0;
+		if (early_find(p, p->ds.v[i].d))
+			p->stored[i] = 2;
+		else
+			p->stored[i] =
+				mir_digests_find(&p->prev_ds, p->ds.v[i].d) >= 0;
 		if (!p->stored[i])
 			p->ask[p->nask++] = i;
 	}
-	mir_digests_free(&pd);
 	if (rc || !p->nask)
 		return rc;
 	if (p->nask <= MIR_HEAD_MAX)
@@ -628,27 +785,39 @@ static int push(struct mir *m, const char *dir, struct hb_mirror_stats *st,
 	char prev_id[HB_MIRROR_ID_LEN + 1] = "";
 	struct mir_prog scan;
 	int64_t latest;
-	int rc = 0;
+	int rc;
 
 	pthread_mutex_init(&p.open_mu, NULL);
-	mir_prog_start(&scan, m, "scan", 0, 0);
+	rc = newest(m, &prev, prev_id, &latest, err);
+	if (!rc && prev)
+		rc = mir_digests_of(prev, &p.prev_ds, err);
+	/* With the caller's open_file, the directory is never opened
+	 * here. */
+	if (!rc && !m->o.open_file &&
+	    (p.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		rc = ckpt_sys_err(err, errno, dir, "open");
+	if (rc)
+		goto out;
 	/* A tree the caller scanned (as the directory's user) is taken as
-	 * it is. */
-	if (!man && !(rc = hb_ckpt_scan(dir, &so, &scanned, NULL, err)))
+	 * it is; a scan here sends big new files as it finds them. */
+	if (!man) {
+		so.on_file = on_scanned;
+		so.ctx = &p;
+		mir_prog_start(&scan, m, "scan", 0, 0);
+		rc = hb_ckpt_scan(dir, &so, &scanned, NULL, err);
+		if (!rc)
+			mir_prog_more(&scan, scanned->nfiles, scanned->total);
+		if (!rc)
+			mir_prog_add(&scan, scanned->nfiles, scanned->total);
+		mir_prog_end(&scan);
 		man = scanned;
-	if (!rc) {
-		scan.files_total = man->nfiles;
-		scan.bytes_total = man->total;
-		mir_prog_add(&scan, man->nfiles, man->total);
 	}
-	mir_prog_end(&scan);
-	if (!rc)
-		rc = newest(m, &prev, prev_id, &latest, err);
 	if (rc)
 		goto out;
 	p.man = man;
 	st->files = man->nfiles;
 	st->bytes = man->total;
+	/* Every content in the newest checkpoint: the scan sent nothing. */
 	if (prev && same_tree(man, prev)) {
 		st->unchanged = 1;
 		memcpy(st->id, prev_id, sizeof(st->id));
@@ -659,31 +828,29 @@ static int push(struct mir *m, const char *dir, struct hb_mirror_stats *st,
 		}
 		goto out;
 	}
-	/* With the caller's open_file, the directory is never opened
-	 * here. */
-	if (!m->o.open_file &&
-	    (p.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		rc = ckpt_sys_err(err, errno, dir, "open");
-		goto out;
-	}
-	rc = find_stored(&p, prev, err);
-	for (size_t i = 0; !rc && i < p.ds.n; i++)
-		if (p.stored[i]) {
+	rc = find_stored(&p, err);
+	if (!rc)
+		rc = upload(&p, err);
+out:
+	rc = finish(&p, rc, err);
+	for (size_t i = 0; !st->unchanged && p.stored && i < p.ds.n; i++)
+		if (p.stored[i] == 1) {
 			st->stored_files++;
 			st->stored_bytes += man->files[p.ds.v[i].file].size;
 		}
-	if (!rc)
-		rc = upload(&p, err);
+	st->stored_files += atomic_load(&p.early_stored_files);
+	st->stored_bytes += atomic_load(&p.early_stored_bytes);
 	st->sent_files = atomic_load(&p.sent_files);
 	st->sent_bytes = atomic_load(&p.sent_bytes);
-	if (!rc)
+	if (!rc && !st->unchanged)
 		rc = write_manifest(m, man, latest, st, err);
-out:
 	if (p.dirfd >= 0)
 		close(p.dirfd);
 	free(p.stored);
 	free(p.ask);
 	mir_digests_free(&p.ds);
+	mir_digests_free(&p.prev_ds);
+	early_free(&p);
 	pthread_mutex_destroy(&p.open_mu);
 	hb_ckpt_manifest_free(prev);
 	hb_ckpt_manifest_free(scanned);

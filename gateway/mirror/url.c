@@ -114,7 +114,7 @@ int mir_open(struct mir *m, struct hb_s3 *s3, const char *url,
 	if (!m->o.part_size)
 		m->o.part_size = 16 * MIB;
 	if (!m->o.multipart_min)
-		m->o.multipart_min = 64 * MIB;
+		m->o.multipart_min = 128 * MIB;
 	if (m->o.gc_grace_s < 0)
 		m->o.gc_grace_s = 3600;
 	if (!m->o.progress_ms)

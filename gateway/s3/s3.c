@@ -16,6 +16,8 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include <errno.h>
+#include <unistd.h>
 #include <curl/curl.h>
 #include <openssl/evp.h>
 
@@ -61,6 +63,12 @@ struct req {
 	size_t nh;
 	const void *body;
 	size_t body_len;
+	/* hb_s3_put_file's body: read from src_fd as curl sends it. */
+	int src;
+	int src_fd;
+	uint64_t src_len, src_sent;
+	const unsigned char *src_sha;
+	int src_rc, src_errno;
 	char payload_hash[65];
 	int nobody; /* HEAD */
 	/* A successful GET's bytes go to the sink, through the digest. */
@@ -409,6 +417,60 @@ static size_t on_data(char *p, size_t size, size_t n, void *u)
 	return hb_buf_append(&q->resp, p, len) ? 0 : len;
 }
 
+/* Whether the file has a byte past its promised end. */
+static int src_grew(struct req *q)
+{
+	char c;
+	ssize_t r;
+
+	while ((r = pread(q->src_fd, &c, 1, (off_t)q->src_len)) < 0 &&
+	       errno == EINTR)
+		;
+	if (r < 0)
+		q->src_errno = errno;
+	return r != 0;
+}
+
+/*
+ * hb_s3_put_file's body, as curl asks for it.  What goes out is hashed on
+ * the way, and the digest is checked before the last bytes are handed
+ * over: a file that no longer has the promised contents cuts the upload
+ * short, and a body cut short never becomes an object.
+ */
+static size_t on_read(char *p, size_t size, size_t n, void *u)
+{
+	struct req *q = u;
+	uint64_t left = q->src_len - q->src_sent;
+	size_t want = size * n < left ? size * n : (size_t)left;
+	unsigned char d[32];
+	unsigned int dl = sizeof(d);
+	ssize_t r;
+
+	if (!want)
+		return 0;
+	while ((r = pread(q->src_fd, p, want, (off_t)q->src_sent)) < 0 &&
+	       errno == EINTR)
+		;
+	if (r <= 0) {
+		/* A read error, or the file shrank. */
+		q->src_errno = r < 0 ? errno : 0;
+		q->src_rc = r < 0 ? HB_EIO : HB_EAGAIN;
+		return CURL_READFUNC_ABORT;
+	}
+	if (!EVP_DigestUpdate(q->md, p, (size_t)r)) {
+		q->src_rc = HB_ENOMEM;
+		return CURL_READFUNC_ABORT;
+	}
+	q->src_sent += (uint64_t)r;
+	if (q->src_sent == q->src_len &&
+	    (!EVP_DigestFinal_ex(q->md, d, &dl) || memcmp(d, q->src_sha, 32) ||
+	     src_grew(q))) {
+		q->src_rc = q->src_errno ? HB_EIO : HB_EAGAIN;
+		return CURL_READFUNC_ABORT;
+	}
+	return (size_t)r;
+}
+
 /* The path of bucket/key before encoding. */
 static int raw_path(const struct hb_s3 *s, const struct req *q,
 		    struct hb_buf *b)
@@ -515,7 +577,14 @@ static void set_opts(struct hb_s3 *s, struct req *q, CURL *h,
 	}
 	if (s->ca_file)
 		curl_easy_setopt(h, CURLOPT_CAINFO, s->ca_file);
-	if (q->nobody) {
+	if (q->src) {
+		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
+		curl_easy_setopt(h, CURLOPT_READDATA, q);
+		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE,
+				 (curl_off_t)q->src_len);
+		curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 1L << 20);
+	} else if (q->nobody) {
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 	} else if (!strcmp(q->method, "GET")) {
 		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
@@ -565,6 +634,13 @@ static int judge(struct hb_s3 *s, struct req *q, CURLcode cc,
 			    (unsigned long long)q->range_from);
 	if (q->sink_rc)
 		return fail(err, q, q->sink_rc, "the sink refused the data");
+	if (q->src_rc == HB_EAGAIN)
+		return fail(err, q, HB_EAGAIN, "the file changed while it was "
+			    "sent; the upload was cut short");
+	if (q->src_rc)
+		return fail(err, q, q->src_rc, "read: %s",
+			    q->src_errno ? strerror(q->src_errno) :
+					   hb_strerror(q->src_rc));
 	if (cc != CURLE_OK) {
 		*retry = curl_retryable(cc);
 		return fail(err, q, cc == CURLE_OPERATION_TIMEDOUT
@@ -602,7 +678,14 @@ static int attempt(struct hb_s3 *s, struct req *q, int *retry,
 	q->sink_rc = 0;
 	q->whole = 0;
 	q->retry_after_ms = -1;
+	q->src_sent = 0;
+	q->src_rc = 0;
+	q->src_errno = 0;
 	hb_buf_reset(&q->resp);
+	if (q->src && !EVP_DigestInit_ex(q->md, EVP_sha256(), NULL)) {
+		rc = HB_ENOMEM;
+		goto out;
+	}
 	rc = sign_req(s, q, &sig, &url, &hl);
 	if (rc) {
 		rc = fail(err, q, rc, "cannot sign the request");
@@ -751,6 +834,48 @@ int hb_s3_put(struct hb_s3 *s, const char *bucket, const char *key,
 	}
 	req_free(&q);
 	hb_buf_free(&b64);
+	return rc;
+}
+
+int hb_s3_put_file(struct hb_s3 *s, const char *bucket, const char *key,
+		   int fd, uint64_t size, const unsigned char sha256[32],
+		   struct hb_err *err)
+{
+	struct req q;
+	int rc;
+
+	/* Nothing for curl to read, so nothing to hash on the way. */
+	if (!size) {
+		unsigned char e[32];
+
+		hb_s3_sha256("", 0, e);
+		req_init(&q, "PutObject", "PUT", bucket, key, err);
+		q.src_fd = fd;
+		rc = memcmp(e, sha256, 32) || src_grew(&q)
+			     ? fail(err, &q, HB_EAGAIN, "the file changed")
+			     : hb_s3_put(s, bucket, key, "", 0, sha256, err);
+		req_free(&q);
+		return rc;
+	}
+	rc = req_init(&q, "PutObject", "PUT", bucket, key, err);
+	if (!rc && !key)
+		rc = fail(err, &q, HB_EINVAL, "no key");
+	if (!rc && !(q.md = EVP_MD_CTX_new()))
+		rc = HB_ENOMEM;
+	if (!rc) {
+		/* The signed payload digest is the checksum the server
+		 * checks: no Content-MD5, which would cost a pass of its
+		 * own before the first byte could go. */
+		q.src = 1;
+		q.src_fd = fd;
+		q.src_len = size;
+		q.src_sha = sha256;
+		hb_s3_hex(sha256, 32, q.payload_hash);
+		q.hdr[q.nh++] = (struct hb_s3_kv){ "Content-Type",
+						   "application/octet-stream" };
+		rc = perform(s, &q, err);
+	}
+	req_free(&q);
 	return rc;
 }
 

@@ -146,6 +146,11 @@ struct hb_ckpt_scan_opts {
 	 * before it is opened (tests use it to swap a file for a link);
 	 * NULL: none. */
 	void (*before_open)(void *ctx, const char *path);
+	/* Called with each file once it is hashed and in the manifest (f
+	 * and its path are borrowed for the call); non-zero stops the scan,
+	 * which returns it.  NULL: none. */
+	int (*on_file)(void *ctx, const struct hb_ckpt_file *f,
+		       struct hb_err *err);
 	void *ctx;
 };
 

@@ -79,7 +79,7 @@ struct hb_mirror_opts {
 	unsigned jobs;		/* transfers at once; 0: 4, at most 64 */
 	uint64_t part_size;	/* multipart part; 0: 16 MiB (5 MiB..5 GiB) */
 	uint64_t multipart_min; /* files at least this big go in parts;
-				   0: 64 MiB */
+				   0: 128 MiB */
 	const char *job;	/* push: the manifest's job id; NULL: "-" */
 	const char *checkpoint; /* pull, verify: an ID; NULL: the newest */
 	unsigned keep;		/* push: then keep the newest N complete

@@ -97,6 +97,19 @@ int hb_s3_put(struct hb_s3 *s, const char *bucket, const char *key,
 	      const void *data, size_t n, const unsigned char *sha256,
 	      struct hb_err *err);
 
+/*
+ * Store the size bytes of the file open at fd (read with pread from
+ * offset 0, as they go) as bucket/key.  sha256 is the contents' digest:
+ * it is sent as the payload's, for the server to check, and checked here
+ * against the bytes read before the last of them is sent, so a file that
+ * changed (or grew past size) cuts the upload short and nothing is
+ * stored: HB_EAGAIN.  A read error is HB_EIO.  A retry reads the file
+ * again from the start.
+ */
+int hb_s3_put_file(struct hb_s3 *s, const char *bucket, const char *key,
+		   int fd, uint64_t size, const unsigned char sha256[32],
+		   struct hb_err *err);
+
 /* HB_ENOENT when there is no such object. */
 int hb_s3_head(struct hb_s3 *s, const char *bucket, const char *key,
 	       struct hb_s3_obj *out, struct hb_err *err);

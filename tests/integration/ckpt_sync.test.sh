@@ -98,6 +98,7 @@ distinct=5 # train.state, empty, w.pt, opt.bin, big.bin
 
 # ---- push, pull, compare ---------------------------------------------------
 if "$hb" ckpt push "$t" "$U" --job 42 --json --progress json \
+	--multipart-min 64MiB \
 	>"$tmp/p1.json" 2>"$tmp/p1.err"; then
 	id1=$(field "$tmp/p1.json" id)
 	[ "$(field "$tmp/p1.json" sent_files)" = "$distinct" ] &&

@@ -71,6 +71,31 @@ fi
 "$s3call" head "$b" run1/small >"$tmp/head" 2>&1 && grep -qw "size 13" "$tmp/head" &&
 	ok "head: $(tr '\n' ' ' <"$tmp/head")" || bad "head: $(cat "$tmp/head")"
 
+# a file streamed as it is read: stored when it holds what was promised;
+# cut short, with nothing stored, when it does not
+: >"$tmp/data/empty"
+if "$s3call" putfile "$b" stream/big "$tmp/data/big" &&
+	aws s3 cp "s3://$b/stream/big" "$tmp/back/streamed" >/dev/null &&
+	cmp -s "$tmp/back/streamed" "$tmp/data/big" &&
+	"$s3call" putfile "$b" stream/empty "$tmp/data/empty" &&
+	"$s3call" head "$b" stream/empty | grep -qw "size 0"; then
+	ok "putfile streams 20 MiB and an empty file; the aws CLI reads the same bytes"
+else
+	bad "putfile round trip"
+fi
+other=$(printf 'not these bytes' | sha256sum | cut -d' ' -f1)
+big_size=$(stat -c %s "$tmp/data/big")
+for t in "wrong digest:$big_size $other" "grew past its size:$((big_size - 4096))"; do
+	# shellcheck disable=SC2086 # SIZE [SHA256] are two words
+	if ! "$s3call" putfile "$b" stream/cut "$tmp/data/big" ${t#*:} >"$tmp/cut.out" 2>&1 &&
+		grep -q "changed while it was sent" "$tmp/cut.out" &&
+		! aws s3api head-object --bucket "$b" --key stream/cut >/dev/null 2>&1; then
+		ok "putfile of a file that ${t%%:*}: refused, nothing stored"
+	else
+		bad "putfile, ${t%%:*}: $(cat "$tmp/cut.out")"
+	fi
+done
+
 # a key the signature must encode
 key='run1/a b+c%d é.txt'
 if "$s3call" put "$b" "$key" "$tmp/data/small" &&

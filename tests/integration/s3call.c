@@ -6,6 +6,9 @@
  * against a real S3 server (Swift with s3api, MinIO, AWS):
  *
  *   s3call put BUCKET KEY FILE
+ *   s3call putfile BUCKET KEY FILE [SIZE [SHA256]]   (streamed from the
+ *                         file: SIZE bytes promised with digest SHA256,
+ *                         by default the file's own)
  *   s3call get BUCKET KEY [OFFSET LENGTH]     (bytes to standard output)
  *   s3call head BUCKET KEY
  *   s3call list BUCKET [PREFIX]               (key TAB size per line)
@@ -18,12 +21,15 @@
  * with the error on standard error.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <openssl/evp.h>
 
 #include "hpcbridge/file.h"
 #include "hpcbridge/s3.h"
@@ -172,6 +178,38 @@ static int do_pages(struct hb_s3 *s, char **argv, struct hb_err *err)
 	return rc;
 }
 
+static int unhex(const char *s, unsigned char d[32])
+{
+	for (int i = 0; i < 32; i++) {
+		unsigned v;
+
+		if (sscanf(s + 2 * i, "%2x", &v) != 1)
+			return -1;
+		d[i] = (unsigned char)v;
+	}
+	return strlen(s) == 64 ? 0 : -1;
+}
+
+/* hb_s3_put_file: what is promised may differ from what the file holds. */
+static int do_putfile(struct hb_s3 *s, int argc, char **argv,
+		      struct hb_buf *f, struct hb_err *err)
+{
+	unsigned long long size = f->len;
+	unsigned char d[32];
+	int fd, rc;
+
+	EVP_Digest(f->data ? f->data : "", f->len, d, NULL, EVP_sha256(), NULL);
+	if ((argc >= 6 && parse_num(argv[5], &size)) ||
+	    (argc == 7 && unhex(argv[6], d)))
+		return hb_err_set(err, HB_EINVAL, NULL, 0, "bad SIZE or SHA256");
+	if ((fd = open(argv[4], O_RDONLY | O_CLOEXEC)) < 0)
+		return hb_err_set(err, HB_EIO, NULL, 0, "%s: %s", argv[4],
+				  strerror(errno));
+	rc = hb_s3_put_file(s, argv[2], argv[3], fd, size, d, err);
+	close(fd);
+	return rc;
+}
+
 static int run(struct hb_s3 *s, int argc, char **argv, struct hb_err *err)
 {
 	const char *cmd = argv[1];
@@ -184,6 +222,10 @@ static int run(struct hb_s3 *s, int argc, char **argv, struct hb_err *err)
 		if (!rc)
 			rc = hb_s3_put(s, argv[2], argv[3], f.data ? f.data : "",
 				       f.len, NULL, err);
+	} else if (!strcmp(cmd, "putfile") && argc >= 5 && argc <= 7) {
+		rc = hb_file_read(argv[4], FILE_MAX, NULL, &f, err);
+		if (!rc)
+			rc = do_putfile(s, argc, argv, &f, err);
 	} else if (!strcmp(cmd, "mpu") && argc >= 5 && argc <= 7) {
 		rc = hb_file_read(argv[4], FILE_MAX, NULL, &f, err);
 		if (!rc)
