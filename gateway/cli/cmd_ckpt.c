@@ -238,6 +238,7 @@ static int print_stats(const struct ck *c, const struct hb_mirror_stats *st)
 	add_u64(o, "bad", st->bad);
 	add_u64(o, "removed_checkpoints", st->removed_checkpoints);
 	add_u64(o, "removed_objects", st->removed_objects);
+	add_u64(o, "aborted_uploads", st->aborted_uploads);
 	add_u64(o, "prefix_bytes", st->prefix_bytes);
 	add_u64(o, "elapsed_ms", st->elapsed_ms);
 	(void)c;
@@ -255,9 +256,12 @@ static int failed(struct ck *c, const struct hb_err *err, int rc)
 
 static void print_retained(const struct hb_mirror_stats *st, const char *url)
 {
-	printf("removed %" PRIu64 " checkpoints and %" PRIu64 " objects; %"
-	       PRIu64 " bytes stay under %s\n", st->removed_checkpoints,
-	       st->removed_objects, st->prefix_bytes, url);
+	printf("removed %" PRIu64 " checkpoints and %" PRIu64 " objects",
+	       st->removed_checkpoints, st->removed_objects);
+	if (st->aborted_uploads)
+		printf(", aborted %" PRIu64 " unfinished uploads",
+		       st->aborted_uploads);
+	printf("; %" PRIu64 " bytes stay under %s\n", st->prefix_bytes, url);
 }
 
 static int run_push(struct ck *c)

@@ -1,7 +1,8 @@
 /*
  * retain.c - hb_mirror_retain(): keep the newest N checkpoints, delete
  * the older manifests, then the objects no remaining manifest names, and
- * count the bytes that stay.
+ * count the bytes that stay.  Multipart uploads left unfinished under
+ * objects/ (a push that was killed) are aborted once past the grace.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,12 @@ struct retain {
 	/* Objects to delete. */
 	uint8_t (*gone)[32];
 	size_t ngone, cap;
+	/* Unfinished uploads to abort: the digest of their key, their id. */
+	struct stale {
+		uint8_t d[32];
+		char *id;
+	} *stale;
+	size_t nstale, stale_cap;
 	uint64_t bytes;		/* what stays */
 };
 
@@ -74,6 +81,51 @@ static int sort_out(const struct hb_s3_entry *e, void *arg)
 		return 0;
 	r->bytes += e->size;
 	return 0;
+}
+
+/* An upload under objects/, begun before the grace, that no push will
+ * complete: killed, or failed without aborting. */
+static int sort_upload(const struct hb_s3_upload *u, void *arg)
+{
+	struct retain *r = arg;
+	const char *k = u->key;
+	uint8_t d[32];
+
+	if (strncmp(k, r->objdir, r->objlen) ||
+	    !mir_hex_digest(k + r->objlen, strlen(k + r->objlen), d) ||
+	    !old_enough(r, u->initiated))
+		return 0;
+	if (r->nstale == r->stale_cap) {
+		size_t cap = r->stale_cap ? 2 * r->stale_cap : 16;
+		void *v = realloc(r->stale, cap * sizeof(*r->stale));
+
+		if (!v)
+			return HB_ENOMEM;
+		r->stale = v;
+		r->stale_cap = cap;
+	}
+	if (!(r->stale[r->nstale].id = strdup(u->upload_id)))
+		return HB_ENOMEM;
+	memcpy(r->stale[r->nstale++].d, d, 32);
+	return 0;
+}
+
+static int abort_task(void *ctx, size_t i, unsigned worker,
+		      struct hb_err *err)
+{
+	struct retain *r = ctx;
+	char key[MIR_KEY_MAX];
+	struct hb_err e = { 0 };
+	int rc;
+
+	(void)worker;
+	mir_key_object(r->m, r->stale[i].d, key);
+	rc = hb_s3_mpu_abort(r->m->s3, r->m->u.bucket, key, r->stale[i].id,
+			     &e);
+	/* Completed or aborted since the listing: nothing left to do. */
+	if (rc == HB_ENOENT)
+		return 0;
+	return rc ? hb_err_set(err, rc, NULL, 0, "%s", e.msg) : 0;
 }
 
 static int delete_task(void *ctx, size_t i, unsigned worker,
@@ -160,10 +212,21 @@ int mir_retain(struct mir *m, unsigned keep, struct hb_mirror_stats *st,
 		hb_err_set(err, rc, NULL, 0, "%s: out of memory", m->url);
 	if (!rc)
 		rc = mir_pool(m->o.jobs, r.ngone, delete_task, &r, err);
+	if (!rc)
+		rc = hb_s3_mpu_list(m->s3, m->u.bucket, r.objdir, sort_upload,
+				    &r, err);
+	if (rc == HB_ENOMEM)
+		hb_err_set(err, rc, NULL, 0, "%s: out of memory", m->url);
+	if (!rc)
+		rc = mir_pool(m->o.jobs, r.nstale, abort_task, &r, err);
 	if (!rc) {
 		st->removed_objects = r.ngone;
+		st->aborted_uploads = r.nstale;
 		st->prefix_bytes = r.bytes;
 	}
+	for (size_t i = 0; i < r.nstale; i++)
+		free(r.stale[i].id);
+	free(r.stale);
 	mir_ids_free(&r.ids);
 	mir_digests_free(&r.named);
 	free(r.gone);

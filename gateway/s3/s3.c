@@ -990,6 +990,79 @@ out:
 	return rc;
 }
 
+/* One page of ListMultipartUploads after the markers (NULL: the first). */
+static int mpu_list_page(struct hb_s3 *s, const char *bucket,
+			 const char *prefix, const char *key_marker,
+			 const char *upload_marker, struct hb_s3_uploads *p,
+			 struct hb_err *err)
+{
+	struct req q;
+	int rc;
+
+	hb_arena_free(&p->arena);
+	memset(p, 0, sizeof(*p));
+	hb_arena_init(&p->arena, 0);
+	rc = req_init(&q, "ListMultipartUploads", "GET", bucket, NULL, err);
+	if (rc)
+		goto out;
+	q.query[q.nq++] = (struct hb_s3_kv){ "uploads", "" };
+	if (prefix && *prefix)
+		q.query[q.nq++] = (struct hb_s3_kv){ "prefix", prefix };
+	if (key_marker) {
+		q.query[q.nq++] = (struct hb_s3_kv){ "key-marker", key_marker };
+		if (upload_marker && *upload_marker)
+			q.query[q.nq++] = (struct hb_s3_kv){
+				"upload-id-marker", upload_marker };
+	}
+	rc = perform(s, &q, err);
+	if (!rc) {
+		struct hb_err e = { 0 };
+
+		rc = hb_s3_parse_mpu_list(q.resp.data ? q.resp.data : "",
+					  q.resp.len, p, &e);
+		if (rc)
+			rc = fail(err, &q, rc, "%s", e.msg);
+	}
+out:
+	req_free(&q);
+	return rc;
+}
+
+int hb_s3_mpu_list(struct hb_s3 *s, const char *bucket, const char *prefix,
+		   hb_s3_upload_fn fn, void *arg, struct hb_err *err)
+{
+	struct hb_s3_uploads p = { 0 };
+	char *km = NULL, *um = NULL;
+	int rc;
+
+	for (;;) {
+		rc = mpu_list_page(s, bucket, prefix, km, um, &p, err);
+		/* The markers must move on, or a server could keep the
+		 * listing going for ever. */
+		if (!rc && p.truncated && km && !strcmp(p.next_key, km) &&
+		    !strcmp(p.next_upload, um))
+			rc = hb_err_set(err, HB_EPROTO, NULL, 0,
+					"ListMultipartUploads %s: the listing "
+					"does not move on",
+					bucket);
+		for (size_t i = 0; !rc && i < p.n; i++)
+			rc = fn(&p.v[i], arg);
+		free(km);
+		free(um);
+		km = um = NULL;
+		if (rc || !p.truncated)
+			break;
+		if (!(km = strdup(p.next_key)) || !(um = strdup(p.next_upload))) {
+			rc = HB_ENOMEM;
+			break;
+		}
+	}
+	free(km);
+	free(um);
+	hb_arena_free(&p.arena);
+	return rc;
+}
+
 static int sink_buf(const void *p, size_t n, void *arg)
 {
 	struct hb_buf *b = arg;

@@ -122,6 +122,9 @@ int hb_s3_parse_error(const char *body, size_t n, char *code, size_t ncode,
 /* A ListObjectsV2Result into p (its arena).  0 or HB_EPROTO... */
 int hb_s3_parse_list(const char *body, size_t n, struct hb_s3_page *p,
 		     struct hb_err *err);
+/* A ListMultipartUploadsResult into p (its arena).  0 or HB_EPROTO... */
+int hb_s3_parse_mpu_list(const char *body, size_t n, struct hb_s3_uploads *p,
+			 struct hb_err *err);
 /* An InitiateMultipartUploadResult's UploadId (caller frees). */
 int hb_s3_parse_mpu_create(const char *body, size_t n, char **upload_id,
 			   struct hb_err *err);

@@ -608,6 +608,58 @@ int hb_s3_parse_list(const char *body, size_t n, struct hb_s3_page *p,
 	return 0;
 }
 
+int hb_s3_parse_mpu_list(const char *body, size_t n, struct hb_s3_uploads *p,
+			 struct hb_err *err)
+{
+	struct hb_s3_xml *x;
+	const struct hb_s3_xml *c;
+	const char *t;
+	size_t count = 0;
+	int rc;
+
+	rc = read_root(body, n, &p->arena, &x, "ListMultipartUploadsResult",
+		       err);
+	if (rc)
+		return rc;
+	for (c = x->child; c; c = c->next)
+		count += !strcmp(c->name, "Upload");
+	p->v = hb_arena_alloc(&p->arena, (count ? count : 1) * sizeof(*p->v));
+	if (!p->v)
+		return HB_ENOMEM;
+	for (c = x->child; c; c = c->next) {
+		struct hb_s3_upload *u = &p->v[p->n];
+
+		if (strcmp(c->name, "Upload"))
+			continue;
+		u->key = hb_s3_xml_text(c, "Key");
+		u->upload_id = hb_s3_xml_text(c, "UploadId");
+		u->initiated = hb_s3_xml_text(c, "Initiated");
+		if (!u->key || !*u->key || !u->upload_id || !*u->upload_id)
+			return hb_err_set(err, HB_EPROTO, NULL, 0,
+					  "ListMultipartUploads: <Upload> %zu "
+					  "has no <Key> or <UploadId>",
+					  p->n + 1);
+		if (!u->initiated)
+			u->initiated = "";
+		p->n++;
+	}
+	t = hb_s3_xml_text(x, "IsTruncated");
+	if (t && strcmp(t, "true") && strcmp(t, "false"))
+		return hb_err_set(err, HB_EPROTO, NULL, 0,
+				  "ListMultipartUploads: <IsTruncated> is "
+				  "neither true nor false");
+	p->truncated = t && !strcmp(t, "true");
+	p->next_key = hb_s3_xml_text(x, "NextKeyMarker");
+	p->next_upload = hb_s3_xml_text(x, "NextUploadIdMarker");
+	if (p->truncated && (!p->next_key || !*p->next_key))
+		return hb_err_set(err, HB_EPROTO, NULL, 0,
+				  "ListMultipartUploads: truncated without a "
+				  "<NextKeyMarker>");
+	if (!p->next_upload)
+		p->next_upload = "";
+	return 0;
+}
+
 int hb_s3_parse_mpu_create(const char *body, size_t n, char **upload_id,
 			   struct hb_err *err)
 {

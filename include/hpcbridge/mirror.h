@@ -115,6 +115,7 @@ struct hb_mirror_stats {
 	uint64_t kept_files, kept_bytes;     /* pull: already there */
 	uint64_t bad;		/* verify: objects missing or wrong */
 	uint64_t removed_checkpoints, removed_objects; /* retention */
+	uint64_t aborted_uploads; /* retention: unfinished, past the grace */
 	uint64_t prefix_bytes;	/* retention: bytes under PREFIX after it
 				   (0 when it did not run) */
 	uint64_t elapsed_ms;

@@ -195,4 +195,29 @@ int hb_s3_mpu_complete(struct hb_s3 *s, const char *bucket, const char *key,
 int hb_s3_mpu_abort(struct hb_s3 *s, const char *bucket, const char *key,
 		    const char *upload_id, struct hb_err *err);
 
+/* An upload begun and neither completed nor aborted.  The key is as S3
+ * sent it: the caller confines it. */
+struct hb_s3_upload {
+	const char *key;
+	const char *upload_id;
+	const char *initiated; /* ISO 8601, or "" */
+};
+
+/* One page of ListMultipartUploads; everything lives in its arena. */
+struct hb_s3_uploads {
+	struct hb_s3_upload *v;
+	size_t n;
+	int truncated;
+	const char *next_key, *next_upload; /* the markers of the next page */
+	struct hb_arena arena;
+};
+
+/* Called once per upload, e borrowed for the call; non-zero stops the
+ * listing, which returns it. */
+typedef int (*hb_s3_upload_fn)(const struct hb_s3_upload *u, void *arg);
+/* Every upload in progress under prefix (NULL: all), page after page;
+ * HB_EPROTO when a page's markers do not move on. */
+int hb_s3_mpu_list(struct hb_s3 *s, const char *bucket, const char *prefix,
+		   hb_s3_upload_fn fn, void *arg, struct hb_err *err);
+
 #endif

@@ -1,6 +1,7 @@
 /*
- * fuzz_s3_xml.c - the S3 client's XML reader and its four answer parsers
- * (ListObjectsV2, Error, CreateMultipartUpload, CompleteMultipartUpload)
+ * fuzz_s3_xml.c - the S3 client's XML reader and its five answer parsers
+ * (ListObjectsV2, Error, CreateMultipartUpload, CompleteMultipartUpload,
+ * ListMultipartUploads)
  * must never crash or leak, and a tree the reader accepts must mean one
  * thing: written back out (text escaped) and read again, it is the same
  * tree, and no text or name holds a byte the reader refuses.  A broken
@@ -48,6 +49,7 @@ static int same(const struct hb_s3_xml *a, const struct hb_s3_xml *b)
 static void answers(const char *p, size_t n)
 {
 	struct hb_s3_page page = { 0 };
+	struct hb_s3_uploads ups = { 0 };
 	struct hb_err e = { 0 };
 	char code[64], msg[128], *id = NULL;
 
@@ -60,6 +62,17 @@ static void answers(const char *p, size_t n)
 			abort();
 	}
 	hb_s3_page_free(&page);
+	memset(&e, 0, sizeof(e));
+	hb_arena_init(&ups.arena, 0);
+	if (!hb_s3_parse_mpu_list(p, n, &ups, &e)) {
+		for (size_t i = 0; i < ups.n; i++)
+			if (!*ups.v[i].key || !*ups.v[i].upload_id ||
+			    !ups.v[i].initiated)
+				abort();
+		if (ups.truncated && (!ups.next_key || !*ups.next_key))
+			abort();
+	}
+	hb_arena_free(&ups.arena);
 	hb_s3_parse_error(p, n, code, sizeof(code), msg, sizeof(msg));
 	memset(&e, 0, sizeof(e));
 	if (!hb_s3_parse_mpu_create(p, n, &id, &e) && (!id || !*id))

@@ -16,6 +16,9 @@
  *                                              then "pages P")
  *   s3call delete BUCKET KEY
  *   s3call mpu BUCKET KEY FILE [PART_MIB [THREADS]]
+ *   s3call mpu-begin BUCKET KEY               (an upload left unfinished:
+ *                                              prints its id)
+ *   s3call uploads BUCKET [PREFIX]            (key TAB upload id per line)
  *
  * S3CALL_VHOST=1 asks for virtual-host addressing.  Exit status 0, or 1
  * with the error on standard error.
@@ -210,6 +213,13 @@ static int do_putfile(struct hb_s3 *s, int argc, char **argv,
 	return rc;
 }
 
+static int print_upload(const struct hb_s3_upload *u, void *arg)
+{
+	(void)arg;
+	printf("%s\t%s\n", u->key, u->upload_id);
+	return 0;
+}
+
 static int run(struct hb_s3 *s, int argc, char **argv, struct hb_err *err)
 {
 	const char *cmd = argv[1];
@@ -226,6 +236,16 @@ static int run(struct hb_s3 *s, int argc, char **argv, struct hb_err *err)
 		rc = hb_file_read(argv[4], FILE_MAX, NULL, &f, err);
 		if (!rc)
 			rc = do_putfile(s, argc, argv, &f, err);
+	} else if (!strcmp(cmd, "mpu-begin") && argc == 4) {
+		char *id = NULL;
+
+		rc = hb_s3_mpu_create(s, argv[2], argv[3], &id, err);
+		if (!rc)
+			printf("%s\n", id);
+		free(id);
+	} else if (!strcmp(cmd, "uploads") && (argc == 3 || argc == 4)) {
+		rc = hb_s3_mpu_list(s, argv[2], argc == 4 ? argv[3] : NULL,
+				    print_upload, NULL, err);
 	} else if (!strcmp(cmd, "mpu") && argc >= 5 && argc <= 7) {
 		rc = hb_file_read(argv[4], FILE_MAX, NULL, &f, err);
 		if (!rc)

@@ -298,6 +298,77 @@ static void test_error_and_mpu(void **state)
 			 HB_EPROTO);
 }
 
+/* ListMultipartUploads, in the shape of AWS's documented example. */
+static void test_mpu_list(void **state)
+{
+	static const char page[] =
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<ListMultipartUploadsResult "
+		"xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\n"
+		"  <Bucket>bucket</Bucket>\n  <KeyMarker></KeyMarker>\n"
+		"  <UploadIdMarker></UploadIdMarker>\n"
+		"  <NextKeyMarker>my-movie.m2ts</NextKeyMarker>\n"
+		"  <NextUploadIdMarker>YW55IGlkZWEgd2h5</NextUploadIdMarker>\n"
+		"  <MaxUploads>2</MaxUploads>\n"
+		"  <IsTruncated>true</IsTruncated>\n"
+		"  <Upload>\n    <Key>my-divisor</Key>\n"
+		"    <UploadId>XMgbGlrZSBlbHZpbmcncyBub3QgaGF2aW5n</UploadId>\n"
+		"    <StorageClass>STANDARD</StorageClass>\n"
+		"    <Initiated>2010-11-10T20:48:33.000Z</Initiated>\n"
+		"  </Upload>\n"
+		"  <Upload>\n    <Key>my-movie.m2ts</Key>\n"
+		"    <UploadId>YW55IGlkZWEgd2h5</UploadId>\n"
+		"  </Upload>\n"
+		"</ListMultipartUploadsResult>\n";
+	static const char last[] =
+		"<ListMultipartUploadsResult><IsTruncated>false</IsTruncated>"
+		"</ListMultipartUploadsResult>";
+	static const char *const bad[] = {
+		/* an upload without its id */
+		"<ListMultipartUploadsResult><Upload><Key>k</Key></Upload>"
+		"</ListMultipartUploadsResult>",
+		/* truncated with no marker to go on from */
+		"<ListMultipartUploadsResult><IsTruncated>true</IsTruncated>"
+		"</ListMultipartUploadsResult>",
+		"<ListMultipartUploadsResult><IsTruncated>yes</IsTruncated>"
+		"</ListMultipartUploadsResult>",
+		"<ListBucketResult></ListBucketResult>",
+	};
+	struct hb_s3_uploads p = { 0 };
+	struct hb_err e = { 0 };
+
+	(void)state;
+	hb_arena_init(&p.arena, 0);
+	assert_int_equal(hb_s3_parse_mpu_list(page, strlen(page), &p, &e), 0);
+	assert_int_equal(p.n, 2);
+	assert_string_equal(p.v[0].key, "my-divisor");
+	assert_string_equal(p.v[0].upload_id,
+			    "XMgbGlrZSBlbHZpbmcncyBub3QgaGF2aW5n");
+	assert_string_equal(p.v[0].initiated, "2010-11-10T20:48:33.000Z");
+	assert_string_equal(p.v[1].initiated, "");
+	assert_true(p.truncated);
+	assert_string_equal(p.next_key, "my-movie.m2ts");
+	assert_string_equal(p.next_upload, "YW55IGlkZWEgd2h5");
+	hb_arena_free(&p.arena);
+	memset(&p, 0, sizeof(p));
+	hb_arena_init(&p.arena, 0);
+	assert_int_equal(hb_s3_parse_mpu_list(last, strlen(last), &p, &e), 0);
+	assert_int_equal(p.n, 0);
+	assert_false(p.truncated);
+	hb_arena_free(&p.arena);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&p, 0, sizeof(p));
+		memset(&e, 0, sizeof(e));
+		hb_arena_init(&p.arena, 0);
+		assert_int_equal(hb_s3_parse_mpu_list(bad[i], strlen(bad[i]),
+						      &p, &e),
+				 HB_EPROTO);
+		assert_non_null(strstr(e.msg, i < 3 ? "ListMultipartUploads"
+						    : "ListMultipartUploadsResult"));
+		hb_arena_free(&p.arena);
+	}
+}
+
 static void test_creds_file(void **state)
 {
 	static const char file[] =
@@ -350,6 +421,7 @@ int main(void)
 		cmocka_unit_test(test_list),
 		cmocka_unit_test(test_list_refuses),
 		cmocka_unit_test(test_error_and_mpu),
+		cmocka_unit_test(test_mpu_list),
 		cmocka_unit_test(test_creds_file),
 	};
 
