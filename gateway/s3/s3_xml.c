@@ -563,6 +563,20 @@ static int list_entry(struct hb_s3_page *p, const struct hb_s3_xml *c,
 	return e->etag ? 0 : HB_ENOMEM;
 }
 
+/* A listing's <IsTruncated>: absent or "false" 0, "true" 1. */
+static int truncated(const struct hb_s3_xml *x, const char *op, int *out,
+		     struct hb_err *err)
+{
+	const char *t = hb_s3_xml_text(x, "IsTruncated");
+
+	if (t && strcmp(t, "true") && strcmp(t, "false"))
+		return hb_err_set(err, HB_EPROTO, NULL, 0,
+				  "%s: <IsTruncated> is neither true nor false",
+				  op);
+	*out = t && !strcmp(t, "true");
+	return 0;
+}
+
 int hb_s3_parse_list(const char *body, size_t n, struct hb_s3_page *p,
 		     struct hb_err *err)
 {
@@ -590,12 +604,8 @@ int hb_s3_parse_list(const char *body, size_t n, struct hb_s3_page *p,
 			return rc;
 		p->n++;
 	}
-	t = hb_s3_xml_text(x, "IsTruncated");
-	if (t && strcmp(t, "true") && strcmp(t, "false"))
-		return hb_err_set(err, HB_EPROTO, NULL, 0,
-				  "ListObjectsV2: <IsTruncated> is neither "
-				  "true nor false");
-	p->truncated = t && !strcmp(t, "true");
+	if ((rc = truncated(x, "ListObjectsV2", &p->truncated, err)))
+		return rc;
 	p->next_token = hb_s3_xml_text(x, "NextContinuationToken");
 	if (p->next_token && !*p->next_token)
 		p->next_token = NULL;
@@ -613,7 +623,6 @@ int hb_s3_parse_mpu_list(const char *body, size_t n, struct hb_s3_uploads *p,
 {
 	struct hb_s3_xml *x;
 	const struct hb_s3_xml *c;
-	const char *t;
 	size_t count = 0;
 	int rc;
 
@@ -643,12 +652,8 @@ int hb_s3_parse_mpu_list(const char *body, size_t n, struct hb_s3_uploads *p,
 			u->initiated = "";
 		p->n++;
 	}
-	t = hb_s3_xml_text(x, "IsTruncated");
-	if (t && strcmp(t, "true") && strcmp(t, "false"))
-		return hb_err_set(err, HB_EPROTO, NULL, 0,
-				  "ListMultipartUploads: <IsTruncated> is "
-				  "neither true nor false");
-	p->truncated = t && !strcmp(t, "true");
+	if ((rc = truncated(x, "ListMultipartUploads", &p->truncated, err)))
+		return rc;
 	p->next_key = hb_s3_xml_text(x, "NextKeyMarker");
 	p->next_upload = hb_s3_xml_text(x, "NextUploadIdMarker");
 	if (p->truncated && (!p->next_key || !*p->next_key))
