@@ -19,7 +19,7 @@ static const char insert_sql[] =
 	"INSERT INTO ledger (at_ms, job_id, account, \"user\", side, "
 	"\"partition\", queue, period_start_ms, period_end_ms, rate_version, "
 	"cpu_mcore_s, mem_mib_s, node_s, gpu_s, egress_bytes, amount_micros, "
-	"part, storage_byte_s) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+	"part, storage_mib_s) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
 	"?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)";
 
 /* What the reversal reads first: whether id exists, and reverses one. */
@@ -31,19 +31,19 @@ static const char reverse_sql[] =
 	"INSERT INTO ledger (at_ms, job_id, account, \"user\", side, "
 	"\"partition\", queue, period_start_ms, period_end_ms, rate_version, "
 	"cpu_mcore_s, mem_mib_s, node_s, gpu_s, egress_bytes, amount_micros, "
-	"reverses, kind, quantity, part, storage_byte_s) SELECT ?2, job_id, "
+	"reverses, kind, quantity, part, storage_mib_s) SELECT ?2, job_id, "
 	"account, \"user\", side, "
 	"\"partition\", queue, period_start_ms, period_end_ms, rate_version, "
 	"-cpu_mcore_s, -mem_mib_s, -node_s, CASE WHEN gpu_s IS NULL THEN NULL "
 	"ELSE (SELECT json_group_object(g.key, -g.value) FROM "
 	"json_each(l.gpu_s) AS g) END, -egress_bytes, -amount_micros, id, "
-	"kind, -quantity, part, -storage_byte_s FROM ledger AS l WHERE id = ?1";
+	"kind, -quantity, part, -storage_mib_s FROM ledger AS l WHERE id = ?1";
 
 static const char list_sql[] =
 	"SELECT id, at_ms, job_id, account, \"user\", side, \"partition\", "
 	"queue, period_start_ms, period_end_ms, rate_version, cpu_mcore_s, "
 	"mem_mib_s, node_s, gpu_s, egress_bytes, amount_micros, reverses, "
-	"part, storage_byte_s FROM ledger WHERE job_id = ?1 ORDER BY id";
+	"part, storage_mib_s FROM ledger WHERE job_id = ?1 ORDER BY id";
 
 static int bad(struct hb_store *st, struct hb_err *err, int code, size_t i,
 	       const char *field, const char *why)
@@ -126,7 +126,7 @@ static int check_entry(struct hb_store *st, const struct hb_ledger_entry *e,
 		return bad(st, err, HB_EINVAL, i, "period_end_ms",
 			   "before period_start_ms (or a negative start)");
 	if (e->cpu_mcore_s < 0 || e->mem_mib_s < 0 || e->node_s < 0 ||
-	    e->egress_bytes < 0 || e->storage_byte_s < 0 ||
+	    e->egress_bytes < 0 || e->storage_mib_s < 0 ||
 	    e->amount_micros < 0)
 		return bad(st, err, HB_EINVAL, i, "amounts",
 			   "negative (only a reversal is)");
@@ -188,7 +188,7 @@ static int insert_one(struct hb_store *st, sqlite3_stmt *s,
 	sqlite3_bind_int64(s, 15, e->egress_bytes);
 	sqlite3_bind_int64(s, 16, e->amount_micros);
 	bind_text(s, 17, e->part);
-	sqlite3_bind_int64(s, 18, e->storage_byte_s);
+	sqlite3_bind_int64(s, 18, e->storage_mib_s);
 	snprintf(op, sizeof(op), "ledger_append: entries[%zu]", i);
 	rc = hb_si_step(st, s, op, err);
 	if (rc < 0)
@@ -392,7 +392,7 @@ int hb_store_ledger_list(struct hb_store *st, const char *job_id,
 		e.amount_micros = sqlite3_column_int64(s, 16);
 		e.reverses = sqlite3_column_int64(s, 17);
 		e.part = col(s, 18);
-		e.storage_byte_s = sqlite3_column_int64(s, 19);
+		e.storage_mib_s = sqlite3_column_int64(s, 19);
 		if ((rc = cb(&e, arg)))
 			break;
 	}
@@ -417,7 +417,7 @@ static const char storage_set_sql[] =
 	"excluded.bytes, since_ms = excluded.since_ms";
 
 static const char storage_sum_sql[] =
-	"SELECT coalesce(sum(storage_byte_s), 0), coalesce(sum(amount_micros), "
+	"SELECT coalesce(sum(storage_mib_s), 0), coalesce(sum(amount_micros), "
 	"0) FROM ledger WHERE job_id = ?1 AND part = '" HB_LEDGER_PART_STORAGE
 	"'";
 
@@ -525,14 +525,14 @@ int hb_store_storage_charge(struct hb_store *st,
 }
 
 int hb_store_storage_charged(struct hb_store *st, const char *job_id,
-			     int64_t *byte_s, int64_t *amount_micros,
+			     int64_t *mib_s, int64_t *amount_micros,
 			     struct hb_err *err)
 {
 	static const char op[] = "storage_charged";
 	sqlite3_stmt *s;
 	int rc;
 
-	*byte_s = *amount_micros = 0;
+	*mib_s = *amount_micros = 0;
 	if (!job_id)
 		return hb_err_set(err, HB_EINVAL, hb_si_path(st), 0,
 				  "%s: job_id: required", op);
@@ -542,7 +542,7 @@ int hb_store_storage_charged(struct hb_store *st, const char *job_id,
 	sqlite3_bind_text(s, 1, job_id, -1, SQLITE_STATIC);
 	rc = hb_si_step(st, s, op, err);
 	if (rc == SQLITE_ROW) {
-		*byte_s = sqlite3_column_int64(s, 0);
+		*mib_s = sqlite3_column_int64(s, 0);
 		*amount_micros = sqlite3_column_int64(s, 1);
 		rc = 0;
 	}

@@ -268,15 +268,16 @@ static const char schema_v4[] =
 
 /*
  * Version 5 (issue 21): checkpoint storage is charged.  A ledger entry
- * carries the byte-seconds of checkpoint storage it charges (bytes kept
- * in S3 x seconds), and each checkpoint location (s3://BUCKET/PREFIX)
- * has a storage meter: the bytes it held when last measured, since when
- * they are charged, and the job (with its account, user and rate class)
+ * carries the checkpoint storage it charges in MiB-seconds (bytes kept
+ * in S3 x seconds / 2^20, rounded half up: byte-seconds would pass
+ * 2^63 in a year's report of a few TB), and each checkpoint location
+ * (s3://BUCKET/PREFIX) has a storage meter: the bytes it held when last
+ * measured, since when they are charged, and the job (with its account, user and rate class)
  * charged for them.  The location is the key, not the job: the jobs of
  * one user and directory share it, and its bytes are charged once.
  */
 static const char schema_v5[] =
-	"ALTER TABLE ledger ADD COLUMN storage_byte_s INTEGER NOT NULL "
+	"ALTER TABLE ledger ADD COLUMN storage_mib_s INTEGER NOT NULL "
 	"DEFAULT 0;"
 	"CREATE TABLE storage_meters ("
 	" url TEXT PRIMARY KEY NOT NULL,"

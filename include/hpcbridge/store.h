@@ -418,7 +418,8 @@ int hb_store_reservation(struct hb_store *st, const char *id,
  * Resource-seconds are integers: CPU in millicore-seconds (one core for
  * one second is 1000), memory in MiB-seconds, whole nodes (exclusive
  * jobs) in node-seconds, GPUs in GPU-seconds per type, egress in bytes,
- * checkpoint storage in byte-seconds.  A reversal carries them negated.
+ * checkpoint storage in MiB-seconds (bytes x seconds / 2^20, rounded half
+ * up: byte-seconds would overflow a year's sums).  A reversal carries them negated.
  */
 #define HB_LEDGER_GPU_TYPES 8 /* GPU types per entry */
 #define HB_LEDGER_TYPE_MAX 64 /* bytes in a GPU type or rate version */
@@ -448,7 +449,7 @@ struct hb_ledger_entry {
 	const char *account, *user, *partition, *queue, *rate_version;
 	int64_t period_start_ms, period_end_ms;
 	int64_t cpu_mcore_s, mem_mib_s, node_s, egress_bytes;
-	int64_t storage_byte_s; /* checkpoint bytes kept x seconds */
+	int64_t storage_mib_s; /* checkpoint storage: MiB-seconds */
 	struct hb_ledger_gpu gpu[HB_LEDGER_GPU_TYPES];
 	int n_gpu;
 	int64_t amount_micros;
@@ -523,9 +524,9 @@ int hb_store_storage_charge(struct hb_store *st,
 			    struct hb_ledger_entry *e, size_t n,
 			    struct hb_err *err);
 /* What job_id's storage entries (part HB_LEDGER_PART_STORAGE) add up to,
- * reversals included: byte-seconds and micro-units (0 and 0: none). */
+ * reversals included: MiB-seconds and micro-units (0 and 0: none). */
 int hb_store_storage_charged(struct hb_store *st, const char *job_id,
-			     int64_t *byte_s, int64_t *amount_micros,
+			     int64_t *mib_s, int64_t *amount_micros,
 			     struct hb_err *err);
 
 /* What a report groups by. */
@@ -549,7 +550,7 @@ struct hb_ledger_line {
 	int64_t jobs;  /* distinct job ids */
 	int64_t entries;
 	int64_t cpu_mcore_s, mem_mib_s, node_s, egress_bytes, amount_micros;
-	int64_t storage_byte_s; /* checkpoint storage, byte-seconds */
+	int64_t storage_mib_s; /* checkpoint storage, MiB-seconds */
 	int64_t *gpu_s;      /* per report type: gpu_s[i] is types[i]'s */
 	char *rate_versions; /* sorted, comma-separated, "" for none */
 };

@@ -483,7 +483,7 @@ static void check_v1_kept(struct hb_store *st, const char *path)
 	/* Version 5: the old row charges no storage, and no location has
 	 * a meter yet */
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM ledger WHERE id = 1 "
-				     "AND storage_byte_s = 0"),
+				     "AND storage_mib_s = 0"),
 			 1);
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM storage_meters"),
 			 0);
