@@ -306,6 +306,93 @@ out:
 	return rc;
 }
 
+/* A storage charge as the charged job's event, with what its storage
+ * has cost so far. */
+static int audit_storage(struct hb_daemon *d, const char *url,
+			 const struct hb_meter_storage_result *res,
+			 struct hb_err *err)
+{
+	int64_t mib_s = 0, so_far = 0;
+	cJSON *o;
+	int rc;
+
+	if ((rc = hb_store_storage_charged(d->st, res->job_id, &mib_s, &so_far,
+					   err)))
+		return rc;
+	if (!(o = cJSON_CreateObject()))
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	cJSON_AddStringToObject(o, "url", url);
+	cJSON_AddNumberToObject(o, "bytes", (double)res->bytes);
+	cJSON_AddNumberToObject(o, "seconds", (double)res->seconds);
+	cJSON_AddNumberToObject(o, "entries", res->entries);
+	cJSON_AddNumberToObject(o, "amount_micros",
+				(double)res->amount_micros);
+	cJSON_AddNumberToObject(o, "storage_mib_s", (double)mib_s);
+	cJSON_AddNumberToObject(o, "charged_micros", (double)so_far);
+	rc = hbd_audit(d, 0, "hpcbridged", "daemon", "ckpt_charge",
+		       res->job_id, o, err);
+	cJSON_Delete(o);
+	return rc;
+}
+
+/* m's job from job_id's row: its account, user and LocalQueue. */
+static int storage_job(struct hb_daemon *d, const char *job_id,
+		       struct hb_job_row *j, struct hb_meter_storage *m,
+		       struct hb_err *err)
+{
+	struct hb_jobspec spec;
+	struct hb_err e = { 0 };
+	int rc = hb_store_job_get(d->st, job_id, j, err);
+
+	if (rc)
+		return rc;
+	hb_jobspec_init(&spec, j->id);
+	rc = hbd_job_spec(j->id, j->jobspec, &spec, &e);
+	m->job_id = j->id;
+	m->account = j->account;
+	m->user = j->user;
+	m->queue = queue_of(&d->cfg, !rc && spec.partition ? spec.partition
+							   : j->partition);
+	hb_jobspec_free(&spec);
+	return 0;
+}
+
+int hbd_meter_storage(struct hb_daemon *d, const char *job_id,
+		      const char *url, uint64_t bytes, int64_t now_ms,
+		      struct hb_err *err)
+{
+	struct hb_meter_storage m = { .url = url,
+				      .bytes = bytes,
+				      .now_ms = now_ms };
+	struct hb_meter_storage_result res;
+	struct hb_job_row j = { 0 };
+	int rc = 0;
+
+	if (!d->card.nversions)
+		return 0; /* no card, no charge: as for jobs */
+	if (job_id && (rc = storage_job(d, job_id, &j, &m, err)))
+		goto out;
+	rc = hb_meter_storage(d->st, &d->card, &m, &res, err);
+	if (rc == HB_ESTORE || rc == HB_ENOMEM)
+		goto out;
+	if (rc) {
+		hb_log(HB_LOG_WARN, "storage of %s: %s", url, err->msg);
+		memset(err, 0, sizeof(*err));
+		rc = 0;
+		goto out;
+	}
+	if (!res.entries)
+		goto out;
+	if (d->budget_actuals && res.account[0])
+		hb_decider_spend_add(d->dc, res.account, HB_TARGET_KUBERNETES,
+				     now_ms, res.amount_micros,
+				     hb_clock_wall_ms() / 1000);
+	rc = audit_storage(d, url, &res, err);
+out:
+	hb_job_row_free(&j);
+	return rc == HB_ENOENT ? 0 : rc;
+}
+
 int hbd_proxy_record(const char *id, const char *jobspec,
 		     const struct hb_config *cfg,
 		     const struct hb_remote_status *rs, char *out,

@@ -153,6 +153,7 @@ static int charge(const struct hb_ratecard *card,
 		if (rc)
 			return rc;
 		r->more = end < now;
+		r->bytes = h->m.bytes;
 		snprintf(r->job_id, sizeof(r->job_id), "%s", h->m.job_id);
 		if (h->m.account && strlen(h->m.account) < sizeof(r->account))
 			snprintf(r->account, sizeof(r->account), "%s",

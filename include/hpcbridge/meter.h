@@ -119,6 +119,7 @@ struct hb_meter_storage_result {
 				* period, more for a long period of many
 				* bytes) */
 	int64_t seconds;       /* charged, in all */
+	int64_t bytes;	       /* ... at so many bytes (the last measure) */
 	int64_t amount_micros; /* what they cost */
 	int more;	       /* the period was longer than one call
 				* charges: the rest is charged next time */
