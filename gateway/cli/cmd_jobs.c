@@ -496,13 +496,34 @@ cJSON *hb_cli_id_request(const char *op, const char *id)
  * which checkpoint went where, and which one it resumed from (the one
  * pushed before it started on the cluster).
  */
+/* A storage charge (ckpt_charge): the period's bytes, seconds and
+ * amount, and what the job's storage has cost so far. */
+static void print_charge(const cJSON *e, const cJSON *d)
+{
+	const cJSON *a = cJSON_GetObjectItem(d, "amount_micros");
+	const cJSON *t = cJSON_GetObjectItem(d, "charged_micros");
+	char at[32], nb[32], ns[32], m1[48], m2[48];
+
+	printf("  %s  %-6s  %s  %s bytes for %s s: %s; its storage so far: "
+	       "%s\n",
+	       when(e, "at", at), "stored", str(d, "url"),
+	       num(d, "bytes", nb), num(d, "seconds", ns),
+	       cJSON_IsNumber(a) ? hb_report_fixed((int64_t)a->valuedouble,
+						   HB_REPORT_MICRO, 6, m1)
+				 : "-",
+	       cJSON_IsNumber(t) ? hb_report_fixed((int64_t)t->valuedouble,
+						   HB_REPORT_MICRO, 6, m2)
+				 : "-");
+}
+
 static void print_checkpoints(const cJSON *events)
 {
 	static const struct {
 		const char *action, *verb;
 	} kinds[] = { { "ckpt_push", "pushed" },
 		      { "ckpt_pull", "pulled" },
-		      { "ckpt_failed", "FAILED" } };
+		      { "ckpt_failed", "FAILED" },
+		      { "ckpt_charge", "stored" } };
 	const cJSON *e;
 	int head = 0;
 
@@ -518,6 +539,10 @@ static void print_checkpoints(const cJSON *events)
 			continue;
 		if (!head++)
 			printf("\ncheckpoints:\n");
+		if (!strcmp(action, "ckpt_charge")) {
+			print_charge(e, d);
+			continue;
+		}
 		printf("  %s  %-6s  %s  %s -> %s  %s files, %s bytes",
 		       when(e, "at", at), verb, str(d, "checkpoint"),
 		       str(d, "from"), str(d, "to"), num(d, "files", nf),
