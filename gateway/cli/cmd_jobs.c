@@ -496,21 +496,24 @@ cJSON *hb_cli_id_request(const char *op, const char *id)
  * which checkpoint went where, and which one it resumed from (the one
  * pushed before it started on the cluster).
  */
-/* A storage charge (ckpt_charge): the period's bytes, seconds and
- * amount, and what the job's storage has cost so far. */
-static void print_charge(const cJSON *e, const cJSON *d)
+/* The last storage charge (ckpt_charge) of n: the period's bytes,
+ * seconds and amount, and what the job's storage has cost so far.  One
+ * line for them all: a location is charged every bill_interval. */
+static void print_charge(const cJSON *e, int n)
 {
+	const cJSON *d = cJSON_GetObjectItem(e, "detail");
 	const cJSON *a = cJSON_GetObjectItem(d, "amount_micros");
 	const cJSON *t = cJSON_GetObjectItem(d, "charged_micros");
 	char at[32], nb[32], ns[32], m1[48], m2[48];
 
-	printf("  %s  %-6s  %s  %s bytes for %s s: %s; its storage so far: "
-	       "%s\n",
+	printf("  %s  %-6s  %s  %s bytes for %s s: %s (charges: %d, in "
+	       "all: %s)\n",
 	       when(e, "at", at), "stored", str(d, "url"),
 	       num(d, "bytes", nb), num(d, "seconds", ns),
 	       cJSON_IsNumber(a) ? hb_report_fixed((int64_t)a->valuedouble,
 						   HB_REPORT_MICRO, 6, m1)
 				 : "-",
+	       n,
 	       cJSON_IsNumber(t) ? hb_report_fixed((int64_t)t->valuedouble,
 						   HB_REPORT_MICRO, 6, m2)
 				 : "-");
@@ -522,16 +525,20 @@ static void print_checkpoints(const cJSON *events)
 		const char *action, *verb;
 	} kinds[] = { { "ckpt_push", "pushed" },
 		      { "ckpt_pull", "pulled" },
-		      { "ckpt_failed", "FAILED" },
-		      { "ckpt_charge", "stored" } };
-	const cJSON *e;
-	int head = 0;
+		      { "ckpt_failed", "FAILED" } };
+	const cJSON *e, *charge = NULL;
+	int head = 0, ncharges = 0;
 
 	cJSON_ArrayForEach (e, events) {
 		const cJSON *d = cJSON_GetObjectItem(e, "detail");
 		const char *action = str(e, "action"), *verb = NULL;
 		char at[32], nf[32], nb[32];
 
+		if (!strcmp(action, "ckpt_charge")) {
+			charge = e;
+			ncharges++;
+			continue;
+		}
 		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 			if (!strcmp(action, kinds[i].action))
 				verb = kinds[i].verb;
@@ -539,10 +546,6 @@ static void print_checkpoints(const cJSON *events)
 			continue;
 		if (!head++)
 			printf("\ncheckpoints:\n");
-		if (!strcmp(action, "ckpt_charge")) {
-			print_charge(e, d);
-			continue;
-		}
 		printf("  %s  %-6s  %s  %s -> %s  %s files, %s bytes",
 		       when(e, "at", at), verb, str(d, "checkpoint"),
 		       str(d, "from"), str(d, "to"), num(d, "files", nf),
@@ -555,6 +558,11 @@ static void print_checkpoints(const cJSON *events)
 		if (cJSON_IsString(cJSON_GetObjectItem(d, "error")))
 			printf("; %s", str(d, "error"));
 		printf("\n");
+	}
+	if (charge) {
+		if (!head++)
+			printf("\ncheckpoints:\n");
+		print_charge(charge, ncharges);
 	}
 }
 

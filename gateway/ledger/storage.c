@@ -10,6 +10,7 @@
 
 #include "hpcbridge/meter.h"
 #include "hpcbridge/store.h"
+#include "gateway/ledger/meter_int.h"
 
 /* A meter as stored, its strings copied (the listing's are borrowed). */
 struct held_meter {
@@ -192,34 +193,19 @@ int hb_meter_storage(struct hb_store *st, const struct hb_ratecard *card,
 	if (m->bytes > INT64_MAX || m->now_ms < 0)
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "%s: bytes or time out of range", m->url);
-	/* a transaction of its own, unless the caller holds one */
-	rc = hb_store_begin(st, err);
-	if (rc == HB_ESTATE)
-		memset(err, 0, sizeof(*err));
-	else if (rc)
+	if ((rc = hb_meter_txn_begin(st, &own, err)))
 		return rc;
-	else
-		own = 1;
 	rc = hb_store_storage_list(st, m->url, 0, hold_meter, &h, err);
 	if (!rc && !h.found && !m->job_id)
 		rc = hb_err_set(err, HB_EINVAL, NULL, 0,
 				"%s: measured for the first time: job_id "
 				"required",
 				m->url);
-	if (!rc && (rc = charge(card, m, &h, e, &n, &next, &r, err))) {
-		char why[sizeof(err->msg)];
-
-		snprintf(why, sizeof(why), "%s",
-			 err->msg[0] ? err->msg : hb_strerror(rc));
-		memset(err, 0, sizeof(*err));
-		hb_err_set(err, rc, NULL, 0, "%s: %s", m->url, why);
-	}
+	if (!rc && (rc = charge(card, m, &h, e, &n, &next, &r, err)))
+		hb_meter_err_named(err, rc, m->url);
 	if (!rc)
 		rc = hb_store_storage_charge(st, &next, e, n, err);
-	if (own && !rc)
-		rc = hb_store_commit(st, err);
-	else if (own)
-		hb_store_rollback(st);
+	rc = hb_meter_txn_end(st, own, rc, err);
 	r.entries = rc ? 0 : n;
 	if (!rc && res)
 		*res = r;

@@ -11,8 +11,9 @@
 #   * storage entries (part ckpt, side kubernetes, the job's account)
 #     keep coming every bill_interval, after the job has ended too, each
 #     priced to the micro-unit as bytes x seconds x the card's rate;
-#   * `hpcbridge status` lists the charges and what the storage has cost
-#     so far; `hpcbridge report` sums the entries' MiB-seconds;
+#   * `hpcbridge status` shows the last charge, how many there were and
+#     what the storage has cost in all; `hpcbridge report` sums the
+#     entries' MiB-seconds;
 #   * once the location's keys are deleted, one last period is charged
 #     and then nothing more.
 #
@@ -136,7 +137,7 @@ fi
 
 # 3. status and report
 status=$("$hb" status "$g" 2>&1 || true)
-grep -q "stored  $url  $bytes bytes for [0-9]* s: [0-9.]*; its storage so far: [0-9.]*" <<<"$status" &&
+grep -q "stored  $url  $bytes bytes for [0-9]* s: [0-9.]* (charges: [0-9]*, in all: [0-9.]*)" <<<"$status" &&
 	ok "status lists the storage charges" || bad "status: $status"
 "$hb" report --state "$db" --by account --format json >"$tmp/rep.json"
 want=$(q "SELECT sum(storage_mib_s) FROM ledger WHERE account = 'chemistry'")
