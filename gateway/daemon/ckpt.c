@@ -396,12 +396,20 @@ static void bill_done(struct hb_task *ht)
 		       "checkpoint storage: %zu of %zu locations not measured "
 		       "(charged at the next measurement): %s",
 		       b->failed, b->n, b->err.msg);
+	/* the charges join the iteration's batch: one commit for them all,
+	 * not one per location on the loop */
+	if (hbd_txn(d, &err)) {
+		hb_log(HB_LOG_WARN, "checkpoint storage: %s", err.msg);
+		bill_free(b);
+		return;
+	}
 	for (size_t i = 0; i < b->n; i++) {
 		if (!b->at_ms[i])
 			continue;
 		if (hbd_meter_storage(d, NULL, b->urls[i], b->bytes[i],
 				      b->at_ms[i], &err)) {
-			hb_log(HB_LOG_WARN, "checkpoint storage: %s", err.msg);
+			hb_log(HB_LOG_ERROR, "checkpoint storage: %s", err.msg);
+			hbd_batch_abort(d, &err);
 			break;
 		}
 	}
