@@ -429,7 +429,7 @@ static const struct setting table[] = {
      .help = "Seconds between the daemon's measurements of the bytes S3 "
 	     "holds at each checkpoint location it charges storage for; "
 	     "each charges the time since the last one (with a rate card); "
-	     "0: only after pushes and retention."},
+	     "0: only after pushes and pulls."},
     {.path = "translation.max_array_jobs",
      .type = HB_CFG_UINT,
      .off = F(k8s.max_array_jobs),

@@ -16,10 +16,10 @@
  * (hbd_ckpt_audit()), which `hpcbridge status` shows.
  *
  * With a rate card, what S3 holds at the location is charged as storage
- * (hbd_meter_storage()): measured after each push and each retention,
- * and every checkpoints.bill_interval for every location that held bytes
- * (hbd_ckpt_bill()), so that storage is charged for as long as S3 keeps
- * it, the job over or not.
+ * (hbd_meter_storage()): measured after each push and pull (retention's
+ * count, or a listing), and every checkpoints.bill_interval for every
+ * location that held bytes (hbd_ckpt_bill()), so that storage is
+ * charged for as long as S3 keeps it, the job over or not.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,8 +84,9 @@ static int open_by_agent(void *ctx, const struct hb_ckpt_file *f,
 	return hb_mirror_agent_open(ctx, f->path, f->size, err);
 }
 
-/* After a push, with a rate card: what S3 holds at the location now,
- * for its storage charge.  A failure is a warning: the push stands. */
+/* After a push or a pull, with a rate card: what S3 holds at the
+ * location now, for its storage charge (retention measures it too).  A
+ * failure is a warning: the push or pull stands. */
 static void measure(const struct hb_config *cfg, struct hb_s3 *s3,
 		    struct hbd_ckpt *r)
 {
@@ -230,6 +231,9 @@ int hbd_ckpt_pull(const struct hb_config *cfg, const char *job, uid_t uid,
 	r->moved_bytes = ms.fetched_bytes;
 	if (!rc && cfg->k8s.ckpt_keep)
 		retain(cfg, s3, r);
+	/* what the pods pushed is measured with or without retention */
+	if (!rc && !r->measured)
+		measure(cfg, s3, r);
 out:
 	finish(r, r->event[0] ? r->event : "ckpt_pull", rc, err);
 	hb_ckpt_manifest_free(m);

@@ -128,7 +128,7 @@ struct hb_k8s_opts {
 	uint32_t ckpt_interval;
 	/* Seconds between the daemon's measurements of what each checkpoint
 	 * location holds, for its storage charge; 0: only after pushes and
-	 * retention. */
+	 * pulls. */
 	uint32_t ckpt_bill_interval;
 };
 
