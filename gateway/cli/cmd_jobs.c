@@ -496,49 +496,39 @@ cJSON *hb_cli_id_request(const char *op, const char *id)
  * which checkpoint went where, and which one it resumed from (the one
  * pushed before it started on the cluster).
  */
-/* The last storage charge (ckpt_charge) of n: the period's bytes,
- * seconds and amount, and what the job's storage has cost so far.  One
- * line for them all: a location is charged every bill_interval. */
-static void print_charge(const cJSON *e, int n)
+/* What the job's checkpoint storage has been charged so far (the
+ * status reply's "storage": MiB-seconds and micro-units). */
+static void print_storage(const cJSON *st)
 {
-	const cJSON *d = cJSON_GetObjectItem(e, "detail");
-	const cJSON *a = cJSON_GetObjectItem(d, "amount_micros");
-	const cJSON *t = cJSON_GetObjectItem(d, "charged_micros");
-	char at[32], nb[32], ns[32], m1[48], m2[48];
+	const cJSON *m = cJSON_GetObjectItem(st, "mib_s");
+	const cJSON *a = cJSON_GetObjectItem(st, "amount_micros");
+	char g[48], c[48];
 
-	printf("  %s  %-6s  %s  %s bytes for %s s: %s (charges: %d, in "
-	       "all: %s)\n",
-	       when(e, "at", at), "stored", str(d, "url"),
-	       num(d, "bytes", nb), num(d, "seconds", ns),
-	       cJSON_IsNumber(a) ? hb_report_fixed((int64_t)a->valuedouble,
-						   HB_REPORT_MICRO, 6, m1)
-				 : "-",
-	       n,
-	       cJSON_IsNumber(t) ? hb_report_fixed((int64_t)t->valuedouble,
-						   HB_REPORT_MICRO, 6, m2)
-				 : "-");
+	if (!cJSON_IsNumber(m) || !cJSON_IsNumber(a))
+		return;
+	printf("  storage in S3: %s GB-months, charged %s so far\n",
+	       HB_REPORT_GB_MONTHS((int64_t)m->valuedouble, 6, g),
+	       hb_report_fixed((int64_t)a->valuedouble, HB_REPORT_MICRO, 6,
+			       c));
 }
 
-static void print_checkpoints(const cJSON *events)
+static void print_checkpoints(const cJSON *job)
 {
+	const cJSON *events = cJSON_GetObjectItem(job, "events");
+	const cJSON *storage = cJSON_GetObjectItem(job, "storage");
 	static const struct {
 		const char *action, *verb;
 	} kinds[] = { { "ckpt_push", "pushed" },
 		      { "ckpt_pull", "pulled" },
 		      { "ckpt_failed", "FAILED" } };
-	const cJSON *e, *charge = NULL;
-	int head = 0, ncharges = 0;
+	const cJSON *e;
+	int head = 0;
 
 	cJSON_ArrayForEach (e, events) {
 		const cJSON *d = cJSON_GetObjectItem(e, "detail");
 		const char *action = str(e, "action"), *verb = NULL;
 		char at[32], nf[32], nb[32];
 
-		if (!strcmp(action, "ckpt_charge")) {
-			charge = e;
-			ncharges++;
-			continue;
-		}
 		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 			if (!strcmp(action, kinds[i].action))
 				verb = kinds[i].verb;
@@ -559,10 +549,10 @@ static void print_checkpoints(const cJSON *events)
 			printf("; %s", str(d, "error"));
 		printf("\n");
 	}
-	if (charge) {
+	if (storage) {
 		if (!head++)
 			printf("\ncheckpoints:\n");
-		print_charge(charge, ncharges);
+		print_storage(storage);
 	}
 }
 
@@ -612,7 +602,7 @@ int hb_cmd_status(int argc, char **argv)
 			p += n + (nl != NULL);
 		}
 	}
-	print_checkpoints(cJSON_GetObjectItem(job, "events"));
+	print_checkpoints(job);
 	if (cJSON_GetArraySize(cJSON_GetObjectItem(job, "events")) > 0)
 		printf("\nevents:\n");
 	cJSON_ArrayForEach (e, cJSON_GetObjectItem(job, "events")) {

@@ -538,12 +538,16 @@ int hbd_meter_twin(struct hb_daemon *d, const struct hb_job_row *j,
 		   const cJSON *twin, struct hb_err *err);
 /* On the loop: what S3 holds at url now (bytes, measured at now_ms)
  * charged as checkpoint storage (meter.h hb_meter_storage()), to job_id
- * from now on (NULL: the job the location's meter names); the charge is
- * audited as the charged job's ckpt_charge event.  Nothing without a
- * rate card.  0, or a store error. */
+ * from now on (NULL: the job the location's meter names), and counted
+ * in its account's budget.  Nothing without a rate card.  0, or a store
+ * error. */
 int hbd_meter_storage(struct hb_daemon *d, const char *job_id,
 		      const char *url, uint64_t bytes, int64_t now_ms,
 		      struct hb_err *err);
+/* The status reply's "storage" of job id: {mib_s, amount_micros}, what
+ * its checkpoint storage has been charged so far; nothing when none. */
+int hbd_storage_status(struct hb_daemon *d, const char *id, cJSON *job,
+		       struct hb_err *err);
 /*
  * On a worker: what a burst job ran remotely, for its proxy's admin
  * comment (sacct's AdminComment), after the tag and what the job asked:

@@ -306,33 +306,22 @@ out:
 	return rc;
 }
 
-/* A storage charge as the charged job's event, with what its storage
- * has cost so far. */
-static int audit_storage(struct hb_daemon *d, const char *url,
-			 const struct hb_meter_storage_result *res,
-			 struct hb_err *err)
+/* What job id's checkpoint storage has been charged so far, as the
+ * status reply's "storage" (none when nothing was). */
+int hbd_storage_status(struct hb_daemon *d, const char *id, cJSON *job,
+		       struct hb_err *err)
 {
-	int64_t mib_s = 0, so_far = 0;
+	int64_t mib_s = 0, micros = 0;
 	cJSON *o;
-	int rc;
+	int rc = hb_store_storage_charged(d->st, id, &mib_s, &micros, err);
 
-	if ((rc = hb_store_storage_charged(d->st, res->job_id, &mib_s, &so_far,
-					   err)))
+	if (rc || (!mib_s && !micros))
 		return rc;
-	if (!(o = cJSON_CreateObject()))
+	if (!(o = cJSON_AddObjectToObject(job, "storage")) ||
+	    !cJSON_AddNumberToObject(o, "mib_s", (double)mib_s) ||
+	    !cJSON_AddNumberToObject(o, "amount_micros", (double)micros))
 		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
-	cJSON_AddStringToObject(o, "url", url);
-	cJSON_AddNumberToObject(o, "bytes", (double)res->bytes);
-	cJSON_AddNumberToObject(o, "seconds", (double)res->seconds);
-	cJSON_AddNumberToObject(o, "entries", res->entries);
-	cJSON_AddNumberToObject(o, "amount_micros",
-				(double)res->amount_micros);
-	cJSON_AddNumberToObject(o, "storage_mib_s", (double)mib_s);
-	cJSON_AddNumberToObject(o, "charged_micros", (double)so_far);
-	rc = hbd_audit(d, 0, "hpcbridged", "daemon", "ckpt_charge",
-		       res->job_id, o, err);
-	cJSON_Delete(o);
-	return rc;
+	return 0;
 }
 
 /* m's job from job_id's row: its account, user and LocalQueue. */
@@ -381,13 +370,11 @@ int hbd_meter_storage(struct hb_daemon *d, const char *job_id,
 		rc = 0;
 		goto out;
 	}
-	if (!res.entries)
-		goto out;
-	if (d->budget_actuals && res.account[0])
+	/* the entries are the record: no event each bill_interval */
+	if (res.entries && d->budget_actuals && res.account[0])
 		hb_decider_spend_add(d->dc, res.account, HB_TARGET_KUBERNETES,
 				     now_ms, res.amount_micros,
 				     hb_clock_wall_ms() / 1000);
-	rc = audit_storage(d, url, &res, err);
 out:
 	hb_job_row_free(&j);
 	return rc == HB_ENOENT ? 0 : rc;

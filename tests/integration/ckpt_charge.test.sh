@@ -11,9 +11,9 @@
 #   * storage entries (part ckpt, side kubernetes, the job's account)
 #     keep coming every bill_interval, after the job has ended too, each
 #     priced to the micro-unit as bytes x seconds x the card's rate;
-#   * `hpcbridge status` shows the last charge, how many there were and
-#     what the storage has cost in all; `hpcbridge report` sums the
-#     entries' MiB-seconds;
+#   * `hpcbridge status` shows what the storage has been charged so far
+#     (its JSON the ledger's sum); `hpcbridge report` sums the entries'
+#     MiB-seconds;
 #   * once the location's keys are deleted, one last period is charged
 #     and then nothing more.
 #
@@ -137,8 +137,16 @@ fi
 
 # 3. status and report
 status=$("$hb" status "$g" 2>&1 || true)
-grep -q "stored  $url  $bytes bytes for [0-9]* s: [0-9.]* (charges: [0-9]*, in all: [0-9.]*)" <<<"$status" &&
-	ok "status lists the storage charges" || bad "status: $status"
+grep -q "^  storage in S3: [0-9]*\.[0-9]\{6\} GB-months, charged [0-9]*\.[0-9]\{6\} so far\$" <<<"$status" &&
+	ok "status: what the storage has been charged so far" ||
+	bad "status: $status"
+# the reply's figures: no more than the ledger holds a moment later
+"$hb" status --json "$g" >"$tmp/status.json" 2>&1 || true
+sm=$(jq -r '.job.storage.amount_micros' "$tmp/status.json")
+lm=$(q "SELECT sum(amount_micros) FROM ledger WHERE job_id = '$g' AND part = 'ckpt'")
+[ "$sm" != null ] && [ "$sm" -gt 0 ] && [ "$sm" -le "$lm" ] &&
+	ok "status --json: storage.amount_micros $sm (the ledger: $lm)" ||
+	bad "status --json storage: $sm, the ledger $lm: $(cat "$tmp/status.json")"
 "$hb" report --state "$db" --by account --format json >"$tmp/rep.json"
 want=$(q "SELECT sum(storage_mib_s) FROM ledger WHERE account = 'chemistry'")
 got=$(jq -r '.lines[] | select(.key == "chemistry") | .storage_mib_s' "$tmp/rep.json")
