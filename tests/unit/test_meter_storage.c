@@ -223,6 +223,7 @@ static void test_charges_interval_at_old_bytes(void **state)
 		   &res);
 	assert_int_equal(res.entries, 1);
 	assert_int_equal(res.seconds, 3600);
+	assert_int_equal(res.bytes, 100 * GB);
 	/* 100 GB x 1 h at 0.02 a GB-month of 720 h: 2777.78 -> 2778 */
 	assert_int_equal(res.amount_micros, 2778);
 	assert_int_equal(res.amount_micros,
