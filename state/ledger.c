@@ -126,8 +126,7 @@ static int check_entry(struct hb_store *st, const struct hb_ledger_entry *e,
 		return bad(st, err, HB_EINVAL, i, "period_end_ms",
 			   "before period_start_ms (or a negative start)");
 	if (e->cpu_mcore_s < 0 || e->mem_mib_s < 0 || e->node_s < 0 ||
-	    e->egress_bytes < 0 || e->storage_mib_s < 0 ||
-	    e->amount_micros < 0)
+	    e->egress_bytes < 0 || e->storage_mib_s < 0 || e->amount_micros < 0)
 		return bad(st, err, HB_EINVAL, i, "amounts",
 			   "negative (only a reversal is)");
 	if (e->reverses)
@@ -411,8 +410,8 @@ static const char storage_list_sql[] =
 
 static const char storage_set_sql[] =
 	"INSERT INTO storage_meters (url, job_id, account, \"user\", queue, "
-	"bytes, since_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (url) "
-	"DO UPDATE SET job_id = excluded.job_id, account = excluded.account, "
+	"bytes, since_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+	"ON CONFLICT (url) DO UPDATE SET job_id = excluded.job_id, account = excluded.account, "
 	"\"user\" = excluded.\"user\", queue = excluded.queue, bytes = "
 	"excluded.bytes, since_ms = excluded.since_ms";
 
@@ -454,8 +453,8 @@ int hb_store_storage_list(struct hb_store *st, const char *url, int held,
 static int check_meter(struct hb_store *st, const struct hb_storage_meter *m,
 		       struct hb_err *err)
 {
-	const char *const strs[] = { m->url,	 m->job_id, m->account,
-				     m->user, m->queue };
+	const char *const strs[] = { m->url, m->job_id, m->account, m->user,
+				     m->queue };
 	static const char *const names[] = { "url", "job_id", "account", "user",
 					     "queue" };
 

@@ -508,8 +508,7 @@ static void print_storage(const cJSON *st)
 		return;
 	printf("  storage in S3: %s GB-months, charged %s so far\n",
 	       HB_REPORT_GB_MONTHS((int64_t)m->valuedouble, 6, g),
-	       hb_report_fixed((int64_t)a->valuedouble, HB_REPORT_MICRO, 6,
-			       c));
+	       hb_report_fixed((int64_t)a->valuedouble, HB_REPORT_MICRO, 6, c));
 }
 
 static void print_checkpoints(const cJSON *job)

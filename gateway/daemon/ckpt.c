@@ -328,7 +328,7 @@ struct bill_task {
 	char **urls;
 	size_t n, cap;
 	uint64_t *bytes;
-	int64_t *at_ms; /* when each was measured; 0: it failed */
+	int64_t *at_ms;	   /* when each was measured; 0: it failed */
 	struct hb_err err; /* the first failure */
 	size_t failed;
 };
@@ -377,8 +377,7 @@ static void bill_run(struct hb_task *ht)
 	}
 	for (size_t i = 0; i < b->n; i++) {
 		memset(&err, 0, sizeof(err));
-		if (hb_mirror_usage(s3, b->urls[i], &b->bytes[i], NULL,
-				    &err)) {
+		if (hb_mirror_usage(s3, b->urls[i], &b->bytes[i], NULL, &err)) {
 			if (!b->failed++)
 				b->err = err;
 			continue;
@@ -444,8 +443,8 @@ void hbd_ckpt_bill(struct hb_daemon *d, int64_t now)
 	b->endpoint = d->cfg.k8s.ckpt_endpoint
 			      ? strdup(d->cfg.k8s.ckpt_endpoint)
 			      : NULL;
-	b->region = d->cfg.k8s.ckpt_region ? strdup(d->cfg.k8s.ckpt_region)
-					   : NULL;
+	b->region =
+		d->cfg.k8s.ckpt_region ? strdup(d->cfg.k8s.ckpt_region) : NULL;
 	if (!b->n || !b->bytes || !b->at_ms ||
 	    (d->cfg.k8s.ckpt_endpoint && !b->endpoint) ||
 	    (d->cfg.k8s.ckpt_region && !b->region)) {

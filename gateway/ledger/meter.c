@@ -308,8 +308,7 @@ int hb_meter_txn_begin(struct hb_store *st, int *own, struct hb_err *err)
 	return rc;
 }
 
-int hb_meter_txn_end(struct hb_store *st, int own, int rc,
-		     struct hb_err *err)
+int hb_meter_txn_end(struct hb_store *st, int own, int rc, struct hb_err *err)
 {
 	if (own && !rc)
 		return hb_store_commit(st, err);

@@ -15,8 +15,7 @@ struct hb_store;
 int hb_meter_txn_begin(struct hb_store *st, int *own, struct hb_err *err);
 /* End what hb_meter_txn_begin() began: commit when rc is 0, else roll
  * back.  Returns rc, or the commit's error. */
-int hb_meter_txn_end(struct hb_store *st, int own, int rc,
-		     struct hb_err *err);
+int hb_meter_txn_end(struct hb_store *st, int own, int rc, struct hb_err *err);
 /* err's message as "WHAT: message" (the code's text when it has none);
  * returns rc. */
 int hb_meter_err_named(struct hb_err *err, int rc, const char *what);

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gateway/ledger/meter_int.h"
 #include "hpcbridge/meter.h"
 #include "hpcbridge/store.h"
-#include "gateway/ledger/meter_int.h"
 
 /* A meter as stored, its strings copied (the listing's are borrowed). */
 struct held_meter {
@@ -52,9 +52,8 @@ static int piece(const struct hb_ratecard *card,
 	const char *version = NULL;
 	int64_t amount;
 	int rc = hb_rate_price_storage(card, HB_RATE_KUBE, h->queue, t,
-				       (uint64_t)h->bytes,
-				       (uint64_t)(stop - t), &amount, &version,
-				       err);
+				       (uint64_t)h->bytes, (uint64_t)(stop - t),
+				       &amount, &version, err);
 
 	if (rc)
 		return rc;

@@ -64,7 +64,8 @@ static int meter(char **argv, int argc, struct hb_err *err)
 	if (!rc)
 		rc = hb_meter_storage(st, &card, &m, &res, err);
 	if (!rc)
-		printf("bytes %llu entries %u seconds %lld amount %lld job %s\n",
+		printf("bytes %llu entries %u seconds %lld amount %lld job "
+		       "%s\n",
 		       (unsigned long long)m.bytes, res.entries,
 		       (long long)res.seconds, (long long)res.amount_micros,
 		       res.job_id[0] ? res.job_id : "-");

@@ -176,8 +176,7 @@ static struct seen entries(struct fx *fx, const char *job)
 	struct seen s = { 0 };
 	struct hb_err err = { 0 };
 
-	assert_int_equal(hb_store_ledger_list(fx->t.st, job, seen_cb, &s,
-					      &err),
+	assert_int_equal(hb_store_ledger_list(fx->t.st, job, seen_cb, &s, &err),
 			 0);
 	return s;
 }
@@ -208,8 +207,7 @@ static void test_charges_interval_at_old_bytes(void **state)
 	struct meter_copy c;
 	struct seen s;
 
-	measure_ok(fx, fx->a, "physics", NULL, 100 * GB, t0 * 1000 + 500,
-		   &res);
+	measure_ok(fx, fx->a, "physics", NULL, 100 * GB, t0 * 1000 + 500, &res);
 	assert_int_equal(res.entries, 0);
 	assert_int_equal(entries(fx, fx->a).n, 0);
 	c = meter(fx, 0);
@@ -266,14 +264,14 @@ static void test_charges_interval_at_old_bytes(void **state)
 	assert_int_equal(s.last.period_start_ms, (t0 + 20000) * 1000);
 
 	/* what status shows: the job's storage entries added up */
-	assert_int_equal(hb_store_storage_charged(fx->t.st, fx->a, &mib,
-						  &amount, &err),
-			 0);
+	assert_int_equal(
+		hb_store_storage_charged(fx->t.st, fx->a, &mib, &amount, &err),
+		0);
 	assert_int_equal(amount, s.amount);
 	assert_int_equal(mib, s.mib_s);
-	assert_int_equal(hb_store_storage_charged(fx->t.st, fx->b, &mib,
-						  &amount, &err),
-			 0);
+	assert_int_equal(
+		hb_store_storage_charged(fx->t.st, fx->b, &mib, &amount, &err),
+		0);
 	assert_int_equal(amount, 0);
 }
 
@@ -305,13 +303,11 @@ static void test_rate_changes(void **state)
 	assert_int_equal(s.last.period_start_ms, JULY * 1000);
 
 	/* to an hour into October: v2 up to October 1st, v3 nothing */
-	measure_ok(fx, NULL, NULL, NULL, 3 * GB, (OCTOBER + 3600) * 1000,
-		   &res);
+	measure_ok(fx, NULL, NULL, NULL, 3 * GB, (OCTOBER + 3600) * 1000, &res);
 	assert_int_equal(res.entries, 1);
 	assert_int_equal(res.seconds, OCTOBER - JULY - 1800);
-	assert_int_equal(res.amount_micros,
-			 price(fx, NULL, JULY + 1800, 3 * GB,
-			       OCTOBER - JULY - 1800));
+	assert_int_equal(res.amount_micros, price(fx, NULL, JULY + 1800, 3 * GB,
+						  OCTOBER - JULY - 1800));
 	c = meter(fx, 1);
 	assert_int_equal(c.since_ms, (OCTOBER + 3600) * 1000);
 	assert_string_equal(c.queue, "fast");
@@ -385,9 +381,9 @@ static void test_errors_and_clock(void **state)
 	struct hb_err err = { 0 };
 	int64_t t0 = JUNE;
 
-	assert_int_equal(measure(fx, NULL, NULL, NULL, GB, t0 * 1000, &res,
-				 &err),
-			 HB_EINVAL);
+	assert_int_equal(
+		measure(fx, NULL, NULL, NULL, GB, t0 * 1000, &res, &err),
+		HB_EINVAL);
 	assert_non_null(strstr(err.msg, "job_id required"));
 	assert_int_equal(meter(fx, 0).found, 0);
 	measure_ok(fx, fx->a, "physics", NULL, GB, t0 * 1000, &res);
@@ -405,8 +401,7 @@ static void test_before_first_version(void **state)
 	const int64_t jan1 = 1767225600; /* 2026-01-01T00:00:00Z */
 	struct seen s;
 
-	measure_ok(fx, fx->a, "physics", NULL, GB, (jan1 - 1800) * 1000,
-		   &res);
+	measure_ok(fx, fx->a, "physics", NULL, GB, (jan1 - 1800) * 1000, &res);
 	measure_ok(fx, NULL, NULL, NULL, GB, (jan1 + 1800) * 1000, &res);
 	assert_int_equal(res.entries, 1);
 	assert_int_equal(res.seconds, 1800);
@@ -431,8 +426,8 @@ static void test_report_sums_storage(void **state)
 	a = entries(fx, fx->a).mib_s;
 	b = entries(fx, fx->b).mib_s;
 	assert_true(a > 0 && b > 0);
-	assert_int_equal(hb_store_report(fx->t.st, HB_BY_ACCOUNT, 0,
-					 INT64_MAX, &r, &err),
+	assert_int_equal(hb_store_report(fx->t.st, HB_BY_ACCOUNT, 0, INT64_MAX,
+					 &r, &err),
 			 0);
 	assert_int_equal(r->n_lines, 2);
 	assert_string_equal(r->lines[0].key, "chemistry");
@@ -456,9 +451,8 @@ static void test_reversal_negates(void **state)
 	measure_ok(fx, fx->a, "physics", NULL, 5 * GB, JUNE * 1000, &res);
 	measure_ok(fx, NULL, NULL, NULL, 5 * GB, (JUNE + 60) * 1000, &res);
 	s = entries(fx, fx->a);
-	assert_int_equal(hb_store_ledger_reverse(fx->t.st, s.last.id, NULL,
-						 &err),
-			 0);
+	assert_int_equal(
+		hb_store_ledger_reverse(fx->t.st, s.last.id, NULL, &err), 0);
 	s = entries(fx, fx->a);
 	assert_int_equal(s.n, 2);
 	assert_int_equal(s.mib_s, 0);
