@@ -411,9 +411,10 @@ static const char storage_list_sql[] =
 static const char storage_set_sql[] =
 	"INSERT INTO storage_meters (url, job_id, account, \"user\", queue, "
 	"bytes, since_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
-	"ON CONFLICT (url) DO UPDATE SET job_id = excluded.job_id, account = excluded.account, "
-	"\"user\" = excluded.\"user\", queue = excluded.queue, bytes = "
-	"excluded.bytes, since_ms = excluded.since_ms";
+	"ON CONFLICT (url) DO UPDATE SET job_id = excluded.job_id, "
+	"account = excluded.account, \"user\" = excluded.\"user\", "
+	"queue = excluded.queue, bytes = excluded.bytes, "
+	"since_ms = excluded.since_ms";
 
 static const char storage_sum_sql[] =
 	"SELECT coalesce(sum(storage_mib_s), 0), coalesce(sum(amount_micros), "
