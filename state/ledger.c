@@ -1,5 +1,6 @@
 /*
- * ledger.c - the cost ledger: batched appends, reversals, a job's entries.
+ * ledger.c - the cost ledger: batched appends, reversals, a job's
+ * entries; and the checkpoint storage meters, whose charges are entries.
  *
  * The table is append-only (triggers refuse UPDATE, DELETE and REPLACE; a
  * unique index refuses a second reversal of one entry).  Entries are
@@ -18,8 +19,8 @@ static const char insert_sql[] =
 	"INSERT INTO ledger (at_ms, job_id, account, \"user\", side, "
 	"\"partition\", queue, period_start_ms, period_end_ms, rate_version, "
 	"cpu_mcore_s, mem_mib_s, node_s, gpu_s, egress_bytes, amount_micros, "
-	"part) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-	"?14, ?15, ?16, ?17)";
+	"part, storage_mib_s) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+	"?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)";
 
 /* What the reversal reads first: whether id exists, and reverses one. */
 static const char target_sql[] = "SELECT reverses FROM ledger WHERE id = ?1";
@@ -30,19 +31,19 @@ static const char reverse_sql[] =
 	"INSERT INTO ledger (at_ms, job_id, account, \"user\", side, "
 	"\"partition\", queue, period_start_ms, period_end_ms, rate_version, "
 	"cpu_mcore_s, mem_mib_s, node_s, gpu_s, egress_bytes, amount_micros, "
-	"reverses, kind, quantity, part) SELECT ?2, job_id, account, \"user\", "
-	"side, "
+	"reverses, kind, quantity, part, storage_mib_s) SELECT ?2, job_id, "
+	"account, \"user\", side, "
 	"\"partition\", queue, period_start_ms, period_end_ms, rate_version, "
 	"-cpu_mcore_s, -mem_mib_s, -node_s, CASE WHEN gpu_s IS NULL THEN NULL "
 	"ELSE (SELECT json_group_object(g.key, -g.value) FROM "
 	"json_each(l.gpu_s) AS g) END, -egress_bytes, -amount_micros, id, "
-	"kind, -quantity, part FROM ledger AS l WHERE id = ?1";
+	"kind, -quantity, part, -storage_mib_s FROM ledger AS l WHERE id = ?1";
 
 static const char list_sql[] =
 	"SELECT id, at_ms, job_id, account, \"user\", side, \"partition\", "
 	"queue, period_start_ms, period_end_ms, rate_version, cpu_mcore_s, "
 	"mem_mib_s, node_s, gpu_s, egress_bytes, amount_micros, reverses, "
-	"part FROM ledger WHERE job_id = ?1 ORDER BY id";
+	"part, storage_mib_s FROM ledger WHERE job_id = ?1 ORDER BY id";
 
 static int bad(struct hb_store *st, struct hb_err *err, int code, size_t i,
 	       const char *field, const char *why)
@@ -125,7 +126,7 @@ static int check_entry(struct hb_store *st, const struct hb_ledger_entry *e,
 		return bad(st, err, HB_EINVAL, i, "period_end_ms",
 			   "before period_start_ms (or a negative start)");
 	if (e->cpu_mcore_s < 0 || e->mem_mib_s < 0 || e->node_s < 0 ||
-	    e->egress_bytes < 0 || e->amount_micros < 0)
+	    e->egress_bytes < 0 || e->storage_mib_s < 0 || e->amount_micros < 0)
 		return bad(st, err, HB_EINVAL, i, "amounts",
 			   "negative (only a reversal is)");
 	if (e->reverses)
@@ -186,6 +187,7 @@ static int insert_one(struct hb_store *st, sqlite3_stmt *s,
 	sqlite3_bind_int64(s, 15, e->egress_bytes);
 	sqlite3_bind_int64(s, 16, e->amount_micros);
 	bind_text(s, 17, e->part);
+	sqlite3_bind_int64(s, 18, e->storage_mib_s);
 	snprintf(op, sizeof(op), "ledger_append: entries[%zu]", i);
 	rc = hb_si_step(st, s, op, err);
 	if (rc < 0)
@@ -389,9 +391,161 @@ int hb_store_ledger_list(struct hb_store *st, const char *job_id,
 		e.amount_micros = sqlite3_column_int64(s, 16);
 		e.reverses = sqlite3_column_int64(s, 17);
 		e.part = col(s, 18);
+		e.storage_mib_s = sqlite3_column_int64(s, 19);
 		if ((rc = cb(&e, arg)))
 			break;
 	}
 	sqlite3_reset(s);
 	return rc == SQLITE_DONE ? 0 : rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Checkpoint storage meters                                          */
+/* ------------------------------------------------------------------ */
+
+static const char storage_list_sql[] =
+	"SELECT url, job_id, account, \"user\", queue, bytes, since_ms FROM "
+	"storage_meters WHERE (?1 IS NULL OR url = ?1) AND (?2 = 0 OR bytes > "
+	"0) ORDER BY url";
+
+static const char storage_set_sql[] =
+	"INSERT INTO storage_meters (url, job_id, account, \"user\", queue, "
+	"bytes, since_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+	"ON CONFLICT (url) DO UPDATE SET job_id = excluded.job_id, "
+	"account = excluded.account, \"user\" = excluded.\"user\", "
+	"queue = excluded.queue, bytes = excluded.bytes, "
+	"since_ms = excluded.since_ms";
+
+static const char storage_sum_sql[] =
+	"SELECT coalesce(sum(storage_mib_s), 0), coalesce(sum(amount_micros), "
+	"0) FROM ledger WHERE job_id = ?1 AND part = '" HB_LEDGER_PART_STORAGE
+	"'";
+
+int hb_store_storage_list(struct hb_store *st, const char *url, int held,
+			  int (*cb)(const struct hb_storage_meter *, void *),
+			  void *arg, struct hb_err *err)
+{
+	static const char op[] = "storage_list";
+	struct hb_storage_meter m;
+	sqlite3_stmt *s;
+	int rc = hb_si_prep(st, HB_SI_STORAGE_LIST, storage_list_sql, &s, op,
+			    err);
+
+	if (rc)
+		return rc;
+	bind_text(s, 1, url);
+	sqlite3_bind_int(s, 2, held != 0);
+	while ((rc = hb_si_step(st, s, op, err)) == SQLITE_ROW) {
+		memset(&m, 0, sizeof(m));
+		m.url = col(s, 0);
+		m.job_id = col(s, 1);
+		m.account = col(s, 2);
+		m.user = col(s, 3);
+		m.queue = col(s, 4);
+		m.bytes = sqlite3_column_int64(s, 5);
+		m.since_ms = sqlite3_column_int64(s, 6);
+		if ((rc = cb(&m, arg)))
+			break;
+	}
+	sqlite3_reset(s);
+	return rc == SQLITE_DONE ? 0 : rc;
+}
+
+static int check_meter(struct hb_store *st, const struct hb_storage_meter *m,
+		       struct hb_err *err)
+{
+	const char *const strs[] = { m->url, m->job_id, m->account, m->user,
+				     m->queue };
+	static const char *const names[] = { "url", "job_id", "account", "user",
+					     "queue" };
+
+	for (size_t k = 0; k < 5; k++) {
+		if (k < 2 && (!strs[k] || !*strs[k]))
+			return hb_err_set(err, HB_EINVAL, hb_si_path(st), 0,
+					  "storage_charge: %s: required",
+					  names[k]);
+		if (strs[k] &&
+		    strnlen(strs[k], HB_STORE_NAME_MAX + 1) > HB_STORE_NAME_MAX)
+			return hb_err_set(err, HB_ETOOBIG, hb_si_path(st), 0,
+					  "storage_charge: %s: longer than "
+					  "HB_STORE_NAME_MAX bytes",
+					  names[k]);
+	}
+	if (m->bytes < 0 || m->since_ms < 0)
+		return hb_err_set(err, HB_EINVAL, hb_si_path(st), 0,
+				  "storage_charge: bytes, since_ms: negative");
+	return 0;
+}
+
+int hb_store_storage_charge(struct hb_store *st,
+			    const struct hb_storage_meter *m,
+			    struct hb_ledger_entry *e, size_t n,
+			    struct hb_err *err)
+{
+	static const char op[] = "storage_charge";
+	sqlite3_stmt *ins = NULL, *set;
+	int64_t at;
+	int rc;
+
+	if ((n && !e) || !m)
+		return hb_err_set(err, HB_EINVAL, hb_si_path(st), 0,
+				  "%s: %s: NULL", op, m ? "entries" : "meter");
+	for (size_t i = 0; i < n; i++)
+		if ((rc = check_entry(st, &e[i], i, err)))
+			return rc;
+	if ((rc = check_meter(st, m, err)))
+		return rc;
+	if (n)
+		rc = hb_si_prep(st, HB_SI_LEDGER_INSERT, insert_sql, &ins, op,
+				err);
+	if (!rc)
+		rc = hb_si_prep(st, HB_SI_STORAGE_SET, storage_set_sql, &set,
+				op, err);
+	if (!rc)
+		rc = hb_si_op_begin(st, 0, op, err);
+	if (rc)
+		return rc;
+	at = hb_si_now(st);
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = insert_one(st, ins, &e[i], at, i, err);
+	if (!rc) {
+		bind_text(set, 1, m->url);
+		bind_text(set, 2, m->job_id);
+		bind_text(set, 3, m->account);
+		bind_text(set, 4, m->user);
+		bind_text(set, 5, m->queue);
+		sqlite3_bind_int64(set, 6, m->bytes);
+		sqlite3_bind_int64(set, 7, m->since_ms);
+		rc = hb_si_step(st, set, op, err);
+		if (rc > 0)
+			rc = 0; /* SQLITE_DONE */
+		sqlite3_reset(set);
+	}
+	return hb_si_op_end(st, rc, op, err);
+}
+
+int hb_store_storage_charged(struct hb_store *st, const char *job_id,
+			     int64_t *mib_s, int64_t *amount_micros,
+			     struct hb_err *err)
+{
+	static const char op[] = "storage_charged";
+	sqlite3_stmt *s;
+	int rc;
+
+	*mib_s = *amount_micros = 0;
+	if (!job_id)
+		return hb_err_set(err, HB_EINVAL, hb_si_path(st), 0,
+				  "%s: job_id: required", op);
+	rc = hb_si_prep(st, HB_SI_STORAGE_SUM, storage_sum_sql, &s, op, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_text(s, 1, job_id, -1, SQLITE_STATIC);
+	rc = hb_si_step(st, s, op, err);
+	if (rc == SQLITE_ROW) {
+		*mib_s = sqlite3_column_int64(s, 0);
+		*amount_micros = sqlite3_column_int64(s, 1);
+		rc = 0;
+	}
+	sqlite3_reset(s);
+	return rc < 0 ? rc : 0;
 }

@@ -36,8 +36,8 @@ int hb_ledger_by_parse(const char *name)
 #define LINES(K)                                                               \
 	"SELECT " K " AS k, count(DISTINCT job_id), count(*), "                \
 	"sum(cpu_mcore_s), sum(mem_mib_s), sum(node_s), sum(egress_bytes), "   \
-	"sum(amount_micros), group_concat(DISTINCT rate_version) "             \
-	"FROM ledger" WINDOW " GROUP BY k ORDER BY k"
+	"sum(amount_micros), group_concat(DISTINCT rate_version), "            \
+	"sum(storage_mib_s) FROM ledger" WINDOW " GROUP BY k ORDER BY k"
 #define GPUS(K)                                                                \
 	"SELECT " K " AS k, g.key, sum(g.value) FROM ledger, "                 \
 	"json_each(ledger.gpu_s) AS g" WINDOW " AND gpu_s IS NOT NULL "        \
@@ -241,6 +241,7 @@ static int read_lines(struct hb_store *st, struct hb_ledger_report *r,
 		l->node_s = sqlite3_column_int64(s, 5);
 		l->egress_bytes = sqlite3_column_int64(s, 6);
 		l->amount_micros = sqlite3_column_int64(s, 7);
+		l->storage_mib_s = sqlite3_column_int64(s, 9);
 		/* sorted and without repeats: set_add_list() in fill */
 		l->rate_versions =
 			strdup(sqlite3_column_text(s, 8)
@@ -349,6 +350,7 @@ static int fill(struct hb_ledger_report *r, struct gpu_row *rows, size_t n)
 		rc = rc ? rc : add(&t->mem_mib_s, l->mem_mib_s);
 		rc = rc ? rc : add(&t->node_s, l->node_s);
 		rc = rc ? rc : add(&t->egress_bytes, l->egress_bytes);
+		rc = rc ? rc : add(&t->storage_mib_s, l->storage_mib_s);
 		rc = rc ? rc : add(&t->amount_micros, l->amount_micros);
 		rc = rc ? rc : set_add_list(&all, &n_all, l->rate_versions);
 		if (!rc)

@@ -266,8 +266,32 @@ static const char schema_v4[] =
 	 * corrected on its own. */
 	"ALTER TABLE ledger ADD COLUMN part TEXT;";
 
+/*
+ * Version 5 (issue 21): checkpoint storage is charged.  A ledger entry
+ * carries the checkpoint storage it charges in MiB-seconds (bytes kept
+ * in S3 x seconds / 2^20, rounded half up: byte-seconds would pass
+ * 2^63 in a year's report of a few TB), and each checkpoint location
+ * (s3://BUCKET/PREFIX) has a storage meter: the bytes it held when last
+ * measured, since when they are charged, and the job (with its account, user and rate class)
+ * charged for them.  The location is the key, not the job: the jobs of
+ * one user and directory share it, and its bytes are charged once.
+ */
+static const char schema_v5[] =
+	"ALTER TABLE ledger ADD COLUMN storage_mib_s INTEGER NOT NULL "
+	"DEFAULT 0;"
+	"CREATE TABLE storage_meters ("
+	" url TEXT PRIMARY KEY NOT NULL,"
+	" job_id TEXT NOT NULL REFERENCES jobs (id),"
+	" account TEXT,"
+	" \"user\" TEXT,"
+	" queue TEXT,"
+	" bytes INTEGER NOT NULL CHECK (bytes >= 0),"
+	" since_ms INTEGER NOT NULL CHECK (since_ms >= 0)"
+	") STRICT;"
+	"CREATE INDEX storage_meters_job ON storage_meters (job_id);";
+
 const char *const hb_si_migrations[] = {
-	schema_v1, schema_v2, schema_v3, schema_v4
+	schema_v1, schema_v2, schema_v3, schema_v4, schema_v5
 };
 
 _Static_assert(sizeof(hb_si_migrations) / sizeof(hb_si_migrations[0]) ==

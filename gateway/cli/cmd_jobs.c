@@ -496,8 +496,25 @@ cJSON *hb_cli_id_request(const char *op, const char *id)
  * which checkpoint went where, and which one it resumed from (the one
  * pushed before it started on the cluster).
  */
-static void print_checkpoints(const cJSON *events)
+/* What the job's checkpoint storage has been charged so far (the
+ * status reply's "storage": MiB-seconds and micro-units). */
+static void print_storage(const cJSON *st)
 {
+	const cJSON *m = cJSON_GetObjectItem(st, "mib_s");
+	const cJSON *a = cJSON_GetObjectItem(st, "amount_micros");
+	char g[48], c[48];
+
+	if (!cJSON_IsNumber(m) || !cJSON_IsNumber(a))
+		return;
+	printf("  storage in S3: %s GB-months, charged %s so far\n",
+	       HB_REPORT_GB_MONTHS((int64_t)m->valuedouble, 6, g),
+	       hb_report_fixed((int64_t)a->valuedouble, HB_REPORT_MICRO, 6, c));
+}
+
+static void print_checkpoints(const cJSON *job)
+{
+	const cJSON *events = cJSON_GetObjectItem(job, "events");
+	const cJSON *storage = cJSON_GetObjectItem(job, "storage");
 	static const struct {
 		const char *action, *verb;
 	} kinds[] = { { "ckpt_push", "pushed" },
@@ -530,6 +547,11 @@ static void print_checkpoints(const cJSON *events)
 		if (cJSON_IsString(cJSON_GetObjectItem(d, "error")))
 			printf("; %s", str(d, "error"));
 		printf("\n");
+	}
+	if (storage) {
+		if (!head++)
+			printf("\ncheckpoints:\n");
+		print_storage(storage);
 	}
 }
 
@@ -579,7 +601,7 @@ int hb_cmd_status(int argc, char **argv)
 			p += n + (nl != NULL);
 		}
 	}
-	print_checkpoints(cJSON_GetObjectItem(job, "events"));
+	print_checkpoints(job);
 	if (cJSON_GetArraySize(cJSON_GetObjectItem(job, "events")) > 0)
 		printf("\nevents:\n");
 	cJSON_ArrayForEach (e, cJSON_GetObjectItem(job, "events")) {

@@ -245,6 +245,7 @@ static void table_row(const struct hb_ledger_report *r,
 	printf(" %10s", hb_report_fixed(l->node_s, HOUR, 2, a));
 	printf(" %10s",
 	       hb_report_fixed(l->egress_bytes, INT64_C(1) << 30, 2, a));
+	printf(" %12s", HB_REPORT_GB_MONTHS(l->storage_mib_s, 2, a));
 	printf(" %18s", hb_report_fixed(l->amount_micros, MICRO, 6, a));
 	if (idle)
 		printf(" %18s", hb_report_fixed(*idle, MICRO, 6, a));
@@ -266,8 +267,8 @@ static void print_table(const struct hb_ledger_report *r,
 		snprintf(gpu, sizeof(gpu), "GPU-H %s", r->types[t]);
 		printf(" %12s", gpu);
 	}
-	printf(" %12s %10s %10s %18s", "MEM-GB-H", "NODE-H", "EGRESS-GB",
-	       "AMOUNT");
+	printf(" %12s %10s %10s %12s %18s", "MEM-GB-H", "NODE-H", "EGRESS-GB",
+	       "STORE-GB-MO", "AMOUNT");
 	if (idle_of(id, SIZE_MAX))
 		printf(" %18s", "IDLE");
 	printf("  %s\n", "RATE CARDS");
@@ -317,8 +318,8 @@ static void print_csv(const struct hb_ledger_report *r,
 		snprintf(a, sizeof(a), "gpu_hours_%s", r->types[t]);
 		csv_text(a, 0);
 	}
-	printf(",mem_gb_hours,node_hours,egress_bytes,amount,amount_micros%s,"
-	       "rate_versions\r\n",
+	printf(",mem_gb_hours,node_hours,egress_bytes,storage_gb_months,amount,"
+	       "amount_micros%s,rate_versions\r\n",
 	       idle_of(id, SIZE_MAX) ? ",idle,idle_micros" : "");
 	for (size_t i = 0; i < r->n_lines; i++) {
 		const struct hb_ledger_line *l = &r->lines[i];
@@ -331,6 +332,7 @@ static void print_csv(const struct hb_ledger_report *r,
 		printf(",%s", hb_report_fixed(l->mem_mib_s, MEM_H, 6, a));
 		printf(",%s,%" PRId64, hb_report_fixed(l->node_s, HOUR, 6, a),
 		       l->egress_bytes);
+		printf(",%s", HB_REPORT_GB_MONTHS(l->storage_mib_s, 6, a));
 		printf(",%s,%" PRId64,
 		       hb_report_fixed(l->amount_micros, MICRO, 6, a),
 		       l->amount_micros);
@@ -381,6 +383,9 @@ static cJSON *json_line(const struct hb_ledger_report *r,
 	add_fixed(o, "mem_gb_hours", l->mem_mib_s, MEM_H);
 	add_fixed(o, "node_hours", l->node_s, HOUR);
 	add_int(o, "egress_bytes", l->egress_bytes);
+	add_int(o, "storage_mib_s", l->storage_mib_s);
+	cJSON_AddRawToObject(o, "storage_gb_months",
+			     HB_REPORT_GB_MONTHS(l->storage_mib_s, 6, a));
 	/* a string: exact whatever the reader's numbers are */
 	cJSON_AddStringToObject(o, "amount",
 				hb_report_fixed(l->amount_micros, MICRO, 6, a));

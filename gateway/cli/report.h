@@ -21,6 +21,12 @@ struct hb_ledger_report;
 #define HB_REPORT_MEM_H	 INT64_C(3686400)
 #define HB_REPORT_HOUR	 INT64_C(3600)
 #define HB_REPORT_MICRO	 INT64_C(1000000)
+/* Checkpoint storage: GB-months (10^9 bytes for 30 days) are MiB-seconds
+ * x 2^20 / (10^9 x 2,592,000): 8 x MiB-seconds over this, exactly. */
+#define HB_REPORT_GB_MONTH_8 INT64_C(19775390625)
+/* GB-months of MiB-seconds m, with dec decimals, into out (48 bytes). */
+#define HB_REPORT_GB_MONTHS(m, dec, out)                                       \
+	hb_report_fixed((m) * 8, HB_REPORT_GB_MONTH_8, (dec), (out))
 
 /* v / div with dec decimals, rounded half away from zero, exactly (no
  * floating point); returns out. */

@@ -416,6 +416,7 @@ static void table_line(FILE *f, const struct hb_ledger_report *r,
 	cell(f, tag, hb_report_fixed(l->mem_mib_s, HB_REPORT_MEM_H, 2, a));
 	cell(f, tag, hb_report_fixed(l->node_s, HB_REPORT_HOUR, 2, a));
 	cell(f, tag, hb_report_fixed(l->egress_bytes, INT64_C(1) << 30, 2, a));
+	cell(f, tag, HB_REPORT_GB_MONTHS(l->storage_mib_s, 2, a));
 	cell(f, tag, amount(l->amount_micros, a));
 	if (idle)
 		cell(f, tag, amount(*idle, a));
@@ -439,7 +440,7 @@ static void table(FILE *f, const struct hb_ledger_report *r,
 	}
 	fprintf(f,
 		"<th>Mem GB-h</th><th>Node-h</th><th>Egress GB</th>"
-		"<th>Amount</th>%s<th>Rate cards</th></tr></thead>\n<tbody>\n",
+		"<th>Storage GB-months</th><th>Amount</th>%s<th>Rate cards</th></tr></thead>\n<tbody>\n",
 		id->on ? "<th>Idle</th>" : "");
 	for (size_t i = 0; i < r->n_lines; i++)
 		table_line(f, r, &r->lines[i], r->lines[i].key, "td",

@@ -419,6 +419,17 @@ static const struct setting table[] = {
 	     "runs: its launcher pushes it to S3, the daemon pulls the "
 	     "newest back into its directory; 0: only when it starts and "
 	     "ends."},
+    {.path = "checkpoints.bill_interval",
+     .type = HB_CFG_UINT,
+     .off = F(k8s.ckpt_bill_interval),
+     .def = "3600",
+     .min = 0,
+     .max = 86400,
+     .reloadable = 1,
+     .help = "Seconds between the daemon's measurements of the bytes S3 "
+	     "holds at each checkpoint location it charges storage for; "
+	     "each charges the time since the last one (with a rate card); "
+	     "0: only after pushes and pulls."},
     {.path = "translation.max_array_jobs",
      .type = HB_CFG_UINT,
      .off = F(k8s.max_array_jobs),

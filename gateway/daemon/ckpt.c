@@ -14,12 +14,19 @@
  * (hb_mirror_agent_spawn()), which runs as the user.  Both run on a
  * worker; the loop records what happened as the job's events
  * (hbd_ckpt_audit()), which `hpcbridge status` shows.
+ *
+ * With a rate card, what S3 holds at the location is charged as storage
+ * (hbd_meter_storage()): measured after each push and pull (retention's
+ * count, or a listing), and every checkpoints.bill_interval for every
+ * location that held bytes (hbd_ckpt_bill()), so that storage is
+ * charged for as long as S3 keeps it, the job over or not.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon_int.h"
+#include "gateway/mirror/usage.h"
 #include "hpcbridge/clock.h"
 #include "hpcbridge/jobspec.h"
 #include "hpcbridge/k8s_opts.h"
@@ -77,6 +84,24 @@ static int open_by_agent(void *ctx, const struct hb_ckpt_file *f,
 	return hb_mirror_agent_open(ctx, f->path, f->size, err);
 }
 
+/* After a push or a pull, with a rate card: what S3 holds at the
+ * location now, for its storage charge (retention measures it too).  A
+ * failure is a warning: the push or pull stands. */
+static void measure(const struct hb_config *cfg, struct hb_s3 *s3,
+		    struct hbd_ckpt *r)
+{
+	struct hb_err err = { 0 };
+
+	if (!cfg->chargeback_ratecard)
+		return;
+	if (hb_mirror_usage(s3, r->url, &r->stored_bytes, NULL, &err)) {
+		hb_log(HB_LOG_WARN, "%s: not measured for its storage: %s",
+		       r->url, err.msg);
+		return;
+	}
+	r->measured = 1;
+}
+
 static void finish(struct hbd_ckpt *r, const char *what, int rc,
 		   const struct hb_err *err)
 {
@@ -122,6 +147,7 @@ int hbd_ckpt_push(const struct hb_config *cfg, const char *job, uid_t uid,
 		r->moved_files = st.sent_files;
 		r->moved_bytes = st.sent_bytes;
 		r->unchanged = st.unchanged;
+		measure(cfg, s3, r);
 	}
 out:
 	finish(r, r->event[0] ? r->event : "ckpt_push", rc, err);
@@ -161,6 +187,7 @@ static void retain(const struct hb_config *cfg, struct hb_s3 *s3,
 	r->kept_checkpoints = cfg->k8s.ckpt_keep;
 	r->removed = st.removed_checkpoints;
 	r->stored_bytes = st.prefix_bytes;
+	r->measured = 1;
 }
 
 int hbd_ckpt_pull(const struct hb_config *cfg, const char *job, uid_t uid,
@@ -204,6 +231,9 @@ int hbd_ckpt_pull(const struct hb_config *cfg, const char *job, uid_t uid,
 	r->moved_bytes = ms.fetched_bytes;
 	if (!rc && cfg->k8s.ckpt_keep)
 		retain(cfg, s3, r);
+	/* what the pods pushed is measured with or without retention */
+	if (!rc && !r->measured)
+		measure(cfg, s3, r);
 out:
 	finish(r, r->event[0] ? r->event : "ckpt_pull", rc, err);
 	hb_ckpt_manifest_free(m);
@@ -267,16 +297,166 @@ int hbd_ckpt_audit(struct hb_daemon *d, const char *job_id,
 	cJSON_AddNumberToObject(o, "moved_bytes", (double)r->moved_bytes);
 	if (r->unchanged)
 		cJSON_AddBoolToObject(o, "unchanged", 1);
-	if (r->kept_checkpoints) {
+	if (r->kept_checkpoints)
 		cJSON_AddNumberToObject(o, "removed_checkpoints",
 					(double)r->removed);
+	if (r->measured)
 		cJSON_AddNumberToObject(o, "stored_bytes",
 					(double)r->stored_bytes);
-	}
 	if (r->rc)
 		cJSON_AddStringToObject(o, "error", r->why);
 	rc = hbd_audit(d, 0, "", "", r->rc ? "ckpt_failed" : r->event, job_id,
 		       o, err);
 	cJSON_Delete(o);
+	/* the storage the location holds now: charged to this job on */
+	if (!rc && !r->rc && r->measured)
+		rc = hbd_meter_storage(d, job_id, r->url, r->stored_bytes,
+				       hb_clock_wall_ms(), err);
 	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Storage, measured every checkpoints.bill_interval                   */
+/* ------------------------------------------------------------------ */
+
+/* The locations to measure, and what the worker found.  The task owns
+ * copies of everything: a reload may free the configuration. */
+struct bill_task {
+	struct hb_task t; /* first */
+	struct hb_daemon *d;
+	char *endpoint, *region;
+	char **urls;
+	size_t n, cap;
+	uint64_t *bytes;
+	int64_t *at_ms;	   /* when each was measured; 0: it failed */
+	struct hb_err err; /* the first failure */
+	size_t failed;
+};
+
+static void bill_free(struct bill_task *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		free(b->urls[i]);
+	free(b->urls);
+	free(b->bytes);
+	free(b->at_ms);
+	free(b->endpoint);
+	free(b->region);
+	free(b);
+}
+
+static int bill_add(const struct hb_storage_meter *m, void *arg)
+{
+	struct bill_task *b = arg;
+
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? 2 * b->cap : 16;
+		char **v = realloc(b->urls, cap * sizeof(*v));
+
+		if (!v)
+			return HB_ENOMEM;
+		b->urls = v;
+		b->cap = cap;
+	}
+	if (!(b->urls[b->n] = strdup(m->url)))
+		return HB_ENOMEM;
+	b->n++;
+	return 0;
+}
+
+static void bill_run(struct hb_task *ht)
+{
+	struct bill_task *b = (struct bill_task *)ht;
+	struct hb_s3_opts o = { .endpoint = b->endpoint, .region = b->region };
+	struct hb_s3 *s3 = NULL;
+	struct hb_err err = { 0 };
+
+	if (hb_s3_new(&o, &s3, &b->err)) {
+		b->failed = b->n;
+		return;
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		memset(&err, 0, sizeof(err));
+		if (hb_mirror_usage(s3, b->urls[i], &b->bytes[i], NULL, &err)) {
+			if (!b->failed++)
+				b->err = err;
+			continue;
+		}
+		b->at_ms[i] = hb_clock_wall_ms();
+	}
+	hb_s3_free(s3);
+}
+
+static void bill_done(struct hb_task *ht)
+{
+	struct bill_task *b = (struct bill_task *)ht;
+	struct hb_daemon *d = b->d;
+	struct hb_err err = { 0 };
+
+	d->billing = 0;
+	if (b->failed)
+		hb_log(HB_LOG_WARN,
+		       "checkpoint storage: %zu of %zu locations not measured "
+		       "(charged at the next measurement): %s",
+		       b->failed, b->n, b->err.msg);
+	/* the charges join the iteration's batch: one commit for them all,
+	 * not one per location on the loop */
+	if (hbd_txn(d, &err)) {
+		hb_log(HB_LOG_WARN, "checkpoint storage: %s", err.msg);
+		bill_free(b);
+		return;
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		if (!b->at_ms[i])
+			continue;
+		if (hbd_meter_storage(d, NULL, b->urls[i], b->bytes[i],
+				      b->at_ms[i], &err)) {
+			hb_log(HB_LOG_ERROR, "checkpoint storage: %s", err.msg);
+			hbd_batch_abort(d, &err);
+			break;
+		}
+	}
+	bill_free(b);
+}
+
+void hbd_ckpt_bill(struct hb_daemon *d, int64_t now)
+{
+	uint32_t every = d->cfg.k8s.ckpt_bill_interval;
+	struct bill_task *b;
+	struct hb_err err = { 0 };
+
+	if (d->stopping || !d->pool || d->billing || !every ||
+	    !d->card.nversions ||
+	    (d->last_bill && now - d->last_bill < (int64_t)every * 1000))
+		return;
+	d->last_bill = now;
+	if (!(b = calloc(1, sizeof(*b))))
+		return;
+	if (hb_store_storage_list(d->st, NULL, 1, bill_add, b, &err)) {
+		hb_log(HB_LOG_WARN, "checkpoint storage: %s",
+		       err.msg[0] ? err.msg : "out of memory");
+		bill_free(b);
+		return;
+	}
+	b->bytes = calloc(b->n ? b->n : 1, sizeof(*b->bytes));
+	b->at_ms = calloc(b->n ? b->n : 1, sizeof(*b->at_ms));
+	b->endpoint = d->cfg.k8s.ckpt_endpoint
+			      ? strdup(d->cfg.k8s.ckpt_endpoint)
+			      : NULL;
+	b->region =
+		d->cfg.k8s.ckpt_region ? strdup(d->cfg.k8s.ckpt_region) : NULL;
+	if (!b->n || !b->bytes || !b->at_ms ||
+	    (d->cfg.k8s.ckpt_endpoint && !b->endpoint) ||
+	    (d->cfg.k8s.ckpt_region && !b->region)) {
+		bill_free(b);
+		return;
+	}
+	b->t.run = bill_run;
+	b->t.done = bill_done;
+	b->d = d;
+	d->billing = 1;
+	if (hb_pool_submit(d->pool, &b->t)) {
+		d->billing = 0;
+		bill_free(b);
+	}
 }

@@ -632,6 +632,7 @@ int hb_daemon_run(struct hb_daemon *d)
 		hbd_expire_orphans(d, now);
 		hbd_refresh_estimates(d, now);
 		hbd_refresh_spend(d, now, 0);
+		hbd_ckpt_bill(d, now);
 		if (now - d->last_scan >= timeout) {
 			hbd_idle_scan(d, now);
 			hbd_bury(d);

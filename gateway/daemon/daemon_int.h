@@ -142,6 +142,7 @@ struct hbd_ckpt {
 	uint32_t kept_checkpoints; /* pull: retention ran, keeping so many */
 	uint64_t removed;	   /* ... deleting so many checkpoints */
 	uint64_t stored_bytes;	   /* ... leaving so many bytes in S3 */
+	int measured;		   /* stored_bytes is what S3 holds now */
 	char why[HB_ERR_MAX];
 };
 
@@ -279,6 +280,8 @@ struct hb_daemon {
 			     * the policy's currency */
 	int spend_dirty; /* a batch was rolled back: load the spend again */
 	uint64_t nmetered;    /* jobs whose entries were written */
+	int64_t last_bill;    /* checkpoint storage last measured (ckpt.c) */
+	int billing;	      /* ... on a worker now */
 };
 
 /* ------------------------------------------------------------------ */
@@ -413,6 +416,10 @@ int hbd_ckpt_due(struct hb_daemon *d, const char *id, int done);
 int hbd_ckpt_audit(struct hb_daemon *d, const char *job_id,
 		   const struct hbd_ckpt *r, const char *side,
 		   struct hb_err *err);
+/* On the loop, at loop time now: every checkpoints.bill_interval, a
+ * worker measures each checkpoint location whose storage meter holds
+ * bytes, and the loop charges the time since (hbd_meter_storage()). */
+void hbd_ckpt_bill(struct hb_daemon *d, int64_t now);
 
 /* ------------------------------------------------------------------ */
 /* ops_common.c: what the ops share                                    */
@@ -529,6 +536,18 @@ int hbd_meter_remote(struct hb_daemon *d, const struct hb_job_row *j,
  * pods its spec asks for. */
 int hbd_meter_twin(struct hb_daemon *d, const struct hb_job_row *j,
 		   const cJSON *twin, struct hb_err *err);
+/* On the loop: what S3 holds at url now (bytes, measured at now_ms)
+ * charged as checkpoint storage (meter.h hb_meter_storage()), to job_id
+ * from now on (NULL: the job the location's meter names), and counted
+ * in its account's budget.  Nothing without a rate card.  0, or a store
+ * error. */
+int hbd_meter_storage(struct hb_daemon *d, const char *job_id,
+		      const char *url, uint64_t bytes, int64_t now_ms,
+		      struct hb_err *err);
+/* The status reply's "storage" of job id: {mib_s, amount_micros}, what
+ * its checkpoint storage has been charged so far; nothing when none. */
+int hbd_storage_status(struct hb_daemon *d, const char *id, cJSON *job,
+		       struct hb_err *err);
 /*
  * On a worker: what a burst job ran remotely, for its proxy's admin
  * comment (sacct's AdminComment), after the tag and what the job asked:

@@ -306,6 +306,80 @@ out:
 	return rc;
 }
 
+/* What job id's checkpoint storage has been charged so far, as the
+ * status reply's "storage" (none when nothing was). */
+int hbd_storage_status(struct hb_daemon *d, const char *id, cJSON *job,
+		       struct hb_err *err)
+{
+	int64_t mib_s = 0, micros = 0;
+	cJSON *o;
+	int rc = hb_store_storage_charged(d->st, id, &mib_s, &micros, err);
+
+	if (rc || (!mib_s && !micros))
+		return rc;
+	if (!(o = cJSON_AddObjectToObject(job, "storage")) ||
+	    !cJSON_AddNumberToObject(o, "mib_s", (double)mib_s) ||
+	    !cJSON_AddNumberToObject(o, "amount_micros", (double)micros))
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	return 0;
+}
+
+/* m's job from job_id's row: its account, user and LocalQueue. */
+static int storage_job(struct hb_daemon *d, const char *job_id,
+		       struct hb_job_row *j, struct hb_meter_storage *m,
+		       struct hb_err *err)
+{
+	struct hb_jobspec spec;
+	struct hb_err e = { 0 };
+	int rc = hb_store_job_get(d->st, job_id, j, err);
+
+	if (rc)
+		return rc;
+	hb_jobspec_init(&spec, j->id);
+	rc = hbd_job_spec(j->id, j->jobspec, &spec, &e);
+	m->job_id = j->id;
+	m->account = j->account;
+	m->user = j->user;
+	m->queue = queue_of(&d->cfg, !rc && spec.partition ? spec.partition
+							   : j->partition);
+	hb_jobspec_free(&spec);
+	return 0;
+}
+
+int hbd_meter_storage(struct hb_daemon *d, const char *job_id,
+		      const char *url, uint64_t bytes, int64_t now_ms,
+		      struct hb_err *err)
+{
+	struct hb_meter_storage m = { .url = url,
+				      .bytes = bytes,
+				      .now_ms = now_ms };
+	struct hb_meter_storage_result res;
+	struct hb_job_row j = { 0 };
+	int rc = 0;
+
+	if (!d->card.nversions)
+		return 0; /* no card, no charge: as for jobs */
+	if (job_id && (rc = storage_job(d, job_id, &j, &m, err)))
+		goto out;
+	rc = hb_meter_storage(d->st, &d->card, &m, &res, err);
+	if (rc == HB_ESTORE || rc == HB_ENOMEM)
+		goto out;
+	if (rc) {
+		hb_log(HB_LOG_WARN, "storage of %s: %s", url, err->msg);
+		memset(err, 0, sizeof(*err));
+		rc = 0;
+		goto out;
+	}
+	/* the entries are the record: no event each bill_interval */
+	if (res.entries && d->budget_actuals && res.account[0])
+		hb_decider_spend_add(d->dc, res.account, HB_TARGET_KUBERNETES,
+				     now_ms, res.amount_micros,
+				     hb_clock_wall_ms() / 1000);
+out:
+	hb_job_row_free(&j);
+	return rc == HB_ENOENT ? 0 : rc;
+}
+
 int hbd_proxy_record(const char *id, const char *jobspec,
 		     const struct hb_config *cfg,
 		     const struct hb_remote_status *rs, char *out,

@@ -132,6 +132,8 @@ void hbd_op_status(struct hb_daemon *d, struct conn *c, const cJSON *req)
 		goto nomem;
 	memset(&err, 0, sizeof(err));
 	rc = hb_store_event_list(d->st, j.id, 0, 200, event_cb, ev, &err);
+	if (!rc)
+		rc = hbd_storage_status(d, j.id, job, &err);
 	if (rc == HB_ENOMEM)
 		goto nomem;
 	if (rc)

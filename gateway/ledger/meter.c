@@ -10,6 +10,7 @@
 #include "hpcbridge/k8s_opts.h"
 #include "hpcbridge/meter.h"
 #include "hpcbridge/store.h"
+#include "gateway/ledger/meter_int.h"
 
 #define MIB (1024ULL * 1024)
 
@@ -295,6 +296,37 @@ static size_t live_of(const struct current *c, const char *part, int *live,
 /* Recording                                                          */
 /* ------------------------------------------------------------------ */
 
+int hb_meter_txn_begin(struct hb_store *st, int *own, struct hb_err *err)
+{
+	int rc = hb_store_begin(st, err);
+
+	*own = !rc;
+	if (rc == HB_ESTATE) { /* the caller's transaction */
+		memset(err, 0, sizeof(*err));
+		rc = 0;
+	}
+	return rc;
+}
+
+int hb_meter_txn_end(struct hb_store *st, int own, int rc, struct hb_err *err)
+{
+	if (own && !rc)
+		return hb_store_commit(st, err);
+	if (own)
+		hb_store_rollback(st);
+	return rc;
+}
+
+int hb_meter_err_named(struct hb_err *err, int rc, const char *what)
+{
+	char why[sizeof(err->msg)];
+
+	snprintf(why, sizeof(why), "%s",
+		 err->msg[0] ? err->msg : hb_strerror(rc));
+	memset(err, 0, sizeof(*err));
+	return hb_err_set(err, rc, NULL, 0, "%s: %s", what, why);
+}
+
 /* Reverse the live entries of c and append e[0..n); the caller holds a
  * transaction. */
 static int replace(struct hb_store *st, const struct current *c,
@@ -326,14 +358,8 @@ int hb_meter_record(struct hb_store *st, const struct hb_ratecard *card,
 
 	if (!j->job_id)
 		return hb_err_set(err, HB_EINVAL, NULL, 0, "job_id: required");
-	if ((rc = entries_of(card, j, e, &n, err))) {
-		char why[sizeof(err->msg)];
-
-		snprintf(why, sizeof(why), "%s",
-			 err->msg[0] ? err->msg : hb_strerror(rc));
-		memset(err, 0, sizeof(*err));
-		return hb_err_set(err, rc, NULL, 0, "%s: %s", j->job_id, why);
-	}
+	if ((rc = entries_of(card, j, e, &n, err)))
+		return hb_meter_err_named(err, rc, j->job_id);
 	for (uint32_t i = 0; i < n; i++) {
 		r.amount_micros += e[i].amount_micros;
 		r.rate_version = e[i].rate_version;
@@ -353,19 +379,10 @@ int hb_meter_record(struct hb_store *st, const struct hb_ratecard *card,
 		if (k == n)
 			goto out;
 	}
-	/* a transaction of its own, unless the caller holds one */
-	rc = hb_store_begin(st, err);
-	if (rc == HB_ESTATE)
-		memset(err, 0, sizeof(*err));
-	else if (rc)
+	if ((rc = hb_meter_txn_begin(st, &own, err)))
 		goto out;
-	else
-		own = 1;
 	rc = replace(st, &cur, live, e, n, &r, err);
-	if (own && !rc)
-		rc = hb_store_commit(st, err);
-	else if (own)
-		hb_store_rollback(st);
+	rc = hb_meter_txn_end(st, own, rc, err);
 	r.written = !rc;
 out:
 	free(live);

@@ -126,6 +126,10 @@ struct hb_k8s_opts {
 	/* Seconds between pushes from the launcher, and pulls by the daemon,
 	 * while a job runs (HPCBRIDGE_CKPT_EVERY); 0: at its ends only. */
 	uint32_t ckpt_interval;
+	/* Seconds between the daemon's measurements of what each checkpoint
+	 * location holds, for its storage charge; 0: only after pushes and
+	 * pulls. */
+	uint32_t ckpt_bill_interval;
 };
 
 /* The longest job key hb_k8s_ckpt_key() writes, with its NUL. */

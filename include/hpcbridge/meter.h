@@ -91,4 +91,58 @@ int hb_meter_record(struct hb_store *st, const struct hb_ratecard *card,
 		    const struct hb_meter_job *j, struct hb_meter_result *res,
 		    struct hb_err *err);
 
+/* ---- checkpoint storage (gateway/ledger/storage.c) -------------------
+ *
+ * A checkpoint location (s3://BUCKET/PREFIX) is charged for the bytes S3
+ * holds under it, over time, on the Kubernetes side (S3 is the cluster's
+ * storage), at storage_gb_month in the holding job's rate class.  Each
+ * measurement charges the time since the last one at the bytes the last
+ * one found (struct hb_storage_meter, store.h), then records what this
+ * one found: so storage goes on being charged after the job ends, for as
+ * long as S3 keeps the bytes, and stops once a measurement finds none.
+ */
+
+/* A measurement of one location.  Strings are borrowed. */
+struct hb_meter_storage {
+	const char *url; /* the location: required */
+	/* the job charged from now on, with its account, user and
+	 * LocalQueue; job_id NULL: the one the meter names already (a
+	 * periodic measurement) */
+	const char *job_id, *account, *user, *queue;
+	uint64_t bytes; /* what S3 holds under the location now */
+	int64_t now_ms; /* when it was measured (wall clock) */
+};
+
+/* What hb_meter_storage() charged. */
+struct hb_meter_storage_result {
+	uint32_t entries;      /* ledger entries written (one per rate
+				* period, more for a long period of many
+				* bytes) */
+	int64_t seconds;       /* charged, in all */
+	int64_t bytes;	       /* ... at so many bytes (the last measure) */
+	int64_t amount_micros; /* what they cost */
+	int more;	       /* the period was longer than one call
+				* charges: the rest is charged next time */
+	char job_id[64];       /* the job charged ("" when none) */
+	char account[256];     /* its account ("" when none or longer) */
+};
+
+/*
+ * Charge url's meter for [since, now) at the bytes it last measured and
+ * record m's bytes and now (and job, when given) as its new state, in
+ * one store transaction (the caller's, or one of its own): a crash
+ * between the two never charges a period twice nor loses one.  Time is
+ * charged in whole seconds (now rounded down; the fraction waits for
+ * the next measurement).  The period is cut at rate changes, each piece
+ * priced with hb_rate_price_storage() at its own version's rates and
+ * rounded once; time before the card's first version, or under a
+ * version that does not price Kubernetes, is not charged.  No entry for
+ * zero bytes or zero seconds; the first measurement of a location
+ * charges nothing.  A location not measured before needs m->job_id
+ * (HB_EINVAL).  Store and pricing errors are passed on.
+ */
+int hb_meter_storage(struct hb_store *st, const struct hb_ratecard *card,
+		     const struct hb_meter_storage *m,
+		     struct hb_meter_storage_result *res, struct hb_err *err);
+
 #endif

@@ -28,7 +28,7 @@
 #include "hpcbridge/error.h"
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define HB_STORE_SCHEMA_VERSION 4
+#define HB_STORE_SCHEMA_VERSION 5
 
 /* PRAGMA application_id of an hpcbridge store ("HBst"). */
 #define HB_STORE_APP_ID 0x48427374
@@ -417,8 +417,9 @@ int hb_store_reservation(struct hb_store *st, const char *id,
  *
  * Resource-seconds are integers: CPU in millicore-seconds (one core for
  * one second is 1000), memory in MiB-seconds, whole nodes (exclusive
- * jobs) in node-seconds, GPUs in GPU-seconds per type, egress in bytes.
- * A reversal carries them negated.
+ * jobs) in node-seconds, GPUs in GPU-seconds per type, egress in bytes,
+ * checkpoint storage in MiB-seconds (bytes x seconds / 2^20, rounded half
+ * up: byte-seconds would overflow a year's sums).  A reversal carries them negated.
  */
 #define HB_LEDGER_GPU_TYPES 8 /* GPU types per entry */
 #define HB_LEDGER_TYPE_MAX 64 /* bytes in a GPU type or rate version */
@@ -448,6 +449,7 @@ struct hb_ledger_entry {
 	const char *account, *user, *partition, *queue, *rate_version;
 	int64_t period_start_ms, period_end_ms;
 	int64_t cpu_mcore_s, mem_mib_s, node_s, egress_bytes;
+	int64_t storage_mib_s; /* checkpoint storage: MiB-seconds */
 	struct hb_ledger_gpu gpu[HB_LEDGER_GPU_TYPES];
 	int n_gpu;
 	int64_t amount_micros;
@@ -482,6 +484,51 @@ int hb_store_ledger_list(struct hb_store *st, const char *job_id,
 			 int (*cb)(const struct hb_ledger_entry *, void *),
 			 void *arg, struct hb_err *err);
 
+/*
+ * Checkpoint storage meters (issue 21).  Each checkpoint location
+ * (s3://BUCKET/PREFIX) has one: the bytes S3 held under it when last
+ * measured, the instant up to which they are charged, and the job
+ * charged for them (the last job that pushed or pulled there, with its
+ * account, user and Kubernetes rate class).  The location is the key:
+ * the jobs of one user and directory share it, so its bytes are charged
+ * once, to one job at a time.  gateway/ledger/storage.c
+ * (hb_meter_storage()) prices the time between two measurements.
+ */
+struct hb_storage_meter {
+	const char *url;    /* the key: 1 to HB_STORE_NAME_MAX bytes */
+	const char *job_id; /* a job of the jobs table (HB_ENOENT otherwise) */
+	const char *account, *user, *queue; /* NULL: none */
+	int64_t bytes;	    /* held when last measured, >= 0 */
+	int64_t since_ms;   /* charged up to this instant, >= 0 */
+};
+
+/* The ledger entry part a storage charge carries. */
+#define HB_LEDGER_PART_STORAGE "ckpt"
+
+/*
+ * The meters, url's alone (NULL: every one), and with held set only those
+ * that hold bytes, in url order; cb gets each, borrowed for the call.
+ * A non-zero return from cb stops and is returned.
+ */
+int hb_store_storage_list(struct hb_store *st, const char *url, int held,
+			  int (*cb)(const struct hb_storage_meter *, void *),
+			  void *arg, struct hb_err *err);
+/*
+ * Append e[0..n) (checked as hb_store_ledger_append() checks them) and
+ * make m its location's meter (created or replaced), all in one
+ * transaction (a savepoint inside the caller's group): both or neither.
+ * e[i].id and at_ms are set.
+ */
+int hb_store_storage_charge(struct hb_store *st,
+			    const struct hb_storage_meter *m,
+			    struct hb_ledger_entry *e, size_t n,
+			    struct hb_err *err);
+/* What job_id's storage entries (part HB_LEDGER_PART_STORAGE) add up to,
+ * reversals included: MiB-seconds and micro-units (0 and 0: none). */
+int hb_store_storage_charged(struct hb_store *st, const char *job_id,
+			     int64_t *mib_s, int64_t *amount_micros,
+			     struct hb_err *err);
+
 /* What a report groups by. */
 enum hb_ledger_by {
 	HB_BY_ACCOUNT,
@@ -503,6 +550,7 @@ struct hb_ledger_line {
 	int64_t jobs;  /* distinct job ids */
 	int64_t entries;
 	int64_t cpu_mcore_s, mem_mib_s, node_s, egress_bytes, amount_micros;
+	int64_t storage_mib_s; /* checkpoint storage, MiB-seconds */
 	int64_t *gpu_s;      /* per report type: gpu_s[i] is types[i]'s */
 	char *rate_versions; /* sorted, comma-separated, "" for none */
 };

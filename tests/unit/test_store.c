@@ -408,13 +408,20 @@ static void fixture_v3(const char *path)
 	fixture_sql(path, HB_SOURCE_DIR "/tests/unit/fixtures/store-v3.sql");
 }
 
+/* Version 4: store-v3.sql after version 4's migration (see its header). */
+static void fixture_v4(const char *path)
+{
+	fixture_sql(path, HB_SOURCE_DIR "/tests/unit/fixtures/store-v4.sql");
+}
+
 static const struct {
 	void (*make)(const char *path);
 	int64_t jobs; /* rows in jobs */
 } fixtures[] = { { fixture_v0, 0 },
 		 { fixture_v1, 2 },
 		 { fixture_v2, 2 },
-		 { fixture_v3, 2 } };
+		 { fixture_v3, 2 },
+		 { fixture_v4, 2 } };
 
 _Static_assert(sizeof(fixtures) / sizeof(fixtures[0]) ==
 		       HB_STORE_SCHEMA_VERSION,
@@ -467,11 +474,19 @@ static void check_v1_kept(struct hb_store *st, const char *path)
 			 0);
 	/* every index and trigger of version 1 is there again, but the
 	 * ledger's at_ms index: version 3 indexes the period's end instead,
-	 * and a reversal's target (unique) */
+	 * and a reversal's target (unique); version 5 the storage meters'
+	 * jobs */
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
 				     "WHERE type IN ('index', 'trigger') AND "
 				     "name NOT LIKE 'sqlite_%'"),
-			 16);
+			 17);
+	/* Version 5: the old row charges no storage, and no location has
+	 * a meter yet */
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM ledger WHERE id = 1 "
+				     "AND storage_mib_s = 0"),
+			 1);
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM storage_meters"),
+			 0);
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
 				     "WHERE name IN ('ledger_period', "
 				     "'ledger_reversed_once')"),
