@@ -526,6 +526,8 @@ static int restore_special(struct hb_k8s_reader *rd, const struct ann *an,
 			s->mpi = HB_MPI_INTEL;
 		else if (strcmp(v, "MPICH") == 0)
 			s->mpi = HB_MPI_MPICH;
+		else if (strcmp(v, "MVAPICH2") == 0)
+			s->mpi = HB_MPI_MVAPICH2;
 		else
 			rc = HB_EINVAL;
 	}

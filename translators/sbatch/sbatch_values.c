@@ -1199,6 +1199,19 @@ static int apply_wait_all_nodes(struct ctx *c, int id, const char *arg)
 	return 0;
 }
 
+static int apply_hb_fabric(struct ctx *c, int id, const char *arg)
+{
+	const char *v = value_of(arg);
+
+	if (hb_fabric_parse(v) < 0)
+		return sb_fail(c, HB_EINVAL,
+			       "invalid --hpcbridge-fabric "
+			       "'%s': want rdma, tcp or auto",
+			       sb_shown(c, v));
+	store(c, id, arg);
+	return 0;
+}
+
 static int apply_hb_target(struct ctx *c, int id, const char *arg)
 {
 	const char *v = value_of(arg);
@@ -1379,6 +1392,7 @@ static const struct applier {
     [O_HB_DEADLINE] = {.ok = hb_time_slurm_date_ok},
     [O_HB_CHECKPOINT] = {.ok = nonempty},
     [O_HB_DATA] = {apply_hb_data},
+    [O_HB_FABRIC] = {apply_hb_fabric},
 };
 
 /* Apply option id with argument arg (NULL: none) from the current source. */
