@@ -385,12 +385,11 @@ int hb_jobspec_settle_fabric(struct hb_jobspec *spec)
 		return 0; /* said in words, or read back */
 	why[0] = '\0';
 	if (spec->constraint && constraint_rdma(spec->constraint)) {
+		/* One form whether an #SBATCH line, a flag or SBATCH_
+		 * variable said it (or a PBS feature): Slurm's. */
 		d = directive_of(spec, HB_F_CONSTRAINT, NULL);
-		if (d && d->text)
-			snprintf(why, sizeof(why), "%s", d->text);
-		else
-			snprintf(why, sizeof(why), "--constraint=%s",
-				 spec->constraint);
+		snprintf(why, sizeof(why), "--constraint=%.200s",
+			 spec->constraint);
 		if (d && d->prov.kind == HB_PROV_FILE)
 			snprintf(why + strlen(why), sizeof(why) - strlen(why),
 				 " at %s:%u", spec->source_name, d->prov.line);
@@ -409,6 +408,34 @@ int hb_jobspec_settle_fabric(struct hb_jobspec *spec)
 		return decide(spec, v.fabric, why, d, true);
 	}
 	return 0;
+}
+
+int hb_jobspec_fabric_from_script(struct hb_jobspec *spec, const char *script)
+{
+	struct hb_jobspec tmp;
+	struct hb_err err = { 0 };
+	int rc;
+
+	if ((rc = hb_jobspec_settle_fabric(spec)) || !script ||
+	    hb_jobspec_has(spec, HB_F_FABRIC))
+		return rc;
+	hb_jobspec_init(&tmp, spec->source_name);
+	tmp.script = script;
+	tmp.script_len = (uint32_t)strnlen(script, UINT32_MAX);
+	rc = hb_jobspec_scan_body(&tmp, &err);
+	if (!rc && hb_jobspec_has(&tmp, HB_F_FABRIC)) {
+		spec->fabric = tmp.fabric;
+		spec->fabric_inferred = tmp.fabric_inferred;
+		spec->fabric_why = tmp.fabric_why
+					   ? hb_jobspec_strdup(spec, tmp.fabric_why)
+					   : NULL;
+		if (tmp.fabric_why && !spec->fabric_why)
+			rc = HB_ENOMEM;
+		hb_jobspec_set_prov(spec, HB_F_FABRIC,
+				    (struct hb_prov){ HB_PROV_DERIVED, 0 });
+	}
+	hb_jobspec_free(&tmp);
+	return rc;
 }
 
 /* ---- images --------------------------------------------------------- */

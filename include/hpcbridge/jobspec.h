@@ -371,6 +371,14 @@ int hb_jobspec_scan_body(struct hb_jobspec *spec, struct hb_err *err);
 int hb_jobspec_settle_fabric(struct hb_jobspec *spec);
 
 /*
+ * Settle the fabric of a jobspec built without its script (the Slurm
+ * plugin's, from the job description): its --constraint, else the
+ * variables script sets, read in a scratch jobspec so that nothing else
+ * of the body lands in spec.  A fabric already set is kept.  HB_ENOMEM.
+ */
+int hb_jobspec_fabric_from_script(struct hb_jobspec *spec, const char *script);
+
+/*
  * Set the fabric from an option's value v ("rdma", "tcp", "auto", any
  * case) given at o, as written in text ("--hpcbridge-fabric=rdma").
  * HB_EINVAL for another value; HB_ENOMEM.
