@@ -934,6 +934,129 @@ static void test_parse_time(void **state)
 			fail_msg("'%s' accepted", bad[i]);
 }
 
+/* ---- the fabric ------------------------------------------------------- */
+
+static const char rdma_policy[] =
+	"defaults:\n"
+	"  prefer: kubernetes\n"
+	"  rdma_features: [ib]\n"
+	"  multinode_mpi_needs_rdma: true\n"
+	"slurm:\n"
+	"  partitions:\n"
+	"    batch: {node: {cpus: 64, memory: 256Gi}, rdma: true}\n"
+	"    eth: {node: {cpus: 64, memory: 256Gi}}\n"
+	"kubernetes:\n"
+	"  queues: {burst: {}}\n"
+	"  node: {cpus: 96, memory: 768Gi}\n";
+
+/* Decide script under rdma_policy; the explanation in a static buffer. */
+static const char *fabric_decide(const struct hb_policy *pol,
+				 const struct hb_snapshot *snap,
+				 const char *script,
+				 struct hb_place_result *r)
+{
+	struct job j;
+	const char *t;
+
+	job(&j, pol, script);
+	assert_int_equal(hb_place_decide(pol, snap, &j.in, r), 0);
+	t = explain(pol, &j.in, r);
+	job_free(&j);
+	return t;
+}
+
+static void test_fabric(void **state)
+{
+	struct hb_policy pol;
+	struct hb_snapshot snap;
+	struct hb_place_result r;
+	struct job j;
+	const char *t;
+
+	(void)state;
+	policy_text(rdma_policy, &pol);
+	hb_snapshot_init(&snap, NOW);
+
+	/* said in words: Kubernetes has no RDMA, and says who asked */
+	t = fabric_decide(&pol, &snap,
+			  "#!/bin/bash\n#SBATCH -N 2 -p batch\n"
+			  "#SBATCH --hpcbridge-fabric=rdma\nsrun x\n",
+			  &r);
+	assert_int_equal(r.target, HB_PLACE_SLURM);
+	assert_false(r.alt[HB_SIDE_KUBE].can_run);
+	assert_true(has_factor(&r, HB_PF_RDMA, HB_SIDE_KUBE));
+	assert_false(has_factor(&r, HB_PF_RDMA, HB_SIDE_SLURM));
+	assert_has(t, "no RDMA fabric on kubernetes; the job asks for it: "
+		      "--hpcbridge-fabric=rdma at job.sh:3");
+
+	/* said in words holds for one node too */
+	t = fabric_decide(&pol, &snap,
+			  "#!/bin/bash\n#SBATCH -p batch\n"
+			  "#SBATCH --hpcbridge-fabric=rdma\nsrun x\n",
+			  &r);
+	assert_int_equal(r.target, HB_PLACE_SLURM);
+	assert_true(has_factor(&r, HB_PF_RDMA, HB_SIDE_KUBE));
+
+	/* read from the variables: multi-node only */
+	t = fabric_decide(&pol, &snap,
+			  "#!/bin/bash\n#SBATCH -N 2 -p batch\n"
+			  "export UCX_NET_DEVICES=mlx5_0:1\n./a.out\n",
+			  &r);
+	assert_int_equal(r.target, HB_PLACE_SLURM);
+	assert_has(t, "no RDMA fabric on kubernetes; the job asks for it: "
+		      "UCX_NET_DEVICES=mlx5_0:1 at job.sh:3");
+	fabric_decide(&pol, &snap,
+		      "#!/bin/bash\n#SBATCH -p batch\n"
+		      "export UCX_NET_DEVICES=mlx5_0:1\n./a.out\n",
+		      &r);
+	assert_int_equal(r.target, HB_PLACE_KUBE);
+	assert_false(has_factor(&r, HB_PF_RDMA, HB_SIDE_KUBE));
+
+	/* a Slurm partition without RDMA cannot run it either: rejected,
+	 * each side saying why */
+	t = fabric_decide(&pol, &snap,
+			  "#!/bin/bash\n#SBATCH -N 4 -p eth\n"
+			  "#SBATCH --constraint=ib\nsrun x\n",
+			  &r);
+	assert_int_equal(r.target, HB_PLACE_REJECT);
+	assert_true(has_factor(&r, HB_PF_RDMA, HB_SIDE_SLURM));
+	assert_has(t, "no RDMA fabric on slurm; the job asks for it: "
+		      "--constraint=ib at job.sh:3");
+
+	/* multi-node MPI under multinode_mpi_needs_rdma ... */
+	t = fabric_decide(&pol, &snap,
+			  "#!/bin/bash\n#SBATCH -N 2 -p batch\nmpirun ./a\n",
+			  &r);
+	assert_int_equal(r.target, HB_PLACE_SLURM);
+	assert_has(t, "the job asks for it: multi-node MPI (policy: "
+		      "multinode_mpi_needs_rdma)");
+	/* ... unless the job says tcp, in words or by its variables */
+	fabric_decide(&pol, &snap,
+		      "#!/bin/bash\n#SBATCH -N 2 -p batch\n"
+		      "#SBATCH --hpcbridge-fabric=tcp\nmpirun ./a\n",
+		      &r);
+	assert_int_equal(r.target, HB_PLACE_KUBE);
+	fabric_decide(&pol, &snap,
+		      "#!/bin/bash\n#SBATCH -N 2 -p batch\n"
+		      "export NCCL_IB_DISABLE=1\nmpirun ./a\n",
+		      &r);
+	assert_int_equal(r.target, HB_PLACE_KUBE);
+	assert_false(has_factor(&r, HB_PF_RDMA, HB_SIDE_KUBE));
+
+	/* the decision document names it */
+	job(&j, &pol,
+	    "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --hpcbridge-fabric=rdma\n"
+	    "srun x\n");
+	assert_true(j.in.needs_rdma);
+	assert_true(j.in.rdma_any_size);
+	assert_string_equal(j.in.rdma_why,
+			    "--hpcbridge-fabric=rdma at job.sh:3");
+	job_free(&j);
+
+	hb_snapshot_free(&snap);
+	hb_policy_free(&pol);
+}
+
 /* ---- inputs from scripts ---------------------------------------------- */
 
 static void test_input(void **state)
@@ -1107,6 +1230,7 @@ int main(void)
 		cmocka_unit_test(test_policy_migration_pilot),
 		cmocka_unit_test(test_premium),
 		cmocka_unit_test(test_parse_time),
+		cmocka_unit_test(test_fabric),
 		cmocka_unit_test(test_input),
 		cmocka_unit_test(test_json),
 	};
