@@ -320,14 +320,16 @@ static void quote_var(struct hb_jobspec *spec, const char *name, char *buf,
 		      size_t len, struct hb_directive **dp)
 {
 	size_t used = strlen(buf);
+	const char *v = env_get(spec, name);
 	char key[96];
 	struct hb_directive *d;
 
 	snprintf(key, sizeof(key), "%s=", name);
 	d = directive_of(spec, HB_F_ENV, key);
+	/* a long value is cut, so that its place still fits */
 	if (used < len)
-		snprintf(buf + used, len - used, "%s%s=%s", used ? " with " : "",
-			 name, env_get(spec, name));
+		snprintf(buf + used, len - used, "%s%s=%.80s%s",
+			 used ? " with " : "", name, v, strlen(v) > 80 ? "..." : "");
 	used = strlen(buf);
 	if (d && d->prov.kind == HB_PROV_FILE && used < len)
 		snprintf(buf + used, len - used, " at %s:%u",
