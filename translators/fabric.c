@@ -421,7 +421,7 @@ int hb_jobspec_fabric_from_script(struct hb_jobspec *spec, const char *script)
 	if ((rc = hb_jobspec_settle_fabric(spec)) || !script ||
 	    hb_jobspec_has(spec, HB_F_FABRIC))
 		return rc;
-	hb_jobspec_init(&tmp, spec->source_name);
+	hb_jobspec_init(&tmp, "script"); /* "at script:7" */
 	tmp.script = script;
 	tmp.script_len = (uint32_t)strnlen(script, UINT32_MAX);
 	rc = hb_jobspec_scan_body(&tmp, &err);
