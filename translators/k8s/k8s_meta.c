@@ -330,9 +330,12 @@ int hb_k8s_plan_carried(struct hb_k8s_ctx *c)
 	      "the directory only on a volume they mount");
 	/* The fabric: what placement read, kept with what said so. */
 	if (hb_jobspec_has(s, HB_F_FABRIC)) {
+		char from[HB_FABRIC_WHY_MAX + 64];
+
+		snprintf(from, sizeof(from), "from %s; placement reads it",
+			 s->fabric_why ? s->fabric_why : "the job");
 		CARRY(HB_F_FABRIC, "fabric",
-		      hb_fabric_name((enum hb_fabric)s->fabric),
-		      "placement kept the job off a side without it");
+		      hb_fabric_name((enum hb_fabric)s->fabric), from);
 		if (s->fabric_why &&
 		    (rc = annotate(c, "fabric-why", s->fabric_why)))
 			return rc;
