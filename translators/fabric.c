@@ -103,7 +103,7 @@ static bool list_only(const char *s, const char *const *words)
 	if (!s || *s == '^' || !*s)
 		return false;
 	while (*s) {
-		size_t n = strcspn(s, ",");
+		size_t n = strcspn(s, ",:");
 		bool ok = false;
 
 		for (const char *const *w = words; *w; w++)
@@ -183,6 +183,19 @@ typedef struct verdict (*rule_fn)(const struct hb_jobspec *spec);
 #define NONE ((struct verdict){ -1, NULL, NULL })
 #define SAY(f, n, a) ((struct verdict){ (f), (n), (a) })
 
+/* The verdict of a list variable: rdma when it holds one of rdma, tcp
+ * when it holds nothing but tcp's words (either list may be NULL). */
+static struct verdict by_list(const char *v, const char *const *rdma,
+			      const char *const *tcp, const char *name,
+			      const char *also)
+{
+	if (rdma && list_has(v, rdma))
+		return SAY(HB_FABRIC_RDMA, name, also);
+	if (tcp && list_only(v, tcp))
+		return SAY(HB_FABRIC_TCP, name, also);
+	return NONE;
+}
+
 static struct verdict ucx_tls(const struct hb_jobspec *spec)
 {
 	const char *v = env_get(spec, "UCX_TLS");
@@ -190,11 +203,7 @@ static struct verdict ucx_tls(const struct hb_jobspec *spec)
 	const char *also = pml && !strcasecmp(pml, "ucx") ? "OMPI_MCA_pml"
 							   : NULL;
 
-	if (list_has(v, ucx_rdma_tls))
-		return SAY(HB_FABRIC_RDMA, "UCX_TLS", also);
-	if (list_only(v, ucx_tcp_tls))
-		return SAY(HB_FABRIC_TCP, "UCX_TLS", also);
-	return NONE;
+	return by_list(v, ucx_rdma_tls, ucx_tcp_tls, "UCX_TLS", also);
 }
 
 static struct verdict ucx_devices(const struct hb_jobspec *spec)
@@ -235,13 +244,11 @@ static struct verdict ompi_btl(const struct hb_jobspec *spec)
 	static const char *const openib[] = { "openib", NULL };
 	const char *v = env_get(spec, "OMPI_MCA_btl");
 	const char *pml = env_get(spec, "OMPI_MCA_pml");
+	struct verdict r = by_list(v, openib, ompi_tcp_btls, "OMPI_MCA_btl",
+				   NULL);
 
-	if (!v)
-		return NONE;
-	if (list_has(v, openib))
-		return SAY(HB_FABRIC_RDMA, "OMPI_MCA_btl", NULL);
-	if (list_only(v, ompi_tcp_btls))
-		return SAY(HB_FABRIC_TCP, "OMPI_MCA_btl", NULL);
+	if (!v || r.fabric >= 0)
+		return r;
 	/* "^openib" turns the verbs BTL off; with the UCX PML, UCX still
 	 * drives the HCA, so it says nothing then. */
 	if (!strcasecmp(v, "^openib") && !(pml && !strcasecmp(pml, "ucx")))
@@ -259,20 +266,15 @@ static struct verdict intel_ofi(const struct hb_jobspec *spec)
 	static const char *const tcp_prov[] = { "tcp", "sockets",
 						"tcp;ofi_rxm", "shm", NULL };
 	static const char *const old_rdma[] = { "dapl", "ofa", "tmi", NULL };
-	static const char *const old_tcp[] = { "tcp", NULL };
+	static const char *const old_tcp[] = { "tcp", "shm", NULL };
 	const char *fab = env_get(spec, "I_MPI_FABRICS");
-	const char *prov = env_get(spec, "FI_PROVIDER");
-	const char *also = fab ? "I_MPI_FABRICS" : NULL;
+	struct verdict r = by_list(env_get(spec, "FI_PROVIDER"), rdma_prov,
+				   tcp_prov, "FI_PROVIDER",
+				   fab ? "I_MPI_FABRICS" : NULL);
 
-	if (list_has(prov, rdma_prov))
-		return SAY(HB_FABRIC_RDMA, "FI_PROVIDER", also);
-	if (list_only(prov, tcp_prov))
-		return SAY(HB_FABRIC_TCP, "FI_PROVIDER", also);
-	if (list_has(fab, old_rdma))
-		return SAY(HB_FABRIC_RDMA, "I_MPI_FABRICS", NULL);
-	if (list_has(fab, old_tcp))
-		return SAY(HB_FABRIC_TCP, "I_MPI_FABRICS", NULL);
-	return NONE;
+	return r.fabric >= 0 ? r
+			     : by_list(fab, old_rdma, old_tcp, "I_MPI_FABRICS",
+				       NULL);
 }
 
 /* MVAPICH2 runs over verbs; these name the HCA or its RoCE mode. */

@@ -22,19 +22,16 @@
 /* The words each MPI is called by in a message. */
 static const char *title(enum hb_mpi_impl m)
 {
-	switch (m) {
-	case HB_MPI_OPENMPI:
-		return "Open MPI";
-	case HB_MPI_INTEL:
-		return "Intel MPI";
-	case HB_MPI_MPICH:
-		return "MPICH";
-	case HB_MPI_MVAPICH2:
-		return "MVAPICH2";
-	case HB_MPI_UNKNOWN:
-		break;
-	}
-	return "an unknown MPI";
+	static const char *const titles[] = {
+		[HB_MPI_UNKNOWN] = "an unknown MPI",
+		[HB_MPI_OPENMPI] = "Open MPI",
+		[HB_MPI_INTEL] = "Intel MPI",
+		[HB_MPI_MPICH] = "MPICH",
+		[HB_MPI_MVAPICH2] = "MVAPICH2",
+	};
+
+	return (unsigned)m < sizeof(titles) / sizeof(titles[0]) ? titles[m]
+								: titles[0];
 }
 
 /* Lower-cased copy of s in buf (cut to fit). */

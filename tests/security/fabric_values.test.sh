@@ -28,65 +28,9 @@ src=$(cd "${2:?SRC_DIR}" && pwd)
 sec_init
 
 hb=$build/bin/hpcbridge
-cat >"$tmp/kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: none
-  cluster:
-    server: https://127.0.0.1:1
-    insecure-skip-tls-verify: true
-users:
-- name: u
-  user:
-    token: not-a-token
-contexts:
-- name: c
-  context: {cluster: none, user: u, namespace: default}
-current-context: c
-EOF
-chmod 644 "$tmp/kubeconfig"
-cat >"$tmp/hb.yaml" <<EOF
-daemon:
-  max_request: 1048576
-remote:
-  backend: kubernetes
-  kubeconfig: $tmp/kubeconfig
-  local_dir: $tmp/remote
-placement:
-  default_target: kubernetes
-EOF
+closed_cluster
 start_daemon "$tmp/hb.yaml" || exit 1
 
-# decide FILE [JOBSPEC_JSON]: root (the plugin) stores a job of the
-# attacker's with that script and, when given, that jobspec; prints its
-# id (empty when refused; the reply is in $tmp/reply).
-cat >"$tmp/decide.py" <<'EOF'
-import json, socket, struct, sys
-sock, user, uid, path = sys.argv[1:5]
-req = {"op": "decide", "user": user, "uid": int(uid),
-       "target": "kubernetes", "cwd": "/tmp",
-       "script": open(path).read()}
-if len(sys.argv) > 5:
-    req["jobspec"] = json.loads(open(sys.argv[5]).read())
-req = json.dumps(req).encode()
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.connect(sock)
-s.settimeout(60)
-s.sendall(b"HB\x01\x01" + struct.pack(">I", len(req)) + req)
-buf = b""
-while len(buf) < 8 or len(buf) < 8 + struct.unpack(">I", buf[4:8])[0]:
-    chunk = s.recv(65536)
-    if not chunk:
-        break
-    buf += chunk
-sys.stdout.buffer.write(buf[8:])
-EOF
-decide() {
-	python3 "$tmp/decide.py" "$sock" "$user" "$uid" "$@" >"$tmp/reply" \
-		2>"$tmp/call.err"
-	grep -oE '"id":"hb-[0-9]+"' "$tmp/reply" | cut -d'"' -f4
-}
 esc=$(printf '\033')
 
 # 1. a hostile --hpcbridge-fabric ------------------------------------------
