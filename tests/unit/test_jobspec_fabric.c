@@ -1,5 +1,5 @@
 /*
- * test_fabric.c - what a job needs from the network, and which MPI it
+ * test_jobspec_fabric.c - what a job needs from the network, and which MPI it
  * runs: every inference rule of translators/fabric.c, an explicit
  * --hpcbridge-fabric beating them, the JSON round trip and its refusals,
  * the fidelity report's fabric line and MPI warnings, and MPI flavours
