@@ -306,6 +306,16 @@ static int build_spec(struct hb_jobspec *spec, const job_desc_msg_t *jd,
 		rc |= hb_jobspec_add_data(spec, vals[HB_OPT_DATA]);
 		hb_jobspec_set_prov(spec, HB_F_DATA, from_slurm);
 	}
+	/* The fabric: said in words (checked), else read from the script */
+	if (vals[HB_OPT_FABRIC]) {
+		char why[64];
+
+		snprintf(why, sizeof(why), "--hpcbridge-fabric=%s",
+			 vals[HB_OPT_FABRIC]);
+		rc |= hb_jobspec_set_fabric(spec, vals[HB_OPT_FABRIC], why,
+					    from_slurm);
+	}
+	rc |= hb_jobspec_fabric_from_script(spec, jd->script);
 	return rc ? HB_ENOMEM : 0;
 }
 

@@ -29,6 +29,7 @@ enum hb_opt {
 	HB_OPT_DEADLINE,   /* --hpcbridge-deadline=TIME */
 	HB_OPT_CHECKPOINT, /* --hpcbridge-checkpoint=DIR */
 	HB_OPT_DATA,	   /* --hpcbridge-data=PATH|s3://bucket/prefix */
+	HB_OPT_FABRIC,	   /* --hpcbridge-fabric=rdma|tcp|auto */
 	HB__OPT_COUNT
 };
 
@@ -41,7 +42,7 @@ enum hb_opt {
 /* "hpcbridge-target" etc.; NULL past the last option. */
 const char *hb_opt_name(enum hb_opt o);
 /* The key in the decide request: "target", "deadline", "checkpoint",
- * "data". */
+ * "data", "fabric". */
 const char *hb_opt_key(enum hb_opt o);
 /* One word for --help ("auto|slurm|kubernetes"), and one line of usage. */
 const char *hb_opt_arginfo(enum hb_opt o);

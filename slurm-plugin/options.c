@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "hbplugin.h"
+#include "hpcbridge/jobspec.h"
 #include "hpcbridge/timefmt.h"
 
 static const struct {
@@ -25,6 +26,10 @@ static const struct {
 	[HB_OPT_DATA] = { "hpcbridge-data", "data", "PATH|s3://bucket/prefix",
 			  "Input data the job reads: an absolute path or an "
 			  "S3 URL, for placement by data locality" },
+	[HB_OPT_FABRIC] = { "hpcbridge-fabric", "fabric", "rdma|tcp|auto",
+			    "The network the job's ranks need: rdma "
+			    "(InfiniBand or RoCE: never placed where there "
+			    "is none), tcp, or auto (read from the script)" },
 };
 
 #define ENV_PREFIX   "_SLURM_SPANK_OPTION_"
@@ -180,6 +185,10 @@ int hb_opt_check(enum hb_opt o, const char *v, struct hb_err *err)
 		return 0;
 	case HB_OPT_DATA:
 		return check_data(v, err);
+	case HB_OPT_FABRIC:
+		if (hb_fabric_parse(v) < 0)
+			return bad(o, v, err, "is not rdma, tcp or auto");
+		return 0;
 	case HB__OPT_COUNT:
 		break;
 	}

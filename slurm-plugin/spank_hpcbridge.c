@@ -5,6 +5,7 @@
  *   --hpcbridge-deadline=TIME
  *   --hpcbridge-checkpoint=DIR
  *   --hpcbridge-data=PATH|s3://bucket/prefix
+ *   --hpcbridge-fabric=rdma|tcp|auto
  *
  * The options are registered with spank_option_register() in
  * slurm_spank_init (sbatch 22.05 ignores a static spank_options table), so

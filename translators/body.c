@@ -18,15 +18,33 @@
 
 /* Variable prefixes that tune communication and must reach every rank. */
 #define PFX(s) { s, sizeof(s) - 1 }
+#define PFX_IMPL(s) s, sizeof(s) - 1
 static const struct {
 	const char *s;
 	size_t n;
 } rank_env_prefixes[] = {
 	PFX("NCCL_"),	  PFX("UCX_"),	 PFX("OMP_"),  PFX("FI_"),
 	PFX("I_MPI_"),	  PFX("OMPI_MCA_"), PFX("MPICH_"), PFX("PSM2_"),
-	PFX("HCOLL_"),	  PFX("CUDA_VISIBLE_DEVICES"),
+	PFX("HCOLL_"),	  PFX("MV2_"),	 PFX("CUDA_VISIBLE_DEVICES"),
+};
+
+/* Variables only one MPI reads: setting one says which MPI runs.  Hydra's
+ * and MPICH's own are read by MPICH's derivatives too, so they say the
+ * least (looked at last). */
+static const struct {
+	const char *s;
+	size_t n;
+	enum hb_mpi_impl impl;
+} impl_env_prefixes[] = {
+	{ PFX_IMPL("I_MPI_"), HB_MPI_INTEL },
+	{ PFX_IMPL("MV2_"), HB_MPI_MVAPICH2 },
+	{ PFX_IMPL("OMPI_"), HB_MPI_OPENMPI },
+	{ PFX_IMPL("PRTE_"), HB_MPI_OPENMPI },
+	{ PFX_IMPL("HYDRA_"), HB_MPI_MPICH },
+	{ PFX_IMPL("MPICH_"), HB_MPI_MPICH },
 };
 #undef PFX
+#undef PFX_IMPL
 
 static int is_space(char c)
 {
@@ -94,7 +112,9 @@ static enum hb_mpi_impl impl_from_name(const char *s, size_t n)
 	    strstr(low, "intelmpi") || strstr(low, "intel-oneapi-mpi") ||
 	    strstr(low, "mpi.hydra") || strstr(low, "mpiexec.hydra"))
 		return HB_MPI_INTEL;
-	if (strstr(low, "mpich") || strstr(low, "mvapich"))
+	if (strstr(low, "mvapich"))
+		return HB_MPI_MVAPICH2;
+	if (strstr(low, "mpich"))
 		return HB_MPI_MPICH;
 	return HB_MPI_UNKNOWN;
 }
@@ -118,8 +138,33 @@ struct scan {
 	uint32_t line;
 	const char *text; /* the logical line */
 	size_t len;
-	enum hb_mpi_impl module_impl, launch_impl, env_impl;
+	/* What each kind of evidence says, strongest first: the launcher's
+	 * own name, a module, a variable only one MPI reads, a launcher
+	 * flag only one MPI takes; then the weak hints: a variable or flag
+	 * of Hydra (MPICH and its derivatives), srun --mpi. */
+	enum hb_mpi_impl launch_impl, module_impl, env_impl, flag_impl;
+	enum hb_mpi_impl hint_impl;
 };
+
+/* The MPI a variable name belongs to, and whether the hint is weak. */
+static enum hb_mpi_impl impl_from_env(const char *s, size_t n, bool *weak)
+{
+	for (size_t i = 0; i < sizeof(impl_env_prefixes) /
+				       sizeof(impl_env_prefixes[0]);
+	     i++)
+		if (n >= impl_env_prefixes[i].n &&
+		    !memcmp(s, impl_env_prefixes[i].s, impl_env_prefixes[i].n)) {
+			*weak = impl_env_prefixes[i].impl == HB_MPI_MPICH;
+			return impl_env_prefixes[i].impl;
+		}
+	return HB_MPI_UNKNOWN;
+}
+
+static void keep(enum hb_mpi_impl *slot, enum hb_mpi_impl m)
+{
+	if (*slot == HB_MPI_UNKNOWN)
+		*slot = m;
+}
 
 static int note_directive(struct scan *sc, enum hb_field f, const char *note)
 {
@@ -193,6 +238,12 @@ static int scan_export(struct scan *sc, const char *p, const char *end)
 		if (!eq || eq == w)
 			continue;
 		nl = (size_t)(eq - w);
+		{
+			bool weak = false;
+			enum hb_mpi_impl m = impl_from_env(w, nl, &weak);
+
+			keep(weak ? &sc->hint_impl : &sc->env_impl, m);
+		}
 		if (!is_rank_env(w, nl) || nl >= sizeof(name))
 			continue;
 		for (size_t i = 0; i < nl; i++)
@@ -216,8 +267,6 @@ static int scan_export(struct scan *sc, const char *p, const char *end)
 		value[vl] = '\0';
 		if ((rc = hb_jobspec_add_env(sc->spec, name, value)))
 			return rc;
-		if (has_prefix(name, nl, "I_MPI_"))
-			sc->env_impl = HB_MPI_INTEL;
 		any = 1;
 	next:;
 	}
@@ -225,6 +274,58 @@ static int scan_export(struct scan *sc, const char *p, const char *end)
 		return 0;
 	return note_directive(sc, HB_F_ENV,
 			      "exported setting: forwarded to every rank");
+}
+
+/* Flags only one launcher takes.  Open MPI's mpirun: --mca, -x, --map-by,
+ * -npernode, --oversubscribe; Hydra's mpiexec (MPICH, Intel MPI,
+ * MVAPICH2): -ppn, -genv, -genvall, -bootstrap, -launcher, -iface. */
+static const char *const ompi_flags[] = {
+	"--mca", "-mca",	  "-x",		  "--map-by", "-map-by",
+	"-npernode", "--npernode", "--oversubscribe", "--report-bindings",
+	"--prefix", NULL,
+};
+static const char *const hydra_flags[] = {
+	"-ppn", "-genv", "-genvall", "-genvlist", "-bootstrap", "-launcher",
+	"-iface", "-rr", NULL,
+};
+
+static bool word_in(const char *w, size_t n, const char *const *list)
+{
+	for (const char *const *p = list; *p; p++)
+		if (word_is(w, n, *p))
+			return true;
+	return false;
+}
+
+/* The launcher's flags: srun --mpi=pmix (Open MPI's usual PMI under
+ * Slurm) or pmi2 (MPICH's and MVAPICH2's) is a weak hint. */
+static void scan_launch_flags(struct scan *sc, const char *p, const char *end,
+			      bool srun)
+{
+	const char *w;
+	size_t n;
+
+	while ((n = next_word(&p, end, &w)) > 0) {
+		if (w[0] != '-')
+			break; /* the program: its own flags are not ours */
+		if (srun && has_prefix(w, n, "--mpi=pmix"))
+			keep(&sc->hint_impl, HB_MPI_OPENMPI);
+		else if (srun && has_prefix(w, n, "--mpi=pmi2"))
+			keep(&sc->hint_impl, HB_MPI_MPICH);
+		else if (!srun && word_in(w, n, ompi_flags))
+			keep(&sc->flag_impl, HB_MPI_OPENMPI);
+		else if (!srun && word_in(w, n, hydra_flags))
+			keep(&sc->hint_impl, HB_MPI_MPICH);
+		/* a flag's argument ("-x NAME", "-ppn 4") is skipped as
+		 * the next word: not a flag, so it would end the scan */
+		if (!srun && (word_in(w, n, ompi_flags) ||
+			      word_in(w, n, hydra_flags) || word_is(w, n, "-np") ||
+			      word_is(w, n, "-n") || word_is(w, n, "--hostfile") ||
+			      word_is(w, n, "-hostfile") || word_is(w, n, "-f") ||
+			      word_is(w, n, "-machinefile")) &&
+		    !memchr(w, '=', n))
+			n = next_word(&p, end, &w);
+	}
 }
 
 /* A command line: skip "time", "exec", env assignments, then look at the
@@ -282,6 +383,7 @@ static int scan_command(struct scan *sc)
 		else if (word_is(w, n, "orterun") || word_is(w, n, "prterun"))
 			sc->launch_impl = HB_MPI_OPENMPI;
 	}
+	scan_launch_flags(sc, p, end, word_is(w, n, "srun"));
 	n = sc->len;
 	while (n && is_space(sc->text[n - 1]))
 		n--;
@@ -368,12 +470,21 @@ int hb_jobspec_scan_body(struct hb_jobspec *spec, struct hb_err *err)
 	}
 
 	if (spec->mpi == HB_MPI_UNKNOWN) {
-		if (sc.launch_impl)
-			spec->mpi = (uint8_t)sc.launch_impl;
-		else if (sc.module_impl)
-			spec->mpi = (uint8_t)sc.module_impl;
-		else if (sc.env_impl)
-			spec->mpi = (uint8_t)sc.env_impl;
+		const enum hb_mpi_impl order[] = {
+			sc.launch_impl, sc.module_impl, sc.env_impl,
+			sc.flag_impl, sc.hint_impl,
+			hb_mpi_from_image(spec->container),
+		};
+
+		for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+			if (order[i] != HB_MPI_UNKNOWN) {
+				spec->mpi = (uint8_t)order[i];
+				break;
+			}
 	}
-	return 0;
+	return hb_jobspec_settle_fabric(spec) ? hb_err_set(err, HB_ENOMEM,
+							    spec->source_name,
+							    0,
+							    "out of memory")
+					      : 0;
 }

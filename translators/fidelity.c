@@ -107,6 +107,28 @@ static const char *prov_kind_name(uint8_t k)
 	return "none";
 }
 
+/*
+ * The fate of field f as the emitter recorded it.  The fabric reaches
+ * placement whatever the target, so an emitter that records nothing for
+ * it leaves it carried there, with what said so.
+ */
+static const struct hb_fate *fate_of(const struct hb_jobspec *spec,
+				     const struct hb_report *r, int f,
+				     struct hb_fate *tmp)
+{
+	static const char *const to[] = { "placement (fabric auto)",
+					  "placement (fabric tcp)",
+					  "placement (fabric rdma)" };
+
+	if (f != HB_F_FABRIC || r->fate[f].kind != HB_FATE_NONE ||
+	    spec->fabric >= sizeof(to) / sizeof(to[0]))
+		return &r->fate[f];
+	tmp->kind = HB_FATE_CARRIED;
+	tmp->target = to[spec->fabric];
+	tmp->note = r->no_notes ? NULL : spec->fabric_why;
+	return tmp;
+}
+
 /* Room for any path (PATH_MAX) and ":LINE". */
 #define WHERE_MAX 4128
 
@@ -177,18 +199,22 @@ static enum hb_fate_kind verdict_kind(const struct hb_jobspec *spec,
 				      const struct hb_directive *d,
 				      enum hb_field f)
 {
+	struct hb_fate tmp;
+	const struct hb_fate *fate = fate_of(spec, r, f, &tmp);
+
 	if (overridden(spec, d, f))
 		return HB_FATE_OVERRIDDEN;
-	if (r->fate[f].kind == HB_FATE_NONE)
+	if (fate->kind == HB_FATE_NONE)
 		return HB_FATE_DROPPED;
-	return (enum hb_fate_kind)r->fate[f].kind;
+	return (enum hb_fate_kind)fate->kind;
 }
 
 static void judge(const struct hb_jobspec *spec, const struct hb_report *r,
 		  const struct hb_directive *d, enum hb_field f,
 		  struct verdict *v)
 {
-	const struct hb_fate *fate = &r->fate[f];
+	struct hb_fate tmp;
+	const struct hb_fate *fate = fate_of(spec, r, f, &tmp);
 
 	v->kind = verdict_kind(spec, r, d, f);
 	v->target = NULL;
@@ -279,7 +305,8 @@ static int walk(const struct hb_jobspec *spec, const struct hb_report *r,
 	}
 	/* Fields set by no directive: derived values, manifest defaults. */
 	for (int f = 0; !rc && f < HB__F_COUNT; f++) {
-		const struct hb_fate *fate = &r->fate[f];
+		struct hb_fate tmp;
+		const struct hb_fate *fate = fate_of(spec, r, f, &tmp);
 
 		if (!hb_jobspec_has(spec, (enum hb_field)f) || set[f])
 			continue;
@@ -319,7 +346,8 @@ void hb_report_counts(const struct hb_jobspec *spec, const struct hb_report *r,
 		}
 	}
 	for (int f = 0; f < HB__F_COUNT; f++) {
-		unsigned k = r->fate[f].kind;
+		struct hb_fate tmp;
+		unsigned k = fate_of(spec, r, f, &tmp)->kind;
 
 		if (!hb_jobspec_has(spec, (enum hb_field)f) || set[f])
 			continue;
@@ -365,9 +393,44 @@ static int text_entry(void *ctx, const struct hb_jobspec *spec,
 	return rc;
 }
 
+/* Warnings the jobspec itself gives (hb_mpi_warnings()), after the
+ * emitter's, each once. */
+struct spec_warn {
+	const struct hb_report *r;
+	int (*put)(void *ctx, const char *msg);
+	void *ctx;
+};
+
+static int spec_warn_one(void *ctx, const char *msg)
+{
+	struct spec_warn *w = ctx;
+
+	for (uint32_t i = 0; i < w->r->nwarnings; i++)
+		if (!strcmp(w->r->warnings[i], msg))
+			return 0;
+	return w->put(w->ctx, msg);
+}
+
+static int text_warn(void *ctx, const char *msg)
+{
+	return hb_buf_printf(ctx, "warning: %s\n", msg);
+}
+
+static int json_warn(void *ctx, const char *msg)
+{
+	cJSON *s = cJSON_CreateString(msg);
+
+	if (!s || !cJSON_AddItemToArray(ctx, s)) {
+		cJSON_Delete(s);
+		return HB_ENOMEM;
+	}
+	return 0;
+}
+
 int hb_report_write_text(const struct hb_jobspec *spec,
 			 const struct hb_report *r, struct hb_buf *out)
 {
+	struct spec_warn sw = { r, text_warn, out };
 	struct text_ctx t = { .out = out };
 	int rc;
 
@@ -377,6 +440,8 @@ int hb_report_write_text(const struct hb_jobspec *spec,
 		rc = walk(spec, r, text_entry, &t);
 	for (uint32_t i = 0; !rc && i < r->nwarnings; i++)
 		rc = hb_buf_printf(out, "warning: %s\n", r->warnings[i]);
+	if (!rc)
+		rc = hb_mpi_warnings(spec, spec_warn_one, &sw);
 	if (!rc)
 		rc = hb_buf_printf(
 			out,
@@ -446,5 +511,13 @@ cJSON *hb_report_to_json(const struct hb_jobspec *spec,
 	}
 	for (uint32_t i = 0; i < r->nwarnings; i++)
 		cJSON_AddItemToArray(warns, cJSON_CreateString(r->warnings[i]));
+	{
+		struct spec_warn sw = { r, json_warn, warns };
+
+		if (hb_mpi_warnings(spec, spec_warn_one, &sw)) {
+			cJSON_Delete(root);
+			return NULL;
+		}
+	}
 	return root;
 }

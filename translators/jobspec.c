@@ -48,6 +48,7 @@ static const char *const field_names[HB__F_COUNT] = {
 	[HB_F_SCRIPT] = "script",
 	[HB_F_KEEP] = "keep",
 	[HB_F_HETEROGENEOUS] = "chunks",
+	[HB_F_FABRIC] = "fabric",
 };
 
 const char *hb_field_name(enum hb_field f)
@@ -66,10 +67,34 @@ const char *hb_mpi_impl_name(enum hb_mpi_impl m)
 		return "Intel";
 	case HB_MPI_MPICH:
 		return "MPICH";
+	case HB_MPI_MVAPICH2:
+		return "MVAPICH2";
 	case HB_MPI_UNKNOWN:
 		break;
 	}
 	return NULL;
+}
+
+enum hb_mpi_impl hb_mpi_impl_parse(const char *name)
+{
+	for (int i = HB_MPI_OPENMPI; name && i <= HB_MPI_MVAPICH2; i++)
+		if (!strcmp(name, hb_mpi_impl_name((enum hb_mpi_impl)i)))
+			return (enum hb_mpi_impl)i;
+	return HB_MPI_UNKNOWN;
+}
+
+enum hb_mpi_impl hb_mpi_family(enum hb_mpi_impl m)
+{
+	return m == HB_MPI_MVAPICH2 ? HB_MPI_MPICH : m;
+}
+
+bool hb_mpi_abi_compatible(enum hb_mpi_impl a, enum hb_mpi_impl b)
+{
+	/* Open MPI has its own ABI; the others share MPICH's (the MPICH
+	 * ABI Compatibility Initiative: libmpi.so.12). */
+	if (a == HB_MPI_UNKNOWN || b == HB_MPI_UNKNOWN || a == b)
+		return true;
+	return a != HB_MPI_OPENMPI && b != HB_MPI_OPENMPI;
 }
 
 /* Arena cap per job: the script plus everything parsed from it. */

@@ -218,6 +218,16 @@ cJSON *hb_jobspec_to_json(const struct hb_jobspec *spec)
 		cJSON_AddStringToObject(
 			o, "mpi",
 			hb_mpi_impl_name((enum hb_mpi_impl)spec->mpi));
+	if (hb_jobspec_has(spec, HB_F_FABRIC)) {
+		cJSON_AddStringToObject(
+			o, "fabric",
+			hb_fabric_name((enum hb_fabric)spec->fabric));
+		if (spec->fabric_why)
+			cJSON_AddStringToObject(o, "fabric_why",
+						spec->fabric_why);
+		if (spec->fabric_inferred)
+			cJSON_AddTrueToObject(o, "fabric_inferred");
+	}
 	if (spec->nmpi_lines)
 		cJSON_AddItemToObject(
 			o, "mpi_lines",
@@ -470,6 +480,42 @@ static int read_bool(struct rd *r, const cJSON *v, const char *key, bool *out,
 	return 0;
 }
 
+/* "fabric": "rdma", "fabric_why": "...", "fabric_inferred": true.  The
+ * reason is user text that reaches the daemon's messages: printable, one
+ * line, at most HB_FABRIC_WHY_MAX bytes. */
+static int read_fabric(struct rd *r, const cJSON *it)
+{
+	struct hb_jobspec *spec = r->spec;
+	const char *key = it->string;
+	bool b;
+	int f;
+
+	if (!strcmp(key, "fabric_inferred"))
+		return read_bool(r, it, key, &spec->fabric_inferred,
+				 HB__F_COUNT);
+	if (!cJSON_IsString(it))
+		return bad(r, key, "must be a string");
+	if (!strcmp(key, "fabric")) {
+		if ((f = hb_fabric_parse(it->valuestring)) < 0)
+			return bad(r, key, "must be auto, tcp or rdma");
+		spec->fabric = (uint8_t)f;
+		hb_jobspec_set_prov(spec, HB_F_FABRIC, derived);
+		return 0;
+	}
+	b = strlen(it->valuestring) <= HB_FABRIC_WHY_MAX;
+	for (const char *p = it->valuestring; b && *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			b = false;
+	if (!b)
+		return hb_err_set(r->err, HB_EINVAL, r->name, 0,
+				  "%s: must be one printable line of at most "
+				  "%d bytes",
+				  key, HB_FABRIC_WHY_MAX);
+	if (!(spec->fabric_why = hb_jobspec_strdup(spec, it->valuestring)))
+		return hb_err_set(r->err, HB_ENOMEM, NULL, 0, "out of memory");
+	return 0;
+}
+
 static int read_key(struct rd *r, const cJSON *it)
 {
 	const char *key = it->string;
@@ -552,17 +598,18 @@ static int read_key(struct rd *r, const cJSON *it)
 		return 0;
 	}
 	if (!strcmp(key, "mpi")) {
-		for (i = HB_MPI_OPENMPI; i <= HB_MPI_MPICH; i++)
-			if (cJSON_IsString(it) &&
-			    !strcmp(it->valuestring,
-				    hb_mpi_impl_name((enum hb_mpi_impl)i)))
-				break;
-		if (i > HB_MPI_MPICH)
-			return bad(r, key, "must be OpenMPI, Intel or MPICH");
+		i = cJSON_IsString(it) ? (int)hb_mpi_impl_parse(it->valuestring)
+				       : HB_MPI_UNKNOWN;
+		if (i == HB_MPI_UNKNOWN)
+			return bad(r, key,
+				   "must be OpenMPI, Intel, MPICH or MVAPICH2");
 		spec->mpi = (uint8_t)i;
 		hb_jobspec_set_prov(spec, HB_F_MPI, derived);
 		return 0;
 	}
+	if (!strcmp(key, "fabric") || !strcmp(key, "fabric_why") ||
+	    !strcmp(key, "fabric_inferred"))
+		return read_fabric(r, it);
 	if (!strcmp(key, "mpi_lines"))
 		return get_str_list(r, it, key, hb_jobspec_add_mpi_line);
 	if (!strcmp(key, "modules"))

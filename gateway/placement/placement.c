@@ -163,6 +163,39 @@ static bool constraint_has(const char *expr, const char *const *feat,
 	return false;
 }
 
+/*
+ * Whether the job needs RDMA, and what says so: the jobspec's fabric (said
+ * in words, or read from the script's variables), a --constraint feature
+ * the policy lists, or the policy's rule for multi-node MPI, which a job
+ * that says tcp turns off.
+ */
+static void rdma_need(const struct hb_policy *pol,
+		      const struct hb_jobspec *spec, struct hb_place_input *in)
+{
+	const size_t n = sizeof(in->rdma_why);
+
+	if (spec->fabric == HB_FABRIC_RDMA) {
+		in->needs_rdma = true;
+		in->rdma_any_size = !spec->fabric_inferred;
+		snprintf(in->rdma_why, n, "%s",
+			 spec->fabric_why ? spec->fabric_why
+					  : "--hpcbridge-fabric=rdma");
+	} else if (spec->constraint && pol &&
+		   constraint_has(spec->constraint, pol->rdma_features,
+				  pol->nrdma_features)) {
+		in->needs_rdma = true;
+		in->rdma_any_size = true;
+		snprintf(in->rdma_why, n, "--constraint=%.*s",
+			 (int)(n - 16), spec->constraint);
+	} else if (pol && pol->multinode_mpi_needs_rdma && in->nodes > 1 &&
+		   spec->fabric != HB_FABRIC_TCP &&
+		   (spec->mpi != HB_MPI_UNKNOWN || spec->nmpi_lines)) {
+		in->needs_rdma = true;
+		snprintf(in->rdma_why, n,
+			 "multi-node MPI (policy: multinode_mpi_needs_rdma)");
+	}
+}
+
 int hb_place_input_from_jobspec(const struct hb_policy *pol,
 				const struct hb_jobspec *spec, int64_t now,
 				int32_t utc_offset, struct hb_place_input *in,
@@ -193,13 +226,7 @@ int hb_place_input_from_jobspec(const struct hb_policy *pol,
 					 : (int64_t)spec->time_limit;
 	in->data = spec->data;
 	in->ndata = spec->ndata;
-	if (spec->constraint && pol &&
-	    constraint_has(spec->constraint, pol->rdma_features,
-			   pol->nrdma_features))
-		in->needs_rdma = true;
-	if (pol && pol->multinode_mpi_needs_rdma && in->nodes > 1 &&
-	    (spec->mpi != HB_MPI_UNKNOWN || spec->nmpi_lines))
-		in->needs_rdma = true;
+	rdma_need(pol, spec, in);
 	for (uint32_t i = 0; i < spec->ndirectives; i++) {
 		const struct hb_directive *d = &spec->directives[i];
 		const char *t = d->text, *v;
@@ -411,8 +438,9 @@ static void capability(struct ctx *c, int side, const struct hb_capability *cap,
 		      (int64_t)cap->node_mem_mb, NULL);
 	if (in->shards_per_node && !cap->shards)
 		block(c, side, HB_PF_SHARDS, in->shards_per_node, 0, NULL);
-	if (in->needs_rdma && !cap->rdma && in->nodes > 1)
-		block(c, side, HB_PF_RDMA, in->nodes, 0, NULL);
+	if (in->needs_rdma && !cap->rdma && (in->nodes > 1 || in->rdma_any_size))
+		block(c, side, HB_PF_RDMA, in->nodes, 0,
+		      in->rdma_why[0] ? in->rdma_why : NULL);
 	if (!in->gpus_per_node)
 		return;
 	if (want && hb_gpu_is_mig(want)) {
@@ -1106,7 +1134,11 @@ static int reason(const struct hb_policy *pol, const struct hb_place_input *in,
 	case HB_PF_SHARDS:
 		return hb_buf_puts(b, "no GPU shards");
 	case HB_PF_RDMA:
-		return hb_buf_puts(b, "no RDMA fabric for a multi-node job");
+		if (!f->subject)
+			return hb_buf_puts(b,
+					   "no RDMA fabric for a multi-node job");
+		return tell(b, "no RDMA fabric on %s; the job asks for it: %s",
+			    hb_side_name(s), f->subject);
 	case HB_PF_SITE:
 		return hb_buf_puts(b, f->subject ? f->subject : "?");
 	case HB_PF_BURST_NEVER:
@@ -1609,6 +1641,8 @@ static void emit_job(struct hb_emit *e, const struct hb_place_input *in)
 		hb_emit_str(e, "gpu_type", in->gpu_type);
 	hb_emit_num(e, "shards_per_node", (double)in->shards_per_node);
 	hb_emit_bool(e, "needs_rdma", in->needs_rdma);
+	if (in->rdma_why[0])
+		hb_emit_str(e, "rdma_why", in->rdma_why);
 	hb_emit_num(e, "time_limit_s", (double)in->time_limit);
 	if (in->requested >= 0)
 		hb_emit_str(e, "requested", hb_side_name(in->requested));

@@ -666,6 +666,7 @@ static const struct row rows[] = {
 	FN(HB_F_SCRIPT, "script", NULL),
 	FN(HB_F_KEEP, "std_out, std_err", carry_keep),
 	FN(HB_F_HETEROGENEOUS, "refused", carry_chunks),
+	FN(HB_F_FABRIC, "features, script (its variables)", NULL),
 };
 
 _Static_assert(NELEM(rows) == HB__F_COUNT,

@@ -64,6 +64,7 @@ enum hb_field {
 	HB_F_SCRIPT,
 	HB_F_KEEP,	 /* PBS -k: where to keep output (no Slurm twin) */
 	HB_F_HETEROGENEOUS, /* PBS Pro multi-chunk select */
+	HB_F_FABRIC,	 /* the network the ranks need (fabric, fabric_why) */
 	HB__F_COUNT
 };
 
@@ -108,19 +109,42 @@ enum hb_mpi_impl {
 	HB_MPI_UNKNOWN = 0,
 	HB_MPI_OPENMPI,
 	HB_MPI_INTEL,
-	HB_MPI_MPICH
+	HB_MPI_MPICH,
+	HB_MPI_MVAPICH2
 };
 
-/* "OpenMPI", "Intel", "MPICH", or NULL for unknown. */
+/* "OpenMPI", "Intel", "MPICH", "MVAPICH2", or NULL for unknown. */
 const char *hb_mpi_impl_name(enum hb_mpi_impl m);
+/* The implementation named name (hb_mpi_impl_name()'s words), or
+ * HB_MPI_UNKNOWN. */
+enum hb_mpi_impl hb_mpi_impl_parse(const char *name);
+/*
+ * The implementation whose launcher and ABI m shares, among the three the
+ * MPI Operator knows (OpenMPI, Intel, MPICH): MVAPICH2 is an MPICH
+ * derivative (Hydra's mpiexec, the MPICH ABI), so it runs as MPICH.
+ * Others are returned as they are.
+ */
+enum hb_mpi_impl hb_mpi_family(enum hb_mpi_impl m);
+/* Whether a program built against a runs against b's library: the same
+ * implementation, or two members of the MPICH ABI Compatibility
+ * Initiative (MPICH, Intel MPI, MVAPICH2).  Unknown is compatible. */
+bool hb_mpi_abi_compatible(enum hb_mpi_impl a, enum hb_mpi_impl b);
 
-/* The network the job's ranks talk over. */
+/* The network the job's ranks talk over (translators/fabric.c). */
 enum hb_fabric {
 	HB_FABRIC_AUTO = 0, /* not said: placement's rules decide */
 	HB_FABRIC_TCP,	    /* TCP (or the job turned RDMA off) */
 	HB_FABRIC_RDMA	    /* InfiniBand or RoCE: a side without it cannot
 			       run the job */
 };
+
+/* Longest fabric_why kept: what said so is quoted, not stored whole. */
+#define HB_FABRIC_WHY_MAX 256
+
+/* "auto", "tcp", "rdma"; NULL past the last. */
+const char *hb_fabric_name(enum hb_fabric f);
+/* The fabric named s ("auto", "tcp", "rdma", any case), or -1. */
+int hb_fabric_parse(const char *s);
 
 enum hb_directive_kind {
 	HB_DIR_SBATCH = 1, /* #SBATCH line, SBATCH_* variable or sbatch flag */
@@ -233,6 +257,9 @@ struct hb_jobspec {
 	const char *fabric_why; /* what said so, as the user wrote it
 				   ("--hpcbridge-fabric=rdma",
 				   "UCX_NET_DEVICES=mlx5_0:1"), or NULL */
+	bool fabric_inferred;	/* read from the variables the script sets,
+				   not asked for in words: placement holds
+				   it only for a multi-node job */
 	const char **modules;	/* module load names in the body */
 	uint32_t nmodules;
 	const char *container;	/* --container or an image */
@@ -326,8 +353,50 @@ uint64_t hb_jobspec_array_count(const struct hb_jobspec *spec);
 uint32_t hb_jobspec_array_index(const struct hb_jobspec *spec, uint64_t i);
 
 /* Scan spec->script's body for module loads, MPI launch lines, the MPI
- * implementation and exported NCCL_/UCX_/OMPI_ variables.  Parsers call it
- * after they have read the directives. */
+ * implementation and exported NCCL_/UCX_/OMPI_ variables, then settle the
+ * fabric (hb_jobspec_settle_fabric()).  Parsers call it after they have
+ * read the directives. */
 int hb_jobspec_scan_body(struct hb_jobspec *spec, struct hb_err *err);
+
+/*
+ * Settle spec->fabric when no option said it (an explicit
+ * --hpcbridge-fabric or a fabric set before always wins): from the
+ * variables the script sets (spec->env: UCX_NET_DEVICES naming an RDMA
+ * device, NCCL_IB_HCA, OMPI_MCA_btl, UCX_TLS, FI_PROVIDER, MV2_*, and
+ * NCCL_IB_DISABLE=1 or a TCP-only transport list for TCP), then from a
+ * --constraint naming ib, infiniband, rdma or roce.  fabric_why says
+ * what decided, as the user wrote it, with its place ("UCX_NET_DEVICES=
+ * mlx5_0:1 at job.sh:7").  HB_ENOMEM only.
+ */
+int hb_jobspec_settle_fabric(struct hb_jobspec *spec);
+
+/*
+ * Settle the fabric of a jobspec built without its script (the Slurm
+ * plugin's, from the job description): its --constraint, else the
+ * variables script sets, read in a scratch jobspec so that nothing else
+ * of the body lands in spec.  A fabric already set is kept.  HB_ENOMEM.
+ */
+int hb_jobspec_fabric_from_script(struct hb_jobspec *spec, const char *script);
+
+/*
+ * Set the fabric from an option's value v ("rdma", "tcp", "auto", any
+ * case) given at o, as written in text ("--hpcbridge-fabric=rdma").
+ * HB_EINVAL for another value; HB_ENOMEM.
+ */
+int hb_jobspec_set_fabric(struct hb_jobspec *spec, const char *v,
+			  const char *text, struct hb_prov o);
+
+/*
+ * The known disagreements between the job's MPI and what it runs on (its
+ * image's MPI and ABI, the hostfile syntax its launcher reads), each said
+ * in one line to fn (translators/mpi_compat.c).  Stops at, and returns,
+ * fn's first non-zero return; 0 otherwise.
+ */
+int hb_mpi_warnings(const struct hb_jobspec *spec,
+		    int (*fn)(void *ctx, const char *msg), void *ctx);
+
+/* The implementation an image reference names ("mpioperator/openmpi:0.5",
+ * "intel/oneapi-hpckit", "mvapich2:2.3"), or HB_MPI_UNKNOWN. */
+enum hb_mpi_impl hb_mpi_from_image(const char *image);
 
 #endif

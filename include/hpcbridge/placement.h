@@ -48,7 +48,16 @@ struct hb_place_input {
 	uint32_t gpus_per_node;
 	const char *gpu_type;	  /* NULL: any type; may be a MIG profile */
 	uint32_t shards_per_node; /* gres shard */
+	/* RDMA (InfiniBand, RoCE): a side without it cannot run the job.
+	 * Inferred needs (the script's variables, the policy's
+	 * multinode_mpi_needs_rdma) hold for a multi-node job only: one
+	 * node's ranks talk through shared memory.  A need said in words
+	 * (--hpcbridge-fabric=rdma, a --constraint feature) holds for any
+	 * job, as Slurm holds --constraint=ib for one node too. */
 	bool needs_rdma;
+	bool rdma_any_size;	  /* said in words: even one node */
+	char rdma_why[HB_FABRIC_WHY_MAX + 64]; /* what asks for it, as
+						 * written; "": unknown */
 
 	int64_t time_limit;	/* seconds; 0: not given (policy default) */
 	int64_t deadline;	/* Unix seconds; 0: none given */

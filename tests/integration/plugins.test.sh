@@ -183,6 +183,8 @@ spank_refused hpcbridge-deadline notatime
 spank_refused hpcbridge-checkpoint relative/dir
 spank_refused hpcbridge-data s3://Bad_Bucket/x
 spank_refused hpcbridge-data data/in
+spank_refused hpcbridge-fabric infiniband
+grep -q "'infiniband' is not rdma, tcp or auto" err || fail "$(cat err)"
 ok "sbatch refuses bad --hpcbridge-* values with a message naming the option"
 
 printf '#!/bin/sh\n#SBATCH --hpcbridge-target=bogus\ntrue\n' >bad.sh
@@ -201,6 +203,7 @@ cat >spank.sh <<'EOF'
 #SBATCH --hpcbridge-target=kubernetes
 #SBATCH --hpcbridge-deadline=now+2hours
 #SBATCH --hpcbridge-data=s3://hb-data/inputs
+#SBATCH --hpcbridge-fabric=RDMA
 #SBATCH -t 5
 echo ran-on-slurm "$@"
 EOF
@@ -217,12 +220,12 @@ id=$(jobid_of out)
 	"('decide', 'kubernetes', 'spank-lines', None, 0, None)" ] ||
 	fail "request: $(last_req | head -c 600)"
 [ "$(req_eval 'd["options"]')" = \
-	"{'deadline': 'now+2hours', 'checkpoint': '/scratch/ckpt', 'data': 's3://hb-data/inputs'}" ] ||
+	"{'deadline': 'now+2hours', 'checkpoint': '/scratch/ckpt', 'data': 's3://hb-data/inputs', 'fabric': 'RDMA'}" ] ||
 	fail "options: $(req_eval 'd.get("options")')"
 [ "$(req_eval 'd["time_limit_min"], d["argv"][1:], d["script"].startswith("#!/bin/sh\n#SBATCH --job-name=spank-lines")')" = \
 	"(5, ['one', 'two'], True)" ] || fail "request: $(last_req | head -c 600)"
-[ "$(req_eval 'd["jobspec"]["checkpoint_dir"], d["jobspec"]["data"], d["jobspec"]["time_limit"]')" = \
-	"('/scratch/ckpt', ['s3://hb-data/inputs'], 300)" ] ||
+[ "$(req_eval 'd["jobspec"]["checkpoint_dir"], d["jobspec"]["data"], d["jobspec"]["time_limit"], d["jobspec"]["fabric"], d["jobspec"]["fabric_why"]')" = \
+	"('/scratch/ckpt', ['s3://hb-data/inputs'], 300, 'rdma', '--hpcbridge-fabric=RDMA')" ] ||
 	fail "jobspec: $(req_eval 'd["jobspec"]')"
 # Where the values came from: sbatch put them in the SPANK environment
 # and in the job's environment.

@@ -34,6 +34,14 @@
 #   ping_ms             one root ping; prints its time in ms, or 99999
 #   ok MSG / bad MSG    report a check (bad counts in $fails)
 #   sec_end             exit 1 with the daemon's log if a check failed
+#   closed_cluster      $tmp/kubeconfig naming a closed port (nothing can
+#                       be created there) and $tmp/hb.yaml: the kubernetes
+#                       backend on it, jobs to kubernetes, requests up to
+#                       1 MB
+#   decide FILE [JOBSPEC_FILE]
+#                       root, as the plugin, stores a job of the attacker's
+#                       with that script (and that jobspec, JSON); prints
+#                       its id, empty when refused; the reply in $tmp/reply
 set -uo pipefail
 
 hbd=$build/bin/hpcbridged
@@ -184,4 +192,64 @@ sec_end() {
 		exit 1
 	fi
 	exit 0
+}
+
+closed_cluster() {
+	cat >"$tmp/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: none
+  cluster:
+    server: https://127.0.0.1:1
+    insecure-skip-tls-verify: true
+users:
+- name: u
+  user:
+    token: not-a-token
+contexts:
+- name: c
+  context: {cluster: none, user: u, namespace: default}
+current-context: c
+EOF
+	chmod 644 "$tmp/kubeconfig"
+	cat >"$tmp/hb.yaml" <<EOF
+daemon:
+  max_request: 1048576
+remote:
+  backend: kubernetes
+  kubeconfig: $tmp/kubeconfig
+  local_dir: $tmp/remote
+placement:
+  default_target: kubernetes
+EOF
+}
+
+# The request is sent by a few lines of Python, as hbcall takes it in
+# argv, too small for a 1 MB script.
+decide() {
+	[ -f "$tmp/decide.py" ] || cat >"$tmp/decide.py" <<'EOF'
+import json, socket, struct, sys
+sock, user, uid, path = sys.argv[1:5]
+req = {"op": "decide", "user": user, "uid": int(uid),
+       "target": "kubernetes", "cwd": "/tmp",
+       "script": open(path).read()}
+if len(sys.argv) > 5:
+    req["jobspec"] = json.loads(open(sys.argv[5]).read())
+req = json.dumps(req).encode()
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sock)
+s.settimeout(60)
+s.sendall(b"HB\x01\x01" + struct.pack(">I", len(req)) + req)
+buf = b""
+while len(buf) < 8 or len(buf) < 8 + struct.unpack(">I", buf[4:8])[0]:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+sys.stdout.buffer.write(buf[8:])
+EOF
+	python3 "$tmp/decide.py" "$sock" "$user" "$uid" "$@" >"$tmp/reply" \
+		2>"$tmp/call.err"
+	grep -oE '"id":"hb-[0-9]+"' "$tmp/reply" | cut -d'"' -f4
 }

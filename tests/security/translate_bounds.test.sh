@@ -30,62 +30,8 @@ src=$(cd "${2:?SRC_DIR}" && pwd)
 sec_init
 
 hb=$build/bin/hpcbridge
-cat >"$tmp/kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: none
-  cluster:
-    server: https://127.0.0.1:1
-    insecure-skip-tls-verify: true
-users:
-- name: u
-  user:
-    token: not-a-token
-contexts:
-- name: c
-  context: {cluster: none, user: u, namespace: default}
-current-context: c
-EOF
-chmod 644 "$tmp/kubeconfig"
-cat >"$tmp/hb.yaml" <<EOF
-daemon:
-  max_request: 1048576
-remote:
-  backend: kubernetes
-  kubeconfig: $tmp/kubeconfig
-  local_dir: $tmp/remote
-placement:
-  default_target: kubernetes
-EOF
+closed_cluster
 start_daemon "$tmp/hb.yaml" || exit 1
-
-# decide SCRIPT_FILE: root (the plugin) stores a job of the attacker's
-# with that script; prints its id.  The request is sent by a few lines of
-# Python, as hbcall takes it in argv, too small for a 1 MB script.
-cat >"$tmp/decide.py" <<'EOF'
-import json, socket, struct, sys
-sock, user, uid, path = sys.argv[1:5]
-req = json.dumps({"op": "decide", "user": user, "uid": int(uid),
-                  "target": "kubernetes", "cwd": "/tmp",
-                  "script": open(path).read()}).encode()
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.connect(sock)
-s.settimeout(60)
-s.sendall(b"HB\x01\x01" + struct.pack(">I", len(req)) + req)
-buf = b""
-while len(buf) < 8 or len(buf) < 8 + struct.unpack(">I", buf[4:8])[0]:
-    chunk = s.recv(65536)
-    if not chunk:
-        break
-    buf += chunk
-print(buf[8:].decode(errors="replace"))
-EOF
-decide() {
-	python3 "$tmp/decide.py" "$sock" "$user" "$uid" "$1" >"$tmp/reply" \
-		2>"$tmp/call.err"
-	grep -oE '"id":"hb-[0-9]+"' "$tmp/reply" | cut -d'"' -f4
-}
 
 # 1. PBS bounds ------------------------------------------------------------
 check_pbs() {

@@ -934,6 +934,123 @@ static void test_parse_time(void **state)
 			fail_msg("'%s' accepted", bad[i]);
 }
 
+/* ---- the fabric ------------------------------------------------------- */
+
+static const char rdma_policy[] =
+	"defaults:\n"
+	"  prefer: kubernetes\n"
+	"  rdma_features: [ib]\n"
+	"  multinode_mpi_needs_rdma: true\n"
+	"slurm:\n"
+	"  partitions:\n"
+	"    batch: {node: {cpus: 64, memory: 256Gi}, rdma: true}\n"
+	"    eth: {node: {cpus: 64, memory: 256Gi}}\n"
+	"kubernetes:\n"
+	"  queues: {burst: {}}\n"
+	"  node: {cpus: 96, memory: 768Gi}\n";
+
+/* One job under rdma_policy: where it goes, which sides RDMA rules out,
+ * and a line of the explanation (NULL: not checked). */
+#define KUBE  (1u << HB_SIDE_KUBE)
+#define SLURM (1u << HB_SIDE_SLURM)
+struct fabric_case {
+	const char *why; /* what the case shows */
+	const char *script;
+	int target;
+	unsigned blocked; /* the sides RDMA rules out: 1 << HB_SIDE_* */
+	const char *line;
+};
+
+static const struct fabric_case fabric_cases[] = {
+	{ "said in words: Kubernetes has no RDMA, and says who asked",
+	  "#!/bin/bash\n#SBATCH -N 2 -p batch\n"
+	  "#SBATCH --hpcbridge-fabric=rdma\nsrun x\n",
+	  HB_PLACE_SLURM, KUBE,
+	  "no RDMA fabric on kubernetes; the job asks for it: "
+	  "--hpcbridge-fabric=rdma at job.sh:3" },
+	{ "said in words holds for one node too",
+	  "#!/bin/bash\n#SBATCH -p batch\n"
+	  "#SBATCH --hpcbridge-fabric=rdma\nsrun x\n",
+	  HB_PLACE_SLURM, KUBE, NULL },
+	{ "read from the variables: a multi-node job",
+	  "#!/bin/bash\n#SBATCH -N 2 -p batch\n"
+	  "export UCX_NET_DEVICES=mlx5_0:1\n./a.out\n",
+	  HB_PLACE_SLURM, KUBE,
+	  "no RDMA fabric on kubernetes; the job asks for it: "
+	  "UCX_NET_DEVICES=mlx5_0:1 at job.sh:3" },
+	{ "read from the variables: not a one-node job",
+	  "#!/bin/bash\n#SBATCH -p batch\n"
+	  "export UCX_NET_DEVICES=mlx5_0:1\n./a.out\n",
+	  HB_PLACE_KUBE, 0, NULL },
+	{ "a Slurm partition without RDMA cannot run it either: rejected",
+	  "#!/bin/bash\n#SBATCH -N 4 -p eth\n#SBATCH --constraint=ib\n"
+	  "srun x\n",
+	  HB_PLACE_REJECT, KUBE | SLURM,
+	  "no RDMA fabric on slurm; the job asks for it: "
+	  "--constraint=ib at job.sh:3" },
+	{ "multi-node MPI under multinode_mpi_needs_rdma",
+	  "#!/bin/bash\n#SBATCH -N 2 -p batch\nmpirun ./a\n", HB_PLACE_SLURM,
+	  KUBE,
+	  "the job asks for it: multi-node MPI (policy: "
+	  "multinode_mpi_needs_rdma)" },
+	{ "... unless the job says tcp in words",
+	  "#!/bin/bash\n#SBATCH -N 2 -p batch\n"
+	  "#SBATCH --hpcbridge-fabric=tcp\nmpirun ./a\n",
+	  HB_PLACE_KUBE, 0, NULL },
+	{ "... or by its variables",
+	  "#!/bin/bash\n#SBATCH -N 2 -p batch\nexport NCCL_IB_DISABLE=1\n"
+	  "mpirun ./a\n",
+	  HB_PLACE_KUBE, 0, NULL },
+};
+
+#undef KUBE
+#undef SLURM
+
+static void test_fabric(void **state)
+{
+	struct hb_policy pol;
+	struct hb_snapshot snap;
+	struct hb_place_result r;
+	struct job j;
+
+	(void)state;
+	policy_text(rdma_policy, &pol);
+	hb_snapshot_init(&snap, NOW);
+	for (size_t i = 0; i < sizeof(fabric_cases) / sizeof(fabric_cases[0]);
+	     i++) {
+		const struct fabric_case *c = &fabric_cases[i];
+		const char *t;
+
+		job(&j, &pol, c->script);
+		assert_int_equal(hb_place_decide(&pol, &snap, &j.in, &r), 0);
+		t = explain(&pol, &j.in, &r);
+		if (r.target != c->target)
+			fail_msg("%s: target %d, want %d\n%s", c->why,
+				 r.target, c->target, t);
+		for (int s = 0; s < HB__SIDE_COUNT; s++)
+			if (has_factor(&r, HB_PF_RDMA, s) !=
+			    !!(c->blocked & 1u << s) ||
+			    (c->blocked & 1u << s && r.alt[s].can_run))
+				fail_msg("%s: side %d\n%s", c->why, s, t);
+		if (c->line)
+			assert_has(t, c->line);
+		job_free(&j);
+	}
+
+	/* the decision document names it */
+	job(&j, &pol,
+	    "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --hpcbridge-fabric=rdma\n"
+	    "srun x\n");
+	assert_true(j.in.needs_rdma);
+	assert_true(j.in.rdma_any_size);
+	assert_string_equal(j.in.rdma_why,
+			    "--hpcbridge-fabric=rdma at job.sh:3");
+	job_free(&j);
+
+	hb_snapshot_free(&snap);
+	hb_policy_free(&pol);
+}
+
 /* ---- inputs from scripts ---------------------------------------------- */
 
 static void test_input(void **state)
@@ -1107,6 +1224,7 @@ int main(void)
 		cmocka_unit_test(test_policy_migration_pilot),
 		cmocka_unit_test(test_premium),
 		cmocka_unit_test(test_parse_time),
+		cmocka_unit_test(test_fabric),
 		cmocka_unit_test(test_input),
 		cmocka_unit_test(test_json),
 	};

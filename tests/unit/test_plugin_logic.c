@@ -203,6 +203,12 @@ static void test_opt_check(void **state)
 		{ HB_OPT_DATA, "s3://abc/x\ty", 0 },
 		{ HB_OPT_DATA, "data/in", 0 },
 		{ HB_OPT_DATA, "", 0 },
+		{ HB_OPT_FABRIC, "rdma", 1 },
+		{ HB_OPT_FABRIC, "TCP", 1 },
+		{ HB_OPT_FABRIC, "auto", 1 },
+		{ HB_OPT_FABRIC, "ib", 0 },
+		{ HB_OPT_FABRIC, "rdma\n#SBATCH -p x", 0 },
+		{ HB_OPT_FABRIC, "", 0 },
 	};
 	char longv[HB_OPT_VALUE_MAX + 2];
 
@@ -502,6 +508,12 @@ static void test_request(void **state)
 	assert_true(jnum(req, "jobspec.gpus.count") == 4);
 	assert_true(jnum(req, "jobspec.time_limit") == 3600);
 	assert_string_equal(jstr(req, "jobspec.constraint"), "ib");
+	/* --constraint=ib asks for RDMA, said in words */
+	assert_string_equal(jstr(req, "jobspec.fabric"), "rdma");
+	assert_string_equal(jstr(req, "jobspec.fabric_why"), "--constraint=ib");
+	assert_null(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(req, "jobspec"),
+		"fabric_inferred"));
 	assert_string_equal(jstr(req, "jobspec.array.spec"), "0-15:5,20%2");
 	assert_true(jnum(req, "jobspec.array.max_running") == 2);
 	x = cJSON_GetObjectItemCaseSensitive(
@@ -534,6 +546,53 @@ static void test_request(void **state)
 	assert_null(cJSON_GetObjectItemCaseSensitive(
 		cJSON_GetObjectItemCaseSensitive(req, "jobspec"), "array"));
 	cJSON_Delete(req);
+	jd_free(&jd);
+}
+
+/* The fabric: --hpcbridge-fabric over the script's variables; without
+ * it, the variables; a bad value is left out, as sbatch refused it. */
+static void test_request_fabric(void **state)
+{
+	static const char *const spank[][2] = {
+		{ "_SLURM_SPANK_OPTION_hpcbridge_hpcbridge_fabric=tcp", "tcp" },
+		{ "_SLURM_SPANK_OPTION_hpcbridge_hpcbridge_fabric=ib", NULL },
+	};
+	job_desc_msg_t jd;
+	cJSON *req;
+
+	(void)state;
+	jd_init(&jd);
+	jd.script = strdup("#!/bin/bash\nexport UCX_NET_DEVICES=mlx5_0:1\n"
+			   "srun ./a\n");
+	req = hb_decide_request(&jd, NULL);
+	assert_string_equal(jstr(req, "jobspec.fabric"), "rdma");
+	assert_string_equal(jstr(req, "jobspec.fabric_why"),
+			    "UCX_NET_DEVICES=mlx5_0:1 at script:2");
+	/* nothing else of the body comes into the plugin's jobspec */
+	assert_null(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(req, "jobspec"), "env"));
+	cJSON_Delete(req);
+	for (size_t i = 0; i < sizeof(spank) / sizeof(spank[0]); i++) {
+		const char *const env[] = { spank[i][0], NULL };
+
+		jd.spank_job_env = strv(env, &jd.spank_job_env_size);
+		req = hb_decide_request(&jd, NULL);
+		if (spank[i][1]) {
+			assert_string_equal(jstr(req, "jobspec.fabric"),
+					    spank[i][1]);
+			assert_string_equal(jstr(req, "options.fabric"),
+					    spank[i][1]);
+			assert_string_equal(jstr(req, "jobspec.fabric_why"),
+					    "--hpcbridge-fabric=tcp");
+		} else {
+			assert_null(jstr(req, "options.fabric"));
+			assert_string_equal(jstr(req, "jobspec.fabric"), "rdma");
+		}
+		cJSON_Delete(req);
+		strv_free(jd.spank_job_env, jd.spank_job_env_size);
+		jd.spank_job_env = NULL;
+		jd.spank_job_env_size = 0;
+	}
 	jd_free(&jd);
 }
 
@@ -919,6 +978,7 @@ int main(void)
 		cmocka_unit_test(test_conf_daemon_user),
 		cmocka_unit_test(test_wanted),
 		cmocka_unit_test(test_request),
+		cmocka_unit_test(test_request_fabric),
 		cmocka_unit_test(test_request_caps),
 		cmocka_unit_test(test_request_utf8),
 		cmocka_unit_test(test_parse),

@@ -27,6 +27,7 @@ static cJSON *values(const struct hb_jobspec *s)
 	assert_non_null(j);
 	cJSON_DeleteItemFromObject(j, "source_name");
 	cJSON_DeleteItemFromObject(j, "script");
+	hb_test_fabric_why_unplaced(j);
 	return j;
 }
 

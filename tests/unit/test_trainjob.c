@@ -387,6 +387,10 @@ static void full_spec(struct hb_jobspec *s)
 	s->chunks[0] = (struct hb_chunk){2, 32, 8, 4, 8, 262144};
 	s->nchunks = 1;
 	hb_test_dir(s, HB_F_HETEROGENEOUS, "select=...");
+	/* tcp: an rdma job asks the cluster for devices (its own test) */
+	s->fabric = HB_FABRIC_TCP;
+	s->fabric_why = "--hpcbridge-fabric=tcp";
+	hb_test_dir(s, HB_F_FABRIC, "--hpcbridge-fabric=tcp");
 }
 
 static void test_every_field_has_a_fate(void **state)

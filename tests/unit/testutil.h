@@ -34,8 +34,12 @@ struct hb_schema_set *hb_test_load_crds(void);
 void hb_test_assert_valid(const struct hb_schema_set *set,
 			  const struct cJSON *doc);
 
+/* Cut " at FILE:LINE" from a jobspec JSON's fabric_why: the place moves
+ * when a script is written again, as provenance does. */
+void hb_test_fabric_why_unplaced(struct cJSON *j);
+
 /* The jobspec's JSON form without where it came from (source,
- * source_name).  Caller frees with cJSON_Delete(). */
+ * source_name, fabric_why's place).  Caller frees with cJSON_Delete(). */
 struct cJSON *hb_test_canon(const struct hb_jobspec *s);
 
 /*

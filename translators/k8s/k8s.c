@@ -405,6 +405,8 @@ bool hb_k8s_is_set(const struct hb_jobspec *s, enum hb_field f)
 		return s->keep;
 	case HB_F_HETEROGENEOUS:
 		return s->nchunks;
+	case HB_F_FABRIC:
+		return s->fabric;
 	case HB__F_COUNT:
 		break;
 	}

@@ -104,7 +104,7 @@ int hb_k8s_plan_image(struct hb_k8s_ctx *c)
 	}
 	if (!img) {
 		/* The job's MPI implementation, else the configured one. */
-		const char *m = hb_mpi_impl_name((enum hb_mpi_impl)s->mpi);
+		const char *m = hb_mpi_impl_name(hb_mpi_family(s->mpi));
 
 		if (!m)
 			m = cfg->default_mpi ? cfg->default_mpi : "OpenMPI";

@@ -328,6 +328,21 @@ int hb_k8s_plan_carried(struct hb_k8s_ctx *c)
 	CARRY(HB_F_CHECKPOINT, "checkpoint-dir", s->checkpoint_dir,
 	      "kept for the gateway; with no checkpoints.url the pods see "
 	      "the directory only on a volume they mount");
+	/* The fabric: what placement read, kept with what said so. */
+	if (hb_jobspec_has(s, HB_F_FABRIC)) {
+		char from[HB_FABRIC_WHY_MAX + 64];
+
+		snprintf(from, sizeof(from), "from %s; placement reads it",
+			 s->fabric_why ? s->fabric_why : "the job");
+		CARRY(HB_F_FABRIC, "fabric",
+		      hb_fabric_name((enum hb_fabric)s->fabric), from);
+		if (s->fabric_why &&
+		    (rc = annotate(c, "fabric-why", s->fabric_why)))
+			return rc;
+		if (s->fabric_inferred &&
+		    (rc = annotate(c, "fabric-inferred", "true")))
+			return rc;
+	}
 	if (s->ndata) {
 		cJSON *a = cJSON_CreateArray();
 

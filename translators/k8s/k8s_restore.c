@@ -54,6 +54,9 @@ static const struct ann {
     {"exclusive", HB_F_EXCLUSIVE, A_BOOL, SOFF(exclusive)},
     {"join-output", HB_F_ERROR, A_BOOL, SOFF(join_output)},
     {"export-all", HB_F_EXPORT, A_BOOL, SOFF(export_all)},
+    {"fabric-why", HB_F_FABRIC, A_STR, SOFF(fabric_why)},
+    {"fabric-inferred", HB_F_FABRIC, A_BOOL, SOFF(fabric_inferred)},
+    {"fabric", HB_F_FABRIC, A_SPECIAL, 0},
     {"interpreter", HB_F_SCRIPT, A_SPECIAL, 0},
     {"request", HB__F_COUNT, A_SPECIAL, 0},
     {"time-limit", HB_F_TIME_LIMIT, A_SPECIAL, 0},
@@ -512,6 +515,13 @@ static int restore_special(struct hb_k8s_reader *rd, const struct ann *an,
 		rc = restore_chunks(rd, v);
 	} else if (strcmp(an->key, "env-passthrough") == 0) {
 		rc = restore_passthrough(rd, v);
+	} else if (strcmp(an->key, "fabric") == 0) {
+		int f = hb_fabric_parse(v);
+
+		if (f < 0)
+			rc = HB_EINVAL;
+		else
+			s->fabric = (uint8_t)f;
 	} else if (strcmp(an->key, "mpi") == 0) {
 		if (strcmp(v, "default") == 0) {
 			s->mpi = HB_MPI_UNKNOWN;
@@ -526,6 +536,8 @@ static int restore_special(struct hb_k8s_reader *rd, const struct ann *an,
 			s->mpi = HB_MPI_INTEL;
 		else if (strcmp(v, "MPICH") == 0)
 			s->mpi = HB_MPI_MPICH;
+		else if (strcmp(v, "MVAPICH2") == 0)
+			s->mpi = HB_MPI_MVAPICH2;
 		else
 			rc = HB_EINVAL;
 	}

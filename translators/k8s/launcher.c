@@ -954,6 +954,7 @@ static const char *default_flavor(uint8_t mpi)
 	case HB_MPI_INTEL:
 		return "intel";
 	case HB_MPI_MPICH:
+	case HB_MPI_MVAPICH2:
 		return "mpich";
 	default:
 		return "ompi";

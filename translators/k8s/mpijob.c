@@ -197,7 +197,7 @@ static void run_policy(struct hb_emit *w, const struct hb_k8s_plan *plan,
 static const char *mpi_name(const struct hb_jobspec *spec,
 			    const struct hb_k8s_opts *cfg, struct hb_err *err)
 {
-	const char *m = hb_mpi_impl_name((enum hb_mpi_impl)spec->mpi);
+	const char *m = hb_mpi_impl_name(hb_mpi_family(spec->mpi));
 
 	if (m)
 		return m;

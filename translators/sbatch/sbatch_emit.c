@@ -149,6 +149,28 @@ static int str_line(struct em *e, enum hb_field f, const char *opt,
 	return line(e, f, opt, v, HB_FATE_MAPPED, NULL);
 }
 
+/* The fabric: --hpcbridge-fabric when the job said it so; read from the
+ * script's variables or its --constraint, those carry it again. */
+static int fabric_line(struct em *e)
+{
+	const struct hb_jobspec *s = e->spec;
+	const char *why = s->fabric_why ? s->fabric_why : "";
+
+	if (!hb_jobspec_has(s, HB_F_FABRIC))
+		return 0;
+	if (!s->fabric_inferred && !strncmp(why, "--hpcbridge-fabric", 18))
+		return str_line(e, HB_F_FABRIC, "--hpcbridge-fabric",
+				hb_fabric_name((enum hb_fabric)s->fabric));
+	if (e->rep)
+		hb_report_fate(e->rep, HB_F_FABRIC, HB_FATE_CARRIED,
+			       s->fabric_inferred ? "script body"
+						  : "--constraint",
+			       "%s, from %s",
+			       hb_fabric_name((enum hb_fabric)s->fabric),
+			       why);
+	return 0;
+}
+
 static int num_line(struct em *e, enum hb_field f, const char *opt, uint64_t v)
 {
 	char buf[32];
@@ -527,6 +549,7 @@ static int emit_directives(struct em *e)
 		     s->checkpoint_dir));
 	for (uint32_t i = 0; i < s->ndata; i++)
 		TRY(str_line(e, HB_F_DATA, "--hpcbridge-data", s->data[i]));
+	TRY(fabric_line(e));
 	if (s->keep)
 		fate(e, HB_F_KEEP, HB_FATE_DROPPED, NULL,
 		     "sbatch writes output where --output says; PBS -k has "

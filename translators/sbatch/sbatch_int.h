@@ -182,6 +182,7 @@ enum oid {
 	O_HB_DEADLINE,
 	O_HB_CHECKPOINT,
 	O_HB_DATA,
+	O_HB_FABRIC,
 	O__COUNT
 };
 

@@ -127,6 +127,7 @@ static const struct lopt lopts[] = {
     LO("hpcbridge-deadline", REQ_ARG, O_HB_DEADLINE, 0),
     LO("hpcbridge-checkpoint", REQ_ARG, O_HB_CHECKPOINT, 0),
     LO("hpcbridge-data", REQ_ARG, O_HB_DATA, 0),
+    LO("hpcbridge-fabric", REQ_ARG, O_HB_FABRIC, 0),
 };
 
 #define NLOPTS (sizeof(lopts) / sizeof(lopts[0]))

@@ -1157,7 +1157,28 @@ int sb_resolve(struct ctx *c)
 	return resolve_export(c);
 }
 
-/* --hpcbridge-data values, deadline and target. */
+/* --hpcbridge-fabric: the network the ranks need, said in words; the
+ * script's variables are read later and do not change it. */
+static int resolve_fabric(struct ctx *c)
+{
+	const struct slot *s = &c->slot[O_HB_FABRIC];
+	struct hb_directive *d;
+	char why[HB_FABRIC_WHY_MAX + 1];
+
+	if (!s->set)
+		return 0;
+	d = dir(c, s->dir);
+	snprintf(why, sizeof(why), "--hpcbridge-fabric=%.16s", s->val);
+	if (d->prov.kind == HB_PROV_FILE)
+		snprintf(why + strlen(why), sizeof(why) - strlen(why),
+			 " at %.200s:%u", c->name, d->prov.line);
+	if (hb_jobspec_set_fabric(c->spec, s->val, why, d->prov))
+		return sb_nomem(c); /* the value was checked */
+	hb_directive_add_field(d, HB_F_FABRIC);
+	return 0;
+}
+
+/* --hpcbridge-data values, deadline, target and fabric. */
 int sb_resolve_hpcbridge(struct ctx *c)
 {
 	struct hb_jobspec *sp = c->spec;
@@ -1178,7 +1199,7 @@ int sb_resolve_hpcbridge(struct ctx *c)
 		sb_note(c, s->dir,
 			hb_arena_printf(&sp->arena, "placement target: %s",
 					s->val));
-	return 0;
+	return resolve_fabric(c);
 }
 
 /* Notes for directives whose value did not survive. */

@@ -1199,17 +1199,32 @@ static int apply_wait_all_nodes(struct ctx *c, int id, const char *arg)
 	return 0;
 }
 
+/* An option of the project's that takes one of a few words. */
+static int apply_word(struct ctx *c, int id, const char *arg, bool ok,
+		      const char *want)
+{
+	if (!ok)
+		return sb_fail(c, HB_EINVAL, "invalid --%s '%s': want %s",
+			       sb_opt_name(id), sb_shown(c, value_of(arg)),
+			       want);
+	store(c, id, arg);
+	return 0;
+}
+
+static int apply_hb_fabric(struct ctx *c, int id, const char *arg)
+{
+	return apply_word(c, id, arg, hb_fabric_parse(value_of(arg)) >= 0,
+			  "rdma, tcp or auto");
+}
+
 static int apply_hb_target(struct ctx *c, int id, const char *arg)
 {
 	const char *v = value_of(arg);
 
-	if (!ieq(v, "auto") && !ieq(v, "slurm") && !ieq(v, "kubernetes"))
-		return sb_fail(c, HB_EINVAL,
-			       "invalid --hpcbridge-target "
-			       "'%s': want auto, slurm or kubernetes",
-			       sb_shown(c, v));
-	store(c, id, arg);
-	return 0;
+	return apply_word(c, id, arg,
+			  ieq(v, "auto") || ieq(v, "slurm") ||
+				  ieq(v, "kubernetes"),
+			  "auto, slurm or kubernetes");
 }
 
 /* The checks of the options that take a value as it is or refuse it. */
@@ -1379,6 +1394,7 @@ static const struct applier {
     [O_HB_DEADLINE] = {.ok = hb_time_slurm_date_ok},
     [O_HB_CHECKPOINT] = {.ok = nonempty},
     [O_HB_DATA] = {apply_hb_data},
+    [O_HB_FABRIC] = {apply_hb_fabric},
 };
 
 /* Apply option id with argument arg (NULL: none) from the current source. */
