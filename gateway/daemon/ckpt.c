@@ -282,10 +282,15 @@ int hbd_ckpt_audit(struct hb_daemon *d, const char *job_id,
 {
 	int push = !strcmp(r->event, "ckpt_push");
 	cJSON *o;
-	int rc;
+	int rc = 0;
 
 	if (!r->event[0] || !strcmp(r->event, "ckpt_none"))
 		return 0;
+	/* A trip while the job runs that brought nothing new is no event:
+	 * one every checkpoints.interval would bury the job's history.  What
+	 * S3 holds is still metered. */
+	if (r->periodic && !r->rc && !r->moved_files)
+		goto meter;
 	if (!(o = cJSON_CreateObject()))
 		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 	hbd_add_str_or_null(o, "checkpoint", r->id[0] ? r->id : NULL);
@@ -308,6 +313,7 @@ int hbd_ckpt_audit(struct hb_daemon *d, const char *job_id,
 	rc = hbd_audit(d, 0, "", "", r->rc ? "ckpt_failed" : r->event, job_id,
 		       o, err);
 	cJSON_Delete(o);
+meter:
 	/* the storage the location holds now: charged to this job on */
 	if (!rc && !r->rc && r->measured)
 		rc = hbd_meter_storage(d, job_id, r->url, r->stored_bytes,

@@ -143,6 +143,7 @@ struct hbd_ckpt {
 	uint64_t removed;	   /* ... deleting so many checkpoints */
 	uint64_t stored_bytes;	   /* ... leaving so many bytes in S3 */
 	int measured;		   /* stored_bytes is what S3 holds now */
+	int periodic;		   /* pull: while the job runs, not its end */
 	char why[HB_ERR_MAX];
 };
 

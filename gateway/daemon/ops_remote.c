@@ -624,6 +624,7 @@ static void ckpt_back(struct task *t)
 		hb_log(HB_LOG_WARN, "%s: checkpoint not brought back: %s",
 		       t->id, err.msg[0] ? err.msg : "the job's script was "
 						      "not kept");
+	w->ckpt.periodic = !w->done;
 	hb_jobspec_free(&spec);
 	source_free(&src);
 }
