@@ -550,6 +550,59 @@ static void test_read_back(void **state)
 	hb_jobspec_free(&s);
 }
 
+/* What the job or the site writes reaches the manifests as values only:
+ * a hostile GPU type picks a resource name and is written nowhere new; a
+ * selector full of YAML's own characters comes back as it was. */
+static void test_hostile(void **state)
+{
+	static const char *const evil =
+	    "mi3\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: x}";
+	static const char *const sel =
+	    "device.attributes[\"dra.net\"].ifName == 'a: b' || "
+	    "x == \"}\\n---\\nkind: Secret\" # c";
+	struct hb_config cfg;
+	struct hb_jobspec s;
+	struct hb_report rep;
+	struct hb_err err = {0};
+	struct hb_buf y;
+	cJSON *doc, *t = NULL, *back = NULL;
+
+	(void)state;
+	config(&cfg);
+	cfg.k8s.rdma_mode = "dra";
+	cfg.k8s.rdma_dra_class = "dranet.net";
+	cfg.k8s.rdma_dra_selector = sel;
+	gpu_job(&s, evil);
+	s.fabric = HB_FABRIC_RDMA;
+	doc = emit(&s, &cfg, &rep);
+	assert_string_equal(limit(doc, "amd.com/gpu"), "4");
+	assert_int_equal(hb_k8s_claim_template(doc, &cfg.k8s, &t, &err), 0);
+	hb_buf_init(&y, 0);
+	assert_int_equal(hb_doc_write_yaml(doc, &y), 0);
+	assert_int_equal(hb_doc_write_yaml(t, &y), 0);
+	assert_null(strstr(y.data, "\nkind: Secret"));
+	assert_null(strstr(y.data, "\n---"));
+	hb_buf_reset(&y);
+	assert_int_equal(hb_doc_write_yaml(t, &y), 0);
+	assert_int_equal(hb_doc_parse(y.data, y.len, "t.yaml", &back, &err), 0);
+	assert_string_equal(
+	    get_str(cJSON_GetArrayItem(
+			hb_doc_get(cJSON_GetArrayItem(
+				       hb_doc_get(back, "spec.spec.devices."
+							"requests"),
+				       0),
+				   "exactly.selectors"),
+			0),
+		    "cel.expression"),
+	    sel);
+	hb_buf_free(&y);
+	cJSON_Delete(back);
+	cJSON_Delete(t);
+	cJSON_Delete(doc);
+	hb_report_free(&rep);
+	hb_jobspec_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -560,6 +613,7 @@ int main(void)
 	    cmocka_unit_test(test_dra),
 	    cmocka_unit_test(test_misconfigured),
 	    cmocka_unit_test(test_read_back),
+	    cmocka_unit_test(test_hostile),
 	};
 	return cmocka_run_group_tests(tests, load_schemas, free_schemas);
 }
