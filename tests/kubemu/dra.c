@@ -44,14 +44,7 @@ static void check_exact(const cJSON *ex, const char *base, struct km_causes *c)
 	char f[200];
 
 	snprintf(f, sizeof(f), "%s.deviceClassName", base);
-	if (!cls)
-		km_cause(c, f, "Required value");
-	else if (!km_dns_name(cls, 0))
-		km_cause(c, f,
-			 "Invalid value: \"%.253s\": a lowercase RFC 1123 "
-			 "subdomain must consist of lower case alphanumeric "
-			 "characters, '-' or '.'",
-			 cls);
+	km_cause_dns(c, f, cls, 0);
 	snprintf(f, sizeof(f), "%s.allocationMode", base);
 	if (mode && strcmp(mode, "ExactCount") && strcmp(mode, "All"))
 		km_cause(c, f,
@@ -131,14 +124,7 @@ static void check_claim_spec(const cJSON *spec, const char *base,
 		int dup = 0;
 
 		snprintf(f, sizeof(f), "%s.devices.requests[%d].name", base, i);
-		if (!n)
-			km_cause(c, f, "Required value");
-		else if (!km_dns_name(n, 1))
-			km_cause(c, f,
-				 "Invalid value: \"%.64s\": a lowercase RFC "
-				 "1123 label must consist of lower case "
-				 "alphanumeric characters or '-'",
-				 n);
+		km_cause_dns(c, f, n, 1);
 		cJSON_ArrayForEach (y, reqs) {
 			if (y == x)
 				break;

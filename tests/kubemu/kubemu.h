@@ -339,6 +339,10 @@ void km_cause(struct km_causes *c, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* A DNS-1123 subdomain; a label when label is set. */
 int km_dns_name(const char *s, int label);
+/* The cause a missing (Required) or malformed name v at field earns:
+ * a DNS-1123 label when label is set, else a subdomain. */
+void km_cause_dns(struct km_causes *c, const char *field, const char *v,
+		  int label);
 
 /* dra.c: the API server's checks of the resource.k8s.io kinds and of a
  * pod's resourceClaims; and, for the kubelet, the first template a pod

@@ -377,6 +377,26 @@ void km_cause(struct km_causes *c, const char *field, const char *fmt, ...)
 	c->n++;
 }
 
+void km_cause_dns(struct km_causes *c, const char *field, const char *v,
+		  int label)
+{
+	if (!v)
+		km_cause(c, field, "Required value");
+	else if (label && !km_dns_name(v, 1))
+		km_cause(c, field,
+			 "Invalid value: \"%.64s\": a lowercase RFC 1123 label "
+			 "must consist of lower case alphanumeric characters "
+			 "or '-'",
+			 v);
+	else if (!label && !km_dns_name(v, 0))
+		km_cause(c, field,
+			 "Invalid value: \"%.253s\": a lowercase RFC 1123 "
+			 "subdomain must consist of lower case alphanumeric "
+			 "characters, '-' or '.', and must start and end with "
+			 "an alphanumeric character",
+			 v);
+}
+
 static void check_builtin(enum km_res r, const cJSON *obj, struct km_causes *c)
 {
 	const cJSON *spec = km_get(obj, "spec");
@@ -396,14 +416,7 @@ static void check_builtin(enum km_res r, const cJSON *obj, struct km_causes *c)
 			const char *n = km_str(x, "name");
 
 			snprintf(f, sizeof(f), "spec.containers[%d].name", i);
-			if (!n)
-				km_cause(c, f, "Required value");
-			else if (!km_dns_name(n, 1))
-				km_cause(c, f,
-				      "Invalid value: \"%.64s\": a lowercase "
-				      "RFC 1123 label must consist of lower "
-				      "case alphanumeric characters or '-'",
-				      n);
+			km_cause_dns(c, f, n, 1);
 			snprintf(f, sizeof(f), "spec.containers[%d].image", i);
 			if (!km_str(x, "image"))
 				km_cause(c, f, "Required value");

@@ -164,6 +164,23 @@ static bool warned(const struct hb_report *rep, const char *needle)
 	return false;
 }
 
+/* One emitted case is over. */
+static void done(cJSON *doc, struct hb_report *rep, struct hb_jobspec *s)
+{
+	cJSON_Delete(doc);
+	hb_report_free(rep);
+	if (s)
+		hb_jobspec_free(s);
+}
+
+/* A cluster whose RDMA is a device plugin's resource. */
+static void plugin_config(struct hb_config *cfg, const char *resource)
+{
+	config(cfg);
+	cfg->k8s.rdma_mode = "device_plugin";
+	cfg->k8s.rdma_resource = resource;
+}
+
 /* ---------------------------------------------------------------- */
 
 static void gpu_job(struct hb_jobspec *s, const char *type)
@@ -194,9 +211,7 @@ static void test_gpu_vendor(void **state)
 		doc = emit(&s, &cfg, &rep);
 		assert_string_equal(limit(doc, "amd.com/gpu"), "4");
 		assert_null(limit(doc, "nvidia.com/gpu"));
-		cJSON_Delete(doc);
-		hb_report_free(&rep);
-		hb_jobspec_free(&s);
+		done(doc, &rep, &s);
 	}
 	static const char *const nv[] = {"a100", "mig", "milan", NULL};
 	for (size_t i = 0; i < sizeof(nv) / sizeof(nv[0]); i++) {
@@ -204,9 +219,7 @@ static void test_gpu_vendor(void **state)
 		doc = emit(&s, &cfg, &rep);
 		assert_string_equal(limit(doc, "nvidia.com/gpu"), "4");
 		assert_null(limit(doc, "amd.com/gpu"));
-		cJSON_Delete(doc);
-		hb_report_free(&rep);
-		hb_jobspec_free(&s);
+		done(doc, &rep, &s);
 	}
 	/* A map lists the cluster's types, in any case. */
 	cfg.k8s.gpu_resources = map;
@@ -214,16 +227,12 @@ static void test_gpu_vendor(void **state)
 	gpu_job(&s, "mi300x");
 	doc = emit(&s, &cfg, &rep);
 	assert_string_equal(limit(doc, "amd.com/gpu"), "4");
-	cJSON_Delete(doc);
-	hb_report_free(&rep);
-	hb_jobspec_free(&s);
+	done(doc, &rep, &s);
 	/* Untyped GPUs: gpu_resource. */
 	gpu_job(&s, NULL);
 	doc = emit(&s, &cfg, &rep);
 	assert_string_equal(limit(doc, "nvidia.com/gpu"), "4");
-	cJSON_Delete(doc);
-	hb_report_free(&rep);
-	hb_jobspec_free(&s);
+	done(doc, &rep, &s);
 	/* A type it does not list cannot go, and the message says why. */
 	gpu_job(&s, "mi250");
 	assert_int_equal(emit_err(&s, &cfg, &err), HB_EINVAL);
@@ -265,9 +274,7 @@ static void test_no_rdma(void **state)
 			assert_int_equal(
 			    hb_k8s_claim_template(doc, &cfg.k8s, &t, &err), 0);
 			assert_null(t);
-			cJSON_Delete(doc);
-			hb_report_free(&rep);
-			hb_jobspec_free(&s);
+			done(doc, &rep, &s);
 		}
 	}
 }
@@ -280,9 +287,7 @@ static void test_device_plugin(void **state)
 	cJSON *doc;
 
 	(void)state;
-	config(&cfg);
-	cfg.k8s.rdma_mode = "device_plugin";
-	cfg.k8s.rdma_resource = "rdma/rdma_shared_device_a";
+	plugin_config(&cfg, "rdma/rdma_shared_device_a");
 	cfg.k8s.rdma_count = 2;
 	rdma_spec(&s, "#!/bin/bash\nexport NCCL_IB_HCA=mlx5_0\n"
 		      "mpirun ./app\n");
@@ -310,33 +315,25 @@ static void test_device_plugin(void **state)
 	assert_true(warned(&rep, "kubernetes.pod_security"));
 	assert_null(cJSON_GetObjectItemCaseSensitive(pod(doc, "Worker"),
 						     "resourceClaims"));
-	cJSON_Delete(doc);
-	hb_report_free(&rep);
-	hb_jobspec_free(&s);
+	done(doc, &rep, &s);
 
 	/* The script's own PML wins; MPICH gets none. */
 	rdma_spec(&s, "#!/bin/bash\nexport OMPI_MCA_pml=ob1\nmpirun ./app\n");
 	s.mpi = HB_MPI_OPENMPI;
 	doc = emit(&s, &cfg, &rep);
 	assert_string_equal(env_of(ctr(doc, "Worker"), "OMPI_MCA_pml"), "ob1");
-	cJSON_Delete(doc);
-	hb_report_free(&rep);
-	hb_jobspec_free(&s);
+	done(doc, &rep, &s);
 	rdma_spec(&s, "#!/bin/bash\nmpirun --mca pml ob1 ./app\n");
 	s.mpi = HB_MPI_OPENMPI;
 	doc = emit(&s, &cfg, &rep);
 	assert_null(env_of(ctr(doc, "Worker"), "OMPI_MCA_pml"));
-	cJSON_Delete(doc);
-	hb_report_free(&rep);
-	hb_jobspec_free(&s);
+	done(doc, &rep, &s);
 	rdma_spec(&s, "#!/bin/bash\nmpiexec ./app\n");
 	s.mpi = HB_MPI_MPICH;
 	doc = emit(&s, &cfg, &rep);
 	assert_null(env_of(ctr(doc, "Worker"), "OMPI_MCA_pml"));
 	assert_string_equal(adds(ctr(doc, "Worker")), "IPC_LOCK");
-	cJSON_Delete(doc);
-	hb_report_free(&rep);
-	hb_jobspec_free(&s);
+	done(doc, &rep, &s);
 }
 
 static void test_restricted_warning(void **state)
@@ -347,30 +344,24 @@ static void test_restricted_warning(void **state)
 	cJSON *doc;
 
 	(void)state;
-	config(&cfg);
-	cfg.k8s.rdma_mode = "device_plugin";
-	cfg.k8s.rdma_resource = "rdma/hca_shared_devices_a";
+	plugin_config(&cfg, "rdma/hca_shared_devices_a");
 	rdma_spec(&s, "#!/bin/bash\nmpirun ./app\n");
 	/* A privileged namespace, no SCC: nothing to say. */
 	cfg.k8s.pod_security = "privileged";
 	doc = emit(&s, &cfg, &rep);
 	assert_false(warned(&rep, "IPC_LOCK"));
-	cJSON_Delete(doc);
-	hb_report_free(&rep);
+	done(doc, &rep, NULL);
 	/* OpenShift's restricted-v2 forbids it, whatever the level. */
 	cfg.k8s.openshift_scc = "restricted-v2";
 	doc = emit(&s, &cfg, &rep);
 	assert_true(warned(&rep, "restricted-v2 SCC forbids"));
 	assert_true(warned(&rep, "kubernetes.openshift.scc"));
-	cJSON_Delete(doc);
-	hb_report_free(&rep);
+	done(doc, &rep, NULL);
 	/* An SCC the site made for it: nothing to say. */
 	cfg.k8s.openshift_scc = "hpc-rdma";
 	doc = emit(&s, &cfg, &rep);
 	assert_false(warned(&rep, "IPC_LOCK"));
-	cJSON_Delete(doc);
-	hb_report_free(&rep);
-	hb_jobspec_free(&s);
+	done(doc, &rep, &s);
 }
 
 static const char *get_str(const cJSON *o, const char *path)
@@ -456,8 +447,7 @@ static void test_dra(void **state)
 	assert_string_equal(get_str(req, "opaque.parameters.interface.name"),
 			    "rdma0");
 	cJSON_Delete(t);
-	cJSON_Delete(doc);
-	hb_report_free(&rep);
+	done(doc, &rep, NULL);
 
 	/* Two NICs with a name: one request each, numbered names; v1beta1
 	 * has no "exactly". */
@@ -482,9 +472,7 @@ static void test_dra(void **state)
 				    "opaque.parameters.interface.name"),
 			    "rdma01");
 	cJSON_Delete(t);
-	cJSON_Delete(doc);
-	hb_report_free(&rep);
-	hb_jobspec_free(&s);
+	done(doc, &rep, &s);
 }
 
 static void test_misconfigured(void **state)
@@ -512,8 +500,7 @@ static void test_misconfigured(void **state)
 	struct hb_report rep;
 	cJSON *doc = emit(&s, &cfg, &rep);
 
-	cJSON_Delete(doc);
-	hb_report_free(&rep);
+	done(doc, &rep, NULL);
 	cfg.k8s.rdma_dra_ifname = "abcdefghijklmno";
 	assert_int_equal(emit_err(&s, &cfg, &err), HB_EINVAL);
 	assert_non_null(strstr(err.msg, "kubernetes.rdma.dra.interface_name"));
@@ -545,9 +532,7 @@ static void test_read_back(void **state)
 	assert_int_equal(back.nenv, 1);
 	assert_string_equal(back.env[0].name, "UCX_NET_DEVICES");
 	hb_jobspec_free(&back);
-	cJSON_Delete(doc);
-	hb_report_free(&rep);
-	hb_jobspec_free(&s);
+	done(doc, &rep, &s);
 }
 
 /* What the job or the site writes reaches the manifests as values only:
@@ -598,9 +583,7 @@ static void test_hostile(void **state)
 	hb_buf_free(&y);
 	cJSON_Delete(back);
 	cJSON_Delete(t);
-	cJSON_Delete(doc);
-	hb_report_free(&rep);
-	hb_jobspec_free(&s);
+	done(doc, &rep, &s);
 }
 
 int main(void)
