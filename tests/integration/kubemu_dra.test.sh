@@ -37,29 +37,9 @@ kubemu_start --tls-dir "$tmp/tls" --kubeconfig-out "$tmp/kubeconfig" \
 export KUBECONFIG=$tmp/kubeconfig
 export KUBECACHEDIR=$tmp/cache
 
-# k ARGS...: kubectl with a time limit; stdout+stderr in $out, status in $rc.
-k() {
-	set +e
-	out=$(timeout 30 "$kubectl" "$@" </dev/null 2>&1)
-	rc=$?
-	set -e
-}
-# kin FILE ARGS...: the same with FILE on stdin.
-kin() {
-	local f=$1
-	shift
-	set +e
-	out=$(timeout 30 "$kubectl" "$@" <"$f" 2>&1)
-	rc=$?
-	set -e
-}
-has() {
-	if grep -qF -- "$2" <<<"$out"; then
-		ok "$1"
-	else
-		bad "$1: no '$2' in: $(head -c 800 <<<"$out")"
-	fi
-}
+# k, kin, has.
+# shellcheck source=lib/kubectl.sh
+. "$src/tests/integration/lib/kubectl.sh"
 # wait_for WHAT CMD...: until CMD succeeds (10 s).
 wait_for() {
 	local what=$1 _
