@@ -15,6 +15,7 @@
 #include "hpcbridge/doc.h"
 #include "hpcbridge/mpijob.h"
 #include "hpcbridge/schema.h"
+#include "hpcbridge/trainjob.h"
 #include "testutil.h"
 
 static struct hb_schema_set *schemas;
@@ -535,6 +536,43 @@ static void test_read_back(void **state)
 	done(doc, &rep, &s);
 }
 
+/* A TrainJob's pods are its runtime's: the device plugin's resource goes
+ * into resourcesPerNode with a warning about IPC_LOCK; a DRA claim
+ * cannot be added. */
+static void test_trainjob(void **state)
+{
+	struct hb_config cfg;
+	struct hb_jobspec s;
+	struct hb_report rep;
+	struct hb_err err = {0};
+	cJSON *doc = NULL;
+
+	(void)state;
+	plugin_config(&cfg, "rdma/rdma_shared_device_a");
+	cfg.k8s.trainjob_runtime = "mpi-distributed";
+	rdma_spec(&s, "#!/bin/bash\nmpirun ./app\n");
+	hb_report_init(&rep, "TrainJob");
+	if (hb_trainjob_emit(&s, &cfg.k8s, -1, &doc, &rep, &err))
+		fail_msg("emit: %s", err.msg);
+	hb_test_assert_valid(schemas, doc);
+	assert_string_equal(
+	    get_str(doc, "spec.trainer.resourcesPerNode.limits."
+			 "rdma/rdma_shared_device_a"),
+	    "1");
+	assert_true(warned(&rep, "a TrainJob cannot add it"));
+	done(doc, &rep, NULL);
+	doc = NULL;
+	cfg.k8s.rdma_mode = "dra";
+	cfg.k8s.rdma_dra_class = "dranet.net";
+	hb_report_init(&rep, "TrainJob");
+	assert_int_equal(hb_trainjob_emit(&s, &cfg.k8s, -1, &doc, &rep, &err),
+			 HB_EINVAL);
+	assert_null(doc);
+	assert_non_null(strstr(err.msg, "a TrainJob's pods are its runtime's"));
+	hb_report_free(&rep);
+	hb_jobspec_free(&s);
+}
+
 /* What the job or the site writes reaches the manifests as values only:
  * a hostile GPU type picks a resource name and is written nowhere new; a
  * selector full of YAML's own characters comes back as it was. */
@@ -596,6 +634,7 @@ int main(void)
 	    cmocka_unit_test(test_dra),
 	    cmocka_unit_test(test_misconfigured),
 	    cmocka_unit_test(test_read_back),
+	    cmocka_unit_test(test_trainjob),
 	    cmocka_unit_test(test_hostile),
 	};
 	return cmocka_run_group_tests(tests, load_schemas, free_schemas);
