@@ -115,28 +115,50 @@ spec:
     devices:
       requests:
       - name: nic
-        exactly: {count: 0, allocationMode: Some}
+        exactly: {count: -1, selectors: [{cel: {}}]}
       - name: both
-        exactly: {deviceClassName: dranet.net}
+        exactly: {deviceClassName: dranet.net, allocationMode: Some}
+        firstAvailable: [{name: a, deviceClassName: dranet.net}]
+      - name: none
         firstAvailable: []
+      - name: all
+        exactly: {deviceClassName: dranet.net, allocationMode: All, count: 2}
+      - name: one
+        exactly: {deviceClassName: dranet.net, count: 0}
+      - name: mode
+        exactly: {deviceClassName: dranet.net, allocationMode: Some}
       config:
       - requests: [other]
         opaque: {driver: dra.net}
+      - requests: [nic]
 EOF
 kin "$tmp/bad.yaml" apply -f -
 [ "$rc" != 0 ] && ok "a malformed template is refused" || bad "accepted: $out"
 has "422: the class is required" \
 	"spec.spec.devices.requests[0].exactly.deviceClassName: Required value"
 has "422: the count" \
-	"spec.spec.devices.requests[0].exactly.count: Invalid value: 0: must be greater than zero"
+	"spec.spec.devices.requests[0].exactly.count: Invalid value: -1: must be greater than zero"
+has "422: a selector's CEL" \
+	"spec.spec.devices.requests[0].exactly.selectors[0].cel.expression: Required value"
+has "422: exactly and firstAvailable" \
+	'spec.spec.devices.requests[1]: Invalid value: null: exactly one of `exactly` or `firstAvailable` is required, but multiple fields are set'
+has "422: an empty firstAvailable is none" \
+	'spec.spec.devices.requests[2]: Required value: exactly one of `exactly` or `firstAvailable` is required'
+has "422: no count with All" \
+	"spec.spec.devices.requests[3].exactly.count: Invalid value: 2: must not be specified when allocationMode is 'All'"
 has "422: the allocation mode" \
-	'spec.spec.devices.requests[0].exactly.allocationMode: Unsupported value: "Some"'
-has "422: exactly or firstAvailable" \
-	'spec.spec.devices.requests[1]: Required value: exactly one of `exactly` or `firstAvailable`'
+	'spec.spec.devices.requests[5].exactly.allocationMode: Unsupported value: "Some": supported values: "All", "ExactCount"'
 has "422: a config names a request of the claim" \
-	'spec.spec.devices.config[0].requests[0]: Invalid value: "other"'
+	'spec.spec.devices.config[0].requests[0]: Invalid value: "other": must be the name of a request in the claim'
 has "422: the opaque parameters" \
 	"spec.spec.devices.config[0].opaque.parameters: Required value"
+has "422: a config's opaque" \
+	"spec.spec.devices.config[1].opaque: Required value"
+if grep -qF "requests[4]" <<<"$out"; then
+	bad "a count of 0 is the default 1, not an error: $out"
+else
+	ok "a count of 0 is the default 1"
+fi
 port=$(cat "$tmp/port")
 code=$(curl -sk -o "$tmp/out" -w '%{http_code}' \
 	--cacert "$tmp/tls/ca.crt" \

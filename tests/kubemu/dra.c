@@ -10,6 +10,7 @@
  * template exists counts as met.  The messages and field paths are the
  * API server's (pkg/apis/resource/validation, pkg/apis/core/validation).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,14 +29,18 @@ static void check_selectors(const cJSON *sels, const char *base,
 	int i = 0;
 
 	cJSON_ArrayForEach (x, sels) {
-		snprintf(f, sizeof(f), "%s.selectors[%d].cel.expression", base,
-			 i++);
-		if (!cJSON_IsString(get_path(x, "cel", "expression")))
+		const char *e = km_str(km_get(x, "cel"), "expression");
+		bool cel = cJSON_IsObject(km_get(x, "cel"));
+
+		snprintf(f, sizeof(f), "%s.selectors[%d].cel%s", base, i++,
+			 cel ? ".expression" : "");
+		if (!cel || !e || !*e)
 			km_cause(c, f, "Required value");
 	}
 }
 
-/* A request's "exactly" (v1): the class, the mode and its count. */
+/* A request's "exactly" (v1): the class, the mode and its count, after
+ * the defaults (ExactCount; a count of 0 or none is 1). */
 static void check_exact(const cJSON *ex, const char *base, struct km_causes *c)
 {
 	const char *cls = km_str(ex, "deviceClassName");
@@ -45,6 +50,8 @@ static void check_exact(const cJSON *ex, const char *base, struct km_causes *c)
 
 	snprintf(f, sizeof(f), "%s.deviceClassName", base);
 	km_cause_dns(c, f, cls, 0);
+	double n = cJSON_IsNumber(count) ? count->valuedouble : 0;
+
 	snprintf(f, sizeof(f), "%s.allocationMode", base);
 	if (mode && strcmp(mode, "ExactCount") && strcmp(mode, "All"))
 		km_cause(c, f,
@@ -52,14 +59,14 @@ static void check_exact(const cJSON *ex, const char *base, struct km_causes *c)
 			 "\"All\", \"ExactCount\"",
 			 mode);
 	snprintf(f, sizeof(f), "%s.count", base);
-	if (count && (!cJSON_IsNumber(count) || count->valuedouble < 1))
-		km_cause(c, f, "Invalid value: %g: must be greater than zero",
-			 cJSON_IsNumber(count) ? count->valuedouble : 0.0);
-	else if (count && mode && !strcmp(mode, "All"))
+	if (mode && !strcmp(mode, "All") && n != 0)
 		km_cause(c, f,
 			 "Invalid value: %g: must not be specified when "
-			 "allocationMode is All",
-			 count->valuedouble);
+			 "allocationMode is 'All'",
+			 n);
+	else if ((!mode || !strcmp(mode, "ExactCount")) && n < 0)
+		km_cause(c, f, "Invalid value: %g: must be greater than zero",
+			 n);
 	check_selectors(km_get(ex, "selectors"), base, c);
 }
 
@@ -92,11 +99,16 @@ static void check_config(const cJSON *cfgs, const cJSON *reqs,
 							       r->valuestring))
 				km_cause(c, f,
 					 "Invalid value: \"%.64s\": must be "
-					 "the name of a request in the claim",
+					 "the name of a request in the claim "
+					 "or the name of a request and a "
+					 "subrequest separated by '/'",
 					 cJSON_IsString(r) ? r->valuestring
 							   : "");
 		}
-		if (op) {
+		snprintf(f, sizeof(f), "%s.config[%d].opaque", base, i);
+		if (!cJSON_IsObject(op))
+			km_cause(c, f, "Required value");
+		if (cJSON_IsObject(op)) {
 			snprintf(f, sizeof(f), "%s.config[%d].opaque.driver",
 				 base, i);
 			if (!km_str(op, "driver"))
@@ -121,7 +133,7 @@ static void check_claim_spec(const cJSON *spec, const char *base,
 
 	cJSON_ArrayForEach (x, reqs) {
 		const char *n = km_str(x, "name");
-		int dup = 0;
+		int dup = 0, first;
 
 		snprintf(f, sizeof(f), "%s.devices.requests[%d].name", base, i);
 		km_cause_dns(c, f, n, 1);
@@ -134,10 +146,17 @@ static void check_claim_spec(const cJSON *spec, const char *base,
 		if (dup)
 			km_cause(c, f, "Duplicate value: \"%.64s\"", n);
 		snprintf(b, sizeof(b), "%s.devices.requests[%d]", base, i);
-		if (!!km_get(x, "exactly") == !!km_get(x, "firstAvailable"))
+		/* An empty firstAvailable is none. */
+		first = cJSON_GetArraySize(km_get(x, "firstAvailable")) > 0;
+		if (!km_get(x, "exactly") && !first)
 			km_cause(c, b,
 				 "Required value: exactly one of `exactly` or "
 				 "`firstAvailable` is required");
+		else if (km_get(x, "exactly") && first)
+			km_cause(c, b,
+				 "Invalid value: null: exactly one of "
+				 "`exactly` or `firstAvailable` is required, "
+				 "but multiple fields are set");
 		else if (km_get(x, "exactly")) {
 			snprintf(b, sizeof(b), "%s.devices.requests[%d].exactly",
 				 base, i);
