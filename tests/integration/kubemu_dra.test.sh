@@ -194,7 +194,7 @@ spec:
 EOF
 kin "$tmp/badpod.yaml" apply -f -
 has "422: a pod claim names its source" \
-	'spec.resourceClaims[0]: Invalid value: must specify one of: `resourceClaimName`, `resourceClaimTemplateName`'
+	'spec.resourceClaims[0]: Invalid value: {"Name":"rdma","ResourceClaimName":null,"ResourceClaimTemplateName":null}: must specify one of: `resourceClaimName`, `resourceClaimTemplateName`'
 has "422: a container claim is one of the pod's" \
 	'spec.containers[0].resources.claims[0]: Not found: "nic"'
 

@@ -236,11 +236,24 @@ void km_dra_check_pod(const cJSON *pod, struct km_causes *c)
 			km_cause(c, f, "Invalid value: \"%.64s\": name must be "
 				       "a DNS label", n ? n : "");
 		if (!km_str(x, "resourceClaimName") ==
-		    !km_str(x, "resourceClaimTemplateName"))
+		    !km_str(x, "resourceClaimTemplateName")) {
+			/* The API server shows the entry as Go prints it. */
+			char v[2][80];
+			const char *keys[2] = {"resourceClaimName",
+					    "resourceClaimTemplateName"};
+
+			for (int j = 0; j < 2; j++)
+				snprintf(v[j], sizeof(v[j]),
+					 km_str(x, keys[j]) ? "\"%.64s\"" : "null",
+					 km_str(x, keys[j]));
 			km_cause(c, f,
-				 "Invalid value: must specify one of: "
-				 "`resourceClaimName`, "
-				 "`resourceClaimTemplateName`");
+				 "Invalid value: {\"Name\":\"%.64s\","
+				 "\"ResourceClaimName\":%s,"
+				 "\"ResourceClaimTemplateName\":%s}: must "
+				 "specify one of: `resourceClaimName`, "
+				 "`resourceClaimTemplateName`",
+				 n ? n : "", v[0], v[1]);
+		}
 		i++;
 	}
 	i = 0;
