@@ -206,7 +206,7 @@ int hb_k8s_plan_fabric(struct hb_k8s_ctx *c)
 		return cfg_err(c, "kubernetes.rdma.mode",
 			       "the cluster has no RDMA configured");
 	}
-	if ((rc = annotate(c, "fabric", "rdma")) || (rc = plan_pml(c)))
+	if ((rc = plan_pml(c)))
 		return rc;
 	if (mpijob) {
 		plan->ipc_lock = true;

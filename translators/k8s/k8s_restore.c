@@ -62,7 +62,6 @@ static const struct ann {
     {"array", HB_F_ARRAY, A_SPECIAL, 0},
     {"array-index", HB__F_COUNT, A_SPECIAL, 0},
     {"array-env", HB__F_COUNT, A_SPECIAL, 0},
-    {"fabric", HB__F_COUNT, A_SPECIAL, 0},
     {"fabric-env", HB__F_COUNT, A_SPECIAL, 0},
     {"data", HB_F_DATA, A_SPECIAL, 0},
     {"chunks", HB_F_HETEROGENEOUS, A_SPECIAL, 0},
@@ -474,14 +473,6 @@ static int restore_special(struct hb_k8s_reader *rd, const struct ann *an,
 		return hb_k8s_note(rd, a, path, 0, NULL,
 				   "variables set for the RDMA fabric; not "
 				   "the job's own");
-	if (strcmp(an->key, "fabric") == 0) {
-		if (strcmp(v, "rdma"))
-			return hb_k8s_rd_err(rd, a, HB_EINVAL, path,
-					     "must be rdma");
-		s->fabric = HB_FABRIC_RDMA;
-		return hb_k8s_note(rd, a, path, 0, NULL,
-				   "the job's ranks need RDMA");
-	}
 	if (strcmp(an->key, "array-env") == 0)
 		return hb_k8s_note(rd, a, path, 0, NULL,
 				   "variables set for this array element; "
