@@ -159,7 +159,7 @@
      .values = rdma_values,
      .reloadable = 1,
      .help = "How a worker of an RDMA job gets its device: none (the "
-	     "cluster has no RDMA; such a job cannot go), device_plugin "
+	     "cluster has no RDMA; the translation warns), device_plugin "
 	     "(rdma.resource) or dra (a ResourceClaimTemplate per job, "
 	     "rdma.dra.*)."},
     {.path = "kubernetes.rdma.resource",

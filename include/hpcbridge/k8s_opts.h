@@ -120,7 +120,7 @@ struct hb_k8s_opts {
 	const char *pod_security;
 
 	/* RDMA for jobs whose fabric is RDMA (kubernetes.rdma).  mode:
-	 * "none" (NULL: the cluster has none, an RDMA job cannot go),
+	 * "none" (NULL: the cluster has none; the translation warns),
 	 * "device_plugin" (rdma_resource) or "dra" (a
 	 * ResourceClaimTemplate per job). */
 	const char *rdma_mode;

@@ -481,14 +481,23 @@ static void test_misconfigured(void **state)
 	struct hb_config cfg;
 	struct hb_jobspec s;
 	struct hb_err err = {0};
+	struct hb_report rep;
+	cJSON *doc;
 
 	(void)state;
 	config(&cfg);
 	rdma_spec(&s, "#!/bin/bash\nmpirun ./app\n");
-	/* A cluster without RDMA cannot take the job. */
-	assert_int_equal(emit_err(&s, &cfg, &err), HB_EINVAL);
-	assert_non_null(strstr(err.msg, "--hpcbridge-fabric=rdma"));
-	assert_non_null(strstr(err.msg, "kubernetes.rdma.mode"));
+	s.mpi = HB_MPI_OPENMPI;
+	/* A cluster without RDMA: placement keeps the job off it; asked
+	 * anyway, the manifest has nothing of RDMA and the report says
+	 * so. */
+	doc = emit(&s, &cfg, &rep);
+	assert_true(warned(&rep, "--hpcbridge-fabric=rdma"));
+	assert_true(warned(&rep, "kubernetes.rdma.mode"));
+	assert_string_equal(adds(ctr(doc, "Worker")), "");
+	assert_null(env_of(ctr(doc, "Worker"), "OMPI_MCA_pml"));
+	done(doc, &rep, NULL);
+	/* A cluster half configured is an error naming the key. */
 	cfg.k8s.rdma_mode = "device_plugin";
 	assert_int_equal(emit_err(&s, &cfg, &err), HB_EINVAL);
 	assert_non_null(strstr(err.msg, "kubernetes.rdma.resource"));
@@ -498,9 +507,7 @@ static void test_misconfigured(void **state)
 	cfg.k8s.rdma_dra_class = "dranet.net";
 	cfg.k8s.rdma_dra_ifname = "abcdefghijklmn"; /* 14 + a digit: 15 */
 	cfg.k8s.rdma_count = 2;
-	struct hb_report rep;
-	cJSON *doc = emit(&s, &cfg, &rep);
-
+	doc = emit(&s, &cfg, &rep);
 	done(doc, &rep, NULL);
 	cfg.k8s.rdma_dra_ifname = "abcdefghijklmno";
 	assert_int_equal(emit_err(&s, &cfg, &err), HB_EINVAL);

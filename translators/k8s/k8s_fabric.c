@@ -203,8 +203,16 @@ int hb_k8s_plan_fabric(struct hb_k8s_ctx *c)
 		if ((rc = plan_dra(c)))
 			return rc;
 	} else {
-		return cfg_err(c, "kubernetes.rdma.mode",
-			       "the cluster has no RDMA configured");
+		/* Placement keeps such a job off this side; a translation
+		 * asked for anyway says what it lacks. */
+		hb_report_warn(c->rep,
+			       "the job needs RDMA (%s) but the cluster has "
+			       "none configured (kubernetes.rdma.mode): the "
+			       "manifest asks no RDMA device, and its ranks "
+			       "would talk over TCP",
+			       c->spec->fabric_why ? c->spec->fabric_why
+						   : "its fabric");
+		return 0;
 	}
 	if ((rc = plan_pml(c)))
 		return rc;
