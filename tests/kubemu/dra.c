@@ -81,8 +81,8 @@ static int has_request(const cJSON *reqs, const char *name)
 	return 0;
 }
 
-static void check_config(const cJSON *cfgs, const cJSON *reqs,
-			 const char *base, struct km_causes *c)
+static void check_config(const cJSON *cfgs, const cJSON *reqs, const char *base,
+			 struct km_causes *c)
 {
 	const cJSON *x, *r;
 	char f[200];
@@ -95,8 +95,8 @@ static void check_config(const cJSON *cfgs, const cJSON *reqs,
 		cJSON_ArrayForEach (r, km_get(x, "requests")) {
 			snprintf(f, sizeof(f), "%s.config[%d].requests[%d]",
 				 base, i, j++);
-			if (!cJSON_IsString(r) || !has_request(reqs,
-							       r->valuestring))
+			if (!cJSON_IsString(r) ||
+			    !has_request(reqs, r->valuestring))
 				km_cause(c, f,
 					 "Invalid value: \"%.64s\": must be "
 					 "the name of a request in the claim "
@@ -158,8 +158,8 @@ static void check_claim_spec(const cJSON *spec, const char *base,
 				 "`exactly` or `firstAvailable` is required, "
 				 "but multiple fields are set");
 		else if (km_get(x, "exactly")) {
-			snprintf(b, sizeof(b), "%s.devices.requests[%d].exactly",
-				 base, i);
+			snprintf(b, sizeof(b),
+				 "%s.devices.requests[%d].exactly", base, i);
 			check_exact(km_get(x, "exactly"), b, c);
 		}
 		i++;
@@ -170,9 +170,9 @@ static void check_claim_spec(const cJSON *spec, const char *base,
 
 static void check_slice(const cJSON *spec, struct km_causes *c)
 {
-	static const char *const where[] = {"nodeName", "nodeSelector",
-					    "allNodes",
-					    "perDeviceNodeSelection"};
+	static const char *const where[] = { "nodeName", "nodeSelector",
+					     "allNodes",
+					     "perDeviceNodeSelection" };
 	const cJSON *pool = km_get(spec, "pool");
 	const cJSON *count = km_get(pool, "resourceSliceCount");
 	int n = 0;
@@ -233,18 +233,21 @@ void km_dra_check_pod(const cJSON *pod, struct km_causes *c)
 
 		snprintf(f, sizeof(f), "spec.resourceClaims[%d]", i);
 		if (!n || !km_dns_name(n, 1))
-			km_cause(c, f, "Invalid value: \"%.64s\": name must be "
-				       "a DNS label", n ? n : "");
+			km_cause(c, f,
+				 "Invalid value: \"%.64s\": name must be "
+				 "a DNS label",
+				 n ? n : "");
 		if (!km_str(x, "resourceClaimName") ==
 		    !km_str(x, "resourceClaimTemplateName")) {
 			/* The API server shows the entry as Go prints it. */
 			char v[2][80];
-			const char *keys[2] = {"resourceClaimName",
-					    "resourceClaimTemplateName"};
+			const char *keys[2] = { "resourceClaimName",
+						"resourceClaimTemplateName" };
 
 			for (int j = 0; j < 2; j++)
 				snprintf(v[j], sizeof(v[j]),
-					 km_str(x, keys[j]) ? "\"%.64s\"" : "null",
+					 km_str(x, keys[j]) ? "\"%.64s\""
+							    : "null",
 					 km_str(x, keys[j]));
 			km_cause(c, f,
 				 "Invalid value: {\"Name\":\"%.64s\","
@@ -279,8 +282,8 @@ void km_dra_check_pod(const cJSON *pod, struct km_causes *c)
 	}
 }
 
-const char *km_dra_missing(struct km_ctx *ctx, const cJSON *pod,
-			   char *msg, size_t cap)
+const char *km_dra_missing(struct km_ctx *ctx, const cJSON *pod, char *msg,
+			   size_t cap)
 {
 	const cJSON *x;
 	const char *ns = km_meta_str(pod, "namespace");

@@ -48,7 +48,7 @@ static void config(struct hb_config *cfg)
 
 static void new_spec(struct hb_jobspec *s, const char *script)
 {
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 
 	hb_jobspec_init(s, "job.sh");
 	s->source = HB_SRC_SBATCH;
@@ -73,7 +73,7 @@ static void rdma_spec(struct hb_jobspec *s, const char *script)
 static cJSON *emit(const struct hb_jobspec *s, const struct hb_config *cfg,
 		   struct hb_report *rep)
 {
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	cJSON *doc = NULL;
 
 	hb_report_init(rep, "MPIJob");
@@ -109,21 +109,21 @@ static const cJSON *pod(const cJSON *doc, const char *replica)
 
 static const cJSON *ctr(const cJSON *doc, const char *replica)
 {
-	return cJSON_GetArrayItem(
-	    cJSON_GetObjectItemCaseSensitive(pod(doc, replica), "containers"),
-	    0);
+	return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+					  pod(doc, replica), "containers"),
+				  0);
 }
 
 static const char *limit(const cJSON *doc, const char *key)
 {
-	const cJSON *res =
-	    cJSON_GetObjectItemCaseSensitive(ctr(doc, "Worker"), "resources");
+	const cJSON *res = cJSON_GetObjectItemCaseSensitive(ctr(doc, "Worker"),
+							    "resources");
 	const cJSON *l = cJSON_GetObjectItemCaseSensitive(res, "limits");
 	const cJSON *r = cJSON_GetObjectItemCaseSensitive(res, "requests");
-	const char *lv = cJSON_GetStringValue(
-	    cJSON_GetObjectItemCaseSensitive(l, key));
-	const char *rv = cJSON_GetStringValue(
-	    cJSON_GetObjectItemCaseSensitive(r, key));
+	const char *lv =
+		cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(l, key));
+	const char *rv =
+		cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r, key));
 
 	if (lv || rv)
 		assert_string_equal(lv ? lv : "", rv ? rv : "");
@@ -150,10 +150,11 @@ static const char *env_of(const cJSON *c, const char *name)
 
 	cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(c, "env"))
 		if (!strcmp(cJSON_GetStringValue(
-				cJSON_GetObjectItemCaseSensitive(e, "name")),
+				    cJSON_GetObjectItemCaseSensitive(e,
+								     "name")),
 			    name))
 			return cJSON_GetStringValue(
-			    cJSON_GetObjectItemCaseSensitive(e, "value"));
+				cJSON_GetObjectItemCaseSensitive(e, "value"));
 	return NULL;
 }
 
@@ -194,19 +195,19 @@ static void gpu_job(struct hb_jobspec *s, const char *type)
 
 static void test_gpu_vendor(void **state)
 {
-	static struct hb_kv map[] = {{"MI300X", "amd.com/gpu"},
-				     {"h100", "nvidia.com/gpu"}};
+	static struct hb_kv map[] = { { "MI300X", "amd.com/gpu" },
+				      { "h100", "nvidia.com/gpu" } };
 	struct hb_config cfg;
 	struct hb_jobspec s;
 	struct hb_report rep;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	cJSON *doc;
 
 	(void)state;
 	config(&cfg);
 	/* No map: AMD Instinct types by name, the rest as configured. */
-	static const char *const amd[] = {"mi250x", "MI300X", "mi100",
-					  "amd-w7900", "instinct"};
+	static const char *const amd[] = { "mi250x", "MI300X", "mi100",
+					   "amd-w7900", "instinct" };
 	for (size_t i = 0; i < sizeof(amd) / sizeof(amd[0]); i++) {
 		gpu_job(&s, amd[i]);
 		doc = emit(&s, &cfg, &rep);
@@ -214,7 +215,7 @@ static void test_gpu_vendor(void **state)
 		assert_null(limit(doc, "nvidia.com/gpu"));
 		done(doc, &rep, &s);
 	}
-	static const char *const nv[] = {"a100", "mig", "milan", NULL};
+	static const char *const nv[] = { "a100", "mig", "milan", NULL };
 	for (size_t i = 0; i < sizeof(nv) / sizeof(nv[0]); i++) {
 		gpu_job(&s, nv[i]);
 		doc = emit(&s, &cfg, &rep);
@@ -239,7 +240,7 @@ static void test_gpu_vendor(void **state)
 	assert_int_equal(emit_err(&s, &cfg, &err), HB_EINVAL);
 	assert_non_null(strstr(err.msg, "GPU type 'mi250'"));
 	assert_non_null(strstr(err.msg, "kubernetes.gpu_resources lists "
-					 "MI300X, h100"));
+					"MI300X, h100"));
 	hb_jobspec_free(&s);
 }
 
@@ -266,14 +267,15 @@ static void test_no_rdma(void **state)
 			assert_string_equal(adds(ctr(doc, "Launcher")), "");
 			assert_null(limit(doc, "rdma/rdma_shared_device_a"));
 			assert_null(cJSON_GetObjectItemCaseSensitive(
-			    pod(doc, "Worker"), "resourceClaims"));
+				pod(doc, "Worker"), "resourceClaims"));
 			assert_null(env_of(ctr(doc, "Worker"), "OMPI_MCA_pml"));
 			assert_false(warned(&rep, "IPC_LOCK"));
 			cJSON *t = NULL;
-			struct hb_err err = {0};
+			struct hb_err err = { 0 };
 
 			assert_int_equal(
-			    hb_k8s_claim_template(doc, &cfg.k8s, &t, &err), 0);
+				hb_k8s_claim_template(doc, &cfg.k8s, &t, &err),
+				0);
 			assert_null(t);
 			done(doc, &rep, &s);
 		}
@@ -300,11 +302,12 @@ static void test_device_plugin(void **state)
 	assert_string_equal(adds(ctr(doc, "Worker")), "IPC_LOCK");
 	assert_string_equal(adds(ctr(doc, "Launcher")), "");
 	assert_string_equal(
-	    cJSON_GetArrayItem(hb_doc_get(ctr(doc, "Worker"),
-					  "securityContext.capabilities.drop"),
-			       0)
-		->valuestring,
-	    "ALL");
+		cJSON_GetArrayItem(
+			hb_doc_get(ctr(doc, "Worker"),
+				   "securityContext.capabilities.drop"),
+			0)
+			->valuestring,
+		"ALL");
 	/* Open MPI goes through UCX, on every rank's container. */
 	assert_string_equal(env_of(ctr(doc, "Worker"), "OMPI_MCA_pml"), "ucx");
 	assert_string_equal(env_of(ctr(doc, "Launcher"), "OMPI_MCA_pml"),
@@ -375,7 +378,7 @@ static void test_dra(void **state)
 	struct hb_config cfg;
 	struct hb_jobspec s;
 	struct hb_report rep;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	cJSON *doc, *t = NULL;
 	const cJSON *req, *claims;
 
@@ -402,11 +405,11 @@ static void test_dra(void **state)
 				    "resourceClaimTemplateName"),
 			    "nccl-rdma");
 	assert_string_equal(
-	    get_str(cJSON_GetArrayItem(hb_doc_get(ctr(doc, "Worker"),
-						  "resources.claims"),
-				       0),
-		    "name"),
-	    "rdma");
+		get_str(cJSON_GetArrayItem(hb_doc_get(ctr(doc, "Worker"),
+						      "resources.claims"),
+					   0),
+			"name"),
+		"rdma");
 	assert_null(cJSON_GetObjectItemCaseSensitive(pod(doc, "Launcher"),
 						     "resourceClaims"));
 	assert_null(hb_doc_get(ctr(doc, "Launcher"), "resources.claims"));
@@ -415,8 +418,8 @@ static void test_dra(void **state)
 	/* Renamed, as the daemon names it after the job's id: the
 	 * template follows. */
 	cJSON_ReplaceItemInObjectCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(doc, "metadata"), "name",
-	    cJSON_CreateString("hb-42"));
+		cJSON_GetObjectItemCaseSensitive(doc, "metadata"), "name",
+		cJSON_CreateString("hb-42"));
 	assert_int_equal(hb_k8s_claim_template(doc, &cfg.k8s, &t, &err), 0);
 	assert_non_null(t);
 	assert_string_equal(get_str(t, "apiVersion"), "resource.k8s.io/v1");
@@ -435,15 +438,15 @@ static void test_dra(void **state)
 			    "ExactCount");
 	assert_int_equal(hb_doc_get(req, "exactly.count")->valueint, 1);
 	assert_string_equal(
-	    get_str(cJSON_GetArrayItem(hb_doc_get(req, "exactly.selectors"),
-				       0),
-		    "cel.expression"),
-	    "device.attributes[\"dra.net\"].rdma == true");
+		get_str(cJSON_GetArrayItem(hb_doc_get(req, "exactly.selectors"),
+					   0),
+			"cel.expression"),
+		"device.attributes[\"dra.net\"].rdma == true");
 	/* DraNet names the interface through its opaque configuration. */
 	req = cJSON_GetArrayItem(hb_doc_get(t, "spec.spec.devices.config"), 0);
 	assert_string_equal(
-	    cJSON_GetArrayItem(hb_doc_get(req, "requests"), 0)->valuestring,
-	    "nic");
+		cJSON_GetArrayItem(hb_doc_get(req, "requests"), 0)->valuestring,
+		"nic");
 	assert_string_equal(get_str(req, "opaque.driver"), "dra.net");
 	assert_string_equal(get_str(req, "opaque.parameters.interface.name"),
 			    "rdma0");
@@ -464,8 +467,8 @@ static void test_dra(void **state)
 	assert_string_equal(get_str(cJSON_GetArrayItem(req, 1), "name"),
 			    "nic-1");
 	assert_string_equal(
-	    get_str(cJSON_GetArrayItem(req, 1), "deviceClassName"),
-	    "dranet.net");
+		get_str(cJSON_GetArrayItem(req, 1), "deviceClassName"),
+		"dranet.net");
 	assert_null(hb_doc_get(cJSON_GetArrayItem(req, 1), "exactly"));
 	assert_null(hb_doc_get(cJSON_GetArrayItem(req, 1), "selectors"));
 	req = hb_doc_get(t, "spec.spec.devices.config");
@@ -480,7 +483,7 @@ static void test_misconfigured(void **state)
 {
 	struct hb_config cfg;
 	struct hb_jobspec s;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_report rep;
 	cJSON *doc;
 
@@ -522,7 +525,7 @@ static void test_read_back(void **state)
 	struct hb_config cfg;
 	struct hb_jobspec s, back;
 	struct hb_report rep;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	cJSON *doc;
 
 	(void)state;
@@ -550,7 +553,7 @@ static void test_trainjob(void **state)
 	struct hb_config cfg;
 	struct hb_jobspec s;
 	struct hb_report rep;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	cJSON *doc = NULL;
 
 	(void)state;
@@ -561,10 +564,9 @@ static void test_trainjob(void **state)
 	if (hb_trainjob_emit(&s, &cfg.k8s, -1, &doc, &rep, &err))
 		fail_msg("emit: %s", err.msg);
 	hb_test_assert_valid(schemas, doc);
-	assert_string_equal(
-	    get_str(doc, "spec.trainer.resourcesPerNode.limits."
-			 "rdma/rdma_shared_device_a"),
-	    "1");
+	assert_string_equal(get_str(doc, "spec.trainer.resourcesPerNode.limits."
+					 "rdma/rdma_shared_device_a"),
+			    "1");
 	assert_true(warned(&rep, "a TrainJob cannot add it"));
 	done(doc, &rep, NULL);
 	doc = NULL;
@@ -585,14 +587,14 @@ static void test_trainjob(void **state)
 static void test_hostile(void **state)
 {
 	static const char *const evil =
-	    "mi3\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: x}";
+		"mi3\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: x}";
 	static const char *const sel =
-	    "device.attributes[\"dra.net\"].ifName == 'a: b' || "
-	    "x == \"}\\n---\\nkind: Secret\" # c";
+		"device.attributes[\"dra.net\"].ifName == 'a: b' || "
+		"x == \"}\\n---\\nkind: Secret\" # c";
 	struct hb_config cfg;
 	struct hb_jobspec s;
 	struct hb_report rep;
-	struct hb_err err = {0};
+	struct hb_err err = { 0 };
 	struct hb_buf y;
 	cJSON *doc, *t = NULL, *back = NULL;
 
@@ -615,15 +617,17 @@ static void test_hostile(void **state)
 	assert_int_equal(hb_doc_write_yaml(t, &y), 0);
 	assert_int_equal(hb_doc_parse(y.data, y.len, "t.yaml", &back, &err), 0);
 	assert_string_equal(
-	    get_str(cJSON_GetArrayItem(
-			hb_doc_get(cJSON_GetArrayItem(
-				       hb_doc_get(back, "spec.spec.devices."
-							"requests"),
-				       0),
-				   "exactly.selectors"),
-			0),
-		    "cel.expression"),
-	    sel);
+		get_str(cJSON_GetArrayItem(
+				hb_doc_get(
+					cJSON_GetArrayItem(
+						hb_doc_get(back,
+							   "spec.spec.devices."
+							   "requests"),
+						0),
+					"exactly.selectors"),
+				0),
+			"cel.expression"),
+		sel);
 	hb_buf_free(&y);
 	cJSON_Delete(back);
 	cJSON_Delete(t);
@@ -633,15 +637,15 @@ static void test_hostile(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_gpu_vendor),
-	    cmocka_unit_test(test_no_rdma),
-	    cmocka_unit_test(test_device_plugin),
-	    cmocka_unit_test(test_restricted_warning),
-	    cmocka_unit_test(test_dra),
-	    cmocka_unit_test(test_misconfigured),
-	    cmocka_unit_test(test_read_back),
-	    cmocka_unit_test(test_trainjob),
-	    cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_gpu_vendor),
+		cmocka_unit_test(test_no_rdma),
+		cmocka_unit_test(test_device_plugin),
+		cmocka_unit_test(test_restricted_warning),
+		cmocka_unit_test(test_dra),
+		cmocka_unit_test(test_misconfigured),
+		cmocka_unit_test(test_read_back),
+		cmocka_unit_test(test_trainjob),
+		cmocka_unit_test(test_hostile),
 	};
 	return cmocka_run_group_tests(tests, load_schemas, free_schemas);
 }

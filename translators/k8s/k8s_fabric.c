@@ -19,8 +19,8 @@
 
 #define AMD_GPU "amd.com/gpu"
 /* The pod's name for its RDMA claim, and the template's suffix. */
-#define CLAIM	 "rdma"
-#define PML_ENV	 "OMPI_MCA_pml"
+#define CLAIM	"rdma"
+#define PML_ENV "OMPI_MCA_pml"
 
 /* ---------------------------------------------------------------- */
 /* GPUs                                                             */
@@ -94,9 +94,9 @@ static int cfg_err(struct hb_k8s_ctx *c, const char *key, const char *what)
  * restricted-v2 does: IPC_LOCK is not among those they allow. */
 static bool restricted_scc(const char *scc)
 {
-	static const char *const names[] = {"restricted", "restricted-v2",
-					    "restricted-v3", "nonroot",
-					    "nonroot-v2"};
+	static const char *const names[] = { "restricted", "restricted-v2",
+					     "restricted-v3", "nonroot",
+					     "nonroot-v2" };
 
 	for (size_t i = 0; i < NELEM(names); i++)
 		if (!strcmp(scc, names[i]))
@@ -110,17 +110,17 @@ static bool sets_pml(const struct hb_jobspec *s)
 	for (uint32_t i = 0; i < s->nenv; i++)
 		if (s->env[i].name && !strcmp(s->env[i].name, PML_ENV))
 			return true;
-	return s->script && (strstr(s->script, PML_ENV) ||
-			     strstr(s->script, "-mca pml") ||
-			     strstr(s->script, "--mca pml"));
+	return s->script &&
+	       (strstr(s->script, PML_ENV) || strstr(s->script, "-mca pml") ||
+		strstr(s->script, "--mca pml"));
 }
 
 /* IPC_LOCK against what the namespace admits: said, never silent. */
 static void warn_ipc_lock(struct hb_k8s_ctx *c)
 {
 	const struct hb_k8s_opts *cfg = c->cfg;
-	bool pss = !cfg->pod_security ||
-		   strcmp(cfg->pod_security, "privileged");
+	bool pss =
+		!cfg->pod_security || strcmp(cfg->pod_security, "privileged");
 
 	if (cfg->openshift_scc && restricted_scc(cfg->openshift_scc))
 		hb_report_warn(c->rep,
@@ -170,8 +170,8 @@ static int plan_dra(struct hb_k8s_ctx *c)
 		return cfg_err(c, "kubernetes.rdma.dra.interface_name",
 			       "the interface name and a number do not fit "
 			       "15 characters");
-	plan->claim_template = hb_arena_printf(&plan->arena, "%s-" CLAIM,
-					       plan->name);
+	plan->claim_template =
+		hb_arena_printf(&plan->arena, "%s-" CLAIM, plan->name);
 	if (!plan->claim_template)
 		return OOM(c);
 	plan->resources.claim = CLAIM;
@@ -328,9 +328,9 @@ static void devices(struct hb_emit *w, const struct hb_k8s_opts *cfg,
 static cJSON *worker_claims(cJSON *mpijob)
 {
 	cJSON *x = mpijob;
-	static const char *const path[] = {"spec",     "mpiReplicaSpecs",
-					   "Worker",   "template",
-					   "spec",     "resourceClaims"};
+	static const char *const path[] = { "spec",   "mpiReplicaSpecs",
+					    "Worker", "template",
+					    "spec",   "resourceClaims" };
 
 	for (size_t i = 0; x && i < NELEM(path); i++)
 		x = cJSON_GetObjectItemCaseSensitive(x, path[i]);
@@ -351,7 +351,7 @@ int hb_k8s_claim_template(struct cJSON *mpijob, const struct hb_k8s_opts *cfg,
 	*out = NULL;
 	cJSON_ArrayForEach (it, claims) {
 		const char *n = cJSON_GetStringValue(
-		    cJSON_GetObjectItemCaseSensitive(it, "name"));
+			cJSON_GetObjectItemCaseSensitive(it, "name"));
 
 		if (n && !strcmp(n, CLAIM))
 			ref = it;
@@ -359,21 +359,23 @@ int hb_k8s_claim_template(struct cJSON *mpijob, const struct hb_k8s_opts *cfg,
 	if (!ref)
 		return 0;
 	if (!cfg || !cfg->rdma_dra_class)
-		return hb_err_set(err, HB_EINVAL, NULL, 0,
-				  "the MPIJob claims an RDMA NIC but "
-				  "kubernetes.rdma.dra.device_class is not set");
+		return hb_err_set(
+			err, HB_EINVAL, NULL, 0,
+			"the MPIJob claims an RDMA NIC but "
+			"kubernetes.rdma.dra.device_class is not set");
 	meta = cJSON_GetObjectItemCaseSensitive(mpijob, "metadata");
 	name = cJSON_GetStringValue(
-	    cJSON_GetObjectItemCaseSensitive(meta, "name"));
+		cJSON_GetObjectItemCaseSensitive(meta, "name"));
 	ns = cJSON_GetStringValue(
-	    cJSON_GetObjectItemCaseSensitive(meta, "namespace"));
+		cJSON_GetObjectItemCaseSensitive(meta, "namespace"));
 	if (!name || strlen(name) > HB_DNS_LABEL_MAX)
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "the MPIJob has no name to name its "
 				  "ResourceClaimTemplate after");
 	snprintf(tname, sizeof(tname), "%s-" CLAIM, name);
-	if (!cJSON_ReplaceItemInObjectCaseSensitive(
-		ref, "resourceClaimTemplateName", cJSON_CreateString(tname)))
+	if (!cJSON_ReplaceItemInObjectCaseSensitive(ref,
+						    "resourceClaimTemplateName",
+						    cJSON_CreateString(tname)))
 		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 	if (!(w = hb_emit_new(HB_EMIT_TREE, NULL)))
 		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
