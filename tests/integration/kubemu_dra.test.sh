@@ -10,7 +10,8 @@
 # runs once the template exists.  The golden DRA MPIJob and its template
 # run (IPC_LOCK on the workers only); in a namespace that enforces Pod
 # Security "restricted" its workers are refused for IPC_LOCK, which is
-# what the translation warns about.
+# what the translation warns about.  The device-plugin MPIJob's workers
+# go only where a node offers the RDMA resource.
 #
 # Usage: kubemu_dra.test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -257,6 +258,33 @@ if grep -q allreduce-worker <<<"$out"; then
 else
 	ok "no worker under restricted"
 fi
+
+# ---- the device plugin's resource, scheduled ---------------------------
+# Two nodes with AMD GPUs, one of them with an RDMA device: of the golden
+# device-plugin MPIJob's two workers one is bound there, the other stays
+# Pending for want of the device.
+kubemu_stop
+kubemu_start --tls-dir "$tmp/tls2" --kubeconfig-out "$tmp/kubeconfig" \
+	--pod-start-ms 100 --run-ms 60000 --image-user 1000 --namespace hpc \
+	--node "ib-1,cpu=8,memory=32Gi,amd.com/gpu=4,rdma/rdma_shared_device_a=1" \
+	--node "eth-1,cpu=8,memory=32Gi,amd.com/gpu=4" ||
+	die "the emulator did not start with nodes"
+rm -rf "$KUBECACHEDIR"
+kin "$golden/mpijob-rdma-plugin.yaml" apply -f -
+[ "$rc" = 0 ] && ok "kubectl apply: the golden device-plugin MPIJob" ||
+	bad "$out"
+bound() { # bound POD NODE
+	[ "$(timeout 10 "$kubectl" -n hpc get pod "$1" \
+		-o 'jsonpath={.spec.nodeName}')" = "$2" ]
+}
+wait_for "a worker is bound to the node with the RDMA device" \
+	bound allreduce-worker-0 ib-1
+sleep 1
+k -n hpc get pod allreduce-worker-1 -o \
+	'jsonpath={.spec.nodeName}|{.status.conditions[0].reason} {.status.conditions[0].message}'
+has "the other stays unschedulable, for the device" \
+	"|Unschedulable"
+has "the scheduler names the device" "rdma/rdma_shared_device_a"
 
 [ "$fails" = 0 ] || exit 1
 echo "kubemu_dra: all checks passed"
