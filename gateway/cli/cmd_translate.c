@@ -269,6 +269,31 @@ static int add_tree(const struct opts *o, struct out *out, cJSON *doc)
 	return rc ? rc : doc_added(out);
 }
 
+/* The ResourceClaimTemplate an RDMA job's workers claim from
+ * (kubernetes.rdma.mode dra), before its MPIJob: pods made before their
+ * template may never get their claim. */
+static int add_claim_template(const struct opts *o, const struct hb_config *cfg,
+			      const struct hb_jobspec *spec, int64_t index,
+			      struct out *out, struct hb_err *err)
+{
+	struct hb_report rep;
+	cJSON *doc = NULL, *tmpl = NULL;
+	int rc;
+
+	if (spec->fabric != HB_FABRIC_RDMA)
+		return 0;
+	hb_report_init(&rep, "MPIJob");
+	rep.no_notes = true;
+	rc = hb_mpijob_emit(spec, &cfg->k8s, index, &doc, &rep, err);
+	if (!rc)
+		rc = hb_k8s_claim_template(doc, &cfg->k8s, &tmpl, err);
+	if (!rc && tmpl)
+		rc = add_tree(o, out, tmpl);
+	cJSON_Delete(doc);
+	hb_report_free(&rep);
+	return rc;
+}
+
 static int emit_one(const struct opts *o, const struct hb_config *cfg,
 		    const struct hb_jobspec *spec, int64_t index,
 		    struct out *out, struct hb_report *rep, struct hb_err *err)
@@ -281,6 +306,9 @@ static int emit_one(const struct opts *o, const struct hb_config *cfg,
 	switch (o->to) {
 	case TO_MPIJOB:
 	case TO_TRAINJOB:
+		if (o->to == TO_MPIJOB && !o->explain &&
+		    (rc = add_claim_template(o, cfg, spec, index, out, err)))
+			return rc;
 		rc = o->to == TO_MPIJOB
 			     ? hb_mpijob_write(spec, &cfg->k8s, index, w, rep, err)
 			     : hb_trainjob_write(spec, &cfg->k8s, index, w, rep, err);

@@ -44,7 +44,9 @@ enum check {
 			* value */
 	C_S3_URL,      /* s3://BUCKET[/PREFIX] */
 	C_HTTP_URL,    /* http:// or https:// and a host */
-	C_PLAIN_PATH   /* an absolute path written plainly, not / */
+	C_PLAIN_PATH,  /* an absolute path written plainly, not / */
+	C_IFNAME,      /* a Linux network interface name */
+	C_CEL	       /* a CEL expression: printable text, spaces too */
 };
 
 struct setting {
@@ -71,6 +73,13 @@ static const char *const backend_values[] = {"local", "kubernetes", NULL};
 static const char *const level_values[] = {"debug", "info", "warn", "error",
 					   NULL};
 static const char *const target_values[] = {"slurm", "kubernetes", NULL};
+static const char *const pss_values[] = {"restricted", "baseline",
+					 "privileged", NULL};
+static const char *const rdma_values[] = {"none", "device_plugin", "dra",
+					  NULL};
+static const char *const dra_api_values[] = {
+    "resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1",
+    NULL};
 
 /*
  * The settings.  Unset fields are 0: min 0, max 0 (only UINT/SIZE use
@@ -78,270 +87,7 @@ static const char *const target_values[] = {"slurm", "kubernetes", NULL};
  * .reloadable explicitly.
  */
 static const struct setting table[] = {
-    {.path = "kubernetes.namespace",
-     .type = HB_CFG_STRING,
-     .off = F(k8s.namespace),
-     .def = "default",
-     .check = C_DNS_LABEL,
-     .reloadable = 0,
-     .help = "Namespace the gateway creates MPIJobs and TrainJobs in."},
-    {.path = "kubernetes.default_image",
-     .type = HB_CFG_STRING,
-     .off = F(k8s.default_image),
-     .def = "mpioperator/openmpi:v0.6.0",
-     .check = C_IMAGE,
-     .reloadable = 1,
-     .help = "Image for jobs that no container, module or partition "
-	     "entry maps."},
-    {.path = "kubernetes.mpi_implementation",
-     .type = HB_CFG_ENUM,
-     .off = F(k8s.default_mpi),
-     .def = "OpenMPI",
-     .values = mpi_values,
-     .reloadable = 1,
-     .help = "MPI implementation when the script does not reveal one."},
-    {.path = "kubernetes.trainjob_runtime",
-     .type = HB_CFG_STRING,
-     .off = F(k8s.trainjob_runtime),
-     .def = "mpi-distributed",
-     .check = C_DNS_SUBDOMAIN,
-     .reloadable = 1,
-     .help = "ClusterTrainingRuntime that TrainJobs refer to."},
-    {.path = "kubernetes.ssh_auth_mount_path",
-     .type = HB_CFG_STRING,
-     .off = F(k8s.ssh_auth_mount_path),
-     .def = "/etc/hpcbridge/ssh",
-     .check = C_ABSPATH,
-     .reloadable = 1,
-     .help = "Where the MPI Operator mounts the SSH keys "
-	     "(sshAuthMountPath); outside any home directory, since the "
-	     "pods run as the user."},
-    {.path = "kubernetes.ssh_port",
-     .type = HB_CFG_UINT,
-     .off = F(k8s.ssh_port),
-     .def = "2222",
-     .min = 1024,
-     .max = 65535,
-     .reloadable = 1,
-     .help = "Port the workers' sshd listens on, as the user: an "
-	     "unprivileged one."},
-    {.path = "kubernetes.fs_group",
-     .type = HB_CFG_FS_GROUP,
-     .off = F(k8s.fs_group),
-     .def = "none",
-     .reloadable = 1,
-     .help = "The pods' fsGroup: none, primary (the user's primary "
-	     "group) or a group id."},
-    {.path = "kubernetes.volumes",
-     .type = HB_CFG_VOLUMES,
-     .off = F(k8s.volumes),
-     .count_off = F(k8s.nvolumes),
-     .reloadable = 1,
-     .help = "Site filesystems every pod mounts at the path they have on "
-	     "Slurm: a list of {path, one of pvc | nfs: {server, path} | "
-	     "host_path, read_only}; jobs whose files lie elsewhere are "
-	     "refused.  Empty: no check."},
-    {.path = "kubernetes.allowed_images",
-     .type = HB_CFG_LIST,
-     .off = F(k8s.allowed_images),
-     .count_off = F(k8s.nallowed_images),
-     .reloadable = 1,
-     .help = "fnmatch() patterns an image the user names (--container) "
-	     "must match; the configured images are trusted.  Empty: any."},
-    {.path = "kubernetes.priority_classes",
-     .type = HB_CFG_MAP,
-     .off = F(k8s.priority_classes),
-     .count_off = F(k8s.npriority_classes),
-     .check = C_CLASS,
-     .reloadable = 1,
-     .help = "Slurm QoS to Kueue WorkloadPriorityClass "
-	     "(kueue.x-k8s.io/priority-class)."},
-    {.path = "kubernetes.default_priority_class",
-     .type = HB_CFG_STRING,
-     .off = F(k8s.default_priority_class),
-     .def = NULL,
-     .check = C_CLASS,
-     .nullable = 1,
-     .reloadable = 1,
-     .help = "WorkloadPriorityClass for a QoS with no entry; null: none."},
-    {.path = "kubernetes.pod_priority_classes",
-     .type = HB_CFG_MAP,
-     .off = F(k8s.pod_priority_classes),
-     .count_off = F(k8s.npod_priority_classes),
-     .check = C_DNS_SUBDOMAIN,
-     .reloadable = 1,
-     .help = "Slurm QoS to PriorityClass, for the gang scheduler's "
-	     "schedulingPolicy.priorityClass."},
-    {.path = "kubernetes.openshift.scc",
-     .type = HB_CFG_STRING,
-     .off = F(k8s.openshift_scc),
-     .def = NULL,
-     .check = C_DNS_SUBDOMAIN,
-     .nullable = 1,
-     .reloadable = 1,
-     .help = "The SecurityContextConstraints burst pods ask for "
-	     "(annotation openshift.io/required-scc); null: admission "
-	     "picks."},
-    {.path = "kubernetes.openshift.uid_range",
-     .type = HB_CFG_STRING,
-     .off = F(k8s.uid_range),
-     .def = NULL,
-     .check = C_UID_RANGE,
-     .nullable = 1,
-     .reloadable = 1,
-     .help = "The uids the namespace admits (its openshift.io/sa.scc."
-	     "uid-range); a job of another uid stays on Slurm.  null: "
-	     "any uid but root."},
-    {.path = "kubernetes.gang_scheduling",
-     .type = HB_CFG_BOOL,
-     .off = F(k8s.gang_scheduling),
-     .def = "false",
-     .reloadable = 1,
-     .help = "Write spec.runPolicy.schedulingPolicy (minAvailable: the "
-	     "workers and the launcher) for a gang scheduler."},
-    {.path = "kubernetes.gpu_resource",
-     .type = HB_CFG_STRING,
-     .off = F(k8s.gpu_resource),
-     .def = "nvidia.com/gpu",
-     .check = C_RESOURCE,
-     .reloadable = 1,
-     .help = "Extended resource name GPUs are requested as."},
-    {.path = "kubernetes.images.modules",
-     .type = HB_CFG_MAP,
-     .off = F(k8s.module_images),
-     .count_off = F(k8s.nmodule_images),
-     .check = C_IMAGE,
-     .reloadable = 1,
-     .help = "'module load' name (or its family before '/') to image."},
-    {.path = "kubernetes.images.partitions",
-     .type = HB_CFG_MAP,
-     .off = F(k8s.partition_images),
-     .count_off = F(k8s.npartition_images),
-     .check = C_IMAGE,
-     .reloadable = 1,
-     .help = "Slurm partition or PBS queue to image."},
-    {.path = "kubernetes.images.containers",
-     .type = HB_CFG_MAP,
-     .off = F(k8s.container_images),
-     .count_off = F(k8s.ncontainer_images),
-     .check = C_IMAGE,
-     .reloadable = 1,
-     .help = "sbatch --container value to image."},
-    {.path = "kubernetes.images.mpi.openmpi",
-     .type = HB_CFG_STRING,
-     .off = F(k8s.openmpi_image),
-     .def = "mpioperator/openmpi:v0.6.0",
-     .check = C_IMAGE,
-     .nullable = 1,
-     .reloadable = 1,
-     .help = "Image for Open MPI jobs that no container, module or "
-	     "partition entry maps; null: default_image."},
-    {.path = "kubernetes.images.mpi.intel",
-     .type = HB_CFG_STRING,
-     .off = F(k8s.intel_image),
-     .def = "mpioperator/intel:v0.6.0",
-     .check = C_IMAGE,
-     .nullable = 1,
-     .reloadable = 1,
-     .help = "Image for Intel MPI jobs that no container, module or "
-	     "partition entry maps; null: default_image."},
-    {.path = "kubernetes.images.mpi.mpich",
-     .type = HB_CFG_STRING,
-     .off = F(k8s.mpich_image),
-     .def = "mpioperator/mpich:v0.6.0",
-     .check = C_IMAGE,
-     .nullable = 1,
-     .reloadable = 1,
-     .help = "Image for MPICH jobs that no container, module or "
-	     "partition entry maps; null: default_image."},
-    {.path = "kubernetes.queues.default",
-     .type = HB_CFG_STRING,
-     .off = F(k8s.default_queue),
-     .def = NULL,
-     .check = C_QUEUE,
-     .nullable = 1,
-     .reloadable = 1,
-     .help = "Kueue LocalQueue for partitions with no entry; null for no "
-	     "queue label."},
-    {.path = "kubernetes.queues.partitions",
-     .type = HB_CFG_MAP,
-     .off = F(k8s.partition_queues),
-     .count_off = F(k8s.npartition_queues),
-     .check = C_QUEUE,
-     .reloadable = 1,
-     .help = "Slurm partition or PBS queue to Kueue LocalQueue."},
-    {.path = "kubernetes.worker.cpus",
-     .type = HB_CFG_UINT,
-     .off = F(k8s.worker_cpus),
-     .def = "0",
-     .max = 4096,
-     .reloadable = 1,
-     .help = "CPUs one worker pod may have (what a node offers); 0: "
-	     "unbounded."},
-    {.path = "kubernetes.worker.memory",
-     .type = HB_CFG_SIZE,
-     .off = F(k8s.worker_mem_mb),
-     .def = "0",
-     .max = MIB_MAX,
-     .reloadable = 1,
-     .help = "Memory one worker pod may have; it also replaces --mem=0 "
-	     "(the whole node); 0: unbounded."},
-    {.path = "kubernetes.worker.gpus",
-     .type = HB_CFG_UINT,
-     .off = F(k8s.worker_gpus),
-     .def = "0",
-     .max = 256,
-     .reloadable = 1,
-     .help = "GPUs one worker pod may have; 0: unbounded."},
-    {.path = "kubernetes.launcher.cpus",
-     .type = HB_CFG_UINT,
-     .off = F(k8s.launcher_cpus),
-     .def = "1",
-     .max = 4096,
-     .reloadable = 1,
-     .help = "CPUs requested for the launcher pod; 0: no request."},
-    {.path = "kubernetes.launcher.memory",
-     .type = HB_CFG_SIZE,
-     .off = F(k8s.launcher_mem_mb),
-     .def = "1Gi",
-     .max = MIB_MAX,
-     .reloadable = 1,
-     .help = "Memory requested for the launcher pod; 0: no request."},
-    {.path = "kubernetes.launcher.runtime",
-     .type = HB_CFG_ENUM,
-     .off = F(k8s.launcher_runtime),
-     .def = "configmap",
-     .values = runtime_values,
-     .reloadable = 1,
-     .help = "Where MPIJob launchers find the launcher runtime: "
-	     "configmap (mounted, once per namespace) or inline (in every "
-	     "manifest)."},
-    {.path = "kubernetes.node_selectors.constraints",
-     .type = HB_CFG_SELECTORS,
-     .off = F(k8s.constraint_selectors),
-     .count_off = F(k8s.nconstraint_selectors),
-     .check = C_LABEL_VALUE,
-     .key_check = C_LABEL_KEY,
-     .reloadable = 1,
-     .help = "--constraint feature to the node labels it stands for."},
-    {.path = "kubernetes.node_selectors.gpu_types",
-     .type = HB_CFG_SELECTORS,
-     .off = F(k8s.gpu_type_selectors),
-     .count_off = F(k8s.ngpu_type_selectors),
-     .check = C_LABEL_VALUE,
-     .key_check = C_LABEL_KEY,
-     .reloadable = 1,
-     .help = "GPU type (--gres=gpu:TYPE:N) to the node labels that "
-	     "select it."},
-    {.path = "kubernetes.preempted_replace_after",
-     .type = HB_CFG_UINT,
-     .off = F(remote_preempted_replace_s),
-     .def = "0",
-     .max = 30 * 86400,
-     .reloadable = 1,
-     .help = "Seconds a burst job may stay preempted (its MPIJob suspended "
-	     "by Kueue after it ran) before the daemon deletes the MPIJob "
-	     "and submits the job to its own Slurm partition; 0: never."},
+#include "config_k8s.h"
     {.path = "checkpoints.url",
      .type = HB_CFG_STRING,
      .off = F(k8s.ckpt_url),
@@ -942,6 +688,23 @@ static const char *check_string(enum check c, const char *s)
 		return NULL;
 	case C_PLAIN_PATH:
 		return mount_path_bad(s);
+	case C_IFNAME:
+		/* IFNAMSIZ less the NUL; no '/', ':' or space. */
+		if (!n || n > 15 ||
+		    strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKL"
+					"MNOPQRSTUVWXYZ0123456789-_.") != n ||
+		    !strcmp(s, ".") || !strcmp(s, ".."))
+			return "must be a network interface name (1 to 15 "
+			       "characters of A-Z, a-z, 0-9, '-', '_', '.')";
+		return NULL;
+	case C_CEL:
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+				return "must be one line of text (no control "
+				       "characters)";
+		if (n == 0 || n > 10240)
+			return "must be 1 to 10240 characters";
+		return NULL;
 	case C_GRANTEE:
 		if (strcmp(s, "*") && !user_name(s, n))
 			return "is neither a user name (1 to 32 characters of "

@@ -78,6 +78,11 @@ struct kjob {
 	int queued, busy;
 	int64_t not_before;
 	cJSON *manifest; /* to create; NULL once created */
+	/* Its RDMA NIC's ResourceClaimTemplate, applied before it (NULL:
+	 * none, or applied); has_claim: the job has one to delete. */
+	cJSON *claim;
+	int has_claim;
+	char claim_api[40]; /* its apiVersion, to delete it */
 	/* the launcher's log: bytes [log_base, log_base + log.len) */
 	struct hb_buf log;
 	uint64_t log_base;
@@ -373,8 +378,19 @@ static int ensure_runtime(struct kube_be *b, struct hb_err *err)
 }
 
 /* Create the MPIJob, or adopt the one already there if it is this job's. */
+/* The resource a ResourceClaimTemplate is served as, from its
+ * apiVersion ("resource.k8s.io/v1"). */
+static struct hb_kube_res claim_res(const char *api)
+{
+	const char *v = api ? strchr(api, '/') : NULL;
+
+	return (struct hb_kube_res){"resource.k8s.io", v ? v + 1 : "v1",
+				    "resourceclaimtemplates",
+				    "ResourceClaimTemplate"};
+}
+
 static int do_create(struct kube_be *b, const char *id, cJSON *manifest,
-		     struct hb_err *err)
+		     const cJSON *claim, struct hb_err *err)
 {
 	cJSON *have = NULL;
 	const char *owner;
@@ -382,6 +398,16 @@ static int do_create(struct kube_be *b, const char *id, cJSON *manifest,
 
 	if ((rc = ensure_runtime(b, err)))
 		return rc;
+	/* Before the MPIJob: pods made before their template may never get
+	 * their claim. */
+	if (claim) {
+		struct hb_kube_res r =
+		    claim_res(hb_doc_str(claim, "apiVersion"));
+
+		if ((rc = hb_kube_apply(b->k, &r, b->ns, claim,
+					b->field_manager, 1, 0, NULL, err)))
+			return rc;
+	}
 	rc = hb_kube_create(b->k, &hb_kube_mpijob, b->ns, manifest, NULL, err);
 	if (rc != HB_EEXIST)
 		return rc;
@@ -468,23 +494,28 @@ static void work(struct kube_be *b, struct kjob *j)
 {
 	struct hb_err err = { 0 };
 	unsigned w;
-	cJSON *manifest;
-	char pod[256];
+	cJSON *manifest, *claim;
+	char pod[256], claim_api[40] = "";
 	int rc = 0, code = -1, retry = 0;
 
 	pthread_mutex_lock(&b->mu);
 	w = j->want;
 	j->want = 0;
 	manifest = (w & W_CREATE) && !j->cancelled ? j->manifest : NULL;
+	claim = j->claim;
+	if (j->has_claim)
+		snprintf(claim_api, sizeof(claim_api), "%s", j->claim_api);
 	snprintf(pod, sizeof(pod), "%s", j->pod);
 	pthread_mutex_unlock(&b->mu);
 
 	if (manifest) {
-		rc = do_create(b, j->id, manifest, &err);
+		rc = do_create(b, j->id, manifest, claim, &err);
 		pthread_mutex_lock(&b->mu);
 		if (!rc) {
 			cJSON_Delete(j->manifest);
 			j->manifest = NULL;
+			cJSON_Delete(j->claim);
+			j->claim = NULL;
 			j->present = 1;
 		} else if (hb_kube_retryable(rc)) {
 			j->want |= W_CREATE;
@@ -502,6 +533,14 @@ static void work(struct kube_be *b, struct kjob *j)
 		memset(&err, 0, sizeof(err));
 		rc = hb_kube_delete(b->k, &hb_kube_mpijob, b->ns, j->id,
 				    "Background", &err);
+		if (claim_api[0]) { /* its template goes with it */
+			struct hb_err e2 = {0};
+			struct hb_kube_res r = claim_res(claim_api);
+			char name[HB_REMOTE_ID_MAX + 8];
+
+			snprintf(name, sizeof(name), "%s-rdma", j->id);
+			hb_kube_delete(b->k, &r, b->ns, name, "Background", &e2);
+		}
 		if (rc && rc != HB_ENOENT && hb_kube_retryable(rc)) {
 			pthread_mutex_lock(&b->mu);
 			j->want |= W_DELETE;
@@ -652,7 +691,7 @@ static int launcher_env(cJSON *doc, const char *const *env)
  * decided (the daemon reads it from the store, with the user's
  * identity), never from the script again. */
 static int build(struct kube_be *b, const struct hb_remote_job *job,
-		 cJSON **out, struct hb_err *err)
+		 cJSON **out, cJSON **claim, struct hb_err *err)
 {
 	struct hb_report rep;
 	cJSON *doc = NULL, *meta, *labels;
@@ -688,6 +727,9 @@ static int build(struct kube_be *b, const struct hb_remote_job *job,
 		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 		goto out;
 	}
+	/* Named after the job's id, as the MPIJob now is. */
+	if ((rc = hb_k8s_claim_template(doc, &job->cfg->k8s, claim, err)))
+		goto out;
 	*out = doc;
 	doc = NULL;
 out:
@@ -700,7 +742,8 @@ static int kube_start(struct hb_remote *be, const struct hb_remote_job *job,
 		      struct hb_err *err)
 {
 	struct kube_be *b = (struct kube_be *)be;
-	cJSON *doc = NULL, *cm = NULL;
+	cJSON *doc = NULL, *cm = NULL, *claim = NULL;
+	const char *api;
 	struct kjob *j;
 	int rc;
 
@@ -717,12 +760,13 @@ static int kube_start(struct hb_remote *be, const struct hb_remote_job *job,
 	pthread_mutex_unlock(&b->mu);
 	if (j)
 		return 0; /* known: adopted, whatever state it is in */
-	if ((rc = build(b, job, &doc, err)))
+	if ((rc = build(b, job, &doc, &claim, err)))
 		return rc;
 	if (job->cfg->k8s.launcher_runtime &&
 	    !strcmp(job->cfg->k8s.launcher_runtime, "configmap") &&
 	    (rc = hb_k8s_runtime_configmap(&job->cfg->k8s, &cm, err))) {
 		cJSON_Delete(doc);
+		cJSON_Delete(claim);
 		return rc;
 	}
 	/* The runtime goes where the MPIJobs go. */
@@ -732,6 +776,7 @@ static int kube_start(struct hb_remote *be, const struct hb_remote_job *job,
 		cJSON_DeleteItemFromObjectCaseSensitive(m, "namespace");
 		if (!m || !cJSON_AddStringToObject(m, "namespace", b->ns)) {
 			cJSON_Delete(doc);
+			cJSON_Delete(claim);
 			cJSON_Delete(cm);
 			return hb_err_set(err, HB_ENOMEM, NULL, 0,
 					  "out of memory");
@@ -745,11 +790,17 @@ static int kube_start(struct hb_remote *be, const struct hb_remote_job *job,
 	j = find(b, job->id);
 	if (!j && (j = find_or_add(b, job->id))) {
 		j->manifest = doc;
-		doc = NULL;
+		j->claim = claim;
+		j->has_claim = claim != NULL;
+		api = claim ? hb_doc_str(claim, "apiVersion") : NULL;
+		snprintf(j->claim_api, sizeof(j->claim_api), "%s",
+			 api ? api : "");
+		doc = claim = NULL;
 		want(b, j, W_CREATE);
 	}
 	pthread_mutex_unlock(&b->mu);
 	cJSON_Delete(doc);
+	cJSON_Delete(claim);
 	cJSON_Delete(cm);
 	return j ? 0 : hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 }
@@ -958,6 +1009,7 @@ static void kube_free(struct hb_remote *be)
 		for (struct kjob *j = b->buckets[i], *n; j; j = n) {
 			n = j->hnext;
 			cJSON_Delete(j->manifest);
+			cJSON_Delete(j->claim);
 			hb_buf_free(&j->log);
 			free(j);
 		}

@@ -63,6 +63,10 @@ struct hb_k8s_opts {
 	const char *trainjob_runtime;	 /* ClusterTrainingRuntime name */
 	const char *ssh_auth_mount_path; /* MPIJob sshAuthMountPath */
 	const char *gpu_resource;	 /* "nvidia.com/gpu" */
+	/* GPU type (--gpus TYPE:N) -> extended resource ("mi300x" ->
+	 * "amd.com/gpu"); when set, the cluster's only GPU types. */
+	struct hb_kv *gpu_resources;
+	uint32_t ngpu_resources;
 
 	/* Worker pod shape: what one Kubernetes worker node offers. */
 	uint32_t worker_cpus;	/* 0: unbounded */
@@ -109,6 +113,25 @@ struct hb_k8s_opts {
 	 * "START-END", comma-separated); NULL: any uid but root. */
 	const char *openshift_scc;
 	const char *uid_range;
+
+	/* The Pod Security level of the jobs' namespace: "restricted"
+	 * (NULL), "baseline" or "privileged".  The pods are written for
+	 * restricted; RDMA's IPC_LOCK needs privileged. */
+	const char *pod_security;
+
+	/* RDMA for jobs whose fabric is RDMA (kubernetes.rdma).  mode:
+	 * "none" (NULL: the cluster has none; the translation warns),
+	 * "device_plugin" (rdma_resource) or "dra" (a
+	 * ResourceClaimTemplate per job). */
+	const char *rdma_mode;
+	const char *rdma_resource; /* device plugin: "rdma/hca_shared_a" */
+	uint32_t rdma_count;	   /* devices per worker; 0: 1 */
+	/* DRA: the DeviceClass, the resource.k8s.io version written, the
+	 * driver whose opaque config names the interface, the name the
+	 * NIC gets inside the pod (NULL: the driver's), and a CEL
+	 * selector (NULL: none). */
+	const char *rdma_dra_class, *rdma_dra_api, *rdma_dra_driver;
+	const char *rdma_dra_ifname, *rdma_dra_selector;
 
 	/* Checkpoints (the checkpoints: section).  ckpt_url: where jobs'
 	 * checkpoints are kept, "s3://BUCKET[/PREFIX]"; NULL: nowhere, and

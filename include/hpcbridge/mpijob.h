@@ -105,6 +105,20 @@ int hb_k8s_container_check(const struct hb_k8s_opts *cfg,
 			   const struct hb_jobspec *spec, struct hb_err *err);
 
 /*
+ * The ResourceClaimTemplate the worker pods of an MPIJob claim their RDMA
+ * NIC from (kubernetes.rdma.mode dra): resource.k8s.io in the configured
+ * version, named "<metadata.name>-rdma" in the MPIJob's namespace, with
+ * cfg's DeviceClass, count, CEL selector and, as DraNet takes it, the
+ * interface name in the driver's opaque configuration.  The worker pod
+ * template's reference is pointed at that name, so call it once the
+ * MPIJob's name is final (after a rename), and create the template
+ * before the MPIJob.  *out NULL when the MPIJob claims no NIC.  Caller
+ * frees *out with cJSON_Delete().
+ */
+int hb_k8s_claim_template(struct cJSON *mpijob, const struct hb_k8s_opts *cfg,
+			  struct cJSON **out, struct hb_err *err);
+
+/*
  * The ConfigMap that holds the launcher runtime (launcher.h), in
  * cfg->namespace, for MPIJobs whose launcher mounts it.  Creating it once
  * per namespace is enough; the name changes with the runtime.  Caller

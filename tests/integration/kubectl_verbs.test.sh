@@ -42,21 +42,9 @@ export KUBECONFIG=$tmp/kubeconfig
 # kubectl's discovery and OpenAPI cache, kept out of $HOME.
 export KUBECACHEDIR=$tmp/cache
 
-# k ARGS...: kubectl with a time limit; stdout+stderr in $out, status in $rc.
-k() {
-	set +e
-	out=$(timeout 30 "$kubectl" "$@" </dev/null 2>&1)
-	rc=$?
-	set -e
-}
-# has WHAT TEXT: the last output contains TEXT.
-has() {
-	if grep -qF -- "$2" <<<"$out"; then
-		ok "$1"
-	else
-		bad "$1: no '$2' in: $(head -c 600 <<<"$out")"
-	fi
-}
+# k, kin, has.
+# shellcheck source=lib/kubectl.sh
+. "$src/tests/integration/lib/kubectl.sh"
 # py EXPR: a Python expression over the last output parsed as JSON (d).
 py() { /usr/bin/python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print(eval(sys.argv[1]))' "$1" <<<"$out"; }
 

@@ -59,13 +59,9 @@ kubemu_start --execute --workdir "$tmp/work" --pod-start-ms 50 \
 export KUBECONFIG=$tmp/kubeconfig
 export KUBECACHEDIR=$tmp/cache
 
-# k ARGS...: kubectl with a time limit; output in $out, status in $rc.
-k() {
-	set +e
-	out=$(timeout 30 "$kubectl" "$@" </dev/null 2>&1)
-	rc=$?
-	set -e
-}
+# k, kin, has.
+# shellcheck source=lib/kubectl.sh
+. "$src/tests/integration/lib/kubectl.sh"
 # jp POD EXPR: a Python expression over the pod (as p); "" if none.
 jp() {
 	"$kubectl" get pod "$1" -o json 2>/dev/null |

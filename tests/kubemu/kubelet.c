@@ -72,6 +72,7 @@ struct podstate {
 	int in_init; /* pid is init container init_next */
 	int restarts;
 	int64_t retry_at; /* a start waits until then (back-off, Secret) */
+	int claim_warned; /* the missing claim template was said */
 };
 
 /* A launcher process and its pod. */
@@ -1327,6 +1328,27 @@ static void start_pod(struct km_kubelet *k, struct km_obj *pod,
 
 /* ---- the scheduler -------------------------------------------------- */
 
+/*
+ * The resource claim controller's part: a pod that claims from a
+ * template that does not exist gets a Warning event, once, and stays
+ * Pending, unbound; it goes on once the template exists (dra.c).
+ */
+static int claims_ready(struct km_kubelet *k, struct km_obj *pod,
+			struct podstate *ps)
+{
+	char msg[600];
+
+	if (!km_dra_missing(k->ctx, pod->tree, msg, sizeof(msg)))
+		return 1;
+	if (!ps->claim_warned) {
+		km_event_record(k->ctx, pod->tree, "Warning",
+				"FailedResourceClaimCreation", msg,
+				"resource_claim");
+		ps->claim_warned = 1;
+	}
+	return 0;
+}
+
 static int bind_pod(void *arg, cJSON *pod)
 {
 	cJSON *spec = km_obj_at(pod, "spec");
@@ -1404,6 +1426,10 @@ void km_kubelet_sync(struct km_kubelet *k, const char *ns, const char *name,
 	if (terminal)
 		goto out;
 	if (!strcmp(phase, "Pending") && !ps->running) {
+		if (!claims_ready(k, pod, ps)) {
+			*next = now + SCHED_RETRY_MS;
+			goto out;
+		}
 		if (k->ctx->o->nnodes &&
 		    !km_str(km_get(pod->tree, "spec"), "nodeName")) {
 			/* Not bound yet: the scheduler's turn.  A bound pod

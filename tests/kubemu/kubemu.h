@@ -52,6 +52,9 @@ enum km_res {
 	KM_LQUEUE,    /* LocalQueue */
 	KM_WPRIORITY, /* WorkloadPriorityClass */
 	KM_WORKLOAD,  /* Workload */
+	KM_RCTEMPLATE, /* resource.k8s.io: ResourceClaimTemplate */
+	KM_DEVCLASS,   /* DeviceClass */
+	KM_RSLICE,     /* ResourceSlice */
 	KM_NRES
 };
 
@@ -324,6 +327,32 @@ int km_valid_check(struct km_valid *v, enum km_res r, cJSON *obj, int create,
 /* The MPI Operator's own rules on an MPIJob (ValidateMPIJob); 0 or
  * HB_EINVAL with "Found validation errors: ..." in msg. */
 int km_valid_mpijob_rules(const cJSON *mpijob, struct hb_buf *msg);
+
+/* The causes of a 422 as validation gathers them (validate.c). */
+struct km_causes {
+	cJSON *arr;
+	struct hb_buf msg;
+	int n;
+};
+/* Add the cause "field: message" (reason FieldValueInvalid). */
+void km_cause(struct km_causes *c, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* A DNS-1123 subdomain; a label when label is set. */
+int km_dns_name(const char *s, int label);
+/* The cause a missing (Required) or malformed name v at field earns:
+ * a DNS-1123 label when label is set, else a subdomain. */
+void km_cause_dns(struct km_causes *c, const char *field, const char *v,
+		  int label);
+
+/* dra.c: the API server's checks of the resource.k8s.io kinds and of a
+ * pod's resourceClaims; and, for the kubelet, the first template a pod
+ * claims from that does not exist (NULL: none), with the resource claim
+ * controller's event message in msg. */
+void km_dra_check(enum km_res r, const cJSON *obj, struct km_causes *c);
+void km_dra_check_pod(const cJSON *pod, struct km_causes *c);
+struct km_ctx;
+const char *km_dra_missing(struct km_ctx *ctx, const cJSON *pod, char *msg,
+			   size_t cap);
 
 /* ---- Status objects ------------------------------------------------- */
 

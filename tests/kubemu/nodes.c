@@ -160,6 +160,15 @@ static int node_set(cJSON *n, const char *key, const char *val, int *ready,
 					  val);
 		return km_set_str(cap, key, val);
 	}
+	/* Any other extended resource (amd.com/gpu, a device plugin's
+	 * rdma/hca_shared_devices_a): a count. */
+	if (strchr(key, '/') && key[0] != '/') {
+		if (hb_parse_k8s_cpu(val, &v) || v % 1000)
+			return hb_err_set(err, HB_EINVAL, NULL, 0,
+					  "--node: %s=%s: not a whole number",
+					  key, val);
+		return km_set_str(cap, key, val);
+	}
 	if (!strcmp(key, "gpu-product"))
 		return km_set_str(labels, GPU_LABEL, val);
 	if (!strncmp(key, "label:", 6) && key[6])

@@ -55,6 +55,18 @@ const struct km_resinfo km_res[KM_NRES] = {
 			  "workloads", "workload", "Workload", "WorkloadList",
 			  "kwl kueueworkload kueueworkloads",
 			  KM_CRD | KM_STATUS },
+	/* Dynamic Resource Allocation, at v1 (Kubernetes 1.34); dra.c
+	 * checks them. */
+	[KM_RCTEMPLATE] = { "resource.k8s.io", "v1", "resource.k8s.io/v1",
+			    "resourceclaimtemplates", "resourceclaimtemplate",
+			    "ResourceClaimTemplate",
+			    "ResourceClaimTemplateList", NULL, 0 },
+	[KM_DEVCLASS] = { "resource.k8s.io", "v1", "resource.k8s.io/v1",
+			  "deviceclasses", "deviceclass", "DeviceClass",
+			  "DeviceClassList", NULL, KM_CSCOPE },
+	[KM_RSLICE] = { "resource.k8s.io", "v1", "resource.k8s.io/v1",
+			"resourceslices", "resourceslice", "ResourceSlice",
+			"ResourceSliceList", NULL, KM_CSCOPE },
 };
 
 int km_res_find(const char *group, const char *version, const char *plural)
@@ -85,6 +97,9 @@ const char *km_res_qualified(enum km_res r)
 		[KM_LQUEUE] = "localqueues.kueue.x-k8s.io",
 		[KM_WPRIORITY] = "workloadpriorityclasses.kueue.x-k8s.io",
 		[KM_WORKLOAD] = "workloads.kueue.x-k8s.io",
+		[KM_RCTEMPLATE] = "resourceclaimtemplates.resource.k8s.io",
+		[KM_DEVCLASS] = "deviceclasses.resource.k8s.io",
+		[KM_RSLICE] = "resourceslices.resource.k8s.io",
 	};
 	return names[r];
 }

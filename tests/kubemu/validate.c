@@ -335,7 +335,7 @@ static int lower_alnum(char c)
 }
 
 /* A DNS-1123 subdomain; a label when label is set. */
-static int dns_name(const char *s, int label)
+int km_dns_name(const char *s, int label)
 {
 	size_t n = strlen(s), start = 0;
 
@@ -358,16 +358,7 @@ static int dns_name(const char *s, int label)
 	return 1;
 }
 
-struct causes {
-	cJSON *arr;
-	struct hb_buf msg;
-	int n;
-};
-
-static void cause(struct causes *c, const char *field, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void cause(struct causes *c, const char *field, const char *fmt, ...)
+void km_cause(struct km_causes *c, const char *field, const char *fmt, ...)
 {
 	char m[1024];
 	va_list ap;
@@ -386,7 +377,27 @@ static void cause(struct causes *c, const char *field, const char *fmt, ...)
 	c->n++;
 }
 
-static void check_builtin(enum km_res r, const cJSON *obj, struct causes *c)
+void km_cause_dns(struct km_causes *c, const char *field, const char *v,
+		  int label)
+{
+	if (!v)
+		km_cause(c, field, "Required value");
+	else if (label && !km_dns_name(v, 1))
+		km_cause(c, field,
+			 "Invalid value: \"%.64s\": a lowercase RFC 1123 label "
+			 "must consist of lower case alphanumeric characters "
+			 "or '-'",
+			 v);
+	else if (!label && !km_dns_name(v, 0))
+		km_cause(c, field,
+			 "Invalid value: \"%.253s\": a lowercase RFC 1123 "
+			 "subdomain must consist of lower case alphanumeric "
+			 "characters, '-' or '.', and must start and end with "
+			 "an alphanumeric character",
+			 v);
+}
+
+static void check_builtin(enum km_res r, const cJSON *obj, struct km_causes *c)
 {
 	const cJSON *spec = km_get(obj, "spec");
 	const cJSON *x;
@@ -397,7 +408,7 @@ static void check_builtin(enum km_res r, const cJSON *obj, struct causes *c)
 		const cJSON *cs = km_get(spec, "containers");
 
 		if (!cJSON_IsArray(cs) || cJSON_GetArraySize(cs) == 0) {
-			cause(c, "spec.containers", "Required value");
+			km_cause(c, "spec.containers", "Required value");
 			break;
 		}
 		cJSON_ArrayForEach (x, cs) {
@@ -405,19 +416,13 @@ static void check_builtin(enum km_res r, const cJSON *obj, struct causes *c)
 			const char *n = km_str(x, "name");
 
 			snprintf(f, sizeof(f), "spec.containers[%d].name", i);
-			if (!n)
-				cause(c, f, "Required value");
-			else if (!dns_name(n, 1))
-				cause(c, f,
-				      "Invalid value: \"%.64s\": a lowercase "
-				      "RFC 1123 label must consist of lower "
-				      "case alphanumeric characters or '-'",
-				      n);
+			km_cause_dns(c, f, n, 1);
 			snprintf(f, sizeof(f), "spec.containers[%d].image", i);
 			if (!km_str(x, "image"))
-				cause(c, f, "Required value");
+				km_cause(c, f, "Required value");
 			i++;
 		}
+		km_dra_check_pod(obj, c);
 		break;
 	}
 	case KM_CONFIGMAP:
@@ -427,22 +432,27 @@ static void check_builtin(enum km_res r, const cJSON *obj, struct causes *c)
 
 				snprintf(f, sizeof(f), "data[%.250s]",
 					 x->string);
-				cause(c, f, "must be of type string");
+				km_cause(c, f, "must be of type string");
 			}
 		}
 		break;
 	case KM_EVENT:
 		if (!cJSON_IsObject(km_get(obj, "involvedObject")))
-			cause(c, "involvedObject", "Required value");
+			km_cause(c, "involvedObject", "Required value");
+		break;
+	case KM_RCTEMPLATE:
+	case KM_DEVCLASS:
+	case KM_RSLICE:
+		km_dra_check(r, obj, c);
 		break;
 	case KM_LEASE:
 		x = km_get(spec, "leaseDurationSeconds");
 		if (x && !cJSON_IsNumber(x))
-			cause(c, "spec.leaseDurationSeconds",
+			km_cause(c, "spec.leaseDurationSeconds",
 			      "must be of type integer");
 		x = km_get(spec, "holderIdentity");
 		if (x && !cJSON_IsString(x) && !cJSON_IsNull(x))
-			cause(c, "spec.holderIdentity",
+			km_cause(c, "spec.holderIdentity",
 			      "must be of type string");
 		break;
 	default:
@@ -465,7 +475,7 @@ static int secret_key_ok(const char *k)
  * then dropped; type Opaque by default.  Values of data that are not
  * base64 and keys that are not valid are causes of a 422.
  */
-static int secret_normalize(cJSON *obj, struct causes *c)
+static int secret_normalize(cJSON *obj, struct km_causes *c)
 {
 	cJSON *sd = km_get(obj, "stringData"), *data, *x;
 	struct hb_buf b;
@@ -496,7 +506,7 @@ static int secret_normalize(cJSON *obj, struct causes *c)
 		snprintf(f, sizeof(f), "data[%.250s]", x->string);
 		b.len = 0;
 		if (!secret_key_ok(x->string))
-			cause(c, f,
+			km_cause(c, f,
 			      "Invalid value: \"%.250s\": a valid config key "
 			      "must consist of alphanumeric characters, '-', "
 			      "'_' or '.'",
@@ -504,13 +514,13 @@ static int secret_normalize(cJSON *obj, struct causes *c)
 		else if (!cJSON_IsString(x) ||
 			 hb_buf_unbase64(&b, x->valuestring,
 					 strlen(x->valuestring)))
-			cause(c, f, "Invalid value: illegal base64 data");
+			km_cause(c, f, "Invalid value: illegal base64 data");
 	}
 	hb_buf_free(&b);
 	return 0;
 }
 
-static cJSON *invalid_status(enum km_res r, const cJSON *obj, struct causes *c)
+static cJSON *invalid_status(enum km_res r, const cJSON *obj, struct km_causes *c)
 {
 	const char *name = km_meta_str(obj, "name");
 	char *msg = NULL;
@@ -543,7 +553,7 @@ static cJSON *invalid_status(enum km_res r, const cJSON *obj, struct causes *c)
 int km_valid_check(struct km_valid *v, enum km_res r, cJSON *obj, int create,
 		   enum km_fv fv, struct hb_buf *warnings, cJSON **status)
 {
-	struct causes c = { .n = 0 };
+	struct km_causes c = { .n = 0 };
 	struct hb_buf viol, dec;
 	struct hb_err err = { 0 };
 	const char *name = km_meta_str(obj, "name");
@@ -563,18 +573,18 @@ int km_valid_check(struct km_valid *v, enum km_res r, cJSON *obj, int create,
 	}
 	if (!(km_res[r].flags & KM_CRD)) {
 		if (!name)
-			cause(&c, "metadata.name",
+			km_cause(&c, "metadata.name",
 			      "Required value: name or generateName is "
 			      "required");
-		else if (!dns_name(name, 0))
-			cause(&c, "metadata.name",
+		else if (!km_dns_name(name, 0))
+			km_cause(&c, "metadata.name",
 			      "Invalid value: \"%.253s\": a lowercase RFC "
 			      "1123 subdomain must consist of lower case "
 			      "alphanumeric characters, '-' or '.', and must "
 			      "start and end with an alphanumeric character",
 			      name);
-		if (ns && !dns_name(ns, 1))
-			cause(&c, "metadata.namespace",
+		if (ns && !km_dns_name(ns, 1))
+			km_cause(&c, "metadata.namespace",
 			      "Invalid value: \"%.63s\"", ns);
 		if (r == KM_SECRET && secret_normalize(obj, &c)) {
 			rc = HB_ENOMEM;
@@ -634,7 +644,7 @@ int km_valid_check(struct km_valid *v, enum km_res r, cJSON *obj, int create,
 					   !strcmp(msg, "duplicate field"));
 			continue;
 		}
-		cause(&c, line, "%s", msg);
+		km_cause(&c, line, "%s", msg);
 	}
 	if (ndec && fv == KM_FV_STRICT) {
 		*status = km_statusf(400, "BadRequest", r, NULL,

@@ -930,6 +930,94 @@ static void test_pod_keys(void **state)
 		parse_fails(bad[i].text, bad[i].msg);
 }
 
+/* The fabric keys: GPU types to resources, the Pod Security level, RDMA
+ * by device plugin or DRA; their defaults and what each refuses. */
+static void test_fabric_keys(void **state)
+{
+	static const struct {
+		const char *text;
+		const char *msg;
+	} bad[] = {
+	    {"kubernetes:\n  gpu_resources:\n    mi300x: amd\n",
+	     "hpcbridge.yaml:3: kubernetes.gpu_resources.mi300x: 'amd' must "
+	     "be an extended resource name (domain/name, e.g. "
+	     "nvidia.com/gpu)"},
+	    {"kubernetes:\n  pod_security: open\n",
+	     "hpcbridge.yaml:2: kubernetes.pod_security: must be one of "
+	     "restricted, baseline, privileged (not 'open')"},
+	    {"kubernetes:\n  rdma:\n    mode: sriov\n",
+	     "hpcbridge.yaml:3: kubernetes.rdma.mode: must be one of none, "
+	     "device_plugin, dra (not 'sriov')"},
+	    {"kubernetes:\n  rdma:\n    count: 0\n",
+	     "hpcbridge.yaml:3: kubernetes.rdma.count: must be between 1 "
+	     "and 64"},
+	    {"kubernetes:\n  rdma:\n    dra:\n      interface_name: "
+	     "rdma0/../x\n",
+	     "hpcbridge.yaml:4: kubernetes.rdma.dra.interface_name: "
+	     "'rdma0/../x' must be a network interface name (1 to 15 "
+	     "characters of A-Z, a-z, 0-9, '-', '_', '.')"},
+	    {"kubernetes:\n  rdma:\n    dra:\n      interface_name: "
+	     "a-very-long-name0\n",
+	     "hpcbridge.yaml:4: kubernetes.rdma.dra.interface_name: "
+	     "'a-very-long-name0' must be a network interface name (1 to 15 "
+	     "characters of A-Z, a-z, 0-9, '-', '_', '.')"},
+	    {"kubernetes:\n  rdma:\n    dra:\n      selector: \"a\\nb\"\n",
+	     "hpcbridge.yaml:4: kubernetes.rdma.dra.selector: 'a\nb' must be "
+	     "one line of text (no control characters)"},
+	    {"kubernetes:\n  rdma:\n    dra:\n      api_version: v1\n",
+	     "hpcbridge.yaml:4: kubernetes.rdma.dra.api_version: must be one "
+	     "of resource.k8s.io/v1, resource.k8s.io/v1beta2, "
+	     "resource.k8s.io/v1beta1 (not 'v1')"},
+	};
+	struct hb_config c;
+
+	(void)state;
+	parse_ok("", &c);
+	assert_int_equal(c.k8s.ngpu_resources, 0);
+	assert_string_equal(c.k8s.pod_security, "restricted");
+	assert_string_equal(c.k8s.rdma_mode, "none");
+	assert_null(c.k8s.rdma_resource);
+	assert_int_equal(c.k8s.rdma_count, 1);
+	assert_null(c.k8s.rdma_dra_class);
+	assert_string_equal(c.k8s.rdma_dra_api, "resource.k8s.io/v1");
+	assert_string_equal(c.k8s.rdma_dra_driver, "dra.net");
+	assert_null(c.k8s.rdma_dra_ifname);
+	assert_null(c.k8s.rdma_dra_selector);
+	hb_config_free(&c);
+	parse_ok("kubernetes:\n"
+		 "  gpu_resources: {mi300x: amd.com/gpu, h100: nvidia.com/gpu}\n"
+		 "  pod_security: privileged\n"
+		 "  rdma:\n"
+		 "    mode: dra\n"
+		 "    count: 2\n"
+		 "    dra:\n"
+		 "      device_class: dranet.net\n"
+		 "      api_version: resource.k8s.io/v1beta1\n"
+		 "      interface_name: rdma\n"
+		 "      selector: 'device.attributes[\"dra.net\"].rdma == "
+		 "true'\n",
+		 &c);
+	assert_int_equal(c.k8s.ngpu_resources, 2);
+	assert_string_equal(hb_kv_get(c.k8s.gpu_resources, 2, "mi300x"),
+			    "amd.com/gpu");
+	assert_string_equal(c.k8s.pod_security, "privileged");
+	assert_string_equal(c.k8s.rdma_mode, "dra");
+	assert_int_equal(c.k8s.rdma_count, 2);
+	assert_string_equal(c.k8s.rdma_dra_class, "dranet.net");
+	assert_string_equal(c.k8s.rdma_dra_api, "resource.k8s.io/v1beta1");
+	assert_string_equal(c.k8s.rdma_dra_ifname, "rdma");
+	assert_string_equal(c.k8s.rdma_dra_selector,
+			    "device.attributes[\"dra.net\"].rdma == true");
+	hb_config_free(&c);
+	parse_ok("kubernetes:\n  rdma:\n    mode: device_plugin\n"
+		 "    resource: rdma/rdma_shared_device_a\n",
+		 &c);
+	assert_string_equal(c.k8s.rdma_resource, "rdma/rdma_shared_device_a");
+	hb_config_free(&c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		parse_fails(bad[i].text, bad[i].msg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -945,6 +1033,7 @@ int main(void)
 	    cmocka_unit_test(test_origin_keys),
 	    cmocka_unit_test(test_table_documented),
 	    cmocka_unit_test(test_pod_keys),
+	    cmocka_unit_test(test_fabric_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

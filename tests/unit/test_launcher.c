@@ -1002,6 +1002,7 @@ static void fake_mpi(const char *version)
 		     "{ echo CALL; for a do printf 'ARG %%s\\n' \"$a\"; done\n"
 		     "  env | grep -E '^(SLURM|PBS_)' | sed 's/^/RM /'\n"
 		     "  printf 'NCCL %%s\\n' \"$NCCL_DEBUG\"\n"
+		     "  env | grep -E '^(NCCL|UCX)_' | sort | sed 's/^/SEEN /'\n"
 		     "} >> \"$FAKE_LOG\"\n",
 		     version);
 	assert_true(n > 0 && (size_t)n < sizeof(text));
@@ -1115,6 +1116,46 @@ static void test_run_wrappers_hydra(void **state)
 	hf = read_rel("work/hf.txt", NULL);
 	assert_string_equal(hf, "n0:2\nn1:2\n");
 	free(hf);
+	hb_jobspec_free(&s);
+}
+
+/*
+ * The fabric settings a script exports reach every rank: Open MPI's
+ * mpirun is told to forward each (-x), on every launch, srun's included;
+ * Hydra passes the environment itself.
+ */
+static void test_run_fabric_env(void **state)
+{
+	static const char *const names[] = {"NCCL_IB_DISABLE",
+					    "NCCL_P2P_DISABLE",
+					    "UCX_NET_DEVICES"};
+	static const char *const seen[] = {"SEEN NCCL_IB_DISABLE=1\n",
+					   "SEEN NCCL_P2P_DISABLE=1\n",
+					   "SEEN UCX_NET_DEVICES=mlx5_0:1\n"};
+	struct hb_jobspec s;
+	char *log, want[64];
+
+	(void)state;
+	mkspec(&s, "#!/bin/sh\n"
+		   "export NCCL_IB_DISABLE=1 NCCL_P2P_DISABLE=1\n"
+		   "export UCX_NET_DEVICES=mlx5_0:1\n"
+		   "mpirun -np 4 ./rl_train\n"
+		   "srun ./rl_train\n");
+	log = run_with_fake("mpirun (Open MPI) 4.1.5", &s,
+			    "n0 slots=2\nn1 slots=2\n", 0);
+	assert_int_equal(count_lines_with(log, "CALL\n"), 2);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(want, sizeof(want), "ARG -x\nARG %s\n", names[i]);
+		assert_int_equal(count_lines_with(log, want), 2);
+		assert_int_equal(count_lines_with(log, seen[i]), 2);
+	}
+	free(log);
+	log = run_with_fake("HYDRA build details:", &s, "n0:2\nn1:2\n", 0);
+	assert_int_equal(count_lines_with(log, "CALL\n"), 2);
+	assert_null(strstr(log, "ARG -x\n"));
+	for (size_t i = 0; i < sizeof(seen) / sizeof(seen[0]); i++)
+		assert_int_equal(count_lines_with(log, seen[i]), 2);
+	free(log);
 	hb_jobspec_free(&s);
 }
 
@@ -1256,6 +1297,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_run_wrappers_openmpi, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_run_wrappers_hydra, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_run_fabric_env, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_run_srun_without_mpi, setup,
 					    teardown),

@@ -1267,7 +1267,8 @@ static void shorten_script(cJSON *doc)
 	hb_buf_free(&out);
 }
 
-static void golden(const char *name, cJSON *doc)
+/* doc written as YAML against tests/golden/name. */
+static void golden_doc(const char *name, const cJSON *doc)
 {
 	char rel[256];
 	struct hb_buf y;
@@ -1275,7 +1276,6 @@ static void golden(const char *name, cJSON *doc)
 	char *want;
 	size_t len;
 
-	shorten_script(doc);
 	hb_buf_init(&y, 0);
 	assert_int_equal(hb_doc_write_yaml(doc, &y), 0);
 	snprintf(rel, sizeof(rel), "tests/golden/%s", name);
@@ -1295,6 +1295,69 @@ static void golden(const char *name, cJSON *doc)
 		free(want);
 	}
 	hb_buf_free(&y);
+}
+
+static void golden(const char *name, cJSON *doc)
+{
+	shorten_script(doc);
+	golden_doc(name, doc);
+}
+
+/*
+ * The fabric (k8s_fabric.c): one Open MPI job over 2 nodes with 4 GPUs
+ * each, as an RDMA job through the device plugin, through DRA (its
+ * ResourceClaimTemplate too), and as a job that asks no RDMA on the same
+ * cluster.
+ */
+static void golden_fabric(void)
+{
+	/* The fabric is set below, not inferred from the script, so that
+	 * the three differ in it alone. */
+	static const char *const script =
+	    "#!/bin/bash\n#SBATCH -N 2 --gpus-per-node=mi300x:4\n"
+	    "export NCCL_IB_DISABLE=0 NCCL_P2P_DISABLE=1 NCCL_DEBUG=INFO\n"
+	    "mpirun ./all_reduce_perf -b 8 -e 1G\n";
+	static const char *const names[] = {"mpijob-rdma-plugin.yaml",
+					    "mpijob-rdma-dra.yaml",
+					    "mpijob-tcp.yaml"};
+	struct hb_jobspec s;
+	struct hb_report rep;
+	struct hb_config cfg;
+	struct hb_err err = {0};
+	cJSON *doc, *tmpl = NULL;
+
+	for (int i = 0; i < 3; i++) {
+		config(&cfg);
+		cfg.k8s.rdma_mode = i == 0 ? "device_plugin" : "dra";
+		cfg.k8s.rdma_resource = "rdma/rdma_shared_device_a";
+		cfg.k8s.rdma_dra_class = "dranet.net";
+		cfg.k8s.rdma_dra_api = "resource.k8s.io/v1";
+		cfg.k8s.rdma_dra_driver = "dra.net";
+		cfg.k8s.rdma_dra_ifname = "rdma0";
+		cfg.k8s.rdma_dra_selector =
+		    "device.attributes[\"dra.net\"].rdma == true";
+		new_spec(&s, script);
+		HB_TEST_SET_STR(&s, name, HB_F_NAME, "allreduce");
+		HB_TEST_SET_NUM(&s, nodes_min, HB_F_NODES, 2);
+		s.gpu_scope = HB_GPU_PER_NODE;
+		s.gpu_type = hb_jobspec_strdup(&s, "mi300x");
+		HB_TEST_SET_NUM(&s, gpus, HB_F_GPUS, 4);
+		s.mpi = HB_MPI_OPENMPI;
+		s.fabric = i < 2 ? HB_FABRIC_RDMA : HB_FABRIC_TCP;
+		doc = emit_idx(&s, &cfg, -1, &rep);
+		if (i == 1) {
+			assert_int_equal(hb_k8s_claim_template(doc, &cfg.k8s,
+							       &tmpl, &err),
+					 0);
+			assert_non_null(tmpl);
+			golden_doc("resourceclaimtemplate-rdma.yaml", tmpl);
+			cJSON_Delete(tmpl);
+		}
+		golden(names[i], doc);
+		cJSON_Delete(doc);
+		hb_report_free(&rep);
+		hb_jobspec_free(&s);
+	}
 }
 
 static void test_golden(void **state)
@@ -1375,6 +1438,7 @@ static void test_golden(void **state)
 	cJSON_Delete(doc);
 	hb_report_free(&rep);
 	hb_jobspec_free(&s);
+	golden_fabric();
 }
 
 int main(void)

@@ -455,6 +455,8 @@ static void quantities(struct hb_emit *w, const char *key,
 		hb_emit_str(w, "memory", r->mem);
 	if (*r->gpu)
 		hb_emit_str(w, r->gpu_key, r->gpu);
+	if (r->rdma_key)
+		hb_emit_str(w, r->rdma_key, r->rdma);
 	hb_emit_end(w);
 }
 
@@ -466,6 +468,13 @@ void hb_k8s_write_resources(struct hb_emit *w, const char *key,
 	hb_emit_obj(w, key);
 	quantities(w, "requests", r);
 	quantities(w, "limits", r);
+	if (r->claim) {
+		hb_emit_arr(w, "claims");
+		hb_emit_obj(w, NULL);
+		hb_emit_str(w, "name", r->claim);
+		hb_emit_end(w);
+		hb_emit_end(w);
+	}
 	hb_emit_end(w);
 }
 
@@ -576,7 +585,8 @@ int hb_k8s_plan(const struct hb_jobspec *spec, const struct hb_k8s_opts *cfg,
 	    (rc = hb_k8s_plan_exclusive(&c, paths->role)) ||
 	    (rc = hb_k8s_plan_time_limit(&c)) || (rc = hb_k8s_plan_array(&c)) ||
 	    (rc = hb_k8s_plan_carried(&c)) || (rc = hb_k8s_plan_volumes(&c)) ||
-	    (rc = hb_k8s_plan_ckpt(&c)) || (rc = hb_k8s_plan_script(&c)))
+	    (rc = hb_k8s_plan_ckpt(&c)) || (rc = hb_k8s_plan_fabric(&c)) ||
+	    (rc = hb_k8s_plan_script(&c)))
 		goto fail;
 	if ((rc = hb_k8s_annotation_budget(&c)))
 		goto fail;

@@ -298,7 +298,7 @@ void hb_k8s_write_ckpt_init(struct hb_emit *w, const struct hb_k8s_plan *plan,
 	env_item(w, "HPCBRIDGE_CKPT_DIR", dir, NULL, NULL);
 	hb_k8s_write_ckpt_s3_env(w, plan, true);
 	hb_emit_end(w);
-	hb_k8s_write_container_security(w);
+	hb_k8s_write_container_security(w, false);
 	hb_emit_arr(w, "volumeMounts");
 	hb_k8s_write_ckpt_mount(w, plan);
 	hb_k8s_write_site_mounts(w, plan);

@@ -79,6 +79,11 @@ struct hb_k8s_res {
 	char mem[32];
 	char gpu[16];
 	const char *gpu_key; /* the GPU resource name, with gpu */
+	/* The RDMA device plugin's resource and count (NULL: none). */
+	const char *rdma_key;
+	char rdma[12];
+	/* The pod's resource claim the container uses (NULL: none). */
+	const char *claim;
 };
 
 /* What both emitters derive from a jobspec and the configuration, written
@@ -117,6 +122,11 @@ struct hb_k8s_plan {
 	 * volume, which the launcher's init container alone fills). */
 	const char *ckpt_url, *ckpt_dir, *ckpt_image, *ckpt_mount;
 	const char *ckpt_endpoint, *ckpt_region, *ckpt_secret; /* cfg's */
+	/* RDMA (k8s_fabric.c): the workers' container adds IPC_LOCK; the
+	 * worker pod claims its NIC from this ResourceClaimTemplate (NULL:
+	 * none), named after the object. */
+	bool ipc_lock;
+	const char *claim_template;
 	struct hb_arena arena;	     /* the plan's strings and lists */
 };
 
@@ -168,7 +178,7 @@ void hb_k8s_write_script(struct hb_emit *w, const struct hb_k8s_plan *plan);
  * the caller opened). */
 void hb_k8s_write_pod_security(struct hb_emit *w,
 			       const struct hb_k8s_plan *plan);
-void hb_k8s_write_container_security(struct hb_emit *w);
+void hb_k8s_write_container_security(struct hb_emit *w, bool ipc_lock);
 void hb_k8s_write_site_volumes(struct hb_emit *w,
 			       const struct hb_k8s_plan *plan);
 void hb_k8s_write_site_mounts(struct hb_emit *w,
@@ -350,6 +360,15 @@ int hb_k8s_path_plain(const char *in, char *out, size_t cap);
  * none. */
 const struct hb_k8s_volume *hb_k8s_on_volume(const struct hb_k8s_opts *cfg,
 					     const char *dir);
+/* k8s_fabric.c: the GPUs' extended resource (kubernetes.gpu_resources,
+ * the vendor of the type, else gpu_resource; HB_EINVAL for a type the
+ * configuration does not list); the RDMA device, IPC_LOCK and Open MPI's
+ * PML for an RDMA job (after hb_k8s_plan_env()); the worker pod's
+ * "resourceClaims". */
+int hb_k8s_gpu_key(struct hb_k8s_ctx *c, const char **out);
+int hb_k8s_plan_fabric(struct hb_k8s_ctx *c);
+void hb_k8s_write_pod_claims(struct hb_emit *w,
+			     const struct hb_k8s_plan *plan);
 /* k8s_ckpt.c: after hb_k8s_plan_carried() and hb_k8s_plan_env() */
 int hb_k8s_plan_ckpt(struct hb_k8s_ctx *c);
 /* Whether image, one the user chose, is allowed (cfg->allowed_images:

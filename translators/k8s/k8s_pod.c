@@ -330,11 +330,17 @@ void hb_k8s_write_pod_security(struct hb_emit *w,
 	hb_emit_end(w);
 }
 
-void hb_k8s_write_container_security(struct hb_emit *w)
+void hb_k8s_write_container_security(struct hb_emit *w, bool ipc_lock)
 {
 	hb_emit_obj(w, "securityContext");
 	hb_emit_bool(w, "allowPrivilegeEscalation", 0);
 	hb_emit_obj(w, "capabilities");
+	/* RDMA verbs pin memory: IPC_LOCK, and only then. */
+	if (ipc_lock) {
+		hb_emit_arr(w, "add");
+		hb_emit_str(w, NULL, "IPC_LOCK");
+		hb_emit_end(w);
+	}
 	hb_emit_arr(w, "drop");
 	hb_emit_str(w, NULL, "ALL");
 	hb_emit_end(w);

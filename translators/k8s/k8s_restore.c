@@ -65,6 +65,7 @@ static const struct ann {
     {"array", HB_F_ARRAY, A_SPECIAL, 0},
     {"array-index", HB__F_COUNT, A_SPECIAL, 0},
     {"array-env", HB__F_COUNT, A_SPECIAL, 0},
+    {"fabric-env", HB__F_COUNT, A_SPECIAL, 0},
     {"data", HB_F_DATA, A_SPECIAL, 0},
     {"chunks", HB_F_HETEROGENEOUS, A_SPECIAL, 0},
     {"mpi", HB_F_MPI, A_SPECIAL, 0},
@@ -471,6 +472,10 @@ static int restore_special(struct hb_k8s_reader *rd, const struct ann *an,
 		return hb_k8s_note(rd, a, path, 0, NULL,
 				   "where the job came from; not a job "
 				   "setting");
+	if (strcmp(an->key, "fabric-env") == 0)
+		return hb_k8s_note(rd, a, path, 0, NULL,
+				   "variables set for the RDMA fabric; not "
+				   "the job's own");
 	if (strcmp(an->key, "array-env") == 0)
 		return hb_k8s_note(rd, a, path, 0, NULL,
 				   "variables set for this array element; "
@@ -648,9 +653,12 @@ int hb_k8s_read_end(struct hb_k8s_reader *rd)
 	}
 	/* The array variables an element's manifest sets are not the
 	 * job's own. */
-	if (rd->ours)
+	if (rd->ours) {
 		drop_env(s, cJSON_GetStringValue(hb_k8s_child(
 					  rd->annotations, ANN("array-env"))));
+		drop_env(s, cJSON_GetStringValue(hb_k8s_child(
+					  rd->annotations, ANN("fabric-env"))));
+	}
 	/* Nor is the launcher's ssh command line (mpijob.c), nor where its
 	 * checkpoint comes from (k8s_ckpt.c). */
 	if (rd->ours)

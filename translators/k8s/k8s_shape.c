@@ -251,11 +251,17 @@ int hb_k8s_plan_resources(struct hb_k8s_ctx *c)
 	const struct hb_shape *sh = &c->plan->shape;
 	const struct hb_k8s_opts *cfg = c->cfg;
 	const struct hb_k8s_paths *p = c->paths;
-	const char *gres =
-	    cfg->gpu_resource ? cfg->gpu_resource : "nvidia.com/gpu";
+	const char *gres;
 	struct hb_k8s_res *r = &c->plan->resources;
 	const char *mem = r->mem;
 	uint64_t mem_mb = sh->mem_per_node_mb;
+	int rc;
+
+	if (sh->gpus_per_node && (rc = hb_k8s_gpu_key(c, &gres)))
+		return rc;
+	if (!sh->gpus_per_node)
+		gres = cfg->gpu_resource ? cfg->gpu_resource
+					 : "nvidia.com/gpu";
 
 	r->set = true;
 	put_u32(r->cpu, sh->cpus_per_node);

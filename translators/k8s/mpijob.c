@@ -93,7 +93,7 @@ static void replica(struct hb_emit *w, const struct hb_k8s_plan *plan,
 	hb_k8s_write_resources(w, "resources",
 			       launcher ? &plan->launcher_resources
 					: &plan->resources);
-	hb_k8s_write_container_security(w);
+	hb_k8s_write_container_security(w, !launcher && plan->ipc_lock);
 	if (mounts) {
 		hb_emit_arr(w, "volumeMounts");
 		if (launcher && plan->runtime_mounted) {
@@ -110,8 +110,10 @@ static void replica(struct hb_emit *w, const struct hb_k8s_plan *plan,
 	}
 	hb_emit_end(w); /* the container */
 	hb_emit_end(w); /* containers */
-	if (!launcher)
+	if (!launcher) {
 		hb_k8s_write_placement(w, plan);
+		hb_k8s_write_pod_claims(w, plan);
+	}
 	if (mounts) {
 		hb_emit_arr(w, "volumes");
 		if (launcher && plan->runtime_mounted) {
@@ -601,7 +603,8 @@ static int note_uncarried(struct mpijob_in *m)
 						    "restartPolicy", NULL};
 	static const char *const ours_ps[] = {
 	    "containers", "nodeSelector", "affinity",
-	    "securityContext", "volumes", "initContainers", NULL};
+	    "securityContext", "volumes", "initContainers", "resourceClaims",
+	    NULL};
 	static const char *const ps_known[] = {"containers", NULL};
 	struct hb_k8s_reader *rd = &m->rd;
 	int rc;
