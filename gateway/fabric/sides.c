@@ -21,8 +21,7 @@ void hb_fab_side_free(struct hb_fab_side *s)
 	if (!s)
 		return;
 	free(s->v);
-	s->v = NULL;
-	s->n = s->cap = 0;
+	memset(s, 0, sizeof(*s));
 }
 
 static struct hb_fab_side_node *side_add(struct hb_fab_side *s,
