@@ -392,9 +392,11 @@ void hb_fab_check_side(const struct hb_fab_side *s, struct hb_fab_findings *f)
 		hb_fab_add(f, HB_FAB_WARN, "k8s.rdma_unallocatable",
 			   "NFD sees RDMA hardware; install the RDMA device "
 			   "plugin or DraNet so pods can ask for it",
-			   "%zu node%s labelled %s* offer no rdma/* resource",
+			   "%zu node%s labelled %s* but offer%s no rdma/* "
+			   "resource",
 			   s->nodes_rdma_label,
-			   s->nodes_rdma_label == 1 ? " is" : "s are", NFD_RDMA);
+			   s->nodes_rdma_label == 1 ? " is" : "s are", NFD_RDMA,
+			   s->nodes_rdma_label == 1 ? "s" : "");
 	snprintf(code, sizeof(code), "%s.%s", p,
 		 s->nodes_gpu ? "gpu" : "no_gpu");
 	if (s->nodes_gpu)
