@@ -34,6 +34,11 @@ void hb_fab_add(struct hb_fab_findings *f, enum hb_fab_level level,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* Messages quote what the sides hold (an MPIJob's condition, a
+	 * node's name): no control character reaches a terminal. */
+	for (char *p = msg; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
 	if (f->n == f->cap) {
 		size_t cap = f->cap ? 2 * f->cap : 16;
 		void *v = realloc(f->v, cap * sizeof(*f->v));

@@ -268,7 +268,10 @@ static void test_findings_json(void **state)
 
 	(void)state;
 	hb_fab_add(&f, HB_FAB_OK, "a.ok", NULL, "fine %d", 1);
-	hb_fab_add(&f, HB_FAB_FAIL, "b.bad", "do this", "broken");
+	hb_fab_add(&f, HB_FAB_FAIL, "b.bad", "do this", "broken%s",
+		   "\033]0;title\007\n");
+	/* What a side holds never sends a terminal control sequence. */
+	assert_string_equal(f.v[1].msg, "broken?]0;title??");
 	assert_int_equal(hb_fab_worst(&f), HB_FAB_FAIL);
 	j = hb_fab_findings_json(&f);
 	assert_int_equal(cJSON_GetArraySize(j), 2);
