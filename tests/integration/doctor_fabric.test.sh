@@ -43,6 +43,24 @@ q() {
 	print(eval(sys.argv[2]))
 	PY
 }
+# documented: every code of the last run is in docs/doctor.md (the
+# env.* and job.env.* codes as a family)
+documented() {
+	local missing
+	missing=$(python3 - "$tmp/d.json" "$src/docs/doctor.md" <<-'PY'
+	import json, re, sys
+	d = json.load(open(sys.argv[1]))
+	doc = open(sys.argv[2]).read()
+	for x in d["findings"]:
+	    c = x["code"]
+	    fam = re.sub(r"^((job\.)?env)\..*", r"\1.*", c)
+	    if "`%s`" % c not in doc and "`%s`" % fam not in doc:
+	        print(c)
+	PY
+	)
+	[ -z "$missing" ] && ok "every finding's code is in docs/doctor.md" ||
+		bad "codes missing from docs/doctor.md: $missing"
+}
 is() {
 	local got
 	got=$(q "$2" 2>&1) || true
@@ -110,6 +128,7 @@ print(n)')
 is "the GPUs are sysfs's ($gpus)" 'len(d["node"]["gpus"])' "$gpus"
 is "no Slurm to reach is a warning" 'f["slurm.unreachable"]["level"]' warn
 is "no cluster configured" 'f["k8s.none"]["level"]' ok
+documented
 
 # 2. Variables that turn RDMA off are named, with the reason.
 NCCL_IB_DISABLE=1 UCX_TLS=tcp,self doctor
@@ -118,6 +137,7 @@ is "UCX_TLS without RDMA is named" 'f["env.ucx_tls_tcp"]["level"]' warn
 is "the TCP finding gives every reason" \
 	'"NCCL_IB_DISABLE is set" in f["fabric.tcp_fallback"]["message"]' True
 [ "$rc" = 0 ] && ok "still warnings only: exit 0" || bad "exit $rc"
+documented
 
 # 3. The text form: one line per finding with its code, hints below.
 rc=0
@@ -152,6 +172,7 @@ is "the MPIJob API" 'f["k8s.mpijob_api"]["level"]' ok
 is "the MPI Operator's failures are named with what to check" \
 	'"sshAuthMountPath" in f["mpiop.ok"]["hint"] and "hostNetwork" in f["mpiop.ok"]["hint"]' True
 [ "$rc" = 0 ] && ok "nothing failed: exit 0" || bad "exit $rc: $(cat "$tmp/d.err")"
+documented
 
 # 5. --job: a script that expects Intel MPI, on a node with Open MPI.
 printf '%s\n' '#!/bin/bash' '#SBATCH -N 2' 'module load intel-mpi/2021.9' \
@@ -165,6 +186,7 @@ fi
 is "the script's NCCL_IB_DISABLE is named" \
 	'f["job.env.nccl_ib_disabled"]["message"]' \
 	"$tmp/job.sh sets NCCL_IB_DISABLE=1: NCCL will not use InfiniBand or RoCE"
+documented
 rc=0
 "$hb" doctor --job "$tmp/nowhere.sh" >/dev/null 2>"$tmp/d.err" || rc=$?
 [ "$rc" = 1 ] && grep -q "nowhere.sh" "$tmp/d.err" &&
