@@ -7,7 +7,7 @@
  *     NCCL, the MPI libraries, the variables that turn RDMA off, and why a
  *     multi-node job would fall back to TCP.
  *   - Slurm: the nodes' features and gres, from `scontrol --json show
- *     nodes`.
+ *     nodes` (`sinfo --json` on Slurm 22.05, whose scontrol has none).
  *   - Kubernetes (remote.backend kubernetes), through the configuration's
  *     kubeconfig: the namespace burst jobs go to and its Pod Security
  *     labels; on OpenShift the uid range it assigns
@@ -348,38 +348,66 @@ static void check_kube(struct doctor *dr, const struct hb_config *cfg,
 	hb_kube_config_free(kc);
 }
 
-/* Slurm's nodes through scontrol, as the user: no Slurm is a warning. */
+/* Slurm's nodes as JSON, as the user: `scontrol --json show nodes`, or,
+ * on Slurm 22.05, whose scontrol has no --json, `sinfo --json` (whose
+ * "nodes" are the same objects there).  0 with *doc set. */
+static int slurm_nodes_json(cJSON **doc, struct hb_err *err)
+{
+	static const char *const tries[][4] = {
+		{ "scontrol", "--json", "show", "nodes" },
+		{ "sinfo", "--json", NULL, NULL },
+	};
+	int rc = HB_ENOENT;
+
+	for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+		const char *argv[5] = { tries[i][0], tries[i][1], tries[i][2],
+					tries[i][3], NULL };
+		struct hb_buf out;
+		int st = -1;
+
+		memset(err, 0, sizeof(*err));
+		hb_buf_init(&out, SCONTROL_MAX);
+		rc = hb_fab_run(argv, SCONTROL_MS, SCONTROL_MAX, &out, &st, err);
+		if (!rc && st)
+			rc = hb_err_set(err, HB_EUNAVAIL, NULL, 0,
+					"%s --json exited %d", argv[0], st);
+		if (!rc && !(*doc = cJSON_ParseWithLength(
+				     out.data ? out.data : "", out.len)))
+			rc = hb_err_set(err, HB_EPROTO, NULL, 0,
+					"%s --json printed no JSON", argv[0]);
+		if (!rc && !cJSON_IsArray(hb_doc_get(*doc, "nodes"))) {
+			cJSON_Delete(*doc);
+			*doc = NULL;
+			rc = hb_err_set(err, HB_EPROTO, NULL, 0,
+					"%s --json printed no nodes", argv[0]);
+		}
+		hb_buf_free(&out);
+		if (!rc)
+			return 0;
+	}
+	return rc;
+}
+
+/* What Slurm's nodes offer: no Slurm to reach is a warning. */
 static void check_slurm(struct doctor *dr)
 {
-	const char *const argv[] = { "scontrol", "--json", "show", "nodes",
-				     NULL };
-	struct hb_buf out;
 	struct hb_err err = { 0 };
 	cJSON *doc = NULL;
-	int st = -1, rc;
+	int rc;
 
-	hb_buf_init(&out, SCONTROL_MAX);
-	rc = hb_fab_run(argv, SCONTROL_MS, SCONTROL_MAX, &out, &st, &err);
-	if (!rc && st)
-		rc = hb_err_set(&err, HB_EUNAVAIL, NULL, 0,
-				"scontrol exited %d", st);
-	if (!rc && !(doc = cJSON_ParseWithLength(out.data ? out.data : "",
-						 out.len)))
-		rc = hb_err_set(&err, HB_EPROTO, NULL, 0,
-				"scontrol --json printed no JSON");
+	rc = slurm_nodes_json(&doc, &err);
 	if (!rc)
 		rc = hb_fab_slurm_nodes(doc, NULL, &dr->slurm, &err);
-	if (rc)
+	if (rc) {
 		say(dr, WARN, "slurm.unreachable",
 		    "run doctor where scontrol reaches slurmctld to check "
 		    "what Slurm's nodes offer",
 		    "cannot read Slurm's nodes: %s", err.msg);
-	else {
+	} else {
 		dr->have_slurm = true;
 		hb_fab_check_side(&dr->slurm, &dr->f);
 	}
 	cJSON_Delete(doc);
-	hb_buf_free(&out);
 }
 
 /* --job: the script's needs against the node and the sides. */
@@ -484,7 +512,8 @@ static const char usage[] =
 	"  - this node: RDMA devices and ports (libibverbs), GPUs, GPUDirect,\n"
 	"    NCCL, Open MPI (UCX, CUDA) and other MPIs, the variables that\n"
 	"    turn RDMA off, and why a multi-node job would fall back to TCP\n"
-	"  - Slurm: what its nodes' features and gres offer (scontrol)\n"
+	"  - Slurm: what its nodes' features and gres offer (scontrol or\n"
+	"    sinfo --json)\n"
 	"  - Kubernetes (remote.backend kubernetes): the namespace, Pod\n"
 	"    Security, the OpenShift uid range (for the users named, else\n"
 	"    every user of uid 1000-59999), the MPIJob API and the MPI\n"

@@ -3,7 +3,7 @@
  * objects the caller fetched: Kubernetes Nodes (allocatable GPUs and
  * rdma/... resources, NFD's rdma labels), DRA DeviceClasses and
  * ResourceSlices, and Slurm's nodes (features and gres) as `scontrol
- * --json show nodes` prints them; and the MPI Operator's common
+ * --json show nodes` (or 22.05's `sinfo --json`) prints them; and the MPI Operator's common
  * failures an MPIJob shows.
  */
 #include <errno.h>

@@ -9,7 +9,8 @@
  * fake one hands back a node a test describes.  Everything else here is
  * a pure function over data the caller fetched: the sides' objects come
  * in as JSON (Kubernetes Nodes, DRA DeviceClasses and ResourceSlices,
- * `scontrol --json show nodes`), so this part knows no client.
+ * `scontrol --json show nodes` or `sinfo --json`), so this part knows
+ * no client.
  *
  * Each check appends findings: a level, a stable code ("rdma.no_device"),
  * a message in plain words and a hint saying what to do.
@@ -264,7 +265,8 @@ int hb_fab_kube_nodes(const cJSON *items, struct hb_fab_side *s,
  * when its driver is a GPU driver (gpu.nvidia.com, gpu.amd.com). */
 int hb_fab_kube_dra(const cJSON *classes, const cJSON *slices,
 		    struct hb_fab_side *s, struct hb_err *err);
-/* Slurm: `scontrol --json show nodes` ({"nodes": [...]}) into s.  A node
+/* Slurm: `scontrol --json show nodes`, or Slurm 22.05's `sinfo --json`
+ * (both {"nodes": [...]}) into s.  A node
  * offers RDMA when one of its features (active or configured) is in
  * rdma_features (comma-separated; NULL: "ib,infiniband,rdma,roce") or
  * its gres names rdma or hca. */

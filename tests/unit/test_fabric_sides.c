@@ -2,8 +2,8 @@
  * test_fabric_sides.c - what the sides advertise, read from fixtures in
  * the real APIs' shapes (tests/unit/data/fabric/): Kubernetes Nodes, DRA
  * DeviceClasses and ResourceSlices (v1beta1's basic.attributes and v1's
- * attributes), Slurm 22.05's `scontrol --json show nodes` and a later
- * Slurm's list form; the findings on each side, a job against a side,
+ * attributes), Slurm 22.05's `sinfo --json` and a later Slurm's
+ * `scontrol --json show nodes`; the findings on each side, a job against a side,
  * and the MPI Operator's common failures in MPIJobs.
  */
 #include <stdio.h>
