@@ -221,17 +221,29 @@ int hb_fab_inventory(const struct hb_fab_provider *p, struct hb_fab_node *n,
 }
 
 /* The fake provider: each part copies its piece of the canned node. */
+
+/* A copy of count elements of size bytes at src into *dst (NULL when
+ * count is 0). */
+static int copy_array(void *dst, const void *src, size_t count, size_t size)
+{
+	void *p = NULL;
+
+	if (count && !(p = malloc(count * size)))
+		return HB_ENOMEM;
+	if (count)
+		memcpy(p, src, count * size);
+	memcpy(dst, &p, sizeof(p));
+	return 0;
+}
+
 static int fake_rdma(void *ctx, struct hb_fab_node *n, struct hb_err *err)
 {
 	const struct hb_fab_node *c = ctx;
 
 	(void)err;
 	memcpy(n->rdma_note, c->rdma_note, sizeof(n->rdma_note));
-	if (!c->ndevs)
-		return 0;
-	if (!(n->devs = malloc(c->ndevs * sizeof(*n->devs))))
+	if (copy_array(&n->devs, c->devs, c->ndevs, sizeof(*n->devs)))
 		return HB_ENOMEM;
-	memcpy(n->devs, c->devs, c->ndevs * sizeof(*n->devs));
 	n->ndevs = c->ndevs;
 	return 0;
 }
@@ -243,11 +255,8 @@ static int fake_gpus(void *ctx, struct hb_fab_node *n, struct hb_err *err)
 	(void)err;
 	memcpy(n->nvidia_driver, c->nvidia_driver, sizeof(n->nvidia_driver));
 	n->peermem = c->peermem;
-	if (!c->ngpus)
-		return 0;
-	if (!(n->gpus = malloc(c->ngpus * sizeof(*n->gpus))))
+	if (copy_array(&n->gpus, c->gpus, c->ngpus, sizeof(*n->gpus)))
 		return HB_ENOMEM;
-	memcpy(n->gpus, c->gpus, c->ngpus * sizeof(*n->gpus));
 	n->ngpus = c->ngpus;
 	return 0;
 }

@@ -25,6 +25,9 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/hb-doctor-fabric.XXXXXX")
 . "$src/tests/integration/lib/kubecall.sh"
 # shellcheck source=lib/kubemu.sh
 . "$src/tests/integration/lib/kubemu.sh"
+# q, is and documented, over $tmp/d.json.
+# shellcheck source=lib/doctor.sh
+. "$src/tests/integration/lib/doctor.sh"
 trap 'rm -rf "$tmp"' EXIT
 
 # doctor ARGS...: its JSON in $tmp/d.json, its exit code in $rc.  No
@@ -33,38 +36,6 @@ doctor() {
 	rc=0
 	SLURM_CONF=$tmp/no-slurm.conf "$hb" doctor --json "$@" \
 		>"$tmp/d.json" 2>"$tmp/d.err" || rc=$?
-}
-# q EXPR: a Python expression over the JSON (d), printed
-q() {
-	python3 - "$tmp/d.json" "$1" <<-'PY'
-	import json, sys
-	d = json.load(open(sys.argv[1]))
-	f = {x["code"]: x for x in d["findings"]}
-	print(eval(sys.argv[2]))
-	PY
-}
-# documented: every code of the last run is in docs/doctor.md (the
-# env.* and job.env.* codes as a family)
-documented() {
-	local missing
-	missing=$(python3 - "$tmp/d.json" "$src/docs/doctor.md" <<-'PY'
-	import json, re, sys
-	d = json.load(open(sys.argv[1]))
-	doc = open(sys.argv[2]).read()
-	for x in d["findings"]:
-	    c = x["code"]
-	    fam = re.sub(r"^((job\.)?env)\..*", r"\1.*", c)
-	    if "`%s`" % c not in doc and "`%s`" % fam not in doc:
-	        print(c)
-	PY
-	)
-	[ -z "$missing" ] && ok "every finding's code is in docs/doctor.md" ||
-		bad "codes missing from docs/doctor.md: $missing"
-}
-is() {
-	local got
-	got=$(q "$2" 2>&1) || true
-	if [ "$got" = "$3" ]; then ok "$1"; else bad "$1: got '$got', want '$3'"; fi
 }
 
 # 1. This node, no configuration (remote.backend local).

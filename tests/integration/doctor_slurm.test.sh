@@ -17,6 +17,9 @@ chmod 0755 "$tmp"
 
 # shellcheck source=lib/slurm.sh
 . "$src/tests/integration/lib/slurm.sh"
+# q, is and documented, over $tmp/d.json.
+# shellcheck source=lib/doctor.sh
+. "$src/tests/integration/lib/doctor.sh"
 trap 'slurm_down "$tmp/slurm" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 
 fails=0
@@ -32,20 +35,6 @@ export HB_SLURM_NODE_FEATURES="ib,a100"
 slurm_up "$tmp/slurm" >"$tmp/up.log" 2>&1 || {
 	cat "$tmp/up.log"
 	exit 1
-}
-
-q() {
-	python3 - "$tmp/d.json" "$1" <<-'PY'
-	import json, sys
-	d = json.load(open(sys.argv[1]))
-	f = {x["code"]: x for x in d["findings"]}
-	print(eval(sys.argv[2]))
-	PY
-}
-is() {
-	local got
-	got=$(q "$2" 2>&1) || true
-	if [ "$got" = "$3" ]; then ok "$1"; else bad "$1: got '$got', want '$3'"; fi
 }
 
 rc=0

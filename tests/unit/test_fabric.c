@@ -16,6 +16,7 @@
 #include "hpcbridge/doc.h"
 #include "hpcbridge/fabric.h"
 #include "hpcbridge/translate.h"
+#include "test_fabric_util.h"
 #include "testutil.h"
 
 /* --- hosts for the fake provider --------------------------------------- */
@@ -125,23 +126,6 @@ static void run(const struct hb_fab_node *canned, const struct env_pair *env,
 	assert_int_equal(hb_fab_inventory(&p, n, &err), 0);
 	hb_fab_check_node(n, env ? env_from : NULL, (void *)env, f);
 	assert_false(f->oom);
-}
-
-static const struct hb_fab_finding *must(const struct hb_fab_findings *f,
-					 const char *code,
-					 enum hb_fab_level level)
-{
-	const struct hb_fab_finding *x = hb_fab_find(f, code);
-
-	if (!x) {
-		for (size_t i = 0; i < f->n; i++)
-			print_message("  %s %s: %s\n",
-				      hb_fab_level_name(f->v[i].level),
-				      f->v[i].code, f->v[i].msg);
-		fail_msg("no finding %s", code);
-	}
-	assert_int_equal(x->level, level);
-	return x;
 }
 
 /* --- the hosts ----------------------------------------------------------- */

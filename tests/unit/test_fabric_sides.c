@@ -13,6 +13,7 @@
 #include "hpcbridge/doc.h"
 #include "hpcbridge/fabric.h"
 #include "hpcbridge/translate.h"
+#include "test_fabric_util.h"
 #include "testutil.h"
 
 static cJSON *fixture(const char *name)
@@ -28,23 +29,6 @@ static cJSON *fixture(const char *name)
 	free(text);
 	assert_non_null(doc);
 	return doc;
-}
-
-static const struct hb_fab_finding *must(const struct hb_fab_findings *f,
-					 const char *code,
-					 enum hb_fab_level level)
-{
-	const struct hb_fab_finding *x = hb_fab_find(f, code);
-
-	if (!x) {
-		for (size_t i = 0; i < f->n; i++)
-			print_message("  %s %s: %s\n",
-				      hb_fab_level_name(f->v[i].level),
-				      f->v[i].code, f->v[i].msg);
-		fail_msg("no finding %s", code);
-	}
-	assert_int_equal(x->level, level);
-	return x;
 }
 
 static const struct hb_fab_side_node *node(const struct hb_fab_side *s,
