@@ -29,13 +29,18 @@ bad() {
 	fails=$((fails + 1))
 }
 
+# up: a Slurm in $tmp/slurm with the HB_SLURM_* settings; its log on failure
+up() {
+	slurm_up "$tmp/slurm" >"$tmp/up.log" 2>&1 || {
+		cat "$tmp/up.log"
+		exit 1
+	}
+}
+
 # Two node records with InfiniBand and GPUs, one slurmd.
 export HB_SLURM_NODES=2 HB_SLURM_REAL_NODES=1 HB_SLURM_GPUS="a100:4"
 export HB_SLURM_NODE_FEATURES="ib,a100"
-slurm_up "$tmp/slurm" >"$tmp/up.log" 2>&1 || {
-	cat "$tmp/up.log"
-	exit 1
-}
+up
 
 rc=0
 "$hb" doctor --json >"$tmp/d.json" 2>"$tmp/d.err" || rc=$?
@@ -56,10 +61,7 @@ is "no slurm.unreachable" '"slurm.unreachable" in f' False
 slurm_down "$tmp/slurm" >/dev/null 2>&1
 rm -rf "$tmp/slurm"
 export HB_SLURM_NODE_FEATURES="a100"
-slurm_up "$tmp/slurm" >"$tmp/up.log" 2>&1 || {
-	cat "$tmp/up.log"
-	exit 1
-}
+up
 rc=0
 "$hb" doctor --json >"$tmp/d.json" 2>"$tmp/d.err" || rc=$?
 is "no RDMA feature: slurm.no_rdma" 'f["slurm.no_rdma"]["level"]' warn
