@@ -382,8 +382,10 @@ static int slurm_nodes_json(cJSON **doc, struct hb_err *err)
 					"%s --json printed no nodes", argv[0]);
 		}
 		hb_buf_free(&out);
-		if (!rc)
-			return 0;
+		/* A controller that does not answer one does not answer
+		 * the other: one wait is enough. */
+		if (!rc || rc == HB_ETIMEDOUT)
+			return rc;
 	}
 	return rc;
 }

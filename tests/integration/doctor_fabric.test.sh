@@ -30,12 +30,20 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/hb-doctor-fabric.XXXXXX")
 . "$src/tests/integration/lib/doctor.sh"
 trap 'rm -rf "$tmp"' EXIT
 
-# doctor ARGS...: its JSON in $tmp/d.json, its exit code in $rc.  No
-# Slurm here: SLURM_CONF names a file that is not there.
+# No Slurm here: scontrol and sinfo fail at once, whatever the machine's
+# Slurm configuration says.
+mkdir "$tmp/bin"
+for t in scontrol sinfo; do
+	printf '#!/bin/sh\necho "%s: no Slurm in this test" >&2\nexit 1\n' "$t" \
+		>"$tmp/bin/$t"
+	chmod +x "$tmp/bin/$t"
+done
+export PATH=$tmp/bin:$PATH
+
+# doctor ARGS...: its JSON in $tmp/d.json, its exit code in $rc
 doctor() {
 	rc=0
-	SLURM_CONF=$tmp/no-slurm.conf "$hb" doctor --json "$@" \
-		>"$tmp/d.json" 2>"$tmp/d.err" || rc=$?
+	"$hb" doctor --json "$@" >"$tmp/d.json" 2>"$tmp/d.err" || rc=$?
 }
 
 # 1. This node, no configuration (remote.backend local).
@@ -98,6 +106,8 @@ for d in glob.glob("/sys/bus/pci/devices/*"):
 print(n)')
 is "the GPUs are sysfs's ($gpus)" 'len(d["node"]["gpus"])' "$gpus"
 is "no Slurm to reach is a warning" 'f["slurm.unreachable"]["level"]' warn
+is "it says which tool failed" 'f["slurm.unreachable"]["message"]' \
+	"cannot read Slurm's nodes: sinfo --json exited 1"
 is "no cluster configured" 'f["k8s.none"]["level"]' ok
 documented
 
@@ -112,7 +122,7 @@ documented
 
 # 3. The text form: one line per finding with its code, hints below.
 rc=0
-out=$(SLURM_CONF=$tmp/no-slurm.conf "$hb" doctor 2>&1) || rc=$?
+out=$("$hb" doctor 2>&1) || rc=$?
 grep -qE '^warn +a multi-node job started here would run over TCP: .* \[fabric.tcp_fallback\]$' <<<"$out" &&
 	ok "the text names the finding's code" || bad "text: $out"
 grep -qE '^      hint: ' <<<"$out" && ok "hints are printed" || bad "no hint: $out"
