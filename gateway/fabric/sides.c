@@ -79,6 +79,15 @@ static void side_tally(struct hb_fab_side *s, const struct hb_fab_side_node *x)
 	s->gpus += x->gpus;
 }
 
+/* A device plugin's RDMA resource: the shared device plugin's
+ * "rdma/NAME", or a name that says RDMA ("nvidia.com/sriov_rdma_vf"). */
+static int rdma_resource(const char *key)
+{
+	const char *slash = strchr(key, '/');
+
+	return !strncmp(key, "rdma/", 5) || (slash && strstr(slash, "rdma"));
+}
+
 int hb_fab_kube_nodes(const cJSON *items, struct hb_fab_side *s,
 		      struct hb_err *err)
 {
@@ -104,7 +113,7 @@ int hb_fab_kube_nodes(const cJSON *items, struct hb_fab_side *s,
 			if (!strcmp(r->string, "nvidia.com/gpu") ||
 			    !strcmp(r->string, "amd.com/gpu"))
 				x->gpus += c;
-			else if (!strncmp(r->string, "rdma/", 5) && c) {
+			else if (rdma_resource(r->string) && c) {
 				char w[96];
 
 				x->rdma += c;

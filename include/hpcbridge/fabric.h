@@ -255,7 +255,8 @@ struct hb_fab_side {
 void hb_fab_side_free(struct hb_fab_side *s);
 
 /* Kubernetes Nodes (an array of v1 Node objects) into s: allocatable
- * nvidia.com/gpu, amd.com/gpu, rdma/... and the
+ * nvidia.com/gpu, amd.com/gpu, rdma/... (or a resource whose name after
+ * the slash holds "rdma") and the
  * feature.node.kubernetes.io/rdma.* labels. */
 int hb_fab_kube_nodes(const cJSON *items, struct hb_fab_side *s,
 		      struct hb_err *err);

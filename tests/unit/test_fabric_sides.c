@@ -52,8 +52,8 @@ static void test_kube_nodes(void **state)
 	assert_int_equal(hb_fab_kube_nodes(hb_doc_get(list, "items"), &s, &err),
 			 0);
 	assert_string_equal(s.side, "kubernetes");
-	assert_int_equal(s.n, 3);
-	assert_int_equal(s.nodes_rdma, 1);
+	assert_int_equal(s.n, 4);
+	assert_int_equal(s.nodes_rdma, 2);
 	assert_int_equal(s.nodes_gpu, 2);
 	assert_int_equal(s.gpus, 12);
 	/* mi250-1: NFD says RDMA-capable, no resource to ask for. */
@@ -62,12 +62,16 @@ static void test_kube_nodes(void **state)
 	assert_string_equal(node(&s, "gpu-ib-1")->rdma_what,
 			    "rdma/hca_shared_devices_a=1000");
 	assert_int_equal(node(&s, "mi250-1")->gpus, 4);
+	/* An SR-IOV plugin's RDMA virtual functions. */
+	assert_string_equal(node(&s, "sriov-1")->rdma_what,
+			    "nvidia.com/sriov_rdma_vf=8");
 	/* A resource of 0 is none. */
 	assert_int_equal(node(&s, "cpu-1")->rdma, 0);
 	hb_fab_check_side(&s, &f);
 	assert_string_equal(must(&f, "k8s.rdma", HB_FAB_OK)->msg,
-			    "kubernetes: 1 of 3 nodes offer RDMA: gpu-ib-1 "
-			    "(rdma/hca_shared_devices_a=1000)");
+			    "kubernetes: 2 of 4 nodes offer RDMA: gpu-ib-1 "
+			    "(rdma/hca_shared_devices_a=1000), sriov-1 "
+			    "(nvidia.com/sriov_rdma_vf=8)");
 	must(&f, "k8s.rdma_unallocatable", HB_FAB_WARN);
 	assert_string_equal(must(&f, "k8s.gpu", HB_FAB_OK)->msg,
 			    "kubernetes: 12 GPUs on 2 nodes");
