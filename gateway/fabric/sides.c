@@ -155,15 +155,29 @@ static int dev_is_rdma(const cJSON *dev)
 	return 0;
 }
 
+/* Whether an item of a comma-and-space list starts with word followed
+ * by one of the end characters ("rdma/a=1000" for "rdma/a" and "="); the
+ * list's end is an end too. */
+static int list_has(const char *list, const char *word, const char *ends)
+{
+	size_t wl = strlen(word);
+
+	if (!wl)
+		return 0;
+	for (const char *p = list; (p = strstr(p, word)); p += wl)
+		if ((p == list || p[-1] == ' ') && strchr(ends, p[wl]))
+			return 1;
+	return 0;
+}
+
+/* Append name to a comma-and-space list unless it is there. */
 static void list_add(char *list, size_t size, const char *name)
 {
-	size_t len = strlen(list), nl = strlen(name);
+	size_t len = strlen(list);
 
-	/* Already there as a whole item? */
-	for (const char *p = list; (p = strstr(p, name)); p += nl)
-		if ((p == list || p[-1] == ' ') && (p[nl] == ',' || !p[nl]))
-			return;
-	snprintf(list + len, size - len, "%s%s", len ? ", " : "", name);
+	if (!list_has(list, name, ","))
+		snprintf(list + len, size - len, "%s%s", len ? ", " : "",
+			 name);
 }
 
 int hb_fab_kube_dra(const cJSON *classes, const cJSON *slices,
@@ -417,6 +431,58 @@ void hb_fab_check_side(const struct hb_fab_side *s, struct hb_fab_findings *f)
 			   s->side);
 	if (kube)
 		check_dra(s, f);
+}
+
+void hb_fab_check_kube_rdma_config(const struct hb_fab_side *s,
+				   const char *mode, const char *resource,
+				   const char *dra_class,
+				   struct hb_fab_findings *f)
+{
+	size_t with = 0;
+
+	if (!mode || !strcmp(mode, "none")) {
+		if (s->nodes_rdma || s->dra_rdma)
+			hb_fab_add(f, HB_FAB_WARN, "k8s.rdma_config.none",
+				   "set kubernetes.rdma.mode (device_plugin "
+				   "with kubernetes.rdma.resource, or dra with "
+				   "kubernetes.rdma.dra.device_class)",
+				   "the cluster offers RDMA, but "
+				   "kubernetes.rdma.mode is none: RDMA jobs "
+				   "stay off it");
+		return;
+	}
+	if (!strcmp(mode, "device_plugin")) {
+		for (size_t i = 0; resource && i < s->n; i++)
+			with += list_has(s->v[i].rdma_what, resource, "=");
+		if (with)
+			hb_fab_add(f, HB_FAB_OK, "k8s.rdma_config.ok", NULL,
+				   "kubernetes.rdma.resource %s: allocatable on "
+				   "%zu node%s",
+				   resource, with, with == 1 ? "" : "s");
+		else
+			hb_fab_add(f, HB_FAB_FAIL,
+				   "k8s.rdma_config.resource_missing",
+				   "deploy the device plugin that serves it, or "
+				   "name the one the nodes list (k8s.rdma above)",
+				   "kubernetes.rdma.resource %s is allocatable "
+				   "on no node: RDMA workers would stay Pending",
+				   resource ? resource : "(unset)");
+		return;
+	}
+	if (dra_class && list_has(s->dra_classes, dra_class, ","))
+		hb_fab_add(f, HB_FAB_OK, "k8s.rdma_config.ok", NULL,
+			   "kubernetes.rdma.dra.device_class %s exists",
+			   dra_class);
+	else
+		hb_fab_add(f, HB_FAB_FAIL, "k8s.rdma_config.class_missing",
+			   "create the DeviceClass (DraNet's selects "
+			   "device.attributes[\"dra.net\"].rdma == true), or "
+			   "name an existing one",
+			   "kubernetes.rdma.dra.device_class %s %s: RDMA "
+			   "workers' claims cannot be allocated",
+			   dra_class ? dra_class : "(unset)",
+			   s->dra_served ? "does not exist"
+					 : "cannot exist: DRA is not served");
 }
 
 void hb_fab_check_job_side(const struct hb_jobspec *spec, const char *name,

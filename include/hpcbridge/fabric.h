@@ -273,10 +273,27 @@ int hb_fab_kube_dra(const cJSON *classes, const cJSON *slices,
  * its gres names rdma or hca. */
 int hb_fab_slurm_nodes(const cJSON *doc, const char *rdma_features,
 		       struct hb_fab_side *s, struct hb_err *err);
-/* Findings on a side: "<side>.rdma" (ok) or "<side>.no_rdma" (warn),
- * the same for GPUs, and DRA's for Kubernetes. */
+/* Findings on a side, their codes prefixed "slurm." or "k8s.": "rdma"
+ * (ok) or "no_rdma" (warn), "gpu" or "no_gpu" (ok), and for Kubernetes
+ * "rdma_unallocatable" and DRA's ("dra", "dra.unserved",
+ * "dra.no_class"). */
 void hb_fab_check_side(const struct hb_fab_side *s,
 		       struct hb_fab_findings *f);
+
+/*
+ * The site's configured way to RDMA on Kubernetes (kubernetes.rdma.mode,
+ * .resource, .dra.device_class) against what the cluster offers (s, read
+ * by hb_fab_kube_nodes() and hb_fab_kube_dra()): "k8s.rdma_config.ok";
+ * "k8s.rdma_config.resource_missing" (fail) when mode is device_plugin
+ * and no node has the resource; "k8s.rdma_config.class_missing" (fail)
+ * when mode is dra and the DeviceClass does not exist (or DRA is not
+ * served); "k8s.rdma_config.none" (warn) when the mode is none (or NULL)
+ * and the cluster offers RDMA.
+ */
+void hb_fab_check_kube_rdma_config(const struct hb_fab_side *s,
+				   const char *mode, const char *resource,
+				   const char *dra_class,
+				   struct hb_fab_findings *f);
 
 /* A job's needs against a side: "job.side.no_rdma" (fail) when it needs
  * RDMA and the side offers none, "job.side.no_gpu" (warn) for GPUs. */

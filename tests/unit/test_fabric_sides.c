@@ -249,6 +249,55 @@ static void test_mpijobs(void **state)
 	cJSON_Delete(jobs);
 }
 
+static void test_rdma_config(void **state)
+{
+	cJSON *list = fixture("k8s_nodes.json");
+	cJSON *classes = fixture("deviceclasses.json");
+	cJSON *slices = fixture("resourceslices.json");
+	struct hb_fab_side s = { 0 }, bare = { .side = "kubernetes" };
+	struct hb_fab_findings f = { 0 };
+	struct hb_err err = { 0 };
+
+	(void)state;
+	assert_int_equal(hb_fab_kube_nodes(hb_doc_get(list, "items"), &s, &err),
+			 0);
+	assert_int_equal(hb_fab_kube_dra(classes, slices, &s, &err), 0);
+	hb_fab_check_kube_rdma_config(&s, "device_plugin",
+				      "rdma/hca_shared_devices_a", NULL, &f);
+	assert_string_equal(must(&f, "k8s.rdma_config.ok", HB_FAB_OK)->msg,
+			    "kubernetes.rdma.resource rdma/hca_shared_devices_a: "
+			    "allocatable on 1 node");
+	hb_fab_findings_free(&f);
+	/* A prefix of a resource's name is not that resource. */
+	hb_fab_check_kube_rdma_config(&s, "device_plugin", "rdma/hca", NULL,
+				      &f);
+	must(&f, "k8s.rdma_config.resource_missing", HB_FAB_FAIL);
+	hb_fab_findings_free(&f);
+	hb_fab_check_kube_rdma_config(&s, "dra", NULL, "dranet-rdma", &f);
+	must(&f, "k8s.rdma_config.ok", HB_FAB_OK);
+	hb_fab_findings_free(&f);
+	hb_fab_check_kube_rdma_config(&s, "dra", NULL, "dranet", &f);
+	assert_non_null(strstr(must(&f, "k8s.rdma_config.class_missing",
+				    HB_FAB_FAIL)->msg,
+			       "dranet does not exist"));
+	hb_fab_findings_free(&f);
+	hb_fab_check_kube_rdma_config(&s, "none", NULL, NULL, &f);
+	must(&f, "k8s.rdma_config.none", HB_FAB_WARN);
+	hb_fab_findings_free(&f);
+	/* No RDMA and none configured: nothing to say. */
+	hb_fab_check_kube_rdma_config(&bare, NULL, NULL, NULL, &f);
+	assert_int_equal(f.n, 0);
+	hb_fab_check_kube_rdma_config(&bare, "dra", NULL, "dranet-rdma", &f);
+	assert_non_null(strstr(must(&f, "k8s.rdma_config.class_missing",
+				    HB_FAB_FAIL)->msg,
+			       "DRA is not served"));
+	hb_fab_findings_free(&f);
+	hb_fab_side_free(&s);
+	cJSON_Delete(list);
+	cJSON_Delete(classes);
+	cJSON_Delete(slices);
+}
+
 static void test_findings_json(void **state)
 {
 	struct hb_fab_findings f = { 0 };
@@ -284,6 +333,7 @@ int main(void)
 		cmocka_unit_test(test_slurm_nodes),
 		cmocka_unit_test(test_job_side),
 		cmocka_unit_test(test_mpijobs),
+		cmocka_unit_test(test_rdma_config),
 		cmocka_unit_test(test_findings_json),
 	};
 
