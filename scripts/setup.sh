@@ -11,6 +11,8 @@ pkgs=(
 	munge slurm-wlm slurmctld slurmd slurm-client libslurm-dev
 	slurmdbd mariadb-server
 	python3 python3-yaml openmpi-bin libopenmpi-dev curl openssl
+	# the fabric inventory (gateway/fabric) lists RDMA devices through it
+	libibverbs-dev
 	procps util-linux passwd binutils
 	# report_html.test.sh renders the HTML report in headless Chromium
 	chromium fonts-dejavu-core

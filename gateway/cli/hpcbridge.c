@@ -24,7 +24,7 @@ static const struct {
 	{ "ckpt", hb_cmd_ckpt,
 	  "push, pull, verify, list and retain checkpoints in S3" },
 	{ "doctor", hb_cmd_doctor,
-	  "check the cluster burst jobs go to (namespace, uid range, APIs)" },
+	  "check this node's fabric (RDMA, GPUs, NCCL, MPI) and both sides" },
 	{ "sandbox", hb_cmd_sandbox,
 	  "a local Slurm with hpcbridge, for pilots and tests" },
 };
