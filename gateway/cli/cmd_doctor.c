@@ -277,7 +277,7 @@ static cJSON *list_dra(struct hb_kube *k, const char *plural,
 }
 
 /* What the cluster's nodes and DRA offer for the fabric. */
-static void check_kube_fabric(struct doctor *dr)
+static void check_kube_fabric(struct doctor *dr, const struct hb_config *cfg)
 {
 	struct hb_err err = { 0 };
 	cJSON *nodes = NULL, *classes, *slices;
@@ -298,6 +298,9 @@ static void check_kube_fabric(struct doctor *dr)
 	    !hb_fab_kube_dra(classes, slices, &dr->kube, &err)) {
 		dr->have_kube = true;
 		hb_fab_check_side(&dr->kube, &dr->f);
+		hb_fab_check_kube_rdma_config(&dr->kube, cfg->k8s.rdma_mode,
+					      cfg->k8s.rdma_resource,
+					      cfg->k8s.rdma_dra_class, &dr->f);
 	} else {
 		say(dr, WARN, "k8s.nodes_unreadable", NULL,
 		    "cannot read the cluster's nodes: %s", err.msg);
@@ -341,7 +344,7 @@ static void check_kube(struct doctor *dr, const struct hb_config *cfg,
 		    hb_kube_config_server(kc), dr->ns);
 		check_namespace(dr, named, nnamed);
 		check_apis(dr, cfg);
-		check_kube_fabric(dr);
+		check_kube_fabric(dr, cfg);
 	}
 	hb_kube_free(dr->k);
 	dr->k = NULL;
