@@ -33,20 +33,7 @@ bad() {
 # shellcheck source=tests/integration/lib/swift.sh
 . "$src/tests/integration/lib/swift.sh"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/hb-ckptbill.XXXXXX")
-chmod 0711 "$tmp" # the swift user must reach the device under it
-sw=$tmp/swift
-cleanup() {
-	swift_down "$sw"
-	rm -rf -- "$tmp"
-}
-trap cleanup EXIT
-swift_up "$sw" || {
-	echo "FAIL: swift_up"
-	swift_logs "$sw"
-	exit 1
-}
-aws() { /usr/bin/aws --endpoint-url "$AWS_ENDPOINT_URL" "$@"; }
+swift_test_start ckptbill
 
 b=hb-bill-test
 U=s3://$b/jobs/1000/count-c9724427

@@ -46,25 +46,14 @@ bad() {
 # shellcheck source=tests/integration/lib/swift.sh
 . "$src/tests/integration/lib/swift.sh"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/hb-ckptsync.XXXXXX")
-chmod 0711 "$tmp" # the swift user must reach the device under it
-sw=$tmp/swift
 pushpid=
-cleanup() {
+swift_test_before_cleanup() {
 	if [ -n "$pushpid" ]; then
 		kill -9 "$pushpid" 2>/dev/null || true
 		wait "$pushpid" 2>/dev/null || true
 	fi
-	swift_down "$sw"
-	rm -rf -- "$tmp"
 }
-trap cleanup EXIT
-swift_up "$sw" || {
-	echo "FAIL: swift_up"
-	swift_logs "$sw"
-	exit 1
-}
-aws() { /usr/bin/aws --endpoint-url "$AWS_ENDPOINT_URL" "$@"; }
+swift_test_start ckptsync
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 # Every file of a tree: path, mode and SHA-256, sorted.
 tree_sum() {

@@ -398,6 +398,32 @@ _hbsw_fail() { # DIR MESSAGE
 # their tails.
 swift_logs() { slurm_logs "${1:?swift_logs DIR}"; }
 
+# swift_test_start NAME: what an S3 test does first.  A private
+# directory $tmp (0711: the swift user must reach the device under it),
+# Swift started in $tmp/swift ($sw) and stopped, with $tmp removed, on
+# exit (a test with more to stop defines swift_test_before_cleanup), and
+# aws() pointed at it.  Exits 1, with Swift's logs, when it does not
+# come up.
+swift_test_start() {
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/hb-${1:?swift_test_start NAME}.XXXXXX")
+	chmod 0711 "$tmp"
+	sw=$tmp/swift
+	trap _hbsw_test_cleanup EXIT
+	swift_up "$sw" || {
+		echo "FAIL: swift_up"
+		swift_logs "$sw"
+		exit 1
+	}
+	aws() { /usr/bin/aws --endpoint-url "$AWS_ENDPOINT_URL" "$@"; }
+}
+_hbsw_test_cleanup() {
+	if declare -F swift_test_before_cleanup >/dev/null; then
+		swift_test_before_cleanup
+	fi
+	swift_down "$sw"
+	rm -rf -- "$tmp"
+}
+
 swift_env() {
 	local dir=${1:?swift_env DIR}
 	cat "$dir/.hbswift/env"
