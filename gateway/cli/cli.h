@@ -70,4 +70,16 @@ struct cJSON *hb_cli_id_request(const char *op, const char *id);
 int hb_cli_call(const char *cmd, const char *socket, const char *config,
 		struct cJSON *req, struct cJSON **reply);
 
+/* The daemon's "submit" request for script (len bytes, NUL-terminated)
+ * named name: refused, with the line of the first byte that is not UTF-8,
+ * unless the script is UTF-8; with the current directory and the
+ * environment (variables that are not UTF-8 left out, with a warning).
+ * NULL on error (printed, "hpcbridge CMD: ").  Caller frees with
+ * cJSON_Delete(). */
+struct cJSON *hb_cli_submit_request(const char *cmd, const char *name,
+				    const struct hb_buf *script);
+
+/* hpcbridge qsub (cmd_qsub.c), also run when invoked as "qsub". */
+int hb_cmd_qsub(int argc, char **argv);
+
 #endif

@@ -349,15 +349,74 @@ static const char submit_usage[] =
 	"Submit an sbatch or PBS script to Slurm through hpcbridged, as "
 	"yourself,\nfrom the current directory and with your environment.\n";
 
+cJSON *hb_cli_submit_request(const char *cmd, const char *name,
+			     const struct hb_buf *script)
+{
+	char cwd[PATH_MAX];
+	cJSON *req, *env = NULL;
+	const char *nul;
+	size_t bad;
+
+	/* The request is JSON text: a script that is not UTF-8 (a Latin-1
+	 * comment) is refused here, where the file and line can be named,
+	 * rather than changed behind the user's back. */
+	bad = hb_utf8_span(script->data, script->len);
+	nul = memchr(script->data, '\0', script->len);
+	if (nul && (size_t)(nul - script->data) < bad)
+		bad = (size_t)(nul - script->data);
+	if (bad < script->len) {
+		size_t line = 1;
+
+		for (size_t i = 0; i < bad; i++)
+			line += script->data[i] == '\n';
+		fprintf(stderr, "%s:%zu: byte %zu %s\n", name, line, bad + 1,
+			script->data[bad]
+				? "is not UTF-8; hpcbridge sends UTF-8 "
+				  "scripts only (convert it, e.g. iconv -f "
+				  "latin1 -t utf-8, or use sbatch)"
+				: "is a NUL byte, which a batch script cannot "
+				  "hold");
+		return NULL;
+	}
+	if (!getcwd(cwd, sizeof(cwd))) {
+		fprintf(stderr, "hpcbridge %s: the current directory: %s\n",
+			cmd, strerror(errno));
+		return NULL;
+	}
+	req = cJSON_CreateObject();
+	if (req && (!cJSON_AddStringToObject(req, "op", "submit") ||
+		    !cJSON_AddStringToObject(req, "script", script->data) ||
+		    !cJSON_AddStringToObject(req, "name", name) ||
+		    !cJSON_AddStringToObject(req, "cwd", cwd) ||
+		    !(env = cJSON_AddArrayToObject(req, "env"))))
+		goto nomem;
+	for (char **e = environ; req && *e; e++) {
+		size_t n = strlen(*e);
+
+		if (hb_utf8_span(*e, n) < n) {
+			fprintf(stderr,
+				"hpcbridge %s: warning: %.*s is not UTF-8 "
+				"and is left out of the job's environment\n",
+				cmd, (int)strcspn(*e, "="), *e);
+			continue;
+		}
+		if (!cJSON_AddItemToArray(env, cJSON_CreateString(*e)))
+			goto nomem;
+	}
+	if (req)
+		return req;
+nomem:
+	cJSON_Delete(req);
+	fprintf(stderr, "hpcbridge %s: out of memory\n", cmd);
+	return NULL;
+}
+
 int hb_cmd_submit(int argc, char **argv)
 {
 	struct conn c;
 	struct hb_buf script;
 	struct hb_err err = { 0 };
-	char cwd[PATH_MAX];
-	cJSON *req, *reply, *env;
-	const char *nul;
-	size_t bad;
+	cJSON *req, *reply;
 	int rc = parse_conn(argc, argv, submit_usage, 0, &c);
 
 	if (rc)
@@ -370,60 +429,10 @@ int hb_cmd_submit(int argc, char **argv)
 		fprintf(stderr, "%s\n", err.msg[0] ? err.msg : hb_strerror(rc));
 		return HB_EXIT_INPUT;
 	}
-	/* The request is JSON text: a script that is not UTF-8 (a Latin-1
-	 * comment) is refused here, where the file and line can be named,
-	 * rather than changed behind the user's back. */
-	bad = hb_utf8_span(script.data, script.len);
-	nul = memchr(script.data, '\0', script.len);
-	if (nul && (size_t)(nul - script.data) < bad)
-		bad = (size_t)(nul - script.data);
-	if (bad < script.len) {
-		size_t line = 1;
-
-		for (size_t i = 0; i < bad; i++)
-			line += script.data[i] == '\n';
-		fprintf(stderr, "%s:%zu: byte %zu %s\n", argv[optind], line,
-			bad + 1,
-			script.data[bad]
-				? "is not UTF-8; hpcbridge submit sends UTF-8 "
-				  "scripts only (convert it, e.g. iconv -f "
-				  "latin1 -t utf-8, or use sbatch)"
-				: "is a NUL byte, which a batch script cannot "
-				  "hold");
-		hb_buf_free(&script);
-		return HB_EXIT_INPUT;
-	}
-	if (!getcwd(cwd, sizeof(cwd))) {
-		fprintf(stderr, "hpcbridge submit: the current directory: %s\n",
-			strerror(errno));
-		hb_buf_free(&script);
-		return HB_EXIT_INPUT;
-	}
-	req = cJSON_CreateObject();
-	if (req && (!cJSON_AddStringToObject(req, "op", "submit") ||
-		    !cJSON_AddStringToObject(req, "script", script.data) ||
-		    !cJSON_AddStringToObject(req, "name", argv[optind]) ||
-		    !cJSON_AddStringToObject(req, "cwd", cwd) ||
-		    !(env = cJSON_AddArrayToObject(req, "env")))) {
-		cJSON_Delete(req);
-		req = NULL;
-	}
-	for (char **e = environ; req && *e; e++) {
-		size_t n = strlen(*e);
-
-		if (hb_utf8_span(*e, n) < n) {
-			fprintf(stderr,
-				"hpcbridge submit: warning: %.*s is not UTF-8 "
-				"and is left out of the job's environment\n",
-				(int)strcspn(*e, "="), *e);
-			continue;
-		}
-		if (!cJSON_AddItemToArray(env, cJSON_CreateString(*e))) {
-			cJSON_Delete(req);
-			req = NULL;
-		}
-	}
+	req = hb_cli_submit_request("submit", argv[optind], &script);
 	hb_buf_free(&script);
+	if (!req)
+		return HB_EXIT_INPUT;
 	if ((rc = call("submit", &c, req, &reply)))
 		return rc;
 	if (c.json) {

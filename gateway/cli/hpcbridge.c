@@ -14,6 +14,7 @@ static const struct {
 	{ "translate", hb_cmd_translate,
 	  "translate sbatch/PBS scripts and MPIJob/TrainJob manifests" },
 	{ "submit", hb_cmd_submit, "submit a script through hpcbridged" },
+	{ "qsub", hb_cmd_qsub, "submit a PBS job as qsub does (also as qsub)" },
 	{ "jobs", hb_cmd_jobs, "list jobs" },
 	{ "status", hb_cmd_status, "show a job, its placement and history" },
 	{ "cancel", hb_cmd_cancel, "cancel a job" },
@@ -48,6 +49,12 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	const char *base = argv[0] ? strrchr(argv[0], '/') : NULL;
+
+	/* installed as qsub (a link named so): hpcbridge qsub */
+	base = base ? base + 1 : argv[0] ? argv[0] : "";
+	if (!strcmp(base, "qsub"))
+		return hb_cmd_qsub(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
 		return HB_EXIT_USAGE;

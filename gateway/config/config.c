@@ -375,6 +375,25 @@ static const struct setting table[] = {
      .reloadable = 1,
      .help = "Slurm partition to where its jobs run (slurm or "
 	     "kubernetes)."},
+    {.path = "pbs.queues",
+     .type = HB_CFG_MAP,
+     .off = F(pbs_queues),
+     .count_off = F(npbs_queues),
+     .check = C_ANY,
+     .reloadable = 1,
+     .help = "PBS queue to the Slurm partition hpcbridge qsub submits its "
+	     "jobs to (-q QUEUE); a queue not listed is refused.  Empty: "
+	     "the queue name is the partition."},
+    {.path = "pbs.server_name",
+     .type = HB_CFG_STRING,
+     .off = F(pbs_server_name),
+     .def = NULL,
+     .nullable = 1,
+     .check = C_ANY,
+     .reloadable = 1,
+     .help = "The server name hpcbridge qsub prints after the job id "
+	     "(123.NAME) and sets in PBS_JOBID; null: this host's short "
+	     "name."},
     {.path = "origin.namespaces",
      .type = HB_CFG_LIST_MAP,
      .off = F(origin_namespaces),

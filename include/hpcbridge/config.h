@@ -65,6 +65,13 @@ struct hb_config {
 	struct hb_kv *placement_partitions; /* partition -> target */
 	uint32_t nplacement_partitions;
 
+	/* hpcbridge qsub: PBS queue -> Slurm partition (none: the queue
+	 * name is the partition), and the server name job ids end with
+	 * (NULL: this host's short name) */
+	struct hb_kv *pbs_queues;
+	uint32_t npbs_queues;
+	const char *pbs_server_name;
+
 	/* Chargeback: the rate card finished jobs are priced with, or NULL
 	 * (no metering) */
 	const char *chargeback_ratecard;

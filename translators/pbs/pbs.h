@@ -19,6 +19,10 @@ int hb_pbs_parse(const char *buf, size_t len, const char *name,
 		 const char *const *argv, int argc, struct hb_jobspec *spec,
 		 struct hb_err *err);
 
+/* How qsub reads option letter o: 2 it takes a value ("-l RES" or
+ * "-lRES"), 1 it is a flag, 0 qsub has no such option. */
+int hb_pbs_option_kind(char o);
+
 /* True if buf looks like a PBS script (#PBS before any #SBATCH). */
 int hb_pbs_detect(const char *buf, size_t len);
 

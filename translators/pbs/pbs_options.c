@@ -48,6 +48,13 @@ int pbs_opt_kind(char o)
 	return OPT_NONE;
 }
 
+int hb_pbs_option_kind(char o)
+{
+	int k = pbs_opt_kind(o);
+
+	return k == OPT_ARG ? 2 : k == OPT_FLAG ? 1 : 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* -W attributes                                                        */
 

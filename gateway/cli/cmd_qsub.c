@@ -1,0 +1,527 @@
+/*
+ * cmd_qsub.c - hpcbridge qsub, also run when the program is called
+ * "qsub": a PBS job submitted the way PBS reads it, through hpcbridged
+ * to Slurm as the user (the same "submit" op as hpcbridge submit).
+ *
+ * The options and the script's #PBS lines are read by the PBS reader
+ * (translators/pbs), command-line options after the script's ("last one
+ * wins").  -q goes through pbs.queues.  What Slurm receives is a small
+ * /bin/sh wrapper: the job's #SBATCH lines (hb_sbatch_emit, which also
+ * defines the PBS_* variables from Slurm's), the values only qsub knows
+ * (PBS_O_WORKDIR, PBS_O_HOST, the server name in PBS_JOBID), then a
+ * copy of the user's script, byte for byte, after the wrapper's last
+ * command.  The wrapper copies those last bytes of itself ("tail -c N
+ * $0") to a private temporary file and runs it with the script's own
+ * interpreter (#!, or -S, or the user's login shell): no quoting, no
+ * heredoc, nothing of the script is ever read by the shell that runs the
+ * wrapper.  A job that bursts runs the same wrapper in the launcher pod,
+ * where SLURM_* are the launcher's and the block derives the same PBS_*
+ * from them.
+ *
+ * Directives with no Slurm equivalent are refused by the reader or the
+ * daemon (FILE:LINE and why) or printed here as warnings, never dropped
+ * silently.  docs/pbs.md is the user's view.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "hpcbridge/config.h"
+#include "hpcbridge/doc.h"
+#include "hpcbridge/fidelity.h"
+#include "hpcbridge/k8s_opts.h"
+#include "hpcbridge/sbatch.h"
+#include "translators/pbs/pbs.h"
+
+#define QSUB_MAX_OPTS 1024
+#define SYSTEM_CONFIG "/etc/hpcbridge/hpcbridge.yaml"
+
+/* The command line: the qsub options, as the PBS reader takes them. */
+struct qargs {
+	const char *socket, *config;
+	const char *opts[QSUB_MAX_OPTS];
+	int nopts;
+	const char *script; /* "-": standard input */
+};
+
+static const char qsub_usage[] =
+	"usage: qsub [-a TIME] [-A ACCOUNT] [-d|-w DIR] [-e PATH] [-j oe|eo|n]\n"
+	"            [-J|-t RANGE] [-k oe] [-l RESOURCES] [-m MAIL] "
+	"[-M USERS]\n"
+	"            [-N NAME] [-o PATH] [-p PRIO] [-P PROJECT] [-q QUEUE]\n"
+	"            [-r y|n] [-S SHELL] [-v VARS] [-V] [-W ATTR=VALUE]\n"
+	"            [--socket PATH] [--config FILE] [SCRIPT | -]\n"
+	"Submit a PBS (Torque or PBS Pro) job script to Slurm through "
+	"hpcbridged, as\nyourself; its #PBS lines and these options are read "
+	"as PBS reads them.\nWithout SCRIPT (or with -) the script is read "
+	"from standard input.\n";
+
+/* A long option of ours ("--socket PATH" or "--socket=PATH"); 1 when
+ * argv[*i] was one (value in *val), -1 when its value is missing. */
+static int long_opt(int argc, char **argv, int *i, const char *name,
+		    const char **val)
+{
+	const char *a = argv[*i] + 2;
+	size_t n = strlen(name);
+
+	if (strncmp(a, name, n) || (a[n] && a[n] != '='))
+		return 0;
+	if (a[n] == '=') {
+		*val = a + n + 1;
+		return 1;
+	}
+	if (*i + 1 >= argc)
+		return -1;
+	*val = argv[++*i];
+	return 1;
+}
+
+/* One word of qsub options ("-l", "-lnodes=2", "-kVN name"): kept, with
+ * the next word when the option's value is there.  0, or an exit code
+ * (printed). */
+static int short_opts(int argc, char **argv, int *i, struct qargs *q)
+{
+	const char *w = argv[*i];
+
+	for (size_t j = 1; w[j]; j++) {
+		int k = hb_pbs_option_kind(w[j]);
+
+		if (!k) {
+			fprintf(stderr, "qsub: unknown option -%c\n%s", w[j],
+				qsub_usage);
+			return HB_EXIT_USAGE;
+		}
+		if (w[j] == 'I') {
+			fprintf(stderr, "qsub: -I: interactive jobs are not "
+					"supported here; use salloc or srun "
+					"--pty\n");
+			return HB_EXIT_USAGE;
+		}
+		if (w[j] == 'h') {
+			fprintf(stderr, "qsub: -h: a job cannot be submitted "
+					"held through hpcbridge; submit it, "
+					"then run 'scontrol hold JOBID'\n");
+			return HB_EXIT_USAGE;
+		}
+		if (k == 2) {
+			if (q->nopts + 2 > QSUB_MAX_OPTS)
+				goto many;
+			q->opts[q->nopts++] = w;
+			if (!w[j + 1]) {
+				if (*i + 1 >= argc) {
+					fprintf(stderr, "qsub: -%c needs a "
+							"value\n", w[j]);
+					return HB_EXIT_USAGE;
+				}
+				q->opts[q->nopts++] = argv[++*i];
+			}
+			return 0;
+		}
+	}
+	if (q->nopts + 1 > QSUB_MAX_OPTS)
+		goto many;
+	q->opts[q->nopts++] = w;
+	return 0;
+many:
+	fprintf(stderr, "qsub: more than %d option words\n", QSUB_MAX_OPTS);
+	return HB_EXIT_USAGE;
+}
+
+/* Read the command line; 0, -1 for --help (usage printed), or an exit
+ * code (the error printed). */
+static int qsub_args(int argc, char **argv, struct qargs *q)
+{
+	int i, rc;
+
+	memset(q, 0, sizeof(*q));
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--help")) {
+			printf("%s", qsub_usage);
+			return -1;
+		}
+		if (!strncmp(a, "--", 2) && a[2]) {
+			rc = long_opt(argc, argv, &i, "socket", &q->socket);
+			if (!rc)
+				rc = long_opt(argc, argv, &i, "config",
+					      &q->config);
+			if (rc == 1)
+				continue;
+			fprintf(stderr, "qsub: %s: %s\n%s", a,
+				rc ? "needs a value" : "unknown option",
+				qsub_usage);
+			return HB_EXIT_USAGE;
+		}
+		if (!strcmp(a, "--")) {
+			fprintf(stderr, "qsub: '-- COMMAND' (an executable "
+					"instead of a script) is not "
+					"supported; write a script\n");
+			return HB_EXIT_USAGE;
+		}
+		if (a[0] != '-' || !a[1])
+			break;
+		if ((rc = short_opts(argc, argv, &i, q)))
+			return rc;
+	}
+	q->script = i < argc ? argv[i] : "-";
+	if (i + 1 < argc) {
+		fprintf(stderr, "qsub: '%s' after the script: arguments to "
+				"the script are not supported\n%s",
+			argv[i + 1], qsub_usage);
+		return HB_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* Where field f was given, for messages: "FILE:LINE" or "the command
+ * line". */
+static const char *where(const struct hb_jobspec *s, enum hb_field f,
+			 char buf[300])
+{
+	const struct hb_prov *p = &s->prov[f];
+
+	if (p->kind == HB_PROV_FILE)
+		snprintf(buf, 300, "%.250s:%u", s->source_name, p->line);
+	else
+		snprintf(buf, 300, "the command line");
+	return buf;
+}
+
+/*
+ * The PBS queue (the reader's partition) as a Slurm partition, through
+ * pbs.queues: *queue is the queue name (NULL: none given).  A queue not
+ * in a non-empty map is an error naming it and where it was given.
+ */
+static int map_queue(const struct hb_config *cfg, struct hb_jobspec *s,
+		     const char **queue, struct hb_err *err)
+{
+	const char *part;
+	char at[300];
+
+	*queue = s->partition;
+	if (!s->partition || !cfg->npbs_queues)
+		return 0;
+	part = hb_kv_get(cfg->pbs_queues, cfg->npbs_queues, s->partition);
+	if (!part)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "%s: -q %s: no such queue (pbs.queues "
+				  "lists the queues of this site)",
+				  where(s, HB_F_PARTITION, at), s->partition);
+	s->partition = hb_jobspec_strdup(s, part);
+	return s->partition ? 0 : HB_ENOMEM;
+}
+
+/* The server name job ids end with: pbs.server_name, else this host's
+ * short name. */
+static void server_name(const struct hb_config *cfg, char *buf, size_t n)
+{
+	if (cfg->pbs_server_name) {
+		snprintf(buf, n, "%s", cfg->pbs_server_name);
+		return;
+	}
+	if (gethostname(buf, n - 1))
+		snprintf(buf, n, "localhost");
+	buf[n - 1] = '\0';
+	buf[strcspn(buf, ".")] = '\0';
+}
+
+/* The job id as qsub prints it: "123.server", or "123[].server" for an
+ * array (PBS Pro and Torque alike). */
+static void format_jobid(long long id, bool array, const char *server,
+			 char *buf, size_t n)
+{
+	snprintf(buf, n, "%lld%s.%s", id, array ? "[]" : "", server);
+}
+
+/*
+ * What is not carried exactly, on standard error: each directive's
+ * reader note and the fields the emitter dropped or carried in part,
+ * "FILE:LINE: TEXT: ...".  Nothing is left unsaid.
+ */
+static void warn_fidelity(const struct hb_jobspec *s,
+			  const struct hb_report *rep)
+{
+	for (uint32_t i = 0; i < s->ndirectives; i++) {
+		const struct hb_directive *d = &s->directives[i];
+		char at[300];
+
+		if (d->prov.kind == HB_PROV_FILE)
+			snprintf(at, sizeof(at), "%.250s:%u", s->source_name,
+				 d->prov.line);
+		else
+			snprintf(at, sizeof(at), "argv[%u]", d->prov.line);
+		if (d->note)
+			fprintf(stderr, "qsub: note: %s: %s: %s\n", at,
+				d->text, d->note);
+		for (uint8_t k = 0; k < d->nfields; k++) {
+			const struct hb_fate *f = &rep->fate[d->fields[k]];
+
+			if (f->kind != HB_FATE_DROPPED &&
+			    f->kind != HB_FATE_PARTIAL &&
+			    f->kind != HB_FATE_NONE)
+				continue;
+			fprintf(stderr, "qsub: warning: %s: %s: %s %s%s%s\n",
+				at, d->text, hb_field_name(d->fields[k]),
+				f->kind == HB_FATE_PARTIAL ? "kept in part"
+							   : "not carried",
+				f->note ? ": " : "", f->note ? f->note : "");
+		}
+	}
+	for (uint32_t i = 0; i < rep->nwarnings; i++)
+		fprintf(stderr, "qsub: warning: %s\n", rep->warnings[i]);
+}
+
+/* v single-quoted for sh, appended to b. */
+static int put_quoted(struct hb_buf *b, const char *v, size_t n)
+{
+	int rc = hb_buf_puts(b, "'");
+
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = v[i] == '\'' ? hb_buf_puts(b, "'\\''")
+				  : hb_buf_append(b, v + i, 1);
+	return rc ? rc : hb_buf_puts(b, "'");
+}
+
+/* "export NAME='value'\n", value NULL: nothing. */
+static int put_var(struct hb_buf *b, const char *name, const char *v)
+{
+	if (!v)
+		return 0;
+	return hb_buf_printf(b, "export %s=", name)
+		       ?: put_quoted(b, v, strlen(v)) ?: hb_buf_puts(b, "\n");
+}
+
+/* How the script runs: "#!/path arg" as the kernel reads it (the path,
+ * then the rest as one argument), or the user's login shell. */
+static int put_interpreter(struct hb_buf *b, const char *interp)
+{
+	size_t n;
+
+	if (!interp || !*interp)
+		return hb_buf_puts(
+			b, "hb_qsub_sh=$(getent passwd \"$(id -un)\" | cut "
+			   "-d: -f7)\n\"${hb_qsub_sh:-/bin/sh}\"");
+	n = strcspn(interp, " \t");
+	if (put_quoted(b, interp, n))
+		return HB_ENOMEM;
+	interp += n;
+	interp += strspn(interp, " \t");
+	if (*interp)
+		return hb_buf_puts(b, " ") ?: put_quoted(b, interp,
+							 strlen(interp));
+	return 0;
+}
+
+/* The wrapper's own commands (its body before the user's script). */
+static int wrapper_body(struct hb_buf *b, const char *interp,
+			const char *queue, const char *server,
+			const char *cwd, size_t payload)
+{
+	static const char *const carried[] = { "HOME",	"LOGNAME", "PATH",
+					       "SHELL", "LANG",	   "MAIL",
+					       "TZ" };
+	char host[256], name[32];
+	int rc;
+
+	if (gethostname(host, sizeof(host) - 1))
+		snprintf(host, sizeof(host), "localhost");
+	host[sizeof(host) - 1] = '\0';
+	rc = hb_buf_printf(b,
+			   "# hpcbridge qsub: the job script is the last "
+			   "%zu bytes of this file,\n# after the exit "
+			   "below; it runs unchanged, with PBS's "
+			   "variables.\n",
+			   payload);
+	rc = rc ?: put_var(b, "PBS_O_WORKDIR", cwd);
+	rc = rc ?: put_var(b, "PBS_O_HOST", host);
+	rc = rc ?: put_var(b, "PBS_SERVER", server);
+	if (queue) {
+		rc = rc ?: put_var(b, "PBS_QUEUE", queue);
+		rc = rc ?: put_var(b, "PBS_O_QUEUE", queue);
+	}
+	for (size_t i = 0; i < sizeof(carried) / sizeof(carried[0]); i++) {
+		snprintf(name, sizeof(name), "PBS_O_%s", carried[i]);
+		rc = rc ?: put_var(b, name, getenv(carried[i]));
+	}
+	rc = rc ?: hb_buf_puts(
+		b,
+		"if [ -n \"${SLURM_ARRAY_JOB_ID-}\" ]; then\n"
+		"\tPBS_JOBID=\"$SLURM_ARRAY_JOB_ID[$SLURM_ARRAY_TASK_ID]."
+		"$PBS_SERVER\"\n"
+		"\tPBS_ARRAY_ID=\"$SLURM_ARRAY_JOB_ID[].$PBS_SERVER\"\n"
+		"\texport PBS_ARRAY_ID\n"
+		"else\n"
+		"\tPBS_JOBID=\"$SLURM_JOB_ID.$PBS_SERVER\"\n"
+		"fi\n"
+		"export PBS_JOBID\n"
+		"hb_qsub_d=$(mktemp -d \"${TMPDIR:-/tmp}/hbqsub.XXXXXX\") || "
+		"exit 1\n");
+	rc = rc ?: hb_buf_printf(b,
+				 "tail -c %zu \"$0\" >\"$hb_qsub_d/script\" "
+				 "|| exit 1\n",
+				 payload);
+	rc = rc ?: put_interpreter(b, interp);
+	rc = rc ?: hb_buf_puts(b, " \"$hb_qsub_d/script\"\n"
+				  "hb_qsub_rc=$?\n"
+				  "rm -rf \"$hb_qsub_d\"\n"
+				  "rm -f \"$PBS_NODEFILE\"\n"
+				  "exit $hb_qsub_rc\n");
+	return rc ? HB_ENOMEM : 0;
+}
+
+/*
+ * The text Slurm receives for spec (read from script, len bytes): the
+ * emitted #SBATCH lines and PBS block, the wrapper, then the script
+ * (with a final newline if it had none).  rep gets the emitter's fates.
+ */
+static int build_wrapper(struct hb_jobspec *s, const char *script,
+			 size_t len, const char *queue, const char *server,
+			 const char *cwd, struct hb_buf *out,
+			 struct hb_report *rep, struct hb_err *err)
+{
+	const char *interp = s->interpreter, *body0 = s->script;
+	uint32_t len0 = s->script_len;
+	size_t payload = len + (len && script[len - 1] != '\n');
+	struct hb_buf body;
+	int rc;
+
+	hb_buf_init(&body, 0);
+	rc = wrapper_body(&body, interp, queue, server, cwd, payload);
+	if (rc) {
+		hb_buf_free(&body);
+		return hb_err_set(err, rc, NULL, 0, "out of memory");
+	}
+	s->script = body.data;
+	s->script_len = (uint32_t)body.len;
+	s->interpreter = "/bin/sh";
+	rc = hb_sbatch_emit(s, out, rep, err);
+	s->script = body0;
+	s->script_len = len0;
+	s->interpreter = interp;
+	hb_buf_free(&body);
+	if (!rc && (hb_buf_append(out, script, len) ||
+		    (payload > len && hb_buf_puts(out, "\n"))))
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	return rc;
+}
+
+/* The job name PBS gives a job without -N: the script's file name, or
+ * STDIN. */
+static int default_name(struct hb_jobspec *s, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (s->name)
+		return 0;
+	s->name = hb_jobspec_strdup(s, strcmp(path, "-") ? (slash ? slash + 1
+								 : path)
+							: "STDIN");
+	return s->name ? 0 : HB_ENOMEM;
+}
+
+static const char *config_file(const char *config)
+{
+	if (!config)
+		config = getenv("HPCBRIDGE_CONFIG");
+	if (!config && access(SYSTEM_CONFIG, R_OK) == 0)
+		config = SYSTEM_CONFIG;
+	return config;
+}
+
+/* Read, translate and wrap: *req the daemon's request, *array whether
+ * the job is an array.  An exit code (the error printed). */
+static int prepare(const struct qargs *q, const struct hb_config *cfg,
+		   const char *server, cJSON **req, bool *array)
+{
+	const char *name = strcmp(q->script, "-") ? q->script : "STDIN";
+	struct hb_err err = { 0 };
+	struct hb_buf in, wrapped;
+	struct hb_jobspec spec;
+	struct hb_report rep;
+	const char *queue = NULL;
+	char cwd[PATH_MAX];
+	int rc;
+
+	hb_buf_init(&wrapped, 0);
+	hb_report_init(&rep, "sbatch");
+	hb_jobspec_init(&spec, name);
+	*req = NULL;
+	if ((rc = hb_cli_read_file(q->script, HB_SCRIPT_MAX, &in, &err)))
+		goto fail;
+	if (!getcwd(cwd, sizeof(cwd))) {
+		rc = hb_err_set(&err, HB_EIO, NULL, 0,
+				"the current directory: %s", strerror(errno));
+		goto fail;
+	}
+	rc = hb_pbs_parse(in.data, in.len, name, q->opts, q->nopts, &spec,
+			  &err);
+	if (!rc)
+		rc = map_queue(cfg, &spec, &queue, &err);
+	if (!rc)
+		rc = default_name(&spec, q->script);
+	if (!rc)
+		rc = build_wrapper(&spec, in.data, in.len, queue, server, cwd,
+				   &wrapped, &rep, &err);
+	if (rc)
+		goto fail;
+	warn_fidelity(&spec, &rep);
+	*array = spec.array != NULL;
+	*req = hb_cli_submit_request("qsub", name, &wrapped);
+	rc = *req ? 0 : HB_EINVAL;
+	goto out;
+fail:
+	fprintf(stderr, "qsub: %s\n", err.msg[0] ? err.msg : hb_strerror(rc));
+out:
+	hb_buf_free(&in);
+	hb_buf_free(&wrapped);
+	hb_report_free(&rep);
+	hb_jobspec_free(&spec);
+	return rc ? HB_EXIT_INPUT : 0;
+}
+
+int hb_cmd_qsub(int argc, char **argv)
+{
+	struct qargs q;
+	struct hb_config cfg;
+	struct hb_err err = { 0 };
+	const cJSON *id;
+	cJSON *req = NULL, *reply = NULL;
+	char server[256], jobid[320];
+	bool array = false;
+	int rc = qsub_args(argc, argv, &q);
+
+	if (rc)
+		return rc < 0 ? HB_EXIT_OK : rc;
+	memset(&cfg, 0, sizeof(cfg));
+	if ((rc = hb_cli_load_config(config_file(q.config), &cfg, &err))) {
+		fprintf(stderr, "qsub: %s\n", err.msg);
+		hb_config_free(&cfg);
+		return HB_EXIT_INPUT;
+	}
+	server_name(&cfg, server, sizeof(server));
+	rc = prepare(&q, &cfg, server, &req, &array);
+	hb_config_free(&cfg);
+	if (rc)
+		return rc;
+	if ((rc = hb_cli_call("qsub", q.socket, q.config, req, &reply)))
+		return rc;
+	id = cJSON_GetObjectItemCaseSensitive(reply, "slurm_job_id");
+	if (!cJSON_IsNumber(id)) {
+		fprintf(stderr, "qsub: the daemon gave no Slurm job id\n");
+		cJSON_Delete(reply);
+		return HB_EXIT_REMOTE;
+	}
+	format_jobid((long long)id->valuedouble, array, server, jobid,
+		     sizeof(jobid));
+	printf("%s\n", jobid);
+	cJSON_Delete(reply);
+	return HB_EXIT_OK;
+}
