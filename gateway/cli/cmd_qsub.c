@@ -253,6 +253,8 @@ static void warn_fidelity(const struct hb_jobspec *s,
 		const struct hb_directive *d = &s->directives[i];
 		char at[300];
 
+		if (d->kind != HB_DIR_PBS)
+			continue; /* the body's lines: what the pods do */
 		if (d->prov.kind == HB_PROV_FILE)
 			snprintf(at, sizeof(at), "%.250s:%u", s->source_name,
 				 d->prov.line);

@@ -1,0 +1,301 @@
+/*
+ * test_qsub.c - hpcbridge qsub without a daemon: how its command line is
+ * split into qsub options and the script, the pbs.queues map, the job id
+ * as qsub prints it, and the wrapper Slurm receives, run with sh under
+ * the SLURM_* values of a two-node job (a stand-in scontrol on PATH):
+ * the user's script comes out byte for byte and sees PBS's variables.
+ * gateway/cli/cmd_qsub.c is compiled into this program (the command is
+ * no library); the CLI helpers it calls are stubbed below.
+ * tests/integration/qsub.test.sh submits through a real Slurm.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gateway/cli/cmd_qsub.c"
+#include "testutil.h"
+
+/* ---- stubs for the CLI helpers cmd_qsub.c calls ---- */
+int hb_cli_read_file(const char *path, size_t max, struct hb_buf *b,
+		     struct hb_err *err)
+{
+	size_t n;
+	char *d = hb_test_read_file(path, &n);
+
+	(void)max;
+	hb_buf_init(b, 0);
+	if (!d)
+		return hb_err_set(err, HB_ENOENT, path, 0, "cannot read");
+	hb_buf_append(b, d, n);
+	free(d);
+	return 0;
+}
+
+int hb_cli_load_config(const char *path, struct hb_config *cfg,
+		       struct hb_err *err)
+{
+	(void)path;
+	(void)err;
+	return hb_config_defaults(cfg);
+}
+
+cJSON *hb_cli_submit_request(const char *cmd, const char *name,
+			     const struct hb_buf *script)
+{
+	(void)cmd;
+	(void)name;
+	(void)script;
+	return NULL;
+}
+
+int hb_cli_call(const char *cmd, const char *socket, const char *config,
+		cJSON *req, cJSON **reply)
+{
+	(void)cmd;
+	(void)socket;
+	(void)config;
+	cJSON_Delete(req);
+	*reply = NULL;
+	return HB_EXIT_REMOTE;
+}
+
+/* ---- the command line ---- */
+
+static void test_args_split(void **state)
+{
+	char *argv[] = { "qsub", "-l", "nodes=2:ppn=4", "-N", "x", "-jMoe",
+			 "-V", "-lwalltime=1:00", "--config=/c", "job.pbs",
+			 NULL };
+	struct qargs q;
+
+	(void)state;
+	assert_int_equal(qsub_args(10, argv, &q), 0);
+	assert_string_equal(q.script, "job.pbs");
+	assert_string_equal(q.config, "/c");
+	/* "-jMoe": -j takes "Moe" (its value starts inside the word) */
+	assert_int_equal(q.nopts, 7);
+	assert_string_equal(q.opts[0], "-l");
+	assert_string_equal(q.opts[1], "nodes=2:ppn=4");
+	assert_string_equal(q.opts[4], "-jMoe");
+	assert_string_equal(q.opts[5], "-V");
+	assert_string_equal(q.opts[6], "-lwalltime=1:00");
+}
+
+static void test_args_stdin_and_refusals(void **state)
+{
+	char *a1[] = { "qsub", "-N", "x", NULL };
+	char *a2[] = { "qsub", "-I", "job.pbs", NULL };
+	char *a3[] = { "qsub", "-h", "job.pbs", NULL };
+	char *a4[] = { "qsub", "job.pbs", "extra", NULL };
+	char *a5[] = { "qsub", "-Y", "job.pbs", NULL };
+	char *a6[] = { "qsub", "-l", NULL };
+	char *a7[] = { "qsub", "--", "/bin/date", NULL };
+	char *a8[] = { "qsub", "-", NULL };
+	struct qargs q;
+
+	(void)state;
+	assert_int_equal(qsub_args(3, a1, &q), 0);
+	assert_string_equal(q.script, "-");
+	assert_int_equal(qsub_args(3, a2, &q), HB_EXIT_USAGE);
+	assert_int_equal(qsub_args(3, a3, &q), HB_EXIT_USAGE);
+	assert_int_equal(qsub_args(3, a4, &q), HB_EXIT_USAGE);
+	assert_int_equal(qsub_args(3, a5, &q), HB_EXIT_USAGE);
+	assert_int_equal(qsub_args(2, a6, &q), HB_EXIT_USAGE);
+	assert_int_equal(qsub_args(3, a7, &q), HB_EXIT_USAGE);
+	assert_int_equal(qsub_args(2, a8, &q), 0);
+	assert_string_equal(q.script, "-");
+}
+
+/* ---- the queue map and the job id ---- */
+
+static void parse(struct hb_jobspec *s, const char *text,
+		  const char *const *argv, int argc)
+{
+	struct hb_err err = { 0 };
+
+	hb_jobspec_init(s, "job.pbs");
+	assert_int_equal(hb_pbs_parse(text, strlen(text), "job.pbs", argv,
+				      argc, s, &err),
+			 0);
+}
+
+static void test_queue_map(void **state)
+{
+	struct hb_kv kv[] = { { "batch", "cpu" }, { "gpuq", "gpu" } };
+	struct hb_config cfg;
+	struct hb_jobspec s;
+	struct hb_err err = { 0 };
+	const char *queue;
+	const char *cli[] = { "-q", "gpuq" };
+
+	(void)state;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.pbs_queues = kv;
+	cfg.npbs_queues = 2;
+	/* the script's queue, mapped */
+	parse(&s, "#!/bin/sh\n#PBS -q batch\ntrue\n", NULL, 0);
+	assert_int_equal(map_queue(&cfg, &s, &queue, &err), 0);
+	assert_string_equal(queue, "batch");
+	assert_string_equal(s.partition, "cpu");
+	hb_jobspec_free(&s);
+	/* the command line's wins */
+	parse(&s, "#!/bin/sh\n#PBS -q batch\ntrue\n", cli, 2);
+	assert_int_equal(map_queue(&cfg, &s, &queue, &err), 0);
+	assert_string_equal(s.partition, "gpu");
+	hb_jobspec_free(&s);
+	/* a queue not in the map: refused, naming it and its line */
+	parse(&s, "#!/bin/sh\n\n#PBS -q nosuch\ntrue\n", NULL, 0);
+	assert_int_equal(map_queue(&cfg, &s, &queue, &err), HB_EINVAL);
+	assert_non_null(strstr(err.msg, "job.pbs:3"));
+	assert_non_null(strstr(err.msg, "nosuch"));
+	/* an empty map: the queue is the partition */
+	cfg.npbs_queues = 0;
+	assert_int_equal(map_queue(&cfg, &s, &queue, &err), 0);
+	assert_string_equal(s.partition, "nosuch");
+	hb_jobspec_free(&s);
+}
+
+static void test_jobid(void **state)
+{
+	struct hb_config cfg;
+	char buf[64], host[64];
+
+	(void)state;
+	format_jobid(123, false, "srv", buf, sizeof(buf));
+	assert_string_equal(buf, "123.srv");
+	format_jobid(77, true, "srv", buf, sizeof(buf));
+	assert_string_equal(buf, "77[].srv");
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.pbs_server_name = "pbs01";
+	server_name(&cfg, host, sizeof(host));
+	assert_string_equal(host, "pbs01");
+	cfg.pbs_server_name = NULL;
+	server_name(&cfg, host, sizeof(host));
+	assert_null(strchr(host, '.'));
+	assert_true(host[0] != '\0');
+}
+
+/* ---- the wrapper, run ---- */
+
+/* Write text to path (mode). */
+static void put_file(const char *path, const char *text, mode_t mode)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+/* A script without a final newline and with quotes, $ and a #PBS line
+ * further down, which must all reach the job unchanged. */
+static const char user_script[] =
+	"#!/bin/sh\n"
+	"#PBS -N pbsvars\n"
+	"#PBS -l nodes=2:ppn=3\n"
+	"echo \"jobid=$PBS_JOBID\"\n"
+	"echo \"name=$PBS_JOBNAME nodes=$PBS_NUM_NODES ppn=$PBS_NUM_PPN "
+	"np=$PBS_NP\"\n"
+	"echo \"workdir=$PBS_O_WORKDIR queue=$PBS_QUEUE env=$PBS_ENVIRONMENT\"\n"
+	"echo \"nodefile=$(tr '\\n' ' ' <\"$PBS_NODEFILE\")\"\n"
+	"echo 'quote '\\''$HOME'\\'''\n"
+	"cp \"$0\" \"$OUTDIR/copy\"\n"
+	"#PBS -q ignored\n"
+	"exit 7";
+
+static void test_wrapper_runs(void **state)
+{
+	char dir[] = "/tmp/test_qsub.XXXXXX", path[512], cmd[1536];
+	struct hb_kv kv[] = { { "batch", "debug" } };
+	struct hb_config cfg;
+	struct hb_jobspec s;
+	struct hb_report rep;
+	struct hb_err err = { 0 };
+	struct hb_buf out;
+	const char *queue;
+	const char *cli[] = { "-q", "batch" };
+	char *got;
+	size_t n;
+	int rc;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.pbs_queues = kv;
+	cfg.npbs_queues = 1;
+	parse(&s, user_script, cli, 2);
+	assert_int_equal(map_queue(&cfg, &s, &queue, &err), 0);
+	hb_buf_init(&out, 0);
+	hb_report_init(&rep, "sbatch");
+	assert_int_equal(build_wrapper(&s, user_script, strlen(user_script),
+				       queue, "srv", "/sub/dir", &out, &rep,
+				       &err),
+			 0);
+	/* Slurm reads the job's shape from the #SBATCH lines */
+	assert_non_null(strstr(out.data, "#SBATCH --nodes=2\n"));
+	assert_non_null(strstr(out.data, "#SBATCH --ntasks-per-node=3\n"));
+	assert_non_null(strstr(out.data, "#SBATCH --partition=debug\n"));
+	assert_int_equal(strncmp(out.data, "#!/bin/sh\n", 10), 0);
+	snprintf(path, sizeof(path), "%s/slurm_script", dir);
+	put_file(path, out.data, 0700);
+	snprintf(path, sizeof(path), "%s/scontrol", dir);
+	put_file(path, "#!/bin/sh\n[ \"$1 $2 $3\" = 'show hostnames n[1-2]' ] "
+		       "&& printf 'n1\\nn2\\n'\n",
+		 0700);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && env -i PATH=%s:/usr/bin:/bin HOME=/h TMPDIR=%s "
+		 "OUTDIR=%s SLURM_JOB_ID=42 SLURM_JOB_NAME=pbsvars "
+		 "SLURM_JOB_NUM_NODES=2 SLURM_TASKS_PER_NODE='3(x2)' "
+		 "SLURM_JOB_NODELIST='n[1-2]' SLURM_JOB_PARTITION=debug "
+		 "SLURM_SUBMIT_DIR=/sub/dir ./slurm_script >out 2>err",
+		 dir, dir, dir, dir);
+	rc = system(cmd);
+	assert_true(WIFEXITED(rc));
+	assert_int_equal(WEXITSTATUS(rc), 7);
+	snprintf(path, sizeof(path), "%s/out", dir);
+	got = hb_test_read_file(path, &n);
+	assert_non_null(got);
+	assert_non_null(strstr(got, "jobid=42.srv\n"));
+	assert_non_null(strstr(got, "name=pbsvars nodes=2 ppn=3 np=6\n"));
+	assert_non_null(
+		strstr(got, "workdir=/sub/dir queue=batch env=PBS_BATCH\n"));
+	assert_non_null(strstr(got, "nodefile=n1 n1 n1 n2 n2 n2 \n"));
+	assert_non_null(strstr(got, "quote '$HOME'\n"));
+	free(got);
+	/* the script the job ran is the user's, byte for byte (and a
+	 * final newline) */
+	snprintf(path, sizeof(path), "%s/copy", dir);
+	got = hb_test_read_file(path, &n);
+	assert_non_null(got);
+	assert_int_equal(n, strlen(user_script) + 1);
+	assert_memory_equal(got, user_script, strlen(user_script));
+	assert_int_equal(got[n - 1], '\n');
+	free(got);
+	/* the private copy and the node file are gone */
+	snprintf(cmd, sizeof(cmd),
+		 "test -z \"$(ls %s | grep -v -e slurm_script -e scontrol "
+		 "-e out -e err -e copy)\"",
+		 dir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	hb_buf_free(&out);
+	hb_report_free(&rep);
+	hb_jobspec_free(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_args_split),
+		cmocka_unit_test(test_args_stdin_and_refusals),
+		cmocka_unit_test(test_queue_map),
+		cmocka_unit_test(test_jobid),
+		cmocka_unit_test(test_wrapper_runs),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
