@@ -429,6 +429,23 @@ static int default_name(struct hb_jobspec *s, const char *path)
 	return s->name ? 0 : HB_ENOMEM;
 }
 
+/* The files PBS writes without -o and -e, in the submit directory:
+ * NAME.oID and NAME.eID (an array task: NAME.oID-INDEX, as Torque), or
+ * NAME.oID alone when -j joins the streams.  Slurm's own default
+ * (slurm-ID.out, both streams) would lose them. */
+static int default_files(struct hb_jobspec *s)
+{
+	bool arr = s->array != NULL;
+
+	if (!s->output &&
+	    !(s->output = hb_jobspec_strdup(s, arr ? "%x.o%A-%a" : "%x.o%j")))
+		return HB_ENOMEM;
+	if (!s->error && !s->join_output &&
+	    !(s->error = hb_jobspec_strdup(s, arr ? "%x.e%A-%a" : "%x.e%j")))
+		return HB_ENOMEM;
+	return 0;
+}
+
 static const char *config_file(const char *config)
 {
 	if (!config)
@@ -469,6 +486,8 @@ static int prepare(const struct qargs *q, const struct hb_config *cfg,
 		rc = map_queue(cfg, &spec, &queue, &err);
 	if (!rc)
 		rc = default_name(&spec, q->script);
+	if (!rc)
+		rc = default_files(&spec);
 	if (!rc)
 		rc = build_wrapper(&spec, in.data, in.len, queue, server, cwd,
 				   &wrapped, &rep, &err);

@@ -228,6 +228,7 @@ static void test_wrapper_runs(void **state)
 	cfg.npbs_queues = 1;
 	parse(&s, user_script, cli, 2);
 	assert_int_equal(map_queue(&cfg, &s, &queue, &err), 0);
+	assert_int_equal(default_files(&s), 0);
 	hb_buf_init(&out, 0);
 	hb_report_init(&rep, "sbatch");
 	assert_int_equal(build_wrapper(&s, user_script, strlen(user_script),
@@ -238,6 +239,9 @@ static void test_wrapper_runs(void **state)
 	assert_non_null(strstr(out.data, "#SBATCH --nodes=2\n"));
 	assert_non_null(strstr(out.data, "#SBATCH --ntasks-per-node=3\n"));
 	assert_non_null(strstr(out.data, "#SBATCH --partition=debug\n"));
+	/* PBS's file names, not Slurm's slurm-ID.out */
+	assert_non_null(strstr(out.data, "#SBATCH --output=%x.o%j\n"));
+	assert_non_null(strstr(out.data, "#SBATCH --error=%x.e%j\n"));
 	assert_int_equal(strncmp(out.data, "#!/bin/sh\n", 10), 0);
 	snprintf(path, sizeof(path), "%s/slurm_script", dir);
 	put_file(path, out.data, 0700);
