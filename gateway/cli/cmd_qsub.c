@@ -324,8 +324,8 @@ static int put_interpreter(struct hb_buf *b, const char *interp)
 
 /* The wrapper's own commands (its body before the user's script). */
 static int wrapper_body(struct hb_buf *b, const char *interp,
-			const char *queue, const char *server,
-			const char *cwd, size_t payload)
+			const char *jobname, const char *queue,
+			const char *server, const char *cwd, size_t payload)
 {
 	static const char *const carried[] = { "HOME",	"LOGNAME", "PATH",
 					       "SHELL", "LANG",	   "MAIL",
@@ -342,6 +342,9 @@ static int wrapper_body(struct hb_buf *b, const char *interp,
 			   "below; it runs unchanged, with PBS's "
 			   "variables.\n",
 			   payload);
+	/* the name as given: a job submitted through libslurm has no
+	 * SLURM_JOB_NAME for the block above to read */
+	rc = rc ?: put_var(b, "PBS_JOBNAME", jobname);
 	rc = rc ?: put_var(b, "PBS_O_WORKDIR", cwd);
 	rc = rc ?: put_var(b, "PBS_O_HOST", host);
 	rc = rc ?: put_var(b, "PBS_SERVER", server);
@@ -396,7 +399,8 @@ static int build_wrapper(struct hb_jobspec *s, const char *script,
 	int rc;
 
 	hb_buf_init(&body, 0);
-	rc = wrapper_body(&body, interp, queue, server, cwd, payload);
+	rc = wrapper_body(&body, interp, s->name, queue, server, cwd,
+			  payload);
 	if (rc) {
 		hb_buf_free(&body);
 		return hb_err_set(err, rc, NULL, 0, "out of memory");
@@ -432,18 +436,29 @@ static int default_name(struct hb_jobspec *s, const char *path)
 /* The files PBS writes without -o and -e, in the submit directory:
  * NAME.oID and NAME.eID (an array task: NAME.oID-INDEX, as Torque), or
  * NAME.oID alone when -j joins the streams.  Slurm's own default
- * (slurm-ID.out, both streams) would lose them. */
+ * (slurm-ID.out, both streams) would lose them.  The name is written out
+ * ('%' doubled) rather than as %x, which a job submitted through
+ * libslurm sees unset. */
 static int default_files(struct hb_jobspec *s)
 {
-	bool arr = s->array != NULL;
+	const char *id = s->array ? "%A-%a" : "%j";
+	struct hb_buf name;
+	int rc = 0;
 
-	if (!s->output &&
-	    !(s->output = hb_jobspec_strdup(s, arr ? "%x.o%A-%a" : "%x.o%j")))
-		return HB_ENOMEM;
-	if (!s->error && !s->join_output &&
-	    !(s->error = hb_jobspec_strdup(s, arr ? "%x.e%A-%a" : "%x.e%j")))
-		return HB_ENOMEM;
-	return 0;
+	hb_buf_init(&name, 0);
+	for (const char *p = s->name; p && *p && !rc; p++)
+		rc = hb_buf_append(&name, p, 1) ?:
+		     (*p == '%' ? hb_buf_append(&name, "%", 1) : 0);
+	if (!rc && !s->output &&
+	    !(s->output = hb_arena_printf(&s->arena, "%s.o%s",
+					  name.len ? name.data : "", id)))
+		rc = HB_ENOMEM;
+	if (!rc && !s->error && !s->join_output &&
+	    !(s->error = hb_arena_printf(&s->arena, "%s.e%s",
+					 name.len ? name.data : "", id)))
+		rc = HB_ENOMEM;
+	hb_buf_free(&name);
+	return rc ? HB_ENOMEM : 0;
 }
 
 static const char *config_file(const char *config)

@@ -240,8 +240,8 @@ static void test_wrapper_runs(void **state)
 	assert_non_null(strstr(out.data, "#SBATCH --ntasks-per-node=3\n"));
 	assert_non_null(strstr(out.data, "#SBATCH --partition=debug\n"));
 	/* PBS's file names, not Slurm's slurm-ID.out */
-	assert_non_null(strstr(out.data, "#SBATCH --output=%x.o%j\n"));
-	assert_non_null(strstr(out.data, "#SBATCH --error=%x.e%j\n"));
+	assert_non_null(strstr(out.data, "#SBATCH --output=pbsvars.o%j\n"));
+	assert_non_null(strstr(out.data, "#SBATCH --error=pbsvars.e%j\n"));
 	assert_int_equal(strncmp(out.data, "#!/bin/sh\n", 10), 0);
 	snprintf(path, sizeof(path), "%s/slurm_script", dir);
 	put_file(path, out.data, 0700);

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# qsub.test.sh - hpcbridge qsub end to end in the sandbox (real slurmctld
+# and two slurmds, job_submit/hpcbridge, hpcbridged), as the sandbox's
+# unprivileged user, through a link named qsub:
+#
+#   * a Torque script (2 nodes x 2 processors, job-wide mem=2gb, -q batch
+#     mapped to partition debug by pbs.queues, a walltime the command
+#     line overrides, -j oe -o FILE) prints "ID.srv"; Slurm holds 2 nodes,
+#     4 tasks, 2 per node, 1 GiB per node (PBS's job-wide 2 GB), the
+#     command line's time, the output file, the user, the partition;
+#   * the job completes, and the script (unchanged) saw PBS_JOBID,
+#     PBS_JOBNAME, PBS_O_WORKDIR, PBS_QUEUE, PBS_ENVIRONMENT,
+#     PBS_NUM_NODES, PBS_NUM_PPN, PBS_NP, PBS_O_HOST and a PBS_NODEFILE of
+#     4 lines, each node twice; $0 is a copy of the script, byte for byte;
+#   * an array (-t 1-2) prints "ID[].srv", each task sees its
+#     PBS_ARRAYID and writes PBS's NAME.oID-INDEX;
+#   * a script on standard input runs, named STDIN;
+#   * a queue pbs.queues does not list is refused naming it, and nothing
+#     reaches Slurm.
+#
+# usage: qsub.test.sh BUILD_DIR SRC_DIR
+set -euo pipefail
+
+build=$(cd "${1:?BUILD_DIR}" && pwd)
+src=$(cd "${2:?SRC_DIR}" && pwd)
+tmp=$(mktemp -d /tmp/hb-qsub.XXXXXX)
+chmod 755 "$tmp"
+export HB_SANDBOX_BACKEND=local
+export HB_SLURM_NODES=2 HB_SLURM_REAL_NODES=2
+# shellcheck source=lib/sandbox_test.sh
+. "$src/tests/integration/lib/sandbox_test.sh"
+sandbox_test_up
+ok "sandbox up"
+
+wk=$HB_SANDBOX_WORK
+user=$HB_SANDBOX_USER
+# qsub, installed as a link to hpcbridge, and the site's queues
+mkdir -p "$tmp/bin"
+ln -s "$build/bin/hpcbridge" "$tmp/bin/qsub"
+printf 'pbs:\n  queues: {batch: debug, gpuq: gpu}\n  server_name: srv\n' \
+	>>"$HPCBRIDGE_CONFIG"
+# as_user CMD...: run in the work directory as the sandbox's user
+as_user() {
+	(cd "$wk" && runuser -u "$user" -- env PATH="$tmp/bin:$PATH" "$@")
+}
+
+cat >"$wk/vars.pbs" <<'EOF'
+#!/bin/bash
+#PBS -N pbsvars
+#PBS -q batch
+#PBS -l nodes=2:ppn=2
+#PBS -l mem=2gb
+#PBS -l walltime=00:05:00
+#PBS -j oe
+#PBS -o vars.log
+echo "jobid=$PBS_JOBID"
+echo "name=$PBS_JOBNAME"
+echo "workdir=$PBS_O_WORKDIR"
+echo "queue=$PBS_QUEUE"
+echo "env=$PBS_ENVIRONMENT"
+echo "nodes=$PBS_NUM_NODES ppn=$PBS_NUM_PPN np=$PBS_NP"
+echo "host=$PBS_O_HOST"
+echo "nodefile=$(sort "$PBS_NODEFILE" | uniq -c | awk '{print $1}' | tr '\n' ' ')"
+echo "lines=$(wc -l <"$PBS_NODEFILE")"
+cmp -s "$0" "$PBS_O_WORKDIR/vars.pbs" && echo "script=same"
+EOF
+chmod 644 "$wk/vars.pbs"
+
+# 1. A Torque script with a command-line override.
+out=$(as_user qsub -l walltime=00:07:00 vars.pbs 2>"$tmp/qsub.err") || true
+id=${out%%.*}
+if [[ $out =~ ^[0-9]+\.srv$ ]]; then
+	ok "qsub printed $out"
+else
+	die "qsub vars.pbs: '$out' $(cat "$tmp/qsub.err")"
+fi
+[[ $(field "$id" NumNodes) =~ ^2(-2)?$ ]] && ok "2 nodes" ||
+	bad "NumNodes: $(field "$id" NumNodes)"
+[ "$(field "$id" NumTasks)" = 4 ] && ok "4 tasks" ||
+	bad "NumTasks: $(field "$id" NumTasks)"
+scontrol show job "$id" | grep -q "NtasksPerN:B:S:C=2:" &&
+	ok "2 tasks per node" ||
+	bad "tasks per node: $(scontrol show job "$id" | grep -o 'NtasksPerN[^ ]*')"
+[ "$(field "$id" MinMemoryNode)" = 1G ] &&
+	ok "job-wide mem=2gb is 1G per node on 2 nodes" ||
+	bad "MinMemoryNode: $(field "$id" MinMemoryNode)"
+[ "$(field "$id" TimeLimit)" = 00:07:00 ] &&
+	ok "the command line's walltime wins" ||
+	bad "TimeLimit: $(field "$id" TimeLimit)"
+[ "$(field "$id" StdOut)" = "$wk/vars.log" ] && ok "output file" ||
+	bad "StdOut: $(field "$id" StdOut)"
+[ "$(field "$id" Partition)" = debug ] && ok "queue batch is partition debug" ||
+	bad "Partition: $(field "$id" Partition)"
+[ "$(field "$id" JobName)" = pbsvars ] && ok "job name" ||
+	bad "JobName: $(field "$id" JobName)"
+field "$id" UserId | grep -q "^$user(" && ok "submitted as $user" ||
+	bad "UserId: $(field "$id" UserId)"
+st=$(wait_final "$id")
+[ "$st" = COMPLETED ] && ok "job completed" || bad "job: $st"
+log=$wk/vars.log
+check() {
+	grep -qx -- "$1" "$log" && ok "the script saw $1" ||
+		bad "expected '$1' in: $(cat "$log" 2>&1)"
+}
+check "jobid=$id.srv"
+check "name=pbsvars"
+check "workdir=$wk"
+check "queue=batch"
+check "env=PBS_BATCH"
+check "nodes=2 ppn=2 np=4"
+check "host=$(hostname)"
+check "nodefile=2 2 "
+check "lines=4"
+check "script=same"
+
+# 2. An array: ID[].srv, each task its index and its own file.
+printf '#!/bin/sh\n#PBS -N arr\necho "task=$PBS_ARRAYID id=$PBS_JOBID"\n' \
+	>"$wk/arr.pbs"
+chmod 644 "$wk/arr.pbs"
+out=$(as_user qsub -t 1-2 -q batch arr.pbs 2>"$tmp/qsub.err") || true
+if [[ $out =~ ^[0-9]+\[\]\.srv$ ]]; then
+	ok "an array prints $out"
+	aid=${out%%[*}
+	for t in 1 2; do
+		st=$(wait_final "${aid}_$t")
+		f=$wk/arr.o$aid-$t
+		grep -qx "task=$t id=$aid\[$t\].srv" "$f" 2>/dev/null &&
+			ok "task $t: PBS_ARRAYID and PBS_JOBID, in arr.o$aid-$t" ||
+			bad "task $t ($st): $(ls "$wk"; cat "$f" 2>&1)"
+	done
+else
+	bad "qsub -t 1-2: '$out' $(cat "$tmp/qsub.err")"
+fi
+
+# 3. The script on standard input.
+out=$(printf '#!/bin/sh\n#PBS -q batch\necho from-stdin\n' |
+	as_user qsub 2>"$tmp/qsub.err") || true
+if [[ $out =~ ^[0-9]+\.srv$ ]]; then
+	sid=${out%%.*}
+	[ "$(field "$sid" JobName)" = STDIN ] && ok "stdin: job name STDIN" ||
+		bad "stdin JobName: $(field "$sid" JobName)"
+	st=$(wait_final "$sid")
+	grep -qx from-stdin "$wk/STDIN.o$sid" 2>/dev/null &&
+		ok "stdin script ran, output in STDIN.o$sid" ||
+		bad "stdin ($st): $(ls "$wk")"
+else
+	bad "qsub from stdin: '$out' $(cat "$tmp/qsub.err")"
+fi
+
+# 4. A queue the site does not have: refused, nothing submitted.
+before=$(squeue -h -a -u "$user" -t all -o %i | wc -l)
+if out=$(as_user qsub -q nosuch vars.pbs 2>&1); then
+	bad "qsub -q nosuch was accepted: $out"
+else
+	printf '%s' "$out" | grep -q "nosuch: no such queue" &&
+		ok "an unknown queue is refused, naming it" ||
+		bad "qsub -q nosuch: $out"
+fi
+after=$(squeue -h -a -u "$user" -t all -o %i | wc -l)
+[ "$before" = "$after" ] && ok "nothing reached Slurm" ||
+	bad "jobs before $before, after $after"
+
+sandbox_test_end
