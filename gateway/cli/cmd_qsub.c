@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -461,6 +462,25 @@ static int default_files(struct hb_jobspec *s)
 	return rc ? HB_ENOMEM : 0;
 }
 
+/* -u USER: PBS runs the job as USER.  The job is submitted as the
+ * caller, so -u naming anyone else is refused rather than ignored. */
+static int check_user(const struct hb_jobspec *s, struct hb_err *err)
+{
+	struct passwd *pw;
+	char at[300];
+
+	if (!s->user)
+		return 0;
+	pw = getpwuid(getuid());
+	if (pw && !strcmp(pw->pw_name, s->user))
+		return 0;
+	return hb_err_set(err, HB_EPERM, NULL, 0,
+			  "%s: -u %s: a job runs as the user who submits it "
+			  "(%s)",
+			  where(s, HB_F_USER, at), s->user,
+			  pw ? pw->pw_name : "?");
+}
+
 static const char *config_file(const char *config)
 {
 	if (!config)
@@ -499,6 +519,8 @@ static int prepare(const struct qargs *q, const struct hb_config *cfg,
 			  &err);
 	if (!rc)
 		rc = map_queue(cfg, &spec, &queue, &err);
+	if (!rc)
+		rc = check_user(&spec, &err);
 	if (!rc)
 		rc = default_name(&spec, q->script);
 	if (!rc)
