@@ -84,6 +84,20 @@ static int long_opt(int argc, char **argv, int *i, const char *name,
 	return 1;
 }
 
+/* Options qsub refuses here rather than submit a job that would not do
+ * what they ask. */
+static const struct {
+	char opt;
+	const char *why;
+} refused[] = {
+	{ 'I', "interactive jobs are not supported here; use salloc or "
+	       "srun --pty" },
+	{ 'h', "a job cannot be submitted held through hpcbridge; submit "
+	       "it, then run 'scontrol hold JOBID'" },
+	{ 'F', "arguments to the script are not carried; set them with -v "
+	       "NAME=VALUE" },
+};
+
 /* One word of qsub options ("-l", "-lnodes=2", "-kVN name"): kept, with
  * the next word when the option's value is there.  0, or an exit code
  * (printed). */
@@ -99,18 +113,12 @@ static int short_opts(int argc, char **argv, int *i, struct qargs *q)
 				qsub_usage);
 			return HB_EXIT_USAGE;
 		}
-		if (w[j] == 'I') {
-			fprintf(stderr, "qsub: -I: interactive jobs are not "
-					"supported here; use salloc or srun "
-					"--pty\n");
-			return HB_EXIT_USAGE;
-		}
-		if (w[j] == 'h') {
-			fprintf(stderr, "qsub: -h: a job cannot be submitted "
-					"held through hpcbridge; submit it, "
-					"then run 'scontrol hold JOBID'\n");
-			return HB_EXIT_USAGE;
-		}
+		for (size_t r = 0; r < sizeof(refused) / sizeof(*refused); r++)
+			if (refused[r].opt == w[j]) {
+				fprintf(stderr, "qsub: -%c: %s\n", w[j],
+					refused[r].why);
+				return HB_EXIT_USAGE;
+			}
 		if (k == 2) {
 			if (q->nopts + 2 > QSUB_MAX_OPTS)
 				goto many;

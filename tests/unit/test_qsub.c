@@ -93,6 +93,7 @@ static void test_args_stdin_and_refusals(void **state)
 	char *a6[] = { "qsub", "-l", NULL };
 	char *a7[] = { "qsub", "--", "/bin/date", NULL };
 	char *a8[] = { "qsub", "-", NULL };
+	char *a9[] = { "qsub", "-F", "a b", "job.pbs", NULL };
 	struct qargs q;
 
 	(void)state;
@@ -104,6 +105,7 @@ static void test_args_stdin_and_refusals(void **state)
 	assert_int_equal(qsub_args(3, a5, &q), HB_EXIT_USAGE);
 	assert_int_equal(qsub_args(2, a6, &q), HB_EXIT_USAGE);
 	assert_int_equal(qsub_args(3, a7, &q), HB_EXIT_USAGE);
+	assert_int_equal(qsub_args(4, a9, &q), HB_EXIT_USAGE);
 	assert_int_equal(qsub_args(2, a8, &q), 0);
 	assert_string_equal(q.script, "-");
 }
