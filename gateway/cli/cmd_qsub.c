@@ -47,6 +47,7 @@
 /* The command line: the qsub options, as the PBS reader takes them. */
 struct qargs {
 	const char *socket, *config;
+	bool dry_run; /* print what Slurm would receive; submit nothing */
 	const char *opts[QSUB_MAX_OPTS];
 	int nopts;
 	const char *script; /* "-": standard input */
@@ -58,11 +59,12 @@ static const char qsub_usage[] =
 	"[-M USERS]\n"
 	"            [-N NAME] [-o PATH] [-p PRIO] [-P PROJECT] [-q QUEUE]\n"
 	"            [-r y|n] [-S SHELL] [-v VARS] [-V] [-W ATTR=VALUE]\n"
-	"            [--socket PATH] [--config FILE] [SCRIPT | -]\n"
+	"            [--socket PATH] [--config FILE] [--dry-run] [SCRIPT | -]\n"
 	"Submit a PBS (Torque or PBS Pro) job script to Slurm through "
 	"hpcbridged, as\nyourself; its #PBS lines and these options are read "
 	"as PBS reads them.\nWithout SCRIPT (or with -) the script is read "
-	"from standard input.\n";
+	"from standard input.  --dry-run prints the script Slurm would "
+	"receive.\n";
 
 /* A long option of ours ("--socket PATH" or "--socket=PATH"); 1 when
  * argv[*i] was one (value in *val), -1 when its value is missing. */
@@ -156,6 +158,10 @@ static int qsub_args(int argc, char **argv, struct qargs *q)
 		if (!strcmp(a, "--help")) {
 			printf("%s", qsub_usage);
 			return -1;
+		}
+		if (!strcmp(a, "--dry-run")) {
+			q->dry_run = true;
+			continue;
 		}
 		if (!strncmp(a, "--", 2) && a[2]) {
 			rc = long_opt(argc, argv, &i, "socket", &q->socket);
@@ -540,6 +546,13 @@ static int prepare(const struct qargs *q, const struct hb_config *cfg,
 		goto fail;
 	warn_fidelity(&spec, &rep);
 	*array = spec.array != NULL;
+	if (q->dry_run) {
+		rc = fwrite(wrapped.data, 1, wrapped.len, stdout) ==
+				     wrapped.len
+			     ? 0
+			     : HB_EIO;
+		goto out;
+	}
 	*req = hb_cli_submit_request("qsub", name, &wrapped);
 	rc = *req ? 0 : HB_EINVAL;
 	goto out;
@@ -575,7 +588,7 @@ int hb_cmd_qsub(int argc, char **argv)
 	server_name(&cfg, server, sizeof(server));
 	rc = prepare(&q, &cfg, server, &req, &array);
 	hb_config_free(&cfg);
-	if (rc)
+	if (rc || q.dry_run)
 		return rc;
 	if ((rc = hb_cli_call("qsub", q.socket, q.config, req, &reply)))
 		return rc;

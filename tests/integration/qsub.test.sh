@@ -15,6 +15,10 @@
 #   * an array (-t 1-2) prints "ID[].srv", each task sees its
 #     PBS_ARRAYID and writes PBS's NAME.oID-INDEX;
 #   * a script on standard input runs, named STDIN;
+#   * the wrapper on the burst path: what qsub --dry-run prints, sbatched
+#     as the user into a queue that bursts, runs remotely and the script
+#     sees PBS's variables there (a job qsub sends through hpcbridged is
+#     pinned to Slurm: the daemon tags it and the plugin leaves it be);
 #   * a queue pbs.queues does not list is refused naming it, and nothing
 #     reaches Slurm.
 #
@@ -147,7 +151,41 @@ else
 	bad "qsub from stdin: '$out' $(cat "$tmp/qsub.err")"
 fi
 
-# 4. A queue the site does not have: refused, nothing submitted.
+# 4. The burst path.  A job submitted through hpcbridged is pinned to
+# Slurm (the daemon tags it, and job_submit/hpcbridge leaves it be), so
+# what Slurm would receive (qsub --dry-run) goes through sbatch as the
+# user, in a queue whose partition bursts: the proxy's remote side runs
+# the same wrapper, and the script sees PBS's variables there too.
+printf '#!/bin/sh\n#PBS -N burst\n#PBS -l nodes=1:ppn=1\n#PBS -j oe\n%s\n%s\n' \
+	'echo "burst jobid=$PBS_JOBID env=$PBS_ENVIRONMENT np=$PBS_NP"' \
+	'cmp -s "$0" "$PBS_O_WORKDIR/burst.pbs" && echo "burst script=same"' \
+	>"$wk/burst.pbs"
+chmod 644 "$wk/burst.pbs"
+as_user qsub --dry-run -q gpuq burst.pbs >"$tmp/burst.sh" 2>"$tmp/qsub.err" ||
+	bad "qsub --dry-run: $(cat "$tmp/qsub.err")"
+grep -q '^#SBATCH --partition=gpu$' "$tmp/burst.sh" &&
+	ok "--dry-run: queue gpuq is partition gpu" ||
+	bad "--dry-run: $(head -n 12 "$tmp/burst.sh")"
+bid=$(submit_user "$tmp/burst.sh")
+if [ -n "$bid" ]; then
+	st=$(wait_final "$bid")
+	[ "$(field "$bid" Partition)" = burst ] &&
+		ok "the job bursts (its proxy is in burst)" ||
+		bad "burst job partition: $(field "$bid" Partition)"
+	f=$wk/burst.o$bid
+	# (the sandbox's local backend gives the remote run no SLURM_JOB_ID,
+	# so the id part may be empty here; the launcher pod sets it)
+	grep -q "^burst jobid=[^ ]*\.srv env=PBS_BATCH np=1$" "$f" 2>/dev/null &&
+		ok "the burst job saw PBS's variables ($st): $(head -n1 "$f")" ||
+		bad "burst job ($st): $(cat "$f" 2>&1)"
+	grep -qx "burst script=same" "$f" 2>/dev/null &&
+		ok "the burst job ran the script byte for byte" ||
+		bad "burst job's script differs: $(cat "$f" 2>&1)"
+else
+	bad "sbatch of qsub's wrapper: $(cat "$tmp/sbatch.err")"
+fi
+
+# 5. A queue the site does not have: refused, nothing submitted.
 before=$(squeue -h -a -u "$user" -t all -o %i | wc -l)
 if out=$(as_user qsub -q nosuch vars.pbs 2>&1); then
 	bad "qsub -q nosuch was accepted: $out"
