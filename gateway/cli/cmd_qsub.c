@@ -448,15 +448,43 @@ static int default_name(struct hb_jobspec *s, const char *path)
 	return s->name ? 0 : HB_ENOMEM;
 }
 
+/* path with each "%x" (the reader's pattern for the job name in a
+ * directory given to -o/-e) replaced by name: %x is empty for a job
+ * submitted through libslurm.  NULL when out of memory. */
+static const char *with_name(struct hb_jobspec *s, const char *path,
+			     const char *name)
+{
+	struct hb_buf b;
+	char *r;
+	int rc = 0;
+
+	if (!strstr(path, "%x"))
+		return path;
+	hb_buf_init(&b, 0);
+	for (const char *p = path; *p && !rc; p++) {
+		if (p[0] == '%' && p[1] == '%') {
+			rc = hb_buf_puts(&b, "%%");
+			p++;
+		} else if (p[0] == '%' && p[1] == 'x') {
+			rc = hb_buf_puts(&b, name);
+			p++;
+		} else {
+			rc = hb_buf_append(&b, p, 1);
+		}
+	}
+	r = rc ? NULL : hb_jobspec_strdup(s, b.data);
+	hb_buf_free(&b);
+	return r;
+}
+
 /* The files PBS writes without -o and -e, in the submit directory:
  * NAME.oID and NAME.eID (an array task: NAME.oID-INDEX, as Torque), or
  * NAME.oID alone when -j joins the streams.  Slurm's own default
  * (slurm-ID.out, both streams) would lose them.  The name is written out
- * ('%' doubled) rather than as %x, which a job submitted through
- * libslurm sees unset. */
+ * ('%' doubled), not as %x (see with_name()). */
 static int default_files(struct hb_jobspec *s)
 {
-	const char *id = s->array ? "%A-%a" : "%j";
+	const char *id = s->array ? "%A-%a" : "%j", *nm;
 	struct hb_buf name;
 	int rc = 0;
 
@@ -464,13 +492,16 @@ static int default_files(struct hb_jobspec *s)
 	for (const char *p = s->name; p && *p && !rc; p++)
 		rc = hb_buf_append(&name, p, 1) ?:
 		     (*p == '%' ? hb_buf_append(&name, "%", 1) : 0);
+	nm = name.len ? name.data : "";
 	if (!rc && !s->output &&
-	    !(s->output = hb_arena_printf(&s->arena, "%s.o%s",
-					  name.len ? name.data : "", id)))
+	    !(s->output = hb_arena_printf(&s->arena, "%s.o%s", nm, id)))
 		rc = HB_ENOMEM;
 	if (!rc && !s->error && !s->join_output &&
-	    !(s->error = hb_arena_printf(&s->arena, "%s.e%s",
-					 name.len ? name.data : "", id)))
+	    !(s->error = hb_arena_printf(&s->arena, "%s.e%s", nm, id)))
+		rc = HB_ENOMEM;
+	if (!rc && s->output && !(s->output = with_name(s, s->output, nm)))
+		rc = HB_ENOMEM;
+	if (!rc && s->error && !(s->error = with_name(s, s->error, nm)))
 		rc = HB_ENOMEM;
 	hb_buf_free(&name);
 	return rc ? HB_ENOMEM : 0;

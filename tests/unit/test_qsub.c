@@ -159,6 +159,31 @@ static void test_queue_map(void **state)
 	hb_jobspec_free(&s);
 }
 
+/* PBS's default files, and a directory given to -o, name the job */
+static void test_default_files(void **state)
+{
+	const char *cli[] = { "-o", "/out/", "-N", "a%b" };
+	struct hb_jobspec s;
+
+	(void)state;
+	parse(&s, "#!/bin/sh\n#PBS -N run\ntrue\n", NULL, 0);
+	assert_int_equal(default_files(&s), 0);
+	assert_string_equal(s.output, "run.o%j");
+	assert_string_equal(s.error, "run.e%j");
+	hb_jobspec_free(&s);
+	parse(&s, "#!/bin/sh\n#PBS -N run\n#PBS -t 1-3\n#PBS -j oe\ntrue\n",
+	      NULL, 0);
+	assert_int_equal(default_files(&s), 0);
+	assert_string_equal(s.output, "run.o%A-%a");
+	assert_null(s.error);
+	hb_jobspec_free(&s);
+	parse(&s, "#!/bin/sh\ntrue\n", cli, 4);
+	assert_int_equal(default_files(&s), 0);
+	assert_null(strstr(s.output, "%x"));
+	assert_non_null(strstr(s.output, "/out/a%%b.o"));
+	hb_jobspec_free(&s);
+}
+
 static void test_jobid(void **state)
 {
 	struct hb_config cfg;
@@ -299,6 +324,7 @@ int main(void)
 		cmocka_unit_test(test_args_split),
 		cmocka_unit_test(test_args_stdin_and_refusals),
 		cmocka_unit_test(test_queue_map),
+		cmocka_unit_test(test_default_files),
 		cmocka_unit_test(test_jobid),
 		cmocka_unit_test(test_wrapper_runs),
 	};
