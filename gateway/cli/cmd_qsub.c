@@ -48,6 +48,7 @@
 struct qargs {
 	const char *socket, *config;
 	bool dry_run; /* print what Slurm would receive; submit nothing */
+	bool quiet;   /* -z: print no job id */
 	const char *opts[QSUB_MAX_OPTS];
 	int nopts;
 	const char *script; /* "-": standard input */
@@ -121,6 +122,7 @@ static int short_opts(int argc, char **argv, int *i, struct qargs *q)
 					refused[r].why);
 				return HB_EXIT_USAGE;
 			}
+		q->quiet |= w[j] == 'z';
 		if (k == 2) {
 			if (q->nopts + 2 > QSUB_MAX_OPTS)
 				goto many;
@@ -631,7 +633,8 @@ int hb_cmd_qsub(int argc, char **argv)
 	}
 	format_jobid((long long)id->valuedouble, array, server, jobid,
 		     sizeof(jobid));
-	printf("%s\n", jobid);
+	if (!q.quiet)
+		printf("%s\n", jobid);
 	cJSON_Delete(reply);
 	return HB_EXIT_OK;
 }

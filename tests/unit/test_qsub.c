@@ -81,6 +81,13 @@ static void test_args_split(void **state)
 	assert_string_equal(q.opts[4], "-jMoe");
 	assert_string_equal(q.opts[5], "-V");
 	assert_string_equal(q.opts[6], "-lwalltime=1:00");
+	assert_false(q.quiet);
+	{
+		char *z[] = { "qsub", "-zV", "job.pbs", NULL };
+
+		assert_int_equal(qsub_args(3, z, &q), 0);
+		assert_true(q.quiet);
+	}
 }
 
 static void test_args_stdin_and_refusals(void **state)
