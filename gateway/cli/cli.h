@@ -52,6 +52,11 @@ struct cJSON;
 int hb_cli_load_config(const char *path, struct hb_config *cfg,
 		       struct hb_err *err);
 
+/* The configuration file the CLI reads: config, else $HPCBRIDGE_CONFIG,
+ * else /etc/hpcbridge/hpcbridge.yaml if it can be read; NULL: the
+ * built-in defaults. */
+const char *hb_cli_config_path(const char *config);
+
 /* The uid of daemon.user in the configuration (config, else
  * $HPCBRIDGE_CONFIG, else the system file if it can be read): the server
  * check trusts a socket served by it besides root.  0 (root) without a

@@ -105,9 +105,7 @@ bad:
 	return HB_EXIT_USAGE;
 }
 
-/* The configuration file the CLI reads: config, else $HPCBRIDGE_CONFIG,
- * else the system file if it can be read; NULL: the built-in defaults. */
-static const char *config_path(const char *config)
+const char *hb_cli_config_path(const char *config)
 {
 	if (!config)
 		config = getenv("HPCBRIDGE_CONFIG");
@@ -128,7 +126,7 @@ static int cfg_daemon_uid(const struct hb_config *cfg, const char *cfgpath,
 
 int hb_cli_daemon_uid(const char *config, uid_t *uid, struct hb_err *err)
 {
-	const char *cfgpath = config_path(config);
+	const char *cfgpath = hb_cli_config_path(config);
 	struct hb_config cfg;
 	int rc;
 
@@ -152,7 +150,7 @@ int hb_cli_daemon_uid(const char *config, uid_t *uid, struct hb_err *err)
 static int socket_path(const struct conn *c, char *out, size_t n, uid_t *uid,
 		       struct hb_err *err)
 {
-	const char *cfgpath = config_path(c->config), *env = NULL;
+	const char *cfgpath = hb_cli_config_path(c->config), *env = NULL;
 	struct hb_config cfg;
 	int rc, len;
 

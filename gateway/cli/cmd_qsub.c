@@ -42,7 +42,6 @@
 #include "translators/pbs/pbs.h"
 
 #define QSUB_MAX_OPTS 1024
-#define SYSTEM_CONFIG "/etc/hpcbridge/hpcbridge.yaml"
 
 /* The command line: the qsub options, as the PBS reader takes them. */
 struct qargs {
@@ -528,15 +527,6 @@ static int check_user(const struct hb_jobspec *s, struct hb_err *err)
 			  pw ? pw->pw_name : "?");
 }
 
-static const char *config_file(const char *config)
-{
-	if (!config)
-		config = getenv("HPCBRIDGE_CONFIG");
-	if (!config && access(SYSTEM_CONFIG, R_OK) == 0)
-		config = SYSTEM_CONFIG;
-	return config;
-}
-
 /* Read, translate and wrap: *req the daemon's request, *array whether
  * the job is an array.  An exit code (the error printed). */
 static int prepare(const struct qargs *q, const struct hb_config *cfg,
@@ -613,7 +603,7 @@ int hb_cmd_qsub(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? HB_EXIT_OK : rc;
 	memset(&cfg, 0, sizeof(cfg));
-	if ((rc = hb_cli_load_config(config_file(q.config), &cfg, &err))) {
+	if ((rc = hb_cli_load_config(hb_cli_config_path(q.config), &cfg, &err))) {
 		fprintf(stderr, "qsub: %s\n", err.msg);
 		hb_config_free(&cfg);
 		return HB_EXIT_INPUT;

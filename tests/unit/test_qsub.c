@@ -33,6 +33,11 @@ int hb_cli_read_file(const char *path, size_t max, struct hb_buf *b,
 	return 0;
 }
 
+const char *hb_cli_config_path(const char *config)
+{
+	return config;
+}
+
 int hb_cli_load_config(const char *path, struct hb_config *cfg,
 		       struct hb_err *err)
 {
