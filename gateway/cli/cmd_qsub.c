@@ -63,8 +63,8 @@ static const char qsub_usage[] =
 	"Submit a PBS (Torque or PBS Pro) job script to Slurm through "
 	"hpcbridged, as\nyourself; its #PBS lines and these options are read "
 	"as PBS reads them.\nWithout SCRIPT (or with -) the script is read "
-	"from standard input.  --dry-run prints the script Slurm would "
-	"receive.\n";
+	"from standard input.\n--dry-run prints the script Slurm would "
+	"receive and submits nothing.\n";
 
 /* A long option of ours ("--socket PATH" or "--socket=PATH"); 1 when
  * argv[*i] was one (value in *val), -1 when its value is missing. */
