@@ -25,10 +25,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -527,24 +529,23 @@ static int check_user(const struct hb_jobspec *s, struct hb_err *err)
 			  pw ? pw->pw_name : "?");
 }
 
-/* Read, translate and wrap: *req the daemon's request, *array whether
- * the job is an array.  An exit code (the error printed). */
+/* Read, translate and wrap into out (initialised by the caller): the
+ * text Slurm receives; *array whether the job is an array.  An exit code
+ * (the error printed). */
 static int prepare(const struct qargs *q, const struct hb_config *cfg,
-		   const char *server, cJSON **req, bool *array)
+		   const char *server, struct hb_buf *out, bool *array)
 {
 	const char *name = strcmp(q->script, "-") ? q->script : "STDIN";
 	struct hb_err err = { 0 };
-	struct hb_buf in, wrapped;
+	struct hb_buf in;
 	struct hb_jobspec spec;
 	struct hb_report rep;
 	const char *queue = NULL;
 	char cwd[PATH_MAX];
 	int rc;
 
-	hb_buf_init(&wrapped, 0);
 	hb_report_init(&rep, "sbatch");
 	hb_jobspec_init(&spec, name);
-	*req = NULL;
 	if ((rc = hb_cli_read_file(q->script, HB_SCRIPT_MAX, &in, &err)))
 		goto fail;
 	if (!getcwd(cwd, sizeof(cwd))) {
@@ -564,29 +565,102 @@ static int prepare(const struct qargs *q, const struct hb_config *cfg,
 		rc = default_files(&spec);
 	if (!rc)
 		rc = build_wrapper(&spec, in.data, in.len, queue, server, cwd,
-				   &wrapped, &rep, &err);
+				   out, &rep, &err);
 	if (rc)
 		goto fail;
 	warn_fidelity(&spec, &rep);
 	*array = spec.array != NULL;
-	if (q->dry_run) {
-		rc = fwrite(wrapped.data, 1, wrapped.len, stdout) ==
-				     wrapped.len
-			     ? 0
-			     : HB_EIO;
-		goto out;
-	}
-	*req = hb_cli_submit_request("qsub", name, &wrapped);
-	rc = *req ? 0 : HB_EINVAL;
 	goto out;
 fail:
 	fprintf(stderr, "qsub: %s\n", err.msg[0] ? err.msg : hb_strerror(rc));
 out:
 	hb_buf_free(&in);
-	hb_buf_free(&wrapped);
 	hb_report_free(&rep);
 	hb_jobspec_free(&spec);
 	return rc ? HB_EXIT_INPUT : 0;
+}
+
+/* Through hpcbridged's submit op (hpcbridge submit's request): the
+ * Slurm job id into *id, or an exit code (printed). */
+static int daemon_submit(const struct qargs *q, const struct hb_buf *text,
+			 long long *id)
+{
+	const char *name = strcmp(q->script, "-") ? q->script : "STDIN";
+	cJSON *req = hb_cli_submit_request("qsub", name, text), *reply;
+	const cJSON *v;
+	int rc;
+
+	if (!req)
+		return HB_EXIT_INPUT;
+	if ((rc = hb_cli_call("qsub", q->socket, q->config, req, &reply)))
+		return rc;
+	v = cJSON_GetObjectItemCaseSensitive(reply, "slurm_job_id");
+	rc = cJSON_IsNumber(v) ? 0 : HB_EXIT_REMOTE;
+	if (rc)
+		fprintf(stderr, "qsub: the daemon gave no Slurm job id\n");
+	else
+		*id = (long long)v->valuedouble;
+	cJSON_Delete(reply);
+	return rc;
+}
+
+/*
+ * With sbatch, as the caller (pbs.submit: sbatch): the text on sbatch's
+ * standard input, its "ID[;CLUSTER]" read back.  The job then goes
+ * through job_submit/hpcbridge and placement like any sbatch job.
+ * sbatch's own messages reach stderr.
+ */
+static int sbatch_submit(const struct hb_buf *text, long long *id)
+{
+	char buf[256], *end;
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, st = 0;
+	size_t got = 0, off = 0;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe(in) || pipe(out)) {
+		fprintf(stderr, "qsub: pipe: %s\n", strerror(errno));
+		return HB_EXIT_REMOTE;
+	}
+	pid = fork();
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[0]);
+		close(in[1]);
+		close(out[0]);
+		close(out[1]);
+		execlp("sbatch", "sbatch", "--parsable", (char *)NULL);
+		fprintf(stderr, "qsub: sbatch: %s\n", strerror(errno));
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	signal(SIGPIPE, SIG_IGN); /* sbatch may stop reading: its error */
+	while (pid > 0 && off < text->len &&
+	       (n = write(in[1], text->data + off, text->len - off)) > 0)
+		off += (size_t)n;
+	close(in[1]);
+	while (pid > 0 && got < sizeof(buf) - 1 &&
+	       (n = read(out[0], buf + got, sizeof(buf) - 1 - got)) > 0)
+		got += (size_t)n;
+	close(out[0]);
+	buf[got] = '\0';
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st)) {
+		if (pid < 0)
+			fprintf(stderr, "qsub: fork: %s\n", strerror(errno));
+		return HB_EXIT_REMOTE;
+	}
+	errno = 0;
+	*id = strtoll(buf, &end, 10);
+	if (errno || end == buf || *id <= 0 || (*end && *end != ';' &&
+						*end != '\n')) {
+		fprintf(stderr, "qsub: sbatch printed '%s', not a job id\n",
+			buf);
+		return HB_EXIT_REMOTE;
+	}
+	return 0;
 }
 
 int hb_cmd_qsub(int argc, char **argv)
@@ -594,37 +668,37 @@ int hb_cmd_qsub(int argc, char **argv)
 	struct qargs q;
 	struct hb_config cfg;
 	struct hb_err err = { 0 };
-	const cJSON *id;
-	cJSON *req = NULL, *reply = NULL;
+	struct hb_buf text;
 	char server[256], jobid[320];
-	bool array = false;
+	bool array = false, with_sbatch;
+	long long id = 0;
 	int rc = qsub_args(argc, argv, &q);
 
 	if (rc)
 		return rc < 0 ? HB_EXIT_OK : rc;
 	memset(&cfg, 0, sizeof(cfg));
-	if ((rc = hb_cli_load_config(hb_cli_config_path(q.config), &cfg, &err))) {
+	if ((rc = hb_cli_load_config(hb_cli_config_path(q.config), &cfg,
+				     &err))) {
 		fprintf(stderr, "qsub: %s\n", err.msg);
 		hb_config_free(&cfg);
 		return HB_EXIT_INPUT;
 	}
 	server_name(&cfg, server, sizeof(server));
-	rc = prepare(&q, &cfg, server, &req, &array);
+	with_sbatch = cfg.pbs_submit && !strcmp(cfg.pbs_submit, "sbatch");
+	hb_buf_init(&text, 0);
+	rc = prepare(&q, &cfg, server, &text, &array);
 	hb_config_free(&cfg);
+	if (!rc && q.dry_run &&
+	    fwrite(text.data, 1, text.len, stdout) != text.len)
+		rc = HB_EXIT_INPUT;
+	if (!rc && !q.dry_run)
+		rc = with_sbatch ? sbatch_submit(&text, &id)
+				 : daemon_submit(&q, &text, &id);
+	hb_buf_free(&text);
 	if (rc || q.dry_run)
 		return rc;
-	if ((rc = hb_cli_call("qsub", q.socket, q.config, req, &reply)))
-		return rc;
-	id = cJSON_GetObjectItemCaseSensitive(reply, "slurm_job_id");
-	if (!cJSON_IsNumber(id)) {
-		fprintf(stderr, "qsub: the daemon gave no Slurm job id\n");
-		cJSON_Delete(reply);
-		return HB_EXIT_REMOTE;
-	}
-	format_jobid((long long)id->valuedouble, array, server, jobid,
-		     sizeof(jobid));
+	format_jobid(id, array, server, jobid, sizeof(jobid));
 	if (!q.quiet)
 		printf("%s\n", jobid);
-	cJSON_Delete(reply);
 	return HB_EXIT_OK;
 }

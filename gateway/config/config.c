@@ -73,6 +73,7 @@ static const char *const backend_values[] = {"local", "kubernetes", NULL};
 static const char *const level_values[] = {"debug", "info", "warn", "error",
 					   NULL};
 static const char *const target_values[] = {"slurm", "kubernetes", NULL};
+static const char *const pbs_submit_values[] = {"daemon", "sbatch", NULL};
 static const char *const pss_values[] = {"restricted", "baseline",
 					 "privileged", NULL};
 static const char *const rdma_values[] = {"none", "device_plugin", "dra",
@@ -394,6 +395,15 @@ static const struct setting table[] = {
      .help = "The server name hpcbridge qsub prints after the job id "
 	     "(123.NAME) and sets in PBS_JOBID; null: this host's short "
 	     "name."},
+    {.path = "pbs.submit",
+     .type = HB_CFG_ENUM,
+     .off = F(pbs_submit),
+     .def = "daemon",
+     .values = pbs_submit_values,
+     .reloadable = 1,
+     .help = "How hpcbridge qsub submits: daemon (hpcbridged's submit op, "
+	     "the job pinned to Slurm) or sbatch (run as the user, through "
+	     "job_submit/hpcbridge and placement like any sbatch job)."},
     {.path = "origin.namespaces",
      .type = HB_CFG_LIST_MAP,
      .off = F(origin_namespaces),

@@ -71,6 +71,7 @@ struct hb_config {
 	struct hb_kv *pbs_queues;
 	uint32_t npbs_queues;
 	const char *pbs_server_name;
+	const char *pbs_submit; /* "daemon" | "sbatch" */
 
 	/* Chargeback: the rate card finished jobs are priced with, or NULL
 	 * (no metering) */

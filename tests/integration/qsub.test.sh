@@ -15,10 +15,11 @@
 #   * an array (-t 1-2) prints "ID[].srv", each task sees its
 #     PBS_ARRAYID and writes PBS's NAME.oID-INDEX;
 #   * a script on standard input runs, named STDIN;
-#   * the wrapper on the burst path: what qsub --dry-run prints, sbatched
-#     as the user into a queue that bursts, runs remotely and the script
-#     sees PBS's variables there (a job qsub sends through hpcbridged is
-#     pinned to Slurm: the daemon tags it and the plugin leaves it be);
+#   * --dry-run prints what Slurm would receive; with pbs.submit: sbatch
+#     a job in a queue that bursts goes through the plugin and placement,
+#     runs remotely, and the script sees PBS's variables there (a job qsub
+#     sends through hpcbridged is pinned to Slurm: the daemon tags it and
+#     the plugin leaves it be);
 #   * a queue pbs.queues does not list is refused naming it, and nothing
 #     reaches Slurm.
 #
@@ -152,10 +153,11 @@ else
 fi
 
 # 4. The burst path.  A job submitted through hpcbridged is pinned to
-# Slurm (the daemon tags it, and job_submit/hpcbridge leaves it be), so
-# what Slurm would receive (qsub --dry-run) goes through sbatch as the
-# user, in a queue whose partition bursts: the proxy's remote side runs
-# the same wrapper, and the script sees PBS's variables there too.
+# Slurm (the daemon tags it, and job_submit/hpcbridge leaves it be); with
+# pbs.submit: sbatch, qsub runs sbatch as the user and the job goes
+# through the plugin and placement: queue gpuq (partition gpu) bursts,
+# the proxy's remote side runs the same wrapper, and the script sees
+# PBS's variables there too.
 printf '#!/bin/sh\n#PBS -N burst\n#PBS -l nodes=1:ppn=1\n#PBS -j oe\n%s\n%s\n' \
 	'echo "burst jobid=$PBS_JOBID env=$PBS_ENVIRONMENT np=$PBS_NP"' \
 	'cmp -s "$0" "$PBS_O_WORKDIR/burst.pbs" && echo "burst script=same"' \
@@ -166,8 +168,14 @@ as_user qsub --dry-run -q gpuq burst.pbs >"$tmp/burst.sh" 2>"$tmp/qsub.err" ||
 grep -q '^#SBATCH --partition=gpu$' "$tmp/burst.sh" &&
 	ok "--dry-run: queue gpuq is partition gpu" ||
 	bad "--dry-run: $(head -n 12 "$tmp/burst.sh")"
-bid=$(submit_user "$tmp/burst.sh")
-if [ -n "$bid" ]; then
+printf 'pbs:\n  queues: {batch: debug, gpuq: gpu}\n  server_name: srv\n  submit: sbatch\n' \
+	>"$tmp/sbatch.yaml"
+chmod 644 "$tmp/sbatch.yaml"
+out=$(as_user qsub --config "$tmp/sbatch.yaml" -q gpuq burst.pbs \
+	2>"$tmp/qsub.err") || true
+if [[ $out =~ ^[0-9]+\.srv$ ]]; then
+	bid=${out%%.*}
+	ok "pbs.submit sbatch: qsub printed $out"
 	st=$(wait_final "$bid")
 	[ "$(field "$bid" Partition)" = burst ] &&
 		ok "the job bursts (its proxy is in burst)" ||
@@ -182,7 +190,7 @@ if [ -n "$bid" ]; then
 		ok "the burst job ran the script byte for byte" ||
 		bad "burst job's script differs: $(cat "$f" 2>&1)"
 else
-	bad "sbatch of qsub's wrapper: $(cat "$tmp/sbatch.err")"
+	bad "qsub with pbs.submit sbatch: '$out' $(cat "$tmp/qsub.err")"
 fi
 
 # 5. A queue the site does not have: refused, nothing submitted.
