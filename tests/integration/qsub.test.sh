@@ -23,6 +23,9 @@
 #   * a queue pbs.queues does not list is refused naming it, and nothing
 #     reaches Slurm.
 #
+# HB_SANDBOX_BACKEND=kubernetes runs the burst job in the emulated
+# cluster's launcher pod instead of the local backend.
+#
 # usage: qsub.test.sh BUILD_DIR SRC_DIR
 set -euo pipefail
 
@@ -30,7 +33,7 @@ build=$(cd "${1:?BUILD_DIR}" && pwd)
 src=$(cd "${2:?SRC_DIR}" && pwd)
 tmp=$(mktemp -d /tmp/hb-qsub.XXXXXX)
 chmod 755 "$tmp"
-export HB_SANDBOX_BACKEND=local
+export HB_SANDBOX_BACKEND=${HB_SANDBOX_BACKEND:-local}
 export HB_SLURM_NODES=2 HB_SLURM_REAL_NODES=2
 # shellcheck source=lib/sandbox_test.sh
 . "$src/tests/integration/lib/sandbox_test.sh"
