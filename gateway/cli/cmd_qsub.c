@@ -320,7 +320,8 @@ static int put_var(struct hb_buf *b, const char *name, const char *v)
 }
 
 /* How the script runs: "#!/path arg" as the kernel reads it (the path,
- * then the rest as one argument), or the user's login shell. */
+ * then the rest as one argument), or the user's login shell (/bin/sh for
+ * an account whose shell is nologin or false). */
 static int put_interpreter(struct hb_buf *b, const char *interp)
 {
 	size_t n;
@@ -328,7 +329,10 @@ static int put_interpreter(struct hb_buf *b, const char *interp)
 	if (!interp || !*interp)
 		return hb_buf_puts(
 			b, "hb_qsub_sh=$(getent passwd \"$(id -un)\" | cut "
-			   "-d: -f7)\n\"${hb_qsub_sh:-/bin/sh}\"");
+			   "-d: -f7)\n"
+			   "case $hb_qsub_sh in ''|*/nologin|*/false) "
+			   "hb_qsub_sh=/bin/sh ;; esac\n"
+			   "\"$hb_qsub_sh\"");
 	n = strcspn(interp, " \t");
 	if (put_quoted(b, interp, n))
 		return HB_ENOMEM;

@@ -330,6 +330,46 @@ static void test_wrapper_runs(void **state)
 	hb_jobspec_free(&s);
 }
 
+/* A script without "#!" runs with the login shell (sh here at worst) */
+static void test_wrapper_noshebang(void **state)
+{
+	static const char text[] = "#PBS -N plain\necho \"plain $PBS_JOBID\"\n";
+	char dir[] = "/tmp/test_qsub.XXXXXX", cmd[1024], path[512];
+	struct hb_jobspec s;
+	struct hb_report rep;
+	struct hb_err err = { 0 };
+	struct hb_buf out;
+	char *got;
+	size_t n;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	parse(&s, text, NULL, 0);
+	assert_null(s.interpreter);
+	hb_buf_init(&out, 0);
+	hb_report_init(&rep, "sbatch");
+	assert_int_equal(build_wrapper(&s, text, strlen(text), NULL, "srv",
+				       "/w", &out, &rep, &err),
+			 0);
+	snprintf(path, sizeof(path), "%s/slurm_script", dir);
+	put_file(path, out.data, 0700);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && env -i PATH=/usr/bin:/bin TMPDIR=%s "
+		 "SLURM_JOB_ID=9 ./slurm_script >out 2>&1",
+		 dir, dir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/out", dir);
+	got = hb_test_read_file(path, &n);
+	assert_non_null(got);
+	assert_non_null(strstr(got, "plain 9.srv\n"));
+	free(got);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	hb_buf_free(&out);
+	hb_report_free(&rep);
+	hb_jobspec_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -339,6 +379,7 @@ int main(void)
 		cmocka_unit_test(test_default_files),
 		cmocka_unit_test(test_jobid),
 		cmocka_unit_test(test_wrapper_runs),
+		cmocka_unit_test(test_wrapper_noshebang),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
