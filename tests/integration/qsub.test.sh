@@ -12,6 +12,8 @@
 #     PBS_JOBNAME, PBS_O_WORKDIR, PBS_QUEUE, PBS_ENVIRONMENT,
 #     PBS_NUM_NODES, PBS_NUM_PPN, PBS_NP, PBS_O_HOST and a PBS_NODEFILE of
 #     4 lines, each node twice; $0 is a copy of the script, byte for byte;
+#   * a PBS Pro select= script: 2 chunks of 2 MPI processes and 1 GB each
+#     are 2 nodes, 4 tasks, 1G per node, and its script sees them;
 #   * an array (-t 1-2) prints "ID[].srv", each task sees its
 #     PBS_ARRAYID and writes PBS's NAME.oID-INDEX;
 #   * a script on standard input runs, named STDIN;
@@ -120,6 +122,32 @@ check "host=$(hostname)"
 check "nodefile=2 2 "
 check "lines=4"
 check "script=same"
+
+# 1b. A PBS Pro script: select chunks keep their per-node shape.
+cat >"$wk/pro.pbs" <<'EOF'
+#!/bin/sh
+#PBS -N pro
+#PBS -l select=2:ncpus=2:mpiprocs=2:mem=1gb
+#PBS -l walltime=00:02:00
+#PBS -j oe
+echo "pro nodes=$PBS_NUM_NODES np=$PBS_NP index=${PBS_ARRAY_INDEX:-none}"
+EOF
+chmod 644 "$wk/pro.pbs"
+out=$(as_user qsub -q batch pro.pbs 2>"$tmp/qsub.err") || true
+if [[ $out =~ ^[0-9]+\.srv$ ]]; then
+	pid=${out%%.*}
+	[[ $(field "$pid" NumNodes) =~ ^2(-2)?$ ]] &&
+		[ "$(field "$pid" NumTasks)" = 4 ] &&
+		[ "$(field "$pid" MinMemoryNode)" = 1G ] &&
+		ok "select=2:ncpus=2:mpiprocs=2:mem=1gb: 2 nodes, 4 tasks, 1G per node" ||
+		bad "PBS Pro job: $(scontrol show job "$pid" | grep -E 'NumNodes|MinMemory')"
+	st=$(wait_final "$pid")
+	grep -qx "pro nodes=2 np=4 index=none" "$wk/pro.o$pid" 2>/dev/null &&
+		ok "the PBS Pro script saw its variables ($st)" ||
+		bad "PBS Pro job ($st): $(cat "$wk/pro.o$pid" 2>&1)"
+else
+	bad "qsub pro.pbs: '$out' $(cat "$tmp/qsub.err")"
+fi
 
 # 2. An array: ID[].srv, each task its index and its own file.
 printf '#!/bin/sh\n#PBS -N arr\necho "task=$PBS_ARRAYID id=$PBS_JOBID"\n' \
