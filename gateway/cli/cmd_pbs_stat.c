@@ -332,6 +332,17 @@ static int pbs_parse_id(const char *s, struct pbs_id *out)
 	return 0;
 }
 
+/* An id as the user gave it, as PBS's messages name it: with the server
+ * when it has none. */
+static void pbs_arg_name(const char *arg, const struct pbs_id *id,
+			 const char *server, char *out, size_t n)
+{
+	if (id->hb_id[0] || strpbrk(arg, ".@"))
+		snprintf(out, n, "%s", arg);
+	else
+		snprintf(out, n, "%s.%s", arg, server);
+}
+
 /* Whether job j is the one id names. */
 static int pbs_id_match(const struct pbs_id *id, const struct pbs_job *j)
 {
@@ -470,6 +481,16 @@ static int qstat_shows(const struct qstat_opts *o, const struct pbs_id *ids,
 	return o->finished || !pbs_finished(j);
 }
 
+/* PBS lists jobs by id, oldest first; the daemon newest first. */
+static int by_id(const void *a, const void *b)
+{
+	const struct pbs_job *x = a, *y = b;
+
+	if (x->slurm_id != y->slurm_id)
+		return x->slurm_id < y->slurm_id ? -1 : 1;
+	return strcmp(x->hb_id ? x->hb_id : "", y->hb_id ? y->hb_id : "");
+}
+
 /* Print the jobs the options select from the daemon's list. */
 static int qstat_print(const struct qstat_opts *o, const struct pbs_id *ids,
 		       const cJSON *list, const char *server)
@@ -500,8 +521,9 @@ static int qstat_print(const struct qstat_opts *o, const struct pbs_id *ids,
 	}
 	for (int i = 0; i < o->nids; i++)
 		if (!seen[i]) {
-			fprintf(stderr, "qstat: Unknown Job Id %s\n",
-				o->ids[i]);
+			pbs_arg_name(o->ids[i], &ids[i], server, id,
+				     sizeof(id));
+			fprintf(stderr, "qstat: Unknown Job Id %s\n", id);
 			rc = HB_EXIT_INPUT;
 		}
 	/* a named job that ended: PBS Pro's word for it without -x */
@@ -521,6 +543,7 @@ static int qstat_print(const struct qstat_opts *o, const struct pbs_id *ids,
 				rc = HB_EXIT_INPUT;
 			}
 		}
+	qsort(jobs, n, sizeof(*jobs), by_id);
 	if (o->full)
 		for (size_t i = 0; i < n; i++)
 			pbs_print_full(stdout, &jobs[i], server, now);
@@ -601,10 +624,7 @@ static int qdel_one(const char *arg, const struct pbs_id *id,
 			break;
 	}
 	if (!x || !j.hb_id) {
-		if (id->hb_id[0] || strchr(arg, '.'))
-			snprintf(name, sizeof(name), "%s", arg);
-		else
-			snprintf(name, sizeof(name), "%s.%s", arg, server);
+		pbs_arg_name(arg, id, server, name, sizeof(name));
 		fprintf(stderr, "qdel: Unknown Job Id %s\n", name);
 		return HB_EXIT_INPUT;
 	}

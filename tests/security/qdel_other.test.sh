@@ -88,19 +88,32 @@ done
 	ok "A's job $hbid is Slurm job $sid, RUNNING as A" ||
 	bad "A's job: $(squeue -h -j "$sid" -o '%T %u' 2>&1)"
 
+# B's own job, so that B's listings are not empty
+mkdir -p "$tmp/bwork"
+chown "$user" "$tmp/bwork"
+cp "$tmp/work/a.sh" "$tmp/bwork/b.sh"
+out=$(cd "$tmp/bwork" && as_user "$build/bin/hpcbridge" submit --json b.sh 2>&1) || true
+bsid=$(printf '%s' "$out" | tr -d ' \n' |
+	sed -n 's/.*"slurm_job_id":\([0-9]*\).*/\1/p')
+[ -n "$bsid" ] && ok "B's own job is Slurm job $bsid" || bad "B's submit: $out"
+
 # B looks
 for args in "" "-x" "-a" "-f"; do
 	# shellcheck disable=SC2086
-	out=$(as_user "$tmp/pbs/qstat" $args 2>&1) || true
+	if ! out=$(as_user "$tmp/pbs/qstat" $args 2>&1); then
+		bad "B's qstat $args failed: $out"
+		continue
+	fi
 	case $out in
-	*"$sid"* | *"$hbid"* | *"$victim"*) bad "B's qstat $args shows A's job: $out" ;;
-	*) ok "B's qstat $args shows none of A's jobs" ;;
+	*"$sid."* | *"$hbid"* | *"$victim"*) bad "B's qstat $args shows A's job: $out" ;;
+	*"$bsid.$server"*) ok "B's qstat $args shows B's job, none of A's" ;;
+	*) bad "B's qstat $args does not show B's job: $out" ;;
 	esac
 done
 if out=$(as_user "$tmp/pbs/qstat" "$sid" 2>&1); then
 	bad "B's qstat $sid: exit 0: $out"
 else
-	[ "$out" = "qstat: Unknown Job Id $sid" ] &&
+	[ "$out" = "qstat: Unknown Job Id $sid.$server" ] &&
 		ok "B's qstat $sid: Unknown Job Id, non-zero" ||
 		bad "B's qstat $sid: '$out'"
 fi
@@ -148,6 +161,7 @@ for _ in $(seq 150); do
 done
 [ "$st" = CANCELLED ] && ok "A's job is CANCELLED by A's qdel" ||
 	bad "A's job after A's qdel: $st"
+[ -z "$bsid" ] || scancel "$bsid" 2>/dev/null || true
 kill -0 "$dpid" 2>/dev/null && ok "the daemon is alive" ||
 	bad "the daemon died"
 sec_end

@@ -338,6 +338,35 @@ static void test_shows(void **state)
 	cJSON_Delete(over);
 }
 
+static void test_order_and_names(void **state)
+{
+	struct pbs_job j[3] = { { .slurm_id = 12, .hb_id = "hb-000003" },
+				{ .slurm_id = -1, .hb_id = "hb-000009" },
+				{ .slurm_id = 7, .hb_id = "hb-000001" } };
+	struct pbs_id id;
+	char b[64];
+
+	(void)state;
+	/* by Slurm id, oldest first; one not in Slurm yet before them */
+	qsort(j, 3, sizeof(j[0]), by_id);
+	assert_string_equal(j[0].hb_id, "hb-000009");
+	assert_int_equal(j[1].slurm_id, 7);
+	assert_int_equal(j[2].slurm_id, 12);
+	/* messages name an id with its server, as PBS's do */
+	assert_int_equal(pbs_parse_id("42", &id), 0);
+	pbs_arg_name("42", &id, "hb1", b, sizeof(b));
+	assert_string_equal(b, "42.hb1");
+	assert_int_equal(pbs_parse_id("42[]", &id), 0);
+	pbs_arg_name("42[]", &id, "hb1", b, sizeof(b));
+	assert_string_equal(b, "42[].hb1");
+	assert_int_equal(pbs_parse_id("42.other", &id), 0);
+	pbs_arg_name("42.other", &id, "hb1", b, sizeof(b));
+	assert_string_equal(b, "42.other");
+	assert_int_equal(pbs_parse_id("hb-000042", &id), 0);
+	pbs_arg_name("hb-000042", &id, "hb1", b, sizeof(b));
+	assert_string_equal(b, "hb-000042");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -349,6 +378,7 @@ int main(void)
 		cmocka_unit_test(test_alt),
 		cmocka_unit_test(test_parse_id),
 		cmocka_unit_test(test_shows),
+		cmocka_unit_test(test_order_and_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
