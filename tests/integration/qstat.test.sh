@@ -13,7 +13,8 @@
 #   * qstat -a lists both in the alternative table;
 #   * qdel of the Slurm job prints nothing and the job ends CANCELLED;
 #     plain qstat no longer lists it, qstat -x shows it F, and qstat of
-#     its id without -x says it has finished;
+#     its id without -x says it has finished; a second qdel says the
+#     request is invalid for the job's state; qstat -u oneself works;
 #   * qdel 1234[] of the burst job cancels the proxy and its remote side;
 #   * qdel of an unknown id says "Unknown Job Id ID.<server>", non-zero.
 #
@@ -155,6 +156,16 @@ else
 	*) bad "qstat $sid: '$out'" ;;
 	esac
 fi
+
+if out=$(as_u "$tmp/pbs/qdel" "$sid" 2>&1); then
+	bad "qdel of the ended $sid: exit 0"
+else
+	[ "$out" = "qdel: Request invalid for state of job $sid.$server" ] &&
+		ok "qdel $sid again: Request invalid for state, non-zero" ||
+		bad "qdel $sid again: '$out'"
+fi
+qs -u "$u" >"$tmp/q" 2>&1 && grep -q "^$bid\.$server " "$tmp/q" &&
+	ok "qstat -u $u (oneself): the burst job" || bad "qstat -u $u: $(cat "$tmp/q")"
 
 # qdel NNN[] of the burst job: the proxy and its remote side
 hbid=$(gateway_id "$bid")
