@@ -46,6 +46,13 @@ struct pbs_job {
 	const char *exec_host;
 	uint32_t ncpus, nodes;
 	uint64_t mem_mib;
+	/* what it asked for (the daemon's "requested"; 0 / NULL unknown) */
+	struct {
+		uint32_t nodes, ppn, ngpus;
+		uint64_t mem_mib;
+		int64_t walltime; /* s; -1 unknown, -2 unlimited */
+		const char *output, *error;
+	} req;
 };
 
 /* A job id as a PBS user writes it: 1234, 1234.server, 1234[] (a whole
@@ -71,10 +78,34 @@ static int64_t int_of(const cJSON *o, const char *key)
 	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : -1;
 }
 
+/* The job's request: nodes, CPUs and memory per node, time limit. */
+static void pbs_requested(const cJSON *r, struct pbs_job *j)
+{
+	const cJSON *tl = cJSON_GetObjectItemCaseSensitive(r, "time_limit");
+	int64_t nodes = int_of(r, "nodes"), ppn = int_of(r, "cpus_per_node");
+	int64_t gpn = int_of(r, "gpus_per_node");
+	int64_t mem = int_of(r, "mem_per_node_mb");
+
+	j->req.walltime = cJSON_IsString(tl) ? -2 : int_of(r, "time_limit");
+	j->req.output = hb_doc_str(r, "output");
+	j->req.error = hb_doc_str(r, "error");
+	if (nodes <= 0 || nodes > UINT32_MAX)
+		return;
+	j->req.nodes = (uint32_t)nodes;
+	if (ppn > 0 && ppn <= UINT32_MAX)
+		j->req.ppn = (uint32_t)ppn;
+	if (gpn > 0 && gpn * nodes <= UINT32_MAX)
+		j->req.ngpus = (uint32_t)(gpn * nodes);
+	if (mem > 0 && mem <= INT64_MAX / nodes)
+		j->req.mem_mib = (uint64_t)(mem * nodes);
+}
+
 /* A job of the daemon's "jobs" reply; its strings are borrowed from o. */
 static void pbs_from_json(const cJSON *o, struct pbs_job *j)
 {
 	memset(j, 0, sizeof(*j));
+	j->req.walltime = -1;
+	pbs_requested(cJSON_GetObjectItemCaseSensitive(o, "requested"), j);
 	j->hb_id = hb_doc_str(o, "id");
 	j->name = hb_doc_str(o, "name");
 	j->user = hb_doc_str(o, "user");
@@ -167,6 +198,34 @@ static const char *or_dash(const char *s)
 	return s && s[0] ? s : "--";
 }
 
+/* Nodes, CPUs and memory: as asked for, else as Slurm allocated. */
+static uint32_t pbs_nodes(const struct pbs_job *j)
+{
+	return j->req.nodes ? j->req.nodes : j->nodes;
+}
+
+static uint32_t pbs_ncpus(const struct pbs_job *j)
+{
+	return j->req.nodes && j->req.ppn ? j->req.nodes * j->req.ppn
+					  : j->ncpus;
+}
+
+static uint64_t pbs_mem(const struct pbs_job *j)
+{
+	return j->req.mem_mib ? j->req.mem_mib : j->mem_mib;
+}
+
+/* The time limit as -a and -f print it; NULL when unknown. */
+static const char *pbs_walltime(const struct pbs_job *j, char out[32])
+{
+	if (j->req.walltime == -2)
+		return "UNLIMITED";
+	if (j->req.walltime < 0)
+		return NULL;
+	pbs_hms(j->req.walltime, out);
+	return out;
+}
+
 /* Torque's default table: Job ID 25, Name 16, User 15, Time Use 8. */
 static void pbs_print_table(FILE *f, const struct pbs_job *jobs, size_t n,
 			    const char *server, int64_t now)
@@ -200,7 +259,7 @@ static void pbs_print_table(FILE *f, const struct pbs_job *jobs, size_t n,
 static void pbs_print_alt(FILE *f, const struct pbs_job *jobs, size_t n,
 			  const char *server, int64_t now, int nodes)
 {
-	char id[PBS_ID_LEN], nds[16], tsk[16], mem[32], elap[32];
+	char id[PBS_ID_LEN], nds[16], tsk[16], mem[32], elap[32], wt[32];
 
 	fprintf(f, "\n%s:\n", server);
 	fprintf(f, ALT_FMT, "", "", "", "", "", "", "", "Req'd", "Req'd", "",
@@ -215,18 +274,49 @@ static void pbs_print_alt(FILE *f, const struct pbs_job *jobs, size_t n,
 		int64_t run = pbs_run_s(j, now);
 
 		pbs_job_id(j, server, id, sizeof(id));
-		snprintf(nds, sizeof(nds), "%" PRIu32, j->nodes);
-		snprintf(tsk, sizeof(tsk), "%" PRIu32, j->ncpus);
-		snprintf(mem, sizeof(mem), "%" PRIu64 "mb", j->mem_mib);
+		snprintf(nds, sizeof(nds), "%" PRIu32, pbs_nodes(j));
+		snprintf(tsk, sizeof(tsk), "%" PRIu32, pbs_ncpus(j));
+		snprintf(mem, sizeof(mem), "%" PRIu64 "mb", pbs_mem(j));
 		if (run >= 0)
 			pbs_hms(run, elap);
 		fprintf(f, ALT_FMT, id, or_dash(j->user), or_dash(j->queue),
-			or_dash(j->name), "--", j->nodes ? nds : "--",
-			j->ncpus ? tsk : "--", j->mem_mib ? mem : "--", "--",
+			or_dash(j->name), "--", pbs_nodes(j) ? nds : "--",
+			pbs_ncpus(j) ? tsk : "--", pbs_mem(j) ? mem : "--",
+			or_dash(pbs_walltime(j, wt)),
 			(char[]){ pbs_state(j), '\0' }, run >= 0 ? elap : "--");
 		if (nodes && j->exec_host && j->exec_host[0])
 			fprintf(f, "   %s\n", j->exec_host);
 	}
+}
+
+/* qstat -f's Resource_List and paths: the request, else the allocation. */
+static void pbs_print_resources(FILE *f, const struct pbs_job *j)
+{
+	char t[32];
+
+	if (pbs_nodes(j))
+		fprintf(f, "    Resource_List.nodect = %" PRIu32 "\n",
+			pbs_nodes(j));
+	if (j->req.nodes && j->req.ppn)
+		fprintf(f, "    Resource_List.nodes = %" PRIu32 ":ppn=%" PRIu32
+			   "\n",
+			j->req.nodes, j->req.ppn);
+	if (pbs_ncpus(j))
+		fprintf(f, "    Resource_List.ncpus = %" PRIu32 "\n",
+			pbs_ncpus(j));
+	if (pbs_mem(j))
+		fprintf(f, "    Resource_List.mem = %" PRIu64 "mb\n",
+			pbs_mem(j));
+	if (j->req.ngpus)
+		fprintf(f, "    Resource_List.ngpus = %" PRIu32 "\n",
+			j->req.ngpus);
+	if (pbs_walltime(j, t))
+		fprintf(f, "    Resource_List.walltime = %s\n",
+			pbs_walltime(j, t));
+	if (j->req.output)
+		fprintf(f, "    Output_Path = %s\n", j->req.output);
+	if (j->req.error)
+		fprintf(f, "    Error_Path = %s\n", j->req.error);
 }
 
 /* qstat -f: PBS's attribute names, then the gateway's own, hpcbridge_*. */
@@ -262,14 +352,7 @@ static void pbs_print_full(FILE *f, const struct pbs_job *j,
 	}
 	if (j->exec_host && j->exec_host[0] && pbs_state(j) == 'R')
 		fprintf(f, "    exec_host = %s\n", j->exec_host);
-	if (j->nodes)
-		fprintf(f, "    Resource_List.nodect = %" PRIu32 "\n",
-			j->nodes);
-	if (j->ncpus)
-		fprintf(f, "    Resource_List.ncpus = %" PRIu32 "\n", j->ncpus);
-	if (j->mem_mib)
-		fprintf(f, "    Resource_List.mem = %" PRIu64 "mb\n",
-			j->mem_mib);
+	pbs_print_resources(f, j);
 	if (pbs_finished(j) && j->ended >= 0) {
 		pbs_when(j->ended, t);
 		fprintf(f, "    comp_time = %s\n", t);
@@ -363,15 +446,17 @@ static void pbs_server(char *out, size_t n)
 	snprintf(out, n, "%s", host);
 }
 
-/* The caller's jobs (everyone's with all), in *reply; its "jobs" array is
- * returned, or NULL (error printed, *rc set). */
-static const cJSON *list_jobs(const char *cmd, int all, cJSON **reply,
-			      int *rc)
+/* The caller's jobs (everyone's with all; with what each asked for with
+ * requested), in *reply; its "jobs" array is returned, or NULL (error
+ * printed, *rc set). */
+static const cJSON *list_jobs(const char *cmd, int all, int requested,
+			      cJSON **reply, int *rc)
 {
 	cJSON *req = cJSON_CreateObject();
 
 	if (req && (!cJSON_AddStringToObject(req, "op", "jobs") ||
 		    !cJSON_AddBoolToObject(req, "all", all) ||
+		    !cJSON_AddBoolToObject(req, "requested", requested) ||
 		    !cJSON_AddNumberToObject(req, "limit", PBS_LIST_MAX))) {
 		cJSON_Delete(req);
 		req = NULL;
@@ -599,7 +684,8 @@ int hb_cmd_qstat(int argc, char **argv)
 		return rc;
 	/* another user's jobs take the daemon's "all", which it grants to
 	 * administrators only: qstat shows no more than hpcbridge jobs */
-	list = list_jobs("qstat", o.user && other_user(o.user), &reply, &rc);
+	list = list_jobs("qstat", o.user && other_user(o.user),
+			 o.full || o.alt, &reply, &rc);
 	if (!rc) {
 		pbs_server(server, sizeof(server));
 		rc = qstat_print(&o, ids, list, server);
@@ -693,7 +779,7 @@ int hb_cmd_qdel(int argc, char **argv)
 	}
 	if ((rc = parse_ids("qdel", argv + optind, n, ids)))
 		return rc;
-	list = list_jobs("qdel", 0, &reply, &rc);
+	list = list_jobs("qdel", 0, 0, &reply, &rc);
 	if (rc)
 		return rc;
 	pbs_server(server, sizeof(server));

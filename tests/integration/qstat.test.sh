@@ -8,8 +8,9 @@
 #     burst); qstat lists both as NNN.<server> in state R, the long name
 #     cut to 16 characters as Torque's table cuts it;
 #   * qstat -f of the Slurm job agrees with scontrol: Job_Name, Job_Owner,
-#     queue, exec_host, Resource_List.ncpus, job_state; the burst job's
-#     says hpcbridge_side = kubernetes;
+#     queue, exec_host, Resource_List.ncpus and .walltime, Output_Path,
+#     job_state; the burst job's says hpcbridge_side = kubernetes and
+#     its own size (2 nodes of 2), not its 1-CPU proxy's;
 #   * qstat -a lists both in the alternative table;
 #   * qdel of the Slurm job prints nothing and the job ends CANCELLED;
 #     plain qstat no longer lists it, qstat -x shows it F, and qstat of
@@ -46,6 +47,7 @@ cat >"$tmp/stay.sh" <<'EOF'
 #!/bin/sh
 #SBATCH --job-name=stay_on_slurm_with_a_long_name
 #SBATCH --partition=debug
+#SBATCH --time=10
 #SBATCH --output=/dev/null
 sleep 300
 EOF
@@ -53,6 +55,8 @@ cat >"$tmp/away.sh" <<'EOF'
 #!/bin/sh
 #SBATCH --job-name=away
 #SBATCH --partition=gpu
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=2
 #SBATCH --output=/dev/null
 sleep 300
 EOF
@@ -111,6 +115,12 @@ attr() { sed -n "s/^    $1 = //p" "$tmp/f"; }
 [ "$(attr job_state)" = R ] && [ "$(field "$sid" JobState)" = RUNNING ] &&
 	ok "qstat -f: job_state R, scontrol RUNNING" ||
 	bad "job_state '$(attr job_state)' vs $(field "$sid" JobState)"
+[ "$(attr Resource_List.walltime)" = "$(field "$sid" TimeLimit)" ] &&
+	ok "qstat -f: Resource_List.walltime is scontrol's TimeLimit" ||
+	bad "walltime '$(attr Resource_List.walltime)' vs '$(field "$sid" TimeLimit)'"
+[ "$(attr Output_Path)" = "$(field "$sid" StdOut)" ] &&
+	ok "qstat -f: Output_Path is scontrol's StdOut" ||
+	bad "Output_Path '$(attr Output_Path)' vs '$(field "$sid" StdOut)'"
 [ "$(attr hpcbridge_side)" = slurm ] && [ -n "$(attr ctime)" ] &&
 	ok "qstat -f: hpcbridge_side slurm, ctime set" ||
 	bad "hpcbridge_side '$(attr hpcbridge_side)' ctime '$(attr ctime)'"
@@ -120,6 +130,12 @@ cat "$tmp/f"
 [ "$(attr hpcbridge_side)" = kubernetes ] && [ "$(attr job_state)" = R ] &&
 	ok "qstat -f: the burst job's side is kubernetes, R" ||
 	bad "burst job: side '$(attr hpcbridge_side)' state '$(attr job_state)'"
+# its size is the job's, not its 1-CPU proxy's
+[ "$(attr Resource_List.nodect)" = 2 ] &&
+	[ "$(attr Resource_List.nodes)" = 2:ppn=2 ] &&
+	[ "$(field "$bid" NumNodes)" = 1 ] &&
+	ok "qstat -f: the burst job asks 2:ppn=2 (its proxy: 1 node)" ||
+	bad "burst job size: nodect '$(attr Resource_List.nodect)' nodes '$(attr Resource_List.nodes)' proxy $(field "$bid" NumNodes)"
 
 qs -a >"$tmp/a" 2>&1 || bad "qstat -a: rc $?"
 echo "--- qstat -a"

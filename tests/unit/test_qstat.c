@@ -338,6 +338,57 @@ static void test_shows(void **state)
 	cJSON_Delete(over);
 }
 
+/* What the job asked for (the daemon's "requested") wins over Slurm's
+ * allocation: a burst job's proxy has 1 CPU, the job not. */
+static void test_requested(void **state)
+{
+	cJSON *a = row("hb-000012", 120, "big", "running", "kubernetes",
+		       "2026-11-28T10:00:00Z", NULL, -1);
+	cJSON *r = cJSON_Parse("{\"nodes\":2,\"ntasks\":8,"
+			       "\"cpus_per_node\":4,\"gpus_per_node\":2,"
+			       "\"mem_per_node_mb\":1000,\"time_limit\":5400,"
+			       "\"output\":\"out-%j\",\"error\":\"err-%j\"}");
+	struct pbs_job j;
+	char *out = NULL;
+
+	(void)state;
+	assert_non_null(r);
+	cJSON_AddItemToObject(a, "requested", r);
+	pbs_from_json(a, &j);
+	j.ncpus = j.nodes = 1; /* the proxy's allocation */
+	j.mem_mib = 100;
+	CAPTURE(out, pbs_print_full(f, &j, "hb1", T0));
+	assert_non_null(strstr(out, "    Resource_List.nodect = 2\n"
+				    "    Resource_List.nodes = 2:ppn=4\n"
+				    "    Resource_List.ncpus = 8\n"
+				    "    Resource_List.mem = 2000mb\n"
+				    "    Resource_List.ngpus = 4\n"
+				    "    Resource_List.walltime = 01:30:00\n"
+				    "    Output_Path = out-%j\n"
+				    "    Error_Path = err-%j\n"));
+	free(out);
+	CAPTURE(out, pbs_print_alt(f, &j, 1, "hb1", T0, 0));
+	assert_non_null(strstr(out, "120.hb1                 alice       "
+				    "debug    big                  --     2      "
+				    "8    2000mb  01:30:00 R  00:00:00\n"));
+	free(out);
+	/* no limit */
+	cJSON_ReplaceItemInObject(r, "time_limit",
+				  cJSON_CreateString("UNLIMITED"));
+	pbs_from_json(a, &j);
+	CAPTURE(out, pbs_print_full(f, &j, "hb1", T0));
+	assert_non_null(strstr(out, "Resource_List.walltime = UNLIMITED\n"));
+	free(out);
+	/* none asked for and none known: no Resource_List at all */
+	cJSON_DeleteItemFromObject(a, "requested");
+	pbs_from_json(a, &j);
+	CAPTURE(out, pbs_print_full(f, &j, "hb1", T0));
+	assert_null(strstr(out, "Resource_List"));
+	assert_null(strstr(out, "Output_Path"));
+	free(out);
+	cJSON_Delete(a);
+}
+
 static void test_order_and_names(void **state)
 {
 	struct pbs_job j[3] = { { .slurm_id = 12, .hb_id = "hb-000003" },
@@ -379,6 +430,7 @@ int main(void)
 		cmocka_unit_test(test_parse_id),
 		cmocka_unit_test(test_shows),
 		cmocka_unit_test(test_order_and_names),
+		cmocka_unit_test(test_requested),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
