@@ -548,13 +548,26 @@ static int qstat_args(int argc, char **argv, struct qstat_opts *o)
 	return 0;
 }
 
+/* Whether name is in list, names separated by commas (Torque's -u). */
+static int in_list(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = list; *p; p += strcspn(p, ",")) {
+		p += *p == ',';
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return 1;
+	}
+	return 0;
+}
+
 /* Whether the listing shows j (the ids named, else by user and state). */
 static int qstat_shows(const struct qstat_opts *o, const struct pbs_id *ids,
 		       const struct pbs_job *j, char *seen)
 {
 	int named = 0;
 
-	if (o->user && (!j->user || strcmp(j->user, o->user)))
+	if (o->user && (!j->user || !in_list(o->user, j->user)))
 		return 0;
 	for (int i = 0; i < o->nids; i++)
 		if (pbs_id_match(&ids[i], j)) {
@@ -658,15 +671,22 @@ static int parse_ids(const char *cmd, char **argv, int n, struct pbs_id *ids)
 	return 0;
 }
 
-/* Whether name is someone other than the caller. */
-static int other_user(const char *name)
+/* Whether the list of names (-u) holds someone other than the caller. */
+static int other_user(const char *list)
 {
 	struct passwd pw, *res = NULL;
 	char buf[4096];
+	size_t n;
 
 	if (getpwuid_r(getuid(), &pw, buf, sizeof(buf), &res) || !res)
 		return 1;
-	return strcmp(res->pw_name, name) != 0;
+	n = strlen(res->pw_name);
+	for (const char *p = list; *p; p += strcspn(p, ",")) {
+		p += *p == ',';
+		if (strncmp(p, res->pw_name, n) || (p[n] != ',' && p[n]))
+			return 1;
+	}
+	return 0;
 }
 
 int hb_cmd_qstat(int argc, char **argv)

@@ -323,6 +323,25 @@ static void test_shows(void **state)
 	assert_false(qstat_shows(&o, ids, &jl, seen));
 	o.user = "alice";
 	assert_true(qstat_shows(&o, ids, &jl, seen));
+	/* -u takes a list, as Torque's does */
+	o.user = "bob,alice";
+	assert_true(qstat_shows(&o, ids, &jl, seen));
+	o.user = "bob,alic,alicea";
+	assert_false(qstat_shows(&o, ids, &jl, seen));
+	o.user = "alice";
+	/* -u of oneself alone asks the daemon for one's own jobs only */
+	{
+		struct passwd *pw = getpwuid(getuid());
+		char two[300];
+
+		assert_non_null(pw);
+		assert_false(other_user(pw->pw_name));
+		snprintf(two, sizeof(two), "%s,%s", pw->pw_name, pw->pw_name);
+		assert_false(other_user(two));
+		snprintf(two, sizeof(two), "%s,hbnobody", pw->pw_name);
+		assert_true(other_user(two));
+		assert_true(other_user("hbnobody"));
+	}
 	/* named ids: those only, and each one seen is marked */
 	assert_int_equal(pbs_parse_id("11.hb1", &ids[0]), 0);
 	o.nids = 1;
