@@ -561,22 +561,22 @@ static int in_list(const char *list, const char *name)
 	return 0;
 }
 
-/* Whether the listing shows j (the ids named, else by user and state). */
+/* Whether the listing shows j (the ids named, else by user and state).
+ * seen[i] becomes 1 when j is the job ids[i] names, 2 when it is but has
+ * finished and -x was not given. */
 static int qstat_shows(const struct qstat_opts *o, const struct pbs_id *ids,
 		       const struct pbs_job *j, char *seen)
 {
-	int named = 0;
+	int shown = o->finished || !pbs_finished(j), named = 0;
 
 	if (o->user && (!j->user || !in_list(o->user, j->user)))
 		return 0;
 	for (int i = 0; i < o->nids; i++)
 		if (pbs_id_match(&ids[i], j)) {
-			seen[i] = 1;
+			seen[i] = shown ? 1 : 2;
 			named = 1;
 		}
-	if (o->nids && !named)
-		return 0;
-	return o->finished || !pbs_finished(j);
+	return (!o->nids || named) && shown;
 }
 
 /* PBS lists jobs by id, oldest first; the daemon newest first. */
@@ -617,30 +617,20 @@ static int qstat_print(const struct qstat_opts *o, const struct pbs_id *ids,
 		add_slurm(sc, &jobs[n], &sj[n]);
 		n++;
 	}
-	for (int i = 0; i < o->nids; i++)
-		if (!seen[i]) {
-			pbs_arg_name(o->ids[i], &ids[i], server, id,
-				     sizeof(id));
+	/* a named job that is not the caller's, or that ended (PBS Pro's
+	 * word for it without -x) */
+	for (int i = 0; i < o->nids; i++) {
+		if (seen[i] == 1)
+			continue;
+		pbs_arg_name(o->ids[i], &ids[i], server, id, sizeof(id));
+		if (seen[i])
+			fprintf(stderr, "qstat: %s Job has finished, use -x to "
+					"obtain historical job information\n",
+				id);
+		else
 			fprintf(stderr, "qstat: Unknown Job Id %s\n", id);
-			rc = HB_EXIT_INPUT;
-		}
-	/* a named job that ended: PBS Pro's word for it without -x */
-	for (int i = 0; i < o->nids && !o->finished; i++)
-		for (const cJSON *x = list ? list->child : NULL; x && seen[i];
-		     x = x->next) {
-			struct pbs_job j;
-
-			pbs_from_json(x, &j);
-			if (pbs_id_match(&ids[i], &j) && pbs_finished(&j)) {
-				pbs_job_id(&j, server, id, sizeof(id));
-				fprintf(stderr,
-					"qstat: %s Job has finished, use -x "
-					"to obtain historical job "
-					"information\n",
-					id);
-				rc = HB_EXIT_INPUT;
-			}
-		}
+		rc = HB_EXIT_INPUT;
+	}
 	qsort(jobs, n, sizeof(*jobs), by_id);
 	if (o->full)
 		for (size_t i = 0; i < n; i++)

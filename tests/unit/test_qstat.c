@@ -345,6 +345,11 @@ static void test_shows(void **state)
 	/* named ids: those only, and each one seen is marked */
 	assert_int_equal(pbs_parse_id("11.hb1", &ids[0]), 0);
 	o.nids = 1;
+	o.finished = 0; /* named but finished: not shown, and said so */
+	assert_false(qstat_shows(&o, ids, &jo, seen));
+	assert_int_equal(seen[0], 2);
+	seen[0] = 0;
+	o.finished = 1;
 	assert_false(qstat_shows(&o, ids, &jl, seen));
 	assert_int_equal(seen[0], 0);
 	assert_true(qstat_shows(&o, ids, &jo, seen));
