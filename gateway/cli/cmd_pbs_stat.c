@@ -31,8 +31,8 @@
 #include "hpcbridge/slurmc.h"
 #include "hpcbridge/timefmt.h"
 
-#define PBS_LIST_MAX 5000 /* the daemon's most jobs per "jobs" reply */
-#define PBS_IDS_MAX  256  /* job ids on one command line */
+#define PBS_LIST_MAX 5000	/* the daemon's most jobs per "jobs" reply */
+#define PBS_IDS_MAX  256	/* job ids on one command line */
 #define PBS_ID_LEN   (256 + 64) /* "ID.server": the server a host name */
 
 /* What qstat shows of one job: the daemon's row, and what Slurm says of
@@ -42,7 +42,7 @@ struct pbs_job {
 	int64_t slurm_id;  /* -1: none yet */
 	int64_t exit_code; /* -1: not ended, or unknown */
 	int64_t created, updated, started, ended; /* epoch s; -1 unknown */
-	int held;	   /* Slurm holds it (priority 0) */
+	int held; /* Slurm holds it (priority 0) */
 	const char *exec_host;
 	uint32_t ncpus, nodes;
 	uint64_t mem_mib;
@@ -129,8 +129,8 @@ static int is_state(const struct pbs_job *j, const char *s)
 /* Whether the job has ended (the daemon's final states). */
 static int pbs_finished(const struct pbs_job *j)
 {
-	static const char *const final[] = { "succeeded", "failed",
-					     "cancelled", "lost" };
+	static const char *const final[] = { "succeeded", "failed", "cancelled",
+					     "lost" };
 
 	for (size_t i = 0; i < sizeof(final) / sizeof(final[0]); i++)
 		if (is_state(j, final[i]))
@@ -154,8 +154,8 @@ static char pbs_state(const struct pbs_job *j)
 }
 
 /* "1234.server"; a job Slurm has no id for yet goes by the gateway's. */
-static void pbs_job_id(const struct pbs_job *j, const char *server,
-		       char *out, size_t n)
+static void pbs_job_id(const struct pbs_job *j, const char *server, char *out,
+		       size_t n)
 {
 	if (j->slurm_id > 0)
 		snprintf(out, n, "%" PRId64 ".%s", j->slurm_id, server);
@@ -252,7 +252,8 @@ static void pbs_print_table(FILE *f, const struct pbs_job *jobs, size_t n,
 	}
 }
 
-#define ALT_FMT "%-23.23s %-11.11s %-8.8s %-16.16s %6s %5s %6s %9s %9s %1s %9s\n"
+#define ALT_FMT                                                                \
+	"%-23.23s %-11.11s %-8.8s %-16.16s %6s %5s %6s %9s %9s %1s %9s\n"
 
 /* Torque's alternative table (qstat -a); -n adds each running job's
  * nodes on a line of their own. */
@@ -298,8 +299,9 @@ static void pbs_print_resources(FILE *f, const struct pbs_job *j)
 		fprintf(f, "    Resource_List.nodect = %" PRIu32 "\n",
 			pbs_nodes(j));
 	if (j->req.nodes && j->req.ppn)
-		fprintf(f, "    Resource_List.nodes = %" PRIu32 ":ppn=%" PRIu32
-			   "\n",
+		fprintf(f,
+			"    Resource_List.nodes = %" PRIu32 ":ppn=%" PRIu32
+			"\n",
 			j->req.nodes, j->req.ppn);
 	if (pbs_ncpus(j))
 		fprintf(f, "    Resource_List.ncpus = %" PRIu32 "\n",
@@ -320,8 +322,8 @@ static void pbs_print_resources(FILE *f, const struct pbs_job *j)
 }
 
 /* qstat -f: PBS's attribute names, then the gateway's own, hpcbridge_*. */
-static void pbs_print_full(FILE *f, const struct pbs_job *j,
-			   const char *server, int64_t now)
+static void pbs_print_full(FILE *f, const struct pbs_job *j, const char *server,
+			   int64_t now)
 {
 	char id[PBS_ID_LEN], t[32];
 	int64_t run = pbs_run_s(j, now);
@@ -511,8 +513,7 @@ static int qstat_args(int argc, char **argv, struct qstat_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "fanxu:1h", longs, NULL)) !=
-	       -1) {
+	while ((opt = getopt_long(argc, argv, "fanxu:1h", longs, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
 			o->full = 1;
@@ -624,8 +625,9 @@ static int qstat_print(const struct qstat_opts *o, const struct pbs_id *ids,
 			continue;
 		pbs_arg_name(o->ids[i], &ids[i], server, id, sizeof(id));
 		if (seen[i])
-			fprintf(stderr, "qstat: %s Job has finished, use -x to "
-					"obtain historical job information\n",
+			fprintf(stderr,
+				"qstat: %s Job has finished, use -x to "
+				"obtain historical job information\n",
 				id);
 		else
 			fprintf(stderr, "qstat: Unknown Job Id %s\n", id);
@@ -653,8 +655,9 @@ static int parse_ids(const char *cmd, char **argv, int n, struct pbs_id *ids)
 {
 	for (int i = 0; i < n; i++)
 		if (pbs_parse_id(argv[i], &ids[i])) {
-			fprintf(stderr, "%s: illegally formed job identifier: "
-					"%s\n",
+			fprintf(stderr,
+				"%s: illegally formed job identifier: "
+				"%s\n",
 				cmd, argv[i]);
 			return HB_EXIT_USAGE;
 		}
@@ -694,8 +697,8 @@ int hb_cmd_qstat(int argc, char **argv)
 		return rc;
 	/* another user's jobs take the daemon's "all", which it grants to
 	 * administrators only: qstat shows no more than hpcbridge jobs */
-	list = list_jobs("qstat", o.user && other_user(o.user),
-			 o.full || o.alt, &reply, &rc);
+	list = list_jobs("qstat", o.user && other_user(o.user), o.full || o.alt,
+			 &reply, &rc);
 	if (!rc) {
 		pbs_server(server, sizeof(server));
 		rc = qstat_print(&o, ids, list, server);
@@ -706,8 +709,8 @@ int hb_cmd_qstat(int argc, char **argv)
 
 /* Cancel one job through the daemon (a task of a burst array alone);
  * prints PBS's message and returns non-zero when it cannot. */
-static int qdel_one(const char *arg, const struct pbs_id *id,
-		    const cJSON *list, const char *server)
+static int qdel_one(const char *arg, const struct pbs_id *id, const cJSON *list,
+		    const char *server)
 {
 	const cJSON *x;
 	struct pbs_job j;

@@ -126,9 +126,9 @@ static void test_hms(void **state)
 
 static void test_table(void **state)
 {
-	cJSON *a = row("hb-000001", 1234,
-		       "a_name_longer_than_sixteen_characters", "running",
-		       "slurm", "2026-11-28T10:00:00Z", NULL, -1);
+	cJSON *a =
+		row("hb-000001", 1234, "a_name_longer_than_sixteen_characters",
+		    "running", "slurm", "2026-11-28T10:00:00Z", NULL, -1);
 	cJSON *b = row("hb-000002", 0, "short", "pending", "pending", NULL,
 		       NULL, -1);
 	struct pbs_job jobs[2];
@@ -168,8 +168,8 @@ static void test_table_long_id(void **state)
 
 	(void)state;
 	/* the id column keeps 25 characters, as Torque's does */
-	CAPTURE(out, pbs_print_table(f, &j, 1,
-				     "a-very-long-server-name-indeed", T0));
+	CAPTURE(out, pbs_print_table(f, &j, 1, "a-very-long-server-name-indeed",
+				     T0));
 	assert_non_null(strstr(out, "\n4294967000.a-very-long-se x "));
 	free(out);
 }
@@ -254,10 +254,10 @@ static void test_alt(void **state)
 			     strlen("Job ID                  Username    "
 				    "Queue    Jobname          SessID   NDS    "
 				    "TSK    Memory      Time S      Time\n")));
-	assert_non_null(
-		strstr(out, "901.hb1                 alice       debug    "
-			    "wide                 --     2      8    1024mb "
-			    "       -- R  00:01:05\n   hb[1-2]\n"));
+	assert_non_null(strstr(out,
+			       "901.hb1                 alice       debug    "
+			       "wide                 --     2      8    1024mb "
+			       "       -- R  00:01:05\n   hb[1-2]\n"));
 	free(out);
 	cJSON_Delete(a);
 }
@@ -280,10 +280,10 @@ static void test_parse_id(void **state)
 		{ "hb-000042", -1, -1, "hb-000042" },
 	};
 	static const char *const bad[] = {
-		"",	  "x1",	       "-1",	  "0",	     "1234x",
-		"1234.",  "1234[",     "1234[5",  "1234[a]", "1234]",
-		"hb-",	  "hb-12a",    "99999999999",	     "1234[5]x",
-		"12 34",  "1234[-1]",
+		"",	    "x1",     "-1",	     "0",	 "1234x",
+		"1234.",    "1234[",  "1234[5",	     "1234[a]",	 "1234]",
+		"hb-",	    "hb-12a", "99999999999", "1234[5]x", "12 34",
+		"1234[-1]",
 	};
 	struct pbs_id id;
 
@@ -301,10 +301,10 @@ static void test_parse_id(void **state)
 
 static void test_shows(void **state)
 {
-	cJSON *live = row("hb-000010", 10, "l", "running", "slurm", NULL,
-			  NULL, -1);
-	cJSON *over = row("hb-000011", 11, "o", "succeeded", "slurm", NULL,
-			  NULL, 0);
+	cJSON *live =
+		row("hb-000010", 10, "l", "running", "slurm", NULL, NULL, -1);
+	cJSON *over =
+		row("hb-000011", 11, "o", "succeeded", "slurm", NULL, NULL, 0);
 	struct pbs_job jl, jo;
 	struct qstat_opts o = { 0 };
 	struct pbs_id ids[1] = { { 0 } };
@@ -392,9 +392,10 @@ static void test_requested(void **state)
 				    "    Error_Path = err-%j\n"));
 	free(out);
 	CAPTURE(out, pbs_print_alt(f, &j, 1, "hb1", T0, 0));
-	assert_non_null(strstr(out, "120.hb1                 alice       "
-				    "debug    big                  --     2      "
-				    "8    2000mb  01:30:00 R  00:00:00\n"));
+	assert_non_null(strstr(out,
+			       "120.hb1                 alice       "
+			       "debug    big                  --     2      "
+			       "8    2000mb  01:30:00 R  00:00:00\n"));
 	free(out);
 	/* no limit */
 	cJSON_ReplaceItemInObject(r, "time_limit",
