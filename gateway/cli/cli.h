@@ -31,6 +31,10 @@ int hb_cmd_policy(int argc, char **argv);
 int hb_cmd_doctor(int argc, char **argv);
 int hb_cmd_report(int argc, char **argv);
 int hb_cmd_ckpt(int argc, char **argv);
+/* qstat and qdel in PBS's formats (cmd_pbs_stat.c); also run when the
+ * program is called qstat or qdel. */
+int hb_cmd_qstat(int argc, char **argv);
+int hb_cmd_qdel(int argc, char **argv);
 /* hpcbridge report --reconcile (cmd_reconcile.c): the ledger's Slurm side
  * in the store at state against slurmdbd, for periods ending in
  * [from_ms, to_ms); fmt 0 table, 1 csv, 2 json.  Returns 0 when nothing

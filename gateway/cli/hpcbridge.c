@@ -24,6 +24,8 @@ static const struct {
 	{ "report", hb_cmd_report, "chargeback report from the cost ledger" },
 	{ "ckpt", hb_cmd_ckpt,
 	  "push, pull, verify, list and retain checkpoints in S3" },
+	{ "qstat", hb_cmd_qstat, "your jobs in PBS's qstat formats" },
+	{ "qdel", hb_cmd_qdel, "cancel jobs by their PBS ids" },
 	{ "doctor", hb_cmd_doctor,
 	  "check this node's fabric (RDMA, GPUs, NCCL, MPI) and both sides" },
 	{ "sandbox", hb_cmd_sandbox,
@@ -51,10 +53,14 @@ int main(int argc, char **argv)
 {
 	const char *base = argv[0] ? strrchr(argv[0], '/') : NULL;
 
-	/* installed as qsub (a link named so): hpcbridge qsub */
+	/* installed as qsub, qstat or qdel (a link): that command */
 	base = base ? base + 1 : argv[0] ? argv[0] : "";
 	if (!strcmp(base, "qsub"))
 		return hb_cmd_qsub(argc, argv);
+	if (!strcmp(base, "qstat"))
+		return hb_cmd_qstat(argc, argv);
+	if (!strcmp(base, "qdel"))
+		return hb_cmd_qdel(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
 		return HB_EXIT_USAGE;

@@ -14,14 +14,65 @@
 struct list_ctx {
 	cJSON *arr;
 	int rc;
+	int requested; /* add each job's "requested" (qstat's Resource_List) */
 };
+
+/*
+ * What the job asked for, from the jobspec it was decided with (the
+ * "jobspec" of its stored source), as o's "requested": its shape's nodes,
+ * ntasks, cpus_per_node, gpus_per_node and mem_per_node_mb, its
+ * time_limit (seconds, or "UNLIMITED") and its output and error patterns.
+ * Nothing for a job without one (submitted with hpcbridge submit).
+ */
+static int add_requested(cJSON *o, const char *src)
+{
+	static const char *const shape_keys[] = { "nodes", "ntasks",
+						  "cpus_per_node",
+						  "gpus_per_node",
+						  "mem_per_node_mb" };
+	static const char *const spec_keys[] = { "time_limit", "output",
+						 "error" };
+	cJSON *doc = src ? cJSON_Parse(src) : NULL, *r, *v;
+	const cJSON *js = cJSON_GetObjectItemCaseSensitive(doc, "jobspec");
+	const cJSON *sh = cJSON_GetObjectItemCaseSensitive(js, "shape");
+	int rc = 0;
+
+	if (!cJSON_IsObject(js))
+		goto out;
+	if (!(r = cJSON_AddObjectToObject(o, "requested")))
+		goto nomem;
+	for (size_t i = 0; i < sizeof(shape_keys) / sizeof(shape_keys[0]);
+	     i++) {
+		v = cJSON_GetObjectItemCaseSensitive(sh, shape_keys[i]);
+		if (cJSON_IsNumber(v) && v->valuedouble > 0 &&
+		    !cJSON_AddNumberToObject(r, shape_keys[i], v->valuedouble))
+			goto nomem;
+	}
+	for (size_t i = 0; i < sizeof(spec_keys) / sizeof(spec_keys[0]); i++) {
+		v = cJSON_GetObjectItemCaseSensitive(js, spec_keys[i]);
+		if (!cJSON_IsNumber(v) && !cJSON_IsString(v))
+			continue;
+		v = cJSON_Duplicate(v, 0);
+		if (!v || !cJSON_AddItemToObject(r, spec_keys[i], v)) {
+			cJSON_Delete(v);
+			goto nomem;
+		}
+	}
+	goto out;
+nomem:
+	rc = HB_ENOMEM;
+out:
+	cJSON_Delete(doc);
+	return rc;
+}
 
 static int list_cb(const struct hb_job_row *j, void *arg)
 {
 	struct list_ctx *l = arg;
 	cJSON *o = hbd_job_json(j);
 
-	if (!o || !cJSON_AddItemToArray(l->arr, o)) {
+	if (!o || (l->requested && add_requested(o, j->jobspec)) ||
+	    !cJSON_AddItemToArray(l->arr, o)) {
 		cJSON_Delete(o);
 		return l->rc = HB_ENOMEM;
 	}
@@ -38,6 +89,7 @@ void hbd_op_jobs(struct hb_daemon *d, struct conn *c, const cJSON *req)
 	cJSON *r;
 
 	hb_doc_get_bool(req, "all", 0, &all, &e);
+	hb_doc_get_bool(req, "requested", 0, &l.requested, &e);
 	hb_doc_get_i64(req, "limit", 1, HB_DAEMON_LIST_MAX, 0, &limit, &e);
 	if (e.code) {
 		hbd_stage_error(d, c, e.code, e.msg, 0);

@@ -127,12 +127,14 @@ grep -qE '^warn +a multi-node job started here would run over TCP: .* \[fabric.t
 	ok "the text names the finding's code" || bad "text: $out"
 grep -qE '^      hint: ' <<<"$out" && ok "hints are printed" || bad "no hint: $out"
 
-# 4. The emulated cluster: NFD-labelled RDMA nodes with GPUs.
+# 4. The emulated cluster: NFD-labelled RDMA nodes with GPUs, and a node
+# with a device plugin's RDMA resource.
 kubemu_start --tls-dir "$tmp/tls" --kubeconfig-out "$tmp/kubeconfig" \
 	--token "admin-$$" --namespace hpc \
 	--node "gpu-ib-1,gpu=8,label:feature.node.kubernetes.io/rdma.capable=true" \
 	--node "gpu-ib-2,gpu=8,label:feature.node.kubernetes.io/rdma.capable=true" \
-	--node "cpu-1" ||
+	--node "cpu-1" \
+	--node "ib-3,rdma/hca_shared_devices_a=4" ||
 	die "the emulator did not start"
 cat >"$tmp/hpcbridge.yaml" <<-YAML
 remote:
@@ -142,7 +144,9 @@ kubernetes:
   namespace: hpc
 YAML
 doctor --config "$tmp/hpcbridge.yaml"
-is "the cluster's nodes are read" 'd["sides"]["kubernetes"]["nodes"]' 3
+is "the cluster's nodes are read" 'd["sides"]["kubernetes"]["nodes"]' 4
+is "a node offering a device plugin's rdma/* resource is found" \
+	'"1 of 4 nodes offer RDMA: ib-3" in f["k8s.rdma"]["message"]' True
 is "their GPUs are counted" 'f["k8s.gpu"]["message"]' "kubernetes: 16 GPUs on 2 nodes"
 is "NFD-labelled nodes without an rdma resource are named" \
 	'f["k8s.rdma_unallocatable"]["message"]' \

@@ -160,6 +160,11 @@ static int node_set(cJSON *n, const char *key, const char *val, int *ready,
 					  val);
 		return km_set_str(cap, key, val);
 	}
+	/* Labels first: a label's key holds '/' too. */
+	if (!strcmp(key, "gpu-product"))
+		return km_set_str(labels, GPU_LABEL, val);
+	if (!strncmp(key, "label:", 6) && key[6])
+		return km_set_str(labels, key + 6, val);
 	/* Any other extended resource (amd.com/gpu, a device plugin's
 	 * rdma/hca_shared_devices_a): a count. */
 	if (strchr(key, '/') && key[0] != '/') {
@@ -169,10 +174,6 @@ static int node_set(cJSON *n, const char *key, const char *val, int *ready,
 					  key, val);
 		return km_set_str(cap, key, val);
 	}
-	if (!strcmp(key, "gpu-product"))
-		return km_set_str(labels, GPU_LABEL, val);
-	if (!strncmp(key, "label:", 6) && key[6])
-		return km_set_str(labels, key + 6, val);
 	if (!strcmp(key, "ready")) {
 		if (spec_bool(val, &b))
 			return hb_err_set(err, HB_EINVAL, NULL, 0,
