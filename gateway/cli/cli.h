@@ -61,6 +61,10 @@ int hb_cli_load_config(const char *path, struct hb_config *cfg,
  * built-in defaults. */
 const char *hb_cli_config_path(const char *config);
 
+/* The server name PBS job ids end with ("123.NAME"): cfg's
+ * pbs.server_name, else (or with cfg NULL) this host's short name. */
+void hb_cli_pbs_server(const struct hb_config *cfg, char *buf, size_t n);
+
 /* The uid of daemon.user in the configuration (config, else
  * $HPCBRIDGE_CONFIG, else the system file if it can be read): the server
  * check trusts a socket served by it besides root.  0 (root) without a

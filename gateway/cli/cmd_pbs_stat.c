@@ -27,6 +27,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "hpcbridge/config.h"
 #include "hpcbridge/doc.h"
 #include "hpcbridge/slurmc.h"
 #include "hpcbridge/timefmt.h"
@@ -437,15 +438,19 @@ static int pbs_id_match(const struct pbs_id *id, const struct pbs_job *j)
 }
 
 /* The name jobs are said to live at: the short host name (PBS's server). */
+/* qsub's server name, so that the ids agree; a configuration that does
+ * not load leaves the host's name (the daemon's answer is what counts). */
 static void pbs_server(char *out, size_t n)
 {
-	char host[256];
+	struct hb_config cfg;
+	struct hb_err err = { 0 };
 
-	if (gethostname(host, sizeof(host)) != 0 || !host[0])
-		snprintf(host, sizeof(host), "localhost");
-	host[sizeof(host) - 1] = '\0';
-	host[strcspn(host, ".")] = '\0';
-	snprintf(out, n, "%s", host);
+	memset(&cfg, 0, sizeof(cfg));
+	if (hb_cli_load_config(hb_cli_config_path(NULL), &cfg, &err))
+		hb_cli_pbs_server(NULL, out, n);
+	else
+		hb_cli_pbs_server(&cfg, out, n);
+	hb_config_free(&cfg);
 }
 
 /* The caller's jobs (everyone's with all; with what each asked for with

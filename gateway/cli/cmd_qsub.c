@@ -237,11 +237,9 @@ static int map_queue(const struct hb_config *cfg, struct hb_jobspec *s,
 	return s->partition ? 0 : HB_ENOMEM;
 }
 
-/* The server name job ids end with: pbs.server_name, else this host's
- * short name. */
-static void server_name(const struct hb_config *cfg, char *buf, size_t n)
+void hb_cli_pbs_server(const struct hb_config *cfg, char *buf, size_t n)
 {
-	if (cfg->pbs_server_name) {
+	if (cfg && cfg->pbs_server_name) {
 		snprintf(buf, n, "%s", cfg->pbs_server_name);
 		return;
 	}
@@ -687,7 +685,7 @@ int hb_cmd_qsub(int argc, char **argv)
 		hb_config_free(&cfg);
 		return HB_EXIT_INPUT;
 	}
-	server_name(&cfg, server, sizeof(server));
+	hb_cli_pbs_server(&cfg, server, sizeof(server));
 	with_sbatch = cfg.pbs_submit && !strcmp(cfg.pbs_submit, "sbatch");
 	hb_buf_init(&text, 0);
 	rc = prepare(&q, &cfg, server, &text, &array);

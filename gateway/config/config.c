@@ -398,12 +398,12 @@ static const struct setting table[] = {
     {.path = "pbs.submit",
      .type = HB_CFG_ENUM,
      .off = F(pbs_submit),
-     .def = "daemon",
+     .def = "sbatch",
      .values = pbs_submit_values,
      .reloadable = 1,
-     .help = "How hpcbridge qsub submits: daemon (hpcbridged's submit op, "
-	     "the job pinned to Slurm) or sbatch (run as the user, through "
-	     "job_submit/hpcbridge and placement like any sbatch job)."},
+     .help = "How hpcbridge qsub submits: sbatch (run as the user, through "
+	     "job_submit/hpcbridge and placement like any sbatch job) or "
+	     "daemon (hpcbridged's submit op, the job pinned to Slurm)."},
     {.path = "origin.namespaces",
      .type = HB_CFG_LIST_MAP,
      .off = F(origin_namespaces),

@@ -47,7 +47,7 @@ user=$HB_SANDBOX_USER
 # qsub, installed as a link to hpcbridge, and the site's queues
 mkdir -p "$tmp/bin"
 ln -s "$build/bin/hpcbridge" "$tmp/bin/qsub"
-printf 'pbs:\n  queues: {batch: debug, gpuq: gpu}\n  server_name: srv\n' \
+printf 'pbs:\n  queues: {batch: debug, gpuq: gpu}\n  server_name: srv\n  submit: daemon\n' \
 	>>"$HPCBRIDGE_CONFIG"
 # as_user CMD...: run in the work directory as the sandbox's user
 as_user() {

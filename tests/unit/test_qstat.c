@@ -32,6 +32,27 @@ cJSON *hb_cli_id_request(const char *op, const char *id)
 	return NULL;
 }
 
+/* cmd_jobs.c's and cmd_qsub.c's: no configuration here, and the server
+ * name it would give */
+const char *hb_cli_config_path(const char *config)
+{
+	return config;
+}
+
+int hb_cli_load_config(const char *path, struct hb_config *cfg,
+		       struct hb_err *err)
+{
+	(void)path, (void)cfg;
+	return hb_err_set(err, HB_ENOENT, NULL, 0, "no configuration");
+}
+
+void hb_cli_pbs_server(const struct hb_config *cfg, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s", cfg && cfg->pbs_server_name
+				       ? cfg->pbs_server_name
+				       : "localhost");
+}
+
 /* 2026-11-28T10:00:00Z */
 #define T0 INT64_C(1795860000)
 

@@ -208,10 +208,10 @@ static void test_jobid(void **state)
 	assert_string_equal(buf, "77[].srv");
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.pbs_server_name = "pbs01";
-	server_name(&cfg, host, sizeof(host));
+	hb_cli_pbs_server(&cfg, host, sizeof(host));
 	assert_string_equal(host, "pbs01");
 	cfg.pbs_server_name = NULL;
-	server_name(&cfg, host, sizeof(host));
+	hb_cli_pbs_server(&cfg, host, sizeof(host));
 	assert_null(strchr(host, '.'));
 	assert_true(host[0] != '\0');
 }
