@@ -253,3 +253,29 @@ EOF
 		2>"$tmp/call.err"
 	grep -oE '"id":"hb-[0-9]+"' "$tmp/reply" | cut -d'"' -f4
 }
+
+# sec_slurm_daemon: a real Slurm in $tmp/slurm, stopped on exit with the
+# rest of sec_init's cleanup, and hpcbridged with the local backend and
+# root as Slurm's user ($tmp/cfg.yaml); the test ends when either does
+# not start.  The caller sources tests/integration/lib/slurm.sh, and may
+# export HB_SLURM_EXTRA_CONF first.
+sec_slurm_daemon() {
+	trap _sec_slurm_cleanup EXIT
+	export HB_SLURM_FIX_HOSTS=${HB_SLURM_FIX_HOSTS:-1}
+	slurm_up "$tmp/slurm" >"$tmp/slurm-up.log" 2>&1 || {
+		cat "$tmp/slurm-up.log"
+		bad "Slurm did not come up"
+		sec_end
+	}
+	export LSAN_OPTIONS="suppressions=$src/tests/integration/lsan.supp:print_suppressions=0"
+	mkdir -p "$tmp/remote"
+	local_config info 'slurm:\n  user: root'
+	start_daemon "$tmp/cfg.yaml" || {
+		bad "the daemon did not start"
+		sec_end
+	}
+}
+_sec_slurm_cleanup() {
+	slurm_down "$tmp/slurm" >/dev/null 2>&1 || true
+	_sec_cleanup
+}

@@ -23,26 +23,7 @@ src=$(cd "${2:?usage: qdel_other.test.sh BUILD_DIR SOURCE_DIR}" && pwd)
 . "$src/tests/integration/lib/slurm.sh"
 
 sec_init
-_qdel_cleanup() {
-	slurm_down "$tmp/slurm" >/dev/null 2>&1 || true
-	_sec_cleanup
-}
-trap _qdel_cleanup EXIT
-
-export HB_SLURM_FIX_HOSTS=${HB_SLURM_FIX_HOSTS:-1}
-slurm_up "$tmp/slurm" >"$tmp/slurm-up.log" 2>&1 || {
-	cat "$tmp/slurm-up.log"
-	bad "Slurm did not come up"
-	sec_end
-}
-export LSAN_OPTIONS="suppressions=$src/tests/integration/lsan.supp:print_suppressions=0"
-
-mkdir -p "$tmp/remote"
-local_config info 'slurm:\n  user: root'
-start_daemon "$tmp/cfg.yaml" || {
-	bad "the daemon did not start"
-	sec_end
-}
+sec_slurm_daemon
 
 victim=hbvic$$
 vuid=$(sec_user "$victim") || {

@@ -30,27 +30,8 @@ src=$(cd "${2:?usage: submit_as_user.test.sh BUILD_DIR SOURCE_DIR}" &&
 . "$src/tests/integration/lib/slurm.sh"
 
 sec_init
-_submit_cleanup() {
-	slurm_down "$tmp/slurm" >/dev/null 2>&1 || true
-	_sec_cleanup
-}
-trap _submit_cleanup EXIT
-
-export HB_SLURM_FIX_HOSTS=${HB_SLURM_FIX_HOSTS:-1}
 export HB_SLURM_EXTRA_CONF="PartitionName=rootonly Nodes=hb1 MaxTime=INFINITE State=UP RootOnly=YES"
-slurm_up "$tmp/slurm" >"$tmp/slurm-up.log" 2>&1 || {
-	cat "$tmp/slurm-up.log"
-	bad "Slurm did not come up"
-	sec_end
-}
-export LSAN_OPTIONS="suppressions=$src/tests/integration/lsan.supp:print_suppressions=0"
-
-mkdir -p "$tmp/remote"
-local_config info 'slurm:\n  user: root'
-start_daemon "$tmp/cfg.yaml" || {
-	bad "the daemon did not start"
-	sec_end
-}
+sec_slurm_daemon
 
 # The user's script: #SBATCH names the partition.
 script() {
