@@ -20,6 +20,14 @@ pkgs=(
 	# and the S3 clients people use, as peers and checks
 	swift swift-proxy swift-account swift-container swift-object
 	python3-swift awscli rclone s3cmd
+	# Slurm's own qsub/qstat/qdel wrappers: the peer hpcbridge qsub is
+	# scored against (tests/integration/pbs_vs_torque.test.sh)
+	slurm-wlm-torque
+	# the daemon's service: sd_notify and the watchdog (libsystemd),
+	# systemd-analyze verify; the Debian package (dpkg-dev, fakeroot);
+	# the metrics scrape parser; bash completion
+	libsystemd-dev systemd dpkg-dev fakeroot
+	python3-prometheus-client bash-completion
 )
 
 missing=()
