@@ -5,6 +5,8 @@ usage: man_check.py cli PAGE HPCBRIDGE     hpcbridge(1) against hpcbridge
        man_check.py daemon PAGE HPCBRIDGED  hpcbridged(8) against hpcbridged
        man_check.py keys PAGE KEYS_FILE     hpcbridge.yaml(5) against the
                                             configuration table
+       man_check.py policy PAGE POLICY_C    hpcbridge-policy(5) against the
+                                            policy reader's key tables
 
 cli: every command 'hpcbridge --help' lists has a '.SS COMMAND' under
 COMMANDS; every option (-x, --long) 'hpcbridge COMMAND --help' prints is
@@ -15,6 +17,8 @@ help prints.  'hpcbridge --help' itself is checked against OPTIONS.
 daemon: the same for hpcbridged --help and hpcbridged(8)'s OPTIONS.
 keys: every key of the table is a .TP item of KEYS, and every KEYS item is
 a key of the table.
+policy: every key in a '*_keys[]' table (and RULE_KEYS) of the policy
+reader is a .TP item of KEYS, and every KEYS item is such a key.
 Prints one line per disagreement; exit 1 when there is any.
 """
 import re
@@ -171,9 +175,32 @@ def check_keys(page, keys_file):
     print(f"{len(keys)} keys checked")
 
 
+def check_policy(page, source):
+    src = open(source, encoding="utf-8").read()
+    macros = {m.group(1): m.group(2) for m in re.finditer(
+        r"#define (\w+)\s+((?:[^\n]*\\\n)*[^\n]*)", src)}
+    keys = set()
+    for m in re.finditer(r"_keys\[\] = \{([^}]*)\}", src):
+        body = m.group(1)
+        for name, text in macros.items():
+            body = body.replace(name, text)
+        keys |= set(re.findall(r'"([a-z_0-9]+)"', body))
+    if len(keys) < 40:
+        bad(f"only {len(keys)} policy keys found in {source}")
+    lines = sections(page, "SH").get("KEYS", [])
+    items = {roff_text(lines[i + 1]).split()[0]
+             for i, l in enumerate(lines[:-1]) if l.strip() == ".TP"}
+    for k in sorted(keys - items):
+        bad(f"{k}: a policy key that {page} does not document")
+    for k in sorted(items - keys):
+        bad(f"{page} documents {k}, which the policy reader does not know")
+    print(f"{len(keys)} policy keys checked")
+
+
 def main():
     mode, page, arg = sys.argv[1:4]
-    {"cli": check_cli, "daemon": check_daemon, "keys": check_keys}[mode](
+    {"cli": check_cli, "daemon": check_daemon, "keys": check_keys,
+     "policy": check_policy}[mode](
         page, arg)
     for p in problems:
         print("FAIL: " + p)
