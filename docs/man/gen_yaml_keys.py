@@ -30,6 +30,7 @@ SECTION_TEXT = {
     "pbs": "qsub, qstat and qdel with PBS semantics.",
     "origin": "Jobs that start on Kubernetes (MPIJobs managed by hpcbridge).",
     "chargeback": "The cost ledger.",
+    "metrics": "hpcbridged's Prometheus metrics and health endpoint.",
 }
 
 EMPTY = {"map": "{}", "selectors": "{}", "list map": "{}", "list": "[]",
@@ -67,7 +68,9 @@ def generate(rows):
         top = row[0].split(".")[0]
         if top != section:
             section = top
-            out += [".SS " + top, esc(SECTION_TEXT.get(top, ""))]
+            out.append(".SS " + top)
+            if top in SECTION_TEXT:
+                out.append(esc(SECTION_TEXT[top]))
         out += key_lines(row)
     out.append(END)
     return out
