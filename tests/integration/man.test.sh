@@ -3,7 +3,8 @@
 # option its --help prints is in hpcbridge(1) and the reverse, the same for
 # hpcbridged(8), every configuration key of the table in hpcbridge.yaml(5)
 # (its KEYS section as gen_yaml_keys.py writes it), every policy key in
-# hpcbridge-policy(5); and each page renders without a groff warning.
+# hpcbridge-policy(5); and each page renders without a groff warning and
+# has the NAME line mandb indexes.
 # Then the checks are shown to catch a page that drifted (an option, a
 # command or a key removed or invented, a bad macro).
 #
@@ -55,6 +56,9 @@ for page in hpcbridge.1 hpcbridged.8 hpcbridge.yaml.5 hpcbridge-policy.5; do
 		bad "$page: warnings: $(head -3 "$tmp/err")"
 	grep -q '^NAME' "$tmp/out" && [ "$(wc -l <"$tmp/out")" -gt 40 ] &&
 		ok || bad "$page: renders to $(wc -l <"$tmp/out") lines"
+	# mandb's whatis line: "NAME - what it is"
+	lexgrog "$man_dir/$page" 2>&1 | grep -qE ": \"${page%.[0-9]} - .{10,}\"$" &&
+		ok || bad "$page: whatis: $(lexgrog "$man_dir/$page" 2>&1)"
 done
 
 # 2. the pages agree with the programs and the tables
