@@ -11,6 +11,9 @@
 #     and exit 0;
 # (3) with stderr the stream $JOURNAL_STREAM names, each log line starts
 #     with its level's syslog priority; without it, with the JSON.
+# (4) under the unit's NoNewPrivileges and CapabilityBoundingSet (put on
+#     with setpriv), a local-backend job runs as its user and is
+#     cancelled; without CAP_CHOWN its start fails.
 #
 # usage: systemd.test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -28,6 +31,8 @@ nsock=$tmp/notify.sock
 msgs=$tmp/notify.log
 pid=
 lpid=
+user=
+made_user=0
 fails=0
 passes=0
 
@@ -36,6 +41,13 @@ cleanup() {
 		kill -CONT "$p" 2>/dev/null || true
 		kill -KILL "$p" 2>/dev/null || true
 	done
+	for f in "$tmp"/remote/*/pid; do
+		[ -f "$f" ] || continue
+		read -r p _ <"$f" || continue
+		case $p in '' | *[!0-9]*) continue ;; esac
+		kill -KILL -- "-$p" 2>/dev/null || true
+	done
+	[ "$made_user" = 1 ] && userdel "$user" 2>/dev/null || true
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -319,6 +331,116 @@ other=$tmp/other.log
 run_log "$plain" "$(stat -c '%d:%i' "$other")"
 [ -s "$plain" ] && ! grep -qvE '^\{' "$plain" && ok ||
 	bad "JOURNAL_STREAM of another file gave a prefix"
+
+# --- 4. the unit's privileges --------------------------------------------
+# NoNewPrivileges and CapabilityBoundingSet, as the unit says them, put on
+# the real daemon with setpriv: a local-backend job still runs as its
+# user (the drop with setgroups/setresgid/setresuid, its work directory
+# chowned and chmodded, its result read as root) and is cancelled.
+# Without CAP_CHOWN the same start fails: the job's start does use them.
+user=hbsd$$
+useradd --system --no-create-home --shell /usr/sbin/nologin "$user" \
+	>/dev/null 2>&1 && made_user=1 || bad "cannot make user $user"
+uid=$(id -u "$user")
+gid=$(id -g "$user")
+chmod 755 "$tmp"
+caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$unit" | tr 'A-Z' 'a-z' |
+	sed 's/cap_/+/g; s/ /,/g')
+[ -n "$caps" ] && ok || bad "no CapabilityBoundingSet in the unit"
+cat >"$tmp/priv.yaml" <<EOF
+daemon:
+  log_level: debug
+remote:
+  backend: local
+  local_dir: $tmp/remote
+placement:
+  default_target: slurm
+EOF
+# priv_daemon CAPS: the daemon under no_new_privs and bounding set CAPS
+priv_daemon() {
+	setpriv --no-new-privs --bounding-set "-all,$1" -- \
+		"$hbd" --config "$tmp/priv.yaml" --foreground --socket "$sock" \
+		--state "$db" 2>>"$tmp/priv.log" &
+	pid=$!
+	for _ in $(seq 100); do
+		"$build/tests/hbcall" "$sock" '{"op":"ping"}' >/dev/null 2>&1 &&
+			return 0
+		sleep 0.05
+	done
+	return 1
+}
+pcall() { "$build/tests/hbcall" "$sock" "$1" >"$tmp/reply" 2>&1; }
+pcall_as() {
+	setpriv --reuid="$uid" --regid="$gid" --clear-groups -- \
+		"$build/tests/hbcall" "$sock" "$1" >"$tmp/reply" 2>&1
+}
+# job SCRIPT: root decides a Kubernetes-target job for the user; its id
+job() {
+	pcall '{"op":"decide","user":"'"$user"'","uid":'"$uid"',
+	  "partition":"cpu","target":"kubernetes","cwd":"/",
+	  "env":["PATH=/usr/bin:/bin"],"script":"'"$1"'"}' || return 1
+	grep -oE '"id":"hb-[0-9]+"' "$tmp/reply" | cut -d'"' -f4
+}
+[ "$(awk '/^NoNewPrivs/ {print $2}' /proc/self/status)" = 0 ] && ok ||
+	bad "this shell already runs with no_new_privs: the check is moot"
+priv_daemon "$caps" && ok ||
+	bad "the daemon did not start: $(tail -3 "$tmp/priv.log")"
+[ "$(awk '/^NoNewPrivs/ {print $2}' "/proc/$pid/status")" = 1 ] && ok ||
+	bad "the daemon is not under no_new_privs"
+# the job's user: the start, then polls until it is over
+id=$(job '#!/bin/sh\necho ran-as-$(id -u)\n')
+if [ -n "$id" ] && pcall_as '{"op":"remote_start","id":"'"$id"'"}'; then
+	ok
+	for _ in $(seq 100); do
+		pcall_as '{"op":"remote_poll","id":"'"$id"'","offset":0}' &&
+			grep -q '"done":true' "$tmp/reply" && break
+		sleep 0.1
+	done
+	# the output comes base64-encoded in "data"
+	grep -q '"done":true' "$tmp/reply" &&
+		grep -oE '"data":"[^"]*"' "$tmp/reply" | cut -d'"' -f4 |
+		base64 -d | grep -qx "ran-as-$uid" &&
+		grep -q '"exit_code":0' "$tmp/reply" && ok ||
+		bad "the job under the unit's privileges: $(head -c 400 "$tmp/reply")"
+else
+	bad "remote_start under the unit's privileges: $(head -c 300 "$tmp/reply")"
+fi
+# a long job, cancelled: its session ends
+id=$(job '#!/bin/sh\nsleep 300\n')
+pcall_as '{"op":"remote_start","id":"'"$id"'"}' ||
+	bad "remote_start (long): $(head -c 300 "$tmp/reply")"
+for _ in $(seq 100); do
+	[ -s "$tmp/remote/$id/pid" ] && break
+	sleep 0.05
+done
+jpid=
+[ -s "$tmp/remote/$id/pid" ] && read -r jpid _ <"$tmp/remote/$id/pid"
+pcall_as '{"op":"cancel","id":"'"$id"'"}' && ok ||
+	bad "cancel: $(head -c 300 "$tmp/reply")"
+for _ in $(seq 100); do
+	[ -n "$jpid" ] && ! kill -0 "$jpid" 2>/dev/null && break
+	sleep 0.05
+done
+[ -n "$jpid" ] && ! kill -0 "$jpid" 2>/dev/null && ok ||
+	bad "the cancelled job ${jpid:-?} still runs"
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+pid=
+[ "$rc" = 0 ] && ok || bad "exit $rc under the unit's privileges"
+# ... and without CAP_CHOWN the start fails: the test does use the caps
+priv_daemon "$(echo "$caps" | sed 's/+chown,\{0,1\}//; s/,$//')" ||
+	bad "the daemon without CAP_CHOWN did not start"
+id=$(job '#!/bin/sh\ntrue\n')
+if pcall_as '{"op":"remote_start","id":"'"$id"'"}'; then
+	bad "a job started without CAP_CHOWN: $(head -c 300 "$tmp/reply")"
+else
+	grep -q 'chown' "$tmp/reply" && ok ||
+		bad "without CAP_CHOWN: $(head -c 300 "$tmp/reply")"
+fi
+kill -TERM "$pid"
+wait "$pid" || true
+pid=
 
 echo "systemd: $passes passed, $fails failed"
 [ "$fails" = 0 ]
