@@ -58,6 +58,15 @@ bad() {
 	fails=$((fails + 1))
 }
 
+# stop_ok WHAT: SIGTERM to the daemon, which exits 0
+stop_ok() {
+	local rc=0
+	kill -TERM "$pid"
+	wait "$pid" || rc=$?
+	pid=
+	[ "$rc" = 0 ] && ok || bad "exit $rc after SIGTERM ($1)"
+}
+
 # --- 1. the unit ---------------------------------------------------------
 mkdir -p "$tmp/unit"
 sed "s#^ExecStart=/usr/sbin/hpcbridged #ExecStart=$hbd #" "$unit" \
@@ -166,11 +175,7 @@ wait_msg '^[0-9]+ READY=1' 1 && ok || bad "no READY=1 (other pid)"
 sleep 1
 [ "$(count 'WATCHDOG=1')" = 0 ] && ok ||
 	bad "WATCHDOG=1 sent for WATCHDOG_PID of another process"
-kill -TERM "$pid"
-rc=0
-wait "$pid" || rc=$?
-pid=
-[ "$rc" = 0 ] && ok || bad "exit $rc after SIGTERM (other pid)"
+stop_ok "other pid"
 : >"$msgs"
 
 start_notify self
@@ -262,11 +267,7 @@ grep -qE 'STATUS=reload refused' "$msgs" && ok ||
 cp "$tmp/cfg.good" "$tmp/cfg.yaml"
 
 # SIGTERM: STOPPING=1, exit 0
-kill -TERM "$pid"
-rc=0
-wait "$pid" || rc=$?
-pid=
-[ "$rc" = 0 ] && ok || bad "exit $rc after SIGTERM"
+stop_ok "notify"
 grep -qE '^[0-9]+ STOPPING=1' "$msgs" && ok || bad "no STOPPING=1"
 ! [ -e "$sock" ] && ok || bad "the API socket is left behind"
 kill -TERM "$lpid" 2>/dev/null || true
@@ -423,11 +424,7 @@ for _ in $(seq 100); do
 done
 [ -n "$jpid" ] && ! kill -0 "$jpid" 2>/dev/null && ok ||
 	bad "the cancelled job ${jpid:-?} still runs"
-kill -TERM "$pid"
-rc=0
-wait "$pid" || rc=$?
-pid=
-[ "$rc" = 0 ] && ok || bad "exit $rc under the unit's privileges"
+stop_ok "the unit's privileges"
 # ... and without CAP_CHOWN the start fails: the test does use the caps
 priv_daemon "$(echo "$caps" | sed 's/+chown,\{0,1\}//; s/,$//')" ||
 	bad "the daemon without CAP_CHOWN did not start"
