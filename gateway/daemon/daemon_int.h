@@ -202,6 +202,7 @@ struct hbd_notify {
 	int64_t wd_next;    /* loop time of the next WATCHDOG=1 */
 	int64_t status_ms;  /* when STATUS= was last looked at */
 	char status[256];   /* ... and what it said */
+	int failing;	    /* the last sd_notify() failed */
 };
 
 struct pw_entry {

@@ -28,17 +28,23 @@
 /* STATUS= is sent again at most this often when its text changed. */
 #define STATUS_EVERY_MS 10000
 
-static void say(const struct hb_daemon *d, const char *msg)
+/* A failure is logged once, until a message gets through again: the
+ * watchdog's pings would repeat it every few seconds. */
+static void say(struct hb_daemon *d, const char *msg)
 {
 	int rc;
 
 	if (!d->notify.on)
 		return;
 	rc = sd_notify(0, msg);
-	if (rc < 0)
+	if (rc < 0 && !d->notify.failing)
 		hb_logf(HB_LOG_WARN,
 			(struct hb_log_field[]){ HB_LOG_STR("message", msg) },
-			1, "sd_notify: %s", strerror(-rc));
+			1, "sd_notify: %s (said once until it works again)",
+			strerror(-rc));
+	else if (rc >= 0 && d->notify.failing)
+		hb_log(HB_LOG_INFO, "sd_notify works again");
+	d->notify.failing = rc < 0;
 }
 
 /* What the daemon is doing, for `systemctl status`. */

@@ -273,6 +273,13 @@ grep -qE '^[0-9]+ STOPPING=1' "$msgs" && ok || bad "no STOPPING=1"
 kill -TERM "$lpid" 2>/dev/null || true
 { wait "$lpid"; } 2>/dev/null || true
 lpid=
+# nobody listens any more: the failure is logged once, not per ping
+: >"$tmp/daemon.log"
+start_notify self
+sleep 1
+n=$(grep -c '"msg":"sd_notify: ' "$tmp/daemon.log" || true)
+[ "$n" = 1 ] && ok || bad "$n sd_notify failures logged (want 1)"
+stop_ok "nobody listening"
 
 # --- 3. journald's priority prefix ---------------------------------------
 # run_log OUT [JOURNAL_STREAM]: start, reload with a bad configuration
