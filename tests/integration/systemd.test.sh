@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # systemd.test.sh - hpcbridged as a systemd service, without systemd:
 # (1) `systemd-analyze verify` passes on config/systemd/hpcbridged.service
-#     (ExecStart pointed at the build's daemon), with nothing to say, and
-#     the unit agrees with the daemon's options and default paths;
+#     (ExecStart pointed at the build's daemon), with nothing to say; its
+#     `systemd-analyze security` exposure stays at 5.5 or below; the unit
+#     agrees with the daemon's options and default paths;
 # (2) the real daemon talks sd_notify to a datagram socket this test
 #     listens on: READY=1 once its socket exists, WATCHDOG=1 at half of
 #     WATCHDOG_USEC from its loop (none while the loop is stopped, none
@@ -86,6 +87,14 @@ MANPATH=$tmp/man systemd-analyze verify "${man[@]}" \
 [ "$rc" = 0 ] && ! [ -s "$tmp/verify.out" ] && ok || {
 	bad "systemd-analyze verify: rc $rc"
 	cat "$tmp/verify.out" >&2
+}
+# The hardening's rating does not get worse unnoticed (5.5 today).
+rc=0
+systemd-analyze security --offline=yes --man=no --threshold=55 \
+	"$tmp/unit/hpcbridged.service" >"$tmp/security.out" 2>&1 || rc=$?
+[ "$rc" = 0 ] && ok || {
+	bad "systemd-analyze security: exposure above 5.5"
+	tail -3 "$tmp/security.out" >&2
 }
 # ... and the same check does catch a mistake
 sed 's/^WatchdogSec=/WatchdogSecs=/' "$tmp/unit/hpcbridged.service" \
