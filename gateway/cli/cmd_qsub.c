@@ -340,6 +340,9 @@ static void warn_fidelity(const struct hb_jobspec *s,
 		for (uint8_t k = 0; k < d->nfields; k++) {
 			const struct hb_fate *f = &rep->fate[d->fields[k]];
 
+			/* -k: carried here, by default_files() */
+			if (d->fields[k] == HB_F_KEEP)
+				continue;
 			if (f->kind != HB_FATE_DROPPED &&
 			    f->kind != HB_FATE_PARTIAL &&
 			    f->kind != HB_FATE_NONE)
@@ -560,14 +563,45 @@ static const char *with_name(struct hb_jobspec *s, const char *path,
 	return r;
 }
 
-/* The files PBS writes without -o and -e, in the submit directory:
- * NAME.oID and NAME.eID (an array task: NAME.oID-INDEX, as Torque), or
- * NAME.oID alone when -j joins the streams.  Slurm's own default
- * (slurm-ID.out, both streams) would lose them.  The name is written out
- * ('%' doubled), not as %x (see with_name()). */
-static int default_files(struct hb_jobspec *s)
+/* "DIR/NAME.oID": PBS's default file for stream which ('o' or 'e'), the
+ * name ('%' doubled) and the job id as Slurm patterns: an array task's
+ * NAME.oID-INDEX (Torque's -t) or NAME.oID.INDEX (PBS Pro's -J).  dir
+ * NULL: the submit directory (relative). */
+static const char *pbs_file(struct hb_jobspec *s, const char *dir,
+			    const char *name, char which)
 {
-	const char *id = s->array ? "%A-%a" : "%j", *nm;
+	char sep = hb_pbs_array_sep(s);
+
+	return hb_arena_printf(&s->arena, "%s%s%s.%c%s%s%s", dir ? dir : "",
+			       dir ? "/" : "", name, which,
+			       s->array ? "%A" : "%j",
+			       s->array ? (sep == '.' ? "." : "-") : "",
+			       s->array ? "%a" : "");
+}
+
+/* path as PBS reads it: relative to the directory qsub ran in, not to
+ * the job's -d directory (Slurm's reading). */
+static const char *from_cwd(struct hb_jobspec *s, const char *path,
+			    const char *cwd)
+{
+	if (!path || path[0] == '/' || !s->chdir)
+		return path;
+	return hb_arena_printf(&s->arena, "%s/%s", cwd, path);
+}
+
+/*
+ * The files PBS writes: without -o and -e, NAME.oID and NAME.eID in the
+ * submit directory (NAME.oID alone when -j joins the streams); -k o or
+ * -k e keeps that stream in the home directory instead, whatever -o or
+ * -e said (Torque's reading).  Slurm's own default (slurm-ID.out, both
+ * streams) would lose them.  The name is written out ('%' doubled), not
+ * as %x (see with_name()).
+ */
+static int default_files(struct hb_jobspec *s, const char *cwd)
+{
+	const struct passwd *pw = s->keep ? getpwuid(getuid()) : NULL;
+	const char *home = pw ? pw->pw_dir : NULL, *nm;
+	bool ko = home && strchr(s->keep, 'o'), ke = home && strchr(s->keep, 'e');
 	struct hb_buf name;
 	int rc = 0;
 
@@ -576,17 +610,25 @@ static int default_files(struct hb_jobspec *s)
 		rc = hb_buf_append(&name, p, 1) ?:
 		     (*p == '%' ? hb_buf_append(&name, "%", 1) : 0);
 	nm = name.len ? name.data : "";
-	if (!rc && !s->output &&
-	    !(s->output = hb_arena_printf(&s->arena, "%s.o%s", nm, id)))
+	if (!rc && (ko || !s->output) &&
+	    !(s->output = pbs_file(s, ko ? home : NULL, nm, 'o')))
 		rc = HB_ENOMEM;
-	if (!rc && !s->error && !s->join_output &&
-	    !(s->error = hb_arena_printf(&s->arena, "%s.e%s", nm, id)))
+	if (!rc && !s->join_output && (ke || !s->error) &&
+	    !(s->error = pbs_file(s, ke ? home : NULL, nm, 'e')))
 		rc = HB_ENOMEM;
-	if (!rc && s->output && !(s->output = with_name(s, s->output, nm)))
+	if (!rc && s->output &&
+	    !(s->output = from_cwd(s, with_name(s, s->output, nm), cwd)))
 		rc = HB_ENOMEM;
-	if (!rc && s->error && !(s->error = with_name(s, s->error, nm)))
+	if (!rc && s->error &&
+	    !(s->error = from_cwd(s, with_name(s, s->error, nm), cwd)))
 		rc = HB_ENOMEM;
 	hb_buf_free(&name);
+	for (uint32_t i = 0; !rc && (ko || ke) && i < s->ndirectives; i++)
+		for (uint8_t k = 0; k < s->directives[i].nfields; k++)
+			if (s->directives[i].fields[k] == HB_F_KEEP)
+				s->directives[i].note =
+					"kept in the home directory, as "
+					"NAME.oSEQ / NAME.eSEQ";
 	return rc ? HB_ENOMEM : 0;
 }
 
@@ -689,7 +731,7 @@ static int prepare(const struct qargs *q, const struct hb_config *cfg,
 	if (!rc)
 		rc = default_name(&spec, q->script);
 	if (!rc)
-		rc = default_files(&spec);
+		rc = default_files(&spec, cwd);
 	if (!rc)
 		rc = build_wrapper(&spec, in.data, in.len, queue, server, cwd,
 				   q->args, out, &rep, &err);
@@ -737,7 +779,9 @@ static int daemon_submit(const struct qargs *q, const struct hb_buf *text,
  * With sbatch, as the caller (pbs.submit: sbatch): the text on sbatch's
  * standard input, its "ID[;CLUSTER]" read back.  The job then goes
  * through job_submit/hpcbridge and placement like any sbatch job.
- * sbatch's own messages reach stderr.
+ * sbatch's own messages reach stderr.  sbatch reads #PBS lines
+ * anywhere in a script (walltime=3600 as minutes, mem per node) and
+ * lets them win over #SBATCH: --ignore-pbs keeps the reader's.
  */
 static int sbatch_submit(const struct hb_buf *text, long long *id)
 {
@@ -759,7 +803,10 @@ static int sbatch_submit(const struct hb_buf *text, long long *id)
 		close(in[1]);
 		close(out[0]);
 		close(out[1]);
-		execlp("sbatch", "sbatch", "--parsable", (char *)NULL);
+		/* --ignore-pbs: sbatch would read the user's #PBS lines
+		 * (after the wrapper's exit) its own way, over ours */
+		execlp("sbatch", "sbatch", "--parsable", "--ignore-pbs",
+		       (char *)NULL);
 		fprintf(stderr, "qsub: sbatch: %s\n", strerror(errno));
 		_exit(127);
 	}

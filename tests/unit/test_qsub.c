@@ -213,20 +213,58 @@ static void test_default_files(void **state)
 
 	(void)state;
 	parse(&s, "#!/bin/sh\n#PBS -N run\ntrue\n", NULL, 0);
-	assert_int_equal(default_files(&s), 0);
+	assert_int_equal(default_files(&s, "/sub"), 0);
 	assert_string_equal(s.output, "run.o%j");
 	assert_string_equal(s.error, "run.e%j");
 	hb_jobspec_free(&s);
 	parse(&s, "#!/bin/sh\n#PBS -N run\n#PBS -t 1-3\n#PBS -j oe\ntrue\n",
 	      NULL, 0);
-	assert_int_equal(default_files(&s), 0);
+	assert_int_equal(default_files(&s, "/sub"), 0);
 	assert_string_equal(s.output, "run.o%A-%a");
 	assert_null(s.error);
 	hb_jobspec_free(&s);
 	parse(&s, "#!/bin/sh\ntrue\n", cli, 4);
-	assert_int_equal(default_files(&s), 0);
+	assert_int_equal(default_files(&s, "/sub"), 0);
 	assert_null(strstr(s.output, "%x"));
 	assert_non_null(strstr(s.output, "/out/a%%b.o"));
+	hb_jobspec_free(&s);
+	/* PBS Pro's array tasks: NAME.oSEQ.INDEX */
+	parse(&s, "#!/bin/sh\n#PBS -N run\n#PBS -J 1-3\ntrue\n", NULL, 0);
+	assert_int_equal(default_files(&s, "/sub"), 0);
+	assert_string_equal(s.output, "run.o%A.%a");
+	assert_string_equal(s.error, "run.e%A.%a");
+	hb_jobspec_free(&s);
+}
+
+/* -k oe keeps both streams in the home directory, whatever -o says; a
+ * relative -o is the submit directory's, not -d's */
+static void test_keep_and_relative(void **state)
+{
+	const struct passwd *pw = getpwuid(getuid());
+	char want[600];
+	struct hb_jobspec s;
+
+	(void)state;
+	assert_non_null(pw);
+	parse(&s, "#!/bin/sh\n#PBS -N k\n#PBS -k oe\n#PBS -o x.log\ntrue\n",
+	      NULL, 0);
+	assert_int_equal(default_files(&s, "/sub"), 0);
+	snprintf(want, sizeof(want), "%s/k.o%%j", pw->pw_dir);
+	assert_string_equal(s.output, want);
+	snprintf(want, sizeof(want), "%s/k.e%%j", pw->pw_dir);
+	assert_string_equal(s.error, want);
+	assert_non_null(strstr(s.directives[1].note, "home directory"));
+	hb_jobspec_free(&s);
+	parse(&s, "#!/bin/sh\n#PBS -N r\n#PBS -d /elsewhere\n#PBS -o r.out\n"
+		  "true\n", NULL, 0);
+	assert_int_equal(default_files(&s, "/sub"), 0);
+	assert_string_equal(s.output, "/sub/r.out");
+	assert_string_equal(s.error, "/sub/r.e%j");
+	hb_jobspec_free(&s);
+	/* without -d, Slurm's reading is PBS's: left relative */
+	parse(&s, "#!/bin/sh\n#PBS -N r\n#PBS -o r.out\ntrue\n", NULL, 0);
+	assert_int_equal(default_files(&s, "/sub"), 0);
+	assert_string_equal(s.output, "r.out");
 	hb_jobspec_free(&s);
 }
 
@@ -302,7 +340,7 @@ static void test_wrapper_runs(void **state)
 	cfg.npbs_queues = 1;
 	parse(&s, user_script, cli, 2);
 	assert_int_equal(map_queue(&cfg, &s, &queue, &err), 0);
-	assert_int_equal(default_files(&s), 0);
+	assert_int_equal(default_files(&s, "/sub"), 0);
 	hb_buf_init(&out, 0);
 	hb_report_init(&rep, "sbatch");
 	assert_int_equal(build_wrapper(&s, user_script, strlen(user_script),
@@ -445,6 +483,7 @@ int main(void)
 		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_queue_map),
 		cmocka_unit_test(test_default_files),
+		cmocka_unit_test(test_keep_and_relative),
 		cmocka_unit_test(test_jobid),
 		cmocka_unit_test(test_wrapper_runs),
 		cmocka_unit_test(test_wrapper_noshebang),
