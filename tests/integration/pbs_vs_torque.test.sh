@@ -102,10 +102,10 @@ ok "${#scripts[@]} scripts submitted by both wrappers"
 # score: the table, both totals; exit 1 when ours is wrong on a script
 # Slurm can represent, or Slurm's wrapper had nothing accepted
 /usr/bin/python3 - "$src/tests/corpus/pbs/expected.tsv" "$tmp/rec" "$wk" \
-	"$home" <<'PY' || bad "the score (above)"
+	"$home" "$shared/realworld" <<'PY' || bad "the score (above)"
 import os, re, sys
 
-exp_path, rec, wd, home = sys.argv[1:5]
+exp_path, rec, wd, home, realworld = sys.argv[1:6]
 FIELDS = ["nodes", "tasks", "tpn", "cpt", "mem", "gpus", "time", "array",
           "out", "err", "part"]
 
@@ -186,7 +186,7 @@ def expand(want, jid):
     return w
 
 rows, fails = [], []
-tot = {"slurm": [0, 0, 0], "ours": [0, 0, 0]}  # scripts right, fields, of
+tot = {}  # side[-rw|-corpus]: scripts right, fields right, of, scripts
 for ln in open(exp_path):
     if ln.startswith("#") or not ln.strip():
         continue
@@ -218,11 +218,14 @@ for ln in open(exp_path):
                     nright += 1
                 else:
                     wrong.append("%s=%s (PBS: %s)" % (f, g, w))
-            ok_script = not wrong
-        t = tot[side]
-        t[0] += ok_script
-        t[1] += nright
-        t[2] += len(scored) if not status.startswith("refuse") else 0
+            ok_script = not wrong and not status.startswith("unrep")
+        for key in (side, side + ("-rw" if os.path.exists(
+                os.path.join(realworld, name)) else "-corpus")):
+            t = tot.setdefault(key, [0, 0, 0, 0])
+            t[0] += ok_script
+            t[1] += nright
+            t[2] += len(scored) if not status.startswith("refuse") else 0
+            t[3] += 1
         line[side] = (ok_script, nright, len(scored), wrong, text)
         if side == "ours" and not ok_script and not status.startswith("unrep"):
             fails.append(name)
@@ -237,10 +240,11 @@ for name, status, line in rows:
         if line[side][3]:
             print("    %-5s %s" % (side, "; ".join(line[side][3])[:400]))
 n = len(rows)
-for side, label in (("slurm", "Slurm's qsub"), ("ours", "hpcbridge qsub")):
-    t = tot[side]
-    print("TOTAL %-15s scripts fully right %d/%d, fields right %d/%d"
-          % (label, t[0], n, t[1], t[2]))
+for sub, what in (("-rw", "realworld"), ("-corpus", "corpus"), ("", "all")):
+    for side, label in (("slurm", "Slurm's qsub"), ("ours", "hpcbridge qsub")):
+        t = tot[side + sub]
+        print("TOTAL %-9s %-15s scripts fully right %d/%d, fields right %d/%d"
+              % (what, label, t[0], t[3], t[1], t[2]))
 accepted = sum(1 for _, _, l in rows if not l["slurm"][4].startswith("REFUSED"))
 print("Slurm's qsub: %d of %d scripts accepted" % (accepted, n))
 if accepted == 0:
