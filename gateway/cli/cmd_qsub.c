@@ -699,10 +699,11 @@ static int put_hold(const struct hb_config *cfg, struct hb_buf *out,
 }
 
 /* Read, translate and wrap into out (initialised by the caller): the
- * text Slurm receives; *array whether the job is an array.  An exit code
- * (the error printed). */
+ * text Slurm receives; *array whether the job is an array, jobname (n
+ * bytes) its PBS name.  An exit code (the error printed). */
 static int prepare(const struct qargs *q, const struct hb_config *cfg,
-		   const char *server, struct hb_buf *out, bool *array)
+		   const char *server, struct hb_buf *out, bool *array,
+		   char *jobname, size_t n)
 {
 	const char *name = strcmp(q->script, "-") ? q->script : "STDIN";
 	struct hb_err err = { 0 };
@@ -741,6 +742,7 @@ static int prepare(const struct qargs *q, const struct hb_config *cfg,
 		goto fail;
 	warn_fidelity(&spec, &rep);
 	*array = spec.array != NULL;
+	snprintf(jobname, n, "%s", spec.name);
 	goto out;
 fail:
 	fprintf(stderr, "qsub: %s\n", err.msg[0] ? err.msg : hb_strerror(rc));
@@ -751,10 +753,11 @@ out:
 	return rc ? HB_EXIT_INPUT : 0;
 }
 
-/* Through hpcbridged's submit op (hpcbridge submit's request): the
- * Slurm job id into *id, or an exit code (printed). */
+/* Through hpcbridged's submit op (hpcbridge submit's request, the job
+ * named by its PBS name, as qstat shows it): the Slurm job id into *id,
+ * or an exit code (printed). */
 static int daemon_submit(const struct qargs *q, const struct hb_buf *text,
-			 long long *id)
+			 const char *jobname, long long *id)
 {
 	const char *name = strcmp(q->script, "-") ? q->script : "STDIN";
 	cJSON *req = hb_cli_submit_request("qsub", name, text), *reply;
@@ -763,6 +766,12 @@ static int daemon_submit(const struct qargs *q, const struct hb_buf *text,
 
 	if (!req)
 		return HB_EXIT_INPUT;
+	if (!cJSON_ReplaceItemInObjectCaseSensitive(
+		    req, "name", cJSON_CreateString(jobname))) {
+		cJSON_Delete(req);
+		fprintf(stderr, "qsub: out of memory\n");
+		return HB_EXIT_INPUT;
+	}
 	if ((rc = hb_cli_call("qsub", q->socket, q->config, req, &reply)))
 		return rc;
 	v = cJSON_GetObjectItemCaseSensitive(reply, "slurm_job_id");
@@ -845,7 +854,7 @@ static int qsub_run(const struct qargs *q)
 	struct hb_config cfg;
 	struct hb_err err = { 0 };
 	struct hb_buf text;
-	char server[256], jobid[320];
+	char server[256], jobid[320], jobname[256] = "";
 	bool array = false, with_sbatch;
 	long long id = 0;
 	int rc;
@@ -860,14 +869,15 @@ static int qsub_run(const struct qargs *q)
 	hb_cli_pbs_server(&cfg, server, sizeof(server));
 	with_sbatch = cfg.pbs_submit && !strcmp(cfg.pbs_submit, "sbatch");
 	hb_buf_init(&text, 0);
-	rc = prepare(q, &cfg, server, &text, &array);
+	rc = prepare(q, &cfg, server, &text, &array, jobname,
+		     sizeof(jobname));
 	hb_config_free(&cfg);
 	if (!rc && q->dry_run &&
 	    fwrite(text.data, 1, text.len, stdout) != text.len)
 		rc = HB_EXIT_INPUT;
 	if (!rc && !q->dry_run)
 		rc = with_sbatch ? sbatch_submit(&text, &id)
-				 : daemon_submit(q, &text, &id);
+				 : daemon_submit(q, &text, jobname, &id);
 	hb_buf_free(&text);
 	if (rc || q->dry_run)
 		return rc;
