@@ -58,6 +58,15 @@ as_user() {
 	(cd "$wk" && runuser -u "$user" -- env PATH="$tmp/bin:$PATH" "$@")
 }
 
+# ran_with ID FILE LINE WHAT: job ID ends, and FILE (in the work
+# directory) holds LINE
+ran_with() {
+	local st
+	st=$(wait_final "$1")
+	grep -qx -- "$3" "$wk/$2" 2>/dev/null && ok "$4 ($st)" ||
+		bad "$4 ($st): $(cat "$wk/$2" 2>&1)"
+}
+
 cat >"$wk/vars.pbs" <<'EOF'
 #!/bin/bash
 #PBS -N pbsvars
@@ -145,10 +154,8 @@ if [[ $out =~ ^[0-9]+\.srv$ ]]; then
 		[ "$(field "$pid" MinMemoryNode)" = 1G ] &&
 		ok "select=2:ncpus=2:mpiprocs=2:mem=1gb: 2 nodes, 4 tasks, 1G per node" ||
 		bad "PBS Pro job: $(scontrol show job "$pid" | grep -E 'NumNodes|MinMemory')"
-	st=$(wait_final "$pid")
-	grep -qx "pro nodes=2 np=4 index=none" "$wk/pro.o$pid" 2>/dev/null &&
-		ok "the PBS Pro script saw its variables ($st)" ||
-		bad "PBS Pro job ($st): $(cat "$wk/pro.o$pid" 2>&1)"
+	ran_with "$pid" "pro.o$pid" "pro nodes=2 np=4 index=none" \
+		"the PBS Pro script saw its variables"
 else
 	bad "qsub pro.pbs: '$out' $(cat "$tmp/qsub.err")"
 fi
@@ -247,10 +254,8 @@ chmod 644 "$wk/args.pbs"
 out=$(as_user qsub -q batch -F "one two" args.pbs 2>"$tmp/qsub.err") || true
 if [[ $out =~ ^[0-9]+\.srv$ ]]; then
 	fid=${out%%.*}
-	st=$(wait_final "$fid")
-	grep -qx "args=2:one:two" "$wk/args.o$fid" 2>/dev/null &&
-		ok "-F \"one two\": the script saw \$1 and \$2 ($st)" ||
-		bad "-F ($st): $(cat "$wk/args.o$fid" 2>&1)"
+	ran_with "$fid" "args.o$fid" "args=2:one:two" \
+		"-F \"one two\": the script saw \$1 and \$2"
 else
 	bad "qsub -F: '$out' $(cat "$tmp/qsub.err")"
 fi
