@@ -31,10 +31,10 @@ src=$(cd "${2:?SRC_DIR}" && pwd)
 shared=${HB_SHARED_DIR:-$src/../shared}
 tmp=$(mktemp -d /tmp/hb-pbsvs.XXXXXX)
 chmod 755 "$tmp"
-[ -x /usr/bin/qsub ] && grep -q sbatch /usr/bin/qsub || {
+if ! grep -qs sbatch /usr/bin/qsub; then
 	echo "FAIL: Slurm's qsub (slurm-wlm-torque) is not installed"
 	exit 1
-}
+fi
 export HB_SLURM_FIX_HOSTS=1 HB_SANDBOX_BACKEND=local HB_SLURM_ACCOUNTING=0
 export HB_SLURM_NODES=20 HB_SLURM_CPUS=128 HB_SLURM_MEM_MB=1048576
 export HB_SLURM_GPUS="a100:16"
@@ -57,7 +57,12 @@ home=$(getent passwd "$user" | cut -d: -f6)
 # Nothing bursts here: placement's gpu -> kubernetes becomes slurm.
 sed -i 's/^    gpu: kubernetes$/    gpu: slurm/' "$HPCBRIDGE_CONFIG"
 kill -HUP "$(cat "$box/hpcbridged.pid")"
-sleep 1
+for _ in $(seq 100); do
+	grep -q '"configuration reloaded"' "$box/hpcbridged.log" && break
+	sleep 0.1
+done
+grep -q '"configuration reloaded"' "$box/hpcbridged.log" ||
+	die "hpcbridged did not reload its configuration"
 mkdir -p "$tmp/bin" "$tmp/rec/slurm" "$tmp/rec/ours"
 ln -s "$build/bin/hpcbridge" "$tmp/bin/qsub"
 printf 'pbs:\n  server_name: srv\n  submit: sbatch\n' >"$tmp/pbs.yaml"
