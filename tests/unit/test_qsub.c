@@ -315,6 +315,7 @@ static const char user_script[] =
 	"echo 'quote '\\''$HOME'\\'''\n"
 	"cp \"$0\" \"$OUTDIR/copy\"\n"
 	"echo \"args=$#:$1:$2\"\n"
+	"[ \"$3 $4\" = '$(touch${IFS}pwned) `touch${IFS}p2`' ] || exit 9\n"
 	"#PBS -q ignored\n"
 	"exit 7";
 
@@ -344,7 +345,9 @@ static void test_wrapper_runs(void **state)
 	hb_buf_init(&out, 0);
 	hb_report_init(&rep, "sbatch");
 	assert_int_equal(build_wrapper(&s, user_script, strlen(user_script),
-				       queue, "srv", "/sub/dir", "a 'b", &out,
+				       queue, "srv", "/sub/dir",
+				       "a 'b\t$(touch${IFS}pwned) `touch${IFS}p2`",
+				       &out,
 				       &rep, &err),
 			 0);
 	/* Slurm reads the job's shape from the #SBATCH lines */
@@ -380,7 +383,8 @@ static void test_wrapper_runs(void **state)
 		strstr(got, "workdir=/sub/dir queue=batch env=PBS_BATCH\n"));
 	assert_non_null(strstr(got, "nodefile=n1 n1 n1 n2 n2 n2 \n"));
 	assert_non_null(strstr(got, "quote '$HOME'\n"));
-	assert_non_null(strstr(got, "args=2:a:'b\n")); /* qsub -F "a 'b" */
+	/* -F's words reach the script as they are, none run */
+	assert_non_null(strstr(got, "args=4:a:'b\n"));
 	free(got);
 	/* the script the job ran is the user's, byte for byte (and a
 	 * final newline) */
