@@ -18,6 +18,10 @@
  * where SLURM_* are the launcher's and the block derives the same PBS_*
  * from them.
  *
+ * -h (submit held) and -F (the script's arguments) are qsub's own: the
+ * wrapper gets "#SBATCH --hold" and passes the arguments on.  sbatch
+ * runs with --ignore-pbs, so that only the reader reads the #PBS lines.
+ *
  * Directives with no Slurm equivalent are refused by the reader or the
  * daemon (FILE:LINE and why) or printed here as warnings, never dropped
  * silently.  docs/pbs.md is the user's view.
@@ -55,14 +59,15 @@ struct qargs {
 	const char *opts[QSUB_MAX_OPTS];
 	int nopts;
 	const char *script; /* "-": standard input */
-	char *copies[16];   /* option words rewritten for the reader */
+	char *copies[QSUB_MAX_OPTS]; /* option words rewritten for the reader */
 	size_t ncopies;
 };
 
 static const char qsub_usage[] =
-	"usage: qsub [-a TIME] [-A ACCOUNT] [-d|-w DIR] [-e PATH] [-F ARGS] [-h]\n"
-	"            [-j oe|eo|n]"
-	" [-J|-t RANGE] [-k oe] [-l RESOURCES] [-m MAIL] "
+	"usage: qsub [-a TIME] [-A ACCOUNT] [-d|-w DIR] [-e PATH] [-F ARGS] "
+	"[-h]\n"
+	"            [-j oe|eo|n] [-J|-t RANGE] [-k oe] [-l RESOURCES] "
+	"[-m MAIL] "
 	"[-M USERS]\n"
 	"            [-N NAME] [-o PATH] [-p PRIO] [-P PROJECT] [-q QUEUE]\n"
 	"            [-r y|n] [-S SHELL] [-v VARS] [-V] [-W ATTR=VALUE]\n"
@@ -196,7 +201,8 @@ static int short_opts(int argc, char **argv, int *i, struct qargs *q)
 	}
 	if (*r)
 		q->opts[q->nopts++] = r;
-	if (w[j] && w[j] != 'F' && !w[j + 1]) { /* an option whose value is the next word */
+	/* an option whose value is the next word */
+	if (w[j] && w[j] != 'F' && !w[j + 1]) {
 		if (*i + 1 >= argc) {
 			fprintf(stderr, "qsub: -%c needs a value\n", w[j]);
 			return HB_EXIT_USAGE;
@@ -601,7 +607,8 @@ static int default_files(struct hb_jobspec *s, const char *cwd)
 {
 	const struct passwd *pw = s->keep ? getpwuid(getuid()) : NULL;
 	const char *home = pw ? pw->pw_dir : NULL, *nm;
-	bool ko = home && strchr(s->keep, 'o'), ke = home && strchr(s->keep, 'e');
+	bool ko = home && strchr(s->keep, 'o');
+	bool ke = home && strchr(s->keep, 'e');
 	struct hb_buf name;
 	int rc = 0;
 
