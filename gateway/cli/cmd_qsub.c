@@ -18,6 +18,10 @@
  * where SLURM_* are the launcher's and the block derives the same PBS_*
  * from them.
  *
+ * -h (submit held) and -F (the script's arguments) are qsub's own: the
+ * wrapper gets "#SBATCH --hold" and passes the arguments on.  sbatch
+ * runs with --ignore-pbs, so that only the reader reads the #PBS lines.
+ *
  * Directives with no Slurm equivalent are refused by the reader or the
  * daemon (FILE:LINE and why) or printed here as warnings, never dropped
  * silently.  docs/pbs.md is the user's view.
@@ -50,14 +54,20 @@ struct qargs {
 	const char *socket, *config;
 	bool dry_run; /* print what Slurm would receive; submit nothing */
 	bool quiet;   /* -z: print no job id */
+	bool hold;    /* -h: submitted held (sbatch --hold) */
+	const char *args; /* -F: the script's arguments, blank-separated */
 	const char *opts[QSUB_MAX_OPTS];
 	int nopts;
 	const char *script; /* "-": standard input */
+	char *copies[QSUB_MAX_OPTS]; /* option words rewritten for the reader */
+	size_t ncopies;
 };
 
 static const char qsub_usage[] =
-	"usage: qsub [-a TIME] [-A ACCOUNT] [-d|-w DIR] [-e PATH] [-j oe|eo|n]\n"
-	"            [-J|-t RANGE] [-k oe] [-l RESOURCES] [-m MAIL] "
+	"usage: qsub [-a TIME] [-A ACCOUNT] [-d|-w DIR] [-e PATH] [-F ARGS] "
+	"[-h]\n"
+	"            [-j oe|eo|n] [-J|-t RANGE] [-k oe] [-l RESOURCES] "
+	"[-m MAIL] "
 	"[-M USERS]\n"
 	"            [-N NAME] [-o PATH] [-p PRIO] [-P PROJECT] [-q QUEUE]\n"
 	"            [-r y|n] [-S SHELL] [-v VARS] [-V] [-W ATTR=VALUE]\n"
@@ -96,56 +106,110 @@ static const struct {
 } refused[] = {
 	{ 'I', "interactive jobs are not supported here; use salloc or "
 	       "srun --pty" },
-	{ 'h', "a job cannot be submitted held through hpcbridge; submit "
-	       "it, then run 'scontrol hold JOBID'" },
-	{ 'F', "arguments to the script are not carried; set them with -v "
-	       "NAME=VALUE" },
 };
+
+/* -h and -F are qsub's own: the job is submitted held, and the wrapper
+ * passes the arguments to the script.  1 when w[j] was one of them (its
+ * value taken), -1 when -F has no value. */
+static int qsub_own(int argc, char **argv, int *i, size_t j, struct qargs *q)
+{
+	const char *w = argv[*i];
+
+	if (w[j] == 'h') {
+		q->hold = true;
+		return 1;
+	}
+	if (w[j] != 'F')
+		return 0;
+	if (w[j + 1])
+		q->args = w + j + 1;
+	else if (*i + 1 < argc)
+		q->args = argv[++*i];
+	else
+		return -1;
+	return 2;
+}
+
+/* The option word w as the reader gets it, without qsub's own letters:
+ * -h before w[upto], and -F with its value when w[upto] is F.  w itself
+ * when it has none, else a copy kept in q; "" when nothing is left, NULL
+ * when out of memory. */
+static const char *reader_word(struct qargs *q, const char *w, size_t upto)
+{
+	bool cut = w[upto] == 'F';
+	char *c;
+	size_t n = 1;
+
+	if (!cut && !memchr(w, 'h', upto))
+		return w;
+	if (q->ncopies >= sizeof(q->copies) / sizeof(q->copies[0]) ||
+	    !(c = malloc(strlen(w) + 1)))
+		return NULL;
+	c[0] = '-';
+	for (size_t j = 1; w[j] && (!cut || j < upto); j++)
+		if (j >= upto || w[j] != 'h')
+			c[n++] = w[j];
+	c[n] = '\0';
+	q->copies[q->ncopies++] = c;
+	return n > 1 ? c : "";
+}
 
 /* One word of qsub options ("-l", "-lnodes=2", "-kVN name"): kept, with
  * the next word when the option's value is there.  0, or an exit code
  * (printed). */
 static int short_opts(int argc, char **argv, int *i, struct qargs *q)
 {
-	const char *w = argv[*i];
+	const char *w = argv[*i], *r;
+	size_t j;
 
-	for (size_t j = 1; w[j]; j++) {
+	for (j = 1; w[j]; j++) {
 		int k = hb_pbs_option_kind(w[j]);
+		int own = k ? qsub_own(argc, argv, i, j, q) : 0;
 
 		if (!k) {
 			fprintf(stderr, "qsub: unknown option -%c\n%s", w[j],
 				qsub_usage);
 			return HB_EXIT_USAGE;
 		}
-		for (size_t r = 0; r < sizeof(refused) / sizeof(*refused); r++)
-			if (refused[r].opt == w[j]) {
+		if (own < 0) {
+			fprintf(stderr, "qsub: -F needs a value\n");
+			return HB_EXIT_USAGE;
+		}
+		if (own == 2)
+			break;
+		if (own)
+			continue;
+		for (size_t x = 0; x < sizeof(refused) / sizeof(*refused); x++)
+			if (refused[x].opt == w[j]) {
 				fprintf(stderr, "qsub: -%c: %s\n", w[j],
-					refused[r].why);
+					refused[x].why);
 				return HB_EXIT_USAGE;
 			}
 		q->quiet |= w[j] == 'z';
-		if (k == 2) {
-			if (q->nopts + 2 > QSUB_MAX_OPTS)
-				goto many;
-			q->opts[q->nopts++] = w;
-			if (!w[j + 1]) {
-				if (*i + 1 >= argc) {
-					fprintf(stderr, "qsub: -%c needs a "
-							"value\n", w[j]);
-					return HB_EXIT_USAGE;
-				}
-				q->opts[q->nopts++] = argv[++*i];
-			}
-			return 0;
-		}
+		if (k == 2)
+			break;
 	}
-	if (q->nopts + 1 > QSUB_MAX_OPTS)
-		goto many;
-	q->opts[q->nopts++] = w;
+	if (q->nopts + 2 > QSUB_MAX_OPTS) {
+		fprintf(stderr, "qsub: more than %d option words\n",
+			QSUB_MAX_OPTS);
+		return HB_EXIT_USAGE;
+	}
+	/* (-F's value ends the word, and the letters before it stay) */
+	if (!(r = reader_word(q, w, w[j] ? j : strlen(w)))) {
+		fprintf(stderr, "qsub: out of memory\n");
+		return HB_EXIT_INPUT;
+	}
+	if (*r)
+		q->opts[q->nopts++] = r;
+	/* an option whose value is the next word */
+	if (w[j] && w[j] != 'F' && !w[j + 1]) {
+		if (*i + 1 >= argc) {
+			fprintf(stderr, "qsub: -%c needs a value\n", w[j]);
+			return HB_EXIT_USAGE;
+		}
+		q->opts[q->nopts++] = argv[++*i];
+	}
 	return 0;
-many:
-	fprintf(stderr, "qsub: more than %d option words\n", QSUB_MAX_OPTS);
-	return HB_EXIT_USAGE;
 }
 
 /* Read the command line; 0, -1 for --help (usage printed), or an exit
@@ -282,6 +346,9 @@ static void warn_fidelity(const struct hb_jobspec *s,
 		for (uint8_t k = 0; k < d->nfields; k++) {
 			const struct hb_fate *f = &rep->fate[d->fields[k]];
 
+			/* -k: carried here, by default_files() */
+			if (d->fields[k] == HB_F_KEEP)
+				continue;
 			if (f->kind != HB_FATE_DROPPED &&
 			    f->kind != HB_FATE_PARTIAL &&
 			    f->kind != HB_FATE_NONE)
@@ -342,10 +409,29 @@ static int put_interpreter(struct hb_buf *b, const char *interp)
 	return 0;
 }
 
+/* -F's arguments, each word (blanks separate them, as Torque splits
+ * them) single-quoted after the script. */
+static int put_args(struct hb_buf *b, const char *args)
+{
+	int rc = 0;
+
+	while (args && *args && !rc) {
+		size_t n;
+
+		args += strspn(args, " \t");
+		n = strcspn(args, " \t");
+		if (n)
+			rc = hb_buf_puts(b, " ") ?: put_quoted(b, args, n);
+		args += n;
+	}
+	return rc;
+}
+
 /* The wrapper's own commands (its body before the user's script). */
 static int wrapper_body(struct hb_buf *b, const char *interp,
 			const char *jobname, const char *queue,
-			const char *server, const char *cwd, size_t payload)
+			const char *server, const char *cwd, const char *args,
+			size_t payload)
 {
 	static const char *const carried[] = { "HOME",	"LOGNAME", "PATH",
 					       "SHELL", "LANG",	   "MAIL",
@@ -394,8 +480,9 @@ static int wrapper_body(struct hb_buf *b, const char *interp,
 				 "|| exit 1\n",
 				 payload);
 	rc = rc ?: put_interpreter(b, interp);
-	rc = rc ?: hb_buf_puts(b, " \"$hb_qsub_d/script\"\n"
-				  "hb_qsub_rc=$?\n"
+	rc = rc ?: hb_buf_puts(b, " \"$hb_qsub_d/script\"");
+	rc = rc ?: put_args(b, args);
+	rc = rc ?: hb_buf_puts(b, "\nhb_qsub_rc=$?\n"
 				  "rm -rf \"$hb_qsub_d\"\n"
 				  "rm -f \"$PBS_NODEFILE\"\n"
 				  "exit $hb_qsub_rc\n");
@@ -409,7 +496,7 @@ static int wrapper_body(struct hb_buf *b, const char *interp,
  */
 static int build_wrapper(struct hb_jobspec *s, const char *script,
 			 size_t len, const char *queue, const char *server,
-			 const char *cwd, struct hb_buf *out,
+			 const char *cwd, const char *args, struct hb_buf *out,
 			 struct hb_report *rep, struct hb_err *err)
 {
 	const char *interp = s->interpreter, *body0 = s->script;
@@ -419,7 +506,7 @@ static int build_wrapper(struct hb_jobspec *s, const char *script,
 	int rc;
 
 	hb_buf_init(&body, 0);
-	rc = wrapper_body(&body, interp, s->name, queue, server, cwd,
+	rc = wrapper_body(&body, interp, s->name, queue, server, cwd, args,
 			  payload);
 	if (rc) {
 		hb_buf_free(&body);
@@ -482,14 +569,46 @@ static const char *with_name(struct hb_jobspec *s, const char *path,
 	return r;
 }
 
-/* The files PBS writes without -o and -e, in the submit directory:
- * NAME.oID and NAME.eID (an array task: NAME.oID-INDEX, as Torque), or
- * NAME.oID alone when -j joins the streams.  Slurm's own default
- * (slurm-ID.out, both streams) would lose them.  The name is written out
- * ('%' doubled), not as %x (see with_name()). */
-static int default_files(struct hb_jobspec *s)
+/* "DIR/NAME.oID": PBS's default file for stream which ('o' or 'e'), the
+ * name ('%' doubled) and the job id as Slurm patterns: an array task's
+ * NAME.oID-INDEX (Torque's -t) or NAME.oID.INDEX (PBS Pro's -J).  dir
+ * NULL: the submit directory (relative). */
+static const char *pbs_file(struct hb_jobspec *s, const char *dir,
+			    const char *name, char which)
 {
-	const char *id = s->array ? "%A-%a" : "%j", *nm;
+	char sep = hb_pbs_array_sep(s);
+
+	return hb_arena_printf(&s->arena, "%s%s%s.%c%s%s%s", dir ? dir : "",
+			       dir ? "/" : "", name, which,
+			       s->array ? "%A" : "%j",
+			       s->array ? (sep == '.' ? "." : "-") : "",
+			       s->array ? "%a" : "");
+}
+
+/* path as PBS reads it: relative to the directory qsub ran in, not to
+ * the job's -d directory (Slurm's reading). */
+static const char *from_cwd(struct hb_jobspec *s, const char *path,
+			    const char *cwd)
+{
+	if (!path || path[0] == '/' || !s->chdir)
+		return path;
+	return hb_arena_printf(&s->arena, "%s/%s", cwd, path);
+}
+
+/*
+ * The files PBS writes: without -o and -e, NAME.oID and NAME.eID in the
+ * submit directory (NAME.oID alone when -j joins the streams); -k o or
+ * -k e keeps that stream in the home directory instead, whatever -o or
+ * -e said (Torque's reading).  Slurm's own default (slurm-ID.out, both
+ * streams) would lose them.  The name is written out ('%' doubled), not
+ * as %x (see with_name()).
+ */
+static int default_files(struct hb_jobspec *s, const char *cwd)
+{
+	const struct passwd *pw = s->keep ? getpwuid(getuid()) : NULL;
+	const char *home = pw ? pw->pw_dir : NULL, *nm;
+	bool ko = home && strchr(s->keep, 'o');
+	bool ke = home && strchr(s->keep, 'e');
 	struct hb_buf name;
 	int rc = 0;
 
@@ -498,17 +617,25 @@ static int default_files(struct hb_jobspec *s)
 		rc = hb_buf_append(&name, p, 1) ?:
 		     (*p == '%' ? hb_buf_append(&name, "%", 1) : 0);
 	nm = name.len ? name.data : "";
-	if (!rc && !s->output &&
-	    !(s->output = hb_arena_printf(&s->arena, "%s.o%s", nm, id)))
+	if (!rc && (ko || !s->output) &&
+	    !(s->output = pbs_file(s, ko ? home : NULL, nm, 'o')))
 		rc = HB_ENOMEM;
-	if (!rc && !s->error && !s->join_output &&
-	    !(s->error = hb_arena_printf(&s->arena, "%s.e%s", nm, id)))
+	if (!rc && !s->join_output && (ke || !s->error) &&
+	    !(s->error = pbs_file(s, ke ? home : NULL, nm, 'e')))
 		rc = HB_ENOMEM;
-	if (!rc && s->output && !(s->output = with_name(s, s->output, nm)))
+	if (!rc && s->output &&
+	    !(s->output = from_cwd(s, with_name(s, s->output, nm), cwd)))
 		rc = HB_ENOMEM;
-	if (!rc && s->error && !(s->error = with_name(s, s->error, nm)))
+	if (!rc && s->error &&
+	    !(s->error = from_cwd(s, with_name(s, s->error, nm), cwd)))
 		rc = HB_ENOMEM;
 	hb_buf_free(&name);
+	for (uint32_t i = 0; !rc && (ko || ke) && i < s->ndirectives; i++)
+		for (uint8_t k = 0; k < s->directives[i].nfields; k++)
+			if (s->directives[i].fields[k] == HB_F_KEEP)
+				s->directives[i].note =
+					"kept in the home directory, as "
+					"NAME.oSEQ / NAME.eSEQ";
 	return rc ? HB_ENOMEM : 0;
 }
 
@@ -531,11 +658,59 @@ static int check_user(const struct hb_jobspec *s, struct hb_err *err)
 			  pw ? pw->pw_name : "?");
 }
 
+/* True when -h was given in the script (#PBS -h), whose reader note
+ * ("not carried") is then replaced by what is done. */
+static bool script_hold(struct hb_jobspec *s)
+{
+	bool hold = false;
+
+	for (uint32_t i = 0; i < s->ndirectives; i++) {
+		struct hb_directive *d = &s->directives[i];
+
+		if (d->kind == HB_DIR_PBS && d->text &&
+		    !strcmp(d->text, "-h")) {
+			d->note = "submitted held (sbatch --hold); release it "
+				  "with qrls or 'scontrol release JOBID'";
+			hold = true;
+		}
+	}
+	return hold;
+}
+
+/*
+ * -h: "#SBATCH --hold" after the wrapper's first line.  Only sbatch reads
+ * it: hpcbridged's submit op does not hold, so with pbs.submit: daemon a
+ * held job is refused rather than released at once.
+ */
+static int put_hold(const struct hb_config *cfg, struct hb_buf *out,
+		    struct hb_err *err)
+{
+	const char *nl = memchr(out->data, '\n', out->len);
+	size_t at = nl ? (size_t)(nl - out->data) + 1 : 0;
+	struct hb_buf b;
+
+	if (!cfg->pbs_submit || strcmp(cfg->pbs_submit, "sbatch"))
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "-h: a held job needs pbs.submit: sbatch "
+				  "(the daemon's submit does not hold jobs)");
+	hb_buf_init(&b, 0);
+	if (hb_buf_append(&b, out->data, at) ||
+	    hb_buf_puts(&b, "#SBATCH --hold\n") ||
+	    hb_buf_append(&b, out->data + at, out->len - at)) {
+		hb_buf_free(&b);
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	}
+	hb_buf_free(out);
+	*out = b;
+	return 0;
+}
+
 /* Read, translate and wrap into out (initialised by the caller): the
- * text Slurm receives; *array whether the job is an array.  An exit code
- * (the error printed). */
+ * text Slurm receives; *array whether the job is an array, jobname (n
+ * bytes) its PBS name.  An exit code (the error printed). */
 static int prepare(const struct qargs *q, const struct hb_config *cfg,
-		   const char *server, struct hb_buf *out, bool *array)
+		   const char *server, struct hb_buf *out, bool *array,
+		   char *jobname, size_t n)
 {
 	const char *name = strcmp(q->script, "-") ? q->script : "STDIN";
 	struct hb_err err = { 0 };
@@ -564,14 +739,17 @@ static int prepare(const struct qargs *q, const struct hb_config *cfg,
 	if (!rc)
 		rc = default_name(&spec, q->script);
 	if (!rc)
-		rc = default_files(&spec);
+		rc = default_files(&spec, cwd);
 	if (!rc)
 		rc = build_wrapper(&spec, in.data, in.len, queue, server, cwd,
-				   out, &rep, &err);
+				   q->args, out, &rep, &err);
+	if (!rc && (script_hold(&spec) || q->hold))
+		rc = put_hold(cfg, out, &err);
 	if (rc)
 		goto fail;
 	warn_fidelity(&spec, &rep);
 	*array = spec.array != NULL;
+	snprintf(jobname, n, "%s", spec.name);
 	goto out;
 fail:
 	fprintf(stderr, "qsub: %s\n", err.msg[0] ? err.msg : hb_strerror(rc));
@@ -582,10 +760,11 @@ out:
 	return rc ? HB_EXIT_INPUT : 0;
 }
 
-/* Through hpcbridged's submit op (hpcbridge submit's request): the
- * Slurm job id into *id, or an exit code (printed). */
+/* Through hpcbridged's submit op (hpcbridge submit's request, the job
+ * named by its PBS name, as qstat shows it): the Slurm job id into *id,
+ * or an exit code (printed). */
 static int daemon_submit(const struct qargs *q, const struct hb_buf *text,
-			 long long *id)
+			 const char *jobname, long long *id)
 {
 	const char *name = strcmp(q->script, "-") ? q->script : "STDIN";
 	cJSON *req = hb_cli_submit_request("qsub", name, text), *reply;
@@ -594,6 +773,12 @@ static int daemon_submit(const struct qargs *q, const struct hb_buf *text,
 
 	if (!req)
 		return HB_EXIT_INPUT;
+	if (!cJSON_ReplaceItemInObjectCaseSensitive(
+		    req, "name", cJSON_CreateString(jobname))) {
+		cJSON_Delete(req);
+		fprintf(stderr, "qsub: out of memory\n");
+		return HB_EXIT_INPUT;
+	}
 	if ((rc = hb_cli_call("qsub", q->socket, q->config, req, &reply)))
 		return rc;
 	v = cJSON_GetObjectItemCaseSensitive(reply, "slurm_job_id");
@@ -610,7 +795,9 @@ static int daemon_submit(const struct qargs *q, const struct hb_buf *text,
  * With sbatch, as the caller (pbs.submit: sbatch): the text on sbatch's
  * standard input, its "ID[;CLUSTER]" read back.  The job then goes
  * through job_submit/hpcbridge and placement like any sbatch job.
- * sbatch's own messages reach stderr.
+ * sbatch's own messages reach stderr.  sbatch reads #PBS lines
+ * anywhere in a script (walltime=3600 as minutes, mem per node) and
+ * lets them win over #SBATCH: --ignore-pbs keeps the reader's.
  */
 static int sbatch_submit(const struct hb_buf *text, long long *id)
 {
@@ -632,7 +819,10 @@ static int sbatch_submit(const struct hb_buf *text, long long *id)
 		close(in[1]);
 		close(out[0]);
 		close(out[1]);
-		execlp("sbatch", "sbatch", "--parsable", (char *)NULL);
+		/* --ignore-pbs: sbatch would read the user's #PBS lines
+		 * (after the wrapper's exit) its own way, over ours */
+		execlp("sbatch", "sbatch", "--parsable", "--ignore-pbs",
+		       (char *)NULL);
 		fprintf(stderr, "qsub: sbatch: %s\n", strerror(errno));
 		_exit(127);
 	}
@@ -665,21 +855,19 @@ static int sbatch_submit(const struct hb_buf *text, long long *id)
 	return 0;
 }
 
-int hb_cmd_qsub(int argc, char **argv)
+/* Submit what q asks for; an exit code. */
+static int qsub_run(const struct qargs *q)
 {
-	struct qargs q;
 	struct hb_config cfg;
 	struct hb_err err = { 0 };
 	struct hb_buf text;
-	char server[256], jobid[320];
+	char server[256], jobid[320], jobname[256] = "";
 	bool array = false, with_sbatch;
 	long long id = 0;
-	int rc = qsub_args(argc, argv, &q);
+	int rc;
 
-	if (rc)
-		return rc < 0 ? HB_EXIT_OK : rc;
 	memset(&cfg, 0, sizeof(cfg));
-	if ((rc = hb_cli_load_config(hb_cli_config_path(q.config), &cfg,
+	if ((rc = hb_cli_load_config(hb_cli_config_path(q->config), &cfg,
 				     &err))) {
 		fprintf(stderr, "qsub: %s\n", err.msg);
 		hb_config_free(&cfg);
@@ -688,19 +876,32 @@ int hb_cmd_qsub(int argc, char **argv)
 	hb_cli_pbs_server(&cfg, server, sizeof(server));
 	with_sbatch = cfg.pbs_submit && !strcmp(cfg.pbs_submit, "sbatch");
 	hb_buf_init(&text, 0);
-	rc = prepare(&q, &cfg, server, &text, &array);
+	rc = prepare(q, &cfg, server, &text, &array, jobname,
+		     sizeof(jobname));
 	hb_config_free(&cfg);
-	if (!rc && q.dry_run &&
+	if (!rc && q->dry_run &&
 	    fwrite(text.data, 1, text.len, stdout) != text.len)
 		rc = HB_EXIT_INPUT;
-	if (!rc && !q.dry_run)
+	if (!rc && !q->dry_run)
 		rc = with_sbatch ? sbatch_submit(&text, &id)
-				 : daemon_submit(&q, &text, &id);
+				 : daemon_submit(q, &text, jobname, &id);
 	hb_buf_free(&text);
-	if (rc || q.dry_run)
+	if (rc || q->dry_run)
 		return rc;
 	format_jobid(id, array, server, jobid, sizeof(jobid));
-	if (!q.quiet)
+	if (!q->quiet)
 		printf("%s\n", jobid);
 	return HB_EXIT_OK;
+}
+
+int hb_cmd_qsub(int argc, char **argv)
+{
+	struct qargs q;
+	int rc = qsub_args(argc, argv, &q);
+
+	if (!rc)
+		rc = qsub_run(&q);
+	for (size_t i = 0; i < q.ncopies; i++)
+		free(q.copies[i]);
+	return rc < 0 ? HB_EXIT_OK : rc;
 }

@@ -23,7 +23,11 @@
 #     sends through hpcbridged is pinned to Slurm: the daemon tags it and
 #     the plugin leaves it be);
 #   * a queue pbs.queues does not list is refused naming it, and nothing
-#     reaches Slurm.
+#     reaches Slurm;
+#   * -F "one two" reaches the script as $1 and $2;
+#   * qstat shows a qsub job on Slurm and one that bursts, both R, as
+#     ID.srv; a third, submitted held (-h), waits held until qdel cancels
+#     it; qdel ends the other two.
 #
 # HB_SANDBOX_BACKEND=kubernetes runs the burst job in the emulated
 # cluster's launcher pod instead of the local backend.
@@ -52,6 +56,15 @@ printf 'pbs:\n  queues: {batch: debug, gpuq: gpu}\n  server_name: srv\n  submit:
 # as_user CMD...: run in the work directory as the sandbox's user
 as_user() {
 	(cd "$wk" && runuser -u "$user" -- env PATH="$tmp/bin:$PATH" "$@")
+}
+
+# ran_with ID FILE LINE WHAT: job ID ends, and FILE (in the work
+# directory) holds LINE
+ran_with() {
+	local st
+	st=$(wait_final "$1")
+	grep -qx -- "$3" "$wk/$2" 2>/dev/null && ok "$4 ($st)" ||
+		bad "$4 ($st): $(cat "$wk/$2" 2>&1)"
 }
 
 cat >"$wk/vars.pbs" <<'EOF'
@@ -141,10 +154,8 @@ if [[ $out =~ ^[0-9]+\.srv$ ]]; then
 		[ "$(field "$pid" MinMemoryNode)" = 1G ] &&
 		ok "select=2:ncpus=2:mpiprocs=2:mem=1gb: 2 nodes, 4 tasks, 1G per node" ||
 		bad "PBS Pro job: $(scontrol show job "$pid" | grep -E 'NumNodes|MinMemory')"
-	st=$(wait_final "$pid")
-	grep -qx "pro nodes=2 np=4 index=none" "$wk/pro.o$pid" 2>/dev/null &&
-		ok "the PBS Pro script saw its variables ($st)" ||
-		bad "PBS Pro job ($st): $(cat "$wk/pro.o$pid" 2>&1)"
+	ran_with "$pid" "pro.o$pid" "pro nodes=2 np=4 index=none" \
+		"the PBS Pro script saw its variables"
 else
 	bad "qsub pro.pbs: '$out' $(cat "$tmp/qsub.err")"
 fi
@@ -235,5 +246,63 @@ fi
 # (by name: a finished job may leave squeue at any time)
 [ -z "$(squeue -h -a -t all -n "refused$$" -o %i)" ] &&
 	ok "nothing reached Slurm" || bad "a job refused$$ is in Slurm"
+
+# 6. -F: the script's arguments.
+printf '#!/bin/sh\n#PBS -N args\n#PBS -j oe\necho "args=$#:$1:$2"\n' \
+	>"$wk/args.pbs"
+chmod 644 "$wk/args.pbs"
+out=$(as_user qsub -q batch -F "one two" args.pbs 2>"$tmp/qsub.err") || true
+if [[ $out =~ ^[0-9]+\.srv$ ]]; then
+	fid=${out%%.*}
+	ran_with "$fid" "args.o$fid" "args=2:one:two" \
+		"-F \"one two\": the script saw \$1 and \$2"
+else
+	bad "qsub -F: '$out' $(cat "$tmp/qsub.err")"
+fi
+
+# 7. qstat shows a job on Slurm and one that bursts; qdel cancels a
+# third, submitted held.
+ln -s "$build/bin/hpcbridge" "$tmp/bin/qstat"
+ln -s "$build/bin/hpcbridge" "$tmp/bin/qdel"
+for n in stay away third; do
+	printf '#!/bin/sh\n#PBS -N %s\n#PBS -l nodes=1:ppn=1\n#PBS -j oe\nsleep 300\n' \
+		"$n" >"$wk/$n.pbs"
+	chmod 644 "$wk/$n.pbs"
+done
+sid=$(as_user qsub -q batch stay.pbs 2>"$tmp/qsub.err") || true
+aid=$(as_user qsub --config "$tmp/sbatch.yaml" -q gpuq away.pbs \
+	2>>"$tmp/qsub.err") || true
+hid=$(as_user qsub --config "$tmp/sbatch.yaml" -h -q batch third.pbs \
+	2>>"$tmp/qsub.err") || true
+[[ $sid =~ ^[0-9]+\.srv$ && $aid =~ ^[0-9]+\.srv$ && $hid =~ ^[0-9]+\.srv$ ]] ||
+	die "qsub stay/away/third: '$sid' '$aid' '$hid' $(cat "$tmp/qsub.err")"
+sid=${sid%%.*} aid=${aid%%.*} hid=${hid%%.*}
+[ "$(field "$hid" JobState)" = PENDING ] &&
+	[ "$(field "$hid" Reason)" = JobHeldUser ] &&
+	ok "qsub -h: job $hid is held (JobHeldUser)" ||
+	bad "qsub -h: $(field "$hid" JobState) $(field "$hid" Reason)"
+for _ in $(seq 300); do
+	as_user qstat >"$tmp/q" 2>&1 || true
+	grep -q "^$sid\.srv  *stay .* R " "$tmp/q" &&
+		grep -q "^$aid\.srv  *away .* R " "$tmp/q" && break
+	sleep 0.2
+done
+grep -q "^$sid\.srv  *stay .* R debug$" "$tmp/q" &&
+	ok "qstat: the job on Slurm, R in debug" ||
+	bad "qstat, no running row for $sid: $(cat "$tmp/q")"
+grep -q "^$aid\.srv  *away .* R " "$tmp/q" &&
+	[ "$(field "$aid" Partition)" = burst ] &&
+	ok "qstat: the job that bursts, R (its proxy in burst)" ||
+	bad "qstat, no running row for burst job $aid: $(cat "$tmp/q")"
+grep -q "^$hid\.srv  *third .* H " "$tmp/q" &&
+	ok "qstat: the held job, H" || bad "qstat, held job $hid: $(cat "$tmp/q")"
+out=$(as_user qdel "$hid.srv" 2>&1) && [ -z "$out" ] &&
+	[ "$(wait_final "$hid")" = CANCELLED ] &&
+	ok "qdel cancels the held job $hid" ||
+	bad "qdel $hid: '$out' $(field "$hid" JobState)"
+as_user qdel "$sid" "$aid" || bad "qdel $sid $aid: rc $?"
+st=$(wait_final "$sid") st2=$(wait_final "$aid")
+[ "$st" = CANCELLED ] && [ "$st2" = CANCELLED ] &&
+	ok "qdel ends the other two" || bad "after qdel: $sid $st, $aid $st2"
 
 sandbox_test_end

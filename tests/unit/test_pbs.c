@@ -758,6 +758,13 @@ static void test_output_dir(void **state)
 	hb_jobspec_free(&s);
 	ok("#PBS -J 1-4\n#PBS -o logs/\ntrue\n", &s);
 	assert_string_equal(s.output, "logs/%x.o%A.%a");
+	assert_int_equal(hb_pbs_array_sep(&s), '.');
+	hb_jobspec_free(&s);
+	/* Torque's array tasks: NAME.oSEQ-INDEX */
+	ok("#PBS -t 1-4\n#PBS -o logs/\ntrue\n", &s);
+	assert_string_equal(s.output, "logs/%x.o%A-%a");
+	assert_int_equal(hb_pbs_array_sep(&s), '-');
+	assert_note(find_dir(&s, "-o logs/"), "JOB.oSEQ-INDEX");
 	hb_jobspec_free(&s);
 	/* -j eo with a directory: both streams in the .e file */
 	ok("#PBS -j eo\n#PBS -e logs/\ntrue\n", &s);

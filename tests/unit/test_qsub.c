@@ -112,14 +112,48 @@ static void test_args_stdin_and_refusals(void **state)
 	assert_int_equal(qsub_args(3, a1, &q), 0);
 	assert_string_equal(q.script, "-");
 	assert_int_equal(qsub_args(3, a2, &q), HB_EXIT_USAGE);
-	assert_int_equal(qsub_args(3, a3, &q), HB_EXIT_USAGE);
 	assert_int_equal(qsub_args(3, a4, &q), HB_EXIT_USAGE);
 	assert_int_equal(qsub_args(3, a5, &q), HB_EXIT_USAGE);
 	assert_int_equal(qsub_args(2, a6, &q), HB_EXIT_USAGE);
 	assert_int_equal(qsub_args(3, a7, &q), HB_EXIT_USAGE);
-	assert_int_equal(qsub_args(4, a9, &q), HB_EXIT_USAGE);
 	assert_int_equal(qsub_args(2, a8, &q), 0);
 	assert_string_equal(q.script, "-");
+	/* -h and -F are qsub's own: nothing of them reaches the reader */
+	assert_int_equal(qsub_args(3, a3, &q), 0);
+	assert_true(q.hold);
+	assert_int_equal(q.nopts, 0);
+	assert_int_equal(qsub_args(4, a9, &q), 0);
+	assert_false(q.hold);
+	assert_string_equal(q.args, "a b");
+	assert_int_equal(q.nopts, 0);
+	assert_string_equal(q.script, "job.pbs");
+}
+
+/* -h and -F inside a word of options: the other letters stay. */
+static void test_args_hold_and_arguments(void **state)
+{
+	char *a1[] = { "qsub", "-hVN", "x", "job.pbs", NULL };
+	char *a2[] = { "qsub", "-VFone two", "-Nh", "job.pbs", NULL };
+	char *a3[] = { "qsub", "-Vh", "-F", NULL };
+	struct qargs q;
+
+	(void)state;
+	assert_int_equal(qsub_args(4, a1, &q), 0);
+	assert_true(q.hold);
+	assert_int_equal(q.nopts, 2);
+	assert_string_equal(q.opts[0], "-VN");
+	assert_string_equal(q.opts[1], "x");
+	free(q.copies[0]);
+	/* -Nh: the h is -N's value (the job's name), not a hold */
+	assert_int_equal(qsub_args(4, a2, &q), 0);
+	assert_false(q.hold);
+	assert_string_equal(q.args, "one two");
+	assert_int_equal(q.nopts, 2);
+	assert_string_equal(q.opts[0], "-V");
+	assert_string_equal(q.opts[1], "-Nh");
+	free(q.copies[0]);
+	assert_int_equal(qsub_args(3, a3, &q), HB_EXIT_USAGE);
+	free(q.copies[0]);
 }
 
 /* ---- the queue map and the job id ---- */
@@ -179,20 +213,58 @@ static void test_default_files(void **state)
 
 	(void)state;
 	parse(&s, "#!/bin/sh\n#PBS -N run\ntrue\n", NULL, 0);
-	assert_int_equal(default_files(&s), 0);
+	assert_int_equal(default_files(&s, "/sub"), 0);
 	assert_string_equal(s.output, "run.o%j");
 	assert_string_equal(s.error, "run.e%j");
 	hb_jobspec_free(&s);
 	parse(&s, "#!/bin/sh\n#PBS -N run\n#PBS -t 1-3\n#PBS -j oe\ntrue\n",
 	      NULL, 0);
-	assert_int_equal(default_files(&s), 0);
+	assert_int_equal(default_files(&s, "/sub"), 0);
 	assert_string_equal(s.output, "run.o%A-%a");
 	assert_null(s.error);
 	hb_jobspec_free(&s);
 	parse(&s, "#!/bin/sh\ntrue\n", cli, 4);
-	assert_int_equal(default_files(&s), 0);
+	assert_int_equal(default_files(&s, "/sub"), 0);
 	assert_null(strstr(s.output, "%x"));
 	assert_non_null(strstr(s.output, "/out/a%%b.o"));
+	hb_jobspec_free(&s);
+	/* PBS Pro's array tasks: NAME.oSEQ.INDEX */
+	parse(&s, "#!/bin/sh\n#PBS -N run\n#PBS -J 1-3\ntrue\n", NULL, 0);
+	assert_int_equal(default_files(&s, "/sub"), 0);
+	assert_string_equal(s.output, "run.o%A.%a");
+	assert_string_equal(s.error, "run.e%A.%a");
+	hb_jobspec_free(&s);
+}
+
+/* -k oe keeps both streams in the home directory, whatever -o says; a
+ * relative -o is the submit directory's, not -d's */
+static void test_keep_and_relative(void **state)
+{
+	const struct passwd *pw = getpwuid(getuid());
+	char want[600];
+	struct hb_jobspec s;
+
+	(void)state;
+	assert_non_null(pw);
+	parse(&s, "#!/bin/sh\n#PBS -N k\n#PBS -k oe\n#PBS -o x.log\ntrue\n",
+	      NULL, 0);
+	assert_int_equal(default_files(&s, "/sub"), 0);
+	snprintf(want, sizeof(want), "%s/k.o%%j", pw->pw_dir);
+	assert_string_equal(s.output, want);
+	snprintf(want, sizeof(want), "%s/k.e%%j", pw->pw_dir);
+	assert_string_equal(s.error, want);
+	assert_non_null(strstr(s.directives[1].note, "home directory"));
+	hb_jobspec_free(&s);
+	parse(&s, "#!/bin/sh\n#PBS -N r\n#PBS -d /elsewhere\n#PBS -o r.out\n"
+		  "true\n", NULL, 0);
+	assert_int_equal(default_files(&s, "/sub"), 0);
+	assert_string_equal(s.output, "/sub/r.out");
+	assert_string_equal(s.error, "/sub/r.e%j");
+	hb_jobspec_free(&s);
+	/* without -d, Slurm's reading is PBS's: left relative */
+	parse(&s, "#!/bin/sh\n#PBS -N r\n#PBS -o r.out\ntrue\n", NULL, 0);
+	assert_int_equal(default_files(&s, "/sub"), 0);
+	assert_string_equal(s.output, "r.out");
 	hb_jobspec_free(&s);
 }
 
@@ -242,6 +314,8 @@ static const char user_script[] =
 	"echo \"nodefile=$(tr '\\n' ' ' <\"$PBS_NODEFILE\")\"\n"
 	"echo 'quote '\\''$HOME'\\'''\n"
 	"cp \"$0\" \"$OUTDIR/copy\"\n"
+	"echo \"args=$#:$1:$2\"\n"
+	"[ \"$3 $4\" = '$(touch${IFS}pwned) `touch${IFS}p2`' ] || exit 9\n"
 	"#PBS -q ignored\n"
 	"exit 7";
 
@@ -267,12 +341,14 @@ static void test_wrapper_runs(void **state)
 	cfg.npbs_queues = 1;
 	parse(&s, user_script, cli, 2);
 	assert_int_equal(map_queue(&cfg, &s, &queue, &err), 0);
-	assert_int_equal(default_files(&s), 0);
+	assert_int_equal(default_files(&s, "/sub"), 0);
 	hb_buf_init(&out, 0);
 	hb_report_init(&rep, "sbatch");
 	assert_int_equal(build_wrapper(&s, user_script, strlen(user_script),
-				       queue, "srv", "/sub/dir", &out, &rep,
-				       &err),
+				       queue, "srv", "/sub/dir",
+				       "a 'b\t$(touch${IFS}pwned) `touch${IFS}p2`",
+				       &out,
+				       &rep, &err),
 			 0);
 	/* Slurm reads the job's shape from the #SBATCH lines */
 	assert_non_null(strstr(out.data, "#SBATCH --nodes=2\n"));
@@ -307,6 +383,8 @@ static void test_wrapper_runs(void **state)
 		strstr(got, "workdir=/sub/dir queue=batch env=PBS_BATCH\n"));
 	assert_non_null(strstr(got, "nodefile=n1 n1 n1 n2 n2 n2 \n"));
 	assert_non_null(strstr(got, "quote '$HOME'\n"));
+	/* -F's words reach the script as they are, none run */
+	assert_non_null(strstr(got, "args=4:a:'b\n"));
 	free(got);
 	/* the script the job ran is the user's, byte for byte (and a
 	 * final newline) */
@@ -349,7 +427,7 @@ static void test_wrapper_noshebang(void **state)
 	hb_buf_init(&out, 0);
 	hb_report_init(&rep, "sbatch");
 	assert_int_equal(build_wrapper(&s, text, strlen(text), NULL, "srv",
-				       "/w", &out, &rep, &err),
+				       "/w", NULL, &out, &rep, &err),
 			 0);
 	snprintf(path, sizeof(path), "%s/slurm_script", dir);
 	put_file(path, out.data, 0700);
@@ -370,13 +448,46 @@ static void test_wrapper_noshebang(void **state)
 	hb_jobspec_free(&s);
 }
 
+/* -h: "#SBATCH --hold" second, for sbatch; refused for the daemon. */
+static void test_hold(void **state)
+{
+	static const char text[] = "#!/bin/sh\n#PBS -N held\n#PBS -h\ntrue\n";
+	struct hb_config cfg;
+	struct hb_err err = { 0 };
+	struct hb_buf out;
+	struct hb_jobspec s;
+
+	(void)state;
+	parse(&s, text, NULL, 0);
+	assert_true(script_hold(&s));
+	assert_non_null(strstr(s.directives[1].note, "held"));
+	hb_jobspec_free(&s);
+	parse(&s, "#!/bin/sh\n#PBS -N free\ntrue\n", NULL, 0);
+	assert_false(script_hold(&s));
+	hb_jobspec_free(&s);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.pbs_submit = "sbatch";
+	hb_buf_init(&out, 0);
+	assert_int_equal(hb_buf_puts(&out, "#!/bin/sh\n#SBATCH -N1\n"), 0);
+	assert_int_equal(put_hold(&cfg, &out, &err), 0);
+	assert_string_equal(out.data,
+			    "#!/bin/sh\n#SBATCH --hold\n#SBATCH -N1\n");
+	cfg.pbs_submit = "daemon";
+	assert_int_not_equal(put_hold(&cfg, &out, &err), 0);
+	assert_non_null(strstr(err.msg, "pbs.submit: sbatch"));
+	hb_buf_free(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_args_split),
 		cmocka_unit_test(test_args_stdin_and_refusals),
+		cmocka_unit_test(test_args_hold_and_arguments),
+		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_queue_map),
 		cmocka_unit_test(test_default_files),
+		cmocka_unit_test(test_keep_and_relative),
 		cmocka_unit_test(test_jobid),
 		cmocka_unit_test(test_wrapper_runs),
 		cmocka_unit_test(test_wrapper_noshebang),

@@ -23,6 +23,10 @@ int hb_pbs_parse(const char *buf, size_t len, const char *name,
  * "-lRES"), 1 it is a flag, 0 qsub has no such option. */
 int hb_pbs_option_kind(char o);
 
+/* How an array task's files are told apart, after the job id: '-' for
+ * Torque's -t (NAME.o123-4), '.' for PBS Pro's -J (NAME.o123.4). */
+char hb_pbs_array_sep(const struct hb_jobspec *spec);
+
 /* True if buf looks like a PBS script (#PBS before any #SBATCH). */
 int hb_pbs_detect(const char *buf, size_t len);
 

@@ -97,6 +97,7 @@ struct ctx {
 	struct hb_buf exports;
 	uint32_t nexports;
 	bool w_max_run; /* -W max_run_subjobs gave the array limit */
+	char array_opt; /* 't' (Torque) or 'J' (PBS Pro): how files are named */
 
 	/* The note note_at() grows: its directive, buffer, length, room. */
 	uint32_t note_dir;

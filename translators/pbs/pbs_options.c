@@ -48,6 +48,22 @@ int pbs_opt_kind(char o)
 	return OPT_NONE;
 }
 
+char hb_pbs_array_sep(const struct hb_jobspec *s)
+{
+	char sep = '-';
+
+	/* the last -t or -J wins, as it does for the array itself */
+	for (uint32_t i = 0; s->array && i < s->ndirectives; i++) {
+		const struct hb_directive *d = &s->directives[i];
+
+		for (uint8_t k = 0; k < d->nfields; k++)
+			if (d->fields[k] == HB_F_ARRAY && d->text &&
+			    d->text[0] == '-')
+				sep = d->text[1] == 'J' ? '.' : '-';
+	}
+	return sep;
+}
+
 int hb_pbs_option_kind(char o)
 {
 	int k = pbs_opt_kind(o);
@@ -596,6 +612,7 @@ static int opt_array(struct ctx *c, char opt, const char *v)
 	if (!c->spec->array)
 		return pbs_oom(c);
 	c->spec->array_ranges = r;
+	c->array_opt = opt;
 	c->spec->narray_ranges = n;
 	/* A range without "%N" keeps a limit -W max_run_subjobs gave. */
 	if (limit || !c->w_max_run)

@@ -837,7 +837,8 @@ static int settle_mem(struct ctx *c)
 
 static int dir_default(struct ctx *c, uint32_t d, const char **path, char which)
 {
-	const char *p = *path, *n;
+	const char *p = *path, *n, *sep;
+	bool arr = c->spec->narray_ranges != 0;
 	size_t len;
 
 	if (d == NO_DIR || !p)
@@ -850,16 +851,16 @@ static int dir_default(struct ctx *c, uint32_t d, const char **path, char which)
 					   "as a file name pattern");
 		return 0;
 	}
-	n = hb_arena_printf(&c->spec->arena, "%s%%x.%c%s", p, which,
-			    c->spec->narray_ranges ? "%A.%a" : "%j");
+	sep = c->array_opt == 'J' ? "." : "-";
+	n = hb_arena_printf(&c->spec->arena, "%s%%x.%c%s%s%s", p, which,
+			    arr ? "%A" : "%j", arr ? sep : "", arr ? "%a" : "");
 	if (!n)
 		return pbs_oom(c);
 	*path = n;
 	return pbs_note_at(c, d,
-			   "a directory: PBS's default name JOB.%cSEQ%s is "
+			   "a directory: PBS's default name JOB.%cSEQ%s%s is "
 			   "used, as %s",
-			   which, c->spec->narray_ranges ? ".INDEX" : "",
-			   n + len);
+			   which, arr ? sep : "", arr ? "INDEX" : "", n + len);
 }
 
 /* GPUs given job-wide or as gres, when nodes/select gave none. */
@@ -1065,7 +1066,8 @@ static int settle_misc(struct ctx *c)
 	if (!rc)
 		rc = settle_stagein(c);
 	/* A directory gets PBS's default file name, JOB.oSEQ / JOB.eSEQ,
-	 * as a Slurm pattern (%x job name, %j job id, %A.%a for arrays). */
+	 * as a Slurm pattern (%x job name, %j job id; an array task's
+	 * %A-%a for Torque's -t, %A.%a for PBS Pro's -J). */
 	if (!rc)
 		rc = dir_default(c, c->d_out, &s->output, 'o');
 	if (!rc)
