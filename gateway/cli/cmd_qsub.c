@@ -448,8 +448,8 @@ static int wrapper_body(struct hb_buf *b, const char *interp,
 			   "below; it runs unchanged, with PBS's "
 			   "variables.\n",
 			   payload);
-	/* the name as given: a job submitted through libslurm has no
-	 * SLURM_JOB_NAME for the block above to read */
+	/* the name as given, the same wherever the job runs (in the
+	 * cluster's pods SLURM_JOB_NAME is not the PBS name) */
 	rc = rc ?: put_var(b, "PBS_JOBNAME", jobname);
 	rc = rc ?: put_var(b, "PBS_O_WORKDIR", cwd);
 	rc = rc ?: put_var(b, "PBS_O_HOST", host);
