@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # package.test.sh - the install rules and the Debian package, end to end.
 #
-#   * a fresh Release build (in the test's temporary folder) configured
-#     for /usr; `cpack -G DEB` makes hpcbridge_VERSION-1_amd64.deb, and,
-#     with -DHB_DEB_RELEASE=2, a -2 to upgrade to;
+#   * scripts/package.sh (a fresh Release build, in the test's temporary
+#     folder, configured for /usr, then `cpack -G DEB`) makes
+#     hpcbridge_VERSION-1_ARCH.deb, and with HB_DEB_RELEASE=2 a -2 to
+#     upgrade to;
 #   * dpkg-deb -I: name, version, Depends (slurm-client of this Slurm
 #     release, and the libraries dpkg-shlibdeps found), every file under
 #     /etc/hpcbridge a conffile, the maintainer scripts executable;
@@ -66,22 +67,16 @@ version=$(sed -n 's/^project(hpcbridge VERSION \([0-9.]*\).*/\1/p' \
 	"$src/CMakeLists.txt")
 [ -n "$version" ] || die "no version in CMakeLists.txt"
 
-# 1. Build the package: a fresh Release build, for /usr.
-cmake -S "$src" -B "$b" -DCMAKE_BUILD_TYPE=Release -DHB_TESTS=OFF \
-	-DCMAKE_INSTALL_PREFIX=/usr >"$tmp/cmake.log" 2>&1 ||
-	{ tail -20 "$tmp/cmake.log"; die "configure"; }
-cmake --build "$b" -j2 --target hpcbridge hpcbridged job_submit_hpcbridge \
-	spank_hpcbridge >"$tmp/build.log" 2>&1 ||
-	{ tail -20 "$tmp/build.log"; die "build"; }
-(cd "$b" && cpack -G DEB) >"$tmp/cpack.log" 2>&1 ||
-	{ tail -20 "$tmp/cpack.log"; die "cpack"; }
+# 1. Build the package as a site does (scripts/package.sh: a fresh
+# Release build for /usr), then a -2 from the same tree.
+HB_JOBS=2 "$src/scripts/package.sh" "$b" "$tmp" >"$tmp/package.log" 2>&1 ||
+	{ tail -20 "$tmp/package.log"; die "scripts/package.sh"; }
 deb1=$tmp/hpcbridge_${version}-1_$arch.deb
-mv "$b/hpcbridge_${version}-1_$arch.deb" "$deb1" ||
-	die "cpack made no hpcbridge_${version}-1_$arch.deb"
-cmake -S "$src" -B "$b" -DHB_DEB_RELEASE=2 >>"$tmp/cmake.log" 2>&1 &&
-	(cd "$b" && cpack -G DEB) >>"$tmp/cpack.log" 2>&1 || die "cpack -2"
+[ -f "$deb1" ] || die "no $(basename "$deb1"): $(ls "$tmp")"
+HB_JOBS=2 HB_DEB_RELEASE=2 "$src/scripts/package.sh" "$b" "$tmp" \
+	>>"$tmp/package.log" 2>&1 || die "scripts/package.sh, -2"
 deb2=$tmp/hpcbridge_${version}-2_$arch.deb
-mv "$b/hpcbridge_${version}-2_$arch.deb" "$deb2" || die "no -2 package"
+[ -f "$deb2" ] || die "no $(basename "$deb2")"
 ok "built $(basename "$deb1") ($(stat -c %s "$deb1") bytes) and -2"
 
 # 2. Its control data.
@@ -298,7 +293,7 @@ check "dpkg's database forgot hpcbridge" \
 # 8. cmake --install to a scratch prefix: the same tree, all under it.
 P=$tmp/prefix
 cmake -S "$src" -B "$b" -DCMAKE_INSTALL_PREFIX="$P" \
-	-DHB_SLURM_PLUGINDIR="$P/lib/slurm-wlm" >>"$tmp/cmake.log" 2>&1 ||
+	-DHB_SLURM_PLUGINDIR="$P/lib/slurm-wlm" >"$tmp/cmake.log" 2>&1 ||
 	die "configure for $P"
 # First staged (DESTDIR), so a destination outside the prefix is caught
 # before anything is written there.
