@@ -21,6 +21,9 @@
 #     installed daemon starts with the installed configuration (pointed
 #     at an installed policy and rate card) and answers the installed
 #     hpcbridge;
+#   * the PBS links replace stand-ins of slurm-wlm-torque's commands with
+#     dpkg-divert and update-alternatives, as docs/internals/packaging.md
+#     says, and are switched back;
 #   * the upgrade to -2 keeps that edited conffile; reinstalling -2 works;
 #     remove keeps the conffiles and the state; purge leaves nothing in R
 #     but dpkg's own database;
@@ -253,6 +256,47 @@ else
 fi
 check "its state is in R's /var/lib/hpcbridge" \
 	test -s "$R/var/lib/hpcbridge/state.db"
+
+# The recipe of docs/internals/packaging.md that makes the PBS links the
+# system's qsub, qstat and qdel in place of slurm-wlm-torque's (here
+# stand-ins in R): diversions, then alternatives between the two.
+pbs=/usr/libexec/hpcbridge/pbs
+for q in qsub qstat qdel; do
+	printf '#!/bin/sh\necho torque %s\n' "$q" >"$R/usr/bin/$q"
+	chmod 755 "$R/usr/bin/$q"
+	dpkg-divert --root="$R" --local --rename \
+		--divert "/usr/bin/$q.torque" --add "/usr/bin/$q" >/dev/null
+done
+# (--log is inside R, as the other paths)
+ua() { update-alternatives --root "$R" --log /alternatives.log "$@"; }
+ua --install /usr/bin/qsub qsub "$pbs/qsub" 60 \
+	--slave /usr/bin/qstat qstat "$pbs/qstat" \
+	--slave /usr/bin/qdel qdel "$pbs/qdel" >/dev/null
+ua --install /usr/bin/qsub qsub /usr/bin/qsub.torque 40 \
+	--slave /usr/bin/qstat qstat /usr/bin/qstat.torque \
+	--slave /usr/bin/qdel qdel /usr/bin/qdel.torque >/dev/null
+# alt_target Q: where R's /usr/bin/Q leads, inside R
+alt_target() { readlink "$R$(readlink "$R/usr/bin/$1")"; }
+for q in qsub qstat qdel; do
+	check "alternatives: /usr/bin/$q is hpcbridge's" \
+		[ "$(alt_target "$q")" = "$pbs/$q" ]
+done
+check "the diverted torque qsub is kept" \
+	grep -q 'torque qsub' "$R/usr/bin/qsub.torque"
+ua --set qsub /usr/bin/qsub.torque >/dev/null
+check "alternatives: --set back to torque's qdel" \
+	[ "$(alt_target qdel)" = /usr/bin/qdel.torque ]
+ua --remove-all qsub >/dev/null
+for q in qsub qstat qdel; do
+	dpkg-divert --root="$R" --local --rename --remove "/usr/bin/$q" \
+		>/dev/null
+	rm -f "$R/usr/bin/$q"
+done
+rm -rf "$R/etc/alternatives" "$R/var/lib/dpkg/alternatives" \
+	"$R/alternatives.log"
+check "undone: no diversion left" \
+	[ -z "$(dpkg-divert --root="$R" --list 'hpcbridge*' ; \
+		dpkg-divert --root="$R" --list '*qsub*')" ]
 
 # 6. Upgrade to -2: the edited conffile stays; reinstalling works.
 cp "$R/etc/hpcbridge/hpcbridge.yaml" "$tmp/edited.yaml"
