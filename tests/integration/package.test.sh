@@ -5,8 +5,8 @@
 #     folder, configured for /usr, then `cpack -G DEB`) makes
 #     hpcbridge_VERSION-1_ARCH.deb, and with HB_DEB_RELEASE=2 a -2 to
 #     upgrade to;
-#   * dpkg-deb -I: name, version, Depends (slurm-client of this Slurm
-#     release, and the libraries dpkg-shlibdeps found), every file under
+#   * dpkg-deb -I: name, version, Depends (slurm-client of exactly this
+#     Slurm release, and the libraries dpkg-shlibdeps found), every file under
 #     /etc/hpcbridge a conffile, the maintainer scripts executable;
 #   * dpkg-deb -c: exactly the expected files, root/root, their modes,
 #     the plugins in Debian's Slurm folder, nothing the tests alone use;
@@ -88,9 +88,13 @@ check "Package: hpcbridge" [ "$(field Package)" = hpcbridge ]
 check "Version: $version-1" [ "$(field Version)" = "$version-1" ]
 check "Architecture: $arch" [ "$(field Architecture)" = "$arch" ]
 deps=$(field Depends)
-smaj=$(($(sed -n 's/^#define SLURM_VERSION_NUMBER \(0x[0-9a-f]*\)/\1/p' \
-	/usr/include/slurm/slurm_version.h) >> 16))
-for d in "slurm-client (>= $smaj." "slurm-client (<< $smaj." "libslurm" \
+# slurm-client of exactly this Slurm release (x.y.z, not x.y.z+1)
+snum=$(sed -n 's/^#define SLURM_VERSION_NUMBER \(0x[0-9a-f]*\)/\1/p' \
+	/usr/include/slurm/slurm_version.h)
+srel=$(printf '%d.%02d' $((snum >> 16 & 255)) $((snum >> 8 & 255)))
+smic=$((snum & 255))
+for d in "slurm-client (>= $srel.$smic)" \
+	 "slurm-client (<< $srel.$((smic + 1))~)" "libslurm" \
 	 "libc6 (>=" "libcjson1" "libyaml-0-2" "libsqlite3-0" "libcurl4"; do
 	case "$deps" in
 	*"$d"*) ok "Depends has $d" ;;
