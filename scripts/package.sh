@@ -16,6 +16,13 @@ build=${1:-build-deb}
 out=${2:-.}
 jobs=${HB_JOBS:-$(nproc)}
 
+# Debian's build flags, as dpkg-buildpackage would set them: the
+# hardening (stack protector, _FORTIFY_SOURCE, relro, bindnow); CMake
+# reads CFLAGS and LDFLAGS when it first configures the tree, and no
+# CPPFLAGS.  CPack strips the debugging symbols.
+export DEB_BUILD_MAINT_OPTIONS=${DEB_BUILD_MAINT_OPTIONS:-hardening=+all}
+eval "$(cd "$src" && dpkg-buildflags --export=sh)"
+export CFLAGS="$CPPFLAGS $CFLAGS"
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DHB_TESTS=OFF \
 	-DCMAKE_INSTALL_PREFIX=/usr -DHB_DEB_RELEASE="${HB_DEB_RELEASE:-1}"
 cmake --build "$build" -j"$jobs" --target hpcbridge hpcbridged \

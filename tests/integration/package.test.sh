@@ -10,6 +10,7 @@
 #     /etc/hpcbridge a conffile, the maintainer scripts executable;
 #   * dpkg-deb -c: exactly the expected files, root/root, their modes,
 #     the plugins in Debian's Slurm folder, nothing the tests alone use;
+#     the binaries hardened (relro, bind-now, stack protector), stripped;
 #   * the real dpkg installs it into an empty root (--root R
 #     --force-script-chrootless, so the maintainer scripts run with
 #     DPKG_ROOT=R): files and owners under R, the state folder postinst
@@ -160,6 +161,26 @@ fi
 for f in hb-kubemu kubemu hbcall fake_hbd; do
 	if grep -q "/$f\$" "$tmp/contents"; then bad "$f is packaged"; fi
 done
+
+# The binaries: Debian's hardening flags (scripts/package.sh), stripped,
+# the plugins still exporting what Slurm looks up.
+mkdir "$tmp/x"
+dpkg-deb -x "$deb1" "$tmp/x"
+for f in usr/sbin/hpcbridged usr/bin/hpcbridge $pd/job_submit_hpcbridge.so \
+	 $pd/spank_hpcbridge.so; do
+	e=$tmp/x/$f
+	check "${f##*/}: relro and bind-now" sh -c \
+		"readelf -lW '$e' | grep -q GNU_RELRO &&
+		 readelf -dW '$e' | grep -Eq 'BIND_NOW|FLAGS_1.*NOW'"
+	check "${f##*/}: stack protector" sh -c \
+		"readelf -sW --dyn-syms '$e' | grep -q __stack_chk_fail"
+	check "${f##*/}: stripped" sh -c "! readelf -SW '$e' | grep -q '\.symtab'"
+done
+check "the job_submit plugin exports plugin_version, job_submit" sh -c \
+	"nm -D --defined-only '$tmp/x/$pd/job_submit_hpcbridge.so' |
+	 grep -q ' plugin_version\$' &&
+	 nm -D --defined-only '$tmp/x/$pd/job_submit_hpcbridge.so' |
+	 grep -q ' job_submit\$'"
 
 # 4. Install into an empty root with the real dpkg.  The maintainer
 # scripts run outside a chroot with DPKG_ROOT=$R (R has no shell).
