@@ -25,6 +25,9 @@
 #   * the PBS links replace stand-ins of slurm-wlm-torque's commands with
 #     dpkg-divert and update-alternatives, as docs/internals/packaging.md
 #     says, and are switched back;
+#   * the maintainer scripts on a running system (a namespace with
+#     overlays, a systemctl that logs): systemd is called only when
+#     /run/systemd/system exists, try-restart only on upgrades;
 #   * the upgrade to -2 keeps that edited conffile; reinstalling -2 works;
 #     remove keeps the conffiles and the state; purge leaves nothing in R
 #     but dpkg's own database;
@@ -322,6 +325,69 @@ rm -rf "$R/etc/alternatives" "$R/var/lib/dpkg/alternatives" \
 check "undone: no diversion left" \
 	[ -z "$(dpkg-divert --root="$R" --list 'hpcbridge*' ; \
 		dpkg-divert --root="$R" --list '*qsub*')" ]
+
+# The maintainer scripts on a running system (DPKG_ROOT empty), in a
+# mount namespace where /etc and /var/lib are overlays and /run a tmpfs,
+# with a systemctl that only logs: no systemd calls without
+# /run/systemd/system (a chroot, a container); with it, daemon-reload,
+# try-restart only on an upgrade, stop on remove; purge takes the state,
+# the site's files and the enable link.
+mkdir -p "$tmp/stub"
+printf '#!/bin/sh\necho "systemctl $*" >>"%s"\n' "$tmp/systemctl.log" \
+	>"$tmp/stub/systemctl"
+chmod 755 "$tmp/stub/systemctl"
+rm -rf "$tmp/ov"
+mkdir -p "$tmp/ov/etc" "$tmp/ov/etcw" "$tmp/ov/var" "$tmp/ov/varw"
+unshare -m --propagation private env -u DPKG_ROOT C="$tmp/control" \
+	OV="$tmp/ov" T="$tmp" PATH="$tmp/stub:$PATH" bash -c '
+	set -e
+	mount -t overlay overlay -o "lowerdir=/etc,upperdir=$OV/etc,workdir=$OV/etcw" /etc
+	mount -t overlay overlay -o "lowerdir=/var/lib,upperdir=$OV/var,workdir=$OV/varw" /var/lib
+	mount -t tmpfs tmpfs /run
+	sh "$C/postinst" configure ""
+	echo "-- systemd" >>"$T/systemctl.log"
+	mkdir -p /run/systemd/system
+	rm -rf /var/lib/hpcbridge
+	sh "$C/postinst" configure ""
+	stat -c "%a %U:%G" /var/lib/hpcbridge >"$T/state.mode"
+	echo "-- upgrade" >>"$T/systemctl.log"
+	sh "$C/postinst" configure 0.1.0-1
+	echo "-- remove" >>"$T/systemctl.log"
+	sh "$C/prerm" remove
+	sh "$C/postrm" remove
+	echo "-- purge" >>"$T/systemctl.log"
+	mkdir -p /etc/hpcbridge /etc/systemd/system/multi-user.target.wants
+	echo site >/etc/hpcbridge/site.yaml
+	ln -sf /lib/systemd/system/hpcbridged.service \
+		/etc/systemd/system/multi-user.target.wants/hpcbridged.service
+	touch /var/lib/hpcbridge/state.db
+	sh "$C/postrm" purge
+	for p in /etc/hpcbridge /var/lib/hpcbridge \
+		 /etc/systemd/system/multi-user.target.wants/hpcbridged.service; do
+		if [ -e "$p" ] || [ -L "$p" ]; then echo "$p"; fi
+	done >"$T/purge.left"
+' >"$tmp/scripts.out" 2>&1 || { cat "$tmp/scripts.out"; die "the scripts"; }
+cat >"$tmp/systemctl.want" <<'EOF'
+-- systemd
+systemctl --system daemon-reload
+-- upgrade
+systemctl --system daemon-reload
+systemctl try-restart hpcbridged.service
+-- remove
+systemctl stop hpcbridged.service
+systemctl --system daemon-reload
+-- purge
+systemctl --system daemon-reload
+EOF
+if diff -u "$tmp/systemctl.want" "$tmp/systemctl.log"; then
+	ok "the scripts call systemd only when it runs, as they should"
+else
+	bad "the scripts' systemctl calls (diff above)"
+fi
+check "postinst on the running system: /var/lib/hpcbridge 711 root:root" \
+	[ "$(cat "$tmp/state.mode")" = "711 root:root" ]
+check "postrm purge on the running system left nothing" \
+	[ ! -s "$tmp/purge.left" ]
 
 # 6. Upgrade to -2: the edited conffile stays; reinstalling works.
 cp "$R/etc/hpcbridge/hpcbridge.yaml" "$tmp/edited.yaml"
