@@ -26,7 +26,7 @@ export CFLAGS="$CPPFLAGS $CFLAGS"
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DHB_TESTS=OFF \
 	-DCMAKE_INSTALL_PREFIX=/usr -DHB_DEB_RELEASE="${HB_DEB_RELEASE:-1}"
 cmake --build "$build" -j"$jobs" --target hpcbridge hpcbridged \
-	job_submit_hpcbridge spank_hpcbridge
+	job_submit_hpcbridge spank_hpcbridge hb-man
 (cd "$build" && cpack -G DEB)
 mkdir -p "$out"
 for f in "$build"/hpcbridge_*.deb; do

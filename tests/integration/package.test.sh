@@ -132,10 +132,10 @@ lrwxrwxrwx usr/libexec/hpcbridge/pbs/qstat
 lrwxrwxrwx usr/libexec/hpcbridge/pbs/qsub
 -rwxr-xr-x usr/sbin/hpcbridged
 -rw-r--r-- usr/share/bash-completion/completions/hpcbridge
--rw-r--r-- usr/share/man/man1/hpcbridge.1
--rw-r--r-- usr/share/man/man5/hpcbridge-policy.5
--rw-r--r-- usr/share/man/man5/hpcbridge.yaml.5
--rw-r--r-- usr/share/man/man8/hpcbridged.8
+-rw-r--r-- usr/share/man/man1/hpcbridge.1.gz
+-rw-r--r-- usr/share/man/man5/hpcbridge-policy.5.gz
+-rw-r--r-- usr/share/man/man5/hpcbridge.yaml.5.gz
+-rw-r--r-- usr/share/man/man8/hpcbridged.8.gz
 EOF
 }
 expect_files | sort -k2 >"$tmp/want"
@@ -214,7 +214,7 @@ check "qstat link runs the installed hpcbridge" \
 check "hpcbridge --version says $version" \
 	[ "$("$R/usr/bin/hpcbridge" --version)" = "hpcbridge $version" ]
 check "man reads hpcbridged(8)" \
-	sh -c "man -l '$R/usr/share/man/man8/hpcbridged.8' 2>/dev/null |
+	sh -c "man -l '$R/usr/share/man/man8/hpcbridged.8.gz' 2>/dev/null |
 		grep -q hpcbridged"
 
 # in_root SCRIPT: run SCRIPT (bash) in a mount namespace where R's
