@@ -37,6 +37,8 @@
 # Nothing is installed into the real /.
 #
 # usage: package.test.sh BUILD_DIR SRC_DIR
+# The scripts run in namespaces expand their variables there.
+# shellcheck disable=SC2016
 set -euo pipefail
 
 src=$(cd "${2:?SRC_DIR}" && pwd)
@@ -423,7 +425,7 @@ else
 	bad "purge left: $left"
 fi
 check "dpkg's database forgot hpcbridge" \
-	[ -z "$(ls "$R/var/lib/dpkg/info" | grep '^hpcbridge\.' || true)" ]
+	[ -z "$(find "$R/var/lib/dpkg/info" -name 'hpcbridge.*')" ]
 
 # 8. cmake --install to a scratch prefix: the same tree, all under it.
 P=$tmp/prefix
@@ -434,7 +436,7 @@ cmake -S "$src" -B "$b" -DCMAKE_INSTALL_PREFIX="$P" \
 # before anything is written there.
 DESTDIR=$tmp/stage cmake --install "$b" >"$tmp/install.log" 2>&1 ||
 	{ tail "$tmp/install.log"; die "cmake --install (staged)"; }
-outside=$(cd "$tmp/stage" && find . ! -type d | grep -v "^\.$P/" || true)
+outside=$(cd "$tmp/stage" && find . ! -type d ! -path ".$P/*")
 [ -z "$outside" ] || die "installed outside the prefix: $outside"
 cmake --install "$b" --prefix "$P" >"$tmp/install.log" 2>&1 ||
 	{ tail "$tmp/install.log"; die "cmake --install --prefix"; }
