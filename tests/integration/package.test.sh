@@ -219,17 +219,26 @@ check "man reads hpcbridged(8)" \
 	sh -c "man -l '$R/usr/share/man/man8/hpcbridged.8.gz' 2>/dev/null |
 		grep -q hpcbridged"
 
-# in_root SCRIPT: run SCRIPT (bash) in a mount namespace where R's
-# /etc/hpcbridge and /var/lib/hpcbridge are at their places (over
-# overlays of the real /etc and /var/lib) and /run is a fresh tmpfs.
-in_root() {
+# in_ns [ENV-ARGS...] SCRIPT: run SCRIPT (bash) in a mount namespace that
+# sees the real / but for /etc and /var/lib, overlays whose writes go to
+# $tmp/ov, and /run, a fresh tmpfs; nothing of the real / changes.  OV
+# and T ($tmp) are set there, and what env(1) ENV-ARGS say.
+in_ns() {
 	rm -rf "$tmp/ov"
 	mkdir -p "$tmp/ov/etc" "$tmp/ov/etcw" "$tmp/ov/var" "$tmp/ov/varw"
-	unshare -m --propagation private env R="$R" OV="$tmp/ov" bash -c '
+	local script=${*: -1}
+	unshare -m --propagation private env "${@:1:$#-1}" OV="$tmp/ov" \
+		T="$tmp" bash -c '
 		set -e
 		mount -t overlay overlay -o "lowerdir=/etc,upperdir=$OV/etc,workdir=$OV/etcw" /etc
 		mount -t overlay overlay -o "lowerdir=/var/lib,upperdir=$OV/var,workdir=$OV/varw" /var/lib
 		mount -t tmpfs tmpfs /run
+		'"$script"
+}
+# in_root SCRIPT: in_ns, with R's /etc/hpcbridge and /var/lib/hpcbridge
+# at their places.
+in_root() {
+	in_ns R="$R" '
 		mkdir -p /etc/hpcbridge /var/lib/hpcbridge
 		mount --bind "$R/etc/hpcbridge" /etc/hpcbridge
 		mount --bind "$R/var/lib/hpcbridge" /var/lib/hpcbridge
@@ -338,14 +347,7 @@ mkdir -p "$tmp/stub"
 printf '#!/bin/sh\necho "systemctl $*" >>"%s"\n' "$tmp/systemctl.log" \
 	>"$tmp/stub/systemctl"
 chmod 755 "$tmp/stub/systemctl"
-rm -rf "$tmp/ov"
-mkdir -p "$tmp/ov/etc" "$tmp/ov/etcw" "$tmp/ov/var" "$tmp/ov/varw"
-unshare -m --propagation private env -u DPKG_ROOT C="$tmp/control" \
-	OV="$tmp/ov" T="$tmp" PATH="$tmp/stub:$PATH" bash -c '
-	set -e
-	mount -t overlay overlay -o "lowerdir=/etc,upperdir=$OV/etc,workdir=$OV/etcw" /etc
-	mount -t overlay overlay -o "lowerdir=/var/lib,upperdir=$OV/var,workdir=$OV/varw" /var/lib
-	mount -t tmpfs tmpfs /run
+in_ns -u DPKG_ROOT C="$tmp/control" PATH="$tmp/stub:$PATH" '
 	sh "$C/postinst" configure ""
 	echo "-- systemd" >>"$T/systemctl.log"
 	mkdir -p /run/systemd/system
