@@ -43,10 +43,10 @@ set -euo pipefail
 
 src=$(cd "${2:?SRC_DIR}" && pwd)
 tmp=$(mktemp -d /tmp/hb-package.XXXXXX)
-daemon_pid=
+# the daemon started in a namespace writes its pid here
 cleanup() {
-	if [ -n "$daemon_pid" ]; then
-		kill "$daemon_pid" 2>/dev/null || true
+	if [ -s "$tmp/daemon.pid" ]; then
+		kill "$(cat "$tmp/daemon.pid")" 2>/dev/null || true
 	fi
 	rm -rf "$tmp"
 }
@@ -276,17 +276,19 @@ check "the edit took" grep -q '^  ratecard: /etc/hpcbridge/ratecards/example.yam
 # refuses to start when the policy or the rate card does not load).
 if in_root '
 	"$R/usr/sbin/hpcbridged" --foreground \
-		--config /etc/hpcbridge/hpcbridge.yaml 2>"$OV/../daemon.log" &
+		--config /etc/hpcbridge/hpcbridge.yaml 2>"$T/daemon.log" &
 	pid=$!
+	echo $pid >"$T/daemon.pid"
 	for _ in $(seq 100); do
 		[ -S /run/hpcbridge/hpcbridged.sock ] && break
 		kill -0 $pid 2>/dev/null || break
 		sleep 0.1
 	done
 	rc=0
-	timeout 20 "$R/usr/bin/hpcbridge" jobs >"$OV/../jobs.out" 2>&1 || rc=$?
+	timeout 20 "$R/usr/bin/hpcbridge" jobs >"$T/jobs.out" 2>&1 || rc=$?
 	kill $pid
 	wait $pid || true
+	rm "$T/daemon.pid"
 	exit $rc' >"$tmp/run.out" 2>&1; then
 	ok "installed hpcbridged serves; installed hpcbridge jobs answers"
 else
