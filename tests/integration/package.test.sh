@@ -101,7 +101,8 @@ srel=$(printf '%d.%02d' $((snum >> 16 & 255)) $((snum >> 8 & 255)))
 smic=$((snum & 255))
 for d in "slurm-client (>= $srel.$smic)" \
 	 "slurm-client (<< $srel.$((smic + 1))~)" "libslurm" \
-	 "libc6 (>=" "libcjson1" "libyaml-0-2" "libsqlite3-0" "libcurl4"; do
+	 "libc6 (>=" "libcjson1" "libyaml-0-2" "libsqlite3-0" "libcurl4" \
+	 "libsystemd0"; do
 	case "$deps" in
 	*"$d"*) ok "Depends has $d" ;;
 	*) bad "Depends lacks '$d': $deps" ;;
