@@ -220,6 +220,11 @@ check "man reads hpcbridged(8)" \
 	sh -c "man -l '$R/usr/share/man/man8/hpcbridged.8.gz' 2>/dev/null |
 		grep -q hpcbridged"
 
+check "the installed completion completes hpcbridge" bash -c "
+	. /usr/share/bash-completion/bash_completion
+	. '$R/usr/share/bash-completion/completions/hpcbridge'
+	complete -p hpcbridge >/dev/null"
+
 # in_ns [ENV-ARGS...] SCRIPT: run SCRIPT (bash) in a mount namespace that
 # sees the real / but for /etc and /var/lib, overlays whose writes go to
 # $tmp/ov, and /run, a fresh tmpfs; nothing of the real / changes.  OV
