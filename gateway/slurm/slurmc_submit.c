@@ -427,6 +427,20 @@ static int set_admin_comment(uint32_t job_id, const char *text,
 	return 0;
 }
 
+/* What scontrol release does: the priority back to Slurm's choice. */
+static int release_job(uint32_t job_id, struct hb_err *err)
+{
+	job_desc_msg_t d;
+
+	slurm_init_job_desc_msg(&d);
+	d.job_id = job_id;
+	d.priority = INFINITE;
+	if (slurm_update_job(&d) != SLURM_SUCCESS)
+		return fail_slurm(err, slurm_errno_of(SLURM_ERROR),
+				  "slurm_update_job(release)");
+	return 0;
+}
+
 /* ------------------------------------------- submission as the user */
 
 /*
@@ -1358,9 +1372,11 @@ int hb_slurmc_submit(struct hb_slurmc *c, const struct hb_slurmc_submit *req,
 		     uint32_t *job_id, struct hb_err *err)
 {
 	submit_response_msg_t *resp = NULL;
+	struct hb_slurmc_submit r;
 	struct desc_mem m = { 0 };
 	job_desc_msg_t d;
 	uint32_t id = 0;
+	bool tag;
 	int rc;
 
 	if (!c || !job_id)
@@ -1368,12 +1384,21 @@ int hb_slurmc_submit(struct hb_slurmc *c, const struct hb_slurmc_submit *req,
 				  "hb_slurmc_submit: no handle or output");
 	if ((rc = hb_slurmc_submit_check(req, err)))
 		return rc;
+	/*
+	 * The admin comment is set after the submission, as root (users may
+	 * not set it), and Slurm refuses to update a job that has ended: a
+	 * short job could finish untagged in between.  A tagged job is
+	 * submitted held, tagged, then released, unless it was asked held.
+	 */
+	r = *req;
+	tag = req->admin_comment && *req->admin_comment;
+	r.hold = req->hold || tag;
 	slurm_init_job_desc_msg(&d);
-	if (req->as_user && req->uid != (uint32_t)geteuid()) {
-		if ((rc = submit_as_user(c->conf, req, &id, err)) ||
-		    (rc = check_owner(id, (uid_t)req->uid, err)))
+	if (r.as_user && r.uid != (uint32_t)geteuid()) {
+		if ((rc = submit_as_user(c->conf, &r, &id, err)) ||
+		    (rc = check_owner(id, (uid_t)r.uid, err)))
 			goto out;
-	} else if ((rc = fill_desc(&d, req, &m, err))) {
+	} else if ((rc = fill_desc(&d, &r, &m, err))) {
 		goto out;
 	} else if (slurm_submit_batch_job(&d, &resp) != SLURM_SUCCESS) {
 		rc = fail_slurm(err, slurm_errno_of(SLURM_ERROR),
@@ -1383,9 +1408,17 @@ int hb_slurmc_submit(struct hb_slurmc *c, const struct hb_slurmc_submit *req,
 		id = resp->job_id;
 	}
 	*job_id = id;
-	/* as root (SlurmUser), by job id: users may not set it */
-	if (req->admin_comment && *req->admin_comment)
+	if (tag) {
 		rc = set_admin_comment(id, req->admin_comment, err);
+		if (!rc && !req->hold)
+			rc = release_job(id, err);
+		if (rc) {
+			/* all or nothing: the held job never ran */
+			struct hb_err ignored = { 0 };
+
+			hb_slurmc_cancel(c, id, 0, &ignored);
+		}
+	}
 out:
 	if (resp)
 		slurm_free_submit_response_response_msg(resp);

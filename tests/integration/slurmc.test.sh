@@ -461,6 +461,22 @@ if [ "$(id -u)" = 0 ]; then
 	expect_eq "$(scontrol show job -o "$(field sub_tagged job)" |
 		grep -o 'AdminComment=[^ ]*')" AdminComment=hb:user \
 		"the admin comment, set as root after the user's submit"
+	# not asked held: held only until it is tagged, then released, so
+	# even a job that ends at once ends tagged
+	run sub_quick "$probe" submit --uid "$uid" --gid "$gid" \
+		--admin-comment hb:quick --workdir /tmp --output /dev/null \
+		--wrap true
+	expect_rc sub_quick 0 "submit a short job for the user, tagged"
+	qid=$(field sub_quick job)
+	for _ in $(seq 1 100); do
+		st=$(scontrol show job -o "$qid" | grep -o 'JobState=[A-Z]*')
+		[ "$st" = JobState=COMPLETED ] && break
+		sleep 0.2
+	done
+	expect_eq "$(scontrol show job -o "$qid" |
+		grep -o 'JobState=[A-Z]*\|AdminComment=[^ ]*' | tr '\n' ' ')" \
+		"JobState=COMPLETED AdminComment=hb:quick " \
+		"the short job ran to the end (released) and kept its tag"
 	for j in "$(field sub_policed job)" "$(field root_rootonly job)" \
 		"$(field sub_tagged job)"; do
 		[ -n "$j" ] && scancel "$j" 2>/dev/null || true
