@@ -464,13 +464,18 @@ static int wrapper_body(struct hb_buf *b, const char *interp,
 	}
 	rc = rc ?: hb_buf_puts(
 		b,
-		"if [ -n \"${SLURM_ARRAY_JOB_ID-}\" ]; then\n"
-		"\tPBS_JOBID=\"$SLURM_ARRAY_JOB_ID[$SLURM_ARRAY_TASK_ID]."
+		/* a burst job's remote side has its proxy's Slurm ids from
+		 * the daemon, as HPCBRIDGE_SLURM_* */
+		"hb_qsub_id=${HPCBRIDGE_SLURM_JOB_ID:-${SLURM_JOB_ID-}}\n"
+		"hb_qsub_aid=${HPCBRIDGE_SLURM_ARRAY_JOB_ID:-"
+		"${SLURM_ARRAY_JOB_ID-}}\n"
+		"if [ -n \"$hb_qsub_aid\" ]; then\n"
+		"\tPBS_JOBID=\"$hb_qsub_aid[$SLURM_ARRAY_TASK_ID]."
 		"$PBS_SERVER\"\n"
-		"\tPBS_ARRAY_ID=\"$SLURM_ARRAY_JOB_ID[].$PBS_SERVER\"\n"
+		"\tPBS_ARRAY_ID=\"$hb_qsub_aid[].$PBS_SERVER\"\n"
 		"\texport PBS_ARRAY_ID\n"
 		"else\n"
-		"\tPBS_JOBID=\"$SLURM_JOB_ID.$PBS_SERVER\"\n"
+		"\tPBS_JOBID=\"$hb_qsub_id.$PBS_SERVER\"\n"
 		"fi\n"
 		"export PBS_JOBID\n"
 		"hb_qsub_d=$(mktemp -d \"${TMPDIR:-/tmp}/hbqsub.XXXXXX\") || "

@@ -314,6 +314,7 @@ static int start_remote(struct shadow *sh)
 {
 	cJSON *req = hb_cli_id_request("remote_start", sh->id), *reply = NULL;
 	const char *slurm_id = getenv("SLURM_JOB_ID");
+	const char *array_id = getenv("SLURM_ARRAY_JOB_ID");
 	int rc;
 
 	if (req && slurm_id)
@@ -321,6 +322,8 @@ static int start_remote(struct shadow *sh)
 	/* Each task of an array has its own proxy and its own remote job. */
 	if (req && sh->task_id >= 0)
 		cJSON_AddNumberToObject(req, "array_task", (double)sh->task_id);
+	if (req && sh->task_id >= 0 && array_id)
+		cJSON_AddStringToObject(req, "slurm_array_job_id", array_id);
 	rc = req ? request(sh->sock, sh->id, req, &reply, &sh->err) : HB_ENOMEM;
 	cJSON_Delete(req);
 	cJSON_Delete(reply);

@@ -154,6 +154,9 @@ struct rwork {
 	char rid[48];	  /* the remote id: "<id>" or "<id>-t<N>" */
 	int64_t task;	  /* the array task, or -1 */
 	int64_t slurm_id; /* START: root's binding, or -1 */
+	/* START: the proxy's Slurm job id and array job id as its shadow
+	 * says, for the job's own environment only (never bound), or -1 */
+	int64_t env_job_id, env_array_id;
 	uid_t uid;	  /* START: the job's user */
 	char *jobspec, *name, *user, *account; /* START: as stored */
 	uint64_t offset;		       /* POLL */

@@ -327,6 +327,8 @@ struct task *hbd_remote_task(struct hb_daemon *d, struct conn *c,
 	t->rw->cfg = &d->cfg;
 	t->rw->task = task;
 	t->rw->slurm_id = -1;
+	t->rw->env_job_id = -1;
+	t->rw->env_array_id = -1;
 	snprintf(t->rw->rid, sizeof(t->rw->rid), "%s", rid);
 	return t;
 }
@@ -353,14 +355,57 @@ static int source_of(const char *jobspec, struct source *s)
 	if (cJSON_IsString(v) && v->valuestring[0] == '/')
 		s->cwd = v->valuestring;
 	e = cJSON_GetObjectItemCaseSensitive(s->doc, "env");
-	/* room for HPCBRIDGE_JOB_ID, SLURM_ARRAY_TASK_ID and the NULL */
-	s->env = calloc((size_t)cJSON_GetArraySize(e) + 3, sizeof(*s->env));
+	/* room for the ids rstart_env() adds and the NULL */
+	s->env = calloc((size_t)cJSON_GetArraySize(e) + 5, sizeof(*s->env));
 	if (!s->env)
 		return HB_ENOMEM;
+	/* the submitter's own job ids (sbatch run inside an allocation)
+	 * are not this job's: Slurm replaces them, and so does the daemon */
 	cJSON_ArrayForEach (v, e)
-		if (cJSON_IsString(v) && strchr(v->valuestring, '='))
+		if (cJSON_IsString(v) && strchr(v->valuestring, '=') &&
+		    strncmp(v->valuestring, "SLURM_JOB_ID=", 13) &&
+		    strncmp(v->valuestring, "SLURM_JOBID=", 12) &&
+		    strncmp(v->valuestring, "SLURM_ARRAY_JOB_ID=", 19))
 			s->env[n++] = v->valuestring;
 	return 0;
+}
+
+/* The variables the daemon gives a remote job, after the submitted ones:
+ * its gateway id, its array task, and its Slurm proxy's ids as
+ * HPCBRIDGE_SLURM_* (the launcher pod and qsub's wrapper take the job's
+ * ids from them; a plain SLURM_JOB_ID would make Open MPI's mpirun look
+ * for a Slurm allocation where the local backend runs it). */
+struct rstart_vars {
+	char id[64], task[48], jid[64], aid[64];
+};
+
+static void rstart_env(const struct task *t, struct rstart_vars *v,
+		       const char **env)
+{
+	const struct rwork *w = t->rw;
+	size_t i = 0;
+
+	while (env[i])
+		i++;
+	snprintf(v->id, sizeof(v->id), "HPCBRIDGE_JOB_ID=%s", t->id);
+	env[i++] = v->id;
+	if (w->task >= 0) {
+		snprintf(v->task, sizeof(v->task), "SLURM_ARRAY_TASK_ID=%lld",
+			 (long long)w->task);
+		env[i++] = v->task;
+	}
+	if (w->env_job_id > 0) {
+		snprintf(v->jid, sizeof(v->jid), "HPCBRIDGE_SLURM_JOB_ID=%lld",
+			 (long long)w->env_job_id);
+		env[i++] = v->jid;
+	}
+	if (w->task >= 0 && w->env_array_id > 0) {
+		snprintf(v->aid, sizeof(v->aid),
+			 "HPCBRIDGE_SLURM_ARRAY_JOB_ID=%lld",
+			 (long long)w->env_array_id);
+		env[i++] = v->aid;
+	}
+	env[i] = NULL;
 }
 
 static void source_free(struct source *s)
@@ -507,7 +552,7 @@ int hbd_rstart_run(struct task *t)
 	struct hb_err err = { 0 };
 	struct hb_jobspec spec;
 	struct source src;
-	char idvar[64], taskvar[48];
+	struct rstart_vars vars;
 	int rc;
 
 	if ((rc = source_of(w->jobspec, &src))) {
@@ -539,15 +584,7 @@ int hbd_rstart_run(struct task *t)
 			goto out;
 		}
 	}
-	snprintf(idvar, sizeof(idvar), "HPCBRIDGE_JOB_ID=%s", t->id);
-	snprintf(taskvar, sizeof(taskvar), "SLURM_ARRAY_TASK_ID=%lld",
-		 (long long)w->task);
-	for (size_t i = 0;; i++)
-		if (!src.env[i]) {
-			src.env[i] = idvar;
-			src.env[i + 1] = w->task >= 0 ? taskvar : NULL;
-			break;
-		}
+	rstart_env(t, &vars, src.env);
 	rj.id = w->rid;
 	rj.script = src.script;
 	rj.script_len = strlen(src.script);
@@ -829,33 +866,47 @@ void hbd_remote_done(struct task *t)
 	hbd_conn_resume(c);
 }
 
+/* A Slurm job id given as a string under key: *out, -1 when absent; -1
+ * returned with the error staged when it is not one. */
+static int slurm_id_of(struct hb_daemon *d, struct conn *c, const cJSON *req,
+		       const char *key, int64_t *out)
+{
+	struct hb_err e = { 0 };
+	const char *sid = NULL;
+	char *end;
+
+	*out = -1;
+	hb_doc_get_str(req, key, 16, 0, &sid, &e);
+	if (e.code) {
+		hbd_stage_error(d, c, e.code, e.msg, 0);
+		return -1;
+	}
+	if (!sid)
+		return 0;
+	errno = 0;
+	*out = strtoll(sid, &end, 10);
+	if (errno || *end || end == sid || *out <= 0) {
+		hb_err_set(&e, HB_EINVAL, NULL, 0, "%s: not a Slurm job id",
+			   key);
+		hbd_stage_error(d, c, e.code, e.msg, 0);
+		return -1;
+	}
+	return 0;
+}
+
 void hbd_op_remote_start(struct hb_daemon *d, struct conn *c, const cJSON *req)
 {
 	struct hb_job_row j = { 0 };
-	struct hb_err e = { 0 };
 	char rid[48];
-	const char *sid = NULL;
-	int64_t slurm_id = -1, task;
+	int64_t slurm_id, claimed, array_id, task;
 	struct task *t;
 	struct rwork *w;
 	cJSON *r;
 
-	hb_doc_get_str(req, "slurm_job_id", 16, 0, &sid, &e);
-	if (e.code) {
-		hbd_stage_error(d, c, e.code, e.msg, 0);
+	if (slurm_id_of(d, c, req, "slurm_job_id", &slurm_id) ||
+	    slurm_id_of(d, c, req, "slurm_array_job_id", &array_id))
 		return;
-	}
-	if (sid) {
-		char *end;
-
-		errno = 0;
-		slurm_id = strtoll(sid, &end, 10);
-		if (errno || *end || end == sid || slurm_id <= 0) {
-			hbd_stage_error(d, c, HB_EINVAL,
-					"slurm_job_id: not a Slurm job id", 0);
-			return;
-		}
-	}
+	claimed = slurm_id;
 	/* Only root and SlurmUser bind a Slurm job here: a `cancel` acts on
 	 * the bound job with the daemon's own rights, and a user naming
 	 * someone else's job would have it cancelled.  The shadow runs as
@@ -884,6 +935,10 @@ void hbd_op_remote_start(struct hb_daemon *d, struct conn *c, const cJSON *req)
 		goto out;
 	w = t->rw;
 	w->slurm_id = slurm_id;
+	/* what the shadow says is only shown to the job itself; the ids
+	 * squeue shows are the proxy's */
+	w->env_job_id = claimed;
+	w->env_array_id = array_id;
 	w->uid = (uid_t)j.uid;
 	w->jobspec = strdup(j.jobspec);
 	w->name = xstrdup(j.name);

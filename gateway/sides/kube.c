@@ -653,6 +653,8 @@ static int set_label(cJSON *labels, const char *key, const char *value)
 /* The variables the gateway gives a job (from job->env) that its
  * launcher gets too. */
 static const char *const passed_env[] = { "HPCBRIDGE_JOB_ID=",
+					  "HPCBRIDGE_SLURM_JOB_ID=",
+					  "HPCBRIDGE_SLURM_ARRAY_JOB_ID=",
 					  "SLURM_ARRAY_TASK_ID=", NULL };
 
 /* Add the passed variables of env to the environment of the launcher's

@@ -223,9 +223,9 @@ if [[ $out =~ ^[0-9]+\.srv$ ]]; then
 		ok "the job bursts (its proxy is in burst)" ||
 		bad "burst job partition: $(field "$bid" Partition)"
 	f=$wk/burst.o$bid
-	# (the sandbox's local backend gives the remote run no SLURM_JOB_ID,
-	# so the id part may be empty here; the launcher pod sets it)
-	grep -q "^burst jobid=[^ ]*\.srv env=PBS_BATCH np=1$" "$f" 2>/dev/null &&
+	# the job's id where it runs is its proxy's, the one qsub printed
+	# and qstat and squeue show (local backend and launcher pod alike)
+	grep -qx "burst jobid=$bid\.srv env=PBS_BATCH np=1" "$f" 2>/dev/null &&
 		ok "the burst job saw PBS's variables ($st): $(head -n1 "$f")" ||
 		bad "burst job ($st): $(cat "$f" 2>&1)"
 	grep -qx "burst script=same" "$f" 2>/dev/null &&

@@ -787,6 +787,64 @@ static void test_run_array(void **state)
 	hb_jobspec_free(&s);
 }
 
+/* The proxy's Slurm ids, passed by the daemon, are the job's ids in the
+ * pod (what squeue shows), for a single job and for an array task. */
+static void test_run_proxy_ids(void **state)
+{
+	static const char *const ids[] = { "HPCBRIDGE_SLURM_JOB_ID=5150",
+					   "HPCBRIDGE_SLURM_ARRAY_JOB_ID=5140",
+					   NULL, NULL };
+	const char *extra[4];
+	struct hb_jobspec s;
+	char *t, *env;
+
+	(void)state;
+	write_str("hosts", "n0 slots=1\n");
+	extra[0] = hostenv("hosts")[0];
+	extra[1] = ids[0];
+	extra[2] = ids[1];
+	extra[3] = NULL;
+	mkspec(&s, ENV_DUMP);
+	t = gen(&s, "hb-7", -1);
+	assert_int_equal(run_launcher(t, NULL, extra), 0);
+	env = read_rel("work/env.txt", NULL);
+	assert_env(env, "SLURM_JOB_ID", "5150");
+	assert_env(env, "SLURM_JOBID", "5150");
+	assert_env(env, "PBS_JOBID", "5150");
+	/* not an array task: no array id, whatever is passed */
+	assert_env(env, "SLURM_ARRAY_JOB_ID", NULL);
+	free(env);
+	free(t);
+	hb_jobspec_free(&s);
+
+	mkspec(&s, ENV_DUMP);
+	s.array = "1-3";
+	s.array_ranges = hb_arena_alloc(&s.arena, sizeof(struct hb_range));
+	s.array_ranges[0] = (struct hb_range){ 1, 3, 1 };
+	s.narray_ranges = 1;
+	t = gen(&s, "hb-8", 2);
+	assert_int_equal(run_launcher(t, NULL, extra), 0);
+	env = read_rel("work/env.txt", NULL);
+	assert_env(env, "SLURM_JOB_ID", "5150");
+	assert_env(env, "SLURM_ARRAY_JOB_ID", "5140");
+	assert_env(env, "PBS_ARRAY_ID", "5140");
+	assert_env(env, "SLURM_ARRAY_TASK_ID", "2");
+	free(env);
+	free(t);
+	hb_jobspec_free(&s);
+
+	/* without them, the job's name as before */
+	mkspec(&s, ENV_DUMP);
+	t = gen(&s, "hb-9", -1);
+	assert_int_equal(run_launcher(t, NULL, hostenv("hosts")), 0);
+	env = read_rel("work/env.txt", NULL);
+	assert_env(env, "SLURM_JOB_ID", "hb-9");
+	assert_env(env, "PBS_JOBID", "hb-9");
+	free(env);
+	free(t);
+	hb_jobspec_free(&s);
+}
+
 /* Every quoted value reaches the script exactly and runs nothing. */
 static void test_run_quoting(void **state)
 {
@@ -1287,6 +1345,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_run_hydra_hosts_uneven, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_run_array, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_run_proxy_ids, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_run_quoting, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_run_bytes_exact, setup,
 					    teardown),

@@ -1173,9 +1173,24 @@ static int put_job(struct hb_buf *b, const struct hb_jobspec *spec,
 		return rc;
 	if ((rc = put_mem_gpus(b, spec, sh)))
 		return rc;
-	if (array_index >= 0)
-		return put_array(b, spec, job_id, (uint64_t)array_index);
-	return 0;
+	/* A burst job's Slurm side is its proxy: where the daemon passes
+	 * the proxy's ids, the job reads the ids squeue shows */
+	if ((rc = hb_buf_puts(
+		     b, "if [ -n \"${HPCBRIDGE_SLURM_JOB_ID-}\" ]; then\n"
+			"\texport SLURM_JOB_ID=\"$HPCBRIDGE_SLURM_JOB_ID\"\n"
+			"\texport SLURM_JOBID=\"$HPCBRIDGE_SLURM_JOB_ID\"\n"
+			"\texport PBS_JOBID=\"$HPCBRIDGE_SLURM_JOB_ID\"\n"
+			"fi\n")))
+		return rc;
+	if (array_index < 0)
+		return 0;
+	return put_array(b, spec, job_id, (uint64_t)array_index) ?:
+	       hb_buf_puts(b, "if [ -n \"${HPCBRIDGE_SLURM_ARRAY_JOB_ID-}\" ]; "
+			      "then\n\texport SLURM_ARRAY_JOB_ID=\""
+			      "$HPCBRIDGE_SLURM_ARRAY_JOB_ID\"\n"
+			      "\texport PBS_ARRAY_ID=\""
+			      "$HPCBRIDGE_SLURM_ARRAY_JOB_ID\"\n"
+			      "fi\n");
 }
 
 /* 64-bit FNV-1a of s, seeded: the offset basis xor seed. */
