@@ -58,6 +58,26 @@ call_as '{"op":"remote_start","id":"'"$js"'","array_task":6}'
 	bad "task 6 of 4,8: $(cat "$tmp/reply")"
 call_as '{"op":"remote_start","id":"'"$js"'","array_task":8}'
 [ "$rc" = 0 ] && ok "task 8 of 4,8 starts" || bad "task 8 of 4,8: $(cat "$tmp/reply")"
+# The Slurm ids the shadow reports (for the job's own environment) are
+# the user's to give: anything but a Slurm job id is refused, naming the
+# field, and nothing is started.
+call '{"op":"decide","user":"'"$user"'","uid":'"$uid"',"target":"kubernetes",
+  "script":"#!/bin/sh\n#SBATCH --array=0-1\nsleep 30\n","cwd":"/",
+  "env":["A=1"]}'
+ids=$(grep -oE '"id":"hb-[0-9]+"' "$tmp/reply" | cut -d'"' -f4)
+for v in '1;touch /tmp/pwn' '$(id)' '-5' '0' '99999999999999999' '12 3'; do
+	for k in slurm_job_id slurm_array_job_id; do
+		call_as '{"op":"remote_start","id":"'"$ids"'","array_task":0,
+		  "'"$k"'":"'"$v"'"}'
+		[ "$rc" = 1 ] && has '"code":"EINVAL"' && has "$k" &&
+			ok "$k '$v' refused" ||
+			bad "$k '$v': $(cat "$tmp/reply")"
+	done
+done
+remote_has "$ids-t0" && bad "a task started with a hostile Slurm id" ||
+	ok "nothing started for the hostile Slurm ids"
+[ ! -e /tmp/pwn ] && ok "nothing ran" || { bad "/tmp/pwn exists"; rm -f /tmp/pwn; }
+
 # decided by uid alone: the daemon finds the name (on a worker)
 call '{"op":"decide","uid":'"$uid"',"partition":"x"}'
 byuid=$(grep -oE '"id":"hb-[0-9]+"' "$tmp/reply" | cut -d'"' -f4)
