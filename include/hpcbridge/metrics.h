@@ -15,6 +15,7 @@
 #define HB_METRICS_H
 
 #include <stddef.h>
+#include <time.h>
 
 #include "hpcbridge/buf.h"
 
@@ -100,6 +101,15 @@ int hb_metrics_write(struct hb_metrics *m, struct hb_buf *out);
 int hb_metrics_init(void);
 /* The process's registry, or NULL before hb_metrics_init(). */
 struct hb_metrics *hb_metrics_global(void);
+
+/* Seconds on CLOCK_MONOTONIC, for the durations the hooks take. */
+static inline double hb_metrics_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 /* The hooks: each does nothing before hb_metrics_init(). */
 /* A decision stored for the plugin: the side, the policy rule, and the
