@@ -23,17 +23,28 @@
 
 /* What one scraper, or a few, need; a hostile local user gets no more. */
 #define MX_CONNECTIONS 16
-#define MX_TIMEOUT_S   5
+#define MX_TIMEOUT_S   5  /* idle: MHD's own, reset by every byte */
+#define MX_REQUEST_S   10 /* from a request's first byte to its reply's
+			   * last: a byte a second does not hold a slot */
 #define MX_CONN_MEMORY (32 * 1024) /* a request's headers must fit */
 #define MX_BODY_MAX    (8u * 1024 * 1024)
 #define MX_BACKLOG     32
 /* MHD_run() rounds after one, while MHD says it has work left */
 #define MX_RUN_AGAIN 8
 
+/* A connection of the port: since when its request runs. */
+struct mx_conn {
+	int fd;
+	int cut;      /* shut down: MHD closes it on its next round */
+	double since; /* accepted, or the last reply sent */
+	struct mx_conn *prev, *next;
+};
+
 struct hbd_metrics {
 	struct watch w; /* first: the epoll tag */
 	struct MHD_Daemon *mhd;
 	int epfd; /* MHD's */
+	struct mx_conn *conns;
 	/* the families rebuilt at each scrape */
 	struct hb_metric *jobs, *spend, *budget;
 };
@@ -223,6 +234,73 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 }
 
 /* ------------------------------------------------------------------ */
+/* The request deadline                                                */
+/* ------------------------------------------------------------------ */
+
+/* MHD's timeout is for silence; this one bounds a whole request, kept
+ * by the connections' list here. */
+static void on_conn(void *cls, struct MHD_Connection *c, void **ctx,
+		    enum MHD_ConnectionNotificationCode toe)
+{
+	struct hbd_metrics *mx = cls;
+	struct mx_conn *e = *ctx;
+	const union MHD_ConnectionInfo *ci;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		ci = MHD_get_connection_info(c,
+					     MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (!ci || !(e = calloc(1, sizeof(*e))))
+			return; /* MHD's own timeout still holds */
+		e->fd = ci->connect_fd;
+		e->since = hb_metrics_now();
+		e->next = mx->conns;
+		if (mx->conns)
+			mx->conns->prev = e;
+		mx->conns = e;
+		*ctx = e;
+	} else if (e) {
+		if (e->prev)
+			e->prev->next = e->next;
+		else
+			mx->conns = e->next;
+		if (e->next)
+			e->next->prev = e->prev;
+		free(e);
+		*ctx = NULL;
+	}
+}
+
+/* A reply went: the connection's next request starts its clock. */
+static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
+		    enum MHD_RequestTerminationCode toe)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct mx_conn *e = ci ? ci->socket_context : NULL;
+
+	(void)cls;
+	(void)con_cls;
+	(void)toe;
+	if (e)
+		e->since = hb_metrics_now();
+}
+
+/* Shut down (not close: MHD owns the descriptor) what ran too long. */
+static void cut_slow(struct hbd_metrics *mx)
+{
+	double now = hb_metrics_now();
+
+	for (struct mx_conn *e = mx->conns; e; e = e->next)
+		if (!e->cut && now - e->since > MX_REQUEST_S) {
+			e->cut = 1;
+			shutdown(e->fd, SHUT_RDWR);
+			hb_log(HB_LOG_DEBUG, "metrics: a request took over %d "
+					     "s: connection cut",
+			       MX_REQUEST_S);
+		}
+}
+
+/* ------------------------------------------------------------------ */
 /* Life cycle                                                          */
 /* ------------------------------------------------------------------ */
 
@@ -292,6 +370,8 @@ int hbd_metrics_start(struct hb_daemon *d, struct hb_err *err)
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)MX_CONNECTIONS,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)MX_TIMEOUT_S,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MX_CONN_MEMORY,
+		MHD_OPTION_NOTIFY_CONNECTION, on_conn, mx,
+		MHD_OPTION_NOTIFY_COMPLETED, on_done, mx,
 		MHD_OPTION_END);
 	if (!mx->mhd) {
 		close(fd);
@@ -321,6 +401,7 @@ void hbd_metrics_run(struct hb_daemon *d)
 
 	if (!d->mx || !d->mx->mhd)
 		return;
+	cut_slow(d->mx);
 	/* MHD keeps connections it could not finish in one round ready
 	 * without waking its descriptor: it says so with a timeout of 0 */
 	for (int i = 0; i < MX_RUN_AGAIN; i++)
