@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "hpcbridge/buf.h"
+#include "hpcbridge/config.h"
 #include "hpcbridge/error.h"
 #include "hpcbridge/metrics.h"
 #include "testutil.h"
@@ -214,6 +215,55 @@ static void test_hooks(void **state)
 	free(t);
 }
 
+/* metrics.listen: the address, and loopback unless allow_remote */
+static void test_listen_config(void **state)
+{
+	static const char *const good[] = { "127.0.0.1:9464", "[::1]:1",
+					    "10.1.2.3:65535", "[fe80::1]:80" };
+	static const char *const bad[] = { "127.0.0.1", "127.0.0.1:0",
+					   "127.0.0.1:65536", "localhost:9464",
+					   "::1:9464", "[::1]", "1.2.3.4:9x",
+					   ":9464", "127.0.0.1:-1" };
+	struct hb_config cfg;
+	struct hb_err err = { 0 };
+	const char *y;
+	int lo = -1;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++)
+		assert_int_equal(hb_config_listen_addr(good[i], NULL, NULL,
+						       NULL),
+				 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+		assert_int_equal(hb_config_listen_addr(bad[i], NULL, NULL,
+						       NULL),
+				 HB_EINVAL);
+	assert_int_equal(hb_config_listen_addr("127.9.9.9:1", NULL, NULL, &lo),
+			 0);
+	assert_int_equal(lo, 1);
+	assert_int_equal(hb_config_listen_addr("[::2]:1", NULL, NULL, &lo), 0);
+	assert_int_equal(lo, 0);
+	/* absent: off */
+	assert_int_equal(hb_config_parse("daemon: {}\n", 11, "t.yaml", &cfg,
+					 &err),
+			 0);
+	assert_null(cfg.metrics_listen);
+	hb_config_free(&cfg);
+	/* not loopback: refused, naming the key, unless allowed */
+	y = "metrics:\n  listen: 0.0.0.0:9464\n";
+	assert_int_equal(hb_config_parse(y, strlen(y), "t.yaml", &cfg, &err),
+			 HB_EINVAL);
+	assert_non_null(strstr(err.msg, "metrics.listen"));
+	y = "metrics:\n  listen: 0.0.0.0:9464\n  allow_remote: true\n";
+	assert_int_equal(hb_config_parse(y, strlen(y), "t.yaml", &cfg, &err),
+			 0);
+	assert_string_equal(cfg.metrics_listen, "0.0.0.0:9464");
+	hb_config_free(&cfg);
+	y = "metrics:\n  listen: 127.0.0.1:99999\n";
+	assert_int_equal(hb_config_parse(y, strlen(y), "t.yaml", &cfg, &err),
+			 HB_EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -223,6 +273,7 @@ int main(void)
 		cmocka_unit_test(test_series_cap),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_hooks),
+		cmocka_unit_test(test_listen_config),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
