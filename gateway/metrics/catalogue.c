@@ -20,6 +20,8 @@ static const double commit_bounds[] = { 0.0001, 0.0005, 0.001, 0.0025,
 
 #define NB(a) (sizeof(a) / sizeof((a)[0]))
 
+static const char *const sides[] = { "slurm", "kube" };
+
 static struct hb_metrics *_Atomic global;
 
 /* The families, found once: the hooks only look up their series. */
@@ -81,11 +83,20 @@ int hb_metrics_init(void)
 
 		*f->out = hb_metrics_add(m, f->type, f->name, f->help,
 					 f->labels, f->bounds, f->nbounds);
-		if (!*f->out) {
+		/* a family without labels shows 0 from the start, so that
+		 * rate() has a series before the first event */
+		if (!*f->out || (!f->labels[0] && !hb_metric_with(*f->out,
+								  NULL))) {
 			hb_metrics_free(m);
 			return HB_ENOMEM;
 		}
 	}
+	for (size_t i = 0; i < NB(sides); i++)
+		if (!hb_metric_with(m_side_err, &sides[i]) ||
+		    !hb_metric_with(m_side_retry, &sides[i])) {
+			hb_metrics_free(m);
+			return HB_ENOMEM;
+		}
 	atomic_store(&global, m);
 	return 0;
 }

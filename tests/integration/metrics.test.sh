@@ -6,6 +6,7 @@
 #     decision latency histogram's _count by exactly N, as Debian's
 #     prometheus_client parser reads the text; the live jobs gauge sees
 #     them, the store's commits and the plugin's connection show;
+#   - the account's budget and its spend, the jobs' estimated cost;
 #   - every histogram's buckets are cumulative and end at _count;
 #   - a non-loopback metrics.listen is refused unless allow_remote says so;
 #   - the runbook's alerting rules are YAML and name metrics we serve.
@@ -44,6 +45,22 @@ fail() {
 port=$($py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 url=http://127.0.0.1:$port
 
+# Slurm only; the account chem has a budget of 100 a month on Slurm.
+cat >"$tmp/policy.yaml" <<'EOF'
+version: 1
+slurm:
+  default_partition: debug
+  rates: {cpu_hour: 0.10}
+  partitions:
+    debug:
+      max_nodes: 1
+      node: {cpus: 16, memory: 64000Mi}
+rules:
+  - name: chem
+    account: chem
+    budget: {amount: 100, period: month, sides: [slurm]}
+EOF
+
 write_config() { # LISTEN [MORE]
 	cat >"$tmp/hpcbridge.yaml" <<EOF
 daemon:
@@ -57,7 +74,7 @@ slurm:
 plugin:
   timeout_ms: 2000
 placement:
-  default_target: slurm
+  policy: $tmp/policy.yaml
 metrics:
   listen: "$1"
 ${2:-}
@@ -156,7 +173,7 @@ ok "every family is served; Debian's parser reads it"
 
 cd "$tmp"
 for i in $(seq $N); do
-	sbatch --hold -p debug -N 1 -n 1 -t 10 -J "m$i" --wrap=true \
+	sbatch --hold -A chem -p debug -N 1 -n 1 -t 60 -J "m$i" --wrap=true \
 		>out 2>err || fail "sbatch $i: $(cat err)"
 done
 scrape "$tmp/after"
@@ -165,8 +182,8 @@ d0=$(total "$tmp/before" hpcbridge_decisions_total)
 d1=$(total "$tmp/after" hpcbridge_decisions_total)
 [ $((d1 - d0)) = $N ] ||
 	fail "hpcbridge_decisions_total moved by $((d1 - d0)), want $N"
-s=$(total "$tmp/after" hpcbridge_decisions_total 'target=slurm')
-[ "$s" -ge $N ] || fail "decisions for slurm: $s, want >= $N"
+s=$(total "$tmp/after" hpcbridge_decisions_total 'rule=chem,target=slurm')
+[ "$s" = $N ] || fail "decisions for slurm by rule chem: $s, want $N"
 c0=$(total "$tmp/before" hpcbridge_decision_duration_seconds_count)
 c1=$(total "$tmp/after" hpcbridge_decision_duration_seconds_count)
 [ $((c1 - c0)) = $N ] ||
@@ -184,6 +201,15 @@ a1=$(total "$tmp/after" hpcbridge_connections_accepted_total)
 [ $((a1 - a0)) -ge 1 ] || fail "connections accepted: +$((a1 - a0))"
 o=$(total "$tmp/after" hpcbridge_connections_open)
 [ "$o" -ge 1 ] || fail "hpcbridge_connections_open: $o"
+# the budget, and the N jobs' estimated cost (an hour of a CPU at 0.10
+# each) against it
+b=$(grep -F 'hpcbridge_account_budget{account=chem,currency=' "$tmp/after" |
+	grep -F 'period=month' | awk '{print $NF}')
+[ "$b" = 100.0 ] || fail "hpcbridge_account_budget for chem: '$b', want 100"
+sp=$(grep -F 'hpcbridge_account_spend{account=chem,' "$tmp/after" |
+	awk '{print $NF}')
+$py -c "import sys; v = float(sys.argv[1]); assert abs(v - $N * 0.1) < 1e-6, v" \
+	"${sp:-x}" || fail "hpcbridge_account_spend for chem: '$sp', want $N x 0.1"
 ok "live jobs on slurm $j, commits timed +$((k1 - k0)), connections +$((a1 - a0))"
 
 # --- 3. the runbook's alerting rules -----------------------------------
