@@ -61,6 +61,8 @@ static void usage(FILE *f)
 		"      --socket PATH   the daemon's socket (default: "
 		"$HPCBRIDGE_SOCKET, else\n"
 		"                      daemon.socket of --config FILE)\n"
+		"      --config FILE   the configuration whose daemon.socket "
+		"to use\n"
 		"  -j, --json          the decision as JSON\n"
 		"      --dump-state    write the snapshot in use (the "
 		"daemon's, or --state's) and stop\n"

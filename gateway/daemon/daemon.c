@@ -66,7 +66,8 @@ static void apply_config(struct hb_daemon *d)
 	hbd_resolve_slurm_user(d);
 }
 
-static void reload(struct hb_daemon *d)
+/* 0: the new configuration is in use; else it was refused. */
+static int reload_config(struct hb_daemon *d)
 {
 	struct hb_err err = { 0 };
 	struct hb_config next = { 0 };
@@ -76,7 +77,7 @@ static void reload(struct hb_daemon *d)
 
 	if (!d->config_path) {
 		hb_log(HB_LOG_INFO, "SIGHUP: no configuration file to re-read");
-		return;
+		return 0;
 	}
 	hb_buf_init(&b, HB_CONFIG_FILE_MAX);
 	rc = hb_file_read(d->config_path, HB_CONFIG_FILE_MAX, NULL, &b, &err);
@@ -104,7 +105,7 @@ static void reload(struct hb_daemon *d)
 		if (parsed)
 			hb_config_free(&next);
 		hb_ratecard_free(&card);
-		return;
+		return rc;
 	}
 	hb_config_free(&d->cfg);
 	d->cfg = next;
@@ -117,6 +118,14 @@ static void reload(struct hb_daemon *d)
 	hb_logf(HB_LOG_INFO,
 		(struct hb_log_field[]){ HB_LOG_STR("config", d->config_path) },
 		1, "configuration reloaded");
+	return 0;
+}
+
+/* systemd hears of the reload on both sides of it (notify.c). */
+static void reload(struct hb_daemon *d)
+{
+	hbd_notify_reloading(d);
+	hbd_notify_reloaded(d, reload_config(d));
 }
 
 /* ------------------------------------------------------------------ */
@@ -513,6 +522,7 @@ static void start_stop(struct hb_daemon *d, const char *sig)
 		return;
 	d->stopping = 1;
 	d->stop_deadline = hb_clock_mono_ms() + HB_DAEMON_STOP_MS;
+	hbd_notify_stopping(d);
 	hb_logf(HB_LOG_INFO,
 		(struct hb_log_field[]){
 			HB_LOG_STR("signal", sig),
@@ -569,13 +579,15 @@ int hb_daemon_run(struct hb_daemon *d)
 			HB_LOG_STR("version", HB_VERSION) },
 		5, "hpcbridged serving");
 	d->last_scan = hb_clock_mono_ms();
+	hbd_notify_start(d);
 	for (;;) {
 		timeout = 1000;
 		if (d->stopping || d->accept_paused)
 			timeout = ACCEPT_PAUSE_MS;
 		if (d->opts.idle_ms < timeout * 2)
 			timeout = d->opts.idle_ms / 2 + 1;
-		n = epoll_wait(d->epfd, evs, 256, timeout);
+		n = epoll_wait(d->epfd, evs, 256,
+			       hbd_notify_timeout(d, timeout));
 		d->iter++;
 		if (n < 0 && errno != EINTR) {
 			hb_log(HB_LOG_ERROR, "epoll_wait: %s", strerror(errno));
@@ -632,6 +644,7 @@ int hb_daemon_run(struct hb_daemon *d)
 		}
 		hbd_bury(d);
 		now = hb_clock_mono_ms();
+		hbd_notify_tick(d, now); /* the watchdog, fed by the loop */
 		if (d->accept_paused && now >= d->accept_resume_ms)
 			hbd_accept_resume(d);
 		hbd_poll_slurm(d, now);

@@ -195,6 +195,17 @@ struct task {
 	struct task *rprev, *rnext; /* d->rtasks */
 };
 
+/* What systemd has been told (notify.c); all zero without
+ * $NOTIFY_SOCKET. */
+struct hbd_notify {
+	int on;		    /* $NOTIFY_SOCKET is set */
+	int64_t wd_half_ms; /* the watchdog's ping period; 0: none */
+	int64_t wd_next;    /* loop time of the next WATCHDOG=1 */
+	int64_t status_ms;  /* when STATUS= was last looked at */
+	char status[256];   /* ... and what it said */
+	int failing;	    /* the last sd_notify() failed */
+};
+
 struct pw_entry {
 	uid_t uid;
 	gid_t gid; /* the primary group */
@@ -285,6 +296,7 @@ struct hb_daemon {
 	int64_t last_bill;    /* checkpoint storage last measured (ckpt.c) */
 	int billing;	      /* ... on a worker now */
 	struct hbd_metrics *mx; /* /metrics and /healthz (metrics_http.c) */
+	struct hbd_notify notify; /* systemd (notify.c) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -560,6 +572,24 @@ int hbd_proxy_record(const char *id, const char *jobspec,
 		     const struct hb_config *cfg,
 		     const struct hb_remote_status *rs, char *out,
 		     size_t outsz, struct hb_err *err);
+
+/* ------------------------------------------------------------------ */
+/* notify.c: systemd's notifications and watchdog                      */
+/* ------------------------------------------------------------------ */
+
+/* As the loop starts (the socket listens, the store is open): read
+ * $NOTIFY_SOCKET and the watchdog's settings, send READY=1. */
+void hbd_notify_start(struct hb_daemon *d);
+/* The loop's epoll timeout, cut so that the next WATCHDOG=1 is on time. */
+int hbd_notify_timeout(const struct hb_daemon *d, int timeout);
+/* Each iteration, at loop time now: WATCHDOG=1 when due, STATUS=. */
+void hbd_notify_tick(struct hb_daemon *d, int64_t now);
+/* Around a configuration re-read: RELOADING=1; then READY=1 with a
+ * STATUS= saying whether it was taken (rc 0) or refused. */
+void hbd_notify_reloading(struct hb_daemon *d);
+void hbd_notify_reloaded(struct hb_daemon *d, int rc);
+/* SIGTERM or SIGINT: STOPPING=1. */
+void hbd_notify_stopping(struct hb_daemon *d);
 
 /* ------------------------------------------------------------------ */
 /* origin_jobs.c: Kubernetes-origin MPIJobs on the loop                */

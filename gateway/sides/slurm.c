@@ -76,7 +76,7 @@ static int submit(void *ctx, const struct hb_submit_req *req,
 	struct hb_slurmc_submit r = { 0 };
 	struct hb_jobspec spec;
 	const char **env = NULL;
-	char idvar[80];
+	char idvar[80], *namevar = NULL;
 	size_t nenv = 0;
 	uint32_t id = 0;
 	int rc;
@@ -91,13 +91,18 @@ static int submit(void *ctx, const struct hb_submit_req *req,
 		goto out;
 	while (req->env && req->env[nenv])
 		nenv++;
-	env = calloc(nenv + 2, sizeof(*env));
+	env = calloc(nenv + 3, sizeof(*env));
 	if (!env) {
 		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 		goto out;
 	}
-	for (size_t i = 0; i < nenv; i++)
-		env[i] = req->env[i];
+	/* the job's own name is set below, as sbatch sets it, not inherited */
+	for (size_t i = 0, k = 0; i < nenv; i++)
+		if (strncmp(req->env[i], "SLURM_JOB_NAME=", 15))
+			env[k++] = req->env[i];
+	nenv = 0;
+	while (env[nenv])
+		nenv++;
 	snprintf(idvar, sizeof(idvar), "HPCBRIDGE_JOB_ID=%s", req->id);
 	env[nenv] = idvar;
 	r.script = req->script;
@@ -112,6 +117,17 @@ static int submit(void *ctx, const struct hb_submit_req *req,
 		goto out;
 	if (!r.name)
 		r.name = req->name;
+	/*
+	 * sbatch hands the job its name in SLURM_JOB_NAME, and slurmstepd
+	 * reads it from there, for the script and for %x in output paths;
+	 * a job submitted through the API has none unless it is given one.
+	 */
+	if (r.name && asprintf(&namevar, "SLURM_JOB_NAME=%s", r.name) < 0) {
+		namevar = NULL;
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	env[nenv + 1] = namevar;
 	r.admin_comment = req->admin_comment;
 	pthread_mutex_lock(&sb->mu);
 	rc = hb_slurmc_submit(sb->c, &r, &id, err);
@@ -119,6 +135,7 @@ static int submit(void *ctx, const struct hb_submit_req *req,
 	if (!rc)
 		*slurm_job_id = id;
 out:
+	free(namevar);
 	free(env);
 	hb_jobspec_free(&spec);
 	return rc;

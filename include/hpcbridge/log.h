@@ -63,8 +63,18 @@ int hb_log_level_parse(const char *s, enum hb_log_level *out);
 const char *hb_log_level_name(enum hb_log_level level);
 
 /* Write records to fd instead of standard error (-1 restores stderr).
- * The caller keeps fd open while it is in use. */
+ * The caller keeps fd open while it is in use.
+ *
+ * When the fd (at its first record) is the stream $JOURNAL_STREAM names,
+ * systemd's journal, each line starts with its syslog priority: "<7>"
+ * debug, "<6>" info, "<4>" warn, "<3>" error; journald takes it off and
+ * records the priority (journalctl -p).  Elsewhere a line is the JSON
+ * alone. */
 void hb_log_set_fd(int fd);
+
+/* Whether fd is the stream journal_stream ("DEV:INODE", as systemd sets
+ * $JOURNAL_STREAM) names: 1 or 0 (0 for NULL or a malformed value). */
+int hb_log_stream_is_journal(int fd, const char *journal_stream);
 
 /*
  * Route records to hook instead of a file descriptor: it gets the level,

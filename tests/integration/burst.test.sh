@@ -313,8 +313,10 @@ mkdir -p "$tmp/cli"
 cat >"$tmp/cli/here.sh" <<'EOF'
 #!/bin/sh
 #SBATCH --partition=debug
-#SBATCH --output=here-%j.out
+#SBATCH --job-name=herejob
+#SBATCH --output=%x-%j.out
 echo "ran in $(pwd)"
+echo "named $SLURM_JOB_NAME"
 EOF
 # cli_ids OUTPUT: the gateway id and the Slurm job id of a --json reply
 cli_ids() {
@@ -330,9 +332,13 @@ cli_ids "$out"
 if [ -n "$sid" ]; then
 	st=$(wait_final "$sid")
 	[ "$st" = COMPLETED ] && ok "submitted job completed" || bad "submitted job: $st"
-	grep -qx "ran in $tmp/cli" "$tmp/cli/here-$sid.out" &&
+	# %x and SLURM_JOB_NAME are the job's name, as under sbatch
+	grep -qx "ran in $tmp/cli" "$tmp/cli/herejob-$sid.out" &&
 		ok "submitted job ran in the submit directory" ||
-		bad "submitted job's output: $(ls "$tmp/cli"; cat "$tmp/cli/here-$sid.out" 2>&1)"
+		bad "submitted job's output: $(ls "$tmp/cli"; cat "$tmp/cli/herejob-$sid.out" 2>&1)"
+	grep -qx "named herejob" "$tmp/cli/herejob-$sid.out" &&
+		ok "submitted job has its name in SLURM_JOB_NAME" ||
+		bad "submitted job's name: $(cat "$tmp/cli/herejob-$sid.out" 2>&1)"
 fi
 printf '#!/bin/sh\n# caf\351\nsleep 1\n' >"$tmp/cli/latin1.sh"
 if out=$(hpcbridge submit "$tmp/cli/latin1.sh" 2>&1); then

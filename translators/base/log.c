@@ -1,11 +1,15 @@
 /*
- * log.c - JSON-lines logging with a level filter and a hook.
+ * log.c - JSON-lines logging with a level filter and a hook.  When the
+ * log goes to systemd's journal, each line starts with its syslog
+ * priority ("<6>{...}"), which journald takes off and records.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hpcbridge/clock.h"
@@ -18,7 +22,13 @@ static int log_fd = -1;
 static hb_log_hook_fn log_hook;
 static void *log_hook_arg;
 
+/* Whether the log fd is systemd's journal: -1 not known yet, 0, 1. */
+static int to_journal = -1;
+
 static const char *const names[] = { "debug", "info", "warn", "error" };
+/* Each level's syslog priority (debug, info, warning, err), as journald
+ * reads it from the "<N>" that starts a line (SyslogLevelPrefix=). */
+static const char *const prio[] = { "<7>", "<6>", "<4>", "<3>" };
 
 void hb_log_set_level(enum hb_log_level level)
 {
@@ -63,6 +73,43 @@ const char *hb_log_level_name(enum hb_log_level level)
 void hb_log_set_fd(int fd)
 {
 	__atomic_store_n(&log_fd, fd, __ATOMIC_RELAXED);
+	__atomic_store_n(&to_journal, -1, __ATOMIC_RELAXED);
+}
+
+int hb_log_stream_is_journal(int fd, const char *journal_stream)
+{
+	unsigned long long dev, ino;
+	struct stat sb;
+	char *end;
+
+	/* "DEV:INODE", both decimal (systemd.exec(5), $JOURNAL_STREAM) */
+	if (!journal_stream || !*journal_stream)
+		return 0;
+	errno = 0;
+	dev = strtoull(journal_stream, &end, 10);
+	if (errno || end == journal_stream || *end != ':')
+		return 0;
+	journal_stream = end + 1;
+	ino = strtoull(journal_stream, &end, 10);
+	if (errno || end == journal_stream || *end)
+		return 0;
+	if (fstat(fd, &sb) != 0)
+		return 0;
+	return (unsigned long long)sb.st_dev == dev &&
+	       (unsigned long long)sb.st_ino == ino;
+}
+
+/* Looked at once per log fd: an fd that another program's stderr took
+ * over (a child's redirection) is not the journal's any more. */
+static int journal_prefix(int fd)
+{
+	int j = __atomic_load_n(&to_journal, __ATOMIC_RELAXED);
+
+	if (j < 0) {
+		j = hb_log_stream_is_journal(fd, getenv("JOURNAL_STREAM"));
+		__atomic_store_n(&to_journal, j, __ATOMIC_RELAXED);
+	}
+	return j;
 }
 
 void hb_log_set_hook(hb_log_hook_fn hook, void *arg)
@@ -172,8 +219,8 @@ void hb_vlogf(enum hb_log_level level, const struct hb_log_field *f, size_t n,
 {
 	char msg[HB_LOG_MSG_MAX + 4];
 	/* room for the message escaped at worst (6 bytes a byte) */
-	char buf[HB_LOG_MSG_MAX * 6 + 4096];
-	struct line l = { .p = buf, .cap = sizeof(buf) - 2 };
+	char buf[HB_LOG_MSG_MAX * 6 + 4096 + 4];
+	struct line l = { .p = buf + 3, .cap = sizeof(buf) - 5 };
 	hb_log_hook_fn hook = log_hook;
 	int m, fd;
 
@@ -227,14 +274,22 @@ void hb_vlogf(enum hb_log_level level, const struct hb_log_field *f, size_t n,
 		puts_(&l, "\",\"truncated\":true");
 	}
 	put(&l, "}", 1);
-	buf[l.len] = '\0';
+	l.p[l.len] = '\0';
 	if (hook) {
-		hook(level, msg, buf, log_hook_arg);
+		hook(level, msg, l.p, log_hook_arg);
 		return;
 	}
-	buf[l.len++] = '\n';
+	l.p[l.len++] = '\n';
 	fd = __atomic_load_n(&log_fd, __ATOMIC_RELAXED);
-	write_all(fd >= 0 ? fd : STDERR_FILENO, buf, l.len);
+	if (fd < 0)
+		fd = STDERR_FILENO;
+	/* buf keeps 3 bytes before the line for the priority */
+	if (journal_prefix(fd)) {
+		memcpy(buf, prio[level], 3);
+		write_all(fd, buf, l.len + 3);
+	} else {
+		write_all(fd, l.p, l.len);
+	}
 }
 
 void hb_logf(enum hb_log_level level, const struct hb_log_field *f, size_t n,
