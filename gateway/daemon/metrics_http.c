@@ -23,9 +23,10 @@
 
 /* What one scraper, or a few, need; a hostile local user gets no more. */
 #define MX_CONNECTIONS 16
-#define MX_TIMEOUT_S   5  /* idle: MHD's own, reset by every byte */
-#define MX_REQUEST_S   10 /* from a request's first byte to its reply's
-			   * last: a byte a second does not hold a slot */
+#define MX_TIMEOUT_S   5 /* idle: MHD's own, reset by every byte */
+#define MX_REQUEST_S                                                           \
+	10 /* from a request's first byte to its reply's                       \
+	    * last: a byte a second does not hold a slot */
 #define MX_CONN_MEMORY (32 * 1024) /* a request's headers must fit */
 #define MX_BODY_MAX    (8u * 1024 * 1024)
 #define MX_BACKLOG     32
@@ -58,22 +59,22 @@ static struct hb_metric *gauge(const char *name, const char *help,
 	struct hb_metric *f = hb_metrics_find(m, name);
 
 	return f ? f
-		 : hb_metrics_add(m, HB_METRIC_GAUGE, name, help, labels,
-				  NULL, 0);
+		 : hb_metrics_add(m, HB_METRIC_GAUGE, name, help, labels, NULL,
+				  0);
 }
 
 /* ------------------------------------------------------------------ */
 /* A scrape                                                            */
 /* ------------------------------------------------------------------ */
 
-#define LIVE_STATES                                                        \
-	(HB_JOB_BIT(HB_JOB_PENDING) | HB_JOB_BIT(HB_JOB_QUEUED) |          \
-	 HB_JOB_BIT(HB_JOB_RUNNING) | HB_JOB_BIT(HB_JOB_COMPLETING) |      \
+#define LIVE_STATES                                                            \
+	(HB_JOB_BIT(HB_JOB_PENDING) | HB_JOB_BIT(HB_JOB_QUEUED) |              \
+	 HB_JOB_BIT(HB_JOB_RUNNING) | HB_JOB_BIT(HB_JOB_COMPLETING) |          \
 	 HB_JOB_BIT(HB_JOB_SUSPENDED))
 
 static int count_job(const struct hb_job_row *row, void *arg)
 {
-	unsigned (*n)[HB__JOB_STATE_COUNT] = arg;
+	unsigned(*n)[HB__JOB_STATE_COUNT] = arg;
 
 	n[row->target][row->state]++;
 	return 0;
@@ -83,8 +84,8 @@ static int count_job(const struct hb_job_row *row, void *arg)
 static int scrape_jobs(struct hb_daemon *d, struct hb_err *err)
 {
 	unsigned n[HB__TARGET_COUNT][HB__JOB_STATE_COUNT] = { { 0 } };
-	int rc = hb_store_job_list(d->st, -1, LIVE_STATES, 0, count_job, n,
-				   err);
+	int rc =
+		hb_store_job_list(d->st, -1, LIVE_STATES, 0, count_job, n, err);
 
 	if (rc)
 		return rc;
@@ -94,7 +95,8 @@ static int scrape_jobs(struct hb_daemon *d, struct hb_err *err)
 			const char *v[2] = { hb_job_target_name(t),
 					     hb_job_state_name(s) };
 
-			if (t == HB_TARGET_REJECTED || !(LIVE_STATES & (1u << s)))
+			if (t == HB_TARGET_REJECTED ||
+			    !(LIVE_STATES & (1u << s)))
 				continue;
 			hb_series_set(hb_metric_with(d->mx->jobs, v), n[t][s]);
 		}
@@ -294,8 +296,9 @@ static void cut_slow(struct hbd_metrics *mx)
 		if (!e->cut && now - e->since > MX_REQUEST_S) {
 			e->cut = 1;
 			shutdown(e->fd, SHUT_RDWR);
-			hb_log(HB_LOG_DEBUG, "metrics: a request took over %d "
-					     "s: connection cut",
+			hb_log(HB_LOG_DEBUG,
+			       "metrics: a request took over %d "
+			       "s: connection cut",
 			       MX_REQUEST_S);
 		}
 }
@@ -334,17 +337,17 @@ static int families(struct hbd_metrics *mx)
 	mx->jobs = gauge("hpcbridge_jobs",
 			 "Jobs not yet over, by side (target) and state.",
 			 (const char *[]){ "side", "state", NULL });
-	mx->budget = gauge("hpcbridge_account_budget",
-			   "An account's budget per period, in the policy's "
-			   "currency.",
-			   (const char *[]){ "account", "period", "currency",
-					     NULL });
-	mx->spend = gauge("hpcbridge_account_spend",
-			  "What an account spent in the current budget "
-			  "period on the sides its budget covers, in the "
-			  "policy's currency.",
-			  (const char *[]){ "account", "period", "currency",
-					    NULL });
+	mx->budget = gauge(
+		"hpcbridge_account_budget",
+		"An account's budget per period, in the policy's "
+		"currency.",
+		(const char *[]){ "account", "period", "currency", NULL });
+	mx->spend = gauge(
+		"hpcbridge_account_spend",
+		"What an account spent in the current budget "
+		"period on the sides its budget covers, in the "
+		"policy's currency.",
+		(const char *[]){ "account", "period", "currency", NULL });
 	return mx->jobs && mx->budget && mx->spend ? 0 : HB_ENOMEM;
 }
 
@@ -371,8 +374,7 @@ int hbd_metrics_start(struct hb_daemon *d, struct hb_err *err)
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)MX_TIMEOUT_S,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MX_CONN_MEMORY,
 		MHD_OPTION_NOTIFY_CONNECTION, on_conn, mx,
-		MHD_OPTION_NOTIFY_COMPLETED, on_done, mx,
-		MHD_OPTION_END);
+		MHD_OPTION_NOTIFY_COMPLETED, on_done, mx, MHD_OPTION_END);
 	if (!mx->mhd) {
 		close(fd);
 		return hb_err_set(err, HB_EIO, NULL, 0,

@@ -9,8 +9,9 @@
 #include "hpcbridge/error.h"
 #include "hpcbridge/metrics.h"
 
-/* Seconds: a decision is milliseconds, a commit with its fsync tens of
- * them; the top buckets catch a stalled disk or a slow Slurm. */
+/* Seconds: a decision takes milliseconds, a commit less (the daemon
+ * syncs apart) or tens of them with a sync (the CLI); the top buckets
+ * catch a stalled disk, or a decision near the plugin's timeout. */
 static const double decision_bounds[] = { 0.0005, 0.001, 0.0025, 0.005,
 					  0.01,	  0.025, 0.05,	 0.1,
 					  0.25,	  0.5,	 1,	 2.5 };
@@ -25,9 +26,8 @@ static const char *const sides[] = { "slurm", "kube" };
 static struct hb_metrics *_Atomic global;
 
 /* The families, found once: the hooks only look up their series. */
-static struct hb_metric *m_decisions, *m_decision_s, *m_side_err,
-	*m_side_retry, *m_watch, *m_commit_s, *m_accepted, *m_refused,
-	*m_open;
+static struct hb_metric *m_decisions, *m_decision_s, *m_side_err, *m_side_retry,
+	*m_watch, *m_commit_s, *m_accepted, *m_refused, *m_open;
 
 struct family {
 	struct hb_metric **out;
@@ -39,34 +39,70 @@ struct family {
 };
 
 static const struct family families[] = {
-	{ &m_decisions, HB_METRIC_COUNTER, "hpcbridge_decisions_total",
+	{ &m_decisions,
+	  HB_METRIC_COUNTER,
+	  "hpcbridge_decisions_total",
 	  "Placement decisions stored for the Slurm plugin, by side and "
 	  "policy rule.",
-	  { "target", "rule" }, NULL, 0 },
-	{ &m_decision_s, HB_METRIC_HISTOGRAM,
+	  { "target", "rule" },
+	  NULL,
+	  0 },
+	{ &m_decision_s,
+	  HB_METRIC_HISTOGRAM,
 	  "hpcbridge_decision_duration_seconds",
 	  "Time from a decide request read to its reply staged.",
-	  { NULL }, decision_bounds, NB(decision_bounds) },
-	{ &m_side_err, HB_METRIC_COUNTER, "hpcbridge_side_errors_total",
-	  "Calls to a side (slurm, kube) that failed.", { "side" }, NULL, 0 },
-	{ &m_side_retry, HB_METRIC_COUNTER, "hpcbridge_side_retries_total",
-	  "Calls to a side retried after a transient failure.", { "side" },
-	  NULL, 0 },
-	{ &m_watch, HB_METRIC_COUNTER, "hpcbridge_watch_restarts_total",
+	  { NULL },
+	  decision_bounds,
+	  NB(decision_bounds) },
+	{ &m_side_err,
+	  HB_METRIC_COUNTER,
+	  "hpcbridge_side_errors_total",
+	  "Calls to a side (slurm, kube) that failed.",
+	  { "side" },
+	  NULL,
+	  0 },
+	{ &m_side_retry,
+	  HB_METRIC_COUNTER,
+	  "hpcbridge_side_retries_total",
+	  "Calls to a side retried after a transient failure.",
+	  { "side" },
+	  NULL,
+	  0 },
+	{ &m_watch,
+	  HB_METRIC_COUNTER,
+	  "hpcbridge_watch_restarts_total",
 	  "Kubernetes watches listed or started again, by resource and "
 	  "reason.",
-	  { "resource", "reason" }, NULL, 0 },
-	{ &m_commit_s, HB_METRIC_HISTOGRAM,
+	  { "resource", "reason" },
+	  NULL,
+	  0 },
+	{ &m_commit_s,
+	  HB_METRIC_HISTOGRAM,
 	  "hpcbridge_store_commit_duration_seconds",
-	  "Time the state store took to commit a transaction.", { NULL },
-	  commit_bounds, NB(commit_bounds) },
-	{ &m_open, HB_METRIC_GAUGE, "hpcbridge_connections_open",
-	  "API connections open.", { NULL }, NULL, 0 },
-	{ &m_accepted, HB_METRIC_COUNTER,
-	  "hpcbridge_connections_accepted_total", "API connections accepted.",
-	  { NULL }, NULL, 0 },
-	{ &m_refused, HB_METRIC_COUNTER, "hpcbridge_connections_refused_total",
-	  "API connections refused (limits, descriptors).", { NULL }, NULL,
+	  "Time the state store took to commit a transaction.",
+	  { NULL },
+	  commit_bounds,
+	  NB(commit_bounds) },
+	{ &m_open,
+	  HB_METRIC_GAUGE,
+	  "hpcbridge_connections_open",
+	  "API connections open.",
+	  { NULL },
+	  NULL,
+	  0 },
+	{ &m_accepted,
+	  HB_METRIC_COUNTER,
+	  "hpcbridge_connections_accepted_total",
+	  "API connections accepted.",
+	  { NULL },
+	  NULL,
+	  0 },
+	{ &m_refused,
+	  HB_METRIC_COUNTER,
+	  "hpcbridge_connections_refused_total",
+	  "API connections refused (limits, descriptors).",
+	  { NULL },
+	  NULL,
 	  0 },
 };
 
@@ -85,8 +121,8 @@ int hb_metrics_init(void)
 					 f->labels, f->bounds, f->nbounds);
 		/* a family without labels shows 0 from the start, so that
 		 * rate() has a series before the first event */
-		if (!*f->out || (!f->labels[0] && !hb_metric_with(*f->out,
-								  NULL))) {
+		if (!*f->out ||
+		    (!f->labels[0] && !hb_metric_with(*f->out, NULL))) {
 			hb_metrics_free(m);
 			return HB_ENOMEM;
 		}
@@ -114,8 +150,7 @@ static struct hb_series *with(struct hb_metric *f, const char *const *v)
 	return hb_metric_with(f, v);
 }
 
-void hb_metrics_decision(const char *target, const char *rule,
-			 double seconds)
+void hb_metrics_decision(const char *target, const char *rule, double seconds)
 {
 	hb_series_add(with(m_decisions, (const char *[]){ target, rule }), 1);
 	hb_series_observe(with(m_decision_s, NULL), seconds);

@@ -20,7 +20,7 @@ typedef _Atomic uint64_t adouble;
 struct hb_series {
 	struct hb_metric *f;
 	char *values[HB_METRIC_MAX_LABELS];
-	adouble v;	/* counter, gauge; a histogram's sum */
+	adouble v; /* counter, gauge; a histogram's sum */
 	/* a histogram's observations per bucket (not cumulative): one per
 	 * bound, and the last for those above every bound (+Inf) */
 	_Atomic uint64_t *buckets;
@@ -160,9 +160,8 @@ struct hb_metric *hb_metrics_find(struct hb_metrics *m, const char *name)
 }
 
 /* The family's fields, checked; NULL when one is wrong. */
-static struct hb_metric *family_new(enum hb_metric_type type,
-				    const char *name, const char *help,
-				    const char *const *labels,
+static struct hb_metric *family_new(enum hb_metric_type type, const char *name,
+				    const char *help, const char *const *labels,
 				    const double *bounds, size_t nbounds)
 {
 	struct hb_metric *f;
@@ -202,13 +201,13 @@ bad:
 	return NULL;
 }
 
-struct hb_metric *hb_metrics_add(struct hb_metrics *m,
-				 enum hb_metric_type type, const char *name,
-				 const char *help, const char *const *labels,
+struct hb_metric *hb_metrics_add(struct hb_metrics *m, enum hb_metric_type type,
+				 const char *name, const char *help,
+				 const char *const *labels,
 				 const double *bounds, size_t nbounds)
 {
-	struct hb_metric *f = family_new(type, name, help, labels, bounds,
-					 nbounds);
+	struct hb_metric *f =
+		family_new(type, name, help, labels, bounds, nbounds);
 
 	if (!f)
 		return NULL;
@@ -258,8 +257,7 @@ bad:
 	return NULL;
 }
 
-struct hb_series *hb_metric_with(struct hb_metric *f,
-				 const char *const *values)
+struct hb_series *hb_metric_with(struct hb_metric *f, const char *const *values)
 {
 	struct hb_series *s = NULL, **v;
 	size_t i;

@@ -19,18 +19,16 @@
 
 #include "hpcbridge/buf.h"
 
-enum hb_metric_type {
-	HB_METRIC_COUNTER,
-	HB_METRIC_GAUGE,
-	HB_METRIC_HISTOGRAM
-};
+enum hb_metric_type { HB_METRIC_COUNTER, HB_METRIC_GAUGE, HB_METRIC_HISTOGRAM };
 
-#define HB_METRIC_MAX_LABELS  4	  /* label names of a family */
-#define HB_METRIC_MAX_BUCKETS 16  /* upper bounds of a histogram */
-#define HB_METRIC_MAX_SERIES  256 /* label sets of a family; more are
-				   * dropped (and counted) */
-#define HB_METRIC_MAX_VALUE   128 /* bytes of a label value; longer ones
-				   * are cut */
+#define HB_METRIC_MAX_LABELS  4	 /* label names of a family */
+#define HB_METRIC_MAX_BUCKETS 16 /* upper bounds of a histogram */
+#define HB_METRIC_MAX_SERIES                                                   \
+	256 /* label sets of a family; more are                                \
+	     * dropped (and counted) */
+#define HB_METRIC_MAX_VALUE                                                    \
+	128 /* bytes of a label value; longer ones                             \
+	     * are cut */
 
 struct hb_metrics;
 struct hb_metric;
@@ -48,9 +46,9 @@ void hb_metrics_free(struct hb_metrics *m);
  * refuses, a histogram label "le", a name already added, bounds that do
  * not increase, or out of memory.  Borrowed until hb_metrics_free().
  */
-struct hb_metric *hb_metrics_add(struct hb_metrics *m,
-				 enum hb_metric_type type, const char *name,
-				 const char *help, const char *const *labels,
+struct hb_metric *hb_metrics_add(struct hb_metrics *m, enum hb_metric_type type,
+				 const char *name, const char *help,
+				 const char *const *labels,
 				 const double *bounds, size_t nbounds);
 /* The family named so, or NULL. */
 struct hb_metric *hb_metrics_find(struct hb_metrics *m, const char *name);
@@ -114,8 +112,7 @@ static inline double hb_metrics_now(void)
 /* The hooks: each does nothing before hb_metrics_init(). */
 /* A decision stored for the plugin: the side, the policy rule, and the
  * seconds from the request read to the reply staged. */
-void hb_metrics_decision(const char *target, const char *rule,
-			 double seconds);
+void hb_metrics_decision(const char *target, const char *rule, double seconds);
 /* A failed call to a side ("slurm", "kube"), and a retried one. */
 void hb_metrics_side_error(const char *side);
 void hb_metrics_side_retry(const char *side);

@@ -101,23 +101,22 @@ static void test_refused(void **state)
 	struct hb_metrics *m = hb_metrics_new();
 
 	(void)state;
-	assert_null(hb_metrics_add(m, HB_METRIC_COUNTER, "1x", "", NULL, NULL,
-				   0));
-	assert_null(hb_metrics_add(m, HB_METRIC_COUNTER, "a-b", "", NULL, NULL,
-				   0));
-	assert_null(hb_metrics_add(m, HB_METRIC_COUNTER, "c",
-				   "", (const char *[]){ "a:b", NULL }, NULL,
-				   0));
+	assert_null(
+		hb_metrics_add(m, HB_METRIC_COUNTER, "1x", "", NULL, NULL, 0));
+	assert_null(
+		hb_metrics_add(m, HB_METRIC_COUNTER, "a-b", "", NULL, NULL, 0));
+	assert_null(hb_metrics_add(m, HB_METRIC_COUNTER, "c", "",
+				   (const char *[]){ "a:b", NULL }, NULL, 0));
 	assert_null(hb_metrics_add(m, HB_METRIC_COUNTER, "c", "",
 				   (const char *[]){ "__x", NULL }, NULL, 0));
 	assert_null(hb_metrics_add(m, HB_METRIC_HISTOGRAM, "h", "",
 				   (const char *[]){ "le", NULL }, up, 2));
-	assert_null(hb_metrics_add(m, HB_METRIC_HISTOGRAM, "h", "", NULL,
-				   down, 2));
-	assert_null(hb_metrics_add(m, HB_METRIC_HISTOGRAM, "h", "", NULL,
-				   NULL, 0));
-	assert_non_null(hb_metrics_add(m, HB_METRIC_HISTOGRAM, "h", "", NULL,
-				       up, 2));
+	assert_null(
+		hb_metrics_add(m, HB_METRIC_HISTOGRAM, "h", "", NULL, down, 2));
+	assert_null(
+		hb_metrics_add(m, HB_METRIC_HISTOGRAM, "h", "", NULL, NULL, 0));
+	assert_non_null(
+		hb_metrics_add(m, HB_METRIC_HISTOGRAM, "h", "", NULL, up, 2));
 	assert_null(hb_metrics_add(m, HB_METRIC_GAUGE, "h", "", NULL, NULL,
 				   0)); /* twice */
 	hb_metrics_free(m);
@@ -166,12 +165,12 @@ static void test_threads(void **state)
 	pthread_t th[4];
 
 	(void)state;
-	t.c = hb_metric_with(hb_metrics_add(m, HB_METRIC_COUNTER, "n_total",
-					    "", NULL, NULL, 0),
+	t.c = hb_metric_with(hb_metrics_add(m, HB_METRIC_COUNTER, "n_total", "",
+					    NULL, NULL, 0),
 			     NULL);
-	t.h = hb_metric_with(hb_metrics_add(m, HB_METRIC_HISTOGRAM, "d", "",
-					    NULL, b, 1),
-			     NULL);
+	t.h = hb_metric_with(
+		hb_metrics_add(m, HB_METRIC_HISTOGRAM, "d", "", NULL, b, 1),
+		NULL);
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(pthread_create(&th[i], NULL, count_main, &t),
 				 0);
@@ -220,10 +219,11 @@ static void test_listen_config(void **state)
 {
 	static const char *const good[] = { "127.0.0.1:9464", "[::1]:1",
 					    "10.1.2.3:65535", "[fe80::1]:80" };
-	static const char *const bad[] = { "127.0.0.1", "127.0.0.1:0",
+	static const char *const bad[] = { "127.0.0.1",	      "127.0.0.1:0",
 					   "127.0.0.1:65536", "localhost:9464",
-					   "::1:9464", "[::1]", "1.2.3.4:9x",
-					   ":9464", "127.0.0.1:-1" };
+					   "::1:9464",	      "[::1]",
+					   "1.2.3.4:9x",      ":9464",
+					   "127.0.0.1:-1" };
 	struct hb_config cfg;
 	struct hb_err err = { 0 };
 	const char *y;
@@ -231,22 +231,20 @@ static void test_listen_config(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++)
-		assert_int_equal(hb_config_listen_addr(good[i], NULL, NULL,
-						       NULL),
-				 0);
+		assert_int_equal(
+			hb_config_listen_addr(good[i], NULL, NULL, NULL), 0);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
-		assert_int_equal(hb_config_listen_addr(bad[i], NULL, NULL,
-						       NULL),
-				 HB_EINVAL);
+		assert_int_equal(
+			hb_config_listen_addr(bad[i], NULL, NULL, NULL),
+			HB_EINVAL);
 	assert_int_equal(hb_config_listen_addr("127.9.9.9:1", NULL, NULL, &lo),
 			 0);
 	assert_int_equal(lo, 1);
 	assert_int_equal(hb_config_listen_addr("[::2]:1", NULL, NULL, &lo), 0);
 	assert_int_equal(lo, 0);
 	/* absent: off */
-	assert_int_equal(hb_config_parse("daemon: {}\n", 11, "t.yaml", &cfg,
-					 &err),
-			 0);
+	assert_int_equal(
+		hb_config_parse("daemon: {}\n", 11, "t.yaml", &cfg, &err), 0);
 	assert_null(cfg.metrics_listen);
 	hb_config_free(&cfg);
 	/* not loopback: refused, naming the key, unless allowed */
