@@ -25,6 +25,7 @@
 #include <sqlite3.h>
 
 #include "hpcbridge/doc.h"
+#include "hpcbridge/metrics.h"
 #include "hpcbridge/store.h"
 #include "store_int.h"
 #include "walbuf.h"
@@ -624,6 +625,7 @@ int hb_store_begin(struct hb_store *st, struct hb_err *err)
 
 int hb_store_commit(struct hb_store *st, struct hb_err *err)
 {
+	double t0;
 	int rc;
 
 	if (!st->in_tx)
@@ -637,7 +639,9 @@ int hb_store_commit(struct hb_store *st, struct hb_err *err)
 			    "error; nothing was kept");
 	}
 	/* A failed commit keeps nothing: the caller told nobody yet. */
+	t0 = hb_metrics_now();
 	rc = commit(st, "commit", err);
+	hb_metrics_store_commit(hb_metrics_now() - t0);
 	st->in_tx = st->tx_lost = 0;
 	return rc;
 }

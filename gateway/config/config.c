@@ -9,6 +9,9 @@
  * "kubernetes.worker") are implied by the paths.  Adding a setting is
  * adding a field to struct hb_config and a row here.
  */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,7 +49,8 @@ enum check {
 	C_HTTP_URL,    /* http:// or https:// and a host */
 	C_PLAIN_PATH,  /* an absolute path written plainly, not / */
 	C_IFNAME,      /* a Linux network interface name */
-	C_CEL	       /* a CEL expression: printable text, spaces too */
+	C_CEL,	       /* a CEL expression: printable text, spaces too */
+	C_LISTEN       /* HOST:PORT, an IP address: 127.0.0.1:9464, [::1]:9464 */
 };
 
 struct setting {
@@ -250,6 +254,24 @@ static const struct setting table[] = {
      .values = level_values,
      .reloadable = 1,
      .help = "Lowest level the daemon logs."},
+    {.path = "metrics.listen",
+     .type = HB_CFG_STRING,
+     .off = F(metrics_listen),
+     .def = NULL,
+     .check = C_LISTEN,
+     .nullable = 1,
+     .reloadable = 0,
+     .help = "Address the daemon serves Prometheus metrics and /healthz "
+	     "on over HTTP, IP:PORT (127.0.0.1:9464, [::1]:9464); null: "
+	     "none.  A non-loopback address needs metrics.allow_remote."},
+    {.path = "metrics.allow_remote",
+     .type = HB_CFG_BOOL,
+     .off = F(metrics_allow_remote),
+     .def = "false",
+     .reloadable = 0,
+     .help = "Let metrics.listen be an address other hosts reach: the "
+	     "metrics carry no authentication and name accounts and their "
+	     "spend."},
     {.path = "slurm.user",
      .type = HB_CFG_STRING,
      .off = F(slurm_user),
@@ -733,6 +755,12 @@ static const char *check_string(enum check c, const char *s)
 				       "characters)";
 		if (n == 0 || n > 10240)
 			return "must be 1 to 10240 characters";
+		return NULL;
+	case C_LISTEN:
+		if (hb_config_listen_addr(s, NULL, NULL, NULL))
+			return "must be IP:PORT, an IPv4 address or an IPv6 "
+			       "one in brackets and a port 1 to 65535 "
+			       "(127.0.0.1:9464, [::1]:9464)";
 		return NULL;
 	case C_GRANTEE:
 		if (strcmp(s, "*") && !user_name(s, n))
@@ -1542,6 +1570,77 @@ static int load_section(struct loader *l, const char *prefix, const cJSON *m)
 	return bad;
 }
 
+/* ------------------------------------------------------------------ */
+/* The metrics address                                                 */
+/* ------------------------------------------------------------------ */
+
+int hb_config_listen_addr(const char *s, struct sockaddr_storage *ss,
+			  socklen_t *len, int *loopback)
+{
+	struct sockaddr_storage tmp;
+	const char *colon;
+	char host[INET6_ADDRSTRLEN + 2], *end;
+	size_t n;
+	long port;
+
+	if (!s || !(colon = strrchr(s, ':')))
+		return HB_EINVAL;
+	n = (size_t)(colon - s);
+	if (n >= sizeof(host) || colon[1] < '0' || colon[1] > '9')
+		return HB_EINVAL;
+	errno = 0;
+	port = strtol(colon + 1, &end, 10);
+	if (errno || *end || port < 1 || port > 65535)
+		return HB_EINVAL;
+	memcpy(host, s, n);
+	host[n] = '\0';
+	if (!ss)
+		ss = &tmp;
+	memset(ss, 0, sizeof(*ss));
+	if (n > 2 && host[0] == '[' && host[n - 1] == ']') {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+
+		host[n - 1] = '\0';
+		if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) != 1)
+			return HB_EINVAL;
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)port);
+		if (len)
+			*len = sizeof(*a);
+		if (loopback)
+			*loopback = IN6_IS_ADDR_LOOPBACK(&a->sin6_addr);
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)ss;
+
+		if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+			return HB_EINVAL;
+		a->sin_family = AF_INET;
+		a->sin_port = htons((uint16_t)port);
+		if (len)
+			*len = sizeof(*a);
+		if (loopback)
+			*loopback = (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+	}
+	return 0;
+}
+
+/* A metrics address other hosts reach only when the site says so. */
+static int check_metrics(struct loader *l)
+{
+	int lo = 1;
+
+	if (!l->cfg->metrics_listen || l->cfg->metrics_allow_remote)
+		return 0;
+	hb_config_listen_addr(l->cfg->metrics_listen, NULL, NULL, &lo);
+	if (lo)
+		return 0;
+	return lerr(l, NULL, "metrics.listen",
+		    "%s is not a loopback address; the metrics carry no "
+		    "authentication: set metrics.allow_remote: true to serve "
+		    "them there",
+		    l->cfg->metrics_listen);
+}
+
 static int load(const cJSON *doc, const char *name, struct hb_config *cfg,
 		struct hb_err *err)
 {
@@ -1589,6 +1688,8 @@ static int load(const cJSON *doc, const char *name, struct hb_config *cfg,
 		if (r && !rc)
 			rc = r;
 	}
+	if (rc == 0)
+		rc = check_metrics(&l);
 	if (rc == 0 && l.nerrors)
 		rc = HB_EINVAL;
 out:

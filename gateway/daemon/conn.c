@@ -16,6 +16,7 @@
 
 #include "daemon_int.h"
 #include "hpcbridge/log.h"
+#include "hpcbridge/metrics.h"
 #include "hpcbridge/proto.h"
 
 /* Read at most this much per read(2). */
@@ -553,6 +554,7 @@ static int take_conn(struct hb_daemon *d, int fd, const struct ucred *cr)
 		d->conns->prev = c;
 	d->conns = c;
 	d->nconns++;
+	hb_metrics_conn_accepted();
 	return 0;
 }
 
@@ -655,6 +657,7 @@ void hbd_do_accept(struct hb_daemon *d)
 							   dropped) },
 					3, "connection refused: %s", why);
 			refuse(fd, why);
+			hb_metrics_conn_refused();
 			continue;
 		}
 		take_conn(d, fd, &cr);

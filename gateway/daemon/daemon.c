@@ -422,6 +422,8 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 				strerror(errno));
 		goto fail;
 	}
+	if ((rc = hbd_metrics_start(d, err))) /* metrics.listen */
+		goto fail;
 	*out = d;
 	return 0;
 fail:
@@ -489,6 +491,7 @@ void hb_daemon_free(struct hb_daemon *d)
 	}
 	if (d->sfd >= 0)
 		close(d->sfd);
+	hbd_metrics_stop(d);
 	if (d->epfd >= 0)
 		close(d->epfd);
 	if (d->reserve_fd >= 0)
@@ -617,6 +620,9 @@ int hb_daemon_run(struct hb_daemon *d)
 			case T_ORIGIN:
 				origin_ready = 1;
 				break;
+			case T_METRICS:
+				hbd_metrics_run(d);
+				break;
 			}
 		}
 		hbd_batch_end(d);
@@ -649,6 +655,7 @@ int hb_daemon_run(struct hb_daemon *d)
 		if (now - d->last_scan >= timeout) {
 			hbd_idle_scan(d, now);
 			hbd_bury(d);
+			hbd_metrics_run(d); /* its timeouts */
 			d->last_scan = now;
 		}
 		if (d->stopping) {

@@ -59,7 +59,8 @@ struct ustat {
 	struct ustat *next;
 };
 
-enum tag { T_LISTEN = 1, T_SIGNAL, T_POOL, T_RPOOL, T_SYNC, T_CONN, T_ORIGIN };
+enum tag { T_LISTEN = 1, T_SIGNAL, T_POOL, T_RPOOL, T_SYNC, T_CONN, T_ORIGIN,
+	   T_METRICS };
 
 struct watch {
 	enum tag tag;
@@ -297,6 +298,7 @@ struct hb_daemon {
 	uint64_t nmetered;    /* jobs whose entries were written */
 	int64_t last_bill;    /* checkpoint storage last measured (ckpt.c) */
 	int billing;	      /* ... on a worker now */
+	struct hbd_metrics *mx; /* /metrics and /healthz (metrics_http.c) */
 	struct hbd_notify notify; /* systemd (notify.c) */
 };
 
@@ -602,5 +604,15 @@ int hbd_twin_run(struct task *t);
 int hbd_twin_done(struct hb_daemon *d, struct task *t, struct hb_err *err);
 int hbd_origin_late_submit(struct hb_daemon *d, const struct task *t,
 			   struct hb_err *err);
+
+/* ------------------------------------------------------------------ */
+/* metrics_http.c: /metrics and /healthz, served from the loop         */
+/* ------------------------------------------------------------------ */
+
+/* Serve metrics.listen, if set, from the loop's epoll. */
+int hbd_metrics_start(struct hb_daemon *d, struct hb_err *err);
+/* Its descriptor is ready, or a second went by (its timeouts). */
+void hbd_metrics_run(struct hb_daemon *d);
+void hbd_metrics_stop(struct hb_daemon *d);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "daemon_int.h"
 #include "hpcbridge/log.h"
+#include "hpcbridge/metrics.h"
 #include "hpcbridge/proto.h"
 #include "hpcbridge/rules.h"
 
@@ -224,6 +225,7 @@ void hbd_decide(struct hb_daemon *d, struct conn *c, const cJSON *req,
 	struct staged *s;
 	size_t flen = 0;
 	char *inputs_s = NULL, *src_s = NULL, *f;
+	double t0 = hb_metrics_now();
 	int rc;
 
 	if (decide_read(d, c, req, looked_up, &q))
@@ -245,6 +247,8 @@ void hbd_decide(struct hb_daemon *d, struct conn *c, const cJSON *req,
 	if (!(f = decide_reply(d, &row, &dec, q.job.time_limit_min, &flen)))
 		goto nomem;
 	d->ndecisions++;
+	hb_metrics_decision(hb_job_target_name(row.target), dec.rule,
+			    hb_metrics_now() - t0);
 	hb_logf(HB_LOG_DEBUG,
 		(struct hb_log_field[]){
 			HB_LOG_STR("job", row.id),

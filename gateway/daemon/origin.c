@@ -27,6 +27,7 @@
 #include "hpcbridge/fidelity.h"
 #include "hpcbridge/jobspec.h"
 #include "hpcbridge/log.h"
+#include "hpcbridge/metrics.h"
 #include "hpcbridge/mpijob.h"
 #include "hpcbridge/sbatch.h"
 #include "hpcbridge/slurmc.h"
@@ -708,6 +709,7 @@ static void *reflect_main(void *arg)
 		       "the watch on managed MPIJobs stopped: %s; again in "
 		       "%d s",
 		       err.msg, WATCH_RESTART_MS / 1000);
+		hb_metrics_watch_restart("mpijobs", "stopped");
 		for (int i = 0;
 		     i < WATCH_RESTART_MS / 100 && !atomic_load(&o->stop); i++)
 			usleep(100 * 1000);

@@ -23,6 +23,7 @@
 #include "hpcbridge/clock.h"
 #include "hpcbridge/doc.h"
 #include "hpcbridge/log.h"
+#include "hpcbridge/metrics.h"
 #include "kube_int.h"
 
 #define POOL_MAX	  8
@@ -961,8 +962,11 @@ static int run(struct call *c, struct hb_err *err)
 			}
 		}
 		retries++;
+		hb_metrics_side_retry("kube");
 	}
 	set_last(k, c->http, c->reason, c->attempts);
+	if (rc && rc != HB_ENOENT && rc != HB_EEXIST && !c->fn_rc)
+		hb_metrics_side_error("kube");
 	if (rc && !c->fn_rc && err && !err->code) {
 		err->code = rc;
 		memcpy(err->msg, e.msg, sizeof(err->msg));

@@ -20,6 +20,7 @@
 #include "hpcbridge/clock.h"
 #include "hpcbridge/hash.h"
 #include "hpcbridge/log.h"
+#include "hpcbridge/metrics.h"
 #include "kube_int.h"
 
 /* ---------------------------------------------------------- events */
@@ -793,6 +794,7 @@ int hb_kube_reflect(struct hb_kube *k, const struct hb_kube_res *res,
 				hb_log(HB_LOG_WARN,
 				       "kube: %s: list failed, again later: %s",
 				       res->plural, e.msg);
+				hb_metrics_watch_restart(res->plural, "list_failed");
 				rc = 0;
 				if (pause_for(&r, ++fails, stop))
 					break;
@@ -816,6 +818,7 @@ int hb_kube_reflect(struct hb_kube *k, const struct hb_kube_res *res,
 			       "kube: %s: version %s is gone (410), listing "
 			       "again",
 			       res->plural, r.rv);
+			hb_metrics_watch_restart(res->plural, "gone");
 			need_list = 1;
 			rc = 0;
 			continue;
@@ -824,6 +827,7 @@ int hb_kube_reflect(struct hb_kube *k, const struct hb_kube_res *res,
 			hb_log(HB_LOG_WARN,
 			       "kube: %s: a bad watch event, listing again",
 			       res->plural);
+			hb_metrics_watch_restart(res->plural, "bad_event");
 			need_list = 1;
 			rc = 0;
 			if (pause_for(&r, ++fails, stop))
@@ -852,6 +856,7 @@ int hb_kube_reflect(struct hb_kube *k, const struct hb_kube_res *res,
 			hb_log(HB_LOG_INFO,
 			       "kube: %s: watch broke (%s), resuming from %s",
 			       res->plural, e.msg, r.rv);
+		hb_metrics_watch_restart(res->plural, "broken");
 		rc = 0;
 		if (r.events)
 			fails = 0;

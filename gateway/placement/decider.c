@@ -263,6 +263,33 @@ const char *hb_decider_currency(const struct hb_decider *dc)
 	return dc->pol.currency;
 }
 
+void hb_decider_budgets(const struct hb_decider *dc, hb_decider_budget_fn fn,
+			void *arg)
+{
+	for (uint32_t i = 0; i < dc->pol.nrules; i++) {
+		const struct hb_rule *r = &dc->pol.rules[i];
+		const struct hb_snap_spend *e;
+		hb_money spent = 0;
+		uint32_t j;
+
+		if (!r->account || r->budget == HB_UNSET)
+			continue;
+		for (j = 0; j < i; j++) /* an account once: its first rule */
+			if (dc->pol.rules[j].account &&
+			    dc->pol.rules[j].budget != HB_UNSET &&
+			    !strcmp(dc->pol.rules[j].account, r->account))
+				break;
+		if (j < i)
+			continue;
+		e = hb_snapshot_spend(&dc->snap, r->account, r->budget_period);
+		for (int side = 0; e && side < HB__SIDE_COUNT; side++)
+			if (r->budget_sides & (1u << side))
+				spent += e->spent[side];
+		fn(arg, r->account, hb_period_name(r->budget_period), r->budget,
+		   spent);
+	}
+}
+
 const char *hb_decider_policy_text(const struct hb_decider *dc)
 {
 	return dc->policy_text.data ? dc->policy_text.data : "";

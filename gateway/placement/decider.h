@@ -47,6 +47,14 @@ void hb_decider_free(struct hb_decider *dc); /* NULL is fine */
 const char *hb_decider_policy_name(const struct hb_decider *dc);
 /* The policy's currency code ("USD"): its costs and budgets are in it. */
 const char *hb_decider_currency(const struct hb_decider *dc);
+/* Each account a rule gives a budget (its first such rule): the period's
+ * name, the budget and what the sides it covers spent in the current
+ * period, in micro-units (for the metrics). */
+typedef void (*hb_decider_budget_fn)(void *arg, const char *account,
+				     const char *period, int64_t budget,
+				     int64_t spent);
+void hb_decider_budgets(const struct hb_decider *dc, hb_decider_budget_fn fn,
+			void *arg);
 /* The policy's text, as read or made (NUL-terminated; borrowed until the
  * next reload). */
 const char *hb_decider_policy_text(const struct hb_decider *dc);

@@ -38,6 +38,7 @@
 #include "hpcbridge/kube.h"
 #include "hpcbridge/kube_capacity.h"
 #include "hpcbridge/log.h"
+#include "hpcbridge/metrics.h"
 #include "hpcbridge/mpijob.h"
 #include "hpcbridge/timefmt.h"
 #include "hpcbridge/translate.h"
@@ -341,6 +342,7 @@ static void *reflect_main(void *arg)
 		hb_log(HB_LOG_ERROR, "the MPIJob watch stopped: %s; again in "
 				     "%d s",
 		       err.msg, WATCH_RESTART_MS / 1000);
+		hb_metrics_watch_restart("mpijobs", "stopped");
 		for (int i = 0; i < WATCH_RESTART_MS / 100 &&
 				!atomic_load(&b->stop);
 		     i++)

@@ -16,6 +16,7 @@
 #include <slurm/slurm_errno.h>
 
 #include "hpcbridge/error.h"
+#include "hpcbridge/metrics.h"
 #include "hpcbridge/slurmc.h"
 
 struct snap {
@@ -75,6 +76,7 @@ static inline int fail_slurm(struct hb_err *err, int e, const char *what)
 
 	if (!code)
 		code = HB_ESLURM;
+	hb_metrics_side_error("slurm");
 	return hb_err_set(err, code, NULL, 0, "%s: %s (Slurm error %d)", what,
 			  text ? text : "unknown", e);
 }

@@ -1075,6 +1075,7 @@ static int as_user_answer(struct as_user_reply *r, uid_t uid, gid_t gid,
 	}
 	if (r->err) {
 		code = hb_slurmc_errcode(r->err);
+		hb_metrics_side_error("slurm");
 		return hb_err_set(err, code ? code : HB_ESLURM, NULL, 0,
 				  "slurm_submit_batch_job as uid %u: %s "
 				  "(Slurm error %d)",

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "hpcbridge/error.h"
 #include "hpcbridge/k8s_opts.h"
@@ -36,6 +37,10 @@ struct hb_config {
 	uint32_t daemon_workers;     /* threads for blocking remote calls */
 	uint32_t daemon_checkpoint_pages; /* WAL pages between checkpoints */
 	const char *daemon_log_level; /* "debug" | "info" | "warn" | "error" */
+
+	/* Metrics: IP:PORT of /metrics and /healthz; NULL: none */
+	const char *metrics_listen;
+	bool metrics_allow_remote; /* a non-loopback metrics_listen is fine */
 
 	/* Slurm */
 	const char *slurm_user;	     /* SlurmUser: may act for any user */
@@ -147,6 +152,14 @@ int hb_config_key(size_t i, struct hb_config_key *out);
 
 /* Is s one of the n strings of list?  NULL list or s: no. */
 int hb_list_has(const char *const *list, uint32_t n, const char *s);
+
+/*
+ * metrics.listen's "IP:PORT" (an IPv4 address, or an IPv6 one in
+ * brackets) as a socket address (ss, len may be NULL: only checked);
+ * *loopback (may be NULL) 1 for 127.0.0.0/8 and ::1.  0 or HB_EINVAL.
+ */
+int hb_config_listen_addr(const char *s, struct sockaddr_storage *ss,
+			  socklen_t *len, int *loopback);
 
 /* Look key up in a map; NULL if absent (hb_kv_get and hb_selector_get
  * are in k8s_opts.h). */

@@ -16,6 +16,7 @@ import sys
 LAYERS = {
     "translators/base": 0,
     "translators": 1,  # with translators/sbatch, pbs and k8s
+    "gateway/metrics": 1,  # counted by the store, the clients, the daemon
     "state": 2,
     "gateway/proto": 2,
     "gateway/config": 2,
@@ -50,6 +51,7 @@ HEADERS = {
     "trainjob.h": "translators", "launcher.h": "translators",
     "schema.h": "translators", "k8s_opts.h": "translators",
     "store.h": "state",
+    "metrics.h": "gateway/metrics",
     "proto.h": "gateway/proto",
     "config.h": "gateway/config",
     "s3.h": "gateway/s3",
