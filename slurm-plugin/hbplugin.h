@@ -21,6 +21,26 @@
 
 struct cJSON;
 
+/* ------------------------------------------------------------ latency */
+
+/*
+ * The time job_submit spends in slurmctld's job write lock, per decision
+ * (latency.c): a log-linear histogram of microseconds, read to within
+ * 1/16 of the true value, exactly below 16 us.  Up to 2^40 us; larger
+ * samples count in the last bucket (and in max_us, exactly).
+ */
+#define HB_LATENCY_BUCKETS (16 + 37 * 16)
+struct hb_latency {
+	uint64_t n, max_us;
+	uint64_t buckets[HB_LATENCY_BUCKETS];
+};
+
+void hb_latency_reset(struct hb_latency *l);
+void hb_latency_add(struct hb_latency *l, uint64_t us);
+/* The q-quantile (0.5: the median) in us: the top of the bucket that
+ * holds it, never above max_us; 0 when empty. */
+uint64_t hb_latency_quantile(const struct hb_latency *l, double q);
+
 /* ------------------------------------------------------------ options */
 
 /* The SPANK options, in the order they are registered. */

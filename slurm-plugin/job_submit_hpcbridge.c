@@ -69,6 +69,12 @@ static struct hb_plugin_conf conf;
 static struct hb_proto_conn daemon_conn = HB_PROTO_CONN_INIT;
 static pthread_mutex_t daemon_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* The time each decision spends in slurmctld's job write lock, said in
+ * the log every LATENCY_EVERY decisions and at fini(), since init(). */
+#define LATENCY_EVERY 100
+static struct hb_latency latency;
+static pthread_mutex_t latency_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static const struct hb_slurm_alloc slurm_alloc = {
 	.strdup = slurm_xstrdup,
 	.free = slurm_xfree,
@@ -127,12 +133,44 @@ int init(void)
 	hb_proto_conn_close(&daemon_conn);
 	daemon_conn.daemon_uid = conf.daemon_uid;
 	pthread_mutex_unlock(&daemon_mu);
+	pthread_mutex_lock(&latency_mu);
+	hb_latency_reset(&latency);
+	pthread_mutex_unlock(&latency_mu);
 	/* Never fail: slurmctld would not start. */
 	return SLURM_SUCCESS;
 }
 
+/* One line with the in-lock time so far; latency_mu held. */
+static void say_latency(void)
+{
+	hb_log(HB_LOG_INFO,
+	       "in-lock time over %" PRIu64 " decisions: p50 %" PRIu64
+	       " us, p99 %" PRIu64 " us, max %" PRIu64 " us",
+	       latency.n, hb_latency_quantile(&latency, 0.5),
+	       hb_latency_quantile(&latency, 0.99), latency.max_us);
+}
+
+static void count_latency(const struct timespec *t0)
+{
+	struct timespec t1;
+	int64_t us;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	us = (int64_t)(t1.tv_sec - t0->tv_sec) * 1000000 +
+	     (t1.tv_nsec - t0->tv_nsec) / 1000;
+	pthread_mutex_lock(&latency_mu);
+	hb_latency_add(&latency, us > 0 ? (uint64_t)us : 0);
+	if (latency.n % LATENCY_EVERY == 0)
+		say_latency();
+	pthread_mutex_unlock(&latency_mu);
+}
+
 void fini(void)
 {
+	pthread_mutex_lock(&latency_mu);
+	if (latency.n % LATENCY_EVERY)
+		say_latency();
+	pthread_mutex_unlock(&latency_mu);
 	pthread_mutex_lock(&daemon_mu);
 	hb_proto_conn_close(&daemon_conn);
 	pthread_mutex_unlock(&daemon_mu);
@@ -178,7 +216,8 @@ static void reject(char **err_msg, const struct hb_plugin_decision *d)
 	*err_msg = slurm_xstrdup(msg);
 }
 
-int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
+/* Ask the daemon where the job runs, and apply its answer. */
+static int place(job_desc_msg_t *job_desc, char **err_msg)
 {
 	struct hb_err err = { 0 };
 	struct hb_plugin_decision d;
@@ -187,9 +226,6 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 	int64_t t0;
 	int rc, ret = SLURM_SUCCESS;
 
-	(void)submit_uid;
-	if (!hb_decide_wanted(job_desc))
-		return SLURM_SUCCESS;
 	shown(job_desc->name, name, sizeof(name));
 	t0 = hb_clock_mono_ms();
 	req = hb_decide_request(job_desc, &err);
@@ -251,6 +287,20 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 out:
 	cJSON_Delete(reply);
 	cJSON_Delete(req);
+	return ret;
+}
+
+int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
+{
+	struct timespec in;
+	int ret;
+
+	(void)submit_uid;
+	if (!hb_decide_wanted(job_desc))
+		return SLURM_SUCCESS;
+	clock_gettime(CLOCK_MONOTONIC, &in);
+	ret = place(job_desc, err_msg);
+	count_latency(&in);
 	return ret;
 }
 

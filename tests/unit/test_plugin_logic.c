@@ -969,6 +969,50 @@ static void test_comment_caps(void **state)
 	jd_free(&jd);
 }
 
+/* The in-lock time histogram: exact below 16 us, within 1/16 above,
+ * never above the largest sample. */
+static void test_latency(void **state)
+{
+	struct hb_latency *l = calloc(1, sizeof(*l));
+	uint64_t q;
+
+	(void)state;
+	assert_non_null(l);
+	assert_int_equal(hb_latency_quantile(l, 0.5), 0); /* empty */
+	for (uint64_t us = 1; us <= 10; us++)
+		hb_latency_add(l, us);
+	assert_int_equal(l->n, 10);
+	assert_int_equal(hb_latency_quantile(l, 0.5), 5);
+	assert_int_equal(hb_latency_quantile(l, 0.9), 9);
+	assert_int_equal(hb_latency_quantile(l, 0.99), 10);
+	assert_int_equal(hb_latency_quantile(l, 1.0), 10);
+
+	/* 1..10000 us: the true p50 is 5000, p99 9900 */
+	hb_latency_reset(l);
+	for (uint64_t us = 1; us <= 10000; us++)
+		hb_latency_add(l, us);
+	q = hb_latency_quantile(l, 0.5);
+	assert_true(q >= 5000 && q <= 5000 + 5000 / 16);
+	q = hb_latency_quantile(l, 0.99);
+	assert_true(q >= 9900 && q <= 10000);
+	assert_int_equal(l->max_us, 10000);
+
+	/* one slow outlier in 1000 moves p99 not, max yes */
+	hb_latency_reset(l);
+	for (int i = 0; i < 999; i++)
+		hb_latency_add(l, 400);
+	hb_latency_add(l, 250000);
+	q = hb_latency_quantile(l, 0.99);
+	assert_true(q >= 400 && q <= 400 + 400 / 16);
+	assert_int_equal(hb_latency_quantile(l, 1.0), 250000);
+
+	/* past the last bucket: counted, and max exact */
+	hb_latency_add(l, UINT64_MAX / 2);
+	assert_int_equal(l->n, 1001);
+	assert_int_equal(hb_latency_quantile(l, 1.0), UINT64_MAX / 2);
+	free(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -986,6 +1030,7 @@ int main(void)
 		cmocka_unit_test(test_apply_kubernetes),
 		cmocka_unit_test(test_apply_nomem),
 		cmocka_unit_test(test_comment_caps),
+		cmocka_unit_test(test_latency),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
