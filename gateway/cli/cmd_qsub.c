@@ -899,6 +899,14 @@ static int qsub_run(const struct qargs *q)
 	return HB_EXIT_OK;
 }
 
+/* What qsub_args() kept (it may have, whatever it returned). */
+static void qargs_free(struct qargs *q)
+{
+	for (size_t i = 0; i < q->ncopies; i++)
+		free(q->copies[i]);
+	q->ncopies = 0;
+}
+
 int hb_cmd_qsub(int argc, char **argv)
 {
 	struct qargs q;
@@ -906,7 +914,6 @@ int hb_cmd_qsub(int argc, char **argv)
 
 	if (!rc)
 		rc = qsub_run(&q);
-	for (size_t i = 0; i < q.ncopies; i++)
-		free(q.copies[i]);
+	qargs_free(&q);
 	return rc < 0 ? HB_EXIT_OK : rc;
 }

@@ -122,11 +122,13 @@ static void test_args_stdin_and_refusals(void **state)
 	assert_int_equal(qsub_args(3, a3, &q), 0);
 	assert_true(q.hold);
 	assert_int_equal(q.nopts, 0);
+	qargs_free(&q);
 	assert_int_equal(qsub_args(4, a9, &q), 0);
 	assert_false(q.hold);
 	assert_string_equal(q.args, "a b");
 	assert_int_equal(q.nopts, 0);
 	assert_string_equal(q.script, "job.pbs");
+	qargs_free(&q);
 }
 
 /* -h and -F inside a word of options: the other letters stay. */
@@ -143,7 +145,7 @@ static void test_args_hold_and_arguments(void **state)
 	assert_int_equal(q.nopts, 2);
 	assert_string_equal(q.opts[0], "-VN");
 	assert_string_equal(q.opts[1], "x");
-	free(q.copies[0]);
+	qargs_free(&q);
 	/* -Nh: the h is -N's value (the job's name), not a hold */
 	assert_int_equal(qsub_args(4, a2, &q), 0);
 	assert_false(q.hold);
@@ -151,9 +153,9 @@ static void test_args_hold_and_arguments(void **state)
 	assert_int_equal(q.nopts, 2);
 	assert_string_equal(q.opts[0], "-V");
 	assert_string_equal(q.opts[1], "-Nh");
-	free(q.copies[0]);
+	qargs_free(&q);
 	assert_int_equal(qsub_args(3, a3, &q), HB_EXIT_USAGE);
-	free(q.copies[0]);
+	qargs_free(&q);
 }
 
 /* ---- the queue map and the job id ---- */
