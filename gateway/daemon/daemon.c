@@ -361,7 +361,11 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 	apply_overrides(d, &d->cfg);
 	apply_config(d);
 
-	if ((rc = make_parent(d->cfg.daemon_state, 0750, err)))
+	/* 0711, as systemd's StateDirectoryMode and the package make it: the
+	 * store is 0600 itself, no user lists the folder, and the local
+	 * backend's jobs (remote.local_dir may lie under it) run as their
+	 * users, who must pass through */
+	if ((rc = make_parent(d->cfg.daemon_state, 0711, err)))
 		goto fail;
 	if ((rc = hb_decider_new(&d->cfg, &d->dc, err)) ||
 	    (rc = hbd_ratecard_load(&d->cfg, &d->card, err)))

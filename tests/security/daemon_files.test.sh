@@ -58,4 +58,20 @@ start_daemon "$tmp/cfg.yaml" || exit 1
 m=$(stat -c %a "$db")
 [ "$m" = 600 ] && ok "an old 0644 store is now 0600" || bad "old store left $m"
 kill -0 "$dpid" 2>/dev/null && ok "daemon alive" || bad "daemon died"
+kill -TERM "$dpid"
+wait "$dpid" 2>/dev/null
+
+# 4. folders the daemon makes for its store: 0711, as the package and
+# systemd make them; a user passes through but lists nothing
+start_daemon "$tmp/cfg.yaml" --state "$tmp/fresh/state/state.db" || exit 1
+for d in "$tmp/fresh" "$tmp/fresh/state"; do
+	m=$(stat -c %a "$d" 2>&1)
+	[ "$m" = 711 ] && ok "$(basename "$d")/ made 0711" || bad "$d: $m"
+done
+as_user ls "$tmp/fresh/state" >/dev/null 2>&1 &&
+	bad "the user lists the store's folder" ||
+	ok "the user cannot list the store's folder"
+m=$(stat -c %a "$tmp/fresh/state/state.db" 2>&1)
+[ "$m" = 600 ] && ok "the new store is 0600" || bad "new store: $m"
+kill -0 "$dpid" 2>/dev/null && ok "daemon alive" || bad "daemon died"
 sec_end
