@@ -59,6 +59,7 @@ enum stmt_id {
 	S_JOB_LIST,
 	S_JOB_LIST_UID,
 	S_JOB_LIST_STATES,
+	S_JOB_COUNT_STATES,
 	S_JOB_LIST_UID_STATES,
 	S_DECISION_INSERT,
 	S_DECISION_GET,
@@ -113,6 +114,8 @@ static const char *const stmt_sql[NSTMT] = {
 			   "ORDER BY seq DESC LIMIT ?1",
 	[S_JOB_LIST_STATES] = "SELECT " JOB_COLS " FROM jobs WHERE " STATES_IN
 			      " ORDER BY seq DESC LIMIT ?1",
+	[S_JOB_COUNT_STATES] = "SELECT target, state, count(*) FROM jobs "
+			       "WHERE " STATES_IN " GROUP BY target, state",
 	[S_JOB_LIST_UID_STATES] =
 		"SELECT " JOB_COLS " FROM jobs WHERE uid = ?11 AND " STATES_IN
 		" ORDER BY seq DESC LIMIT ?1",
@@ -1658,6 +1661,49 @@ int hb_store_job_list(struct hb_store *st, int64_t uid, unsigned states,
 			sqlite3_reset(s);
 			return rc;
 		}
+	}
+	if (rc < 0)
+		return rc;
+	sqlite3_reset(s);
+	return 0;
+}
+
+int hb_store_job_counts(struct hb_store *st, unsigned states,
+			uint64_t n[HB__TARGET_COUNT][HB__JOB_STATE_COUNT],
+			struct hb_err *err)
+{
+	static const char op[] = "job_counts";
+	sqlite3_stmt *s;
+	int rc;
+
+	memset(n, 0, sizeof(uint64_t) * HB__TARGET_COUNT * HB__JOB_STATE_COUNT);
+	if (states & ~HB_JOB_ANY)
+		return fail(st, err, HB_EINVAL, op,
+			    "states: 0x%x has bits that are no state", states);
+	if (!states)
+		return 0;
+	if ((rc = prep(st, S_JOB_COUNT_STATES, &s, op, err)))
+		return rc;
+	for (int i = 0; !rc && i < HB__JOB_STATE_COUNT; i++)
+		rc = states & HB_JOB_BIT(i)
+			     ? sqlite3_bind_text(s, 2 + i, state_names[i], -1,
+						 SQLITE_STATIC)
+			     : sqlite3_bind_null(s, 2 + i);
+	if (rc) {
+		sqlite3_reset(s);
+		return db_fail(st, op, err);
+	}
+	while ((rc = step(st, s, op, err)) == SQLITE_ROW) {
+		int t = col_enum(st, s, 0, target_names, HB__TARGET_COUNT,
+				 "target", "a job", op, err);
+		int x = col_enum(st, s, 1, state_names, HB__JOB_STATE_COUNT,
+				 "state", "a job", op, err);
+
+		if (t < 0 || x < 0) {
+			sqlite3_reset(s);
+			return HB_ESTORE;
+		}
+		n[t][x] = (uint64_t)sqlite3_column_int64(s, 2);
 	}
 	if (rc < 0)
 		return rc;

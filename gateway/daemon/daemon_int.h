@@ -148,6 +148,12 @@ struct hbd_ckpt {
 	char why[HB_ERR_MAX];
 };
 
+/* The states of a job not yet over (metrics, STATUS=). */
+#define HBD_LIVE_STATES                                                        \
+	(HB_JOB_BIT(HB_JOB_PENDING) | HB_JOB_BIT(HB_JOB_QUEUED) |              \
+	 HB_JOB_BIT(HB_JOB_RUNNING) | HB_JOB_BIT(HB_JOB_COMPLETING) |          \
+	 HB_JOB_BIT(HB_JOB_SUSPENDED))
+
 struct rwork {
 	struct hb_remote *be;
 	/* &d->cfg: a reload waits until no rwork is in flight */

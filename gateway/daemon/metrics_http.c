@@ -67,25 +67,12 @@ static struct hb_metric *gauge(const char *name, const char *help,
 /* A scrape                                                            */
 /* ------------------------------------------------------------------ */
 
-#define LIVE_STATES                                                            \
-	(HB_JOB_BIT(HB_JOB_PENDING) | HB_JOB_BIT(HB_JOB_QUEUED) |              \
-	 HB_JOB_BIT(HB_JOB_RUNNING) | HB_JOB_BIT(HB_JOB_COMPLETING) |          \
-	 HB_JOB_BIT(HB_JOB_SUSPENDED))
-
-static int count_job(const struct hb_job_row *row, void *arg)
-{
-	unsigned(*n)[HB__JOB_STATE_COUNT] = arg;
-
-	n[row->target][row->state]++;
-	return 0;
-}
-
-/* Jobs not yet over, by side and state; 0 or the store's error. */
+/* Jobs not yet over, by side and state (counted by the database, rows
+ * unread: the scrape runs on the loop); 0 or the store's error. */
 static int scrape_jobs(struct hb_daemon *d, struct hb_err *err)
 {
-	unsigned n[HB__TARGET_COUNT][HB__JOB_STATE_COUNT] = { { 0 } };
-	int rc =
-		hb_store_job_list(d->st, -1, LIVE_STATES, 0, count_job, n, err);
+	uint64_t n[HB__TARGET_COUNT][HB__JOB_STATE_COUNT];
+	int rc = hb_store_job_counts(d->st, HBD_LIVE_STATES, n, err);
 
 	if (rc)
 		return rc;
@@ -96,9 +83,10 @@ static int scrape_jobs(struct hb_daemon *d, struct hb_err *err)
 					     hb_job_state_name(s) };
 
 			if (t == HB_TARGET_REJECTED ||
-			    !(LIVE_STATES & (1u << s)))
+			    !(HBD_LIVE_STATES & (1u << s)))
 				continue;
-			hb_series_set(hb_metric_with(d->mx->jobs, v), n[t][s]);
+			hb_series_set(hb_metric_with(d->mx->jobs, v),
+				      (double)n[t][s]);
 		}
 	return 0;
 }

@@ -47,14 +47,24 @@ static void say(struct hb_daemon *d, const char *msg)
 	d->notify.failing = rc < 0;
 }
 
-/* What the daemon is doing, for `systemctl status`. */
+/* What the daemon is doing, for `systemctl status`: the jobs not yet
+ * over on each side (counted by the store, rows unread) and the API. */
 static void status(struct hb_daemon *d, const char *what)
 {
+	uint64_t n[HB__TARGET_COUNT][HB__JOB_STATE_COUNT];
+	unsigned long long live[HB__TARGET_COUNT] = { 0 };
+	struct hb_err err = { 0 };
 	char msg[256];
 
+	if (d->st && !hb_store_job_counts(d->st, HBD_LIVE_STATES, n, &err))
+		for (int t = 0; t < HB__TARGET_COUNT; t++)
+			for (int s = 0; s < HB__JOB_STATE_COUNT; s++)
+				live[t] += n[t][s];
 	snprintf(msg, sizeof(msg),
-		 "STATUS=%s: %u connections, %llu requests, %llu decisions",
-		 what, d->nconns, (unsigned long long)d->nrequests,
+		 "STATUS=%s: jobs on Slurm %llu, on Kubernetes %llu; %u "
+		 "connections, %llu requests, %llu decisions",
+		 what, live[HB_TARGET_SLURM], live[HB_TARGET_KUBERNETES],
+		 d->nconns, (unsigned long long)d->nrequests,
 		 (unsigned long long)d->ndecisions);
 	if (!strcmp(msg, d->notify.status))
 		return;

@@ -318,6 +318,15 @@ int hb_store_job_list(struct hb_store *st, int64_t uid, unsigned states,
 		      struct hb_err *err);
 
 /*
+ * How many jobs are in each (target, state) of states (a set as for
+ * hb_store_job_list()), counted by the database from its index on state
+ * without reading the rows: n[target][state], zero where none.
+ */
+int hb_store_job_counts(struct hb_store *st, unsigned states,
+			uint64_t n[HB__TARGET_COUNT][HB__JOB_STATE_COUNT],
+			struct hb_err *err);
+
+/*
  * A placement decision for an existing job (HB_ENOENT otherwise).
  * target: slurm, kubernetes or rejected (pending is no decision: HB_EINVAL);
  * it also becomes the job's target.  inputs_json: JSON or NULL;

@@ -191,8 +191,8 @@ start_notify self
 wait_msg '^[0-9]+ READY=1' 1 && ok || bad "no READY=1"
 grep -qE '^[0-9]+ READY=1\|SOCKET_EXISTED=1$' "$msgs" && ok ||
 	bad "READY=1 before the API socket existed: $(cat "$msgs")"
-grep -qE '^[0-9]+ STATUS=serving: ' "$msgs" && ok ||
-	bad "no STATUS= at start"
+grep -qE '^[0-9]+ STATUS=serving: jobs on Slurm 0, on Kubernetes 0; ' \
+	"$msgs" && ok || bad "no STATUS= with the job counts at start"
 # 2 s at a 150 ms period: about 13 pings
 sleep 2
 n=$(count 'WATCHDOG=1')
@@ -271,6 +271,16 @@ grep -qE 'RELOADING=1\|MONOTONIC_USEC=[0-9]+' "$msgs" && ok ||
 	bad "RELOADING=1 without MONOTONIC_USEC"
 grep -qE 'STATUS=configuration reloaded' "$msgs" && ok ||
 	bad "no STATUS= for the reload"
+# the one job decided above is counted on the side it was decided for
+side=$(grep -o '"target": *"[a-z]*"' "$tmp/decide.out" | grep -o '[a-z]*"$' |
+	tr -d '"')
+case $side in
+slurm) want='jobs on Slurm 1, on Kubernetes 0' ;;
+kubernetes) want='jobs on Slurm 0, on Kubernetes 1' ;;
+*) want="a side, not '$side'" ;;
+esac
+grep -qE "STATUS=configuration reloaded: $want; " "$msgs" && ok ||
+	bad "STATUS= after the decision: want '$want': $(grep STATUS= "$msgs" | tail -n 1)"
 # ... and a refused one: READY=1 all the same, STATUS says so
 cp "$tmp/cfg.yaml" "$tmp/cfg.good"
 printf 'daemon:\n  bogus_key: 1\n' >"$tmp/cfg.yaml"

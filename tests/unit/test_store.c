@@ -1263,6 +1263,53 @@ static int reenter(const struct hb_job_row *r, void *arg)
 	return 1;
 }
 
+/* Counts by (target, state), from the database, agree with the rows. */
+static void test_job_counts(void **state)
+{
+	struct fx *fx = *state;
+	struct hb_err err = { 0 };
+	uint64_t n[HB__TARGET_COUNT][HB__JOB_STATE_COUNT];
+	unsigned live = HB_JOB_BIT(HB_JOB_PENDING) | HB_JOB_BIT(HB_JOB_QUEUED) |
+			HB_JOB_BIT(HB_JOB_RUNNING);
+	struct hb_store *st;
+	char id[32];
+	uint64_t total = 0;
+
+	st = open_ok(fx->path);
+	add_job(st, 1000, HB_JOB_PENDING, id, sizeof(id));
+	add_job(st, 1000, HB_JOB_RUNNING, id, sizeof(id));
+	assert_int_equal(hb_store_decision_add(st, id, HB_TARGET_SLURM, "{}",
+					       "x", "p", &err), 0);
+	for (int i = 0; i < 2; i++) {
+		add_job(st, 1001, HB_JOB_RUNNING, id, sizeof(id));
+		assert_int_equal(hb_store_decision_add(st, id,
+						       HB_TARGET_KUBERNETES,
+						       "{}", "x", "p", &err),
+				 0);
+	}
+	add_job(st, 1001, HB_JOB_SUCCEEDED, id, sizeof(id));
+	assert_int_equal(hb_store_decision_add(st, id, HB_TARGET_KUBERNETES,
+					       "{}", "x", "p", &err), 0);
+
+	assert_int_equal(hb_store_job_counts(st, live, n, &err), 0);
+	assert_int_equal(n[HB_TARGET_PENDING][HB_JOB_PENDING], 1);
+	assert_int_equal(n[HB_TARGET_SLURM][HB_JOB_RUNNING], 1);
+	assert_int_equal(n[HB_TARGET_KUBERNETES][HB_JOB_RUNNING], 2);
+	assert_int_equal(n[HB_TARGET_KUBERNETES][HB_JOB_SUCCEEDED], 0);
+	for (int t = 0; t < HB__TARGET_COUNT; t++)
+		for (int x = 0; x < HB__JOB_STATE_COUNT; x++)
+			total += n[t][x];
+	assert_int_equal(total, 4);
+	assert_int_equal(hb_store_job_counts(st, HB_JOB_ANY, n, &err), 0);
+	assert_int_equal(n[HB_TARGET_KUBERNETES][HB_JOB_SUCCEEDED], 1);
+	/* no state asked: all zero; a bit that is no state: refused */
+	assert_int_equal(hb_store_job_counts(st, 0, n, &err), 0);
+	assert_int_equal(n[HB_TARGET_KUBERNETES][HB_JOB_RUNNING], 0);
+	assert_int_equal(hb_store_job_counts(st, 1u << 30, n, &err),
+			 HB_EINVAL);
+	hb_store_close(st);
+}
+
 static void test_list(void **state)
 {
 	struct fx *fx = *state;
@@ -2523,6 +2570,7 @@ int main(void)
 		T(test_group_commit),
 		T(test_crash),
 		T(test_list),
+		T(test_job_counts),
 		T(test_slurm_and_k8s),
 		T(test_decisions),
 		T(test_events),
