@@ -30,6 +30,8 @@
 #define MX_CONN_MEMORY (32 * 1024) /* a request's headers must fit */
 #define MX_BODY_MAX    (8u * 1024 * 1024)
 #define MX_BACKLOG     32
+#define MX_BODY_MS     1000  /* /metrics is made at most this often */
+#define MX_RETRY_MS    10000 /* listen again after a failure */
 /* MHD_run() rounds after one, while MHD says it has work left */
 #define MX_RUN_AGAIN 8
 
@@ -43,11 +45,16 @@ struct mx_conn {
 
 struct hbd_metrics {
 	struct watch w; /* first: the epoll tag */
-	struct MHD_Daemon *mhd;
+	struct MHD_Daemon *mhd; /* NULL: not serving (yet) */
 	int epfd; /* MHD's */
 	struct mx_conn *conns;
+	int64_t retry_ms; /* when to try to listen again */
 	/* the families rebuilt at each scrape */
 	struct hb_metric *jobs, *spend, *budget;
+	/* the text of the last scrape, and when it was made */
+	char *body;
+	size_t body_len;
+	int64_t body_ms;
 };
 
 /* The gauges read at a scrape, in the process's registry (a second
@@ -149,26 +156,37 @@ static enum MHD_Result text(struct MHD_Connection *c, unsigned status,
 		     strlen(s), MHD_RESPMEM_PERSISTENT);
 }
 
+/*
+ * The text is made at most once per MX_BODY_MS and served again to the
+ * scrapes within it: a local user pipelining scrapes on every connection
+ * costs the loop (which the plugin waits on) one render per period.
+ */
 static enum MHD_Result serve_metrics(struct hb_daemon *d,
 				     struct MHD_Connection *c)
 {
+	struct hbd_metrics *mx = d->mx;
 	struct hb_err err = { 0 };
+	int64_t now = hb_clock_mono_ms();
 	struct hb_buf b;
-	size_t len;
 
-	hb_metrics_conn_open(d->nconns);
-	if (scrape_jobs(d, &err))
-		hb_log(HB_LOG_WARN, "metrics: jobs: %s", err.msg);
-	scrape_budgets(d);
-	hb_buf_init(&b, MX_BODY_MAX);
-	if (hb_metrics_write(hb_metrics_global(), &b)) {
-		hb_buf_free(&b);
-		return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
-			    "out of memory\n");
+	if (!mx->body || now - mx->body_ms >= MX_BODY_MS || now < mx->body_ms) {
+		hb_metrics_conn_open(d->nconns);
+		if (scrape_jobs(d, &err))
+			hb_log(HB_LOG_WARN, "metrics: jobs: %s", err.msg);
+		scrape_budgets(d);
+		hb_buf_init(&b, MX_BODY_MAX);
+		if (hb_metrics_write(hb_metrics_global(), &b)) {
+			hb_buf_free(&b);
+			return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				    "out of memory\n");
+		}
+		free(mx->body);
+		mx->body_len = b.len;
+		mx->body = hb_buf_steal(&b);
+		mx->body_ms = now;
 	}
-	len = b.len;
-	return reply(c, MHD_HTTP_OK, HB_METRICS_CONTENT_TYPE, hb_buf_steal(&b),
-		     len, MHD_RESPMEM_MUST_FREE);
+	return reply(c, MHD_HTTP_OK, HB_METRICS_CONTENT_TYPE, mx->body,
+		     mx->body_len, MHD_RESPMEM_MUST_COPY);
 }
 
 static int one_row(const struct hb_job_row *row, void *arg)
@@ -339,20 +357,14 @@ static int families(struct hbd_metrics *mx)
 	return mx->jobs && mx->budget && mx->spend ? 0 : HB_ENOMEM;
 }
 
-int hbd_metrics_start(struct hb_daemon *d, struct hb_err *err)
+/* Listen and start the HTTP server on the loop; 0 or the error. */
+static int serve(struct hb_daemon *d, struct hb_err *err)
 {
+	struct hbd_metrics *mx = d->mx;
 	const union MHD_DaemonInfo *info;
-	struct hbd_metrics *mx;
 	struct epoll_event ev = { .events = EPOLLIN };
 	int fd;
 
-	if (!d->cfg.metrics_listen)
-		return 0;
-	if (hb_metrics_init() || !(mx = calloc(1, sizeof(*mx))))
-		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
-	d->mx = mx;
-	if (families(mx))
-		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 	if ((fd = listen_on(d->cfg.metrics_listen, err)) < 0)
 		return fd;
 	mx->mhd = MHD_start_daemon(
@@ -374,10 +386,15 @@ int hbd_metrics_start(struct hb_daemon *d, struct hb_err *err)
 	mx->epfd = info ? info->epoll_fd : -1;
 	mx->w.tag = T_METRICS;
 	ev.data.ptr = &mx->w;
-	if (mx->epfd < 0 || epoll_ctl(d->epfd, EPOLL_CTL_ADD, mx->epfd, &ev))
+	if (mx->epfd < 0 || epoll_ctl(d->epfd, EPOLL_CTL_ADD, mx->epfd, &ev)) {
+		int e = errno;
+
+		MHD_stop_daemon(mx->mhd); /* closes the listening socket */
+		mx->mhd = NULL;
 		return hb_err_set(err, HB_EIO, NULL, 0,
 				  "metrics: cannot watch the HTTP server: %s",
-				  strerror(errno));
+				  strerror(e));
+	}
 	hb_logf(HB_LOG_INFO,
 		(struct hb_log_field[]){
 			HB_LOG_STR("listen", d->cfg.metrics_listen) },
@@ -385,12 +402,55 @@ int hbd_metrics_start(struct hb_daemon *d, struct hb_err *err)
 	return 0;
 }
 
+/* Not serving: try again every MX_RETRY_MS, saying why once per try. */
+static void serve_later(struct hb_daemon *d, const struct hb_err *why)
+{
+	hb_logf(HB_LOG_WARN,
+		(struct hb_log_field[]){
+			HB_LOG_STR("listen", d->cfg.metrics_listen) },
+		1, "not serving /metrics yet, trying again in %d s: %s",
+		MX_RETRY_MS / 1000, why->msg);
+	d->mx->retry_ms = hb_clock_mono_ms() + MX_RETRY_MS;
+}
+
+/*
+ * A port someone else holds (a local user may bind 127.0.0.1:9464 first)
+ * or a failing HTTP server must not keep the daemon from deciding: it
+ * starts without /metrics and tries again from its loop.  Only running
+ * out of memory is fatal.
+ */
+int hbd_metrics_start(struct hb_daemon *d, struct hb_err *err)
+{
+	struct hbd_metrics *mx;
+	struct hb_err why = { 0 };
+
+	if (!d->cfg.metrics_listen)
+		return 0;
+	if (hb_metrics_init() || !(mx = calloc(1, sizeof(*mx))))
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	d->mx = mx;
+	mx->epfd = -1;
+	if (families(mx))
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	if (serve(d, &why))
+		serve_later(d, &why);
+	return 0;
+}
+
 void hbd_metrics_run(struct hb_daemon *d)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
 
-	if (!d->mx || !d->mx->mhd)
+	if (!d->mx)
 		return;
+	if (!d->mx->mhd) {
+		struct hb_err why = { 0 };
+
+		if (!d->stopping && hb_clock_mono_ms() >= d->mx->retry_ms &&
+		    serve(d, &why))
+			serve_later(d, &why);
+		return;
+	}
 	cut_slow(d->mx);
 	/* MHD keeps connections it could not finish in one round ready
 	 * without waking its descriptor: it says so with a timeout of 0 */
@@ -409,6 +469,7 @@ void hbd_metrics_stop(struct hb_daemon *d)
 			epoll_ctl(d->epfd, EPOLL_CTL_DEL, d->mx->epfd, NULL);
 		MHD_stop_daemon(d->mx->mhd); /* closes the listening socket */
 	}
+	free(d->mx->body);
 	free(d->mx);
 	d->mx = NULL;
 }

@@ -5,8 +5,8 @@
  *
  * A registry holds families (a name, a help text, a type, label names);
  * a family holds series (one per set of label values).  Families and
- * series are made under the registry's mutex and live as long as it
- * does; values are C11 atomics, so any thread may count without a lock.
+ * series are found or made under the registry's mutex and live as long
+ * as it does; values are C11 atomics, added to outside the mutex.
  * The hooks at the end (hb_metrics_decision() ...) feed the process's
  * registry and do nothing until hb_metrics_init() made one, so the parts
  * that call them cost nothing in the CLI and the tests.

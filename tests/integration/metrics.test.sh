@@ -176,6 +176,8 @@ for i in $(seq $N); do
 	sbatch --hold -A chem -p debug -N 1 -n 1 -t 60 -J "m$i" --wrap=true \
 		>out 2>err || fail "sbatch $i: $(cat err)"
 done
+# the text is made at most once a second; a scrape sooner gets the last
+sleep 1.1
 scrape "$tmp/after"
 
 d0=$(total "$tmp/before" hpcbridge_decisions_total)

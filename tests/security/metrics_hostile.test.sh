@@ -5,6 +5,7 @@
 #   - slow requests: a header line a byte per second (slowloris);
 #   - a 200 KiB header, a 1 MiB URL, garbage and a bare CR-LF flood;
 #   - POSTs with a 1 GiB Content-Length, 8 MiB of body sent;
+#   - scrapes pipelined on every connection the port takes;
 # and meanwhile root pings the API.  The damage checked:
 #   - every root ping is answered within a second, during every attack;
 #   - a slow request is cut off by the request deadline (10 s), not held
@@ -13,7 +14,10 @@
 #   - POST gets 405;
 #   - after the attack the daemon's descriptors come back to what they
 #     were, /metrics answers 200 with text Debian's parser reads, and the
-#     daemon is alive.
+#     daemon is alive;
+#   - the user holds the metrics port before the daemon starts: the
+#     daemon starts and decides all the same, and serves /metrics once
+#     the port is free (it exited before).
 # usage: metrics_hostile.test.sh BUILD_DIR SRC_DIR
 build=$1
 src=$2
@@ -121,6 +125,35 @@ elif what == "garbage":
             pass
         codes.append(status(s))
     print("garbage", *codes)
+elif what == "pipeline":
+    # 16 connections, 50 scrapes pipelined on each, answers read
+    socks, req = [], b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n" * 50
+    for _ in range(16):
+        try:
+            s = conn(10)
+            s.sendall(req)
+            socks.append(s)
+        except OSError:
+            pass
+    got = 0
+    for s in socks:
+        try:
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                got += b.count(b"HTTP/1.1 200")
+        except OSError:
+            pass
+    print("pipeline", got)
+elif what == "squat":
+    # hold the port before the daemon starts, for 3 s
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(A)
+    s.listen(1)
+    print("squat", flush=True)
+    time.sleep(3)
 EOF
 
 # attack WHAT: run it as the user in the background while root pings
@@ -184,6 +217,11 @@ else
 	bad "garbage: $(cat "$tmp/garbage.out")"
 fi
 
+attack pipeline
+read -r _ n <"$tmp/pipeline.out"
+[ "${n:-0}" -ge 1 ] && ok "pipeline: $n scrapes answered" ||
+	bad "pipeline: $(cat "$tmp/pipeline.out")"
+
 # --- the damage ---------------------------------------------------------
 kill -0 "$dpid" 2>/dev/null && ok "the daemon is alive" ||
 	bad "the daemon died"
@@ -206,4 +244,31 @@ else
 fi
 ms=$(ping_ms)
 [ "$ms" -lt 1000 ] && ok "root's ping: $ms ms" || bad "root's ping: $ms ms"
+
+# --- the port held before the daemon starts ------------------------------
+kill -TERM "$dpid"
+wait "$dpid" 2>/dev/null
+as_user "$py" "$tmp/attack.py" "$port" squat >"$tmp/squat.out" 2>&1 &
+spid=$!
+pids="$pids $spid"
+for _ in $(seq 100); do
+	[ -s "$tmp/squat.out" ] && break
+	sleep 0.05
+done
+start_daemon "$tmp/cfg.yaml" && ok "the daemon starts with its port held" ||
+	bad "the daemon did not start while a user held its metrics port"
+call '{"op":"decide","user":"'"$user"'","uid":'"$uid"',"partition":"x"}'
+[ "$rc" = 0 ] && has '"target"' && ok "it decides with its port held" ||
+	bad "decide with the port held: $(cat "$tmp/reply")"
+grep -q 'not serving /metrics yet' "$log" && ok "the held port is logged" ||
+	bad "no warning about the held port"
+wait "$spid"
+served=0
+for _ in $(seq 150); do
+	curl -sf -m 2 "$url/metrics" 2>/dev/null | grep -q '^hpcbridge_decisions_total' &&
+		served=1 && break
+	sleep 0.1
+done
+[ "$served" = 1 ] && ok "/metrics served once the port is free" ||
+	bad "/metrics not served after the user let the port go"
 sec_end
