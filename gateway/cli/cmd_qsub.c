@@ -464,11 +464,12 @@ static int wrapper_body(struct hb_buf *b, const char *interp,
 	}
 	rc = rc ?: hb_buf_puts(
 		b,
-		/* a burst job's remote side has its proxy's Slurm ids from
-		 * the daemon, as HPCBRIDGE_SLURM_* */
-		"hb_qsub_id=${HPCBRIDGE_SLURM_JOB_ID:-${SLURM_JOB_ID-}}\n"
-		"hb_qsub_aid=${HPCBRIDGE_SLURM_ARRAY_JOB_ID:-"
-		"${SLURM_ARRAY_JOB_ID-}}\n"
+		/* Slurm's ids where Slurm runs the job (and in the launcher
+		 * pod, which sets them); where the local backend runs a
+		 * burst job, its proxy's ids from the daemon */
+		"hb_qsub_id=${SLURM_JOB_ID:-${HPCBRIDGE_SLURM_JOB_ID-}}\n"
+		"hb_qsub_aid=${SLURM_ARRAY_JOB_ID:-"
+		"${HPCBRIDGE_SLURM_ARRAY_JOB_ID-}}\n"
 		"if [ -n \"$hb_qsub_aid\" ]; then\n"
 		"\tPBS_JOBID=\"$hb_qsub_aid[$SLURM_ARRAY_TASK_ID]."
 		"$PBS_SERVER\"\n"
@@ -545,6 +546,26 @@ static int default_name(struct hb_jobspec *s, const char *path)
 	return s->name ? 0 : HB_ENOMEM;
 }
 
+/* str with each '%' doubled, so that Slurm writes it as it is (a
+ * directory or a job name holding "%j" is not a pattern to PBS); str
+ * itself when it has none, NULL when out of memory. */
+static const char *pct(struct hb_jobspec *s, const char *str)
+{
+	struct hb_buf b;
+	char *r;
+	int rc = 0;
+
+	if (!str || !strchr(str, '%'))
+		return str;
+	hb_buf_init(&b, 0);
+	for (const char *p = str; *p && !rc; p++)
+		rc = hb_buf_append(&b, p, 1) ?:
+		     (*p == '%' ? hb_buf_append(&b, "%", 1) : 0);
+	r = rc ? NULL : hb_jobspec_strdup(s, b.data);
+	hb_buf_free(&b);
+	return r;
+}
+
 /* path with each "%x" (the reader's pattern for the job name in a
  * directory given to -o/-e) replaced by name: %x is empty for a job
  * submitted through libslurm.  NULL when out of memory. */
@@ -583,6 +604,8 @@ static const char *pbs_file(struct hb_jobspec *s, const char *dir,
 {
 	char sep = hb_pbs_array_sep(s);
 
+	if (dir && !(dir = pct(s, dir)))
+		return NULL;
 	return hb_arena_printf(&s->arena, "%s%s%s.%c%s%s%s", dir ? dir : "",
 			       dir ? "/" : "", name, which,
 			       s->array ? "%A" : "%j",
@@ -597,6 +620,8 @@ static const char *from_cwd(struct hb_jobspec *s, const char *path,
 {
 	if (!path || path[0] == '/' || !s->chdir)
 		return path;
+	if (!(cwd = pct(s, cwd)))
+		return NULL;
 	return hb_arena_printf(&s->arena, "%s/%s", cwd, path);
 }
 
@@ -611,17 +636,12 @@ static const char *from_cwd(struct hb_jobspec *s, const char *path,
 static int default_files(struct hb_jobspec *s, const char *cwd)
 {
 	const struct passwd *pw = s->keep ? getpwuid(getuid()) : NULL;
-	const char *home = pw ? pw->pw_dir : NULL, *nm;
+	const char *home = pw ? pw->pw_dir : NULL;
+	const char *nm = s->name ? pct(s, s->name) : "";
 	bool ko = home && strchr(s->keep, 'o');
 	bool ke = home && strchr(s->keep, 'e');
-	struct hb_buf name;
-	int rc = 0;
+	int rc = nm ? 0 : HB_ENOMEM;
 
-	hb_buf_init(&name, 0);
-	for (const char *p = s->name; p && *p && !rc; p++)
-		rc = hb_buf_append(&name, p, 1) ?:
-		     (*p == '%' ? hb_buf_append(&name, "%", 1) : 0);
-	nm = name.len ? name.data : "";
 	if (!rc && (ko || !s->output) &&
 	    !(s->output = pbs_file(s, ko ? home : NULL, nm, 'o')))
 		rc = HB_ENOMEM;
@@ -634,7 +654,6 @@ static int default_files(struct hb_jobspec *s, const char *cwd)
 	if (!rc && s->error &&
 	    !(s->error = from_cwd(s, with_name(s, s->error, nm), cwd)))
 		rc = HB_ENOMEM;
-	hb_buf_free(&name);
 	for (uint32_t i = 0; !rc && (ko || ke) && i < s->ndirectives; i++)
 		for (uint8_t k = 0; k < s->directives[i].nfields; k++)
 			if (s->directives[i].fields[k] == HB_F_KEEP)

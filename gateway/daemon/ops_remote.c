@@ -340,6 +340,24 @@ struct source {
 	const char **env; /* NULL-terminated, borrowed from doc */
 };
 
+/* A job id the submitter's environment carried (sbatch or qsub run in
+ * another job, by hand or by a job that chains its successor): not this
+ * job's.  Slurm replaces them, and so does the daemon (rstart_env()). */
+static bool inherited_id(const char *var)
+{
+	static const char *const ids[] = {
+		"SLURM_JOB_ID=",	   "SLURM_JOBID=",
+		"SLURM_ARRAY_JOB_ID=",	   "SLURM_ARRAY_TASK_ID=",
+		"HPCBRIDGE_JOB_ID=",	   "HPCBRIDGE_SLURM_JOB_ID=",
+		"HPCBRIDGE_SLURM_ARRAY_JOB_ID=",
+	};
+
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		if (!strncmp(var, ids[i], strlen(ids[i])))
+			return true;
+	return false;
+}
+
 static int source_of(const char *jobspec, struct source *s)
 {
 	const cJSON *e, *v;
@@ -359,13 +377,9 @@ static int source_of(const char *jobspec, struct source *s)
 	s->env = calloc((size_t)cJSON_GetArraySize(e) + 5, sizeof(*s->env));
 	if (!s->env)
 		return HB_ENOMEM;
-	/* the submitter's own job ids (sbatch run inside an allocation)
-	 * are not this job's: Slurm replaces them, and so does the daemon */
 	cJSON_ArrayForEach (v, e)
 		if (cJSON_IsString(v) && strchr(v->valuestring, '=') &&
-		    strncmp(v->valuestring, "SLURM_JOB_ID=", 13) &&
-		    strncmp(v->valuestring, "SLURM_JOBID=", 12) &&
-		    strncmp(v->valuestring, "SLURM_ARRAY_JOB_ID=", 19))
+		    !inherited_id(v->valuestring))
 			s->env[n++] = v->valuestring;
 	return 0;
 }

@@ -268,6 +268,14 @@ static void test_keep_and_relative(void **state)
 	assert_int_equal(default_files(&s, "/sub"), 0);
 	assert_string_equal(s.output, "r.out");
 	hb_jobspec_free(&s);
+	/* a '%' in the submit directory or the name is no Slurm pattern:
+	 * doubled, so the files land where PBS puts them */
+	parse(&s, "#!/bin/sh\n#PBS -N a%jb\n#PBS -d /elsewhere\n"
+		  "#PBS -o r.out\ntrue\n", NULL, 0);
+	assert_int_equal(default_files(&s, "/run%j"), 0);
+	assert_string_equal(s.output, "/run%%j/r.out");
+	assert_string_equal(s.error, "/run%%j/a%%jb.e%j");
+	hb_jobspec_free(&s);
 }
 
 static void test_jobid(void **state)
