@@ -27,6 +27,7 @@
 
 #include "gateway/slurm/slurmc_int.h"
 #include "hpcbridge/clock.h"
+#include "hpcbridge/log.h"
 #include "hpcbridge/slurmc.h"
 #include "hpcbridge/user.h"
 
@@ -1415,9 +1416,16 @@ int hb_slurmc_submit(struct hb_slurmc *c, const struct hb_slurmc_submit *req,
 			rc = release_job(id, err);
 		if (rc) {
 			/* all or nothing: the held job never ran */
-			struct hb_err ignored = { 0 };
+			struct hb_err cerr = { 0 };
 
-			hb_slurmc_cancel(c, id, 0, &ignored);
+			int crc = hb_slurmc_cancel(c, id, 0, &cerr);
+
+			if (crc && crc != HB_SLURMC_DONE)
+				hb_log(HB_LOG_ERROR,
+				       "Slurm job %u, submitted held but not "
+				       "tagged (%s), is not cancelled either: "
+				       "%s; it stays held",
+				       id, err->msg, cerr.msg);
 		}
 	}
 out:
