@@ -74,8 +74,8 @@ static struct hb_metric *gauge(const char *name, const char *help,
 /* A scrape                                                            */
 /* ------------------------------------------------------------------ */
 
-/* Jobs not yet over, by side and state (counted by the database, rows
- * unread: the scrape runs on the loop); 0 or the store's error. */
+/* Jobs not yet over, by side and state (counted by the database, no row
+ * copied out: the scrape runs on the loop); 0 or the store's error. */
 static int scrape_jobs(struct hb_daemon *d, struct hb_err *err)
 {
 	uint64_t n[HB__TARGET_COUNT][HB__JOB_STATE_COUNT];

@@ -48,7 +48,7 @@ static void say(struct hb_daemon *d, const char *msg)
 }
 
 /* What the daemon is doing, for `systemctl status`: the jobs not yet
- * over on each side (counted by the store, rows unread) and the API. */
+ * over on each side (counted by the store in one query) and the API. */
 static void status(struct hb_daemon *d, const char *what)
 {
 	uint64_t n[HB__TARGET_COUNT][HB__JOB_STATE_COUNT];

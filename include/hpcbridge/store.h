@@ -319,8 +319,9 @@ int hb_store_job_list(struct hb_store *st, int64_t uid, unsigned states,
 
 /*
  * How many jobs are in each (target, state) of states (a set as for
- * hb_store_job_list()), counted by the database from its index on state
- * without reading the rows: n[target][state], zero where none.
+ * hb_store_job_list()), counted by the database in one query (found
+ * through the index on state; no row is decoded or copied out):
+ * n[target][state], zero where none.
  */
 int hb_store_job_counts(struct hb_store *st, unsigned states,
 			uint64_t n[HB__TARGET_COUNT][HB__JOB_STATE_COUNT],
