@@ -29,6 +29,7 @@ static pthread_mutex_t fake_mu = PTHREAD_MUTEX_INITIALIZER;
 static int fake_submit_rc, fake_cancel_rc, fake_delay_ms;
 static int64_t fake_next_id = 4242, fake_cancelled;
 static int fake_submits, fake_cancels;
+static int fake_entered; /* submits begun, counted before the delay */
 static char fake_script[256], fake_comment[96], fake_cwd[64], fake_env0[32],
 	fake_argv1[32];
 static uint32_t fake_uid, fake_gid;
@@ -46,6 +47,7 @@ static int fake_submit(void *ctx, const struct hb_submit_req *req, int64_t *id,
 	int rc;
 
 	(void)ctx;
+	__atomic_add_fetch(&fake_entered, 1, __ATOMIC_SEQ_CST);
 	if (fake_delay_ms)
 		nap(fake_delay_ms);
 	pthread_mutex_lock(&fake_mu);
@@ -153,6 +155,7 @@ static int setup_with(void **state, const struct hb_slurm_side_ops *be,
 		fail_msg("%s", err.msg);
 	hb_daemon_set_slurm(f->d, be);
 	fake_submit_rc = fake_cancel_rc = fake_delay_ms = 0;
+	__atomic_store_n(&fake_entered, 0, __ATOMIC_SEQ_CST);
 	fake_submits = fake_cancels = 0;
 	fake_next_id = 4242;
 	assert_int_equal(pthread_create(&f->th, NULL, run_thread, f), 0);
@@ -509,7 +512,13 @@ static void test_sigterm_finishes(void **state)
 
 	fake_delay_ms = 300;
 	assert_int_equal(pthread_create(&th, NULL, call_thread, &c), 0);
-	nap(100);
+	/* SIGTERM once the submit is in flight (a loaded machine may take
+	 * longer than any fixed nap to get it there) */
+	for (int i = 0; i < 1000 && !__atomic_load_n(&fake_entered,
+						      __ATOMIC_SEQ_CST);
+	     i++)
+		nap(10);
+	assert_true(__atomic_load_n(&fake_entered, __ATOMIC_SEQ_CST) > 0);
 	kill(getpid(), SIGTERM);
 	pthread_join(f->th, NULL);
 	assert_int_equal(f->run_rc, 0);
