@@ -5,6 +5,7 @@
  */
 #include <stdatomic.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "hpcbridge/error.h"
 #include "hpcbridge/metrics.h"
@@ -28,9 +29,14 @@ static struct hb_metrics *_Atomic global;
 /* The families, found once: the hooks only look up their series. */
 static struct hb_metric *m_decisions, *m_decision_s, *m_side_err, *m_side_retry,
 	*m_watch, *m_commit_s, *m_accepted, *m_refused, *m_open;
+/* The series with no labels, and each side's, made once: their hooks,
+ * some on worker and sync threads, take no lock at all. */
+static struct hb_series *s_decision_s, *s_commit_s, *s_accepted, *s_refused,
+	*s_open, *s_err[2], *s_retry[2];
 
 struct family {
 	struct hb_metric **out;
+	struct hb_series **one; /* no labels: its one series */
 	enum hb_metric_type type;
 	const char *name, *help;
 	const char *labels[3];
@@ -40,6 +46,7 @@ struct family {
 
 static const struct family families[] = {
 	{ &m_decisions,
+	  NULL,
 	  HB_METRIC_COUNTER,
 	  "hpcbridge_decisions_total",
 	  "Placement decisions stored for the Slurm plugin, by side and "
@@ -48,6 +55,7 @@ static const struct family families[] = {
 	  NULL,
 	  0 },
 	{ &m_decision_s,
+	  &s_decision_s,
 	  HB_METRIC_HISTOGRAM,
 	  "hpcbridge_decision_duration_seconds",
 	  "Time from a decide request read to its reply staged.",
@@ -55,6 +63,7 @@ static const struct family families[] = {
 	  decision_bounds,
 	  NB(decision_bounds) },
 	{ &m_side_err,
+	  NULL,
 	  HB_METRIC_COUNTER,
 	  "hpcbridge_side_errors_total",
 	  "Calls to a side (slurm, kube) that failed.",
@@ -62,6 +71,7 @@ static const struct family families[] = {
 	  NULL,
 	  0 },
 	{ &m_side_retry,
+	  NULL,
 	  HB_METRIC_COUNTER,
 	  "hpcbridge_side_retries_total",
 	  "Calls to a side retried after a transient failure.",
@@ -69,6 +79,7 @@ static const struct family families[] = {
 	  NULL,
 	  0 },
 	{ &m_watch,
+	  NULL,
 	  HB_METRIC_COUNTER,
 	  "hpcbridge_watch_restarts_total",
 	  "Kubernetes watches listed or started again, by resource and "
@@ -77,6 +88,7 @@ static const struct family families[] = {
 	  NULL,
 	  0 },
 	{ &m_commit_s,
+	  &s_commit_s,
 	  HB_METRIC_HISTOGRAM,
 	  "hpcbridge_store_commit_duration_seconds",
 	  "Time the state store took to commit a transaction.",
@@ -84,6 +96,7 @@ static const struct family families[] = {
 	  commit_bounds,
 	  NB(commit_bounds) },
 	{ &m_open,
+	  &s_open,
 	  HB_METRIC_GAUGE,
 	  "hpcbridge_connections_open",
 	  "API connections open.",
@@ -91,6 +104,7 @@ static const struct family families[] = {
 	  NULL,
 	  0 },
 	{ &m_accepted,
+	  &s_accepted,
 	  HB_METRIC_COUNTER,
 	  "hpcbridge_connections_accepted_total",
 	  "API connections accepted.",
@@ -98,6 +112,7 @@ static const struct family families[] = {
 	  NULL,
 	  0 },
 	{ &m_refused,
+	  &s_refused,
 	  HB_METRIC_COUNTER,
 	  "hpcbridge_connections_refused_total",
 	  "API connections refused (limits, descriptors).",
@@ -122,14 +137,14 @@ int hb_metrics_init(void)
 		/* a family without labels shows 0 from the start, so that
 		 * rate() has a series before the first event */
 		if (!*f->out ||
-		    (!f->labels[0] && !hb_metric_with(*f->out, NULL))) {
+		    (f->one && !(*f->one = hb_metric_with(*f->out, NULL)))) {
 			hb_metrics_free(m);
 			return HB_ENOMEM;
 		}
 	}
 	for (size_t i = 0; i < NB(sides); i++)
-		if (!hb_metric_with(m_side_err, &sides[i]) ||
-		    !hb_metric_with(m_side_retry, &sides[i])) {
+		if (!(s_err[i] = hb_metric_with(m_side_err, &sides[i])) ||
+		    !(s_retry[i] = hb_metric_with(m_side_retry, &sides[i]))) {
 			hb_metrics_free(m);
 			return HB_ENOMEM;
 		}
@@ -150,20 +165,37 @@ static struct hb_series *with(struct hb_metric *f, const char *const *v)
 	return hb_metric_with(f, v);
 }
 
+/* A series made at init, or NULL before it (written before the registry
+ * was published, read after it was seen). */
+static struct hb_series *made(struct hb_series *s)
+{
+	return hb_metrics_global() ? s : NULL;
+}
+
+/* A side's series of family f (arr: the ones made at init). */
+static struct hb_series *of_side(struct hb_series *const *arr,
+				 struct hb_metric *f, const char *side)
+{
+	for (size_t i = 0; i < NB(sides); i++)
+		if (side && !strcmp(side, sides[i]))
+			return made(arr[i]);
+	return with(f, (const char *[]){ side });
+}
+
 void hb_metrics_decision(const char *target, const char *rule, double seconds)
 {
 	hb_series_add(with(m_decisions, (const char *[]){ target, rule }), 1);
-	hb_series_observe(with(m_decision_s, NULL), seconds);
+	hb_series_observe(made(s_decision_s), seconds);
 }
 
 void hb_metrics_side_error(const char *side)
 {
-	hb_series_add(with(m_side_err, (const char *[]){ side }), 1);
+	hb_series_add(of_side(s_err, m_side_err, side), 1);
 }
 
 void hb_metrics_side_retry(const char *side)
 {
-	hb_series_add(with(m_side_retry, (const char *[]){ side }), 1);
+	hb_series_add(of_side(s_retry, m_side_retry, side), 1);
 }
 
 void hb_metrics_watch_restart(const char *resource, const char *reason)
@@ -173,20 +205,20 @@ void hb_metrics_watch_restart(const char *resource, const char *reason)
 
 void hb_metrics_store_commit(double seconds)
 {
-	hb_series_observe(with(m_commit_s, NULL), seconds);
+	hb_series_observe(made(s_commit_s), seconds);
 }
 
 void hb_metrics_conn_accepted(void)
 {
-	hb_series_add(with(m_accepted, NULL), 1);
+	hb_series_add(made(s_accepted), 1);
 }
 
 void hb_metrics_conn_refused(void)
 {
-	hb_series_add(with(m_refused, NULL), 1);
+	hb_series_add(made(s_refused), 1);
 }
 
 void hb_metrics_conn_open(unsigned n)
 {
-	hb_series_set(with(m_open, NULL), n);
+	hb_series_set(made(s_open), n);
 }
