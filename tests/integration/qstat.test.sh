@@ -94,33 +94,27 @@ qs -f "$sid" >"$tmp/f" 2>&1 || bad "qstat -f $sid: rc $?"
 echo "--- qstat -f $sid"
 cat "$tmp/f"
 attr() { sed -n "s/^    $1 = //p" "$tmp/f"; }
+# same ATTR FIELD: qstat -f's ATTR is what scontrol shows as FIELD
+same() {
+	[ "$(attr "$1")" = "$(field "$sid" "$2")" ] &&
+		ok "qstat -f: $1 is scontrol's $2" ||
+		bad "$1 '$(attr "$1")' vs '$(field "$sid" "$2")'"
+}
 [ "$(head -n1 "$tmp/f")" = "Job Id: $sid.$server" ] && ok "qstat -f: Job Id" ||
 	bad "qstat -f first line: $(head -n1 "$tmp/f")"
-[ "$(attr Job_Name)" = "$(field "$sid" JobName)" ] &&
-	ok "qstat -f: Job_Name is scontrol's JobName" ||
-	bad "Job_Name '$(attr Job_Name)' vs '$(field "$sid" JobName)'"
+same Job_Name JobName
 [ "$(attr Job_Owner)" = "$u@$server" ] &&
 	field "$sid" UserId | grep -q "^$u(" &&
 	ok "qstat -f: Job_Owner $u@$server, scontrol's user" ||
 	bad "Job_Owner '$(attr Job_Owner)' vs $(field "$sid" UserId)"
-[ "$(attr queue)" = "$(field "$sid" Partition)" ] &&
-	ok "qstat -f: queue is scontrol's Partition" ||
-	bad "queue '$(attr queue)' vs '$(field "$sid" Partition)'"
-[ "$(attr exec_host)" = "$(field "$sid" NodeList)" ] &&
-	ok "qstat -f: exec_host is scontrol's NodeList" ||
-	bad "exec_host '$(attr exec_host)' vs '$(field "$sid" NodeList)'"
-[ "$(attr Resource_List.ncpus)" = "$(field "$sid" NumCPUs)" ] &&
-	ok "qstat -f: Resource_List.ncpus is scontrol's NumCPUs" ||
-	bad "ncpus '$(attr Resource_List.ncpus)' vs '$(field "$sid" NumCPUs)'"
+same queue Partition
+same exec_host NodeList
+same Resource_List.ncpus NumCPUs
 [ "$(attr job_state)" = R ] && [ "$(field "$sid" JobState)" = RUNNING ] &&
 	ok "qstat -f: job_state R, scontrol RUNNING" ||
 	bad "job_state '$(attr job_state)' vs $(field "$sid" JobState)"
-[ "$(attr Resource_List.walltime)" = "$(field "$sid" TimeLimit)" ] &&
-	ok "qstat -f: Resource_List.walltime is scontrol's TimeLimit" ||
-	bad "walltime '$(attr Resource_List.walltime)' vs '$(field "$sid" TimeLimit)'"
-[ "$(attr Output_Path)" = "$(field "$sid" StdOut)" ] &&
-	ok "qstat -f: Output_Path is scontrol's StdOut" ||
-	bad "Output_Path '$(attr Output_Path)' vs '$(field "$sid" StdOut)'"
+same Resource_List.walltime TimeLimit
+same Output_Path StdOut
 [ "$(attr hpcbridge_side)" = slurm ] && [ -n "$(attr ctime)" ] &&
 	ok "qstat -f: hpcbridge_side slurm, ctime set" ||
 	bad "hpcbridge_side '$(attr hpcbridge_side)' ctime '$(attr ctime)'"
