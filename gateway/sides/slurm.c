@@ -77,7 +77,7 @@ static int submit(void *ctx, const struct hb_submit_req *req,
 	struct hb_jobspec spec;
 	const char **env = NULL;
 	char idvar[80], *namevar = NULL;
-	size_t nenv = 0;
+	size_t nenv = 0, k = 0;
 	uint32_t id = 0;
 	int rc;
 
@@ -97,12 +97,10 @@ static int submit(void *ctx, const struct hb_submit_req *req,
 		goto out;
 	}
 	/* the job's own name is set below, as sbatch sets it, not inherited */
-	for (size_t i = 0, k = 0; i < nenv; i++)
+	for (size_t i = 0, n = nenv; i < n; i++)
 		if (strncmp(req->env[i], "SLURM_JOB_NAME=", 15))
 			env[k++] = req->env[i];
-	nenv = 0;
-	while (env[nenv])
-		nenv++;
+	nenv = k;
 	snprintf(idvar, sizeof(idvar), "HPCBRIDGE_JOB_ID=%s", req->id);
 	env[nenv] = idvar;
 	r.script = req->script;
