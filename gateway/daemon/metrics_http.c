@@ -169,7 +169,7 @@ static enum MHD_Result serve_metrics(struct hb_daemon *d,
 	int64_t now = hb_clock_mono_ms();
 	struct hb_buf b;
 
-	if (!mx->body || now - mx->body_ms >= MX_BODY_MS || now < mx->body_ms) {
+	if (!mx->body || now - mx->body_ms >= MX_BODY_MS) {
 		hb_metrics_conn_open(d->nconns);
 		if (scrape_jobs(d, &err))
 			hb_log(HB_LOG_WARN, "metrics: jobs: %s", err.msg);
