@@ -342,7 +342,7 @@ static inline int may_see(const struct hb_daemon *d, const struct conn *c,
 	return is_admin(d, c) || (j->uid >= 0 && (uid_t)j->uid == c->uid);
 }
 
-/* The job target a decision (enum hb_decider_target) places a job on. */
+/* The job target a decision (enum hb_place_verdict) places a job on. */
 static inline enum hb_job_target decided_target(int decided)
 {
 	return decided == HB_DECIDE_KUBE    ? HB_TARGET_KUBERNETES
@@ -457,9 +457,9 @@ int hbd_audit(struct hb_daemon *d, uid_t uid, const char *user,
 	      const cJSON *detail, struct hb_err *err);
 char *hbd_job_source(enum hb_job_entry entry, const cJSON *req);
 struct hb_emit *hbd_inputs_begin(struct hb_buf *b,
-				 const struct hb_decider_out *dec);
+				 const struct hb_place_out *dec);
 char *hbd_inputs_end(struct hb_emit *e, struct hb_buf *b,
-		     const struct hb_decider_out *dec);
+		     const struct hb_place_out *dec);
 int hbd_visible_job(struct hb_daemon *d, struct conn *c, const cJSON *req,
 		    struct hb_job_row *j);
 void hbd_store_failed(struct hb_daemon *d, struct conn *c, int rc,

@@ -145,7 +145,7 @@ char *hbd_job_source(enum hb_job_entry entry, const cJSON *req)
  * engine's document, already written, as its last member ("placement").
  */
 struct hb_emit *hbd_inputs_begin(struct hb_buf *b,
-				 const struct hb_decider_out *dec)
+				 const struct hb_place_out *dec)
 {
 	struct hb_emit *e = NULL;
 
@@ -159,7 +159,7 @@ struct hb_emit *hbd_inputs_begin(struct hb_buf *b,
 /* The inputs as a malloc'd string; NULL when out of memory.  Frees e
  * (NULL: hbd_inputs_begin() failed) and b. */
 char *hbd_inputs_end(struct hb_emit *e, struct hb_buf *b,
-		     const struct hb_decider_out *dec)
+		     const struct hb_place_out *dec)
 {
 	char *s = NULL;
 

@@ -16,9 +16,9 @@
 
 /* A job_submit request's inputs (no script, no environment); target: the
  * request's, as it came. */
-static char *decision_inputs(const struct hb_decider_job *job, int64_t uid,
+static char *decision_inputs(const struct hb_place_job *job, int64_t uid,
 			     const char *target, const cJSON *options,
-			     const struct hb_decider_out *dec)
+			     const struct hb_place_out *dec)
 {
 	struct hb_buf b;
 	struct hb_emit *e = hbd_inputs_begin(&b, dec);
@@ -43,7 +43,7 @@ static char *decision_inputs(const struct hb_decider_job *job, int64_t uid,
 
 /* A decide request's fields, read and checked (decide_read()). */
 struct decide_req {
-	struct hb_decider_job job; /* user, account, ..., jobspec */
+	struct hb_place_job job; /* user, account, ..., jobspec */
 	const char *target;	   /* the request's, borrowed */
 	const cJSON *options;
 	int64_t uid;
@@ -116,9 +116,9 @@ static int decide_read(struct hb_daemon *d, struct conn *c, const cJSON *req,
 	 * chooses), slurm and kubernetes */
 	q->target = target;
 	t = hb_job_target_parse(target);
-	q->job.target = t == HB_TARGET_SLURM || t == HB_TARGET_KUBERNETES
-				? (enum hb_job_target)t
-				: HB_TARGET_PENDING;
+	q->job.ask = t == HB_TARGET_SLURM	 ? HB_ASK_SLURM
+		     : t == HB_TARGET_KUBERNETES ? HB_ASK_KUBE
+						 : HB_ASK_AUTO;
 	q->job.time_limit_min = hb_rules_time_limit(tl);
 	q->job.jobspec = jobspec;
 	q->job.uid = q->uid;
@@ -131,7 +131,7 @@ static int decide_read(struct hb_daemon *d, struct conn *c, const cJSON *req,
  * store's error (err says why). */
 static int decide_store(struct hb_daemon *d, struct conn *c,
 			const struct decide_req *q,
-			const struct hb_decider_out *dec, const char *inputs_s,
+			const struct hb_place_out *dec, const char *inputs_s,
 			const char *src_s, cJSON *detail,
 			struct hb_job_row *row, struct hb_err *err)
 {
@@ -171,7 +171,7 @@ static int decide_store(struct hb_daemon *d, struct conn *c,
 /* The decision's reply, framed (*flen bytes), with the proxy a
  * Kubernetes job's Slurm side becomes; NULL when out of memory. */
 static char *decide_reply(struct hb_daemon *d, const struct hb_job_row *row,
-			  const struct hb_decider_out *dec,
+			  const struct hb_place_out *dec,
 			  int64_t time_limit_min, size_t *flen)
 {
 	const char *tname = hb_job_target_name(row->target);
@@ -218,7 +218,7 @@ void hbd_decide(struct hb_daemon *d, struct conn *c, const cJSON *req,
 		const char *looked_up)
 {
 	struct decide_req q = { 0 };
-	struct hb_decider_out dec = { 0 };
+	struct hb_place_out dec = { 0 };
 	struct hb_job_row row = { 0 };
 	struct hb_err err = { 0 };
 	cJSON *detail = NULL;
@@ -269,7 +269,7 @@ store_fail:
 out:
 	/* detail is left to hbd_op_decide()'s scratch arena: deleting it
 	 * would walk its nodes to free nothing */
-	hb_decider_out_free(&dec);
+	hb_place_out_free(&dec);
 	free(inputs_s);
 	free(src_s);
 }

@@ -245,10 +245,10 @@ static int origin_twin_task(struct hb_daemon *d, const char *id, cJSON *doc,
  * as for every job.  *inputs gets what the decision was made from. */
 static int origin_place(struct hb_daemon *d, const struct hb_origin_ev *ev,
 			const struct hb_origin_job *oj,
-			struct hb_decider_out *dec, char **inputs,
+			struct hb_place_out *dec, char **inputs,
 			struct hb_err *err)
 {
-	struct hb_decider_job job = { 0 };
+	struct hb_place_job job = { 0 };
 	struct hb_buf b;
 	struct hb_emit *e;
 	int rc;
@@ -281,13 +281,13 @@ static int origin_submit(struct hb_daemon *d, const struct hb_origin_ev *ev,
 			 struct task **tasks, struct hb_err *err)
 {
 	struct hb_origin_job oj;
-	struct hb_decider_out dec = { 0 };
+	struct hb_place_out dec = { 0 };
 	struct hb_job_row row = { 0 };
 	struct hb_err why = { 0 };
 	cJSON *src = NULL, *twin = NULL, *detail = cJSON_CreateObject();
 	char *src_s = NULL, *inputs = NULL, tname[64] = "";
 	int bad = hb_origin_prepare(ev->obj, ev->ns, &d->cfg, &oj, &why), rc;
-	int target = HB_DECIDE_REJECT; /* enum hb_decider_target */
+	int target = HB_DECIDE_REJECT; /* enum hb_place_verdict */
 
 	if (!bad && (bad = origin_place(d, ev, &oj, &dec, &inputs, &why)))
 		oj.reason = bad == HB_ENOMEM ? "Rejected" : "InvalidSpec";
@@ -406,7 +406,7 @@ static int origin_submit(struct hb_daemon *d, const struct hb_origin_ev *ev,
 out:
 	cJSON_Delete(twin);
 	hb_origin_job_free(&oj);
-	hb_decider_out_free(&dec);
+	hb_place_out_free(&dec);
 	cJSON_Delete(src);
 	cJSON_Delete(detail);
 	free(src_s);

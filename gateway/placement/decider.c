@@ -418,200 +418,17 @@ cJSON *hb_decider_state(struct hb_decider *dc, int64_t now)
 
 /* ------------------------------------------------------- decisions */
 
-void hb_decider_out_free(struct hb_decider_out *out)
-{
-	free(out->explanation);
-	free(out->doc_json);
-	out->explanation = NULL;
-	out->doc_json = NULL;
-}
-
-/* The job as the engine sees it: the jobspec Slurm resolved, with the
- * request's identity over it. */
-static int read_job(const struct hb_decider_job *job, struct hb_jobspec *spec,
-		    struct hb_err *err)
-{
-	int rc;
-
-	if (job->jobspec) {
-		if ((rc = hb_jobspec_from_json(job->jobspec, spec, err)))
-			return rc;
-	} else {
-		spec->nodes_min = spec->nodes_max = 1;
-		spec->ntasks = 1;
-	}
-	if (!spec->time_limit && job->time_limit_min != HB_RULES_NO_LIMIT)
-		spec->time_limit = (uint64_t)job->time_limit_min * 60;
-	return 0;
-}
-
-/* Why, from the explanation's first line ("decision: kubernetes (queue
- * q): WHY" or "decision: reject: WHY"): the one line a user sees. */
-static void first_line(const char *text, char *out, size_t size)
-{
-	const char *nl = strchr(text, '\n');
-	const char *end = nl ? nl : text + strlen(text);
-	const char *p = text;
-	size_t n;
-
-	if (!strncmp(p, "decision: ", 10)) {
-		const char *colon = memchr(p + 10, ':', (size_t)(end - p - 10));
-
-		p = colon && colon[1] == ' ' ? colon + 2 : p + 10;
-	}
-	n = (size_t)(end - p);
-	if (n >= size)
-		n = size - 1;
-	memcpy(out, p, n);
-	out[n] = '\0';
-}
-
-/* A rejection says what each side lacks: its explanation lines
- * ("Slurm (partition p): cannot run the job: ...") follow, after "; ". */
-static void add_sides(const char *text, char *out, size_t size)
-{
-	size_t len = strlen(out);
-
-	for (const char *p = text; p && *p;) {
-		const char *nl = strchr(p, '\n');
-		size_t n = nl ? (size_t)(nl - p) : strlen(p);
-
-		if ((!strncmp(p, "Slurm (", 7) || !strncmp(p, "Kubernetes (", 12)) &&
-		    len + 2 < size) {
-			int k = snprintf(out + len, size - len, "; %.*s",
-					 (int)n, p);
-
-			len = k < 0 || (size_t)k >= size - len ? size - 1
-							       : len + (size_t)k;
-		}
-		p = nl ? nl + 1 : NULL;
-	}
-}
-
-/* Why the cluster may not run the job whatever its capacity (see
- * struct hb_decider_job's k8s): it runs as root, a path it works in or
- * writes is on no volume the cluster mounts, or the image it names is
- * not one the site allows.  The text in why; NULL if nothing stops it. */
-static const char *kube_refusal(const struct hb_decider_job *job,
-				const struct hb_jobspec *spec, char *why,
-				size_t size)
-{
-	struct hb_err e = { 0 };
-
-	if (!job->k8s)
-		return NULL;
-	if (job->uid == 0) {
-		snprintf(why, size,
-			 "the job runs as root, and root never runs on the "
-			 "cluster (submit it as a user)");
-		return why;
-	}
-	if (job->k8s->uid_range &&
-	    hb_k8s_uid_in_range(job->k8s->uid_range, job->uid) == 0) {
-		snprintf(why, size,
-			 "uid %lld is outside the uids the cluster's namespace "
-			 "admits (kubernetes.openshift.uid_range %.60s)",
-			 (long long)job->uid, job->k8s->uid_range);
-		return why;
-	}
-	if (hb_k8s_paths_check(job->k8s, spec, NULL, &e) == 0 &&
-	    hb_k8s_container_check(job->k8s, spec, &e) == 0)
-		return NULL;
-	/* the message alone (its place would be "job_desc", Slurm's
-	 * description of the job) */
-	size = strnlen(e.msg, size - 1);
-	memcpy(why, e.msg, size);
-	why[size] = '\0';
-	return why;
-}
-
-static int32_t local_offset(int64_t now)
-{
-	time_t t = (time_t)now;
-	struct tm tm;
-
-	return localtime_r(&t, &tm) ? (int32_t)tm.tm_gmtoff : 0;
-}
-
-int hb_decider_decide(struct hb_decider *dc, const struct hb_decider_job *job,
-		      int64_t now, struct hb_decider_out *out,
+int hb_decider_decide(struct hb_decider *dc, const struct hb_place_job *job,
+		      int64_t now, struct hb_place_out *out,
 		      struct hb_err *err)
 {
-	struct hb_jobspec spec;
-	struct hb_place_input in;
-	struct hb_place_result res;
-	struct hb_buf text, doc;
-	struct hb_emit *e = NULL;
-	char why[320];
 	int rc;
 
-	memset(out, 0, sizeof(*out));
-	hb_jobspec_init(&spec, "job_desc");
-	hb_buf_init(&text, 1u << 20);
-	hb_buf_init(&doc, 1u << 20);
-	if ((rc = read_job(job, &spec, err)))
-		goto out;
 	age(dc, now);
-	dc->snap.utc_offset = local_offset(now);
-	if ((rc = hb_place_input_from_jobspec(&dc->pol, &spec, now,
-					      dc->snap.utc_offset, &in, err)))
-		goto out;
-	in.user = job->user;
-	in.account = job->account && *job->account ? job->account : NULL;
-	in.partition = job->partition && *job->partition ? job->partition
-							 : in.partition;
-	in.name = job->name;
-	in.seq = job->seq;
-	in.kube_refusal = kube_refusal(job, &spec, why, sizeof(why));
-	if (job->target == HB_TARGET_SLURM)
-		in.requested = HB_SIDE_SLURM;
-	else if (job->target == HB_TARGET_KUBERNETES)
-		in.requested = HB_SIDE_KUBE;
-	if ((rc = hb_place_decide(&dc->pol, &dc->snap, &in, &res))) {
-		hb_err_set(err, rc, NULL, 0, "the job has no nodes or CPUs");
-		goto out;
-	}
-	/* Both are sized for a usual decision at once: the explanation
-	 * nearly always fits 1 KiB, the document 3 KiB. */
-	if (!(e = hb_emit_new(HB_EMIT_JSON_COMPACT, &doc)) ||
-	    hb_buf_reserve(&text, 1023) || hb_buf_reserve(&doc, 3071) ||
-	    (rc = hb_place_explain(&dc->pol, &in, &res, &text)) ||
-	    (dc->kube_note[0] &&
-	     hb_buf_printf(&text, "note: %s\n", dc->kube_note)) ||
-	    (rc = hb_place_emit(e, NULL, &dc->pol, &in, &res, NULL)) ||
-	    (rc = hb_emit_done(e)) ||
-	    !(out->explanation = hb_buf_steal(&text)) ||
-	    !(out->doc_json = hb_buf_steal(&doc))) {
-		rc = rc == HB_ETOOBIG ? rc : HB_ENOMEM;
-		hb_err_set(err, rc, NULL, 0,
-			   rc == HB_ENOMEM ? "out of memory"
-					   : "the decision's document is too "
-					     "large");
-		goto out;
-	}
-	out->target = res.target == HB_PLACE_SLURM  ? HB_DECIDE_SLURM
-		      : res.target == HB_PLACE_KUBE ? HB_DECIDE_KUBE
-						    : HB_DECIDE_REJECT;
-	snprintf(out->why, sizeof(out->why), "%s", hb_place_why_name(res.why));
-	snprintf(out->rule, sizeof(out->rule), "%s", res.rule->name);
-	first_line(out->explanation, out->reason, sizeof(out->reason));
-	if (out->target == HB_DECIDE_REJECT)
-		add_sides(out->explanation, out->reason, sizeof(out->reason));
-	want_part(dc, in.partition);
-	/* The spend is counted in memory; a batch whose commit fails leaves
-	 * it counted (an over-estimate, on the safe side of a budget). */
-	if ((rc = hb_place_commit(&in, &res, &dc->snap))) {
-		hb_err_set(err, rc, NULL, 0, "spend: %s", hb_strerror(rc));
-		goto out;
-	}
-	rc = 0;
-out:
-	if (rc)
-		hb_decider_out_free(out);
-	hb_emit_free(e);
-	hb_buf_free(&text);
-	hb_buf_free(&doc);
-	hb_jobspec_free(&spec);
+	rc = hb_place_job(&dc->pol, &dc->snap, job, now, dc->kube_note, out,
+			  err);
+	if (!rc)
+		want_part(dc, out->partition);
 	return rc;
 }
 
@@ -645,7 +462,7 @@ static int charge_row(const struct hb_spend_row *r, void *arg)
 static int64_t tracked_periods(const struct hb_decider *dc, int64_t now,
 			       int64_t start[HB__PERIOD_COUNT])
 {
-	int32_t off = local_offset(now);
+	int32_t off = hb_place_local_offset(now);
 	int64_t since = now;
 
 	for (int p = 0; p < HB__PERIOD_COUNT; p++)
@@ -676,7 +493,7 @@ int hb_decider_load_spend(struct hb_decider *dc, struct hb_store *st,
 		hb_err_set(err, rc, NULL, 0, "spend: %s", hb_strerror(rc));
 	if (!rc)
 		dc->spend_day = hb_period_start(HB_PERIOD_DAY, now,
-						local_offset(now));
+						hb_place_local_offset(now));
 	return rc;
 }
 
@@ -703,6 +520,6 @@ int hb_decider_spend_add(struct hb_decider *dc, const char *account,
 
 bool hb_decider_spend_stale(const struct hb_decider *dc, int64_t now)
 {
-	return hb_period_start(HB_PERIOD_DAY, now, local_offset(now)) !=
+	return hb_period_start(HB_PERIOD_DAY, now, hb_place_local_offset(now)) !=
 	       dc->spend_day;
 }

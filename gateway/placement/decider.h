@@ -28,6 +28,7 @@
 
 #include "hpcbridge/config.h"
 #include "hpcbridge/error.h"
+#include "hpcbridge/placement.h"
 #include "hpcbridge/store.h"
 
 struct cJSON;
@@ -59,48 +60,13 @@ void hb_decider_budgets(const struct hb_decider *dc, hb_decider_budget_fn fn,
  * next reload). */
 const char *hb_decider_policy_text(const struct hb_decider *dc);
 
-/* One job to place.  Strings are borrowed for the call. */
-struct hb_decider_job {
-	const char *user, *account, *partition, *name;
-	/* the side asked for: HB_TARGET_SLURM or HB_TARGET_KUBERNETES;
-	 * HB_TARGET_PENDING (auto, or none asked) lets the policy choose */
-	enum hb_job_target target;
-	int64_t time_limit_min;	     /* HB_RULES_NO_LIMIT: none */
-	const struct cJSON *jobspec; /* what Slurm resolved; NULL: a job
-				      * of one node and one CPU */
-	uint64_t seq;		     /* the job's number, for the pilot */
-	/* The cluster's pod rules, when the remote side is a Kubernetes
-	 * cluster (NULL otherwise): a job of uid 0 may not burst, nor one
-	 * whose files are on no volume the cluster mounts. */
-	const struct hb_k8s_opts *k8s;
-	int64_t uid; /* the job's user */
-};
-
-enum hb_decider_target {
-	HB_DECIDE_SLURM = 0,
-	HB_DECIDE_KUBE = 1,
-	HB_DECIDE_REJECT = 2
-};
-
-struct hb_decider_out {
-	int target;	   /* enum hb_decider_target */
-	char why[32];	   /* hb_place_why_name() */
-	char rule[128];	   /* the rule that applied */
-	char reason[400];  /* one line for the user (a rejection says what
-			    * each side lacks) */
-	char *explanation;  /* every line, '\n'-separated (malloc) */
-	char *doc_json;	    /* hb_place_emit()'s document without the
-			     * explanation, compact JSON (malloc) */
-};
-void hb_decider_out_free(struct hb_decider_out *out);
-
 /*
  * Decide for job at Unix time now, and charge its estimated cost to the
  * account's spend.  HB_EINVAL (err names the field) for a jobspec that
  * does not read or a deadline that does not parse; HB_ENOMEM.
  */
-int hb_decider_decide(struct hb_decider *dc, const struct hb_decider_job *job,
-		      int64_t now, struct hb_decider_out *out,
+int hb_decider_decide(struct hb_decider *dc, const struct hb_place_job *job,
+		      int64_t now, struct hb_place_out *out,
 		      struct hb_err *err);
 
 /* One Slurm partition as a refresh saw it. */

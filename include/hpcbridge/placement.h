@@ -258,4 +258,65 @@ struct cJSON *hb_place_to_json(const struct hb_policy *pol,
 			       const struct hb_place_input *in,
 			       const struct hb_place_result *res);
 
+/* ------------------------------------------------------------------ */
+/* One job placed (job.c): the daemon's decider and the job_submit      */
+/* plugin both run this.                                                */
+/* ------------------------------------------------------------------ */
+
+/* The side a job asks for: --hpcbridge-target, or none (the policy
+ * chooses). */
+enum hb_place_ask { HB_ASK_AUTO = 0, HB_ASK_SLURM, HB_ASK_KUBE };
+
+struct hb_k8s_opts;
+
+/* One job to place.  Strings are borrowed for the call. */
+struct hb_place_job {
+	const char *user, *account, *partition, *name;
+	enum hb_place_ask ask;
+	int64_t time_limit_min;	     /* HB_RULES_NO_LIMIT: none */
+	const struct cJSON *jobspec; /* what Slurm resolved; NULL: a job
+				      * of one node and one CPU */
+	uint64_t seq;		     /* the job's number, for the pilot */
+	/* The cluster's pod rules, when the remote side is a Kubernetes
+	 * cluster (NULL otherwise): a job of uid 0 may not burst, nor one
+	 * whose files are on no volume the cluster mounts. */
+	const struct hb_k8s_opts *k8s;
+	int64_t uid; /* the job's user */
+};
+
+enum hb_place_verdict {
+	HB_DECIDE_SLURM = 0,
+	HB_DECIDE_KUBE = 1,
+	HB_DECIDE_REJECT = 2
+};
+
+struct hb_place_out {
+	int target;	   /* enum hb_place_verdict */
+	char why[32];	   /* hb_place_why_name() */
+	char rule[128];	   /* the rule that applied */
+	char reason[400];  /* one line for the user (a rejection says what
+			    * each side lacks) */
+	char *explanation; /* every line, '\n'-separated (malloc) */
+	char *doc_json;	   /* hb_place_emit()'s document without the
+			    * explanation, compact JSON (malloc) */
+	const char *partition; /* the partition it was placed against
+				* (borrowed from job or pol) */
+};
+void hb_place_out_free(struct hb_place_out *out);
+
+/*
+ * Place job at Unix time now with pol and snap, and charge its estimated
+ * cost to the account's spend in snap (hb_place_commit()).  note, when
+ * not NULL or "", ends the explanation ("note: ...").  HB_EINVAL (err
+ * names the field) for a jobspec that does not read or a deadline that
+ * does not parse; HB_ENOMEM; HB_ETOOBIG.  out is zeroed on error.
+ */
+struct hb_snapshot;
+int hb_place_job(const struct hb_policy *pol, struct hb_snapshot *snap,
+		 const struct hb_place_job *job, int64_t now, const char *note,
+		 struct hb_place_out *out, struct hb_err *err);
+
+/* The local time's offset from UTC at Unix time now, in seconds. */
+int32_t hb_place_local_offset(int64_t now);
+
 #endif

@@ -51,15 +51,18 @@ static struct hb_decider *make(const char *cfg_text)
 static int decide(struct hb_decider *dc, const char *partition,
 		  enum hb_job_target target, const char *account,
 		  unsigned nodes, unsigned tasks, int64_t now,
-		  struct hb_decider_out *out)
+		  struct hb_place_out *out)
 {
 	char js[256];
 	cJSON *spec;
-	struct hb_decider_job job = { .user = "alice",
+	struct hb_place_job job = { .user = "alice",
 				      .account = account,
 				      .partition = partition,
 				      .name = "job",
-				      .target = target,
+				      .ask = target == HB_TARGET_SLURM ? HB_ASK_SLURM
+					     : target == HB_TARGET_KUBERNETES
+						     ? HB_ASK_KUBE
+						     : HB_ASK_AUTO,
 				      .time_limit_min = 60,
 				      .seq = 7 };
 	struct hb_err err = { 0 };
@@ -102,17 +105,17 @@ static void test_site_refusals(void **state)
 		  "admits (kubernetes.openshift.uid_range 1000660000/10000)" },
 		{ 1000660005, "1000660000/10000", "/scratch/u", NULL },
 	};
-	struct hb_decider_out o;
+	struct hb_place_out o;
 	struct hb_err err = { 0 };
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char js[256];
 		cJSON *spec;
-		struct hb_decider_job job = { .user = "u",
+		struct hb_place_job job = { .user = "u",
 					      .partition = "gpu",
 					      .name = "job",
-					      .target = HB_TARGET_PENDING,
+					      .ask = HB_ASK_AUTO,
 					      .time_limit_min = 60,
 					      .k8s = &k8s,
 					      .uid = cases[i].uid };
@@ -135,19 +138,19 @@ static void test_site_refusals(void **state)
 				fail_msg("case %zu: no '%s' in:\n%s", i,
 					 cases[i].why, o.explanation);
 		}
-		hb_decider_out_free(&o);
+		hb_place_out_free(&o);
 	}
 	/* the local backend's jobs (no pod rules) go where the rule says */
 	{
-		struct hb_decider_job job = { .user = "root",
+		struct hb_place_job job = { .user = "root",
 					      .partition = "gpu",
-					      .target = HB_TARGET_PENDING,
+					      .ask = HB_ASK_AUTO,
 					      .time_limit_min = 60,
 					      .uid = 0 };
 
 		assert_int_equal(hb_decider_decide(dc, &job, T0, &o, &err), 0);
 		assert_int_equal(o.target, HB_DECIDE_KUBE);
-		hb_decider_out_free(&o);
+		hb_place_out_free(&o);
 	}
 	hb_decider_free(dc);
 }
@@ -158,7 +161,7 @@ static void test_built_in(void **state)
 				     "  default_target: slurm\n"
 				     "  partitions: {gpu: kubernetes, cpu: "
 				     "slurm}\n");
-	struct hb_decider_out o;
+	struct hb_place_out o;
 
 	(void)state;
 	assert_string_equal(hb_decider_policy_name(dc),
@@ -171,26 +174,26 @@ static void test_built_in(void **state)
 			    "rule placement.partitions[gpu] prefers "
 			    "Kubernetes");
 	assert_non_null(strstr(o.explanation, "\nSlurm (partition gpu)"));
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 	assert_int_equal(
 		decide(dc, "cpu", HB_TARGET_PENDING, NULL, 1, 1, T0, &o),
 		HB_DECIDE_SLURM);
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 	/* an unmapped partition takes the default */
 	assert_int_equal(
 		decide(dc, "batch", HB_TARGET_PENDING, NULL, 1, 1, T0, &o),
 		HB_DECIDE_SLURM);
 	assert_string_equal(o.rule, "defaults");
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 	/* --hpcbridge-target wins both ways */
 	assert_int_equal(decide(dc, "gpu", HB_TARGET_SLURM, NULL, 1, 1, T0, &o),
 			 HB_DECIDE_SLURM);
 	assert_string_equal(o.why, "requested");
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 	assert_int_equal(
 		decide(dc, "cpu", HB_TARGET_KUBERNETES, NULL, 1, 1, T0, &o),
 		HB_DECIDE_KUBE);
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 	hb_decider_free(dc);
 
 	/* default_target: kubernetes sends the unmapped ones */
@@ -198,7 +201,7 @@ static void test_built_in(void **state)
 	assert_int_equal(
 		decide(dc, "batch", HB_TARGET_PENDING, NULL, 4, 4, T0, &o),
 		HB_DECIDE_KUBE);
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 	hb_decider_free(dc);
 }
 
@@ -238,7 +241,7 @@ static void test_policy_file(void **state)
 	struct hb_config cfg;
 	struct hb_decider *dc = NULL;
 	struct hb_err err = { 0 };
-	struct hb_decider_out o;
+	struct hb_place_out o;
 	const char *path = write_tmp("p.yaml", policy);
 
 	(void)state;
@@ -254,7 +257,7 @@ static void test_policy_file(void **state)
 		HB_DECIDE_REJECT);
 	assert_non_null(strstr(o.reason, "; Slurm (partition batch): "));
 	assert_non_null(strstr(o.reason, "; Kubernetes (queue hpc): "));
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 
 	/* 3 nodes: only Kubernetes; 6 CPU-hours at 0.10 = 0.60 each.  Two
 	 * fit the 1.50 budget, the third would pass it. */
@@ -262,14 +265,14 @@ static void test_policy_file(void **state)
 		assert_int_equal(decide(dc, "batch", HB_TARGET_PENDING, "phys",
 					3, 6, T0, &o),
 				 HB_DECIDE_KUBE);
-		hb_decider_out_free(&o);
+		hb_place_out_free(&o);
 	}
 	assert_int_equal(
 		decide(dc, "batch", HB_TARGET_PENDING, "phys", 3, 6, T0, &o),
 		HB_DECIDE_REJECT);
 	assert_non_null(strstr(o.explanation, "$1.20 spent"));
 	assert_non_null(strstr(o.explanation, "budget"));
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 	/* another account has its own budget */
 	assert_int_equal(
 		decide(dc, "batch", HB_TARGET_PENDING, "chem", 3, 6, T0, &o),
@@ -286,7 +289,7 @@ static void test_policy_file(void **state)
 		assert_null(cJSON_GetObjectItem(doc, "explanation"));
 		cJSON_Delete(doc);
 	}
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 	hb_config_free(&cfg);
 
 	/* a reload with a broken policy keeps the running one */
@@ -312,7 +315,7 @@ static void test_policy_file(void **state)
 /* Store a decision as the daemon does: a job of account, and the engine's
  * document under inputs.placement. */
 static void store_decision(struct hb_store *st, const char *account,
-			   const struct hb_decider_out *o)
+			   const struct hb_place_out *o)
 {
 	struct hb_job_row row = { .entry = HB_ENTRY_SLURM,
 				  .state = HB_JOB_PENDING,
@@ -362,7 +365,7 @@ static void test_spend_restart(void **state)
 	struct hb_decider *dc = NULL;
 	struct hb_store *st = NULL;
 	struct hb_err err = { 0 };
-	struct hb_decider_out o;
+	struct hb_place_out o;
 	const char *path = write_tmp("p.yaml", policy);
 	int64_t now = (int64_t)time(NULL);
 
@@ -382,13 +385,13 @@ static void test_spend_restart(void **state)
 					3, 6, now, &o),
 				 HB_DECIDE_KUBE);
 		store_decision(st, "phys", &o);
-		hb_decider_out_free(&o);
+		hb_place_out_free(&o);
 	}
 	assert_int_equal(
 		decide(dc, "batch", HB_TARGET_PENDING, "phys", 5, 5, now, &o),
 		HB_DECIDE_REJECT);
 	store_decision(st, "phys", &o);
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 	hb_decider_free(dc);
 
 	/* restarted: without the store the third job would fit... */
@@ -396,7 +399,7 @@ static void test_spend_restart(void **state)
 	assert_int_equal(
 		decide(dc, "batch", HB_TARGET_PENDING, "phys", 3, 6, now, &o),
 		HB_DECIDE_KUBE);
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 	hb_decider_free(dc);
 	/* ...with it, $1.20 is already spent this month */
 	assert_int_equal(hb_decider_new(&cfg, &dc, &err), 0);
@@ -407,12 +410,12 @@ static void test_spend_restart(void **state)
 		decide(dc, "batch", HB_TARGET_PENDING, "phys", 3, 6, now, &o),
 		HB_DECIDE_REJECT);
 	assert_non_null(strstr(o.explanation, "$1.20 spent"));
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 	/* another account spent nothing */
 	assert_int_equal(
 		decide(dc, "batch", HB_TARGET_PENDING, "chem", 3, 6, now, &o),
 		HB_DECIDE_KUBE);
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 
 	/* the decisions are last period's: loading again forgets them, and
 	 * what was counted in memory since (chem's 0.60) too */
@@ -421,7 +424,7 @@ static void test_spend_restart(void **state)
 	assert_int_equal(
 		decide(dc, "batch", HB_TARGET_PENDING, "phys", 3, 6, now, &o),
 		HB_DECIDE_KUBE);
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 	hb_decider_free(dc);
 	hb_config_free(&cfg);
 	hb_store_close(st);
@@ -433,7 +436,7 @@ static void test_estimates(void **state)
 {
 	char text[512];
 	struct hb_decider *dc;
-	struct hb_decider_out o;
+	struct hb_place_out o;
 	struct hb_decider_part p = { .name = "batch",
 				     .wait_known = true,
 				     .wait = 3600,
@@ -468,14 +471,14 @@ static void test_estimates(void **state)
 	decide(dc, "batch", HB_TARGET_PENDING, "x", 1, 1, T0 + 1200, &o);
 	assert_non_null(strstr(o.explanation, "Slurm (partition batch): "
 					      "expected start in 40m"));
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 	/* past the expected start, the wait is 0 */
 	decide(dc, "batch", HB_TARGET_PENDING, "x", 1, 1, T0 + 7200, &o);
 	assert_null(strstr(o.explanation, "expected start in 40m"));
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 	/* partitions jobs went to are asked about too */
 	decide(dc, "debug", HB_TARGET_PENDING, "x", 1, 1, T0, &o);
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 	assert_int_equal(hb_decider_partitions(dc, &names), 2);
 	assert_string_equal(names[1], "debug");
 	hb_decider_free(dc);
@@ -499,7 +502,7 @@ static void test_kube(void **state)
 			       .free_mem_bytes = 96ull * 1073741824 + 100,
 			       .ngpus = 1,
 			       .pending = 0 };
-	struct hb_decider_out o;
+	struct hb_place_out o;
 	cJSON *st, *q, *f;
 	char *text;
 
@@ -522,7 +525,7 @@ static void test_kube(void **state)
 	assert_int_equal(o.target, HB_DECIDE_KUBE);
 	assert_non_null(strstr(o.explanation, "Kubernetes (queue default): "
 					      "free capacity now"));
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 
 	/* a job pending, the GPUs gone: nothing fits now, the type goes */
 	cap.pending = 2;
@@ -538,7 +541,7 @@ static void test_kube(void **state)
 	assert_null(strstr(o.explanation, "free capacity now"));
 	assert_non_null(strstr(o.explanation, "Kubernetes (queue default): "
 					      "no estimate"));
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 
 	/* Kueue's visibility API answered: three workloads ahead, one
 	 * slot, the policy's default wait (1h) a turn: 3h. */
@@ -555,7 +558,7 @@ static void test_kube(void **state)
 	assert_non_null(strstr(o.explanation,
 			       "Kubernetes (queue default): admitted in 3h00m "
 			       "(3 pending)"));
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 
 	/* The API failed since: the policy's default wait again, and the
 	 * explanation says why. */
@@ -568,13 +571,13 @@ static void test_kube(void **state)
 					      "no estimate"));
 	assert_non_null(strstr(o.explanation, "\nnote: Kueue LocalQueue "
 					      "team-a: not found (404)\n"));
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 	/* answering again: no note */
 	cap.queue_known = 1;
 	assert_int_equal(hb_decider_set_kube(dc, &cap), 0);
 	decide(dc, "batch", HB_TARGET_KUBERNETES, "x", 1, 4, T0, &o);
 	assert_null(strstr(o.explanation, "note: "));
-	hb_decider_out_free(&o);
+	hb_place_out_free(&o);
 	hb_decider_free(dc);
 }
 
