@@ -1339,13 +1339,39 @@ static int check_job(struct hb_store *st, const struct hb_job_row *r,
 	return 0;
 }
 
-int hb_store_job_add(struct hb_store *st, struct hb_job_row *row,
-		     struct hb_err *err)
+/* The job id sequence, read once per transaction into seq_base and
+ * seq_last (written back at commit). */
+static int seq_read(struct hb_store *st, const char *op, struct hb_err *err)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (st->seq_read)
+		return 0;
+	if ((rc = prep(st, S_SEQ_GET, &s, op, err)))
+		return rc;
+	rc = step(st, s, op, err);
+	if (rc < 0)
+		return rc;
+	st->seq_read = rc == SQLITE_ROW;
+	st->seq_base = st->seq_read ? sqlite3_column_int64(s, 0) : 0;
+	st->seq_last = st->seq_base;
+	sqlite3_reset(s);
+	if (!st->seq_read)
+		return fail(st, err, HB_ESTORE, op,
+			    "the job id sequence is missing");
+	return 0;
+}
+
+/* Insert row with the number given (a leased one, at most the sequence's
+ * value), or 0 for the next. */
+static int job_add(struct hb_store *st, struct hb_job_row *row, int64_t given,
+		   struct hb_err *err)
 {
 	static const char op[] = "job_add";
 	sqlite3_stmt *s;
 	int64_t seq = 0, t;
-	int rc;
+	int took = 0, rc;
 
 	row->id[0] = '\0';
 	rc = check_job(st, row, err);
@@ -1358,26 +1384,17 @@ int hb_store_job_add(struct hb_store *st, struct hb_job_row *row,
 	/* The number is written back to seq once, at commit: an UPDATE
 	 * ... RETURNING per job cost a quarter of a decision's store work.
 	 * A job that fails gives its number back. */
-	if (!st->seq_read) {
-		rc = prep(st, S_SEQ_GET, &s, op, err);
-		if (rc)
-			goto out;
-		rc = step(st, s, op, err);
-		if (rc < 0)
-			goto out;
-		st->seq_read = rc == SQLITE_ROW;
-		st->seq_base = st->seq_read ? sqlite3_column_int64(s, 0) : 0;
-		st->seq_last = st->seq_base;
-		sqlite3_reset(s);
-		rc = 0;
-	}
-	if (st->seq_read && st->seq_last >= 0 && st->seq_last < INT64_MAX)
-		seq = ++st->seq_last;
-	if (seq <= 0) {
-		rc = fail(st, err, HB_ESTORE, op,
-			  "the job id sequence is "
-			  "missing");
+	if ((rc = seq_read(st, op, err)))
 		goto out;
+	if (given > st->seq_last) {
+		rc = fail(st, err, HB_EINVAL, op,
+			  "id: hb-%06" PRId64 " was never leased", given);
+		goto out;
+	} else if (given) {
+		seq = given;
+	} else if (st->seq_last >= 0 && st->seq_last < INT64_MAX) {
+		seq = ++st->seq_last;
+		took = 1;
 	}
 	snprintf(row->id, sizeof(row->id), "hb-%06" PRId64, seq);
 	rc = prep(st, S_JOB_INSERT, &s, op, err);
@@ -1391,7 +1408,7 @@ int hb_store_job_add(struct hb_store *st, struct hb_job_row *row,
 			  row->jobspec);
 	if (!rc)
 		rc = run(st, s, op, err);
-	if (rc)
+	if (rc && took)
 		st->seq_last--;
 out:
 	rc = op_end(st, rc, op, err);
@@ -1401,6 +1418,69 @@ out:
 	}
 	row->created_ms = row->updated_ms = t;
 	return 0;
+}
+
+int hb_store_job_add(struct hb_store *st, struct hb_job_row *row,
+		     struct hb_err *err)
+{
+	return job_add(st, row, 0, err);
+}
+
+int hb_store_job_add_leased(struct hb_store *st, struct hb_job_row *row,
+			    const char *id, struct hb_err *err)
+{
+	int64_t seq = id ? hb_store_id_seq(id) : -1;
+
+	if (seq <= 0)
+		return fail(st, err, HB_EINVAL, "job_add",
+			    "id: '%.40s' is not a gateway id (hb-NNNNNN)",
+			    id ? id : "(none)");
+	return job_add(st, row, seq, err);
+}
+
+int64_t hb_store_id_seq(const char *id)
+{
+	int64_t v = 0;
+	const char *p;
+
+	if (strncmp(id, "hb-", 3) || strlen(id) < 9)
+		return -1;
+	for (p = id + 3; *p; p++) {
+		if (*p < '0' || *p > '9' || v > (INT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (*p - '0');
+	}
+	/* one spelling per number: "hb-%06" PRId64 */
+	if (id[3] == '0' && strlen(id) > 9)
+		return -1;
+	return v;
+}
+
+int hb_store_id_lease(struct hb_store *st, uint32_t n, int64_t *lo,
+		      int64_t *hi, struct hb_err *err)
+{
+	static const char op[] = "id_lease";
+	int rc;
+
+	*lo = *hi = 0;
+	if (!n)
+		return fail(st, err, HB_EINVAL, op, "a lease of no ids");
+	if ((rc = op_begin(st, 1, op, err)))
+		return rc;
+	if (!(rc = seq_read(st, op, err))) {
+		if (st->seq_last > INT64_MAX - (int64_t)n) {
+			rc = fail(st, err, HB_ERANGE, op,
+				  "the job id sequence is exhausted");
+		} else {
+			*lo = st->seq_last + 1;
+			st->seq_last += n;
+			*hi = st->seq_last;
+		}
+	}
+	rc = op_end(st, rc, op, err);
+	if (rc)
+		*lo = *hi = 0;
+	return rc;
 }
 
 int hb_store_job_get(struct hb_store *st, const char *id,

@@ -261,6 +261,24 @@ struct hb_job_row {
  */
 int hb_store_job_add(struct hb_store *st, struct hb_job_row *row,
 		     struct hb_err *err);
+/*
+ * The same for a job whose id was taken from a lease (hb_store_id_lease():
+ * the job_submit plugin decided it inside slurmctld).  HB_EINVAL if id is
+ * not a gateway id or above every number leased; HB_EEXIST if a job has
+ * it already (the decision was recorded before: a notice and the
+ * reconciler may both bring it).
+ */
+int hb_store_job_add_leased(struct hb_store *st, struct hb_job_row *row,
+			    const char *id, struct hb_err *err);
+/* The number in a gateway id ("hb-000042": 42), -1 if id is not one. */
+int64_t hb_store_id_seq(const char *id);
+/*
+ * Reserve n job numbers, [*lo, *hi], for the job_submit plugin to hand
+ * out: the sequence moves past them at commit, so the store never gives
+ * them to another job.  In a transaction (or one of its own).
+ */
+int hb_store_id_lease(struct hb_store *st, uint32_t n, int64_t *lo,
+		      int64_t *hi, struct hb_err *err);
 /* The job with this id, or HB_ENOENT. */
 int hb_store_job_get(struct hb_store *st, const char *id,
 		     struct hb_job_row *out, struct hb_err *err);
