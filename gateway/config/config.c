@@ -74,6 +74,8 @@ struct setting {
 static const char *const mpi_values[] = {"OpenMPI", "Intel", "MPICH", NULL};
 static const char *const runtime_values[] = {"configmap", "inline", NULL};
 static const char *const backend_values[] = {"local", "kubernetes", NULL};
+static const char *const plugin_decide_values[] = { "snapshot", "daemon",
+						     NULL };
 static const char *const level_values[] = {"debug", "info", "warn", "error",
 					   NULL};
 static const char *const target_values[] = {"slurm", "kubernetes", NULL};
@@ -353,6 +355,62 @@ static const struct setting table[] = {
      .reloadable = 1,
      .help = "The most the job_submit plugin waits for a decision, in "
 	     "milliseconds; past it the job stays on Slurm."},
+    {.path = "plugin.decide",
+     .type = HB_CFG_ENUM,
+     .off = F(plugin_decide),
+     .def = "snapshot",
+     .values = plugin_decide_values,
+     .reloadable = 0,
+     .help = "Where the job_submit plugin decides: snapshot (inside "
+	     "slurmctld, from the snapshot the daemon publishes at "
+	     "plugin.snapshot; no round trip) or daemon (it asks the daemon "
+	     "over daemon.socket, waiting up to plugin.timeout_ms)."},
+    {.path = "plugin.snapshot",
+     .type = HB_CFG_STRING,
+     .off = F(plugin_snapshot),
+     .def = "/run/hpcbridge/placement.snap",
+     .check = C_ABSPATH,
+     .reloadable = 0,
+     .help = "The placement snapshot the daemon publishes and the plugin "
+	     "decides from (replaced atomically, readable by root and "
+	     "SlurmUser only)."},
+    {.path = "plugin.notice_socket",
+     .type = HB_CFG_STRING,
+     .off = F(plugin_notice_socket),
+     .def = "/run/hpcbridge/hpcbridged.notice",
+     .check = C_SOCKET,
+     .reloadable = 0,
+     .help = "The datagram socket on which the plugin tells the daemon "
+	     "what it decided, without waiting; only root and SlurmUser "
+	     "are heard."},
+    {.path = "plugin.snapshot_max_age_s",
+     .type = HB_CFG_UINT,
+     .off = F(plugin_snapshot_max_age_s),
+     .def = "60",
+     .min = 3,
+     .max = 86400,
+     .reloadable = 1,
+     .help = "How old a snapshot the plugin decides from, in seconds; "
+	     "past it (the daemon is down or stuck) jobs stay on Slurm."},
+    {.path = "plugin.lease",
+     .type = HB_CFG_UINT,
+     .off = F(plugin_lease),
+     .def = "1000",
+     .min = 10,
+     .max = 1000000,
+     .reloadable = 1,
+     .help = "How many gateway ids the daemon leases to the plugin at a "
+	     "time; a new lease follows when half is used."},
+    {.path = "plugin.allowance",
+     .type = HB_CFG_UINT,
+     .off = F(plugin_allowance),
+     .def = "100",
+     .min = 0,
+     .max = 1000000000,
+     .reloadable = 1,
+     .help = "The most, in whole units of the policy's currency, that "
+	     "decisions made in slurmctld may charge an account before the "
+	     "daemon has counted them: the bound on budget overspend."},
     {.path = "placement.policy",
      .type = HB_CFG_STRING,
      .off = F(placement_policy),

@@ -61,6 +61,12 @@ struct hb_config {
 
 	/* job_submit plugin */
 	uint32_t plugin_timeout_ms; /* the most a submission waits */
+	const char *plugin_decide;  /* "snapshot" | "daemon" */
+	const char *plugin_snapshot;	  /* the published snapshot */
+	const char *plugin_notice_socket; /* the plugin's notices */
+	uint32_t plugin_snapshot_max_age_s;
+	uint32_t plugin_lease;	   /* gateway ids per lease */
+	uint32_t plugin_allowance; /* whole currency units per account */
 
 	/* Placement */
 	const char *placement_policy;	  /* policy file, or NULL */
