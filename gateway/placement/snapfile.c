@@ -318,8 +318,9 @@ static int trusted(const char *path, const struct stat *st, uid_t uid,
 				  "mode %04o is writable by group or others",
 				  (unsigned)st->st_mode & 07777);
 	/* A hard link elsewhere would let whoever can write that directory
-	 * put an old, valid snapshot back; a renamed file has one. */
-	if (st->st_nlink != 1)
+	 * put an old, valid snapshot back; a renamed file has one link, or
+	 * none once the next one replaced it after our open(). */
+	if (st->st_nlink > 1)
 		return hb_err_set(err, HB_EPERM, path, 0,
 				  "has %ju links, a snapshot has one",
 				  (uintmax_t)st->st_nlink);
