@@ -63,7 +63,7 @@ HEADERS = {
     "fabric.h": "gateway/fabric",
     "placement.h": "gateway/placement", "policy.h": "gateway/placement",
     "snapshot.h": "gateway/placement", "rules.h": "gateway/placement",
-    "kube_capacity.h": "gateway/placement",
+    "kube_capacity.h": "gateway/placement", "snapfile.h": "gateway/placement",
     "remote.h": "gateway/sides",
 }
 
