@@ -368,21 +368,23 @@ static const struct setting table[] = {
     {.path = "plugin.snapshot",
      .type = HB_CFG_STRING,
      .off = F(plugin_snapshot),
-     .def = "/run/hpcbridge/placement.snap",
+     .def = NULL,
+     .nullable = 1,
      .check = C_ABSPATH,
      .reloadable = 0,
      .help = "The placement snapshot the daemon publishes and the plugin "
 	     "decides from (replaced atomically, readable by root and "
-	     "SlurmUser only)."},
+	     "SlurmUser only); null: placement.snap beside daemon.socket."},
     {.path = "plugin.notice_socket",
      .type = HB_CFG_STRING,
      .off = F(plugin_notice_socket),
-     .def = "/run/hpcbridge/hpcbridged.notice",
+     .def = NULL,
+     .nullable = 1,
      .check = C_SOCKET,
      .reloadable = 0,
      .help = "The datagram socket on which the plugin tells the daemon "
 	     "what it decided, without waiting; only root and SlurmUser "
-	     "are heard."},
+	     "are heard; null: hpcbridged.notice beside daemon.socket."},
     {.path = "plugin.snapshot_max_age_s",
      .type = HB_CFG_UINT,
      .off = F(plugin_snapshot_max_age_s),
@@ -1958,4 +1960,24 @@ const struct hb_list_map *hb_list_map_get(const struct hb_list_map *m,
 		if (m[i].key && !strcmp(m[i].key, key))
 			return &m[i];
 	return NULL;
+}
+
+int hb_config_plugin_path(const struct hb_config *cfg, enum hb_plugin_path which,
+			  char *buf, size_t size)
+{
+	const char *set = which == HB_PLUGIN_SNAPSHOT ? cfg->plugin_snapshot
+						      : cfg->plugin_notice_socket;
+	const char *name = which == HB_PLUGIN_SNAPSHOT ? "placement.snap"
+						       : "hpcbridged.notice";
+	const char *sock = cfg->daemon_socket ? cfg->daemon_socket : "";
+	const char *slash = strrchr(sock, '/');
+	int n;
+
+	if (set)
+		n = snprintf(buf, size, "%s", set);
+	else
+		n = snprintf(buf, size, "%.*s/%s",
+			     slash ? (int)(slash - sock) : 1,
+			     slash ? sock : "/", name);
+	return n < 0 || (size_t)n >= size ? HB_ETOOBIG : 0;
 }

@@ -85,6 +85,7 @@ void hbd_resolve_slurm_user(struct hb_daemon *d)
 	if (getpwnam_r(d->cfg.slurm_user, &pw, buf, sizeof(buf), &res) == 0 &&
 	    res) {
 		d->slurm_uid = res->pw_uid;
+		d->slurm_gid = res->pw_gid;
 		d->slurm_uid_valid = 1;
 		return;
 	}

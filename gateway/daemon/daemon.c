@@ -84,7 +84,6 @@ static int reload_config(struct hb_daemon *d)
 	if (!rc)
 		rc = hb_config_parse(b.data ? b.data : "", b.len,
 				     d->config_path, &next, &err);
-	hb_buf_free(&b);
 	if (!rc) {
 		parsed = 1;
 		apply_overrides(d, &next);
@@ -105,10 +104,14 @@ static int reload_config(struct hb_daemon *d)
 		if (parsed)
 			hb_config_free(&next);
 		hb_ratecard_free(&card);
+		hb_buf_free(&b);
 		return rc;
 	}
 	hb_config_free(&d->cfg);
 	d->cfg = next;
+	/* the text the plugin's snapshot carries (publish.c) */
+	hb_buf_free(&d->feed.config);
+	d->feed.config = b;
 	hb_ratecard_free(&d->card);
 	d->card = card;
 	hbd_metering_apply(d);
@@ -335,6 +338,14 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 	d->cfg = *cfg;
 	memset(cfg, 0, sizeof(*cfg));
 	d->epfd = d->lfd = d->sfd = d->reserve_fd = -1;
+	d->feed.fd = -1;
+	hb_buf_init(&d->feed.config, HB_CONFIG_FILE_MAX);
+	if (opts->config_text &&
+	    hb_buf_append(&d->feed.config, opts->config_text,
+			  strlen(opts->config_text))) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto fail;
+	}
 	d->staged_tail = &d->staged;
 	d->waiting_tail = &d->waiting;
 	d->opts = *opts;
@@ -428,6 +439,12 @@ int hb_daemon_new(const struct hb_daemon_opts *opts, struct hb_config *cfg,
 	}
 	if ((rc = hbd_metrics_start(d, err))) /* metrics.listen */
 		goto fail;
+	/* without it the plugin's decisions still arrive, through the
+	 * reconciler: a warning, not a failure */
+	if (hbd_notice_open(d, err)) {
+		hb_log(HB_LOG_ERROR, "%s", err->msg);
+		memset(err, 0, sizeof(*err));
+	}
 	*out = d;
 	return 0;
 fail:
@@ -495,6 +512,13 @@ void hb_daemon_free(struct hb_daemon *d)
 	}
 	if (d->sfd >= 0)
 		close(d->sfd);
+	hbd_notice_close(d);
+	/* a daemon that stopped leaves the plugin nothing to decide from:
+	 * jobs stay on Slurm until it is back (after a crash, the file ages
+	 * out: plugin.snapshot_max_age_s) */
+	if (d->feed.version)
+		unlink(d->feed.snap_path);
+	hb_buf_free(&d->feed.config);
 	hbd_metrics_stop(d);
 	if (d->epfd >= 0)
 		close(d->epfd);
@@ -627,6 +651,9 @@ int hb_daemon_run(struct hb_daemon *d)
 			case T_METRICS:
 				hbd_metrics_run(d);
 				break;
+			case T_NOTICE:
+				hbd_notice_read(d);
+				break;
 			}
 		}
 		hbd_batch_end(d);
@@ -655,6 +682,7 @@ int hb_daemon_run(struct hb_daemon *d)
 		hbd_expire_orphans(d, now);
 		hbd_refresh_estimates(d, now);
 		hbd_refresh_spend(d, now, 0);
+		hbd_publish_tick(d, now);
 		hbd_ckpt_bill(d, now);
 		if (now - d->last_scan >= timeout) {
 			hbd_idle_scan(d, now);

@@ -31,6 +31,7 @@
 
 struct hb_daemon_opts {
 	const char *config_path; /* re-read on SIGHUP; NULL: defaults */
+	const char *config_text; /* what was read from it (NUL-ended) */
 	const char *socket_path; /* overrides daemon.socket; NULL: none */
 	const char *state_path;	 /* overrides daemon.state; NULL: none */
 	int idle_ms;		 /* 0: HB_DAEMON_IDLE_MS */

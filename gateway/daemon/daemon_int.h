@@ -60,7 +60,7 @@ struct ustat {
 };
 
 enum tag { T_LISTEN = 1, T_SIGNAL, T_POOL, T_RPOOL, T_SYNC, T_CONN, T_ORIGIN,
-	   T_METRICS };
+	   T_METRICS, T_NOTICE };
 
 struct watch {
 	enum tag tag;
@@ -268,6 +268,7 @@ struct hb_daemon {
 	struct staged *waiting, **waiting_tail;
 	/* SlurmUser */
 	uid_t slurm_uid;
+	gid_t slurm_gid;
 	int slurm_uid_valid;
 	int stopping;
 	int64_t stop_deadline;
@@ -282,6 +283,23 @@ struct hb_daemon {
 	int64_t last_sizing;
 	int64_t last_spend_check; /* loop time the day was last looked at */
 	int64_t last_kcap;     /* ... last asked for */
+	/* What feeds the job_submit plugin's decisions (publish.c) and
+	 * what it tells of them (notice.c). */
+	struct {
+		int64_t last_ms;	     /* loop time of the last snapshot */
+		uint64_t version;	     /* the last snapshot's */
+		int64_t lease_lo, lease_hi;  /* the ids it leases; 0: none */
+		int64_t lease_used;	     /* the highest of them noticed */
+		int64_t noticed;	     /* the highest leased id noticed */
+		int lease_wanted;	     /* a plugin started: lease afresh */
+		int failing;		     /* the last write failed (logged) */
+		int fd;			     /* the notice socket; -1: none */
+		struct watch w;
+		struct hb_buf config;	     /* the configuration's text */
+		char snap_path[4096];	     /* hb_config_plugin_path() */
+		char notice_path[108];
+		uint64_t notices, ignored;   /* counted, for the log */
+	} feed;
 	int kcap_failing;      /* the last capacity read failed */
 	int kqueue_state;      /* Kueue's visibility API: 0 not yet
 				* read, 1 answering, 2 failing */
@@ -523,6 +541,25 @@ void hbd_task_launch(struct hb_daemon *d, struct task *t);
 /* ------------------------------------------------------------------ */
 /* reconcile.c, refresh.c: what the loop does on its timers            */
 /* ------------------------------------------------------------------ */
+
+/*
+ * A decision the job_submit plugin made in slurmctld under a leased id
+ * (ops_decide.c): n is its notice, {"id", "target", "snapshot", "rule",
+ * "why", "reason", "explanation", "doc", "cost_micro", "request": the
+ * decide request}, heard on the notice socket or rebuilt from Slurm's job
+ * record.  Records the job, its decision and the audit event in the
+ * batch and charges the estimate.  HB_EEXIST when it is recorded already.
+ */
+int hbd_plugin_decided(struct hb_daemon *d, const cJSON *n, const char *peer,
+		       struct hb_err *err);
+
+/* publish.c, notice.c: the plugin's snapshot, and what it tells back */
+int hbd_publishing(const struct hb_daemon *d);
+void hbd_publish_tick(struct hb_daemon *d, int64_t now);
+void hbd_publish_used(struct hb_daemon *d, int64_t seq);
+int hbd_notice_open(struct hb_daemon *d, struct hb_err *err);
+void hbd_notice_read(struct hb_daemon *d);
+void hbd_notice_close(struct hb_daemon *d);
 
 void hbd_poll_slurm(struct hb_daemon *d, int64_t now);
 void hbd_expire_orphans(struct hb_daemon *d, int64_t now);

@@ -50,23 +50,24 @@ static void usage(FILE *f)
 		"  --check              check the configuration and exit\n");
 }
 
-static int read_config(const char *path, struct hb_config *cfg)
+/* Read and check path into cfg; its text stays in b (the daemon's
+ * snapshot carries it to the plugin). */
+static int read_config(const char *path, struct hb_config *cfg,
+		       struct hb_buf *b)
 {
 	struct hb_err err = { 0 };
-	struct hb_buf b;
 	int rc;
 
+	hb_buf_init(b, HB_CONFIG_FILE_MAX);
 	if (!path)
 		return hb_config_defaults(cfg);
-	hb_buf_init(&b, HB_CONFIG_FILE_MAX);
-	rc = hb_file_read(path, HB_CONFIG_FILE_MAX, NULL, &b, &err);
+	rc = hb_file_read(path, HB_CONFIG_FILE_MAX, NULL, b, &err);
 	if (!rc)
-		rc = hb_config_parse(b.data ? b.data : "", b.len, path, cfg,
+		rc = hb_config_parse(b->data ? b->data : "", b->len, path, cfg,
 				     &err);
 	if (rc)
 		fprintf(stderr, "hpcbridged: %s\n",
 			err.msg[0] ? err.msg : hb_strerror(rc));
-	hb_buf_free(&b);
 	return rc;
 }
 
@@ -191,6 +192,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct hb_daemon_opts opts = { 0 };
+	struct hb_buf text;
 	struct hb_err err = { 0 };
 	struct hb_config cfg = { 0 };
 	struct hb_daemon *d = NULL;
@@ -256,9 +258,13 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (read_config(opts.config_path, &cfg))
+	if (read_config(opts.config_path, &cfg, &text)) {
+		hb_buf_free(&text);
 		return 1;
+	}
+	opts.config_text = text.data;
 	if (check) {
+		hb_buf_free(&text);
 		hb_config_free(&cfg);
 		printf("%s: ok\n", opts.config_path);
 		return 0;
@@ -282,6 +288,8 @@ int main(int argc, char **argv)
 		       err.msg[0] ? err.msg : "unavailable");
 	memset(&err, 0, sizeof(err));
 	rc = hb_daemon_new(&opts, &cfg, &d, &err);
+	hb_buf_free(&text); /* copied */
+	opts.config_text = NULL;
 	if (rc) {
 		hb_log(HB_LOG_ERROR, "cannot start: %s",
 		       err.msg[0] ? err.msg : hb_strerror(rc));

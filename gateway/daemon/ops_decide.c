@@ -4,6 +4,7 @@
  * (the policy and snapshot decisions are made from).
  */
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,51 @@ struct decide_req {
 	char uname[64]; /* job.user, when the request gave the uid alone */
 };
 
+/* Read and check req's fields into q, the user's name given (borrowed).
+ * 0, or the error in e. */
+static int decide_fields(const cJSON *req, const char *user,
+			 struct decide_req *q, struct hb_err *e)
+{
+	const char *account = NULL, *partition = NULL;
+	const char *name = NULL, *target = NULL, *script = NULL;
+	const cJSON *jobspec = NULL, *argv = NULL, *env = NULL;
+	int64_t tl = HB_RULES_NO_LIMIT;
+	int t;
+
+	hb_doc_get_str(req, "account", HB_STORE_NAME_MAX, 0, &account, e);
+	hb_doc_get_str(req, "partition", HB_STORE_NAME_MAX, 0, &partition, e);
+	hb_doc_get_str(req, "slurm_job_name", HB_STORE_NAME_MAX, 0, &name, e);
+	hb_doc_get_str(req, "target", 32, 0, &target, e);
+	hb_doc_get_i64(req, "time_limit_min", INT64_MIN / 2, INT64_MAX / 2, 0,
+		       &tl, e);
+	hb_doc_get_obj(req, "options", 0, &q->options, e);
+	hb_doc_get_obj(req, "jobspec", 0, &jobspec, e);
+	hb_doc_get_str(req, "script", HB_PROTO_MAX_PAYLOAD, 0, &script, e);
+	hb_doc_get_strv(req, "argv", 0, &argv, e);
+	hb_doc_get_strv(req, "env", 0, &env, e);
+	if (!e->code && !hb_rules_target_valid(target))
+		hb_err_set(e, HB_EINVAL, NULL, 0,
+			   "target: '%.60s' is not auto, slurm or kubernetes",
+			   target);
+	if (e->code)
+		return e->code;
+	q->job.user = user;
+	q->job.account = account;
+	q->job.partition = partition;
+	q->job.name = name;
+	/* hb_rules_target_valid() let through absent, "", auto (the policy
+	 * chooses), slurm and kubernetes */
+	q->target = target;
+	t = hb_job_target_parse(target);
+	q->job.ask = t == HB_TARGET_SLURM	 ? HB_ASK_SLURM
+		     : t == HB_TARGET_KUBERNETES ? HB_ASK_KUBE
+						 : HB_ASK_AUTO;
+	q->job.time_limit_min = hb_rules_time_limit(tl);
+	q->job.jobspec = jobspec;
+	q->job.uid = q->uid;
+	return 0;
+}
+
 /*
  * Read and check req's fields into q.  looked_up: the user's name a worker
  * found for the request's uid ("": none), or NULL (see
@@ -59,12 +105,9 @@ struct decide_req {
 static int decide_read(struct hb_daemon *d, struct conn *c, const cJSON *req,
 		       const char *looked_up, struct decide_req *q)
 {
-	const char *user = NULL, *account = NULL, *partition = NULL;
-	const char *name = NULL, *target = NULL, *script = NULL;
-	const cJSON *jobspec = NULL, *argv = NULL, *env = NULL;
+	const char *user = NULL;
 	struct hb_err e = { 0 };
-	int64_t tl = HB_RULES_NO_LIMIT;
-	int rc, t;
+	int rc;
 
 	/* The plugin sends the uid only, so that slurmctld never waits on
 	 * NSS under its locks: the name is looked up here (cached, a miss
@@ -89,47 +132,26 @@ static int decide_read(struct hb_daemon *d, struct conn *c, const cJSON *req,
 				 q->uid);
 		user = q->uname;
 	}
-	hb_doc_get_str(req, "account", HB_STORE_NAME_MAX, 0, &account, &e);
-	hb_doc_get_str(req, "partition", HB_STORE_NAME_MAX, 0, &partition, &e);
-	hb_doc_get_str(req, "slurm_job_name", HB_STORE_NAME_MAX, 0, &name, &e);
-	hb_doc_get_str(req, "target", 32, 0, &target, &e);
-	hb_doc_get_i64(req, "time_limit_min", INT64_MIN / 2, INT64_MAX / 2, 0,
-		       &tl, &e);
-	hb_doc_get_obj(req, "options", 0, &q->options, &e);
-	hb_doc_get_obj(req, "jobspec", 0, &jobspec, &e);
-	hb_doc_get_str(req, "script", HB_PROTO_MAX_PAYLOAD, 0, &script, &e);
-	hb_doc_get_strv(req, "argv", 0, &argv, &e);
-	hb_doc_get_strv(req, "env", 0, &env, &e);
-	if (!e.code && !hb_rules_target_valid(target))
-		hb_err_set(&e, HB_EINVAL, NULL, 0,
-			   "target: '%.60s' is not auto, slurm or kubernetes",
-			   target);
-	if (e.code) {
+	if (e.code || decide_fields(req, user, q, &e)) {
 		hbd_stage_error(d, c, e.code, e.msg, 0);
 		return e.code;
 	}
-	q->job.user = user;
-	q->job.account = account;
-	q->job.partition = partition;
-	q->job.name = name;
-	/* hb_rules_target_valid() let through absent, "", auto (the policy
-	 * chooses), slurm and kubernetes */
-	q->target = target;
-	t = hb_job_target_parse(target);
-	q->job.ask = t == HB_TARGET_SLURM	 ? HB_ASK_SLURM
-		     : t == HB_TARGET_KUBERNETES ? HB_ASK_KUBE
-						 : HB_ASK_AUTO;
-	q->job.time_limit_min = hb_rules_time_limit(tl);
-	q->job.jobspec = jobspec;
-	q->job.uid = q->uid;
 	q->job.k8s = hbd_remote_cfg_is_cluster(&d->cfg) ? &d->cfg.k8s : NULL;
 	return 0;
 }
 
+/* Who a decision is recorded for: the caller of the op, or slurmctld,
+ * whose plugin decided under a leased id. */
+struct who {
+	uid_t uid;
+	const char *user, *peer;
+	const char *leased_id; /* NULL: the store gives the id */
+};
+
 /* Store the decided job in the batch: its row (row->id set), its
  * decision and the audit event `decide` (detail filled).  0, or the
  * store's error (err says why). */
-static int decide_store(struct hb_daemon *d, struct conn *c,
+static int decide_store(struct hb_daemon *d, const struct who *by,
 			const struct decide_req *q,
 			const struct hb_place_out *dec, const char *inputs_s,
 			const char *src_s, cJSON *detail,
@@ -153,7 +175,9 @@ static int decide_store(struct hb_daemon *d, struct conn *c,
 	row->jobspec = src_s;
 	row->slurm_job_id = -1;
 	row->exit_code = -1;
-	if ((rc = hb_store_job_add(d->st, row, err)))
+	if ((rc = by->leased_id ? hb_store_job_add_leased(d->st, row,
+							  by->leased_id, err)
+				: hb_store_job_add(d->st, row, err)))
 		return rc;
 	if ((rc = hb_store_decision_add(d->st, row->id, row->target, inputs_s,
 					dec->explanation,
@@ -164,8 +188,8 @@ static int decide_store(struct hb_daemon *d, struct conn *c,
 	cJSON_AddStringToObject(detail, "rule", dec->rule);
 	cJSON_AddStringToObject(detail, "why", dec->why);
 	cJSON_AddStringToObject(detail, "for_user", q->job.user);
-	return hbd_audit(d, c->uid, c->user, c->peer, "decide", row->id, detail,
-			 err);
+	return hbd_audit(d, by->uid, by->user, by->peer, "decide", row->id,
+			 detail, err);
 }
 
 /* The decision's reply, framed (*flen bytes), with the proxy a
@@ -241,7 +265,11 @@ void hbd_decide(struct hb_daemon *d, struct conn *c, const cJSON *req,
 	detail = cJSON_CreateObject();
 	if (!inputs_s || !src_s || !detail)
 		goto nomem;
-	if ((rc = decide_store(d, c, &q, &dec, inputs_s, src_s, detail, &row,
+	if ((rc = decide_store(d,
+			       &(struct who){ .uid = c->uid,
+					      .user = c->user,
+					      .peer = c->peer },
+			       &q, &dec, inputs_s, src_s, detail, &row,
 			       &err)))
 		goto store_fail;
 	if (!(f = decide_reply(d, &row, &dec, q.job.time_limit_min, &flen)))
@@ -272,6 +300,140 @@ out:
 	hb_place_out_free(&dec);
 	free(inputs_s);
 	free(src_s);
+}
+
+/* The user's name for uid: the cache's, else asked of NSS here (once per
+ * user while the cache holds it; the plugin cannot ask under slurmctld's
+ * lock), else the uid in decimal, as Slurm shows a user without one. */
+static void user_name(struct hb_daemon *d, int64_t uid, char *name, size_t n)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	int rc = hbd_pw_cached(d, (uid_t)uid, name, n, NULL);
+
+	if (rc == HB_EAGAIN) {
+		if (getpwuid_r((uid_t)uid, &pw, buf, sizeof(buf), &res) || !res)
+			res = NULL;
+		hbd_pw_fill(d, (uid_t)uid, res ? res->pw_name : NULL,
+			    res ? res->pw_gid : 0);
+		rc = res && strlen(res->pw_name) < n ? 0 : HB_ENOENT;
+		if (!rc)
+			snprintf(name, n, "%s", res->pw_name);
+	}
+	if (rc)
+		snprintf(name, n, "%" PRId64, uid);
+}
+
+/* A notice's decision, read into dec (strings borrowed from n; the
+ * explanation and document stand in when n lacks them). */
+static int notice_read(const cJSON *n, struct hb_place_out *dec,
+		       const char **id, int64_t *snap, int64_t *cost,
+		       const cJSON **req, struct hb_err *e)
+{
+	const char *target = NULL, *rule = NULL, *why = NULL, *reason = NULL;
+	const char *expl = NULL, *doc = NULL;
+	cJSON *parsed;
+	int t;
+
+	hb_doc_get_str(n, "id", 32, HB_DOC_REQUIRED, id, e);
+	hb_doc_get_str(n, "target", 32, HB_DOC_REQUIRED, &target, e);
+	hb_doc_get_i64(n, "snapshot", 0, INT64_MAX, 0, snap, e);
+	hb_doc_get_i64(n, "cost_micro", 0, INT64_MAX / 4, 0, cost, e);
+	hb_doc_get_str(n, "rule", sizeof(dec->rule) - 1, 0, &rule, e);
+	hb_doc_get_str(n, "why", sizeof(dec->why) - 1, 0, &why, e);
+	hb_doc_get_str(n, "reason", sizeof(dec->reason) - 1, 0, &reason, e);
+	hb_doc_get_str(n, "explanation", HB_PROTO_MAX_PAYLOAD, 0, &expl, e);
+	hb_doc_get_str(n, "doc", HB_PROTO_MAX_PAYLOAD, 0, &doc, e);
+	hb_doc_get_obj(n, "request", HB_DOC_REQUIRED, req, e);
+	if (e->code)
+		return e->code;
+	t = hb_job_target_parse(target);
+	if (t != HB_TARGET_SLURM && t != HB_TARGET_KUBERNETES &&
+	    t != HB_TARGET_REJECTED)
+		return hb_err_set(e, HB_EINVAL, NULL, 0,
+				  "target: '%.32s' is not slurm, kubernetes "
+				  "or rejected",
+				  target);
+	dec->target = t == HB_TARGET_SLURM	  ? HB_DECIDE_SLURM
+		      : t == HB_TARGET_KUBERNETES ? HB_DECIDE_KUBE
+						  : HB_DECIDE_REJECT;
+	snprintf(dec->rule, sizeof(dec->rule), "%s", rule ? rule : "");
+	snprintf(dec->why, sizeof(dec->why), "%s", why ? why : "");
+	snprintf(dec->reason, sizeof(dec->reason), "%s",
+		 reason ? reason : "decided in slurmctld");
+	dec->explanation =
+		(char *)(expl ? expl
+			      : "explanation: not received by the daemon; "
+				"the decision was recovered from Slurm's job "
+				"record\n");
+	/* what is stored must read back: a document that does not parse
+	 * is left out */
+	parsed = doc ? cJSON_Parse(doc) : NULL;
+	dec->doc_json = (char *)(parsed ? doc : "null");
+	cJSON_Delete(parsed);
+	return 0;
+}
+
+int hbd_plugin_decided(struct hb_daemon *d, const cJSON *n, const char *peer,
+		       struct hb_err *err)
+{
+	struct decide_req q = { 0 };
+	struct hb_place_out dec = { 0 };
+	struct hb_job_row row = { 0 };
+	const cJSON *req = NULL;
+	const char *id = NULL;
+	int64_t snap = 0, cost = 0, now = hb_clock_wall_ms();
+	char *inputs_s = NULL, *src_s = NULL;
+	cJSON *detail = NULL;
+	int rc;
+
+	if ((rc = notice_read(n, &dec, &id, &snap, &cost, &req, err)))
+		return rc;
+	q.uid = -1;
+	hb_doc_get_i64(req, "uid", 0, 4294967294LL, HB_DOC_REQUIRED, &q.uid,
+		       err);
+	if (err->code)
+		return err->code;
+	user_name(d, q.uid, q.uname, sizeof(q.uname));
+	if ((rc = decide_fields(req, q.uname, &q, err)))
+		return rc;
+	inputs_s = decision_inputs(&q.job, q.uid, q.target, q.options, &dec);
+	src_s = hbd_job_source(HB_ENTRY_SLURM, req);
+	detail = cJSON_CreateObject();
+	if (!inputs_s || !src_s || !detail ||
+	    !cJSON_AddNumberToObject(detail, "snapshot", (double)snap) ||
+	    !cJSON_AddStringToObject(detail, "decided_in", "slurmctld")) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	rc = decide_store(d,
+			  &(struct who){ .uid = d->slurm_uid_valid
+							? d->slurm_uid
+							: 0,
+					 .user = "slurmctld",
+					 .peer = peer,
+					 .leased_id = id },
+			  &q, &dec, inputs_s, src_s, detail, &row, err);
+	if (rc)
+		goto out;
+	/* its estimate counts against the budgets, as the plugin counted
+	 * it in its copy of the snapshot */
+	hb_decider_spend_add(d->dc, q.job.account, row.target, now, cost,
+			     now / 1000);
+	hbd_publish_used(d, hb_store_id_seq(id));
+	d->ndecisions++;
+	hb_metrics_decision(hb_job_target_name(row.target), dec.rule, 0);
+	hb_logf(HB_LOG_DEBUG,
+		(struct hb_log_field[]){
+			HB_LOG_STR("job", row.id),
+			HB_LOG_STR("target", hb_job_target_name(row.target)),
+			HB_LOG_STR("user", q.job.user) },
+		3, "decided in slurmctld: %s", dec.reason);
+out:
+	cJSON_Delete(detail);
+	free(inputs_s);
+	free(src_s);
+	return rc;
 }
 
 /*

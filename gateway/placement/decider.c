@@ -290,6 +290,11 @@ void hb_decider_budgets(const struct hb_decider *dc, hb_decider_budget_fn fn,
 	}
 }
 
+const char *hb_decider_note(const struct hb_decider *dc)
+{
+	return dc->kube_note;
+}
+
 const char *hb_decider_policy_text(const struct hb_decider *dc)
 {
 	return dc->policy_text.data ? dc->policy_text.data : "";

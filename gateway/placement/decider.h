@@ -59,6 +59,9 @@ void hb_decider_budgets(const struct hb_decider *dc, hb_decider_budget_fn fn,
 /* The policy's text, as read or made (NUL-terminated; borrowed until the
  * next reload). */
 const char *hb_decider_policy_text(const struct hb_decider *dc);
+/* What every explanation ends with while it lasts ("" for nothing): why
+ * Kueue gave no wait. */
+const char *hb_decider_note(const struct hb_decider *dc);
 
 /*
  * Decide for job at Unix time now, and charge its estimated cost to the

@@ -62,8 +62,10 @@ struct hb_config {
 	/* job_submit plugin */
 	uint32_t plugin_timeout_ms; /* the most a submission waits */
 	const char *plugin_decide;  /* "snapshot" | "daemon" */
-	const char *plugin_snapshot;	  /* the published snapshot */
-	const char *plugin_notice_socket; /* the plugin's notices */
+	const char *plugin_snapshot;	  /* the published snapshot; NULL:
+					   * hb_config_plugin_path() */
+	const char *plugin_notice_socket; /* the plugin's notices; NULL:
+					   * likewise */
 	uint32_t plugin_snapshot_max_age_s;
 	uint32_t plugin_lease;	   /* gateway ids per lease */
 	uint32_t plugin_allowance; /* whole currency units per account */
@@ -171,5 +173,15 @@ int hb_config_listen_addr(const char *s, struct sockaddr_storage *ss,
  * are in k8s_opts.h). */
 const struct hb_list_map *hb_list_map_get(const struct hb_list_map *m,
 					  uint32_t n, const char *key);
+
+/*
+ * plugin.snapshot or plugin.notice_socket as in force: the key's value,
+ * or, when it is null, placement.snap or hpcbridged.notice in the
+ * directory of daemon.socket (so a daemon started with --socket keeps
+ * them beside it).  0, or HB_ETOOBIG when it does not fit in size.
+ */
+enum hb_plugin_path { HB_PLUGIN_SNAPSHOT, HB_PLUGIN_NOTICE };
+int hb_config_plugin_path(const struct hb_config *cfg, enum hb_plugin_path which,
+			  char *buf, size_t size);
 
 #endif
