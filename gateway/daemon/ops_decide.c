@@ -56,43 +56,15 @@ struct decide_req {
 static int decide_fields(const cJSON *req, const char *user,
 			 struct decide_req *q, struct hb_err *e)
 {
-	const char *account = NULL, *partition = NULL;
-	const char *name = NULL, *target = NULL, *script = NULL;
-	const cJSON *jobspec = NULL, *argv = NULL, *env = NULL;
-	int64_t tl = HB_RULES_NO_LIMIT;
-	int t;
+	struct hb_place_request r;
+	int rc = hb_place_request_read(req, user, &r, e);
 
-	hb_doc_get_str(req, "account", HB_STORE_NAME_MAX, 0, &account, e);
-	hb_doc_get_str(req, "partition", HB_STORE_NAME_MAX, 0, &partition, e);
-	hb_doc_get_str(req, "slurm_job_name", HB_STORE_NAME_MAX, 0, &name, e);
-	hb_doc_get_str(req, "target", 32, 0, &target, e);
-	hb_doc_get_i64(req, "time_limit_min", INT64_MIN / 2, INT64_MAX / 2, 0,
-		       &tl, e);
-	hb_doc_get_obj(req, "options", 0, &q->options, e);
-	hb_doc_get_obj(req, "jobspec", 0, &jobspec, e);
-	hb_doc_get_str(req, "script", HB_PROTO_MAX_PAYLOAD, 0, &script, e);
-	hb_doc_get_strv(req, "argv", 0, &argv, e);
-	hb_doc_get_strv(req, "env", 0, &env, e);
-	if (!e->code && !hb_rules_target_valid(target))
-		hb_err_set(e, HB_EINVAL, NULL, 0,
-			   "target: '%.60s' is not auto, slurm or kubernetes",
-			   target);
-	if (e->code)
-		return e->code;
-	q->job.user = user;
-	q->job.account = account;
-	q->job.partition = partition;
-	q->job.name = name;
-	/* hb_rules_target_valid() let through absent, "", auto (the policy
-	 * chooses), slurm and kubernetes */
-	q->target = target;
-	t = hb_job_target_parse(target);
-	q->job.ask = t == HB_TARGET_SLURM	 ? HB_ASK_SLURM
-		     : t == HB_TARGET_KUBERNETES ? HB_ASK_KUBE
-						 : HB_ASK_AUTO;
-	q->job.time_limit_min = hb_rules_time_limit(tl);
-	q->job.jobspec = jobspec;
-	q->job.uid = q->uid;
+	if (rc)
+		return rc;
+	q->job = r.job;
+	q->target = r.target;
+	q->options = r.options;
+	q->uid = r.uid;
 	return 0;
 }
 

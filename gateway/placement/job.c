@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
+
 #include "hpcbridge/doc.h"
 #include "hpcbridge/jobspec.h"
 #include "hpcbridge/k8s_opts.h"
@@ -192,6 +194,9 @@ int hb_place_job(const struct hb_policy *pol, struct hb_snapshot *snap,
 						    : HB_DECIDE_REJECT;
 	snprintf(out->why, sizeof(out->why), "%s", hb_place_why_name(res.why));
 	snprintf(out->rule, sizeof(out->rule), "%s", res.rule->name);
+	out->cost_micro = res.target != HB_PLACE_REJECT && in.account
+				  ? (int64_t)res.alt[res.target].cost
+				  : 0;
 	first_line(out->explanation, out->reason, sizeof(out->reason));
 	if (out->target == HB_DECIDE_REJECT)
 		add_sides(out->explanation, out->reason, sizeof(out->reason));
@@ -211,4 +216,49 @@ out:
 	hb_buf_free(&doc);
 	hb_jobspec_free(&spec);
 	return rc;
+}
+
+int hb_place_request_read(const cJSON *req, const char *user,
+			  struct hb_place_request *q, struct hb_err *e)
+{
+	const char *account = NULL, *partition = NULL;
+	const char *name = NULL, *target = NULL, *script = NULL;
+	const cJSON *jobspec = NULL, *argv = NULL, *env = NULL;
+	int64_t tl = HB_RULES_NO_LIMIT;
+
+	memset(q, 0, sizeof(*q)); /* absent members stay NULL */
+	q->uid = -1;
+	hb_doc_get_i64(req, "uid", 0, 4294967294LL, HB_DOC_REQUIRED, &q->uid,
+		       e);
+	hb_doc_get_str(req, "account", HB_PLACE_NAME_MAX, 0, &account, e);
+	hb_doc_get_str(req, "partition", HB_PLACE_NAME_MAX, 0, &partition, e);
+	hb_doc_get_str(req, "slurm_job_name", HB_PLACE_NAME_MAX, 0, &name, e);
+	hb_doc_get_str(req, "target", 32, 0, &target, e);
+	hb_doc_get_i64(req, "time_limit_min", INT64_MIN / 2, INT64_MAX / 2, 0,
+		       &tl, e);
+	hb_doc_get_obj(req, "options", 0, &q->options, e);
+	hb_doc_get_obj(req, "jobspec", 0, &jobspec, e);
+	hb_doc_get_str(req, "script", HB_PLACE_REQUEST_MAX, 0, &script, e);
+	hb_doc_get_strv(req, "argv", 0, &argv, e);
+	hb_doc_get_strv(req, "env", 0, &env, e);
+	if (!e->code && !hb_rules_target_valid(target))
+		hb_err_set(e, HB_EINVAL, NULL, 0,
+			   "target: '%.60s' is not auto, slurm or kubernetes",
+			   target);
+	if (e->code)
+		return e->code;
+	q->job.user = user;
+	q->job.account = account;
+	q->job.partition = partition;
+	q->job.name = name;
+	/* hb_rules_target_valid() let through absent, "", auto (the policy
+	 * chooses), slurm and kubernetes */
+	q->target = target;
+	q->job.ask = target && !strcmp(target, "slurm")	       ? HB_ASK_SLURM
+		     : target && !strcmp(target, "kubernetes") ? HB_ASK_KUBE
+							       : HB_ASK_AUTO;
+	q->job.time_limit_min = hb_rules_time_limit(tl);
+	q->job.jobspec = jobspec;
+	q->job.uid = q->uid;
+	return 0;
 }

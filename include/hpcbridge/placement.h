@@ -299,6 +299,7 @@ struct hb_place_out {
 	char *explanation; /* every line, '\n'-separated (malloc) */
 	char *doc_json;	   /* hb_place_emit()'s document without the
 			    * explanation, compact JSON (malloc) */
+	int64_t cost_micro;	/* the estimate charged to the account */
 	const char *partition; /* the partition it was placed against
 				* (borrowed from job or pol) */
 };
@@ -315,6 +316,30 @@ struct hb_snapshot;
 int hb_place_job(const struct hb_policy *pol, struct hb_snapshot *snap,
 		 const struct hb_place_job *job, int64_t now, const char *note,
 		 struct hb_place_out *out, struct hb_err *err);
+
+/* The longest account, partition and job name a decide request carries,
+ * and its largest script. */
+#define HB_PLACE_NAME_MAX 1024
+#define HB_PLACE_REQUEST_MAX (1u << 20)
+
+/* A decide request (protocol v1: what job_submit/hpcbridge builds from
+ * Slurm's job description), read. */
+struct hb_place_request {
+	struct hb_place_job job; /* k8s and seq left for the caller */
+	const char *target;	 /* as asked (NULL: none), borrowed */
+	const struct cJSON *options;
+	int64_t uid;
+};
+
+/*
+ * Read and check req's fields into q, the user's name given (borrowed):
+ * uid, account, partition, slurm_job_name, target, time_limit_min,
+ * options, jobspec, script, argv, env.  0, or an HB_E* code with err
+ * naming the field.  The daemon reads what the plugin sends with it, and
+ * the plugin what it will send.
+ */
+int hb_place_request_read(const struct cJSON *req, const char *user,
+			  struct hb_place_request *q, struct hb_err *err);
 
 /* The local time's offset from UTC at Unix time now, in seconds. */
 int32_t hb_place_local_offset(int64_t now);
