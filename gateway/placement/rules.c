@@ -1,5 +1,6 @@
 /*
- * rules.c - the proxy job of a burst job (rules.h).
+ * rules.c - the proxy job of a burst job, and the request it carries
+ * when slurmctld decided (rules.h).
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -88,4 +89,29 @@ int hb_rules_proxy_script(const struct hb_config *cfg, const char *id,
 	if (k < 0 || (size_t)k >= size - n)
 		return HB_ETOOBIG;
 	return 0;
+}
+
+int hb_rules_proxy_payload(struct hb_buf *script, const char *json,
+			   size_t len)
+{
+	int rc;
+
+	if ((rc = hb_buf_puts(script, HB_RULES_PAYLOAD_MARK)) ||
+	    (rc = hb_buf_base64(script, json, len)))
+		return rc;
+	return hb_buf_putc(script, '\n');
+}
+
+int hb_rules_proxy_request(const char *script, size_t len, struct hb_buf *out)
+{
+	static const char mark[] = "\n" HB_RULES_PAYLOAD_MARK;
+	const char *p = script, *end = script + len, *nl;
+
+	/* the first line that says so */
+	p = memmem(p, len, mark, sizeof(mark) - 1);
+	if (!p)
+		return HB_ENOENT;
+	p += sizeof(mark) - 1;
+	nl = memchr(p, '\n', (size_t)(end - p));
+	return hb_buf_unbase64(out, p, (size_t)((nl ? nl : end) - p));
 }

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hpcbridge/buf.h"
 #include "hpcbridge/config.h"
 #include "hpcbridge/error.h"
 
@@ -50,5 +51,22 @@ int64_t hb_rules_time_limit(int64_t minutes);
  * and daemon.socket, quoted for sh; HB_ETOOBIG if it does not fit. */
 int hb_rules_proxy_script(const struct hb_config *cfg, const char *id,
 			  char *buf, size_t size);
+
+/*
+ * A proxy decided in slurmctld carries the job as it was asked for (the
+ * decide request: script, options, environment, what Slurm resolved),
+ * so that Slurm's own record of the proxy holds everything needed to run
+ * the job should the daemon never hear of the decision.  It is one
+ * comment line after the exec line, never read by the shell:
+ *   "# hpcbridge-request v1 BASE64\n"
+ * hb_rules_proxy_payload() appends it to script; hb_rules_proxy_request()
+ * finds it in a proxy's script (len bytes) and appends the request's
+ * JSON text to out: 0, HB_ENOENT when there is none, HB_EINVAL when it
+ * does not decode, HB_ENOMEM / HB_ETOOBIG from the buffer.
+ */
+#define HB_RULES_PAYLOAD_MARK "# hpcbridge-request v1 "
+int hb_rules_proxy_payload(struct hb_buf *script, const char *json,
+			   size_t len);
+int hb_rules_proxy_request(const char *script, size_t len, struct hb_buf *out);
 
 #endif
