@@ -28,8 +28,8 @@ static void check(const uint8_t *img, size_t size)
 		return;
 	}
 	if (body != (const char *)img + HB_SNAPFILE_HEADER ||
-	    blen != size - HB_SNAPFILE_HEADER - 1 || body[blen] ||
-	    !m.version || m.max_age_ms <= 0 || m.lease_lo > m.lease_hi ||
+	    blen != size - HB_SNAPFILE_HEADER - 1 || body[blen] || !m.version ||
+	    m.max_age_ms <= 0 || m.lease_lo > m.lease_hi ||
 	    !m.lease_lo != !m.lease_hi)
 		abort();
 }
