@@ -107,6 +107,8 @@ struct hb_inproc {
 	struct qmsg *q;
 	size_t qhead, qlen, qbytes;
 	int fd; /* the notice socket (unbound datagram) */
+	/* 0: the lease floor is not known yet; 1: known, the hello to send;
+	 * 2: known, hello sent or none needed */
 	int said_hello;
 	uint64_t dropped; /* notices given up (the reconciler has them) */
 	int64_t last_warn_ms;
@@ -330,6 +332,11 @@ int hb_inproc_refresh(struct hb_inproc *ip)
 	/* parsed off the lock: job_submit goes on with the old view */
 	v = view_load(ip->path, ip->daemon_uid, &err);
 	pthread_mutex_lock(&ip->mu);
+	if (!v && err.code == HB_ENOENT && !ip->said_hello) {
+		/* no snapshot when this slurmctld started: none of its
+		 * leases can have been used by the one before */
+		ip->said_hello = 2;
+	}
 	if (!v) {
 		if (err.code != HB_ENOENT &&
 		    hb_clock_mono_ms() - ip->last_warn_ms > 60000) {
