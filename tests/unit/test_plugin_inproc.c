@@ -700,6 +700,12 @@ static void test_stop_frees(void **state)
 
 	/* with the thread: it takes in the snapshot there at start */
 	assert_int_equal(hb_inproc_start(fx->snap, geteuid(), 1, &ip, &err), 0);
+	hb_inproc_stats(ip, &st);
+	assert_int_equal(st.views, 1);
+	/* ... and its lease, found at start, is not used */
+	fx->ip = ip;
+	expect_left(fx, "batch", NULL, HB_EUNAVAIL, "no gateway id left");
+	fx->ip = NULL;
 	hb_inproc_stop(ip);
 	hb_inproc_stop(NULL);
 }
