@@ -28,6 +28,7 @@
 
 #include "daemon_int.h"
 #include "hpcbridge/log.h"
+#include "hpcbridge/metrics.h"
 
 /* The largest notice: a decide request with its script and environment
  * (the plugin leaves those out past it: the reconciler reads them from
@@ -161,6 +162,7 @@ static void notice_one(struct hb_daemon *d, const char *buf, size_t len,
 		d->feed.ignored++;
 		hb_log(HB_LOG_ERROR, "plugin notice: %s", err.msg);
 	}
+	hb_metrics_notice(!rc);
 out:
 	cJSON_Delete(n);
 }
@@ -188,6 +190,7 @@ void hbd_notice_read(struct hb_daemon *d)
 			/* anyone may write to the socket; only slurmctld
 			 * is heard */
 			d->feed.ignored++;
+			hb_metrics_notice(0);
 			if (hbd_rate_ok(&d->rl_perm, &dropped))
 				hb_logf(HB_LOG_WARN,
 					(struct hb_log_field[]){

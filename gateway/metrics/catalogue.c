@@ -28,11 +28,12 @@ static struct hb_metrics *_Atomic global;
 
 /* The families, found once: the hooks only look up their series. */
 static struct hb_metric *m_decisions, *m_decision_s, *m_side_err, *m_side_retry,
-	*m_watch, *m_commit_s, *m_accepted, *m_refused, *m_open;
+	*m_watch, *m_commit_s, *m_accepted, *m_refused, *m_open, *m_notices,
+	*m_notices_bad;
 /* The series with no labels, and each side's, made once: their hooks,
  * some on worker and sync threads, take no lock at all. */
 static struct hb_series *s_decision_s, *s_commit_s, *s_accepted, *s_refused,
-	*s_open, *s_err[2], *s_retry[2];
+	*s_open, *s_err[2], *s_retry[2], *s_notices, *s_notices_bad;
 
 struct family {
 	struct hb_metric **out;
@@ -116,6 +117,23 @@ static const struct family families[] = {
 	  HB_METRIC_COUNTER,
 	  "hpcbridge_connections_refused_total",
 	  "API connections refused (limits, descriptors).",
+	  { NULL },
+	  NULL,
+	  0 },
+	{ &m_notices,
+	  &s_notices,
+	  HB_METRIC_COUNTER,
+	  "hpcbridge_plugin_notices_total",
+	  "Decisions made in slurmctld that the plugin told the daemon of.",
+	  { NULL },
+	  NULL,
+	  0 },
+	{ &m_notices_bad,
+	  &s_notices_bad,
+	  HB_METRIC_COUNTER,
+	  "hpcbridge_plugin_notices_ignored_total",
+	  "Notices ignored: from a user other than root and SlurmUser, "
+	  "malformed, or not recorded.",
 	  { NULL },
 	  NULL,
 	  0 },
@@ -216,6 +234,11 @@ void hb_metrics_conn_accepted(void)
 void hb_metrics_conn_refused(void)
 {
 	hb_series_add(made(s_refused), 1);
+}
+
+void hb_metrics_notice(int heard)
+{
+	hb_series_add(made(heard ? s_notices : s_notices_bad), 1);
 }
 
 void hb_metrics_conn_open(unsigned n)

@@ -124,6 +124,8 @@ void hb_metrics_store_commit(double seconds);
 /* API connections: one accepted, one refused, how many are open. */
 void hb_metrics_conn_accepted(void);
 void hb_metrics_conn_refused(void);
+/* A notice from the job_submit plugin: recorded (1) or ignored (0). */
+void hb_metrics_notice(int heard);
 void hb_metrics_conn_open(unsigned n);
 
 #endif

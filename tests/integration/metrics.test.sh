@@ -5,7 +5,8 @@
 #   - N jobs submitted with sbatch move hpcbridge_decisions_total and the
 #     decision latency histogram's _count by exactly N, as Debian's
 #     prometheus_client parser reads the text; the live jobs gauge sees
-#     them, the store's commits and the plugin's connection show;
+#     them, the store's commits show, and the plugin's notices (one per
+#     job, no connection: it decides in slurmctld);
 #   - the account's budget and its spend, the jobs' estimated cost;
 #   - every histogram's buckets are cumulative and end at _count;
 #   - a non-loopback metrics.listen is refused unless allow_remote says so;
@@ -199,10 +200,11 @@ k1=$(total "$tmp/after" hpcbridge_store_commit_duration_seconds_count)
 [ "$k1" -gt "$k0" ] || fail "no store commit was timed ($k0 -> $k1)"
 a0=$(total "$tmp/before" hpcbridge_connections_accepted_total)
 a1=$(total "$tmp/after" hpcbridge_connections_accepted_total)
-# the plugin keeps its connection: one at least, and it is open
-[ $((a1 - a0)) -ge 1 ] || fail "connections accepted: +$((a1 - a0))"
-o=$(total "$tmp/after" hpcbridge_connections_open)
-[ "$o" -ge 1 ] || fail "hpcbridge_connections_open: $o"
+# the plugin decides in slurmctld: no connection, one notice per job
+[ $((a1 - a0)) = 0 ] || fail "connections accepted: +$((a1 - a0)), want 0"
+n0=$(total "$tmp/before" hpcbridge_plugin_notices_total)
+n1=$(total "$tmp/after" hpcbridge_plugin_notices_total)
+[ $((n1 - n0)) = $N ] || fail "plugin notices: +$((n1 - n0)), want $N"
 # the budget, and the N jobs' estimated cost (an hour of a CPU at 0.10
 # each) against it
 b=$(grep -F 'hpcbridge_account_budget{account=chem,currency=' "$tmp/after" |
@@ -212,7 +214,7 @@ sp=$(grep -F 'hpcbridge_account_spend{account=chem,' "$tmp/after" |
 	awk '{print $NF}')
 $py -c "import sys; v = float(sys.argv[1]); assert abs(v - $N * 0.1) < 1e-6, v" \
 	"${sp:-x}" || fail "hpcbridge_account_spend for chem: '$sp', want $N x 0.1"
-ok "live jobs on slurm $j, commits timed +$((k1 - k0)), connections +$((a1 - a0))"
+ok "live jobs on slurm $j, commits timed +$((k1 - k0)), connections +$((a1 - a0)), notices +$((n1 - n0))"
 
 # --- 3. the runbook's alerting rules -----------------------------------
 # the first ```yaml block after "## Metrics" in docs/runbook.md
