@@ -309,7 +309,8 @@ static int64_t snap_of(const char *w, size_t n)
 	if (n > 19 || !n)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
-		if (w[i] < '0' || w[i] > '9' || v > (INT64_MAX - 9) / 10)
+		if (w[i] < '0' || w[i] > '9' ||
+		    v > (INT64_MAX - (w[i] - '0')) / 10)
 			return 0;
 		v = v * 10 + (w[i] - '0');
 	}
