@@ -463,6 +463,9 @@ up() {
 			fi
 			sleep 0.1
 		done
+		# The daemon wrote its placement snapshot before serving;
+		# slurmctld's plugin looks for a new one every 100 ms.
+		sleep 0.3
 	fi
 
 	local s3=

@@ -22,6 +22,11 @@ void hb_plugin_conf_defaults(struct hb_plugin_conf *conf)
 	snprintf(conf->socket, sizeof(conf->socket), "%s",
 		 HB_PLUGIN_DEFAULT_SOCKET);
 	conf->timeout_ms = HB_PLUGIN_DEFAULT_TIMEOUT_MS;
+	/* as the configuration's defaults say: plugin.decide: snapshot,
+	 * placement.snap beside daemon.socket */
+	conf->inproc = 1;
+	snprintf(conf->snapshot, sizeof(conf->snapshot), "%s",
+		 HB_PLUGIN_DEFAULT_SNAPSHOT);
 }
 
 /* Read the whole file (at most HB_PLUGIN_CONFIG_MAX bytes).  Caller frees
@@ -118,9 +123,17 @@ int hb_plugin_conf_load(const char *path, struct hb_plugin_conf *conf,
 		hb_err_set(err, rc, path, 0, "%s", uerr.msg);
 		goto out;
 	}
+	if ((rc = hb_config_plugin_path(&cfg, HB_PLUGIN_SNAPSHOT,
+					conf->snapshot,
+					sizeof(conf->snapshot)))) {
+		hb_err_set(err, rc, path, 0, "plugin.snapshot: too long");
+		hb_plugin_conf_defaults(conf);
+		goto out;
+	}
 	memcpy(conf->socket, cfg.daemon_socket, n + 1);
 	conf->timeout_ms = (int)cfg.plugin_timeout_ms;
 	conf->daemon_uid = uid;
+	conf->inproc = !strcmp(cfg.plugin_decide, "snapshot");
 out:
 	hb_config_free(&cfg);
 	free(buf);

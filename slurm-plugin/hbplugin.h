@@ -104,6 +104,7 @@ const char *hb_opt_find(enum hb_opt o, char *const *spank_env, uint32_t nspank,
 #define HB_PLUGIN_DEFAULT_CONFIG     "/etc/hpcbridge/hpcbridge.yaml"
 #define HB_PLUGIN_DEFAULT_SOCKET     "/run/hpcbridge/hpcbridged.sock"
 #define HB_PLUGIN_DEFAULT_TIMEOUT_MS 20
+#define HB_PLUGIN_DEFAULT_SNAPSHOT   "/run/hpcbridge/placement.snap"
 #define HB_PLUGIN_MAX_TIMEOUT_MS     5000
 #define HB_PLUGIN_CONFIG_MAX	     (1u << 20)
 
@@ -111,6 +112,8 @@ struct hb_plugin_conf {
 	char socket[108]; /* sun_path: at most 107 bytes and a NUL */
 	int timeout_ms;	  /* 1..HB_PLUGIN_MAX_TIMEOUT_MS */
 	uid_t daemon_uid; /* daemon.user: may serve the socket; 0: root */
+	int inproc;	  /* plugin.decide: snapshot */
+	char snapshot[4096]; /* plugin.snapshot as in force */
 };
 
 /* The defaults: HB_PLUGIN_DEFAULT_SOCKET, HB_PLUGIN_DEFAULT_TIMEOUT_MS,
@@ -224,5 +227,56 @@ int hb_plugin_decision_apply(job_desc_msg_t *jd,
  * (truncated).
  */
 int hb_plugin_decision_summary(const job_desc_msg_t *jd, char *buf, size_t len);
+
+/* ------------------------------------------------------------- inproc */
+
+/*
+ * Placement inside slurmctld (inproc.c): decisions from the snapshot the
+ * daemon publishes, with the daemon's engine, told back by notices.
+ */
+struct hb_inproc;
+
+struct hb_inproc_stats {
+	uint64_t decisions; /* made here */
+	uint64_t left;	    /* jobs left on Slurm: no usable snapshot, no
+			     * id, allowance spent, or an error */
+	uint64_t views;	    /* snapshots taken in */
+	uint64_t notices_sent;
+	size_t queued;	  /* notices waiting for the daemon */
+	uint64_t dropped; /* notices given up (the reconciler has them) */
+};
+
+struct hb_inproc_result {
+	enum hb_plugin_target target;
+	char id[32];
+	char reason[400];
+	char partition[64]; /* the job's, after the decision */
+	uint64_t version;   /* of the snapshot decided from */
+};
+
+/*
+ * Start reading the snapshot at path, believed only when owned by root or
+ * daemon_uid.  thread: look for a new one every 100 ms on a thread of its
+ * own (0: only when hb_inproc_refresh() is called: tests).  0, or
+ * HB_ENOMEM / HB_EINVAL with err.
+ */
+int hb_inproc_start(const char *path, uid_t daemon_uid, int thread,
+		    struct hb_inproc **out, struct hb_err *err);
+void hb_inproc_stop(struct hb_inproc *ip); /* NULL is fine */
+/* Take in the snapshot at path if it changed, and send the notices that
+ * wait.  0, or the reason the file cannot be used (HB_ENOENT: none). */
+int hb_inproc_refresh(struct hb_inproc *ip);
+/*
+ * Decide for jd at now_ms (Unix ms) and apply the decision to it: Slurm
+ * tags it, Kubernetes makes it the proxy (strings from a), a rejection
+ * leaves it as it is (the caller refuses the job).  0 with r filled; or
+ * an HB_E* code with err saying why the job is left on Slurm untouched
+ * (no snapshot, a stale one, no id left, the account's allowance spent,
+ * out of memory).  Never blocks on I/O.
+ */
+int hb_inproc_decide(struct hb_inproc *ip, job_desc_msg_t *jd,
+		     const struct hb_slurm_alloc *a, int64_t now_ms,
+		     struct hb_inproc_result *r, struct hb_err *err);
+void hb_inproc_stats(struct hb_inproc *ip, struct hb_inproc_stats *out);
 
 #endif

@@ -1,8 +1,11 @@
 /*
  * job_submit_hpcbridge.c - job_submit/hpcbridge, the slurmctld hook.
  *
- * For every batch job, ask hpcbridged where it runs (the "decide" op of
- * protocol v1) within plugin.timeout_ms, then:
+ * With plugin.decide: snapshot (the default), every batch job is placed
+ * here, in process, from the snapshot hpcbridged publishes (inproc.c):
+ * no socket and no disk under slurmctld's lock.  With plugin.decide:
+ * daemon, the plugin instead asks hpcbridged where it runs (the "decide"
+ * op of protocol v1) within plugin.timeout_ms.  Either way:
  *   slurm       leave the job as it is, tag its admin_comment;
  *   kubernetes  rewrite it into the proxy job the daemon describes.
  * Anything else - no daemon, a slow one, a malformed or refused reply -
@@ -64,6 +67,8 @@ EXPORT int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr,
 		      uint32_t submit_uid);
 
 static struct hb_plugin_conf conf;
+/* plugin.decide: snapshot; NULL otherwise */
+static struct hb_inproc *inproc;
 /* The connection to the daemon, kept between jobs; the job write lock
  * already makes calls one at a time, the mutex says so. */
 static struct hb_proto_conn daemon_conn = HB_PROTO_CONN_INIT;
@@ -136,6 +141,17 @@ int init(void)
 	pthread_mutex_lock(&latency_mu);
 	hb_latency_reset(&latency);
 	pthread_mutex_unlock(&latency_mu);
+	hb_inproc_stop(inproc);
+	inproc = NULL;
+	if (conf.inproc) {
+		if (hb_inproc_start(conf.snapshot, conf.daemon_uid, 1, &inproc,
+				    &err))
+			hb_log(HB_LOG_ERROR, "%s; jobs stay on Slurm",
+			       err.msg);
+		else
+			hb_log(HB_LOG_INFO, "deciding in slurmctld from %s",
+			       conf.snapshot);
+	}
 	/* Never fail: slurmctld would not start. */
 	return SLURM_SUCCESS;
 }
@@ -174,6 +190,8 @@ void fini(void)
 	pthread_mutex_lock(&daemon_mu);
 	hb_proto_conn_close(&daemon_conn);
 	pthread_mutex_unlock(&daemon_mu);
+	hb_inproc_stop(inproc);
+	inproc = NULL;
 	hb_log_set_hook(NULL, NULL);
 }
 
@@ -189,31 +207,67 @@ static const char *shown(const char *name, char *buf, size_t len)
 	return buf;
 }
 
-/* Tell the user where the job went (sbatch prints it). */
-static void tell_user(char **err_msg, const struct hb_plugin_decision *d)
-{
-	char msg[600];
-
-	if (!err_msg || *err_msg || d->target != HB_PLUGIN_KUBERNETES)
-		return;
-	snprintf(msg, sizeof(msg),
-		 "hpcbridge: job %s runs on Kubernetes%s%s%s; this Slurm job "
-		 "follows it",
-		 d->id, d->reason ? " (" : "", d->reason ? d->reason : "",
-		 d->reason ? ")" : "");
-	*err_msg = slurm_xstrdup(msg);
-}
-
-/* Tell the user why the policy refused the job (sbatch prints it). */
-static void reject(char **err_msg, const struct hb_plugin_decision *d)
+/* Tell the user the job runs on Kubernetes (sbatch prints it). */
+static void tell_user(char **err_msg, const char *id, const char *reason)
 {
 	char msg[600];
 
 	if (!err_msg || *err_msg)
 		return;
-	snprintf(msg, sizeof(msg), "hpcbridge: job %s rejected: %s", d->id,
-		 d->reason);
+	snprintf(msg, sizeof(msg),
+		 "hpcbridge: job %s runs on Kubernetes%s%s%s; this Slurm job "
+		 "follows it",
+		 id, reason && *reason ? " (" : "", reason ? reason : "",
+		 reason && *reason ? ")" : "");
 	*err_msg = slurm_xstrdup(msg);
+}
+
+/* Tell the user why the policy refused the job (sbatch prints it). */
+static void reject(char **err_msg, const char *id, const char *reason)
+{
+	char msg[600];
+
+	if (!err_msg || *err_msg)
+		return;
+	snprintf(msg, sizeof(msg), "hpcbridge: job %s rejected: %s", id,
+		 reason);
+	*err_msg = slurm_xstrdup(msg);
+}
+
+/* Decide here, from the daemon's snapshot (inproc.c), and apply it. */
+static int place_inproc(job_desc_msg_t *job_desc, char **err_msg)
+{
+	struct hb_inproc_result r;
+	struct hb_err err = { 0 };
+	char name[72];
+
+	shown(job_desc->name, name, sizeof(name));
+	if (hb_inproc_decide(inproc, job_desc, &slurm_alloc,
+			     hb_clock_wall_ms(), &r, &err)) {
+		hb_log(HB_LOG_ERROR,
+		       "job '%s' of uid %" PRIu32 " left on Slurm: %s", name,
+		       job_desc->user_id, err.msg);
+		return SLURM_SUCCESS;
+	}
+	if (r.target == HB_PLUGIN_REJECTED) {
+		hb_log(HB_LOG_INFO,
+		       "%s: job '%s' of uid %" PRIu32 " rejected: %s", r.id,
+		       name, job_desc->user_id, r.reason);
+		reject(err_msg, r.id, r.reason);
+		return ESLURM_ACCESS_DENIED;
+	}
+	if (r.target == HB_PLUGIN_KUBERNETES) {
+		hb_log(HB_LOG_INFO,
+		       "%s: job '%s' of uid %" PRIu32 " runs on Kubernetes; "
+		       "proxy in partition %s",
+		       r.id, name, job_desc->user_id, r.partition);
+		tell_user(err_msg, r.id, r.reason);
+	} else {
+		hb_log(HB_LOG_DEBUG,
+		       "%s: job '%s' of uid %" PRIu32 " stays on Slurm", r.id,
+		       name, job_desc->user_id);
+	}
+	return SLURM_SUCCESS;
 }
 
 /* Ask the daemon where the job runs, and apply its answer. */
@@ -260,7 +314,7 @@ static int place(job_desc_msg_t *job_desc, char **err_msg)
 		       " ms)",
 		       d.id, name, job_desc->user_id, d.reason,
 		       hb_clock_mono_ms() - t0);
-		reject(err_msg, &d);
+		reject(err_msg, d.id, d.reason);
 		ret = ESLURM_ACCESS_DENIED;
 		goto out;
 	}
@@ -277,7 +331,7 @@ static int place(job_desc_msg_t *job_desc, char **err_msg)
 		       "proxy in partition %s (%" PRId64 " ms)",
 		       d.id, name, job_desc->user_id, d.partition,
 		       hb_clock_mono_ms() - t0);
-		tell_user(err_msg, &d);
+		tell_user(err_msg, d.id, d.reason);
 	} else {
 		hb_log(HB_LOG_DEBUG,
 		       "%s: job '%s' of uid %" PRIu32 " stays on Slurm "
@@ -299,7 +353,9 @@ int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 	if (!hb_decide_wanted(job_desc))
 		return SLURM_SUCCESS;
 	clock_gettime(CLOCK_MONOTONIC, &in);
-	ret = place(job_desc, err_msg);
+	ret = inproc ? place_inproc(job_desc, err_msg)
+		     : conf.inproc ? SLURM_SUCCESS /* could not start */
+				   : place(job_desc, err_msg);
 	count_latency(&in);
 	return ret;
 }

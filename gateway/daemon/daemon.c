@@ -598,6 +598,8 @@ int hb_daemon_run(struct hb_daemon *d)
 	int64_t now;
 	int n, i, timeout, origin_ready;
 
+	/* the plugin has a snapshot to decide from once this is said */
+	hbd_publish_tick(d, hb_clock_mono_ms());
 	hb_logf(HB_LOG_INFO,
 		(struct hb_log_field[]){
 			HB_LOG_STR("socket", d->cfg.daemon_socket),

@@ -197,6 +197,8 @@ int hb_place_job(const struct hb_policy *pol, struct hb_snapshot *snap,
 	out->cost_micro = res.target != HB_PLACE_REJECT && in.account
 				  ? (int64_t)res.alt[res.target].cost
 				  : 0;
+	out->side = res.target != HB_PLACE_REJECT ? (int)res.target : -1;
+	out->period = res.rule ? (int)res.rule->budget_period : 0;
 	first_line(out->explanation, out->reason, sizeof(out->reason));
 	if (out->target == HB_DECIDE_REJECT)
 		add_sides(out->explanation, out->reason, sizeof(out->reason));

@@ -901,29 +901,32 @@ int hb_place_decide(const struct hb_policy *pol, const struct hb_snapshot *snap,
 	return 0;
 }
 
+int hb_place_charge(struct hb_snapshot *snap, const char *account,
+		    int period, int side, hb_money cost)
+{
+	int rc;
+
+	/* every period the snapshot tracks for the account contains now */
+	for (uint32_t i = 0; i < snap->nspend; i++) {
+		const struct hb_snap_spend *e = &snap->spend[i];
+
+		if (e->period != period && !strcmp(e->account, account) &&
+		    (rc = hb_snapshot_charge(snap, account, e->period, side,
+					     cost)))
+			return rc;
+	}
+	return hb_snapshot_charge(snap, account, period, side, cost);
+}
+
 int hb_place_commit(const struct hb_place_input *in,
 		    const struct hb_place_result *res, struct hb_snapshot *snap)
 {
 	const struct hb_rule *ru = res->rule;
 
-	hb_money cost;
-	int rc;
-
 	if (res->target == HB_PLACE_REJECT || !in->account || !ru)
 		return 0;
-	cost = res->alt[res->target].cost;
-	/* every period the snapshot tracks for the account contains now */
-	for (uint32_t i = 0; i < snap->nspend; i++) {
-		const struct hb_snap_spend *e = &snap->spend[i];
-
-		if (e->period != ru->budget_period &&
-		    !strcmp(e->account, in->account) &&
-		    (rc = hb_snapshot_charge(snap, in->account, e->period,
-					     res->target, cost)))
-			return rc;
-	}
-	return hb_snapshot_charge(snap, in->account, ru->budget_period,
-				  res->target, cost);
+	return hb_place_charge(snap, in->account, ru->budget_period,
+			       res->target, res->alt[res->target].cost);
 }
 
 /* ---- the explanation -------------------------------------------------- */

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,7 @@
 /* Field offsets in the header. */
 enum {
 	OFF_MAGIC = 0,
-	OFF_SUM = 8,	 /* u64: checksum of bytes OFF_FORMAT.. to the body's end */
+	OFF_SUM = 8,	 /* u64: of bytes OFF_FORMAT.. to the body's end */
 	OFF_FORMAT = 16, /* u16 */
 	OFF_HLEN = 18,	 /* u16 */
 	OFF_BLEN = 20,	 /* u32 */
@@ -32,41 +33,19 @@ enum {
 	OFF_LEASE_HI = 56
 };
 
-static void put16(unsigned char *p, uint16_t v)
+/* n bytes of v at p, least significant first. */
+static void put_le(unsigned char *p, uint64_t v, int n)
 {
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < n; i++)
 		p[i] = (unsigned char)(v >> (8 * i));
 }
 
-static void put64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint16_t get16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const unsigned char *p)
+static uint64_t get_le(const unsigned char *p, int n)
 {
 	uint64_t v = 0;
 
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
+	while (n--)
+		v = v << 8 | p[n];
 	return v;
 }
 
@@ -94,7 +73,8 @@ static const char *meta_wrong(const struct hb_snapfile_meta *m, char *why,
 		snprintf(why, n, "max_age_ms %" PRId64 " is not positive",
 			 m->max_age_ms);
 	else if (m->lease_lo > m->lease_hi || (!m->lease_lo != !m->lease_hi))
-		snprintf(why, n, "lease [%" PRIu64 ", %" PRIu64 "] is not a range",
+		snprintf(why, n,
+			 "lease [%" PRIu64 ", %" PRIu64 "] is not a range",
 			 m->lease_lo, m->lease_hi);
 	else
 		return NULL;
@@ -113,39 +93,41 @@ int hb_snapfile_parse(const void *buf, size_t len, struct hb_snapfile_meta *m,
 	if (len < HB_SNAPFILE_HEADER)
 		return hb_err_set(err, HB_EPROTO, NULL, 0,
 				  "truncated: %zu bytes, shorter than the "
-				  "%d-byte header", len, HB_SNAPFILE_HEADER);
+				  "%d-byte header",
+				  len, HB_SNAPFILE_HEADER);
 	if (memcmp(p + OFF_MAGIC, HB_SNAPFILE_MAGIC, 8))
 		return hb_err_set(err, HB_EPROTO, NULL, 0,
 				  "bad magic: not a snapshot file");
-	v = get16(p + OFF_FORMAT);
+	v = (unsigned)get_le(p + OFF_FORMAT, 2);
 	if (v != HB_SNAPFILE_FORMAT)
 		return hb_err_set(err, HB_EPROTO, NULL, 0,
 				  "format %u not understood (this build "
-				  "reads %d)", v, HB_SNAPFILE_FORMAT);
-	v = get16(p + OFF_HLEN);
+				  "reads %d)",
+				  v, HB_SNAPFILE_FORMAT);
+	v = (unsigned)get_le(p + OFF_HLEN, 2);
 	if (v != HB_SNAPFILE_HEADER)
 		return hb_err_set(err, HB_EPROTO, NULL, 0,
 				  "header length %u, format %d has %d", v,
 				  HB_SNAPFILE_FORMAT, HB_SNAPFILE_HEADER);
-	n = get32(p + OFF_BLEN);
-	if (n > HB_SNAPFILE_BODY_MAX || n != len - HB_SNAPFILE_HEADER - 1 ||
-	    len == HB_SNAPFILE_HEADER)
+	n = get_le(p + OFF_BLEN, 4);
+	if (n > HB_SNAPFILE_BODY_MAX || n != len - HB_SNAPFILE_HEADER - 1)
 		return hb_err_set(err, HB_EPROTO, NULL, 0,
 				  "body length %zu does not match the file's "
-				  "%zu bytes (truncated or damaged)", n, len);
+				  "%zu bytes (truncated or damaged)",
+				  n, len);
 	if (p[len - 1])
 		return hb_err_set(err, HB_EPROTO, NULL, 0,
 				  "no NUL after the body");
-	if (get64(p + OFF_SUM) != checksum(p, n))
+	if (get_le(p + OFF_SUM, 8) != checksum(p, n))
 		return hb_err_set(err, HB_EPROTO, NULL, 0,
 				  "checksum mismatch (header bytes %d-%d or "
-				  "body damaged)", OFF_FORMAT,
-				  HB_SNAPFILE_HEADER - 1);
-	m->version = get64(p + OFF_VERSION);
-	m->written_ms = (int64_t)get64(p + OFF_WRITTEN);
-	m->max_age_ms = (int64_t)get64(p + OFF_MAXAGE);
-	m->lease_lo = get64(p + OFF_LEASE_LO);
-	m->lease_hi = get64(p + OFF_LEASE_HI);
+				  "body damaged)",
+				  OFF_FORMAT, HB_SNAPFILE_HEADER - 1);
+	m->version = get_le(p + OFF_VERSION, 8);
+	m->written_ms = (int64_t)get_le(p + OFF_WRITTEN, 8);
+	m->max_age_ms = (int64_t)get_le(p + OFF_MAXAGE, 8);
+	m->lease_lo = get_le(p + OFF_LEASE_LO, 8);
+	m->lease_hi = get_le(p + OFF_LEASE_HI, 8);
 	wrong = meta_wrong(m, why, sizeof(why));
 	if (wrong) {
 		memset(m, 0, sizeof(*m));
@@ -172,11 +154,24 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 	return 0;
 }
 
+/* Record "snapshot PATH: what" in err; returns code. */
+__attribute__((format(printf, 4, 5))) static int
+snap_err(struct hb_err *err, int code, const char *path, const char *fmt, ...)
+{
+	char what[HB_ERR_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return hb_err_set(err, code, NULL, 0, "snapshot %s: %s", path, what);
+}
+
 static int errno_code(int e)
 {
-	return e == ENOENT || e == ENOTDIR ? HB_ENOENT
+	return e == ENOENT || e == ENOTDIR		 ? HB_ENOENT
 	       : e == EACCES || e == EPERM || e == EROFS ? HB_EPERM
-						       : HB_EIO;
+							 : HB_EIO;
 }
 
 /* Create the temporary file beside path: tmp gets its full name. */
@@ -195,8 +190,9 @@ static int create_tmp(const char *path, char *tmp, size_t n, mode_t mode)
 			errno = ENAMETOOLONG;
 			return -1;
 		}
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-				       O_CLOEXEC, mode);
+		fd = open(tmp,
+			  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			  mode);
 		if (fd >= 0 || errno != EEXIST)
 			return fd;
 	}
@@ -205,8 +201,8 @@ static int create_tmp(const char *path, char *tmp, size_t n, mode_t mode)
 
 /* The whole file in one buffer, so the checksum is one pass over the
  * bytes as the reader sees them.  Caller frees with free(). */
-static unsigned char *encode(const struct hb_snapfile_meta *m,
-			     const void *body, size_t len)
+static unsigned char *encode(const struct hb_snapfile_meta *m, const void *body,
+			     size_t len)
 {
 	unsigned char *img = malloc(HB_SNAPFILE_HEADER + len + 1);
 
@@ -214,18 +210,18 @@ static unsigned char *encode(const struct hb_snapfile_meta *m,
 		return NULL;
 	memset(img, 0, HB_SNAPFILE_HEADER);
 	memcpy(img + OFF_MAGIC, HB_SNAPFILE_MAGIC, 8);
-	put16(img + OFF_FORMAT, HB_SNAPFILE_FORMAT);
-	put16(img + OFF_HLEN, HB_SNAPFILE_HEADER);
-	put32(img + OFF_BLEN, (uint32_t)len);
-	put64(img + OFF_VERSION, m->version);
-	put64(img + OFF_WRITTEN, (uint64_t)m->written_ms);
-	put64(img + OFF_MAXAGE, (uint64_t)m->max_age_ms);
-	put64(img + OFF_LEASE_LO, m->lease_lo);
-	put64(img + OFF_LEASE_HI, m->lease_hi);
+	put_le(img + OFF_FORMAT, HB_SNAPFILE_FORMAT, 2);
+	put_le(img + OFF_HLEN, HB_SNAPFILE_HEADER, 2);
+	put_le(img + OFF_BLEN, (uint32_t)len, 4);
+	put_le(img + OFF_VERSION, m->version, 8);
+	put_le(img + OFF_WRITTEN, (uint64_t)m->written_ms, 8);
+	put_le(img + OFF_MAXAGE, (uint64_t)m->max_age_ms, 8);
+	put_le(img + OFF_LEASE_LO, m->lease_lo, 8);
+	put_le(img + OFF_LEASE_HI, m->lease_hi, 8);
 	if (len)
 		memcpy(img + HB_SNAPFILE_HEADER, body, len);
 	img[HB_SNAPFILE_HEADER + len] = 0;
-	put64(img + OFF_SUM, checksum(img, len));
+	put_le(img + OFF_SUM, checksum(img, len), 8);
 	return img;
 }
 
@@ -239,28 +235,29 @@ int hb_snapfile_write(const char *path, const struct hb_snapfile_meta *m,
 	int fd, e;
 
 	if (wrong)
-		return hb_err_set(err, HB_EINVAL, path, 0, "%s", wrong);
+		return snap_err(err, HB_EINVAL, path, "%s", wrong);
 	if (len > HB_SNAPFILE_BODY_MAX)
-		return hb_err_set(err, HB_ETOOBIG, path, 0,
-				  "body of %zu bytes, the most is %u", len,
-				  HB_SNAPFILE_BODY_MAX);
+		return snap_err(err, HB_ETOOBIG, path,
+				"body of %zu bytes, the most is %u", len,
+				HB_SNAPFILE_BODY_MAX);
 	if (mode & 022)
-		return hb_err_set(err, HB_EINVAL, path, 0,
-				  "mode %04o lets group or others write; "
-				  "readers refuse it", (unsigned)mode & 07777);
+		return snap_err(err, HB_EINVAL, path,
+				"mode %04o lets group or others write; "
+				"readers refuse it",
+				(unsigned)mode & 07777);
 	if (!*path || path[strlen(path) - 1] == '/')
-		return hb_err_set(err, HB_EINVAL, path, 0, "not a file name");
+		return snap_err(err, HB_EINVAL, path, "not a file name");
 	img = encode(m, body, len);
 	if (!img)
-		return hb_err_set(err, HB_ENOMEM, path, 0, "out of memory");
+		return snap_err(err, HB_ENOMEM, path, "out of memory");
 
 	fd = create_tmp(path, tmp, sizeof(tmp), mode & 07777);
 	if (fd < 0) {
 		e = errno;
 		free(img);
-		return hb_err_set(err, errno_code(e), path, 0,
-				  "cannot create a temporary file beside it: "
-				  "%s", strerror(e));
+		return snap_err(err, errno_code(e), path,
+				"cannot create a temporary file beside it: %s",
+				strerror(e));
 	}
 	/* The mode exactly, whatever the umask; the group before the mode,
 	 * as chown() may clear mode bits. */
@@ -290,8 +287,8 @@ fail:
 		close(fd);
 	unlink(tmp);
 	free(img);
-	return hb_err_set(err, errno_code(e), path, 0, "%s %s: %s", step, tmp,
-			  strerror(e));
+	return snap_err(err, errno_code(e), path, "%s %s: %s", step, tmp,
+			strerror(e));
 }
 
 void hb_snapfile_close(struct hb_snapfile *f)
@@ -306,24 +303,24 @@ static int trusted(const char *path, const struct stat *st, uid_t uid,
 		   struct hb_err *err)
 {
 	if (!S_ISREG(st->st_mode))
-		return hb_err_set(err, HB_EPERM, path, 0,
-				  "not a regular file (mode %06o)",
-				  (unsigned)st->st_mode);
+		return snap_err(err, HB_EPERM, path,
+				"not a regular file (mode %06o)",
+				(unsigned)st->st_mode);
 	if (st->st_uid != 0 && st->st_uid != uid)
-		return hb_err_set(err, HB_EPERM, path, 0,
-				  "owned by uid %u, not root or %u",
-				  (unsigned)st->st_uid, (unsigned)uid);
+		return snap_err(err, HB_EPERM, path,
+				"owned by uid %u, not root or %u",
+				(unsigned)st->st_uid, (unsigned)uid);
 	if (st->st_mode & 022)
-		return hb_err_set(err, HB_EPERM, path, 0,
-				  "mode %04o is writable by group or others",
-				  (unsigned)st->st_mode & 07777);
+		return snap_err(err, HB_EPERM, path,
+				"mode %04o is writable by group or others",
+				(unsigned)st->st_mode & 07777);
 	/* A hard link elsewhere would let whoever can write that directory
 	 * put an old, valid snapshot back; a renamed file has one link, or
 	 * none once the next one replaced it after our open(). */
 	if (st->st_nlink > 1)
-		return hb_err_set(err, HB_EPERM, path, 0,
-				  "has %ju links, a snapshot has one",
-				  (uintmax_t)st->st_nlink);
+		return snap_err(err, HB_EPERM, path,
+				"has %ju links, a snapshot has one",
+				(uintmax_t)st->st_nlink);
 	return 0;
 }
 
@@ -339,23 +336,23 @@ int hb_snapfile_open(const char *path, uid_t trusted_uid, struct hb_snapfile *f,
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		e = errno;
-		return hb_err_set(err, e == ELOOP ? HB_EPERM : errno_code(e),
-				  path, 0, "%s",
-				  e == ELOOP ? "a symbolic link, not followed"
-					     : strerror(e));
+		return snap_err(err, e == ELOOP ? HB_EPERM : errno_code(e),
+				path, "%s",
+				e == ELOOP ? "a symbolic link, not followed"
+					   : strerror(e));
 	}
 	if (fstat(fd, &st)) {
 		e = errno;
 		close(fd);
-		return hb_err_set(err, HB_EIO, path, 0, "%s", strerror(e));
+		return snap_err(err, HB_EIO, path, "%s", strerror(e));
 	}
 	rc = trusted(path, &st, trusted_uid, err);
 	if (!rc && (st.st_size < HB_SNAPFILE_HEADER ||
 		    st.st_size > HB_SNAPFILE_HEADER + HB_SNAPFILE_BODY_MAX + 1))
-		rc = hb_err_set(err, HB_EPROTO, path, 0,
-				"size %jd is outside %d..%u", (intmax_t)st.st_size,
-				HB_SNAPFILE_HEADER,
-				HB_SNAPFILE_HEADER + HB_SNAPFILE_BODY_MAX + 1);
+		rc = snap_err(err, HB_EPROTO, path,
+			      "size %jd is outside %d..%u",
+			      (intmax_t)st.st_size, HB_SNAPFILE_HEADER,
+			      HB_SNAPFILE_HEADER + HB_SNAPFILE_BODY_MAX + 1);
 	if (rc) {
 		close(fd);
 		return rc;
@@ -364,19 +361,20 @@ int hb_snapfile_open(const char *path, uid_t trusted_uid, struct hb_snapfile *f,
 	e = errno;
 	close(fd);
 	if (map == MAP_FAILED)
-		return hb_err_set(err, HB_EIO, path, 0, "mmap: %s", strerror(e));
+		return snap_err(err, HB_EIO, path, "mmap: %s", strerror(e));
 	rc = hb_snapfile_parse(map, (size_t)st.st_size, &f->meta, &f->body,
 			       &f->blen, &inner);
 	if (rc) {
 		munmap(map, (size_t)st.st_size);
 		memset(f, 0, sizeof(*f));
-		return hb_err_set(err, rc, path, 0, "%s", inner.msg);
+		return snap_err(err, rc, path, "%s", inner.msg);
 	}
 	f->map = map;
 	f->maplen = (size_t)st.st_size;
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
-	f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	f->mtime_ns =
+		(int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	f->size = st.st_size;
 	return 0;
 }

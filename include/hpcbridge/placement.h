@@ -234,6 +234,13 @@ int hb_place_commit(const struct hb_place_input *in,
 		    const struct hb_place_result *res,
 		    struct hb_snapshot *snap);
 
+/* The same charge by its parts: cost to account on side (HB_SIDE_*) in
+ * period (the rule's budget period) and every other period the snapshot
+ * tracks for the account.  The plugin charges again, on each new
+ * snapshot, what the daemon has not yet counted. */
+int hb_place_charge(struct hb_snapshot *snap, const char *account,
+		    int period, int side, hb_money cost);
+
 /* Append the explanation, one line per point, each ending in '\n'. */
 int hb_place_explain(const struct hb_policy *pol,
 		     const struct hb_place_input *in,
@@ -300,6 +307,8 @@ struct hb_place_out {
 	char *doc_json;	   /* hb_place_emit()'s document without the
 			    * explanation, compact JSON (malloc) */
 	int64_t cost_micro;	/* the estimate charged to the account */
+	int side, period;	/* where it was charged: HB_SIDE_* and the
+				 * rule's budget period (cost_micro > 0) */
 	const char *partition; /* the partition it was placed against
 				* (borrowed from job or pol) */
 };

@@ -20,8 +20,8 @@
 
 #include "hpcbridge/error.h"
 
-#define HB_SNAPFILE_FORMAT 1	      /* layout of the header below */
-#define HB_SNAPFILE_HEADER 64	      /* bytes */
+#define HB_SNAPFILE_FORMAT   1	/* layout of the header below */
+#define HB_SNAPFILE_HEADER   64 /* bytes */
 #define HB_SNAPFILE_BODY_MAX (64u << 20)
 
 /* The magic that opens every file, 8 bytes: "HBSNAP", a NUL, a LF. */
@@ -34,7 +34,8 @@
 #define HB_SNAPFILE_KEY1 0x31656c6966706e73ull /* "snpfile1", LE */
 
 struct hb_snapfile_meta {
-	uint64_t version;   /* grows with every file the daemon writes (never 0) */
+	/* grows with every file the daemon writes; never 0 */
+	uint64_t version;
 	int64_t written_ms; /* Unix ms, the writer's wall clock */
 	int64_t max_age_ms; /* stale once now > written_ms + max_age_ms (> 0) */
 	/* Gateway ids leased to the plugin with this file: [lo, hi];

@@ -55,7 +55,8 @@ scontrol show job "$id" | grep -q "AdminComment=hpcbridge:hb-[0-9]* target=slurm
 grep -qx "ran on slurm" "$tmp/stay-$id.out" && ok "slurm job output" ||
 	bad "slurm job output: $(cat "$tmp/stay-$id.out" 2>&1)"
 l=$(sacct_line "$id")
-case $l in "debug|1|COMPLETED|0:0|hpcbridge:hb-"*" target=slurm") true ;; *) false ;; esac &&
+# decided in slurmctld: the snapshot's version follows the target
+case $l in "debug|1|COMPLETED|0:0|hpcbridge:hb-"*" target=slurm snap="[0-9]*) true ;; *) false ;; esac &&
 	ok "sacct: the job in debug, COMPLETED 0:0, tagged" || bad "sacct: '$l'"
 
 # remote_pgid RID: the process group of local-backend remote job RID, from

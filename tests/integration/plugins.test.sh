@@ -110,6 +110,9 @@ slurm:
   user: root
   burst_partition: burst
 plugin:
+  # this test drives the socket path against a fake daemon; decisions
+  # made in slurmctld are tested by plugin_inproc.test.sh
+  decide: daemon
   timeout_ms: $timeout_ms
 placement:
   partitions:

@@ -34,8 +34,11 @@ LAYERS = {
     "slurm-plugin": 5,
 }
 # The plugin's .so carries only these (tests/layout/plugin_symbols.sh).
+# The plugin decides inside slurmctld with the placement engine (issue
+# 23); the daemon's decider and the state store stay out of it, which
+# plugin_symbols.sh checks in the built .so.
 PLUGIN_MAY_USE = {"slurm-plugin", "gateway/config", "gateway/proto",
-                  "translators", "translators/base"}
+                  "gateway/placement", "translators", "translators/base"}
 
 # Public header -> the part that implements it.
 HEADERS = {

@@ -20,7 +20,8 @@ done | sort -u)
 [ "$(wc -l <<<"$forbidden")" -gt 100 ] ||
 	bad "only $(wc -l <<<"$forbidden") daemon-side functions found in $lib"
 # Functions of the parts the plugins do link, to prove nm reads the .so.
-wanted=(hb_proto_call hb_config_parse hb_jobspec_init hb_err_set)
+wanted=(hb_proto_call hb_config_parse hb_jobspec_init hb_err_set hb_place_job
+	hb_snapfile_open)
 
 check() { # SO EXPORTED...
 	local so=$1; shift

@@ -135,7 +135,8 @@ static void test_round_trip(void **state)
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0640);
 	assert_int_equal(st.st_gid, gid);
-	assert_int_equal(st.st_size, HB_SNAPFILE_HEADER + strlen(body_text) + 1);
+	assert_int_equal(st.st_size,
+			 HB_SNAPFILE_HEADER + strlen(body_text) + 1);
 
 	assert_int_equal(hb_snapfile_open(path, 0, &f, &err), 0);
 	assert_meta_equal(&f.meta, &meta0);
@@ -259,7 +260,8 @@ static void test_header_bytes(void **state)
 
 	(void)state;
 	assert_non_null(bad);
-	assert_int_equal(hb_snapfile_parse(img, len, &m, &body, &blen, &err), 0);
+	assert_int_equal(hb_snapfile_parse(img, len, &m, &body, &blen, &err),
+			 0);
 	assert_ptr_equal(body, (char *)img + 64);
 	for (size_t off = 0; off < HB_SNAPFILE_HEADER; off++)
 		for (size_t i = 0; i < sizeof(flips); i++) {
@@ -294,7 +296,8 @@ static void test_header_bytes(void **state)
 	/* and resealing a good image changes nothing */
 	memcpy(bad, img, len);
 	reseal(bad, len);
-	assert_int_equal(hb_snapfile_parse(bad, len, &m, &body, &blen, &err), 0);
+	assert_int_equal(hb_snapfile_parse(bad, len, &m, &body, &blen, &err),
+			 0);
 	free(bad);
 	free(img);
 }
@@ -361,8 +364,10 @@ static void expect_open(int code, uid_t trusted, const char *what)
 	struct hb_err err = { 0 };
 
 	assert_int_equal(hb_snapfile_open(path, trusted, &f, &err), code);
-	if (!strstr(err.msg, what) || strncmp(err.msg, path, strlen(path)))
-		fail_msg("'%s' does not name %s and %s", err.msg, path, what);
+	if (!strstr(err.msg, what) || strncmp(err.msg, "snapshot ", 9) ||
+	    strncmp(err.msg + 9, path, strlen(path)))
+		fail_msg("'%s' does not start 'snapshot %s' and say %s",
+			 err.msg, path, what);
 	assert_zeroed(&f);
 }
 
@@ -458,9 +463,9 @@ static void test_refused_writes(void **state)
 		{ .version = 1, .max_age_ms = 1, .lease_lo = 0, .lease_hi = 3 },
 		{ .version = 1, .max_age_ms = 1, .lease_lo = 3, .lease_hi = 0 },
 	};
-	static const char *why[] = { "version is 0", "max_age_ms 0",
+	static const char *why[] = { "version is 0",  "max_age_ms 0",
 				     "max_age_ms -1", "lease [5, 3]",
-				     "lease [0, 3]", "lease [3, 0]" };
+				     "lease [0, 3]",  "lease [3, 0]" };
 	struct hb_err err;
 	char nodir[160];
 
@@ -474,9 +479,9 @@ static void test_refused_writes(void **state)
 			fail_msg("'%s' does not say %s", err.msg, why[i]);
 	}
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_snapfile_write(path, &meta0, "x", 1, 0664,
-					   (gid_t)-1, &err),
-			 HB_EINVAL);
+	assert_int_equal(
+		hb_snapfile_write(path, &meta0, "x", 1, 0664, (gid_t)-1, &err),
+		HB_EINVAL);
 	assert_non_null(strstr(err.msg, "mode 0664"));
 	/* the length is checked before the body is read */
 	memset(&err, 0, sizeof(err));
@@ -486,14 +491,14 @@ static void test_refused_writes(void **state)
 			 HB_ETOOBIG);
 	memset(&err, 0, sizeof(err));
 	snprintf(nodir, sizeof(nodir), "%s/", root);
-	assert_int_equal(hb_snapfile_write(nodir, &meta0, "x", 1, 0600,
-					   (gid_t)-1, &err),
-			 HB_EINVAL);
+	assert_int_equal(
+		hb_snapfile_write(nodir, &meta0, "x", 1, 0600, (gid_t)-1, &err),
+		HB_EINVAL);
 	memset(&err, 0, sizeof(err));
 	snprintf(nodir, sizeof(nodir), "%s/none/snapshot", root);
-	assert_int_equal(hb_snapfile_write(nodir, &meta0, "x", 1, 0600,
-					   (gid_t)-1, &err),
-			 HB_ENOENT);
+	assert_int_equal(
+		hb_snapfile_write(nodir, &meta0, "x", 1, 0600, (gid_t)-1, &err),
+		HB_ENOENT);
 	assert_non_null(strstr(err.msg, nodir));
 	assert_int_equal(entries(), 0);
 }
@@ -576,9 +581,9 @@ static void test_failed_writes(void **state)
 	snprintf(dir, sizeof(dir), "%s/dir/x", root);
 	assert_int_equal(mkdir(dir, 0700), 0);
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(hb_snapfile_write(path, &meta0, "x", 1, 0644,
-					   (gid_t)-1, &err),
-			 HB_EIO);
+	assert_int_equal(
+		hb_snapfile_write(path, &meta0, "x", 1, 0644, (gid_t)-1, &err),
+		HB_EIO);
 	assert_non_null(strstr(err.msg, "rename"));
 	assert_int_equal(entries(), 2);
 	snprintf(path, sizeof(path), "%s/snapshot", root);
@@ -623,8 +628,7 @@ static void test_readers_never_see_half(void **state)
 
 		if (hb_snapfile_open(path, 0, &f, &err))
 			fail_msg("open %d: %s", opened, err.msg);
-		assert_true(f.blen == strlen(body_text) ||
-			    f.blen % 37000 == 0);
+		assert_true(f.blen == strlen(body_text) || f.blen % 37000 == 0);
 		assert_true(f.meta.version >= 7);
 		last = f.meta.version;
 		hb_snapfile_close(&f);
@@ -654,11 +658,11 @@ static void test_readers_never_see_half(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(test_round_trip),	 T(test_layout),
-		T(test_header_bytes),	 T(test_body_bytes),
-		T(test_truncated),	 T(test_trust),
-		T(test_changed),	 T(test_refused_writes),
-		T(test_failed_writes),	 T(test_readers_never_see_half),
+		T(test_round_trip),    T(test_layout),
+		T(test_header_bytes),  T(test_body_bytes),
+		T(test_truncated),     T(test_trust),
+		T(test_changed),       T(test_refused_writes),
+		T(test_failed_writes), T(test_readers_never_see_half),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,687 @@
+/*
+ * inproc.c - placement inside slurmctld (plugin.decide: snapshot).
+ *
+ * The daemon publishes a snapshot file about once a second
+ * (gateway/daemon/publish.c; the format in snapfile.h).  A thread of the
+ * plugin maps each new one, parses it (policy, state, configuration) into
+ * a view, and swaps it in.  job_submit, under slurmctld's job write lock,
+ * then decides with the engine the daemon runs (hb_place_job()) from the
+ * view in memory: no socket, no file, no wait.  It:
+ *   - takes the job's gateway id from the view's lease (never from a
+ *     lease it found when it started: another slurmctld may have used
+ *     it), so the daemon need not be asked;
+ *   - tags the job (admin_comment "hpcbridge:ID target=T snap=V") and, for
+ *     a burst job, makes it the proxy whose script carries the decide
+ *     request (hb_rules_proxy_payload()): Slurm's own job record is the
+ *     decision's durable record;
+ *   - sends the daemon a notice (a datagram, MSG_DONTWAIT) with the whole
+ *     decision; one that cannot go now waits in a queue the thread empties.
+ * A missing, stale or unreadable snapshot, or a used-up lease, leaves the
+ * job on Slurm untouched, as a daemon that does not answer does.
+ *
+ * Budgets: each decision's estimate is charged to the view's spend, so
+ * the next decision sees it.  A new view holds what the daemon counted up
+ * to the id it says ("noticed"); the plugin charges it again what came
+ * after.  What the daemon has not counted is capped per account by the
+ * view's allowance: past it, the account's jobs stay on Slurm until the
+ * daemon catches up.  So decisions made here overspend a budget by at most
+ * the allowance (docs/internals/snapshot-file.md).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "hbplugin.h"
+#include "hpcbridge/buf.h"
+#include "hpcbridge/clock.h"
+#include "hpcbridge/config.h"
+#include "hpcbridge/log.h"
+#include "hpcbridge/placement.h"
+#include "hpcbridge/policy.h"
+#include "hpcbridge/rules.h"
+#include "hpcbridge/snapfile.h"
+#include "hpcbridge/snapshot.h"
+
+/* The body format this plugin reads (publish.c's BODY_FORMAT). */
+#define BODY_FORMAT 1
+/* A notice is at most this long (notice.c's NOTICE_MAX); a longer one is
+ * not sent: the reconciler reads the decision from Slurm. */
+#define NOTICE_MAX (256u * 1024)
+/* Notices kept while the daemon cannot take them. */
+#define QUEUE_MAX 65536
+#define QUEUE_BYTES (64u << 20)
+/* Decisions the daemon has not counted, kept for the allowance. */
+#define PENDING_MAX 65536
+/* The largest proxy script made: under Slurm's default max_script_size
+ * (4 MB), so the proxy is never refused for its size. */
+#define PROXY_SCRIPT_MAX (4000u * 1000)
+/* How often the thread looks for a new snapshot and sends what waits. */
+#define TICK_MS 100
+
+/* One snapshot, parsed. */
+struct view {
+	struct hb_snapfile f;
+	struct hb_policy pol;
+	struct hb_snapshot snap; /* with the charges made since */
+	struct hb_config cfg;	 /* the proxy's and the pods' rules */
+	int cluster;		 /* remote.backend is kubernetes */
+	char note[256];
+	char daemon_socket[108];
+	char notice_path[108];
+	int64_t noticed;   /* the daemon counted every id up to it */
+	int64_t allowance; /* micro-units per account */
+};
+
+/* A decision the daemon has not counted yet. */
+struct pend {
+	int64_t seq;
+	char account[64];
+	int side, period;
+	int64_t cost;
+};
+
+struct qmsg {
+	char *text;
+	size_t len;
+};
+
+struct hb_inproc {
+	pthread_mutex_t mu; /* everything below */
+	char path[4096];
+	uid_t daemon_uid;
+	struct view *v;	     /* NULL: nothing to decide from */
+	int64_t lease_floor; /* the lease seen at start: never used */
+	int64_t next_id;     /* the next id of v's lease; 0: none */
+	int64_t lease_lo;    /* the lease next_id belongs to */
+	struct pend *pend;
+	size_t npend;
+	struct qmsg *q;
+	size_t qhead, qlen, qbytes;
+	int fd; /* the notice socket (unbound datagram) */
+	/* 0: the lease floor is not known yet; 1: known, the hello to send;
+	 * 2: known, hello sent or none needed */
+	int said_hello;
+	uint64_t dropped; /* notices given up (the reconciler has them) */
+	int64_t last_warn_ms;
+	struct hb_inproc_stats st;
+	/* the thread */
+	pthread_t thread;
+	int running, stop;
+	pthread_cond_t cv;
+};
+
+/* ------------------------------------------------------------ views */
+
+static void view_free(struct view *v)
+{
+	if (!v)
+		return;
+	hb_policy_free(&v->pol);
+	hb_snapshot_free(&v->snap);
+	hb_config_free(&v->cfg);
+	hb_snapfile_close(&v->f);
+	free(v);
+}
+
+/* A string member of the body into buf (it must fit). */
+static int body_str(const cJSON *b, const char *key, char *buf, size_t n,
+		    struct hb_err *err)
+{
+	const cJSON *s = cJSON_GetObjectItemCaseSensitive(b, key);
+
+	if (!cJSON_IsString(s) || strlen(s->valuestring) >= n)
+		return hb_err_set(err, HB_EPROTO, NULL, 0,
+				  "snapshot: %s missing or too long", key);
+	memcpy(buf, s->valuestring, strlen(s->valuestring) + 1);
+	return 0;
+}
+
+/* Parse the mapped file's body into v. */
+static int view_parse(struct view *v, struct hb_err *err)
+{
+	cJSON *b = cJSON_ParseWithLength(v->f.body, v->f.blen);
+	const cJSON *fmt, *pol, *state, *cfg, *n;
+	char *state_text = NULL;
+	int rc;
+
+	if (!b)
+		return hb_err_set(err, HB_EPROTO, NULL, 0,
+				  "snapshot: the body is not JSON");
+	fmt = cJSON_GetObjectItemCaseSensitive(b, "format");
+	pol = cJSON_GetObjectItemCaseSensitive(b, "policy");
+	state = cJSON_GetObjectItemCaseSensitive(b, "state");
+	cfg = cJSON_GetObjectItemCaseSensitive(b, "config");
+	if (!cJSON_IsNumber(fmt) || fmt->valuedouble != BODY_FORMAT) {
+		rc = hb_err_set(err, HB_EPROTO, NULL, 0,
+				"snapshot: body format not %d", BODY_FORMAT);
+		goto out;
+	}
+	if (!cJSON_IsString(pol) || !cJSON_IsObject(state) ||
+	    !cJSON_IsString(cfg)) {
+		rc = hb_err_set(err, HB_EPROTO, NULL, 0,
+				"snapshot: policy, state or config missing");
+		goto out;
+	}
+	if ((rc = body_str(b, "note", v->note, sizeof(v->note), err)) ||
+	    (rc = body_str(b, "daemon_socket", v->daemon_socket,
+			   sizeof(v->daemon_socket), err)) ||
+	    (rc = body_str(b, "notice_socket", v->notice_path,
+			   sizeof(v->notice_path), err)))
+		goto out;
+	n = cJSON_GetObjectItemCaseSensitive(b, "noticed");
+	v->noticed = cJSON_IsNumber(n) ? (int64_t)n->valuedouble : 0;
+	n = cJSON_GetObjectItemCaseSensitive(b, "allowance");
+	v->allowance =
+		cJSON_IsNumber(n) ? (int64_t)(n->valuedouble * 1e6) : 0;
+	if ((rc = hb_policy_parse(pol->valuestring, strlen(pol->valuestring),
+				  "snapshot policy", &v->pol, err)))
+		goto out;
+	if (!(state_text = cJSON_PrintUnformatted(state))) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	if ((rc = hb_snapshot_parse(state_text, strlen(state_text),
+				    "snapshot state", &v->snap, err)) ||
+	    (rc = hb_config_parse(cfg->valuestring, strlen(cfg->valuestring),
+				  "snapshot config", &v->cfg, err)))
+		goto out;
+	/* the daemon's socket as it serves it (hpcbridged --socket) */
+	v->cfg.daemon_socket = v->daemon_socket;
+	v->cluster = !strcmp(v->cfg.remote_backend, "kubernetes");
+out:
+	free(state_text);
+	cJSON_Delete(b);
+	return rc;
+}
+
+/* Map and parse the snapshot at path; NULL with err set. */
+static struct view *view_load(const char *path, uid_t trusted,
+			      struct hb_err *err)
+{
+	struct view *v = calloc(1, sizeof(*v));
+
+	if (!v) {
+		hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		return NULL;
+	}
+	if (hb_snapfile_open(path, trusted, &v->f, err) ||
+	    view_parse(v, err)) {
+		view_free(v);
+		return NULL;
+	}
+	return v;
+}
+
+/* Charge v with the decisions its daemon had not counted; drop those it
+ * had.  mu held. */
+static void pend_carry(struct hb_inproc *ip, struct view *v)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < ip->npend; i++) {
+		struct pend *p = &ip->pend[i];
+
+		if (p->seq <= v->noticed)
+			continue;
+		hb_place_charge(&v->snap, p->account, p->period, p->side,
+				(hb_money)p->cost);
+		ip->pend[k++] = *p;
+	}
+	ip->npend = k;
+}
+
+/* What the daemon has not counted of account's spend. mu held. */
+static int64_t pend_owed(const struct hb_inproc *ip, const char *account)
+{
+	int64_t sum = 0;
+
+	for (size_t i = 0; i < ip->npend; i++)
+		if (!strcmp(ip->pend[i].account, account))
+			sum += ip->pend[i].cost;
+	return sum;
+}
+
+/* ------------------------------------------------------------ notices */
+
+/* Send what waits, in order, until the socket refuses.  mu held. */
+static void queue_flush(struct hb_inproc *ip)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	if (!ip->v || ip->fd < 0)
+		return;
+	memcpy(sa.sun_path, ip->v->notice_path, sizeof(sa.sun_path));
+	while (ip->qlen) {
+		struct qmsg *m = &ip->q[ip->qhead];
+
+		if (sendto(ip->fd, m->text, m->len, MSG_DONTWAIT,
+			   (struct sockaddr *)&sa, sizeof(sa)) < 0 &&
+		    errno != EMSGSIZE)
+			return;
+		ip->qbytes -= m->len;
+		free(m->text);
+		m->text = NULL;
+		ip->qhead = (ip->qhead + 1) % QUEUE_MAX;
+		ip->qlen--;
+		ip->st.notices_sent++;
+	}
+}
+
+/* Send text now if nothing waits before it, else queue it.  mu held. */
+static void notice_send(struct hb_inproc *ip, char *text)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t len = strlen(text);
+
+	if (len > NOTICE_MAX) {
+		/* the reconciler finds it in Slurm's job table */
+		ip->dropped++;
+		free(text);
+		return;
+	}
+	if (!ip->qlen && ip->fd >= 0 && ip->v) {
+		memcpy(sa.sun_path, ip->v->notice_path, sizeof(sa.sun_path));
+		if (sendto(ip->fd, text, len, MSG_DONTWAIT,
+			   (struct sockaddr *)&sa, sizeof(sa)) == (ssize_t)len) {
+			ip->st.notices_sent++;
+			free(text);
+			return;
+		}
+	}
+	if (ip->qlen == QUEUE_MAX || ip->qbytes + len > QUEUE_BYTES) {
+		/* the oldest goes: the reconciler recovers it */
+		struct qmsg *m = &ip->q[ip->qhead];
+
+		ip->qbytes -= m->len;
+		free(m->text);
+		ip->qhead = (ip->qhead + 1) % QUEUE_MAX;
+		ip->qlen--;
+		ip->dropped++;
+	}
+	ip->q[(ip->qhead + ip->qlen) % QUEUE_MAX] = (struct qmsg){ text, len };
+	ip->qlen++;
+	ip->qbytes += len;
+}
+
+/* ------------------------------------------------------------ refresh */
+
+int hb_inproc_refresh(struct hb_inproc *ip)
+{
+	struct hb_err err = { 0 };
+	struct view *v, *old = NULL;
+	int changed;
+
+	pthread_mutex_lock(&ip->mu);
+	changed = !ip->v || hb_snapfile_changed(ip->path, &ip->v->f);
+	pthread_mutex_unlock(&ip->mu);
+	if (!changed) {
+		pthread_mutex_lock(&ip->mu);
+		queue_flush(ip);
+		pthread_mutex_unlock(&ip->mu);
+		return 0;
+	}
+	/* parsed off the lock: job_submit goes on with the old view */
+	v = view_load(ip->path, ip->daemon_uid, &err);
+	pthread_mutex_lock(&ip->mu);
+	if (!v && err.code == HB_ENOENT && !ip->said_hello) {
+		/* no snapshot when this slurmctld started: none of its
+		 * leases can have been used by the one before */
+		ip->said_hello = 2;
+	}
+	if (!v) {
+		if (err.code != HB_ENOENT &&
+		    hb_clock_mono_ms() - ip->last_warn_ms > 60000) {
+			ip->last_warn_ms = hb_clock_mono_ms();
+			hb_log(HB_LOG_ERROR, "%s: %s", ip->path, err.msg);
+		}
+		/* a file that went away takes its view along */
+		if (err.code == HB_ENOENT) {
+			old = ip->v;
+			ip->v = NULL;
+		}
+		pthread_mutex_unlock(&ip->mu);
+		view_free(old);
+		return err.code;
+	}
+	if (!ip->said_hello) {
+		/* the lease found at start may be another slurmctld's */
+		ip->lease_floor = (int64_t)v->f.meta.lease_lo;
+		ip->said_hello = 1;
+	}
+	if ((int64_t)v->f.meta.lease_lo != ip->lease_lo) {
+		ip->lease_lo = (int64_t)v->f.meta.lease_lo;
+		ip->next_id = ip->lease_lo > ip->lease_floor ? ip->lease_lo : 0;
+	}
+	pend_carry(ip, v);
+	old = ip->v;
+	ip->v = v;
+	ip->st.views++;
+	if (ip->said_hello == 1) {
+		char *hello = strdup("{\"op\":\"hello\"}");
+
+		ip->said_hello = 2;
+		if (hello)
+			notice_send(ip, hello);
+	}
+	queue_flush(ip);
+	pthread_mutex_unlock(&ip->mu);
+	view_free(old);
+	return 0;
+}
+
+static void *thread_main(void *arg)
+{
+	struct hb_inproc *ip = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&ip->mu);
+	while (!ip->stop) {
+		pthread_mutex_unlock(&ip->mu);
+		hb_inproc_refresh(ip);
+		pthread_mutex_lock(&ip->mu);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += TICK_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		if (!ip->stop)
+			pthread_cond_timedwait(&ip->cv, &ip->mu, &ts);
+	}
+	pthread_mutex_unlock(&ip->mu);
+	return NULL;
+}
+
+int hb_inproc_start(const char *path, uid_t daemon_uid, int thread,
+		    struct hb_inproc **out, struct hb_err *err)
+{
+	struct hb_inproc *ip = calloc(1, sizeof(*ip));
+	int one = 8 << 20;
+
+	*out = NULL;
+	if (!ip || !(ip->q = calloc(QUEUE_MAX, sizeof(*ip->q))) ||
+	    !(ip->pend = calloc(PENDING_MAX, sizeof(*ip->pend)))) {
+		if (ip)
+			free(ip->q);
+		free(ip);
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	}
+	if (strlen(path) >= sizeof(ip->path)) {
+		free(ip->pend);
+		free(ip->q);
+		free(ip);
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "plugin.snapshot: too long");
+	}
+	memcpy(ip->path, path, strlen(path) + 1);
+	ip->daemon_uid = daemon_uid;
+	pthread_mutex_init(&ip->mu, NULL);
+	pthread_cond_init(&ip->cv, NULL);
+	ip->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	/* room for a burst of notices (as root, past wmem_max) */
+	if (ip->fd >= 0 &&
+	    setsockopt(ip->fd, SOL_SOCKET, SO_SNDBUFFORCE, &one, sizeof(one)))
+		setsockopt(ip->fd, SOL_SOCKET, SO_SNDBUF, &one, sizeof(one));
+	if (thread) {
+		/* the snapshot there now, before the first job */
+		hb_inproc_refresh(ip);
+		if (pthread_create(&ip->thread, NULL, thread_main, ip)) {
+			hb_inproc_stop(ip);
+			return hb_err_set(err, HB_ENOMEM, NULL, 0,
+					  "cannot start the snapshot thread");
+		}
+		ip->running = 1;
+	}
+	*out = ip;
+	return 0;
+}
+
+void hb_inproc_stop(struct hb_inproc *ip)
+{
+	if (!ip)
+		return;
+	if (ip->running) {
+		pthread_mutex_lock(&ip->mu);
+		ip->stop = 1;
+		pthread_cond_signal(&ip->cv);
+		pthread_mutex_unlock(&ip->mu);
+		pthread_join(ip->thread, NULL);
+	}
+	/* what still waits is left to the reconciler */
+	pthread_mutex_lock(&ip->mu);
+	queue_flush(ip);
+	while (ip->qlen) {
+		free(ip->q[ip->qhead].text);
+		ip->qhead = (ip->qhead + 1) % QUEUE_MAX;
+		ip->qlen--;
+	}
+	pthread_mutex_unlock(&ip->mu);
+	if (ip->fd >= 0)
+		close(ip->fd);
+	view_free(ip->v);
+	pthread_mutex_destroy(&ip->mu);
+	pthread_cond_destroy(&ip->cv);
+	free(ip->q);
+	free(ip->pend);
+	free(ip);
+}
+
+void hb_inproc_stats(struct hb_inproc *ip, struct hb_inproc_stats *out)
+{
+	pthread_mutex_lock(&ip->mu);
+	*out = ip->st;
+	out->queued = ip->qlen;
+	out->dropped = ip->dropped;
+	pthread_mutex_unlock(&ip->mu);
+}
+
+/* ------------------------------------------------------------ decide */
+
+static const char *target_word(int t)
+{
+	return t == HB_DECIDE_SLURM  ? "slurm"
+	       : t == HB_DECIDE_KUBE ? "kubernetes"
+				     : "rejected";
+}
+
+/* The decision's notice (malloc'd text), NULL when out of memory. */
+static char *notice_text(const char *id, uint64_t version,
+			 const struct hb_place_out *o, cJSON *req)
+{
+	cJSON *n = cJSON_CreateObject();
+	char *text = NULL;
+
+	if (n && cJSON_AddStringToObject(n, "op", "decided") &&
+	    cJSON_AddStringToObject(n, "id", id) &&
+	    cJSON_AddStringToObject(n, "target", target_word(o->target)) &&
+	    cJSON_AddNumberToObject(n, "snapshot", (double)version) &&
+	    cJSON_AddStringToObject(n, "rule", o->rule) &&
+	    cJSON_AddStringToObject(n, "why", o->why) &&
+	    cJSON_AddStringToObject(n, "reason", o->reason) &&
+	    cJSON_AddStringToObject(n, "explanation", o->explanation) &&
+	    cJSON_AddStringToObject(n, "doc", o->doc_json) &&
+	    cJSON_AddNumberToObject(n, "cost_micro", (double)o->cost_micro) &&
+	    cJSON_AddItemReferenceToObject(n, "request", req))
+		text = cJSON_PrintUnformatted(n);
+	cJSON_Delete(n);
+	return text;
+}
+
+/* The proxy's script: the exec line, then the request. */
+static int proxy_script(const struct view *v, const char *id, cJSON *req,
+			struct hb_buf *out)
+{
+	char line[2 * 4096 + 128];
+	char *json;
+	int rc;
+
+	if ((rc = hb_rules_proxy_script(&v->cfg, id, line, sizeof(line))))
+		return rc;
+	if (!(json = cJSON_PrintUnformatted(req)))
+		return HB_ENOMEM;
+	rc = hb_buf_puts(out, line);
+	if (!rc)
+		rc = hb_rules_proxy_payload(out, json, strlen(json));
+	free(json);
+	return rc;
+}
+
+/* Apply o to jd (the tag, or the proxy).  0, or an error with jd as it
+ * was. */
+static int apply(const struct view *v, job_desc_msg_t *jd, const char *id,
+		 const struct hb_place_out *o, cJSON *req,
+		 const struct hb_slurm_alloc *a, struct hb_err *err)
+{
+	struct hb_plugin_decision d = { 0 };
+	struct hb_proxy proxy;
+	struct hb_buf script;
+	char ac[160], cm[96];
+	int rc;
+
+	snprintf(ac, sizeof(ac), "hpcbridge:%s target=%s snap=%" PRIu64, id,
+		 target_word(o->target), v->f.meta.version);
+	d.id = id;
+	d.reason = o->reason;
+	d.admin_comment = ac;
+	d.time_limit_min = NO_VAL;
+	if (o->target == HB_DECIDE_SLURM) {
+		d.target = HB_PLUGIN_SLURM;
+		return hb_plugin_decision_apply(jd, &d, a, err);
+	}
+	hb_buf_init(&script, PROXY_SCRIPT_MAX);
+	if ((rc = proxy_script(v, id, req, &script))) {
+		hb_buf_free(&script);
+		return hb_err_set(err, rc, NULL, 0,
+				  rc == HB_ETOOBIG
+					  ? "the proxy's script would pass %u "
+					    "bytes"
+					  : "out of memory (%u)",
+				  PROXY_SCRIPT_MAX);
+	}
+	hb_rules_proxy(&v->cfg, hb_rules_time_limit((int64_t)jd->time_limit),
+		       &proxy);
+	snprintf(cm, sizeof(cm), "hpcbridge:%s kubernetes", id);
+	d.target = HB_PLUGIN_KUBERNETES;
+	d.partition = proxy.partition;
+	d.script = script.data;
+	d.comment = cm;
+	d.time_limit_min = proxy.time_limit_min == HB_RULES_NO_LIMIT
+				   ? NO_VAL
+				   : (uint32_t)proxy.time_limit_min;
+	d.cpus = proxy.cpus;
+	d.mem_mb = proxy.mem_mb;
+	rc = hb_plugin_decision_apply(jd, &d, a, err);
+	hb_buf_free(&script);
+	return rc;
+}
+
+/* Decide for jd with ip's view (mu held): 0 with r filled, or a reason
+ * in err to leave the job alone. */
+static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
+			 const struct hb_slurm_alloc *a, int64_t now_ms,
+			 struct hb_inproc_result *r, struct hb_err *err)
+{
+	struct view *v = ip->v;
+	struct hb_place_request q;
+	struct hb_place_out o = { 0 };
+	char user[24], id[32];
+	cJSON *req = NULL;
+	int64_t seq;
+	int rc;
+
+	if (!v)
+		return hb_err_set(err, HB_EUNAVAIL, NULL, 0,
+				  "no placement snapshot (is hpcbridged "
+				  "running?)");
+	if (now_ms > v->f.meta.written_ms + v->f.meta.max_age_ms)
+		return hb_err_set(err, HB_EUNAVAIL, NULL, 0,
+				  "the placement snapshot is %" PRId64
+				  " s old (the daemon is down or stuck)",
+				  (now_ms - v->f.meta.written_ms) / 1000);
+	if (!ip->next_id || ip->next_id > (int64_t)v->f.meta.lease_hi)
+		return hb_err_set(err, HB_EUNAVAIL, NULL, 0,
+				  "no gateway id left to give (the daemon "
+				  "leases more within a second)");
+	if (!(req = hb_decide_request(jd, err)))
+		return err->code;
+	/* no name lookup under slurmctld's lock: the uid stands for the
+	 * user (the engine reads it for the pilot's sample only; the daemon
+	 * records the name) */
+	snprintf(user, sizeof(user), "%" PRIu32, jd->user_id);
+	if ((rc = hb_place_request_read(req, user, &q, err)))
+		goto out;
+	q.job.seq = (uint64_t)now_ms;
+	q.job.k8s = v->cluster ? &v->cfg.k8s : NULL;
+	if ((rc = hb_place_job(&v->pol, &v->snap, &q.job, now_ms / 1000,
+			       v->note, &o, err)))
+		goto out;
+	if (o.cost_micro > 0 && q.job.account &&
+	    pend_owed(ip, q.job.account) + o.cost_micro > v->allowance) {
+		rc = hb_err_set(err, HB_EUNAVAIL, NULL, 0,
+				"account %.64s: the daemon has not yet "
+				"counted its last decisions (allowance %" PRId64
+				" micro-units)",
+				q.job.account, v->allowance);
+		goto out;
+	}
+	seq = ip->next_id;
+	snprintf(id, sizeof(id), "hb-%06" PRId64, seq);
+	if (o.target != HB_DECIDE_REJECT &&
+	    (rc = apply(v, jd, id, &o, req, a, err)))
+		goto out;
+	ip->next_id++;
+	if (o.cost_micro > 0 && q.job.account && ip->npend < PENDING_MAX) {
+		struct pend *p = &ip->pend[ip->npend++];
+
+		p->seq = seq;
+		snprintf(p->account, sizeof(p->account), "%s", q.job.account);
+		p->side = o.side;
+		p->period = o.period;
+		p->cost = o.cost_micro;
+	}
+	r->target = o.target == HB_DECIDE_SLURM	 ? HB_PLUGIN_SLURM
+		    : o.target == HB_DECIDE_KUBE ? HB_PLUGIN_KUBERNETES
+						 : HB_PLUGIN_REJECTED;
+	memcpy(r->id, id, sizeof(r->id));
+	snprintf(r->reason, sizeof(r->reason), "%s", o.reason);
+	snprintf(r->partition, sizeof(r->partition), "%s",
+		 jd->partition ? jd->partition : "");
+	r->version = v->f.meta.version;
+	{
+		char *text = notice_text(id, v->f.meta.version, &o, req);
+
+		if (text)
+			notice_send(ip, text);
+		else
+			ip->dropped++;
+	}
+	ip->st.decisions++;
+out:
+	hb_place_out_free(&o);
+	cJSON_Delete(req);
+	return rc;
+}
+
+int hb_inproc_decide(struct hb_inproc *ip, job_desc_msg_t *jd,
+		     const struct hb_slurm_alloc *a, int64_t now_ms,
+		     struct hb_inproc_result *r, struct hb_err *err)
+{
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_lock(&ip->mu);
+	rc = decide_locked(ip, jd, a, now_ms, r, err);
+	if (rc)
+		ip->st.left++;
+	pthread_mutex_unlock(&ip->mu);
+	return rc;
+}
