@@ -6,6 +6,7 @@
  * placed on Slurm instead).
  */
 #include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,17 +256,34 @@ int hbd_maybe_leased(const struct hb_daemon *d, const char *id)
 	return hbd_publishing(d);
 }
 
+/* Log about the Slurm job of ch, naming both ids. */
+static void log_change(enum hb_log_level level,
+		       const struct hb_slurm_change *ch, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void log_change(enum hb_log_level level,
+		       const struct hb_slurm_change *ch, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	hb_vlogf(level,
+		 (struct hb_log_field[]){
+			 HB_LOG_STR("job", ch->id),
+			 HB_LOG_STR("target", ch->target),
+			 HB_LOG_INT("slurm_job_id", ch->slurm_job_id) },
+		 3, fmt, ap);
+	va_end(ap);
+}
+
 /* Count ch among the poll's decisions to rebuild, if it may be one. */
 static int import_add(struct poll_task *pt, const struct hb_slurm_change *ch)
 {
 	struct import *v;
 
 	if (!hbd_maybe_leased(pt->d, ch->id)) {
-		hb_logf(HB_LOG_WARN,
-			(struct hb_log_field[]){
-				HB_LOG_STR("job", ch->id),
-				HB_LOG_INT("slurm_job_id", ch->slurm_job_id) },
-			2, "Slurm job tagged with an id never leased: ignored");
+		log_change(HB_LOG_WARN, ch,
+			   "Slurm job tagged with an id never leased: ignored");
 		return 0;
 	}
 	if (!(v = realloc(pt->imp, (pt->nimp + 1) * sizeof(*v))))
@@ -420,11 +438,8 @@ static int import_one(struct hb_daemon *d, struct import *im,
 	int failed, unknown, rc;
 
 	if (im->again) {
-		hb_logf(HB_LOG_WARN,
-			(struct hb_log_field[]){
-				HB_LOG_STR("job", im->ch.id),
-				HB_LOG_INT("slurm_job_id", im->ch.slurm_job_id) },
-			2, "decision not recovered yet: %s", im->why);
+		log_change(HB_LOG_WARN, &im->ch,
+			   "decision not recovered yet: %s", im->why);
 		d->poll_rescan = 1;
 		return 0;
 	}
@@ -436,32 +451,21 @@ static int import_one(struct hb_daemon *d, struct import *im,
 		memset(err, 0, sizeof(*err));
 		rc = failed = 0; /* its notice came first */
 	} else if (rc == HB_EINVAL) {
-		hb_logf(HB_LOG_ERROR,
-			(struct hb_log_field[]){
-				HB_LOG_STR("job", im->ch.id),
-				HB_LOG_INT("slurm_job_id", im->ch.slurm_job_id) },
-			2, "decision made in slurmctld not recovered: %s",
-			err->msg);
+		log_change(HB_LOG_ERROR, &im->ch,
+			   "decision made in slurmctld not recovered: %s",
+			   err->msg);
 		memset(err, 0, sizeof(*err));
 		return 0;
 	}
 	if (rc || (failed && (rc = import_fail(d, im, err))))
 		return rc;
 	if (failed)
-		hb_logf(HB_LOG_ERROR,
-			(struct hb_log_field[]){
-				HB_LOG_STR("job", im->ch.id),
-				HB_LOG_INT("slurm_job_id", im->ch.slurm_job_id) },
-			2,
-			"burst job recovered from Slurm job %lld failed: %s",
-			(long long)im->ch.slurm_job_id, im->why);
+		log_change(HB_LOG_ERROR, &im->ch,
+			   "burst job recovered from Slurm job %lld failed: %s",
+			   (long long)im->ch.slurm_job_id, im->why);
 	else
-		hb_logf(HB_LOG_INFO,
-			(struct hb_log_field[]){
-				HB_LOG_STR("job", im->ch.id),
-				HB_LOG_STR("target", im->ch.target),
-				HB_LOG_INT("slurm_job_id", im->ch.slurm_job_id) },
-			3, "decision made in slurmctld recovered from Slurm");
+		log_change(HB_LOG_INFO, &im->ch,
+			   "decision made in slurmctld recovered from Slurm");
 	/* bound now: the job may never change in Slurm again */
 	return reconcile_one(d, &im->ch, &unknown, err);
 }
