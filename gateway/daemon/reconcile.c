@@ -405,11 +405,16 @@ static cJSON *import_notice(struct import *im, int *failed)
 }
 
 /* A burst job rebuilt without its request ends failed here: its shadow
- * hears so and ends the proxy with the reason. */
+ * hears so and ends the proxy with the reason.  So does one whose proxy
+ * ended before the decision was recorded (cancelled, if it was): nothing
+ * ran remotely, for no shadow could start it. */
 static int import_fail(struct hb_daemon *d, const struct import *im,
 		       struct hb_err *err)
 {
 	cJSON *detail = cJSON_CreateObject();
+	enum hb_job_state to = im->ch.state == HB_JOB_CANCELLED
+				       ? HB_JOB_CANCELLED
+				       : HB_JOB_FAILED;
 	char reason[256];
 	int rc;
 
@@ -420,10 +425,10 @@ static int import_fail(struct hb_daemon *d, const struct import *im,
 	if (!detail || !cJSON_AddStringToObject(detail, "reason", reason))
 		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 	else if (!(rc = hbd_txn(d, err)) &&
-		 !(rc = hb_store_job_set_state(d->st, im->ch.id, HB_JOB_FAILED,
-					       -1, reason, err)))
-		rc = hbd_audit(d, 0, "hpcbridged", "reconciler", "failed",
-			       im->ch.id, detail, err);
+		 !(rc = hb_store_job_set_state(d->st, im->ch.id, to, -1, reason,
+					       err)))
+		rc = hbd_audit(d, 0, "hpcbridged", "reconciler",
+			       hb_job_state_name(to), im->ch.id, detail, err);
 	cJSON_Delete(detail);
 	return rc;
 }
@@ -457,11 +462,18 @@ static int import_one(struct hb_daemon *d, struct import *im,
 		memset(err, 0, sizeof(*err));
 		return 0;
 	}
+	if (!rc && !failed && !strcmp(im->ch.target, "kubernetes") &&
+	    hb_store_state_terminal(im->ch.state)) {
+		failed = 1;
+		snprintf(im->why, sizeof(im->why),
+			 "its proxy ended before the decision was recorded");
+	}
 	if (rc || (failed && (rc = import_fail(d, im, err))))
 		return rc;
 	if (failed)
 		log_change(HB_LOG_ERROR, &im->ch,
-			   "burst job recovered from Slurm job %lld failed: %s",
+			   "burst job recovered from Slurm job %lld cannot "
+			   "run: %s",
 			   (long long)im->ch.slurm_job_id, im->why);
 	else
 		log_change(HB_LOG_INFO, &im->ch,

@@ -778,6 +778,7 @@ struct fake_tagged {
 	int64_t snap, slurm_id;
 	const char *account, *name, *partition;
 	const char *script; /* its batch script; NULL: Slurm has none */
+	int cancelled;	    /* ended cancelled in Slurm */
 };
 static struct fake_tagged fake_tagged[8];
 static int fake_ntagged, fake_scripts_read;
@@ -796,7 +797,8 @@ static int fake_poll_tagged(void *ctx,
 		const struct fake_tagged *t = &fake_tagged[i];
 		struct hb_slurm_change ch = {
 			.slurm_job_id = t->slurm_id,
-			.state = strcmp(t->target, "kubernetes")
+			.state = t->cancelled ? HB_JOB_CANCELLED
+				 : strcmp(t->target, "kubernetes")
 					 ? HB_JOB_QUEUED
 					 : HB_JOB_RUNNING,
 			.exit_code = -1,
@@ -906,7 +908,7 @@ static void test_recover_decisions(void **state)
 {
 	struct fixture *f = *state;
 	int64_t lo, hi;
-	char ids[5][32], user[64] = "", req[512];
+	char ids[6][32], user[64] = "", req[512];
 	struct hb_buf kube;
 	cJSON *r;
 	int i, reads;
@@ -916,6 +918,7 @@ static void test_recover_decisions(void **state)
 		snprintf(ids[i], sizeof(ids[i]), "hb-%06lld",
 			 (long long)(lo + i));
 	snprintf(ids[4], sizeof(ids[4]), "hb-%06lld", (long long)(hi + 500));
+	snprintf(ids[5], sizeof(ids[5]), "hb-%06lld", (long long)(lo + 5));
 	/* a shadow before the decision is recorded: try again; an id past
 	 * every lease: no such job */
 	assert_int_equal(op_rc(f, "remote_start", ids[1]), HB_EUNAVAIL);
@@ -967,9 +970,13 @@ static void test_recover_decisions(void **state)
 					       .account = "a",
 					       .name = "n",
 					       .partition = "cpu" };
-	for (i = 0; i < 5; i++)
+	/* a proxy cancelled before its decision was recorded */
+	fake_tagged[5] = fake_tagged[1];
+	fake_tagged[5].slurm_id = 9006;
+	fake_tagged[5].cancelled = 1;
+	for (i = 0; i < 6; i++)
 		memcpy(fake_tagged[i].id, ids[i], sizeof(ids[i]));
-	fake_ntagged = 5;
+	fake_ntagged = 6;
 	pthread_mutex_unlock(&fake_mu);
 
 	for (i = 0; i < 200 && !(r = status_of(f, ids[2])); i++)
@@ -1025,13 +1032,20 @@ static void test_recover_decisions(void **state)
 	cJSON_Delete(r);
 	assert_null(r = status_of(f, ids[3]));
 	assert_null(r = status_of(f, ids[4]));
+	r = status_of(f, ids[5]);
+	assert_non_null(r);
+	assert_string_equal(str(r, "job.state"), "cancelled");
+	assert_non_null(strstr(str(r, "job.reason"), "ended before"));
+	assert_int_equal(num(cJSON_GetObjectItem(r, "job"), "slurm_job_id"),
+			 9006);
+	cJSON_Delete(r);
 
 	/* polls go on reporting them: nothing is rebuilt twice */
 	pthread_mutex_lock(&fake_mu);
 	reads = fake_scripts_read;
 	i = fake_polls;
 	pthread_mutex_unlock(&fake_mu);
-	assert_int_equal(reads, 2);
+	assert_int_equal(reads, 3);
 	for (int polls = i; polls < i + 3;) {
 		nap(100);
 		pthread_mutex_lock(&fake_mu);
@@ -1044,7 +1058,7 @@ static void test_recover_decisions(void **state)
 	r = call(f, "{\"op\":\"jobs\",\"all\":true}");
 	expect_ok(r);
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r, "jobs")),
-			 3);
+			 4);
 	cJSON_Delete(r);
 	assert_null(r = status_of(f, ids[3]));
 	pthread_mutex_lock(&fake_mu);
