@@ -1,9 +1,10 @@
 /*
  * reconcile.c - the reconciler: the Slurm jobs the plugin tagged, bound to
- * their gateway jobs and followed from Slurm, the decided jobs Slurm
- * never queued (orphans), given up as lost, and the proxies of burst jobs
- * that Kueue preempted, suspended and resumed with them (or their jobs
- * placed on Slurm instead).
+ * their gateway jobs and followed from Slurm, the decisions made in
+ * slurmctld that the daemon never recorded, rebuilt from Slurm's job
+ * table, the decided jobs Slurm never queued (orphans), given up as lost,
+ * and the proxies of burst jobs that Kueue preempted, suspended and
+ * resumed with them (or their jobs placed on Slurm instead).
  */
 #include <pwd.h>
 #include <stdarg.h>
@@ -23,15 +24,8 @@
 /* The reconciler: Slurm jobs the plugin tagged, followed from Slurm    */
 /* ------------------------------------------------------------------ */
 
-/*
- * Every SLURM_POLL_MS a worker asks Slurm which jobs changed (cheap when
- * nothing did).  For each job tagged "hpcbridge:<id>" the loop binds the
- * Slurm job id to the gateway job and, for jobs that run on Slurm, mirrors
- * the state and exit code.  A burst job's state comes from its remote
- * side; only its proxy's id is bound here.
- */
 /* A decision made in slurmctld the store does not have (see "Decisions
- * made in slurmctld" below). */
+ * made in slurmctld, rebuilt from Slurm's job record" below). */
 struct import {
 	struct hb_slurm_change ch; /* account, name: in the task's arena */
 	char *request; /* a burst job's decide request (JSON text, from its
@@ -40,6 +34,13 @@ struct import {
 	int again;     /* the script could not be read now: next poll */
 };
 
+/*
+ * Every SLURM_POLL_MS a worker asks Slurm which jobs changed (cheap when
+ * nothing did).  For each job tagged "hpcbridge:<id>" the loop binds the
+ * Slurm job id to the gateway job and, for jobs that run on Slurm, mirrors
+ * the state and exit code.  A burst job's state comes from its remote
+ * side; only its proxy's id is bound here.
+ */
 struct poll_task {
 	struct hb_task t; /* first */
 	struct hb_daemon *d;
@@ -201,6 +202,8 @@ static void poll_done(struct hb_task *ht)
 			hb_log(HB_LOG_ERROR, "reconciling %s: %s", pt->v[i].id,
 			       err.msg);
 			hbd_batch_abort(d, &err);
+			/* what the batch held is reported again */
+			d->poll_rescan = 1;
 			pt->rc = HB_ESTORE;
 			break;
 		}
