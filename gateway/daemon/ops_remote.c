@@ -77,8 +77,8 @@ static void replaced_reply(struct hb_daemon *d, struct conn *c,
  * jobs, and nothing is ever recorded from what a caller sends (only the
  * reconciler, from Slurm's table, rebuilds a decision).
  */
-static int remote_visible(struct hb_daemon *d, struct conn *c,
-			  const cJSON *req, struct hb_job_row *j)
+static int remote_visible(struct hb_daemon *d, struct conn *c, const cJSON *req,
+			  struct hb_job_row *j)
 {
 	struct hb_err e = { 0 };
 	const char *id = NULL;

@@ -47,7 +47,7 @@ struct poll_task {
 	struct hb_slurm_side_ops be;
 	struct hb_slurm_change *v;
 	size_t n, cap;
-	int rescan; /* forget the last poll first: report every job */
+	int rescan;	     /* forget the last poll first: report every job */
 	struct hb_arena mem; /* strings of the changes that carry a snap */
 	struct import *imp;
 	size_t nimp;

@@ -325,8 +325,7 @@ int hb_slurm_tag_read(const char *admin_comment, struct hb_slurm_change *ch)
 
 	ch->id[0] = ch->target[0] = '\0';
 	ch->snap = 0;
-	if (!admin_comment ||
-	    strncmp(admin_comment, tag, sizeof(tag) - 1))
+	if (!admin_comment || strncmp(admin_comment, tag, sizeof(tag) - 1))
 		return HB_ENOENT;
 	p = admin_comment + sizeof(tag) - 1;
 	n = strcspn(p, " ;");

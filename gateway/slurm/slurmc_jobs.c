@@ -105,8 +105,7 @@ static void job_from_slurm(const slurm_job_info_t *r, struct hb_slurmc_job *j)
 	j->comment = str_or_empty(r->comment);
 	j->admin_comment = str_or_empty(r->admin_comment);
 	j->account = str_or_empty(r->account);
-	j->time_limit_min = r->time_limit == NO_VAL ||
-					    r->time_limit == INFINITE
+	j->time_limit_min = r->time_limit == NO_VAL || r->time_limit == INFINITE
 				    ? -1
 				    : (int64_t)r->time_limit;
 	if (r->state_desc && *r->state_desc)
@@ -431,8 +430,9 @@ int hb_slurmc_batch_script(struct hb_slurmc *c, uint32_t job_id,
 	int rc, e;
 
 	if (!c || !out)
-		return hb_err_set(err, HB_EINVAL, NULL, 0,
-				  "hb_slurmc_batch_script: no handle or output");
+		return hb_err_set(
+			err, HB_EINVAL, NULL, 0,
+			"hb_slurmc_batch_script: no handle or output");
 	if (!(f = open_memstream(&text, &len)))
 		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 	rc = slurm_job_batch_script(f, job_id);

@@ -62,8 +62,8 @@ static void test_appended_text(void **state)
 	(void)state;
 	expect_tag("hpcbridge:hb-000042; ran on k8s snap=5 target=slurm",
 		   "hb-000042", "", 0);
-	expect_tag("hpcbridge:hb-000042 target=kubernetes; snap=5",
-		   "hb-000042", "kubernetes", 0);
+	expect_tag("hpcbridge:hb-000042 target=kubernetes; snap=5", "hb-000042",
+		   "kubernetes", 0);
 	expect_tag("hpcbridge:hb-000042 target=kubernetes snap=3; ran",
 		   "hb-000042", "kubernetes", 3);
 	expect_tag("hpcbridge:hb-000042 orig: snap=5", "hb-000042", "", 0);
