@@ -666,6 +666,11 @@ static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
 	}
 	ip->st.decisions++;
 out:
+	/* hb_place_job() charged the view; a decision not made (the
+	 * allowance, apply() failing) gives the charge back */
+	if (rc && o.cost_micro > 0 && q.job.account)
+		hb_place_charge(&v->snap, q.job.account, o.period, o.side,
+				(hb_money)-o.cost_micro);
 	hb_place_out_free(&o);
 	cJSON_Delete(req);
 	return rc;

@@ -3,10 +3,12 @@
 # fast the daemon decides.  Side by side, in one run:
 #
 #   none       a private Slurm with no job_submit plugin
-#   hpcbridge  the same with job_submit/hpcbridge and hpcbridged
-#   hpcbridge-tmpfs  the same, the daemon's state on tmpfs: what the
-#              plugin costs without the disk's fsync (not a setup to run:
-#              decisions would not survive a power loss)
+#   hpcbridge  the same with job_submit/hpcbridge and hpcbridged, the
+#              plugin deciding inside slurmctld from the daemon's snapshot
+#              (plugin.decide: snapshot, the default), state on disk
+#   hpcbridge-socket  the same with plugin.decide: daemon: each sbatch
+#              waits for the daemon's decision over its socket, which
+#              the daemon syncs to disk before it answers
 #   lua        the same routing rule written for job_submit/lua
 #              (Debian's), the peer an admin would otherwise write
 #
@@ -35,7 +37,7 @@ n=${3:-500}
 rounds=${4:-3}
 base=
 [ -n "${HB_BENCH_BASE:-}" ] && base=$(cd "$HB_BENCH_BASE" && pwd)
-modes="none hpcbridge hpcbridge-tmpfs lua${base:+ base}"
+modes="none hpcbridge hpcbridge-socket lua${base:+ base}"
 tmp=$(mktemp -d /tmp/hb-bench-plugin.XXXXXX)
 chmod 755 "$tmp"
 # shellcheck source=../integration/lib/slurm.sh
@@ -71,6 +73,8 @@ end
 export HB_SLURM_FIX_HOSTS=${HB_SLURM_FIX_HOSTS:-1}
 export HB_SLURM_NODES=1 HB_SLURM_CPUS=8 HB_SLURM_MEM_MB=16000 HB_SLURM_GPUS=
 hb_bench_daemon "$build" "$tmp/hbd" "$tmp/hbd/state.db"
+HB_BENCH_DECIDE=daemon hb_bench_daemon "$build" "$tmp/hbd-sock" \
+	"$tmp/hbd-sock/state.db"
 mkdir -p /dev/shm/hb-bench-$$
 hb_bench_daemon "$build" "$tmp/hbd-shm" "/dev/shm/hb-bench-$$/state.db"
 [ -z "$base" ] || hb_bench_daemon "$base" "$tmp/hbd-base" "$tmp/hbd-base/state.db"
@@ -78,10 +82,10 @@ for m in $modes; do
 	(
 		unset HB_SLURM_JOB_SUBMIT_PLUGINS HB_SLURM_JOB_SUBMIT_LUA
 		case $m in
-		hpcbridge | hpcbridge-tmpfs)
+		hpcbridge | hpcbridge-socket)
 			export HPCBRIDGE_CONFIG=$tmp/hbd/hpcbridge.yaml
 			[ "$m" = hpcbridge ] ||
-				export HPCBRIDGE_CONFIG=$tmp/hbd-shm/hpcbridge.yaml
+				export HPCBRIDGE_CONFIG=$tmp/hbd-sock/hpcbridge.yaml
 			export HB_SLURM_PLUGIN_DIR=$build/slurm-plugin
 			export HB_SLURM_JOB_SUBMIT_PLUGINS=hpcbridge
 			;;
@@ -145,15 +149,23 @@ for m in $modes; do
 		m, $4, $7, $10, $13 }'
 done
 echo
-# The hpcbridge instance's jobs really went through the plugin.
-(
-	# shellcheck disable=SC1090
-	. "$tmp/hpcbridge.env"
-	id=$(sbatch -H -p gpu --wrap=true --parsable -o /dev/null 2>/dev/null)
-	scontrol show job "$id" | grep -q "Partition=burst" ||
-		echo "WARNING: the hpcbridge instance did not rewrite the job" >&2
-	scancel "$id"
-)
+# The hpcbridge instances' jobs really went through the plugin, and the
+# daemon recorded every decision made in slurmctld.
+for m in hpcbridge hpcbridge-socket; do
+	(
+		# shellcheck disable=SC1090
+		. "$tmp/$m.env"
+		id=$(sbatch -H -p gpu --wrap=true --parsable -o /dev/null \
+			2>/dev/null)
+		scontrol show job "$id" | grep -q "Partition=burst" ||
+			echo "WARNING: the $m instance did not rewrite the job" >&2
+		scancel "$id"
+	)
+done
+sleep 2
+recorded=$("$build/bin/hpcbridge" jobs --all --socket "$tmp/hbd/hbd.sock" \
+	2>/dev/null | grep -c '^hb-' || true)
+echo "jobs the snapshot instance decided: $((n * rounds + 1)); recorded by its daemon: $recorded"
 
 echo
 echo "decision round trip (bench_decide, one caller, on a kept connection as the plugin):"

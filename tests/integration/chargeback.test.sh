@@ -192,7 +192,7 @@ side=$(q "SELECT group_concat(DISTINCT side) FROM ledger WHERE job_id = '$g_burs
 [ "$(q "SELECT count(*) FROM ledger WHERE job_id = '$g_burst' AND side = 'slurm'")" = 0 ] &&
 	ok "the proxy is not charged" || bad "the proxy has Slurm-side entries"
 l=$(sacct_line "$burst")
-case $l in *"|hpcbridge:$g_burst target=kubernetes orig: "*"; ran on kubernetes: 2 pods, 3 CPUs, 1024 MiB, "*)
+case $l in *"|hpcbridge:$g_burst target=kubernetes snap="[0-9]*" orig: "*"; ran on kubernetes: 2 pods, 3 CPUs, 1024 MiB, "*)
 	ok "sacct: the proxy's AdminComment says what ran remotely" ;;
 *) bad "sacct: proxy record '$l'" ;; esac
 

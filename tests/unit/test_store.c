@@ -650,6 +650,126 @@ static void test_ids_never_reused(void **state)
 	hb_store_close(st);
 }
 
+/* --- leased ids ------------------------------------------------------- */
+
+/* Add a job under id (a leased one): want is the code expected. */
+static void add_leased(struct hb_store *st, const char *id, int want)
+{
+	struct hb_job_row r = {
+		.entry = HB_ENTRY_SLURM,
+		.user = "alice",
+		.uid = 1000,
+		.partition = "batch",
+		.target = HB_TARGET_SLURM,
+		.jobspec = "{}",
+		.slurm_job_id = -1,
+		.exit_code = -1,
+	};
+	struct hb_err err = { 0 };
+	int rc = hb_store_job_add_leased(st, &r, id, &err);
+
+	if (rc != want)
+		fail_msg("%s: %d, wanted %d (%s)", id ? id : "NULL", rc, want,
+			 err.msg);
+	if (rc) {
+		assert_string_equal(r.id, "");
+		assert_true(err.msg[0]);
+	} else {
+		assert_string_equal(r.id, id);
+	}
+}
+
+static void lease_ok(struct hb_store *st, uint32_t n, int64_t lo, int64_t hi)
+{
+	struct hb_err err = { 0 };
+	int64_t l = -1, h = -1;
+
+	if (hb_store_id_lease(st, n, &l, &h, &err))
+		fail_msg("lease: %s", err.msg);
+	assert_int_equal(l, lo);
+	assert_int_equal(h, hi);
+}
+
+/* A lease reserves numbers past every id given, for good; the plugin's
+ * jobs come back with their leased ids, once each. */
+static void test_id_lease(void **state)
+{
+	struct fx *fx = *state;
+	static const char *const bad[] = { "hb-12", "hb-0000001", "x",
+					   "hb-000000", "hb-00001a", "hb-",
+					   "HB-000005", NULL };
+	struct hb_job_row got;
+	struct hb_err err = { 0 };
+	struct hb_store *st;
+	int64_t lo = -1, hi = -1;
+	char id[32];
+
+	assert_int_equal(hb_store_id_seq("hb-000042"), 42);
+	assert_int_equal(hb_store_id_seq("hb-1234567"), 1234567);
+	assert_int_equal(hb_store_id_seq("hb-0000001"), -1);
+
+	st = open_ok(fx->path);
+	add_job(st, 1, HB_JOB_PENDING, id, sizeof(id));
+	add_job(st, 1, HB_JOB_PENDING, id, sizeof(id));
+	assert_string_equal(id, "hb-000002");
+	/* its own transaction: the sequence is on disk at once */
+	lease_ok(st, 10, 3, 12);
+	assert_int_equal(seq_value(fx->path), 12);
+	add_job(st, 1, HB_JOB_PENDING, id, sizeof(id));
+	assert_string_equal(id, "hb-000013");
+
+	add_leased(st, "hb-000005", 0);
+	assert_int_equal(hb_store_job_get(st, "hb-000005", &got, &err), 0);
+	assert_string_equal(got.user, "alice");
+	assert_int_equal(got.target, HB_TARGET_SLURM);
+	hb_job_row_free(&got);
+	/* a notice and the reconciler may both bring it */
+	add_leased(st, "hb-000005", HB_EEXIST);
+	/* a number given by the sequence is taken too */
+	add_leased(st, "hb-000013", HB_EEXIST);
+	/* above everything leased */
+	add_leased(st, "hb-000014", HB_EINVAL);
+	for (size_t i = 0; bad[i]; i++)
+		add_leased(st, bad[i], HB_EINVAL);
+	add_leased(st, NULL, HB_EINVAL);
+	assert_int_equal(hb_store_id_lease(st, 0, &lo, &hi, &err), HB_EINVAL);
+	assert_true(lo == 0 && hi == 0);
+	/* the refusals moved nothing */
+	assert_int_equal(seq_value(fx->path), 13);
+	assert_int_equal(count(fx->path, "jobs"), 4);
+	hb_store_close(st);
+
+	/* the sequence is durable: the next lease starts past it, and the
+	 * old lease's numbers are still good */
+	st = open_ok(fx->path);
+	lease_ok(st, 5, 14, 18);
+	add_leased(st, "hb-000012", 0);
+	add_leased(st, "hb-000018", 0);
+	add_leased(st, "hb-000019", HB_EINVAL);
+	hb_store_close(st);
+
+	st = open_ok(fx->path);
+	/* in a transaction: the sequence moves at commit; a lease rolled
+	 * back is given again (so the daemon commits a lease before it
+	 * publishes one) */
+	assert_int_equal(hb_store_begin(st, &err), 0);
+	lease_ok(st, 3, 19, 21);
+	add_job(st, 1, HB_JOB_PENDING, id, sizeof(id));
+	assert_string_equal(id, "hb-000022");
+	assert_int_equal(hb_store_rollback(st), 0);
+	assert_int_equal(seq_value(fx->path), 18);
+	assert_int_equal(count(fx->path, "jobs"), 6);
+	assert_int_equal(hb_store_begin(st, &err), 0);
+	lease_ok(st, 3, 19, 21);
+	add_leased(st, "hb-000020", 0);
+	assert_int_equal(hb_store_commit(st, &err), 0);
+	assert_int_equal(seq_value(fx->path), 21);
+	add_job(st, 1, HB_JOB_PENDING, id, sizeof(id));
+	assert_string_equal(id, "hb-000022");
+	hb_store_close(st);
+	assert_int_equal(count(fx->path, "jobs"), 8);
+}
+
 /* --- states ----------------------------------------------------------- */
 
 static void test_state_rules(void **state)
@@ -2558,6 +2678,7 @@ int main(void)
 		T(test_upgrade_in_place),
 		T(test_partial_schema_rolls_back),
 		T(test_ids_never_reused),
+		T(test_id_lease),
 		cmocka_unit_test(test_state_rules),
 		T(test_set_state),
 		T(test_suspended_state),
