@@ -304,6 +304,7 @@ struct hb_daemon {
 	int kqueue_state;      /* Kueue's visibility API: 0 not yet
 				* read, 1 answering, 2 failing */
 	int polling;	   /* a poll is on a worker */
+	int poll_rescan;   /* the next poll reports every job (reconcile.c) */
 	int preempting;	   /* preempted jobs are looked at on a worker */
 	int64_t last_preempt; /* ... last asked for */
 	struct ratelog rl_preempt;
@@ -555,6 +556,9 @@ int hbd_plugin_decided(struct hb_daemon *d, const cJSON *n, const char *peer,
 
 /* publish.c, notice.c: the plugin's snapshot, and what it tells back */
 int hbd_publishing(const struct hb_daemon *d);
+/* Whether id may name a decision made in slurmctld not recorded yet: at
+ * most the last lease's end (reconcile.c). */
+int hbd_maybe_leased(const struct hb_daemon *d, const char *id);
 void hbd_publish_tick(struct hb_daemon *d, int64_t now);
 void hbd_publish_used(struct hb_daemon *d, int64_t seq);
 int hbd_notice_open(struct hb_daemon *d, struct hb_err *err);

@@ -67,6 +67,40 @@ static void replaced_reply(struct hb_daemon *d, struct conn *c,
 	hbd_stage_reply(d, c, r, 0, 0);
 }
 
+/*
+ * The job of req's id, visible to the caller (hbd_visible_job()); 0 or an
+ * error staged.  A shadow may start before the daemon recorded the
+ * decision the plugin made in slurmctld (its notice lost, the reconciler
+ * not there yet): an id within the leases given hears EUNAVAIL, "try
+ * again", which the shadow does.  So does every such id the caller may
+ * not see, recorded or not: the answer tells nothing of other users'
+ * jobs, and nothing is ever recorded from what a caller sends (only the
+ * reconciler, from Slurm's table, rebuilds a decision).
+ */
+static int remote_visible(struct hb_daemon *d, struct conn *c, const cJSON *req,
+			  struct hb_job_row *j)
+{
+	struct hb_err e = { 0 };
+	const char *id = NULL;
+	char msg[128];
+	int rc;
+
+	if (hb_doc_get_str(req, "id", 31, HBD_REQUIRED, &id, &e))
+		return hbd_visible_job(d, c, req, j); /* it says what */
+	rc = hb_store_job_get(d->st, id, j, &e);
+	if (!rc && may_see(d, c, j))
+		return 0;
+	hb_job_row_free(j);
+	if ((rc && rc != HB_ENOENT) || !hbd_maybe_leased(d, id))
+		return hbd_visible_job(d, c, req, j);
+	snprintf(msg, sizeof(msg),
+		 "job %s is not recorded yet (decided in slurmctld): try "
+		 "again",
+		 id);
+	hbd_stage_error(d, c, HB_EUNAVAIL, msg, 0);
+	return HB_EUNAVAIL;
+}
+
 /* A job that runs remotely, visible to the caller; 0 or an error staged
  * (or, for one placed on Slurm instead, the answer that says so: offset
  * >= 0 is the shadow's output offset). */
@@ -76,7 +110,7 @@ static int remote_job_at(struct hb_daemon *d, struct conn *c,
 {
 	char msg[128];
 
-	if (hbd_visible_job(d, c, req, j))
+	if (remote_visible(d, c, req, j))
 		return -1;
 	if (offset >= 0 && hbd_replaced(d, j)) {
 		replaced_reply(d, c, j, offset);
@@ -777,6 +811,46 @@ out:
 	hb_job_row_free(&j);
 }
 
+/*
+ * A job that ended before its remote job was ever made (a decision
+ * recovered from Slurm without the request to run it): the shadow hears
+ * it over, with the job's reason, and ends its proxy so.  1 if answered.
+ */
+static int ended_unstarted(struct hb_daemon *d, struct conn *c,
+			   const struct task *t)
+{
+	struct hb_job_row j = { 0 };
+	struct hb_err err = { 0 };
+	cJSON *r;
+
+	if (t->rc != HB_ENOENT || t->rw->task >= 0 ||
+	    hb_store_job_get(d->st, t->id, &j, &err))
+		return 0;
+	if (!hb_store_state_terminal(j.state)) {
+		hb_job_row_free(&j);
+		return 0;
+	}
+	r = hb_proto_ok();
+	if (r && (!cJSON_AddStringToObject(r, "phase",
+					   hb_job_state_name(j.state)) ||
+		  !cJSON_AddNumberToObject(r, "exit_code",
+					   j.exit_code > 0 ? (double)j.exit_code
+							   : 1) ||
+		  !cJSON_AddStringToObject(r, "message",
+					   j.reason ? j.reason
+						    : "it never ran remotely") ||
+		  !cJSON_AddStringToObject(r, "data", "") ||
+		  !cJSON_AddNumberToObject(r, "next",
+					   (double)t->rw->offset) ||
+		  !cJSON_AddBoolToObject(r, "done", 1))) {
+		cJSON_Delete(r);
+		r = NULL;
+	}
+	hbd_stage_reply(d, c, r, 0, 0);
+	hb_job_row_free(&j);
+	return 1;
+}
+
 /* The loop side of a finished remote_poll. */
 static void rpoll_done(struct hb_daemon *d, struct conn *c, struct task *t)
 {
@@ -791,6 +865,8 @@ static void rpoll_done(struct hb_daemon *d, struct conn *c, struct task *t)
 	memset(&err, 0, sizeof(err));
 	if (w->done && w->task < 0)
 		hbd_ckpt_due(d, t->id, 1);
+	if (t->rc && ended_unstarted(d, c, t))
+		return;
 	if (t->rc) {
 		hbd_stage_error(d, c, t->rc, t->err.msg, 0);
 		return;

@@ -1,11 +1,13 @@
 /*
  * reconcile.c - the reconciler: the Slurm jobs the plugin tagged, bound to
- * their gateway jobs and followed from Slurm, the decided jobs Slurm
- * never queued (orphans), given up as lost, and the proxies of burst jobs
- * that Kueue preempted, suspended and resumed with them (or their jobs
- * placed on Slurm instead).
+ * their gateway jobs and followed from Slurm, the decisions made in
+ * slurmctld that the daemon never recorded, rebuilt from Slurm's job
+ * table, the decided jobs Slurm never queued (orphans), given up as lost,
+ * and the proxies of burst jobs that Kueue preempted, suspended and
+ * resumed with them (or their jobs placed on Slurm instead).
  */
 #include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include "daemon_int.h"
 #include "hpcbridge/jobspec.h"
 #include "hpcbridge/log.h"
+#include "hpcbridge/rules.h"
 
 /* How often the reconciler asks Slurm what changed. */
 #define SLURM_POLL_MS 1000
@@ -20,6 +23,16 @@
 /* ------------------------------------------------------------------ */
 /* The reconciler: Slurm jobs the plugin tagged, followed from Slurm    */
 /* ------------------------------------------------------------------ */
+
+/* A decision made in slurmctld the store does not have (see "Decisions
+ * made in slurmctld, rebuilt from Slurm's job record" below). */
+struct import {
+	struct hb_slurm_change ch; /* account, name: in the task's arena */
+	char *request; /* a burst job's decide request (JSON text, from its
+			* proxy's script; malloc'ed), NULL: none */
+	char why[192]; /* request NULL for a burst job: why */
+	int again;     /* the script could not be read now: next poll */
+};
 
 /*
  * Every SLURM_POLL_MS a worker asks Slurm which jobs changed (cheap when
@@ -34,14 +47,29 @@ struct poll_task {
 	struct hb_slurm_side_ops be;
 	struct hb_slurm_change *v;
 	size_t n, cap;
+	int rescan;	     /* forget the last poll first: report every job */
+	struct hb_arena mem; /* strings of the changes that carry a snap */
+	struct import *imp;
+	size_t nimp;
 	int64_t began_ms; /* wall clock */
 	int rc;
 	struct hb_err err;
 };
 
+static void poll_free(struct poll_task *pt)
+{
+	for (size_t i = 0; i < pt->nimp; i++)
+		free(pt->imp[i].request);
+	free(pt->imp);
+	free(pt->v);
+	hb_arena_free(&pt->mem);
+	free(pt);
+}
+
 static int poll_collect(const struct hb_slurm_change *ch, void *arg)
 {
 	struct poll_task *pt = arg;
+	struct hb_slurm_change *c;
 
 	if (pt->n == pt->cap) {
 		size_t cap = pt->cap ? pt->cap * 2 : 64;
@@ -52,7 +80,17 @@ static int poll_collect(const struct hb_slurm_change *ch, void *arg)
 		pt->v = v;
 		pt->cap = cap;
 	}
-	pt->v[pt->n++] = *ch;
+	c = &pt->v[pt->n];
+	*c = *ch;
+	c->account = c->name = NULL;
+	/* borrowed for the call: kept for a decision that may need to be
+	 * rebuilt only */
+	if (ch->snap &&
+	    (!(c->account = hb_arena_strdup(&pt->mem,
+					    ch->account ? ch->account : "")) ||
+	     !(c->name = hb_arena_strdup(&pt->mem, ch->name ? ch->name : ""))))
+		return HB_ENOMEM;
+	pt->n++;
 	return 0;
 }
 
@@ -61,20 +99,24 @@ static void poll_run(struct hb_task *ht)
 	struct poll_task *pt = (struct poll_task *)ht;
 
 	pt->began_ms = hb_clock_wall_ms();
+	if (pt->rescan && pt->be.slurm_poll_reset)
+		pt->be.slurm_poll_reset(pt->be.ctx);
 	pt->rc = pt->be.slurm_poll(pt->be.ctx, poll_collect, pt, &pt->err);
 }
 
 /* Apply one change; a store error is returned (the batch is aborted). */
 static int reconcile_one(struct hb_daemon *d, const struct hb_slurm_change *ch,
-			 struct hb_err *err)
+			 int *unknown, struct hb_err *err)
 {
 	struct hb_job_row j = { 0 };
 	cJSON *detail = NULL;
 	int rc = hb_store_job_get(d->st, ch->id, &j, err);
 
+	*unknown = rc == HB_ENOENT;
 	if (rc == HB_ENOENT) {
 		memset(err, 0, sizeof(*err));
-		return 0; /* not ours, or from another state file */
+		return 0; /* not ours, from another state file, or decided
+			   * in slurmctld and not recorded yet */
 	}
 	if (rc)
 		return rc;
@@ -124,23 +166,12 @@ out:
 	return rc;
 }
 
-static void poll_done(struct hb_task *ht)
+/* The end of a poll, whose decisions to rebuild (if any) were rebuilt. */
+static void poll_end(struct poll_task *pt)
 {
-	struct poll_task *pt = (struct poll_task *)ht;
 	struct hb_daemon *d = pt->d;
-	struct hb_err err = { 0 };
 
 	d->polling = 0;
-	if (pt->rc)
-		hb_log(HB_LOG_WARN, "Slurm poll: %s", pt->err.msg);
-	for (size_t i = 0; !pt->rc && i < pt->n; i++)
-		if ((pt->rc = reconcile_one(d, &pt->v[i], &err))) {
-			hb_log(HB_LOG_ERROR, "reconciling %s: %s", pt->v[i].id,
-			       err.msg);
-			hbd_batch_abort(d, &err);
-			pt->rc = HB_ESTORE;
-			break;
-		}
 	/* every tagged job Slurm had when the poll began is now bound */
 	if (!pt->rc)
 		d->poll_ok_ms = pt->began_ms;
@@ -150,8 +181,325 @@ static void poll_done(struct hb_task *ht)
 		d->slurm_seen = 1;
 		d->origin_redo = 1;
 	}
-	free(pt->v);
-	free(pt);
+	poll_free(pt);
+}
+
+static void import_run(struct hb_task *ht);
+static void import_done(struct hb_task *ht);
+static int import_add(struct poll_task *pt, const struct hb_slurm_change *ch);
+
+static void poll_done(struct hb_task *ht)
+{
+	struct poll_task *pt = (struct poll_task *)ht;
+	struct hb_daemon *d = pt->d;
+	struct hb_err err = { 0 };
+	int unknown;
+
+	if (pt->rc)
+		hb_log(HB_LOG_WARN, "Slurm poll: %s", pt->err.msg);
+	for (size_t i = 0; !pt->rc && i < pt->n; i++) {
+		if ((pt->rc = reconcile_one(d, &pt->v[i], &unknown, &err))) {
+			hb_log(HB_LOG_ERROR, "reconciling %s: %s", pt->v[i].id,
+			       err.msg);
+			hbd_batch_abort(d, &err);
+			/* what the batch held is reported again */
+			d->poll_rescan = 1;
+			pt->rc = HB_ESTORE;
+			break;
+		}
+		if (unknown && pt->v[i].snap &&
+		    (pt->rc = import_add(pt, &pt->v[i])))
+			hb_log(HB_LOG_ERROR, "Slurm poll: out of memory");
+	}
+	if (pt->rc || !pt->nimp) {
+		poll_end(pt);
+		return;
+	}
+	/* the scripts are read on a worker; the poll ends after */
+	pt->t.run = import_run;
+	pt->t.done = import_done;
+	if (hb_pool_submit(d->pool, &pt->t)) {
+		pt->rc = HB_ESTATE; /* stopping: the next start does it */
+		poll_end(pt);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Decisions made in slurmctld, rebuilt from Slurm's job record        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The job_submit plugin decides inside slurmctld under an id the daemon
+ * leased to it, tags the job ("hpcbridge:<id> target=<t> snap=<n>") and
+ * tells the daemon by a notice that may be lost (the daemon was down,
+ * its socket full, slurmctld died first).  Slurm's job record is the
+ * decision's durable copy: a poll that reports a job tagged with a snap
+ * whose id the store lacks rebuilds the notice from it and records it
+ * (hbd_plugin_decided(), as a notice would), then binds the Slurm job as
+ * for any known job.  A burst job's decide request is in its proxy's
+ * batch script (hb_rules_proxy_request()), read on a worker, every such
+ * job of one poll in one task.  One whose script lacks it (or where it
+ * does not decode) is recorded from what Slurm says and failed: it
+ * cannot run remotely, and its shadow ends the proxy with the reason.
+ * Only Slurm's table, read as root, brings a job here: nothing a user
+ * sends creates one.
+ */
+
+int hbd_maybe_leased(const struct hb_daemon *d, const char *id)
+{
+	int64_t seq = hb_store_id_seq(id);
+
+	if (seq <= 0)
+		return 0;
+	/* the sequence never goes back: every id leased before, in this
+	 * life of the daemon or an earlier one, is at most this */
+	if (d->feed.lease_hi > 0)
+		return seq <= d->feed.lease_hi;
+	/* just started, no lease yet: the store knows its sequence */
+	return hbd_publishing(d);
+}
+
+/* Log about the Slurm job of ch, naming both ids. */
+static void log_change(enum hb_log_level level,
+		       const struct hb_slurm_change *ch, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void log_change(enum hb_log_level level,
+		       const struct hb_slurm_change *ch, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	hb_vlogf(level,
+		 (struct hb_log_field[]){
+			 HB_LOG_STR("job", ch->id),
+			 HB_LOG_STR("target", ch->target),
+			 HB_LOG_INT("slurm_job_id", ch->slurm_job_id) },
+		 3, fmt, ap);
+	va_end(ap);
+}
+
+/* Count ch among the poll's decisions to rebuild, if it may be one. */
+static int import_add(struct poll_task *pt, const struct hb_slurm_change *ch)
+{
+	struct import *v;
+
+	if (!hbd_maybe_leased(pt->d, ch->id)) {
+		log_change(HB_LOG_WARN, ch,
+			   "Slurm job tagged with an id never leased: ignored");
+		return 0;
+	}
+	if (!(v = realloc(pt->imp, (pt->nimp + 1) * sizeof(*v))))
+		return HB_ENOMEM;
+	pt->imp = v;
+	memset(&v[pt->nimp], 0, sizeof(*v));
+	v[pt->nimp++].ch = *ch;
+	return 0;
+}
+
+/* Proxies' scripts are small (a shell line and the request in base64). */
+#define PROXY_SCRIPT_MAX (2 * HB_PLACE_REQUEST_MAX)
+
+/* On a worker: the decide request in im's proxy's script, or why not. */
+static void import_request(const struct hb_slurm_side_ops *be,
+			   struct import *im)
+{
+	struct hb_buf script, req;
+	struct hb_err e = { 0 };
+	int rc;
+
+	hb_buf_init(&script, PROXY_SCRIPT_MAX);
+	hb_buf_init(&req, HB_PLACE_REQUEST_MAX);
+	rc = be->slurm_batch_script
+		     ? be->slurm_batch_script(be->ctx, im->ch.slurm_job_id,
+					      &script, &e)
+		     : hb_err_set(&e, HB_EUNSUP, NULL, 0,
+				  "the daemon cannot read Slurm's scripts");
+	/* a Slurm that cannot answer now is asked again at the next poll */
+	im->again = rc == HB_EUNAVAIL || rc == HB_ETIMEDOUT ||
+		    rc == HB_ESLURM || rc == HB_ENOMEM;
+	if (rc) {
+		snprintf(im->why, sizeof(im->why),
+			 "its proxy's script could not be read: %.150s", e.msg);
+	} else if ((rc = hb_rules_proxy_request(script.data, script.len,
+						&req))) {
+		snprintf(im->why, sizeof(im->why), "%s",
+			 rc == HB_ENOENT
+				 ? "its proxy's script carries no decide request"
+			 : rc == HB_EINVAL
+				 ? "the decide request in its proxy's script "
+				   "does not decode"
+				 : "the decide request in its proxy's script is "
+				   "too large");
+		im->again = rc == HB_ENOMEM;
+	} else if (!(im->request = hb_buf_steal(&req))) {
+		snprintf(im->why, sizeof(im->why), "out of memory");
+		im->again = 1;
+	}
+	hb_buf_free(&script);
+	hb_buf_free(&req);
+}
+
+static void import_run(struct hb_task *ht)
+{
+	struct poll_task *pt = (struct poll_task *)ht;
+
+	for (size_t i = 0; i < pt->nimp; i++)
+		if (!strcmp(pt->imp[i].ch.target, "kubernetes"))
+			import_request(&pt->be, &pt->imp[i]);
+}
+
+/* The request a decision is rebuilt with when its own is not there: what
+ * Slurm's record of the job says.  NULL when out of memory. */
+static cJSON *request_from_slurm(const struct hb_slurm_change *ch)
+{
+	cJSON *r = cJSON_CreateObject();
+
+	if (!r || !cJSON_AddNumberToObject(r, "uid", (double)ch->uid) ||
+	    (ch->account && ch->account[0] &&
+	     !cJSON_AddStringToObject(r, "account", ch->account)) ||
+	    (ch->partition[0] &&
+	     !cJSON_AddStringToObject(r, "partition", ch->partition)) ||
+	    (ch->name && ch->name[0] &&
+	     !cJSON_AddStringToObject(r, "slurm_job_name", ch->name)) ||
+	    (ch->time_limit_min >= 0 &&
+	     !cJSON_AddNumberToObject(r, "time_limit_min",
+				      (double)ch->time_limit_min))) {
+		cJSON_Delete(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* The notice the plugin sent, or would have, for im.  NULL when out of
+ * memory; *failed: a burst job that cannot run (im->why says why). */
+static cJSON *import_notice(struct import *im, int *failed)
+{
+	cJSON *n = cJSON_CreateObject();
+	cJSON *req = im->request ? cJSON_Parse(im->request) : NULL;
+	char reason[256];
+
+	*failed = 0;
+	if (im->request && !cJSON_IsObject(req)) {
+		snprintf(im->why, sizeof(im->why), "%s",
+			 "the decide request in its proxy's script does not "
+			 "parse");
+		cJSON_Delete(req);
+		req = NULL;
+	}
+	if (!req && !strcmp(im->ch.target, "kubernetes"))
+		*failed = 1;
+	if (!req)
+		req = request_from_slurm(&im->ch);
+	snprintf(reason, sizeof(reason),
+		 *failed ? "decided in slurmctld; recovered from Slurm, but %.190s"
+			 : "decided in slurmctld; recovered from Slurm%s",
+		 *failed ? im->why : "");
+	/* request last: n owns it only once that succeeded */
+	if (n && req && cJSON_AddStringToObject(n, "id", im->ch.id) &&
+	    cJSON_AddStringToObject(n, "target", im->ch.target) &&
+	    cJSON_AddNumberToObject(n, "snapshot", (double)im->ch.snap) &&
+	    cJSON_AddStringToObject(n, "reason", reason) &&
+	    cJSON_AddItemToObject(n, "request", req))
+		return n;
+	cJSON_Delete(req);
+	cJSON_Delete(n);
+	return NULL;
+}
+
+/* A burst job rebuilt without its request ends failed here: its shadow
+ * hears so and ends the proxy with the reason.  So does one whose proxy
+ * ended before the decision was recorded (cancelled, if it was): nothing
+ * ran remotely, for no shadow could start it. */
+static int import_fail(struct hb_daemon *d, const struct import *im,
+		       struct hb_err *err)
+{
+	cJSON *detail = cJSON_CreateObject();
+	enum hb_job_state to = im->ch.state == HB_JOB_CANCELLED
+				       ? HB_JOB_CANCELLED
+				       : HB_JOB_FAILED;
+	char reason[256];
+	int rc;
+
+	snprintf(reason, sizeof(reason),
+		 "cannot run on Kubernetes: %.150s (decided in slurmctld, "
+		 "recovered from Slurm job %lld)",
+		 im->why, (long long)im->ch.slurm_job_id);
+	if (!detail || !cJSON_AddStringToObject(detail, "reason", reason))
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	else if (!(rc = hbd_txn(d, err)) &&
+		 !(rc = hb_store_job_set_state(d->st, im->ch.id, to, -1, reason,
+					       err)))
+		rc = hbd_audit(d, 0, "hpcbridged", "reconciler",
+			       hb_job_state_name(to), im->ch.id, detail, err);
+	cJSON_Delete(detail);
+	return rc;
+}
+
+/* On the loop: record one rebuilt decision and bind its Slurm job.  A
+ * store error is returned (the caller aborts the batch); one the
+ * decision itself has (an id never leased) is logged and skipped. */
+static int import_one(struct hb_daemon *d, struct import *im,
+		      struct hb_err *err)
+{
+	cJSON *n;
+	int failed, unknown, rc;
+
+	if (im->again) {
+		log_change(HB_LOG_WARN, &im->ch,
+			   "decision not recovered yet: %s", im->why);
+		d->poll_rescan = 1;
+		return 0;
+	}
+	if (!(n = import_notice(im, &failed)))
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	rc = hbd_plugin_decided(d, n, "reconciler", err);
+	cJSON_Delete(n);
+	if (rc == HB_EEXIST) {
+		memset(err, 0, sizeof(*err));
+		rc = failed = 0; /* its notice came first */
+	} else if (rc == HB_EINVAL) {
+		log_change(HB_LOG_ERROR, &im->ch,
+			   "decision made in slurmctld not recovered: %s",
+			   err->msg);
+		memset(err, 0, sizeof(*err));
+		return 0;
+	}
+	if (!rc && !failed && !strcmp(im->ch.target, "kubernetes") &&
+	    hb_store_state_terminal(im->ch.state)) {
+		failed = 1;
+		snprintf(im->why, sizeof(im->why),
+			 "its proxy ended before the decision was recorded");
+	}
+	if (rc || (failed && (rc = import_fail(d, im, err))))
+		return rc;
+	if (failed)
+		log_change(HB_LOG_ERROR, &im->ch,
+			   "burst job recovered from Slurm job %lld cannot "
+			   "run: %s",
+			   (long long)im->ch.slurm_job_id, im->why);
+	else
+		log_change(HB_LOG_INFO, &im->ch,
+			   "decision made in slurmctld recovered from Slurm");
+	/* bound now: the job may never change in Slurm again */
+	return reconcile_one(d, &im->ch, &unknown, err);
+}
+
+static void import_done(struct hb_task *ht)
+{
+	struct poll_task *pt = (struct poll_task *)ht;
+	struct hb_err err = { 0 };
+
+	for (size_t i = 0; i < pt->nimp; i++)
+		if ((pt->rc = import_one(pt->d, &pt->imp[i], &err))) {
+			hb_log(HB_LOG_ERROR, "recovering %s: %s",
+			       pt->imp[i].ch.id, err.msg);
+			hbd_batch_abort(pt->d, &err);
+			/* the aborted ones are reported again */
+			pt->d->poll_rescan = 1;
+			break;
+		}
+	poll_end(pt);
 }
 
 /*
@@ -254,10 +602,14 @@ void hbd_poll_slurm(struct hb_daemon *d, int64_t now)
 	pt->t.done = poll_done;
 	pt->d = d;
 	pt->be = d->be;
+	hb_arena_init(&pt->mem, 0);
+	pt->rescan = d->poll_rescan;
+	d->poll_rescan = 0;
 	d->polling = 1;
 	if (hb_pool_submit(d->pool, &pt->t)) {
 		d->polling = 0;
-		free(pt);
+		d->poll_rescan = pt->rescan;
+		poll_free(pt);
 	}
 }
 

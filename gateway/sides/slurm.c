@@ -301,29 +301,74 @@ static void meter_fields(const struct hb_slurmc_job *j,
 	ch->ngpu = n;
 }
 
-static int poll_job(const struct hb_slurmc_job *j, void *arg)
+/* The number of "snap=N": N in decimal, 1..INT64_MAX, else 0. */
+static int64_t snap_of(const char *w, size_t n)
+{
+	int64_t v = 0;
+
+	if (n > 19 || !n)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (w[i] < '0' || w[i] > '9' ||
+		    v > (INT64_MAX - (w[i] - '0')) / 10)
+			return 0;
+		v = v * 10 + (w[i] - '0');
+	}
+	return v;
+}
+
+int hb_slurm_tag_read(const char *admin_comment, struct hb_slurm_change *ch)
 {
 	static const char tag[] = "hpcbridge:";
-	struct poll_ctx *pc = arg;
-	struct hb_slurm_change ch = { 0 };
 	const char *p;
 	size_t n;
+
+	ch->id[0] = ch->target[0] = '\0';
+	ch->snap = 0;
+	if (!admin_comment || strncmp(admin_comment, tag, sizeof(tag) - 1))
+		return HB_ENOENT;
+	p = admin_comment + sizeof(tag) - 1;
+	n = strcspn(p, " ;");
+	if (n == 0 || n >= sizeof(ch->id))
+		return HB_ENOENT;
+	memcpy(ch->id, p, n);
+	ch->id[n] = '\0';
+	/* the tag's words end where the original request ("orig:") or a
+	 * note ("; ...") begins: what follows is no word of the tag */
+	for (p += n; *p == ' '; p += n) {
+		p++;
+		n = strcspn(p, " ;");
+		if (!strncmp(p, "orig:", 5))
+			break;
+		if (n > 7 && n - 7 < sizeof(ch->target) &&
+		    !strncmp(p, "target=", 7)) {
+			memcpy(ch->target, p + 7, n - 7);
+			ch->target[n - 7] = '\0';
+		} else if (n > 5 && !strncmp(p, "snap=", 5)) {
+			ch->snap = snap_of(p + 5, n - 5);
+		}
+	}
+	return 0;
+}
+
+static int poll_job(const struct hb_slurmc_job *j, void *arg)
+{
+	struct poll_ctx *pc = arg;
+	struct hb_slurm_change ch = { 0 };
 	int state = store_state(j);
 
-	if (j->removed || !j->admin_comment ||
-	    strncmp(j->admin_comment, tag, sizeof(tag) - 1))
-		return 0;
-	p = j->admin_comment + sizeof(tag) - 1;
-	n = strcspn(p, " ");
-	if (n == 0 || n >= sizeof(ch.id) || state < 0)
+	if (j->removed || state < 0 || hb_slurm_tag_read(j->admin_comment, &ch))
 		return 0;
 	ch.state = (enum hb_job_state)state;
-	memcpy(ch.id, p, n);
 	ch.slurm_job_id = j->job_id;
 	ch.exit_code = -1;
 	if (hb_slurmc_state_final(j->state))
 		ch.exit_code =
 			j->exit_signal ? 128 + j->exit_signal : j->exit_code;
+	ch.uid = j->user_id;
+	ch.account = j->account;
+	ch.name = j->name;
+	ch.time_limit_min = j->time_limit_min;
 	meter_fields(j, &ch);
 	return pc->cb(&ch, pc->arg);
 }
@@ -340,6 +385,30 @@ static int poll_changes(void *ctx,
 	rc = hb_slurmc_poll(sb->c, poll_job, &pc, err);
 	pthread_mutex_unlock(&sb->mu);
 	return rc;
+}
+
+static int batch_script(void *ctx, int64_t slurm_job_id, struct hb_buf *out,
+			struct hb_err *err)
+{
+	struct hb_slurm_side *sb = ctx;
+	uint32_t id = job_id32(slurm_job_id, err);
+	int rc;
+
+	if (!id)
+		return HB_EINVAL;
+	pthread_mutex_lock(&sb->mu);
+	rc = hb_slurmc_batch_script(sb->c, id, out, err);
+	pthread_mutex_unlock(&sb->mu);
+	return rc;
+}
+
+static void poll_reset(void *ctx)
+{
+	struct hb_slurm_side *sb = ctx;
+
+	pthread_mutex_lock(&sb->mu);
+	hb_slurmc_poll_reset(sb->c);
+	pthread_mutex_unlock(&sb->mu);
 }
 
 /* Partitions' node lists, for the estimate. */
@@ -457,4 +526,6 @@ void hb_slurm_side_ops(struct hb_slurm_side *sb,
 	out->slurm_suspend = suspend;
 	out->slurm_retag = retag;
 	out->slurm_annotate = annotate;
+	out->slurm_batch_script = batch_script;
+	out->slurm_poll_reset = poll_reset;
 }

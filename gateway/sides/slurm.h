@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "gateway/placement/decider.h"
+#include "hpcbridge/buf.h"
 #include "hpcbridge/error.h"
 #include "hpcbridge/store.h"
 
@@ -45,6 +46,18 @@ struct hb_submit_req {
 struct hb_slurm_change {
 	int64_t slurm_job_id;
 	char id[32];	   /* the gateway id */
+	/* The tag's words: "hpcbridge:<id> target=<target> snap=<snap>";
+	 * target "" and snap 0 when the tag has none (snap is set only by
+	 * the plugin deciding inside slurmctld: a job tagged by the daemon's
+	 * reply or the CLI has none) */
+	char target[16];
+	int64_t snap;
+	/* Who and what, for a decision the daemon must rebuild from Slurm:
+	 * the job's user, account ("" none), name and time limit (minutes,
+	 * -1: none).  account and name are borrowed for the callback. */
+	uint32_t uid;
+	const char *account, *name;
+	int64_t time_limit_min;
 	enum hb_job_state state; /* queued, running, succeeded, failed or
 				  * cancelled */
 	int64_t exit_code; /* final states; -1 otherwise */
@@ -108,7 +121,27 @@ struct hb_slurm_side_ops {
 	 * NULL: proxies keep their tag alone. */
 	int (*slurm_annotate)(void *ctx, int64_t slurm_job_id, const char *tag,
 			      const char *text, struct hb_err *err);
+	/* Append the batch script of a Slurm job to out (slurmctld's copy:
+	 * a burst job's proxy carries its decide request there, see
+	 * hb_rules_proxy_request()); HB_ENOENT when Slurm has none.  Runs
+	 * on a worker.  NULL: decisions made in slurmctld are rebuilt
+	 * without their scripts. */
+	int (*slurm_batch_script)(void *ctx, int64_t slurm_job_id,
+				  struct hb_buf *out, struct hb_err *err);
+	/* Forget what the last poll saw: the next reports every job again
+	 * (a decision that could not be rebuilt is tried again).  NULL:
+	 * never. */
+	void (*slurm_poll_reset)(void *ctx);
 };
+
+/*
+ * Read a Slurm job's admin comment as the reconciler does: "hpcbridge:"
+ * then the gateway id, then words up to " orig:" or ";" (what the plugin
+ * and the daemon append): target=WORD and snap=N.  Fills ch->id,
+ * ch->target and ch->snap; HB_ENOENT when it is no such tag (or the id
+ * does not fit).
+ */
+int hb_slurm_tag_read(const char *admin_comment, struct hb_slurm_change *ch);
 
 struct hb_slurm_side;
 

@@ -104,6 +104,10 @@ static void job_from_slurm(const slurm_job_info_t *r, struct hb_slurmc_job *j)
 	j->nodes = str_or_empty(r->nodes);
 	j->comment = str_or_empty(r->comment);
 	j->admin_comment = str_or_empty(r->admin_comment);
+	j->account = str_or_empty(r->account);
+	j->time_limit_min = r->time_limit == NO_VAL || r->time_limit == INFINITE
+				    ? -1
+				    : (int64_t)r->time_limit;
 	if (r->state_desc && *r->state_desc)
 		reason = r->state_desc;
 	else
@@ -404,6 +408,7 @@ int hb_slurmc_job(struct hb_slurmc *c, uint32_t job_id,
 	    !(j.nodes = hb_arena_strdup(&mem, j.nodes)) ||
 	    !(j.comment = hb_arena_strdup(&mem, j.comment)) ||
 	    !(j.admin_comment = hb_arena_strdup(&mem, j.admin_comment)) ||
+	    !(j.account = hb_arena_strdup(&mem, j.account)) ||
 	    !(j.reason = hb_arena_strdup(&mem, j.reason))) {
 		hb_arena_free(&mem);
 		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
@@ -413,6 +418,40 @@ int hb_slurmc_job(struct hb_slurmc *c, uint32_t job_id,
 	*out = j;
 out:
 	slurm_free_job_info_msg(resp);
+	return rc;
+}
+
+int hb_slurmc_batch_script(struct hb_slurmc *c, uint32_t job_id,
+			   struct hb_buf *out, struct hb_err *err)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int rc, e;
+
+	if (!c || !out)
+		return hb_err_set(
+			err, HB_EINVAL, NULL, 0,
+			"hb_slurmc_batch_script: no handle or output");
+	if (!(f = open_memstream(&text, &len)))
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	rc = slurm_job_batch_script(f, job_id);
+	e = rc == SLURM_SUCCESS ? 0 : slurm_errno_of(rc);
+	if (fclose(f) && !e) /* the stream's last write failed */
+		e = ENOMEM;
+	if (e == ESLURM_JOB_SCRIPT_MISSING)
+		rc = hb_err_set(err, HB_ENOENT, NULL, 0,
+				"job %u: Slurm keeps no batch script for it",
+				job_id);
+	else if (e)
+		rc = fail_slurm(err, e, "slurm_job_batch_script");
+	else if ((rc = hb_buf_append(out, text, len)) == HB_ETOOBIG)
+		hb_err_set(err, rc, NULL, 0,
+			   "job %u: the batch script (%zu bytes) passes %zu",
+			   job_id, len, out->max);
+	else if (rc)
+		hb_err_set(err, rc, NULL, 0, "out of memory");
+	free(text);
 	return rc;
 }
 

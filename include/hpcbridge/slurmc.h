@@ -314,6 +314,10 @@ struct hb_slurmc_job {
 	const char *nodes;   /* allocated nodes ("" while pending) */
 	const char *comment; /* "" when unset, as are the others */
 	const char *admin_comment;
+	const char *account; /* "" when Slurm gives none */
+	/* Its time limit in minutes; -1: none (Slurm's NO_VAL or
+	 * INFINITE) */
+	int64_t time_limit_min;
 	/* why it is pending or ended: Slurm's state_desc when it has one,
 	 * else its reason name ("None", "Priority", "JobHeldUser", ...) */
 	const char *reason;
@@ -410,6 +414,15 @@ int hb_slurmc_set_comment(struct hb_slurmc *c, uint32_t job_id,
  * connection: HB_EUNAVAIL). */
 int hb_slurmc_suspend(struct hb_slurmc *c, uint32_t job_id, bool resume,
 		      struct hb_err *err);
+/*
+ * A batch job's script as slurmctld keeps it (scontrol write batch_script;
+ * slurm_job_batch_script()), appended to out (up to out->max: HB_ETOOBIG
+ * past it).  Only root and SlurmUser may read another user's script:
+ * HB_EPERM otherwise; HB_ENOENT for a job Slurm no longer knows, one
+ * that is no batch job, or whose script is gone.
+ */
+int hb_slurmc_batch_script(struct hb_slurmc *c, uint32_t job_id,
+			   struct hb_buf *out, struct hb_err *err);
 /* Replace a job's admin comment (scontrol show job: AdminComment), which
  * only SlurmUser and root may write. */
 int hb_slurmc_set_admin_comment(struct hb_slurmc *c, uint32_t job_id,

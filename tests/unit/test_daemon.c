@@ -1,10 +1,12 @@
 /*
  * test_daemon.c - the daemon's loop with a fake Slurm: submit and cancel
  * through the worker pool, replies in order on one connection, SIGTERM
- * finishing a request in flight, concurrent callers, and decided jobs
- * Slurm never queued given up as lost.
+ * finishing a request in flight, concurrent callers, decided jobs Slurm
+ * never queued given up as lost, and decisions made in slurmctld rebuilt
+ * from Slurm's job table.
  */
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,8 @@
 #include "hpcbridge/config.h"
 #include "hpcbridge/log.h"
 #include "hpcbridge/proto.h"
+#include "hpcbridge/rules.h"
+#include "hpcbridge/snapfile.h"
 #include "testutil.h"
 
 /* ---- the fake Slurm ---------------------------------------------- */
@@ -766,6 +770,303 @@ static void test_kept_connection(void **state)
 	assert_int_equal(c.fd, -1);
 }
 
+/* ---- decisions made in slurmctld, rebuilt from Slurm's job table -- */
+
+/* The tagged jobs the fake Slurm reports, every poll; scripts by job. */
+struct fake_tagged {
+	char id[32], target[16];
+	int64_t snap, slurm_id;
+	const char *account, *name, *partition;
+	const char *script; /* its batch script; NULL: Slurm has none */
+	int cancelled;	    /* ended cancelled in Slurm */
+};
+static struct fake_tagged fake_tagged[8];
+static int fake_ntagged, fake_scripts_read;
+
+static int fake_poll_tagged(void *ctx,
+			    int (*cb)(const struct hb_slurm_change *, void *),
+			    void *arg, struct hb_err *err)
+{
+	int rc = 0;
+
+	(void)ctx;
+	(void)err;
+	pthread_mutex_lock(&fake_mu);
+	fake_polls++;
+	for (int i = 0; !rc && i < fake_ntagged; i++) {
+		const struct fake_tagged *t = &fake_tagged[i];
+		struct hb_slurm_change ch = {
+			.slurm_job_id = t->slurm_id,
+			.state = t->cancelled ? HB_JOB_CANCELLED
+				 : strcmp(t->target, "kubernetes")
+					 ? HB_JOB_QUEUED
+					 : HB_JOB_RUNNING,
+			.exit_code = -1,
+			.snap = t->snap,
+			.uid = getuid(),
+			.account = t->account,
+			.name = t->name,
+			.time_limit_min = 30,
+		};
+
+		memcpy(ch.id, t->id, sizeof(ch.id));
+		memcpy(ch.target, t->target, sizeof(ch.target));
+		snprintf(ch.partition, sizeof(ch.partition), "%s",
+			 t->partition);
+		rc = cb(&ch, arg);
+	}
+	pthread_mutex_unlock(&fake_mu);
+	return rc;
+}
+
+static int fake_batch_script(void *ctx, int64_t slurm_id, struct hb_buf *out,
+			     struct hb_err *err)
+{
+	int rc = hb_err_set(err, HB_ENOENT, NULL, 0, "no such job");
+
+	(void)ctx;
+	pthread_mutex_lock(&fake_mu);
+	fake_scripts_read++;
+	for (int i = 0; i < fake_ntagged; i++)
+		if (fake_tagged[i].slurm_id == slurm_id &&
+		    fake_tagged[i].script)
+			rc = hb_buf_puts(out, fake_tagged[i].script);
+	pthread_mutex_unlock(&fake_mu);
+	return rc;
+}
+
+static int setup_tagged(void **state)
+{
+	static const struct hb_slurm_side_ops be = {
+		.slurm_submit = fake_submit,
+		.slurm_cancel = fake_cancel,
+		.slurm_poll = fake_poll_tagged,
+		.slurm_batch_script = fake_batch_script,
+	};
+
+	fake_ntagged = fake_polls = fake_scripts_read = 0;
+	return setup_with(state, &be, 0);
+}
+
+/* The lease the daemon published: wait for its snapshot. */
+static void published_lease(struct fixture *f, int64_t *lo, int64_t *hi)
+{
+	struct hb_snapfile sf = { 0 };
+	char path[160];
+	int i;
+
+	snprintf(path, sizeof(path), "%s/placement.snap", f->dir);
+	for (i = 0; i < 200; i++) {
+		if (!hb_snapfile_open(path, getuid(), &sf, NULL))
+			break;
+		nap(20);
+	}
+	assert_true(i < 200);
+	*lo = (int64_t)sf.meta.lease_lo;
+	*hi = (int64_t)sf.meta.lease_hi;
+	hb_snapfile_close(&sf);
+	assert_true(*lo > 0 && *hi >= *lo + 10);
+}
+
+/* The status of job id, or NULL when the daemon has none (not ok). */
+static cJSON *status_of(struct fixture *f, const char *id)
+{
+	char req[128];
+	cJSON *r;
+
+	snprintf(req, sizeof(req), "{\"op\":\"status\",\"id\":\"%s\"}", id);
+	r = call(f, req);
+	if (hb_proto_reply_status(r, NULL)) {
+		cJSON_Delete(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* An op's error code for id (0: ok). */
+static int op_rc(struct fixture *f, const char *op, const char *id)
+{
+	char req[128];
+	cJSON *r;
+	int rc;
+
+	snprintf(req, sizeof(req), "{\"op\":\"%s\",\"id\":\"%s\"}", op, id);
+	r = call(f, req);
+	rc = hb_proto_reply_status(r, NULL);
+	cJSON_Delete(r);
+	return rc;
+}
+
+/*
+ * Jobs the plugin decided in slurmctld whose notices never came: a poll
+ * that reports them tagged with a snap rebuilds each decision from Slurm
+ * (a burst job's request from its proxy's script) and binds its Slurm
+ * job; later polls do not again; an id never leased, and a tag without
+ * a snap, are not taken.  Until then a shadow hears "try again".
+ */
+static void test_recover_decisions(void **state)
+{
+	struct fixture *f = *state;
+	int64_t lo, hi;
+	char ids[6][32], user[64] = "", req[512];
+	struct hb_buf kube;
+	cJSON *r;
+	int i, reads;
+
+	published_lease(f, &lo, &hi);
+	for (i = 0; i < 4; i++)
+		snprintf(ids[i], sizeof(ids[i]), "hb-%06lld",
+			 (long long)(lo + i));
+	snprintf(ids[4], sizeof(ids[4]), "hb-%06lld", (long long)(hi + 500));
+	snprintf(ids[5], sizeof(ids[5]), "hb-%06lld", (long long)(lo + 5));
+	/* a shadow before the decision is recorded: try again; an id past
+	 * every lease: no such job */
+	assert_int_equal(op_rc(f, "remote_start", ids[1]), HB_EUNAVAIL);
+	assert_int_equal(op_rc(f, "remote_poll", ids[1]), HB_EUNAVAIL);
+	assert_int_equal(op_rc(f, "remote_start", ids[4]), HB_ENOENT);
+
+	snprintf(req, sizeof(req),
+		 "{\"uid\":%u,\"account\":\"chem\",\"partition\":\"gpu\","
+		 "\"slurm_job_name\":\"burst\",\"time_limit_min\":30,"
+		 "\"script\":\"#!/bin/sh\\necho hi\\n\",\"env\":[\"A=1\"]}",
+		 (unsigned)getuid());
+	hb_buf_init(&kube, 0);
+	assert_int_equal(hb_buf_puts(&kube, "#!/bin/sh\nexec hpcbridge "
+					    "shadow x\n"),
+			 0);
+	assert_int_equal(hb_rules_proxy_payload(&kube, req, strlen(req)), 0);
+	pthread_mutex_lock(&fake_mu);
+	fake_tagged[0] = (struct fake_tagged){ .target = "slurm",
+					       .snap = 1795845206222,
+					       .slurm_id = 9001,
+					       .account = "physics",
+					       .name = "onslurm",
+					       .partition = "cpu" };
+	fake_tagged[1] = (struct fake_tagged){ .target = "kubernetes",
+					       .snap = 1795845206222,
+					       .slurm_id = 9002,
+					       .account = "",
+					       .name = "hpcbridge-proxy",
+					       .partition = "burst",
+					       .script = kube.data };
+	/* a proxy whose script carries no request */
+	fake_tagged[2] = (struct fake_tagged){ .target = "kubernetes",
+					       .snap = 7,
+					       .slurm_id = 9003,
+					       .account = "",
+					       .name = "p",
+					       .partition = "burst",
+					       .script = "#!/bin/sh\nexit 0\n" };
+	/* a tag without a snap: the daemon's own reply, never rebuilt */
+	fake_tagged[3] = (struct fake_tagged){ .target = "slurm",
+					       .slurm_id = 9004,
+					       .account = "a",
+					       .name = "n",
+					       .partition = "cpu" };
+	/* an id no lease ever held */
+	fake_tagged[4] = (struct fake_tagged){ .target = "slurm",
+					       .snap = 7,
+					       .slurm_id = 9005,
+					       .account = "a",
+					       .name = "n",
+					       .partition = "cpu" };
+	/* a proxy cancelled before its decision was recorded */
+	fake_tagged[5] = fake_tagged[1];
+	fake_tagged[5].slurm_id = 9006;
+	fake_tagged[5].cancelled = 1;
+	for (i = 0; i < 6; i++)
+		memcpy(fake_tagged[i].id, ids[i], sizeof(ids[i]));
+	fake_ntagged = 6;
+	pthread_mutex_unlock(&fake_mu);
+
+	for (i = 0; i < 200 && !(r = status_of(f, ids[2])); i++)
+		nap(20);
+	assert_non_null(r);
+	assert_string_equal(str(r, "job.target"), "kubernetes");
+	assert_string_equal(str(r, "job.state"), "failed");
+	assert_non_null(strstr(str(r, "job.reason"),
+			       "carries no decide request"));
+	assert_int_equal(num(cJSON_GetObjectItem(r, "job"), "slurm_job_id"),
+			 9003);
+	cJSON_Delete(r);
+	/* its shadow hears it over, with the reason */
+	snprintf(req, sizeof(req),
+		 "{\"op\":\"remote_start\",\"id\":\"%s\"}", ids[2]);
+	r = call(f, req);
+	expect_ok(r);
+	assert_string_equal(str(r, "phase"), "failed");
+	cJSON_Delete(r);
+
+	r = status_of(f, ids[0]);
+	assert_non_null(r);
+	{
+		const cJSON *j = cJSON_GetObjectItem(r, "job");
+		struct passwd *pw = getpwuid(getuid());
+
+		if (pw)
+			snprintf(user, sizeof(user), "%s", pw->pw_name);
+		assert_string_equal(str(j, "target"), "slurm");
+		assert_string_equal(str(j, "state"), "queued");
+		assert_string_equal(str(j, "account"), "physics");
+		assert_string_equal(str(j, "partition"), "cpu");
+		assert_int_equal(num(j, "uid"), getuid());
+		if (user[0])
+			assert_string_equal(str(j, "user"), user);
+		assert_int_equal(num(j, "slurm_job_id"), 9001);
+	}
+	cJSON_Delete(r);
+	r = status_of(f, ids[1]);
+	assert_non_null(r);
+	{
+		const cJSON *j = cJSON_GetObjectItem(r, "job");
+
+		assert_string_equal(str(j, "target"), "kubernetes");
+		assert_string_equal(str(j, "state"), "pending");
+		/* from the proxy's request, not the proxy */
+		assert_string_equal(str(j, "account"), "chem");
+		assert_string_equal(str(j, "partition"), "gpu");
+		assert_string_equal(str(j, "name"), "burst");
+		assert_int_equal(num(j, "uid"), getuid());
+		assert_int_equal(num(j, "slurm_job_id"), 9002);
+	}
+	cJSON_Delete(r);
+	assert_null(r = status_of(f, ids[3]));
+	assert_null(r = status_of(f, ids[4]));
+	r = status_of(f, ids[5]);
+	assert_non_null(r);
+	assert_string_equal(str(r, "job.state"), "cancelled");
+	assert_non_null(strstr(str(r, "job.reason"), "ended before"));
+	assert_int_equal(num(cJSON_GetObjectItem(r, "job"), "slurm_job_id"),
+			 9006);
+	cJSON_Delete(r);
+
+	/* polls go on reporting them: nothing is rebuilt twice */
+	pthread_mutex_lock(&fake_mu);
+	reads = fake_scripts_read;
+	i = fake_polls;
+	pthread_mutex_unlock(&fake_mu);
+	assert_int_equal(reads, 3);
+	for (int polls = i; polls < i + 3;) {
+		nap(100);
+		pthread_mutex_lock(&fake_mu);
+		polls = fake_polls;
+		pthread_mutex_unlock(&fake_mu);
+	}
+	pthread_mutex_lock(&fake_mu);
+	assert_int_equal(fake_scripts_read, reads);
+	pthread_mutex_unlock(&fake_mu);
+	r = call(f, "{\"op\":\"jobs\",\"all\":true}");
+	expect_ok(r);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r, "jobs")),
+			 4);
+	cJSON_Delete(r);
+	assert_null(r = status_of(f, ids[3]));
+	pthread_mutex_lock(&fake_mu);
+	fake_ntagged = 0; /* kube's text is going */
+	pthread_mutex_unlock(&fake_mu);
+	hb_buf_free(&kube);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -788,6 +1089,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_kept_connection, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_recover_decisions,
+						setup_tagged, teardown),
 	};
 
 	/* the loop reads SIGTERM from a signalfd: block it everywhere */
