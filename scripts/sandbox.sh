@@ -25,6 +25,8 @@
 #     LocalQueue burst and priorities low, normal and high
 #     (examples/sandbox/kueue.yaml), where burst jobs queue
 #     (HB_SANDBOX_KUEUE=0: hpcbridged names no queue).
+#     slurmctld's plugin decides from the daemon's snapshot
+#     (HB_SANDBOX_DECIDE=daemon: it asks the daemon over its socket).
 #     Finished jobs are metered into the ledger with the rate card
 #     config/ratecards/example.yaml (HB_SANDBOX_RATECARD=FILE names
 #     another); `hpcbridge report` reads it.
@@ -192,6 +194,7 @@ write_config() {
 	  allowed_images: ["mpioperator/*", "docker.io/mpioperator/*"]
 	$kueue
 	plugin:
+	  decide: ${HB_SANDBOX_DECIDE:-snapshot}
 	  timeout_ms: 200
 	origin:
 	  namespaces: $origin_ns

@@ -20,6 +20,10 @@ rounds=${HB_CRASH_ROUNDS:-4}
 # The local backend: this test checks the daemon and shadow mechanics
 # (burst_kube.test.sh runs the same path on the emulated cluster).
 export HB_SANDBOX_BACKEND=local
+# The socket path's crash windows (the failpoints are in the daemon's
+# decide op): the plugin asks the daemon.  Decisions made in slurmctld
+# are crashed by submit_crash.test.sh and plugin_recover.test.sh.
+export HB_SANDBOX_DECIDE=daemon
 # shellcheck source=lib/sandbox_test.sh
 . "$src/tests/integration/lib/sandbox_test.sh"
 sandbox_test_up
