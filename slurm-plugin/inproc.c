@@ -344,9 +344,13 @@ int hb_inproc_refresh(struct hb_inproc *ip)
 			hb_log(HB_LOG_ERROR, "%s: %s", ip->path, err.msg);
 		}
 		/* a file that went away takes its view along */
-		if (err.code == HB_ENOENT) {
+		if (err.code == HB_ENOENT && ip->v) {
 			old = ip->v;
 			ip->v = NULL;
+			hb_log(HB_LOG_INFO,
+			       "no placement snapshot at %s: jobs stay on "
+			       "Slurm until hpcbridged publishes one",
+			       ip->path);
 		}
 		pthread_mutex_unlock(&ip->mu);
 		view_free(old);
@@ -364,6 +368,13 @@ int hb_inproc_refresh(struct hb_inproc *ip)
 	pend_carry(ip, v);
 	old = ip->v;
 	ip->v = v;
+	if (!old)
+		hb_log(HB_LOG_INFO,
+		       "deciding from placement snapshot %s (version %" PRIu64
+		       ", ids %" PRIu64 "-%" PRIu64 "%s)",
+		       ip->path, v->f.meta.version, v->f.meta.lease_lo,
+		       v->f.meta.lease_hi,
+		       ip->next_id ? "" : ", not this slurmctld's to use");
 	ip->st.views++;
 	if (ip->said_hello == 1) {
 		char *hello = strdup("{\"op\":\"hello\"}");

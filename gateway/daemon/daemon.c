@@ -109,9 +109,11 @@ static int reload_config(struct hb_daemon *d)
 	}
 	hb_config_free(&d->cfg);
 	d->cfg = next;
-	/* the text the plugin's snapshot carries (publish.c) */
+	/* the text the plugin's snapshot carries (publish.c), published
+	 * at once */
 	hb_buf_free(&d->feed.config);
 	d->feed.config = b;
+	d->feed.last_ms = 0;
 	hb_ratecard_free(&d->card);
 	d->card = card;
 	hbd_metering_apply(d);

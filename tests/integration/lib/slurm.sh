@@ -24,6 +24,11 @@
 #   slurm_is_up DIR     0 if the controller answers and every real node is
 #                       usable.
 #   slurm_clean_env     unset SLURM_*, SBATCH_*, SALLOC_* in this shell.
+#   slurm_wait_snapshot DIR
+#                       wait (10 s at most) until job_submit/hpcbridge
+#                       says it decides from hpcbridged's placement snapshot
+#                       (plugin.decide: snapshot), as it does once the
+#                       daemon first publishes one after slurmctld started.
 #
 # Typical use in a test:
 #
@@ -461,6 +466,17 @@ slurm_logs() {
 		printf '===== %s (last 40 lines) =====\n' "$f" >&2
 		tail -n 40 "$f" >&2
 	done
+}
+
+slurm_wait_snapshot() {
+	local _i
+	for _i in $(seq 100); do
+		grep -q 'deciding from placement snapshot' \
+			"$1/log/slurmctld.log" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "slurm_wait_snapshot: the plugin took no snapshot in 10 s" >&2
+	return 1
 }
 
 slurm_env() {
