@@ -100,7 +100,7 @@ check_spec "a 900 kB fabric_why" "at most 256 bytes"
 # nothing was stored: the next job takes the number after the plain one
 next=$(decide "$tmp/plain.sh")
 if [ -n "$first" ] && [ -n "$next" ] &&
-	[ "${next#hb-}" -eq $((${first#hb-} + 1)) ]; then
+	[ $((10#${next#hb-})) -eq $((10#${first#hb-} + 1)) ]; then
 	ok "no job stored for the refused ones ($first, then $next)"
 else
 	bad "jobs stored for refused decides: $first, then $next"
