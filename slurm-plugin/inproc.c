@@ -84,9 +84,15 @@ struct view {
 /* A decision the daemon has not counted yet. */
 struct pend {
 	int64_t seq;
-	char account[64];
+	uint32_t owe; /* its account's entry in ip->owed */
 	int side, period;
 	int64_t cost;
+};
+
+/* An account's decisions the daemon has not counted: their sum. */
+struct owe {
+	char *account;
+	int64_t sum;
 };
 
 struct qmsg {
@@ -104,6 +110,8 @@ struct hb_inproc {
 	int64_t lease_lo;    /* the lease next_id belongs to */
 	struct pend *pend;
 	size_t npend;
+	struct owe *owed; /* every account seen with a cost, kept */
+	size_t nowed, owed_cap;
 	struct qmsg *q;
 	size_t qhead, qlen, qbytes;
 	int fd; /* the notice socket (unbound datagram) */
@@ -222,32 +230,47 @@ static struct view *view_load(const char *path, uid_t trusted,
 }
 
 /* Charge v with the decisions its daemon had not counted; drop those it
- * had.  mu held. */
+ * had, and sum what is left per account.  mu held. */
 static void pend_carry(struct hb_inproc *ip, struct view *v)
 {
 	size_t k = 0;
 
+	for (size_t i = 0; i < ip->nowed; i++)
+		ip->owed[i].sum = 0;
 	for (size_t i = 0; i < ip->npend; i++) {
 		struct pend *p = &ip->pend[i];
 
 		if (p->seq <= v->noticed)
 			continue;
-		hb_place_charge(&v->snap, p->account, p->period, p->side,
-				(hb_money)p->cost);
+		hb_place_charge(&v->snap, ip->owed[p->owe].account, p->period,
+				p->side, (hb_money)p->cost);
+		ip->owed[p->owe].sum += p->cost;
 		ip->pend[k++] = *p;
 	}
 	ip->npend = k;
 }
 
-/* What the daemon has not counted of account's spend. mu held. */
-static int64_t pend_owed(const struct hb_inproc *ip, const char *account)
+/* account's entry in ip->owed, made when new; NULL when out of memory.
+ * mu held.  The accounts are few (one per Slurm account that spends),
+ * so a scan is fine. */
+static struct owe *owed_of(struct hb_inproc *ip, const char *account)
 {
-	int64_t sum = 0;
+	for (size_t i = 0; i < ip->nowed; i++)
+		if (!strcmp(ip->owed[i].account, account))
+			return &ip->owed[i];
+	if (ip->nowed == ip->owed_cap) {
+		size_t cap = ip->owed_cap ? ip->owed_cap * 2 : 16;
+		struct owe *o = realloc(ip->owed, cap * sizeof(*o));
 
-	for (size_t i = 0; i < ip->npend; i++)
-		if (!strcmp(ip->pend[i].account, account))
-			sum += ip->pend[i].cost;
-	return sum;
+		if (!o)
+			return NULL;
+		ip->owed = o;
+		ip->owed_cap = cap;
+	}
+	if (!(ip->owed[ip->nowed].account = strdup(account)))
+		return NULL;
+	ip->owed[ip->nowed].sum = 0;
+	return &ip->owed[ip->nowed++];
 }
 
 /* ------------------------------------------------------------ notices */
@@ -481,6 +504,9 @@ void hb_inproc_stop(struct hb_inproc *ip)
 	view_free(ip->v);
 	pthread_mutex_destroy(&ip->mu);
 	pthread_cond_destroy(&ip->cv);
+	for (size_t i = 0; i < ip->nowed; i++)
+		free(ip->owed[i].account);
+	free(ip->owed);
 	free(ip->q);
 	free(ip->pend);
 	free(ip);
@@ -605,6 +631,7 @@ static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
 	struct hb_place_request q;
 	struct hb_place_out o = { 0 };
 	char user[24], id[32];
+	struct owe *owe = NULL;
 	cJSON *req = NULL;
 	int64_t seq;
 	int rc;
@@ -636,7 +663,9 @@ static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
 			       v->note, &o, err)))
 		goto out;
 	if (o.cost_micro > 0 && q.job.account &&
-	    pend_owed(ip, q.job.account) + o.cost_micro > v->allowance) {
+	    (!(owe = owed_of(ip, q.job.account)) ||
+	     ip->npend == PENDING_MAX ||
+	     owe->sum + o.cost_micro > v->allowance)) {
 		rc = hb_err_set(err, HB_EUNAVAIL, NULL, 0,
 				"account %.64s: the daemon has not yet "
 				"counted its last decisions (allowance %" PRId64
@@ -650,14 +679,15 @@ static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
 	    (rc = apply(v, jd, id, &o, req, a, err)))
 		goto out;
 	ip->next_id++;
-	if (o.cost_micro > 0 && q.job.account && ip->npend < PENDING_MAX) {
+	if (owe) {
 		struct pend *p = &ip->pend[ip->npend++];
 
 		p->seq = seq;
-		snprintf(p->account, sizeof(p->account), "%s", q.job.account);
+		p->owe = (uint32_t)(owe - ip->owed);
 		p->side = o.side;
 		p->period = o.period;
 		p->cost = o.cost_micro;
+		owe->sum += o.cost_micro;
 	}
 	r->target = o.target == HB_DECIDE_SLURM	 ? HB_PLUGIN_SLURM
 		    : o.target == HB_DECIDE_KUBE ? HB_PLUGIN_KUBERNETES

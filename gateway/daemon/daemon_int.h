@@ -549,10 +549,11 @@ void hbd_task_launch(struct hb_daemon *d, struct task *t);
  * "why", "reason", "explanation", "doc", "cost_micro", "request": the
  * decide request}, heard on the notice socket or rebuilt from Slurm's job
  * record.  Records the job, its decision and the audit event in the
- * batch and charges the estimate.  HB_EEXIST when it is recorded already.
+ * batch and charges the estimate.  noticed: it came in a notice (not
+ * rebuilt from Slurm).  HB_EEXIST when it is recorded already.
  */
 int hbd_plugin_decided(struct hb_daemon *d, const cJSON *n, const char *peer,
-		       struct hb_err *err);
+		       int noticed, struct hb_err *err);
 
 /* publish.c, notice.c: the plugin's snapshot, and what it tells back */
 int hbd_publishing(const struct hb_daemon *d);
@@ -560,7 +561,10 @@ int hbd_publishing(const struct hb_daemon *d);
  * most the last lease's end (reconcile.c). */
 int hbd_maybe_leased(const struct hb_daemon *d, const char *id);
 void hbd_publish_tick(struct hb_daemon *d, int64_t now);
-void hbd_publish_used(struct hb_daemon *d, int64_t seq);
+/* Leased id seq was recorded, from a notice (noticed) or rebuilt from
+ * Slurm: the lease's use, and how far the daemon's spend counts the
+ * plugin's decisions ("noticed" in the snapshot). */
+void hbd_publish_used(struct hb_daemon *d, int64_t seq, int noticed);
 int hbd_notice_open(struct hb_daemon *d, struct hb_err *err);
 void hbd_notice_read(struct hb_daemon *d);
 void hbd_notice_close(struct hb_daemon *d);

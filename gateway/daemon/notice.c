@@ -153,7 +153,7 @@ static void notice_one(struct hb_daemon *d, const char *buf, size_t len,
 		goto out;
 	}
 	snprintf(peer, sizeof(peer), "notice uid %lld", (long long)uid);
-	rc = hbd_plugin_decided(d, n, peer, &err);
+	rc = hbd_plugin_decided(d, n, peer, 1, &err);
 	if (rc == HB_EEXIST)
 		rc = 0; /* recorded before: the reconciler was first */
 	else if (rc && rc != HB_EINVAL)

@@ -347,7 +347,7 @@ static int notice_read(const cJSON *n, struct hb_place_out *dec,
 }
 
 int hbd_plugin_decided(struct hb_daemon *d, const cJSON *n, const char *peer,
-		       struct hb_err *err)
+		       int noticed, struct hb_err *err)
 {
 	struct decide_req q = { 0 };
 	struct hb_place_out dec = { 0 };
@@ -392,7 +392,9 @@ int hbd_plugin_decided(struct hb_daemon *d, const cJSON *n, const char *peer,
 	 * it in its copy of the snapshot */
 	hb_decider_spend_add(d->dc, q.job.account, row.target, now, cost,
 			     now / 1000);
-	hbd_publish_used(d, hb_store_id_seq(id));
+	/* a notice brings the estimate the plugin charged; a decision the
+	 * reconciler rebuilt has none (its cost is metered when it ends) */
+	hbd_publish_used(d, hb_store_id_seq(id), noticed);
 	d->ndecisions++;
 	hb_metrics_decision(hb_job_target_name(row.target), dec.rule, 0);
 	hb_logf(HB_LOG_DEBUG,

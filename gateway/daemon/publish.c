@@ -163,10 +163,13 @@ void hbd_publish_tick(struct hb_daemon *d, int64_t now)
 	d->feed.failing = rc != 0;
 }
 
-/* A notice brought leased id seq: the lease's use and the spend's reach. */
-void hbd_publish_used(struct hb_daemon *d, int64_t seq)
+void hbd_publish_used(struct hb_daemon *d, int64_t seq, int noticed)
 {
-	if (seq > d->feed.noticed)
+	/* notices come in the order the plugin decided (it queues what it
+	 * cannot send and sends the queue first), so every id up to the
+	 * last one noticed is counted; a decision the reconciler rebuilt
+	 * says nothing of those before it */
+	if (noticed && seq > d->feed.noticed)
 		d->feed.noticed = seq;
 	if (seq >= d->feed.lease_lo && seq <= d->feed.lease_hi &&
 	    seq > d->feed.lease_used)

@@ -453,7 +453,7 @@ static int import_one(struct hb_daemon *d, struct import *im,
 	}
 	if (!(n = import_notice(im, &failed)))
 		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
-	rc = hbd_plugin_decided(d, n, "reconciler", err);
+	rc = hbd_plugin_decided(d, n, "reconciler", 0, err);
 	cJSON_Delete(n);
 	if (rc == HB_EEXIST) {
 		memset(err, 0, sizeof(*err));
