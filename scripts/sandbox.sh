@@ -467,8 +467,16 @@ up() {
 			sleep 0.1
 		done
 		# The daemon wrote its placement snapshot before serving;
-		# slurmctld's plugin looks for a new one every 100 ms.
-		sleep 0.3
+		# slurmctld's plugin takes it in within 100 ms and asks for a
+		# lease of gateway ids, which the daemon publishes at once.
+		t=0
+		until [ "$(od -An -t u8 -j 48 -N 8 "$dir/placement.snap" \
+			2>/dev/null | tr -d ' ')" -gt 0 ] 2>/dev/null; do
+			t=$((t + 1))
+			[ "$t" -gt 100 ] && break
+			sleep 0.05
+		done
+		sleep 0.2
 	fi
 
 	local s3=

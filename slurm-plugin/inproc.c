@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -66,6 +67,8 @@
 #define PROXY_SCRIPT_MAX (4000u * 1000)
 /* How often the thread looks for a new snapshot and sends what waits. */
 #define TICK_MS 100
+/* The least time between two requests for a lease. */
+#define HELLO_MS 500
 
 /* One snapshot, parsed. */
 struct view {
@@ -77,6 +80,7 @@ struct view {
 	char note[256];
 	char daemon_socket[108];
 	char notice_path[108];
+	uint64_t owner;	   /* the plugin the lease is for (its nonce) */
 	int64_t noticed;   /* the daemon counted every id up to it */
 	int64_t allowance; /* micro-units per account */
 };
@@ -105,9 +109,12 @@ struct hb_inproc {
 	char path[4096];
 	uid_t daemon_uid;
 	struct view *v;	     /* NULL: nothing to decide from */
-	int64_t lease_floor; /* the lease seen at start: never used */
-	int64_t next_id;     /* the next id of v's lease; 0: none */
-	int64_t lease_lo;    /* the lease next_id belongs to */
+	uint64_t nonce;	  /* this plugin's, for its leases (random) */
+	int64_t next_id;  /* the next id of v's lease; 0: none ours */
+	int64_t lease_lo; /* the lease next_id belongs to */
+	int deciding;	  /* a view and an id: said in the log */
+	int need_ids;	  /* a job found no id of ours: ask again */
+	int64_t hello_ms; /* when a lease was last asked for; 0: never */
 	struct pend *pend;
 	size_t npend;
 	struct owe *owed; /* every account seen with a cost, kept */
@@ -115,9 +122,6 @@ struct hb_inproc {
 	struct qmsg *q;
 	size_t qhead, qlen, qbytes;
 	int fd; /* the notice socket (unbound datagram) */
-	/* 0: the lease floor is not known yet; 1: known, the hello to send;
-	 * 2: known, hello sent or none needed */
-	int said_hello;
 	uint64_t dropped; /* notices given up (the reconciler has them) */
 	int64_t last_warn_ms;
 	struct hb_inproc_stats st;
@@ -185,6 +189,8 @@ static int view_parse(struct view *v, struct hb_err *err)
 	    (rc = body_str(b, "notice_socket", v->notice_path,
 			   sizeof(v->notice_path), err)))
 		goto out;
+	n = cJSON_GetObjectItemCaseSensitive(b, "lease_owner");
+	v->owner = cJSON_IsString(n) ? strtoull(n->valuestring, NULL, 16) : 0;
 	n = cJSON_GetObjectItemCaseSensitive(b, "noticed");
 	v->noticed = cJSON_IsNumber(n) ? (int64_t)n->valuedouble : 0;
 	n = cJSON_GetObjectItemCaseSensitive(b, "allowance");
@@ -337,79 +343,98 @@ static void notice_send(struct hb_inproc *ip, char *text)
 
 /* ------------------------------------------------------------ refresh */
 
+/* Take v in (mu held): its lease is this plugin's to use only when the
+ * daemon leased it to this plugin's nonce.  Returns the view it replaces. */
+static struct view *view_take(struct hb_inproc *ip, struct view *v)
+{
+	struct view *old = ip->v;
+
+	if (v->owner != ip->nonce) {
+		ip->lease_lo = 0;
+		ip->next_id = 0;
+	} else if ((int64_t)v->f.meta.lease_lo != ip->lease_lo) {
+		ip->lease_lo = (int64_t)v->f.meta.lease_lo;
+		ip->next_id = ip->lease_lo;
+	}
+	pend_carry(ip, v);
+	ip->v = v;
+	ip->st.views++;
+	return old;
+}
+
+/* Ask for a lease (mu held): once a snapshot says where, and again when a
+ * job found no id of ours, at most every HELLO_MS. */
+static void hello(struct hb_inproc *ip, int64_t now)
+{
+	char *text;
+
+	if (!ip->v || (ip->hello_ms && !(ip->need_ids &&
+					  now - ip->hello_ms >= HELLO_MS)))
+		return;
+	if (asprintf(&text, "{\"op\":\"hello\",\"nonce\":\"%016" PRIx64 "\"}",
+		     ip->nonce) < 0)
+		return;
+	ip->hello_ms = now;
+	ip->need_ids = 0;
+	notice_send(ip, text);
+}
+
 int hb_inproc_refresh(struct hb_inproc *ip)
 {
 	struct hb_err err = { 0 };
-	struct view *v, *old = NULL;
-	int changed;
+	struct hb_snapfile cur = { 0 };
+	struct view *v = NULL, *old = NULL;
+	char say[4096 + 800] = "";
+	int had, changed, deciding, rc = 0;
+	int64_t now = hb_clock_mono_ms();
 
+	/* the file's identity is read under the mutex, looked at without */
 	pthread_mutex_lock(&ip->mu);
-	changed = !ip->v || hb_snapfile_changed(ip->path, &ip->v->f);
+	had = ip->v != NULL;
+	if (had) {
+		cur.dev = ip->v->f.dev;
+		cur.ino = ip->v->f.ino;
+		cur.mtime_ns = ip->v->f.mtime_ns;
+		cur.size = ip->v->f.size;
+	}
 	pthread_mutex_unlock(&ip->mu);
-	if (!changed) {
-		pthread_mutex_lock(&ip->mu);
-		queue_flush(ip);
-		pthread_mutex_unlock(&ip->mu);
-		return 0;
-	}
+	changed = !had || hb_snapfile_changed(ip->path, &cur);
 	/* parsed off the lock: job_submit goes on with the old view */
-	v = view_load(ip->path, ip->daemon_uid, &err);
+	if (changed && !(v = view_load(ip->path, ip->daemon_uid, &err)))
+		rc = err.code;
 	pthread_mutex_lock(&ip->mu);
-	if (!v && err.code == HB_ENOENT && !ip->said_hello) {
-		/* no snapshot when this slurmctld started: none of its
-		 * leases can have been used by the one before */
-		ip->said_hello = 2;
-	}
-	if (!v) {
-		if (err.code != HB_ENOENT &&
-		    hb_clock_mono_ms() - ip->last_warn_ms > 60000) {
-			ip->last_warn_ms = hb_clock_mono_ms();
-			hb_log(HB_LOG_ERROR, "%s: %s", ip->path, err.msg);
-		}
+	if (v) {
+		old = view_take(ip, v);
+	} else if (rc == HB_ENOENT && ip->v) {
 		/* a file that went away takes its view along */
-		if (err.code == HB_ENOENT && ip->v) {
-			old = ip->v;
-			ip->v = NULL;
-			hb_log(HB_LOG_INFO,
-			       "no placement snapshot at %s: jobs stay on "
-			       "Slurm until hpcbridged publishes one",
-			       ip->path);
-		}
-		pthread_mutex_unlock(&ip->mu);
-		view_free(old);
-		return err.code;
+		old = ip->v;
+		ip->v = NULL;
+		ip->next_id = 0;
+		snprintf(say, sizeof(say),
+			 "no placement snapshot at %s: jobs stay on Slurm "
+			 "until hpcbridged publishes one",
+			 ip->path);
+	} else if (rc && rc != HB_ENOENT && now - ip->last_warn_ms > 60000) {
+		ip->last_warn_ms = now;
+		snprintf(say, sizeof(say), "%s: %s", ip->path, err.msg);
 	}
-	if (!ip->said_hello) {
-		/* the lease found at start may be another slurmctld's */
-		ip->lease_floor = (int64_t)v->f.meta.lease_lo;
-		ip->said_hello = 1;
-	}
-	if ((int64_t)v->f.meta.lease_lo != ip->lease_lo) {
-		ip->lease_lo = (int64_t)v->f.meta.lease_lo;
-		ip->next_id = ip->lease_lo > ip->lease_floor ? ip->lease_lo : 0;
-	}
-	pend_carry(ip, v);
-	old = ip->v;
-	ip->v = v;
-	if (!old)
-		hb_log(HB_LOG_INFO,
-		       "deciding from placement snapshot %s (version %" PRIu64
-		       ", ids %" PRIu64 "-%" PRIu64 "%s)",
-		       ip->path, v->f.meta.version, v->f.meta.lease_lo,
-		       v->f.meta.lease_hi,
-		       ip->next_id ? "" : ", not this slurmctld's to use");
-	ip->st.views++;
-	if (ip->said_hello == 1) {
-		char *hello = strdup("{\"op\":\"hello\"}");
-
-		ip->said_hello = 2;
-		if (hello)
-			notice_send(ip, hello);
-	}
+	deciding = ip->v && ip->next_id;
+	if (deciding && !ip->deciding)
+		snprintf(say, sizeof(say),
+			 "deciding from placement snapshot %s (version %" PRIu64
+			 ", ids %" PRIu64 "-%" PRIu64 ")",
+			 ip->path, ip->v->f.meta.version,
+			 ip->v->f.meta.lease_lo, ip->v->f.meta.lease_hi);
+	ip->deciding = deciding;
+	hello(ip, now);
 	queue_flush(ip);
 	pthread_mutex_unlock(&ip->mu);
 	view_free(old);
-	return 0;
+	/* Slurm's log is written outside the mutex job_submit takes */
+	if (say[0])
+		hb_log(rc && rc != HB_ENOENT ? HB_LOG_ERROR : HB_LOG_INFO,
+		       "%s", say);
+	return rc;
 }
 
 static void *thread_main(void *arg)
@@ -460,6 +485,14 @@ int hb_inproc_start(const char *path, uid_t daemon_uid, int thread,
 	ip->daemon_uid = daemon_uid;
 	pthread_mutex_init(&ip->mu, NULL);
 	pthread_cond_init(&ip->cv, NULL);
+	/* leases are this plugin's alone: another slurmctld (one that
+	 * crashed, a backup that took over) has another nonce */
+	if (getrandom(&ip->nonce, sizeof(ip->nonce), GRND_NONBLOCK) !=
+	    (ssize_t)sizeof(ip->nonce))
+		ip->nonce = (uint64_t)hb_clock_wall_ms() * 1000003u ^
+			    (uint64_t)getpid() << 32 ^ (uint64_t)hb_clock_mono_ms();
+	if (!ip->nonce)
+		ip->nonce = 1;
 	ip->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	/* room for a burst of notices (as root, past wmem_max) */
 	if (ip->fd >= 0 &&
@@ -645,10 +678,12 @@ static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
 				  "the placement snapshot is %" PRId64
 				  " s old (the daemon is down or stuck)",
 				  (now_ms - v->f.meta.written_ms) / 1000);
-	if (!ip->next_id || ip->next_id > (int64_t)v->f.meta.lease_hi)
+	if (!ip->next_id || ip->next_id > (int64_t)v->f.meta.lease_hi) {
+		ip->need_ids = 1;
 		return hb_err_set(err, HB_EUNAVAIL, NULL, 0,
-				  "no gateway id left to give (the daemon "
-				  "leases more within a second)");
+				  "no gateway id of this slurmctld's to give "
+				  "(asked the daemon for a lease)");
+	}
 	if (!(req = hb_decide_request(jd, err)))
 		return err->code;
 	/* no name lookup under slurmctld's lock: the uid stands for the

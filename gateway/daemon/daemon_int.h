@@ -291,7 +291,8 @@ struct hb_daemon {
 		int64_t lease_lo, lease_hi;  /* the ids it leases; 0: none */
 		int64_t lease_used;	     /* the highest of them noticed */
 		int64_t noticed;	     /* the highest leased id noticed */
-		int lease_wanted;	     /* a plugin started: lease afresh */
+		int lease_wanted;	     /* a plugin asked: lease afresh */
+		uint64_t owner;		     /* the plugin (nonce) it is for */
 		int failing;		     /* the last write failed (logged) */
 		int fd;			     /* the notice socket; -1: none */
 		struct watch w;

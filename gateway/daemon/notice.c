@@ -6,8 +6,11 @@
  *
  *   {"op":"decided", "id", "target", ...}  a decision made under a leased
  *       id: recorded as the decide op records one (hbd_plugin_decided());
- *   {"op":"hello"}  a plugin started: it will not use the lease it found,
- *       so a new one is published at once (publish.c).
+ *   {"op":"hello", "nonce"}  a plugin (a slurmctld) asks for a lease of
+ *       its own: a new one, for that nonce, is published at once
+ *       (publish.c).  Leases are per plugin, so two slurmctld processes
+ *       (a restart, a backup controller taking over) never hand out the
+ *       same id.
  *
  * A notice is only believed from root or SlurmUser: the kernel says who
  * sent each datagram (SO_PASSCRED), whatever the socket's mode.  A
@@ -145,7 +148,17 @@ static void notice_one(struct hb_daemon *d, const char *buf, size_t len,
 		goto out;
 	}
 	if (!strcmp(op->valuestring, "hello")) {
-		d->feed.lease_wanted = 1;
+		const cJSON *nonce = cJSON_GetObjectItemCaseSensitive(n, "nonce");
+		uint64_t v = cJSON_IsString(nonce)
+				     ? strtoull(nonce->valuestring, NULL, 16)
+				     : 0;
+
+		/* a lease of its own for the plugin that asks: the last
+		 * to ask (the slurmctld that now takes jobs) has it */
+		if (v) {
+			d->feed.owner = v;
+			d->feed.lease_wanted = 1;
+		}
 		goto out;
 	}
 	if (strcmp(op->valuestring, "decided")) {

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -73,11 +74,33 @@ static int lease_new(struct hb_daemon *d)
 	return 0;
 }
 
+/* At start: the plugin the last snapshot leased to, if one is there, gets
+ * a new lease at once (the daemon cannot know what it used of the old
+ * one); it goes on deciding without asking. */
+static void owner_before(struct hb_daemon *d)
+{
+	struct hb_snapfile f;
+	struct hb_err err = { 0 };
+	const cJSON *o;
+	cJSON *b;
+
+	if (hb_snapfile_open(d->feed.snap_path, geteuid(), &f, &err))
+		return;
+	b = cJSON_ParseWithLength(f.body, f.blen);
+	o = cJSON_GetObjectItemCaseSensitive(b, "lease_owner");
+	if (cJSON_IsString(o))
+		d->feed.owner = strtoull(o->valuestring, NULL, 16);
+	cJSON_Delete(b);
+	hb_snapfile_close(&f);
+}
+
 /* Whether the lease in force should be replaced before publishing. */
 static int lease_due(const struct hb_daemon *d)
 {
 	int64_t size = d->feed.lease_hi - d->feed.lease_lo + 1;
 
+	if (!d->feed.owner)
+		return 0; /* no plugin asked yet */
 	if (!d->feed.lease_lo || d->feed.lease_wanted)
 		return 1;
 	return d->feed.lease_used &&
@@ -89,7 +112,9 @@ static int lease_due(const struct hb_daemon *d)
 static char *body_text(struct hb_daemon *d, int64_t now_s)
 {
 	cJSON *b = cJSON_CreateObject(), *state;
-	char *text = NULL;
+	char *text = NULL, owner[24];
+
+	snprintf(owner, sizeof(owner), "%016" PRIx64, d->feed.owner);
 
 	state = hb_decider_state(d->dc, now_s);
 	if (!b || !state || !cJSON_AddItemToObject(b, "state", state)) {
@@ -113,7 +138,8 @@ static char *body_text(struct hb_daemon *d, int64_t now_s)
 				     d->feed.notice_path) ||
 	    !cJSON_AddNumberToObject(b, "allowance",
 				     (double)d->cfg.plugin_allowance) ||
-	    !cJSON_AddNumberToObject(b, "noticed", (double)d->feed.noticed))
+	    !cJSON_AddNumberToObject(b, "noticed", (double)d->feed.noticed) ||
+	    !cJSON_AddStringToObject(b, "lease_owner", owner))
 		goto out;
 	text = cJSON_PrintUnformatted(b);
 out:
@@ -133,8 +159,10 @@ void hbd_publish_tick(struct hb_daemon *d, int64_t now)
 	    (d->feed.last_ms && now - d->feed.last_ms < PUBLISH_MS &&
 	     !d->feed.lease_wanted))
 		return;
-	if (lease_due(d) && lease_new(d) && !d->feed.lease_lo)
-		return; /* no lease to give yet: the plugin waits for one */
+	if (!d->feed.version)
+		owner_before(d);
+	if (lease_due(d) && lease_new(d) == HB_EAGAIN && d->feed.lease_wanted)
+		return; /* a batch is open: next pass */
 	d->feed.last_ms = now;
 	/* grows with every file; the wall clock's ms keep it growing
 	 * across restarts of the daemon */
@@ -172,6 +200,11 @@ void hbd_publish_used(struct hb_daemon *d, int64_t seq, int noticed)
 	if (noticed && seq > d->feed.noticed)
 		d->feed.noticed = seq;
 	if (seq >= d->feed.lease_lo && seq <= d->feed.lease_hi &&
-	    seq > d->feed.lease_used)
+	    seq > d->feed.lease_used) {
 		d->feed.lease_used = seq;
+		/* half used: the next lease goes out at once, not in a
+		 * second, so a burst of submissions does not run out */
+		if (lease_due(d))
+			d->feed.last_ms = 0;
+	}
 }

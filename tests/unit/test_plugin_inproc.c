@@ -73,6 +73,7 @@ struct fx {
 	uint64_t version;
 	/* what the next publish() says */
 	int64_t lo, hi, written_ms, allowance, noticed, spent;
+	char owner[24]; /* the nonce the lease is for ("": none) */
 };
 
 /* ------------------------------------------------------- allocator */
@@ -130,6 +131,7 @@ static void publish(struct fx *fx)
 	cJSON_AddStringToObject(b, "notice_socket", fx->notice);
 	cJSON_AddNumberToObject(b, "allowance", (double)fx->allowance);
 	cJSON_AddNumberToObject(b, "noticed", (double)fx->noticed);
+	cJSON_AddStringToObject(b, "lease_owner", fx->owner);
 	text = cJSON_PrintUnformatted(b);
 	assert_non_null(text);
 	if (hb_snapfile_write(fx->snap, &m, text, strlen(text), 0600, (gid_t)-1,
@@ -201,13 +203,6 @@ static void publish_take(struct fx *fx)
 	assert_int_equal(hb_inproc_refresh(fx->ip), 0);
 }
 
-/* The usual start: no file at start, then the first snapshot. */
-static void start_fresh(struct fx *fx)
-{
-	assert_int_equal(hb_inproc_refresh(fx->ip), HB_ENOENT);
-	publish_take(fx);
-}
-
 /* The next notice (parsed), or NULL when none waits. */
 static cJSON *notice(struct fx *fx)
 {
@@ -242,6 +237,29 @@ static double jnum(const cJSON *o, const char *key)
 	if (!cJSON_IsNumber(s))
 		fail_msg("'%s' is not a number", key);
 	return s->valuedouble;
+}
+
+/* The next notice is the plugin's hello: its nonce, the lease's owner
+ * from now on. */
+static void take_hello(struct fx *fx)
+{
+	cJSON *n = notice(fx);
+
+	assert_non_null(n);
+	assert_string_equal(jstr(n, "op"), "hello");
+	assert_int_equal(strlen(jstr(n, "nonce")), 16);
+	snprintf(fx->owner, sizeof(fx->owner), "%s", jstr(n, "nonce"));
+	cJSON_Delete(n);
+}
+
+/* The usual start: no file at start, then the first snapshot, whose
+ * lease is nobody's; the plugin asks for one, the daemon leases to it. */
+static void start_fresh(struct fx *fx)
+{
+	assert_int_equal(hb_inproc_refresh(fx->ip), HB_ENOENT);
+	publish_take(fx);
+	take_hello(fx);
+	publish_take(fx);
 }
 
 /* The next notice is a decision for id with target. */
@@ -367,7 +385,7 @@ static void test_slurm_tag(void **state)
 	char want[128];
 
 	start_fresh(fx);
-	assert_null(notice(fx)); /* nothing found at start: no hello */
+	assert_null(notice(fx)); /* one hello only */
 	job(&jd, "batch", NULL);
 	decide_ok(fx, &jd, 1, &r);
 	assert_int_equal(r.target, HB_PLUGIN_SLURM);
@@ -384,8 +402,8 @@ static void test_slurm_tag(void **state)
 	hb_inproc_stats(fx->ip, &st);
 	assert_int_equal(st.decisions, 1);
 	assert_int_equal(st.left, 0);
-	assert_int_equal(st.views, 1);
-	assert_int_equal(st.notices_sent, 1);
+	assert_int_equal(st.views, 2); /* nobody's lease, then its own */
+	assert_int_equal(st.notices_sent, 2); /* the hello, the decision */
 	assert_int_equal(st.queued, 0);
 	job_free(&jd);
 }
@@ -467,6 +485,8 @@ static void test_no_usable_snapshot(void **state)
 
 	fx->written_ms = NOW_MS - MAX_AGE_MS - 1;
 	publish_take(fx);
+	take_hello(fx);
+	publish_take(fx);
 	expect_left(fx, "batch", NULL, HB_EUNAVAIL, "60 s old");
 	expect_left(fx, "cloud", NULL, HB_EUNAVAIL, "60 s old");
 	/* at the edge it is still fresh */
@@ -483,31 +503,39 @@ static void test_no_usable_snapshot(void **state)
 	assert_int_equal(st.left, 4);
 }
 
-/* A lease found at start may be another slurmctld's: never used; a hello
- * asks for a new one. */
-static void test_lease_found_at_start(void **state)
+/* A lease is for one plugin (its nonce): another's is never used (a
+ * slurmctld that crashed, a primary a backup took over from); the plugin
+ * asks for its own, at most every half second. */
+static void test_lease_of_another(void **state)
 {
 	struct fx *fx = *state;
-	cJSON *n;
+	char mine[24];
 
-	publish(fx); /* lease A: [1, 100] */
-	assert_int_equal(hb_inproc_refresh(fx->ip), 0);
-	n = notice(fx);
-	assert_non_null(n);
-	assert_string_equal(jstr(n, "op"), "hello");
-	cJSON_Delete(n);
-	expect_left(fx, "batch", NULL, HB_EUNAVAIL, "no gateway id left");
-	/* a new snapshot of the same lease: still not used, no new hello */
+	snprintf(fx->owner, sizeof(fx->owner), "00000000deadbeef");
+	publish_take(fx); /* lease A: [1, 100], another plugin's */
+	take_hello(fx);
+	snprintf(mine, sizeof(mine), "%s", fx->owner);
+	snprintf(fx->owner, sizeof(fx->owner), "00000000deadbeef");
+	expect_left(fx, "batch", NULL, HB_EUNAVAIL, "no gateway id");
+	/* a new snapshot of A: still not used; the next hello waits */
 	publish_take(fx);
-	expect_left(fx, "batch", NULL, HB_EUNAVAIL, "no gateway id left");
+	expect_left(fx, "batch", NULL, HB_EUNAVAIL, "no gateway id");
 	assert_null(notice(fx));
-	/* lease B */
+	/* lease B, for this plugin */
 	fx->lo = 101;
 	fx->hi = 200;
+	snprintf(fx->owner, sizeof(fx->owner), "%s", mine);
 	publish_take(fx);
+	assert_null(notice(fx));
 	slurm_ok(fx, NULL, 101);
 	slurm_ok(fx, NULL, 102);
-	assert_null(notice(fx));
+	/* the daemon gives the lease to another plugin (it said hello):
+	 * this one stops taking ids at once */
+	snprintf(fx->owner, sizeof(fx->owner), "00000000deadbeef");
+	fx->lo = 201;
+	fx->hi = 300;
+	publish_take(fx);
+	expect_left(fx, "batch", NULL, HB_EUNAVAIL, "no gateway id");
 }
 
 /* Nothing there at start: the first lease published is used. */
@@ -518,15 +546,15 @@ static void test_lease_after_empty_start(void **state)
 	fx->lo = 500;
 	fx->hi = 502;
 	start_fresh(fx);
-	assert_null(notice(fx)); /* no hello */
+	assert_null(notice(fx)); /* one hello only */
 	slurm_ok(fx, NULL, 500);
 	slurm_ok(fx, NULL, 501);
 	slurm_ok(fx, NULL, 502);
 	/* the lease runs out: the 4th job is left alone */
-	expect_left(fx, "batch", NULL, HB_EUNAVAIL, "no gateway id left");
+	expect_left(fx, "batch", NULL, HB_EUNAVAIL, "no gateway id");
 	/* the same lease again gives nothing back */
 	publish_take(fx);
-	expect_left(fx, "cloud", NULL, HB_EUNAVAIL, "no gateway id left");
+	expect_left(fx, "cloud", NULL, HB_EUNAVAIL, "no gateway id");
 	fx->lo = 503;
 	fx->hi = 600;
 	publish_take(fx);
@@ -605,10 +633,10 @@ static void test_notice_queue(void **state)
 	job_desc_msg_t jd;
 	char id[32];
 
+	start_fresh(fx);
 	close(fx->rx);
 	fx->rx = -1;
 	unlink(fx->notice);
-	start_fresh(fx);
 	for (int i = 1; i <= 5; i++) {
 		job(&jd, i % 2 ? "batch" : "cloud", NULL);
 		decide_ok(fx, &jd, i, &r);
@@ -617,7 +645,7 @@ static void test_notice_queue(void **state)
 	hb_inproc_stats(fx->ip, &st);
 	assert_int_equal(st.decisions, 5);
 	assert_int_equal(st.queued, 5);
-	assert_int_equal(st.notices_sent, 0);
+	assert_int_equal(st.notices_sent, 1); /* the hello, before */
 	/* refresh with no listener keeps them */
 	assert_int_equal(hb_inproc_refresh(fx->ip), 0);
 	hb_inproc_stats(fx->ip, &st);
@@ -627,7 +655,7 @@ static void test_notice_queue(void **state)
 	assert_int_equal(hb_inproc_refresh(fx->ip), 0);
 	hb_inproc_stats(fx->ip, &st);
 	assert_int_equal(st.queued, 0);
-	assert_int_equal(st.notices_sent, 5);
+	assert_int_equal(st.notices_sent, 6); /* and the hello */
 	assert_int_equal(st.dropped, 0);
 	for (int i = 1; i <= 5; i++) {
 		snprintf(id, sizeof(id), "hb-%06d", i);
@@ -684,10 +712,10 @@ static void test_stop_frees(void **state)
 	struct hb_err err = { 0 };
 	job_desc_msg_t jd;
 
+	start_fresh(fx);
 	close(fx->rx);
 	fx->rx = -1;
 	unlink(fx->notice);
-	start_fresh(fx);
 	for (int i = 1; i <= 3; i++) {
 		job(&jd, "cloud", NULL);
 		decide_ok(fx, &jd, i, &r);
@@ -702,9 +730,9 @@ static void test_stop_frees(void **state)
 	assert_int_equal(hb_inproc_start(fx->snap, geteuid(), 1, &ip, &err), 0);
 	hb_inproc_stats(ip, &st);
 	assert_int_equal(st.views, 1);
-	/* ... and its lease, found at start, is not used */
+	/* ... and the lease there, the stopped plugin's, is not used */
 	fx->ip = ip;
-	expect_left(fx, "batch", NULL, HB_EUNAVAIL, "no gateway id left");
+	expect_left(fx, "batch", NULL, HB_EUNAVAIL, "no gateway id");
 	fx->ip = NULL;
 	hb_inproc_stop(ip);
 	hb_inproc_stop(NULL);
@@ -718,7 +746,7 @@ int main(void)
 		T(test_kubernetes_proxy),
 		T(test_ids_and_rejection),
 		T(test_no_usable_snapshot),
-		T(test_lease_found_at_start),
+		T(test_lease_of_another),
 		T(test_lease_after_empty_start),
 		T(test_allowance),
 		T(test_notice_queue),
