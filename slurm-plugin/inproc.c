@@ -67,6 +67,7 @@
 #define PROXY_SCRIPT_MAX (4000u * 1000)
 /* How often the thread looks for a new snapshot and sends what waits. */
 #define TICK_MS 100
+#define RETRY_MS 5
 /* The least time between two requests for a lease. */
 #define HELLO_MS 500
 
@@ -122,6 +123,7 @@ struct hb_inproc {
 	struct qmsg *q;
 	size_t qhead, qlen, qbytes;
 	int fd; /* the notice socket (unbound datagram) */
+	size_t notice_max; /* the longest notice it can send */
 	uint64_t dropped; /* notices given up (the reconciler has them) */
 	int64_t last_warn_ms;
 	struct hb_inproc_stats st;
@@ -293,26 +295,38 @@ static void queue_flush(struct hb_inproc *ip)
 		struct qmsg *m = &ip->q[ip->qhead];
 
 		if (sendto(ip->fd, m->text, m->len, MSG_DONTWAIT,
-			   (struct sockaddr *)&sa, sizeof(sa)) < 0 &&
-		    errno != EMSGSIZE)
-			return;
+			   (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			if (errno != EMSGSIZE)
+				return;
+			ip->dropped++; /* cannot be: sizes are checked */
+		} else {
+			ip->st.notices_sent++;
+		}
 		ip->qbytes -= m->len;
 		free(m->text);
 		m->text = NULL;
 		ip->qhead = (ip->qhead + 1) % QUEUE_MAX;
 		ip->qlen--;
-		ip->st.notices_sent++;
 	}
 }
 
-/* Send text now if nothing waits before it, else queue it.  mu held. */
+/* Whether a notice of len bytes can be sent or queued: a decision the
+ * daemon could not be told of is not made (the job stays on Slurm), so
+ * no notice is ever given up while slurmctld runs.  mu held. */
+static int notice_room(const struct hb_inproc *ip, size_t len)
+{
+	return len <= ip->notice_max && ip->qlen < QUEUE_MAX &&
+	       ip->qbytes + len <= QUEUE_BYTES;
+}
+
+/* Send text now if nothing waits before it, else queue it (the caller
+ * made sure of the room: notice_room()).  mu held. */
 static void notice_send(struct hb_inproc *ip, char *text)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	size_t len = strlen(text);
 
-	if (len > NOTICE_MAX) {
-		/* the reconciler finds it in Slurm's job table */
+	if (!notice_room(ip, len)) {
 		ip->dropped++;
 		free(text);
 		return;
@@ -325,16 +339,6 @@ static void notice_send(struct hb_inproc *ip, char *text)
 			free(text);
 			return;
 		}
-	}
-	if (ip->qlen == QUEUE_MAX || ip->qbytes + len > QUEUE_BYTES) {
-		/* the oldest goes: the reconciler recovers it */
-		struct qmsg *m = &ip->q[ip->qhead];
-
-		ip->qbytes -= m->len;
-		free(m->text);
-		ip->qhead = (ip->qhead + 1) % QUEUE_MAX;
-		ip->qlen--;
-		ip->dropped++;
 	}
 	ip->q[(ip->qhead + ip->qlen) % QUEUE_MAX] = (struct qmsg){ text, len };
 	ip->qlen++;
@@ -447,8 +451,10 @@ static void *thread_main(void *arg)
 		pthread_mutex_unlock(&ip->mu);
 		hb_inproc_refresh(ip);
 		pthread_mutex_lock(&ip->mu);
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += TICK_MS * 1000000L;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		/* notices waiting (the socket holds a few datagrams only):
+		 * try again soon */
+		ts.tv_nsec += (ip->qlen ? RETRY_MS : TICK_MS) * 1000000L;
 		if (ts.tv_nsec >= 1000000000L) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000L;
@@ -484,7 +490,15 @@ int hb_inproc_start(const char *path, uid_t daemon_uid, int thread,
 	memcpy(ip->path, path, strlen(path) + 1);
 	ip->daemon_uid = daemon_uid;
 	pthread_mutex_init(&ip->mu, NULL);
-	pthread_cond_init(&ip->cv, NULL);
+	{
+		pthread_condattr_t ca;
+
+		/* a clock stepped back must not stop the thread */
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&ip->cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	/* leases are this plugin's alone: another slurmctld (one that
 	 * crashed, a backup that took over) has another nonce */
 	if (getrandom(&ip->nonce, sizeof(ip->nonce), GRND_NONBLOCK) !=
@@ -498,6 +512,18 @@ int hb_inproc_start(const char *path, uid_t daemon_uid, int thread,
 	if (ip->fd >= 0 &&
 	    setsockopt(ip->fd, SOL_SOCKET, SO_SNDBUFFORCE, &one, sizeof(one)))
 		setsockopt(ip->fd, SOL_SOCKET, SO_SNDBUF, &one, sizeof(one));
+	/* a datagram must fit the send buffer the kernel gave (without
+	 * CAP_NET_ADMIN, net.core.wmem_max: 208 KiB by default) */
+	{
+		int got = 0;
+		socklen_t gl = sizeof(got);
+
+		ip->notice_max = NOTICE_MAX;
+		if (ip->fd >= 0 &&
+		    !getsockopt(ip->fd, SOL_SOCKET, SO_SNDBUF, &got, &gl) &&
+		    (size_t)got / 2 - 1024 < ip->notice_max)
+			ip->notice_max = (size_t)got / 2 - 1024;
+	}
 	if (thread) {
 		/* the snapshot there now, before the first job */
 		hb_inproc_refresh(ip);
@@ -665,6 +691,7 @@ static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
 	struct hb_place_out o = { 0 };
 	char user[24], id[32];
 	struct owe *owe = NULL;
+	char *text = NULL;
 	cJSON *req = NULL;
 	int64_t seq;
 	int rc;
@@ -710,6 +737,19 @@ static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
 	}
 	seq = ip->next_id;
 	snprintf(id, sizeof(id), "hb-%06" PRId64, seq);
+	/* the notice first: a decision the daemon cannot be told of is
+	 * not made */
+	if (!(text = notice_text(id, v->f.meta.version, &o, req))) {
+		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+		goto out;
+	}
+	if (!notice_room(ip, strlen(text))) {
+		rc = hb_err_set(err, HB_EUNAVAIL, NULL, 0,
+				"its notice (%zu bytes) would pass %zu bytes, "
+				"or %zu notices wait for the daemon",
+				strlen(text), ip->notice_max, ip->qlen);
+		goto out;
+	}
 	if (o.target != HB_DECIDE_REJECT &&
 	    (rc = apply(v, jd, id, &o, req, a, err)))
 		goto out;
@@ -732,14 +772,8 @@ static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
 	snprintf(r->partition, sizeof(r->partition), "%s",
 		 jd->partition ? jd->partition : "");
 	r->version = v->f.meta.version;
-	{
-		char *text = notice_text(id, v->f.meta.version, &o, req);
-
-		if (text)
-			notice_send(ip, text);
-		else
-			ip->dropped++;
-	}
+	notice_send(ip, text);
+	text = NULL;
 	ip->st.decisions++;
 out:
 	/* hb_place_job() charged the view; a decision not made (the
@@ -747,6 +781,7 @@ out:
 	if (rc && o.cost_micro > 0 && q.job.account)
 		hb_place_charge(&v->snap, q.job.account, o.period, o.side,
 				(hb_money)-o.cost_micro);
+	free(text);
 	hb_place_out_free(&o);
 	cJSON_Delete(req);
 	return rc;

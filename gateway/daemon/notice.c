@@ -12,8 +12,9 @@
  *       (a restart, a backup controller taking over) never hand out the
  *       same id.
  *
- * A notice is only believed from root or SlurmUser: the kernel says who
- * sent each datagram (SO_PASSCRED), whatever the socket's mode.  A
+ * A notice is only believed from root or SlurmUser: the socket is 0660
+ * with SlurmUser's group, and the kernel says who sent each datagram
+ * (SO_PASSCRED).  A
  * notice that never arrives loses nothing: the decision is in Slurm's
  * job record, and the reconciler rebuilds it from there.
  */
@@ -56,7 +57,8 @@ int hbd_notice_open(struct hb_daemon *d, struct hb_err *err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *path = d->feed.notice_path;
-	int one = 1, size = 8 << 20, fd;
+	int one = 1, size = 8 << 20, fd, rc;
+	mode_t mask;
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct stat st;
 
@@ -84,11 +86,20 @@ int hbd_notice_open(struct hb_daemon *d, struct hb_err *err)
 	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) &&
 	    st.st_uid == geteuid() && !sock_live(&sa))
 		unlink(path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    chmod(path, 0666) ||
+	/* root and SlurmUser's group may send (0660, or 0600 without a
+	 * SlurmUser), so no user can fill the few datagrams the socket
+	 * holds; the mode is set by the umask at bind, never by a chmod
+	 * of a path, and the kernel's credentials are checked as well */
+	mask = umask(d->slurm_uid_valid ? 0117 : 0177);
+	rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(mask);
+	if (rc || (d->slurm_uid_valid &&
+		   lchown(path, (uid_t)-1, d->slurm_gid)) ||
 	    setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one))) {
 		hb_err_set(err, HB_EIO, path, 0, "notice socket: %s",
 			   strerror(errno));
+		if (!rc)
+			unlink(path);
 		close(fd);
 		return err->code;
 	}

@@ -155,7 +155,11 @@ void hbd_publish_tick(struct hb_daemon *d, int64_t now)
 	char *text;
 	int rc;
 
-	if (!hbd_publishing(d) || d->stopping || !d->feed.snap_path[0] ||
+	/* no notice socket, no snapshot: decisions the daemon could not
+	 * hear of would wait for the reconciler, and a plugin could not
+	 * ask for a lease; jobs stay on Slurm instead (logged at start) */
+	if (!hbd_publishing(d) || d->stopping || d->feed.fd < 0 ||
+	    !d->feed.snap_path[0] ||
 	    (d->feed.last_ms && now - d->feed.last_ms < PUBLISH_MS &&
 	     !d->feed.lease_wanted))
 		return;

@@ -14,7 +14,8 @@
 #   - ids past every lease, forged spellings, an array task's, and
 #     root's job decided over the socket;
 #
-# and also sends its own notice (the datagram socket is writable by all).
+# and also tries to send its own notice (the socket is root's and
+# SlurmUser's group's; the daemon checks the sender too).
 # The damage checked: no job row, decision or event appears, nothing is
 # made under the remote backend's directory; the answers about a
 # recorded and an unrecorded leased id are the same but for the id (no
@@ -39,15 +40,6 @@ rows() {
 	  (SELECT count(*) FROM decisions) || '/' || (SELECT count(*) FROM events)"
 }
 
-# the lease: the job sequence moved past it before the daemon served
-for _ in $(seq 100); do
-	hi=$(q "SELECT value FROM seq WHERE name = 'job'")
-	[ "${hi:-0}" -ge 50 ] && [ -S "$notice" ] && break
-	sleep 0.05
-done
-[ "${hi:-0}" -ge 50 ] && ok "ids 1..$hi leased to the plugin" ||
-	{ bad "no lease taken (sequence ${hi:-none})"; sec_end; }
-
 # notice JSON: root sends a datagram to the notice socket, as slurmctld
 send_notice() {
 	/usr/bin/python3 - "$notice" "$1" <<'PY'
@@ -56,6 +48,21 @@ s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.sendto(sys.argv[2].encode(), sys.argv[1])
 PY
 }
+
+# the lease a plugin asks for: the job sequence moves past it
+for _ in $(seq 100); do
+	[ -S "$notice" ] && break
+	sleep 0.05
+done
+send_notice '{"op":"hello","nonce":"00000000000000aa"}'
+for _ in $(seq 100); do
+	hi=$(q "SELECT value FROM seq WHERE name = 'job'")
+	[ "${hi:-0}" -ge 50 ] && [ -S "$notice" ] && break
+	sleep 0.05
+done
+[ "${hi:-0}" -ge 50 ] && ok "ids 1..$hi leased to the plugin" ||
+	{ bad "no lease taken (sequence ${hi:-none})"; sec_end; }
+
 rec=hb-000003
 send_notice '{"op":"decided","id":"'"$rec"'","target":"kubernetes",
   "snapshot":1,"request":{"uid":0,"account":"admin","partition":"gpu",
