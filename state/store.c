@@ -1654,13 +1654,14 @@ int hb_store_job_set_slurm(struct hb_store *st, const char *id,
 	int rc;
 
 	rc = check_str(st, err, op, "id", id, HB_STORE_NAME_MAX, 1);
-	if (!rc && slurm_job_id <= 0)
+	if (!rc && slurm_job_id <= 0 && slurm_job_id != -1)
 		rc = fail(st, err, HB_EINVAL, op,
-			  "slurm_job_id: %" PRId64 " (> 0)", slurm_job_id);
+			  "slurm_job_id: %" PRId64 " (> 0, or -1)",
+			  slurm_job_id);
 	if (!rc)
 		rc = prep(st, S_JOB_SET_SLURM, &s, op, err);
 	if (!rc)
-		rc = bind(st, s, op, err, "tii", id, slurm_job_id, now(st));
+		rc = bind(st, s, op, err, "tni", id, slurm_job_id, now(st));
 	if (!rc)
 		rc = update_job(st, s, op, id, err);
 	return rc;

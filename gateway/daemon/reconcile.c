@@ -104,6 +104,55 @@ static void poll_run(struct hb_task *ht)
 	pt->rc = pt->be.slurm_poll(pt->be.ctx, poll_collect, pt, &pt->err);
 }
 
+/*
+ * Slurm gives a job number again when slurmctld restarts without the job
+ * that had it (killed before its state was saved).  A job recorded under
+ * ch's number that is not ch's is that lost job: its number is forgotten
+ * and, unless it is over, it ends lost, so ch can be bound.  0, or the
+ * store's error.
+ */
+static int release_reused(struct hb_daemon *d, const struct hb_slurm_change *ch,
+			  struct hb_err *err)
+{
+	static const char why[] = "Slurm lost the job: slurmctld restarted "
+				  "without it and gave its job id to another";
+	struct hb_job_row o = { 0 };
+	cJSON *detail;
+	int rc = hb_store_job_by_slurm_id(d->st, ch->slurm_job_id, &o, err);
+
+	if (rc == HB_ENOENT) {
+		memset(err, 0, sizeof(*err));
+		return 0;
+	}
+	if (rc || !strcmp(o.id, ch->id))
+		goto out;
+	if ((rc = hb_store_job_set_slurm(d->st, o.id, -1, err)))
+		goto out;
+	if (!hb_store_state_terminal(o.state) &&
+	    hb_store_state_allowed(o.state, HB_JOB_LOST)) {
+		if ((rc = hb_store_job_set_state(d->st, o.id, HB_JOB_LOST, -1,
+						 why, err)))
+			goto out;
+		detail = cJSON_CreateObject();
+		cJSON_AddStringToObject(detail, "reason", why);
+		cJSON_AddNumberToObject(detail, "slurm_job_id",
+					(double)ch->slurm_job_id);
+		cJSON_AddStringToObject(detail, "now", ch->id);
+		rc = hbd_audit(d, 0, "hpcbridged", "reconciler", "lost", o.id,
+			       detail, err);
+		cJSON_Delete(detail);
+	}
+	hb_logf(HB_LOG_WARN,
+		(struct hb_log_field[]){
+			HB_LOG_STR("job", o.id),
+			HB_LOG_INT("slurm_job_id", ch->slurm_job_id),
+			HB_LOG_STR("now", ch->id) },
+		3, "%s", why);
+out:
+	hb_job_row_free(&o);
+	return rc;
+}
+
 /* Apply one change; a store error is returned (the batch is aborted). */
 static int reconcile_one(struct hb_daemon *d, const struct hb_slurm_change *ch,
 			 int *unknown, struct hb_err *err)
@@ -123,8 +172,9 @@ static int reconcile_one(struct hb_daemon *d, const struct hb_slurm_change *ch,
 	if ((rc = hbd_txn(d, err)))
 		goto out;
 	if (j.slurm_job_id < 0) {
-		rc = hb_store_job_set_slurm(d->st, j.id, ch->slurm_job_id, err);
-		if (rc)
+		if ((rc = release_reused(d, ch, err)) ||
+		    (rc = hb_store_job_set_slurm(d->st, j.id, ch->slurm_job_id,
+						 err)))
 			goto out;
 	}
 	/* A job placed on Slurm after a preemption: its old proxy (should

@@ -315,7 +315,8 @@ int hb_store_job_set_times(struct hb_store *st, const char *id,
  */
 void hb_store_set_end_hook(struct hb_store *st,
 			   void (*fn)(void *arg, const char *id), void *arg);
-/* Record the Slurm job id (> 0); HB_EEXIST if another job has it. */
+/* Record the Slurm job id (> 0), or forget it (-1: Slurm gave the
+ * number to another job); HB_EEXIST if another job has it. */
 int hb_store_job_set_slurm(struct hb_store *st, const char *id,
 			   int64_t slurm_job_id, struct hb_err *err);
 /* Record the Kubernetes object (ns and name required, uid may be NULL). */
