@@ -1,0 +1,358 @@
+# shellcheck shell=bash
+# tests/integration/lib/crash_trials.sh - crash trials of submissions: a
+# burst of sbatch calls into the sandbox (scripts/sandbox.sh), with
+# hpcbridged or slurmctld killed with SIGKILL at a random submission, then
+# restarted; once the sandbox has settled, every submission is accounted
+# for.  It looks only at what anyone outside can see: what sbatch printed,
+# Slurm's job table (scontrol), the daemon's job table (its state file,
+# read-only), the files the jobs themselves write, and the local
+# backend's run directories.  So it checks the plugin whichever way it
+# decides (a round trip to the daemon, or in slurmctld from a snapshot).
+#
+# Source tests/integration/lib/sandbox_test.sh first (build, src and tmp
+# set), then this file; then:
+#
+#   ct_header               print the table's header
+#   ct_trial T SEED VICTIM JOBS
+#                           one trial in a fresh sandbox ($tmp/tT/box):
+#                           JOBS submissions as $HB_SANDBOX_USER, VICTIM
+#                           (daemon or slurmctld) killed with SIGKILL
+#                           before the submission SEED picks, restarted
+#                           after 0-2 s (SEED picks too); print the
+#                           trial's line; 0 when every invariant holds.
+#                           The same T, SEED, VICTIM and JOBS replay it.
+#   ct_summary              print the totals over the trials run
+#
+# Each submission I is one of (I mod 5):
+#   0  burst: partition gpu, which the sandbox maps to Kubernetes (the
+#      local backend runs it on this host); it appends a line to
+#      $HB_SANDBOX_WORK/ran/I
+#   1  runs on Slurm (partition debug) and appends a line to ran/I
+#   *  held (sbatch -H) in partition debug: decided, never run
+# Its name is ct-I, so a Slurm job id given out twice (Slurm lost the
+# first job when slurmctld was killed, and counted its ids again from its
+# last state save) is told apart by the name the id's job has.
+#
+# The invariants, counted in each trial's line:
+#   * every job sbatch printed an id for is Slurm's, under its name.  A
+#     job slurmctld acknowledged and lost when it was killed (it saves
+#     its job state in the background, a little after each change, so a
+#     SIGKILL loses what it acknowledged since: Slurm's own behaviour,
+#     and why a Slurm job id may be given out again) is counted as "lost"
+#     and printed, and fails the trial only when the daemon was killed
+#     (slurmctld never went down then, so it is not Slurm's loss);
+#   * every job Slurm tagged (admin comment "hpcbridge:hb-N") is in the
+#     daemon's table as hb-N, bound to that Slurm job id;
+#   * no gateway id tags two Slurm jobs, and no Slurm job id is bound to
+#     two gateway ids in the daemon's table;
+#   * no job's script ran twice (ran/I has at most one line), and each
+#     job that ended COMPLETED ran exactly once; the local backend made
+#     one run directory per burst job at most, each of a tagged job;
+#   * every job that runs (kinds 0 and 1) reached a final state, and
+#     every tagged job was known to the daemon, within the convergence
+#     time (HB_CRASH_CONVERGE_S: 60 s plus 1 s per 20 submissions);
+#   * spend: each account's decided Kubernetes spend (the chosen side's
+#     estimated cost in each job's latest decision) is printed; when
+#     HB_CRASH_SPEND_BOUND_MICROS is set (the budget plus the plugin's
+#     allowance, once that exists), an account over it fails the trial.
+
+ct_trials=0 ct_failed=0
+ct_tot_acc=0 ct_tot_lost=0 ct_tot_twice=0 ct_tot_burst=0 ct_tot_ran=0
+ct_loop_pid=
+
+_ct_cleanup() {
+	[ -z "$ct_loop_pid" ] || kill -TERM "$ct_loop_pid" 2>/dev/null || true
+	_sandbox_test_cleanup
+}
+
+ct_header() {
+	printf '%-5s %-10s %-9s %5s %6s %6s %6s %6s %6s %5s %5s %5s %4s %s\n' \
+		trial seed killed at sub acc tagged known burst ran twice \
+		lost fail verdict
+}
+
+# _ct_submit I: submission I as the sandbox's user, from its work
+# directory; "I KIND RC ID" appended to $ct_dir/subs
+_ct_submit() {
+	local i=$1 kind out rc=0
+	local -a opt
+	case $((i % 5)) in
+	0) kind=burst opt=(-p gpu -t 5 --wrap "echo ran >>$ct_ran/$i") ;;
+	1) kind=slurm opt=(-p debug -t 5 --wrap "echo ran >>$ct_ran/$i") ;;
+	*) kind=held opt=(-H -p debug --wrap true) ;;
+	esac
+	out=$(cd "$HB_SANDBOX_WORK" && timeout 60 runuser -u "$HB_SANDBOX_USER" \
+		-- sbatch --parsable -J "ct-$i" -o /dev/null "${opt[@]}" \
+		2>>"$ct_dir/sbatch.err") || rc=$?
+	out=${out%%;*}
+	case $out in '' | *[!0-9]*) out=- ;; esac
+	printf '%s %s %s %s\n' "$i" "$kind" "$rc" "$out" >>"$ct_dir/subs"
+}
+
+# _ct_victim_pid VICTIM: its pid now
+_ct_victim_pid() {
+	case $1 in
+	daemon) head -c 32 "$box/hpcbridged.pid" | tr -dc 0-9 ;;
+	slurmctld) _hbs_pid_of "$box/slurm" slurmctld ;;
+	esac
+}
+
+# _ct_restart VICTIM: start it again.  The daemon as the sandbox does
+# (`sandbox.sh up` starts what is not running); slurmctld as slurm.sh
+# started it (`up` would start a new Slurm, and a new gateway state with
+# it, seeing slurmctld down), recovering its saved state.
+_ct_restart() {
+	local ctld _
+	ctld=$(_ct_victim_pid slurmctld)
+	case $1 in
+	daemon)
+		_hbs_pid_is "$ctld" slurmctld || die "slurmctld is not running"
+		bash "$src/scripts/sandbox.sh" up "$box" "$build" >/dev/null \
+			2>>"$ct_dir/up.err" ||
+			die "daemon restart: $(tail -n 5 "$ct_dir/up.err")"
+		# a Slurm started afresh would make every count meaningless
+		[ "$(_ct_victim_pid slurmctld)" = "$ctld" ] ||
+			die "sandbox up restarted Slurm, not only the daemon"
+		;;
+	slurmctld)
+		HB_SLURM_DETACH=1 _hbs_start "$box/slurm" slurmctld \
+			"$box/slurm/log/slurmctld.out" \
+			slurmctld -D -f "$box/slurm/slurm.conf"
+		_hbs_verify_pid "$box/slurm" slurmctld slurmctld \
+			"$box/slurm/run/slurmctld.pid" || die "slurmctld restart"
+		for _ in $(seq 300); do
+			timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP' &&
+				return 0
+			sleep 0.1
+		done
+		die "slurmctld did not answer within 30 s of its restart"
+		;;
+	esac
+}
+
+# _ct_kill VICTIM: SIGKILL, and wait until it is gone.  slurmctld's
+# slurmscriptd (a child named slurmctld) is left without its parent:
+# it is stopped too, by its pid.
+_ct_kill() {
+	local pid kids= p
+	pid=$(_ct_victim_pid "$1")
+	[ -n "$pid" ] || die "no pid for $1"
+	[ "$1" != slurmctld ] || kids=$(_hbs_children_named "$pid" slurmctld)
+	kill -KILL "$pid"
+	while kill -0 "$pid" 2>/dev/null; do sleep 0.02; done
+	for p in $kids; do
+		if _hbs_pid_is "$p" slurmctld; then
+			kill -KILL "$p" 2>/dev/null || true
+		fi
+	done
+}
+
+# _ct_tables: Slurm's job table as "ID NAME STATE REASON PARTITION GWID
+# TARGET" ($ct_dir/slurm), the daemon's as "GWID SLURMID TARGET STATE"
+# ($ct_dir/daemon); "-" for what is missing
+_ct_tables() {
+	timeout 30 scontrol -o show job 2>/dev/null | awk '
+	function f(k,   m) {
+		if (match($0, "(^| )" k "=[^ ]*")) {
+			m = substr($0, RSTART, RLENGTH)
+			sub(/^ /, "", m)
+			return substr(m, length(k) + 2)
+		}
+		return "-"
+	}
+	{
+		gw = "-"; tg = "-"
+		if (match($0, /AdminComment=hpcbridge:hb-[0-9]+/))
+			gw = substr($0, RSTART + 23, RLENGTH - 23)
+		if (match($0, /AdminComment=hpcbridge:[^ ]* target=[a-z]+/)) {
+			tg = substr($0, RSTART, RLENGTH)
+			sub(/.*target=/, "", tg)
+		}
+		print f("JobId"), f("JobName"), f("JobState"), f("Reason"),
+			f("Partition"), gw, tg
+	}' >"$ct_dir/slurm.new" || true
+	mv "$ct_dir/slurm.new" "$ct_dir/slurm"
+	sqlite3 -readonly -cmd '.timeout 5000' -separator ' ' \
+		"$box/state.db" "SELECT id, coalesce(slurm_job_id, '-'),
+		target, state FROM jobs" >"$ct_dir/daemon.new" 2>/dev/null || true
+	mv "$ct_dir/daemon.new" "$ct_dir/daemon"
+}
+
+# _ct_waiting: how many things the sandbox has still to do: jobs that run
+# (kinds 0, 1) not final, and tagged jobs the daemon does not know
+_ct_waiting() {
+	awk '
+	FILENAME ~ /daemon$/ { d[$1] = $2; next }
+	FILENAME ~ /subs$/ { if ($2 != "held") runs["ct-" $1] = 1; next }
+	{
+		if (($2 in runs) && $3 !~ /^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED)$/)
+			n++
+		if ($6 != "-" && d[$6] != $1)
+			n++
+	}
+	END { print n + 0 }' "$ct_dir/daemon" "$ct_dir/subs" "$ct_dir/slurm"
+}
+
+# _ct_count: the trial's counts, as "NAME=VALUE" words
+_ct_count() {
+	local dirs
+	dirs=$(cd "$box/remote" && ls -d hb-* 2>/dev/null | tr '\n' ' ')
+	awk -v ran="$ct_ran" -v dirs="$dirs" '
+	FILENAME ~ /daemon$/ {
+		dgw[$1] = $2
+		if ($2 != "-" && bound[$2]++) dupbind++
+		next
+	}
+	FILENAME ~ /subs$/ {
+		sub_n++; kind[$1] = $2
+		if ($3 == 0 && $4 != "-") { acc++; want[$4, "ct-" $1] = 1 }
+		else refused["ct-" $1] = 1
+		next
+	}
+	{
+		id = $1; name = $2; st[name] = $3
+		known[id, name] = 1
+		# sbatch failed, yet Slurm has the job: its reply was lost
+		if (name in refused) phantom++
+		if ($6 != "-") {
+			tagged++
+			if (gwuse[$6]++) dupgw++
+			if (dgw[$6] == id) kd++
+			else unknown++
+			tagged_gw[$6] = 1
+			if ($7 == "kubernetes") burst++
+		}
+	}
+	END {
+		for (k in want) if (!(k in known)) lost++
+		for (i in kind) {
+			n = 0; f = ran "/" i
+			while ((getline l < f) > 0) n++
+			close(f)
+			if (n) ran_n++
+			if (n > 1) twice++
+			if (st["ct-" i] == "COMPLETED" && n != 1) missing++
+			if (kind[i] != "held" && st["ct-" i] ~ /^(FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL)$/)
+				failed++
+		}
+		nd = split(dirs, dl, " ")
+		for (j = 1; j <= nd; j++)
+			if (!(dl[j] in tagged_gw)) stray++
+		printf "sub=%d acc=%d tagged=%d known=%d unknown=%d burst=%d", sub_n, acc, tagged, kd, unknown, burst
+		printf " ran=%d twice=%d missing=%d lost=%d dupgw=%d dupbind=%d", ran_n, twice, missing, lost, dupgw, dupbind
+		printf " runs=%d stray=%d failed=%d phantom=%d\n", nd, stray, failed, phantom
+	}' "$ct_dir/daemon" "$ct_dir/subs" "$ct_dir/slurm"
+}
+
+# _ct_spend: each account's decided Kubernetes spend, in micro-units, as
+# "ACCOUNT MICROS" lines (the chosen side's cost in the latest decision)
+_ct_spend() {
+	sqlite3 -readonly -cmd '.timeout 5000' -separator ' ' \
+		"$box/state.db" "SELECT coalesce(j.account, '(none)'),
+		sum(coalesce((SELECT json_extract(a.value, '\$.cost_micro')
+		 FROM json_each(d.inputs, '\$.placement.alternatives') AS a
+		 WHERE json_extract(a.value, '\$.side') = d.target), 0))
+		FROM jobs AS j JOIN decisions AS d ON d.id =
+		 (SELECT max(id) FROM decisions WHERE job_id = j.id)
+		WHERE d.target = 'kubernetes' AND json_valid(d.inputs)
+		GROUP BY j.account" 2>/dev/null || true
+}
+
+ct_trial() {
+	local t=$1 seed=$2 victim=$3 jobs=$4 at delay i w t0 c verdict=pass
+	local limit=${HB_CRASH_CONVERGE_S:-$((60 + jobs / 20))}
+	local -A n
+	ct_dir=$tmp/t$t
+	mkdir -p "$ct_dir" && chmod 755 "$ct_dir"
+	box=$ct_dir/box
+	sandbox_test_up
+	trap _ct_cleanup EXIT
+	ct_ran=$HB_SANDBOX_WORK/ran
+	mkdir -p "$ct_ran"
+	chown "$HB_SANDBOX_USER" "$ct_ran"
+	: >"$ct_dir/subs"
+	# the kill point: a submission in the middle 80 %, and a delay
+	RANDOM=$seed
+	at=$((jobs / 10 + RANDOM % (jobs * 8 / 10 + 1)))
+	delay=$(printf '0.%03d' $((RANDOM % 1000)))
+	[ $((RANDOM % 2)) = 0 ] || delay=1${delay#0}
+	(
+		for ((i = 0; i < jobs; i++)); do
+			[ "$i" != "$at" ] || : >"$ct_dir/go"
+			_ct_submit "$i"
+		done
+	) &
+	ct_loop_pid=$!
+	while [ ! -e "$ct_dir/go" ] && kill -0 "$ct_loop_pid" 2>/dev/null; do
+		sleep 0.01
+	done
+	_ct_kill "$victim"
+	sleep "$delay"
+	_ct_restart "$victim"
+	wait "$ct_loop_pid" || die "trial $t: the submission loop failed"
+	ct_loop_pid=
+	t0=$SECONDS
+	while :; do
+		_ct_tables
+		w=$(_ct_waiting)
+		[ "$w" != 0 ] && [ $((SECONDS - t0)) -lt "$limit" ] || break
+		sleep 1
+	done
+	for c in $(_ct_count); do n[${c%%=*}]=${c#*=}; done
+	# Slurm's loss when slurmctld was killed (see the top); the rest are
+	# the gateway's, or Slurm's with no crash of its own to explain them
+	# (a burst job Slurm lost may have started its run: a run directory
+	# of a gateway id no Slurm job carries, "stray", is the same loss)
+	if [ "$victim" != slurmctld ]; then
+		[ "${n[lost]}" = 0 ] && [ "${n[stray]}" = 0 ] || verdict=FAIL
+	fi
+	for c in unknown twice missing dupgw dupbind; do
+		[ "${n[$c]}" = 0 ] || verdict=FAIL
+	done
+	[ "$w" = 0 ] || verdict=FAIL
+	[ "${n[runs]}" -le "${n[burst]}" ] || verdict=FAIL
+	local sp bound=${HB_CRASH_SPEND_BOUND_MICROS:-} a m
+	sp=$(_ct_spend | tr '\n' ',')
+	if [ -n "$bound" ]; then
+		while read -r a m; do
+			[ -z "$a" ] || [ "$m" -le "$bound" ] || verdict=FAIL
+		done <<<"$(_ct_spend)"
+	fi
+	printf '%-5s %-10s %-9s %5s %6s %6s %6s %6s %6s %5s %5s %5s %4s %s\n' \
+		"$t" "$seed" "$victim" "$at+${delay}s" "${n[sub]}" "${n[acc]}" \
+		"${n[tagged]}" "${n[known]}" "${n[burst]}" "${n[ran]}" \
+		"${n[twice]}" "${n[lost]}" "${n[failed]}" "$verdict"
+	printf '      not settled %s, not known %s, missing runs %s, gateway ids on two jobs %s, slurm ids bound twice %s, run dirs %s (stray %s), refused yet in Slurm %s, spend [%s] bound %s\n' \
+		"$w" "${n[unknown]}" "${n[missing]}" "${n[dupgw]}" \
+		"${n[dupbind]}" "${n[runs]}" "${n[stray]}" "${n[phantom]}" \
+		"${sp%,}" "${bound:-none}"
+	ct_trials=$((ct_trials + 1))
+	ct_tot_acc=$((ct_tot_acc + n[acc]))
+	ct_tot_lost=$((ct_tot_lost + n[lost]))
+	ct_tot_twice=$((ct_tot_twice + n[twice]))
+	ct_tot_burst=$((ct_tot_burst + n[burst]))
+	ct_tot_ran=$((ct_tot_ran + n[ran]))
+	if [ "$verdict" != pass ]; then
+		ct_failed=$((ct_failed + 1))
+		_ct_evidence
+	fi
+	bash "$src/scripts/sandbox.sh" down "$box" >/dev/null 2>&1 || true
+	[ -n "${HB_CRASH_KEEP:-}" ] || [ "$verdict" != pass ] ||
+		rm -rf "$ct_dir"
+	[ "$verdict" = pass ]
+}
+
+# _ct_evidence: what a failed trial got wrong, a few lines of each
+_ct_evidence() {
+	awk 'FILENAME ~ /daemon$/ { d[$1] = $2; next }
+	$6 != "-" && d[$6] != $1 {
+		print "      not known to the daemon: slurm " $1 " " $2 " " $6 " (daemon: " ($6 in d ? d[$6] : "none") ")"
+	}' "$ct_dir/daemon" "$ct_dir/slurm" | head -n 5
+	tail -n 3 "$ct_dir/sbatch.err" 2>/dev/null | sed 's/^/      sbatch: /'
+}
+
+ct_summary() {
+	printf 'summary: %d trials, %d failed; %d jobs accepted, %d lost by slurmctld, %d burst, %d ran, %d ran twice\n' \
+		"$ct_trials" "$ct_failed" "$ct_tot_acc" "$ct_tot_lost" \
+		"$ct_tot_burst" "$ct_tot_ran" "$ct_tot_twice"
+}
