@@ -23,38 +23,46 @@
 #                           The same T, SEED, VICTIM and JOBS replay it.
 #   ct_summary              print the totals over the trials run
 #
-# Each submission I is one of (I mod 5):
-#   0  burst: partition gpu, which the sandbox maps to Kubernetes (the
-#      local backend runs it on this host); it appends a line to
-#      $HB_SANDBOX_WORK/ran/I
-#   1  runs on Slurm (partition debug) and appends a line to ran/I
-#   *  held (sbatch -H) in partition debug: decided, never run
+# The sandbox places by a policy of the trial's own (_ct_policy):
+# partition gpu prefers Kubernetes, and account "capped" has a budget
+# there of JOBS/20 (at least 1) at 1.00 a job.  Submission I is (I mod 10):
+#   0     burst, account free: partition gpu, run by the local backend on
+#         this host; it appends a line to $HB_SANDBOX_WORK/ran/I
+#   5     burst, account capped, held (sbatch -H): it never runs, so its
+#         decided cost stays reserved; once the budget is spent the rest
+#         stay on Slurm
+#   1, 6  runs on Slurm (partition debug) and appends a line to ran/I
+#   else  held (sbatch -H) in partition debug: decided, never run
 # Its name is ct-I, so a Slurm job id given out twice (Slurm lost the
 # first job when slurmctld was killed, and counted its ids again from its
 # last state save) is told apart by the name the id's job has.
 #
 # The invariants, counted in each trial's line:
 #   * every job sbatch printed an id for is Slurm's, under its name.  A
-#     job slurmctld acknowledged and lost when it was killed (it saves
-#     its job state in the background, a little after each change, so a
-#     SIGKILL loses what it acknowledged since: Slurm's own behaviour,
-#     and why a Slurm job id may be given out again) is counted as "lost"
-#     and printed, and fails the trial only when the daemon was killed
-#     (slurmctld never went down then, so it is not Slurm's loss);
+#     job slurmctld acknowledged and lost when it was killed is counted
+#     as "lost" and fails the trial only when the daemon was killed.
+#     slurmctld writes its job state in the background at most every
+#     5 s (SAVE_MAX_WAIT in its state_save.c), so a SIGKILL loses the
+#     jobs it acknowledged since, and it gives their ids out again:
+#     Slurm's own behaviour, the same without hpcbridge;
 #   * every job Slurm tagged (admin comment "hpcbridge:hb-N") is in the
 #     daemon's table as hb-N, bound to that Slurm job id;
 #   * no gateway id tags two Slurm jobs, and no Slurm job id is bound to
 #     two gateway ids in the daemon's table;
 #   * no job's script ran twice (ran/I has at most one line), and each
 #     job that ended COMPLETED ran exactly once; the local backend made
-#     one run directory per burst job at most, each of a tagged job;
-#   * every job that runs (kinds 0 and 1) reached a final state, and
-#     every tagged job was known to the daemon, within the convergence
-#     time (HB_CRASH_CONVERGE_S: 60 s plus 1 s per 20 submissions);
-#   * spend: each account's decided Kubernetes spend (the chosen side's
-#     estimated cost in each job's latest decision) is printed; when
-#     HB_CRASH_SPEND_BOUND_MICROS is set (the budget plus the plugin's
-#     allowance, once that exists), an account over it fails the trial.
+#     one run directory per burst job at most, each of a tagged job (a
+#     burst job Slurm lost may have started its run: with slurmctld
+#     killed, such a "stray" run is counted, not failed);
+#   * every job that runs reached a final state, and every tagged job
+#     was known to the daemon, within the convergence time
+#     (HB_CRASH_CONVERGE_S: 60 s plus 1 s per 20 submissions);
+#   * spend: the decided Kubernetes spend of account capped (the chosen
+#     side's estimated cost in the latest decision of each of its jobs)
+#     is at most its budget plus HB_CRASH_ALLOWANCE_MICROS (0: the bound
+#     when the daemon decides; where the plugin decides from a snapshot,
+#     the per-account allowance it may spend on its own).  Every
+#     account's spend is printed.
 
 ct_trials=0 ct_failed=0
 ct_tot_acc=0 ct_tot_lost=0 ct_tot_twice=0 ct_tot_burst=0 ct_tot_ran=0
@@ -71,18 +79,55 @@ ct_header() {
 		lost fail verdict
 }
 
+# _ct_policy FILE JOBS: the trial's placement policy (see the top)
+_ct_policy() {
+	cat >"$1" <<-EOF
+	# Written by crash_trials.sh: gpu bursts, account capped on a budget.
+	version: 1
+	defaults:
+	  time_limit: 5m
+	  mem_per_cpu: 100Mi
+	  prefer: slurm
+	slurm:
+	  rates: {cpu_hour: 0.01}
+	  partitions:
+	    debug: {node: {cpus: 8, memory: 16Gi}}
+	    gpu: {node: {cpus: 8, memory: 16Gi}}
+	kubernetes:
+	  namespace: default
+	  node: {cpus: 8, memory: 16Gi}
+	  rates: {per_job: 1.00}
+	rules:
+	  - name: capped
+	    account: capped
+	    partition: gpu
+	    prefer: kubernetes
+	    budget: {amount: $(_ct_budget "$2"), period: month, sides: [kubernetes]}
+	  - name: free
+	    partition: gpu
+	    prefer: kubernetes
+	EOF
+}
+
+# _ct_budget JOBS: account capped's budget, in whole units
+_ct_budget() {
+	local b=$(($1 / 20))
+	printf '%d\n' $((b > 0 ? b : 1))
+}
+
 # _ct_submit I: submission I as the sandbox's user, from its work
 # directory; "I KIND RC ID" appended to $ct_dir/subs
 _ct_submit() {
 	local i=$1 kind out rc=0
 	local -a opt
-	case $((i % 5)) in
-	0) kind=burst opt=(-p gpu -t 5 --wrap "echo ran >>$ct_ran/$i") ;;
-	1) kind=slurm opt=(-p debug -t 5 --wrap "echo ran >>$ct_ran/$i") ;;
-	*) kind=held opt=(-H -p debug --wrap true) ;;
+	case $((i % 10)) in
+	0) kind=burst opt=(-p gpu -A free --wrap "echo ran >>$ct_ran/$i") ;;
+	5) kind=held opt=(-H -p gpu -A capped --wrap true) ;;
+	1 | 6) kind=slurm opt=(-p debug -A free --wrap "echo ran >>$ct_ran/$i") ;;
+	*) kind=held opt=(-H -p debug -A free --wrap true) ;;
 	esac
 	out=$(cd "$HB_SANDBOX_WORK" && timeout 60 runuser -u "$HB_SANDBOX_USER" \
-		-- sbatch --parsable -J "ct-$i" -o /dev/null "${opt[@]}" \
+		-- sbatch --parsable -J "ct-$i" -t 5 -o /dev/null "${opt[@]}" \
 		2>>"$ct_dir/sbatch.err") || rc=$?
 	out=${out%%;*}
 	case $out in '' | *[!0-9]*) out=- ;; esac
@@ -265,7 +310,8 @@ ct_trial() {
 	ct_dir=$tmp/t$t
 	mkdir -p "$ct_dir" && chmod 755 "$ct_dir"
 	box=$ct_dir/box
-	sandbox_test_up
+	_ct_policy "$ct_dir/policy.yaml" "$jobs"
+	HB_SANDBOX_POLICY=$ct_dir/policy.yaml sandbox_test_up
 	trap _ct_cleanup EXIT
 	ct_ran=$HB_SANDBOX_WORK/ran
 	mkdir -p "$ct_ran"
@@ -311,21 +357,19 @@ ct_trial() {
 	done
 	[ "$w" = 0 ] || verdict=FAIL
 	[ "${n[runs]}" -le "${n[burst]}" ] || verdict=FAIL
-	local sp bound=${HB_CRASH_SPEND_BOUND_MICROS:-} a m
-	sp=$(_ct_spend | tr '\n' ',')
-	if [ -n "$bound" ]; then
-		while read -r a m; do
-			[ -z "$a" ] || [ "$m" -le "$bound" ] || verdict=FAIL
-		done <<<"$(_ct_spend)"
-	fi
+	local sp capped bound
+	bound=$(($(_ct_budget "$jobs") * 1000000 + ${HB_CRASH_ALLOWANCE_MICROS:-0}))
+	sp=$(_ct_spend)
+	capped=$(awk '$1 == "capped" { print $2 }' <<<"$sp")
+	[ "${capped:-0}" -le "$bound" ] || verdict=FAIL
 	printf '%-5s %-10s %-9s %5s %6s %6s %6s %6s %6s %5s %5s %5s %4s %s\n' \
 		"$t" "$seed" "$victim" "$at+${delay}s" "${n[sub]}" "${n[acc]}" \
 		"${n[tagged]}" "${n[known]}" "${n[burst]}" "${n[ran]}" \
 		"${n[twice]}" "${n[lost]}" "${n[failed]}" "$verdict"
-	printf '      not settled %s, not known %s, missing runs %s, gateway ids on two jobs %s, slurm ids bound twice %s, run dirs %s (stray %s), refused yet in Slurm %s, spend [%s] bound %s\n' \
+	printf '      not settled %s, not known %s, missing runs %s, gateway ids on two jobs %s, slurm ids bound twice %s, run dirs %s (stray %s), refused yet in Slurm %s, spend [%s] capped bound %s\n' \
 		"$w" "${n[unknown]}" "${n[missing]}" "${n[dupgw]}" \
 		"${n[dupbind]}" "${n[runs]}" "${n[stray]}" "${n[phantom]}" \
-		"${sp%,}" "${bound:-none}"
+		"$(tr '\n' ',' <<<"$sp" | sed 's/,$//')" "$bound"
 	ct_trials=$((ct_trials + 1))
 	ct_tot_acc=$((ct_tot_acc + n[acc]))
 	ct_tot_lost=$((ct_tot_lost + n[lost]))
@@ -348,7 +392,8 @@ _ct_evidence() {
 	$6 != "-" && d[$6] != $1 {
 		print "      not known to the daemon: slurm " $1 " " $2 " " $6 " (daemon: " ($6 in d ? d[$6] : "none") ")"
 	}' "$ct_dir/daemon" "$ct_dir/slurm" | head -n 5
-	tail -n 3 "$ct_dir/sbatch.err" 2>/dev/null | sed 's/^/      sbatch: /'
+	grep -i error "$ct_dir/sbatch.err" 2>/dev/null | sort | uniq -c |
+		sort -rn | head -n 3 | sed 's/^/      sbatch: /'
 }
 
 ct_summary() {
