@@ -66,7 +66,7 @@
 
 ct_trials=0 ct_failed=0
 ct_tot_acc=0 ct_tot_lost=0 ct_tot_twice=0 ct_tot_burst=0 ct_tot_ran=0
-ct_loop_pid=
+ct_loop_pid= ct_spend_max=0 ct_spend_bound=0
 
 _ct_cleanup() {
 	[ -z "$ct_loop_pid" ] || kill -TERM "$ct_loop_pid" 2>/dev/null || true
@@ -362,6 +362,8 @@ ct_trial() {
 	sp=$(_ct_spend)
 	capped=$(awk '$1 == "capped" { print $2 }' <<<"$sp")
 	[ "${capped:-0}" -le "$bound" ] || verdict=FAIL
+	[ "${capped:-0}" -le "$ct_spend_max" ] || ct_spend_max=${capped:-0}
+	ct_spend_bound=$bound
 	printf '%-5s %-10s %-9s %5s %6s %6s %6s %6s %6s %5s %5s %5s %4s %s\n' \
 		"$t" "$seed" "$victim" "$at+${delay}s" "${n[sub]}" "${n[acc]}" \
 		"${n[tagged]}" "${n[known]}" "${n[burst]}" "${n[ran]}" \
@@ -397,7 +399,8 @@ _ct_evidence() {
 }
 
 ct_summary() {
-	printf 'summary: %d trials, %d failed; %d jobs accepted, %d lost by slurmctld, %d burst, %d ran, %d ran twice\n' \
+	printf 'summary: %d trials, %d failed; %d jobs accepted, %d lost by slurmctld, %d burst, %d ran, %d ran twice; capped spend at most %d of a bound of %d micro-units\n' \
 		"$ct_trials" "$ct_failed" "$ct_tot_acc" "$ct_tot_lost" \
-		"$ct_tot_burst" "$ct_tot_ran" "$ct_tot_twice"
+		"$ct_tot_burst" "$ct_tot_ran" "$ct_tot_twice" "$ct_spend_max" \
+		"$ct_spend_bound"
 }
