@@ -66,7 +66,7 @@
 
 ct_trials=0 ct_failed=0
 ct_tot_acc=0 ct_tot_lost=0 ct_tot_twice=0 ct_tot_burst=0 ct_tot_ran=0
-ct_loop_pid= ct_spend_max=0 ct_spend_bound=0
+ct_loop_pid='' ct_spend_max=0 ct_spend_bound=0
 
 _ct_cleanup() {
 	[ -z "$ct_loop_pid" ] || kill -TERM "$ct_loop_pid" 2>/dev/null || true
@@ -179,7 +179,7 @@ _ct_restart() {
 # slurmscriptd (a child named slurmctld) is left without its parent:
 # it is stopped too, by its pid.
 _ct_kill() {
-	local pid kids= p
+	local pid kids='' p
 	pid=$(_ct_victim_pid "$1")
 	[ -n "$pid" ] || die "no pid for $1"
 	[ "$1" != slurmctld ] || kids=$(_hbs_children_named "$pid" slurmctld)
@@ -341,7 +341,9 @@ ct_trial() {
 	while :; do
 		_ct_tables
 		w=$(_ct_waiting)
-		[ "$w" != 0 ] && [ $((SECONDS - t0)) -lt "$limit" ] || break
+		if [ "$w" = 0 ] || [ $((SECONDS - t0)) -ge "$limit" ]; then
+			break
+		fi
 		sleep 1
 	done
 	for c in $(_ct_count); do n[${c%%=*}]=${c#*=}; done
@@ -394,6 +396,12 @@ _ct_evidence() {
 	$6 != "-" && d[$6] != $1 {
 		print "      not known to the daemon: slurm " $1 " " $2 " " $6 " (daemon: " ($6 in d ? d[$6] : "none") ")"
 	}' "$ct_dir/daemon" "$ct_dir/slurm" | head -n 5
+	awk -v ran="$ct_ran" '{
+		n = 0; f = ran "/" $1
+		while ((getline l < f) > 0) n++
+		close(f)
+		if (n > 1) print "      ran " n " times: submission " $1 " (" $2 "), Slurm job " $4
+	}' "$ct_dir/subs" | head -n 5
 	grep -i error "$ct_dir/sbatch.err" 2>/dev/null | sort | uniq -c |
 		sort -rn | head -n 3 | sed 's/^/      sbatch: /'
 }
