@@ -317,8 +317,10 @@ ct_trial() {
 	mkdir -p "$ct_ran"
 	chown "$HB_SANDBOX_USER" "$ct_ran"
 	: >"$ct_dir/subs"
-	# the kill point: a submission in the middle 80 %, and a delay
-	RANDOM=$seed
+	# the kill point: a submission in the middle 80 %, and a delay.
+	# The seed is hashed first: bash's generator seeded with neighbours
+	# (seed + T) starts out alike.
+	RANDOM=$(printf '%s' "$seed" | cksum | cut -d' ' -f1)
 	at=$((jobs / 10 + RANDOM % (jobs * 8 / 10 + 1)))
 	delay=$(printf '0.%03d' $((RANDOM % 1000)))
 	[ $((RANDOM % 2)) = 0 ] || delay=1${delay#0}
