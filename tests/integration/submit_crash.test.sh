@@ -12,7 +12,10 @@
 # the last acknowledged jobs on SIGKILL is Slurm's own behaviour, not
 # the gateway's; the same loss with only the daemon killed fails.
 #
-# The seeds are printed; HB_CRASH_SEED=N replays a run.
+# The seeds are printed; HB_CRASH_SEED=N replays a run, and trial T of
+# seed S alone is replayed by the long version:
+#   HB_CRASH_SEED=$((S - T)) HB_CRASH_FIRST=T \
+#     tests/bench/crash_trials.sh BUILD_DIR SRC_DIR 1 150
 #
 # usage: submit_crash.test.sh BUILD_DIR SRC_DIR
 set -euo pipefail
