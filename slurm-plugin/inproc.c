@@ -7,15 +7,16 @@
  * a view, and swaps it in.  job_submit, under slurmctld's job write lock,
  * then decides with the engine the daemon runs (hb_place_job()) from the
  * view in memory: no socket, no file, no wait.  It:
- *   - takes the job's gateway id from the view's lease (never from a
- *     lease it found when it started: another slurmctld may have used
- *     it), so the daemon need not be asked;
+ *   - takes the job's gateway id from the view's lease, when the lease
+ *     is this plugin's (it names the nonce the plugin sent in its hello:
+ *     no other slurmctld uses it), so the daemon need not be asked;
  *   - tags the job (admin_comment "hpcbridge:ID target=T snap=V") and, for
  *     a burst job, makes it the proxy whose script carries the decide
  *     request (hb_rules_proxy_payload()): Slurm's own job record is the
  *     decision's durable record;
  *   - sends the daemon a notice (a datagram, MSG_DONTWAIT) with the whole
- *     decision; one that cannot go now waits in a queue the thread empties.
+ *     decision; one that cannot go now waits in a queue the thread empties
+ *     (a decision whose notice could not even be queued is not made).
  * A missing, stale or unreadable snapshot, or a used-up lease, leaves the
  * job on Slurm untouched, as a daemon that does not answer does.
  *
