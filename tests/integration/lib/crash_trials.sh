@@ -406,6 +406,10 @@ ct_trial() {
 
 # _ct_evidence: what a failed trial got wrong, a few lines of each
 _ct_evidence() {
+	awk 'FILENAME ~ /subs$/ { if ($2 != "held") runs["ct-" $1] = 1; next }
+	($2 in runs) && $3 !~ /^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED)$/ && shown++ < 5 {
+		print "      not settled: slurm " $0
+	}' "$ct_dir/subs" "$ct_dir/slurm"
 	awk 'FILENAME ~ /daemon$/ { d[$1] = $2; next }
 	$6 != "-" && d[$6] != $1 && shown++ < 5 {
 		print "      not known to the daemon: slurm " $1 " " $2 " " $6 " (daemon: " ($6 in d ? d[$6] : "none") ")"
