@@ -467,7 +467,7 @@ up() {
 			sleep 0.1
 		done
 		# The daemon wrote its placement snapshot before serving;
-		# slurmctld's plugin takes it in within 100 ms and asks for a
+		# slurmctld's plugin takes it in within 20 ms and asks for a
 		# lease of gateway ids, which the daemon publishes at once.
 		t=0
 		until [ "$(od -An -t u8 -j 48 -N 8 "$dir/placement.snap" \

@@ -256,7 +256,7 @@ struct hb_inproc_result {
 
 /*
  * Start reading the snapshot at path, believed only when owned by root or
- * daemon_uid.  thread: look for a new one every 100 ms on a thread of its
+ * daemon_uid.  thread: look for a new one every 20 ms on a thread of its
  * own (0: only when hb_inproc_refresh() is called: tests).  0, or
  * HB_ENOMEM / HB_EINVAL with err.
  */
@@ -266,6 +266,10 @@ void hb_inproc_stop(struct hb_inproc *ip); /* NULL is fine */
 /* Take in the snapshot at path if it changed, and send the notices that
  * wait.  0, or the reason the file cannot be used (HB_ENOENT: none). */
 int hb_inproc_refresh(struct hb_inproc *ip);
+/* Write out and send the notices that wait (the thread does, every
+ * 20 ms, and hb_inproc_refresh() does): off the mutex, in order, until
+ * the socket refuses one.  Returns how many still wait. */
+int hb_inproc_flush(struct hb_inproc *ip);
 /*
  * Decide for jd at now_ms (Unix ms) and apply the decision to it: Slurm
  * tags it, Kubernetes makes it the proxy (strings from a), a rejection

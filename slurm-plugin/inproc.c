@@ -66,9 +66,11 @@
 /* The largest proxy script made: under Slurm's default max_script_size
  * (4 MB), so the proxy is never refused for its size. */
 #define PROXY_SCRIPT_MAX (4000u * 1000)
-/* How often the thread looks for a new snapshot and sends what waits. */
-#define TICK_MS 100
-#define RETRY_MS 5
+/* How often the thread looks for a new snapshot (one lstat) and sends
+ * what waits (job_submit only queues notices: it never wakes the daemon
+ * while slurmctld's lock is held). */
+#define TICK_MS 20
+#define RETRY_MS 2
 /* The least time between two requests for a lease. */
 #define HELLO_MS 500
 
@@ -101,9 +103,12 @@ struct owe {
 	int64_t sum;
 };
 
+/* A notice waiting: its tree (written out by the thread, off the
+ * mutex), then its text once written. */
 struct qmsg {
+	cJSON *tree;
 	char *text;
-	size_t len;
+	size_t len; /* text's, or an upper bound of it while tree */
 };
 
 struct hb_inproc {
@@ -117,12 +122,14 @@ struct hb_inproc {
 	int deciding;	  /* a view and an id: said in the log */
 	int need_ids;	  /* a job found no id of ours: ask again */
 	int64_t hello_ms; /* when a lease was last asked for; 0: never */
+	int busy;	  /* notices were waiting at the last tick */
 	struct pend *pend;
 	size_t npend;
 	struct owe *owed; /* every account seen with a cost, kept */
 	size_t nowed, owed_cap;
 	struct qmsg *q;
 	size_t qhead, qlen, qbytes;
+	size_t inflight; /* taken out by the sender, not yet sent */
 	int fd; /* the notice socket (unbound datagram) */
 	size_t notice_max; /* the longest notice it can send */
 	uint64_t dropped; /* notices given up (the reconciler has them) */
@@ -284,66 +291,128 @@ static struct owe *owed_of(struct hb_inproc *ip, const char *account)
 
 /* ------------------------------------------------------------ notices */
 
-/* Send what waits, in order, until the socket refuses.  mu held. */
-static void queue_flush(struct hb_inproc *ip)
+/* An upper bound of the length of s written as a JSON string by cJSON
+ * (quotes, two-character escapes, \uXXXX for other control bytes). */
+static size_t json_str_max(const char *s)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t n = 2;
 
-	if (!ip->v || ip->fd < 0)
-		return;
-	memcpy(sa.sun_path, ip->v->notice_path, sizeof(sa.sun_path));
-	while (ip->qlen) {
-		struct qmsg *m = &ip->q[ip->qhead];
-
-		if (sendto(ip->fd, m->text, m->len, MSG_DONTWAIT,
-			   (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-			if (errno != EMSGSIZE)
-				return;
-			ip->dropped++; /* cannot be: sizes are checked */
-		} else {
-			ip->st.notices_sent++;
-		}
-		ip->qbytes -= m->len;
-		free(m->text);
-		m->text = NULL;
-		ip->qhead = (ip->qhead + 1) % QUEUE_MAX;
-		ip->qlen--;
-	}
+	for (; *s; s++)
+		n += (unsigned char)*s >= 0x20 && *s != '"' && *s != '\\' ? 1
+										: 6;
+	return n;
 }
 
-/* Whether a notice of len bytes can be sent or queued: a decision the
- * daemon could not be told of is not made (the job stays on Slurm), so
- * no notice is ever given up while slurmctld runs.  mu held. */
+/* An upper bound of the length of j written out unformatted. */
+static size_t json_max(const cJSON *j)
+{
+	size_t n = 2;
+
+	if (cJSON_IsString(j))
+		return json_str_max(j->valuestring);
+	if (!cJSON_IsArray(j) && !cJSON_IsObject(j))
+		return 32; /* a number, true, false, null */
+	for (const cJSON *c = j->child; c; c = c->next)
+		n += 1 + json_max(c) + (c->string ? json_str_max(c->string) + 1
+						  : 0);
+	return n;
+}
+
+/* Whether a notice of len bytes can be queued: a decision the daemon
+ * could not be told of is not made (the job stays on Slurm), so no
+ * notice is ever given up while slurmctld runs.  mu held. */
 static int notice_room(const struct hb_inproc *ip, size_t len)
 {
-	return len <= ip->notice_max && ip->qlen < QUEUE_MAX &&
+	return len <= ip->notice_max && ip->qlen + ip->inflight < QUEUE_MAX &&
 	       ip->qbytes + len <= QUEUE_BYTES;
 }
 
-/* Send text now if nothing waits before it, else queue it (the caller
- * made sure of the room: notice_room()).  mu held. */
-static void notice_send(struct hb_inproc *ip, char *text)
+/* Queue a notice: its text, or its tree (owned from now on) with an
+ * upper bound of its length; the caller made sure of the room.  Nothing
+ * is written or sent here: job_submit never wakes another process. */
+static void notice_queue(struct hb_inproc *ip, char *text, cJSON *tree,
+			 size_t len)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	size_t len = strlen(text);
-
-	if (!notice_room(ip, len)) {
-		ip->dropped++;
-		free(text);
-		return;
-	}
-	if (!ip->qlen && ip->fd >= 0 && ip->v) {
-		memcpy(sa.sun_path, ip->v->notice_path, sizeof(sa.sun_path));
-		if (sendto(ip->fd, text, len, MSG_DONTWAIT,
-			   (struct sockaddr *)&sa, sizeof(sa)) == (ssize_t)len) {
-			ip->st.notices_sent++;
-			free(text);
-			return;
-		}
-	}
-	ip->q[(ip->qhead + ip->qlen) % QUEUE_MAX] = (struct qmsg){ text, len };
+	ip->q[(ip->qhead + ip->qlen) % QUEUE_MAX] =
+		(struct qmsg){ tree, text, len };
 	ip->qlen++;
 	ip->qbytes += len;
+}
+
+/* Write out and send m; 0 when sent (or given up), -1 when the socket
+ * refuses it now.  Off the mutex. */
+static int send_one(struct hb_inproc *ip, const char *path, struct qmsg *m)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	if (!m->text && m->tree) {
+		if (!(m->text = cJSON_PrintUnformatted(m->tree)))
+			return -1; /* out of memory: later */
+		m->len = strlen(m->text);
+		cJSON_Delete(m->tree);
+		m->tree = NULL;
+	}
+	memcpy(sa.sun_path, path, sizeof(sa.sun_path));
+	if (sendto(ip->fd, m->text, m->len, MSG_DONTWAIT,
+		   (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (errno != EMSGSIZE)
+			return -1;
+		__atomic_add_fetch(&ip->dropped, 1, __ATOMIC_RELAXED);
+	} else {
+		__atomic_add_fetch(&ip->st.notices_sent, 1, __ATOMIC_RELAXED);
+	}
+	free(m->text);
+	m->text = NULL;
+	return 0;
+}
+
+int hb_inproc_flush(struct hb_inproc *ip)
+{
+	struct qmsg batch[256];
+	char path[108];
+	size_t n = 0, sent = 0, bytes = 0;
+
+	pthread_mutex_lock(&ip->mu);
+	if (ip->v && ip->fd >= 0) {
+		memcpy(path, ip->v->notice_path, sizeof(path));
+		while (n < 256 && ip->qlen) {
+			batch[n++] = ip->q[ip->qhead];
+			ip->qhead = (ip->qhead + 1) % QUEUE_MAX;
+			ip->qlen--;
+		}
+		ip->inflight = n;
+	}
+	pthread_mutex_unlock(&ip->mu);
+	while (sent < n && !send_one(ip, path, &batch[sent]))
+		sent++;
+	pthread_mutex_lock(&ip->mu);
+	/* what the socket refused goes back to the head, in order, before
+	 * what was queued meanwhile */
+	for (size_t i = n; i > sent; i--) {
+		ip->qhead = (ip->qhead + QUEUE_MAX - 1) % QUEUE_MAX;
+		ip->q[ip->qhead] = batch[i - 1];
+		ip->qlen++;
+	}
+	for (size_t i = 0; i < sent; i++)
+		bytes += batch[i].len;
+	ip->qbytes -= bytes;
+	ip->inflight = 0;
+	n = ip->qlen;
+	pthread_mutex_unlock(&ip->mu);
+	return (int)n;
+}
+
+/* Give up what waits (stop).  mu held. */
+static void queue_drop(struct hb_inproc *ip)
+{
+	while (ip->qlen) {
+		struct qmsg *m = &ip->q[ip->qhead];
+
+		cJSON_Delete(m->tree);
+		free(m->text);
+		ip->qhead = (ip->qhead + 1) % QUEUE_MAX;
+		ip->qlen--;
+	}
 }
 
 /* ------------------------------------------------------------ refresh */
@@ -381,7 +450,10 @@ static void hello(struct hb_inproc *ip, int64_t now)
 		return;
 	ip->hello_ms = now;
 	ip->need_ids = 0;
-	notice_send(ip, text);
+	if (notice_room(ip, strlen(text)))
+		notice_queue(ip, text, NULL, strlen(text));
+	else
+		free(text);
 }
 
 int hb_inproc_refresh(struct hb_inproc *ip)
@@ -432,9 +504,9 @@ int hb_inproc_refresh(struct hb_inproc *ip)
 			 ip->v->f.meta.lease_lo, ip->v->f.meta.lease_hi);
 	ip->deciding = deciding;
 	hello(ip, now);
-	queue_flush(ip);
 	pthread_mutex_unlock(&ip->mu);
 	view_free(old);
+	hb_inproc_flush(ip);
 	/* Slurm's log is written outside the mutex job_submit takes */
 	if (say[0])
 		hb_log(rc && rc != HB_ENOENT ? HB_LOG_ERROR : HB_LOG_INFO,
@@ -453,9 +525,11 @@ static void *thread_main(void *arg)
 		hb_inproc_refresh(ip);
 		pthread_mutex_lock(&ip->mu);
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		/* notices waiting (the socket holds a few datagrams only):
-		 * try again soon */
-		ts.tv_nsec += (ip->qlen ? RETRY_MS : TICK_MS) * 1000000L;
+		/* notices waiting (job_submit only queues them, and the
+		 * socket holds a few datagrams): soon again */
+		ts.tv_nsec += (ip->qlen || ip->busy ? RETRY_MS : TICK_MS) *
+			      1000000L;
+		ip->busy = ip->qlen > 0;
 		if (ts.tv_nsec >= 1000000000L) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000L;
@@ -550,14 +624,10 @@ void hb_inproc_stop(struct hb_inproc *ip)
 		pthread_mutex_unlock(&ip->mu);
 		pthread_join(ip->thread, NULL);
 	}
-	/* what still waits is left to the reconciler */
+	/* what the daemon does not take now is left to the reconciler */
+	hb_inproc_flush(ip);
 	pthread_mutex_lock(&ip->mu);
-	queue_flush(ip);
-	while (ip->qlen) {
-		free(ip->q[ip->qhead].text);
-		ip->qhead = (ip->qhead + 1) % QUEUE_MAX;
-		ip->qlen--;
-	}
+	queue_drop(ip);
 	pthread_mutex_unlock(&ip->mu);
 	if (ip->fd >= 0)
 		close(ip->fd);
@@ -590,12 +660,11 @@ static const char *target_word(int t)
 				     : "rejected";
 }
 
-/* The decision's notice (malloc'd text), NULL when out of memory. */
-static char *notice_text(const char *id, uint64_t version,
-			 const struct hb_place_out *o, cJSON *req)
+/* The decision's notice, but for its request; NULL when out of memory. */
+static cJSON *notice_tree(const char *id, uint64_t version,
+			  const struct hb_place_out *o)
 {
 	cJSON *n = cJSON_CreateObject();
-	char *text = NULL;
 
 	if (n && cJSON_AddStringToObject(n, "op", "decided") &&
 	    cJSON_AddStringToObject(n, "id", id) &&
@@ -606,11 +675,10 @@ static char *notice_text(const char *id, uint64_t version,
 	    cJSON_AddStringToObject(n, "reason", o->reason) &&
 	    cJSON_AddStringToObject(n, "explanation", o->explanation) &&
 	    cJSON_AddStringToObject(n, "doc", o->doc_json) &&
-	    cJSON_AddNumberToObject(n, "cost_micro", (double)o->cost_micro) &&
-	    cJSON_AddItemReferenceToObject(n, "request", req))
-		text = cJSON_PrintUnformatted(n);
+	    cJSON_AddNumberToObject(n, "cost_micro", (double)o->cost_micro))
+		return n;
 	cJSON_Delete(n);
-	return text;
+	return NULL;
 }
 
 /* The proxy's script: the exec line, then the request. */
@@ -692,8 +760,8 @@ static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
 	struct hb_place_out o = { 0 };
 	char user[24], id[32];
 	struct owe *owe = NULL;
-	char *text = NULL;
-	cJSON *req = NULL;
+	cJSON *req = NULL, *tree = NULL;
+	size_t est;
 	int64_t seq;
 	int rc;
 
@@ -739,16 +807,18 @@ static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
 	seq = ip->next_id;
 	snprintf(id, sizeof(id), "hb-%06" PRId64, seq);
 	/* the notice first: a decision the daemon cannot be told of is
-	 * not made */
-	if (!(text = notice_text(id, v->f.meta.version, &o, req))) {
+	 * not made (its text is written by the thread: its length is
+	 * bounded here) */
+	if (!(tree = notice_tree(id, v->f.meta.version, &o))) {
 		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 		goto out;
 	}
-	if (!notice_room(ip, strlen(text))) {
+	est = json_max(tree) + json_max(req) + 16;
+	if (!notice_room(ip, est)) {
 		rc = hb_err_set(err, HB_EUNAVAIL, NULL, 0,
-				"its notice (%zu bytes) would pass %zu bytes, "
-				"or %zu notices wait for the daemon",
-				strlen(text), ip->notice_max, ip->qlen);
+				"its notice (up to %zu bytes) would pass %zu "
+				"bytes, or %zu notices wait for the daemon",
+				est, ip->notice_max, ip->qlen);
 		goto out;
 	}
 	if (o.target != HB_DECIDE_REJECT &&
@@ -773,8 +843,10 @@ static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
 	snprintf(r->partition, sizeof(r->partition), "%s",
 		 jd->partition ? jd->partition : "");
 	r->version = v->f.meta.version;
-	notice_send(ip, text);
-	text = NULL;
+	cJSON_AddItemToObject(tree, "request", req);
+	req = NULL;
+	notice_queue(ip, NULL, tree, est);
+	tree = NULL;
 	ip->st.decisions++;
 out:
 	/* hb_place_job() charged the view; a decision not made (the
@@ -782,7 +854,7 @@ out:
 	if (rc && o.cost_micro > 0 && q.job.account)
 		hb_place_charge(&v->snap, q.job.account, o.period, o.side,
 				(hb_money)-o.cost_micro);
-	free(text);
+	cJSON_Delete(tree);
 	hb_place_out_free(&o);
 	cJSON_Delete(req);
 	return rc;

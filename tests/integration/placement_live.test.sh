@@ -238,7 +238,7 @@ for _ in $(seq 100); do
 	sleep 0.05
 done
 # The daemon publishes the new policy at once; slurmctld's plugin takes
-# the snapshot in within 100 ms: the new policy holds within a second.
+# the snapshot in within 20 ms: the new policy holds within a second.
 for _ in $(seq 20); do
 	sbatch --hold -p debug -N 1 -n 4 -t 30 -J now-slurm --wrap=true \
 		>out 2>err || fail "sbatch: $(cat err)"

@@ -203,12 +203,17 @@ static void publish_take(struct fx *fx)
 	assert_int_equal(hb_inproc_refresh(fx->ip), 0);
 }
 
-/* The next notice (parsed), or NULL when none waits. */
+/* The next notice (parsed), or NULL when none waits: the plugin's
+ * thread would have sent what job_submit queued. */
 static cJSON *notice(struct fx *fx)
 {
-	char buf[256 * 1024];
-	ssize_t n = recv(fx->rx, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	static char buf[256 * 1024];
+	ssize_t n;
 	cJSON *j;
+
+	if (fx->ip)
+		hb_inproc_flush(fx->ip);
+	n = recv(fx->rx, buf, sizeof(buf) - 1, MSG_DONTWAIT);
 
 	if (n < 0) {
 		assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
