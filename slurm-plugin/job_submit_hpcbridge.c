@@ -112,7 +112,10 @@ int init(void)
 	int rc;
 
 	hb_log_set_hook(to_slurm, NULL);
-	hb_log_set_level(HB_LOG_DEBUG);
+	/* a debug line would be formatted for slurmctld to drop it (at
+	 * its default level): under its lock, on every job */
+	hb_log_set_level(getenv("HPCBRIDGE_PLUGIN_DEBUG") ? HB_LOG_DEBUG
+							  : HB_LOG_INFO);
 	if (!path || !*path)
 		path = HB_PLUGIN_DEFAULT_CONFIG;
 	rc = hb_plugin_conf_load(path, &conf, &err);
@@ -256,8 +259,10 @@ static int place_inproc(job_desc_msg_t *job_desc, char **err_msg)
 		reject(err_msg, r.id, r.reason);
 		return ESLURM_ACCESS_DENIED;
 	}
+	/* the daemon logs and audits every decision; a line here would be
+	 * a write to slurmctld's log under its lock */
 	if (r.target == HB_PLUGIN_KUBERNETES) {
-		hb_log(HB_LOG_INFO,
+		hb_log(HB_LOG_DEBUG,
 		       "%s: job '%s' of uid %" PRIu32 " runs on Kubernetes; "
 		       "proxy in partition %s",
 		       r.id, name, job_desc->user_id, r.partition);
