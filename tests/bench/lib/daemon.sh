@@ -5,7 +5,8 @@
 #       state at STATE, its log at DIR/hbd.log and the benchmarks' rule
 #       (partition gpu goes to Kubernetes, the rest stays on Slurm), and
 #       any further daemon.* settings given ("checkpoint_pages: 4000");
-#       plugin.decide is $HB_BENCH_DECIDE (snapshot when unset);
+#       plugin.decide is $HB_BENCH_DECIDE (left out when unset: the
+#       default, snapshot; a build from before it knows no such key);
 #       wait for the socket; append its pid to hb_bench_pids.
 #   hb_bench_daemons_stop
 #       SIGTERM every daemon started, by PID, and wait for each.
@@ -31,7 +32,7 @@ hb_bench_daemon() {
 	${extra}slurm:
 	  user: root
 	plugin:
-	  decide: ${HB_BENCH_DECIDE:-snapshot}
+	  ${HB_BENCH_DECIDE:+decide: $HB_BENCH_DECIDE}
 	  timeout_ms: 200
 	placement:
 	  default_target: slurm
