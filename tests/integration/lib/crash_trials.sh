@@ -64,7 +64,8 @@
 #     (HB_CRASH_CONVERGE_S: 60 s plus 1 s per 20 submissions); with
 #     slurmctld killed, a batch job whose launch the kill cut short is
 #     held by Slurm ("launch_failed_requeued_held": an admin releases
-#     it), as it is without hpcbridge: it is not waited for;
+#     it): Slurm's own handling of a launch cut short; it is not waited
+#     for (the trial line still shows it among the jobs tagged/known);
 #   * spend: the decided Kubernetes spend of account capped (the chosen
 #     side's estimated cost in the latest decision of each of its jobs)
 #     is at most its budget plus HB_CRASH_ALLOWANCE_MICROS (0: the bound
