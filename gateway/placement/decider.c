@@ -432,7 +432,7 @@ int hb_decider_decide(struct hb_decider *dc, const struct hb_place_job *job,
 	age(dc, now);
 	rc = hb_place_job(&dc->pol, &dc->snap, job, now, dc->kube_note, out,
 			  err);
-	if (!rc)
+	if (!rc && out->partition[0])
 		want_part(dc, out->partition);
 	return rc;
 }

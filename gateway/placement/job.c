@@ -202,7 +202,9 @@ int hb_place_job(const struct hb_policy *pol, struct hb_snapshot *snap,
 	first_line(out->explanation, out->reason, sizeof(out->reason));
 	if (out->target == HB_DECIDE_REJECT)
 		add_sides(out->explanation, out->reason, sizeof(out->reason));
-	out->partition = in.partition;
+	/* in's strings may be the jobspec's, freed below */
+	snprintf(out->partition, sizeof(out->partition), "%s",
+		 in.partition ? in.partition : "");
 	/* The spend is counted in memory; a batch whose commit fails leaves
 	 * it counted (an over-estimate, on the safe side of a budget). */
 	if ((rc = hb_place_commit(&in, &res, snap))) {

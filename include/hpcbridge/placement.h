@@ -270,6 +270,11 @@ struct cJSON *hb_place_to_json(const struct hb_policy *pol,
 /* plugin both run this.                                                */
 /* ------------------------------------------------------------------ */
 
+/* The longest account, partition and job name a decide request carries,
+ * and its largest script. */
+#define HB_PLACE_NAME_MAX 1024
+#define HB_PLACE_REQUEST_MAX (1u << 20)
+
 /* The side a job asks for: --hpcbridge-target, or none (the policy
  * chooses). */
 enum hb_place_ask { HB_ASK_AUTO = 0, HB_ASK_SLURM, HB_ASK_KUBE };
@@ -309,8 +314,8 @@ struct hb_place_out {
 	int64_t cost_micro;	/* the estimate charged to the account */
 	int side, period;	/* where it was charged: HB_SIDE_* and the
 				 * rule's budget period (cost_micro > 0) */
-	const char *partition; /* the partition it was placed against
-				* (borrowed from job or pol) */
+	char partition[HB_PLACE_NAME_MAX + 1]; /* the partition it was
+						* placed against ("": none) */
 };
 void hb_place_out_free(struct hb_place_out *out);
 
@@ -326,10 +331,6 @@ int hb_place_job(const struct hb_policy *pol, struct hb_snapshot *snap,
 		 const struct hb_place_job *job, int64_t now, const char *note,
 		 struct hb_place_out *out, struct hb_err *err);
 
-/* The longest account, partition and job name a decide request carries,
- * and its largest script. */
-#define HB_PLACE_NAME_MAX 1024
-#define HB_PLACE_REQUEST_MAX (1u << 20)
 
 /* A decide request (protocol v1: what job_submit/hpcbridge builds from
  * Slurm's job description), read. */
