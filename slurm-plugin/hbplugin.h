@@ -243,6 +243,8 @@ struct hb_inproc_stats {
 	uint64_t views;	    /* snapshots taken in */
 	uint64_t notices_sent;
 	size_t queued;	  /* notices waiting for the daemon */
+	size_t queued_bytes; /* what they count against the queue's
+			      * 64 MiB (upper bounds while not written) */
 	uint64_t dropped; /* notices given up (the reconciler has them) */
 };
 

@@ -108,7 +108,9 @@ struct owe {
 struct qmsg {
 	cJSON *tree;
 	char *text;
-	size_t len; /* text's, or an upper bound of it while tree */
+	size_t len;  /* what it counts in qbytes: its length as queued, or
+		      * the upper bound of it while it was a tree */
+	size_t tlen; /* text's, once written */
 };
 
 struct hb_inproc {
@@ -334,7 +336,7 @@ static void notice_queue(struct hb_inproc *ip, char *text, cJSON *tree,
 			 size_t len)
 {
 	ip->q[(ip->qhead + ip->qlen) % QUEUE_MAX] =
-		(struct qmsg){ tree, text, len };
+		(struct qmsg){ tree, text, len, text ? len : 0 };
 	ip->qlen++;
 	ip->qbytes += len;
 }
@@ -348,12 +350,13 @@ static int send_one(struct hb_inproc *ip, const char *path, struct qmsg *m)
 	if (!m->text && m->tree) {
 		if (!(m->text = cJSON_PrintUnformatted(m->tree)))
 			return -1; /* out of memory: later */
-		m->len = strlen(m->text);
+		/* m->len stays what qbytes counted for it */
+		m->tlen = strlen(m->text);
 		cJSON_Delete(m->tree);
 		m->tree = NULL;
 	}
 	memcpy(sa.sun_path, path, sizeof(sa.sun_path));
-	if (sendto(ip->fd, m->text, m->len, MSG_DONTWAIT,
+	if (sendto(ip->fd, m->text, m->tlen, MSG_DONTWAIT,
 		   (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		if (errno != EMSGSIZE)
 			return -1;
@@ -647,6 +650,7 @@ void hb_inproc_stats(struct hb_inproc *ip, struct hb_inproc_stats *out)
 	pthread_mutex_lock(&ip->mu);
 	*out = ip->st;
 	out->queued = ip->qlen;
+	out->queued_bytes = ip->qbytes;
 	out->dropped = ip->dropped;
 	pthread_mutex_unlock(&ip->mu);
 }
