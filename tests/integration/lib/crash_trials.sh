@@ -202,6 +202,33 @@ _ct_kill() {
 	done
 }
 
+# _ct_register: have each slurmd register now (scontrol reconfigure).
+# slurmctld recovers the jobs it ran from its last state save: a job that
+# ended after that save and before the kill is RUNNING again, and its
+# node no longer has it.  Slurm ends such a job when the node next
+# registers, if the job started more than BatchStartTimeout plus
+# MessageTimeout (20 s) before; slurmctld asks a node to register every
+# 20th ping, about every 33 min with the sandbox's SlurmdTimeout of 300 s.
+# This brings that registration forward, as an admin would; it changes
+# nothing of what the gateway did.
+_ct_register() {
+	timeout 20 scontrol reconfigure >/dev/null 2>&1 || true
+}
+
+# _ct_release: start now each job Slurm requeued after such a
+# registration (a batch job missing from its node is requeued, pending
+# with reason BeginTime for about CredExpire, 120 s): no submission asks
+# for a begin time, so each such job is one.  A burst job's proxy that
+# runs again must not run the burst job again (checked).
+_ct_release() {
+	local id
+	for id in $(awk '$3 == "PENDING" && $4 == "BeginTime" { print $1 }' \
+		"$ct_dir/slurm"); do
+		timeout 10 scontrol update "JobId=$id" StartTime=now \
+			>/dev/null 2>&1 || true
+	done
+}
+
 # _ct_tables: Slurm's job table as "ID NAME STATE REASON PARTITION GWID
 # TARGET" ($ct_dir/slurm), the daemon's as "GWID SLURMID TARGET STATE"
 # ($ct_dir/daemon); "-" for what is missing
@@ -318,6 +345,7 @@ _ct_spend() {
 
 ct_trial() {
 	local t=$1 seed=$2 victim=$3 jobs=$4 at delay i w t0 c verdict=pass
+	local restarted nudged=
 	local limit=${HB_CRASH_CONVERGE_S:-$((60 + jobs / 20))}
 	local -A n
 	ct_dir=$tmp/t$t
@@ -350,6 +378,7 @@ ct_trial() {
 	_ct_kill "$victim"
 	sleep "$delay"
 	_ct_restart "$victim"
+	restarted=$SECONDS
 	wait "$ct_loop_pid" || die "trial $t: the submission loop failed"
 	ct_loop_pid=
 	t0=$SECONDS
@@ -358,6 +387,13 @@ ct_trial() {
 		w=$(_ct_waiting "$victim")
 		if [ "$w" = 0 ] || [ $((SECONDS - t0)) -ge "$limit" ]; then
 			break
+		fi
+		if [ "$victim" = slurmctld ] && [ -n "$nudged" ]; then
+			_ct_release
+		elif [ "$victim" = slurmctld ] &&
+			[ $((SECONDS - restarted)) -ge 25 ]; then
+			_ct_register
+			nudged=1
 		fi
 		sleep 1
 	done
@@ -414,7 +450,12 @@ _ct_evidence() {
 	awk 'FILENAME ~ /subs$/ { if ($2 != "held") runs["ct-" $1] = 1; next }
 	($2 in runs) && $3 !~ /^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED)$/ && shown++ < 5 {
 		print "      not settled: slurm " $0
-	}' "$ct_dir/subs" "$ct_dir/slurm"
+	}' "$ct_dir/subs" "$ct_dir/slurm" | tee "$ct_dir/unsettled"
+	# what slurmctld said of the first two
+	for id in $(awk '{ print $4 }' "$ct_dir/unsettled" | head -n 2); do
+		grep -E "JobId=$id( |$)" "$box/slurm/log/slurmctld.log" |
+			tail -n 6 | sed 's/^/        /' || true
+	done
 	awk 'FILENAME ~ /daemon$/ { d[$1] = $2; next }
 	$6 != "-" && d[$6] != $1 && shown++ < 5 {
 		print "      not known to the daemon: slurm " $1 " " $2 " " $6 " (daemon: " ($6 in d ? d[$6] : "none") ")"
