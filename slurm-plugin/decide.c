@@ -16,6 +16,7 @@
 #include "hpcbridge/doc.h"
 #include "hpcbridge/jobspec.h"
 #include "hpcbridge/proto.h"
+#include "hpcbridge/rules.h"
 #include "hpcbridge/timefmt.h"
 #include "hpcbridge/translate.h"
 
@@ -321,40 +322,36 @@ static int build_spec(struct hb_jobspec *spec, const job_desc_msg_t *jd,
 
 /* A JSON array of count strings from v, at most max bytes in all (the
  * rest is left out); NULL entries end it. */
-static cJSON *str_array(char *const *v, uint32_t count, size_t max)
+static void emit_strs(struct hb_emit *e, const char *key, char *const *v,
+		      uint32_t count, size_t max)
 {
-	cJSON *a = cJSON_CreateArray();
 	size_t used = 0;
 
-	for (uint32_t i = 0; a && v && i < count && v[i]; i++) {
+	hb_emit_arr(e, key);
+	for (uint32_t i = 0; v && i < count && v[i]; i++) {
 		size_t n = strlen(v[i]);
-		cJSON *s;
 
 		if (used + n > max)
 			break;
 		used += n;
-		s = cJSON_CreateString(v[i]);
-		if (!s || !cJSON_AddItemToArray(a, s)) {
-			cJSON_Delete(s);
-			cJSON_Delete(a);
-			return NULL;
-		}
+		hb_emit_strn(e, NULL, v[i], n);
 	}
-	return a;
+	hb_emit_end(e);
 }
 
-static int add_str(cJSON *o, const char *key, const char *v)
+/* A string member, left out when absent or empty. */
+static void emit_str(struct hb_emit *e, const char *key, const char *v)
 {
-	if (!v || !*v)
-		return 0;
-	return cJSON_AddStringToObject(o, key, v) ? 0 : HB_ENOMEM;
+	if (v && *v)
+		hb_emit_str(e, key, v);
 }
 
 /*
  * The daemon refuses a request that is not valid UTF-8, and scripts,
  * names and environments from Slurm are bytes (Latin-1 comments in old
- * scripts).  Every string of the request is made valid: each byte that
- * starts no valid sequence becomes U+FFFD.  0 or HB_ENOMEM.
+ * scripts).  Every string of the tree is made valid as the text writer
+ * makes it: each byte that starts no valid sequence becomes U+FFFD.  0
+ * or HB_ENOMEM.
  */
 static int fix_utf8(cJSON *node, int depth)
 {
@@ -395,89 +392,112 @@ static int fix_utf8(cJSON *node, int depth)
 	return 0;
 }
 
-cJSON *hb_decide_request(const job_desc_msg_t *jd, struct hb_err *err)
+int hb_decide_job_read(const job_desc_msg_t *jd, struct hb_decide_job *dj,
+		       struct hb_err *err)
 {
-	const char *vals[HB__OPT_COUNT] = { 0 };
-	struct hb_jobspec spec;
-	cJSON *req = NULL, *o, *x;
-	int rc = 0, nopts = 0;
+	const char *t;
+	size_t i;
 
-	hb_jobspec_init(&spec, "job_desc");
-	if (!jd) {
-		hb_err_set(err, HB_EINVAL, NULL, 0, "no job description");
-		goto out;
-	}
-	for (int i = 0; i < HB__OPT_COUNT; i++) {
-		const char *v = hb_opt_find((enum hb_opt)i, jd->spank_job_env,
+	memset(dj, 0, sizeof(*dj));
+	hb_jobspec_init(&dj->spec, "job_desc");
+	if (!jd)
+		return hb_err_set(err, HB_EINVAL, NULL, 0,
+				  "no job description");
+	for (int o = 0; o < HB__OPT_COUNT; o++) {
+		const char *v = hb_opt_find((enum hb_opt)o, jd->spank_job_env,
 					    jd->spank_job_env_size,
 					    jd->environment, jd->env_size);
 		struct hb_err e = { 0 };
 
-		if (v && hb_opt_check((enum hb_opt)i, v, &e) == 0)
-			vals[i] = v;
+		if (v && hb_opt_check((enum hb_opt)o, v, &e) == 0)
+			dj->vals[o] = v;
 	}
-	req = cJSON_CreateObject();
-	if (!req)
-		goto nomem;
-	rc |= add_str(req, "op", "decide");
-	/* the uid only: the daemon resolves the name (no NSS lookup under
-	 * slurmctld's lock) */
-	if (!cJSON_AddNumberToObject(req, "uid", jd->user_id))
-		rc = HB_ENOMEM;
-	rc |= add_str(req, "account", jd->account);
-	rc |= add_str(req, "partition", jd->partition);
-	rc |= add_str(req, "slurm_job_name", jd->name);
-	if (jd->time_limit != NO_VAL && jd->time_limit != INFINITE &&
-	    !cJSON_AddNumberToObject(req, "time_limit_min", jd->time_limit))
-		rc = HB_ENOMEM;
-	if (vals[HB_OPT_TARGET]) {
-		/* Checked: auto, slurm or kubernetes, in any case. */
-		char t[16];
-		size_t i;
+	/* checked: auto, slurm or kubernetes, in any case */
+	t = dj->vals[HB_OPT_TARGET];
+	for (i = 0; t && t[i] && i + 1 < sizeof(dj->target); i++)
+		dj->target[i] = (char)tolower((unsigned char)t[i]);
+	dj->target[i] = '\0';
+	snprintf(dj->user, sizeof(dj->user), "%" PRIu32, jd->user_id);
+	if (build_spec(&dj->spec, jd, dj->vals)) {
+		hb_decide_job_free(dj);
+		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
+	}
+	/* as hb_place_request_read() reads the request written below */
+	dj->job.user = dj->user;
+	dj->job.account = jd->account && *jd->account ? jd->account : NULL;
+	dj->job.partition =
+		jd->partition && *jd->partition ? jd->partition : NULL;
+	dj->job.name = jd->name && *jd->name ? jd->name : NULL;
+	dj->job.ask = !strcmp(dj->target, "slurm")	  ? HB_ASK_SLURM
+		      : !strcmp(dj->target, "kubernetes") ? HB_ASK_KUBE
+							  : HB_ASK_AUTO;
+	dj->job.time_limit_min = hb_rules_time_limit(
+		jd->time_limit != NO_VAL && jd->time_limit != INFINITE
+			? (int64_t)jd->time_limit
+			: HB_RULES_NO_LIMIT);
+	dj->job.spec = &dj->spec;
+	dj->job.uid = jd->user_id;
+	return 0;
+}
 
-		for (i = 0; vals[HB_OPT_TARGET][i] && i + 1 < sizeof(t); i++)
-			t[i] = (char)tolower(
-				(unsigned char)vals[HB_OPT_TARGET][i]);
-		t[i] = '\0';
-		rc |= add_str(req, "target", t);
-	}
+void hb_decide_job_free(struct hb_decide_job *dj)
+{
+	hb_jobspec_free(&dj->spec);
+	dj->job.spec = NULL;
+}
+
+int hb_decide_request_emit(struct hb_emit *e, const job_desc_msg_t *jd,
+			   const struct hb_decide_job *dj)
+{
+	cJSON *spec = hb_jobspec_to_json(&dj->spec);
+	int nopts = 0, rc;
+
+	if (!spec)
+		return HB_ENOMEM;
+	hb_emit_obj(e, NULL);
+	hb_emit_str(e, "op", "decide");
+	hb_emit_num(e, "uid", (double)jd->user_id);
+	emit_str(e, "account", jd->account);
+	emit_str(e, "partition", jd->partition);
+	emit_str(e, "slurm_job_name", jd->name);
+	if (jd->time_limit != NO_VAL && jd->time_limit != INFINITE)
+		hb_emit_num(e, "time_limit_min", (double)jd->time_limit);
+	emit_str(e, "target", dj->target);
 	for (int i = HB_OPT_DEADLINE; i < HB__OPT_COUNT; i++)
-		nopts += vals[i] != NULL;
+		nopts += dj->vals[i] != NULL;
 	if (nopts) {
-		o = cJSON_AddObjectToObject(req, "options");
-		if (!o)
-			goto nomem;
+		hb_emit_obj(e, "options");
 		for (int i = HB_OPT_DEADLINE; i < HB__OPT_COUNT; i++)
-			rc |= add_str(o, hb_opt_key((enum hb_opt)i), vals[i]);
+			emit_str(e, hb_opt_key((enum hb_opt)i), dj->vals[i]);
+		hb_emit_end(e);
 	}
-	rc |= add_str(req, "script", jd->script);
-	rc |= add_str(req, "cwd", jd->work_dir);
-	x = str_array(jd->argv, jd->argc, HB_DECIDE_ARGV_MAX);
-	if (!x || !cJSON_AddItemToObject(req, "argv", x)) {
-		cJSON_Delete(x);
-		goto nomem;
+	emit_str(e, "script", jd->script);
+	emit_str(e, "cwd", jd->work_dir);
+	emit_strs(e, "argv", jd->argv, jd->argc, HB_DECIDE_ARGV_MAX);
+	emit_strs(e, "env", jd->environment, jd->env_size, HB_DECIDE_ENV_MAX);
+	rc = hb_emit_tree(e, "jobspec", spec);
+	cJSON_Delete(spec);
+	return rc ? rc : hb_emit_end(e);
+}
+
+cJSON *hb_decide_request(const job_desc_msg_t *jd, struct hb_err *err)
+{
+	struct hb_decide_job dj;
+	struct hb_emit *e = NULL;
+	cJSON *req = NULL;
+	int rc;
+
+	if ((rc = hb_decide_job_read(jd, &dj, err)))
+		return NULL;
+	if (!(e = hb_emit_new(HB_EMIT_TREE, NULL)) ||
+	    hb_decide_request_emit(e, jd, &dj) || hb_emit_done(e) ||
+	    hb_emit_take(e, &req) || fix_utf8(req, 0)) {
+		cJSON_Delete(req);
+		req = NULL;
+		hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 	}
-	x = str_array(jd->environment, jd->env_size, HB_DECIDE_ENV_MAX);
-	if (!x || !cJSON_AddItemToObject(req, "env", x)) {
-		cJSON_Delete(x);
-		goto nomem;
-	}
-	if (build_spec(&spec, jd, vals))
-		goto nomem;
-	x = hb_jobspec_to_json(&spec);
-	if (!x || !cJSON_AddItemToObject(req, "jobspec", x)) {
-		cJSON_Delete(x);
-		goto nomem;
-	}
-	if (rc || fix_utf8(req, 0))
-		goto nomem;
-	goto out;
-nomem:
-	hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
-	cJSON_Delete(req);
-	req = NULL;
-out:
-	hb_jobspec_free(&spec);
+	hb_emit_free(e);
+	hb_decide_job_free(&dj);
 	return req;
 }
 

@@ -18,6 +18,8 @@
 #include <slurm/slurm.h>
 
 #include "hpcbridge/error.h"
+#include "hpcbridge/jobspec.h"
+#include "hpcbridge/placement.h"
 
 struct cJSON;
 
@@ -148,15 +150,42 @@ int hb_plugin_conf_load(const char *path, struct hb_plugin_conf *conf,
 int hb_decide_wanted(const job_desc_msg_t *jd);
 
 /*
- * Build the decide request of protocol v1 for jd (see
- * docs/internals/plugins.md): uid, account, partition, slurm_job_name,
- * time_limit_min, target, options, script, argv, env, and a jobspec built
- * from jd's fields (what Slurm resolved from the script, SBATCH_*
- * variables and command-line options).  No user name: that would take an
- * NSS lookup under slurmctld's lock; the daemon resolves the uid.
- * Invalid or absent SPANK values are left out.  Caller frees with
- * cJSON_Delete(); NULL with err set on failure (ENOMEM).
+ * jd read once for its decision: the --hpcbridge-* options in its
+ * environment (invalid or absent ones left out), the jobspec built from
+ * its fields (what Slurm resolved from the script, SBATCH_* variables and
+ * command-line options), and the job as the placement engine takes it
+ * (hb_place_job(): what hb_place_request_read() reads from the request
+ * below, with the uid in digits for the user).  Strings are borrowed
+ * from jd.  0, or HB_ENOMEM with err; free with hb_decide_job_free().
  */
+struct hb_decide_job {
+	const char *vals[HB__OPT_COUNT];
+	char target[16]; /* vals[HB_OPT_TARGET] in lower case; "": none */
+	char user[16];
+	struct hb_jobspec spec;
+	struct hb_place_job job;
+};
+int hb_decide_job_read(const job_desc_msg_t *jd, struct hb_decide_job *dj,
+		       struct hb_err *err);
+void hb_decide_job_free(struct hb_decide_job *dj);
+
+/*
+ * The decide request of protocol v1 for jd, read into dj (see
+ * docs/internals/plugins.md): uid, account, partition, slurm_job_name,
+ * time_limit_min, target, options, script, argv, env and jobspec.  No
+ * user name: that would take an NSS lookup under slurmctld's lock; the
+ * daemon resolves the uid.  Written with e, so that one writer makes the
+ * tree the plugin sends the daemon and the text the proxy's script and
+ * the notice carry; a string that is not valid UTF-8 has each bad byte
+ * written as U+FFFD in the text (hb_decide_request() mends the tree's).
+ * Returns hb_emit's sticky code.
+ */
+struct hb_emit;
+int hb_decide_request_emit(struct hb_emit *e, const job_desc_msg_t *jd,
+			   const struct hb_decide_job *dj);
+
+/* The request as a tree, for the socket.  Caller frees with
+ * cJSON_Delete(); NULL with err set on failure (ENOMEM). */
 struct cJSON *hb_decide_request(const job_desc_msg_t *jd, struct hb_err *err);
 
 enum hb_plugin_target {

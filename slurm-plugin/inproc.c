@@ -46,6 +46,7 @@
 #include "hpcbridge/buf.h"
 #include "hpcbridge/clock.h"
 #include "hpcbridge/config.h"
+#include "hpcbridge/doc.h"
 #include "hpcbridge/log.h"
 #include "hpcbridge/placement.h"
 #include "hpcbridge/policy.h"
@@ -103,14 +104,10 @@ struct owe {
 	int64_t sum;
 };
 
-/* A notice waiting: its tree (written out by the thread, off the
- * mutex), then its text once written. */
+/* A notice waiting. */
 struct qmsg {
-	cJSON *tree;
 	char *text;
-	size_t len;  /* what it counts in qbytes: its length as queued, or
-		      * the upper bound of it while it was a tree */
-	size_t tlen; /* text's, once written */
+	size_t len;
 };
 
 struct hb_inproc {
@@ -293,33 +290,6 @@ static struct owe *owed_of(struct hb_inproc *ip, const char *account)
 
 /* ------------------------------------------------------------ notices */
 
-/* An upper bound of the length of s written as a JSON string by cJSON
- * (quotes, two-character escapes, \uXXXX for other control bytes). */
-static size_t json_str_max(const char *s)
-{
-	size_t n = 2;
-
-	for (; *s; s++)
-		n += (unsigned char)*s >= 0x20 && *s != '"' && *s != '\\' ? 1
-										: 6;
-	return n;
-}
-
-/* An upper bound of the length of j written out unformatted. */
-static size_t json_max(const cJSON *j)
-{
-	size_t n = 2;
-
-	if (cJSON_IsString(j))
-		return json_str_max(j->valuestring);
-	if (!cJSON_IsArray(j) && !cJSON_IsObject(j))
-		return 32; /* a number, true, false, null */
-	for (const cJSON *c = j->child; c; c = c->next)
-		n += 1 + json_max(c) + (c->string ? json_str_max(c->string) + 1
-						  : 0);
-	return n;
-}
-
 /* Whether a notice of len bytes can be queued: a decision the daemon
  * could not be told of is not made (the job stays on Slurm), so no
  * notice is ever given up while slurmctld runs.  mu held. */
@@ -329,34 +299,23 @@ static int notice_room(const struct hb_inproc *ip, size_t len)
 	       ip->qbytes + len <= QUEUE_BYTES;
 }
 
-/* Queue a notice: its text, or its tree (owned from now on) with an
- * upper bound of its length; the caller made sure of the room.  Nothing
- * is written or sent here: job_submit never wakes another process. */
-static void notice_queue(struct hb_inproc *ip, char *text, cJSON *tree,
-			 size_t len)
+/* Queue a notice (text owned from now on); the caller made sure of the
+ * room.  Nothing is sent here: job_submit never wakes another process. */
+static void notice_queue(struct hb_inproc *ip, char *text, size_t len)
 {
-	ip->q[(ip->qhead + ip->qlen) % QUEUE_MAX] =
-		(struct qmsg){ tree, text, len, text ? len : 0 };
+	ip->q[(ip->qhead + ip->qlen) % QUEUE_MAX] = (struct qmsg){ text, len };
 	ip->qlen++;
 	ip->qbytes += len;
 }
 
-/* Write out and send m; 0 when sent (or given up), -1 when the socket
- * refuses it now.  Off the mutex. */
+/* Send m; 0 when sent (or given up), -1 when the socket refuses it
+ * now.  Off the mutex. */
 static int send_one(struct hb_inproc *ip, const char *path, struct qmsg *m)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
-	if (!m->text && m->tree) {
-		if (!(m->text = cJSON_PrintUnformatted(m->tree)))
-			return -1; /* out of memory: later */
-		/* m->len stays what qbytes counted for it */
-		m->tlen = strlen(m->text);
-		cJSON_Delete(m->tree);
-		m->tree = NULL;
-	}
 	memcpy(sa.sun_path, path, sizeof(sa.sun_path));
-	if (sendto(ip->fd, m->text, m->tlen, MSG_DONTWAIT,
+	if (sendto(ip->fd, m->text, m->len, MSG_DONTWAIT,
 		   (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		if (errno != EMSGSIZE)
 			return -1;
@@ -409,10 +368,7 @@ int hb_inproc_flush(struct hb_inproc *ip)
 static void queue_drop(struct hb_inproc *ip)
 {
 	while (ip->qlen) {
-		struct qmsg *m = &ip->q[ip->qhead];
-
-		cJSON_Delete(m->tree);
-		free(m->text);
+		free(ip->q[ip->qhead].text);
 		ip->qhead = (ip->qhead + 1) % QUEUE_MAX;
 		ip->qlen--;
 	}
@@ -454,7 +410,7 @@ static void hello(struct hb_inproc *ip, int64_t now)
 	ip->hello_ms = now;
 	ip->need_ids = 0;
 	if (notice_room(ip, strlen(text)))
-		notice_queue(ip, text, NULL, strlen(text));
+		notice_queue(ip, text, strlen(text));
 	else
 		free(text);
 }
@@ -664,50 +620,64 @@ static const char *target_word(int t)
 				     : "rejected";
 }
 
-/* The decision's notice, but for its request; NULL when out of memory. */
-static cJSON *notice_tree(const char *id, uint64_t version,
-			  const struct hb_place_out *o)
+/* The decision's notice into out: its fields, then the request (req,
+ * JSON text) as it is.  0, HB_ENOMEM or HB_ETOOBIG (past out's cap). */
+static int notice_write(struct hb_buf *out, const char *id, uint64_t version,
+			const struct hb_place_out *o, const struct hb_buf *req)
 {
-	cJSON *n = cJSON_CreateObject();
+	struct hb_emit *e = hb_emit_new(HB_EMIT_JSON_COMPACT, out);
+	int rc;
 
-	if (n && cJSON_AddStringToObject(n, "op", "decided") &&
-	    cJSON_AddStringToObject(n, "id", id) &&
-	    cJSON_AddStringToObject(n, "target", target_word(o->target)) &&
-	    cJSON_AddNumberToObject(n, "snapshot", (double)version) &&
-	    cJSON_AddStringToObject(n, "rule", o->rule) &&
-	    cJSON_AddStringToObject(n, "why", o->why) &&
-	    cJSON_AddStringToObject(n, "reason", o->reason) &&
-	    cJSON_AddStringToObject(n, "explanation", o->explanation) &&
-	    cJSON_AddStringToObject(n, "doc", o->doc_json) &&
-	    cJSON_AddNumberToObject(n, "cost_micro", (double)o->cost_micro))
-		return n;
-	cJSON_Delete(n);
-	return NULL;
+	if (!e)
+		return HB_ENOMEM;
+	hb_emit_obj(e, NULL);
+	hb_emit_str(e, "op", "decided");
+	hb_emit_str(e, "id", id);
+	hb_emit_str(e, "target", target_word(o->target));
+	hb_emit_num(e, "snapshot", (double)version);
+	hb_emit_str(e, "rule", o->rule);
+	hb_emit_str(e, "why", o->why);
+	hb_emit_str(e, "reason", o->reason);
+	hb_emit_str(e, "explanation", o->explanation);
+	hb_emit_str(e, "doc", o->doc_json);
+	hb_emit_num(e, "cost_micro", (double)o->cost_micro);
+	hb_emit_end(e);
+	rc = hb_emit_done(e);
+	hb_emit_free(e);
+	/* the object written is compact ("...}"): the request goes in as
+	 * its last member */
+	if (!rc) {
+		out->data[--out->len] = '\0';
+		rc = hb_buf_puts(out, ",\"request\":");
+	}
+	if (!rc)
+		rc = hb_buf_append(out, req->data, req->len);
+	if (!rc)
+		rc = hb_buf_putc(out, '}');
+	return rc;
 }
 
-/* The proxy's script: the exec line, then the request. */
-static int proxy_script(const struct view *v, const char *id, cJSON *req,
-			struct hb_buf *out)
+/* The proxy's script: the exec line, then the request (req). */
+static int proxy_script(const struct view *v, const char *id,
+			const struct hb_buf *req, struct hb_buf *out)
 {
 	char line[2 * 4096 + 128];
-	char *json;
 	int rc;
 
 	if ((rc = hb_rules_proxy_script(&v->cfg, id, line, sizeof(line))))
 		return rc;
-	if (!(json = cJSON_PrintUnformatted(req)))
-		return HB_ENOMEM;
+	/* at once: the line, the payload's mark, the request in base64 */
+	(void)hb_buf_reserve(out, strlen(line) + 64 + (req->len + 2) / 3 * 4);
 	rc = hb_buf_puts(out, line);
 	if (!rc)
-		rc = hb_rules_proxy_payload(out, json, strlen(json));
-	free(json);
+		rc = hb_rules_proxy_payload(out, req->data, req->len);
 	return rc;
 }
 
 /* Apply o to jd (the tag, or the proxy).  0, or an error with jd as it
  * was. */
 static int apply(const struct view *v, job_desc_msg_t *jd, const char *id,
-		 const struct hb_place_out *o, cJSON *req,
+		 const struct hb_place_out *o, const struct hb_buf *req,
 		 const struct hb_slurm_alloc *a, struct hb_err *err)
 {
 	struct hb_plugin_decision d = { 0 };
@@ -753,6 +723,24 @@ static int apply(const struct view *v, job_desc_msg_t *jd, const char *id,
 	return rc;
 }
 
+/* The decide request for jd (read into dj) as text into req.  0, or
+ * HB_ENOMEM / HB_ETOOBIG (past req's cap) with err. */
+static int request_write(const job_desc_msg_t *jd,
+			 const struct hb_decide_job *dj, struct hb_buf *req,
+			 struct hb_err *err)
+{
+	struct hb_emit *e = hb_emit_new(HB_EMIT_JSON_COMPACT, req);
+	int rc = e ? hb_decide_request_emit(e, jd, dj) : HB_ENOMEM;
+
+	if (!rc)
+		rc = hb_emit_done(e);
+	hb_emit_free(e);
+	if (rc == HB_ETOOBIG)
+		return hb_err_set(err, rc, NULL, 0,
+				  "its request would pass %zu bytes", req->max);
+	return rc ? hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory") : 0;
+}
+
 /* Decide for jd with ip's view (mu held): 0 with r filled, or a reason
  * in err to leave the job alone. */
 static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
@@ -760,14 +748,13 @@ static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
 			 struct hb_inproc_result *r, struct hb_err *err)
 {
 	struct view *v = ip->v;
-	struct hb_place_request q;
+	struct hb_decide_job dj;
 	struct hb_place_out o = { 0 };
-	char user[24], id[32];
+	struct hb_buf req, note;
+	char id[32];
 	struct owe *owe = NULL;
-	cJSON *req = NULL, *tree = NULL;
-	size_t est;
 	int64_t seq;
-	int rc;
+	int rc, charged = 0;
 
 	if (!v)
 		return hb_err_set(err, HB_EUNAVAIL, NULL, 0,
@@ -784,49 +771,55 @@ static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
 				  "no gateway id of this slurmctld's to give "
 				  "(asked the daemon for a lease)");
 	}
-	if (!(req = hb_decide_request(jd, err)))
-		return err->code;
 	/* no name lookup under slurmctld's lock: the uid stands for the
 	 * user (the engine reads it for the pilot's sample only; the daemon
 	 * records the name) */
-	snprintf(user, sizeof(user), "%" PRIu32, jd->user_id);
-	if ((rc = hb_place_request_read(req, user, &q, err)))
+	if ((rc = hb_decide_job_read(jd, &dj, err)))
+		return rc;
+	/* the request as the daemon will read it, from the notice or from
+	 * the proxy's script; a notice must fit one datagram */
+	hb_buf_init(&req, ip->notice_max);
+	hb_buf_init(&note, ip->notice_max);
+	/* room at once for what a request usually carries (a hint: the
+	 * writes below say what fails) */
+	(void)hb_buf_reserve(&req, 4096);
+	if ((rc = request_write(jd, &dj, &req, err)))
 		goto out;
-	q.job.seq = (uint64_t)now_ms;
-	q.job.k8s = v->cluster ? &v->cfg.k8s : NULL;
-	if ((rc = hb_place_job(&v->pol, &v->snap, &q.job, now_ms / 1000,
+	dj.job.seq = (uint64_t)now_ms;
+	dj.job.k8s = v->cluster ? &v->cfg.k8s : NULL;
+	if ((rc = hb_place_job(&v->pol, &v->snap, &dj.job, now_ms / 1000,
 			       v->note, &o, err)))
 		goto out;
-	if (o.cost_micro > 0 && q.job.account &&
-	    (!(owe = owed_of(ip, q.job.account)) ||
+	charged = o.cost_micro > 0 && dj.job.account;
+	if (charged &&
+	    (!(owe = owed_of(ip, dj.job.account)) ||
 	     ip->npend == PENDING_MAX ||
 	     owe->sum + o.cost_micro > v->allowance)) {
 		rc = hb_err_set(err, HB_EUNAVAIL, NULL, 0,
 				"account %.64s: the daemon has not yet "
 				"counted its last decisions (allowance %" PRId64
 				" micro-units)",
-				q.job.account, v->allowance);
+				dj.job.account, v->allowance);
 		goto out;
 	}
 	seq = ip->next_id;
 	snprintf(id, sizeof(id), "hb-%06" PRId64, seq);
 	/* the notice first: a decision the daemon cannot be told of is
-	 * not made (its text is written by the thread: its length is
-	 * bounded here) */
-	if (!(tree = notice_tree(id, v->f.meta.version, &o))) {
-		rc = hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
-		goto out;
-	}
-	est = json_max(tree) + json_max(req) + 16;
-	if (!notice_room(ip, est)) {
-		rc = hb_err_set(err, HB_EUNAVAIL, NULL, 0,
-				"its notice (up to %zu bytes) would pass %zu "
-				"bytes, or %zu notices wait for the daemon",
-				est, ip->notice_max, ip->qlen);
+	 * not made */
+	(void)hb_buf_reserve(&note, req.len + 8192);
+	rc = notice_write(&note, id, v->f.meta.version, &o, &req);
+	if (rc || !notice_room(ip, note.len)) {
+		rc = hb_err_set(err, rc == HB_ENOMEM ? rc : HB_EUNAVAIL, NULL,
+				0,
+				rc == HB_ENOMEM ? "out of memory"
+						: "its notice would pass %zu "
+						  "bytes, or %zu notices "
+						  "wait for the daemon",
+				ip->notice_max, ip->qlen);
 		goto out;
 	}
 	if (o.target != HB_DECIDE_REJECT &&
-	    (rc = apply(v, jd, id, &o, req, a, err)))
+	    (rc = apply(v, jd, id, &o, &req, a, err)))
 		goto out;
 	ip->next_id++;
 	if (owe) {
@@ -847,20 +840,23 @@ static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
 	snprintf(r->partition, sizeof(r->partition), "%s",
 		 jd->partition ? jd->partition : "");
 	r->version = v->f.meta.version;
-	cJSON_AddItemToObject(tree, "request", req);
-	req = NULL;
-	notice_queue(ip, NULL, tree, est);
-	tree = NULL;
+	rc = 0;
+	{
+		size_t len = note.len;
+
+		notice_queue(ip, hb_buf_steal(&note), len);
+	}
 	ip->st.decisions++;
 out:
 	/* hb_place_job() charged the view; a decision not made (the
 	 * allowance, apply() failing) gives the charge back */
-	if (rc && o.cost_micro > 0 && q.job.account)
-		hb_place_charge(&v->snap, q.job.account, o.period, o.side,
+	if (rc && charged)
+		hb_place_charge(&v->snap, dj.job.account, o.period, o.side,
 				(hb_money)-o.cost_micro);
-	cJSON_Delete(tree);
 	hb_place_out_free(&o);
-	cJSON_Delete(req);
+	hb_buf_free(&req);
+	hb_buf_free(&note);
+	hb_decide_job_free(&dj);
 	return rc;
 }
 

@@ -28,14 +28,32 @@ void hb_place_out_free(struct hb_place_out *out)
 	out->doc_json = NULL;
 }
 
-/* The job as the engine sees it: the jobspec Slurm resolved, with the
- * request's identity over it. */
-static int read_job(const struct hb_place_job *job, struct hb_jobspec *spec,
-		    struct hb_err *err)
+/* A name the daemon would not read from a request (hb_doc_get_str()'s
+ * limit in hb_place_request_read()). */
+static int long_name(const char *field, const char *s, struct hb_err *err)
 {
+	if (!s || strnlen(s, HB_PLACE_NAME_MAX + 1) <= HB_PLACE_NAME_MAX)
+		return 0;
+	return hb_err_set(err, HB_EINVAL, NULL, 0, "%s: longer than %d bytes",
+			  field, HB_PLACE_NAME_MAX);
+}
+
+/* The job as the engine sees it: the jobspec Slurm resolved, with the
+ * request's identity over it: job->spec, or own read from job->jobspec.
+ * The one to use in *use. */
+static int read_job(const struct hb_place_job *job, struct hb_jobspec *own,
+		    struct hb_jobspec **use, struct hb_err *err)
+{
+	struct hb_jobspec *spec = job->spec ? job->spec : own;
 	int rc;
 
-	if (job->jobspec) {
+	if ((rc = long_name("account", job->account, err)) ||
+	    (rc = long_name("partition", job->partition, err)) ||
+	    (rc = long_name("slurm_job_name", job->name, err)))
+		return rc;
+	if (job->spec) {
+		/* read already */
+	} else if (job->jobspec) {
 		if ((rc = hb_jobspec_from_json(job->jobspec, spec, err)))
 			return rc;
 	} else {
@@ -44,6 +62,7 @@ static int read_job(const struct hb_place_job *job, struct hb_jobspec *spec,
 	}
 	if (!spec->time_limit && job->time_limit_min != HB_RULES_NO_LIMIT)
 		spec->time_limit = (uint64_t)job->time_limit_min * 60;
+	*use = spec;
 	return 0;
 }
 
@@ -139,7 +158,7 @@ int hb_place_job(const struct hb_policy *pol, struct hb_snapshot *snap,
 		 const struct hb_place_job *job, int64_t now, const char *note,
 		 struct hb_place_out *out, struct hb_err *err)
 {
-	struct hb_jobspec spec;
+	struct hb_jobspec own, *spec = &own;
 	struct hb_place_input in;
 	struct hb_place_result res;
 	struct hb_buf text, doc;
@@ -148,13 +167,13 @@ int hb_place_job(const struct hb_policy *pol, struct hb_snapshot *snap,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	hb_jobspec_init(&spec, "job_desc");
+	hb_jobspec_init(&own, "job_desc");
 	hb_buf_init(&text, 1u << 20);
 	hb_buf_init(&doc, 1u << 20);
-	if ((rc = read_job(job, &spec, err)))
+	if ((rc = read_job(job, &own, &spec, err)))
 		goto out;
 	snap->utc_offset = hb_place_local_offset(now);
-	if ((rc = hb_place_input_from_jobspec(pol, &spec, now,
+	if ((rc = hb_place_input_from_jobspec(pol, spec, now,
 					      snap->utc_offset, &in, err)))
 		goto out;
 	in.user = job->user;
@@ -163,7 +182,7 @@ int hb_place_job(const struct hb_policy *pol, struct hb_snapshot *snap,
 							 : in.partition;
 	in.name = job->name;
 	in.seq = job->seq;
-	in.kube_refusal = kube_refusal(job, &spec, why, sizeof(why));
+	in.kube_refusal = kube_refusal(job, spec, why, sizeof(why));
 	if (job->ask == HB_ASK_SLURM)
 		in.requested = HB_SIDE_SLURM;
 	else if (job->ask == HB_ASK_KUBE)
@@ -218,7 +237,7 @@ out:
 	hb_emit_free(e);
 	hb_buf_free(&text);
 	hb_buf_free(&doc);
-	hb_jobspec_free(&spec);
+	hb_jobspec_free(&own);
 	return rc;
 }
 

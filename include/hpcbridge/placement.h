@@ -280,6 +280,7 @@ struct cJSON *hb_place_to_json(const struct hb_policy *pol,
 enum hb_place_ask { HB_ASK_AUTO = 0, HB_ASK_SLURM, HB_ASK_KUBE };
 
 struct hb_k8s_opts;
+struct hb_jobspec;
 
 /* One job to place.  Strings are borrowed for the call. */
 struct hb_place_job {
@@ -288,6 +289,11 @@ struct hb_place_job {
 	int64_t time_limit_min;	     /* HB_RULES_NO_LIMIT: none */
 	const struct cJSON *jobspec; /* what Slurm resolved; NULL: a job
 				      * of one node and one CPU */
+	/* Or the jobspec itself, already read (the plugin builds it from
+	 * Slurm's job description, as the request's "jobspec" says it):
+	 * used before jobspec when not NULL.  hb_place_job() may complete
+	 * it (the time limit from time_limit_min). */
+	struct hb_jobspec *spec;
 	uint64_t seq;		     /* the job's number, for the pilot */
 	/* The cluster's pod rules, when the remote side is a Kubernetes
 	 * cluster (NULL otherwise): a job of uid 0 may not burst, nor one
@@ -323,7 +329,8 @@ void hb_place_out_free(struct hb_place_out *out);
  * Place job at Unix time now with pol and snap, and charge its estimated
  * cost to the account's spend in snap (hb_place_commit()).  note, when
  * not NULL or "", ends the explanation ("note: ...").  HB_EINVAL (err
- * names the field) for a jobspec that does not read or a deadline that
+ * names the field) for an account, partition or name longer than
+ * HB_PLACE_NAME_MAX, a jobspec that does not read or a deadline that
  * does not parse; HB_ENOMEM; HB_ETOOBIG.  out is zeroed on error.
  */
 struct hb_snapshot;

@@ -14,8 +14,12 @@
 #include <cjson/cJSON.h>
 
 #include "slurm-plugin/hbplugin.h"
+#include "hpcbridge/buf.h"
+#include "hpcbridge/doc.h"
 #include "hpcbridge/error.h"
+#include "hpcbridge/policy.h"
 #include "hpcbridge/proto.h"
+#include "hpcbridge/snapshot.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------- allocator */
@@ -688,6 +692,152 @@ static void test_request_utf8(void **state)
 	jd_free(&jd);
 }
 
+/* The request as text (hb_decide_request_emit(), what the proxy's script
+ * and the notice carry), parsed back; NULL if it is not a request. */
+static cJSON *request_text(const job_desc_msg_t *jd)
+{
+	struct hb_decide_job dj;
+	struct hb_buf b;
+	struct hb_emit *e;
+	cJSON *back = NULL;
+
+	assert_int_equal(hb_decide_job_read(jd, &dj, NULL), 0);
+	hb_buf_init(&b, 0);
+	e = hb_emit_new(HB_EMIT_JSON_COMPACT, &b);
+	assert_non_null(e);
+	assert_int_equal(hb_decide_request_emit(e, jd, &dj), 0);
+	assert_int_equal(hb_emit_done(e), 0);
+	if (hb_proto_parse(b.data, b.len, HB_PROTO_REQUEST, &back, NULL))
+		back = NULL;
+	hb_emit_free(e);
+	hb_buf_free(&b);
+	hb_decide_job_free(&dj);
+	return back;
+}
+
+/* The text and the tree say the same, whatever bytes the job carries. */
+static void test_request_text_is_tree(void **state)
+{
+	static const char *const env[] = { "MSG=\xe9t\xe9", "OK=\xc3\xa9",
+					   "Q=\"\\\n\t\x01", NULL };
+	job_desc_msg_t jd;
+	cJSON *tree, *text;
+
+	(void)state;
+	for (int k = 0; k < 2; k++) {
+		if (k == 0) {
+			jd_gpu(&jd);
+		} else {
+			jd_init(&jd);
+			jd.name = strdup("caf\xe9 \xc0\xaf");
+			jd.script = strdup("#!/bin/sh\n# r\xe9sum\xe9 \xff\n");
+			jd.environment = strv(env, &jd.env_size);
+			jd.time_limit = INFINITE;
+		}
+		tree = hb_decide_request(&jd, NULL);
+		text = request_text(&jd);
+		assert_non_null(tree);
+		assert_non_null(text);
+		if (!cJSON_Compare(tree, text, 1)) {
+			char *a = cJSON_PrintUnformatted(tree);
+			char *b = cJSON_PrintUnformatted(text);
+
+			fail_msg("tree %s\ntext %s", a, b);
+		}
+		cJSON_Delete(tree);
+		cJSON_Delete(text);
+		jd_free(&jd);
+	}
+}
+
+/* What the plugin decides from the job description read once is what
+ * the daemon decides from the request it is sent (hb_place_request_read()
+ * of the text): the same verdict, cost, reason, explanation and
+ * document. */
+static void test_decide_read_alike(void **state)
+{
+	static const char policy[] =
+		"version: 1\n"
+		"defaults: {prefer: slurm, mem_per_cpu: 1Gi}\n"
+		"slurm:\n"
+		"  partitions:\n"
+		"    batch: {max_nodes: 4, node: {cpus: 32, memory: 128Gi},\n"
+		"            rates: {cpu_hour: 1.00}}\n"
+		"    gpu: {max_nodes: 4, node: {cpus: 32, memory: 128Gi,\n"
+		"          gpus: 4}}\n"
+		"kubernetes:\n"
+		"  namespace: hpc\n"
+		"  node: {cpus: 64, memory: 256Gi, gpus: 8}\n"
+		"  rates: {cpu_hour: 0.50, per_job: 0.10}\n"
+		"rules:\n"
+		"  - {name: physics, account: physics, partition: gpu,\n"
+		"     prefer: kubernetes, budget: {amount: 100, period: month}}\n"
+		"  - {name: stay, partition: batch, burst: never}\n";
+	struct hb_policy pol;
+	struct hb_err err = { 0 };
+	const int64_t now = 1795248000;
+
+	(void)state;
+	if (hb_policy_parse(policy, strlen(policy), "p.yaml", &pol, &err))
+		fail_msg("%s", err.msg);
+	for (int k = 0; k < 4; k++) {
+		struct hb_snapshot s1, s2;
+		struct hb_place_out a = { 0 }, b = { 0 };
+		struct hb_place_request q;
+		struct hb_decide_job dj;
+		job_desc_msg_t jd;
+		cJSON *text;
+
+		jd_gpu(&jd);
+		if (k < 3) { /* bursts: no RDMA asked for (3: rejected) */
+			free(jd.features);
+			jd.features = NULL;
+			free(jd.tres_per_node);
+			jd.tres_per_node = strdup("gres:gpu:4");
+		}
+		if (k == 1) { /* no options: the policy chooses */
+			strv_free(jd.spank_job_env, jd.spank_job_env_size);
+			jd.spank_job_env = NULL;
+			jd.spank_job_env_size = 0;
+		} else if (k == 2) { /* stays; no time limit */
+			free(jd.partition);
+			jd.partition = strdup("batch");
+			free(jd.tres_per_node);
+			jd.tres_per_node = NULL;
+			jd.time_limit = NO_VAL;
+		}
+		hb_snapshot_init(&s1, now);
+		hb_snapshot_init(&s2, now);
+		assert_int_equal(hb_decide_job_read(&jd, &dj, NULL), 0);
+		text = request_text(&jd);
+		assert_non_null(text);
+		if (hb_place_job(&pol, &s1, &dj.job, now, NULL, &a, &err))
+			fail_msg("direct: %s", err.msg);
+		if (hb_place_request_read(text, dj.user, &q, &err) ||
+		    hb_place_job(&pol, &s2, &q.job, now, NULL, &b, &err))
+			fail_msg("read: %s", err.msg);
+		assert_int_equal(a.target, b.target);
+		assert_true(a.cost_micro == b.cost_micro);
+		assert_string_equal(a.rule, b.rule);
+		assert_string_equal(a.reason, b.reason);
+		assert_string_equal(a.explanation, b.explanation);
+		assert_string_equal(a.doc_json, b.doc_json);
+		/* and the cases differ, so the test can tell */
+		if (a.target != (k == 2   ? HB_DECIDE_SLURM
+				 : k == 3 ? HB_DECIDE_REJECT
+					  : HB_DECIDE_KUBE))
+			fail_msg("case %d: %d %s", k, a.target, a.reason);
+		hb_place_out_free(&a);
+		hb_place_out_free(&b);
+		cJSON_Delete(text);
+		hb_decide_job_free(&dj);
+		hb_snapshot_free(&s1);
+		hb_snapshot_free(&s2);
+		jd_free(&jd);
+	}
+	hb_policy_free(&pol);
+}
+
 /* ------------------------------------------------------- reply */
 
 static int parse_text(const char *json, struct hb_plugin_decision *d,
@@ -1025,6 +1175,8 @@ int main(void)
 		cmocka_unit_test(test_request_fabric),
 		cmocka_unit_test(test_request_caps),
 		cmocka_unit_test(test_request_utf8),
+		cmocka_unit_test(test_request_text_is_tree),
+		cmocka_unit_test(test_decide_read_alike),
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_apply_slurm),
 		cmocka_unit_test(test_apply_kubernetes),
