@@ -67,6 +67,8 @@
 /* The largest proxy script made: under Slurm's default max_script_size
  * (4 MB), so the proxy is never refused for its size. */
 #define PROXY_SCRIPT_MAX (4000u * 1000)
+/* The most of its working memory a decision keeps for the next. */
+#define SCRATCH_KEEP (256u * 1024)
 /* How often the thread looks for a new snapshot (one lstat) and sends
  * what waits (job_submit only queues notices: it never wakes the daemon
  * while slurmctld's lock is held). */
@@ -134,6 +136,11 @@ struct hb_inproc {
 	uint64_t dropped; /* notices given up (the reconciler has them) */
 	int64_t last_warn_ms;
 	struct hb_inproc_stats st;
+	/* decide_locked()'s working memory, kept from one job to the next:
+	 * a decision writes into memory it used before, never into pages
+	 * the allocator has just had back from the kernel (those cost a
+	 * fault each under slurmctld's lock) */
+	struct hb_buf req, note, script;
 	/* the thread */
 	pthread_t thread;
 	int running, stop;
@@ -558,6 +565,9 @@ int hb_inproc_start(const char *path, uid_t daemon_uid, int thread,
 		    (size_t)got / 2 - 1024 < ip->notice_max)
 			ip->notice_max = (size_t)got / 2 - 1024;
 	}
+	hb_buf_init(&ip->req, ip->notice_max);
+	hb_buf_init(&ip->note, ip->notice_max);
+	hb_buf_init(&ip->script, PROXY_SCRIPT_MAX);
 	if (thread) {
 		/* the snapshot there now, before the first job */
 		hb_inproc_refresh(ip);
@@ -598,6 +608,9 @@ void hb_inproc_stop(struct hb_inproc *ip)
 	free(ip->owed);
 	free(ip->q);
 	free(ip->pend);
+	hb_buf_free(&ip->req);
+	hb_buf_free(&ip->note);
+	hb_buf_free(&ip->script);
 	free(ip);
 }
 
@@ -678,11 +691,11 @@ static int proxy_script(const struct view *v, const char *id,
  * was. */
 static int apply(const struct view *v, job_desc_msg_t *jd, const char *id,
 		 const struct hb_place_out *o, const struct hb_buf *req,
-		 const struct hb_slurm_alloc *a, struct hb_err *err)
+		 struct hb_buf *script, const struct hb_slurm_alloc *a,
+		 struct hb_err *err)
 {
 	struct hb_plugin_decision d = { 0 };
 	struct hb_proxy proxy;
-	struct hb_buf script;
 	char ac[160], cm[96];
 	int rc;
 
@@ -696,9 +709,8 @@ static int apply(const struct view *v, job_desc_msg_t *jd, const char *id,
 		d.target = HB_PLUGIN_SLURM;
 		return hb_plugin_decision_apply(jd, &d, a, err);
 	}
-	hb_buf_init(&script, PROXY_SCRIPT_MAX);
-	if ((rc = proxy_script(v, id, req, &script))) {
-		hb_buf_free(&script);
+	hb_buf_reset(script);
+	if ((rc = proxy_script(v, id, req, script))) {
 		return hb_err_set(err, rc, NULL, 0,
 				  rc == HB_ETOOBIG
 					  ? "the proxy's script would pass %u "
@@ -711,16 +723,14 @@ static int apply(const struct view *v, job_desc_msg_t *jd, const char *id,
 	snprintf(cm, sizeof(cm), "hpcbridge:%s kubernetes", id);
 	d.target = HB_PLUGIN_KUBERNETES;
 	d.partition = proxy.partition;
-	d.script = script.data;
+	d.script = script->data;
 	d.comment = cm;
 	d.time_limit_min = proxy.time_limit_min == HB_RULES_NO_LIMIT
 				   ? NO_VAL
 				   : (uint32_t)proxy.time_limit_min;
 	d.cpus = proxy.cpus;
 	d.mem_mb = proxy.mem_mb;
-	rc = hb_plugin_decision_apply(jd, &d, a, err);
-	hb_buf_free(&script);
-	return rc;
+	return hb_plugin_decision_apply(jd, &d, a, err);
 }
 
 /* The decide request for jd (read into dj) as text into req.  0, or
@@ -750,7 +760,8 @@ static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
 	struct view *v = ip->v;
 	struct hb_decide_job dj;
 	struct hb_place_out o = { 0 };
-	struct hb_buf req, note;
+	struct hb_buf *req = &ip->req, *note = &ip->note;
+	char *text = NULL;
 	char id[32];
 	struct owe *owe = NULL;
 	int64_t seq;
@@ -778,12 +789,9 @@ static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
 		return rc;
 	/* the request as the daemon will read it, from the notice or from
 	 * the proxy's script; a notice must fit one datagram */
-	hb_buf_init(&req, ip->notice_max);
-	hb_buf_init(&note, ip->notice_max);
-	/* room at once for what a request usually carries (a hint: the
-	 * writes below say what fails) */
-	(void)hb_buf_reserve(&req, 4096);
-	if ((rc = request_write(jd, &dj, &req, err)))
+	hb_buf_reset(req);
+	hb_buf_reset(note);
+	if ((rc = request_write(jd, &dj, req, err)))
 		goto out;
 	dj.job.seq = (uint64_t)now_ms;
 	dj.job.k8s = v->cluster ? &v->cfg.k8s : NULL;
@@ -806,9 +814,10 @@ static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
 	snprintf(id, sizeof(id), "hb-%06" PRId64, seq);
 	/* the notice first: a decision the daemon cannot be told of is
 	 * not made */
-	(void)hb_buf_reserve(&note, req.len + 8192);
-	rc = notice_write(&note, id, v->f.meta.version, &o, &req);
-	if (rc || !notice_room(ip, note.len)) {
+	rc = notice_write(note, id, v->f.meta.version, &o, req);
+	if (!rc && !(text = malloc(note->len + 1)))
+		rc = HB_ENOMEM;
+	if (rc || !notice_room(ip, note->len)) {
 		rc = hb_err_set(err, rc == HB_ENOMEM ? rc : HB_EUNAVAIL, NULL,
 				0,
 				rc == HB_ENOMEM ? "out of memory"
@@ -819,7 +828,7 @@ static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
 		goto out;
 	}
 	if (o.target != HB_DECIDE_REJECT &&
-	    (rc = apply(v, jd, id, &o, &req, a, err)))
+	    (rc = apply(v, jd, id, &o, req, &ip->script, a, err)))
 		goto out;
 	ip->next_id++;
 	if (owe) {
@@ -840,12 +849,9 @@ static int decide_locked(struct hb_inproc *ip, job_desc_msg_t *jd,
 	snprintf(r->partition, sizeof(r->partition), "%s",
 		 jd->partition ? jd->partition : "");
 	r->version = v->f.meta.version;
-	rc = 0;
-	{
-		size_t len = note.len;
-
-		notice_queue(ip, hb_buf_steal(&note), len);
-	}
+	memcpy(text, note->data, note->len + 1);
+	notice_queue(ip, text, note->len);
+	text = NULL;
 	ip->st.decisions++;
 out:
 	/* hb_place_job() charged the view; a decision not made (the
@@ -854,9 +860,15 @@ out:
 		hb_place_charge(&v->snap, dj.job.account, o.period, o.side,
 				(hb_money)-o.cost_micro);
 	hb_place_out_free(&o);
-	hb_buf_free(&req);
-	hb_buf_free(&note);
+	free(text);
 	hb_decide_job_free(&dj);
+	/* what one huge job grew is not kept */
+	if (req->cap > SCRATCH_KEEP)
+		hb_buf_free(req);
+	if (note->cap > SCRATCH_KEEP)
+		hb_buf_free(note);
+	if (ip->script.cap > SCRATCH_KEEP)
+		hb_buf_free(&ip->script);
 	return rc;
 }
 

@@ -8,11 +8,15 @@
  * script carrying the request); with "slurm" as the second argument the
  * job goes to partition batch and stays (only the tag).
  *
- * Every 100 jobs the notices are written out and read back, off the
- * clock, as the plugin's thread and the daemon would.  Printed: the
- * decisions, p50, p90, p99 and max in microseconds.
+ * After each job (or every EVERY jobs) the notices are sent and read
+ * back, off the clock, as the plugin's thread (every 2 ms while notices
+ * wait) and the daemon would.  With "cold" as
+ * the third argument, 64 MiB are written between two jobs (off the
+ * clock), so that each decision finds the caches as slurmctld does when
+ * other processes ran since its last job.  Printed: the decisions, p50,
+ * p90, p99 and max in microseconds.
  *
- * usage: bench_inproc [JOBS] [gpu|slurm]
+ * usage: bench_inproc [JOBS] [gpu|slurm] [hot|cold] [EVERY]
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -32,6 +36,8 @@
 #include "slurm-plugin/hbplugin.h"
 
 extern char **environ;
+
+#define EVICT_BYTES (64u << 20)
 
 /* bench daemon's rule (tests/bench/lib/daemon.sh): gpu bursts, the rest
  * stays; with costs and an account budget, so the whole decision runs */
@@ -230,10 +236,17 @@ int main(int argc, char **argv)
 	int64_t now_ms = hb_clock_wall_ms();
 	size_t decided = 0;
 	long jobs = 20000;
+	int cold = argc > 3 && !strcmp(argv[3], "cold");
+	long every = 1;
+	char *evict = NULL;
 	double *t;
 
 	if (argc > 1 && parse_long(argv[1], 1, 10000000, &jobs))
-		die("usage", "bench_inproc [JOBS] [gpu|slurm]");
+		die("usage", "bench_inproc [JOBS] [gpu|slurm] [hot|cold] [EVERY]");
+	if (argc > 4 && parse_long(argv[4], 1, 65536, &every))
+		die("usage", "EVERY: 1 to 65536 jobs");
+	if (cold && !(evict = malloc(EVICT_BYTES)))
+		die("memory", "out of memory");
 	if (!(t = calloc((size_t)jobs, sizeof(*t))))
 		die("memory", "out of memory");
 	snprintf(dir, sizeof(dir), "/tmp/hb-bench-inproc.XXXXXX");
@@ -263,19 +276,23 @@ int main(int argc, char **argv)
 		job_desc_msg_t jd;
 		double t0;
 
+		if (evict) {
+			memset(evict, (int)i, EVICT_BYTES);
+			__asm__ volatile("" : : "r"(evict) : "memory");
+		}
 		job(&jd, part);
 		t0 = now();
 		if (hb_inproc_decide(ip, &jd, &alloc, now_ms, &r, &err))
 			die("decide", err.msg);
 		t[i] = (now() - t0) * 1e6;
 		job_free(&jd);
-		if (i % 100 == 99)
+		if (i % every == every - 1)
 			decided += deliver(ip);
 	}
 	decided += deliver(ip);
 	qsort(t, (size_t)jobs, sizeof(*t), cmp_double);
-	printf("| %s (%zu env vars) | %ld | %.1f | %.1f | %.1f | %.1f | %zu |\n",
-	       part, count_env(), jobs, pct(t, (size_t)jobs, 0.5),
+	printf("| %s (%zu env vars), %s | %ld | %.1f | %.1f | %.1f | %.1f | %zu |\n",
+	       part, count_env(), cold ? "cold" : "hot", jobs, pct(t, (size_t)jobs, 0.5),
 	       pct(t, (size_t)jobs, 0.9), pct(t, (size_t)jobs, 0.99),
 	       t[jobs - 1], decided);
 	hb_inproc_stop(ip);
@@ -284,5 +301,6 @@ int main(int argc, char **argv)
 	unlink(notice_path);
 	rmdir(dir);
 	free(t);
+	free(evict);
 	return decided == (size_t)jobs ? 0 : 1;
 }
