@@ -26,7 +26,8 @@
 #     (examples/sandbox/kueue.yaml), where burst jobs queue
 #     (HB_SANDBOX_KUEUE=0: hpcbridged names no queue).
 #     slurmctld's plugin decides from the daemon's snapshot
-#     (HB_SANDBOX_DECIDE=daemon: it asks the daemon over its socket).
+#     (HB_SANDBOX_DECIDE=daemon: it asks the daemon over its socket;
+#     HB_SANDBOX_ALLOWANCE=N sets plugin.allowance, whole units).
 #     Finished jobs are metered into the ledger with the rate card
 #     config/ratecards/example.yaml (HB_SANDBOX_RATECARD=FILE names
 #     another); `hpcbridge report` reads it.
@@ -195,6 +196,7 @@ write_config() {
 	$kueue
 	plugin:
 	  decide: ${HB_SANDBOX_DECIDE:-snapshot}
+	  allowance: ${HB_SANDBOX_ALLOWANCE:-100}
 	  timeout_ms: 200
 	origin:
 	  namespaces: $origin_ns

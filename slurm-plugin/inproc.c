@@ -10,7 +10,8 @@
  *   - takes the job's gateway id from the view's lease, when the lease
  *     is this plugin's (it names the nonce the plugin sent in its hello:
  *     no other slurmctld uses it), so the daemon need not be asked;
- *   - tags the job (admin_comment "hpcbridge:ID target=T snap=V") and, for
+ *   - tags the job (admin_comment "hpcbridge:ID target=T snap=V cost=C",
+ *     C the estimate charged, in micro-units) and, for
  *     a burst job, makes it the proxy whose script carries the decide
  *     request (hb_rules_proxy_payload()): Slurm's own job record is the
  *     decision's durable record;
@@ -699,8 +700,11 @@ static int apply(const struct view *v, job_desc_msg_t *jd, const char *id,
 	char ac[160], cm[96];
 	int rc;
 
-	snprintf(ac, sizeof(ac), "hpcbridge:%s target=%s snap=%" PRIu64, id,
-		 target_word(o->target), v->f.meta.version);
+	/* the estimate charged, so that a decision the daemon rebuilds from
+	 * the tag counts against the budget as the notice would have */
+	snprintf(ac, sizeof(ac),
+		 "hpcbridge:%s target=%s snap=%" PRIu64 " cost=%" PRId64, id,
+		 target_word(o->target), v->f.meta.version, o->cost_micro);
 	d.id = id;
 	d.reason = o->reason;
 	d.admin_comment = ac;

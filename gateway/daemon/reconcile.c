@@ -6,6 +6,7 @@
  * and the proxies of burst jobs that Kueue preempted, suspended and
  * resumed with them (or their jobs placed on Slurm instead).
  */
+#include <inttypes.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -427,7 +428,7 @@ static cJSON *import_notice(struct import *im, int *failed)
 {
 	cJSON *n = cJSON_CreateObject();
 	cJSON *req = im->request ? cJSON_Parse(im->request) : NULL;
-	char reason[256];
+	char reason[256], doc[160];
 
 	*failed = 0;
 	if (im->request && !cJSON_IsObject(req)) {
@@ -445,6 +446,25 @@ static cJSON *import_notice(struct import *im, int *failed)
 		 *failed ? "decided in slurmctld; recovered from Slurm, but %.190s"
 			 : "decided in slurmctld; recovered from Slurm%s",
 		 *failed ? im->why : "");
+	/* the estimate the plugin charged (the tag's cost=): it counts
+	 * against the account's budget as the notice's would have, read
+	 * where every decision's is (its document's alternative for the
+	 * side chosen) */
+	if (im->ch.cost_micro > 0 && strcmp(im->ch.target, "rejected")) {
+		int64_t c = im->ch.cost_micro < INT64_MAX / 4
+				    ? im->ch.cost_micro
+				    : INT64_MAX / 4;
+
+		snprintf(doc, sizeof(doc),
+			 "{\"recovered\":true,\"alternatives\":[{\"side\":"
+			 "\"%s\",\"cost_micro\":%" PRId64 "}]}",
+			 im->ch.target, c);
+		if (n && (!cJSON_AddNumberToObject(n, "cost_micro", (double)c) ||
+			  !cJSON_AddStringToObject(n, "doc", doc))) {
+			cJSON_Delete(n);
+			n = NULL;
+		}
+	}
 	/* request last: n owns it only once that succeeded */
 	if (n && req && cJSON_AddStringToObject(n, "id", im->ch.id) &&
 	    cJSON_AddStringToObject(n, "target", im->ch.target) &&

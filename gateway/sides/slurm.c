@@ -301,8 +301,9 @@ static void meter_fields(const struct hb_slurmc_job *j,
 	ch->ngpu = n;
 }
 
-/* The number of "snap=N": N in decimal, 1..INT64_MAX, else 0. */
-static int64_t snap_of(const char *w, size_t n)
+/* The number of "snap=N" or "cost=N": N in decimal, 0..INT64_MAX, else
+ * 0. */
+static int64_t number_of(const char *w, size_t n)
 {
 	int64_t v = 0;
 
@@ -324,7 +325,7 @@ int hb_slurm_tag_read(const char *admin_comment, struct hb_slurm_change *ch)
 	size_t n;
 
 	ch->id[0] = ch->target[0] = '\0';
-	ch->snap = 0;
+	ch->snap = ch->cost_micro = 0;
 	if (!admin_comment || strncmp(admin_comment, tag, sizeof(tag) - 1))
 		return HB_ENOENT;
 	p = admin_comment + sizeof(tag) - 1;
@@ -345,7 +346,9 @@ int hb_slurm_tag_read(const char *admin_comment, struct hb_slurm_change *ch)
 			memcpy(ch->target, p + 7, n - 7);
 			ch->target[n - 7] = '\0';
 		} else if (n > 5 && !strncmp(p, "snap=", 5)) {
-			ch->snap = snap_of(p + 5, n - 5);
+			ch->snap = number_of(p + 5, n - 5);
+		} else if (n > 5 && !strncmp(p, "cost=", 5)) {
+			ch->cost_micro = number_of(p + 5, n - 5);
 		}
 	}
 	return 0;

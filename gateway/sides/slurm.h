@@ -46,12 +46,13 @@ struct hb_submit_req {
 struct hb_slurm_change {
 	int64_t slurm_job_id;
 	char id[32];	   /* the gateway id */
-	/* The tag's words: "hpcbridge:<id> target=<target> snap=<snap>";
-	 * target "" and snap 0 when the tag has none (snap is set only by
-	 * the plugin deciding inside slurmctld: a job tagged by the daemon's
-	 * reply or the CLI has none) */
+	/* The tag's words: "hpcbridge:<id> target=<target> snap=<snap>
+	 * cost=<micro-units>"; target "" and snap and cost 0 when the tag has
+	 * none (snap and cost are set only by the plugin deciding inside
+	 * slurmctld: a job tagged by the daemon's reply or the CLI has
+	 * none; cost is the estimate the plugin charged the account) */
 	char target[16];
-	int64_t snap;
+	int64_t snap, cost_micro;
 	/* Who and what, for a decision the daemon must rebuild from Slurm:
 	 * the job's user, account ("" none), name and time limit (minutes,
 	 * -1: none).  account and name are borrowed for the callback. */
@@ -137,9 +138,9 @@ struct hb_slurm_side_ops {
 /*
  * Read a Slurm job's admin comment as the reconciler does: "hpcbridge:"
  * then the gateway id, then words up to " orig:" or ";" (what the plugin
- * and the daemon append): target=WORD and snap=N.  Fills ch->id,
- * ch->target and ch->snap; HB_ENOENT when it is no such tag (or the id
- * does not fit).
+ * and the daemon append): target=WORD, snap=N and cost=N.  Fills ch->id,
+ * ch->target, ch->snap and ch->cost_micro; HB_ENOENT when it is no such
+ * tag (or the id does not fit).
  */
 int hb_slurm_tag_read(const char *admin_comment, struct hb_slurm_change *ch);
 

@@ -94,8 +94,22 @@ printf '%s\n' \
 	"plugin:" \
 	"  decide: snapshot" \
 	"placement:" \
-	"  default_target: slurm" >"$tmp/hpcbridge.yaml"
-chmod 644 "$tmp/hpcbridge.yaml"
+	"  policy: $tmp/policy.yaml" >"$tmp/hpcbridge.yaml"
+# jobs stay on Slurm unless they ask; each decision has a cost, charged
+# to the jobs' account
+cat >"$tmp/policy.yaml" <<-EOF
+	version: 1
+	defaults: {prefer: slurm, time_limit: 5m, mem_per_cpu: 100Mi}
+	slurm:
+	  rates: {cpu_hour: 1.00}
+	  partitions:
+	    debug: {node: {cpus: 8, memory: 16Gi}}
+	kubernetes:
+	  namespace: default
+	  node: {cpus: 8, memory: 16Gi}
+	  rates: {per_job: 1.00}
+EOF
+chmod 644 "$tmp/hpcbridge.yaml" "$tmp/policy.yaml"
 export HPCBRIDGE_CONFIG=$tmp/hpcbridge.yaml
 export HB_SLURM_PLUGIN_DIR=$plugdir
 export HB_SLURM_JOB_SUBMIT_PLUGINS=hpcbridge
@@ -131,7 +145,7 @@ submit() {
 	local opt=
 	[ "$1" = kubernetes ] && opt=--hpcbridge-target=kubernetes
 	# shellcheck disable=SC2086
-	(cd "$tmp/work" && runuser -u "$user" -- sbatch --parsable $opt \
+	(cd "$tmp/work" && runuser -u "$user" -- sbatch --parsable $opt -A rec \
 		-o "$tmp/work/out-$1-$2.txt" \
 		--wrap "echo $1-$2; echo \$\$ >>$tmp/work/ran-$1-$2") \
 		2>>"$tmp/sbatch.err" | cut -d';' -f1
@@ -146,6 +160,19 @@ wait_recorded() {
 		sleep 0.2
 	done
 	return 1
+}
+# the estimate the tag of Slurm job SLURM_ID says the plugin charged
+tag_cost() {
+	scontrol show job "$1" 2>/dev/null |
+		sed -n 's/.*AdminComment=hpcbridge:[^;]* cost=\([0-9]*\).*/\1/p'
+}
+# the estimate the store counts for gateway job ID (its decision's
+# document, the side chosen), as the budgets read it
+stored_cost() {
+	q "SELECT json_extract(a.value, '\$.cost_micro') FROM decisions AS d,
+	   json_each(d.inputs, '\$.placement.alternatives') AS a
+	   WHERE d.job_id = '$1' AND json_extract(a.value, '\$.side') = d.target
+	   ORDER BY d.id DESC LIMIT 1"
 }
 peer() {
 	q "SELECT peer FROM events WHERE job_id = '$1' AND action = 'decide'"
@@ -241,6 +268,17 @@ for j in $new; do
 		bad "$j (${hid[$j]}): '$got', want '$want $uid'"
 	[ "$(peer "${hid[$j]}")" = reconciler ] ||
 		bad "$j (${hid[$j]}) recorded by '$(peer "${hid[$j]}")', not the reconciler"
+done
+# what the plugin charged counts against the budgets though no notice
+# brought it: the tag's cost= is recorded with the rebuilt decision
+for j in slurm-1 kubernetes-1; do
+	c=$(tag_cost "${sid[$j]}")
+	s=$(stored_cost "${hid[$j]}")
+	if [ -n "$c" ] && [ "$c" -gt 0 ] && [ "$s" = "$c" ]; then
+		ok "$j (${hid[$j]}): its estimate of $c micro-units counted"
+	else
+		bad "$j (${hid[$j]}): tag cost '$c', counted '$s'"
+	fi
 done
 n=$(grep -c 'decision made in slurmctld recovered from Slurm' \
 	"$tmp/hbd.log" || true)

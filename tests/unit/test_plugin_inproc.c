@@ -372,9 +372,15 @@ static void slurm_ok(struct fx *fx, const char *account, int64_t want_id)
 	struct hb_inproc_result r;
 	job_desc_msg_t jd;
 
+	char cost[32];
+
 	job(&jd, "batch", account);
 	decide_ok(fx, &jd, want_id, &r);
 	assert_int_equal(r.target, HB_PLUGIN_SLURM);
+	/* the tag says what was charged (one CPU-hour at 1.00), for a
+	 * decision the daemon rebuilds from it */
+	snprintf(cost, sizeof(cost), " cost=%s", account ? "1000000" : "0");
+	assert_contains(jd.admin_comment, cost);
 	expect_decided(fx, r.id, "slurm", fx->version);
 	job_free(&jd);
 }
@@ -396,7 +402,8 @@ static void test_slurm_tag(void **state)
 	assert_int_equal(r.target, HB_PLUGIN_SLURM);
 	assert_string_equal(r.partition, "batch");
 	snprintf(want, sizeof(want),
-		 "hpcbridge:hb-000001 target=slurm snap=%" PRIu64, fx->version);
+		 "hpcbridge:hb-000001 target=slurm snap=%" PRIu64 " cost=0",
+		 fx->version);
 	assert_string_equal(jd.admin_comment, want);
 	/* the job is otherwise as it was */
 	assert_string_equal(jd.partition, "batch");

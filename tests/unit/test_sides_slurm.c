@@ -1,7 +1,7 @@
 /*
  * test_sides_slurm.c - the reconciler's reading of a Slurm job's admin
- * comment (hb_slurm_tag_read()): the gateway id, target=WORD and snap=N
- * of the tag, and nothing from what the plugin (orig:) or the daemon
+ * comment (hb_slurm_tag_read()): the gateway id, target=WORD, snap=N and
+ * cost=N of the tag, and nothing from what the plugin (orig:) or the daemon
  * ("; ...") appends after it.
  */
 #include <string.h>
@@ -20,6 +20,34 @@ static void expect_tag(const char *comment, const char *id, const char *target,
 	assert_string_equal(ch.id, id);
 	assert_string_equal(ch.target, target);
 	assert_int_equal(ch.snap, snap);
+}
+
+/* The cost the tag says (0: none, or not a number). */
+static void expect_cost(const char *comment, int64_t cost)
+{
+	struct hb_slurm_change ch;
+
+	memset(&ch, 0x5a, sizeof(ch));
+	if (hb_slurm_tag_read(comment, &ch))
+		fail_msg("not read as a tag: '%s'", comment);
+	assert_int_equal(ch.cost_micro, cost);
+}
+
+/* The estimate the plugin charged, for a decision rebuilt from it. */
+static void test_cost(void **state)
+{
+	(void)state;
+	expect_cost("hpcbridge:hb-000123 target=kubernetes snap=17 "
+		    "cost=1000000",
+		    1000000);
+	expect_cost("hpcbridge:hb-000123 cost=0 target=slurm snap=17", 0);
+	expect_cost("hpcbridge:hb-000123 target=slurm snap=17", 0);
+	expect_cost("hpcbridge:hb-000123 target=slurm cost=-5", 0);
+	expect_cost("hpcbridge:hb-000123 target=slurm cost=5x", 0);
+	expect_cost("hpcbridge:hb-000123 target=slurm; cost=5", 0);
+	expect_cost("hpcbridge:hb-000123 target=slurm orig: cost=5", 0);
+	expect_cost("hpcbridge:hb-000123 target=slurm cost=9223372036854775807",
+		    9223372036854775807LL);
 }
 
 static void expect_none(const char *comment)
@@ -106,6 +134,7 @@ int main(void)
 		cmocka_unit_test(test_appended_text),
 		cmocka_unit_test(test_bad_words),
 		cmocka_unit_test(test_not_tags),
+		cmocka_unit_test(test_cost),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
