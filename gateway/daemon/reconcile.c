@@ -525,6 +525,23 @@ static int import_one(struct hb_daemon *d, struct import *im,
 		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 	rc = hbd_plugin_decided(d, n, "reconciler", 0, err);
 	cJSON_Delete(n);
+	if (rc == HB_EINVAL && im->request) {
+		/* a burst job whose request does not read: recorded from what
+		 * Slurm says, and failed, so that its shadow ends the proxy
+		 * instead of waiting for a record that never comes */
+		snprintf(im->why, sizeof(im->why),
+			 "the decide request in its proxy's script does not "
+			 "read: %.120s",
+			 err->msg);
+		memset(err, 0, sizeof(*err));
+		free(im->request);
+		im->request = NULL;
+		if (!(n = import_notice(im, &failed)))
+			return hb_err_set(err, HB_ENOMEM, NULL, 0,
+					  "out of memory");
+		rc = hbd_plugin_decided(d, n, "reconciler", 0, err);
+		cJSON_Delete(n);
+	}
 	if (rc == HB_EEXIST) {
 		memset(err, 0, sizeof(*err));
 		rc = failed = 0; /* its notice came first */

@@ -235,7 +235,19 @@ hid[hand]=$(printf 'hb-%06d' "$top")
 scontrol update jobid="${sid[hand]}" \
 	admincomment="hpcbridge:${hid[hand]} target=slurm snap=1795845206222" ||
 	die "scontrol update of job ${sid[hand]}"
-new="$new hand"
+# and a burst job's proxy whose request does not read (a target no
+# policy knows), under the id below: recorded from what Slurm says, and
+# failed, so that nothing waits for it forever
+req=$(printf '{"op":"decide","uid":%s,"target":"bogus"}' "$uid" | base64 -w0)
+printf '#!/bin/sh\ntrue\n# hpcbridge-request v1 %s\n' "$req" >"$tmp/work/badreq.sh"
+chmod 644 "$tmp/work/badreq.sh"
+sid[badreq]=$( (cd "$tmp/work" && runuser -u "$user" -- sbatch --parsable \
+	--hold -p burst -o /dev/null badreq.sh) | cut -d';' -f1)
+hid[badreq]=$(printf 'hb-%06d' $((top - 1)))
+scontrol update jobid="${sid[badreq]}" \
+	admincomment="hpcbridge:${hid[badreq]} target=kubernetes snap=1795845206222" ||
+	die "scontrol update of job ${sid[badreq]}"
+new="$new hand badreq"
 
 # --- 3. slurmctld restarted: what its plugin queued is gone
 ctld=$(_hbs_pid_of "$tmp/slurm" slurmctld)
@@ -263,6 +275,7 @@ for j in $new; do
 	fi
 	want=${j%-*}
 	[ "$j" = hand ] && want=slurm
+	[ "$j" = badreq ] && want=kubernetes
 	got=$(q "SELECT target || ' ' || uid FROM jobs WHERE id = '${hid[$j]}'")
 	[ "$got" = "$want $uid" ] ||
 		bad "$j (${hid[$j]}): '$got', want '$want $uid'"
@@ -286,7 +299,12 @@ n=$(grep -c 'decision made in slurmctld recovered from Slurm' \
 	ok "the reconciler recovered $n decisions, each with its Slurm job" ||
 	bad "recovered $n decisions, want 5"
 n=$(q "SELECT count(*) FROM jobs")
-[ "$n" = 7 ] || bad "$n jobs in the store, want 7"
+[ "$n" = 8 ] || bad "$n jobs in the store, want 8"
+got=$(q "SELECT state || ': ' || coalesce(reason, '') FROM jobs WHERE id = '${hid[badreq]}'")
+case $got in
+"failed: "*"does not read"*) ok "a proxy whose request does not read is recorded failed: $got" ;;
+*) bad "the proxy whose request does not read: '$got'" ;;
+esac
 
 # --- 5. the jobs go on: Slurm ones followed, burst ones run remotely
 ran="slurm-1 slurm-2 kubernetes-1 kubernetes-2"
@@ -309,7 +327,7 @@ got=$(q "SELECT group_concat(id || '=' || state, ' ') FROM jobs WHERE id IN ($id
 [ "$(q "SELECT count(*) FROM jobs WHERE id IN ($ids) AND state = 'succeeded'")" = 4 ] &&
 	ok "recovered jobs ran once and ended succeeded: $got" ||
 	bad "recovered jobs did not all end succeeded: $got"
-scancel "${sid[hand]}" 2>/dev/null || true
+scancel "${sid[hand]}" "${sid[badreq]}" 2>/dev/null || true
 
 [ "$fails" = 0 ] || { tail -n 30 "$tmp/hbd.log"; exit 1; }
 echo "plugin_recover: all checks passed"
