@@ -27,7 +27,7 @@
 # others, so that a change is measured against the code before it in the
 # same run; its decision round trip is timed too.
 #
-# usage: [HB_BENCH_BASE=DIR] bench_plugin.sh BUILD_DIR SRC_DIR [N] [R]
+# usage: [HB_BENCH_BASE=DIR] [HB_BENCH_NOOP=1] bench_plugin.sh BUILD_DIR SRC_DIR [N] [R]
 set -euo pipefail
 export LC_NUMERIC=C # EPOCHREALTIME with a decimal point
 
@@ -38,6 +38,7 @@ rounds=${4:-3}
 base=
 [ -n "${HB_BENCH_BASE:-}" ] && base=$(cd "$HB_BENCH_BASE" && pwd)
 modes="none hpcbridge hpcbridge-socket lua${base:+ base}"
+[ -z "${HB_BENCH_NOOP:-}" ] || modes="$modes lua-noop route"
 tmp=$(mktemp -d /tmp/hb-bench-plugin.XXXXXX)
 chmod 755 "$tmp"
 # shellcheck source=../integration/lib/slurm.sh
@@ -55,6 +56,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# HB_BENCH_NOOP=1 adds two instances that tell the routing's cost from a
+# plugin's: "lua-noop", job_submit/lua with a rule that changes nothing,
+# and "route", no plugin, its sbatch naming partition burst (where the
+# rules send the job) itself
+lua_noop='
+function slurm_job_submit(job_desc, part_list, submit_uid)
+	return slurm.SUCCESS
+end
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+	return slurm.SUCCESS
+end
+'
 lua_rule='
 function slurm_job_submit(job_desc, part_list, submit_uid)
 	if job_desc.partition == "gpu" then
@@ -95,6 +108,7 @@ for m in $modes; do
 			export HB_SLURM_JOB_SUBMIT_PLUGINS=hpcbridge
 			;;
 		lua) export HB_SLURM_JOB_SUBMIT_LUA=$lua_rule ;;
+		lua-noop) export HB_SLURM_JOB_SUBMIT_LUA=$lua_noop ;;
 		esac
 		slurm_up "$tmp/$m" >/dev/null
 		slurm_env "$tmp/$m" >"$tmp/$m.env"
@@ -106,7 +120,9 @@ for r in $(seq "$rounds"); do
 	for i in $(seq "$n"); do
 		for m in $modes; do
 			t0=$EPOCHREALTIME
-			SLURM_CONF=$tmp/$m/slurm.conf sbatch -H -p gpu --wrap=true \
+			p=gpu
+			[ "$m" != route ] || p=burst
+			SLURM_CONF=$tmp/$m/slurm.conf sbatch -H -p $p --wrap=true \
 				-o /dev/null >/dev/null 2>&1
 			t1=$EPOCHREALTIME
 			echo "$t0 $t1" >>"$tmp/times.$m"
