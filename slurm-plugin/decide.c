@@ -399,10 +399,10 @@ int hb_decide_job_read(const job_desc_msg_t *jd, struct hb_decide_job *dj,
 	size_t i;
 
 	memset(dj, 0, sizeof(*dj));
-	hb_jobspec_init(&dj->spec, "job_desc");
 	if (!jd)
 		return hb_err_set(err, HB_EINVAL, NULL, 0,
 				  "no job description");
+	hb_jobspec_init(&dj->spec, "job_desc");
 	for (int o = 0; o < HB__OPT_COUNT; o++) {
 		const char *v = hb_opt_find((enum hb_opt)o, jd->spank_job_env,
 					    jd->spank_job_env_size,

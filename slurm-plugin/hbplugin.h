@@ -156,7 +156,8 @@ int hb_decide_wanted(const job_desc_msg_t *jd);
  * command-line options), and the job as the placement engine takes it
  * (hb_place_job(): what hb_place_request_read() reads from the request
  * below, with the uid in digits for the user).  Strings are borrowed
- * from jd.  0, or HB_ENOMEM with err; free with hb_decide_job_free().
+ * from jd.  0, or HB_EINVAL (no jd) / HB_ENOMEM with err and nothing to
+ * free; free a job read with hb_decide_job_free().
  */
 struct hb_decide_job {
 	const char *vals[HB__OPT_COUNT];
