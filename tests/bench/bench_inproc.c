@@ -34,6 +34,7 @@
 #include "hpcbridge/snapfile.h"
 #include "hpcbridge/snapshot.h"
 #include "slurm-plugin/hbplugin.h"
+#include "unit/slurmfix.h"
 
 extern char **environ;
 
@@ -101,39 +102,22 @@ static void publish(int64_t now_ms, int64_t hi, const char *owner)
 		.lease_lo = 1,
 		.lease_hi = (uint64_t)hi,
 	};
-	struct hb_snapshot s;
 	struct hb_err err = { 0 };
 	char cfg[512];
-	cJSON *b = cJSON_CreateObject();
-	char *text;
 
-	hb_snapshot_init(&s, now_ms / 1000);
 	snprintf(cfg, sizeof(cfg),
 		 "daemon:\n  socket: %s/hbd.sock\nslurm:\n  burst_partition: "
 		 "burst\nremote:\n  backend: local\n",
 		 dir);
-	if (!b)
-		die("publish", "out of memory");
-	cJSON_AddNumberToObject(b, "format", 1);
-	cJSON_AddStringToObject(b, "policy_name", "bench.yaml");
-	cJSON_AddStringToObject(b, "policy", policy_text);
-	cJSON_AddItemToObject(b, "state", hb_snapshot_to_json(&s));
-	cJSON_AddStringToObject(b, "note", "");
-	cJSON_AddStringToObject(b, "config", cfg);
-	cJSON_AddStringToObject(b, "config_name", "hpcbridge.yaml");
-	cJSON_AddStringToObject(b, "daemon_socket", "/nonexistent");
-	cJSON_AddStringToObject(b, "notice_socket", notice_path);
-	cJSON_AddNumberToObject(b, "allowance", 1e15);
-	cJSON_AddNumberToObject(b, "noticed", 0);
-	cJSON_AddStringToObject(b, "lease_owner", owner);
-	if (!(text = cJSON_PrintUnformatted(b)))
-		die("publish", "out of memory");
-	if (hb_snapfile_write(snap_path, &m, text, strlen(text), 0600,
-			      (gid_t)-1, &err))
+	if (hb_fix_publish(snap_path, &m,
+			   &(struct hb_fix_body){ .policy = policy_text,
+						  .config = cfg,
+						  .daemon_socket = "/nonexistent",
+						  .notice_socket = notice_path,
+						  .allowance = (int64_t)1e15,
+						  .owner = owner },
+			   &err))
 		die("publish", err.msg);
-	free(text);
-	cJSON_Delete(b);
-	hb_snapshot_free(&s);
 }
 
 /* Read and drop every notice waiting; the nonce of a hello into nonce. */
@@ -185,21 +169,8 @@ static void job(job_desc_msg_t *jd, const char *partition)
 {
 	static char *argv0[] = { "/usr/bin/sbatch", NULL };
 
-	memset(jd, 0, sizeof(*jd));
-	jd->het_job_offset = NO_VAL;
-	jd->min_nodes = jd->max_nodes = NO_VAL;
-	jd->num_tasks = NO_VAL;
-	jd->min_cpus = jd->max_cpus = NO_VAL;
-	jd->time_min = NO_VAL;
-	jd->time_limit = NO_VAL;
-	jd->cpus_per_task = jd->ntasks_per_node = NO_VAL16;
-	jd->pn_min_cpus = NO_VAL16;
-	jd->pn_min_memory = NO_VAL64;
-	jd->pn_min_tmp_disk = NO_VAL;
-	jd->shared = NO_VAL16;
-	jd->requeue = NO_VAL16;
+	hb_fix_job_desc(jd);
 	jd->priority = 0; /* -H */
-	jd->user_id = 1000;
 	jd->group_id = 1000;
 	jd->partition = strdup(partition);
 	jd->script = strdup("#!/bin/sh\n"

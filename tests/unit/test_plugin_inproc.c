@@ -25,6 +25,7 @@
 #include "hpcbridge/snapfile.h"
 #include "hpcbridge/snapshot.h"
 #include "slurm-plugin/hbplugin.h"
+#include "slurmfix.h"
 #include "testutil.h"
 
 #define NOW_MS	   1795248000000LL /* 2026-11-21T08:00:00Z */
@@ -105,8 +106,6 @@ static void publish(struct fx *fx)
 	struct hb_snapshot s;
 	struct hb_err err = { 0 };
 	char cfg[512];
-	cJSON *b = cJSON_CreateObject();
-	char *text;
 
 	hb_snapshot_init(&s, NOW_MS / 1000);
 	/* what the daemon counted of chem's spend this month */
@@ -119,26 +118,17 @@ static void publish(struct fx *fx)
 		 "daemon:\n  socket: %s\nslurm:\n  burst_partition: hbburst\n"
 		 "remote:\n  backend: local\n",
 		 fx->dsock);
-	assert_non_null(b);
-	cJSON_AddNumberToObject(b, "format", 1);
-	cJSON_AddStringToObject(b, "policy_name", "test.yaml");
-	cJSON_AddStringToObject(b, "policy", policy_text);
-	cJSON_AddItemToObject(b, "state", hb_snapshot_to_json(&s));
-	cJSON_AddStringToObject(b, "note", "");
-	cJSON_AddStringToObject(b, "config", cfg);
-	cJSON_AddStringToObject(b, "config_name", "hpcbridge.yaml");
-	cJSON_AddStringToObject(b, "daemon_socket", fx->dsock);
-	cJSON_AddStringToObject(b, "notice_socket", fx->notice);
-	cJSON_AddNumberToObject(b, "allowance", (double)fx->allowance);
-	cJSON_AddNumberToObject(b, "noticed", (double)fx->noticed);
-	cJSON_AddStringToObject(b, "lease_owner", fx->owner);
-	text = cJSON_PrintUnformatted(b);
-	assert_non_null(text);
-	if (hb_snapfile_write(fx->snap, &m, text, strlen(text), 0600, (gid_t)-1,
-			      &err))
+	if (hb_fix_publish(fx->snap, &m,
+			   &(struct hb_fix_body){ .policy = policy_text,
+						  .config = cfg,
+						  .state = &s,
+						  .daemon_socket = fx->dsock,
+						  .notice_socket = fx->notice,
+						  .allowance = fx->allowance,
+						  .noticed = fx->noticed,
+						  .owner = fx->owner },
+			   &err))
 		fail_msg("%s", err.msg);
-	free(text);
-	cJSON_Delete(b);
 	hb_snapshot_free(&s);
 }
 
@@ -299,20 +289,8 @@ static void assert_contains(const char *hay, const char *needle)
 /* A job of one CPU for an hour in partition (account may be NULL). */
 static void job(job_desc_msg_t *jd, const char *partition, const char *account)
 {
-	memset(jd, 0, sizeof(*jd));
-	jd->het_job_offset = NO_VAL;
-	jd->min_nodes = jd->max_nodes = NO_VAL;
-	jd->num_tasks = NO_VAL;
-	jd->min_cpus = jd->max_cpus = NO_VAL;
-	jd->time_min = NO_VAL;
+	hb_fix_job_desc(jd);
 	jd->time_limit = 60;
-	jd->cpus_per_task = jd->ntasks_per_node = NO_VAL16;
-	jd->pn_min_cpus = NO_VAL16;
-	jd->pn_min_memory = NO_VAL64;
-	jd->pn_min_tmp_disk = NO_VAL;
-	jd->shared = NO_VAL16;
-	jd->requeue = NO_VAL16;
-	jd->user_id = 1000;
 	jd->partition = strdup(partition);
 	jd->account = account ? strdup(account) : NULL;
 	jd->script = strdup(SCRIPT);

@@ -20,6 +20,7 @@
 #include "hpcbridge/policy.h"
 #include "hpcbridge/proto.h"
 #include "hpcbridge/snapshot.h"
+#include "slurmfix.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------- allocator */
@@ -43,24 +44,6 @@ static void t_free(void **p)
 static const struct hb_slurm_alloc talloc = { t_strdup, t_free };
 
 /* ------------------------------------------------------- job_desc */
-
-/* What slurm_init_job_desc_msg() leaves for the fields used here. */
-static void jd_init(job_desc_msg_t *jd)
-{
-	memset(jd, 0, sizeof(*jd));
-	jd->het_job_offset = NO_VAL;
-	jd->min_nodes = jd->max_nodes = NO_VAL;
-	jd->num_tasks = NO_VAL;
-	jd->min_cpus = jd->max_cpus = NO_VAL;
-	jd->time_limit = jd->time_min = NO_VAL;
-	jd->cpus_per_task = jd->ntasks_per_node = NO_VAL16;
-	jd->pn_min_cpus = NO_VAL16;
-	jd->pn_min_memory = NO_VAL64;
-	jd->pn_min_tmp_disk = NO_VAL;
-	jd->shared = NO_VAL16;
-	jd->requeue = NO_VAL16;
-	jd->user_id = 1000;
-}
 
 static char **strv(const char *const *v, uint32_t *n)
 {
@@ -137,7 +120,7 @@ static void jd_gpu(job_desc_msg_t *jd)
 	};
 	static const char *const argv[] = { "/home/alice/job.sh", "x", NULL };
 
-	jd_init(jd);
+	hb_fix_job_desc(jd);
 	jd->name = strdup("train");
 	jd->account = strdup("physics");
 	jd->partition = strdup("gpu");
@@ -432,7 +415,7 @@ static void test_wanted(void **state)
 
 	(void)state;
 	assert_int_equal(hb_decide_wanted(NULL), 0);
-	jd_init(&jd);
+	hb_fix_job_desc(&jd);
 	assert_int_equal(hb_decide_wanted(&jd), 0); /* salloc, srun */
 	jd.script = strdup("#!/bin/sh\ntrue\n");
 	assert_int_equal(hb_decide_wanted(&jd), 1);
@@ -565,7 +548,7 @@ static void test_request_fabric(void **state)
 	cJSON *req;
 
 	(void)state;
-	jd_init(&jd);
+	hb_fix_job_desc(&jd);
 	jd.script = strdup("#!/bin/bash\nexport UCX_NET_DEVICES=mlx5_0:1\n"
 			   "srun ./a\n");
 	req = hb_decide_request(&jd, NULL);
@@ -608,7 +591,7 @@ static void test_request_caps(void **state)
 	char big[1024];
 
 	(void)state;
-	jd_init(&jd);
+	hb_fix_job_desc(&jd);
 	jd.script = strdup("#!/bin/sh\ntrue\n");
 	jd.env_size = 1000;
 	jd.environment = calloc(jd.env_size + 1, sizeof(char *));
@@ -647,7 +630,7 @@ static void test_request_utf8(void **state)
 	char *txt;
 
 	(void)state;
-	jd_init(&jd);
+	hb_fix_job_desc(&jd);
 	jd.name = strdup("caf\xe9");
 	jd.script = strdup("#!/bin/sh\n# r\xe9sum\xe9 \xff\n");
 	jd.environment = strv(env, &jd.env_size);
@@ -728,7 +711,7 @@ static void test_request_text_is_tree(void **state)
 		if (k == 0) {
 			jd_gpu(&jd);
 		} else {
-			jd_init(&jd);
+			hb_fix_job_desc(&jd);
 			jd.name = strdup("caf\xe9 \xc0\xaf");
 			jd.script = strdup("#!/bin/sh\n# r\xe9sum\xe9 \xff\n");
 			jd.environment = strv(env, &jd.env_size);
@@ -1095,7 +1078,7 @@ static void test_comment_caps(void **state)
 	char old[HB_COMMENT_MAX + 2], sum[40];
 
 	(void)state;
-	jd_init(&jd);
+	hb_fix_job_desc(&jd);
 	/* An 'e' with an acute accent (2 bytes) across the cut at 1000. */
 	memset(old, 'x', sizeof(old));
 	memcpy(old + HB_COMMENT_MAX - 1, "\xc3\xa9", 2);
@@ -1113,7 +1096,7 @@ static void test_comment_caps(void **state)
 	assert_int_equal(strlen(sum), sizeof(sum) - 1);
 	assert_true(strncmp(sum, "orig: partition=gpu nodes=2", 27) == 0);
 	jd_free(&jd);
-	jd_init(&jd);
+	hb_fix_job_desc(&jd);
 	assert_int_equal(hb_plugin_decision_summary(&jd, sum, sizeof(sum)), 0);
 	assert_string_equal(sum, "orig:");
 	jd_free(&jd);
