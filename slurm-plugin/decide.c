@@ -53,13 +53,57 @@ static int set16(uint16_t v)
 
 static const struct hb_prov from_slurm = { HB_PROV_DERIVED, 0 };
 
+/*
+ * The daemon refuses a request that is not valid UTF-8, and scripts,
+ * names and environments from Slurm are bytes (Latin-1 comments in old
+ * scripts).  s's n bytes made valid as the request's writer makes them
+ * (hb_emit): each byte that starts no valid sequence becomes U+FFFD.
+ * Appended to out; 0 or HB_ENOMEM.
+ */
+static int utf8_mend(const char *s, size_t n, struct hb_buf *out)
+{
+	const unsigned char *v = (const unsigned char *)s;
+	size_t i = hb_utf8_span(s, n), k;
+	int rc = hb_buf_append(out, v, i);
+
+	while (!rc && i < n) {
+		k = hb_utf8_dec(v + i, n - i, NULL);
+		if (k) {
+			rc = hb_buf_append(out, v + i, k);
+			i += k;
+		} else {
+			rc = hb_buf_puts(out, "\xef\xbf\xbd");
+			i++;
+		}
+	}
+	return rc;
+}
+
+/* s in the jobspec's memory, mended (utf8_mend()) when it needs it, so
+ * that the engine here reads what the daemon reads from the request;
+ * NULL when out of memory. */
+static const char *spec_dup(struct hb_jobspec *spec, const char *s)
+{
+	size_t n = strlen(s);
+	struct hb_buf b;
+	const char *d;
+
+	if (hb_utf8_span(s, n) == n)
+		return hb_jobspec_strdup(spec, s);
+	hb_buf_init(&b, 0);
+	d = utf8_mend(s, n, &b) || !b.data ? NULL
+					   : hb_jobspec_strdup(spec, b.data);
+	hb_buf_free(&b);
+	return d;
+}
+
 /* Copy s into the jobspec as field f; 0, or HB_ENOMEM. */
 static int spec_str(struct hb_jobspec *spec, const char **dst, const char *s,
 		    enum hb_field f)
 {
 	if (!s || !*s)
 		return 0;
-	*dst = hb_jobspec_strdup(spec, s);
+	*dst = spec_dup(spec, s);
 	if (!*dst)
 		return HB_ENOMEM;
 	hb_jobspec_set_prov(spec, f, from_slurm);
@@ -346,13 +390,8 @@ static void emit_str(struct hb_emit *e, const char *key, const char *v)
 		hb_emit_str(e, key, v);
 }
 
-/*
- * The daemon refuses a request that is not valid UTF-8, and scripts,
- * names and environments from Slurm are bytes (Latin-1 comments in old
- * scripts).  Every string of the tree is made valid as the text writer
- * makes it: each byte that starts no valid sequence becomes U+FFFD.  0
- * or HB_ENOMEM.
- */
+/* Every string of the tree made valid as the text writer makes it
+ * (utf8_mend()).  0 or HB_ENOMEM. */
 static int fix_utf8(cJSON *node, int depth)
 {
 	cJSON *it;
@@ -360,27 +399,14 @@ static int fix_utf8(cJSON *node, int depth)
 	if (depth > HB_PROTO_MAX_DEPTH)
 		return 0;
 	if (cJSON_IsString(node) && node->valuestring) {
-		const unsigned char *v =
-			(const unsigned char *)node->valuestring;
-		size_t i, k, n = strlen(node->valuestring);
+		size_t n = strlen(node->valuestring);
 		struct hb_buf b;
-		int rc = 0;
+		int rc;
 
-		i = hb_utf8_span(node->valuestring, n);
-		if (i == n)
+		if (hb_utf8_span(node->valuestring, n) == n)
 			return 0;
 		hb_buf_init(&b, 0);
-		rc |= hb_buf_append(&b, v, i);
-		while (i < n) {
-			k = hb_utf8_dec(v + i, n - i, NULL);
-			if (k) {
-				rc |= hb_buf_append(&b, v + i, k);
-				i += k;
-			} else {
-				rc |= hb_buf_puts(&b, "\xef\xbf\xbd");
-				i++;
-			}
-		}
+		rc = utf8_mend(node->valuestring, n, &b);
 		if (rc || !b.data || !cJSON_SetValuestring(node, b.data))
 			rc = HB_ENOMEM;
 		hb_buf_free(&b);
@@ -409,8 +435,12 @@ int hb_decide_job_read(const job_desc_msg_t *jd, struct hb_decide_job *dj,
 					    jd->environment, jd->env_size);
 		struct hb_err e = { 0 };
 
-		if (v && hb_opt_check((enum hb_opt)o, v, &e) == 0)
-			dj->vals[o] = v;
+		if (v && hb_opt_check((enum hb_opt)o, v, &e) == 0 &&
+		    !(dj->vals[o] = spec_dup(&dj->spec, v))) {
+			hb_decide_job_free(dj);
+			return hb_err_set(err, HB_ENOMEM, NULL, 0,
+					  "out of memory");
+		}
 	}
 	/* checked: auto, slurm or kubernetes, in any case */
 	t = dj->vals[HB_OPT_TARGET];
@@ -422,12 +452,12 @@ int hb_decide_job_read(const job_desc_msg_t *jd, struct hb_decide_job *dj,
 		hb_decide_job_free(dj);
 		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 	}
-	/* as hb_place_request_read() reads the request written below */
+	/* as hb_place_request_read() reads the request written below: the
+	 * jobspec's copies, mended as the request's writer mends them */
 	dj->job.user = dj->user;
-	dj->job.account = jd->account && *jd->account ? jd->account : NULL;
-	dj->job.partition =
-		jd->partition && *jd->partition ? jd->partition : NULL;
-	dj->job.name = jd->name && *jd->name ? jd->name : NULL;
+	dj->job.account = dj->spec.account;
+	dj->job.partition = dj->spec.partition;
+	dj->job.name = dj->spec.name;
 	dj->job.ask = !strcmp(dj->target, "slurm")	  ? HB_ASK_SLURM
 		      : !strcmp(dj->target, "kubernetes") ? HB_ASK_KUBE
 							  : HB_ASK_AUTO;

@@ -273,8 +273,7 @@ struct hb_inproc_stats {
 	uint64_t views;	    /* snapshots taken in */
 	uint64_t notices_sent;
 	size_t queued;	  /* notices waiting for the daemon */
-	size_t queued_bytes; /* what they count against the queue's
-			      * 64 MiB (upper bounds while not written) */
+	size_t queued_bytes; /* their length, against the queue's 64 MiB */
 	uint64_t dropped; /* notices given up (the reconciler has them) */
 };
 
@@ -298,9 +297,9 @@ void hb_inproc_stop(struct hb_inproc *ip); /* NULL is fine */
 /* Take in the snapshot at path if it changed, and send the notices that
  * wait.  0, or the reason the file cannot be used (HB_ENOENT: none). */
 int hb_inproc_refresh(struct hb_inproc *ip);
-/* Write out and send the notices that wait (the thread does, every
- * 20 ms, and hb_inproc_refresh() does): off the mutex, in order, until
- * the socket refuses one.  Returns how many still wait. */
+/* Send the notices that wait (the thread does, every 20 ms, and
+ * hb_inproc_refresh() does): off the mutex, in order, until the socket
+ * refuses one.  Returns how many still wait. */
 int hb_inproc_flush(struct hb_inproc *ip);
 /*
  * Decide for jd at now_ms (Unix ms) and apply the decision to it: Slurm

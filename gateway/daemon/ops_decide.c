@@ -392,8 +392,9 @@ int hbd_plugin_decided(struct hb_daemon *d, const cJSON *n, const char *peer,
 	 * it in its copy of the snapshot */
 	hb_decider_spend_add(d->dc, q.job.account, row.target, now, cost,
 			     now / 1000);
-	/* a notice brings the estimate the plugin charged; a decision the
-	 * reconciler rebuilt has none (its cost is metered when it ends) */
+	/* a notice brings the estimate the plugin charged, and so does a
+	 * decision the reconciler rebuilt from the tag's cost= (only a
+	 * notice says how far the plugin's decisions were counted) */
 	hbd_publish_used(d, hb_store_id_seq(id), noticed);
 	d->ndecisions++;
 	hb_metrics_decision(hb_job_target_name(row.target), dec.rule, 0);

@@ -281,7 +281,8 @@ static void poll_done(struct hb_task *ht)
 
 /*
  * The job_submit plugin decides inside slurmctld under an id the daemon
- * leased to it, tags the job ("hpcbridge:<id> target=<t> snap=<n>") and
+ * leased to it, tags the job ("hpcbridge:<id> target=<t> snap=<n>
+ * cost=<micro-units>") and
  * tells the daemon by a notice that may be lost (the daemon was down,
  * its socket full, slurmctld died first).  Slurm's job record is the
  * decision's durable copy: a poll that reports a job tagged with a snap
@@ -506,6 +507,18 @@ static int import_fail(struct hb_daemon *d, const struct import *im,
 	return rc;
 }
 
+/* Whether text reads as a decide request (hb_place_request_read()). */
+static int request_reads(const char *text)
+{
+	struct hb_place_request q;
+	struct hb_err e = { 0 };
+	cJSON *req = cJSON_Parse(text);
+	int ok = req && !hb_place_request_read(req, "-", &q, &e);
+
+	cJSON_Delete(req);
+	return ok;
+}
+
 /* On the loop: record one rebuilt decision and bind its Slurm job.  A
  * store error is returned (the caller aborts the batch); one the
  * decision itself has (an id never leased) is logged and skipped. */
@@ -525,7 +538,7 @@ static int import_one(struct hb_daemon *d, struct import *im,
 		return hb_err_set(err, HB_ENOMEM, NULL, 0, "out of memory");
 	rc = hbd_plugin_decided(d, n, "reconciler", 0, err);
 	cJSON_Delete(n);
-	if (rc == HB_EINVAL && im->request) {
+	if (rc == HB_EINVAL && im->request && !request_reads(im->request)) {
 		/* a burst job whose request does not read: recorded from what
 		 * Slurm says, and failed, so that its shadow ends the proxy
 		 * instead of waiting for a record that never comes */

@@ -352,8 +352,9 @@ struct hb_place_request {
  * Read and check req's fields into q, the user's name given (borrowed):
  * uid, account, partition, slurm_job_name, target, time_limit_min,
  * options, jobspec, script, argv, env.  0, or an HB_E* code with err
- * naming the field.  The daemon reads what the plugin sends with it, and
- * the plugin what it will send.
+ * naming the field.  The daemon reads what the plugin sends with it;
+ * the plugin decides from the job it read itself (hb_decide_job_read(),
+ * the same fields), and a unit test checks the two decide alike.
  */
 int hb_place_request_read(const struct cJSON *req, const char *user,
 			  struct hb_place_request *q, struct hb_err *err);

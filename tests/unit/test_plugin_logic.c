@@ -763,16 +763,17 @@ static void test_decide_read_alike(void **state)
 	(void)state;
 	if (hb_policy_parse(policy, strlen(policy), "p.yaml", &pol, &err))
 		fail_msg("%s", err.msg);
-	for (int k = 0; k < 4; k++) {
+	for (int k = 0; k < 6; k++) {
 		struct hb_snapshot s1, s2;
 		struct hb_place_out a = { 0 }, b = { 0 };
 		struct hb_place_request q;
 		struct hb_decide_job dj;
 		job_desc_msg_t jd;
-		cJSON *text;
+		cJSON *text, *j1, *j2;
+		int rc1, rc2;
 
 		jd_gpu(&jd);
-		if (k < 3) { /* bursts: no RDMA asked for (3: rejected) */
+		if (k != 3) { /* bursts: no RDMA asked for (3: rejected) */
 			free(jd.features);
 			jd.features = NULL;
 			free(jd.tres_per_node);
@@ -788,17 +789,39 @@ static void test_decide_read_alike(void **state)
 			free(jd.tres_per_node);
 			jd.tres_per_node = NULL;
 			jd.time_limit = NO_VAL;
+		} else if (k == 4) { /* Latin-1 bytes: charged under the
+				      * account the daemon reads */
+			free(jd.account);
+			jd.account = strdup("physics\xe9");
+			free(jd.name);
+			jd.name = strdup("caf\xe9");
+		} else if (k == 5) { /* 400 bytes, 1200 once mended: too
+				      * long for both */
+			free(jd.name);
+			jd.name = calloc(1, 401);
+			assert_non_null(jd.name);
+			memset(jd.name, 0xe9, 400);
 		}
 		hb_snapshot_init(&s1, now);
 		hb_snapshot_init(&s2, now);
 		assert_int_equal(hb_decide_job_read(&jd, &dj, NULL), 0);
 		text = request_text(&jd);
 		assert_non_null(text);
-		if (hb_place_job(&pol, &s1, &dj.job, now, NULL, &a, &err))
-			fail_msg("direct: %s", err.msg);
-		if (hb_place_request_read(text, dj.user, &q, &err) ||
-		    hb_place_job(&pol, &s2, &q.job, now, NULL, &b, &err))
-			fail_msg("read: %s", err.msg);
+		rc1 = hb_place_job(&pol, &s1, &dj.job, now, NULL, &a, &err);
+		rc2 = hb_place_request_read(text, dj.user, &q, &err);
+		if (!rc2)
+			rc2 = hb_place_job(&pol, &s2, &q.job, now, NULL, &b,
+					   &err);
+		assert_int_equal(rc1, k == 5 ? HB_EINVAL : 0);
+		assert_int_equal(rc2, rc1);
+		/* the same spend charged, under the same account */
+		j1 = hb_snapshot_to_json(&s1);
+		j2 = hb_snapshot_to_json(&s2);
+		assert_true(cJSON_Compare(j1, j2, 1));
+		cJSON_Delete(j1);
+		cJSON_Delete(j2);
+		if (rc1)
+			goto next;
 		assert_int_equal(a.target, b.target);
 		assert_true(a.cost_micro == b.cost_micro);
 		assert_string_equal(a.rule, b.rule);
@@ -806,10 +829,13 @@ static void test_decide_read_alike(void **state)
 		assert_string_equal(a.explanation, b.explanation);
 		assert_string_equal(a.doc_json, b.doc_json);
 		/* and the cases differ, so the test can tell */
-		if (a.target != (k == 2   ? HB_DECIDE_SLURM
-				 : k == 3 ? HB_DECIDE_REJECT
-					  : HB_DECIDE_KUBE))
+		if (k < 5 && a.target != (k == 2   ? HB_DECIDE_SLURM
+					  : k == 3 ? HB_DECIDE_REJECT
+						   : HB_DECIDE_KUBE))
 			fail_msg("case %d: %d %s", k, a.target, a.reason);
+		if (k == 4)
+			assert_true(a.cost_micro > 0);
+next:
 		hb_place_out_free(&a);
 		hb_place_out_free(&b);
 		cJSON_Delete(text);
