@@ -5,6 +5,12 @@
  * (the byte picks the option).  hb_opt_check never crashes, explains
  * every refusal, and what it accepts is what the option promises.
  *
+ * Input "J" + bytes: a job description whose name, account, script and
+ * environment (split at NUL bytes, in that order) are the bytes, as a
+ * user's sbatch sends them.  The decide request written as text (what
+ * the proxy's script and the notice carry) parses as a request and says
+ * what the tree the socket path sends says.
+ *
  * Any other input: the bytes of a reply payload from the daemon.  Whatever
  * hb_proto_parse and hb_plugin_decision_parse accept is applied to a job_desc,
  * which then holds exactly what the decision says, with comments within
@@ -17,6 +23,8 @@
 #include <cjson/cJSON.h>
 
 #include "slurm-plugin/hbplugin.h"
+#include "hpcbridge/buf.h"
+#include "hpcbridge/doc.h"
 #include "hpcbridge/proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -113,10 +121,78 @@ static void check_reply(const uint8_t *data, size_t size)
 	cJSON_Delete(reply);
 }
 
+/* The next NUL-ended piece of [*p, end) as a string (malloc). */
+static char *piece(const uint8_t **p, const uint8_t *end)
+{
+	const uint8_t *z = memchr(*p, 0, (size_t)(end - *p));
+	size_t n = z ? (size_t)(z - *p) : (size_t)(end - *p);
+	char *s = malloc(n + 1);
+
+	if (s) {
+		memcpy(s, *p, n);
+		s[n] = '\0';
+	}
+	*p += n + (z != NULL);
+	return s;
+}
+
+static void check_request(const uint8_t *data, size_t size)
+{
+	const uint8_t *p = data + 1, *end = data + size;
+	char *env[8] = { 0 };
+	struct hb_decide_job dj;
+	struct hb_emit *e;
+	struct hb_buf b;
+	job_desc_msg_t jd;
+	cJSON *tree, *text = NULL;
+	uint32_t n = 0;
+
+	memset(&jd, 0, sizeof(jd));
+	jd.het_job_offset = NO_VAL;
+	jd.min_nodes = jd.max_nodes = jd.num_tasks = NO_VAL;
+	jd.time_limit = jd.time_min = NO_VAL;
+	jd.cpus_per_task = jd.ntasks_per_node = NO_VAL16;
+	jd.pn_min_memory = NO_VAL64;
+	jd.shared = jd.requeue = NO_VAL16;
+	jd.user_id = 1000;
+	jd.name = piece(&p, end);
+	jd.account = piece(&p, end);
+	jd.script = piece(&p, end);
+	while (p < end && n < 7)
+		env[n++] = piece(&p, end);
+	jd.environment = env;
+	jd.env_size = n;
+	tree = hb_decide_request(&jd, NULL);
+	if (tree && hb_decide_job_read(&jd, &dj, NULL) == 0) {
+		hb_buf_init(&b, 0);
+		e = hb_emit_new(HB_EMIT_JSON_COMPACT, &b);
+		if (e && !hb_decide_request_emit(e, &jd, &dj) &&
+		    !hb_emit_done(e)) {
+			/* valid UTF-8, a request, the tree's twin */
+			if (hb_proto_parse(b.data, b.len, HB_PROTO_REQUEST,
+					   &text, NULL) ||
+			    !cJSON_Compare(tree, text, 1))
+				abort();
+		}
+		cJSON_Delete(text);
+		hb_emit_free(e);
+		hb_buf_free(&b);
+		hb_decide_job_free(&dj);
+	}
+	cJSON_Delete(tree);
+	free(jd.name);
+	free(jd.account);
+	free(jd.script);
+	for (uint32_t i = 0; i < n; i++)
+		free(env[i]);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size >= 2 && data[0] == 'O')
 		check_option(data, size);
+	else if (size >= 1 && data[0] == 'J')
+		check_request(data, size);
 	else
 		check_reply(data, size);
 	return 0;
