@@ -263,20 +263,27 @@ _ct_tables() {
 	mv "$ct_dir/daemon.new" "$ct_dir/daemon"
 }
 
-# _ct_waiting: how many things the sandbox has still to do: jobs that run
-# (kinds 0, 1) not final, and tagged jobs the daemon does not know
+# _ct_waiting VICTIM [list]: how many things the sandbox has still to do:
+# jobs that run (kinds 0, 1) not final, and tagged jobs the daemon does
+# not know; with "list", the first five of them, one a line
 _ct_waiting() {
-	awk -v victim="$1" '
+	awk -v victim="$1" -v list="${2:-}" '
 	FILENAME ~ /daemon$/ { d[$1] = $2; next }
 	FILENAME ~ /subs$/ { if ($2 != "held") runs["ct-" $1] = 1; next }
 	{
 		if (($2 in runs) && $3 !~ /^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED)$/ &&
-		    !(victim == "slurmctld" && $3 == "PENDING" && $4 == "launch_failed_requeued_held"))
+		    !(victim == "slurmctld" && $3 == "PENDING" && $4 == "launch_failed_requeued_held")) {
 			n++
-		if ($6 != "-" && d[$6] != $1)
+			if (list && n <= 5)
+				print "not settled: slurm " $0
+		}
+		if ($6 != "-" && d[$6] != $1) {
 			n++
+			if (list && n <= 5)
+				print "not known to the daemon: slurm " $1 " " $2 " " $6 " (daemon: " ($6 in d ? d[$6] : "none") ")"
+		}
 	}
-	END { print n + 0 }' "$ct_dir/daemon" "$ct_dir/subs" "$ct_dir/slurm"
+	END { if (!list) print n + 0 }' "$ct_dir/daemon" "$ct_dir/subs" "$ct_dir/slurm"
 }
 
 # _ct_count: the trial's counts, as "NAME=VALUE" words
@@ -450,21 +457,16 @@ ct_trial() {
 	[ "$verdict" = pass ]
 }
 
-# _ct_evidence: what a failed trial got wrong, a few lines of each
+# _ct_evidence: what a failed trial got wrong, a few lines of each (in
+# ct_trial: its victim)
 _ct_evidence() {
-	awk 'FILENAME ~ /subs$/ { if ($2 != "held") runs["ct-" $1] = 1; next }
-	($2 in runs) && $3 !~ /^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED)$/ && shown++ < 5 {
-		print "      not settled: slurm " $0
-	}' "$ct_dir/subs" "$ct_dir/slurm" | tee "$ct_dir/unsettled"
+	_ct_waiting "$victim" list | sed 's/^/      /' | tee "$ct_dir/unsettled"
 	# what slurmctld said of the first two
-	for id in $(awk '{ print $4 }' "$ct_dir/unsettled" | head -n 2); do
+	for id in $(awk '$1 == "not" && $2 == "settled:" { print $4 }' \
+		"$ct_dir/unsettled" | head -n 2); do
 		grep -E "JobId=$id( |$)" "$box/slurm/log/slurmctld.log" |
 			tail -n 6 | sed 's/^/        /' || true
 	done
-	awk 'FILENAME ~ /daemon$/ { d[$1] = $2; next }
-	$6 != "-" && d[$6] != $1 && shown++ < 5 {
-		print "      not known to the daemon: slurm " $1 " " $2 " " $6 " (daemon: " ($6 in d ? d[$6] : "none") ")"
-	}' "$ct_dir/daemon" "$ct_dir/slurm"
 	awk -v ran="$ct_ran" '{
 		n = 0; f = ran "/" $1
 		while ((getline l < f) > 0) n++
