@@ -71,8 +71,9 @@
 #     25 s after the restart it has the nodes register (Slurm ends the
 #     jobs it recovered as running that their node no longer has), then
 #     it starts at once the jobs Slurm requeued for later, and resumes a
-#     node Slurm drained for "batch job complete failure" (counted in
-#     the trial's line).  None of it touches the gateway;
+#     node Slurm set down or drained (counted in the trial's line; a
+#     failed trial shows each with its reason).  None of it touches the
+#     gateway;
 #   * spend: the decided Kubernetes spend of account capped (the chosen
 #     side's estimated cost in the latest decision of each of its jobs,
 #     rebuilt decisions included) is at most its budget plus the bound
@@ -231,25 +232,26 @@ _ct_register() {
 # for a begin time, so each such job is one.  A burst job's proxy that
 # runs again must not run the burst job again (checked).
 #
-# And resume a node slurmctld drained "batch job complete failure": its
-# slurmd reported a batch job it could not launch or end cleanly (a
-# launch the kill cut short), and Slurm drains the node for an admin to
-# look at, leaving every job after it pending.  Each is noted in
+# And resume a node slurmctld set down or drained: its slurmd was never
+# stopped, but a kill in the middle of a launch or of a job's end makes
+# slurmctld drain the node ("batch job complete failure", "Kill task
+# failed") or take it for down, for an admin to look at, and every job
+# after it waits.  Each is noted, with its state and reason, in
 # $ct_dir/resumed.
 _ct_release() {
-	local id n
+	local id line
 	for id in $(awk '$3 == "PENDING" && $4 == "BeginTime" { print $1 }' \
 		"$ct_dir/slurm"); do
 		timeout 10 scontrol update "JobId=$id" StartTime=now \
 			>/dev/null 2>&1 || true
 	done
-	for n in $(timeout 10 sinfo -h -N -o '%N|%T|%E' 2>/dev/null |
-		awk -F'|' '$2 ~ /drain/ && $3 == "batch job complete failure" {
-			print $1 }' | sort -u); do
-		timeout 10 scontrol update "NodeName=$n" State=RESUME \
-			>/dev/null 2>&1 &&
-			echo "$n $(date +%T)" >>"$ct_dir/resumed"
-	done
+	timeout 10 sinfo -h -N -o '%N|%T|%E' 2>/dev/null |
+		awk -F'|' '$2 ~ /down|drain|fail/ && $3 !~ /^no slurmd/' | sort -u |
+		while IFS= read -r line; do
+			timeout 10 scontrol update "NodeName=${line%%|*}" \
+				State=RESUME >/dev/null 2>&1 &&
+				echo "$(date +%T) $line" >>"$ct_dir/resumed"
+		done
 }
 
 # _ct_tables: Slurm's job table as "ID NAME STATE REASON PARTITION GWID
@@ -456,11 +458,13 @@ ct_trial() {
 		"$t" "$seed" "$victim" "$at+${delay}s" "${n[sub]}" "${n[acc]}" \
 		"${n[tagged]}" "${n[known]}" "${n[burst]}" "${n[ran]}" \
 		"$((n[twice] + n[reran]))" "${n[lost]}" "${n[failed]}" "$verdict"
-	printf '      burst jobs run twice %s, Slurm jobs Slurm ran again %s, not settled %s, not known %s, missing runs %s, gateway ids on two jobs %s, slurm ids bound twice %s, run dirs %s (stray %s), refused yet in Slurm %s, drained nodes resumed %s, spend [%s] capped bound %s\n' \
+	printf '      burst jobs run twice %s, Slurm jobs Slurm ran again %s, not settled %s, not known %s, missing runs %s, gateway ids on two jobs %s, slurm ids bound twice %s, run dirs %s (stray %s), refused yet in Slurm %s, nodes resumed %s, spend [%s] capped bound %s\n' \
 		"${n[twice]}" "${n[reran]}" "$w" "${n[unknown]}" "${n[missing]}" "${n[dupgw]}" \
 		"${n[dupbind]}" "${n[runs]}" "${n[stray]}" "${n[phantom]}" \
 		"$( (wc -l <"$ct_dir/resumed") 2>/dev/null || echo 0)" \
 		"$(tr '\n' ',' <<<"$sp" | sed 's/,$//')" "$bound"
+	[ ! -s "$ct_dir/resumed" ] ||
+		sed 's/^/      resumed a node: /' "$ct_dir/resumed"
 	ct_trials=$((ct_trials + 1))
 	ct_tot_acc=$((ct_tot_acc + n[acc]))
 	ct_tot_lost=$((ct_tot_lost + n[lost]))
@@ -495,8 +499,8 @@ _ct_evidence() {
 		if (n > 1 && shown++ < 5)
 			print "      ran " n " times: submission " $1 " (" $2 "), Slurm job " $4
 	}' "$ct_dir/subs"
-	[ ! -s "$ct_dir/resumed" ] ||
-		sed 's/^/      resumed a drained node: /' "$ct_dir/resumed"
+	timeout 10 sinfo -h -N -o '%N %T %E' 2>/dev/null |
+		sed 's/^/      node now: /' || true
 	grep -i error "$ct_dir/sbatch.err" 2>/dev/null | sort | uniq -c |
 		sort -rn | head -n 3 | sed 's/^/      sbatch: /' || true
 }
