@@ -493,8 +493,10 @@ slurm_is_up() {
 	for node in $(cat "$dir/.hbslurm/real_nodes"); do
 		st=$(SLURM_CONF="$dir/slurm.conf" timeout 10 sinfo -h -N \
 			-n "$node" -o '%T' 2>/dev/null | head -n1)
+		# "planned": idle, kept by the backfill scheduler for a pending
+		# job (22.05); a busy instance shows it
 		case "$st" in
-		idle | mixed | allocated | completing) ;;
+		idle | mixed | allocated | completing | planned) ;;
 		*) return 1 ;;
 		esac
 	done
