@@ -658,17 +658,9 @@ static int notice_write(struct hb_buf *out, const char *id, uint64_t version,
 	hb_emit_end(e);
 	rc = hb_emit_done(e);
 	hb_emit_free(e);
-	/* the object written is compact ("...}"): the request goes in as
-	 * its last member */
-	if (!rc) {
-		out->data[--out->len] = '\0';
-		rc = hb_buf_puts(out, ",\"request\":");
-	}
-	if (!rc)
-		rc = hb_buf_append(out, req->data, req->len);
-	if (!rc)
-		rc = hb_buf_putc(out, '}');
-	return rc;
+	/* the request's text goes in as it is, as the last member */
+	return rc ? rc : hb_doc_append_member(out, "request", req->data,
+					      req->len);
 }
 
 /* The proxy's script: the exec line, then the request (req). */

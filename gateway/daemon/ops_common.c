@@ -163,13 +163,10 @@ char *hbd_inputs_end(struct hb_emit *e, struct hb_buf *b,
 {
 	char *s = NULL;
 
-	if (e && !hb_emit_end(e) && !hb_emit_done(e)) {
-		/* the closing brace makes way for the last member */
-		b->len--;
-		if (!hb_buf_puts(b, ",\"placement\":") &&
-		    !hb_buf_puts(b, dec->doc_json) && !hb_buf_putc(b, '}'))
-			s = hb_buf_steal(b);
-	}
+	if (e && !hb_emit_end(e) && !hb_emit_done(e) &&
+	    !hb_doc_append_member(b, "placement", dec->doc_json,
+				  strlen(dec->doc_json)))
+		s = hb_buf_steal(b);
 	hb_emit_free(e);
 	hb_buf_free(b);
 	return s;

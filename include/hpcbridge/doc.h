@@ -180,6 +180,16 @@ int hb_emit_done(struct hb_emit *e);
  * hb_emit_free(). */
 int hb_emit_take(struct hb_emit *e, struct cJSON **tree);
 
+/*
+ * out ends with a compact JSON object (hb_emit's HB_EMIT_JSON_COMPACT):
+ * add key (written as it is: no character that needs escaping) with
+ * json, len bytes of JSON text taken as they are, as its last member.
+ * 0; HB_EINVAL when out ends with no '}'; HB_ENOMEM or HB_ETOOBIG (out
+ * then ends with no object).
+ */
+int hb_doc_append_member(struct hb_buf *out, const char *key,
+			 const char *json, size_t len);
+
 /* Append an array of documents as a YAML stream, each one preceded by
  * "---".  hb_doc_parse_stream() reads it back (null documents aside). */
 int hb_doc_write_yaml_stream(const struct cJSON *docs, struct hb_buf *out);

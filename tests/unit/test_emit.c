@@ -15,7 +15,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "hpcbridge/buf.h"
 #include "hpcbridge/doc.h"
+#include "hpcbridge/error.h"
 #include "testutil.h"
 
 /* Write doc both ways in fmt after a prefix; they must agree. */
@@ -792,6 +794,29 @@ static void test_escapes_and_blocks(void **state)
 	hb_buf_free(&want);
 }
 
+/* A member appended to a written object: after the others, alone in an
+ * empty one, and refused after something that is no object. */
+static void test_append_member(void **state)
+{
+	struct hb_buf b;
+
+	(void)state;
+	hb_buf_init(&b, 0);
+	assert_int_equal(hb_buf_puts(&b, "{\"a\":1}"), 0);
+	assert_int_equal(hb_doc_append_member(&b, "req", "{\"x\":[2]}", 9), 0);
+	assert_string_equal(b.data, "{\"a\":1,\"req\":{\"x\":[2]}}");
+	hb_buf_reset(&b);
+	assert_int_equal(hb_buf_puts(&b, "{}"), 0);
+	assert_int_equal(hb_doc_append_member(&b, "k", "null", 4), 0);
+	assert_string_equal(b.data, "{\"k\":null}");
+	hb_buf_reset(&b);
+	assert_int_equal(hb_doc_append_member(&b, "k", "1", 1), HB_EINVAL);
+	assert_int_equal(hb_buf_puts(&b, "[1]"), 0);
+	assert_int_equal(hb_doc_append_member(&b, "k", "1", 1), HB_EINVAL);
+	assert_string_equal(b.data, "[1]");
+	hb_buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -803,6 +828,7 @@ int main(void)
 		cmocka_unit_test(test_events),
 		cmocka_unit_test(test_yaml_styles),
 		cmocka_unit_test(test_escapes_and_blocks),
+		cmocka_unit_test(test_append_member),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1604,6 +1604,25 @@ int hb_emit_done(struct hb_emit *e)
 	return rc;
 }
 
+int hb_doc_append_member(struct hb_buf *out, const char *key,
+			 const char *json, size_t len)
+{
+	int rc;
+
+	if (!out->len || out->data[out->len - 1] != '}')
+		return HB_EINVAL;
+	/* the closing brace makes way for the last member */
+	out->data[--out->len] = '\0';
+	if (out->len && out->data[out->len - 1] != '{' &&
+	    (rc = hb_buf_putc(out, ',')))
+		return rc;
+	if ((rc = hb_buf_putc(out, '"')) || (rc = hb_buf_puts(out, key)) ||
+	    (rc = hb_buf_puts(out, "\":")) ||
+	    (rc = hb_buf_append(out, json, len)))
+		return rc;
+	return hb_buf_putc(out, '}');
+}
+
 int hb_emit_take(struct hb_emit *e, cJSON **tree)
 {
 	*tree = e ? e->tree : NULL;
